@@ -1,0 +1,264 @@
+// Backend: the one interface every device sits behind (host CPU, CUDA).
+//
+// Every call dispatches through the backend's vtable (runtime/backend_impl.h).
+// Allocations are ledgered with their call site: use the ATLAS_ALLOC-style
+// macros, which capture __FILE__/__LINE__/__func__ at the call. Operations a
+// backend does not offer return UNIMPLEMENTED naming the backend and the
+// operation; nothing crashes.
+#ifndef ATLAS_RUNTIME_BACKEND_H_
+#define ATLAS_RUNTIME_BACKEND_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/kernel_module.h"
+#include "runtime/kernel_registry.h"
+#include "runtime/ledger.h"
+#include "runtime/site.h"
+#include "runtime/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct atlas_backend atlas_backend;
+typedef struct atlas_event atlas_event;
+typedef struct atlas_graph atlas_graph;
+typedef struct atlas_op_cache atlas_op_cache;
+
+// Fault injection: make the k-th operation of a kind (counted from the time
+// the fault is set) fail with ABORTED. Per backend, never global.
+typedef enum atlas_fault_kind {
+  ATLAS_FAULT_ALLOC = 0,  // alloc, alloc_managed, pinned_alloc
+  ATLAS_FAULT_COPY,       // every h2d/d2h/d2d copy, sync or async
+  ATLAS_FAULT_KIND_COUNT,
+} atlas_fault_kind;
+
+// Options read when a backend is built. Environment switches are read once at
+// creation (ATLAS_REDZONE, ATLAS_DEBUG_SYNC) and stored in the backend.
+typedef struct atlas_backend_options {
+  // Kernels of the model this backend serves; NULL for none.
+  const atlas_module_set *modules;
+  // Share another backend's registry (same model) instead of loading `modules`.
+  atlas_kernel_registry *share_registry;
+  // Device ordinal (CUDA only).
+  int device;
+  // Host backend only: refuse allocations past this many live bytes
+  // (0: unlimited). Lets CI exercise out-of-memory and budget paths.
+  size_t capacity_bytes;
+  // > 0: the k-th module load while building the backend fails.
+  size_t fail_module_load_at;
+} atlas_backend_options;
+
+// What a sweep found and freed.
+typedef struct atlas_sweep_result {
+  size_t count;
+  size_t bytes;
+  char *sites;  // report naming the sites (malloc'd; NULL when count == 0)
+} atlas_sweep_result;
+
+void atlas_sweep_result_free(atlas_sweep_result *result);
+
+// One violated red zone.
+typedef struct atlas_redzone_violation {
+  uint64_t index;        // creation index of the allocation
+  uintptr_t addr;
+  size_t bytes;          // allocation size
+  size_t first_offset;   // offset of the first changed byte past `bytes`
+  atlas_site site;
+} atlas_redzone_violation;
+
+// ---- identity and lifetime -------------------------------------------------
+const char *atlas_backend_name(const atlas_backend *backend);
+// Last-resort reclamation: unloads nothing still in flight, frees everything
+// still on the ledger (the failed-load case) and reports what it had to free.
+atlas_status atlas_backend_destroy(atlas_backend *backend);
+
+// ---- memory ---------------------------------------------------------------
+atlas_status atlas_backend_alloc_at(atlas_backend *b, size_t bytes,
+                                    atlas_site site, void **out_ptr);
+atlas_status atlas_backend_alloc_managed_at(atlas_backend *b, size_t bytes,
+                                            atlas_site site, void **out_ptr);
+atlas_status atlas_backend_pinned_alloc_at(atlas_backend *b, size_t bytes,
+                                           atlas_site site, void **out_ptr);
+#define atlas_backend_alloc(b, bytes, out) \
+  atlas_backend_alloc_at((b), (bytes), ATLAS_SITE, (out))
+#define atlas_backend_alloc_managed(b, bytes, out) \
+  atlas_backend_alloc_managed_at((b), (bytes), ATLAS_SITE, (out))
+#define atlas_backend_pinned_alloc(b, bytes, out) \
+  atlas_backend_pinned_alloc_at((b), (bytes), ATLAS_SITE, (out))
+atlas_status atlas_backend_free(atlas_backend *b, void *ptr);
+atlas_status atlas_backend_pinned_free(atlas_backend *b, void *ptr);
+// Device address through which a kernel reaches pinned host memory.
+atlas_status atlas_backend_host_ptr_to_device(atlas_backend *b, void *host_ptr,
+                                              void **out_device_ptr);
+
+size_t atlas_backend_live_bytes(atlas_backend *b);
+size_t atlas_backend_live_alloc_count(atlas_backend *b);
+atlas_ledger *atlas_backend_ledger(atlas_backend *b);
+// See atlas_ledger_report_text. Refuses while a stream is capturing when the
+// report would need the device.
+atlas_status atlas_backend_alloc_report(atlas_backend *b, size_t top_n,
+                                        double min_mb, char **out_text);
+atlas_status atlas_backend_alloc_report_json(atlas_backend *b, char **out_json);
+// Frees everything still on the ledger and says what it was.
+atlas_status atlas_backend_sweep_unreleased(atlas_backend *b,
+                                            atlas_sweep_result *out_result);
+
+// ---- red zones (ATLAS_REDZONE=<bytes> at creation) --------------------------
+size_t atlas_backend_redzone_bytes(const atlas_backend *b);
+// Reads every guard band back, reports violations (up to max_violations into
+// out_violations, may be NULL), refills violated bands, returns the count.
+atlas_status atlas_backend_scan_redzones(atlas_backend *b,
+                                         atlas_redzone_violation *out_violations,
+                                         size_t max_violations,
+                                         size_t *out_count);
+// Fills zones of allocations whose creation index is in [lo, hi) with 0xEE
+// and all others with 0x00. Nothing is allocated, moved or resized.
+atlas_status atlas_backend_poison_redzones(atlas_backend *b, uint64_t lo,
+                                           uint64_t hi);
+
+// ---- copies ---------------------------------------------------------------
+atlas_status atlas_backend_h2d(atlas_backend *b, void *dst, const void *src,
+                               size_t bytes);
+atlas_status atlas_backend_d2h(atlas_backend *b, void *dst, const void *src,
+                               size_t bytes);
+// Synchronous d2h ordered after the work already queued on `stream`.
+atlas_status atlas_backend_d2h_on_stream(atlas_backend *b, void *dst,
+                                         const void *src, size_t bytes,
+                                         atlas_stream *stream);
+// Asynchronous d2h; dst should be pinned memory; complete at stream sync.
+atlas_status atlas_backend_d2h_async(atlas_backend *b, void *dst,
+                                     const void *src, size_t bytes,
+                                     atlas_stream *stream);
+atlas_status atlas_backend_d2d(atlas_backend *b, void *dst, const void *src,
+                               size_t bytes);
+// Asynchronous h2d whose source may be freed as soon as the call returns
+// (the backend stages it).
+atlas_status atlas_backend_h2d_async(atlas_backend *b, void *dst,
+                                     const void *src, size_t bytes,
+                                     atlas_stream *stream);
+// Asynchronous h2d that reads `src` later: the caller keeps it alive (and
+// pinned, for speed) until the stream is synchronised.
+atlas_status atlas_backend_h2d_async_retained(atlas_backend *b, void *dst,
+                                              const void *src, size_t bytes,
+                                              atlas_stream *stream);
+atlas_status atlas_backend_d2d_async(atlas_backend *b, void *dst,
+                                     const void *src, size_t bytes,
+                                     atlas_stream *stream);
+// Pitched 2D copy of `height` rows of `width_bytes` each.
+atlas_status atlas_backend_d2d_2d_async(atlas_backend *b, void *dst,
+                                        size_t dst_pitch, const void *src,
+                                        size_t src_pitch, size_t width_bytes,
+                                        size_t height, atlas_stream *stream);
+atlas_status atlas_backend_memset(atlas_backend *b, void *dst, uint8_t value,
+                                  size_t bytes);
+atlas_status atlas_backend_memset_async(atlas_backend *b, void *dst,
+                                        uint8_t value, size_t bytes,
+                                        atlas_stream *stream);
+
+// ---- streams, events, capture ---------------------------------------------
+atlas_stream *atlas_backend_default_stream(atlas_backend *b);
+atlas_status atlas_backend_stream_create(atlas_backend *b,
+                                         atlas_stream **out_stream);
+atlas_status atlas_backend_stream_destroy(atlas_backend *b,
+                                          atlas_stream *stream);
+atlas_status atlas_backend_stream_synchronize(atlas_backend *b,
+                                              atlas_stream *stream);
+atlas_status atlas_backend_synchronize(atlas_backend *b);
+atlas_status atlas_backend_event_create(atlas_backend *b,
+                                        atlas_event **out_event);
+atlas_status atlas_backend_event_record(atlas_backend *b, atlas_event *event,
+                                        atlas_stream *stream);
+atlas_status atlas_backend_event_wait(atlas_backend *b, atlas_stream *stream,
+                                      atlas_event *event);
+atlas_status atlas_backend_event_synchronize(atlas_backend *b,
+                                             atlas_event *event);
+atlas_status atlas_backend_event_destroy(atlas_backend *b, atlas_event *event);
+atlas_status atlas_backend_stream_is_capturing(atlas_backend *b,
+                                               atlas_stream *stream,
+                                               bool *out_capturing);
+atlas_status atlas_backend_begin_capture(atlas_backend *b,
+                                         atlas_stream *stream);
+atlas_status atlas_backend_end_capture(atlas_backend *b, atlas_stream *stream,
+                                       atlas_graph **out_graph);
+// Ends a capture an error path left open and discards the graph, so the
+// stream works again. OK (and *out_aborted false) when nothing was capturing.
+atlas_status atlas_backend_abort_capture_if_active(atlas_backend *b,
+                                                   atlas_stream *stream,
+                                                   bool *out_aborted);
+atlas_status atlas_backend_launch_graph(atlas_backend *b, atlas_graph *graph,
+                                        atlas_stream *stream);
+atlas_status atlas_backend_destroy_graph(atlas_backend *b, atlas_graph *graph);
+
+// ---- kernels --------------------------------------------------------------
+atlas_kernel_registry *atlas_backend_kernel_registry(atlas_backend *b);
+atlas_status atlas_backend_kernel_lookup(atlas_backend *b, const char *module,
+                                         const char *function,
+                                         const atlas_kernel **out_kernel);
+// Raw launch: args[i] points to argument i (as cuLaunchKernel).
+atlas_status atlas_backend_launch(atlas_backend *b, const atlas_kernel *kernel,
+                                  const atlas_launch_config *config,
+                                  void **args);
+
+// Typed arguments, checked against the kernel's signature before launch.
+typedef struct atlas_arg {
+  char type;  // 'p', 'i', 'u', 'l', 'f' (see atlas_kernel_def.signature)
+  union {
+    void *p;
+    int32_t i;
+    uint32_t u;
+    int64_t l;
+    float f;
+  } v;
+} atlas_arg;
+
+#ifdef __cplusplus
+#define ATLAS_ARG_INIT_(t, field, x) \
+  ([&] { atlas_arg a_{}; a_.type = (t); a_.v.field = (x); return a_; }())
+#define ATLAS_ARG_PTR(x) ATLAS_ARG_INIT_('p', p, (void *)(x))
+#define ATLAS_ARG_I32(x) ATLAS_ARG_INIT_('i', i, (int32_t)(x))
+#define ATLAS_ARG_U32(x) ATLAS_ARG_INIT_('u', u, (uint32_t)(x))
+#define ATLAS_ARG_I64(x) ATLAS_ARG_INIT_('l', l, (int64_t)(x))
+#define ATLAS_ARG_F32(x) ATLAS_ARG_INIT_('f', f, (float)(x))
+#else
+#define ATLAS_ARG_PTR(x) ((atlas_arg){.type = 'p', .v.p = (void *)(x)})
+#define ATLAS_ARG_I32(x) ((atlas_arg){.type = 'i', .v.i = (int32_t)(x)})
+#define ATLAS_ARG_U32(x) ((atlas_arg){.type = 'u', .v.u = (uint32_t)(x)})
+#define ATLAS_ARG_I64(x) ((atlas_arg){.type = 'l', .v.l = (int64_t)(x)})
+#define ATLAS_ARG_F32(x) ((atlas_arg){.type = 'f', .v.f = (float)(x)})
+#endif
+
+atlas_status atlas_backend_launch_typed(atlas_backend *b,
+                                        const atlas_kernel *kernel,
+                                        const atlas_launch_config *config,
+                                        const atlas_arg *args, size_t arg_count);
+bool atlas_backend_debug_sync_kernels(const atlas_backend *b);
+
+// ---- device facts ---------------------------------------------------------
+atlas_status atlas_backend_total_memory(atlas_backend *b, size_t *out_bytes);
+// What this backend may still allocate (capacity less live bytes on the host).
+atlas_status atlas_backend_free_memory(atlas_backend *b, size_t *out_bytes);
+// What the driver (or the OS) reports free on the device right now.
+atlas_status atlas_backend_device_free_memory(atlas_backend *b,
+                                              size_t *out_bytes);
+atlas_status atlas_backend_sm_count(atlas_backend *b, int *out_count);
+// Makes the backend's context current on the calling thread.
+atlas_status atlas_backend_bind_to_thread(atlas_backend *b);
+
+// ---- per-backend memo ------------------------------------------------------
+atlas_op_cache *atlas_backend_op_cache(atlas_backend *b);
+
+// ---- fault injection ----------------------------------------------------------
+// The k-th operation of `kind` from now fails (k >= 1); k == 0 disarms.
+void atlas_backend_inject_fault(atlas_backend *b, atlas_fault_kind kind,
+                                uint64_t k);
+// Operations of `kind` attempted so far (for sizing a fault sweep).
+uint64_t atlas_backend_op_count(const atlas_backend *b, atlas_fault_kind kind);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_BACKEND_H_

@@ -1,0 +1,77 @@
+// Status: what failed and why, in words a user can act on.
+//
+// A status is a heap object or NULL; NULL means success (as in IREE), so the
+// success path never allocates. Statuses can be joined: a teardown that sees
+// three failures returns one status naming all three.
+#ifndef ATLAS_RUNTIME_STATUS_H_
+#define ATLAS_RUNTIME_STATUS_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum atlas_status_code {
+  ATLAS_STATUS_OK = 0,
+  ATLAS_STATUS_INVALID_ARGUMENT,   // the caller passed something wrong
+  ATLAS_STATUS_NOT_FOUND,          // a named thing does not exist
+  ATLAS_STATUS_OUT_OF_MEMORY,      // host or device memory exhausted
+  ATLAS_STATUS_UNAVAILABLE,        // a driver or device is missing
+  ATLAS_STATUS_UNIMPLEMENTED,      // an optional operation this backend lacks
+  ATLAS_STATUS_FAILED_PRECONDITION,// the object is in the wrong state
+  ATLAS_STATUS_DATA_LOSS,          // a file or buffer is malformed or corrupted
+  ATLAS_STATUS_IO,                 // the operating system refused a file operation
+  ATLAS_STATUS_INTERNAL,           // a driver call failed unexpectedly
+  ATLAS_STATUS_RESOURCE_EXHAUSTED, // a budget (not the allocator) says no
+  ATLAS_STATUS_ABORTED,            // an injected fault or a cancelled operation
+} atlas_status_code;
+
+typedef struct atlas_status_s *atlas_status;
+
+#define ATLAS_OK ((atlas_status)NULL)
+
+// Makes a status with a printf-style message. Never returns NULL for a
+// non-OK code: if the message cannot be allocated a fixed out-of-memory
+// status is returned instead.
+atlas_status atlas_status_make(atlas_status_code code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+// Prefixes context to a status ("loading model.safetensors: ..."). Takes
+// ownership of `status`; passing OK returns OK.
+atlas_status atlas_status_annotate(atlas_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+// Joins two statuses into one that reports both (first code wins). Takes
+// ownership of both; either may be OK.
+atlas_status atlas_status_join(atlas_status first, atlas_status second);
+
+atlas_status_code atlas_status_code_of(atlas_status status);
+// The message ("" for OK). Owned by the status.
+const char *atlas_status_message(atlas_status status);
+// How many failures were joined into this status (0 for OK).
+size_t atlas_status_count(atlas_status status);
+const char *atlas_status_code_name(atlas_status_code code);
+void atlas_status_free(atlas_status status);
+
+static inline bool atlas_status_is_ok(atlas_status status) {
+  return status == ATLAS_OK;
+}
+
+// Frees the status and returns its code: for callers that only branch on it.
+atlas_status_code atlas_status_consume(atlas_status status);
+
+#define ATLAS_RETURN_IF_ERROR(expr)            \
+  do {                                         \
+    atlas_status atlas_status_tmp_ = (expr);   \
+    if (atlas_status_tmp_ != ATLAS_OK) {       \
+      return atlas_status_tmp_;                \
+    }                                          \
+  } while (0)
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_STATUS_H_
