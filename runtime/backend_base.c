@@ -1,0 +1,329 @@
+// State and accounting every backend shares: ledger, faults, sweep, kernels.
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/backend_impl.h"
+#include "runtime/ledger_report.h"
+#include "runtime/op_cache.h"
+
+// Parses ATLAS_REDZONE once, at creation: hot paths never call getenv.
+static atlas_status read_redzone_env(size_t *out_bytes) {
+  *out_bytes = 0;
+  const char *text = getenv("ATLAS_REDZONE");
+  if (text == NULL || text[0] == '\0') return ATLAS_OK;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || text[0] == '-' ||
+      v > (1ull << 30)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "ATLAS_REDZONE='%s' is not a byte count between 0 "
+                             "and 1073741824",
+                             text);
+  }
+  *out_bytes = (size_t)v;
+  return ATLAS_OK;
+}
+
+static bool read_flag_env(const char *name) {
+  const char *text = getenv(name);
+  return text != NULL && text[0] != '\0' && strcmp(text, "0") != 0;
+}
+
+atlas_status atlas_backend_base_init(atlas_backend *b,
+                                     const atlas_backend_vtable *vtable,
+                                     atlas_backend_mem_ops mem,
+                                     const char *name) {
+  b->vtable = vtable;
+  b->mem = mem;
+  snprintf(b->name, sizeof(b->name), "%s", name);
+  ATLAS_RETURN_IF_ERROR(read_redzone_env(&b->redzone_bytes));
+  b->debug_sync = read_flag_env("ATLAS_DEBUG_SYNC");
+  memset(&b->faults, 0, sizeof(b->faults));
+  b->poison_active = false;
+  b->poison_lo = b->poison_hi = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_ledger_create(&b->ledger));
+  atlas_status status = atlas_op_cache_create(b, &b->op_cache);
+  if (status != ATLAS_OK) {
+    atlas_ledger_destroy(b->ledger);
+    b->ledger = NULL;
+    return status;
+  }
+  pthread_mutex_init(&b->state_mutex, NULL);
+  b->registry = NULL;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_backend_base_deinit(atlas_backend *b) {
+  atlas_status status = atlas_op_cache_destroy(b->op_cache);
+  b->op_cache = NULL;
+  atlas_sweep_result swept;
+  status = atlas_status_join(status, atlas_backend_base_sweep_unreleased(b, &swept));
+  if (swept.count > 0) {
+    // Last-resort reclamation is expected after a failed load; say what it
+    // had to free so a leak on the clean path is visible.
+    fprintf(stderr, "atlas: backend %s reclaimed %zu unreleased allocations "
+                    "(%zu bytes) at destroy:\n%s",
+            b->name, swept.count, swept.bytes, swept.sites ? swept.sites : "");
+  }
+  atlas_sweep_result_free(&swept);
+  status = atlas_status_join(status, atlas_kernel_registry_release(b->registry));
+  b->registry = NULL;
+  atlas_ledger_destroy(b->ledger);
+  b->ledger = NULL;
+  pthread_mutex_destroy(&b->state_mutex);
+  return status;
+}
+
+atlas_status atlas_backend_base_fault_check(atlas_backend *b,
+                                            atlas_fault_kind kind,
+                                            const char *what) {
+  pthread_mutex_lock(&b->state_mutex);
+  uint64_t n = ++b->faults.count[kind];
+  bool fail = b->faults.fail_at[kind] != 0 && n == b->faults.fail_at[kind];
+  if (fail) b->faults.fail_at[kind] = 0;
+  pthread_mutex_unlock(&b->state_mutex);
+  if (!fail) return ATLAS_OK;
+  return atlas_status_make(ATLAS_STATUS_ABORTED,
+                           "injected fault: %s #%" PRIu64 " on backend %s failed",
+                           what, n, b->name);
+}
+
+void atlas_backend_inject_fault(atlas_backend *b, atlas_fault_kind kind,
+                                uint64_t k) {
+  pthread_mutex_lock(&b->state_mutex);
+  b->faults.fail_at[kind] = k == 0 ? 0 : b->faults.count[kind] + k;
+  pthread_mutex_unlock(&b->state_mutex);
+}
+
+uint64_t atlas_backend_op_count(const atlas_backend *b, atlas_fault_kind kind) {
+  atlas_backend *mb = (atlas_backend *)b;
+  pthread_mutex_lock(&mb->state_mutex);
+  uint64_t n = mb->faults.count[kind];
+  pthread_mutex_unlock(&mb->state_mutex);
+  return n;
+}
+
+uint8_t atlas_backend_base_redzone_fill(atlas_backend *b, uint64_t index) {
+  pthread_mutex_lock(&b->state_mutex);
+  uint8_t fill = 0xA5;
+  if (b->poison_active) {
+    fill = (index >= b->poison_lo && index < b->poison_hi) ? 0xEE : 0x00;
+  }
+  pthread_mutex_unlock(&b->state_mutex);
+  return fill;
+}
+
+static const char *kind_name(atlas_mem_kind kind) {
+  switch (kind) {
+    case ATLAS_MEM_DEVICE: return "device";
+    case ATLAS_MEM_MANAGED: return "managed";
+    case ATLAS_MEM_PINNED_HOST: return "pinned host";
+  }
+  return "unknown";
+}
+
+atlas_status atlas_backend_base_alloc(atlas_backend *b, size_t bytes,
+                                      atlas_mem_kind kind, atlas_site site,
+                                      void **out_ptr) {
+  *out_ptr = NULL;
+  if (bytes == 0) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: a %s allocation of 0 bytes at %s:%d (%s)",
+                             b->name, kind_name(kind), site.file, site.line,
+                             site.func);
+  }
+  ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
+      atlas_backend_base_fault_check(b, ATLAS_FAULT_ALLOC, "allocation"),
+      "%s:%d (%s)", site.file, site.line, site.func));
+  size_t pad = b->redzone_bytes;
+  if (bytes > SIZE_MAX - pad) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: %zu bytes plus a %zu-byte red zone overflow",
+                             b->name, bytes, pad);
+  }
+  void *ptr = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
+      b->mem.raw_alloc(b, bytes + pad, kind, &ptr),
+      "%s: allocating %zu bytes of %s memory at %s:%d (%s)", b->name, bytes,
+      kind_name(kind), site.file, site.line, site.func));
+  uint64_t index = 0;
+  atlas_status status = atlas_ledger_insert(b->ledger, (uintptr_t)ptr, bytes,
+                                            pad, kind, site, &index);
+  if (status == ATLAS_OK && pad > 0) {
+    status = b->mem.fill(b, (char *)ptr + bytes,
+                         atlas_backend_base_redzone_fill(b, index), pad);
+    if (status != ATLAS_OK) {
+      atlas_status_free(atlas_ledger_remove(b->ledger, (uintptr_t)ptr, NULL));
+    }
+  }
+  if (status != ATLAS_OK) {
+    return atlas_status_join(status, b->mem.raw_free(b, ptr, kind));
+  }
+  *out_ptr = ptr;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
+                                     atlas_mem_kind kind) {
+  if (ptr == NULL) return ATLAS_OK;
+  atlas_ledger_entry entry;
+  atlas_status status = atlas_ledger_find(b->ledger, (uintptr_t)ptr, &entry);
+  if (status != ATLAS_OK) {
+    atlas_status_free(status);
+    // Let remove explain: double free (with the allocation site) or unknown.
+    return atlas_status_annotate(atlas_ledger_remove(b->ledger, (uintptr_t)ptr, NULL),
+                                 "%s", b->name);
+  }
+  bool pinned = entry.kind == ATLAS_MEM_PINNED_HOST;
+  if (pinned != (kind == ATLAS_MEM_PINNED_HOST)) {
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "%s: 0x%" PRIxPTR " is %s memory (allocated at %s:%d (%s)); free it "
+        "with %s",
+        b->name, (uintptr_t)ptr, kind_name(entry.kind), entry.site.file,
+        entry.site.line, entry.site.func,
+        pinned ? "atlas_backend_pinned_free" : "atlas_backend_free");
+  }
+  ATLAS_RETURN_IF_ERROR(atlas_ledger_remove(b->ledger, (uintptr_t)ptr, &entry));
+  return atlas_status_annotate(b->mem.raw_free(b, ptr, entry.kind),
+                               "%s: freeing %zu bytes allocated at %s:%d (%s)",
+                               b->name, entry.bytes, entry.site.file,
+                               entry.site.line, entry.site.func);
+}
+
+size_t atlas_backend_base_live_bytes(atlas_backend *b) {
+  return atlas_ledger_live_bytes(b->ledger);
+}
+
+size_t atlas_backend_base_live_alloc_count(atlas_backend *b) {
+  return atlas_ledger_live_count(b->ledger);
+}
+
+atlas_status atlas_backend_base_alloc_report(atlas_backend *b, size_t top_n,
+                                             double min_mb, char **out_text) {
+  return atlas_ledger_report_text(b->ledger, top_n, min_mb, out_text);
+}
+
+atlas_status atlas_backend_base_alloc_report_json(atlas_backend *b,
+                                                  char **out_json) {
+  return atlas_ledger_report_json(b->ledger, out_json);
+}
+
+void atlas_sweep_result_free(atlas_sweep_result *result) {
+  free(result->sites);
+  result->sites = NULL;
+}
+
+atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
+                                                 atlas_sweep_result *out_result) {
+  memset(out_result, 0, sizeof(*out_result));
+  atlas_ledger_entry *entries = NULL;
+  size_t count = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot(b->ledger, &entries, &count));
+  if (count == 0) return ATLAS_OK;
+  atlas_status status = atlas_ledger_report_text(b->ledger, 0, 0.0,
+                                                 &out_result->sites);
+  // Newest first: later allocations may live inside structures of earlier ones.
+  for (size_t i = count; i-- > 0;) {
+    atlas_ledger_entry e;
+    atlas_status s = atlas_ledger_remove(b->ledger, entries[i].addr, &e);
+    if (s == ATLAS_OK) {
+      s = atlas_status_annotate(
+          b->mem.raw_free(b, (void *)e.addr, e.kind),
+          "sweep: freeing %zu bytes allocated at %s:%d (%s)", e.bytes,
+          e.site.file, e.site.line, e.site.func);
+      out_result->count++;
+      out_result->bytes += e.bytes;
+    }
+    status = atlas_status_join(status, s);
+  }
+  free(entries);
+  return status;
+}
+
+atlas_op_cache *atlas_backend_base_op_cache(atlas_backend *b) {
+  return b->op_cache;
+}
+
+bool atlas_backend_base_debug_sync_kernels(const atlas_backend *b) {
+  return b->debug_sync;
+}
+
+atlas_kernel_registry *atlas_backend_base_kernel_registry(atlas_backend *b) {
+  return b->registry;
+}
+
+atlas_status atlas_backend_base_kernel_lookup(atlas_backend *b,
+                                              const char *module,
+                                              const char *function,
+                                              const atlas_kernel **out_kernel) {
+  *out_kernel = NULL;
+  if (b->registry == NULL) {
+    return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
+                             "%s: no kernel modules loaded (the backend was "
+                             "created without a module set), so %s.%s is "
+                             "not available",
+                             b->name, module, function);
+  }
+  return atlas_status_annotate(
+      atlas_kernel_registry_lookup(b->registry, module, function, out_kernel),
+      "%s", b->name);
+}
+
+atlas_status atlas_backend_base_check_kernel(atlas_backend *b,
+                                             const atlas_kernel *kernel) {
+  if (kernel == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: launch of a NULL kernel", b->name);
+  }
+  if (b->registry == NULL || kernel->registry != b->registry) {
+    return atlas_status_make(
+        ATLAS_STATUS_FAILED_PRECONDITION,
+        "%s: kernel %s.%s belongs to another model's registry; look it up "
+        "through this backend",
+        b->name, kernel->module->name, kernel->def->name);
+  }
+  return ATLAS_OK;
+}
+
+static const char *type_name(char t) {
+  switch (t) {
+    case 'p': return "pointer";
+    case 'i': return "int32";
+    case 'u': return "uint32";
+    case 'l': return "int64";
+    case 'f': return "float";
+    default: return "unknown type";
+  }
+}
+
+atlas_status atlas_backend_base_pack_args(atlas_backend *b,
+                                          const atlas_kernel *kernel,
+                                          const atlas_arg *args,
+                                          size_t arg_count, void **out_ptrs) {
+  ATLAS_RETURN_IF_ERROR(atlas_backend_base_check_kernel(b, kernel));
+  const char *sig = kernel->def->signature ? kernel->def->signature : "";
+  size_t expected = strlen(sig);
+  if (arg_count != expected) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: kernel %s.%s takes %zu arguments (%s), %zu "
+                             "given",
+                             b->name, kernel->module->name, kernel->def->name,
+                             expected, sig, arg_count);
+  }
+  for (size_t i = 0; i < arg_count; ++i) {
+    if (args[i].type != sig[i]) {
+      return atlas_status_make(
+          ATLAS_STATUS_INVALID_ARGUMENT,
+          "%s: kernel %s.%s argument %zu is %s but %s was given", b->name,
+          kernel->module->name, kernel->def->name, i, type_name(sig[i]),
+          type_name(args[i].type));
+    }
+    out_ptrs[i] = (void *)&args[i].v;
+  }
+  return ATLAS_OK;
+}

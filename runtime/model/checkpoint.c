@@ -1,0 +1,428 @@
+// Checkpoint directories: single-file or sharded through the index.
+#include "runtime/model/checkpoint.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+// The index is a small JSON file; anything this big is not one.
+#define MAX_INDEX_BYTES ((long long)100000000)
+
+typedef struct entry {
+  const atlas_safetensors_tensor *tensor;
+  size_t shard;
+} entry;
+
+struct atlas_checkpoint {
+  char *dir;
+  char *source;
+  atlas_safetensors **shards;
+  size_t shard_count;
+  entry *entries;  // sorted by tensor name
+  size_t count;
+  uint64_t data_bytes;
+};
+
+static atlas_status oom(const char *what) {
+  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                           "%s: out of host memory", what);
+}
+
+static char *join_path(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = malloc(n);
+  if (p != NULL) snprintf(p, n, "%s/%s", dir, name);
+  return p;
+}
+
+static char *dup_string(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *copy = malloc(n);
+  if (copy != NULL) memcpy(copy, s, n);
+  return copy;
+}
+
+void atlas_checkpoint_close(atlas_checkpoint *ck) {
+  if (ck == NULL) return;
+  for (size_t i = 0; i < ck->shard_count; ++i) {
+    atlas_safetensors_close(ck->shards[i]);
+  }
+  free(ck->shards);
+  free(ck->entries);
+  free(ck->source);
+  free(ck->dir);
+  free(ck);
+}
+
+static int compare_entries(const void *a, const void *b) {
+  const entry *x = a;
+  const entry *y = b;
+  return strcmp(x->tensor->name, y->tensor->name);
+}
+
+static int compare_strings(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static atlas_checkpoint *new_checkpoint(const char *dir, const char *source) {
+  atlas_checkpoint *ck = calloc(1, sizeof(*ck));
+  if (ck == NULL) return NULL;
+  ck->dir = dup_string(dir);
+  ck->source = dup_string(source);
+  if (ck->dir == NULL || ck->source == NULL) {
+    atlas_checkpoint_close(ck);
+    return NULL;
+  }
+  return ck;
+}
+
+// Takes ownership of `file` and makes it the only shard.
+static atlas_status adopt_single(atlas_checkpoint *ck,
+                                 atlas_safetensors *file) {
+  ck->shards = calloc(1, sizeof(*ck->shards));
+  if (ck->shards == NULL) {
+    atlas_safetensors_close(file);
+    return oom(ck->source);
+  }
+  ck->shards[0] = file;
+  ck->shard_count = 1;
+  size_t n = atlas_safetensors_count(file);
+  if (n > 0) {
+    ck->entries = calloc(n, sizeof(*ck->entries));
+    if (ck->entries == NULL) return oom(ck->source);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    ck->entries[i] = (entry){atlas_safetensors_at(file, i), 0};
+  }
+  ck->count = n;
+  if (n > 0) qsort(ck->entries, n, sizeof(*ck->entries), compare_entries);
+  ck->data_bytes = atlas_safetensors_data_bytes(file);
+  return ATLAS_OK;
+}
+
+atlas_status atlas_checkpoint_open_buffer(const void *data, size_t size,
+                                          const char *name_for_errors,
+                                          atlas_checkpoint **out_checkpoint) {
+  *out_checkpoint = NULL;
+  const char *name = name_for_errors != NULL ? name_for_errors : "<buffer>";
+  atlas_safetensors *file = NULL;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_safetensors_parse_buffer(data, size, name, &file));
+  atlas_checkpoint *ck = new_checkpoint(name, name);
+  if (ck == NULL) {
+    atlas_safetensors_close(file);
+    return oom(name);
+  }
+  atlas_status status = adopt_single(ck, file);
+  if (status != ATLAS_OK) {
+    atlas_checkpoint_close(ck);
+    return status;
+  }
+  *out_checkpoint = ck;
+  return ATLAS_OK;
+}
+
+static bool is_plain_file_name(const char *s) {
+  return s[0] != '\0' && strchr(s, '/') == NULL && strcmp(s, ".") != 0 &&
+         strcmp(s, "..") != 0;
+}
+
+static atlas_status load_index(const char *path, json_t **out_map,
+                               json_t **out_root) {
+  struct stat st;
+  if (stat(path, &st) == 0 && st.st_size > MAX_INDEX_BYTES) {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: %lld bytes is too large for a checkpoint "
+                             "index (limit %lld)",
+                             path, (long long)st.st_size, MAX_INDEX_BYTES);
+  }
+  json_error_t error;
+  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &error);
+  if (root == NULL) {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: not a valid JSON checkpoint index: %s at "
+                             "line %d, column %d",
+                             path, error.text, error.line, error.column);
+  }
+  json_t *map = json_is_object(root) ? json_object_get(root, "weight_map")
+                                     : NULL;
+  if (map == NULL || !json_is_object(map)) {
+    json_decref(root);
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: checkpoint index has no \"weight_map\" "
+                             "object",
+                             path);
+  }
+  if (json_object_size(map) == 0) {
+    json_decref(root);
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: checkpoint index \"weight_map\" lists no "
+                             "tensors",
+                             path);
+  }
+  *out_map = map;
+  *out_root = root;
+  return ATLAS_OK;
+}
+
+// Collects the distinct shard names the weight map mentions, sorted.
+static atlas_status shard_names(const char *path, const json_t *map,
+                                const char ***out_names, size_t *out_count) {
+  size_t n = json_object_size(map);
+  const char **names = calloc(n, sizeof(*names));
+  if (names == NULL) return oom(path);
+  size_t i = 0;
+  const char *key;
+  json_t *value;
+  json_object_foreach((json_t *)map, key, value) {
+    if (!json_is_string(value)) {
+      free(names);
+      return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                               "%s: weight_map entry for tensor \"%s\" is not "
+                               "a shard file name string",
+                               path, key);
+    }
+    const char *shard = json_string_value(value);
+    if (!is_plain_file_name(shard)) {
+      free(names);
+      return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                               "%s: weight_map maps tensor \"%s\" to \"%s\", "
+                               "which is not a file name inside the "
+                               "checkpoint directory",
+                               path, key, shard);
+    }
+    names[i++] = shard;
+  }
+  qsort(names, n, sizeof(*names), compare_strings);
+  size_t unique = 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (unique == 0 || strcmp(names[unique - 1], names[j]) != 0) {
+      names[unique++] = names[j];
+    }
+  }
+  *out_names = names;
+  *out_count = unique;
+  return ATLAS_OK;
+}
+
+static size_t find_name(const char *const *names, size_t count,
+                        const char *name) {
+  const char *const *hit =
+      bsearch(&name, names, count, sizeof(*names), compare_strings);
+  return hit == NULL ? count : (size_t)(hit - names);
+}
+
+static atlas_status open_shards(atlas_checkpoint *ck, const char *const *names,
+                                size_t count) {
+  ck->shards = calloc(count, sizeof(*ck->shards));
+  if (ck->shards == NULL) return oom(ck->source);
+  for (size_t i = 0; i < count; ++i) {
+    char *path = join_path(ck->dir, names[i]);
+    if (path == NULL) return oom(ck->source);
+    atlas_status status = atlas_safetensors_open(path, &ck->shards[i]);
+    free(path);
+    if (status != ATLAS_OK) {
+      return atlas_status_annotate(status, "shard \"%s\" listed in %s",
+                                   names[i], ck->source);
+    }
+    ck->shard_count = i + 1;
+  }
+  return ATLAS_OK;
+}
+
+// Checks the weight map against the shards both ways and builds entries.
+static atlas_status cross_check(atlas_checkpoint *ck, const json_t *map,
+                                const char *const *names) {
+  size_t n = json_object_size(map);
+  ck->entries = calloc(n, sizeof(*ck->entries));
+  if (ck->entries == NULL) return oom(ck->source);
+  const char *key;
+  json_t *value;
+  json_object_foreach((json_t *)map, key, value) {
+    const char *shard_name = json_string_value(value);
+    size_t s = find_name(names, ck->shard_count, shard_name);
+    const atlas_safetensors_tensor *t =
+        atlas_safetensors_lookup(ck->shards[s], key);
+    if (t == NULL) {
+      return atlas_status_make(
+          ATLAS_STATUS_DATA_LOSS,
+          "%s: weight_map says tensor \"%s\" is in \"%s\", but %s has no "
+          "such tensor (missing tensor)",
+          ck->source, key, shard_name, atlas_safetensors_path(ck->shards[s]));
+    }
+    ck->entries[ck->count++] = (entry){t, s};
+    ck->data_bytes += t->bytes;
+  }
+  for (size_t s = 0; s < ck->shard_count; ++s) {
+    const atlas_safetensors *shard = ck->shards[s];
+    for (size_t i = 0; i < atlas_safetensors_count(shard); ++i) {
+      const char *name = atlas_safetensors_at(shard, i)->name;
+      const json_t *mapped = json_object_get(map, name);
+      if (mapped == NULL) {
+        return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                                 "%s: holds tensor \"%s\", which %s does not "
+                                 "list in its weight_map",
+                                 atlas_safetensors_path(shard), name,
+                                 ck->source);
+      }
+      size_t owner = find_name(names, ck->shard_count,
+                               json_string_value(mapped));
+      if (owner != s) {
+        return atlas_status_make(
+            ATLAS_STATUS_DATA_LOSS,
+            "%s: tensor \"%s\" is in two shards, %s and %s (the index maps it "
+            "to the latter)",
+            ck->source, name, atlas_safetensors_path(shard),
+            atlas_safetensors_path(ck->shards[owner]));
+      }
+    }
+  }
+  qsort(ck->entries, ck->count, sizeof(*ck->entries), compare_entries);
+  return ATLAS_OK;
+}
+
+static atlas_status open_sharded(atlas_checkpoint *ck) {
+  json_t *root = NULL;
+  json_t *map = NULL;
+  ATLAS_RETURN_IF_ERROR(load_index(ck->source, &map, &root));
+  const char **names = NULL;
+  size_t count = 0;
+  atlas_status status = shard_names(ck->source, map, &names, &count);
+  if (status == ATLAS_OK) status = open_shards(ck, names, count);
+  if (status == ATLAS_OK) status = cross_check(ck, map, names);
+  free(names);
+  json_decref(root);
+  return status;
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+atlas_status atlas_checkpoint_open(const char *dir,
+                                   atlas_checkpoint **out_checkpoint) {
+  *out_checkpoint = NULL;
+  struct stat st;
+  if (stat(dir, &st) != 0) {
+    int err = errno;
+    return atlas_status_make(
+        err == ENOENT ? ATLAS_STATUS_NOT_FOUND : ATLAS_STATUS_IO,
+        "%s: cannot open checkpoint directory: %s", dir, strerror(err));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: not a directory (expected a checkpoint "
+                             "directory holding config.json and %s)",
+                             dir, ATLAS_CHECKPOINT_SINGLE_FILE);
+  }
+  char *single = join_path(dir, ATLAS_CHECKPOINT_SINGLE_FILE);
+  char *index = join_path(dir, ATLAS_CHECKPOINT_INDEX_FILE);
+  atlas_status status = ATLAS_OK;
+  atlas_checkpoint *ck = NULL;
+  if (single == NULL || index == NULL) {
+    status = oom(dir);
+  } else if (exists(single)) {
+    atlas_safetensors *file = NULL;
+    status = atlas_safetensors_open(single, &file);
+    if (status == ATLAS_OK) {
+      ck = new_checkpoint(dir, single);
+      if (ck == NULL) {
+        atlas_safetensors_close(file);
+        status = oom(dir);
+      } else {
+        status = adopt_single(ck, file);
+      }
+    }
+  } else if (exists(index)) {
+    ck = new_checkpoint(dir, index);
+    status = ck == NULL ? oom(dir) : open_sharded(ck);
+  } else {
+    status = atlas_status_make(ATLAS_STATUS_NOT_FOUND,
+                               "%s: no %s or %s in the checkpoint directory",
+                               dir, ATLAS_CHECKPOINT_SINGLE_FILE,
+                               ATLAS_CHECKPOINT_INDEX_FILE);
+  }
+  free(single);
+  free(index);
+  if (status != ATLAS_OK) {
+    atlas_checkpoint_close(ck);
+    return status;
+  }
+  *out_checkpoint = ck;
+  return ATLAS_OK;
+}
+
+const char *atlas_checkpoint_dir(const atlas_checkpoint *ck) {
+  return ck->dir;
+}
+
+const char *atlas_checkpoint_source(const atlas_checkpoint *ck) {
+  return ck->source;
+}
+
+size_t atlas_checkpoint_shard_count(const atlas_checkpoint *ck) {
+  return ck->shard_count;
+}
+
+const atlas_safetensors *atlas_checkpoint_shard(const atlas_checkpoint *ck,
+                                                size_t index) {
+  return index < ck->shard_count ? ck->shards[index] : NULL;
+}
+
+size_t atlas_checkpoint_tensor_count(const atlas_checkpoint *ck) {
+  return ck->count;
+}
+
+static void fill(const atlas_checkpoint *ck, const entry *e,
+                 atlas_checkpoint_tensor *out) {
+  out->tensor = e->tensor;
+  out->shard = ck->shards[e->shard];
+  out->path = atlas_safetensors_path(out->shard);
+}
+
+bool atlas_checkpoint_tensor_at(const atlas_checkpoint *ck, size_t index,
+                                atlas_checkpoint_tensor *out_tensor) {
+  if (index >= ck->count) {
+    memset(out_tensor, 0, sizeof(*out_tensor));
+    return false;
+  }
+  fill(ck, &ck->entries[index], out_tensor);
+  return true;
+}
+
+bool atlas_checkpoint_lookup(const atlas_checkpoint *ck, const char *name,
+                             atlas_checkpoint_tensor *out_tensor) {
+  size_t lo = 0;
+  size_t hi = ck->count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(ck->entries[mid].tensor->name, name);
+    if (c == 0) {
+      fill(ck, &ck->entries[mid], out_tensor);
+      return true;
+    }
+    if (c < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  memset(out_tensor, 0, sizeof(*out_tensor));
+  return false;
+}
+
+atlas_status atlas_checkpoint_find(const atlas_checkpoint *ck,
+                                   const char *name,
+                                   atlas_checkpoint_tensor *out_tensor) {
+  if (atlas_checkpoint_lookup(ck, name, out_tensor)) return ATLAS_OK;
+  return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
+                           "%s: missing tensor \"%s\"", ck->source, name);
+}
+
+uint64_t atlas_checkpoint_data_bytes(const atlas_checkpoint *ck) {
+  return ck->data_bytes;
+}

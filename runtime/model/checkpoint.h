@@ -1,0 +1,82 @@
+// Checkpoint: the tensors of one model directory, single-file or sharded.
+//
+// A directory holds either model.safetensors or model.safetensors.index.json
+// (Hugging Face's sharded layout: {"weight_map": {tensor: shard file}}); the
+// single file wins when both exist. The index is validated against its
+// shards: shard names are plain file names inside the directory, every shard
+// exists and parses, every mapped tensor is in its shard, and every tensor in
+// a shard is mapped to that shard (so no tensor lives in two shards).
+#ifndef ATLAS_RUNTIME_MODEL_CHECKPOINT_H_
+#define ATLAS_RUNTIME_MODEL_CHECKPOINT_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/model/safetensors.h"
+#include "runtime/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATLAS_CHECKPOINT_SINGLE_FILE "model.safetensors"
+#define ATLAS_CHECKPOINT_INDEX_FILE "model.safetensors.index.json"
+
+typedef struct atlas_checkpoint atlas_checkpoint;
+
+// A tensor and where it came from. Borrowed: valid until the checkpoint is
+// closed.
+typedef struct atlas_checkpoint_tensor {
+  const atlas_safetensors_tensor *tensor;
+  const atlas_safetensors *shard;
+  const char *path;  // the shard's path, for error messages
+} atlas_checkpoint_tensor;
+
+// Opens DIR/model.safetensors or DIR/model.safetensors.index.json. On error
+// *out_checkpoint is NULL and nothing stays open, mapped or allocated.
+atlas_status atlas_checkpoint_open(const char *dir,
+                                   atlas_checkpoint **out_checkpoint);
+
+// A single-file checkpoint over a buffer in memory (an embedded model). The
+// buffer is not copied and must outlive the checkpoint.
+atlas_status atlas_checkpoint_open_buffer(const void *data, size_t size,
+                                          const char *name_for_errors,
+                                          atlas_checkpoint **out_checkpoint);
+
+void atlas_checkpoint_close(atlas_checkpoint *checkpoint);
+
+// The directory (or buffer name) it was opened with.
+const char *atlas_checkpoint_dir(const atlas_checkpoint *checkpoint);
+// The file that lists the tensors: model.safetensors or the index.
+const char *atlas_checkpoint_source(const atlas_checkpoint *checkpoint);
+
+size_t atlas_checkpoint_shard_count(const atlas_checkpoint *checkpoint);
+// Shards sorted by file name; NULL when index >= count.
+const atlas_safetensors *atlas_checkpoint_shard(
+    const atlas_checkpoint *checkpoint, size_t index);
+
+// All tensors across shards, sorted by name.
+size_t atlas_checkpoint_tensor_count(const atlas_checkpoint *checkpoint);
+// False when index >= count.
+bool atlas_checkpoint_tensor_at(const atlas_checkpoint *checkpoint,
+                                size_t index,
+                                atlas_checkpoint_tensor *out_tensor);
+
+// False (and *out_tensor zeroed) when absent.
+bool atlas_checkpoint_lookup(const atlas_checkpoint *checkpoint,
+                             const char *name,
+                             atlas_checkpoint_tensor *out_tensor);
+// As lookup; absence is NOT_FOUND naming the tensor and the checkpoint.
+atlas_status atlas_checkpoint_find(const atlas_checkpoint *checkpoint,
+                                   const char *name,
+                                   atlas_checkpoint_tensor *out_tensor);
+
+// Sum of every tensor's bytes across shards.
+uint64_t atlas_checkpoint_data_bytes(const atlas_checkpoint *checkpoint);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_MODEL_CHECKPOINT_H_

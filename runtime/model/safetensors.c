@@ -1,0 +1,715 @@
+// safetensors parsing and validation. See safetensors.h for the rules.
+#include "runtime/model/safetensors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct atlas_safetensors {
+  char *path;
+  const uint8_t *base;  // whole file or buffer
+  uint64_t size;
+  void *map;  // non-NULL when we own an mmap of `size` bytes
+  uint64_t data_start;  // 8 + header length
+  uint64_t data_bytes;
+  atlas_safetensors_tensor *tensors;  // file order
+  size_t count;
+  const atlas_safetensors_tensor **by_name;  // sorted by name
+  char **meta_keys;  // sorted by key
+  char **meta_values;
+  size_t meta_count;
+};
+
+// Every dtype name the safetensors format defines, so that a valid file with
+// an unsupported dtype gets "not supported" rather than "unknown".
+typedef struct dtype_info {
+  const char *name;
+  bool supported;
+  atlas_dtype dtype;  // meaningful when supported
+} dtype_info;
+
+static const dtype_info kDtypes[] = {
+    {"F32", true, ATLAS_DTYPE_F32},     {"F16", true, ATLAS_DTYPE_F16},
+    {"BF16", true, ATLAS_DTYPE_BF16},   {"F64", false, ATLAS_DTYPE_F32},
+    {"I64", false, ATLAS_DTYPE_F32},    {"U64", false, ATLAS_DTYPE_F32},
+    {"I32", false, ATLAS_DTYPE_F32},    {"U32", false, ATLAS_DTYPE_F32},
+    {"I16", false, ATLAS_DTYPE_F32},    {"U16", false, ATLAS_DTYPE_F32},
+    {"I8", false, ATLAS_DTYPE_F32},     {"U8", false, ATLAS_DTYPE_F32},
+    {"BOOL", false, ATLAS_DTYPE_F32},   {"F8_E4M3", false, ATLAS_DTYPE_F32},
+    {"F8_E5M2", false, ATLAS_DTYPE_F32}, {"F8_E8M0", false, ATLAS_DTYPE_F32},
+    {"F6_E2M3", false, ATLAS_DTYPE_F32}, {"F6_E3M2", false, ATLAS_DTYPE_F32},
+    {"F4", false, ATLAS_DTYPE_F32},     {"C64", false, ATLAS_DTYPE_F32},
+};
+
+const char *atlas_dtype_name(atlas_dtype dtype) {
+  switch (dtype) {
+    case ATLAS_DTYPE_F32:
+      return "F32";
+    case ATLAS_DTYPE_F16:
+      return "F16";
+    case ATLAS_DTYPE_BF16:
+      return "BF16";
+  }
+  return "?";
+}
+
+size_t atlas_dtype_size(atlas_dtype dtype) {
+  switch (dtype) {
+    case ATLAS_DTYPE_F32:
+      return 4;
+    case ATLAS_DTYPE_F16:
+    case ATLAS_DTYPE_BF16:
+      return 2;
+  }
+  return 0;
+}
+
+void atlas_shape_format(const int64_t *shape, int rank, char *buf,
+                        size_t size) {
+  if (size == 0) return;
+  size_t used = 0;
+  buf[0] = '\0';
+  int n = snprintf(buf, size, "[");
+  if (n < 0) return;
+  used = (size_t)n;
+  for (int i = 0; i < rank && used < size; ++i) {
+    n = snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
+                 (long long)shape[i]);
+    if (n < 0) return;
+    used += (size_t)n;
+  }
+  if (used < size) snprintf(buf + used, size - used, "]");
+}
+
+static const char *json_type_word(const json_t *v) {
+  switch (json_typeof(v)) {
+    case JSON_OBJECT:
+      return "an object";
+    case JSON_ARRAY:
+      return "an array";
+    case JSON_STRING:
+      return "a string";
+    case JSON_INTEGER:
+      return "an integer";
+    case JSON_REAL:
+      return "a real number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+      return "a boolean";
+    case JSON_NULL:
+      return "null";
+  }
+  return "an unknown JSON value";
+}
+
+void atlas_safetensors_close(atlas_safetensors *file) {
+  if (file == NULL) return;
+  for (size_t i = 0; i < file->count; ++i) {
+    free((char *)file->tensors[i].name);
+  }
+  free(file->tensors);
+  free(file->by_name);
+  for (size_t i = 0; i < file->meta_count; ++i) {
+    free(file->meta_keys[i]);
+    free(file->meta_values[i]);
+  }
+  free(file->meta_keys);
+  free(file->meta_values);
+  if (file->map != NULL) munmap(file->map, (size_t)file->size);
+  free(file->path);
+  free(file);
+}
+
+static char *dup_string(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *copy = malloc(n);
+  if (copy != NULL) memcpy(copy, s, n);
+  return copy;
+}
+
+static atlas_status oom(const char *path) {
+  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                           "%s: out of host memory while parsing the header",
+                           path);
+}
+
+// Reads a non-negative JSON integer.
+static bool get_u64(const json_t *v, uint64_t *out) {
+  if (!json_is_integer(v)) return false;
+  json_int_t i = json_integer_value(v);
+  if (i < 0) return false;
+  *out = (uint64_t)i;
+  return true;
+}
+
+static atlas_status parse_dtype(const char *path, const char *tensor,
+                                const json_t *v, atlas_dtype *out) {
+  if (!json_is_string(v)) {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: tensor \"%s\": dtype is %s, not a string",
+                             path, tensor, json_type_word(v));
+  }
+  const char *name = json_string_value(v);
+  for (size_t i = 0; i < sizeof(kDtypes) / sizeof(kDtypes[0]); ++i) {
+    if (strcmp(kDtypes[i].name, name) != 0) continue;
+    if (!kDtypes[i].supported) {
+      return atlas_status_make(
+          ATLAS_STATUS_UNIMPLEMENTED,
+          "%s: dtype %s of tensor \"%s\" is not supported (supported: F32, "
+          "F16, BF16)",
+          path, name, tensor);
+    }
+    *out = kDtypes[i].dtype;
+    return ATLAS_OK;
+  }
+  return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                           "%s: tensor \"%s\" has unknown dtype \"%s\" (not a "
+                           "safetensors dtype)",
+                           path, tensor, name);
+}
+
+static atlas_status parse_shape(const char *path, const char *tensor,
+                                const json_t *v, atlas_safetensors_tensor *t) {
+  if (!json_is_array(v)) {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: tensor \"%s\": shape is %s, not an array",
+                             path, tensor, json_type_word(v));
+  }
+  size_t rank = json_array_size(v);
+  if (rank > ATLAS_SAFETENSORS_MAX_RANK) {
+    return atlas_status_make(
+        ATLAS_STATUS_DATA_LOSS,
+        "%s: tensor \"%s\" has rank %zu; at most %d dimensions are supported",
+        path, tensor, rank, ATLAS_SAFETENSORS_MAX_RANK);
+  }
+  uint64_t elements = 1;
+  bool overflow = false;
+  for (size_t i = 0; i < rank; ++i) {
+    uint64_t dim = 0;
+    const json_t *d = json_array_get(v, i);
+    if (!get_u64(d, &dim)) {
+      return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                               "%s: tensor \"%s\": shape dimension %zu is not "
+                               "a non-negative integer",
+                               path, tensor, i);
+    }
+    t->shape[i] = (int64_t)dim;
+    if (__builtin_mul_overflow(elements, dim, &elements)) overflow = true;
+  }
+  t->rank = (int)rank;
+  // A zero dimension makes the product 0 whatever else overflowed.
+  for (size_t i = 0; i < rank; ++i) {
+    if (t->shape[i] == 0) {
+      elements = 0;
+      overflow = false;
+    }
+  }
+  uint64_t bytes = 0;
+  if (!overflow &&
+      __builtin_mul_overflow(elements, (uint64_t)atlas_dtype_size(t->dtype),
+                             &bytes)) {
+    overflow = true;
+  }
+  if (overflow) {
+    char shape[256];
+    atlas_shape_format(t->shape, t->rank, shape, sizeof(shape));
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: tensor \"%s\": shape %s overflows 64 bits "
+                             "when multiplied out",
+                             path, tensor, shape);
+  }
+  t->elements = elements;
+  t->bytes = bytes;
+  return ATLAS_OK;
+}
+
+// Parses one tensor entry; sets begin/end (relative to the data region).
+static atlas_status parse_tensor(const char *path, const char *name,
+                                 const json_t *v, uint64_t data_size,
+                                 atlas_safetensors_tensor *t, uint64_t *begin,
+                                 uint64_t *end) {
+  if (!json_is_object(v)) {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: tensor \"%s\" is described by %s, not an "
+                             "object with dtype, shape and data_offsets",
+                             path, name, json_type_word(v));
+  }
+  const char *key;
+  json_t *field;
+  json_object_foreach((json_t *)v, key, field) {
+    if (strcmp(key, "dtype") != 0 && strcmp(key, "shape") != 0 &&
+        strcmp(key, "data_offsets") != 0) {
+      return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                               "%s: tensor \"%s\" has unexpected field \"%s\" "
+                               "(expected dtype, shape, data_offsets)",
+                               path, name, key);
+    }
+  }
+  static const char *const kFields[] = {"dtype", "shape", "data_offsets"};
+  for (size_t i = 0; i < 3; ++i) {
+    if (json_object_get(v, kFields[i]) == NULL) {
+      return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                               "%s: tensor \"%s\" is missing field \"%s\"",
+                               path, name, kFields[i]);
+    }
+  }
+  ATLAS_RETURN_IF_ERROR(
+      parse_dtype(path, name, json_object_get(v, "dtype"), &t->dtype));
+  ATLAS_RETURN_IF_ERROR(parse_shape(path, name, json_object_get(v, "shape"), t));
+
+  const json_t *offsets = json_object_get(v, "data_offsets");
+  if (!json_is_array(offsets) || json_array_size(offsets) != 2 ||
+      !get_u64(json_array_get(offsets, 0), begin) ||
+      !get_u64(json_array_get(offsets, 1), end)) {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: tensor \"%s\": data_offsets must be two "
+                             "non-negative integers [begin, end]",
+                             path, name);
+  }
+  if (*begin > *end) {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: tensor \"%s\": data_offsets [%llu, %llu] end "
+                             "before they begin",
+                             path, name, (unsigned long long)*begin,
+                             (unsigned long long)*end);
+  }
+  if (*end > data_size) {
+    return atlas_status_make(
+        ATLAS_STATUS_DATA_LOSS,
+        "%s: tensor \"%s\": data_offsets [%llu, %llu] run past the end of the "
+        "file (the data region holds %llu bytes; truncated file?)",
+        path, name, (unsigned long long)*begin, (unsigned long long)*end,
+        (unsigned long long)data_size);
+  }
+  if (*end - *begin != t->bytes) {
+    char shape[256];
+    atlas_shape_format(t->shape, t->rank, shape, sizeof(shape));
+    return atlas_status_make(
+        ATLAS_STATUS_DATA_LOSS,
+        "%s: tensor \"%s\": data_offsets [%llu, %llu] span %llu bytes but "
+        "shape %s of %s needs %llu bytes",
+        path, name, (unsigned long long)*begin, (unsigned long long)*end,
+        (unsigned long long)(*end - *begin), shape, atlas_dtype_name(t->dtype),
+        (unsigned long long)t->bytes);
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status parse_metadata(const char *path, const json_t *v,
+                                   atlas_safetensors *file) {
+  if (!json_is_object(v)) {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: __metadata__ is %s, not an object of strings",
+                             path, json_type_word(v));
+  }
+  size_t n = json_object_size(v);
+  if (n == 0) return ATLAS_OK;
+  file->meta_keys = calloc(n, sizeof(char *));
+  file->meta_values = calloc(n, sizeof(char *));
+  if (file->meta_keys == NULL || file->meta_values == NULL) return oom(path);
+  const char *key;
+  json_t *value;
+  json_object_foreach((json_t *)v, key, value) {
+    if (!json_is_string(value)) {
+      return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                               "%s: __metadata__ value for key \"%s\" is %s; "
+                               "metadata must map strings to strings",
+                               path, key, json_type_word(value));
+    }
+    size_t i = file->meta_count;
+    file->meta_keys[i] = dup_string(key);
+    file->meta_values[i] = dup_string(json_string_value(value));
+    if (file->meta_keys[i] == NULL || file->meta_values[i] == NULL) {
+      free(file->meta_keys[i]);
+      free(file->meta_values[i]);
+      return oom(path);
+    }
+    file->meta_count = i + 1;
+  }
+  // Insertion sort: metadata is tiny, and a sort keeps lookups simple.
+  for (size_t i = 1; i < file->meta_count; ++i) {
+    for (size_t j = i; j > 0 && strcmp(file->meta_keys[j - 1],
+                                       file->meta_keys[j]) > 0;
+         --j) {
+      char *k = file->meta_keys[j];
+      char *val = file->meta_values[j];
+      file->meta_keys[j] = file->meta_keys[j - 1];
+      file->meta_values[j] = file->meta_values[j - 1];
+      file->meta_keys[j - 1] = k;
+      file->meta_values[j - 1] = val;
+    }
+  }
+  return ATLAS_OK;
+}
+
+typedef struct span {
+  uint64_t begin;
+  uint64_t end;
+  const char *name;
+  size_t index;  // into the array in header order
+} span;
+
+static int compare_spans(const void *a, const void *b) {
+  const span *x = a;
+  const span *y = b;
+  if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+  if (x->end != y->end) return x->end < y->end ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+static int compare_by_name(const void *a, const void *b) {
+  const atlas_safetensors_tensor *const *x = a;
+  const atlas_safetensors_tensor *const *y = b;
+  return strcmp((*x)->name, (*y)->name);
+}
+
+// Checks that the spans, sorted, tile [0, data_size) exactly.
+static atlas_status check_coverage(const char *path, const span *spans,
+                                   size_t count, uint64_t data_size) {
+  uint64_t expected = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const span *s = &spans[i];
+    if (s->begin < expected) {
+      return atlas_status_make(
+          ATLAS_STATUS_DATA_LOSS,
+          "%s: tensor \"%s\" (bytes %llu..%llu) overlaps tensor \"%s\" "
+          "(which ends at %llu)",
+          path, s->name, (unsigned long long)s->begin,
+          (unsigned long long)s->end, spans[i - 1].name,
+          (unsigned long long)expected);
+    }
+    if (s->begin > expected) {
+      if (i == 0) {
+        return atlas_status_make(
+            ATLAS_STATUS_DATA_LOSS,
+            "%s: gap of %llu unused bytes at the start of the data region "
+            "(the first tensor, \"%s\", begins at %llu, not 0)",
+            path, (unsigned long long)s->begin, s->name,
+            (unsigned long long)s->begin);
+      }
+      return atlas_status_make(
+          ATLAS_STATUS_DATA_LOSS,
+          "%s: gap of %llu unused bytes between tensor \"%s\" (ends at %llu) "
+          "and tensor \"%s\" (begins at %llu)",
+          path, (unsigned long long)(s->begin - expected), spans[i - 1].name,
+          (unsigned long long)expected, s->name,
+          (unsigned long long)s->begin);
+    }
+    expected = s->end;
+  }
+  if (expected != data_size) {
+    return atlas_status_make(
+        ATLAS_STATUS_DATA_LOSS,
+        "%s: %llu trailing bytes after the last tensor (tensors cover %llu of "
+        "the %llu-byte data region)",
+        path, (unsigned long long)(data_size - expected),
+        (unsigned long long)expected, (unsigned long long)data_size);
+  }
+  return ATLAS_OK;
+}
+
+static bool is_json_space(uint8_t c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+// Reads the length prefix and checks it against the buffer.
+static atlas_status check_header_length(const char *path, const uint8_t *base,
+                                        uint64_t size, uint64_t *out_len) {
+  if (size < 8) {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: file is %llu bytes, too short to hold the "
+                             "8-byte header length (truncated header)",
+                             path, (unsigned long long)size);
+  }
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | base[i];
+  if (n > ATLAS_SAFETENSORS_MAX_HEADER_BYTES) {
+    return atlas_status_make(
+        ATLAS_STATUS_DATA_LOSS,
+        "%s: header length %llu exceeds the limit of %llu bytes (huge header "
+        "length; not a safetensors file?)",
+        path, (unsigned long long)n,
+        (unsigned long long)ATLAS_SAFETENSORS_MAX_HEADER_BYTES);
+  }
+  if (n > size - 8) {
+    return atlas_status_make(
+        ATLAS_STATUS_DATA_LOSS,
+        "%s: header length %llu is longer than the file, which has only %llu "
+        "bytes after the length field (truncated file?)",
+        path, (unsigned long long)n, (unsigned long long)(size - 8));
+  }
+  if (n < 2) {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: header length %llu is too short to hold a "
+                             "JSON object",
+                             path, (unsigned long long)n);
+  }
+  *out_len = n;
+  return ATLAS_OK;
+}
+
+static atlas_status load_header_json(const char *path, const uint8_t *header,
+                                     uint64_t n, json_t **out_root) {
+  uint64_t first = 0;
+  while (first < n && is_json_space(header[first])) ++first;
+  if (first == n || header[first] != '{') {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: header does not start with '{' (after "
+                             "optional whitespace); not a safetensors file?",
+                             path);
+  }
+  json_error_t error;
+  json_t *root = json_loadb((const char *)header, (size_t)n,
+                            JSON_REJECT_DUPLICATES, &error);
+  if (root == NULL) {
+    const char *hint = "";
+    if (strstr(error.text, "duplicate") != NULL) {
+      hint = " (duplicate names are not allowed)";
+    } else if (strstr(error.text, "decode") != NULL ||
+               strstr(error.text, "UTF") != NULL) {
+      hint = " (invalid UTF-8)";
+    }
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: header is not valid JSON: %s at line %d, "
+                             "column %d%s",
+                             path, error.text, error.line, error.column, hint);
+  }
+  if (!json_is_object(root)) {
+    json_decref(root);
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: header is not a JSON object", path);
+  }
+  *out_root = root;
+  return ATLAS_OK;
+}
+
+// Fills file->tensors (in file order), by_name and metadata from the header.
+static atlas_status parse_entries(const char *path, const json_t *root,
+                                  atlas_safetensors *file) {
+  size_t total = json_object_size(root);
+  bool has_meta = json_object_get(root, "__metadata__") != NULL;
+  size_t count = total - (has_meta ? 1 : 0);
+  if (has_meta) {
+    ATLAS_RETURN_IF_ERROR(
+        parse_metadata(path, json_object_get(root, "__metadata__"), file));
+  }
+  if (count == 0) {
+    return check_coverage(path, NULL, 0, file->data_bytes);
+  }
+  atlas_safetensors_tensor *parsed = calloc(count, sizeof(*parsed));
+  span *spans = calloc(count, sizeof(*spans));
+  if (parsed == NULL || spans == NULL) {
+    free(parsed);
+    free(spans);
+    return oom(path);
+  }
+  atlas_status status = ATLAS_OK;
+  size_t n = 0;
+  const char *key;
+  json_t *value;
+  json_object_foreach((json_t *)root, key, value) {
+    if (strcmp(key, "__metadata__") == 0) continue;
+    uint64_t begin = 0;
+    uint64_t end = 0;
+    status = parse_tensor(path, key, value, file->data_bytes, &parsed[n],
+                          &begin, &end);
+    if (status != ATLAS_OK) break;
+    spans[n] = (span){begin, end, key, n};
+    ++n;
+  }
+  if (status == ATLAS_OK) {
+    qsort(spans, count, sizeof(*spans), compare_spans);
+    status = check_coverage(path, spans, count, file->data_bytes);
+  }
+  if (status == ATLAS_OK) {
+    file->tensors = calloc(count, sizeof(*file->tensors));
+    file->by_name = calloc(count, sizeof(*file->by_name));
+    if (file->tensors == NULL || file->by_name == NULL) status = oom(path);
+  }
+  for (size_t i = 0; status == ATLAS_OK && i < count; ++i) {
+    atlas_safetensors_tensor *t = &file->tensors[i];
+    *t = parsed[spans[i].index];
+    t->name = dup_string(spans[i].name);
+    if (t->name == NULL) {
+      status = oom(path);
+      break;
+    }
+    file->count = i + 1;
+    t->file_offset = file->data_start + spans[i].begin;
+    t->data = file->base + t->file_offset;
+    file->by_name[i] = t;
+  }
+  free(parsed);
+  free(spans);
+  if (status != ATLAS_OK) return status;
+  qsort(file->by_name, count, sizeof(*file->by_name), compare_by_name);
+  return ATLAS_OK;
+}
+
+atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
+                                            const char *name_for_errors,
+                                            atlas_safetensors **out_file) {
+  if (out_file == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_safetensors_parse_buffer: out_file is NULL");
+  }
+  *out_file = NULL;
+  const char *path = name_for_errors != NULL ? name_for_errors : "<buffer>";
+  if (data == NULL && size != 0) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: buffer is NULL", path);
+  }
+  const uint8_t *base = data;
+  uint64_t header_len = 0;
+  ATLAS_RETURN_IF_ERROR(check_header_length(path, base, size, &header_len));
+  json_t *root = NULL;
+  ATLAS_RETURN_IF_ERROR(load_header_json(path, base + 8, header_len, &root));
+
+  atlas_safetensors *file = calloc(1, sizeof(*file));
+  if (file == NULL || (file->path = dup_string(path)) == NULL) {
+    free(file);
+    json_decref(root);
+    return oom(path);
+  }
+  file->base = base;
+  file->size = size;
+  file->data_start = 8 + header_len;
+  file->data_bytes = size - file->data_start;
+  atlas_status status = parse_entries(path, root, file);
+  json_decref(root);
+  if (status != ATLAS_OK) {
+    atlas_safetensors_close(file);
+    return status;
+  }
+  *out_file = file;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_safetensors_open(const char *path,
+                                    atlas_safetensors **out_file) {
+  if (out_file == NULL || path == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_safetensors_open: path or out_file is NULL");
+  }
+  *out_file = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    return atlas_status_make(
+        err == ENOENT ? ATLAS_STATUS_NOT_FOUND : ATLAS_STATUS_IO,
+        "%s: cannot open: %s", path, strerror(err));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot stat: %s", path,
+                             strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: not a regular file", path);
+  }
+  size_t size = (size_t)st.st_size;
+  void *map = NULL;
+  if (size > 0) {
+    map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+      int err = errno;
+      close(fd);
+      return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot mmap %zu bytes: %s",
+                               path, size, strerror(err));
+    }
+  }
+  close(fd);  // the mapping keeps the file alive
+  atlas_safetensors *file = NULL;
+  atlas_status status = atlas_safetensors_parse_buffer(
+      map != NULL ? map : (const void *)"", size, path, &file);
+  if (status != ATLAS_OK) {
+    if (map != NULL) munmap(map, size);
+    return status;
+  }
+  file->map = map;
+  *out_file = file;
+  return ATLAS_OK;
+}
+
+const char *atlas_safetensors_path(const atlas_safetensors *file) {
+  return file->path;
+}
+
+uint64_t atlas_safetensors_file_bytes(const atlas_safetensors *file) {
+  return file->size;
+}
+
+uint64_t atlas_safetensors_data_bytes(const atlas_safetensors *file) {
+  return file->data_bytes;
+}
+
+size_t atlas_safetensors_count(const atlas_safetensors *file) {
+  return file->count;
+}
+
+const atlas_safetensors_tensor *atlas_safetensors_at(
+    const atlas_safetensors *file, size_t index) {
+  return index < file->count ? &file->tensors[index] : NULL;
+}
+
+const atlas_safetensors_tensor *atlas_safetensors_lookup(
+    const atlas_safetensors *file, const char *name) {
+  size_t lo = 0;
+  size_t hi = file->count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(file->by_name[mid]->name, name);
+    if (c == 0) return file->by_name[mid];
+    if (c < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return NULL;
+}
+
+atlas_status atlas_safetensors_find(const atlas_safetensors *file,
+                                    const char *name,
+                                    const atlas_safetensors_tensor **out_tensor) {
+  const atlas_safetensors_tensor *t = atlas_safetensors_lookup(file, name);
+  *out_tensor = t;
+  if (t == NULL) {
+    return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
+                             "%s: no tensor named \"%s\"", file->path, name);
+  }
+  return ATLAS_OK;
+}
+
+size_t atlas_safetensors_metadata_count(const atlas_safetensors *file) {
+  return file->meta_count;
+}
+
+const char *atlas_safetensors_metadata_key(const atlas_safetensors *file,
+                                           size_t index) {
+  return index < file->meta_count ? file->meta_keys[index] : NULL;
+}
+
+const char *atlas_safetensors_metadata_value(const atlas_safetensors *file,
+                                             size_t index) {
+  return index < file->meta_count ? file->meta_values[index] : NULL;
+}
+
+const char *atlas_safetensors_metadata_get(const atlas_safetensors *file,
+                                           const char *key) {
+  for (size_t i = 0; i < file->meta_count; ++i) {
+    if (strcmp(file->meta_keys[i], key) == 0) return file->meta_values[i];
+  }
+  return NULL;
+}

@@ -1,0 +1,115 @@
+// safetensors: one file of named tensors, validated before anything is used.
+//
+// Layout: an 8-byte little-endian header length N, N bytes of JSON, then the
+// data region. The header maps each tensor name to {dtype, shape,
+// data_offsets:[begin,end]} (offsets relative to the data region) plus an
+// optional "__metadata__" object of strings.
+//
+// Validation is stricter than the reference (Hugging Face's Rust crate):
+// N <= 100 MB and 8 + N <= file size; the header is UTF-8 JSON with no
+// duplicate keys, starting with '{' after optional whitespace; every tensor
+// has exactly the three fields; bytes == product(shape) * dtype size with
+// every multiply and add checked; tensors sorted by offset tile the data
+// region from 0 to the end of the file with no gap, overlap or trailing byte;
+// only F32, F16 and BF16 are accepted (other safetensors dtypes are named as
+// unsupported). Every error message names the file and what is wrong.
+#ifndef ATLAS_RUNTIME_MODEL_SAFETENSORS_H_
+#define ATLAS_RUNTIME_MODEL_SAFETENSORS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATLAS_SAFETENSORS_MAX_RANK 8
+// The reference's MAX_HEADER_SIZE.
+#define ATLAS_SAFETENSORS_MAX_HEADER_BYTES ((uint64_t)100000000)
+
+typedef enum atlas_dtype {
+  ATLAS_DTYPE_F32 = 0,
+  ATLAS_DTYPE_F16,
+  ATLAS_DTYPE_BF16,
+} atlas_dtype;
+
+// "F32", "F16", "BF16" (the safetensors spelling); "?" for anything else.
+const char *atlas_dtype_name(atlas_dtype dtype);
+// Bytes per element (4 or 2); 0 for an invalid value.
+size_t atlas_dtype_size(atlas_dtype dtype);
+
+// One tensor as the header describes it. Borrowed from its file: valid until
+// the file is closed.
+typedef struct atlas_safetensors_tensor {
+  const char *name;
+  atlas_dtype dtype;
+  int rank;  // 0 (a scalar) .. ATLAS_SAFETENSORS_MAX_RANK
+  int64_t shape[ATLAS_SAFETENSORS_MAX_RANK];  // entries past rank are 0
+  uint64_t elements;     // product(shape); 1 for a scalar
+  uint64_t file_offset;  // absolute byte offset of the data in the file
+  uint64_t bytes;        // elements * atlas_dtype_size(dtype)
+  // The data: file bytes [file_offset, file_offset + bytes). Only byte
+  // alignment is guaranteed (the format does not align data); copy or use
+  // memcpy-based loads.
+  const void *data;
+} atlas_safetensors_tensor;
+
+typedef struct atlas_safetensors atlas_safetensors;
+
+// Maps `path` read-only and parses it. On error *out_file is NULL and
+// nothing stays allocated or mapped.
+atlas_status atlas_safetensors_open(const char *path,
+                                    atlas_safetensors **out_file);
+
+// Parses a buffer already in memory. Does not copy or own `data`, which must
+// outlive the result. `name_for_errors` is used in messages and returned by
+// atlas_safetensors_path (it is copied).
+atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
+                                            const char *name_for_errors,
+                                            atlas_safetensors **out_file);
+
+// Unmaps (if opened from a path) and frees. NULL is fine.
+void atlas_safetensors_close(atlas_safetensors *file);
+
+// The path or name the file was opened with.
+const char *atlas_safetensors_path(const atlas_safetensors *file);
+// Total size of the file or buffer, header included.
+uint64_t atlas_safetensors_file_bytes(const atlas_safetensors *file);
+// Sum of all tensors' bytes (the data region's size).
+uint64_t atlas_safetensors_data_bytes(const atlas_safetensors *file);
+
+// Tensors are indexed in file order (ascending offset; ties by name).
+size_t atlas_safetensors_count(const atlas_safetensors *file);
+// NULL when index >= count.
+const atlas_safetensors_tensor *atlas_safetensors_at(
+    const atlas_safetensors *file, size_t index);
+// NULL when absent (O(log n)).
+const atlas_safetensors_tensor *atlas_safetensors_lookup(
+    const atlas_safetensors *file, const char *name);
+// As lookup, but absence is a NOT_FOUND status naming the tensor and file.
+atlas_status atlas_safetensors_find(const atlas_safetensors *file,
+                                    const char *name,
+                                    const atlas_safetensors_tensor **out_tensor);
+
+// "__metadata__" entries, in name order. NULL when index >= count.
+size_t atlas_safetensors_metadata_count(const atlas_safetensors *file);
+const char *atlas_safetensors_metadata_key(const atlas_safetensors *file,
+                                           size_t index);
+const char *atlas_safetensors_metadata_value(const atlas_safetensors *file,
+                                             size_t index);
+// NULL when absent.
+const char *atlas_safetensors_metadata_get(const atlas_safetensors *file,
+                                           const char *key);
+
+// Writes "[a, b, c]" into buf (always NUL-terminated, truncated if short):
+// for error messages that show a shape.
+void atlas_shape_format(const int64_t *shape, int rank, char *buf,
+                        size_t size);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_MODEL_SAFETENSORS_H_

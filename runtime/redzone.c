@@ -1,0 +1,77 @@
+// Red zones: trailing guard bands, scanned and poisoned to find overruns.
+//
+// Each allocation of a backend built with ATLAS_REDZONE=<pad> gets `pad`
+// bytes after it, filled with a known byte. A scan reads every band back;
+// poisoning changes which byte each band holds so a write (or a read) that
+// lands in some band can be bisected to one allocation by creation index.
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/backend_impl.h"
+
+atlas_status atlas_backend_base_scan_redzones(
+    atlas_backend *b, atlas_redzone_violation *out_violations,
+    size_t max_violations, size_t *out_count) {
+  *out_count = 0;
+  if (b->redzone_bytes == 0) return ATLAS_OK;
+  atlas_ledger_entry *entries = NULL;
+  size_t count = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot(b->ledger, &entries, &count));
+  unsigned char *band = malloc(b->redzone_bytes);
+  if (band == NULL && count > 0) {
+    free(entries);
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "red-zone scan: cannot allocate a %zu-byte buffer",
+                             b->redzone_bytes);
+  }
+  atlas_status status = ATLAS_OK;
+  size_t found = 0;
+  for (size_t i = 0; status == ATLAS_OK && i < count; ++i) {
+    const atlas_ledger_entry *e = &entries[i];
+    if (e->redzone_bytes == 0) continue;
+    char *zone = (char *)e->addr + e->bytes;
+    status = b->mem.read(b, band, zone, e->redzone_bytes);
+    if (status != ATLAS_OK) break;
+    uint8_t fill = atlas_backend_base_redzone_fill(b, e->index);
+    size_t first = e->redzone_bytes;
+    for (size_t k = 0; k < e->redzone_bytes; ++k) {
+      if (band[k] != fill) {
+        first = k;
+        break;
+      }
+    }
+    if (first == e->redzone_bytes) continue;
+    if (found < max_violations && out_violations != NULL) {
+      out_violations[found] = (atlas_redzone_violation){
+          e->index, e->addr, e->bytes, first, e->site};
+    }
+    found++;
+    status = b->mem.fill(b, zone, fill, e->redzone_bytes);  // refill
+  }
+  free(band);
+  free(entries);
+  *out_count = found;
+  return atlas_status_annotate(status, "%s: red-zone scan", b->name);
+}
+
+atlas_status atlas_backend_base_poison_redzones(atlas_backend *b, uint64_t lo,
+                                                uint64_t hi) {
+  if (b->redzone_bytes == 0) return ATLAS_OK;
+  pthread_mutex_lock(&b->state_mutex);
+  b->poison_active = true;
+  b->poison_lo = lo;
+  b->poison_hi = hi;
+  pthread_mutex_unlock(&b->state_mutex);
+  atlas_ledger_entry *entries = NULL;
+  size_t count = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot(b->ledger, &entries, &count));
+  atlas_status status = ATLAS_OK;
+  for (size_t i = 0; status == ATLAS_OK && i < count; ++i) {
+    const atlas_ledger_entry *e = &entries[i];
+    if (e->redzone_bytes == 0) continue;
+    uint8_t fill = (e->index >= lo && e->index < hi) ? 0xEE : 0x00;
+    status = b->mem.fill(b, (char *)e->addr + e->bytes, fill, e->redzone_bytes);
+  }
+  free(entries);
+  return atlas_status_annotate(status, "%s: poisoning red zones", b->name);
+}
