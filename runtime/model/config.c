@@ -286,25 +286,32 @@ atlas_status atlas_llama_config_load(const char *path,
         err == ENOENT ? ATLAS_STATUS_NOT_FOUND : ATLAS_STATUS_IO,
         "%s: cannot open: %s", path, strerror(err));
   }
-  char *text = malloc((size_t)MAX_CONFIG_BYTES + 1);
+  long size = -1;
+  if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+  if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    fclose(f);
+    return atlas_status_make(ATLAS_STATUS_IO,
+                             "%s: cannot determine the file size", path);
+  }
+  if (size > MAX_CONFIG_BYTES) {
+    fclose(f);
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: %ld bytes is larger than %ld; not a "
+                             "config.json",
+                             path, size, MAX_CONFIG_BYTES);
+  }
+  char *text = malloc((size_t)size + 1);
   if (text == NULL) {
     fclose(f);
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "%s: out of host memory", path);
   }
-  size_t len = fread(text, 1, (size_t)MAX_CONFIG_BYTES + 1, f);
-  int read_error = ferror(f);
+  size_t len = fread(text, 1, (size_t)size, f);
+  int read_error = ferror(f) || len != (size_t)size;
   fclose(f);
-  atlas_status status = ATLAS_OK;
-  if (read_error) {
-    status = atlas_status_make(ATLAS_STATUS_IO, "%s: read failed", path);
-  } else if (len > (size_t)MAX_CONFIG_BYTES) {
-    status = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                               "%s: larger than %ld bytes; not a config.json",
-                               path, MAX_CONFIG_BYTES);
-  } else {
-    status = atlas_llama_config_parse(text, len, path, out_config);
-  }
+  atlas_status status =
+      read_error ? atlas_status_make(ATLAS_STATUS_IO, "%s: read failed", path)
+                 : atlas_llama_config_parse(text, len, path, out_config);
   free(text);
   return status;
 }

@@ -1,0 +1,201 @@
+// Llama tensor names and shapes, and the checkpoint-against-config check.
+#include "runtime/model/config_tensors.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const kSuffixes[ATLAS_LLAMA_WEIGHT_COUNT] = {
+    [ATLAS_LLAMA_EMBED_TOKENS] = ATLAS_LLAMA_EMBED_TOKENS_NAME,
+    [ATLAS_LLAMA_FINAL_NORM] = ATLAS_LLAMA_FINAL_NORM_NAME,
+    [ATLAS_LLAMA_LM_HEAD] = ATLAS_LLAMA_LM_HEAD_NAME,
+    [ATLAS_LLAMA_INPUT_NORM] = "input_layernorm.weight",
+    [ATLAS_LLAMA_Q_PROJ] = "self_attn.q_proj.weight",
+    [ATLAS_LLAMA_K_PROJ] = "self_attn.k_proj.weight",
+    [ATLAS_LLAMA_V_PROJ] = "self_attn.v_proj.weight",
+    [ATLAS_LLAMA_O_PROJ] = "self_attn.o_proj.weight",
+    [ATLAS_LLAMA_POST_NORM] = "post_attention_layernorm.weight",
+    [ATLAS_LLAMA_GATE_PROJ] = "mlp.gate_proj.weight",
+    [ATLAS_LLAMA_UP_PROJ] = "mlp.up_proj.weight",
+    [ATLAS_LLAMA_DOWN_PROJ] = "mlp.down_proj.weight",
+};
+
+const char *atlas_llama_weight_suffix(atlas_llama_weight weight) {
+  if ((int)weight < 0 || weight >= ATLAS_LLAMA_WEIGHT_COUNT) return NULL;
+  return kSuffixes[weight];
+}
+
+atlas_status atlas_llama_tensor_name(char *buf, size_t size, int layer,
+                                     const char *suffix) {
+  if (buf == NULL || suffix == NULL || layer < 0) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_llama_tensor_name: bad argument (layer %d)",
+                             layer);
+  }
+  int n = snprintf(buf, size, "model.layers.%d.%s", layer, suffix);
+  if (n < 0 || (size_t)n >= size) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_llama_tensor_name: %zu bytes is too small "
+                             "for the name of layer %d's %s",
+                             size, layer, suffix);
+  }
+  return ATLAS_OK;
+}
+
+atlas_status atlas_llama_weight_name(atlas_llama_weight weight, int layer,
+                                     char *buf, size_t size) {
+  const char *suffix = atlas_llama_weight_suffix(weight);
+  if (suffix == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_llama_weight_name: no weight %d",
+                             (int)weight);
+  }
+  if (atlas_llama_weight_is_per_layer(weight)) {
+    return atlas_llama_tensor_name(buf, size, layer, suffix);
+  }
+  int n = snprintf(buf, size, "%s", suffix);
+  if (n < 0 || (size_t)n >= size) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_llama_weight_name: %zu bytes is too small "
+                             "for %s",
+                             size, suffix);
+  }
+  return ATLAS_OK;
+}
+
+void atlas_llama_weight_shape(const atlas_llama_config *c,
+                              atlas_llama_weight weight, int64_t shape[2],
+                              int *out_rank) {
+  // Each dimension is at most ATLAS_LLAMA_MAX_DIM, so these products fit.
+  int64_t q = c->num_attention_heads * c->head_dim;
+  int64_t kv = c->num_key_value_heads * c->head_dim;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  switch (weight) {
+    case ATLAS_LLAMA_EMBED_TOKENS:
+    case ATLAS_LLAMA_LM_HEAD:
+      rows = c->vocab_size;
+      cols = c->hidden_size;
+      break;
+    case ATLAS_LLAMA_FINAL_NORM:
+    case ATLAS_LLAMA_INPUT_NORM:
+    case ATLAS_LLAMA_POST_NORM:
+      shape[0] = c->hidden_size;
+      shape[1] = 0;
+      *out_rank = 1;
+      return;
+    case ATLAS_LLAMA_Q_PROJ:
+      rows = q;
+      cols = c->hidden_size;
+      break;
+    case ATLAS_LLAMA_K_PROJ:
+    case ATLAS_LLAMA_V_PROJ:
+      rows = kv;
+      cols = c->hidden_size;
+      break;
+    case ATLAS_LLAMA_O_PROJ:
+      rows = c->hidden_size;
+      cols = q;
+      break;
+    case ATLAS_LLAMA_GATE_PROJ:
+    case ATLAS_LLAMA_UP_PROJ:
+      rows = c->intermediate_size;
+      cols = c->hidden_size;
+      break;
+    case ATLAS_LLAMA_DOWN_PROJ:
+      rows = c->hidden_size;
+      cols = c->intermediate_size;
+      break;
+    case ATLAS_LLAMA_WEIGHT_COUNT:
+      break;
+  }
+  shape[0] = rows;
+  shape[1] = cols;
+  *out_rank = 2;
+}
+
+static bool same_shape(const atlas_safetensors_tensor *t,
+                       const int64_t *shape, int rank) {
+  if (t->rank != rank) return false;
+  for (int i = 0; i < rank; ++i) {
+    if (t->shape[i] != shape[i]) return false;
+  }
+  return true;
+}
+
+// Finds one expected tensor and checks its shape; adds its bytes.
+static atlas_status check_one(const atlas_llama_config *config,
+                              const atlas_checkpoint *ck,
+                              atlas_llama_weight weight, int layer,
+                              bool optional, bool *out_found,
+                              uint64_t *bytes) {
+  char name[256];
+  ATLAS_RETURN_IF_ERROR(
+      atlas_llama_weight_name(weight, layer, name, sizeof(name)));
+  int64_t shape[2];
+  int rank = 0;
+  atlas_llama_weight_shape(config, weight, shape, &rank);
+  char want[64];
+  atlas_shape_format(shape, rank, want, sizeof(want));
+  atlas_checkpoint_tensor view;
+  if (!atlas_checkpoint_lookup(ck, name, &view)) {
+    if (optional) {
+      if (out_found != NULL) *out_found = false;
+      return ATLAS_OK;
+    }
+    return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
+                             "%s: missing tensor \"%s\" (expected shape %s "
+                             "from the config)",
+                             atlas_checkpoint_source(ck), name, want);
+  }
+  if (!same_shape(view.tensor, shape, rank)) {
+    char got[256];
+    atlas_shape_format(view.tensor->shape, view.tensor->rank, got,
+                       sizeof(got));
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: tensor \"%s\" has shape %s, but the config "
+                             "implies %s (wrong shape, or a config that does "
+                             "not match this checkpoint)",
+                             view.path, name, got, want);
+  }
+  if (out_found != NULL) *out_found = true;
+  *bytes += view.tensor->bytes;
+  return ATLAS_OK;
+}
+
+static atlas_status check_all(const atlas_llama_config *config,
+                              const atlas_checkpoint *ck,
+                              bool *out_lm_head_is_embedding,
+                              uint64_t *out_bytes) {
+  uint64_t bytes = 0;
+  ATLAS_RETURN_IF_ERROR(check_one(config, ck, ATLAS_LLAMA_EMBED_TOKENS, 0,
+                                  false, NULL, &bytes));
+  ATLAS_RETURN_IF_ERROR(check_one(config, ck, ATLAS_LLAMA_FINAL_NORM, 0,
+                                  false, NULL, &bytes));
+  bool lm_head = false;
+  if (!config->tie_word_embeddings) {
+    ATLAS_RETURN_IF_ERROR(check_one(config, ck, ATLAS_LLAMA_LM_HEAD, 0, true,
+                                    &lm_head, &bytes));
+  }
+  for (int64_t layer = 0; layer < config->num_hidden_layers; ++layer) {
+    for (int w = ATLAS_LLAMA_FIRST_LAYER_WEIGHT; w < ATLAS_LLAMA_WEIGHT_COUNT;
+         ++w) {
+      ATLAS_RETURN_IF_ERROR(check_one(config, ck, (atlas_llama_weight)w,
+                                      (int)layer, false, NULL, &bytes));
+    }
+  }
+  if (out_lm_head_is_embedding != NULL) *out_lm_head_is_embedding = !lm_head;
+  if (out_bytes != NULL) *out_bytes = bytes;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_llama_check_checkpoint(const atlas_llama_config *config,
+                                          const atlas_checkpoint *checkpoint,
+                                          bool *out_lm_head_is_embedding) {
+  return check_all(config, checkpoint, out_lm_head_is_embedding, NULL);
+}
+
+atlas_status atlas_llama_weight_bytes(const atlas_llama_config *config,
+                                      const atlas_checkpoint *checkpoint,
+                                      uint64_t *out_bytes) {
+  return check_all(config, checkpoint, NULL, out_bytes);
+}

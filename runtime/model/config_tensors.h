@@ -1,0 +1,87 @@
+// The tensors a Llama config implies: their Hugging Face names, their
+// shapes, and a check of a checkpoint against them.
+#ifndef ATLAS_RUNTIME_MODEL_CONFIG_TENSORS_H_
+#define ATLAS_RUNTIME_MODEL_CONFIG_TENSORS_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/model/checkpoint.h"
+#include "runtime/model/config.h"
+#include "runtime/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATLAS_LLAMA_EMBED_TOKENS_NAME "model.embed_tokens.weight"
+#define ATLAS_LLAMA_FINAL_NORM_NAME "model.norm.weight"
+#define ATLAS_LLAMA_LM_HEAD_NAME "lm_head.weight"
+
+// Every weight of the model. The first three are global; the rest exist once
+// per layer ("model.layers.{i}.<suffix>").
+typedef enum atlas_llama_weight {
+  ATLAS_LLAMA_EMBED_TOKENS = 0,  // [vocab, hidden]
+  ATLAS_LLAMA_FINAL_NORM,        // [hidden]
+  ATLAS_LLAMA_LM_HEAD,           // [vocab, hidden]; optional, see below
+  ATLAS_LLAMA_INPUT_NORM,        // [hidden]
+  ATLAS_LLAMA_Q_PROJ,            // [heads * head_dim, hidden]
+  ATLAS_LLAMA_K_PROJ,            // [kv_heads * head_dim, hidden]
+  ATLAS_LLAMA_V_PROJ,            // [kv_heads * head_dim, hidden]
+  ATLAS_LLAMA_O_PROJ,            // [hidden, heads * head_dim]
+  ATLAS_LLAMA_POST_NORM,         // [hidden]
+  ATLAS_LLAMA_GATE_PROJ,         // [intermediate, hidden]
+  ATLAS_LLAMA_UP_PROJ,           // [intermediate, hidden]
+  ATLAS_LLAMA_DOWN_PROJ,         // [hidden, intermediate]
+  ATLAS_LLAMA_WEIGHT_COUNT,
+} atlas_llama_weight;
+
+#define ATLAS_LLAMA_FIRST_LAYER_WEIGHT ATLAS_LLAMA_INPUT_NORM
+
+static inline bool atlas_llama_weight_is_per_layer(atlas_llama_weight w) {
+  return w >= ATLAS_LLAMA_FIRST_LAYER_WEIGHT && w < ATLAS_LLAMA_WEIGHT_COUNT;
+}
+
+// For per-layer weights the suffix after "model.layers.{i}." (for example
+// "self_attn.q_proj.weight"); for global ones the full name. NULL when out
+// of range.
+const char *atlas_llama_weight_suffix(atlas_llama_weight weight);
+
+// Writes "model.layers.{layer}.{suffix}" into buf. Fails (INVALID_ARGUMENT)
+// when it does not fit or layer < 0.
+atlas_status atlas_llama_tensor_name(char *buf, size_t size, int layer,
+                                     const char *suffix);
+
+// The name of `weight` in `layer` (layer ignored for global weights).
+atlas_status atlas_llama_weight_name(atlas_llama_weight weight, int layer,
+                                     char *buf, size_t size);
+
+// The shape the config implies: rank 1 or 2, dims in shape[0..rank).
+void atlas_llama_weight_shape(const atlas_llama_config *config,
+                              atlas_llama_weight weight, int64_t shape[2],
+                              int *out_rank);
+
+// Checks that every tensor the config implies is in the checkpoint with the
+// right shape. lm_head.weight is required unless tie_word_embeddings; when
+// tied or absent, the embedding serves as the output projection. Errors
+// (NOT_FOUND for a missing tensor, INVALID_ARGUMENT for a wrong shape) name
+// the tensor, the expected and actual shape and the file.
+// `out_lm_head_is_embedding` (may be NULL) says which tensor the output
+// projection should read.
+atlas_status atlas_llama_check_checkpoint(const atlas_llama_config *config,
+                                          const atlas_checkpoint *checkpoint,
+                                          bool *out_lm_head_is_embedding);
+
+// Bytes of the tensors the model uses (extra tensors in the checkpoint are
+// not counted; a tied or absent lm_head counts once, as the embedding).
+// Runs the same checks as atlas_llama_check_checkpoint.
+atlas_status atlas_llama_weight_bytes(const atlas_llama_config *config,
+                                      const atlas_checkpoint *checkpoint,
+                                      uint64_t *out_bytes);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_MODEL_CONFIG_TENSORS_H_
