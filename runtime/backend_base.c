@@ -161,7 +161,7 @@ atlas_status atlas_backend_base_alloc(atlas_backend *b, size_t bytes,
     }
   }
   if (status != ATLAS_OK) {
-    return atlas_status_join(status, b->mem.raw_free(b, ptr, kind));
+    return atlas_status_join(status, b->mem.raw_free(b, ptr, bytes + pad, kind));
   }
   *out_ptr = ptr;
   return ATLAS_OK;
@@ -189,7 +189,7 @@ atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
         pinned ? "atlas_backend_pinned_free" : "atlas_backend_free");
   }
   ATLAS_RETURN_IF_ERROR(atlas_ledger_remove(b->ledger, (uintptr_t)ptr, &entry));
-  return atlas_status_annotate(b->mem.raw_free(b, ptr, entry.kind),
+  return atlas_status_annotate(b->mem.raw_free(b, ptr, entry.bytes + entry.redzone_bytes, entry.kind),
                                "%s: freeing %zu bytes allocated at %s:%d (%s)",
                                b->name, entry.bytes, entry.site.file,
                                entry.site.line, entry.site.func);
@@ -233,7 +233,7 @@ atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
     atlas_status s = atlas_ledger_remove(b->ledger, entries[i].addr, &e);
     if (s == ATLAS_OK) {
       s = atlas_status_annotate(
-          b->mem.raw_free(b, (void *)e.addr, e.kind),
+          b->mem.raw_free(b, (void *)e.addr, e.bytes + e.redzone_bytes, e.kind),
           "sweep: freeing %zu bytes allocated at %s:%d (%s)", e.bytes,
           e.site.file, e.site.line, e.site.func);
       out_result->count++;

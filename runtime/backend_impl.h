@@ -112,7 +112,9 @@ typedef struct atlas_backend_vtable {
 typedef struct atlas_backend_mem_ops {
   atlas_status (*raw_alloc)(atlas_backend *b, size_t bytes,
                             atlas_mem_kind kind, void **out_ptr);
-  atlas_status (*raw_free)(atlas_backend *b, void *ptr, atlas_mem_kind kind);
+  // `bytes` is what raw_alloc was asked for (allocation plus red zone).
+  atlas_status (*raw_free)(atlas_backend *b, void *ptr, size_t bytes,
+                           atlas_mem_kind kind);
   // Synchronous reads/writes of backend memory from the host, used for red
   // zones (they run outside any capture: callers check first).
   atlas_status (*read)(atlas_backend *b, void *dst_host, const void *src,

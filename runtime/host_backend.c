@@ -1,0 +1,698 @@
+// Host backend: CPU memory, in-order streams, recorded graphs, C kernels.
+#include "runtime/host_backend.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/backend_impl.h"
+
+typedef enum node_kind { NODE_LAUNCH, NODE_MEMSET, NODE_COPY } node_kind;
+
+// One recorded operation. Launch arguments are copied by value (sizes come
+// from the kernel's signature), so a graph replays without its caller.
+typedef struct graph_node {
+  node_kind kind;
+  const atlas_kernel *kernel;
+  atlas_launch_config config;
+  uint64_t arg_values[16];
+  size_t arg_count;
+  void *dst;
+  const void *src;
+  void *staged;  // owned copy of an h2d_async source
+  size_t bytes;
+  uint8_t value;
+} graph_node;
+
+struct atlas_graph {
+  graph_node *nodes;
+  size_t count, cap;
+};
+
+struct atlas_stream {
+  bool capturing;
+  atlas_graph *capture;  // while capturing
+  atlas_status capture_error;  // first failure while recording
+};
+
+struct atlas_event {
+  bool recorded;
+};
+
+typedef struct host_backend {
+  atlas_backend base;  // first member: the backend contract
+  atlas_stream default_stream;
+  size_t capacity_bytes;  // 0: unlimited
+  size_t raw_live_bytes;  // including red zones; guarded by base.state_mutex
+} host_backend;
+
+static host_backend *as_host(atlas_backend *b) { return (host_backend *)b; }
+
+// ---- raw memory ------------------------------------------------------------
+
+static atlas_status host_raw_alloc(atlas_backend *b, size_t bytes,
+                                   atlas_mem_kind kind, void **out_ptr) {
+  (void)kind;
+  host_backend *h = as_host(b);
+  pthread_mutex_lock(&b->state_mutex);
+  bool over = h->capacity_bytes != 0 &&
+              (bytes > h->capacity_bytes ||
+               h->raw_live_bytes > h->capacity_bytes - bytes);
+  size_t in_use = h->raw_live_bytes;
+  if (!over) h->raw_live_bytes += bytes;
+  pthread_mutex_unlock(&b->state_mutex);
+  if (over) {
+    return atlas_status_make(
+        ATLAS_STATUS_OUT_OF_MEMORY,
+        "out of memory: %zu bytes requested, %zu of the %zu-byte capacity "
+        "in use",
+        bytes, in_use, h->capacity_bytes);
+  }
+  void *p = NULL;
+  if (posix_memalign(&p, 64, bytes) != 0) {
+    pthread_mutex_lock(&b->state_mutex);
+    h->raw_live_bytes -= bytes;
+    pthread_mutex_unlock(&b->state_mutex);
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "out of host memory: malloc of %zu bytes failed",
+                             bytes);
+  }
+  *out_ptr = p;
+  return ATLAS_OK;
+}
+
+static atlas_status host_raw_free(atlas_backend *b, void *ptr, size_t bytes,
+                                  atlas_mem_kind kind) {
+  (void)kind;
+  free(ptr);
+  pthread_mutex_lock(&b->state_mutex);
+  as_host(b)->raw_live_bytes -= bytes;
+  pthread_mutex_unlock(&b->state_mutex);
+  return ATLAS_OK;
+}
+
+static atlas_status host_read(atlas_backend *b, void *dst, const void *src,
+                              size_t bytes) {
+  (void)b;
+  memcpy(dst, src, bytes);
+  return ATLAS_OK;
+}
+
+static atlas_status host_fill(atlas_backend *b, void *dst, uint8_t value,
+                              size_t bytes) {
+  (void)b;
+  memset(dst, value, bytes);
+  return ATLAS_OK;
+}
+
+// ---- streams and capture ---------------------------------------------------
+
+static atlas_stream *resolve(atlas_backend *b, atlas_stream *stream) {
+  return stream != NULL ? stream : &as_host(b)->default_stream;
+}
+
+static atlas_status graph_append(atlas_graph *g, const graph_node *node) {
+  if (g->count == g->cap) {
+    size_t cap = g->cap ? g->cap * 2 : 16;
+    graph_node *nodes = realloc(g->nodes, cap * sizeof(*nodes));
+    if (nodes == NULL) {
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "host graph: cannot record node %zu", g->count);
+    }
+    g->nodes = nodes;
+    g->cap = cap;
+  }
+  g->nodes[g->count++] = *node;
+  return ATLAS_OK;
+}
+
+static void graph_free(atlas_graph *g) {
+  if (g == NULL) return;
+  for (size_t i = 0; i < g->count; ++i) free(g->nodes[i].staged);
+  free(g->nodes);
+  free(g);
+}
+
+// Records `node` if the stream is capturing. Returns true when recorded (or
+// when recording failed: the failure sticks to the capture, as on CUDA).
+static bool record_if_capturing(atlas_stream *s, const graph_node *node) {
+  if (!s->capturing) return false;
+  if (s->capture_error == ATLAS_OK) {
+    s->capture_error = graph_append(s->capture, node);
+  }
+  if (s->capture_error != ATLAS_OK) free(node->staged);
+  return true;
+}
+
+static atlas_stream *host_default_stream(atlas_backend *b) {
+  return &as_host(b)->default_stream;
+}
+
+static atlas_status host_stream_create(atlas_backend *b,
+                                       atlas_stream **out_stream) {
+  (void)b;
+  *out_stream = calloc(1, sizeof(atlas_stream));
+  if (*out_stream == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "host backend: cannot create a stream");
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status host_stream_destroy(atlas_backend *b, atlas_stream *s) {
+  if (s == NULL || s == &as_host(b)->default_stream) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "host backend: the default stream cannot be "
+                             "destroyed");
+  }
+  if (s->capturing) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "host backend: stream is capturing; end or abort "
+                             "the capture first");
+  }
+  free(s);
+  return ATLAS_OK;
+}
+
+static atlas_status host_stream_synchronize(atlas_backend *b, atlas_stream *s) {
+  s = resolve(b, s);
+  if (s->capturing) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "host backend: cannot synchronise a stream that "
+                             "is capturing");
+  }
+  return ATLAS_OK;  // work runs in order as it is queued
+}
+
+static atlas_status host_synchronize(atlas_backend *b) {
+  return host_stream_synchronize(b, NULL);
+}
+
+static atlas_status host_event_create(atlas_backend *b, atlas_event **out) {
+  (void)b;
+  *out = calloc(1, sizeof(atlas_event));
+  if (*out == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "host backend: cannot create an event");
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status host_event_record(atlas_backend *b, atlas_event *e,
+                                      atlas_stream *s) {
+  (void)resolve(b, s);
+  if (e == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "host backend: record of a NULL event");
+  }
+  e->recorded = true;  // everything before it has already run
+  return ATLAS_OK;
+}
+
+static atlas_status host_event_wait(atlas_backend *b, atlas_stream *s,
+                                    atlas_event *e) {
+  (void)resolve(b, s);
+  if (e == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "host backend: wait on a NULL event");
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status host_event_synchronize(atlas_backend *b, atlas_event *e) {
+  (void)b;
+  if (e == NULL || !e->recorded) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "host backend: synchronising an event that was "
+                             "never recorded");
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status host_event_destroy(atlas_backend *b, atlas_event *e) {
+  (void)b;
+  free(e);
+  return ATLAS_OK;
+}
+
+static atlas_status host_stream_is_capturing(atlas_backend *b, atlas_stream *s,
+                                             bool *out_capturing) {
+  *out_capturing = resolve(b, s)->capturing;
+  return ATLAS_OK;
+}
+
+static atlas_status host_begin_capture(atlas_backend *b, atlas_stream *s) {
+  s = resolve(b, s);
+  if (s->capturing) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "host backend: stream is already capturing");
+  }
+  s->capture = calloc(1, sizeof(atlas_graph));
+  if (s->capture == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "host backend: cannot start a capture");
+  }
+  s->capturing = true;
+  s->capture_error = ATLAS_OK;
+  return ATLAS_OK;
+}
+
+static atlas_status host_end_capture(atlas_backend *b, atlas_stream *s,
+                                     atlas_graph **out_graph) {
+  s = resolve(b, s);
+  if (!s->capturing) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "host backend: end_capture on a stream that is "
+                             "not capturing");
+  }
+  atlas_graph *g = s->capture;
+  atlas_status error = s->capture_error;
+  s->capturing = false;
+  s->capture = NULL;
+  s->capture_error = ATLAS_OK;
+  if (error != ATLAS_OK) {
+    graph_free(g);
+    return atlas_status_annotate(error, "host backend: capture invalidated");
+  }
+  *out_graph = g;
+  return ATLAS_OK;
+}
+
+static atlas_status host_abort_capture(atlas_backend *b, atlas_stream *s,
+                                       bool *out_aborted) {
+  s = resolve(b, s);
+  if (!s->capturing) return ATLAS_OK;
+  graph_free(s->capture);
+  atlas_status_free(s->capture_error);
+  s->capture = NULL;
+  s->capture_error = ATLAS_OK;
+  s->capturing = false;
+  *out_aborted = true;
+  return ATLAS_OK;
+}
+
+static atlas_status host_destroy_graph(atlas_backend *b, atlas_graph *g) {
+  (void)b;
+  graph_free(g);
+  return ATLAS_OK;
+}
+
+// ---- copies and memsets ----------------------------------------------------
+
+static atlas_status check_copy(atlas_backend *b, const void *dst,
+                               const void *src, const char *what) {
+  if ((dst == NULL || src == NULL)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: %s with a NULL %s", b->name, what,
+                             dst == NULL ? "destination" : "source");
+  }
+  return atlas_backend_base_fault_check(b, ATLAS_FAULT_COPY, what);
+}
+
+static atlas_status copy_now_or_record(atlas_backend *b, void *dst,
+                                       const void *src, size_t bytes,
+                                       atlas_stream *s, bool stage,
+                                       const char *what) {
+  ATLAS_RETURN_IF_ERROR(check_copy(b, dst, src, what));
+  s = resolve(b, s);
+  if (s->capturing) {
+    graph_node node = {.kind = NODE_COPY, .dst = dst, .src = src, .bytes = bytes};
+    if (stage) {
+      node.staged = malloc(bytes ? bytes : 1);
+      if (node.staged == NULL) {
+        return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                                 "%s: cannot stage %zu bytes", what, bytes);
+      }
+      memcpy(node.staged, src, bytes);
+      node.src = node.staged;
+    }
+    record_if_capturing(s, &node);
+    return ATLAS_OK;
+  }
+  memmove(dst, src, bytes);
+  return ATLAS_OK;
+}
+
+static atlas_status host_h2d(atlas_backend *b, void *dst, const void *src,
+                             size_t bytes) {
+  return copy_now_or_record(b, dst, src, bytes, NULL, true, "h2d copy");
+}
+
+static atlas_status host_d2h(atlas_backend *b, void *dst, const void *src,
+                             size_t bytes) {
+  ATLAS_RETURN_IF_ERROR(check_copy(b, dst, src, "d2h copy"));
+  memmove(dst, src, bytes);
+  return ATLAS_OK;
+}
+
+static atlas_status host_d2h_on_stream(atlas_backend *b, void *dst,
+                                       const void *src, size_t bytes,
+                                       atlas_stream *s) {
+  if (resolve(b, s)->capturing) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "%s: a synchronous d2h cannot run on a stream "
+                             "that is capturing",
+                             b->name);
+  }
+  return host_d2h(b, dst, src, bytes);
+}
+
+static atlas_status host_d2h_async(atlas_backend *b, void *dst,
+                                   const void *src, size_t bytes,
+                                   atlas_stream *s) {
+  return copy_now_or_record(b, dst, src, bytes, s, false, "d2h async copy");
+}
+
+static atlas_status host_d2d(atlas_backend *b, void *dst, const void *src,
+                             size_t bytes) {
+  return copy_now_or_record(b, dst, src, bytes, NULL, false, "d2d copy");
+}
+
+static atlas_status host_h2d_async(atlas_backend *b, void *dst,
+                                   const void *src, size_t bytes,
+                                   atlas_stream *s) {
+  return copy_now_or_record(b, dst, src, bytes, s, true, "h2d async copy");
+}
+
+static atlas_status host_h2d_async_retained(atlas_backend *b, void *dst,
+                                            const void *src, size_t bytes,
+                                            atlas_stream *s) {
+  return copy_now_or_record(b, dst, src, bytes, s, false,
+                            "h2d async (retained) copy");
+}
+
+static atlas_status host_d2d_async(atlas_backend *b, void *dst,
+                                   const void *src, size_t bytes,
+                                   atlas_stream *s) {
+  return copy_now_or_record(b, dst, src, bytes, s, false, "d2d async copy");
+}
+
+static atlas_status host_d2d_2d_async(atlas_backend *b, void *dst,
+                                      size_t dst_pitch, const void *src,
+                                      size_t src_pitch, size_t width,
+                                      size_t height, atlas_stream *s) {
+  if (width > dst_pitch || width > src_pitch) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: 2D copy row of %zu bytes exceeds a pitch "
+                             "(dst %zu, src %zu)",
+                             b->name, width, dst_pitch, src_pitch);
+  }
+  for (size_t row = 0; row < height; ++row) {
+    ATLAS_RETURN_IF_ERROR(copy_now_or_record(
+        b, (char *)dst + row * dst_pitch, (const char *)src + row * src_pitch,
+        width, s, false, "d2d 2D async copy"));
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status host_memset_async(atlas_backend *b, void *dst,
+                                      uint8_t value, size_t bytes,
+                                      atlas_stream *s) {
+  if (dst == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: memset of NULL", b->name);
+  }
+  s = resolve(b, s);
+  graph_node node = {.kind = NODE_MEMSET, .dst = dst, .bytes = bytes,
+                     .value = value};
+  if (!record_if_capturing(s, &node)) memset(dst, value, bytes);
+  return ATLAS_OK;
+}
+
+static atlas_status host_memset(atlas_backend *b, void *dst, uint8_t value,
+                                size_t bytes) {
+  return host_memset_async(b, dst, value, bytes, NULL);
+}
+
+// ---- kernels ---------------------------------------------------------------
+
+static size_t arg_size(char type) {
+  return (type == 'p' || type == 'l') ? 8 : 4;
+}
+
+static atlas_status run_kernel(atlas_backend *b, const atlas_kernel *kernel,
+                               const atlas_launch_config *config, void **args) {
+  if (kernel->fn == NULL) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "%s: kernel %s.%s has no host implementation",
+                             b->name, kernel->module->name, kernel->def->name);
+  }
+  ((atlas_host_kernel_fn)kernel->fn)(config, args);
+  return ATLAS_OK;
+}
+
+static atlas_status host_launch(atlas_backend *b, const atlas_kernel *kernel,
+                                const atlas_launch_config *config,
+                                void **args) {
+  ATLAS_RETURN_IF_ERROR(atlas_backend_base_check_kernel(b, kernel));
+  atlas_stream *s = resolve(b, config->stream);
+  if (!s->capturing) return run_kernel(b, kernel, config, args);
+  const char *sig = kernel->def->signature ? kernel->def->signature : "";
+  size_t n = strlen(sig);
+  if (n > 16) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "%s: kernel %s.%s has %zu arguments; capture "
+                             "supports 16",
+                             b->name, kernel->module->name, kernel->def->name, n);
+  }
+  graph_node node = {.kind = NODE_LAUNCH, .kernel = kernel, .config = *config,
+                     .arg_count = n};
+  for (size_t i = 0; i < n; ++i) {
+    memcpy(&node.arg_values[i], args[i], arg_size(sig[i]));
+  }
+  record_if_capturing(s, &node);
+  return ATLAS_OK;
+}
+
+static atlas_status host_launch_typed(atlas_backend *b,
+                                      const atlas_kernel *kernel,
+                                      const atlas_launch_config *config,
+                                      const atlas_arg *args, size_t arg_count) {
+  void *ptrs[32];
+  if (arg_count > 32) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: %zu kernel arguments (at most 32)", b->name,
+                             arg_count);
+  }
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_base_pack_args(b, kernel, args, arg_count, ptrs));
+  return host_launch(b, kernel, config, ptrs);
+}
+
+static atlas_status host_launch_graph(atlas_backend *b, atlas_graph *g,
+                                      atlas_stream *s) {
+  if (g == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: launch of a NULL graph", b->name);
+  }
+  if (resolve(b, s)->capturing) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "%s: launching a graph into a capture", b->name);
+  }
+  for (size_t i = 0; i < g->count; ++i) {
+    graph_node *n = &g->nodes[i];
+    switch (n->kind) {
+      case NODE_LAUNCH: {
+        void *ptrs[16];
+        for (size_t k = 0; k < n->arg_count; ++k) ptrs[k] = &n->arg_values[k];
+        atlas_launch_config config = n->config;
+        config.stream = s;
+        ATLAS_RETURN_IF_ERROR(run_kernel(b, n->kernel, &config, ptrs));
+        break;
+      }
+      case NODE_MEMSET:
+        memset(n->dst, n->value, n->bytes);
+        break;
+      case NODE_COPY:
+        memmove(n->dst, n->src, n->bytes);
+        break;
+    }
+  }
+  return ATLAS_OK;
+}
+
+// ---- memory facts ----------------------------------------------------------
+
+static size_t physical_bytes(int name) {
+  long pages = sysconf(name);
+  long page = sysconf(_SC_PAGESIZE);
+  return (pages > 0 && page > 0) ? (size_t)pages * (size_t)page : 0;
+}
+
+static atlas_status host_total_memory(atlas_backend *b, size_t *out) {
+  host_backend *h = as_host(b);
+  *out = h->capacity_bytes ? h->capacity_bytes : physical_bytes(_SC_PHYS_PAGES);
+  return ATLAS_OK;
+}
+
+static atlas_status host_device_free_memory(atlas_backend *b, size_t *out) {
+  host_backend *h = as_host(b);
+  pthread_mutex_lock(&b->state_mutex);
+  size_t used = h->raw_live_bytes;
+  pthread_mutex_unlock(&b->state_mutex);
+  if (h->capacity_bytes) {
+    *out = h->capacity_bytes - used;
+  } else {
+    *out = physical_bytes(_SC_AVPHYS_PAGES);
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status host_free_memory(atlas_backend *b, size_t *out) {
+  return host_device_free_memory(b, out);
+}
+
+static atlas_status host_sm_count(atlas_backend *b, int *out) {
+  (void)b;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  *out = n > 0 ? (int)n : 1;
+  return ATLAS_OK;
+}
+
+static atlas_status host_bind_to_thread(atlas_backend *b) {
+  (void)b;
+  return ATLAS_OK;  // host memory is reachable from every thread
+}
+
+static atlas_status host_ptr_to_device(atlas_backend *b, void *host_ptr,
+                                       void **out_device_ptr) {
+  atlas_ledger_entry e;
+  atlas_status status = atlas_ledger_find(b->ledger, (uintptr_t)host_ptr, &e);
+  if (status != ATLAS_OK || e.kind != ATLAS_MEM_PINNED_HOST) {
+    atlas_status_free(status);
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: 0x%" PRIxPTR " is not pinned memory from "
+                             "this backend",
+                             b->name, (uintptr_t)host_ptr);
+  }
+  *out_device_ptr = host_ptr;  // the CPU sees its own memory
+  return ATLAS_OK;
+}
+
+// ---- lifetime --------------------------------------------------------------
+
+static atlas_status host_destroy(atlas_backend *b) {
+  host_backend *h = as_host(b);
+  bool aborted = false;
+  atlas_status status = host_abort_capture(b, &h->default_stream, &aborted);
+  status = atlas_status_join(status, atlas_backend_base_deinit(b));
+  free(h);
+  return status;
+}
+
+static atlas_status host_module_load(void *ctx, const atlas_module_def *def,
+                                     void **out_handle) {
+  (void)ctx;
+  *out_handle = (void *)def;
+  return ATLAS_OK;
+}
+
+static atlas_status host_module_get_function(void *ctx, void *module_handle,
+                                             const atlas_module_def *def,
+                                             const atlas_kernel_def *kernel,
+                                             void **out_fn) {
+  (void)ctx;
+  (void)module_handle;
+  (void)def;
+  // Function pointers and data pointers share a representation on every
+  // platform POSIX supports (dlsym relies on it).
+  *out_fn = (void *)kernel->host_fn;
+  return ATLAS_OK;
+}
+
+static atlas_status host_module_unload(void *ctx, void *module_handle) {
+  (void)ctx;
+  (void)module_handle;
+  return ATLAS_OK;
+}
+
+static const atlas_backend_vtable kHostVtable = {
+    .destroy = host_destroy,
+    .alloc = atlas_backend_base_alloc,
+    .free = atlas_backend_base_free,
+    .host_ptr_to_device = host_ptr_to_device,
+    .live_bytes = atlas_backend_base_live_bytes,
+    .live_alloc_count = atlas_backend_base_live_alloc_count,
+    .alloc_report = atlas_backend_base_alloc_report,
+    .alloc_report_json = atlas_backend_base_alloc_report_json,
+    .sweep_unreleased = atlas_backend_base_sweep_unreleased,
+    .scan_redzones = atlas_backend_base_scan_redzones,
+    .poison_redzones = atlas_backend_base_poison_redzones,
+    .h2d = host_h2d,
+    .d2h = host_d2h,
+    .d2h_on_stream = host_d2h_on_stream,
+    .d2h_async = host_d2h_async,
+    .d2d = host_d2d,
+    .h2d_async = host_h2d_async,
+    .h2d_async_retained = host_h2d_async_retained,
+    .d2d_async = host_d2d_async,
+    .d2d_2d_async = host_d2d_2d_async,
+    .memset = host_memset,
+    .memset_async = host_memset_async,
+    .default_stream = host_default_stream,
+    .stream_create = host_stream_create,
+    .stream_destroy = host_stream_destroy,
+    .stream_synchronize = host_stream_synchronize,
+    .synchronize = host_synchronize,
+    .event_create = host_event_create,
+    .event_record = host_event_record,
+    .event_wait = host_event_wait,
+    .event_synchronize = host_event_synchronize,
+    .event_destroy = host_event_destroy,
+    .stream_is_capturing = host_stream_is_capturing,
+    .begin_capture = host_begin_capture,
+    .end_capture = host_end_capture,
+    .abort_capture_if_active = host_abort_capture,
+    .launch_graph = host_launch_graph,
+    .destroy_graph = host_destroy_graph,
+    .kernel_lookup = atlas_backend_base_kernel_lookup,
+    .launch = host_launch,
+    .launch_typed = host_launch_typed,
+    .total_memory = host_total_memory,
+    .free_memory = host_free_memory,
+    .device_free_memory = host_device_free_memory,
+    .sm_count = host_sm_count,
+    .bind_to_thread = host_bind_to_thread,
+    .op_cache = atlas_backend_base_op_cache,
+    .debug_sync_kernels = atlas_backend_base_debug_sync_kernels,
+    .kernel_registry = atlas_backend_base_kernel_registry,
+};
+
+atlas_status atlas_host_backend_create(const atlas_backend_options *options,
+                                       atlas_backend **out_backend) {
+  *out_backend = NULL;
+  atlas_backend_options defaults = {0};
+  if (options == NULL) options = &defaults;
+  host_backend *h = calloc(1, sizeof(*h));
+  if (h == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "host backend: cannot allocate");
+  }
+  h->capacity_bytes = options->capacity_bytes;
+  atlas_backend_mem_ops mem = {host_raw_alloc, host_raw_free, host_read,
+                               host_fill};
+  atlas_status status = atlas_backend_base_init(&h->base, &kHostVtable, mem,
+                                                "host");
+  if (status != ATLAS_OK) {
+    free(h);
+    return atlas_status_annotate(status, "creating the host backend");
+  }
+  if (options->share_registry != NULL) {
+    atlas_kernel_registry_retain(options->share_registry);
+    h->base.registry = options->share_registry;
+  } else if (options->modules != NULL) {
+    atlas_module_loader loader = {NULL, host_module_load,
+                                  host_module_get_function, host_module_unload,
+                                  NULL};
+    status = atlas_kernel_registry_create(options->modules, loader,
+                                          options->fail_module_load_at,
+                                          &h->base.registry);
+  }
+  if (status != ATLAS_OK) {
+    status = atlas_status_join(status, host_destroy(&h->base));
+    return atlas_status_annotate(status, "creating the host backend");
+  }
+  *out_backend = &h->base;
+  return ATLAS_OK;
+}
