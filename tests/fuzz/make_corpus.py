@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Writes the fuzz seed corpus (small, checked in). Rerun to regenerate."""
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SIZES = {"F32": 4, "F16": 2, "BF16": 2, "I8": 1}
+
+
+def safetensors(tensors, metadata=None, lead="", pad=0):
+    header = {}
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    off = 0
+    data = b""
+    for name, dtype, shape in tensors:
+        n = SIZES[dtype]
+        for d in shape:
+            n *= d
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + n]}
+        data += bytes((i * 37 + len(name)) & 0xFF for i in range(n))
+        off += n
+    text = (lead + json.dumps(header, separators=(",", ":")) + " " * pad).encode()
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def write(sub, name, blob):
+    with open(os.path.join(HERE, "corpus", sub, name), "wb") as f:
+        f.write(blob if isinstance(blob, bytes) else blob.encode())
+
+
+seeds = {
+    "f32_pair.bin": safetensors([("a", "F32", [2, 3]), ("b", "F32", [3])]),
+    "f16_bf16.bin": safetensors([("x", "F16", [4]), ("y", "BF16", [2, 2])]),
+    "metadata.bin": safetensors([("w", "F32", [1])], {"format": "pt"}),
+    "scalar_empty.bin": safetensors([("s", "F32", []), ("z", "F32", [0, 5])]),
+    "leading_ws.bin": safetensors([("w", "BF16", [3])], lead=" \n\t", pad=5),
+    "empty.bin": safetensors([]),
+    "unsupported.bin": safetensors([("i", "I8", [4])]),
+    "rank3.bin": safetensors([("t", "F16", [2, 1, 2]), ("u", "F32", [1, 1, 1, 1])]),
+}
+for name, blob in seeds.items():
+    write("safetensors", name, blob)
+
+base = {
+    "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+    "tie_word_embeddings": False, "max_position_embeddings": 128,
+    "hidden_act": "silu", "model_type": "llama",
+}
+configs = {
+    "tiny.json": base,
+    "minimal.json": {k: base[k] for k in ["vocab_size", "hidden_size", "intermediate_size",
+                                          "num_hidden_layers", "num_attention_heads"]},
+    "rope_parameters.json": dict(base, rope_theta=None,
+                                 rope_parameters={"rope_type": "default", "rope_theta": 500000.0}),
+    "tied_head_dim.json": dict(base, tie_word_embeddings=True, head_dim=16, rope_scaling=None),
+    "bad_types.json": dict(base, hidden_size="32"),
+}
+for name, cfg in configs.items():
+    write("config", name, json.dumps(cfg, indent=1))
