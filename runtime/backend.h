@@ -51,15 +51,6 @@ typedef struct atlas_backend_options {
   size_t fail_module_load_at;
 } atlas_backend_options;
 
-// What a sweep found and freed.
-typedef struct atlas_sweep_result {
-  size_t count;
-  size_t bytes;
-  char *sites;  // report naming the sites (malloc'd; NULL when count == 0)
-} atlas_sweep_result;
-
-void atlas_sweep_result_free(atlas_sweep_result *result);
-
 // One violated red zone.
 typedef struct atlas_redzone_violation {
   uint64_t index;        // creation index of the allocation

@@ -7,6 +7,7 @@
 
 #include "runtime/backend_impl.h"
 #include "runtime/ledger_report.h"
+#include "runtime/log.h"
 #include "runtime/op_cache.h"
 
 // Parses ATLAS_REDZONE once, at creation: hot paths never call getenv.
@@ -65,9 +66,9 @@ atlas_status atlas_backend_base_deinit(atlas_backend *b) {
   if (swept.count > 0) {
     // Last-resort reclamation is expected after a failed load; say what it
     // had to free so a leak on the clean path is visible.
-    fprintf(stderr, "atlas: backend %s reclaimed %zu unreleased allocations "
-                    "(%zu bytes) at destroy:\n%s",
-            b->name, swept.count, swept.bytes, swept.sites ? swept.sites : "");
+    atlas_log("backend %s reclaimed %zu unreleased allocations (%zu bytes) "
+              "at destroy:\n%s",
+              b->name, swept.count, swept.bytes, swept.sites ? swept.sites : "");
   }
   atlas_sweep_result_free(&swept);
   status = atlas_status_join(status, atlas_kernel_registry_release(b->registry));
@@ -211,11 +212,6 @@ atlas_status atlas_backend_base_alloc_report(atlas_backend *b, size_t top_n,
 atlas_status atlas_backend_base_alloc_report_json(atlas_backend *b,
                                                   char **out_json) {
   return atlas_ledger_report_json(b->ledger, out_json);
-}
-
-void atlas_sweep_result_free(atlas_sweep_result *result) {
-  free(result->sites);
-  result->sites = NULL;
 }
 
 atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,

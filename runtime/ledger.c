@@ -247,3 +247,8 @@ atlas_status atlas_ledger_snapshot(atlas_ledger *ledger,
   *out_count = n;
   return ATLAS_OK;
 }
+
+void atlas_sweep_result_free(atlas_sweep_result *result) {
+  free(result->sites);
+  result->sites = NULL;
+}

@@ -74,6 +74,15 @@ atlas_status atlas_ledger_report_text(atlas_ledger *ledger, size_t top_n,
 // The caller frees *out_json.
 atlas_status atlas_ledger_report_json(atlas_ledger *ledger, char **out_json);
 
+// What a sweep of unreleased allocations found and freed.
+typedef struct atlas_sweep_result {
+  size_t count;
+  size_t bytes;
+  char *sites;  // report naming the sites (malloc'd; NULL when count == 0)
+} atlas_sweep_result;
+
+void atlas_sweep_result_free(atlas_sweep_result *result);
+
 // Formats a byte count as "9.70 GB" / "12.0 MB" / "512 B" into buf.
 void atlas_format_bytes(size_t bytes, char *buf, size_t buf_size);
 

@@ -1,0 +1,52 @@
+// ForwardContext: everything derived from the loaded model, carried to every
+// dispatch site.
+//
+// Nothing model-derived sits in a static: the backend, its kernel registry,
+// the stream, the op cache, the model configuration and the scratch travel
+// here. Build one with atlas_forward_ctx_make, which takes every field, so a
+// new field breaks every construction site that forgot it at compile time.
+#ifndef ATLAS_RUNTIME_FORWARD_H_
+#define ATLAS_RUNTIME_FORWARD_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/backend.h"
+#include "runtime/op_cache.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct atlas_llama_config atlas_llama_config;
+typedef struct atlas_llama_scratch atlas_llama_scratch;
+
+typedef struct atlas_forward_ctx {
+  atlas_backend *backend;
+  atlas_kernel_registry *registry;  // the model's kernels, and only them
+  atlas_stream *stream;
+  atlas_op_cache *op_cache;
+  const atlas_llama_config *config;
+  atlas_llama_scratch *scratch;
+} atlas_forward_ctx;
+
+// Fails when a piece is missing (NULL backend, no registry) rather than
+// letting a dispatch site find out later.
+atlas_status atlas_forward_ctx_make(atlas_backend *backend,
+                                    atlas_stream *stream,
+                                    const atlas_llama_config *config,
+                                    atlas_llama_scratch *scratch,
+                                    atlas_forward_ctx *out_ctx);
+
+// Launches `module`.`kernel` from the context's registry (memoised in its op
+// cache) on its stream, with typed arguments checked against the signature.
+atlas_status atlas_forward_dispatch(const atlas_forward_ctx *ctx,
+                                    const char *module, const char *kernel,
+                                    atlas_dim3 grid, atlas_dim3 block,
+                                    const atlas_arg *args, size_t arg_count);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_FORWARD_H_

@@ -1,0 +1,94 @@
+// Teardown: a stack of named releases, run newest first.
+#include "runtime/teardown.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/log.h"
+
+typedef struct resource {
+  char *name;
+  atlas_release_fn release;
+  void *ptr;
+} resource;
+
+struct atlas_teardown {
+  resource *items;
+  size_t count, cap;
+};
+
+atlas_status atlas_teardown_create(atlas_teardown **out_teardown) {
+  *out_teardown = calloc(1, sizeof(atlas_teardown));
+  if (*out_teardown == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "teardown: cannot allocate");
+  }
+  return ATLAS_OK;
+}
+
+atlas_status atlas_teardown_register(atlas_teardown *t, const char *name,
+                                     atlas_release_fn release, void *ptr) {
+  if (release == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "teardown: resource '%s' has no release function",
+                             name);
+  }
+  if (t->count == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 8;
+    resource *items = realloc(t->items, cap * sizeof(*items));
+    if (items == NULL) {
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "teardown: cannot register '%s'", name);
+    }
+    t->items = items;
+    t->cap = cap;
+  }
+  char *copy = strdup(name);
+  if (copy == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "teardown: cannot register '%s'", name);
+  }
+  t->items[t->count++] = (resource){copy, release, ptr};
+  return ATLAS_OK;
+}
+
+size_t atlas_teardown_count(const atlas_teardown *t) { return t->count; }
+
+atlas_status atlas_teardown_run(atlas_teardown *t, atlas_sweep_fn sweep,
+                                void *sweep_ctx,
+                                atlas_teardown_report *out_report) {
+  atlas_teardown_report report;
+  memset(&report, 0, sizeof(report));
+  atlas_status failures = ATLAS_OK;
+  for (size_t i = t->count; i-- > 0;) {
+    resource *r = &t->items[i];
+    atlas_status s = r->release(r->ptr);
+    if (s == ATLAS_OK) {
+      report.released++;
+    } else {
+      report.failed++;
+      failures = atlas_status_join(
+          failures, atlas_status_annotate(s, "releasing '%s'", r->name));
+    }
+    free(r->name);
+  }
+  free(t->items);
+  free(t);
+  if (sweep != NULL) {
+    atlas_status s = sweep(sweep_ctx, &report.sweep);
+    failures = atlas_status_join(failures,
+                                 atlas_status_annotate(s, "final sweep"));
+    if (report.sweep.count > 0 && report.failed == 0) {
+      atlas_log("leak: teardown released everything registered, yet the sweep "
+                "freed %zu allocations (%zu bytes) that no resource covered:\n%s",
+                report.sweep.count, report.sweep.bytes,
+                report.sweep.sites ? report.sweep.sites : "");
+    }
+  }
+  if (out_report != NULL) {
+    *out_report = report;
+  } else {
+    atlas_sweep_result_free(&report.sweep);
+  }
+  return failures;
+}
