@@ -1,0 +1,45 @@
+// Deterministic tiny Llama checkpoints (config.json + safetensors) for
+// tests and the demo. The same options give the same bytes on every machine:
+// the generator uses integer PRNG output and IEEE adds/multiplies only (no
+// libm), and converts to F16/BF16 with its own round-to-nearest-even.
+#ifndef ATLAS_TOOLS_MAKE_CHECKPOINT_LIB_H_
+#define ATLAS_TOOLS_MAKE_CHECKPOINT_LIB_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/model/config.h"
+#include "runtime/model/safetensors.h"
+#include "runtime/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct atlas_make_checkpoint_options {
+  const char *out_dir;        // created if missing (one level)
+  uint64_t seed;
+  atlas_llama_config config;  // tie_word_embeddings: lm_head omitted
+  atlas_dtype dtype;
+  int shards;                 // 1: model.safetensors; N > 1: sharded + index
+} atlas_make_checkpoint_options;
+
+// Fills `out` with a preset: "tiny" (vocab 64, hidden 32, 2 layers, 4 heads,
+// 2 kv heads, intermediate 64) or "small" (vocab 256, hidden 64, 4 layers,
+// 8 heads, 2 kv heads, intermediate 128). INVALID_ARGUMENT for other names.
+atlas_status atlas_make_checkpoint_preset(const char *name,
+                                          atlas_llama_config *out);
+
+// Writes out_dir/config.json and the weights.
+atlas_status atlas_make_checkpoint_write(
+    const atlas_make_checkpoint_options *options);
+
+// Round-to-nearest-even conversions used for the weights (exposed for tests).
+uint16_t atlas_make_checkpoint_f32_to_f16(float value);
+uint16_t atlas_make_checkpoint_f32_to_bf16(float value);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_TOOLS_MAKE_CHECKPOINT_LIB_H_
