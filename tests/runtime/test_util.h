@@ -1,0 +1,42 @@
+// Small helpers for tests: status assertions that print the message.
+#ifndef ATLAS_TESTS_RUNTIME_TEST_UTIL_H_
+#define ATLAS_TESTS_RUNTIME_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "runtime/status.h"
+
+// Takes ownership of the status; returns its message and code.
+struct StatusResult {
+  atlas_status_code code;
+  std::string message;
+};
+
+inline StatusResult Take(atlas_status s) {
+  StatusResult r{atlas_status_code_of(s), atlas_status_message(s)};
+  atlas_status_free(s);
+  return r;
+}
+
+#define ASSERT_OK(expr)                                          \
+  do {                                                           \
+    StatusResult r_ = Take(expr);                                \
+    ASSERT_EQ(r_.code, ATLAS_STATUS_OK) << r_.message;           \
+  } while (0)
+
+#define EXPECT_OK(expr)                                          \
+  do {                                                           \
+    StatusResult r_ = Take(expr);                                \
+    EXPECT_EQ(r_.code, ATLAS_STATUS_OK) << r_.message;           \
+  } while (0)
+
+#define EXPECT_STATUS(expr, want_code, substring)                          \
+  do {                                                                     \
+    StatusResult r_ = Take(expr);                                          \
+    EXPECT_EQ(r_.code, (want_code)) << r_.message;                         \
+    EXPECT_NE(r_.message.find(substring), std::string::npos) << r_.message; \
+  } while (0)
+
+#endif  // ATLAS_TESTS_RUNTIME_TEST_UTIL_H_
