@@ -1,0 +1,1056 @@
+// The CUDA backend over the raw driver API (see cuda_backend.h).
+#include "runtime/cuda/cuda_backend.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/backend_impl.h"
+#include "runtime/cuda/cuda_host.h"
+#include "runtime/cuda/cuda_module_loader.h"
+
+// A pinned buffer h2d_async copies the caller's bytes into, so the caller may
+// drop its source at once. Reused when its event says the copy is done; one
+// used inside a capture belongs to the graph and is kept until destroy.
+typedef struct cuda_staging {
+  unsigned char *host;
+  size_t capacity;
+  CUevent done;
+  bool pending;
+  bool for_graph;
+} cuda_staging;
+
+enum {
+  CUDA_STAGING_MAX = 16,                // reusable buffers kept at most
+  CUDA_STAGING_MIN_BYTES = 64 << 10,
+  CUDA_MAX_ARGS = 64,
+};
+
+typedef struct cuda_backend {
+  atlas_backend base;  // first: atlas_backend* <-> cuda_backend*
+  const atlas_cuda_driver *cu;
+  CUcontext context;
+  int ordinal;
+  int sm_count;
+  CUstream stream;  // the default stream (non-blocking)
+  pthread_mutex_t mutex;  // guards streams[] and staging[]
+  CUstream *streams;      // every stream of this backend, default first
+  size_t stream_count, stream_capacity;
+  cuda_staging *staging;
+  size_t staging_count, staging_capacity;
+} cuda_backend;
+
+// A captured graph and its executable instance.
+typedef struct cuda_graph {
+  CUgraph graph;
+  CUgraphExec exec;
+} cuda_graph;
+
+static const atlas_backend_vtable cuda_vtable;
+
+static inline cuda_backend *as_cuda(atlas_backend *b) {
+  return (cuda_backend *)b;
+}
+
+static inline CUstream stream_of(cuda_backend *cb, atlas_stream *s) {
+  return s != NULL ? (CUstream)s : cb->stream;
+}
+
+static inline CUdeviceptr dptr(const void *p) {
+  return (CUdeviceptr)(uintptr_t)p;
+}
+
+// Makes the backend's context current on this thread (a TLS read when it
+// already is).
+static atlas_status bind(cuda_backend *cb) {
+  CUcontext current = NULL;
+  if (cb->cu->cuCtxGetCurrent(&current) == CUDA_SUCCESS &&
+      current == cb->context) {
+    return ATLAS_OK;
+  }
+  CUresult r = cb->cu->cuCtxSetCurrent(cb->context);
+  if (r != CUDA_SUCCESS) {
+    return atlas_cuda_error(cb->cu, r, "%s: making the context current",
+                            cb->base.name);
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status check(cuda_backend *cb, CUresult r, const char *what) {
+  if (r == CUDA_SUCCESS) return ATLAS_OK;
+  return atlas_cuda_error(cb->cu, r, "%s: %s", cb->base.name, what);
+}
+
+// ---- capture state -----------------------------------------------------------
+
+static atlas_status is_capturing(cuda_backend *cb, CUstream s, bool *out) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = cb->cu->cuStreamIsCapturing(s, &st);
+  *out = r == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
+  return check(cb, r, "cuStreamIsCapturing");
+}
+
+// FAILED_PRECONDITION naming the capturing stream when any stream of this
+// backend is capturing: `what` would synchronise and invalidate the capture.
+static atlas_status refuse_if_capturing(cuda_backend *cb, const char *what) {
+  atlas_status status = ATLAS_OK;
+  pthread_mutex_lock(&cb->mutex);
+  for (size_t i = 0; status == ATLAS_OK && i < cb->stream_count; ++i) {
+    bool capturing = false;
+    status = is_capturing(cb, cb->streams[i], &capturing);
+    if (status == ATLAS_OK && capturing) {
+      status = atlas_status_make(
+          ATLAS_STATUS_FAILED_PRECONDITION,
+          "%s: %s refused: stream %p is capturing a graph, and %s would "
+          "synchronise the device and invalidate the capture; end or abort "
+          "the capture first",
+          cb->base.name, what, (void *)cb->streams[i], what);
+    }
+  }
+  pthread_mutex_unlock(&cb->mutex);
+  return status;
+}
+
+static atlas_status sync_all_streams(cuda_backend *cb) {
+  atlas_status status = ATLAS_OK;
+  pthread_mutex_lock(&cb->mutex);
+  for (size_t i = 0; i < cb->stream_count; ++i) {
+    status = atlas_status_join(
+        status, check(cb, cb->cu->cuStreamSynchronize(cb->streams[i]),
+                      "cuStreamSynchronize"));
+  }
+  pthread_mutex_unlock(&cb->mutex);
+  return status;
+}
+
+// ---- raw memory primitives for the shared base -------------------------------
+
+static atlas_status raw_alloc(atlas_backend *b, size_t bytes,
+                              atlas_mem_kind kind, void **out_ptr) {
+  cuda_backend *cb = as_cuda(b);
+  *out_ptr = NULL;
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  CUresult r;
+  if (kind == ATLAS_MEM_PINNED_HOST) {
+    r = cb->cu->cuMemAllocHost(out_ptr, bytes);
+    if (r != CUDA_SUCCESS) *out_ptr = NULL;
+    return check(cb, r, "cuMemAllocHost");
+  }
+  CUdeviceptr p = 0;
+  if (kind == ATLAS_MEM_MANAGED) {
+    r = cb->cu->cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL);
+  } else {
+    r = cb->cu->cuMemAlloc(&p, bytes);
+  }
+  if (r != CUDA_SUCCESS) {
+    return check(cb, r, kind == ATLAS_MEM_MANAGED ? "cuMemAllocManaged"
+                                                  : "cuMemAlloc");
+  }
+  *out_ptr = (void *)(uintptr_t)p;
+  return ATLAS_OK;
+}
+
+static atlas_status raw_free(atlas_backend *b, void *ptr, size_t bytes,
+                             atlas_mem_kind kind) {
+  (void)bytes;
+  cuda_backend *cb = as_cuda(b);
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  if (kind == ATLAS_MEM_PINNED_HOST) {
+    return check(cb, cb->cu->cuMemFreeHost(ptr), "cuMemFreeHost");
+  }
+  return check(cb, cb->cu->cuMemFree(dptr(ptr)), "cuMemFree");
+}
+
+// Red-zone reads: ordered after the default stream (the scan synchronises the
+// others first).
+static atlas_status mem_read(atlas_backend *b, void *dst_host, const void *src,
+                             size_t bytes) {
+  cuda_backend *cb = as_cuda(b);
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  ATLAS_RETURN_IF_ERROR(check(
+      cb, cb->cu->cuMemcpyAsync(dptr(dst_host), dptr(src), bytes, cb->stream),
+      "reading device memory (cuMemcpyAsync)"));
+  return check(cb, cb->cu->cuStreamSynchronize(cb->stream),
+               "reading device memory (cuStreamSynchronize)");
+}
+
+static atlas_status mem_fill(atlas_backend *b, void *dst, uint8_t value,
+                             size_t bytes) {
+  cuda_backend *cb = as_cuda(b);
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  ATLAS_RETURN_IF_ERROR(check(
+      cb, cb->cu->cuMemsetD8Async(dptr(dst), value, bytes, cb->stream),
+      "filling device memory (cuMemsetD8Async)"));
+  return check(cb, cb->cu->cuStreamSynchronize(cb->stream),
+               "filling device memory (cuStreamSynchronize)");
+}
+
+// ---- memory ----------------------------------------------------------------------
+
+static atlas_status cuda_host_ptr_to_device(atlas_backend *b, void *host_ptr,
+                                            void **out_device_ptr) {
+  cuda_backend *cb = as_cuda(b);
+  *out_device_ptr = NULL;
+  atlas_ledger_entry e;
+  atlas_status status = atlas_ledger_find(b->ledger, (uintptr_t)host_ptr, &e);
+  if (status != ATLAS_OK || e.kind != ATLAS_MEM_PINNED_HOST) {
+    atlas_status_free(status);
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: %p is not pinned memory allocated by this "
+                             "backend (atlas_backend_pinned_alloc)",
+                             b->name, host_ptr);
+  }
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  CUdeviceptr d = 0;
+  ATLAS_RETURN_IF_ERROR(check(cb, cb->cu->cuMemHostGetDevicePointer(&d, host_ptr, 0),
+                              "cuMemHostGetDevicePointer"));
+  *out_device_ptr = (void *)(uintptr_t)d;
+  return ATLAS_OK;
+}
+
+static atlas_status cuda_scan_redzones(atlas_backend *b,
+                                       atlas_redzone_violation *out_violations,
+                                       size_t max_violations,
+                                       size_t *out_count) {
+  cuda_backend *cb = as_cuda(b);
+  *out_count = 0;
+  ATLAS_RETURN_IF_ERROR(refuse_if_capturing(cb, "red-zone scan"));
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  ATLAS_RETURN_IF_ERROR(sync_all_streams(cb));
+  return atlas_backend_base_scan_redzones(b, out_violations, max_violations,
+                                          out_count);
+}
+
+static atlas_status cuda_poison_redzones(atlas_backend *b, uint64_t lo,
+                                         uint64_t hi) {
+  cuda_backend *cb = as_cuda(b);
+  ATLAS_RETURN_IF_ERROR(refuse_if_capturing(cb, "red-zone poisoning"));
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  ATLAS_RETURN_IF_ERROR(sync_all_streams(cb));
+  return atlas_backend_base_poison_redzones(b, lo, hi);
+}
+
+static atlas_status cuda_sweep(atlas_backend *b, atlas_sweep_result *out) {
+  cuda_backend *cb = as_cuda(b);
+  memset(out, 0, sizeof(*out));
+  ATLAS_RETURN_IF_ERROR(refuse_if_capturing(cb, "sweeping unreleased memory"));
+  ATLAS_RETURN_IF_ERROR(sync_all_streams(cb));
+  return atlas_backend_base_sweep_unreleased(b, out);
+}
+
+// ---- copies ----------------------------------------------------------------------
+
+static atlas_status copy_fault(cuda_backend *cb, const char *what) {
+  return atlas_backend_base_fault_check(&cb->base, ATLAS_FAULT_COPY, what);
+}
+
+// A copy enqueued on `s`, then (sync) waited for.
+static atlas_status copy_on(cuda_backend *cb, const char *what, void *dst,
+                            const void *src, size_t bytes, CUstream s,
+                            bool sync) {
+  ATLAS_RETURN_IF_ERROR(copy_fault(cb, what));
+  if (bytes == 0) return ATLAS_OK;
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  CUresult r = cb->cu->cuMemcpyAsync(dptr(dst), dptr(src), bytes, s);
+  if (r != CUDA_SUCCESS) {
+    return atlas_cuda_error(cb->cu, r, "%s: %s of %zu bytes (%p -> %p)",
+                            cb->base.name, what, bytes, src, dst);
+  }
+  if (!sync) return ATLAS_OK;
+  r = cb->cu->cuStreamSynchronize(s);
+  if (r != CUDA_SUCCESS) {
+    return atlas_cuda_error(cb->cu, r, "%s: %s of %zu bytes: waiting for it",
+                            cb->base.name, what, bytes);
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status cuda_h2d(atlas_backend *b, void *dst, const void *src,
+                             size_t bytes) {
+  cuda_backend *cb = as_cuda(b);
+  return copy_on(cb, "h2d copy", dst, src, bytes, cb->stream, true);
+}
+
+static atlas_status cuda_d2h(atlas_backend *b, void *dst, const void *src,
+                             size_t bytes) {
+  cuda_backend *cb = as_cuda(b);
+  return copy_on(cb, "d2h copy", dst, src, bytes, cb->stream, true);
+}
+
+static atlas_status cuda_d2h_on_stream(atlas_backend *b, void *dst,
+                                       const void *src, size_t bytes,
+                                       atlas_stream *stream) {
+  cuda_backend *cb = as_cuda(b);
+  return copy_on(cb, "d2h copy", dst, src, bytes, stream_of(cb, stream), true);
+}
+
+static atlas_status cuda_d2h_async(atlas_backend *b, void *dst, const void *src,
+                                   size_t bytes, atlas_stream *stream) {
+  cuda_backend *cb = as_cuda(b);
+  return copy_on(cb, "async d2h copy", dst, src, bytes, stream_of(cb, stream),
+                 false);
+}
+
+static atlas_status cuda_d2d(atlas_backend *b, void *dst, const void *src,
+                             size_t bytes) {
+  cuda_backend *cb = as_cuda(b);
+  return copy_on(cb, "d2d copy", dst, src, bytes, cb->stream, true);
+}
+
+static atlas_status cuda_d2d_async(atlas_backend *b, void *dst, const void *src,
+                                   size_t bytes, atlas_stream *stream) {
+  cuda_backend *cb = as_cuda(b);
+  return copy_on(cb, "async d2d copy", dst, src, bytes, stream_of(cb, stream),
+                 false);
+}
+
+static atlas_status cuda_h2d_async_retained(atlas_backend *b, void *dst,
+                                            const void *src, size_t bytes,
+                                            atlas_stream *stream) {
+  cuda_backend *cb = as_cuda(b);
+  return copy_on(cb, "async h2d copy", dst, src, bytes, stream_of(cb, stream),
+                 false);
+}
+
+static void staging_release(cuda_backend *cb, cuda_staging *st) {
+  if (st->done != NULL) cb->cu->cuEventDestroy(st->done);
+  if (st->host != NULL) cb->cu->cuMemFreeHost(st->host);
+  memset(st, 0, sizeof(*st));
+}
+
+static atlas_status staging_alloc(cuda_backend *cb, size_t bytes,
+                                  cuda_staging *st) {
+  size_t capacity = CUDA_STAGING_MIN_BYTES;
+  while (capacity < bytes && capacity <= SIZE_MAX / 2) capacity *= 2;
+  if (capacity < bytes) capacity = bytes;
+  memset(st, 0, sizeof(*st));
+  void *host = NULL;
+  CUresult r = cb->cu->cuMemAllocHost(&host, capacity);
+  if (r != CUDA_SUCCESS) {
+    return atlas_cuda_error(cb->cu, r,
+                            "%s: allocating a %zu-byte pinned staging buffer "
+                            "for an async h2d copy (inside a capture, use "
+                            "atlas_backend_h2d_async_retained)",
+                            cb->base.name, capacity);
+  }
+  r = cb->cu->cuEventCreate(&st->done, CU_EVENT_DISABLE_TIMING);
+  if (r != CUDA_SUCCESS) {
+    cb->cu->cuMemFreeHost(host);
+    return check(cb, r, "cuEventCreate (staging)");
+  }
+  st->host = host;
+  st->capacity = capacity;
+  return ATLAS_OK;
+}
+
+// Picks a staging buffer of at least `bytes` whose last copy has finished:
+// a free one, else a new one, else waits for the oldest. Called locked.
+static atlas_status staging_acquire(cuda_backend *cb, size_t bytes,
+                                    cuda_staging **out) {
+  *out = NULL;
+  size_t reusable = 0;
+  cuda_staging *victim = NULL;
+  for (size_t i = 0; i < cb->staging_count; ++i) {
+    cuda_staging *st = &cb->staging[i];
+    if (st->for_graph) continue;
+    reusable++;
+    if (victim == NULL) victim = st;
+    if (st->capacity < bytes) continue;
+    if (!st->pending || cb->cu->cuEventQuery(st->done) == CUDA_SUCCESS) {
+      st->pending = false;
+      *out = st;
+      return ATLAS_OK;
+    }
+  }
+  if (reusable >= CUDA_STAGING_MAX && victim != NULL) {
+    // Bounded: wait for a buffer rather than pin ever more host memory.
+    if (victim->pending) {
+      ATLAS_RETURN_IF_ERROR(check(cb, cb->cu->cuEventSynchronize(victim->done),
+                                  "waiting for a staging buffer"));
+      victim->pending = false;
+    }
+    if (victim->capacity < bytes) {
+      staging_release(cb, victim);
+      ATLAS_RETURN_IF_ERROR(staging_alloc(cb, bytes, victim));
+    }
+    *out = victim;
+    return ATLAS_OK;
+  }
+  if (cb->staging_count == cb->staging_capacity) {
+    size_t cap = cb->staging_capacity ? cb->staging_capacity * 2 : 8;
+    cuda_staging *grown = realloc(cb->staging, cap * sizeof(*grown));
+    if (grown == NULL) {
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "%s: no memory for the staging table",
+                               cb->base.name);
+    }
+    cb->staging = grown;
+    cb->staging_capacity = cap;
+  }
+  cuda_staging *st = &cb->staging[cb->staging_count];
+  ATLAS_RETURN_IF_ERROR(staging_alloc(cb, bytes, st));
+  cb->staging_count++;
+  *out = st;
+  return ATLAS_OK;
+}
+
+static atlas_status cuda_h2d_async(atlas_backend *b, void *dst, const void *src,
+                                   size_t bytes, atlas_stream *stream) {
+  cuda_backend *cb = as_cuda(b);
+  CUstream s = stream_of(cb, stream);
+  ATLAS_RETURN_IF_ERROR(copy_fault(cb, "async h2d copy"));
+  if (bytes == 0) return ATLAS_OK;
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  bool capturing = false;
+  ATLAS_RETURN_IF_ERROR(is_capturing(cb, s, &capturing));
+  pthread_mutex_lock(&cb->mutex);
+  cuda_staging *st = NULL;
+  atlas_status status = staging_acquire(cb, bytes, &st);
+  if (status == ATLAS_OK) {
+    memcpy(st->host, src, bytes);
+    CUresult r = cb->cu->cuMemcpyAsync(dptr(dst), dptr(st->host), bytes, s);
+    if (r != CUDA_SUCCESS) {
+      status = atlas_cuda_error(cb->cu, r, "%s: async h2d copy of %zu bytes",
+                                b->name, bytes);
+    } else if (capturing) {
+      // The graph reads this buffer at every replay: it is the graph's now.
+      st->for_graph = true;
+    } else {
+      r = cb->cu->cuEventRecord(st->done, s);
+      st->pending = r == CUDA_SUCCESS;
+      if (r != CUDA_SUCCESS) {
+        // Without the event we cannot tell when it is free: wait now.
+        status = check(cb, cb->cu->cuStreamSynchronize(s),
+                       "async h2d copy (waiting after cuEventRecord failed)");
+      }
+    }
+  }
+  pthread_mutex_unlock(&cb->mutex);
+  return status;
+}
+
+static atlas_status cuda_d2d_2d_async(atlas_backend *b, void *dst,
+                                      size_t dst_pitch, const void *src,
+                                      size_t src_pitch, size_t width_bytes,
+                                      size_t height, atlas_stream *stream) {
+  cuda_backend *cb = as_cuda(b);
+  if (width_bytes > dst_pitch || width_bytes > src_pitch) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: 2D copy rows of %zu bytes do not fit pitches "
+                             "%zu (src) and %zu (dst)",
+                             b->name, width_bytes, src_pitch, dst_pitch);
+  }
+  ATLAS_RETURN_IF_ERROR(copy_fault(cb, "2D d2d copy"));
+  if (width_bytes == 0 || height == 0) return ATLAS_OK;
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  CUDA_MEMCPY2D copy;
+  memset(&copy, 0, sizeof(copy));
+  copy.srcMemoryType = CU_MEMORYTYPE_UNIFIED;  // device, managed or pinned
+  copy.srcDevice = dptr(src);
+  copy.srcPitch = src_pitch;
+  copy.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+  copy.dstDevice = dptr(dst);
+  copy.dstPitch = dst_pitch;
+  copy.WidthInBytes = width_bytes;
+  copy.Height = height;
+  CUresult r = cb->cu->cuMemcpy2DAsync(&copy, stream_of(cb, stream));
+  if (r != CUDA_SUCCESS) {
+    return atlas_cuda_error(cb->cu, r,
+                            "%s: 2D copy of %zu rows x %zu bytes (pitches %zu "
+                            "-> %zu)",
+                            b->name, height, width_bytes, src_pitch, dst_pitch);
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status memset_on(cuda_backend *cb, void *dst, uint8_t value,
+                              size_t bytes, CUstream s, bool sync) {
+  if (bytes == 0) return ATLAS_OK;
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  CUresult r = cb->cu->cuMemsetD8Async(dptr(dst), value, bytes, s);
+  if (r != CUDA_SUCCESS) {
+    return atlas_cuda_error(cb->cu, r, "%s: memset of %zu bytes at %p",
+                            cb->base.name, bytes, dst);
+  }
+  if (!sync) return ATLAS_OK;
+  return check(cb, cb->cu->cuStreamSynchronize(s), "memset: waiting for it");
+}
+
+static atlas_status cuda_memset(atlas_backend *b, void *dst, uint8_t value,
+                                size_t bytes) {
+  cuda_backend *cb = as_cuda(b);
+  return memset_on(cb, dst, value, bytes, cb->stream, true);
+}
+
+static atlas_status cuda_memset_async(atlas_backend *b, void *dst,
+                                      uint8_t value, size_t bytes,
+                                      atlas_stream *stream) {
+  cuda_backend *cb = as_cuda(b);
+  return memset_on(cb, dst, value, bytes, stream_of(cb, stream), false);
+}
+
+// ---- streams and events -----------------------------------------------------------
+
+static atlas_stream *cuda_default_stream(atlas_backend *b) {
+  return (atlas_stream *)as_cuda(b)->stream;
+}
+
+static atlas_status track_stream(cuda_backend *cb, CUstream s) {
+  atlas_status status = ATLAS_OK;
+  pthread_mutex_lock(&cb->mutex);
+  if (cb->stream_count == cb->stream_capacity) {
+    size_t cap = cb->stream_capacity ? cb->stream_capacity * 2 : 8;
+    CUstream *grown = realloc(cb->streams, cap * sizeof(*grown));
+    if (grown == NULL) {
+      status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                                 "%s: no memory for the stream table",
+                                 cb->base.name);
+    } else {
+      cb->streams = grown;
+      cb->stream_capacity = cap;
+    }
+  }
+  if (status == ATLAS_OK) cb->streams[cb->stream_count++] = s;
+  pthread_mutex_unlock(&cb->mutex);
+  return status;
+}
+
+static atlas_status cuda_stream_create(atlas_backend *b,
+                                       atlas_stream **out_stream) {
+  cuda_backend *cb = as_cuda(b);
+  *out_stream = NULL;
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  CUstream s = NULL;
+  ATLAS_RETURN_IF_ERROR(check(cb, cb->cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING),
+                              "cuStreamCreate"));
+  atlas_status status = track_stream(cb, s);
+  if (status != ATLAS_OK) {
+    cb->cu->cuStreamDestroy(s);
+    return status;
+  }
+  *out_stream = (atlas_stream *)s;
+  return ATLAS_OK;
+}
+
+static atlas_status cuda_stream_destroy(atlas_backend *b,
+                                        atlas_stream *stream) {
+  cuda_backend *cb = as_cuda(b);
+  CUstream s = (CUstream)stream;
+  if (s == NULL || s == cb->stream) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: the default stream belongs to the backend "
+                             "and is destroyed with it",
+                             b->name);
+  }
+  bool found = false;
+  pthread_mutex_lock(&cb->mutex);
+  for (size_t i = 1; i < cb->stream_count; ++i) {
+    if (cb->streams[i] == s) {
+      cb->streams[i] = cb->streams[--cb->stream_count];
+      found = true;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&cb->mutex);
+  if (!found) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: stream %p was not created by this backend "
+                             "(or was already destroyed)",
+                             b->name, (void *)s);
+  }
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  return check(cb, cb->cu->cuStreamDestroy(s), "cuStreamDestroy");
+}
+
+static atlas_status cuda_stream_synchronize(atlas_backend *b,
+                                            atlas_stream *stream) {
+  cuda_backend *cb = as_cuda(b);
+  CUstream s = stream_of(cb, stream);
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  bool capturing = false;
+  ATLAS_RETURN_IF_ERROR(is_capturing(cb, s, &capturing));
+  if (capturing) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "%s: cannot synchronise stream %p while it is "
+                             "capturing a graph; end or abort the capture first",
+                             b->name, (void *)s);
+  }
+  return check(cb, cb->cu->cuStreamSynchronize(s), "cuStreamSynchronize");
+}
+
+static atlas_status cuda_synchronize(atlas_backend *b) {
+  cuda_backend *cb = as_cuda(b);
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  ATLAS_RETURN_IF_ERROR(refuse_if_capturing(cb, "synchronize"));
+  return sync_all_streams(cb);
+}
+
+static atlas_status cuda_event_create(atlas_backend *b,
+                                      atlas_event **out_event) {
+  cuda_backend *cb = as_cuda(b);
+  *out_event = NULL;
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  CUevent e = NULL;
+  ATLAS_RETURN_IF_ERROR(check(cb, cb->cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING),
+                              "cuEventCreate"));
+  *out_event = (atlas_event *)e;
+  return ATLAS_OK;
+}
+
+static atlas_status cuda_event_record(atlas_backend *b, atlas_event *event,
+                                      atlas_stream *stream) {
+  cuda_backend *cb = as_cuda(b);
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  return check(cb, cb->cu->cuEventRecord((CUevent)event, stream_of(cb, stream)),
+               "cuEventRecord");
+}
+
+static atlas_status cuda_event_wait(atlas_backend *b, atlas_stream *stream,
+                                    atlas_event *event) {
+  cuda_backend *cb = as_cuda(b);
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  return check(cb,
+               cb->cu->cuStreamWaitEvent(stream_of(cb, stream), (CUevent)event, 0),
+               "cuStreamWaitEvent");
+}
+
+static atlas_status cuda_event_synchronize(atlas_backend *b,
+                                           atlas_event *event) {
+  cuda_backend *cb = as_cuda(b);
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  return check(cb, cb->cu->cuEventSynchronize((CUevent)event),
+               "cuEventSynchronize");
+}
+
+static atlas_status cuda_event_destroy(atlas_backend *b, atlas_event *event) {
+  cuda_backend *cb = as_cuda(b);
+  if (event == NULL) return ATLAS_OK;
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  return check(cb, cb->cu->cuEventDestroy((CUevent)event), "cuEventDestroy");
+}
+
+// ---- capture and graphs ---------------------------------------------------------
+
+static atlas_status cuda_stream_is_capturing(atlas_backend *b,
+                                             atlas_stream *stream,
+                                             bool *out_capturing) {
+  cuda_backend *cb = as_cuda(b);
+  *out_capturing = false;
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  return is_capturing(cb, stream_of(cb, stream), out_capturing);
+}
+
+static atlas_status cuda_begin_capture(atlas_backend *b, atlas_stream *stream) {
+  cuda_backend *cb = as_cuda(b);
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  // Thread-local: only this thread's unsafe calls break the capture, so other
+  // models' threads may keep allocating meanwhile.
+  return check(cb,
+               cb->cu->cuStreamBeginCapture(stream_of(cb, stream),
+                                            CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+               "cuStreamBeginCapture");
+}
+
+static atlas_status cuda_end_capture(atlas_backend *b, atlas_stream *stream,
+                                     atlas_graph **out_graph) {
+  cuda_backend *cb = as_cuda(b);
+  *out_graph = NULL;
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  CUgraph graph = NULL;
+  CUresult r = cb->cu->cuStreamEndCapture(stream_of(cb, stream), &graph);
+  if (r != CUDA_SUCCESS) {
+    if (graph != NULL) cb->cu->cuGraphDestroy(graph);
+    return atlas_cuda_error(cb->cu, r,
+                            "%s: ending the capture (an operation inside it "
+                            "failed or was not capturable)",
+                            b->name);
+  }
+  cuda_graph *g = calloc(1, sizeof(*g));
+  if (g == NULL) {
+    cb->cu->cuGraphDestroy(graph);
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "%s: no memory for a graph", b->name);
+  }
+  g->graph = graph;
+  r = cb->cu->cuGraphInstantiateWithFlags(&g->exec, graph, 0);
+  if (r != CUDA_SUCCESS) {
+    cb->cu->cuGraphDestroy(graph);
+    free(g);
+    return check(cb, r, "cuGraphInstantiateWithFlags");
+  }
+  *out_graph = (atlas_graph *)g;
+  return ATLAS_OK;
+}
+
+static atlas_status cuda_abort_capture_if_active(atlas_backend *b,
+                                                 atlas_stream *stream,
+                                                 bool *out_aborted) {
+  cuda_backend *cb = as_cuda(b);
+  CUstream s = stream_of(cb, stream);
+  *out_aborted = false;
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  bool capturing = false;
+  ATLAS_RETURN_IF_ERROR(is_capturing(cb, s, &capturing));
+  if (!capturing) return ATLAS_OK;
+  // Ending is what clears the capture state (also an invalidated one, which
+  // reports CUDA_ERROR_STREAM_CAPTURE_INVALIDATED here: expected, not news).
+  CUgraph graph = NULL;
+  CUresult r = cb->cu->cuStreamEndCapture(s, &graph);
+  if (graph != NULL) cb->cu->cuGraphDestroy(graph);
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
+    return atlas_cuda_error(cb->cu, r, "%s: aborting the capture on stream %p",
+                            b->name, (void *)s);
+  }
+  ATLAS_RETURN_IF_ERROR(is_capturing(cb, s, &capturing));
+  if (capturing) {
+    return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                             "%s: stream %p still reports a capture after "
+                             "cuStreamEndCapture",
+                             b->name, (void *)s);
+  }
+  *out_aborted = true;
+  return ATLAS_OK;
+}
+
+static atlas_status after_launch(cuda_backend *cb, CUstream s,
+                                 const char *module, const char *name);
+
+static atlas_status cuda_launch_graph(atlas_backend *b, atlas_graph *graph,
+                                      atlas_stream *stream) {
+  cuda_backend *cb = as_cuda(b);
+  cuda_graph *g = (cuda_graph *)graph;
+  if (g == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: launch of a NULL graph", b->name);
+  }
+  CUstream s = stream_of(cb, stream);
+  CUresult r = cb->cu->cuGraphLaunch(g->exec, s);
+  if (r == CUDA_ERROR_INVALID_CONTEXT) {
+    ATLAS_RETURN_IF_ERROR(bind(cb));
+    r = cb->cu->cuGraphLaunch(g->exec, s);
+  }
+  if (r != CUDA_SUCCESS) return check(cb, r, "cuGraphLaunch");
+  if (cb->base.debug_sync) return after_launch(cb, s, "graph", "replay");
+  return ATLAS_OK;
+}
+
+static atlas_status cuda_destroy_graph(atlas_backend *b, atlas_graph *graph) {
+  cuda_backend *cb = as_cuda(b);
+  cuda_graph *g = (cuda_graph *)graph;
+  if (g == NULL) return ATLAS_OK;
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  atlas_status status =
+      check(cb, cb->cu->cuGraphExecDestroy(g->exec), "cuGraphExecDestroy");
+  status = atlas_status_join(
+      status, check(cb, cb->cu->cuGraphDestroy(g->graph), "cuGraphDestroy"));
+  free(g);
+  return status;
+}
+
+// ---- kernels ---------------------------------------------------------------------
+
+// ATLAS_DEBUG_SYNC: wait for the launch and name the kernel that failed.
+static atlas_status after_launch(cuda_backend *cb, CUstream s,
+                                 const char *module, const char *name) {
+  bool capturing = false;
+  ATLAS_RETURN_IF_ERROR(is_capturing(cb, s, &capturing));
+  if (capturing) return ATLAS_OK;  // nothing runs until the graph does
+  CUresult r = cb->cu->cuStreamSynchronize(s);
+  if (r != CUDA_SUCCESS) {
+    return atlas_cuda_error(cb->cu, r,
+                            "%s: kernel %s.%s failed (ATLAS_DEBUG_SYNC "
+                            "synchronised after its launch)",
+                            cb->base.name, module, name);
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status cuda_launch(atlas_backend *b, const atlas_kernel *kernel,
+                                const atlas_launch_config *config,
+                                void **args) {
+  cuda_backend *cb = as_cuda(b);
+  if (kernel == NULL || kernel->registry != b->registry || b->registry == NULL) {
+    return atlas_backend_base_check_kernel(b, kernel);
+  }
+  if (config == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: launch of %s.%s without a configuration",
+                             b->name, kernel->module->name, kernel->def->name);
+  }
+  CUstream s = stream_of(cb, config->stream);
+  CUfunction fn = (CUfunction)kernel->fn;
+  CUresult r = cb->cu->cuLaunchKernel(
+      fn, config->grid.x, config->grid.y, config->grid.z, config->block.x,
+      config->block.y, config->block.z, config->shared_bytes, s, args, NULL);
+  if (r == CUDA_ERROR_INVALID_CONTEXT) {
+    // First launch from a thread the backend was never bound to.
+    ATLAS_RETURN_IF_ERROR(bind(cb));
+    r = cb->cu->cuLaunchKernel(fn, config->grid.x, config->grid.y,
+                               config->grid.z, config->block.x, config->block.y,
+                               config->block.z, config->shared_bytes, s, args,
+                               NULL);
+  }
+  if (r != CUDA_SUCCESS) {
+    return atlas_cuda_error(
+        cb->cu, r,
+        "%s: launching kernel %s.%s with grid (%u,%u,%u), block (%u,%u,%u), "
+        "%u shared bytes",
+        b->name, kernel->module->name, kernel->def->name, config->grid.x,
+        config->grid.y, config->grid.z, config->block.x, config->block.y,
+        config->block.z, config->shared_bytes);
+  }
+  if (b->debug_sync) {
+    return after_launch(cb, s, kernel->module->name, kernel->def->name);
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status cuda_launch_typed(atlas_backend *b,
+                                      const atlas_kernel *kernel,
+                                      const atlas_launch_config *config,
+                                      const atlas_arg *args, size_t arg_count) {
+  if (arg_count > CUDA_MAX_ARGS) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: %zu kernel arguments; at most %d",
+                             b->name, arg_count, CUDA_MAX_ARGS);
+  }
+  void *ptrs[CUDA_MAX_ARGS];
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_base_pack_args(b, kernel, args, arg_count, ptrs));
+  return cuda_launch(b, kernel, config, ptrs);
+}
+
+// ---- device facts ----------------------------------------------------------------
+
+static atlas_status mem_info(cuda_backend *cb, size_t *out_free,
+                             size_t *out_total) {
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  size_t free_bytes = 0, total = 0;
+  ATLAS_RETURN_IF_ERROR(
+      check(cb, cb->cu->cuMemGetInfo(&free_bytes, &total), "cuMemGetInfo"));
+  if (out_free) *out_free = free_bytes;
+  if (out_total) *out_total = total;
+  return ATLAS_OK;
+}
+
+static atlas_status cuda_total_memory(atlas_backend *b, size_t *out_bytes) {
+  *out_bytes = 0;
+  return mem_info(as_cuda(b), NULL, out_bytes);
+}
+
+static atlas_status cuda_free_memory(atlas_backend *b, size_t *out_bytes) {
+  *out_bytes = 0;
+  return mem_info(as_cuda(b), out_bytes, NULL);
+}
+
+static atlas_status cuda_sm_count(atlas_backend *b, int *out_count) {
+  *out_count = as_cuda(b)->sm_count;
+  return ATLAS_OK;
+}
+
+static atlas_status cuda_bind_to_thread(atlas_backend *b) {
+  cuda_backend *cb = as_cuda(b);
+  return check(cb, cb->cu->cuCtxSetCurrent(cb->context), "cuCtxSetCurrent");
+}
+
+// ---- lifetime --------------------------------------------------------------------
+
+// Releases what create made beyond the base, in reverse order; reports all.
+static atlas_status release_device_state(cuda_backend *cb) {
+  atlas_status status = ATLAS_OK;
+  for (size_t i = 0; i < cb->staging_count; ++i) {
+    cuda_staging *st = &cb->staging[i];
+    if (st->pending) {
+      status = atlas_status_join(
+          status, check(cb, cb->cu->cuEventSynchronize(st->done),
+                        "waiting for a staging buffer at destroy"));
+    }
+    staging_release(cb, st);
+  }
+  free(cb->staging);
+  cb->staging = NULL;
+  cb->staging_count = cb->staging_capacity = 0;
+  for (size_t i = cb->stream_count; i-- > 0;) {
+    status = atlas_status_join(
+        status, check(cb, cb->cu->cuStreamDestroy(cb->streams[i]),
+                      i == 0 ? "destroying the default stream"
+                             : "destroying a stream left open"));
+  }
+  free(cb->streams);
+  cb->streams = NULL;
+  cb->stream_count = cb->stream_capacity = 0;
+  pthread_mutex_destroy(&cb->mutex);
+  return status;
+}
+
+static atlas_status cuda_destroy(atlas_backend *b) {
+  cuda_backend *cb = as_cuda(b);
+  atlas_status status = bind(cb);
+  // Never unload modules or free memory under a capture: abort any capture
+  // an error path left open, and say so.
+  for (size_t i = 0; i < cb->stream_count; ++i) {
+    bool aborted = false;
+    atlas_status s = cuda_abort_capture_if_active(
+        b, (atlas_stream *)cb->streams[i], &aborted);
+    if (s == ATLAS_OK && aborted) {
+      s = atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                            "%s: destroyed while stream %p was capturing; the "
+                            "capture was aborted",
+                            b->name, (void *)cb->streams[i]);
+    }
+    status = atlas_status_join(status, s);
+  }
+  status = atlas_status_join(status, sync_all_streams(cb));
+  // Sweep, then drop the registry (the last holder unloads the modules).
+  status = atlas_status_join(status, atlas_backend_base_deinit(b));
+  status = atlas_status_join(status, release_device_state(cb));
+  free(cb);
+  return status;
+}
+
+atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
+                                       atlas_backend **out_backend) {
+  *out_backend = NULL;
+  atlas_backend_options defaults;
+  memset(&defaults, 0, sizeof(defaults));
+  if (options == NULL) options = &defaults;
+  const atlas_cuda_driver *cu = NULL;
+  CUcontext context = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_cuda_host_acquire(options->device, &cu, &context));
+
+  cuda_backend *cb = calloc(1, sizeof(*cb));
+  if (cb == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "no memory for a CUDA backend");
+  }
+  cb->cu = cu;
+  cb->context = context;
+  cb->ordinal = options->device;
+  pthread_mutex_init(&cb->mutex, NULL);
+  char name[32];
+  snprintf(name, sizeof(name), "cuda:%d", options->device);
+  atlas_backend_mem_ops mem = {raw_alloc, raw_free, mem_read, mem_fill};
+  atlas_status status = atlas_backend_base_init(&cb->base, &cuda_vtable, mem, name);
+  if (status != ATLAS_OK) {
+    pthread_mutex_destroy(&cb->mutex);
+    free(cb);
+    return atlas_status_annotate(status, "creating CUDA backend %s", name);
+  }
+  status = bind(cb);
+  CUdevice dev = 0;
+  if (status == ATLAS_OK) {
+    status = check(cb, cu->cuDeviceGet(&dev, options->device), "cuDeviceGet");
+  }
+  if (status == ATLAS_OK) {
+    status = check(cb,
+                   cu->cuDeviceGetAttribute(
+                       &cb->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                       dev),
+                   "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  }
+  if (status == ATLAS_OK) {
+    CUstream s = NULL;
+    status = check(cb, cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING),
+                   "creating the default stream");
+    if (status == ATLAS_OK) {
+      cb->stream = s;
+      status = track_stream(cb, s);
+      if (status != ATLAS_OK) cu->cuStreamDestroy(s);
+    }
+  }
+  if (status == ATLAS_OK) {
+    if (options->share_registry != NULL) {
+      atlas_kernel_registry_retain(options->share_registry);
+      cb->base.registry = options->share_registry;
+    } else if (options->modules != NULL) {
+      atlas_module_loader loader;
+      status = atlas_cuda_module_loader_make(cu, context, &loader);
+      if (status == ATLAS_OK) {
+        status = atlas_kernel_registry_create(options->modules, loader,
+                                              options->fail_module_load_at,
+                                              &cb->base.registry);
+      }
+    }
+  }
+  if (status != ATLAS_OK) {
+    status = atlas_status_join(status, atlas_backend_base_deinit(&cb->base));
+    status = atlas_status_join(status, release_device_state(cb));
+    free(cb);
+    return atlas_status_annotate(status, "creating CUDA backend %s", name);
+  }
+  *out_backend = &cb->base;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_cuda_backend_raw(atlas_backend *b,
+                                    const atlas_cuda_driver **out_driver,
+                                    CUcontext *out_context) {
+  if (b == NULL || b->vtable != &cuda_vtable) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s is not a CUDA backend",
+                             b != NULL ? b->name : "(null)");
+  }
+  *out_driver = as_cuda(b)->cu;
+  *out_context = as_cuda(b)->context;
+  return ATLAS_OK;
+}
+
+CUstream atlas_cuda_backend_raw_stream(atlas_backend *b, atlas_stream *stream) {
+  return stream_of(as_cuda(b), stream);
+}
+
+static const atlas_backend_vtable cuda_vtable = {
+    .destroy = cuda_destroy,
+    .alloc = atlas_backend_base_alloc,
+    .free = atlas_backend_base_free,
+    .host_ptr_to_device = cuda_host_ptr_to_device,
+    .live_bytes = atlas_backend_base_live_bytes,
+    .live_alloc_count = atlas_backend_base_live_alloc_count,
+    // The ledger lives on the host: reports need no device and are safe
+    // during a capture.
+    .alloc_report = atlas_backend_base_alloc_report,
+    .alloc_report_json = atlas_backend_base_alloc_report_json,
+    .sweep_unreleased = cuda_sweep,
+    .scan_redzones = cuda_scan_redzones,
+    .poison_redzones = cuda_poison_redzones,
+    .h2d = cuda_h2d,
+    .d2h = cuda_d2h,
+    .d2h_on_stream = cuda_d2h_on_stream,
+    .d2h_async = cuda_d2h_async,
+    .d2d = cuda_d2d,
+    .h2d_async = cuda_h2d_async,
+    .h2d_async_retained = cuda_h2d_async_retained,
+    .d2d_async = cuda_d2d_async,
+    .d2d_2d_async = cuda_d2d_2d_async,
+    .memset = cuda_memset,
+    .memset_async = cuda_memset_async,
+    .default_stream = cuda_default_stream,
+    .stream_create = cuda_stream_create,
+    .stream_destroy = cuda_stream_destroy,
+    .stream_synchronize = cuda_stream_synchronize,
+    .synchronize = cuda_synchronize,
+    .event_create = cuda_event_create,
+    .event_record = cuda_event_record,
+    .event_wait = cuda_event_wait,
+    .event_synchronize = cuda_event_synchronize,
+    .event_destroy = cuda_event_destroy,
+    .stream_is_capturing = cuda_stream_is_capturing,
+    .begin_capture = cuda_begin_capture,
+    .end_capture = cuda_end_capture,
+    .abort_capture_if_active = cuda_abort_capture_if_active,
+    .launch_graph = cuda_launch_graph,
+    .destroy_graph = cuda_destroy_graph,
+    .kernel_lookup = atlas_backend_base_kernel_lookup,
+    .launch = cuda_launch,
+    .launch_typed = cuda_launch_typed,
+    .total_memory = cuda_total_memory,
+    .free_memory = cuda_free_memory,
+    .device_free_memory = cuda_free_memory,
+    .sm_count = cuda_sm_count,
+    .bind_to_thread = cuda_bind_to_thread,
+    .op_cache = atlas_backend_base_op_cache,
+    .debug_sync_kernels = atlas_backend_base_debug_sync_kernels,
+    .kernel_registry = atlas_backend_base_kernel_registry,
+};
