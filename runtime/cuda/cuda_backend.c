@@ -131,18 +131,23 @@ static atlas_status raw_alloc(atlas_backend *b, size_t bytes,
                               atlas_mem_kind kind, void **out_ptr) {
   cuda_backend *cb = as_cuda(b);
   *out_ptr = NULL;
-  ATLAS_RETURN_IF_ERROR(bind(cb));
   CUresult r;
   if (kind == ATLAS_MEM_PINNED_HOST) {
+    ATLAS_RETURN_IF_ERROR(bind(cb));
     r = cb->cu->cuMemAllocHost(out_ptr, bytes);
     if (r != CUDA_SUCCESS) *out_ptr = NULL;
     return check(cb, r, "cuMemAllocHost");
   }
   CUdeviceptr p = 0;
-  if (kind == ATLAS_MEM_MANAGED) {
-    r = cb->cu->cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL);
-  } else {
-    r = cb->cu->cuMemAlloc(&p, bytes);
+  // Hot path: bind only when the driver says this thread has no context.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (kind == ATLAS_MEM_MANAGED) {
+      r = cb->cu->cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL);
+    } else {
+      r = cb->cu->cuMemAlloc(&p, bytes);
+    }
+    if (r != CUDA_ERROR_INVALID_CONTEXT || attempt > 0) break;
+    ATLAS_RETURN_IF_ERROR(bind(cb));
   }
   if (r != CUDA_SUCCESS) {
     return check(cb, r, kind == ATLAS_MEM_MANAGED ? "cuMemAllocManaged"
@@ -156,11 +161,16 @@ static atlas_status raw_free(atlas_backend *b, void *ptr, size_t bytes,
                              atlas_mem_kind kind) {
   (void)bytes;
   cuda_backend *cb = as_cuda(b);
-  ATLAS_RETURN_IF_ERROR(bind(cb));
   if (kind == ATLAS_MEM_PINNED_HOST) {
+    ATLAS_RETURN_IF_ERROR(bind(cb));
     return check(cb, cb->cu->cuMemFreeHost(ptr), "cuMemFreeHost");
   }
-  return check(cb, cb->cu->cuMemFree(dptr(ptr)), "cuMemFree");
+  CUresult r = cb->cu->cuMemFree(dptr(ptr));
+  if (r == CUDA_ERROR_INVALID_CONTEXT) {
+    ATLAS_RETURN_IF_ERROR(bind(cb));
+    r = cb->cu->cuMemFree(dptr(ptr));
+  }
+  return check(cb, r, "cuMemFree");
 }
 
 // Red-zone reads: ordered after the default stream (the scan synchronises the

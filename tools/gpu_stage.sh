@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds the GPU test and benchmark binaries here (with Bazel) and stages them
+# with a runner in one folder that can be carried to a GPU machine without
+# Bazel and run there:
+#
+#   tools/gpu_stage.sh [DIR]          # default DIR: .gpu (in .git/info/exclude)
+#   (copy DIR to the GPU machine)
+#   bash DIR/run_all.sh               # runs every test binary, then the bench
+#
+# The binaries dlopen libcuda.so.1 at run time and link everything but libc and
+# libstdc++ statically, so they need no CUDA toolkit on either machine.
+# BAZEL overrides the Bazel command (default: bazel); GPU_STAGE_TARGETS adds
+# more test targets (space-separated labels).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+dir="${1:-.gpu}"
+bazel_cmd="${BAZEL:-bazel}"
+
+tests=(//tests/cuda:cuda_contract_test //tests/cuda:cuda_backend_test)
+if [ -n "${GPU_STAGE_TARGETS:-}" ]; then
+  read -r -a extra <<<"$GPU_STAGE_TARGETS"
+  tests+=("${extra[@]}")
+fi
+bins=(//tools:bench)
+
+echo "gpu_stage: building ${tests[*]} ${bins[*]}" >&2
+$bazel_cmd build -c opt "${tests[@]}" "${bins[@]}" >&2
+
+if [ "$dir" = ".gpu" ] && ! grep -qx '/.gpu/' .git/info/exclude 2>/dev/null; then
+  mkdir -p .git/info
+  echo '/.gpu/' >>.git/info/exclude
+fi
+rm -rf "$dir"
+mkdir -p "$dir/tests" "$dir/bin"
+bin_root="$($bazel_cmd info -c opt bazel-bin 2>/dev/null)"
+for t in "${tests[@]}"; do
+  path="${t#//}"
+  path="${path/://}"
+  install -m 0755 "$bin_root/$path" "$dir/tests/"
+done
+for b in "${bins[@]}"; do
+  path="${b#//}"
+  path="${path/://}"
+  install -m 0755 "$bin_root/$path" "$dir/bin/"
+done
+git rev-parse --short HEAD >"$dir/COMMIT" 2>/dev/null || true
+install -m 0755 tools/gpu_run_all.sh "$dir/run_all.sh"
+echo "gpu_stage: staged in $dir ($(du -sh "$dir" | cut -f1)):" >&2
+find "$dir" -type f | sort >&2
