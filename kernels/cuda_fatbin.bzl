@@ -4,14 +4,16 @@
 _GENCODE_SASS_PTX = "'arch=compute_90,code=[sm_90,compute_90]'"
 _GENCODE_PTX_ONLY = "'arch=compute_90,code=compute_90'"
 
-def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = []):
+def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = [],
+                      nvcc = "/usr/local/cuda/bin/nvcc", **kwargs):
     """Compiles `src` to a fatbin and wraps it in a cc_library `name`.
 
     The library's header is `<package>/<name>.h`; it declares `symbol` (the
     bytes) and `<SYMBOL>_SIZE` (a constant; 0 when nvcc was absent, in which
     case the build still succeeds and the CUDA backend says so at load time).
     nvcc runs with its own temp directory: in Bazel's sandbox every action sees
-    the same pid, and nvcc's tmpxft_<pid> names would clash.
+    the same pid, and nvcc's tmpxft_<pid> names would clash. `nvcc` names the
+    compiler (tests point it at a missing path to build the no-nvcc image).
     """
     gencode = _GENCODE_PTX_ONLY if ptx_only else _GENCODE_SASS_PTX
     native.genrule(
@@ -19,7 +21,7 @@ def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = []):
         srcs = [src],
         outs = [name + ".fatbin"],
         cmd = " ".join([
-            "NVCC=/usr/local/cuda/bin/nvcc;",
+            "NVCC=" + nvcc + ";",
             "if [ -x $$NVCC ]; then",
             "  T=$$(mktemp -d \"$${TMPDIR:-/tmp}/atlas_nvcc.XXXXXX\") || exit 1;",
             "  TMPDIR=$$T $$NVCC -fatbin -O3 -gencode " + gencode,
@@ -44,4 +46,5 @@ def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = []):
         name = name,
         srcs = [":" + name + ".c"],
         hdrs = [":" + name + ".h"],
+        **kwargs
     )

@@ -18,7 +18,8 @@ cd "$root"
 dir="${1:-.gpu}"
 bazel_cmd="${BAZEL:-bazel}"
 
-tests=(//tests/cuda:cuda_contract_test //tests/cuda:cuda_backend_test)
+tests=(//tests/cuda:cuda_contract_test //tests/cuda:cuda_backend_test
+  //tests/cuda:fatbin_embed_test)
 if [ -n "${GPU_STAGE_TARGETS:-}" ]; then
   read -r -a extra <<<"$GPU_STAGE_TARGETS"
   tests+=("${extra[@]}")

@@ -1,0 +1,45 @@
+// The embedded images: a real fatbin where nvcc was there, an empty one (and
+// a clear error at load) where it was not. Runs without a GPU.
+#include <stdint.h>
+
+#include "kernels/contract_cuda_module.h"
+#include "kernels/contract_fatbin.h"
+#include "tests/cuda/contract_no_nvcc_fatbin.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace {
+
+TEST(FatbinEmbed, ImageIsAnAlignedFatbinOrEmpty) {
+  EXPECT_EQ(atlas_contract_cuda_module.fatbin, atlas_fatbin_contract);
+  EXPECT_EQ(atlas_contract_cuda_module.fatbin_size, ATLAS_FATBIN_CONTRACT_SIZE);
+  EXPECT_EQ((uintptr_t)atlas_fatbin_contract % 64, 0u);
+  if (ATLAS_FATBIN_CONTRACT_SIZE == 0) {
+    GTEST_SKIP() << "built without nvcc: the contract image is empty";
+  }
+  // Fatbin magic 0xBA55ED50, little-endian.
+  ASSERT_GE(ATLAS_FATBIN_CONTRACT_SIZE, 16u);
+  EXPECT_EQ(atlas_fatbin_contract[0], 0x50);
+  EXPECT_EQ(atlas_fatbin_contract[1], 0xED);
+  EXPECT_EQ(atlas_fatbin_contract[2], 0x55);
+  EXPECT_EQ(atlas_fatbin_contract[3], 0xBA);
+}
+
+TEST(FatbinEmbed, WithoutNvccTheImageIsEmptyAndLoadingSaysWhy) {
+  EXPECT_EQ(ATLAS_FATBIN_NO_NVCC_SIZE, 0u);
+  const atlas_module_def no_nvcc = {
+      "contract", atlas_fatbin_no_nvcc, ATLAS_FATBIN_NO_NVCC_SIZE,
+      atlas_contract_cuda_module.kernels,
+      atlas_contract_cuda_module.kernel_count};
+  atlas_backend *probe = nullptr;
+  CUDA_CREATE_OR_SKIP(nullptr, &probe);
+  ASSERT_OK(atlas_backend_destroy(probe));
+  CudaModuleSet set(&no_nvcc);
+  atlas_backend_options o{};
+  o.modules = &set.set;
+  atlas_backend *b = nullptr;
+  EXPECT_STATUS(atlas_cuda_backend_create(&o, &b), ATLAS_STATUS_UNAVAILABLE,
+                "kernel module 'contract' was built without nvcc");
+  EXPECT_EQ(b, nullptr);
+}
+
+}  // namespace
