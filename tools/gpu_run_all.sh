@@ -2,7 +2,8 @@
 # Runs the staged GPU tests and benchmark (see tools/gpu_stage.sh) on a
 # machine with a GPU and prints a short table last. Logs go to $OUT (when set)
 # or to the staging folder. Exit status: 0 when every test passed and none
-# skipped, 1 otherwise.
+# skipped, 1 otherwise. ATLAS_GPU_SANITIZE=1 also runs each test binary under
+# compute-sanitizer's memcheck (death tests excluded: they fault on purpose).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,6 +32,20 @@ for t in "$here"/tests/*; do
     "$name" "$rc" "${passed:-0}" "${failed:-0}" "${skipped:-0}" "$secs")")
   if [ "$rc" -ne 0 ] || [ -n "$skipped" ]; then status=1; fi
 done
+
+if [ "${ATLAS_GPU_SANITIZE:-0}" = "1" ]; then
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  for t in "$here"/tests/*; do
+    name="memcheck:$(basename "$t")"
+    log="$logs/$(basename "$t").memcheck.log"
+    timeout 300 "$sanitizer" --tool memcheck --leak-check full --error-exitcode 9 \
+      "$t" --gtest_color=no --gtest_filter='-*DeathTest*' >"$log" 2>&1
+    rc=$?
+    errors=$(sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)
+    summary+=("$(printf '%-28s rc=%-3s sanitizer errors=%s' "$name" "$rc" "${errors:-?}")")
+    [ "$rc" -ne 0 ] && status=1
+  done
+fi
 
 bench_log="$logs/bench_cuda.log"
 timeout 300 "$here/bin/bench" cuda "$@" >"$bench_log" 2>&1

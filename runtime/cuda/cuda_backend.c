@@ -725,7 +725,8 @@ static atlas_status cuda_abort_capture_if_active(atlas_backend *b,
 }
 
 static atlas_status after_launch(cuda_backend *cb, CUstream s,
-                                 const char *module, const char *name);
+                                 const char *what, const char *module,
+                                 const char *name);
 
 static atlas_status cuda_launch_graph(atlas_backend *b, atlas_graph *graph,
                                       atlas_stream *stream) {
@@ -742,7 +743,7 @@ static atlas_status cuda_launch_graph(atlas_backend *b, atlas_graph *graph,
     r = cb->cu->cuGraphLaunch(g->exec, s);
   }
   if (r != CUDA_SUCCESS) return check(cb, r, "cuGraphLaunch");
-  if (cb->base.debug_sync) return after_launch(cb, s, "graph", "replay");
+  if (cb->base.debug_sync) return after_launch(cb, s, "graph", "", "");
   return ATLAS_OK;
 }
 
@@ -762,17 +763,20 @@ static atlas_status cuda_destroy_graph(atlas_backend *b, atlas_graph *graph) {
 // ---- kernels ---------------------------------------------------------------------
 
 // ATLAS_DEBUG_SYNC: wait for the launch and name the kernel that failed.
+// `what` is "kernel" (then module.name is named) or "graph".
 static atlas_status after_launch(cuda_backend *cb, CUstream s,
-                                 const char *module, const char *name) {
+                                 const char *what, const char *module,
+                                 const char *name) {
   bool capturing = false;
   ATLAS_RETURN_IF_ERROR(is_capturing(cb, s, &capturing));
   if (capturing) return ATLAS_OK;  // nothing runs until the graph does
   CUresult r = cb->cu->cuStreamSynchronize(s);
   if (r != CUDA_SUCCESS) {
     return atlas_cuda_error(cb->cu, r,
-                            "%s: kernel %s.%s failed (ATLAS_DEBUG_SYNC "
+                            "%s: %s %s%s%s failed (ATLAS_DEBUG_SYNC "
                             "synchronised after its launch)",
-                            cb->base.name, module, name);
+                            cb->base.name, what, module, module[0] ? "." : "",
+                            name);
   }
   return ATLAS_OK;
 }
@@ -812,7 +816,8 @@ static atlas_status cuda_launch(atlas_backend *b, const atlas_kernel *kernel,
         config->block.z, config->shared_bytes);
   }
   if (b->debug_sync) {
-    return after_launch(cb, s, kernel->module->name, kernel->def->name);
+    return after_launch(cb, s, "kernel", kernel->module->name,
+                        kernel->def->name);
   }
   return ATLAS_OK;
 }

@@ -394,6 +394,89 @@ TEST(CudaBackend, LaunchFromAnUnboundThreadWorks) {
   ASSERT_OK(atlas_backend_free(b.get(), d));
 }
 
+TEST(CudaBackend, H2dAsyncSourcesMayBeDroppedAtOnce) {
+  Cuda b;
+  CUDA_CREATE_OR_SKIP(nullptr, b.out());
+  // Many copies in flight, of sizes that need new, reused and grown staging
+  // buffers; each source is overwritten and freed right after the call.
+  const int copies = 64;
+  std::vector<void *> dst(copies);
+  std::vector<size_t> sizes(copies);
+  atlas_stream *s = nullptr;
+  ASSERT_OK(atlas_backend_stream_create(b.get(), &s));
+  for (int i = 0; i < copies; ++i) {
+    sizes[i] = (size_t)(1 + (i * 7919) % 300000);
+    ASSERT_OK(atlas_backend_alloc(b.get(), sizes[i], &dst[i]));
+    std::vector<unsigned char> *src =
+        new std::vector<unsigned char>(sizes[i], (unsigned char)(i + 1));
+    ASSERT_OK(atlas_backend_h2d_async(b.get(), dst[i], src->data(), sizes[i],
+                                      i % 2 ? s : nullptr));
+    std::fill(src->begin(), src->end(), 0xFF);
+    delete src;
+  }
+  ASSERT_OK(atlas_backend_synchronize(b.get()));
+  for (int i = 0; i < copies; ++i) {
+    std::vector<unsigned char> back(sizes[i]);
+    ASSERT_OK(atlas_backend_d2h(b.get(), back.data(), dst[i], sizes[i]));
+    ASSERT_EQ(back.front(), (unsigned char)(i + 1)) << "copy " << i;
+    ASSERT_EQ(back.back(), (unsigned char)(i + 1)) << "copy " << i;
+    ASSERT_OK(atlas_backend_free(b.get(), dst[i]));
+  }
+  ASSERT_OK(atlas_backend_stream_destroy(b.get(), s));
+}
+
+TEST(CudaBackend, H2dAsyncInsideACaptureKeepsItsBytesForReplays) {
+  Cuda b;
+  CUDA_CREATE_OR_SKIP(nullptr, b.out());
+  void *d = nullptr;
+  ASSERT_OK(atlas_backend_alloc(b.get(), 4096, &d));
+  atlas_stream *s = nullptr;
+  ASSERT_OK(atlas_backend_stream_create(b.get(), &s));
+  ASSERT_OK(atlas_backend_begin_capture(b.get(), s));
+  {
+    std::vector<unsigned char> src(4096, 0x77);
+    ASSERT_OK(atlas_backend_h2d_async(b.get(), d, src.data(), src.size(), s));
+    std::fill(src.begin(), src.end(), 0x00);
+  }
+  atlas_graph *g = nullptr;
+  ASSERT_OK(atlas_backend_end_capture(b.get(), s, &g));
+  for (int replay = 0; replay < 3; ++replay) {
+    ASSERT_OK(atlas_backend_memset(b.get(), d, 0x11, 4096));
+    // Later h2d_async calls must not reuse the graph's staging buffer.
+    std::vector<unsigned char> other(4096, 0x22);
+    void *scratch = nullptr;
+    ASSERT_OK(atlas_backend_alloc(b.get(), 4096, &scratch));
+    ASSERT_OK(atlas_backend_h2d_async(b.get(), scratch, other.data(), 4096, s));
+    ASSERT_OK(atlas_backend_launch_graph(b.get(), g, s));
+    ASSERT_OK(atlas_backend_stream_synchronize(b.get(), s));
+    unsigned char back[4096];
+    ASSERT_OK(atlas_backend_d2h(b.get(), back, d, sizeof(back)));
+    EXPECT_EQ(back[0], 0x77) << "replay " << replay;
+    EXPECT_EQ(back[4095], 0x77) << "replay " << replay;
+    ASSERT_OK(atlas_backend_free(b.get(), scratch));
+  }
+  ASSERT_OK(atlas_backend_destroy_graph(b.get(), g));
+  ASSERT_OK(atlas_backend_stream_destroy(b.get(), s));
+  ASSERT_OK(atlas_backend_free(b.get(), d));
+}
+
+TEST(CudaBackend, DestroyWhileCapturingAbortsAndSaysSo) {
+  atlas_backend *b = nullptr;
+  CUDA_CREATE_OR_SKIP(nullptr, &b);
+  atlas_stream *s = nullptr;
+  ASSERT_OK(atlas_backend_stream_create(b, &s));
+  ASSERT_OK(atlas_backend_begin_capture(b, s));
+  EXPECT_STATUS(atlas_backend_destroy(b), ATLAS_STATUS_FAILED_PRECONDITION,
+                "the capture was aborted");
+  // The context is still fine for everyone else.
+  Cuda after;
+  ASSERT_OK(atlas_cuda_backend_create(nullptr, after.out()));
+  void *d = nullptr;
+  ASSERT_OK(atlas_backend_alloc(after.get(), 64, &d));
+  ASSERT_OK(atlas_backend_memset(after.get(), d, 1, 64));
+  ASSERT_OK(atlas_backend_free(after.get(), d));
+}
+
 // The child of the death test below: launches a kernel that writes to
 // address 16 under ATLAS_DEBUG_SYNC and prints the status.
 [[noreturn]] void DebugSyncChild() {
