@@ -12,19 +12,28 @@
 #include "runtime/cuda/cuda_module_loader.h"
 
 // A pinned buffer h2d_async copies the caller's bytes into, so the caller may
-// drop its source at once. Reused when its event says the copy is done; one
-// used inside a capture belongs to the graph and is kept until destroy.
+// drop its source at once. Reused when its event says the copy is done.
 typedef struct cuda_staging {
   unsigned char *host;
   size_t capacity;
   CUevent done;
   bool pending;
-  bool for_graph;
 } cuda_staging;
+
+// Pinned bytes set aside when a capture begins, for the h2d_async copies made
+// inside it: the driver refuses pinned allocations while a stream captures.
+// The graph owns the arena once the capture ends and frees it with itself.
+typedef struct cuda_capture_arena {
+  CUstream stream;
+  unsigned char *host;
+  size_t used;
+} cuda_capture_arena;
 
 enum {
   CUDA_STAGING_MAX = 16,                // reusable buffers kept at most
   CUDA_STAGING_MIN_BYTES = 64 << 10,
+  CUDA_CAPTURE_ARENA_BYTES = 1 << 20,   // h2d_async bytes per capture
+  CUDA_MAX_CAPTURES = 16,               // concurrent captures per backend
   CUDA_MAX_ARGS = 64,
 };
 
@@ -40,12 +49,15 @@ typedef struct cuda_backend {
   size_t stream_count, stream_capacity;
   cuda_staging *staging;
   size_t staging_count, staging_capacity;
+  cuda_capture_arena arenas[CUDA_MAX_CAPTURES];  // guarded by mutex
+  size_t arena_count;
 } cuda_backend;
 
 // A captured graph and its executable instance.
 typedef struct cuda_graph {
   CUgraph graph;
   CUgraphExec exec;
+  unsigned char *staging;  // the capture's h2d_async bytes (pinned), or NULL
 } cuda_graph;
 
 static const atlas_backend_vtable cuda_vtable;
@@ -120,6 +132,25 @@ static atlas_status sync_all_streams(cuda_backend *cb) {
     status = atlas_status_join(
         status, check(cb, cb->cu->cuStreamSynchronize(cb->streams[i]),
                       "cuStreamSynchronize"));
+  }
+  pthread_mutex_unlock(&cb->mutex);
+  return status;
+}
+
+// Waits for every stream of this backend that is not capturing (a capturing
+// one has nothing running that a sync could wait for, and a sync would break
+// its capture).
+static atlas_status sync_idle_streams(cuda_backend *cb) {
+  atlas_status status = ATLAS_OK;
+  pthread_mutex_lock(&cb->mutex);
+  for (size_t i = 0; i < cb->stream_count; ++i) {
+    bool capturing = false;
+    atlas_status s = is_capturing(cb, cb->streams[i], &capturing);
+    if (s == ATLAS_OK && !capturing) {
+      s = check(cb, cb->cu->cuStreamSynchronize(cb->streams[i]),
+                "cuStreamSynchronize");
+    }
+    status = atlas_status_join(status, s);
   }
   pthread_mutex_unlock(&cb->mutex);
   return status;
@@ -364,7 +395,6 @@ static atlas_status staging_acquire(cuda_backend *cb, size_t bytes,
   cuda_staging *victim = NULL;
   for (size_t i = 0; i < cb->staging_count; ++i) {
     cuda_staging *st = &cb->staging[i];
-    if (st->for_graph) continue;
     reusable++;
     if (victim == NULL) victim = st;
     if (st->capacity < bytes) continue;
@@ -406,6 +436,63 @@ static atlas_status staging_acquire(cuda_backend *cb, size_t bytes,
   return ATLAS_OK;
 }
 
+// Takes the arena of the capture on `s` out of the table (NULL if none).
+// Called locked.
+static unsigned char *arena_take(cuda_backend *cb, CUstream s, size_t *out_used) {
+  for (size_t i = 0; i < cb->arena_count; ++i) {
+    if (cb->arenas[i].stream == s) {
+      unsigned char *host = cb->arenas[i].host;
+      if (out_used) *out_used = cb->arenas[i].used;
+      cb->arenas[i] = cb->arenas[--cb->arena_count];
+      return host;
+    }
+  }
+  if (out_used) *out_used = 0;
+  return NULL;
+}
+
+// h2d_async inside a capture: the bytes go to the capture's arena, which the
+// graph keeps, so every replay copies what the caller passed at capture time.
+static atlas_status h2d_async_captured(cuda_backend *cb, void *dst,
+                                       const void *src, size_t bytes,
+                                       CUstream s) {
+  atlas_status status = ATLAS_OK;
+  pthread_mutex_lock(&cb->mutex);
+  cuda_capture_arena *arena = NULL;
+  for (size_t i = 0; i < cb->arena_count; ++i) {
+    if (cb->arenas[i].stream == s) arena = &cb->arenas[i];
+  }
+  size_t offset = arena ? (arena->used + 255) & ~(size_t)255 : 0;
+  if (arena == NULL) {
+    status = atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                               "%s: async h2d copy into a capture this backend "
+                               "did not begin (stream %p); begin it with "
+                               "atlas_backend_begin_capture",
+                               cb->base.name, (void *)s);
+  } else if (offset > CUDA_CAPTURE_ARENA_BYTES ||
+             bytes > CUDA_CAPTURE_ARENA_BYTES - offset) {
+    status = atlas_status_make(
+        ATLAS_STATUS_RESOURCE_EXHAUSTED,
+        "%s: async h2d copy of %zu bytes inside a capture: a capture stages "
+        "at most %d bytes (%zu used); copy from memory that outlives the "
+        "graph with atlas_backend_h2d_async_retained",
+        cb->base.name, bytes, CUDA_CAPTURE_ARENA_BYTES, arena->used);
+  } else {
+    memcpy(arena->host + offset, src, bytes);
+    CUresult r = cb->cu->cuMemcpyAsync(dptr(dst), dptr(arena->host + offset),
+                                       bytes, s);
+    if (r != CUDA_SUCCESS) {
+      status = atlas_cuda_error(cb->cu, r,
+                                "%s: async h2d copy of %zu bytes in a capture",
+                                cb->base.name, bytes);
+    } else {
+      arena->used = offset + bytes;
+    }
+  }
+  pthread_mutex_unlock(&cb->mutex);
+  return status;
+}
+
 static atlas_status cuda_h2d_async(atlas_backend *b, void *dst, const void *src,
                                    size_t bytes, atlas_stream *stream) {
   cuda_backend *cb = as_cuda(b);
@@ -415,6 +502,7 @@ static atlas_status cuda_h2d_async(atlas_backend *b, void *dst, const void *src,
   ATLAS_RETURN_IF_ERROR(bind(cb));
   bool capturing = false;
   ATLAS_RETURN_IF_ERROR(is_capturing(cb, s, &capturing));
+  if (capturing) return h2d_async_captured(cb, dst, src, bytes, s);
   pthread_mutex_lock(&cb->mutex);
   cuda_staging *st = NULL;
   atlas_status status = staging_acquire(cb, bytes, &st);
@@ -424,9 +512,6 @@ static atlas_status cuda_h2d_async(atlas_backend *b, void *dst, const void *src,
     if (r != CUDA_SUCCESS) {
       status = atlas_cuda_error(cb->cu, r, "%s: async h2d copy of %zu bytes",
                                 b->name, bytes);
-    } else if (capturing) {
-      // The graph reads this buffer at every replay: it is the graph's now.
-      st->for_graph = true;
     } else {
       r = cb->cu->cuEventRecord(st->done, s);
       st->pending = r == CUDA_SUCCESS;
@@ -654,13 +739,47 @@ static atlas_status cuda_stream_is_capturing(atlas_backend *b,
 
 static atlas_status cuda_begin_capture(atlas_backend *b, atlas_stream *stream) {
   cuda_backend *cb = as_cuda(b);
+  CUstream s = stream_of(cb, stream);
   ATLAS_RETURN_IF_ERROR(bind(cb));
-  // Thread-local: only this thread's unsafe calls break the capture, so other
-  // models' threads may keep allocating meanwhile.
-  return check(cb,
-               cb->cu->cuStreamBeginCapture(stream_of(cb, stream),
-                                            CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-               "cuStreamBeginCapture");
+  // The arena must exist before the capture: pinned allocations are refused
+  // while a stream captures.
+  void *host = NULL;
+  ATLAS_RETURN_IF_ERROR(check(
+      cb, cb->cu->cuMemAllocHost(&host, CUDA_CAPTURE_ARENA_BYTES),
+      "allocating the capture's pinned staging arena (cuMemAllocHost)"));
+  atlas_status status = ATLAS_OK;
+  pthread_mutex_lock(&cb->mutex);
+  if (cb->arena_count == CUDA_MAX_CAPTURES) {
+    status = atlas_status_make(ATLAS_STATUS_RESOURCE_EXHAUSTED,
+                               "%s: %d captures are already open",
+                               b->name, CUDA_MAX_CAPTURES);
+  } else {
+    cb->arenas[cb->arena_count++] = (cuda_capture_arena){s, host, 0};
+  }
+  pthread_mutex_unlock(&cb->mutex);
+  if (status == ATLAS_OK) {
+    // Thread-local: only this thread's unsafe calls break the capture, so
+    // other models' threads may keep allocating meanwhile.
+    status = check(cb,
+                   cb->cu->cuStreamBeginCapture(
+                       s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                   "cuStreamBeginCapture");
+    if (status != ATLAS_OK) {
+      pthread_mutex_lock(&cb->mutex);
+      arena_take(cb, s, NULL);
+      pthread_mutex_unlock(&cb->mutex);
+    }
+  }
+  if (status != ATLAS_OK) cb->cu->cuMemFreeHost(host);
+  return status;
+}
+
+// Frees the arena of the capture on `s` (the capture was dropped).
+static void arena_drop(cuda_backend *cb, CUstream s) {
+  pthread_mutex_lock(&cb->mutex);
+  unsigned char *host = arena_take(cb, s, NULL);
+  pthread_mutex_unlock(&cb->mutex);
+  if (host != NULL) cb->cu->cuMemFreeHost(host);
 }
 
 static atlas_status cuda_end_capture(atlas_backend *b, atlas_stream *stream,
@@ -668,8 +787,17 @@ static atlas_status cuda_end_capture(atlas_backend *b, atlas_stream *stream,
   cuda_backend *cb = as_cuda(b);
   *out_graph = NULL;
   ATLAS_RETURN_IF_ERROR(bind(cb));
+  CUstream s = stream_of(cb, stream);
   CUgraph graph = NULL;
-  CUresult r = cb->cu->cuStreamEndCapture(stream_of(cb, stream), &graph);
+  CUresult r = cb->cu->cuStreamEndCapture(s, &graph);
+  size_t staged = 0;
+  pthread_mutex_lock(&cb->mutex);
+  unsigned char *arena = arena_take(cb, s, &staged);
+  pthread_mutex_unlock(&cb->mutex);
+  if (arena != NULL && (staged == 0 || r != CUDA_SUCCESS)) {
+    cb->cu->cuMemFreeHost(arena);
+    arena = NULL;
+  }
   if (r != CUDA_SUCCESS) {
     if (graph != NULL) cb->cu->cuGraphDestroy(graph);
     return atlas_cuda_error(cb->cu, r,
@@ -680,13 +808,16 @@ static atlas_status cuda_end_capture(atlas_backend *b, atlas_stream *stream,
   cuda_graph *g = calloc(1, sizeof(*g));
   if (g == NULL) {
     cb->cu->cuGraphDestroy(graph);
+    if (arena != NULL) cb->cu->cuMemFreeHost(arena);
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "%s: no memory for a graph", b->name);
   }
   g->graph = graph;
+  g->staging = arena;
   r = cb->cu->cuGraphInstantiateWithFlags(&g->exec, graph, 0);
   if (r != CUDA_SUCCESS) {
     cb->cu->cuGraphDestroy(graph);
+    if (arena != NULL) cb->cu->cuMemFreeHost(arena);
     free(g);
     return check(cb, r, "cuGraphInstantiateWithFlags");
   }
@@ -709,6 +840,7 @@ static atlas_status cuda_abort_capture_if_active(atlas_backend *b,
   CUgraph graph = NULL;
   CUresult r = cb->cu->cuStreamEndCapture(s, &graph);
   if (graph != NULL) cb->cu->cuGraphDestroy(graph);
+  arena_drop(cb, s);
   if (r != CUDA_SUCCESS && r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
     return atlas_cuda_error(cb->cu, r, "%s: aborting the capture on stream %p",
                             b->name, (void *)s);
@@ -756,6 +888,12 @@ static atlas_status cuda_destroy_graph(atlas_backend *b, atlas_graph *graph) {
       check(cb, cb->cu->cuGraphExecDestroy(g->exec), "cuGraphExecDestroy");
   status = atlas_status_join(
       status, check(cb, cb->cu->cuGraphDestroy(g->graph), "cuGraphDestroy"));
+  if (g->staging != NULL) {
+    // Replays already launched may still read it.
+    status = atlas_status_join(status, sync_idle_streams(cb));
+    status = atlas_status_join(
+        status, check(cb, cb->cu->cuMemFreeHost(g->staging), "cuMemFreeHost"));
+  }
   free(g);
   return status;
 }
@@ -886,6 +1024,10 @@ static atlas_status release_device_state(cuda_backend *cb) {
   }
   free(cb->staging);
   cb->staging = NULL;
+  for (size_t i = 0; i < cb->arena_count; ++i) {
+    cb->cu->cuMemFreeHost(cb->arenas[i].host);
+  }
+  cb->arena_count = 0;
   cb->staging_count = cb->staging_capacity = 0;
   for (size_t i = cb->stream_count; i-- > 0;) {
     status = atlas_status_join(
