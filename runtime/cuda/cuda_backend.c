@@ -51,6 +51,7 @@ typedef struct cuda_backend {
   size_t staging_count, staging_capacity;
   cuda_capture_arena arenas[CUDA_MAX_CAPTURES];  // guarded by mutex
   size_t arena_count;
+  unsigned char *spare_arena;  // an unused arena kept for the next capture
 } cuda_backend;
 
 // A captured graph and its executable instance.
@@ -743,10 +744,15 @@ static atlas_status cuda_begin_capture(atlas_backend *b, atlas_stream *stream) {
   ATLAS_RETURN_IF_ERROR(bind(cb));
   // The arena must exist before the capture: pinned allocations are refused
   // while a stream captures.
-  void *host = NULL;
-  ATLAS_RETURN_IF_ERROR(check(
-      cb, cb->cu->cuMemAllocHost(&host, CUDA_CAPTURE_ARENA_BYTES),
-      "allocating the capture's pinned staging arena (cuMemAllocHost)"));
+  pthread_mutex_lock(&cb->mutex);
+  void *host = cb->spare_arena;
+  cb->spare_arena = NULL;
+  pthread_mutex_unlock(&cb->mutex);
+  if (host == NULL) {
+    ATLAS_RETURN_IF_ERROR(check(
+        cb, cb->cu->cuMemAllocHost(&host, CUDA_CAPTURE_ARENA_BYTES),
+        "allocating the capture's pinned staging arena (cuMemAllocHost)"));
+  }
   atlas_status status = ATLAS_OK;
   pthread_mutex_lock(&cb->mutex);
   if (cb->arena_count == CUDA_MAX_CAPTURES) {
@@ -793,6 +799,10 @@ static atlas_status cuda_end_capture(atlas_backend *b, atlas_stream *stream,
   size_t staged = 0;
   pthread_mutex_lock(&cb->mutex);
   unsigned char *arena = arena_take(cb, s, &staged);
+  if (arena != NULL && staged == 0 && cb->spare_arena == NULL) {
+    cb->spare_arena = arena;  // nothing staged: keep it for the next capture
+    arena = NULL;
+  }
   pthread_mutex_unlock(&cb->mutex);
   if (arena != NULL && (staged == 0 || r != CUDA_SUCCESS)) {
     cb->cu->cuMemFreeHost(arena);
@@ -1028,6 +1038,8 @@ static atlas_status release_device_state(cuda_backend *cb) {
     cb->cu->cuMemFreeHost(cb->arenas[i].host);
   }
   cb->arena_count = 0;
+  if (cb->spare_arena != NULL) cb->cu->cuMemFreeHost(cb->spare_arena);
+  cb->spare_arena = NULL;
   cb->staging_count = cb->staging_capacity = 0;
   for (size_t i = cb->stream_count; i-- > 0;) {
     status = atlas_status_join(
