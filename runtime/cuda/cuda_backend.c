@@ -780,10 +780,14 @@ static atlas_status cuda_begin_capture(atlas_backend *b, atlas_stream *stream) {
   return status;
 }
 
-// Frees the arena of the capture on `s` (the capture was dropped).
+// Releases the arena of the capture on `s` (the capture was dropped).
 static void arena_drop(cuda_backend *cb, CUstream s) {
   pthread_mutex_lock(&cb->mutex);
   unsigned char *host = arena_take(cb, s, NULL);
+  if (host != NULL && cb->spare_arena == NULL) {
+    cb->spare_arena = host;  // no graph reads it: reuse it
+    host = NULL;
+  }
   pthread_mutex_unlock(&cb->mutex);
   if (host != NULL) cb->cu->cuMemFreeHost(host);
 }
