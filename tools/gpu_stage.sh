@@ -27,7 +27,8 @@ fi
 bins=(//tools:bench)
 
 echo "gpu_stage: building ${tests[*]} ${bins[*]}" >&2
-$bazel_cmd build -c opt "${tests[@]}" "${bins[@]}" >&2
+# --symlink_prefix=/: leave the bazel-bin links of everyday (fastbuild) builds alone.
+$bazel_cmd build -c opt --symlink_prefix=/ "${tests[@]}" "${bins[@]}" >&2
 
 if [ "$dir" = ".gpu" ] && ! grep -qx '/.gpu/' .git/info/exclude 2>/dev/null; then
   mkdir -p .git/info
