@@ -1,0 +1,211 @@
+// Llama config.json parsing: defaults, rope_parameters, and every rejection.
+#include "runtime/model/config.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/model/test_util.h"
+
+namespace {
+
+using atlas_test::ExpectError;
+
+const char kPath[] = "ckpt/config.json";
+
+const char kRequired[] =
+    "\"vocab_size\": 64, \"hidden_size\": 32, \"intermediate_size\": 64, "
+    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4";
+
+std::string Config(const std::string &extra = "") {
+  return std::string("{") + kRequired + (extra.empty() ? "" : ", ") + extra +
+         "}";
+}
+
+atlas_llama_config ParseOk(const std::string &text) {
+  atlas_llama_config cfg = {};
+  atlas_test::Status s(
+      atlas_llama_config_parse(text.data(), text.size(), kPath, &cfg));
+  EXPECT_TRUE(s.ok()) << s.message();
+  return cfg;
+}
+
+void ExpectBad(const std::string &text, atlas_status_code code,
+               const std::vector<std::string> &needles) {
+  atlas_llama_config cfg = {};
+  cfg.vocab_size = 12345;
+  std::vector<std::string> n = needles;
+  n.push_back(kPath);
+  ExpectError(atlas_llama_config_parse(text.data(), text.size(), kPath, &cfg),
+              code, n);
+  EXPECT_EQ(cfg.vocab_size, 12345) << "output written on failure";
+}
+
+TEST(LlamaConfig, Defaults) {
+  atlas_llama_config c = ParseOk(Config());
+  EXPECT_EQ(c.vocab_size, 64);
+  EXPECT_EQ(c.hidden_size, 32);
+  EXPECT_EQ(c.intermediate_size, 64);
+  EXPECT_EQ(c.num_hidden_layers, 2);
+  EXPECT_EQ(c.num_attention_heads, 4);
+  EXPECT_EQ(c.num_key_value_heads, 4);
+  EXPECT_EQ(c.head_dim, 8);
+  EXPECT_EQ(c.max_position_embeddings, 2048);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-6);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);
+  EXPECT_FALSE(c.tie_word_embeddings);
+}
+
+TEST(LlamaConfig, HuggingFaceLlamaConfig) {
+  const std::string text = R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+    "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+    "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 5632,
+    "max_position_embeddings": 2048, "num_attention_heads": 32,
+    "num_hidden_layers": 22, "num_key_value_heads": 4, "pretraining_tp": 1,
+    "rms_norm_eps": 1e-05, "rope_scaling": null, "rope_theta": 10000.0,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+    "transformers_version": "4.35.0", "use_cache": true, "vocab_size": 32000,
+    "attention_bias": false
+  })";
+  atlas_llama_config c = ParseOk(text);
+  EXPECT_EQ(c.vocab_size, 32000);
+  EXPECT_EQ(c.num_key_value_heads, 4);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+}
+
+TEST(LlamaConfig, ExplicitValues) {
+  atlas_llama_config c = ParseOk(Config(
+      "\"num_key_value_heads\": 2, \"head_dim\": 16, \"rms_norm_eps\": 1e-5, "
+      "\"rope_theta\": 500000, \"tie_word_embeddings\": true, "
+      "\"max_position_embeddings\": 4096"));
+  EXPECT_EQ(c.num_key_value_heads, 2);
+  EXPECT_EQ(c.head_dim, 16);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 500000.0);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.max_position_embeddings, 4096);
+}
+
+TEST(LlamaConfig, NullMeansDefault) {
+  atlas_llama_config c = ParseOk(Config(
+      "\"head_dim\": null, \"num_key_value_heads\": null, "
+      "\"rope_scaling\": null, \"rope_parameters\": null"));
+  EXPECT_EQ(c.head_dim, 8);
+  EXPECT_EQ(c.num_key_value_heads, 4);
+}
+
+TEST(LlamaConfig, RopeThetaUnderRopeParameters) {
+  atlas_llama_config c = ParseOk(Config(
+      "\"rope_parameters\": {\"rope_type\": \"default\", "
+      "\"rope_theta\": 1000000.0}"));
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1000000.0);
+  c = ParseOk(Config("\"rope_theta\": 5e5, \"rope_parameters\": "
+                     "{\"rope_theta\": 500000}"));
+  EXPECT_DOUBLE_EQ(c.rope_theta, 500000.0);
+  ExpectBad(Config("\"rope_theta\": 10000, \"rope_parameters\": "
+                   "{\"rope_theta\": 500000}"),
+            ATLAS_STATUS_INVALID_ARGUMENT, {"contradicts"});
+}
+
+TEST(LlamaConfig, MissingRequiredKeys) {
+  for (const char *key : {"vocab_size", "hidden_size", "intermediate_size",
+                          "num_hidden_layers", "num_attention_heads"}) {
+    SCOPED_TRACE(key);
+    std::string text = Config();
+    size_t at = text.find(std::string("\"") + key + "\"");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 1, "\"x_");  // rename the key
+    ExpectBad(text, ATLAS_STATUS_INVALID_ARGUMENT,
+              {std::string("required key \"") + key + "\" is missing"});
+  }
+}
+
+TEST(LlamaConfig, WrongTypes) {
+  ExpectBad("{\"vocab_size\": \"64\"}", ATLAS_STATUS_INVALID_ARGUMENT,
+            {"\"vocab_size\" must be an integer, not a string"});
+  ExpectBad(Config("\"num_key_value_heads\": 2.0"),
+            ATLAS_STATUS_INVALID_ARGUMENT,
+            {"\"num_key_value_heads\" must be an integer, not a real number"});
+  ExpectBad(Config("\"rms_norm_eps\": \"1e-5\""),
+            ATLAS_STATUS_INVALID_ARGUMENT,
+            {"\"rms_norm_eps\" must be a number"});
+  ExpectBad(Config("\"tie_word_embeddings\": 1"),
+            ATLAS_STATUS_INVALID_ARGUMENT,
+            {"\"tie_word_embeddings\" must be true or false"});
+  ExpectBad(Config("\"rope_parameters\": 5"), ATLAS_STATUS_INVALID_ARGUMENT,
+            {"\"rope_parameters\" must be an object"});
+}
+
+TEST(LlamaConfig, NonPositiveOrHugeValues) {
+  ExpectBad("{\"vocab_size\": 0}", ATLAS_STATUS_INVALID_ARGUMENT,
+            {"\"vocab_size\" is 0"});
+  ExpectBad(Config("\"head_dim\": -8"), ATLAS_STATUS_INVALID_ARGUMENT,
+            {"\"head_dim\" is -8"});
+  ExpectBad(Config("\"max_position_embeddings\": 2147483648"),
+            ATLAS_STATUS_INVALID_ARGUMENT,
+            {"\"max_position_embeddings\" is 2147483648"});
+  ExpectBad(Config("\"rms_norm_eps\": 0"), ATLAS_STATUS_INVALID_ARGUMENT,
+            {"\"rms_norm_eps\" is 0"});
+  ExpectBad(Config("\"rope_theta\": -1"), ATLAS_STATUS_INVALID_ARGUMENT,
+            {"\"rope_theta\" is -1"});
+}
+
+TEST(LlamaConfig, HeadArithmetic) {
+  ExpectBad(
+      "{\"vocab_size\": 64, \"hidden_size\": 30, \"intermediate_size\": 64, "
+      "\"num_hidden_layers\": 2, \"num_attention_heads\": 4}",
+      ATLAS_STATUS_INVALID_ARGUMENT,
+      {"hidden_size 30 is not divisible by num_attention_heads 4"});
+  ExpectBad(Config("\"num_key_value_heads\": 3"),
+            ATLAS_STATUS_INVALID_ARGUMENT,
+            {"num_attention_heads 4 is not a multiple of num_key_value_heads "
+             "3"});
+  ExpectBad(Config("\"head_dim\": 7"), ATLAS_STATUS_INVALID_ARGUMENT,
+            {"head_dim 7 is odd"});
+}
+
+TEST(LlamaConfig, UnsupportedFeatures) {
+  ExpectBad(Config("\"rope_scaling\": {\"rope_type\": \"llama3\", "
+                   "\"factor\": 8.0}"),
+            ATLAS_STATUS_UNIMPLEMENTED,
+            {"rope_scaling rope_type \"llama3\" is not supported"});
+  ExpectBad(Config("\"rope_parameters\": {\"rope_type\": \"yarn\"}"),
+            ATLAS_STATUS_UNIMPLEMENTED,
+            {"rope_parameters rope_type \"yarn\" is not supported"});
+  ExpectBad(Config("\"hidden_act\": \"gelu\""), ATLAS_STATUS_UNIMPLEMENTED,
+            {"hidden_act \"gelu\" is not supported"});
+  ExpectBad(Config("\"attention_bias\": true"), ATLAS_STATUS_UNIMPLEMENTED,
+            {"\"attention_bias\": true is not supported"});
+  ExpectBad(Config("\"mlp_bias\": true"), ATLAS_STATUS_UNIMPLEMENTED,
+            {"\"mlp_bias\""});
+}
+
+TEST(LlamaConfig, InvalidJson) {
+  ExpectBad("{\"vocab_size\": 64,", ATLAS_STATUS_INVALID_ARGUMENT,
+            {"not valid JSON"});
+  ExpectBad("", ATLAS_STATUS_INVALID_ARGUMENT, {"not valid JSON"});
+  ExpectBad("[1]", ATLAS_STATUS_INVALID_ARGUMENT,
+            {"config is an array, not a JSON object"});
+  ExpectBad(Config("\"vocab_size\": 65"), ATLAS_STATUS_INVALID_ARGUMENT,
+            {"duplicate"});
+  ExpectBad(Config("\"model_type\": \"ll\xc3\x28\""),
+            ATLAS_STATUS_INVALID_ARGUMENT, {"not valid JSON", "decode"});
+}
+
+TEST(LlamaConfig, LoadFromFile) {
+  std::string dir = atlas_test::TempDir("");
+  std::string path = dir + "/config.json";
+  atlas_test::WriteFile(path, Config("\"num_key_value_heads\": 1"));
+  atlas_llama_config c = {};
+  ATLAS_ASSERT_OK(atlas_llama_config_load(path.c_str(), &c));
+  EXPECT_EQ(c.num_key_value_heads, 1);
+  atlas_test::WriteFile(path, "{\"vocab_size\": true}");
+  ExpectError(atlas_llama_config_load(path.c_str(), &c),
+              ATLAS_STATUS_INVALID_ARGUMENT, {path, "\"vocab_size\""});
+  std::string missing = dir + "/nope.json";
+  ExpectError(atlas_llama_config_load(missing.c_str(), &c),
+              ATLAS_STATUS_NOT_FOUND, {missing, "cannot open"});
+}
+
+}  // namespace
