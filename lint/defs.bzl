@@ -267,3 +267,15 @@ atlas_cppcheck_test = rule(
     },
     doc = "Fails on any cppcheck finding (warning, style, performance, portability).",
 )
+
+def _reports_impl(ctx):
+    infos = [t[AtlasLintInfo] for t in ctx.attr.targets]
+    files = depset(transitive = [i.text for i in infos] + [i.fixes for i in infos] + [i.sarif for i in infos])
+    return [DefaultInfo(files = files, runfiles = ctx.runfiles(transitive_files = files))]
+
+atlas_statics_reports = rule(
+    implementation = _reports_impl,
+    attrs = {"targets": attr.label_list(aspects = [atlas_statics_aspect])},
+    doc = "The atlas-stray-statics reports (text, fixes YAML, SARIF) of targets, as files: CI artifacts, " +
+          "or data for a test.",
+)

@@ -1,0 +1,155 @@
+#!/bin/bash
+# Runs the real clang-tidy with the built atlas-stray-statics plugin over tests/lint/fixtures and compares
+# the diagnostics with tests/lint/expected/. Also: a header included from two files is reported once,
+# baseline semantics (listed passes, new fails, stale reported), SARIF 2.1.0 structure, and the reports
+# the Bazel aspect wrote for a fixture C library.
+# Usage (from the runfiles root, as Bazel runs it): run_fixtures.sh CLANG_TIDY PLUGIN
+set -u
+CLANG_TIDY=$1
+PLUGIN=$2
+PY="/usr/bin/python3 -I"
+FIX=tests/lint/fixtures
+EXP=tests/lint/expected
+WORK=${TEST_TMPDIR:-$(mktemp -d)}
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+# Keeps what a reader checks: file:line:col: level: message [check].
+diags() { grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error|note): ' "$1" || true; }
+
+run_fixture() {  # FILE LANG_ARGS...
+  local src=$1; shift
+  local out="$WORK/$(echo "$src" | tr / _)"
+  $PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" \
+    --config lint/atlas_statics.clang-tidy --src "$src" --text "$out.txt" --fixes "$out.yaml" \
+    --sarif "$out.sarif" -- "$@" -I. || fail "runner failed on $src"
+  local expected="$EXP/$(basename "$src").expected"
+  if diff -u "$expected" <(diags "$out.txt") >"$out.diff"; then
+    pass "$src matches $expected"
+  else
+    fail "$src differs from $expected:"; cat "$out.diff"
+  fi
+  if grep -q "$PWD" "$out.txt" "$out.yaml" "$out.sarif"; then
+    fail "$src: a report holds an absolute path"
+  fi
+  $PY lint/sarif_check.py "$out.sarif" && pass "$src: SARIF 2.1.0 structure" || fail "$src: SARIF"
+}
+
+C=(-x c -std=c11)
+CXX=(-x c++ -std=c++17)
+run_fixture $FIX/storage_forms.c "${C[@]}"
+run_fixture $FIX/storage_forms.cc "${CXX[@]}"
+run_fixture $FIX/categories.c "${C[@]}"
+run_fixture $FIX/comments.c "${C[@]}"
+run_fixture $FIX/macros.c "${C[@]}"
+run_fixture $FIX/runtime/cuda/cuda_host.c "${C[@]}"
+
+# The CudaHostFiles option moves the CUDA host.
+cat > "$WORK/moved_host.clang-tidy" <<'CFG'
+Checks: '-*,atlas-stray-statics'
+CheckOptions:
+  - key: atlas-stray-statics.CudaHostFiles
+    value: 'fixtures/categories\.c$'
+CFG
+"$CLANG_TIDY" --quiet --load="$PLUGIN" --config-file="$WORK/moved_host.clang-tidy" $FIX/categories.c \
+  -- "${C[@]}" -I. >"$WORK/moved.txt" 2>/dev/null
+if grep -q "g_driver_handle' is marked CUDA_HOST outside" "$WORK/moved.txt"; then
+  fail "CudaHostFiles option ignored"
+else
+  pass "CudaHostFiles option moves the CUDA host"
+fi
+
+# A static in a header included from two files is reported once.
+"$CLANG_TIDY" --quiet --load="$PLUGIN" -checks=-*,atlas-stray-statics --header-filter='.*' \
+  $FIX/header/user_a.c $FIX/header/user_b.c -- "${C[@]}" >"$WORK/header.txt" 2>/dev/null
+n=$(grep -c "shared.h:4:12: warning: mutable static 'shared_counter'" "$WORK/header.txt")
+[ "$n" = 1 ] && pass "header static reported once" || fail "header static reported $n times"
+# And through the gate, which merges the reports of several actions: still one finding.
+for f in user_a user_b; do
+  $PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" \
+    --config lint/atlas_statics.clang-tidy --src $FIX/header/$f.c --text "$WORK/$f.txt" \
+    --fixes "$WORK/$f.yaml" --sarif "$WORK/$f.sarif" -- "${C[@]}"
+done
+$PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" \
+  --config lint/atlas_statics.clang-tidy --src $FIX/header/shared.h --text "$WORK/shared.txt" \
+  --fixes "$WORK/shared.yaml" --sarif "$WORK/shared.sarif" -- "${C[@]}"
+cat "$WORK/user_a.txt" "$WORK/user_b.txt" "$WORK/shared.txt" > "$WORK/shared_twice.txt"
+printf '%s\n' "$WORK/shared.txt" "$WORK/shared_twice.txt" "$WORK/user_a.txt" > "$WORK/header.manifest"
+$PY lint/statics_gate.py --manifest "$WORK/header.manifest" --check atlas-stray-statics >"$WORK/header_gate.txt"
+grep -q "1 finding(s)" "$WORK/header_gate.txt" && pass "gate counts the header static once" \
+  || { fail "gate header count"; cat "$WORK/header_gate.txt"; }
+
+# Baseline semantics over the storage_forms.c report.
+echo "$WORK/tests_lint_fixtures_storage_forms.c.txt" > "$WORK/storage.manifest"
+gate() {  # BASELINE -> exit status, output in $WORK/gate.txt
+  $PY lint/statics_gate.py --manifest "$WORK/storage.manifest" --check atlas-stray-statics \
+    --baseline "$1" >"$WORK/gate.txt" 2>&1
+}
+if gate tests/lint/baselines/complete.baseline; then pass "listed stragglers pass"
+else fail "complete baseline should pass"; cat "$WORK/gate.txt"; fi
+if gate tests/lint/baselines/missing_one.baseline; then fail "a new straggler must fail"
+elif grep -q "storage_forms.c:28:14: warning: mutable static 'id' in function 'next_id'" "$WORK/gate.txt" \
+  && grep -q "    tests/lint/fixtures/storage_forms.c next_id id" "$WORK/gate.txt"; then
+  pass "a straggler not in the baseline fails, and the gate names it"
+else fail "new straggler output"; cat "$WORK/gate.txt"; fi
+if gate tests/lint/baselines/stale.baseline; then fail "a stale entry must fail"
+elif grep -q "stale baseline entry \`tests/lint/fixtures/storage_forms.c - removed_long_ago\`" "$WORK/gate.txt"; then
+  pass "a stale baseline entry is reported"
+else fail "stale entry output"; cat "$WORK/gate.txt"; fi
+# Without a baseline, every straggler fails.
+if $PY lint/statics_gate.py --manifest "$WORK/storage.manifest" --check atlas-stray-statics >/dev/null; then
+  fail "stragglers without a baseline must fail"
+else pass "stragglers without a baseline fail"; fi
+# A file clang-tidy cannot parse fails the gate, never passes silently.
+printf 'int broken(void) { return ; \n' > "$WORK/broken.c"
+$PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" \
+  --config lint/atlas_statics.clang-tidy --src "$WORK/broken.c" --text "$WORK/broken.txt" \
+  --fixes "$WORK/broken.yaml" --sarif "$WORK/broken.sarif" -- "${C[@]}"
+echo "$WORK/broken.txt" > "$WORK/broken.manifest"
+if $PY lint/statics_gate.py --manifest "$WORK/broken.manifest" --check atlas-stray-statics >/dev/null; then
+  fail "an unparsable file must fail the gate"
+else pass "an unparsable file fails the gate"; fi
+
+# SARIF: the checker rejects what is not 2.1.0.
+echo '{"version": "2.0.0", "runs": [{"tool": {"driver": {}}, "results": [{"level": "fatal"}]}]}' > "$WORK/bad.sarif"
+if $PY lint/sarif_check.py "$WORK/bad.sarif" >/dev/null; then fail "sarif_check accepts a bad log"
+else pass "sarif_check rejects a bad log"; fi
+$PY - "$WORK/tests_lint_fixtures_macros.c.sarif" <<'PYEOF' && pass "SARIF carries rule, region and the macro note" || fail "SARIF content"
+import json, sys
+log = json.load(open(sys.argv[1]))
+res = log["runs"][0]["results"]
+assert log["version"] == "2.1.0" and len(res) == 4, res
+assert res[0]["ruleId"] == "atlas-stray-statics"
+assert res[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "tests/lint/fixtures/macros.c"
+assert res[0]["locations"][0]["physicalLocation"]["region"] == {"startLine": 8, "startColumn": 1}
+assert "DEFINE_COUNTER" in res[0]["relatedLocations"][0]["message"]["text"]
+PYEOF
+
+# The Bazel aspect's reports for //tests/lint/fixtures/aspect:c_lib: one per file, the header checked as
+# C, the target's copts used, workspace-relative paths in all three formats.
+AR=tests/lint/fixtures/aspect/c_lib.statics/tests/lint/fixtures/aspect
+for f in c_lib.c c_only.h; do
+  for ext in txt fixes.yaml sarif; do
+    [ -f "$AR/$f.$ext" ] || fail "aspect report $AR/$f.$ext missing"
+  done
+  $PY lint/sarif_check.py "$AR/$f.sarif" || fail "aspect SARIF $f"
+done
+if diff -u $EXP/aspect_c_lib.expected <(cat $AR/c_lib.c.txt $AR/c_only.h.txt | diags /dev/stdin); then
+  pass "aspect reports match"
+else fail "aspect reports differ"; fi
+if grep -q "c_only.h.*'new'" "$AR/c_only.h.txt" && grep -q "^  - DiagnosticName:  atlas-stray-statics" "$AR/c_lib.c.fixes.yaml" \
+  && grep -q "FilePath:        'tests/lint/fixtures/aspect/c_lib.c'" "$AR/c_lib.c.fixes.yaml"; then
+  pass "aspect fixes YAML is workspace-relative"
+else fail "aspect fixes YAML"; cat "$AR/c_lib.c.fixes.yaml"; fi
+
+# The inventory tool sees what the plugin accepts: file, symbol, category, first line of the comment.
+$PY lint/statics_inventory.py --root . --list $FIX/categories.c $FIX/comments.c $FIX/runtime/cuda/cuda_host.c \
+  > "$WORK/inventory.txt"
+if diff -u $EXP/inventory.expected "$WORK/inventory.txt"; then pass "inventory rows"
+else fail "inventory rows differ"; fi
+
+echo
+if [ $failures -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
+echo "all fixture checks passed"
