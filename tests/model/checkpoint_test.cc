@@ -248,4 +248,30 @@ TEST(CheckpointErrors, ShardTensorNotInIndex) {
                    "does not list", IndexPath(dir)});
 }
 
+TEST(CheckpointErrors, FailuresReleaseFilesAndMappings) {
+  size_t fds = atlas_test::OpenFdCount();
+  size_t maps = atlas_test::MappingCount();
+  // Both shards are mapped before the cross-check fails.
+  std::string dir = ShardedDir(
+      "{\"a\":\"model-1.safetensors\",\"b\":\"model-1.safetensors\","
+      "\"c\":\"model-2.safetensors\",\"d\":\"model-2.safetensors\"}");
+  ExpectOpenFails(dir, ATLAS_STATUS_DATA_LOSS, {"missing tensor"});
+  EXPECT_EQ(atlas_test::OpenFdCount(), fds);
+  EXPECT_EQ(atlas_test::MappingCount(), maps);
+  // The second shard fails to parse after the first was mapped.
+  std::string dir2 = ShardedDir();
+  atlas_test::WriteFile(dir2 + "/model-2.safetensors", "short");
+  ExpectOpenFails(dir2, ATLAS_STATUS_DATA_LOSS, {"truncated"});
+  EXPECT_EQ(atlas_test::OpenFdCount(), fds);
+  EXPECT_EQ(atlas_test::MappingCount(), maps);
+  // Success holds mappings until close, and only until close.
+  std::string dir3 = ShardedDir();
+  atlas_checkpoint *ck = nullptr;
+  ATLAS_ASSERT_OK(atlas_checkpoint_open(dir3.c_str(), &ck));
+  EXPECT_EQ(atlas_test::MappingCount(), maps + 2);
+  EXPECT_EQ(atlas_test::OpenFdCount(), fds);
+  atlas_checkpoint_close(ck);
+  EXPECT_EQ(atlas_test::MappingCount(), maps);
+}
+
 }  // namespace

@@ -38,9 +38,13 @@ void ExpectMalformed(const std::string &bytes, atlas_status_code code,
     atlas_test::WriteFile(path, bytes);
     std::vector<std::string> n = needles;
     n.push_back(path);
+    size_t fds = atlas_test::OpenFdCount();
+    size_t maps = atlas_test::MappingCount();
     atlas_safetensors *file = reinterpret_cast<atlas_safetensors *>(1);
     ExpectError(atlas_safetensors_open(path.c_str(), &file), code, n);
     EXPECT_EQ(file, nullptr);
+    EXPECT_EQ(atlas_test::OpenFdCount(), fds) << "file descriptor leaked";
+    EXPECT_EQ(atlas_test::MappingCount(), maps) << "mapping leaked";
   }
 }
 
