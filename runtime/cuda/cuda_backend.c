@@ -10,32 +10,9 @@
 #include "runtime/backend_impl.h"
 #include "runtime/cuda/cuda_host.h"
 #include "runtime/cuda/cuda_module_loader.h"
+#include "runtime/cuda/cuda_staging.h"
 
-// A pinned buffer h2d_async copies the caller's bytes into, so the caller may
-// drop its source at once. Reused when its event says the copy is done.
-typedef struct cuda_staging {
-  unsigned char *host;
-  size_t capacity;
-  CUevent done;
-  bool pending;
-} cuda_staging;
-
-// Pinned bytes set aside when a capture begins, for the h2d_async copies made
-// inside it: the driver refuses pinned allocations while a stream captures.
-// The graph owns the arena once the capture ends and frees it with itself.
-typedef struct cuda_capture_arena {
-  CUstream stream;
-  unsigned char *host;
-  size_t used;
-} cuda_capture_arena;
-
-enum {
-  CUDA_STAGING_MAX = 16,                // reusable buffers kept at most
-  CUDA_STAGING_MIN_BYTES = 64 << 10,
-  CUDA_CAPTURE_ARENA_BYTES = 1 << 20,   // h2d_async bytes per capture
-  CUDA_MAX_CAPTURES = 16,               // concurrent captures per backend
-  CUDA_MAX_ARGS = 64,
-};
+enum { CUDA_MAX_ARGS = 64 };
 
 typedef struct cuda_backend {
   atlas_backend base;  // first: atlas_backend* <-> cuda_backend*
@@ -44,21 +21,17 @@ typedef struct cuda_backend {
   int ordinal;
   int sm_count;
   CUstream stream;  // the default stream (non-blocking)
-  pthread_mutex_t mutex;  // guards streams[] and staging[]
+  pthread_mutex_t mutex;  // guards streams[]
   CUstream *streams;      // every stream of this backend, default first
   size_t stream_count, stream_capacity;
-  cuda_staging *staging;
-  size_t staging_count, staging_capacity;
-  cuda_capture_arena arenas[CUDA_MAX_CAPTURES];  // guarded by mutex
-  size_t arena_count;
-  unsigned char *spare_arena;  // an unused arena kept for the next capture
+  atlas_cuda_staging *staging;  // for h2d_async
 } cuda_backend;
 
 // A captured graph and its executable instance.
 typedef struct cuda_graph {
   CUgraph graph;
   CUgraphExec exec;
-  unsigned char *staging;  // the capture's h2d_async bytes (pinned), or NULL
+  unsigned char *staging;  // the capture's h2d_async arena (pinned), or NULL
 } cuda_graph;
 
 static const atlas_backend_vtable cuda_vtable;
@@ -356,144 +329,6 @@ static atlas_status cuda_h2d_async_retained(atlas_backend *b, void *dst,
                  false);
 }
 
-static void staging_release(cuda_backend *cb, cuda_staging *st) {
-  if (st->done != NULL) cb->cu->cuEventDestroy(st->done);
-  if (st->host != NULL) cb->cu->cuMemFreeHost(st->host);
-  memset(st, 0, sizeof(*st));
-}
-
-static atlas_status staging_alloc(cuda_backend *cb, size_t bytes,
-                                  cuda_staging *st) {
-  size_t capacity = CUDA_STAGING_MIN_BYTES;
-  while (capacity < bytes && capacity <= SIZE_MAX / 2) capacity *= 2;
-  if (capacity < bytes) capacity = bytes;
-  memset(st, 0, sizeof(*st));
-  void *host = NULL;
-  CUresult r = cb->cu->cuMemAllocHost(&host, capacity);
-  if (r != CUDA_SUCCESS) {
-    return atlas_cuda_error(cb->cu, r,
-                            "%s: allocating a %zu-byte pinned staging buffer "
-                            "for an async h2d copy (inside a capture, use "
-                            "atlas_backend_h2d_async_retained)",
-                            cb->base.name, capacity);
-  }
-  r = cb->cu->cuEventCreate(&st->done, CU_EVENT_DISABLE_TIMING);
-  if (r != CUDA_SUCCESS) {
-    cb->cu->cuMemFreeHost(host);
-    return check(cb, r, "cuEventCreate (staging)");
-  }
-  st->host = host;
-  st->capacity = capacity;
-  return ATLAS_OK;
-}
-
-// Picks a staging buffer of at least `bytes` whose last copy has finished:
-// a free one, else a new one, else waits for the oldest. Called locked.
-static atlas_status staging_acquire(cuda_backend *cb, size_t bytes,
-                                    cuda_staging **out) {
-  *out = NULL;
-  size_t reusable = 0;
-  cuda_staging *victim = NULL;
-  for (size_t i = 0; i < cb->staging_count; ++i) {
-    cuda_staging *st = &cb->staging[i];
-    reusable++;
-    if (victim == NULL) victim = st;
-    if (st->capacity < bytes) continue;
-    if (!st->pending || cb->cu->cuEventQuery(st->done) == CUDA_SUCCESS) {
-      st->pending = false;
-      *out = st;
-      return ATLAS_OK;
-    }
-  }
-  if (reusable >= CUDA_STAGING_MAX && victim != NULL) {
-    // Bounded: wait for a buffer rather than pin ever more host memory.
-    if (victim->pending) {
-      ATLAS_RETURN_IF_ERROR(check(cb, cb->cu->cuEventSynchronize(victim->done),
-                                  "waiting for a staging buffer"));
-      victim->pending = false;
-    }
-    if (victim->capacity < bytes) {
-      staging_release(cb, victim);
-      ATLAS_RETURN_IF_ERROR(staging_alloc(cb, bytes, victim));
-    }
-    *out = victim;
-    return ATLAS_OK;
-  }
-  if (cb->staging_count == cb->staging_capacity) {
-    size_t cap = cb->staging_capacity ? cb->staging_capacity * 2 : 8;
-    cuda_staging *grown = realloc(cb->staging, cap * sizeof(*grown));
-    if (grown == NULL) {
-      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                               "%s: no memory for the staging table",
-                               cb->base.name);
-    }
-    cb->staging = grown;
-    cb->staging_capacity = cap;
-  }
-  cuda_staging *st = &cb->staging[cb->staging_count];
-  ATLAS_RETURN_IF_ERROR(staging_alloc(cb, bytes, st));
-  cb->staging_count++;
-  *out = st;
-  return ATLAS_OK;
-}
-
-// Takes the arena of the capture on `s` out of the table (NULL if none).
-// Called locked.
-static unsigned char *arena_take(cuda_backend *cb, CUstream s, size_t *out_used) {
-  for (size_t i = 0; i < cb->arena_count; ++i) {
-    if (cb->arenas[i].stream == s) {
-      unsigned char *host = cb->arenas[i].host;
-      if (out_used) *out_used = cb->arenas[i].used;
-      cb->arenas[i] = cb->arenas[--cb->arena_count];
-      return host;
-    }
-  }
-  if (out_used) *out_used = 0;
-  return NULL;
-}
-
-// h2d_async inside a capture: the bytes go to the capture's arena, which the
-// graph keeps, so every replay copies what the caller passed at capture time.
-static atlas_status h2d_async_captured(cuda_backend *cb, void *dst,
-                                       const void *src, size_t bytes,
-                                       CUstream s) {
-  atlas_status status = ATLAS_OK;
-  pthread_mutex_lock(&cb->mutex);
-  cuda_capture_arena *arena = NULL;
-  for (size_t i = 0; i < cb->arena_count; ++i) {
-    if (cb->arenas[i].stream == s) arena = &cb->arenas[i];
-  }
-  size_t offset = arena ? (arena->used + 255) & ~(size_t)255 : 0;
-  if (arena == NULL) {
-    status = atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
-                               "%s: async h2d copy into a capture this backend "
-                               "did not begin (stream %p); begin it with "
-                               "atlas_backend_begin_capture",
-                               cb->base.name, (void *)s);
-  } else if (offset > CUDA_CAPTURE_ARENA_BYTES ||
-             bytes > CUDA_CAPTURE_ARENA_BYTES - offset) {
-    status = atlas_status_make(
-        ATLAS_STATUS_RESOURCE_EXHAUSTED,
-        "%s: async h2d copy of %zu bytes inside a capture: a capture stages "
-        "at most %d bytes (%zu used); copy from memory that outlives the "
-        "graph with atlas_backend_h2d_async_retained",
-        cb->base.name, bytes, CUDA_CAPTURE_ARENA_BYTES, arena->used);
-  } else {
-    memcpy(arena->host + offset, src, bytes);
-    CUresult r = cb->cu->cuMemcpyAsync(dptr(dst), dptr(arena->host + offset),
-                                       bytes, s);
-    if (r != CUDA_SUCCESS) {
-      status = atlas_cuda_error(cb->cu, r,
-                                "%s: async h2d copy of %zu bytes in a capture",
-                                cb->base.name, bytes);
-    } else {
-      arena->used = offset + bytes;
-    }
-  }
-  pthread_mutex_unlock(&cb->mutex);
-  return status;
-}
-
 static atlas_status cuda_h2d_async(atlas_backend *b, void *dst, const void *src,
                                    size_t bytes, atlas_stream *stream) {
   cuda_backend *cb = as_cuda(b);
@@ -503,28 +338,10 @@ static atlas_status cuda_h2d_async(atlas_backend *b, void *dst, const void *src,
   ATLAS_RETURN_IF_ERROR(bind(cb));
   bool capturing = false;
   ATLAS_RETURN_IF_ERROR(is_capturing(cb, s, &capturing));
-  if (capturing) return h2d_async_captured(cb, dst, src, bytes, s);
-  pthread_mutex_lock(&cb->mutex);
-  cuda_staging *st = NULL;
-  atlas_status status = staging_acquire(cb, bytes, &st);
-  if (status == ATLAS_OK) {
-    memcpy(st->host, src, bytes);
-    CUresult r = cb->cu->cuMemcpyAsync(dptr(dst), dptr(st->host), bytes, s);
-    if (r != CUDA_SUCCESS) {
-      status = atlas_cuda_error(cb->cu, r, "%s: async h2d copy of %zu bytes",
-                                b->name, bytes);
-    } else {
-      r = cb->cu->cuEventRecord(st->done, s);
-      st->pending = r == CUDA_SUCCESS;
-      if (r != CUDA_SUCCESS) {
-        // Without the event we cannot tell when it is free: wait now.
-        status = check(cb, cb->cu->cuStreamSynchronize(s),
-                       "async h2d copy (waiting after cuEventRecord failed)");
-      }
-    }
+  if (capturing) {
+    return atlas_cuda_staging_h2d_captured(cb->staging, dst, src, bytes, s);
   }
-  pthread_mutex_unlock(&cb->mutex);
-  return status;
+  return atlas_cuda_staging_h2d(cb->staging, dst, src, bytes, s);
 }
 
 static atlas_status cuda_d2d_2d_async(atlas_backend *b, void *dst,
@@ -742,54 +559,16 @@ static atlas_status cuda_begin_capture(atlas_backend *b, atlas_stream *stream) {
   cuda_backend *cb = as_cuda(b);
   CUstream s = stream_of(cb, stream);
   ATLAS_RETURN_IF_ERROR(bind(cb));
-  // The arena must exist before the capture: pinned allocations are refused
-  // while a stream captures.
-  pthread_mutex_lock(&cb->mutex);
-  void *host = cb->spare_arena;
-  cb->spare_arena = NULL;
-  pthread_mutex_unlock(&cb->mutex);
-  if (host == NULL) {
-    ATLAS_RETURN_IF_ERROR(check(
-        cb, cb->cu->cuMemAllocHost(&host, CUDA_CAPTURE_ARENA_BYTES),
-        "allocating the capture's pinned staging arena (cuMemAllocHost)"));
-  }
-  atlas_status status = ATLAS_OK;
-  pthread_mutex_lock(&cb->mutex);
-  if (cb->arena_count == CUDA_MAX_CAPTURES) {
-    status = atlas_status_make(ATLAS_STATUS_RESOURCE_EXHAUSTED,
-                               "%s: %d captures are already open",
-                               b->name, CUDA_MAX_CAPTURES);
-  } else {
-    cb->arenas[cb->arena_count++] = (cuda_capture_arena){s, host, 0};
-  }
-  pthread_mutex_unlock(&cb->mutex);
-  if (status == ATLAS_OK) {
-    // Thread-local: only this thread's unsafe calls break the capture, so
-    // other models' threads may keep allocating meanwhile.
-    status = check(cb,
-                   cb->cu->cuStreamBeginCapture(
-                       s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-                   "cuStreamBeginCapture");
-    if (status != ATLAS_OK) {
-      pthread_mutex_lock(&cb->mutex);
-      arena_take(cb, s, NULL);
-      pthread_mutex_unlock(&cb->mutex);
-    }
-  }
-  if (status != ATLAS_OK) cb->cu->cuMemFreeHost(host);
+  // Before the capture: pinned allocations are refused while a stream
+  // captures.
+  ATLAS_RETURN_IF_ERROR(atlas_cuda_staging_capture_begin(cb->staging, s));
+  // Thread-local: only this thread's unsafe calls break the capture, so other
+  // models' threads may keep allocating meanwhile.
+  atlas_status status = check(
+      cb, cb->cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+      "cuStreamBeginCapture");
+  if (status != ATLAS_OK) atlas_cuda_staging_capture_end(cb->staging, s, true);
   return status;
-}
-
-// Releases the arena of the capture on `s` (the capture was dropped).
-static void arena_drop(cuda_backend *cb, CUstream s) {
-  pthread_mutex_lock(&cb->mutex);
-  unsigned char *host = arena_take(cb, s, NULL);
-  if (host != NULL && cb->spare_arena == NULL) {
-    cb->spare_arena = host;  // no graph reads it: reuse it
-    host = NULL;
-  }
-  pthread_mutex_unlock(&cb->mutex);
-  if (host != NULL) cb->cu->cuMemFreeHost(host);
 }
 
 static atlas_status cuda_end_capture(atlas_backend *b, atlas_stream *stream,
@@ -800,18 +579,8 @@ static atlas_status cuda_end_capture(atlas_backend *b, atlas_stream *stream,
   CUstream s = stream_of(cb, stream);
   CUgraph graph = NULL;
   CUresult r = cb->cu->cuStreamEndCapture(s, &graph);
-  size_t staged = 0;
-  pthread_mutex_lock(&cb->mutex);
-  unsigned char *arena = arena_take(cb, s, &staged);
-  if (arena != NULL && staged == 0 && cb->spare_arena == NULL) {
-    cb->spare_arena = arena;  // nothing staged: keep it for the next capture
-    arena = NULL;
-  }
-  pthread_mutex_unlock(&cb->mutex);
-  if (arena != NULL && (staged == 0 || r != CUDA_SUCCESS)) {
-    cb->cu->cuMemFreeHost(arena);
-    arena = NULL;
-  }
+  unsigned char *arena =
+      atlas_cuda_staging_capture_end(cb->staging, s, r != CUDA_SUCCESS);
   if (r != CUDA_SUCCESS) {
     if (graph != NULL) cb->cu->cuGraphDestroy(graph);
     return atlas_cuda_error(cb->cu, r,
@@ -822,7 +591,7 @@ static atlas_status cuda_end_capture(atlas_backend *b, atlas_stream *stream,
   cuda_graph *g = calloc(1, sizeof(*g));
   if (g == NULL) {
     cb->cu->cuGraphDestroy(graph);
-    if (arena != NULL) cb->cu->cuMemFreeHost(arena);
+    atlas_status_free(atlas_cuda_staging_release_graph_arena(cb->staging, arena));
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "%s: no memory for a graph", b->name);
   }
@@ -831,7 +600,7 @@ static atlas_status cuda_end_capture(atlas_backend *b, atlas_stream *stream,
   r = cb->cu->cuGraphInstantiateWithFlags(&g->exec, graph, 0);
   if (r != CUDA_SUCCESS) {
     cb->cu->cuGraphDestroy(graph);
-    if (arena != NULL) cb->cu->cuMemFreeHost(arena);
+    atlas_status_free(atlas_cuda_staging_release_graph_arena(cb->staging, arena));
     free(g);
     return check(cb, r, "cuGraphInstantiateWithFlags");
   }
@@ -854,7 +623,7 @@ static atlas_status cuda_abort_capture_if_active(atlas_backend *b,
   CUgraph graph = NULL;
   CUresult r = cb->cu->cuStreamEndCapture(s, &graph);
   if (graph != NULL) cb->cu->cuGraphDestroy(graph);
-  arena_drop(cb, s);
+  atlas_cuda_staging_capture_end(cb->staging, s, true);
   if (r != CUDA_SUCCESS && r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
     return atlas_cuda_error(cb->cu, r, "%s: aborting the capture on stream %p",
                             b->name, (void *)s);
@@ -906,7 +675,7 @@ static atlas_status cuda_destroy_graph(atlas_backend *b, atlas_graph *graph) {
     // Replays already launched may still read it.
     status = atlas_status_join(status, sync_idle_streams(cb));
     status = atlas_status_join(
-        status, check(cb, cb->cu->cuMemFreeHost(g->staging), "cuMemFreeHost"));
+        status, atlas_cuda_staging_release_graph_arena(cb->staging, g->staging));
   }
   free(g);
   return status;
@@ -1026,25 +795,8 @@ static atlas_status cuda_bind_to_thread(atlas_backend *b) {
 
 // Releases what create made beyond the base, in reverse order; reports all.
 static atlas_status release_device_state(cuda_backend *cb) {
-  atlas_status status = ATLAS_OK;
-  for (size_t i = 0; i < cb->staging_count; ++i) {
-    cuda_staging *st = &cb->staging[i];
-    if (st->pending) {
-      status = atlas_status_join(
-          status, check(cb, cb->cu->cuEventSynchronize(st->done),
-                        "waiting for a staging buffer at destroy"));
-    }
-    staging_release(cb, st);
-  }
-  free(cb->staging);
+  atlas_status status = atlas_cuda_staging_destroy(cb->staging);
   cb->staging = NULL;
-  for (size_t i = 0; i < cb->arena_count; ++i) {
-    cb->cu->cuMemFreeHost(cb->arenas[i].host);
-  }
-  cb->arena_count = 0;
-  if (cb->spare_arena != NULL) cb->cu->cuMemFreeHost(cb->spare_arena);
-  cb->spare_arena = NULL;
-  cb->staging_count = cb->staging_capacity = 0;
   for (size_t i = cb->stream_count; i-- > 0;) {
     status = atlas_status_join(
         status, check(cb, cb->cu->cuStreamDestroy(cb->streams[i]),
@@ -1122,6 +874,9 @@ atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
                        &cb->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                        dev),
                    "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  }
+  if (status == ATLAS_OK) {
+    status = atlas_cuda_staging_create(cu, name, &cb->staging);
   }
   if (status == ATLAS_OK) {
     CUstream s = NULL;
