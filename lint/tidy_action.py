@@ -29,7 +29,8 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 def relativize(text, roots):
     for root in roots:
         text = text.replace(root + "/", "")
-    return text
+    # Headers found through `-iquote .` are spelled ./runtime/x.h; one file, one spelling.
+    return re.sub(r"(^|[\s'\"])\./(?=[\w])", r"\1", text, flags=re.M)
 
 
 def parse_diagnostics(text):
