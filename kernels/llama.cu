@@ -1,0 +1,180 @@
+// CUDA Llama kernels (module "llama"): f32 math, F32/F16/BF16 weights.
+// Names and signatures match llama_host.c; see llama_kernels.h.
+//
+// Launch shapes used by runtime/model/llama_forward.c:
+//   embed_*, silu_mul, add: grid ceil(n / 256), block 256
+//   rmsnorm: grid 1, block 1024
+//   matvec_*: grid ceil(rows / 8), block 256 (one warp per row)
+//   rope: grid ceil(n_heads * head_dim / 2 / 256), block 256
+//   attention: grid n_heads, block 256
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+__device__ __forceinline__ float load_w(const float *w, size_t i) { return w[i]; }
+__device__ __forceinline__ float load_w(const __half *w, size_t i) {
+  return __half2float(w[i]);
+}
+__device__ __forceinline__ float load_w(const __nv_bfloat16 *w, size_t i) {
+  return __bfloat162float(w[i]);
+}
+
+template <typename T>
+__device__ void embed(float *out, const T *table, uint32_t token, uint32_t dim) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < dim) out[i] = load_w(table, (size_t)token * dim + i);
+}
+
+extern "C" __global__ void embed_f32(float *out, const float *t, uint32_t token,
+                                     uint32_t dim) {
+  embed(out, t, token, dim);
+}
+extern "C" __global__ void embed_f16(float *out, const __half *t, uint32_t token,
+                                     uint32_t dim) {
+  embed(out, t, token, dim);
+}
+extern "C" __global__ void embed_bf16(float *out, const __nv_bfloat16 *t,
+                                      uint32_t token, uint32_t dim) {
+  embed(out, t, token, dim);
+}
+
+__device__ float block_sum(float v, float *shared) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) / 32;
+  v = (threadIdx.x < (unsigned)warps) ? shared[threadIdx.x] : 0.0f;
+  if (warp == 0) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) shared[0] = v;
+  }
+  __syncthreads();
+  float total = shared[0];
+  __syncthreads();
+  return total;
+}
+
+extern "C" __global__ void rmsnorm(float *out, const float *x, const float *w,
+                                   uint32_t dim, float eps) {
+  __shared__ float shared[32];
+  float ss = 0.0f;
+  for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) ss += x[i] * x[i];
+  ss = block_sum(ss, shared);
+  float scale = rsqrtf(ss / dim + eps);
+  for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) {
+    out[i] = w[i] * (x[i] * scale);
+  }
+}
+
+template <typename T>
+__device__ void matvec(float *out, const T *w, const float *x, uint32_t rows,
+                       uint32_t cols) {
+  uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  uint32_t lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const T *wr = w + (size_t)row * cols;
+  float acc = 0.0f;
+  for (uint32_t k = lane; k < cols; k += 32) acc += load_w(wr, k) * x[k];
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (lane == 0) out[row] = acc;
+}
+
+extern "C" __global__ void matvec_f32(float *out, const float *w, const float *x,
+                                      uint32_t rows, uint32_t cols) {
+  matvec(out, w, x, rows, cols);
+}
+extern "C" __global__ void matvec_f16(float *out, const __half *w,
+                                      const float *x, uint32_t rows,
+                                      uint32_t cols) {
+  matvec(out, w, x, rows, cols);
+}
+extern "C" __global__ void matvec_bf16(float *out, const __nv_bfloat16 *w,
+                                       const float *x, uint32_t rows,
+                                       uint32_t cols) {
+  matvec(out, w, x, rows, cols);
+}
+
+extern "C" __global__ void rope(float *q, float *k, uint32_t pos,
+                                uint32_t n_heads, uint32_t n_kv,
+                                uint32_t head_dim, float theta) {
+  uint32_t half = head_dim / 2;
+  uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= n_heads * half) return;
+  uint32_t h = idx / half, i = idx % half;
+  float freq = powf(theta, -2.0f * (float)i / (float)head_dim);
+  float angle = (float)pos * freq;
+  float cs, sn;
+  sincosf(angle, &sn, &cs);
+  float *v = q + h * head_dim;
+  float x0 = v[i], x1 = v[i + half];
+  v[i] = x0 * cs - x1 * sn;
+  v[i + half] = x1 * cs + x0 * sn;
+  if (h < n_kv) {
+    v = k + h * head_dim;
+    x0 = v[i];
+    x1 = v[i + half];
+    v[i] = x0 * cs - x1 * sn;
+    v[i + half] = x1 * cs + x0 * sn;
+  }
+}
+
+// One block per head: scores, softmax, weighted sum of values.
+extern "C" __global__ void attention(float *out, const float *q,
+                                     const float *kc, const float *vc,
+                                     float *att, uint32_t n_heads,
+                                     uint32_t n_kv, uint32_t head_dim,
+                                     uint32_t seq_len) {
+  __shared__ float shared[32];
+  uint32_t h = blockIdx.x;
+  uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv, kvh = h / group;
+  const float *qh = q + h * head_dim;
+  float *a = att + (size_t)h * seq_len;
+  float scale = rsqrtf((float)head_dim);
+  float local_max = -INFINITY;
+  for (uint32_t t = threadIdx.x; t < seq_len; t += blockDim.x) {
+    const float *kt = kc + (size_t)t * kv_dim + kvh * head_dim;
+    float s = 0.0f;
+    for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * kt[i];
+    s *= scale;
+    a[t] = s;
+    local_max = fmaxf(local_max, s);
+  }
+  // Block max via the sum helper's pattern.
+  for (int o = 16; o > 0; o >>= 1) {
+    local_max = fmaxf(local_max, __shfl_xor_sync(0xffffffffu, local_max, o));
+  }
+  __shared__ float maxes[32];
+  if (threadIdx.x % 32 == 0) maxes[threadIdx.x / 32] = local_max;
+  __syncthreads();
+  float m = -INFINITY;
+  for (uint32_t w = 0; w < (blockDim.x + 31) / 32; ++w) m = fmaxf(m, maxes[w]);
+  float local_sum = 0.0f;
+  for (uint32_t t = threadIdx.x; t < seq_len; t += blockDim.x) {
+    float e = expf(a[t] - m);
+    a[t] = e;
+    local_sum += e;
+  }
+  float sum = block_sum(local_sum, shared);
+  __syncthreads();
+  for (uint32_t i = threadIdx.x; i < head_dim; i += blockDim.x) {
+    float acc = 0.0f;
+    for (uint32_t t = 0; t < seq_len; ++t) {
+      acc += a[t] * vc[(size_t)t * kv_dim + kvh * head_dim + i];
+    }
+    out[h * head_dim + i] = acc / sum;
+  }
+}
+
+extern "C" __global__ void silu_mul(float *a, const float *b, uint32_t n) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float x = a[i];
+    a[i] = x / (1.0f + expf(-x)) * b[i];
+  }
+}
+
+extern "C" __global__ void add(float *x, const float *y, uint32_t n) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += y[i];
+}

@@ -1,0 +1,227 @@
+// Host (CPU) implementations of the Llama kernels: plain C, f32 math.
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/llama_host.h"
+
+#define ARG(type, i) (*(type *)args[i])
+
+float atlas_bf16_to_f32(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+float atlas_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);  // inf / nan
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;  // zero
+  } else {
+    // Subnormal: normalise the mantissa.
+    exp = 113;
+    while ((mant & 0x400) == 0) {
+      mant <<= 1;
+      exp--;
+    }
+    bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+  }
+  float f;
+  memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+static float load_f32(const void *p, size_t i) {
+  float f;
+  memcpy(&f, (const char *)p + i * 4, 4);  // weights are only byte-aligned
+  return f;
+}
+
+static float load_f16(const void *p, size_t i) {
+  uint16_t h;
+  memcpy(&h, (const char *)p + i * 2, 2);
+  return atlas_f16_to_f32(h);
+}
+
+static float load_bf16(const void *p, size_t i) {
+  uint16_t h;
+  memcpy(&h, (const char *)p + i * 2, 2);
+  return atlas_bf16_to_f32(h);
+}
+
+typedef float (*load_fn)(const void *p, size_t i);
+
+static void embed(void **args, load_fn load) {
+  float *out = ARG(float *, 0);
+  const void *table = ARG(const void *, 1);
+  uint32_t token = ARG(uint32_t, 2), dim = ARG(uint32_t, 3);
+  for (uint32_t i = 0; i < dim; ++i) out[i] = load(table, (size_t)token * dim + i);
+}
+
+static void embed_f32(const atlas_launch_config *c, void **args) {
+  (void)c;
+  embed(args, load_f32);
+}
+static void embed_f16(const atlas_launch_config *c, void **args) {
+  (void)c;
+  embed(args, load_f16);
+}
+static void embed_bf16(const atlas_launch_config *c, void **args) {
+  (void)c;
+  embed(args, load_bf16);
+}
+
+static void rmsnorm(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *out = ARG(float *, 0);
+  const float *x = ARG(const float *, 1);
+  const float *w = ARG(const float *, 2);
+  uint32_t dim = ARG(uint32_t, 3);
+  float eps = ARG(float, 4);
+  double ss = 0;
+  for (uint32_t i = 0; i < dim; ++i) ss += (double)x[i] * x[i];
+  float scale = (float)(1.0 / sqrt(ss / dim + eps));
+  for (uint32_t i = 0; i < dim; ++i) out[i] = w[i] * (x[i] * scale);
+}
+
+static void matvec(void **args, load_fn load) {
+  float *out = ARG(float *, 0);
+  const void *w = ARG(const void *, 1);
+  const float *x = ARG(const float *, 2);
+  uint32_t rows = ARG(uint32_t, 3), cols = ARG(uint32_t, 4);
+  for (uint32_t r = 0; r < rows; ++r) {
+    float acc = 0.0f;
+    size_t base = (size_t)r * cols;
+    for (uint32_t k = 0; k < cols; ++k) acc += load(w, base + k) * x[k];
+    out[r] = acc;
+  }
+}
+
+// The F32 case is the hot one on the host: when the weights happen to be
+// 4-byte aligned, read them directly.
+static void matvec_f32(const atlas_launch_config *c, void **args) {
+  (void)c;
+  const void *w = ARG(const void *, 1);
+  if (((uintptr_t)w & 3) != 0) {
+    matvec(args, load_f32);
+    return;
+  }
+  float *out = ARG(float *, 0);
+  const float *wf = (const float *)w;
+  const float *x = ARG(const float *, 2);
+  uint32_t rows = ARG(uint32_t, 3), cols = ARG(uint32_t, 4);
+  for (uint32_t r = 0; r < rows; ++r) {
+    const float *row = wf + (size_t)r * cols;
+    float acc = 0.0f;
+    for (uint32_t k = 0; k < cols; ++k) acc += row[k] * x[k];
+    out[r] = acc;
+  }
+}
+static void matvec_f16(const atlas_launch_config *c, void **args) {
+  (void)c;
+  matvec(args, load_f16);
+}
+static void matvec_bf16(const atlas_launch_config *c, void **args) {
+  (void)c;
+  matvec(args, load_bf16);
+}
+
+static void rotate(float *v, uint32_t head_dim, uint32_t pos, double theta) {
+  uint32_t half = head_dim / 2;
+  for (uint32_t i = 0; i < half; ++i) {
+    double freq = pow(theta, -2.0 * i / head_dim);
+    double angle = pos * freq;
+    float cs = (float)cos(angle), sn = (float)sin(angle);
+    float x0 = v[i], x1 = v[i + half];
+    v[i] = x0 * cs - x1 * sn;
+    v[i + half] = x1 * cs + x0 * sn;
+  }
+}
+
+static void rope(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *q = ARG(float *, 0);
+  float *k = ARG(float *, 1);
+  uint32_t pos = ARG(uint32_t, 2), n_heads = ARG(uint32_t, 3);
+  uint32_t n_kv = ARG(uint32_t, 4), head_dim = ARG(uint32_t, 5);
+  double theta = ARG(float, 6);
+  for (uint32_t h = 0; h < n_heads; ++h) rotate(q + h * head_dim, head_dim, pos, theta);
+  for (uint32_t h = 0; h < n_kv; ++h) rotate(k + h * head_dim, head_dim, pos, theta);
+}
+
+static void attention(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *out = ARG(float *, 0);
+  const float *q = ARG(const float *, 1);
+  const float *kc = ARG(const float *, 2);
+  const float *vc = ARG(const float *, 3);
+  float *att = ARG(float *, 4);
+  uint32_t n_heads = ARG(uint32_t, 5), n_kv = ARG(uint32_t, 6);
+  uint32_t head_dim = ARG(uint32_t, 7), seq_len = ARG(uint32_t, 8);
+  uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv;
+  float scale = 1.0f / sqrtf((float)head_dim);
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    const float *qh = q + h * head_dim;
+    uint32_t kvh = h / group;
+    float *a = att + (size_t)h * seq_len;
+    float max = -INFINITY;
+    for (uint32_t t = 0; t < seq_len; ++t) {
+      const float *kt = kc + (size_t)t * kv_dim + kvh * head_dim;
+      float s = 0.0f;
+      for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * kt[i];
+      a[t] = s * scale;
+      if (a[t] > max) max = a[t];
+    }
+    float sum = 0.0f;
+    for (uint32_t t = 0; t < seq_len; ++t) {
+      a[t] = expf(a[t] - max);
+      sum += a[t];
+    }
+    float *oh = out + h * head_dim;
+    for (uint32_t i = 0; i < head_dim; ++i) oh[i] = 0.0f;
+    for (uint32_t t = 0; t < seq_len; ++t) {
+      const float *vt = vc + (size_t)t * kv_dim + kvh * head_dim;
+      float w = a[t] / sum;
+      for (uint32_t i = 0; i < head_dim; ++i) oh[i] += w * vt[i];
+    }
+  }
+}
+
+static void silu_mul(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *a = ARG(float *, 0);
+  const float *b = ARG(const float *, 1);
+  uint32_t n = ARG(uint32_t, 2);
+  for (uint32_t i = 0; i < n; ++i) a[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
+}
+
+static void add(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *x = ARG(float *, 0);
+  const float *y = ARG(const float *, 1);
+  uint32_t n = ARG(uint32_t, 2);
+  for (uint32_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+// Names and signatures must match llama.cu and llama_kernels.h.
+const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT] = {
+    {"embed_f32", "ppuu", embed_f32},
+    {"embed_f16", "ppuu", embed_f16},
+    {"embed_bf16", "ppuu", embed_bf16},
+    {"rmsnorm", "pppuf", rmsnorm},
+    {"matvec_f32", "pppuu", matvec_f32},
+    {"matvec_f16", "pppuu", matvec_f16},
+    {"matvec_bf16", "pppuu", matvec_bf16},
+    {"rope", "ppuuuuf", rope},
+    {"attention", "pppppuuuu", attention},
+    {"silu_mul", "ppu", silu_mul},
+    {"add", "ppu", add},
+};

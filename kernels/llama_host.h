@@ -1,0 +1,26 @@
+// Host Llama kernels (llama_host.c) and the scalar conversions they use.
+#ifndef ATLAS_KERNELS_LLAMA_HOST_H_
+#define ATLAS_KERNELS_LLAMA_HOST_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/kernel_module.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Sized so that adding a kernel without updating the count fails to compile
+// (too many initialisers); llama_test checks no entry is left empty.
+#define ATLAS_LLAMA_KERNEL_COUNT 11
+extern const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT];
+
+float atlas_f16_to_f32(uint16_t h);
+float atlas_bf16_to_f32(uint16_t h);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_KERNELS_LLAMA_HOST_H_

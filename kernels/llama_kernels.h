@@ -1,0 +1,41 @@
+// The Llama kernels: names and signatures shared by the host C and CUDA
+// implementations (module "llama"). All math is f32; weights may be F32, F16
+// or BF16 (one kernel per weight type where a kernel reads weights).
+//
+//   embed_{f32,f16,bf16}(out, table, token, dim)           "ppuu"
+//   rmsnorm(out, x, weight_f32, dim, eps)                    "pppuf"
+//   matvec_{f32,f16,bf16}(out, w, x, rows, cols)            "pppuu"
+//       out[r] = sum_c w[r * cols + c] * x[c]
+//   rope(q, k, pos, n_heads, n_kv_heads, head_dim, theta)    "ppuuuuf"
+//       Hugging Face rotate_half: pairs (i, i + head_dim / 2)
+//   attention(out, q, k_cache, v_cache, att, n_heads, n_kv_heads, head_dim,
+//             seq_len)                                       "pppppuuuu"
+//       caches are [seq][n_kv_heads * head_dim] f32; att holds
+//       n_heads * seq_len scores
+//   silu_mul(a, b, n)                                        "ppu"
+//       a[i] = silu(a[i]) * b[i]
+//   add(x, y, n)                                             "ppu"
+//       x[i] += y[i]
+//
+// CUDA launch shapes (host kernels ignore them): see llama.cu.
+#ifndef ATLAS_KERNELS_LLAMA_KERNELS_H_
+#define ATLAS_KERNELS_LLAMA_KERNELS_H_
+
+#include "runtime/kernel_module.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATLAS_LLAMA_MODULE "llama"
+
+// Host C implementations and the CUDA fatbin, in one module definition.
+extern const atlas_module_def atlas_llama_module;
+// The module set a Llama model's backend is created with.
+extern const atlas_module_set atlas_llama_module_set;
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_KERNELS_LLAMA_KERNELS_H_

@@ -1,0 +1,380 @@
+// Loading and tearing down a Llama model.
+//
+// The model is built as teardown resources in build order: weights, KV
+// cache, scratch, kernel registry. Each resource is registered before it is
+// filled, so a load that fails part-way releases exactly what it allocated by
+// running the teardown built so far.
+#include "runtime/model/llama.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/llama_host.h"
+#include "runtime/model/llama_model.h"
+
+// ---- resources -------------------------------------------------------------
+
+static atlas_status release_weights(void *p) {
+  atlas_llama_weights *w = p;
+  atlas_status status = ATLAS_OK;
+  for (size_t i = w->alloc_count; i-- > 0;) {
+    status = atlas_status_join(status, atlas_backend_free(w->backend, w->allocs[i]));
+  }
+  free(w->allocs);
+  free(w->layers);
+  free(w);
+  return status;
+}
+
+static atlas_status release_kv(void *p) {
+  atlas_llama_kv_cache *kv = p;
+  atlas_status status = atlas_backend_free(kv->backend, kv->values);
+  status = atlas_status_join(status, atlas_backend_free(kv->backend, kv->keys));
+  free(kv);
+  return status;
+}
+
+static atlas_status release_scratch(void *p) {
+  atlas_llama_scratch *s = p;
+  float *bufs[] = {s->logits, s->att, s->hb2, s->hb, s->q, s->xb2, s->xb, s->x};
+  atlas_status status = ATLAS_OK;
+  for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); ++i) {
+    status = atlas_status_join(status, atlas_backend_free(s->backend, bufs[i]));
+  }
+  free(s);
+  return status;
+}
+
+static atlas_status release_kernels(void *p) {
+  atlas_llama_kernels *k = p;
+  atlas_status status = atlas_kernel_registry_release(k->registry);
+  free(k);
+  return status;
+}
+
+static atlas_status sweep_backend(void *ctx, atlas_sweep_result *out) {
+  return atlas_backend_sweep_unreleased(ctx, out);
+}
+
+// ---- sizes -----------------------------------------------------------------
+
+static uint64_t kv_bytes(const atlas_llama_config *c, int64_t max_seq) {
+  return 2ull * (uint64_t)c->num_hidden_layers * (uint64_t)max_seq *
+         (uint64_t)(c->num_key_value_heads * c->head_dim) * 4u;
+}
+
+static uint64_t scratch_bytes(const atlas_llama_config *c, int64_t max_seq) {
+  uint64_t q_dim = (uint64_t)(c->num_attention_heads * c->head_dim);
+  uint64_t floats = 3ull * (uint64_t)c->hidden_size + q_dim +
+                    2ull * (uint64_t)c->intermediate_size +
+                    (uint64_t)c->num_attention_heads * (uint64_t)max_seq +
+                    (uint64_t)c->vocab_size;
+  return floats * 4u;
+}
+
+static int64_t resolve_max_seq(const atlas_llama_config *c, int64_t requested) {
+  int64_t limit = c->max_position_embeddings;
+  if (requested > 0) return requested < limit ? requested : limit;
+  return limit < 2048 ? limit : 2048;
+}
+
+atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
+                                        const atlas_checkpoint *checkpoint,
+                                        int64_t max_seq, uint64_t *out_bytes) {
+  *out_bytes = 0;
+  uint64_t weights = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_llama_weight_bytes(config, checkpoint, &weights));
+  // Norms are held as f32; count them at 4 bytes per element (weight_bytes
+  // counted them at their checkpoint size, at most 4).
+  uint64_t norm_elems = (uint64_t)config->hidden_size *
+                        (2ull * (uint64_t)config->num_hidden_layers + 1);
+  max_seq = resolve_max_seq(config, max_seq);
+  *out_bytes = weights + norm_elems * 4u + kv_bytes(config, max_seq) +
+               scratch_bytes(config, max_seq);
+  return ATLAS_OK;
+}
+
+// ---- weights ---------------------------------------------------------------
+
+static atlas_status track(atlas_llama_weights *w, void *ptr) {
+  if (w->alloc_count == w->alloc_cap) {
+    size_t cap = w->alloc_cap ? w->alloc_cap * 2 : 64;
+    void **allocs = realloc(w->allocs, cap * sizeof(*allocs));
+    if (allocs == NULL) {
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "cannot track %zu weight allocations", cap);
+    }
+    w->allocs = allocs;
+    w->alloc_cap = cap;
+  }
+  w->allocs[w->alloc_count++] = ptr;
+  return ATLAS_OK;
+}
+
+typedef struct load_progress {
+  const atlas_llama_load_options *options;
+  uint64_t done, total;
+} load_progress;
+
+static void advance(load_progress *p, uint64_t bytes) {
+  p->done += bytes;
+  if (p->options->progress != NULL) {
+    p->options->progress(p->options->progress_ctx, p->done, p->total);
+  }
+}
+
+static atlas_status find_tensor(const atlas_checkpoint *ck,
+                                atlas_llama_weight weight, int layer,
+                                atlas_checkpoint_tensor *out) {
+  char name[256];
+  ATLAS_RETURN_IF_ERROR(atlas_llama_weight_name(weight, layer, name, sizeof(name)));
+  return atlas_checkpoint_find(ck, name, out);
+}
+
+// Uploads a weight matrix as stored (F32/F16/BF16).
+static atlas_status upload_matrix(atlas_llama_weights *w,
+                                  const atlas_checkpoint *ck,
+                                  atlas_llama_weight weight, int layer,
+                                  load_progress *progress,
+                                  atlas_llama_matrix *out) {
+  atlas_checkpoint_tensor t;
+  ATLAS_RETURN_IF_ERROR(find_tensor(ck, weight, layer, &t));
+  void *dst = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(w->backend, t.tensor->bytes, &dst));
+  atlas_status status = track(w, dst);
+  if (status != ATLAS_OK) {
+    return atlas_status_join(status, atlas_backend_free(w->backend, dst));
+  }
+  ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
+      atlas_backend_h2d(w->backend, dst, t.tensor->data, t.tensor->bytes),
+      "copying %s from %s", t.tensor->name, t.path));
+  out->data = dst;
+  out->dtype = t.tensor->dtype;
+  advance(progress, t.tensor->bytes);
+  return ATLAS_OK;
+}
+
+static float element_as_f32(const atlas_safetensors_tensor *t, uint64_t i) {
+  const unsigned char *p = t->data;
+  if (t->dtype == ATLAS_DTYPE_F32) {
+    float f;
+    memcpy(&f, p + i * 4, 4);
+    return f;
+  }
+  uint16_t h;
+  memcpy(&h, p + i * 2, 2);
+  return t->dtype == ATLAS_DTYPE_F16 ? atlas_f16_to_f32(h) : atlas_bf16_to_f32(h);
+}
+
+// Norm weights are small and read every token: convert to f32 once.
+static atlas_status upload_norm(atlas_llama_weights *w,
+                                const atlas_checkpoint *ck,
+                                atlas_llama_weight weight, int layer,
+                                load_progress *progress, float **out) {
+  atlas_checkpoint_tensor t;
+  ATLAS_RETURN_IF_ERROR(find_tensor(ck, weight, layer, &t));
+  uint64_t n = t.tensor->elements;
+  float *host = malloc(n * sizeof(float));
+  if (host == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "converting %s from %s: out of host memory",
+                             t.tensor->name, t.path);
+  }
+  for (uint64_t i = 0; i < n; ++i) host[i] = element_as_f32(t.tensor, i);
+  void *dst = NULL;
+  atlas_status status = atlas_backend_alloc(w->backend, n * sizeof(float), &dst);
+  if (status == ATLAS_OK) {
+    status = track(w, dst);
+    if (status != ATLAS_OK) {
+      status = atlas_status_join(status, atlas_backend_free(w->backend, dst));
+      dst = NULL;
+    }
+  }
+  if (status == ATLAS_OK) {
+    status = atlas_status_annotate(
+        atlas_backend_h2d(w->backend, dst, host, n * sizeof(float)),
+        "copying %s from %s", t.tensor->name, t.path);
+  }
+  free(host);
+  if (status == ATLAS_OK) {
+    *out = dst;
+    advance(progress, t.tensor->bytes);
+  }
+  return status;
+}
+
+static atlas_status load_weights(atlas_llama_weights *w,
+                                 const atlas_checkpoint *ck,
+                                 const atlas_llama_config *c,
+                                 bool lm_head_is_embedding,
+                                 load_progress *progress) {
+  ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_EMBED_TOKENS, 0,
+                                      progress, &w->embed));
+  for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
+    atlas_llama_layer *L = &w->layers[l];
+    int i = (int)l;
+    ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_INPUT_NORM, i, progress,
+                                      &L->attn_norm));
+    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_Q_PROJ, i, progress, &L->wq));
+    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_K_PROJ, i, progress, &L->wk));
+    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_V_PROJ, i, progress, &L->wv));
+    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_O_PROJ, i, progress, &L->wo));
+    ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_POST_NORM, i, progress,
+                                      &L->ffn_norm));
+    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_GATE_PROJ, i, progress,
+                                        &L->w_gate));
+    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_UP_PROJ, i, progress, &L->w_up));
+    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_DOWN_PROJ, i, progress,
+                                        &L->w_down));
+  }
+  ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_FINAL_NORM, 0, progress,
+                                    &w->final_norm));
+  if (lm_head_is_embedding) {
+    w->lm_head = w->embed;
+    return ATLAS_OK;
+  }
+  return upload_matrix(w, ck, ATLAS_LLAMA_LM_HEAD, 0, progress, &w->lm_head);
+}
+
+// ---- KV cache and scratch ----------------------------------------------------
+
+static atlas_status alloc_kv(atlas_llama_kv_cache *kv, const atlas_llama_config *c,
+                             int64_t max_seq) {
+  size_t half = (size_t)(kv_bytes(c, max_seq) / 2);
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(kv->backend, half, (void **)&kv->keys));
+  return atlas_backend_alloc(kv->backend, half, (void **)&kv->values);
+}
+
+static atlas_status alloc_scratch(atlas_llama_scratch *s,
+                                  const atlas_llama_config *c, int64_t max_seq) {
+  size_t f = sizeof(float);
+  size_t hidden = (size_t)c->hidden_size * f;
+  size_t q_dim = (size_t)(c->num_attention_heads * c->head_dim) * f;
+  size_t inter = (size_t)c->intermediate_size * f;
+  // xb and xb2 hold either a hidden vector or an attention output.
+  size_t wide = hidden > q_dim ? hidden : q_dim;
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, hidden, (void **)&s->x));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, wide, (void **)&s->xb));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, wide, (void **)&s->xb2));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, q_dim, (void **)&s->q));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, inter, (void **)&s->hb));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, inter, (void **)&s->hb2));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(
+      s->backend, (size_t)(c->num_attention_heads * max_seq) * f, (void **)&s->att));
+  return atlas_backend_alloc(s->backend, (size_t)c->vocab_size * f,
+                             (void **)&s->logits);
+}
+
+// ---- load / unload -----------------------------------------------------------
+
+// Registers `resource` or releases it on the spot when registration fails.
+static atlas_status adopt(atlas_teardown *t, const char *name,
+                          atlas_release_fn release, void *resource) {
+  atlas_status status = atlas_teardown_register(t, name, release, resource);
+  if (status != ATLAS_OK) status = atlas_status_join(status, release(resource));
+  return status;
+}
+
+static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
+                          const atlas_llama_load_options *options) {
+  const atlas_llama_config *c = &m->config;
+  bool tied = false;
+  ATLAS_RETURN_IF_ERROR(atlas_llama_check_checkpoint(c, ck, &tied));
+
+  m->weights = calloc(1, sizeof(*m->weights));
+  if (m->weights == NULL) goto oom;
+  m->weights->backend = m->backend;
+  m->weights->layer_count = c->num_hidden_layers;
+  m->weights->layers = calloc((size_t)c->num_hidden_layers, sizeof(atlas_llama_layer));
+  if (m->weights->layers == NULL) {
+    free(m->weights);
+    m->weights = NULL;
+    goto oom;
+  }
+  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "weights", release_weights, m->weights));
+  load_progress progress = {options, 0, 0};
+  ATLAS_RETURN_IF_ERROR(atlas_llama_weight_bytes(c, ck, &progress.total));
+  ATLAS_RETURN_IF_ERROR(load_weights(m->weights, ck, c, tied, &progress));
+
+  m->kv = calloc(1, sizeof(*m->kv));
+  if (m->kv == NULL) goto oom;
+  m->kv->backend = m->backend;
+  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "kv_cache", release_kv, m->kv));
+  ATLAS_RETURN_IF_ERROR(alloc_kv(m->kv, c, m->max_seq));
+
+  m->scratch = calloc(1, sizeof(*m->scratch));
+  if (m->scratch == NULL) goto oom;
+  m->scratch->backend = m->backend;
+  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "scratch", release_scratch, m->scratch));
+  ATLAS_RETURN_IF_ERROR(alloc_scratch(m->scratch, c, m->max_seq));
+
+  atlas_kernel_registry *registry = atlas_backend_kernel_registry(m->backend);
+  if (registry == NULL) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "backend %s has no kernels: create it with "
+                             "atlas_llama_module_set",
+                             atlas_backend_name(m->backend));
+  }
+  m->kernels = calloc(1, sizeof(*m->kernels));
+  if (m->kernels == NULL) goto oom;
+  atlas_kernel_registry_retain(registry);
+  m->kernels->registry = registry;
+  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "kernel_registry", release_kernels,
+                              m->kernels));
+  return atlas_forward_ctx_make(m->backend, NULL, &m->config, m->scratch, &m->ctx);
+
+oom:
+  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                           "out of host memory while building the model");
+}
+
+atlas_status atlas_llama_load(atlas_backend *backend,
+                              const atlas_checkpoint *checkpoint,
+                              const atlas_llama_config *config,
+                              const atlas_llama_load_options *options,
+                              atlas_llama_model **out_model) {
+  *out_model = NULL;
+  atlas_llama_load_options defaults = {0};
+  if (options == NULL) options = &defaults;
+  atlas_llama_model *m = calloc(1, sizeof(*m));
+  if (m == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "out of host memory while loading %s",
+                             atlas_checkpoint_dir(checkpoint));
+  }
+  m->backend = backend;
+  m->config = *config;
+  m->max_seq = resolve_max_seq(config, options->max_seq);
+  atlas_status status = atlas_teardown_create(&m->teardown);
+  if (status == ATLAS_OK) status = build(m, checkpoint, options);
+  if (status != ATLAS_OK) {
+    status = atlas_status_annotate(status, "loading the model in %s",
+                                   atlas_checkpoint_dir(checkpoint));
+    if (m->teardown != NULL) {
+      // Release what was built; the failure already explains why.
+      atlas_status_free(atlas_teardown_run(m->teardown, NULL, NULL, NULL));
+    }
+    free(m);
+    return status;
+  }
+  *out_model = m;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_llama_unload(atlas_llama_model *model,
+                                atlas_teardown_report *out_report) {
+  if (model == NULL) return ATLAS_OK;
+  atlas_status status =
+      atlas_teardown_run(model->teardown, sweep_backend, model->backend, out_report);
+  free(model);
+  return status;
+}
+
+const atlas_llama_config *atlas_llama_config_of(const atlas_llama_model *model) {
+  return &model->config;
+}
+
+int64_t atlas_llama_max_seq(const atlas_llama_model *model) {
+  return model->max_seq;
+}

@@ -1,0 +1,186 @@
+// The Llama forward pass, one token at a time, dispatched through the
+// model's ForwardContext (so the same code runs on every backend).
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/llama_kernels.h"
+#include "runtime/model/llama_model.h"
+
+#define P(x) ATLAS_ARG_PTR(x)
+#define U(x) ATLAS_ARG_U32(x)
+#define F(x) ATLAS_ARG_F32(x)
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static atlas_dim3 dim1(uint32_t x) { return (atlas_dim3){x ? x : 1, 1, 1}; }
+static uint32_t blocks(uint64_t n, uint32_t per) {
+  return (uint32_t)((n + per - 1) / per);
+}
+
+static const char *suffix(atlas_dtype dtype) {
+  switch (dtype) {
+    case ATLAS_DTYPE_F16: return "f16";
+    case ATLAS_DTYPE_BF16: return "bf16";
+    default: return "f32";
+  }
+}
+
+static atlas_status elementwise(const atlas_forward_ctx *ctx, const char *name,
+                                float *a, const float *b, uint32_t n) {
+  atlas_arg args[] = {P(a), P(b), U(n)};
+  return atlas_forward_dispatch(ctx, ATLAS_LLAMA_MODULE, name,
+                                dim1(blocks(n, 256)), dim1(256), args, COUNT(args));
+}
+
+static atlas_status rmsnorm(const atlas_forward_ctx *ctx, float *out,
+                            const float *x, const float *w) {
+  atlas_arg args[] = {P(out), P(x), P(w), U((uint32_t)ctx->config->hidden_size),
+                      F((float)ctx->config->rms_norm_eps)};
+  return atlas_forward_dispatch(ctx, ATLAS_LLAMA_MODULE, "rmsnorm", dim1(1),
+                                dim1(1024), args, COUNT(args));
+}
+
+static atlas_status matvec(const atlas_forward_ctx *ctx, float *out,
+                           const atlas_llama_matrix *w, const float *x,
+                           int64_t rows, int64_t cols) {
+  char name[32];
+  memcpy(name, "matvec_", 7);
+  strcpy(name + 7, suffix(w->dtype));
+  atlas_arg args[] = {P(out), P(w->data), P(x), U((uint32_t)rows),
+                      U((uint32_t)cols)};
+  return atlas_forward_dispatch(ctx, ATLAS_LLAMA_MODULE, name,
+                                dim1(blocks((uint64_t)rows, 8)), dim1(256), args,
+                                COUNT(args));
+}
+
+static atlas_status embed(const atlas_forward_ctx *ctx, float *out,
+                          const atlas_llama_matrix *table, uint32_t token) {
+  char name[32];
+  memcpy(name, "embed_", 6);
+  strcpy(name + 6, suffix(table->dtype));
+  uint32_t dim = (uint32_t)ctx->config->hidden_size;
+  atlas_arg args[] = {P(out), P(table->data), U(token), U(dim)};
+  return atlas_forward_dispatch(ctx, ATLAS_LLAMA_MODULE, name,
+                                dim1(blocks(dim, 256)), dim1(256), args,
+                                COUNT(args));
+}
+
+static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L,
+                          int64_t l, uint32_t pos) {
+  const atlas_forward_ctx *ctx = &m->ctx;
+  const atlas_llama_config *c = ctx->config;
+  atlas_llama_scratch *s = ctx->scratch;
+  int64_t hidden = c->hidden_size, head_dim = c->head_dim;
+  int64_t q_dim = c->num_attention_heads * head_dim;
+  int64_t kv_dim = c->num_key_value_heads * head_dim;
+  size_t layer_off = (size_t)(l * m->max_seq * kv_dim);
+  float *k = m->kv->keys + layer_off + (size_t)pos * (size_t)kv_dim;
+  float *v = m->kv->values + layer_off + (size_t)pos * (size_t)kv_dim;
+
+  ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->attn_norm));
+  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->q, &L->wq, s->xb, q_dim, hidden));
+  // Keys and values go straight into this position of the cache.
+  ATLAS_RETURN_IF_ERROR(matvec(ctx, k, &L->wk, s->xb, kv_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(matvec(ctx, v, &L->wv, s->xb, kv_dim, hidden));
+  uint32_t n_heads = (uint32_t)c->num_attention_heads;
+  atlas_arg rope_args[] = {P(s->q), P(k), U(pos), U(n_heads),
+                           U((uint32_t)c->num_key_value_heads),
+                           U((uint32_t)head_dim), F((float)c->rope_theta)};
+  ATLAS_RETURN_IF_ERROR(atlas_forward_dispatch(
+      ctx, ATLAS_LLAMA_MODULE, "rope",
+      dim1(blocks((uint64_t)n_heads * (uint64_t)head_dim / 2, 256)), dim1(256),
+      rope_args, COUNT(rope_args)));
+  atlas_arg att_args[] = {P(s->xb2), P(s->q), P(m->kv->keys + layer_off),
+                          P(m->kv->values + layer_off), P(s->att), U(n_heads),
+                          U((uint32_t)c->num_key_value_heads),
+                          U((uint32_t)head_dim), U(pos + 1)};
+  ATLAS_RETURN_IF_ERROR(atlas_forward_dispatch(ctx, ATLAS_LLAMA_MODULE,
+                                               "attention", dim1(n_heads),
+                                               dim1(256), att_args,
+                                               COUNT(att_args)));
+  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->xb, &L->wo, s->xb2, hidden, q_dim));
+  ATLAS_RETURN_IF_ERROR(elementwise(ctx, "add", s->x, s->xb, (uint32_t)hidden));
+
+  ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->ffn_norm));
+  int64_t inter = c->intermediate_size;
+  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb, &L->w_gate, s->xb, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb2, &L->w_up, s->xb, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(elementwise(ctx, "silu_mul", s->hb, s->hb2, (uint32_t)inter));
+  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->xb, &L->w_down, s->hb, hidden, inter));
+  return elementwise(ctx, "add", s->x, s->xb, (uint32_t)hidden);
+}
+
+atlas_status atlas_llama_forward(atlas_llama_model *m, uint32_t token,
+                                 uint32_t pos, float *out_logits) {
+  const atlas_llama_config *c = &m->config;
+  if ((int64_t)token >= c->vocab_size) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "token %u is outside the vocabulary (%lld ids)",
+                             token, (long long)c->vocab_size);
+  }
+  if ((int64_t)pos >= m->max_seq) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "position %u is past the KV cache (%lld positions)",
+                             pos, (long long)m->max_seq);
+  }
+  atlas_llama_scratch *s = m->scratch;
+  const atlas_llama_weights *w = m->weights;
+  ATLAS_RETURN_IF_ERROR(embed(&m->ctx, s->x, &w->embed, token));
+  for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
+    ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
+        layer(m, &w->layers[l], l, pos), "layer %lld", (long long)l));
+  }
+  ATLAS_RETURN_IF_ERROR(rmsnorm(&m->ctx, s->xb, s->x, w->final_norm));
+  ATLAS_RETURN_IF_ERROR(
+      matvec(&m->ctx, s->logits, &w->lm_head, s->xb, c->vocab_size, c->hidden_size));
+  return atlas_backend_d2h_on_stream(m->backend, out_logits, s->logits,
+                                     (size_t)c->vocab_size * sizeof(float),
+                                     m->ctx.stream);
+}
+
+static uint32_t argmax(const float *v, size_t n) {
+  size_t best = 0;
+  for (size_t i = 1; i < n; ++i) {
+    if (v[i] > v[best]) best = i;
+  }
+  return (uint32_t)best;
+}
+
+atlas_status atlas_llama_generate(atlas_llama_model *m, const uint32_t *prompt,
+                                  size_t prompt_len, size_t steps,
+                                  uint32_t *out_tokens, atlas_logits_sink sink,
+                                  void *sink_ctx) {
+  if (prompt_len == 0) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "generation needs at least one prompt token");
+  }
+  size_t forwards = prompt_len + (steps > 0 ? steps - 1 : 0);
+  if ((int64_t)forwards > m->max_seq) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%zu prompt tokens and %zu steps need %zu "
+                             "positions; the KV cache holds %lld",
+                             prompt_len, steps, forwards, (long long)m->max_seq);
+  }
+  size_t vocab = (size_t)m->config.vocab_size;
+  float *logits = malloc(vocab * sizeof(float));
+  if (logits == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "cannot allocate %zu logits", vocab);
+  }
+  atlas_status status = ATLAS_OK;
+  uint32_t token = prompt[0];
+  size_t generated = 0;
+  for (size_t pos = 0; status == ATLAS_OK && pos < forwards; ++pos) {
+    status = atlas_llama_forward(m, token, (uint32_t)pos, logits);
+    if (status == ATLAS_OK && sink != NULL) status = sink(sink_ctx, logits, vocab);
+    if (status != ATLAS_OK) break;
+    if (pos + 1 < prompt_len) {
+      token = prompt[pos + 1];
+    } else {
+      token = argmax(logits, vocab);
+      if (generated < steps) out_tokens[generated++] = token;
+    }
+  }
+  free(logits);
+  return status;
+}

@@ -1,0 +1,327 @@
+// The Llama forward pass on the host backend against an independent
+// double-precision reference, plus loading, teardown and determinism.
+#include "runtime/model/llama.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kernels/llama_host.h"
+#include "kernels/llama_kernels.h"
+#include "runtime/host_backend.h"
+#include "runtime/model/config_tensors.h"
+#include "tests/runtime/test_util.h"
+#include "tools/make_checkpoint_lib.h"
+
+namespace {
+
+std::string MakeCheckpoint(const std::string &leaf, atlas_dtype dtype,
+                           bool tied = false, int shards = 1,
+                           uint64_t seed = 7) {
+  const char *tmp = getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + leaf;
+  atlas_make_checkpoint_options o{};
+  o.out_dir = dir.c_str();
+  o.seed = seed;
+  EXPECT_OK(atlas_make_checkpoint_preset("tiny", &o.config));
+  o.config.tie_word_embeddings = tied;
+  o.dtype = dtype;
+  o.shards = shards;
+  EXPECT_OK(atlas_make_checkpoint_write(&o));
+  return dir;
+}
+
+// ---- an independent reference: plain loops in double --------------------
+
+struct RefModel {
+  atlas_llama_config c;
+  const atlas_checkpoint *ck;
+
+  std::vector<double> Tensor(const std::string &name) const {
+    atlas_checkpoint_tensor t;
+    StatusResult r = Take(atlas_checkpoint_find(ck, name.c_str(), &t));
+    EXPECT_EQ(r.code, ATLAS_STATUS_OK) << r.message;
+    std::vector<double> out(t.tensor->elements);
+    const unsigned char *p = static_cast<const unsigned char *>(t.tensor->data);
+    for (uint64_t i = 0; i < t.tensor->elements; ++i) {
+      if (t.tensor->dtype == ATLAS_DTYPE_F32) {
+        float f;
+        memcpy(&f, p + i * 4, 4);
+        out[i] = f;
+      } else {
+        uint16_t h;
+        memcpy(&h, p + i * 2, 2);
+        if (t.tensor->dtype == ATLAS_DTYPE_BF16) {
+          uint32_t bits = (uint32_t)h << 16;
+          float f;
+          memcpy(&f, &bits, 4);
+          out[i] = f;
+        } else {
+          // IEEE half by hand (independent of the runtime's converter).
+          int sign = h >> 15, exp = (h >> 10) & 31, man = h & 1023;
+          double v = exp == 0 ? std::ldexp(man, -24)
+                              : std::ldexp(1024 + man, exp - 25);
+          out[i] = sign ? -v : v;
+        }
+      }
+    }
+    return out;
+  }
+
+  std::string L(int l, const char *suffix) const {
+    return "model.layers." + std::to_string(l) + "." + suffix;
+  }
+
+  static std::vector<double> MatVec(const std::vector<double> &w,
+                                    const std::vector<double> &x, size_t rows) {
+    size_t cols = x.size();
+    std::vector<double> out(rows, 0.0);
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t k = 0; k < cols; ++k) out[r] += w[r * cols + k] * x[k];
+    return out;
+  }
+
+  std::vector<double> Norm(const std::vector<double> &x,
+                           const std::vector<double> &w) const {
+    double ss = 0;
+    for (double v : x) ss += v * v;
+    double scale = 1.0 / std::sqrt(ss / x.size() + c.rms_norm_eps);
+    std::vector<double> out(x.size());
+    for (size_t i = 0; i < x.size(); ++i) out[i] = w[i] * x[i] * scale;
+    return out;
+  }
+
+  void Rope(std::vector<double> &v, size_t heads, size_t pos) const {
+    size_t hd = (size_t)c.head_dim, half = hd / 2;
+    for (size_t h = 0; h < heads; ++h) {
+      for (size_t i = 0; i < half; ++i) {
+        double inv_freq = 1.0 / std::pow(c.rope_theta, (2.0 * i) / hd);
+        double a = pos * inv_freq;
+        double x0 = v[h * hd + i], x1 = v[h * hd + i + half];
+        v[h * hd + i] = x0 * std::cos(a) - x1 * std::sin(a);
+        v[h * hd + i + half] = x1 * std::cos(a) + x0 * std::sin(a);
+      }
+    }
+  }
+
+  // Logits for every position of `tokens` (full causal attention).
+  std::vector<std::vector<double>> Run(const std::vector<uint32_t> &tokens) const {
+    size_t H = (size_t)c.hidden_size, hd = (size_t)c.head_dim;
+    size_t nh = (size_t)c.num_attention_heads, nkv = (size_t)c.num_key_value_heads;
+    std::vector<double> emb = Tensor("model.embed_tokens.weight");
+    std::vector<double> head =
+        c.tie_word_embeddings ? emb : Tensor("lm_head.weight");
+    std::vector<std::vector<std::vector<double>>> K(c.num_hidden_layers),
+        V(c.num_hidden_layers);
+    std::vector<std::vector<double>> all;
+    for (size_t pos = 0; pos < tokens.size(); ++pos) {
+      std::vector<double> x(emb.begin() + tokens[pos] * H,
+                            emb.begin() + (tokens[pos] + 1) * H);
+      for (int l = 0; l < c.num_hidden_layers; ++l) {
+        std::vector<double> xb = Norm(x, Tensor(L(l, "input_layernorm.weight")));
+        std::vector<double> q = MatVec(Tensor(L(l, "self_attn.q_proj.weight")), xb, nh * hd);
+        std::vector<double> k = MatVec(Tensor(L(l, "self_attn.k_proj.weight")), xb, nkv * hd);
+        std::vector<double> v = MatVec(Tensor(L(l, "self_attn.v_proj.weight")), xb, nkv * hd);
+        Rope(q, nh, pos);
+        Rope(k, nkv, pos);
+        K[l].push_back(k);
+        V[l].push_back(v);
+        std::vector<double> att(nh * hd, 0.0);
+        for (size_t h = 0; h < nh; ++h) {
+          size_t kvh = h / (nh / nkv);
+          std::vector<double> s(pos + 1);
+          double mx = -1e300;
+          for (size_t t = 0; t <= pos; ++t) {
+            double d = 0;
+            for (size_t i = 0; i < hd; ++i) d += q[h * hd + i] * K[l][t][kvh * hd + i];
+            s[t] = d / std::sqrt((double)hd);
+            mx = std::max(mx, s[t]);
+          }
+          double sum = 0;
+          for (double &e : s) sum += (e = std::exp(e - mx));
+          for (size_t t = 0; t <= pos; ++t)
+            for (size_t i = 0; i < hd; ++i)
+              att[h * hd + i] += s[t] / sum * V[l][t][kvh * hd + i];
+        }
+        std::vector<double> o = MatVec(Tensor(L(l, "self_attn.o_proj.weight")), att, H);
+        for (size_t i = 0; i < H; ++i) x[i] += o[i];
+        xb = Norm(x, Tensor(L(l, "post_attention_layernorm.weight")));
+        size_t I = (size_t)c.intermediate_size;
+        std::vector<double> g = MatVec(Tensor(L(l, "mlp.gate_proj.weight")), xb, I);
+        std::vector<double> u = MatVec(Tensor(L(l, "mlp.up_proj.weight")), xb, I);
+        for (size_t i = 0; i < I; ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+        std::vector<double> d = MatVec(Tensor(L(l, "mlp.down_proj.weight")), g, H);
+        for (size_t i = 0; i < H; ++i) x[i] += d[i];
+      }
+      x = Norm(x, Tensor("model.norm.weight"));
+      all.push_back(MatVec(head, x, (size_t)c.vocab_size));
+    }
+    return all;
+  }
+};
+
+// A model on a fresh host backend, and everything needed to close it.
+struct Loaded {
+  atlas_backend *backend = nullptr;
+  atlas_checkpoint *ck = nullptr;
+  atlas_llama_config config{};
+  atlas_llama_model *model = nullptr;
+
+  void Open(const std::string &dir) {
+    atlas_backend_options o{};
+    o.modules = &atlas_llama_module_set;
+    ASSERT_OK(atlas_host_backend_create(&o, &backend));
+    ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
+    ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
+    atlas_llama_load_options lo{};
+    lo.max_seq = 32;
+    ASSERT_OK(atlas_llama_load(backend, ck, &config, &lo, &model));
+  }
+  ~Loaded() {
+    if (model) {
+      atlas_teardown_report r;
+      EXPECT_OK(atlas_llama_unload(model, &r));
+      EXPECT_EQ(r.sweep.count, 0u) << (r.sweep.sites ? r.sweep.sites : "");
+      EXPECT_EQ(r.failed, 0u);
+      atlas_sweep_result_free(&r.sweep);
+      EXPECT_EQ(atlas_backend_live_alloc_count(backend), 0u);
+    }
+    if (ck) atlas_checkpoint_close(ck);
+    if (backend) EXPECT_OK(atlas_backend_destroy(backend));
+  }
+};
+
+struct Collected {
+  std::vector<std::vector<float>> steps;
+};
+
+atlas_status Collect(void *ctx, const float *logits, size_t n) {
+  static_cast<Collected *>(ctx)->steps.emplace_back(logits, logits + n);
+  return ATLAS_OK;
+}
+
+class LlamaForward : public ::testing::TestWithParam<std::tuple<atlas_dtype, bool>> {};
+
+TEST_P(LlamaForward, MatchesDoublePrecisionReference) {
+  atlas_dtype dtype = std::get<0>(GetParam());
+  bool tied = std::get<1>(GetParam());
+  std::string dir = MakeCheckpoint("ref_" + std::to_string(dtype) +
+                                       (tied ? "_tied" : ""),
+                                   dtype, tied);
+  Loaded m;
+  m.Open(dir);
+  ASSERT_NE(m.model, nullptr);
+  std::vector<uint32_t> prompt = {1, 5, 9, 2};
+  const size_t steps = 6;
+  std::vector<uint32_t> out(steps);
+  Collected got;
+  ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), steps,
+                                 out.data(), Collect, &got));
+  ASSERT_EQ(got.steps.size(), prompt.size() + steps - 1);
+  // Feed the reference the same token sequence the model consumed.
+  std::vector<uint32_t> seq = prompt;
+  seq.insert(seq.end(), out.begin(), out.end() - 1);
+  RefModel ref{m.config, m.ck};
+  std::vector<std::vector<double>> want = ref.Run(seq);
+  double max_err = 0, max_ref = 0;
+  for (size_t s = 0; s < want.size(); ++s) {
+    for (size_t i = 0; i < want[s].size(); ++i) {
+      max_err = std::max(max_err, std::fabs(want[s][i] - got.steps[s][i]));
+      max_ref = std::max(max_ref, std::fabs(want[s][i]));
+    }
+  }
+  EXPECT_GT(max_ref, 1e-3) << "logits should not be trivially zero";
+  EXPECT_LT(max_err / max_ref, 1e-4) << "max abs error " << max_err;
+  // Greedy: every generated token is the argmax of the previous step.
+  for (size_t g = 0; g < steps; ++g) {
+    const std::vector<double> &row = want[prompt.size() - 1 + g];
+    size_t best = std::max_element(row.begin(), row.end()) - row.begin();
+    EXPECT_EQ(out[g], best) << "step " << g;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Dtypes, LlamaForward,
+    ::testing::Values(std::make_tuple(ATLAS_DTYPE_F32, false),
+                      std::make_tuple(ATLAS_DTYPE_F16, false),
+                      std::make_tuple(ATLAS_DTYPE_BF16, true)));
+
+TEST(Llama, GenerationIsDeterministicAcrossLoads) {
+  std::string dir = MakeCheckpoint("det", ATLAS_DTYPE_F32, false, 2);
+  std::vector<uint32_t> prompt = {3, 4};
+  std::vector<uint32_t> a(8), b(8);
+  {
+    Loaded m;
+    m.Open(dir);
+    ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), 2, 8, a.data(),
+                                   nullptr, nullptr));
+  }
+  {
+    Loaded m;
+    m.Open(dir);
+    ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), 2, 8, b.data(),
+                                   nullptr, nullptr));
+  }
+  EXPECT_EQ(a, b);
+}
+
+TEST(Llama, BadTokensAndPositionsAreClearErrors) {
+  Loaded m;
+  m.Open(MakeCheckpoint("bad", ATLAS_DTYPE_F32));
+  std::vector<float> logits(m.config.vocab_size);
+  EXPECT_STATUS(atlas_llama_forward(m.model, 64, 0, logits.data()),
+                ATLAS_STATUS_INVALID_ARGUMENT, "outside the vocabulary");
+  EXPECT_STATUS(atlas_llama_forward(m.model, 1, 32, logits.data()),
+                ATLAS_STATUS_INVALID_ARGUMENT, "past the KV cache");
+  uint32_t p = 1, out[64];
+  EXPECT_STATUS(atlas_llama_generate(m.model, &p, 1, 40, out, nullptr, nullptr),
+                ATLAS_STATUS_INVALID_ARGUMENT, "the KV cache holds 32");
+}
+
+TEST(Llama, FailedLoadAtEveryAllocationLeavesNothing) {
+  std::string dir = MakeCheckpoint("faults", ATLAS_DTYPE_BF16);
+  atlas_checkpoint *ck = nullptr;
+  ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
+  atlas_llama_config config;
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
+  atlas_backend_options o{};
+  o.modules = &atlas_llama_module_set;
+  atlas_backend *b = nullptr;
+  ASSERT_OK(atlas_host_backend_create(&o, &b));
+  // Count what a clean load does.
+  atlas_llama_model *model = nullptr;
+  uint64_t a0 = atlas_backend_op_count(b, ATLAS_FAULT_ALLOC);
+  uint64_t c0 = atlas_backend_op_count(b, ATLAS_FAULT_COPY);
+  ASSERT_OK(atlas_llama_load(b, ck, &config, nullptr, &model));
+  uint64_t allocs = atlas_backend_op_count(b, ATLAS_FAULT_ALLOC) - a0;
+  uint64_t copies = atlas_backend_op_count(b, ATLAS_FAULT_COPY) - c0;
+  ASSERT_OK(atlas_llama_unload(model, nullptr));
+  ASSERT_GT(allocs, 10u);
+  for (int kind = 0; kind < 2; ++kind) {
+    uint64_t n = kind == 0 ? allocs : copies;
+    for (uint64_t k = 1; k <= n; ++k) {
+      atlas_backend_inject_fault(b, kind == 0 ? ATLAS_FAULT_ALLOC : ATLAS_FAULT_COPY, k);
+      StatusResult r = Take(atlas_llama_load(b, ck, &config, nullptr, &model));
+      ASSERT_EQ(r.code, ATLAS_STATUS_ABORTED) << "k=" << k << ": " << r.message;
+      EXPECT_NE(r.message.find(dir), std::string::npos) << r.message;
+      EXPECT_EQ(model, nullptr);
+      ASSERT_EQ(atlas_backend_live_alloc_count(b), 0u) << "fault " << k;
+    }
+  }
+  atlas_backend_inject_fault(b, ATLAS_FAULT_ALLOC, 0);
+  atlas_backend_inject_fault(b, ATLAS_FAULT_COPY, 0);
+  atlas_checkpoint_close(ck);
+  ASSERT_OK(atlas_backend_destroy(b));
+}
+
+TEST(Llama, KernelTableIsComplete) {
+  for (size_t i = 0; i < ATLAS_LLAMA_KERNEL_COUNT; ++i) {
+    EXPECT_NE(atlas_llama_kernel_defs[i].name, nullptr) << i;
+    EXPECT_NE(atlas_llama_kernel_defs[i].host_fn, nullptr) << i;
+  }
+}
+
+}  // namespace
