@@ -1,6 +1,7 @@
 // The checkpoint generator: bit-exact conversions, byte-identical output for
 // a seed on every machine, and the two demo models the build embeds.
 #include "tools/make_checkpoint_lib.h"
+#include "tools/make_checkpoint_demo_models.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -258,6 +259,33 @@ TEST(DemoModels, LoadAndDiffer) {
   // tiny-a is the tiny preset with seed 1: the same bytes as generated here.
   EXPECT_EQ(Fnv1a(ReadAll("tools/demo_models/tiny-a/model.safetensors")),
             kTinyF32Seed1Hash);
+}
+
+TEST(DemoModels, EmbeddedCopiesMatchTheFiles) {
+  ASSERT_EQ(atlas_demo_model_count(), 2u);
+  EXPECT_EQ(atlas_demo_model_at(2), nullptr);
+  EXPECT_EQ(atlas_demo_model_find("nope"), nullptr);
+  for (const char *name : {"tiny-a", "tiny-b"}) {
+    SCOPED_TRACE(name);
+    const atlas_demo_model *m = atlas_demo_model_find(name);
+    ASSERT_NE(m, nullptr);
+    std::string dir = std::string("tools/demo_models/") + name;
+    EXPECT_EQ(std::string(m->config_json, m->config_bytes),
+              ReadAll(dir + "/config.json"));
+    EXPECT_EQ(m->config_json[m->config_bytes], '\0');
+    EXPECT_EQ(std::string(reinterpret_cast<const char *>(m->weights),
+                          m->weights_bytes),
+              ReadAll(dir + "/model.safetensors"));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(m->weights) % 64, 0u);
+    atlas_llama_config c = {};
+    ATLAS_ASSERT_OK(
+        atlas_llama_config_parse(m->config_json, m->config_bytes, name, &c));
+    atlas_checkpoint *ck = nullptr;
+    ATLAS_ASSERT_OK(atlas_checkpoint_open_buffer(m->weights, m->weights_bytes,
+                                                 name, &ck));
+    ATLAS_ASSERT_OK(atlas_llama_check_checkpoint(&c, ck, nullptr));
+    atlas_checkpoint_close(ck);
+  }
 }
 
 }  // namespace
