@@ -47,6 +47,9 @@ typedef struct atlas_backend_options {
   // Host backend only: refuse allocations past this many live bytes
   // (0: unlimited). Lets CI exercise out-of-memory and budget paths.
   size_t capacity_bytes;
+  // Host backend only: draw from a pool shared with other host backends
+  // (one simulated device); overrides capacity_bytes.
+  struct atlas_host_pool *host_pool;
   // > 0: the k-th module load while building the backend fails.
   size_t fail_module_load_at;
 } atlas_backend_options;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "runtime/backend_impl.h"
+#include "runtime/host_pool.h"
 
 typedef enum node_kind { NODE_LAUNCH, NODE_MEMSET, NODE_COPY } node_kind;
 
@@ -43,8 +44,8 @@ struct atlas_event {
 typedef struct host_backend {
   atlas_backend base;  // first member: the backend contract
   atlas_stream default_stream;
-  size_t capacity_bytes;  // 0: unlimited
-  size_t raw_live_bytes;  // including red zones; guarded by base.state_mutex
+  atlas_host_pool *pool;  // NULL: unlimited
+  bool owns_pool;         // made from options.capacity_bytes
 } host_backend;
 
 static host_backend *as_host(atlas_backend *b) { return (host_backend *)b; }
@@ -55,25 +56,10 @@ static atlas_status host_raw_alloc(atlas_backend *b, size_t bytes,
                                    atlas_mem_kind kind, void **out_ptr) {
   (void)kind;
   host_backend *h = as_host(b);
-  pthread_mutex_lock(&b->state_mutex);
-  bool over = h->capacity_bytes != 0 &&
-              (bytes > h->capacity_bytes ||
-               h->raw_live_bytes > h->capacity_bytes - bytes);
-  size_t in_use = h->raw_live_bytes;
-  if (!over) h->raw_live_bytes += bytes;
-  pthread_mutex_unlock(&b->state_mutex);
-  if (over) {
-    return atlas_status_make(
-        ATLAS_STATUS_OUT_OF_MEMORY,
-        "out of memory: %zu bytes requested, %zu of the %zu-byte capacity "
-        "in use",
-        bytes, in_use, h->capacity_bytes);
-  }
+  if (h->pool != NULL) ATLAS_RETURN_IF_ERROR(atlas_host_pool_reserve(h->pool, bytes));
   void *p = NULL;
   if (posix_memalign(&p, 64, bytes) != 0) {
-    pthread_mutex_lock(&b->state_mutex);
-    h->raw_live_bytes -= bytes;
-    pthread_mutex_unlock(&b->state_mutex);
+    if (h->pool != NULL) atlas_host_pool_release(h->pool, bytes);
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "out of host memory: malloc of %zu bytes failed",
                              bytes);
@@ -86,9 +72,8 @@ static atlas_status host_raw_free(atlas_backend *b, void *ptr, size_t bytes,
                                   atlas_mem_kind kind) {
   (void)kind;
   free(ptr);
-  pthread_mutex_lock(&b->state_mutex);
-  as_host(b)->raw_live_bytes -= bytes;
-  pthread_mutex_unlock(&b->state_mutex);
+  host_backend *h = as_host(b);
+  if (h->pool != NULL) atlas_host_pool_release(h->pool, bytes);
   return ATLAS_OK;
 }
 
@@ -522,17 +507,15 @@ static size_t physical_bytes(int name) {
 
 static atlas_status host_total_memory(atlas_backend *b, size_t *out) {
   host_backend *h = as_host(b);
-  *out = h->capacity_bytes ? h->capacity_bytes : physical_bytes(_SC_PHYS_PAGES);
+  *out = h->pool ? atlas_host_pool_capacity(h->pool)
+                 : physical_bytes(_SC_PHYS_PAGES);
   return ATLAS_OK;
 }
 
 static atlas_status host_device_free_memory(atlas_backend *b, size_t *out) {
   host_backend *h = as_host(b);
-  pthread_mutex_lock(&b->state_mutex);
-  size_t used = h->raw_live_bytes;
-  pthread_mutex_unlock(&b->state_mutex);
-  if (h->capacity_bytes) {
-    *out = h->capacity_bytes - used;
+  if (h->pool != NULL) {
+    *out = atlas_host_pool_capacity(h->pool) - atlas_host_pool_used(h->pool);
   } else {
     *out = physical_bytes(_SC_AVPHYS_PAGES);
   }
@@ -577,6 +560,7 @@ static atlas_status host_destroy(atlas_backend *b) {
   bool aborted = false;
   atlas_status status = host_abort_capture(b, &h->default_stream, &aborted);
   status = atlas_status_join(status, atlas_backend_base_deinit(b));
+  if (h->owns_pool) atlas_host_pool_destroy(h->pool);
   free(h);
   return status;
 }
@@ -669,12 +653,22 @@ atlas_status atlas_host_backend_create(const atlas_backend_options *options,
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "host backend: cannot allocate");
   }
-  h->capacity_bytes = options->capacity_bytes;
+  atlas_status status = ATLAS_OK;
+  if (options->host_pool != NULL) {
+    h->pool = options->host_pool;
+  } else if (options->capacity_bytes != 0) {
+    status = atlas_host_pool_create(options->capacity_bytes, &h->pool);
+    h->owns_pool = status == ATLAS_OK;
+  }
+  if (status != ATLAS_OK) {
+    free(h);
+    return status;
+  }
   atlas_backend_mem_ops mem = {host_raw_alloc, host_raw_free, host_read,
                                host_fill};
-  atlas_status status = atlas_backend_base_init(&h->base, &kHostVtable, mem,
-                                                "host");
+  status = atlas_backend_base_init(&h->base, &kHostVtable, mem, "host");
   if (status != ATLAS_OK) {
+    if (h->owns_pool) atlas_host_pool_destroy(h->pool);
     free(h);
     return atlas_status_annotate(status, "creating the host backend");
   }
