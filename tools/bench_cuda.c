@@ -1,6 +1,7 @@
 // `bench cuda`: the CUDA backend against the raw driver, side by side in one
 // run. Each case alternates batches of the backend path and the raw path on
-// the same stream and kernel, and reports medians and their ratio.
+// the same stream and kernel (rotating which goes first), and reports medians
+// and their ratio.
 #include "tools/bench_cuda.h"
 
 #include <stdio.h>
@@ -55,75 +56,134 @@ static int cu_failed(bench_ctx *c, CUresult r, const char *what) {
 static void row(const char *name, double backend, double raw,
                 const char *unit, const char *goal) {
   if (raw > 0) {
-    printf("%-34s %10.3f %-3s %10.3f %-3s %7.3fx  %s\n", name, backend, unit,
+    printf("%-36s %10.3f %-3s %10.3f %-3s %7.3fx  %s\n", name, backend, unit,
            raw, unit, backend / raw, goal);
   } else {
-    printf("%-34s %10.3f %-3s %14s %8s  %s\n", name, backend, unit, "", "",
+    printf("%-36s %10.3f %-3s %14s %8s  %s\n", name, backend, unit, "", "",
            goal);
   }
 }
 
+// ---- measuring ------------------------------------------------------------------
+
+// One way of doing the measured operation n times and waiting for it.
+typedef struct variant {
+  int (*run)(bench_ctx *c, void *arg, int n);  // nonzero on failure
+  void *arg;
+} variant;
+
+enum { MAX_VARIANTS = 4, WARM_UP_US = 300000 };
+
+// Times `count` variants of an operation (variant 0: the raw driver) over
+// c->rounds rounds, rotating which goes first so clock ramps and drift fall
+// on all of them alike, after a warm-up of at least WARM_UP_US (an idle GPU
+// starts at a low clock). out_us[v]: median microseconds per operation.
+static int measure(bench_ctx *c, const variant *v, int count, int n,
+                   double *out_us) {
+  double *t[MAX_VARIANTS];
+  for (int k = 0; k < count; ++k) t[k] = calloc((size_t)c->rounds, sizeof(double));
+  int err = 0;
+  double warm_start = now_us();
+  do {
+    for (int k = 0; k < count && !err; ++k) err |= v[k].run(c, v[k].arg, n);
+  } while (!err && now_us() - warm_start < WARM_UP_US);
+  for (int r = 0; r < c->rounds && !err; ++r) {
+    for (int j = 0; j < count && !err; ++j) {
+      int k = (r + j) % count;
+      double t0 = now_us();
+      err |= v[k].run(c, v[k].arg, n);
+      t[k][r] = (now_us() - t0) / n;
+    }
+  }
+  for (int k = 0; k < count; ++k) {
+    out_us[k] = err ? 0 : median(t[k], c->rounds);
+    free(t[k]);
+  }
+  return err;
+}
+
 // ---- launches ------------------------------------------------------------------
+
+static const atlas_launch_config kOneThread = {{1, 1, 1}, {1, 1, 1}, 0, NULL};
+
+static int raw_launches(bench_ctx *c, void *arg, int n) {
+  CUfunction fn = (CUfunction)arg;
+  for (int i = 0; i < n; ++i) {
+    if (cu_failed(c, c->cu->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, c->stream,
+                                           NULL, NULL),
+                  "cuLaunchKernel")) {
+      return 1;
+    }
+  }
+  return cu_failed(c, c->cu->cuStreamSynchronize(c->stream), "sync");
+}
+
+static int backend_launches(bench_ctx *c, void *arg, int n) {
+  const atlas_kernel *k = arg;
+  for (int i = 0; i < n; ++i) {
+    if (failed(atlas_backend_launch(c->b, k, &kOneThread, NULL), "launch")) {
+      return 1;
+    }
+  }
+  return failed(atlas_backend_stream_synchronize(c->b, NULL), "synchronize");
+}
+
+static int backend_typed_launches(bench_ctx *c, void *arg, int n) {
+  const atlas_kernel *k = arg;
+  for (int i = 0; i < n; ++i) {
+    if (failed(atlas_backend_launch_typed(c->b, k, &kOneThread, NULL, 0),
+               "launch_typed")) {
+      return 1;
+    }
+  }
+  return failed(atlas_backend_stream_synchronize(c->b, NULL), "synchronize");
+}
 
 static int bench_launch(bench_ctx *c, const atlas_kernel *empty) {
   const int n = c->quick ? 2000 : 20000;
-  atlas_launch_config cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL};
-  CUfunction fn = (CUfunction)empty->fn;
-  double *raw = calloc((size_t)c->rounds, sizeof(double));
-  double *be = calloc((size_t)c->rounds, sizeof(double));
-  double *typed = calloc((size_t)c->rounds, sizeof(double));
-  int err = 0;
-  for (int r = -1; r < c->rounds && !err; ++r) {  // r == -1: warm-up
-    double t0 = now_us();
-    for (int i = 0; i < n && !err; ++i) {
-      err |= cu_failed(c, c->cu->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0,
-                                                c->stream, NULL, NULL),
-                       "cuLaunchKernel");
-    }
-    err |= cu_failed(c, c->cu->cuStreamSynchronize(c->stream), "sync");
-    double t1 = now_us();
-    for (int i = 0; i < n && !err; ++i) {
-      err |= failed(atlas_backend_launch(c->b, empty, &cfg, NULL), "launch");
-    }
-    err |= failed(atlas_backend_synchronize(c->b), "synchronize");
-    double t2 = now_us();
-    for (int i = 0; i < n && !err; ++i) {
-      err |= failed(atlas_backend_launch_typed(c->b, empty, &cfg, NULL, 0),
-                    "launch_typed");
-    }
-    err |= failed(atlas_backend_synchronize(c->b), "synchronize");
-    double t3 = now_us();
-    if (r >= 0) {
-      raw[r] = (t1 - t0) / n;
-      be[r] = (t2 - t1) / n;
-      typed[r] = (t3 - t2) / n;
-    }
-  }
-  if (!err) {
-    double mr = median(raw, c->rounds);
-    row("launch empty kernel", median(be, c->rounds), mr, "us", "goal <= 1.03x");
-    row("launch_typed empty kernel", median(typed, c->rounds), mr, "us", "");
-  }
-  free(raw);
-  free(be);
-  free(typed);
-  return err;
+  variant v[3] = {{raw_launches, empty->fn},
+                  {backend_launches, (void *)empty},
+                  {backend_typed_launches, (void *)empty}};
+  double us[3];
+  if (measure(c, v, 3, n, us)) return 1;
+  row("launch empty kernel", us[1], us[0], "us", "goal <= 1.03x");
+  row("launch_typed empty kernel", us[2], us[0], "us", "");
+  return 0;
 }
 
 // ---- graph replay --------------------------------------------------------------
 
 enum { GRAPH_KERNELS = 10 };
 
+static int raw_replays(bench_ctx *c, void *arg, int n) {
+  CUgraphExec exec = arg;
+  for (int i = 0; i < n; ++i) {
+    if (cu_failed(c, c->cu->cuGraphLaunch(exec, c->stream), "cuGraphLaunch")) {
+      return 1;
+    }
+  }
+  return cu_failed(c, c->cu->cuStreamSynchronize(c->stream), "sync");
+}
+
+static int backend_replays(bench_ctx *c, void *arg, int n) {
+  atlas_graph *g = arg;
+  for (int i = 0; i < n; ++i) {
+    if (failed(atlas_backend_launch_graph(c->b, g, NULL), "launch_graph")) {
+      return 1;
+    }
+  }
+  return failed(atlas_backend_stream_synchronize(c->b, NULL), "synchronize");
+}
+
 static int bench_graph(bench_ctx *c, const atlas_kernel *empty) {
   const int n = c->quick ? 500 : 5000;
-  atlas_launch_config cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL};
   CUfunction fn = (CUfunction)empty->fn;
   int err = 0;
   // The backend's graph.
   atlas_graph *g = NULL;
   err |= failed(atlas_backend_begin_capture(c->b, NULL), "begin_capture");
   for (int i = 0; i < GRAPH_KERNELS && !err; ++i) {
-    err |= failed(atlas_backend_launch(c->b, empty, &cfg, NULL), "launch");
+    err |= failed(atlas_backend_launch(c->b, empty, &kOneThread, NULL), "launch");
   }
   if (!err) err |= failed(atlas_backend_end_capture(c->b, NULL, &g), "end_capture");
   // The same graph through the raw driver.
@@ -145,32 +205,15 @@ static int bench_graph(bench_ctx *c, const atlas_kernel *empty) {
                        "cuGraphInstantiateWithFlags");
     }
   }
-  double *raw = calloc((size_t)c->rounds, sizeof(double));
-  double *be = calloc((size_t)c->rounds, sizeof(double));
-  for (int r = -1; r < c->rounds && !err; ++r) {
-    double t0 = now_us();
-    for (int i = 0; i < n && !err; ++i) {
-      err |= cu_failed(c, c->cu->cuGraphLaunch(raw_exec, c->stream),
-                       "cuGraphLaunch");
-    }
-    err |= cu_failed(c, c->cu->cuStreamSynchronize(c->stream), "sync");
-    double t1 = now_us();
-    for (int i = 0; i < n && !err; ++i) {
-      err |= failed(atlas_backend_launch_graph(c->b, g, NULL), "launch_graph");
-    }
-    err |= failed(atlas_backend_synchronize(c->b), "synchronize");
-    double t2 = now_us();
-    if (r >= 0) {
-      raw[r] = (t1 - t0) / n;
-      be[r] = (t2 - t1) / n;
-    }
-  }
   if (!err) {
-    row("graph replay (10 empty kernels)", median(be, c->rounds),
-        median(raw, c->rounds), "us", "goal <= 1.05x");
+    variant v[2] = {{raw_replays, raw_exec}, {backend_replays, g}};
+    double us[2];
+    err |= measure(c, v, 2, n, us);
+    if (!err) {
+      row("graph replay (10 empty kernels)", us[1], us[0], "us",
+          "goal <= 1.05x");
+    }
   }
-  free(raw);
-  free(be);
   if (raw_exec) c->cu->cuGraphExecDestroy(raw_exec);
   if (raw_graph) c->cu->cuGraphDestroy(raw_graph);
   if (g) err |= failed(atlas_backend_destroy_graph(c->b, g), "destroy_graph");
@@ -179,37 +222,37 @@ static int bench_graph(bench_ctx *c, const atlas_kernel *empty) {
 
 // ---- alloc + free ----------------------------------------------------------------
 
+static int raw_alloc_free(bench_ctx *c, void *arg, int n) {
+  size_t bytes = *(const size_t *)arg;
+  for (int i = 0; i < n; ++i) {
+    CUdeviceptr p = 0;
+    if (cu_failed(c, c->cu->cuMemAlloc(&p, bytes), "cuMemAlloc") ||
+        cu_failed(c, c->cu->cuMemFree(p), "cuMemFree")) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int backend_alloc_free(bench_ctx *c, void *arg, int n) {
+  size_t bytes = *(const size_t *)arg;
+  for (int i = 0; i < n; ++i) {
+    void *p = NULL;
+    if (failed(atlas_backend_alloc(c->b, bytes, &p), "alloc") ||
+        failed(atlas_backend_free(c->b, p), "free")) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int bench_alloc(bench_ctx *c, size_t bytes, int n, const char *name) {
   if (c->quick) n = n / 10 > 0 ? n / 10 : 1;
-  double *raw = calloc((size_t)c->rounds, sizeof(double));
-  double *be = calloc((size_t)c->rounds, sizeof(double));
-  int err = 0;
-  for (int r = -1; r < c->rounds && !err; ++r) {
-    double t0 = now_us();
-    for (int i = 0; i < n && !err; ++i) {
-      CUdeviceptr p = 0;
-      err |= cu_failed(c, c->cu->cuMemAlloc(&p, bytes), "cuMemAlloc");
-      if (!err) err |= cu_failed(c, c->cu->cuMemFree(p), "cuMemFree");
-    }
-    double t1 = now_us();
-    for (int i = 0; i < n && !err; ++i) {
-      void *p = NULL;
-      err |= failed(atlas_backend_alloc(c->b, bytes, &p), "alloc");
-      if (!err) err |= failed(atlas_backend_free(c->b, p), "free");
-    }
-    double t2 = now_us();
-    if (r >= 0) {
-      raw[r] = (t1 - t0) / n;
-      be[r] = (t2 - t1) / n;
-    }
-  }
-  if (!err) {
-    row(name, median(be, c->rounds), median(raw, c->rounds), "us",
-        "goal <= 1.05x");
-  }
-  free(raw);
-  free(be);
-  return err;
+  variant v[2] = {{raw_alloc_free, &bytes}, {backend_alloc_free, &bytes}};
+  double us[2];
+  if (measure(c, v, 2, n, us)) return 1;
+  row(name, us[1], us[0], "us", "goal <= 1.05x");
+  return 0;
 }
 
 // ---- module load -----------------------------------------------------------------
@@ -236,9 +279,10 @@ static int bench_module_load(bench_ctx *c, const atlas_module_def *module,
     if (r == 0) first = t[r];
   }
   if (!err) {
-    char label[96];
-    snprintf(label, sizeof(label), "%s (first %.2f ms)", name, first);
-    row(label, median(t, reps), 0, "ms", goal);
+    char note[96];
+    snprintf(note, sizeof(note), "median of %d; first %.2f ms; %s", reps, first,
+             goal);
+    row(name, median(t, reps), 0, "ms", note);
   }
   free(t);
   return err;
@@ -296,7 +340,7 @@ static void usage(void) {
 int atlas_bench_cuda(int argc, char **argv) {
   bench_ctx c;
   memset(&c, 0, sizeof(c));
-  c.rounds = 9;
+  c.rounds = 15;
   int device = 0;
   for (int i = 0; i < argc; ++i) {
     if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
@@ -340,7 +384,7 @@ int atlas_bench_cuda(int argc, char **argv) {
     printf("atlas bench cuda: %s, driver API %d.%d, %d SMs, %d rounds%s\n",
            name, version / 1000, (version % 1000) / 10, sms, c.rounds,
            c.quick ? " (quick)" : "");
-    printf("%-34s %14s %14s %8s\n", "case", "backend", "raw driver", "ratio");
+    printf("%-36s %14s %14s %8s\n", "case", "backend", "raw driver", "ratio");
     err |= bench_launch(&c, empty);
   }
   if (!err) err |= bench_graph(&c, empty);
