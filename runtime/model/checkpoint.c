@@ -82,7 +82,7 @@ static atlas_checkpoint *new_checkpoint(const char *dir, const char *source) {
 // Takes ownership of `file` and makes it the only shard.
 static atlas_status adopt_single(atlas_checkpoint *ck,
                                  atlas_safetensors *file) {
-  ck->shards = calloc(1, sizeof(*ck->shards));
+  ck->shards = calloc(1, sizeof(atlas_safetensors *));
   if (ck->shards == NULL) {
     atlas_safetensors_close(file);
     return oom(ck->source);
@@ -172,7 +172,11 @@ static atlas_status load_index(const char *path, json_t **out_map,
 static atlas_status shard_names(const char *path, const json_t *map,
                                 const char ***out_names, size_t *out_count) {
   size_t n = json_object_size(map);
-  const char **names = calloc(n, sizeof(*names));
+  if (n == 0) {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS, "%s: empty weight_map",
+                             path);
+  }
+  const char **names = calloc(n, sizeof(const char *));
   if (names == NULL) return oom(path);
   size_t i = 0;
   const char *key;
@@ -196,7 +200,7 @@ static atlas_status shard_names(const char *path, const json_t *map,
     }
     names[i++] = shard;
   }
-  qsort(names, n, sizeof(*names), compare_strings);
+  qsort(names, n, sizeof(const char *), compare_strings);
   size_t unique = 0;
   for (size_t j = 0; j < n; ++j) {
     if (unique == 0 || strcmp(names[unique - 1], names[j]) != 0) {
@@ -210,14 +214,19 @@ static atlas_status shard_names(const char *path, const json_t *map,
 
 static size_t find_name(const char *const *names, size_t count,
                         const char *name) {
+  if (names == NULL || count == 0) return count;
   const char *const *hit =
-      bsearch(&name, names, count, sizeof(*names), compare_strings);
+      bsearch(&name, names, count, sizeof(const char *), compare_strings);
   return hit == NULL ? count : (size_t)(hit - names);
 }
 
 static atlas_status open_shards(atlas_checkpoint *ck, const char *const *names,
                                 size_t count) {
-  ck->shards = calloc(count, sizeof(*ck->shards));
+  if (count == 0) {  // shard_names never yields none; checked for calloc
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS, "%s: no shards",
+                             ck->source);
+  }
+  ck->shards = calloc(count, sizeof(atlas_safetensors *));
   if (ck->shards == NULL) return oom(ck->source);
   for (size_t i = 0; i < count; ++i) {
     char *path = join_path(ck->dir, names[i]);
@@ -237,6 +246,10 @@ static atlas_status open_shards(atlas_checkpoint *ck, const char *const *names,
 static atlas_status cross_check(atlas_checkpoint *ck, const json_t *map,
                                 const char *const *names) {
   size_t n = json_object_size(map);
+  if (n == 0) {  // load_index rejects this; checked again for calloc's sake
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS, "%s: empty weight_map",
+                             ck->source);
+  }
   ck->entries = calloc(n, sizeof(*ck->entries));
   if (ck->entries == NULL) return oom(ck->source);
   const char *key;
@@ -244,6 +257,11 @@ static atlas_status cross_check(atlas_checkpoint *ck, const json_t *map,
   json_object_foreach((json_t *)map, key, value) {
     const char *shard_name = json_string_value(value);
     size_t s = find_name(names, ck->shard_count, shard_name);
+    if (s >= ck->shard_count || ck->shards == NULL) {
+      return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                               "%s: shard \"%s\" was not opened", ck->source,
+                               shard_name);
+    }
     const atlas_safetensors_tensor *t =
         atlas_safetensors_lookup(ck->shards[s], key);
     if (t == NULL) {
@@ -270,6 +288,11 @@ static atlas_status cross_check(atlas_checkpoint *ck, const json_t *map,
       }
       size_t owner = find_name(names, ck->shard_count,
                                json_string_value(mapped));
+      if (owner >= ck->shard_count) {
+        return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                                 "%s: shard for tensor \"%s\" was not opened",
+                                 ck->source, name);
+      }
       if (owner != s) {
         return atlas_status_make(
             ATLAS_STATUS_DATA_LOSS,

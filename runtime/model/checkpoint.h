@@ -44,36 +44,36 @@ atlas_status atlas_checkpoint_open_buffer(const void *data, size_t size,
                                           const char *name_for_errors,
                                           atlas_checkpoint **out_checkpoint);
 
-void atlas_checkpoint_close(atlas_checkpoint *checkpoint);
+void atlas_checkpoint_close(atlas_checkpoint *ck);
 
 // The directory (or buffer name) it was opened with.
-const char *atlas_checkpoint_dir(const atlas_checkpoint *checkpoint);
+const char *atlas_checkpoint_dir(const atlas_checkpoint *ck);
 // The file that lists the tensors: model.safetensors or the index.
-const char *atlas_checkpoint_source(const atlas_checkpoint *checkpoint);
+const char *atlas_checkpoint_source(const atlas_checkpoint *ck);
 
-size_t atlas_checkpoint_shard_count(const atlas_checkpoint *checkpoint);
+size_t atlas_checkpoint_shard_count(const atlas_checkpoint *ck);
 // Shards sorted by file name; NULL when index >= count.
 const atlas_safetensors *atlas_checkpoint_shard(
-    const atlas_checkpoint *checkpoint, size_t index);
+    const atlas_checkpoint *ck, size_t index);
 
 // All tensors across shards, sorted by name.
-size_t atlas_checkpoint_tensor_count(const atlas_checkpoint *checkpoint);
+size_t atlas_checkpoint_tensor_count(const atlas_checkpoint *ck);
 // False when index >= count.
-bool atlas_checkpoint_tensor_at(const atlas_checkpoint *checkpoint,
+bool atlas_checkpoint_tensor_at(const atlas_checkpoint *ck,
                                 size_t index,
                                 atlas_checkpoint_tensor *out_tensor);
 
 // False (and *out_tensor zeroed) when absent.
-bool atlas_checkpoint_lookup(const atlas_checkpoint *checkpoint,
+bool atlas_checkpoint_lookup(const atlas_checkpoint *ck,
                              const char *name,
                              atlas_checkpoint_tensor *out_tensor);
 // As lookup; absence is NOT_FOUND naming the tensor and the checkpoint.
-atlas_status atlas_checkpoint_find(const atlas_checkpoint *checkpoint,
+atlas_status atlas_checkpoint_find(const atlas_checkpoint *ck,
                                    const char *name,
                                    atlas_checkpoint_tensor *out_tensor);
 
 // Sum of every tensor's bytes across shards.
-uint64_t atlas_checkpoint_data_bytes(const atlas_checkpoint *checkpoint);
+uint64_t atlas_checkpoint_data_bytes(const atlas_checkpoint *ck);
 
 #ifdef __cplusplus
 }  // extern "C"

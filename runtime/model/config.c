@@ -12,6 +12,7 @@
 #define MAX_CONFIG_BYTES ((long)16 * 1024 * 1024)
 
 static const char *type_word(const json_t *v) {
+  if (v == NULL) return "missing";
   switch (json_typeof(v)) {
     case JSON_OBJECT:
       return "an object";
@@ -218,6 +219,11 @@ static atlas_status parse_root(const char *path, const json_t *root,
   ATLAS_RETURN_IF_ERROR(get_bool(path, root, "tie_word_embeddings",
                                  &cfg->tie_word_embeddings));
   ATLAS_RETURN_IF_ERROR(check_unsupported(path, root));
+  // get_dim guarantees these; the check keeps the divisions below visibly safe.
+  if (cfg->num_attention_heads <= 0 || cfg->num_key_value_heads <= 0) {
+    return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                             "%s: head counts were not validated", path);
+  }
 
   if (cfg->head_dim == 0) {
     if (cfg->hidden_size % cfg->num_attention_heads != 0) {
@@ -264,7 +270,7 @@ atlas_status atlas_llama_config_parse(const char *text, size_t len,
                              path, error.text, error.line, error.column);
   }
   atlas_status status = ATLAS_OK;
-  atlas_llama_config cfg;
+  atlas_llama_config cfg = {0};
   if (!json_is_object(root)) {
     status = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                "%s: config is %s, not a JSON object", path,

@@ -89,6 +89,7 @@ void atlas_shape_format(const int64_t *shape, int rank, char *buf,
 }
 
 static const char *json_type_word(const json_t *v) {
+  if (v == NULL) return "missing";
   switch (json_typeof(v)) {
     case JSON_OBJECT:
       return "an object";
@@ -490,6 +491,30 @@ static atlas_status load_header_json(const char *path, const uint8_t *header,
   return ATLAS_OK;
 }
 
+// Moves the parsed tensors into `file` in file order and indexes them by
+// name. On failure `file` holds what it has, for atlas_safetensors_close.
+static atlas_status adopt_tensors(const char *path,
+                                  const atlas_safetensors_tensor *parsed,
+                                  const span *spans, size_t count,
+                                  atlas_safetensors *file) {
+  file->tensors = calloc(count, sizeof(atlas_safetensors_tensor));
+  file->by_name = calloc(count, sizeof(const atlas_safetensors_tensor *));
+  if (file->tensors == NULL || file->by_name == NULL) return oom(path);
+  for (size_t i = 0; i < count; ++i) {
+    atlas_safetensors_tensor *t = &file->tensors[i];
+    *t = parsed[spans[i].index];
+    t->name = dup_string(spans[i].name);
+    if (t->name == NULL) return oom(path);
+    file->count = i + 1;
+    t->file_offset = file->data_start + spans[i].begin;
+    t->data = file->base + t->file_offset;
+    file->by_name[i] = t;
+  }
+  qsort(file->by_name, count, sizeof(const atlas_safetensors_tensor *),
+        compare_by_name);
+  return ATLAS_OK;
+}
+
 // Fills file->tensors (in file order), by_name and metadata from the header.
 static atlas_status parse_entries(const char *path, const json_t *root,
                                   atlas_safetensors *file) {
@@ -528,29 +553,10 @@ static atlas_status parse_entries(const char *path, const json_t *root,
     qsort(spans, count, sizeof(*spans), compare_spans);
     status = check_coverage(path, spans, count, file->data_bytes);
   }
-  if (status == ATLAS_OK) {
-    file->tensors = calloc(count, sizeof(*file->tensors));
-    file->by_name = calloc(count, sizeof(*file->by_name));
-    if (file->tensors == NULL || file->by_name == NULL) status = oom(path);
-  }
-  for (size_t i = 0; status == ATLAS_OK && i < count; ++i) {
-    atlas_safetensors_tensor *t = &file->tensors[i];
-    *t = parsed[spans[i].index];
-    t->name = dup_string(spans[i].name);
-    if (t->name == NULL) {
-      status = oom(path);
-      break;
-    }
-    file->count = i + 1;
-    t->file_offset = file->data_start + spans[i].begin;
-    t->data = file->base + t->file_offset;
-    file->by_name[i] = t;
-  }
+  if (status == ATLAS_OK) status = adopt_tensors(path, parsed, spans, count, file);
   free(parsed);
   free(spans);
-  if (status != ATLAS_OK) return status;
-  qsort(file->by_name, count, sizeof(*file->by_name), compare_by_name);
-  return ATLAS_OK;
+  return status;
 }
 
 atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,

@@ -69,11 +69,19 @@ static atlas_status build_header(const char *path,
     for (int d = 0; !failed && d < t->rank; ++d) {
       failed = json_array_append_new(shape, json_integer(t->shape[d])) != 0;
     }
+    uint64_t end = 0;
+    if (__builtin_add_overflow(offset, bytes, &end) || end > INT64_MAX) {
+      json_decref(shape);
+      json_decref(offsets);
+      json_decref(entry);
+      json_decref(root);
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "%s: tensors exceed 2^63 bytes", path);
+    }
     failed = failed ||
              json_array_append_new(offsets, json_integer((json_int_t)offset)) ||
-             json_array_append_new(
-                 offsets, json_integer((json_int_t)(offset + bytes)));
-    offset += bytes;
+             json_array_append_new(offsets, json_integer((json_int_t)end));
+    offset = end;
     failed = failed ||
              json_object_set_new(entry, "dtype",
                                  json_string(atlas_dtype_name(t->dtype))) ||
