@@ -1,0 +1,169 @@
+// A served model: checkpoint -> its own backend -> Llama model.
+#include "runtime/model/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/llama_kernels.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/host_backend.h"
+#include "runtime/log.h"
+
+struct atlas_model {
+  atlas_model_spec spec;
+  char *dir;  // owned copy of spec.dir
+  atlas_backend *backend;
+  atlas_llama_model *llama;
+};
+
+atlas_status atlas_backend_kind_parse(const char *text,
+                                      atlas_backend_kind *out_kind) {
+  if (strcmp(text, "host") == 0) {
+    *out_kind = ATLAS_BACKEND_HOST;
+  } else if (strcmp(text, "cuda") == 0) {
+    *out_kind = ATLAS_BACKEND_CUDA;
+  } else if (strcmp(text, "auto") == 0) {
+    *out_kind = ATLAS_BACKEND_AUTO;
+  } else {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "unknown backend '%s' (expected host, cuda or auto)",
+                             text);
+  }
+  return ATLAS_OK;
+}
+
+static const char *spec_name(const atlas_model_spec *spec) {
+  return spec->dir != NULL ? spec->dir
+                           : (spec->embedded ? spec->embedded->name : "(none)");
+}
+
+// Opens the checkpoint and its config; nothing touches a device.
+static atlas_status open_checkpoint(const atlas_model_spec *spec,
+                                    atlas_checkpoint **out_ck,
+                                    atlas_llama_config *out_config) {
+  *out_ck = NULL;
+  if (spec->dir != NULL) {
+    char path[4096];
+    int n = snprintf(path, sizeof(path), "%s/config.json", spec->dir);
+    if (n < 0 || (size_t)n >= sizeof(path)) {
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "model directory path is too long: %s", spec->dir);
+    }
+    ATLAS_RETURN_IF_ERROR(atlas_llama_config_load(path, out_config));
+    return atlas_checkpoint_open(spec->dir, out_ck);
+  }
+  if (spec->embedded == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "model spec names neither a directory nor an "
+                             "embedded checkpoint");
+  }
+  const atlas_embedded_checkpoint *e = spec->embedded;
+  ATLAS_RETURN_IF_ERROR(atlas_llama_config_parse(e->config_json, e->config_size,
+                                                 e->name, out_config));
+  return atlas_checkpoint_open_buffer(e->safetensors, e->safetensors_size,
+                                      e->name, out_ck);
+}
+
+static atlas_status create_backend(const atlas_model_spec *spec,
+                                   atlas_backend **out) {
+  atlas_backend_options o;
+  memset(&o, 0, sizeof(o));
+  o.modules = &atlas_llama_module_set;
+  o.device = spec->device;
+  o.host_pool = spec->host_pool;
+  o.fail_module_load_at = spec->fail_module_load_at;
+  atlas_status status;
+  switch (spec->backend) {
+    case ATLAS_BACKEND_HOST:
+      status = atlas_host_backend_create(&o, out);
+      break;
+    case ATLAS_BACKEND_CUDA:
+      status = atlas_cuda_backend_create(&o, out);
+      break;
+    default:
+      status = atlas_cuda_backend_create(&o, out);
+      if (atlas_status_code_of(status) == ATLAS_STATUS_UNAVAILABLE) {
+        atlas_log("backend auto: using the host (%s)", atlas_status_message(status));
+        atlas_status_free(status);
+        status = atlas_host_backend_create(&o, out);
+      }
+      break;
+  }
+  if (status == ATLAS_OK && spec->fault_at != 0) {
+    atlas_backend_inject_fault(*out, spec->fault_kind, spec->fault_at);
+  }
+  return status;
+}
+
+atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
+                                        uint64_t *out_bytes) {
+  *out_bytes = 0;
+  atlas_checkpoint *ck = NULL;
+  atlas_llama_config config;
+  atlas_status status = open_checkpoint(spec, &ck, &config);
+  if (status == ATLAS_OK) {
+    status = atlas_llama_required_bytes(&config, ck, spec->max_seq, out_bytes);
+  }
+  atlas_checkpoint_close(ck);
+  return status;
+}
+
+atlas_status atlas_model_open(const atlas_model_spec *spec,
+                              atlas_model **out_model) {
+  *out_model = NULL;
+  atlas_model *m = calloc(1, sizeof(*m));
+  if (m == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "out of host memory opening %s", spec_name(spec));
+  }
+  m->spec = *spec;
+  if (spec->dir != NULL) {
+    m->dir = strdup(spec->dir);
+    if (m->dir == NULL) {
+      free(m);
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "out of host memory opening %s", spec->dir);
+    }
+    m->spec.dir = m->dir;
+  }
+  atlas_checkpoint *ck = NULL;
+  atlas_llama_config config;
+  atlas_status status = open_checkpoint(spec, &ck, &config);
+  if (status == ATLAS_OK) status = create_backend(spec, &m->backend);
+  if (status == ATLAS_OK) {
+    atlas_llama_load_options lo = {spec->max_seq, spec->progress,
+                                   spec->progress_ctx};
+    status = atlas_llama_load(m->backend, ck, &config, &lo, &m->llama);
+  }
+  atlas_checkpoint_close(ck);  // the weights now live on the backend
+  if (status != ATLAS_OK) {
+    // The backend's destroy is the last resort for anything still on its
+    // ledger; after a failed load there should be nothing.
+    status = atlas_status_join(status, atlas_backend_destroy(m->backend));
+    free(m->dir);
+    free(m);
+    return status;
+  }
+  *out_model = m;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_model_close(atlas_model *model,
+                               atlas_teardown_report *out_report) {
+  if (model == NULL) return ATLAS_OK;
+  atlas_status status = atlas_llama_unload(model->llama, out_report);
+  status = atlas_status_join(status, atlas_backend_destroy(model->backend));
+  free(model->dir);
+  free(model);
+  return status;
+}
+
+atlas_backend *atlas_model_backend(atlas_model *model) { return model->backend; }
+atlas_llama_model *atlas_model_llama(atlas_model *model) { return model->llama; }
+const atlas_model_spec *atlas_model_spec_of(const atlas_model *model) {
+  return &model->spec;
+}
+const char *atlas_model_name(const atlas_model *model) {
+  return spec_name(&model->spec);
+}

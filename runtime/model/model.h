@@ -1,0 +1,84 @@
+// A served model: one Llama model on a backend of its own.
+//
+// Each model gets its own backend instance, so its ledger, its kernel
+// registry and its memory are its alone: closing the model destroys the
+// backend, and with it the only path to that model's kernels. The CUDA
+// primary context underneath is shared and stays.
+#ifndef ATLAS_RUNTIME_MODEL_MODEL_H_
+#define ATLAS_RUNTIME_MODEL_MODEL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/backend.h"
+#include "runtime/host_pool.h"
+#include "runtime/model/llama.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum atlas_backend_kind {
+  ATLAS_BACKEND_HOST = 0,
+  ATLAS_BACKEND_CUDA,
+  ATLAS_BACKEND_AUTO,  // CUDA when a device is there, else host
+} atlas_backend_kind;
+
+// Parses "host", "cuda" or "auto".
+atlas_status atlas_backend_kind_parse(const char *text,
+                                      atlas_backend_kind *out_kind);
+
+// A checkpoint held in memory (the demo's embedded models).
+typedef struct atlas_embedded_checkpoint {
+  const char *name;
+  const char *config_json;
+  size_t config_size;
+  const void *safetensors;
+  size_t safetensors_size;
+} atlas_embedded_checkpoint;
+
+// Where a model comes from and where it runs. Copied by atlas_model_open.
+typedef struct atlas_model_spec {
+  const char *dir;                           // or NULL with `embedded`
+  const atlas_embedded_checkpoint *embedded; // must outlive the model
+  atlas_backend_kind backend;
+  int device;                  // CUDA ordinal
+  atlas_host_pool *host_pool;  // host backend: the shared budget (NULL: none)
+  int64_t max_seq;             // KV cache positions (0: default)
+  void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
+  void *progress_ctx;
+  // Fault injection for tests: the fault_at-th operation of fault_kind on
+  // the new backend fails (0: none); fail_module_load_at likewise.
+  atlas_fault_kind fault_kind;
+  uint64_t fault_at;
+  size_t fail_module_load_at;
+} atlas_model_spec;
+
+typedef struct atlas_model atlas_model;
+
+// Opens the checkpoint, builds a backend with the model's kernels and loads
+// the model onto it. On failure nothing stays allocated.
+atlas_status atlas_model_open(const atlas_model_spec *spec,
+                              atlas_model **out_model);
+
+// Tears the model down (ordered; the sweep must find nothing), destroys its
+// backend. `out_report` may be NULL; else free its sweep.
+atlas_status atlas_model_close(atlas_model *model,
+                               atlas_teardown_report *out_report);
+
+// What opening `spec` would need and what the device could give, without
+// allocating on any device. Used by swap and by tools.
+atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
+                                        uint64_t *out_bytes);
+
+atlas_backend *atlas_model_backend(atlas_model *model);
+atlas_llama_model *atlas_model_llama(atlas_model *model);
+const atlas_model_spec *atlas_model_spec_of(const atlas_model *model);
+// "DIR" or the embedded checkpoint's name.
+const char *atlas_model_name(const atlas_model *model);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_MODEL_MODEL_H_

@@ -1,0 +1,140 @@
+// Hot swap with an up-front budget check and restore on failure.
+#include "runtime/model/swap.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/ledger.h"
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+// Closes a model, turning a non-empty sweep into an error: a swap must not
+// leave bytes behind, and must say so if it would.
+static atlas_status close_clean(atlas_model *model) {
+  atlas_teardown_report report;
+  atlas_status status = atlas_model_close(model, &report);
+  if (report.sweep.count > 0) {
+    status = atlas_status_join(
+        status, atlas_status_make(ATLAS_STATUS_INTERNAL,
+                                  "teardown left %zu allocations (%zu bytes) "
+                                  "that the sweep had to free:\n%s",
+                                  report.sweep.count, report.sweep.bytes,
+                                  report.sweep.sites ? report.sweep.sites : ""));
+  }
+  atlas_sweep_result_free(&report.sweep);
+  return status;
+}
+
+atlas_status atlas_model_swap(atlas_model **current,
+                              const atlas_model_spec *next,
+                              atlas_swap_report *out_report) {
+  atlas_swap_report local;
+  atlas_swap_report *r = out_report != NULL ? out_report : &local;
+  memset(r, 0, sizeof(*r));
+  double t0 = now_ms();
+  atlas_model *old = *current;
+  if (old == NULL) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "swap: there is no current model");
+  }
+  ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
+      atlas_model_required_bytes(next, &r->needed_bytes), "swap: sizing %s",
+      next->dir ? next->dir : (next->embedded ? next->embedded->name : "?")));
+  atlas_backend *ob = atlas_model_backend(old);
+  size_t free_bytes = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
+      atlas_backend_device_free_memory(ob, &free_bytes),
+      "swap: reading free device memory"));
+  r->free_bytes = free_bytes;
+  r->releasable_bytes = atlas_backend_live_bytes(ob);
+  char need[32], have[32], rel[32], avail[32];
+  atlas_format_bytes(r->needed_bytes, need, sizeof(need));
+  atlas_format_bytes(r->free_bytes, have, sizeof(have));
+  atlas_format_bytes(r->releasable_bytes, rel, sizeof(rel));
+  atlas_format_bytes(r->free_bytes + r->releasable_bytes, avail, sizeof(avail));
+  if (r->needed_bytes > r->free_bytes + r->releasable_bytes) {
+    r->path = ATLAS_SWAP_REFUSED;
+    return atlas_status_make(
+        ATLAS_STATUS_RESOURCE_EXHAUSTED,
+        "swap refused before touching anything: the new model needs %s but "
+        "only %s can be made available (%s free on the device + %s the "
+        "current model %s would release); still serving %s",
+        need, avail, have, rel, atlas_model_name(old), atlas_model_name(old));
+  }
+
+  atlas_model *fresh = NULL;
+  if (r->needed_bytes <= r->free_bytes) {
+    // Both fit: the old model serves until the new one is ready.
+    r->path = ATLAS_SWAP_SIDE_BY_SIDE;
+    double tl = now_ms();
+    atlas_status status = atlas_model_open(next, &fresh);
+    r->load_ms = now_ms() - tl;
+    if (status != ATLAS_OK) {
+      r->total_ms = now_ms() - t0;
+      return atlas_status_annotate(status,
+                                   "swap failed; the old model %s was never "
+                                   "unloaded and is still serving",
+                                   atlas_model_name(old));
+    }
+    double tt = now_ms();
+    status = close_clean(old);
+    r->teardown_ms = now_ms() - tt;
+    *current = fresh;
+    r->swapped = true;
+    r->total_ms = now_ms() - t0;
+    return atlas_status_annotate(status, "swap done, but tearing down the old "
+                                         "model reported");
+  }
+
+  // Only one fits: tear the old one down first, keeping its spec to restore.
+  r->path = ATLAS_SWAP_REPLACE;
+  atlas_model_spec old_spec = *atlas_model_spec_of(old);
+  char *old_dir = old_spec.dir ? strdup(old_spec.dir) : NULL;
+  if (old_spec.dir != NULL && old_dir == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "swap: out of host memory; nothing was changed");
+  }
+  old_spec.dir = old_dir;
+  old_spec.fault_at = 0;  // a restore never re-injects a test's fault
+  old_spec.fail_module_load_at = 0;
+  double tt = now_ms();
+  atlas_status teardown = close_clean(old);
+  r->teardown_ms = now_ms() - tt;
+  *current = NULL;
+  double tl = now_ms();
+  atlas_status status = atlas_model_open(next, &fresh);
+  r->load_ms = now_ms() - tl;
+  if (status == ATLAS_OK) {
+    *current = fresh;
+    r->swapped = true;
+    free(old_dir);
+    r->total_ms = now_ms() - t0;
+    return atlas_status_annotate(teardown, "swap done, but tearing down the "
+                                           "old model reported");
+  }
+  // The failed load reclaimed what it allocated; bring the old model back.
+  atlas_model *restored = NULL;
+  atlas_status restore = atlas_model_open(&old_spec, &restored);
+  const char *old_name = old_dir ? old_dir : (old_spec.embedded ? old_spec.embedded->name : "?");
+  if (restore == ATLAS_OK) {
+    *current = restored;
+    r->restored = true;
+    status = atlas_status_annotate(status, "swap failed; the old model %s was "
+                                           "restored and is serving",
+                                   old_name);
+  } else {
+    status = atlas_status_join(
+        atlas_status_annotate(status, "swap failed"),
+        atlas_status_annotate(restore, "restoring the old model %s also failed; "
+                                       "no model is loaded",
+                              old_name));
+  }
+  free(old_dir);
+  r->total_ms = now_ms() - t0;
+  return atlas_status_join(status, teardown);
+}
