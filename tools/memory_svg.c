@@ -1,0 +1,75 @@
+#include "tools/memory_svg.h"
+
+#include <string.h>
+
+// Escapes the few characters XML cares about.
+static void put_text(FILE *out, const char *s) {
+  for (; *s; ++s) {
+    switch (*s) {
+      case '<': fputs("&lt;", out); break;
+      case '>': fputs("&gt;", out); break;
+      case '&': fputs("&amp;", out); break;
+      case '"': fputs("&quot;", out); break;
+      default: fputc(*s, out);
+    }
+  }
+}
+
+atlas_status atlas_memory_svg_write(const atlas_site_report *report,
+                                    const char *title, FILE *out) {
+  const int width = 960, bar_left = 20, bar_max = 420, row_h = 34, top = 70;
+  int height = top + (int)report->row_count * row_h + 40;
+  size_t biggest = report->row_count > 0 ? report->rows[0].bytes : 1;
+  if (biggest == 0) biggest = 1;
+  char total[32];
+  atlas_format_bytes(report->live_bytes, total, sizeof(total));
+  fprintf(out,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+          "font-family=\"DejaVu Sans, Helvetica, sans-serif\">\n"
+          "<rect width=\"100%%\" height=\"100%%\" fill=\"#fbfbfd\"/>\n"
+          "<text x=\"20\" y=\"32\" font-size=\"20\" font-weight=\"bold\" "
+          "fill=\"#1d2433\">",
+          width, height);
+  put_text(out, title);
+  fprintf(out,
+          "</text>\n<text x=\"20\" y=\"54\" font-size=\"13\" fill=\"#5a6378\">"
+          "%s live in %zu allocations, by call site</text>\n",
+          total, report->live_count);
+  for (size_t i = 0; i < report->row_count; ++i) {
+    const atlas_site_total *r = &report->rows[i];
+    int y = top + (int)i * row_h;
+    double frac = (double)r->bytes / (double)biggest;
+    int w = (int)(frac * bar_max);
+    if (w < 2) w = 2;
+    // Share of the total decides the colour: hot sites stand out.
+    double share = report->live_bytes ? (double)r->bytes / (double)report->live_bytes : 0;
+    const char *fill = share > 0.5 ? "#d9485f" : share > 0.1 ? "#f08c3a" : "#4c8dd6";
+    char amount[32];
+    atlas_format_bytes(r->bytes, amount, sizeof(amount));
+    fprintf(out,
+            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"22\" rx=\"3\" "
+            "fill=\"%s\"><title>%zu bytes</title></rect>\n",
+            bar_left, y, w, fill, r->bytes);
+    fprintf(out,
+            "<text x=\"%d\" y=\"%d\" font-size=\"13\" fill=\"#1d2433\">%s "
+            "(%.1f%%) in %zu</text>\n",
+            bar_left + w + 8, y + 16, amount, share * 100.0, r->count);
+    fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#39425a\" "
+                 "font-family=\"DejaVu Sans Mono, monospace\">",
+            bar_left + bar_max + 140, y + 16);
+    if (r->site.file != NULL) {
+      char site[512];
+      snprintf(site, sizeof(site), "%s:%d (%s)", r->site.file, r->site.line,
+               r->site.func);
+      put_text(out, site);
+    } else {
+      fprintf(out, "%zu smaller sites", r->sites);
+    }
+    fputs("</text>\n", out);
+  }
+  fputs("</svg>\n", out);
+  if (ferror(out)) {
+    return atlas_status_make(ATLAS_STATUS_IO, "writing the SVG failed");
+  }
+  return ATLAS_OK;
+}

@@ -1,0 +1,13 @@
+// An SVG picture of live bytes by call site: one bar per site, biggest
+// first, labelled with the size, the count and the site.
+#ifndef ATLAS_TOOLS_MEMORY_SVG_H_
+#define ATLAS_TOOLS_MEMORY_SVG_H_
+
+#include <stdio.h>
+
+#include "runtime/ledger_report.h"
+
+atlas_status atlas_memory_svg_write(const atlas_site_report *report,
+                                    const char *title, FILE *out);
+
+#endif  // ATLAS_TOOLS_MEMORY_SVG_H_
