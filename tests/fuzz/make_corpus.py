@@ -61,3 +61,13 @@ configs = {
 }
 for name, cfg in configs.items():
     write("config", name, json.dumps(cfg, indent=1))
+
+# config_check: config text followed by one selector byte (which tensor the
+# oracle drops or misshapes).
+checks = {name[:-5] + ".bin": (json.dumps(cfg, indent=1), 0x83) for name, cfg in configs.items()}
+small = {"vocab_size": 16, "hidden_size": 8, "intermediate_size": 12,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2}
+checks["small.bin"] = (json.dumps(small), 0x05)
+checks["small_tied.bin"] = (json.dumps(dict(small, tie_word_embeddings=True)), 0x81)
+for name, (text, selector) in checks.items():
+    write("config_check", name, text.encode() + bytes([selector]))
