@@ -6,6 +6,7 @@
 // STATICS.md explains the five categories; lint/README.md the gate.
 
 #include <string>
+#include <vector>
 
 #include "clang-tidy/ClangTidyCheck.h"
 #include "clang-tidy/ClangTidyModule.h"
@@ -245,18 +246,26 @@ class StrayStaticsCheck : public clang::tidy::ClangTidyCheck {
   StrayStaticsCheck(StringRef Name, clang::tidy::ClangTidyContext *Context)
       : ClangTidyCheck(Name, Context),
         CudaHostFiles(Options.get("CudaHostFiles", kDefaultCudaHostFiles)),
-        CudaHostRegex(CudaHostFiles) {}
+        CudaHostRegex(CudaHostFiles),
+        // Options are read as strings: the bool overloads of get/store are not
+        // exported by the clang-tidy executable a plugin resolves against.
+        SkipSystemHeaders(llvm::StringRef(Options.get("SkipSystemHeaders",
+                                                      "true"))
+                              .equals_insensitive("true")) {}
 
   void storeOptions(clang::tidy::ClangTidyOptions::OptionMap &Opts) override {
     Options.store(Opts, "CudaHostFiles", CudaHostFiles);
+    Options.store(Opts, "SkipSystemHeaders",
+                  SkipSystemHeaders ? "true" : "false");
   }
 
   void registerMatchers(clang::ast_matchers::MatchFinder *Finder) override {
     using namespace clang::ast_matchers;
+    if (SkipSystemHeaders) {
+      Finder->addMatcher(translationUnitDecl().bind("tu"), this);
+    }
     Finder->addMatcher(
-        varDecl(unless(isImplicit()), unless(isInstantiated()),
-                unless(parmVarDecl()))
-            .bind("var"),
+        varDecl(unless(isImplicit()), unless(parmVarDecl())).bind("var"),
         this);
   }
 
@@ -277,9 +286,36 @@ class StrayStaticsCheck : public clang::tidy::ClangTidyCheck {
   void Report(const VarDecl *VD, SourceLocation At, const SourceManager &SM,
               const clang::LangOptions &LO, const std::string &Message);
 
+  void LimitTraversal(const clang::TranslationUnitDecl *TU, ASTContext *Ctx,
+                      const SourceManager &SM);
+
   const std::string CudaHostFiles;
   const llvm::Regex CudaHostRegex;
+  // Restrict the AST traversal of the run to declarations outside system
+  // headers: statics there are not ours, and walking libc's declarations cost
+  // more than the check itself. Off when combined with checks that need them.
+  const bool SkipSystemHeaders;
 };
+
+// The MatchFinder matches the translation unit before it walks its children,
+// and reads the traversal scope only then: narrowing it here spares the walk
+// over every declaration of every system header.
+void StrayStaticsCheck::LimitTraversal(const clang::TranslationUnitDecl *TU,
+                                       ASTContext *Ctx,
+                                       const SourceManager &SM) {
+  std::vector<clang::Decl *> Scope;
+  bool Skipped = false;
+  for (clang::Decl *D : TU->decls()) {
+    SourceLocation L = D->getLocation();
+    if (D->isImplicit() || L.isInvalid() ||
+        SM.isInSystemHeader(SM.getExpansionLoc(L))) {
+      Skipped = true;
+      continue;
+    }
+    Scope.push_back(D);
+  }
+  if (Skipped) Ctx->setTraversalScope(Scope);
+}
 
 std::string EnclosingFunction(const VarDecl *VD) {
   const clang::DeclContext *DC = VD->getDeclContext();
@@ -324,8 +360,27 @@ void StrayStaticsCheck::Report(const VarDecl *VD, SourceLocation At,
 
 void StrayStaticsCheck::check(
     const clang::ast_matchers::MatchFinder::MatchResult &Result) {
+  if (const auto *TU =
+          Result.Nodes.getNodeAs<clang::TranslationUnitDecl>("tu")) {
+    LimitTraversal(TU, Result.Context, *Result.SourceManager);
+    return;
+  }
   const auto *VD = Result.Nodes.getNodeAs<VarDecl>("var");
   if (VD == nullptr) return;
+  // Templates are checked once, at their pattern, not per instantiation (no
+  // isInstantiated() matcher: it builds the parent map, which costs more than
+  // the whole check).
+  if (clang::isTemplateInstantiation(VD->getTemplateSpecializationKind())) return;
+  for (const clang::DeclContext *DC = VD->getDeclContext(); DC != nullptr;
+       DC = DC->getParent()) {
+    if (const auto *FD = llvm::dyn_cast<clang::FunctionDecl>(DC)) {
+      if (FD->isTemplateInstantiation()) return;
+    } else if (const auto *RD = llvm::dyn_cast<clang::CXXRecordDecl>(DC)) {
+      if (clang::isTemplateInstantiation(RD->getTemplateSpecializationKind())) {
+        return;
+      }
+    }
+  }
   const SourceManager &SM = *Result.SourceManager;
   const ASTContext &Ctx = *Result.Context;
   const clang::LangOptions &LO = Ctx.getLangOpts();

@@ -37,6 +37,13 @@ run_fixture() {  # FILE LANG_ARGS...
   $PY lint/sarif_check.py "$out.sarif" && pass "$src: SARIF 2.1.0 structure" || fail "$src: SARIF"
 }
 
+# The plugin loads into this clang-tidy (every symbol it needs is exported by the executable) and
+# reports its options.
+if "$CLANG_TIDY" --load="$PLUGIN" -checks=-*,atlas-stray-statics --dump-config 2>&1 \
+    | grep -q "atlas-stray-statics.SkipSystemHeaders"; then
+  pass "plugin loads and stores its options"
+else fail "plugin does not load: $("$CLANG_TIDY" --load="$PLUGIN" --list-checks 2>&1 | tail -3)"; fi
+
 C=(-x c -std=c11)
 CXX=(-x c++ -std=c++17)
 run_fixture $FIX/storage_forms.c "${C[@]}"
@@ -45,6 +52,21 @@ run_fixture $FIX/categories.c "${C[@]}"
 run_fixture $FIX/comments.c "${C[@]}"
 run_fixture $FIX/macros.c "${C[@]}"
 run_fixture $FIX/runtime/cuda/cuda_host.c "${C[@]}"
+
+# SkipSystemHeaders only narrows the traversal: the findings are the same without it.
+cat > "$WORK/full_walk.clang-tidy" <<'CFG'
+Checks: '-*,atlas-stray-statics'
+CheckOptions:
+  - key: atlas-stray-statics.SkipSystemHeaders
+    value: 'false'
+CFG
+for f in storage_forms.c categories.c; do
+  "$CLANG_TIDY" --quiet --load="$PLUGIN" --config-file="$WORK/full_walk.clang-tidy" $FIX/$f \
+    -- "${C[@]}" -I. 2>/dev/null | diags /dev/stdin | sed "s|^$PWD/||" >"$WORK/full_$f.txt"
+  if diff -q "$WORK/full_$f.txt" "$EXP/$f.expected" >/dev/null; then
+    pass "$f: same findings with SkipSystemHeaders=false"
+  else fail "$f: SkipSystemHeaders=false changes the findings"; diff "$WORK/full_$f.txt" "$EXP/$f.expected"; fi
+done
 
 # The CudaHostFiles option moves the CUDA host.
 cat > "$WORK/moved_host.clang-tidy" <<'CFG'
