@@ -82,12 +82,15 @@ atlas_status atlas_backend_base_deinit(atlas_backend *b) {
 atlas_status atlas_backend_base_fault_check(atlas_backend *b,
                                             atlas_fault_kind kind,
                                             const char *what) {
-  pthread_mutex_lock(&b->state_mutex);
-  uint64_t n = ++b->faults.count[kind];
-  bool fail = b->faults.fail_at[kind] != 0 && n == b->faults.fail_at[kind];
-  if (fail) b->faults.fail_at[kind] = 0;
-  pthread_mutex_unlock(&b->state_mutex);
-  if (!fail) return ATLAS_OK;
+  // Hot path: one relaxed increment and one load, no lock.
+  uint64_t n = __atomic_add_fetch(&b->faults.count[kind], 1, __ATOMIC_RELAXED);
+  uint64_t at = __atomic_load_n(&b->faults.fail_at[kind], __ATOMIC_RELAXED);
+  if (at == 0 || n != at) return ATLAS_OK;
+  // One-shot: only the thread that clears it reports the fault.
+  if (!__atomic_compare_exchange_n(&b->faults.fail_at[kind], &at, 0, false,
+                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    return ATLAS_OK;
+  }
   return atlas_status_make(ATLAS_STATUS_ABORTED,
                            "injected fault: %s #%" PRIu64 " on backend %s failed",
                            what, n, b->name);
@@ -95,17 +98,13 @@ atlas_status atlas_backend_base_fault_check(atlas_backend *b,
 
 void atlas_backend_inject_fault(atlas_backend *b, atlas_fault_kind kind,
                                 uint64_t k) {
-  pthread_mutex_lock(&b->state_mutex);
-  b->faults.fail_at[kind] = k == 0 ? 0 : b->faults.count[kind] + k;
-  pthread_mutex_unlock(&b->state_mutex);
+  uint64_t now = __atomic_load_n(&b->faults.count[kind], __ATOMIC_RELAXED);
+  __atomic_store_n(&b->faults.fail_at[kind], k == 0 ? 0 : now + k,
+                   __ATOMIC_RELAXED);
 }
 
 uint64_t atlas_backend_op_count(const atlas_backend *b, atlas_fault_kind kind) {
-  atlas_backend *mb = (atlas_backend *)b;
-  pthread_mutex_lock(&mb->state_mutex);
-  uint64_t n = mb->faults.count[kind];
-  pthread_mutex_unlock(&mb->state_mutex);
-  return n;
+  return __atomic_load_n(&b->faults.count[kind], __ATOMIC_RELAXED);
 }
 
 uint8_t atlas_backend_base_redzone_fill(atlas_backend *b, uint64_t index) {
@@ -168,29 +167,35 @@ atlas_status atlas_backend_base_alloc(atlas_backend *b, size_t bytes,
   return ATLAS_OK;
 }
 
+typedef struct free_check {
+  atlas_mem_kind kind;
+} free_check;
+
+// Pinned memory and device memory have their own free calls; mixing them
+// up would hand a pointer to the wrong allocator.
+static atlas_status check_free_kind(void *ctx, const atlas_ledger_entry *e) {
+  const free_check *c = ctx;
+  bool pinned = e->kind == ATLAS_MEM_PINNED_HOST;
+  if (pinned == (c->kind == ATLAS_MEM_PINNED_HOST)) return ATLAS_OK;
+  return atlas_status_make(
+      ATLAS_STATUS_INVALID_ARGUMENT,
+      "0x%" PRIxPTR " is %s memory (allocated at %s:%d (%s)); free it "
+      "with %s",
+      e->addr, kind_name(e->kind), e->site.file, e->site.line,
+      e->site.func, pinned ? "atlas_backend_pinned_free" : "atlas_backend_free");
+}
+
 atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
                                      atlas_mem_kind kind) {
   if (ptr == NULL) return ATLAS_OK;
   atlas_ledger_entry entry;
-  atlas_status status = atlas_ledger_find(b->ledger, (uintptr_t)ptr, &entry);
-  if (status != ATLAS_OK) {
-    atlas_status_free(status);
-    // Let remove explain: double free (with the allocation site) or unknown.
-    return atlas_status_annotate(atlas_ledger_remove(b->ledger, (uintptr_t)ptr, NULL),
-                                 "%s", b->name);
-  }
-  bool pinned = entry.kind == ATLAS_MEM_PINNED_HOST;
-  if (pinned != (kind == ATLAS_MEM_PINNED_HOST)) {
-    return atlas_status_make(
-        ATLAS_STATUS_INVALID_ARGUMENT,
-        "%s: 0x%" PRIxPTR " is %s memory (allocated at %s:%d (%s)); free it "
-        "with %s",
-        b->name, (uintptr_t)ptr, kind_name(entry.kind), entry.site.file,
-        entry.site.line, entry.site.func,
-        pinned ? "atlas_backend_pinned_free" : "atlas_backend_free");
-  }
-  ATLAS_RETURN_IF_ERROR(atlas_ledger_remove(b->ledger, (uintptr_t)ptr, &entry));
-  return atlas_status_annotate(b->mem.raw_free(b, ptr, entry.bytes + entry.redzone_bytes, entry.kind),
+  free_check check = {kind};
+  atlas_status status = atlas_ledger_remove_if(b->ledger, (uintptr_t)ptr,
+                                               check_free_kind, &check, &entry);
+  if (status != ATLAS_OK) return atlas_status_annotate(status, "%s", b->name);
+  status = b->mem.raw_free(b, ptr, entry.bytes + entry.redzone_bytes, entry.kind);
+  if (status == ATLAS_OK) return ATLAS_OK;
+  return atlas_status_annotate(status,
                                "%s: freeing %zu bytes allocated at %s:%d (%s)",
                                b->name, entry.bytes, entry.site.file,
                                entry.site.line, entry.site.func);

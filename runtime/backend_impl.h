@@ -135,8 +135,8 @@ struct atlas_backend {
   atlas_ledger *ledger;
   size_t redzone_bytes;             // ATLAS_REDZONE, read once at creation
   bool debug_sync;                  // ATLAS_DEBUG_SYNC, read once at creation
-  pthread_mutex_t state_mutex;      // guards faults and poison
-  atlas_fault_state faults;
+  pthread_mutex_t state_mutex;      // guards poison
+  atlas_fault_state faults;         // atomics (__atomic builtins)
   bool poison_active;               // poison_redzones was called:
   uint64_t poison_lo, poison_hi;    // zones in [lo, hi) hold 0xEE, others 0x00
   atlas_op_cache *op_cache;

@@ -157,9 +157,22 @@ static const atlas_ledger_entry *find_freed(const atlas_ledger *l,
 
 atlas_status atlas_ledger_remove(atlas_ledger *ledger, uintptr_t addr,
                                  atlas_ledger_entry *out_entry) {
+  return atlas_ledger_remove_if(ledger, addr, NULL, NULL, out_entry);
+}
+
+atlas_status atlas_ledger_remove_if(atlas_ledger *ledger, uintptr_t addr,
+                                    atlas_ledger_check check, void *check_ctx,
+                                    atlas_ledger_entry *out_entry) {
   atlas_status status = ATLAS_OK;
   pthread_mutex_lock(&ledger->mutex);
   slot *s = find_slot(ledger, addr);
+  if (s != NULL && check != NULL) {
+    status = check(check_ctx, &s->entry);
+    if (status != ATLAS_OK) {
+      pthread_mutex_unlock(&ledger->mutex);
+      return status;
+    }
+  }
   if (s == NULL) {
     const atlas_ledger_entry *f = find_freed(ledger, addr);
     if (f != NULL) {
@@ -221,9 +234,9 @@ static int by_index(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-atlas_status atlas_ledger_snapshot(atlas_ledger *ledger,
-                                   atlas_ledger_entry **out_entries,
-                                   size_t *out_count) {
+atlas_status atlas_ledger_snapshot_unordered(atlas_ledger *ledger,
+                                             atlas_ledger_entry **out_entries,
+                                             size_t *out_count) {
   *out_entries = NULL;
   *out_count = 0;
   pthread_mutex_lock(&ledger->mutex);
@@ -242,9 +255,19 @@ atlas_status atlas_ledger_snapshot(atlas_ledger *ledger,
     }
   }
   pthread_mutex_unlock(&ledger->mutex);
-  if (n > 1) qsort(entries, n, sizeof(*entries), by_index);
   *out_entries = entries;
   *out_count = n;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_ledger_snapshot(atlas_ledger *ledger,
+                                   atlas_ledger_entry **out_entries,
+                                   size_t *out_count) {
+  ATLAS_RETURN_IF_ERROR(
+      atlas_ledger_snapshot_unordered(ledger, out_entries, out_count));
+  if (*out_count > 1) {
+    qsort(*out_entries, *out_count, sizeof(**out_entries), by_index);
+  }
   return ATLAS_OK;
 }
 

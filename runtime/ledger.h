@@ -48,6 +48,14 @@ atlas_status atlas_ledger_insert(atlas_ledger *ledger, uintptr_t addr,
 atlas_status atlas_ledger_remove(atlas_ledger *ledger, uintptr_t addr,
                                  atlas_ledger_entry *out_entry);
 
+// As remove, but first asks `check` (under the ledger's lock) whether this
+// entry may be removed; a non-OK answer is returned and nothing changes.
+typedef atlas_status (*atlas_ledger_check)(void *ctx,
+                                           const atlas_ledger_entry *entry);
+atlas_status atlas_ledger_remove_if(atlas_ledger *ledger, uintptr_t addr,
+                                    atlas_ledger_check check, void *check_ctx,
+                                    atlas_ledger_entry *out_entry);
+
 // Looks up a live allocation (NOT_FOUND if not live).
 atlas_status atlas_ledger_find(atlas_ledger *ledger, uintptr_t addr,
                                atlas_ledger_entry *out_entry);
@@ -60,6 +68,11 @@ size_t atlas_ledger_live_count(atlas_ledger *ledger);
 atlas_status atlas_ledger_snapshot(atlas_ledger *ledger,
                                    atlas_ledger_entry **out_entries,
                                    size_t *out_count);
+
+// As snapshot, in no particular order (cheaper: no sort).
+atlas_status atlas_ledger_snapshot_unordered(atlas_ledger *ledger,
+                                             atlas_ledger_entry **out_entries,
+                                             size_t *out_count);
 
 // Memory report aggregated by call site, biggest first, one line per site:
 //   "9.70 GB across 48 allocations  runtime/model/llama.c:212 (llama_load_layers)"

@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +15,6 @@ static int site_cmp(const atlas_site *a, const atlas_site *b) {
   return strcmp(a->func ? a->func : "", b->func ? b->func : "");
 }
 
-static int entry_by_site(const void *a, const void *b) {
-  return site_cmp(&((const atlas_ledger_entry *)a)->site,
-                  &((const atlas_ledger_entry *)b)->site);
-}
-
 static int total_by_bytes(const void *a, const void *b) {
   const atlas_site_total *x = a;
   const atlas_site_total *y = b;
@@ -26,33 +22,78 @@ static int total_by_bytes(const void *a, const void *b) {
   return site_cmp(&x->site, &y->site);
 }
 
+static size_t site_hash(const atlas_site *s) {
+  uint64_t x = (uint64_t)(uintptr_t)s->file * 0x9e3779b97f4a7c15ULL;
+  x ^= (uint64_t)(uintptr_t)s->func * 0xc2b2ae3d27d4eb4fULL;
+  x ^= (uint64_t)(unsigned)s->line * 0x165667b19e3779f9ULL;
+  return (size_t)(x ^ (x >> 29));
+}
+
+static bool same_site_ptrs(const atlas_site *a, const atlas_site *b) {
+  return a->file == b->file && a->line == b->line && a->func == b->func;
+}
+
+static int total_by_site(const void *a, const void *b) {
+  return site_cmp(&((const atlas_site_total *)a)->site,
+                  &((const atlas_site_total *)b)->site);
+}
+
+// Groups entries by call site: a hash on the site's pointers (one pass over
+// the entries), then a merge of rows whose strings are equal (the same
+// header line seen from two translation units), then a sort of the rows.
+static atlas_status aggregate(const atlas_ledger_entry *entries, size_t count,
+                              atlas_site_total **out_rows, size_t *out_n) {
+  size_t cap = 64;
+  while (cap < count * 2) cap *= 2;
+  size_t *table = malloc(cap * sizeof(size_t));  // row index + 1; 0 empty
+  atlas_site_total *rows = malloc((count + 1) * sizeof(*rows));
+  if (table == NULL || rows == NULL) {
+    free(table);
+    free(rows);
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "memory report: cannot aggregate %zu allocations",
+                             count);
+  }
+  memset(table, 0, cap * sizeof(size_t));
+  size_t n = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const atlas_site *site = &entries[i].site;
+    size_t h = site_hash(site) & (cap - 1);
+    while (table[h] != 0 && !same_site_ptrs(&rows[table[h] - 1].site, site)) {
+      h = (h + 1) & (cap - 1);
+    }
+    if (table[h] == 0) {
+      rows[n] = (atlas_site_total){*site, 0, 0, 1};
+      table[h] = ++n;
+    }
+    rows[table[h] - 1].bytes += entries[i].bytes;
+    rows[table[h] - 1].count++;
+  }
+  free(table);
+  qsort(rows, n, sizeof(*rows), total_by_site);
+  size_t merged = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (merged > 0 && site_cmp(&rows[merged - 1].site, &rows[i].site) == 0) {
+      rows[merged - 1].bytes += rows[i].bytes;
+      rows[merged - 1].count += rows[i].count;
+    } else {
+      rows[merged++] = rows[i];
+    }
+  }
+  *out_rows = rows;
+  *out_n = merged;
+  return ATLAS_OK;
+}
+
 atlas_status atlas_site_report_build(const atlas_ledger_entry *entries,
                                      size_t count, size_t top_n, double min_mb,
                                      atlas_site_report *out_report) {
   memset(out_report, 0, sizeof(*out_report));
   if (count == 0) return ATLAS_OK;
-  atlas_ledger_entry *sorted = malloc(count * sizeof(*sorted));
-  atlas_site_total *rows = malloc((count + 1) * sizeof(*rows));
-  if (sorted == NULL || rows == NULL) {
-    free(sorted);
-    free(rows);
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "memory report: cannot sort %zu allocations",
-                             count);
-  }
-  memcpy(sorted, entries, count * sizeof(*sorted));
-  qsort(sorted, count, sizeof(*sorted), entry_by_site);
+  atlas_site_total *rows = NULL;
   size_t n = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (n == 0 || site_cmp(&rows[n - 1].site, &sorted[i].site) != 0) {
-      rows[n] = (atlas_site_total){sorted[i].site, 0, 0, 1};
-      n++;
-    }
-    rows[n - 1].bytes += sorted[i].bytes;
-    rows[n - 1].count++;
-    out_report->live_bytes += sorted[i].bytes;
-  }
-  free(sorted);
+  ATLAS_RETURN_IF_ERROR(aggregate(entries, count, &rows, &n));
+  for (size_t i = 0; i < n; ++i) out_report->live_bytes += rows[i].bytes;
   qsort(rows, n, sizeof(*rows), total_by_bytes);
   // Fold small sites and those past top_n into one remainder row.
   double min_bytes = min_mb * 1e6;
@@ -157,7 +198,7 @@ atlas_status atlas_ledger_report_text(atlas_ledger *ledger, size_t top_n,
   *out_text = NULL;
   atlas_ledger_entry *entries = NULL;
   size_t count = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot(ledger, &entries, &count));
+  ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot_unordered(ledger, &entries, &count));
   atlas_site_report report;
   atlas_status status =
       atlas_site_report_build(entries, count, top_n, min_mb, &report);
@@ -171,7 +212,7 @@ atlas_status atlas_ledger_report_json(atlas_ledger *ledger, char **out_json) {
   *out_json = NULL;
   atlas_ledger_entry *entries = NULL;
   size_t count = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot(ledger, &entries, &count));
+  ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot_unordered(ledger, &entries, &count));
   atlas_site_report report;
   atlas_status status = atlas_site_report_build(entries, count, 0, 0.0, &report);
   free(entries);

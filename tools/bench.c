@@ -3,14 +3,14 @@
 #include <string.h>
 
 #include "tools/bench_cuda.h"
+#include "tools/bench_ledger.h"
 
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "cuda") == 0) {
     return atlas_bench_cuda(argc - 2, argv + 2);
   }
   if (argc >= 2 && strcmp(argv[1], "ledger") == 0) {
-    fprintf(stderr, "bench ledger: not built yet\n");
-    return 1;
+    return atlas_bench_ledger(argc - 2, argv + 2);
   }
   fprintf(stderr, "usage: bench cuda|ledger [options]\n");
   return 2;

@@ -1,0 +1,112 @@
+// Ledger overhead, measured side by side in one run.
+#include "tools/bench_ledger.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "runtime/backend.h"
+#include "runtime/host_backend.h"
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int check(atlas_status s) {
+  if (s == ATLAS_OK) return 0;
+  fprintf(stderr, "bench ledger: %s\n", atlas_status_message(s));
+  atlas_status_free(s);
+  return 1;
+}
+
+// Median of `rounds` timings of `iters` alloc+free pairs, in ns per pair.
+static int time_backend(atlas_backend *b, size_t iters, int rounds,
+                        double *out_ns) {
+  double best[16];
+  for (int r = 0; r < rounds; ++r) {
+    double t0 = now_ns();
+    for (size_t i = 0; i < iters; ++i) {
+      void *p = NULL;
+      if (check(atlas_backend_alloc(b, 64 + (i & 63), &p))) return 1;
+      if (check(atlas_backend_free(b, p))) return 1;
+    }
+    best[r] = (now_ns() - t0) / (double)iters;
+  }
+  // Insertion sort, then the median.
+  for (int i = 1; i < rounds; ++i)
+    for (int j = i; j > 0 && best[j] < best[j - 1]; --j) {
+      double t = best[j];
+      best[j] = best[j - 1];
+      best[j - 1] = t;
+    }
+  *out_ns = best[rounds / 2];
+  return 0;
+}
+
+static double time_malloc(size_t iters, int rounds) {
+  double best[16];
+  for (int r = 0; r < rounds; ++r) {
+    double t0 = now_ns();
+    for (size_t i = 0; i < iters; ++i) {
+      void *volatile p = malloc(64 + (i & 63));
+      free(p);
+    }
+    best[r] = (now_ns() - t0) / (double)iters;
+  }
+  for (int i = 1; i < rounds; ++i)
+    for (int j = i; j > 0 && best[j] < best[j - 1]; --j) {
+      double t = best[j];
+      best[j] = best[j - 1];
+      best[j - 1] = t;
+    }
+  return best[rounds / 2];
+}
+
+int atlas_bench_ledger(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  const size_t live_sizes[] = {1000, 100000};
+  const size_t iters = 200000;
+  const int rounds = 7;
+  printf("%-28s %12s %12s %10s %12s\n", "alloc+free pair", "ledgered ns",
+         "malloc ns", "ratio", "overhead ns");
+  for (size_t k = 0; k < 2; ++k) {
+    size_t live = live_sizes[k];
+    atlas_backend *b = NULL;
+    if (check(atlas_host_backend_create(NULL, &b))) return 1;
+    void **keep = malloc(live * sizeof(void *));
+    void **plain = malloc(live * sizeof(void *));
+    if (keep == NULL || plain == NULL) return 1;
+    for (size_t i = 0; i < live; ++i) {
+      if (check(atlas_backend_alloc(b, 256, &keep[i]))) return 1;
+      plain[i] = malloc(256);
+    }
+    double ledgered = 0;
+    if (time_backend(b, iters, rounds, &ledgered)) return 1;
+    double raw = time_malloc(iters, rounds);
+    char label[64];
+    snprintf(label, sizeof(label), "with %zu live", live);
+    printf("%-28s %12.1f %12.1f %9.2fx %12.1f\n", label, ledgered, raw,
+           ledgered / raw, ledgered - raw);
+    if (k == 1) {
+      double t0 = now_ns();
+      char *text = NULL;
+      if (check(atlas_backend_alloc_report(b, 10, 0.0, &text))) return 1;
+      double report_ms = (now_ns() - t0) / 1e6;
+      free(text);
+      printf("%-28s %12.2f ms (goal <= 50 ms)\n", "alloc_report, 100k live",
+             report_ms);
+    }
+    for (size_t i = 0; i < live; ++i) {
+      if (check(atlas_backend_free(b, keep[i]))) return 1;
+      free(plain[i]);
+    }
+    free(keep);
+    free(plain);
+    if (check(atlas_backend_destroy(b))) return 1;
+  }
+  printf("goal: ledger overhead <= 150 ns per pair\n");
+  return 0;
+}
