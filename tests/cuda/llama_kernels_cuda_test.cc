@@ -1,0 +1,266 @@
+// The `llama` module's CUDA kernels against its host C kernels: the same
+// definition, the same random inputs, the launch shapes of llama_forward.c;
+// outputs poisoned first (every element must be written) and compared by
+// relative L2 error. Skips where there is no GPU.
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <algorithm>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/llama_kernels.h"
+#include "runtime/backend.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/host_backend.h"
+#include "tests/runtime/test_util.h"
+
+namespace {
+
+// f32 sums in a different order: well under 1e-5 relative.
+constexpr double kTolerance = 1e-5;
+
+// A backend with the llama module and the buffers one case made on it.
+class Side {
+ public:
+  explicit Side(atlas_backend *b) : b_(b) {}
+  ~Side() {
+    for (void *p : bufs_) EXPECT_OK(atlas_backend_free(b_, p));
+  }
+  void *Upload(const void *data, size_t bytes) {
+    void *p = Alloc(bytes);
+    EXPECT_OK(atlas_backend_h2d(b_, p, data, bytes));
+    return p;
+  }
+  // Output buffers start as NaN: a skipped element cannot pass.
+  void *Poisoned(size_t floats) {
+    std::vector<float> nan(floats, NAN);
+    return Upload(nan.data(), floats * sizeof(float));
+  }
+  std::vector<float> Download(const void *p, size_t floats) {
+    std::vector<float> out(floats);
+    EXPECT_OK(atlas_backend_d2h(b_, out.data(), p, floats * sizeof(float)));
+    return out;
+  }
+  void Launch(const char *name, uint32_t grid, uint32_t block,
+              std::vector<atlas_arg> args) {
+    const atlas_kernel *k = nullptr;
+    ASSERT_OK(atlas_backend_kernel_lookup(b_, ATLAS_LLAMA_MODULE, name, &k));
+    atlas_launch_config c{};
+    c.grid = {grid ? grid : 1, 1, 1};
+    c.block = {block, 1, 1};
+    ASSERT_OK(atlas_backend_launch_typed(b_, k, &c, args.data(), args.size()));
+    ASSERT_OK(atlas_backend_synchronize(b_));
+  }
+
+ private:
+  void *Alloc(size_t bytes) {
+    void *p = nullptr;
+    EXPECT_OK(atlas_backend_alloc(b_, bytes, &p));
+    bufs_.push_back(p);
+    return p;
+  }
+  atlas_backend *b_;
+  std::vector<void *> bufs_;
+};
+
+uint32_t Blocks(uint64_t n, uint32_t per) { return (uint32_t)((n + per - 1) / per); }
+
+class LlamaKernelsCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    atlas_backend_options o{};
+    o.modules = &atlas_llama_module_set;
+    StatusResult r = Take(atlas_cuda_backend_create(&o, &cuda_));
+    if (r.code == ATLAS_STATUS_UNAVAILABLE) {
+      GTEST_SKIP() << "CUDA unavailable: " << r.message;
+    }
+    ASSERT_EQ(r.code, ATLAS_STATUS_OK) << r.message;
+    ASSERT_OK(atlas_host_backend_create(&o, &host_));
+  }
+  void TearDown() override {
+    if (cuda_ != nullptr) EXPECT_OK(atlas_backend_destroy(cuda_));
+    if (host_ != nullptr) EXPECT_OK(atlas_backend_destroy(host_));
+  }
+
+  // Runs `body` on the host and on CUDA; compares every output it returns.
+  void Compare(const std::string &what,
+               const std::function<std::vector<std::vector<float>>(Side &)> &body,
+               double tolerance = kTolerance) {
+    std::vector<std::vector<float>> want, got;
+    {
+      Side host(host_);
+      want = body(host);
+    }
+    {
+      Side cuda(cuda_);
+      got = body(cuda);
+    }
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t o = 0; o < want.size(); ++o) {
+      ASSERT_EQ(want[o].size(), got[o].size());
+      double diff = 0, ref = 0;
+      for (size_t i = 0; i < want[o].size(); ++i) {
+        ASSERT_FALSE(std::isnan(got[o][i]))
+            << what << " output " << o << " element " << i << " not written";
+        ASSERT_FALSE(std::isnan(want[o][i])) << what << " (host) element " << i;
+        double d = (double)got[o][i] - (double)want[o][i];
+        diff += d * d;
+        ref += (double)want[o][i] * (double)want[o][i];
+      }
+      double rel = sqrt(diff) / (sqrt(ref) > 0 ? sqrt(ref) : 1.0);
+      EXPECT_LE(rel, tolerance) << what << " output " << o;
+      printf("%-28s output %zu: %zu elements, relative L2 error %.3g\n",
+             what.c_str(), o, want[o].size(), rel);
+    }
+  }
+
+  std::vector<float> Floats(size_t n, float lo = -1.0f, float hi = 1.0f) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (float &x : v) x = d(rng_);
+    return v;
+  }
+  // Random finite halves / bfloat16s of magnitude 2^-5 .. 2^1, as raw bits.
+  std::vector<uint16_t> Halves(size_t n) {
+    std::vector<uint16_t> v(n);
+    for (uint16_t &x : v) {
+      uint32_t sign = rng_() & 1, exp = 10 + rng_() % 7, man = rng_() & 0x3FF;
+      x = (uint16_t)((sign << 15) | (exp << 10) | man);
+    }
+    return v;
+  }
+  std::vector<uint16_t> Bfloats(size_t n) {
+    std::vector<uint16_t> v(n);
+    for (uint16_t &x : v) {
+      uint32_t sign = rng_() & 1, exp = 122 + rng_() % 7, man = rng_() & 0x7F;
+      x = (uint16_t)((sign << 15) | (exp << 7) | man);
+    }
+    return v;
+  }
+  // The weights of `dtype` ("f32", "f16", "bf16") as bytes.
+  std::vector<unsigned char> Weights(const std::string &dtype, size_t n) {
+    std::vector<unsigned char> bytes;
+    if (dtype == "f32") {
+      std::vector<float> w = Floats(n);
+      bytes.resize(n * 4);
+      memcpy(bytes.data(), w.data(), bytes.size());
+    } else {
+      std::vector<uint16_t> w = dtype == "f16" ? Halves(n) : Bfloats(n);
+      bytes.resize(n * 2);
+      memcpy(bytes.data(), w.data(), bytes.size());
+    }
+    return bytes;
+  }
+
+  std::mt19937 rng_{20261130};
+  atlas_backend *host_ = nullptr;
+  atlas_backend *cuda_ = nullptr;
+};
+
+TEST_F(LlamaKernelsCuda, Embed) {
+  for (std::string dtype : {"f32", "f16", "bf16"}) {
+    const uint32_t vocab = 50, dim = 300, token = 37;
+    std::vector<unsigned char> table = Weights(dtype, (size_t)vocab * dim);
+    Compare("embed_" + dtype, [&](Side &s) {
+      void *t = s.Upload(table.data(), table.size());
+      void *out = s.Poisoned(dim);
+      s.Launch(("embed_" + dtype).c_str(), Blocks(dim, 256), 256,
+               {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(t), ATLAS_ARG_U32(token),
+                ATLAS_ARG_U32(dim)});
+      return std::vector<std::vector<float>>{s.Download(out, dim)};
+    });
+  }
+}
+
+TEST_F(LlamaKernelsCuda, Rmsnorm) {
+  for (uint32_t dim : {1u, 300u, 4103u}) {
+    std::vector<float> x = Floats(dim, -3, 3), w = Floats(dim, 0.5f, 1.5f);
+    Compare("rmsnorm dim " + std::to_string(dim), [&](Side &s) {
+      void *dx = s.Upload(x.data(), dim * 4), *dw = s.Upload(w.data(), dim * 4);
+      void *out = s.Poisoned(dim);
+      s.Launch("rmsnorm", 1, 1024,
+               {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(dx), ATLAS_ARG_PTR(dw),
+                ATLAS_ARG_U32(dim), ATLAS_ARG_F32(1e-5f)});
+      return std::vector<std::vector<float>>{s.Download(out, dim)};
+    });
+  }
+}
+
+TEST_F(LlamaKernelsCuda, Matvec) {
+  for (std::string dtype : {"f32", "f16", "bf16"}) {
+    const uint32_t rows = 1003, cols = 777;
+    std::vector<unsigned char> w = Weights(dtype, (size_t)rows * cols);
+    std::vector<float> x = Floats(cols);
+    Compare("matvec_" + dtype, [&](Side &s) {
+      void *dw = s.Upload(w.data(), w.size()), *dx = s.Upload(x.data(), cols * 4);
+      void *out = s.Poisoned(rows);
+      s.Launch(("matvec_" + dtype).c_str(), Blocks(rows, 8), 256,
+               {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(dw), ATLAS_ARG_PTR(dx),
+                ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols)});
+      return std::vector<std::vector<float>>{s.Download(out, rows)};
+    });
+  }
+}
+
+TEST_F(LlamaKernelsCuda, Rope) {
+  const uint32_t n_heads = 32, n_kv = 8, head_dim = 128;
+  for (float theta : {10000.0f, 500000.0f}) {
+    for (uint32_t pos : {0u, 1u, 123u, 4000u}) {
+      std::vector<float> q = Floats(n_heads * head_dim), k = Floats(n_kv * head_dim);
+      // The CUDA kernel forms the angle pos * theta^(-2i/d) in f32 (as Hugging
+      // Face does), the host in f64: angles differ by about pos * 2^-23.
+      double tolerance = std::max(kTolerance, 4e-7 * pos);
+      Compare("rope pos " + std::to_string(pos), [&](Side &s) {
+        void *dq = s.Upload(q.data(), q.size() * 4);
+        void *dk = s.Upload(k.data(), k.size() * 4);
+        s.Launch("rope", Blocks((uint64_t)n_heads * head_dim / 2, 256), 256,
+                 {ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(dk), ATLAS_ARG_U32(pos),
+                  ATLAS_ARG_U32(n_heads), ATLAS_ARG_U32(n_kv),
+                  ATLAS_ARG_U32(head_dim), ATLAS_ARG_F32(theta)});
+        return std::vector<std::vector<float>>{s.Download(dq, q.size()),
+                                               s.Download(dk, k.size())};
+      }, tolerance);
+    }
+  }
+}
+
+TEST_F(LlamaKernelsCuda, Attention) {
+  const uint32_t n_heads = 32, n_kv = 8, head_dim = 128;
+  for (uint32_t seq_len : {1u, 7u, 300u, 1500u}) {
+    std::vector<float> q = Floats(n_heads * head_dim);
+    std::vector<float> kc = Floats((size_t)seq_len * n_kv * head_dim);
+    std::vector<float> vc = Floats((size_t)seq_len * n_kv * head_dim);
+    Compare("attention seq " + std::to_string(seq_len), [&](Side &s) {
+      void *dq = s.Upload(q.data(), q.size() * 4);
+      void *dk = s.Upload(kc.data(), kc.size() * 4);
+      void *dv = s.Upload(vc.data(), vc.size() * 4);
+      void *att = s.Poisoned((size_t)n_heads * seq_len);
+      void *out = s.Poisoned(n_heads * head_dim);
+      s.Launch("attention", n_heads, 256,
+               {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(dk),
+                ATLAS_ARG_PTR(dv), ATLAS_ARG_PTR(att), ATLAS_ARG_U32(n_heads),
+                ATLAS_ARG_U32(n_kv), ATLAS_ARG_U32(head_dim),
+                ATLAS_ARG_U32(seq_len)});
+      return std::vector<std::vector<float>>{s.Download(out, n_heads * head_dim)};
+    });
+  }
+}
+
+TEST_F(LlamaKernelsCuda, SiluMulAndAdd) {
+  const uint32_t n = 10001;
+  std::vector<float> a = Floats(n, -6, 6), b = Floats(n);
+  for (const char *name : {"silu_mul", "add"}) {
+    Compare(name, [&](Side &s) {
+      void *da = s.Upload(a.data(), n * 4), *db = s.Upload(b.data(), n * 4);
+      s.Launch(name, Blocks(n, 256), 256,
+               {ATLAS_ARG_PTR(da), ATLAS_ARG_PTR(db), ATLAS_ARG_U32(n)});
+      return std::vector<std::vector<float>>{s.Download(da, n)};
+    });
+  }
+}
+
+}  // namespace
