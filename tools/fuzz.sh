@@ -3,13 +3,13 @@
 # runs each. Bazel 4.2.3 here defaults to gcc, so this builds directly.
 #
 #   tools/fuzz.sh [RUNS] [TARGET...]     RUNS default 1000000 per target
-#   targets: safetensors config (default: both)
+#   targets: safetensors config config_check (default: all three)
 # Work dirs (grown corpus, crash files) go to ${FUZZ_OUT:-/tmp/atlas-fuzz}.
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${1:-1000000}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-safetensors config}
+TARGETS=${*:-safetensors config config_check}
 OUT=${FUZZ_OUT:-/tmp/atlas-fuzz}
 mkdir -p "$OUT"
 CC=${CC:-clang}
