@@ -93,6 +93,7 @@ atlas_status atlas_site_report_build(const atlas_ledger_entry *entries,
   atlas_site_total *rows = NULL;
   size_t n = 0;
   ATLAS_RETURN_IF_ERROR(aggregate(entries, count, &rows, &n));
+  if (rows == NULL) return ATLAS_OK;  // aggregate only leaves NULL on error
   for (size_t i = 0; i < n; ++i) out_report->live_bytes += rows[i].bytes;
   qsort(rows, n, sizeof(*rows), total_by_bytes);
   // Fold small sites and those past top_n into one remainder row.

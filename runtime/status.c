@@ -77,9 +77,7 @@ atlas_status atlas_status_annotate(atlas_status status, const char *fmt, ...) {
     free(prefix);
     return status;
   }
-  memcpy(text, prefix, plen);
-  memcpy(text + plen, ": ", 2);
-  memcpy(text + plen + 2, status->message, mlen + 1);
+  snprintf(text, plen + 2 + mlen + 1, "%s: %s", prefix, status->message);
   free(prefix);
   atlas_status out = status_from_text(status->code, status->count, text);
   free(text);
@@ -98,9 +96,7 @@ atlas_status atlas_status_join(atlas_status first, atlas_status second) {
     atlas_status_free(second);
     return first;
   }
-  memcpy(text, first->message, a);
-  text[a] = '\n';
-  memcpy(text + a + 1, second->message, b + 1);
+  snprintf(text, a + 1 + b + 1, "%s\n%s", first->message, second->message);
   atlas_status out =
       status_from_text(first->code, first->count + second->count, text);
   free(text);

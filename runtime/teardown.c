@@ -6,14 +6,14 @@
 
 #include "runtime/log.h"
 
-typedef struct resource {
+typedef struct registered {
   char *name;
   atlas_release_fn release;
   void *ptr;
-} resource;
+} registered;
 
 struct atlas_teardown {
-  resource *items;
+  registered *items;
   size_t count, cap;
 };
 
@@ -26,8 +26,9 @@ atlas_status atlas_teardown_create(atlas_teardown **out_teardown) {
   return ATLAS_OK;
 }
 
-atlas_status atlas_teardown_register(atlas_teardown *t, const char *name,
-                                     atlas_release_fn release, void *ptr) {
+atlas_status atlas_teardown_register(atlas_teardown *teardown, const char *name,
+                                     atlas_release_fn release, void *resource) {
+  atlas_teardown *t = teardown;
   if (release == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "teardown: resource '%s' has no release function",
@@ -35,7 +36,7 @@ atlas_status atlas_teardown_register(atlas_teardown *t, const char *name,
   }
   if (t->count == t->cap) {
     size_t cap = t->cap ? t->cap * 2 : 8;
-    resource *items = realloc(t->items, cap * sizeof(*items));
+    registered *items = realloc(t->items, cap * sizeof(*items));
     if (items == NULL) {
       return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                                "teardown: cannot register '%s'", name);
@@ -43,12 +44,15 @@ atlas_status atlas_teardown_register(atlas_teardown *t, const char *name,
     t->items = items;
     t->cap = cap;
   }
-  char *copy = strdup(name);
-  if (copy == NULL) {
+  registered *r = &t->items[t->count];
+  r->name = strdup(name);
+  if (r->name == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "teardown: cannot register '%s'", name);
   }
-  t->items[t->count++] = (resource){copy, release, ptr};
+  r->release = release;
+  r->ptr = resource;
+  t->count++;
   return ATLAS_OK;
 }
 
@@ -61,7 +65,7 @@ atlas_status atlas_teardown_run(atlas_teardown *t, atlas_sweep_fn sweep,
   memset(&report, 0, sizeof(report));
   atlas_status failures = ATLAS_OK;
   for (size_t i = t->count; i-- > 0;) {
-    resource *r = &t->items[i];
+    registered *r = &t->items[i];
     atlas_status s = r->release(r->ptr);
     if (s == ATLAS_OK) {
       report.released++;

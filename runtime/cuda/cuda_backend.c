@@ -415,6 +415,8 @@ static atlas_status track_stream(cuda_backend *cb, CUstream s) {
   pthread_mutex_lock(&cb->mutex);
   if (cb->stream_count == cb->stream_capacity) {
     size_t cap = cb->stream_capacity ? cb->stream_capacity * 2 : 8;
+    // CUstream is a handle (a pointer to an opaque struct): this is one handle's size.
+    // NOLINTNEXTLINE(bugprone-sizeof-expression)
     CUstream *grown = realloc(cb->streams, cap * sizeof(*grown));
     if (grown == NULL) {
       status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,

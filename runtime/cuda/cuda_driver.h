@@ -177,6 +177,9 @@ typedef struct CUDA_MEMCPY2D {
      unsigned int block_z, unsigned int shared_bytes, CUstream stream,        \
      void **params, void **extra))
 
+// X-macro: `params` is a parenthesized parameter list and `field` a declarator
+// name; neither can take the extra parentheses bugprone-macro-parentheses asks for.
+// NOLINTNEXTLINE(bugprone-macro-parentheses)
 #define ATLAS_CUDA_DRIVER_FIELD_(field, symbol, params) \
   CUresult (*field) params;
 
