@@ -10,7 +10,8 @@
 # The binaries dlopen libcuda.so.1 at run time and link everything but libc and
 # libstdc++ statically, so they need no CUDA toolkit on either machine.
 # BAZEL overrides the Bazel command (default: bazel); GPU_STAGE_TARGETS adds
-# more test targets (space-separated labels).
+# more test targets and GPU_STAGE_BINS more programs for bin/ (space-separated
+# labels; run_all.sh runs only the tests and the bench).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,6 +27,10 @@ if [ -n "${GPU_STAGE_TARGETS:-}" ]; then
   tests+=("${extra[@]}")
 fi
 bins=(//tools:bench)
+if [ -n "${GPU_STAGE_BINS:-}" ]; then
+  read -r -a extra_bins <<<"$GPU_STAGE_BINS"
+  bins+=("${extra_bins[@]}")
+fi
 
 echo "gpu_stage: building ${tests[*]} ${bins[*]}" >&2
 # --symlink_prefix=/: leave the bazel-bin links of everyday (fastbuild) builds alone.
