@@ -344,9 +344,9 @@ int atlas_bench_cuda(int argc, char **argv) {
   int device = 0;
   for (int i = 0; i < argc; ++i) {
     if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
-      device = atoi(argv[++i]);
+      device = (int)strtol(argv[++i], NULL, 10);
     } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-      c.rounds = atoi(argv[++i]);
+      c.rounds = (int)strtol(argv[++i], NULL, 10);
     } else if (strcmp(argv[i], "--quick") == 0) {
       c.quick = 1;
     } else {

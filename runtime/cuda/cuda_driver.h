@@ -179,9 +179,11 @@ typedef struct CUDA_MEMCPY2D {
 
 // X-macro: `params` is a parenthesized parameter list and `field` a declarator
 // name; neither can take the extra parentheses bugprone-macro-parentheses asks for.
-// NOLINTNEXTLINE(bugprone-macro-parentheses)
+// NOLINTBEGIN(bugprone-macro-parentheses)
+// `params` is a parameter list, which parentheses would break.
 #define ATLAS_CUDA_DRIVER_FIELD_(field, symbol, params) \
-  CUresult (*field) params;
+  CUresult(*(field)) params;  // NOLINT(bugprone-macro-parentheses)
+// NOLINTEND(bugprone-macro-parentheses)
 
 // The loaded driver: filled once by cuda_host.c, then read-only.
 typedef struct atlas_cuda_driver {

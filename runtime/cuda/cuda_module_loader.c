@@ -111,9 +111,9 @@ atlas_status atlas_cuda_module_loader_make(const atlas_cuda_driver *driver,
   }
   l->cu = driver;
   l->context = context;
+  *out_loader = (atlas_module_loader){l, load, get_function, unload, destroy};
   // cppcheck 2.10 does not see ownership move through a compound literal: the
   // loader owns `l` and frees it in destroy().
   // cppcheck-suppress memleak
-  *out_loader = (atlas_module_loader){l, load, get_function, unload, destroy};
   return ATLAS_OK;
 }
