@@ -180,9 +180,8 @@ typedef struct CUDA_MEMCPY2D {
 // X-macro: `params` is a parenthesized parameter list and `field` a declarator
 // name; neither can take the extra parentheses bugprone-macro-parentheses asks for.
 // NOLINTBEGIN(bugprone-macro-parentheses)
-// `params` is a parameter list, which parentheses would break.
 #define ATLAS_CUDA_DRIVER_FIELD_(field, symbol, params) \
-  CUresult(*(field)) params;  // NOLINT(bugprone-macro-parentheses)
+  CUresult (*field) params;
 // NOLINTEND(bugprone-macro-parentheses)
 
 // The loaded driver: filled once by cuda_host.c, then read-only.
