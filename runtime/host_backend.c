@@ -54,14 +54,16 @@ static host_backend *as_host(atlas_backend *b) { return (host_backend *)b; }
 
 static atlas_status host_raw_alloc(atlas_backend *b, size_t bytes,
                                    atlas_mem_kind kind, void **out_ptr) {
-  (void)kind;
   host_backend *h = as_host(b);
-  if (h->pool != NULL) ATLAS_RETURN_IF_ERROR(atlas_host_pool_reserve(h->pool, bytes));
+  // Pinned memory is host memory on a real device too: it does not count
+  // against the (simulated) device's pool.
+  atlas_host_pool *pool = kind == ATLAS_MEM_PINNED_HOST ? NULL : h->pool;
+  if (pool != NULL) ATLAS_RETURN_IF_ERROR(atlas_host_pool_reserve(pool, bytes));
   // malloc's 16-byte alignment serves every kernel here (weights are read
   // with memcpy-safe loads); posix_memalign would cost ~2x per call.
   void *p = malloc(bytes);
   if (p == NULL) {
-    if (h->pool != NULL) atlas_host_pool_release(h->pool, bytes);
+    if (pool != NULL) atlas_host_pool_release(pool, bytes);
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "out of host memory: malloc of %zu bytes failed",
                              bytes);
@@ -72,10 +74,11 @@ static atlas_status host_raw_alloc(atlas_backend *b, size_t bytes,
 
 static atlas_status host_raw_free(atlas_backend *b, void *ptr, size_t bytes,
                                   atlas_mem_kind kind) {
-  (void)kind;
   free(ptr);
   host_backend *h = as_host(b);
-  if (h->pool != NULL) atlas_host_pool_release(h->pool, bytes);
+  if (h->pool != NULL && kind != ATLAS_MEM_PINNED_HOST) {
+    atlas_host_pool_release(h->pool, bytes);
+  }
   return ATLAS_OK;
 }
 

@@ -12,6 +12,7 @@
 
 #include "kernels/llama_host.h"
 #include "runtime/model/llama_model.h"
+#include "runtime/model/weight_upload.h"
 
 // ---- resources -------------------------------------------------------------
 
@@ -132,12 +133,15 @@ static atlas_status find_tensor(const atlas_checkpoint *ck,
   return atlas_checkpoint_find(ck, name, out);
 }
 
-// Uploads a weight matrix as stored (F32/F16/BF16).
-static atlas_status upload_matrix(atlas_llama_weights *w,
-                                  const atlas_checkpoint *ck,
-                                  atlas_llama_weight weight, int layer,
-                                  load_progress *progress,
-                                  atlas_llama_matrix *out) {
+// Allocates a weight matrix as stored (F32/F16/BF16) and queues its upload.
+typedef struct upload_plan {
+  atlas_upload_job *jobs;
+  size_t count;
+} upload_plan;
+
+static atlas_status plan_matrix(atlas_llama_weights *w, const atlas_checkpoint *ck,
+                                atlas_llama_weight weight, int layer,
+                                upload_plan *plan, atlas_llama_matrix *out) {
   atlas_checkpoint_tensor t;
   ATLAS_RETURN_IF_ERROR(find_tensor(ck, weight, layer, &t));
   void *dst = NULL;
@@ -146,12 +150,10 @@ static atlas_status upload_matrix(atlas_llama_weights *w,
   if (status != ATLAS_OK) {
     return atlas_status_join(status, atlas_backend_free(w->backend, dst));
   }
-  ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
-      atlas_backend_h2d(w->backend, dst, t.tensor->data, t.tensor->bytes),
-      "copying %s from %s", t.tensor->name, t.path));
+  plan->jobs[plan->count++] =
+      (atlas_upload_job){dst, t.tensor->data, t.tensor->bytes, t.tensor->name};
   out->data = dst;
   out->dtype = t.tensor->dtype;
-  advance(progress, t.tensor->bytes);
   return ATLAS_OK;
 }
 
@@ -204,29 +206,29 @@ static atlas_status upload_norm(atlas_llama_weights *w,
   return status;
 }
 
-static atlas_status load_weights(atlas_llama_weights *w,
+static atlas_status plan_weights(atlas_llama_weights *w,
                                  const atlas_checkpoint *ck,
                                  const atlas_llama_config *c,
-                                 bool lm_head_is_embedding,
+                                 bool lm_head_is_embedding, upload_plan *plan,
                                  load_progress *progress) {
-  ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_EMBED_TOKENS, 0,
-                                      progress, &w->embed));
+  ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_EMBED_TOKENS, 0, plan,
+                                    &w->embed));
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
     atlas_llama_layer *L = &w->layers[l];
     int i = (int)l;
     ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_INPUT_NORM, i, progress,
                                       &L->attn_norm));
-    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_Q_PROJ, i, progress, &L->wq));
-    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_K_PROJ, i, progress, &L->wk));
-    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_V_PROJ, i, progress, &L->wv));
-    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_O_PROJ, i, progress, &L->wo));
+    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_Q_PROJ, i, plan, &L->wq));
+    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_K_PROJ, i, plan, &L->wk));
+    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_V_PROJ, i, plan, &L->wv));
+    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_O_PROJ, i, plan, &L->wo));
     ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_POST_NORM, i, progress,
                                       &L->ffn_norm));
-    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_GATE_PROJ, i, progress,
-                                        &L->w_gate));
-    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_UP_PROJ, i, progress, &L->w_up));
-    ATLAS_RETURN_IF_ERROR(upload_matrix(w, ck, ATLAS_LLAMA_DOWN_PROJ, i, progress,
-                                        &L->w_down));
+    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_GATE_PROJ, i, plan,
+                                      &L->w_gate));
+    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_UP_PROJ, i, plan, &L->w_up));
+    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_DOWN_PROJ, i, plan,
+                                      &L->w_down));
   }
   ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_FINAL_NORM, 0, progress,
                                     &w->final_norm));
@@ -234,7 +236,37 @@ static atlas_status load_weights(atlas_llama_weights *w,
     w->lm_head = w->embed;
     return ATLAS_OK;
   }
-  return upload_matrix(w, ck, ATLAS_LLAMA_LM_HEAD, 0, progress, &w->lm_head);
+  return plan_matrix(w, ck, ATLAS_LLAMA_LM_HEAD, 0, plan, &w->lm_head);
+}
+
+// Allocates every weight, then uploads the matrices in one staged,
+// multi-threaded pass (the norms, small and converted, went directly).
+static atlas_status load_weights(atlas_llama_weights *w,
+                                 const atlas_checkpoint *ck,
+                                 const atlas_llama_config *c,
+                                 bool lm_head_is_embedding,
+                                 load_progress *progress) {
+  upload_plan plan = {NULL, 0};
+  plan.jobs = calloc(3 + 7 * (size_t)c->num_hidden_layers, sizeof(atlas_upload_job));
+  if (plan.jobs == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "cannot plan the weight upload");
+  }
+  atlas_status status =
+      plan_weights(w, ck, c, lm_head_is_embedding, &plan, progress);
+  if (status == ATLAS_OK) {
+    atlas_upload_options o;
+    memset(&o, 0, sizeof(o));
+    o.progress = progress->options->progress;
+    o.progress_ctx = progress->options->progress_ctx;
+    o.progress_base = progress->done;
+    o.progress_total = progress->total;
+    status = atlas_status_annotate(
+        atlas_upload_run(w->backend, plan.jobs, plan.count, &o),
+        "reading %s", atlas_checkpoint_source(ck));
+  }
+  free(plan.jobs);
+  return status;
 }
 
 // ---- KV cache and scratch ----------------------------------------------------

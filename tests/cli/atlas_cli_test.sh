@@ -34,7 +34,7 @@ check "sharded bf16 checkpoint runs" [ "$rc" -eq 0 ]
 # report: text, JSON, SVG.
 "$atlas" report --model "$tmp/a" --backend host --top 3 --json "$tmp/r.json" --svg "$tmp/r.svg" >"$tmp/report.txt" 2>&1; rc=$?
 check "report exits 0" [ "$rc" -eq 0 ]
-check "report names the weight site" grep -q "upload_matrix" "$tmp/report.txt"
+check "report names the weight site" grep -q "plan_matrix" "$tmp/report.txt"
 check "report JSON has sites" grep -q '"sites"' "$tmp/r.json"
 check "report SVG is an svg" grep -q "<svg" "$tmp/r.svg"
 

@@ -1,0 +1,48 @@
+// Weight upload: host bytes (usually an mmapped checkpoint in the page
+// cache) to backend memory at the speed of the link.
+//
+// Several threads each own a stream and a few pinned staging buffers. A
+// thread claims the next chunk, copies it from the source into a free
+// staging buffer (waiting on that buffer's event), and queues an async copy
+// to the device; the copy engine drains while the threads fill. Staging is
+// ledgered pinned memory, released before returning, success or not.
+#ifndef ATLAS_RUNTIME_MODEL_WEIGHT_UPLOAD_H_
+#define ATLAS_RUNTIME_MODEL_WEIGHT_UPLOAD_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct atlas_upload_job {
+  void *dst;        // backend memory
+  const void *src;  // host memory (pageable is fine)
+  size_t bytes;
+  const char *what; // for error messages ("model.layers.3.mlp.up_proj.weight")
+} atlas_upload_job;
+
+typedef struct atlas_upload_options {
+  int threads;              // 0: min(8, online CPUs)
+  size_t chunk_bytes;       // 0: 32 MiB (staging buffer size)
+  int buffers_per_thread;   // 0: 2
+  void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
+  void *progress_ctx;
+  uint64_t progress_base, progress_total;  // progress reports base + done
+} atlas_upload_options;
+
+// Copies every job; on failure the first error (naming the job) is
+// returned after all threads stopped and all staging was freed. Jobs that
+// completed stay written.
+atlas_status atlas_upload_run(atlas_backend *backend,
+                              const atlas_upload_job *jobs, size_t job_count,
+                              const atlas_upload_options *options);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_MODEL_WEIGHT_UPLOAD_H_
