@@ -1,0 +1,167 @@
+// The Llama model end to end on the CUDA backend: logits and tokens match the
+// host backend's step for step, and a load failed by a fault at any
+// allocation or copy leaves nothing on the ledger and no device memory
+// behind. Skips where there is no GPU.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kernels/llama_kernels.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/host_backend.h"
+#include "runtime/model/config_tensors.h"
+#include "runtime/model/llama.h"
+#include "tests/runtime/test_util.h"
+#include "tools/make_checkpoint_lib.h"
+
+namespace {
+
+std::string MakeCheckpoint(const std::string &leaf, atlas_dtype dtype,
+                           bool tied) {
+  const char *tmp = getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp ? tmp : "/tmp") + "/atlas_cuda_" + leaf;
+  atlas_make_checkpoint_options o{};
+  o.out_dir = dir.c_str();
+  o.seed = 11;
+  EXPECT_OK(atlas_make_checkpoint_preset("tiny", &o.config));
+  o.config.tie_word_embeddings = tied;
+  o.dtype = dtype;
+  o.shards = 1;
+  EXPECT_OK(atlas_make_checkpoint_write(&o));
+  return dir;
+}
+
+atlas_status CudaBackend(atlas_backend **out) {
+  atlas_backend_options o{};
+  o.modules = &atlas_llama_module_set;
+  return atlas_cuda_backend_create(&o, out);
+}
+
+#define CUDA_OR_SKIP(out)                                          \
+  do {                                                             \
+    StatusResult made_ = Take(CudaBackend(out));                   \
+    if (made_.code == ATLAS_STATUS_UNAVAILABLE) {                  \
+      GTEST_SKIP() << "CUDA unavailable: " << made_.message;       \
+    }                                                              \
+    ASSERT_EQ(made_.code, ATLAS_STATUS_OK) << made_.message;       \
+  } while (0)
+
+struct Collected {
+  std::vector<std::vector<float>> steps;
+};
+
+atlas_status Collect(void *ctx, const float *logits, size_t n) {
+  static_cast<Collected *>(ctx)->steps.emplace_back(logits, logits + n);
+  return ATLAS_OK;
+}
+
+// Loads `dir` on `b`, generates, unloads; the backend must end empty.
+void Generate(atlas_backend *b, const std::string &dir,
+              const std::vector<uint32_t> &prompt, size_t steps,
+              std::vector<uint32_t> *out, Collected *logits) {
+  atlas_checkpoint *ck = nullptr;
+  ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
+  atlas_llama_config config;
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
+  atlas_llama_load_options lo{};
+  lo.max_seq = 32;
+  atlas_llama_model *model = nullptr;
+  ASSERT_OK(atlas_llama_load(b, ck, &config, &lo, &model));
+  out->assign(steps, 0);
+  EXPECT_OK(atlas_llama_generate(model, prompt.data(), prompt.size(), steps,
+                                 out->data(), Collect, logits));
+  atlas_teardown_report r;
+  EXPECT_OK(atlas_llama_unload(model, &r));
+  EXPECT_EQ(r.sweep.count, 0u) << (r.sweep.sites ? r.sweep.sites : "");
+  EXPECT_EQ(r.failed, 0u);
+  atlas_sweep_result_free(&r.sweep);
+  EXPECT_EQ(atlas_backend_live_alloc_count(b), 0u);
+  atlas_checkpoint_close(ck);
+}
+
+class LlamaCuda : public ::testing::TestWithParam<std::tuple<atlas_dtype, bool>> {};
+
+TEST_P(LlamaCuda, MatchesTheHostStepForStep) {
+  atlas_backend *cuda = nullptr;
+  CUDA_OR_SKIP(&cuda);
+  atlas_dtype dtype = std::get<0>(GetParam());
+  bool tied = std::get<1>(GetParam());
+  std::string dir = MakeCheckpoint("fwd_" + std::to_string(dtype), dtype, tied);
+  atlas_backend *host = nullptr;
+  atlas_backend_options o{};
+  o.modules = &atlas_llama_module_set;
+  ASSERT_OK(atlas_host_backend_create(&o, &host));
+  std::vector<uint32_t> prompt = {1, 5, 9, 2}, want_tokens, got_tokens;
+  Collected want, got;
+  Generate(host, dir, prompt, 12, &want_tokens, &want);
+  Generate(cuda, dir, prompt, 12, &got_tokens, &got);
+  EXPECT_EQ(got_tokens, want_tokens);
+  ASSERT_EQ(got.steps.size(), want.steps.size());
+  double max_err = 0, max_ref = 0;
+  for (size_t s = 0; s < want.steps.size(); ++s) {
+    for (size_t i = 0; i < want.steps[s].size(); ++i) {
+      max_err = std::max(max_err, (double)std::fabs(want.steps[s][i] - got.steps[s][i]));
+      max_ref = std::max(max_ref, (double)std::fabs(want.steps[s][i]));
+    }
+  }
+  EXPECT_GT(max_ref, 1e-3);
+  EXPECT_LT(max_err / max_ref, 1e-4) << "max abs error " << max_err;
+  printf("dtype %d: %zu steps, max |cuda - host| / max |host| = %.3g\n",
+         (int)dtype, want.steps.size(), max_err / max_ref);
+  EXPECT_OK(atlas_backend_destroy(host));
+  EXPECT_OK(atlas_backend_destroy(cuda));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Dtypes, LlamaCuda,
+    ::testing::Values(std::make_tuple(ATLAS_DTYPE_F32, false),
+                      std::make_tuple(ATLAS_DTYPE_F16, false),
+                      std::make_tuple(ATLAS_DTYPE_BF16, true)));
+
+TEST(LlamaCudaFaults, FailedLoadAtEveryFaultLeavesNothingOnTheDevice) {
+  atlas_backend *b = nullptr;
+  CUDA_OR_SKIP(&b);
+  std::string dir = MakeCheckpoint("faults", ATLAS_DTYPE_BF16, false);
+  atlas_checkpoint *ck = nullptr;
+  ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
+  atlas_llama_config config;
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
+  // A clean load counts the operations (and warms the driver's pools).
+  atlas_llama_model *model = nullptr;
+  uint64_t a0 = atlas_backend_op_count(b, ATLAS_FAULT_ALLOC);
+  uint64_t c0 = atlas_backend_op_count(b, ATLAS_FAULT_COPY);
+  ASSERT_OK(atlas_llama_load(b, ck, &config, nullptr, &model));
+  uint64_t allocs = atlas_backend_op_count(b, ATLAS_FAULT_ALLOC) - a0;
+  uint64_t copies = atlas_backend_op_count(b, ATLAS_FAULT_COPY) - c0;
+  ASSERT_OK(atlas_llama_unload(model, nullptr));
+  size_t free_before = 0, free_after = 0;
+  ASSERT_OK(atlas_backend_device_free_memory(b, &free_before));
+  ASSERT_GT(allocs, 10u);
+  for (int kind = 0; kind < 2; ++kind) {
+    uint64_t n = kind == 0 ? allocs : copies;
+    for (uint64_t k = 1; k <= n; ++k) {
+      atlas_backend_inject_fault(b, kind == 0 ? ATLAS_FAULT_ALLOC : ATLAS_FAULT_COPY, k);
+      StatusResult r = Take(atlas_llama_load(b, ck, &config, nullptr, &model));
+      ASSERT_EQ(r.code, ATLAS_STATUS_ABORTED) << "k=" << k << ": " << r.message;
+      EXPECT_EQ(model, nullptr);
+      ASSERT_EQ(atlas_backend_live_alloc_count(b), 0u) << "fault " << k;
+    }
+  }
+  atlas_backend_inject_fault(b, ATLAS_FAULT_ALLOC, 0);
+  atlas_backend_inject_fault(b, ATLAS_FAULT_COPY, 0);
+  ASSERT_OK(atlas_backend_device_free_memory(b, &free_after));
+  EXPECT_LE((double)free_before - (double)free_after, 2.0 * 1024 * 1024)
+      << free_before << " free before " << allocs << "+" << copies
+      << " failed loads, " << free_after << " after";
+  printf("%llu alloc + %llu copy faults: driver free %zu -> %zu bytes\n",
+         (unsigned long long)allocs, (unsigned long long)copies, free_before,
+         free_after);
+  atlas_checkpoint_close(ck);
+  ASSERT_OK(atlas_backend_destroy(b));
+}
+
+}  // namespace
