@@ -45,6 +45,9 @@ typedef struct atlas_model_spec {
   int device;                  // CUDA ordinal
   atlas_host_pool *host_pool;  // host backend: the shared budget (NULL: none)
   int64_t max_seq;             // KV cache positions (0: default)
+  // Most device bytes this process may hold for models (0: all the device
+  // has). Leaves headroom for other tenants; swap checks against it.
+  uint64_t device_budget_bytes;
   void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
   void *progress_ctx;
   // Fault injection for tests: the fault_at-th operation of fault_kind on

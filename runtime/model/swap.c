@@ -50,8 +50,15 @@ atlas_status atlas_model_swap(atlas_model **current,
   ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
       atlas_backend_device_free_memory(ob, &free_bytes),
       "swap: reading free device memory"));
-  r->free_bytes = free_bytes;
   r->releasable_bytes = atlas_backend_live_bytes(ob);
+  uint64_t budget = next->device_budget_bytes;
+  if (budget != 0) {
+    // Within a budget, what is free is the budget less what the current
+    // model holds (and never more than the device really has).
+    uint64_t left = budget > r->releasable_bytes ? budget - r->releasable_bytes : 0;
+    if (left < free_bytes) free_bytes = (size_t)left;
+  }
+  r->free_bytes = free_bytes;
   char need[32], have[32], rel[32], avail[32];
   atlas_format_bytes(r->needed_bytes, need, sizeof(need));
   atlas_format_bytes(r->free_bytes, have, sizeof(have));
