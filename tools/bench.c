@@ -1,9 +1,11 @@
-// Benchmarks, one subcommand each: `bench cuda`, `bench ledger`.
+// Benchmarks, one subcommand each: `bench cuda`, `bench ledger`,
+// `bench load DIR`.
 #include <stdio.h>
 #include <string.h>
 
 #include "tools/bench_cuda.h"
 #include "tools/bench_ledger.h"
+#include "tools/bench_load.h"
 
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "cuda") == 0) {
@@ -12,6 +14,9 @@ int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "ledger") == 0) {
     return atlas_bench_ledger(argc - 2, argv + 2);
   }
-  fprintf(stderr, "usage: bench cuda|ledger [options]\n");
+  if (argc >= 2 && strcmp(argv[1], "load") == 0) {
+    return atlas_bench_load(argc - 2, argv + 2);
+  }
+  fprintf(stderr, "usage: bench cuda|ledger|load [options]\n");
   return 2;
 }

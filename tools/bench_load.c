@@ -1,0 +1,246 @@
+// Load speed, measured side by side in one run (see bench_load.h).
+#include "tools/bench_load.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/model/checkpoint.h"
+#include "runtime/model/swap.h"
+#include "runtime/model/weight_upload.h"
+#include "tools/make_checkpoint_demo_models.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int check(atlas_status s, const char *what) {
+  if (s == ATLAS_OK) return 0;
+  fprintf(stderr, "bench load: %s: %s\n", what, atlas_status_message(s));
+  atlas_status_free(s);
+  return 1;
+}
+
+// Reads every shard once so the bytes sit in the page cache.
+static void warm(const atlas_checkpoint *ck) {
+  for (size_t i = 0; i < atlas_checkpoint_shard_count(ck); ++i) {
+    const char *path = atlas_safetensors_path(atlas_checkpoint_shard(ck, i));
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) continue;
+    enum { kBuf = 1 << 20 };
+    char *buf = malloc(kBuf);
+    while (buf != NULL && read(fd, buf, kBuf) > 0) {
+    }
+    free(buf);
+    close(fd);
+  }
+}
+
+typedef struct tensors {
+  atlas_upload_job *jobs;
+  size_t count;
+  uint64_t bytes;
+} tensors;
+
+static int alloc_all(atlas_backend *b, tensors *t) {
+  for (size_t i = 0; i < t->count; ++i) {
+    if (check(atlas_backend_alloc(b, t->jobs[i].bytes, &t->jobs[i].dst), "alloc")) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static void free_all(atlas_backend *b, tensors *t) {
+  for (size_t i = 0; i < t->count; ++i) {
+    atlas_status_free(atlas_backend_free(b, t->jobs[i].dst));
+    t->jobs[i].dst = NULL;
+  }
+}
+
+static double time_upload(atlas_backend *b, tensors *t, int threads,
+                          size_t chunk) {
+  atlas_upload_options o;
+  memset(&o, 0, sizeof(o));
+  o.threads = threads;
+  o.chunk_bytes = chunk;
+  double t0 = now_s();
+  if (check(atlas_upload_run(b, t->jobs, t->count, &o), "upload")) return -1;
+  if (check(atlas_backend_synchronize(b), "sync")) return -1;
+  return (double)t->bytes / (now_s() - t0) / 1e9;
+}
+
+static double time_pageable(atlas_backend *b, tensors *t) {
+  double t0 = now_s();
+  for (size_t i = 0; i < t->count; ++i) {
+    if (check(atlas_backend_h2d(b, t->jobs[i].dst, t->jobs[i].src, t->jobs[i].bytes),
+              "pageable h2d")) {
+      return -1;
+    }
+  }
+  return (double)t->bytes / (now_s() - t0) / 1e9;
+}
+
+// One pinned buffer of `bytes`, copied to one device buffer: the link.
+static double time_pinned(atlas_backend *b, uint64_t bytes) {
+  void *host = NULL, *dev = NULL;
+  double gbs = -1;
+  if (check(atlas_backend_pinned_alloc(b, bytes, &host), "pinned alloc")) return -1;
+  if (!check(atlas_backend_alloc(b, bytes, &dev), "alloc")) {
+    memset(host, 1, bytes);
+    double best = 1e9;
+    for (int r = 0; r < 3; ++r) {
+      double t0 = now_s();
+      if (check(atlas_backend_h2d_async_retained(b, dev, host, bytes, NULL), "h2d") ||
+          check(atlas_backend_synchronize(b), "sync")) {
+        break;
+      }
+      double dt = now_s() - t0;
+      if (dt < best) best = dt;
+    }
+    gbs = (double)bytes / best / 1e9;
+    atlas_status_free(atlas_backend_free(b, dev));
+  }
+  atlas_status_free(atlas_backend_pinned_free(b, host));
+  return gbs;
+}
+
+static void torch_load(const char *path) {
+  char cmd[8192];
+  snprintf(cmd, sizeof(cmd),
+           "python3 - '%s' <<'PY' 2>&1\n"
+           "import os, sys, time\n"
+           "try:\n"
+           "    import torch\n"
+           "    from safetensors.torch import load_file\n"
+           "except Exception as e:\n"
+           "    print('pytorch: not available (%%s)' %% e); sys.exit(0)\n"
+           "p = sys.argv[1]\n"
+           "files = [os.path.join(p, f) for f in sorted(os.listdir(p)) if "
+           "f.endswith('.safetensors')] if os.path.isdir(p) else [p]\n"
+           "n = sum(os.path.getsize(f) for f in files)\n"
+           "torch.cuda.init(); torch.zeros(1, device='cuda')\n"
+           "best = 1e9\n"
+           "for _ in range(3):\n"
+           "    t0 = time.perf_counter(); ts = [load_file(f, device='cuda') for f in files]\n"
+           "    torch.cuda.synchronize(); best = min(best, time.perf_counter() - t0)\n"
+           "    del ts\n"
+           "print('pytorch load_file(device=cuda): %%.2f GB/s (%%.3f s)' %% (n / best / 1e9, best))\n"
+           "PY",
+           path);
+  fflush(stdout);
+  int rc = system(cmd);
+  if (rc != 0) printf("pytorch: python3 not runnable (rc %d)\n", rc);
+}
+
+static int swap_times(const char *dir) {
+  const atlas_demo_model *d = atlas_demo_model_find("tiny-a");
+  if (d == NULL) return 0;
+  atlas_embedded_checkpoint e = {d->name, d->config_json, d->config_bytes,
+                                 d->weights, d->weights_bytes};
+  atlas_model_spec tiny, big;
+  memset(&tiny, 0, sizeof(tiny));
+  tiny.embedded = &e;
+  tiny.backend = ATLAS_BACKEND_CUDA;
+  tiny.max_seq = 64;
+  big = tiny;
+  big.embedded = NULL;
+  big.dir = dir;
+  atlas_model *m = NULL;
+  if (check(atlas_model_open(&tiny, &m), "open tiny")) return 1;
+  for (int r = 0; r < 2; ++r) {
+    atlas_swap_report in, out;
+    if (check(atlas_model_swap(&m, &big, &in), "swap in")) break;
+    if (check(atlas_model_swap(&m, &tiny, &out), "swap out")) break;
+    printf("swap tiny -> model: %.1f ms (load %.1f ms, teardown %.1f ms); "
+           "model -> tiny: %.1f ms (teardown %.1f ms)\n",
+           in.total_ms, in.load_ms, in.teardown_ms, out.total_ms, out.teardown_ms);
+  }
+  return check(atlas_model_close(m, NULL), "close");
+}
+
+int atlas_bench_load(int argc, char **argv) {
+  if (argc < 1) {
+    fprintf(stderr, "usage: bench load DIR\n");
+    return 2;
+  }
+  const char *path = argv[0];
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    fprintf(stderr, "bench load: cannot stat %s\n", path);
+    return 1;
+  }
+  atlas_checkpoint *ck = NULL;
+  if (S_ISDIR(st.st_mode)) {
+    if (check(atlas_checkpoint_open(path, &ck), "open")) return 1;
+  } else {
+    fprintf(stderr, "bench load: pass a checkpoint directory (model.safetensors "
+                    "or its sharded index), not %s\n", path);
+    return 1;
+  }
+  tensors t = {NULL, atlas_checkpoint_tensor_count(ck), 0};
+  t.jobs = calloc(t.count, sizeof(atlas_upload_job));
+  for (size_t i = 0; t.jobs != NULL && i < t.count; ++i) {
+    atlas_checkpoint_tensor ct;
+    atlas_checkpoint_tensor_at(ck, i, &ct);
+    t.jobs[i] = (atlas_upload_job){NULL, ct.tensor->data, ct.tensor->bytes,
+                                   ct.tensor->name};
+    t.bytes += ct.tensor->bytes;
+  }
+  atlas_backend *b = NULL;
+  if (t.jobs == NULL || check(atlas_cuda_backend_create(NULL, &b), "cuda")) {
+    free(t.jobs);
+    atlas_checkpoint_close(ck);
+    return 1;
+  }
+  double w0 = now_s();
+  warm(ck);
+  printf("checkpoint %s: %zu tensors, %.2f GB (page cache warmed in %.2f s)\n",
+         path, t.count, (double)t.bytes / 1e9, now_s() - w0);
+  int rc = alloc_all(b, &t);
+  const int threads[] = {1, 4, 8, 12, 16};
+  const size_t chunks[] = {8u << 20, 32u << 20, 64u << 20};
+  double best = 0;
+  int best_t = 0;
+  size_t best_c = 0;
+  printf("%-40s %10s\n", "technique", "GB/s");
+  for (size_t ti = 0; rc == 0 && ti < sizeof(threads) / sizeof(threads[0]); ++ti) {
+    for (size_t ci = 0; ci < sizeof(chunks) / sizeof(chunks[0]); ++ci) {
+      double gbs = time_upload(b, &t, threads[ti], chunks[ci]);
+      if (gbs < 0) {
+        rc = 1;
+        break;
+      }
+      printf("staged upload, %2d threads, %2zu MiB chunks  %10.2f\n", threads[ti],
+             chunks[ci] >> 20, gbs);
+      if (gbs > best) {
+        best = gbs;
+        best_t = threads[ti];
+        best_c = chunks[ci];
+      }
+    }
+  }
+  double pageable = rc == 0 ? time_pageable(b, &t) : -1;
+  free_all(b, &t);
+  double pinned = rc == 0 ? time_pinned(b, t.bytes) : -1;
+  printf("%-40s %10.2f\n", "naive pageable h2d per tensor", pageable);
+  printf("%-40s %10.2f\n", "pinned h2d of the same bytes (ceiling)", pinned);
+  printf("best staged: %d threads, %zu MiB chunks: %.2f GB/s = %.2fx of pinned, "
+         "%.2fx of pageable\n",
+         best_t, best_c >> 20, best, best / pinned, best / pageable);
+  rc |= check(atlas_backend_destroy(b), "destroy");
+  free(t.jobs);
+  atlas_checkpoint_close(ck);
+  torch_load(path);
+  char config[4096];
+  snprintf(config, sizeof(config), "%s/config.json", path);
+  if (rc == 0 && access(config, R_OK) == 0) rc = swap_times(path);
+  return rc;
+}

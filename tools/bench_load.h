@@ -1,0 +1,10 @@
+#ifndef ATLAS_TOOLS_BENCH_LOAD_H_
+#define ATLAS_TOOLS_BENCH_LOAD_H_
+
+// `bench load DIR`: page cache to device through our staged upload
+// (several thread/chunk settings), against a pinned H2D copy of the same
+// bytes (the ceiling), a naive pageable copy, PyTorch's load_file when
+// python3 has torch, and the end-to-end swap time when DIR is a model.
+int atlas_bench_load(int argc, char **argv);
+
+#endif  // ATLAS_TOOLS_BENCH_LOAD_H_
