@@ -49,6 +49,7 @@ CXX=(-x c++ -std=c++17)
 run_fixture $FIX/storage_forms.c "${C[@]}"
 run_fixture $FIX/storage_forms.cc "${CXX[@]}"
 run_fixture $FIX/categories.c "${C[@]}"
+run_fixture $FIX/categories.cc "${CXX[@]}"
 run_fixture $FIX/comments.c "${C[@]}"
 run_fixture $FIX/macros.c "${C[@]}"
 run_fixture $FIX/runtime/cuda/cuda_host.c "${C[@]}"
@@ -167,7 +168,8 @@ if grep -q "c_only.h.*'new'" "$AR/c_only.h.txt" && grep -q "^  - DiagnosticName:
 else fail "aspect fixes YAML"; cat "$AR/c_lib.c.fixes.yaml"; fi
 
 # The inventory tool sees what the plugin accepts: file, symbol, category, first line of the comment.
-$PY lint/statics_inventory.py --root . --list $FIX/categories.c $FIX/comments.c $FIX/runtime/cuda/cuda_host.c \
+$PY lint/statics_inventory.py --root . --list $FIX/categories.c $FIX/categories.cc $FIX/comments.c \
+  $FIX/runtime/cuda/cuda_host.c \
   > "$WORK/inventory.txt"
 if diff -u $EXP/inventory.expected "$WORK/inventory.txt"; then pass "inventory rows"
 else fail "inventory rows differ"; fi
