@@ -14,62 +14,76 @@ typedef struct chunk {
   size_t bytes;
 } chunk;
 
-typedef struct shared {
+// What one thread owns for the life of the uploader.
+typedef struct lane {
+  atlas_stream *stream;
+  void *staging[kMaxBuffers];
+  atlas_event *events[kMaxBuffers];
+  size_t used;  // buffers filled so far (the next refill waits on its event)
+} lane;
+
+struct atlas_uploader {
   atlas_backend *backend;
+  atlas_upload_options options;
+  int threads, buffers;
+  size_t staging_bytes;
+  lane lanes[kMaxThreads];
+};
+
+typedef struct run_state {
+  atlas_uploader *u;
   const atlas_upload_job *jobs;
   chunk *chunks;
   size_t chunk_count;
-  size_t next;             // next chunk to claim (atomic)
-  uint64_t done_bytes;     // (atomic)
-  pthread_mutex_t mutex;   // guards error
-  atlas_status error;      // first failure
-  int failed;              // (atomic) stop claiming
-  const atlas_upload_options *options;
-  size_t staging_bytes;
-  int buffers;
-} shared;
+  size_t next;            // next chunk to claim (atomic)
+  uint64_t done_bytes;    // (atomic)
+  pthread_mutex_t mutex;  // guards error
+  atlas_status error;     // first failure
+  int failed;             // (atomic) stop claiming
+} run_state;
 
 typedef struct worker {
-  shared *sh;
+  run_state *rs;
   int index;
-  atlas_status status;  // setup/teardown failures of this worker
 } worker;
 
-static void fail(shared *sh, atlas_status status) {
-  pthread_mutex_lock(&sh->mutex);
-  if (sh->error == ATLAS_OK) {
-    sh->error = status;
+static void fail(run_state *rs, atlas_status status) {
+  pthread_mutex_lock(&rs->mutex);
+  if (rs->error == ATLAS_OK) {
+    rs->error = status;
   } else {
     atlas_status_free(status);
   }
-  pthread_mutex_unlock(&sh->mutex);
-  __atomic_store_n(&sh->failed, 1, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&rs->mutex);
+  __atomic_store_n(&rs->failed, 1, __ATOMIC_RELAXED);
 }
 
 // Fills staging buffers and queues copies until no chunk is left.
-static atlas_status pump(shared *sh, atlas_stream *stream, void **staging,
-                         atlas_event **events, bool is_reporter) {
-  size_t round = 0;
+static atlas_status pump(run_state *rs, lane *l, bool is_reporter) {
+  atlas_uploader *u = rs->u;
   for (;;) {
-    if (__atomic_load_n(&sh->failed, __ATOMIC_RELAXED)) return ATLAS_OK;
-    size_t i = __atomic_fetch_add(&sh->next, 1, __ATOMIC_RELAXED);
-    if (i >= sh->chunk_count) return ATLAS_OK;
-    const chunk *c = &sh->chunks[i];
-    const atlas_upload_job *job = &sh->jobs[c->job];
-    int slot = (int)(round++ % (size_t)sh->buffers);
-    if (round > (size_t)sh->buffers) {
+    if (__atomic_load_n(&rs->failed, __ATOMIC_RELAXED)) return ATLAS_OK;
+    size_t i = __atomic_fetch_add(&rs->next, 1, __ATOMIC_RELAXED);
+    if (i >= rs->chunk_count) return ATLAS_OK;
+    const chunk *c = &rs->chunks[i];
+    const atlas_upload_job *job = &rs->jobs[c->job];
+    int slot = (int)(l->used % (size_t)u->buffers);
+    if (l->used >= (size_t)u->buffers) {
       // The copy that last read this buffer must be done before refilling.
-      ATLAS_RETURN_IF_ERROR(atlas_backend_event_synchronize(sh->backend, events[slot]));
+      ATLAS_RETURN_IF_ERROR(
+          atlas_backend_event_synchronize(u->backend, l->events[slot]));
     }
-    memcpy(staging[slot], (const char *)job->src + c->offset, c->bytes);
+    l->used++;
+    memcpy(l->staging[slot], (const char *)job->src + c->offset, c->bytes);
     ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
-        atlas_backend_h2d_async_retained(sh->backend,
+        atlas_backend_h2d_async_retained(u->backend,
                                          (char *)job->dst + c->offset,
-                                         staging[slot], c->bytes, stream),
+                                         l->staging[slot], c->bytes, l->stream),
         "uploading %s", job->what ? job->what : "weights"));
-    ATLAS_RETURN_IF_ERROR(atlas_backend_event_record(sh->backend, events[slot], stream));
-    uint64_t done = __atomic_add_fetch(&sh->done_bytes, c->bytes, __ATOMIC_RELAXED);
-    const atlas_upload_options *o = sh->options;
+    ATLAS_RETURN_IF_ERROR(
+        atlas_backend_event_record(u->backend, l->events[slot], l->stream));
+    uint64_t done = __atomic_add_fetch(&rs->done_bytes, c->bytes, __ATOMIC_RELAXED);
+    const atlas_upload_options *o = &u->options;
     if (is_reporter && o->progress != NULL) {
       o->progress(o->progress_ctx, o->progress_base + done, o->progress_total);
     }
@@ -78,36 +92,14 @@ static atlas_status pump(shared *sh, atlas_stream *stream, void **staging,
 
 static void *run_worker(void *arg) {
   worker *w = arg;
-  shared *sh = w->sh;
-  atlas_backend *b = sh->backend;
-  atlas_stream *stream = NULL;
-  void *staging[kMaxBuffers] = {0};
-  atlas_event *events[kMaxBuffers] = {0};
-  atlas_status status = atlas_backend_bind_to_thread(b);
-  if (status == ATLAS_OK) status = atlas_backend_stream_create(b, &stream);
-  for (int k = 0; status == ATLAS_OK && k < sh->buffers; ++k) {
-    status = atlas_backend_pinned_alloc(b, sh->staging_bytes, &staging[k]);
-    if (status == ATLAS_OK) status = atlas_backend_event_create(b, &events[k]);
-  }
-  if (status == ATLAS_OK) status = pump(sh, stream, staging, events, w->index == 0);
-  if (status != ATLAS_OK) fail(sh, status);
-  // Teardown always runs: drain the stream before the staging goes away.
-  atlas_status cleanup = ATLAS_OK;
-  if (stream != NULL) {
-    cleanup = atlas_status_join(cleanup, atlas_backend_stream_synchronize(b, stream));
-  }
-  for (int k = 0; k < sh->buffers; ++k) {
-    if (events[k] != NULL) {
-      cleanup = atlas_status_join(cleanup, atlas_backend_event_destroy(b, events[k]));
-    }
-    if (staging[k] != NULL) {
-      cleanup = atlas_status_join(cleanup, atlas_backend_pinned_free(b, staging[k]));
-    }
-  }
-  if (stream != NULL) {
-    cleanup = atlas_status_join(cleanup, atlas_backend_stream_destroy(b, stream));
-  }
-  w->status = cleanup;
+  run_state *rs = w->rs;
+  lane *l = &rs->u->lanes[w->index];
+  atlas_status status = atlas_backend_bind_to_thread(rs->u->backend);
+  if (status == ATLAS_OK) status = pump(rs, l, w->index == 0);
+  // Drain this lane before the run ends: the caller may free the sources.
+  status = atlas_status_join(
+      status, atlas_backend_stream_synchronize(rs->u->backend, l->stream));
+  if (status != ATLAS_OK) fail(rs, status);
   return NULL;
 }
 
@@ -117,22 +109,77 @@ static int default_threads(void) {
   return n > 8 ? 8 : (int)n;
 }
 
-atlas_status atlas_upload_run(atlas_backend *backend,
-                              const atlas_upload_job *jobs, size_t job_count,
-                              const atlas_upload_options *options) {
-  atlas_upload_options defaults;
-  memset(&defaults, 0, sizeof(defaults));
-  if (options == NULL) options = &defaults;
-  size_t chunk_bytes = options->chunk_bytes ? options->chunk_bytes : (32u << 20);
-  size_t total = 0, largest = 0, count = 0;
+atlas_status atlas_uploader_destroy(atlas_uploader *u) {
+  if (u == NULL) return ATLAS_OK;
+  atlas_backend *b = u->backend;
+  atlas_status status = ATLAS_OK;
+  for (int t = 0; t < u->threads; ++t) {
+    lane *l = &u->lanes[t];
+    if (l->stream != NULL) {
+      status = atlas_status_join(status, atlas_backend_stream_synchronize(b, l->stream));
+    }
+    for (int k = 0; k < u->buffers; ++k) {
+      if (l->events[k] != NULL) {
+        status = atlas_status_join(status, atlas_backend_event_destroy(b, l->events[k]));
+      }
+      if (l->staging[k] != NULL) {
+        status = atlas_status_join(status, atlas_backend_pinned_free(b, l->staging[k]));
+      }
+    }
+    if (l->stream != NULL) {
+      status = atlas_status_join(status, atlas_backend_stream_destroy(b, l->stream));
+    }
+  }
+  free(u);
+  return status;
+}
+
+atlas_status atlas_uploader_create(atlas_backend *backend,
+                                   const atlas_upload_options *options,
+                                   size_t staging_bytes_hint,
+                                   atlas_uploader **out_uploader) {
+  *out_uploader = NULL;
+  atlas_uploader *u = calloc(1, sizeof(*u));
+  if (u == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "upload: cannot allocate an uploader");
+  }
+  u->backend = backend;
+  if (options != NULL) u->options = *options;
+  if (u->options.chunk_bytes == 0) u->options.chunk_bytes = 8u << 20;
+  u->staging_bytes = u->options.chunk_bytes;
+  if (staging_bytes_hint != 0 && staging_bytes_hint < u->staging_bytes) {
+    u->staging_bytes = staging_bytes_hint;
+  }
+  u->threads = u->options.threads > 0 ? u->options.threads : default_threads();
+  if (u->threads > kMaxThreads) u->threads = kMaxThreads;
+  u->buffers = u->options.buffers_per_thread > 0 ? u->options.buffers_per_thread : 3;
+  if (u->buffers > kMaxBuffers) u->buffers = kMaxBuffers;
+  atlas_status status = ATLAS_OK;
+  for (int t = 0; status == ATLAS_OK && t < u->threads; ++t) {
+    lane *l = &u->lanes[t];
+    status = atlas_backend_stream_create(backend, &l->stream);
+    for (int k = 0; status == ATLAS_OK && k < u->buffers; ++k) {
+      status = atlas_backend_pinned_alloc(backend, u->staging_bytes, &l->staging[k]);
+      if (status == ATLAS_OK) status = atlas_backend_event_create(backend, &l->events[k]);
+    }
+  }
+  if (status != ATLAS_OK) {
+    return atlas_status_join(atlas_status_annotate(status, "upload: preparing staging"),
+                             atlas_uploader_destroy(u));
+  }
+  *out_uploader = u;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_uploader_run(atlas_uploader *u, const atlas_upload_job *jobs,
+                                size_t job_count) {
+  size_t chunk_bytes = u->staging_bytes;
+  size_t count = 0;
   for (size_t j = 0; j < job_count; ++j) {
-    total += jobs[j].bytes;
-    if (jobs[j].bytes > largest) largest = jobs[j].bytes;
     count += (jobs[j].bytes + chunk_bytes - 1) / chunk_bytes;
   }
   if (count == 0) return ATLAS_OK;
-  // Small uploads get small staging: never more than the biggest job.
-  size_t staging_bytes = largest < chunk_bytes ? largest : chunk_bytes;
   chunk *chunks = malloc(count * sizeof(chunk));
   if (chunks == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -145,26 +192,48 @@ atlas_status atlas_upload_run(atlas_backend *backend,
       chunks[k++] = (chunk){j, off, left < chunk_bytes ? left : chunk_bytes};
     }
   }
-  int threads = options->threads > 0 ? options->threads : default_threads();
-  if (threads > kMaxThreads) threads = kMaxThreads;
+  int threads = u->threads;
   if ((size_t)threads > count) threads = (int)count;
-  int buffers = options->buffers_per_thread > 0 ? options->buffers_per_thread : 2;
-  if (buffers > kMaxBuffers) buffers = kMaxBuffers;
-  shared sh = {backend, jobs, chunks, count, 0, 0, PTHREAD_MUTEX_INITIALIZER,
-               ATLAS_OK, 0, options, staging_bytes, buffers};
+  run_state rs = {u, jobs, chunks, count, 0, 0, PTHREAD_MUTEX_INITIALIZER,
+                  ATLAS_OK, 0};
   worker workers[kMaxThreads];
   pthread_t tids[kMaxThreads];
   int started = 1;  // worker 0 is this thread
-  for (int t = 0; t < threads; ++t) workers[t] = (worker){&sh, t, ATLAS_OK};
+  for (int t = 0; t < threads; ++t) {
+    workers[t] = (worker){&rs, t};
+    u->lanes[t].used = 0;
+  }
   for (int t = 1; t < threads; ++t) {
     if (pthread_create(&tids[t], NULL, run_worker, &workers[t]) != 0) break;
     started++;
   }
   run_worker(&workers[0]);
   for (int t = 1; t < started; ++t) pthread_join(tids[t], NULL);
-  atlas_status status = sh.error;
-  for (int t = 0; t < started; ++t) status = atlas_status_join(status, workers[t].status);
-  pthread_mutex_destroy(&sh.mutex);
+  pthread_mutex_destroy(&rs.mutex);
   free(chunks);
-  return status;
+  return rs.error;
+}
+
+atlas_status atlas_upload_run(atlas_backend *backend,
+                              const atlas_upload_job *jobs, size_t job_count,
+                              const atlas_upload_options *options) {
+  size_t largest = 0, total_chunks = 0;
+  size_t chunk = options != NULL && options->chunk_bytes ? options->chunk_bytes
+                                                         : (8u << 20);
+  for (size_t j = 0; j < job_count; ++j) {
+    if (jobs[j].bytes > largest) largest = jobs[j].bytes;
+    total_chunks += (jobs[j].bytes + chunk - 1) / chunk;
+  }
+  if (total_chunks == 0) return ATLAS_OK;
+  atlas_upload_options o;
+  memset(&o, 0, sizeof(o));
+  if (options != NULL) o = *options;
+  // Never more lanes than chunks, nor staging larger than the biggest job.
+  int threads = o.threads > 0 ? o.threads : default_threads();
+  if ((size_t)threads > total_chunks) threads = (int)total_chunks;
+  o.threads = threads;
+  atlas_uploader *u = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_uploader_create(backend, &o, largest, &u));
+  atlas_status status = atlas_uploader_run(u, jobs, job_count);
+  return atlas_status_join(status, atlas_uploader_destroy(u));
 }

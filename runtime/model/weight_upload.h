@@ -36,10 +36,25 @@ typedef struct atlas_upload_options {
 
 // Copies every job; on failure the first error (naming the job) is
 // returned after all threads stopped and all staging was freed. Jobs that
-// completed stay written.
+// completed stay written. Makes and frees its staging: see the uploader
+// below to keep staging across uploads.
 atlas_status atlas_upload_run(atlas_backend *backend,
                               const atlas_upload_job *jobs, size_t job_count,
                               const atlas_upload_options *options);
+
+// An uploader keeps its streams, events and pinned staging between uploads
+// (pinning memory costs milliseconds per megabyte-batch; a server that swaps
+// often pays it once). `staging_bytes_hint` caps the staging buffer size
+// (0: options->chunk_bytes).
+typedef struct atlas_uploader atlas_uploader;
+
+atlas_status atlas_uploader_create(atlas_backend *backend,
+                                   const atlas_upload_options *options,
+                                   size_t staging_bytes_hint,
+                                   atlas_uploader **out_uploader);
+atlas_status atlas_uploader_run(atlas_uploader *uploader,
+                                const atlas_upload_job *jobs, size_t job_count);
+atlas_status atlas_uploader_destroy(atlas_uploader *uploader);
 
 #ifdef __cplusplus
 }  // extern "C"
