@@ -27,8 +27,8 @@ typedef struct atlas_upload_job {
 
 typedef struct atlas_upload_options {
   int threads;              // 0: min(8, online CPUs)
-  size_t chunk_bytes;       // 0: 32 MiB (staging buffer size)
-  int buffers_per_thread;   // 0: 2
+  size_t chunk_bytes;       // 0: 2 MiB (staging buffer size)
+  int buffers_per_thread;   // 0: 3
   void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
   void *progress_ctx;
   uint64_t progress_base, progress_total;  // progress reports base + done
