@@ -151,30 +151,50 @@ static void torch_load(const char *path) {
   if (rc != 0) printf("pytorch: python3 not runnable (rc %d)\n", rc);
 }
 
-static int swap_times(const char *dir) {
+// End-to-end swaps tiny -> model -> tiny, staging made per load ("fresh")
+// and through an uploader kept on a transfer backend ("kept").
+static int swap_times(const char *dir, uint64_t bytes) {
   const atlas_demo_model *d = atlas_demo_model_find("tiny-a");
   if (d == NULL) return 0;
   atlas_embedded_checkpoint e = {d->name, d->config_json, d->config_bytes,
                                  d->weights, d->weights_bytes};
-  atlas_model_spec tiny, big;
-  memset(&tiny, 0, sizeof(tiny));
-  tiny.embedded = &e;
-  tiny.backend = ATLAS_BACKEND_CUDA;
-  tiny.max_seq = 64;
-  big = tiny;
-  big.embedded = NULL;
-  big.dir = dir;
-  atlas_model *m = NULL;
-  if (check(atlas_model_open(&tiny, &m), "open tiny")) return 1;
-  for (int r = 0; r < 2; ++r) {
-    atlas_swap_report in, out;
-    if (check(atlas_model_swap(&m, &big, &in), "swap in")) break;
-    if (check(atlas_model_swap(&m, &tiny, &out), "swap out")) break;
-    printf("swap tiny -> model: %.1f ms (load %.1f ms, teardown %.1f ms); "
-           "model -> tiny: %.1f ms (teardown %.1f ms)\n",
-           in.total_ms, in.load_ms, in.teardown_ms, out.total_ms, out.teardown_ms);
+  atlas_backend *transfer = NULL;
+  atlas_uploader *u = NULL;
+  if (check(atlas_cuda_backend_create(NULL, &transfer), "transfer backend") ||
+      check(atlas_uploader_create(transfer, NULL, 0, &u), "uploader")) {
+    atlas_status_free(atlas_backend_destroy(transfer));
+    return 1;
   }
-  return check(atlas_model_close(m, NULL), "close");
+  int rc = 0;
+  for (int kept = 0; rc == 0 && kept < 2; ++kept) {
+    atlas_model_spec tiny, big;
+    memset(&tiny, 0, sizeof(tiny));
+    tiny.embedded = &e;
+    tiny.backend = ATLAS_BACKEND_CUDA;
+    tiny.max_seq = 64;
+    tiny.uploader = kept ? u : NULL;
+    big = tiny;
+    big.embedded = NULL;
+    big.dir = dir;
+    atlas_model *m = NULL;
+    if (check(atlas_model_open(&tiny, &m), "open tiny")) return 1;
+    for (int r = 0; r < 2; ++r) {
+      atlas_swap_report in, out;
+      if (check(atlas_model_swap(&m, &big, &in), "swap in") ||
+          check(atlas_model_swap(&m, &tiny, &out), "swap out")) {
+        rc = 1;
+        break;
+      }
+      printf("swap (%s staging) tiny -> model: %.1f ms (load %.1f ms = %.2f GB/s, "
+             "teardown %.1f ms); model -> tiny: %.1f ms\n",
+             kept ? "kept" : "fresh", in.total_ms, in.load_ms,
+             (double)bytes / (in.load_ms / 1e3) / 1e9, in.teardown_ms, out.total_ms);
+    }
+    rc |= check(atlas_model_close(m, NULL), "close");
+  }
+  rc |= check(atlas_uploader_destroy(u), "uploader");
+  rc |= check(atlas_backend_destroy(transfer), "transfer backend");
+  return rc;
 }
 
 int atlas_bench_load(int argc, char **argv) {
@@ -257,6 +277,6 @@ int atlas_bench_load(int argc, char **argv) {
   torch_load(path);
   char config[4096];
   snprintf(config, sizeof(config), "%s/config.json", path);
-  if (rc == 0 && access(config, R_OK) == 0) rc = swap_times(path);
+  if (rc == 0 && access(config, R_OK) == 0) rc = swap_times(path, t.bytes);
   return rc;
 }

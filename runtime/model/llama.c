@@ -261,8 +261,10 @@ static atlas_status load_weights(atlas_llama_weights *w,
     o.progress_ctx = progress->options->progress_ctx;
     o.progress_base = progress->done;
     o.progress_total = progress->total;
+    atlas_uploader *u = progress->options->uploader;
     status = atlas_status_annotate(
-        atlas_upload_run(w->backend, plan.jobs, plan.count, &o),
+        u != NULL ? atlas_uploader_run(u, plan.jobs, plan.count)
+                  : atlas_upload_run(w->backend, plan.jobs, plan.count, &o),
         "reading %s", atlas_checkpoint_source(ck));
   }
   free(plan.jobs);

@@ -24,6 +24,9 @@ typedef struct atlas_llama_load_options {
   // Called as weight bytes arrive (may be NULL).
   void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
   void *progress_ctx;
+  // Upload through this uploader (its staging kept across loads) instead of
+  // making staging for this load alone (may be NULL).
+  struct atlas_uploader *uploader;
 } atlas_llama_load_options;
 
 // Bytes the model will hold on its backend: weights (norms as f32), KV cache

@@ -50,6 +50,10 @@ typedef struct atlas_model_spec {
   uint64_t device_budget_bytes;
   void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
   void *progress_ctx;
+  // A long-lived uploader (on a transfer backend of the same device that
+  // outlives the models) whose pinned staging is reused by every load; NULL
+  // makes staging per load. See runtime/model/weight_upload.h.
+  struct atlas_uploader *uploader;
   // Fault injection for tests: the fault_at-th operation of fault_kind on
   // the new backend fails (0: none); fail_module_load_at likewise.
   atlas_fault_kind fault_kind;

@@ -3,6 +3,9 @@
 // allocation/copy/module load of the new model, and the seed's scenario.
 #include "runtime/model/swap.h"
 
+#include "runtime/host_backend.h"
+#include "runtime/model/weight_upload.h"
+
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,6 +195,40 @@ TEST_F(Swap, RestoreThatNeedsNearlyAllTheBudgetSucceeds) {
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(Logits(m), before);
   ASSERT_OK(atlas_model_close(m, nullptr));
+}
+
+// A server keeps one uploader (on a transfer backend that outlives the
+// models) so every load reuses its pinned staging.
+TEST_F(Swap, KeptUploaderServesEveryLoad) {
+  atlas_backend *transfer = nullptr;
+  ASSERT_OK(atlas_host_backend_create(nullptr, &transfer));
+  atlas_uploader *u = nullptr;
+  ASSERT_OK(atlas_uploader_create(transfer, nullptr, 0, &u));
+  size_t staging_live = atlas_backend_live_alloc_count(transfer);
+  EXPECT_GT(staging_live, 0u);
+  atlas_model_spec a = Spec(tiny_), b = Spec(small_);
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_model_open(&b, &m));
+  std::vector<float> b_logits = Logits(m);
+  ASSERT_OK(atlas_model_close(m, nullptr));
+  a.uploader = b.uploader = u;
+  ASSERT_OK(atlas_model_open(&a, &m));
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_OK(atlas_model_swap(&m, i % 2 == 0 ? &b : &a, nullptr));
+  }
+  ASSERT_OK(atlas_model_swap(&m, &b, nullptr));
+  EXPECT_EQ(Logits(m), b_logits);  // same weights through kept staging
+  EXPECT_EQ(atlas_backend_live_alloc_count(transfer), staging_live);
+  // A failed load through the kept uploader still restores the old model.
+  atlas_model_spec bad = a;
+  bad.fault_kind = ATLAS_FAULT_ALLOC;
+  bad.fault_at = 5;
+  StatusResult s = Take(atlas_model_swap(&m, &bad, nullptr));
+  EXPECT_EQ(s.code, ATLAS_STATUS_ABORTED) << s.message;
+  EXPECT_EQ(Logits(m), b_logits);
+  ASSERT_OK(atlas_model_close(m, nullptr));
+  ASSERT_OK(atlas_uploader_destroy(u));
+  ASSERT_OK(atlas_backend_destroy(transfer));
 }
 
 TEST_F(Swap, BrokenCheckpointIsRefusedAndOldModelKept) {
