@@ -2,6 +2,8 @@
 # Benchmark of the atlas-stray-statics gate (a program, not a timed test).
 #   tools/bazel run //lint:bench_lint                # both parts
 #   tools/bazel run //lint:bench_lint -- --no-bazel  # only the clang-tidy part
+#   tools/bazel run //lint:bench_lint -- --no-bazel --instructions
+#                                                    # also count instructions (valgrind): noise-free
 # 1. clang-tidy with only atlas-stray-statics against clang-tidy parse-only over runtime/**/*.c, the same
 #    files and flags, interleaved, best of N runs each (BENCH_RUNS, default 10); prints wall and CPU
 #    time and their ratios (goal <= 1.1x). CPU time is the steadier number on a shared machine.
@@ -44,7 +46,23 @@ printf '  parse-only:                 %6.3f s   %6.3f s\n' "$bp_w" "$bp_c"
 printf '  only atlas-stray-statics:   %6.3f s   %6.3f s\n' "$bo_w" "$bo_c"
 printf '  ratio:                      %6.3fx    %6.3fx   (goal <= 1.1x)\n' "$(calc "$bo_w / $bp_w")" "$(calc "$bo_c / $bp_c")"
 
-if [ "${1:-}" != "--no-bazel" ]; then
+if [ "${1:-}" = "--instructions" ] || [ "${2:-}" = "--instructions" ]; then
+  # Instructions executed (valgrind's lackey): the same on a busy machine as on an idle one.
+  command -v valgrind >/dev/null || { echo "--instructions needs valgrind (apt-get install valgrind)"; exit 1; }
+  count() {
+    valgrind --tool=lackey --basic-counts=yes "$tidy" --quiet "$@" "${files[@]}" -- "${flags[@]}" 2>&1 >/dev/null \
+      | sed -n 's/.*guest instrs: *\([0-9,]*\)$/\1/p' | tr -d , | head -1
+  }
+  ip=$(count -checks=-*,modernize-use-override)
+  io=$(count --load="$plugin" -checks=-*,atlas-stray-statics)
+  echo
+  printf 'instructions executed (valgrind lackey), same files and flags\n'
+  printf '  parse-only:                 %14d\n' "$ip"
+  printf '  only atlas-stray-statics:   %14d\n' "$io"
+  printf '  ratio:                      %6.3fx   (goal <= 1.1x)\n' "$(calc "$io / $ip")"
+fi
+
+if [ "${1:-}" != "--no-bazel" ] && [ "${2:-}" != "--no-bazel" ]; then
   echo
   echo "self-gate: tools/bazel test //lint:self_gate_test, twice (the first may build; the second is timed)"
   tools/bazel test //lint:self_gate_test >/dev/null 2>&1 || echo "  (the self-gate fails: see tools/bazel test //lint:self_gate_test)"
