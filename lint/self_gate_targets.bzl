@@ -42,6 +42,7 @@ SELF_GATE_TARGETS = [
     "//tools:bench",
     "//tools:bench_cuda",
     "//tools:bench_ledger",
+    "//tools:bench_load",
     "//tools:cli_support",
     "//tools:demo_models_embedded",
     "//tools:make_checkpoint",
