@@ -153,8 +153,8 @@ static void rope(const atlas_launch_config *c, void **args) {
   uint32_t pos = ARG(uint32_t, 2), n_heads = ARG(uint32_t, 3);
   uint32_t n_kv = ARG(uint32_t, 4), head_dim = ARG(uint32_t, 5);
   double theta = ARG(float, 6);
-  for (uint32_t h = 0; h < n_heads; ++h) rotate(q + h * head_dim, head_dim, pos, theta);
-  for (uint32_t h = 0; h < n_kv; ++h) rotate(k + h * head_dim, head_dim, pos, theta);
+  for (uint32_t h = 0; h < n_heads; ++h) rotate(q + (size_t)h * head_dim, head_dim, pos, theta);
+  for (uint32_t h = 0; h < n_kv; ++h) rotate(k + (size_t)h * head_dim, head_dim, pos, theta);
 }
 
 static void attention(const atlas_launch_config *c, void **args) {
@@ -169,12 +169,12 @@ static void attention(const atlas_launch_config *c, void **args) {
   uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv;
   float scale = 1.0f / sqrtf((float)head_dim);
   for (uint32_t h = 0; h < n_heads; ++h) {
-    const float *qh = q + h * head_dim;
+    const float *qh = q + (size_t)h * head_dim;
     uint32_t kvh = h / group;
     float *a = att + (size_t)h * seq_len;
     float max = -INFINITY;
     for (uint32_t t = 0; t < seq_len; ++t) {
-      const float *kt = kc + (size_t)t * kv_dim + kvh * head_dim;
+      const float *kt = kc + (size_t)t * kv_dim + (size_t)kvh * head_dim;
       float s = 0.0f;
       for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * kt[i];
       a[t] = s * scale;
@@ -185,10 +185,10 @@ static void attention(const atlas_launch_config *c, void **args) {
       a[t] = expf(a[t] - max);
       sum += a[t];
     }
-    float *oh = out + h * head_dim;
+    float *oh = out + (size_t)h * head_dim;
     for (uint32_t i = 0; i < head_dim; ++i) oh[i] = 0.0f;
     for (uint32_t t = 0; t < seq_len; ++t) {
-      const float *vt = vc + (size_t)t * kv_dim + kvh * head_dim;
+      const float *vt = vc + (size_t)t * kv_dim + (size_t)kvh * head_dim;
       float w = a[t] / sum;
       for (uint32_t i = 0; i < head_dim; ++i) oh[i] += w * vt[i];
     }

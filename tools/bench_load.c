@@ -2,13 +2,15 @@
 #include "tools/bench_load.h"
 
 #include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
+#include <unistd.h>  // environ (_GNU_SOURCE)
 
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/model/checkpoint.h"
@@ -123,32 +125,36 @@ static double time_pinned(atlas_backend *b, uint64_t bytes) {
   return gbs;
 }
 
+// PyTorch's load_file on the same files, when python3 has torch; run
+// without a shell (posix_spawnp), the path passed as an argument.
+static const char kTorchScript[] =
+    "import os, sys, time\n"
+    "try:\n"
+    "    import torch\n"
+    "    from safetensors.torch import load_file\n"
+    "except Exception as e:\n"
+    "    print('pytorch: not available (%s)' % e); sys.exit(0)\n"
+    "p = sys.argv[1]\n"
+    "files = [os.path.join(p, f) for f in sorted(os.listdir(p)) if f.endswith('.safetensors')]\n"
+    "n = sum(os.path.getsize(f) for f in files)\n"
+    "torch.zeros(1, device='cuda')\n"
+    "best = 1e9\n"
+    "for _ in range(3):\n"
+    "    t0 = time.perf_counter(); ts = [load_file(f, device='cuda') for f in files]\n"
+    "    torch.cuda.synchronize(); best = min(best, time.perf_counter() - t0)\n"
+    "    del ts\n"
+    "print('pytorch load_file(device=cuda): %.2f GB/s (%.3f s)' % (n / best / 1e9, best))\n";
+
 static void torch_load(const char *path) {
-  char cmd[8192];
-  snprintf(cmd, sizeof(cmd),
-           "python3 - '%s' <<'PY' 2>&1\n"
-           "import os, sys, time\n"
-           "try:\n"
-           "    import torch\n"
-           "    from safetensors.torch import load_file\n"
-           "except Exception as e:\n"
-           "    print('pytorch: not available (%%s)' %% e); sys.exit(0)\n"
-           "p = sys.argv[1]\n"
-           "files = [os.path.join(p, f) for f in sorted(os.listdir(p)) if "
-           "f.endswith('.safetensors')] if os.path.isdir(p) else [p]\n"
-           "n = sum(os.path.getsize(f) for f in files)\n"
-           "torch.cuda.init(); torch.zeros(1, device='cuda')\n"
-           "best = 1e9\n"
-           "for _ in range(3):\n"
-           "    t0 = time.perf_counter(); ts = [load_file(f, device='cuda') for f in files]\n"
-           "    torch.cuda.synchronize(); best = min(best, time.perf_counter() - t0)\n"
-           "    del ts\n"
-           "print('pytorch load_file(device=cuda): %%.2f GB/s (%%.3f s)' %% (n / best / 1e9, best))\n"
-           "PY",
-           path);
   fflush(stdout);
-  int rc = system(cmd);
-  if (rc != 0) printf("pytorch: python3 not runnable (rc %d)\n", rc);
+  char *const argv[] = {"python3", "-c", (char *)kTorchScript, (char *)path, NULL};
+  pid_t pid = 0;
+  if (posix_spawnp(&pid, "python3", NULL, NULL, argv, environ) != 0) {
+    printf("pytorch: python3 not found\n");
+    return;
+  }
+  int wstatus = 0;
+  waitpid(pid, &wstatus, 0);
 }
 
 // End-to-end swaps tiny -> model -> tiny, staging made per load ("fresh")

@@ -302,11 +302,13 @@ static atlas_status alloc_scratch(atlas_llama_scratch *s,
 
 // ---- load / unload -----------------------------------------------------------
 
-// Registers `resource` or releases it on the spot when registration fails.
+// Registers `resource` or releases it on the spot when registration fails
+// (the registration failure is the error worth reporting).
 static atlas_status adopt(atlas_teardown *t, const char *name,
                           atlas_release_fn release, void *resource) {
   atlas_status status = atlas_teardown_register(t, name, release, resource);
-  if (status != ATLAS_OK) status = atlas_status_join(status, release(resource));
+  if (status == ATLAS_OK) return ATLAS_OK;
+  atlas_status_free(release(resource));
   return status;
 }
 

@@ -1,6 +1,7 @@
 // The Llama forward pass, one token at a time, dispatched through the
 // model's ForwardContext (so the same code runs on every backend).
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,8 +45,7 @@ static atlas_status matvec(const atlas_forward_ctx *ctx, float *out,
                            const atlas_llama_matrix *w, const float *x,
                            int64_t rows, int64_t cols) {
   char name[32];
-  memcpy(name, "matvec_", 7);
-  strcpy(name + 7, suffix(w->dtype));
+  snprintf(name, sizeof(name), "matvec_%s", suffix(w->dtype));
   atlas_arg args[] = {P(out), P(w->data), P(x), U((uint32_t)rows),
                       U((uint32_t)cols)};
   return atlas_forward_dispatch(ctx, ATLAS_LLAMA_MODULE, name,
@@ -56,8 +56,7 @@ static atlas_status matvec(const atlas_forward_ctx *ctx, float *out,
 static atlas_status embed(const atlas_forward_ctx *ctx, float *out,
                           const atlas_llama_matrix *table, uint32_t token) {
   char name[32];
-  memcpy(name, "embed_", 6);
-  strcpy(name + 6, suffix(table->dtype));
+  snprintf(name, sizeof(name), "embed_%s", suffix(table->dtype));
   uint32_t dim = (uint32_t)ctx->config->hidden_size;
   atlas_arg args[] = {P(out), P(table->data), U(token), U(dim)};
   return atlas_forward_dispatch(ctx, ATLAS_LLAMA_MODULE, name,

@@ -33,7 +33,7 @@ static atlas_status close_clean(atlas_model *model) {
 atlas_status atlas_model_swap(atlas_model **current,
                               const atlas_model_spec *next,
                               atlas_swap_report *out_report) {
-  atlas_swap_report local;
+  atlas_swap_report local = {ATLAS_SWAP_REFUSED, 0, 0, 0, false, false, 0, 0, 0};
   atlas_swap_report *r = out_report != NULL ? out_report : &local;
   memset(r, 0, sizeof(*r));
   double t0 = now_ms();

@@ -196,10 +196,12 @@ atlas_status atlas_uploader_run(atlas_uploader *u, const atlas_upload_job *jobs,
   }
   int threads = u->threads;
   if ((size_t)threads > count) threads = (int)count;
+  if (threads < 1) threads = 1;
   run_state rs = {u, jobs, chunks, count, 0, 0, PTHREAD_MUTEX_INITIALIZER,
                   ATLAS_OK, 0};
   worker workers[kMaxThreads];
   pthread_t tids[kMaxThreads];
+  memset(workers, 0, sizeof(workers));
   int started = 1;  // worker 0 is this thread
   for (int t = 0; t < threads; ++t) {
     workers[t] = (worker){&rs, t};
@@ -236,6 +238,9 @@ atlas_status atlas_upload_run(atlas_backend *backend,
   o.threads = threads;
   atlas_uploader *u = NULL;
   ATLAS_RETURN_IF_ERROR(atlas_uploader_create(backend, &o, largest, &u));
+  if (u == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INTERNAL, "upload: no uploader made");
+  }
   atlas_status status = atlas_uploader_run(u, jobs, job_count);
   return atlas_status_join(status, atlas_uploader_destroy(u));
 }
