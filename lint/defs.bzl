@@ -28,7 +28,7 @@ _CPPCHECK = "/usr/bin/cppcheck"
 
 _C_EXTS = ["c"]
 _CXX_EXTS = ["cc", "cpp", "cxx", "c++", "C"]
-_HDR_EXTS = ["h", "hh", "hpp", "hxx", "inc"]
+_HDR_EXTS = ["h", "hh", "hpp", "hxx"]  # .inc/.def are textual: never checked on their own
 _CXX_HDR_EXTS = ["hh", "hpp", "hxx"]
 _CC_KINDS = ["cc_library", "cc_binary", "cc_test"]
 
