@@ -22,6 +22,7 @@ SELF_GATE_TARGETS = [
     "//runtime/model:checkpoint",
     "//runtime/model:config",
     "//runtime/model:config_tensors",
+    "//runtime/model:json_words",
     "//runtime/model:llama",
     "//runtime/model:model",
     "//runtime/model:safetensors",

@@ -10,23 +10,21 @@
 
 struct atlas_status_s {
   atlas_status_code code;
-  size_t count;   // failures joined into this one
-  bool is_fixed;  // the out-of-memory fallback below: never freed
-  char message[];
+  size_t count;         // failures joined into this one
+  bool is_fixed;        // the out-of-memory fallback below: never freed
+  const char *message;  // `storage` for heap statuses
+  char storage[];
 };
 
 // When even the status cannot be allocated, callers still need a failure
 // they can report; this one is const and never freed.
-static const struct {
-  struct atlas_status_s status;
-  char text[64];
-} kOutOfMemoryStatus = {
-    {ATLAS_STATUS_OUT_OF_MEMORY, 1, true},
-    "out of host memory while reporting an error",
-};
+static const struct atlas_status_s kOutOfMemoryStatus = {
+    ATLAS_STATUS_OUT_OF_MEMORY, 1, true,
+    "out of host memory while reporting an error"};
 
 static atlas_status fixed_oom(void) {
-  return (atlas_status)&kOutOfMemoryStatus.status;
+  // Never written through: is_fixed keeps free() and annotate away from it.
+  return (atlas_status)&kOutOfMemoryStatus;
 }
 
 static atlas_status status_from_text(atlas_status_code code, size_t count,
@@ -37,7 +35,8 @@ static atlas_status status_from_text(atlas_status_code code, size_t count,
   s->code = code;
   s->count = count;
   s->is_fixed = false;
-  memcpy(s->message, text, len + 1);
+  memcpy(s->storage, text, len + 1);
+  s->message = s->storage;
   return s;
 }
 

@@ -1,5 +1,5 @@
 // Benchmarks, one subcommand each: `bench cuda`, `bench ledger`,
-// `bench load DIR`.
+// `bench load FILE|DIR`.
 #include <stdio.h>
 #include <string.h>
 

@@ -31,19 +31,16 @@ static int check(atlas_status s, const char *what) {
   return 1;
 }
 
-// Reads every shard once so the bytes sit in the page cache.
-static void warm(const atlas_checkpoint *ck) {
-  for (size_t i = 0; i < atlas_checkpoint_shard_count(ck); ++i) {
-    const char *path = atlas_safetensors_path(atlas_checkpoint_shard(ck, i));
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) continue;
-    enum { kBuf = 1 << 20 };
-    char *buf = malloc(kBuf);
-    while (buf != NULL && read(fd, buf, kBuf) > 0) {
-    }
-    free(buf);
-    close(fd);
+// Reads a file once so its bytes sit in the page cache.
+static void warm(const char *path) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return;
+  enum { kBuf = 1 << 20 };
+  char *buf = malloc(kBuf);
+  while (buf != NULL && read(fd, buf, kBuf) > 0) {
   }
+  free(buf);
+  close(fd);
 }
 
 typedef struct tensors {
@@ -135,7 +132,7 @@ static const char kTorchScript[] =
     "except Exception as e:\n"
     "    print('pytorch: not available (%s)' % e); sys.exit(0)\n"
     "p = sys.argv[1]\n"
-    "files = [os.path.join(p, f) for f in sorted(os.listdir(p)) if f.endswith('.safetensors')]\n"
+    "files = [os.path.join(p, f) for f in sorted(os.listdir(p)) if f.endswith('.safetensors')] if os.path.isdir(p) else [p]\n"
     "n = sum(os.path.getsize(f) for f in files)\n"
     "torch.zeros(1, device='cuda')\n"
     "best = 1e9\n"
@@ -203,9 +200,15 @@ static int swap_times(const char *dir, uint64_t bytes) {
   return rc;
 }
 
+// Adds one tensor to the upload list.
+static void add_tensor(tensors *t, const atlas_safetensors_tensor *st) {
+  t->jobs[t->count++] = (atlas_upload_job){NULL, st->data, st->bytes, st->name};
+  t->bytes += st->bytes;
+}
+
 int atlas_bench_load(int argc, char **argv) {
   if (argc < 1) {
-    fprintf(stderr, "usage: bench load DIR\n");
+    fprintf(stderr, "usage: bench load FILE.safetensors|DIR\n");
     return 2;
   }
   const char *path = argv[0];
@@ -214,31 +217,42 @@ int atlas_bench_load(int argc, char **argv) {
     fprintf(stderr, "bench load: cannot stat %s\n", path);
     return 1;
   }
+  // A checkpoint directory (single or sharded) or one safetensors file.
   atlas_checkpoint *ck = NULL;
+  atlas_safetensors *file = NULL;
+  size_t n = 0;
   if (S_ISDIR(st.st_mode)) {
     if (check(atlas_checkpoint_open(path, &ck), "open")) return 1;
+    n = atlas_checkpoint_tensor_count(ck);
   } else {
-    fprintf(stderr, "bench load: pass a checkpoint directory (model.safetensors "
-                    "or its sharded index), not %s\n", path);
-    return 1;
+    if (check(atlas_safetensors_open(path, &file), "open")) return 1;
+    n = atlas_safetensors_count(file);
   }
-  tensors t = {NULL, atlas_checkpoint_tensor_count(ck), 0};
-  t.jobs = calloc(t.count, sizeof(atlas_upload_job));
-  for (size_t i = 0; t.jobs != NULL && i < t.count; ++i) {
-    atlas_checkpoint_tensor ct;
-    atlas_checkpoint_tensor_at(ck, i, &ct);
-    t.jobs[i] = (atlas_upload_job){NULL, ct.tensor->data, ct.tensor->bytes,
-                                   ct.tensor->name};
-    t.bytes += ct.tensor->bytes;
+  tensors t = {calloc(n ? n : 1, sizeof(atlas_upload_job)), 0, 0};
+  double w0 = now_s();
+  for (size_t i = 0; t.jobs != NULL && i < n; ++i) {
+    if (ck != NULL) {
+      atlas_checkpoint_tensor ct;
+      atlas_checkpoint_tensor_at(ck, i, &ct);
+      add_tensor(&t, ct.tensor);
+    } else {
+      add_tensor(&t, atlas_safetensors_at(file, i));
+    }
+  }
+  if (ck != NULL) {
+    for (size_t i = 0; i < atlas_checkpoint_shard_count(ck); ++i) {
+      warm(atlas_safetensors_path(atlas_checkpoint_shard(ck, i)));
+    }
+  } else {
+    warm(path);
   }
   atlas_backend *b = NULL;
   if (t.jobs == NULL || check(atlas_cuda_backend_create(NULL, &b), "cuda")) {
     free(t.jobs);
     atlas_checkpoint_close(ck);
+    atlas_safetensors_close(file);
     return 1;
   }
-  double w0 = now_s();
-  warm(ck);
   printf("checkpoint %s: %zu tensors, %.2f GB (page cache warmed in %.2f s)\n",
          path, t.count, (double)t.bytes / 1e9, now_s() - w0);
   int rc = alloc_all(b, &t);
@@ -280,9 +294,12 @@ int atlas_bench_load(int argc, char **argv) {
   rc |= check(atlas_backend_destroy(b), "destroy");
   free(t.jobs);
   atlas_checkpoint_close(ck);
+  atlas_safetensors_close(file);
   torch_load(path);
   char config[4096];
   snprintf(config, sizeof(config), "%s/config.json", path);
-  if (rc == 0 && access(config, R_OK) == 0) rc = swap_times(path, t.bytes);
+  if (rc == 0 && S_ISDIR(st.st_mode) && access(config, R_OK) == 0) {
+    rc = swap_times(path, t.bytes);
+  }
   return rc;
 }

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <jansson.h>
+
+#include "runtime/model/json_words.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,28 +12,6 @@
 
 // config.json is a few kilobytes; refuse anything absurd before reading it.
 #define MAX_CONFIG_BYTES ((long)16 * 1024 * 1024)
-
-static const char *type_word(const json_t *v) {
-  if (v == NULL) return "missing";
-  switch (json_typeof(v)) {
-    case JSON_OBJECT:
-      return "an object";
-    case JSON_ARRAY:
-      return "an array";
-    case JSON_STRING:
-      return "a string";
-    case JSON_INTEGER:
-      return "an integer";
-    case JSON_REAL:
-      return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-      return "a boolean";
-    case JSON_NULL:
-      return "null";
-  }
-  return "an unknown JSON value";
-}
 
 // A present, non-null key (HF writes null for "use the default").
 static const json_t *present(const json_t *obj, const char *key) {
@@ -52,7 +32,7 @@ static atlas_status get_dim(const char *path, const json_t *root,
   if (!json_is_integer(v)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: \"%s\" must be an integer, not %s", path,
-                             key, type_word(v));
+                             key, atlas_json_type_word(v));
   }
   json_int_t i = json_integer_value(v);
   if (i <= 0 || i > ATLAS_LLAMA_MAX_DIM) {
@@ -75,7 +55,7 @@ static atlas_status get_positive(const char *path, const json_t *obj,
   if (!json_is_number(v)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: \"%s\" must be a number, not %s", path, key,
-                             type_word(v));
+                             atlas_json_type_word(v));
   }
   double d = json_number_value(v);
   if (!(d > 0) || !isfinite(d)) {
@@ -94,7 +74,7 @@ static atlas_status get_bool(const char *path, const json_t *root,
   if (!json_is_boolean(v)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: \"%s\" must be true or false, not %s", path,
-                             key, type_word(v));
+                             key, atlas_json_type_word(v));
   }
   *out = json_is_true(v);
   return ATLAS_OK;
@@ -110,7 +90,7 @@ static atlas_status check_rope_type(const char *path, const json_t *obj,
   if (!json_is_string(type)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: %s rope_type must be a string, not %s", path,
-                             where, type_word(type));
+                             where, atlas_json_type_word(type));
   }
   if (strcmp(json_string_value(type), "default") != 0) {
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
@@ -135,7 +115,7 @@ static atlas_status parse_rope(const char *path, const json_t *root,
       return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                "%s: \"rope_parameters\" must be an object, "
                                "not %s",
-                               path, type_word(params));
+                               path, atlas_json_type_word(params));
     }
     ATLAS_RETURN_IF_ERROR(check_rope_type(path, params, "rope_parameters"));
     atlas_status s =
@@ -148,7 +128,7 @@ static atlas_status parse_rope(const char *path, const json_t *root,
       return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                "%s: \"rope_scaling\" must be an object or "
                                "null, not %s",
-                               path, type_word(scaling));
+                               path, atlas_json_type_word(scaling));
     }
     ATLAS_RETURN_IF_ERROR(check_rope_type(path, scaling, "rope_scaling"));
   }
@@ -172,7 +152,7 @@ static atlas_status check_unsupported(const char *path, const json_t *root) {
                              "\"silu\")",
                              path, json_is_string(act) ? "\"" : "",
                              json_is_string(act) ? json_string_value(act)
-                                                 : type_word(act),
+                                                 : atlas_json_type_word(act),
                              json_is_string(act) ? "\"" : "");
   }
   static const char *const kBiasKeys[] = {"attention_bias", "mlp_bias"};
@@ -274,7 +254,7 @@ atlas_status atlas_llama_config_parse(const char *text, size_t len,
   if (!json_is_object(root)) {
     status = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                "%s: config is %s, not a JSON object", path,
-                               type_word(root));
+                               atlas_json_type_word(root));
   } else {
     status = parse_root(path, root, &cfg);
   }

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+
+#include "runtime/model/json_words.h"
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,28 +90,6 @@ void atlas_shape_format(const int64_t *shape, int rank, char *buf,
   if (used < size) snprintf(buf + used, size - used, "]");
 }
 
-static const char *json_type_word(const json_t *v) {
-  if (v == NULL) return "missing";
-  switch (json_typeof(v)) {
-    case JSON_OBJECT:
-      return "an object";
-    case JSON_ARRAY:
-      return "an array";
-    case JSON_STRING:
-      return "a string";
-    case JSON_INTEGER:
-      return "an integer";
-    case JSON_REAL:
-      return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-      return "a boolean";
-    case JSON_NULL:
-      return "null";
-  }
-  return "an unknown JSON value";
-}
-
 void atlas_safetensors_close(atlas_safetensors *file) {
   if (file == NULL) return;
   for (size_t i = 0; i < file->count; ++i) {
@@ -155,7 +135,7 @@ static atlas_status parse_dtype(const char *path, const char *tensor,
   if (!json_is_string(v)) {
     return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                              "%s: tensor \"%s\": dtype is %s, not a string",
-                             path, tensor, json_type_word(v));
+                             path, tensor, atlas_json_type_word(v));
   }
   const char *name = json_string_value(v);
   for (size_t i = 0; i < sizeof(kDtypes) / sizeof(kDtypes[0]); ++i) {
@@ -181,7 +161,7 @@ static atlas_status parse_shape(const char *path, const char *tensor,
   if (!json_is_array(v)) {
     return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                              "%s: tensor \"%s\": shape is %s, not an array",
-                             path, tensor, json_type_word(v));
+                             path, tensor, atlas_json_type_word(v));
   }
   size_t rank = json_array_size(v);
   if (rank > ATLAS_SAFETENSORS_MAX_RANK) {
@@ -240,7 +220,7 @@ static atlas_status parse_tensor(const char *path, const char *name,
     return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                              "%s: tensor \"%s\" is described by %s, not an "
                              "object with dtype, shape and data_offsets",
-                             path, name, json_type_word(v));
+                             path, name, atlas_json_type_word(v));
   }
   const char *key;
   json_t *field;
@@ -308,7 +288,7 @@ static atlas_status parse_metadata(const char *path, const json_t *v,
   if (!json_is_object(v)) {
     return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                              "%s: __metadata__ is %s, not an object of strings",
-                             path, json_type_word(v));
+                             path, atlas_json_type_word(v));
   }
   size_t n = json_object_size(v);
   if (n == 0) return ATLAS_OK;
@@ -322,7 +302,7 @@ static atlas_status parse_metadata(const char *path, const json_t *v,
       return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                                "%s: __metadata__ value for key \"%s\" is %s; "
                                "metadata must map strings to strings",
-                               path, key, json_type_word(value));
+                               path, key, atlas_json_type_word(value));
     }
     size_t i = file->meta_count;
     file->meta_keys[i] = dup_string(key);

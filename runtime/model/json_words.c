@@ -1,0 +1,23 @@
+#include "runtime/model/json_words.h"
+
+const char *atlas_json_type_word(const json_t *v) {
+  if (v == NULL) return "missing";
+  switch (json_typeof(v)) {
+    case JSON_OBJECT:
+      return "an object";
+    case JSON_ARRAY:
+      return "an array";
+    case JSON_STRING:
+      return "a string";
+    case JSON_INTEGER:
+      return "an integer";
+    case JSON_REAL:
+      return "a real number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+      return "a boolean";
+    case JSON_NULL:
+      return "null";
+  }
+  return "an unknown JSON value";
+}
