@@ -17,7 +17,9 @@ static void put_text(FILE *out, const char *s) {
 
 atlas_status atlas_memory_svg_write(const atlas_site_report *report,
                                     const char *title, FILE *out) {
-  const int width = 960, bar_left = 20, bar_max = 420, row_h = 34, top = 70;
+  // Columns: bars, then the amount, then the site, so labels never overlap.
+  const int width = 1120, bar_left = 20, bar_max = 420, row_h = 34, top = 70;
+  const int amount_x = bar_left + bar_max + 12, site_x = amount_x + 230;
   int height = top + (int)report->row_count * row_h + 40;
   size_t biggest = report->row_count > 0 ? report->rows[0].bytes : 1;
   if (biggest == 0) biggest = 1;
@@ -53,10 +55,10 @@ atlas_status atlas_memory_svg_write(const atlas_site_report *report,
     fprintf(out,
             "<text x=\"%d\" y=\"%d\" font-size=\"13\" fill=\"#1d2433\">%s "
             "(%.1f%%) in %zu</text>\n",
-            bar_left + w + 8, y + 16, amount, share * 100.0, r->count);
+            amount_x, y + 16, amount, share * 100.0, r->count);
     fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#39425a\" "
                  "font-family=\"DejaVu Sans Mono, monospace\">",
-            bar_left + bar_max + 140, y + 16);
+            site_x, y + 16);
     if (r->site.file != NULL) {
       char site[512];
       snprintf(site, sizeof(site), "%s:%d (%s)", r->site.file, r->site.line,
