@@ -11,24 +11,10 @@
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/model/swap.h"
 #include "tests/runtime/test_util.h"
-#include "tools/make_checkpoint_lib.h"
+#include "tests/llama/checkpoint_fixture.h"
 
 namespace {
 
-std::string MakeCheckpoint(const std::string &leaf, const char *preset,
-                           uint64_t seed, atlas_dtype dtype, bool tied = false) {
-  const char *tmp = getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp ? tmp : "/tmp") + "/atlas_cuda_" + leaf;
-  atlas_make_checkpoint_options o{};
-  o.out_dir = dir.c_str();
-  o.seed = seed;
-  EXPECT_OK(atlas_make_checkpoint_preset(preset, &o.config));
-  o.config.tie_word_embeddings = tied;
-  o.dtype = dtype;
-  o.shards = 1;
-  EXPECT_OK(atlas_make_checkpoint_write(&o));
-  return dir;
-}
 
 // Skips unless a CUDA backend can be built here.
 #define REQUIRE_CUDA()                                                   \
@@ -74,7 +60,7 @@ class CudaModel : public ::testing::TestWithParam<atlas_dtype> {};
 
 TEST_P(CudaModel, MatchesTheHostBackend) {
   REQUIRE_CUDA();
-  std::string dir = MakeCheckpoint("match" + std::to_string(GetParam()), "small",
+  std::string dir = MakeCheckpoint("atlas_cuda_match" + std::to_string(GetParam()), "small",
                                    5, GetParam(), GetParam() == ATLAS_DTYPE_BF16);
   atlas_model_spec hs = Spec(dir, ATLAS_BACKEND_HOST), cs = Spec(dir, ATLAS_BACKEND_CUDA);
   atlas_model *h = nullptr, *c = nullptr;
@@ -103,8 +89,8 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CudaModel,
 
 TEST(CudaSwap, FaultAtEveryPointRestoresTheOldModel) {
   REQUIRE_CUDA();
-  std::string a_dir = MakeCheckpoint("fa", "tiny", 1, ATLAS_DTYPE_F32);
-  std::string b_dir = MakeCheckpoint("fb", "small", 2, ATLAS_DTYPE_BF16);
+  std::string a_dir = MakeCheckpoint("atlas_cuda_fa", "tiny", 1, ATLAS_DTYPE_F32);
+  std::string b_dir = MakeCheckpoint("atlas_cuda_fb", "small", 2, ATLAS_DTYPE_BF16);
   atlas_model_spec a = Spec(a_dir, ATLAS_BACKEND_CUDA), b = Spec(b_dir, ATLAS_BACKEND_CUDA);
   uint64_t need_a = 0, need_b = 0;
   ASSERT_OK(atlas_model_required_bytes(&a, &need_a));
@@ -157,8 +143,8 @@ TEST(CudaSwap, FaultAtEveryPointRestoresTheOldModel) {
 
 TEST(CudaSwap, SeedScenarioRestoreUsesNearlyAllTheBudget) {
   REQUIRE_CUDA();
-  std::string big_dir = MakeCheckpoint("seed_big", "small", 3, ATLAS_DTYPE_F32);
-  std::string small_dir = MakeCheckpoint("seed_small", "tiny", 4, ATLAS_DTYPE_F32);
+  std::string big_dir = MakeCheckpoint("atlas_cuda_seed_big", "small", 3, ATLAS_DTYPE_F32);
+  std::string small_dir = MakeCheckpoint("atlas_cuda_seed_small", "tiny", 4, ATLAS_DTYPE_F32);
   atlas_model_spec big = Spec(big_dir, ATLAS_BACKEND_CUDA);
   atlas_model_spec other = Spec(small_dir, ATLAS_BACKEND_CUDA);
   uint64_t need = 0;
@@ -182,8 +168,8 @@ TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
   REQUIRE_CUDA();
   const char *env = getenv("ATLAS_SOAK_SWAPS");
   int swaps = env ? atoi(env) : 1000;
-  std::string a_dir = MakeCheckpoint("soak_a", "tiny", 6, ATLAS_DTYPE_F32);
-  std::string b_dir = MakeCheckpoint("soak_b", "small", 7, ATLAS_DTYPE_BF16);
+  std::string a_dir = MakeCheckpoint("atlas_cuda_soak_a", "tiny", 6, ATLAS_DTYPE_F32);
+  std::string b_dir = MakeCheckpoint("atlas_cuda_soak_b", "small", 7, ATLAS_DTYPE_BF16);
   atlas_model_spec specs[2] = {Spec(a_dir, ATLAS_BACKEND_CUDA),
                                Spec(b_dir, ATLAS_BACKEND_CUDA)};
   atlas_model *m = nullptr;

@@ -14,25 +14,10 @@
 #include "runtime/host_backend.h"
 #include "runtime/model/config_tensors.h"
 #include "tests/runtime/test_util.h"
-#include "tools/make_checkpoint_lib.h"
+#include "tests/llama/checkpoint_fixture.h"
 
 namespace {
 
-std::string MakeCheckpoint(const std::string &leaf, atlas_dtype dtype,
-                           bool tied = false, int shards = 1,
-                           uint64_t seed = 7) {
-  const char *tmp = getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + leaf;
-  atlas_make_checkpoint_options o{};
-  o.out_dir = dir.c_str();
-  o.seed = seed;
-  EXPECT_OK(atlas_make_checkpoint_preset("tiny", &o.config));
-  o.config.tie_word_embeddings = tied;
-  o.dtype = dtype;
-  o.shards = shards;
-  EXPECT_OK(atlas_make_checkpoint_write(&o));
-  return dir;
-}
 
 // ---- an independent reference: plain loops in double --------------------
 
@@ -210,7 +195,7 @@ TEST_P(LlamaForward, MatchesDoublePrecisionReference) {
   bool tied = std::get<1>(GetParam());
   std::string dir = MakeCheckpoint("ref_" + std::to_string(dtype) +
                                        (tied ? "_tied" : ""),
-                                   dtype, tied);
+                                   "tiny", 7, dtype, tied);
   Loaded m;
   m.Open(dir);
   ASSERT_NE(m.model, nullptr);
@@ -250,7 +235,7 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(ATLAS_DTYPE_BF16, true)));
 
 TEST(Llama, GenerationIsDeterministicAcrossLoads) {
-  std::string dir = MakeCheckpoint("det", ATLAS_DTYPE_F32, false, 2);
+  std::string dir = MakeCheckpoint("det", "tiny", 7, ATLAS_DTYPE_F32, false, 2);
   std::vector<uint32_t> prompt = {3, 4};
   std::vector<uint32_t> a(8), b(8);
   {
@@ -270,7 +255,7 @@ TEST(Llama, GenerationIsDeterministicAcrossLoads) {
 
 TEST(Llama, BadTokensAndPositionsAreClearErrors) {
   Loaded m;
-  m.Open(MakeCheckpoint("bad", ATLAS_DTYPE_F32));
+  m.Open(MakeCheckpoint("bad", "tiny", 7, ATLAS_DTYPE_F32));
   std::vector<float> logits(m.config.vocab_size);
   EXPECT_STATUS(atlas_llama_forward(m.model, 64, 0, logits.data()),
                 ATLAS_STATUS_INVALID_ARGUMENT, "outside the vocabulary");
@@ -282,7 +267,7 @@ TEST(Llama, BadTokensAndPositionsAreClearErrors) {
 }
 
 TEST(Llama, FailedLoadAtEveryAllocationLeavesNothing) {
-  std::string dir = MakeCheckpoint("faults", ATLAS_DTYPE_BF16);
+  std::string dir = MakeCheckpoint("faults", "tiny", 7, ATLAS_DTYPE_BF16);
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
   atlas_llama_config config;

@@ -15,23 +15,10 @@
 #include <vector>
 
 #include "tests/runtime/test_util.h"
-#include "tools/make_checkpoint_lib.h"
+#include "tests/llama/checkpoint_fixture.h"
 
 namespace {
 
-std::string MakeCheckpoint(const std::string &leaf, const char *preset,
-                           uint64_t seed, atlas_dtype dtype) {
-  const char *tmp = getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + leaf;
-  atlas_make_checkpoint_options o{};
-  o.out_dir = dir.c_str();
-  o.seed = seed;
-  EXPECT_OK(atlas_make_checkpoint_preset(preset, &o.config));
-  o.dtype = dtype;
-  o.shards = 1;
-  EXPECT_OK(atlas_make_checkpoint_write(&o));
-  return dir;
-}
 
 class Swap : public ::testing::Test {
  protected:

@@ -1,0 +1,30 @@
+// Writes a deterministic tiny Llama checkpoint into the test's temp dir.
+#ifndef ATLAS_TESTS_LLAMA_CHECKPOINT_FIXTURE_H_
+#define ATLAS_TESTS_LLAMA_CHECKPOINT_FIXTURE_H_
+
+#include <stdlib.h>
+
+#include <string>
+
+#include "tests/runtime/test_util.h"
+#include "tools/make_checkpoint_lib.h"
+
+// TEST_TMPDIR/leaf with config.json and the weights of `preset` ("tiny" or
+// "small"); the same arguments give the same bytes.
+inline std::string MakeCheckpoint(const std::string &leaf, const char *preset,
+                                  uint64_t seed, atlas_dtype dtype,
+                                  bool tied = false, int shards = 1) {
+  const char *tmp = getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + leaf;
+  atlas_make_checkpoint_options o{};
+  o.out_dir = dir.c_str();
+  o.seed = seed;
+  EXPECT_OK(atlas_make_checkpoint_preset(preset, &o.config));
+  o.config.tie_word_embeddings = tied;
+  o.dtype = dtype;
+  o.shards = shards;
+  EXPECT_OK(atlas_make_checkpoint_write(&o));
+  return dir;
+}
+
+#endif  // ATLAS_TESTS_LLAMA_CHECKPOINT_FIXTURE_H_
