@@ -102,10 +102,13 @@ extern "C" __global__ void rope(float *q, float *k, uint32_t pos,
   uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= n_heads * half) return;
   uint32_t h = idx / half, i = idx % half;
-  float freq = powf(theta, -2.0f * (float)i / (float)head_dim);
-  float angle = (float)pos * freq;
-  float cs, sn;
-  sincosf(angle, &sn, &cs);
+  // The angle in double, as the host kernel does: at position 4000 an f32
+  // angle is off by ~1e-4 radians, which the host and CUDA would disagree on.
+  double freq = pow((double)theta, -2.0 * (double)i / (double)head_dim);
+  double angle = (double)pos * freq;
+  double csd, snd;
+  sincos(angle, &snd, &csd);
+  float cs = (float)csd, sn = (float)snd;
   float *v = q + h * head_dim;
   float x0 = v[i], x1 = v[i + half];
   v[i] = x0 * cs - x1 * sn;
