@@ -20,6 +20,7 @@ typedef struct atlas_cuda_host {
   int device_count;
   pthread_mutex_t mutex;  // guards contexts[]
   CUcontext contexts[ATLAS_CUDA_MAX_DEVICES];
+  long loaded_modules;  // CUmodules loaded through Atlas, live (atomic)
 } atlas_cuda_host;
 
 // CUDA_HOST: the process's one handle on the CUDA driver. The driver itself
@@ -28,6 +29,8 @@ typedef struct atlas_cuda_host {
 // of the process is what lets models be swapped without recreating contexts.
 // The table is written once under load_once and read-only afterwards; the
 // contexts are written under `mutex`. Both latches live in this one object.
+// It also counts the modules loaded through the driver (atomically): module
+// lifetime is the driver's, process-wide, and a swap soak watches the count.
 ATLAS_STATIC(CUDA_HOST) static atlas_cuda_host atlas_cuda_host_ = {
     .load_once = PTHREAD_ONCE_INIT,
     .mutex = PTHREAD_MUTEX_INITIALIZER,
@@ -193,4 +196,12 @@ atlas_status atlas_cuda_error(const atlas_cuda_driver *driver, CUresult result,
   return atlas_status_make(atlas_cuda_code_of(result), "%s: %s (%s)", what,
                            atlas_cuda_result_name(driver, result),
                            desc ? desc : "no description");
+}
+
+void atlas_cuda_host_note_modules(long delta) {
+  __atomic_add_fetch(&atlas_cuda_host_.loaded_modules, delta, __ATOMIC_RELAXED);
+}
+
+long atlas_cuda_host_loaded_modules(void) {
+  return __atomic_load_n(&atlas_cuda_host_.loaded_modules, __ATOMIC_RELAXED);
 }

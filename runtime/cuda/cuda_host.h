@@ -31,6 +31,12 @@ atlas_status atlas_cuda_error(const atlas_cuda_driver *driver, CUresult result,
                               const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+// Modules loaded through Atlas and not yet unloaded, across the process:
+// after a swap only the new model's modules should remain.
+long atlas_cuda_host_loaded_modules(void);
+// Called by the module loader on each load (+1) and unload (-1).
+void atlas_cuda_host_note_modules(long delta);
+
 // The driver's name for a result ("CUDA_ERROR_OUT_OF_MEMORY").
 const char *atlas_cuda_result_name(const atlas_cuda_driver *driver,
                                    CUresult result);

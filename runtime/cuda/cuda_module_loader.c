@@ -58,6 +58,7 @@ static atlas_status load(void *ctx, const atlas_module_def *def,
   CUresult r = l->cu->cuModuleLoadDataEx(&module, def->fatbin, 2, options,
                                          values);
   atlas_status status = ATLAS_OK;
+  if (r == CUDA_SUCCESS) atlas_cuda_host_note_modules(1);
   if (r != CUDA_SUCCESS) {
     log[ATLAS_CUDA_JIT_LOG_BYTES - 1] = '\0';
     status = atlas_cuda_error(l->cu, r,
@@ -95,6 +96,7 @@ static atlas_status unload(void *ctx, void *module_handle) {
   ATLAS_RETURN_IF_ERROR(bind(l));
   CUresult r = l->cu->cuModuleUnload((CUmodule)module_handle);
   if (r != CUDA_SUCCESS) return atlas_cuda_error(l->cu, r, "cuModuleUnload");
+  atlas_cuda_host_note_modules(-1);
   return ATLAS_OK;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/cuda_host.h"
 #include "runtime/model/swap.h"
 #include "tests/runtime/test_util.h"
 #include "tests/llama/checkpoint_fixture.h"
@@ -110,6 +111,7 @@ TEST(CudaSwap, FaultAtEveryPointRestoresTheOldModel) {
   size_t live_count = atlas_backend_live_alloc_count(atlas_model_backend(m));
   size_t live_bytes = atlas_backend_live_bytes(atlas_model_backend(m));
   size_t free_before = DriverFree(m);
+  long modules_before = atlas_cuda_host_loaded_modules();
   int runs = 0;
   for (int kind = 0; kind < 3; ++kind) {
     uint64_t n = kind == 0 ? allocs : kind == 1 ? copies : 1;
@@ -132,6 +134,8 @@ TEST(CudaSwap, FaultAtEveryPointRestoresTheOldModel) {
       ASSERT_EQ(Logits(m), before) << "kind " << kind << " k " << k;
       long long drift = (long long)DriverFree(m) - (long long)free_before;
       ASSERT_LE(std::llabs(drift), 2ll << 20) << "driver free memory drifted";
+      ASSERT_EQ(atlas_cuda_host_loaded_modules(), modules_before)
+          << "a failed load left a module loaded";
       ++runs;
     }
   }
@@ -177,6 +181,7 @@ TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
   std::vector<float> first[2];
   first[0] = Logits(m);
   size_t baseline[2] = {0, 0};
+  long modules_after_first = 0;
   long long worst = 0;
   double total_ms = 0;
   for (int i = 1; i <= swaps; ++i) {
@@ -187,6 +192,9 @@ TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
     size_t modules = atlas_kernel_registry_module_count(
         atlas_backend_kernel_registry(atlas_model_backend(m)));
     ASSERT_EQ(modules, 1u) << "swap " << i;
+    // Process-wide: the old model's modules were unloaded, none pile up.
+    if (i == 1) modules_after_first = atlas_cuda_host_loaded_modules();
+    ASSERT_EQ(atlas_cuda_host_loaded_modules(), modules_after_first) << "swap " << i;
     size_t f = DriverFree(m);
     if (i <= 2) {
       baseline[i % 2] = f;  // level after the first swap into each model
@@ -198,8 +206,9 @@ TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
     }
     if (i == swaps - 1 || i == swaps) ASSERT_EQ(Logits(m), first[i % 2]);
   }
-  printf("soak: %d swaps, worst driver-free drift %lld bytes, mean swap %.3f ms\n",
-         swaps, worst, total_ms / swaps);
+  printf("soak: %d swaps, worst driver-free drift %lld bytes, %ld modules "
+         "loaded process-wide after every swap, mean swap %.3f ms\n",
+         swaps, worst, modules_after_first, total_ms / swaps);
   ASSERT_OK(atlas_model_close(m, nullptr));
 }
 
