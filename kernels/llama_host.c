@@ -4,40 +4,9 @@
 #include <string.h>
 
 #include "kernels/llama_host.h"
+#include "runtime/model/safetensors_convert.h"
 
 #define ARG(type, i) (*(type *)args[i])
-
-float atlas_bf16_to_f32(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-float atlas_f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h >> 15) << 31;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);  // inf / nan
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;  // zero
-  } else {
-    // Subnormal: normalise the mantissa.
-    exp = 113;
-    while ((mant & 0x400) == 0) {
-      mant <<= 1;
-      exp--;
-    }
-    bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
-  }
-  float f;
-  memcpy(&f, &bits, sizeof(f));
-  return f;
-}
 
 static float load_f32(const void *p, size_t i) {
   float f;

@@ -1,4 +1,4 @@
-// Host Llama kernels (llama_host.c) and the scalar conversions they use.
+// Host Llama kernels (llama_host.c).
 #ifndef ATLAS_KERNELS_LLAMA_HOST_H_
 #define ATLAS_KERNELS_LLAMA_HOST_H_
 
@@ -15,9 +15,6 @@ extern "C" {
 // (too many initialisers); llama_test checks no entry is left empty.
 #define ATLAS_LLAMA_KERNEL_COUNT 11
 extern const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT];
-
-float atlas_f16_to_f32(uint16_t h);
-float atlas_bf16_to_f32(uint16_t h);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/llama_host.h"
 #include "runtime/model/llama_model.h"
+#include "runtime/model/safetensors_convert.h"
 #include "runtime/model/weight_upload.h"
 
 // ---- resources -------------------------------------------------------------
@@ -157,18 +157,6 @@ static atlas_status plan_matrix(atlas_llama_weights *w, const atlas_checkpoint *
   return ATLAS_OK;
 }
 
-static float element_as_f32(const atlas_safetensors_tensor *t, uint64_t i) {
-  const unsigned char *p = t->data;
-  if (t->dtype == ATLAS_DTYPE_F32) {
-    float f;
-    memcpy(&f, p + i * 4, 4);
-    return f;
-  }
-  uint16_t h;
-  memcpy(&h, p + i * 2, 2);
-  return t->dtype == ATLAS_DTYPE_F16 ? atlas_f16_to_f32(h) : atlas_bf16_to_f32(h);
-}
-
 // Norm weights are small and read every token: convert to f32 once.
 static atlas_status upload_norm(atlas_llama_weights *w,
                                 const atlas_checkpoint *ck,
@@ -183,9 +171,11 @@ static atlas_status upload_norm(atlas_llama_weights *w,
                              "converting %s from %s: out of host memory",
                              t.tensor->name, t.path);
   }
-  for (uint64_t i = 0; i < n; ++i) host[i] = element_as_f32(t.tensor, i);
   void *dst = NULL;
-  atlas_status status = atlas_backend_alloc(w->backend, n * sizeof(float), &dst);
+  atlas_status status = atlas_safetensors_tensor_to_f32(t.tensor, 0, n, host);
+  if (status == ATLAS_OK) {
+    status = atlas_backend_alloc(w->backend, n * sizeof(float), &dst);
+  }
   if (status == ATLAS_OK) {
     status = track(w, dst);
     if (status != ATLAS_OK) {
