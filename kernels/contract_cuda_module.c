@@ -1,8 +1,8 @@
-#include "kernels/contract_cuda_module.h"
+#include "atlas/kernels/contract_cuda_module.h"
 
-#include "kernels/contract_fatbin.h"
-#include "kernels/contract_other_fatbin.h"
-#include "kernels/contract_ptx_fatbin.h"
+#include "atlas/kernels/contract_fatbin.h"
+#include "atlas/kernels/contract_other_fatbin.h"
+#include "atlas/kernels/contract_ptx_fatbin.h"
 
 // CUDA-only definitions: host_fn is NULL (the host backend uses its own).
 static const atlas_kernel_def atlas_contract_kernels_[] = {
@@ -18,14 +18,21 @@ static const atlas_kernel_def atlas_contract_other_kernels_[] = {
 
 #define ATLAS_COUNT_(a) (sizeof(a) / sizeof((a)[0]))
 
+static const atlas_module_image kContractImage[] = {
+    {"cuda", atlas_fatbin_contract, ATLAS_FATBIN_CONTRACT_SIZE}};
+static const atlas_module_image kOtherImage[] = {
+    {"cuda", atlas_fatbin_contract_other, ATLAS_FATBIN_CONTRACT_OTHER_SIZE}};
+static const atlas_module_image kPtxImage[] = {
+    {"cuda", atlas_fatbin_contract_ptx, ATLAS_FATBIN_CONTRACT_PTX_SIZE}};
+
 const atlas_module_def atlas_contract_cuda_module = {
-    "contract", atlas_fatbin_contract, ATLAS_FATBIN_CONTRACT_SIZE,
+    "contract", kContractImage, 1,
     atlas_contract_kernels_, ATLAS_COUNT_(atlas_contract_kernels_)};
 
 const atlas_module_def atlas_contract_other_cuda_module = {
-    "other", atlas_fatbin_contract_other, ATLAS_FATBIN_CONTRACT_OTHER_SIZE,
+    "other", kOtherImage, 1,
     atlas_contract_other_kernels_, ATLAS_COUNT_(atlas_contract_other_kernels_)};
 
 const atlas_module_def atlas_contract_ptx_cuda_module = {
-    "contract_ptx", atlas_fatbin_contract_ptx, ATLAS_FATBIN_CONTRACT_PTX_SIZE,
+    "contract_ptx", kPtxImage, 1,
     atlas_contract_kernels_, ATLAS_COUNT_(atlas_contract_kernels_)};

@@ -40,11 +40,12 @@ def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = [],
         tools = ["//kernels:embed_fatbin"],
         cmd = "$(location //kernels:embed_fatbin) $(location :" + name +
               ".fatbin) " + symbol + " $(location :" + name + ".c) $(location :" +
-              name + ".h) " + native.package_name() + "/" + name + ".h",
+              name + ".h) atlas/" + native.package_name() + "/" + name + ".h",
     )
     native.cc_library(
         name = name,
         srcs = [":" + name + ".c"],
         hdrs = [":" + name + ".h"],
+        include_prefix = "atlas/" + native.package_name(),
         **kwargs
     )

@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kernels/llama_host.h"
-#include "runtime/model/safetensors_convert.h"
+#include "atlas/kernels/llama_host.h"
+#include "atlas/runtime/half.h"
 
 #define ARG(type, i) (*(type *)args[i])
 

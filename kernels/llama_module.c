@@ -1,12 +1,16 @@
 // The `llama` module: one definition serving both backends (the host calls
 // the C functions, CUDA loads the fatbin and finds the same names).
-#include "kernels/llama_fatbin.h"
-#include "kernels/llama_host.h"
-#include "kernels/llama_kernels.h"
+#include "atlas/kernels/llama_fatbin.h"
+#include "atlas/kernels/llama_host.h"
+#include "atlas/kernels/llama_kernels.h"
+
+static const atlas_module_image kLlamaImages[] = {
+    {"cuda", atlas_fatbin_llama, ATLAS_FATBIN_LLAMA_SIZE},
+};
 
 const atlas_module_def atlas_llama_module = {
-    ATLAS_LLAMA_MODULE, atlas_fatbin_llama, ATLAS_FATBIN_LLAMA_SIZE,
-    atlas_llama_kernel_defs, ATLAS_LLAMA_KERNEL_COUNT};
+    ATLAS_LLAMA_MODULE, kLlamaImages, 1, atlas_llama_kernel_defs,
+    ATLAS_LLAMA_KERNEL_COUNT};
 
 static const atlas_module_def *const kLlamaModules[] = {&atlas_llama_module};
 

@@ -2,9 +2,9 @@
 //
 // A NULL vtable entry means the backend does not offer that operation; the
 // caller gets UNIMPLEMENTED naming both, never a crash.
-#include "runtime/backend.h"
+#include "atlas/runtime/backend.h"
 
-#include "runtime/backend_impl.h"
+#include "atlas/runtime/backend_impl.h"
 
 static atlas_status unimplemented(const atlas_backend *b, const char *op) {
   return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,

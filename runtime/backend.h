@@ -12,11 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/kernel_module.h"
-#include "runtime/kernel_registry.h"
-#include "runtime/ledger.h"
-#include "runtime/site.h"
-#include "runtime/status.h"
+#include "atlas/runtime/kernel_module.h"
+#include "atlas/runtime/kernel_registry.h"
+#include "atlas/runtime/ledger.h"
+#include "atlas/runtime/site.h"
+#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {

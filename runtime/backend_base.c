@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/backend_impl.h"
-#include "runtime/ledger_report.h"
-#include "runtime/log.h"
-#include "runtime/op_cache.h"
+#include "atlas/runtime/backend_impl.h"
+#include "atlas/runtime/ledger_report.h"
+#include "atlas/runtime/log.h"
+#include "atlas/runtime/op_cache.h"
 
 // Parses ATLAS_REDZONE once, at creation: hot paths never call getenv.
 static atlas_status read_redzone_env(size_t *out_bytes) {

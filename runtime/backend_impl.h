@@ -11,7 +11,7 @@
 
 #include <pthread.h>
 
-#include "runtime/backend.h"
+#include "atlas/runtime/backend.h"
 
 #ifdef __cplusplus
 extern "C" {

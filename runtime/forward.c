@@ -1,11 +1,9 @@
-#include "runtime/forward.h"
+#include "atlas/runtime/forward.h"
 
 #include <string.h>
 
 atlas_status atlas_forward_ctx_make(atlas_backend *backend,
                                     atlas_stream *stream,
-                                    const atlas_llama_config *config,
-                                    atlas_llama_scratch *scratch,
                                     atlas_forward_ctx *out_ctx) {
   memset(out_ctx, 0, sizeof(*out_ctx));
   if (backend == NULL) {
@@ -19,16 +17,10 @@ atlas_status atlas_forward_ctx_make(atlas_backend *backend,
                              "registry (create it with the model's module set)",
                              atlas_backend_name(backend));
   }
-  if (config == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "forward context: no model configuration");
-  }
   out_ctx->backend = backend;
   out_ctx->registry = registry;
   out_ctx->stream = stream != NULL ? stream : atlas_backend_default_stream(backend);
   out_ctx->op_cache = atlas_backend_op_cache(backend);
-  out_ctx->config = config;
-  out_ctx->scratch = scratch;
   return ATLAS_OK;
 }
 

@@ -2,40 +2,34 @@
 // dispatch site.
 //
 // Nothing model-derived sits in a static: the backend, its kernel registry,
-// the stream, the op cache, the model configuration and the scratch travel
-// here. Build one with atlas_forward_ctx_make, which takes every field, so a
-// new field breaks every construction site that forgot it at compile time.
+// the stream and the op cache travel here. An architecture embeds this core
+// context in its own (e.g. atlas_llama_ctx adds the config and the scratch),
+// built by a make function that takes every field, so a new field breaks
+// every construction site that forgot it at compile time.
 #ifndef ATLAS_RUNTIME_FORWARD_H_
 #define ATLAS_RUNTIME_FORWARD_H_
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/backend.h"
-#include "runtime/op_cache.h"
+#include "atlas/runtime/backend.h"
+#include "atlas/runtime/op_cache.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct atlas_llama_config atlas_llama_config;
-typedef struct atlas_llama_scratch atlas_llama_scratch;
 
 typedef struct atlas_forward_ctx {
   atlas_backend *backend;
   atlas_kernel_registry *registry;  // the model's kernels, and only them
   atlas_stream *stream;
   atlas_op_cache *op_cache;
-  const atlas_llama_config *config;
-  atlas_llama_scratch *scratch;
 } atlas_forward_ctx;
 
 // Fails when a piece is missing (NULL backend, no registry) rather than
 // letting a dispatch site find out later.
 atlas_status atlas_forward_ctx_make(atlas_backend *backend,
                                     atlas_stream *stream,
-                                    const atlas_llama_config *config,
-                                    atlas_llama_scratch *scratch,
                                     atlas_forward_ctx *out_ctx);
 
 // Launches `module`.`kernel` from the context's registry (memoised in its op

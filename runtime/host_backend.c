@@ -1,13 +1,13 @@
 // Host backend: CPU memory, in-order streams, recorded graphs, C kernels.
-#include "runtime/host_backend.h"
+#include "atlas/runtime/host_backend.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/backend_impl.h"
-#include "runtime/host_pool.h"
+#include "atlas/runtime/backend_impl.h"
+#include "atlas/runtime/host_pool.h"
 
 typedef enum node_kind { NODE_LAUNCH, NODE_MEMSET, NODE_COPY } node_kind;
 

@@ -8,7 +8,7 @@
 #ifndef ATLAS_RUNTIME_HOST_BACKEND_H_
 #define ATLAS_RUNTIME_HOST_BACKEND_H_
 
-#include "runtime/backend.h"
+#include "atlas/runtime/backend.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,9 +1,9 @@
-#include "runtime/host_pool.h"
+#include "atlas/runtime/host_pool.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "runtime/ledger.h"
+#include "atlas/runtime/ledger.h"
 
 struct atlas_host_pool {
   pthread_mutex_t mutex;

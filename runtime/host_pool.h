@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "runtime/status.h"
+#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {

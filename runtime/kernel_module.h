@@ -39,13 +39,25 @@ typedef struct atlas_kernel_def {
   atlas_host_kernel_fn host_fn;  // NULL when the kernel exists only on CUDA
 } atlas_kernel_def;
 
+// One compiled image of a module for one backend kind (e.g. "cuda": a
+// fatbin). Backends that run host_fn need none.
+typedef struct atlas_module_image {
+  const char *backend;
+  const unsigned char *data;
+  size_t size;  // 0: the image could not be built here (e.g. no nvcc)
+} atlas_module_image;
+
 typedef struct atlas_module_def {
   const char *name;
-  const unsigned char *fatbin;  // CUDA image (sm_90 SASS + PTX); NULL if none
-  size_t fatbin_size;
+  const atlas_module_image *images;
+  size_t image_count;
   const atlas_kernel_def *kernels;
   size_t kernel_count;
 } atlas_module_def;
+
+// The image `def` carries for `backend`, or NULL.
+const atlas_module_image *atlas_module_def_image(const atlas_module_def *def,
+                                                 const char *backend);
 
 // The kernels one model needs. A backend is created with exactly one set.
 typedef struct atlas_module_set {

@@ -1,5 +1,5 @@
 // Kernel registry: loaded modules and their resolved kernels, refcounted.
-#include "runtime/kernel_registry.h"
+#include "atlas/runtime/kernel_registry.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -150,4 +150,12 @@ atlas_status atlas_kernel_registry_lookup(const atlas_kernel_registry *registry,
 
 size_t atlas_kernel_registry_module_count(const atlas_kernel_registry *registry) {
   return registry->module_count;
+}
+
+const atlas_module_image *atlas_module_def_image(const atlas_module_def *def,
+                                                 const char *backend) {
+  for (size_t i = 0; i < def->image_count; ++i) {
+    if (strcmp(def->images[i].backend, backend) == 0) return &def->images[i];
+  }
+  return NULL;
 }

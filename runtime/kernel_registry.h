@@ -11,8 +11,8 @@
 
 #include <stddef.h>
 
-#include "runtime/kernel_module.h"
-#include "runtime/status.h"
+#include "atlas/runtime/kernel_module.h"
+#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -3,7 +3,7 @@
 // Linear probing with backward-shift deletion keeps insert/remove O(1) on
 // average without tombstones. A ring of recently freed entries turns a double
 // free into a message that says where the block had been allocated.
-#include "runtime/ledger.h"
+#include "atlas/runtime/ledger.h"
 
 #include <inttypes.h>
 #include <pthread.h>

@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/site.h"
-#include "runtime/status.h"
+#include "atlas/runtime/site.h"
+#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {

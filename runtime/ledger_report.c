@@ -1,5 +1,5 @@
 // Aggregation of live allocations by call site, as text and JSON.
-#include "runtime/ledger_report.h"
+#include "atlas/runtime/ledger_report.h"
 
 #include <jansson.h>
 #include <stdarg.h>

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "runtime/ledger.h"
+#include "atlas/runtime/ledger.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,4 +1,4 @@
-#include "runtime/log.h"
+#include "atlas/runtime/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 // Op cache: small arrays scanned linearly; a model has tens of kernels.
-#include "runtime/op_cache.h"
+#include "atlas/runtime/op_cache.h"
 
 #include <stdlib.h>
 #include <string.h>

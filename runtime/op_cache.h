@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "runtime/backend.h"
+#include "atlas/runtime/backend.h"
 
 #ifdef __cplusplus
 extern "C" {

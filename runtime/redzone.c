@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/backend_impl.h"
+#include "atlas/runtime/backend_impl.h"
 
 atlas_status atlas_backend_base_scan_redzones(
     atlas_backend *b, atlas_redzone_violation *out_violations,

@@ -1,7 +1,7 @@
 // Status objects: heap-allocated on failure, NULL on success.
 // The definitions below are what status.h's analyzer model stands for.
 #define ATLAS_STATUS_IMPLEMENTATION_
-#include "runtime/status.h"
+#include "atlas/runtime/status.h"
 
 #include <stdarg.h>
 #include <stdio.h>

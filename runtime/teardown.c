@@ -1,10 +1,10 @@
 // Teardown: a stack of named releases, run newest first.
-#include "runtime/teardown.h"
+#include "atlas/runtime/teardown.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/log.h"
+#include "atlas/runtime/log.h"
 
 typedef struct registered {
   char *name;

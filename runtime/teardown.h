@@ -13,8 +13,8 @@
 
 #include <stddef.h>
 
-#include "runtime/ledger.h"
-#include "runtime/status.h"
+#include "atlas/runtime/ledger.h"
+#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {

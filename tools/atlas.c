@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ledger_report.h"
-#include "runtime/model/swap.h"
-#include "tools/make_checkpoint_demo_models.h"
-#include "tools/memory_svg.h"
-#include "tools/progress.h"
+#include "atlas/runtime/ledger_report.h"
+#include "atlas/runtime/model/swap.h"
+#include "atlas/tools/make_checkpoint_demo_models.h"
+#include "atlas/tools/memory_svg.h"
+#include "atlas/tools/progress.h"
 
 typedef struct cli {
   const char *model, *to, *backend, *tokens, *logits, *json, *svg;
@@ -139,7 +139,8 @@ static atlas_status spec_for(const cli *c, const char *dir, size_t positions,
                              atlas_progress *progress, atlas_model_spec *out) {
   memset(out, 0, sizeof(*out));
   out->dir = dir;
-  ATLAS_RETURN_IF_ERROR(atlas_backend_kind_parse(c->backend, &out->backend));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_factory_check_name(c->backend));
+  out->backend = c->backend;
   out->max_seq = (int64_t)positions;
   out->progress = atlas_progress_update;
   out->progress_ctx = progress;
@@ -301,7 +302,8 @@ static atlas_status cmd_demo(const cli *c) {
                                   b->weights, b->weights_bytes};
   atlas_model_spec sa, sb;
   memset(&sa, 0, sizeof(sa));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_kind_parse(c->backend, &sa.backend));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_factory_check_name(c->backend));
+  sa.backend = c->backend;
   sa.embedded = &ea;
   sa.max_seq = 64;
   sb = sa;

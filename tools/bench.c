@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/bench_cuda.h"
-#include "tools/bench_ledger.h"
-#include "tools/bench_load.h"
+#include "atlas/tools/bench_cuda.h"
+#include "atlas/tools/bench_ledger.h"
+#include "atlas/tools/bench_load.h"
 
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "cuda") == 0) {

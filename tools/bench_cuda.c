@@ -2,18 +2,18 @@
 // run. Each case alternates batches of the backend path and the raw path on
 // the same stream and kernel (rotating which goes first), and reports medians
 // and their ratio.
-#include "tools/bench_cuda.h"
+#include "atlas/tools/bench_cuda.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "kernels/contract_cuda_module.h"
-#include "runtime/backend.h"
-#include "runtime/cuda/cuda_backend.h"
-#include "runtime/cuda/cuda_host.h"
-#include "runtime/cuda/cuda_module_loader.h"
+#include "atlas/kernels/contract_cuda_module.h"
+#include "atlas/runtime/backend.h"
+#include "atlas/runtime/cuda/cuda_backend.h"
+#include "atlas/runtime/cuda/cuda_host.h"
+#include "atlas/runtime/cuda/cuda_module_loader.h"
 
 typedef struct bench_ctx {
   atlas_backend *b;

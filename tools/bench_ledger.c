@@ -1,13 +1,13 @@
 // Ledger overhead, measured side by side in one run.
-#include "tools/bench_ledger.h"
+#include "atlas/tools/bench_ledger.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "runtime/backend.h"
-#include "runtime/host_backend.h"
+#include "atlas/runtime/backend.h"
+#include "atlas/runtime/host_backend.h"
 
 static double now_ns(void) {
   struct timespec ts;

@@ -1,5 +1,5 @@
 // Load speed, measured side by side in one run (see bench_load.h).
-#include "tools/bench_load.h"
+#include "atlas/tools/bench_load.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>  // environ (_GNU_SOURCE)
 
-#include "runtime/cuda/cuda_backend.h"
-#include "runtime/model/checkpoint.h"
-#include "runtime/model/swap.h"
-#include "runtime/model/weight_upload.h"
-#include "tools/make_checkpoint_demo_models.h"
+#include "atlas/runtime/cuda/cuda_backend.h"
+#include "atlas/runtime/formats/checkpoint.h"
+#include "atlas/runtime/model/swap.h"
+#include "atlas/runtime/weight_upload.h"
+#include "atlas/tools/make_checkpoint_demo_models.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -173,7 +173,7 @@ static int swap_times(const char *dir, uint64_t bytes) {
     atlas_model_spec tiny, big;
     memset(&tiny, 0, sizeof(tiny));
     tiny.embedded = &e;
-    tiny.backend = ATLAS_BACKEND_CUDA;
+    tiny.backend = "cuda";
     tiny.max_seq = 64;
     tiny.uploader = kept ? u : NULL;
     big = tiny;

@@ -13,10 +13,15 @@ TARGETS=${*:-safetensors config config_check}
 OUT=${FUZZ_OUT:-/tmp/atlas-fuzz}
 mkdir -p "$OUT"
 CC=${CC:-clang}
-CFLAGS="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -I. \
+# Atlas's sources include each other as atlas/...: a link named atlas to
+# the tree gives plain compilers that prefix.
+INC=$(mktemp -d)
+ln -s "$PWD" "$INC/atlas"
+CFLAGS="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -I. -I$INC \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
-LIB="runtime/model/safetensors.c runtime/model/checkpoint.c \
-  runtime/model/config.c runtime/model/config_tensors.c runtime/model/json_words.c"
+LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
+  runtime/arch/llama/llama_config.c runtime/arch/llama/llama_weights.c \
+  runtime/formats/json_words.c"
 # status.c is built once and linked into every fuzzer.
 # shellcheck disable=SC2086
 $CC $CFLAGS -c -o "$OUT/status.o" runtime/status.c

@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/model/checkpoint.h"
-#include "runtime/model/config.h"
-#include "runtime/model/config_tensors.h"
-#include "runtime/status.h"
-#include "tools/make_checkpoint_lib.h"
+#include "atlas/runtime/formats/checkpoint.h"
+#include "atlas/runtime/arch/llama/llama_config.h"
+#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/status.h"
+#include "atlas/tools/make_checkpoint_lib.h"
 
 static int usage(const char *argv0) {
   fprintf(stderr,

@@ -1,5 +1,5 @@
 // Deterministic tiny Llama checkpoint generator.
-#include "tools/make_checkpoint_lib.h"
+#include "atlas/tools/make_checkpoint_lib.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "runtime/model/config_tensors.h"
-#include "runtime/model/safetensors_write.h"
+#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/tools/safetensors_write.h"
 
 atlas_status atlas_make_checkpoint_preset(const char *name,
                                           atlas_llama_config *out) {

@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "runtime/model/config.h"
-#include "runtime/model/safetensors.h"
-#include "runtime/status.h"
+#include "atlas/runtime/arch/llama/llama_config.h"
+#include "atlas/runtime/formats/safetensors.h"
+#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {

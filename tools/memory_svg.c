@@ -1,4 +1,4 @@
-#include "tools/memory_svg.h"
+#include "atlas/tools/memory_svg.h"
 
 #include <string.h>
 

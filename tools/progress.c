@@ -1,10 +1,10 @@
-#include "tools/progress.h"
+#include "atlas/tools/progress.h"
 
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/ledger.h"
+#include "atlas/runtime/ledger.h"
 
 static double now_ms(void) {
   struct timespec ts;

@@ -1,5 +1,5 @@
 // The CUDA backend over the raw driver API (see cuda_backend.h).
-#include "runtime/cuda/cuda_backend.h"
+#include "atlas/runtime/cuda/cuda_backend.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/backend_impl.h"
-#include "runtime/cuda/cuda_host.h"
-#include "runtime/cuda/cuda_module_loader.h"
-#include "runtime/cuda/cuda_staging.h"
+#include "atlas/runtime/backend_impl.h"
+#include "atlas/runtime/cuda/cuda_host.h"
+#include "atlas/runtime/cuda/cuda_module_loader.h"
+#include "atlas/runtime/cuda/cuda_staging.h"
 
 enum { CUDA_MAX_ARGS = 64 };
 

@@ -1,4 +1,4 @@
-#include "runtime/cuda/cuda_host.h"
+#include "atlas/runtime/cuda/cuda_host.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,10 +1,10 @@
-#include "runtime/cuda/cuda_module_loader.h"
+#include "atlas/runtime/cuda/cuda_module_loader.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/cuda/cuda_host.h"
+#include "atlas/runtime/cuda/cuda_host.h"
 
 typedef struct atlas_cuda_loader {
   const atlas_cuda_driver *cu;
@@ -31,13 +31,14 @@ static atlas_status load(void *ctx, const atlas_module_def *def,
                          void **out_handle) {
   atlas_cuda_loader *l = ctx;
   *out_handle = NULL;
-  if (def->fatbin == NULL) {
+  const atlas_module_image *image = atlas_module_def_image(def, "cuda");
+  if (image == NULL) {
     return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
                              "kernel module '%s' has no CUDA image (it is "
                              "host-only)",
                              def->name);
   }
-  if (def->fatbin_size == 0) {
+  if (image->size == 0) {
     return atlas_status_make(
         ATLAS_STATUS_UNAVAILABLE,
         "kernel module '%s' was built without nvcc: its CUDA image is empty. "
@@ -55,7 +56,7 @@ static atlas_status load(void *ctx, const atlas_module_def *def,
                             CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *values[] = {log, (void *)(uintptr_t)ATLAS_CUDA_JIT_LOG_BYTES};
   CUmodule module = NULL;
-  CUresult r = l->cu->cuModuleLoadDataEx(&module, def->fatbin, 2, options,
+  CUresult r = l->cu->cuModuleLoadDataEx(&module, image->data, 2, options,
                                          values);
   atlas_status status = ATLAS_OK;
   if (r == CUDA_SUCCESS) atlas_cuda_host_note_modules(1);
@@ -64,7 +65,7 @@ static atlas_status load(void *ctx, const atlas_module_def *def,
     status = atlas_cuda_error(l->cu, r,
                               "loading kernel module '%s' (%zu-byte fatbin); "
                               "JIT log: %s",
-                              def->name, def->fatbin_size,
+                              def->name, image->size,
                               log[0] ? log : "(empty)");
   }
   free(log);

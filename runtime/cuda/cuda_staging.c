@@ -1,4 +1,4 @@
-#include "runtime/cuda/cuda_staging.h"
+#include "atlas/runtime/cuda/cuda_staging.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/cuda/cuda_host.h"
+#include "atlas/runtime/cuda/cuda_host.h"
 
 // One pinned buffer of the pool; `done` is recorded after its copy.
 typedef struct staging_buffer {

@@ -1,37 +1,20 @@
 // A served model: checkpoint -> its own backend -> Llama model.
-#include "runtime/model/model.h"
+#include "atlas/runtime/model/model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/llama_kernels.h"
-#include "runtime/cuda/cuda_backend.h"
-#include "runtime/host_backend.h"
-#include "runtime/log.h"
+#include "atlas/kernels/llama_kernels.h"
+#include "atlas/runtime/log.h"
 
 struct atlas_model {
   atlas_model_spec spec;
-  char *dir;  // owned copy of spec.dir
+  char *dir;           // owned copy of spec.dir
+  char *backend_name;  // owned copy of spec.backend
   atlas_backend *backend;
   atlas_llama_model *llama;
 };
-
-atlas_status atlas_backend_kind_parse(const char *text,
-                                      atlas_backend_kind *out_kind) {
-  if (strcmp(text, "host") == 0) {
-    *out_kind = ATLAS_BACKEND_HOST;
-  } else if (strcmp(text, "cuda") == 0) {
-    *out_kind = ATLAS_BACKEND_CUDA;
-  } else if (strcmp(text, "auto") == 0) {
-    *out_kind = ATLAS_BACKEND_AUTO;
-  } else {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "unknown backend '%s' (expected host, cuda or auto)",
-                             text);
-  }
-  return ATLAS_OK;
-}
 
 static const char *spec_name(const atlas_model_spec *spec) {
   return spec->dir != NULL ? spec->dir
@@ -73,23 +56,7 @@ static atlas_status create_backend(const atlas_model_spec *spec,
   o.device = spec->device;
   o.host_pool = spec->host_pool;
   o.fail_module_load_at = spec->fail_module_load_at;
-  atlas_status status;
-  switch (spec->backend) {
-    case ATLAS_BACKEND_HOST:
-      status = atlas_host_backend_create(&o, out);
-      break;
-    case ATLAS_BACKEND_CUDA:
-      status = atlas_cuda_backend_create(&o, out);
-      break;
-    default:
-      status = atlas_cuda_backend_create(&o, out);
-      if (atlas_status_code_of(status) == ATLAS_STATUS_UNAVAILABLE) {
-        atlas_log("backend auto: using the host (%s)", atlas_status_message(status));
-        atlas_status_free(status);
-        status = atlas_host_backend_create(&o, out);
-      }
-      break;
-  }
+  atlas_status status = atlas_backend_factory_create(spec->backend, &o, out);
   if (status == ATLAS_OK && spec->fault_at != 0) {
     atlas_backend_inject_fault(*out, spec->fault_kind, spec->fault_at);
   }
@@ -127,6 +94,16 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
     }
     m->spec.dir = m->dir;
   }
+  if (spec->backend != NULL) {
+    m->backend_name = strdup(spec->backend);
+    if (m->backend_name == NULL) {
+      free(m->dir);
+      free(m);
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "out of host memory opening %s", spec_name(spec));
+    }
+    m->spec.backend = m->backend_name;
+  }
   atlas_checkpoint *ck = NULL;
   atlas_llama_config config;
   atlas_status status = open_checkpoint(spec, &ck, &config);
@@ -142,6 +119,7 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
     // ledger; after a failed load there should be nothing.
     status = atlas_status_join(status, atlas_backend_destroy(m->backend));
     free(m->dir);
+    free(m->backend_name);
     free(m);
     return status;
   }
@@ -155,6 +133,7 @@ atlas_status atlas_model_close(atlas_model *model,
   atlas_status status = atlas_llama_unload(model->llama, out_report);
   status = atlas_status_join(status, atlas_backend_destroy(model->backend));
   free(model->dir);
+  free(model->backend_name);
   free(model);
   return status;
 }

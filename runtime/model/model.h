@@ -1,4 +1,4 @@
-// A served model: one Llama model on a backend of its own.
+// A served model: one model on a backend of its own.
 //
 // Each model gets its own backend instance, so its ledger, its kernel
 // registry and its memory are its alone: closing the model destroys the
@@ -10,23 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/backend.h"
-#include "runtime/host_pool.h"
-#include "runtime/model/llama.h"
+#include "atlas/runtime/backend.h"
+#include "atlas/runtime/host_pool.h"
+#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/backends/backend_factory.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum atlas_backend_kind {
-  ATLAS_BACKEND_HOST = 0,
-  ATLAS_BACKEND_CUDA,
-  ATLAS_BACKEND_AUTO,  // CUDA when a device is there, else host
-} atlas_backend_kind;
-
-// Parses "host", "cuda" or "auto".
-atlas_status atlas_backend_kind_parse(const char *text,
-                                      atlas_backend_kind *out_kind);
 
 // A checkpoint held in memory (the demo's embedded models).
 typedef struct atlas_embedded_checkpoint {
@@ -41,7 +32,7 @@ typedef struct atlas_embedded_checkpoint {
 typedef struct atlas_model_spec {
   const char *dir;                           // or NULL with `embedded`
   const atlas_embedded_checkpoint *embedded; // must outlive the model
-  atlas_backend_kind backend;
+  const char *backend;         // a backend_factory row, or "auto"/NULL
   int device;                  // CUDA ordinal
   atlas_host_pool *host_pool;  // host backend: the shared budget (NULL: none)
   int64_t max_seq;             // KV cache positions (0: default)

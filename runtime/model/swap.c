@@ -1,11 +1,12 @@
 // Hot swap with an up-front budget check and restore on failure.
-#include "runtime/model/swap.h"
+#include "atlas/runtime/model/swap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "runtime/ledger.h"
+#include "atlas/runtime/ledger.h"
 
 static double now_ms(void) {
   struct timespec ts;
@@ -107,6 +108,12 @@ atlas_status atlas_model_swap(atlas_model **current,
                              "swap: out of host memory; nothing was changed");
   }
   old_spec.dir = old_dir;
+  // The model owns its backend name; keep a copy past its close.
+  char old_backend[64] = "auto";
+  if (old_spec.backend != NULL) {
+    snprintf(old_backend, sizeof(old_backend), "%s", old_spec.backend);
+  }
+  old_spec.backend = old_backend;
   old_spec.fault_at = 0;  // a restore never re-injects a test's fault
   old_spec.fail_module_load_at = 0;
   double tt = now_ms();

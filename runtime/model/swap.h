@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "runtime/model/model.h"
+#include "atlas/runtime/model/model.h"
 
 #ifdef __cplusplus
 extern "C" {

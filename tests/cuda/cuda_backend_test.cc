@@ -7,9 +7,9 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/contract_cuda_module.h"
-#include "runtime/cuda/cuda_backend.h"
-#include "runtime/cuda/cuda_host.h"
+#include "atlas/kernels/contract_cuda_module.h"
+#include "atlas/runtime/cuda/cuda_backend.h"
+#include "atlas/runtime/cuda/cuda_host.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/runtime/test_util.h"
 
@@ -315,8 +315,10 @@ TEST(CudaBackend, ReportDuringCaptureRefusesWithoutBreakingIt) {
 TEST(CudaBackend, ModuleBuiltWithoutNvccOrCorruptIsAClearError) {
   static const atlas_kernel_def kDefs[] = {{"empty", "", nullptr}};
   static const unsigned char kJunk[64] = {1, 2, 3, 4, 5, 6, 7, 8};
-  const atlas_module_def no_image = {"empty_image", kJunk, 0, kDefs, 1};
-  const atlas_module_def junk = {"junk", kJunk, sizeof(kJunk), kDefs, 1};
+  const atlas_module_image empty_image[] = {{"cuda", kJunk, 0}};
+  const atlas_module_image junk_image[] = {{"cuda", kJunk, sizeof(kJunk)}};
+  const atlas_module_def no_image = {"empty_image", empty_image, 1, kDefs, 1};
+  const atlas_module_def junk = {"junk", junk_image, 1, kDefs, 1};
   Cuda probe;
   CUDA_CREATE_OR_SKIP(nullptr, probe.out());
   atlas_backend *b = nullptr;

@@ -1,7 +1,7 @@
 // The backend contract suite on the CUDA backend. Without a driver or a GPU
 // every test skips with the reason ("CUDA driver not found: ...").
-#include "kernels/contract_cuda_module.h"
-#include "runtime/cuda/cuda_backend.h"
+#include "atlas/kernels/contract_cuda_module.h"
+#include "atlas/runtime/cuda/cuda_backend.h"
 #include "tests/runtime/backend_contract.h"
 
 namespace {

@@ -6,9 +6,9 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/contract_cuda_module.h"
-#include "runtime/cuda/cuda_backend.h"
-#include "runtime/cuda/cuda_host.h"
+#include "atlas/kernels/contract_cuda_module.h"
+#include "atlas/runtime/cuda/cuda_backend.h"
+#include "atlas/runtime/cuda/cuda_host.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace {

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/contract_cuda_module.h"
-#include "runtime/cuda/cuda_backend.h"
+#include "atlas/kernels/contract_cuda_module.h"
+#include "atlas/runtime/cuda/cuda_backend.h"
 #include "tests/runtime/test_util.h"
 
 // Creates a CUDA backend; on UNAVAILABLE (no driver, no GPU, built without

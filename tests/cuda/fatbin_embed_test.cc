@@ -2,16 +2,20 @@
 // a clear error at load) where it was not. Runs without a GPU.
 #include <stdint.h>
 
-#include "kernels/contract_cuda_module.h"
-#include "kernels/contract_fatbin.h"
-#include "tests/cuda/contract_no_nvcc_fatbin.h"
+#include "atlas/kernels/contract_cuda_module.h"
+#include "atlas/kernels/contract_fatbin.h"
+#include "atlas/tests/cuda/contract_no_nvcc_fatbin.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace {
 
 TEST(FatbinEmbed, ImageIsAnAlignedFatbinOrEmpty) {
-  EXPECT_EQ(atlas_contract_cuda_module.fatbin, atlas_fatbin_contract);
-  EXPECT_EQ(atlas_contract_cuda_module.fatbin_size, ATLAS_FATBIN_CONTRACT_SIZE);
+  const atlas_module_image *image =
+      atlas_module_def_image(&atlas_contract_cuda_module, "cuda");
+  ASSERT_NE(image, nullptr);
+  EXPECT_EQ(image->data, atlas_fatbin_contract);
+  EXPECT_EQ(image->size, ATLAS_FATBIN_CONTRACT_SIZE);
+  EXPECT_EQ(atlas_module_def_image(&atlas_contract_cuda_module, "host"), nullptr);
   EXPECT_EQ((uintptr_t)atlas_fatbin_contract % 64, 0u);
   if (ATLAS_FATBIN_CONTRACT_SIZE == 0) {
     GTEST_SKIP() << "built without nvcc: the contract image is empty";
@@ -26,8 +30,10 @@ TEST(FatbinEmbed, ImageIsAnAlignedFatbinOrEmpty) {
 
 TEST(FatbinEmbed, WithoutNvccTheImageIsEmptyAndLoadingSaysWhy) {
   EXPECT_EQ(ATLAS_FATBIN_NO_NVCC_SIZE, 0u);
+  const atlas_module_image no_nvcc_image[] = {
+      {"cuda", atlas_fatbin_no_nvcc, ATLAS_FATBIN_NO_NVCC_SIZE}};
   const atlas_module_def no_nvcc = {
-      "contract", atlas_fatbin_no_nvcc, ATLAS_FATBIN_NO_NVCC_SIZE,
+      "contract", no_nvcc_image, 1,
       atlas_contract_cuda_module.kernels,
       atlas_contract_cuda_module.kernel_count};
   atlas_backend *probe = nullptr;

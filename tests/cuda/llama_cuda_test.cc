@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "kernels/llama_kernels.h"
-#include "runtime/cuda/cuda_backend.h"
-#include "runtime/host_backend.h"
-#include "runtime/model/config_tensors.h"
-#include "runtime/model/llama.h"
+#include "atlas/kernels/llama_kernels.h"
+#include "atlas/runtime/cuda/cuda_backend.h"
+#include "atlas/runtime/host_backend.h"
+#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/arch/llama/llama.h"
 #include "tests/runtime/test_util.h"
-#include "tools/make_checkpoint_lib.h"
+#include "atlas/tools/make_checkpoint_lib.h"
 
 namespace {
 

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/llama_kernels.h"
-#include "runtime/backend.h"
-#include "runtime/cuda/cuda_backend.h"
-#include "runtime/host_backend.h"
+#include "atlas/kernels/llama_kernels.h"
+#include "atlas/runtime/backend.h"
+#include "atlas/runtime/cuda/cuda_backend.h"
+#include "atlas/runtime/host_backend.h"
 #include "tests/runtime/test_util.h"
 
 namespace {

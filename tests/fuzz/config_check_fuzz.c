@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/model/checkpoint.h"
-#include "runtime/model/config.h"
-#include "runtime/model/config_tensors.h"
-#include "runtime/status.h"
+#include "atlas/runtime/formats/checkpoint.h"
+#include "atlas/runtime/arch/llama/llama_config.h"
+#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,9 +5,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "runtime/model/checkpoint.h"
-#include "runtime/model/safetensors.h"
-#include "runtime/status.h"
+#include "atlas/runtime/formats/checkpoint.h"
+#include "atlas/runtime/formats/safetensors.h"
+#include "atlas/runtime/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

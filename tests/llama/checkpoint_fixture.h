@@ -7,7 +7,7 @@
 #include <string>
 
 #include "tests/runtime/test_util.h"
-#include "tools/make_checkpoint_lib.h"
+#include "atlas/tools/make_checkpoint_lib.h"
 
 // TEST_TMPDIR/leaf with config.json and the weights of `preset` ("tiny" or
 // "small"); the same arguments give the same bytes.

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cuda/cuda_backend.h"
-#include "runtime/cuda/cuda_host.h"
-#include "runtime/model/swap.h"
+#include "atlas/runtime/cuda/cuda_backend.h"
+#include "atlas/runtime/cuda/cuda_host.h"
+#include "atlas/runtime/model/swap.h"
 #include "tests/runtime/test_util.h"
 #include "tests/llama/checkpoint_fixture.h"
 
@@ -28,7 +28,7 @@ namespace {
     ASSERT_OK(atlas_backend_destroy(probe_));                            \
   } while (0)
 
-atlas_model_spec Spec(const std::string &dir, atlas_backend_kind kind) {
+atlas_model_spec Spec(const std::string &dir, const char *kind) {
   atlas_model_spec s{};
   s.dir = dir.c_str();
   s.backend = kind;
@@ -63,7 +63,7 @@ TEST_P(CudaModel, MatchesTheHostBackend) {
   REQUIRE_CUDA();
   std::string dir = MakeCheckpoint("atlas_cuda_match" + std::to_string(GetParam()), "small",
                                    5, GetParam(), GetParam() == ATLAS_DTYPE_BF16);
-  atlas_model_spec hs = Spec(dir, ATLAS_BACKEND_HOST), cs = Spec(dir, ATLAS_BACKEND_CUDA);
+  atlas_model_spec hs = Spec(dir, "host"), cs = Spec(dir, "cuda");
   atlas_model *h = nullptr, *c = nullptr;
   ASSERT_OK(atlas_model_open(&hs, &h));
   ASSERT_OK(atlas_model_open(&cs, &c));
@@ -92,7 +92,7 @@ TEST(CudaSwap, FaultAtEveryPointRestoresTheOldModel) {
   REQUIRE_CUDA();
   std::string a_dir = MakeCheckpoint("atlas_cuda_fa", "tiny", 1, ATLAS_DTYPE_F32);
   std::string b_dir = MakeCheckpoint("atlas_cuda_fb", "small", 2, ATLAS_DTYPE_BF16);
-  atlas_model_spec a = Spec(a_dir, ATLAS_BACKEND_CUDA), b = Spec(b_dir, ATLAS_BACKEND_CUDA);
+  atlas_model_spec a = Spec(a_dir, "cuda"), b = Spec(b_dir, "cuda");
   uint64_t need_a = 0, need_b = 0;
   ASSERT_OK(atlas_model_required_bytes(&a, &need_a));
   ASSERT_OK(atlas_model_required_bytes(&b, &need_b));
@@ -149,8 +149,8 @@ TEST(CudaSwap, SeedScenarioRestoreUsesNearlyAllTheBudget) {
   REQUIRE_CUDA();
   std::string big_dir = MakeCheckpoint("atlas_cuda_seed_big", "small", 3, ATLAS_DTYPE_F32);
   std::string small_dir = MakeCheckpoint("atlas_cuda_seed_small", "tiny", 4, ATLAS_DTYPE_F32);
-  atlas_model_spec big = Spec(big_dir, ATLAS_BACKEND_CUDA);
-  atlas_model_spec other = Spec(small_dir, ATLAS_BACKEND_CUDA);
+  atlas_model_spec big = Spec(big_dir, "cuda");
+  atlas_model_spec other = Spec(small_dir, "cuda");
   uint64_t need = 0;
   ASSERT_OK(atlas_model_required_bytes(&big, &need));
   big.device_budget_bytes = other.device_budget_bytes = need + need / 100;
@@ -174,8 +174,8 @@ TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
   int swaps = env ? atoi(env) : 1000;
   std::string a_dir = MakeCheckpoint("atlas_cuda_soak_a", "tiny", 6, ATLAS_DTYPE_F32);
   std::string b_dir = MakeCheckpoint("atlas_cuda_soak_b", "small", 7, ATLAS_DTYPE_BF16);
-  atlas_model_spec specs[2] = {Spec(a_dir, ATLAS_BACKEND_CUDA),
-                               Spec(b_dir, ATLAS_BACKEND_CUDA)};
+  atlas_model_spec specs[2] = {Spec(a_dir, "cuda"),
+                               Spec(b_dir, "cuda")};
   atlas_model *m = nullptr;
   ASSERT_OK(atlas_model_open(&specs[0], &m));
   std::vector<float> first[2];

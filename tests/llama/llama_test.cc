@@ -1,6 +1,6 @@
 // The Llama forward pass on the host backend against an independent
 // double-precision reference, plus loading, teardown and determinism.
-#include "runtime/model/llama.h"
+#include "atlas/runtime/arch/llama/llama.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/llama_host.h"
-#include "kernels/llama_kernels.h"
-#include "runtime/host_backend.h"
-#include "runtime/model/config_tensors.h"
+#include "atlas/kernels/llama_host.h"
+#include "atlas/kernels/llama_kernels.h"
+#include "atlas/runtime/host_backend.h"
+#include "atlas/runtime/arch/llama/llama_weights.h"
 #include "tests/runtime/test_util.h"
 #include "tests/llama/checkpoint_fixture.h"
 

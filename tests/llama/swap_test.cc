@@ -1,10 +1,10 @@
 // Hot swap on the host backend with a shared pool standing in for one
 // device: budget refusal, side-by-side and replace paths, a fault at every
 // allocation/copy/module load of the new model, and the seed's scenario.
-#include "runtime/model/swap.h"
+#include "atlas/runtime/model/swap.h"
 
-#include "runtime/host_backend.h"
-#include "runtime/model/weight_upload.h"
+#include "atlas/runtime/host_backend.h"
+#include "atlas/runtime/weight_upload.h"
 
 #include <gtest/gtest.h>
 #include <stdio.h>
@@ -35,7 +35,7 @@ class Swap : public ::testing::Test {
   atlas_model_spec Spec(const std::string &dir) {
     atlas_model_spec s{};
     s.dir = dir.c_str();
-    s.backend = ATLAS_BACKEND_HOST;
+    s.backend = "host";
     s.host_pool = pool_;
     s.max_seq = 16;
     return s;

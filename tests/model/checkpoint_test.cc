@@ -1,5 +1,5 @@
 // Checkpoint directories: single file, sharded index, and every index error.
-#include "runtime/model/checkpoint.h"
+#include "atlas/runtime/formats/checkpoint.h"
 
 #include <string.h>
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/model/safetensors_write.h"
+#include "atlas/tools/safetensors_write.h"
 #include "tests/model/test_util.h"
 
 namespace {

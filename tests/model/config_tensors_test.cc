@@ -1,5 +1,5 @@
 // Llama tensor names and shapes, and checkpoints checked against configs.
-#include "runtime/model/config_tensors.h"
+#include "atlas/runtime/arch/llama/llama_weights.h"
 
 #include <string.h>
 
@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/model/safetensors_write.h"
+#include "atlas/tools/safetensors_write.h"
 #include "tests/model/test_util.h"
-#include "tools/make_checkpoint_lib.h"
+#include "atlas/tools/make_checkpoint_lib.h"
 
 namespace {
 

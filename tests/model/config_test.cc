@@ -1,5 +1,5 @@
 // Llama config.json parsing: defaults, rope_parameters, and every rejection.
-#include "runtime/model/config.h"
+#include "atlas/runtime/arch/llama/llama_config.h"
 
 #include <string>
 

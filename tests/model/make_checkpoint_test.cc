@@ -1,7 +1,7 @@
 // The checkpoint generator: bit-exact conversions, byte-identical output for
 // a seed on every machine, and the two demo models the build embeds.
-#include "tools/make_checkpoint_lib.h"
-#include "tools/make_checkpoint_demo_models.h"
+#include "atlas/tools/make_checkpoint_lib.h"
+#include "atlas/tools/make_checkpoint_demo_models.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/model/checkpoint.h"
-#include "runtime/model/config.h"
-#include "runtime/model/config_tensors.h"
+#include "atlas/runtime/formats/checkpoint.h"
+#include "atlas/runtime/arch/llama/llama_config.h"
+#include "atlas/runtime/arch/llama/llama_weights.h"
 #include "tests/model/test_util.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // f32 loads of F16/BF16/F32 data against independent decoders.
-#include "runtime/model/safetensors_convert.h"
+#include "atlas/runtime/formats/safetensors_convert.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 // safetensors parser: one test per malformed-file class, through both the
 // buffer parser and a real mapped file, plus the happy paths.
-#include "runtime/model/safetensors.h"
+#include "atlas/runtime/formats/safetensors.h"
 
 #include <stdint.h>
 #include <string.h>

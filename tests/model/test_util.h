@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/status.h"
+#include "atlas/runtime/status.h"
 
 namespace atlas_test {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/op_cache.h"
+#include "atlas/runtime/op_cache.h"
 #include "tests/runtime/contract_kernels.h"
 #include "tests/runtime/test_util.h"
 

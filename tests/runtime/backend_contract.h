@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "runtime/backend.h"
+#include "atlas/runtime/backend.h"
 
 struct BackendFactory {
   std::string name;

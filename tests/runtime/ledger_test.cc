@@ -1,4 +1,4 @@
-#include "runtime/ledger.h"
+#include "atlas/runtime/ledger.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/ledger_report.h"
+#include "atlas/runtime/ledger_report.h"
 #include "tests/runtime/test_util.h"
 
 namespace {

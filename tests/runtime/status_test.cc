@@ -1,4 +1,4 @@
-#include "runtime/status.h"
+#include "atlas/runtime/status.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-#include "runtime/teardown.h"
+#include "atlas/runtime/teardown.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "runtime/host_backend.h"
+#include "atlas/runtime/host_backend.h"
 #include "tests/runtime/test_util.h"
 
 namespace {

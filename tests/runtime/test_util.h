@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "runtime/status.h"
+#include "atlas/runtime/status.h"
 
 // Takes ownership of the status; returns its message and code.
 struct StatusResult {

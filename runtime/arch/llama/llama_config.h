@@ -1,13 +1,13 @@
 // Llama config.json: the keys the forward pass needs, with Hugging Face's
 // defaults, validated so that later code can trust every value.
-#ifndef ATLAS_RUNTIME_MODEL_CONFIG_H_
-#define ATLAS_RUNTIME_MODEL_CONFIG_H_
+#ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_CONFIG_H_
+#define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_CONFIG_H_
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/status.h"
+#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,4 +49,4 @@ atlas_status atlas_llama_config_load(const char *path,
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_MODEL_CONFIG_H_
+#endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_CONFIG_H_

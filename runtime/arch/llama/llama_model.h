@@ -1,12 +1,12 @@
 // The Llama model's parts, shared by loading (llama.c) and the forward pass
 // (llama_forward.c). Private to runtime/model.
-#ifndef ATLAS_RUNTIME_MODEL_LLAMA_MODEL_H_
-#define ATLAS_RUNTIME_MODEL_LLAMA_MODEL_H_
+#ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_
+#define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_
 
-#include "runtime/forward.h"
-#include "runtime/model/config_tensors.h"
-#include "runtime/model/llama.h"
-#include "runtime/model/safetensors.h"
+#include "atlas/runtime/forward.h"
+#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/formats/safetensors.h"
 
 // A weight matrix on the device in its checkpoint dtype.
 typedef struct atlas_llama_matrix {
@@ -37,10 +37,24 @@ typedef struct atlas_llama_kv_cache {
 } atlas_llama_kv_cache;
 
 // Teardown resource "scratch": activations of one token.
-struct atlas_llama_scratch {
+typedef struct atlas_llama_scratch {
   atlas_backend *backend;
   float *x, *xb, *xb2, *q, *hb, *hb2, *att, *logits;
-};
+} atlas_llama_scratch;
+
+// The Llama forward context: the core one plus the model-derived values
+// every Llama dispatch site needs. Built by atlas_llama_ctx_make only.
+typedef struct atlas_llama_ctx {
+  atlas_forward_ctx core;
+  const atlas_llama_config *config;
+  atlas_llama_scratch *scratch;
+} atlas_llama_ctx;
+
+// Fails when a piece is missing rather than letting a dispatch site find out.
+atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
+                                  const atlas_llama_config *config,
+                                  atlas_llama_scratch *scratch,
+                                  atlas_llama_ctx *out_ctx);
 
 // Teardown resource "kernel_registry": the model's reference to its kernels.
 typedef struct atlas_llama_kernels {
@@ -56,7 +70,7 @@ struct atlas_llama_model {
   atlas_llama_kv_cache *kv;
   atlas_llama_scratch *scratch;
   atlas_llama_kernels *kernels;
-  atlas_forward_ctx ctx;
+  atlas_llama_ctx ctx;
 };
 
-#endif  // ATLAS_RUNTIME_MODEL_LLAMA_MODEL_H_
+#endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_

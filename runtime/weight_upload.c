@@ -1,5 +1,5 @@
 // Multi-threaded staged upload (see weight_upload.h).
-#include "runtime/model/weight_upload.h"
+#include "atlas/runtime/weight_upload.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 // Words for JSON value types in error messages ("an array", "missing").
-#ifndef ATLAS_RUNTIME_MODEL_JSON_WORDS_H_
-#define ATLAS_RUNTIME_MODEL_JSON_WORDS_H_
+#ifndef ATLAS_RUNTIME_FORMATS_JSON_WORDS_H_
+#define ATLAS_RUNTIME_FORMATS_JSON_WORDS_H_
 
 #include <jansson.h>
 
@@ -15,4 +15,4 @@ const char *atlas_json_type_word(const json_t *value);
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_MODEL_JSON_WORDS_H_
+#endif  // ATLAS_RUNTIME_FORMATS_JSON_WORDS_H_

@@ -13,13 +13,13 @@
 // region from 0 to the end of the file with no gap, overlap or trailing byte;
 // only F32, F16 and BF16 are accepted (other safetensors dtypes are named as
 // unsupported). Every error message names the file and what is wrong.
-#ifndef ATLAS_RUNTIME_MODEL_SAFETENSORS_H_
-#define ATLAS_RUNTIME_MODEL_SAFETENSORS_H_
+#ifndef ATLAS_RUNTIME_FORMATS_SAFETENSORS_H_
+#define ATLAS_RUNTIME_FORMATS_SAFETENSORS_H_
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/status.h"
+#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -112,4 +112,4 @@ void atlas_shape_format(const int64_t *shape, int rank, char *buf,
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_MODEL_SAFETENSORS_H_
+#endif  // ATLAS_RUNTIME_FORMATS_SAFETENSORS_H_

@@ -4,15 +4,15 @@
 // cache, scratch, kernel registry. Each resource is registered before it is
 // filled, so a load that fails part-way releases exactly what it allocated by
 // running the teardown built so far.
-#include "runtime/model/llama.h"
+#include "atlas/runtime/arch/llama/llama.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/model/llama_model.h"
-#include "runtime/model/safetensors_convert.h"
-#include "runtime/model/weight_upload.h"
+#include "atlas/runtime/arch/llama/llama_model.h"
+#include "atlas/runtime/formats/safetensors_convert.h"
+#include "atlas/runtime/weight_upload.h"
 
 // ---- resources -------------------------------------------------------------
 
@@ -348,7 +348,7 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   m->kernels->registry = registry;
   ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "kernel_registry", release_kernels,
                               m->kernels));
-  return atlas_forward_ctx_make(m->backend, NULL, &m->config, m->scratch, &m->ctx);
+  return atlas_llama_ctx_make(m->backend, NULL, &m->config, m->scratch, &m->ctx);
 
 oom:
   return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,

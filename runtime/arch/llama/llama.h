@@ -1,16 +1,16 @@
 // A Llama-family decoder on any backend: weights, KV cache and scratch are
 // ledgered allocations and teardown resources; every kernel is dispatched
 // through the model's ForwardContext.
-#ifndef ATLAS_RUNTIME_MODEL_LLAMA_H_
-#define ATLAS_RUNTIME_MODEL_LLAMA_H_
+#ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_H_
+#define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_H_
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/backend.h"
-#include "runtime/model/checkpoint.h"
-#include "runtime/model/config.h"
-#include "runtime/teardown.h"
+#include "atlas/runtime/backend.h"
+#include "atlas/runtime/formats/checkpoint.h"
+#include "atlas/runtime/arch/llama/llama_config.h"
+#include "atlas/runtime/teardown.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,4 +73,4 @@ atlas_status atlas_llama_generate(atlas_llama_model *model,
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_MODEL_LLAMA_H_
+#endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_H_

@@ -1,10 +1,10 @@
 // Llama config.json parsing and validation.
-#include "runtime/model/config.h"
+#include "atlas/runtime/arch/llama/llama_config.h"
 
 #include <errno.h>
 #include <jansson.h>
 
-#include "runtime/model/json_words.h"
+#include "atlas/runtime/formats/json_words.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

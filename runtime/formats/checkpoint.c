@@ -1,5 +1,5 @@
 // Checkpoint directories: single-file or sharded through the index.
-#include "runtime/model/checkpoint.h"
+#include "atlas/runtime/formats/checkpoint.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -6,13 +6,13 @@
 // staging buffer (waiting on that buffer's event), and queues an async copy
 // to the device; the copy engine drains while the threads fill. Staging is
 // ledgered pinned memory, released before returning, success or not.
-#ifndef ATLAS_RUNTIME_MODEL_WEIGHT_UPLOAD_H_
-#define ATLAS_RUNTIME_MODEL_WEIGHT_UPLOAD_H_
+#ifndef ATLAS_RUNTIME_WEIGHT_UPLOAD_H_
+#define ATLAS_RUNTIME_WEIGHT_UPLOAD_H_
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/backend.h"
+#include "atlas/runtime/backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,4 +60,4 @@ atlas_status atlas_uploader_destroy(atlas_uploader *uploader);
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_MODEL_WEIGHT_UPLOAD_H_
+#endif  // ATLAS_RUNTIME_WEIGHT_UPLOAD_H_

@@ -1,11 +1,11 @@
 // safetensors parsing and validation. See safetensors.h for the rules.
-#include "runtime/model/safetensors.h"
+#include "atlas/runtime/formats/safetensors.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 
-#include "runtime/model/json_words.h"
+#include "atlas/runtime/formats/json_words.h"
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "runtime/model/json_words.h"
+#include "atlas/runtime/formats/json_words.h"
 
 const char *atlas_json_type_word(const json_t *v) {
   if (v == NULL) return "missing";

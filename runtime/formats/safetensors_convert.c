@@ -1,40 +1,16 @@
 // F16/BF16/F32 element loads for weights read straight from a file.
-#include "runtime/model/safetensors_convert.h"
+#include "atlas/runtime/formats/safetensors_convert.h"
 
 #include <string.h>
 
-static float from_bits(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof(f));
-  return f;
-}
-
-float atlas_bf16_to_f32(uint16_t bits) {
-  return from_bits((uint32_t)bits << 16);
-}
-
-float atlas_f16_to_f32(uint16_t bits) {
-  uint32_t sign = (uint32_t)(bits & 0x8000u) << 16;
-  uint32_t exp = (bits >> 10) & 0x1fu;
-  uint32_t mant = bits & 0x3ffu;
-  if (exp == 0x1f) return from_bits(sign | 0x7f800000u | (mant << 13));
-  if (exp != 0) return from_bits(sign | ((exp + 112u) << 23) | (mant << 13));
-  if (mant == 0) return from_bits(sign);
-  // Subnormal: shift the leading 1 up into the implicit bit.
-  uint32_t e = 113;
-  while ((mant & 0x400u) == 0) {
-    mant <<= 1;
-    --e;
-  }
-  return from_bits(sign | (e << 23) | ((mant & 0x3ffu) << 13));
-}
+#include "atlas/runtime/half.h"
 
 float atlas_dtype_load_f32(atlas_dtype dtype, const void *data,
                            uint64_t index) {
   const uint8_t *p = (const uint8_t *)data + index * atlas_dtype_size(dtype);
   switch (dtype) {
     case ATLAS_DTYPE_F32:
-      return from_bits((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+      return atlas_f32_from_bits((uint32_t)p[0] | (uint32_t)p[1] << 8 |
                        (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
     case ATLAS_DTYPE_F16:
       return atlas_f16_to_f32((uint16_t)(p[0] | p[1] << 8));

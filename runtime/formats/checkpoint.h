@@ -6,15 +6,15 @@
 // shards: shard names are plain file names inside the directory, every shard
 // exists and parses, every mapped tensor is in its shard, and every tensor in
 // a shard is mapped to that shard (so no tensor lives in two shards).
-#ifndef ATLAS_RUNTIME_MODEL_CHECKPOINT_H_
-#define ATLAS_RUNTIME_MODEL_CHECKPOINT_H_
+#ifndef ATLAS_RUNTIME_FORMATS_CHECKPOINT_H_
+#define ATLAS_RUNTIME_FORMATS_CHECKPOINT_H_
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/model/safetensors.h"
-#include "runtime/status.h"
+#include "atlas/runtime/formats/safetensors.h"
+#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -79,4 +79,4 @@ uint64_t atlas_checkpoint_data_bytes(const atlas_checkpoint *ck);
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_MODEL_CHECKPOINT_H_
+#endif  // ATLAS_RUNTIME_FORMATS_CHECKPOINT_H_

@@ -3,14 +3,14 @@
 // Tensors are laid out in the order given, contiguously from offset 0; the
 // header is padded with spaces to a multiple of 8 bytes (as the reference
 // writer does) so F32 data stays 4-byte aligned in a mapped file.
-#ifndef ATLAS_RUNTIME_MODEL_SAFETENSORS_WRITE_H_
-#define ATLAS_RUNTIME_MODEL_SAFETENSORS_WRITE_H_
+#ifndef ATLAS_TOOLS_SAFETENSORS_WRITE_H_
+#define ATLAS_TOOLS_SAFETENSORS_WRITE_H_
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/model/safetensors.h"
-#include "runtime/status.h"
+#include "atlas/runtime/formats/safetensors.h"
+#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,4 +34,4 @@ atlas_status atlas_safetensors_write(
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_MODEL_SAFETENSORS_WRITE_H_
+#endif  // ATLAS_TOOLS_SAFETENSORS_WRITE_H_

@@ -1,5 +1,5 @@
 // safetensors writer: header through jansson, data copied verbatim.
-#include "runtime/model/safetensors_write.h"
+#include "atlas/tools/safetensors_write.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -1,15 +1,15 @@
 // The tensors a Llama config implies: their Hugging Face names, their
 // shapes, and a check of a checkpoint against them.
-#ifndef ATLAS_RUNTIME_MODEL_CONFIG_TENSORS_H_
-#define ATLAS_RUNTIME_MODEL_CONFIG_TENSORS_H_
+#ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_WEIGHTS_H_
+#define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_WEIGHTS_H_
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/model/checkpoint.h"
-#include "runtime/model/config.h"
-#include "runtime/status.h"
+#include "atlas/runtime/formats/checkpoint.h"
+#include "atlas/runtime/arch/llama/llama_config.h"
+#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -84,4 +84,4 @@ atlas_status atlas_llama_weight_bytes(const atlas_llama_config *config,
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_MODEL_CONFIG_TENSORS_H_
+#endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_WEIGHTS_H_

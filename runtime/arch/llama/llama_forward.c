@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/llama_kernels.h"
-#include "runtime/model/llama_model.h"
+#include "atlas/kernels/llama_kernels.h"
+#include "atlas/runtime/arch/llama/llama_model.h"
 
 #define P(x) ATLAS_ARG_PTR(x)
 #define U(x) ATLAS_ARG_U32(x)
@@ -26,47 +26,47 @@ static const char *suffix(atlas_dtype dtype) {
   }
 }
 
-static atlas_status elementwise(const atlas_forward_ctx *ctx, const char *name,
+static atlas_status elementwise(const atlas_llama_ctx *ctx, const char *name,
                                 float *a, const float *b, uint32_t n) {
   atlas_arg args[] = {P(a), P(b), U(n)};
-  return atlas_forward_dispatch(ctx, ATLAS_LLAMA_MODULE, name,
+  return atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE, name,
                                 dim1(blocks(n, 256)), dim1(256), args, COUNT(args));
 }
 
-static atlas_status rmsnorm(const atlas_forward_ctx *ctx, float *out,
+static atlas_status rmsnorm(const atlas_llama_ctx *ctx, float *out,
                             const float *x, const float *w) {
   atlas_arg args[] = {P(out), P(x), P(w), U((uint32_t)ctx->config->hidden_size),
                       F((float)ctx->config->rms_norm_eps)};
-  return atlas_forward_dispatch(ctx, ATLAS_LLAMA_MODULE, "rmsnorm", dim1(1),
+  return atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE, "rmsnorm", dim1(1),
                                 dim1(1024), args, COUNT(args));
 }
 
-static atlas_status matvec(const atlas_forward_ctx *ctx, float *out,
+static atlas_status matvec(const atlas_llama_ctx *ctx, float *out,
                            const atlas_llama_matrix *w, const float *x,
                            int64_t rows, int64_t cols) {
   char name[32];
   snprintf(name, sizeof(name), "matvec_%s", suffix(w->dtype));
   atlas_arg args[] = {P(out), P(w->data), P(x), U((uint32_t)rows),
                       U((uint32_t)cols)};
-  return atlas_forward_dispatch(ctx, ATLAS_LLAMA_MODULE, name,
+  return atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE, name,
                                 dim1(blocks((uint64_t)rows, 8)), dim1(256), args,
                                 COUNT(args));
 }
 
-static atlas_status embed(const atlas_forward_ctx *ctx, float *out,
+static atlas_status embed(const atlas_llama_ctx *ctx, float *out,
                           const atlas_llama_matrix *table, uint32_t token) {
   char name[32];
   snprintf(name, sizeof(name), "embed_%s", suffix(table->dtype));
   uint32_t dim = (uint32_t)ctx->config->hidden_size;
   atlas_arg args[] = {P(out), P(table->data), U(token), U(dim)};
-  return atlas_forward_dispatch(ctx, ATLAS_LLAMA_MODULE, name,
+  return atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE, name,
                                 dim1(blocks(dim, 256)), dim1(256), args,
                                 COUNT(args));
 }
 
 static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L,
                           int64_t l, uint32_t pos) {
-  const atlas_forward_ctx *ctx = &m->ctx;
+  const atlas_llama_ctx *ctx = &m->ctx;
   const atlas_llama_config *c = ctx->config;
   atlas_llama_scratch *s = ctx->scratch;
   int64_t hidden = c->hidden_size, head_dim = c->head_dim;
@@ -86,14 +86,14 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
                            U((uint32_t)c->num_key_value_heads),
                            U((uint32_t)head_dim), F((float)c->rope_theta)};
   ATLAS_RETURN_IF_ERROR(atlas_forward_dispatch(
-      ctx, ATLAS_LLAMA_MODULE, "rope",
+      &ctx->core, ATLAS_LLAMA_MODULE, "rope",
       dim1(blocks((uint64_t)n_heads * (uint64_t)head_dim / 2, 256)), dim1(256),
       rope_args, COUNT(rope_args)));
   atlas_arg att_args[] = {P(s->xb2), P(s->q), P(m->kv->keys + layer_off),
                           P(m->kv->values + layer_off), P(s->att), U(n_heads),
                           U((uint32_t)c->num_key_value_heads),
                           U((uint32_t)head_dim), U(pos + 1)};
-  ATLAS_RETURN_IF_ERROR(atlas_forward_dispatch(ctx, ATLAS_LLAMA_MODULE,
+  ATLAS_RETURN_IF_ERROR(atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE,
                                                "attention", dim1(n_heads),
                                                dim1(256), att_args,
                                                COUNT(att_args)));
@@ -134,7 +134,7 @@ atlas_status atlas_llama_forward(atlas_llama_model *m, uint32_t token,
       matvec(&m->ctx, s->logits, &w->lm_head, s->xb, c->vocab_size, c->hidden_size));
   return atlas_backend_d2h_on_stream(m->backend, out_logits, s->logits,
                                      (size_t)c->vocab_size * sizeof(float),
-                                     m->ctx.stream);
+                                     m->ctx.core.stream);
 }
 
 static uint32_t argmax(const float *v, size_t n) {
@@ -182,4 +182,20 @@ atlas_status atlas_llama_generate(atlas_llama_model *m, const uint32_t *prompt,
   }
   free(logits);
   return status;
+}
+
+atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
+                                  const atlas_llama_config *config,
+                                  atlas_llama_scratch *scratch,
+                                  atlas_llama_ctx *out_ctx) {
+  memset(out_ctx, 0, sizeof(*out_ctx));
+  if (config == NULL || scratch == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "llama context: no %s",
+                             config == NULL ? "model configuration" : "scratch");
+  }
+  ATLAS_RETURN_IF_ERROR(atlas_forward_ctx_make(backend, stream, &out_ctx->core));
+  out_ctx->config = config;
+  out_ctx->scratch = scratch;
+  return ATLAS_OK;
 }

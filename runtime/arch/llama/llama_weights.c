@@ -1,5 +1,5 @@
 // Llama tensor names and shapes, and the checkpoint-against-config check.
-#include "runtime/model/config_tensors.h"
+#include "atlas/runtime/arch/llama/llama_weights.h"
 
 #include <stdio.h>
 #include <string.h>
