@@ -56,6 +56,7 @@ static atlas_status create_backend(const atlas_model_spec *spec,
   o.device = spec->device;
   o.host_pool = spec->host_pool;
   o.fail_module_load_at = spec->fail_module_load_at;
+  o.log = spec->log;
   atlas_status status = atlas_backend_factory_create(spec->backend, &o, out);
   if (status == ATLAS_OK && spec->fault_at != 0) {
     atlas_backend_inject_fault(*out, spec->fault_kind, spec->fault_at);

@@ -45,6 +45,8 @@ typedef struct atlas_model_spec {
   // outlives the models) whose pinned staging is reused by every load; NULL
   // makes staging per load. See runtime/model/weight_upload.h.
   struct atlas_uploader *uploader;
+  // Where the model's backend and teardown log (zeroed: stderr).
+  atlas_log_sink log;
   // Fault injection for tests: the fault_at-th operation of fault_kind on
   // the new backend fails (0: none); fail_module_load_at likewise.
   atlas_fault_kind fault_kind;
@@ -56,17 +58,17 @@ typedef struct atlas_model atlas_model;
 
 // Opens the checkpoint, builds a backend with the model's kernels and loads
 // the model onto it. On failure nothing stays allocated.
-atlas_status atlas_model_open(const atlas_model_spec *spec,
+ATLAS_MUST_USE atlas_status atlas_model_open(const atlas_model_spec *spec,
                               atlas_model **out_model);
 
 // Tears the model down (ordered; the sweep must find nothing), destroys its
 // backend. `out_report` may be NULL; else free its sweep.
-atlas_status atlas_model_close(atlas_model *model,
+ATLAS_MUST_USE atlas_status atlas_model_close(atlas_model *model,
                                atlas_teardown_report *out_report);
 
 // What opening `spec` would need and what the device could give, without
 // allocating on any device. Used by swap and by tools.
-atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
+ATLAS_MUST_USE atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
                                         uint64_t *out_bytes);
 
 atlas_backend *atlas_model_backend(atlas_model *model);

@@ -204,7 +204,9 @@ TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
       worst = std::max(worst, std::llabs(drift));
       ASSERT_LE(std::llabs(drift), 2ll << 20) << "swap " << i << " drift " << drift;
     }
-    if (i == swaps - 1 || i == swaps) ASSERT_EQ(Logits(m), first[i % 2]);
+    if (i == swaps - 1 || i == swaps) {
+      ASSERT_EQ(Logits(m), first[i % 2]);
+    }
   }
   printf("soak: %d swaps, worst driver-free drift %lld bytes, %ld modules "
          "loaded process-wide after every swap, mean swap %.3f ms\n",

@@ -373,7 +373,10 @@ atlas_status atlas_llama_load(atlas_backend *backend,
   m->config = *config;
   m->max_seq = resolve_max_seq(config, options->max_seq);
   atlas_status status = atlas_teardown_create(&m->teardown);
-  if (status == ATLAS_OK) status = build(m, checkpoint, options);
+  if (status == ATLAS_OK) {
+    atlas_teardown_set_log(m->teardown, atlas_backend_log_sink(backend));
+    status = build(m, checkpoint, options);
+  }
   if (status != ATLAS_OK) {
     status = atlas_status_annotate(status, "loading the model in %s",
                                    atlas_checkpoint_dir(checkpoint));

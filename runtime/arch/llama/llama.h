@@ -31,7 +31,7 @@ typedef struct atlas_llama_load_options {
 
 // Bytes the model will hold on its backend: weights (norms as f32), KV cache
 // and scratch. What a swap checks against the device's budget.
-atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
+ATLAS_MUST_USE atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
                                         const atlas_checkpoint *checkpoint,
                                         int64_t max_seq, uint64_t *out_bytes);
 
@@ -39,7 +39,7 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
 // the KV cache and scratch. On failure everything this call allocated has
 // been released and the status names the file and what went wrong. The
 // checkpoint may be closed once this returns.
-atlas_status atlas_llama_load(atlas_backend *backend,
+ATLAS_MUST_USE atlas_status atlas_llama_load(atlas_backend *backend,
                               const atlas_checkpoint *checkpoint,
                               const atlas_llama_config *config,
                               const atlas_llama_load_options *options,
@@ -47,14 +47,14 @@ atlas_status atlas_llama_load(atlas_backend *backend,
 
 // Releases the model's resources in reverse build order, then sweeps the
 // backend (which should find nothing). The backend stays alive.
-atlas_status atlas_llama_unload(atlas_llama_model *model,
+ATLAS_MUST_USE atlas_status atlas_llama_unload(atlas_llama_model *model,
                                 atlas_teardown_report *out_report);
 
 const atlas_llama_config *atlas_llama_config_of(const atlas_llama_model *model);
 int64_t atlas_llama_max_seq(const atlas_llama_model *model);
 
 // One token at position `pos`; writes vocab_size logits to host memory.
-atlas_status atlas_llama_forward(atlas_llama_model *model, uint32_t token,
+ATLAS_MUST_USE atlas_status atlas_llama_forward(atlas_llama_model *model, uint32_t token,
                                  uint32_t pos, float *out_logits);
 
 // Called with the logits of every forward step (prompt tokens included).
@@ -64,7 +64,7 @@ typedef atlas_status (*atlas_logits_sink)(void *ctx, const float *logits,
 // Greedy generation: runs the prompt, then `steps` new tokens (argmax),
 // into out_tokens. Forward steps: every prompt token, and every generated
 // token but the last. `sink` may be NULL.
-atlas_status atlas_llama_generate(atlas_llama_model *model,
+ATLAS_MUST_USE atlas_status atlas_llama_generate(atlas_llama_model *model,
                                   const uint32_t *prompt, size_t prompt_len,
                                   size_t steps, uint32_t *out_tokens,
                                   atlas_logits_sink sink, void *sink_ctx);

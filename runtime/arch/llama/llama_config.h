@@ -37,12 +37,12 @@ typedef struct atlas_llama_config {
 // dividing heads, odd head_dim (RoPE pairs halves), and features the runtime
 // does not implement (rope scaling, attention/MLP biases, activations other
 // than silu) with UNIMPLEMENTED. Messages name `path_for_errors`.
-atlas_status atlas_llama_config_parse(const char *text, size_t len,
+ATLAS_MUST_USE atlas_status atlas_llama_config_parse(const char *text, size_t len,
                                       const char *path_for_errors,
                                       atlas_llama_config *out_config);
 
 // Reads and parses a config.json file.
-atlas_status atlas_llama_config_load(const char *path,
+ATLAS_MUST_USE atlas_status atlas_llama_config_load(const char *path,
                                      atlas_llama_config *out_config);
 
 #ifdef __cplusplus

@@ -51,7 +51,7 @@ typedef struct atlas_llama_ctx {
 } atlas_llama_ctx;
 
 // Fails when a piece is missing rather than letting a dispatch site find out.
-atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
+ATLAS_MUST_USE atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
                                   const atlas_llama_config *config,
                                   atlas_llama_scratch *scratch,
                                   atlas_llama_ctx *out_ctx);

@@ -50,11 +50,11 @@ const char *atlas_llama_weight_suffix(atlas_llama_weight weight);
 
 // Writes "model.layers.{layer}.{suffix}" into buf. Fails (INVALID_ARGUMENT)
 // when it does not fit or layer < 0.
-atlas_status atlas_llama_tensor_name(char *buf, size_t size, int layer,
+ATLAS_MUST_USE atlas_status atlas_llama_tensor_name(char *buf, size_t size, int layer,
                                      const char *suffix);
 
 // The name of `weight` in `layer` (layer ignored for global weights).
-atlas_status atlas_llama_weight_name(atlas_llama_weight weight, int layer,
+ATLAS_MUST_USE atlas_status atlas_llama_weight_name(atlas_llama_weight weight, int layer,
                                      char *buf, size_t size);
 
 // The shape the config implies: rank 1 or 2, dims in shape[0..rank).
@@ -69,14 +69,14 @@ void atlas_llama_weight_shape(const atlas_llama_config *config,
 // the tensor, the expected and actual shape and the file.
 // `out_lm_head_is_embedding` (may be NULL) says which tensor the output
 // projection should read.
-atlas_status atlas_llama_check_checkpoint(const atlas_llama_config *config,
+ATLAS_MUST_USE atlas_status atlas_llama_check_checkpoint(const atlas_llama_config *config,
                                           const atlas_checkpoint *checkpoint,
                                           bool *out_lm_head_is_embedding);
 
 // Bytes of the tensors the model uses (extra tensors in the checkpoint are
 // not counted; a tied or absent lm_head counts once, as the embedding).
 // Runs the same checks as atlas_llama_check_checkpoint.
-atlas_status atlas_llama_weight_bytes(const atlas_llama_config *config,
+ATLAS_MUST_USE atlas_status atlas_llama_weight_bytes(const atlas_llama_config *config,
                                       const atlas_checkpoint *checkpoint,
                                       uint64_t *out_bytes);
 
