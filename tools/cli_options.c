@@ -1,0 +1,178 @@
+#include "tools/cli_options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+// getopt_long returns an option's table index plus ID_BASE, so no index can
+// be mistaken for a short option character or for 0 (an unknown option).
+enum { MAX_OPTIONS = 64, ID_BASE = 256, HELP_ID = ID_BASE + MAX_OPTIONS };
+
+int atlas_cli_usage_error(const char *program, const char *fmt, ...) {
+  char message[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(message, sizeof(message), fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "%s: %s; see `%s --help`\n", program, message, program);
+  return ATLAS_CLI_EXIT_USAGE;
+}
+
+void atlas_cli_print_help(const atlas_cli_command *c, FILE *out) {
+  fprintf(out, "usage: %s %s\n\n%s\n\noptions:\n", c->program, c->synopsis,
+          c->summary);
+  for (size_t i = 0; i < c->option_count; ++i) {
+    const atlas_cli_option *o = &c->options[i];
+    char head[96];
+    snprintf(head, sizeof(head), "--%s%s%s", o->name, o->metavar ? " " : "",
+             o->metavar ? o->metavar : "");
+    fprintf(out, "  %-24s %s", head, o->help);
+    if (o->required) {
+      fputs(" (required)", out);
+    } else if (o->fallback != NULL) {
+      fprintf(out, " [default: %s]", o->fallback);
+    }
+    fputc('\n', out);
+  }
+  fprintf(out, "  %-24s %s\n", "-h, --help", "print this help and exit");
+  fputs("\nBoth --opt value and --opt=value work. Exit status: 0 done, "
+        "1 failed, 2 usage error.\n", out);
+}
+
+atlas_cli_parse_result atlas_cli_parse(const atlas_cli_command *c, int argc,
+                                       char **argv, atlas_cli_set_fn set,
+                                       void *opts, int *out_next) {
+  *out_next = argc;
+  struct option longs[MAX_OPTIONS + 2];
+  bool seen[MAX_OPTIONS] = {false};
+  size_t n = c->option_count < MAX_OPTIONS ? c->option_count : MAX_OPTIONS;
+  for (size_t i = 0; i < n; ++i) {
+    longs[i] = (struct option){c->options[i].name,
+                               c->options[i].metavar ? required_argument
+                                                     : no_argument,
+                               NULL, ID_BASE + (int)i};
+  }
+  longs[n] = (struct option){"help", no_argument, NULL, HELP_ID};
+  longs[n + 1] = (struct option){NULL, 0, NULL, 0};
+  // getopt's state is libc's: 0 makes glibc start afresh (a second parse in
+  // one process, e.g. a command after the top-level options).
+  optind = 0;
+  opterr = 0;
+  for (;;) {
+    int id = getopt_long(argc, argv, ":h", longs, NULL);
+    if (id == -1) break;
+    const char *arg = argv[optind - 1];
+    if (id == 'h' || id == HELP_ID) {
+      atlas_cli_print_help(c, stdout);
+      return ATLAS_CLI_HELP;
+    }
+    if (id == ':') {
+      atlas_cli_usage_error(c->program, "%s needs a value", arg);
+      return ATLAS_CLI_USAGE_ERROR;
+    }
+    if (id == '?') {
+      if (optopt == HELP_ID) {
+        atlas_cli_usage_error(c->program, "--help takes no value");
+      } else if (optopt >= ID_BASE && (size_t)(optopt - ID_BASE) < n) {
+        atlas_cli_usage_error(c->program, "--%s takes no value",
+                              c->options[optopt - ID_BASE].name);
+      } else if (optopt > 0 && optopt < ID_BASE) {
+        atlas_cli_usage_error(c->program, "unknown option '-%c'", optopt);
+      } else {
+        atlas_cli_usage_error(c->program, "unknown option '%s'", arg);
+      }
+      return ATLAS_CLI_USAGE_ERROR;
+    }
+    size_t index = (size_t)(id - ID_BASE);
+    seen[index] = true;
+    atlas_status s = set(opts, index, c->options[index].metavar ? optarg : NULL);
+    if (s != ATLAS_OK) {
+      atlas_cli_usage_error(c->program, "%s", atlas_status_message(s));
+      atlas_status_free(s);
+      return ATLAS_CLI_USAGE_ERROR;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (c->options[i].required && !seen[i]) {
+      atlas_cli_usage_error(c->program, "--%s %s is required",
+                            c->options[i].name, c->options[i].metavar);
+      return ATLAS_CLI_USAGE_ERROR;
+    }
+  }
+  if ((size_t)(argc - optind) > c->max_positionals) {
+    atlas_cli_usage_error(c->program, "unexpected argument '%s'",
+                          argv[optind + (int)c->max_positionals]);
+    return ATLAS_CLI_USAGE_ERROR;
+  }
+  *out_next = optind;
+  return ATLAS_CLI_PARSED;
+}
+
+atlas_status atlas_cli_parse_long(const char *option, const char *value,
+                                  long min, long max, long *out_value) {
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(value, &end, 10);
+  if (errno != 0 || end == value || *end != '\0' || v < min || v > max) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s wants an integer from %ld to %ld, not '%s'",
+                             option, min, max, value);
+  }
+  *out_value = v;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_cli_parse_u64(const char *option, const char *value,
+                                 unsigned long long max,
+                                 unsigned long long *out_value) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(value, &end, 10);
+  if (errno != 0 || end == value || *end != '\0' || value[0] == '-' ||
+      v > max) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s wants an integer from 0 to %llu, not '%s'",
+                             option, max, value);
+  }
+  *out_value = v;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_cli_parse_double(const char *option, const char *value,
+                                    double min, double *out_value) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(value, &end);
+  // v == v rejects NaN.
+  if (errno != 0 || end == value || *end != '\0' || !(v == v) || v < min) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s wants a number >= %g, not '%s'", option, min,
+                             value);
+  }
+  *out_value = v;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_cli_resolve_path(const char *option, const char *value,
+                                    char *out_path) {
+  const char *base = getenv("BUILD_WORKING_DIRECTORY");
+  int n;
+  if (value[0] == '\0') {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s wants a path, not an empty string", option);
+  }
+  if (value[0] == '/' || base == NULL || base[0] == '\0') {
+    n = snprintf(out_path, ATLAS_CLI_PATH_MAX, "%s", value);
+  } else {
+    n = snprintf(out_path, ATLAS_CLI_PATH_MAX, "%s/%s", base, value);
+  }
+  if (n < 0 || n >= ATLAS_CLI_PATH_MAX) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: the path is longer than %d bytes", option,
+                             ATLAS_CLI_PATH_MAX - 1);
+  }
+  return ATLAS_OK;
+}
