@@ -13,6 +13,7 @@
 #include "kernels/llama_kernels.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/host_backend.h"
+#include "tests/cuda/cuda_skip.h"
 #include "runtime/model/config_tensors.h"
 #include "runtime/model/llama.h"
 #include "tests/runtime/test_util.h"
@@ -45,7 +46,7 @@ atlas_status CudaBackend(atlas_backend **out) {
   do {                                                             \
     StatusResult made_ = Take(CudaBackend(out));                   \
     if (made_.code == ATLAS_STATUS_UNAVAILABLE) {                  \
-      GTEST_SKIP() << "CUDA unavailable: " << made_.message;       \
+      ATLAS_CUDA_SKIP("CUDA unavailable: " << made_.message);      \
     }                                                              \
     ASSERT_EQ(made_.code, ATLAS_STATUS_OK) << made_.message;       \
   } while (0)
