@@ -122,7 +122,7 @@ static const atlas_cli_command kDemoCommand = {
     "generates again, tears everything down and reports what leaked (nothing).\n"
     "Both models have random weights: the token ids are not text, and a\n"
     "random model often repeats an id; that is expected.",
-    kDemoOptions, sizeof(kDemoOptions) / sizeof(kDemoOptions[0]), 0};
+    kDemoOptions, sizeof(kDemoOptions) / sizeof(kDemoOptions[0]), 0, ATLAS_VERSION_STRING};
 
 static atlas_status set_demo(void *opts, size_t index, const char *value) {
   demo_options *o = opts;
@@ -158,7 +158,7 @@ static const atlas_cli_command kRunCommand = {
     "atlas run", "--model DIR --tokens IDS --steps N [options]",
     "Loads the checkpoint in DIR, runs the prompt, generates N tokens greedily\n"
     "and prints their ids on one line.",
-    kRunOptions, RUN_OPTION_COUNT, 0};
+    kRunOptions, RUN_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
 
 enum {
   SWAP_BUDGET_MB = RUN_OPTION_COUNT, SWAP_TO, SWAP_FAIL_ALLOC,
@@ -194,7 +194,7 @@ static const atlas_cli_command kSwapCommand = {
     "same process, generates and reports again. A swap either succeeds, is\n"
     "refused before anything changed (the old model keeps serving), or fails\n"
     "part-way and restores the old model; the last two exit 1.",
-    kSwapOptions, SWAP_OPTION_COUNT, 0};
+    kSwapOptions, SWAP_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
 
 static atlas_status set_run(void *opts, size_t index, const char *value) {
   run_options *o = opts;
@@ -258,7 +258,7 @@ static const atlas_cli_command kReportCommand = {
     "atlas report", "--model DIR [options]",
     "Loads the checkpoint in DIR and prints the live memory by call site:\n"
     "weights, KV cache and scratch, biggest first.",
-    kReportOptions, REPORT_OPTION_COUNT, 0};
+    kReportOptions, REPORT_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
 
 static atlas_status set_report(void *opts, size_t index, const char *value) {
   report_options *o = opts;

@@ -9,7 +9,12 @@
 
 // getopt_long returns an option's table index plus ID_BASE, so no index can
 // be mistaken for a short option character or for 0 (an unknown option).
-enum { MAX_OPTIONS = 64, ID_BASE = 256, HELP_ID = ID_BASE + MAX_OPTIONS };
+enum {
+  MAX_OPTIONS = 64,
+  ID_BASE = 256,
+  HELP_ID = ID_BASE + MAX_OPTIONS,
+  VERSION_ID,
+};
 
 int atlas_cli_usage_error(const char *program, const char *fmt, ...) {
   char message[1024];
@@ -38,6 +43,9 @@ void atlas_cli_print_help(const atlas_cli_command *c, FILE *out) {
     fputc('\n', out);
   }
   fprintf(out, "  %-24s %s\n", "-h, --help", "print this help and exit");
+  if (c->version != NULL) {
+    fprintf(out, "  %-24s %s\n", "--version", "print the version and exit");
+  }
   fputs("\nBoth --opt value and --opt=value work. Exit status: 0 done, "
         "1 failed, 2 usage error.\n", out);
 }
@@ -46,7 +54,7 @@ atlas_cli_parse_result atlas_cli_parse(const atlas_cli_command *c, int argc,
                                        char **argv, atlas_cli_set_fn set,
                                        void *opts, int *out_next) {
   *out_next = argc;
-  struct option longs[MAX_OPTIONS + 2];
+  struct option longs[MAX_OPTIONS + 3];
   bool seen[MAX_OPTIONS] = {false};
   size_t n = c->option_count < MAX_OPTIONS ? c->option_count : MAX_OPTIONS;
   for (size_t i = 0; i < n; ++i) {
@@ -56,7 +64,11 @@ atlas_cli_parse_result atlas_cli_parse(const atlas_cli_command *c, int argc,
                                NULL, ID_BASE + (int)i};
   }
   longs[n] = (struct option){"help", no_argument, NULL, HELP_ID};
-  longs[n + 1] = (struct option){NULL, 0, NULL, 0};
+  size_t end = n + 1;
+  if (c->version != NULL) {
+    longs[end++] = (struct option){"version", no_argument, NULL, VERSION_ID};
+  }
+  longs[end] = (struct option){NULL, 0, NULL, 0};
   // getopt's state is libc's: 0 makes glibc start afresh (a second parse in
   // one process, e.g. a command after the top-level options).
   optind = 0;
@@ -69,13 +81,18 @@ atlas_cli_parse_result atlas_cli_parse(const atlas_cli_command *c, int argc,
       atlas_cli_print_help(c, stdout);
       return ATLAS_CLI_HELP;
     }
+    if (id == VERSION_ID) {
+      printf("%s %s\n", c->program, c->version);
+      return ATLAS_CLI_HELP;
+    }
     if (id == ':') {
       atlas_cli_usage_error(c->program, "%s needs a value", arg);
       return ATLAS_CLI_USAGE_ERROR;
     }
     if (id == '?') {
-      if (optopt == HELP_ID) {
-        atlas_cli_usage_error(c->program, "--help takes no value");
+      if (optopt == HELP_ID || optopt == VERSION_ID) {
+        atlas_cli_usage_error(c->program, "--%s takes no value",
+                              optopt == HELP_ID ? "help" : "version");
       } else if (optopt >= ID_BASE && (size_t)(optopt - ID_BASE) < n) {
         atlas_cli_usage_error(c->program, "--%s takes no value",
                               c->options[optopt - ID_BASE].name);

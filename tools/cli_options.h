@@ -42,6 +42,7 @@ typedef struct atlas_cli_command {
   const atlas_cli_option *options;
   size_t option_count;
   size_t max_positionals;  // arguments that are not options (0: none)
+  const char *version;     // non-NULL: --version prints "PROGRAM VERSION"
 } atlas_cli_command;
 
 // Called once per option found, with its index in the command's table and
@@ -51,7 +52,7 @@ typedef atlas_status (*atlas_cli_set_fn)(void *opts, size_t index,
 
 typedef enum atlas_cli_parse_result {
   ATLAS_CLI_PARSED = 0,  // options set; positionals at argv[*out_next..]
-  ATLAS_CLI_HELP,        // --help was given and the help printed: exit 0
+  ATLAS_CLI_HELP,        // --help (or --version) printed its text: exit 0
   ATLAS_CLI_USAGE_ERROR, // a one-line error was printed: exit 2
 } atlas_cli_parse_result;
 
