@@ -371,7 +371,8 @@ static atlas_status report_swap(atlas_status s, const atlas_swap_report *r,
             "bytes; %llu bytes could be made available (%llu free + %llu held "
             "by the old model). The old model %s is still serving.\n",
             (unsigned long long)r->needed_bytes,
-            (unsigned long long)(r->free_bytes + r->releasable_bytes),
+            (unsigned long long)r->free_bytes +
+                (unsigned long long)r->releasable_bytes,
             (unsigned long long)r->free_bytes,
             (unsigned long long)r->releasable_bytes, old_name);
     return s;  // the runtime's reason, which names the outcome too
@@ -477,23 +478,23 @@ static atlas_status write_report_files(atlas_model *m, const report_options *o) 
   size_t count = 0;
   ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot(
       atlas_backend_ledger(atlas_model_backend(m)), &entries, &count));
-  atlas_site_report report;
+  atlas_site_report sites;
   atlas_status s = atlas_site_report_build(entries, count, (size_t)o->top,
-                                           o->min_mb, &report);
+                                           o->min_mb, &sites);
   free(entries);
   if (s != ATLAS_OK) return s;
   if (o->json[0] != '\0') {
     char *json = NULL;
-    s = atlas_memory_json(&report, (size_t)o->top, o->min_mb, &json);
+    s = atlas_memory_json(&sites, (size_t)o->top, o->min_mb, &json);
     if (s == ATLAS_OK) s = write_file_text(o->json, json);
     free(json);
     if (s == ATLAS_OK) printf("wrote the JSON report to %s\n", o->json);
   }
   if (s == ATLAS_OK && o->svg[0] != '\0') {
-    s = write_svg(m, &report, o->svg);
+    s = write_svg(m, &sites, o->svg);
     if (s == ATLAS_OK) printf("wrote the SVG chart to %s\n", o->svg);
   }
-  atlas_site_report_free(&report);
+  atlas_site_report_free(&sites);
   return s;
 }
 

@@ -56,7 +56,12 @@ atlas_cli_parse_result atlas_cli_parse(const atlas_cli_command *c, int argc,
   *out_next = argc;
   struct option longs[MAX_OPTIONS + 3];
   bool seen[MAX_OPTIONS] = {false};
-  size_t n = c->option_count < MAX_OPTIONS ? c->option_count : MAX_OPTIONS;
+  const size_t n = c->option_count;
+  if (n > MAX_OPTIONS) {  // a table this long is a bug in the tool
+    atlas_cli_usage_error(c->program, "has %zu options; at most %d are "
+                          "supported", n, (int)MAX_OPTIONS);
+    return ATLAS_CLI_USAGE_ERROR;
+  }
   for (size_t i = 0; i < n; ++i) {
     longs[i] = (struct option){c->options[i].name,
                                c->options[i].metavar ? required_argument
