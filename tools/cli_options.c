@@ -26,28 +26,70 @@ int atlas_cli_usage_error(const char *program, const char *fmt, ...) {
   return ATLAS_CLI_EXIT_USAGE;
 }
 
+enum { HELP_COLUMN = 28, HELP_WIDTH = 79 };
+
+// Prints `text` from column HELP_COLUMN, wrapped at words before HELP_WIDTH;
+// continuation lines start at HELP_COLUMN too. `at` is the current column.
+static void put_wrapped(FILE *out, const char *text, int at) {
+  const char *p = text;
+  while (*p) {
+    size_t word = strcspn(p, " ");
+    if (at > HELP_COLUMN && at + 1 + (int)word > HELP_WIDTH) {
+      fprintf(out, "\n%*s", HELP_COLUMN, "");
+      at = HELP_COLUMN;
+    } else if (at > HELP_COLUMN) {
+      fputc(' ', out);
+      ++at;
+    }
+    fwrite(p, 1, word, out);
+    at += (int)word;
+    p += word;
+    while (*p == ' ') ++p;
+  }
+  fputc('\n', out);
+}
+
+static void put_option(FILE *out, const char *head, const char *help,
+                       const char *tail) {
+  char line[1024];
+  snprintf(line, sizeof(line), "%s%s", help, tail);
+  int at = fprintf(out, "  %s", head);
+  if (at >= HELP_COLUMN) {
+    fprintf(out, "\n");
+    at = 0;
+  }
+  fprintf(out, "%*s", HELP_COLUMN - at, "");
+  // Start just past the column so the first word never wraps.
+  int first = (int)strcspn(line, " ");
+  fwrite(line, 1, (size_t)first, out);
+  if (line[first] != '\0') {
+    put_wrapped(out, line + first + 1, HELP_COLUMN + first);
+  } else {
+    fputc('\n', out);
+  }
+}
+
 void atlas_cli_print_help(const atlas_cli_command *c, FILE *out) {
   fprintf(out, "usage: %s %s\n\n%s\n\noptions:\n", c->program, c->synopsis,
           c->summary);
   for (size_t i = 0; i < c->option_count; ++i) {
     const atlas_cli_option *o = &c->options[i];
-    char head[96];
+    char head[96], tail[160] = "";
     snprintf(head, sizeof(head), "--%s%s%s", o->name, o->metavar ? " " : "",
              o->metavar ? o->metavar : "");
-    fprintf(out, "  %-24s %s", head, o->help);
     if (o->required) {
-      fputs(" (required)", out);
+      snprintf(tail, sizeof(tail), " (required)");
     } else if (o->fallback != NULL) {
-      fprintf(out, " [default: %s]", o->fallback);
+      snprintf(tail, sizeof(tail), " [default: %s]", o->fallback);
     }
-    fputc('\n', out);
+    put_option(out, head, o->help, tail);
   }
-  fprintf(out, "  %-24s %s\n", "-h, --help", "print this help and exit");
+  put_option(out, "-h, --help", "print this help and exit", "");
   if (c->version != NULL) {
-    fprintf(out, "  %-24s %s\n", "--version", "print the version and exit");
+    put_option(out, "--version", "print the version and exit", "");
   }
-  fputs("\nBoth --opt value and --opt=value work. Exit status: 0 done, "
-        "1 failed, 2 usage error.\n", out);
+  fputs("\nBoth --opt value and --opt=value work.\n"
+        "Exit status: 0 done, 1 failed, 2 usage error.\n", out);
 }
 
 atlas_cli_parse_result atlas_cli_parse(const atlas_cli_command *c, int argc,

@@ -9,6 +9,9 @@ tmp="$(mktemp -d "${TEST_TMPDIR:-/tmp}/atlas_cli.XXXXXX")"
 fails=0
 unset BUILD_WORKING_DIRECTORY
 
+# Help output with each option's wrapped lines joined into one.
+unwrap() { sed -E ':a;N;$!ba;s/\n {28}([^ ])/ \1/g' "$@"; }
+
 check() {  # check NAME CONDITION...
   local name="$1"; shift
   if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
@@ -65,6 +68,8 @@ for c in demo run report swap; do
   check "help $c = $c --help = $c -h" cmp -s "$tmp/h1" "$tmp/h2"
   check "$c -h = $c --help" cmp -s "$tmp/h3" "$tmp/h2"
   check "$c help has a usage line" grep -q "^usage: atlas $c" "$tmp/h1"
+  check "$c help fits 79 columns" [ "$(awk '{ if (length($0) > n) n = length($0) } END { print n + 0 }' "$tmp/h1")" -le 79 ]
+  unwrap "$tmp/h2" >"$tmp/h1"
   for o in ${opts[$c]}; do
     check "$c --help documents --$o with its default" \
       grep -qE "^  --$o( [A-Z0-9]+)? .*(\[default: [^]]+\]|\(required\))$" "$tmp/h1"

@@ -12,6 +12,9 @@ tmp="$(mktemp -d "${TEST_TMPDIR:-/tmp}/tools_cli.XXXXXX")"
 fails=0
 unset BUILD_WORKING_DIRECTORY
 
+# Help output with each option's wrapped lines joined into one.
+unwrap() { sed -E ':a;N;$!ba;s/\n {28}([^ ])/ \1/g' "$@"; }
+
 check() {  # check NAME CONDITION...
   local name="$1"; shift
   if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
@@ -19,7 +22,7 @@ check() {  # check NAME CONDITION...
 version=$(sed -n 's/^#define ATLAS_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' "$version_h" | paste -sd.)
 
 documents() {  # documents NAME HELPFILE OPTION...
-  local name="$1" file="$2"; shift 2
+  local name="$1" file="$tmp/unwrapped"; unwrap "$2" >"$file"; shift 2
   for o in "$@"; do
     check "$name documents --$o with its default" \
       grep -qE "^  --$o( [A-Z0-9|.]+)? .*(\[default: [^]]+\]|\(required\))$" "$file"
