@@ -365,6 +365,14 @@ static atlas_status report_swap(atlas_status s, const atlas_swap_report *r,
                     "and is serving again\n", old_name);
     return s;  // the runtime's reason, which names the outcome too
   }
+  if (r->path == ATLAS_SWAP_REFUSED && r->needed_bytes == 0) {
+    // Refused before the budget check: the new model could not be sized.
+    fprintf(stderr,
+            "swap: REFUSED before anything changed: the new model could not "
+            "be read (reason below). The old model %s is still serving.\n",
+            old_name);
+    return s;
+  }
   if (r->path == ATLAS_SWAP_REFUSED) {
     fprintf(stderr,
             "swap: REFUSED before anything changed: the new model needs %llu "

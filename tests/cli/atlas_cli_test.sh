@@ -184,6 +184,12 @@ check "refused swap prints no 'now serving'" bash -c "! grep -q 'now serving' '$
 needed=$(sed -n 's/.*the new model needs \([0-9]*\) bytes;.*/\1/p' "$tmp/err")
 held=$(sed -n 's/.* + \([0-9]*\) held by the old model.*/\1/p' "$tmp/err")
 check "refused swap gives the figures" [ -n "$needed" -a -n "$held" ]
+# Refused because the new model cannot be read: no made-up figures.
+"$atlas" swap --model "$tmp/a" --to "$tmp/nope" --backend host --tokens 1 --steps 1 >/dev/null 2>"$tmp/err"; rc=$?
+check "swap to a missing model exits 1" [ "$rc" -eq 1 ]
+check "swap to a missing model: refused, old model serving" grep -q "^swap: REFUSED before anything changed: the new model could not be read (reason below). The old model $tmp/a is still serving.$" "$tmp/err"
+check "swap to a missing model names the file" grep -q "$tmp/nope/config.json" "$tmp/err"
+check "swap to a missing model prints no figures" bash -c "! grep -q 'needs 0 bytes' '$tmp/err'"
 # Restored: a budget that fits only one model at a time (replace path), and
 # the new model's first allocation fails.
 budget=$(awk -v n="${needed:-0}" -v h="${held:-0}" 'BEGIN { printf "%.6f", (n + h / 2) / 1e6 }')
