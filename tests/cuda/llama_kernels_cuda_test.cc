@@ -16,6 +16,7 @@
 #include "atlas/runtime/backend.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/host_backend.h"
+#include "tests/cuda/cuda_skip.h"
 #include "tests/runtime/test_util.h"
 
 namespace {
@@ -76,7 +77,7 @@ class LlamaKernelsCuda : public ::testing::Test {
     o.modules = &atlas_llama_module_set;
     StatusResult r = Take(atlas_cuda_backend_create(&o, &cuda_));
     if (r.code == ATLAS_STATUS_UNAVAILABLE) {
-      GTEST_SKIP() << "CUDA unavailable: " << r.message;
+      ATLAS_CUDA_SKIP("CUDA unavailable: " << r.message);
     }
     ASSERT_EQ(r.code, ATLAS_STATUS_OK) << r.message;
     ASSERT_OK(atlas_host_backend_create(&o, &host_));

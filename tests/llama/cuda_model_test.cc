@@ -11,6 +11,7 @@
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/cuda/cuda_host.h"
 #include "atlas/runtime/model/swap.h"
+#include "tests/cuda/cuda_skip.h"
 #include "tests/runtime/test_util.h"
 #include "tests/llama/checkpoint_fixture.h"
 
@@ -23,7 +24,7 @@ namespace {
     atlas_backend *probe_ = nullptr;                                     \
     StatusResult r_ = Take(atlas_cuda_backend_create(nullptr, &probe_)); \
     if (r_.code != ATLAS_STATUS_OK) {                                    \
-      GTEST_SKIP() << "CUDA unavailable: " << r_.message;                \
+      ATLAS_CUDA_SKIP("CUDA unavailable: " << r_.message);               \
     }                                                                    \
     ASSERT_OK(atlas_backend_destroy(probe_));                            \
   } while (0)
