@@ -2,13 +2,14 @@
 //
 //   atlas demo
 //   atlas run --model DIR [--backend host|cuda|auto] --tokens 1,2,3 --steps N
-//             [--logits FILE]
+//             [--logits FILE] [--ignore-eos]
 //   atlas report --model DIR [--backend B] [--top N] [--min-mb X]
 //                [--json FILE] [--svg FILE]
 //   atlas swap --model DIR --to DIR2 [--backend B] --tokens 1,2 --steps N
 //
 // Exit 0 on success; on any error a message on stderr and exit 1.
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ typedef struct cli {
   const char *model, *to, *backend, *tokens, *logits, *json, *svg;
   long steps;
   long top;
+  bool ignore_eos;
   double min_mb;
 } cli;
 
@@ -34,6 +36,10 @@ static atlas_status parse_args(int argc, char **argv, cli *c) {
   c->min_mb = 0.0;
   for (int i = 0; i < argc; ++i) {
     const char *flag = argv[i];
+    if (strcmp(flag, "--ignore-eos") == 0) {  // the one flag without a value
+      c->ignore_eos = true;
+      continue;
+    }
     if (i + 1 >= argc) {
       return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                "%s needs a value", flag);
@@ -144,6 +150,7 @@ static atlas_status spec_for(const cli *c, const char *dir, size_t positions,
   out->max_seq = (int64_t)positions;
   out->progress = atlas_progress_update;
   out->progress_ctx = progress;
+  out->ignore_eos = c->ignore_eos;
   return ATLAS_OK;
 }
 
@@ -163,10 +170,11 @@ static atlas_status generate(atlas_model *m, const uint32_t *prompt, size_t n,
   if (out == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "too many steps");
   }
-  atlas_status s = atlas_llama_generate(atlas_model_llama(m), prompt, n, steps,
-                                        out, write_logits, lf);
+  size_t count = 0;
+  atlas_status s =
+      atlas_model_generate(m, prompt, n, steps, out, &count, write_logits, lf);
   if (s == ATLAS_OK) {
-    for (size_t i = 0; i < steps; ++i) printf("%s%u", i ? "," : "", out[i]);
+    for (size_t i = 0; i < count; ++i) printf("%s%u", i ? "," : "", out[i]);
     printf("\n");
   }
   free(out);
@@ -353,7 +361,7 @@ static int usage(void) {
           "usage:\n"
           "  atlas demo [--backend host|cuda|auto]\n"
           "  atlas run --model DIR [--backend host|cuda|auto] --tokens 1,2,3 "
-          "--steps N [--logits FILE]\n"
+          "--steps N [--logits FILE] [--ignore-eos]\n"
           "  atlas report --model DIR [--backend B] [--top N] [--min-mb X] "
           "[--json FILE] [--svg FILE]\n"
           "  atlas swap --model DIR --to DIR2 [--backend B] --tokens 1,2,3 "
