@@ -221,8 +221,9 @@ def rebuild_rotary(model):
     for parent in list(model.modules()):
         for child_name, child in list(parent.named_children()):
             if type(child).__name__.endswith("RotaryEmbedding"):
+                config = getattr(child, "config", None) or model.config
                 with f64_everywhere():
-                    fresh = type(child)(config=child.config)
+                    fresh = type(child)(config=config)
                 setattr(parent, child_name, fresh.to(torch.float64))
 
 
@@ -294,29 +295,37 @@ def make_case(case, out_dir, seed):
             json.dump({"eos_token_id": eos_list, "_from_model_config": False}, f)
         ref = load_f64(path)
         ref.eval()
-    before = rotary_state(ref)
     # Diagnostic: how far transformers' own float32 internals are from float64.
     unpatched = None
     if case["prompt"] <= 64:
         with torch.no_grad():
             lo = ref(input_ids=torch.tensor([prompt])).logits[0].double()
+    # A fresh rotary module before each run: dynamic RoPE keeps state across
+    # calls (the longest sequence seen), as in transformers.
+    if case["prompt"] <= 64:
+        rebuild_rotary(ref)
+        with f64_everywhere(), torch.no_grad():
+            hi = ref(input_ids=torch.tensor([prompt])).logits[0].double()
+        unpatched = float(((lo - hi).norm(dim=-1) / hi.norm(dim=-1)).max())
     rebuild_rotary(ref)
+    before = rotary_state(ref)
     with f64_everywhere():
         logits, ids = greedy(ref, prompt, case["steps"], eos_list)
-        if case["prompt"] <= 64:
-            with torch.no_grad():
-                hi = ref(input_ids=torch.tensor([prompt])).logits[0].double()
-            unpatched = float(((lo - hi).norm(dim=-1) / hi.norm(dim=-1)).max())
+    after = rotary_state(ref)
+    rebuild_rotary(ref)
     gen_ids = None
     try:
         with f64_everywhere():
-            g_out = ref.generate(torch.tensor([prompt]), max_new_tokens=case["steps"],
-                                 do_sample=False, eos_token_id=eos_list or None,
-                                 pad_token_id=0)
+            # An explicit mask: without one, generate() masks every prompt
+            # token equal to pad_token_id.
+            ids_in = torch.tensor([prompt])
+            g_out = ref.generate(ids_in, attention_mask=torch.ones_like(ids_in),
+                                 max_new_tokens=case["steps"], do_sample=False,
+                                 eos_token_id=eos_list or None,
+                                 pad_token_id=cfg["vocab_size"] + 7)
         gen_ids = g_out[0, len(prompt):].tolist()
     except Exception as e:  # recorded, not fatal
         gen_ids = "generate failed: %r" % (e,)
-    after = rotary_state(ref)
     with open(os.path.join(path, "logits.f32"), "wb") as f:
         f.write(logits.to(torch.float32).contiguous().numpy().astype("<f4").tobytes())
     meta = {

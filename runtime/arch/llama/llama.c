@@ -75,9 +75,12 @@ static uint64_t scratch_bytes(const atlas_llama_config *c, int64_t max_seq) {
   return floats * 4u;
 }
 
+// A requested length is honoured even past max_position_embeddings, as
+// transformers does (dynamic RoPE exists for exactly that); the default is
+// min(max_position_embeddings, 2048).
 static int64_t resolve_max_seq(const atlas_llama_config *c, int64_t requested) {
   int64_t limit = c->max_position_embeddings;
-  if (requested > 0) return requested < limit ? requested : limit;
+  if (requested > 0) return requested;
   return limit < 2048 ? limit : 2048;
 }
 

@@ -20,7 +20,8 @@ extern "C" {
 typedef struct atlas_llama_model atlas_llama_model;
 
 typedef struct atlas_llama_load_options {
-  // Positions the KV cache holds (0: min(max_position_embeddings, 2048)).
+  // Positions the KV cache holds (0: min(max_position_embeddings, 2048));
+  // may exceed max_position_embeddings, as transformers allows.
   int64_t max_seq;
   // Called as weight bytes arrive (may be NULL).
   void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
