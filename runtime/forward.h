@@ -3,7 +3,7 @@
 //
 // Nothing model-derived sits in a static: the backend, its kernel registry,
 // the stream and the op cache travel here. An architecture embeds this core
-// context in its own (e.g. atlas_llama_ctx adds the config and the scratch),
+// context in its own (an architecture adds its config and scratch),
 // built by a make function that takes every field, so a new field breaks
 // every construction site that forgot it at compile time.
 #ifndef ATLAS_RUNTIME_FORWARD_H_

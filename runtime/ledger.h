@@ -75,7 +75,7 @@ ATLAS_MUST_USE atlas_status atlas_ledger_snapshot_unordered(atlas_ledger *ledger
                                              size_t *out_count);
 
 // Memory report aggregated by call site, biggest first, one line per site:
-//   "9.70 GB across 48 allocations  runtime/model/llama.c:212 (llama_load_layers)"
+//   "9.70 GB across 48 allocations  runtime/arch/<family>/load.c:212 (load_layers)"
 // At most `top_n` site lines (0: all); sites below `min_mb` megabytes are
 // folded into one remainder line. The lines sum to the live total, which is
 // printed last. The caller frees *out_text.

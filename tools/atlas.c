@@ -86,6 +86,7 @@ typedef struct run_options {
   long max_seq;                     // 0: prompt + steps
   double budget_mb;                 // swap only; 0: the whole device
   long fail_alloc;                  // swap only; testing
+  bool ignore_eos;
 } run_options;
 
 typedef struct report_options {
@@ -125,7 +126,7 @@ static atlas_status set_demo(void *opts, size_t index, const char *value) {
 
 enum {
   RUN_MODEL, RUN_TOKENS, RUN_STEPS, RUN_BACKEND, RUN_MAX_SEQ, RUN_LOGITS,
-  RUN_OPTION_COUNT
+  RUN_IGNORE_EOS, RUN_OPTION_COUNT
 };
 
 static const atlas_cli_option kRunOptions[] = {
@@ -141,8 +142,11 @@ static const atlas_cli_option kRunOptions[] = {
                      "prompt length + steps",
                      "positions the KV cache and scratch are sized for"},
     [RUN_LOGITS] = {"logits", "FILE", false, "none",
-                    "write every step's logits: little-endian float32, "
-                    "(len(tokens) + steps - 1) x vocab"},
+                    "write every step's logits: little-endian float32, one "
+                    "row of vocab per forward step: len(tokens) + generated - 1 "
+                    "(fewer than steps when EOS stops early)"},
+    [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
+                        "keep generating past the model's EOS ids"},
 };
 
 static const atlas_cli_command kRunCommand = {
@@ -168,6 +172,8 @@ static const atlas_cli_option kSwapOptions[] = {
                      "positions the KV cache and scratch are sized for"},
     [RUN_LOGITS] = {"logits", "FILE", false, "none",
                     "write every step's logits of both models, float32"},
+    [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
+                        "keep generating past the model's EOS ids"},
     [SWAP_BUDGET_MB] = {"budget-mb", "MB", false, "0 (the whole device)",
                         "most device memory the models may hold, in MB "
                         "(1e6 bytes); the swap is refused up front when the "
@@ -208,6 +214,9 @@ static atlas_status set_run(void *opts, size_t index, const char *value) {
       return atlas_cli_parse_long(flag, value, 1, kMaxSeq, &o->max_seq);
     case RUN_BACKEND:
       return parse_backend(value, &o->backend);
+    case RUN_IGNORE_EOS:
+      o->ignore_eos = true;
+      return ATLAS_OK;
     case SWAP_BUDGET_MB:
       return atlas_cli_parse_double(flag, value, 0.0, &o->budget_mb);
     case SWAP_FAIL_ALLOC:
@@ -313,7 +322,7 @@ static atlas_status print_report(atlas_model *m, size_t top, double min_mb) {
       atlas_backend_alloc_report(atlas_model_backend(m), top, min_mb, &text));
   printf("memory report (%s on %s, KV cache for %lld positions):\n%s",
          atlas_model_name(m), atlas_backend_name(atlas_model_backend(m)),
-         (long long)atlas_llama_max_seq(atlas_model_llama(m)), text);
+         (long long)atlas_model_max_seq(m), text);
   free(text);
   return ATLAS_OK;
 }
@@ -324,10 +333,11 @@ static atlas_status generate(atlas_model *m, const uint32_t *prompt, size_t n,
   if (out == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "too many steps");
   }
-  atlas_status s = atlas_llama_generate(atlas_model_llama(m), prompt, n, steps,
-                                        out, write_logits, lf);
+  size_t count = 0;
+  atlas_status s =
+      atlas_model_generate(m, prompt, n, steps, out, &count, write_logits, lf);
   if (s == ATLAS_OK) {
-    for (size_t i = 0; i < steps; ++i) printf("%s%u", i ? "," : "", out[i]);
+    for (size_t i = 0; i < count; ++i) printf("%s%u", i ? "," : "", out[i]);
     printf("\n");
   }
   free(out);
@@ -397,6 +407,7 @@ static atlas_status run_or_swap(const run_options *o, bool swap) {
   atlas_progress_init(&progress, "loading");
   atlas_model_spec spec;
   spec_for(o->backend, o->model, max_seq, &progress, &spec);
+  spec.ignore_eos = o->ignore_eos;
   spec.device_budget_bytes = (uint64_t)(o->budget_mb * 1e6 + 0.5);
   atlas_model *m = NULL;
   atlas_status s = atlas_model_open(&spec, &m);
@@ -416,6 +427,7 @@ static atlas_status run_or_swap(const run_options *o, bool swap) {
     atlas_model_spec next;
     atlas_progress_init(&progress, "swapping");
     spec_for(o->backend, o->to, max_seq, &progress, &next);
+    next.ignore_eos = o->ignore_eos;
     next.device_budget_bytes = spec.device_budget_bytes;
     if (o->fail_alloc > 0) {
       next.fault_kind = ATLAS_FAULT_ALLOC;

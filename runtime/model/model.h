@@ -12,8 +12,9 @@
 
 #include "atlas/runtime/backend.h"
 #include "atlas/runtime/host_pool.h"
-#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/arch.h"
 #include "atlas/runtime/backends/backend_factory.h"
+#include "atlas/runtime/model/eos.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,12 +53,17 @@ typedef struct atlas_model_spec {
   atlas_fault_kind fault_kind;
   uint64_t fault_at;
   size_t fail_module_load_at;
+  // Generation runs all `steps` even past an EOS token.
+  bool ignore_eos;
 } atlas_model_spec;
 
 typedef struct atlas_model atlas_model;
 
-// Opens the checkpoint, builds a backend with the model's kernels and loads
-// the model onto it. On failure nothing stays allocated.
+// Opens the checkpoint, picks its architecture by config.json's model_type
+// (runtime/arch/registry.h: anything unsupported is refused by name),
+// checks its tensors against the architecture's plan (none missing, none
+// left over), builds a backend with the architecture's kernels and loads the
+// model onto it. On failure nothing stays allocated.
 ATLAS_MUST_USE atlas_status atlas_model_open(const atlas_model_spec *spec,
                               atlas_model **out_model);
 
@@ -71,8 +77,23 @@ ATLAS_MUST_USE atlas_status atlas_model_close(atlas_model *model,
 ATLAS_MUST_USE atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
                                         uint64_t *out_bytes);
 
+// Greedy generation: runs the prompt, then up to `steps` new tokens
+// (argmax) into out_tokens; *out_count (may be NULL) says how many. Stops
+// after a token of the model's EOS ids (generation_config.json's, else
+// config.json's eos_token_id) unless the spec says ignore_eos. Forward steps,
+// each passed to `sink` (may be NULL): every prompt token and every
+// generated token but the last, i.e. prompt_len + *out_count - 1.
+ATLAS_MUST_USE atlas_status atlas_model_generate(atlas_model *model, const uint32_t *prompt,
+                                  size_t prompt_len, size_t steps,
+                                  uint32_t *out_tokens, size_t *out_count,
+                                  atlas_logits_sink sink, void *sink_ctx);
+
 atlas_backend *atlas_model_backend(atlas_model *model);
-atlas_llama_model *atlas_model_llama(atlas_model *model);
+// The name of the architecture row the model was opened with.
+const char *atlas_model_arch_name(const atlas_model *model);
+int64_t atlas_model_vocab_size(const atlas_model *model);
+int64_t atlas_model_max_seq(const atlas_model *model);
+const atlas_eos *atlas_model_eos(const atlas_model *model);
 const atlas_model_spec *atlas_model_spec_of(const atlas_model *model);
 // "DIR" or the embedded checkpoint's name.
 const char *atlas_model_name(const atlas_model *model);

@@ -46,8 +46,8 @@ atlas_status AddLogits(void *ctx, const float *x, size_t n) {
 std::vector<float> Logits(atlas_model *m, std::vector<uint32_t> *tokens = nullptr) {
   std::vector<uint32_t> prompt = {1, 2, 3}, out(5);
   std::vector<float> all;
-  EXPECT_OK(atlas_llama_generate(atlas_model_llama(m), prompt.data(), 3, 5,
-                                 out.data(), AddLogits, &all));
+  EXPECT_OK(atlas_model_generate(m, prompt.data(), 3, 5, out.data(), nullptr,
+                                 AddLogits, &all));
   if (tokens) *tokens = out;
   return all;
 }

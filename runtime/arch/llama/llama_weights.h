@@ -34,6 +34,16 @@ typedef enum atlas_llama_weight {
   ATLAS_LLAMA_GATE_PROJ,         // [intermediate, hidden]
   ATLAS_LLAMA_UP_PROJ,           // [intermediate, hidden]
   ATLAS_LLAMA_DOWN_PROJ,         // [hidden, intermediate]
+  // Present only when the config asks for them (atlas_llama_weight_used):
+  ATLAS_LLAMA_Q_BIAS,            // [heads * head_dim]     qkv_bias
+  ATLAS_LLAMA_K_BIAS,            // [kv_heads * head_dim]  qkv_bias
+  ATLAS_LLAMA_V_BIAS,            // [kv_heads * head_dim]  qkv_bias
+  ATLAS_LLAMA_O_BIAS,            // [hidden]               o_bias
+  ATLAS_LLAMA_GATE_BIAS,         // [intermediate]         mlp_bias
+  ATLAS_LLAMA_UP_BIAS,           // [intermediate]         mlp_bias
+  ATLAS_LLAMA_DOWN_BIAS,         // [hidden]               mlp_bias
+  ATLAS_LLAMA_Q_NORM,            // [head_dim]             qk_norm
+  ATLAS_LLAMA_K_NORM,            // [head_dim]             qk_norm
   ATLAS_LLAMA_WEIGHT_COUNT,
 } atlas_llama_weight;
 
@@ -42,6 +52,11 @@ typedef enum atlas_llama_weight {
 static inline bool atlas_llama_weight_is_per_layer(atlas_llama_weight w) {
   return w >= ATLAS_LLAMA_FIRST_LAYER_WEIGHT && w < ATLAS_LLAMA_WEIGHT_COUNT;
 }
+
+// Whether the config's model reads `weight` (the optional ones depend on
+// biases, q/k norms and tied embeddings).
+bool atlas_llama_weight_used(const atlas_llama_config *config,
+                             atlas_llama_weight weight);
 
 // For per-layer weights the suffix after "model.layers.{i}." (for example
 // "self_attn.q_proj.weight"); for global ones the full name. NULL when out
@@ -63,10 +78,13 @@ void atlas_llama_weight_shape(const atlas_llama_config *config,
                               int *out_rank);
 
 // Checks that every tensor the config implies is in the checkpoint with the
-// right shape. lm_head.weight is required unless tie_word_embeddings; when
-// tied or absent, the embedding serves as the output projection. Errors
-// (NOT_FOUND for a missing tensor, INVALID_ARGUMENT for a wrong shape) name
-// the tensor, the expected and actual shape and the file.
+// right shape, and that the checkpoint holds nothing else: a tensor the
+// model would not read (a bias the config does not ask for, a layer past
+// num_hidden_layers, another architecture's weight) is an error naming it
+// and how many more there are. lm_head.weight is required unless
+// tie_word_embeddings; when tied the embedding serves as the output
+// projection. Errors (NOT_FOUND for a missing tensor, INVALID_ARGUMENT for
+// a wrong shape or a leftover) name the tensor, the shapes and the file.
 // `out_lm_head_is_embedding` (may be NULL) says which tensor the output
 // projection should read.
 ATLAS_MUST_USE atlas_status atlas_llama_check_checkpoint(const atlas_llama_config *config,
