@@ -13,7 +13,7 @@ typedef enum jinja_node_kind {
   // Expressions.
   JN_CONST,    // value: a literal
   JN_NAME,     // name
-  JN_LIST,     // kids: elements ([a, b] and (a, b))
+  JN_LIST,     // kids: elements ([a, b]; op 't' for a tuple (a, b))
   JN_DICT,     // kids: key, value, key, value, ...
   JN_ATTR,     // a.name
   JN_ITEM,     // a[b]

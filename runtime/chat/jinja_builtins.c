@@ -101,8 +101,8 @@ static atlas_status want_int(const char *what, const jv *v, long long *out) {
   return ATLAS_OK;
 }
 
-static atlas_status str_of(jv v, jinja_buf *b) {
-  ATLAS_RETURN_IF_ERROR(jv_str(v, b));
+static atlas_status str_of(jinja_ctx *ctx, jv v, jinja_buf *b) {
+  ATLAS_RETURN_IF_ERROR(jinja_str(ctx, v, b));
   return b->oom ? oom() : ATLAS_OK;
 }
 
@@ -315,7 +315,8 @@ static atlas_status affix(const char *what, jv self, const jinja_args *a, bool e
   return ATLAS_OK;
 }
 
-static atlas_status str_method(jv self, const char *name, const jinja_args *a, jv *out, bool *found) {
+static atlas_status str_method(jinja_ctx *ctx, jv self, const char *name, const jinja_args *a, jv *out,
+                                bool *found) {
   const char *s = json_string_value(self.json);
   size_t n = json_string_length(self.json);
   *found = true;
@@ -385,11 +386,14 @@ static atlas_status str_method(jv self, const char *name, const jinja_args *a, j
   if (!strcmp(name, "join")) {
     CHECK_ARGS("str.join()", a, "iterable");
     const jv *it = arg(a, 0, "iterable");
-    if (!it || !(it->kind == JV_DATA && json_is_array(it->json))) return err("str.join() expects a list");
+    if (!it) return err("str.join() needs an iterable");
+    json_t *items = NULL;
+    ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, *it, "str.join()", &items));
     jinja_buf b = {0};
-    for (size_t i = 0; i < json_array_size(it->json); ++i) {
-      json_t *e = json_array_get(it->json, i);
+    for (size_t i = 0; i < json_array_size(items); ++i) {
+      json_t *e = json_array_get(items, i);
       if (!json_is_string(e)) {
+        json_decref(items);
         jinja_buf_free(&b);
         return err("str.join(): sequence item %zu: expected str instance, %s found", i,
                    jv_type_name(jv_data(e)));
@@ -397,6 +401,7 @@ static atlas_status str_method(jv self, const char *name, const jinja_args *a, j
       if (i) jinja_buf_append(&b, s, n);
       jinja_buf_append(&b, json_string_value(e), json_string_length(e));
     }
+    json_decref(items);
     return finish_buf(&b, out);
   }
   if (!strcmp(name, "isdigit") || !strcmp(name, "isalpha") || !strcmp(name, "isspace") ||
@@ -417,29 +422,33 @@ static atlas_status str_method(jv self, const char *name, const jinja_args *a, j
   return ATLAS_OK;
 }
 
-static json_t *pair(const char *k, json_t *v) {
+static json_t *pair(jinja_ctx *ctx, const char *k, json_t *v) {
   json_t *p = json_array();
   if (!p) return NULL;
-  if (json_array_append_new(p, json_string_nocheck(k)) != 0 || json_array_append(p, v) != 0) {
+  if (json_array_append_new(p, json_string_nocheck(k)) != 0 || json_array_append(p, v) != 0 ||
+      jinja_mark_tuple(ctx, p) != ATLAS_OK) {
     json_decref(p);
     return NULL;
   }
   return p;
 }
 
-static atlas_status dict_items(json_t *o, int what, jv *out) {  // 0 items, 1 keys, 2 values
+// dict.items()/keys()/values() (views) and the items filter (a generator);
+// item pairs are tuples. what: 0 items, 1 keys, 2 values.
+static atlas_status dict_items(jinja_ctx *ctx, json_t *o, int what, jv_seq seq, jv *out) {
   json_t *arr = json_array();
   if (!arr) return oom();
   const char *k;
   json_t *v;
   json_object_foreach(o, k, v) {
-    json_t *e = what == 0 ? pair(k, v) : what == 1 ? json_string_nocheck(k) : json_incref(v);
+    json_t *e = what == 0 ? pair(ctx, k, v) : what == 1 ? json_string_nocheck(k) : json_incref(v);
     if (!e || json_array_append_new(arr, e) != 0) {
       json_decref(arr);
       return oom();
     }
   }
   *out = jv_data(arr);
+  out->seq = seq;
   return ATLAS_OK;
 }
 
@@ -461,11 +470,11 @@ atlas_status jinja_method(jinja_ctx *ctx, jv obj, const char *name, const jinja_
     *found = false;
     return ATLAS_OK;
   }
-  if (json_is_string(obj.json)) return str_method(obj, name, a, out, found);
+  if (json_is_string(obj.json)) return str_method(ctx, obj, name, a, out, found);
   if (json_is_object(obj.json)) {
     if (!strcmp(name, "items") || !strcmp(name, "keys") || !strcmp(name, "values")) {
       NO_ARGS(name, a);
-      return dict_items(obj.json, name[0] == 'i' ? 0 : name[0] == 'k' ? 1 : 2, out);
+      return dict_items(ctx, obj.json, name[0] == 'i' ? 0 : name[0] == 'k' ? 1 : 2, JV_SEQ_VIEW, out);
     }
     if (!strcmp(name, "get")) {
       CHECK_ARGS("dict.get()", a, "key", "default");
@@ -574,43 +583,6 @@ atlas_status jinja_test(jinja_ctx *ctx, const char *name, jv v, const jinja_args
 
 // ---- filters ----
 
-static atlas_status items_of(jv v, const char *what, json_t **out) {
-  if (v.kind == JV_UNDEFINED) {
-    *out = json_array();
-    return *out ? ATLAS_OK : oom();
-  }
-  if (v.kind != JV_DATA) return err("%s: '%s' object is not iterable", what, jv_type_name(v));
-  if (json_is_array(v.json)) {
-    *out = json_incref(v.json);
-    return ATLAS_OK;
-  }
-  json_t *arr = json_array();
-  if (!arr) return oom();
-  if (json_is_object(v.json)) {
-    const char *k;
-    json_t *x;
-    json_object_foreach(v.json, k, x) {
-      if (json_array_append_new(arr, json_string_nocheck(k)) != 0) goto fail;
-    }
-  } else if (json_is_string(v.json)) {
-    const char *s = json_string_value(v.json);
-    size_t n = json_string_length(v.json);
-    for (size_t i = 0; i < n;) {
-      size_t b = i;
-      jinja_utf8_next(s, n, &i);
-      if (json_array_append_new(arr, json_stringn_nocheck(s + b, i - b)) != 0) goto fail;
-    }
-  } else {
-    json_decref(arr);
-    return err("%s: '%s' object is not iterable", what, jv_type_name(v));
-  }
-  *out = arr;
-  return ATLAS_OK;
-fail:
-  json_decref(arr);
-  return oom();
-}
-
 // Attribute lookup as Jinja's environment.getitem does for map/selectattr:
 // dotted paths, dict keys, list indices.
 static jv attr_path(json_t *item, const char *path) {
@@ -640,7 +612,7 @@ static atlas_status select_filter(jinja_ctx *ctx, const char *name, jv v, const 
   const bool by_attr = strstr(name, "attr") != NULL;
   const bool keep_if = name[0] == 's';
   json_t *items;
-  ATLAS_RETURN_IF_ERROR(items_of(v, name, &items));
+  ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, name, &items));
   size_t first = 0;
   const char *attr = NULL;
   if (by_attr) {
@@ -691,12 +663,13 @@ static atlas_status select_filter(jinja_ctx *ctx, const char *name, jv v, const 
     return st;
   }
   *out = jv_data(kept);
+  out->seq = JV_SEQ_GENERATOR;
   return ATLAS_OK;
 }
 
 static atlas_status map_filter(jinja_ctx *ctx, jv v, const jinja_args *a, jv *out) {
   json_t *items;
-  ATLAS_RETURN_IF_ERROR(items_of(v, "map", &items));
+  ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, "map", &items));
   const jv *attr = arg(a, 99, "attribute");
   const jv *deflt = arg(a, 99, "default");
   json_t *res = json_array();
@@ -741,6 +714,7 @@ static atlas_status map_filter(jinja_ctx *ctx, jv v, const jinja_args *a, jv *ou
     return st;
   }
   *out = jv_data(res);
+  out->seq = JV_SEQ_GENERATOR;
   return ATLAS_OK;
 }
 
@@ -833,7 +807,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       return ATLAS_OK;
     }
     jinja_buf b = {0};
-    atlas_status st = str_of(v, &b);
+    atlas_status st = str_of(ctx, v, &b);
     if (st != ATLAS_OK) {
       jinja_buf_free(&b);
       return st;
@@ -844,7 +818,9 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
   if (!strcmp(name, "length") || !strcmp(name, "count")) {
     NO_ARGS(name, a);
     long long n;
-    if (v.kind == JV_UNDEFINED) {
+    if (v.kind == JV_DATA && v.seq == JV_SEQ_GENERATOR) {
+      return err("object of type 'generator' has no len()");
+    } else if (v.kind == JV_UNDEFINED) {
       n = 0;
     } else if (v.kind == JV_DATA && json_is_string(v.json)) {
       n = (long long)jinja_utf8_length(json_string_value(v.json), json_string_length(v.json));
@@ -862,23 +838,28 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     NO_ARGS(name, a);
     if (v.kind == JV_UNDEFINED) {
       *out = jv_data(json_array());
+      out->seq = JV_SEQ_GENERATOR;
       return jv_ok_alloc(*out) ? ATLAS_OK : oom();
     }
     if (!(v.kind == JV_DATA && json_is_object(v.json))) return err("items: expected a dict, got '%s'", jv_type_name(v));
-    return dict_items(v.json, 0, out);
+    return dict_items(ctx, v.json, 0, JV_SEQ_GENERATOR, out);
   }
   if (!strcmp(name, "list")) {
     NO_ARGS(name, a);
     json_t *items;
-    ATLAS_RETURN_IF_ERROR(items_of(v, "list", &items));
+    ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, "list", &items));
+    // A fresh list (also from a generator, range or view).
     *out = jv_data(json_is_array(v.json) && items == v.json ? json_copy(items) : json_incref(items));
     json_decref(items);
     return jv_ok_alloc(*out) ? ATLAS_OK : oom();
   }
   if (!strcmp(name, "first") || !strcmp(name, "last")) {
     NO_ARGS(name, a);
+    if (name[0] == 'l' && v.kind == JV_DATA && v.seq == JV_SEQ_GENERATOR) {
+      return err("last: 'generator' object is not reversible");
+    }
     json_t *items;
-    ATLAS_RETURN_IF_ERROR(items_of(v, name, &items));
+    ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, name, &items));
     size_t n = json_array_size(items);
     if (n == 0) {
       *out = jv_undefined(name[0] == 'f' ? "first item of an empty sequence" : "last item of an empty sequence");
@@ -891,8 +872,11 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
   if (!strcmp(name, "reverse")) {
     NO_ARGS(name, a);
     json_t *items;
-    ATLAS_RETURN_IF_ERROR(items_of(v, name, &items));
+    ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, name, &items));
     const bool was_str = jv_is_string(v);
+    // reversed(seq) is an iterator; a generator has none, so Jinja falls
+    // back to a reversed list.
+    const jv_seq result_seq = v.seq == JV_SEQ_GENERATOR ? JV_SEQ_LIST : JV_SEQ_GENERATOR;
     size_t n = json_array_size(items);
     json_t *r = json_array();
     atlas_status st = r ? ATLAS_OK : oom();
@@ -906,6 +890,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     }
     if (!was_str) {
       *out = jv_data(r);
+      out->seq = result_seq;
       return ATLAS_OK;
     }
     jinja_buf b = {0};
@@ -923,13 +908,13 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     size_t np;
     if (attr) ATLAS_RETURN_IF_ERROR(want_str("join attribute", attr, &path, &np));
     json_t *items;
-    ATLAS_RETURN_IF_ERROR(items_of(v, name, &items));
+    ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, name, &items));
     jinja_buf b = {0};
     atlas_status st = ATLAS_OK;
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
       if (i) jinja_buf_append(&b, s, ns);
       jv x = path ? attr_path(json_array_get(items, i), path) : jv_data(json_incref(json_array_get(items, i)));
-      st = str_of(x, &b);
+      st = str_of(ctx, x, &b);
       jv_free(&x);
     }
     json_decref(items);
@@ -991,7 +976,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
   if (!strcmp(name, "trim")) {
     CHECK_ARGS(name, a, "chars");
     jinja_buf b = {0};
-    atlas_status st = str_of(v, &b);
+    atlas_status st = str_of(ctx, v, &b);
     const jv *c = arg(a, 0, "chars");
     const char *chars = NULL;
     size_t nc = 0;
@@ -1003,7 +988,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
   if (!strcmp(name, "upper") || !strcmp(name, "lower") || !strcmp(name, "capitalize") || !strcmp(name, "title")) {
     NO_ARGS(name, a);
     jinja_buf b = {0};
-    atlas_status st = str_of(v, &b);
+    atlas_status st = str_of(ctx, v, &b);
     if (st == ATLAS_OK) {
       case_kind k = name[0] == 'u' ? CASE_UPPER : name[0] == 'l' ? CASE_LOWER : name[0] == 'c' ? CASE_CAPITALIZE : CASE_TITLE_JINJA;
       st = change_case(name, b.data ? b.data : "", b.len, k, out);
@@ -1017,7 +1002,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     const char *o, *w;
     size_t no, nw;
     long long count = -1;
-    atlas_status st = str_of(v, &b);
+    atlas_status st = str_of(ctx, v, &b);
     if (st == ATLAS_OK) st = want_str("replace", arg(a, 0, "old"), &o, &no);
     if (st == ATLAS_OK) st = want_str("replace", arg(a, 1, "new"), &w, &nw);
     if (st == ATLAS_OK && arg(a, 2, "count")) st = want_int("replace", arg(a, 2, "count"), &count);
@@ -1029,7 +1014,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     CHECK_ARGS(name, a, "case_sensitive", "attribute");
     if (a->n_pos || a->n_kw) return err("unique: arguments are not supported");
     json_t *items;
-    ATLAS_RETURN_IF_ERROR(items_of(v, name, &items));
+    ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, name, &items));
     json_t *r = json_array();
     atlas_status st = r ? ATLAS_OK : oom();
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
@@ -1054,12 +1039,13 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       return st;
     }
     *out = jv_data(r);
+    out->seq = JV_SEQ_GENERATOR;
     return ATLAS_OK;
   }
   if (!strcmp(name, "wordcount")) {
     NO_ARGS(name, a);
     jinja_buf b = {0};
-    atlas_status st = str_of(v, &b);
+    atlas_status st = str_of(ctx, v, &b);
     long long words = 0;
     bool in_word = false;
     for (size_t i = 0; st == ATLAS_OK && i < b.len; ++i) {
@@ -1081,7 +1067,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     const bool first = arg(a, 1, "first") && jv_truthy(*arg(a, 1, "first"));
     const bool blank = arg(a, 2, "blank") && jv_truthy(*arg(a, 2, "blank"));
     jinja_buf s = {0};
-    atlas_status st = str_of(v, &s);
+    atlas_status st = str_of(ctx, v, &s);
     if (st != ATLAS_OK) {
       jinja_buf_free(&s);
       return st;
@@ -1159,7 +1145,7 @@ atlas_status jinja_global_call(jinja_ctx *ctx, const char *name, const jinja_arg
       return oom();
     }
     for (size_t i = 0; i < a->n_kw; ++i) {
-      if (a->kw[i].kind != JV_DATA) {
+      if (a->kw[i].kind != JV_DATA || a->kw[i].seq != JV_SEQ_LIST) {
         json_decref(obj);
         return err("%s(): storing a %s value is not supported", name, jv_type_name(a->kw[i]));
       }
@@ -1168,7 +1154,7 @@ atlas_status jinja_global_call(jinja_ctx *ctx, const char *name, const jinja_arg
         return oom();
       }
     }
-    jv v = {name[0] == 'n' ? JV_NAMESPACE : JV_DATA, obj, NULL, NULL};
+    jv v = {name[0] == 'n' ? JV_NAMESPACE : JV_DATA, obj, NULL, NULL, JV_SEQ_LIST};
     *out = v;
     return ATLAS_OK;
   }
@@ -1195,6 +1181,7 @@ atlas_status jinja_global_call(jinja_ctx *ctx, const char *name, const jinja_arg
       }
     }
     *out = jv_data(arr);
+    out->seq = JV_SEQ_RANGE;
     return ATLAS_OK;
   }
   return err("function '%s' is not supported", name);

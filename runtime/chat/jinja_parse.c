@@ -184,6 +184,7 @@ static atlas_status parse_primary(parser *p, jinja_node **out) {
     if (is_op(cur(p), ")")) {
       n = mk(p, JN_LIST, t);
       if (!n) return oom();
+      n->op = 't';
       advance(p);
     } else {
       jinja_node *first = NULL;
@@ -191,6 +192,7 @@ static atlas_status parse_primary(parser *p, jinja_node **out) {
       if (is_op(cur(p), ",")) {
         n = mk(p, JN_LIST, t);
         if (!n || !add_kid(n, first)) return oom();
+        n->op = 't';
         while (is_op(cur(p), ",")) {
           advance(p);
           if (is_op(cur(p), ")")) break;
@@ -557,6 +559,7 @@ static atlas_status parse_tuple_expr(parser *p, bool with_cond, jinja_node **out
   }
   jinja_node *n = mk(p, JN_LIST, t);
   if (!n || !add_kid(n, first)) return oom();
+  n->op = 't';
   while (is_op(cur(p), ",")) {
     advance(p);
     if (cur(p)->kind == JT_BLOCK_END || is_name(cur(p), "in")) break;

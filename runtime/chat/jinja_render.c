@@ -36,6 +36,70 @@ static atlas_status undefined_error(const jinja_node *n, jv v) {
   return fail(n, "'%s' is undefined", v.name ? v.name : "value");
 }
 
+atlas_status jinja_str(jinja_ctx *ctx, jv v, jinja_buf *out) { return jv_str(v, ctx->tuples, out); }
+
+atlas_status jinja_mark_tuple(jinja_ctx *ctx, json_t *arr) {
+  char key[32];
+  jinja_tuple_key(arr, key);
+  return json_object_set(ctx->tuples, key, arr) == 0 ? ATLAS_OK : oom();
+}
+
+atlas_status jinja_iterate(jinja_ctx *ctx, jv v, const char *what, json_t **out) {
+  if (v.kind == JV_UNDEFINED) {
+    *out = json_array();
+    return *out ? ATLAS_OK : oom();
+  }
+  if (v.kind != JV_DATA) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "%s: '%s' object is not iterable", what,
+                             jv_type_name(v));
+  }
+  json_t *j = v.json;
+  if (json_is_array(j)) {
+    if (v.seq == JV_SEQ_GENERATOR) {
+      char key[32];
+      jinja_tuple_key(j, key);
+      if (json_object_get(ctx->consumed, key)) {
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "%s: a generator (the result of a filter such as map or select) is "
+                                 "used a second time; Jinja would find it empty. Not supported",
+                                 what);
+      }
+      if (json_object_set(ctx->consumed, key, j) != 0) return oom();
+    }
+    *out = json_incref(j);
+    return ATLAS_OK;
+  }
+  json_t *arr = json_array();
+  if (!arr) return oom();
+  if (json_is_object(j)) {
+    const char *k;
+    json_t *x;
+    json_object_foreach(j, k, x) {
+      if (json_array_append_new(arr, json_string_nocheck(k)) != 0) {
+        json_decref(arr);
+        return oom();
+      }
+    }
+  } else if (json_is_string(j)) {
+    const char *s = json_string_value(j);
+    size_t len = json_string_length(j);
+    for (size_t i = 0; i < len;) {
+      size_t b = i;
+      jinja_utf8_next(s, len, &i);
+      if (json_array_append_new(arr, json_stringn_nocheck(s + b, i - b)) != 0) {
+        json_decref(arr);
+        return oom();
+      }
+    }
+  } else {
+    json_decref(arr);
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "%s: '%s' object is not iterable", what,
+                             jv_type_name(v));
+  }
+  *out = arr;
+  return ATLAS_OK;
+}
+
 // ---- scopes ----
 
 static jinja_var *scope_find(jinja_scope *s, const char *name) {
@@ -83,7 +147,7 @@ static jv lookup(jinja_ctx *ctx, const char *name) {
   json_t *g = json_object_get(ctx->globals, name);
   if (g) return jv_data(json_incref(g));
   if (jinja_global_known(name)) {
-    jv f = {JV_FUNC, NULL, NULL, name};
+    jv f = {JV_FUNC, NULL, NULL, name, JV_SEQ_LIST};
     return f;
   }
   return jv_undefined(name);
@@ -128,7 +192,7 @@ static atlas_status eval_args(jinja_ctx *ctx, const jinja_node *n, size_t first,
 }
 
 static atlas_status to_json_element(const jinja_node *n, jv v, json_t **out) {
-  if (v.kind != JV_DATA) {
+  if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) {
     return fail(n, "putting a %s value into a list or dict is not supported", jv_type_name(v));
   }
   *out = v.json;
@@ -151,6 +215,9 @@ static atlas_status get_item(const jinja_node *n, jv obj, jv key, jv *out) {
   if (obj.kind != JV_DATA) {
     *out = jv_undefined("item");
     return ATLAS_OK;
+  }
+  if (obj.seq == JV_SEQ_GENERATOR || obj.seq == JV_SEQ_VIEW) {
+    return fail(n, "'%s' object is not subscriptable", jv_type_name(obj));
   }
   json_t *o = obj.json;
   if (json_is_object(o)) {
@@ -210,8 +277,8 @@ static atlas_status slice_bound(const jinja_node *n, jv v, long long *out, bool 
 
 // Python's slice.indices + iteration, over a list or a str.
 static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj, jv *out) {
-  jv parts[3] = {{JV_UNDEFINED, NULL, NULL, NULL}, {JV_UNDEFINED, NULL, NULL, NULL},
-                 {JV_UNDEFINED, NULL, NULL, NULL}};
+  jv parts[3] = {{JV_UNDEFINED, NULL, NULL, NULL, JV_SEQ_LIST}, {JV_UNDEFINED, NULL, NULL, NULL, JV_SEQ_LIST},
+                 {JV_UNDEFINED, NULL, NULL, NULL, JV_SEQ_LIST}};
   const jinja_node *nodes[3] = {n->b, n->c, n->d};
   long long v[3] = {0, 0, 1};
   bool given[3] = {false, false, false};
@@ -224,6 +291,9 @@ static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj, jv *ou
   ATLAS_RETURN_IF_ERROR(st);
   if (obj.kind == JV_UNDEFINED) return undefined_error(n, obj);
   bool is_str = jv_is_string(obj);
+  if (obj.seq == JV_SEQ_GENERATOR || obj.seq == JV_SEQ_VIEW) {
+    return fail(n, "'%s' object is not subscriptable", jv_type_name(obj));
+  }
   if (!(obj.kind == JV_DATA && (is_str || json_is_array(obj.json)))) {
     return fail(n, "slicing a '%s' is not supported", jv_type_name(obj));
   }
@@ -284,6 +354,7 @@ static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj, jv *ou
     }
   }
   *out = jv_data(arr);
+  out->seq = obj.seq;  // a slice of a range is a range
   return ATLAS_OK;
 }
 
@@ -392,11 +463,11 @@ static atlas_status repeat(const jinja_node *n, jv seq, long long times, jv *out
   return ATLAS_OK;
 }
 
-static atlas_status binary_op(const jinja_node *n, char op, jv a, jv b, jv *out) {
+static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a, jv b, jv *out) {
   if (op == '~') {
     jinja_buf buf = {0};
-    atlas_status st = jv_str(a, &buf);
-    if (st == ATLAS_OK) st = jv_str(b, &buf);
+    atlas_status st = jinja_str(ctx, a, &buf);
+    if (st == ATLAS_OK) st = jinja_str(ctx, b, &buf);
     if (st == ATLAS_OK && buf.oom) st = oom();
     if (st == ATLAS_OK) {
       *out = jv_string(buf.data, buf.len);
@@ -407,7 +478,7 @@ static atlas_status binary_op(const jinja_node *n, char op, jv a, jv b, jv *out)
   }
   if (a.kind == JV_UNDEFINED) return undefined_error(n, a);
   if (b.kind == JV_UNDEFINED) return undefined_error(n, b);
-  if (a.kind != JV_DATA || b.kind != JV_DATA) return arith_error(n, op, a, b);
+  if (a.kind != JV_DATA || b.kind != JV_DATA || a.seq || b.seq) return arith_error(n, op, a, b);
   json_t *x = a.json, *y = b.json;
   if (op == '+') {
     if (json_is_string(x) && json_is_string(y)) {
@@ -499,9 +570,16 @@ static atlas_status binary_op(const jinja_node *n, char op, jv a, jv b, jv *out)
   return ATLAS_OK;
 }
 
-static atlas_status contains(const jinja_node *n, jv item, jv container, bool *out) {
+static atlas_status contains(jinja_ctx *ctx, const jinja_node *n, jv item, jv container, bool *out) {
   *out = false;
   if (container.kind == JV_UNDEFINED) return ATLAS_OK;  // iterating Undefined yields nothing
+  if (container.kind == JV_DATA && container.seq == JV_SEQ_GENERATOR) {
+    json_t *items = NULL;
+    ATLAS_RETURN_IF_ERROR(at(n, jinja_iterate(ctx, container, "in", &items)));
+    for (size_t i = 0; i < json_array_size(items) && !*out; ++i) *out = jv_equal(item, jv_data(json_array_get(items, i)));
+    json_decref(items);
+    return ATLAS_OK;
+  }
   if (container.kind != JV_DATA) {
     return fail(n, "argument of type '%s' is not iterable", jv_type_name(container));
   }
@@ -531,19 +609,20 @@ static atlas_status contains(const jinja_node *n, jv item, jv container, bool *o
   return fail(n, "argument of type '%s' is not iterable", jv_type_name(container));
 }
 
-static atlas_status compare(const jinja_node *n, int op, jv a, jv b, bool *out) {
+static atlas_status compare(jinja_ctx *ctx, const jinja_node *n, int op, jv a, jv b, bool *out) {
   switch (op) {
     case JINJA_CMP_EQ: *out = jv_equal(a, b); return ATLAS_OK;
     case JINJA_CMP_NE: *out = !jv_equal(a, b); return ATLAS_OK;
-    case JINJA_CMP_IN: return contains(n, a, b, out);
+    case JINJA_CMP_IN: return contains(ctx, n, a, b, out);
     case JINJA_CMP_NOT_IN:
-      ATLAS_RETURN_IF_ERROR(contains(n, a, b, out));
+      ATLAS_RETURN_IF_ERROR(contains(ctx, n, a, b, out));
       *out = !*out;
       return ATLAS_OK;
     default: break;
   }
   if (a.kind == JV_UNDEFINED) return undefined_error(n, a);
   if (b.kind == JV_UNDEFINED) return undefined_error(n, b);
+  if (a.seq || b.seq) return fail(n, "ordering comparison of a %s is not supported", jv_type_name(a.seq ? a : b));
   int c = 0;
   ATLAS_RETURN_IF_ERROR(at(n, jv_compare(a, b, &c)));
   *out = op == JINJA_CMP_LT ? c < 0 : op == JINJA_CMP_LE ? c <= 0 : op == JINJA_CMP_GT ? c > 0 : c >= 0;
@@ -678,6 +757,13 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
           return st;
         }
       }
+      if (n->op == 't') {
+        atlas_status st = jinja_mark_tuple(ctx, arr);
+        if (st != ATLAS_OK) {
+          json_decref(arr);
+          return st;
+        }
+      }
       *out = jv_data(arr);
       return ATLAS_OK;
     }
@@ -789,7 +875,7 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
       ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &a));
       atlas_status st = eval(ctx, n->b, &b);
       if (st == ATLAS_OK) {
-        st = binary_op(n, n->op, a, b, out);
+        st = binary_op(ctx, n, n->op, a, b, out);
         if (st == ATLAS_OK && !jv_ok_alloc(*out)) st = oom();
         jv_free(&b);
       }
@@ -805,7 +891,7 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
         jv right;
         st = eval(ctx, n->kids[i], &right);
         if (st != ATLAS_OK) break;
-        st = compare(n, n->ops[i - 1], left, right, &result);
+        st = compare(ctx, n, n->ops[i - 1], left, right, &result);
         jv_free(&left);
         left = right;
       }
@@ -842,49 +928,6 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
 
 // ---- statements ----
 
-// The items a for loop walks: a list's elements, a dict's keys, a string's
-// characters; Undefined gives none.
-static atlas_status iterable_items(const jinja_node *n, jv v, json_t **out) {
-  if (v.kind == JV_UNDEFINED) {
-    *out = json_array();
-    return *out ? ATLAS_OK : oom();
-  }
-  if (v.kind != JV_DATA) return fail(n, "'%s' object is not iterable", jv_type_name(v));
-  json_t *j = v.json;
-  if (json_is_array(j)) {
-    *out = json_incref(j);
-    return ATLAS_OK;
-  }
-  json_t *arr = json_array();
-  if (!arr) return oom();
-  if (json_is_object(j)) {
-    const char *k;
-    json_t *x;
-    json_object_foreach(j, k, x) {
-      if (json_array_append_new(arr, json_string_nocheck(k)) != 0) {
-        json_decref(arr);
-        return oom();
-      }
-    }
-  } else if (json_is_string(j)) {
-    const char *s = json_string_value(j);
-    size_t len = json_string_length(j);
-    for (size_t i = 0; i < len;) {
-      size_t b = i;
-      jinja_utf8_next(s, len, &i);
-      if (json_array_append_new(arr, json_stringn_nocheck(s + b, i - b)) != 0) {
-        json_decref(arr);
-        return oom();
-      }
-    }
-  } else {
-    json_decref(arr);
-    return fail(n, "'%s' object is not iterable", jv_type_name(v));
-  }
-  *out = arr;
-  return ATLAS_OK;
-}
-
 static atlas_status bind_targets(const jinja_node *n, jinja_scope *s, char *const *targets,
                                  size_t n_targets, jv v) {
   if (n_targets == 1) {
@@ -907,7 +950,7 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
   jv iter;
   ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &iter));
   json_t *items = NULL;
-  atlas_status st = iterable_items(n, iter, &items);
+  atlas_status st = at(n, jinja_iterate(ctx, iter, "for", &items));
   jv_free(&iter);
   ATLAS_RETURN_IF_ERROR(st);
   // `for x in xs if cond`: the condition filters before the loop counts.
@@ -934,12 +977,13 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
     ATLAS_RETURN_IF_ERROR(st);
   }
   const size_t len = json_array_size(items);
-  jinja_loop loop = {.items = items, .length = len, .depth0 = ctx->loop_depth};
+  // Without recursive loops, loop.depth is 1 at every nesting level (as in Jinja2).
+  jinja_loop loop = {.items = items, .length = len, .depth0 = 0};
   ctx->loop_depth++;
   for (size_t i = 0; i < len && st == ATLAS_OK; ++i) {
     loop.index0 = i;
     jinja_scope s = {.parent = ctx->scope};
-    jv lv = {JV_LOOP, NULL, &loop, "loop"};
+    jv lv = {JV_LOOP, NULL, &loop, "loop", JV_SEQ_LIST};
     st = scope_set(&s, "loop", lv);
     if (st == ATLAS_OK) st = bind_targets(n, &s, n->targets, n->n_targets, jv_data(json_array_get(items, i)));
     if (st == ATLAS_OK) {
@@ -969,7 +1013,7 @@ static atlas_status exec_set(jinja_ctx *ctx, const jinja_node *n) {
     if (obj.kind != JV_NAMESPACE) {
       st = fail(n, "cannot assign attribute '%s' on '%s': it is a %s, not a namespace()", n->a->name,
                 n->a->a->name, jv_type_name(obj));
-    } else if (v.kind != JV_DATA) {
+    } else if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) {
       st = fail(n, "storing a %s value on a namespace is not supported", jv_type_name(v));
     } else if (json_object_set(obj.json, n->a->name, v.json) != 0) {
       st = oom();
@@ -996,7 +1040,7 @@ static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
     case JN_OUTPUT: {
       jv v;
       ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &v));
-      atlas_status st = at(n, jv_str(v, ctx->out));
+      atlas_status st = at(n, jinja_str(ctx, v, ctx->out));
       jv_free(&v);
       if (st == ATLAS_OK && ctx->out->oom) st = oom();
       return st;
@@ -1028,7 +1072,7 @@ static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
       return st;
     }
     case JN_MACRO: {
-      jv m = {JV_MACRO, NULL, n, n->name};
+      jv m = {JV_MACRO, NULL, n, n->name, JV_SEQ_LIST};
       return scope_set(ctx->scope, n->name, m);
     }
     case JN_BREAK:
@@ -1045,8 +1089,11 @@ static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
 atlas_status jinja_render(const jinja_template *t, json_t *vars, const struct tm *now,
                           jinja_buf *out) {
   jinja_scope top = {0};
-  jinja_ctx ctx = {.out = out, .scope = &top, .top = &top, .globals = vars, .now = now};
-  atlas_status st = exec(&ctx, t->root);
+  jinja_ctx ctx = {.out = out, .scope = &top, .top = &top, .globals = vars, .now = now,
+                   .tuples = json_object(), .consumed = json_object()};
+  atlas_status st = ctx.tuples && ctx.consumed ? exec(&ctx, t->root) : oom();
   scope_clear(&top);
+  json_decref(ctx.tuples);
+  json_decref(ctx.consumed);
   return st;
 }

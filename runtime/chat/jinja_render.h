@@ -41,6 +41,8 @@ typedef struct jinja_ctx {
   int control;           // JINJA_CTL_*: a pending break or continue
   int loop_depth;
   int call_depth;        // macro recursion guard
+  json_t *tuples;        // arrays that are Python tuples (keys: jinja_tuple_key), held alive
+  json_t *consumed;      // generators already iterated, held alive the same way
 } jinja_ctx;
 
 enum { JINJA_CTL_NONE = 0, JINJA_CTL_BREAK, JINJA_CTL_CONTINUE };
@@ -58,6 +60,16 @@ typedef struct jinja_args {
 // Renders the template with `vars` (a JSON object) into `out`.
 atlas_status jinja_render(const jinja_template *t, json_t *vars, const struct tm *now,
                           jinja_buf *out);
+
+// Python's str() of a value, tuples included.
+atlas_status jinja_str(jinja_ctx *ctx, jv v, jinja_buf *out);
+// Records that `arr` is a tuple (it prints as one).
+atlas_status jinja_mark_tuple(jinja_ctx *ctx, json_t *arr);
+// The items iterating `v` gives (a new reference): a list's (range's, view's,
+// generator's) elements, a dict's keys, a string's characters, nothing for
+// Undefined. A generator can be iterated once: a second use is refused
+// rather than seen empty as in Python.
+atlas_status jinja_iterate(jinja_ctx *ctx, jv v, const char *what, json_t **out_items);
 
 // Builtins (jinja_builtins.c). Each returns a status naming what went wrong;
 // the renderer adds the line and column.

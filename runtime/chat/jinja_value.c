@@ -6,14 +6,16 @@
 #include <string.h>
 
 jv jv_undefined(const char *name) {
-  jv v = {JV_UNDEFINED, NULL, NULL, name};
+  jv v = {JV_UNDEFINED, NULL, NULL, name, JV_SEQ_LIST};
   return v;
 }
 
 jv jv_data(json_t *json) {
-  jv v = {JV_DATA, json, NULL, NULL};
+  jv v = {JV_DATA, json, NULL, NULL, JV_SEQ_LIST};
   return v;
 }
+
+void jinja_tuple_key(const json_t *arr, char out[32]) { snprintf(out, 32, "%p", (const void *)arr); }
 
 jv jv_copy(jv v) {
   if (v.json) json_incref(v.json);
@@ -50,6 +52,12 @@ const char *jv_type_name(jv v) {
     case JV_FUNC: return "function";
     case JV_DATA: break;
   }
+  switch (v.seq) {
+    case JV_SEQ_GENERATOR: return "generator";
+    case JV_SEQ_VIEW: return "dict_view";
+    case JV_SEQ_RANGE: return "range";
+    case JV_SEQ_LIST: break;
+  }
   switch (json_typeof(v.json)) {
     case JSON_OBJECT: return "dict";
     case JSON_ARRAY: return "list";
@@ -69,6 +77,7 @@ bool jv_truthy(jv v) {
     case JV_DATA: break;
     default: return true;
   }
+  if (v.seq == JV_SEQ_GENERATOR) return true;  // a generator object is always true
   switch (json_typeof(v.json)) {
     case JSON_OBJECT: return json_object_size(v.json) > 0;
     case JSON_ARRAY: return json_array_size(v.json) > 0;
@@ -128,6 +137,8 @@ static bool json_py_equal(json_t *a, json_t *b) {
 bool jv_equal(jv a, jv b) {
   if (a.kind == JV_UNDEFINED || b.kind == JV_UNDEFINED) return a.kind == b.kind;
   if (a.kind != b.kind) return false;
+  if (a.seq != b.seq) return false;  // range(2) != [0, 1] in Python
+  if (a.seq == JV_SEQ_GENERATOR) return a.json == b.json;
   if (a.kind == JV_DATA) return json_py_equal(a.json, b.json);
   if (a.kind == JV_NAMESPACE) return a.json == b.json;
   return a.ptr == b.ptr && a.name == b.name;
@@ -279,7 +290,14 @@ static void repr_string(const char *s, size_t n, jinja_buf *out) {
   jinja_buf_putc(out, q);
 }
 
-static void str_json(json_t *j, jinja_buf *out, bool repr) {
+static bool is_tuple(const json_t *tuples, const json_t *arr) {
+  if (!tuples) return false;
+  char key[32];
+  jinja_tuple_key(arr, key);
+  return json_object_get(tuples, key) != NULL;
+}
+
+static void str_json(json_t *j, const json_t *tuples, jinja_buf *out, bool repr) {
   switch (json_typeof(j)) {
     case JSON_NULL: jinja_buf_puts(out, "None"); break;
     case JSON_TRUE: jinja_buf_puts(out, "True"); break;
@@ -293,14 +311,17 @@ static void str_json(json_t *j, jinja_buf *out, bool repr) {
         jinja_buf_append(out, json_string_value(j), json_string_length(j));
       }
       break;
-    case JSON_ARRAY:
-      jinja_buf_putc(out, '[');
+    case JSON_ARRAY: {
+      const bool tuple = is_tuple(tuples, j);
+      jinja_buf_putc(out, tuple ? '(' : '[');
       for (size_t i = 0; i < json_array_size(j); ++i) {
         if (i) jinja_buf_puts(out, ", ");
-        str_json(json_array_get(j, i), out, true);
+        str_json(json_array_get(j, i), tuples, out, true);
       }
-      jinja_buf_putc(out, ']');
+      if (tuple && json_array_size(j) == 1) jinja_buf_putc(out, ',');
+      jinja_buf_putc(out, tuple ? ')' : ']');
       break;
+    }
     case JSON_OBJECT: {
       jinja_buf_putc(out, '{');
       const char *k;
@@ -311,7 +332,7 @@ static void str_json(json_t *j, jinja_buf *out, bool repr) {
         first = false;
         repr_string(k, strlen(k), out);
         jinja_buf_puts(out, ": ");
-        str_json(v, out, true);
+        str_json(v, tuples, out, true);
       }
       jinja_buf_putc(out, '}');
       break;
@@ -321,21 +342,22 @@ static void str_json(json_t *j, jinja_buf *out, bool repr) {
 
 static atlas_status unprintable_kind(jv v) {
   return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                           "printing a %s object is not supported (Python would print its address)",
-                           jv_type_name(v));
+                           "printing a %s object is not supported (Python would print %s)",
+                           jv_type_name(v),
+                           v.seq == JV_SEQ_RANGE || v.seq == JV_SEQ_VIEW ? "its own form" : "its address");
 }
 
-atlas_status jv_str(jv v, jinja_buf *out) {
+atlas_status jv_str(jv v, const json_t *tuples, jinja_buf *out) {
   if (v.kind == JV_UNDEFINED) return ATLAS_OK;
-  if (v.kind != JV_DATA) return unprintable_kind(v);
-  str_json(v.json, out, false);
+  if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) return unprintable_kind(v);
+  str_json(v.json, tuples, out, false);
   return ATLAS_OK;
 }
 
-atlas_status jv_repr(jv v, jinja_buf *out) {
+atlas_status jv_repr(jv v, const json_t *tuples, jinja_buf *out) {
   if (v.kind == JV_UNDEFINED) return ATLAS_OK;
-  if (v.kind != JV_DATA) return unprintable_kind(v);
-  str_json(v.json, out, true);
+  if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) return unprintable_kind(v);
+  str_json(v.json, tuples, out, true);
   return ATLAS_OK;
 }
 
@@ -455,7 +477,7 @@ static atlas_status dump(json_t *j, const dump_opts *o, int level, jinja_buf *ou
 atlas_status jv_tojson(jv v, bool ensure_ascii, int indent, const char *indent_str,
                        const char *item_sep, const char *key_sep, bool sort_keys,
                        jinja_buf *out) {
-  if (v.kind != JV_DATA) {
+  if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "tojson: Object of type %s is not JSON serializable", jv_type_name(v));
   }

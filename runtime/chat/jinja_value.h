@@ -21,11 +21,24 @@ typedef enum jv_kind {
   JV_FUNC,       // name: a global function (namespace, range, raise_exception, ...)
 } jv_kind;
 
+// What a JV_DATA list really is in Python: Jinja's filters return generators,
+// dict.items() a view, range() a range. Each behaves as a list for iteration
+// but differs in printing, len(), indexing, truthiness or reuse, so the
+// difference is kept and every use Python would treat differently is
+// refused or follows Python.
+typedef enum jv_seq {
+  JV_SEQ_LIST = 0,
+  JV_SEQ_GENERATOR,  // single use; always true; no len(), no indexing
+  JV_SEQ_VIEW,       // dict_items/keys/values: no indexing
+  JV_SEQ_RANGE,      // range: indexing and slicing (giving a range)
+} jv_seq;
+
 typedef struct jv {
   jv_kind kind;
   json_t *json;
   const void *ptr;
   const char *name;
+  jv_seq seq;  // JV_DATA arrays only
 } jv;
 
 jv jv_undefined(const char *name);
@@ -50,9 +63,12 @@ bool jv_equal(jv a, jv b);
 atlas_status jv_compare(jv a, jv b, int *out);
 
 // Python's str() and repr() appended to `out`. Fails for kinds Python would
-// print as an object address.
-atlas_status jv_str(jv v, jinja_buf *out);
-atlas_status jv_repr(jv v, jinja_buf *out);
+// print as an object address. `tuples` (may be NULL) is an object whose keys
+// are jinja_tuple_key()s of the arrays that are tuples: they print as (a, b).
+atlas_status jv_str(jv v, const json_t *tuples, jinja_buf *out);
+atlas_status jv_repr(jv v, const json_t *tuples, jinja_buf *out);
+// The key of an array in a set of arrays kept by pointer.
+void jinja_tuple_key(const json_t *arr, char out[32]);
 
 // Python's float repr (shortest round-trip).
 void jinja_float_repr(double d, jinja_buf *out);

@@ -268,6 +268,15 @@ TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
       {"{{ [1][0:1:0] }}", "{}", "slice step cannot be zero"},
       {"{{ 1 // 0 }}", "{}", "integer division or modulo by zero"},
       {"{{ 1 < 'a' }}", "{}", "ordering comparison between 'int' and 'str' is not supported"},
+      // Jinja's filters return generators, dict.items() a view, range() a range:
+      // printing them shows Python object forms; a generator is used once.
+      {"{{ [1, 2]|map('string') }}", "{}", "printing a generator object is not supported"},
+      {"{{ [1, 2]|reverse }}", "{}", "printing a generator object is not supported"},
+      {"{{ range(3) }}", "{}", "printing a range object is not supported"},
+      {"{{ {'a': 1}.keys() }}", "{}", "printing a dict_view object is not supported"},
+      {"{{ ([1]|select)[0] }}", "{}", "'generator' object is not subscriptable"},
+      {"{% set g = [1]|select %}{{ g|join }}{{ g|join }}", "{}", "a generator (the result of a filter such as map or select) is used a second time"},
+      {"{{ [1]|select|length }}", "{}", "object of type 'generator' has no len()"},
   };
   for (const Bad &b : bad) {
     std::string out;
