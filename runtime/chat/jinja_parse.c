@@ -12,7 +12,11 @@ typedef struct parser {
   size_t i;
   jinja_template *tpl;
   int loop_depth;  // break/continue are only valid inside a for
+  int depth;       // nesting of expressions and statements, bounded so the
+                   // recursive descent cannot exhaust the stack
 } parser;
+
+enum { kMaxNesting = 200 };
 
 static jinja_tok *cur(parser *p) { return &p->toks.v[p->i]; }
 static jinja_tok *peek(parser *p, size_t k) {
@@ -381,11 +385,15 @@ static atlas_status parse_unary(parser *p, bool with_filter, jinja_node **out) {
   jinja_tok *t = cur(p);
   jinja_node *n = NULL;
   if (is_op(t, "-") || is_op(t, "+")) {
+    if (p->depth >= kMaxNesting) return perr(t, "expressions nest deeper than %d levels", kMaxNesting);
     advance(p);
     n = mk(p, JN_UNARY, t);
     if (!n) return oom();
     n->op = t->text[0];
-    ATLAS_RETURN_IF_ERROR(parse_unary(p, false, &n->a));
+    p->depth++;
+    atlas_status st = parse_unary(p, false, &n->a);
+    p->depth--;
+    ATLAS_RETURN_IF_ERROR(st);
   } else {
     ATLAS_RETURN_IF_ERROR(parse_primary(p, &n));
   }
@@ -491,11 +499,15 @@ static atlas_status parse_compare(parser *p, jinja_node **out) {
 static atlas_status parse_not(parser *p, jinja_node **out) {
   jinja_tok *t = cur(p);
   if (is_name(t, "not")) {
+    if (p->depth >= kMaxNesting) return perr(t, "expressions nest deeper than %d levels", kMaxNesting);
     advance(p);
     jinja_node *n = mk(p, JN_UNARY, t);
     if (!n) return oom();
     n->op = 'n';
-    ATLAS_RETURN_IF_ERROR(parse_not(p, &n->a));
+    p->depth++;
+    atlas_status st = parse_not(p, &n->a);
+    p->depth--;
+    ATLAS_RETURN_IF_ERROR(st);
     *out = n;
     return ATLAS_OK;
   }
@@ -530,7 +542,17 @@ static atlas_status parse_or(parser *p, jinja_node **out) {
   return ATLAS_OK;
 }
 
+static atlas_status parse_expr_inner(parser *p, jinja_node **out);
+
 static atlas_status parse_expr(parser *p, jinja_node **out) {
+  if (p->depth >= kMaxNesting) return perr(cur(p), "expressions nest deeper than %d levels", kMaxNesting);
+  p->depth++;
+  atlas_status st = parse_expr_inner(p, out);
+  p->depth--;
+  return st;
+}
+
+static atlas_status parse_expr_inner(parser *p, jinja_node **out) {
   ATLAS_RETURN_IF_ERROR(parse_or(p, out));
   while (is_name(cur(p), "if")) {
     jinja_tok *t = cur(p);
@@ -591,7 +613,17 @@ static atlas_status parse_body(parser *p, const char *const *ends, size_t n_ends
                                const char *opener, const jinja_tok *open_tok, jinja_node **out_body,
                                const char **out_end);
 
+static atlas_status parse_statement_inner(parser *p, jinja_node **out);
+
 static atlas_status parse_statement(parser *p, jinja_node **out) {
+  if (p->depth >= kMaxNesting) return perr(cur(p), "statements nest deeper than %d levels", kMaxNesting);
+  p->depth++;
+  atlas_status st = parse_statement_inner(p, out);
+  p->depth--;
+  return st;
+}
+
+static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
   advance(p);  // '{%'
   jinja_tok *kw = cur(p);
   if (kw->kind != JT_NAME) return perr(kw, "expected a statement name after '{%%', found %s", describe(kw));

@@ -734,7 +734,10 @@ static atlas_status eval_call(jinja_ctx *ctx, const jinja_node *n, jv *out) {
   return st;
 }
 
+// On failure *out holds nothing owned (it starts as Undefined), so callers
+// may free it either way.
 static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
+  *out = jv_undefined(NULL);
   switch (n->kind) {
     case JN_CONST:
       *out = jv_data(json_incref(n->value));

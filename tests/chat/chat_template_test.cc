@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <jansson.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -335,6 +336,82 @@ TEST(ChatTemplate, SpecialTokensFromOptionsOverrideTheConfigAndNullMeansUndefine
   EXPECT_STREQ(out, "True|<B>|<E>");
   std::free(out);
   atlas_chat_template_free(t);
+}
+
+// Mutated real templates (bytes dropped, chunks repeated, tag characters
+// inserted) must parse or be refused, and render or fail, without crashing
+// or leaking (run under --config=asan), with a message either way.
+TEST(ChatTemplate, MutatedTemplatesFailCleanly) {
+  Json ref = LoadReference();
+  ASSERT_TRUE(ref);
+  struct tm now = FixedNow(ref.get());
+  static const char *const kInserts[] = {"{%", "%}", "{{", "}}", "{#", "#}", "-", "(", ")", "[", "]",
+                                         "'", "\"", "|", ".", ",", " if ", " for ", " endif ", " in ",
+                                         "~", "{% endfor %}", "{% else %}", "loop.", "ns.", "[::-1]"};
+  uint64_t rng = 0x9e3779b97f4a7c15ULL;
+  auto next = [&rng]() {
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (size_t)(rng >> 33);
+  };
+  size_t i;
+  json_t *tj;
+  int parsed = 0, refused = 0;
+  json_array_foreach(json_object_get(ref.get(), "templates"), i, tj) {
+    const std::string base = json_string_value(json_object_get(tj, "chat_template"));
+    json_t *c = json_array_get(json_object_get(tj, "cases"), 4);  // a multi-turn case
+    for (int m = 0; m < 300; ++m) {
+      std::string src = base;
+      const int edits = 1 + (int)(next() % 3);
+      for (int e = 0; e < edits && !src.empty(); ++e) {
+        const size_t at = next() % src.size();
+        switch (next() % 3) {
+          case 0: src.erase(at, 1 + next() % 8); break;
+          case 1: src.insert(at, src.substr(at, 1 + next() % 40)); break;
+          default: src.insert(at, kInserts[next() % (sizeof kInserts / sizeof kInserts[0])]); break;
+        }
+      }
+      atlas_chat_template *t = nullptr;
+      atlas_status st = atlas_chat_template_parse(src.data(), src.size(), "<s>", "</s>", &t);
+      if (st != ATLAS_OK) {
+        EXPECT_NE(Message(st).find("chat template"), std::string::npos) << Message(st);
+        atlas_status_free(st);
+        ++refused;
+        continue;
+      }
+      ++parsed;
+      atlas_chat_render_options o = {};
+      o.messages = json_object_get(c, "messages");
+      o.extra = json_object_get(c, "extra");
+      o.add_generation_prompt = true;
+      o.now = &now;
+      char *out = nullptr;
+      st = atlas_chat_template_render(t, &o, &out, nullptr);
+      if (st != ATLAS_OK) {
+        EXPECT_GT(Message(st).size(), 10u);
+      }
+      atlas_status_free(st);
+      std::free(out);
+      atlas_chat_template_free(t);
+    }
+  }
+  EXPECT_GT(parsed, 100);
+  EXPECT_GT(refused, 100);
+}
+
+TEST(ChatTemplate, DeepNestingIsRefusedNotOverflowed) {
+  for (const char *unit : {"(", "[", "- ", "not ", "{% if x %}"}) {
+    std::string src = "{{ ";
+    if (unit[0] == '{') src = "";
+    for (int k = 0; k < 5000; ++k) src += unit;
+    if (unit[0] != '{') src += "x";
+    for (int k = 0; k < 5000 && (unit[0] == '(' || unit[0] == '['); ++k) src += unit[0] == '(' ? ")" : "]";
+    if (unit[0] != '{') src += " }}";
+    atlas_chat_template *t = nullptr;
+    atlas_status st = atlas_chat_template_parse(src.data(), src.size(), nullptr, nullptr, &t);
+    ASSERT_NE(st, ATLAS_OK) << unit;
+    EXPECT_NE(Message(st).find("nest deeper than"), std::string::npos) << Message(st);
+    atlas_status_free(st);
+  }
 }
 
 TEST(ChatTemplate, LoadNamesWhatIsWrongWithTheConfig) {
