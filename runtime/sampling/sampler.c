@@ -91,6 +91,37 @@ static int cand_desc(const void *a, const void *b) {
   return (x->id > y->id) - (x->id < y->id);
 }
 
+// Reorders c[0..n) so that c[0..k) hold the k first candidates in
+// cand_desc order (unsorted among themselves): quickselect, O(n) on average.
+static void select_top(struct atlas_sampler_cand *c, size_t n, size_t k) {
+  size_t lo = 0, hi = n;  // the k-th boundary lies in [lo, hi)
+  while (hi - lo > 1) {
+    // Median of three as the pivot, moved to the end.
+    const size_t mid = lo + (hi - lo) / 2, last = hi - 1;
+    if (cand_desc(&c[mid], &c[lo]) < 0) { struct atlas_sampler_cand t = c[mid]; c[mid] = c[lo]; c[lo] = t; }
+    if (cand_desc(&c[last], &c[lo]) < 0) { struct atlas_sampler_cand t = c[last]; c[last] = c[lo]; c[lo] = t; }
+    if (cand_desc(&c[mid], &c[last]) < 0) { struct atlas_sampler_cand t = c[mid]; c[mid] = c[last]; c[last] = t; }
+    const struct atlas_sampler_cand pivot = c[last];
+    size_t store = lo;
+    for (size_t i = lo; i < last; ++i) {
+      if (cand_desc(&c[i], &pivot) < 0) {
+        struct atlas_sampler_cand t = c[i];
+        c[i] = c[store];
+        c[store] = t;
+        ++store;
+      }
+    }
+    c[last] = c[store];
+    c[store] = pivot;
+    if (store == k || store + 1 == k) return;  // c[0..k) are the first k
+    if (store > k) {
+      hi = store;
+    } else {
+      lo = store + 1;
+    }
+  }
+}
+
 static atlas_status load_logits(atlas_sampler *s, const float *logits, size_t n,
                                 const int32_t *history, size_t history_len) {
   if (s->logits == NULL) {
@@ -171,18 +202,28 @@ static atlas_status warp(atlas_sampler *s, size_t *out_count) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "sampler: every logit is -inf, there is nothing to sample");
   }
-  const bool sorted = c->top_k > 0 || c->top_p < 1.0f;
-  if (sorted) qsort(s->cands, m, sizeof(s->cands[0]), cand_desc);
-
   // top-k: remove logits below the k-th largest (ties with it stay, as
   // `scores < topk(scores, k).values[-1]` keeps them). -inf ids count toward k
-  // in transformers too, but they are removed whatever the threshold.
+  // in transformers too, but they are removed whatever the threshold. Only
+  // what survives is sorted.
   if (c->top_k > 0 && (size_t)c->top_k < m) {
-    const double kth = s->cands[c->top_k - 1].logit;
-    size_t keep = (size_t)c->top_k;
-    while (keep < m && s->cands[keep].logit >= kth) ++keep;
+    const size_t k = (size_t)c->top_k;
+    select_top(s->cands, m, k);
+    double kth = s->cands[0].logit;
+    for (size_t i = 1; i < k; ++i) {
+      if (s->cands[i].logit < kth) kth = s->cands[i].logit;
+    }
+    size_t keep = k;
+    for (size_t i = k; i < m; ++i) {
+      if (s->cands[i].logit >= kth) {
+        struct atlas_sampler_cand t = s->cands[keep];
+        s->cands[keep++] = s->cands[i];
+        s->cands[i] = t;
+      }
+    }
     m = keep;
   }
+  if (c->top_k > 0 || c->top_p < 1.0f) qsort(s->cands, m, sizeof(s->cands[0]), cand_desc);
 
   // Probabilities of what is left (the max is cands[0] when sorted).
   double max = -INFINITY;

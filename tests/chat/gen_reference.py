@@ -421,9 +421,13 @@ def transformers_renderer(fallback_tokenizer_json):
     def render(t, case):
         tok = tokenizer(t)
         kw = dict(copy.deepcopy(case["extra"]))
-        return tok.apply_chat_template(copy.deepcopy(case["messages"]), tools=copy.deepcopy(case["tools"]),
+        text = tok.apply_chat_template(copy.deepcopy(case["messages"]), tools=copy.deepcopy(case["tools"]),
                                        chat_template=t["cfg"]["chat_template"], tokenize=False,
                                        add_generation_prompt=case["add_generation_prompt"], **kw)
+        if not isinstance(text, str):
+            sys.exit("apply_chat_template(tokenize=False) returned %s, not a str: update this script"
+                     % type(text).__name__)
+        return text
     try:
         from transformers.utils.chat_template_utils import _compile_jinja_template as compile_fn
     except ImportError:  # older transformers: a tokenizer method

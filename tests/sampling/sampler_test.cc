@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 #include <jansson.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -189,6 +191,58 @@ TEST(Sampler, TopKNeverEmitsBeyondK) {
       EXPECT_GT(seen[i], 0) << i;
     } else {
       EXPECT_EQ(seen[i], 0) << i;
+    }
+  }
+}
+
+// Large vocabularies with ties: the kept set and the probabilities follow the
+// definition (computed here with a full sort) for small and large k, with and
+// without top-p.
+TEST(Sampler, TopKOnALargeVocabularyFollowsTheDefinition) {
+  const size_t v = 5000;
+  std::vector<float> logits(v);
+  uint64_t x = 12345;
+  for (size_t i = 0; i < v; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    logits[i] = (float)((x >> 40) % 200) / 20.0f;  // many ties
+  }
+  std::vector<float> sorted = logits;
+  std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+  for (int k : {1, 7, 100, 4999, 5000, 6000}) {
+    for (float top_p : {1.0f, 0.5f}) {
+      SCOPED_TRACE("k=" + std::to_string(k) + " top_p=" + std::to_string(top_p));
+      atlas_sampler_config c = atlas_sampler_config_default();
+      c.top_k = k;
+      c.top_p = top_p;
+      Sampler s(c, v);
+      std::vector<double> p = s.Dist(logits, {});
+      const float kth = sorted[std::min<size_t>((size_t)k, v) - 1];
+      // Expected: softmax over logits >= kth, then top-p on that.
+      std::vector<double> e(v, 0.0);
+      double mx = sorted[0], sum = 0;
+      for (size_t i = 0; i < v; ++i) {
+        if (logits[i] >= kth) sum += (e[i] = std::exp((double)logits[i] - mx));
+      }
+      for (double &q : e) q /= sum;
+      if (top_p < 1.0f) {
+        std::vector<size_t> order(v);
+        for (size_t i = 0; i < v; ++i) order[i] = i;
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+        double cum = 0, kept = 0;
+        std::vector<bool> remove(v, false);
+        for (size_t r = v; r-- > 1;) {  // ascending walk
+          cum += e[order[r]];
+          if (cum <= 1.0 - (double)top_p) remove[order[r]] = true; else break;
+        }
+        for (size_t i = 0; i < v; ++i) if (!remove[i]) kept += e[i];
+        for (size_t i = 0; i < v; ++i) e[i] = remove[i] ? 0 : e[i] / kept;
+      }
+      size_t nonzero = 0;
+      for (size_t i = 0; i < v; ++i) {
+        ASSERT_NEAR(p[i], e[i], 1e-9) << "id " << i;
+        nonzero += p[i] > 0;
+      }
+      if (top_p == 1.0f) EXPECT_GE(nonzero, std::min<size_t>((size_t)k, v));
     }
   }
 }
