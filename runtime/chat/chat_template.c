@@ -44,7 +44,7 @@ atlas_status atlas_chat_template_parse(const char *source, size_t len, const cha
 static atlas_status special_token(const char *path, json_t *cfg, const char *key, const char **out) {
   *out = NULL;
   json_t *v = json_object_get(cfg, key);
-  if (!v || json_is_null(v)) return ATLAS_OK;
+  if (v == NULL || json_typeof(v) == JSON_NULL) return ATLAS_OK;
   if (json_is_string(v)) {
     *out = json_string_value(v);
     return ATLAS_OK;
@@ -74,7 +74,7 @@ atlas_status atlas_chat_template_load(const char *path, atlas_chat_template **ou
   const char *main_src = NULL, *tool_src = NULL;
   if (!json_is_object(cfg)) {
     st = atlas_status_make(ATLAS_STATUS_DATA_LOSS, "%s: the top level is not an object", path);
-  } else if (!ct || json_is_null(ct)) {
+  } else if (ct == NULL || json_typeof(ct) == JSON_NULL) {
     st = atlas_status_make(ATLAS_STATUS_NOT_FOUND,
                            "%s has no 'chat_template': this tokenizer does not define a chat format", path);
   } else if (json_is_string(ct)) {

@@ -87,6 +87,8 @@ static atlas_status check_args(const char *what, const jinja_args *a, const char
   } while (0)
 
 static atlas_status want_str(const char *what, const jv *v, const char **s, size_t *n) {
+  *s = "";
+  *n = 0;
   if (!v || !jv_is_string(*v)) {
     return err("%s expects a string, got '%s'", what, v ? jv_type_name(*v) : "nothing");
   }
@@ -96,6 +98,7 @@ static atlas_status want_str(const char *what, const jv *v, const char **s, size
 }
 
 static atlas_status want_int(const char *what, const jv *v, long long *out) {
+  *out = 0;
   if (!v || !jv_is_int(*v)) return err("%s expects an integer, got '%s'", what, v ? jv_type_name(*v) : "nothing");
   *out = json_is_boolean(v->json) ? json_is_true(v->json) : json_integer_value(v->json);
   return ATLAS_OK;
@@ -306,8 +309,8 @@ static atlas_status affix(const char *what, jv self, const jinja_args *a, bool e
   bool hit = false;
   for (size_t i = 0; i < count && !hit; ++i) {
     jv c = cands ? jv_data(json_array_get(cands, i)) : *p;
-    const char *x;
-    size_t nx;
+    const char *x = "";
+    size_t nx = 0;
     ATLAS_RETURN_IF_ERROR(want_str(what, &c, &x, &nx));
     hit = nx <= n && memcmp(end ? s + n - nx : s, x, nx) == 0;
   }
@@ -356,8 +359,8 @@ static atlas_status str_method(jinja_ctx *ctx, jv self, const char *name, const 
   }
   if (!strcmp(name, "replace")) {
     CHECK_ARGS("str.replace()", a, "old", "new", "count");
-    const char *o, *w;
-    size_t no, nw;
+    const char *o = "", *w = "";
+    size_t no = 0, nw = 0;
     long long count = -1;
     ATLAS_RETURN_IF_ERROR(want_str("str.replace()", arg(a, 0, "old"), &o, &no));
     ATLAS_RETURN_IF_ERROR(want_str("str.replace()", arg(a, 1, "new"), &w, &nw));
@@ -366,8 +369,8 @@ static atlas_status str_method(jinja_ctx *ctx, jv self, const char *name, const 
   }
   if (!strcmp(name, "find") || !strcmp(name, "count")) {
     CHECK_ARGS(name, a, "sub");
-    const char *x;
-    size_t nx;
+    const char *x = "";
+    size_t nx = 0;
     ATLAS_RETURN_IF_ERROR(want_str(name, arg(a, 0, "sub"), &x, &nx));
     if (name[0] == 'f') {
       const char *hit = nx == 0 ? s : memmem(s, n, x, nx);
@@ -501,8 +504,9 @@ atlas_status jinja_test(jinja_ctx *ctx, const char *name, jv v, const jinja_args
   else if (!strcmp(name, "none")) *out = data && json_is_null(j);
   else if (!strcmp(name, "string")) *out = data && json_is_string(j);
   else if (!strcmp(name, "mapping")) *out = data && json_is_object(j);
-  else if (!strcmp(name, "iterable")) *out = v.kind == JV_UNDEFINED || (data && (json_is_string(j) || json_is_array(j) || json_is_object(j)));
-  else if (!strcmp(name, "sequence")) *out = v.kind == JV_UNDEFINED || (data && (json_is_string(j) || json_is_array(j) || json_is_object(j)));
+  else if (!strcmp(name, "iterable") || !strcmp(name, "sequence")) {
+    *out = v.kind == JV_UNDEFINED || (data && (json_is_string(j) || json_is_array(j) || json_is_object(j)));
+  }
   else if (!strcmp(name, "number")) *out = jv_is_number(v);
   else if (!strcmp(name, "integer")) *out = data && json_is_integer(j);
   else if (!strcmp(name, "float")) *out = data && json_is_real(j);
@@ -616,7 +620,7 @@ static atlas_status select_filter(jinja_ctx *ctx, const char *name, jv v, const 
   size_t first = 0;
   const char *attr = NULL;
   if (by_attr) {
-    size_t n;
+    size_t n = 0;
     if (a->n_pos < 1) {
       json_decref(items);
       return err("%s needs an attribute name", name);
@@ -633,7 +637,7 @@ static atlas_status select_filter(jinja_ctx *ctx, const char *name, jv v, const 
     return err("%s: keyword arguments are not supported", name);
   }
   const char *test = NULL;
-  size_t tn;
+  size_t tn = 0;
   if (a->n_pos > first) {
     atlas_status st = want_str(name, &a->pos[first], &test, &tn);
     if (st == ATLAS_OK && !jinja_test_known(test)) st = err("%s: test '%s' is not supported", name, test);
@@ -675,8 +679,8 @@ static atlas_status map_filter(jinja_ctx *ctx, jv v, const jinja_args *a, jv *ou
   json_t *res = json_array();
   atlas_status st = res ? ATLAS_OK : oom();
   if (attr) {
-    const char *path;
-    size_t n;
+    const char *path = "";
+    size_t n = 0;
     if (st == ATLAS_OK) st = want_str("map", attr, &path, &n);
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
       jv x = attr_path(json_array_get(items, i), path);
@@ -689,8 +693,8 @@ static atlas_status map_filter(jinja_ctx *ctx, jv v, const jinja_args *a, jv *ou
       jv_free(&x);
     }
   } else {
-    const char *f;
-    size_t n;
+    const char *f = "";
+    size_t n = 0;
     if (st == ATLAS_OK && a->n_pos < 1) st = err("map needs a filter name or attribute=");
     if (st == ATLAS_OK) st = want_str("map", &a->pos[0], &f, &n);
     if (st == ATLAS_OK && !jinja_filter_known(f)) st = err("map: filter '%s' is not supported", f);
@@ -905,7 +909,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     size_t ns = 0;
     if (sep) ATLAS_RETURN_IF_ERROR(want_str("join", sep, &s, &ns));
     const char *path = NULL;
-    size_t np;
+    size_t np = 0;
     if (attr) ATLAS_RETURN_IF_ERROR(want_str("join attribute", attr, &path, &np));
     json_t *items;
     ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, name, &items));
@@ -999,8 +1003,8 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
   if (!strcmp(name, "replace")) {
     CHECK_ARGS(name, a, "old", "new", "count");
     jinja_buf b = {0};
-    const char *o, *w;
-    size_t no, nw;
+    const char *o = "", *w = "";
+    size_t no = 0, nw = 0;
     long long count = -1;
     atlas_status st = str_of(ctx, v, &b);
     if (st == ATLAS_OK) st = want_str("replace", arg(a, 0, "old"), &o, &no);
@@ -1100,8 +1104,8 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
 
 static atlas_status strftime_now(jinja_ctx *ctx, const jinja_args *a, jv *out) {
   CHECK_ARGS("strftime_now", a, "format");
-  const char *fmt;
-  size_t n;
+  const char *fmt = "";
+  size_t n = 0;
   ATLAS_RETURN_IF_ERROR(want_str("strftime_now", arg(a, 0, "format"), &fmt, &n));
   struct tm now;
   if (ctx->now) {

@@ -320,7 +320,7 @@ static atlas_status lex_all(lexer *lx) {
       if (kind == '%') {
         size_t q = p;
         while (q < lx->n && isspace((unsigned char)lx->s[q])) ++q;
-        if (lx->n - q >= 3 && memcmp(lx->s + q, "raw", 3) == 0 &&
+        if (q + 3 <= lx->n && memcmp(lx->s + q, "raw", 3) == 0 &&
             (q + 3 >= lx->n || !(isalnum((unsigned char)lx->s[q + 3]) || lx->s[q + 3] == '_'))) {
           return err_at(lx, t, "construct 'raw' is not supported");
         }

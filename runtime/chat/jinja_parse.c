@@ -77,7 +77,7 @@ static jinja_node *mk(parser *p, jinja_node_kind kind, const jinja_tok *at) {
 }
 
 static bool add_kid(jinja_node *n, jinja_node *kid) {
-  jinja_node **v = realloc(n->kids, (n->n_kids + 1) * sizeof(*v));
+  jinja_node **v = realloc(n->kids, (n->n_kids + 1) * sizeof(jinja_node *));
   if (!v) return false;
   n->kids = v;
   n->kids[n->n_kids++] = kid;
@@ -430,7 +430,7 @@ static atlas_status parse_math2(parser *p, jinja_node **out) {
   ATLAS_RETURN_IF_ERROR(parse_pow(p, out));
   for (;;) {
     jinja_tok *t = cur(p);
-    char op = is_op(t, "*") ? '*' : is_op(t, "/") ? '/' : is_op(t, "//") ? 'F' : is_op(t, "%") ? '%' : 0;
+    const char op = (char)(is_op(t, "*") ? '*' : is_op(t, "/") ? '/' : is_op(t, "//") ? 'F' : is_op(t, "%") ? '%' : 0);
     if (!op) return ATLAS_OK;
     advance(p);
     jinja_node *r = NULL;
@@ -455,7 +455,7 @@ static atlas_status parse_math1(parser *p, jinja_node **out) {
   ATLAS_RETURN_IF_ERROR(parse_concat(p, out));
   for (;;) {
     jinja_tok *t = cur(p);
-    char op = is_op(t, "+") ? '+' : is_op(t, "-") ? '-' : 0;
+    const char op = (char)(is_op(t, "+") ? '+' : is_op(t, "-") ? '-' : 0);
     if (!op) return ATLAS_OK;
     advance(p);
     jinja_node *r = NULL;
@@ -635,7 +635,7 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
     ATLAS_RETURN_IF_ERROR(parse_expr(p, &n->a));
     ATLAS_RETURN_IF_ERROR(expect_end(p, k));
     static const char *const kEnds[] = {"elif", "else", "endif"};
-    const char *end = NULL;
+    const char *end = "";
     ATLAS_RETURN_IF_ERROR(parse_body(p, kEnds, 3, "if", kw, &n->b, &end));
     if (!strcmp(end, "elif")) {
       // An elif chain nests: back to '{%' 'elif', read as an if whose
@@ -668,7 +668,7 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
     if (is_name(cur(p), "recursive")) return perr(cur(p), "construct 'recursive for loop' is not supported");
     ATLAS_RETURN_IF_ERROR(expect_end(p, "for"));
     static const char *const kEnds[] = {"else", "endfor"};
-    const char *end = NULL;
+    const char *end = "";
     p->loop_depth++;
     atlas_status st = parse_body(p, kEnds, 2, "for", kw, &n->b, &end);
     p->loop_depth--;
@@ -718,7 +718,7 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
     ATLAS_RETURN_IF_ERROR(expect_end(p, "set"));
     n->kind = JN_SET_BLOCK;
     static const char *const kEnds[] = {"endset"};
-    const char *end = NULL;
+    const char *end = "";
     ATLAS_RETURN_IF_ERROR(parse_body(p, kEnds, 1, "set", kw, &n->b, &end));
     ATLAS_RETURN_IF_ERROR(expect_end(p, "endset"));
     *out = n;
@@ -750,7 +750,7 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
     advance(p);
     ATLAS_RETURN_IF_ERROR(expect_end(p, "macro"));
     static const char *const kEnds[] = {"endmacro"};
-    const char *end = NULL;
+    const char *end = "";
     const int saved = p->loop_depth;
     p->loop_depth = 0;
     atlas_status st = parse_body(p, kEnds, 1, "macro", kw, &n->b, &end);
@@ -773,7 +773,7 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
     // rendered text is the body unchanged.
     ATLAS_RETURN_IF_ERROR(expect_end(p, "generation"));
     static const char *const kEnds[] = {"endgeneration"};
-    const char *end = NULL;
+    const char *end = "";
     ATLAS_RETURN_IF_ERROR(parse_body(p, kEnds, 1, "generation", kw, out, &end));
     return expect_end(p, "endgeneration");
   }
@@ -786,6 +786,7 @@ static atlas_status parse_body(parser *p, const char *const *ends, size_t n_ends
   jinja_node *body = mk(p, JN_BODY, cur(p));
   if (!body) return oom();
   *out_body = body;
+  *out_end = "";
   for (;;) {
     jinja_tok *t = cur(p);
     if (t->kind == JT_EOF) {
@@ -834,7 +835,7 @@ atlas_status jinja_parse(const char *source, size_t len, jinja_template **out_te
   parser p = {.tpl = tpl};
   atlas_status st = jinja_lex(source, len, &p.toks);
   if (st == ATLAS_OK) {
-    const char *end = NULL;
+    const char *end = "";
     st = parse_body(&p, NULL, 0, "", cur(&p), &tpl->root, &end);
   }
   jinja_toks_free(&p.toks);

@@ -139,6 +139,43 @@ static void scope_clear(jinja_scope *s) {
   memset(s, 0, sizeof(*s));
 }
 
+// Scopes and capture buffers live on the heap while ctx points at them, so
+// the context never holds the address of a local.
+static jinja_scope *scope_new(jinja_scope *parent) {
+  jinja_scope *s = calloc(1, sizeof(*s));
+  if (s) s->parent = parent;
+  return s;
+}
+
+static void scope_delete(jinja_scope *s) {
+  if (!s) return;
+  scope_clear(s);
+  free(s);
+}
+
+// Redirects output into a fresh buffer; *out_saved receives the old one.
+static atlas_status capture_begin(jinja_ctx *ctx, jinja_buf **out_saved) {
+  jinja_buf *b = calloc(1, sizeof(*b));
+  if (!b) return oom();
+  *out_saved = ctx->out;
+  ctx->out = b;
+  return ATLAS_OK;
+}
+
+// Restores the output and, when st is OK, turns the captured text into *out.
+static atlas_status capture_end(jinja_ctx *ctx, jinja_buf *saved, atlas_status st, jv *out) {
+  jinja_buf *b = ctx->out;
+  ctx->out = saved;
+  if (st == ATLAS_OK && b->oom) st = oom();
+  if (st == ATLAS_OK) {
+    *out = jv_string(b->data, b->len);
+    if (!jv_ok_alloc(*out)) st = oom();
+  }
+  jinja_buf_free(b);
+  free(b);
+  return st;
+}
+
 static jv lookup(jinja_ctx *ctx, const char *name) {
   for (jinja_scope *s = ctx->scope; s; s = s->parent) {
     jinja_var *v = scope_find(s, name);
@@ -334,6 +371,7 @@ static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj, jv *ou
     offs[len] = bytes;
     jinja_buf b = {0};
     for (long long k = start; step > 0 ? k < stop : k > stop; k += step) {
+      if (k < 0 || k >= len) break;  // cannot happen: start/stop are clamped above
       jinja_buf_append(&b, s + offs[k], offs[k + 1] - offs[k]);
     }
     free(offs);
@@ -635,10 +673,11 @@ static atlas_status call_macro(jinja_ctx *ctx, const jinja_node *call, const jin
     return fail(call, "macro '%s' takes not more than %zu argument(s)", m->name, m->n_targets);
   }
   if (ctx->call_depth >= kMaxCallDepth) return fail(call, "macro calls nest deeper than %d", kMaxCallDepth);
-  jinja_scope scope = {.parent = ctx->top};
+  jinja_scope *scope = scope_new(ctx->top);
+  if (!scope) return oom();
   atlas_status st = ATLAS_OK;
   jinja_scope *saved_scope = ctx->scope;
-  ctx->scope = &scope;
+  ctx->scope = scope;
   for (size_t k = 0; k < args->n_kw && st == ATLAS_OK; ++k) {
     bool ok = false;
     for (size_t i = 0; i < m->n_targets; ++i) ok = ok || !strcmp(m->targets[i], args->kw_names[k]);
@@ -658,28 +697,21 @@ static atlas_status call_macro(jinja_ctx *ctx, const jinja_node *call, const jin
       }
     }
     if (!have && m->kids[i]) st = eval(ctx, m->kids[i], &v);
-    if (st == ATLAS_OK) st = scope_set(&scope, m->targets[i], v);
+    if (st == ATLAS_OK) st = scope_set(scope, m->targets[i], v);
   }
-  jinja_buf buf = {0};
-  jinja_buf *saved_out = ctx->out;
   const int saved_loop = ctx->loop_depth;
+  jinja_buf *saved_out = NULL;
+  if (st == ATLAS_OK) st = capture_begin(ctx, &saved_out);
   if (st == ATLAS_OK) {
-    ctx->out = &buf;
     ctx->loop_depth = 0;
     ctx->call_depth++;
     st = exec(ctx, m->b);
     ctx->call_depth--;
     ctx->loop_depth = saved_loop;
-    ctx->out = saved_out;
+    st = capture_end(ctx, saved_out, st, out);
   }
   ctx->scope = saved_scope;
-  scope_clear(&scope);
-  if (st == ATLAS_OK && buf.oom) st = oom();
-  if (st == ATLAS_OK) {
-    *out = jv_string(buf.data, buf.len);
-    if (!jv_ok_alloc(*out)) st = oom();
-  }
-  jinja_buf_free(&buf);
+  scope_delete(scope);
   return st;
 }
 
@@ -961,19 +993,23 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
     json_t *kept = json_array();
     if (!kept) st = oom();
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
-      jinja_scope s = {.parent = ctx->scope};
+      jinja_scope *s = scope_new(ctx->scope);
+      if (!s) {
+        st = oom();
+        break;
+      }
       json_t *item = json_array_get(items, i);
-      st = bind_targets(n, &s, n->targets, n->n_targets, jv_data(item));
+      st = bind_targets(n, s, n->targets, n->n_targets, jv_data(item));
       jv c = jv_undefined(NULL);
       if (st == ATLAS_OK) {
         jinja_scope *saved = ctx->scope;
-        ctx->scope = &s;
+        ctx->scope = s;
         st = eval(ctx, n->c, &c);
         ctx->scope = saved;
       }
       if (st == ATLAS_OK && jv_truthy(c) && json_array_append(kept, item) != 0) st = oom();
       jv_free(&c);
-      scope_clear(&s);
+      scope_delete(s);
     }
     json_decref(items);
     items = kept;
@@ -985,17 +1021,21 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
   ctx->loop_depth++;
   for (size_t i = 0; i < len && st == ATLAS_OK; ++i) {
     loop.index0 = i;
-    jinja_scope s = {.parent = ctx->scope};
+    jinja_scope *s = scope_new(ctx->scope);
+    if (!s) {
+      st = oom();
+      break;
+    }
     jv lv = {JV_LOOP, NULL, &loop, "loop", JV_SEQ_LIST};
-    st = scope_set(&s, "loop", lv);
-    if (st == ATLAS_OK) st = bind_targets(n, &s, n->targets, n->n_targets, jv_data(json_array_get(items, i)));
+    st = scope_set(s, "loop", lv);
+    if (st == ATLAS_OK) st = bind_targets(n, s, n->targets, n->n_targets, jv_data(json_array_get(items, i)));
     if (st == ATLAS_OK) {
       jinja_scope *saved = ctx->scope;
-      ctx->scope = &s;
+      ctx->scope = s;
       st = exec(ctx, n->b);
       ctx->scope = saved;
     }
-    scope_clear(&s);
+    scope_delete(s);
     const int control = ctx->control;
     ctx->control = JINJA_CTL_NONE;
     if (control == JINJA_CTL_BREAK) break;
@@ -1061,17 +1101,11 @@ static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
     case JN_SET:
       return exec_set(ctx, n);
     case JN_SET_BLOCK: {
-      jinja_buf buf = {0};
-      jinja_buf *saved = ctx->out;
-      ctx->out = &buf;
-      atlas_status st = exec(ctx, n->b);
-      ctx->out = saved;
-      if (st == ATLAS_OK && buf.oom) st = oom();
-      if (st == ATLAS_OK) {
-        jv v = jv_string(buf.data, buf.len);
-        st = jv_ok_alloc(v) ? scope_set(ctx->scope, n->targets[0], v) : oom();
-      }
-      jinja_buf_free(&buf);
+      jinja_buf *saved = NULL;
+      ATLAS_RETURN_IF_ERROR(capture_begin(ctx, &saved));
+      jv v = jv_undefined(NULL);
+      atlas_status st = capture_end(ctx, saved, exec(ctx, n->b), &v);
+      if (st == ATLAS_OK) st = scope_set(ctx->scope, n->targets[0], v);
       return st;
     }
     case JN_MACRO: {
@@ -1091,11 +1125,11 @@ static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
 
 atlas_status jinja_render(const jinja_template *t, json_t *vars, const struct tm *now,
                           jinja_buf *out) {
-  jinja_scope top = {0};
-  jinja_ctx ctx = {.out = out, .scope = &top, .top = &top, .globals = vars, .now = now,
+  jinja_scope *top = scope_new(NULL);
+  jinja_ctx ctx = {.out = out, .scope = top, .top = top, .globals = vars, .now = now,
                    .tuples = json_object(), .consumed = json_object()};
-  atlas_status st = ctx.tuples && ctx.consumed ? exec(&ctx, t->root) : oom();
-  scope_clear(&top);
+  atlas_status st = top && ctx.tuples && ctx.consumed ? exec(&ctx, t->root) : oom();
+  scope_delete(top);
   json_decref(ctx.tuples);
   json_decref(ctx.consumed);
   return st;

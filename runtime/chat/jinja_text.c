@@ -120,7 +120,7 @@ size_t jinja_utf8_offset(const char *s, size_t n, size_t index) {
 }
 
 bool jinja_is_py_space(uint32_t cp) {
-  if (cp <= 0x20) return cp == 0x20 || (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x1f);
+  if (cp <= 0x20) return (cp >= 0x09 && cp <= 0x0d) || cp >= 0x1c;  // \t..\r, \x1c..\x1f, space
   switch (cp) {
     case 0x85: case 0xa0: case 0x1680: case 0x2028: case 0x2029: case 0x202f: case 0x205f:
     case 0x3000:

@@ -206,7 +206,7 @@ void jinja_float_repr(double d, jinja_buf *out) {
     snprintf(e, sizeof e, "%.*e", prec - 1, d);
     if (strtod(e, NULL) == d) break;
   }
-  char digits[24];
+  char digits[24] = {0};
   size_t nd = 0;
   const char *p = e;
   bool neg = false;
@@ -214,10 +214,10 @@ void jinja_float_repr(double d, jinja_buf *out) {
     neg = true;
     ++p;
   }
-  for (; *p && *p != 'e'; ++p) {
+  for (; *p && *p != 'e' && nd < sizeof digits; ++p) {
     if (*p != '.') digits[nd++] = *p;
   }
-  int exp10 = atoi(p + 1);
+  const int exp10 = *p == 'e' ? (int)strtol(p + 1, NULL, 10) : 0;
   while (nd > 1 && digits[nd - 1] == '0') --nd;
   if (neg) jinja_buf_putc(out, '-');
   if (exp10 >= -4 && exp10 < 16) {
@@ -226,7 +226,7 @@ void jinja_float_repr(double d, jinja_buf *out) {
       for (int i = 0; i < -exp10 - 1; ++i) jinja_buf_putc(out, '0');
       jinja_buf_append(out, digits, nd);
     } else {
-      for (int i = 0; i <= exp10; ++i) jinja_buf_putc(out, (size_t)i < nd ? digits[i] : '0');
+      for (int i = 0; i <= exp10; ++i) jinja_buf_putc(out, (size_t)i < nd ? digits[i] : (char)'0');
       jinja_buf_putc(out, '.');
       if ((size_t)exp10 + 1 < nd) {
         jinja_buf_append(out, digits + exp10 + 1, nd - (size_t)exp10 - 1);
@@ -448,12 +448,15 @@ static atlas_status dump(json_t *j, const dump_opts *o, int level, jinja_buf *ou
         jinja_buf_puts(out, "{}");
         return ATLAS_OK;
       }
-      const char **keys = malloc(n * sizeof(char *));
+      const char **keys = calloc(n, sizeof(char *));
       if (!keys) return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "tojson: out of memory");
       size_t k = 0;
       const char *key;
       json_t *v;
-      json_object_foreach(j, key, v) keys[k++] = key;
+      json_object_foreach(j, key, v) {
+        if (k < n) keys[k++] = key;
+      }
+      n = k;
       if (o->sort_keys) qsort(keys, n, sizeof(char *), key_cmp);
       jinja_buf_putc(out, '{');
       atlas_status st = ATLAS_OK;

@@ -7,6 +7,13 @@ atlas_status atlas_stop_init(atlas_stop *stop, const int32_t *eos_ids, size_t n_
                              const char *const *stop_strings, size_t n_stop,
                              size_t max_tokens) {
   memset(stop, 0, sizeof(*stop));
+  if (n_eos > 0 && eos_ids == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "stop conditions: %zu EOS ids but no array", n_eos);
+  }
+  if (n_stop > 0 && stop_strings == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "stop conditions: %zu stop strings but no array",
+                             n_stop);
+  }
   stop->max_tokens = max_tokens;
   if (n_eos > 0) {
     stop->eos_ids = malloc(n_eos * sizeof(int32_t));
