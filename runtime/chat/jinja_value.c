@@ -226,7 +226,10 @@ void jinja_float_repr(double d, jinja_buf *out) {
       for (int i = 0; i < -exp10 - 1; ++i) jinja_buf_putc(out, '0');
       jinja_buf_append(out, digits, nd);
     } else {
-      for (int i = 0; i <= exp10; ++i) jinja_buf_putc(out, (size_t)i < nd ? digits[i] : (char)'0');
+      for (int i = 0; i <= exp10; ++i) {
+        const char c = (size_t)i < nd ? digits[i] : '0';
+        jinja_buf_putc(out, c);
+      }
       jinja_buf_putc(out, '.');
       if ((size_t)exp10 + 1 < nd) {
         jinja_buf_append(out, digits + exp10 + 1, nd - (size_t)exp10 - 1);

@@ -48,7 +48,7 @@ oom:
 
 void atlas_stop_deinit(atlas_stop *stop) {
   free(stop->eos_ids);
-  for (size_t i = 0; i < stop->n_stop; ++i) free(stop->stop_strings[i]);
+  for (size_t i = 0; stop->stop_strings && i < stop->n_stop; ++i) free(stop->stop_strings[i]);
   free(stop->stop_strings);
   free(stop->stop_lens);
   free(stop->buf);
