@@ -227,7 +227,8 @@ void jinja_float_repr(double d, jinja_buf *out) {
       jinja_buf_append(out, digits, nd);
     } else {
       for (int i = 0; i <= exp10; ++i) {
-        const char c = (size_t)i < nd ? digits[i] : '0';
+        char c = '0';
+        if ((size_t)i < nd) c = digits[i];
         jinja_buf_putc(out, c);
       }
       jinja_buf_putc(out, '.');
