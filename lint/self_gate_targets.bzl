@@ -14,6 +14,8 @@ SELF_GATE_TARGETS = [
     "//kernels:llama",
     "//kernels:llama_fatbin",
     "//lint:atlas_static",
+    "//runtime/api:atlas",
+    "//runtime/api:memory_report",
     "//runtime/arch/llama:llama",
     "//runtime/arch/llama:llama_arch",
     "//runtime/arch/llama:llama_config",

@@ -19,8 +19,8 @@
 #include "atlas/runtime/version.h"
 #include "atlas/tools/cli_options.h"
 #include "atlas/tools/make_checkpoint_demo_models.h"
-#include "atlas/tools/memory_json.h"
-#include "atlas/tools/memory_svg.h"
+#include "atlas/runtime/api/memory_json.h"
+#include "atlas/runtime/api/memory_svg.h"
 #include "atlas/tools/progress.h"
 
 // ---- shared option values ----------------------------------------------------

@@ -32,11 +32,15 @@ typedef atlas_status (*atlas_logits_sink)(void *ctx, const float *logits,
 
 // How generation stops: at any of `eos` (unless ignore_eos), or after
 // `steps` tokens. The EOS token itself is returned and never fed back.
-typedef struct atlas_generate_options {
+typedef struct atlas_arch_generate_options {
   const uint32_t *eos;
   size_t eos_count;
   bool ignore_eos;
-} atlas_generate_options;
+  // Called with each generated token as it is chosen (may be NULL); false
+  // stops generation after it (streaming, stop strings).
+  bool (*on_token)(void *ctx, uint32_t token);
+  void *token_ctx;
+} atlas_arch_generate_options;
 
 typedef struct atlas_arch_load_options {
   // Positions the KV cache holds (0: the architecture's default).
@@ -76,7 +80,7 @@ typedef struct atlas_arch {
   // forward step's logits.
   atlas_status (*generate)(atlas_arch_model *model, const uint32_t *prompt,
                            size_t prompt_len, size_t steps,
-                           const atlas_generate_options *options,
+                           const atlas_arch_generate_options *options,
                            uint32_t *out_tokens, size_t *out_count,
                            atlas_logits_sink sink, void *sink_ctx);
   // Ordered teardown, then the backend's sweep; the backend stays alive.

@@ -261,8 +261,19 @@ atlas_status atlas_model_generate(atlas_model *model, const uint32_t *prompt,
                                   size_t prompt_len, size_t steps,
                                   uint32_t *out_tokens, size_t *out_count,
                                   atlas_logits_sink sink, void *sink_ctx) {
-  atlas_generate_options options = {model->eos.ids, model->eos.count,
-                                    model->spec.ignore_eos};
+  return atlas_model_generate_stream(model, prompt, prompt_len, steps, NULL,
+                                     NULL, out_tokens, out_count, sink,
+                                     sink_ctx);
+}
+
+atlas_status atlas_model_generate_stream(
+    atlas_model *model, const uint32_t *prompt, size_t prompt_len, size_t steps,
+    bool (*on_token)(void *ctx, uint32_t token), void *token_ctx,
+    uint32_t *out_tokens, size_t *out_count, atlas_logits_sink sink,
+    void *sink_ctx) {
+  atlas_arch_generate_options options = {model->eos.ids, model->eos.count,
+                                         model->spec.ignore_eos, on_token,
+                                         token_ctx};
   return model->arch->generate(model->impl, prompt, prompt_len, steps,
                                &options, out_tokens, out_count, sink, sink_ctx);
 }

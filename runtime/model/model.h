@@ -88,6 +88,14 @@ ATLAS_MUST_USE atlas_status atlas_model_generate(atlas_model *model, const uint3
                                   uint32_t *out_tokens, size_t *out_count,
                                   atlas_logits_sink sink, void *sink_ctx);
 
+// The same, calling `on_token` (may be NULL) with each generated token as it
+// is chosen; returning false stops after that token.
+ATLAS_MUST_USE atlas_status atlas_model_generate_stream(
+    atlas_model *model, const uint32_t *prompt, size_t prompt_len, size_t steps,
+    bool (*on_token)(void *ctx, uint32_t token), void *token_ctx,
+    uint32_t *out_tokens, size_t *out_count, atlas_logits_sink sink,
+    void *sink_ctx);
+
 atlas_backend *atlas_model_backend(atlas_model *model);
 // The name of the architecture row the model was opened with.
 const char *atlas_model_arch_name(const atlas_model *model);

@@ -81,7 +81,7 @@ ATLAS_MUST_USE atlas_status atlas_llama_generate(atlas_llama_model *model,
 ATLAS_MUST_USE atlas_status atlas_llama_generate_ex(atlas_llama_model *model,
                                      const uint32_t *prompt, size_t prompt_len,
                                      size_t steps,
-                                     const atlas_generate_options *options,
+                                     const atlas_arch_generate_options *options,
                                      uint32_t *out_tokens, size_t *out_count,
                                      atlas_logits_sink sink, void *sink_ctx);
 

@@ -32,7 +32,7 @@ ATLAS_MUST_USE atlas_status atlas_llama_arch_load(atlas_backend *backend,
 ATLAS_MUST_USE atlas_status atlas_llama_arch_generate(atlas_arch_model *model,
                                        const uint32_t *prompt,
                                        size_t prompt_len, size_t steps,
-                                       const atlas_generate_options *options,
+                                       const atlas_arch_generate_options *options,
                                        uint32_t *out_tokens, size_t *out_count,
                                        atlas_logits_sink sink, void *sink_ctx);
 ATLAS_MUST_USE atlas_status atlas_llama_arch_unload(atlas_arch_model *model,

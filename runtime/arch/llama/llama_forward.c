@@ -223,7 +223,7 @@ static uint32_t argmax(const float *v, size_t n) {
   return (uint32_t)best;
 }
 
-static bool is_eos(const atlas_generate_options *o, uint32_t token) {
+static bool is_eos(const atlas_arch_generate_options *o, uint32_t token) {
   if (o == NULL || o->ignore_eos) return false;
   for (size_t i = 0; i < o->eos_count; ++i) {
     if (o->eos[i] == token) return true;
@@ -234,7 +234,7 @@ static bool is_eos(const atlas_generate_options *o, uint32_t token) {
 atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
                                      const uint32_t *prompt, size_t prompt_len,
                                      size_t steps,
-                                     const atlas_generate_options *options,
+                                     const atlas_arch_generate_options *options,
                                      uint32_t *out_tokens, size_t *out_count,
                                      atlas_logits_sink sink, void *sink_ctx) {
   if (out_count != NULL) *out_count = 0;
@@ -271,6 +271,10 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
       token = argmax(logits, vocab);
       if (generated < steps) out_tokens[generated++] = token;
       if (is_eos(options, token)) break;  // never fed back
+      if (options != NULL && options->on_token != NULL &&
+          !options->on_token(options->token_ctx, token)) {
+        break;
+      }
     }
   }
   free(logits);

@@ -1,4 +1,4 @@
-#include "atlas/tools/memory_svg.h"
+#include "atlas/runtime/api/memory_svg.h"
 
 #include <string.h>
 

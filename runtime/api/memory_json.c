@@ -1,4 +1,4 @@
-#include "atlas/tools/memory_json.h"
+#include "atlas/runtime/api/memory_json.h"
 
 #include <jansson.h>
 #include <stdbool.h>

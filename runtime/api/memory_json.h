@@ -1,7 +1,7 @@
 // The memory report as JSON, from the same rows as the text and the SVG, so
 // --top and --min-mb shape all three alike.
-#ifndef ATLAS_TOOLS_MEMORY_JSON_H_
-#define ATLAS_TOOLS_MEMORY_JSON_H_
+#ifndef ATLAS_RUNTIME_API_MEMORY_JSON_H_
+#define ATLAS_RUNTIME_API_MEMORY_JSON_H_
 
 #include <stddef.h>
 
@@ -14,4 +14,4 @@
 ATLAS_MUST_USE atlas_status atlas_memory_json(const atlas_site_report *report, size_t top,
                                double min_mb, char **out_json);
 
-#endif  // ATLAS_TOOLS_MEMORY_JSON_H_
+#endif  // ATLAS_RUNTIME_API_MEMORY_JSON_H_

@@ -1,7 +1,7 @@
 // An SVG picture of live bytes by call site: one bar per site, biggest
 // first, labelled with the size, the count and the site.
-#ifndef ATLAS_TOOLS_MEMORY_SVG_H_
-#define ATLAS_TOOLS_MEMORY_SVG_H_
+#ifndef ATLAS_RUNTIME_API_MEMORY_SVG_H_
+#define ATLAS_RUNTIME_API_MEMORY_SVG_H_
 
 #include <stdio.h>
 
@@ -10,4 +10,4 @@
 ATLAS_MUST_USE atlas_status atlas_memory_svg_write(const atlas_site_report *report,
                                     const char *title, FILE *out);
 
-#endif  // ATLAS_TOOLS_MEMORY_SVG_H_
+#endif  // ATLAS_RUNTIME_API_MEMORY_SVG_H_
