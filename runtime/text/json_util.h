@@ -1,0 +1,57 @@
+// Reading tokenizer.json with jansson: typed field access whose errors name
+// the file and the key path ("tokenizer.json: pre_tokenizer.pretokenizers[1]
+// .behavior: ..."), so a user knows exactly which part of the file is wrong.
+#ifndef ATLAS_RUNTIME_TEXT_JSON_UTIL_H_
+#define ATLAS_RUNTIME_TEXT_JSON_UTIL_H_
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/status.h"
+
+#define ATLAS_TJ_PATH_MAX 256
+
+// Where in which file: carried down the loaders.
+typedef struct atlas_tj_at {
+  const char *file;
+  char path[ATLAS_TJ_PATH_MAX];
+} atlas_tj_at;
+
+// at.path + "." + key (or "[index]").
+atlas_tj_at atlas_tj_key(const atlas_tj_at *at, const char *key);
+atlas_tj_at atlas_tj_index(const atlas_tj_at *at, size_t index);
+
+// DATA_LOSS status "file: path: message".
+atlas_status atlas_tj_error(const atlas_tj_at *at, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+// UNIMPLEMENTED status "file: path: message" for a construct we refuse.
+atlas_status atlas_tj_unsupported(const atlas_tj_at *at, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+// The object's member `key`; NULL when absent or JSON null.
+json_t *atlas_tj_member(json_t *obj, const char *key);
+
+// Required string member. The pointer is owned by the JSON document.
+atlas_status atlas_tj_string(json_t *obj, const atlas_tj_at *at,
+                             const char *key, const char **out,
+                             size_t *out_len);
+// Optional string member: *out = NULL when absent or null.
+atlas_status atlas_tj_opt_string(json_t *obj, const atlas_tj_at *at,
+                                 const char *key, const char **out,
+                                 size_t *out_len);
+// Optional bool member with a default.
+atlas_status atlas_tj_bool(json_t *obj, const atlas_tj_at *at,
+                           const char *key, bool dflt, bool *out);
+// Required unsigned integer member (<= max).
+atlas_status atlas_tj_uint(json_t *obj, const atlas_tj_at *at,
+                           const char *key, uint64_t max, uint64_t *out);
+// Required array member.
+atlas_status atlas_tj_array(json_t *obj, const atlas_tj_at *at,
+                            const char *key, json_t **out);
+// The object's "type" string; refuses a non-object.
+atlas_status atlas_tj_type(json_t *obj, const atlas_tj_at *at,
+                           const char **out);
+
+#endif  // ATLAS_RUNTIME_TEXT_JSON_UTIL_H_
