@@ -69,7 +69,102 @@ static int32_t trie_longest(const atlas_trie *t, const char *s, size_t len,
   return best;
 }
 
+// One entry of the file's "added_tokens", before ids are assigned.
+typedef struct added_def {
+  const char *content;
+  size_t len;
+  atlas_added_token flags;
+} added_def;
+
+static atlas_status parse_defs(json_t *arr, const atlas_tj_at *at,
+                               added_def *defs) {
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    json_t *v = json_array_get(arr, i);
+    atlas_tj_at ki = atlas_tj_index(at, i);
+    added_def *d = &defs[i];
+    uint64_t id;
+    if (!json_is_object(v)) return atlas_tj_error(&ki, "expected an object");
+    ATLAS_RETURN_IF_ERROR(atlas_tj_uint(v, &ki, "id", UINT32_MAX - 1, &id));
+    ATLAS_RETURN_IF_ERROR(atlas_tj_string(v, &ki, "content", &d->content,
+                                          &d->len));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_tj_bool(v, &ki, "special", false, &d->flags.special));
+    ATLAS_RETURN_IF_ERROR(atlas_tj_bool(v, &ki, "lstrip", false, &d->flags.lstrip));
+    ATLAS_RETURN_IF_ERROR(atlas_tj_bool(v, &ki, "rstrip", false, &d->flags.rstrip));
+    ATLAS_RETURN_IF_ERROR(atlas_tj_bool(v, &ki, "normalized", !d->flags.special,
+                                        &d->flags.normalized));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_tj_bool(v, &ki, "single_word", false, &d->flags.single_word));
+  }
+  return ATLAS_OK;
+}
+
+// Ids as tokenizers assigns them when it loads a file (AddedVocabulary::
+// add_tokens): the file's "id" is only checked there (a warning), never
+// used. A token already in the vocabulary keeps that id; a new one gets one
+// past the largest added id, or the model's vocabulary size.
+static atlas_status assign(atlas_added_vocab *out, const added_def *d,
+                           const atlas_strmap *model_vocab) {
+  const atlas_strmap_entry *e =
+      atlas_strmap_get(&out->by_content, d->content, d->len);
+  if (e) {  // same content again: the later flags win, the id stays
+    atlas_added_token *t = &out->tokens[e->a];
+    bool special = t->special || d->flags.special;
+    char *content = t->content;
+    uint32_t id = t->id;
+    *t = d->flags;
+    t->content = content;
+    t->len = d->len;
+    t->id = id;
+    t->special = special;
+    return ATLAS_OK;
+  }
+  uint32_t id;
+  const atlas_strmap_entry *m = atlas_strmap_get(model_vocab, d->content,
+                                                 d->len);
+  uint32_t vocab_size = (uint32_t)model_vocab->count;
+  if (m) {
+    id = m->a;
+  } else if (!out->have_max) {
+    id = vocab_size;
+  } else {
+    id = (out->max_id >= vocab_size || vocab_size == 0) ? out->max_id + 1
+                                                        : vocab_size;
+  }
+  if (!out->have_max || id > out->max_id) out->max_id = id;
+  out->have_max = true;
+  atlas_added_token *t = &out->tokens[out->count];
+  *t = d->flags;
+  t->id = id;
+  t->len = d->len;
+  t->content = malloc(d->len + 1);
+  if (!t->content) return oom();
+  memcpy(t->content, d->content, d->len + 1);
+  uint32_t index = (uint32_t)out->count++;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_strmap_put(&out->by_content, d->content, d->len, index, 0));
+  // A later token given the same id replaces the earlier one for decoding.
+  return atlas_pairmap_put(&out->by_id, id, 0, index, 0);
+}
+
+static atlas_status insert_pattern(atlas_added_vocab *out, const added_def *d,
+                                   const atlas_normalizer *normalizer,
+                                   atlas_text_matcher *m,
+                                   atlas_text_buf *norm) {
+  const atlas_strmap_entry *e =
+      atlas_strmap_get(&out->by_content, d->content, d->len);
+  int32_t index = (int32_t)e->a;
+  if (!d->flags.normalized) {
+    return trie_insert(&out->raw, d->content, d->len, index);
+  }
+  if (!normalizer) return trie_insert(&out->norm, d->content, d->len, index);
+  ATLAS_RETURN_IF_ERROR(
+      atlas_normalizer_run(normalizer, m, d->content, d->len, norm));
+  return trie_insert(&out->norm, norm->data, norm->len, index);
+}
+
 atlas_status atlas_added_vocab_load(json_t *arr, const atlas_tj_at *at,
+                                    const atlas_strmap *model_vocab,
                                     const atlas_normalizer *normalizer,
                                     atlas_text_matcher *m,
                                     atlas_added_vocab *out) {
@@ -77,53 +172,38 @@ atlas_status atlas_added_vocab_load(json_t *arr, const atlas_tj_at *at,
   out->raw.empty = out->norm.empty = true;
   size_t n = json_array_size(arr);
   out->tokens = calloc(n + 1, sizeof(*out->tokens));
-  if (!out->tokens) return oom();
+  added_def *defs = calloc(n + 1, sizeof(*defs));
   atlas_text_buf norm = {0};
-  atlas_status st = ATLAS_OK;
+  atlas_status st = (!out->tokens || !defs) ? oom() : ATLAS_OK;
   int32_t root;
-  st = trie_node(&out->raw, 0, &root);
+  if (!st) st = trie_node(&out->raw, 0, &root);
   if (!st) st = trie_node(&out->norm, 0, &root);
+  if (!st) st = parse_defs(arr, at, defs);
   for (size_t i = 0; !st && i < n; i++) {
-    json_t *v = json_array_get(arr, i);
-    atlas_tj_at ki = atlas_tj_index(at, i);
-    atlas_added_token *t = &out->tokens[i];
-    const char *content;
-    size_t len;
-    uint64_t id;
-    if (!json_is_object(v)) {
-      st = atlas_tj_error(&ki, "expected an object");
-      break;
-    }
-    st = atlas_tj_uint(v, &ki, "id", UINT32_MAX - 1, &id);
-    if (!st) st = atlas_tj_string(v, &ki, "content", &content, &len);
-    if (!st) st = atlas_tj_bool(v, &ki, "special", false, &t->special);
-    if (!st) st = atlas_tj_bool(v, &ki, "lstrip", false, &t->lstrip);
-    if (!st) st = atlas_tj_bool(v, &ki, "rstrip", false, &t->rstrip);
-    if (!st) st = atlas_tj_bool(v, &ki, "normalized", !t->special,
-                                &t->normalized);
-    if (!st) st = atlas_tj_bool(v, &ki, "single_word", false, &t->single_word);
-    if (st) break;
-    t->content = malloc(len + 1);
-    if (!t->content) {
-      st = oom();
-      break;
-    }
-    memcpy(t->content, content, len + 1);
-    t->len = len;
-    t->id = (uint32_t)id;
-    out->count = i + 1;
-    st = atlas_strmap_put(&out->by_content, content, len, (uint32_t)i, 0);
-    if (!st) st = atlas_pairmap_put(&out->by_id, t->id, 0, (uint32_t)i, 0);
-    if (st) break;
-    if (t->normalized && normalizer) {
-      st = atlas_normalizer_run(normalizer, m, content, len, &norm);
-      if (!st) st = trie_insert(&out->norm, norm.data, norm.len, (int32_t)i);
-    } else if (t->normalized) {
-      st = trie_insert(&out->norm, content, len, (int32_t)i);
-    } else {
-      st = trie_insert(&out->raw, content, len, (int32_t)i);
+    if (defs[i].len == 0) continue;  // tokenizers ignores empty tokens
+    st = assign(out, &defs[i], model_vocab);
+  }
+  // Patterns: special tokens first (first definition of each), then the
+  // others, as tokenizers' refresh_added_tokens orders them.
+  for (int pass = 0; !st && pass < 2; pass++) {
+    for (size_t i = 0; !st && i < n; i++) {
+      if (defs[i].len == 0) continue;
+      const atlas_strmap_entry *e =
+          atlas_strmap_get(&out->by_content, defs[i].content, defs[i].len);
+      bool special = out->tokens[e->a].special;
+      if (pass == 0 && defs[i].flags.special) {
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++) {
+          seen = defs[j].flags.special && defs[j].len == defs[i].len &&
+                 memcmp(defs[j].content, defs[i].content, defs[i].len) == 0;
+        }
+        if (!seen) st = insert_pattern(out, &defs[i], normalizer, m, &norm);
+      } else if (pass == 1 && !special) {
+        st = insert_pattern(out, &defs[i], normalizer, m, &norm);
+      }
     }
   }
+  free(defs);
   atlas_text_buf_free(&norm);
   if (st) atlas_added_vocab_free(out);
   return st;

@@ -49,11 +49,15 @@ typedef struct atlas_added_vocab {
   atlas_pairmap by_id;      // (id, 0) -> index (a)
   atlas_trie raw;           // normalized == false, matched in the input
   atlas_trie norm;          // normalized == true, matched after normalizing
+  uint32_t max_id;
+  bool have_max;
 } atlas_added_vocab;
 
-// Loads the "added_tokens" array. `normalizer` (may be NULL) normalizes the
-// patterns of normalized tokens.
+// Loads the "added_tokens" array, assigning ids the way tokenizers does
+// (from the model's vocabulary, not the file). `normalizer` (may be NULL)
+// normalizes the patterns of normalized tokens.
 atlas_status atlas_added_vocab_load(json_t *arr, const atlas_tj_at *at,
+                                    const atlas_strmap *model_vocab,
                                     const atlas_normalizer *normalizer,
                                     atlas_text_matcher *m,
                                     atlas_added_vocab *out);

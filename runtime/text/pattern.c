@@ -1,9 +1,66 @@
 #include "runtime/text/pattern.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/text/utf8.h"
+
+// Unicode White_Space, which \s means in Oniguruma (what tokenizers runs).
+// PCRE2 10.42's \s with UCP also matches U+180E, so \s and \S are spelled
+// out; the pattern is otherwise compiled as written.
+#define WHITE_SPACE                                                      \
+  "\\t-\\r\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}" \
+  "\\x{2029}\\x{202f}\\x{205f}\\x{3000}"
+
+static atlas_status spell_out_white_space(const char *re, char **out) {
+  size_t n = strlen(re);
+  size_t cap = n * (sizeof(WHITE_SPACE) + 4) + 1;
+  char *o = malloc(cap);
+  if (!o) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "tokenizer: out of memory for a regex");
+  }
+  size_t w = 0;
+  bool in_class = false;
+  for (size_t i = 0; i < n; i++) {
+    char c = re[i];
+    if (c == '\\' && i + 1 < n) {
+      char d = re[i + 1];
+      if (d == 's' || (d == 'S' && !in_class)) {
+        const char *pre = in_class ? "" : (d == 's' ? "[" : "[^");
+        w += (size_t)sprintf(o + w, "%s%s%s", pre, WHITE_SPACE,
+                             in_class ? "" : "]");
+      } else {
+        o[w++] = c;
+        o[w++] = d;
+      }
+      i++;
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      o[w++] = c;
+      // A ']' right after '[' or '[^' is a literal.
+      if (i + 1 < n && re[i + 1] == '^') o[w++] = re[++i];
+      if (i + 1 < n && re[i + 1] == ']') o[w++] = re[++i];
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < n && re[i + 1] == ':') {
+      const char *end = strstr(re + i, ":]");
+      size_t len = end ? (size_t)(end - (re + i)) + 2 : 1;
+      memcpy(o + w, re + i, len);
+      w += len;
+      i += len - 1;
+      continue;
+    }
+    if (in_class && c == ']') in_class = false;
+    o[w++] = c;
+  }
+  o[w] = '\0';
+  *out = o;
+  return ATLAS_OK;
+}
 
 atlas_status atlas_text_pattern_compile(const char *regex,
                                         const atlas_tj_at *at,
@@ -11,6 +68,7 @@ atlas_status atlas_text_pattern_compile(const char *regex,
   memset(out, 0, sizeof(*out));
   int err = 0;
   PCRE2_SIZE off = 0;
+  // Compiled as written first, so errors point into the file's pattern.
   out->re = pcre2_compile((PCRE2_SPTR)regex, PCRE2_ZERO_TERMINATED,
                           PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
   if (!out->re) {
@@ -18,6 +76,18 @@ atlas_status atlas_text_pattern_compile(const char *regex,
     pcre2_get_error_message(err, msg, sizeof(msg));
     return atlas_tj_error(at, "regex does not compile at offset %zu: %s",
                           (size_t)off, (const char *)msg);
+  }
+  pcre2_code_free(out->re);
+  char *spelled = NULL;
+  ATLAS_RETURN_IF_ERROR(spell_out_white_space(regex, &spelled));
+  out->re = pcre2_compile((PCRE2_SPTR)spelled, PCRE2_ZERO_TERMINATED,
+                          PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
+  free(spelled);
+  if (!out->re) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(err, msg, sizeof(msg));
+    return atlas_tj_error(at, "regex with \\s spelled out does not compile: %s",
+                          (const char *)msg);
   }
   // JIT is an optimisation: without it pcre2_match interprets.
   (void)pcre2_jit_compile(out->re, PCRE2_JIT_COMPLETE);

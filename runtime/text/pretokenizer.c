@@ -394,15 +394,21 @@ static atlas_status run_digits(const atlas_pretokenizer *p,
       continue;
     }
     const char *s = in->buf.data + sp->start;
-    // Pattern::find_matches for a char predicate: each digit is a match,
-    // runs of other characters are one non-match.
+    // Pattern::find_matches for a char predicate (char::is_numeric): each
+    // numeric character is a match, runs of other characters one non-match.
     l.n = 0;
     size_t prev = 0;
-    for (size_t j = 0; !st && j < sp->len; j++) {
-      if (s[j] < '0' || s[j] > '9') continue;
+    for (size_t j = 0; !st && j < sp->len;) {
+      size_t cl;
+      uint32_t cp = atlas_utf8_decode(s + j, &cl);
+      if (!atlas_utf8_is_numeric(cp)) {
+        j += cl;
+        continue;
+      }
       if (prev != j) st = ranges_push(&l, prev, j, false);
-      if (!st) st = ranges_push(&l, j, j + 1, true);
-      prev = j + 1;
+      if (!st) st = ranges_push(&l, j, j + cl, true);
+      j += cl;
+      prev = j;
     }
     if (!st && prev != sp->len) st = ranges_push(&l, prev, sp->len, false);
     if (!st && sp->len == 0) st = ranges_push(&l, 0, 0, false);

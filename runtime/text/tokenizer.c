@@ -76,8 +76,8 @@ static atlas_status load_root(atlas_tokenizer *t, json_t *root,
   if (!json_is_array(added)) {
     st = atlas_tj_error(&ka, "expected an array");
   } else {
-    st = atlas_added_vocab_load(added, &ka, t->normalizer, &t->matcher,
-                                &t->added);
+    st = atlas_added_vocab_load(added, &ka, &t->bpe.vocab, t->normalizer,
+                                &t->matcher, &t->added);
   }
   json_decref(empty);
   ATLAS_RETURN_IF_ERROR(st);

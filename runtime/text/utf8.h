@@ -27,6 +27,8 @@ atlas_status atlas_utf8_append_lossy(atlas_text_buf *out, const char *s,
 
 // Rust char::is_whitespace (the White_Space property).
 bool atlas_utf8_is_whitespace(uint32_t cp);
+// Rust char::is_numeric (categories Nd, Nl, No): what Digits splits on.
+bool atlas_utf8_is_numeric(uint32_t cp);
 // Rust regex's Unicode \w, which added tokens' single_word tests.
 bool atlas_utf8_is_word_char(uint32_t cp);
 

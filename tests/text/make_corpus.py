@@ -114,6 +114,10 @@ specials = [
     "a<|im_start|>b", "<|im_start|<|im_end|>>", "<|fim_prefix|>def<|fim_suffix|>x<|fim_middle|>",
     "<|reserved_special_token_5|>", "not a <|special|> token", "<|begin_of_text|", "|begin_of_text|>",
     "<|im_start|> spaced <|im_end|>", "\n<|im_start|>\n", "<0x41> literal byte token text",
+    # Tokens of the synthetic files that lstrip, rstrip, want a single word or are normalized.
+    "fill   <mask>   here", "<mask>", "a<sep>   b", "x <sep>\n\ny", "  <both>  ", "a<both>b",
+    "one word here", "password wordy sword word.", "word", "Hello world, world-wide worlds",
+    "call <tool>  now", "<tool>", "x <|im_start|> y", "x<|im_start|>y", "\u00a0<mask>\u3000",
 ]
 for s in specials:
     add(s)
@@ -126,7 +130,7 @@ def rnd(n):
     return (state >> 33) % n
 
 pool = english + code + numbers + cjk + arabic + hindi + emoji + combining + specials + spaces
-while len(texts) < 230:
+while len(texts) < 256:
     k = 2 + rnd(4)
     seps = [" ", "", "\n", "  ", "\r\n", "\t"]
     add("".join(pool[rnd(len(pool))] + seps[rnd(len(seps))] for _ in range(k)))

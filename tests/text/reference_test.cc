@@ -130,8 +130,11 @@ void CheckModel(const std::string &name, json_t *model, json_t *corpus) {
       if (got != Str(c, keys[k])) failures++;
       EXPECT_EQ(got, Str(c, keys[k])) << keys[k];
     }
-    // Streaming: pieces are whole characters and add up to the decode.
-    for (int skip = 0; skip < 2; skip++) {
+    // Streaming: pieces are whole characters and add up to the decode. Not
+    // for split_behaviors: its Strip decoder cuts characters per token, so
+    // the decode of later ids is not the tail of the whole decode (that is
+    // how tokenizers' DecodeStream is defined, and what we implement).
+    for (int skip = 0; skip < 2 && name != "split_behaviors"; skip++) {
       atlas_tokenizer_stream *stream = nullptr;
       ASSERT_EQ(atlas_tokenizer_stream_create(tok, skip, &stream), ATLAS_OK);
       std::string all;
@@ -189,11 +192,11 @@ int main(int argc, char **argv) {
       model = a.substr(8);  // the files after it belong to this model
     } else if (a.size() > 10 && a.compare(a.size() - 10, 10, "/error.txt") == 0) {
       g_fetch_errors.push_back(ReadFile(a));
-    } else if (a.size() >= 15 && a.compare(a.size() - 15, 15, "/tokenizer.json") == 0) {
-      g_tokenizer_paths[model] = a;
     } else if (a.find('=') != std::string::npos) {
       // NAME=PATH: an explicit tokenizer file.
       g_tokenizer_paths[a.substr(0, a.find('='))] = a.substr(a.find('=') + 1);
+    } else if (a.size() >= 15 && a.compare(a.size() - 15, 15, "/tokenizer.json") == 0) {
+      g_tokenizer_paths[model] = a;
     }
   }
   return RUN_ALL_TESTS();
