@@ -56,7 +56,8 @@ function sha256(path) {
       cases.push({
         ids, ids_no_special: Array.from(plain.getIds()),
         decode: keep, decode_skip: skip,
-        decode_clean: cleanUp(keep), decode_skip_clean: cleanUp(skip),
+        decode_clean: m.clean ? cleanUp(keep) : keep,
+        decode_skip_clean: m.clean ? cleanUp(skip) : skip,
       });
     }
     out.models[m.name] = {
