@@ -32,11 +32,10 @@ args = ap.parse_args()
 with open(args.text, encoding="utf-8", newline="") as f:
     text = f.read()
 nbytes = len(text.encode("utf-8"))
-inputs = text.splitlines(keepends=True) if args.mode == "lines" else [text]
-# splitlines also breaks at \r, \v, \x1c.. and U+2028; split at "\n" only, as the C bench does.
-if args.mode == "lines":
-    inputs = [p for p in text.split("\n")]
-    inputs = [p + "\n" for p in inputs[:-1]] + ([inputs[-1]] if inputs[-1] else [])
+inputs = [text]
+if args.mode == "lines":  # split at "\n" only, as the C bench does
+    parts = text.split("\n")
+    inputs = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 t = time.monotonic()
 tok = Tokenizer.from_file(args.tokenizer)
