@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
           return 2;
         }
         break;
-      case 'r': repeat = atoi(optarg); break;
+      case 'r': repeat = (int)strtol(optarg, NULL, 10); break;
       case 'o': ids_path = optarg; break;
       default:
         fprintf(stderr,

@@ -104,8 +104,8 @@ static atlas_status load_merges(json_t *merges, const atlas_tj_at *at,
     st = lookup_piece(bpe, &ki, a, alen, &ida);
     if (!st) st = lookup_piece(bpe, &ki, b, blen, &idb);
     if (st) break;
-    if (alen + blen > joined_cap) {
-      joined_cap = (alen + blen) * 2;
+    if (!joined || alen + blen > joined_cap) {
+      joined_cap = (alen + blen) * 2 + 16;
       char *j = realloc(joined, joined_cap);
       if (!j) {
         st = oom();
@@ -394,6 +394,7 @@ atlas_status atlas_bpe_tokenize(const atlas_bpe *bpe, atlas_bpe_scratch *s,
   }
   if (!cacheable) return ATLAS_OK;
   size_t count = out->count - first;
+  if (count == 0) return ATLAS_OK;  // nothing worth caching
   if (s->cache.count >= CACHE_MAX_ENTRIES) {
     atlas_strmap_clear(&s->cache);
     s->cache_ids_len = 0;

@@ -177,7 +177,8 @@ atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s,
   atlas_status st =
       decode_into(s->tokenizer, s->ids, s->count, &s->options, &text);
   if (!st && text.len > s->prefix.len && !ends_with_replacement(&text)) {
-    if (memcmp(text.data, s->prefix.data, s->prefix.len) != 0) {
+    if (s->prefix.len > 0 &&
+        memcmp(text.data, s->prefix.data, s->prefix.len) != 0) {
       st = atlas_status_make(ATLAS_STATUS_INTERNAL,
                              "tokenizer stream: decoded text no longer starts "
                              "with what was already emitted");

@@ -60,7 +60,7 @@ atlas_status atlas_decoder_load(json_t *v, const atlas_tj_at *at,
     st = atlas_tj_array(v, at, "decoders", &arr);
     if (!st) {
       atlas_tj_at k = atlas_tj_key(at, "decoders");
-      d->children = calloc(json_array_size(arr) + 1, sizeof(*d->children));
+      d->children = calloc(json_array_size(arr) + 1, sizeof(atlas_decoder *));
       if (!d->children) st = oom();
       for (size_t i = 0; !st && i < json_array_size(arr); i++) {
         atlas_tj_at ki = atlas_tj_index(&k, i);

@@ -1,6 +1,5 @@
 #include "runtime/text/json_util.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,29 +31,9 @@ atlas_tj_at atlas_tj_index(const atlas_tj_at *at, size_t index) {
   return r;
 }
 
-static atlas_status vmake(atlas_status_code code, const atlas_tj_at *at,
-                          const char *fmt, va_list ap) {
-  char msg[512];
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  return atlas_status_make(code, "%s: %s: %s", at->file,
-                           at->path[0] ? at->path : "(top level)", msg);
-}
-
-atlas_status atlas_tj_error(const atlas_tj_at *at, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  atlas_status s = vmake(ATLAS_STATUS_DATA_LOSS, at, fmt, ap);
-  va_end(ap);
-  return s;
-}
-
-atlas_status atlas_tj_unsupported(const atlas_tj_at *at, const char *fmt,
-                                  ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  atlas_status s = vmake(ATLAS_STATUS_UNIMPLEMENTED, at, fmt, ap);
-  va_end(ap);
-  return s;
+atlas_status atlas_tj_annotate(const atlas_tj_at *at, atlas_status status) {
+  return atlas_status_annotate(status, "%s: %s", at->file,
+                               at->path[0] ? at->path : "(top level)");
 }
 
 json_t *atlas_tj_member(json_t *obj, const char *key) {

@@ -23,12 +23,15 @@ typedef struct atlas_tj_at {
 atlas_tj_at atlas_tj_key(const atlas_tj_at *at, const char *key);
 atlas_tj_at atlas_tj_index(const atlas_tj_at *at, size_t index);
 
+// Prefixes "file: path: " to a status (takes ownership).
+atlas_status atlas_tj_annotate(const atlas_tj_at *at, atlas_status status);
 // DATA_LOSS status "file: path: message".
-atlas_status atlas_tj_error(const atlas_tj_at *at, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+#define atlas_tj_error(at, ...) \
+  atlas_tj_annotate((at), atlas_status_make(ATLAS_STATUS_DATA_LOSS, __VA_ARGS__))
 // UNIMPLEMENTED status "file: path: message" for a construct we refuse.
-atlas_status atlas_tj_unsupported(const atlas_tj_at *at, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+#define atlas_tj_unsupported(at, ...) \
+  atlas_tj_annotate(                  \
+      (at), atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED, __VA_ARGS__))
 
 // The object's member `key`; NULL when absent or JSON null.
 json_t *atlas_tj_member(json_t *obj, const char *key);

@@ -61,7 +61,7 @@ atlas_status atlas_normalizer_load(json_t *v, const atlas_tj_at *at,
     st = atlas_tj_array(v, at, "normalizers", &arr);
     if (!st) {
       atlas_tj_at k = atlas_tj_key(at, "normalizers");
-      n->children = calloc(json_array_size(arr) + 1, sizeof(*n->children));
+      n->children = calloc(json_array_size(arr) + 1, sizeof(atlas_normalizer *));
       if (!n->children) st = oom();
       for (size_t i = 0; !st && i < json_array_size(arr); i++) {
         atlas_tj_at ki = atlas_tj_index(&k, i);

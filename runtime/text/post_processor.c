@@ -125,7 +125,7 @@ atlas_status atlas_post_processor_load(json_t *v, const atlas_tj_at *at,
     st = atlas_tj_array(v, at, "processors", &arr);
     if (!st) {
       atlas_tj_at k = atlas_tj_key(at, "processors");
-      p->children = calloc(json_array_size(arr) + 1, sizeof(*p->children));
+      p->children = calloc(json_array_size(arr) + 1, sizeof(atlas_post_processor *));
       if (!p->children) st = oom();
       for (size_t i = 0; !st && i < json_array_size(arr); i++) {
         atlas_tj_at ki = atlas_tj_index(&k, i);
@@ -178,7 +178,7 @@ atlas_status atlas_post_processor_run(const atlas_post_processor *p,
       size_t n = ids->count - first;
       uint32_t *seq = malloc((n ? n : 1) * sizeof(uint32_t));
       if (!seq) return oom();
-      memcpy(seq, ids->ids + first, n * sizeof(uint32_t));
+      if (n > 0) memcpy(seq, ids->ids + first, n * sizeof(uint32_t));
       ids->count = first;
       atlas_status st = ATLAS_OK;
       for (size_t i = 0; !st && i < p->item_count; i++) {

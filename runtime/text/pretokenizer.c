@@ -118,7 +118,7 @@ atlas_status atlas_pretokenizer_load(json_t *v, const atlas_tj_at *at,
     st = atlas_tj_array(v, at, "pretokenizers", &arr);
     if (!st) {
       atlas_tj_at k = atlas_tj_key(at, "pretokenizers");
-      p->children = calloc(json_array_size(arr) + 1, sizeof(*p->children));
+      p->children = calloc(json_array_size(arr) + 1, sizeof(atlas_pretokenizer *));
       if (!p->children) st = oom();
       for (size_t i = 0; !st && i < json_array_size(arr); i++) {
         atlas_tj_at ki = atlas_tj_index(&k, i);
@@ -225,8 +225,8 @@ static atlas_status emit_behavior(atlas_split_behavior behavior,
         }
         previous_match = r.is_match;
       }
-      memmove(l->r, l->r + w, (l->n - w) * sizeof(range));
       n = l->n - w;
+      if (n > 0) memmove(l->r, l->r + w, n * sizeof(range));
       break;
     }
   }
@@ -347,7 +347,17 @@ static atlas_status run_metaspace(const atlas_pretokenizer *p,
       continue;
     }
     const char *s = in->buf.data + sp->start;
+    // After spaces become the replacement, does the piece start with it?
+    bool starts = (sp->len > 0 && s[0] == ' ') ||
+                  (sp->len >= p->replacement_len &&
+                   memcmp(s, p->replacement, p->replacement_len) == 0);
+    bool prepend = !starts && (p->prepend_scheme == ATLAS_PREPEND_ALWAYS ||
+                               (p->prepend_scheme == ATLAS_PREPEND_FIRST &&
+                                sp->first));
     tmp.len = 0;
+    if (prepend) {
+      st = atlas_text_buf_append(&tmp, p->replacement, p->replacement_len);
+    }
     for (size_t j = 0; !st && j < sp->len; j++) {
       st = s[j] == ' '
                ? atlas_text_buf_append(&tmp, p->replacement,
@@ -355,18 +365,6 @@ static atlas_status run_metaspace(const atlas_pretokenizer *p,
                : atlas_text_buf_append(&tmp, s + j, 1);
     }
     if (st) break;
-    bool starts = tmp.len >= p->replacement_len &&
-                  memcmp(tmp.data, p->replacement, p->replacement_len) == 0;
-    bool prepend = !starts && (p->prepend_scheme == ATLAS_PREPEND_ALWAYS ||
-                               (p->prepend_scheme == ATLAS_PREPEND_FIRST &&
-                                sp->first));
-    if (prepend) {
-      st = atlas_text_buf_reserve(&tmp, p->replacement_len);
-      if (st) break;
-      memmove(tmp.data + p->replacement_len, tmp.data, tmp.len);
-      memcpy(tmp.data, p->replacement, p->replacement_len);
-      tmp.len += p->replacement_len;
-    }
     if (p->split) {
       st = find_matches(&pat, m, tmp.data, tmp.len, false, &l);
       if (!st) {
