@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/text/tokenizer.h"
@@ -175,6 +176,59 @@ TEST_F(Reference, EveryModelMatches) {
     n++;
   }
   EXPECT_GE(n, 3u);
+}
+
+// One handle shared by threads: encode locks its word cache, decode and
+// streaming only read. Every thread must get the single-threaded ids.
+TEST_F(Reference, SharedHandleAcrossThreads) {
+  for (const char *name : {"llama3", "sp_metaspace"}) {
+    auto it = g_tokenizer_paths.find(name);
+    ASSERT_NE(it, g_tokenizer_paths.end()) << name;
+    atlas_tokenizer *tok = nullptr;
+    atlas_status st = atlas_tokenizer_load(it->second.c_str(), &tok);
+    ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
+    std::vector<std::string> texts;
+    for (size_t i = 0; i < json_array_size(corpus_); i++) {
+      json_t *t = json_array_get(corpus_, i);
+      texts.emplace_back(json_string_value(t), json_string_length(t));
+    }
+    auto encode_all = [&](std::vector<std::vector<uint32_t>> *out, std::vector<std::string> *dec) {
+      for (const std::string &text : texts) {
+        uint32_t *ids = nullptr;
+        size_t n = 0;
+        atlas_status s = atlas_tokenizer_encode(tok, text.data(), text.size(), true, &ids, &n);
+        if (s) {
+          atlas_status_free(s);
+          out->emplace_back();
+          continue;
+        }
+        out->emplace_back(ids, ids + n);
+        char *d = nullptr;
+        size_t len = 0;
+        s = atlas_tokenizer_decode(tok, ids, n, false, &d, &len);
+        dec->emplace_back(s ? std::string("error") : std::string(d, len));
+        atlas_status_free(s);
+        free(d);
+        free(ids);
+      }
+    };
+    std::vector<std::vector<uint32_t>> want;
+    std::vector<std::string> want_dec;
+    encode_all(&want, &want_dec);
+    const int kThreads = 4;
+    std::vector<std::vector<std::vector<uint32_t>>> got(kThreads);
+    std::vector<std::vector<std::string>> got_dec(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++) {
+      threads.emplace_back(encode_all, &got[t], &got_dec[t]);
+    }
+    for (auto &t : threads) t.join();
+    for (int t = 0; t < kThreads; t++) {
+      EXPECT_TRUE(got[t] == want) << name << " thread " << t;
+      EXPECT_TRUE(got_dec[t] == want_dec) << name << " thread " << t;
+    }
+    atlas_tokenizer_free(tok);
+  }
 }
 
 }  // namespace
