@@ -40,10 +40,15 @@ static char *read_file(const char *path, size_t *out_len) {
 }
 
 static int decode(atlas_tokenizer *tok, const char *list, bool skip) {
-  size_t cap = 16, n = 0;
+  // Every id takes at least two characters ("1,"), so this many slots do.
+  size_t cap = strlen(list) / 2 + 1, n = 0;
   uint32_t *ids = malloc(cap * sizeof(*ids));
+  if (!ids) {
+    fprintf(stderr, "tokenize: out of memory\n");
+    return 1;
+  }
   const char *p = list;
-  while (ids && *p) {
+  while (*p && n < cap) {
     char *end;
     unsigned long v = strtoul(p, &end, 10);
     if (end == p || v > UINT32_MAX) {
@@ -51,17 +56,9 @@ static int decode(atlas_tokenizer *tok, const char *list, bool skip) {
       free(ids);
       return 2;
     }
-    if (n == cap) {
-      cap *= 2;
-      uint32_t *g = realloc(ids, cap * sizeof(*ids));
-      if (!g) free(ids);
-      ids = g;
-      if (!ids) break;
-    }
     ids[n++] = (uint32_t)v;
     p = *end == ',' ? end + 1 : end;
   }
-  if (!ids) return 1;
   char *text = NULL;
   size_t len = 0;
   atlas_status st = atlas_tokenizer_decode(tok, ids, n, skip, &text, &len);
