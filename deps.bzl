@@ -151,7 +151,7 @@ def atlas_dependencies(
         native.local_repository(name = "rules_java", path = rules_java_path)
     libs = [
         ("jansson", ["jansson.h", "jansson_config.h"], "libjansson.a", "libjansson-dev", []),
-        ("pcre2", ["pcre2.h"], "libpcre2-8.a", "libpcre2-dev", ["PCRE2_CODE_UNIT_WIDTH=8", "PCRE2_STATIC"]),
+        ("pcre2", ["pcre2.h"], "libpcre2-8.a", "libpcre2-dev", ["PCRE2_STATIC"]),
         ("utf8proc", ["utf8proc.h"], "libutf8proc.a", "libutf8proc-dev", ["UTF8PROC_STATIC"]),
     ]
     for name, headers, lib, pkg, defines in libs:

@@ -43,6 +43,7 @@ SELF_GATE_TARGETS = [
     "//runtime/sampling:rng",
     "//runtime/sampling:sampler",
     "//runtime/sampling:stop",
+    "//runtime/text:tokenizer",
     "//runtime:backend",
     "//runtime:forward",
     "//runtime:half",
@@ -60,6 +61,7 @@ SELF_GATE_TARGETS = [
     "//tools:bench_cuda",
     "//tools:bench_ledger",
     "//tools:bench_load",
+    "//tools:bench_tokenizer",
     "//tools:cli_options",
     "//tools:cli_support",
     "//tools:demo_models_embedded",
@@ -67,5 +69,6 @@ SELF_GATE_TARGETS = [
     "//tools:make_checkpoint_embed",
     "//tools:make_checkpoint_lib",
     "//tools:safetensors_write",
+    "//tools:tokenize",
     "//lint:atlas_statics_plugin.so",
 ]
