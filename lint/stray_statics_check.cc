@@ -361,7 +361,7 @@ bool FindArguingComment(StringRef Buf, size_t DeclLineStart,
 // ATLAS_STATIC (and whether it used the genuine definition from
 // lint/atlas_static.h), and the lines of `#pragma clang attribute`.
 struct PPFacts {
-  std::map<unsigned, bool> MarkExpansions;  // raw location -> genuine
+  std::map<unsigned, bool> MarkExpansions;  // spelling of the name -> genuine
   std::set<std::pair<unsigned, unsigned>> PragmaAttributeLines;  // (FileID hash, line)
 };
 
@@ -398,7 +398,7 @@ class MarkTracker : public clang::PPCallbacks {
                     clang::SourceRange, const clang::MacroArgs *) override {
     const clang::IdentifierInfo *II = Name.getIdentifierInfo();
     if (II == nullptr || II->getName() != kMarkMacro) return;
-    Facts->MarkExpansions[Name.getLocation().getRawEncoding()] =
+    Facts->MarkExpansions[SM.getSpellingLoc(Name.getLocation()).getRawEncoding()] =
         IsGenuineMark(MD.getMacroInfo(), SM);
   }
 
@@ -712,7 +712,7 @@ void StrayStaticsCheck::Emit(const Finding &F, bool OfferConst) {
   if (FID != SM.getMainFileID()) {
     SourceLocation Inc = SM.getIncludeLoc(FID);
     while (Inc.isValid()) {
-      diag(Inc, "'%0' is spelled in an included file, reached from here",
+      diag(Inc, "the static is spelled in '%0', included here",
            clang::DiagnosticIDs::Note)
           << SM.getFilename(F.At);
       clang::FileID Up = SM.getFileID(Inc);
@@ -851,13 +851,18 @@ void StrayStaticsCheck::check(
     SourceLocation AL = A->getLocation();
     // Find the ATLAS_STATIC expansion that produced the attribute.
     SourceLocation MarkTok;
-    for (SourceLocation L = AL; L.isMacroID();
-         L = SM.getImmediateMacroCallerLoc(L)) {
+    for (SourceLocation L = AL; L.isMacroID();) {
+      // Through macro arguments to the macro body the token came from.
+      while (L.isMacroID() && SM.isMacroArgExpansion(L)) {
+        L = SM.getImmediateSpellingLoc(L);
+      }
+      if (!L.isMacroID()) break;
       if (clang::Lexer::getImmediateMacroName(L, SM, Ctx.getLangOpts()) ==
           kMarkMacro) {
         MarkTok = SM.getImmediateExpansionRange(L).getBegin();
         break;
       }
+      L = SM.getImmediateExpansionRange(L).getBegin();
     }
     SourceLocation Spelled = SM.getExpansionLoc(MarkTok.isValid() ? MarkTok : AL);
     std::pair<clang::FileID, unsigned> SD = SM.getDecomposedLoc(Spelled);
@@ -878,7 +883,7 @@ void StrayStaticsCheck::check(
                 "ATLAS_STATIC macro";
       continue;
     }
-    auto It = Facts.MarkExpansions.find(MarkTok.getRawEncoding());
+    auto It = Facts.MarkExpansions.find(SM.getSpellingLoc(MarkTok).getRawEncoding());
     if (It == Facts.MarkExpansions.end() || !It->second) {
       BadMark = "its ATLAS_STATIC is not the macro from lint/atlas_static.h "
                 "(redefined)";
