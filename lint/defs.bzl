@@ -5,7 +5,7 @@
 
 The aspects run one action per source file (and per header, checked on its own), with the cc target's own
 flags: C files as C (-x c -std=c11) with the target's copts, C++ as C++; the headers of a C target as C.
-Every action is hermetic: its inputs are the tool (clang-tidy from @llvm14, a declared file), the plugin,
+Every action is hermetic: its inputs are the tool (clang-tidy from @atlas_llvm (lint/llvm.bzl), a declared file), the plugin,
 the configuration, the runner script, the source and the headers of the target's compilation context.
 Reports land in output groups: `atlas_statics` (all), `atlas_statics_text`, `atlas_statics_fixes` (the
 --export-fixes YAML with workspace-relative paths) and `atlas_statics_sarif` (SARIF 2.1.0).
@@ -289,7 +289,7 @@ _RUNNER = attr.label(default = Label("//lint:tidy_action.py"), allow_single_file
 _SARIF = attr.label(default = Label("//lint:sarif.py"), allow_single_file = True)
 _GATE = attr.label(default = Label("//lint:statics_gate.py"), allow_single_file = True)
 _CUDA_STUB = attr.label(default = Label("//lint:cuda_stub"))
-_CLANG_TIDY = attr.label(default = Label("@llvm14//:bin/clang-tidy"), allow_single_file = True)
+_CLANG_TIDY = attr.label(default = Label("@atlas_llvm//:bin/clang-tidy"), allow_single_file = True)
 
 _ATTR_ASPECTS = ["deps", "srcs", "hdrs"]
 
