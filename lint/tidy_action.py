@@ -67,6 +67,12 @@ def statics_report(text):
         m = DIAG.match(raw)
         if not m:
             continue
+        # One file, one spelling: `#include "./x.c"` and `a/../b.h` name files too.
+        path = os.path.normpath(m["file"]) if in_workspace(m["file"]) else m["file"]
+        msg = re.sub(r"'([^'\s]*/\.{1,2}/[^'\s]*)'", lambda q: "'%s'" % os.path.normpath(q.group(1)), m["msg"])
+        raw = "%s:%s:%s: %s: %s%s" % (path, m["line"], m["col"], m["level"], msg,
+                                       " [%s]" % m["check"] if m["check"] else "")
+        m = DIAG.match(raw)
         if m["level"] == "note":
             if keep_notes:
                 lines.append(raw)
