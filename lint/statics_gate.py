@@ -193,6 +193,8 @@ def main(argv):
         with open(a.stamp, "w", encoding="utf-8") as f:
             f.write("PASS\n")
         return 0  # a build action: quiet on success
+    if a.report_only:
+        return 0  # a build action writing the merged SARIF: quiet
     what = a.check or "lint"
     print("%s gate: %d report(s), %d finding(s), %d baselined, %d stale baseline entr%s" % (
         what, len(paths), len(findings), baselined, len(stale), "y" if len(stale) == 1 else "ies"))
@@ -207,8 +209,6 @@ def main(argv):
         print("not checked (generated files): %s" % ", ".join(sorted(set(excluded))))
     for n in notes:
         print("note: " + n)
-    if a.report_only:
-        return 0
     if sarif_path:
         print("merged SARIF: %s" % sarif_path)
     if failures:
