@@ -41,7 +41,8 @@ DIAG = re.compile(
 SUBJECT = re.compile(r"'(?P<name>[^']+)'(?: in function '(?P<function>[^']+)')?")
 BASELINE_HEADER = (
     "# Stragglers kept passing until they are fixed: `file function variable` (`-` for file scope),\n"
-    "# quoted like shell words when a field holds blanks. Regenerate: bazel run <gate>.update_baseline\n")
+    "# quoted like shell words when a field holds blanks. Rewritten by an atlas_statics_baseline_update\n"
+    "# target (bazel run); the gate fails on a listed straggler that no longer exists.\n")
 
 
 def quote(field):
@@ -155,8 +156,15 @@ def main(argv):
 
     if a.update_baseline:
         unique = sorted(set(keys))
+        header = ""
+        if os.path.exists(a.update_baseline):  # keep the file's own leading comment
+            with open(a.update_baseline, encoding="utf-8") as f:
+                for line in f:
+                    if not line.startswith("#"):
+                        break
+                    header += line
         with open(a.update_baseline, "w", encoding="utf-8") as f:
-            f.write(BASELINE_HEADER)
+            f.write(header or BASELINE_HEADER)
             for key in unique:
                 f.write(entry_text(key) + "\n")
         print("%s: %d entr%s" % (a.update_baseline, len(unique), "y" if len(unique) == 1 else "ies"))
@@ -210,7 +218,12 @@ def main(argv):
     for n in notes:
         print("note: " + n)
     if sarif_path:
-        print("merged SARIF: %s" % sarif_path)
+        shown = sarif_path
+        target = os.environ.get("TEST_TARGET", "")
+        if not a.sarif and target.startswith("//") and ":" in target:
+            pkg, name = target[2:].split(":", 1)
+            shown = "bazel-testlogs/%s/test.outputs/%s.sarif" % ("/".join(x for x in (pkg, name) if x), a.name)
+        print("merged SARIF: %s" % shown)
     if failures:
         print("\nFAIL: %d problem(s):" % len(failures))
         for line in failures:

@@ -260,6 +260,19 @@ if grep -qF "'app::(anonymous namespace)::g_hidden'" "$WORK/cxx.baseline" \
   pass "C++ baseline keys round-trip ($(grep -vc '^#' "$WORK/cxx.baseline") entries)"
 else fail "C++ baseline round trip"; cat "$WORK/cxx.baseline" "$WORK/cxx_gate.txt"; fi
 
+# The self-gate coverage check: a cc target declared in a BUILD file that the gate did not visit fails,
+# unless it is tagged no-atlas-statics.
+mkdir -p "$WORK/tree/pkg"
+printf 'cc_library(\n    name = "seen",\n)\n\ncc_library(\n    name = "escaped",\n)\n' > "$WORK/tree/pkg/BUILD"
+echo "//pkg:seen" > "$WORK/visited"
+if $PY lint/self_gate_coverage.py --root "$WORK/tree" --visited "$WORK/visited" > "$WORK/cov.txt"; then
+  fail "an escaped cc target must fail the coverage check"
+elif grep -q "    //pkg:escaped" "$WORK/cov.txt"; then pass "a cc target that escapes the self-gate fails, named"
+else fail "coverage output"; cat "$WORK/cov.txt"; fi
+sed -i 's|name = "escaped",|name = "escaped",\n    tags = ["no-atlas-statics"],|' "$WORK/tree/pkg/BUILD"
+$PY lint/self_gate_coverage.py --root "$WORK/tree" --visited "$WORK/visited" >/dev/null \
+  && pass "a tagged target is an explicit exclusion" || fail "tagged target still fails coverage"
+
 # A textual include through the gate: reported once, at its spelling location, with the include note.
 echo "$WORK/tests_lint_fixtures_textual_commands.c.txt" > "$WORK/textual.manifest"
 $PY lint/statics_gate.py --manifest "$WORK/textual.manifest" --check atlas-stray-statics > "$WORK/textual.txt"
