@@ -16,9 +16,9 @@ import sys
 KINDS = ("cc_library", "cc_binary", "cc_test", "atlas_cuda_fatbin")
 CALL = re.compile(r"^(%s)\(" % "|".join(KINDS), re.M)
 NAME = re.compile(r"\bname\s*=\s*\"([^\"]+)\"")
-# tests/: packages private to their suites, gated by the CI's pattern run
-# (tools/bazel build --config=atlas_statics -- //... -//tests/lint/fixtures/...); the lint fixtures there
-# hold stragglers on purpose.
+# tests/: GoogleTest suites (private packages; GoogleTest's TEST_P registers tests through mutable statics),
+# and the lint fixtures, which hold stragglers on purpose. The product (everything else) is also gated by
+# the CI's pattern run: tools/bazel build --config=atlas_statics -- //... -//tests/...
 EXCLUDED_DIRS = ("tests",)
 
 

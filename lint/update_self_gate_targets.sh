@@ -1,8 +1,8 @@
 #!/bin/sh
-# Regenerates lint/self_gate_targets.bzl: every cc target of the workspace outside tests/ (test packages are
-# private to their suites; the CI's pattern run below gates them). The aspects also follow deps, srcs and hdrs; //lint:self_gate_coverage_test
+# Regenerates lint/self_gate_targets.bzl: every cc target of the workspace outside tests/ (GoogleTest suites
+# in private packages; see lint/self_gate_coverage.py). The aspects also follow deps, srcs and hdrs; //lint:self_gate_coverage_test
 # fails when a cc target declared in the tree escapes the list, and CI also runs the gate over the package
-# pattern (tools/bazel build --config=atlas_statics -- //... -//tests/lint/fixtures/...), which needs no list.
+# pattern (tools/bazel build --config=atlas_statics -- //... -//tests/...), which needs no list.
 # Run from the workspace root: lint/update_self_gate_targets.sh
 set -eu
 targets=$(tools/bazel query --noshow_progress \
