@@ -21,6 +21,7 @@ struct atlas_model {
   const atlas_arch *arch;  // the row of the model's architecture
   atlas_arch_model *impl;  // that row's model
   atlas_eos eos;
+  atlas_generate_options generate_options;  // points into eos
 };
 
 static const char *spec_name(const atlas_model_spec *spec) {
@@ -122,6 +123,7 @@ static atlas_status read_generation_config(const char *dir, opened *o) {
   }
   bool found = false;
   atlas_eos eos;
+  memset(&eos, 0, sizeof(eos));
   if (status == ATLAS_OK) status = atlas_eos_parse(text, len, path, &eos, &found);
   if (status == ATLAS_OK && found) o->eos = eos;
   free(text);
@@ -218,15 +220,17 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
     m->spec.backend = m->backend_name;
   }
   opened o;
+  atlas_arch_load_options lo = {spec->max_seq, spec->progress,
+                                spec->progress_ctx, spec->uploader};
   atlas_status status = open_checkpoint(spec, &o);
   if (status == ATLAS_OK) {
     m->arch = o.arch;
     m->eos = o.eos;
+    m->generate_options =
+        (atlas_generate_options){m->eos.ids, m->eos.count, spec->ignore_eos};
     status = create_backend(spec, o.arch, &m->backend);
   }
   if (status == ATLAS_OK) {
-    atlas_arch_load_options lo = {spec->max_seq, spec->progress,
-                                  spec->progress_ctx, spec->uploader};
     status = o.arch->load(m->backend, o.ck, o.config, &lo, &m->impl);
   }
   opened_close(&o);  // the weights now live on the backend
@@ -260,10 +264,9 @@ atlas_status atlas_model_generate(atlas_model *model, const uint32_t *prompt,
                                   size_t prompt_len, size_t steps,
                                   uint32_t *out_tokens, size_t *out_count,
                                   atlas_logits_sink sink, void *sink_ctx) {
-  atlas_generate_options options = {model->eos.ids, model->eos.count,
-                                    model->spec.ignore_eos};
   return model->arch->generate(model->impl, prompt, prompt_len, steps,
-                               &options, out_tokens, out_count, sink, sink_ctx);
+                               &model->generate_options, out_tokens, out_count,
+                               sink, sink_ctx);
 }
 
 atlas_backend *atlas_model_backend(atlas_model *model) { return model->backend; }
