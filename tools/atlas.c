@@ -14,13 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/ledger_report.h"
-#include "atlas/runtime/model/swap.h"
-#include "atlas/runtime/version.h"
+#include "atlas/atlas.h"
+#include "atlas/atlas_testing.h"
 #include "atlas/tools/cli_options.h"
 #include "atlas/tools/make_checkpoint_demo_models.h"
-#include "atlas/runtime/api/memory_json.h"
-#include "atlas/runtime/api/memory_svg.h"
 #include "atlas/tools/progress.h"
 
 // ---- shared option values ----------------------------------------------------
@@ -28,10 +25,22 @@
 static const char kBackendHelp[] =
     "host, cuda, or auto (cuda when a GPU is usable, else host)";
 
+// One of atlas_backend_names() ("cuda,host,auto").
 static atlas_status parse_backend(const char *value, const char **out) {
-  ATLAS_RETURN_IF_ERROR(atlas_backend_factory_check_name(value));
-  *out = value;
-  return ATLAS_OK;
+  const char *names = atlas_backend_names();
+  size_t len = strlen(value);
+  for (const char *p = names; len > 0 && *p != '\0';) {
+    const char *end = strchr(p, ',');
+    size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+    if (n == len && strncmp(p, value, n) == 0) {
+      *out = value;
+      return ATLAS_OK;
+    }
+    p += n + (end != NULL);
+  }
+  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                           "unknown backend '%s' (expected one of: %s)", value,
+                           names);
 }
 
 // "1,2,3" -> token ids (the caller frees *out).
@@ -305,37 +314,48 @@ static atlas_status write_logits(void *ctx, const float *logits, size_t n) {
   return ATLAS_OK;
 }
 
-static void spec_for(const char *backend, const char *dir,
-                     int64_t max_seq, atlas_progress *progress,
-                     atlas_model_spec *out) {
-  memset(out, 0, sizeof(*out));
-  out->dir = dir;
+static void open_options_for(const char *backend, int64_t max_seq,
+                             atlas_progress *progress,
+                             atlas_open_options *out) {
+  atlas_open_options_init(out);
   out->backend = backend;
   out->max_seq = max_seq;
   out->progress = atlas_progress_update;
   out->progress_ctx = progress;
 }
 
-static atlas_status print_report(atlas_model *m, size_t top, double min_mb) {
+static atlas_status print_report(const atlas_model *m, size_t top,
+                                 double min_mb) {
+  atlas_model_info info = {.struct_size = sizeof(info)};
+  ATLAS_RETURN_IF_ERROR(atlas_model_info_get(m, &info));
+  atlas_report_options ro;
+  atlas_report_options_init(&ro);
+  ro.top = top;
+  ro.min_mb = min_mb;
   char *text = NULL;
-  ATLAS_RETURN_IF_ERROR(
-      atlas_backend_alloc_report(atlas_model_backend(m), top, min_mb, &text));
+  ATLAS_RETURN_IF_ERROR(atlas_report(m, ATLAS_REPORT_TEXT, &ro, &text));
   printf("memory report (%s on %s, KV cache for %lld positions):\n%s",
-         atlas_model_name(m), atlas_backend_name(atlas_model_backend(m)),
-         (long long)atlas_model_max_seq(m), text);
-  free(text);
+         info.name, info.backend, (long long)info.max_seq, text);
+  atlas_free(text);
   return ATLAS_OK;
 }
 
 static atlas_status generate(atlas_model *m, const uint32_t *prompt, size_t n,
-                             size_t steps, logits_file *lf) {
+                             size_t steps, bool ignore_eos, logits_file *lf) {
   uint32_t *out = calloc(steps ? steps : 1, sizeof(uint32_t));
   if (out == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "too many steps");
   }
+  atlas_generate_options go;
+  atlas_generate_options_init(&go);
+  go.max_new_tokens = steps;
+  go.ignore_eos = ignore_eos;
+  if (lf != NULL && lf->f != NULL) {
+    go.on_logits = write_logits;
+    go.ctx = lf;
+  }
   size_t count = 0;
-  atlas_status s =
-      atlas_model_generate(m, prompt, n, steps, out, &count, write_logits, lf);
+  atlas_status s = atlas_generate(m, prompt, n, &go, out, &count);
   if (s == ATLAS_OK) {
     for (size_t i = 0; i < count; ++i) printf("%s%u", i ? "," : "", out[i]);
     printf("\n");
@@ -346,58 +366,59 @@ static atlas_status generate(atlas_model *m, const uint32_t *prompt, size_t n,
 
 // Says which of a swap's outcomes happened, on stderr, first and in capitals
 // when it failed (never a timing line for a swap that did not happen).
-static atlas_status report_swap(atlas_status s, const atlas_swap_report *r,
+static atlas_status report_swap(atlas_status s, const atlas_swap_info *r,
                                 const char *old_name, const char *new_name) {
   if (s == ATLAS_OK) {
     fprintf(stderr,
             "swap: now serving %s (%s path: teardown %.2f ms, load %.2f ms, "
             "total %.2f ms)\n",
-            new_name,
-            r->path == ATLAS_SWAP_SIDE_BY_SIDE ? "side-by-side" : "replace",
+            new_name, r->side_by_side ? "side-by-side" : "replace",
             r->teardown_ms, r->load_ms, r->total_ms);
     return ATLAS_OK;
   }
-  if (r->swapped) {
-    return atlas_status_annotate(s, "swapped to %s, but tearing down %s "
-                                    "reported an error", new_name, old_name);
+  switch (r->outcome) {
+    case ATLAS_SWAP_OUTCOME_SWAPPED:
+      return atlas_status_annotate(s, "swapped to %s, but tearing down %s "
+                                      "reported an error", new_name, old_name);
+    case ATLAS_SWAP_OUTCOME_RESTORED:
+      fprintf(stderr, "swap: FAILED part-way; the old model %s was restored "
+                      "and is serving again\n", old_name);
+      return s;  // the runtime's reason, which names the outcome too
+    case ATLAS_SWAP_OUTCOME_REFUSED:
+      if (r->needed_bytes == 0) {
+        // Refused before the budget check: the new model could not be sized.
+        fprintf(stderr,
+                "swap: REFUSED before anything changed: the new model could "
+                "not be read (reason below). The old model %s is still "
+                "serving.\n",
+                old_name);
+        return s;
+      }
+      fprintf(stderr,
+              "swap: REFUSED before anything changed: the new model needs "
+              "%llu bytes; %llu bytes could be made available (%llu free + "
+              "%llu held by the old model). The old model %s is still "
+              "serving.\n",
+              (unsigned long long)r->needed_bytes,
+              (unsigned long long)r->free_bytes +
+                  (unsigned long long)r->releasable_bytes,
+              (unsigned long long)r->free_bytes,
+              (unsigned long long)r->releasable_bytes, old_name);
+      return s;  // the runtime's reason, which names the outcome too
+    case ATLAS_SWAP_OUTCOME_KEPT:
+      fprintf(stderr, "swap: FAILED loading the new model beside the old one; "
+                      "the old model %s was never unloaded and is still "
+                      "serving\n", old_name);
+      return s;  // the runtime's reason, which names the outcome too
+    case ATLAS_SWAP_OUTCOME_LOST:
+    default:
+      fprintf(stderr, "swap: FAILED, and the old model %s could not be "
+                      "restored; no model is loaded\n", old_name);
+      return s;
   }
-  if (r->restored) {
-    fprintf(stderr, "swap: FAILED part-way; the old model %s was restored "
-                    "and is serving again\n", old_name);
-    return s;  // the runtime's reason, which names the outcome too
-  }
-  if (r->path == ATLAS_SWAP_REFUSED && r->needed_bytes == 0) {
-    // Refused before the budget check: the new model could not be sized.
-    fprintf(stderr,
-            "swap: REFUSED before anything changed: the new model could not "
-            "be read (reason below). The old model %s is still serving.\n",
-            old_name);
-    return s;
-  }
-  if (r->path == ATLAS_SWAP_REFUSED) {
-    fprintf(stderr,
-            "swap: REFUSED before anything changed: the new model needs %llu "
-            "bytes; %llu bytes could be made available (%llu free + %llu held "
-            "by the old model). The old model %s is still serving.\n",
-            (unsigned long long)r->needed_bytes,
-            (unsigned long long)r->free_bytes +
-                (unsigned long long)r->releasable_bytes,
-            (unsigned long long)r->free_bytes,
-            (unsigned long long)r->releasable_bytes, old_name);
-    return s;  // the runtime's reason, which names the outcome too
-  }
-  if (r->path == ATLAS_SWAP_SIDE_BY_SIDE) {
-    fprintf(stderr, "swap: FAILED loading the new model beside the old one; "
-                    "the old model %s was never unloaded and is still "
-                    "serving\n", old_name);
-    return s;  // the runtime's reason, which names the outcome too
-  }
-  fprintf(stderr, "swap: FAILED, and the old model %s could not be restored; "
-                  "no model is loaded\n", old_name);
-  return s;
 }
 
-// `atlas run` (to == NULL) and `atlas swap`.
+// `atlas run` (swap false) and `atlas swap`.
 static atlas_status run_or_swap(const run_options *o, bool swap) {
   int64_t max_seq = o->max_seq;
   if (max_seq == 0) max_seq = (int64_t)o->prompt_len + o->steps;
@@ -405,12 +426,11 @@ static atlas_status run_or_swap(const run_options *o, bool swap) {
   logits_file lf = {NULL, o->logits};
   atlas_progress progress;
   atlas_progress_init(&progress, "loading");
-  atlas_model_spec spec;
-  spec_for(o->backend, o->model, max_seq, &progress, &spec);
-  spec.ignore_eos = o->ignore_eos;
-  spec.device_budget_bytes = (uint64_t)(o->budget_mb * 1e6 + 0.5);
+  atlas_open_options oo;
+  open_options_for(o->backend, max_seq, &progress, &oo);
+  oo.device_budget_bytes = (uint64_t)(o->budget_mb * 1e6 + 0.5);
   atlas_model *m = NULL;
-  atlas_status s = atlas_model_open(&spec, &m);
+  atlas_status s = atlas_open(o->model, &oo, &m);
   atlas_progress_finish(&progress);
   if (s == ATLAS_OK && o->logits[0] != '\0') {
     lf.f = fopen(o->logits, "wb");
@@ -420,27 +440,26 @@ static atlas_status run_or_swap(const run_options *o, bool swap) {
     }
   }
   if (s == ATLAS_OK) {
-    s = generate(m, o->prompt, o->prompt_len, (size_t)o->steps, &lf);
+    s = generate(m, o->prompt, o->prompt_len, (size_t)o->steps, o->ignore_eos,
+                 &lf);
   }
   if (s == ATLAS_OK && swap) {
     s = print_report(m, 10, 0.0);
-    atlas_model_spec next;
-    atlas_progress_init(&progress, "swapping");
-    spec_for(o->backend, o->to, max_seq, &progress, &next);
-    next.ignore_eos = o->ignore_eos;
-    next.device_budget_bytes = spec.device_budget_bytes;
-    if (o->fail_alloc > 0) {
-      next.fault_kind = ATLAS_FAULT_ALLOC;
-      next.fault_at = (uint64_t)o->fail_alloc;
-    }
     if (s == ATLAS_OK) {
-      atlas_swap_report r;
-      s = atlas_model_swap(&m, &next, &r);
+      atlas_progress_init(&progress, "swapping");
+      atlas_open_options next = oo;
+      next.progress_ctx = &progress;
+      atlas_swap_info r;
+      s = atlas_testing_swap(&m, o->to, &next,
+                             o->fail_alloc > 0 ? ATLAS_TESTING_FAULT_ALLOC
+                                               : ATLAS_TESTING_FAULT_NONE,
+                             (uint64_t)o->fail_alloc, &r);
       atlas_progress_finish(&progress);
       s = report_swap(s, &r, o->model, o->to);
     }
     if (s == ATLAS_OK) {
-      s = generate(m, o->prompt, o->prompt_len, (size_t)o->steps, &lf);
+      s = generate(m, o->prompt, o->prompt_len, (size_t)o->steps,
+                   o->ignore_eos, &lf);
     }
     if (s == ATLAS_OK) s = print_report(m, 10, 0.0);
   }
@@ -448,7 +467,7 @@ static atlas_status run_or_swap(const run_options *o, bool swap) {
     s = atlas_status_make(ATLAS_STATUS_IO, "closing %s: %s", o->logits,
                           strerror(errno));
   }
-  return atlas_status_join(s, m != NULL ? atlas_model_close(m, NULL) : ATLAS_OK);
+  return atlas_status_join(s, atlas_close(m, NULL));
 }
 
 static atlas_status write_file_text(const char *path, const char *text) {
@@ -465,62 +484,55 @@ static atlas_status write_file_text(const char *path, const char *text) {
   return ATLAS_OK;
 }
 
-static atlas_status write_svg(atlas_model *m, const atlas_site_report *report,
-                              const char *path) {
-  FILE *f = fopen(path, "w");
-  if (f == NULL) {
-    return atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", path,
-                             strerror(errno));
-  }
-  char title[512];
-  snprintf(title, sizeof(title), "Live memory of %s on %s",
-           atlas_model_name(m), atlas_backend_name(atlas_model_backend(m)));
-  atlas_status s = atlas_memory_svg_write(report, title, f);
-  if (fclose(f) != 0 && s == ATLAS_OK) {
-    s = atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s", path,
-                          strerror(errno));
-  }
+// One report format into a file.
+static atlas_status write_report_file(const atlas_model *m,
+                                      atlas_report_format format,
+                                      const report_options *o,
+                                      const char *path) {
+  atlas_report_options ro;
+  atlas_report_options_init(&ro);
+  ro.top = (size_t)o->top;
+  ro.min_mb = o->min_mb;
+  char *text = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_report(m, format, &ro, &text));
+  atlas_status s = write_file_text(path, text);
+  atlas_free(text);
   return s;
 }
 
 // The JSON and the SVG, from the same rows as the text (--top, --min-mb).
-static atlas_status write_report_files(atlas_model *m, const report_options *o) {
-  atlas_ledger_entry *entries = NULL;
-  size_t count = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot(
-      atlas_backend_ledger(atlas_model_backend(m)), &entries, &count));
-  atlas_site_report sites;
-  atlas_status s = atlas_site_report_build(entries, count, (size_t)o->top,
-                                           o->min_mb, &sites);
-  free(entries);
-  if (s != ATLAS_OK) return s;
+static atlas_status write_report_files(const atlas_model *m,
+                                       const report_options *o) {
   if (o->json[0] != '\0') {
-    char *json = NULL;
-    s = atlas_memory_json(&sites, (size_t)o->top, o->min_mb, &json);
-    if (s == ATLAS_OK) s = write_file_text(o->json, json);
-    free(json);
-    if (s == ATLAS_OK) printf("wrote the JSON report to %s\n", o->json);
+    ATLAS_RETURN_IF_ERROR(write_report_file(m, ATLAS_REPORT_JSON, o, o->json));
+    printf("wrote the JSON report to %s\n", o->json);
   }
-  if (s == ATLAS_OK && o->svg[0] != '\0') {
-    s = write_svg(m, &sites, o->svg);
-    if (s == ATLAS_OK) printf("wrote the SVG chart to %s\n", o->svg);
+  if (o->svg[0] != '\0') {
+    ATLAS_RETURN_IF_ERROR(write_report_file(m, ATLAS_REPORT_SVG, o, o->svg));
+    printf("wrote the SVG chart to %s\n", o->svg);
   }
-  atlas_site_report_free(&sites);
-  return s;
+  return ATLAS_OK;
 }
 
 static atlas_status report(const report_options *o) {
   atlas_progress progress;
   atlas_progress_init(&progress, "loading");
-  atlas_model_spec spec;
-  spec_for(o->backend, o->model, o->max_seq, &progress, &spec);
+  atlas_open_options oo;
+  open_options_for(o->backend, o->max_seq, &progress, &oo);
   atlas_model *m = NULL;
-  atlas_status s = atlas_model_open(&spec, &m);
+  atlas_status s = atlas_open(o->model, &oo, &m);
   atlas_progress_finish(&progress);
   if (s != ATLAS_OK) return s;
   s = print_report(m, (size_t)o->top, o->min_mb);
   if (s == ATLAS_OK) s = write_report_files(m, o);
-  return atlas_status_join(s, atlas_model_close(m, NULL));
+  return atlas_status_join(s, atlas_close(m, NULL));
+}
+
+static atlas_status print_model_line(const atlas_model *m) {
+  atlas_model_info info = {.struct_size = sizeof(info)};
+  ATLAS_RETURN_IF_ERROR(atlas_model_info_get(m, &info));
+  printf("model %s on %s\n", info.name, info.backend);
+  return ATLAS_OK;
 }
 
 // The README's main job: load an embedded model, generate, swap to the
@@ -532,60 +544,63 @@ static atlas_status demo(const demo_options *o) {
     return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
                              "the embedded demo models are missing from this build");
   }
-  atlas_embedded_checkpoint ea = {a->name, a->config_json, a->config_bytes,
-                                  a->weights, a->weights_bytes};
-  atlas_embedded_checkpoint eb = {b->name, b->config_json, b->config_bytes,
-                                  b->weights, b->weights_bytes};
-  atlas_model_spec sa, sb;
-  memset(&sa, 0, sizeof(sa));
-  sa.backend = o->backend;
-  sa.embedded = &ea;
-  sa.max_seq = 64;
-  sb = sa;
-  sb.embedded = &eb;
+  atlas_open_options oo;
+  atlas_open_options_init(&oo);
+  oo.backend = o->backend;
+  oo.max_seq = 64;
   const uint32_t prompt[] = {1, 2, 3};
   const size_t steps = 8;
-  logits_file none = {NULL, NULL};
 
   printf("demo: two tiny Llama models built into this binary, tiny-a and "
          "tiny-b, with RANDOM weights:\n"
          "their token ids are not text, and repeated ids are expected, not a "
          "bug.\nprompt 1,2,3; %zu tokens each, greedy.\n\n", steps);
   atlas_model *m = NULL;
-  ATLAS_RETURN_IF_ERROR(atlas_model_open(&sa, &m));
-  printf("model %s on %s\ngenerated: ", atlas_model_name(m),
-         atlas_backend_name(atlas_model_backend(m)));
-  atlas_status s = generate(m, prompt, 3, steps, &none);
-  if (s == ATLAS_OK) s = print_report(m, 10, 0.0);
-  atlas_swap_report r;
+  ATLAS_RETURN_IF_ERROR(atlas_open_memory(a->name, a->config_json,
+                                          a->config_bytes, a->weights,
+                                          a->weights_bytes, &oo, &m));
+  atlas_status s = print_model_line(m);
   if (s == ATLAS_OK) {
-    s = atlas_model_swap(&m, &sb, &r);
+    printf("generated: ");
+    s = generate(m, prompt, 3, steps, false, NULL);
+  }
+  if (s == ATLAS_OK) s = print_report(m, 10, 0.0);
+  if (s == ATLAS_OK) {
+    atlas_swap_info r;
+    s = atlas_swap_memory(&m, b->name, b->config_json, b->config_bytes,
+                          b->weights, b->weights_bytes, &oo, &r);
     if (s == ATLAS_OK) {
-      printf("\nswapped to %s in %.2f ms (%s; teardown %.2f ms, load %.2f ms)\n",
-             atlas_model_name(m), r.total_ms,
-             r.path == ATLAS_SWAP_SIDE_BY_SIDE ? "side by side" : "replace",
-             r.teardown_ms, r.load_ms);
-      printf("generated: ");
-      s = generate(m, prompt, 3, steps, &none);
+      atlas_model_info info = {.struct_size = sizeof(info)};
+      s = atlas_model_info_get(m, &info);
+      if (s == ATLAS_OK) {
+        printf("\nswapped to %s in %.2f ms (%s; teardown %.2f ms, load %.2f "
+               "ms)\n",
+               info.name, r.total_ms,
+               r.side_by_side ? "side by side" : "replace", r.teardown_ms,
+               r.load_ms);
+        printf("generated: ");
+        s = generate(m, prompt, 3, steps, false, NULL);
+      }
     } else {
-      s = report_swap(s, &r, ea.name, eb.name);
+      s = report_swap(s, &r, a->name, b->name);
     }
   }
   if (s == ATLAS_OK) s = print_report(m, 10, 0.0);
   if (m == NULL) return s;
-  atlas_teardown_report td;
-  atlas_status closed = atlas_model_close(m, &td);
+  atlas_close_report td;
+  atlas_status closed = atlas_close(m, &td);
   if (closed == ATLAS_OK) {
     printf("\nteardown: %zu resources released in reverse order, %zu failed\n",
            td.released, td.failed);
-    printf("leaked: %zu bytes\n", td.sweep.bytes);
-    if (td.sweep.count > 0 && s == ATLAS_OK) {
+    printf("leaked: %llu bytes\n", (unsigned long long)td.leaked_bytes);
+    if (td.leaked_allocations > 0 && s == ATLAS_OK) {
       s = atlas_status_make(ATLAS_STATUS_INTERNAL,
-                            "the sweep found %zu unreleased allocations:\n%s",
-                            td.sweep.count, td.sweep.sites);
+                            "the sweep found %zu unreleased allocations "
+                            "(%llu bytes)",
+                            td.leaked_allocations,
+                            (unsigned long long)td.leaked_bytes);
     }
   }
-  atlas_sweep_result_free(&td.sweep);
   return atlas_status_join(s, closed);
 }
 

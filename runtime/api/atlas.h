@@ -87,6 +87,8 @@ ATLAS_MUST_USE atlas_status atlas_open_memory(
 typedef struct atlas_close_report {
   uint64_t leaked_bytes;
   size_t leaked_allocations;
+  size_t released;  // resources the ordered teardown released
+  size_t failed;    // ... and those whose release failed (in the status)
 } atlas_close_report;
 
 // Tears the model down in order and destroys its backend. `model` may be
@@ -145,6 +147,9 @@ typedef enum atlas_swap_outcome {
   ATLAS_SWAP_OUTCOME_REFUSED,      // refused up front; the old model serves
   ATLAS_SWAP_OUTCOME_RESTORED,     // the new one failed; the old one serves
   ATLAS_SWAP_OUTCOME_LOST,         // the new one failed and so did the restore
+  // The new one failed while loading beside the old one (side_by_side),
+  // which was never unloaded and serves.
+  ATLAS_SWAP_OUTCOME_KEPT,
 } atlas_swap_outcome;
 
 typedef struct atlas_swap_info {
@@ -160,10 +165,19 @@ typedef struct atlas_swap_info {
 // atlas_open; NULL: the current model's). On success *model is the new
 // model and the old handle is gone. On failure the status says what failed
 // and `out_info->outcome` which model serves: *model is then the old model
-// (REFUSED, RESTORED) or NULL (LOST). `out_info` may be NULL.
+// (REFUSED, RESTORED, KEPT) or NULL (LOST). REFUSED with needed_bytes 0
+// means the new checkpoint could not be read or sized. `out_info` may be
+// NULL.
 ATLAS_MUST_USE atlas_status atlas_swap(atlas_model **model, const char *dir,
                                        const atlas_open_options *options,
                                        atlas_swap_info *out_info);
+
+// The same to a checkpoint held in memory (as atlas_open_memory: the
+// buffers must outlive the new model).
+ATLAS_MUST_USE atlas_status atlas_swap_memory(
+    atlas_model **model, const char *name, const char *config_json,
+    size_t config_size, const void *safetensors, size_t safetensors_size,
+    const atlas_open_options *options, atlas_swap_info *out_info);
 
 // ---- memory report -------------------------------------------------------------
 

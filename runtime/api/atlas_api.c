@@ -2,6 +2,7 @@
 // with a size field, opaque handles, reports as caller-owned text.
 #define _POSIX_C_SOURCE 200809L  // open_memstream, for the SVG report
 #include "atlas/atlas.h"
+#include "atlas/atlas_testing.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -89,6 +90,30 @@ typedef struct embedded_holder {
   char name[];
 } embedded_holder;
 
+static atlas_status holder_make(const char *name, const char *config_json,
+                                size_t config_size, const void *safetensors,
+                                size_t safetensors_size,
+                                embedded_holder **out) {
+  *out = NULL;
+  if (name == NULL || config_json == NULL || safetensors == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "an in-memory checkpoint needs a name, a config "
+                             "and weights");
+  }
+  size_t len = strlen(name);
+  embedded_holder *h = malloc(sizeof(*h) + len + 1);
+  if (h == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "in-memory checkpoint %s: out of host memory",
+                             name);
+  }
+  memcpy(h->name, name, len + 1);
+  h->checkpoint = (atlas_embedded_checkpoint){h->name, config_json, config_size,
+                                              safetensors, safetensors_size};
+  *out = h;
+  return ATLAS_OK;
+}
+
 atlas_status atlas_open_memory(const char *name, const char *config_json,
                                size_t config_size, const void *safetensors,
                                size_t safetensors_size,
@@ -102,15 +127,10 @@ atlas_status atlas_open_memory(const char *name, const char *config_json,
   }
   atlas_model_spec spec;
   ATLAS_RETURN_IF_ERROR(spec_from(options, &spec));
-  size_t len = strlen(name);
-  embedded_holder *h = malloc(sizeof(*h) + len + 1);
-  if (h == NULL) {
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "atlas_open_memory: out of host memory");
-  }
-  memcpy(h->name, name, len + 1);
-  h->checkpoint = (atlas_embedded_checkpoint){h->name, config_json, config_size,
-                                              safetensors, safetensors_size};
+  embedded_holder *h = NULL;
+  ATLAS_RETURN_IF_ERROR(holder_make(name, config_json, config_size,
+                                    safetensors, safetensors_size, &h),
+                        "atlas_open_memory");
   spec.embedded = &h->checkpoint;
   atlas_status s = atlas_model_open(&spec, out_model);
   if (s != ATLAS_OK) free(h);
@@ -135,6 +155,8 @@ atlas_status atlas_close(atlas_model *model, atlas_close_report *out_report) {
   if (out_report != NULL) {
     out_report->leaked_bytes = report.sweep.bytes;
     out_report->leaked_allocations = report.sweep.count;
+    out_report->released = report.released;
+    out_report->failed = report.failed;
   }
   atlas_sweep_result_free(&report.sweep);
   free(h);
@@ -219,29 +241,45 @@ atlas_status atlas_generate(atlas_model *model, const uint32_t *prompt,
   return s;
 }
 
-atlas_status atlas_swap(atlas_model **model, const char *dir,
-                        const atlas_open_options *options,
-                        atlas_swap_info *out_info) {
+// One swap for atlas_swap, atlas_swap_memory and atlas_testing_swap:
+// `holder` (may be NULL) is the new in-memory checkpoint, owned from here on.
+static atlas_status swap_impl(atlas_model **model, const char *dir,
+                              embedded_holder *holder,
+                              const atlas_open_options *options,
+                              atlas_fault_kind fault_kind,
+                              uint64_t fault_at,  // 0: no fault
+                              atlas_swap_info *out_info) {
   if (out_info != NULL) memset(out_info, 0, sizeof(*out_info));
-  if (model == NULL || *model == NULL || dir == NULL) {
+  if (model == NULL || *model == NULL || (dir == NULL && holder == NULL)) {
+    free(holder);
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "atlas_swap: NULL model or directory");
   }
   atlas_model_spec next;
   if (options != NULL) {
-    ATLAS_RETURN_IF_ERROR(spec_from(options, &next));
+    atlas_status s = spec_from(options, &next);
+    if (s != ATLAS_OK) {
+      free(holder);
+      return s;
+    }
   } else {
     next = *atlas_model_spec_of(*model);
-    next.embedded = NULL;
     next.fault_at = 0;
     next.fail_module_load_at = 0;
   }
-  next.dir = dir;
+  next.dir = holder != NULL ? NULL : dir;
+  next.embedded = holder != NULL ? &holder->checkpoint : NULL;
+  next.fault_kind = fault_kind;
+  next.fault_at = fault_at;
   embedded_holder *old_holder = holder_of(*model);
   atlas_swap_report r;
   memset(&r, 0, sizeof(r));
   atlas_status s = atlas_model_swap(model, &next, &r);
-  if (r.swapped) free(old_holder);  // the old model is gone
+  if (r.swapped) {
+    free(old_holder);  // the old model is gone
+  } else {
+    free(holder);      // the new one never served
+  }
   if (out_info != NULL) {
     out_info->side_by_side = r.path == ATLAS_SWAP_SIDE_BY_SIDE;
     out_info->needed_bytes = r.needed_bytes;
@@ -254,13 +292,48 @@ atlas_status atlas_swap(atlas_model **model, const char *dir,
       out_info->outcome = ATLAS_SWAP_OUTCOME_SWAPPED;
     } else if (r.restored) {
       out_info->outcome = ATLAS_SWAP_OUTCOME_RESTORED;
-    } else if (*model != NULL) {
-      out_info->outcome = ATLAS_SWAP_OUTCOME_REFUSED;
-    } else {
+    } else if (*model == NULL) {
       out_info->outcome = ATLAS_SWAP_OUTCOME_LOST;
+    } else if (r.path == ATLAS_SWAP_SIDE_BY_SIDE) {
+      out_info->outcome = ATLAS_SWAP_OUTCOME_KEPT;
+    } else {
+      out_info->outcome = ATLAS_SWAP_OUTCOME_REFUSED;
     }
   }
   return s;
+}
+
+atlas_status atlas_swap(atlas_model **model, const char *dir,
+                        const atlas_open_options *options,
+                        atlas_swap_info *out_info) {
+  return swap_impl(model, dir, NULL, options, ATLAS_FAULT_ALLOC, 0, out_info);
+}
+
+atlas_status atlas_testing_swap(atlas_model **model, const char *dir,
+                                const struct atlas_open_options *options,
+                                atlas_testing_fault fault, uint64_t at,
+                                struct atlas_swap_info *out_info) {
+  if (fault != ATLAS_TESTING_FAULT_NONE && fault != ATLAS_TESTING_FAULT_ALLOC) {
+    if (out_info != NULL) memset(out_info, 0, sizeof(*out_info));
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_testing_swap: unknown fault kind %d",
+                             (int)fault);
+  }
+  return swap_impl(model, dir, NULL, options, ATLAS_FAULT_ALLOC,
+                   fault == ATLAS_TESTING_FAULT_NONE ? 0 : at, out_info);
+}
+
+atlas_status atlas_swap_memory(atlas_model **model, const char *name,
+                               const char *config_json, size_t config_size,
+                               const void *safetensors, size_t safetensors_size,
+                               const atlas_open_options *options,
+                               atlas_swap_info *out_info) {
+  if (out_info != NULL) memset(out_info, 0, sizeof(*out_info));
+  embedded_holder *h = NULL;
+  ATLAS_RETURN_IF_ERROR(holder_make(name, config_json, config_size,
+                                    safetensors, safetensors_size, &h),
+                        "atlas_swap_memory");
+  return swap_impl(model, NULL, h, options, ATLAS_FAULT_ALLOC, 0, out_info);
 }
 
 static atlas_status svg_text(const atlas_model *model,
