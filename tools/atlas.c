@@ -4,11 +4,15 @@
 //   atlas run --model DIR --tokens 1,2,3 --steps N [options]
 //   atlas report --model DIR [options]
 //   atlas swap --model DIR --to DIR2 --tokens 1,2 --steps N [options]
+//   atlas tokenize --tokenizer FILE [--add-special] < TEXT
+//   atlas detokenize --tokenizer FILE --ids 1,2,3 [--skip-special]
 //   atlas help [CMD] | atlas --help | atlas CMD --help | atlas --version
 //
 // Each command parses its options with getopt_long (tools/cli_options.h) into
 // its own options struct, then a function does the work with that struct.
 // Exit status: 0 done; 1 the work failed (message on stderr); 2 usage error.
+// It uses only the public API (atlas/atlas.h; atlas/atlas_testing.h for
+// swap --fail-alloc): that proves the API is enough.
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +48,8 @@ static atlas_status parse_backend(const char *value, const char **out) {
 }
 
 // "1,2,3" -> token ids (the caller frees *out).
-static atlas_status parse_tokens(const char *text, uint32_t **out, size_t *n) {
+static atlas_status parse_ids(const char *flag, const char *text,
+                              uint32_t **out, size_t *n) {
   *out = NULL;
   *n = 0;
   size_t cap = 1;
@@ -63,7 +68,7 @@ static atlas_status parse_tokens(const char *text, uint32_t **out, size_t *n) {
       free(ids);
       *n = 0;
       return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                               "--tokens wants comma-separated ids, not '%s'",
+                               "%s wants comma-separated ids, not '%s'", flag,
                                text);
     }
     ids[(*n)++] = (uint32_t)v;
@@ -72,7 +77,7 @@ static atlas_status parse_tokens(const char *text, uint32_t **out, size_t *n) {
   if (*n == 0) {
     free(ids);
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "--tokens needs at least one id");
+                             "%s needs at least one id", flag);
   }
   *out = ids;
   return ATLAS_OK;
@@ -83,6 +88,8 @@ static atlas_status parse_tokens(const char *text, uint32_t **out, size_t *n) {
 typedef struct demo_options {
   const char *backend;
 } demo_options;
+
+enum { kMaxStops = 16 };
 
 typedef struct run_options {
   char model[ATLAS_CLI_PATH_MAX];
@@ -96,6 +103,14 @@ typedef struct run_options {
   double budget_mb;                 // swap only; 0: the whole device
   long fail_alloc;                  // swap only; testing
   bool ignore_eos;
+  // run only: text in, text out; sampling.
+  const char *text;                 // --prompt (argv's); NULL: --tokens
+  bool chat;
+  double temperature, top_p, min_p, repetition_penalty;
+  long top_k;
+  unsigned long long seed;
+  const char *stops[kMaxStops];     // --stop (argv's)
+  size_t stop_count;
 } run_options;
 
 typedef struct report_options {
@@ -142,10 +157,11 @@ static const atlas_cli_option kRunOptions[] = {
     [RUN_MODEL] = {"model", "DIR", true, NULL,
                    "checkpoint folder: config.json + model.safetensors (or "
                    "model.safetensors.index.json and its shards)"},
-    [RUN_TOKENS] = {"tokens", "IDS", true, NULL,
-                    "prompt token ids, comma-separated, e.g. 1,2,3"},
+    [RUN_TOKENS] = {"tokens", "IDS", false, "none: --prompt",
+                    "prompt token ids, comma-separated, e.g. 1,2,3; prints "
+                    "the generated ids"},
     [RUN_STEPS] = {"steps", "N", true, NULL,
-                   "tokens to generate greedily (0 runs the prompt only)"},
+                   "tokens to generate (0 runs the prompt only)"},
     [RUN_BACKEND] = {"backend", "KIND", false, "auto", kBackendHelp},
     [RUN_MAX_SEQ] = {"max-seq", "N", false,
                      "prompt length + steps",
@@ -156,17 +172,46 @@ static const atlas_cli_option kRunOptions[] = {
                     "(fewer than steps when EOS stops early)"},
     [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
                         "keep generating past the model's EOS ids"},
+    // run only (after swap's own options in set_run's numbering)
+    [RUN_OPTION_COUNT + 0] = {"prompt", "TEXT", false, "none: --tokens",
+                              "prompt text, encoded with DIR/tokenizer.json; "
+                              "streams the generated text"},
+    [RUN_OPTION_COUNT + 1] = {"chat", NULL, false, "off",
+                              "wrap --prompt as a user message with "
+                              "DIR/tokenizer_config.json's chat_template"},
+    [RUN_OPTION_COUNT + 2] = {"temperature", "T", false, "0 (greedy)",
+                              "sample with this temperature"},
+    [RUN_OPTION_COUNT + 3] = {"top-k", "K", false, "0 (off)",
+                              "sample among the K most likely ids"},
+    [RUN_OPTION_COUNT + 4] = {"top-p", "P", false, "1 (off)",
+                              "sample among the most likely ids whose "
+                              "probability reaches P"},
+    [RUN_OPTION_COUNT + 5] = {"min-p", "P", false, "0 (off)",
+                              "drop ids below P x the top probability"},
+    [RUN_OPTION_COUNT + 6] = {"repetition-penalty", "R", false, "1 (off)",
+                              "penalise ids already in the sequence"},
+    [RUN_OPTION_COUNT + 7] = {"seed", "N", false, "0",
+                              "the sampler's seed: the same seed, the same "
+                              "text"},
+    [RUN_OPTION_COUNT + 8] = {"stop", "STR", false, "none",
+                              "stop before STR appears in the text (with "
+                              "--prompt; may be repeated)"},
 };
 
 static const atlas_cli_command kRunCommand = {
-    "atlas run", "--model DIR --tokens IDS --steps N [options]",
-    "Loads the checkpoint in DIR, runs the prompt, generates N tokens greedily\n"
-    "and prints their ids on one line.",
-    kRunOptions, RUN_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
+    "atlas run", "--model DIR (--tokens IDS | --prompt TEXT) --steps N [opts]",
+    "Loads the checkpoint in DIR, runs the prompt and generates up to N\n"
+    "tokens (greedy unless --temperature is given). With --tokens it prints\n"
+    "the generated ids on one line; with --prompt it streams the text.",
+    kRunOptions, sizeof(kRunOptions) / sizeof(kRunOptions[0]), 0,
+    ATLAS_VERSION_STRING};
 
 enum {
   SWAP_BUDGET_MB = RUN_OPTION_COUNT, SWAP_TO, SWAP_FAIL_ALLOC,
-  SWAP_OPTION_COUNT
+  SWAP_OPTION_COUNT,
+  // run's own options: kRunOptions[RUN_OPTION_COUNT + i] is RUN_PROMPT + i.
+  RUN_PROMPT = SWAP_OPTION_COUNT, RUN_CHAT, RUN_TEMPERATURE, RUN_TOP_K,
+  RUN_TOP_P, RUN_MIN_P, RUN_REPETITION_PENALTY, RUN_SEED, RUN_STOP
 };
 
 static const atlas_cli_option kSwapOptions[] = {
@@ -202,9 +247,8 @@ static const atlas_cli_command kSwapCommand = {
     "part-way and restores the old model; the last two exit 1.",
     kSwapOptions, SWAP_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
 
-static atlas_status set_run(void *opts, size_t index, const char *value) {
-  run_options *o = opts;
-  const char *name = kSwapOptions[index].name;
+static atlas_status set_run_swap(run_options *o, size_t index,
+                                 const char *name, const char *value) {
   char flag[64];
   snprintf(flag, sizeof(flag), "--%s", name);
   switch (index) {
@@ -216,7 +260,7 @@ static atlas_status set_run(void *opts, size_t index, const char *value) {
       return atlas_cli_resolve_path(flag, value, o->logits);
     case RUN_TOKENS:
       free(o->prompt);
-      return parse_tokens(value, &o->prompt, &o->prompt_len);
+      return parse_ids(flag, value, &o->prompt, &o->prompt_len);
     case RUN_STEPS:
       return atlas_cli_parse_long(flag, value, 0, kMaxSteps, &o->steps);
     case RUN_MAX_SEQ:
@@ -230,10 +274,51 @@ static atlas_status set_run(void *opts, size_t index, const char *value) {
       return atlas_cli_parse_double(flag, value, 0.0, &o->budget_mb);
     case SWAP_FAIL_ALLOC:
       return atlas_cli_parse_long(flag, value, 0, 1L << 30, &o->fail_alloc);
+    case RUN_PROMPT:
+      o->text = value;
+      return ATLAS_OK;
+    case RUN_CHAT:
+      o->chat = true;
+      return ATLAS_OK;
+    case RUN_TEMPERATURE:
+      return atlas_cli_parse_double(flag, value, 0.0, &o->temperature);
+    case RUN_TOP_K:
+      return atlas_cli_parse_long(flag, value, 0, INT32_MAX, &o->top_k);
+    case RUN_TOP_P:
+      return atlas_cli_parse_double(flag, value, 0.0, &o->top_p);
+    case RUN_MIN_P:
+      return atlas_cli_parse_double(flag, value, 0.0, &o->min_p);
+    case RUN_REPETITION_PENALTY:
+      return atlas_cli_parse_double(flag, value, 0.0, &o->repetition_penalty);
+    case RUN_SEED:
+      return atlas_cli_parse_u64(flag, value, UINT64_MAX, &o->seed);
+    case RUN_STOP:
+      if (o->stop_count == kMaxStops) {
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "at most %d --stop strings", kMaxStops);
+      }
+      if (value[0] == '\0') {
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "--stop wants a non-empty string");
+      }
+      o->stops[o->stop_count++] = value;
+      return ATLAS_OK;
     default:
       return atlas_status_make(ATLAS_STATUS_INTERNAL, "option %s unhandled",
                                flag);
   }
+}
+
+static atlas_status set_swap(void *opts, size_t index, const char *value) {
+  return set_run_swap(opts, index, kSwapOptions[index].name, value);
+}
+
+// kRunOptions: swap's numbering, run's own options after swap's.
+static atlas_status set_run(void *opts, size_t index, const char *value) {
+  size_t i = index < RUN_OPTION_COUNT
+                 ? index
+                 : index - RUN_OPTION_COUNT + RUN_PROMPT;
+  return set_run_swap(opts, i, kRunOptions[index].name, value);
 }
 
 // ---- report --------------------------------------------------------------------
@@ -340,8 +425,21 @@ static atlas_status print_report(const atlas_model *m, size_t top,
   return ATLAS_OK;
 }
 
+// Streams generated text to stdout as it arrives.
+static bool print_text(void *ctx, const char *text, size_t len) {
+  (void)ctx;
+  fwrite(text, 1, len, stdout);
+  fflush(stdout);
+  return true;
+}
+
+// Generates and prints the ids on one line, or (with a tokenizer) streams
+// the text and ends it with a newline. `run` (may be NULL: greedy) brings
+// the sampling options and stop strings.
 static atlas_status generate(atlas_model *m, const uint32_t *prompt, size_t n,
-                             size_t steps, bool ignore_eos, logits_file *lf) {
+                             size_t steps, bool ignore_eos, logits_file *lf,
+                             const run_options *run,
+                             const atlas_tokenizer *tokenizer) {
   uint32_t *out = calloc(steps ? steps : 1, sizeof(uint32_t));
   if (out == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "too many steps");
@@ -354,13 +452,64 @@ static atlas_status generate(atlas_model *m, const uint32_t *prompt, size_t n,
     go.on_logits = write_logits;
     go.ctx = lf;
   }
+  if (run != NULL) {
+    go.temperature = (float)run->temperature;
+    go.top_k = (int32_t)run->top_k;
+    go.top_p = (float)run->top_p;
+    go.min_p = (float)run->min_p;
+    go.repetition_penalty = (float)run->repetition_penalty;
+    go.seed = run->seed;
+    go.stop_strings = run->stops;
+    go.stop_count = run->stop_count;
+  }
+  if (tokenizer != NULL) {
+    go.tokenizer = tokenizer;
+    go.on_text = print_text;
+  }
   size_t count = 0;
   atlas_status s = atlas_generate(m, prompt, n, &go, out, &count);
-  if (s == ATLAS_OK) {
+  if (s == ATLAS_OK && tokenizer == NULL) {
     for (size_t i = 0; i < count; ++i) printf("%s%u", i ? "," : "", out[i]);
-    printf("\n");
   }
+  if (s == ATLAS_OK || tokenizer != NULL) printf("\n");
   free(out);
+  return s;
+}
+
+// "DIR/NAME" into out (ATLAS_CLI_PATH_MAX bytes).
+static atlas_status path_in(const char *dir, const char *name, char *out) {
+  int n = snprintf(out, ATLAS_CLI_PATH_MAX, "%s/%s", dir, name);
+  if (n < 0 || n >= ATLAS_CLI_PATH_MAX) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "the path %s/%s is too long", dir, name);
+  }
+  return ATLAS_OK;
+}
+
+// --prompt: DIR/tokenizer.json encodes the text (with the tokenizer's
+// special tokens), or with --chat the text rendered as one user message by
+// DIR/tokenizer_config.json's chat template (the template writes them).
+static atlas_status encode_prompt(const run_options *o, atlas_tokenizer **out_t,
+                                  uint32_t **out_ids, size_t *out_len) {
+  char path[ATLAS_CLI_PATH_MAX];
+  ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer.json", path));
+  ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(path, out_t));
+  if (!o->chat) {
+    return atlas_tokenizer_encode(*out_t, o->text, strlen(o->text), true,
+                                  out_ids, out_len);
+  }
+  ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer_config.json", path));
+  atlas_chat_template *tmpl = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_chat_template_load(path, &tmpl));
+  atlas_chat_message user = {"user", o->text};
+  char *text = NULL;
+  atlas_status s = atlas_chat_template_apply(tmpl, &user, 1, true, &text);
+  atlas_chat_template_free(tmpl);
+  if (s == ATLAS_OK) {
+    s = atlas_tokenizer_encode(*out_t, text, strlen(text), false, out_ids,
+                               out_len);
+  }
+  atlas_free(text);
   return s;
 }
 
@@ -419,7 +568,26 @@ static atlas_status report_swap(atlas_status s, const atlas_swap_info *r,
 }
 
 // `atlas run` (swap false) and `atlas swap`.
-static atlas_status run_or_swap(const run_options *o, bool swap) {
+static atlas_status run_or_swap(run_options *o, bool swap) {
+  atlas_tokenizer *tokenizer = NULL;
+  if (o->text != NULL) {
+    atlas_status e = encode_prompt(o, &tokenizer, &o->prompt, &o->prompt_len);
+    if (e == ATLAS_OK && o->prompt_len == 0) {
+      e = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                            "--prompt encodes to no tokens");
+    }
+    if (e == ATLAS_OK && o->max_seq != 0 &&
+        o->max_seq < (long)o->prompt_len + o->steps) {
+      e = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                            "--max-seq %ld is less than the prompt's %zu "
+                            "tokens + steps",
+                            o->max_seq, o->prompt_len);
+    }
+    if (e != ATLAS_OK) {
+      atlas_tokenizer_free(tokenizer);
+      return e;
+    }
+  }
   int64_t max_seq = o->max_seq;
   if (max_seq == 0) max_seq = (int64_t)o->prompt_len + o->steps;
   if (max_seq == 0) max_seq = 1;
@@ -441,7 +609,7 @@ static atlas_status run_or_swap(const run_options *o, bool swap) {
   }
   if (s == ATLAS_OK) {
     s = generate(m, o->prompt, o->prompt_len, (size_t)o->steps, o->ignore_eos,
-                 &lf);
+                 &lf, o, tokenizer);
   }
   if (s == ATLAS_OK && swap) {
     s = print_report(m, 10, 0.0);
@@ -459,7 +627,7 @@ static atlas_status run_or_swap(const run_options *o, bool swap) {
     }
     if (s == ATLAS_OK) {
       s = generate(m, o->prompt, o->prompt_len, (size_t)o->steps,
-                   o->ignore_eos, &lf);
+                   o->ignore_eos, &lf, NULL, NULL);
     }
     if (s == ATLAS_OK) s = print_report(m, 10, 0.0);
   }
@@ -467,6 +635,7 @@ static atlas_status run_or_swap(const run_options *o, bool swap) {
     s = atlas_status_make(ATLAS_STATUS_IO, "closing %s: %s", o->logits,
                           strerror(errno));
   }
+  atlas_tokenizer_free(tokenizer);
   return atlas_status_join(s, atlas_close(m, NULL));
 }
 
@@ -562,7 +731,7 @@ static atlas_status demo(const demo_options *o) {
   atlas_status s = print_model_line(m);
   if (s == ATLAS_OK) {
     printf("generated: ");
-    s = generate(m, prompt, 3, steps, false, NULL);
+    s = generate(m, prompt, 3, steps, false, NULL, NULL, NULL);
   }
   if (s == ATLAS_OK) s = print_report(m, 10, 0.0);
   if (s == ATLAS_OK) {
@@ -579,7 +748,7 @@ static atlas_status demo(const demo_options *o) {
                r.side_by_side ? "side by side" : "replace", r.teardown_ms,
                r.load_ms);
         printf("generated: ");
-        s = generate(m, prompt, 3, steps, false, NULL);
+        s = generate(m, prompt, 3, steps, false, NULL, NULL, NULL);
       }
     } else {
       s = report_swap(s, &r, a->name, b->name);
@@ -602,6 +771,133 @@ static atlas_status demo(const demo_options *o) {
     }
   }
   return atlas_status_join(s, closed);
+}
+
+// ---- tokenize and detokenize ----------------------------------------------------
+
+typedef struct text_options {
+  char tokenizer[ATLAS_CLI_PATH_MAX];
+  bool special;      // tokenize: --add-special; detokenize: --skip-special
+  uint32_t *ids;     // detokenize; owned
+  size_t id_count;
+} text_options;
+
+enum { TOK_TOKENIZER, TOK_SPECIAL, TOK_OPTION_COUNT };
+enum { DETOK_TOKENIZER, DETOK_IDS, DETOK_SPECIAL, DETOK_OPTION_COUNT };
+
+static const atlas_cli_option kTokenizeOptions[] = {
+    [TOK_TOKENIZER] = {"tokenizer", "FILE", true, NULL,
+                       "a Hugging Face tokenizer.json"},
+    [TOK_SPECIAL] = {"add-special", NULL, false, "off",
+                     "add the tokenizer's special tokens (BOS, ...) as its "
+                     "post-processor says"},
+};
+
+static const atlas_cli_command kTokenizeCommand = {
+    "atlas tokenize", "--tokenizer FILE [options] < TEXT",
+    "Reads UTF-8 text on stdin (every byte, a final newline included) and\n"
+    "prints its token ids, comma-separated, on one line.",
+    kTokenizeOptions, TOK_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
+
+static const atlas_cli_option kDetokenizeOptions[] = {
+    [DETOK_TOKENIZER] = {"tokenizer", "FILE", true, NULL,
+                         "a Hugging Face tokenizer.json"},
+    [DETOK_IDS] = {"ids", "IDS", true, NULL,
+                   "token ids, comma-separated, e.g. 1,2,3"},
+    [DETOK_SPECIAL] = {"skip-special", NULL, false, "off",
+                       "leave out special tokens (BOS, EOS, ...)"},
+};
+
+static const atlas_cli_command kDetokenizeCommand = {
+    "atlas detokenize", "--tokenizer FILE --ids IDS [options]",
+    "Prints the text of the token ids, followed by a newline.",
+    kDetokenizeOptions, DETOK_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
+
+static atlas_status set_tokenize(void *opts, size_t index, const char *value) {
+  text_options *o = opts;
+  if (index == TOK_TOKENIZER) {
+    return atlas_cli_resolve_path("--tokenizer", value, o->tokenizer);
+  }
+  o->special = true;
+  return ATLAS_OK;
+}
+
+static atlas_status set_detokenize(void *opts, size_t index,
+                                   const char *value) {
+  text_options *o = opts;
+  switch (index) {
+    case DETOK_TOKENIZER:
+      return atlas_cli_resolve_path("--tokenizer", value, o->tokenizer);
+    case DETOK_IDS:
+      free(o->ids);
+      return parse_ids("--ids", value, &o->ids, &o->id_count);
+    default:
+      o->special = true;
+      return ATLAS_OK;
+  }
+}
+
+// All of stdin (the caller frees *out).
+static atlas_status read_stdin(char **out, size_t *out_len) {
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  while (buf != NULL) {
+    len += fread(buf + len, 1, cap - len, stdin);
+    if (len < cap) break;
+    char *bigger = realloc(buf, cap * 2);
+    if (bigger == NULL) free(buf);
+    buf = bigger;
+    cap *= 2;
+  }
+  if (buf == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "reading stdin: out of memory");
+  }
+  if (ferror(stdin)) {
+    free(buf);
+    return atlas_status_make(ATLAS_STATUS_IO, "reading stdin: %s",
+                             strerror(errno));
+  }
+  *out = buf;
+  *out_len = len;
+  return ATLAS_OK;
+}
+
+static atlas_status tokenize(const text_options *o) {
+  char *text = NULL;
+  size_t len = 0;
+  ATLAS_RETURN_IF_ERROR(read_stdin(&text, &len));
+  atlas_tokenizer *t = NULL;
+  atlas_status s = atlas_tokenizer_load(o->tokenizer, &t);
+  uint32_t *ids = NULL;
+  size_t count = 0;
+  if (s == ATLAS_OK) {
+    s = atlas_tokenizer_encode(t, text, len, o->special, &ids, &count);
+  }
+  if (s == ATLAS_OK) {
+    for (size_t i = 0; i < count; ++i) printf("%s%u", i ? "," : "", ids[i]);
+    printf("\n");
+  }
+  atlas_free(ids);
+  atlas_tokenizer_free(t);
+  free(text);
+  return s;
+}
+
+static atlas_status detokenize(const text_options *o) {
+  atlas_tokenizer *t = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(o->tokenizer, &t));
+  char *text = NULL;
+  size_t len = 0;
+  atlas_status s = atlas_tokenizer_decode(t, o->ids, o->id_count, o->special,
+                                          &text, &len);
+  if (s == ATLAS_OK) {
+    fwrite(text, 1, len, stdout);
+    fputc('\n', stdout);
+  }
+  atlas_free(text);
+  atlas_tokenizer_free(t);
+  return s;
 }
 
 // ---- dispatch ----------------------------------------------------------------------
@@ -632,11 +928,23 @@ static int main_run(int argc, char **argv, bool swap) {
   if (o == NULL) return finish(c->program, atlas_status_make(
                                    ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
   o->backend = "auto";
+  o->top_p = 1.0;
+  o->repetition_penalty = 1.0;
   int next = 0;
-  atlas_cli_parse_result r = atlas_cli_parse(c, argc, argv, set_run, o, &next);
+  atlas_cli_parse_result r = atlas_cli_parse(
+      c, argc, argv, swap ? set_swap : set_run, o, &next);
   int rc;
   if (r != ATLAS_CLI_PARSED) {
     rc = parsed_exit(r);
+  } else if (!swap && (o->prompt == NULL) == (o->text == NULL)) {
+    rc = atlas_cli_usage_error(c->program,
+                               o->text == NULL
+                                   ? "--tokens IDS is required (or --prompt "
+                                     "TEXT)"
+                                   : "give --tokens or --prompt, not both");
+  } else if (o->text == NULL && (o->chat || o->stop_count > 0)) {
+    rc = atlas_cli_usage_error(c->program, "%s needs --prompt",
+                               o->chat ? "--chat" : "--stop");
   } else if (o->max_seq != 0 &&
              o->max_seq < (long)o->prompt_len + o->steps) {
     rc = atlas_cli_usage_error(c->program,
@@ -666,6 +974,22 @@ static int main_report(int argc, char **argv) {
   return rc;
 }
 
+static int main_text(int argc, char **argv, bool encode) {
+  const atlas_cli_command *c = encode ? &kTokenizeCommand : &kDetokenizeCommand;
+  text_options *o = calloc(1, sizeof(*o));
+  if (o == NULL) return finish(c->program, atlas_status_make(
+                                   ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
+  int next = 0;
+  atlas_cli_parse_result r = atlas_cli_parse(
+      c, argc, argv, encode ? set_tokenize : set_detokenize, o, &next);
+  int rc = r != ATLAS_CLI_PARSED
+               ? parsed_exit(r)
+               : finish(c->program, encode ? tokenize(o) : detokenize(o));
+  free(o->ids);
+  free(o);
+  return rc;
+}
+
 typedef struct command_entry {
   const char *name;
   const atlas_cli_command *command;
@@ -679,6 +1003,8 @@ static const command_entry kCommands[] = {
     {"report", &kReportCommand,
      "a checkpoint's live memory by call site (text, JSON, SVG)"},
     {"swap", &kSwapCommand, "run one checkpoint, hot-swap to another, run it"},
+    {"tokenize", &kTokenizeCommand, "text on stdin -> token ids"},
+    {"detokenize", &kDetokenizeCommand, "token ids -> text"},
 };
 enum { kCommandCount = sizeof(kCommands) / sizeof(kCommands[0]) };
 
@@ -697,9 +1023,9 @@ static void print_top_help(FILE *out) {
           "\ncommands:\n",
           atlas_version());
   for (size_t i = 0; i < kCommandCount; ++i) {
-    fprintf(out, "  %-8s %s\n", kCommands[i].name, kCommands[i].summary);
+    fprintf(out, "  %-10s %s\n", kCommands[i].name, kCommands[i].summary);
   }
-  fputs("  help     this text, or a command's options: atlas help COMMAND\n"
+  fputs("  help       this text, or a command's options: atlas help COMMAND\n"
         "\noptions:\n"
         "  -h, --help     print this help and exit\n"
         "  --version      print the version and exit\n"
@@ -740,6 +1066,10 @@ int main(int argc, char **argv) {
   if (strcmp(first, "run") == 0) return main_run(argc - 1, argv + 1, false);
   if (strcmp(first, "swap") == 0) return main_run(argc - 1, argv + 1, true);
   if (strcmp(first, "report") == 0) return main_report(argc - 1, argv + 1);
+  if (strcmp(first, "tokenize") == 0) return main_text(argc - 1, argv + 1, true);
+  if (strcmp(first, "detokenize") == 0) {
+    return main_text(argc - 1, argv + 1, false);
+  }
   if (first[0] == '-') {
     return atlas_cli_usage_error("atlas", "unknown option '%s'", first);
   }

@@ -15,6 +15,11 @@
 #include "atlas/runtime/ledger_report.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/runtime/model/swap.h"
+// atlas.h repeats its tokenizer declarations: including both checks they agree.
+#include "atlas/runtime/text/tokenizer.h"
+#include "atlas/runtime/chat/chat_template.h"
+#include "atlas/runtime/sampling/sampler.h"
+#include "atlas/runtime/sampling/stop.h"
 
 // An options struct from a caller built against an older header is shorter:
 // copy what it has over the defaults.
@@ -36,6 +41,8 @@ void atlas_generate_options_init(atlas_generate_options *options) {
   memset(options, 0, sizeof(*options));
   options->struct_size = sizeof(*options);
   options->max_new_tokens = 16;
+  options->top_p = 1.0f;
+  options->repetition_penalty = 1.0f;
 }
 
 void atlas_report_options_init(atlas_report_options *options) {
@@ -188,19 +195,142 @@ atlas_status atlas_model_info_get(const atlas_model *model,
   return ATLAS_OK;
 }
 
-typedef struct generate_bridge {
+// The state of one atlas_generate: the caller's options, the sampler and
+// its history, the streaming decoder and the stop conditions.
+typedef struct generate_state {
   const atlas_generate_options *options;
-} generate_bridge;
+  bool sampling;
+  atlas_sampler sampler;
+  int32_t *history;  // prompt + generated ids (the repetition penalty's view)
+  size_t history_len;
+  bool text;         // decoding text (a tokenizer was given)
+  atlas_tokenizer_stream *stream;
+  atlas_stop stop;
+  bool stop_ready;
+  bool stopped;      // on_text or a stop string ended it
+  atlas_status error;  // from a callback that can only return bool
+} generate_state;
 
 static atlas_status bridge_logits(void *ctx, const float *logits,
                                   size_t vocab_size) {
-  const generate_bridge *b = ctx;
-  return b->options->on_logits(b->options->ctx, logits, vocab_size);
+  const generate_state *g = ctx;
+  return g->options->on_logits(g->options->ctx, logits, vocab_size);
+}
+
+static atlas_status choose_token(void *ctx, const float *logits,
+                                 size_t vocab_size, uint32_t *out_token) {
+  generate_state *g = ctx;
+  int32_t token = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_sampler_sample(&g->sampler, logits, vocab_size,
+                                             g->history, g->history_len,
+                                             &token));
+  g->history[g->history_len++] = token;
+  *out_token = (uint32_t)token;
+  return ATLAS_OK;
+}
+
+static bool emit_text(generate_state *g, const char *text, size_t len) {
+  if (len == 0 || g->options->on_text == NULL) return true;
+  return g->options->on_text(g->options->ctx, text, len);
 }
 
 static bool bridge_token(void *ctx, uint32_t token) {
-  const generate_bridge *b = ctx;
-  return b->options->on_token(b->options->ctx, token);
+  generate_state *g = ctx;
+  if (g->text) {
+    char *piece = NULL;
+    size_t len = 0;
+    atlas_stop_step step = {ATLAS_STOP_NONE, NULL, 0};
+    g->error = atlas_tokenizer_stream_step(g->stream, token, &piece, &len);
+    if (g->error == ATLAS_OK) {
+      g->error = atlas_stop_feed(&g->stop, (int32_t)token,
+                                 piece != NULL ? piece : "", len, &step);
+    }
+    free(piece);
+    if (g->error != ATLAS_OK) return false;
+    if (!emit_text(g, step.emit, step.emit_len) ||
+        step.reason != ATLAS_STOP_NONE) {
+      g->stopped = true;
+      return false;
+    }
+  }
+  const atlas_generate_options *o = g->options;
+  return o->on_token == NULL || o->on_token(o->ctx, token);
+}
+
+static atlas_status check_generate_options(const atlas_generate_options *o) {
+  if (o->stop_count > 0 && o->tokenizer == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_generate_options.stop_strings need a "
+                             "tokenizer to match against the text");
+  }
+  if (o->stop_count > 0 && o->stop_strings == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_generate_options.stop_strings is NULL "
+                             "but stop_count is %zu",
+                             o->stop_count);
+  }
+  for (size_t i = 0; i < o->stop_count; ++i) {
+    if (o->stop_strings[i] == NULL || o->stop_strings[i][0] == '\0') {
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "atlas_generate_options.stop_strings[%zu] is "
+                               "empty",
+                               i);
+    }
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status generate_state_init(generate_state *g, atlas_model *model,
+                                        const atlas_generate_options *o,
+                                        const uint32_t *prompt,
+                                        size_t prompt_len) {
+  memset(g, 0, sizeof(*g));
+  g->options = o;
+  ATLAS_RETURN_IF_ERROR(check_generate_options(o));
+  atlas_sampler_config c = atlas_sampler_config_default();
+  c.temperature = o->temperature;
+  c.top_k = o->top_k;
+  c.top_p = o->top_p;
+  c.min_p = o->min_p;
+  c.repetition_penalty = o->repetition_penalty;
+  c.seed = o->seed;
+  // Plain greedy stays on the runtime's own argmax (the same ids).
+  g->sampling = o->temperature != 0.0f || o->repetition_penalty != 1.0f;
+  if (g->sampling) {
+    ATLAS_RETURN_IF_ERROR(atlas_sampler_init(
+        &g->sampler, &c, (size_t)atlas_model_vocab_size(model)),
+        "atlas_generate_options");
+    g->history = malloc((prompt_len + o->max_new_tokens + 1) * sizeof(int32_t));
+    if (g->history == NULL) {
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "atlas_generate: no memory for the history");
+    }
+    for (size_t i = 0; i < prompt_len; ++i) g->history[i] = (int32_t)prompt[i];
+    g->history_len = prompt_len;
+  }
+  if (o->tokenizer != NULL) {
+    g->text = true;
+    ATLAS_RETURN_IF_ERROR(
+        atlas_tokenizer_stream_create(o->tokenizer, true, &g->stream));
+    // The runtime stops at EOS itself; the stop conditions only need to
+    // know EOS ids to keep their text out (none when ignore_eos).
+    const atlas_eos *eos = atlas_model_eos(model);
+    int32_t ids[ATLAS_EOS_MAX];
+    size_t n = o->ignore_eos ? 0 : eos->count;
+    for (size_t i = 0; i < n; ++i) ids[i] = (int32_t)eos->ids[i];
+    ATLAS_RETURN_IF_ERROR(atlas_stop_init(&g->stop, ids, n,
+                                          (const char *const *)o->stop_strings,
+                                          o->stop_count, 0));
+    g->stop_ready = true;
+  }
+  return ATLAS_OK;
+}
+
+static void generate_state_deinit(generate_state *g) {
+  if (g->sampling) atlas_sampler_deinit(&g->sampler);
+  free(g->history);
+  atlas_tokenizer_stream_free(g->stream);
+  if (g->stop_ready) atlas_stop_deinit(&g->stop);
 }
 
 atlas_status atlas_generate(atlas_model *model, const uint32_t *prompt,
@@ -225,19 +355,79 @@ atlas_status atlas_generate(atlas_model *model, const uint32_t *prompt,
                                (long long)vocab);
     }
   }
-  // ignore_eos lives in the model's spec (the CLI sets it at open); the
-  // per-call option overrides it for this call only.
-  atlas_model_spec *spec = (atlas_model_spec *)atlas_model_spec_of(model);
-  bool saved = spec->ignore_eos;
-  spec->ignore_eos = o.ignore_eos;
-  generate_bridge bridge = {&o};
+  generate_state g;
+  atlas_status s = generate_state_init(&g, model, &o, prompt, prompt_len);
+  if (s != ATLAS_OK) {
+    generate_state_deinit(&g);
+    return s;
+  }
+  atlas_model_generate_hooks hooks;
+  memset(&hooks, 0, sizeof(hooks));
+  hooks.ignore_eos = o.ignore_eos;
+  if (o.on_token != NULL || g.text) {
+    hooks.on_token = bridge_token;
+    hooks.token_ctx = &g;
+  }
+  if (o.on_logits != NULL) {
+    hooks.sink = bridge_logits;
+    hooks.sink_ctx = &g;
+  }
+  if (g.sampling) {
+    hooks.choose = choose_token;
+    hooks.choose_ctx = &g;
+  }
   size_t count = 0;
-  atlas_status s = atlas_model_generate_stream(
-      model, prompt, prompt_len, o.max_new_tokens,
-      o.on_token != NULL ? bridge_token : NULL, &bridge, out_tokens, &count,
-      o.on_logits != NULL ? bridge_logits : NULL, &bridge);
-  spec->ignore_eos = saved;
+  s = atlas_model_generate_hooked(model, prompt, prompt_len, o.max_new_tokens,
+                                  &hooks, out_tokens, &count);
+  s = atlas_status_join(s, g.error);
+  // Text held back as a possible stop string start is the user's after all
+  // when generation ended some other way (EOS, max_new_tokens).
+  if (s == ATLAS_OK && g.text && !g.stopped) {
+    emit_text(&g, g.stop.buf + g.stop.held_from, g.stop.held_len);
+  }
+  generate_state_deinit(&g);
   if (out_count != NULL) *out_count = count;
+  return s;
+}
+
+atlas_status atlas_chat_template_apply(const atlas_chat_template *tmpl,
+                                       const atlas_chat_message *messages,
+                                       size_t count, bool add_generation_prompt,
+                                       char **out_text) {
+  *out_text = NULL;
+  if (tmpl == NULL || (messages == NULL && count > 0)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_chat_template_apply: NULL template or "
+                             "messages");
+  }
+  json_t *list = json_array();
+  for (size_t i = 0; list != NULL && i < count; ++i) {
+    if (messages[i].role == NULL || messages[i].content == NULL) {
+      json_decref(list);
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "atlas_chat_template_apply: message %zu has no "
+                               "role or content",
+                               i);
+    }
+    json_t *m = json_pack("{s:s, s:s}", "role", messages[i].role, "content",
+                          messages[i].content);
+    if (m == NULL || json_array_append_new(list, m) != 0) {
+      json_decref(list);
+      list = NULL;
+    }
+  }
+  if (list == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_chat_template_apply: a message is not "
+                             "valid UTF-8 (or no memory)");
+  }
+  atlas_chat_render_options ro;
+  memset(&ro, 0, sizeof(ro));
+  ro.messages = list;
+  ro.add_generation_prompt = add_generation_prompt;
+  size_t len = 0;
+  atlas_status s = atlas_chat_template_render(tmpl, &ro, out_text, &len);
+  json_decref(list);
   return s;
 }
 

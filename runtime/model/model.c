@@ -273,9 +273,21 @@ atlas_status atlas_model_generate_stream(
     void *sink_ctx) {
   atlas_arch_generate_options options = {model->eos.ids, model->eos.count,
                                          model->spec.ignore_eos, on_token,
-                                         token_ctx};
+                                         token_ctx, NULL, NULL};
   return model->arch->generate(model->impl, prompt, prompt_len, steps,
                                &options, out_tokens, out_count, sink, sink_ctx);
+}
+
+atlas_status atlas_model_generate_hooked(
+    atlas_model *model, const uint32_t *prompt, size_t prompt_len, size_t steps,
+    const atlas_model_generate_hooks *hooks, uint32_t *out_tokens,
+    size_t *out_count) {
+  atlas_arch_generate_options options = {
+      model->eos.ids,   model->eos.count, hooks->ignore_eos, hooks->on_token,
+      hooks->token_ctx, hooks->choose,    hooks->choose_ctx};
+  return model->arch->generate(model->impl, prompt, prompt_len, steps,
+                               &options, out_tokens, out_count, hooks->sink,
+                               hooks->sink_ctx);
 }
 
 atlas_backend *atlas_model_backend(atlas_model *model) { return model->backend; }
