@@ -205,7 +205,9 @@ typedef struct atlas_generate_options {
   // text as it grows: whole UTF-8 characters only, special tokens left out.
   // A stop string ends generation; it and anything after it are never
   // passed on, and text that might begin one is held back until known.
-  // Return false from on_text to stop. The tokenizer must outlive the call.
+  // A character still incomplete when generation ends (the model stopped
+  // inside a multi-byte sequence) is not passed on. Return false from
+  // on_text to stop. The tokenizer must outlive the call.
   const atlas_tokenizer *tokenizer;
   bool (*on_text)(void *ctx, const char *text, size_t len);
   const char *const *stop_strings;  // non-empty strings; NULL if stop_count 0

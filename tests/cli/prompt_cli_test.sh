@@ -29,7 +29,10 @@ prompt='Hello wörld, 中文 😀'
 ids=$(printf '%s' "$prompt" | "$atlas" tokenize --tokenizer "$t" --add-special)
 gen=$(run --tokens "$ids" --steps $steps 2>/dev/null)
 check "--tokens generates $steps ids" grep -qE "^[0-9]+(,[0-9]+){$((steps - 1))}$" <<<"$gen"
-"$atlas" detokenize --tokenizer "$t" --ids "$gen" --skip-special >"$tmp/want" 2>/dev/null
+# A character still incomplete when generation ends is not streamed (the full
+# decode shows it as U+FFFD): drop those from the reference.
+"$atlas" detokenize --tokenizer "$t" --ids "$gen" --skip-special 2>/dev/null |
+  python3 -c 'import sys; t = sys.stdin.buffer.read().decode()[:-1]; sys.stdout.buffer.write((t.rstrip("\ufffd") + "\n").encode())' >"$tmp/want"
 run --prompt "$prompt" --steps $steps >"$tmp/got" 2>"$tmp/err"; rc=$?
 check "run --prompt exits 0" [ "$rc" -eq 0 ]
 check "run --prompt prints the decoded text of the generated ids" cmp -s "$tmp/got" "$tmp/want"
@@ -76,7 +79,8 @@ cat >"$m/tokenizer_config.json" <<'JSON'
 JSON
 cids=$(printf '<|im_start|>user\nhi there\n<|im_start|>assistant\n' | "$atlas" tokenize --tokenizer "$t")
 cgen=$(run --tokens "$cids" --steps $steps 2>/dev/null)
-"$atlas" detokenize --tokenizer "$t" --ids "$cgen" --skip-special >"$tmp/chat_want" 2>/dev/null
+"$atlas" detokenize --tokenizer "$t" --ids "$cgen" --skip-special 2>/dev/null |
+  python3 -c 'import sys; t = sys.stdin.buffer.read().decode()[:-1]; sys.stdout.buffer.write((t.rstrip("\ufffd") + "\n").encode())' >"$tmp/chat_want"
 run --chat --prompt "hi there" --steps $steps >"$tmp/chat" 2>"$tmp/err"; rc=$?
 check "run --chat exits 0" [ "$rc" -eq 0 ]
 check "run --chat generates after the rendered template" cmp -s "$tmp/chat" "$tmp/chat_want"
