@@ -999,7 +999,7 @@ typedef struct command_entry {
 static const command_entry kCommands[] = {
     {"demo", &kDemoCommand,
      "load a built-in model, generate, hot-swap, tear down"},
-    {"run", &kRunCommand, "load a checkpoint and generate token ids"},
+    {"run", &kRunCommand, "load a checkpoint and generate token ids or text"},
     {"report", &kReportCommand,
      "a checkpoint's live memory by call site (text, JSON, SVG)"},
     {"swap", &kSwapCommand, "run one checkpoint, hot-swap to another, run it"},
