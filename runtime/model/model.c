@@ -290,6 +290,29 @@ atlas_status atlas_model_generate_stream(
   model->generate_options.token_ctx = NULL;
   return status;
 }
+
+atlas_status atlas_model_generate_hooked(
+    atlas_model *model, const uint32_t *prompt, size_t prompt_len, size_t steps,
+    const atlas_model_generate_hooks *hooks, uint32_t *out_tokens,
+    size_t *out_count) {
+  // As above: the options live in the model; the hooks are this call's only.
+  atlas_arch_generate_options *o = &model->generate_options;
+  o->ignore_eos = hooks->ignore_eos;
+  o->on_token = hooks->on_token;
+  o->token_ctx = hooks->token_ctx;
+  o->choose = hooks->choose;
+  o->choose_ctx = hooks->choose_ctx;
+  atlas_status status =
+      model->arch->generate(model->impl, prompt, prompt_len, steps, o,
+                            out_tokens, out_count, hooks->sink, hooks->sink_ctx);
+  o->ignore_eos = model->spec.ignore_eos;
+  o->on_token = NULL;
+  o->token_ctx = NULL;
+  o->choose = NULL;
+  o->choose_ctx = NULL;
+  return status;
+}
+
 atlas_backend *atlas_model_backend(atlas_model *model) { return model->backend; }
 const atlas_model_spec *atlas_model_spec_of(const atlas_model *model) {
   return &model->spec;

@@ -268,7 +268,18 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     if (pos + 1 < prompt_len) {
       token = prompt[pos + 1];
     } else {
-      token = argmax(logits, vocab);
+      if (options != NULL && options->choose != NULL) {
+        status = options->choose(options->choose_ctx, logits, vocab, &token);
+        if (status == ATLAS_OK && token >= vocab) {
+          status = atlas_status_make(ATLAS_STATUS_INTERNAL,
+                                     "the token chooser returned id %u, "
+                                     "outside the vocabulary of %zu",
+                                     token, vocab);
+        }
+        if (status != ATLAS_OK) break;
+      } else {
+        token = argmax(logits, vocab);
+      }
       if (generated < steps) out_tokens[generated++] = token;
       if (is_eos(options, token)) break;  // never fed back
       if (options != NULL && options->on_token != NULL &&
