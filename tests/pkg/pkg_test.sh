@@ -30,12 +30,15 @@ echo "ok: libatlas.so exports exactly the $(wc -l < "$tmp/declared") declared fu
 
 # 2. Build against the install with pkg-config only.
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+"$make_checkpoint" --out "$tmp/tiny" --seed 1 --preset tiny > /dev/null
 extra=()
 # Under --config=asan the library is instrumented; the program must be too.
 if nm -D "$prefix/lib/libatlas.so" | grep -q ' U __asan_'; then
   extra=(-fsanitize=address,undefined)
+  # The test's own environment may preload things before libasan.
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+  export LD_PRELOAD="$(cc -print-file-name=libasan.so)${LD_PRELOAD:+:$LD_PRELOAD}"
 fi
-"$make_checkpoint" --out "$tmp/tiny" --seed 1 --preset tiny > /dev/null
 
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Wpedantic -Werror "${extra[@]}" "$main_c" -o "$tmp/embed_shared" \
