@@ -7,6 +7,8 @@ cannot go into a shared object: libatlas.so links their shared libraries
 cc_binary(linkshared) cannot swap a dependency's archive for its .so, hence
 a rule of our own."""
 
+load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_common")
+
 def _inputs(ctx):
     here = ctx.label.workspace_name
     ours, system, flags = [], [], []
