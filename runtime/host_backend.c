@@ -428,7 +428,11 @@ static atlas_status run_kernel(atlas_backend *b, const atlas_kernel *kernel,
                              "%s: kernel %s.%s has no host implementation",
                              b->name, kernel->module->name, kernel->def->name);
   }
-  ((atlas_host_kernel_fn)kernel->fn)(config, args);
+  // ISO C has no cast between object and function pointers (-Wpedantic);
+  // the bytes are the function's address (host_module_get_function).
+  atlas_host_kernel_fn fn;
+  memcpy(&fn, &kernel->fn, sizeof fn);
+  fn(config, args);
   return ATLAS_OK;
 }
 
@@ -585,8 +589,11 @@ static atlas_status host_module_get_function(void *ctx, void *module_handle,
   (void)module_handle;
   (void)def;
   // Function pointers and data pointers share a representation on every
-  // platform POSIX supports (dlsym relies on it).
-  *out_fn = (void *)kernel->host_fn;
+  // platform POSIX supports (dlsym relies on it); ISO C has no cast between
+  // them (-Wpedantic), so the address is copied as bytes.
+  _Static_assert(sizeof(void *) == sizeof(atlas_host_kernel_fn),
+                 "host kernels need function and data pointers of one size");
+  memcpy(out_fn, &kernel->host_fn, sizeof(void *));
   return ATLAS_OK;
 }
 

@@ -1,4 +1,5 @@
 // Aggregation of live allocations by call site, as text and JSON.
+#define _POSIX_C_SOURCE 200809L  // strdup
 #include "atlas/runtime/ledger_report.h"
 
 #include <jansson.h>

@@ -1,4 +1,5 @@
 // Op cache: small arrays scanned linearly; a model has tens of kernels.
+#define _POSIX_C_SOURCE 200809L  // strdup
 #include "atlas/runtime/op_cache.h"
 
 #include <stdlib.h>

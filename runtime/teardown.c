@@ -1,4 +1,5 @@
 // Teardown: a stack of named releases, run newest first.
+#define _POSIX_C_SOURCE 200809L  // strdup
 #include "atlas/runtime/teardown.h"
 
 #include <stdlib.h>

@@ -2,6 +2,7 @@
 // run. Each case alternates batches of the backend path and the raw path on
 // the same stream and kernel (rotating which goes first), and reports medians
 // and their ratio.
+#define _POSIX_C_SOURCE 200809L  // clock_gettime, setenv
 #include "atlas/tools/bench_cuda.h"
 
 #include <stdio.h>

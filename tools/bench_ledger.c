@@ -1,4 +1,5 @@
 // Ledger overhead, measured side by side in one run.
+#define _POSIX_C_SOURCE 200809L  // clock_gettime
 #include "atlas/tools/bench_ledger.h"
 
 #include <stdbool.h>

@@ -1,4 +1,5 @@
 // Load speed, measured side by side in one run (see bench_load.h).
+#define _GNU_SOURCE  // environ (glibc extensions)
 #include "atlas/tools/bench_load.h"
 
 #include <errno.h>

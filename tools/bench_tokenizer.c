@@ -8,6 +8,7 @@
 //
 // whole: one encode call for the whole file; lines: one call per line (the
 // newline kept with its line). add_special_tokens is off in both.
+#define _POSIX_C_SOURCE 200809L  // clock_gettime
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L  // clock_gettime
 #include "atlas/tools/progress.h"
 
 #include <stdio.h>

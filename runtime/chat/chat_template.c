@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L  // strdup
 #include "atlas/runtime/chat/chat_template.h"
 
 #include <stdlib.h>

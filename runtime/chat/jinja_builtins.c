@@ -1,3 +1,4 @@
+#define _GNU_SOURCE  // memmem, strncasecmp, localtime_r (glibc extensions)
 #include "atlas/runtime/chat/jinja_builtins.h"
 
 #include <ctype.h>

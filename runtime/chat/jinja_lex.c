@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L  // strndup
 #include "atlas/runtime/chat/jinja_lex.h"
 
 #include <ctype.h>

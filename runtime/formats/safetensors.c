@@ -1,4 +1,5 @@
 // safetensors parsing and validation. See safetensors.h for the rules.
+#define _POSIX_C_SOURCE 200809L  // O_CLOEXEC
 #include "atlas/runtime/formats/safetensors.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
 // A served model: checkpoint -> its architecture's row -> its own backend.
 // Everything architecture-specific goes through the row (runtime/arch/).
+#define _POSIX_C_SOURCE 200809L  // strdup
 #include "atlas/runtime/model/model.h"
 
 #include <errno.h>

@@ -1,4 +1,5 @@
 // Hot swap with an up-front budget check and restore on failure.
+#define _POSIX_C_SOURCE 200809L  // strdup, clock_gettime
 #include "atlas/runtime/model/swap.h"
 
 #include <stdio.h>

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE  // memmem (glibc extensions)
 #include "atlas/runtime/text/pattern.h"
 
 #include <stdio.h>

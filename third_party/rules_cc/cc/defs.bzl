@@ -1,5 +1,7 @@
 """Stand-in for rules_cc: Bazel 4.2.3 ships the C++ rules natively; forward to them."""
 
+load(":providers.bzl", "cc_common_module", "cc_info")
+
 def cc_library(**kwargs):
     native.cc_library(**kwargs)
 
@@ -23,3 +25,7 @@ def cc_toolchain_suite(**kwargs):
 
 def objc_library(**kwargs):
     native.objc_library(**kwargs)
+
+# As rules_cc exports them: load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_common").
+CcInfo = cc_info
+cc_common = cc_common_module

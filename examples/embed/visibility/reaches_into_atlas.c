@@ -1,0 +1,2 @@
+// Would use Atlas's private backend vtable; the build must refuse the dependency.
+#include "atlas/runtime/backend_impl.h"
