@@ -168,8 +168,17 @@ atlas_status atlas_llama_generate(atlas_llama_model *m, const uint32_t *prompt,
   }
   atlas_status status = ATLAS_OK;
   uint32_t token = prompt[0];
-  size_t generated = 0;
-  for (size_t pos = 0; status == ATLAS_OK && pos < forwards; ++pos) {
+  size_t generated = 0, pos = 0;
+  if (m->prefill != NULL) {
+    // The whole prompt in one batched pass per layer, then token by token.
+    status = atlas_llama_prefill(m, prompt, prompt_len, 0, logits, sink, sink_ctx);
+    pos = prompt_len;
+    if (status == ATLAS_OK && steps > 0) {
+      token = argmax(logits, vocab);
+      out_tokens[generated++] = token;
+    }
+  }
+  for (; status == ATLAS_OK && pos < forwards; ++pos) {
     status = atlas_llama_forward(m, token, (uint32_t)pos, logits);
     if (status == ATLAS_OK && sink != NULL) status = sink(sink_ctx, logits, vocab);
     if (status != ATLAS_OK) break;

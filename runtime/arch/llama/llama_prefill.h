@@ -1,0 +1,38 @@
+// Batched prefill (llama_prefill.c): the prompt chunk scratch, sized at load,
+// and its teardown resource. Private to the Llama architecture.
+#ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_PREFILL_H_
+#define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_PREFILL_H_
+
+#include <stdint.h>
+
+#include "atlas/runtime/arch/llama/llama.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Teardown resource "prefill_scratch": activations of `rows` prompt tokens.
+typedef struct atlas_llama_prefill_scratch {
+  atlas_backend *backend;
+  int64_t rows;
+  uint32_t *tokens;
+  float *x, *xb, *xb2, *q, *hb, *hb2, *logits, *inv_freq;
+} atlas_llama_prefill_scratch;
+
+// Rows per prefill chunk for a load option (`requested`: 0 default, < 0
+// none); 0 when the shape is one the batched kernels do not take.
+int64_t atlas_llama_prefill_rows(const atlas_llama_config *config,
+                                 int64_t max_seq, int64_t requested);
+
+// Device bytes of the prefill scratch for `rows`.
+uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *config,
+                                   int64_t rows);
+
+// Allocates the scratch as a teardown resource of `model` (none for rows 0).
+atlas_status atlas_llama_prefill_setup(atlas_llama_model *model, int64_t rows);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_PREFILL_H_
