@@ -110,7 +110,8 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
   if (status == ATLAS_OK) status = create_backend(spec, &m->backend);
   if (status == ATLAS_OK) {
     atlas_llama_load_options lo = {spec->max_seq, spec->progress,
-                                   spec->progress_ctx, spec->uploader};
+                                   spec->progress_ctx, spec->uploader,
+                                   spec->prefill_rows};
     status = atlas_llama_load(m->backend, ck, &config, &lo, &m->llama);
   }
   atlas_checkpoint_close(ck);  // the weights now live on the backend
