@@ -443,3 +443,135 @@ extern "C" __global__ void __launch_bounds__(128)
     }
   }
 }
+
+// ---- flash-decoding: one query token, the context split in chunks ----------
+// attention_decode_part: grid (splits, n_kv), block 128. Block (s, kvh) takes
+// keys lo + s*256 .. lo + (s+1)*256 - 1 (lo: the window's start) for the
+// `group` query heads sharing KV head kvh (K and V are read once per group),
+// and writes per head its max score m, sum of exp(score - m) l, and the
+// unnormalised output o (head_dim) to part[head][s][2 + head_dim].
+// attention_decode_combine: grid n_heads, block 128; merges the splits.
+
+namespace {
+constexpr int kChunk = 256, kMaxGroup = 16;
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    attention_decode_part(float *part, const float *q, const float *kc,
+                          const float *vc, uint32_t n_heads, uint32_t n_kv,
+                          uint32_t head_dim, uint32_t seq_len, uint32_t window,
+                          uint32_t splits) {
+  __shared__ float qs[kMaxGroup][kMaxD];
+  __shared__ float ps[kMaxGroup][kChunk];
+  __shared__ float red[kMaxGroup][2];
+  const uint32_t group = n_heads / n_kv, kvh = blockIdx.y, split = blockIdx.x;
+  const uint32_t kv_dim = n_kv * head_dim, tid = threadIdx.x;
+  const int warp = tid / 32, lane = tid % 32;
+  const uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  const uint32_t t_begin = lo + split * kChunk;
+  const uint32_t count = min((uint32_t)kChunk, seq_len - t_begin);
+  const float scale = rsqrtf((float)head_dim);
+  for (uint32_t i = tid; i < group * head_dim; i += blockDim.x) {
+    qs[i / head_dim][i % head_dim] =
+        q[(size_t)(kvh * group + i / head_dim) * head_dim + i % head_dim];
+  }
+  __syncthreads();
+  const bool vec = head_dim % 4 == 0;
+  for (uint32_t j = tid; j < kChunk; j += blockDim.x) {
+    float s[kMaxGroup];
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) s[g] = 0.0f;
+    if (j < count) {
+      const float *kt = kc + (size_t)(t_begin + j) * kv_dim + (size_t)kvh * head_dim;
+      if (vec) {
+        for (uint32_t d = 0; d < head_dim; d += 4) {
+          float4 k4 = *reinterpret_cast<const float4 *>(kt + d);
+#pragma unroll
+          for (int g = 0; g < kMaxGroup; ++g) {
+            if (g < (int)group) {
+              s[g] += qs[g][d] * k4.x + qs[g][d + 1] * k4.y +
+                      qs[g][d + 2] * k4.z + qs[g][d + 3] * k4.w;
+            }
+          }
+        }
+      } else {
+        for (uint32_t d = 0; d < head_dim; ++d) {
+          float kd = kt[d];
+#pragma unroll
+          for (int g = 0; g < kMaxGroup; ++g) {
+            if (g < (int)group) s[g] += qs[g][d] * kd;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g < (int)group) ps[g][j] = j < count ? s[g] * scale : -INFINITY;
+    }
+  }
+  __syncthreads();
+  for (uint32_t g = warp; g < group; g += blockDim.x / 32) {
+    float mx = -INFINITY;
+    for (int i = lane; i < kChunk; i += 32) mx = fmaxf(mx, ps[g][i]);
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float sum = 0.0f;
+    for (int i = lane; i < kChunk; i += 32) {
+      float e = (uint32_t)i < count ? expf(ps[g][i] - mx) : 0.0f;
+      ps[g][i] = e;
+      sum += e;
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) {
+      red[g][0] = mx;
+      red[g][1] = sum;
+    }
+  }
+  __syncthreads();
+  const size_t stride = head_dim + 2;
+  for (uint32_t d = tid; d < head_dim; d += blockDim.x) {
+    float acc[kMaxGroup];
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) acc[g] = 0.0f;
+    const float *vt = vc + (size_t)t_begin * kv_dim + (size_t)kvh * head_dim + d;
+    for (uint32_t j = 0; j < count; ++j) {
+      float v = vt[(size_t)j * kv_dim];
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g) {
+        if (g < (int)group) acc[g] += ps[g][j] * v;
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g < (int)group) {
+        part[((size_t)(kvh * group + g) * splits + split) * stride + 2 + d] = acc[g];
+      }
+    }
+  }
+  if (tid < group) {
+    float *p = part + ((size_t)(kvh * group + tid) * splits + split) * stride;
+    p[0] = red[tid][0];
+    p[1] = red[tid][1];
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    attention_decode_combine(float *out, const float *part, uint32_t n_heads,
+                             uint32_t head_dim, uint32_t splits) {
+  const uint32_t h = blockIdx.x;
+  if (h >= n_heads) return;
+  const size_t stride = head_dim + 2;
+  const float *ph = part + (size_t)h * splits * stride;
+  float mx = -INFINITY;
+  for (uint32_t s = 0; s < splits; ++s) mx = fmaxf(mx, ph[s * stride]);
+  float total = 0.0f;
+  for (uint32_t s = 0; s < splits; ++s) {
+    total += expf(ph[s * stride] - mx) * ph[s * stride + 1];
+  }
+  for (uint32_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float acc = 0.0f;
+    for (uint32_t s = 0; s < splits; ++s) {
+      acc += expf(ph[s * stride] - mx) * ph[s * stride + 2 + d];
+    }
+    out[(size_t)h * head_dim + d] = acc / total;
+  }
+}

@@ -177,6 +177,80 @@ static void attention_prefill(const atlas_launch_config *c, void **args) {
   free(att);
 }
 
+// Flash-decoding, split by split exactly as defined in prefill_kernels.h.
+static void attention_decode_part(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *part = ARG(float *, 0);
+  const float *q = ARG(const float *, 1);
+  const float *kc = ARG(const float *, 2);
+  const float *vc = ARG(const float *, 3);
+  uint32_t n_heads = ARG(uint32_t, 4), n_kv = ARG(uint32_t, 5);
+  uint32_t head_dim = ARG(uint32_t, 6), seq_len = ARG(uint32_t, 7);
+  uint32_t window = ARG(uint32_t, 8), splits = ARG(uint32_t, 9);
+  uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv;
+  uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  float scale = 1.0f / sqrtf((float)head_dim);
+  float s[ATLAS_LLAMA_DECODE_CHUNK];
+  size_t stride = head_dim + 2;
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    const float *qh = q + (size_t)h * head_dim;
+    uint32_t kvh = h / group;
+    for (uint32_t sp = 0; sp < splits; ++sp) {
+      uint32_t begin = lo + sp * ATLAS_LLAMA_DECODE_CHUNK;
+      uint32_t count = seq_len - begin < ATLAS_LLAMA_DECODE_CHUNK
+                           ? seq_len - begin
+                           : ATLAS_LLAMA_DECODE_CHUNK;
+      float max = -INFINITY;
+      for (uint32_t j = 0; j < count; ++j) {
+        const float *kt = kc + (size_t)(begin + j) * kv_dim + (size_t)kvh * head_dim;
+        float d = 0.0f;
+        for (uint32_t i = 0; i < head_dim; ++i) d += qh[i] * kt[i];
+        s[j] = d * scale;
+        if (s[j] > max) max = s[j];
+      }
+      float sum = 0.0f;
+      for (uint32_t j = 0; j < count; ++j) {
+        s[j] = expf(s[j] - max);
+        sum += s[j];
+      }
+      float *p = part + ((size_t)h * splits + sp) * stride;
+      p[0] = max;
+      p[1] = sum;
+      for (uint32_t i = 0; i < head_dim; ++i) p[2 + i] = 0.0f;
+      for (uint32_t j = 0; j < count; ++j) {
+        const float *vt = vc + (size_t)(begin + j) * kv_dim + (size_t)kvh * head_dim;
+        for (uint32_t i = 0; i < head_dim; ++i) p[2 + i] += s[j] * vt[i];
+      }
+    }
+  }
+}
+
+static void attention_decode_combine(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *out = ARG(float *, 0);
+  const float *part = ARG(const float *, 1);
+  uint32_t n_heads = ARG(uint32_t, 2), head_dim = ARG(uint32_t, 3);
+  uint32_t splits = ARG(uint32_t, 4);
+  size_t stride = head_dim + 2;
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    const float *ph = part + (size_t)h * splits * stride;
+    float max = -INFINITY, total = 0.0f;
+    for (uint32_t s = 0; s < splits; ++s) {
+      if (ph[s * stride] > max) max = ph[s * stride];
+    }
+    for (uint32_t s = 0; s < splits; ++s) {
+      total += expf(ph[s * stride] - max) * ph[s * stride + 1];
+    }
+    for (uint32_t i = 0; i < head_dim; ++i) {
+      float acc = 0.0f;
+      for (uint32_t s = 0; s < splits; ++s) {
+        acc += expf(ph[s * stride] - max) * ph[s * stride + 2 + i];
+      }
+      out[(size_t)h * head_dim + i] = acc / total;
+    }
+  }
+}
+
 // Names and signatures must match prefill.cu and prefill_kernels.h.
 const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT] = {
     {"embed_rows_f32", "pppuu", embed_rows_f32},
@@ -188,4 +262,6 @@ const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_CO
     {"gemm_bf16", "pppuuu", gemm_bf16},
     {"rope_rows", "ppuuuuufu", rope_rows},
     {"attention_prefill", "ppppuuuuuu", attention_prefill},
+    {"attention_decode_part", "ppppuuuuuu", attention_decode_part},
+    {"attention_decode_combine", "ppuuu", attention_decode_combine},
 };

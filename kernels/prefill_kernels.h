@@ -24,6 +24,16 @@
 //       are [n][n_heads * head_dim], caches [seq][n_kv * head_dim] f32
 //       CUDA: grid (ceil(n * n_heads / n_kv / 16), n_kv), block 128;
 //       head_dim <= 128 (ATLAS_LLAMA_BATCH_MAX_HEAD_DIM)
+//   attention_decode_part(part, q, k_cache, v_cache, n_heads, n_kv_heads,
+//                         head_dim, seq_len, window, splits)       "ppppuuuuuu"
+//       flash-decoding of one query (position seq_len - 1) over keys lo..
+//       seq_len-1 (lo = seq_len - window when window > 0 and smaller, else 0)
+//       in splits of ATLAS_LLAMA_DECODE_CHUNK keys; splits = ceil((seq_len -
+//       lo) / chunk). part[h][s] = {max score m, sum exp(score - m), then
+//       head_dim values sum exp(score - m) * v}
+//       CUDA: grid (splits, n_kv), block 128; n_heads / n_kv <= 16
+//   attention_decode_combine(out, part, n_heads, head_dim, splits)  "ppuuu"
+//       out[h] = merged splits; CUDA: grid n_heads, block 128
 #ifndef ATLAS_KERNELS_PREFILL_KERNELS_H_
 #define ATLAS_KERNELS_PREFILL_KERNELS_H_
 
@@ -35,9 +45,11 @@ extern "C" {
 
 #define ATLAS_LLAMA_BATCH_MODULE "llama_batch"
 #define ATLAS_LLAMA_BATCH_MAX_HEAD_DIM 128
+#define ATLAS_LLAMA_BATCH_MAX_GROUP 16
+#define ATLAS_LLAMA_DECODE_CHUNK 256
 
 // Sized so that adding a kernel without updating the count fails to compile.
-#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 9
+#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 11
 extern const atlas_kernel_def
     atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT];
 

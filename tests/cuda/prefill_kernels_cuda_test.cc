@@ -274,4 +274,91 @@ TEST_F(PrefillKernelsCuda, AttentionPrefill) {
   }
 }
 
+// part + combine, run as llama_prefill.c runs them.
+std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
+                                   const std::vector<float> &kc,
+                                   const std::vector<float> &vc, uint32_t heads,
+                                   uint32_t kv, uint32_t dim, uint32_t seq,
+                                   uint32_t window) {
+  uint32_t lo = (window != 0 && seq > window) ? seq - window : 0;
+  uint32_t splits = Blocks(seq - lo, ATLAS_LLAMA_DECODE_CHUNK);
+  void *dq = s.Upload(q.data(), q.size() * 4);
+  void *dk = s.Upload(kc.data(), kc.size() * 4);
+  void *dv = s.Upload(vc.data(), vc.size() * 4);
+  void *part = s.Poisoned((size_t)heads * splits * (dim + 2));
+  void *out = s.Poisoned((size_t)heads * dim);
+  s.Launch("attention_decode_part", splits, kv, 128,
+           {P(part), P(dq), P(dk), P(dv), U(heads), U(kv), U(dim), U(seq),
+            U(window), U(splits)});
+  s.Launch("attention_decode_combine", heads, 1, 128,
+           {P(out), P(part), U(heads), U(dim), U(splits)});
+  return s.Download(out, (size_t)heads * dim);
+}
+
+TEST_F(PrefillKernelsCuda, AttentionDecodeSplitOverTheContext) {
+  struct Case { uint32_t heads, kv, dim, seq, window; };
+  for (Case c : {Case{32, 8, 128, 1, 0}, Case{32, 8, 128, 7, 0},
+                 Case{32, 8, 64, 300, 0}, Case{32, 8, 128, 1500, 0},
+                 Case{32, 8, 128, 8192, 0}, Case{28, 4, 128, 700, 0},
+                 Case{8, 8, 30, 513, 0}, Case{32, 8, 128, 1500, 100}}) {
+    size_t kv_dim = (size_t)c.kv * c.dim;
+    std::vector<float> q = Floats((size_t)c.heads * c.dim);
+    std::vector<float> kc = Floats(c.seq * kv_dim, -2, 2), vc = Floats(c.seq * kv_dim);
+    char what[96];
+    snprintf(what, sizeof(what), "attention_decode h%u kv%u d%u seq%u w%u",
+             c.heads, c.kv, c.dim, c.seq, c.window);
+    Compare(what, [&](Side &s) {
+      return std::vector<std::vector<float>>{
+          DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window)};
+    });
+  }
+}
+
+// Host only (runs without a GPU): the split host twin against the llama
+// module's one-pass attention kernel, several splits and a window.
+TEST(PrefillKernelsHost, DecodeSplitsMatchOnePassAttention) {
+  atlas_backend_options o{};
+  o.modules = &atlas_llama_module_set;
+  atlas_backend *host = nullptr;
+  ASSERT_OK(atlas_host_backend_create(&o, &host));
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1, 1);
+  const uint32_t heads = 8, kv = 2, dim = 16;
+  for (uint32_t seq : {1u, 255u, 256u, 257u, 700u}) {
+    for (uint32_t window : {0u, 100u}) {
+      size_t kv_dim = (size_t)kv * dim;
+      std::vector<float> q(heads * dim), kc(seq * kv_dim), vc(seq * kv_dim);
+      for (float &x : q) x = d(rng);
+      for (float &x : kc) x = 2 * d(rng);
+      for (float &x : vc) x = d(rng);
+      std::vector<float> split;
+      {
+        Side s(host);
+        split = DecodeAttention(s, q, kc, vc, heads, kv, dim, seq, window);
+      }
+      uint32_t lo = (window != 0 && seq > window) ? seq - window : 0;
+      uint32_t n = seq - lo;
+      std::vector<float> want(heads * dim), att(heads * n);
+      const atlas_kernel *k = nullptr;
+      ASSERT_OK(atlas_backend_kernel_lookup(host, ATLAS_LLAMA_MODULE, "attention", &k));
+      atlas_launch_config c{};
+      c.grid = {heads, 1, 1};
+      c.block = {256, 1, 1};
+      std::vector<atlas_arg> args = {P(want.data()), P(q.data()),
+                                     P(kc.data() + lo * kv_dim),
+                                     P(vc.data() + lo * kv_dim), P(att.data()),
+                                     U(heads), U(kv), U(dim), U(n)};
+      ASSERT_OK(atlas_backend_launch_typed(host, k, &c, args.data(), args.size()));
+      ASSERT_OK(atlas_backend_synchronize(host));
+      double diff = 0, ref = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        diff += ((double)split[i] - want[i]) * ((double)split[i] - want[i]);
+        ref += (double)want[i] * want[i];
+      }
+      EXPECT_LE(sqrt(diff / ref), 1e-6) << "seq " << seq << " window " << window;
+    }
+  }
+  ASSERT_OK(atlas_backend_destroy(host));
+}
+
 }  // namespace

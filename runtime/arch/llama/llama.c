@@ -94,7 +94,7 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
   *out_bytes = weights + norm_elems * 4u + kv_bytes(config, max_seq) +
                scratch_bytes(config, max_seq) +
                atlas_llama_prefill_bytes(
-                   config, atlas_llama_prefill_rows(config, max_seq, 0));
+                   config, atlas_llama_prefill_rows(config, max_seq, 0), max_seq);
   return ATLAS_OK;
 }
 

@@ -93,10 +93,15 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
                           P(m->kv->values + layer_off), P(s->att), U(n_heads),
                           U((uint32_t)c->num_key_value_heads),
                           U((uint32_t)head_dim), U(pos + 1)};
-  ATLAS_RETURN_IF_ERROR(atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE,
-                                               "attention", dim1(n_heads),
-                                               dim1(256), att_args,
-                                               COUNT(att_args)));
+  if (m->prefill != NULL) {
+    // Split over the context (flash-decoding) where the batch scratch exists.
+    ATLAS_RETURN_IF_ERROR(atlas_llama_decode_attention(m, l, pos, s->xb2, s->q));
+  } else {
+    ATLAS_RETURN_IF_ERROR(atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE,
+                                                 "attention", dim1(n_heads),
+                                                 dim1(256), att_args,
+                                                 COUNT(att_args)));
+  }
   ATLAS_RETURN_IF_ERROR(matvec(ctx, s->xb, &L->wo, s->xb2, hidden, q_dim));
   ATLAS_RETURN_IF_ERROR(elementwise(ctx, "add", s->x, s->xb, (uint32_t)hidden));
 

@@ -41,8 +41,9 @@ static const char *suffix(atlas_dtype dtype) {
 int64_t atlas_llama_prefill_rows(const atlas_llama_config *c, int64_t max_seq,
                                  int64_t requested) {
   if (requested < 0) return 0;
-  if (c->head_dim > ATLAS_LLAMA_BATCH_MAX_HEAD_DIM || c->head_dim % 2 != 0) {
-    return 0;  // the one-token path serves these shapes
+  if (c->head_dim > ATLAS_LLAMA_BATCH_MAX_HEAD_DIM || c->head_dim % 2 != 0 ||
+      c->num_attention_heads / c->num_key_value_heads > ATLAS_LLAMA_BATCH_MAX_GROUP) {
+    return 0;  // the one-token kernels serve these shapes
   }
   int64_t rows = requested > 0 ? requested : kDefaultRows;
   return rows < max_seq ? rows : max_seq;
@@ -53,7 +54,18 @@ static uint64_t wide_dim(const atlas_llama_config *c) {
   return q_dim > (uint64_t)c->hidden_size ? q_dim : (uint64_t)c->hidden_size;
 }
 
-uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *c, int64_t rows) {
+static uint64_t max_splits(int64_t max_seq) {
+  return ((uint64_t)max_seq + ATLAS_LLAMA_DECODE_CHUNK - 1) / ATLAS_LLAMA_DECODE_CHUNK;
+}
+
+// Flash-decoding partials: per head and split, max, sum and head_dim values.
+static uint64_t part_floats(const atlas_llama_config *c, int64_t max_seq) {
+  return (uint64_t)c->num_attention_heads * max_splits(max_seq) *
+         ((uint64_t)c->head_dim + 2);
+}
+
+uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *c, int64_t rows,
+                                   int64_t max_seq) {
   if (rows <= 0) return 0;
   uint64_t r = (uint64_t)rows;
   uint64_t q_dim = (uint64_t)(c->num_attention_heads * c->head_dim);
@@ -61,14 +73,14 @@ uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *c, int64_t rows) {
   uint64_t floats = r * ((uint64_t)c->hidden_size + wide_dim(c) + 2 * q_dim +
                          2ull * (uint64_t)c->intermediate_size) +
                     logit_rows * (uint64_t)c->vocab_size +
-                    (uint64_t)c->head_dim / 2;
+                    (uint64_t)c->head_dim / 2 + part_floats(c, max_seq);
   return floats * 4u + r * 4u;  // + the token ids
 }
 
 static atlas_status release_prefill(void *p) {
   atlas_llama_prefill_scratch *s = p;
-  void *bufs[] = {s->inv_freq, s->logits, s->hb2, s->hb, s->q,
-                  s->xb2,      s->xb,     s->x,   s->tokens};
+  void *bufs[] = {s->part, s->inv_freq, s->logits, s->hb2,   s->hb,
+                  s->q,    s->xb2,      s->xb,     s->x,     s->tokens};
   atlas_status status = ATLAS_OK;
   for (size_t i = 0; i < COUNT(bufs); ++i) {
     status = atlas_status_join(status, atlas_backend_free(s->backend, bufs[i]));
@@ -78,7 +90,7 @@ static atlas_status release_prefill(void *p) {
 }
 
 static atlas_status alloc_prefill(atlas_llama_prefill_scratch *s,
-                                  const atlas_llama_config *c) {
+                                  const atlas_llama_config *c, int64_t max_seq) {
   atlas_backend *b = s->backend;
   size_t r = (size_t)s->rows, f = sizeof(float);
   size_t q_dim = (size_t)(c->num_attention_heads * c->head_dim);
@@ -109,7 +121,9 @@ static atlas_status alloc_prefill(atlas_llama_prefill_scratch *s,
   }
   atlas_status status = atlas_backend_h2d(b, s->inv_freq, table, half * f);
   free(table);
-  return status;
+  ATLAS_RETURN_IF_ERROR(status);
+  return atlas_backend_alloc(b, (size_t)part_floats(c, max_seq) * f,
+                             (void **)&s->part);
 }
 
 atlas_status atlas_llama_prefill_setup(atlas_llama_model *m, int64_t rows) {
@@ -129,7 +143,7 @@ atlas_status atlas_llama_prefill_setup(atlas_llama_model *m, int64_t rows) {
     return status;
   }
   m->prefill = s;  // registered: a failure below is released by the teardown
-  return alloc_prefill(s, &m->config);
+  return alloc_prefill(s, &m->config, m->max_seq);
 }
 
 // ---- dispatch helpers ----------------------------------------------------------
@@ -180,6 +194,31 @@ static atlas_status rope_rows(const atlas_llama_ctx *ctx,
   return launch(ctx, ATLAS_LLAMA_BATCH_MODULE, "rope_rows",
                 d3(blocks((uint64_t)heads * hd / 2, 256), n), 256, args,
                 COUNT(args));
+}
+
+// ---- one-token attention, split over the context (flash-decoding) ----------
+
+atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
+                                          uint32_t pos, float *out,
+                                          const float *q) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  const atlas_llama_config *c = ctx->config;
+  uint32_t n_heads = (uint32_t)c->num_attention_heads;
+  uint32_t n_kv = (uint32_t)c->num_key_value_heads;
+  uint32_t hd = (uint32_t)c->head_dim, seq_len = pos + 1, window = 0;
+  uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  uint32_t splits = blocks(seq_len - lo, ATLAS_LLAMA_DECODE_CHUNK);
+  size_t layer_off = (size_t)l * (size_t)m->max_seq * n_kv * hd;
+  float *part = m->prefill->part;
+  atlas_arg args[] = {P(part), P(q), P(m->kv->keys + layer_off),
+                      P(m->kv->values + layer_off), U(n_heads), U(n_kv), U(hd),
+                      U(seq_len), U(window), U(splits)};
+  ATLAS_RETURN_IF_ERROR(launch(ctx, ATLAS_LLAMA_BATCH_MODULE,
+                               "attention_decode_part", d3(splits, n_kv), 128,
+                               args, COUNT(args)));
+  atlas_arg comb[] = {P(out), P(part), U(n_heads), U(hd), U(splits)};
+  return launch(ctx, ATLAS_LLAMA_BATCH_MODULE, "attention_decode_combine",
+                d3(n_heads, 1), 128, comb, COUNT(comb));
 }
 
 // ---- the chunk -----------------------------------------------------------------

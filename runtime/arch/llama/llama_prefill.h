@@ -17,6 +17,7 @@ typedef struct atlas_llama_prefill_scratch {
   int64_t rows;
   uint32_t *tokens;
   float *x, *xb, *xb2, *q, *hb, *hb2, *logits, *inv_freq;
+  float *part;  // flash-decoding partials (one-token steps use them too)
 } atlas_llama_prefill_scratch;
 
 // Rows per prefill chunk for a load option (`requested`: 0 default, < 0
@@ -24,12 +25,18 @@ typedef struct atlas_llama_prefill_scratch {
 int64_t atlas_llama_prefill_rows(const atlas_llama_config *config,
                                  int64_t max_seq, int64_t requested);
 
-// Device bytes of the prefill scratch for `rows`.
+// Device bytes of the prefill scratch for `rows` and a cache of max_seq.
 uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *config,
-                                   int64_t rows);
+                                   int64_t rows, int64_t max_seq);
 
 // Allocates the scratch as a teardown resource of `model` (none for rows 0).
 atlas_status atlas_llama_prefill_setup(atlas_llama_model *model, int64_t rows);
+
+// One token's attention at `pos` for layer `l`, split over the context
+// (flash-decoding); needs the scratch (model->prefill != NULL).
+atlas_status atlas_llama_decode_attention(const atlas_llama_model *model,
+                                          int64_t l, uint32_t pos, float *out,
+                                          const float *q);
 
 #ifdef __cplusplus
 }  // extern "C"
