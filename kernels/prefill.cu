@@ -157,24 +157,27 @@ __device__ __forceinline__ void ldmatrix_x2(uint32_t *r, const void *p) {
                : "r"(a));
 }
 
-// Block tile 64 x 128 x 32, 8 warps as 2 (m) x 4 (n), each 32 x 32 (2 x 4
-// mma tiles). Global loads of the next k-tile go to registers while the
-// current one is multiplied from shared memory (double-buffered).
-template <typename T>
+// Block tile BM x 128 x 32 (BM 64 or 128), 8 warps as 2 (m) x 4 (n), each
+// (BM / 2) x 32. Global loads of the next k-tile go to registers while the
+// current one is multiplied from shared memory.
+template <typename T, int BM>
 __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
                         uint32_t N, uint32_t K) {
-  __shared__ __align__(16) T a_hi[2][kBM * kLds];
-  __shared__ __align__(16) T a_lo[2][kBM * kLds];
-  __shared__ __align__(16) T bs[2][kBN * kLds];
+  constexpr int MI = BM / 32;                 // m16 tiles per warp
+  constexpr int A_LOADS = BM * kBK / 4 / 256; // float4 loads per thread
+  __shared__ __align__(16) T a_hi[BM * kLds];
+  __shared__ __align__(16) T a_lo[BM * kLds];
+  __shared__ __align__(16) T bs[kBN * kLds];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int wm = warp / 4, wn = warp % 4;
-  const uint32_t m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
+  const uint32_t m0 = blockIdx.y * BM, n0 = blockIdx.x * kBN;
   const bool vec = (K % 8) == 0;
 
-  float xr[2][4];
+  float xr[A_LOADS][4];
   uint4 wr[2];
   auto load = [&](uint32_t k0) {
-    for (int i = 0; i < 2; ++i) {
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
       int idx = tid + i * 256, row = idx / 8, kk = (idx % 8) * 4;
       uint32_t m = m0 + row, k = k0 + kk;
       if (vec && m < M && k + 3 < K) {
@@ -186,6 +189,7 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
         }
       }
     }
+#pragma unroll
     for (int i = 0; i < 2; ++i) {
       int idx = tid + i * 256, row = idx / 4, kk = (idx % 4) * 8;
       uint32_t n = n0 + row, k = k0 + kk;
@@ -200,53 +204,56 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
       }
     }
   };
-  auto store = [&](int buf) {
-    for (int i = 0; i < 2; ++i) {
+  auto store = [&]() {
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
       int idx = tid + i * 256, row = idx / 8, kk = (idx % 8) * 4;
-      T hi[4], lo[4];
+      __align__(8) T hi[4];
+      __align__(8) T lo[4];
       for (int j = 0; j < 4; ++j) {
         hi[j] = Mma<T>::from(xr[i][j]);
         lo[j] = Mma<T>::from(xr[i][j] - Mma<T>::back(hi[j]));
       }
-      *reinterpret_cast<uint2 *>(&a_hi[buf][row * kLds + kk]) =
-          *reinterpret_cast<uint2 *>(hi);
-      *reinterpret_cast<uint2 *>(&a_lo[buf][row * kLds + kk]) =
-          *reinterpret_cast<uint2 *>(lo);
+      *reinterpret_cast<uint2 *>(&a_hi[row * kLds + kk]) = *reinterpret_cast<uint2 *>(hi);
+      *reinterpret_cast<uint2 *>(&a_lo[row * kLds + kk]) = *reinterpret_cast<uint2 *>(lo);
     }
+#pragma unroll
     for (int i = 0; i < 2; ++i) {
       int idx = tid + i * 256, row = idx / 4, kk = (idx % 4) * 8;
-      *reinterpret_cast<uint4 *>(&bs[buf][row * kLds + kk]) = wr[i];
+      *reinterpret_cast<uint4 *>(&bs[row * kLds + kk]) = wr[i];
     }
   };
 
-  float acc[2][4][4];
-  for (int a = 0; a < 2; ++a)
+  float acc[MI][4][4];
+#pragma unroll
+  for (int a = 0; a < MI; ++a)
+#pragma unroll
     for (int b = 0; b < 4; ++b)
+#pragma unroll
       for (int c = 0; c < 4; ++c) acc[a][b][c] = 0.0f;
 
   const uint32_t tiles = (K + kBK - 1) / kBK;
   load(0);
-  store(0);
+  store();
   __syncthreads();
-  int buf = 0;
   for (uint32_t t = 0; t < tiles; ++t) {
     if (t + 1 < tiles) load((t + 1) * kBK);
 #pragma unroll
     for (int ks = 0; ks < kBK; ks += 16) {
-      uint32_t ah[2][4], al[2][4], bf[4][2];
+      uint32_t ah[MI][4], al[MI][4], bf[4][2];
 #pragma unroll
-      for (int mi = 0; mi < 2; ++mi) {
-        int row = wm * 32 + mi * 16 + (lane % 16), col = ks + (lane / 16) * 8;
-        ldmatrix_x4(ah[mi], &a_hi[buf][row * kLds + col]);
-        ldmatrix_x4(al[mi], &a_lo[buf][row * kLds + col]);
+      for (int mi = 0; mi < MI; ++mi) {
+        int row = wm * (BM / 2) + mi * 16 + (lane % 16), col = ks + (lane / 16) * 8;
+        ldmatrix_x4(ah[mi], &a_hi[row * kLds + col]);
+        ldmatrix_x4(al[mi], &a_lo[row * kLds + col]);
       }
 #pragma unroll
       for (int ni = 0; ni < 4; ++ni) {
         int row = wn * 32 + ni * 8 + (lane % 8), col = ks + ((lane / 8) % 2) * 8;
-        ldmatrix_x2(bf[ni], &bs[buf][row * kLds + col]);
+        ldmatrix_x2(bf[ni], &bs[row * kLds + col]);
       }
 #pragma unroll
-      for (int mi = 0; mi < 2; ++mi) {
+      for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
         for (int ni = 0; ni < 4; ++ni) {
           Mma<T>::run(acc[mi][ni], al[mi], bf[ni]);
@@ -254,19 +261,21 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
         }
       }
     }
-    if (t + 1 < tiles) store(buf ^ 1);
-    __syncthreads();
-    buf ^= 1;
+    if (t + 1 < tiles) {
+      __syncthreads();  // everyone is done reading the tile
+      store();
+      __syncthreads();
+    }
   }
 
 #pragma unroll
-  for (int mi = 0; mi < 2; ++mi) {
+  for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
     for (int ni = 0; ni < 4; ++ni) {
       uint32_t n = n0 + wn * 32 + ni * 8 + (lane % 4) * 2;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        uint32_t m = m0 + wm * 32 + mi * 16 + lane / 4 + half * 8;
+        uint32_t m = m0 + wm * (BM / 2) + mi * 16 + lane / 4 + half * 8;
         if (m >= M) continue;
         float *o = out + (size_t)m * N;
         if (n < N) o[n] = acc[mi][ni][half * 2];
@@ -323,12 +332,23 @@ extern "C" __global__ void __launch_bounds__(256)
 extern "C" __global__ void __launch_bounds__(256)
     gemm_f16(float *out, const __half *w, const float *x, uint32_t m,
              uint32_t n, uint32_t k) {
-  gemm_tc(out, w, x, m, n, k);
+  gemm_tc<__half, 64>(out, w, x, m, n, k);
 }
 extern "C" __global__ void __launch_bounds__(256)
     gemm_bf16(float *out, const __nv_bfloat16 *w, const float *x, uint32_t m,
               uint32_t n, uint32_t k) {
-  gemm_tc(out, w, x, m, n, k);
+  gemm_tc<__nv_bfloat16, 64>(out, w, x, m, n, k);
+}
+// 128-row tiles for products with enough tiles to fill the GPU.
+extern "C" __global__ void __launch_bounds__(256)
+    gemm_f16_m128(float *out, const __half *w, const float *x, uint32_t m,
+                  uint32_t n, uint32_t k) {
+  gemm_tc<__half, 128>(out, w, x, m, n, k);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    gemm_bf16_m128(float *out, const __nv_bfloat16 *w, const float *x,
+                   uint32_t m, uint32_t n, uint32_t k) {
+  gemm_tc<__nv_bfloat16, 128>(out, w, x, m, n, k);
 }
 
 // ---- attention_prefill: causal, tiled, online softmax, GQA-aware -----------

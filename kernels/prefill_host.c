@@ -260,6 +260,8 @@ const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_CO
     {"gemm_f32", "pppuuu", gemm_f32},
     {"gemm_f16", "pppuuu", gemm_f16},
     {"gemm_bf16", "pppuuu", gemm_bf16},
+    {"gemm_f16_m128", "pppuuu", gemm_f16},
+    {"gemm_bf16_m128", "pppuuu", gemm_bf16},
     {"rope_rows", "ppuuuuufu", rope_rows},
     {"attention_prefill", "ppppuuuuuu", attention_prefill},
     {"attention_decode_part", "ppppuuuuuu", attention_decode_part},

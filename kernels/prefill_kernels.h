@@ -11,6 +11,8 @@
 //       out[i][j] = sum_c x[i][c] * w[j][c] (x: m x k f32, w: n x k, out: m x n)
 //       CUDA f16/bf16: tensor cores, grid (ceil(n / 128), ceil(m / 64)),
 //       block 256; f32: grid (ceil(n / 64), ceil(m / 64)), block 256
+//   gemm_{f16,bf16}_m128: the same product in 128-row tiles (more reuse,
+//       fewer blocks): grid (ceil(n / 128), ceil(m / 128)), block 256
 //   rope_rows(x, inv_freq, n_heads, head_dim, rot_dim, pos0, n,
 //             attention_factor, row_stride)                         "ppuuuuufu"
 //       row r (x + r * row_stride) at position pos0 + r; rotate_half pairs
@@ -49,7 +51,7 @@ extern "C" {
 #define ATLAS_LLAMA_DECODE_CHUNK 256
 
 // Sized so that adding a kernel without updating the count fails to compile.
-#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 11
+#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 13
 extern const atlas_kernel_def
     atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT];
 

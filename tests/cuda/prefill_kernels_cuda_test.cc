@@ -209,17 +209,21 @@ TEST_F(PrefillKernelsCuda, Gemm) {
       std::vector<float> x = Floats((size_t)sh.m * sh.k, -2, 2);
       std::string what = "gemm_" + dtype + " " + std::to_string(sh.m) + "x" +
                          std::to_string(sh.n) + "x" + std::to_string(sh.k);
-      Compare(what, [&](Side &s) {
-        void *dw = s.Upload(w.data(), w.size());
-        void *dx = s.Upload(x.data(), x.size() * 4);
-        void *out = s.Poisoned((size_t)sh.m * sh.n);
-        bool f32 = dtype == "f32";
-        s.Launch(("gemm_" + dtype).c_str(), Blocks(sh.n, f32 ? 64 : 128),
-                 Blocks(sh.m, 64), 256,
-                 {P(out), P(dw), P(dx), U(sh.m), U(sh.n), U(sh.k)});
-        return std::vector<std::vector<float>>{
-            s.Download(out, (size_t)sh.m * sh.n)};
-      });
+      for (bool tall : {false, true}) {
+        if (tall && dtype == "f32") continue;
+        std::string name = "gemm_" + dtype + (tall ? "_m128" : "");
+        Compare(name + what.substr(what.find(' ')), [&](Side &s) {
+          void *dw = s.Upload(w.data(), w.size());
+          void *dx = s.Upload(x.data(), x.size() * 4);
+          void *out = s.Poisoned((size_t)sh.m * sh.n);
+          bool f32 = dtype == "f32";
+          s.Launch(name.c_str(), Blocks(sh.n, f32 ? 64 : 128),
+                   Blocks(sh.m, tall ? 128 : 64), 256,
+                   {P(out), P(dw), P(dx), U(sh.m), U(sh.n), U(sh.k)});
+          return std::vector<std::vector<float>>{
+              s.Download(out, (size_t)sh.m * sh.n)};
+        });
+      }
     }
   }
 }

@@ -22,6 +22,9 @@
 enum { kLogitRows = 16 };
 // Rows of a chunk when the load options leave it to us.
 enum { kDefaultRows = 2048 };
+// 128 x 128 tiles of a product from which the 128-row gemm pays (about one
+// wave on a 132-SM H100/H200).
+enum { kTall = 128 };
 
 static atlas_dim3 d3(uint32_t x, uint32_t y) {
   return (atlas_dim3){x ? x : 1, y ? y : 1, 1};
@@ -159,12 +162,21 @@ static atlas_status gemm(const atlas_llama_ctx *ctx, float *out,
                          const atlas_llama_matrix *w, const float *x,
                          uint32_t m, int64_t n, int64_t k) {
   char name[32];
-  snprintf(name, sizeof(name), "gemm_%s", suffix(w->dtype));
   atlas_arg args[] = {P(out), P(w->data), P(x), U(m), U((uint32_t)n),
                       U((uint32_t)k)};
-  atlas_dim3 grid = w->dtype == ATLAS_DTYPE_F32
-                        ? d3(blocks((uint64_t)n, 64), blocks(m, 64))
-                        : d3(blocks((uint64_t)n, 128), blocks(m, 64));
+  atlas_dim3 grid;
+  if (w->dtype == ATLAS_DTYPE_F32) {
+    snprintf(name, sizeof(name), "gemm_f32");
+    grid = d3(blocks((uint64_t)n, 64), blocks(m, 64));
+  } else if ((uint64_t)blocks((uint64_t)n, 128) * blocks(m, 128) >= kTall) {
+    // Enough 128 x 128 tiles to fill a large GPU: the taller tile reuses
+    // each weight tile twice as often.
+    snprintf(name, sizeof(name), "gemm_%s_m128", suffix(w->dtype));
+    grid = d3(blocks((uint64_t)n, 128), blocks(m, 128));
+  } else {
+    snprintf(name, sizeof(name), "gemm_%s", suffix(w->dtype));
+    grid = d3(blocks((uint64_t)n, 128), blocks(m, 64));
+  }
   return launch(ctx, ATLAS_LLAMA_BATCH_MODULE, name, grid, 256, args,
                 COUNT(args));
 }
