@@ -251,7 +251,7 @@ def shape_run(name, bench, atlas, tables):
 
     model = hf_model(s, weights)
     hf = {}
-    for impl in ("eager", "sdpa"):
+    for impl in ("sdpa", "eager"):
         set_attn(model, impl)
         for n in PREFILL:
             try:
