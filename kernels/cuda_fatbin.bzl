@@ -1,5 +1,8 @@
 """atlas_cuda_fatbin: CUDA C compiled by nvcc into an embedded fatbin."""
 
+load("@atlas_cuda//:nvcc.bzl", "NVCC")
+load("@rules_cc//cc:defs.bzl", "cc_library")
+
 # SASS for every architecture nvcc 13 supports from Ampere up (A100, A10/30xx,
 # L4/40xx, H100/H200, B200, 50xx/RTX Pro), so each loads without a JIT, plus
 # PTX of the newest so a GPU newer than all of them can still JIT the module.
@@ -15,7 +18,7 @@ _GENCODE_SASS_PTX = " ".join(
 _GENCODE_PTX_ONLY = "-gencode arch=compute_90,code=compute_90"
 
 def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = [],
-                      nvcc = "/usr/local/cuda/bin/nvcc", **kwargs):
+                      nvcc = None, **kwargs):
     """Compiles `src` to a fatbin and wraps it in a cc_library `name`.
 
     The library's header is `<package>/<name>.h`; it declares `symbol` (the
@@ -23,8 +26,11 @@ def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = [],
     case the build still succeeds and the CUDA backend says so at load time).
     nvcc runs with its own temp directory: in Bazel's sandbox every action sees
     the same pid, and nvcc's tmpxft_<pid> names would clash. `nvcc` names the
-    compiler (tests point it at a missing path to build the no-nvcc image).
+    compiler; None takes the one @atlas//:deps.bzl found (tests point it at a
+    missing path to build the no-nvcc image).
     """
+    if nvcc == None:
+        nvcc = NVCC or "/nonexistent/nvcc"
     gencode = _GENCODE_PTX_ONLY if ptx_only else _GENCODE_SASS_PTX
     native.genrule(
         name = name + "_image",
@@ -52,7 +58,7 @@ def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = [],
               ".fatbin) " + symbol + " $(location :" + name + ".c) $(location :" +
               name + ".h) atlas/" + native.package_name() + "/" + name + ".h",
     )
-    native.cc_library(
+    cc_library(
         name = name,
         srcs = [":" + name + ".c"],
         hdrs = [":" + name + ".h"],

@@ -92,7 +92,8 @@ extern "C" __global__ void rope_rows(float *x, const float *inv_freq,
   double angle = (double)(pos0 + r) * (double)inv_freq[i];
   double csd, snd;
   sincos(angle, &snd, &csd);
-  float cs = (float)csd * attention_factor, sn = (float)snd * attention_factor;
+  // Scaled in double, then rounded: exactly as the one-token rope kernel.
+  float cs = (float)(csd * attention_factor), sn = (float)(snd * attention_factor);
   float *v = x + (size_t)r * row_stride + (size_t)h * head_dim;
   float x0 = v[i], x1 = v[i + half];
   v[i] = x0 * cs - x1 * sn;

@@ -112,13 +112,14 @@ static void rope_rows(const atlas_launch_config *c, void **args) {
   uint32_t n_heads = ARG(uint32_t, 2), head_dim = ARG(uint32_t, 3);
   uint32_t rot_dim = ARG(uint32_t, 4), pos0 = ARG(uint32_t, 5);
   uint32_t n = ARG(uint32_t, 6);
-  float factor = ARG(float, 7);
+  double factor = ARG(float, 7);
   uint32_t stride = ARG(uint32_t, 8);
   uint32_t half = rot_dim / 2;
   for (uint32_t r = 0; r < n; ++r) {
     for (uint32_t i = 0; i < half; ++i) {
       double angle = (double)(pos0 + r) * (double)inv_freq[i];
-      float cs = (float)cos(angle) * factor, sn = (float)sin(angle) * factor;
+      // Scaled in double, then rounded: exactly as the one-token rope.
+      float cs = (float)(cos(angle) * factor), sn = (float)(sin(angle) * factor);
       for (uint32_t h = 0; h < n_heads; ++h) {
         float *v = x + (size_t)r * stride + (size_t)h * head_dim;
         float x0 = v[i], x1 = v[i + half];

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/llama/llama_arch.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/tools/bench_llama.h"
 
@@ -100,10 +102,22 @@ static int open_model(const bench_args *a, int64_t max_seq, atlas_model **out) {
   spec.max_seq = max_seq;
   double t0 = now_ms();
   if (check(atlas_model_open(&spec, out), "opening the model")) return 1;
+  if (atlas_model_arch(*out)->load != atlas_llama_arch_load) {
+    fprintf(stderr, "bench: %s is a %s model; prefill and decode bench the "
+                    "Llama forward pass (llama, qwen2, qwen3, mistral)\n",
+            a->dir, atlas_model_arch_name(*out));
+    atlas_status_free(atlas_model_close(*out, NULL));
+    *out = NULL;
+    return 1;
+  }
   printf("loaded %s on %s in %.1f ms (KV cache %lld positions)\n", a->dir,
-         a->backend, now_ms() - t0,
-         (long long)atlas_llama_max_seq(atlas_model_llama(*out)));
+         a->backend, now_ms() - t0, (long long)atlas_model_max_seq(*out));
   return 0;
+}
+
+// The Llama-family model under `model` (open_model checked the row).
+static atlas_llama_model *llama_of(atlas_model *model) {
+  return (atlas_llama_model *)(void *)atlas_model_impl(model);
 }
 
 // A 1 GiB device-to-device copy, median of 5: GB/s counting read + write.
@@ -151,7 +165,7 @@ int atlas_bench_prefill(int argc, char **argv) {
   }
   atlas_model *model = NULL;
   if (open_model(&a, longest, &model)) return 1;
-  atlas_llama_model *m = atlas_model_llama(model);
+  atlas_llama_model *m = llama_of(model);
   int64_t vocab = atlas_llama_config_of(m)->vocab_size;
   uint32_t *tokens = random_tokens((size_t)longest, vocab);
   float *logits = malloc((size_t)vocab * sizeof(float));
@@ -189,7 +203,7 @@ int atlas_bench_decode(int argc, char **argv) {
   }
   atlas_model *model = NULL;
   if (open_model(&a, longest + a.steps + 1, &model)) return 1;
-  atlas_llama_model *m = atlas_model_llama(model);
+  atlas_llama_model *m = llama_of(model);
   int64_t vocab = atlas_llama_config_of(m)->vocab_size;
   uint32_t *tokens = random_tokens((size_t)longest, vocab);
   float *logits = malloc((size_t)vocab * sizeof(float));

@@ -60,13 +60,13 @@ typedef struct atlas_safetensors atlas_safetensors;
 
 // Maps `path` read-only and parses it. On error *out_file is NULL and
 // nothing stays allocated or mapped.
-atlas_status atlas_safetensors_open(const char *path,
+ATLAS_MUST_USE atlas_status atlas_safetensors_open(const char *path,
                                     atlas_safetensors **out_file);
 
 // Parses a buffer already in memory. Does not copy or own `data`, which must
 // outlive the result. `name_for_errors` is used in messages and returned by
 // atlas_safetensors_path (it is copied).
-atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
+ATLAS_MUST_USE atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
                                             const char *name_for_errors,
                                             atlas_safetensors **out_file);
 
@@ -89,7 +89,7 @@ const atlas_safetensors_tensor *atlas_safetensors_at(
 const atlas_safetensors_tensor *atlas_safetensors_lookup(
     const atlas_safetensors *file, const char *name);
 // As lookup, but absence is a NOT_FOUND status naming the tensor and file.
-atlas_status atlas_safetensors_find(const atlas_safetensors *file,
+ATLAS_MUST_USE atlas_status atlas_safetensors_find(const atlas_safetensors *file,
                                     const char *name,
                                     const atlas_safetensors_tensor **out_tensor);
 

@@ -3,7 +3,6 @@
 // causal attention over the cache), dispatched through the model's
 // ForwardContext like the one-token path, so the host backend runs the same
 // code as the reference.
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +40,13 @@ static const char *suffix(atlas_dtype dtype) {
   }
 }
 
+// The batched path implements every feature of the one-token layer: RoPE
+// from the model's own inv_freq table, rot_dim and attention_factor (every
+// RoPE type; dynamic RoPE at the chunk's seq_len, see atlas_llama_prefill),
+// attention/MLP biases, q/k norms and per-layer sliding windows. Only shapes
+// the batched kernels cannot hold fall back to the one-token path. A new
+// feature of the one-token layer must be added to layer() below, or refused
+// here, so that the two paths never compute different things.
 int64_t atlas_llama_prefill_rows(const atlas_llama_config *c, int64_t max_seq,
                                  int64_t requested) {
   if (requested < 0) return 0;
@@ -76,14 +82,14 @@ uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *c, int64_t rows,
   uint64_t floats = r * ((uint64_t)c->hidden_size + wide_dim(c) + 2 * q_dim +
                          2ull * (uint64_t)c->intermediate_size) +
                     logit_rows * (uint64_t)c->vocab_size +
-                    (uint64_t)c->head_dim / 2 + part_floats(c, max_seq);
+                    part_floats(c, max_seq);
   return floats * 4u + r * 4u;  // + the token ids
 }
 
 static atlas_status release_prefill(void *p) {
   atlas_llama_prefill_scratch *s = p;
-  void *bufs[] = {s->part, s->inv_freq, s->logits, s->hb2,   s->hb,
-                  s->q,    s->xb2,      s->xb,     s->x,     s->tokens};
+  void *bufs[] = {s->part, s->logits, s->hb2, s->hb,     s->q,
+                  s->xb2,  s->xb,     s->x,   s->tokens};
   atlas_status status = ATLAS_OK;
   for (size_t i = 0; i < COUNT(bufs); ++i) {
     status = atlas_status_join(status, atlas_backend_free(s->backend, bufs[i]));
@@ -110,21 +116,8 @@ static atlas_status alloc_prefill(atlas_llama_prefill_scratch *s,
   ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, inter, (void **)&s->hb2));
   ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(
       b, logit_rows * (size_t)c->vocab_size * f, (void **)&s->logits));
-  // RoPE's inverse frequencies theta^(-2i/d), as Hugging Face tabulates them.
-  size_t half = (size_t)c->head_dim / 2;
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, half * f, (void **)&s->inv_freq));
-  float *table = malloc(half * f);
-  if (table == NULL) {
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "cannot tabulate %zu RoPE frequencies", half);
-  }
-  for (size_t i = 0; i < half; ++i) {
-    table[i] = (float)(1.0 / pow(c->rope_theta, (2.0 * (double)i) /
-                                                    (double)c->head_dim));
-  }
-  atlas_status status = atlas_backend_h2d(b, s->inv_freq, table, half * f);
-  free(table);
-  ATLAS_RETURN_IF_ERROR(status);
+  // RoPE's inverse frequencies are the one-token scratch's (m->scratch),
+  // which atlas_llama_rope_update keeps right for every RoPE type.
   return atlas_backend_alloc(b, (size_t)part_floats(c, max_seq) * f,
                              (void **)&s->part);
 }
@@ -196,28 +189,59 @@ static atlas_status elementwise(const atlas_llama_ctx *ctx, const char *name,
                 args, COUNT(args));
 }
 
-static atlas_status rope_rows(const atlas_llama_ctx *ctx,
-                              const atlas_llama_prefill_scratch *s, float *x,
+// The model's RoPE (its inv_freq table, rot_dim and attention_factor, as the
+// one-token rope kernel gets them) over n rows at positions pos0...
+static atlas_status rope_rows(const atlas_llama_model *m, float *x,
                               uint32_t heads, uint32_t pos0, uint32_t n,
                               uint32_t row_stride) {
+  const atlas_llama_ctx *ctx = &m->ctx;
   uint32_t hd = (uint32_t)ctx->config->head_dim;
-  atlas_arg args[] = {P(x),     P(s->inv_freq), U(heads), U(hd), U(hd),
-                      U(pos0),  U(n),           F(1.0f),  U(row_stride)};
+  uint32_t rot = (uint32_t)m->rot_dim;
+  atlas_arg args[] = {P(x),     P(ctx->scratch->inv_freq), U(heads),
+                      U(hd),    U(rot),                    U(pos0),
+                      U(n),     F(m->attention_factor),    U(row_stride)};
   return launch(ctx, ATLAS_LLAMA_BATCH_MODULE, "rope_rows",
-                d3(blocks((uint64_t)heads * hd / 2, 256), n), 256, args,
+                d3(blocks((uint64_t)heads * (rot / 2), 256), n), 256, args,
                 COUNT(args));
+}
+
+// x[r] += bias for each of n rows of `cols` (stride `cols`), one add_bias
+// launch per row: the one-token kernel, so the sums are the same. (A
+// broadcast kernel would save the launches.)
+static atlas_status add_bias_rows(const atlas_llama_ctx *ctx, float *x,
+                                  const float *bias, uint32_t n, int64_t cols) {
+  if (bias == NULL) return ATLAS_OK;
+  for (uint32_t r = 0; r < n; ++r) {
+    ATLAS_RETURN_IF_ERROR(elementwise(ctx, "add_bias",
+                                      x + (size_t)r * (size_t)cols, bias,
+                                      (uint64_t)cols));
+  }
+  return ATLAS_OK;
+}
+
+// Qwen3's q_norm / k_norm over n contiguous rows of `heads` heads: the rows
+// are n * heads heads in a row for the one-token head_rmsnorm kernel.
+static atlas_status head_norm_rows(const atlas_llama_ctx *ctx, float *x,
+                                   const float *w, uint32_t n, uint32_t heads) {
+  if (w == NULL) return ATLAS_OK;
+  const atlas_llama_config *c = ctx->config;
+  uint32_t total = n * heads;
+  atlas_arg args[] = {P(x), P(w), U(total), U((uint32_t)c->head_dim),
+                      F((float)c->rms_norm_eps)};
+  return launch(ctx, ATLAS_LLAMA_MODULE, "head_rmsnorm", d3(total, 1), 32,
+                args, COUNT(args));
 }
 
 // ---- one-token attention, split over the context (flash-decoding) ----------
 
 atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
-                                          uint32_t pos, float *out,
-                                          const float *q) {
+                                          uint32_t pos, uint32_t window,
+                                          float *out, const float *q) {
   const atlas_llama_ctx *ctx = &m->ctx;
   const atlas_llama_config *c = ctx->config;
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
   uint32_t n_kv = (uint32_t)c->num_key_value_heads;
-  uint32_t hd = (uint32_t)c->head_dim, seq_len = pos + 1, window = 0;
+  uint32_t hd = (uint32_t)c->head_dim, seq_len = pos + 1;
   uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
   uint32_t splits = blocks(seq_len - lo, ATLAS_LLAMA_DECODE_CHUNK);
   size_t layer_off = (size_t)l * (size_t)m->max_seq * n_kv * hd;
@@ -250,29 +274,40 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   float *k = kc + (size_t)pos0 * (size_t)kv_dim;
   float *v = vc + (size_t)pos0 * (size_t)kv_dim;
 
+  // Step for step the one-token layer (llama_forward.c), over n rows.
   ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->x, L->attn_norm, n));
   ATLAS_RETURN_IF_ERROR(gemm(ctx, s->q, &L->wq, s->xb, n, q_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->q, L->q_bias, n, q_dim));
   ATLAS_RETURN_IF_ERROR(gemm(ctx, k, &L->wk, s->xb, n, kv_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, k, L->k_bias, n, kv_dim));
   ATLAS_RETURN_IF_ERROR(gemm(ctx, v, &L->wv, s->xb, n, kv_dim, hidden));
-  ATLAS_RETURN_IF_ERROR(rope_rows(ctx, s, s->q, n_heads, pos0, n, (uint32_t)q_dim));
-  ATLAS_RETURN_IF_ERROR(rope_rows(ctx, s, k, n_kv, pos0, n, (uint32_t)kv_dim));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, v, L->v_bias, n, kv_dim));
+  ATLAS_RETURN_IF_ERROR(head_norm_rows(ctx, s->q, L->q_norm, n, n_heads));
+  ATLAS_RETURN_IF_ERROR(head_norm_rows(ctx, k, L->k_norm, n, n_kv));
+  ATLAS_RETURN_IF_ERROR(rope_rows(m, s->q, n_heads, pos0, n, (uint32_t)q_dim));
+  ATLAS_RETURN_IF_ERROR(rope_rows(m, k, n_kv, pos0, n, (uint32_t)kv_dim));
   uint32_t group = n_heads / n_kv;
+  uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
   atlas_arg att[] = {P(s->xb2), P(s->q), P(kc),     P(vc), U(n_heads),
-                     U(n_kv),   U(hd),   U(pos0),   U(n),  U(0)};
+                     U(n_kv),   U(hd),   U(pos0),   U(n),  U(window)};
   ATLAS_RETURN_IF_ERROR(launch(ctx, ATLAS_LLAMA_BATCH_MODULE, "attention_prefill",
                                d3(blocks((uint64_t)n * group, 16), n_kv), 128,
                                att, COUNT(att)));
   ATLAS_RETURN_IF_ERROR(gemm(ctx, s->xb, &L->wo, s->xb2, n, hidden, q_dim));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->o_bias, n, hidden));
   ATLAS_RETURN_IF_ERROR(
       elementwise(ctx, "add", s->x, s->xb, (uint64_t)n * (uint64_t)hidden));
 
   ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->x, L->ffn_norm, n));
   int64_t inter = c->intermediate_size;
   ATLAS_RETURN_IF_ERROR(gemm(ctx, s->hb, &L->w_gate, s->xb, n, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb, L->gate_bias, n, inter));
   ATLAS_RETURN_IF_ERROR(gemm(ctx, s->hb2, &L->w_up, s->xb, n, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb2, L->up_bias, n, inter));
   ATLAS_RETURN_IF_ERROR(elementwise(ctx, "silu_mul", s->hb, s->hb2,
                                     (uint64_t)n * (uint64_t)inter));
   ATLAS_RETURN_IF_ERROR(gemm(ctx, s->xb, &L->w_down, s->hb, n, hidden, inter));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->down_bias, n, hidden));
   return elementwise(ctx, "add", s->x, s->xb, (uint64_t)n * (uint64_t)hidden);
 }
 
@@ -330,6 +365,9 @@ atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
                                tokens[i], i, (long long)c->vocab_size);
     }
   }
+  // RoPE as the one-token path has it in generation: dynamic RoPE scaled
+  // for the whole prompt, pos0 + n (its table stays for the next steps).
+  ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, (int64_t)pos0 + (int64_t)n));
   size_t vocab = (size_t)c->vocab_size;
   float *host = malloc((size_t)kLogitRows * vocab * sizeof(float));
   if (host == NULL) {

@@ -16,12 +16,13 @@ typedef struct atlas_llama_prefill_scratch {
   atlas_backend *backend;
   int64_t rows;
   uint32_t *tokens;
-  float *x, *xb, *xb2, *q, *hb, *hb2, *logits, *inv_freq;
+  float *x, *xb, *xb2, *q, *hb, *hb2, *logits;
   float *part;  // flash-decoding partials (one-token steps use them too)
 } atlas_llama_prefill_scratch;
 
 // Rows per prefill chunk for a load option (`requested`: 0 default, < 0
-// none); 0 when the shape is one the batched kernels do not take.
+// none); 0 (prompts run token by token) when the config has a shape or a
+// feature the batched path does not implement.
 int64_t atlas_llama_prefill_rows(const atlas_llama_config *config,
                                  int64_t max_seq, int64_t requested);
 
@@ -30,13 +31,14 @@ uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *config,
                                    int64_t rows, int64_t max_seq);
 
 // Allocates the scratch as a teardown resource of `model` (none for rows 0).
-atlas_status atlas_llama_prefill_setup(atlas_llama_model *model, int64_t rows);
+ATLAS_MUST_USE atlas_status atlas_llama_prefill_setup(atlas_llama_model *model, int64_t rows);
 
-// One token's attention at `pos` for layer `l`, split over the context
-// (flash-decoding); needs the scratch (model->prefill != NULL).
-atlas_status atlas_llama_decode_attention(const atlas_llama_model *model,
-                                          int64_t l, uint32_t pos, float *out,
-                                          const float *q);
+// One token's attention at `pos` for layer `l` (sliding `window`, 0: none),
+// split over the context (flash-decoding); needs the scratch
+// (model->prefill != NULL).
+ATLAS_MUST_USE atlas_status atlas_llama_decode_attention(
+    const atlas_llama_model *model, int64_t l, uint32_t pos, uint32_t window,
+    float *out, const float *q);
 
 #ifdef __cplusplus
 }  // extern "C"
