@@ -198,9 +198,9 @@ static void attention_decode_part(const atlas_launch_config *c, void **args) {
     uint32_t kvh = h / group;
     for (uint32_t sp = 0; sp < splits; ++sp) {
       uint32_t begin = lo + sp * ATLAS_LLAMA_DECODE_CHUNK;
-      uint32_t count = seq_len - begin < ATLAS_LLAMA_DECODE_CHUNK
-                           ? seq_len - begin
-                           : ATLAS_LLAMA_DECODE_CHUNK;
+      uint32_t end = begin + ATLAS_LLAMA_DECODE_CHUNK;
+      if (end > seq_len) end = seq_len;
+      uint32_t count = end - begin;
       float max = -INFINITY;
       for (uint32_t j = 0; j < count; ++j) {
         const float *kt = kc + (size_t)(begin + j) * kv_dim + (size_t)kvh * head_dim;

@@ -351,7 +351,7 @@ TEST(PrefillKernelsHost, DecodeSplitsMatchOnePassAttention) {
       std::vector<atlas_arg> args = {P(want.data()), P(q.data()),
                                      P(kc.data() + lo * kv_dim),
                                      P(vc.data() + lo * kv_dim), P(att.data()),
-                                     U(heads), U(kv), U(dim), U(n)};
+                                     U(heads), U(kv), U(dim), U(n), U(0)};
       ASSERT_OK(atlas_backend_launch_typed(host, k, &c, args.data(), args.size()));
       ASSERT_OK(atlas_backend_synchronize(host));
       double diff = 0, ref = 0;

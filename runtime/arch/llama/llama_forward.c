@@ -124,15 +124,15 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   ATLAS_RETURN_IF_ERROR(rope(m, s->q, c->num_attention_heads, pos));
   ATLAS_RETURN_IF_ERROR(rope(m, k, c->num_key_value_heads, pos));
   uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
-  atlas_arg att_args[] = {P(s->xb2), P(s->q), P(m->kv->keys + layer_off),
-                          P(m->kv->values + layer_off), P(s->att), U(n_heads),
-                          U((uint32_t)c->num_key_value_heads),
-                          U((uint32_t)head_dim), U(pos + 1), U(window)};
   if (m->prefill != NULL) {
     // Split over the context (flash-decoding) where the batch scratch exists.
     ATLAS_RETURN_IF_ERROR(
         atlas_llama_decode_attention(m, l, pos, window, s->xb2, s->q));
   } else {
+    atlas_arg att_args[] = {P(s->xb2), P(s->q), P(m->kv->keys + layer_off),
+                            P(m->kv->values + layer_off), P(s->att), U(n_heads),
+                            U((uint32_t)c->num_key_value_heads),
+                            U((uint32_t)head_dim), U(pos + 1), U(window)};
     ATLAS_RETURN_IF_ERROR(atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE,
                                                  "attention", dim1(n_heads),
                                                  dim1(256), att_args,
