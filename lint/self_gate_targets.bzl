@@ -17,6 +17,8 @@ SELF_GATE_TARGETS = [
     "//kernels:prefill_fatbin",
     "//lint:atlas_static",
     "//runtime/api:atlas",
+    "//runtime/api:atlas_testing",
+    "//runtime/api:atlas_testing_header",
     "//runtime/api:memory_report",
     "//runtime/arch/llama:llama",
     "//runtime/arch/llama:llama_arch",

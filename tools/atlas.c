@@ -4,23 +4,24 @@
 //   atlas run --model DIR --tokens 1,2,3 --steps N [options]
 //   atlas report --model DIR [options]
 //   atlas swap --model DIR --to DIR2 --tokens 1,2 --steps N [options]
+//   atlas tokenize --tokenizer FILE [--add-special] < TEXT
+//   atlas detokenize --tokenizer FILE --ids 1,2,3 [--skip-special]
 //   atlas help [CMD] | atlas --help | atlas CMD --help | atlas --version
 //
 // Each command parses its options with getopt_long (tools/cli_options.h) into
 // its own options struct, then a function does the work with that struct.
 // Exit status: 0 done; 1 the work failed (message on stderr); 2 usage error.
+// It uses only the public API (atlas/atlas.h; atlas/atlas_testing.h for
+// swap --fail-alloc): that proves the API is enough.
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/ledger_report.h"
-#include "atlas/runtime/model/swap.h"
-#include "atlas/runtime/version.h"
+#include "atlas/atlas.h"
+#include "atlas/atlas_testing.h"
 #include "atlas/tools/cli_options.h"
 #include "atlas/tools/make_checkpoint_demo_models.h"
-#include "atlas/runtime/api/memory_json.h"
-#include "atlas/runtime/api/memory_svg.h"
 #include "atlas/tools/progress.h"
 
 // ---- shared option values ----------------------------------------------------
@@ -28,14 +29,27 @@
 static const char kBackendHelp[] =
     "host, cuda, or auto (cuda when a GPU is usable, else host)";
 
+// One of atlas_backend_names() ("cuda,host,auto").
 static atlas_status parse_backend(const char *value, const char **out) {
-  ATLAS_RETURN_IF_ERROR(atlas_backend_factory_check_name(value));
-  *out = value;
-  return ATLAS_OK;
+  const char *names = atlas_backend_names();
+  size_t len = strlen(value);
+  for (const char *p = names; len > 0 && *p != '\0';) {
+    const char *end = strchr(p, ',');
+    size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+    if (n == len && strncmp(p, value, n) == 0) {
+      *out = value;
+      return ATLAS_OK;
+    }
+    p += n + (end != NULL);
+  }
+  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                           "unknown backend '%s' (expected one of: %s)", value,
+                           names);
 }
 
 // "1,2,3" -> token ids (the caller frees *out).
-static atlas_status parse_tokens(const char *text, uint32_t **out, size_t *n) {
+static atlas_status parse_ids(const char *flag, const char *text,
+                              uint32_t **out, size_t *n) {
   *out = NULL;
   *n = 0;
   size_t cap = 1;
@@ -54,7 +68,7 @@ static atlas_status parse_tokens(const char *text, uint32_t **out, size_t *n) {
       free(ids);
       *n = 0;
       return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                               "--tokens wants comma-separated ids, not '%s'",
+                               "%s wants comma-separated ids, not '%s'", flag,
                                text);
     }
     ids[(*n)++] = (uint32_t)v;
@@ -63,7 +77,7 @@ static atlas_status parse_tokens(const char *text, uint32_t **out, size_t *n) {
   if (*n == 0) {
     free(ids);
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "--tokens needs at least one id");
+                             "%s needs at least one id", flag);
   }
   *out = ids;
   return ATLAS_OK;
@@ -74,6 +88,8 @@ static atlas_status parse_tokens(const char *text, uint32_t **out, size_t *n) {
 typedef struct demo_options {
   const char *backend;
 } demo_options;
+
+enum { kMaxStops = 16 };
 
 typedef struct run_options {
   char model[ATLAS_CLI_PATH_MAX];
@@ -87,6 +103,14 @@ typedef struct run_options {
   double budget_mb;                 // swap only; 0: the whole device
   long fail_alloc;                  // swap only; testing
   bool ignore_eos;
+  // run only: text in, text out; sampling.
+  const char *text;                 // --prompt (argv's); NULL: --tokens
+  bool chat;
+  double temperature, top_p, min_p, repetition_penalty;
+  long top_k;
+  unsigned long long seed;
+  const char *stops[kMaxStops];     // --stop (argv's)
+  size_t stop_count;
 } run_options;
 
 typedef struct report_options {
@@ -133,10 +157,11 @@ static const atlas_cli_option kRunOptions[] = {
     [RUN_MODEL] = {"model", "DIR", true, NULL,
                    "checkpoint folder: config.json + model.safetensors (or "
                    "model.safetensors.index.json and its shards)"},
-    [RUN_TOKENS] = {"tokens", "IDS", true, NULL,
-                    "prompt token ids, comma-separated, e.g. 1,2,3"},
+    [RUN_TOKENS] = {"tokens", "IDS", false, "none: --prompt",
+                    "prompt token ids, comma-separated, e.g. 1,2,3; prints "
+                    "the generated ids"},
     [RUN_STEPS] = {"steps", "N", true, NULL,
-                   "tokens to generate greedily (0 runs the prompt only)"},
+                   "tokens to generate (0 runs the prompt only)"},
     [RUN_BACKEND] = {"backend", "KIND", false, "auto", kBackendHelp},
     [RUN_MAX_SEQ] = {"max-seq", "N", false,
                      "prompt length + steps",
@@ -147,17 +172,46 @@ static const atlas_cli_option kRunOptions[] = {
                     "(fewer than steps when EOS stops early)"},
     [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
                         "keep generating past the model's EOS ids"},
+    // run only (after swap's own options in set_run's numbering)
+    [RUN_OPTION_COUNT + 0] = {"prompt", "TEXT", false, "none: --tokens",
+                              "prompt text, encoded with DIR/tokenizer.json; "
+                              "streams the generated text"},
+    [RUN_OPTION_COUNT + 1] = {"chat", NULL, false, "off",
+                              "wrap --prompt as a user message with "
+                              "DIR/tokenizer_config.json's chat_template"},
+    [RUN_OPTION_COUNT + 2] = {"temperature", "T", false, "0 (greedy)",
+                              "sample with this temperature"},
+    [RUN_OPTION_COUNT + 3] = {"top-k", "K", false, "0 (off)",
+                              "sample among the K most likely ids"},
+    [RUN_OPTION_COUNT + 4] = {"top-p", "P", false, "1 (off)",
+                              "sample among the most likely ids whose "
+                              "probability reaches P"},
+    [RUN_OPTION_COUNT + 5] = {"min-p", "P", false, "0 (off)",
+                              "drop ids below P x the top probability"},
+    [RUN_OPTION_COUNT + 6] = {"repetition-penalty", "R", false, "1 (off)",
+                              "penalise ids already in the sequence"},
+    [RUN_OPTION_COUNT + 7] = {"seed", "N", false, "0",
+                              "the sampler's seed: the same seed, the same "
+                              "text"},
+    [RUN_OPTION_COUNT + 8] = {"stop", "STR", false, "none",
+                              "stop before STR appears in the text (with "
+                              "--prompt; may be repeated)"},
 };
 
 static const atlas_cli_command kRunCommand = {
-    "atlas run", "--model DIR --tokens IDS --steps N [options]",
-    "Loads the checkpoint in DIR, runs the prompt, generates N tokens greedily\n"
-    "and prints their ids on one line.",
-    kRunOptions, RUN_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
+    "atlas run", "--model DIR (--tokens IDS | --prompt TEXT) --steps N [opts]",
+    "Loads the checkpoint in DIR, runs the prompt and generates up to N\n"
+    "tokens (greedy unless --temperature is given). With --tokens it prints\n"
+    "the generated ids on one line; with --prompt it streams the text.",
+    kRunOptions, sizeof(kRunOptions) / sizeof(kRunOptions[0]), 0,
+    ATLAS_VERSION_STRING};
 
 enum {
   SWAP_BUDGET_MB = RUN_OPTION_COUNT, SWAP_TO, SWAP_FAIL_ALLOC,
-  SWAP_OPTION_COUNT
+  SWAP_OPTION_COUNT,
+  // run's own options: kRunOptions[RUN_OPTION_COUNT + i] is RUN_PROMPT + i.
+  RUN_PROMPT = SWAP_OPTION_COUNT, RUN_CHAT, RUN_TEMPERATURE, RUN_TOP_K,
+  RUN_TOP_P, RUN_MIN_P, RUN_REPETITION_PENALTY, RUN_SEED, RUN_STOP
 };
 
 static const atlas_cli_option kSwapOptions[] = {
@@ -193,9 +247,8 @@ static const atlas_cli_command kSwapCommand = {
     "part-way and restores the old model; the last two exit 1.",
     kSwapOptions, SWAP_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
 
-static atlas_status set_run(void *opts, size_t index, const char *value) {
-  run_options *o = opts;
-  const char *name = kSwapOptions[index].name;
+static atlas_status set_run_swap(run_options *o, size_t index,
+                                 const char *name, const char *value) {
   char flag[64];
   snprintf(flag, sizeof(flag), "--%s", name);
   switch (index) {
@@ -207,7 +260,7 @@ static atlas_status set_run(void *opts, size_t index, const char *value) {
       return atlas_cli_resolve_path(flag, value, o->logits);
     case RUN_TOKENS:
       free(o->prompt);
-      return parse_tokens(value, &o->prompt, &o->prompt_len);
+      return parse_ids(flag, value, &o->prompt, &o->prompt_len);
     case RUN_STEPS:
       return atlas_cli_parse_long(flag, value, 0, kMaxSteps, &o->steps);
     case RUN_MAX_SEQ:
@@ -221,10 +274,51 @@ static atlas_status set_run(void *opts, size_t index, const char *value) {
       return atlas_cli_parse_double(flag, value, 0.0, &o->budget_mb);
     case SWAP_FAIL_ALLOC:
       return atlas_cli_parse_long(flag, value, 0, 1L << 30, &o->fail_alloc);
+    case RUN_PROMPT:
+      o->text = value;
+      return ATLAS_OK;
+    case RUN_CHAT:
+      o->chat = true;
+      return ATLAS_OK;
+    case RUN_TEMPERATURE:
+      return atlas_cli_parse_double(flag, value, 0.0, &o->temperature);
+    case RUN_TOP_K:
+      return atlas_cli_parse_long(flag, value, 0, INT32_MAX, &o->top_k);
+    case RUN_TOP_P:
+      return atlas_cli_parse_double(flag, value, 0.0, &o->top_p);
+    case RUN_MIN_P:
+      return atlas_cli_parse_double(flag, value, 0.0, &o->min_p);
+    case RUN_REPETITION_PENALTY:
+      return atlas_cli_parse_double(flag, value, 0.0, &o->repetition_penalty);
+    case RUN_SEED:
+      return atlas_cli_parse_u64(flag, value, UINT64_MAX, &o->seed);
+    case RUN_STOP:
+      if (o->stop_count == kMaxStops) {
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "at most %d --stop strings", kMaxStops);
+      }
+      if (value[0] == '\0') {
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "--stop wants a non-empty string");
+      }
+      o->stops[o->stop_count++] = value;
+      return ATLAS_OK;
     default:
       return atlas_status_make(ATLAS_STATUS_INTERNAL, "option %s unhandled",
                                flag);
   }
+}
+
+static atlas_status set_swap(void *opts, size_t index, const char *value) {
+  return set_run_swap(opts, index, kSwapOptions[index].name, value);
+}
+
+// kRunOptions: swap's numbering, run's own options after swap's.
+static atlas_status set_run(void *opts, size_t index, const char *value) {
+  size_t i = index < RUN_OPTION_COUNT
+                 ? index
+                 : index - RUN_OPTION_COUNT + RUN_PROMPT;
+  return set_run_swap(opts, i, kRunOptions[index].name, value);
 }
 
 // ---- report --------------------------------------------------------------------
@@ -305,112 +399,206 @@ static atlas_status write_logits(void *ctx, const float *logits, size_t n) {
   return ATLAS_OK;
 }
 
-static void spec_for(const char *backend, const char *dir,
-                     int64_t max_seq, atlas_progress *progress,
-                     atlas_model_spec *out) {
-  memset(out, 0, sizeof(*out));
-  out->dir = dir;
+static void open_options_for(const char *backend, int64_t max_seq,
+                             atlas_progress *progress,
+                             atlas_open_options *out) {
+  atlas_open_options_init(out);
   out->backend = backend;
   out->max_seq = max_seq;
   out->progress = atlas_progress_update;
   out->progress_ctx = progress;
 }
 
-static atlas_status print_report(atlas_model *m, size_t top, double min_mb) {
+static atlas_status print_report(const atlas_model *m, size_t top,
+                                 double min_mb) {
+  atlas_model_info info = {.struct_size = sizeof(info)};
+  ATLAS_RETURN_IF_ERROR(atlas_model_info_get(m, &info));
+  atlas_report_options ro;
+  atlas_report_options_init(&ro);
+  ro.top = top;
+  ro.min_mb = min_mb;
   char *text = NULL;
-  ATLAS_RETURN_IF_ERROR(
-      atlas_backend_alloc_report(atlas_model_backend(m), top, min_mb, &text));
+  ATLAS_RETURN_IF_ERROR(atlas_report(m, ATLAS_REPORT_TEXT, &ro, &text));
   printf("memory report (%s on %s, KV cache for %lld positions):\n%s",
-         atlas_model_name(m), atlas_backend_name(atlas_model_backend(m)),
-         (long long)atlas_model_max_seq(m), text);
-  free(text);
+         info.name, info.backend, (long long)info.max_seq, text);
+  atlas_free(text);
   return ATLAS_OK;
 }
 
+// Streams generated text to stdout as it arrives.
+static bool print_text(void *ctx, const char *text, size_t len) {
+  (void)ctx;
+  fwrite(text, 1, len, stdout);
+  fflush(stdout);
+  return true;
+}
+
+// Generates and prints the ids on one line, or (with a tokenizer) streams
+// the text and ends it with a newline. `run` (may be NULL: greedy) brings
+// the sampling options and stop strings.
 static atlas_status generate(atlas_model *m, const uint32_t *prompt, size_t n,
-                             size_t steps, logits_file *lf) {
+                             size_t steps, bool ignore_eos, logits_file *lf,
+                             const run_options *run,
+                             const atlas_tokenizer *tokenizer) {
   uint32_t *out = calloc(steps ? steps : 1, sizeof(uint32_t));
   if (out == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "too many steps");
   }
-  size_t count = 0;
-  atlas_status s =
-      atlas_model_generate(m, prompt, n, steps, out, &count, write_logits, lf);
-  if (s == ATLAS_OK) {
-    for (size_t i = 0; i < count; ++i) printf("%s%u", i ? "," : "", out[i]);
-    printf("\n");
+  atlas_generate_options go;
+  atlas_generate_options_init(&go);
+  go.max_new_tokens = steps;
+  go.ignore_eos = ignore_eos;
+  if (lf != NULL && lf->f != NULL) {
+    go.on_logits = write_logits;
+    go.ctx = lf;
   }
+  if (run != NULL) {
+    go.temperature = (float)run->temperature;
+    go.top_k = (int32_t)run->top_k;
+    go.top_p = (float)run->top_p;
+    go.min_p = (float)run->min_p;
+    go.repetition_penalty = (float)run->repetition_penalty;
+    go.seed = run->seed;
+    go.stop_strings = run->stops;
+    go.stop_count = run->stop_count;
+  }
+  if (tokenizer != NULL) {
+    go.tokenizer = tokenizer;
+    go.on_text = print_text;
+  }
+  size_t count = 0;
+  atlas_status s = atlas_generate(m, prompt, n, &go, out, &count);
+  if (s == ATLAS_OK && tokenizer == NULL) {
+    for (size_t i = 0; i < count; ++i) printf("%s%u", i ? "," : "", out[i]);
+  }
+  if (s == ATLAS_OK || tokenizer != NULL) printf("\n");
   free(out);
+  return s;
+}
+
+// "DIR/NAME" into out (ATLAS_CLI_PATH_MAX bytes).
+static atlas_status path_in(const char *dir, const char *name, char *out) {
+  int n = snprintf(out, ATLAS_CLI_PATH_MAX, "%s/%s", dir, name);
+  if (n < 0 || n >= ATLAS_CLI_PATH_MAX) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "the path %s/%s is too long", dir, name);
+  }
+  return ATLAS_OK;
+}
+
+// --prompt: DIR/tokenizer.json encodes the text (with the tokenizer's
+// special tokens), or with --chat the text rendered as one user message by
+// DIR/tokenizer_config.json's chat template (the template writes them).
+static atlas_status encode_prompt(const run_options *o, atlas_tokenizer **out_t,
+                                  uint32_t **out_ids, size_t *out_len) {
+  char path[ATLAS_CLI_PATH_MAX];
+  ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer.json", path));
+  ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(path, out_t));
+  if (!o->chat) {
+    return atlas_tokenizer_encode(*out_t, o->text, strlen(o->text), true,
+                                  out_ids, out_len);
+  }
+  ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer_config.json", path));
+  atlas_chat_template *tmpl = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_chat_template_load(path, &tmpl));
+  atlas_chat_message user = {"user", o->text};
+  char *text = NULL;
+  atlas_status s = atlas_chat_template_apply(tmpl, &user, 1, true, &text);
+  atlas_chat_template_free(tmpl);
+  if (s == ATLAS_OK) {
+    s = atlas_tokenizer_encode(*out_t, text, strlen(text), false, out_ids,
+                               out_len);
+  }
+  atlas_free(text);
   return s;
 }
 
 // Says which of a swap's outcomes happened, on stderr, first and in capitals
 // when it failed (never a timing line for a swap that did not happen).
-static atlas_status report_swap(atlas_status s, const atlas_swap_report *r,
+static atlas_status report_swap(atlas_status s, const atlas_swap_info *r,
                                 const char *old_name, const char *new_name) {
   if (s == ATLAS_OK) {
     fprintf(stderr,
             "swap: now serving %s (%s path: teardown %.2f ms, load %.2f ms, "
             "total %.2f ms)\n",
-            new_name,
-            r->path == ATLAS_SWAP_SIDE_BY_SIDE ? "side-by-side" : "replace",
+            new_name, r->side_by_side ? "side-by-side" : "replace",
             r->teardown_ms, r->load_ms, r->total_ms);
     return ATLAS_OK;
   }
-  if (r->swapped) {
-    return atlas_status_annotate(s, "swapped to %s, but tearing down %s "
-                                    "reported an error", new_name, old_name);
+  switch (r->outcome) {
+    case ATLAS_SWAP_OUTCOME_SWAPPED:
+      return atlas_status_annotate(s, "swapped to %s, but tearing down %s "
+                                      "reported an error", new_name, old_name);
+    case ATLAS_SWAP_OUTCOME_RESTORED:
+      fprintf(stderr, "swap: FAILED part-way; the old model %s was restored "
+                      "and is serving again\n", old_name);
+      return s;  // the runtime's reason, which names the outcome too
+    case ATLAS_SWAP_OUTCOME_REFUSED:
+      if (r->needed_bytes == 0) {
+        // Refused before the budget check: the new model could not be sized.
+        fprintf(stderr,
+                "swap: REFUSED before anything changed: the new model could "
+                "not be read (reason below). The old model %s is still "
+                "serving.\n",
+                old_name);
+        return s;
+      }
+      fprintf(stderr,
+              "swap: REFUSED before anything changed: the new model needs "
+              "%llu bytes; %llu bytes could be made available (%llu free + "
+              "%llu held by the old model). The old model %s is still "
+              "serving.\n",
+              (unsigned long long)r->needed_bytes,
+              (unsigned long long)r->free_bytes +
+                  (unsigned long long)r->releasable_bytes,
+              (unsigned long long)r->free_bytes,
+              (unsigned long long)r->releasable_bytes, old_name);
+      return s;  // the runtime's reason, which names the outcome too
+    case ATLAS_SWAP_OUTCOME_KEPT:
+      fprintf(stderr, "swap: FAILED loading the new model beside the old one; "
+                      "the old model %s was never unloaded and is still "
+                      "serving\n", old_name);
+      return s;  // the runtime's reason, which names the outcome too
+    case ATLAS_SWAP_OUTCOME_LOST:
+    default:
+      fprintf(stderr, "swap: FAILED, and the old model %s could not be "
+                      "restored; no model is loaded\n", old_name);
+      return s;
   }
-  if (r->restored) {
-    fprintf(stderr, "swap: FAILED part-way; the old model %s was restored "
-                    "and is serving again\n", old_name);
-    return s;  // the runtime's reason, which names the outcome too
-  }
-  if (r->path == ATLAS_SWAP_REFUSED && r->needed_bytes == 0) {
-    // Refused before the budget check: the new model could not be sized.
-    fprintf(stderr,
-            "swap: REFUSED before anything changed: the new model could not "
-            "be read (reason below). The old model %s is still serving.\n",
-            old_name);
-    return s;
-  }
-  if (r->path == ATLAS_SWAP_REFUSED) {
-    fprintf(stderr,
-            "swap: REFUSED before anything changed: the new model needs %llu "
-            "bytes; %llu bytes could be made available (%llu free + %llu held "
-            "by the old model). The old model %s is still serving.\n",
-            (unsigned long long)r->needed_bytes,
-            (unsigned long long)r->free_bytes +
-                (unsigned long long)r->releasable_bytes,
-            (unsigned long long)r->free_bytes,
-            (unsigned long long)r->releasable_bytes, old_name);
-    return s;  // the runtime's reason, which names the outcome too
-  }
-  if (r->path == ATLAS_SWAP_SIDE_BY_SIDE) {
-    fprintf(stderr, "swap: FAILED loading the new model beside the old one; "
-                    "the old model %s was never unloaded and is still "
-                    "serving\n", old_name);
-    return s;  // the runtime's reason, which names the outcome too
-  }
-  fprintf(stderr, "swap: FAILED, and the old model %s could not be restored; "
-                  "no model is loaded\n", old_name);
-  return s;
 }
 
-// `atlas run` (to == NULL) and `atlas swap`.
-static atlas_status run_or_swap(const run_options *o, bool swap) {
+// `atlas run` (swap false) and `atlas swap`.
+static atlas_status run_or_swap(run_options *o, bool swap) {
+  atlas_tokenizer *tokenizer = NULL;
+  if (o->text != NULL) {
+    atlas_status e = encode_prompt(o, &tokenizer, &o->prompt, &o->prompt_len);
+    if (e == ATLAS_OK && o->prompt_len == 0) {
+      e = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                            "--prompt encodes to no tokens");
+    }
+    if (e == ATLAS_OK && o->max_seq != 0 &&
+        o->max_seq < (long)o->prompt_len + o->steps) {
+      e = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                            "--max-seq %ld is less than the prompt's %zu "
+                            "tokens + steps",
+                            o->max_seq, o->prompt_len);
+    }
+    if (e != ATLAS_OK) {
+      atlas_tokenizer_free(tokenizer);
+      return e;
+    }
+  }
   int64_t max_seq = o->max_seq;
   if (max_seq == 0) max_seq = (int64_t)o->prompt_len + o->steps;
   if (max_seq == 0) max_seq = 1;
   logits_file lf = {NULL, o->logits};
   atlas_progress progress;
   atlas_progress_init(&progress, "loading");
-  atlas_model_spec spec;
-  spec_for(o->backend, o->model, max_seq, &progress, &spec);
-  spec.ignore_eos = o->ignore_eos;
-  spec.device_budget_bytes = (uint64_t)(o->budget_mb * 1e6 + 0.5);
+  atlas_open_options oo;
+  open_options_for(o->backend, max_seq, &progress, &oo);
+  oo.device_budget_bytes = (uint64_t)(o->budget_mb * 1e6 + 0.5);
   atlas_model *m = NULL;
-  atlas_status s = atlas_model_open(&spec, &m);
+  atlas_status s = atlas_open(o->model, &oo, &m);
   atlas_progress_finish(&progress);
   if (s == ATLAS_OK && o->logits[0] != '\0') {
     lf.f = fopen(o->logits, "wb");
@@ -420,27 +608,26 @@ static atlas_status run_or_swap(const run_options *o, bool swap) {
     }
   }
   if (s == ATLAS_OK) {
-    s = generate(m, o->prompt, o->prompt_len, (size_t)o->steps, &lf);
+    s = generate(m, o->prompt, o->prompt_len, (size_t)o->steps, o->ignore_eos,
+                 &lf, o, tokenizer);
   }
   if (s == ATLAS_OK && swap) {
     s = print_report(m, 10, 0.0);
-    atlas_model_spec next;
-    atlas_progress_init(&progress, "swapping");
-    spec_for(o->backend, o->to, max_seq, &progress, &next);
-    next.ignore_eos = o->ignore_eos;
-    next.device_budget_bytes = spec.device_budget_bytes;
-    if (o->fail_alloc > 0) {
-      next.fault_kind = ATLAS_FAULT_ALLOC;
-      next.fault_at = (uint64_t)o->fail_alloc;
-    }
     if (s == ATLAS_OK) {
-      atlas_swap_report r;
-      s = atlas_model_swap(&m, &next, &r);
+      atlas_progress_init(&progress, "swapping");
+      atlas_open_options next = oo;
+      next.progress_ctx = &progress;
+      atlas_swap_info r;
+      s = atlas_testing_swap(&m, o->to, &next,
+                             o->fail_alloc > 0 ? ATLAS_TESTING_FAULT_ALLOC
+                                               : ATLAS_TESTING_FAULT_NONE,
+                             (uint64_t)o->fail_alloc, &r);
       atlas_progress_finish(&progress);
       s = report_swap(s, &r, o->model, o->to);
     }
     if (s == ATLAS_OK) {
-      s = generate(m, o->prompt, o->prompt_len, (size_t)o->steps, &lf);
+      s = generate(m, o->prompt, o->prompt_len, (size_t)o->steps,
+                   o->ignore_eos, &lf, NULL, NULL);
     }
     if (s == ATLAS_OK) s = print_report(m, 10, 0.0);
   }
@@ -448,7 +635,8 @@ static atlas_status run_or_swap(const run_options *o, bool swap) {
     s = atlas_status_make(ATLAS_STATUS_IO, "closing %s: %s", o->logits,
                           strerror(errno));
   }
-  return atlas_status_join(s, m != NULL ? atlas_model_close(m, NULL) : ATLAS_OK);
+  atlas_tokenizer_free(tokenizer);
+  return atlas_status_join(s, atlas_close(m, NULL));
 }
 
 static atlas_status write_file_text(const char *path, const char *text) {
@@ -465,62 +653,55 @@ static atlas_status write_file_text(const char *path, const char *text) {
   return ATLAS_OK;
 }
 
-static atlas_status write_svg(atlas_model *m, const atlas_site_report *report,
-                              const char *path) {
-  FILE *f = fopen(path, "w");
-  if (f == NULL) {
-    return atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", path,
-                             strerror(errno));
-  }
-  char title[512];
-  snprintf(title, sizeof(title), "Live memory of %s on %s",
-           atlas_model_name(m), atlas_backend_name(atlas_model_backend(m)));
-  atlas_status s = atlas_memory_svg_write(report, title, f);
-  if (fclose(f) != 0 && s == ATLAS_OK) {
-    s = atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s", path,
-                          strerror(errno));
-  }
+// One report format into a file.
+static atlas_status write_report_file(const atlas_model *m,
+                                      atlas_report_format format,
+                                      const report_options *o,
+                                      const char *path) {
+  atlas_report_options ro;
+  atlas_report_options_init(&ro);
+  ro.top = (size_t)o->top;
+  ro.min_mb = o->min_mb;
+  char *text = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_report(m, format, &ro, &text));
+  atlas_status s = write_file_text(path, text);
+  atlas_free(text);
   return s;
 }
 
 // The JSON and the SVG, from the same rows as the text (--top, --min-mb).
-static atlas_status write_report_files(atlas_model *m, const report_options *o) {
-  atlas_ledger_entry *entries = NULL;
-  size_t count = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot(
-      atlas_backend_ledger(atlas_model_backend(m)), &entries, &count));
-  atlas_site_report sites;
-  atlas_status s = atlas_site_report_build(entries, count, (size_t)o->top,
-                                           o->min_mb, &sites);
-  free(entries);
-  if (s != ATLAS_OK) return s;
+static atlas_status write_report_files(const atlas_model *m,
+                                       const report_options *o) {
   if (o->json[0] != '\0') {
-    char *json = NULL;
-    s = atlas_memory_json(&sites, (size_t)o->top, o->min_mb, &json);
-    if (s == ATLAS_OK) s = write_file_text(o->json, json);
-    free(json);
-    if (s == ATLAS_OK) printf("wrote the JSON report to %s\n", o->json);
+    ATLAS_RETURN_IF_ERROR(write_report_file(m, ATLAS_REPORT_JSON, o, o->json));
+    printf("wrote the JSON report to %s\n", o->json);
   }
-  if (s == ATLAS_OK && o->svg[0] != '\0') {
-    s = write_svg(m, &sites, o->svg);
-    if (s == ATLAS_OK) printf("wrote the SVG chart to %s\n", o->svg);
+  if (o->svg[0] != '\0') {
+    ATLAS_RETURN_IF_ERROR(write_report_file(m, ATLAS_REPORT_SVG, o, o->svg));
+    printf("wrote the SVG chart to %s\n", o->svg);
   }
-  atlas_site_report_free(&sites);
-  return s;
+  return ATLAS_OK;
 }
 
 static atlas_status report(const report_options *o) {
   atlas_progress progress;
   atlas_progress_init(&progress, "loading");
-  atlas_model_spec spec;
-  spec_for(o->backend, o->model, o->max_seq, &progress, &spec);
+  atlas_open_options oo;
+  open_options_for(o->backend, o->max_seq, &progress, &oo);
   atlas_model *m = NULL;
-  atlas_status s = atlas_model_open(&spec, &m);
+  atlas_status s = atlas_open(o->model, &oo, &m);
   atlas_progress_finish(&progress);
   if (s != ATLAS_OK) return s;
   s = print_report(m, (size_t)o->top, o->min_mb);
   if (s == ATLAS_OK) s = write_report_files(m, o);
-  return atlas_status_join(s, atlas_model_close(m, NULL));
+  return atlas_status_join(s, atlas_close(m, NULL));
+}
+
+static atlas_status print_model_line(const atlas_model *m) {
+  atlas_model_info info = {.struct_size = sizeof(info)};
+  ATLAS_RETURN_IF_ERROR(atlas_model_info_get(m, &info));
+  printf("model %s on %s\n", info.name, info.backend);
+  return ATLAS_OK;
 }
 
 // The README's main job: load an embedded model, generate, swap to the
@@ -532,61 +713,191 @@ static atlas_status demo(const demo_options *o) {
     return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
                              "the embedded demo models are missing from this build");
   }
-  atlas_embedded_checkpoint ea = {a->name, a->config_json, a->config_bytes,
-                                  a->weights, a->weights_bytes};
-  atlas_embedded_checkpoint eb = {b->name, b->config_json, b->config_bytes,
-                                  b->weights, b->weights_bytes};
-  atlas_model_spec sa, sb;
-  memset(&sa, 0, sizeof(sa));
-  sa.backend = o->backend;
-  sa.embedded = &ea;
-  sa.max_seq = 64;
-  sb = sa;
-  sb.embedded = &eb;
+  atlas_open_options oo;
+  atlas_open_options_init(&oo);
+  oo.backend = o->backend;
+  oo.max_seq = 64;
   const uint32_t prompt[] = {1, 2, 3};
   const size_t steps = 8;
-  logits_file none = {NULL, NULL};
 
   printf("demo: two tiny Llama models built into this binary, tiny-a and "
          "tiny-b, with RANDOM weights:\n"
          "their token ids are not text, and repeated ids are expected, not a "
          "bug.\nprompt 1,2,3; %zu tokens each, greedy.\n\n", steps);
   atlas_model *m = NULL;
-  ATLAS_RETURN_IF_ERROR(atlas_model_open(&sa, &m));
-  printf("model %s on %s\ngenerated: ", atlas_model_name(m),
-         atlas_backend_name(atlas_model_backend(m)));
-  atlas_status s = generate(m, prompt, 3, steps, &none);
-  if (s == ATLAS_OK) s = print_report(m, 10, 0.0);
-  atlas_swap_report r;
+  ATLAS_RETURN_IF_ERROR(atlas_open_memory(a->name, a->config_json,
+                                          a->config_bytes, a->weights,
+                                          a->weights_bytes, &oo, &m));
+  atlas_status s = print_model_line(m);
   if (s == ATLAS_OK) {
-    s = atlas_model_swap(&m, &sb, &r);
+    printf("generated: ");
+    s = generate(m, prompt, 3, steps, false, NULL, NULL, NULL);
+  }
+  if (s == ATLAS_OK) s = print_report(m, 10, 0.0);
+  if (s == ATLAS_OK) {
+    atlas_swap_info r;
+    s = atlas_swap_memory(&m, b->name, b->config_json, b->config_bytes,
+                          b->weights, b->weights_bytes, &oo, &r);
     if (s == ATLAS_OK) {
-      printf("\nswapped to %s in %.2f ms (%s; teardown %.2f ms, load %.2f ms)\n",
-             atlas_model_name(m), r.total_ms,
-             r.path == ATLAS_SWAP_SIDE_BY_SIDE ? "side by side" : "replace",
-             r.teardown_ms, r.load_ms);
-      printf("generated: ");
-      s = generate(m, prompt, 3, steps, &none);
+      atlas_model_info info = {.struct_size = sizeof(info)};
+      s = atlas_model_info_get(m, &info);
+      if (s == ATLAS_OK) {
+        printf("\nswapped to %s in %.2f ms (%s; teardown %.2f ms, load %.2f "
+               "ms)\n",
+               info.name, r.total_ms,
+               r.side_by_side ? "side by side" : "replace", r.teardown_ms,
+               r.load_ms);
+        printf("generated: ");
+        s = generate(m, prompt, 3, steps, false, NULL, NULL, NULL);
+      }
     } else {
-      s = report_swap(s, &r, ea.name, eb.name);
+      s = report_swap(s, &r, a->name, b->name);
     }
   }
   if (s == ATLAS_OK) s = print_report(m, 10, 0.0);
   if (m == NULL) return s;
-  atlas_teardown_report td;
-  atlas_status closed = atlas_model_close(m, &td);
+  atlas_close_report td;
+  atlas_status closed = atlas_close(m, &td);
   if (closed == ATLAS_OK) {
     printf("\nteardown: %zu resources released in reverse order, %zu failed\n",
            td.released, td.failed);
-    printf("leaked: %zu bytes\n", td.sweep.bytes);
-    if (td.sweep.count > 0 && s == ATLAS_OK) {
+    printf("leaked: %llu bytes\n", (unsigned long long)td.leaked_bytes);
+    if (td.leaked_allocations > 0 && s == ATLAS_OK) {
       s = atlas_status_make(ATLAS_STATUS_INTERNAL,
-                            "the sweep found %zu unreleased allocations:\n%s",
-                            td.sweep.count, td.sweep.sites);
+                            "the sweep found %zu unreleased allocations "
+                            "(%llu bytes)",
+                            td.leaked_allocations,
+                            (unsigned long long)td.leaked_bytes);
     }
   }
-  atlas_sweep_result_free(&td.sweep);
   return atlas_status_join(s, closed);
+}
+
+// ---- tokenize and detokenize ----------------------------------------------------
+
+typedef struct text_options {
+  char tokenizer[ATLAS_CLI_PATH_MAX];
+  bool special;      // tokenize: --add-special; detokenize: --skip-special
+  uint32_t *ids;     // detokenize; owned
+  size_t id_count;
+} text_options;
+
+enum { TOK_TOKENIZER, TOK_SPECIAL, TOK_OPTION_COUNT };
+enum { DETOK_TOKENIZER, DETOK_IDS, DETOK_SPECIAL, DETOK_OPTION_COUNT };
+
+static const atlas_cli_option kTokenizeOptions[] = {
+    [TOK_TOKENIZER] = {"tokenizer", "FILE", true, NULL,
+                       "a Hugging Face tokenizer.json"},
+    [TOK_SPECIAL] = {"add-special", NULL, false, "off",
+                     "add the tokenizer's special tokens (BOS, ...) as its "
+                     "post-processor says"},
+};
+
+static const atlas_cli_command kTokenizeCommand = {
+    "atlas tokenize", "--tokenizer FILE [options] < TEXT",
+    "Reads UTF-8 text on stdin (every byte, a final newline included) and\n"
+    "prints its token ids, comma-separated, on one line.",
+    kTokenizeOptions, TOK_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
+
+static const atlas_cli_option kDetokenizeOptions[] = {
+    [DETOK_TOKENIZER] = {"tokenizer", "FILE", true, NULL,
+                         "a Hugging Face tokenizer.json"},
+    [DETOK_IDS] = {"ids", "IDS", true, NULL,
+                   "token ids, comma-separated, e.g. 1,2,3"},
+    [DETOK_SPECIAL] = {"skip-special", NULL, false, "off",
+                       "leave out special tokens (BOS, EOS, ...)"},
+};
+
+static const atlas_cli_command kDetokenizeCommand = {
+    "atlas detokenize", "--tokenizer FILE --ids IDS [options]",
+    "Prints the text of the token ids, followed by a newline.",
+    kDetokenizeOptions, DETOK_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
+
+static atlas_status set_tokenize(void *opts, size_t index, const char *value) {
+  text_options *o = opts;
+  if (index == TOK_TOKENIZER) {
+    return atlas_cli_resolve_path("--tokenizer", value, o->tokenizer);
+  }
+  o->special = true;
+  return ATLAS_OK;
+}
+
+static atlas_status set_detokenize(void *opts, size_t index,
+                                   const char *value) {
+  text_options *o = opts;
+  switch (index) {
+    case DETOK_TOKENIZER:
+      return atlas_cli_resolve_path("--tokenizer", value, o->tokenizer);
+    case DETOK_IDS:
+      free(o->ids);
+      return parse_ids("--ids", value, &o->ids, &o->id_count);
+    default:
+      o->special = true;
+      return ATLAS_OK;
+  }
+}
+
+// All of stdin (the caller frees *out).
+static atlas_status read_stdin(char **out, size_t *out_len) {
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  while (buf != NULL) {
+    len += fread(buf + len, 1, cap - len, stdin);
+    if (len < cap) break;
+    char *bigger = realloc(buf, cap * 2);
+    if (bigger == NULL) free(buf);
+    buf = bigger;
+    cap *= 2;
+  }
+  if (buf == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "reading stdin: out of memory");
+  }
+  if (ferror(stdin)) {
+    free(buf);
+    return atlas_status_make(ATLAS_STATUS_IO, "reading stdin: %s",
+                             strerror(errno));
+  }
+  *out = buf;
+  *out_len = len;
+  return ATLAS_OK;
+}
+
+static atlas_status tokenize(const text_options *o) {
+  char *text = NULL;
+  size_t len = 0;
+  ATLAS_RETURN_IF_ERROR(read_stdin(&text, &len));
+  atlas_tokenizer *t = NULL;
+  atlas_status s = atlas_tokenizer_load(o->tokenizer, &t);
+  uint32_t *ids = NULL;
+  size_t count = 0;
+  if (s == ATLAS_OK) {
+    s = atlas_tokenizer_encode(t, text, len, o->special, &ids, &count);
+  }
+  if (s == ATLAS_OK) {
+    for (size_t i = 0; i < count; ++i) printf("%s%u", i ? "," : "", ids[i]);
+    printf("\n");
+  }
+  atlas_free(ids);
+  atlas_tokenizer_free(t);
+  free(text);
+  return s;
+}
+
+static atlas_status detokenize(const text_options *o) {
+  atlas_tokenizer *t = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(o->tokenizer, &t));
+  char *text = NULL;
+  size_t len = 0;
+  atlas_status s = atlas_tokenizer_decode(t, o->ids, o->id_count, o->special,
+                                          &text, &len);
+  if (s == ATLAS_OK) {
+    fwrite(text, 1, len, stdout);
+    fputc('\n', stdout);
+  }
+  atlas_free(text);
+  atlas_tokenizer_free(t);
+  return s;
 }
 
 // ---- dispatch ----------------------------------------------------------------------
@@ -617,11 +928,23 @@ static int main_run(int argc, char **argv, bool swap) {
   if (o == NULL) return finish(c->program, atlas_status_make(
                                    ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
   o->backend = "auto";
+  o->top_p = 1.0;
+  o->repetition_penalty = 1.0;
   int next = 0;
-  atlas_cli_parse_result r = atlas_cli_parse(c, argc, argv, set_run, o, &next);
+  atlas_cli_parse_result r = atlas_cli_parse(
+      c, argc, argv, swap ? set_swap : set_run, o, &next);
   int rc;
   if (r != ATLAS_CLI_PARSED) {
     rc = parsed_exit(r);
+  } else if (!swap && (o->prompt == NULL) == (o->text == NULL)) {
+    rc = atlas_cli_usage_error(c->program,
+                               o->text == NULL
+                                   ? "--tokens IDS is required (or --prompt "
+                                     "TEXT)"
+                                   : "give --tokens or --prompt, not both");
+  } else if (o->text == NULL && (o->chat || o->stop_count > 0)) {
+    rc = atlas_cli_usage_error(c->program, "%s needs --prompt",
+                               o->chat ? "--chat" : "--stop");
   } else if (o->max_seq != 0 &&
              o->max_seq < (long)o->prompt_len + o->steps) {
     rc = atlas_cli_usage_error(c->program,
@@ -651,6 +974,22 @@ static int main_report(int argc, char **argv) {
   return rc;
 }
 
+static int main_text(int argc, char **argv, bool encode) {
+  const atlas_cli_command *c = encode ? &kTokenizeCommand : &kDetokenizeCommand;
+  text_options *o = calloc(1, sizeof(*o));
+  if (o == NULL) return finish(c->program, atlas_status_make(
+                                   ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
+  int next = 0;
+  atlas_cli_parse_result r = atlas_cli_parse(
+      c, argc, argv, encode ? set_tokenize : set_detokenize, o, &next);
+  int rc = r != ATLAS_CLI_PARSED
+               ? parsed_exit(r)
+               : finish(c->program, encode ? tokenize(o) : detokenize(o));
+  free(o->ids);
+  free(o);
+  return rc;
+}
+
 typedef struct command_entry {
   const char *name;
   const atlas_cli_command *command;
@@ -660,10 +999,12 @@ typedef struct command_entry {
 static const command_entry kCommands[] = {
     {"demo", &kDemoCommand,
      "load a built-in model, generate, hot-swap, tear down"},
-    {"run", &kRunCommand, "load a checkpoint and generate token ids"},
+    {"run", &kRunCommand, "load a checkpoint and generate token ids or text"},
     {"report", &kReportCommand,
      "a checkpoint's live memory by call site (text, JSON, SVG)"},
     {"swap", &kSwapCommand, "run one checkpoint, hot-swap to another, run it"},
+    {"tokenize", &kTokenizeCommand, "text on stdin -> token ids"},
+    {"detokenize", &kDetokenizeCommand, "token ids -> text"},
 };
 enum { kCommandCount = sizeof(kCommands) / sizeof(kCommands[0]) };
 
@@ -682,9 +1023,9 @@ static void print_top_help(FILE *out) {
           "\ncommands:\n",
           atlas_version());
   for (size_t i = 0; i < kCommandCount; ++i) {
-    fprintf(out, "  %-8s %s\n", kCommands[i].name, kCommands[i].summary);
+    fprintf(out, "  %-10s %s\n", kCommands[i].name, kCommands[i].summary);
   }
-  fputs("  help     this text, or a command's options: atlas help COMMAND\n"
+  fputs("  help       this text, or a command's options: atlas help COMMAND\n"
         "\noptions:\n"
         "  -h, --help     print this help and exit\n"
         "  --version      print the version and exit\n"
@@ -725,6 +1066,10 @@ int main(int argc, char **argv) {
   if (strcmp(first, "run") == 0) return main_run(argc - 1, argv + 1, false);
   if (strcmp(first, "swap") == 0) return main_run(argc - 1, argv + 1, true);
   if (strcmp(first, "report") == 0) return main_report(argc - 1, argv + 1);
+  if (strcmp(first, "tokenize") == 0) return main_text(argc - 1, argv + 1, true);
+  if (strcmp(first, "detokenize") == 0) {
+    return main_text(argc - 1, argv + 1, false);
+  }
   if (first[0] == '-') {
     return atlas_cli_usage_error("atlas", "unknown option '%s'", first);
   }

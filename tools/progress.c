@@ -4,12 +4,25 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "atlas/runtime/ledger.h"
 
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+// "1.23 GB" (the CLI links only the public API, so it formats its own).
+static void format_bytes(uint64_t bytes, char *buf, size_t buf_size) {
+  double b = (double)bytes;
+  if (b >= 1e9) {
+    snprintf(buf, buf_size, "%.2f GB", b / 1e9);
+  } else if (b >= 1e6) {
+    snprintf(buf, buf_size, "%.2f MB", b / 1e6);
+  } else if (b >= 1e3) {
+    snprintf(buf, buf_size, "%.2f kB", b / 1e3);
+  } else {
+    snprintf(buf, buf_size, "%llu B", (unsigned long long)bytes);
+  }
 }
 
 void atlas_progress_init(atlas_progress *p, const char *label) {
@@ -26,8 +39,8 @@ void atlas_progress_update(void *ctx, uint64_t done, uint64_t total) {
   const int width = 30;
   int filled = (int)((double)done / (double)total * width);
   char a[32], b[32];
-  atlas_format_bytes(done, a, sizeof(a));
-  atlas_format_bytes(total, b, sizeof(b));
+  format_bytes(done, a, sizeof(a));
+  format_bytes(total, b, sizeof(b));
   fprintf(stderr, "\r%s [", p->label);
   for (int i = 0; i < width; ++i) fputc(i < filled ? '#' : ' ', stderr);
   double secs = (now_ms() - p->start_ms) / 1e3;

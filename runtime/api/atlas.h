@@ -87,6 +87,8 @@ ATLAS_MUST_USE atlas_status atlas_open_memory(
 typedef struct atlas_close_report {
   uint64_t leaked_bytes;
   size_t leaked_allocations;
+  size_t released;  // resources the ordered teardown released
+  size_t failed;    // ... and those whose release failed (in the status)
 } atlas_close_report;
 
 // Tears the model down in order and destroys its backend. `model` may be
@@ -109,6 +111,73 @@ typedef struct atlas_model_info {
 ATLAS_MUST_USE atlas_status atlas_model_info_get(const atlas_model *model,
                                                  atlas_model_info *out_info);
 
+// ---- text: tokenizer -----------------------------------------------------------
+//
+// A Hugging Face tokenizer.json (BPE, byte-level or SentencePiece-style),
+// encoding and decoding exactly like the Rust `tokenizers` library; anything
+// it does not implement is refused by name when loading. A tokenizer is
+// independent of any model. Threads: a handle may be shared; encode takes a
+// lock on the handle's cache, decode is read-only.
+// (These declarations are those of runtime/text/tokenizer.h, repeated.)
+
+typedef struct atlas_tokenizer atlas_tokenizer;
+
+// Loads tokenizer.json from `path`. Errors: NOT_FOUND/IO naming the file;
+// INVALID_ARGUMENT / DATA_LOSS naming the key of what is malformed or not
+// supported. Release with atlas_tokenizer_free.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_load(
+    const char *path, atlas_tokenizer **out_tokenizer);
+void atlas_tokenizer_free(atlas_tokenizer *tokenizer);
+
+// Encodes `len` bytes of UTF-8 `text` (invalid UTF-8 is refused with its
+// byte offset). `add_special` applies the tokenizer's post-processor (BOS and
+// the like), as tokenizers' add_special_tokens. *out_ids (possibly empty) is
+// the caller's: release it with atlas_free.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_encode(atlas_tokenizer *tokenizer,
+                                                   const char *text, size_t len,
+                                                   bool add_special,
+                                                   uint32_t **out_ids,
+                                                   size_t *out_count);
+
+// Decodes ids to UTF-8 text as tokenizers' decode does (unknown ids are
+// skipped; `skip_special` drops added tokens marked special). *out_text is
+// NUL-terminated and the caller's (atlas_free); *out_len its length.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_decode(
+    const atlas_tokenizer *tokenizer, const uint32_t *ids, size_t count,
+    bool skip_special, char **out_text, size_t *out_len);
+
+// One more than the largest id the tokenizer knows.
+size_t atlas_tokenizer_vocab_size(const atlas_tokenizer *tokenizer);
+
+// ---- text: chat templates -----------------------------------------------------
+//
+// The Jinja chat template of a model's tokenizer_config.json, rendered as
+// transformers' apply_chat_template(tokenize=False) does; a template
+// construct Atlas does not implement is refused by name, line and column.
+// A template is read-only after loading: threads may share it.
+// (atlas_chat_template_load/free are those of runtime/chat/chat_template.h.)
+
+typedef struct atlas_chat_template atlas_chat_template;
+
+// Reads tokenizer_config.json's chat_template (a string, or the "default"
+// of a list) and its bos_token/eos_token. Errors name the file and key.
+ATLAS_MUST_USE atlas_status atlas_chat_template_load(
+    const char *tokenizer_config_path, atlas_chat_template **out_template);
+void atlas_chat_template_free(atlas_chat_template *tmpl);
+
+typedef struct atlas_chat_message {
+  const char *role;     // "system", "user", "assistant", ...
+  const char *content;  // UTF-8
+} atlas_chat_message;
+
+// Renders `messages` into prompt text (encode it without special tokens:
+// the template writes them). `add_generation_prompt` appends the start of
+// the assistant's turn. *out_text is NUL-terminated, the caller's
+// (atlas_free). A template's raise_exception comes back as INVALID_ARGUMENT.
+ATLAS_MUST_USE atlas_status atlas_chat_template_apply(
+    const atlas_chat_template *tmpl, const atlas_chat_message *messages,
+    size_t count, bool add_generation_prompt, char **out_text);
+
 // ---- generation --------------------------------------------------------------
 
 typedef struct atlas_generate_options {
@@ -123,14 +192,36 @@ typedef struct atlas_generate_options {
   // false to stop after this token.
   bool (*on_token)(void *ctx, uint32_t token);
   void *ctx;
+  // Sampling, as transformers defines each option and in its order
+  // (repetition penalty, temperature, top-k, top-p, min-p), drawn with a
+  // PRNG of this call's own: the same seed gives the same tokens.
+  float temperature;         // default 0: greedy (the first largest logit)
+  int32_t top_k;             // default 0: off
+  float top_p;               // default 1: off; in (0, 1]
+  float min_p;               // default 0: off; in [0, 1]
+  float repetition_penalty;  // default 1: off; > 0; applies to greedy too
+  uint64_t seed;             // default 0
+  // Text. With a tokenizer, on_text (may be NULL) receives the generated
+  // text as it grows: whole UTF-8 characters only, special tokens left out.
+  // A stop string ends generation; it and anything after it are never
+  // passed on, and text that might begin one is held back until known.
+  // A character still incomplete when generation ends (the model stopped
+  // inside a multi-byte sequence) is not passed on. Return false from
+  // on_text to stop. The tokenizer must outlive the call.
+  const atlas_tokenizer *tokenizer;
+  bool (*on_text)(void *ctx, const char *text, size_t len);
+  const char *const *stop_strings;  // non-empty strings; NULL if stop_count 0
+  size_t stop_count;
 } atlas_generate_options;
 
 void atlas_generate_options_init(atlas_generate_options *options);
 
-// Greedy generation: runs the prompt, then up to max_new_tokens new tokens,
-// written to `out_tokens` (room for max_new_tokens); *out_count says how
-// many. Errors: INVALID_ARGUMENT for an empty prompt, an id outside the
-// vocabulary or a sequence longer than max_seq (checked before any work).
+// Generation: runs the prompt, then up to max_new_tokens new tokens (greedy
+// unless the options sample), written to `out_tokens` (room for
+// max_new_tokens); *out_count says how many (a stop string's tokens
+// included). Errors: INVALID_ARGUMENT for an empty prompt, an id outside the
+// vocabulary, a sequence longer than max_seq, a sampling option out of range
+// (named) or stop strings without a tokenizer (checked before any work).
 ATLAS_MUST_USE atlas_status atlas_generate(atlas_model *model,
                                            const uint32_t *prompt,
                                            size_t prompt_len,
@@ -145,6 +236,9 @@ typedef enum atlas_swap_outcome {
   ATLAS_SWAP_OUTCOME_REFUSED,      // refused up front; the old model serves
   ATLAS_SWAP_OUTCOME_RESTORED,     // the new one failed; the old one serves
   ATLAS_SWAP_OUTCOME_LOST,         // the new one failed and so did the restore
+  // The new one failed while loading beside the old one (side_by_side),
+  // which was never unloaded and serves.
+  ATLAS_SWAP_OUTCOME_KEPT,
 } atlas_swap_outcome;
 
 typedef struct atlas_swap_info {
@@ -160,10 +254,19 @@ typedef struct atlas_swap_info {
 // atlas_open; NULL: the current model's). On success *model is the new
 // model and the old handle is gone. On failure the status says what failed
 // and `out_info->outcome` which model serves: *model is then the old model
-// (REFUSED, RESTORED) or NULL (LOST). `out_info` may be NULL.
+// (REFUSED, RESTORED, KEPT) or NULL (LOST). REFUSED with needed_bytes 0
+// means the new checkpoint could not be read or sized. `out_info` may be
+// NULL.
 ATLAS_MUST_USE atlas_status atlas_swap(atlas_model **model, const char *dir,
                                        const atlas_open_options *options,
                                        atlas_swap_info *out_info);
+
+// The same to a checkpoint held in memory (as atlas_open_memory: the
+// buffers must outlive the new model).
+ATLAS_MUST_USE atlas_status atlas_swap_memory(
+    atlas_model **model, const char *name, const char *config_json,
+    size_t config_size, const void *safetensors, size_t safetensors_size,
+    const atlas_open_options *options, atlas_swap_info *out_info);
 
 // ---- memory report -------------------------------------------------------------
 

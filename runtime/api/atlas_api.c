@@ -2,6 +2,7 @@
 // with a size field, opaque handles, reports as caller-owned text.
 #define _POSIX_C_SOURCE 200809L  // open_memstream, for the SVG report
 #include "atlas/atlas.h"
+#include "atlas/atlas_testing.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +15,11 @@
 #include "atlas/runtime/ledger_report.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/runtime/model/swap.h"
+// atlas.h repeats its tokenizer declarations: including both checks they agree.
+#include "atlas/runtime/text/tokenizer.h"
+#include "atlas/runtime/chat/chat_template.h"
+#include "atlas/runtime/sampling/sampler.h"
+#include "atlas/runtime/sampling/stop.h"
 
 // An options struct from a caller built against an older header is shorter:
 // copy what it has over the defaults.
@@ -35,6 +41,8 @@ void atlas_generate_options_init(atlas_generate_options *options) {
   memset(options, 0, sizeof(*options));
   options->struct_size = sizeof(*options);
   options->max_new_tokens = 16;
+  options->top_p = 1.0f;
+  options->repetition_penalty = 1.0f;
 }
 
 void atlas_report_options_init(atlas_report_options *options) {
@@ -89,6 +97,30 @@ typedef struct embedded_holder {
   char name[];
 } embedded_holder;
 
+static atlas_status holder_make(const char *name, const char *config_json,
+                                size_t config_size, const void *safetensors,
+                                size_t safetensors_size,
+                                embedded_holder **out) {
+  *out = NULL;
+  if (name == NULL || config_json == NULL || safetensors == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "an in-memory checkpoint needs a name, a config "
+                             "and weights");
+  }
+  size_t len = strlen(name);
+  embedded_holder *h = malloc(sizeof(*h) + len + 1);
+  if (h == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "in-memory checkpoint %s: out of host memory",
+                             name);
+  }
+  memcpy(h->name, name, len + 1);
+  h->checkpoint = (atlas_embedded_checkpoint){h->name, config_json, config_size,
+                                              safetensors, safetensors_size};
+  *out = h;
+  return ATLAS_OK;
+}
+
 atlas_status atlas_open_memory(const char *name, const char *config_json,
                                size_t config_size, const void *safetensors,
                                size_t safetensors_size,
@@ -102,15 +134,10 @@ atlas_status atlas_open_memory(const char *name, const char *config_json,
   }
   atlas_model_spec spec;
   ATLAS_RETURN_IF_ERROR(spec_from(options, &spec));
-  size_t len = strlen(name);
-  embedded_holder *h = malloc(sizeof(*h) + len + 1);
-  if (h == NULL) {
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "atlas_open_memory: out of host memory");
-  }
-  memcpy(h->name, name, len + 1);
-  h->checkpoint = (atlas_embedded_checkpoint){h->name, config_json, config_size,
-                                              safetensors, safetensors_size};
+  embedded_holder *h = NULL;
+  ATLAS_RETURN_IF_ERROR(holder_make(name, config_json, config_size,
+                                    safetensors, safetensors_size, &h),
+                        "atlas_open_memory");
   spec.embedded = &h->checkpoint;
   atlas_status s = atlas_model_open(&spec, out_model);
   if (s != ATLAS_OK) free(h);
@@ -135,6 +162,8 @@ atlas_status atlas_close(atlas_model *model, atlas_close_report *out_report) {
   if (out_report != NULL) {
     out_report->leaked_bytes = report.sweep.bytes;
     out_report->leaked_allocations = report.sweep.count;
+    out_report->released = report.released;
+    out_report->failed = report.failed;
   }
   atlas_sweep_result_free(&report.sweep);
   free(h);
@@ -166,19 +195,142 @@ atlas_status atlas_model_info_get(const atlas_model *model,
   return ATLAS_OK;
 }
 
-typedef struct generate_bridge {
+// The state of one atlas_generate: the caller's options, the sampler and
+// its history, the streaming decoder and the stop conditions.
+typedef struct generate_state {
   const atlas_generate_options *options;
-} generate_bridge;
+  bool sampling;
+  atlas_sampler sampler;
+  int32_t *history;  // prompt + generated ids (the repetition penalty's view)
+  size_t history_len;
+  bool text;         // decoding text (a tokenizer was given)
+  atlas_tokenizer_stream *stream;
+  atlas_stop stop;
+  bool stop_ready;
+  bool stopped;      // on_text or a stop string ended it
+  atlas_status error;  // from a callback that can only return bool
+} generate_state;
 
 static atlas_status bridge_logits(void *ctx, const float *logits,
                                   size_t vocab_size) {
-  const generate_bridge *b = ctx;
-  return b->options->on_logits(b->options->ctx, logits, vocab_size);
+  const generate_state *g = ctx;
+  return g->options->on_logits(g->options->ctx, logits, vocab_size);
+}
+
+static atlas_status choose_token(void *ctx, const float *logits,
+                                 size_t vocab_size, uint32_t *out_token) {
+  generate_state *g = ctx;
+  int32_t token = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_sampler_sample(&g->sampler, logits, vocab_size,
+                                             g->history, g->history_len,
+                                             &token));
+  g->history[g->history_len++] = token;
+  *out_token = (uint32_t)token;
+  return ATLAS_OK;
+}
+
+static bool emit_text(generate_state *g, const char *text, size_t len) {
+  if (len == 0 || g->options->on_text == NULL) return true;
+  return g->options->on_text(g->options->ctx, text, len);
 }
 
 static bool bridge_token(void *ctx, uint32_t token) {
-  const generate_bridge *b = ctx;
-  return b->options->on_token(b->options->ctx, token);
+  generate_state *g = ctx;
+  if (g->text) {
+    char *piece = NULL;
+    size_t len = 0;
+    atlas_stop_step step = {ATLAS_STOP_NONE, NULL, 0};
+    g->error = atlas_tokenizer_stream_step(g->stream, token, &piece, &len);
+    if (g->error == ATLAS_OK) {
+      g->error = atlas_stop_feed(&g->stop, (int32_t)token,
+                                 piece != NULL ? piece : "", len, &step);
+    }
+    free(piece);
+    if (g->error != ATLAS_OK) return false;
+    if (!emit_text(g, step.emit, step.emit_len) ||
+        step.reason != ATLAS_STOP_NONE) {
+      g->stopped = true;
+      return false;
+    }
+  }
+  const atlas_generate_options *o = g->options;
+  return o->on_token == NULL || o->on_token(o->ctx, token);
+}
+
+static atlas_status check_generate_options(const atlas_generate_options *o) {
+  if (o->stop_count > 0 && o->tokenizer == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_generate_options.stop_strings need a "
+                             "tokenizer to match against the text");
+  }
+  if (o->stop_count > 0 && o->stop_strings == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_generate_options.stop_strings is NULL "
+                             "but stop_count is %zu",
+                             o->stop_count);
+  }
+  for (size_t i = 0; i < o->stop_count; ++i) {
+    if (o->stop_strings[i] == NULL || o->stop_strings[i][0] == '\0') {
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "atlas_generate_options.stop_strings[%zu] is "
+                               "empty",
+                               i);
+    }
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status generate_state_init(generate_state *g, atlas_model *model,
+                                        const atlas_generate_options *o,
+                                        const uint32_t *prompt,
+                                        size_t prompt_len) {
+  memset(g, 0, sizeof(*g));
+  g->options = o;
+  ATLAS_RETURN_IF_ERROR(check_generate_options(o));
+  atlas_sampler_config c = atlas_sampler_config_default();
+  c.temperature = o->temperature;
+  c.top_k = o->top_k;
+  c.top_p = o->top_p;
+  c.min_p = o->min_p;
+  c.repetition_penalty = o->repetition_penalty;
+  c.seed = o->seed;
+  // Plain greedy stays on the runtime's own argmax (the same ids).
+  g->sampling = o->temperature != 0.0f || o->repetition_penalty != 1.0f;
+  if (g->sampling) {
+    ATLAS_RETURN_IF_ERROR(atlas_sampler_init(
+        &g->sampler, &c, (size_t)atlas_model_vocab_size(model)),
+        "atlas_generate_options");
+    g->history = malloc((prompt_len + o->max_new_tokens + 1) * sizeof(int32_t));
+    if (g->history == NULL) {
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "atlas_generate: no memory for the history");
+    }
+    for (size_t i = 0; i < prompt_len; ++i) g->history[i] = (int32_t)prompt[i];
+    g->history_len = prompt_len;
+  }
+  if (o->tokenizer != NULL) {
+    g->text = true;
+    ATLAS_RETURN_IF_ERROR(
+        atlas_tokenizer_stream_create(o->tokenizer, true, &g->stream));
+    // The runtime stops at EOS itself; the stop conditions only need to
+    // know EOS ids to keep their text out (none when ignore_eos).
+    const atlas_eos *eos = atlas_model_eos(model);
+    int32_t ids[ATLAS_EOS_MAX];
+    size_t n = o->ignore_eos ? 0 : eos->count;
+    for (size_t i = 0; i < n; ++i) ids[i] = (int32_t)eos->ids[i];
+    ATLAS_RETURN_IF_ERROR(atlas_stop_init(&g->stop, ids, n,
+                                          (const char *const *)o->stop_strings,
+                                          o->stop_count, 0));
+    g->stop_ready = true;
+  }
+  return ATLAS_OK;
+}
+
+static void generate_state_deinit(generate_state *g) {
+  if (g->sampling) atlas_sampler_deinit(&g->sampler);
+  free(g->history);
+  atlas_tokenizer_stream_free(g->stream);
+  if (g->stop_ready) atlas_stop_deinit(&g->stop);
 }
 
 atlas_status atlas_generate(atlas_model *model, const uint32_t *prompt,
@@ -203,45 +355,121 @@ atlas_status atlas_generate(atlas_model *model, const uint32_t *prompt,
                                (long long)vocab);
     }
   }
-  // ignore_eos lives in the model's spec (the CLI sets it at open); the
-  // per-call option overrides it for this call only.
-  atlas_model_spec *spec = (atlas_model_spec *)atlas_model_spec_of(model);
-  bool saved = spec->ignore_eos;
-  spec->ignore_eos = o.ignore_eos;
-  generate_bridge bridge = {&o};
+  generate_state g;
+  atlas_status s = generate_state_init(&g, model, &o, prompt, prompt_len);
+  if (s != ATLAS_OK) {
+    generate_state_deinit(&g);
+    return s;
+  }
+  atlas_model_generate_hooks hooks;
+  memset(&hooks, 0, sizeof(hooks));
+  hooks.ignore_eos = o.ignore_eos;
+  if (o.on_token != NULL || g.text) {
+    hooks.on_token = bridge_token;
+    hooks.token_ctx = &g;
+  }
+  if (o.on_logits != NULL) {
+    hooks.sink = bridge_logits;
+    hooks.sink_ctx = &g;
+  }
+  if (g.sampling) {
+    hooks.choose = choose_token;
+    hooks.choose_ctx = &g;
+  }
   size_t count = 0;
-  atlas_status s = atlas_model_generate_stream(
-      model, prompt, prompt_len, o.max_new_tokens,
-      o.on_token != NULL ? bridge_token : NULL, &bridge, out_tokens, &count,
-      o.on_logits != NULL ? bridge_logits : NULL, &bridge);
-  spec->ignore_eos = saved;
+  s = atlas_model_generate_hooked(model, prompt, prompt_len, o.max_new_tokens,
+                                  &hooks, out_tokens, &count);
+  s = atlas_status_join(s, g.error);
+  // Text held back as a possible stop string start is the user's after all
+  // when generation ended some other way (EOS, max_new_tokens).
+  if (s == ATLAS_OK && g.text && !g.stopped) {
+    emit_text(&g, g.stop.buf + g.stop.held_from, g.stop.held_len);
+  }
+  generate_state_deinit(&g);
   if (out_count != NULL) *out_count = count;
   return s;
 }
 
-atlas_status atlas_swap(atlas_model **model, const char *dir,
-                        const atlas_open_options *options,
-                        atlas_swap_info *out_info) {
+atlas_status atlas_chat_template_apply(const atlas_chat_template *tmpl,
+                                       const atlas_chat_message *messages,
+                                       size_t count, bool add_generation_prompt,
+                                       char **out_text) {
+  *out_text = NULL;
+  if (tmpl == NULL || (messages == NULL && count > 0)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_chat_template_apply: NULL template or "
+                             "messages");
+  }
+  json_t *list = json_array();
+  for (size_t i = 0; list != NULL && i < count; ++i) {
+    if (messages[i].role == NULL || messages[i].content == NULL) {
+      json_decref(list);
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "atlas_chat_template_apply: message %zu has no "
+                               "role or content",
+                               i);
+    }
+    json_t *m = json_pack("{s:s, s:s}", "role", messages[i].role, "content",
+                          messages[i].content);
+    if (m == NULL || json_array_append_new(list, m) != 0) {
+      json_decref(list);
+      list = NULL;
+    }
+  }
+  if (list == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_chat_template_apply: a message is not "
+                             "valid UTF-8 (or no memory)");
+  }
+  atlas_chat_render_options ro;
+  memset(&ro, 0, sizeof(ro));
+  ro.messages = list;
+  ro.add_generation_prompt = add_generation_prompt;
+  size_t len = 0;
+  atlas_status s = atlas_chat_template_render(tmpl, &ro, out_text, &len);
+  json_decref(list);
+  return s;
+}
+
+// One swap for atlas_swap, atlas_swap_memory and atlas_testing_swap:
+// `holder` (may be NULL) is the new in-memory checkpoint, owned from here on.
+static atlas_status swap_impl(atlas_model **model, const char *dir,
+                              embedded_holder *holder,
+                              const atlas_open_options *options,
+                              atlas_fault_kind fault_kind,
+                              uint64_t fault_at,  // 0: no fault
+                              atlas_swap_info *out_info) {
   if (out_info != NULL) memset(out_info, 0, sizeof(*out_info));
-  if (model == NULL || *model == NULL || dir == NULL) {
+  if (model == NULL || *model == NULL || (dir == NULL && holder == NULL)) {
+    free(holder);
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "atlas_swap: NULL model or directory");
   }
   atlas_model_spec next;
   if (options != NULL) {
-    ATLAS_RETURN_IF_ERROR(spec_from(options, &next));
+    atlas_status s = spec_from(options, &next);
+    if (s != ATLAS_OK) {
+      free(holder);
+      return s;
+    }
   } else {
     next = *atlas_model_spec_of(*model);
-    next.embedded = NULL;
     next.fault_at = 0;
     next.fail_module_load_at = 0;
   }
-  next.dir = dir;
+  next.dir = holder != NULL ? NULL : dir;
+  next.embedded = holder != NULL ? &holder->checkpoint : NULL;
+  next.fault_kind = fault_kind;
+  next.fault_at = fault_at;
   embedded_holder *old_holder = holder_of(*model);
   atlas_swap_report r;
   memset(&r, 0, sizeof(r));
   atlas_status s = atlas_model_swap(model, &next, &r);
-  if (r.swapped) free(old_holder);  // the old model is gone
+  if (r.swapped) {
+    free(old_holder);  // the old model is gone
+  } else {
+    free(holder);      // the new one never served
+  }
   if (out_info != NULL) {
     out_info->side_by_side = r.path == ATLAS_SWAP_SIDE_BY_SIDE;
     out_info->needed_bytes = r.needed_bytes;
@@ -254,13 +482,48 @@ atlas_status atlas_swap(atlas_model **model, const char *dir,
       out_info->outcome = ATLAS_SWAP_OUTCOME_SWAPPED;
     } else if (r.restored) {
       out_info->outcome = ATLAS_SWAP_OUTCOME_RESTORED;
-    } else if (*model != NULL) {
-      out_info->outcome = ATLAS_SWAP_OUTCOME_REFUSED;
-    } else {
+    } else if (*model == NULL) {
       out_info->outcome = ATLAS_SWAP_OUTCOME_LOST;
+    } else if (r.path == ATLAS_SWAP_SIDE_BY_SIDE) {
+      out_info->outcome = ATLAS_SWAP_OUTCOME_KEPT;
+    } else {
+      out_info->outcome = ATLAS_SWAP_OUTCOME_REFUSED;
     }
   }
   return s;
+}
+
+atlas_status atlas_swap(atlas_model **model, const char *dir,
+                        const atlas_open_options *options,
+                        atlas_swap_info *out_info) {
+  return swap_impl(model, dir, NULL, options, ATLAS_FAULT_ALLOC, 0, out_info);
+}
+
+atlas_status atlas_testing_swap(atlas_model **model, const char *dir,
+                                const struct atlas_open_options *options,
+                                atlas_testing_fault fault, uint64_t at,
+                                struct atlas_swap_info *out_info) {
+  if (fault != ATLAS_TESTING_FAULT_NONE && fault != ATLAS_TESTING_FAULT_ALLOC) {
+    if (out_info != NULL) memset(out_info, 0, sizeof(*out_info));
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_testing_swap: unknown fault kind %d",
+                             (int)fault);
+  }
+  return swap_impl(model, dir, NULL, options, ATLAS_FAULT_ALLOC,
+                   fault == ATLAS_TESTING_FAULT_NONE ? 0 : at, out_info);
+}
+
+atlas_status atlas_swap_memory(atlas_model **model, const char *name,
+                               const char *config_json, size_t config_size,
+                               const void *safetensors, size_t safetensors_size,
+                               const atlas_open_options *options,
+                               atlas_swap_info *out_info) {
+  if (out_info != NULL) memset(out_info, 0, sizeof(*out_info));
+  embedded_holder *h = NULL;
+  ATLAS_RETURN_IF_ERROR(holder_make(name, config_json, config_size,
+                                    safetensors, safetensors_size, &h),
+                        "atlas_swap_memory");
+  return swap_impl(model, NULL, h, options, ATLAS_FAULT_ALLOC, 0, out_info);
 }
 
 static atlas_status svg_text(const atlas_model *model,

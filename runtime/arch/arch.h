@@ -40,6 +40,12 @@ typedef struct atlas_arch_generate_options {
   // stops generation after it (streaming, stop strings).
   bool (*on_token)(void *ctx, uint32_t token);
   void *token_ctx;
+  // Chooses each generated token from its step's logits (may be NULL:
+  // greedy, the first largest logit). A non-OK status stops generation and
+  // is returned; an id outside the vocabulary is refused.
+  atlas_status (*choose)(void *ctx, const float *logits, size_t vocab_size,
+                         uint32_t *out_token);
+  void *choose_ctx;
 } atlas_arch_generate_options;
 
 typedef struct atlas_arch_load_options {

@@ -18,8 +18,10 @@ static atlas_status one_id(const char *path, const json_t *v, uint32_t *out) {
   return ATLAS_OK;
 }
 
-atlas_status atlas_eos_parse(const char *text, size_t len, const char *path,
-                             atlas_eos *out, bool *out_found) {
+atlas_status atlas_eos_parse(const char *text, size_t len,
+                             const char *path_for_errors, atlas_eos *out,
+                             bool *out_found) {
+  const char *path = path_for_errors != NULL ? path_for_errors : "<config>";
   *out_found = false;
   json_error_t error;
   json_t *root = json_loadb(text != NULL ? text : "", text != NULL ? len : 0, 0,

@@ -21,6 +21,7 @@ struct atlas_model {
   const atlas_arch *arch;  // the row of the model's architecture
   atlas_arch_model *impl;  // that row's model
   atlas_eos eos;
+  atlas_arch_generate_options generate_options;  // points into eos
 };
 
 static const char *spec_name(const atlas_model_spec *spec) {
@@ -122,6 +123,7 @@ static atlas_status read_generation_config(const char *dir, opened *o) {
   }
   bool found = false;
   atlas_eos eos;
+  memset(&eos, 0, sizeof(eos));
   if (status == ATLAS_OK) status = atlas_eos_parse(text, len, path, &eos, &found);
   if (status == ATLAS_OK && found) o->eos = eos;
   free(text);
@@ -219,16 +221,20 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
     m->spec.backend = m->backend_name;
   }
   opened o;
+  atlas_arch_load_options lo = {spec->max_seq, spec->progress,
+                                spec->progress_ctx, spec->uploader,
+                                spec->prefill_rows};
   atlas_status status = open_checkpoint(spec, &o);
   if (status == ATLAS_OK) {
     m->arch = o.arch;
     m->eos = o.eos;
+    m->generate_options =
+        (atlas_arch_generate_options){.eos = m->eos.ids,
+                                      .eos_count = m->eos.count,
+                                      .ignore_eos = spec->ignore_eos};
     status = create_backend(spec, o.arch, &m->backend);
   }
   if (status == ATLAS_OK) {
-    atlas_arch_load_options lo = {spec->max_seq, spec->progress,
-                                  spec->progress_ctx, spec->uploader,
-                                  spec->prefill_rows};
     status = o.arch->load(m->backend, o.ck, o.config, &lo, &m->impl);
   }
   opened_close(&o);  // the weights now live on the backend
@@ -272,11 +278,40 @@ atlas_status atlas_model_generate_stream(
     bool (*on_token)(void *ctx, uint32_t token), void *token_ctx,
     uint32_t *out_tokens, size_t *out_count, atlas_logits_sink sink,
     void *sink_ctx) {
-  atlas_arch_generate_options options = {model->eos.ids, model->eos.count,
-                                         model->spec.ignore_eos, on_token,
-                                         token_ctx};
-  return model->arch->generate(model->impl, prompt, prompt_len, steps,
-                               &options, out_tokens, out_count, sink, sink_ctx);
+  // The options live in the model (they outlive the call through the row);
+  // the token callback is this call's only.
+  model->generate_options.ignore_eos = model->spec.ignore_eos;
+  model->generate_options.on_token = on_token;
+  model->generate_options.token_ctx = token_ctx;
+  atlas_status status =
+      model->arch->generate(model->impl, prompt, prompt_len, steps,
+                            &model->generate_options, out_tokens, out_count,
+                            sink, sink_ctx);
+  model->generate_options.on_token = NULL;
+  model->generate_options.token_ctx = NULL;
+  return status;
+}
+
+atlas_status atlas_model_generate_hooked(
+    atlas_model *model, const uint32_t *prompt, size_t prompt_len, size_t steps,
+    const atlas_model_generate_hooks *hooks, uint32_t *out_tokens,
+    size_t *out_count) {
+  // As above: the options live in the model; the hooks are this call's only.
+  atlas_arch_generate_options *o = &model->generate_options;
+  o->ignore_eos = hooks->ignore_eos;
+  o->on_token = hooks->on_token;
+  o->token_ctx = hooks->token_ctx;
+  o->choose = hooks->choose;
+  o->choose_ctx = hooks->choose_ctx;
+  atlas_status status =
+      model->arch->generate(model->impl, prompt, prompt_len, steps, o,
+                            out_tokens, out_count, hooks->sink, hooks->sink_ctx);
+  o->ignore_eos = model->spec.ignore_eos;
+  o->on_token = NULL;
+  o->token_ctx = NULL;
+  o->choose = NULL;
+  o->choose_ctx = NULL;
+  return status;
 }
 
 atlas_backend *atlas_model_backend(atlas_model *model) { return model->backend; }

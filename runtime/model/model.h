@@ -97,6 +97,24 @@ ATLAS_MUST_USE atlas_status atlas_model_generate_stream(
     uint32_t *out_tokens, size_t *out_count, atlas_logits_sink sink,
     void *sink_ctx);
 
+// Everything a generation may hook, for the public API: the EOS choice per
+// call, a token chooser (sampling), token and logits callbacks.
+typedef struct atlas_model_generate_hooks {
+  bool ignore_eos;
+  bool (*on_token)(void *ctx, uint32_t token);
+  void *token_ctx;
+  atlas_logits_sink sink;
+  void *sink_ctx;
+  atlas_status (*choose)(void *ctx, const float *logits, size_t vocab_size,
+                         uint32_t *out_token);
+  void *choose_ctx;
+} atlas_model_generate_hooks;
+
+ATLAS_MUST_USE atlas_status atlas_model_generate_hooked(
+    atlas_model *model, const uint32_t *prompt, size_t prompt_len, size_t steps,
+    const atlas_model_generate_hooks *hooks, uint32_t *out_tokens,
+    size_t *out_count);
+
 atlas_backend *atlas_model_backend(atlas_model *model);
 // The name of the architecture row the model was opened with.
 const char *atlas_model_arch_name(const atlas_model *model);

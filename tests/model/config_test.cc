@@ -236,3 +236,45 @@ TEST(LlamaConfig, LoadFromFile) {
 }
 
 }  // namespace
+
+namespace {
+
+atlas_llama_config ParseFamily(atlas_llama_family f, const std::string &text) {
+  atlas_llama_config cfg = {};
+  atlas_test::Status s(atlas_llama_config_parse_family(f, text.data(), text.size(),
+                                                       kPath, &cfg));
+  EXPECT_TRUE(s.ok()) << s.message();
+  return cfg;
+}
+
+TEST(FamilyConfig, SlidingWindows) {
+  // Mistral: every layer; absent means MistralConfig's 4096, null none.
+  atlas_llama_config c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL, Config());
+  EXPECT_EQ(c.sliding_window, 4096);
+  EXPECT_EQ(atlas_llama_layer_window(&c, 0), 4096);
+  c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL, Config("\"sliding_window\": null"));
+  EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
+  // Qwen2: only with use_sliding_window, from max_window_layers on.
+  c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN2, Config("\"sliding_window\": 64"));
+  EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
+  c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN2,
+                  Config("\"use_sliding_window\": true, \"sliding_window\": 64, "
+                         "\"max_window_layers\": 1"));
+  EXPECT_EQ(atlas_llama_layer_window(&c, 0), 0);
+  EXPECT_EQ(atlas_llama_layer_window(&c, 1), 64);
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_FALSE(c.o_bias);
+  c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN2,
+                  Config("\"use_sliding_window\": true, \"sliding_window\": null"));
+  EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
+  // layer_types, when given, decides.
+  c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN3,
+                  Config("\"use_sliding_window\": true, \"sliding_window\": 8, "
+                         "\"layer_types\": [\"sliding_attention\", "
+                         "\"sliding_attention\"]"));
+  EXPECT_EQ(atlas_llama_layer_window(&c, 0), 8);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.head_dim, 128);  // Qwen3Config's default
+}
+
+}  // namespace

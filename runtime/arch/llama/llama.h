@@ -65,7 +65,7 @@ ATLAS_MUST_USE atlas_status atlas_llama_forward(atlas_llama_model *model, uint32
 // As atlas_llama_forward, as part of a forward pass whose last position is
 // seq_len - 1 (what dynamic RoPE scales by, as transformers does for a
 // prompt run in one call; seq_len <= pos means pos + 1).
-ATLAS_MUST_USE atlas_status atlas_llama_forward_step(atlas_llama_model *model, uint32_t token,
+ATLAS_MUST_USE atlas_status atlas_llama_forward_step(atlas_llama_model *m, uint32_t token,
                                       uint32_t pos, int64_t seq_len,
                                       float *out_logits);
 
@@ -93,7 +93,7 @@ ATLAS_MUST_USE atlas_status atlas_llama_generate(atlas_llama_model *model,
 // As atlas_llama_generate, stopping after an EOS token of `options` (may be
 // NULL: never); *out_count (may be NULL) is how many tokens were generated.
 // Forward steps: prompt_len + *out_count - 1.
-ATLAS_MUST_USE atlas_status atlas_llama_generate_ex(atlas_llama_model *model,
+ATLAS_MUST_USE atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
                                      const uint32_t *prompt, size_t prompt_len,
                                      size_t steps,
                                      const atlas_arch_generate_options *options,

@@ -36,8 +36,9 @@ atlas_status atlas_llama_arch_required_bytes(const void *config,
 atlas_status atlas_llama_arch_load(atlas_backend *backend,
                                    const atlas_checkpoint *ck,
                                    const void *config,
-                                   const atlas_arch_load_options *o,
+                                   const atlas_arch_load_options *options,
                                    atlas_arch_model **out_model) {
+  const atlas_arch_load_options *o = options;
   atlas_llama_load_options lo = {0};
   if (o != NULL) {
     lo.max_seq = o->max_seq;

@@ -214,15 +214,14 @@ static atlas_status parse_window(const char *path, const json_t *root,
     }
     return ATLAS_OK;
   }
-  int64_t window = 0;
+  // 4096 is MistralConfig's and Qwen2Config's default when the key is
+  // absent; an explicit null means no window.
+  int64_t window = 4096;
+  const json_t *w = json_object_get(root, "sliding_window");
+  if (w != NULL && json_is_null(w)) window = 0;
   bool use = cfg->family == ATLAS_LLAMA_FAMILY_MISTRAL;
-  if (cfg->family == ATLAS_LLAMA_FAMILY_MISTRAL) {
-    window = 4096;  // MistralConfig's default when the key is absent
-    const json_t *w = json_object_get(root, "sliding_window");
-    if (w != NULL && json_is_null(w)) window = 0;
-  } else {
+  if (cfg->family != ATLAS_LLAMA_FAMILY_MISTRAL) {
     ATLAS_RETURN_IF_ERROR(get_bool(path, root, "use_sliding_window", &use));
-    window = 4096;  // Qwen2Config's default
   }
   if (present(root, "sliding_window") != NULL) {
     ATLAS_RETURN_IF_ERROR(get_dim(path, root, "sliding_window", false, &window));

@@ -237,18 +237,34 @@ static bool is_eos(const atlas_arch_generate_options *o, uint32_t token) {
   return false;
 }
 
-// The greedy token after a forward step past the prompt: recorded (while
-// fewer than `steps`), then true when generation stops there (an EOS id,
-// never fed back, or on_token said stop).
-static bool take(const atlas_arch_generate_options *options,
-                 const float *logits, size_t vocab, size_t steps,
-                 uint32_t *out_tokens, size_t *generated, uint32_t *out_token) {
-  uint32_t token = argmax(logits, vocab);
+// The token after a forward step past the prompt (options->choose's, else
+// the argmax): recorded (while fewer than `steps`); *out_stop when
+// generation stops there (an EOS id, never fed back, or on_token said stop).
+static atlas_status take(const atlas_arch_generate_options *options,
+                         const float *logits, size_t vocab, size_t steps,
+                         uint32_t *out_tokens, size_t *generated,
+                         uint32_t *out_token, bool *out_stop) {
+  uint32_t token = 0;
+  if (options != NULL && options->choose != NULL) {
+    uint32_t chosen = 0;
+    atlas_status status = options->choose(options->choose_ctx, logits, vocab, &chosen);
+    if (status != ATLAS_OK) return status;
+    token = chosen;
+    if (token >= vocab) {
+      return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                               "the token chooser returned id %u, "
+                               "outside the vocabulary of %zu",
+                               token, vocab);
+    }
+  } else {
+    token = argmax(logits, vocab);
+  }
   *out_token = token;
   if (*generated < steps) out_tokens[(*generated)++] = token;
-  if (is_eos(options, token)) return true;
-  return options != NULL && options->on_token != NULL &&
-         !options->on_token(options->token_ctx, token);
+  *out_stop = is_eos(options, token) ||
+              (options != NULL && options->on_token != NULL &&
+               !options->on_token(options->token_ctx, token));
+  return ATLAS_OK;
 }
 
 atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
@@ -286,7 +302,8 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     pos = prompt_len;
     // The first generated token, under the same EOS and on_token rules.
     if (status == ATLAS_OK) {
-      stop = take(options, logits, vocab, steps, out_tokens, &generated, &token);
+      status = take(options, logits, vocab, steps, out_tokens, &generated,
+                    &token, &stop);
     }
   }
   for (; status == ATLAS_OK && !stop && pos < forwards; ++pos) {
@@ -299,7 +316,8 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     if (pos + 1 < prompt_len) {
       token = prompt[pos + 1];
     } else {
-      stop = take(options, logits, vocab, steps, out_tokens, &generated, &token);
+      status = take(options, logits, vocab, steps, out_tokens, &generated,
+                    &token, &stop);
     }
   }
   free(logits);

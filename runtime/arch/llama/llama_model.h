@@ -113,6 +113,6 @@ struct atlas_llama_model {
 // Makes scratch->inv_freq right for a forward whose last position is
 // seq_len - 1 (only `dynamic` RoPE depends on it; see rope.h). Uploads only
 // when the frequencies change.
-ATLAS_MUST_USE atlas_status atlas_llama_rope_update(atlas_llama_model *model, int64_t seq_len);
+ATLAS_MUST_USE atlas_status atlas_llama_rope_update(atlas_llama_model *m, int64_t seq_len);
 
 #endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_

@@ -209,19 +209,19 @@ static atlas_status parse_object(const char *path, const char *where,
   return ATLAS_OK;
 }
 
-void atlas_rope_config_init(atlas_rope_config *c, double theta) {
-  memset(c, 0, sizeof(*c));
-  c->type = ATLAS_ROPE_DEFAULT;
-  c->theta = theta;
-  c->factor = 1.0;
-  c->beta_fast = 32.0;
-  c->beta_slow = 1.0;
-  c->truncate = true;
-  c->partial_rotary_factor = 1.0;
+void atlas_rope_config_init(atlas_rope_config *config, double theta) {
+  memset(config, 0, sizeof(*config));
+  config->type = ATLAS_ROPE_DEFAULT;
+  config->theta = theta;
+  config->factor = 1.0;
+  config->beta_fast = 32.0;
+  config->beta_slow = 1.0;
+  config->truncate = true;
+  config->partial_rotary_factor = 1.0;
 }
 
 atlas_status atlas_rope_config_parse(const char *path, const json_t *root,
-                                     atlas_rope_config *out) {
+                                     atlas_rope_config *out_config) {
   atlas_rope_config c;
   atlas_rope_config_init(&c, 10000.0);
   bool top_found = false, nested_found = false, found = false;
@@ -282,12 +282,12 @@ atlas_status atlas_rope_config_parse(const char *path, const json_t *root,
                              "%s: partial_rotary_factor %g is above 1", path,
                              c.partial_rotary_factor);
   }
-  *out = c;
+  *out_config = c;
   return ATLAS_OK;
 }
 
-int64_t atlas_rope_rot_dim(const atlas_rope_config *c, int64_t head_dim) {
-  int64_t dim = (int64_t)((double)head_dim * c->partial_rotary_factor);
+int64_t atlas_rope_rot_dim(const atlas_rope_config *config, int64_t head_dim) {
+  int64_t dim = (int64_t)((double)head_dim * config->partial_rotary_factor);
   return dim - dim % 2;
 }
 
@@ -354,9 +354,11 @@ static void llama3(const atlas_rope_config *c, int64_t dim, double *inv) {
   }
 }
 
-void atlas_rope_inv_freq(const atlas_rope_config *c, int64_t head_dim,
+void atlas_rope_inv_freq(const atlas_rope_config *config, int64_t head_dim,
                          int64_t max_positions, int64_t seq_len,
-                         double *inv, double *out_attention_factor) {
+                         double *out_inv_freq, double *out_attention_factor) {
+  const atlas_rope_config *c = config;
+  double *inv = out_inv_freq;
   int64_t dim = atlas_rope_rot_dim(c, head_dim);
   double base = c->theta;
   *out_attention_factor = 1.0;

@@ -1,0 +1,39 @@
+// Atlas test hooks (atlas/atlas_testing.h, target //runtime/api:atlas_testing).
+//
+// Fault injection for tests and for the CLI's `swap --fail-alloc`: never
+// part of atlas/atlas.h, never for production use. The functions live in the
+// same library as the public API; this header only declares them.
+#ifndef ATLAS_ATLAS_TESTING_H_
+#define ATLAS_ATLAS_TESTING_H_
+
+#include <stdint.h>
+
+#include "atlas/runtime/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Declared in atlas/atlas.h; repeated here so this header stands alone.
+typedef struct atlas_model atlas_model;
+struct atlas_open_options;
+struct atlas_swap_info;
+
+typedef enum atlas_testing_fault {
+  ATLAS_TESTING_FAULT_NONE = 0,
+  ATLAS_TESTING_FAULT_ALLOC,  // the at-th allocation on the new model's backend fails
+} atlas_testing_fault;
+
+// atlas_swap, with the `at`-th operation of kind `fault` on the new model's
+// backend failing ("injected fault" in the status), to see a swap refuse,
+// keep or restore the old model honestly. `at` 0 injects nothing.
+ATLAS_MUST_USE atlas_status atlas_testing_swap(
+    atlas_model **model, const char *dir,
+    const struct atlas_open_options *options, atlas_testing_fault fault,
+    uint64_t at, struct atlas_swap_info *out_info);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_ATLAS_TESTING_H_

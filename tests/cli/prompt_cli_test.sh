@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# atlas run --prompt / --chat / sampling flags / --stop on a tiny random
+# model whose vocabulary is that of a small byte-level BPE tokenizer.json
+# (tests/text/synthetic/gpt2_style.json, checked against tokenizers in
+# //tests/text). The reference for every text is `atlas detokenize` of the
+# ids the --tokens path generates (itself checked in text_cli_test).
+#   prompt_cli_test.sh ATLAS MAKE_CHECKPOINT TOKENIZER_JSON
+set -uo pipefail
+atlas="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+make_checkpoint="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+tokenizer="$3"
+tmp="$(mktemp -d "${TEST_TMPDIR:-/tmp}/atlas_prompt.XXXXXX")"
+fails=0
+check() {  # check NAME CONDITION...
+  local name="$1"; shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
+}
+valid_utf8() { python3 -c 'import sys; sys.stdin.buffer.read().decode("utf-8")' <"$1"; }
+
+m="$tmp/m"
+"$make_checkpoint" --out "$m" --seed 3 --preset tiny --vocab 665 --dtype f32 >/dev/null
+cp "$tokenizer" "$m/tokenizer.json"
+t="$m/tokenizer.json"
+run() { "$atlas" run --model "$m" --backend host --ignore-eos "$@"; }
+steps=24
+
+# ---- --prompt streams the text of the ids --tokens generates ----
+prompt='Hello wörld, 中文 😀'
+ids=$(printf '%s' "$prompt" | "$atlas" tokenize --tokenizer "$t" --add-special)
+gen=$(run --tokens "$ids" --steps $steps 2>/dev/null)
+check "--tokens generates $steps ids" grep -qE "^[0-9]+(,[0-9]+){$((steps - 1))}$" <<<"$gen"
+# A character still incomplete when generation ends is not streamed (the full
+# decode shows it as U+FFFD): drop those from the reference.
+"$atlas" detokenize --tokenizer "$t" --ids "$gen" --skip-special 2>/dev/null |
+  python3 -c 'import sys; t = sys.stdin.buffer.read().decode()[:-1]; sys.stdout.buffer.write((t.rstrip("\ufffd") + "\n").encode())' >"$tmp/want"
+run --prompt "$prompt" --steps $steps >"$tmp/got" 2>"$tmp/err"; rc=$?
+check "run --prompt exits 0" [ "$rc" -eq 0 ]
+check "run --prompt prints the decoded text of the generated ids" cmp -s "$tmp/got" "$tmp/want"
+check "the streamed text is valid UTF-8 (never half a character)" valid_utf8 "$tmp/got"
+[ "$fails" -eq 0 ] || { echo "got: $(od -c "$tmp/got" | head -5)"; echo "want: $(od -c "$tmp/want" | head -5)"; cat "$tmp/err"; }
+
+# ---- sampling ----
+run --prompt "$prompt" --steps $steps --temperature 1 --top-k 1 --seed 9 >"$tmp/k1" 2>/dev/null
+check "--top-k 1 samples the greedy text" cmp -s "$tmp/k1" "$tmp/got"
+run --prompt "$prompt" --steps $steps --temperature 0 >"$tmp/t0" 2>/dev/null
+check "--temperature 0 is greedy" cmp -s "$tmp/t0" "$tmp/got"
+run --tokens "$ids" --steps $steps --temperature 1.5 --top-p 0.9 --min-p 0.01 --repetition-penalty 1.2 --seed 7 >"$tmp/s1" 2>/dev/null; rc=$?
+run --tokens "$ids" --steps $steps --temperature 1.5 --top-p 0.9 --min-p 0.01 --repetition-penalty 1.2 --seed 7 >"$tmp/s2" 2>/dev/null
+check "sampling exits 0" [ "$rc" -eq 0 ]
+check "the same seed gives the same ids" cmp -s "$tmp/s1" "$tmp/s2"
+differs=0
+for seed in 1 2 3 4 5; do
+  out=$(run --tokens "$ids" --steps $steps --temperature 2 --seed $seed 2>/dev/null)
+  [ -n "$out" ] && [ "$out" != "$gen" ] && differs=$((differs + 1))
+done
+check "--temperature 2 samples something other than the greedy ids" [ "$differs" -gt 0 ]
+run --tokens "$ids" --steps 2 --temperature 1 --top-p 1.5 >/dev/null 2>"$tmp/err"; rc=$?
+check "--top-p 1.5 exits 1" [ "$rc" -eq 1 ]
+check "... naming top_p" grep -q "top_p" "$tmp/err"
+
+# ---- --stop: the text up to (not including) the stop string ----
+python3 - "$tmp/got" "$tmp/stop" "$tmp/stopped_want" <<'PY'
+import sys
+text = open(sys.argv[1], encoding="utf-8").read().rstrip("\n")
+chars = [c for c in text]
+stop = "".join(chars[len(chars) // 3: len(chars) // 3 + 2])
+open(sys.argv[2], "w", encoding="utf-8").write(stop)
+open(sys.argv[3], "w", encoding="utf-8").write(text[:text.index(stop)] + "\n")
+PY
+stop=$(cat "$tmp/stop")
+run --prompt "$prompt" --steps $steps --stop "$stop" --stop "never-in-the-text" >"$tmp/stopped" 2>/dev/null; rc=$?
+check "--stop exits 0" [ "$rc" -eq 0 ]
+check "--stop prints the text before the stop string only" cmp -s "$tmp/stopped" "$tmp/stopped_want"
+
+# ---- --chat: the prompt as a user message, through the chat template ----
+cat >"$m/tokenizer_config.json" <<'JSON'
+{"bos_token": "<|bos|>", "eos_token": "<|eos|>",
+ "chat_template": "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"}
+JSON
+cids=$(printf '<|im_start|>user\nhi there\n<|im_start|>assistant\n' | "$atlas" tokenize --tokenizer "$t")
+cgen=$(run --tokens "$cids" --steps $steps 2>/dev/null)
+"$atlas" detokenize --tokenizer "$t" --ids "$cgen" --skip-special 2>/dev/null |
+  python3 -c 'import sys; t = sys.stdin.buffer.read().decode()[:-1]; sys.stdout.buffer.write((t.rstrip("\ufffd") + "\n").encode())' >"$tmp/chat_want"
+run --chat --prompt "hi there" --steps $steps >"$tmp/chat" 2>"$tmp/err"; rc=$?
+check "run --chat exits 0" [ "$rc" -eq 0 ]
+check "run --chat generates after the rendered template" cmp -s "$tmp/chat" "$tmp/chat_want"
+rm "$m/tokenizer_config.json"
+run --chat --prompt "hi" --steps 2 >/dev/null 2>"$tmp/err"; rc=$?
+check "--chat without tokenizer_config.json exits 1" [ "$rc" -eq 1 ]
+check "... naming the file" grep -q "tokenizer_config.json" "$tmp/err"
+
+# ---- usage ----
+"$atlas" run --model "$m" --tokens 1 --prompt hi --steps 1 >/dev/null 2>"$tmp/err"; rc=$?
+check "--tokens with --prompt exits 2" [ "$rc" -eq 2 ]
+"$atlas" run --model "$m" --tokens 1 --stop x --steps 1 >/dev/null 2>"$tmp/err"; rc=$?
+check "--stop without --prompt exits 2" [ "$rc" -eq 2 ]
+check "... saying so" grep -q -- "--stop needs --prompt" "$tmp/err"
+"$make_checkpoint" --out "$tmp/notok" --seed 1 --preset tiny >/dev/null
+"$atlas" run --model "$tmp/notok" --prompt hi --steps 1 >/dev/null 2>"$tmp/err"; rc=$?
+check "--prompt without DIR/tokenizer.json exits 1" [ "$rc" -eq 1 ]
+check "... naming the file" grep -q "tokenizer.json" "$tmp/err"
+
+echo "$fails failure(s)"
+[ "$fails" -eq 0 ]
