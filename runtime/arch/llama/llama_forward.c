@@ -246,10 +246,11 @@ static atlas_status take(const atlas_arch_generate_options *options,
                          uint32_t *out_token, bool *out_stop) {
   uint32_t token = 0;
   if (options != NULL && options->choose != NULL) {
-    uint32_t chosen = 0;
-    atlas_status status = options->choose(options->choose_ctx, logits, vocab, &chosen);
+    // Into the caller's token, so the status can point at nothing of ours.
+    atlas_status status =
+        options->choose(options->choose_ctx, logits, vocab, out_token);
     if (status != ATLAS_OK) return status;
-    token = chosen;
+    token = *out_token;
     if (token >= vocab) {
       return atlas_status_make(ATLAS_STATUS_INTERNAL,
                                "the token chooser returned id %u, "
