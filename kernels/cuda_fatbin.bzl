@@ -3,9 +3,19 @@
 load("@atlas_cuda//:nvcc.bzl", "NVCC")
 load("@rules_cc//cc:defs.bzl", "cc_library")
 
-# Hopper: sm_90 SASS (loads without JIT) plus compute_90 PTX (for newer GPUs).
-_GENCODE_SASS_PTX = "'arch=compute_90,code=[sm_90,compute_90]'"
-_GENCODE_PTX_ONLY = "'arch=compute_90,code=compute_90'"
+# SASS for every architecture nvcc 13 supports from Ampere up (A100, A10/30xx,
+# L4/40xx, H100/H200, B200, 50xx/RTX Pro), so each loads without a JIT, plus
+# PTX of the newest so a GPU newer than all of them can still JIT the module.
+# The list is a constant the fatbin test reads back from the image.
+ATLAS_CUDA_SASS_ARCHS = ["80", "86", "89", "90", "100", "120"]
+ATLAS_CUDA_PTX_ARCH = "120"
+_GENCODE_SASS_PTX = " ".join(
+    ["-gencode arch=compute_%s,code=sm_%s" % (a, a) for a in ATLAS_CUDA_SASS_ARCHS] +
+    ["-gencode arch=compute_%s,code=compute_%s" % (ATLAS_CUDA_PTX_ARCH, ATLAS_CUDA_PTX_ARCH)],
+)
+
+# The PTX-only image the loader test JITs: Hopper's PTX (the GPU we run on).
+_GENCODE_PTX_ONLY = "-gencode arch=compute_90,code=compute_90"
 
 def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = [],
                       nvcc = None, **kwargs):
@@ -30,7 +40,7 @@ def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = [],
             "NVCC=" + nvcc + ";",
             "if [ -x $$NVCC ]; then",
             "  T=$$(mktemp -d \"$${TMPDIR:-/tmp}/atlas_nvcc.XXXXXX\") || exit 1;",
-            "  TMPDIR=$$T $$NVCC -fatbin -O3 -gencode " + gencode,
+            "  TMPDIR=$$T $$NVCC -fatbin -O3 " + gencode,
             "    " + " ".join(nvcc_opts) + " -o $@ $(location " + src + ");",
             "  rc=$$?; rm -rf $$T; exit $$rc;",
             "else",

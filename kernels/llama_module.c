@@ -3,6 +3,7 @@
 #include "atlas/kernels/llama_fatbin.h"
 #include "atlas/kernels/llama_host.h"
 #include "atlas/kernels/llama_kernels.h"
+#include "atlas/kernels/prefill_kernels.h"
 
 static const atlas_module_image kLlamaImages[] = {
     {"cuda", atlas_fatbin_llama, ATLAS_FATBIN_LLAMA_SIZE},
@@ -12,6 +13,7 @@ const atlas_module_def atlas_llama_module = {
     ATLAS_LLAMA_MODULE, kLlamaImages, 1, atlas_llama_kernel_defs,
     ATLAS_LLAMA_KERNEL_COUNT};
 
-static const atlas_module_def *const kLlamaModules[] = {&atlas_llama_module};
+static const atlas_module_def *const kLlamaModules[] = {
+    &atlas_llama_module, &atlas_llama_batch_module};
 
-const atlas_module_set atlas_llama_module_set = {kLlamaModules, 1};
+const atlas_module_set atlas_llama_module_set = {kLlamaModules, 2};

@@ -1,6 +1,8 @@
 // Benchmarks, one command each: `bench ledger`, `bench cuda`,
-// `bench load FILE|DIR`. Options are parsed here with getopt_long
-// (tools/cli_options.h) into each benchmark's options struct.
+// `bench load FILE|DIR`, `bench prefill DIR`, `bench decode DIR`. Options are
+// parsed here with getopt_long (tools/cli_options.h) into each benchmark's
+// options struct, except prefill and decode, which parse their own
+// (tools/bench_llama.c).
 //
 // Exit status: 0 done; 1 the benchmark failed; 2 usage error.
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include "atlas/runtime/version.h"
 #include "atlas/tools/bench_cuda.h"
 #include "atlas/tools/bench_ledger.h"
+#include "atlas/tools/bench_llama.h"
 #include "atlas/tools/bench_load.h"
 #include "atlas/tools/cli_options.h"
 
@@ -116,6 +119,8 @@ static void print_top_help(void) {
          "  ledger   ledgered alloc+free vs malloc+free; alloc_report over 100k\n"
          "  cuda     the CUDA backend vs the raw driver (needs a GPU)\n"
          "  load     FILE|DIR to the device: ours vs pinned, pageable, PyTorch\n"
+         "  prefill  DIR: batched prompt time, against transformers (GPU_RESULTS)\n"
+         "  decode   DIR: ms per generated token after a context\n"
          "\nExit status: 0 done, 1 failed, 2 usage error.\n",
          atlas_version());
 }
@@ -183,6 +188,12 @@ int main(int argc, char **argv) {
     }
     atlas_bench_load_options o = {path};
     return atlas_bench_load(&o);
+  }
+  if (strcmp(first, "prefill") == 0) {
+    return atlas_bench_prefill(argc - 2, argv + 2);
+  }
+  if (strcmp(first, "decode") == 0) {
+    return atlas_bench_decode(argc - 2, argv + 2);
   }
   if (first[0] == '-') {
     return atlas_cli_usage_error("bench", "unknown option '%s'", first);

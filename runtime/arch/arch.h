@@ -56,6 +56,9 @@ typedef struct atlas_arch_load_options {
   void *progress_ctx;
   // Upload through this uploader (may be NULL).
   struct atlas_uploader *uploader;
+  // Prompt tokens per batched prefill pass (0: the architecture's default;
+  // < 0: none, prompts run one token at a time).
+  int64_t prefill_rows;
 } atlas_arch_load_options;
 
 // A loaded model of some architecture; only its row knows its layout.

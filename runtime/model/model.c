@@ -223,7 +223,8 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
   }
   opened o;
   atlas_arch_load_options lo = {spec->max_seq, spec->progress,
-                                spec->progress_ctx, spec->uploader};
+                                spec->progress_ctx, spec->uploader,
+                                spec->prefill_rows};
   atlas_status status = open_checkpoint(spec, &o);
   if (status == ATLAS_OK) {
     m->arch = o.arch;
@@ -331,3 +332,7 @@ int64_t atlas_model_max_seq(const atlas_model *model) {
   return model->arch->max_seq(model->impl);
 }
 const atlas_eos *atlas_model_eos(const atlas_model *model) { return &model->eos; }
+const atlas_arch *atlas_model_arch(const atlas_model *model) {
+  return model->arch;
+}
+atlas_arch_model *atlas_model_impl(atlas_model *model) { return model->impl; }

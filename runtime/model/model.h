@@ -37,6 +37,7 @@ typedef struct atlas_model_spec {
   int device;                  // CUDA ordinal
   atlas_host_pool *host_pool;  // host backend: the shared budget (NULL: none)
   int64_t max_seq;             // KV cache positions (0: default)
+  int64_t prefill_rows;        // prompt tokens per batched pass (0: default; < 0: none)
   // Most device bytes this process may hold for models (0: all the device
   // has). Leaves headroom for other tenants; swap checks against it.
   uint64_t device_budget_bytes;
@@ -120,6 +121,11 @@ const char *atlas_model_arch_name(const atlas_model *model);
 int64_t atlas_model_vocab_size(const atlas_model *model);
 int64_t atlas_model_max_seq(const atlas_model *model);
 const atlas_eos *atlas_model_eos(const atlas_model *model);
+// The architecture row the model was opened with and that row's loaded
+// model, for tools that drive one architecture's own entry points (bench
+// prefill/decode drive the Llama row's batched prefill).
+const atlas_arch *atlas_model_arch(const atlas_model *model);
+atlas_arch_model *atlas_model_impl(atlas_model *model);
 const atlas_model_spec *atlas_model_spec_of(const atlas_model *model);
 // "DIR" or the embedded checkpoint's name.
 const char *atlas_model_name(const atlas_model *model);

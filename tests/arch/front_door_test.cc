@@ -64,11 +64,13 @@ void SetJson(const std::string &dir, const char *key, const char *json_text) {
   });
 }
 
-atlas_status Open(const std::string &dir, atlas_model **out = nullptr) {
+atlas_status Open(const std::string &dir, atlas_model **out = nullptr,
+                  int64_t prefill_rows = 0) {
   atlas_model_spec spec{};
   spec.dir = dir.c_str();
   spec.backend = "host";
   spec.max_seq = 16;
+  spec.prefill_rows = prefill_rows;
   atlas_model *m = nullptr;
   atlas_status s = atlas_model_open(&spec, &m);
   if (out != nullptr) {
@@ -347,6 +349,74 @@ TEST(FrontDoor, GenerationStopsAtEos) {
   EXPECT_EQ(count, first + 1);
   EXPECT_EQ(floats, (3u + first) * 64u);
   for (size_t i = 0; i < count; ++i) EXPECT_EQ(again[i], ids[i]);
+}
+
+bool StopAtOnce(void *ctx, uint32_t token) {
+  static_cast<std::vector<uint32_t> *>(ctx)->push_back(token);
+  return false;
+}
+
+// The first generated token comes from the batched prefill when the model has
+// one (prefill_rows 0) and from the last one-token step when it has none
+// (-1): EOS and on_token must stop generation there on both paths.
+TEST(FrontDoor, FirstGeneratedTokenStopsOnBothPaths) {
+  std::string dir = Make("eos_first");
+  const uint32_t prompt[] = {1, 2, 3};
+  atlas_model *m = nullptr;
+  std::vector<uint32_t> ids(4);
+  size_t count = 0, floats = 0;
+  {
+    atlas_test::Status s(Open(dir, &m, -1));
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  {
+    atlas_test::Status s(
+        atlas_model_generate(m, prompt, 3, 4, ids.data(), &count, Collect, &floats));
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  atlas_status_free(atlas_model_close(m, nullptr));
+  ASSERT_EQ(count, 4u);
+  const int64_t kRows[] = {0, -1, 2};  // batched, token by token, chunks of 2
+  for (int64_t rows : kRows) {
+    SCOPED_TRACE("on_token, prefill_rows " + std::to_string(rows));
+    {
+      atlas_test::Status s(Open(dir, &m, rows));
+      ASSERT_TRUE(s.ok()) << s.message();
+    }
+    // on_token returning false at the first token: one id, prompt rows only.
+    std::vector<uint32_t> got(4), seen;
+    floats = 0;
+    {
+      atlas_test::Status s(atlas_model_generate_stream(
+          m, prompt, 3, 4, StopAtOnce, &seen, got.data(), &count, Collect, &floats));
+      ASSERT_TRUE(s.ok()) << s.message();
+    }
+    atlas_status_free(atlas_model_close(m, nullptr));
+    EXPECT_EQ(count, 1u);
+    EXPECT_EQ(got[0], ids[0]);
+    EXPECT_EQ(seen, std::vector<uint32_t>{ids[0]});
+    EXPECT_EQ(floats, 3u * 64u);
+  }
+  // The first generated id as EOS: returned, never fed back.
+  SetJson(dir, "eos_token_id", std::to_string(ids[0]).c_str());
+  for (int64_t rows : kRows) {
+    SCOPED_TRACE("EOS, prefill_rows " + std::to_string(rows));
+    {
+      atlas_test::Status s(Open(dir, &m, rows));
+      ASSERT_TRUE(s.ok()) << s.message();
+    }
+    std::vector<uint32_t> got(4);
+    floats = 0;
+    {
+      atlas_test::Status s(atlas_model_generate(m, prompt, 3, 4, got.data(), &count,
+                                                Collect, &floats));
+      ASSERT_TRUE(s.ok()) << s.message();
+    }
+    atlas_status_free(atlas_model_close(m, nullptr));
+    EXPECT_EQ(count, 1u);
+    EXPECT_EQ(got[0], ids[0]);
+    EXPECT_EQ(floats, 3u * 64u);
+  }
 }
 
 }  // namespace

@@ -105,50 +105,58 @@ atlas_status Collect(void *ctx, const float *x, size_t n) {
 TEST(ArchParity, MatchesTransformers) {
   std::vector<Case> cases = LoadCases();
   ASSERT_FALSE(cases.empty()) << "no reference cases found";
+  // The prompt batched (the default), token by token, and batched in chunks
+  // of 3 rows: each must match transformers.
+  const int64_t kPrefillRows[] = {0, -1, 3};
   for (const std::string &backend : Backends()) {
-    for (const Case &c : cases) {
-      SCOPED_TRACE(c.name + " on " + backend);
-      atlas_model_spec spec{};
-      spec.dir = c.dir.c_str();
-      spec.backend = backend.c_str();
-      spec.max_seq = (int64_t)(c.prompt.size() + c.steps);
-      atlas_model *m = nullptr;
-      atlas_status s = atlas_model_open(&spec, &m);
-      StatusResult opened = Take(s);
-      if (opened.code == ATLAS_STATUS_UNAVAILABLE && backend == "cuda") {
-        printf("[  SKIP    ] %s: %s\n", c.name.c_str(), opened.message.c_str());
-        continue;
-      }
-      ASSERT_EQ(opened.code, ATLAS_STATUS_OK) << opened.message;
-      std::vector<float> got;
-      std::vector<uint32_t> ids(c.steps + 1);
-      size_t count = 0;
-      EXPECT_OK(atlas_model_generate(m, c.prompt.data(), c.prompt.size(), c.steps,
-                                     ids.data(), &count, Collect, &got));
-      ids.resize(count);
-      EXPECT_EQ(ids, c.ids) << "greedy ids differ";
-      size_t rows = got.size() / c.vocab;
-      EXPECT_EQ(rows, c.rows) << "forward steps differ";
-      double worst = 0;
-      size_t worst_row = 0;
-      for (size_t r = 0; r < std::min(rows, c.rows); ++r) {
-        double diff = 0, ref = 0;
-        for (size_t i = 0; i < c.vocab; ++i) {
-          double want = c.logits[r * c.vocab + i], have = got[r * c.vocab + i];
-          diff += (have - want) * (have - want);
-          ref += want * want;
+    for (int64_t prefill_rows : kPrefillRows) {
+      for (const Case &c : cases) {
+        SCOPED_TRACE(c.name + " on " + backend + ", prefill_rows " +
+                     std::to_string(prefill_rows));
+        atlas_model_spec spec{};
+        spec.dir = c.dir.c_str();
+        spec.backend = backend.c_str();
+        spec.max_seq = (int64_t)(c.prompt.size() + c.steps);
+        spec.prefill_rows = prefill_rows;
+        atlas_model *m = nullptr;
+        atlas_status s = atlas_model_open(&spec, &m);
+        StatusResult opened = Take(s);
+        if (opened.code == ATLAS_STATUS_UNAVAILABLE && backend == "cuda") {
+          printf("[  SKIP    ] %s: %s\n", c.name.c_str(), opened.message.c_str());
+          continue;
         }
-        double rel = sqrt(diff) / std::max(sqrt(ref), 1e-30);
-        if (rel > worst) {
-          worst = rel;
-          worst_row = r;
+        ASSERT_EQ(opened.code, ATLAS_STATUS_OK) << opened.message;
+        std::vector<float> got;
+        std::vector<uint32_t> ids(c.steps + 1);
+        size_t count = 0;
+        EXPECT_OK(atlas_model_generate(m, c.prompt.data(), c.prompt.size(), c.steps,
+                                       ids.data(), &count, Collect, &got));
+        ids.resize(count);
+        EXPECT_EQ(ids, c.ids) << "greedy ids differ";
+        size_t rows = got.size() / c.vocab;
+        EXPECT_EQ(rows, c.rows) << "forward steps differ";
+        double worst = 0;
+        size_t worst_row = 0;
+        for (size_t r = 0; r < std::min(rows, c.rows); ++r) {
+          double diff = 0, ref = 0;
+          for (size_t i = 0; i < c.vocab; ++i) {
+            double want = c.logits[r * c.vocab + i], have = got[r * c.vocab + i];
+            diff += (have - want) * (have - want);
+            ref += want * want;
+          }
+          double rel = sqrt(diff) / std::max(sqrt(ref), 1e-30);
+          if (rel > worst) {
+            worst = rel;
+            worst_row = r;
+          }
         }
+        EXPECT_LE(worst, kTolerance) << "row " << worst_row;
+        printf("[  PARITY  ] %-28s %-5s prefill %2lld rows %4zu  max rel L2 %.2e  "
+               "ids %s\n",
+               c.name.c_str(), backend.c_str(), (long long)prefill_rows, rows, worst,
+               ids == c.ids ? "equal" : "DIFFER");
+        EXPECT_OK(atlas_model_close(m, nullptr));
       }
-      EXPECT_LE(worst, kTolerance) << "row " << worst_row;
-      printf("[  PARITY  ] %-28s %-5s rows %4zu  max rel L2 %.2e  ids %s\n",
-             c.name.c_str(), backend.c_str(), rows, worst,
-             ids == c.ids ? "equal" : "DIFFER");
-      EXPECT_OK(atlas_model_close(m, nullptr));
     }
   }
 }

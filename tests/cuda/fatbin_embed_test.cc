@@ -1,6 +1,10 @@
 // The embedded images: a real fatbin where nvcc was there, an empty one (and
 // a clear error at load) where it was not. Runs without a GPU.
 #include <stdint.h>
+#include <string.h>
+
+#include <set>
+#include <string>
 
 #include "atlas/kernels/contract_cuda_module.h"
 #include "atlas/kernels/contract_fatbin.h"
@@ -26,6 +30,45 @@ TEST(FatbinEmbed, ImageIsAnAlignedFatbinOrEmpty) {
   EXPECT_EQ(atlas_fatbin_contract[1], 0xED);
   EXPECT_EQ(atlas_fatbin_contract[2], 0x55);
   EXPECT_EQ(atlas_fatbin_contract[3], 0xBA);
+}
+
+// The fatbin's entries as "sm_NN" (machine code) and "compute_NN" (PTX).
+// Layout: a 16-byte header (magic, version, header size, payload size), then
+// entries, each with kind (1 PTX, 2 ELF) at 0, header size at 4, payload size
+// at 8 and the architecture at 28 of its own header.
+std::set<std::string> FatbinEntries(const unsigned char *data, size_t size) {
+  std::set<std::string> out;
+  uint16_t header = 0;
+  uint64_t payload = 0;
+  memcpy(&header, data + 6, 2);
+  memcpy(&payload, data + 8, 8);
+  size_t end = header + payload < size ? header + payload : size;
+  for (size_t at = header; at + 32 <= end;) {
+    uint16_t kind = 0;
+    uint32_t entry_header = 0, arch = 0;
+    uint64_t entry_size = 0;
+    memcpy(&kind, data + at, 2);
+    memcpy(&entry_header, data + at + 4, 4);
+    memcpy(&entry_size, data + at + 8, 8);
+    memcpy(&arch, data + at + 28, 4);
+    out.insert((kind == 2 ? "sm_" : kind == 1 ? "compute_" : "kind?_") +
+               std::to_string(arch));
+    if (entry_header == 0) break;
+    at += entry_header + entry_size;
+  }
+  return out;
+}
+
+TEST(FatbinEmbed, ImageHoldsSassFromAmpereUpAndPtxForTheNewest) {
+  if (ATLAS_FATBIN_CONTRACT_SIZE == 0) {
+    GTEST_SKIP() << "built without nvcc: the contract image is empty";
+  }
+  std::set<std::string> entries =
+      FatbinEntries(atlas_fatbin_contract, ATLAS_FATBIN_CONTRACT_SIZE);
+  const std::set<std::string> expected = {"sm_80",  "sm_86",  "sm_89",
+                                          "sm_90",  "sm_100", "sm_120",
+                                          "compute_120"};
+  EXPECT_EQ(entries, expected);
 }
 
 TEST(FatbinEmbed, WithoutNvccTheImageIsEmptyAndLoadingSaysWhy) {

@@ -192,11 +192,13 @@ TEST_F(LlamaKernelsCuda, Rmsnorm) {
 }
 
 TEST_F(LlamaKernelsCuda, Matvec) {
+  // 777 columns take the scalar path, 2048 the 16-byte loads.
+  for (uint32_t cols : {777u, 2048u}) {
   for (std::string dtype : {"f32", "f16", "bf16"}) {
-    const uint32_t rows = 1003, cols = 777;
+    const uint32_t rows = 1003;
     std::vector<unsigned char> w = Weights(dtype, (size_t)rows * cols);
     std::vector<float> x = Floats(cols);
-    Compare("matvec_" + dtype, [&](Side &s) {
+    Compare("matvec_" + dtype + " cols " + std::to_string(cols), [&](Side &s) {
       void *dw = s.Upload(w.data(), w.size()), *dx = s.Upload(x.data(), cols * 4);
       void *out = s.Poisoned(rows);
       s.Launch(("matvec_" + dtype).c_str(), Blocks(rows, 8), 256,
@@ -204,6 +206,7 @@ TEST_F(LlamaKernelsCuda, Matvec) {
                 ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols)});
       return std::vector<std::vector<float>>{s.Download(out, rows)};
     });
+  }
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "atlas/kernels/llama_host.h"
 #include "atlas/kernels/llama_kernels.h"
+#include "atlas/kernels/prefill_kernels.h"
 #include "atlas/runtime/host_backend.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
 #include "tests/runtime/test_util.h"
@@ -155,7 +156,7 @@ struct Loaded {
   atlas_llama_config config{};
   atlas_llama_model *model = nullptr;
 
-  void Open(const std::string &dir) {
+  void Open(const std::string &dir, int64_t prefill_rows = 0) {
     atlas_backend_options o{};
     o.modules = &atlas_llama_module_set;
     ASSERT_OK(atlas_host_backend_create(&o, &backend));
@@ -163,6 +164,7 @@ struct Loaded {
     ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
     atlas_llama_load_options lo{};
     lo.max_seq = 32;
+    lo.prefill_rows = prefill_rows;
     ASSERT_OK(atlas_llama_load(backend, ck, &config, &lo, &model));
   }
   ~Loaded() {
@@ -300,6 +302,65 @@ TEST(Llama, FailedLoadAtEveryAllocationLeavesNothing) {
   atlas_backend_inject_fault(b, ATLAS_FAULT_COPY, 0);
   atlas_checkpoint_close(ck);
   ASSERT_OK(atlas_backend_destroy(b));
+}
+
+// The batched prefill against the one-token path on the same host backend:
+// whole prompt in one pass, in chunks of 3 (attention over earlier chunks'
+// cache rows), and token by token must give the same logits for every row.
+TEST(Llama, BatchedPrefillMatchesTokenByToken) {
+  for (atlas_dtype dtype : {ATLAS_DTYPE_F32, ATLAS_DTYPE_BF16}) {
+    std::string dir = MakeCheckpoint("prefill_" + std::to_string(dtype), "tiny",
+                                     11, dtype);
+    std::vector<uint32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6};
+    std::vector<std::vector<std::vector<float>>> runs;
+    std::vector<std::vector<uint32_t>> outs;
+    for (int64_t rows : {-1, 0, 3}) {
+      Loaded m;
+      m.Open(dir, rows);
+      ASSERT_NE(m.model, nullptr);
+      Collected got;
+      std::vector<uint32_t> out(4);
+      ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(),
+                                     out.size(), out.data(), Collect, &got));
+      ASSERT_EQ(got.steps.size(), prompt.size() + out.size() - 1);
+      runs.push_back(got.steps);
+      outs.push_back(out);
+    }
+    for (size_t r = 1; r < runs.size(); ++r) {
+      EXPECT_EQ(outs[r], outs[0]) << "dtype " << dtype << " run " << r;
+      for (size_t s = 0; s < runs[0].size(); ++s) {
+        double diff = 0, ref = 0;
+        for (size_t i = 0; i < runs[0][s].size(); ++i) {
+          double d = (double)runs[r][s][i] - runs[0][s][i];
+          diff += d * d;
+          ref += (double)runs[0][s][i] * runs[0][s][i];
+        }
+        EXPECT_LE(std::sqrt(diff / ref), 1e-5)
+            << "dtype " << dtype << " run " << r << " row " << s;
+      }
+    }
+  }
+}
+
+TEST(Llama, PrefillRefusesBadTokensAndOverlongPrompts) {
+  Loaded m;
+  m.Open(MakeCheckpoint("bad_prefill", "tiny", 7, ATLAS_DTYPE_F32));
+  std::vector<float> logits(m.config.vocab_size);
+  std::vector<uint32_t> bad = {1, 64};
+  EXPECT_STATUS(atlas_llama_prefill(m.model, bad.data(), bad.size(), 0,
+                                    logits.data(), nullptr, nullptr),
+                ATLAS_STATUS_INVALID_ARGUMENT, "outside the vocabulary");
+  std::vector<uint32_t> many(33, 1);
+  EXPECT_STATUS(atlas_llama_prefill(m.model, many.data(), many.size(), 0,
+                                    logits.data(), nullptr, nullptr),
+                ATLAS_STATUS_INVALID_ARGUMENT, "holds 32 positions");
+}
+
+TEST(Llama, BatchKernelTableIsComplete) {
+  for (size_t i = 0; i < ATLAS_LLAMA_BATCH_KERNEL_COUNT; ++i) {
+    EXPECT_NE(atlas_llama_batch_kernel_defs[i].name, nullptr) << i;
+    EXPECT_NE(atlas_llama_batch_kernel_defs[i].host_fn, nullptr) << i;
+  }
 }
 
 TEST(Llama, KernelTableIsComplete) {

@@ -106,7 +106,9 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
                         per_layer * (uint64_t)config->num_hidden_layers;
   max_seq = resolve_max_seq(config, max_seq);
   *out_bytes = weights + norm_elems * 4u + kv_bytes(config, max_seq) +
-               scratch_bytes(config, max_seq);
+               scratch_bytes(config, max_seq) +
+               atlas_llama_prefill_bytes(
+                   config, atlas_llama_prefill_rows(config, max_seq, 0), max_seq);
   return ATLAS_OK;
 }
 
@@ -367,6 +369,8 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   m->scratch->backend = m->backend;
   ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "scratch", release_scratch, m->scratch));
   ATLAS_RETURN_IF_ERROR(alloc_scratch(m->scratch, c, m->max_seq));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_prefill_setup(
+      m, atlas_llama_prefill_rows(c, m->max_seq, options->prefill_rows)));
 
   atlas_kernel_registry *registry = atlas_backend_kernel_registry(m->backend);
   if (registry == NULL) {

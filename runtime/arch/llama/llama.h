@@ -29,6 +29,9 @@ typedef struct atlas_llama_load_options {
   // Upload through this uploader (its staging kept across loads) instead of
   // making staging for this load alone (may be NULL).
   struct atlas_uploader *uploader;
+  // Prompt tokens per batched prefill pass (0: min(max_seq, 2048); < 0: no
+  // batched prefill, prompts run one token at a time).
+  int64_t prefill_rows;
 } atlas_llama_load_options;
 
 // Bytes the model will hold on its backend: weights (norms as f32), KV cache
@@ -66,6 +69,18 @@ ATLAS_MUST_USE atlas_status atlas_llama_forward_step(atlas_llama_model *m, uint3
                                       uint32_t pos, int64_t seq_len,
                                       float *out_logits);
 
+
+// Batched prefill: `n` tokens at positions pos..pos+n-1 through each layer in
+// one pass per chunk of the model's prefill rows; fills their KV cache rows.
+// The same math as n calls of atlas_llama_forward_step with seq_len pos + n
+// (dynamic RoPE sees the whole prompt, as in generation). Writes the last
+// token's logits to out_last_logits (may be NULL) and, when `sink` is given,
+// passes it every token's logits in order. Fails with FAILED_PRECONDITION on
+// a model loaded without a prefill scratch.
+ATLAS_MUST_USE atlas_status atlas_llama_prefill(atlas_llama_model *model,
+                                 const uint32_t *tokens, size_t n, uint32_t pos,
+                                 float *out_last_logits, atlas_logits_sink sink,
+                                 void *sink_ctx);
 
 // Greedy generation: runs the prompt, then `steps` new tokens (argmax),
 // into out_tokens. Forward steps: every prompt token, and every generated

@@ -124,14 +124,20 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   ATLAS_RETURN_IF_ERROR(rope(m, s->q, c->num_attention_heads, pos));
   ATLAS_RETURN_IF_ERROR(rope(m, k, c->num_key_value_heads, pos));
   uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
-  atlas_arg att_args[] = {P(s->xb2), P(s->q), P(m->kv->keys + layer_off),
-                          P(m->kv->values + layer_off), P(s->att), U(n_heads),
-                          U((uint32_t)c->num_key_value_heads),
-                          U((uint32_t)head_dim), U(pos + 1), U(window)};
-  ATLAS_RETURN_IF_ERROR(atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE,
-                                               "attention", dim1(n_heads),
-                                               dim1(256), att_args,
-                                               COUNT(att_args)));
+  if (m->prefill != NULL) {
+    // Split over the context (flash-decoding) where the batch scratch exists.
+    ATLAS_RETURN_IF_ERROR(
+        atlas_llama_decode_attention(m, l, pos, window, s->xb2, s->q));
+  } else {
+    atlas_arg att_args[] = {P(s->xb2), P(s->q), P(m->kv->keys + layer_off),
+                            P(m->kv->values + layer_off), P(s->att), U(n_heads),
+                            U((uint32_t)c->num_key_value_heads),
+                            U((uint32_t)head_dim), U(pos + 1), U(window)};
+    ATLAS_RETURN_IF_ERROR(atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE,
+                                                 "attention", dim1(n_heads),
+                                                 dim1(256), att_args,
+                                                 COUNT(att_args)));
+  }
   ATLAS_RETURN_IF_ERROR(matvec(ctx, s->xb, &L->wo, s->xb2, hidden, q_dim));
   ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->xb, L->o_bias, hidden));
   ATLAS_RETURN_IF_ERROR(elementwise(ctx, "add", s->x, s->xb, (uint32_t)hidden));
@@ -231,6 +237,37 @@ static bool is_eos(const atlas_arch_generate_options *o, uint32_t token) {
   return false;
 }
 
+// The token after a forward step past the prompt (options->choose's, else
+// the argmax): recorded (while fewer than `steps`); *out_stop when
+// generation stops there (an EOS id, never fed back, or on_token said stop).
+static atlas_status take(const atlas_arch_generate_options *options,
+                         const float *logits, size_t vocab, size_t steps,
+                         uint32_t *out_tokens, size_t *generated,
+                         uint32_t *out_token, bool *out_stop) {
+  uint32_t token = 0;
+  if (options != NULL && options->choose != NULL) {
+    // Into the caller's token, so the status can point at nothing of ours.
+    atlas_status status =
+        options->choose(options->choose_ctx, logits, vocab, out_token);
+    if (status != ATLAS_OK) return status;
+    token = *out_token;
+    if (token >= vocab) {
+      return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                               "the token chooser returned id %u, "
+                               "outside the vocabulary of %zu",
+                               token, vocab);
+    }
+  } else {
+    token = argmax(logits, vocab);
+  }
+  *out_token = token;
+  if (*generated < steps) out_tokens[(*generated)++] = token;
+  *out_stop = is_eos(options, token) ||
+              (options != NULL && options->on_token != NULL &&
+               !options->on_token(options->token_ctx, token));
+  return ATLAS_OK;
+}
+
 atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
                                      const uint32_t *prompt, size_t prompt_len,
                                      size_t steps,
@@ -257,8 +294,20 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
   }
   atlas_status status = ATLAS_OK;
   uint32_t token = prompt[0];
-  size_t generated = 0;
-  for (size_t pos = 0; status == ATLAS_OK && pos < forwards; ++pos) {
+  size_t generated = 0, pos = 0;
+  bool stop = false;
+  if (m->prefill != NULL) {
+    // The whole prompt in one batched pass per layer (it uses RoPE at the
+    // prompt's length, as the loop below does), then token by token.
+    status = atlas_llama_prefill(m, prompt, prompt_len, 0, logits, sink, sink_ctx);
+    pos = prompt_len;
+    // The first generated token, under the same EOS and on_token rules.
+    if (status == ATLAS_OK) {
+      status = take(options, logits, vocab, steps, out_tokens, &generated,
+                    &token, &stop);
+    }
+  }
+  for (; status == ATLAS_OK && !stop && pos < forwards; ++pos) {
     // transformers' generate runs the prompt as one forward, so dynamic
     // RoPE sees the prompt's length at every prompt position.
     int64_t seq_len = (int64_t)(pos + 1 > prompt_len ? pos + 1 : prompt_len);
@@ -268,24 +317,8 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     if (pos + 1 < prompt_len) {
       token = prompt[pos + 1];
     } else {
-      if (options != NULL && options->choose != NULL) {
-        status = options->choose(options->choose_ctx, logits, vocab, &token);
-        if (status == ATLAS_OK && token >= vocab) {
-          status = atlas_status_make(ATLAS_STATUS_INTERNAL,
-                                     "the token chooser returned id %u, "
-                                     "outside the vocabulary of %zu",
-                                     token, vocab);
-        }
-        if (status != ATLAS_OK) break;
-      } else {
-        token = argmax(logits, vocab);
-      }
-      if (generated < steps) out_tokens[generated++] = token;
-      if (is_eos(options, token)) break;  // never fed back
-      if (options != NULL && options->on_token != NULL &&
-          !options->on_token(options->token_ctx, token)) {
-        break;
-      }
+      status = take(options, logits, vocab, steps, out_tokens, &generated,
+                    &token, &stop);
     }
   }
   free(logits);

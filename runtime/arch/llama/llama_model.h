@@ -6,6 +6,7 @@
 #include "atlas/runtime/forward.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
 #include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/llama/llama_prefill.h"
 #include "atlas/runtime/formats/safetensors.h"
 
 // A weight matrix on the device in its checkpoint dtype.
@@ -101,6 +102,7 @@ struct atlas_llama_model {
   atlas_llama_kv_cache *kv;
   atlas_llama_scratch *scratch;
   atlas_llama_kernels *kernels;
+  atlas_llama_prefill_scratch *prefill;  // NULL: prompts run token by token
   atlas_llama_ctx ctx;
   // RoPE on the host: what scratch->inv_freq was computed for.
   int64_t rot_dim;

@@ -1,0 +1,598 @@
+// CUDA batched-prefill kernels (module "llama_batch"): a whole prompt chunk
+// of `n` tokens per launch. Names and signatures match prefill_host.c; see
+// prefill_kernels.h for the contract and the launch shapes.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+
+// ---- embed_rows: out[r][:] = table[tokens[r]][:] ----------------------------
+
+template <typename T>
+__device__ void embed_rows(float *out, const T *table, const uint32_t *tokens,
+                           uint32_t n, uint32_t dim) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+  if (i < dim && r < n) {
+    out[(size_t)r * dim + i] = to_f32(table[(size_t)tokens[r] * dim + i]);
+  }
+}
+
+extern "C" __global__ void embed_rows_f32(float *out, const float *t,
+                                          const uint32_t *tokens, uint32_t n,
+                                          uint32_t dim) {
+  embed_rows(out, t, tokens, n, dim);
+}
+extern "C" __global__ void embed_rows_f16(float *out, const __half *t,
+                                          const uint32_t *tokens, uint32_t n,
+                                          uint32_t dim) {
+  embed_rows(out, t, tokens, n, dim);
+}
+extern "C" __global__ void embed_rows_bf16(float *out, const __nv_bfloat16 *t,
+                                           const uint32_t *tokens, uint32_t n,
+                                           uint32_t dim) {
+  embed_rows(out, t, tokens, n, dim);
+}
+
+// ---- rmsnorm_rows: one block per row ----------------------------------------
+
+__device__ float block_sum256(float v, float *shared) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) / 32;
+  v = (threadIdx.x < (unsigned)warps) ? shared[threadIdx.x] : 0.0f;
+  if (warp == 0) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) shared[0] = v;
+  }
+  __syncthreads();
+  float total = shared[0];
+  __syncthreads();
+  return total;
+}
+
+extern "C" __global__ void rmsnorm_rows(float *out, const float *x,
+                                        const float *w, uint32_t dim, float eps,
+                                        uint32_t n) {
+  __shared__ float shared[32];
+  uint32_t r = blockIdx.x;
+  if (r >= n) return;
+  const float *xr = x + (size_t)r * dim;
+  float *orow = out + (size_t)r * dim;
+  float ss = 0.0f;
+  for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) ss += xr[i] * xr[i];
+  ss = block_sum256(ss, shared);
+  float scale = rsqrtf(ss / dim + eps);
+  for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) {
+    orow[i] = w[i] * (xr[i] * scale);
+  }
+}
+
+// ---- rope_rows ---------------------------------------------------------------
+// Row r of x (at x + r * row_stride) holds n_heads heads of head_dim at
+// position pos0 + r; the first rot_dim dims of each head rotate as
+// rotate_half pairs (i, i + rot_dim / 2) by angle pos * inv_freq[i], and
+// cos/sin are scaled by attention_factor (1 without rope scaling).
+extern "C" __global__ void rope_rows(float *x, const float *inv_freq,
+                                     uint32_t n_heads, uint32_t head_dim,
+                                     uint32_t rot_dim, uint32_t pos0,
+                                     uint32_t n, float attention_factor,
+                                     uint32_t row_stride) {
+  uint32_t half = rot_dim / 2;
+  uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+  if (idx >= n_heads * half || r >= n) return;
+  uint32_t h = idx / half, i = idx % half;
+  // The angle in double, as the host twin does (positions reach 1e5+).
+  double angle = (double)(pos0 + r) * (double)inv_freq[i];
+  double csd, snd;
+  sincos(angle, &snd, &csd);
+  // Scaled in double, then rounded: exactly as the one-token rope kernel.
+  float cs = (float)(csd * attention_factor), sn = (float)(snd * attention_factor);
+  float *v = x + (size_t)r * row_stride + (size_t)h * head_dim;
+  float x0 = v[i], x1 = v[i + half];
+  v[i] = x0 * cs - x1 * sn;
+  v[i + half] = x1 * cs + x0 * sn;
+}
+
+// ---- gemm: out[m][n] = sum_k x[m][k] * w[n][k] ------------------------------
+// 16-bit weights: tensor cores (mma.sync m16n8k16, f32 accumulate). The f32
+// activations are split x = hi + lo into two 16-bit values and both are
+// multiplied (each product is exact in f32), so the result carries ~16 (BF16)
+// or ~22 (F16) bits of x instead of 8 or 11: prefill agrees with the f32
+// decode path and the host reference to ~1e-5 rather than ~1e-3.
+
+namespace {
+
+constexpr int kBM = 64, kBN = 128, kBK = 32, kLds = kBK + 8;  // +8: no conflicts
+
+template <typename T> struct Mma;
+template <> struct Mma<__nv_bfloat16> {
+  static __device__ __forceinline__ void run(float *c, const uint32_t *a,
+                                             const uint32_t *b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+  static __device__ __forceinline__ __nv_bfloat16 from(float v) {
+    return __float2bfloat16_rn(v);
+  }
+  static __device__ __forceinline__ float back(__nv_bfloat16 v) {
+    return __bfloat162float(v);
+  }
+};
+template <> struct Mma<__half> {
+  static __device__ __forceinline__ void run(float *c, const uint32_t *a,
+                                             const uint32_t *b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+  static __device__ __forceinline__ __half from(float v) {
+    return __float2half_rn(v);
+  }
+  static __device__ __forceinline__ float back(__half v) {
+    return __half2float(v);
+  }
+};
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t *r, const void *p) {
+  uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void ldmatrix_x2(uint32_t *r, const void *p) {
+  uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(a));
+}
+
+// Block tile BM x 128 x 32 (BM 64 or 128), 8 warps as 2 (m) x 4 (n), each
+// (BM / 2) x 32. Global loads of the next k-tile go to registers while the
+// current one is multiplied from shared memory.
+template <typename T, int BM>
+__device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
+                        uint32_t N, uint32_t K) {
+  constexpr int MI = BM / 32;                 // m16 tiles per warp
+  constexpr int A_LOADS = BM * kBK / 4 / 256; // float4 loads per thread
+  __shared__ __align__(16) T a_hi[BM * kLds];
+  __shared__ __align__(16) T a_lo[BM * kLds];
+  __shared__ __align__(16) T bs[kBN * kLds];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int wm = warp / 4, wn = warp % 4;
+  const uint32_t m0 = blockIdx.y * BM, n0 = blockIdx.x * kBN;
+  const bool vec = (K % 8) == 0;
+
+  float xr[A_LOADS][4];
+  uint4 wr[2];
+  auto load = [&](uint32_t k0) {
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
+      int idx = tid + i * 256, row = idx / 8, kk = (idx % 8) * 4;
+      uint32_t m = m0 + row, k = k0 + kk;
+      if (vec && m < M && k + 3 < K) {
+        float4 v = *reinterpret_cast<const float4 *>(x + (size_t)m * K + k);
+        xr[i][0] = v.x; xr[i][1] = v.y; xr[i][2] = v.z; xr[i][3] = v.w;
+      } else {
+        for (int j = 0; j < 4; ++j) {
+          xr[i][j] = (m < M && k + j < K) ? x[(size_t)m * K + k + j] : 0.0f;
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      int idx = tid + i * 256, row = idx / 4, kk = (idx % 4) * 8;
+      uint32_t n = n0 + row, k = k0 + kk;
+      if (vec && n < N && k + 7 < K) {
+        wr[i] = *reinterpret_cast<const uint4 *>(w + (size_t)n * K + k);
+      } else {
+        __align__(16) T tmp[8];
+        for (int j = 0; j < 8; ++j) {
+          tmp[j] = (n < N && k + j < K) ? w[(size_t)n * K + k + j] : Mma<T>::from(0.0f);
+        }
+        wr[i] = *reinterpret_cast<uint4 *>(tmp);
+      }
+    }
+  };
+  auto store = [&]() {
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
+      int idx = tid + i * 256, row = idx / 8, kk = (idx % 8) * 4;
+      __align__(8) T hi[4];
+      __align__(8) T lo[4];
+      for (int j = 0; j < 4; ++j) {
+        hi[j] = Mma<T>::from(xr[i][j]);
+        lo[j] = Mma<T>::from(xr[i][j] - Mma<T>::back(hi[j]));
+      }
+      *reinterpret_cast<uint2 *>(&a_hi[row * kLds + kk]) = *reinterpret_cast<uint2 *>(hi);
+      *reinterpret_cast<uint2 *>(&a_lo[row * kLds + kk]) = *reinterpret_cast<uint2 *>(lo);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      int idx = tid + i * 256, row = idx / 4, kk = (idx % 4) * 8;
+      *reinterpret_cast<uint4 *>(&bs[row * kLds + kk]) = wr[i];
+    }
+  };
+
+  float acc[MI][4][4];
+#pragma unroll
+  for (int a = 0; a < MI; ++a)
+#pragma unroll
+    for (int b = 0; b < 4; ++b)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[a][b][c] = 0.0f;
+
+  const uint32_t tiles = (K + kBK - 1) / kBK;
+  load(0);
+  store();
+  __syncthreads();
+  for (uint32_t t = 0; t < tiles; ++t) {
+    if (t + 1 < tiles) load((t + 1) * kBK);
+#pragma unroll
+    for (int ks = 0; ks < kBK; ks += 16) {
+      uint32_t ah[MI][4], al[MI][4], bf[4][2];
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi) {
+        int row = wm * (BM / 2) + mi * 16 + (lane % 16), col = ks + (lane / 16) * 8;
+        ldmatrix_x4(ah[mi], &a_hi[row * kLds + col]);
+        ldmatrix_x4(al[mi], &a_lo[row * kLds + col]);
+      }
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) {
+        int row = wn * 32 + ni * 8 + (lane % 8), col = ks + ((lane / 8) % 2) * 8;
+        ldmatrix_x2(bf[ni], &bs[row * kLds + col]);
+      }
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) {
+          Mma<T>::run(acc[mi][ni], al[mi], bf[ni]);
+          Mma<T>::run(acc[mi][ni], ah[mi], bf[ni]);
+        }
+      }
+    }
+    if (t + 1 < tiles) {
+      __syncthreads();  // everyone is done reading the tile
+      store();
+      __syncthreads();
+    }
+  }
+
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+      uint32_t n = n0 + wn * 32 + ni * 8 + (lane % 4) * 2;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        uint32_t m = m0 + wm * (BM / 2) + mi * 16 + lane / 4 + half * 8;
+        if (m >= M) continue;
+        float *o = out + (size_t)m * N;
+        if (n < N) o[n] = acc[mi][ni][half * 2];
+        if (n + 1 < N) o[n + 1] = acc[mi][ni][half * 2 + 1];
+      }
+    }
+  }
+}
+
+// F32 weights: a plain shared-memory tiled product (64 x 64 x 16, 4 x 4
+// outputs per thread) in f32, the host's arithmetic up to summation order.
+__device__ void gemm_f32_tiled(float *out, const float *w, const float *x,
+                               uint32_t M, uint32_t N, uint32_t K) {
+  __shared__ float xs[16][64 + 1];
+  __shared__ float ws[16][64 + 1];
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const uint32_t m0 = blockIdx.y * 64, n0 = blockIdx.x * 64;
+  float acc[4][4] = {};
+  for (uint32_t k0 = 0; k0 < K; k0 += 16) {
+    for (int i = tid; i < 64 * 16; i += 256) {
+      int r = i / 16, k = i % 16;
+      uint32_t m = m0 + r, n = n0 + r, kk = k0 + k;
+      xs[k][r] = (m < M && kk < K) ? x[(size_t)m * K + kk] : 0.0f;
+      ws[k][r] = (n < N && kk < K) ? w[(size_t)n * K + kk] : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+      float a[4], b[4];
+      for (int i = 0; i < 4; ++i) a[i] = xs[k][ty * 4 + i];
+      for (int j = 0; j < 4; ++j) b[j] = ws[k][tx * 4 + j];
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < 4; ++i) {
+    uint32_t m = m0 + ty * 4 + i;
+    if (m >= M) continue;
+    for (int j = 0; j < 4; ++j) {
+      uint32_t n = n0 + tx * 4 + j;
+      if (n < N) out[(size_t)m * N + n] = acc[i][j];
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(256)
+    gemm_f32(float *out, const float *w, const float *x, uint32_t m, uint32_t n,
+             uint32_t k) {
+  gemm_f32_tiled(out, w, x, m, n, k);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    gemm_f16(float *out, const __half *w, const float *x, uint32_t m,
+             uint32_t n, uint32_t k) {
+  gemm_tc<__half, 64>(out, w, x, m, n, k);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    gemm_bf16(float *out, const __nv_bfloat16 *w, const float *x, uint32_t m,
+              uint32_t n, uint32_t k) {
+  gemm_tc<__nv_bfloat16, 64>(out, w, x, m, n, k);
+}
+// 128-row tiles for products with enough tiles to fill the GPU.
+extern "C" __global__ void __launch_bounds__(256)
+    gemm_f16_m128(float *out, const __half *w, const float *x, uint32_t m,
+                  uint32_t n, uint32_t k) {
+  gemm_tc<__half, 128>(out, w, x, m, n, k);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    gemm_bf16_m128(float *out, const __nv_bfloat16 *w, const float *x,
+                   uint32_t m, uint32_t n, uint32_t k) {
+  gemm_tc<__nv_bfloat16, 128>(out, w, x, m, n, k);
+}
+
+// ---- attention_prefill: causal, tiled, online softmax, GQA-aware -----------
+// A block takes 16 (query position, head) pairs that share one KV head (pair
+// p = token * group + head-in-group) and walks the keys they may see in tiles
+// of 32 held in shared memory; each warp owns 4 pairs and keeps its running
+// max, sum and output in registers. Keys of query position p: max(0, p -
+// window + 1) .. p (window 0: from 0). head_dim <= 128.
+
+namespace {
+constexpr int kRows = 16, kKeys = 32, kMaxD = 128;
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    attention_prefill(float *out, const float *q, const float *kc,
+                      const float *vc, uint32_t n_heads, uint32_t n_kv,
+                      uint32_t head_dim, uint32_t pos0, uint32_t n,
+                      uint32_t window) {
+  __shared__ float qs[kRows][kMaxD];
+  __shared__ float ks[kKeys][kMaxD + 1];
+  __shared__ float vs[kKeys][kMaxD];
+  const uint32_t group = n_heads / n_kv, kvh = blockIdx.y;
+  const uint32_t pairs = n * group, first = blockIdx.x * kRows;
+  const uint32_t q_dim = n_heads * head_dim, kv_dim = n_kv * head_dim;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const float scale = rsqrtf((float)head_dim);
+  if (first >= pairs) return;
+  const uint32_t last = min(first + kRows, pairs) - 1;
+
+  for (uint32_t i = threadIdx.x; i < kRows * head_dim; i += blockDim.x) {
+    uint32_t r = i / head_dim, d = i % head_dim, p = first + r;
+    qs[r][d] = p < pairs ? q[(size_t)(p / group) * q_dim +
+                             (size_t)(kvh * group + p % group) * head_dim + d]
+                         : 0.0f;
+  }
+
+  uint32_t pos[4], lo[4];
+  bool live[4];
+  float m[4], l[4], o[4][kMaxD / 32];
+  for (int j = 0; j < 4; ++j) {
+    uint32_t p = first + warp * 4 + j;
+    live[j] = p < pairs;
+    pos[j] = pos0 + (live[j] ? p / group : 0);
+    lo[j] = (window != 0 && pos[j] + 1 > window) ? pos[j] + 1 - window : 0;
+    m[j] = -INFINITY;
+    l[j] = 0.0f;
+    for (int i = 0; i < kMaxD / 32; ++i) o[j][i] = 0.0f;
+  }
+  const uint32_t hi = pos0 + last / group;
+  const uint32_t lo_block = (window != 0 && pos0 + first / group + 1 > window)
+                                ? pos0 + first / group + 1 - window
+                                : 0;
+
+  for (uint32_t t0 = lo_block; t0 <= hi; t0 += kKeys) {
+    __syncthreads();
+    for (uint32_t i = threadIdx.x; i < kKeys * head_dim; i += blockDim.x) {
+      uint32_t key = i / head_dim, d = i % head_dim, t = t0 + key;
+      size_t at = (size_t)t * kv_dim + (size_t)kvh * head_dim + d;
+      ks[key][d] = t <= hi ? kc[at] : 0.0f;
+      vs[key][d] = t <= hi ? vc[at] : 0.0f;
+    }
+    __syncthreads();
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const int r0 = warp * 4;
+    for (uint32_t d = 0; d < head_dim; ++d) {
+      float kd = ks[lane][d];
+      s[0] += qs[r0][d] * kd;
+      s[1] += qs[r0 + 1][d] * kd;
+      s[2] += qs[r0 + 2][d] * kd;
+      s[3] += qs[r0 + 3][d] * kd;
+    }
+    const uint32_t t = t0 + lane;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      bool valid = live[j] && t <= pos[j] && t >= lo[j];
+      float sj = valid ? s[j] * scale : -INFINITY;
+      float mt = sj;
+      for (int off = 16; off > 0; off >>= 1) {
+        mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, off));
+      }
+      float m_new = fmaxf(m[j], mt);
+      if (m_new == -INFINITY) continue;  // nothing visible yet (warp-uniform)
+      float alpha = expf(m[j] - m_new);  // m[j] = -inf gives 0
+      float pj = valid ? expf(sj - m_new) : 0.0f;
+      float ps = pj;
+      for (int off = 16; off > 0; off >>= 1) {
+        ps += __shfl_xor_sync(0xffffffffu, ps, off);
+      }
+      l[j] = l[j] * alpha + ps;
+      m[j] = m_new;
+#pragma unroll
+      for (int i = 0; i < kMaxD / 32; ++i) o[j][i] *= alpha;
+      for (int kk = 0; kk < kKeys; ++kk) {
+        float pk = __shfl_sync(0xffffffffu, pj, kk);
+#pragma unroll
+        for (int i = 0; i < kMaxD / 32; ++i) {
+          uint32_t d = lane + 32 * i;
+          if (d < head_dim) o[j][i] += pk * vs[kk][d];
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if (!live[j]) continue;
+    uint32_t p = first + warp * 4 + j;
+    float *orow = out + (size_t)(p / group) * q_dim +
+                  (size_t)(kvh * group + p % group) * head_dim;
+    for (int i = 0; i < kMaxD / 32; ++i) {
+      uint32_t d = lane + 32 * i;
+      if (d < head_dim) orow[d] = o[j][i] / l[j];
+    }
+  }
+}
+
+// ---- flash-decoding: one query token, the context split in chunks ----------
+// attention_decode_part: grid (splits, n_kv), block 128. Block (s, kvh) takes
+// keys lo + s*256 .. lo + (s+1)*256 - 1 (lo: the window's start) for the
+// `group` query heads sharing KV head kvh (K and V are read once per group),
+// and writes per head its max score m, sum of exp(score - m) l, and the
+// unnormalised output o (head_dim) to part[head][s][2 + head_dim].
+// attention_decode_combine: grid n_heads, block 128; merges the splits.
+
+namespace {
+constexpr int kChunk = 256, kMaxGroup = 16;
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    attention_decode_part(float *part, const float *q, const float *kc,
+                          const float *vc, uint32_t n_heads, uint32_t n_kv,
+                          uint32_t head_dim, uint32_t seq_len, uint32_t window,
+                          uint32_t splits) {
+  __shared__ float qs[kMaxGroup][kMaxD];
+  __shared__ float ps[kMaxGroup][kChunk];
+  __shared__ float red[kMaxGroup][2];
+  const uint32_t group = n_heads / n_kv, kvh = blockIdx.y, split = blockIdx.x;
+  const uint32_t kv_dim = n_kv * head_dim, tid = threadIdx.x;
+  const int warp = tid / 32, lane = tid % 32;
+  const uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  const uint32_t t_begin = lo + split * kChunk;
+  const uint32_t count = min((uint32_t)kChunk, seq_len - t_begin);
+  const float scale = rsqrtf((float)head_dim);
+  for (uint32_t i = tid; i < group * head_dim; i += blockDim.x) {
+    qs[i / head_dim][i % head_dim] =
+        q[(size_t)(kvh * group + i / head_dim) * head_dim + i % head_dim];
+  }
+  __syncthreads();
+  const bool vec = head_dim % 4 == 0;
+  for (uint32_t j = tid; j < kChunk; j += blockDim.x) {
+    float s[kMaxGroup];
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) s[g] = 0.0f;
+    if (j < count) {
+      const float *kt = kc + (size_t)(t_begin + j) * kv_dim + (size_t)kvh * head_dim;
+      if (vec) {
+        for (uint32_t d = 0; d < head_dim; d += 4) {
+          float4 k4 = *reinterpret_cast<const float4 *>(kt + d);
+#pragma unroll
+          for (int g = 0; g < kMaxGroup; ++g) {
+            if (g < (int)group) {
+              s[g] += qs[g][d] * k4.x + qs[g][d + 1] * k4.y +
+                      qs[g][d + 2] * k4.z + qs[g][d + 3] * k4.w;
+            }
+          }
+        }
+      } else {
+        for (uint32_t d = 0; d < head_dim; ++d) {
+          float kd = kt[d];
+#pragma unroll
+          for (int g = 0; g < kMaxGroup; ++g) {
+            if (g < (int)group) s[g] += qs[g][d] * kd;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g < (int)group) ps[g][j] = j < count ? s[g] * scale : -INFINITY;
+    }
+  }
+  __syncthreads();
+  for (uint32_t g = warp; g < group; g += blockDim.x / 32) {
+    float mx = -INFINITY;
+    for (int i = lane; i < kChunk; i += 32) mx = fmaxf(mx, ps[g][i]);
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float sum = 0.0f;
+    for (int i = lane; i < kChunk; i += 32) {
+      float e = (uint32_t)i < count ? expf(ps[g][i] - mx) : 0.0f;
+      ps[g][i] = e;
+      sum += e;
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) {
+      red[g][0] = mx;
+      red[g][1] = sum;
+    }
+  }
+  __syncthreads();
+  const size_t stride = head_dim + 2;
+  for (uint32_t d = tid; d < head_dim; d += blockDim.x) {
+    float acc[kMaxGroup];
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) acc[g] = 0.0f;
+    const float *vt = vc + (size_t)t_begin * kv_dim + (size_t)kvh * head_dim + d;
+    for (uint32_t j = 0; j < count; ++j) {
+      float v = vt[(size_t)j * kv_dim];
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g) {
+        if (g < (int)group) acc[g] += ps[g][j] * v;
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g < (int)group) {
+        part[((size_t)(kvh * group + g) * splits + split) * stride + 2 + d] = acc[g];
+      }
+    }
+  }
+  if (tid < group) {
+    float *p = part + ((size_t)(kvh * group + tid) * splits + split) * stride;
+    p[0] = red[tid][0];
+    p[1] = red[tid][1];
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    attention_decode_combine(float *out, const float *part, uint32_t n_heads,
+                             uint32_t head_dim, uint32_t splits) {
+  const uint32_t h = blockIdx.x;
+  if (h >= n_heads) return;
+  const size_t stride = head_dim + 2;
+  const float *ph = part + (size_t)h * splits * stride;
+  float mx = -INFINITY;
+  for (uint32_t s = 0; s < splits; ++s) mx = fmaxf(mx, ph[s * stride]);
+  float total = 0.0f;
+  for (uint32_t s = 0; s < splits; ++s) {
+    total += expf(ph[s * stride] - mx) * ph[s * stride + 1];
+  }
+  for (uint32_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float acc = 0.0f;
+    for (uint32_t s = 0; s < splits; ++s) {
+      acc += expf(ph[s * stride] - mx) * ph[s * stride + 2 + d];
+    }
+    out[(size_t)h * head_dim + d] = acc / total;
+  }
+}

@@ -1,0 +1,270 @@
+// Host (CPU) twins of the batched-prefill kernels: plain C, f32 math; the
+// reference the CUDA kernels are tested against.
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atlas/kernels/prefill_kernels.h"
+#include "atlas/runtime/half.h"
+
+#define ARG(type, i) (*(type *)args[i])
+
+static float load_f32(const void *p, size_t i) {
+  float f;
+  memcpy(&f, (const char *)p + i * 4, 4);
+  return f;
+}
+static float load_f16(const void *p, size_t i) {
+  uint16_t h;
+  memcpy(&h, (const char *)p + i * 2, 2);
+  return atlas_f16_to_f32(h);
+}
+static float load_bf16(const void *p, size_t i) {
+  uint16_t h;
+  memcpy(&h, (const char *)p + i * 2, 2);
+  return atlas_bf16_to_f32(h);
+}
+typedef float (*load_fn)(const void *p, size_t i);
+
+static void embed_rows(void **args, load_fn load) {
+  float *out = ARG(float *, 0);
+  const void *table = ARG(const void *, 1);
+  const uint32_t *tokens = ARG(const uint32_t *, 2);
+  uint32_t n = ARG(uint32_t, 3), dim = ARG(uint32_t, 4);
+  for (uint32_t r = 0; r < n; ++r) {
+    for (uint32_t i = 0; i < dim; ++i) {
+      out[(size_t)r * dim + i] = load(table, (size_t)tokens[r] * dim + i);
+    }
+  }
+}
+static void embed_rows_f32(const atlas_launch_config *c, void **args) {
+  (void)c;
+  embed_rows(args, load_f32);
+}
+static void embed_rows_f16(const atlas_launch_config *c, void **args) {
+  (void)c;
+  embed_rows(args, load_f16);
+}
+static void embed_rows_bf16(const atlas_launch_config *c, void **args) {
+  (void)c;
+  embed_rows(args, load_bf16);
+}
+
+static void rmsnorm_rows(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *out = ARG(float *, 0);
+  const float *x = ARG(const float *, 1);
+  const float *w = ARG(const float *, 2);
+  uint32_t dim = ARG(uint32_t, 3);
+  float eps = ARG(float, 4);
+  uint32_t n = ARG(uint32_t, 5);
+  for (uint32_t r = 0; r < n; ++r) {
+    const float *xr = x + (size_t)r * dim;
+    float *orow = out + (size_t)r * dim;
+    double ss = 0;
+    for (uint32_t i = 0; i < dim; ++i) ss += (double)xr[i] * xr[i];
+    float scale = (float)(1.0 / sqrt(ss / dim + eps));
+    for (uint32_t i = 0; i < dim; ++i) orow[i] = w[i] * (xr[i] * scale);
+  }
+}
+
+// Converts one weight row at a time so the inner loop is a plain f32 dot.
+static void gemm(void **args, load_fn load) {
+  float *out = ARG(float *, 0);
+  const void *w = ARG(const void *, 1);
+  const float *x = ARG(const float *, 2);
+  uint32_t m = ARG(uint32_t, 3), n = ARG(uint32_t, 4), k = ARG(uint32_t, 5);
+  float *row = malloc((k ? k : 1) * sizeof(float));
+  if (row == NULL) {
+    // No way to report from a kernel: leave NaN so any check fails loudly.
+    for (size_t i = 0; i < (size_t)m * n; ++i) out[i] = NAN;
+    return;
+  }
+  for (uint32_t j = 0; j < n; ++j) {
+    for (uint32_t c = 0; c < k; ++c) row[c] = load(w, (size_t)j * k + c);
+    for (uint32_t i = 0; i < m; ++i) {
+      const float *xi = x + (size_t)i * k;
+      float acc = 0.0f;
+      for (uint32_t c = 0; c < k; ++c) acc += row[c] * xi[c];
+      out[(size_t)i * n + j] = acc;
+    }
+  }
+  free(row);
+}
+static void gemm_f32(const atlas_launch_config *c, void **args) {
+  (void)c;
+  gemm(args, load_f32);
+}
+static void gemm_f16(const atlas_launch_config *c, void **args) {
+  (void)c;
+  gemm(args, load_f16);
+}
+static void gemm_bf16(const atlas_launch_config *c, void **args) {
+  (void)c;
+  gemm(args, load_bf16);
+}
+
+static void rope_rows(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *x = ARG(float *, 0);
+  const float *inv_freq = ARG(const float *, 1);
+  uint32_t n_heads = ARG(uint32_t, 2), head_dim = ARG(uint32_t, 3);
+  uint32_t rot_dim = ARG(uint32_t, 4), pos0 = ARG(uint32_t, 5);
+  uint32_t n = ARG(uint32_t, 6);
+  double factor = ARG(float, 7);
+  uint32_t stride = ARG(uint32_t, 8);
+  uint32_t half = rot_dim / 2;
+  for (uint32_t r = 0; r < n; ++r) {
+    for (uint32_t i = 0; i < half; ++i) {
+      double angle = (double)(pos0 + r) * (double)inv_freq[i];
+      // Scaled in double, then rounded: exactly as the one-token rope.
+      float cs = (float)(cos(angle) * factor), sn = (float)(sin(angle) * factor);
+      for (uint32_t h = 0; h < n_heads; ++h) {
+        float *v = x + (size_t)r * stride + (size_t)h * head_dim;
+        float x0 = v[i], x1 = v[i + half];
+        v[i] = x0 * cs - x1 * sn;
+        v[i + half] = x1 * cs + x0 * sn;
+      }
+    }
+  }
+}
+
+static void attention_prefill(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *out = ARG(float *, 0);
+  const float *q = ARG(const float *, 1);
+  const float *kc = ARG(const float *, 2);
+  const float *vc = ARG(const float *, 3);
+  uint32_t n_heads = ARG(uint32_t, 4), n_kv = ARG(uint32_t, 5);
+  uint32_t head_dim = ARG(uint32_t, 6), pos0 = ARG(uint32_t, 7);
+  uint32_t n = ARG(uint32_t, 8), window = ARG(uint32_t, 9);
+  uint32_t kv_dim = n_kv * head_dim, q_dim = n_heads * head_dim;
+  uint32_t group = n_heads / n_kv;
+  float scale = 1.0f / sqrtf((float)head_dim);
+  float *att = malloc((size_t)(pos0 + n) * sizeof(float));
+  if (att == NULL) {
+    for (size_t i = 0; i < (size_t)n * q_dim; ++i) out[i] = NAN;
+    return;
+  }
+  for (uint32_t r = 0; r < n; ++r) {
+    uint32_t pos = pos0 + r;
+    uint32_t lo = (window != 0 && pos + 1 > window) ? pos + 1 - window : 0;
+    for (uint32_t h = 0; h < n_heads; ++h) {
+      const float *qh = q + (size_t)r * q_dim + (size_t)h * head_dim;
+      uint32_t kvh = h / group;
+      float max = -INFINITY;
+      for (uint32_t t = lo; t <= pos; ++t) {
+        const float *kt = kc + (size_t)t * kv_dim + (size_t)kvh * head_dim;
+        float s = 0.0f;
+        for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * kt[i];
+        att[t] = s * scale;
+        if (att[t] > max) max = att[t];
+      }
+      float sum = 0.0f;
+      for (uint32_t t = lo; t <= pos; ++t) {
+        att[t] = expf(att[t] - max);
+        sum += att[t];
+      }
+      float *oh = out + (size_t)r * q_dim + (size_t)h * head_dim;
+      for (uint32_t i = 0; i < head_dim; ++i) oh[i] = 0.0f;
+      for (uint32_t t = lo; t <= pos; ++t) {
+        const float *vt = vc + (size_t)t * kv_dim + (size_t)kvh * head_dim;
+        float p = att[t] / sum;
+        for (uint32_t i = 0; i < head_dim; ++i) oh[i] += p * vt[i];
+      }
+    }
+  }
+  free(att);
+}
+
+// Flash-decoding, split by split exactly as defined in prefill_kernels.h.
+static void attention_decode_part(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *part = ARG(float *, 0);
+  const float *q = ARG(const float *, 1);
+  const float *kc = ARG(const float *, 2);
+  const float *vc = ARG(const float *, 3);
+  uint32_t n_heads = ARG(uint32_t, 4), n_kv = ARG(uint32_t, 5);
+  uint32_t head_dim = ARG(uint32_t, 6), seq_len = ARG(uint32_t, 7);
+  uint32_t window = ARG(uint32_t, 8), splits = ARG(uint32_t, 9);
+  uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv;
+  uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  float scale = 1.0f / sqrtf((float)head_dim);
+  float s[ATLAS_LLAMA_DECODE_CHUNK];
+  size_t stride = head_dim + 2;
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    const float *qh = q + (size_t)h * head_dim;
+    uint32_t kvh = h / group;
+    for (uint32_t sp = 0; sp < splits; ++sp) {
+      uint32_t begin = lo + sp * ATLAS_LLAMA_DECODE_CHUNK;
+      uint32_t end = begin + ATLAS_LLAMA_DECODE_CHUNK;
+      if (end > seq_len) end = seq_len;
+      uint32_t count = end - begin;
+      float max = -INFINITY;
+      for (uint32_t j = 0; j < count; ++j) {
+        const float *kt = kc + (size_t)(begin + j) * kv_dim + (size_t)kvh * head_dim;
+        float d = 0.0f;
+        for (uint32_t i = 0; i < head_dim; ++i) d += qh[i] * kt[i];
+        s[j] = d * scale;
+        if (s[j] > max) max = s[j];
+      }
+      float sum = 0.0f;
+      for (uint32_t j = 0; j < count; ++j) {
+        s[j] = expf(s[j] - max);
+        sum += s[j];
+      }
+      float *p = part + ((size_t)h * splits + sp) * stride;
+      p[0] = max;
+      p[1] = sum;
+      for (uint32_t i = 0; i < head_dim; ++i) p[2 + i] = 0.0f;
+      for (uint32_t j = 0; j < count; ++j) {
+        const float *vt = vc + (size_t)(begin + j) * kv_dim + (size_t)kvh * head_dim;
+        for (uint32_t i = 0; i < head_dim; ++i) p[2 + i] += s[j] * vt[i];
+      }
+    }
+  }
+}
+
+static void attention_decode_combine(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *out = ARG(float *, 0);
+  const float *part = ARG(const float *, 1);
+  uint32_t n_heads = ARG(uint32_t, 2), head_dim = ARG(uint32_t, 3);
+  uint32_t splits = ARG(uint32_t, 4);
+  size_t stride = head_dim + 2;
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    const float *ph = part + (size_t)h * splits * stride;
+    float max = -INFINITY, total = 0.0f;
+    for (uint32_t s = 0; s < splits; ++s) {
+      if (ph[s * stride] > max) max = ph[s * stride];
+    }
+    for (uint32_t s = 0; s < splits; ++s) {
+      total += expf(ph[s * stride] - max) * ph[s * stride + 1];
+    }
+    for (uint32_t i = 0; i < head_dim; ++i) {
+      float acc = 0.0f;
+      for (uint32_t s = 0; s < splits; ++s) {
+        acc += expf(ph[s * stride] - max) * ph[s * stride + 2 + i];
+      }
+      out[(size_t)h * head_dim + i] = acc / total;
+    }
+  }
+}
+
+// Names and signatures must match prefill.cu and prefill_kernels.h.
+const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT] = {
+    {"embed_rows_f32", "pppuu", embed_rows_f32},
+    {"embed_rows_f16", "pppuu", embed_rows_f16},
+    {"embed_rows_bf16", "pppuu", embed_rows_bf16},
+    {"rmsnorm_rows", "pppufu", rmsnorm_rows},
+    {"gemm_f32", "pppuuu", gemm_f32},
+    {"gemm_f16", "pppuuu", gemm_f16},
+    {"gemm_bf16", "pppuuu", gemm_bf16},
+    {"gemm_f16_m128", "pppuuu", gemm_f16},
+    {"gemm_bf16_m128", "pppuuu", gemm_bf16},
+    {"rope_rows", "ppuuuuufu", rope_rows},
+    {"attention_prefill", "ppppuuuuuu", attention_prefill},
+    {"attention_decode_part", "ppppuuuuuu", attention_decode_part},
+    {"attention_decode_combine", "ppuuu", attention_decode_combine},
+};

@@ -1,0 +1,65 @@
+// The batched-prefill kernels (module "llama_batch"): a chunk of `n` prompt
+// tokens per launch, rows of f32 activations. Names and signatures are shared
+// by the host C twins (prefill_host.c, the reference) and CUDA (prefill.cu).
+//
+//   embed_rows_{f32,f16,bf16}(out, table, tokens, n, dim)          "pppuu"
+//       out[r][:] = table[tokens[r]][:]; tokens is a device u32 array
+//       CUDA: grid (ceil(dim / 256), n), block 256
+//   rmsnorm_rows(out, x, weight_f32, dim, eps, n)                   "pppufu"
+//       CUDA: grid n, block 256
+//   gemm_{f32,f16,bf16}(out, w, x, m, n, k)                         "pppuuu"
+//       out[i][j] = sum_c x[i][c] * w[j][c] (x: m x k f32, w: n x k, out: m x n)
+//       CUDA f16/bf16: tensor cores, grid (ceil(n / 128), ceil(m / 64)),
+//       block 256; f32: grid (ceil(n / 64), ceil(m / 64)), block 256
+//   gemm_{f16,bf16}_m128: the same product in 128-row tiles (more reuse,
+//       fewer blocks): grid (ceil(n / 128), ceil(m / 128)), block 256
+//   rope_rows(x, inv_freq, n_heads, head_dim, rot_dim, pos0, n,
+//             attention_factor, row_stride)                         "ppuuuuufu"
+//       row r (x + r * row_stride) at position pos0 + r; rotate_half pairs
+//       (i, i + rot_dim / 2) by (pos * inv_freq[i]), cos and sin scaled by
+//       attention_factor; inv_freq holds rot_dim / 2 f32 values
+//       CUDA: grid (ceil(n_heads * rot_dim / 2 / 256), n), block 256
+//   attention_prefill(out, q, k_cache, v_cache, n_heads, n_kv_heads,
+//                     head_dim, pos0, n, window)                     "ppppuuuuuu"
+//       causal attention of n query rows (positions pos0..pos0+n-1) over the
+//       cache rows 0..pos (window W > 0: max(0, pos - W + 1)..pos); q and out
+//       are [n][n_heads * head_dim], caches [seq][n_kv * head_dim] f32
+//       CUDA: grid (ceil(n * n_heads / n_kv / 16), n_kv), block 128;
+//       head_dim <= 128 (ATLAS_LLAMA_BATCH_MAX_HEAD_DIM)
+//   attention_decode_part(part, q, k_cache, v_cache, n_heads, n_kv_heads,
+//                         head_dim, seq_len, window, splits)       "ppppuuuuuu"
+//       flash-decoding of one query (position seq_len - 1) over keys lo..
+//       seq_len-1 (lo = seq_len - window when window > 0 and smaller, else 0)
+//       in splits of ATLAS_LLAMA_DECODE_CHUNK keys; splits = ceil((seq_len -
+//       lo) / chunk). part[h][s] = {max score m, sum exp(score - m), then
+//       head_dim values sum exp(score - m) * v}
+//       CUDA: grid (splits, n_kv), block 128; n_heads / n_kv <= 16
+//   attention_decode_combine(out, part, n_heads, head_dim, splits)  "ppuuu"
+//       out[h] = merged splits; CUDA: grid n_heads, block 128
+#ifndef ATLAS_KERNELS_PREFILL_KERNELS_H_
+#define ATLAS_KERNELS_PREFILL_KERNELS_H_
+
+#include "atlas/runtime/kernel_module.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATLAS_LLAMA_BATCH_MODULE "llama_batch"
+#define ATLAS_LLAMA_BATCH_MAX_HEAD_DIM 128
+#define ATLAS_LLAMA_BATCH_MAX_GROUP 16
+#define ATLAS_LLAMA_DECODE_CHUNK 256
+
+// Sized so that adding a kernel without updating the count fails to compile.
+#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 13
+extern const atlas_kernel_def
+    atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT];
+
+// Host C twins and the CUDA fatbin under one definition.
+extern const atlas_module_def atlas_llama_batch_module;
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_KERNELS_PREFILL_KERNELS_H_

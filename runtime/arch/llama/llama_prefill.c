@@ -1,0 +1,415 @@
+// Batched prefill: a prompt chunk of up to `rows` tokens goes through each
+// layer in one pass (matrix-matrix products, RoPE over all its positions,
+// causal attention over the cache), dispatched through the model's
+// ForwardContext like the one-token path, so the host backend runs the same
+// code as the reference.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atlas/kernels/llama_kernels.h"
+#include "atlas/kernels/prefill_kernels.h"
+#include "atlas/runtime/arch/llama/llama_model.h"
+#include "atlas/runtime/arch/llama/llama_prefill.h"
+
+#define P(x) ATLAS_ARG_PTR(x)
+#define U(x) ATLAS_ARG_U32(x)
+#define F(x) ATLAS_ARG_F32(x)
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+// Logit rows computed per lm_head product when every row is asked for.
+enum { kLogitRows = 16 };
+// Rows of a chunk when the load options leave it to us.
+enum { kDefaultRows = 2048 };
+// 128 x 128 tiles of a product from which the 128-row gemm pays (about one
+// wave on a 132-SM H100/H200).
+enum { kTall = 128 };
+
+static atlas_dim3 d3(uint32_t x, uint32_t y) {
+  return (atlas_dim3){x ? x : 1, y ? y : 1, 1};
+}
+static uint32_t blocks(uint64_t n, uint32_t per) {
+  return (uint32_t)((n + per - 1) / per);
+}
+
+static const char *suffix(atlas_dtype dtype) {
+  switch (dtype) {
+    case ATLAS_DTYPE_F16: return "f16";
+    case ATLAS_DTYPE_BF16: return "bf16";
+    default: return "f32";
+  }
+}
+
+// The batched path implements every feature of the one-token layer: RoPE
+// from the model's own inv_freq table, rot_dim and attention_factor (every
+// RoPE type; dynamic RoPE at the chunk's seq_len, see atlas_llama_prefill),
+// attention/MLP biases, q/k norms and per-layer sliding windows. Only shapes
+// the batched kernels cannot hold fall back to the one-token path. A new
+// feature of the one-token layer must be added to layer() below, or refused
+// here, so that the two paths never compute different things.
+int64_t atlas_llama_prefill_rows(const atlas_llama_config *c, int64_t max_seq,
+                                 int64_t requested) {
+  if (requested < 0) return 0;
+  if (c->head_dim > ATLAS_LLAMA_BATCH_MAX_HEAD_DIM || c->head_dim % 2 != 0 ||
+      c->num_attention_heads / c->num_key_value_heads > ATLAS_LLAMA_BATCH_MAX_GROUP) {
+    return 0;  // the one-token kernels serve these shapes
+  }
+  int64_t rows = requested > 0 ? requested : kDefaultRows;
+  return rows < max_seq ? rows : max_seq;
+}
+
+static uint64_t wide_dim(const atlas_llama_config *c) {
+  uint64_t q_dim = (uint64_t)(c->num_attention_heads * c->head_dim);
+  return q_dim > (uint64_t)c->hidden_size ? q_dim : (uint64_t)c->hidden_size;
+}
+
+static uint64_t max_splits(int64_t max_seq) {
+  return ((uint64_t)max_seq + ATLAS_LLAMA_DECODE_CHUNK - 1) / ATLAS_LLAMA_DECODE_CHUNK;
+}
+
+// Flash-decoding partials: per head and split, max, sum and head_dim values.
+static uint64_t part_floats(const atlas_llama_config *c, int64_t max_seq) {
+  return (uint64_t)c->num_attention_heads * max_splits(max_seq) *
+         ((uint64_t)c->head_dim + 2);
+}
+
+uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *c, int64_t rows,
+                                   int64_t max_seq) {
+  if (rows <= 0) return 0;
+  uint64_t r = (uint64_t)rows;
+  uint64_t q_dim = (uint64_t)(c->num_attention_heads * c->head_dim);
+  uint64_t logit_rows = r < kLogitRows ? r : kLogitRows;
+  uint64_t floats = r * ((uint64_t)c->hidden_size + wide_dim(c) + 2 * q_dim +
+                         2ull * (uint64_t)c->intermediate_size) +
+                    logit_rows * (uint64_t)c->vocab_size +
+                    part_floats(c, max_seq);
+  return floats * 4u + r * 4u;  // + the token ids
+}
+
+static atlas_status release_prefill(void *p) {
+  atlas_llama_prefill_scratch *s = p;
+  void *bufs[] = {s->part, s->logits, s->hb2, s->hb,     s->q,
+                  s->xb2,  s->xb,     s->x,   s->tokens};
+  atlas_status status = ATLAS_OK;
+  for (size_t i = 0; i < COUNT(bufs); ++i) {
+    status = atlas_status_join(status, atlas_backend_free(s->backend, bufs[i]));
+  }
+  free(s);
+  return status;
+}
+
+static atlas_status alloc_prefill(atlas_llama_prefill_scratch *s,
+                                  const atlas_llama_config *c, int64_t max_seq) {
+  atlas_backend *b = s->backend;
+  size_t r = (size_t)s->rows, f = sizeof(float);
+  size_t q_dim = (size_t)(c->num_attention_heads * c->head_dim);
+  size_t logit_rows = r < kLogitRows ? r : kLogitRows;
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, r * 4u, (void **)&s->tokens));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_alloc(b, r * (size_t)c->hidden_size * f, (void **)&s->x));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_alloc(b, r * (size_t)wide_dim(c) * f, (void **)&s->xb));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, r * q_dim * f, (void **)&s->xb2));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, r * q_dim * f, (void **)&s->q));
+  size_t inter = r * (size_t)c->intermediate_size * f;
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, inter, (void **)&s->hb));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, inter, (void **)&s->hb2));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(
+      b, logit_rows * (size_t)c->vocab_size * f, (void **)&s->logits));
+  // RoPE's inverse frequencies are the one-token scratch's (m->scratch),
+  // which atlas_llama_rope_update keeps right for every RoPE type.
+  return atlas_backend_alloc(b, (size_t)part_floats(c, max_seq) * f,
+                             (void **)&s->part);
+}
+
+atlas_status atlas_llama_prefill_setup(atlas_llama_model *m, int64_t rows) {
+  m->prefill = NULL;
+  if (rows <= 0) return ATLAS_OK;
+  atlas_llama_prefill_scratch *s = calloc(1, sizeof(*s));
+  if (s == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "out of host memory for the prefill scratch");
+  }
+  s->backend = m->backend;
+  s->rows = rows;
+  atlas_status status =
+      atlas_teardown_register(m->teardown, "prefill_scratch", release_prefill, s);
+  if (status != ATLAS_OK) {
+    atlas_status_free(release_prefill(s));
+    return status;
+  }
+  m->prefill = s;  // registered: a failure below is released by the teardown
+  return alloc_prefill(s, &m->config, m->max_seq);
+}
+
+// ---- dispatch helpers ----------------------------------------------------------
+
+static atlas_status launch(const atlas_llama_ctx *ctx, const char *module,
+                           const char *name, atlas_dim3 grid, uint32_t block,
+                           const atlas_arg *args, size_t count) {
+  return atlas_forward_dispatch(&ctx->core, module, name, grid, d3(block, 1),
+                                args, count);
+}
+
+static atlas_status gemm(const atlas_llama_ctx *ctx, float *out,
+                         const atlas_llama_matrix *w, const float *x,
+                         uint32_t m, int64_t n, int64_t k) {
+  char name[32];
+  atlas_arg args[] = {P(out), P(w->data), P(x), U(m), U((uint32_t)n),
+                      U((uint32_t)k)};
+  atlas_dim3 grid;
+  if (w->dtype == ATLAS_DTYPE_F32) {
+    snprintf(name, sizeof(name), "gemm_f32");
+    grid = d3(blocks((uint64_t)n, 64), blocks(m, 64));
+  } else if ((uint64_t)blocks((uint64_t)n, 128) * blocks(m, 128) >= kTall) {
+    // Enough 128 x 128 tiles to fill a large GPU: the taller tile reuses
+    // each weight tile twice as often.
+    snprintf(name, sizeof(name), "gemm_%s_m128", suffix(w->dtype));
+    grid = d3(blocks((uint64_t)n, 128), blocks(m, 128));
+  } else {
+    snprintf(name, sizeof(name), "gemm_%s", suffix(w->dtype));
+    grid = d3(blocks((uint64_t)n, 128), blocks(m, 64));
+  }
+  return launch(ctx, ATLAS_LLAMA_BATCH_MODULE, name, grid, 256, args,
+                COUNT(args));
+}
+
+static atlas_status rmsnorm_rows(const atlas_llama_ctx *ctx, float *out,
+                                 const float *x, const float *w, uint32_t n) {
+  atlas_arg args[] = {P(out), P(x), P(w), U((uint32_t)ctx->config->hidden_size),
+                      F((float)ctx->config->rms_norm_eps), U(n)};
+  return launch(ctx, ATLAS_LLAMA_BATCH_MODULE, "rmsnorm_rows", d3(n, 1), 256,
+                args, COUNT(args));
+}
+
+static atlas_status elementwise(const atlas_llama_ctx *ctx, const char *name,
+                                float *a, const float *b, uint64_t n) {
+  atlas_arg args[] = {P(a), P(b), U((uint32_t)n)};
+  return launch(ctx, ATLAS_LLAMA_MODULE, name, d3(blocks(n, 256), 1), 256,
+                args, COUNT(args));
+}
+
+// The model's RoPE (its inv_freq table, rot_dim and attention_factor, as the
+// one-token rope kernel gets them) over n rows at positions pos0...
+static atlas_status rope_rows(const atlas_llama_model *m, float *x,
+                              uint32_t heads, uint32_t pos0, uint32_t n,
+                              uint32_t row_stride) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  uint32_t hd = (uint32_t)ctx->config->head_dim;
+  uint32_t rot = (uint32_t)m->rot_dim;
+  atlas_arg args[] = {P(x),     P(ctx->scratch->inv_freq), U(heads),
+                      U(hd),    U(rot),                    U(pos0),
+                      U(n),     F(m->attention_factor),    U(row_stride)};
+  return launch(ctx, ATLAS_LLAMA_BATCH_MODULE, "rope_rows",
+                d3(blocks((uint64_t)heads * (rot / 2), 256), n), 256, args,
+                COUNT(args));
+}
+
+// x[r] += bias for each of n rows of `cols` (stride `cols`), one add_bias
+// launch per row: the one-token kernel, so the sums are the same. (A
+// broadcast kernel would save the launches.)
+static atlas_status add_bias_rows(const atlas_llama_ctx *ctx, float *x,
+                                  const float *bias, uint32_t n, int64_t cols) {
+  if (bias == NULL) return ATLAS_OK;
+  for (uint32_t r = 0; r < n; ++r) {
+    ATLAS_RETURN_IF_ERROR(elementwise(ctx, "add_bias",
+                                      x + (size_t)r * (size_t)cols, bias,
+                                      (uint64_t)cols));
+  }
+  return ATLAS_OK;
+}
+
+// Qwen3's q_norm / k_norm over n contiguous rows of `heads` heads: the rows
+// are n * heads heads in a row for the one-token head_rmsnorm kernel.
+static atlas_status head_norm_rows(const atlas_llama_ctx *ctx, float *x,
+                                   const float *w, uint32_t n, uint32_t heads) {
+  if (w == NULL) return ATLAS_OK;
+  const atlas_llama_config *c = ctx->config;
+  uint32_t total = n * heads;
+  atlas_arg args[] = {P(x), P(w), U(total), U((uint32_t)c->head_dim),
+                      F((float)c->rms_norm_eps)};
+  return launch(ctx, ATLAS_LLAMA_MODULE, "head_rmsnorm", d3(total, 1), 32,
+                args, COUNT(args));
+}
+
+// ---- one-token attention, split over the context (flash-decoding) ----------
+
+atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
+                                          uint32_t pos, uint32_t window,
+                                          float *out, const float *q) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  const atlas_llama_config *c = ctx->config;
+  uint32_t n_heads = (uint32_t)c->num_attention_heads;
+  uint32_t n_kv = (uint32_t)c->num_key_value_heads;
+  uint32_t hd = (uint32_t)c->head_dim, seq_len = pos + 1;
+  uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  uint32_t splits = blocks(seq_len - lo, ATLAS_LLAMA_DECODE_CHUNK);
+  size_t layer_off = (size_t)l * (size_t)m->max_seq * n_kv * hd;
+  float *part = m->prefill->part;
+  atlas_arg args[] = {P(part), P(q), P(m->kv->keys + layer_off),
+                      P(m->kv->values + layer_off), U(n_heads), U(n_kv), U(hd),
+                      U(seq_len), U(window), U(splits)};
+  ATLAS_RETURN_IF_ERROR(launch(ctx, ATLAS_LLAMA_BATCH_MODULE,
+                               "attention_decode_part", d3(splits, n_kv), 128,
+                               args, COUNT(args)));
+  atlas_arg comb[] = {P(out), P(part), U(n_heads), U(hd), U(splits)};
+  return launch(ctx, ATLAS_LLAMA_BATCH_MODULE, "attention_decode_combine",
+                d3(n_heads, 1), 128, comb, COUNT(comb));
+}
+
+// ---- the chunk -----------------------------------------------------------------
+
+static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
+                          int64_t l, uint32_t pos0, uint32_t n) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  const atlas_llama_config *c = ctx->config;
+  atlas_llama_prefill_scratch *s = m->prefill;
+  int64_t hidden = c->hidden_size, hd = c->head_dim;
+  uint32_t n_heads = (uint32_t)c->num_attention_heads;
+  uint32_t n_kv = (uint32_t)c->num_key_value_heads;
+  int64_t q_dim = (int64_t)n_heads * hd, kv_dim = (int64_t)n_kv * hd;
+  size_t layer_off = (size_t)(l * m->max_seq * kv_dim);
+  float *kc = m->kv->keys + layer_off, *vc = m->kv->values + layer_off;
+  // Keys and values of the chunk go straight into their cache rows.
+  float *k = kc + (size_t)pos0 * (size_t)kv_dim;
+  float *v = vc + (size_t)pos0 * (size_t)kv_dim;
+
+  // Step for step the one-token layer (llama_forward.c), over n rows.
+  ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->x, L->attn_norm, n));
+  ATLAS_RETURN_IF_ERROR(gemm(ctx, s->q, &L->wq, s->xb, n, q_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->q, L->q_bias, n, q_dim));
+  ATLAS_RETURN_IF_ERROR(gemm(ctx, k, &L->wk, s->xb, n, kv_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, k, L->k_bias, n, kv_dim));
+  ATLAS_RETURN_IF_ERROR(gemm(ctx, v, &L->wv, s->xb, n, kv_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, v, L->v_bias, n, kv_dim));
+  ATLAS_RETURN_IF_ERROR(head_norm_rows(ctx, s->q, L->q_norm, n, n_heads));
+  ATLAS_RETURN_IF_ERROR(head_norm_rows(ctx, k, L->k_norm, n, n_kv));
+  ATLAS_RETURN_IF_ERROR(rope_rows(m, s->q, n_heads, pos0, n, (uint32_t)q_dim));
+  ATLAS_RETURN_IF_ERROR(rope_rows(m, k, n_kv, pos0, n, (uint32_t)kv_dim));
+  uint32_t group = n_heads / n_kv;
+  uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
+  atlas_arg att[] = {P(s->xb2), P(s->q), P(kc),     P(vc), U(n_heads),
+                     U(n_kv),   U(hd),   U(pos0),   U(n),  U(window)};
+  ATLAS_RETURN_IF_ERROR(launch(ctx, ATLAS_LLAMA_BATCH_MODULE, "attention_prefill",
+                               d3(blocks((uint64_t)n * group, 16), n_kv), 128,
+                               att, COUNT(att)));
+  ATLAS_RETURN_IF_ERROR(gemm(ctx, s->xb, &L->wo, s->xb2, n, hidden, q_dim));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->o_bias, n, hidden));
+  ATLAS_RETURN_IF_ERROR(
+      elementwise(ctx, "add", s->x, s->xb, (uint64_t)n * (uint64_t)hidden));
+
+  ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->x, L->ffn_norm, n));
+  int64_t inter = c->intermediate_size;
+  ATLAS_RETURN_IF_ERROR(gemm(ctx, s->hb, &L->w_gate, s->xb, n, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb, L->gate_bias, n, inter));
+  ATLAS_RETURN_IF_ERROR(gemm(ctx, s->hb2, &L->w_up, s->xb, n, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb2, L->up_bias, n, inter));
+  ATLAS_RETURN_IF_ERROR(elementwise(ctx, "silu_mul", s->hb, s->hb2,
+                                    (uint64_t)n * (uint64_t)inter));
+  ATLAS_RETURN_IF_ERROR(gemm(ctx, s->xb, &L->w_down, s->hb, n, hidden, inter));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->down_bias, n, hidden));
+  return elementwise(ctx, "add", s->x, s->xb, (uint64_t)n * (uint64_t)hidden);
+}
+
+// Logits of rows [first, first + count) of the chunk's final hidden states
+// (already normalised in s->xb), kLogitRows at a time.
+static atlas_status logits(atlas_llama_model *m, uint32_t first, uint32_t count,
+                           float *host, bool last_chunk, float *out_last,
+                           atlas_logits_sink sink, void *sink_ctx) {
+  const atlas_llama_config *c = &m->config;
+  atlas_llama_prefill_scratch *s = m->prefill;
+  size_t vocab = (size_t)c->vocab_size;
+  for (uint32_t r = 0; r < count; r += kLogitRows) {
+    uint32_t rows = count - r < kLogitRows ? count - r : kLogitRows;
+    const float *x = s->xb + (size_t)(first + r) * (size_t)c->hidden_size;
+    ATLAS_RETURN_IF_ERROR(gemm(&m->ctx, s->logits, &m->weights->lm_head, x,
+                               rows, c->vocab_size, c->hidden_size));
+    ATLAS_RETURN_IF_ERROR(atlas_backend_d2h_on_stream(
+        m->backend, host, s->logits, (size_t)rows * vocab * sizeof(float),
+        m->ctx.core.stream));
+    for (uint32_t i = 0; i < rows; ++i) {
+      if (sink != NULL) {
+        ATLAS_RETURN_IF_ERROR(sink(sink_ctx, host + (size_t)i * vocab, vocab));
+      }
+    }
+    bool has_last = last_chunk && r + rows == count;
+    if (has_last && out_last != NULL) {
+      memcpy(out_last, host + (size_t)(rows - 1) * vocab, vocab * sizeof(float));
+    }
+  }
+  return ATLAS_OK;
+}
+
+atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
+                                 size_t n, uint32_t pos0, float *out_last_logits,
+                                 atlas_logits_sink sink, void *sink_ctx) {
+  const atlas_llama_config *c = &m->config;
+  atlas_llama_prefill_scratch *s = m->prefill;
+  if (s == NULL) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "this model was loaded without a prefill scratch "
+                             "(head_dim %lld, prefill rows option < 0)",
+                             (long long)c->head_dim);
+  }
+  if (n == 0 || (int64_t)pos0 + (int64_t)n > m->max_seq) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "prefill of %zu tokens at position %u: the KV "
+                             "cache holds %lld positions",
+                             n, pos0, (long long)m->max_seq);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if ((int64_t)tokens[i] >= c->vocab_size) {
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "token %u (prompt index %zu) is outside the "
+                               "vocabulary (%lld ids)",
+                               tokens[i], i, (long long)c->vocab_size);
+    }
+  }
+  // RoPE as the one-token path has it in generation: dynamic RoPE scaled
+  // for the whole prompt, pos0 + n (its table stays for the next steps).
+  ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, (int64_t)pos0 + (int64_t)n));
+  size_t vocab = (size_t)c->vocab_size;
+  float *host = malloc((size_t)kLogitRows * vocab * sizeof(float));
+  if (host == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "cannot allocate %d rows of %zu logits",
+                             (int)kLogitRows, vocab);
+  }
+  atlas_status status = ATLAS_OK;
+  const atlas_llama_weights *w = m->weights;
+  for (size_t done = 0; status == ATLAS_OK && done < n;) {
+    uint32_t rows = (uint32_t)(n - done < (size_t)s->rows ? n - done : (size_t)s->rows);
+    uint32_t pos = pos0 + (uint32_t)done;
+    bool last_chunk = done + rows == n;
+    uint32_t dim = (uint32_t)c->hidden_size;
+    status = atlas_backend_h2d(m->backend, s->tokens, tokens + done,
+                               rows * sizeof(uint32_t));
+    if (status == ATLAS_OK) {
+      char name[32];
+      snprintf(name, sizeof(name), "embed_rows_%s", suffix(w->embed.dtype));
+      atlas_arg args[] = {P(s->x), P(w->embed.data), P(s->tokens), U(rows),
+                          U(dim)};
+      status = launch(&m->ctx, ATLAS_LLAMA_BATCH_MODULE, name,
+                      d3(blocks(dim, 256), rows), 256, args, COUNT(args));
+    }
+    for (int64_t l = 0; status == ATLAS_OK && l < c->num_hidden_layers; ++l) {
+      status = atlas_status_annotate(layer(m, &w->layers[l], l, pos, rows),
+                                     "prefill, layer %lld", (long long)l);
+    }
+    // Logits: every row for a sink, else only the prompt's last row.
+    uint32_t first = sink != NULL ? 0 : rows - 1;
+    bool wanted = sink != NULL || (last_chunk && out_last_logits != NULL);
+    if (status == ATLAS_OK && wanted) {
+      status = rmsnorm_rows(&m->ctx, s->xb + (size_t)first * dim,
+                            s->x + (size_t)first * dim, w->final_norm,
+                            rows - first);
+      if (status == ATLAS_OK) {
+        status = logits(m, first, rows - first, host, last_chunk,
+                        out_last_logits, sink, sink_ctx);
+      }
+    }
+    done += rows;
+  }
+  free(host);
+  return status;
+}

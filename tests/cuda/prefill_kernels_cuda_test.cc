@@ -1,0 +1,368 @@
+// The `llama_batch` (prefill) module's CUDA kernels against their host C
+// twins: the same random inputs, the launch shapes of llama_prefill.c;
+// outputs poisoned first (every element must be written) and compared by
+// relative L2 error. Skips where there is no GPU.
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <algorithm>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "atlas/kernels/llama_kernels.h"
+#include "atlas/kernels/prefill_kernels.h"
+#include "atlas/runtime/backend.h"
+#include "atlas/runtime/cuda/cuda_backend.h"
+#include "atlas/runtime/host_backend.h"
+#include "tests/runtime/test_util.h"
+
+namespace {
+
+// f32 sums in a different order: well under 1e-5 relative. The 16-bit
+// products split the f32 activations into two 16-bit halves (about 16 bits
+// of x kept for BF16), so they too stay near 1e-5.
+constexpr double kTolerance = 1e-5;
+
+// A backend with the llama module and the buffers one case made on it.
+class Side {
+ public:
+  explicit Side(atlas_backend *b) : b_(b) {}
+  ~Side() {
+    for (void *p : bufs_) EXPECT_OK(atlas_backend_free(b_, p));
+  }
+  void *Upload(const void *data, size_t bytes) {
+    void *p = Alloc(bytes);
+    EXPECT_OK(atlas_backend_h2d(b_, p, data, bytes));
+    return p;
+  }
+  // Output buffers start as NaN: a skipped element cannot pass.
+  void *Poisoned(size_t floats) {
+    std::vector<float> nan(floats, NAN);
+    return Upload(nan.data(), floats * sizeof(float));
+  }
+  std::vector<float> Download(const void *p, size_t floats) {
+    std::vector<float> out(floats);
+    EXPECT_OK(atlas_backend_d2h(b_, out.data(), p, floats * sizeof(float)));
+    return out;
+  }
+  void Launch(const char *name, uint32_t grid, uint32_t grid_y, uint32_t block,
+              std::vector<atlas_arg> args) {
+    const atlas_kernel *k = nullptr;
+    ASSERT_OK(atlas_backend_kernel_lookup(b_, ATLAS_LLAMA_BATCH_MODULE, name, &k));
+    atlas_launch_config c{};
+    c.grid = {grid ? grid : 1, grid_y ? grid_y : 1, 1};
+    c.block = {block, 1, 1};
+    ASSERT_OK(atlas_backend_launch_typed(b_, k, &c, args.data(), args.size()));
+    ASSERT_OK(atlas_backend_synchronize(b_));
+  }
+
+ private:
+  void *Alloc(size_t bytes) {
+    void *p = nullptr;
+    EXPECT_OK(atlas_backend_alloc(b_, bytes, &p));
+    bufs_.push_back(p);
+    return p;
+  }
+  atlas_backend *b_;
+  std::vector<void *> bufs_;
+};
+
+uint32_t Blocks(uint64_t n, uint32_t per) { return (uint32_t)((n + per - 1) / per); }
+
+class PrefillKernelsCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    atlas_backend_options o{};
+    o.modules = &atlas_llama_module_set;
+    StatusResult r = Take(atlas_cuda_backend_create(&o, &cuda_));
+    if (r.code == ATLAS_STATUS_UNAVAILABLE) {
+      GTEST_SKIP() << "CUDA unavailable: " << r.message;
+    }
+    ASSERT_EQ(r.code, ATLAS_STATUS_OK) << r.message;
+    ASSERT_OK(atlas_host_backend_create(&o, &host_));
+  }
+  void TearDown() override {
+    if (cuda_ != nullptr) EXPECT_OK(atlas_backend_destroy(cuda_));
+    if (host_ != nullptr) EXPECT_OK(atlas_backend_destroy(host_));
+  }
+
+  // Runs `body` on the host and on CUDA; compares every output it returns.
+  void Compare(const std::string &what,
+               const std::function<std::vector<std::vector<float>>(Side &)> &body,
+               double tolerance = kTolerance) {
+    std::vector<std::vector<float>> want, got;
+    {
+      Side host(host_);
+      want = body(host);
+    }
+    {
+      Side cuda(cuda_);
+      got = body(cuda);
+    }
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t o = 0; o < want.size(); ++o) {
+      ASSERT_EQ(want[o].size(), got[o].size());
+      double diff = 0, ref = 0;
+      for (size_t i = 0; i < want[o].size(); ++i) {
+        ASSERT_FALSE(std::isnan(got[o][i]))
+            << what << " output " << o << " element " << i << " not written";
+        ASSERT_FALSE(std::isnan(want[o][i])) << what << " (host) element " << i;
+        double d = (double)got[o][i] - (double)want[o][i];
+        diff += d * d;
+        ref += (double)want[o][i] * (double)want[o][i];
+      }
+      double rel = sqrt(diff) / (sqrt(ref) > 0 ? sqrt(ref) : 1.0);
+      EXPECT_LE(rel, tolerance) << what << " output " << o;
+      printf("%-28s output %zu: %zu elements, relative L2 error %.3g\n",
+             what.c_str(), o, want[o].size(), rel);
+    }
+  }
+
+  std::vector<float> Floats(size_t n, float lo = -1.0f, float hi = 1.0f) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (float &x : v) x = d(rng_);
+    return v;
+  }
+  // Random finite halves / bfloat16s of magnitude 2^-5 .. 2^1, as raw bits.
+  std::vector<uint16_t> Halves(size_t n) {
+    std::vector<uint16_t> v(n);
+    for (uint16_t &x : v) {
+      uint32_t sign = rng_() & 1, exp = 10 + rng_() % 7, man = rng_() & 0x3FF;
+      x = (uint16_t)((sign << 15) | (exp << 10) | man);
+    }
+    return v;
+  }
+  std::vector<uint16_t> Bfloats(size_t n) {
+    std::vector<uint16_t> v(n);
+    for (uint16_t &x : v) {
+      uint32_t sign = rng_() & 1, exp = 122 + rng_() % 7, man = rng_() & 0x7F;
+      x = (uint16_t)((sign << 15) | (exp << 7) | man);
+    }
+    return v;
+  }
+  // The weights of `dtype` ("f32", "f16", "bf16") as bytes.
+  std::vector<unsigned char> Weights(const std::string &dtype, size_t n) {
+    std::vector<unsigned char> bytes;
+    if (dtype == "f32") {
+      std::vector<float> w = Floats(n);
+      bytes.resize(n * 4);
+      memcpy(bytes.data(), w.data(), bytes.size());
+    } else {
+      std::vector<uint16_t> w = dtype == "f16" ? Halves(n) : Bfloats(n);
+      bytes.resize(n * 2);
+      memcpy(bytes.data(), w.data(), bytes.size());
+    }
+    return bytes;
+  }
+
+  std::mt19937 rng_{20261130};
+  atlas_backend *host_ = nullptr;
+  atlas_backend *cuda_ = nullptr;
+};
+
+
+#define P ATLAS_ARG_PTR
+#define U ATLAS_ARG_U32
+#define F ATLAS_ARG_F32
+
+TEST_F(PrefillKernelsCuda, EmbedRows) {
+  for (std::string dtype : {"f32", "f16", "bf16"}) {
+    const uint32_t vocab = 50, dim = 300, n = 9;
+    std::vector<unsigned char> table = Weights(dtype, (size_t)vocab * dim);
+    std::vector<uint32_t> tokens = {0, 49, 3, 3, 17, 25, 1, 2, 40};
+    Compare("embed_rows_" + dtype, [&](Side &s) {
+      void *t = s.Upload(table.data(), table.size());
+      void *ids = s.Upload(tokens.data(), n * 4);
+      void *out = s.Poisoned((size_t)n * dim);
+      s.Launch(("embed_rows_" + dtype).c_str(), Blocks(dim, 256), n, 256,
+               {P(out), P(t), P(ids), U(n), U(dim)});
+      return std::vector<std::vector<float>>{s.Download(out, (size_t)n * dim)};
+    });
+  }
+}
+
+TEST_F(PrefillKernelsCuda, RmsnormRows) {
+  for (uint32_t dim : {1u, 300u, 4103u}) {
+    const uint32_t n = 5;
+    std::vector<float> x = Floats((size_t)n * dim, -3, 3), w = Floats(dim, 0.5f, 1.5f);
+    Compare("rmsnorm_rows dim " + std::to_string(dim), [&](Side &s) {
+      void *dx = s.Upload(x.data(), x.size() * 4), *dw = s.Upload(w.data(), dim * 4);
+      void *out = s.Poisoned((size_t)n * dim);
+      s.Launch("rmsnorm_rows", n, 1, 256,
+               {P(out), P(dx), P(dw), U(dim), F(1e-5f), U(n)});
+      return std::vector<std::vector<float>>{s.Download(out, (size_t)n * dim)};
+    });
+  }
+}
+
+TEST_F(PrefillKernelsCuda, Gemm) {
+  struct Shape { uint32_t m, n, k; };
+  // Odd shapes take the guarded loads; the last is a real projection.
+  for (Shape sh : {Shape{1, 1003, 777}, Shape{7, 130, 64}, Shape{100, 257, 99},
+                   Shape{300, 512, 2048}}) {
+    for (std::string dtype : {"f32", "f16", "bf16"}) {
+      std::vector<unsigned char> w = Weights(dtype, (size_t)sh.n * sh.k);
+      std::vector<float> x = Floats((size_t)sh.m * sh.k, -2, 2);
+      std::string what = "gemm_" + dtype + " " + std::to_string(sh.m) + "x" +
+                         std::to_string(sh.n) + "x" + std::to_string(sh.k);
+      for (bool tall : {false, true}) {
+        if (tall && dtype == "f32") continue;
+        std::string name = "gemm_" + dtype + (tall ? "_m128" : "");
+        Compare(name + what.substr(what.find(' ')), [&](Side &s) {
+          void *dw = s.Upload(w.data(), w.size());
+          void *dx = s.Upload(x.data(), x.size() * 4);
+          void *out = s.Poisoned((size_t)sh.m * sh.n);
+          bool f32 = dtype == "f32";
+          s.Launch(name.c_str(), Blocks(sh.n, f32 ? 64 : 128),
+                   Blocks(sh.m, tall ? 128 : 64), 256,
+                   {P(out), P(dw), P(dx), U(sh.m), U(sh.n), U(sh.k)});
+          return std::vector<std::vector<float>>{
+              s.Download(out, (size_t)sh.m * sh.n)};
+        });
+      }
+    }
+  }
+}
+
+TEST_F(PrefillKernelsCuda, RopeRows) {
+  const uint32_t heads = 32, head_dim = 128, n = 37;
+  for (uint32_t rot : {128u, 64u}) {
+    for (uint32_t pos0 : {0u, 4000u}) {
+      std::vector<float> inv(rot / 2);
+      for (uint32_t i = 0; i < rot / 2; ++i) {
+        inv[i] = (float)(1.0 / pow(500000.0, 2.0 * i / rot));
+      }
+      const uint32_t stride = heads * head_dim + 3;  // rows need not be packed
+      std::vector<float> x = Floats((size_t)n * stride);
+      Compare("rope_rows rot " + std::to_string(rot) + " pos " + std::to_string(pos0),
+              [&](Side &s) {
+                void *dx = s.Upload(x.data(), x.size() * 4);
+                void *di = s.Upload(inv.data(), inv.size() * 4);
+                s.Launch("rope_rows", Blocks((uint64_t)heads * rot / 2, 256), n, 256,
+                         {P(dx), P(di), U(heads), U(head_dim), U(rot), U(pos0),
+                          U(n), F(1.25f), U(stride)});
+                return std::vector<std::vector<float>>{s.Download(dx, x.size())};
+              });
+    }
+  }
+}
+
+TEST_F(PrefillKernelsCuda, AttentionPrefill) {
+  struct Case { uint32_t heads, kv, dim, pos0, n, window; };
+  for (Case c : {Case{32, 8, 128, 0, 1, 0}, Case{32, 8, 128, 0, 37, 0},
+                 Case{32, 8, 64, 0, 300, 0}, Case{12, 4, 128, 100, 77, 0},
+                 Case{8, 8, 32, 0, 50, 0}, Case{32, 8, 128, 5, 200, 64},
+                 Case{6, 2, 96, 3, 45, 7}}) {
+    uint32_t seq = c.pos0 + c.n, q_dim = c.heads * c.dim, kv_dim = c.kv * c.dim;
+    std::vector<float> q = Floats((size_t)c.n * q_dim);
+    std::vector<float> kc = Floats((size_t)seq * kv_dim, -2, 2);
+    std::vector<float> vc = Floats((size_t)seq * kv_dim);
+    char what[96];
+    snprintf(what, sizeof(what), "attention_prefill h%u kv%u d%u pos%u n%u w%u",
+             c.heads, c.kv, c.dim, c.pos0, c.n, c.window);
+    Compare(what, [&](Side &s) {
+      void *dq = s.Upload(q.data(), q.size() * 4);
+      void *dk = s.Upload(kc.data(), kc.size() * 4);
+      void *dv = s.Upload(vc.data(), vc.size() * 4);
+      void *out = s.Poisoned((size_t)c.n * q_dim);
+      s.Launch("attention_prefill", Blocks((uint64_t)c.n * (c.heads / c.kv), 16),
+               c.kv, 128,
+               {P(out), P(dq), P(dk), P(dv), U(c.heads), U(c.kv), U(c.dim),
+                U(c.pos0), U(c.n), U(c.window)});
+      return std::vector<std::vector<float>>{s.Download(out, (size_t)c.n * q_dim)};
+    });
+  }
+}
+
+// part + combine, run as llama_prefill.c runs them.
+std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
+                                   const std::vector<float> &kc,
+                                   const std::vector<float> &vc, uint32_t heads,
+                                   uint32_t kv, uint32_t dim, uint32_t seq,
+                                   uint32_t window) {
+  uint32_t lo = (window != 0 && seq > window) ? seq - window : 0;
+  uint32_t splits = Blocks(seq - lo, ATLAS_LLAMA_DECODE_CHUNK);
+  void *dq = s.Upload(q.data(), q.size() * 4);
+  void *dk = s.Upload(kc.data(), kc.size() * 4);
+  void *dv = s.Upload(vc.data(), vc.size() * 4);
+  void *part = s.Poisoned((size_t)heads * splits * (dim + 2));
+  void *out = s.Poisoned((size_t)heads * dim);
+  s.Launch("attention_decode_part", splits, kv, 128,
+           {P(part), P(dq), P(dk), P(dv), U(heads), U(kv), U(dim), U(seq),
+            U(window), U(splits)});
+  s.Launch("attention_decode_combine", heads, 1, 128,
+           {P(out), P(part), U(heads), U(dim), U(splits)});
+  return s.Download(out, (size_t)heads * dim);
+}
+
+TEST_F(PrefillKernelsCuda, AttentionDecodeSplitOverTheContext) {
+  struct Case { uint32_t heads, kv, dim, seq, window; };
+  for (Case c : {Case{32, 8, 128, 1, 0}, Case{32, 8, 128, 7, 0},
+                 Case{32, 8, 64, 300, 0}, Case{32, 8, 128, 1500, 0},
+                 Case{32, 8, 128, 8192, 0}, Case{28, 4, 128, 700, 0},
+                 Case{8, 8, 30, 513, 0}, Case{32, 8, 128, 1500, 100}}) {
+    size_t kv_dim = (size_t)c.kv * c.dim;
+    std::vector<float> q = Floats((size_t)c.heads * c.dim);
+    std::vector<float> kc = Floats(c.seq * kv_dim, -2, 2), vc = Floats(c.seq * kv_dim);
+    char what[96];
+    snprintf(what, sizeof(what), "attention_decode h%u kv%u d%u seq%u w%u",
+             c.heads, c.kv, c.dim, c.seq, c.window);
+    Compare(what, [&](Side &s) {
+      return std::vector<std::vector<float>>{
+          DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window)};
+    });
+  }
+}
+
+// Host only (runs without a GPU): the split host twin against the llama
+// module's one-pass attention kernel, several splits and a window.
+TEST(PrefillKernelsHost, DecodeSplitsMatchOnePassAttention) {
+  atlas_backend_options o{};
+  o.modules = &atlas_llama_module_set;
+  atlas_backend *host = nullptr;
+  ASSERT_OK(atlas_host_backend_create(&o, &host));
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1, 1);
+  const uint32_t heads = 8, kv = 2, dim = 16;
+  for (uint32_t seq : {1u, 255u, 256u, 257u, 700u}) {
+    for (uint32_t window : {0u, 100u}) {
+      size_t kv_dim = (size_t)kv * dim;
+      std::vector<float> q(heads * dim), kc(seq * kv_dim), vc(seq * kv_dim);
+      for (float &x : q) x = d(rng);
+      for (float &x : kc) x = 2 * d(rng);
+      for (float &x : vc) x = d(rng);
+      std::vector<float> split;
+      {
+        Side s(host);
+        split = DecodeAttention(s, q, kc, vc, heads, kv, dim, seq, window);
+      }
+      uint32_t lo = (window != 0 && seq > window) ? seq - window : 0;
+      uint32_t n = seq - lo;
+      std::vector<float> want(heads * dim), att(heads * n);
+      const atlas_kernel *k = nullptr;
+      ASSERT_OK(atlas_backend_kernel_lookup(host, ATLAS_LLAMA_MODULE, "attention", &k));
+      atlas_launch_config c{};
+      c.grid = {heads, 1, 1};
+      c.block = {256, 1, 1};
+      std::vector<atlas_arg> args = {P(want.data()), P(q.data()),
+                                     P(kc.data() + lo * kv_dim),
+                                     P(vc.data() + lo * kv_dim), P(att.data()),
+                                     U(heads), U(kv), U(dim), U(n), U(0)};
+      ASSERT_OK(atlas_backend_launch_typed(host, k, &c, args.data(), args.size()));
+      ASSERT_OK(atlas_backend_synchronize(host));
+      double diff = 0, ref = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        diff += ((double)split[i] - want[i]) * ((double)split[i] - want[i]);
+        ref += (double)want[i] * want[i];
+      }
+      EXPECT_LE(sqrt(diff / ref), 1e-6) << "seq " << seq << " window " << window;
+    }
+  }
+  ASSERT_OK(atlas_backend_destroy(host));
+}
+
+}  // namespace

@@ -1,0 +1,243 @@
+// bench prefill DIR [--tokens 512,2048] [--reps N] [--backend B]
+// bench decode DIR [--context 128,8192] [--steps N] [--backend B]
+//
+// Prefill: the median wall time of atlas_llama_prefill over a random prompt
+// (the last token's logits copied back, as generation needs them). Decode:
+// after a prefill of `context` tokens, ms per atlas_llama_forward step (one
+// token, its logits copied back) over `steps` steps. Both print the device's
+// copy bandwidth (a 1 GiB device-to-device copy, bytes read + written) so a
+// caller can form the bandwidth floor. Lines starting with RESULT are for
+// tools/gpu_speed.py; the rest is for people.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/llama/llama_arch.h"
+#include "atlas/runtime/model/model.h"
+#include "atlas/tools/bench_llama.h"
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int check(atlas_status s, const char *what) {
+  if (s == ATLAS_OK) return 0;
+  fprintf(stderr, "bench: %s: %s\n", what, atlas_status_message(s));
+  atlas_status_free(s);
+  return 1;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n) {
+  qsort(v, n, sizeof(double), cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Comma-separated positive integers into out (at most cap); returns count.
+static size_t parse_list(const char *s, long *out, size_t cap) {
+  size_t n = 0;
+  while (*s && n < cap) {
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (end == s || v <= 0) return 0;
+    out[n++] = v;
+    s = *end == ',' ? end + 1 : end;
+  }
+  return n;
+}
+
+typedef struct bench_args {
+  const char *dir, *backend;
+  long sizes[8];
+  size_t size_count;
+  long reps, steps;
+} bench_args;
+
+static int parse(int argc, char **argv, const char *list_flag,
+                 const char *def_list, bench_args *a) {
+  memset(a, 0, sizeof(*a));
+  a->backend = "cuda";
+  a->reps = 5;
+  a->steps = 64;
+  const char *list = def_list;
+  for (int i = 0; i < argc; ++i) {
+    if (strcmp(argv[i], list_flag) == 0 && i + 1 < argc) {
+      list = argv[++i];
+    } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      a->reps = strtol(argv[++i], NULL, 10);
+    } else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
+      a->steps = strtol(argv[++i], NULL, 10);
+    } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+      a->backend = argv[++i];
+    } else if (argv[i][0] != '-' && a->dir == NULL) {
+      a->dir = argv[i];
+    } else {
+      fprintf(stderr, "bench: unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  a->size_count = parse_list(list, a->sizes, 8);
+  if (a->dir == NULL || a->size_count == 0 || a->reps < 1 || a->steps < 1) {
+    fprintf(stderr, "bench: need a checkpoint DIR, %s N[,N..], --reps >= 1, "
+                    "--steps >= 1\n", list_flag);
+    return 2;
+  }
+  return 0;
+}
+
+static int open_model(const bench_args *a, int64_t max_seq, atlas_model **out) {
+  atlas_model_spec spec;
+  memset(&spec, 0, sizeof(spec));
+  spec.dir = a->dir;
+  spec.backend = a->backend;
+  spec.max_seq = max_seq;
+  double t0 = now_ms();
+  if (check(atlas_model_open(&spec, out), "opening the model")) return 1;
+  if (atlas_model_arch(*out)->load != atlas_llama_arch_load) {
+    fprintf(stderr, "bench: %s is a %s model; prefill and decode bench the "
+                    "Llama forward pass (llama, qwen2, qwen3, mistral)\n",
+            a->dir, atlas_model_arch_name(*out));
+    atlas_status_free(atlas_model_close(*out, NULL));
+    *out = NULL;
+    return 1;
+  }
+  printf("loaded %s on %s in %.1f ms (KV cache %lld positions)\n", a->dir,
+         a->backend, now_ms() - t0, (long long)atlas_model_max_seq(*out));
+  return 0;
+}
+
+// The Llama-family model under `model` (open_model checked the row).
+static atlas_llama_model *llama_of(atlas_model *model) {
+  return (atlas_llama_model *)(void *)atlas_model_impl(model);
+}
+
+// A 1 GiB device-to-device copy, median of 5: GB/s counting read + write.
+static void print_bandwidth(atlas_backend *b) {
+  size_t bytes = (size_t)1 << 30;
+  void *src = NULL, *dst = NULL;
+  if (check(atlas_backend_alloc(b, bytes, &src), "bandwidth buffer") ||
+      check(atlas_backend_alloc(b, bytes, &dst), "bandwidth buffer")) {
+    if (src) atlas_status_free(atlas_backend_free(b, src));
+    return;
+  }
+  double t[6];
+  for (int i = 0; i < 6; ++i) {
+    double t0 = now_ms();
+    atlas_status s = atlas_backend_d2d(b, dst, src, bytes);
+    if (s == ATLAS_OK) s = atlas_backend_synchronize(b);
+    if (check(s, "d2d copy")) break;
+    t[i] = now_ms() - t0;
+  }
+  double ms = median(t + 1, 5);
+  printf("device copy bandwidth: %.0f GB/s (1 GiB d2d, read + write)\n",
+         2.0 * (double)bytes / ms / 1e6);
+  printf("RESULT copy_gbps %.1f\n", 2.0 * (double)bytes / ms / 1e6);
+  atlas_status_free(atlas_backend_free(b, dst));
+  atlas_status_free(atlas_backend_free(b, src));
+}
+
+static uint32_t *random_tokens(size_t n, int64_t vocab) {
+  uint32_t *t = malloc(n * sizeof(uint32_t));
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (size_t i = 0; t != NULL && i < n; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    t[i] = (uint32_t)(x % (uint64_t)vocab);
+  }
+  return t;
+}
+
+int atlas_bench_prefill(int argc, char **argv) {
+  bench_args a;
+  int rc = parse(argc, argv, "--tokens", "512,2048", &a);
+  if (rc) return rc;
+  long longest = 0;
+  for (size_t i = 0; i < a.size_count; ++i) {
+    if (a.sizes[i] > longest) longest = a.sizes[i];
+  }
+  atlas_model *model = NULL;
+  if (open_model(&a, longest, &model)) return 1;
+  atlas_llama_model *m = llama_of(model);
+  int64_t vocab = atlas_llama_config_of(m)->vocab_size;
+  uint32_t *tokens = random_tokens((size_t)longest, vocab);
+  float *logits = malloc((size_t)vocab * sizeof(float));
+  double *t = calloc((size_t)a.reps + 1, sizeof(double));
+  rc = tokens == NULL || logits == NULL || t == NULL;
+  print_bandwidth(atlas_model_backend(model));
+  for (size_t s = 0; rc == 0 && s < a.size_count; ++s) {
+    size_t n = (size_t)a.sizes[s];
+    for (long r = 0; rc == 0 && r <= a.reps; ++r) {  // r == 0: warm-up
+      double t0 = now_ms();
+      rc = check(atlas_llama_prefill(m, tokens, n, 0, logits, NULL, NULL),
+                 "prefill");
+      t[r] = now_ms() - t0;
+    }
+    if (rc) break;
+    double ms = median(t + 1, (size_t)a.reps);
+    printf("atlas prefill %5zu tokens: %9.2f ms (median of %ld; %.0f tokens/s)\n",
+           n, ms, a.reps, (double)n / ms * 1e3);
+    printf("RESULT prefill_%zu_ms %.3f\n", n, ms);
+  }
+  free(t);
+  free(logits);
+  free(tokens);
+  rc |= check(atlas_model_close(model, NULL), "closing the model");
+  return rc;
+}
+
+int atlas_bench_decode(int argc, char **argv) {
+  bench_args a;
+  int rc = parse(argc, argv, "--context", "128", &a);
+  if (rc) return rc;
+  long longest = 0;
+  for (size_t i = 0; i < a.size_count; ++i) {
+    if (a.sizes[i] > longest) longest = a.sizes[i];
+  }
+  atlas_model *model = NULL;
+  if (open_model(&a, longest + a.steps + 1, &model)) return 1;
+  atlas_llama_model *m = llama_of(model);
+  int64_t vocab = atlas_llama_config_of(m)->vocab_size;
+  uint32_t *tokens = random_tokens((size_t)longest, vocab);
+  float *logits = malloc((size_t)vocab * sizeof(float));
+  rc = tokens == NULL || logits == NULL;
+  print_bandwidth(atlas_model_backend(model));
+  for (size_t s = 0; rc == 0 && s < a.size_count; ++s) {
+    size_t ctx = (size_t)a.sizes[s];
+    rc = check(atlas_llama_prefill(m, tokens, ctx, 0, logits, NULL, NULL),
+               "prefill of the context");
+    uint32_t token = tokens[ctx - 1];
+    // Warm-up steps at the first decode positions, then the timed ones
+    // (rewritten: positions ctx .. ctx + steps - 1).
+    for (int w = 0; rc == 0 && w < 3; ++w) {
+      rc = check(atlas_llama_forward(m, token, (uint32_t)ctx, logits), "decode");
+    }
+    double t0 = now_ms();
+    for (long i = 0; rc == 0 && i < a.steps; ++i) {
+      rc = check(atlas_llama_forward(m, token, (uint32_t)(ctx + (size_t)i), logits),
+                 "decode");
+      // Greedy on the host, as atlas_llama_generate does.
+      size_t best = 0;
+      for (size_t v = 1; v < (size_t)vocab; ++v) {
+        if (logits[v] > logits[best]) best = v;
+      }
+      token = (uint32_t)best;
+    }
+    if (rc) break;
+    double ms = (now_ms() - t0) / (double)a.steps;
+    printf("atlas decode at context %5zu: %7.3f ms/token (%ld steps)\n", ctx, ms,
+           a.steps);
+    printf("RESULT decode_%zu_ms %.4f\n", ctx, ms);
+  }
+  free(logits);
+  free(tokens);
+  rc |= check(atlas_model_close(model, NULL), "closing the model");
+  return rc;
+}
