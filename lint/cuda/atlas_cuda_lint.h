@@ -30,6 +30,19 @@
 #undef _GLIBCXX_INCLUDE_NEXT_C_HEADERS
 #pragma clang force_cuda_host_device end
 
+// The vector types and the intrinsics kernels use (declarations only).
+struct uint2 { unsigned int x, y; };
+struct uint4 { unsigned int x, y, z, w; };
+struct float2 { float x, y; };
+struct float4 { float x, y, z, w; };
+typedef struct uint2 uint2;
+typedef struct uint4 uint4;
+typedef struct float2 float2;
+typedef struct float4 float4;
+__device__ size_t __cvta_generic_to_shared(const void *);
+template <typename T>
+__device__ T __ldg(const T *);
+
 __device__ float rsqrtf(float);
 __device__ double rsqrt(double);
 __device__ float __fdividef(float, float);

@@ -6,4 +6,5 @@ struct __nv_bfloat16 {
 };
 __host__ __device__ float __bfloat162float(__nv_bfloat16);
 __host__ __device__ __nv_bfloat16 __float2bfloat16(float);
+__host__ __device__ __nv_bfloat16 __float2bfloat16_rn(float);
 #endif  // ATLAS_LINT_CUDA_BF16_H_
