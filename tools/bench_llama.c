@@ -8,6 +8,7 @@
 // copy bandwidth (a 1 GiB device-to-device copy, bytes read + written) so a
 // caller can form the bandwidth floor. Lines starting with RESULT are for
 // tools/gpu_speed.py; the rest is for people.
+#define _POSIX_C_SOURCE 200809L  // clock_gettime
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

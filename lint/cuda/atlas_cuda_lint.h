@@ -18,6 +18,7 @@
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 #define __restrict__ __restrict
+#define __align__(n) __attribute__((aligned(n)))
 
 #include <__clang_cuda_builtin_vars.h>
 #include <stddef.h>
@@ -43,6 +44,10 @@ __device__ size_t __cvta_generic_to_shared(const void *);
 template <typename T>
 __device__ T __ldg(const T *);
 
+__device__ int min(int, int);
+__device__ unsigned min(unsigned, unsigned);
+__device__ int max(int, int);
+__device__ unsigned max(unsigned, unsigned);
 __device__ float rsqrtf(float);
 __device__ double rsqrt(double);
 __device__ float __fdividef(float, float);
