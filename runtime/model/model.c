@@ -14,6 +14,9 @@ struct atlas_model {
   char *backend_name;  // owned copy of spec.backend
   atlas_backend *backend;
   atlas_llama_model *llama;
+  // Kept open while serving: the source of these weights, with the digests
+  // the load recorded (what a swap snapshots to restore them bit for bit).
+  atlas_checkpoint *ck;
 };
 
 static const char *spec_name(const atlas_model_spec *spec) {
@@ -26,6 +29,11 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec,
                                     atlas_checkpoint **out_ck,
                                     atlas_llama_config *out_config) {
   *out_ck = NULL;
+  if (spec->adopt_checkpoint != NULL && spec->adopt_config != NULL) {
+    *out_config = *spec->adopt_config;
+    *out_ck = spec->adopt_checkpoint;
+    return ATLAS_OK;
+  }
   if (spec->dir != NULL) {
     char path[4096];
     int n = snprintf(path, sizeof(path), "%s/config.json", spec->dir);
@@ -57,6 +65,11 @@ static atlas_status create_backend(const atlas_model_spec *spec,
   o.host_pool = spec->host_pool;
   o.fail_module_load_at = spec->fail_module_load_at;
   atlas_status status = atlas_backend_factory_create(spec->backend, &o, out);
+  if (status == ATLAS_OK && spec->ignore_env_fault) {
+    for (int k = 0; k < ATLAS_FAULT_KIND_COUNT; ++k) {
+      atlas_backend_inject_fault(*out, (atlas_fault_kind)k, 0);
+    }
+  }
   if (status == ATLAS_OK && spec->fault_at != 0) {
     atlas_backend_inject_fault(*out, spec->fault_kind, spec->fault_at);
   }
@@ -72,7 +85,7 @@ atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
   if (status == ATLAS_OK) {
     status = atlas_llama_required_bytes(&config, ck, spec->max_seq, out_bytes);
   }
-  atlas_checkpoint_close(ck);
+  if (ck != spec->adopt_checkpoint) atlas_checkpoint_close(ck);
   return status;
 }
 
@@ -85,9 +98,13 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
                              "out of host memory opening %s", spec_name(spec));
   }
   m->spec = *spec;
+  m->spec.adopt_checkpoint = NULL;  // adopted below; never reused
+  m->spec.adopt_config = NULL;
+  m->spec.after_teardown = NULL;
   if (spec->dir != NULL) {
     m->dir = strdup(spec->dir);
     if (m->dir == NULL) {
+      atlas_checkpoint_close(spec->adopt_checkpoint);
       free(m);
       return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                                "out of host memory opening %s", spec->dir);
@@ -97,6 +114,7 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
   if (spec->backend != NULL) {
     m->backend_name = strdup(spec->backend);
     if (m->backend_name == NULL) {
+      atlas_checkpoint_close(spec->adopt_checkpoint);
       free(m->dir);
       free(m);
       return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -113,8 +131,18 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
                                    spec->progress_ctx, spec->uploader};
     status = atlas_llama_load(m->backend, ck, &config, &lo, &m->llama);
   }
-  atlas_checkpoint_close(ck);  // the weights now live on the backend
+  if (status == ATLAS_OK) {
+    // A file written while it was read may have given mixed bytes.
+    status = atlas_checkpoint_check_unchanged(ck);
+    if (status != ATLAS_OK) {
+      status = atlas_status_join(
+          atlas_status_annotate(status, "loading %s", spec_name(spec)),
+          atlas_llama_unload(m->llama, NULL));
+      m->llama = NULL;
+    }
+  }
   if (status != ATLAS_OK) {
+    atlas_checkpoint_close(ck);
     // The backend's destroy is the last resort for anything still on its
     // ledger; after a failed load there should be nothing.
     status = atlas_status_join(status, atlas_backend_destroy(m->backend));
@@ -123,6 +151,7 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
     free(m);
     return status;
   }
+  m->ck = ck;
   *out_model = m;
   return ATLAS_OK;
 }
@@ -132,6 +161,7 @@ atlas_status atlas_model_close(atlas_model *model,
   if (model == NULL) return ATLAS_OK;
   atlas_status status = atlas_llama_unload(model->llama, out_report);
   status = atlas_status_join(status, atlas_backend_destroy(model->backend));
+  atlas_checkpoint_close(model->ck);
   free(model->dir);
   free(model->backend_name);
   free(model);
@@ -139,6 +169,9 @@ atlas_status atlas_model_close(atlas_model *model,
 }
 
 atlas_backend *atlas_model_backend(atlas_model *model) { return model->backend; }
+const atlas_checkpoint *atlas_model_checkpoint(const atlas_model *model) {
+  return model->ck;
+}
 atlas_llama_model *atlas_model_llama(atlas_model *model) { return model->llama; }
 const atlas_model_spec *atlas_model_spec_of(const atlas_model *model) {
   return &model->spec;

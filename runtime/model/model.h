@@ -50,6 +50,21 @@ typedef struct atlas_model_spec {
   atlas_fault_kind fault_kind;
   uint64_t fault_at;
   size_t fail_module_load_at;
+  // The new backend ignores ATLAS_FAULT (a swap's restore; a tool's first
+  // model when the sweep targets the swap).
+  bool ignore_env_fault;
+  // Load from this checkpoint and config instead of `dir`/`embedded` (which
+  // then only name the model): a swap's restore from a host snapshot. The
+  // model takes ownership of the checkpoint, success or not.
+  struct atlas_checkpoint *adopt_checkpoint;
+  const atlas_llama_config *adopt_config;
+  // Swap only (read from the `next` spec): host bytes a snapshot of the
+  // old model's files may take (0: what /proc/meminfo calls available), and
+  // a hook run after the old model was torn down, before the new one loads
+  // (tests change the old files there).
+  uint64_t snapshot_limit_bytes;
+  void (*after_teardown)(void *ctx);
+  void *after_teardown_ctx;
 } atlas_model_spec;
 
 typedef struct atlas_model atlas_model;
@@ -70,6 +85,9 @@ atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
                                         uint64_t *out_bytes);
 
 atlas_backend *atlas_model_backend(atlas_model *model);
+// The checkpoint the weights were read from, kept open while the model
+// serves (with the content digests the load recorded).
+const atlas_checkpoint *atlas_model_checkpoint(const atlas_model *model);
 atlas_llama_model *atlas_model_llama(atlas_model *model);
 const atlas_model_spec *atlas_model_spec_of(const atlas_model *model);
 // "DIR" or the embedded checkpoint's name.
