@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "atlas/runtime/formats/file_read.h"
+#include "atlas/runtime/formats/json_words.h"
 
 // The index is a small JSON file; anything this big is not one.
 #define MAX_INDEX_BYTES ((long long)100000000)
@@ -142,7 +143,7 @@ static atlas_status load_index(const char *path, json_t **out_map,
   json_t *root = json_loadb(text, size, JSON_REJECT_DUPLICATES, &error);
   free(text);
   if (root == NULL) {
-    if (json_error_code(&error) == json_error_out_of_memory) {
+    if (atlas_json_error_is_oom(&error)) {
       return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                                "%s: out of host memory while parsing the "
                                "checkpoint index",

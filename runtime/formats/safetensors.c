@@ -488,7 +488,7 @@ static atlas_status load_header_json(const char *path, const uint8_t *header,
   json_t *root = json_loadb((const char *)header, (size_t)n,
                             JSON_REJECT_DUPLICATES, &error);
   if (root == NULL) {
-    if (json_error_code(&error) == json_error_out_of_memory) {
+    if (atlas_json_error_is_oom(&error)) {
       return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                                "%s: out of host memory while parsing the "
                                "%llu-byte JSON header",

@@ -145,6 +145,21 @@ static uint32_t argmax(const float *v, size_t n) {
   return (uint32_t)best;
 }
 
+// A NaN or Inf logit makes argmax meaningless: an error naming the step,
+// never a silent token 0.
+static atlas_status check_finite_logits(const float *logits, size_t vocab,
+                                        size_t step) {
+  for (size_t i = 0; i < vocab; ++i) {
+    if (!isfinite(logits[i])) {
+      return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                               "forward step %zu produced a non-finite logit "
+                               "(%s at index %zu); refusing to pick a token",
+                               step, isnan(logits[i]) ? "NaN" : "Inf", i);
+    }
+  }
+  return ATLAS_OK;
+}
+
 atlas_status atlas_llama_generate(atlas_llama_model *m, const uint32_t *prompt,
                                   size_t prompt_len, size_t steps,
                                   uint32_t *out_tokens, atlas_logits_sink sink,
@@ -171,6 +186,7 @@ atlas_status atlas_llama_generate(atlas_llama_model *m, const uint32_t *prompt,
   size_t generated = 0;
   for (size_t pos = 0; status == ATLAS_OK && pos < forwards; ++pos) {
     status = atlas_llama_forward(m, token, (uint32_t)pos, logits);
+    if (status == ATLAS_OK) status = check_finite_logits(logits, vocab, pos);
     if (status == ATLAS_OK && sink != NULL) status = sink(sink_ctx, logits, vocab);
     if (status != ATLAS_OK) break;
     if (pos + 1 < prompt_len) {
