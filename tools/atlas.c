@@ -17,6 +17,7 @@
 #include "atlas/runtime/model/swap.h"
 #include "atlas/tools/make_checkpoint_demo_models.h"
 #include "atlas/tools/memory_svg.h"
+#include "atlas/tools/cli_files.h"
 #include "atlas/tools/progress.h"
 
 typedef struct cli {
@@ -64,12 +65,7 @@ static atlas_status parse_args(int argc, char **argv, cli *c) {
       }
       *(strcmp(flag, "--steps") == 0 ? &c->steps : &c->top) = n;
     } else if (strcmp(flag, "--min-mb") == 0) {
-      c->min_mb = strtod(v, &end);
-      if (errno != 0 || *end != '\0' || c->min_mb < 0) {
-        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                                 "--min-mb wants a non-negative number, not '%s'",
-                                 v);
-      }
+      ATLAS_RETURN_IF_ERROR(atlas_cli_parse_finite(flag, v, 0.0, &c->min_mb));
     } else {
       return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                "unknown option %s", flag);
@@ -183,22 +179,26 @@ static atlas_status cmd_run(const cli *c, bool swap) {
   uint32_t *prompt = NULL;
   size_t n = 0;
   ATLAS_RETURN_IF_ERROR(parse_tokens(c->tokens, &prompt, &n));
+  atlas_cli_output out;
+  atlas_status early = atlas_cli_check_steps(c->model, n, c->steps);
+  if (early == ATLAS_OK && swap) early = atlas_cli_check_steps(c->to, n, c->steps);
+  // The output exists only once complete: a temp name, renamed on success.
+  if (early == ATLAS_OK) early = atlas_cli_output_open(c->logits, &out);
+  if (early != ATLAS_OK) {
+    free(prompt);
+    return early;
+  }
   size_t positions = n + (size_t)c->steps;
-  logits_file lf = {NULL, c->logits};
+  logits_file lf = {out.f, c->logits};
   atlas_progress progress;
   atlas_progress_init(&progress, "loading");
   atlas_model_spec spec;
   atlas_model *m = NULL;
   atlas_status s = spec_for(c, c->model, positions, &progress, &spec);
+  // ATLAS_FAULT targets the swap: the model swapped from loads clean.
+  spec.ignore_env_fault = swap;
   if (s == ATLAS_OK) s = atlas_model_open(&spec, &m);
   atlas_progress_finish(&progress);
-  if (s == ATLAS_OK && c->logits != NULL) {
-    lf.f = fopen(c->logits, "wb");
-    if (lf.f == NULL) {
-      s = atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", c->logits,
-                            strerror(errno));
-    }
-  }
   if (s == ATLAS_OK) s = generate(m, prompt, n, (size_t)c->steps, &lf);
   if (s == ATLAS_OK && swap) {
     s = print_report(m, 10, 0.0);
@@ -217,11 +217,12 @@ static atlas_status cmd_run(const cli *c, bool swap) {
     if (s == ATLAS_OK) s = generate(m, prompt, n, (size_t)c->steps, &lf);
     if (s == ATLAS_OK) s = print_report(m, 10, 0.0);
   }
-  if (lf.f != NULL && fclose(lf.f) != 0 && s == ATLAS_OK) {
-    s = atlas_status_make(ATLAS_STATUS_IO, "closing %s: %s", c->logits,
-                          strerror(errno));
-  }
   s = atlas_status_join(s, atlas_model_close(m, NULL));
+  if (s == ATLAS_OK) {
+    s = atlas_cli_output_commit(&out);
+  } else {
+    atlas_cli_output_abort(&out);
+  }
   free(prompt);
   return s;
 }
