@@ -110,7 +110,9 @@ struct Shrink {
   int calls = 0;
   static void Progress(void *ctx, uint64_t, uint64_t) {
     Shrink *s = static_cast<Shrink *>(ctx);
-    if (s->calls++ == 0) EXPECT_EQ(truncate(s->path.c_str(), 4096), 0);
+    if (s->calls++ == 0) {
+      EXPECT_EQ(truncate(s->path.c_str(), 4096), 0);
+    }
   }
 };
 
