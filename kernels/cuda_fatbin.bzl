@@ -1,11 +1,14 @@
 """atlas_cuda_fatbin: CUDA C compiled by nvcc into an embedded fatbin."""
 
+load("@atlas_cuda//:nvcc.bzl", "NVCC")
+load("@rules_cc//cc:defs.bzl", "cc_library")
+
 # Hopper: sm_90 SASS (loads without JIT) plus compute_90 PTX (for newer GPUs).
 _GENCODE_SASS_PTX = "'arch=compute_90,code=[sm_90,compute_90]'"
 _GENCODE_PTX_ONLY = "'arch=compute_90,code=compute_90'"
 
 def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = [],
-                      nvcc = "/usr/local/cuda/bin/nvcc", **kwargs):
+                      nvcc = None, **kwargs):
     """Compiles `src` to a fatbin and wraps it in a cc_library `name`.
 
     The library's header is `<package>/<name>.h`; it declares `symbol` (the
@@ -13,8 +16,11 @@ def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = [],
     case the build still succeeds and the CUDA backend says so at load time).
     nvcc runs with its own temp directory: in Bazel's sandbox every action sees
     the same pid, and nvcc's tmpxft_<pid> names would clash. `nvcc` names the
-    compiler (tests point it at a missing path to build the no-nvcc image).
+    compiler; None takes the one @atlas//:deps.bzl found (tests point it at a
+    missing path to build the no-nvcc image).
     """
+    if nvcc == None:
+        nvcc = NVCC or "/nonexistent/nvcc"
     gencode = _GENCODE_PTX_ONLY if ptx_only else _GENCODE_SASS_PTX
     native.genrule(
         name = name + "_image",
@@ -42,7 +48,7 @@ def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = [],
               ".fatbin) " + symbol + " $(location :" + name + ".c) $(location :" +
               name + ".h) atlas/" + native.package_name() + "/" + name + ".h",
     )
-    native.cc_library(
+    cc_library(
         name = name,
         srcs = [":" + name + ".c"],
         hdrs = [":" + name + ".h"],

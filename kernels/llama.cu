@@ -5,8 +5,11 @@
 //   embed_*, silu_mul, add: grid ceil(n / 256), block 256
 //   rmsnorm: grid 1, block 1024
 //   matvec_*: grid ceil(rows / 8), block 256 (one warp per row)
-//   rope: grid ceil(n_heads * head_dim / 2 / 256), block 256
+//   rope: grid ceil(n_heads * rot_dim / 2 / 256), block 256 (once for q,
+//         once for k)
 //   attention: grid n_heads, block 256
+//   add_bias: grid ceil(n / 256), block 256
+//   head_rmsnorm: grid n_heads, block 32
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -95,31 +98,26 @@ extern "C" __global__ void matvec_bf16(float *out, const __nv_bfloat16 *w,
   matvec(out, w, x, rows, cols);
 }
 
-extern "C" __global__ void rope(float *q, float *k, uint32_t pos,
-                                uint32_t n_heads, uint32_t n_kv,
-                                uint32_t head_dim, float theta) {
-  uint32_t half = head_dim / 2;
+// Rotates the first rot_dim entries of each head of x ([n_heads][head_dim]),
+// pairs (i, i + rot_dim / 2); the inverse frequencies come from the host.
+extern "C" __global__ void rope(float *x, const float *inv_freq,
+                                uint32_t n_heads, uint32_t head_dim,
+                                uint32_t rot_dim, uint32_t pos,
+                                float attention_factor) {
+  uint32_t half = rot_dim / 2;
   uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= n_heads * half) return;
   uint32_t h = idx / half, i = idx % half;
   // The angle in double, as the host kernel does: at position 4000 an f32
   // angle is off by ~1e-4 radians, which the host and CUDA would disagree on.
-  double freq = pow((double)theta, -2.0 * (double)i / (double)head_dim);
-  double angle = (double)pos * freq;
+  double angle = (double)pos * (double)inv_freq[i];
   double csd, snd;
   sincos(angle, &snd, &csd);
-  float cs = (float)csd, sn = (float)snd;
-  float *v = q + h * head_dim;
+  float cs = (float)(csd * attention_factor), sn = (float)(snd * attention_factor);
+  float *v = x + (size_t)h * head_dim;
   float x0 = v[i], x1 = v[i + half];
   v[i] = x0 * cs - x1 * sn;
   v[i + half] = x1 * cs + x0 * sn;
-  if (h < n_kv) {
-    v = k + h * head_dim;
-    x0 = v[i];
-    x1 = v[i + half];
-    v[i] = x0 * cs - x1 * sn;
-    v[i + half] = x1 * cs + x0 * sn;
-  }
 }
 
 // One block per head: scores, softmax, weighted sum of values.
@@ -127,15 +125,17 @@ extern "C" __global__ void attention(float *out, const float *q,
                                      const float *kc, const float *vc,
                                      float *att, uint32_t n_heads,
                                      uint32_t n_kv, uint32_t head_dim,
-                                     uint32_t seq_len) {
+                                     uint32_t seq_len, uint32_t window) {
   __shared__ float shared[32];
   uint32_t h = blockIdx.x;
   uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv, kvh = h / group;
   const float *qh = q + h * head_dim;
   float *a = att + (size_t)h * seq_len;
   float scale = rsqrtf((float)head_dim);
+  // Sliding window: only the last `window` positions (0: all).
+  uint32_t first = window != 0 && seq_len > window ? seq_len - window : 0;
   float local_max = -INFINITY;
-  for (uint32_t t = threadIdx.x; t < seq_len; t += blockDim.x) {
+  for (uint32_t t = first + threadIdx.x; t < seq_len; t += blockDim.x) {
     const float *kt = kc + (size_t)t * kv_dim + kvh * head_dim;
     float s = 0.0f;
     for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * kt[i];
@@ -153,7 +153,7 @@ extern "C" __global__ void attention(float *out, const float *q,
   float m = -INFINITY;
   for (uint32_t w = 0; w < (blockDim.x + 31) / 32; ++w) m = fmaxf(m, maxes[w]);
   float local_sum = 0.0f;
-  for (uint32_t t = threadIdx.x; t < seq_len; t += blockDim.x) {
+  for (uint32_t t = first + threadIdx.x; t < seq_len; t += blockDim.x) {
     float e = expf(a[t] - m);
     a[t] = e;
     local_sum += e;
@@ -162,7 +162,7 @@ extern "C" __global__ void attention(float *out, const float *q,
   __syncthreads();
   for (uint32_t i = threadIdx.x; i < head_dim; i += blockDim.x) {
     float acc = 0.0f;
-    for (uint32_t t = 0; t < seq_len; ++t) {
+    for (uint32_t t = first; t < seq_len; ++t) {
       acc += a[t] * vc[(size_t)t * kv_dim + kvh * head_dim + i];
     }
     out[h * head_dim + i] = acc / sum;
@@ -180,4 +180,24 @@ extern "C" __global__ void silu_mul(float *a, const float *b, uint32_t n) {
 extern "C" __global__ void add(float *x, const float *y, uint32_t n) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] += y[i];
+}
+
+extern "C" __global__ void add_bias(float *x, const float *bias, uint32_t n) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += bias[i];
+}
+
+// One warp per head, in place: RMSNorm over head_dim (Qwen3 q_norm, k_norm).
+extern "C" __global__ void head_rmsnorm(float *x, const float *w,
+                                        uint32_t n_heads, uint32_t head_dim,
+                                        float eps) {
+  uint32_t h = blockIdx.x;
+  if (h >= n_heads) return;
+  float *v = x + (size_t)h * head_dim;
+  float ss = 0.0f;
+  for (uint32_t i = threadIdx.x; i < head_dim; i += 32) ss += v[i] * v[i];
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  float scale = rsqrtf(ss / head_dim + eps);
+  __syncwarp();
+  for (uint32_t i = threadIdx.x; i < head_dim; i += 32) v[i] = w[i] * (v[i] * scale);
 }

@@ -103,27 +103,27 @@ static void matvec_bf16(const atlas_launch_config *c, void **args) {
   matvec(args, load_bf16);
 }
 
-static void rotate(float *v, uint32_t head_dim, uint32_t pos, double theta) {
-  uint32_t half = head_dim / 2;
-  for (uint32_t i = 0; i < half; ++i) {
-    double freq = pow(theta, -2.0 * i / head_dim);
-    double angle = pos * freq;
-    float cs = (float)cos(angle), sn = (float)sin(angle);
-    float x0 = v[i], x1 = v[i + half];
-    v[i] = x0 * cs - x1 * sn;
-    v[i + half] = x1 * cs + x0 * sn;
-  }
-}
-
+// Rotates the first rot_dim entries of each head, pairing (i, i + rot_dim/2)
+// as Hugging Face's rotate_half does; the rest of the head passes through.
+// The angle is formed in double from the f32 inverse frequency.
 static void rope(const atlas_launch_config *c, void **args) {
   (void)c;
-  float *q = ARG(float *, 0);
-  float *k = ARG(float *, 1);
-  uint32_t pos = ARG(uint32_t, 2), n_heads = ARG(uint32_t, 3);
-  uint32_t n_kv = ARG(uint32_t, 4), head_dim = ARG(uint32_t, 5);
-  double theta = ARG(float, 6);
-  for (uint32_t h = 0; h < n_heads; ++h) rotate(q + (size_t)h * head_dim, head_dim, pos, theta);
-  for (uint32_t h = 0; h < n_kv; ++h) rotate(k + (size_t)h * head_dim, head_dim, pos, theta);
+  float *x = ARG(float *, 0);
+  const float *inv_freq = ARG(const float *, 1);
+  uint32_t n_heads = ARG(uint32_t, 2), head_dim = ARG(uint32_t, 3);
+  uint32_t rot_dim = ARG(uint32_t, 4), pos = ARG(uint32_t, 5);
+  double factor = ARG(float, 6);
+  uint32_t half = rot_dim / 2;
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    float *v = x + (size_t)h * head_dim;
+    for (uint32_t i = 0; i < half; ++i) {
+      double angle = (double)pos * (double)inv_freq[i];
+      float cs = (float)(cos(angle) * factor), sn = (float)(sin(angle) * factor);
+      float x0 = v[i], x1 = v[i + half];
+      v[i] = x0 * cs - x1 * sn;
+      v[i + half] = x1 * cs + x0 * sn;
+    }
+  }
 }
 
 static void attention(const atlas_launch_config *c, void **args) {
@@ -135,6 +135,10 @@ static void attention(const atlas_launch_config *c, void **args) {
   float *att = ARG(float *, 4);
   uint32_t n_heads = ARG(uint32_t, 5), n_kv = ARG(uint32_t, 6);
   uint32_t head_dim = ARG(uint32_t, 7), seq_len = ARG(uint32_t, 8);
+  uint32_t window = ARG(uint32_t, 9);
+  // With a window W the query at position seq_len - 1 sees only the last W
+  // positions (Mistral's sliding window); 0 means no limit.
+  uint32_t first = window != 0 && seq_len > window ? seq_len - window : 0;
   uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv;
   float scale = 1.0f / sqrtf((float)head_dim);
   for (uint32_t h = 0; h < n_heads; ++h) {
@@ -142,7 +146,7 @@ static void attention(const atlas_launch_config *c, void **args) {
     uint32_t kvh = h / group;
     float *a = att + (size_t)h * seq_len;
     float max = -INFINITY;
-    for (uint32_t t = 0; t < seq_len; ++t) {
+    for (uint32_t t = first; t < seq_len; ++t) {
       const float *kt = kc + (size_t)t * kv_dim + (size_t)kvh * head_dim;
       float s = 0.0f;
       for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * kt[i];
@@ -150,13 +154,13 @@ static void attention(const atlas_launch_config *c, void **args) {
       if (a[t] > max) max = a[t];
     }
     float sum = 0.0f;
-    for (uint32_t t = 0; t < seq_len; ++t) {
+    for (uint32_t t = first; t < seq_len; ++t) {
       a[t] = expf(a[t] - max);
       sum += a[t];
     }
     float *oh = out + (size_t)h * head_dim;
     for (uint32_t i = 0; i < head_dim; ++i) oh[i] = 0.0f;
-    for (uint32_t t = 0; t < seq_len; ++t) {
+    for (uint32_t t = first; t < seq_len; ++t) {
       const float *vt = vc + (size_t)t * kv_dim + (size_t)kvh * head_dim;
       float w = a[t] / sum;
       for (uint32_t i = 0; i < head_dim; ++i) oh[i] += w * vt[i];
@@ -180,6 +184,27 @@ static void add(const atlas_launch_config *c, void **args) {
   for (uint32_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
+// x[i] += bias[i]: a projection's bias, applied after the product.
+static void add_bias(const atlas_launch_config *c, void **args) {
+  add(c, args);
+}
+
+// In-place RMSNorm of each head (Qwen3's q_norm / k_norm).
+static void head_rmsnorm(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *x = ARG(float *, 0);
+  const float *w = ARG(const float *, 1);
+  uint32_t n_heads = ARG(uint32_t, 2), head_dim = ARG(uint32_t, 3);
+  float eps = ARG(float, 4);
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    float *v = x + (size_t)h * head_dim;
+    double ss = 0;
+    for (uint32_t i = 0; i < head_dim; ++i) ss += (double)v[i] * v[i];
+    float scale = (float)(1.0 / sqrt(ss / head_dim + eps));
+    for (uint32_t i = 0; i < head_dim; ++i) v[i] = w[i] * (v[i] * scale);
+  }
+}
+
 // Names and signatures must match llama.cu and llama_kernels.h.
 const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT] = {
     {"embed_f32", "ppuu", embed_f32},
@@ -190,7 +215,9 @@ const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT] = {
     {"matvec_f16", "pppuu", matvec_f16},
     {"matvec_bf16", "pppuu", matvec_bf16},
     {"rope", "ppuuuuf", rope},
-    {"attention", "pppppuuuu", attention},
+    {"attention", "pppppuuuuu", attention},
     {"silu_mul", "ppu", silu_mul},
     {"add", "ppu", add},
+    {"add_bias", "ppu", add_bias},
+    {"head_rmsnorm", "ppuuf", head_rmsnorm},
 };

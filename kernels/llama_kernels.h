@@ -6,16 +6,26 @@
 //   rmsnorm(out, x, weight_f32, dim, eps)                    "pppuf"
 //   matvec_{f32,f16,bf16}(out, w, x, rows, cols)            "pppuu"
 //       out[r] = sum_c w[r * cols + c] * x[c]
-//   rope(q, k, pos, n_heads, n_kv_heads, head_dim, theta)    "ppuuuuf"
-//       Hugging Face rotate_half: pairs (i, i + head_dim / 2)
+//   rope(x, inv_freq, n_heads, head_dim, rot_dim, pos, attention_factor)
+//                                                            "ppuuuuf"
+//       x is [n_heads][head_dim] (q or k); inv_freq holds rot_dim / 2 f32
+//       inverse frequencies the host computed from the rope config. Hugging
+//       Face rotate_half on the first rot_dim entries of each head: pairs
+//       (i, i + rot_dim / 2), angle pos * inv_freq[i] formed in double,
+//       cos and sin scaled by attention_factor (YaRN's mscale; else 1).
 //   attention(out, q, k_cache, v_cache, att, n_heads, n_kv_heads, head_dim,
-//             seq_len)                                       "pppppuuuu"
+//             seq_len, window)                               "pppppuuuuu"
 //       caches are [seq][n_kv_heads * head_dim] f32; att holds
-//       n_heads * seq_len scores
+//       n_heads * seq_len scores. window 0: attend to every position
+//       0..seq_len-1; window W > 0: only max(0, seq_len - W)..seq_len-1.
 //   silu_mul(a, b, n)                                        "ppu"
 //       a[i] = silu(a[i]) * b[i]
 //   add(x, y, n)                                             "ppu"
 //       x[i] += y[i]
+//   add_bias(x, bias, n)                                     "ppu"
+//       x[i] += bias[i] (f32 bias of a projection, after the product)
+//   head_rmsnorm(x, weight_f32, n_heads, head_dim, eps)      "ppuuf"
+//       in place, RMSNorm of each head_dim row (Qwen3 q_norm / k_norm)
 //
 // CUDA launch shapes (host kernels ignore them): see llama.cu.
 #ifndef ATLAS_KERNELS_LLAMA_KERNELS_H_

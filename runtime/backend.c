@@ -17,6 +17,10 @@ static atlas_status unimplemented(const atlas_backend *b, const char *op) {
 #define DISPATCH0(b, op) \
   ((b)->vtable->op != NULL ? (b)->vtable->op((b)) : unimplemented((b), #op))
 
+const atlas_log_sink *atlas_backend_log_sink(const atlas_backend *backend) {
+  return &backend->log;
+}
+
 const char *atlas_backend_name(const atlas_backend *backend) {
   return backend->name;
 }

@@ -15,6 +15,7 @@
 #include "atlas/runtime/kernel_module.h"
 #include "atlas/runtime/kernel_registry.h"
 #include "atlas/runtime/ledger.h"
+#include "atlas/runtime/log_sink.h"
 #include "atlas/runtime/site.h"
 #include "atlas/runtime/status.h"
 
@@ -62,6 +63,8 @@ typedef struct atlas_backend_options {
   struct atlas_host_pool *host_pool;
   // > 0: the k-th module load while building the backend fails.
   size_t fail_module_load_at;
+  // Where this backend's log lines go (zeroed: stderr).
+  atlas_log_sink log;
 } atlas_backend_options;
 
 // One violated red zone.
@@ -75,16 +78,18 @@ typedef struct atlas_redzone_violation {
 
 // ---- identity and lifetime -------------------------------------------------
 const char *atlas_backend_name(const atlas_backend *backend);
+// The sink the backend was created with (never NULL).
+const atlas_log_sink *atlas_backend_log_sink(const atlas_backend *backend);
 // Last-resort reclamation: unloads nothing still in flight, frees everything
 // still on the ledger (the failed-load case) and reports what it had to free.
-atlas_status atlas_backend_destroy(atlas_backend *backend);
+ATLAS_MUST_USE atlas_status atlas_backend_destroy(atlas_backend *backend);
 
 // ---- memory ---------------------------------------------------------------
-atlas_status atlas_backend_alloc_at(atlas_backend *b, size_t bytes,
+ATLAS_MUST_USE atlas_status atlas_backend_alloc_at(atlas_backend *b, size_t bytes,
                                     atlas_site site, void **out_ptr);
-atlas_status atlas_backend_alloc_managed_at(atlas_backend *b, size_t bytes,
+ATLAS_MUST_USE atlas_status atlas_backend_alloc_managed_at(atlas_backend *b, size_t bytes,
                                             atlas_site site, void **out_ptr);
-atlas_status atlas_backend_pinned_alloc_at(atlas_backend *b, size_t bytes,
+ATLAS_MUST_USE atlas_status atlas_backend_pinned_alloc_at(atlas_backend *b, size_t bytes,
                                            atlas_site site, void **out_ptr);
 #define atlas_backend_alloc(b, bytes, out) \
   atlas_backend_alloc_at((b), (bytes), ATLAS_SITE, (out))
@@ -92,10 +97,10 @@ atlas_status atlas_backend_pinned_alloc_at(atlas_backend *b, size_t bytes,
   atlas_backend_alloc_managed_at((b), (bytes), ATLAS_SITE, (out))
 #define atlas_backend_pinned_alloc(b, bytes, out) \
   atlas_backend_pinned_alloc_at((b), (bytes), ATLAS_SITE, (out))
-atlas_status atlas_backend_free(atlas_backend *b, void *ptr);
-atlas_status atlas_backend_pinned_free(atlas_backend *b, void *ptr);
+ATLAS_MUST_USE atlas_status atlas_backend_free(atlas_backend *b, void *ptr);
+ATLAS_MUST_USE atlas_status atlas_backend_pinned_free(atlas_backend *b, void *ptr);
 // Device address through which a kernel reaches pinned host memory.
-atlas_status atlas_backend_host_ptr_to_device(atlas_backend *b, void *host_ptr,
+ATLAS_MUST_USE atlas_status atlas_backend_host_ptr_to_device(atlas_backend *b, void *host_ptr,
                                               void **out_device_ptr);
 
 size_t atlas_backend_live_bytes(atlas_backend *b);
@@ -103,106 +108,106 @@ size_t atlas_backend_live_alloc_count(atlas_backend *b);
 atlas_ledger *atlas_backend_ledger(atlas_backend *b);
 // See atlas_ledger_report_text. Refuses while a stream is capturing when the
 // report would need the device.
-atlas_status atlas_backend_alloc_report(atlas_backend *b, size_t top_n,
+ATLAS_MUST_USE atlas_status atlas_backend_alloc_report(atlas_backend *b, size_t top_n,
                                         double min_mb, char **out_text);
-atlas_status atlas_backend_alloc_report_json(atlas_backend *b, char **out_json);
+ATLAS_MUST_USE atlas_status atlas_backend_alloc_report_json(atlas_backend *b, char **out_json);
 // Frees everything still on the ledger and says what it was.
-atlas_status atlas_backend_sweep_unreleased(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_sweep_unreleased(atlas_backend *b,
                                             atlas_sweep_result *out_result);
 
 // ---- red zones (ATLAS_REDZONE=<bytes> at creation) --------------------------
 size_t atlas_backend_redzone_bytes(const atlas_backend *b);
 // Reads every guard band back, reports violations (up to max_violations into
 // out_violations, may be NULL), refills violated bands, returns the count.
-atlas_status atlas_backend_scan_redzones(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_scan_redzones(atlas_backend *b,
                                          atlas_redzone_violation *out_violations,
                                          size_t max_violations,
                                          size_t *out_count);
 // Fills zones of allocations whose creation index is in [lo, hi) with 0xEE
 // and all others with 0x00. Nothing is allocated, moved or resized.
-atlas_status atlas_backend_poison_redzones(atlas_backend *b, uint64_t lo,
+ATLAS_MUST_USE atlas_status atlas_backend_poison_redzones(atlas_backend *b, uint64_t lo,
                                            uint64_t hi);
 
 // ---- copies ---------------------------------------------------------------
-atlas_status atlas_backend_h2d(atlas_backend *b, void *dst, const void *src,
+ATLAS_MUST_USE atlas_status atlas_backend_h2d(atlas_backend *b, void *dst, const void *src,
                                size_t bytes);
-atlas_status atlas_backend_d2h(atlas_backend *b, void *dst, const void *src,
+ATLAS_MUST_USE atlas_status atlas_backend_d2h(atlas_backend *b, void *dst, const void *src,
                                size_t bytes);
 // Synchronous d2h ordered after the work already queued on `stream`.
-atlas_status atlas_backend_d2h_on_stream(atlas_backend *b, void *dst,
+ATLAS_MUST_USE atlas_status atlas_backend_d2h_on_stream(atlas_backend *b, void *dst,
                                          const void *src, size_t bytes,
                                          atlas_stream *stream);
 // Asynchronous d2h; dst should be pinned memory; complete at stream sync.
-atlas_status atlas_backend_d2h_async(atlas_backend *b, void *dst,
+ATLAS_MUST_USE atlas_status atlas_backend_d2h_async(atlas_backend *b, void *dst,
                                      const void *src, size_t bytes,
                                      atlas_stream *stream);
-atlas_status atlas_backend_d2d(atlas_backend *b, void *dst, const void *src,
+ATLAS_MUST_USE atlas_status atlas_backend_d2d(atlas_backend *b, void *dst, const void *src,
                                size_t bytes);
 // Asynchronous h2d whose source may be freed as soon as the call returns
 // (the backend stages it).
-atlas_status atlas_backend_h2d_async(atlas_backend *b, void *dst,
+ATLAS_MUST_USE atlas_status atlas_backend_h2d_async(atlas_backend *b, void *dst,
                                      const void *src, size_t bytes,
                                      atlas_stream *stream);
 // Asynchronous h2d that reads `src` later: the caller keeps it alive (and
 // pinned, for speed) until the stream is synchronised.
-atlas_status atlas_backend_h2d_async_retained(atlas_backend *b, void *dst,
+ATLAS_MUST_USE atlas_status atlas_backend_h2d_async_retained(atlas_backend *b, void *dst,
                                               const void *src, size_t bytes,
                                               atlas_stream *stream);
-atlas_status atlas_backend_d2d_async(atlas_backend *b, void *dst,
+ATLAS_MUST_USE atlas_status atlas_backend_d2d_async(atlas_backend *b, void *dst,
                                      const void *src, size_t bytes,
                                      atlas_stream *stream);
 // Pitched 2D copy of `height` rows of `width_bytes` each.
-atlas_status atlas_backend_d2d_2d_async(atlas_backend *b, void *dst,
+ATLAS_MUST_USE atlas_status atlas_backend_d2d_2d_async(atlas_backend *b, void *dst,
                                         size_t dst_pitch, const void *src,
                                         size_t src_pitch, size_t width_bytes,
                                         size_t height, atlas_stream *stream);
-atlas_status atlas_backend_memset(atlas_backend *b, void *dst, uint8_t value,
+ATLAS_MUST_USE atlas_status atlas_backend_memset(atlas_backend *b, void *dst, uint8_t value,
                                   size_t bytes);
-atlas_status atlas_backend_memset_async(atlas_backend *b, void *dst,
+ATLAS_MUST_USE atlas_status atlas_backend_memset_async(atlas_backend *b, void *dst,
                                         uint8_t value, size_t bytes,
                                         atlas_stream *stream);
 
 // ---- streams, events, capture ---------------------------------------------
 atlas_stream *atlas_backend_default_stream(atlas_backend *b);
-atlas_status atlas_backend_stream_create(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_stream_create(atlas_backend *b,
                                          atlas_stream **out_stream);
-atlas_status atlas_backend_stream_destroy(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_stream_destroy(atlas_backend *b,
                                           atlas_stream *stream);
-atlas_status atlas_backend_stream_synchronize(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_stream_synchronize(atlas_backend *b,
                                               atlas_stream *stream);
-atlas_status atlas_backend_synchronize(atlas_backend *b);
-atlas_status atlas_backend_event_create(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_synchronize(atlas_backend *b);
+ATLAS_MUST_USE atlas_status atlas_backend_event_create(atlas_backend *b,
                                         atlas_event **out_event);
-atlas_status atlas_backend_event_record(atlas_backend *b, atlas_event *event,
+ATLAS_MUST_USE atlas_status atlas_backend_event_record(atlas_backend *b, atlas_event *event,
                                         atlas_stream *stream);
-atlas_status atlas_backend_event_wait(atlas_backend *b, atlas_stream *stream,
+ATLAS_MUST_USE atlas_status atlas_backend_event_wait(atlas_backend *b, atlas_stream *stream,
                                       atlas_event *event);
-atlas_status atlas_backend_event_synchronize(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_event_synchronize(atlas_backend *b,
                                              atlas_event *event);
-atlas_status atlas_backend_event_destroy(atlas_backend *b, atlas_event *event);
-atlas_status atlas_backend_stream_is_capturing(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_event_destroy(atlas_backend *b, atlas_event *event);
+ATLAS_MUST_USE atlas_status atlas_backend_stream_is_capturing(atlas_backend *b,
                                                atlas_stream *stream,
                                                bool *out_capturing);
-atlas_status atlas_backend_begin_capture(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_begin_capture(atlas_backend *b,
                                          atlas_stream *stream);
-atlas_status atlas_backend_end_capture(atlas_backend *b, atlas_stream *stream,
+ATLAS_MUST_USE atlas_status atlas_backend_end_capture(atlas_backend *b, atlas_stream *stream,
                                        atlas_graph **out_graph);
 // Ends a capture an error path left open and discards the graph, so the
 // stream works again. OK (and *out_aborted false) when nothing was capturing.
-atlas_status atlas_backend_abort_capture_if_active(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_abort_capture_if_active(atlas_backend *b,
                                                    atlas_stream *stream,
                                                    bool *out_aborted);
-atlas_status atlas_backend_launch_graph(atlas_backend *b, atlas_graph *graph,
+ATLAS_MUST_USE atlas_status atlas_backend_launch_graph(atlas_backend *b, atlas_graph *graph,
                                         atlas_stream *stream);
-atlas_status atlas_backend_destroy_graph(atlas_backend *b, atlas_graph *graph);
+ATLAS_MUST_USE atlas_status atlas_backend_destroy_graph(atlas_backend *b, atlas_graph *graph);
 
 // ---- kernels --------------------------------------------------------------
 atlas_kernel_registry *atlas_backend_kernel_registry(atlas_backend *b);
-atlas_status atlas_backend_kernel_lookup(atlas_backend *b, const char *module,
+ATLAS_MUST_USE atlas_status atlas_backend_kernel_lookup(atlas_backend *b, const char *module,
                                          const char *function,
                                          const atlas_kernel **out_kernel);
 // Raw launch: args[i] points to argument i (as cuLaunchKernel).
-atlas_status atlas_backend_launch(atlas_backend *b, const atlas_kernel *kernel,
+ATLAS_MUST_USE atlas_status atlas_backend_launch(atlas_backend *b, const atlas_kernel *kernel,
                                   const atlas_launch_config *config,
                                   void **args);
 
@@ -234,22 +239,22 @@ typedef struct atlas_arg {
 #define ATLAS_ARG_F32(x) ((atlas_arg){.type = 'f', .v.f = (float)(x)})
 #endif
 
-atlas_status atlas_backend_launch_typed(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_launch_typed(atlas_backend *b,
                                         const atlas_kernel *kernel,
                                         const atlas_launch_config *config,
                                         const atlas_arg *args, size_t arg_count);
 bool atlas_backend_debug_sync_kernels(const atlas_backend *b);
 
 // ---- device facts ---------------------------------------------------------
-atlas_status atlas_backend_total_memory(atlas_backend *b, size_t *out_bytes);
+ATLAS_MUST_USE atlas_status atlas_backend_total_memory(atlas_backend *b, size_t *out_bytes);
 // What this backend may still allocate (capacity less live bytes on the host).
-atlas_status atlas_backend_free_memory(atlas_backend *b, size_t *out_bytes);
+ATLAS_MUST_USE atlas_status atlas_backend_free_memory(atlas_backend *b, size_t *out_bytes);
 // What the driver (or the OS) reports free on the device right now.
-atlas_status atlas_backend_device_free_memory(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_device_free_memory(atlas_backend *b,
                                               size_t *out_bytes);
-atlas_status atlas_backend_sm_count(atlas_backend *b, int *out_count);
+ATLAS_MUST_USE atlas_status atlas_backend_sm_count(atlas_backend *b, int *out_count);
 // Makes the backend's context current on the calling thread.
-atlas_status atlas_backend_bind_to_thread(atlas_backend *b);
+ATLAS_MUST_USE atlas_status atlas_backend_bind_to_thread(atlas_backend *b);
 
 // ---- per-backend memo ------------------------------------------------------
 atlas_op_cache *atlas_backend_op_cache(atlas_backend *b);

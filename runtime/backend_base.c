@@ -113,7 +113,7 @@ atlas_status atlas_backend_base_deinit(atlas_backend *b) {
   if (swept.count > 0) {
     // Last-resort reclamation is expected after a failed load; say what it
     // had to free so a leak on the clean path is visible.
-    atlas_log("backend %s reclaimed %zu unreleased allocations (%zu bytes) "
+    atlas_log(&b->log, ATLAS_LOG_WARNING, "backend %s reclaimed %zu unreleased allocations (%zu bytes) "
               "at destroy:\n%s",
               b->name, swept.count, swept.bytes, swept.sites ? swept.sites : "");
   }

@@ -141,20 +141,21 @@ struct atlas_backend {
   uint64_t poison_lo, poison_hi;    // zones in [lo, hi) hold 0xEE, others 0x00
   atlas_op_cache *op_cache;
   atlas_kernel_registry *registry;
+  atlas_log_sink log;               // from the options; zeroed: stderr
 };
 
 // Fills the shared fields: name, ledger, environment switches, op cache.
 // On failure everything it made is released.
-atlas_status atlas_backend_base_init(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_base_init(atlas_backend *b,
                                      const atlas_backend_vtable *vtable,
                                      atlas_backend_mem_ops mem,
                                      const char *name);
 // Releases the op cache's scratch, sweeps the ledger (reporting what it had to
 // free as a leak), drops the registry reference and frees the ledger.
-atlas_status atlas_backend_base_deinit(atlas_backend *b);
+ATLAS_MUST_USE atlas_status atlas_backend_base_deinit(atlas_backend *b);
 
 // Counts one operation of `kind`; returns ABORTED if it is the injected one.
-atlas_status atlas_backend_base_fault_check(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_base_fault_check(atlas_backend *b,
                                             atlas_fault_kind kind,
                                             const char *what);
 
@@ -163,40 +164,40 @@ atlas_status atlas_backend_base_fault_check(atlas_backend *b,
 uint8_t atlas_backend_base_redzone_fill(atlas_backend *b, uint64_t index);
 
 // Shared implementations to put in a vtable.
-atlas_status atlas_backend_base_alloc(atlas_backend *b, size_t bytes,
+ATLAS_MUST_USE atlas_status atlas_backend_base_alloc(atlas_backend *b, size_t bytes,
                                       atlas_mem_kind kind, atlas_site site,
                                       void **out_ptr);
-atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
+ATLAS_MUST_USE atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
                                      atlas_mem_kind kind);
 size_t atlas_backend_base_live_bytes(atlas_backend *b);
 size_t atlas_backend_base_live_alloc_count(atlas_backend *b);
-atlas_status atlas_backend_base_alloc_report(atlas_backend *b, size_t top_n,
+ATLAS_MUST_USE atlas_status atlas_backend_base_alloc_report(atlas_backend *b, size_t top_n,
                                              double min_mb, char **out_text);
-atlas_status atlas_backend_base_alloc_report_json(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_base_alloc_report_json(atlas_backend *b,
                                                   char **out_json);
-atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
                                                  atlas_sweep_result *out_result);
-atlas_status atlas_backend_base_scan_redzones(
+ATLAS_MUST_USE atlas_status atlas_backend_base_scan_redzones(
     atlas_backend *b, atlas_redzone_violation *out_violations,
     size_t max_violations, size_t *out_count);
-atlas_status atlas_backend_base_poison_redzones(atlas_backend *b, uint64_t lo,
+ATLAS_MUST_USE atlas_status atlas_backend_base_poison_redzones(atlas_backend *b, uint64_t lo,
                                                 uint64_t hi);
 atlas_op_cache *atlas_backend_base_op_cache(atlas_backend *b);
 bool atlas_backend_base_debug_sync_kernels(const atlas_backend *b);
 atlas_kernel_registry *atlas_backend_base_kernel_registry(atlas_backend *b);
-atlas_status atlas_backend_base_kernel_lookup(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_base_kernel_lookup(atlas_backend *b,
                                               const char *module,
                                               const char *function,
                                               const atlas_kernel **out_kernel);
 // Checks typed arguments against the kernel's signature and that the kernel
 // belongs to this backend's registry, then packs argument pointers for a raw
 // launch. `out_ptrs` must hold arg_count entries.
-atlas_status atlas_backend_base_pack_args(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_base_pack_args(atlas_backend *b,
                                           const atlas_kernel *kernel,
                                           const atlas_arg *args,
                                           size_t arg_count, void **out_ptrs);
 // Checks that `kernel` was resolved through this backend's registry.
-atlas_status atlas_backend_base_check_kernel(atlas_backend *b,
+ATLAS_MUST_USE atlas_status atlas_backend_base_check_kernel(atlas_backend *b,
                                              const atlas_kernel *kernel);
 
 #ifdef __cplusplus

@@ -3,7 +3,7 @@
 //
 // Nothing model-derived sits in a static: the backend, its kernel registry,
 // the stream and the op cache travel here. An architecture embeds this core
-// context in its own (e.g. atlas_llama_ctx adds the config and the scratch),
+// context in its own (an architecture adds its config and scratch),
 // built by a make function that takes every field, so a new field breaks
 // every construction site that forgot it at compile time.
 #ifndef ATLAS_RUNTIME_FORWARD_H_
@@ -28,13 +28,13 @@ typedef struct atlas_forward_ctx {
 
 // Fails when a piece is missing (NULL backend, no registry) rather than
 // letting a dispatch site find out later.
-atlas_status atlas_forward_ctx_make(atlas_backend *backend,
+ATLAS_MUST_USE atlas_status atlas_forward_ctx_make(atlas_backend *backend,
                                     atlas_stream *stream,
                                     atlas_forward_ctx *out_ctx);
 
 // Launches `module`.`kernel` from the context's registry (memoised in its op
 // cache) on its stream, with typed arguments checked against the signature.
-atlas_status atlas_forward_dispatch(const atlas_forward_ctx *ctx,
+ATLAS_MUST_USE atlas_status atlas_forward_dispatch(const atlas_forward_ctx *ctx,
                                     const char *module, const char *kernel,
                                     atlas_dim3 grid, atlas_dim3 block,
                                     const atlas_arg *args, size_t arg_count);

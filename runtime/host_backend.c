@@ -677,6 +677,7 @@ atlas_status atlas_host_backend_create(const atlas_backend_options *options,
     free(h);
     return atlas_status_annotate(status, "creating the host backend");
   }
+  h->base.log = options->log;
   if (options->share_registry != NULL) {
     atlas_kernel_registry_retain(options->share_registry);
     h->base.registry = options->share_registry;

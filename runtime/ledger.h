@@ -32,12 +32,12 @@ typedef struct atlas_ledger_entry {
 
 typedef struct atlas_ledger atlas_ledger;
 
-atlas_status atlas_ledger_create(atlas_ledger **out_ledger);
+ATLAS_MUST_USE atlas_status atlas_ledger_create(atlas_ledger **out_ledger);
 void atlas_ledger_destroy(atlas_ledger *ledger);
 
 // Records a live allocation and assigns its creation index. Fails if the
 // address is already live (the allocator handed out the same bytes twice).
-atlas_status atlas_ledger_insert(atlas_ledger *ledger, uintptr_t addr,
+ATLAS_MUST_USE atlas_status atlas_ledger_insert(atlas_ledger *ledger, uintptr_t addr,
                                  size_t bytes, size_t redzone_bytes,
                                  atlas_mem_kind kind, atlas_site site,
                                  uint64_t *out_index);
@@ -45,19 +45,19 @@ atlas_status atlas_ledger_insert(atlas_ledger *ledger, uintptr_t addr,
 // Forgets an allocation and returns its entry. A free of an address the
 // ledger does not hold is an error that says whether it was freed before
 // (and where it had been allocated) or never allocated here.
-atlas_status atlas_ledger_remove(atlas_ledger *ledger, uintptr_t addr,
+ATLAS_MUST_USE atlas_status atlas_ledger_remove(atlas_ledger *ledger, uintptr_t addr,
                                  atlas_ledger_entry *out_entry);
 
 // As remove, but first asks `check` (under the ledger's lock) whether this
 // entry may be removed; a non-OK answer is returned and nothing changes.
 typedef atlas_status (*atlas_ledger_check)(void *ctx,
                                            const atlas_ledger_entry *entry);
-atlas_status atlas_ledger_remove_if(atlas_ledger *ledger, uintptr_t addr,
+ATLAS_MUST_USE atlas_status atlas_ledger_remove_if(atlas_ledger *ledger, uintptr_t addr,
                                     atlas_ledger_check check, void *check_ctx,
                                     atlas_ledger_entry *out_entry);
 
 // Looks up a live allocation (NOT_FOUND if not live).
-atlas_status atlas_ledger_find(atlas_ledger *ledger, uintptr_t addr,
+ATLAS_MUST_USE atlas_status atlas_ledger_find(atlas_ledger *ledger, uintptr_t addr,
                                atlas_ledger_entry *out_entry);
 
 size_t atlas_ledger_live_bytes(atlas_ledger *ledger);
@@ -65,27 +65,27 @@ size_t atlas_ledger_live_count(atlas_ledger *ledger);
 
 // Copies every live entry, sorted by creation index, into a malloc'd array
 // the caller frees. *out_entries is NULL when there are none.
-atlas_status atlas_ledger_snapshot(atlas_ledger *ledger,
+ATLAS_MUST_USE atlas_status atlas_ledger_snapshot(atlas_ledger *ledger,
                                    atlas_ledger_entry **out_entries,
                                    size_t *out_count);
 
 // As snapshot, in no particular order (cheaper: no sort).
-atlas_status atlas_ledger_snapshot_unordered(atlas_ledger *ledger,
+ATLAS_MUST_USE atlas_status atlas_ledger_snapshot_unordered(atlas_ledger *ledger,
                                              atlas_ledger_entry **out_entries,
                                              size_t *out_count);
 
 // Memory report aggregated by call site, biggest first, one line per site:
-//   "9.70 GB across 48 allocations  runtime/model/llama.c:212 (llama_load_layers)"
+//   "9.70 GB across 48 allocations  runtime/arch/<family>/load.c:212 (load_layers)"
 // At most `top_n` site lines (0: all); sites below `min_mb` megabytes are
 // folded into one remainder line. The lines sum to the live total, which is
 // printed last. The caller frees *out_text.
-atlas_status atlas_ledger_report_text(atlas_ledger *ledger, size_t top_n,
+ATLAS_MUST_USE atlas_status atlas_ledger_report_text(atlas_ledger *ledger, size_t top_n,
                                       double min_mb, char **out_text);
 
 // The same report as JSON: {"live_bytes":N,"live_count":N,"sites":[{"file":..,
 // "line":..,"func":..,"bytes":..,"count":..}, ...]} (all sites, biggest first).
 // The caller frees *out_json.
-atlas_status atlas_ledger_report_json(atlas_ledger *ledger, char **out_json);
+ATLAS_MUST_USE atlas_status atlas_ledger_report_json(atlas_ledger *ledger, char **out_json);
 
 // What a sweep of unreleased allocations found and freed.
 typedef struct atlas_sweep_result {

@@ -26,13 +26,13 @@ typedef struct atlas_site_report {
 
 // Aggregates by site. At most `top_n` site rows (0: no limit); sites past
 // top_n or below `min_mb` (1 MB = 1e6 bytes) fold into one remainder row.
-atlas_status atlas_site_report_build(const atlas_ledger_entry *entries,
+ATLAS_MUST_USE atlas_status atlas_site_report_build(const atlas_ledger_entry *entries,
                                      size_t count, size_t top_n, double min_mb,
                                      atlas_site_report *out_report);
 void atlas_site_report_free(atlas_site_report *report);
 
 // Renders a report as text, one line per row, the live total last.
-atlas_status atlas_site_report_text(const atlas_site_report *report,
+ATLAS_MUST_USE atlas_status atlas_site_report_text(const atlas_site_report *report,
                                     char **out_text);
 
 #ifdef __cplusplus

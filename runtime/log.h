@@ -1,15 +1,17 @@
-// Log lines for the runtime: stderr, one line per event, prefixed "atlas:".
-//
-// Deliberately no global logger object to configure: a library that wants
-// its own sink passes callbacks where it matters (teardown reports, statuses).
+// Log lines for the runtime, through the sink of the backend or model that
+// logs them (runtime/log_sink.h). Deliberately no global logger.
 #ifndef ATLAS_RUNTIME_LOG_H_
 #define ATLAS_RUNTIME_LOG_H_
+
+#include "atlas/runtime/log_sink.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-void atlas_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// `sink` may be NULL (stderr).
+void atlas_log(const atlas_log_sink *sink, atlas_log_level level,
+               const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -12,6 +12,8 @@ struct atlas_status_s {
   atlas_status_code code;
   size_t count;         // failures joined into this one
   bool is_fixed;        // the out-of-memory fallback below: never freed
+  const char *file;     // where the first failure was made (a literal)
+  int line;
   const char *message;  // `storage` for heap statuses
   char storage[];
 };
@@ -19,7 +21,7 @@ struct atlas_status_s {
 // When even the status cannot be allocated, callers still need a failure
 // they can report; this one is const and never freed.
 static const struct atlas_status_s kOutOfMemoryStatus = {
-    ATLAS_STATUS_OUT_OF_MEMORY, 1, true,
+    ATLAS_STATUS_OUT_OF_MEMORY, 1, true, __FILE__, __LINE__,
     "out of host memory while reporting an error"};
 
 static atlas_status fixed_oom(void) {
@@ -28,6 +30,7 @@ static atlas_status fixed_oom(void) {
 }
 
 static atlas_status status_from_text(atlas_status_code code, size_t count,
+                                     const char *file, int line,
                                      const char *text) {
   size_t len = strlen(text);
   atlas_status s = malloc(sizeof(*s) + len + 1);
@@ -35,6 +38,8 @@ static atlas_status status_from_text(atlas_status_code code, size_t count,
   s->code = code;
   s->count = count;
   s->is_fixed = false;
+  s->file = file;
+  s->line = line;
   memcpy(s->storage, text, len + 1);
   s->message = s->storage;
   return s;
@@ -52,14 +57,16 @@ static char *vformat(const char *fmt, va_list ap) {
   return buf;
 }
 
-atlas_status atlas_status_make(atlas_status_code code, const char *fmt, ...) {
+atlas_status atlas_status_make_at(const char *file, int line,
+                                  atlas_status_code code, const char *fmt,
+                                  ...) {
   if (code == ATLAS_STATUS_OK) code = ATLAS_STATUS_INTERNAL;  // never "OK error"
   va_list ap;
   va_start(ap, fmt);
   char *text = vformat(fmt, ap);
   va_end(ap);
   if (text == NULL) return fixed_oom();
-  atlas_status s = status_from_text(code, 1, text);
+  atlas_status s = status_from_text(code, 1, file, line, text);
   free(text);
   return s;
 }
@@ -80,7 +87,8 @@ atlas_status atlas_status_annotate(atlas_status status, const char *fmt, ...) {
   }
   snprintf(text, plen + 2 + mlen + 1, "%s: %s", prefix, status->message);
   free(prefix);
-  atlas_status out = status_from_text(status->code, status->count, text);
+  atlas_status out = status_from_text(status->code, status->count,
+                                      status->file, status->line, text);
   free(text);
   if (out->is_fixed) return status;
   atlas_status_free(status);
@@ -99,7 +107,8 @@ atlas_status atlas_status_join(atlas_status first, atlas_status second) {
   }
   snprintf(text, a + 1 + b + 1, "%s\n%s", first->message, second->message);
   atlas_status out =
-      status_from_text(first->code, first->count + second->count, text);
+      status_from_text(first->code, first->count + second->count, first->file,
+                       first->line, text);
   free(text);
   if (out->is_fixed) {
     atlas_status_free(second);
@@ -138,6 +147,14 @@ const char *atlas_status_code_name(atlas_status_code code) {
     case ATLAS_STATUS_ABORTED: return "ABORTED";
   }
   return "UNKNOWN";
+}
+
+const char *atlas_status_file(atlas_status status) {
+  return status == ATLAS_OK ? "" : status->file;
+}
+
+int atlas_status_line(atlas_status status) {
+  return status == ATLAS_OK ? 0 : status->line;
 }
 
 void atlas_status_free(atlas_status status) {

@@ -32,20 +32,35 @@ typedef struct atlas_status_s *atlas_status;
 
 #define ATLAS_OK ((atlas_status)NULL)
 
-// Makes a status with a printf-style message. Never returns NULL for a
+// On every function that returns a status: dropping one is a compile error
+// under -Werror (a failure nobody reads is a failure nobody reports).
+#if defined(__GNUC__) || defined(__clang__)
+#define ATLAS_MUST_USE __attribute__((warn_unused_result))
+#else
+#define ATLAS_MUST_USE
+#endif
+
+// Makes a status with a printf-style message, recording the file and line
+// that made it (atlas_status_make captures them). Never returns NULL for a
 // non-OK code: if the message cannot be allocated a fixed out-of-memory
 // status is returned instead.
-atlas_status atlas_status_make(atlas_status_code code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+ATLAS_MUST_USE atlas_status atlas_status_make_at(const char *file, int line,
+                                                 atlas_status_code code,
+                                                 const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define atlas_status_make(code, ...) \
+  atlas_status_make_at(__FILE__, __LINE__, (code), __VA_ARGS__)
 
 // Prefixes context to a status ("loading model.safetensors: ..."). Takes
 // ownership of `status`; passing OK returns OK.
-atlas_status atlas_status_annotate(atlas_status status, const char *fmt, ...)
+ATLAS_MUST_USE atlas_status atlas_status_annotate(atlas_status status,
+                                                  const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 // Joins two statuses into one that reports both (first code wins). Takes
 // ownership of both; either may be OK.
-atlas_status atlas_status_join(atlas_status first, atlas_status second);
+ATLAS_MUST_USE atlas_status atlas_status_join(atlas_status first,
+                                              atlas_status second);
 
 atlas_status_code atlas_status_code_of(atlas_status status);
 // The message ("" for OK). Owned by the status.
@@ -53,6 +68,10 @@ const char *atlas_status_message(atlas_status status);
 // How many failures were joined into this status (0 for OK).
 size_t atlas_status_count(atlas_status status);
 const char *atlas_status_code_name(atlas_status_code code);
+// Where the first failure was made ("" and 0 for OK). Annotating and joining
+// keep it: it names the line that found the problem, not the callers.
+const char *atlas_status_file(atlas_status status);
+int atlas_status_line(atlas_status status);
 void atlas_status_free(atlas_status status);
 
 static inline bool atlas_status_is_ok(atlas_status status) {
@@ -68,9 +87,11 @@ atlas_status_code atlas_status_consume(atlas_status status);
 // is never OK (NULL), that annotating keeps OK-ness, and that a join fails
 // when either side failed. Without it, it follows "failed, yet OK" paths into
 // false null dereferences and uses after free. Never compiled into a build.
+#undef atlas_status_make
 #define atlas_status_make(...)                                          \
   __extension__({                                                       \
-    atlas_status atlas_model_r_ = (atlas_status_make)(__VA_ARGS__);     \
+    atlas_status atlas_model_r_ =                                       \
+        atlas_status_make_at(__FILE__, __LINE__, __VA_ARGS__);          \
     if (atlas_model_r_ == ATLAS_OK) __builtin_unreachable();            \
     atlas_model_r_;                                                     \
   })
@@ -96,12 +117,30 @@ atlas_status_code atlas_status_consume(atlas_status status);
   })
 #endif
 
-#define ATLAS_RETURN_IF_ERROR(expr)            \
+// ATLAS_RETURN_IF_ERROR(expr) returns a failed status as it is;
+// ATLAS_RETURN_IF_ERROR(expr, "loading %s", path) adds that context first.
+#define ATLAS_RETURN_IF_ERROR(...)                                       \
+  ATLAS_RIE_PICK_(__VA_ARGS__, ATLAS_RIE_CTX_, ATLAS_RIE_CTX_,           \
+                  ATLAS_RIE_CTX_, ATLAS_RIE_CTX_, ATLAS_RIE_CTX_,        \
+                  ATLAS_RIE_CTX_, ATLAS_RIE_CTX_, ATLAS_RIE_CTX_,        \
+                  ATLAS_RIE_CTX_, ATLAS_RIE_PLAIN_, ATLAS_RIE_NONE_)     \
+  (__VA_ARGS__)
+#define ATLAS_RIE_PICK_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, name, \
+                        ...)                                             \
+  name
+#define ATLAS_RIE_PLAIN_(expr)                 \
   do {                                         \
     atlas_status atlas_status_tmp_ = (expr);   \
     if (atlas_status_tmp_ != ATLAS_OK) {       \
       return atlas_status_tmp_;                \
     }                                          \
+  } while (0)
+#define ATLAS_RIE_CTX_(expr, ...)                                       \
+  do {                                                                  \
+    atlas_status atlas_status_tmp_ = (expr);                            \
+    if (atlas_status_tmp_ != ATLAS_OK) {                                \
+      return atlas_status_annotate(atlas_status_tmp_, __VA_ARGS__);     \
+    }                                                                   \
   } while (0)
 
 #ifdef __cplusplus

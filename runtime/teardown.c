@@ -15,7 +15,13 @@ typedef struct registered {
 struct atlas_teardown {
   registered *items;
   size_t count, cap;
+  atlas_log_sink log;  // where a leak found by the final sweep is reported
 };
+
+void atlas_teardown_set_log(atlas_teardown *teardown,
+                            const atlas_log_sink *sink) {
+  if (sink != NULL) teardown->log = *sink;
+}
 
 atlas_status atlas_teardown_create(atlas_teardown **out_teardown) {
   *out_teardown = calloc(1, sizeof(atlas_teardown));
@@ -76,6 +82,7 @@ atlas_status atlas_teardown_run(atlas_teardown *t, atlas_sweep_fn sweep,
     }
     free(r->name);
   }
+  atlas_log_sink log = t->log;
   free(t->items);
   free(t);
   if (sweep != NULL) {
@@ -83,7 +90,7 @@ atlas_status atlas_teardown_run(atlas_teardown *t, atlas_sweep_fn sweep,
     failures = atlas_status_join(failures,
                                  atlas_status_annotate(s, "final sweep"));
     if (report.sweep.count > 0 && report.failed == 0) {
-      atlas_log("leak: teardown released everything registered, yet the sweep "
+      atlas_log(&log, ATLAS_LOG_WARNING, "leak: teardown released everything registered, yet the sweep "
                 "freed %zu allocations (%zu bytes) that no resource covered:\n%s",
                 report.sweep.count, report.sweep.bytes,
                 report.sweep.sites ? report.sweep.sites : "");

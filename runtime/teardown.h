@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "atlas/runtime/ledger.h"
+#include "atlas/runtime/log_sink.h"
 #include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
@@ -31,11 +32,15 @@ typedef struct atlas_teardown_report {
   atlas_sweep_result sweep; // what the sweep had to free
 } atlas_teardown_report;
 
-atlas_status atlas_teardown_create(atlas_teardown **out_teardown);
+ATLAS_MUST_USE atlas_status atlas_teardown_create(atlas_teardown **out_teardown);
 
 // Registers a resource. On failure (out of memory) it is NOT registered and
 // the caller still owns it.
-atlas_status atlas_teardown_register(atlas_teardown *teardown, const char *name,
+// Where the final sweep's leak report goes (default: stderr).
+void atlas_teardown_set_log(atlas_teardown *teardown,
+                            const atlas_log_sink *sink);
+
+ATLAS_MUST_USE atlas_status atlas_teardown_register(atlas_teardown *teardown, const char *name,
                                      atlas_release_fn release, void *resource);
 
 size_t atlas_teardown_count(const atlas_teardown *teardown);
@@ -44,7 +49,7 @@ size_t atlas_teardown_count(const atlas_teardown *teardown);
 // frees the teardown. Returns every failure joined, each naming its resource.
 // `out_report` may be NULL; otherwise free its sweep with
 // atlas_sweep_result_free.
-atlas_status atlas_teardown_run(atlas_teardown *teardown, atlas_sweep_fn sweep,
+ATLAS_MUST_USE atlas_status atlas_teardown_run(atlas_teardown *teardown, atlas_sweep_fn sweep,
                                 void *sweep_ctx,
                                 atlas_teardown_report *out_report);
 

@@ -51,7 +51,7 @@ typedef struct atlas_upload_options {
 // element (the lowest job, then the lowest index). Jobs that
 // completed stay written. Makes and frees its staging: see the uploader
 // below to keep staging across uploads.
-atlas_status atlas_upload_run(atlas_backend *backend,
+ATLAS_MUST_USE atlas_status atlas_upload_run(atlas_backend *backend,
                               const atlas_upload_job *jobs, size_t job_count,
                               const atlas_upload_options *options);
 
@@ -61,13 +61,13 @@ atlas_status atlas_upload_run(atlas_backend *backend,
 // (0: options->chunk_bytes).
 typedef struct atlas_uploader atlas_uploader;
 
-atlas_status atlas_uploader_create(atlas_backend *backend,
+ATLAS_MUST_USE atlas_status atlas_uploader_create(atlas_backend *backend,
                                    const atlas_upload_options *options,
                                    size_t staging_bytes_hint,
                                    atlas_uploader **out_uploader);
-atlas_status atlas_uploader_run(atlas_uploader *uploader,
+ATLAS_MUST_USE atlas_status atlas_uploader_run(atlas_uploader *uploader,
                                 const atlas_upload_job *jobs, size_t job_count);
-atlas_status atlas_uploader_destroy(atlas_uploader *uploader);
+ATLAS_MUST_USE atlas_status atlas_uploader_destroy(atlas_uploader *uploader);
 
 #ifdef __cplusplus
 }  // extern "C"

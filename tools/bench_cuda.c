@@ -331,30 +331,12 @@ static int bench_redzone_scan(bench_ctx *c, int device) {
   return err;
 }
 
-static void usage(void) {
-  fprintf(stderr,
-          "usage: bench cuda [--device N] [--rounds R] [--quick]\n"
-          "  Times the CUDA backend against the raw driver in one run.\n");
-}
-
-int atlas_bench_cuda(int argc, char **argv) {
+int atlas_bench_cuda(const atlas_bench_cuda_options *options) {
   bench_ctx c;
   memset(&c, 0, sizeof(c));
-  c.rounds = 15;
-  int device = 0;
-  for (int i = 0; i < argc; ++i) {
-    if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
-      device = (int)strtol(argv[++i], NULL, 10);
-    } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-      c.rounds = (int)strtol(argv[++i], NULL, 10);
-    } else if (strcmp(argv[i], "--quick") == 0) {
-      c.quick = 1;
-    } else {
-      usage();
-      return 2;
-    }
-  }
-  if (c.rounds < 1) c.rounds = 1;
+  c.rounds = options->rounds < 1 ? 1 : options->rounds;
+  c.quick = options->quick ? 1 : 0;
+  int device = options->device;
   // A PTX-only load must really JIT each time, not hit the disk cache.
   setenv("CUDA_CACHE_DISABLE", "1", 0);
   const atlas_module_def *mods[1] = {&atlas_contract_cuda_module};

@@ -1,6 +1,7 @@
 // Load speed, measured side by side in one run (see bench_load.h).
 #include "atlas/tools/bench_load.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -279,15 +280,11 @@ static int compare_sources(atlas_backend *b, tensors *t) {
   return 0;
 }
 
-int atlas_bench_load(int argc, char **argv) {
-  if (argc < 1) {
-    fprintf(stderr, "usage: bench load FILE.safetensors|DIR\n");
-    return 2;
-  }
-  const char *path = argv[0];
+int atlas_bench_load(const atlas_bench_load_options *options) {
+  const char *path = options->path;
   struct stat st;
   if (stat(path, &st) != 0) {
-    fprintf(stderr, "bench load: cannot stat %s\n", path);
+    fprintf(stderr, "bench load: cannot stat %s: %s\n", path, strerror(errno));
     return 1;
   }
   // A checkpoint directory (single or sharded) or one safetensors file.

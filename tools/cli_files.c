@@ -2,13 +2,9 @@
 #include "atlas/tools/cli_files.h"
 
 #include <errno.h>
-#include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "atlas/runtime/arch/llama/llama_config.h"
 
 atlas_status atlas_cli_output_open(const char *path, atlas_cli_output *out) {
   memset(out, 0, sizeof(*out));
@@ -73,46 +69,4 @@ void atlas_cli_output_abort(atlas_cli_output *out) {
   free(out->tmp);
   free(out->path);
   memset(out, 0, sizeof(*out));
-}
-
-atlas_status atlas_cli_parse_finite(const char *flag, const char *text,
-                                    double min, double *out) {
-  char *end = NULL;
-  errno = 0;
-  double v = strtod(text, &end);
-  if (errno != 0 || end == text || *end != '\0' || !isfinite(v) || v < min) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s wants a finite number >= %g, not '%.200s'",
-                             flag, min, text);
-  }
-  *out = v;
-  return ATLAS_OK;
-}
-
-atlas_status atlas_cli_check_steps(const char *model_dir, size_t prompt_len,
-                                   long steps) {
-  if (steps < 0) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "--steps is required");
-  }
-  char path[4096];
-  int n = snprintf(path, sizeof(path), "%s/config.json", model_dir);
-  if (n < 0 || (size_t)n >= sizeof(path)) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "model directory path is too long");
-  }
-  atlas_llama_config c;
-  ATLAS_RETURN_IF_ERROR(atlas_llama_config_load(path, &c));
-  // Forward steps: every prompt token and every generated token but the last.
-  uint64_t forwards = (uint64_t)prompt_len + (steps > 0 ? (uint64_t)steps - 1 : 0);
-  if ((uint64_t)steps > (uint64_t)INT64_MAX ||
-      forwards > (uint64_t)c.max_position_embeddings) {
-    return atlas_status_make(
-        ATLAS_STATUS_INVALID_ARGUMENT,
-        "--steps %ld with %zu prompt tokens needs %llu positions; %s has a "
-        "context of %lld (max_position_embeddings)",
-        steps, prompt_len, (unsigned long long)forwards, model_dir,
-        (long long)c.max_position_embeddings);
-  }
-  return ATLAS_OK;
 }

@@ -4,6 +4,8 @@
 # every staged test and bench cuda, then the load benchmark on a >= 4 GiB
 # checkpoint and a generation on it. Short tables last.
 set -uo pipefail
+# Every CUDA test must run for real here: a skip fails (tests/cuda/cuda_skip.h).
+export ATLAS_REQUIRE_GPU=1
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 stage="${1:-$here/.gpu}"
 logs="${OUT:-/tmp}"

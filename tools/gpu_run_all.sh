@@ -5,6 +5,9 @@
 # skipped, 1 otherwise. ATLAS_GPU_SANITIZE=1 also runs each test binary under
 # compute-sanitizer's memcheck (death tests excluded: they fault on purpose).
 set -uo pipefail
+# A CUDA test that would skip here fails instead (tests/cuda/cuda_skip.h):
+# this machine is supposed to have a GPU.
+export ATLAS_REQUIRE_GPU=1
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 logs="${OUT:-$here/logs}"

@@ -1,138 +1,245 @@
-// make_checkpoint: writes a tiny deterministic Llama checkpoint.
+// make_checkpoint: writes a tiny deterministic Llama checkpoint with random
+// weights, loads it back to check it (config, checkpoint, shapes) and says
+// what it wrote.
 //
-//   make_checkpoint --out DIR [--seed N] [--preset tiny|small]
-//                   [--dtype f32|f16|bf16] [--shards N] [--tied]
-//                   [--vocab N] [--hidden N] [--intermediate N] [--layers N]
-//                   [--heads N] [--kv-heads N] [--max-pos N]
+//   make_checkpoint --out DIR [options]     (make_checkpoint --help: all)
 //
-// The result is checked by loading it back (config, checkpoint, shapes).
-#include <errno.h>
+// Exit status: 0 written; 1 writing or checking failed; 2 usage error.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/arch/llama/llama_config.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
 #include "atlas/runtime/status.h"
+#include "atlas/runtime/version.h"
+#include "atlas/tools/cli_options.h"
 #include "atlas/tools/make_checkpoint_lib.h"
 
-static int usage(const char *argv0) {
-  fprintf(stderr,
-          "usage: %s --out DIR [--seed N] [--preset tiny|small] "
-          "[--dtype f32|f16|bf16] [--shards N] [--tied] [--vocab N] "
-          "[--hidden N] [--intermediate N] [--layers N] [--heads N] "
-          "[--kv-heads N] [--max-pos N]\n",
-          argv0);
-  return 1;
-}
+enum {
+  OPT_OUT, OPT_SEED, OPT_PRESET, OPT_DTYPE, OPT_SHARDS, OPT_TIED, OPT_VOCAB,
+  OPT_HIDDEN, OPT_INTERMEDIATE, OPT_LAYERS, OPT_HEADS, OPT_KV_HEADS,
+  OPT_MAX_POS, OPT_COUNT
+};
 
-static int parse_u64(const char *s, unsigned long long *out) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || s[0] == '-') return 0;
-  *out = v;
-  return 1;
+static const atlas_cli_option kOptions[] = {
+    [OPT_OUT] = {"out", "DIR", true, NULL,
+                 "folder to write config.json and the weights to (created "
+                 "if missing, one level)"},
+    [OPT_SEED] = {"seed", "N", false, "1", "seed of the random weights"},
+    [OPT_PRESET] = {"preset", "NAME", false, "tiny",
+                    "tiny (vocab 64, hidden 32, intermediate 64, 2 layers, 4 "
+                    "heads, 2 kv heads, max-pos 128) or small (256, 64, 128, "
+                    "4, 8, 2, 256)"},
+    [OPT_DTYPE] = {"dtype", "TYPE", false, "f32",
+                   "weight type: f32, f16 or bf16"},
+    [OPT_SHARDS] = {"shards", "N", false, "1",
+                    "1: model.safetensors; N > 1: N shards and "
+                    "model.safetensors.index.json (at most 1000)"},
+    [OPT_TIED] = {"tied", NULL, false, "off",
+                  "tie the output head to the embeddings (no lm_head.weight)"},
+    [OPT_VOCAB] = {"vocab", "N", false, "the preset's", "vocab_size"},
+    [OPT_HIDDEN] = {"hidden", "N", false, "the preset's", "hidden_size"},
+    [OPT_INTERMEDIATE] = {"intermediate", "N", false, "the preset's",
+                          "intermediate_size"},
+    [OPT_LAYERS] = {"layers", "N", false, "the preset's", "num_hidden_layers"},
+    [OPT_HEADS] = {"heads", "N", false, "the preset's",
+                   "num_attention_heads (must divide hidden)"},
+    [OPT_KV_HEADS] = {"kv-heads", "N", false, "the preset's",
+                      "num_key_value_heads"},
+    [OPT_MAX_POS] = {"max-pos", "N", false, "the preset's",
+                     "max_position_embeddings"},
+};
+
+static const atlas_cli_command kCommand = {
+    "make_checkpoint", "--out DIR [options]",
+    "Writes a deterministic Llama checkpoint with RANDOM weights (the same\n"
+    "options give the same bytes on every machine), as Hugging Face lays one\n"
+    "out: config.json and model.safetensors, or an index and shards. It is\n"
+    "loaded back and checked before the command says what it wrote.",
+    kOptions, OPT_COUNT, 0, ATLAS_VERSION_STRING};
+
+typedef struct options {
+  char out[ATLAS_CLI_PATH_MAX];
+  const char *preset;
+  unsigned long long seed, shards;
+  atlas_dtype dtype;
+  bool tied;
+  // Overrides that apply after the preset; 0 keeps the preset's value.
+  unsigned long long dims[OPT_COUNT];
+} options;
+
+static atlas_status set_option(void *opts, size_t index, const char *value) {
+  options *o = opts;
+  char flag[64];
+  snprintf(flag, sizeof(flag), "--%s", kOptions[index].name);
+  switch (index) {
+    case OPT_OUT:
+      return atlas_cli_resolve_path(flag, value, o->out);
+    case OPT_SEED:
+      return atlas_cli_parse_u64(flag, value, ~0ull, &o->seed);
+    case OPT_PRESET: {
+      atlas_llama_config probe;
+      atlas_status s = atlas_make_checkpoint_preset(value, &probe);
+      if (s != ATLAS_OK) {
+        atlas_status_free(s);
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "unknown preset '%s' (tiny or small)", value);
+      }
+      o->preset = value;
+      return ATLAS_OK;
+    }
+    case OPT_DTYPE:
+      if (strcmp(value, "f32") == 0) {
+        o->dtype = ATLAS_DTYPE_F32;
+      } else if (strcmp(value, "f16") == 0) {
+        o->dtype = ATLAS_DTYPE_F16;
+      } else if (strcmp(value, "bf16") == 0) {
+        o->dtype = ATLAS_DTYPE_BF16;
+      } else {
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "unknown dtype '%s' (f32, f16 or bf16)",
+                                 value);
+      }
+      return ATLAS_OK;
+    case OPT_SHARDS:
+      ATLAS_RETURN_IF_ERROR(atlas_cli_parse_u64(flag, value, 1000, &o->shards));
+      if (o->shards == 0) {
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "--shards wants 1 to 1000, not 0");
+      }
+      return ATLAS_OK;
+    case OPT_TIED:
+      o->tied = true;
+      return ATLAS_OK;
+    default:  // a dimension
+      ATLAS_RETURN_IF_ERROR(atlas_cli_parse_u64(
+          flag, value, (unsigned long long)ATLAS_LLAMA_MAX_DIM, &o->dims[index]));
+      if (o->dims[index] == 0) {
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "%s wants a positive integer, not 0", flag);
+      }
+      return ATLAS_OK;
+  }
 }
 
 static int fail(atlas_status status) {
   fprintf(stderr, "make_checkpoint: %s\n", atlas_status_message(status));
   atlas_status_free(status);
-  return 1;
+  return ATLAS_CLI_EXIT_FAILURE;
 }
 
 // Loads what was written and checks it the way the runtime will.
-static atlas_status verify(const char *dir) {
-  char path[4096];
+static atlas_status verify(const char *dir, atlas_checkpoint **out_ck) {
+  char path[ATLAS_CLI_PATH_MAX + 16];
   snprintf(path, sizeof(path), "%s/config.json", dir);
   atlas_llama_config cfg;
   ATLAS_RETURN_IF_ERROR(atlas_llama_config_load(path, &cfg));
+  ATLAS_RETURN_IF_ERROR(atlas_checkpoint_open(dir, out_ck));
+  return atlas_llama_check_checkpoint(&cfg, *out_ck, NULL);
+}
+
+static unsigned long long file_bytes(const char *dir, const char *name) {
+  char path[ATLAS_CLI_PATH_MAX + 300];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  struct stat st;
+  return stat(path, &st) == 0 ? (unsigned long long)st.st_size : 0;
+}
+
+static const char *dtype_name(atlas_dtype d) {
+  return d == ATLAS_DTYPE_F16 ? "f16" : d == ATLAS_DTYPE_BF16 ? "bf16" : "f32";
+}
+
+// What was written, in one paragraph on stdout.
+static void say_what_was_written(const options *o, const atlas_llama_config *c,
+                                 atlas_checkpoint *ck) {
+  size_t shards = atlas_checkpoint_shard_count(ck);
+  unsigned long long weights = 0;
+  for (size_t i = 0; i < shards; ++i) {
+    const char *path = atlas_safetensors_path(atlas_checkpoint_shard(ck, i));
+    struct stat st;
+    if (stat(path, &st) == 0) weights += (unsigned long long)st.st_size;
+  }
+  printf("make_checkpoint: wrote %s\n  config.json (%llu bytes)\n", o->out,
+         file_bytes(o->out, "config.json"));
+  if (shards == 1) {
+    printf("  model.safetensors (%llu bytes)\n", weights);
+  } else {
+    printf("  model.safetensors.index.json (%llu bytes) and %zu shards "
+           "model-0000N-of-%05zu.safetensors (%llu bytes)\n",
+           file_bytes(o->out, "model.safetensors.index.json"), shards, shards,
+           weights);
+  }
+  printf("  Llama, preset %s: vocab %lld, hidden %lld, intermediate %lld, "
+         "%lld layers, %lld heads, %lld kv heads, max_pos %lld%s\n"
+         "  %zu tensors, %s, RANDOM weights from seed %llu; loaded back and "
+         "checked\n",
+         o->preset, (long long)c->vocab_size, (long long)c->hidden_size,
+         (long long)c->intermediate_size, (long long)c->num_hidden_layers,
+         (long long)c->num_attention_heads, (long long)c->num_key_value_heads,
+         (long long)c->max_position_embeddings,
+         c->tie_word_embeddings ? ", tied embeddings" : "",
+         atlas_checkpoint_tensor_count(ck), dtype_name(o->dtype), o->seed);
+}
+
+static int make(const options *o) {
+  atlas_make_checkpoint_options m;
+  memset(&m, 0, sizeof(m));
+  m.out_dir = o->out;
+  m.seed = o->seed;
+  m.dtype = o->dtype;
+  m.shards = (int)o->shards;
+  atlas_status status = atlas_make_checkpoint_preset(o->preset, &m.config);
+  if (status != ATLAS_OK) return fail(status);
+  atlas_llama_config *c = &m.config;
+  int64_t *fields[OPT_COUNT] = {
+      [OPT_VOCAB] = &c->vocab_size,
+      [OPT_HIDDEN] = &c->hidden_size,
+      [OPT_INTERMEDIATE] = &c->intermediate_size,
+      [OPT_LAYERS] = &c->num_hidden_layers,
+      [OPT_HEADS] = &c->num_attention_heads,
+      [OPT_KV_HEADS] = &c->num_key_value_heads,
+      [OPT_MAX_POS] = &c->max_position_embeddings,
+  };
+  for (size_t i = 0; i < OPT_COUNT; ++i) {
+    if (fields[i] != NULL && o->dims[i] != 0) *fields[i] = (int64_t)o->dims[i];
+  }
+  if (c->hidden_size % c->num_attention_heads != 0) {
+    return atlas_cli_usage_error(kCommand.program,
+                                 "hidden %lld is not divisible by heads %lld",
+                                 (long long)c->hidden_size,
+                                 (long long)c->num_attention_heads);
+  }
+  c->head_dim = c->hidden_size / c->num_attention_heads;
+  c->tie_word_embeddings = o->tied;
+  status = atlas_make_checkpoint_write(&m);
   atlas_checkpoint *ck = NULL;
-  ATLAS_RETURN_IF_ERROR(atlas_checkpoint_open(dir, &ck));
-  atlas_status status = atlas_llama_check_checkpoint(&cfg, ck, NULL);
+  if (status == ATLAS_OK) status = verify(o->out, &ck);
+  if (status == ATLAS_OK) say_what_was_written(o, c, ck);
   atlas_checkpoint_close(ck);
-  return status;
+  return status == ATLAS_OK ? ATLAS_CLI_EXIT_OK : fail(status);
 }
 
 int main(int argc, char **argv) {
-  atlas_make_checkpoint_options o = {0};
-  o.seed = 1;
-  o.dtype = ATLAS_DTYPE_F32;
-  o.shards = 1;
-  const char *preset = "tiny";
-  // Overrides apply after the preset; 0 means "keep the preset's".
-  unsigned long long vocab = 0, hidden = 0, inter = 0, layers = 0, heads = 0,
-                     kv = 0, maxpos = 0, shards = 1;
-  int tied = 0;
-  for (int i = 1; i < argc; ++i) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    unsigned long long *num = NULL;
-    if (strcmp(a, "--tied") == 0) {
-      tied = 1;
-      continue;
-    }
-    if (v == NULL) return usage(argv[0]);
-    ++i;
-    if (strcmp(a, "--out") == 0) {
-      o.out_dir = v;
-    } else if (strcmp(a, "--preset") == 0) {
-      preset = v;
-    } else if (strcmp(a, "--dtype") == 0) {
-      if (strcmp(v, "f32") == 0) {
-        o.dtype = ATLAS_DTYPE_F32;
-      } else if (strcmp(v, "f16") == 0) {
-        o.dtype = ATLAS_DTYPE_F16;
-      } else if (strcmp(v, "bf16") == 0) {
-        o.dtype = ATLAS_DTYPE_BF16;
-      } else {
-        fprintf(stderr, "make_checkpoint: unknown dtype \"%s\"\n", v);
-        return usage(argv[0]);
-      }
-    } else if (strcmp(a, "--seed") == 0) {
-      unsigned long long seed = 0;
-      if (!parse_u64(v, &seed)) return usage(argv[0]);
-      o.seed = seed;
-    } else {
-      num = strcmp(a, "--shards") == 0         ? &shards
-            : strcmp(a, "--vocab") == 0        ? &vocab
-            : strcmp(a, "--hidden") == 0       ? &hidden
-            : strcmp(a, "--intermediate") == 0 ? &inter
-            : strcmp(a, "--layers") == 0       ? &layers
-            : strcmp(a, "--heads") == 0        ? &heads
-            : strcmp(a, "--kv-heads") == 0     ? &kv
-            : strcmp(a, "--max-pos") == 0      ? &maxpos
-                                               : NULL;
-      if (num == NULL || !parse_u64(v, num) || *num == 0 ||
-          *num > (unsigned long long)ATLAS_LLAMA_MAX_DIM) {
-        fprintf(stderr, "make_checkpoint: bad option %s %s\n", a, v);
-        return usage(argv[0]);
-      }
-    }
+  options *o = calloc(1, sizeof(*o));
+  if (o == NULL) {
+    return fail(atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
   }
-  if (o.out_dir == NULL) return usage(argv[0]);
-  atlas_status status = atlas_make_checkpoint_preset(preset, &o.config);
-  if (status != ATLAS_OK) return fail(status);
-  atlas_llama_config *c = &o.config;
-  if (vocab) c->vocab_size = (int64_t)vocab;
-  if (hidden) c->hidden_size = (int64_t)hidden;
-  if (inter) c->intermediate_size = (int64_t)inter;
-  if (layers) c->num_hidden_layers = (int64_t)layers;
-  if (heads) c->num_attention_heads = (int64_t)heads;
-  if (kv) c->num_key_value_heads = (int64_t)kv;
-  if (maxpos) c->max_position_embeddings = (int64_t)maxpos;
-  if (c->hidden_size % c->num_attention_heads != 0) {
-    fprintf(stderr, "make_checkpoint: hidden %lld not divisible by heads "
-                    "%lld\n",
-            (long long)c->hidden_size, (long long)c->num_attention_heads);
-    return 1;
+  o->preset = "tiny";
+  o->seed = 1;
+  o->shards = 1;
+  o->dtype = ATLAS_DTYPE_F32;
+  int next = 0;
+  atlas_cli_parse_result r =
+      atlas_cli_parse(&kCommand, argc, argv, set_option, o, &next);
+  int rc;
+  if (r != ATLAS_CLI_PARSED) {
+    rc = r == ATLAS_CLI_HELP ? ATLAS_CLI_EXIT_OK : ATLAS_CLI_EXIT_USAGE;
+  } else {
+    rc = make(o);
   }
-  c->head_dim = c->hidden_size / c->num_attention_heads;
-  c->tie_word_embeddings = tied != 0;
-  o.shards = (int)(shards > 1000 ? 1000 : shards);
-  status = atlas_make_checkpoint_write(&o);
-  if (status == ATLAS_OK) status = verify(o.out_dir);
-  if (status != ATLAS_OK) return fail(status);
-  return 0;
+  free(o);
+  return rc;
 }

@@ -16,6 +16,7 @@ atlas_status atlas_make_checkpoint_preset(const char *name,
   atlas_llama_config c = {0};
   c.rms_norm_eps = 1e-5;
   c.rope_theta = 10000.0;
+  atlas_rope_config_init(&c.rope, c.rope_theta);
   if (strcmp(name, "tiny") == 0) {
     c.vocab_size = 64;
     c.hidden_size = 32;
@@ -119,6 +120,7 @@ static atlas_status list_tensors(const atlas_llama_config *c, gen_tensor **out,
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
     for (int w = ATLAS_LLAMA_FIRST_LAYER_WEIGHT; w < ATLAS_LLAMA_WEIGHT_COUNT;
          ++w) {
+      if (!atlas_llama_weight_used(c, (atlas_llama_weight)w)) continue;
       t[n].weight = (atlas_llama_weight)w;
       t[n].rank = (int)l;  // layer, until the shape overwrites it below
       ++n;

@@ -27,11 +27,11 @@ typedef struct atlas_make_checkpoint_options {
 // Fills `out` with a preset: "tiny" (vocab 64, hidden 32, 2 layers, 4 heads,
 // 2 kv heads, intermediate 64) or "small" (vocab 256, hidden 64, 4 layers,
 // 8 heads, 2 kv heads, intermediate 128). INVALID_ARGUMENT for other names.
-atlas_status atlas_make_checkpoint_preset(const char *name,
+ATLAS_MUST_USE atlas_status atlas_make_checkpoint_preset(const char *name,
                                           atlas_llama_config *out);
 
 // Writes out_dir/config.json and the weights.
-atlas_status atlas_make_checkpoint_write(
+ATLAS_MUST_USE atlas_status atlas_make_checkpoint_write(
     const atlas_make_checkpoint_options *options);
 
 // Round-to-nearest-even conversions used for the weights (exposed for tests).

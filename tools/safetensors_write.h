@@ -26,7 +26,7 @@ typedef struct atlas_safetensors_write_tensor {
 
 // Writes `count` tensors and `metadata_count` key/value pairs
 // (metadata[2*i] is a key, metadata[2*i+1] its value) to `path`.
-atlas_status atlas_safetensors_write(
+ATLAS_MUST_USE atlas_status atlas_safetensors_write(
     const char *path, const atlas_safetensors_write_tensor *tensors,
     size_t count, const char *const *metadata, size_t metadata_count);
 

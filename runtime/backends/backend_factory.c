@@ -58,7 +58,8 @@ atlas_status atlas_backend_factory_create(const char *name,
     }
     why = atlas_status_join(why, s);
   }
-  atlas_log("backend auto: using the host (%s)", atlas_status_message(why));
+  atlas_log(options != NULL ? &options->log : NULL, ATLAS_LOG_INFO,
+            "backend auto: using the host (%s)", atlas_status_message(why));
   atlas_status_free(why);
   return find_row("host")->create(options, out_backend);
 }

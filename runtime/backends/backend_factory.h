@@ -27,12 +27,12 @@ typedef struct atlas_backend_factory_row {
 const atlas_backend_factory_row *atlas_backend_factory_rows(size_t *out_count);
 
 // NOT_FOUND naming the known backends when `name` is not "auto" or a row.
-atlas_status atlas_backend_factory_check_name(const char *name);
+ATLAS_MUST_USE atlas_status atlas_backend_factory_check_name(const char *name);
 
 // Creates the backend `name` ("auto" or NULL: the first device backend that
 // is available, else the host; the choice is logged). On failure nothing is
 // allocated.
-atlas_status atlas_backend_factory_create(const char *name,
+ATLAS_MUST_USE atlas_status atlas_backend_factory_create(const char *name,
                                           const atlas_backend_options *options,
                                           atlas_backend **out_backend);
 

@@ -865,6 +865,7 @@ atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
     free(cb);
     return atlas_status_annotate(status, "creating CUDA backend %s", name);
   }
+  cb->base.log = options->log;
   status = bind(cb);
   CUdevice dev = 0;
   if (status == ATLAS_OK) {

@@ -36,12 +36,12 @@ typedef struct atlas_checkpoint_tensor {
 
 // Opens DIR/model.safetensors or DIR/model.safetensors.index.json. On error
 // *out_checkpoint is NULL and nothing stays open, mapped or allocated.
-atlas_status atlas_checkpoint_open(const char *dir,
+ATLAS_MUST_USE atlas_status atlas_checkpoint_open(const char *dir,
                                    atlas_checkpoint **out_checkpoint);
 
 // A single-file checkpoint over a buffer in memory (an embedded model). The
 // buffer is not copied and must outlive the checkpoint.
-atlas_status atlas_checkpoint_open_buffer(const void *data, size_t size,
+ATLAS_MUST_USE atlas_status atlas_checkpoint_open_buffer(const void *data, size_t size,
                                           const char *name_for_errors,
                                           atlas_checkpoint **out_checkpoint);
 
@@ -69,7 +69,7 @@ bool atlas_checkpoint_lookup(const atlas_checkpoint *ck,
                              const char *name,
                              atlas_checkpoint_tensor *out_tensor);
 // As lookup; absence is NOT_FOUND naming the tensor and the checkpoint.
-atlas_status atlas_checkpoint_find(const atlas_checkpoint *ck,
+ATLAS_MUST_USE atlas_status atlas_checkpoint_find(const atlas_checkpoint *ck,
                                    const char *name,
                                    atlas_checkpoint_tensor *out_tensor);
 

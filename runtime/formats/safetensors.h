@@ -72,13 +72,13 @@ typedef struct atlas_safetensors atlas_safetensors;
 // is refused by name, never waited on) and parses its header. The file stays
 // open until closed. On error *out_file is NULL and nothing stays allocated
 // or open.
-atlas_status atlas_safetensors_open(const char *path,
+ATLAS_MUST_USE atlas_status atlas_safetensors_open(const char *path,
                                     atlas_safetensors **out_file);
 
 // Parses a buffer already in memory. Does not copy or own `data`, which must
 // outlive the result. `name_for_errors` is used in messages and returned by
 // atlas_safetensors_path (it is copied).
-atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
+ATLAS_MUST_USE atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
                                             const char *name_for_errors,
                                             atlas_safetensors **out_file);
 
@@ -127,7 +127,7 @@ const atlas_safetensors_tensor *atlas_safetensors_at(
 const atlas_safetensors_tensor *atlas_safetensors_lookup(
     const atlas_safetensors *file, const char *name);
 // As lookup, but absence is a NOT_FOUND status naming the tensor and file.
-atlas_status atlas_safetensors_find(const atlas_safetensors *file,
+ATLAS_MUST_USE atlas_status atlas_safetensors_find(const atlas_safetensors *file,
                                     const char *name,
                                     const atlas_safetensors_tensor **out_tensor);
 

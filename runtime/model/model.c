@@ -1,21 +1,30 @@
-// A served model: checkpoint -> its own backend -> Llama model.
+// A served model: checkpoint -> its architecture's row -> its own backend.
+// Everything architecture-specific goes through the row (runtime/arch/).
 #include "atlas/runtime/model/model.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/kernels/llama_kernels.h"
+#include "atlas/runtime/arch/registry.h"
 #include "atlas/runtime/log.h"
+
+// config.json is a few kilobytes; refuse anything absurd before reading it.
+#define MAX_CONFIG_BYTES ((size_t)16 * 1024 * 1024)
 
 struct atlas_model {
   atlas_model_spec spec;
   char *dir;           // owned copy of spec.dir
   char *backend_name;  // owned copy of spec.backend
   atlas_backend *backend;
-  atlas_llama_model *llama;
-  // Kept open while serving: the source of these weights, with the digests
-  // the load recorded (what a swap snapshots to restore them bit for bit).
+  const atlas_arch *arch;  // the row of the model's architecture
+  atlas_arch_model *impl;  // that row's model
+  atlas_eos eos;
+  // Kept while serving: the config the row parsed and the source of these
+  // weights, with the digests the load recorded (what a swap snapshots to
+  // restore them bit for bit).
+  void *config;
   atlas_checkpoint *ck;
 };
 
@@ -24,16 +33,136 @@ static const char *spec_name(const atlas_model_spec *spec) {
                            : (spec->embedded ? spec->embedded->name : "(none)");
 }
 
-// Opens the checkpoint and its config; nothing touches a device.
-static atlas_status open_checkpoint(const atlas_model_spec *spec,
-                                    atlas_checkpoint **out_ck,
-                                    atlas_llama_config *out_config) {
-  *out_ck = NULL;
-  if (spec->adopt_checkpoint != NULL && spec->adopt_config != NULL) {
-    *out_config = *spec->adopt_config;
-    *out_ck = spec->adopt_checkpoint;
-    return ATLAS_OK;
+// Reads a small text file; *out_missing when it does not exist.
+static atlas_status read_text(const char *path, char **out_text,
+                              size_t *out_len, bool *out_missing) {
+  *out_text = NULL;
+  *out_len = 0;
+  *out_missing = false;
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    int err = errno;
+    *out_missing = err == ENOENT;
+    return atlas_status_make(
+        err == ENOENT ? ATLAS_STATUS_NOT_FOUND : ATLAS_STATUS_IO,
+        "%s: cannot open: %s", path, strerror(err));
   }
+  long size = -1;
+  if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+  if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    fclose(f);
+    return atlas_status_make(ATLAS_STATUS_IO,
+                             "%s: cannot determine the file size", path);
+  }
+  if ((size_t)size > MAX_CONFIG_BYTES) {
+    fclose(f);
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: %ld bytes is larger than %zu; not a JSON "
+                             "config",
+                             path, size, MAX_CONFIG_BYTES);
+  }
+  char *text = malloc((size_t)size + 1);
+  if (text == NULL) {
+    fclose(f);
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "%s: out of host memory", path);
+  }
+  size_t len = fread(text, 1, (size_t)size, f);
+  int read_error = ferror(f) || len != (size_t)size;
+  fclose(f);
+  if (read_error) {
+    free(text);
+    return atlas_status_make(ATLAS_STATUS_IO, "%s: read failed", path);
+  }
+  *out_text = text;
+  *out_len = len;
+  return ATLAS_OK;
+}
+
+// What a checkpoint is, before anything touches a device: its row, its
+// parsed config (row->config_size bytes), its EOS ids and its tensors,
+// checked against the row's tensor plan.
+typedef struct opened {
+  const atlas_arch *arch;
+  void *config;
+  atlas_eos eos;
+  atlas_checkpoint *ck;
+  bool ck_borrowed;  // an adopted checkpoint the caller still owns
+} opened;
+
+static void opened_close(opened *o) {
+  if (!o->ck_borrowed) atlas_checkpoint_close(o->ck);
+  free(o->config);
+  memset(o, 0, sizeof(*o));
+}
+
+static atlas_status parse_config(const char *text, size_t len, const char *path,
+                                 opened *o) {
+  ATLAS_RETURN_IF_ERROR(atlas_arch_select(text, len, path, &o->arch));
+  o->config = calloc(1, o->arch->config_size);
+  if (o->config == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "%s: out of host memory", path);
+  }
+  ATLAS_RETURN_IF_ERROR(o->arch->parse_config(text, len, path, o->config));
+  bool found = false;
+  return atlas_eos_parse(text, len, path, &o->eos, &found);
+}
+
+// generate() in transformers takes generation_config.json's EOS ids over
+// config.json's.
+static atlas_status read_generation_config(const char *dir, opened *o) {
+  char path[4096];
+  int n = snprintf(path, sizeof(path), "%s/generation_config.json", dir);
+  if (n < 0 || (size_t)n >= sizeof(path)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "model directory path is too long: %s", dir);
+  }
+  char *text = NULL;
+  size_t len = 0;
+  bool missing = false;
+  atlas_status status = read_text(path, &text, &len, &missing);
+  if (missing) {
+    atlas_status_free(status);
+    return ATLAS_OK;  // the file is optional
+  }
+  bool found = false;
+  atlas_eos eos;
+  if (status == ATLAS_OK) status = atlas_eos_parse(text, len, path, &eos, &found);
+  if (status == ATLAS_OK && found) o->eos = eos;
+  free(text);
+  return status;
+}
+
+// A swap's restore: everything comes from memory, nothing from the files.
+// `take` says whether `o` now owns the adopted checkpoint.
+static atlas_status open_adopted(const atlas_model_spec *spec, bool take,
+                                 opened *o) {
+  o->arch = spec->adopt_arch;
+  o->ck = spec->adopt_checkpoint;
+  o->ck_borrowed = !take;
+  if (spec->adopt_eos != NULL) o->eos = *spec->adopt_eos;
+  atlas_status status = ATLAS_OK;
+  o->config = malloc(o->arch->config_size);
+  if (o->config == NULL) {
+    status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "%s: out of host memory", spec_name(spec));
+  } else {
+    memcpy(o->config, spec->adopt_config, o->arch->config_size);
+    status = o->arch->check_tensors(o->config, o->ck);
+  }
+  if (status != ATLAS_OK) opened_close(o);
+  return status;
+}
+
+static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
+                                    opened *o) {
+  memset(o, 0, sizeof(*o));
+  if (spec->adopt_checkpoint != NULL && spec->adopt_arch != NULL &&
+      spec->adopt_config != NULL) {
+    return open_adopted(spec, take, o);
+  }
+  atlas_status status = ATLAS_OK;
   if (spec->dir != NULL) {
     char path[4096];
     int n = snprintf(path, sizeof(path), "%s/config.json", spec->dir);
@@ -41,29 +170,40 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec,
       return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                "model directory path is too long: %s", spec->dir);
     }
-    ATLAS_RETURN_IF_ERROR(atlas_llama_config_load(path, out_config));
-    return atlas_checkpoint_open(spec->dir, out_ck);
-  }
-  if (spec->embedded == NULL) {
+    char *text = NULL;
+    size_t len = 0;
+    bool missing = false;
+    status = read_text(path, &text, &len, &missing);
+    if (status == ATLAS_OK) status = parse_config(text, len, path, o);
+    free(text);
+    if (status == ATLAS_OK) status = read_generation_config(spec->dir, o);
+    if (status == ATLAS_OK) status = atlas_checkpoint_open(spec->dir, &o->ck);
+  } else if (spec->embedded == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "model spec names neither a directory nor an "
                              "embedded checkpoint");
+  } else {
+    const atlas_embedded_checkpoint *e = spec->embedded;
+    status = parse_config(e->config_json, e->config_size, e->name, o);
+    if (status == ATLAS_OK) {
+      status = atlas_checkpoint_open_buffer(e->safetensors, e->safetensors_size,
+                                            e->name, &o->ck);
+    }
   }
-  const atlas_embedded_checkpoint *e = spec->embedded;
-  ATLAS_RETURN_IF_ERROR(atlas_llama_config_parse(e->config_json, e->config_size,
-                                                 e->name, out_config));
-  return atlas_checkpoint_open_buffer(e->safetensors, e->safetensors_size,
-                                      e->name, out_ck);
+  if (status == ATLAS_OK) status = o->arch->check_tensors(o->config, o->ck);
+  if (status != ATLAS_OK) opened_close(o);
+  return status;
 }
 
 static atlas_status create_backend(const atlas_model_spec *spec,
-                                   atlas_backend **out) {
+                                   const atlas_arch *arch, atlas_backend **out) {
   atlas_backend_options o;
   memset(&o, 0, sizeof(o));
-  o.modules = &atlas_llama_module_set;
+  o.modules = arch->modules;
   o.device = spec->device;
   o.host_pool = spec->host_pool;
   o.fail_module_load_at = spec->fail_module_load_at;
+  o.log = spec->log;
   atlas_status status = atlas_backend_factory_create(spec->backend, &o, out);
   if (status == ATLAS_OK && spec->ignore_env_fault) {
     for (int k = 0; k < ATLAS_FAULT_KIND_COUNT; ++k) {
@@ -79,13 +219,11 @@ static atlas_status create_backend(const atlas_model_spec *spec,
 atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
                                         uint64_t *out_bytes) {
   *out_bytes = 0;
-  atlas_checkpoint *ck = NULL;
-  atlas_llama_config config;
-  atlas_status status = open_checkpoint(spec, &ck, &config);
-  if (status == ATLAS_OK) {
-    status = atlas_llama_required_bytes(&config, ck, spec->max_seq, out_bytes);
-  }
-  if (ck != spec->adopt_checkpoint) atlas_checkpoint_close(ck);
+  opened o;
+  ATLAS_RETURN_IF_ERROR(open_checkpoint(spec, false, &o));
+  atlas_status status =
+      o.arch->required_bytes(o.config, o.ck, spec->max_seq, out_bytes);
+  opened_close(&o);
   return status;
 }
 
@@ -99,7 +237,9 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
   }
   m->spec = *spec;
   m->spec.adopt_checkpoint = NULL;  // adopted below; never reused
+  m->spec.adopt_arch = NULL;
   m->spec.adopt_config = NULL;
+  m->spec.adopt_eos = NULL;
   m->spec.after_teardown = NULL;
   if (spec->dir != NULL) {
     m->dir = strdup(spec->dir);
@@ -122,36 +262,44 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
     }
     m->spec.backend = m->backend_name;
   }
-  atlas_checkpoint *ck = NULL;
-  atlas_llama_config config;
-  atlas_status status = open_checkpoint(spec, &ck, &config);
-  if (status == ATLAS_OK) status = create_backend(spec, &m->backend);
+  opened o;
+  atlas_status status = open_checkpoint(spec, true, &o);
   if (status == ATLAS_OK) {
-    atlas_llama_load_options lo = {spec->max_seq, spec->progress,
-                                   spec->progress_ctx, spec->uploader};
-    status = atlas_llama_load(m->backend, ck, &config, &lo, &m->llama);
+    m->arch = o.arch;
+    m->eos = o.eos;
+    status = create_backend(spec, o.arch, &m->backend);
+  }
+  if (status == ATLAS_OK) {
+    atlas_arch_load_options lo = {spec->max_seq, spec->progress,
+                                  spec->progress_ctx, spec->uploader};
+    status = o.arch->load(m->backend, o.ck, o.config, &lo, &m->impl);
   }
   if (status == ATLAS_OK) {
     // A file written while it was read may have given mixed bytes.
-    status = atlas_checkpoint_check_unchanged(ck);
+    status = atlas_checkpoint_check_unchanged(o.ck);
     if (status != ATLAS_OK) {
       status = atlas_status_join(
           atlas_status_annotate(status, "loading %s", spec_name(spec)),
-          atlas_llama_unload(m->llama, NULL));
-      m->llama = NULL;
+          o.arch->unload(m->impl, NULL));
+      m->impl = NULL;
     }
   }
   if (status != ATLAS_OK) {
-    atlas_checkpoint_close(ck);
+    opened_close(&o);
     // The backend's destroy is the last resort for anything still on its
     // ledger; after a failed load there should be nothing.
-    status = atlas_status_join(status, atlas_backend_destroy(m->backend));
+    if (m->backend != NULL) {
+      status = atlas_status_join(status, atlas_backend_destroy(m->backend));
+    }
     free(m->dir);
     free(m->backend_name);
     free(m);
     return status;
   }
-  m->ck = ck;
+  // The weights now live on the backend; the checkpoint stays as their
+  // source, the config as the row parsed it.
+  m->ck = o.ck;
+  m->config = o.config;
   *out_model = m;
   return ATLAS_OK;
 }
@@ -159,23 +307,60 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
 atlas_status atlas_model_close(atlas_model *model,
                                atlas_teardown_report *out_report) {
   if (model == NULL) return ATLAS_OK;
-  atlas_status status = atlas_llama_unload(model->llama, out_report);
+  atlas_status status = model->arch->unload(model->impl, out_report);
   status = atlas_status_join(status, atlas_backend_destroy(model->backend));
   atlas_checkpoint_close(model->ck);
+  free(model->config);
   free(model->dir);
   free(model->backend_name);
   free(model);
   return status;
 }
 
+atlas_status atlas_model_generate(atlas_model *model, const uint32_t *prompt,
+                                  size_t prompt_len, size_t steps,
+                                  uint32_t *out_tokens, size_t *out_count,
+                                  atlas_logits_sink sink, void *sink_ctx) {
+  return atlas_model_generate_stream(model, prompt, prompt_len, steps, NULL,
+                                     NULL, out_tokens, out_count, sink,
+                                     sink_ctx);
+}
+
+atlas_status atlas_model_generate_stream(
+    atlas_model *model, const uint32_t *prompt, size_t prompt_len, size_t steps,
+    bool (*on_token)(void *ctx, uint32_t token), void *token_ctx,
+    uint32_t *out_tokens, size_t *out_count, atlas_logits_sink sink,
+    void *sink_ctx) {
+  atlas_arch_generate_options options = {model->eos.ids, model->eos.count,
+                                         model->spec.ignore_eos, on_token,
+                                         token_ctx};
+  return model->arch->generate(model->impl, prompt, prompt_len, steps,
+                               &options, out_tokens, out_count, sink, sink_ctx);
+}
+
 atlas_backend *atlas_model_backend(atlas_model *model) { return model->backend; }
 const atlas_checkpoint *atlas_model_checkpoint(const atlas_model *model) {
   return model->ck;
 }
-atlas_llama_model *atlas_model_llama(atlas_model *model) { return model->llama; }
+const atlas_arch *atlas_model_arch(const atlas_model *model) {
+  return model->arch;
+}
+const void *atlas_model_config(const atlas_model *model) {
+  return model->config;
+}
 const atlas_model_spec *atlas_model_spec_of(const atlas_model *model) {
   return &model->spec;
 }
 const char *atlas_model_name(const atlas_model *model) {
   return spec_name(&model->spec);
 }
+const char *atlas_model_arch_name(const atlas_model *model) {
+  return model->arch->name;
+}
+int64_t atlas_model_vocab_size(const atlas_model *model) {
+  return model->arch->vocab_size(model->impl);
+}
+int64_t atlas_model_max_seq(const atlas_model *model) {
+  return model->arch->max_seq(model->impl);
+}
+const atlas_eos *atlas_model_eos(const atlas_model *model) { return &model->eos; }

@@ -12,8 +12,9 @@
 
 #include "atlas/runtime/backend.h"
 #include "atlas/runtime/host_pool.h"
-#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/arch.h"
 #include "atlas/runtime/backends/backend_factory.h"
+#include "atlas/runtime/model/eos.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,19 +46,27 @@ typedef struct atlas_model_spec {
   // outlives the models) whose pinned staging is reused by every load; NULL
   // makes staging per load. See runtime/model/weight_upload.h.
   struct atlas_uploader *uploader;
+  // Where the model's backend and teardown log (zeroed: stderr).
+  atlas_log_sink log;
   // Fault injection for tests: the fault_at-th operation of fault_kind on
   // the new backend fails (0: none); fail_module_load_at likewise.
   atlas_fault_kind fault_kind;
   uint64_t fault_at;
   size_t fail_module_load_at;
+  // Generation runs all `steps` even past an EOS token.
+  bool ignore_eos;
   // The new backend ignores ATLAS_FAULT (a swap's restore; a tool's first
   // model when the sweep targets the swap).
   bool ignore_env_fault;
-  // Load from this checkpoint and config instead of `dir`/`embedded` (which
-  // then only name the model): a swap's restore from a host snapshot. The
-  // model takes ownership of the checkpoint, success or not.
+  // Load from this checkpoint, architecture row, config (adopt_arch's
+  // parse_config output, adopt_arch->config_size bytes, copied) and EOS ids
+  // (NULL: none) instead of reading `dir`/`embedded` (which then only name
+  // the model): a swap's restore from a host snapshot. The model takes
+  // ownership of the checkpoint, success or not.
   struct atlas_checkpoint *adopt_checkpoint;
-  const atlas_llama_config *adopt_config;
+  const atlas_arch *adopt_arch;
+  const void *adopt_config;
+  const atlas_eos *adopt_eos;
   // Swap only (read from the `next` spec): host bytes a snapshot of the
   // old model's files may take (0: what /proc/meminfo calls available), and
   // a hook run after the old model was torn down, before the new one loads
@@ -69,26 +78,56 @@ typedef struct atlas_model_spec {
 
 typedef struct atlas_model atlas_model;
 
-// Opens the checkpoint, builds a backend with the model's kernels and loads
-// the model onto it. On failure nothing stays allocated.
-atlas_status atlas_model_open(const atlas_model_spec *spec,
+// Opens the checkpoint, picks its architecture by config.json's model_type
+// (runtime/arch/registry.h: anything unsupported is refused by name),
+// checks its tensors against the architecture's plan (none missing, none
+// left over), builds a backend with the architecture's kernels and loads the
+// model onto it. On failure nothing stays allocated.
+ATLAS_MUST_USE atlas_status atlas_model_open(const atlas_model_spec *spec,
                               atlas_model **out_model);
 
 // Tears the model down (ordered; the sweep must find nothing), destroys its
 // backend. `out_report` may be NULL; else free its sweep.
-atlas_status atlas_model_close(atlas_model *model,
+ATLAS_MUST_USE atlas_status atlas_model_close(atlas_model *model,
                                atlas_teardown_report *out_report);
 
 // What opening `spec` would need and what the device could give, without
 // allocating on any device. Used by swap and by tools.
-atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
+ATLAS_MUST_USE atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
                                         uint64_t *out_bytes);
+
+// Greedy generation: runs the prompt, then up to `steps` new tokens
+// (argmax) into out_tokens; *out_count (may be NULL) says how many. Stops
+// after a token of the model's EOS ids (generation_config.json's, else
+// config.json's eos_token_id) unless the spec says ignore_eos. Forward steps,
+// each passed to `sink` (may be NULL): every prompt token and every
+// generated token but the last, i.e. prompt_len + *out_count - 1.
+ATLAS_MUST_USE atlas_status atlas_model_generate(atlas_model *model, const uint32_t *prompt,
+                                  size_t prompt_len, size_t steps,
+                                  uint32_t *out_tokens, size_t *out_count,
+                                  atlas_logits_sink sink, void *sink_ctx);
+
+// The same, calling `on_token` (may be NULL) with each generated token as it
+// is chosen; returning false stops after that token.
+ATLAS_MUST_USE atlas_status atlas_model_generate_stream(
+    atlas_model *model, const uint32_t *prompt, size_t prompt_len, size_t steps,
+    bool (*on_token)(void *ctx, uint32_t token), void *token_ctx,
+    uint32_t *out_tokens, size_t *out_count, atlas_logits_sink sink,
+    void *sink_ctx);
 
 atlas_backend *atlas_model_backend(atlas_model *model);
 // The checkpoint the weights were read from, kept open while the model
 // serves (with the content digests the load recorded).
 const atlas_checkpoint *atlas_model_checkpoint(const atlas_model *model);
-atlas_llama_model *atlas_model_llama(atlas_model *model);
+// The architecture row and the config it parsed (arch->config_size bytes),
+// kept while the model serves (what a swap's restore adopts).
+const atlas_arch *atlas_model_arch(const atlas_model *model);
+const void *atlas_model_config(const atlas_model *model);
+// The name of the architecture row the model was opened with.
+const char *atlas_model_arch_name(const atlas_model *model);
+int64_t atlas_model_vocab_size(const atlas_model *model);
+int64_t atlas_model_max_seq(const atlas_model *model);
+const atlas_eos *atlas_model_eos(const atlas_model *model);
 const atlas_model_spec *atlas_model_spec_of(const atlas_model *model);
 // "DIR" or the embedded checkpoint's name.
 const char *atlas_model_name(const atlas_model *model);

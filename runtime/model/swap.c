@@ -158,16 +158,27 @@ atlas_status atlas_model_swap(atlas_model **current,
   }
   r->path = ATLAS_SWAP_REPLACE;
   atlas_model_spec old_spec = *atlas_model_spec_of(old);
-  atlas_llama_config old_config = *atlas_llama_config_of(atlas_model_llama(old));
+  // The old model's row, parsed config and EOS ids outlive its close: the
+  // restore reads nothing from the files.
+  const atlas_arch *old_arch = atlas_model_arch(old);
+  atlas_eos old_eos = *atlas_model_eos(old);
+  void *old_config = malloc(old_arch->config_size);
+  if (old_config != NULL) {
+    memcpy(old_config, atlas_model_config(old), old_arch->config_size);
+  }
   char *old_dir = old_spec.dir ? strdup(old_spec.dir) : NULL;
-  if (old_spec.dir != NULL && old_dir == NULL) {
+  if (old_config == NULL || (old_spec.dir != NULL && old_dir == NULL)) {
     atlas_checkpoint_close(snapshot);
+    free(old_config);
+    free(old_dir);
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "swap: out of host memory; nothing was changed");
   }
   old_spec.dir = old_dir;
   old_spec.adopt_checkpoint = snapshot;
-  old_spec.adopt_config = &old_config;
+  old_spec.adopt_arch = old_arch;
+  old_spec.adopt_config = old_config;
+  old_spec.adopt_eos = &old_eos;
   old_spec.ignore_env_fault = true;
   // The model owns its backend name; keep a copy past its close.
   char old_backend[64] = "auto";
@@ -189,6 +200,7 @@ atlas_status atlas_model_swap(atlas_model **current,
     *current = fresh;
     r->swapped = true;
     atlas_checkpoint_close(snapshot);
+    free(old_config);
     free(old_dir);
     r->total_ms = now_ms() - t0;
     return atlas_status_annotate(teardown, "swap done, but tearing down the "
@@ -215,6 +227,7 @@ atlas_status atlas_model_swap(atlas_model **current,
                                        "no model is loaded",
                               old_name));
   }
+  free(old_config);
   free(old_dir);
   r->total_ms = now_ms() - t0;
   return atlas_status_join(status, teardown);

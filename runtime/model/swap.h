@@ -47,7 +47,7 @@ typedef struct atlas_swap_report {
 // Swaps *current for a model opened from `next`. On success *current is the
 // new model. On failure *current is a working model (the old one, possibly
 // reloaded) unless even the restore failed, which the status says.
-atlas_status atlas_model_swap(atlas_model **current,
+ATLAS_MUST_USE atlas_status atlas_model_swap(atlas_model **current,
                               const atlas_model_spec *next,
                               atlas_swap_report *out_report);
 

@@ -53,7 +53,7 @@ TEST(CudaHost, MissingDriverOrDeviceIsAClearStatus) {
   if (r.code != ATLAS_STATUS_OK) {
     EXPECT_EQ(r.code, ATLAS_STATUS_UNAVAILABLE);
     EXPECT_EQ(r.message.rfind("CUDA driver", 0), 0u) << r.message;
-    GTEST_SKIP() << r.message;
+    ATLAS_CUDA_SKIP(r.message);
   }
   const atlas_cuda_driver *d = nullptr;
   CUcontext ctx = nullptr;
@@ -67,7 +67,7 @@ TEST(CudaHost, MissingDriverOrDeviceIsAClearStatus) {
   EXPECT_STATUS(atlas_cuda_backend_create(&o, &b), ATLAS_STATUS_UNAVAILABLE,
                 want);
   EXPECT_EQ(b, nullptr);
-  if (count == 0) GTEST_SKIP() << "the driver is here but no GPU is";
+  if (count == 0) ATLAS_CUDA_SKIP("the driver is here but no GPU is");
   // One primary context per device for the whole process.
   CUcontext again = nullptr;
   ASSERT_OK(atlas_cuda_host_acquire(0, &d, &ctx));

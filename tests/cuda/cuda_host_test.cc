@@ -71,7 +71,7 @@ TEST(CudaHost, ConcurrentFirstUseLoadsOnceAndBackendsWork) {
       EXPECT_EQ(r.code, ATLAS_STATUS_UNAVAILABLE) << r.message;
       EXPECT_EQ(r.message, results[0].message) << "every thread, one reason";
     }
-    GTEST_SKIP() << "CUDA unavailable: " << results[0].message;
+    ATLAS_CUDA_SKIP("CUDA unavailable: " << results[0].message);
   }
   for (int t = 0; t < threads; ++t) {
     EXPECT_EQ(results[t].code, ATLAS_STATUS_OK)

@@ -6,15 +6,17 @@
 
 #include "atlas/kernels/contract_cuda_module.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
+#include "tests/cuda/cuda_skip.h"
 #include "tests/runtime/test_util.h"
 
 // Creates a CUDA backend; on UNAVAILABLE (no driver, no GPU, built without
-// nvcc) the test skips with the status message.
+// nvcc) the test skips with the status message (fails under
+// ATLAS_REQUIRE_GPU=1, see cuda_skip.h).
 #define CUDA_CREATE_OR_SKIP(options, out_backend)                        \
   do {                                                                   \
     StatusResult made_ = Take(atlas_cuda_backend_create((options), (out_backend))); \
     if (made_.code == ATLAS_STATUS_UNAVAILABLE) {                        \
-      GTEST_SKIP() << "CUDA unavailable: " << made_.message;             \
+      ATLAS_CUDA_SKIP("CUDA unavailable: " << made_.message);            \
     }                                                                    \
     ASSERT_EQ(made_.code, ATLAS_STATUS_OK) << made_.message;             \
   } while (0)

@@ -13,6 +13,7 @@
 #include "atlas/kernels/llama_kernels.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/host_backend.h"
+#include "tests/cuda/cuda_skip.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
 #include "atlas/runtime/arch/llama/llama.h"
 #include "tests/runtime/test_util.h"
@@ -45,7 +46,7 @@ atlas_status CudaBackend(atlas_backend **out) {
   do {                                                             \
     StatusResult made_ = Take(CudaBackend(out));                   \
     if (made_.code == ATLAS_STATUS_UNAVAILABLE) {                  \
-      GTEST_SKIP() << "CUDA unavailable: " << made_.message;       \
+      ATLAS_CUDA_SKIP("CUDA unavailable: " << made_.message);      \
     }                                                              \
     ASSERT_EQ(made_.code, ATLAS_STATUS_OK) << made_.message;       \
   } while (0)

@@ -16,6 +16,7 @@
 #include "atlas/runtime/backend.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/host_backend.h"
+#include "tests/cuda/cuda_skip.h"
 #include "tests/runtime/test_util.h"
 
 namespace {
@@ -76,7 +77,7 @@ class LlamaKernelsCuda : public ::testing::Test {
     o.modules = &atlas_llama_module_set;
     StatusResult r = Take(atlas_cuda_backend_create(&o, &cuda_));
     if (r.code == ATLAS_STATUS_UNAVAILABLE) {
-      GTEST_SKIP() << "CUDA unavailable: " << r.message;
+      ATLAS_CUDA_SKIP("CUDA unavailable: " << r.message);
     }
     ASSERT_EQ(r.code, ATLAS_STATUS_OK) << r.message;
     ASSERT_OK(atlas_host_backend_create(&o, &host_));
@@ -207,34 +208,39 @@ TEST_F(LlamaKernelsCuda, Matvec) {
 }
 
 TEST_F(LlamaKernelsCuda, Rope) {
-  const uint32_t n_heads = 32, n_kv = 8, head_dim = 128;
-  for (float theta : {10000.0f, 500000.0f}) {
-    for (uint32_t pos : {0u, 1u, 123u, 4000u}) {
-      std::vector<float> q = Floats(n_heads * head_dim), k = Floats(n_kv * head_dim);
-      // The CUDA kernel forms the angle pos * theta^(-2i/d) in f32 (as Hugging
-      // Face does), the host in f64: angles differ by about pos * 2^-23.
-      double tolerance = std::max(kTolerance, 4e-7 * pos);
-      Compare("rope pos " + std::to_string(pos), [&](Side &s) {
-        void *dq = s.Upload(q.data(), q.size() * 4);
-        void *dk = s.Upload(k.data(), k.size() * 4);
-        s.Launch("rope", Blocks((uint64_t)n_heads * head_dim / 2, 256), 256,
-                 {ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(dk), ATLAS_ARG_U32(pos),
-                  ATLAS_ARG_U32(n_heads), ATLAS_ARG_U32(n_kv),
-                  ATLAS_ARG_U32(head_dim), ATLAS_ARG_F32(theta)});
-        return std::vector<std::vector<float>>{s.Download(dq, q.size()),
-                                               s.Download(dk, k.size())};
-      }, tolerance);
+  const uint32_t n_heads = 32, head_dim = 128;
+  for (uint32_t rot_dim : {128u, 64u}) {
+    for (float theta : {10000.0f, 500000.0f}) {
+      std::vector<float> inv_freq(rot_dim / 2);
+      for (uint32_t i = 0; i < rot_dim / 2; ++i) {
+        inv_freq[i] = (float)(1.0 / pow((double)theta, 2.0 * i / rot_dim));
+      }
+      for (uint32_t pos : {0u, 1u, 123u, 4000u}) {
+        std::vector<float> q = Floats(n_heads * head_dim);
+        // Both sides form the angle in double from the same f32 frequencies.
+        Compare("rope pos " + std::to_string(pos), [&](Side &s) {
+          void *dq = s.Upload(q.data(), q.size() * 4);
+          void *df = s.Upload(inv_freq.data(), inv_freq.size() * 4);
+          s.Launch("rope", Blocks((uint64_t)n_heads * rot_dim / 2, 256), 256,
+                   {ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(df), ATLAS_ARG_U32(n_heads),
+                    ATLAS_ARG_U32(head_dim), ATLAS_ARG_U32(rot_dim),
+                    ATLAS_ARG_U32(pos), ATLAS_ARG_F32(1.25f)});
+          return std::vector<std::vector<float>>{s.Download(dq, q.size())};
+        });
+      }
     }
   }
 }
 
 TEST_F(LlamaKernelsCuda, Attention) {
   const uint32_t n_heads = 32, n_kv = 8, head_dim = 128;
+  for (uint32_t window : {0u, 5u, 256u}) {
   for (uint32_t seq_len : {1u, 7u, 300u, 1500u}) {
     std::vector<float> q = Floats(n_heads * head_dim);
     std::vector<float> kc = Floats((size_t)seq_len * n_kv * head_dim);
     std::vector<float> vc = Floats((size_t)seq_len * n_kv * head_dim);
-    Compare("attention seq " + std::to_string(seq_len), [&](Side &s) {
+    Compare("attention seq " + std::to_string(seq_len) + " window " +
+                std::to_string(window), [&](Side &s) {
       void *dq = s.Upload(q.data(), q.size() * 4);
       void *dk = s.Upload(kc.data(), kc.size() * 4);
       void *dv = s.Upload(vc.data(), vc.size() * 4);
@@ -244,10 +250,32 @@ TEST_F(LlamaKernelsCuda, Attention) {
                {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(dk),
                 ATLAS_ARG_PTR(dv), ATLAS_ARG_PTR(att), ATLAS_ARG_U32(n_heads),
                 ATLAS_ARG_U32(n_kv), ATLAS_ARG_U32(head_dim),
-                ATLAS_ARG_U32(seq_len)});
+                ATLAS_ARG_U32(seq_len), ATLAS_ARG_U32(window)});
       return std::vector<std::vector<float>>{s.Download(out, n_heads * head_dim)};
     });
   }
+  }
+}
+
+TEST_F(LlamaKernelsCuda, BiasAndHeadNorm) {
+  const uint32_t n = 10001;
+  std::vector<float> a = Floats(n), b = Floats(n);
+  Compare("add_bias", [&](Side &s) {
+    void *da = s.Upload(a.data(), n * 4), *db = s.Upload(b.data(), n * 4);
+    s.Launch("add_bias", Blocks(n, 256), 256,
+             {ATLAS_ARG_PTR(da), ATLAS_ARG_PTR(db), ATLAS_ARG_U32(n)});
+    return std::vector<std::vector<float>>{s.Download(da, n)};
+  });
+  const uint32_t heads = 16, head_dim = 128;
+  std::vector<float> x = Floats(heads * head_dim), w = Floats(head_dim);
+  Compare("head_rmsnorm", [&](Side &s) {
+    void *dx = s.Upload(x.data(), x.size() * 4);
+    void *dw = s.Upload(w.data(), w.size() * 4);
+    s.Launch("head_rmsnorm", heads, 32,
+             {ATLAS_ARG_PTR(dx), ATLAS_ARG_PTR(dw), ATLAS_ARG_U32(heads),
+              ATLAS_ARG_U32(head_dim), ATLAS_ARG_F32(1e-6f)});
+    return std::vector<std::vector<float>>{s.Download(dx, x.size())};
+  });
 }
 
 TEST_F(LlamaKernelsCuda, SiluMulAndAdd) {

@@ -31,7 +31,7 @@ static bool plan(const atlas_llama_config *c, planned *t, size_t *out_n) {
     for (int w = 0; w < ATLAS_LLAMA_WEIGHT_COUNT; ++w) {
       bool per_layer = atlas_llama_weight_is_per_layer((atlas_llama_weight)w);
       if (per_layer != (layer >= 0)) continue;
-      if (w == ATLAS_LLAMA_LM_HEAD && c->tie_word_embeddings) continue;
+      if (!atlas_llama_weight_used(c, (atlas_llama_weight)w)) continue;
       if (n == MAX_TENSORS) return false;
       atlas_status s = atlas_llama_weight_name(
           (atlas_llama_weight)w, (int)(layer < 0 ? 0 : layer), t[n].name,

@@ -82,8 +82,8 @@ inline std::vector<float> Logits(atlas_model *m) {
       return ATLAS_OK;
     }
   };
-  EXPECT_OK(atlas_llama_generate(atlas_model_llama(m), prompt.data(), 3, 4,
-                                 out.data(), Sink::Add, &all));
+  EXPECT_OK(atlas_model_generate(m, prompt.data(), 3, 4, out.data(), nullptr,
+                                 Sink::Add, &all));
   return all;
 }
 

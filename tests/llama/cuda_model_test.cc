@@ -11,6 +11,7 @@
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/cuda/cuda_host.h"
 #include "atlas/runtime/model/swap.h"
+#include "tests/cuda/cuda_skip.h"
 #include "tests/runtime/test_util.h"
 #include "tests/llama/checkpoint_fixture.h"
 
@@ -23,7 +24,7 @@ namespace {
     atlas_backend *probe_ = nullptr;                                     \
     StatusResult r_ = Take(atlas_cuda_backend_create(nullptr, &probe_)); \
     if (r_.code != ATLAS_STATUS_OK) {                                    \
-      GTEST_SKIP() << "CUDA unavailable: " << r_.message;                \
+      ATLAS_CUDA_SKIP("CUDA unavailable: " << r_.message);               \
     }                                                                    \
     ASSERT_OK(atlas_backend_destroy(probe_));                            \
   } while (0)
@@ -45,8 +46,8 @@ atlas_status AddLogits(void *ctx, const float *x, size_t n) {
 std::vector<float> Logits(atlas_model *m, std::vector<uint32_t> *tokens = nullptr) {
   std::vector<uint32_t> prompt = {1, 2, 3}, out(5);
   std::vector<float> all;
-  EXPECT_OK(atlas_llama_generate(atlas_model_llama(m), prompt.data(), 3, 5,
-                                 out.data(), AddLogits, &all));
+  EXPECT_OK(atlas_model_generate(m, prompt.data(), 3, 5, out.data(), nullptr,
+                                 AddLogits, &all));
   if (tokens) *tokens = out;
   return all;
 }
@@ -204,7 +205,9 @@ TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
       worst = std::max(worst, std::llabs(drift));
       ASSERT_LE(std::llabs(drift), 2ll << 20) << "swap " << i << " drift " << drift;
     }
-    if (i == swaps - 1 || i == swaps) ASSERT_EQ(Logits(m), first[i % 2]);
+    if (i == swaps - 1 || i == swaps) {
+      ASSERT_EQ(Logits(m), first[i % 2]);
+    }
   }
   printf("soak: %d swaps, worst driver-free drift %lld bytes, %ld modules "
          "loaded process-wide after every swap, mean swap %.3f ms\n",

@@ -50,7 +50,6 @@ class Swap : public ::testing::Test {
     ASSERT_OK(atlas_host_pool_create(capacity, &pool_));
   }
   static std::vector<float> Logits(atlas_model *m) {
-    atlas_llama_model *l = atlas_model_llama(m);
     std::vector<uint32_t> prompt = {1, 2, 3};
     std::vector<float> all;
     std::vector<uint32_t> out(4);
@@ -61,7 +60,7 @@ class Swap : public ::testing::Test {
         return ATLAS_OK;
       }
     };
-    EXPECT_OK(atlas_llama_generate(l, prompt.data(), 3, 4, out.data(),
+    EXPECT_OK(atlas_model_generate(m, prompt.data(), 3, 4, out.data(), nullptr,
                                    Sink::Add, &all));
     return all;
   }

@@ -147,14 +147,14 @@ TEST(LlamaCheck, TiedBf16) {
   EXPECT_EQ(bytes, ExpectedBytes(c, 2, false));
 }
 
-TEST(LlamaCheck, LmHeadAbsentButNotTiedUsesEmbedding) {
+TEST(LlamaCheck, LmHeadAbsentButNotTiedIsRefused) {
   atlas_llama_config c = Tiny();
   c.tie_word_embeddings = true;
   Generated g("m", c);
   c.tie_word_embeddings = false;
   bool tied = false;
-  ATLAS_ASSERT_OK(atlas_llama_check_checkpoint(&c, g.ck(), &tied));
-  EXPECT_TRUE(tied);
+  ExpectError(atlas_llama_check_checkpoint(&c, g.ck(), &tied),
+              ATLAS_STATUS_NOT_FOUND, {"lm_head.weight"});
 }
 
 TEST(LlamaCheck, ShardedF16) {
@@ -176,6 +176,9 @@ TEST(LlamaCheck, ExtraTensorsAreNotCounted) {
   std::vector<float> zeros(64 * 64, 0.0f);
   for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
     for (int k = 0; k < ATLAS_LLAMA_WEIGHT_COUNT; ++k) {
+      if (!atlas_llama_weight_used(&c, static_cast<atlas_llama_weight>(k))) {
+        continue;
+      }
       if (layer > 0 && !atlas_llama_weight_is_per_layer(
                            static_cast<atlas_llama_weight>(k))) {
         continue;

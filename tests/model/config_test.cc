@@ -166,19 +166,46 @@ TEST(LlamaConfig, HeadArithmetic) {
 }
 
 TEST(LlamaConfig, UnsupportedFeatures) {
-  ExpectBad(Config("\"rope_scaling\": {\"rope_type\": \"llama3\", "
+  ExpectBad(Config("\"rope_scaling\": {\"rope_type\": \"longrope\", "
                    "\"factor\": 8.0}"),
             ATLAS_STATUS_UNIMPLEMENTED,
-            {"rope_scaling rope_type \"llama3\" is not supported"});
+            {"rope_scaling.rope_type \"longrope\" is not supported"});
   ExpectBad(Config("\"rope_parameters\": {\"rope_type\": \"yarn\"}"),
-            ATLAS_STATUS_UNIMPLEMENTED,
-            {"rope_parameters rope_type \"yarn\" is not supported"});
+            ATLAS_STATUS_INVALID_ARGUMENT,
+            {"rope_parameters.\"factor\" is required for rope_type \"yarn\""});
   ExpectBad(Config("\"hidden_act\": \"gelu\""), ATLAS_STATUS_UNIMPLEMENTED,
             {"hidden_act \"gelu\" is not supported"});
-  ExpectBad(Config("\"attention_bias\": true"), ATLAS_STATUS_UNIMPLEMENTED,
-            {"\"attention_bias\": true is not supported"});
-  ExpectBad(Config("\"mlp_bias\": true"), ATLAS_STATUS_UNIMPLEMENTED,
-            {"\"mlp_bias\""});
+  ExpectBad(Config("\"sliding_window\": 128"), ATLAS_STATUS_UNIMPLEMENTED,
+            {"\"sliding_window\": 128 is not supported"});
+}
+
+TEST(LlamaConfig, BiasesAndRopeTypes) {
+  atlas_llama_config c = ParseOk(Config("\"attention_bias\": true"));
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_TRUE(c.o_bias);
+  EXPECT_FALSE(c.mlp_bias);
+  c = ParseOk(Config("\"mlp_bias\": true"));
+  EXPECT_TRUE(c.mlp_bias);
+  EXPECT_FALSE(c.qkv_bias);
+  // The three spellings of one rope config agree.
+  atlas_llama_config a = ParseOk(Config(
+      "\"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 5e5, "
+      "\"factor\": 8, \"low_freq_factor\": 1, \"high_freq_factor\": 4, "
+      "\"original_max_position_embeddings\": 8192}"));
+  atlas_llama_config b = ParseOk(Config(
+      "\"rope_theta\": 5e5, \"rope_scaling\": {\"rope_type\": \"llama3\", "
+      "\"factor\": 8, \"low_freq_factor\": 1, \"high_freq_factor\": 4, "
+      "\"original_max_position_embeddings\": 8192}"));
+  atlas_llama_config d = ParseOk(Config(
+      "\"rope_theta\": 5e5, \"rope_scaling\": {\"type\": \"llama3\", "
+      "\"factor\": 8, \"low_freq_factor\": 1, \"high_freq_factor\": 4, "
+      "\"original_max_position_embeddings\": 8192}"));
+  for (const atlas_llama_config *x : {&a, &b, &d}) {
+    EXPECT_EQ(x->rope.type, ATLAS_ROPE_LLAMA3);
+    EXPECT_DOUBLE_EQ(x->rope.theta, 5e5);
+    EXPECT_DOUBLE_EQ(x->rope.factor, 8);
+    EXPECT_EQ(x->rope.original_max_positions, 8192);
+  }
 }
 
 TEST(LlamaConfig, InvalidJson) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "atlas/runtime/op_cache.h"
+#include "tests/cuda/cuda_skip.h"
 #include "tests/runtime/contract_kernels.h"
 #include "tests/runtime/test_util.h"
 
@@ -77,7 +78,7 @@ StatusResult Make(const BackendFactory &f, Backend *backend,
   do {                                                                    \
     StatusResult made_ = Make(GetParam(), &(backend), ##__VA_ARGS__);     \
     if (made_.code == ATLAS_STATUS_UNAVAILABLE) {                         \
-      GTEST_SKIP() << GetParam().name << " unavailable: " << made_.message; \
+      ATLAS_CUDA_SKIP(GetParam().name << " unavailable: " << made_.message); \
     }                                                                     \
     ASSERT_EQ(made_.code, ATLAS_STATUS_OK) << made_.message;              \
   } while (0)

@@ -39,7 +39,8 @@ static atlas_status release_kv(void *p) {
 
 static atlas_status release_scratch(void *p) {
   atlas_llama_scratch *s = p;
-  float *bufs[] = {s->logits, s->att, s->hb2, s->hb, s->q, s->xb2, s->xb, s->x};
+  float *bufs[] = {s->inv_freq, s->logits, s->att, s->hb2, s->hb,
+                   s->q,        s->xb2,    s->xb,  s->x};
   atlas_status status = ATLAS_OK;
   for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); ++i) {
     status = atlas_status_join(status, atlas_backend_free(s->backend, bufs[i]));
@@ -83,6 +84,7 @@ static atlas_status checked_sizes(const atlas_llama_config *c, int64_t max_seq,
     uint64_t inter = (uint64_t)c->intermediate_size;
     ok = atlas_mul_u64(&inter, 2) && atlas_add_u64(&s, inter) &&
          atlas_add_u64(&s, a) && atlas_add_u64(&s, (uint64_t)c->vocab_size) &&
+         c->head_dim >= 0 && atlas_add_u64(&s, (uint64_t)c->head_dim / 2) &&
          atlas_mul_u64(&s, 4);
   }
   // Norms: hidden * (2 * layers + 1) floats.
@@ -112,9 +114,12 @@ static uint64_t kv_bytes(const atlas_llama_config *c, int64_t max_seq) {
          (uint64_t)(c->num_key_value_heads * c->head_dim) * 4u;
 }
 
+// A requested length is honoured even past max_position_embeddings, as
+// transformers does (dynamic RoPE exists for exactly that); the default is
+// min(max_position_embeddings, 2048).
 static int64_t resolve_max_seq(const atlas_llama_config *c, int64_t requested) {
   int64_t limit = c->max_position_embeddings;
-  if (requested > 0) return requested < limit ? requested : limit;
+  if (requested > 0) return requested;
   return limit < 2048 ? limit : 2048;
 }
 
@@ -124,13 +129,25 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
   *out_bytes = 0;
   uint64_t weights = 0;
   ATLAS_RETURN_IF_ERROR(atlas_llama_weight_bytes(config, checkpoint, &weights));
-  // Norms are held as f32; count them at 4 bytes per element (weight_bytes
-  // counted them at their checkpoint size, at most 4).
-  uint64_t norm_bytes = (uint64_t)config->hidden_size;
   max_seq = resolve_max_seq(config, max_seq);
   uint64_t kv = 0, scratch = 0, total = weights;
+  // Bounds every product below (heads x head_dim, intermediate, ...).
   ATLAS_RETURN_IF_ERROR(checked_sizes(config, max_seq, &kv, &scratch));
-  if (!atlas_mul_u64(&norm_bytes, 2 * (uint64_t)config->num_hidden_layers + 1) ||
+  // Norms and biases are held as f32; count them at 4 bytes per element
+  // (weight_bytes counted them at their checkpoint size, at most 4).
+  uint64_t per_layer = 2ull * (uint64_t)config->hidden_size;
+  uint64_t q_dim = (uint64_t)(config->num_attention_heads * config->head_dim);
+  uint64_t kv_dim = (uint64_t)(config->num_key_value_heads * config->head_dim);
+  if (config->qkv_bias) per_layer += q_dim + 2 * kv_dim;
+  if (config->o_bias) per_layer += (uint64_t)config->hidden_size;
+  if (config->mlp_bias) {
+    per_layer += 2ull * (uint64_t)config->intermediate_size +
+                 (uint64_t)config->hidden_size;
+  }
+  if (config->qk_norm) per_layer += 2ull * (uint64_t)config->head_dim;
+  uint64_t norm_bytes = per_layer;
+  if (!atlas_mul_u64(&norm_bytes, (uint64_t)config->num_hidden_layers) ||
+      !atlas_add_u64(&norm_bytes, (uint64_t)config->hidden_size) ||
       !atlas_mul_u64(&norm_bytes, 4) || !atlas_add_u64(&total, norm_bytes) ||
       !atlas_add_u64(&total, kv) || !atlas_add_u64(&total, scratch)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -264,6 +281,22 @@ static atlas_status plan_weights(atlas_llama_weights *w,
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_UP_PROJ, i, plan, &L->w_up));
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_DOWN_PROJ, i, plan,
                                       &L->w_down));
+    // Optional vectors (biases, q/k norms), f32 like the norms.
+    struct {
+      atlas_llama_weight weight;
+      float **dst;
+    } vectors[] = {
+        {ATLAS_LLAMA_Q_BIAS, &L->q_bias},       {ATLAS_LLAMA_K_BIAS, &L->k_bias},
+        {ATLAS_LLAMA_V_BIAS, &L->v_bias},       {ATLAS_LLAMA_O_BIAS, &L->o_bias},
+        {ATLAS_LLAMA_GATE_BIAS, &L->gate_bias}, {ATLAS_LLAMA_UP_BIAS, &L->up_bias},
+        {ATLAS_LLAMA_DOWN_BIAS, &L->down_bias}, {ATLAS_LLAMA_Q_NORM, &L->q_norm},
+        {ATLAS_LLAMA_K_NORM, &L->k_norm},
+    };
+    for (size_t v = 0; v < sizeof(vectors) / sizeof(vectors[0]); ++v) {
+      if (!atlas_llama_weight_used(c, vectors[v].weight)) continue;
+      ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, vectors[v].weight, i, progress,
+                                        vectors[v].dst));
+    }
   }
   ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_FINAL_NORM, 0, progress,
                                     &w->final_norm));
@@ -331,8 +364,11 @@ static atlas_status alloc_scratch(atlas_llama_scratch *s,
   ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, inter, (void **)&s->hb2));
   ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(
       s->backend, (size_t)(c->num_attention_heads * max_seq) * f, (void **)&s->att));
-  return atlas_backend_alloc(s->backend, (size_t)c->vocab_size * f,
-                             (void **)&s->logits);
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, (size_t)c->vocab_size * f,
+                                            (void **)&s->logits));
+  size_t half = (size_t)atlas_rope_rot_dim(&c->rope, c->head_dim) / 2;
+  return atlas_backend_alloc(s->backend, (half ? half : 1) * f,
+                             (void **)&s->inv_freq);
 }
 
 // ---- load / unload -----------------------------------------------------------
@@ -395,7 +431,11 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   m->kernels->registry = registry;
   ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "kernel_registry", release_kernels,
                               m->kernels));
-  return atlas_llama_ctx_make(m->backend, NULL, &m->config, m->scratch, &m->ctx);
+  ATLAS_RETURN_IF_ERROR(
+      atlas_llama_ctx_make(m->backend, NULL, &m->config, m->scratch, &m->ctx));
+  m->rot_dim = atlas_rope_rot_dim(&c->rope, c->head_dim);
+  m->rope_seq_len = -1;
+  return atlas_llama_rope_update(m, 1);
 
 oom:
   return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -420,7 +460,10 @@ atlas_status atlas_llama_load(atlas_backend *backend,
   m->config = *config;
   m->max_seq = resolve_max_seq(config, options->max_seq);
   atlas_status status = atlas_teardown_create(&m->teardown);
-  if (status == ATLAS_OK) status = build(m, checkpoint, options);
+  if (status == ATLAS_OK) {
+    atlas_teardown_set_log(m->teardown, atlas_backend_log_sink(backend));
+    status = build(m, checkpoint, options);
+  }
   if (status != ATLAS_OK) {
     status = atlas_status_annotate(status, "loading the model in %s",
                                    atlas_checkpoint_dir(checkpoint));

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atlas/runtime/arch/arch.h"
 #include "atlas/runtime/backend.h"
 #include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/arch/llama/llama_config.h"
@@ -19,7 +20,8 @@ extern "C" {
 typedef struct atlas_llama_model atlas_llama_model;
 
 typedef struct atlas_llama_load_options {
-  // Positions the KV cache holds (0: min(max_position_embeddings, 2048)).
+  // Positions the KV cache holds (0: min(max_position_embeddings, 2048));
+  // may exceed max_position_embeddings, as transformers allows.
   int64_t max_seq;
   // Called as weight bytes arrive (may be NULL).
   void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
@@ -31,7 +33,7 @@ typedef struct atlas_llama_load_options {
 
 // Bytes the model will hold on its backend: weights (norms as f32), KV cache
 // and scratch. What a swap checks against the device's budget.
-atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
+ATLAS_MUST_USE atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
                                         const atlas_checkpoint *checkpoint,
                                         int64_t max_seq, uint64_t *out_bytes);
 
@@ -39,7 +41,7 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
 // the KV cache and scratch. On failure everything this call allocated has
 // been released and the status names the file and what went wrong. The
 // checkpoint may be closed once this returns.
-atlas_status atlas_llama_load(atlas_backend *backend,
+ATLAS_MUST_USE atlas_status atlas_llama_load(atlas_backend *backend,
                               const atlas_checkpoint *checkpoint,
                               const atlas_llama_config *config,
                               const atlas_llama_load_options *options,
@@ -47,27 +49,41 @@ atlas_status atlas_llama_load(atlas_backend *backend,
 
 // Releases the model's resources in reverse build order, then sweeps the
 // backend (which should find nothing). The backend stays alive.
-atlas_status atlas_llama_unload(atlas_llama_model *model,
+ATLAS_MUST_USE atlas_status atlas_llama_unload(atlas_llama_model *model,
                                 atlas_teardown_report *out_report);
 
 const atlas_llama_config *atlas_llama_config_of(const atlas_llama_model *model);
 int64_t atlas_llama_max_seq(const atlas_llama_model *model);
 
 // One token at position `pos`; writes vocab_size logits to host memory.
-atlas_status atlas_llama_forward(atlas_llama_model *model, uint32_t token,
+ATLAS_MUST_USE atlas_status atlas_llama_forward(atlas_llama_model *model, uint32_t token,
                                  uint32_t pos, float *out_logits);
 
-// Called with the logits of every forward step (prompt tokens included).
-typedef atlas_status (*atlas_logits_sink)(void *ctx, const float *logits,
-                                          size_t vocab_size);
+// As atlas_llama_forward, as part of a forward pass whose last position is
+// seq_len - 1 (what dynamic RoPE scales by, as transformers does for a
+// prompt run in one call; seq_len <= pos means pos + 1).
+ATLAS_MUST_USE atlas_status atlas_llama_forward_step(atlas_llama_model *model, uint32_t token,
+                                      uint32_t pos, int64_t seq_len,
+                                      float *out_logits);
+
 
 // Greedy generation: runs the prompt, then `steps` new tokens (argmax),
 // into out_tokens. Forward steps: every prompt token, and every generated
 // token but the last. `sink` may be NULL.
-atlas_status atlas_llama_generate(atlas_llama_model *model,
+ATLAS_MUST_USE atlas_status atlas_llama_generate(atlas_llama_model *model,
                                   const uint32_t *prompt, size_t prompt_len,
                                   size_t steps, uint32_t *out_tokens,
                                   atlas_logits_sink sink, void *sink_ctx);
+
+// As atlas_llama_generate, stopping after an EOS token of `options` (may be
+// NULL: never); *out_count (may be NULL) is how many tokens were generated.
+// Forward steps: prompt_len + *out_count - 1.
+ATLAS_MUST_USE atlas_status atlas_llama_generate_ex(atlas_llama_model *model,
+                                     const uint32_t *prompt, size_t prompt_len,
+                                     size_t steps,
+                                     const atlas_arch_generate_options *options,
+                                     uint32_t *out_tokens, size_t *out_count,
+                                     atlas_logits_sink sink, void *sink_ctx);
 
 #ifdef __cplusplus
 }  // extern "C"

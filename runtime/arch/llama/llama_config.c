@@ -90,70 +90,47 @@ static atlas_status get_bool(const char *path, const json_t *root,
   return ATLAS_OK;
 }
 
-// Rope variants other than the plain one change the frequencies; running
-// them as plain RoPE would give wrong answers silently.
-static atlas_status check_rope_type(const char *path, const json_t *obj,
-                                    const char *where) {
-  const json_t *type = present(obj, "rope_type");
-  if (type == NULL) type = present(obj, "type");
-  if (type == NULL) return ATLAS_OK;
-  if (!json_is_string(type)) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: %s rope_type must be a string, not %s", path,
-                             where, atlas_json_type_word(type));
+// A present key must be null, false or the given number (per `what`):
+// anything else asks for math this family does not do.
+static atlas_status refuse_if_set(const char *path, const json_t *root,
+                                  const char *key, const char *why) {
+  const json_t *v = present(root, key);
+  if (v == NULL || json_is_false(v)) return ATLAS_OK;
+  char shown[64];
+  if (json_is_integer(v)) {
+    snprintf(shown, sizeof(shown), "%lld", (long long)json_integer_value(v));
+  } else if (json_is_true(v)) {
+    snprintf(shown, sizeof(shown), "true");
+  } else if (json_is_string(v)) {
+    snprintf(shown, sizeof(shown), "\"%.40s\"", json_string_value(v));
+  } else {
+    snprintf(shown, sizeof(shown), "%s", atlas_json_type_word(v));
   }
-  if (strcmp(json_string_value(type), "default") != 0) {
-    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                             "%s: %s rope_type \"%s\" is not supported (only "
-                             "\"default\" RoPE is implemented)",
-                             path, where, json_string_value(type));
-  }
-  return ATLAS_OK;
+  return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                           "%s: \"%s\": %s is not supported (%s)", path, key,
+                           shown, why);
 }
 
-static atlas_status parse_rope(const char *path, const json_t *root,
-                               atlas_llama_config *cfg) {
-  bool top_found = false;
-  double top = 0;
-  ATLAS_RETURN_IF_ERROR(
-      get_positive(path, root, "rope_theta", &top_found, &top));
-  const json_t *params = present(root, "rope_parameters");
-  bool nested_found = false;
-  double nested = 0;
-  if (params != NULL) {
-    if (!json_is_object(params)) {
-      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                               "%s: \"rope_parameters\" must be an object, "
-                               "not %s",
-                               path, atlas_json_type_word(params));
-    }
-    ATLAS_RETURN_IF_ERROR(check_rope_type(path, params, "rope_parameters"));
-    atlas_status s =
-        get_positive(path, params, "rope_theta", &nested_found, &nested);
-    if (s != ATLAS_OK) return atlas_status_annotate(s, "rope_parameters");
+static const char *family_name(atlas_llama_family f) {
+  switch (f) {
+    case ATLAS_LLAMA_FAMILY_QWEN2: return "qwen2";
+    case ATLAS_LLAMA_FAMILY_QWEN3: return "qwen3";
+    case ATLAS_LLAMA_FAMILY_MISTRAL: return "mistral";
+    default: return "llama";
   }
-  const json_t *scaling = present(root, "rope_scaling");
-  if (scaling != NULL) {
-    if (!json_is_object(scaling)) {
-      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                               "%s: \"rope_scaling\" must be an object or "
-                               "null, not %s",
-                               path, atlas_json_type_word(scaling));
-    }
-    ATLAS_RETURN_IF_ERROR(check_rope_type(path, scaling, "rope_scaling"));
-  }
-  if (top_found && nested_found && top != nested) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: rope_theta %g contradicts "
-                             "rope_parameters.rope_theta %g",
-                             path, top, nested);
-  }
-  if (top_found) cfg->rope_theta = top;
-  if (nested_found) cfg->rope_theta = nested;
-  return ATLAS_OK;
 }
 
-static atlas_status check_unsupported(const char *path, const json_t *root) {
+// Keys of other architectures that change the math; none of these families
+// implements them, so their presence (non-null, non-false) is refused.
+static const char *const kForeignKeys[] = {
+    "attn_logit_softcapping", "final_logit_softcapping", "no_rope_layers",
+    "attention_chunk_size",   "embedding_multiplier",    "logits_scaling",
+    "residual_multiplier",    "attention_multiplier",    "use_qk_norm",
+    "qk_layernorm",           "query_pre_attn_scalar",   "use_parallel_residual",
+};
+
+static atlas_status check_unsupported(const char *path, const json_t *root,
+                                      atlas_llama_family family) {
   const json_t *act = present(root, "hidden_act");
   if (act != NULL && (!json_is_string(act) ||
                       strcmp(json_string_value(act), "silu") != 0)) {
@@ -165,23 +142,147 @@ static atlas_status check_unsupported(const char *path, const json_t *root) {
                                                  : atlas_json_type_word(act),
                              json_is_string(act) ? "\"" : "");
   }
-  static const char *const kBiasKeys[] = {"attention_bias", "mlp_bias"};
-  for (size_t i = 0; i < 2; ++i) {
-    bool on = false;
-    ATLAS_RETURN_IF_ERROR(get_bool(path, root, kBiasKeys[i], &on));
-    if (on) {
-      return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                               "%s: \"%s\": true is not supported (the runtime "
-                               "has no bias terms)",
-                               path, kBiasKeys[i]);
-    }
+  for (size_t i = 0; i < sizeof(kForeignKeys) / sizeof(kForeignKeys[0]); ++i) {
+    ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, kForeignKeys[i],
+                                        "not part of these architectures"));
+  }
+  char why[96];
+  snprintf(why, sizeof(why), "model_type %s has no such feature",
+           family_name(family));
+  if (family != ATLAS_LLAMA_FAMILY_LLAMA) {
+    ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, "mlp_bias", why));
+  }
+  if (family == ATLAS_LLAMA_FAMILY_QWEN2 || family == ATLAS_LLAMA_FAMILY_MISTRAL) {
+    ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, "attention_bias", why));
+  }
+  if (family == ATLAS_LLAMA_FAMILY_LLAMA) {
+    ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, "sliding_window", why));
+    ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, "use_sliding_window", why));
   }
   return ATLAS_OK;
 }
 
+// layer_types, when given, must be full layers then sliding layers (the
+// only pattern these families produce); returns the first sliding layer.
+static atlas_status parse_layer_types(const char *path, const json_t *root,
+                                      int64_t layers, int64_t *first_sliding,
+                                      bool *found) {
+  const json_t *v = present(root, "layer_types");
+  *found = v != NULL;
+  if (v == NULL) return ATLAS_OK;
+  if (!json_is_array(v) || (int64_t)json_array_size(v) != layers) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: \"layer_types\" must be a list of %lld "
+                             "strings (one per layer)",
+                             path, (long long)layers);
+  }
+  int64_t first = layers;
+  for (int64_t i = 0; i < layers; ++i) {
+    const json_t *t = json_array_get(v, (size_t)i);
+    const char *s = json_is_string(t) ? json_string_value(t) : "";
+    bool sliding = strcmp(s, "sliding_attention") == 0;
+    if (!sliding && strcmp(s, "full_attention") != 0) {
+      return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                               "%s: layer_types[%lld] %s%s%s is not supported "
+                               "(only \"full_attention\" and "
+                               "\"sliding_attention\")",
+                               path, (long long)i, json_is_string(t) ? "\"" : "",
+                               json_is_string(t) ? s : atlas_json_type_word(t),
+                               json_is_string(t) ? "\"" : "");
+    }
+    if (sliding && first == layers) first = i;
+    if (!sliding && first != layers) {
+      return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                               "%s: layer_types: full_attention layer %lld "
+                               "after sliding_attention layer %lld is not "
+                               "supported (only full layers, then sliding ones)",
+                               path, (long long)i, (long long)first);
+    }
+  }
+  *first_sliding = first;
+  return ATLAS_OK;
+}
+
+// The window each family reads, in transformers' terms:
+//   mistral: sliding_window (default 4096; null: none) on every layer;
+//   qwen2/qwen3: sliding_window only when use_sliding_window, on layers
+//     >= max_window_layers (or as layer_types says).
+static atlas_status parse_window(const char *path, const json_t *root,
+                                 atlas_llama_config *cfg) {
+  cfg->sliding_window = 0;
+  cfg->window_first_layer = 0;
+  if (cfg->family == ATLAS_LLAMA_FAMILY_LLAMA) {
+    bool found = false;
+    int64_t first = 0;
+    ATLAS_RETURN_IF_ERROR(parse_layer_types(path, root, cfg->num_hidden_layers,
+                                            &first, &found));
+    if (found && first < cfg->num_hidden_layers) {
+      return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                               "%s: layer_types asks for sliding_attention, "
+                               "which model_type llama does not have",
+                               path);
+    }
+    return ATLAS_OK;
+  }
+  int64_t window = 0;
+  bool use = cfg->family == ATLAS_LLAMA_FAMILY_MISTRAL;
+  if (cfg->family == ATLAS_LLAMA_FAMILY_MISTRAL) {
+    window = 4096;  // MistralConfig's default when the key is absent
+    const json_t *w = json_object_get(root, "sliding_window");
+    if (w != NULL && json_is_null(w)) window = 0;
+  } else {
+    ATLAS_RETURN_IF_ERROR(get_bool(path, root, "use_sliding_window", &use));
+    window = 4096;  // Qwen2Config's default
+  }
+  if (present(root, "sliding_window") != NULL) {
+    ATLAS_RETURN_IF_ERROR(get_dim(path, root, "sliding_window", false, &window));
+  }
+  if (!use || window == 0) return ATLAS_OK;
+  int64_t first = 0;
+  if (cfg->family != ATLAS_LLAMA_FAMILY_MISTRAL) {
+    first = 28;  // Qwen2Config's default max_window_layers
+    ATLAS_RETURN_IF_ERROR(get_dim(path, root, "max_window_layers", false, &first));
+  }
+  bool found = false;
+  int64_t listed_first = 0;
+  ATLAS_RETURN_IF_ERROR(parse_layer_types(path, root, cfg->num_hidden_layers,
+                                          &listed_first, &found));
+  if (found) first = listed_first;  // transformers prefers the explicit list
+  cfg->sliding_window = window;
+  cfg->window_first_layer = first;
+  return ATLAS_OK;
+}
+
+static atlas_status parse_features(const char *path, const json_t *root,
+                                   atlas_llama_config *cfg) {
+  bool attention_bias = false;
+  switch (cfg->family) {
+    case ATLAS_LLAMA_FAMILY_LLAMA:
+      ATLAS_RETURN_IF_ERROR(get_bool(path, root, "attention_bias", &attention_bias));
+      ATLAS_RETURN_IF_ERROR(get_bool(path, root, "mlp_bias", &cfg->mlp_bias));
+      cfg->qkv_bias = cfg->o_bias = attention_bias;
+      break;
+    case ATLAS_LLAMA_FAMILY_QWEN2:
+      cfg->qkv_bias = true;  // Qwen2Attention: q/k/v with bias, o without
+      break;
+    case ATLAS_LLAMA_FAMILY_QWEN3:
+      ATLAS_RETURN_IF_ERROR(get_bool(path, root, "attention_bias", &attention_bias));
+      cfg->qkv_bias = cfg->o_bias = attention_bias;
+      cfg->qk_norm = true;
+      break;
+    case ATLAS_LLAMA_FAMILY_MISTRAL:
+      break;
+  }
+  return parse_window(path, root, cfg);
+}
+
 static atlas_status parse_root(const char *path, const json_t *root,
+                               atlas_llama_family family,
                                atlas_llama_config *cfg) {
   *cfg = (atlas_llama_config){0};
+  cfg->family = family;
+  // Qwen3Config's head_dim default is 128, not hidden_size / heads.
+  if (family == ATLAS_LLAMA_FAMILY_QWEN3) cfg->head_dim = 128;
   cfg->max_position_embeddings = 2048;
   cfg->rms_norm_eps = 1e-6;
   cfg->rope_theta = 10000.0;
@@ -205,10 +306,19 @@ static atlas_status parse_root(const char *path, const json_t *root,
   bool found = false;
   ATLAS_RETURN_IF_ERROR(
       get_positive(path, root, "rms_norm_eps", &found, &cfg->rms_norm_eps));
-  ATLAS_RETURN_IF_ERROR(parse_rope(path, root, cfg));
+  ATLAS_RETURN_IF_ERROR(atlas_rope_config_parse(path, root, &cfg->rope));
+  cfg->rope_theta = cfg->rope.theta;
+  if (cfg->rope.partial_rotary_factor != 1.0) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "%s: partial_rotary_factor %g is not supported "
+                             "(model_type %s rotates the whole head)",
+                             path, cfg->rope.partial_rotary_factor,
+                             family_name(family));
+  }
   ATLAS_RETURN_IF_ERROR(get_bool(path, root, "tie_word_embeddings",
                                  &cfg->tie_word_embeddings));
-  ATLAS_RETURN_IF_ERROR(check_unsupported(path, root));
+  ATLAS_RETURN_IF_ERROR(check_unsupported(path, root, family));
+  ATLAS_RETURN_IF_ERROR(parse_features(path, root, cfg));
   // get_dim guarantees these; the check keeps the divisions below visibly safe.
   if (cfg->num_attention_heads <= 0 || cfg->num_key_value_heads <= 0) {
     return atlas_status_make(ATLAS_STATUS_INTERNAL,
@@ -246,6 +356,14 @@ static atlas_status parse_root(const char *path, const json_t *root,
 atlas_status atlas_llama_config_parse(const char *text, size_t len,
                                       const char *path_for_errors,
                                       atlas_llama_config *out_config) {
+  return atlas_llama_config_parse_family(ATLAS_LLAMA_FAMILY_LLAMA, text, len,
+                                         path_for_errors, out_config);
+}
+
+atlas_status atlas_llama_config_parse_family(atlas_llama_family family,
+                                             const char *text, size_t len,
+                                             const char *path_for_errors,
+                                             atlas_llama_config *out_config) {
   const char *path = path_for_errors != NULL ? path_for_errors : "<config>";
   if (text == NULL && len != 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -272,7 +390,7 @@ atlas_status atlas_llama_config_parse(const char *text, size_t len,
                                "%s: config is %s, not a JSON object", path,
                                atlas_json_type_word(root));
   } else {
-    status = parse_root(path, root, &cfg);
+    status = parse_root(path, root, family, &cfg);
   }
   json_decref(root);
   if (status == ATLAS_OK) *out_config = cfg;

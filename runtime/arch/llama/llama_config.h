@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atlas/runtime/arch/rope/rope.h"
 #include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
@@ -17,7 +18,17 @@ extern "C" {
 // them fit comfortably in int64 (and any one fits in an int).
 #define ATLAS_LLAMA_MAX_DIM ((int64_t)0x7fffffff)
 
+// The decoder families that share this forward pass; each is its own folder
+// and table row (runtime/arch/<family>/) that picks one of these.
+typedef enum atlas_llama_family {
+  ATLAS_LLAMA_FAMILY_LLAMA = 0,  // Llama 2/3: attention_bias, mlp_bias
+  ATLAS_LLAMA_FAMILY_QWEN2,      // q/k/v biases; sliding window by layer
+  ATLAS_LLAMA_FAMILY_QWEN3,      // per-head q_norm/k_norm; head_dim 128
+  ATLAS_LLAMA_FAMILY_MISTRAL,    // sliding_window on every layer
+} atlas_llama_family;
+
 typedef struct atlas_llama_config {
+  atlas_llama_family family;
   int64_t vocab_size;               // required
   int64_t hidden_size;              // required
   int64_t intermediate_size;        // required
@@ -28,21 +39,44 @@ typedef struct atlas_llama_config {
   int64_t max_position_embeddings;  // default: 2048
   double rms_norm_eps;              // default: 1e-6
   double rope_theta;  // default 10000; top level or rope_parameters.rope_theta
+  atlas_rope_config rope;           // type and scaling (theta == rope_theta)
   bool tie_word_embeddings;         // default: false
+  bool qkv_bias;       // q_proj, k_proj, v_proj carry .bias tensors
+  bool o_bias;         // o_proj carries a .bias
+  bool mlp_bias;       // gate/up/down_proj carry .bias tensors
+  bool qk_norm;        // per-head RMSNorm of q and k before RoPE (Qwen3)
+  int64_t sliding_window;      // 0: every layer attends to all positions
+  int64_t window_first_layer;  // layers >= this attend to the last
+                               // sliding_window positions only
 } atlas_llama_config;
 
 // Parses config.json text (`len` bytes, need not be NUL-terminated).
-// Rejects: missing required keys, wrong JSON types, non-positive values,
-// heads not dividing hidden_size (when head_dim is defaulted), kv heads not
-// dividing heads, odd head_dim (RoPE pairs halves), and features the runtime
-// does not implement (rope scaling, attention/MLP biases, activations other
-// than silu) with UNIMPLEMENTED. Messages name `path_for_errors`.
-atlas_status atlas_llama_config_parse(const char *text, size_t len,
+// Family Llama. Rejects: missing required keys, wrong JSON types,
+// non-positive values, heads not dividing hidden_size (when head_dim is
+// defaulted), kv heads not dividing heads, odd head_dim (RoPE pairs halves),
+// and features the runtime does not implement (unknown rope types, sliding
+// windows, activations other than silu, ...) with UNIMPLEMENTED. Messages
+// name `path_for_errors`.
+ATLAS_MUST_USE atlas_status atlas_llama_config_parse(const char *text, size_t len,
                                       const char *path_for_errors,
                                       atlas_llama_config *out_config);
 
+// As atlas_llama_config_parse for one family: the keys that family
+// implements are read, every math-changing key it does not implement is
+// refused by name (UNIMPLEMENTED).
+ATLAS_MUST_USE atlas_status atlas_llama_config_parse_family(atlas_llama_family family,
+                                             const char *text, size_t len,
+                                             const char *path_for_errors,
+                                             atlas_llama_config *out_config);
+
+// Sliding window of layer `layer` (0: none).
+static inline int64_t atlas_llama_layer_window(const atlas_llama_config *c,
+                                               int64_t layer) {
+  return layer >= c->window_first_layer ? c->sliding_window : 0;
+}
+
 // Reads and parses a config.json file.
-atlas_status atlas_llama_config_load(const char *path,
+ATLAS_MUST_USE atlas_status atlas_llama_config_load(const char *path,
                                      atlas_llama_config *out_config);
 
 #ifdef __cplusplus

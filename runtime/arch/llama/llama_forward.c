@@ -64,6 +64,40 @@ static atlas_status embed(const atlas_llama_ctx *ctx, float *out,
                                 COUNT(args));
 }
 
+static atlas_status add_bias(const atlas_llama_ctx *ctx, float *x,
+                             const float *bias, int64_t n) {
+  if (bias == NULL) return ATLAS_OK;
+  return elementwise(ctx, "add_bias", x, bias, (uint32_t)n);
+}
+
+// x[h] = q_or_k_norm(x[h]) for each head (Qwen3), before RoPE.
+static atlas_status head_norm(const atlas_llama_ctx *ctx, float *x,
+                              const float *w, int64_t heads) {
+  if (w == NULL) return ATLAS_OK;
+  const atlas_llama_config *c = ctx->config;
+  atlas_arg args[] = {P(x), P(w), U((uint32_t)heads), U((uint32_t)c->head_dim),
+                      F((float)c->rms_norm_eps)};
+  return atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE, "head_rmsnorm",
+                                dim1((uint32_t)heads), dim1(32), args,
+                                COUNT(args));
+}
+
+static atlas_status rope(const atlas_llama_model *m, float *x, int64_t heads,
+                         uint32_t pos) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  uint32_t half = (uint32_t)(m->rot_dim / 2);
+  atlas_arg args[] = {P(x),
+                      P(ctx->scratch->inv_freq),
+                      U((uint32_t)heads),
+                      U((uint32_t)ctx->config->head_dim),
+                      U((uint32_t)m->rot_dim),
+                      U(pos),
+                      F(m->attention_factor)};
+  return atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE, "rope",
+                                dim1(blocks((uint64_t)heads * half, 256)),
+                                dim1(256), args, COUNT(args));
+}
+
 static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L,
                           int64_t l, uint32_t pos) {
   const atlas_llama_ctx *ctx = &m->ctx;
@@ -78,39 +112,76 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
 
   ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->attn_norm));
   ATLAS_RETURN_IF_ERROR(matvec(ctx, s->q, &L->wq, s->xb, q_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->q, L->q_bias, q_dim));
   // Keys and values go straight into this position of the cache.
   ATLAS_RETURN_IF_ERROR(matvec(ctx, k, &L->wk, s->xb, kv_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias(ctx, k, L->k_bias, kv_dim));
   ATLAS_RETURN_IF_ERROR(matvec(ctx, v, &L->wv, s->xb, kv_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias(ctx, v, L->v_bias, kv_dim));
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
-  atlas_arg rope_args[] = {P(s->q), P(k), U(pos), U(n_heads),
-                           U((uint32_t)c->num_key_value_heads),
-                           U((uint32_t)head_dim), F((float)c->rope_theta)};
-  ATLAS_RETURN_IF_ERROR(atlas_forward_dispatch(
-      &ctx->core, ATLAS_LLAMA_MODULE, "rope",
-      dim1(blocks((uint64_t)n_heads * (uint64_t)head_dim / 2, 256)), dim1(256),
-      rope_args, COUNT(rope_args)));
+  ATLAS_RETURN_IF_ERROR(head_norm(ctx, s->q, L->q_norm, c->num_attention_heads));
+  ATLAS_RETURN_IF_ERROR(head_norm(ctx, k, L->k_norm, c->num_key_value_heads));
+  ATLAS_RETURN_IF_ERROR(rope(m, s->q, c->num_attention_heads, pos));
+  ATLAS_RETURN_IF_ERROR(rope(m, k, c->num_key_value_heads, pos));
+  uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
   atlas_arg att_args[] = {P(s->xb2), P(s->q), P(m->kv->keys + layer_off),
                           P(m->kv->values + layer_off), P(s->att), U(n_heads),
                           U((uint32_t)c->num_key_value_heads),
-                          U((uint32_t)head_dim), U(pos + 1)};
+                          U((uint32_t)head_dim), U(pos + 1), U(window)};
   ATLAS_RETURN_IF_ERROR(atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE,
                                                "attention", dim1(n_heads),
                                                dim1(256), att_args,
                                                COUNT(att_args)));
   ATLAS_RETURN_IF_ERROR(matvec(ctx, s->xb, &L->wo, s->xb2, hidden, q_dim));
+  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->xb, L->o_bias, hidden));
   ATLAS_RETURN_IF_ERROR(elementwise(ctx, "add", s->x, s->xb, (uint32_t)hidden));
 
   ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->ffn_norm));
   int64_t inter = c->intermediate_size;
   ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb, &L->w_gate, s->xb, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb, L->gate_bias, inter));
   ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb2, &L->w_up, s->xb, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb2, L->up_bias, inter));
   ATLAS_RETURN_IF_ERROR(elementwise(ctx, "silu_mul", s->hb, s->hb2, (uint32_t)inter));
   ATLAS_RETURN_IF_ERROR(matvec(ctx, s->xb, &L->w_down, s->hb, hidden, inter));
+  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->xb, L->down_bias, hidden));
   return elementwise(ctx, "add", s->x, s->xb, (uint32_t)hidden);
 }
 
-atlas_status atlas_llama_forward(atlas_llama_model *m, uint32_t token,
-                                 uint32_t pos, float *out_logits) {
+atlas_status atlas_llama_rope_update(atlas_llama_model *m, int64_t seq_len) {
+  const atlas_llama_config *c = &m->config;
+  // Only dynamic RoPE past max_position_embeddings depends on seq_len.
+  int64_t key = c->rope.type == ATLAS_ROPE_DYNAMIC &&
+                        seq_len > c->max_position_embeddings
+                    ? seq_len
+                    : 0;
+  if (key == m->rope_seq_len) return ATLAS_OK;
+  size_t half = (size_t)(m->rot_dim / 2);
+  double *inv = malloc((half ? half : 1) * sizeof(double));
+  float *f = malloc((half ? half : 1) * sizeof(float));
+  atlas_status status = ATLAS_OK;
+  if (inv == NULL || f == NULL) {
+    status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "cannot compute %zu RoPE frequencies", half);
+  } else {
+    double factor = 1.0;
+    atlas_rope_inv_freq(&c->rope, c->head_dim, c->max_position_embeddings,
+                        seq_len, inv, &factor);
+    for (size_t i = 0; i < half; ++i) f[i] = (float)inv[i];
+    m->attention_factor = (float)factor;
+    status = atlas_status_annotate(
+        atlas_backend_h2d(m->backend, m->scratch->inv_freq, f, half * sizeof(float)),
+        "uploading RoPE frequencies");
+  }
+  free(inv);
+  free(f);
+  if (status == ATLAS_OK) m->rope_seq_len = key;
+  return status;
+}
+
+atlas_status atlas_llama_forward_step(atlas_llama_model *m, uint32_t token,
+                                      uint32_t pos, int64_t seq_len,
+                                      float *out_logits) {
   const atlas_llama_config *c = &m->config;
   if ((int64_t)token >= c->vocab_size) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -122,6 +193,8 @@ atlas_status atlas_llama_forward(atlas_llama_model *m, uint32_t token,
                              "position %u is past the KV cache (%lld positions)",
                              pos, (long long)m->max_seq);
   }
+  if (seq_len <= (int64_t)pos) seq_len = (int64_t)pos + 1;
+  ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, seq_len));
   atlas_llama_scratch *s = m->scratch;
   const atlas_llama_weights *w = m->weights;
   ATLAS_RETURN_IF_ERROR(embed(&m->ctx, s->x, &w->embed, token));
@@ -135,6 +208,11 @@ atlas_status atlas_llama_forward(atlas_llama_model *m, uint32_t token,
   return atlas_backend_d2h_on_stream(m->backend, out_logits, s->logits,
                                      (size_t)c->vocab_size * sizeof(float),
                                      m->ctx.core.stream);
+}
+
+atlas_status atlas_llama_forward(atlas_llama_model *m, uint32_t token,
+                                 uint32_t pos, float *out_logits) {
+  return atlas_llama_forward_step(m, token, pos, (int64_t)pos + 1, out_logits);
 }
 
 static uint32_t argmax(const float *v, size_t n) {
@@ -160,10 +238,21 @@ static atlas_status check_finite_logits(const float *logits, size_t vocab,
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_generate(atlas_llama_model *m, const uint32_t *prompt,
-                                  size_t prompt_len, size_t steps,
-                                  uint32_t *out_tokens, atlas_logits_sink sink,
-                                  void *sink_ctx) {
+static bool is_eos(const atlas_arch_generate_options *o, uint32_t token) {
+  if (o == NULL || o->ignore_eos) return false;
+  for (size_t i = 0; i < o->eos_count; ++i) {
+    if (o->eos[i] == token) return true;
+  }
+  return false;
+}
+
+atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
+                                     const uint32_t *prompt, size_t prompt_len,
+                                     size_t steps,
+                                     const atlas_arch_generate_options *options,
+                                     uint32_t *out_tokens, size_t *out_count,
+                                     atlas_logits_sink sink, void *sink_ctx) {
+  if (out_count != NULL) *out_count = 0;
   if (prompt_len == 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "generation needs at least one prompt token");
@@ -185,7 +274,10 @@ atlas_status atlas_llama_generate(atlas_llama_model *m, const uint32_t *prompt,
   uint32_t token = prompt[0];
   size_t generated = 0;
   for (size_t pos = 0; status == ATLAS_OK && pos < forwards; ++pos) {
-    status = atlas_llama_forward(m, token, (uint32_t)pos, logits);
+    // transformers' generate runs the prompt as one forward, so dynamic
+    // RoPE sees the prompt's length at every prompt position.
+    int64_t seq_len = (int64_t)(pos + 1 > prompt_len ? pos + 1 : prompt_len);
+    status = atlas_llama_forward_step(m, token, (uint32_t)pos, seq_len, logits);
     if (status == ATLAS_OK) status = check_finite_logits(logits, vocab, pos);
     if (status == ATLAS_OK && sink != NULL) status = sink(sink_ctx, logits, vocab);
     if (status != ATLAS_OK) break;
@@ -194,10 +286,24 @@ atlas_status atlas_llama_generate(atlas_llama_model *m, const uint32_t *prompt,
     } else {
       token = argmax(logits, vocab);
       if (generated < steps) out_tokens[generated++] = token;
+      if (is_eos(options, token)) break;  // never fed back
+      if (options != NULL && options->on_token != NULL &&
+          !options->on_token(options->token_ctx, token)) {
+        break;
+      }
     }
   }
   free(logits);
+  if (status == ATLAS_OK && out_count != NULL) *out_count = generated;
   return status;
+}
+
+atlas_status atlas_llama_generate(atlas_llama_model *m, const uint32_t *prompt,
+                                  size_t prompt_len, size_t steps,
+                                  uint32_t *out_tokens, atlas_logits_sink sink,
+                                  void *sink_ctx) {
+  return atlas_llama_generate_ex(m, prompt, prompt_len, steps, NULL, out_tokens,
+                                 NULL, sink, sink_ctx);
 }
 
 atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,

@@ -14,32 +14,63 @@ typedef struct atlas_llama_matrix {
   atlas_dtype dtype;
 } atlas_llama_matrix;
 
+// One decoder layer. Matrices are row-major (out_features, in_features) as
+// Hugging Face stores them; vectors are f32 whatever the checkpoint held.
+// q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim.
 typedef struct atlas_llama_layer {
-  float *attn_norm, *ffn_norm;  // f32 whatever the checkpoint held
-  atlas_llama_matrix wq, wk, wv, wo, w_gate, w_up, w_down;
+  float *attn_norm;           // (dim)
+  float *ffn_norm;            // (dim)
+  atlas_llama_matrix wq;      // (q_dim, dim)
+  atlas_llama_matrix wk;      // (kv_dim, dim)
+  atlas_llama_matrix wv;      // (kv_dim, dim)
+  atlas_llama_matrix wo;      // (dim, q_dim)
+  atlas_llama_matrix w_gate;  // (hidden_dim, dim)
+  atlas_llama_matrix w_up;    // (hidden_dim, dim)
+  atlas_llama_matrix w_down;  // (dim, hidden_dim)
+  // Optional, NULL unless the config asks for them:
+  float *q_bias;              // (q_dim)        qkv_bias
+  float *k_bias;              // (kv_dim)       qkv_bias
+  float *v_bias;              // (kv_dim)       qkv_bias
+  float *o_bias;              // (dim)          o_bias
+  float *gate_bias;           // (hidden_dim)   mlp_bias
+  float *up_bias;             // (hidden_dim)   mlp_bias
+  float *down_bias;           // (dim)          mlp_bias
+  float *q_norm;              // (head_dim)     qk_norm
+  float *k_norm;              // (head_dim)     qk_norm
 } atlas_llama_layer;
 
 // Teardown resource "weights": every weight allocation of the model.
 typedef struct atlas_llama_weights {
   atlas_backend *backend;
-  atlas_llama_matrix embed, lm_head;
-  float *final_norm;
-  atlas_llama_layer *layers;
+  atlas_llama_matrix embed;    // (vocab_size, dim)
+  atlas_llama_matrix lm_head;  // (vocab_size, dim); the embedding when tied
+  float *final_norm;           // (dim)
+  atlas_llama_layer *layers;   // (layer)
   int64_t layer_count;
   void **allocs;  // everything allocated, in order, for release
   size_t alloc_count, alloc_cap;
 } atlas_llama_weights;
 
-// Teardown resource "kv_cache": [layer][seq][kv_dim] f32, keys and values.
+// Teardown resource "kv_cache": keys and values, f32.
 typedef struct atlas_llama_kv_cache {
   atlas_backend *backend;
-  float *keys, *values;
+  float *keys;    // (layer, max_seq, kv_dim)
+  float *values;  // (layer, max_seq, kv_dim)
 } atlas_llama_kv_cache;
 
-// Teardown resource "scratch": activations of one token.
+// Teardown resource "scratch": activations of one token, and RoPE's
+// inverse frequencies.
 typedef struct atlas_llama_scratch {
   atlas_backend *backend;
-  float *x, *xb, *xb2, *q, *hb, *hb2, *att, *logits;
+  float *x;         // (dim) the residual stream
+  float *xb;        // (max(dim, q_dim))
+  float *xb2;       // (max(dim, q_dim))
+  float *q;         // (q_dim)
+  float *hb;        // (hidden_dim)
+  float *hb2;       // (hidden_dim)
+  float *att;       // (n_heads, max_seq)
+  float *logits;    // (vocab_size)
+  float *inv_freq;  // (rot_dim / 2) from the rope config, see rope.h
 } atlas_llama_scratch;
 
 // The Llama forward context: the core one plus the model-derived values
@@ -51,7 +82,7 @@ typedef struct atlas_llama_ctx {
 } atlas_llama_ctx;
 
 // Fails when a piece is missing rather than letting a dispatch site find out.
-atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
+ATLAS_MUST_USE atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
                                   const atlas_llama_config *config,
                                   atlas_llama_scratch *scratch,
                                   atlas_llama_ctx *out_ctx);
@@ -71,6 +102,15 @@ struct atlas_llama_model {
   atlas_llama_scratch *scratch;
   atlas_llama_kernels *kernels;
   atlas_llama_ctx ctx;
+  // RoPE on the host: what scratch->inv_freq was computed for.
+  int64_t rot_dim;
+  int64_t rope_seq_len;     // -1: not uploaded yet; 0: static (seq-free)
+  float attention_factor;   // YaRN's cos/sin scale; 1 otherwise
 };
+
+// Makes scratch->inv_freq right for a forward whose last position is
+// seq_len - 1 (only `dynamic` RoPE depends on it; see rope.h). Uploads only
+// when the frequencies change.
+ATLAS_MUST_USE atlas_status atlas_llama_rope_update(atlas_llama_model *model, int64_t seq_len);
 
 #endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_

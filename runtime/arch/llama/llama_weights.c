@@ -17,7 +17,34 @@ static const char *const kSuffixes[ATLAS_LLAMA_WEIGHT_COUNT] = {
     [ATLAS_LLAMA_GATE_PROJ] = "mlp.gate_proj.weight",
     [ATLAS_LLAMA_UP_PROJ] = "mlp.up_proj.weight",
     [ATLAS_LLAMA_DOWN_PROJ] = "mlp.down_proj.weight",
+    [ATLAS_LLAMA_Q_BIAS] = "self_attn.q_proj.bias",
+    [ATLAS_LLAMA_K_BIAS] = "self_attn.k_proj.bias",
+    [ATLAS_LLAMA_V_BIAS] = "self_attn.v_proj.bias",
+    [ATLAS_LLAMA_O_BIAS] = "self_attn.o_proj.bias",
+    [ATLAS_LLAMA_GATE_BIAS] = "mlp.gate_proj.bias",
+    [ATLAS_LLAMA_UP_BIAS] = "mlp.up_proj.bias",
+    [ATLAS_LLAMA_DOWN_BIAS] = "mlp.down_proj.bias",
+    [ATLAS_LLAMA_Q_NORM] = "self_attn.q_norm.weight",
+    [ATLAS_LLAMA_K_NORM] = "self_attn.k_norm.weight",
 };
+
+bool atlas_llama_weight_used(const atlas_llama_config *c,
+                             atlas_llama_weight weight) {
+  switch (weight) {
+    case ATLAS_LLAMA_LM_HEAD: return !c->tie_word_embeddings;
+    case ATLAS_LLAMA_Q_BIAS:
+    case ATLAS_LLAMA_K_BIAS:
+    case ATLAS_LLAMA_V_BIAS: return c->qkv_bias;
+    case ATLAS_LLAMA_O_BIAS: return c->o_bias;
+    case ATLAS_LLAMA_GATE_BIAS:
+    case ATLAS_LLAMA_UP_BIAS:
+    case ATLAS_LLAMA_DOWN_BIAS: return c->mlp_bias;
+    case ATLAS_LLAMA_Q_NORM:
+    case ATLAS_LLAMA_K_NORM: return c->qk_norm;
+    case ATLAS_LLAMA_WEIGHT_COUNT: return false;
+    default: return true;
+  }
+}
 
 const char *atlas_llama_weight_suffix(atlas_llama_weight weight) {
   if ((int)weight < 0 || weight >= ATLAS_LLAMA_WEIGHT_COUNT) return NULL;
@@ -105,8 +132,23 @@ void atlas_llama_weight_shape(const atlas_llama_config *c,
       rows = c->hidden_size;
       cols = c->intermediate_size;
       break;
+    case ATLAS_LLAMA_Q_BIAS: rows = q; break;
+    case ATLAS_LLAMA_K_BIAS:
+    case ATLAS_LLAMA_V_BIAS: rows = kv; break;
+    case ATLAS_LLAMA_O_BIAS:
+    case ATLAS_LLAMA_DOWN_BIAS: rows = c->hidden_size; break;
+    case ATLAS_LLAMA_GATE_BIAS:
+    case ATLAS_LLAMA_UP_BIAS: rows = c->intermediate_size; break;
+    case ATLAS_LLAMA_Q_NORM:
+    case ATLAS_LLAMA_K_NORM: rows = c->head_dim; break;
     case ATLAS_LLAMA_WEIGHT_COUNT:
       break;
+  }
+  if (cols == 0) {  // a vector
+    shape[0] = rows;
+    shape[1] = 0;
+    *out_rank = 1;
+    return;
   }
   shape[0] = rows;
   shape[1] = cols;
@@ -162,28 +204,97 @@ static atlas_status check_one(const atlas_llama_config *config,
   return ATLAS_OK;
 }
 
+// Tensors some exporters write that carry no weights of their own; each is
+// skipped by name, with the reason.
+static bool ignored(const atlas_llama_config *config, const char *name) {
+  // Older transformers saved RoPE's inv_freq buffer with the weights; it is
+  // a function of the config, which the runtime computes itself.
+  const char *tail = strstr(name, ".rotary_emb.inv_freq");
+  if (tail != NULL && tail[strlen(".rotary_emb.inv_freq")] == '\0') return true;
+  // A tied model may still carry lm_head.weight: transformers ties it to the
+  // embedding on load (the copy is never read), and so does the runtime.
+  if (config->tie_word_embeddings && strcmp(name, ATLAS_LLAMA_LM_HEAD_NAME) == 0) {
+    return true;
+  }
+  return false;
+}
+
+// Whether the model reads `name`.
+static bool consumed(const atlas_llama_config *c, const char *name) {
+  for (int w = 0; w < ATLAS_LLAMA_FIRST_LAYER_WEIGHT; ++w) {
+    if (atlas_llama_weight_used(c, (atlas_llama_weight)w) &&
+        strcmp(name, kSuffixes[w]) == 0) {
+      return true;
+    }
+  }
+  static const char kPrefix[] = "model.layers.";
+  if (strncmp(name, kPrefix, sizeof(kPrefix) - 1) != 0) return false;
+  const char *p = name + sizeof(kPrefix) - 1;
+  int64_t layer = 0;
+  if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] != '.')) return false;
+  for (; *p >= '0' && *p <= '9'; ++p) {
+    layer = layer * 10 + (*p - '0');
+    if (layer >= c->num_hidden_layers) return false;
+  }
+  if (*p++ != '.') return false;
+  for (int w = ATLAS_LLAMA_FIRST_LAYER_WEIGHT; w < ATLAS_LLAMA_WEIGHT_COUNT; ++w) {
+    if (atlas_llama_weight_used(c, (atlas_llama_weight)w) &&
+        strcmp(p, kSuffixes[w]) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Every tensor of the checkpoint must be read by the model.
+static atlas_status check_leftovers(const atlas_llama_config *config,
+                                    const atlas_checkpoint *ck) {
+  size_t n = atlas_checkpoint_tensor_count(ck), leftovers = 0;
+  const char *first = NULL;
+  for (size_t i = 0; i < n; ++i) {
+    atlas_checkpoint_tensor t;
+    if (!atlas_checkpoint_tensor_at(ck, i, &t)) break;
+    const char *name = t.tensor->name;
+    if (consumed(config, name) || ignored(config, name)) continue;
+    if (first == NULL) first = name;
+    ++leftovers;
+  }
+  if (leftovers == 0) return ATLAS_OK;
+  char more[48] = "";
+  if (leftovers > 1) snprintf(more, sizeof(more), " (and %zu more)", leftovers - 1);
+  return atlas_status_make(
+      ATLAS_STATUS_INVALID_ARGUMENT,
+      "%s: tensor %s%s is not used by this model (config.json: %lld layers, "
+      "attention bias %s, mlp bias %s, q/k norm %s, %s embeddings); a "
+      "checkpoint whose weights would be ignored is refused",
+      atlas_checkpoint_source(ck), first, more,
+      (long long)config->num_hidden_layers, config->qkv_bias ? "on" : "off",
+      config->mlp_bias ? "on" : "off", config->qk_norm ? "on" : "off",
+      config->tie_word_embeddings ? "tied" : "untied");
+}
+
 static atlas_status check_all(const atlas_llama_config *config,
                               const atlas_checkpoint *ck,
                               bool *out_lm_head_is_embedding,
                               uint64_t *out_bytes) {
   uint64_t bytes = 0;
-  ATLAS_RETURN_IF_ERROR(check_one(config, ck, ATLAS_LLAMA_EMBED_TOKENS, 0,
-                                  false, NULL, &bytes));
-  ATLAS_RETURN_IF_ERROR(check_one(config, ck, ATLAS_LLAMA_FINAL_NORM, 0,
-                                  false, NULL, &bytes));
-  bool lm_head = false;
-  if (!config->tie_word_embeddings) {
-    ATLAS_RETURN_IF_ERROR(check_one(config, ck, ATLAS_LLAMA_LM_HEAD, 0, true,
-                                    &lm_head, &bytes));
+  for (int w = 0; w < ATLAS_LLAMA_FIRST_LAYER_WEIGHT; ++w) {
+    if (!atlas_llama_weight_used(config, (atlas_llama_weight)w)) continue;
+    ATLAS_RETURN_IF_ERROR(check_one(config, ck, (atlas_llama_weight)w, 0,
+                                    false, NULL, &bytes));
   }
   for (int64_t layer = 0; layer < config->num_hidden_layers; ++layer) {
     for (int w = ATLAS_LLAMA_FIRST_LAYER_WEIGHT; w < ATLAS_LLAMA_WEIGHT_COUNT;
          ++w) {
+      if (!atlas_llama_weight_used(config, (atlas_llama_weight)w)) continue;
       ATLAS_RETURN_IF_ERROR(check_one(config, ck, (atlas_llama_weight)w,
                                       (int)layer, false, NULL, &bytes));
     }
   }
-  if (out_lm_head_is_embedding != NULL) *out_lm_head_is_embedding = !lm_head;
+  ATLAS_RETURN_IF_ERROR(check_leftovers(config, ck));
+  if (out_lm_head_is_embedding != NULL) {
+    *out_lm_head_is_embedding = config->tie_word_embeddings;
+  }
   if (out_bytes != NULL) *out_bytes = bytes;
   return ATLAS_OK;
 }

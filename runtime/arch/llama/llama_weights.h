@@ -34,6 +34,16 @@ typedef enum atlas_llama_weight {
   ATLAS_LLAMA_GATE_PROJ,         // [intermediate, hidden]
   ATLAS_LLAMA_UP_PROJ,           // [intermediate, hidden]
   ATLAS_LLAMA_DOWN_PROJ,         // [hidden, intermediate]
+  // Present only when the config asks for them (atlas_llama_weight_used):
+  ATLAS_LLAMA_Q_BIAS,            // [heads * head_dim]     qkv_bias
+  ATLAS_LLAMA_K_BIAS,            // [kv_heads * head_dim]  qkv_bias
+  ATLAS_LLAMA_V_BIAS,            // [kv_heads * head_dim]  qkv_bias
+  ATLAS_LLAMA_O_BIAS,            // [hidden]               o_bias
+  ATLAS_LLAMA_GATE_BIAS,         // [intermediate]         mlp_bias
+  ATLAS_LLAMA_UP_BIAS,           // [intermediate]         mlp_bias
+  ATLAS_LLAMA_DOWN_BIAS,         // [hidden]               mlp_bias
+  ATLAS_LLAMA_Q_NORM,            // [head_dim]             qk_norm
+  ATLAS_LLAMA_K_NORM,            // [head_dim]             qk_norm
   ATLAS_LLAMA_WEIGHT_COUNT,
 } atlas_llama_weight;
 
@@ -43,6 +53,11 @@ static inline bool atlas_llama_weight_is_per_layer(atlas_llama_weight w) {
   return w >= ATLAS_LLAMA_FIRST_LAYER_WEIGHT && w < ATLAS_LLAMA_WEIGHT_COUNT;
 }
 
+// Whether the config's model reads `weight` (the optional ones depend on
+// biases, q/k norms and tied embeddings).
+bool atlas_llama_weight_used(const atlas_llama_config *config,
+                             atlas_llama_weight weight);
+
 // For per-layer weights the suffix after "model.layers.{i}." (for example
 // "self_attn.q_proj.weight"); for global ones the full name. NULL when out
 // of range.
@@ -50,11 +65,11 @@ const char *atlas_llama_weight_suffix(atlas_llama_weight weight);
 
 // Writes "model.layers.{layer}.{suffix}" into buf. Fails (INVALID_ARGUMENT)
 // when it does not fit or layer < 0.
-atlas_status atlas_llama_tensor_name(char *buf, size_t size, int layer,
+ATLAS_MUST_USE atlas_status atlas_llama_tensor_name(char *buf, size_t size, int layer,
                                      const char *suffix);
 
 // The name of `weight` in `layer` (layer ignored for global weights).
-atlas_status atlas_llama_weight_name(atlas_llama_weight weight, int layer,
+ATLAS_MUST_USE atlas_status atlas_llama_weight_name(atlas_llama_weight weight, int layer,
                                      char *buf, size_t size);
 
 // The shape the config implies: rank 1 or 2, dims in shape[0..rank).
@@ -63,20 +78,23 @@ void atlas_llama_weight_shape(const atlas_llama_config *config,
                               int *out_rank);
 
 // Checks that every tensor the config implies is in the checkpoint with the
-// right shape. lm_head.weight is required unless tie_word_embeddings; when
-// tied or absent, the embedding serves as the output projection. Errors
-// (NOT_FOUND for a missing tensor, INVALID_ARGUMENT for a wrong shape) name
-// the tensor, the expected and actual shape and the file.
+// right shape, and that the checkpoint holds nothing else: a tensor the
+// model would not read (a bias the config does not ask for, a layer past
+// num_hidden_layers, another architecture's weight) is an error naming it
+// and how many more there are. lm_head.weight is required unless
+// tie_word_embeddings; when tied the embedding serves as the output
+// projection. Errors (NOT_FOUND for a missing tensor, INVALID_ARGUMENT for
+// a wrong shape or a leftover) name the tensor, the shapes and the file.
 // `out_lm_head_is_embedding` (may be NULL) says which tensor the output
 // projection should read.
-atlas_status atlas_llama_check_checkpoint(const atlas_llama_config *config,
+ATLAS_MUST_USE atlas_status atlas_llama_check_checkpoint(const atlas_llama_config *config,
                                           const atlas_checkpoint *checkpoint,
                                           bool *out_lm_head_is_embedding);
 
 // Bytes of the tensors the model uses (extra tensors in the checkpoint are
 // not counted; a tied or absent lm_head counts once, as the embedding).
 // Runs the same checks as atlas_llama_check_checkpoint.
-atlas_status atlas_llama_weight_bytes(const atlas_llama_config *config,
+ATLAS_MUST_USE atlas_status atlas_llama_weight_bytes(const atlas_llama_config *config,
                                       const atlas_checkpoint *checkpoint,
                                       uint64_t *out_bytes);
 

@@ -1,0 +1,76 @@
+// The Llama row's functions: the llama.h API behind the arch.h signatures.
+#include "atlas/runtime/arch/llama/llama_arch.h"
+
+#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/llama/llama_weights.h"
+
+const char *const atlas_llama_model_types[] = {"llama", NULL};
+const char *const atlas_llama_architectures[] = {"LlamaForCausalLM", NULL};
+
+atlas_status atlas_llama_arch_parse(const char *text, size_t len,
+                                    const char *path, void *out_config) {
+  return atlas_llama_config_parse_family(ATLAS_LLAMA_FAMILY_LLAMA, text, len,
+                                         path, out_config);
+}
+
+static atlas_llama_model *llama_of(atlas_arch_model *m) {
+  return (atlas_llama_model *)(void *)m;
+}
+
+static const atlas_llama_model *const_llama_of(const atlas_arch_model *m) {
+  return (const atlas_llama_model *)(const void *)m;
+}
+
+atlas_status atlas_llama_arch_check_tensors(const void *config,
+                                            const atlas_checkpoint *ck) {
+  return atlas_llama_check_checkpoint(config, ck, NULL);
+}
+
+atlas_status atlas_llama_arch_required_bytes(const void *config,
+                                             const atlas_checkpoint *ck,
+                                             int64_t max_seq,
+                                             uint64_t *out_bytes) {
+  return atlas_llama_required_bytes(config, ck, max_seq, out_bytes);
+}
+
+atlas_status atlas_llama_arch_load(atlas_backend *backend,
+                                   const atlas_checkpoint *ck,
+                                   const void *config,
+                                   const atlas_arch_load_options *o,
+                                   atlas_arch_model **out_model) {
+  atlas_llama_load_options lo = {0};
+  if (o != NULL) {
+    lo.max_seq = o->max_seq;
+    lo.progress = o->progress;
+    lo.progress_ctx = o->progress_ctx;
+    lo.uploader = o->uploader;
+  }
+  atlas_llama_model *m = NULL;
+  atlas_status status = atlas_llama_load(backend, ck, config, &lo, &m);
+  *out_model = (atlas_arch_model *)(void *)m;
+  return status;
+}
+
+atlas_status atlas_llama_arch_generate(atlas_arch_model *model,
+                                       const uint32_t *prompt,
+                                       size_t prompt_len, size_t steps,
+                                       const atlas_arch_generate_options *options,
+                                       uint32_t *out_tokens, size_t *out_count,
+                                       atlas_logits_sink sink, void *sink_ctx) {
+  return atlas_llama_generate_ex(llama_of(model), prompt, prompt_len, steps,
+                                 options, out_tokens, out_count, sink,
+                                 sink_ctx);
+}
+
+atlas_status atlas_llama_arch_unload(atlas_arch_model *model,
+                                     atlas_teardown_report *out_report) {
+  return atlas_llama_unload(llama_of(model), out_report);
+}
+
+int64_t atlas_llama_arch_vocab_size(const atlas_arch_model *model) {
+  return atlas_llama_config_of(const_llama_of(model))->vocab_size;
+}
+
+int64_t atlas_llama_arch_max_seq(const atlas_arch_model *model) {
+  return atlas_llama_max_seq(const_llama_of(model));
+}

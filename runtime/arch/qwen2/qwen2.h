@@ -1,0 +1,25 @@
+// Qwen2 / Qwen2.5 (model_type "qwen2"): the Llama forward pass with q/k/v
+// biases, usually tied embeddings, and a sliding window on the layers from
+// max_window_layers on when use_sliding_window is true.
+#ifndef ATLAS_RUNTIME_ARCH_QWEN2_QWEN2_H_
+#define ATLAS_RUNTIME_ARCH_QWEN2_QWEN2_H_
+
+#include <stddef.h>
+
+#include "atlas/runtime/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+extern const char *const atlas_qwen2_model_types[];
+extern const char *const atlas_qwen2_architectures[];
+// Parses into an atlas_llama_config of family qwen2.
+ATLAS_MUST_USE atlas_status atlas_qwen2_config_parse(const char *text, size_t len,
+                                      const char *path, void *out_config);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_ARCH_QWEN2_QWEN2_H_

@@ -1,0 +1,73 @@
+// RoPE as transformers computes it: the rope config in both spellings
+// (transformers 5's `rope_parameters`; the Hub's top-level `rope_theta` plus
+// `rope_scaling` with `type` or `rope_type`) and the inverse frequencies of
+// the types `default`, `linear`, `dynamic`, `yarn` and `llama3`. Shared by
+// every family that rotates positions; the kernels only see the result.
+#ifndef ATLAS_RUNTIME_ARCH_ROPE_ROPE_H_
+#define ATLAS_RUNTIME_ARCH_ROPE_ROPE_H_
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "atlas/runtime/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum atlas_rope_type {
+  ATLAS_ROPE_DEFAULT = 0,
+  ATLAS_ROPE_LINEAR,
+  ATLAS_ROPE_DYNAMIC,
+  ATLAS_ROPE_YARN,
+  ATLAS_ROPE_LLAMA3,
+} atlas_rope_type;
+
+typedef struct atlas_rope_config {
+  atlas_rope_type type;
+  double theta;                     // default 10000
+  double factor;                    // linear, dynamic, yarn, llama3
+  double low_freq_factor;           // llama3
+  double high_freq_factor;          // llama3
+  int64_t original_max_positions;   // llama3 (required), yarn (0: absent)
+  double attention_factor;          // yarn: given (0: derived from mscale)
+  double beta_fast, beta_slow;      // yarn: 32 and 1
+  double mscale, mscale_all_dim;    // yarn: 0 when absent
+  bool truncate;                    // yarn: true
+  double partial_rotary_factor;     // 1: the whole head rotates
+} atlas_rope_config;
+
+// Plain RoPE with base `theta` (every other field at transformers' default).
+void atlas_rope_config_init(atlas_rope_config *config, double theta);
+
+// Reads the rope keys of a config.json root object. Unknown rope types,
+// unknown keys inside the rope object and parameters a type does not use
+// are refused by name (UNIMPLEMENTED or INVALID_ARGUMENT); nothing is
+// ignored. Messages start with `path`.
+ATLAS_MUST_USE atlas_status atlas_rope_config_parse(const char *path, const json_t *root,
+                                     atlas_rope_config *out_config);
+
+const char *atlas_rope_type_name(atlas_rope_type type);
+
+// Entries of inv_freq: rot_dim / 2, where rot_dim = head_dim *
+// partial_rotary_factor (rounded down to even, as transformers' int()).
+int64_t atlas_rope_rot_dim(const atlas_rope_config *config, int64_t head_dim);
+
+// The inverse frequencies and the factor cos and sin are scaled by, in
+// double, as transformers computes them for a forward pass whose largest
+// position is seq_len - 1. Only `dynamic` depends on seq_len: above
+// max_positions it raises the base (NTK), as transformers' dynamic update
+// does when generate() runs with a cache: the prompt is one forward (every
+// prompt position uses seq_len = prompt length), each later token its own
+// (seq_len = its position + 1); keys already cached keep their rotation.
+// out_inv_freq holds atlas_rope_rot_dim / 2 entries.
+void atlas_rope_inv_freq(const atlas_rope_config *config, int64_t head_dim,
+                         int64_t max_positions, int64_t seq_len,
+                         double *out_inv_freq, double *out_attention_factor);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_ARCH_ROPE_ROPE_H_

@@ -1,0 +1,178 @@
+#include "atlas/runtime/chat/chat_template.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "atlas/runtime/chat/jinja_ast.h"
+#include "atlas/runtime/chat/jinja_render.h"
+
+struct atlas_chat_template {
+  jinja_template *main;
+  jinja_template *tool_use;  // a second named template, used when tools are given
+  char *bos_token;
+  char *eos_token;
+};
+
+static atlas_status oom(void) {
+  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "chat template: out of memory");
+}
+
+static atlas_status dup_opt(const char *s, char **out) {
+  *out = NULL;
+  if (!s) return ATLAS_OK;
+  *out = strdup(s);
+  return *out ? ATLAS_OK : oom();
+}
+
+atlas_status atlas_chat_template_parse(const char *source, size_t len, const char *bos_token,
+                                       const char *eos_token, atlas_chat_template **out_template) {
+  *out_template = NULL;
+  atlas_chat_template *t = calloc(1, sizeof(*t));
+  if (!t) return oom();
+  atlas_status st = jinja_parse(source, len, &t->main);
+  if (st == ATLAS_OK) st = dup_opt(bos_token, &t->bos_token);
+  if (st == ATLAS_OK) st = dup_opt(eos_token, &t->eos_token);
+  if (st != ATLAS_OK) {
+    atlas_chat_template_free(t);
+    return st;
+  }
+  *out_template = t;
+  return ATLAS_OK;
+}
+
+// bos_token/eos_token: a string, an AddedToken object {"content": ...}, or null.
+static atlas_status special_token(const char *path, json_t *cfg, const char *key, const char **out) {
+  *out = NULL;
+  json_t *v = json_object_get(cfg, key);
+  if (v == NULL || json_typeof(v) == JSON_NULL) return ATLAS_OK;
+  if (json_is_string(v)) {
+    *out = json_string_value(v);
+    return ATLAS_OK;
+  }
+  json_t *c = json_is_object(v) ? json_object_get(v, "content") : NULL;
+  if (json_is_string(c)) {
+    *out = json_string_value(c);
+    return ATLAS_OK;
+  }
+  return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                           "%s: '%s' is neither a string nor an object with a 'content' string", path, key);
+}
+
+atlas_status atlas_chat_template_load(const char *path, atlas_chat_template **out_template) {
+  *out_template = NULL;
+  json_error_t jerr;
+  // model_max_length is often 1e30 written as an integer: too big for
+  // jansson's integers, so every number is read as a real (none is used).
+  json_t *cfg = json_load_file(path, JSON_DECODE_INT_AS_REAL, &jerr);
+  if (!cfg) {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS, "%s: not readable JSON (line %d: %s)", path,
+                             jerr.line, jerr.text);
+  }
+  atlas_status st = ATLAS_OK;
+  const char *bos = NULL, *eos = NULL;
+  json_t *ct = json_object_get(cfg, "chat_template");
+  const char *main_src = NULL, *tool_src = NULL;
+  if (!json_is_object(cfg)) {
+    st = atlas_status_make(ATLAS_STATUS_DATA_LOSS, "%s: the top level is not an object", path);
+  } else if (ct == NULL || json_typeof(ct) == JSON_NULL) {
+    st = atlas_status_make(ATLAS_STATUS_NOT_FOUND,
+                           "%s has no 'chat_template': this tokenizer does not define a chat format", path);
+  } else if (json_is_string(ct)) {
+    main_src = json_string_value(ct);
+  } else if (json_is_array(ct)) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(ct, i, e) {
+      json_t *name = json_object_get(e, "name"), *tmpl = json_object_get(e, "template");
+      if (!json_is_string(name) || !json_is_string(tmpl)) {
+        st = atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                               "%s: chat_template[%zu] lacks a 'name' or 'template' string", path, i);
+        break;
+      }
+      if (!strcmp(json_string_value(name), "default")) main_src = json_string_value(tmpl);
+      if (!strcmp(json_string_value(name), "tool_use")) tool_src = json_string_value(tmpl);
+    }
+    if (st == ATLAS_OK && !main_src) {
+      st = atlas_status_make(ATLAS_STATUS_NOT_FOUND, "%s: chat_template has no template named 'default'", path);
+    }
+  } else {
+    st = atlas_status_make(ATLAS_STATUS_DATA_LOSS, "%s: 'chat_template' is neither a string nor a list", path);
+  }
+  if (st == ATLAS_OK) st = special_token(path, cfg, "bos_token", &bos);
+  if (st == ATLAS_OK) st = special_token(path, cfg, "eos_token", &eos);
+  atlas_chat_template *t = NULL;
+  if (st == ATLAS_OK) st = atlas_chat_template_parse(main_src, strlen(main_src), bos, eos, &t);
+  if (st == ATLAS_OK && tool_src) {
+    st = jinja_parse(tool_src, strlen(tool_src), &t->tool_use);
+    if (st != ATLAS_OK) st = atlas_status_annotate(st, "chat_template 'tool_use'");
+  }
+  json_decref(cfg);
+  if (st != ATLAS_OK) {
+    atlas_chat_template_free(t);
+    return atlas_status_annotate(st, "%s", path);
+  }
+  *out_template = t;
+  return ATLAS_OK;
+}
+
+void atlas_chat_template_free(atlas_chat_template *t) {
+  if (!t) return;
+  jinja_template_free(t->main);
+  jinja_template_free(t->tool_use);
+  free(t->bos_token);
+  free(t->eos_token);
+  free(t);
+}
+
+static int set_str(json_t *vars, const char *key, const char *value) {
+  if (!value) return 0;
+  return json_object_set_new(vars, key, json_string_nocheck(value));
+}
+
+atlas_status atlas_chat_template_render(const atlas_chat_template *t,
+                                        const atlas_chat_render_options *o, char **out_text,
+                                        size_t *out_len) {
+  *out_text = NULL;
+  if (out_len) *out_len = 0;
+  if (!o->messages || !json_is_array(o->messages)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "chat template: 'messages' must be a JSON array");
+  }
+  if (o->tools && !json_is_array(o->tools)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "chat template: 'tools' must be a JSON array");
+  }
+  if (o->extra && !json_is_object(o->extra)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "chat template: extra variables must be a JSON object");
+  }
+  // The variables transformers passes: messages, tools, documents,
+  // add_generation_prompt, then the special tokens and the caller's kwargs.
+  json_t *vars = json_object();
+  if (!vars) return oom();
+  int bad = 0;
+  bad |= json_object_set(vars, "messages", (json_t *)o->messages);
+  bad |= json_object_set_new(vars, "tools", o->tools ? json_incref((json_t *)o->tools) : json_null());
+  bad |= json_object_set_new(vars, "documents", o->documents ? json_incref((json_t *)o->documents) : json_null());
+  bad |= json_object_set_new(vars, "add_generation_prompt", json_boolean(o->add_generation_prompt));
+  bad |= set_str(vars, "bos_token", o->bos_token ? o->bos_token : t->bos_token);
+  bad |= set_str(vars, "eos_token", o->eos_token ? o->eos_token : t->eos_token);
+  if (o->extra) bad |= json_object_update(vars, (json_t *)o->extra);
+  if (bad) {
+    json_decref(vars);
+    return oom();
+  }
+  const jinja_template *which = o->tools && t->tool_use ? t->tool_use : t->main;
+  jinja_buf out = {0};
+  atlas_status st = jinja_render(which, vars, o->now, &out);
+  json_decref(vars);
+  if (st == ATLAS_OK && out.oom) st = oom();
+  if (st != ATLAS_OK) {
+    jinja_buf_free(&out);
+    return st;
+  }
+  if (!out.data) {
+    out.data = calloc(1, 1);
+    if (!out.data) return oom();
+  }
+  *out_text = out.data;
+  if (out_len) *out_len = out.len;
+  return ATLAS_OK;
+}

@@ -1,0 +1,12 @@
+// The filters, tests, global functions and methods chat templates may use.
+// The parser refuses a filter or test outside these lists by name; the
+// renderer dispatches on them.
+#ifndef ATLAS_RUNTIME_CHAT_JINJA_BUILTINS_H_
+#define ATLAS_RUNTIME_CHAT_JINJA_BUILTINS_H_
+
+#include <stdbool.h>
+
+bool jinja_filter_known(const char *name);
+bool jinja_test_known(const char *name);
+
+#endif  // ATLAS_RUNTIME_CHAT_JINJA_BUILTINS_H_

@@ -1,0 +1,1136 @@
+#include "atlas/runtime/chat/jinja_render.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atlas/runtime/chat/jinja_ast.h"
+
+enum { kMaxCallDepth = 64 };
+
+static atlas_status at(const jinja_node *n, atlas_status st) {
+  if (st == ATLAS_OK) return st;
+  if (strncmp(atlas_status_message(st), "chat template line ", 19) == 0) return st;
+  return atlas_status_annotate(st, "chat template line %d column %d", n->line, n->col);
+}
+
+static atlas_status fail(const jinja_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static atlas_status fail(const jinja_node *n, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "chat template line %d column %d: %s",
+                           n->line, n->col, msg);
+}
+
+static atlas_status oom(void) {
+  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "chat template: out of memory while rendering");
+}
+
+static atlas_status undefined_error(const jinja_node *n, jv v) {
+  return fail(n, "'%s' is undefined", v.name ? v.name : "value");
+}
+
+atlas_status jinja_str(jinja_ctx *ctx, jv v, jinja_buf *out) { return jv_str(v, ctx->tuples, out); }
+
+atlas_status jinja_mark_tuple(jinja_ctx *ctx, json_t *arr) {
+  char key[32];
+  jinja_tuple_key(arr, key);
+  return json_object_set(ctx->tuples, key, arr) == 0 ? ATLAS_OK : oom();
+}
+
+atlas_status jinja_iterate(jinja_ctx *ctx, jv v, const char *what, json_t **out) {
+  if (v.kind == JV_UNDEFINED) {
+    *out = json_array();
+    return *out ? ATLAS_OK : oom();
+  }
+  if (v.kind != JV_DATA) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "%s: '%s' object is not iterable", what,
+                             jv_type_name(v));
+  }
+  json_t *j = v.json;
+  if (json_is_array(j)) {
+    if (v.seq == JV_SEQ_GENERATOR) {
+      char key[32];
+      jinja_tuple_key(j, key);
+      if (json_object_get(ctx->consumed, key)) {
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "%s: a generator (the result of a filter such as map or select) is "
+                                 "used a second time; Jinja would find it empty. Not supported",
+                                 what);
+      }
+      if (json_object_set(ctx->consumed, key, j) != 0) return oom();
+    }
+    *out = json_incref(j);
+    return ATLAS_OK;
+  }
+  json_t *arr = json_array();
+  if (!arr) return oom();
+  if (json_is_object(j)) {
+    const char *k;
+    json_t *x;
+    json_object_foreach(j, k, x) {
+      if (json_array_append_new(arr, json_string_nocheck(k)) != 0) {
+        json_decref(arr);
+        return oom();
+      }
+    }
+  } else if (json_is_string(j)) {
+    const char *s = json_string_value(j);
+    size_t len = json_string_length(j);
+    for (size_t i = 0; i < len;) {
+      size_t b = i;
+      jinja_utf8_next(s, len, &i);
+      if (json_array_append_new(arr, json_stringn_nocheck(s + b, i - b)) != 0) {
+        json_decref(arr);
+        return oom();
+      }
+    }
+  } else {
+    json_decref(arr);
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "%s: '%s' object is not iterable", what,
+                             jv_type_name(v));
+  }
+  *out = arr;
+  return ATLAS_OK;
+}
+
+// ---- scopes ----
+
+static jinja_var *scope_find(jinja_scope *s, const char *name) {
+  for (size_t i = 0; i < s->n; ++i) {
+    if (strcmp(s->vars[i].name, name) == 0) return &s->vars[i];
+  }
+  return NULL;
+}
+
+// Binds `name` in scope `s`; takes ownership of `v`.
+static atlas_status scope_set(jinja_scope *s, const char *name, jv v) {
+  jinja_var *var = scope_find(s, name);
+  if (var) {
+    jv_free(&var->value);
+    var->value = v;
+    return ATLAS_OK;
+  }
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 8;
+    jinja_var *vars = realloc(s->vars, cap * sizeof(*vars));
+    if (!vars) {
+      jv_free(&v);
+      return oom();
+    }
+    s->vars = vars;
+    s->cap = cap;
+  }
+  s->vars[s->n].name = name;
+  s->vars[s->n].value = v;
+  s->n++;
+  return ATLAS_OK;
+}
+
+static void scope_clear(jinja_scope *s) {
+  for (size_t i = 0; i < s->n; ++i) jv_free(&s->vars[i].value);
+  free(s->vars);
+  memset(s, 0, sizeof(*s));
+}
+
+// Scopes and capture buffers live on the heap while ctx points at them, so
+// the context never holds the address of a local.
+static jinja_scope *scope_new(jinja_scope *parent) {
+  jinja_scope *s = calloc(1, sizeof(*s));
+  if (s) s->parent = parent;
+  return s;
+}
+
+static void scope_delete(jinja_scope *s) {
+  if (!s) return;
+  scope_clear(s);
+  free(s);
+}
+
+// Redirects output into a fresh buffer; *out_saved receives the old one.
+static atlas_status capture_begin(jinja_ctx *ctx, jinja_buf **out_saved) {
+  jinja_buf *b = calloc(1, sizeof(*b));
+  if (!b) return oom();
+  *out_saved = ctx->out;
+  ctx->out = b;
+  return ATLAS_OK;
+}
+
+// Restores the output and, when st is OK, turns the captured text into *out.
+static atlas_status capture_end(jinja_ctx *ctx, jinja_buf *saved, atlas_status st, jv *out) {
+  jinja_buf *b = ctx->out;
+  ctx->out = saved;
+  if (st == ATLAS_OK && b->oom) st = oom();
+  if (st == ATLAS_OK) {
+    *out = jv_string(b->data, b->len);
+    if (!jv_ok_alloc(*out)) st = oom();
+  }
+  jinja_buf_free(b);
+  free(b);
+  return st;
+}
+
+static jv lookup(jinja_ctx *ctx, const char *name) {
+  for (jinja_scope *s = ctx->scope; s; s = s->parent) {
+    jinja_var *v = scope_find(s, name);
+    if (v) return jv_copy(v->value);
+  }
+  json_t *g = json_object_get(ctx->globals, name);
+  if (g) return jv_data(json_incref(g));
+  if (jinja_global_known(name)) {
+    jv f = {JV_FUNC, NULL, NULL, name, JV_SEQ_LIST};
+    return f;
+  }
+  return jv_undefined(name);
+}
+
+// ---- expressions ----
+
+static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out);
+static atlas_status exec(jinja_ctx *ctx, const jinja_node *n);
+
+static void free_args(jinja_args *a) {
+  for (size_t i = 0; i < a->n_pos; ++i) jv_free(&a->pos[i]);
+  for (size_t i = 0; i < a->n_kw; ++i) jv_free(&a->kw[i]);
+  free(a->pos);
+}
+
+// Evaluates kids[first..] of a call/filter/test node into args.
+static atlas_status eval_args(jinja_ctx *ctx, const jinja_node *n, size_t first, jinja_args *a) {
+  memset(a, 0, sizeof(*a));
+  size_t total = n->n_kids - first;
+  if (total == 0) return ATLAS_OK;
+  a->pos = calloc(total, sizeof(jv));
+  if (!a->pos) return oom();
+  size_t n_pos = total - n->n_kw;
+  for (size_t i = 0; i < total; ++i) {
+    jv v;
+    atlas_status st = eval(ctx, n->kids[first + i], &v);
+    if (st != ATLAS_OK) {
+      free_args(a);
+      return st;
+    }
+    a->pos[i] = v;
+    if (i < n_pos) {
+      a->n_pos = i + 1;
+    } else {
+      a->n_kw = i - n_pos + 1;
+    }
+  }
+  a->kw = a->pos + n_pos;
+  a->kw_names = n->kw_names;
+  return ATLAS_OK;
+}
+
+static atlas_status to_json_element(const jinja_node *n, jv v, json_t **out) {
+  if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) {
+    return fail(n, "putting a %s value into a list or dict is not supported", jv_type_name(v));
+  }
+  *out = v.json;
+  return ATLAS_OK;
+}
+
+static jv get_attr(jv obj, const char *name, bool *is_method);
+
+static atlas_status get_item(const jinja_node *n, jv obj, jv key, jv *out) {
+  if (obj.kind == JV_UNDEFINED) return undefined_error(n, obj);
+  if (obj.kind == JV_NAMESPACE || obj.kind == JV_LOOP) {
+    if (jv_is_string(key)) {
+      bool m = false;
+      *out = get_attr(obj, json_string_value(key.json), &m);
+      return ATLAS_OK;
+    }
+    *out = jv_undefined("item");
+    return ATLAS_OK;
+  }
+  if (obj.kind != JV_DATA) {
+    *out = jv_undefined("item");
+    return ATLAS_OK;
+  }
+  if (obj.seq == JV_SEQ_GENERATOR || obj.seq == JV_SEQ_VIEW) {
+    return fail(n, "'%s' object is not subscriptable", jv_type_name(obj));
+  }
+  json_t *o = obj.json;
+  if (json_is_object(o)) {
+    if (!jv_is_string(key)) {
+      *out = jv_undefined("item");
+      return ATLAS_OK;
+    }
+    json_t *v = json_object_getn(o, json_string_value(key.json), json_string_length(key.json));
+    if (v) {
+      *out = jv_data(json_incref(v));
+    } else if (jinja_is_dict_method(json_string_value(key.json))) {
+      return fail(n, "d['%s'] of a dict without that key is its method in Jinja; not supported",
+                  json_string_value(key.json));
+    } else {
+      *out = jv_undefined(json_string_value(key.json));
+    }
+    return ATLAS_OK;
+  }
+  if ((json_is_array(o) || json_is_string(o)) && jv_is_int(key)) {
+    long long i = json_is_boolean(key.json) ? json_is_true(key.json) : json_integer_value(key.json);
+    if (json_is_array(o)) {
+      long long len = (long long)json_array_size(o);
+      if (i < 0) i += len;
+      if (i < 0 || i >= len) {
+        *out = jv_undefined("list index out of range");
+        return ATLAS_OK;
+      }
+      *out = jv_data(json_incref(json_array_get(o, (size_t)i)));
+      return ATLAS_OK;
+    }
+    const char *s = json_string_value(o);
+    size_t bytes = json_string_length(o);
+    long long len = (long long)jinja_utf8_length(s, bytes);
+    if (i < 0) i += len;
+    if (i < 0 || i >= len) {
+      *out = jv_undefined("string index out of range");
+      return ATLAS_OK;
+    }
+    size_t b = jinja_utf8_offset(s, bytes, (size_t)i), e = b;
+    jinja_utf8_next(s, bytes, &e);
+    *out = jv_string(s + b, e - b);
+    return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+  }
+  *out = jv_undefined("item");
+  return ATLAS_OK;
+}
+
+static atlas_status slice_bound(const jinja_node *n, jv v, long long *out, bool *given) {
+  *given = false;
+  if (v.kind == JV_DATA && json_is_null(v.json)) return ATLAS_OK;
+  if (v.kind == JV_UNDEFINED && v.name == NULL) return ATLAS_OK;
+  if (!jv_is_int(v)) return fail(n, "slice indices must be integers, not '%s'", jv_type_name(v));
+  *out = json_is_boolean(v.json) ? json_is_true(v.json) : json_integer_value(v.json);
+  *given = true;
+  return ATLAS_OK;
+}
+
+// Python's slice.indices + iteration, over a list or a str.
+static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj, jv *out) {
+  jv parts[3] = {{JV_UNDEFINED, NULL, NULL, NULL, JV_SEQ_LIST}, {JV_UNDEFINED, NULL, NULL, NULL, JV_SEQ_LIST},
+                 {JV_UNDEFINED, NULL, NULL, NULL, JV_SEQ_LIST}};
+  const jinja_node *nodes[3] = {n->b, n->c, n->d};
+  long long v[3] = {0, 0, 1};
+  bool given[3] = {false, false, false};
+  atlas_status st = ATLAS_OK;
+  for (int i = 0; i < 3 && st == ATLAS_OK; ++i) {
+    if (nodes[i]) st = eval(ctx, nodes[i], &parts[i]);
+    if (st == ATLAS_OK && nodes[i]) st = slice_bound(n, parts[i], &v[i], &given[i]);
+  }
+  for (int i = 0; i < 3; ++i) jv_free(&parts[i]);
+  ATLAS_RETURN_IF_ERROR(st);
+  if (obj.kind == JV_UNDEFINED) return undefined_error(n, obj);
+  bool is_str = jv_is_string(obj);
+  if (obj.seq == JV_SEQ_GENERATOR || obj.seq == JV_SEQ_VIEW) {
+    return fail(n, "'%s' object is not subscriptable", jv_type_name(obj));
+  }
+  if (!(obj.kind == JV_DATA && (is_str || json_is_array(obj.json)))) {
+    return fail(n, "slicing a '%s' is not supported", jv_type_name(obj));
+  }
+  long long step = given[2] ? v[2] : 1;
+  if (step == 0) return fail(n, "slice step cannot be zero");
+  const char *s = is_str ? json_string_value(obj.json) : NULL;
+  size_t bytes = is_str ? json_string_length(obj.json) : 0;
+  long long len = is_str ? (long long)jinja_utf8_length(s, bytes) : (long long)json_array_size(obj.json);
+  long long start, stop;
+  if (step > 0) {
+    start = given[0] ? v[0] : 0;
+    stop = given[1] ? v[1] : len;
+    if (start < 0) start = start + len < 0 ? 0 : start + len;
+    if (start > len) start = len;
+    if (stop < 0) stop = stop + len < 0 ? 0 : stop + len;
+    if (stop > len) stop = len;
+  } else {
+    start = given[0] ? v[0] : len - 1;
+    stop = given[1] ? v[1] : -1 - len;  // "before the first"
+    if (start < 0) start = start + len < 0 ? -1 : start + len;
+    if (start >= len) start = len - 1;
+    if (given[1]) {
+      if (stop < 0) stop = stop + len < 0 ? -1 : stop + len;
+      if (stop >= len) stop = len - 1;
+    } else {
+      stop = -1;
+    }
+  }
+  if (is_str) {
+    // Code point offsets, then the pieces in slice order.
+    size_t *offs = malloc(((size_t)len + 1) * sizeof(size_t));
+    if (!offs) return oom();
+    size_t i = 0;
+    for (long long k = 0; k < len; ++k) {
+      offs[k] = i;
+      jinja_utf8_next(s, bytes, &i);
+    }
+    offs[len] = bytes;
+    jinja_buf b = {0};
+    for (long long k = start; step > 0 ? k < stop : k > stop; k += step) {
+      if (k < 0 || k >= len) break;  // cannot happen: start/stop are clamped above
+      jinja_buf_append(&b, s + offs[k], offs[k + 1] - offs[k]);
+    }
+    free(offs);
+    if (b.oom) {
+      jinja_buf_free(&b);
+      return oom();
+    }
+    *out = jv_string(b.data, b.len);
+    jinja_buf_free(&b);
+    return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+  }
+  json_t *arr = json_array();
+  if (!arr) return oom();
+  for (long long k = start; step > 0 ? k < stop : k > stop; k += step) {
+    if (json_array_append(arr, json_array_get(obj.json, (size_t)k)) != 0) {
+      json_decref(arr);
+      return oom();
+    }
+  }
+  *out = jv_data(arr);
+  out->seq = obj.seq;  // a slice of a range is a range
+  return ATLAS_OK;
+}
+
+static jv loop_attr(const jinja_loop *l, const char *name) {
+  long long i0 = (long long)l->index0, len = (long long)l->length;
+  if (!strcmp(name, "index")) return jv_data(json_integer(i0 + 1));
+  if (!strcmp(name, "index0")) return jv_data(json_integer(i0));
+  if (!strcmp(name, "revindex")) return jv_data(json_integer(len - i0));
+  if (!strcmp(name, "revindex0")) return jv_data(json_integer(len - i0 - 1));
+  if (!strcmp(name, "first")) return jv_data(json_boolean(i0 == 0));
+  if (!strcmp(name, "last")) return jv_data(json_boolean(i0 == len - 1));
+  if (!strcmp(name, "length")) return jv_data(json_integer(len));
+  if (!strcmp(name, "depth")) return jv_data(json_integer(l->depth0 + 1));
+  if (!strcmp(name, "depth0")) return jv_data(json_integer(l->depth0));
+  if (!strcmp(name, "previtem")) {
+    if (i0 == 0) return jv_undefined("there is no previous item");
+    return jv_data(json_incref(json_array_get(l->items, (size_t)i0 - 1)));
+  }
+  if (!strcmp(name, "nextitem")) {
+    if (i0 + 1 >= len) return jv_undefined("there is no next item");
+    return jv_data(json_incref(json_array_get(l->items, (size_t)i0 + 1)));
+  }
+  return jv_undefined(name);
+}
+
+static const char *const kStrMethods[] = {
+    "capitalize", "casefold", "center", "count", "encode", "endswith", "expandtabs", "find",
+    "format", "format_map", "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit",
+    "isidentifier", "islower", "isnumeric", "isprintable", "isspace", "istitle", "isupper", "join",
+    "ljust", "lower", "lstrip", "maketrans", "partition", "removeprefix", "removesuffix", "replace",
+    "rfind", "rindex", "rjust", "rpartition", "rsplit", "rstrip", "split", "splitlines",
+    "startswith", "strip", "swapcase", "title", "translate", "upper", "zfill"};
+static const char *const kListMethods[] = {"append", "clear", "copy", "count", "extend", "index",
+                                           "insert", "pop", "remove", "reverse", "sort"};
+
+static bool name_in(const char *name, const char *const *list, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!strcmp(name, list[i])) return true;
+  }
+  return false;
+}
+
+// obj.name outside a call. *is_method: the name is a method of obj (which
+// Jinja would return as a bound method).
+static jv get_attr(jv obj, const char *name, bool *is_method) {
+  *is_method = false;
+  if (obj.kind == JV_LOOP) return loop_attr(obj.ptr, name);
+  if (obj.kind == JV_NAMESPACE) {
+    json_t *v = json_object_get(obj.json, name);
+    return v ? jv_data(json_incref(v)) : jv_undefined(name);
+  }
+  if (obj.kind != JV_DATA) return jv_undefined(name);
+  if (json_is_object(obj.json)) {
+    if (jinja_is_dict_method(name)) {
+      *is_method = true;
+      return jv_undefined(name);
+    }
+    json_t *v = json_object_get(obj.json, name);
+    return v ? jv_data(json_incref(v)) : jv_undefined(name);
+  }
+  if ((json_is_string(obj.json) && name_in(name, kStrMethods, sizeof kStrMethods / sizeof *kStrMethods)) ||
+      (json_is_array(obj.json) && name_in(name, kListMethods, sizeof kListMethods / sizeof *kListMethods))) {
+    *is_method = true;
+  }
+  return jv_undefined(name);
+}
+
+static atlas_status arith_error(const jinja_node *n, char op, jv a, jv b) {
+  const char *ops = op == 'F' ? "//" : op == 'P' ? "**" : NULL;
+  char o[2] = {op, 0};
+  return fail(n, "unsupported operand types for %s: '%s' and '%s'", ops ? ops : o, jv_type_name(a),
+              jv_type_name(b));
+}
+
+static long long as_ll(json_t *j) { return json_is_boolean(j) ? json_is_true(j) : json_integer_value(j); }
+static double as_d(json_t *j) { return json_is_boolean(j) ? json_is_true(j) : json_number_value(j); }
+
+static atlas_status repeat(const jinja_node *n, jv seq, long long times, jv *out) {
+  if (times < 0) times = 0;
+  if (json_is_string(seq.json)) {
+    size_t len = json_string_length(seq.json);
+    if (len && (unsigned long long)times > (64ull << 20) / len) return fail(n, "string repetition too large");
+    jinja_buf b = {0};
+    for (long long i = 0; i < times; ++i) jinja_buf_append(&b, json_string_value(seq.json), len);
+    if (b.oom) {
+      jinja_buf_free(&b);
+      return oom();
+    }
+    *out = jv_string(b.data, b.len);
+    jinja_buf_free(&b);
+    return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+  }
+  json_t *arr = json_array();
+  if (!arr) return oom();
+  if (json_array_size(seq.json) && (unsigned long long)times > (1ull << 20)) {
+    json_decref(arr);
+    return fail(n, "list repetition too large");
+  }
+  for (long long i = 0; i < times; ++i) {
+    if (json_array_extend(arr, seq.json) != 0) {
+      json_decref(arr);
+      return oom();
+    }
+  }
+  *out = jv_data(arr);
+  return ATLAS_OK;
+}
+
+static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a, jv b, jv *out) {
+  if (op == '~') {
+    jinja_buf buf = {0};
+    atlas_status st = jinja_str(ctx, a, &buf);
+    if (st == ATLAS_OK) st = jinja_str(ctx, b, &buf);
+    if (st == ATLAS_OK && buf.oom) st = oom();
+    if (st == ATLAS_OK) {
+      *out = jv_string(buf.data, buf.len);
+      if (!jv_ok_alloc(*out)) st = oom();
+    }
+    jinja_buf_free(&buf);
+    return at(n, st);
+  }
+  if (a.kind == JV_UNDEFINED) return undefined_error(n, a);
+  if (b.kind == JV_UNDEFINED) return undefined_error(n, b);
+  if (a.kind != JV_DATA || b.kind != JV_DATA || a.seq || b.seq) return arith_error(n, op, a, b);
+  json_t *x = a.json, *y = b.json;
+  if (op == '+') {
+    if (json_is_string(x) && json_is_string(y)) {
+      size_t lx = json_string_length(x), ly = json_string_length(y);
+      char *s = malloc(lx + ly + 1);
+      if (!s) return oom();
+      memcpy(s, json_string_value(x), lx);
+      memcpy(s + lx, json_string_value(y), ly);
+      *out = jv_string(s, lx + ly);
+      free(s);
+      return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+    }
+    if (json_is_array(x) && json_is_array(y)) {
+      json_t *arr = json_copy(x);
+      if (!arr || json_array_extend(arr, y) != 0) {
+        json_decref(arr);
+        return oom();
+      }
+      *out = jv_data(arr);
+      return ATLAS_OK;
+    }
+  }
+  if (op == '*') {
+    if ((json_is_string(x) || json_is_array(x)) && jv_is_int(b)) return repeat(n, a, as_ll(y), out);
+    if ((json_is_string(y) || json_is_array(y)) && jv_is_int(a)) return repeat(n, b, as_ll(x), out);
+  }
+  if (op == '%' && json_is_string(x)) return fail(n, "construct 'string %% formatting' is not supported");
+  if (!jv_is_number(a) || !jv_is_number(b)) return arith_error(n, op, a, b);
+  const bool ints = jv_is_int(a) && jv_is_int(b);
+  if (ints && op != '/') {
+    long long p = as_ll(x), q = as_ll(y), r = 0;
+    bool overflow = false;
+    switch (op) {
+      case '+': overflow = __builtin_add_overflow(p, q, &r); break;
+      case '-': overflow = __builtin_sub_overflow(p, q, &r); break;
+      case '*': overflow = __builtin_mul_overflow(p, q, &r); break;
+      case 'F':
+      case '%': {
+        if (q == 0) return fail(n, "integer division or modulo by zero");
+        if (p == LLONG_MIN && q == -1) {
+          overflow = true;
+          break;
+        }
+        long long d = p / q, m = p % q;
+        if (m != 0 && ((m < 0) != (q < 0))) {
+          d -= 1;
+          m += q;
+        }
+        r = op == 'F' ? d : m;
+        break;
+      }
+      case 'P': {
+        if (q < 0) {
+          *out = jv_data(json_real(pow((double)p, (double)q)));
+          return ATLAS_OK;
+        }
+        r = 1;
+        for (long long i = 0; i < q && !overflow; ++i) overflow = __builtin_mul_overflow(r, p, &r);
+        break;
+      }
+      default: return arith_error(n, op, a, b);
+    }
+    if (overflow) return fail(n, "integer arithmetic overflows 64 bits");
+    *out = jv_data(json_integer(r));
+    return ATLAS_OK;
+  }
+  double p = as_d(x), q = as_d(y), r;
+  switch (op) {
+    case '+': r = p + q; break;
+    case '-': r = p - q; break;
+    case '*': r = p * q; break;
+    case '/':
+      if (q == 0) return fail(n, "division by zero");
+      r = p / q;
+      break;
+    case 'F':
+      if (q == 0) return fail(n, "float floor division by zero");
+      r = floor(p / q);
+      break;
+    case '%':
+      if (q == 0) return fail(n, "float modulo by zero");
+      r = fmod(p, q);
+      if (r != 0 && ((r < 0) != (q < 0))) r += q;
+      break;
+    case 'P': r = pow(p, q); break;
+    default: return arith_error(n, op, a, b);
+  }
+  *out = jv_data(json_real(r));
+  return ATLAS_OK;
+}
+
+static atlas_status contains(jinja_ctx *ctx, const jinja_node *n, jv item, jv container, bool *out) {
+  *out = false;
+  if (container.kind == JV_UNDEFINED) return ATLAS_OK;  // iterating Undefined yields nothing
+  if (container.kind == JV_DATA && container.seq == JV_SEQ_GENERATOR) {
+    json_t *items = NULL;
+    ATLAS_RETURN_IF_ERROR(at(n, jinja_iterate(ctx, container, "in", &items)));
+    for (size_t i = 0; i < json_array_size(items) && !*out; ++i) *out = jv_equal(item, jv_data(json_array_get(items, i)));
+    json_decref(items);
+    return ATLAS_OK;
+  }
+  if (container.kind != JV_DATA) {
+    return fail(n, "argument of type '%s' is not iterable", jv_type_name(container));
+  }
+  json_t *c = container.json;
+  if (json_is_string(c)) {
+    if (!jv_is_string(item)) {
+      return fail(n, "'in <string>' requires string as left operand, not %s", jv_type_name(item));
+    }
+    *out = memmem(json_string_value(c), json_string_length(c), json_string_value(item.json),
+                  json_string_length(item.json)) != NULL;
+    return ATLAS_OK;
+  }
+  if (json_is_array(c)) {
+    for (size_t i = 0; i < json_array_size(c); ++i) {
+      if (jv_equal(item, jv_data(json_array_get(c, i)))) {
+        *out = true;
+        break;
+      }
+    }
+    return ATLAS_OK;
+  }
+  if (json_is_object(c)) {
+    *out = jv_is_string(item) &&
+           json_object_getn(c, json_string_value(item.json), json_string_length(item.json)) != NULL;
+    return ATLAS_OK;
+  }
+  return fail(n, "argument of type '%s' is not iterable", jv_type_name(container));
+}
+
+static atlas_status compare(jinja_ctx *ctx, const jinja_node *n, int op, jv a, jv b, bool *out) {
+  switch (op) {
+    case JINJA_CMP_EQ: *out = jv_equal(a, b); return ATLAS_OK;
+    case JINJA_CMP_NE: *out = !jv_equal(a, b); return ATLAS_OK;
+    case JINJA_CMP_IN: return contains(ctx, n, a, b, out);
+    case JINJA_CMP_NOT_IN:
+      ATLAS_RETURN_IF_ERROR(contains(ctx, n, a, b, out));
+      *out = !*out;
+      return ATLAS_OK;
+    default: break;
+  }
+  if (a.kind == JV_UNDEFINED) return undefined_error(n, a);
+  if (b.kind == JV_UNDEFINED) return undefined_error(n, b);
+  if (a.seq || b.seq) return fail(n, "ordering comparison of a %s is not supported", jv_type_name(a.seq ? a : b));
+  int c = 0;
+  ATLAS_RETURN_IF_ERROR(at(n, jv_compare(a, b, &c)));
+  *out = op == JINJA_CMP_LT ? c < 0 : op == JINJA_CMP_LE ? c <= 0 : op == JINJA_CMP_GT ? c > 0 : c >= 0;
+  return ATLAS_OK;
+}
+
+static atlas_status call_macro(jinja_ctx *ctx, const jinja_node *call, const jinja_node *m,
+                               const jinja_args *args, jv *out) {
+  if (args->n_pos > m->n_targets) {
+    return fail(call, "macro '%s' takes not more than %zu argument(s)", m->name, m->n_targets);
+  }
+  if (ctx->call_depth >= kMaxCallDepth) return fail(call, "macro calls nest deeper than %d", kMaxCallDepth);
+  jinja_scope *scope = scope_new(ctx->top);
+  if (!scope) return oom();
+  atlas_status st = ATLAS_OK;
+  jinja_scope *saved_scope = ctx->scope;
+  ctx->scope = scope;
+  for (size_t k = 0; k < args->n_kw && st == ATLAS_OK; ++k) {
+    bool ok = false;
+    for (size_t i = 0; i < m->n_targets; ++i) ok = ok || !strcmp(m->targets[i], args->kw_names[k]);
+    if (!ok) st = fail(call, "macro '%s' has no parameter '%s'", m->name, args->kw_names[k]);
+  }
+  for (size_t i = 0; i < m->n_targets && st == ATLAS_OK; ++i) {
+    jv v = jv_undefined(m->targets[i]);
+    bool have = false;
+    if (i < args->n_pos) {
+      v = jv_copy(args->pos[i]);
+      have = true;
+    }
+    for (size_t k = 0; k < args->n_kw && !have; ++k) {
+      if (!strcmp(args->kw_names[k], m->targets[i])) {
+        v = jv_copy(args->kw[k]);
+        have = true;
+      }
+    }
+    if (!have && m->kids[i]) st = eval(ctx, m->kids[i], &v);
+    if (st == ATLAS_OK) st = scope_set(scope, m->targets[i], v);
+  }
+  const int saved_loop = ctx->loop_depth;
+  jinja_buf *saved_out = NULL;
+  if (st == ATLAS_OK) st = capture_begin(ctx, &saved_out);
+  if (st == ATLAS_OK) {
+    ctx->loop_depth = 0;
+    ctx->call_depth++;
+    st = exec(ctx, m->b);
+    ctx->call_depth--;
+    ctx->loop_depth = saved_loop;
+    st = capture_end(ctx, saved_out, st, out);
+  }
+  ctx->scope = saved_scope;
+  scope_delete(scope);
+  return st;
+}
+
+static atlas_status eval_call(jinja_ctx *ctx, const jinja_node *n, jv *out) {
+  const jinja_node *callee = n->a;
+  jinja_args args;
+  if (callee->kind == JN_ATTR) {
+    jv obj;
+    ATLAS_RETURN_IF_ERROR(eval(ctx, callee->a, &obj));
+    if (obj.kind == JV_UNDEFINED) {
+      atlas_status st = undefined_error(n, obj);
+      jv_free(&obj);
+      return st;
+    }
+    atlas_status st = eval_args(ctx, n, 0, &args);
+    if (st != ATLAS_OK) {
+      jv_free(&obj);
+      return st;
+    }
+    bool found = false;
+    if (obj.kind == JV_NAMESPACE) {
+      // A macro or value stored on a namespace is not callable data here.
+      st = fail(n, "calling '%s' of a namespace is not supported", callee->name);
+    } else {
+      st = at(n, jinja_method(ctx, obj, callee->name, &args, out, &found));
+      if (st == ATLAS_OK && !found) {
+        st = fail(n, "'%s' object has no supported method '%s'", jv_type_name(obj), callee->name);
+      }
+    }
+    free_args(&args);
+    jv_free(&obj);
+    return st;
+  }
+  jv f;
+  ATLAS_RETURN_IF_ERROR(eval(ctx, callee, &f));
+  atlas_status st = eval_args(ctx, n, 0, &args);
+  if (st != ATLAS_OK) {
+    jv_free(&f);
+    return st;
+  }
+  if (f.kind == JV_FUNC) {
+    st = at(n, jinja_global_call(ctx, f.name, &args, out));
+  } else if (f.kind == JV_MACRO) {
+    st = call_macro(ctx, n, f.ptr, &args, out);
+  } else if (f.kind == JV_UNDEFINED) {
+    st = undefined_error(n, f);
+  } else {
+    st = fail(n, "'%s' object is not callable", jv_type_name(f));
+  }
+  free_args(&args);
+  jv_free(&f);
+  return st;
+}
+
+// On failure *out holds nothing owned (it starts as Undefined), so callers
+// may free it either way.
+static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
+  *out = jv_undefined(NULL);
+  switch (n->kind) {
+    case JN_CONST:
+      *out = jv_data(json_incref(n->value));
+      return ATLAS_OK;
+    case JN_NAME:
+      *out = lookup(ctx, n->name);
+      return ATLAS_OK;
+    case JN_LIST: {
+      json_t *arr = json_array();
+      if (!arr) return oom();
+      for (size_t i = 0; i < n->n_kids; ++i) {
+        jv v;
+        atlas_status st = eval(ctx, n->kids[i], &v);
+        json_t *j = NULL;
+        if (st == ATLAS_OK) st = to_json_element(n->kids[i], v, &j);
+        if (st == ATLAS_OK && json_array_append(arr, j) != 0) st = oom();
+        jv_free(&v);
+        if (st != ATLAS_OK) {
+          json_decref(arr);
+          return st;
+        }
+      }
+      if (n->op == 't') {
+        atlas_status st = jinja_mark_tuple(ctx, arr);
+        if (st != ATLAS_OK) {
+          json_decref(arr);
+          return st;
+        }
+      }
+      *out = jv_data(arr);
+      return ATLAS_OK;
+    }
+    case JN_DICT: {
+      json_t *obj = json_object();
+      if (!obj) return oom();
+      for (size_t i = 0; i + 1 < n->n_kids; i += 2) {
+        jv k, v = jv_undefined(NULL);
+        atlas_status st = eval(ctx, n->kids[i], &k);
+        if (st == ATLAS_OK && !jv_is_string(k)) {
+          st = fail(n->kids[i], "dict keys other than strings are not supported (got '%s')", jv_type_name(k));
+        }
+        if (st == ATLAS_OK) st = eval(ctx, n->kids[i + 1], &v);
+        json_t *j = NULL;
+        if (st == ATLAS_OK) st = to_json_element(n->kids[i + 1], v, &j);
+        if (st == ATLAS_OK && json_object_setn(obj, json_string_value(k.json), json_string_length(k.json), j) != 0) {
+          st = oom();
+        }
+        jv_free(&k);
+        jv_free(&v);
+        if (st != ATLAS_OK) {
+          json_decref(obj);
+          return st;
+        }
+      }
+      *out = jv_data(obj);
+      return ATLAS_OK;
+    }
+    case JN_ATTR: {
+      jv obj;
+      ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &obj));
+      atlas_status st = ATLAS_OK;
+      if (obj.kind == JV_UNDEFINED) {
+        st = undefined_error(n, obj);
+      } else {
+        bool is_method = false;
+        *out = get_attr(obj, n->name, &is_method);
+        if (is_method) {
+          st = fail(n, "'%s' of a %s is a method; using it as a value is not supported", n->name,
+                    jv_type_name(obj));
+        } else if (!jv_ok_alloc(*out)) {
+          st = oom();
+        }
+      }
+      jv_free(&obj);
+      return st;
+    }
+    case JN_ITEM: {
+      jv obj, key;
+      ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &obj));
+      atlas_status st = eval(ctx, n->b, &key);
+      if (st == ATLAS_OK) {
+        st = get_item(n, obj, key, out);
+        jv_free(&key);
+      }
+      jv_free(&obj);
+      return st;
+    }
+    case JN_SLICE: {
+      jv obj;
+      ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &obj));
+      atlas_status st = do_slice(ctx, n, obj, out);
+      jv_free(&obj);
+      return st;
+    }
+    case JN_CALL:
+      return eval_call(ctx, n, out);
+    case JN_FILTER:
+    case JN_TEST: {
+      jv value;
+      ATLAS_RETURN_IF_ERROR(eval(ctx, n->kids[0], &value));
+      jinja_args args;
+      atlas_status st = eval_args(ctx, n, 1, &args);
+      if (st == ATLAS_OK) {
+        if (n->kind == JN_FILTER) {
+          st = at(n, jinja_filter(ctx, n->name, value, &args, out));
+        } else {
+          bool r = false;
+          st = at(n, jinja_test(ctx, n->name, value, &args, &r));
+          if (st == ATLAS_OK) *out = jv_data(json_boolean(n->negated ? !r : r));
+        }
+        free_args(&args);
+      }
+      jv_free(&value);
+      return st;
+    }
+    case JN_UNARY: {
+      jv v;
+      ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &v));
+      atlas_status st = ATLAS_OK;
+      if (n->op == 'n') {
+        *out = jv_data(json_boolean(!jv_truthy(v)));
+      } else if (v.kind == JV_UNDEFINED) {
+        st = undefined_error(n, v);
+      } else if (!jv_is_number(v)) {
+        st = fail(n, "bad operand type for unary %c: '%s'", n->op, jv_type_name(v));
+      } else if (n->op == '+') {
+        *out = jv_is_int(v) ? jv_data(json_integer(as_ll(v.json))) : jv_copy(v);
+      } else if (jv_is_int(v)) {
+        *out = jv_data(json_integer(-as_ll(v.json)));
+      } else {
+        *out = jv_data(json_real(-json_real_value(v.json)));
+      }
+      jv_free(&v);
+      return st;
+    }
+    case JN_BINARY: {
+      jv a, b;
+      ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &a));
+      atlas_status st = eval(ctx, n->b, &b);
+      if (st == ATLAS_OK) {
+        st = binary_op(ctx, n, n->op, a, b, out);
+        if (st == ATLAS_OK && !jv_ok_alloc(*out)) st = oom();
+        jv_free(&b);
+      }
+      jv_free(&a);
+      return st;
+    }
+    case JN_COMPARE: {
+      jv left;
+      ATLAS_RETURN_IF_ERROR(eval(ctx, n->kids[0], &left));
+      bool result = true;
+      atlas_status st = ATLAS_OK;
+      for (size_t i = 1; i < n->n_kids && result && st == ATLAS_OK; ++i) {
+        jv right;
+        st = eval(ctx, n->kids[i], &right);
+        if (st != ATLAS_OK) break;
+        st = compare(ctx, n, n->ops[i - 1], left, right, &result);
+        jv_free(&left);
+        left = right;
+      }
+      jv_free(&left);
+      if (st == ATLAS_OK) *out = jv_data(json_boolean(result));
+      return st;
+    }
+    case JN_AND:
+    case JN_OR: {
+      jv a;
+      ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &a));
+      const bool t = jv_truthy(a);
+      if ((n->kind == JN_AND && !t) || (n->kind == JN_OR && t)) {
+        *out = a;
+        return ATLAS_OK;
+      }
+      jv_free(&a);
+      return eval(ctx, n->b, out);
+    }
+    case JN_COND: {
+      jv c;
+      ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &c));
+      const bool t = jv_truthy(c);
+      jv_free(&c);
+      if (t) return eval(ctx, n->b, out);
+      if (n->c) return eval(ctx, n->c, out);
+      *out = jv_undefined("the else branch of an inline if");
+      return ATLAS_OK;
+    }
+    default:
+      return fail(n, "internal: statement node where an expression was expected");
+  }
+}
+
+// ---- statements ----
+
+static atlas_status bind_targets(const jinja_node *n, jinja_scope *s, char *const *targets,
+                                 size_t n_targets, jv v) {
+  if (n_targets == 1) {
+    if (v.kind == JV_LOOP) return fail(n, "assigning the loop object to a variable is not supported");
+    return scope_set(s, targets[0], jv_copy(v));
+  }
+  if (!(v.kind == JV_DATA && json_is_array(v.json))) {
+    return fail(n, "cannot unpack a '%s' into %zu names", jv_type_name(v), n_targets);
+  }
+  if (json_array_size(v.json) != n_targets) {
+    return fail(n, "cannot unpack %zu values into %zu names", json_array_size(v.json), n_targets);
+  }
+  for (size_t i = 0; i < n_targets; ++i) {
+    ATLAS_RETURN_IF_ERROR(scope_set(s, targets[i], jv_data(json_incref(json_array_get(v.json, i)))));
+  }
+  return ATLAS_OK;
+}
+
+static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
+  jv iter;
+  ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &iter));
+  json_t *items = NULL;
+  atlas_status st = at(n, jinja_iterate(ctx, iter, "for", &items));
+  jv_free(&iter);
+  ATLAS_RETURN_IF_ERROR(st);
+  // `for x in xs if cond`: the condition filters before the loop counts.
+  if (n->c) {
+    json_t *kept = json_array();
+    if (!kept) st = oom();
+    for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
+      jinja_scope *s = scope_new(ctx->scope);
+      if (!s) {
+        st = oom();
+        break;
+      }
+      json_t *item = json_array_get(items, i);
+      st = bind_targets(n, s, n->targets, n->n_targets, jv_data(item));
+      jv c = jv_undefined(NULL);
+      if (st == ATLAS_OK) {
+        jinja_scope *saved = ctx->scope;
+        ctx->scope = s;
+        st = eval(ctx, n->c, &c);
+        ctx->scope = saved;
+      }
+      if (st == ATLAS_OK && jv_truthy(c) && json_array_append(kept, item) != 0) st = oom();
+      jv_free(&c);
+      scope_delete(s);
+    }
+    json_decref(items);
+    items = kept;
+    ATLAS_RETURN_IF_ERROR(st);
+  }
+  const size_t len = json_array_size(items);
+  // Without recursive loops, loop.depth is 1 at every nesting level (as in Jinja2).
+  jinja_loop loop = {.items = items, .length = len, .depth0 = 0};
+  ctx->loop_depth++;
+  for (size_t i = 0; i < len && st == ATLAS_OK; ++i) {
+    loop.index0 = i;
+    jinja_scope *s = scope_new(ctx->scope);
+    if (!s) {
+      st = oom();
+      break;
+    }
+    jv lv = {JV_LOOP, NULL, &loop, "loop", JV_SEQ_LIST};
+    st = scope_set(s, "loop", lv);
+    if (st == ATLAS_OK) st = bind_targets(n, s, n->targets, n->n_targets, jv_data(json_array_get(items, i)));
+    if (st == ATLAS_OK) {
+      jinja_scope *saved = ctx->scope;
+      ctx->scope = s;
+      st = exec(ctx, n->b);
+      ctx->scope = saved;
+    }
+    scope_delete(s);
+    const int control = ctx->control;
+    ctx->control = JINJA_CTL_NONE;
+    if (control == JINJA_CTL_BREAK) break;
+  }
+  ctx->loop_depth--;
+  json_decref(items);
+  ATLAS_RETURN_IF_ERROR(st);
+  if (len == 0 && n->d) return exec(ctx, n->d);
+  return ATLAS_OK;
+}
+
+static atlas_status exec_set(jinja_ctx *ctx, const jinja_node *n) {
+  jv v;
+  ATLAS_RETURN_IF_ERROR(eval(ctx, n->b, &v));
+  atlas_status st = ATLAS_OK;
+  if (n->a) {  // ns.attr = value
+    jv obj = lookup(ctx, n->a->a->name);
+    if (obj.kind != JV_NAMESPACE) {
+      st = fail(n, "cannot assign attribute '%s' on '%s': it is a %s, not a namespace()", n->a->name,
+                n->a->a->name, jv_type_name(obj));
+    } else if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) {
+      st = fail(n, "storing a %s value on a namespace is not supported", jv_type_name(v));
+    } else if (json_object_set(obj.json, n->a->name, v.json) != 0) {
+      st = oom();
+    }
+    jv_free(&obj);
+  } else {
+    st = bind_targets(n, ctx->scope, n->targets, n->n_targets, v);
+  }
+  jv_free(&v);
+  return st;
+}
+
+static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
+  switch (n->kind) {
+    case JN_BODY:
+      for (size_t i = 0; i < n->n_kids; ++i) {
+        ATLAS_RETURN_IF_ERROR(exec(ctx, n->kids[i]));
+        if (ctx->control != JINJA_CTL_NONE) break;
+      }
+      return ATLAS_OK;
+    case JN_TEXT:
+      jinja_buf_append(ctx->out, json_string_value(n->value), json_string_length(n->value));
+      return ctx->out->oom ? oom() : ATLAS_OK;
+    case JN_OUTPUT: {
+      jv v;
+      ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &v));
+      atlas_status st = at(n, jinja_str(ctx, v, ctx->out));
+      jv_free(&v);
+      if (st == ATLAS_OK && ctx->out->oom) st = oom();
+      return st;
+    }
+    case JN_IF: {
+      jv c;
+      ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &c));
+      const bool t = jv_truthy(c);
+      jv_free(&c);
+      if (t) return exec(ctx, n->b);
+      return n->c ? exec(ctx, n->c) : ATLAS_OK;
+    }
+    case JN_FOR:
+      return exec_for(ctx, n);
+    case JN_SET:
+      return exec_set(ctx, n);
+    case JN_SET_BLOCK: {
+      jinja_buf *saved = NULL;
+      ATLAS_RETURN_IF_ERROR(capture_begin(ctx, &saved));
+      jv v = jv_undefined(NULL);
+      atlas_status st = capture_end(ctx, saved, exec(ctx, n->b), &v);
+      if (st == ATLAS_OK) st = scope_set(ctx->scope, n->targets[0], v);
+      return st;
+    }
+    case JN_MACRO: {
+      jv m = {JV_MACRO, NULL, n, n->name, JV_SEQ_LIST};
+      return scope_set(ctx->scope, n->name, m);
+    }
+    case JN_BREAK:
+      ctx->control = JINJA_CTL_BREAK;
+      return ATLAS_OK;
+    case JN_CONTINUE:
+      ctx->control = JINJA_CTL_CONTINUE;
+      return ATLAS_OK;
+    default:
+      return fail(n, "internal: expression node where a statement was expected");
+  }
+}
+
+atlas_status jinja_render(const jinja_template *t, json_t *vars, const struct tm *now,
+                          jinja_buf *out) {
+  jinja_scope *top = scope_new(NULL);
+  jinja_ctx ctx = {.out = out, .scope = top, .top = top, .globals = vars, .now = now,
+                   .tuples = json_object(), .consumed = json_object()};
+  atlas_status st = top && ctx.tuples && ctx.consumed ? exec(&ctx, t->root) : oom();
+  scope_delete(top);
+  json_decref(ctx.tuples);
+  json_decref(ctx.consumed);
+  return st;
+}

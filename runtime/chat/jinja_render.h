@@ -1,0 +1,89 @@
+// Rendering a parsed chat template: the state of one render (output, scopes,
+// loop control) and the calls between the renderer and the builtins.
+#ifndef ATLAS_RUNTIME_CHAT_JINJA_RENDER_H_
+#define ATLAS_RUNTIME_CHAT_JINJA_RENDER_H_
+
+#include <jansson.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "atlas/runtime/chat/jinja_ast.h"
+#include "atlas/runtime/chat/jinja_text.h"
+#include "atlas/runtime/chat/jinja_value.h"
+#include "atlas/runtime/status.h"
+
+typedef struct jinja_var {
+  const char *name;  // points into the template (or a literal): not owned
+  jv value;
+} jinja_var;
+
+typedef struct jinja_scope {
+  jinja_var *vars;
+  size_t n;
+  size_t cap;
+  struct jinja_scope *parent;
+} jinja_scope;
+
+// The state behind `loop` inside a for body.
+typedef struct jinja_loop {
+  json_t *items;  // the (filtered) items
+  size_t index0;
+  size_t length;
+  int depth0;
+} jinja_loop;
+
+typedef struct jinja_ctx {
+  jinja_buf *out;
+  jinja_scope *scope;    // innermost
+  jinja_scope *top;      // the template's own scope (macros see it)
+  json_t *globals;       // the render variables: messages, bos_token, ...
+  const struct tm *now;  // what strftime_now formats
+  int control;           // JINJA_CTL_*: a pending break or continue
+  int loop_depth;
+  int call_depth;        // macro recursion guard
+  json_t *tuples;        // arrays that are Python tuples (keys: jinja_tuple_key), held alive
+  json_t *consumed;      // generators already iterated, held alive the same way
+} jinja_ctx;
+
+enum { JINJA_CTL_NONE = 0, JINJA_CTL_BREAK, JINJA_CTL_CONTINUE };
+
+// Arguments of a filter, test, function or method call. Positional first,
+// then keyword.
+typedef struct jinja_args {
+  jv *pos;
+  size_t n_pos;
+  char *const *kw_names;
+  jv *kw;
+  size_t n_kw;
+} jinja_args;
+
+// Renders the template with `vars` (a JSON object) into `out`.
+atlas_status jinja_render(const jinja_template *t, json_t *vars, const struct tm *now,
+                          jinja_buf *out);
+
+// Python's str() of a value, tuples included.
+atlas_status jinja_str(jinja_ctx *ctx, jv v, jinja_buf *out);
+// Records that `arr` is a tuple (it prints as one).
+atlas_status jinja_mark_tuple(jinja_ctx *ctx, json_t *arr);
+// The items iterating `v` gives (a new reference): a list's (range's, view's,
+// generator's) elements, a dict's keys, a string's characters, nothing for
+// Undefined. A generator can be iterated once: a second use is refused
+// rather than seen empty as in Python.
+atlas_status jinja_iterate(jinja_ctx *ctx, jv v, const char *what, json_t **out_items);
+
+// Builtins (jinja_builtins.c). Each returns a status naming what went wrong;
+// the renderer adds the line and column.
+atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv value, const jinja_args *args,
+                          jv *out);
+atlas_status jinja_test(jinja_ctx *ctx, const char *name, jv value, const jinja_args *args,
+                        bool *out);
+atlas_status jinja_global_call(jinja_ctx *ctx, const char *name, const jinja_args *args, jv *out);
+bool jinja_global_known(const char *name);
+// A method of a str, dict, list or loop. *found is false when `obj` has no
+// such method (the caller reports it).
+atlas_status jinja_method(jinja_ctx *ctx, jv obj, const char *name, const jinja_args *args,
+                          jv *out, bool *found);
+// Whether `name` is a method of dicts (a.items is the method, not a key).
+bool jinja_is_dict_method(const char *name);
+
+#endif  // ATLAS_RUNTIME_CHAT_JINJA_RENDER_H_

@@ -1,0 +1,36 @@
+// Text helpers for the chat-template engine: a growable byte buffer that
+// records running out of memory instead of failing each append, and the bits
+// of Python's str semantics templates lean on (code points, str.isspace).
+#ifndef ATLAS_RUNTIME_CHAT_JINJA_TEXT_H_
+#define ATLAS_RUNTIME_CHAT_JINJA_TEXT_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct jinja_buf {
+  char *data;  // NUL-terminated when not NULL
+  size_t len;
+  size_t cap;
+  bool oom;    // an append failed; the contents are incomplete
+} jinja_buf;
+
+void jinja_buf_append(jinja_buf *b, const char *s, size_t n);
+void jinja_buf_puts(jinja_buf *b, const char *s);
+void jinja_buf_putc(jinja_buf *b, char c);
+void jinja_buf_printf(jinja_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void jinja_buf_free(jinja_buf *b);
+
+// Decodes one UTF-8 code point at s[*i] (advancing *i); invalid bytes decode
+// as themselves, one at a time, so every byte string has a length.
+uint32_t jinja_utf8_next(const char *s, size_t n, size_t *i);
+void jinja_utf8_put(jinja_buf *b, uint32_t cp);
+// Number of code points (Python's len of a str).
+size_t jinja_utf8_length(const char *s, size_t n);
+// Byte offset of code point `index` (n if past the end).
+size_t jinja_utf8_offset(const char *s, size_t n, size_t index);
+
+// Python's str.isspace() for one code point.
+bool jinja_is_py_space(uint32_t cp);
+
+#endif  // ATLAS_RUNTIME_CHAT_JINJA_TEXT_H_

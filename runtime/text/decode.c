@@ -1,0 +1,211 @@
+// Decoding ids to text (tokenizers' Tokenizer::decode, plus transformers'
+// clean_up_tokenization on request) and the streaming decoder
+// (tokenizers' DecodeStream), which never emits half a character.
+#include <stdlib.h>
+#include <string.h>
+
+#include "atlas/runtime/text/tokenizer.h"
+#include "atlas/runtime/text/tokenizer_impl.h"
+
+static atlas_status oom(void) {
+  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                           "tokenizer: out of memory while decoding");
+}
+
+// transformers' PreTrainedTokenizerBase.clean_up_tokenization, in order.
+static atlas_status clean_up(atlas_text_buf *text) {
+  const char *const pairs[][2] = {
+      {" .", "."},     {" ?", "?"},     {" !", "!"},     {" ,", ","},
+      {" ' ", "'"},    {" n't", "n't"}, {" 'm", "'m"},   {" 's", "'s"},
+      {" 've", "'ve"}, {" 're", "'re"},
+  };
+  atlas_text_buf out = {0};
+  for (size_t p = 0; p < sizeof(pairs) / sizeof(pairs[0]); p++) {
+    size_t flen = strlen(pairs[p][0]), tlen = strlen(pairs[p][1]);
+    out.len = 0;
+    size_t i = 0, copied = 0;
+    while (i + flen <= text->len) {
+      if (memcmp(text->data + i, pairs[p][0], flen) == 0) {
+        atlas_status st = atlas_text_buf_append(&out, text->data + copied,
+                                                i - copied);
+        if (!st) st = atlas_text_buf_append(&out, pairs[p][1], tlen);
+        if (st) {
+          atlas_text_buf_free(&out);
+          return st;
+        }
+        i += flen;
+        copied = i;
+      } else {
+        i++;
+      }
+    }
+    if (copied == 0) continue;  // nothing replaced
+    atlas_status st = atlas_text_buf_append(&out, text->data + copied,
+                                            text->len - copied);
+    if (st) {
+      atlas_text_buf_free(&out);
+      return st;
+    }
+    atlas_text_buf swap = *text;
+    *text = out;
+    out = swap;
+  }
+  atlas_text_buf_free(&out);
+  return ATLAS_OK;
+}
+
+static atlas_status decode_into(const atlas_tokenizer *t, const uint32_t *ids,
+                                size_t count,
+                                const atlas_tokenizer_decode_options *opt,
+                                atlas_text_buf *out) {
+  atlas_text_pieces tokens, decoded;
+  memset(&tokens, 0, sizeof(tokens));
+  memset(&decoded, 0, sizeof(decoded));
+  atlas_text_matcher m = {0};
+  atlas_status st = atlas_text_matcher_init(&m);
+  for (size_t i = 0; !st && i < count; i++) {
+    size_t len;
+    const char *s = atlas_tokenizer_id_to_token(t, ids[i], &len);
+    if (!s) continue;  // tokenizers skips ids it does not know
+    if (opt->skip_special_tokens && atlas_tokenizer_is_special(t, ids[i])) {
+      continue;
+    }
+    st = atlas_text_pieces_push(&tokens, s, len, i == 0);
+  }
+  out->len = 0;
+  if (!st && t->decoder) {
+    st = atlas_decoder_run(t->decoder, &t->byte_level, &m, &tokens, &decoded);
+    for (size_t i = 0; !st && i < decoded.count; i++) {
+      st = atlas_text_buf_append(out, decoded.buf.data + decoded.spans[i].start,
+                                 decoded.spans[i].len);
+    }
+  } else if (!st) {
+    for (size_t i = 0; !st && i < tokens.count; i++) {
+      if (i) st = atlas_text_buf_append(out, " ", 1);
+      if (!st) {
+        st = atlas_text_buf_append(out, tokens.buf.data + tokens.spans[i].start,
+                                   tokens.spans[i].len);
+      }
+    }
+  }
+  if (!st && opt->clean_up_tokenization_spaces) st = clean_up(out);
+  if (!st) st = atlas_text_buf_reserve(out, 1);
+  if (!st) out->data[out->len] = '\0';
+  atlas_text_pieces_free(&tokens);
+  atlas_text_pieces_free(&decoded);
+  atlas_text_matcher_free(&m);
+  return st;
+}
+
+atlas_status atlas_tokenizer_decode_ex(
+    const atlas_tokenizer *t, const uint32_t *ids, size_t count,
+    const atlas_tokenizer_decode_options *options, char **out_text,
+    size_t *out_len) {
+  *out_text = NULL;
+  *out_len = 0;
+  if (!t || !options || (!ids && count)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_tokenizer_decode: NULL argument");
+  }
+  atlas_text_buf out = {0};
+  atlas_status st = decode_into(t, ids, count, options, &out);
+  if (st) {
+    atlas_text_buf_free(&out);
+    return st;
+  }
+  *out_text = out.data;
+  *out_len = out.len;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_tokenizer_decode(const atlas_tokenizer *t,
+                                    const uint32_t *ids, size_t count,
+                                    bool skip_special, char **out_text,
+                                    size_t *out_len) {
+  atlas_tokenizer_decode_options opt = {skip_special, false};
+  return atlas_tokenizer_decode_ex(t, ids, count, &opt, out_text, out_len);
+}
+
+struct atlas_tokenizer_stream {
+  const atlas_tokenizer *tokenizer;
+  atlas_tokenizer_decode_options options;
+  uint32_t *ids;
+  size_t count;
+  size_t cap;
+  atlas_text_buf prefix;
+  size_t prefix_index;
+};
+
+atlas_status atlas_tokenizer_stream_create(const atlas_tokenizer *t,
+                                           bool skip_special,
+                                           atlas_tokenizer_stream **out) {
+  *out = calloc(1, sizeof(**out));
+  if (!*out) return oom();
+  (*out)->tokenizer = t;
+  (*out)->options.skip_special_tokens = skip_special;
+  return ATLAS_OK;
+}
+
+void atlas_tokenizer_stream_free(atlas_tokenizer_stream *s) {
+  if (!s) return;
+  free(s->ids);
+  atlas_text_buf_free(&s->prefix);
+  free(s);
+}
+
+static bool ends_with_replacement(const atlas_text_buf *b) {
+  return b->len >= 3 && memcmp(b->data + b->len - 3, "\xEF\xBF\xBD", 3) == 0;
+}
+
+// tokenizers' step_decode_stream: decode the ids since prefix_index; emit
+// the text beyond the prefix once it does not end in U+FFFD (an incomplete
+// character); then keep only the ids the new prefix needs.
+atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s,
+                                         uint32_t id, char **out_text,
+                                         size_t *out_len) {
+  *out_text = NULL;
+  *out_len = 0;
+  if (s->count == s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 16;
+    uint32_t *ids = realloc(s->ids, cap * sizeof(*ids));
+    if (!ids) return oom();
+    s->ids = ids;
+    s->cap = cap;
+  }
+  s->ids[s->count++] = id;
+  atlas_text_buf text = {0};
+  atlas_status st =
+      decode_into(s->tokenizer, s->ids, s->count, &s->options, &text);
+  if (!st && text.len > s->prefix.len && !ends_with_replacement(&text)) {
+    if (s->prefix.len > 0 &&
+        memcmp(text.data, s->prefix.data, s->prefix.len) != 0) {
+      st = atlas_status_make(ATLAS_STATUS_INTERNAL,
+                             "tokenizer stream: decoded text no longer starts "
+                             "with what was already emitted");
+    } else {
+      size_t n = text.len - s->prefix.len;
+      char *piece = malloc(n + 1);
+      if (!piece) {
+        st = oom();
+      } else {
+        memcpy(piece, text.data + s->prefix.len, n);
+        piece[n] = '\0';
+        size_t new_prefix_index = s->count - s->prefix_index;
+        memmove(s->ids, s->ids + s->prefix_index,
+                (s->count - s->prefix_index) * sizeof(*s->ids));
+        s->count -= s->prefix_index;
+        st = decode_into(s->tokenizer, s->ids, s->count, &s->options,
+                         &s->prefix);
+        s->prefix_index = new_prefix_index;
+        if (st) {
+          free(piece);
+        } else {
+          *out_text = piece;
+          *out_len = n;
+        }
+      }
+    }
+  }
+  atlas_text_buf_free(&text);
+  return st;
+}

@@ -1,0 +1,215 @@
+#include "atlas/runtime/text/pattern.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atlas/runtime/text/utf8.h"
+
+// Unicode White_Space, which \s means in Oniguruma (what tokenizers runs).
+// PCRE2 10.42's \s with UCP also matches U+180E, so \s and \S are spelled
+// out; the pattern is otherwise compiled as written.
+#define WHITE_SPACE                                                      \
+  "\\t-\\r\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}" \
+  "\\x{2029}\\x{202f}\\x{205f}\\x{3000}"
+
+static atlas_status spell_out_white_space(const char *re, char **out) {
+  size_t n = strlen(re);
+  size_t cap = n * (sizeof(WHITE_SPACE) + 4) + 1;
+  char *o = malloc(cap);
+  if (!o) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "tokenizer: out of memory for a regex");
+  }
+  size_t w = 0;
+  bool in_class = false;
+  for (size_t i = 0; i < n; i++) {
+    char c = re[i];
+    if (c == '\\' && i + 1 < n) {
+      char d = re[i + 1];
+      if (d == 's' || (d == 'S' && !in_class)) {
+        const char *pre = in_class ? "" : (d == 's' ? "[" : "[^");
+        w += (size_t)sprintf(o + w, "%s%s%s", pre, WHITE_SPACE,
+                             in_class ? "" : "]");
+      } else {
+        o[w++] = c;
+        o[w++] = d;
+      }
+      i++;
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      o[w++] = c;
+      // A ']' right after '[' or '[^' is a literal.
+      if (i + 1 < n && re[i + 1] == '^') o[w++] = re[++i];
+      if (i + 1 < n && re[i + 1] == ']') o[w++] = re[++i];
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < n && re[i + 1] == ':') {
+      const char *end = strstr(re + i, ":]");
+      size_t len = end ? (size_t)(end - (re + i)) + 2 : 1;
+      memcpy(o + w, re + i, len);
+      w += len;
+      i += len - 1;
+      continue;
+    }
+    if (in_class && c == ']') in_class = false;
+    o[w++] = c;
+  }
+  o[w] = '\0';
+  *out = o;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_text_pattern_compile(const char *regex,
+                                        const atlas_tj_at *at,
+                                        atlas_text_pattern *out) {
+  memset(out, 0, sizeof(*out));
+  int err = 0;
+  PCRE2_SIZE off = 0;
+  // Compiled as written first, so errors point into the file's pattern.
+  out->re = pcre2_compile((PCRE2_SPTR)regex, PCRE2_ZERO_TERMINATED,
+                          PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
+  if (!out->re) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(err, msg, sizeof(msg));
+    return atlas_tj_error(at, "regex does not compile at offset %zu: %s",
+                          (size_t)off, (const char *)msg);
+  }
+  pcre2_code_free(out->re);
+  char *spelled = NULL;
+  ATLAS_RETURN_IF_ERROR(spell_out_white_space(regex, &spelled));
+  out->re = pcre2_compile((PCRE2_SPTR)spelled, PCRE2_ZERO_TERMINATED,
+                          PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
+  free(spelled);
+  if (!out->re) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(err, msg, sizeof(msg));
+    return atlas_tj_error(at, "regex with \\s spelled out does not compile: %s",
+                          (const char *)msg);
+  }
+  // JIT is an optimisation: without it pcre2_match interprets.
+  (void)pcre2_jit_compile(out->re, PCRE2_JIT_COMPLETE);
+  return ATLAS_OK;
+}
+
+atlas_status atlas_text_pattern_load(json_t *v, const atlas_tj_at *at,
+                                     atlas_text_pattern *out) {
+  memset(out, 0, sizeof(*out));
+  if (!json_is_object(v)) {
+    return atlas_tj_error(at, "expected {\"String\": ...} or {\"Regex\": ...}");
+  }
+  const char *s = NULL;
+  size_t n = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_tj_opt_string(v, at, "Regex", &s, &n));
+  if (s) {
+    atlas_tj_at k = atlas_tj_key(at, "Regex");
+    if (strlen(s) != n) return atlas_tj_error(&k, "regex contains NUL");
+    return atlas_text_pattern_compile(s, &k, out);
+  }
+  ATLAS_RETURN_IF_ERROR(atlas_tj_opt_string(v, at, "String", &s, &n));
+  if (!s) {
+    return atlas_tj_error(at, "expected {\"String\": ...} or {\"Regex\": ...}");
+  }
+  out->literal = malloc(n + 1);
+  if (!out->literal) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "tokenizer: out of memory for a pattern");
+  }
+  memcpy(out->literal, s, n + 1);
+  out->literal_len = n;
+  return ATLAS_OK;
+}
+
+void atlas_text_pattern_free(atlas_text_pattern *p) {
+  if (p->re) pcre2_code_free(p->re);
+  free(p->literal);
+  memset(p, 0, sizeof(*p));
+}
+
+atlas_status atlas_text_matcher_init(atlas_text_matcher *m) {
+  memset(m, 0, sizeof(*m));
+  m->md = pcre2_match_data_create(1, NULL);
+  if (!m->md) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "tokenizer: out of memory for regex match data");
+  }
+  return ATLAS_OK;
+}
+
+void atlas_text_matcher_free(atlas_text_matcher *m) {
+  if (m->md) pcre2_match_data_free(m->md);
+  m->md = NULL;
+}
+
+static atlas_status find_once(const atlas_text_pattern *p,
+                              atlas_text_matcher *m, const char *s,
+                              size_t len, size_t from, bool *found,
+                              size_t *ms, size_t *me) {
+  *found = false;
+  if (!p->re) {
+    if (p->literal_len == 0) {
+      *found = true;
+      *ms = *me = from;
+      return ATLAS_OK;
+    }
+    if (len - from < p->literal_len) return ATLAS_OK;
+    const char *hit = memmem(s + from, len - from, p->literal, p->literal_len);
+    if (!hit) return ATLAS_OK;
+    *found = true;
+    *ms = (size_t)(hit - s);
+    *me = *ms + p->literal_len;
+    return ATLAS_OK;
+  }
+  int rc = pcre2_match(p->re, (PCRE2_SPTR)s, len, from, PCRE2_NO_UTF_CHECK,
+                       m->md, NULL);
+  if (rc == PCRE2_ERROR_NOMATCH) return ATLAS_OK;
+  if (rc < 0) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(rc, msg, sizeof(msg));
+    return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                             "tokenizer: regex match failed: %s",
+                             (const char *)msg);
+  }
+  PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
+  *found = true;
+  *ms = ov[0];
+  *me = ov[1];
+  return ATLAS_OK;
+}
+
+atlas_status atlas_text_pattern_next(const atlas_text_pattern *p,
+                                     atlas_text_matcher *m, const char *s,
+                                     size_t len, size_t *pos, bool *out_found,
+                                     size_t *out_start, size_t *out_end) {
+  *out_found = false;
+  while (*pos <= len) {
+    bool found;
+    size_t ms, me;
+    ATLAS_RETURN_IF_ERROR(find_once(p, m, s, len, *pos, &found, &ms, &me));
+    if (!found) {
+      *pos = len + 1;
+      return ATLAS_OK;
+    }
+    if (ms == me && m->have_last && m->last_match_end == me) {
+      // Rust skips an empty match right after a match: step one character.
+      if (me >= len) {
+        *pos = len + 1;
+        return ATLAS_OK;
+      }
+      size_t cl;
+      atlas_utf8_decode(s + me, &cl);
+      *pos = me + cl;
+      continue;
+    }
+    m->have_last = true;
+    m->last_match_end = me;
+    *pos = me;
+    *out_found = true;
+    *out_start = ms;
+    *out_end = me;
+    return ATLAS_OK;
+  }
+  return ATLAS_OK;
+}

@@ -1,0 +1,48 @@
+// A tokenizer.json pattern, {"String": s} or {"Regex": r}, compiled once with
+// PCRE2 (UTF + UCP, JIT). Matching iterates like Rust's regex find_iter: an
+// empty match directly after the previous match is skipped.
+#ifndef ATLAS_RUNTIME_TEXT_PATTERN_H_
+#define ATLAS_RUNTIME_TEXT_PATTERN_H_
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <jansson.h>
+#include <pcre2.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "atlas/runtime/status.h"
+#include "atlas/runtime/text/json_util.h"
+
+typedef struct atlas_text_pattern {
+  pcre2_code *re;  // NULL for a literal string
+  char *literal;
+  size_t literal_len;
+} atlas_text_pattern;
+
+// Per-call state for matching: PCRE2 match data (never a static).
+typedef struct atlas_text_matcher {
+  pcre2_match_data *md;
+  size_t last_match_end;
+  bool have_last;
+} atlas_text_matcher;
+
+ATLAS_MUST_USE atlas_status atlas_text_pattern_load(json_t *v, const atlas_tj_at *at,
+                                     atlas_text_pattern *out);
+// Compiles a regex directly (the ByteLevel pre-tokenizer's GPT-2 pattern).
+ATLAS_MUST_USE atlas_status atlas_text_pattern_compile(const char *regex,
+                                        const atlas_tj_at *at,
+                                        atlas_text_pattern *out);
+void atlas_text_pattern_free(atlas_text_pattern *p);
+
+ATLAS_MUST_USE atlas_status atlas_text_matcher_init(atlas_text_matcher *m);
+void atlas_text_matcher_free(atlas_text_matcher *m);
+
+// Next match in s[0..len) starting the search at *pos; on a match sets
+// [*out_start, *out_end) and advances *pos. *out_found = false at the end.
+// Reset m->have_last before iterating a new subject.
+ATLAS_MUST_USE atlas_status atlas_text_pattern_next(const atlas_text_pattern *p,
+                                     atlas_text_matcher *m, const char *s,
+                                     size_t len, size_t *pos, bool *out_found,
+                                     size_t *out_start, size_t *out_end);
+
+#endif  // ATLAS_RUNTIME_TEXT_PATTERN_H_

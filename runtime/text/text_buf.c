@@ -1,0 +1,111 @@
+#include "atlas/runtime/text/text_buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+atlas_status atlas_text_buf_reserve(atlas_text_buf *b, size_t extra) {
+  if (b->len + extra <= b->cap) return ATLAS_OK;
+  size_t cap = b->cap ? b->cap : 64;
+  while (cap < b->len + extra) cap *= 2;
+  char *data = realloc(b->data, cap);
+  if (!data) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "tokenizer: out of memory growing a %zu-byte "
+                             "text buffer",
+                             cap);
+  }
+  b->data = data;
+  b->cap = cap;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_text_buf_append(atlas_text_buf *b, const void *data,
+                                   size_t len) {
+  if (len == 0) return ATLAS_OK;
+  ATLAS_RETURN_IF_ERROR(atlas_text_buf_reserve(b, len));
+  memcpy(b->data + b->len, data, len);
+  b->len += len;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_text_buf_append_cp(atlas_text_buf *b, uint32_t cp) {
+  char s[4];
+  size_t n;
+  if (cp < 0x80) {
+    s[0] = (char)cp;
+    n = 1;
+  } else if (cp < 0x800) {
+    s[0] = (char)(0xC0 | (cp >> 6));
+    s[1] = (char)(0x80 | (cp & 0x3F));
+    n = 2;
+  } else if (cp < 0x10000) {
+    s[0] = (char)(0xE0 | (cp >> 12));
+    s[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    s[2] = (char)(0x80 | (cp & 0x3F));
+    n = 3;
+  } else {
+    s[0] = (char)(0xF0 | (cp >> 18));
+    s[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    s[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    s[3] = (char)(0x80 | (cp & 0x3F));
+    n = 4;
+  }
+  return atlas_text_buf_append(b, s, n);
+}
+
+void atlas_text_buf_free(atlas_text_buf *b) {
+  free(b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+}
+
+void atlas_text_pieces_clear(atlas_text_pieces *p) {
+  p->buf.len = 0;
+  p->count = 0;
+}
+
+atlas_status atlas_text_pieces_push_tail(atlas_text_pieces *p, size_t len,
+                                         bool first) {
+  if (p->count == p->cap) {
+    size_t cap = p->cap ? p->cap * 2 : 64;
+    atlas_text_span *spans = realloc(p->spans, cap * sizeof(*spans));
+    if (!spans) {
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "tokenizer: out of memory growing a list of "
+                               "%zu pieces",
+                               cap);
+    }
+    p->spans = spans;
+    p->cap = cap;
+  }
+  p->spans[p->count].start = p->buf.len - len;
+  p->spans[p->count].len = len;
+  p->spans[p->count].first = first;
+  p->spans[p->count].is_token = false;
+  p->spans[p->count].token_id = 0;
+  p->count++;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_text_pieces_push(atlas_text_pieces *p, const char *data,
+                                    size_t len, bool first) {
+  ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(&p->buf, data, len));
+  return atlas_text_pieces_push_tail(p, len, first);
+}
+
+atlas_status atlas_text_pieces_copy(atlas_text_pieces *out,
+                                    const atlas_text_pieces *in, size_t i) {
+  const atlas_text_span *s = &in->spans[i];
+  ATLAS_RETURN_IF_ERROR(atlas_text_pieces_push(out, in->buf.data + s->start,
+                                               s->len, s->first));
+  out->spans[out->count - 1].is_token = s->is_token;
+  out->spans[out->count - 1].token_id = s->token_id;
+  return ATLAS_OK;
+}
+
+void atlas_text_pieces_free(atlas_text_pieces *p) {
+  atlas_text_buf_free(&p->buf);
+  free(p->spans);
+  p->spans = NULL;
+  p->count = p->cap = 0;
+}

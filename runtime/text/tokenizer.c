@@ -1,0 +1,328 @@
+// The tokenizer handle: loading tokenizer.json and the encode pipeline
+// (added tokens -> normalizer -> pre-tokenizer -> BPE -> post-processor),
+// in the order tokenizers' Tokenizer::encode runs them.
+#include "atlas/runtime/text/tokenizer.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atlas/runtime/text/tokenizer_impl.h"
+#include "atlas/runtime/text/utf8.h"
+
+static atlas_status oom(void) {
+  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                           "tokenizer: out of memory");
+}
+
+// Keys of the top level that we read; anything that changes encoding and is
+// not implemented is refused.
+static atlas_status load_model(atlas_tokenizer *t, json_t *root,
+                               const atlas_tj_at *top) {
+  json_t *model = atlas_tj_member(root, "model");
+  atlas_tj_at km = atlas_tj_key(top, "model");
+  if (!json_is_object(model)) return atlas_tj_error(&km, "missing or not an object");
+  const char *type = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_tj_opt_string(model, &km, "type", &type, NULL));
+  if (!type && atlas_tj_member(model, "merges")) type = "BPE";
+  if (!type || strcmp(type, "BPE") != 0) {
+    atlas_tj_at k = atlas_tj_key(&km, "type");
+    return atlas_tj_unsupported(&k,
+                                "model \"%s\" is not supported (supported: "
+                                "BPE)",
+                                type ? type : "(none)");
+  }
+  return atlas_bpe_load(model, &km, &t->bpe);
+}
+
+static atlas_status load_root(atlas_tokenizer *t, json_t *root,
+                              const char *name) {
+  atlas_tj_at top = {.file = name, .path = ""};
+  if (!json_is_object(root)) return atlas_tj_error(&top, "expected an object");
+  const char *const refused[] = {"truncation", "padding"};
+  for (size_t i = 0; i < 2; i++) {
+    if (atlas_tj_member(root, refused[i])) {
+      atlas_tj_at k = atlas_tj_key(&top, refused[i]);
+      return atlas_tj_unsupported(&k, "%s is not supported (must be null)",
+                                  refused[i]);
+    }
+  }
+  ATLAS_RETURN_IF_ERROR(load_model(t, root, &top));
+  json_t *v;
+  if ((v = atlas_tj_member(root, "normalizer"))) {
+    atlas_tj_at k = atlas_tj_key(&top, "normalizer");
+    ATLAS_RETURN_IF_ERROR(atlas_normalizer_load(v, &k, &t->normalizer));
+  }
+  if ((v = atlas_tj_member(root, "pre_tokenizer"))) {
+    atlas_tj_at k = atlas_tj_key(&top, "pre_tokenizer");
+    ATLAS_RETURN_IF_ERROR(atlas_pretokenizer_load(v, &k, &t->pretokenizer));
+  }
+  if ((v = atlas_tj_member(root, "post_processor"))) {
+    atlas_tj_at k = atlas_tj_key(&top, "post_processor");
+    ATLAS_RETURN_IF_ERROR(atlas_post_processor_load(v, &k, &t->post));
+  }
+  if ((v = atlas_tj_member(root, "decoder"))) {
+    atlas_tj_at k = atlas_tj_key(&top, "decoder");
+    ATLAS_RETURN_IF_ERROR(atlas_decoder_load(v, &k, &t->decoder));
+  }
+  json_t *added = atlas_tj_member(root, "added_tokens");
+  json_t *empty = NULL;
+  if (!added) added = empty = json_array();
+  atlas_tj_at ka = atlas_tj_key(&top, "added_tokens");
+  atlas_status st = ATLAS_OK;
+  if (!json_is_array(added)) {
+    st = atlas_tj_error(&ka, "expected an array");
+  } else {
+    st = atlas_added_vocab_load(added, &ka, &t->bpe.vocab, t->normalizer,
+                                &t->matcher, &t->added);
+  }
+  json_decref(empty);
+  ATLAS_RETURN_IF_ERROR(st);
+  t->vocab_size = t->bpe.id_count;
+  for (size_t i = 0; i < t->added.count; i++) {
+    if ((size_t)t->added.tokens[i].id + 1 > t->vocab_size) {
+      t->vocab_size = (size_t)t->added.tokens[i].id + 1;
+    }
+  }
+  return ATLAS_OK;
+}
+
+atlas_status atlas_tokenizer_load_from_memory(const char *json, size_t len,
+                                              const char *name,
+                                              atlas_tokenizer **out_tokenizer) {
+  *out_tokenizer = NULL;
+  if (!name) name = "tokenizer.json";
+  json_error_t err;
+  json_t *root = json_loadb(json, len, 0, &err);
+  if (!root) {
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "%s: not valid JSON at line %d column %d: %s",
+                             name, err.line, err.column, err.text);
+  }
+  atlas_tokenizer *t = calloc(1, sizeof(*t));
+  if (!t) {
+    json_decref(root);
+    return oom();
+  }
+  pthread_mutex_init(&t->lock, NULL);
+  atlas_byte_level_init(&t->byte_level);
+  atlas_status st = atlas_text_matcher_init(&t->matcher);
+  if (!st) st = load_root(t, root, name);
+  json_decref(root);
+  if (st) {
+    atlas_tokenizer_free(t);
+    return st;
+  }
+  *out_tokenizer = t;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_tokenizer_load(const char *path,
+                                  atlas_tokenizer **out_tokenizer) {
+  *out_tokenizer = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot open: %s", path,
+                             strerror(errno));
+  }
+  char *data = NULL;
+  size_t len = 0, cap = 0;
+  atlas_status st = ATLAS_OK;
+  for (;;) {
+    if (len == cap) {
+      cap = cap ? cap * 2 : (1u << 20);
+      char *d = realloc(data, cap);
+      if (!d) {
+        st = oom();
+        break;
+      }
+      data = d;
+    }
+    size_t n = fread(data + len, 1, cap - len, f);
+    len += n;
+    if (n == 0) {
+      if (ferror(f)) {
+        st = atlas_status_make(ATLAS_STATUS_IO, "%s: read failed", path);
+      }
+      break;
+    }
+  }
+  fclose(f);
+  if (!st) st = atlas_tokenizer_load_from_memory(data, len, path, out_tokenizer);
+  free(data);
+  return st;
+}
+
+void atlas_tokenizer_free(atlas_tokenizer *t) {
+  if (!t) return;
+  atlas_normalizer_free(t->normalizer);
+  atlas_pretokenizer_free(t->pretokenizer);
+  atlas_post_processor_free(t->post);
+  atlas_decoder_free(t->decoder);
+  atlas_bpe_free(&t->bpe);
+  atlas_added_vocab_free(&t->added);
+  atlas_text_matcher_free(&t->matcher);
+  atlas_text_pieces_free(&t->pieces[0]);
+  atlas_text_pieces_free(&t->pieces[1]);
+  atlas_text_pieces_free(&t->pieces[2]);
+  atlas_text_buf_free(&t->normalized);
+  atlas_bpe_scratch_free(&t->bpe_scratch);
+  free(t->encoded.ids);
+  pthread_mutex_destroy(&t->lock);
+  free(t);
+}
+
+static atlas_status encode_locked(atlas_tokenizer *t, const char *text,
+                                  size_t len, bool add_special) {
+  atlas_text_pieces *split = &t->pieces[0], *norm = &t->pieces[1];
+  atlas_text_pieces_clear(split);
+  atlas_text_pieces_clear(norm);
+  t->encoded.count = 0;
+  // 1. Added tokens matched in the raw text.
+  ATLAS_RETURN_IF_ERROR(
+      atlas_added_vocab_split(&t->added, &t->added.raw, text, len, true, split));
+  // 2. Each remaining piece normalized, then normalized tokens matched.
+  for (size_t i = 0; i < split->count; i++) {
+    const atlas_text_span *sp = &split->spans[i];
+    if (sp->is_token) {
+      ATLAS_RETURN_IF_ERROR(atlas_text_pieces_copy(norm, split, i));
+      continue;
+    }
+    const char *s = split->buf.data + sp->start;
+    size_t n = sp->len;
+    if (t->normalizer) {
+      ATLAS_RETURN_IF_ERROR(atlas_normalizer_run(t->normalizer, &t->matcher, s,
+                                                 n, &t->normalized));
+      s = t->normalized.data;
+      n = t->normalized.len;
+    }
+    ATLAS_RETURN_IF_ERROR(atlas_added_vocab_split(&t->added, &t->added.norm, s,
+                                                  n, sp->first, norm));
+  }
+  // 3. Pre-tokenization.
+  const atlas_text_pieces *words = norm;
+  if (t->pretokenizer) {
+    ATLAS_RETURN_IF_ERROR(atlas_pretokenizer_run(
+        t->pretokenizer, &t->byte_level, &t->matcher, norm, &t->pieces[2]));
+    words = &t->pieces[2];
+  }
+  // 4. The model, word by word.
+  for (size_t i = 0; i < words->count; i++) {
+    const atlas_text_span *sp = &words->spans[i];
+    if (sp->is_token) {
+      ATLAS_RETURN_IF_ERROR(atlas_id_buf_push(&t->encoded, sp->token_id));
+    } else {
+      ATLAS_RETURN_IF_ERROR(atlas_bpe_tokenize(&t->bpe, &t->bpe_scratch,
+                                               words->buf.data + sp->start,
+                                               sp->len, &t->encoded));
+    }
+  }
+  // 5. Special tokens the template adds.
+  if (t->post) {
+    ATLAS_RETURN_IF_ERROR(
+        atlas_post_processor_run(t->post, add_special, &t->encoded, 0));
+  }
+  return ATLAS_OK;
+}
+
+atlas_status atlas_tokenizer_encode(atlas_tokenizer *t, const char *text,
+                                    size_t len, bool add_special,
+                                    uint32_t **out_ids, size_t *out_count) {
+  *out_ids = NULL;
+  *out_count = 0;
+  if (!t || (!text && len)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_tokenizer_encode: NULL argument");
+  }
+  size_t bad = atlas_utf8_first_invalid(text, len);
+  if (bad != len) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "tokenizer: input is not valid UTF-8 (byte %zu "
+                             "of %zu)",
+                             bad, len);
+  }
+  pthread_mutex_lock(&t->lock);
+  atlas_status st = encode_locked(t, len ? text : "", len, add_special);
+  uint32_t *ids = NULL;
+  size_t n = t->encoded.count;
+  if (!st) {
+    ids = malloc((n ? n : 1) * sizeof(*ids));
+    if (!ids) {
+      st = oom();
+    } else if (n) {
+      memcpy(ids, t->encoded.ids, n * sizeof(*ids));
+    }
+  }
+  // Do not let one huge input pin memory in the handle for its lifetime.
+  if (t->pieces[0].buf.cap > (64u << 20)) {
+    for (int i = 0; i < 3; i++) atlas_text_pieces_free(&t->pieces[i]);
+    atlas_text_buf_free(&t->normalized);
+    free(t->encoded.ids);
+    memset(&t->encoded, 0, sizeof(t->encoded));
+  }
+  pthread_mutex_unlock(&t->lock);
+  if (st) return st;
+  *out_ids = ids;
+  *out_count = n;
+  return ATLAS_OK;
+}
+
+size_t atlas_tokenizer_vocab_size(const atlas_tokenizer *t) {
+  return t->vocab_size;
+}
+
+bool atlas_tokenizer_token_to_id(const atlas_tokenizer *t, const char *token,
+                                 size_t len, uint32_t *out_id) {
+  const atlas_strmap_entry *e = atlas_strmap_get(&t->added.by_content, token, len);
+  if (e) {
+    *out_id = t->added.tokens[e->a].id;
+    return true;
+  }
+  e = atlas_strmap_get(&t->bpe.vocab, token, len);
+  if (e) {
+    *out_id = e->a;
+    return true;
+  }
+  return false;
+}
+
+const char *atlas_tokenizer_id_to_token(const atlas_tokenizer *t, uint32_t id,
+                                        size_t *out_len) {
+  const atlas_added_token *a = atlas_added_vocab_by_id(&t->added, id);
+  if (a) {
+    *out_len = a->len;
+    return a->content;
+  }
+  if (id < t->bpe.id_count && t->bpe.id_to_token[id]) {
+    *out_len = t->bpe.id_to_len[id];
+    return t->bpe.id_to_token[id];
+  }
+  *out_len = 0;
+  return NULL;
+}
+
+bool atlas_tokenizer_is_special(const atlas_tokenizer *t, uint32_t id) {
+  size_t len;
+  const char *s = atlas_tokenizer_id_to_token(t, id, &len);
+  if (!s) return false;
+  const atlas_strmap_entry *e = atlas_strmap_get(&t->added.by_content, s, len);
+  return e && t->added.tokens[e->a].special;
+}
+
+size_t atlas_tokenizer_added_token_count(const atlas_tokenizer *t) {
+  return t->added.count;
+}
+
+atlas_tokenizer_added_token atlas_tokenizer_added_token_at(
+    const atlas_tokenizer *t, size_t index) {
+  atlas_tokenizer_added_token r = {0, NULL, false};
+  if (index < t->added.count) {
+    r.id = t->added.tokens[index].id;
+    r.content = t->added.tokens[index].content;
+    r.special = t->added.tokens[index].special;
+  }
+  return r;
+}

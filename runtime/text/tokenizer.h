@@ -1,0 +1,100 @@
+// A Hugging Face tokenizer.json tokenizer: load, encode, decode, streaming
+// decode, vocabulary lookups. Encodes and decodes exactly like the Rust
+// `tokenizers` library for the parts it implements (BPE with byte-level or
+// SentencePiece-style pre-processing); refuses anything else by name, with
+// the file and key path, when loading.
+//
+// No global state: everything lives in the handle. A handle may be shared by
+// threads; encode serializes on the handle's word cache (one lock per call),
+// everything else is read-only.
+#ifndef ATLAS_RUNTIME_TEXT_TOKENIZER_H_
+#define ATLAS_RUNTIME_TEXT_TOKENIZER_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atlas/runtime/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct atlas_tokenizer atlas_tokenizer;
+
+// Loads tokenizer.json from a file.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_load(const char *path,
+                                  atlas_tokenizer **out_tokenizer);
+// Loads from JSON text in memory; `name` labels error messages.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_load_from_memory(const char *json, size_t len,
+                                              const char *name,
+                                              atlas_tokenizer **out_tokenizer);
+void atlas_tokenizer_free(atlas_tokenizer *tokenizer);
+
+// Encodes UTF-8 text (invalid UTF-8 is refused with its byte offset).
+// `add_special` applies the post-processor (e.g. BOS), like tokenizers'
+// add_special_tokens. *out_ids is malloc'd (free() it); may be empty.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_encode(atlas_tokenizer *tokenizer,
+                                    const char *text, size_t len,
+                                    bool add_special, uint32_t **out_ids,
+                                    size_t *out_count);
+
+typedef struct atlas_tokenizer_decode_options {
+  bool skip_special_tokens;
+  // transformers' clean_up_tokenization (tokenizer_config.json's
+  // clean_up_tokenization_spaces): " ." -> "." and the like.
+  bool clean_up_tokenization_spaces;
+} atlas_tokenizer_decode_options;
+
+// Decodes ids to UTF-8 text like tokenizers' Tokenizer::decode. Unknown ids
+// are skipped (as tokenizers does). *out_text is malloc'd, NUL-terminated.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_decode(const atlas_tokenizer *tokenizer,
+                                    const uint32_t *ids, size_t count,
+                                    bool skip_special, char **out_text,
+                                    size_t *out_len);
+ATLAS_MUST_USE atlas_status atlas_tokenizer_decode_ex(
+    const atlas_tokenizer *tokenizer, const uint32_t *ids, size_t count,
+    const atlas_tokenizer_decode_options *options, char **out_text,
+    size_t *out_len);
+
+// Streaming decode for generated text (tokenizers' DecodeStream): each step
+// returns only new, complete characters, never half of one.
+typedef struct atlas_tokenizer_stream atlas_tokenizer_stream;
+ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_create(const atlas_tokenizer *tokenizer,
+                                           bool skip_special,
+                                           atlas_tokenizer_stream **out_stream);
+// Feeds one id. *out_text (malloc'd, NUL-terminated, free() it) is the new
+// text, or NULL with *out_len 0 when the id completed no character yet.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *stream,
+                                         uint32_t id, char **out_text,
+                                         size_t *out_len);
+void atlas_tokenizer_stream_free(atlas_tokenizer_stream *stream);
+
+// Number of ids: one more than the largest id of the model or added tokens.
+size_t atlas_tokenizer_vocab_size(const atlas_tokenizer *tokenizer);
+// Id of a token string (added tokens first, then the model's vocab).
+bool atlas_tokenizer_token_to_id(const atlas_tokenizer *tokenizer,
+                                 const char *token, size_t len,
+                                 uint32_t *out_id);
+// Token string of an id (not NUL-terminated), or NULL if none.
+const char *atlas_tokenizer_id_to_token(const atlas_tokenizer *tokenizer,
+                                        uint32_t id, size_t *out_len);
+// Whether id is an added token marked "special" (what skip_special skips).
+bool atlas_tokenizer_is_special(const atlas_tokenizer *tokenizer,
+                                uint32_t id);
+
+// The file's added tokens, in file order.
+typedef struct atlas_tokenizer_added_token {
+  uint32_t id;
+  const char *content;  // owned by the tokenizer, NUL-terminated
+  bool special;
+} atlas_tokenizer_added_token;
+size_t atlas_tokenizer_added_token_count(const atlas_tokenizer *tokenizer);
+atlas_tokenizer_added_token atlas_tokenizer_added_token_at(
+    const atlas_tokenizer *tokenizer, size_t index);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_TEXT_TOKENIZER_H_

@@ -1,0 +1,161 @@
+#include "atlas/runtime/text/utf8.h"
+
+#include <utf8proc.h>
+
+size_t atlas_utf8_valid_len(const unsigned char *s, size_t n) {
+  unsigned char b = s[0];
+  if (b < 0x80) return 1;
+  size_t need;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (b >= 0xC2 && b <= 0xDF) {
+    need = 1;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    need = 2;
+    if (b == 0xE0) lo = 0xA0;
+    if (b == 0xED) hi = 0x9F;
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    need = 3;
+    if (b == 0xF0) lo = 0x90;
+    if (b == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (n < need + 1) return 0;
+  if (s[1] < lo || s[1] > hi) return 0;
+  for (size_t i = 2; i <= need; i++) {
+    if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+  }
+  return need + 1;
+}
+
+// Bytes of the maximal prefix of a valid sequence at s (at least 1): the
+// unit that Rust's from_utf8_lossy replaces with one U+FFFD.
+static size_t invalid_prefix_len(const unsigned char *s, size_t n) {
+  unsigned char b = s[0];
+  size_t need;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (b >= 0xC2 && b <= 0xDF) {
+    need = 1;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    need = 2;
+    if (b == 0xE0) lo = 0xA0;
+    if (b == 0xED) hi = 0x9F;
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    need = 3;
+    if (b == 0xF0) lo = 0x90;
+    if (b == 0xF4) hi = 0x8F;
+  } else {
+    return 1;
+  }
+  size_t i = 1;
+  if (i < n && s[i] >= lo && s[i] <= hi) {
+    i++;
+    while (i <= need && i < n && s[i] >= 0x80 && s[i] <= 0xBF) i++;
+  }
+  return i;
+}
+
+uint32_t atlas_utf8_decode(const char *str, size_t *out_len) {
+  const unsigned char *s = (const unsigned char *)str;
+  unsigned char b = s[0];
+  if (b < 0x80) {
+    *out_len = 1;
+    return b;
+  }
+  if (b < 0xE0) {
+    *out_len = 2;
+    return ((uint32_t)(b & 0x1F) << 6) | (s[1] & 0x3F);
+  }
+  if (b < 0xF0) {
+    *out_len = 3;
+    return ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) |
+           (s[2] & 0x3F);
+  }
+  *out_len = 4;
+  return ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
+         ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+}
+
+size_t atlas_utf8_first_invalid(const char *str, size_t n) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  while (i < n) {
+    if (s[i] < 0x80) {
+      i++;
+      continue;
+    }
+    size_t l = atlas_utf8_valid_len(s + i, n - i);
+    if (l == 0) return i;
+    i += l;
+  }
+  return n;
+}
+
+atlas_status atlas_utf8_append_lossy(atlas_text_buf *out, const char *str,
+                                     size_t n) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0, run = 0;
+  while (i < n) {
+    size_t l = s[i] < 0x80 ? 1 : atlas_utf8_valid_len(s + i, n - i);
+    if (l) {
+      i += l;
+      continue;
+    }
+    ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(out, s + run, i - run));
+    ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(out, "\xEF\xBF\xBD", 3));
+    i += invalid_prefix_len(s + i, n - i);
+    run = i;
+  }
+  return atlas_text_buf_append(out, s + run, n - run);
+}
+
+bool atlas_utf8_is_whitespace(uint32_t cp) {
+  if ((cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85) return true;
+  if (cp < 0x80) return false;
+  utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
+  return c == UTF8PROC_CATEGORY_ZS || c == UTF8PROC_CATEGORY_ZL ||
+         c == UTF8PROC_CATEGORY_ZP;
+}
+
+bool atlas_utf8_is_word_char(uint32_t cp) {
+  // Rust regex's Unicode \w: Alphabetic, marks, decimal digits, connector
+  // punctuation and the joiners. Alphabetic is letters, Nl and
+  // Other_Alphabetic, which is marks (already in) plus enclosed Latin letters.
+  if (cp < 0x80) {
+    return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') ||
+           (cp >= 'A' && cp <= 'Z') || cp == '_';
+  }
+  if (cp == 0x200C || cp == 0x200D) return true;
+  if ((cp >= 0x24B6 && cp <= 0x24E9) || (cp >= 0x1F130 && cp <= 0x1F149) ||
+      (cp >= 0x1F150 && cp <= 0x1F169) || (cp >= 0x1F170 && cp <= 0x1F189)) {
+    return true;
+  }
+  switch (utf8proc_category((utf8proc_int32_t)cp)) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_PC:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool atlas_utf8_is_numeric(uint32_t cp) {
+  if (cp < 0x80) return cp >= '0' && cp <= '9';
+  switch (utf8proc_category((utf8proc_int32_t)cp)) {
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
+      return true;
+    default:
+      return false;
+  }
+}

@@ -1,0 +1,352 @@
+// The front door (atlas_model_open on the host backend): config.json's
+// model_type and architectures against the architecture table, every tensor
+// consumed, untied models with lm_head, math-changing keys refused by name,
+// EOS ids from config.json and generation_config.json.
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "atlas/runtime/arch/registry.h"
+#include "atlas/runtime/formats/checkpoint.h"
+#include "atlas/runtime/model/model.h"
+#include "atlas/tools/make_checkpoint_lib.h"
+#include "atlas/tools/safetensors_write.h"
+#include "gtest/gtest.h"
+#include "tests/model/test_util.h"
+
+namespace {
+
+using atlas_test::ExpectError;
+
+std::string Tmp(const std::string &leaf) {
+  const char *tmp = getenv("TEST_TMPDIR");
+  return std::string(tmp ? tmp : "/tmp") + "/" + leaf;
+}
+
+// A tiny Llama checkpoint (f32, 2 layers) with optional biases.
+std::string Make(const std::string &leaf, bool tied = false, bool bias = false) {
+  std::string dir = Tmp(leaf);
+  atlas_make_checkpoint_options o{};
+  o.out_dir = dir.c_str();
+  o.seed = 7;
+  atlas_status_free(atlas_make_checkpoint_preset("tiny", &o.config));
+  o.config.tie_word_embeddings = tied;
+  o.config.qkv_bias = o.config.o_bias = bias;
+  o.dtype = ATLAS_DTYPE_F32;
+  o.shards = 1;
+  atlas_test::Status s(atlas_make_checkpoint_write(&o));
+  EXPECT_TRUE(s.ok()) << s.message();
+  return dir;
+}
+
+// Edits DIR/config.json in place.
+void EditConfig(const std::string &dir, const std::function<void(json_t *)> &edit) {
+  std::string path = dir + "/config.json";
+  json_error_t err;
+  json_t *root = json_load_file(path.c_str(), 0, &err);
+  ASSERT_NE(root, nullptr) << err.text;
+  edit(root);
+  ASSERT_EQ(json_dump_file(root, path.c_str(), JSON_INDENT(1)), 0);
+  json_decref(root);
+}
+
+void SetJson(const std::string &dir, const char *key, const char *json_text) {
+  EditConfig(dir, [&](json_t *root) {
+    json_error_t err;
+    json_t *v = json_loads(json_text, JSON_DECODE_ANY, &err);
+    ASSERT_NE(v, nullptr) << json_text;
+    json_object_set_new(root, key, v);
+  });
+}
+
+atlas_status Open(const std::string &dir, atlas_model **out = nullptr) {
+  atlas_model_spec spec{};
+  spec.dir = dir.c_str();
+  spec.backend = "host";
+  spec.max_seq = 16;
+  atlas_model *m = nullptr;
+  atlas_status s = atlas_model_open(&spec, &m);
+  if (out != nullptr) {
+    *out = m;
+  } else if (m != nullptr) {
+    atlas_status_free(atlas_model_close(m, nullptr));
+  }
+  return s;
+}
+
+void ExpectOpens(const std::string &dir) {
+  atlas_test::Status s(Open(dir));
+  EXPECT_TRUE(s.ok()) << s.message();
+}
+
+// Rewrites DIR/model.safetensors with the tensors it has plus `extra`.
+void AddTensor(const std::string &dir, const char *name, int64_t n) {
+  atlas_checkpoint *ck = nullptr;
+  {
+    atlas_test::Status s(atlas_checkpoint_open(dir.c_str(), &ck));
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  std::vector<atlas_safetensors_write_tensor> ts;
+  std::vector<std::vector<char>> copies;
+  for (size_t i = 0; i < atlas_checkpoint_tensor_count(ck); ++i) {
+    atlas_checkpoint_tensor t;
+    ASSERT_TRUE(atlas_checkpoint_tensor_at(ck, i, &t));
+    const char *p = static_cast<const char *>(t.tensor->data);
+    copies.emplace_back(p, p + t.tensor->bytes);
+    atlas_safetensors_write_tensor w{};
+    w.name = t.tensor->name;
+    w.dtype = t.tensor->dtype;
+    w.rank = t.tensor->rank;
+    for (int d = 0; d < t.tensor->rank; ++d) w.shape[d] = t.tensor->shape[d];
+    ts.push_back(w);
+  }
+  for (size_t i = 0; i < ts.size(); ++i) ts[i].data = copies[i].data();
+  std::vector<float> zeros((size_t)n, 0.5f);
+  atlas_safetensors_write_tensor extra{};
+  extra.name = name;
+  extra.dtype = ATLAS_DTYPE_F32;
+  extra.rank = 1;
+  extra.shape[0] = n;
+  extra.data = zeros.data();
+  ts.push_back(extra);
+  std::string tmp = dir + "/model.safetensors.new";
+  atlas_test::Status s(
+      atlas_safetensors_write(tmp.c_str(), ts.data(), ts.size(), nullptr, 0));
+  atlas_checkpoint_close(ck);  // names were borrowed until the write
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(rename(tmp.c_str(), (dir + "/model.safetensors").c_str()), 0);
+}
+
+TEST(FrontDoor, TableRows) {
+  ASSERT_EQ(atlas_arch_count(), 4u);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < atlas_arch_count(); ++i) {
+    names.push_back(atlas_arch_at(i)->name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"llama", "qwen2", "qwen3", "mistral"}));
+  EXPECT_EQ(atlas_arch_at(4), nullptr);
+}
+
+TEST(FrontDoor, UnknownModelType) {
+  std::string dir = Make("gpt2");
+  SetJson(dir, "model_type", "\"gpt2\"");
+  ExpectError(Open(dir), ATLAS_STATUS_UNIMPLEMENTED,
+              {dir + "/config.json", "\"model_type\"", "\"gpt2\"",
+               "supported: llama, qwen2, qwen3, mistral"});
+}
+
+TEST(FrontDoor, MissingModelType) {
+  std::string dir = Make("no_type");
+  EditConfig(dir, [](json_t *root) { json_object_del(root, "model_type"); });
+  ExpectError(Open(dir), ATLAS_STATUS_UNIMPLEMENTED,
+              {dir + "/config.json", "\"model_type\" is missing", "supported:"});
+}
+
+TEST(FrontDoor, ArchitecturesMustMatchModelType) {
+  std::string dir = Make("arch_mismatch");
+  SetJson(dir, "architectures", "[\"Qwen2ForCausalLM\"]");
+  ExpectError(Open(dir), ATLAS_STATUS_UNIMPLEMENTED,
+              {dir + "/config.json", "\"architectures\"", "\"Qwen2ForCausalLM\"",
+               "model_type \"llama\"", "supported: LlamaForCausalLM"});
+  SetJson(dir, "architectures", "[\"LlamaForSequenceClassification\"]");
+  ExpectError(Open(dir), ATLAS_STATUS_UNIMPLEMENTED,
+              {"LlamaForSequenceClassification"});
+  SetJson(dir, "architectures", "[\"LlamaForCausalLM\"]");
+  ExpectOpens(dir);
+}
+
+TEST(FrontDoor, LeftoverTensorsAreNamed) {
+  // Biases in the checkpoint, none in the config.
+  std::string dir = Make("leftover_bias", false, true);
+  ExpectError(Open(dir), ATLAS_STATUS_INVALID_ARGUMENT,
+              {"model.layers.0.self_attn.k_proj.bias (and 7 more)",
+               "not used by this model"});
+  // With attention_bias the same checkpoint is consumed exactly.
+  SetJson(dir, "attention_bias", "true");
+  ExpectOpens(dir);
+}
+
+TEST(FrontDoor, MissingBiasIsNamed) {
+  std::string dir = Make("missing_bias");
+  SetJson(dir, "attention_bias", "true");
+  ExpectError(Open(dir), ATLAS_STATUS_NOT_FOUND,
+              {"model.layers.0.self_attn.q_proj.bias"});
+}
+
+TEST(FrontDoor, ForeignAndOutOfRangeTensors) {
+  std::string dir = Make("foreign");
+  AddTensor(dir, "model.layers.2.mlp.gate_proj.weight", 4);  // layer 2 of 2
+  ExpectError(Open(dir), ATLAS_STATUS_INVALID_ARGUMENT,
+              {"model.layers.2.mlp.gate_proj.weight", "not used"});
+  std::string dir2 = Make("foreign2");
+  AddTensor(dir2, "vision_tower.patch_embed.weight", 4);
+  ExpectError(Open(dir2), ATLAS_STATUS_INVALID_ARGUMENT,
+              {"vision_tower.patch_embed.weight"});
+}
+
+TEST(FrontDoor, RotaryInvFreqIsIgnored) {
+  std::string dir = Make("inv_freq");
+  AddTensor(dir, "model.layers.0.self_attn.rotary_emb.inv_freq", 4);
+  ExpectOpens(dir);
+}
+
+TEST(FrontDoor, TiedCopyOfLmHeadIsIgnored) {
+  std::string dir = Make("tied_copy", true);
+  AddTensor(dir, "lm_head.weight", 4);
+  ExpectOpens(dir);
+}
+
+TEST(FrontDoor, UntiedWithoutLmHeadIsRefused) {
+  std::string dir = Make("no_lm_head", true);
+  SetJson(dir, "tie_word_embeddings", "false");
+  ExpectError(Open(dir), ATLAS_STATUS_NOT_FOUND, {"lm_head.weight"});
+}
+
+struct Refusal {
+  const char *model_type, *key, *value;
+  std::vector<std::string> needles;
+};
+
+TEST(FrontDoor, MathChangingKeysAreRefusedByName) {
+  const std::vector<Refusal> refusals = {
+      {"llama", "sliding_window", "4096", {"\"sliding_window\": 4096"}},
+      {"llama", "use_sliding_window", "true", {"\"use_sliding_window\""}},
+      {"llama", "rope_scaling", "{\"rope_type\": \"longrope\", \"factor\": 4}",
+       {"rope_type \"longrope\" is not supported", "yarn, llama3"}},
+      {"llama", "rope_scaling",
+       "{\"type\": \"linear\", \"factor\": 2, \"short_factor\": [1]}",
+       {"rope_scaling.\"short_factor\"", "rope_type \"linear\""}},
+      {"llama", "rope_parameters", "{\"rope_type\": \"default\", \"factor\": 2}",
+       {"rope_parameters.\"factor\""}},
+      {"llama", "rope_scaling", "{\"rope_type\": \"llama3\", \"factor\": 8}",
+       {"\"low_freq_factor\" is required"}},
+      {"llama", "partial_rotary_factor", "0.5", {"partial_rotary_factor 0.5"}},
+      {"llama", "hidden_act", "\"gelu\"", {"hidden_act \"gelu\""}},
+      {"llama", "attn_logit_softcapping", "50.0", {"\"attn_logit_softcapping\""}},
+      {"llama", "layer_types", "[\"full_attention\", \"sliding_attention\"]",
+       {"layer_types", "sliding_attention"}},
+      {"mistral", "mlp_bias", "true", {"\"mlp_bias\"", "mistral"}},
+      {"mistral", "attention_bias", "true", {"\"attention_bias\"", "mistral"}},
+      {"qwen2", "attention_bias", "true", {"\"attention_bias\"", "qwen2"}},
+      {"qwen2", "layer_types", "[\"sliding_attention\", \"full_attention\"]",
+       {"full_attention layer 1 after sliding_attention layer 0"}},
+  };
+  for (const Refusal &r : refusals) {
+    SCOPED_TRACE(std::string(r.model_type) + " " + r.key + "=" + r.value);
+    std::string dir = Make(std::string("refuse_") + r.model_type + "_" + r.key);
+    SetJson(dir, "model_type", (std::string("\"") + r.model_type + "\"").c_str());
+    EditConfig(dir, [](json_t *root) { json_object_del(root, "architectures"); });
+    if (std::string(r.model_type) == "qwen2") {
+      SetJson(dir, "use_sliding_window", "true");
+      SetJson(dir, "sliding_window", "4");
+    }
+    std::vector<std::string> needles = r.needles;
+    needles.push_back(dir + "/config.json");
+    SetJson(dir, r.key, r.value);
+    atlas_test::Status s(Open(dir));
+    ASSERT_FALSE(s.ok());
+    printf("  %s\n", s.message().c_str());
+    EXPECT_TRUE(s.code() == ATLAS_STATUS_UNIMPLEMENTED ||
+                s.code() == ATLAS_STATUS_INVALID_ARGUMENT)
+        << s.message();
+    for (const std::string &n : needles) {
+      EXPECT_NE(s.message().find(n), std::string::npos)
+          << "message lacks \"" << n << "\": " << s.message();
+    }
+  }
+}
+
+TEST(FrontDoor, FamiliesReadTheirOwnKeys) {
+  // Mistral on a Llama checkpoint: same tensors; sliding_window null.
+  std::string dir = Make("as_mistral");
+  SetJson(dir, "model_type", "\"mistral\"");
+  SetJson(dir, "architectures", "[\"MistralForCausalLM\"]");
+  SetJson(dir, "sliding_window", "null");
+  ExpectOpens(dir);
+  // Qwen2 always has q/k/v biases; a Llama checkpoint has none.
+  std::string q = Make("as_qwen2");
+  SetJson(q, "model_type", "\"qwen2\"");
+  SetJson(q, "architectures", "[\"Qwen2ForCausalLM\"]");
+  ExpectError(Open(q), ATLAS_STATUS_NOT_FOUND, {"self_attn.q_proj.bias"});
+}
+
+TEST(FrontDoor, EosFromConfigAndGenerationConfig) {
+  std::string dir = Make("eos");
+  SetJson(dir, "eos_token_id", "5");
+  atlas_model *m = nullptr;
+  {
+    atlas_test::Status s(Open(dir, &m));
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  ASSERT_EQ(atlas_model_eos(m)->count, 1u);
+  EXPECT_EQ(atlas_model_eos(m)->ids[0], 5u);
+  EXPECT_STREQ(atlas_model_arch_name(m), "llama");
+  atlas_status_free(atlas_model_close(m, nullptr));
+  atlas_test::WriteFile(dir + "/generation_config.json",
+                        "{\"eos_token_id\": [7, 9, 11]}");
+  {
+    atlas_test::Status s(Open(dir, &m));
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  ASSERT_EQ(atlas_model_eos(m)->count, 3u);
+  EXPECT_EQ(atlas_model_eos(m)->ids[2], 11u);
+  atlas_status_free(atlas_model_close(m, nullptr));
+  atlas_test::WriteFile(dir + "/generation_config.json", "{\"eos_token_id\": \"x\"}");
+  ExpectError(Open(dir), ATLAS_STATUS_INVALID_ARGUMENT,
+              {dir + "/generation_config.json", "\"eos_token_id\""});
+}
+
+atlas_status Collect(void *ctx, const float *x, size_t n) {
+  (void)x;
+  *static_cast<size_t *>(ctx) += n;
+  return ATLAS_OK;
+}
+
+TEST(FrontDoor, GenerationStopsAtEos) {
+  std::string dir = Make("eos_stop");
+  // First, which ids does greedy decoding produce?
+  atlas_model *m = nullptr;
+  {
+    atlas_test::Status s(Open(dir, &m));
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  const uint32_t prompt[] = {1, 2, 3};
+  std::vector<uint32_t> ids(8);
+  size_t count = 0, floats = 0;
+  {
+    atlas_test::Status s(
+        atlas_model_generate(m, prompt, 3, 8, ids.data(), &count, Collect, &floats));
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  atlas_status_free(atlas_model_close(m, nullptr));
+  ASSERT_EQ(count, 8u);
+  EXPECT_EQ(floats, (3u + 8u - 1u) * 64u);
+  // The third generated id as EOS: generation stops there, it is returned,
+  // and it is never fed back (3 + 3 - 1 forward steps).
+  uint32_t eos = ids[2];
+  size_t first = 0;
+  while (ids[first] != eos) ++first;
+  SetJson(dir, "eos_token_id", std::to_string(eos).c_str());
+  {
+    atlas_test::Status s(Open(dir, &m));
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  std::vector<uint32_t> again(8);
+  floats = 0;
+  {
+    atlas_test::Status s(atlas_model_generate(m, prompt, 3, 8, again.data(), &count,
+                                              Collect, &floats));
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  atlas_status_free(atlas_model_close(m, nullptr));
+  EXPECT_EQ(count, first + 1);
+  EXPECT_EQ(floats, (3u + first) * 64u);
+  for (size_t i = 0; i < count; ++i) EXPECT_EQ(again[i], ids[i]);
+}
+
+}  // namespace

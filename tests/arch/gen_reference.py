@@ -1,0 +1,476 @@
+#!/usr/bin/env python3
+"""Reference logits from Hugging Face transformers for Atlas's architectures.
+
+Runs on a machine with torch and transformers (no network). For each case
+(family x rope type x config spelling x dtype) it builds a tiny random model
+with a fixed seed, saves it with `save_pretrained` (in the case's dtype), and
+loads it back in float64 with eager attention to compute the reference:
+
+  * every float32 upcast inside transformers' modeling code (RMSNorm, the
+    softmax, the RoPE angles and inverse frequencies) is widened to float64
+    for the run (`f64_everywhere`), so the reference is float64 throughout;
+    the bf16/f16 cases use the same rounded weights, upcast exactly;
+  * greedy decoding as `generate` does it with a cache: the prompt is one
+    forward, then one forward per generated token, stopping after an EOS id
+    (generation_config.json's, else config.json's). Rows = forward steps.
+
+Writes DIR/<case>/{config.json, model.safetensors, [generation_config.json],
+ref.json, logits.f32} (logits: rows x vocab little-endian float32) and
+DIR/manifest.json. `--set small` is what tests/arch/data holds (CI runs the
+host backend against it without torch); `--set long` has prompts of 1000+
+tokens where RoPE scaling or a window matters; `--set smoke` writes random
+bf16 checkpoints with the published shapes and keys of Llama-3.2-1B,
+Llama-3.1-8B, Qwen2.5-0.5B, Qwen3-0.6B and Mistral-7B-v0.3 (no reference;
+for `atlas run`).
+
+  python3 tests/arch/gen_reference.py --set small --out tests/arch/data
+"""
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import struct
+import sys
+import time
+
+import torch
+import transformers
+from transformers import AutoConfig, AutoModelForCausalLM
+
+ARCH = {
+    "llama": "LlamaForCausalLM",
+    "qwen2": "Qwen2ForCausalLM",
+    "qwen3": "Qwen3ForCausalLM",
+    "mistral": "MistralForCausalLM",
+}
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+
+
+@contextlib.contextmanager
+def f64_everywhere():
+    """Makes transformers' explicit float32 upcasts float64 for the block."""
+    saved = (torch.float, torch.float32, torch.Tensor.float)
+    torch.float = torch.float64
+    torch.float32 = torch.float64
+    torch.Tensor.float = lambda self, *a, **k: self.double()
+    try:
+        yield
+    finally:
+        torch.float, torch.float32, torch.Tensor.float = saved
+
+
+def tiny(family, **kw):
+    c = {
+        "model_type": family,
+        "architectures": [ARCH[family]],
+        "vocab_size": 128,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 64,
+        "rms_norm_eps": 1e-6,
+        "hidden_act": "silu",
+        "initializer_range": 0.2,
+        "tie_word_embeddings": False,
+        "rope_theta": 10000.0,
+        "bos_token_id": None,
+        "eos_token_id": None,
+        "pad_token_id": None,
+    }
+    if family == "qwen3":
+        c["head_dim"] = 16  # not hidden_size / heads (8), as in Qwen3
+    c.update(kw)
+    return c
+
+
+ROPES = {
+    "default": None,
+    "linear": {"factor": 2.0},
+    "dynamic": {"factor": 2.0},
+    "yarn": {"factor": 4.0, "original_max_position_embeddings": 16},
+    "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 16},
+}
+
+
+def with_rope(c, rope, spelling):
+    """Writes rope settings in one of the three spellings."""
+    c = dict(c)
+    params = ROPES[rope] if isinstance(rope, str) else rope[1]
+    name = rope if isinstance(rope, str) else rope[0]
+    if spelling == "rope_parameters":
+        theta = c.pop("rope_theta")
+        p = {"rope_type": name, "rope_theta": theta}
+        p.update(params or {})
+        c["rope_parameters"] = p
+    elif params is not None or name != "default":
+        key = "type" if spelling == "rope_scaling.type" else "rope_type"
+        s = {key: name}
+        s.update(params or {})
+        c["rope_scaling"] = s
+    return c
+
+
+def small_cases():
+    cases = []
+    spellings = ["rope_parameters", "rope_scaling.type", "rope_scaling.rope_type"]
+    dts = ["f32", "bf16", "f16"]
+    for rope in ROPES:
+        for i, dt in enumerate(dts):
+            cfg = tiny("llama")
+            prompt, steps = 10, 8
+            if rope == "dynamic":
+                cfg["max_position_embeddings"] = 16
+                # prompt inside the window, decoding past it (and in the f16
+                # case a prompt longer than max_position_embeddings)
+                prompt, steps = (20, 6) if dt == "f16" else (10, 12)
+            cases.append(dict(name=f"llama_{rope}_{dt}", dtype=dt, prompt=prompt,
+                              steps=steps, config=with_rope(cfg, rope, spellings[i])))
+    # yarn without original_max_position_embeddings, with explicit knobs
+    cfg = tiny("llama")
+    cases.append(dict(name="llama_yarn_knobs_f32", dtype="f32", prompt=10, steps=8,
+                      config=with_rope(cfg, ("yarn", {"factor": 2.0, "beta_fast": 16,
+                                                      "beta_slow": 2, "mscale": 0.8,
+                                                      "mscale_all_dim": 0.5}),
+                                       "rope_scaling.rope_type")))
+    for dt in dts:
+        cases.append(dict(name=f"llama_bias_{dt}", dtype=dt, prompt=10, steps=8,
+                          config=tiny("llama", attention_bias=True, mlp_bias=True)))
+        cases.append(dict(name=f"qwen2_{dt}", dtype=dt, prompt=12, steps=8,
+                          config=tiny("qwen2", tie_word_embeddings=True,
+                                      rope_theta=1000000.0, use_sliding_window=True,
+                                      sliding_window=5, max_window_layers=1)))
+        cases.append(dict(name=f"qwen3_{dt}", dtype=dt, prompt=10, steps=8,
+                          config=tiny("qwen3", tie_word_embeddings=True,
+                                      rope_theta=1000000.0)))
+        cases.append(dict(name=f"mistral_{dt}", dtype=dt, prompt=12, steps=8,
+                          config=tiny("mistral", sliding_window=6)))
+    cases.append(dict(name="qwen2_yarn_f32", dtype="f32", prompt=10, steps=8,
+                      config=with_rope(tiny("qwen2", use_sliding_window=False),
+                                       ("yarn", {"factor": 4.0,
+                                                 "original_max_position_embeddings": 16}),
+                                       "rope_scaling.type")))
+    cases.append(dict(name="qwen3_bias_linear_f32", dtype="f32", prompt=10, steps=8,
+                      config=with_rope(tiny("qwen3", attention_bias=True), "linear",
+                                       "rope_parameters")))
+    cases.append(dict(name="mistral_dynamic_f32", dtype="f32", prompt=10, steps=12,
+                      config=with_rope(tiny("mistral", sliding_window=None,
+                                            max_position_embeddings=16),
+                                       "dynamic", "rope_scaling.type")))
+    # EOS: the id greedy decoding reaches at step 3 is in generation_config's
+    # list; config.json names another id (generation_config wins).
+    cases.append(dict(name="llama_eos_f32", dtype="f32", prompt=10, steps=10,
+                      config=tiny("llama"), eos_at=3))
+    return cases
+
+
+def long_cases():
+    cases = []
+    for rope in ["default", "dynamic", "yarn", "llama3", "linear"]:
+        cfg = tiny("llama", max_position_embeddings=256)
+        r = rope
+        if rope == "yarn":
+            r = ("yarn", {"factor": 4.0, "original_max_position_embeddings": 256})
+            cfg["max_position_embeddings"] = 1024
+        if rope == "llama3":
+            r = ("llama3", dict(ROPES["llama3"], original_max_position_embeddings=256))
+        cases.append(dict(name=f"long_llama_{rope}_f32", dtype="f32", prompt=1000,
+                          steps=40, config=with_rope(cfg, r, "rope_scaling.rope_type")))
+    cases.append(dict(name="long_llama_dynamic_bf16", dtype="bf16", prompt=1000,
+                      steps=40, config=with_rope(tiny("llama", max_position_embeddings=256),
+                                                 "dynamic", "rope_parameters")))
+    cases.append(dict(name="long_mistral_f32", dtype="f32", prompt=1000, steps=40,
+                      config=tiny("mistral", sliding_window=64,
+                                  max_position_embeddings=2048)))
+    cases.append(dict(name="long_qwen2_f32", dtype="f32", prompt=1000, steps=40,
+                      config=tiny("qwen2", tie_word_embeddings=True, use_sliding_window=True,
+                                  sliding_window=100, max_window_layers=1,
+                                  max_position_embeddings=2048)))
+    cases.append(dict(name="long_qwen3_bf16", dtype="bf16", prompt=1000, steps=40,
+                      config=tiny("qwen3", max_position_embeddings=2048)))
+    return cases
+
+
+def randomize(model, seed):
+    """Norm weights and biases start at 1 and 0 in transformers; vary them so
+    that the test sees them."""
+    g = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(0.5 + torch.rand(p.shape, generator=g, dtype=p.dtype))
+            elif name.endswith(".bias"):
+                p.copy_(0.2 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+
+
+def load_f64(path):
+    try:
+        return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float64,
+                                                    attn_implementation="eager")
+    except TypeError:
+        return AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float64,
+                                                    attn_implementation="eager")
+
+
+def rebuild_rotary(model):
+    """Recomputes every RotaryEmbedding under f64_everywhere (their inverse
+    frequencies are computed in float32 at construction otherwise)."""
+    for parent in list(model.modules()):
+        for child_name, child in list(parent.named_children()):
+            if type(child).__name__.endswith("RotaryEmbedding"):
+                config = getattr(child, "config", None) or model.config
+                with f64_everywhere():
+                    fresh = type(child)(config=config)
+                setattr(parent, child_name, fresh.to(torch.float64))
+
+
+def rotary_state(model):
+    for m in model.modules():
+        if type(m).__name__.endswith("RotaryEmbedding"):
+            return {"inv_freq": [float(x) for x in m.inv_freq.double()],
+                    "inv_freq_dtype": str(m.inv_freq.dtype),
+                    "attention_scaling": float(getattr(m, "attention_scaling", 1.0))}
+    return {}
+
+
+def greedy(model, prompt, steps, eos):
+    """generate()'s greedy loop with a cache, keeping every step's logits."""
+    rows = []
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([prompt]), use_cache=True)
+        rows.append(out.logits[0].double())
+        past = out.past_key_values
+        ids = [int(out.logits[0, -1].argmax())]
+        while len(ids) < steps and ids[-1] not in eos:
+            out = model(input_ids=torch.tensor([[ids[-1]]]), past_key_values=past,
+                        use_cache=True)
+            past = out.past_key_values
+            rows.append(out.logits[0].double())
+            ids.append(int(out.logits[0, -1].argmax()))
+    if steps == 0:
+        ids = []
+    return torch.cat(rows, 0), ids
+
+
+def make_case(case, out_dir, seed):
+    path = os.path.join(out_dir, case["name"])
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    cfg = dict(case["config"])
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    torch.manual_seed(seed)
+    hf_cfg = AutoConfig.from_pretrained(path)
+    model = AutoModelForCausalLM.from_config(hf_cfg, attn_implementation="eager")
+    randomize(model, seed)
+    model = model.to(DTYPES[case["dtype"]])
+    model.save_pretrained(path)
+    saved_cfg = json.load(open(os.path.join(path, "config.json")))
+    spelled_v5 = "rope_parameters" in cfg
+    if not spelled_v5:
+        # Keep the Hub spelling we wrote (save_pretrained writes v5's).
+        cfg["torch_dtype"] = {"f32": "float32", "bf16": "bfloat16",
+                              "f16": "float16"}[case["dtype"]]
+        with open(os.path.join(path, "config.json"), "w") as f:
+            json.dump(cfg, f, indent=1)
+    g = torch.Generator().manual_seed(seed + 2)
+    prompt = torch.randint(0, cfg["vocab_size"], (case["prompt"],), generator=g).tolist()
+    ref = load_f64(path)
+    ref.eval()
+    eos_list = []
+    if case.get("eos_at") is not None:
+        rebuild_rotary(ref)
+        with f64_everywhere():
+            _, ids = greedy(ref, prompt, case["steps"], [])
+        target = ids[case["eos_at"]]
+        eos_list = [cfg["vocab_size"] + 5, target]  # a list, one id unreachable
+        other = (target + 1) % cfg["vocab_size"]
+        cfg["eos_token_id"] = other
+        with open(os.path.join(path, "config.json"), "w") as f:
+            json.dump(cfg, f, indent=1)
+        with open(os.path.join(path, "generation_config.json"), "w") as f:
+            json.dump({"eos_token_id": eos_list, "_from_model_config": False}, f)
+        ref = load_f64(path)
+        ref.eval()
+    # Diagnostic: how far transformers' own float32 internals are from float64.
+    unpatched = None
+    if case["prompt"] <= 64:
+        with torch.no_grad():
+            lo = ref(input_ids=torch.tensor([prompt])).logits[0].double()
+    # A fresh rotary module before each run: dynamic RoPE keeps state across
+    # calls (the longest sequence seen), as in transformers.
+    if case["prompt"] <= 64:
+        rebuild_rotary(ref)
+        with f64_everywhere(), torch.no_grad():
+            hi = ref(input_ids=torch.tensor([prompt])).logits[0].double()
+        unpatched = float(((lo - hi).norm(dim=-1) / hi.norm(dim=-1)).max())
+    rebuild_rotary(ref)
+    before = rotary_state(ref)
+    with f64_everywhere():
+        logits, ids = greedy(ref, prompt, case["steps"], eos_list)
+    after = rotary_state(ref)
+    rebuild_rotary(ref)
+    gen_ids = None
+    try:
+        with f64_everywhere():
+            # An explicit mask: without one, generate() masks every prompt
+            # token equal to pad_token_id.
+            ids_in = torch.tensor([prompt])
+            g_out = ref.generate(ids_in, attention_mask=torch.ones_like(ids_in),
+                                 max_new_tokens=case["steps"], do_sample=False,
+                                 eos_token_id=eos_list or None,
+                                 pad_token_id=cfg["vocab_size"] + 7)
+        gen_ids = g_out[0, len(prompt):].tolist()
+    except Exception as e:  # recorded, not fatal
+        gen_ids = "generate failed: %r" % (e,)
+    with open(os.path.join(path, "logits.f32"), "wb") as f:
+        f.write(logits.to(torch.float32).contiguous().numpy().astype("<f4").tobytes())
+    meta = {
+        "name": case["name"], "family": cfg["model_type"], "dtype": case["dtype"],
+        "prompt": prompt, "steps": case["steps"], "ids": ids,
+        "rows": int(logits.shape[0]), "vocab": cfg["vocab_size"],
+        "eos": eos_list, "generate_ids": gen_ids,
+        "generate_agrees": gen_ids == ids,
+        "rope_before": before, "rope_after": after,
+        "f32_internals_rel_l2": unpatched,
+        "saved_config_keys": sorted(saved_cfg.keys()),
+        "transformers": transformers.__version__, "torch": torch.__version__,
+    }
+    with open(os.path.join(path, "ref.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    return meta
+
+
+def smoke_configs():
+    """Published shapes and keys (config.json and generation_config.json)."""
+    llama32 = {
+        "architectures": ["LlamaForCausalLM"], "attention_bias": False,
+        "attention_dropout": 0.0, "bos_token_id": 128000, "eos_token_id": 128001,
+        "head_dim": 64, "hidden_act": "silu", "hidden_size": 2048,
+        "initializer_range": 0.02, "intermediate_size": 8192,
+        "max_position_embeddings": 131072, "mlp_bias": False, "model_type": "llama",
+        "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8,
+        "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+        "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                         "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+        "rope_theta": 500000.0, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+        "use_cache": True, "vocab_size": 128256}
+    llama31 = dict(llama32, hidden_size=4096, intermediate_size=14336,
+                   num_hidden_layers=32, head_dim=128, tie_word_embeddings=False,
+                   rope_scaling={"factor": 8.0, "high_freq_factor": 4.0,
+                                 "low_freq_factor": 1.0,
+                                 "original_max_position_embeddings": 8192,
+                                 "rope_type": "llama3"})
+    llama_gen = {"bos_token_id": 128000, "do_sample": True,
+                 "eos_token_id": [128001, 128008, 128009], "temperature": 0.6, "top_p": 0.9}
+    qwen25 = {
+        "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0,
+        "bos_token_id": 151643, "eos_token_id": 151643, "hidden_act": "silu",
+        "hidden_size": 896, "initializer_range": 0.02, "intermediate_size": 4864,
+        "max_position_embeddings": 32768, "max_window_layers": 24, "model_type": "qwen2",
+        "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2,
+        "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768,
+        "tie_word_embeddings": True, "torch_dtype": "bfloat16", "use_cache": True,
+        "use_sliding_window": False, "vocab_size": 151936}
+    qwen25_gen = {"bos_token_id": 151643, "do_sample": False, "eos_token_id": 151643,
+                  "max_new_tokens": 2048}
+    qwen3 = {
+        "architectures": ["Qwen3ForCausalLM"], "attention_bias": False,
+        "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151645,
+        "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
+        "initializer_range": 0.02, "intermediate_size": 3072,
+        "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+        "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+        "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000,
+        "sliding_window": None, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+        "use_cache": True, "use_sliding_window": False, "vocab_size": 151936}
+    qwen3_gen = {"bos_token_id": 151643, "do_sample": True,
+                 "eos_token_id": [151645, 151643], "pad_token_id": 151643,
+                 "temperature": 0.6, "top_k": 20, "top_p": 0.95}
+    mistral = {
+        "architectures": ["MistralForCausalLM"], "attention_dropout": 0.0,
+        "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 4096,
+        "initializer_range": 0.02, "intermediate_size": 14336,
+        "max_position_embeddings": 32768, "model_type": "mistral",
+        "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+        "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": None,
+        "tie_word_embeddings": False, "torch_dtype": "bfloat16", "use_cache": True,
+        "vocab_size": 32768}
+    mistral_gen = {"bos_token_id": 1, "eos_token_id": 2}
+    return [("Llama-3.2-1B", llama32, llama_gen), ("Qwen2.5-0.5B", qwen25, qwen25_gen),
+            ("Qwen3-0.6B", qwen3, qwen3_gen), ("Llama-3.1-8B", llama31, llama_gen),
+            ("Mistral-7B-v0.3", mistral, mistral_gen)]
+
+
+def make_smoke(name, cfg, gen, out_dir):
+    """Random bf16 weights of the published shapes, built on the GPU."""
+    path = os.path.join(out_dir, name)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    with open(os.path.join(path, "generation_config.json"), "w") as f:
+        json.dump(gen, f, indent=1)
+    t0 = time.time()
+    hf_cfg = AutoConfig.from_pretrained(path)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.manual_seed(0)
+    with torch.device(dev):
+        try:
+            model = AutoModelForCausalLM.from_config(hf_cfg, dtype=torch.bfloat16)
+        except TypeError:
+            model = AutoModelForCausalLM.from_config(hf_cfg, torch_dtype=torch.bfloat16)
+    model.save_pretrained(path, max_shard_size="5GB")
+    # save_pretrained rewrites config.json in transformers 5's spelling: keep
+    # the published one.
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    with open(os.path.join(path, "generation_config.json"), "w") as f:
+        json.dump(gen, f, indent=1)
+    n = sum(p.numel() for p in model.parameters())
+    del model
+    return {"name": name, "params": n, "build_s": time.time() - t0}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--set", choices=["small", "long", "smoke"], required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--only", default="", help="comma-separated case names")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    if args.set == "smoke":
+        done = []
+        for name, cfg, gen in smoke_configs():
+            if args.only and name not in args.only.split(","):
+                continue
+            done.append(make_smoke(name, cfg, gen, args.out))
+            print(json.dumps(done[-1]), flush=True)
+        return
+    cases = small_cases() if args.set == "small" else long_cases()
+    metas = []
+    for i, case in enumerate(cases):
+        if args.only and case["name"] not in args.only.split(","):
+            continue
+        t0 = time.time()
+        try:
+            meta = make_case(case, args.out, seed=1000 + i)
+            metas.append(meta["name"])
+            print("%-28s rows %4d ids %s gen_agrees %s f32_internals %s (%.1fs)" % (
+                meta["name"], meta["rows"], meta["ids"][:6], meta["generate_agrees"],
+                meta["f32_internals_rel_l2"], time.time() - t0), flush=True)
+        except Exception as e:
+            import traceback
+            traceback.print_exc()
+            print("FAILED %s: %r" % (case["name"], e), flush=True)
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+        json.dump({"cases": metas, "transformers": transformers.__version__,
+                   "torch": torch.__version__}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

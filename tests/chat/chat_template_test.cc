@@ -1,0 +1,469 @@
+// Chat templates against transformers: every case in reference.json (written
+// by gen_reference.py with transformers' apply_chat_template, or Jinja2
+// configured as transformers configures it) must render byte for byte, or
+// fail where the reference raised. The real templates come from the pinned npm
+// packages Bazel fetched (see tests/chat/npm.bzl) and from templates/.
+#include "atlas/runtime/chat/chat_template.h"
+
+#include <gtest/gtest.h>
+#include <jansson.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct JsonDeleter {
+  void operator()(json_t *j) const { json_decref(j); }
+};
+using Json = std::unique_ptr<json_t, JsonDeleter>;
+
+std::string Message(atlas_status st) { return st ? atlas_status_message(st) : "OK"; }
+
+Json LoadReference() {
+  json_error_t err;
+  Json root(json_load_file("tests/chat/reference.json", 0, &err));
+  EXPECT_TRUE(root) << "tests/chat/reference.json: " << err.text;
+  return root;
+}
+
+bool Exists(const std::string &p) { return std::ifstream(p).good(); }
+
+std::string ReadFile(const std::string &p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The fetched config, or a failure that says why the fetch did not happen.
+bool ResolveConfig(const std::string &config, std::string *out) {
+  if (Exists(config)) {
+    *out = config;
+    return true;
+  }
+  if (config.rfind("external/", 0) == 0) {
+    const std::string repo = config.substr(0, config.find('/', 9));
+    const std::string alt = "../" + config.substr(9);  // runfiles without the legacy external/ tree
+    if (Exists(alt)) {
+      *out = alt;
+      return true;
+    }
+    for (const std::string &e : {repo + "/error.txt", "../" + repo.substr(9) + "/error.txt"}) {
+      if (Exists(e)) {
+        ADD_FAILURE() << "the pinned npm package was not fetched: " << ReadFile(e);
+        return false;
+      }
+    }
+  }
+  ADD_FAILURE() << config << " is missing from the test's runfiles";
+  return false;
+}
+
+struct tm FixedNow(json_t *ref) {
+  struct tm t = {};
+  const char *s = json_string_value(json_object_get(ref, "now"));
+  EXPECT_NE(s, nullptr);
+  if (s) strptime(s, "%Y-%m-%dT%H:%M:%S", &t);
+  return t;
+}
+
+struct Template {
+  atlas_chat_template *t = nullptr;
+  ~Template() { atlas_chat_template_free(t); }
+};
+
+TEST(ChatTemplate, ReferenceIsFromAKnownProducer) {
+  Json ref = LoadReference();
+  ASSERT_TRUE(ref);
+  const char *p = json_string_value(json_object_get(ref.get(), "producer"));
+  ASSERT_NE(p, nullptr);
+  std::printf("reference produced by: %s\n", p);
+  EXPECT_GE(json_array_size(json_object_get(ref.get(), "templates")), 6u);
+}
+
+TEST(ChatTemplate, RealTemplatesRenderExactlyAsTransformers) {
+  Json ref = LoadReference();
+  ASSERT_TRUE(ref);
+  struct tm now = FixedNow(ref.get());
+  size_t i;
+  json_t *tj;
+  int rendered = 0, raised = 0;
+  json_array_foreach(json_object_get(ref.get(), "templates"), i, tj) {
+    const std::string id = json_string_value(json_object_get(tj, "id"));
+    SCOPED_TRACE("template " + id);
+    std::string path;
+    if (!ResolveConfig(json_string_value(json_object_get(tj, "config")), &path)) continue;
+    // The fetched file must hold the template the reference was made from.
+    json_error_t jerr;
+    Json cfg(json_load_file(path.c_str(), JSON_DECODE_INT_AS_REAL, &jerr));
+    ASSERT_TRUE(cfg) << path << ": " << jerr.text;
+    ASSERT_TRUE(json_equal(json_object_get(cfg.get(), "chat_template"), json_object_get(tj, "chat_template")))
+        << path << " holds another chat_template than reference.json: rerun gen_reference.py";
+    Template t;
+    atlas_status st = atlas_chat_template_load(path.c_str(), &t.t);
+    ASSERT_EQ(st, ATLAS_OK) << Message(st);
+    size_t k;
+    json_t *c;
+    json_array_foreach(json_object_get(tj, "cases"), k, c) {
+      const std::string name = json_string_value(json_object_get(c, "name"));
+      SCOPED_TRACE("case " + name);
+      atlas_chat_render_options o = {};
+      o.messages = json_object_get(c, "messages");
+      json_t *tools = json_object_get(c, "tools");
+      o.tools = json_is_array(tools) ? tools : nullptr;
+      o.add_generation_prompt = json_is_true(json_object_get(c, "add_generation_prompt"));
+      o.extra = json_object_get(c, "extra");
+      o.now = &now;
+      char *out = nullptr;
+      size_t len = 0;
+      st = atlas_chat_template_render(t.t, &o, &out, &len);
+      json_t *expect = json_object_get(c, "expect");
+      if (expect) {
+        EXPECT_EQ(st, ATLAS_OK) << Message(st);
+        if (st == ATLAS_OK) {
+          EXPECT_EQ(std::string(out, len),
+                    std::string(json_string_value(expect), json_string_length(expect)));
+          ++rendered;
+        }
+      } else {
+        ASSERT_NE(st, ATLAS_OK) << "rendered where transformers raised "
+                                << json_string_value(json_object_get(c, "error_type")) << ": "
+                                << json_string_value(json_object_get(c, "error")) << "\ngot: " << out;
+        const std::string type = json_string_value(json_object_get(c, "error_type"));
+        if (type == "TemplateError") {  // raise_exception(msg): the message travels
+          EXPECT_NE(Message(st).find(std::string("raise_exception: ") +
+                                     json_string_value(json_object_get(c, "error"))),
+                    std::string::npos)
+              << Message(st);
+        }
+        EXPECT_NE(Message(st).find("chat template line "), std::string::npos) << Message(st);
+        ++raised;
+      }
+      std::free(out);
+      atlas_status_free(st);
+    }
+  }
+  EXPECT_GT(rendered, 100);
+  EXPECT_GT(raised, 10);
+}
+
+TEST(ChatTemplate, EngineSnippetsMatchJinja) {
+  Json ref = LoadReference();
+  ASSERT_TRUE(ref);
+  struct tm now = FixedNow(ref.get());
+  size_t i;
+  json_t *s;
+  json_array_foreach(json_object_get(ref.get(), "snippets"), i, s) {
+    const char *src = json_string_value(json_object_get(s, "template"));
+    SCOPED_TRACE(src);
+    Template t;
+    atlas_status st = atlas_chat_template_parse(src, std::strlen(src), nullptr, nullptr, &t.t);
+    json_t *expect = json_object_get(s, "expect");
+    if (st != ATLAS_OK) {
+      EXPECT_EQ(expect, nullptr) << "refused a template Jinja renders: " << Message(st);
+      atlas_status_free(st);
+      continue;
+    }
+    json_t *vars = json_object_get(s, "vars");
+    Json extra(json_deep_copy(vars));
+    json_object_del(extra.get(), "messages");
+    json_object_del(extra.get(), "tools");
+    Json empty(json_array());
+    atlas_chat_render_options o = {};
+    o.messages = json_object_get(vars, "messages") ? json_object_get(vars, "messages") : empty.get();
+    o.tools = json_is_array(json_object_get(vars, "tools")) ? json_object_get(vars, "tools") : nullptr;
+    o.extra = extra.get();
+    o.now = &now;
+    char *out = nullptr;
+    size_t len = 0;
+    st = atlas_chat_template_render(t.t, &o, &out, &len);
+    if (expect) {
+      EXPECT_EQ(st, ATLAS_OK) << Message(st);
+      if (st == ATLAS_OK) {
+        EXPECT_EQ(std::string(out, len), std::string(json_string_value(expect), json_string_length(expect)));
+      }
+    } else {
+      EXPECT_NE(st, ATLAS_OK) << "rendered where Jinja raised " << json_string_value(json_object_get(s, "error"))
+                              << "\ngot: " << (out ? out : "");
+    }
+    std::free(out);
+    atlas_status_free(st);
+  }
+}
+
+// Constructs outside the subset are refused with their name and position.
+TEST(ChatTemplate, UnsupportedConstructsAreRefusedByNameAndPosition) {
+  struct Bad {
+    const char *src;
+    const char *want;
+  } bad[] = {
+      {"{% raw %}x{% endraw %}", "line 1 column 1: construct 'raw' is not supported"},
+      {"ok\n  {% include 'x.j2' %}", "line 2 column 6: construct 'include' is not supported"},
+      {"{% extends 'base' %}", "construct 'extends' is not supported"},
+      {"{% with a = 1 %}{% endwith %}", "construct 'with' is not supported"},
+      {"{% call m() %}{% endcall %}", "construct 'call' is not supported"},
+      {"{% filter upper %}x{% endfilter %}", "construct 'filter' is not supported"},
+      {"{{ x|wordwrap }}", "line 1 column 6: filter 'wordwrap' is not supported"},
+      {"{{ x is escaped }}", "test 'escaped' is not supported"},
+      {"{% for x in xs recursive %}{% endfor %}", "construct 'recursive for loop' is not supported"},
+      {"{{ f(*args) }}", "construct '*args'/'**kwargs' in a call is not supported"},
+      {"{% if x %}\n{{ y }}", "line 1 column 4: 'if' is never closed"},
+      {"{{ 'abc }}", "unterminated string literal"},
+      {"{% break %}", "'break' outside a for loop"},
+      {"{% endfor %}", "unexpected 'endfor'"},
+      {"{{ 1 + }}", "expected an expression, found '}}'"},
+      {"{{ a b }}", "expected '}}', found b"},
+      {"{{ x @ y }}", "unexpected character '@'"},
+  };
+  for (const Bad &b : bad) {
+    Template t;
+    atlas_status st = atlas_chat_template_parse(b.src, std::strlen(b.src), nullptr, nullptr, &t.t);
+    ASSERT_NE(st, ATLAS_OK) << b.src;
+    EXPECT_NE(Message(st).find(b.want), std::string::npos) << b.src << " -> " << Message(st);
+    atlas_status_free(st);
+  }
+}
+
+atlas_status RenderSnippet(const char *src, const char *vars_json, std::string *out) {
+  atlas_chat_template *t = nullptr;
+  atlas_status st = atlas_chat_template_parse(src, std::strlen(src), "<s>", "</s>", &t);
+  if (st) return st;
+  Json vars(json_loads(vars_json, 0, nullptr));
+  Json msgs(json_array());
+  atlas_chat_render_options o = {};
+  o.messages = msgs.get();
+  o.extra = vars.get();
+  char *text = nullptr;
+  size_t len = 0;
+  st = atlas_chat_template_render(t, &o, &text, &len);
+  if (st == ATLAS_OK) out->assign(text, len);
+  std::free(text);
+  atlas_chat_template_free(t);
+  return st;
+}
+
+// Things Jinja would print as an object address, or that need Python's
+// Unicode tables, are refused at run time with a reason.
+TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
+  struct Bad {
+    const char *src;
+    const char *vars;
+    const char *want;
+  } bad[] = {
+      {"{{ 'abc'.upper }}", "{}", "line 1 column 9: 'upper' of a str is a method"},
+      {"{{ m.items }}", "{\"m\": {\"items\": 1}}", "'items' of a dict is a method"},
+      {"{{ namespace(a=1) }}", "{}", "printing a Namespace object is not supported"},
+      {"{{ x|upper }}", "{\"x\": \"\u00e9\"}", "upper of non-ASCII text is not supported"},
+      {"{{ '%s' % 1 }}", "{}", "construct 'string % formatting' is not supported"},
+      {"{{ '{}'.format(1) }}", "{}", "construct 'str.format()' is not supported"},
+      {"{% set x = loop %}", "{}", ""},  // loop is undefined outside a loop: allowed, prints nothing
+      {"{% for i in [1] %}{% set l = loop %}{% endfor %}", "{}", "assigning the loop object"},
+      {"{% set d = {} %}{% set d.x = 1 %}", "{}", "cannot assign attribute 'x' on 'd'"},
+      {"{{ [1][0:1:0] }}", "{}", "slice step cannot be zero"},
+      {"{{ 1 // 0 }}", "{}", "integer division or modulo by zero"},
+      {"{{ 1 < 'a' }}", "{}", "ordering comparison between 'int' and 'str' is not supported"},
+      // Jinja's filters return generators, dict.items() a view, range() a range:
+      // printing them shows Python object forms; a generator is used once.
+      {"{{ [1, 2]|map('string') }}", "{}", "printing a generator object is not supported"},
+      {"{{ [1, 2]|reverse }}", "{}", "printing a generator object is not supported"},
+      {"{{ range(3) }}", "{}", "printing a range object is not supported"},
+      {"{{ {'a': 1}.keys() }}", "{}", "printing a dict_view object is not supported"},
+      {"{{ ([1]|select)[0] }}", "{}", "'generator' object is not subscriptable"},
+      {"{% set g = [1]|select %}{{ g|join }}{{ g|join }}", "{}", "a generator (the result of a filter such as map or select) is used a second time"},
+      {"{{ [1]|select|length }}", "{}", "object of type 'generator' has no len()"},
+  };
+  for (const Bad &b : bad) {
+    std::string out;
+    atlas_status st = RenderSnippet(b.src, b.vars, &out);
+    if (b.want[0] == '\0') {
+      EXPECT_EQ(st, ATLAS_OK) << b.src << ": " << Message(st);
+    } else {
+      ASSERT_NE(st, ATLAS_OK) << b.src << " rendered " << out;
+      EXPECT_NE(Message(st).find(b.want), std::string::npos) << b.src << " -> " << Message(st);
+    }
+    atlas_status_free(st);
+  }
+}
+
+TEST(ChatTemplate, RaiseExceptionCarriesTheMessage) {
+  std::string out;
+  atlas_status st = RenderSnippet("x{{ raise_exception('Roles must alternate, got ' ~ n) }}", "{\"n\": 3}", &out);
+  ASSERT_NE(st, ATLAS_OK);
+  EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(Message(st).find("raise_exception: Roles must alternate, got 3"), std::string::npos) << Message(st);
+  EXPECT_NE(Message(st).find("line 1 column "), std::string::npos) << Message(st);
+  atlas_status_free(st);
+}
+
+TEST(ChatTemplate, StrftimeNowUsesTheInjectedDate) {
+  atlas_chat_template *t = nullptr;
+  const char *src = "{{ strftime_now('%d %b %Y|%Y-%m-%d|%A') }}";
+  ASSERT_EQ(atlas_chat_template_parse(src, std::strlen(src), nullptr, nullptr, &t), ATLAS_OK);
+  Json msgs(json_array());
+  struct tm now = {};
+  strptime("2025-02-03", "%Y-%m-%d", &now);
+  atlas_chat_render_options o = {};
+  o.messages = msgs.get();
+  o.now = &now;
+  char *out = nullptr;
+  ASSERT_EQ(atlas_chat_template_render(t, &o, &out, nullptr), ATLAS_OK);
+  EXPECT_STREQ(out, "03 Feb 2025|2025-02-03|Monday");
+  std::free(out);
+  atlas_chat_template_free(t);
+}
+
+TEST(ChatTemplate, SpecialTokensFromOptionsOverrideTheConfigAndNullMeansUndefined) {
+  atlas_chat_template *t = nullptr;
+  const char *src = "{{ bos_token is defined }}|{{ bos_token }}|{{ eos_token }}";
+  ASSERT_EQ(atlas_chat_template_parse(src, std::strlen(src), nullptr, "</s>", &t), ATLAS_OK);
+  Json msgs(json_array());
+  atlas_chat_render_options o = {};
+  o.messages = msgs.get();
+  char *out = nullptr;
+  ASSERT_EQ(atlas_chat_template_render(t, &o, &out, nullptr), ATLAS_OK);
+  EXPECT_STREQ(out, "False||</s>");
+  std::free(out);
+  o.bos_token = "<B>";
+  o.eos_token = "<E>";
+  ASSERT_EQ(atlas_chat_template_render(t, &o, &out, nullptr), ATLAS_OK);
+  EXPECT_STREQ(out, "True|<B>|<E>");
+  std::free(out);
+  atlas_chat_template_free(t);
+}
+
+// Mutated real templates (bytes dropped, chunks repeated, tag characters
+// inserted) must parse or be refused, and render or fail, without crashing
+// or leaking (run under --config=asan), with a message either way.
+TEST(ChatTemplate, MutatedTemplatesFailCleanly) {
+  Json ref = LoadReference();
+  ASSERT_TRUE(ref);
+  struct tm now = FixedNow(ref.get());
+  static const char *const kInserts[] = {"{%", "%}", "{{", "}}", "{#", "#}", "-", "(", ")", "[", "]",
+                                         "'", "\"", "|", ".", ",", " if ", " for ", " endif ", " in ",
+                                         "~", "{% endfor %}", "{% else %}", "loop.", "ns.", "[::-1]"};
+  uint64_t rng = 0x9e3779b97f4a7c15ULL;
+  auto next = [&rng]() {
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (size_t)(rng >> 33);
+  };
+  size_t i;
+  json_t *tj;
+  int parsed = 0, refused = 0;
+  json_array_foreach(json_object_get(ref.get(), "templates"), i, tj) {
+    const std::string base = json_string_value(json_object_get(tj, "chat_template"));
+    json_t *c = json_array_get(json_object_get(tj, "cases"), 4);  // a multi-turn case
+    for (int m = 0; m < 300; ++m) {
+      std::string src = base;
+      const int edits = 1 + (int)(next() % 3);
+      for (int e = 0; e < edits && !src.empty(); ++e) {
+        const size_t at = next() % src.size();
+        switch (next() % 3) {
+          case 0: src.erase(at, 1 + next() % 8); break;
+          case 1: src.insert(at, src.substr(at, 1 + next() % 40)); break;
+          default: src.insert(at, kInserts[next() % (sizeof kInserts / sizeof kInserts[0])]); break;
+        }
+      }
+      atlas_chat_template *t = nullptr;
+      atlas_status st = atlas_chat_template_parse(src.data(), src.size(), "<s>", "</s>", &t);
+      if (st != ATLAS_OK) {
+        EXPECT_NE(Message(st).find("chat template"), std::string::npos) << Message(st);
+        atlas_status_free(st);
+        ++refused;
+        continue;
+      }
+      ++parsed;
+      atlas_chat_render_options o = {};
+      o.messages = json_object_get(c, "messages");
+      o.extra = json_object_get(c, "extra");
+      o.add_generation_prompt = true;
+      o.now = &now;
+      char *out = nullptr;
+      st = atlas_chat_template_render(t, &o, &out, nullptr);
+      if (st != ATLAS_OK) {
+        EXPECT_GT(Message(st).size(), 10u);
+      }
+      atlas_status_free(st);
+      std::free(out);
+      atlas_chat_template_free(t);
+    }
+  }
+  EXPECT_GT(parsed, 100);
+  EXPECT_GT(refused, 100);
+}
+
+TEST(ChatTemplate, DeepNestingIsRefusedNotOverflowed) {
+  for (const char *unit : {"(", "[", "- ", "not ", "{% if x %}"}) {
+    std::string src = "{{ ";
+    if (unit[0] == '{') src = "";
+    for (int k = 0; k < 5000; ++k) src += unit;
+    if (unit[0] != '{') src += "x";
+    for (int k = 0; k < 5000 && (unit[0] == '(' || unit[0] == '['); ++k) src += unit[0] == '(' ? ")" : "]";
+    if (unit[0] != '{') src += " }}";
+    atlas_chat_template *t = nullptr;
+    atlas_status st = atlas_chat_template_parse(src.data(), src.size(), nullptr, nullptr, &t);
+    ASSERT_NE(st, ATLAS_OK) << unit;
+    EXPECT_NE(Message(st).find("nest deeper than"), std::string::npos) << Message(st);
+    atlas_status_free(st);
+  }
+}
+
+TEST(ChatTemplate, LoadNamesWhatIsWrongWithTheConfig) {
+  struct Bad {
+    const char *json;
+    const char *want;
+  } bad[] = {
+      {"{\"bos_token\": \"<s>\"}", "has no 'chat_template'"},
+      {"{\"chat_template\": 3}", "'chat_template' is neither a string nor a list"},
+      {"{\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"x\"}]}", "no template named 'default'"},
+      {"{\"chat_template\": \"x\", \"eos_token\": 5}", "'eos_token' is neither a string nor an object"},
+      {"{\"chat_template\": \"{% if %}\"}", "expected an expression"},
+      {"[1", "not readable JSON"},
+  };
+  const char *dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/tokenizer_config.json";
+  for (const Bad &b : bad) {
+    FILE *f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(b.json, f);
+    std::fclose(f);
+    atlas_chat_template *t = nullptr;
+    atlas_status st = atlas_chat_template_load(path.c_str(), &t);
+    ASSERT_NE(st, ATLAS_OK) << b.json;
+    EXPECT_NE(Message(st).find(b.want), std::string::npos) << Message(st);
+    EXPECT_NE(Message(st).find(path), std::string::npos) << Message(st);
+    atlas_status_free(st);
+  }
+  // A list of named templates: "default", and "tool_use" when tools are given;
+  // AddedToken objects for the special tokens.
+  FILE *f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{\"bos_token\": {\"__type\": \"AddedToken\", \"content\": \"<s>\"}, \"chat_template\": ["
+             "{\"name\": \"default\", \"template\": \"D{{ bos_token }}\"},"
+             "{\"name\": \"tool_use\", \"template\": \"T{{ tools|length }}\"}]}",
+             f);
+  std::fclose(f);
+  atlas_chat_template *t = nullptr;
+  atlas_status st = atlas_chat_template_load(path.c_str(), &t);
+  ASSERT_EQ(st, ATLAS_OK) << Message(st);
+  Json msgs(json_array()), tools(json_loads("[{}, {}]", 0, nullptr));
+  atlas_chat_render_options o = {};
+  o.messages = msgs.get();
+  char *out = nullptr;
+  ASSERT_EQ(atlas_chat_template_render(t, &o, &out, nullptr), ATLAS_OK);
+  EXPECT_STREQ(out, "D<s>");
+  std::free(out);
+  o.tools = tools.get();
+  ASSERT_EQ(atlas_chat_template_render(t, &o, &out, nullptr), ATLAS_OK);
+  EXPECT_STREQ(out, "T2");
+  std::free(out);
+  atlas_chat_template_free(t);
+}
+
+}  // namespace

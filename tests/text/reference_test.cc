@@ -1,0 +1,257 @@
+// Exact ids and decodes against Hugging Face tokenizers (Rust) on the real
+// tokenizer.json files of Llama 3, Qwen3 and a Llama 2 style SentencePiece
+// BPE, and on small synthetic files for the options those do not use.
+//
+// Arguments: --expected FILE --corpus FILE, then for each model
+// --model=NAME followed by its package's files (a tokenizer.json, or the
+// error.txt of a failed fetch), or NAME=PATH. See tests/text/BUILD.
+#include <gtest/gtest.h>
+#include <jansson.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "atlas/runtime/text/tokenizer.h"
+
+namespace {
+
+std::string g_expected_path, g_corpus_path;
+std::map<std::string, std::string> g_tokenizer_paths;  // model name -> path
+std::vector<std::string> g_fetch_errors;
+
+std::string ReadFile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string TakeMessage(atlas_status st) {
+  std::string m = atlas_status_message(st);
+  atlas_status_free(st);
+  return m;
+}
+
+bool ValidUtf8(const std::string &s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = s[i];
+    size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t j = 1; j < n; j++) {
+      if ((static_cast<unsigned char>(s[i + j]) & 0xC0) != 0x80) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+std::vector<uint32_t> Ids(json_t *arr) {
+  std::vector<uint32_t> v;
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    v.push_back(static_cast<uint32_t>(json_integer_value(json_array_get(arr, i))));
+  }
+  return v;
+}
+
+std::string Str(json_t *obj, const char *key) {
+  json_t *v = json_object_get(obj, key);
+  return std::string(json_string_value(v), json_string_length(v));
+}
+
+std::string Show(const std::vector<uint32_t> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+class Reference : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const auto &e : g_fetch_errors) ADD_FAILURE() << e;
+    json_error_t err;
+    expected_ = json_load_file(g_expected_path.c_str(), JSON_ALLOW_NUL, &err);
+    ASSERT_NE(expected_, nullptr) << g_expected_path << ": " << err.text;
+    corpus_ = json_load_file(g_corpus_path.c_str(), JSON_ALLOW_NUL, &err);
+    ASSERT_NE(corpus_, nullptr) << g_corpus_path << ": " << err.text;
+  }
+  void TearDown() override {
+    json_decref(expected_);
+    json_decref(corpus_);
+  }
+  json_t *expected_ = nullptr;
+  json_t *corpus_ = nullptr;
+};
+
+void CheckModel(const std::string &name, json_t *model, json_t *corpus) {
+  SCOPED_TRACE(name);
+  auto it = g_tokenizer_paths.find(name);
+  ASSERT_NE(it, g_tokenizer_paths.end()) << "no tokenizer.json given for " << name;
+  atlas_tokenizer *tok = nullptr;
+  atlas_status st = atlas_tokenizer_load(it->second.c_str(), &tok);
+  ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
+  bool clean = json_is_true(json_object_get(model, "clean_up_tokenization_spaces"));
+  json_t *cases = json_object_get(model, "cases");
+  ASSERT_EQ(json_array_size(cases), json_array_size(corpus));
+  size_t failures = 0;
+  for (size_t i = 0; i < json_array_size(cases) && failures < 20; i++) {
+    json_t *c = json_array_get(cases, i);
+    json_t *t = json_array_get(corpus, i);
+    std::string text(json_string_value(t), json_string_length(t));
+    SCOPED_TRACE("corpus[" + std::to_string(i) + "]: " + text.substr(0, 80));
+    for (int special = 1; special >= 0; special--) {
+      uint32_t *ids = nullptr;
+      size_t n = 0;
+      st = atlas_tokenizer_encode(tok, text.data(), text.size(), special, &ids, &n);
+      ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
+      std::vector<uint32_t> got(ids, ids + n);
+      free(ids);
+      std::vector<uint32_t> want =
+          Ids(json_object_get(c, special ? "ids" : "ids_no_special"));
+      if (got != want) failures++;
+      EXPECT_EQ(Show(got), Show(want)) << "add_special=" << special;
+    }
+    std::vector<uint32_t> ids = Ids(json_object_get(c, "ids"));
+    const char *keys[4] = {"decode", "decode_skip", "decode_clean", "decode_skip_clean"};
+    for (int k = 0; k < 4; k++) {
+      if (k >= 2 && !clean) continue;
+      atlas_tokenizer_decode_options opt = {k % 2 == 1, k >= 2};
+      char *text_out = nullptr;
+      size_t len = 0;
+      st = atlas_tokenizer_decode_ex(tok, ids.data(), ids.size(), &opt, &text_out, &len);
+      ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
+      std::string got(text_out, len);
+      free(text_out);
+      if (got != Str(c, keys[k])) failures++;
+      EXPECT_EQ(got, Str(c, keys[k])) << keys[k];
+    }
+    // Streaming: pieces are whole characters and add up to the decode. Not
+    // for split_behaviors: its Strip decoder cuts characters per token, so
+    // the decode of later ids is not the tail of the whole decode (that is
+    // how tokenizers' DecodeStream is defined, and what we implement).
+    for (int skip = 0; skip < 2 && name != "split_behaviors"; skip++) {
+      atlas_tokenizer_stream *stream = nullptr;
+      ASSERT_EQ(atlas_tokenizer_stream_create(tok, skip, &stream), ATLAS_OK);
+      std::string all;
+      for (uint32_t id : ids) {
+        char *piece = nullptr;
+        size_t len = 0;
+        st = atlas_tokenizer_stream_step(stream, id, &piece, &len);
+        ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
+        if (piece) {
+          std::string p(piece, len);
+          free(piece);
+          EXPECT_TRUE(ValidUtf8(p));
+          all += p;
+        }
+      }
+      atlas_tokenizer_stream_free(stream);
+      std::string full = Str(c, skip ? "decode_skip" : "decode");
+      bool incomplete = full.size() >= 3 && full.compare(full.size() - 3, 3, "\xEF\xBF\xBD") == 0;
+      if (incomplete) {
+        EXPECT_EQ(full.compare(0, all.size(), all), 0) << "stream is not a prefix";
+      } else {
+        EXPECT_EQ(all, full) << "stream skip=" << skip;
+      }
+    }
+  }
+  atlas_tokenizer_free(tok);
+}
+
+TEST_F(Reference, EveryModelMatches) {
+  json_t *models = json_object_get(expected_, "models");
+  ASSERT_TRUE(json_is_object(models));
+  ASSERT_GE(json_array_size(corpus_), 200u);
+  const char *name;
+  json_t *model;
+  size_t n = 0;
+  json_object_foreach(models, name, model) {
+    CheckModel(name, model, corpus_);
+    n++;
+  }
+  EXPECT_GE(n, 3u);
+}
+
+// One handle shared by threads: encode locks its word cache, decode and
+// streaming only read. Every thread must get the single-threaded ids.
+TEST_F(Reference, SharedHandleAcrossThreads) {
+  for (const char *name : {"llama3", "sp_metaspace"}) {
+    auto it = g_tokenizer_paths.find(name);
+    ASSERT_NE(it, g_tokenizer_paths.end()) << name;
+    atlas_tokenizer *tok = nullptr;
+    atlas_status st = atlas_tokenizer_load(it->second.c_str(), &tok);
+    ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
+    std::vector<std::string> texts;
+    for (size_t i = 0; i < json_array_size(corpus_); i++) {
+      json_t *t = json_array_get(corpus_, i);
+      texts.emplace_back(json_string_value(t), json_string_length(t));
+    }
+    auto encode_all = [&](std::vector<std::vector<uint32_t>> *out, std::vector<std::string> *dec) {
+      for (const std::string &text : texts) {
+        uint32_t *ids = nullptr;
+        size_t n = 0;
+        atlas_status s = atlas_tokenizer_encode(tok, text.data(), text.size(), true, &ids, &n);
+        if (s) {
+          atlas_status_free(s);
+          out->emplace_back();
+          continue;
+        }
+        out->emplace_back(ids, ids + n);
+        char *d = nullptr;
+        size_t len = 0;
+        s = atlas_tokenizer_decode(tok, ids, n, false, &d, &len);
+        dec->emplace_back(s ? std::string("error") : std::string(d, len));
+        atlas_status_free(s);
+        free(d);
+        free(ids);
+      }
+    };
+    std::vector<std::vector<uint32_t>> want;
+    std::vector<std::string> want_dec;
+    encode_all(&want, &want_dec);
+    const int kThreads = 4;
+    std::vector<std::vector<std::vector<uint32_t>>> got(kThreads);
+    std::vector<std::vector<std::string>> got_dec(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++) {
+      threads.emplace_back(encode_all, &got[t], &got_dec[t]);
+    }
+    for (auto &t : threads) t.join();
+    for (int t = 0; t < kThreads; t++) {
+      EXPECT_TRUE(got[t] == want) << name << " thread " << t;
+      EXPECT_TRUE(got_dec[t] == want_dec) << name << " thread " << t;
+    }
+    atlas_tokenizer_free(tok);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  std::string model;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--expected" && i + 1 < argc) {
+      g_expected_path = argv[++i];
+    } else if (a == "--corpus" && i + 1 < argc) {
+      g_corpus_path = argv[++i];
+    } else if (a.rfind("--model=", 0) == 0) {
+      model = a.substr(8);  // the files after it belong to this model
+    } else if (a.size() > 10 && a.compare(a.size() - 10, 10, "/error.txt") == 0) {
+      g_fetch_errors.push_back(ReadFile(a));
+    } else if (a.find('=') != std::string::npos) {
+      // NAME=PATH: an explicit tokenizer file.
+      g_tokenizer_paths[a.substr(0, a.find('='))] = a.substr(a.find('=') + 1);
+    } else if (a.size() >= 15 && a.compare(a.size() - 15, 15, "/tokenizer.json") == 0) {
+      g_tokenizer_paths[model] = a;
+    }
+  }
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Stages what the H200 (no network, no Bazel) needs to compute the reference
+# ids with the Python `tokenizers` and to time it against our tokenizer:
+#
+#   tools/tokenizer_h200_stage.sh [DIR]     # default .gpu/tokenizer
+#
+# then on the device: bash DIR/run.sh   (writes $OUT/expected.json and
+# $OUT/bench.txt). Commit $OUT/expected.json as tests/text/expected.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-.gpu/tokenizer}
+tools/bazel build //tools:bench_tokenizer //tests/text:reference_test >/dev/null
+ext="$(tools/bazel info output_base 2>/dev/null)/external"
+mkdir -p "$dir"
+for m in llama3 qwen3 llama2; do
+  src="$ext/tokenizer_$m/pkg/models/tokenizer.json"
+  if [ ! -f "$src" ]; then
+    echo "missing $src: $(cat "$ext/tokenizer_$m/error.txt" 2>/dev/null)" >&2
+    exit 1
+  fi
+  cp "$src" "$dir/$m.json"
+done
+cp tests/text/corpus.json tests/text/gen_reference.py tests/text/make_bench_text.py \
+   tools/bench_tokenizer_hf.py "$dir/"
+mkdir -p "$dir/synthetic"
+cp tests/text/synthetic/*.json "$dir/synthetic/"
+cp -f bazel-bin/tools/bench_tokenizer "$dir/bench_tokenizer"
+cat > "$dir/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# Runs on the H200: reference ids, then atlas vs Hugging Face tokenizers.
+set -uo pipefail
+cd "$(dirname "$0")"
+out=${OUT:-out}
+mkdir -p "$out"
+python3 gen_reference.py --corpus corpus.json --out "$out/expected.json" \
+  llama3=llama3.json:clean qwen3=qwen3.json llama2=llama2.json \
+  gpt2_style=synthetic/gpt2_style.json:clean sp_metaspace=synthetic/sp_metaspace.json \
+  sp_unk_split=synthetic/sp_unk_split.json split_behaviors=synthetic/split_behaviors.json \
+  digits_plain=synthetic/digits_plain.json
+python3 make_bench_text.py --mb 12 --out bench.txt
+export TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1
+{
+  for m in llama3 qwen3 llama2; do
+    for mode in lines whole; do
+      ./bench_tokenizer --tokenizer $m.json --text bench.txt --mode $mode --repeat 2 --ids-out atlas_ids.txt
+      timeout 240 python3 bench_tokenizer_hf.py --tokenizer $m.json --text bench.txt --mode $mode \
+        --repeat 1 --ids-out hf_ids.txt
+      if cmp -s atlas_ids.txt hf_ids.txt; then echo "ids: identical ($m $mode)"; else echo "ids: DIFFER ($m $mode)"; fi
+    done
+  done
+} 2>&1 | tee "$out/bench.txt"
+RUN
+chmod +x "$dir/run.sh"
+echo "staged in $dir: carry it to the H200 and run: bash $dir/run.sh"
