@@ -13,6 +13,8 @@ rules, never written in BUILD files; each can be set:
     ATLAS_NVCC=/path/to/nvcc bazel build ...   (or ATLAS_NVCC= to build without)
 """
 
+load("@atlas//lint:llvm.bzl", "atlas_llvm_repository")
+
 def _atlas_dir(rctx):
     # The directory holding Atlas's WORKSPACE, wherever the consumer put it.
     return rctx.path(Label("@atlas//:WORKSPACE")).dirname
@@ -118,24 +120,6 @@ atlas_cuda_configure = repository_rule(
     local = True,
 )
 
-def _atlas_llvm_impl(rctx):
-    prefix = rctx.os.environ.get("ATLAS_LLVM_PREFIX", "") or rctx.attr.prefix
-    if not rctx.path(prefix + "/include/clang/AST/ASTContext.h").exists:
-        fail("atlas: LLVM/clang headers not found under %s (install libclang-14-dev " % prefix +
-             "and llvm-14-dev, or set ATLAS_LLVM_PREFIX / atlas_dependencies(llvm_prefix=...))")
-    for part in ["include", "bin", "lib"]:
-        rctx.symlink(prefix + "/" + part, part)
-    rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
-    rctx.symlink(_atlas_dir(rctx).get_child("third_party").get_child("llvm14.BUILD"), "BUILD")
-
-# LLVM 14 for the statics gate's clang-tidy plugin (Debian: /usr/lib/llvm-14).
-atlas_llvm_repository = repository_rule(
-    implementation = _atlas_llvm_impl,
-    attrs = {"prefix": attr.string(default = "/usr/lib/llvm-14")},
-    environ = ["ATLAS_LLVM_PREFIX"],
-    local = True,
-)
-
 def atlas_dependencies(
         system_prefix = "/usr",
         llvm_prefix = "/usr/lib/llvm-14",
@@ -167,5 +151,6 @@ def atlas_dependencies(
             )
     if "atlas_cuda" not in existing:
         atlas_cuda_configure(name = "atlas_cuda")
-    if "llvm14" not in existing:
-        atlas_llvm_repository(name = "llvm14", prefix = llvm_prefix)
+    if "atlas_llvm" not in existing:
+        # The statics gate's clang-tidy and clang headers (lint/llvm.bzl).
+        atlas_llvm_repository(path = llvm_prefix)

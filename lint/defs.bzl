@@ -5,10 +5,26 @@
 
 The aspects run one action per source file (and per header, checked on its own), with the cc target's own
 flags: C files as C (-x c -std=c11) with the target's copts, C++ as C++; the headers of a C target as C.
-Every action is hermetic: its inputs are the tool (clang-tidy from @llvm14, a declared file), the plugin,
+Every action is hermetic: its inputs are the tool (clang-tidy from @atlas_llvm (lint/llvm.bzl), a declared file), the plugin,
 the configuration, the runner script, the source and the headers of the target's compilation context.
 Reports land in output groups: `atlas_statics` (all), `atlas_statics_text`, `atlas_statics_fixes` (the
 --export-fixes YAML with workspace-relative paths) and `atlas_statics_sarif` (SARIF 2.1.0).
+
+Coverage: C (.c), C++ (.cc .cpp .cxx .c++ .C) and CUDA (.cu, parsed in clang's CUDA mode with a stand-in
+for the toolkit's headers, lint/cuda/) sources of every cc target the aspect visits, and the CUDA sources
+of any other rule it reaches (a genrule that runs nvcc) through `deps`, `srcs` and `hdrs`. Headers are
+checked on their own, and again through every file that includes them (the gate merges the two), so a
+static in a textual include (.inc, .def) is reported at its spelling location. Tags on a target:
+`no-atlas-statics` skips it (the gate's summary lists it), `atlas-statics-headers-via-includers` checks
+its headers only through their includers (for headers that do not compile on their own). Generated files
+are not checked; the summary lists them.
+
+The aspects can run over a package pattern without any list of targets:
+
+    bazel build //... --aspects=@atlas//lint:defs.bzl%atlas_statics_aspect --output_groups=atlas_statics_gate
+
+which fails the build on every straggler the baseline (`--@atlas//lint:statics_baseline=//:my.baseline`)
+does not list.
 
 The only things taken from the host are /usr/bin/python3, which runs the small runner and gate scripts
 (standard library only), and, for the cppcheck gate, /usr/bin/cppcheck. lint/README.md says why.
@@ -20,6 +36,10 @@ AtlasLintInfo = provider(
         "text": "depset of clang-tidy style text reports",
         "fixes": "depset of --export-fixes YAML files (workspace-relative paths)",
         "sarif": "depset of SARIF 2.1.0 files",
+        "visited": "depset of labels (strings) of the targets whose files were checked",
+        "skipped": "depset of labels of targets tagged no-atlas-statics",
+        "via_includers": "depset of labels of targets whose headers are checked only through includers",
+        "excluded": "depset of workspace files that are compiled but not checked (generated files)",
     },
 )
 
@@ -28,12 +48,19 @@ _CPPCHECK = "/usr/bin/cppcheck"
 
 _C_EXTS = ["c"]
 _CXX_EXTS = ["cc", "cpp", "cxx", "c++", "C"]
-_HDR_EXTS = ["h", "hh", "hpp", "hxx"]  # .inc/.def are textual: never checked on their own
+_CU_EXTS = ["cu"]
+_HDR_EXTS = ["h", "hh", "hpp", "hxx", "cuh"]  # .inc/.def are textual: checked through their includers
 _CXX_HDR_EXTS = ["hh", "hpp", "hxx"]
 _CC_KINDS = ["cc_library", "cc_binary", "cc_test"]
+_SKIP_TAG = "no-atlas-statics"
+_VIA_INCLUDERS_TAG = "atlas-statics-headers-via-includers"
+
+# CUDA: clang's CUDA mode, host side only, without the toolkit (lint/cuda/atlas_cuda_lint.h stands in).
+_CUDA_ARGS = ["-x", "cuda", "--cuda-host-only", "-nocudainc", "-nocudalib", "--cuda-path=/nonexistent-atlas-no-cuda"]
 
 def _flag_ok(flag):
     # Warning flags change no semantics and may be unknown to clang; make variables are not expanded here.
+    # Other flags clang does not know are dropped by the runner, with a note.
     return not (flag.startswith("-W") or flag.startswith("-pedantic") or "$(" in flag)
 
 def _merge_contexts(target, ctx):
@@ -51,7 +78,7 @@ def _merge_contexts(target, ctx):
         system_includes = depset(transitive = [c.system_includes for c in contexts]).to_list(),
     )
 
-def _compile_args(ctx, cc, lang, mode):
+def _compile_args(ctx, cc, lang, mode, cuda_dir = None):
     """The target's own flags, as clang (or cppcheck) arguments."""
     frag = ctx.fragments.cpp
     defines = cc.defines + getattr(ctx.rule.attr, "local_defines", [])
@@ -68,10 +95,13 @@ def _compile_args(ctx, cc, lang, mode):
         return args
     if lang == "c":
         args = ["-x", "c", "-std=c11"] + [f for f in frag.conlyopts if _flag_ok(f)]
+    elif lang == "cuda":
+        args = _CUDA_ARGS + ["-std=c++17", "-isystem", cuda_dir, "-include", "atlas_cuda_lint.h"]
+        args += [f for f in frag.cxxopts if _flag_ok(f) and not f.startswith("-std=")]
     else:
         args = ["-x", "c++", "-std=c++17"] + [f for f in frag.cxxopts if _flag_ok(f)]
     args += [f for f in frag.copts if _flag_ok(f)]
-    args += [f for f in getattr(ctx.rule.attr, "copts", []) if _flag_ok(f)]
+    args += [f for f in getattr(ctx.rule.attr, "copts", []) if _flag_ok(f) and type(f) == "string"]
     args += ["-D" + d for d in defines]
     for inc in cc.includes:
         args += ["-I", inc]
@@ -81,40 +111,88 @@ def _compile_args(ctx, cc, lang, mode):
         args += ["-isystem", inc]
     return args
 
-def _lint_files(ctx):
-    """(file, lang) for every source and header of this target that lives in this workspace."""
-    srcs = []
-    for attr_name in ["srcs", "hdrs"]:
+def _lint_files(ctx, is_cc, via_includers):
+    """(files, generated): (file, lang) for every source and header of this target that lives in this
+    workspace, and the generated ones that are not checked."""
+    srcs, generated = [], []
+    for attr_name in ["srcs", "hdrs", "textual_hdrs"] if is_cc else ["srcs"]:
         for f in getattr(ctx.rule.files, attr_name, []):
-            if f.is_source and not f.owner.workspace_root:
-                srcs.append(f)
-    has_cxx = [f for f in srcs if f.extension in _CXX_EXTS]
+            if f.owner.workspace_root:
+                continue
+            if not f.is_source:
+                if f.extension in _C_EXTS + _CXX_EXTS + _CU_EXTS + _HDR_EXTS:
+                    generated.append(f.short_path)
+                continue
+            if attr_name == "textual_hdrs":
+                continue  # checked through its includers
+            srcs.append(f)
+    has_cxx = [f for f in srcs if f.extension in _CXX_EXTS + _CU_EXTS]
+    has_cu = [f for f in srcs if f.extension in _CU_EXTS]
     out = []
     for f in srcs:
-        if f.extension in _C_EXTS:
+        if f.extension in _C_EXTS and is_cc:
             out.append((f, "c"))
-        elif f.extension in _CXX_EXTS:
+        elif f.extension in _CXX_EXTS and is_cc:
             out.append((f, "c++"))
-        elif f.extension in _HDR_EXTS:
-            out.append((f, "c++" if (has_cxx or f.extension in _CXX_HDR_EXTS) else "c"))
-    return out
+        elif f.extension in _CU_EXTS:
+            out.append((f, "cuda"))
+        elif f.extension in _HDR_EXTS and is_cc and not via_includers:
+            if f.extension == "cuh" or has_cu:
+                out.append((f, "cuda"))
+            else:
+                out.append((f, "c++" if (has_cxx or f.extension in _CXX_HDR_EXTS) else "c"))
+    return out, generated
 
 def _impl(target, ctx, mode):
-    transitive = [dep[AtlasLintInfo] for dep in getattr(ctx.rule.attr, "deps", []) if AtlasLintInfo in dep]
-    text, fixes, sarif = [], [], []
-    if ctx.rule.kind in _CC_KINDS and not ctx.label.workspace_root:
-        cc = _merge_contexts(target, ctx)
+    transitive = []
+    for attr_name in ["deps", "srcs", "hdrs"]:
+        for dep in getattr(ctx.rule.attr, attr_name, []):
+            if type(dep) == "Target" and AtlasLintInfo in dep:
+                transitive.append(dep[AtlasLintInfo])
+    text, fixes, sarif, visited, skipped, via, excluded = [], [], [], [], [], [], []
+    tags = getattr(ctx.rule.attr, "tags", [])
+    is_cc = ctx.rule.kind in _CC_KINDS
+    label = str(ctx.label)
+    if ctx.label.workspace_root:
+        pass  # external repositories are not ours to gate
+    elif _SKIP_TAG in tags:
+        if is_cc:
+            skipped.append(label)
+    else:
+        via_includers = _VIA_INCLUDERS_TAG in tags
+        files, generated = _lint_files(ctx, is_cc, via_includers)
+        if not is_cc:
+            # Another rule (a genrule running nvcc): its CUDA sources, with its other inputs as headers.
+            files = [(f, lang) for f, lang in files if lang == "cuda"]
+            generated = [g for g in generated if g.endswith(".cu")]
+        if is_cc:
+            visited.append(label)
+            if via_includers:
+                via.append(label)
+        excluded += generated
+        if is_cc:
+            cc = _merge_contexts(target, ctx)
+        else:
+            cc = struct(
+                headers = depset([f for f in getattr(ctx.rule.files, "srcs", [])]),
+                defines = [],
+                includes = [],
+                quote_includes = [".", ctx.bin_dir.path],
+                system_includes = [],
+            )
         runner = ctx.file._runner
-        tool_inputs = [runner]
+        tool_inputs = [runner, ctx.file._sarif]
         if mode != "cppcheck":
             tool_inputs += [ctx.file._clang_tidy, ctx.file._config]
         plugin = None
         if mode == "statics":
             plugin = [f for f in ctx.attr._plugin.files.to_list() if f.extension == "so"][0]
             tool_inputs.append(plugin)
+        cuda_files = ctx.files._cuda_stub
+        cuda_dir = cuda_files[0].dirname if cuda_files else "lint/cuda"
         seen = {}
-        for src, lang in _lint_files(ctx):
-            # The standard gates cover Atlas's C sources; the statics gate covers C and C++.
+        for src, lang in files:
+            # The standard gates cover Atlas's C sources; the statics gate covers C, C++ and CUDA.
             if src.path in seen or (mode != "statics" and lang != "c"):
                 continue
 
@@ -146,11 +224,11 @@ def _impl(target, ctx, mode):
             if plugin:
                 args.add("--plugin", plugin)
             args.add("--")
-            args.add_all(_compile_args(ctx, cc, lang, mode))
+            args.add_all(_compile_args(ctx, cc, lang, mode, cuda_dir))
             ctx.actions.run(
                 executable = _PYTHON,
                 arguments = [args],
-                inputs = depset([src] + tool_inputs, transitive = [cc.headers]),
+                inputs = depset([src] + tool_inputs + (cuda_files if lang == "cuda" else []), transitive = [cc.headers]),
                 outputs = outputs,
                 mnemonic = {"statics": "AtlasStatics", "tidy": "AtlasClangTidy", "cppcheck": "AtlasCppcheck"}[mode],
                 progress_message = "%s %s" % (mode, src.short_path),
@@ -161,6 +239,10 @@ def _impl(target, ctx, mode):
         text = depset(text, transitive = [t.text for t in transitive]),
         fixes = depset(fixes, transitive = [t.fixes for t in transitive]),
         sarif = depset(sarif, transitive = [t.sarif for t in transitive]),
+        visited = depset(visited, transitive = [t.visited for t in transitive]),
+        skipped = depset(skipped, transitive = [t.skipped for t in transitive]),
+        via_includers = depset(via, transitive = [t.via_includers for t in transitive]),
+        excluded = depset(excluded, transitive = [t.excluded for t in transitive]),
     )
     prefix = {"statics": "atlas_statics", "tidy": "atlas_tidy", "cppcheck": "atlas_cppcheck"}[mode]
     groups = {
@@ -169,6 +251,29 @@ def _impl(target, ctx, mode):
         prefix + "_fixes": info.fixes,
         prefix + "_sarif": info.sarif,
     }
+    if mode == "statics" and text:
+        # Pattern mode (bazel build //... --aspects=... --output_groups=atlas_statics_gate): this target's
+        # own files judged against the baseline; the build fails on a straggler it does not list.
+        stamp = ctx.actions.declare_file("%s.statics/gate.ok" % ctx.label.name)
+        manifest = ctx.actions.declare_file("%s.statics/reports" % ctx.label.name)
+        ctx.actions.write(manifest, "\n".join([f.path for f in text]) + "\n")
+        gate_args = ["-I", ctx.file._gate.path, "--manifest", manifest.path, "--check", "atlas-stray-statics",
+                     "--no-stale", "--stamp", stamp.path]
+        gate_inputs = [ctx.file._gate, ctx.file._sarif, manifest] + text
+        if ctx.file._baseline:
+            gate_args += ["--baseline", ctx.file._baseline.path]
+            gate_inputs.append(ctx.file._baseline)
+        ctx.actions.run(
+            executable = _PYTHON,
+            arguments = gate_args,
+            inputs = gate_inputs,
+            outputs = [stamp],
+            mnemonic = "AtlasStaticsGate",
+            progress_message = "atlas-stray-statics gate %s" % label,
+        )
+        groups["atlas_statics_gate"] = depset([stamp])
+    elif mode == "statics":
+        groups["atlas_statics_gate"] = depset()
     return [info, OutputGroupInfo(**groups)]
 
 def _statics_impl(target, ctx):
@@ -181,14 +286,24 @@ def _cppcheck_impl(target, ctx):
     return _impl(target, ctx, "cppcheck")
 
 _RUNNER = attr.label(default = Label("//lint:tidy_action.py"), allow_single_file = True)
-_CLANG_TIDY = attr.label(default = Label("@llvm14//:bin/clang-tidy"), allow_single_file = True)
+_SARIF = attr.label(default = Label("//lint:sarif.py"), allow_single_file = True)
+_GATE = attr.label(default = Label("//lint:statics_gate.py"), allow_single_file = True)
+_CUDA_STUB = attr.label(default = Label("//lint:cuda_stub"))
+_CLANG_TIDY = attr.label(default = Label("@atlas_llvm//:bin/clang-tidy"), allow_single_file = True)
+
+_ATTR_ASPECTS = ["deps", "srcs", "hdrs"]
 
 atlas_statics_aspect = aspect(
     implementation = _statics_impl,
-    attr_aspects = ["deps"],
+    attr_aspects = _ATTR_ASPECTS,
+    apply_to_generating_rules = True,
     fragments = ["cpp"],
     attrs = {
         "_runner": _RUNNER,
+        "_sarif": _SARIF,
+        "_gate": _GATE,
+        "_cuda_stub": _CUDA_STUB,
+        "_baseline": attr.label(default = Label("//lint:statics_baseline"), allow_single_file = True),
         "_clang_tidy": _CLANG_TIDY,
         "_plugin": attr.label(default = Label("//lint:atlas_statics_plugin"), cfg = "exec"),
         "_config": attr.label(default = Label("//lint:statics_config"), allow_single_file = True),
@@ -198,10 +313,12 @@ atlas_statics_aspect = aspect(
 
 atlas_tidy_aspect = aspect(
     implementation = _tidy_impl,
-    attr_aspects = ["deps"],
+    attr_aspects = _ATTR_ASPECTS,
     fragments = ["cpp"],
     attrs = {
         "_runner": _RUNNER,
+        "_sarif": _SARIF,
+        "_cuda_stub": _CUDA_STUB,
         "_clang_tidy": _CLANG_TIDY,
         "_config": attr.label(default = Label("//lint:standard_checks.clang-tidy"), allow_single_file = True),
     },
@@ -210,46 +327,81 @@ atlas_tidy_aspect = aspect(
 
 atlas_cppcheck_aspect = aspect(
     implementation = _cppcheck_impl,
-    attr_aspects = ["deps"],
+    attr_aspects = _ATTR_ASPECTS,
     fragments = ["cpp"],
-    attrs = {"_runner": _RUNNER},
+    attrs = {"_runner": _RUNNER, "_sarif": _SARIF, "_cuda_stub": _CUDA_STUB},
     doc = "Runs cppcheck (warning, style, performance, portability) over every cc target it visits.",
 )
 
-def _gate_test_impl(ctx, check):
-    reports = depset(transitive = [t[AtlasLintInfo].text for t in ctx.attr.targets])
-    manifest = ctx.actions.declare_file(ctx.label.name + ".reports")
+def _gate_test_impl(ctx, check, update = False):
+    infos = [t[AtlasLintInfo] for t in ctx.attr.targets]
+    reports = depset(transitive = [i.text for i in infos])
+    name = ctx.label.name
+    manifest = ctx.actions.declare_file(name + ".reports")
     ctx.actions.write(manifest, "\n".join([f.short_path for f in reports.to_list()]) + "\n")
-    cmd = [_PYTHON, "-I", ctx.file._gate.short_path, "--manifest", manifest.short_path]
-    runfiles = [ctx.file._gate, manifest]
+    visited = ctx.actions.declare_file(name + ".visited")
+    ctx.actions.write(visited, "\n".join(depset(transitive = [i.visited for i in infos]).to_list()) + "\n")
+    skipped = ctx.actions.declare_file(name + ".skipped")
+    ctx.actions.write(skipped, "\n".join(depset(transitive = [i.skipped for i in infos]).to_list()) + "\n")
+    via = ctx.actions.declare_file(name + ".via_includers")
+    ctx.actions.write(via, "\n".join(depset(transitive = [i.via_includers for i in infos]).to_list()) + "\n")
+    excluded = ctx.actions.declare_file(name + ".excluded")
+    ctx.actions.write(excluded, "\n".join(depset(transitive = [i.excluded for i in infos]).to_list()) + "\n")
+    cmd = [_PYTHON, "-I", ctx.file._gate.short_path, "--manifest", manifest.short_path, "--name", name,
+           "--skipped", skipped.short_path, "--via-includers", via.short_path, "--excluded", excluded.short_path]
+    runfiles = [ctx.file._gate, ctx.file._sarif, manifest, visited, skipped, via, excluded]
     if check:
         cmd += ["--check", check]
-    if getattr(ctx.file, "baseline", None):
-        cmd += ["--baseline", ctx.file.baseline.short_path]
-        runfiles.append(ctx.file.baseline)
-    script = ctx.actions.declare_file(ctx.label.name + ".sh")
-    ctx.actions.write(script, "#!/bin/sh\nexec " + " ".join(["'%s'" % c for c in cmd]) + ' "$@"\n', is_executable = True)
+    baseline = getattr(ctx.file, "baseline", None)
+    if baseline:
+        cmd += ["--baseline", baseline.short_path]
+        runfiles.append(baseline)
+    script = ctx.actions.declare_file(name + ".sh")
+    quoted = " ".join(["'%s'" % c for c in cmd])
+    if update:
+        if not baseline:
+            fail("update_baseline needs a baseline file")
+        body = 'exec %s --update-baseline "${BUILD_WORKSPACE_DIRECTORY:?run me with bazel run}/%s" "$@"\n' % (
+            quoted,
+            baseline.short_path,
+        )
+    else:
+        body = "exec " + quoted + ' "$@"\n'
+    ctx.actions.write(script, "#!/bin/sh\n" + body, is_executable = True)
     return [DefaultInfo(
         executable = script,
+        files = depset([visited]),
         runfiles = ctx.runfiles(files = runfiles, transitive_files = reports),
-    )]
+    ), OutputGroupInfo(atlas_statics_visited = depset([visited]))]
 
 def _statics_test_impl(ctx):
     return _gate_test_impl(ctx, "atlas-stray-statics")
 
+def _statics_update_impl(ctx):
+    return _gate_test_impl(ctx, "atlas-stray-statics", update = True)
+
 def _tidy_test_impl(ctx):
     return _gate_test_impl(ctx, None)
 
-_GATE = attr.label(default = Label("//lint:statics_gate.py"), allow_single_file = True)
+_STATICS_ATTRS = {
+    "targets": attr.label_list(aspects = [atlas_statics_aspect], doc = "cc targets to gate (their deps too)"),
+    "baseline": attr.label(allow_single_file = True, doc = "legacy stragglers: lines `file function name`"),
+    "_gate": _GATE,
+    "_sarif": _SARIF,
+}
+
+atlas_statics_baseline_update = rule(
+    implementation = _statics_update_impl,
+    executable = True,
+    attrs = _STATICS_ATTRS,
+    doc = "`bazel run` rewrites `baseline` (in the source tree) to list exactly the current stragglers of " +
+          "`targets`.",
+)
 
 atlas_statics_test = rule(
     implementation = _statics_test_impl,
     test = True,
-    attrs = {
-        "targets": attr.label_list(aspects = [atlas_statics_aspect], doc = "cc targets to gate (their deps too)"),
-        "baseline": attr.label(allow_single_file = True, doc = "legacy stragglers: lines `file function name`"),
-        "_gate": _GATE,
-    },
+    attrs = _STATICS_ATTRS,
     doc = "Fails on every mutable static outside the five categories that the baseline does not list, " +
           "and on every baseline entry that no longer exists.",
 )
@@ -260,6 +412,7 @@ atlas_tidy_test = rule(
     attrs = {
         "targets": attr.label_list(aspects = [atlas_tidy_aspect]),
         "_gate": _GATE,
+        "_sarif": _SARIF,
     },
     doc = "Fails on any finding of the curated standard clang-tidy checks.",
 )
@@ -270,6 +423,7 @@ atlas_cppcheck_test = rule(
     attrs = {
         "targets": attr.label_list(aspects = [atlas_cppcheck_aspect]),
         "_gate": _GATE,
+        "_sarif": _SARIF,
     },
     doc = "Fails on any cppcheck finding (warning, style, performance, portability).",
 )
@@ -277,11 +431,41 @@ atlas_cppcheck_test = rule(
 def _reports_impl(ctx):
     infos = [t[AtlasLintInfo] for t in ctx.attr.targets]
     files = depset(transitive = [i.text for i in infos] + [i.fixes for i in infos] + [i.sarif for i in infos])
-    return [DefaultInfo(files = files, runfiles = ctx.runfiles(transitive_files = files))]
+    texts = depset(transitive = [i.text for i in infos]).to_list()
+
+    # One merged SARIF 2.1.0 log (what GitHub code scanning wants from one upload), with the baseline's
+    # findings marked as suppressed.
+    merged = ctx.actions.declare_file(ctx.label.name + ".sarif")
+    manifest = ctx.actions.declare_file(ctx.label.name + ".sarif.reports")
+    ctx.actions.write(manifest, "\n".join([f.path for f in texts]) + "\n")
+    args = ["-I", ctx.file._gate.path, "--manifest", manifest.path, "--check", "atlas-stray-statics",
+            "--sarif", merged.path, "--report-only"]
+    inputs = [ctx.file._gate, ctx.file._sarif, manifest] + texts
+    if ctx.file.baseline:
+        args += ["--baseline", ctx.file.baseline.path]
+        inputs.append(ctx.file.baseline)
+    ctx.actions.run(
+        executable = _PYTHON,
+        arguments = args,
+        inputs = inputs,
+        outputs = [merged],
+        mnemonic = "AtlasStaticsSarif",
+        progress_message = "merging SARIF for %s" % ctx.label,
+    )
+    all_files = depset([merged], transitive = [files])
+    return [
+        DefaultInfo(files = all_files, runfiles = ctx.runfiles(transitive_files = all_files)),
+        OutputGroupInfo(atlas_statics_merged_sarif = depset([merged])),
+    ]
 
 atlas_statics_reports = rule(
     implementation = _reports_impl,
-    attrs = {"targets": attr.label_list(aspects = [atlas_statics_aspect])},
-    doc = "The atlas-stray-statics reports (text, fixes YAML, SARIF) of targets, as files: CI artifacts, " +
-          "or data for a test.",
+    attrs = {
+        "targets": attr.label_list(aspects = [atlas_statics_aspect]),
+        "baseline": attr.label(allow_single_file = True, doc = "findings to mark as suppressed in the SARIF"),
+        "_gate": _GATE,
+        "_sarif": _SARIF,
+    },
+    doc = "The atlas-stray-statics reports (text, fixes YAML, per-file SARIF) of targets and one merged " +
+          "SARIF 2.1.0 log `<name>.sarif`, as files: CI artifacts, or data for a test.",
 )

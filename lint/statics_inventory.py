@@ -93,7 +93,9 @@ def strip_groups(s, open_ch, close_ch):
 
 
 def declared_name(decl):
+    decl = MARK.sub(" ", decl)  # a second mark on the same declaration
     decl = re.sub(r"__attribute__\s*\(\(.*?\)\)", " ", decl)
+    decl = re.sub(r"\b(_Atomic|_Alignas|alignas|__typeof__|typeof)\s*\([^()]*\)", " int ", decl)
     decl = strip_groups(strip_groups(decl, "[", "]"), "{", "}")
     decl = re.sub(r"<[^<>;]*>", " ", decl)
     fp = re.search(r"\(\s*\*+\s*(?:const\s+)?([A-Za-z_]\w*)\s*\)", decl)
