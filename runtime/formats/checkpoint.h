@@ -81,18 +81,18 @@ uint64_t atlas_checkpoint_file_bytes(const atlas_checkpoint *ck);
 // An upload job for tensor `t` into backend memory `dst`: read with pread
 // from its shard (or copied from its buffer), scanned for NaN/Inf of its
 // dtype, its content digest recorded in the checkpoint.
-atlas_status atlas_checkpoint_upload_job(const atlas_checkpoint_tensor *t,
+ATLAS_MUST_USE atlas_status atlas_checkpoint_upload_job(const atlas_checkpoint_tensor *t,
                                          void *dst, atlas_upload_job *out_job);
 
 // After a load: FAILED_PRECONDITION naming each shard that changed size or
 // was written since it was opened.
-atlas_status atlas_checkpoint_check_unchanged(const atlas_checkpoint *ck);
+ATLAS_MUST_USE atlas_status atlas_checkpoint_check_unchanged(const atlas_checkpoint *ck);
 
 // A copy of every shard in host memory, proven to hold the bytes earlier
 // loads read (atlas_safetensors_snapshot): a source for reloading the same
 // weights bit for bit even if the files are then overwritten, truncated or
 // deleted. Refuses (naming file and tensor) when they already changed.
-atlas_status atlas_checkpoint_snapshot(const atlas_checkpoint *ck,
+ATLAS_MUST_USE atlas_status atlas_checkpoint_snapshot(const atlas_checkpoint *ck,
                                        atlas_checkpoint **out_copy);
 
 #ifdef __cplusplus

@@ -88,7 +88,7 @@ void atlas_safetensors_close(atlas_safetensors *file);
 // Reads bytes [offset, offset + bytes) of a tensor's data into dst: pread
 // from its file (a short read says the file changed size during the load)
 // or a copy from its buffer.
-atlas_status atlas_safetensors_read(const atlas_safetensors_tensor *tensor,
+ATLAS_MUST_USE atlas_status atlas_safetensors_read(const atlas_safetensors_tensor *tensor,
                                     uint64_t offset, uint64_t bytes,
                                     void *dst);
 
@@ -102,13 +102,13 @@ uint64_t *atlas_safetensors_digest_slot(const atlas_safetensors_tensor *tensor);
 
 // FAILED_PRECONDITION naming the file when it changed size or was written
 // since it was opened (OK for a buffer).
-atlas_status atlas_safetensors_check_unchanged(const atlas_safetensors *file);
+ATLAS_MUST_USE atlas_status atlas_safetensors_check_unchanged(const atlas_safetensors *file);
 
 // A copy of the whole file in host memory that owns its bytes, checked
 // against the digests recorded by earlier loads: FAILED_PRECONDITION naming
 // the file and tensor when any digested tensor's bytes differ now, so the
 // copy is bit for bit what was loaded. OUT_OF_MEMORY when it does not fit.
-atlas_status atlas_safetensors_snapshot(const atlas_safetensors *file,
+ATLAS_MUST_USE atlas_status atlas_safetensors_snapshot(const atlas_safetensors *file,
                                         atlas_safetensors **out_copy);
 
 // The path or name the file was opened with.

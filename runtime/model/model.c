@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "atlas/runtime/arch/registry.h"
+#include "atlas/runtime/formats/file_read.h"
 #include "atlas/runtime/log.h"
 
 // config.json is a few kilobytes; refuse anything absurd before reading it.
@@ -31,52 +33,6 @@ struct atlas_model {
 static const char *spec_name(const atlas_model_spec *spec) {
   return spec->dir != NULL ? spec->dir
                            : (spec->embedded ? spec->embedded->name : "(none)");
-}
-
-// Reads a small text file; *out_missing when it does not exist.
-static atlas_status read_text(const char *path, char **out_text,
-                              size_t *out_len, bool *out_missing) {
-  *out_text = NULL;
-  *out_len = 0;
-  *out_missing = false;
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
-    int err = errno;
-    *out_missing = err == ENOENT;
-    return atlas_status_make(
-        err == ENOENT ? ATLAS_STATUS_NOT_FOUND : ATLAS_STATUS_IO,
-        "%s: cannot open: %s", path, strerror(err));
-  }
-  long size = -1;
-  if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-  if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return atlas_status_make(ATLAS_STATUS_IO,
-                             "%s: cannot determine the file size", path);
-  }
-  if ((size_t)size > MAX_CONFIG_BYTES) {
-    fclose(f);
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: %ld bytes is larger than %zu; not a JSON "
-                             "config",
-                             path, size, MAX_CONFIG_BYTES);
-  }
-  char *text = malloc((size_t)size + 1);
-  if (text == NULL) {
-    fclose(f);
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "%s: out of host memory", path);
-  }
-  size_t len = fread(text, 1, (size_t)size, f);
-  int read_error = ferror(f) || len != (size_t)size;
-  fclose(f);
-  if (read_error) {
-    free(text);
-    return atlas_status_make(ATLAS_STATUS_IO, "%s: read failed", path);
-  }
-  *out_text = text;
-  *out_len = len;
-  return ATLAS_OK;
 }
 
 // What a checkpoint is, before anything touches a device: its row, its
@@ -118,14 +74,13 @@ static atlas_status read_generation_config(const char *dir, opened *o) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "model directory path is too long: %s", dir);
   }
+  struct stat st;
+  if (lstat(path, &st) != 0 && errno == ENOENT) return ATLAS_OK;  // optional
+  // Regular files only, never waited on (a FIFO would block).
   char *text = NULL;
   size_t len = 0;
-  bool missing = false;
-  atlas_status status = read_text(path, &text, &len, &missing);
-  if (missing) {
-    atlas_status_free(status);
-    return ATLAS_OK;  // the file is optional
-  }
+  atlas_status status = atlas_file_read_small(
+      path, "generation_config.json", (uint64_t)MAX_CONFIG_BYTES, &text, &len);
   bool found = false;
   atlas_eos eos;
   if (status == ATLAS_OK) status = atlas_eos_parse(text, len, path, &eos, &found);
@@ -172,8 +127,8 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
     }
     char *text = NULL;
     size_t len = 0;
-    bool missing = false;
-    status = read_text(path, &text, &len, &missing);
+    status = atlas_file_read_small(path, "config.json",
+                                   (uint64_t)MAX_CONFIG_BYTES, &text, &len);
     if (status == ATLAS_OK) status = parse_config(text, len, path, o);
     free(text);
     if (status == ATLAS_OK) status = read_generation_config(spec->dir, o);

@@ -312,7 +312,7 @@ TEST(Sizes, CraftedSparseCheckpointCannotWrapTheRequiredBytes) {
   std::string dir = hostile::TmpDir("sparse");
   const int64_t hd = int64_t{1} << 30, seq = ATLAS_LLAMA_MAX_DIM;
   std::string cfg =
-      "{\"hidden_size\":2,\"intermediate_size\":2,\"num_attention_heads\":2,"
+      "{\"model_type\":\"llama\",\"hidden_size\":2,\"intermediate_size\":2,\"num_attention_heads\":2,"
       "\"num_key_value_heads\":2,\"num_hidden_layers\":1,\"vocab_size\":2,"
       "\"head_dim\":" + std::to_string(hd) +
       ",\"max_position_embeddings\":" + std::to_string(seq) +
