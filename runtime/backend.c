@@ -175,6 +175,8 @@ atlas_stream *atlas_backend_default_stream(atlas_backend *b) {
 atlas_status atlas_backend_stream_create(atlas_backend *b,
                                          atlas_stream **out_stream) {
   *out_stream = NULL;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_base_fault_check(b, ATLAS_FAULT_STREAM, "stream creation"));
   return DISPATCH(b, stream_create, out_stream);
 }
 
@@ -195,6 +197,8 @@ atlas_status atlas_backend_synchronize(atlas_backend *b) {
 atlas_status atlas_backend_event_create(atlas_backend *b,
                                         atlas_event **out_event) {
   *out_event = NULL;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_base_fault_check(b, ATLAS_FAULT_EVENT, "event creation"));
   return DISPATCH(b, event_create, out_event);
 }
 
@@ -246,6 +250,8 @@ atlas_status atlas_backend_abort_capture_if_active(atlas_backend *b,
 
 atlas_status atlas_backend_launch_graph(atlas_backend *b, atlas_graph *graph,
                                         atlas_stream *stream) {
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_base_fault_check(b, ATLAS_FAULT_LAUNCH, "graph launch"));
   return DISPATCH(b, launch_graph, graph, stream);
 }
 
@@ -267,6 +273,8 @@ atlas_status atlas_backend_kernel_lookup(atlas_backend *b, const char *module,
 atlas_status atlas_backend_launch(atlas_backend *b, const atlas_kernel *kernel,
                                   const atlas_launch_config *config,
                                   void **args) {
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_base_fault_check(b, ATLAS_FAULT_LAUNCH, "kernel launch"));
   return DISPATCH(b, launch, kernel, config, args);
 }
 
@@ -275,6 +283,8 @@ atlas_status atlas_backend_launch_typed(atlas_backend *b,
                                         const atlas_launch_config *config,
                                         const atlas_arg *args,
                                         size_t arg_count) {
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_base_fault_check(b, ATLAS_FAULT_LAUNCH, "kernel launch"));
   return DISPATCH(b, launch_typed, kernel, config, args, arg_count);
 }
 

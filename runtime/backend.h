@@ -29,12 +29,22 @@ typedef struct atlas_graph atlas_graph;
 typedef struct atlas_op_cache atlas_op_cache;
 
 // Fault injection: make the k-th operation of a kind (counted from the time
-// the fault is set) fail with ABORTED. Per backend, never global.
+// the fault is set) fail with ABORTED. Per backend, never global. From the
+// outside: ATLAS_FAULT=kind:n[,kind:n...] (kinds: alloc, copy, stream,
+// event, launch, host-alloc), read once when a backend is built, fails the
+// n-th operation of that kind on every backend built while it is set.
 typedef enum atlas_fault_kind {
-  ATLAS_FAULT_ALLOC = 0,  // alloc, alloc_managed, pinned_alloc
+  ATLAS_FAULT_ALLOC = 0,  // alloc, alloc_managed (device memory)
   ATLAS_FAULT_COPY,       // every h2d/d2h/d2d copy, sync or async
+  ATLAS_FAULT_STREAM,     // stream_create
+  ATLAS_FAULT_EVENT,      // event_create
+  ATLAS_FAULT_LAUNCH,     // launch, launch_typed, launch_graph
+  ATLAS_FAULT_HOST_ALLOC, // pinned_alloc (host memory)
   ATLAS_FAULT_KIND_COUNT,
 } atlas_fault_kind;
+
+// "alloc", "copy", "stream", "event", "launch", "host-alloc".
+const char *atlas_fault_kind_name(atlas_fault_kind kind);
 
 // Options read when a backend is built. Environment switches are read once at
 // creation (ATLAS_REDZONE, ATLAS_DEBUG_SYNC) and stored in the backend.

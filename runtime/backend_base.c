@@ -29,6 +29,52 @@ static atlas_status read_redzone_env(size_t *out_bytes) {
   return ATLAS_OK;
 }
 
+const char *atlas_fault_kind_name(atlas_fault_kind kind) {
+  switch (kind) {
+    case ATLAS_FAULT_ALLOC: return "alloc";
+    case ATLAS_FAULT_COPY: return "copy";
+    case ATLAS_FAULT_STREAM: return "stream";
+    case ATLAS_FAULT_EVENT: return "event";
+    case ATLAS_FAULT_LAUNCH: return "launch";
+    case ATLAS_FAULT_HOST_ALLOC: return "host-alloc";
+    case ATLAS_FAULT_KIND_COUNT: break;
+  }
+  return "?";
+}
+
+// Parses ATLAS_FAULT=kind:n[,kind:n...] once, at creation, into fail_at.
+static atlas_status read_fault_env(atlas_fault_state *faults) {
+  const char *text = getenv("ATLAS_FAULT");
+  if (text == NULL || text[0] == '\0') return ATLAS_OK;
+  const char *p = text;
+  while (*p != '\0') {
+    const char *colon = strchr(p, ':');
+    int kind = -1;
+    for (int k = 0; colon != NULL && k < ATLAS_FAULT_KIND_COUNT; ++k) {
+      const char *name = atlas_fault_kind_name((atlas_fault_kind)k);
+      if (strlen(name) == (size_t)(colon - p) &&
+          strncmp(name, p, (size_t)(colon - p)) == 0) {
+        kind = k;
+      }
+    }
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n =
+        colon != NULL ? strtoull(colon + 1, &end, 10) : 0;
+    if (kind < 0 || errno != 0 || end == colon + 1 || n == 0 ||
+        colon[1] == '-' || (*end != ',' && *end != '\0')) {
+      return atlas_status_make(
+          ATLAS_STATUS_INVALID_ARGUMENT,
+          "ATLAS_FAULT='%.200s' is not kind:n[,kind:n...] with kind one of "
+          "alloc, copy, stream, event, launch, host-alloc and n >= 1",
+          text);
+    }
+    faults->fail_at[kind] = (uint64_t)n;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return ATLAS_OK;
+}
+
 static bool read_flag_env(const char *name) {
   const char *text = getenv(name);
   return text != NULL && text[0] != '\0' && strcmp(text, "0") != 0;
@@ -44,6 +90,7 @@ atlas_status atlas_backend_base_init(atlas_backend *b,
   ATLAS_RETURN_IF_ERROR(read_redzone_env(&b->redzone_bytes));
   b->debug_sync = read_flag_env("ATLAS_DEBUG_SYNC");
   memset(&b->faults, 0, sizeof(b->faults));
+  ATLAS_RETURN_IF_ERROR(read_fault_env(&b->faults));
   b->poison_active = false;
   b->poison_lo = b->poison_hi = 0;
   ATLAS_RETURN_IF_ERROR(atlas_ledger_create(&b->ledger));
@@ -137,7 +184,10 @@ atlas_status atlas_backend_base_alloc(atlas_backend *b, size_t bytes,
                              site.func);
   }
   ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
-      atlas_backend_base_fault_check(b, ATLAS_FAULT_ALLOC, "allocation"),
+      kind == ATLAS_MEM_PINNED_HOST
+          ? atlas_backend_base_fault_check(b, ATLAS_FAULT_HOST_ALLOC,
+                                           "host allocation")
+          : atlas_backend_base_fault_check(b, ATLAS_FAULT_ALLOC, "allocation"),
       "%s:%d (%s)", site.file, site.line, site.func));
   size_t pad = b->redzone_bytes;
   if (bytes > SIZE_MAX - pad) {

@@ -1,7 +1,9 @@
 // Multi-threaded staged upload (see weight_upload.h).
 #include "atlas/runtime/weight_upload.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,9 +39,12 @@ typedef struct run_state {
   size_t chunk_count;
   size_t next;            // next chunk to claim (atomic)
   uint64_t done_bytes;    // (atomic)
-  pthread_mutex_t mutex;  // guards error
+  pthread_mutex_t mutex;  // guards error and the first non-finite element
   atlas_status error;     // first failure
   int failed;             // (atomic) stop claiming
+  size_t bad_job;         // lowest job with a non-finite element (or count)
+  uint64_t bad_index;     // its lowest such element
+  int bad_is_nan;
 } run_state;
 
 typedef struct worker {
@@ -58,6 +63,72 @@ static void fail(run_state *rs, atlas_status status) {
   __atomic_store_n(&rs->failed, 1, __ATOMIC_RELAXED);
 }
 
+// Reads a chunk of a file job straight into staging.
+static atlas_status read_chunk(const atlas_upload_job *job, const chunk *c,
+                               void *dst) {
+  size_t done = 0;
+  uint64_t at = job->file_offset + c->offset;
+  while (done < c->bytes) {
+    ssize_t n = pread(job->fd, (char *)dst + done, c->bytes - done,
+                      (off_t)(at + done));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n < 0) {
+      return atlas_status_make(ATLAS_STATUS_IO, "%s: reading %s: %s",
+                               job->file ? job->file : "?",
+                               job->what ? job->what : "weights",
+                               strerror(errno));
+    }
+    if (n == 0) {
+      return atlas_status_make(
+          ATLAS_STATUS_DATA_LOSS,
+          "%s: the file ended at byte %llu while reading %s (bytes %llu..%llu):"
+          " it changed size during the load",
+          job->file ? job->file : "?", (unsigned long long)(at + done),
+          job->what ? job->what : "weights", (unsigned long long)at,
+          (unsigned long long)(at + c->bytes));
+    }
+    done += (size_t)n;
+  }
+  return ATLAS_OK;
+}
+
+static bool bad_is_nan(const unsigned char *p, atlas_scan_finite finite) {
+  switch (finite) {
+    case ATLAS_SCAN_FINITE_F32:
+      return ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+              (uint32_t)(p[3] & 0x7f) << 24) > 0x7f800000u;
+    case ATLAS_SCAN_FINITE_F16:
+      return ((uint32_t)p[0] | (uint32_t)(p[1] & 0x7f) << 8) > 0x7c00u;
+    case ATLAS_SCAN_FINITE_BF16:
+      return ((uint32_t)p[0] | (uint32_t)(p[1] & 0x7f) << 8) > 0x7f80u;
+    case ATLAS_SCAN_FINITE_NONE:
+      break;
+  }
+  return false;
+}
+
+// Digest and NaN/Inf scan of a staged chunk.
+static void scan_chunk(run_state *rs, const chunk *c, const void *staged) {
+  const atlas_upload_job *job = &rs->jobs[c->job];
+  if (job->digest == NULL && job->finite == ATLAS_SCAN_FINITE_NONE) return;
+  uint64_t first_bad = UINT64_MAX;
+  uint64_t d = atlas_weight_scan(staged, c->bytes, c->offset, job->finite,
+                                 &first_bad);
+  if (job->digest != NULL) __atomic_add_fetch(job->digest, d, __ATOMIC_RELAXED);
+  if (first_bad == UINT64_MAX) return;
+  size_t elem = job->finite == ATLAS_SCAN_FINITE_F32 ? 4 : 2;
+  const unsigned char *p =
+      (const unsigned char *)staged + (first_bad * elem - c->offset);
+  pthread_mutex_lock(&rs->mutex);
+  if (c->job < rs->bad_job ||
+      (c->job == rs->bad_job && first_bad < rs->bad_index)) {
+    rs->bad_job = c->job;
+    rs->bad_index = first_bad;
+    rs->bad_is_nan = bad_is_nan(p, job->finite);
+  }
+  pthread_mutex_unlock(&rs->mutex);
+}
+
 // Fills staging buffers and queues copies until no chunk is left.
 static atlas_status pump(run_state *rs, lane *l, bool is_reporter) {
   atlas_uploader *u = rs->u;
@@ -74,7 +145,12 @@ static atlas_status pump(run_state *rs, lane *l, bool is_reporter) {
           atlas_backend_event_synchronize(u->backend, l->events[slot]));
     }
     l->used++;
-    memcpy(l->staging[slot], (const char *)job->src + c->offset, c->bytes);
+    if (job->src != NULL) {
+      memcpy(l->staging[slot], (const char *)job->src + c->offset, c->bytes);
+    } else {
+      ATLAS_RETURN_IF_ERROR(read_chunk(job, c, l->staging[slot]));
+    }
+    if (!u->options.skip_scan) scan_chunk(rs, c, l->staging[slot]);
     ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
         atlas_backend_h2d_async_retained(u->backend,
                                          (char *)job->dst + c->offset,
@@ -153,6 +229,10 @@ atlas_status atlas_uploader_create(atlas_backend *backend,
   if (staging_bytes_hint != 0 && staging_bytes_hint < u->staging_bytes) {
     u->staging_bytes = staging_bytes_hint;
   }
+  // Chunks start at multiples of the staging size within a job; digests
+  // need them at multiples of the scan block.
+  u->staging_bytes = (u->staging_bytes + ATLAS_SCAN_BLOCK_BYTES - 1) /
+                     ATLAS_SCAN_BLOCK_BYTES * ATLAS_SCAN_BLOCK_BYTES;
   u->threads = u->options.threads > 0 ? u->options.threads : default_threads();
   if (u->threads > kMaxThreads) u->threads = kMaxThreads;
   u->buffers = u->options.buffers_per_thread > 0 ? u->options.buffers_per_thread : 3;
@@ -179,9 +259,19 @@ atlas_status atlas_uploader_run(atlas_uploader *u, const atlas_upload_job *jobs,
   size_t chunk_bytes = u->staging_bytes;
   size_t count = 0;
   for (size_t j = 0; j < job_count; ++j) {
-    count += (jobs[j].bytes + chunk_bytes - 1) / chunk_bytes;
+    if (jobs[j].src == NULL && jobs[j].bytes != 0 && jobs[j].fd < 0) {
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "upload: job %s has neither a source buffer "
+                               "nor a file",
+                               jobs[j].what ? jobs[j].what : "?");
+    }
+    count += jobs[j].bytes / chunk_bytes + (jobs[j].bytes % chunk_bytes != 0);
   }
   if (count == 0) return ATLAS_OK;
+  if (count > SIZE_MAX / sizeof(chunk)) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "upload: %zu chunks cannot be planned", count);
+  }
   chunk *chunks = malloc(count * sizeof(chunk));
   if (chunks == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -198,7 +288,7 @@ atlas_status atlas_uploader_run(atlas_uploader *u, const atlas_upload_job *jobs,
   if ((size_t)threads > count) threads = (int)count;
   if (threads < 1) threads = 1;
   run_state rs = {u, jobs, chunks, count, 0, 0, PTHREAD_MUTEX_INITIALIZER,
-                  ATLAS_OK, 0};
+                  ATLAS_OK, 0, job_count, 0, 0};
   worker workers[kMaxThreads];
   pthread_t tids[kMaxThreads];
   memset(workers, 0, sizeof(workers));
@@ -215,6 +305,15 @@ atlas_status atlas_uploader_run(atlas_uploader *u, const atlas_upload_job *jobs,
   for (int t = 1; t < started; ++t) pthread_join(tids[t], NULL);
   pthread_mutex_destroy(&rs.mutex);
   free(chunks);
+  if (rs.error == ATLAS_OK && rs.bad_job < job_count) {
+    const atlas_upload_job *job = &jobs[rs.bad_job];
+    return atlas_status_make(
+        ATLAS_STATUS_DATA_LOSS,
+        "%s: tensor %s holds a non-finite weight: element %llu is %s (NaN and "
+        "Inf weights are refused: they would make every logit NaN)",
+        job->file ? job->file : "(memory)", job->what ? job->what : "?",
+        (unsigned long long)rs.bad_index, rs.bad_is_nan ? "NaN" : "Inf");
+  }
   return rs.error;
 }
 
@@ -226,7 +325,7 @@ atlas_status atlas_upload_run(atlas_backend *backend,
                                                          : (2u << 20);
   for (size_t j = 0; j < job_count; ++j) {
     if (jobs[j].bytes > largest) largest = jobs[j].bytes;
-    total_chunks += (jobs[j].bytes + chunk - 1) / chunk;
+    total_chunks += jobs[j].bytes / chunk + (jobs[j].bytes % chunk != 0);
   }
   if (total_chunks == 0) return ATLAS_OK;
   atlas_upload_options o;

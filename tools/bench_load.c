@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -70,11 +71,12 @@ static void free_all(atlas_backend *b, tensors *t) {
 // GB/s of one upload. With `kept`, the staging was made beforehand (an
 // uploader kept across loads); otherwise the run makes and frees it.
 static double time_upload(atlas_backend *b, tensors *t, int threads,
-                          size_t chunk, bool kept) {
+                          size_t chunk, bool kept, bool skip_scan) {
   atlas_upload_options o;
   memset(&o, 0, sizeof(o));
   o.threads = threads;
   o.chunk_bytes = chunk;
+  o.skip_scan = skip_scan;
   atlas_uploader *u = NULL;
   if (kept && check(atlas_uploader_create(b, &o, 0, &u), "uploader")) return -1;
   double t0 = now_s();
@@ -202,10 +204,81 @@ static int swap_times(const char *dir, uint64_t bytes) {
   return rc;
 }
 
-// Adds one tensor to the upload list.
-static void add_tensor(tensors *t, const atlas_safetensors_tensor *st) {
-  t->jobs[t->count++] = (atlas_upload_job){NULL, st->data, st->bytes, st->name};
-  t->bytes += st->bytes;
+// Adds one tensor to the upload list: read with pread, scanned (the load
+// path since the switch from mmap).
+static void add_tensor(tensors *t, const atlas_safetensors_tensor *st,
+                       const atlas_safetensors *file) {
+  atlas_checkpoint_tensor ct = {st, file, atlas_safetensors_path(file)};
+  if (atlas_checkpoint_upload_job(&ct, NULL, &t->jobs[t->count]) == ATLAS_OK) {
+    t->count++;
+    t->bytes += st->bytes;
+  }
+}
+
+// The same jobs reading from an mmap of each file (the load path before the
+// switch to pread), for a side-by-side figure. Maps stay until exit.
+static int map_sources(const tensors *t, atlas_upload_job *out) {
+  for (size_t i = 0; i < t->count; ++i) {
+    out[i] = t->jobs[i];
+    out[i].digest = NULL;
+    out[i].finite = ATLAS_SCAN_FINITE_NONE;
+  }
+  for (size_t i = 0; i < t->count; ++i) {
+    if (out[i].src != NULL) continue;
+    struct stat st;
+    if (fstat(out[i].fd, &st) != 0 || st.st_size == 0) return 1;
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE,
+                     out[i].fd, 0);
+    if (map == MAP_FAILED) return 1;
+    for (size_t j = i; j < t->count; ++j) {
+      if (out[j].src == NULL && out[j].fd == out[i].fd) {
+        out[j].src = (const char *)map + out[j].file_offset;
+      }
+    }
+  }
+  return 0;
+}
+
+// mmap vs pread, scan off vs on, at the default 8 threads x 2 MiB, kept
+// staging: best of 3 each. What the switch to pread and the NaN/digest scan
+// cost.
+static int compare_sources(atlas_backend *b, tensors *t) {
+  atlas_upload_job *mapped = calloc(t->count ? t->count : 1, sizeof(*mapped));
+  if (mapped == NULL || map_sources(t, mapped) != 0) {
+    free(mapped);
+    fprintf(stderr, "bench load: cannot map the files\n");
+    return 1;
+  }
+  tensors m = {mapped, t->count, t->bytes};
+  struct {
+    const char *name;
+    tensors *t;
+    bool skip_scan;
+  } rows[] = {
+      {"mmap + memcpy, no scan (before)", &m, true},
+      {"pread, no scan", t, true},
+      {"pread + NaN/Inf + digest scan (now)", t, false},
+      {"mmap + memcpy + scan", &m, false},
+  };
+  double best[4] = {0, 0, 0, 0};
+  for (int rep = 0; rep < 3; ++rep) {
+    for (int r = 0; r < 4; ++r) {
+      double g = time_upload(b, rows[r].t, 8, 2u << 20, true, rows[r].skip_scan);
+      if (g < 0) {
+        free(mapped);
+        return 1;
+      }
+      if (g > best[r]) best[r] = g;
+    }
+  }
+  printf("%-44s %10s  (8 threads, 2 MiB, kept staging, best of 3)\n",
+         "source", "GB/s");
+  for (int r = 0; r < 4; ++r) printf("%-44s %10.2f\n", rows[r].name, best[r]);
+  printf("scan cost on the pread path: %.1f%% of load time; pread vs mmap: "
+         "%.3fx\n",
+         100.0 * (best[1] / best[2] - 1.0), best[1] / best[0]);
+  free(mapped);
+  return 0;
 }
 
 int atlas_bench_load(const atlas_bench_load_options *options) {
@@ -232,9 +305,9 @@ int atlas_bench_load(const atlas_bench_load_options *options) {
     if (ck != NULL) {
       atlas_checkpoint_tensor ct;
       atlas_checkpoint_tensor_at(ck, i, &ct);
-      add_tensor(&t, ct.tensor);
+      add_tensor(&t, ct.tensor, ct.shard);
     } else {
-      add_tensor(&t, atlas_safetensors_at(file, i));
+      add_tensor(&t, atlas_safetensors_at(file, i), file);
     }
   }
   if (ck != NULL) {
@@ -264,7 +337,7 @@ int atlas_bench_load(const atlas_bench_load_options *options) {
   for (size_t ti = 0; rc == 0 && ti < sizeof(threads) / sizeof(threads[0]); ++ti) {
     for (size_t ci = 0; rc == 0 && ci < sizeof(chunks) / sizeof(chunks[0]); ++ci) {
       for (int kept = 0; kept < 2; ++kept) {
-        double gbs = time_upload(b, &t, threads[ti], chunks[ci], kept);
+        double gbs = time_upload(b, &t, threads[ti], chunks[ci], kept, false);
         if (gbs < 0) {
           rc = 1;
           break;
@@ -280,7 +353,14 @@ int atlas_bench_load(const atlas_bench_load_options *options) {
       }
     }
   }
-  double pageable = rc == 0 ? time_pageable(b, &t) : -1;
+  if (rc == 0) rc = compare_sources(b, &t);
+  double pageable = -1;
+  atlas_upload_job *mapped = calloc(t.count ? t.count : 1, sizeof(*mapped));
+  if (rc == 0 && mapped != NULL && map_sources(&t, mapped) == 0) {
+    tensors m = {mapped, t.count, t.bytes};
+    pageable = time_pageable(b, &m);
+  }
+  free(mapped);
   free_all(b, &t);
   double pinned = rc == 0 ? time_pinned(b, t.bytes) : -1;
   printf("%-44s %10.2f\n", "naive pageable h2d per tensor", pageable);

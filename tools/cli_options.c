@@ -1,6 +1,7 @@
 #include "atlas/tools/cli_options.h"
 
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -210,11 +211,11 @@ atlas_status atlas_cli_parse_double(const char *option, const char *value,
   char *end = NULL;
   errno = 0;
   double v = strtod(value, &end);
-  // v == v rejects NaN.
-  if (errno != 0 || end == value || *end != '\0' || !(v == v) || v < min) {
+  // "nan", "inf" and friends are refused: no flag means them.
+  if (errno != 0 || end == value || *end != '\0' || !isfinite(v) || v < min) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s wants a number >= %g, not '%s'", option, min,
-                             value);
+                             "%s wants a number >= %g, not '%s'", option,
+                             min, value);
   }
   *out_value = v;
   return ATLAS_OK;

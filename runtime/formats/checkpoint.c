@@ -8,6 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "atlas/runtime/formats/file_read.h"
+#include "atlas/runtime/formats/json_words.h"
+
 // The index is a small JSON file; anything this big is not one.
 #define MAX_INDEX_BYTES ((long long)100000000)
 
@@ -132,20 +135,26 @@ static bool is_plain_file_name(const char *s) {
 
 static atlas_status load_index(const char *path, json_t **out_map,
                                json_t **out_root) {
-  struct stat st;
-  if (stat(path, &st) == 0 && st.st_size > MAX_INDEX_BYTES) {
-    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
-                             "%s: %lld bytes is too large for a checkpoint "
-                             "index (limit %lld)",
-                             path, (long long)st.st_size, MAX_INDEX_BYTES);
-  }
+  char *text = NULL;
+  size_t size = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_file_read_small(
+      path, "checkpoint index", (uint64_t)MAX_INDEX_BYTES, &text, &size));
   json_error_t error;
-  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &error);
+  json_t *root = json_loadb(text, size, JSON_REJECT_DUPLICATES, &error);
+  free(text);
   if (root == NULL) {
+    if (atlas_json_error_is_oom(&error)) {
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "%s: out of host memory while parsing the "
+                               "checkpoint index",
+                               path);
+    }
+    char qe[ATLAS_QUOTE_BYTES];
     return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                              "%s: not a valid JSON checkpoint index: %s at "
                              "line %d, column %d",
-                             path, error.text, error.line, error.column);
+                             path, atlas_quote(error.text, qe, sizeof(qe)),
+                             error.line, error.column);
   }
   json_t *map = json_is_object(root) ? json_object_get(root, "weight_map")
                                      : NULL;
@@ -182,21 +191,25 @@ static atlas_status shard_names(const char *path, const json_t *map,
   const char *key;
   json_t *value;
   json_object_foreach((json_t *)map, key, value) {
+    char qk[ATLAS_QUOTE_BYTES];
     if (!json_is_string(value)) {
       free(names);
       return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                                "%s: weight_map entry for tensor \"%s\" is not "
                                "a shard file name string",
-                               path, key);
+                               path, atlas_quote(key, qk, sizeof(qk)));
     }
     const char *shard = json_string_value(value);
-    if (!is_plain_file_name(shard)) {
+    if (!is_plain_file_name(shard) ||
+        strlen(shard) != json_string_length(value)) {
       free(names);
-      return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
-                               "%s: weight_map maps tensor \"%s\" to \"%s\", "
-                               "which is not a file name inside the "
-                               "checkpoint directory",
-                               path, key, shard);
+      char qs[ATLAS_QUOTE_BYTES];
+      return atlas_status_make(
+          ATLAS_STATUS_DATA_LOSS,
+          "%s: weight_map maps tensor \"%s\" to \"%s\", which is not a file "
+          "name inside the checkpoint directory",
+          path, atlas_quote(key, qk, sizeof(qk)),
+          atlas_quote_n(shard, json_string_length(value), qs, sizeof(qs)));
     }
     names[i++] = shard;
   }
@@ -234,8 +247,10 @@ static atlas_status open_shards(atlas_checkpoint *ck, const char *const *names,
     atlas_status status = atlas_safetensors_open(path, &ck->shards[i]);
     free(path);
     if (status != ATLAS_OK) {
+      char qs[ATLAS_QUOTE_BYTES];
       return atlas_status_annotate(status, "shard \"%s\" listed in %s",
-                                   names[i], ck->source);
+                                   atlas_quote(names[i], qs, sizeof(qs)),
+                                   ck->source);
     }
     ck->shard_count = i + 1;
   }
@@ -265,11 +280,14 @@ static atlas_status cross_check(atlas_checkpoint *ck, const json_t *map,
     const atlas_safetensors_tensor *t =
         atlas_safetensors_lookup(ck->shards[s], key);
     if (t == NULL) {
+      char qk[ATLAS_QUOTE_BYTES], qs[ATLAS_QUOTE_BYTES], qp[ATLAS_QUOTE_PATH_BYTES];
       return atlas_status_make(
           ATLAS_STATUS_DATA_LOSS,
           "%s: weight_map says tensor \"%s\" is in \"%s\", but %s has no "
           "such tensor (missing tensor)",
-          ck->source, key, shard_name, atlas_safetensors_path(ck->shards[s]));
+          ck->source, atlas_quote(key, qk, sizeof(qk)),
+          atlas_quote(shard_name, qs, sizeof(qs)),
+          atlas_quote_path(atlas_safetensors_path(ck->shards[s]), qp, sizeof(qp)));
     }
     ck->entries[ck->count++] = (entry){t, s};
     ck->data_bytes += t->bytes;
@@ -279,27 +297,31 @@ static atlas_status cross_check(atlas_checkpoint *ck, const json_t *map,
     for (size_t i = 0; i < atlas_safetensors_count(shard); ++i) {
       const char *name = atlas_safetensors_at(shard, i)->name;
       const json_t *mapped = json_object_get(map, name);
+      char qn[ATLAS_QUOTE_BYTES], qp[ATLAS_QUOTE_PATH_BYTES];
+      atlas_quote(name, qn, sizeof(qn));
+      atlas_quote_path(atlas_safetensors_path(shard), qp, sizeof(qp));
       if (mapped == NULL) {
         return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                                  "%s: holds tensor \"%s\", which %s does not "
                                  "list in its weight_map",
-                                 atlas_safetensors_path(shard), name,
-                                 ck->source);
+                                 qp, qn, ck->source);
       }
       size_t owner = find_name(names, ck->shard_count,
                                json_string_value(mapped));
       if (owner >= ck->shard_count) {
         return atlas_status_make(ATLAS_STATUS_INTERNAL,
                                  "%s: shard for tensor \"%s\" was not opened",
-                                 ck->source, name);
+                                 ck->source, qn);
       }
       if (owner != s) {
+        char qo[ATLAS_QUOTE_PATH_BYTES];
         return atlas_status_make(
             ATLAS_STATUS_DATA_LOSS,
             "%s: tensor \"%s\" is in two shards, %s and %s (the index maps it "
             "to the latter)",
-            ck->source, name, atlas_safetensors_path(shard),
-            atlas_safetensors_path(ck->shards[owner]));
+            ck->source, qn, qp,
+            atlas_quote_path(atlas_safetensors_path(ck->shards[owner]), qo,
+                        sizeof(qo)));
       }
     }
   }
@@ -321,9 +343,11 @@ static atlas_status open_sharded(atlas_checkpoint *ck) {
   return status;
 }
 
+// lstat: a dangling link (as the Hugging Face cache makes) is present and
+// then refused by name when opened, not taken for absence.
 static bool exists(const char *path) {
   struct stat st;
-  return stat(path, &st) == 0;
+  return lstat(path, &st) == 0;
 }
 
 atlas_status atlas_checkpoint_open(const char *dir,
@@ -448,4 +472,84 @@ atlas_status atlas_checkpoint_find(const atlas_checkpoint *ck,
 
 uint64_t atlas_checkpoint_data_bytes(const atlas_checkpoint *ck) {
   return ck->data_bytes;
+}
+
+atlas_status atlas_checkpoint_upload_job(const atlas_checkpoint_tensor *t,
+                                         void *dst,
+                                         atlas_upload_job *out_job) {
+  memset(out_job, 0, sizeof(*out_job));
+  const atlas_safetensors_tensor *st = t->tensor;
+  if (st->bytes > (uint64_t)SIZE_MAX) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "%s: tensor of %llu bytes does not fit in memory",
+                             t->path, (unsigned long long)st->bytes);
+  }
+  out_job->dst = dst;
+  out_job->src = st->data;
+  out_job->bytes = (size_t)st->bytes;
+  out_job->what = st->name;
+  out_job->fd = atlas_safetensors_fd(t->shard);
+  out_job->file_offset = st->file_offset;
+  out_job->file = t->path;
+  switch (st->dtype) {
+    case ATLAS_DTYPE_F32: out_job->finite = ATLAS_SCAN_FINITE_F32; break;
+    case ATLAS_DTYPE_F16: out_job->finite = ATLAS_SCAN_FINITE_F16; break;
+    case ATLAS_DTYPE_BF16: out_job->finite = ATLAS_SCAN_FINITE_BF16; break;
+  }
+  out_job->digest = atlas_safetensors_digest_slot(st);
+  return ATLAS_OK;
+}
+
+atlas_status atlas_checkpoint_check_unchanged(const atlas_checkpoint *ck) {
+  atlas_status status = ATLAS_OK;
+  for (size_t i = 0; i < ck->shard_count; ++i) {
+    status = atlas_status_join(status,
+                               atlas_safetensors_check_unchanged(ck->shards[i]));
+  }
+  return status;
+}
+
+uint64_t atlas_checkpoint_file_bytes(const atlas_checkpoint *ck) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < ck->shard_count; ++i) {
+    uint64_t n = atlas_safetensors_file_bytes(ck->shards[i]);
+    total = total + n < total ? UINT64_MAX : total + n;
+  }
+  return total;
+}
+
+atlas_status atlas_checkpoint_snapshot(const atlas_checkpoint *ck,
+                                       atlas_checkpoint **out_copy) {
+  *out_copy = NULL;
+  atlas_checkpoint *copy = new_checkpoint(ck->dir, ck->source);
+  if (copy == NULL) return oom(ck->source);
+  atlas_status status = ATLAS_OK;
+  copy->shards = calloc(ck->shard_count ? ck->shard_count : 1,
+                        sizeof(atlas_safetensors *));
+  copy->entries = calloc(ck->count ? ck->count : 1, sizeof(entry));
+  if (copy->shards == NULL || copy->entries == NULL) status = oom(ck->source);
+  for (size_t i = 0; status == ATLAS_OK && i < ck->shard_count; ++i) {
+    status = atlas_safetensors_snapshot(ck->shards[i], &copy->shards[i]);
+    if (status == ATLAS_OK) copy->shard_count = i + 1;
+  }
+  for (size_t i = 0; status == ATLAS_OK && i < ck->count; ++i) {
+    const entry *e = &ck->entries[i];
+    const atlas_safetensors_tensor *t =
+        atlas_safetensors_lookup(copy->shards[e->shard], e->tensor->name);
+    if (t == NULL) {
+      status = atlas_status_make(ATLAS_STATUS_INTERNAL,
+                                 "%s: a tensor is missing from the copy",
+                                 ck->source);
+      break;
+    }
+    copy->entries[i] = (entry){t, e->shard};
+    copy->count = i + 1;
+  }
+  copy->data_bytes = ck->data_bytes;
+  if (status != ATLAS_OK) {
+    atlas_checkpoint_close(copy);
+    return status;
+  }
+  *out_copy = copy;
+  return ATLAS_OK;
 }

@@ -15,6 +15,7 @@
 
 #include "atlas/runtime/formats/safetensors.h"
 #include "atlas/runtime/status.h"
+#include "atlas/runtime/weight_upload.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -74,6 +75,25 @@ ATLAS_MUST_USE atlas_status atlas_checkpoint_find(const atlas_checkpoint *ck,
 
 // Sum of every tensor's bytes across shards.
 uint64_t atlas_checkpoint_data_bytes(const atlas_checkpoint *ck);
+// Sum of the shards' file sizes (what a snapshot holds in host memory).
+uint64_t atlas_checkpoint_file_bytes(const atlas_checkpoint *ck);
+
+// An upload job for tensor `t` into backend memory `dst`: read with pread
+// from its shard (or copied from its buffer), scanned for NaN/Inf of its
+// dtype, its content digest recorded in the checkpoint.
+ATLAS_MUST_USE atlas_status atlas_checkpoint_upload_job(const atlas_checkpoint_tensor *t,
+                                         void *dst, atlas_upload_job *out_job);
+
+// After a load: FAILED_PRECONDITION naming each shard that changed size or
+// was written since it was opened.
+ATLAS_MUST_USE atlas_status atlas_checkpoint_check_unchanged(const atlas_checkpoint *ck);
+
+// A copy of every shard in host memory, proven to hold the bytes earlier
+// loads read (atlas_safetensors_snapshot): a source for reloading the same
+// weights bit for bit even if the files are then overwritten, truncated or
+// deleted. Refuses (naming file and tensor) when they already changed.
+ATLAS_MUST_USE atlas_status atlas_checkpoint_snapshot(const atlas_checkpoint *ck,
+                                       atlas_checkpoint **out_copy);
 
 #ifdef __cplusplus
 }  // extern "C"

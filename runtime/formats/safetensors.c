@@ -6,20 +6,27 @@
 #include <fcntl.h>
 #include <jansson.h>
 
+#include "atlas/runtime/formats/file_read.h"
 #include "atlas/runtime/formats/json_words.h"
+#include "atlas/runtime/weight_scan.h"
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 struct atlas_safetensors {
   char *path;
-  const uint8_t *base;  // whole file or buffer
+  const uint8_t *base;  // the buffer; NULL for a file (read with pread)
   uint64_t size;
-  void *map;  // non-NULL when we own an mmap of `size` bytes
+  int fd;  // >= 0 for a file: kept open so its data stays readable
+  atlas_file_identity identity;  // what the file was when opened
+  void *owned;  // a buffer this object frees (a snapshot), or NULL
+  // Content digests of tensors read through a digest slot (weight_scan.h),
+  // and which tensors have one: what a snapshot is checked against.
+  uint64_t *digests;
+  unsigned char *digested;
   uint64_t data_start;  // 8 + header length
   uint64_t data_bytes;
   atlas_safetensors_tensor *tensors;  // file order
@@ -104,7 +111,10 @@ void atlas_safetensors_close(atlas_safetensors *file) {
   }
   free(file->meta_keys);
   free(file->meta_values);
-  if (file->map != NULL) munmap(file->map, (size_t)file->size);
+  if (file->fd >= 0) close(file->fd);
+  free(file->owned);
+  free(file->digests);
+  free(file->digested);
   free(file->path);
   free(file);
 }
@@ -133,6 +143,7 @@ static bool get_u64(const json_t *v, uint64_t *out) {
 
 static atlas_status parse_dtype(const char *path, const char *tensor,
                                 const json_t *v, atlas_dtype *out) {
+  char qd[ATLAS_QUOTE_BYTES];
   if (!json_is_string(v)) {
     return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                              "%s: tensor \"%s\": dtype is %s, not a string",
@@ -154,7 +165,9 @@ static atlas_status parse_dtype(const char *path, const char *tensor,
   return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                            "%s: tensor \"%s\" has unknown dtype \"%s\" (not a "
                            "safetensors dtype)",
-                           path, tensor, name);
+                           path, tensor,
+                           atlas_quote_n(name, json_string_length(v), qd,
+                                         sizeof(qd)));
 }
 
 static atlas_status parse_shape(const char *path, const char *tensor,
@@ -213,10 +226,12 @@ static atlas_status parse_shape(const char *path, const char *tensor,
 }
 
 // Parses one tensor entry; sets begin/end (relative to the data region).
-static atlas_status parse_tensor(const char *path, const char *name,
+static atlas_status parse_tensor(const char *path, const char *raw_name,
                                  const json_t *v, uint64_t data_size,
                                  atlas_safetensors_tensor *t, uint64_t *begin,
                                  uint64_t *end) {
+  char name[ATLAS_QUOTE_BYTES];  // the name as messages show it
+  atlas_quote(raw_name, name, sizeof(name));
   if (!json_is_object(v)) {
     return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                              "%s: tensor \"%s\" is described by %s, not an "
@@ -228,10 +243,11 @@ static atlas_status parse_tensor(const char *path, const char *name,
   json_object_foreach((json_t *)v, key, field) {
     if (strcmp(key, "dtype") != 0 && strcmp(key, "shape") != 0 &&
         strcmp(key, "data_offsets") != 0) {
+      char qk[ATLAS_QUOTE_BYTES];
       return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                                "%s: tensor \"%s\" has unexpected field \"%s\" "
                                "(expected dtype, shape, data_offsets)",
-                               path, name, key);
+                               path, name, atlas_quote(key, qk, sizeof(qk)));
     }
   }
   static const char *const kFields[] = {"dtype", "shape", "data_offsets"};
@@ -284,6 +300,34 @@ static atlas_status parse_tensor(const char *path, const char *name,
   return ATLAS_OK;
 }
 
+typedef struct meta_pair {
+  char *key;
+  char *value;
+} meta_pair;
+
+static int compare_meta(const void *a, const void *b) {
+  return strcmp(((const meta_pair *)a)->key, ((const meta_pair *)b)->key);
+}
+
+// Sorts keys and values together: n log n (a header may hold a million keys
+// within the size cap; an insertion sort took days on those).
+static atlas_status sort_metadata(const char *path, atlas_safetensors *file) {
+  size_t n = file->meta_count;
+  if (n < 2) return ATLAS_OK;
+  meta_pair *pairs = malloc(n * sizeof(*pairs));
+  if (pairs == NULL) return oom(path);
+  for (size_t i = 0; i < n; ++i) {
+    pairs[i] = (meta_pair){file->meta_keys[i], file->meta_values[i]};
+  }
+  qsort(pairs, n, sizeof(*pairs), compare_meta);
+  for (size_t i = 0; i < n; ++i) {
+    file->meta_keys[i] = pairs[i].key;
+    file->meta_values[i] = pairs[i].value;
+  }
+  free(pairs);
+  return ATLAS_OK;
+}
+
 static atlas_status parse_metadata(const char *path, const json_t *v,
                                    atlas_safetensors *file) {
   if (!json_is_object(v)) {
@@ -300,10 +344,12 @@ static atlas_status parse_metadata(const char *path, const json_t *v,
   json_t *value;
   json_object_foreach((json_t *)v, key, value) {
     if (!json_is_string(value)) {
+      char qk[ATLAS_QUOTE_BYTES];
       return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                                "%s: __metadata__ value for key \"%s\" is %s; "
                                "metadata must map strings to strings",
-                               path, key, atlas_json_type_word(value));
+                               path, atlas_quote(key, qk, sizeof(qk)),
+                               atlas_json_type_word(value));
     }
     size_t i = file->meta_count;
     file->meta_keys[i] = dup_string(key);
@@ -315,20 +361,7 @@ static atlas_status parse_metadata(const char *path, const json_t *v,
     }
     file->meta_count = i + 1;
   }
-  // Insertion sort: metadata is tiny, and a sort keeps lookups simple.
-  for (size_t i = 1; i < file->meta_count; ++i) {
-    for (size_t j = i; j > 0 && strcmp(file->meta_keys[j - 1],
-                                       file->meta_keys[j]) > 0;
-         --j) {
-      char *k = file->meta_keys[j];
-      char *val = file->meta_values[j];
-      file->meta_keys[j] = file->meta_keys[j - 1];
-      file->meta_values[j] = file->meta_values[j - 1];
-      file->meta_keys[j - 1] = k;
-      file->meta_values[j - 1] = val;
-    }
-  }
-  return ATLAS_OK;
+  return sort_metadata(path, file);
 }
 
 typedef struct span {
@@ -356,15 +389,20 @@ static int compare_by_name(const void *a, const void *b) {
 static atlas_status check_coverage(const char *path, const span *spans,
                                    size_t count, uint64_t data_size) {
   uint64_t expected = 0;
+  char qa[ATLAS_QUOTE_BYTES], qb[ATLAS_QUOTE_BYTES];
   for (size_t i = 0; i < count; ++i) {
     const span *s = &spans[i];
+    if (s->begin != expected) {
+      atlas_quote(s->name, qa, sizeof(qa));
+      atlas_quote(i > 0 ? spans[i - 1].name : "", qb, sizeof(qb));
+    }
     if (s->begin < expected) {
       return atlas_status_make(
           ATLAS_STATUS_DATA_LOSS,
           "%s: tensor \"%s\" (bytes %llu..%llu) overlaps tensor \"%s\" "
           "(which ends at %llu)",
-          path, s->name, (unsigned long long)s->begin,
-          (unsigned long long)s->end, spans[i - 1].name,
+          path, qa, (unsigned long long)s->begin,
+          (unsigned long long)s->end, qb,
           (unsigned long long)expected);
     }
     if (s->begin > expected) {
@@ -373,15 +411,15 @@ static atlas_status check_coverage(const char *path, const span *spans,
             ATLAS_STATUS_DATA_LOSS,
             "%s: gap of %llu unused bytes at the start of the data region "
             "(the first tensor, \"%s\", begins at %llu, not 0)",
-            path, (unsigned long long)s->begin, s->name,
+            path, (unsigned long long)s->begin, qa,
             (unsigned long long)s->begin);
       }
       return atlas_status_make(
           ATLAS_STATUS_DATA_LOSS,
           "%s: gap of %llu unused bytes between tensor \"%s\" (ends at %llu) "
           "and tensor \"%s\" (begins at %llu)",
-          path, (unsigned long long)(s->begin - expected), spans[i - 1].name,
-          (unsigned long long)expected, s->name,
+          path, (unsigned long long)(s->begin - expected), qb,
+          (unsigned long long)expected, qa,
           (unsigned long long)s->begin);
     }
     expected = s->end;
@@ -451,6 +489,14 @@ static atlas_status load_header_json(const char *path, const uint8_t *header,
   json_t *root = json_loadb((const char *)header, (size_t)n,
                             JSON_REJECT_DUPLICATES, &error);
   if (root == NULL) {
+    if (atlas_json_error_is_oom(&error)) {
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "%s: out of host memory while parsing the "
+                               "%llu-byte JSON header",
+                               path, (unsigned long long)n);
+    }
+    char qe[ATLAS_QUOTE_BYTES];
+    atlas_quote(error.text, qe, sizeof(qe));
     const char *hint = "";
     if (strstr(error.text, "duplicate") != NULL) {
       hint = " (duplicate names are not allowed)";
@@ -461,7 +507,7 @@ static atlas_status load_header_json(const char *path, const uint8_t *header,
     return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                              "%s: header is not valid JSON: %s at line %d, "
                              "column %d%s",
-                             path, error.text, error.line, error.column, hint);
+                             path, qe, error.line, error.column, hint);
   }
   if (!json_is_object(root)) {
     json_decref(root);
@@ -480,7 +526,12 @@ static atlas_status adopt_tensors(const char *path,
                                   atlas_safetensors *file) {
   file->tensors = calloc(count, sizeof(atlas_safetensors_tensor));
   file->by_name = calloc(count, sizeof(const atlas_safetensors_tensor *));
-  if (file->tensors == NULL || file->by_name == NULL) return oom(path);
+  file->digests = calloc(count, sizeof(uint64_t));
+  file->digested = calloc(count, 1);
+  if (file->tensors == NULL || file->by_name == NULL ||
+      file->digests == NULL || file->digested == NULL) {
+    return oom(path);
+  }
   for (size_t i = 0; i < count; ++i) {
     atlas_safetensors_tensor *t = &file->tensors[i];
     *t = parsed[spans[i].index];
@@ -488,7 +539,8 @@ static atlas_status adopt_tensors(const char *path,
     if (t->name == NULL) return oom(path);
     file->count = i + 1;
     t->file_offset = file->data_start + spans[i].begin;
-    t->data = file->base + t->file_offset;
+    t->data = file->base != NULL ? file->base + t->file_offset : NULL;
+    t->file = file;
     file->by_name[i] = t;
   }
   qsort(file->by_name, count, sizeof(const atlas_safetensors_tensor *),
@@ -540,36 +592,28 @@ static atlas_status parse_entries(const char *path, const json_t *root,
   return status;
 }
 
-atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
-                                            const char *name_for_errors,
-                                            atlas_safetensors **out_file) {
-  if (out_file == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_safetensors_parse_buffer: out_file is NULL");
-  }
-  *out_file = NULL;
-  const char *path = name_for_errors != NULL ? name_for_errors : "<buffer>";
-  if (data == NULL && size != 0) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: buffer is NULL", path);
-  }
-  const uint8_t *base = data;
-  uint64_t header_len = 0;
-  ATLAS_RETURN_IF_ERROR(check_header_length(path, base, size, &header_len));
+// Parses a header already read. `base` is the buffer holding the whole file
+// (data is read from it) or NULL for a file read with pread.
+static atlas_status parse_header(const char *path, const uint8_t *header,
+                                 uint64_t header_len, uint64_t size,
+                                 const uint8_t *base,
+                                 atlas_safetensors **out_file) {
+  char qpath[ATLAS_QUOTE_PATH_BYTES];  // the path as messages show it
+  atlas_quote_path(path, qpath, sizeof(qpath));
   json_t *root = NULL;
-  ATLAS_RETURN_IF_ERROR(load_header_json(path, base + 8, header_len, &root));
-
+  ATLAS_RETURN_IF_ERROR(load_header_json(qpath, header, header_len, &root));
   atlas_safetensors *file = calloc(1, sizeof(*file));
   if (file == NULL || (file->path = dup_string(path)) == NULL) {
     free(file);
     json_decref(root);
-    return oom(path);
+    return oom(qpath);
   }
+  file->fd = -1;
   file->base = base;
   file->size = size;
   file->data_start = 8 + header_len;
   file->data_bytes = size - file->data_start;
-  atlas_status status = parse_entries(path, root, file);
+  atlas_status status = parse_entries(qpath, root, file);
   json_decref(root);
   if (status != ATLAS_OK) {
     atlas_safetensors_close(file);
@@ -579,6 +623,27 @@ atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
   return ATLAS_OK;
 }
 
+atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
+                                            const char *name_for_errors,
+                                            atlas_safetensors **out_file) {
+  if (out_file == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_safetensors_parse_buffer: out_file is NULL");
+  }
+  *out_file = NULL;
+  const char *path = name_for_errors != NULL ? name_for_errors : "<buffer>";
+  char qpath[ATLAS_QUOTE_PATH_BYTES];
+  atlas_quote_path(path, qpath, sizeof(qpath));
+  if (data == NULL && size != 0) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: buffer is NULL", qpath);
+  }
+  const uint8_t *base = data != NULL ? data : (const uint8_t *)"";
+  uint64_t header_len = 0;
+  ATLAS_RETURN_IF_ERROR(check_header_length(qpath, base, size, &header_len));
+  return parse_header(path, base + 8, header_len, size, base, out_file);
+}
+
 atlas_status atlas_safetensors_open(const char *path,
                                     atlas_safetensors **out_file) {
   if (out_file == NULL || path == NULL) {
@@ -586,46 +651,141 @@ atlas_status atlas_safetensors_open(const char *path,
                              "atlas_safetensors_open: path or out_file is NULL");
   }
   *out_file = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    return atlas_status_make(
-        err == ENOENT ? ATLAS_STATUS_NOT_FOUND : ATLAS_STATUS_IO,
-        "%s: cannot open: %s", path, strerror(err));
+  int fd = -1;
+  atlas_file_identity id;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_file_open_regular(path, "safetensors file", &fd, &id));
+  char qpath[ATLAS_QUOTE_PATH_BYTES];
+  atlas_quote_path(path, qpath, sizeof(qpath));
+  // Only the header is read now; tensor data is read with pread when used.
+  uint8_t prefix[8] = {0};
+  size_t got = id.size < 8 ? (size_t)id.size : 8;
+  atlas_status status = atlas_file_pread_exact(fd, path, prefix, got, 0);
+  uint64_t header_len = 0;
+  if (status == ATLAS_OK) {
+    status = check_header_length(qpath, prefix, id.size, &header_len);
   }
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    close(fd);
-    return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot stat: %s", path,
-                             strerror(err));
+  uint8_t *header = NULL;
+  if (status == ATLAS_OK) {
+    header = malloc((size_t)header_len);
+    if (header == NULL) status = oom(qpath);
   }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: not a regular file", path);
+  if (status == ATLAS_OK) {
+    status = atlas_file_pread_exact(fd, path, header, (size_t)header_len, 8);
   }
-  size_t size = (size_t)st.st_size;
-  void *map = NULL;
-  if (size > 0) {
-    map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) {
-      int err = errno;
-      close(fd);
-      return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot mmap %zu bytes: %s",
-                               path, size, strerror(err));
-    }
-  }
-  close(fd);  // the mapping keeps the file alive
   atlas_safetensors *file = NULL;
-  atlas_status status = atlas_safetensors_parse_buffer(
-      map != NULL ? map : (const void *)"", size, path, &file);
+  if (status == ATLAS_OK) {
+    status = parse_header(path, header, header_len, id.size, NULL, &file);
+  }
+  free(header);
   if (status != ATLAS_OK) {
-    if (map != NULL) munmap(map, size);
+    close(fd);
     return status;
   }
-  file->map = map;
+  file->fd = fd;
+  file->identity = id;
   *out_file = file;
+  return ATLAS_OK;
+}
+
+int atlas_safetensors_fd(const atlas_safetensors *file) { return file->fd; }
+
+atlas_status atlas_safetensors_read(const atlas_safetensors_tensor *tensor,
+                                    uint64_t offset, uint64_t bytes,
+                                    void *dst) {
+  const atlas_safetensors *file = tensor->file;
+  if (offset > tensor->bytes || bytes > tensor->bytes - offset) {
+    char q[ATLAS_QUOTE_BYTES];
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "tensor \"%s\": bytes [%llu, +%llu) are out of "
+                             "range (it has %llu)",
+                             atlas_quote(tensor->name, q, sizeof(q)),
+                             (unsigned long long)offset,
+                             (unsigned long long)bytes,
+                             (unsigned long long)tensor->bytes);
+  }
+  if (tensor->data != NULL || file == NULL || file->fd < 0) {
+    if (tensor->data == NULL) {
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "tensor has neither data nor a file");
+    }
+    memcpy(dst, (const uint8_t *)tensor->data + offset, (size_t)bytes);
+    return ATLAS_OK;
+  }
+  return atlas_file_pread_exact(file->fd, file->path, dst, (size_t)bytes,
+                                tensor->file_offset + offset);
+}
+
+uint64_t *atlas_safetensors_digest_slot(const atlas_safetensors_tensor *tensor) {
+  const atlas_safetensors *file = tensor->file;
+  if (file == NULL || file->digests == NULL) return NULL;
+  size_t i = (size_t)(tensor - file->tensors);
+  if (i >= file->count) return NULL;
+  // Each slot is written by one load at a time (a reload starts it over).
+  file->digested[i] = 1;
+  file->digests[i] = 0;
+  return &file->digests[i];
+}
+
+atlas_status atlas_safetensors_check_unchanged(const atlas_safetensors *file) {
+  if (file->fd < 0) return ATLAS_OK;
+  return atlas_file_check_unchanged(file->fd, file->path, &file->identity);
+}
+
+atlas_status atlas_safetensors_snapshot(const atlas_safetensors *file,
+                                        atlas_safetensors **out_copy) {
+  *out_copy = NULL;
+  char qpath[ATLAS_QUOTE_PATH_BYTES];
+  atlas_quote_path(file->path, qpath, sizeof(qpath));
+  if (file->size > (uint64_t)SIZE_MAX) return oom(qpath);
+  uint8_t *bytes = malloc(file->size > 0 ? (size_t)file->size : 1);
+  if (bytes == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "%s: no host memory for a %llu-byte copy",
+                             qpath, (unsigned long long)file->size);
+  }
+  atlas_status status = ATLAS_OK;
+  if (file->fd >= 0) {
+    status = atlas_safetensors_check_unchanged(file);
+    if (status == ATLAS_OK) {
+      status = atlas_file_pread_exact(file->fd, file->path, bytes,
+                                      (size_t)file->size, 0);
+    }
+    if (status == ATLAS_OK) status = atlas_safetensors_check_unchanged(file);
+  } else {
+    memcpy(bytes, file->base, (size_t)file->size);
+  }
+  atlas_safetensors *copy = NULL;
+  if (status == ATLAS_OK) {
+    status = atlas_safetensors_parse_buffer(bytes, (size_t)file->size,
+                                            file->path, &copy);
+  }
+  // The copy must hold the very bytes the loads digested.
+  for (size_t i = 0; status == ATLAS_OK && i < file->count; ++i) {
+    if (!file->digested[i]) continue;
+    const atlas_safetensors_tensor *t = &file->tensors[i];
+    const atlas_safetensors_tensor *c = atlas_safetensors_lookup(copy, t->name);
+    uint64_t d = c == NULL || c->file_offset != t->file_offset
+                     ? ~file->digests[i]
+                     : atlas_weight_scan(bytes + t->file_offset,
+                                         (size_t)t->bytes, 0,
+                                         ATLAS_SCAN_FINITE_NONE, NULL);
+    if (d != file->digests[i]) {
+      char qn[ATLAS_QUOTE_BYTES];
+      status = atlas_status_make(
+          ATLAS_STATUS_FAILED_PRECONDITION,
+          "%s: tensor \"%s\" no longer holds the bytes that were loaded "
+          "(the file was changed after the load)",
+          qpath, atlas_quote(t->name, qn, sizeof(qn)));
+    }
+  }
+  if (status != ATLAS_OK) {
+    atlas_safetensors_close(copy);
+    free(bytes);
+    return status;
+  }
+  copy->owned = bytes;
+  *out_copy = copy;
   return ATLAS_OK;
 }
 
@@ -695,8 +855,17 @@ const char *atlas_safetensors_metadata_value(const atlas_safetensors *file,
 
 const char *atlas_safetensors_metadata_get(const atlas_safetensors *file,
                                            const char *key) {
-  for (size_t i = 0; i < file->meta_count; ++i) {
-    if (strcmp(file->meta_keys[i], key) == 0) return file->meta_values[i];
+  size_t lo = 0;
+  size_t hi = file->meta_count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(file->meta_keys[mid], key);
+    if (c == 0) return file->meta_values[mid];
+    if (c < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
   }
   return NULL;
 }

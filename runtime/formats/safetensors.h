@@ -12,7 +12,13 @@
 // every multiply and add checked; tensors sorted by offset tile the data
 // region from 0 to the end of the file with no gap, overlap or trailing byte;
 // only F32, F16 and BF16 are accepted (other safetensors dtypes are named as
-// unsupported). Every error message names the file and what is wrong.
+// unsupported). Every error message names the file and what is wrong; names
+// taken from the file are escaped and cut (file_read.h's atlas_quote).
+//
+// A file is never mapped: the header is read with pread and the file stays
+// open; tensor data is read with pread when used (atlas_safetensors_read, or
+// an upload job reading the descriptor), so a file that shrinks is an error
+// naming it, never a SIGBUS. Every header pass is linear or n log n.
 #ifndef ATLAS_RUNTIME_FORMATS_SAFETENSORS_H_
 #define ATLAS_RUNTIME_FORMATS_SAFETENSORS_H_
 
@@ -42,6 +48,8 @@ size_t atlas_dtype_size(atlas_dtype dtype);
 
 // One tensor as the header describes it. Borrowed from its file: valid until
 // the file is closed.
+struct atlas_safetensors;
+
 typedef struct atlas_safetensors_tensor {
   const char *name;
   atlas_dtype dtype;
@@ -50,16 +58,20 @@ typedef struct atlas_safetensors_tensor {
   uint64_t elements;     // product(shape); 1 for a scalar
   uint64_t file_offset;  // absolute byte offset of the data in the file
   uint64_t bytes;        // elements * atlas_dtype_size(dtype)
-  // The data: file bytes [file_offset, file_offset + bytes). Only byte
-  // alignment is guaranteed (the format does not align data); copy or use
-  // memcpy-based loads.
+  // The data, for a file parsed from a buffer: bytes [file_offset,
+  // file_offset + bytes) of it. Only byte alignment is guaranteed (the format
+  // does not align data); copy or use memcpy-based loads. NULL for a file
+  // opened from a path: read it with atlas_safetensors_read.
   const void *data;
+  const struct atlas_safetensors *file;  // the file it belongs to
 } atlas_safetensors_tensor;
 
 typedef struct atlas_safetensors atlas_safetensors;
 
-// Maps `path` read-only and parses it. On error *out_file is NULL and
-// nothing stays allocated or mapped.
+// Opens `path` (a regular file: a FIFO, directory, device or dangling link
+// is refused by name, never waited on) and parses its header. The file stays
+// open until closed. On error *out_file is NULL and nothing stays allocated
+// or open.
 ATLAS_MUST_USE atlas_status atlas_safetensors_open(const char *path,
                                     atlas_safetensors **out_file);
 
@@ -70,8 +82,34 @@ ATLAS_MUST_USE atlas_status atlas_safetensors_parse_buffer(const void *data, siz
                                             const char *name_for_errors,
                                             atlas_safetensors **out_file);
 
-// Unmaps (if opened from a path) and frees. NULL is fine.
+// Closes (if opened from a path) and frees. NULL is fine.
 void atlas_safetensors_close(atlas_safetensors *file);
+
+// Reads bytes [offset, offset + bytes) of a tensor's data into dst: pread
+// from its file (a short read says the file changed size during the load)
+// or a copy from its buffer.
+ATLAS_MUST_USE atlas_status atlas_safetensors_read(const atlas_safetensors_tensor *tensor,
+                                    uint64_t offset, uint64_t bytes,
+                                    void *dst);
+
+// The descriptor tensor data is read from (-1 for a buffer).
+int atlas_safetensors_fd(const atlas_safetensors *file);
+
+// Where a load records the content digest of the tensor's bytes as it reads
+// them (weight_scan.h); zeroes it and marks the tensor as digested. NULL when
+// the tensor belongs to no file.
+uint64_t *atlas_safetensors_digest_slot(const atlas_safetensors_tensor *tensor);
+
+// FAILED_PRECONDITION naming the file when it changed size or was written
+// since it was opened (OK for a buffer).
+ATLAS_MUST_USE atlas_status atlas_safetensors_check_unchanged(const atlas_safetensors *file);
+
+// A copy of the whole file in host memory that owns its bytes, checked
+// against the digests recorded by earlier loads: FAILED_PRECONDITION naming
+// the file and tensor when any digested tensor's bytes differ now, so the
+// copy is bit for bit what was loaded. OUT_OF_MEMORY when it does not fit.
+ATLAS_MUST_USE atlas_status atlas_safetensors_snapshot(const atlas_safetensors *file,
+                                        atlas_safetensors **out_copy);
 
 // The path or name the file was opened with.
 const char *atlas_safetensors_path(const atlas_safetensors *file);

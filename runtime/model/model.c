@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "atlas/runtime/arch/registry.h"
+#include "atlas/runtime/formats/file_read.h"
 #include "atlas/runtime/log.h"
 
 // config.json is a few kilobytes; refuse anything absurd before reading it.
@@ -23,57 +25,16 @@ struct atlas_model {
   atlas_arch_model *impl;  // that row's model
   atlas_eos eos;
   atlas_arch_generate_options generate_options;  // points into eos
+  // Kept while serving: the config the row parsed and the source of these
+  // weights, with the digests the load recorded (what a swap snapshots to
+  // restore them bit for bit).
+  void *config;
+  atlas_checkpoint *ck;
 };
 
 static const char *spec_name(const atlas_model_spec *spec) {
   return spec->dir != NULL ? spec->dir
                            : (spec->embedded ? spec->embedded->name : "(none)");
-}
-
-// Reads a small text file; *out_missing when it does not exist.
-static atlas_status read_text(const char *path, char **out_text,
-                              size_t *out_len, bool *out_missing) {
-  *out_text = NULL;
-  *out_len = 0;
-  *out_missing = false;
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
-    int err = errno;
-    *out_missing = err == ENOENT;
-    return atlas_status_make(
-        err == ENOENT ? ATLAS_STATUS_NOT_FOUND : ATLAS_STATUS_IO,
-        "%s: cannot open: %s", path, strerror(err));
-  }
-  long size = -1;
-  if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-  if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return atlas_status_make(ATLAS_STATUS_IO,
-                             "%s: cannot determine the file size", path);
-  }
-  if ((size_t)size > MAX_CONFIG_BYTES) {
-    fclose(f);
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: %ld bytes is larger than %zu; not a JSON "
-                             "config",
-                             path, size, MAX_CONFIG_BYTES);
-  }
-  char *text = malloc((size_t)size + 1);
-  if (text == NULL) {
-    fclose(f);
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "%s: out of host memory", path);
-  }
-  size_t len = fread(text, 1, (size_t)size, f);
-  int read_error = ferror(f) || len != (size_t)size;
-  fclose(f);
-  if (read_error) {
-    free(text);
-    return atlas_status_make(ATLAS_STATUS_IO, "%s: read failed", path);
-  }
-  *out_text = text;
-  *out_len = len;
-  return ATLAS_OK;
 }
 
 // What a checkpoint is, before anything touches a device: its row, its
@@ -84,10 +45,11 @@ typedef struct opened {
   void *config;
   atlas_eos eos;
   atlas_checkpoint *ck;
+  bool ck_borrowed;  // an adopted checkpoint the caller still owns
 } opened;
 
 static void opened_close(opened *o) {
-  atlas_checkpoint_close(o->ck);
+  if (!o->ck_borrowed) atlas_checkpoint_close(o->ck);
   free(o->config);
   memset(o, 0, sizeof(*o));
 }
@@ -114,14 +76,13 @@ static atlas_status read_generation_config(const char *dir, opened *o) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "model directory path is too long: %s", dir);
   }
+  struct stat st;
+  if (lstat(path, &st) != 0 && errno == ENOENT) return ATLAS_OK;  // optional
+  // Regular files only, never waited on (a FIFO would block).
   char *text = NULL;
   size_t len = 0;
-  bool missing = false;
-  atlas_status status = read_text(path, &text, &len, &missing);
-  if (missing) {
-    atlas_status_free(status);
-    return ATLAS_OK;  // the file is optional
-  }
+  atlas_status status = atlas_file_read_small(
+      path, "generation_config.json", (uint64_t)MAX_CONFIG_BYTES, &text, &len);
   bool found = false;
   atlas_eos eos;
   memset(&eos, 0, sizeof(eos));
@@ -131,8 +92,34 @@ static atlas_status read_generation_config(const char *dir, opened *o) {
   return status;
 }
 
-static atlas_status open_checkpoint(const atlas_model_spec *spec, opened *o) {
+// A swap's restore: everything comes from memory, nothing from the files.
+// `take` says whether `o` now owns the adopted checkpoint.
+static atlas_status open_adopted(const atlas_model_spec *spec, bool take,
+                                 opened *o) {
+  o->arch = spec->adopt_arch;
+  o->ck = spec->adopt_checkpoint;
+  o->ck_borrowed = !take;
+  if (spec->adopt_eos != NULL) o->eos = *spec->adopt_eos;
+  atlas_status status = ATLAS_OK;
+  o->config = malloc(o->arch->config_size);
+  if (o->config == NULL) {
+    status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "%s: out of host memory", spec_name(spec));
+  } else {
+    memcpy(o->config, spec->adopt_config, o->arch->config_size);
+    status = o->arch->check_tensors(o->config, o->ck);
+  }
+  if (status != ATLAS_OK) opened_close(o);
+  return status;
+}
+
+static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
+                                    opened *o) {
   memset(o, 0, sizeof(*o));
+  if (spec->adopt_checkpoint != NULL && spec->adopt_arch != NULL &&
+      spec->adopt_config != NULL) {
+    return open_adopted(spec, take, o);
+  }
   atlas_status status = ATLAS_OK;
   if (spec->dir != NULL) {
     char path[4096];
@@ -143,8 +130,8 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec, opened *o) {
     }
     char *text = NULL;
     size_t len = 0;
-    bool missing = false;
-    status = read_text(path, &text, &len, &missing);
+    status = atlas_file_read_small(path, "config.json",
+                                   (uint64_t)MAX_CONFIG_BYTES, &text, &len);
     if (status == ATLAS_OK) status = parse_config(text, len, path, o);
     free(text);
     if (status == ATLAS_OK) status = read_generation_config(spec->dir, o);
@@ -176,6 +163,11 @@ static atlas_status create_backend(const atlas_model_spec *spec,
   o.fail_module_load_at = spec->fail_module_load_at;
   o.log = spec->log;
   atlas_status status = atlas_backend_factory_create(spec->backend, &o, out);
+  if (status == ATLAS_OK && spec->ignore_env_fault) {
+    for (int k = 0; k < ATLAS_FAULT_KIND_COUNT; ++k) {
+      atlas_backend_inject_fault(*out, (atlas_fault_kind)k, 0);
+    }
+  }
   if (status == ATLAS_OK && spec->fault_at != 0) {
     atlas_backend_inject_fault(*out, spec->fault_kind, spec->fault_at);
   }
@@ -186,7 +178,7 @@ atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
                                         uint64_t *out_bytes) {
   *out_bytes = 0;
   opened o;
-  ATLAS_RETURN_IF_ERROR(open_checkpoint(spec, &o));
+  ATLAS_RETURN_IF_ERROR(open_checkpoint(spec, false, &o));
   atlas_status status =
       o.arch->required_bytes(o.config, o.ck, spec->max_seq, out_bytes);
   opened_close(&o);
@@ -202,9 +194,15 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
                              "out of host memory opening %s", spec_name(spec));
   }
   m->spec = *spec;
+  m->spec.adopt_checkpoint = NULL;  // adopted below; never reused
+  m->spec.adopt_arch = NULL;
+  m->spec.adopt_config = NULL;
+  m->spec.adopt_eos = NULL;
+  m->spec.after_teardown = NULL;
   if (spec->dir != NULL) {
     m->dir = strdup(spec->dir);
     if (m->dir == NULL) {
+      atlas_checkpoint_close(spec->adopt_checkpoint);
       free(m);
       return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                                "out of host memory opening %s", spec->dir);
@@ -214,6 +212,7 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
   if (spec->backend != NULL) {
     m->backend_name = strdup(spec->backend);
     if (m->backend_name == NULL) {
+      atlas_checkpoint_close(spec->adopt_checkpoint);
       free(m->dir);
       free(m);
       return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -225,7 +224,7 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
   atlas_arch_load_options lo = {spec->max_seq, spec->progress,
                                 spec->progress_ctx, spec->uploader,
                                 spec->prefill_rows};
-  atlas_status status = open_checkpoint(spec, &o);
+  atlas_status status = open_checkpoint(spec, true, &o);
   if (status == ATLAS_OK) {
     m->arch = o.arch;
     m->eos = o.eos;
@@ -238,8 +237,18 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
   if (status == ATLAS_OK) {
     status = o.arch->load(m->backend, o.ck, o.config, &lo, &m->impl);
   }
-  opened_close(&o);  // the weights now live on the backend
+  if (status == ATLAS_OK) {
+    // A file written while it was read may have given mixed bytes.
+    status = atlas_checkpoint_check_unchanged(o.ck);
+    if (status != ATLAS_OK) {
+      status = atlas_status_join(
+          atlas_status_annotate(status, "loading %s", spec_name(spec)),
+          o.arch->unload(m->impl, NULL));
+      m->impl = NULL;
+    }
+  }
   if (status != ATLAS_OK) {
+    opened_close(&o);
     // The backend's destroy is the last resort for anything still on its
     // ledger; after a failed load there should be nothing.
     if (m->backend != NULL) {
@@ -250,6 +259,10 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
     free(m);
     return status;
   }
+  // The weights now live on the backend; the checkpoint stays as their
+  // source, the config as the row parsed it.
+  m->ck = o.ck;
+  m->config = o.config;
   *out_model = m;
   return ATLAS_OK;
 }
@@ -259,6 +272,8 @@ atlas_status atlas_model_close(atlas_model *model,
   if (model == NULL) return ATLAS_OK;
   atlas_status status = model->arch->unload(model->impl, out_report);
   status = atlas_status_join(status, atlas_backend_destroy(model->backend));
+  atlas_checkpoint_close(model->ck);
+  free(model->config);
   free(model->dir);
   free(model->backend_name);
   free(model);
@@ -316,6 +331,15 @@ atlas_status atlas_model_generate_hooked(
 }
 
 atlas_backend *atlas_model_backend(atlas_model *model) { return model->backend; }
+const atlas_checkpoint *atlas_model_checkpoint(const atlas_model *model) {
+  return model->ck;
+}
+const atlas_arch *atlas_model_arch(const atlas_model *model) {
+  return model->arch;
+}
+const void *atlas_model_config(const atlas_model *model) {
+  return model->config;
+}
 const atlas_model_spec *atlas_model_spec_of(const atlas_model *model) {
   return &model->spec;
 }

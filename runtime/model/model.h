@@ -56,6 +56,25 @@ typedef struct atlas_model_spec {
   size_t fail_module_load_at;
   // Generation runs all `steps` even past an EOS token.
   bool ignore_eos;
+  // The new backend ignores ATLAS_FAULT (a swap's restore; a tool's first
+  // model when the sweep targets the swap).
+  bool ignore_env_fault;
+  // Load from this checkpoint, architecture row, config (adopt_arch's
+  // parse_config output, adopt_arch->config_size bytes, copied) and EOS ids
+  // (NULL: none) instead of reading `dir`/`embedded` (which then only name
+  // the model): a swap's restore from a host snapshot. The model takes
+  // ownership of the checkpoint, success or not.
+  struct atlas_checkpoint *adopt_checkpoint;
+  const atlas_arch *adopt_arch;
+  const void *adopt_config;
+  const atlas_eos *adopt_eos;
+  // Swap only (read from the `next` spec): host bytes a snapshot of the
+  // old model's files may take (0: what /proc/meminfo calls available), and
+  // a hook run after the old model was torn down, before the new one loads
+  // (tests change the old files there).
+  uint64_t snapshot_limit_bytes;
+  void (*after_teardown)(void *ctx);
+  void *after_teardown_ctx;
 } atlas_model_spec;
 
 typedef struct atlas_model atlas_model;
@@ -116,6 +135,13 @@ ATLAS_MUST_USE atlas_status atlas_model_generate_hooked(
     size_t *out_count);
 
 atlas_backend *atlas_model_backend(atlas_model *model);
+// The checkpoint the weights were read from, kept open while the model
+// serves (with the content digests the load recorded).
+const atlas_checkpoint *atlas_model_checkpoint(const atlas_model *model);
+// The architecture row and the config it parsed (arch->config_size bytes),
+// kept while the model serves (what a swap's restore adopts).
+const atlas_arch *atlas_model_arch(const atlas_model *model);
+const void *atlas_model_config(const atlas_model *model);
 // The name of the architecture row the model was opened with.
 const char *atlas_model_arch_name(const atlas_model *model);
 int64_t atlas_model_vocab_size(const atlas_model *model);

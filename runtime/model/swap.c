@@ -9,6 +9,47 @@
 
 #include "atlas/runtime/ledger.h"
 
+// MemAvailable from /proc/meminfo (0 when unknown). procfs files report
+// size 0, so this reads lines rather than a size.
+static uint64_t host_available_bytes(void) {
+  FILE *f = fopen("/proc/meminfo", "re");
+  if (f == NULL) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof(line), f) != NULL) {
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  }
+  fclose(f);
+  return (uint64_t)kb * 1024u;
+}
+
+// A host copy of the old model's files, proven to hold the bytes it was
+// loaded from: what makes "restored" true bit for bit even when the files are
+// overwritten, truncated or deleted during the swap.
+static atlas_status snapshot_old(const atlas_model *old,
+                                 const atlas_model_spec *next,
+                                 atlas_checkpoint **out) {
+  *out = NULL;
+  const atlas_checkpoint *ck = atlas_model_checkpoint(old);
+  if (ck == NULL) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "the old model keeps no source for its weights");
+  }
+  uint64_t need = atlas_checkpoint_file_bytes(ck);
+  uint64_t limit = next->snapshot_limit_bytes != 0 ? next->snapshot_limit_bytes
+                                                   : host_available_bytes();
+  if (need > limit) {
+    char a[32], b[32];
+    atlas_format_bytes(need, a, sizeof(a));
+    atlas_format_bytes(limit, b, sizeof(b));
+    return atlas_status_make(ATLAS_STATUS_RESOURCE_EXHAUSTED,
+                             "a host copy of its files needs %s but only %s "
+                             "of host memory is available",
+                             a, b);
+  }
+  return atlas_checkpoint_snapshot(ck, out);
+}
+
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -100,15 +141,46 @@ atlas_status atlas_model_swap(atlas_model **current,
                                          "model reported");
   }
 
-  // Only one fits: tear the old one down first, keeping its spec to restore.
+  // Only one fits: the old model must go first. Its weights come back, if
+  // the new one fails, from a host copy of its files checked against what
+  // was loaded; without one the swap is refused now.
+  atlas_checkpoint *snapshot = NULL;
+  atlas_status snap = snapshot_old(old, next, &snapshot);
+  if (snap != ATLAS_OK) {
+    r->path = ATLAS_SWAP_REFUSED;
+    r->total_ms = now_ms() - t0;
+    return atlas_status_annotate(
+        snap,
+        "swap refused before touching anything: only one model fits (the new "
+        "model needs %s, %s is free), so the current model %s would be torn "
+        "down first, and it could not be restored bit for bit if the new one "
+        "failed; still serving %s",
+        need, have, atlas_model_name(old), atlas_model_name(old));
+  }
   r->path = ATLAS_SWAP_REPLACE;
   atlas_model_spec old_spec = *atlas_model_spec_of(old);
+  // The old model's row, parsed config and EOS ids outlive its close: the
+  // restore reads nothing from the files.
+  const atlas_arch *old_arch = atlas_model_arch(old);
+  atlas_eos old_eos = *atlas_model_eos(old);
+  void *old_config = malloc(old_arch->config_size);
+  if (old_config != NULL) {
+    memcpy(old_config, atlas_model_config(old), old_arch->config_size);
+  }
   char *old_dir = old_spec.dir ? strdup(old_spec.dir) : NULL;
-  if (old_spec.dir != NULL && old_dir == NULL) {
+  if (old_config == NULL || (old_spec.dir != NULL && old_dir == NULL)) {
+    atlas_checkpoint_close(snapshot);
+    free(old_config);
+    free(old_dir);
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "swap: out of host memory; nothing was changed");
   }
   old_spec.dir = old_dir;
+  old_spec.adopt_checkpoint = snapshot;
+  old_spec.adopt_arch = old_arch;
+  old_spec.adopt_config = old_config;
+  old_spec.adopt_eos = &old_eos;
+  old_spec.ignore_env_fault = true;
   // The model owns its backend name; keep a copy past its close.
   char old_backend[64] = "auto";
   if (old_spec.backend != NULL) {
@@ -121,18 +193,22 @@ atlas_status atlas_model_swap(atlas_model **current,
   atlas_status teardown = close_clean(old);
   r->teardown_ms = now_ms() - tt;
   *current = NULL;
+  if (next->after_teardown != NULL) next->after_teardown(next->after_teardown_ctx);
   double tl = now_ms();
   atlas_status status = atlas_model_open(next, &fresh);
   r->load_ms = now_ms() - tl;
   if (status == ATLAS_OK) {
     *current = fresh;
     r->swapped = true;
+    atlas_checkpoint_close(snapshot);
+    free(old_config);
     free(old_dir);
     r->total_ms = now_ms() - t0;
     return atlas_status_annotate(teardown, "swap done, but tearing down the "
                                            "old model reported");
   }
-  // The failed load reclaimed what it allocated; bring the old model back.
+  // The failed load reclaimed what it allocated; bring the old model back
+  // from the snapshot (the model adopts it and keeps it as its source).
   atlas_model *restored = NULL;
   atlas_status restore = atlas_model_open(&old_spec, &restored);
   const char *old_name = old_dir ? old_dir : (old_spec.embedded ? old_spec.embedded->name : "?");
@@ -140,7 +216,10 @@ atlas_status atlas_model_swap(atlas_model **current,
     *current = restored;
     r->restored = true;
     status = atlas_status_annotate(status, "swap failed; the old model %s was "
-                                           "restored and is serving",
+                                           "restored and is serving (from a "
+                                           "host copy of the bytes it was "
+                                           "loaded from: the same weights, bit "
+                                           "for bit)",
                                    old_name);
   } else {
     status = atlas_status_join(
@@ -149,6 +228,7 @@ atlas_status atlas_model_swap(atlas_model **current,
                                        "no model is loaded",
                               old_name));
   }
+  free(old_config);
   free(old_dir);
   r->total_ms = now_ms() - t0;
   return atlas_status_join(status, teardown);

@@ -7,10 +7,15 @@
 //    refuse before touching anything, with the figures.
 // 2. If both fit at once, load the new model beside the old one and tear the
 //    old one down only once the new one is ready.
-// 3. Otherwise tear the old one down (ordered), load the new one; if that
-//    fails at any point, reclaim everything it allocated and load the old
-//    one again. The error says what failed and that the old model was
-//    restored.
+// 3. Otherwise the old model must go first. Before touching it, take a host
+//    copy of its files and prove it holds the bytes the model was loaded
+//    from (content digests recorded during the load); if that cannot be
+//    done (files changed since, not enough host memory) refuse now, still
+//    serving the old model. Then tear the old one down (ordered), load the
+//    new one; if that fails at any point, reclaim everything it allocated
+//    and load the old one again from the copy: the same weights bit for bit,
+//    whatever happened to the files meanwhile. The error says what failed
+//    and that the old model was restored.
 #ifndef ATLAS_RUNTIME_MODEL_SWAP_H_
 #define ATLAS_RUNTIME_MODEL_SWAP_H_
 

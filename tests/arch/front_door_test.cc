@@ -98,8 +98,13 @@ void AddTensor(const std::string &dir, const char *name, int64_t n) {
   for (size_t i = 0; i < atlas_checkpoint_tensor_count(ck); ++i) {
     atlas_checkpoint_tensor t;
     ASSERT_TRUE(atlas_checkpoint_tensor_at(ck, i, &t));
-    const char *p = static_cast<const char *>(t.tensor->data);
-    copies.emplace_back(p, p + t.tensor->bytes);
+    // Tensor bytes are read with pread (nothing is mapped).
+    copies.emplace_back(t.tensor->bytes);
+    {
+      atlas_test::Status r(atlas_safetensors_read(t.tensor, 0, t.tensor->bytes,
+                                                  copies.back().data()));
+      ASSERT_TRUE(r.ok()) << r.message();
+    }
     atlas_safetensors_write_tensor w{};
     w.name = t.tensor->name;
     w.dtype = t.tensor->dtype;

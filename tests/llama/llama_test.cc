@@ -31,7 +31,11 @@ struct RefModel {
     StatusResult r = Take(atlas_checkpoint_find(ck, name.c_str(), &t));
     EXPECT_EQ(r.code, ATLAS_STATUS_OK) << r.message;
     std::vector<double> out(t.tensor->elements);
-    const unsigned char *p = static_cast<const unsigned char *>(t.tensor->data);
+    std::vector<unsigned char> bytes(t.tensor->bytes);
+    StatusResult rr = Take(
+        atlas_safetensors_read(t.tensor, 0, t.tensor->bytes, bytes.data()));
+    EXPECT_EQ(rr.code, ATLAS_STATUS_OK) << rr.message;
+    const unsigned char *p = bytes.data();
     for (uint64_t i = 0; i < t.tensor->elements; ++i) {
       if (t.tensor->dtype == ATLAS_DTYPE_F32) {
         float f;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "atlas/runtime/arch/llama/llama_model.h"
+#include "atlas/runtime/checked_math.h"
 #include "atlas/runtime/formats/safetensors_convert.h"
 #include "atlas/runtime/weight_upload.h"
 
@@ -61,18 +62,56 @@ static atlas_status sweep_backend(void *ctx, atlas_sweep_result *out) {
 
 // ---- sizes -----------------------------------------------------------------
 
+// KV cache and scratch bytes with every multiply and add checked: a crafted
+// config must not wrap the figure the swap budgets with (2·L·seq·kv·4 can
+// reach 2^64). Once these pass, the unchecked sizes below are bounded by
+// them.
+static atlas_status checked_sizes(const atlas_llama_config *c, int64_t max_seq,
+                                  uint64_t *out_kv, uint64_t *out_scratch) {
+  const int64_t kv[] = {2, c->num_hidden_layers, max_seq,
+                        c->num_key_value_heads, c->head_dim, 4};
+  const int64_t q_dim[] = {c->num_attention_heads, c->head_dim};
+  const int64_t att[] = {c->num_attention_heads, max_seq};
+  uint64_t kvb = 0, q = 0, a = 0, s = 0;
+  bool ok = atlas_product_u64(kv, 6, &kvb) && atlas_product_u64(q_dim, 2, &q) &&
+            atlas_product_u64(att, 2, &a) && c->hidden_size >= 0 &&
+            c->intermediate_size >= 0 && c->vocab_size >= 0;
+  if (ok) {
+    s = (uint64_t)c->hidden_size;
+    ok = atlas_mul_u64(&s, 3) && atlas_add_u64(&s, q);
+  }
+  if (ok) {
+    uint64_t inter = (uint64_t)c->intermediate_size;
+    ok = atlas_mul_u64(&inter, 2) && atlas_add_u64(&s, inter) &&
+         atlas_add_u64(&s, a) && atlas_add_u64(&s, (uint64_t)c->vocab_size) &&
+         c->head_dim >= 0 && atlas_add_u64(&s, (uint64_t)c->head_dim / 2) &&
+         atlas_mul_u64(&s, 4);
+  }
+  // Norms: hidden * (2 * layers + 1) floats.
+  uint64_t norms = (uint64_t)(c->num_hidden_layers < 0 ? 0 : c->num_hidden_layers);
+  ok = ok && atlas_mul_u64(&norms, 2) && atlas_add_u64(&norms, 1) &&
+       atlas_mul_u64(&norms, (uint64_t)c->hidden_size) &&
+       atlas_mul_u64(&norms, 4);
+  uint64_t total = kvb;
+  ok = ok && atlas_add_u64(&total, s) && atlas_add_u64(&total, norms) &&
+       total <= (uint64_t)SIZE_MAX;
+  if (!ok) {
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "the config's sizes overflow 64 bits when multiplied out (layers %" PRId64
+        " x positions %" PRId64 " x kv heads %" PRId64 " x head_dim %" PRId64
+        ", hidden %" PRId64 ", intermediate %" PRId64 ", vocab %" PRId64 ")",
+        c->num_hidden_layers, max_seq, c->num_key_value_heads, c->head_dim,
+        c->hidden_size, c->intermediate_size, c->vocab_size);
+  }
+  *out_kv = kvb;
+  *out_scratch = s;
+  return ATLAS_OK;
+}
+
 static uint64_t kv_bytes(const atlas_llama_config *c, int64_t max_seq) {
   return 2ull * (uint64_t)c->num_hidden_layers * (uint64_t)max_seq *
          (uint64_t)(c->num_key_value_heads * c->head_dim) * 4u;
-}
-
-static uint64_t scratch_bytes(const atlas_llama_config *c, int64_t max_seq) {
-  uint64_t q_dim = (uint64_t)(c->num_attention_heads * c->head_dim);
-  uint64_t floats = 3ull * (uint64_t)c->hidden_size + q_dim +
-                    2ull * (uint64_t)c->intermediate_size +
-                    (uint64_t)c->num_attention_heads * (uint64_t)max_seq +
-                    (uint64_t)c->vocab_size + (uint64_t)c->head_dim / 2;
-  return floats * 4u;
 }
 
 // A requested length is honoured even past max_position_embeddings, as
@@ -90,6 +129,10 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
   *out_bytes = 0;
   uint64_t weights = 0;
   ATLAS_RETURN_IF_ERROR(atlas_llama_weight_bytes(config, checkpoint, &weights));
+  max_seq = resolve_max_seq(config, max_seq);
+  uint64_t kv = 0, scratch = 0, total = weights;
+  // Bounds every product below (heads x head_dim, intermediate, ...).
+  ATLAS_RETURN_IF_ERROR(checked_sizes(config, max_seq, &kv, &scratch));
   // Norms and biases are held as f32; count them at 4 bytes per element
   // (weight_bytes counted them at their checkpoint size, at most 4).
   uint64_t per_layer = 2ull * (uint64_t)config->hidden_size;
@@ -102,13 +145,19 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
                  (uint64_t)config->hidden_size;
   }
   if (config->qk_norm) per_layer += 2ull * (uint64_t)config->head_dim;
-  uint64_t norm_elems = (uint64_t)config->hidden_size +
-                        per_layer * (uint64_t)config->num_hidden_layers;
-  max_seq = resolve_max_seq(config, max_seq);
-  *out_bytes = weights + norm_elems * 4u + kv_bytes(config, max_seq) +
-               scratch_bytes(config, max_seq) +
-               atlas_llama_prefill_bytes(
-                   config, atlas_llama_prefill_rows(config, max_seq, 0), max_seq);
+  uint64_t norm_bytes = per_layer;
+  if (!atlas_mul_u64(&norm_bytes, (uint64_t)config->num_hidden_layers) ||
+      !atlas_add_u64(&norm_bytes, (uint64_t)config->hidden_size) ||
+      !atlas_mul_u64(&norm_bytes, 4) || !atlas_add_u64(&total, norm_bytes) ||
+      !atlas_add_u64(&total, kv) || !atlas_add_u64(&total, scratch) ||
+      !atlas_add_u64(&total, atlas_llama_prefill_bytes(
+                                 config,
+                                 atlas_llama_prefill_rows(config, max_seq, 0),
+                                 max_seq))) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "the model's required bytes overflow 64 bits");
+  }
+  *out_bytes = total;
   return ATLAS_OK;
 }
 
@@ -166,8 +215,9 @@ static atlas_status plan_matrix(atlas_llama_weights *w, const atlas_checkpoint *
   if (status != ATLAS_OK) {
     return atlas_status_join(status, atlas_backend_free(w->backend, dst));
   }
-  plan->jobs[plan->count++] =
-      (atlas_upload_job){dst, t.tensor->data, t.tensor->bytes, t.tensor->name};
+  ATLAS_RETURN_IF_ERROR(
+      atlas_checkpoint_upload_job(&t, dst, &plan->jobs[plan->count]));
+  plan->count++;
   out->data = dst;
   out->dtype = t.tensor->dtype;
   return ATLAS_OK;
@@ -342,6 +392,8 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   const atlas_llama_config *c = &m->config;
   bool tied = false;
   ATLAS_RETURN_IF_ERROR(atlas_llama_check_checkpoint(c, ck, &tied));
+  uint64_t kv_total = 0, scratch_total = 0;
+  ATLAS_RETURN_IF_ERROR(checked_sizes(c, m->max_seq, &kv_total, &scratch_total));
 
   m->weights = calloc(1, sizeof(*m->weights));
   if (m->weights == NULL) goto oom;

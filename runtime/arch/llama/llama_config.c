@@ -2,8 +2,10 @@
 #include "atlas/runtime/arch/llama/llama_config.h"
 
 #include <errno.h>
+#include <float.h>
 #include <jansson.h>
 
+#include "atlas/runtime/formats/file_read.h"
 #include "atlas/runtime/formats/json_words.h"
 #include <math.h>
 #include <stdio.h>
@@ -62,6 +64,14 @@ static atlas_status get_positive(const char *path, const json_t *obj,
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: \"%s\" is %g; it must be a positive number",
                              path, key, d);
+  }
+  // The kernels take these as float32: a value that does not fit would
+  // become +inf (or 0) there and silently zero every logit.
+  if (d > FLT_MAX || d < FLT_MIN) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: \"%s\" is %g, which does not fit a float32 "
+                             "(the kernels use float32: between %g and %g)",
+                             path, key, d, (double)FLT_MIN, (double)FLT_MAX);
   }
   *out = d;
   return ATLAS_OK;
@@ -362,9 +372,15 @@ atlas_status atlas_llama_config_parse_family(atlas_llama_family family,
   json_t *root =
       json_loadb(text != NULL ? text : "", len, JSON_REJECT_DUPLICATES, &error);
   if (root == NULL) {
+    if (atlas_json_error_is_oom(&error)) {
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "%s: out of host memory while parsing", path);
+    }
+    char qe[ATLAS_QUOTE_BYTES];
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: not valid JSON: %s at line %d, column %d",
-                             path, error.text, error.line, error.column);
+                             path, atlas_quote(error.text, qe, sizeof(qe)),
+                             error.line, error.column);
   }
   atlas_status status = ATLAS_OK;
   atlas_llama_config cfg = {0};
@@ -382,39 +398,13 @@ atlas_status atlas_llama_config_parse_family(atlas_llama_family family,
 
 atlas_status atlas_llama_config_load(const char *path,
                                      atlas_llama_config *out_config) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
-    int err = errno;
-    return atlas_status_make(
-        err == ENOENT ? ATLAS_STATUS_NOT_FOUND : ATLAS_STATUS_IO,
-        "%s: cannot open: %s", path, strerror(err));
-  }
-  long size = -1;
-  if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-  if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return atlas_status_make(ATLAS_STATUS_IO,
-                             "%s: cannot determine the file size", path);
-  }
-  if (size > MAX_CONFIG_BYTES) {
-    fclose(f);
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: %ld bytes is larger than %ld; not a "
-                             "config.json",
-                             path, size, MAX_CONFIG_BYTES);
-  }
-  char *text = malloc((size_t)size + 1);
-  if (text == NULL) {
-    fclose(f);
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "%s: out of host memory", path);
-  }
-  size_t len = fread(text, 1, (size_t)size, f);
-  int read_error = ferror(f) || len != (size_t)size;
-  fclose(f);
-  atlas_status status =
-      read_error ? atlas_status_make(ATLAS_STATUS_IO, "%s: read failed", path)
-                 : atlas_llama_config_parse(text, len, path, out_config);
+  // Regular files only (a FIFO would block, a directory or device would
+  // report nonsense sizes), read with pread.
+  char *text = NULL;
+  size_t len = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_file_read_small(
+      path, "config.json", (uint64_t)MAX_CONFIG_BYTES, &text, &len));
+  atlas_status status = atlas_llama_config_parse(text, len, path, out_config);
   free(text);
   return status;
 }

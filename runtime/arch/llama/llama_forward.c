@@ -229,6 +229,21 @@ static uint32_t argmax(const float *v, size_t n) {
   return (uint32_t)best;
 }
 
+// A NaN or Inf logit makes argmax meaningless: an error naming the step,
+// never a silent token 0.
+static atlas_status check_finite_logits(const float *logits, size_t vocab,
+                                        size_t step) {
+  for (size_t i = 0; i < vocab; ++i) {
+    if (!isfinite(logits[i])) {
+      return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                               "forward step %zu produced a non-finite logit "
+                               "(%s at index %zu); refusing to pick a token",
+                               step, isnan(logits[i]) ? "NaN" : "Inf", i);
+    }
+  }
+  return ATLAS_OK;
+}
+
 static bool is_eos(const atlas_arch_generate_options *o, uint32_t token) {
   if (o == NULL || o->ignore_eos) return false;
   for (size_t i = 0; i < o->eos_count; ++i) {
@@ -312,6 +327,7 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     // RoPE sees the prompt's length at every prompt position.
     int64_t seq_len = (int64_t)(pos + 1 > prompt_len ? pos + 1 : prompt_len);
     status = atlas_llama_forward_step(m, token, (uint32_t)pos, seq_len, logits);
+    if (status == ATLAS_OK) status = check_finite_logits(logits, vocab, pos);
     if (status == ATLAS_OK && sink != NULL) status = sink(sink_ctx, logits, vocab);
     if (status != ATLAS_OK) break;
     if (pos + 1 < prompt_len) {

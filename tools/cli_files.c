@@ -1,0 +1,72 @@
+// Command-line helpers (see cli_files.h).
+#include "atlas/tools/cli_files.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+atlas_status atlas_cli_output_open(const char *path, atlas_cli_output *out) {
+  memset(out, 0, sizeof(*out));
+  if (path == NULL) return ATLAS_OK;
+  size_t n = strlen(path);
+  out->path = strdup(path);
+  out->tmp = malloc(n + 16);
+  if (out->path == NULL || out->tmp == NULL) {
+    atlas_cli_output_abort(out);
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory for %s",
+                             path);
+  }
+  snprintf(out->tmp, n + 16, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(out->tmp);
+  if (fd < 0) {
+    int err = errno;
+    free(out->tmp);
+    out->tmp = NULL;
+    atlas_cli_output_abort(out);
+    return atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", path,
+                             strerror(err));
+  }
+  out->f = fdopen(fd, "wb");
+  if (out->f == NULL) {
+    int err = errno;
+    close(fd);
+    atlas_cli_output_abort(out);
+    return atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", path,
+                             strerror(err));
+  }
+  return ATLAS_OK;
+}
+
+atlas_status atlas_cli_output_commit(atlas_cli_output *out) {
+  if (out->f == NULL) {
+    atlas_cli_output_abort(out);
+    return ATLAS_OK;
+  }
+  int failed = fflush(out->f) != 0 || fsync(fileno(out->f)) != 0;
+  int err = errno;
+  failed |= fclose(out->f) != 0;
+  out->f = NULL;
+  if (!failed && rename(out->tmp, out->path) != 0) {
+    failed = 1;
+    err = errno;
+  }
+  if (failed) {
+    atlas_status s = atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s",
+                                       out->path, strerror(err));
+    atlas_cli_output_abort(out);
+    return s;
+  }
+  free(out->tmp);
+  free(out->path);
+  memset(out, 0, sizeof(*out));
+  return ATLAS_OK;
+}
+
+void atlas_cli_output_abort(atlas_cli_output *out) {
+  if (out->f != NULL) fclose(out->f);
+  if (out->tmp != NULL) unlink(out->tmp);
+  free(out->tmp);
+  free(out->path);
+  memset(out, 0, sizeof(*out));
+}
