@@ -3,13 +3,13 @@
 # runs each. Bazel 4.2.3 here defaults to gcc, so this builds directly.
 #
 #   tools/fuzz.sh [RUNS] [TARGET...]     RUNS default 1000000 per target
-#   targets: safetensors config config_check (default: all three)
+#   targets: safetensors config config_check checkpoint_dir (default: all)
 # Work dirs (grown corpus, crash files) go to ${FUZZ_OUT:-/tmp/atlas-fuzz}.
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${1:-1000000}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-safetensors config config_check}
+TARGETS=${*:-safetensors config config_check checkpoint_dir}
 OUT=${FUZZ_OUT:-/tmp/atlas-fuzz}
 mkdir -p "$OUT"
 CC=${CC:-clang}
@@ -21,7 +21,8 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -I. -I$INC \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
   runtime/arch/llama/llama_config.c runtime/arch/llama/llama_weights.c \
-  runtime/formats/json_words.c"
+  runtime/formats/json_words.c runtime/formats/file_read.c \
+  runtime/weight_scan.c"
 # status.c is built once and linked into every fuzzer.
 # shellcheck disable=SC2086
 $CC $CFLAGS -c -o "$OUT/status.o" runtime/status.c
