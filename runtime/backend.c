@@ -2,6 +2,7 @@
 //
 // A NULL vtable entry means the backend does not offer that operation; the
 // caller gets UNIMPLEMENTED naming both, never a crash.
+#define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include "atlas/runtime/backend.h"
 
 #include "atlas/runtime/backend_impl.h"

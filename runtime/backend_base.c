@@ -1,4 +1,5 @@
 // State and accounting every backend shares: ledger, faults, sweep, kernels.
+#define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

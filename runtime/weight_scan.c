@@ -1,4 +1,5 @@
 // Digest and NaN/Inf search in one pass (see weight_scan.h).
+#define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include "atlas/runtime/weight_scan.h"
 
 #include <stdbool.h>

@@ -1,4 +1,5 @@
 // Multi-threaded staged upload (see weight_upload.h).
+#define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include "atlas/runtime/weight_upload.h"
 
 #include <errno.h>

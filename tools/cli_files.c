@@ -1,4 +1,5 @@
 // Command-line helpers (see cli_files.h).
+#define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include "atlas/tools/cli_files.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include "atlas/tools/cli_options.h"
 
 #include <errno.h>

@@ -1,4 +1,5 @@
 // Checkpoint directories: single-file or sharded through the index.
+#define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include "atlas/runtime/formats/checkpoint.h"
 
 #include <errno.h>

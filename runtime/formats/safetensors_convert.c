@@ -1,4 +1,5 @@
 // F16/BF16/F32 element loads for weights read straight from a file.
+#define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include "atlas/runtime/formats/safetensors_convert.h"
 
 #include <math.h>

@@ -356,7 +356,4 @@ int64_t atlas_model_max_seq(const atlas_model *model) {
   return model->arch->max_seq(model->impl);
 }
 const atlas_eos *atlas_model_eos(const atlas_model *model) { return &model->eos; }
-const atlas_arch *atlas_model_arch(const atlas_model *model) {
-  return model->arch;
-}
 atlas_arch_model *atlas_model_impl(atlas_model *model) { return model->impl; }

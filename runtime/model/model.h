@@ -147,10 +147,8 @@ const char *atlas_model_arch_name(const atlas_model *model);
 int64_t atlas_model_vocab_size(const atlas_model *model);
 int64_t atlas_model_max_seq(const atlas_model *model);
 const atlas_eos *atlas_model_eos(const atlas_model *model);
-// The architecture row the model was opened with and that row's loaded
-// model, for tools that drive one architecture's own entry points (bench
-// prefill/decode drive the Llama row's batched prefill).
-const atlas_arch *atlas_model_arch(const atlas_model *model);
+// That row's loaded model, for tools that drive one architecture's own entry
+// points (bench prefill/decode drive the Llama row's batched prefill).
 atlas_arch_model *atlas_model_impl(atlas_model *model);
 const atlas_model_spec *atlas_model_spec_of(const atlas_model *model);
 // "DIR" or the embedded checkpoint's name.

@@ -17,7 +17,11 @@ static uint64_t host_available_bytes(void) {
   char line[256];
   unsigned long long kb = 0;
   while (fgets(line, sizeof(line), f) != NULL) {
-    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    static const char kKey[] = "MemAvailable:";
+    if (strncmp(line, kKey, sizeof(kKey) - 1) == 0) {
+      kb = strtoull(line + sizeof(kKey) - 1, NULL, 10);
+      break;
+    }
   }
   fclose(f);
   return (uint64_t)kb * 1024u;

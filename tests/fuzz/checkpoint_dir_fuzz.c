@@ -8,6 +8,7 @@
 // write model.safetensors from the last section, bit 4: the index is a link
 // to shard 1); the rest splits on "\n--\n" into the index JSON and shards
 // model-1.safetensors .. model-4.safetensors.
+#define _GNU_SOURCE  // mkdtemp, symlink, mkfifo
 #include <dirent.h>
 #include <fcntl.h>
 #include <stddef.h>

@@ -1,6 +1,7 @@
 // libFuzzer entry with an oracle: parse a config, build in memory the
 // checkpoint it implies (when small), and require the checkpoint check to
 // accept it exactly, then to reject it with one tensor dropped or misshaped.
+#define _GNU_SOURCE  // mkdtemp, symlink, mkfifo
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

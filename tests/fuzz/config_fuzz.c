@@ -1,5 +1,6 @@
 // libFuzzer entry over the Llama config parser: any bytes must either fail
 // cleanly or give a config whose invariants later code relies on.
+#define _GNU_SOURCE  // mkdtemp, symlink, mkfifo
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 // Runs a fuzz entry point over files named on the command line, so the seed
 // corpus is exercised by `bazel test` with the normal compiler.
+#define _GNU_SOURCE  // mkdtemp, symlink, mkfifo
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 // libFuzzer entry over the safetensors buffer parser and the single-buffer
 // checkpoint: whatever the bytes, parsing must fail cleanly or yield tensors
 // that lie inside the buffer and tile the data region.
+#define _GNU_SOURCE  // mkdtemp, symlink, mkfifo
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

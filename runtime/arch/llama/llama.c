@@ -4,6 +4,7 @@
 // cache, scratch, kernel registry. Each resource is registered before it is
 // filled, so a load that fails part-way releases exactly what it allocated by
 // running the teardown built so far.
+#define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include "atlas/runtime/arch/llama/llama.h"
 
 #include <inttypes.h>

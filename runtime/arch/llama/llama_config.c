@@ -1,4 +1,5 @@
 // Llama config.json parsing and validation.
+#define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include "atlas/runtime/arch/llama/llama_config.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
 // The Llama forward pass, one token at a time, dispatched through the
 // model's ForwardContext (so the same code runs on every backend).
+#define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
