@@ -591,11 +591,14 @@ static atlas_status host_module_get_function(void *ctx, void *module_handle,
   // Function pointers and data pointers share a representation on every
   // platform POSIX supports (dlsym relies on it); ISO C has no cast between
   // them (-Wpedantic), so the address is copied as bytes.
-  _Static_assert(sizeof(void *) == sizeof(atlas_host_kernel_fn),
-                 "host kernels need function and data pointers of one size");
-  memcpy(out_fn, &kernel->host_fn, sizeof(void *));
+  memcpy(out_fn, &kernel->host_fn, sizeof(*out_fn));
   return ATLAS_OK;
 }
+
+// Host kernels need function and data pointers of one size (above).
+_Static_assert(sizeof(atlas_host_kernel_fn) <= sizeof(void *) &&
+                   sizeof(void *) <= sizeof(atlas_host_kernel_fn),
+               "function and data pointers differ in size");
 
 static atlas_status host_module_unload(void *ctx, void *module_handle) {
   (void)ctx;
