@@ -1,8 +1,12 @@
 // CUDA Llama kernels (module "llama"): f32 math, F32/F16/BF16 weights.
 // Names and signatures match llama_host.c; see llama_kernels.h.
 //
-// Launch shapes used by runtime/model/llama_forward.c:
-//   embed_*, silu_mul, add: grid ceil(n / 256), block 256
+// The decode step reads its token and position from device memory,
+// step[0] and step[1] (so one captured graph serves every step).
+//
+// Launch shapes used by runtime/arch/llama/llama_forward.c:
+//   embed_*, silu_mul, add, kv_store: grid ceil(n / 256), block 256
+//   argmax: grid 1, block 1024
 //   rmsnorm: grid 1, block 1024
 //   matvec_*: grid ceil(rows / 8), block 256 (one warp per row)
 //   rope: grid ceil(n_heads * rot_dim / 2 / 256), block 256 (once for q,
@@ -23,22 +27,23 @@ __device__ __forceinline__ float load_w(const __nv_bfloat16 *w, size_t i) {
 }
 
 template <typename T>
-__device__ void embed(float *out, const T *table, uint32_t token, uint32_t dim) {
+__device__ void embed(float *out, const T *table, const uint32_t *step,
+                      uint32_t dim) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < dim) out[i] = load_w(table, (size_t)token * dim + i);
+  if (i < dim) out[i] = load_w(table, (size_t)step[0] * dim + i);
 }
 
-extern "C" __global__ void embed_f32(float *out, const float *t, uint32_t token,
-                                     uint32_t dim) {
-  embed(out, t, token, dim);
+extern "C" __global__ void embed_f32(float *out, const float *t,
+                                     const uint32_t *step, uint32_t dim) {
+  embed(out, t, step, dim);
 }
-extern "C" __global__ void embed_f16(float *out, const __half *t, uint32_t token,
-                                     uint32_t dim) {
-  embed(out, t, token, dim);
+extern "C" __global__ void embed_f16(float *out, const __half *t,
+                                     const uint32_t *step, uint32_t dim) {
+  embed(out, t, step, dim);
 }
 extern "C" __global__ void embed_bf16(float *out, const __nv_bfloat16 *t,
-                                      uint32_t token, uint32_t dim) {
-  embed(out, t, token, dim);
+                                      const uint32_t *step, uint32_t dim) {
+  embed(out, t, step, dim);
 }
 
 __device__ float block_sum(float v, float *shared) {
@@ -123,9 +128,9 @@ extern "C" __global__ void matvec_bf16(float *out, const __nv_bfloat16 *w,
 // pairs (i, i + rot_dim / 2); the inverse frequencies come from the host.
 extern "C" __global__ void rope(float *x, const float *inv_freq,
                                 uint32_t n_heads, uint32_t head_dim,
-                                uint32_t rot_dim, uint32_t pos,
+                                uint32_t rot_dim, const uint32_t *step,
                                 float attention_factor) {
-  uint32_t half = rot_dim / 2;
+  uint32_t half = rot_dim / 2, pos = step[1];
   uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= n_heads * half) return;
   uint32_t h = idx / half, i = idx % half;
@@ -146,8 +151,9 @@ extern "C" __global__ void attention(float *out, const float *q,
                                      const float *kc, const float *vc,
                                      float *att, uint32_t n_heads,
                                      uint32_t n_kv, uint32_t head_dim,
-                                     uint32_t seq_len, uint32_t window) {
+                                     const uint32_t *step, uint32_t window) {
   __shared__ float shared[32];
+  uint32_t seq_len = step[1] + 1;
   uint32_t h = blockIdx.x;
   uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv, kvh = h / group;
   const float *qh = q + h * head_dim;
@@ -221,4 +227,65 @@ extern "C" __global__ void head_rmsnorm(float *x, const float *w,
   float scale = rsqrtf(ss / head_dim + eps);
   __syncwarp();
   for (uint32_t i = threadIdx.x; i < head_dim; i += 32) v[i] = w[i] * (v[i] * scale);
+}
+
+// Keys and values of this step's position into the layer's cache rows.
+extern "C" __global__ void kv_store(float *kc, float *vc, const float *k,
+                                    const float *v, uint32_t kv_dim,
+                                    const uint32_t *step) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= kv_dim) return;
+  size_t row = (size_t)step[1] * kv_dim;
+  kc[row + i] = k[i];
+  vc[row + i] = v[i];
+}
+
+// Greedy choice on the device: result[0] = the first index of the largest
+// logit (as the host's argmax), result[1] = the first non-finite logit's
+// index, or 0xFFFFFFFF when every logit is finite. One block of 1024.
+extern "C" __global__ void argmax(uint32_t *result, const float *logits,
+                                  uint32_t n) {
+  __shared__ float best_v[32];
+  __shared__ uint32_t best_i[32], bad_i[32];
+  float bv = -INFINITY;
+  uint32_t bi = 0xFFFFFFFFu, bad = 0xFFFFFFFFu;
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    float v = logits[i];
+    if (!isfinite(v)) {
+      bad = min(bad, i);
+    } else if (v > bv || bi == 0xFFFFFFFFu) {
+      bv = v;
+      bi = i;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    uint32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    uint32_t ob = __shfl_xor_sync(0xffffffffu, bad, o);
+    if (oi != 0xFFFFFFFFu && (bi == 0xFFFFFFFFu || ov > bv || (ov == bv && oi < bi))) {
+      bv = ov;
+      bi = oi;
+    }
+    bad = min(bad, ob);
+  }
+  uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) {
+    best_v[warp] = bv;
+    best_i[warp] = bi;
+    bad_i[warp] = bad;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint32_t warps = (blockDim.x + 31) / 32;
+    for (uint32_t w = 1; w < warps; ++w) {
+      if (best_i[w] != 0xFFFFFFFFu &&
+          (bi == 0xFFFFFFFFu || best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi))) {
+        bv = best_v[w];
+        bi = best_i[w];
+      }
+      bad = min(bad, bad_i[w]);
+    }
+    result[0] = bi == 0xFFFFFFFFu ? 0 : bi;
+    result[1] = bad;
+  }
 }

@@ -31,7 +31,7 @@ typedef float (*load_fn)(const void *p, size_t i);
 static void embed(void **args, load_fn load) {
   float *out = ARG(float *, 0);
   const void *table = ARG(const void *, 1);
-  uint32_t token = ARG(uint32_t, 2), dim = ARG(uint32_t, 3);
+  uint32_t token = ARG(const uint32_t *, 2)[0], dim = ARG(uint32_t, 3);
   for (uint32_t i = 0; i < dim; ++i) out[i] = load(table, (size_t)token * dim + i);
 }
 
@@ -111,7 +111,7 @@ static void rope(const atlas_launch_config *c, void **args) {
   float *x = ARG(float *, 0);
   const float *inv_freq = ARG(const float *, 1);
   uint32_t n_heads = ARG(uint32_t, 2), head_dim = ARG(uint32_t, 3);
-  uint32_t rot_dim = ARG(uint32_t, 4), pos = ARG(uint32_t, 5);
+  uint32_t rot_dim = ARG(uint32_t, 4), pos = ARG(const uint32_t *, 5)[1];
   double factor = ARG(float, 6);
   uint32_t half = rot_dim / 2;
   for (uint32_t h = 0; h < n_heads; ++h) {
@@ -134,7 +134,8 @@ static void attention(const atlas_launch_config *c, void **args) {
   const float *vc = ARG(const float *, 3);
   float *att = ARG(float *, 4);
   uint32_t n_heads = ARG(uint32_t, 5), n_kv = ARG(uint32_t, 6);
-  uint32_t head_dim = ARG(uint32_t, 7), seq_len = ARG(uint32_t, 8);
+  uint32_t head_dim = ARG(uint32_t, 7);
+  uint32_t seq_len = ARG(const uint32_t *, 8)[1] + 1;
   uint32_t window = ARG(uint32_t, 9);
   // With a window W the query at position seq_len - 1 sees only the last W
   // positions (Mistral's sliding window); 0 means no limit.
@@ -205,19 +206,53 @@ static void head_rmsnorm(const atlas_launch_config *c, void **args) {
   }
 }
 
+// This step's keys and values into row step[1] of the layer's cache.
+static void kv_store(const atlas_launch_config *c, void **args) {
+  (void)c;
+  float *kc = ARG(float *, 0);
+  float *vc = ARG(float *, 1);
+  const float *k = ARG(const float *, 2);
+  const float *v = ARG(const float *, 3);
+  uint32_t kv_dim = ARG(uint32_t, 4);
+  size_t row = (size_t)ARG(const uint32_t *, 5)[1] * kv_dim;
+  memcpy(kc + row, k, kv_dim * sizeof(float));
+  memcpy(vc + row, v, kv_dim * sizeof(float));
+}
+
+// result[0]: the first index of the largest logit; result[1]: the first
+// non-finite logit's index, or UINT32_MAX.
+static void argmax(const atlas_launch_config *c, void **args) {
+  (void)c;
+  uint32_t *result = ARG(uint32_t *, 0);
+  const float *logits = ARG(const float *, 1);
+  uint32_t n = ARG(uint32_t, 2);
+  uint32_t best = UINT32_MAX, bad = UINT32_MAX;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!isfinite(logits[i])) {
+      if (bad == UINT32_MAX) bad = i;
+    } else if (best == UINT32_MAX || logits[i] > logits[best]) {
+      best = i;
+    }
+  }
+  result[0] = best == UINT32_MAX ? 0 : best;
+  result[1] = bad;
+}
+
 // Names and signatures must match llama.cu and llama_kernels.h.
 const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT] = {
-    {"embed_f32", "ppuu", embed_f32},
-    {"embed_f16", "ppuu", embed_f16},
-    {"embed_bf16", "ppuu", embed_bf16},
+    {"embed_f32", "pppu", embed_f32},
+    {"embed_f16", "pppu", embed_f16},
+    {"embed_bf16", "pppu", embed_bf16},
     {"rmsnorm", "pppuf", rmsnorm},
     {"matvec_f32", "pppuu", matvec_f32},
     {"matvec_f16", "pppuu", matvec_f16},
     {"matvec_bf16", "pppuu", matvec_bf16},
-    {"rope", "ppuuuuf", rope},
-    {"attention", "pppppuuuuu", attention},
+    {"rope", "ppuuupf", rope},
+    {"attention", "pppppuuupu", attention},
     {"silu_mul", "ppu", silu_mul},
     {"add", "ppu", add},
     {"add_bias", "ppu", add_bias},
     {"head_rmsnorm", "ppuuf", head_rmsnorm},
+    {"kv_store", "ppppup", kv_store},
+    {"argmax", "ppu", argmax},
 };

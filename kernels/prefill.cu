@@ -466,11 +466,15 @@ extern "C" __global__ void __launch_bounds__(128)
 }
 
 // ---- flash-decoding: one query token, the context split in chunks ----------
-// attention_decode_part: grid (splits, n_kv), block 128. Block (s, kvh) takes
+// The position comes from device memory (step[1], seq_len = step[1] + 1), so
+// the grid is sized for the longest context (`max_splits`) and splits past
+// this step's context return at once: one captured graph serves every step.
+// attention_decode_part: grid (max_splits, n_kv), block 128. Block (s, kvh) takes
 // keys lo + s*256 .. lo + (s+1)*256 - 1 (lo: the window's start) for the
 // `group` query heads sharing KV head kvh (K and V are read once per group),
 // and writes per head its max score m, sum of exp(score - m) l, and the
-// unnormalised output o (head_dim) to part[head][s][2 + head_dim].
+// unnormalised output o (head_dim) to part[head][s][2 + head_dim] (rows of
+// max_splits per head).
 // attention_decode_combine: grid n_heads, block 128; merges the splits.
 
 namespace {
@@ -480,15 +484,17 @@ constexpr int kChunk = 256, kMaxGroup = 16;
 extern "C" __global__ void __launch_bounds__(128)
     attention_decode_part(float *part, const float *q, const float *kc,
                           const float *vc, uint32_t n_heads, uint32_t n_kv,
-                          uint32_t head_dim, uint32_t seq_len, uint32_t window,
-                          uint32_t splits) {
+                          uint32_t head_dim, const uint32_t *step,
+                          uint32_t window, uint32_t splits) {
   __shared__ float qs[kMaxGroup][kMaxD];
   __shared__ float ps[kMaxGroup][kChunk];
   __shared__ float red[kMaxGroup][2];
   const uint32_t group = n_heads / n_kv, kvh = blockIdx.y, split = blockIdx.x;
   const uint32_t kv_dim = n_kv * head_dim, tid = threadIdx.x;
   const int warp = tid / 32, lane = tid % 32;
+  const uint32_t seq_len = step[1] + 1;
   const uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  if (lo + split * kChunk >= seq_len) return;  // past this step's context
   const uint32_t t_begin = lo + split * kChunk;
   const uint32_t count = min((uint32_t)kChunk, seq_len - t_begin);
   const float scale = rsqrtf((float)head_dim);
@@ -577,11 +583,15 @@ extern "C" __global__ void __launch_bounds__(128)
 
 extern "C" __global__ void __launch_bounds__(128)
     attention_decode_combine(float *out, const float *part, uint32_t n_heads,
-                             uint32_t head_dim, uint32_t splits) {
+                             uint32_t head_dim, const uint32_t *step,
+                             uint32_t window, uint32_t max_splits) {
   const uint32_t h = blockIdx.x;
   if (h >= n_heads) return;
+  const uint32_t seq_len = step[1] + 1;
+  const uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  const uint32_t splits = (seq_len - lo + kChunk - 1) / kChunk;
   const size_t stride = head_dim + 2;
-  const float *ph = part + (size_t)h * splits * stride;
+  const float *ph = part + (size_t)h * max_splits * stride;
   float mx = -INFINITY;
   for (uint32_t s = 0; s < splits; ++s) mx = fmaxf(mx, ph[s * stride]);
   float total = 0.0f;

@@ -186,17 +186,20 @@ static void attention_decode_part(const atlas_launch_config *c, void **args) {
   const float *kc = ARG(const float *, 2);
   const float *vc = ARG(const float *, 3);
   uint32_t n_heads = ARG(uint32_t, 4), n_kv = ARG(uint32_t, 5);
-  uint32_t head_dim = ARG(uint32_t, 6), seq_len = ARG(uint32_t, 7);
+  uint32_t head_dim = ARG(uint32_t, 6);
+  uint32_t seq_len = ARG(const uint32_t *, 7)[1] + 1;
   uint32_t window = ARG(uint32_t, 8), splits = ARG(uint32_t, 9);
   uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv;
   uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  // `splits` is the layout (rows per head); this step fills the first `used`.
+  uint32_t used = (seq_len - lo + ATLAS_LLAMA_DECODE_CHUNK - 1) / ATLAS_LLAMA_DECODE_CHUNK;
   float scale = 1.0f / sqrtf((float)head_dim);
   float s[ATLAS_LLAMA_DECODE_CHUNK];
   size_t stride = head_dim + 2;
   for (uint32_t h = 0; h < n_heads; ++h) {
     const float *qh = q + (size_t)h * head_dim;
     uint32_t kvh = h / group;
-    for (uint32_t sp = 0; sp < splits; ++sp) {
+    for (uint32_t sp = 0; sp < used && sp < splits; ++sp) {
       uint32_t begin = lo + sp * ATLAS_LLAMA_DECODE_CHUNK;
       uint32_t end = begin + ATLAS_LLAMA_DECODE_CHUNK;
       if (end > seq_len) end = seq_len;
@@ -231,10 +234,14 @@ static void attention_decode_combine(const atlas_launch_config *c, void **args) 
   float *out = ARG(float *, 0);
   const float *part = ARG(const float *, 1);
   uint32_t n_heads = ARG(uint32_t, 2), head_dim = ARG(uint32_t, 3);
-  uint32_t splits = ARG(uint32_t, 4);
+  uint32_t seq_len = ARG(const uint32_t *, 4)[1] + 1;
+  uint32_t window = ARG(uint32_t, 5), max_splits = ARG(uint32_t, 6);
+  uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  uint32_t splits = (seq_len - lo + ATLAS_LLAMA_DECODE_CHUNK - 1) / ATLAS_LLAMA_DECODE_CHUNK;
+  if (splits > max_splits) splits = max_splits;
   size_t stride = head_dim + 2;
   for (uint32_t h = 0; h < n_heads; ++h) {
-    const float *ph = part + (size_t)h * splits * stride;
+    const float *ph = part + (size_t)h * max_splits * stride;
     float max = -INFINITY, total = 0.0f;
     for (uint32_t s = 0; s < splits; ++s) {
       if (ph[s * stride] > max) max = ph[s * stride];
@@ -265,6 +272,6 @@ const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_CO
     {"gemm_bf16_m128", "pppuuu", gemm_bf16},
     {"rope_rows", "ppuuuuufu", rope_rows},
     {"attention_prefill", "ppppuuuuuu", attention_prefill},
-    {"attention_decode_part", "ppppuuuuuu", attention_decode_part},
-    {"attention_decode_combine", "ppuuu", attention_decode_combine},
+    {"attention_decode_part", "ppppuuupuu", attention_decode_part},
+    {"attention_decode_combine", "ppuupuu", attention_decode_combine},
 };

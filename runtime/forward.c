@@ -24,10 +24,10 @@ atlas_status atlas_forward_ctx_make(atlas_backend *backend,
   return ATLAS_OK;
 }
 
-atlas_status atlas_forward_dispatch(const atlas_forward_ctx *ctx,
-                                    const char *module, const char *kernel,
-                                    atlas_dim3 grid, atlas_dim3 block,
-                                    const atlas_arg *args, size_t arg_count) {
+atlas_status atlas_forward_kernel(const atlas_forward_ctx *ctx,
+                                  const char *module, const char *kernel,
+                                  const atlas_kernel **out_kernel) {
+  *out_kernel = NULL;
   const atlas_kernel *k = NULL;
   ATLAS_RETURN_IF_ERROR(atlas_op_cache_kernel(ctx->op_cache, module, kernel, &k));
   if (k->registry != ctx->registry) {
@@ -36,6 +36,29 @@ atlas_status atlas_forward_dispatch(const atlas_forward_ctx *ctx,
                              "registry",
                              module, kernel);
   }
+  *out_kernel = k;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_forward_launch(const atlas_forward_ctx *ctx,
+                                  const atlas_kernel *kernel, atlas_dim3 grid,
+                                  atlas_dim3 block, const atlas_arg *args,
+                                  size_t arg_count) {
+  if (kernel == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "forward: launch of a kernel that was never "
+                             "resolved");
+  }
   atlas_launch_config config = {grid, block, 0, ctx->stream};
-  return atlas_backend_launch_typed(ctx->backend, k, &config, args, arg_count);
+  return atlas_backend_launch_typed(ctx->backend, kernel, &config, args,
+                                    arg_count);
+}
+
+atlas_status atlas_forward_dispatch(const atlas_forward_ctx *ctx,
+                                    const char *module, const char *kernel,
+                                    atlas_dim3 grid, atlas_dim3 block,
+                                    const atlas_arg *args, size_t arg_count) {
+  const atlas_kernel *k = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_forward_kernel(ctx, module, kernel, &k));
+  return atlas_forward_launch(ctx, k, grid, block, args, arg_count);
 }

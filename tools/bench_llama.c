@@ -4,7 +4,8 @@
 // Prefill: the median wall time of atlas_llama_prefill over a random prompt
 // (the last token's logits copied back, as generation needs them). Decode:
 // after a prefill of `context` tokens, ms per atlas_llama_forward step (one
-// token, its logits copied back) over `steps` steps. Both print the device's
+// token, greedy on the device, the id copied back) over `steps` steps, with
+// the step replayed as a captured graph and then launched kernel by kernel. Both print the device's
 // copy bandwidth (a 1 GiB device-to-device copy, bytes read + written) so a
 // caller can form the bandwidth floor. Lines starting with RESULT are for
 // tools/gpu_speed.py; the rest is for people.
@@ -214,28 +215,30 @@ int atlas_bench_decode(int argc, char **argv) {
     size_t ctx = (size_t)a.sizes[s];
     rc = check(atlas_llama_prefill(m, tokens, ctx, 0, logits, NULL, NULL),
                "prefill of the context");
-    uint32_t token = tokens[ctx - 1];
-    // Warm-up steps at the first decode positions, then the timed ones
-    // (rewritten: positions ctx .. ctx + steps - 1).
-    for (int w = 0; rc == 0 && w < 3; ++w) {
-      rc = check(atlas_llama_forward(m, token, (uint32_t)ctx, logits), "decode");
-    }
-    double t0 = now_ms();
-    for (long i = 0; rc == 0 && i < a.steps; ++i) {
-      rc = check(atlas_llama_forward(m, token, (uint32_t)(ctx + (size_t)i), logits),
-                 "decode");
-      // Greedy on the host, as atlas_llama_generate does.
-      size_t best = 0;
-      for (size_t v = 1; v < (size_t)vocab; ++v) {
-        if (logits[v] > logits[best]) best = v;
+    // The captured step (the default), then the same steps launched one by
+    // one; greedy on the device, only the id coming back (as generation
+    // does without a sampler or a logits sink).
+    for (int eager = 0; rc == 0 && eager <= 1; ++eager) {
+      rc = check(atlas_llama_set_decode_graph(m, !eager), "decode mode");
+      uint32_t token = tokens[ctx - 1];
+      // Warm-up steps (the first captures the graph), then the timed ones
+      // (rewritten: positions ctx .. ctx + steps - 1).
+      for (int w = 0; rc == 0 && w < 3; ++w) {
+        rc = check(atlas_llama_decode_step(m, token, (uint32_t)ctx, 0, NULL, &token),
+                   "decode");
       }
-      token = (uint32_t)best;
+      double t0 = now_ms();
+      for (long i = 0; rc == 0 && i < a.steps; ++i) {
+        rc = check(atlas_llama_decode_step(m, token, (uint32_t)(ctx + (size_t)i),
+                                           0, NULL, &token),
+                   "decode");
+      }
+      if (rc) break;
+      double ms = (now_ms() - t0) / (double)a.steps;
+      printf("atlas decode at context %5zu: %7.3f ms/token (%ld steps, %s)\n",
+             ctx, ms, a.steps, eager ? "eager launches" : "captured graph");
+      printf("RESULT decode%s_%zu_ms %.4f\n", eager ? "_eager" : "", ctx, ms);
     }
-    if (rc) break;
-    double ms = (now_ms() - t0) / (double)a.steps;
-    printf("atlas decode at context %5zu: %7.3f ms/token (%ld steps)\n", ctx, ms,
-           a.steps);
-    printf("RESULT decode_%zu_ms %.4f\n", ctx, ms);
   }
   free(logits);
   free(tokens);

@@ -41,6 +41,16 @@ class Side {
     std::vector<float> nan(floats, NAN);
     return Upload(nan.data(), floats * sizeof(float));
   }
+  // The decode step's {token, position} words, as the kernels read them.
+  void *Step(uint32_t token, uint32_t pos) {
+    uint32_t step[2] = {token, pos};
+    return Upload(step, sizeof(step));
+  }
+  std::vector<uint32_t> DownloadU32(const void *p, size_t n) {
+    std::vector<uint32_t> out(n);
+    EXPECT_OK(atlas_backend_d2h(b_, out.data(), p, n * sizeof(uint32_t)));
+    return out;
+  }
   std::vector<float> Download(const void *p, size_t floats) {
     std::vector<float> out(floats);
     EXPECT_OK(atlas_backend_d2h(b_, out.data(), p, floats * sizeof(float)));
@@ -170,8 +180,8 @@ TEST_F(LlamaKernelsCuda, Embed) {
       void *t = s.Upload(table.data(), table.size());
       void *out = s.Poisoned(dim);
       s.Launch(("embed_" + dtype).c_str(), Blocks(dim, 256), 256,
-               {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(t), ATLAS_ARG_U32(token),
-                ATLAS_ARG_U32(dim)});
+               {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(t),
+                ATLAS_ARG_PTR(s.Step(token, 0)), ATLAS_ARG_U32(dim)});
       return std::vector<std::vector<float>>{s.Download(out, dim)};
     });
   }
@@ -227,7 +237,7 @@ TEST_F(LlamaKernelsCuda, Rope) {
           s.Launch("rope", Blocks((uint64_t)n_heads * rot_dim / 2, 256), 256,
                    {ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(df), ATLAS_ARG_U32(n_heads),
                     ATLAS_ARG_U32(head_dim), ATLAS_ARG_U32(rot_dim),
-                    ATLAS_ARG_U32(pos), ATLAS_ARG_F32(1.25f)});
+                    ATLAS_ARG_PTR(s.Step(0, pos)), ATLAS_ARG_F32(1.25f)});
           return std::vector<std::vector<float>>{s.Download(dq, q.size())};
         });
       }
@@ -253,7 +263,7 @@ TEST_F(LlamaKernelsCuda, Attention) {
                {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(dk),
                 ATLAS_ARG_PTR(dv), ATLAS_ARG_PTR(att), ATLAS_ARG_U32(n_heads),
                 ATLAS_ARG_U32(n_kv), ATLAS_ARG_U32(head_dim),
-                ATLAS_ARG_U32(seq_len), ATLAS_ARG_U32(window)});
+                ATLAS_ARG_PTR(s.Step(0, seq_len - 1)), ATLAS_ARG_U32(window)});
       return std::vector<std::vector<float>>{s.Download(out, n_heads * head_dim)};
     });
   }
@@ -291,6 +301,74 @@ TEST_F(LlamaKernelsCuda, SiluMulAndAdd) {
                {ATLAS_ARG_PTR(da), ATLAS_ARG_PTR(db), ATLAS_ARG_U32(n)});
       return std::vector<std::vector<float>>{s.Download(da, n)};
     });
+  }
+}
+
+TEST_F(LlamaKernelsCuda, KvStore) {
+  const uint32_t kv_dim = 1024, rows = 9, pos = 6;
+  std::vector<float> k = Floats(kv_dim), v = Floats(kv_dim);
+  Compare("kv_store", [&](Side &s) {
+    void *kc = s.Poisoned((size_t)rows * kv_dim), *vc = s.Poisoned((size_t)rows * kv_dim);
+    void *dk = s.Upload(k.data(), kv_dim * 4), *dv = s.Upload(v.data(), kv_dim * 4);
+    s.Launch("kv_store", Blocks(kv_dim, 256), 256,
+             {ATLAS_ARG_PTR(kc), ATLAS_ARG_PTR(vc), ATLAS_ARG_PTR(dk),
+              ATLAS_ARG_PTR(dv), ATLAS_ARG_U32(kv_dim),
+              ATLAS_ARG_PTR(s.Step(0, pos))});
+    // Only row `pos` is written; the poison elsewhere stays.
+    std::vector<float> krow = s.Download((float *)kc + (size_t)pos * kv_dim, kv_dim);
+    std::vector<float> vrow = s.Download((float *)vc + (size_t)pos * kv_dim, kv_dim);
+    EXPECT_EQ(krow, k);
+    EXPECT_EQ(vrow, v);
+    EXPECT_TRUE(std::isnan(s.Download(kc, 1)[0]));
+    return std::vector<std::vector<float>>{krow, vrow};
+  });
+}
+
+// The device argmax against the host's: the first index of the largest
+// logit (ties included), and the first non-finite logit's index.
+TEST_F(LlamaKernelsCuda, Argmax) {
+  const uint32_t n = 128256;
+  struct Case {
+    const char *what;
+    std::function<void(std::vector<float> &)> edit;
+  };
+  const Case cases[] = {
+      {"random", [](std::vector<float> &) {}},
+      {"tie", [](std::vector<float> &v) { v[70000] = 9.0f; v[1234] = 9.0f; v[99999] = 9.0f; }},
+      {"last", [](std::vector<float> &v) { v[n - 1] = 50.0f; }},
+      {"nan", [](std::vector<float> &v) { v[5000] = NAN; v[7] = INFINITY; v[80000] = 60.0f; }},
+      {"all -inf", [](std::vector<float> &v) { for (float &x : v) x = -INFINITY; }},
+  };
+  for (const Case &c : cases) {
+    std::vector<float> logits = Floats(n, -8, 8);
+    c.edit(logits);
+    std::vector<uint32_t> got[2];
+    atlas_backend *backends[2] = {host_, cuda_};
+    for (int i = 0; i < 2; ++i) {
+      Side s(backends[i]);
+      void *dl = s.Upload(logits.data(), n * 4);
+      uint32_t poison[2] = {0xDEADBEEF, 0xDEADBEEF};
+      void *res = s.Upload(poison, sizeof(poison));
+      s.Launch("argmax", 1, 1024,
+               {ATLAS_ARG_PTR(res), ATLAS_ARG_PTR(dl), ATLAS_ARG_U32(n)});
+      got[i] = s.DownloadU32(res, 2);
+    }
+    // The host kernel against a plain loop, then CUDA against the host.
+    uint32_t best = 0, bad = UINT32_MAX;
+    bool any = false;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!std::isfinite(logits[i])) {
+        if (bad == UINT32_MAX) bad = i;
+      } else if (!any || logits[i] > logits[best]) {
+        best = i;
+        any = true;
+      }
+    }
+    EXPECT_EQ(got[0][0], best) << c.what;
+    EXPECT_EQ(got[0][1], bad) << c.what;
+    EXPECT_EQ(got[1], got[0]) << c.what;
+    printf("argmax %-10s host %u/%u cuda %u/%u\n", c.what, got[0][0], got[0][1],
+           got[1][0], got[1][1]);
   }
 }
 

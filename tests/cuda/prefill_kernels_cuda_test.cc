@@ -285,17 +285,21 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
                                    uint32_t kv, uint32_t dim, uint32_t seq,
                                    uint32_t window) {
   uint32_t lo = (window != 0 && seq > window) ? seq - window : 0;
-  uint32_t splits = Blocks(seq - lo, ATLAS_LLAMA_DECODE_CHUNK);
+  // The grid is sized for a longer context than this step's, as in a
+  // captured decode step: the splits past it must return untouched.
+  uint32_t splits = Blocks(seq - lo, ATLAS_LLAMA_DECODE_CHUNK) + 3;
   void *dq = s.Upload(q.data(), q.size() * 4);
   void *dk = s.Upload(kc.data(), kc.size() * 4);
   void *dv = s.Upload(vc.data(), vc.size() * 4);
+  uint32_t step[2] = {0, seq - 1};
+  void *dstep = s.Upload(step, sizeof(step));
   void *part = s.Poisoned((size_t)heads * splits * (dim + 2));
   void *out = s.Poisoned((size_t)heads * dim);
   s.Launch("attention_decode_part", splits, kv, 128,
-           {P(part), P(dq), P(dk), P(dv), U(heads), U(kv), U(dim), U(seq),
+           {P(part), P(dq), P(dk), P(dv), U(heads), U(kv), U(dim), P(dstep),
             U(window), U(splits)});
   s.Launch("attention_decode_combine", heads, 1, 128,
-           {P(out), P(part), U(heads), U(dim), U(splits)});
+           {P(out), P(part), U(heads), U(dim), P(dstep), U(window), U(splits)});
   return s.Download(out, (size_t)heads * dim);
 }
 
@@ -348,10 +352,11 @@ TEST(PrefillKernelsHost, DecodeSplitsMatchOnePassAttention) {
       atlas_launch_config c{};
       c.grid = {heads, 1, 1};
       c.block = {256, 1, 1};
+      uint32_t step[2] = {0, n - 1};
       std::vector<atlas_arg> args = {P(want.data()), P(q.data()),
                                      P(kc.data() + lo * kv_dim),
                                      P(vc.data() + lo * kv_dim), P(att.data()),
-                                     U(heads), U(kv), U(dim), U(n), U(0)};
+                                     U(heads), U(kv), U(dim), P(step), U(0)};
       ASSERT_OK(atlas_backend_launch_typed(host, k, &c, args.data(), args.size()));
       ASSERT_OK(atlas_backend_synchronize(host));
       double diff = 0, ref = 0;

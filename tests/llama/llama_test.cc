@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <cmath>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -344,6 +345,101 @@ TEST(Llama, BatchedPrefillMatchesTokenByToken) {
       }
     }
   }
+}
+
+// The decode step captured once and replayed (the default) computes exactly
+// what the same kernels launched one by one compute, with and without the
+// split-context attention, and greedy ids chosen on the device equal the
+// host's argmax of the copied logits.
+TEST(Llama, CapturedDecodeStepMatchesEagerLaunches) {
+  for (atlas_dtype dtype : {ATLAS_DTYPE_F32, ATLAS_DTYPE_BF16}) {
+    std::string dir = MakeCheckpoint("graph_" + std::to_string(dtype), "tiny",
+                                     13, dtype);
+    std::vector<uint32_t> prompt = {3, 1, 4, 1, 5};
+    for (int64_t rows : {-1, 0}) {
+      std::vector<std::vector<float>> logits[2];
+      std::vector<uint32_t> ids[2], quiet(6);
+      for (int eager = 0; eager <= 1; ++eager) {
+        Loaded m;
+        m.Open(dir, rows);
+        ASSERT_NE(m.model, nullptr);
+        ASSERT_OK(atlas_llama_set_decode_graph(m.model, eager == 0));
+        Collected got;
+        ids[eager].resize(6);
+        ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(),
+                                       6, ids[eager].data(), Collect, &got));
+        logits[eager] = got.steps;
+        if (eager == 0) {
+          // No sink: only ids cross back, chosen on the device.
+          ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(),
+                                         6, quiet.data(), nullptr, nullptr));
+        }
+      }
+      EXPECT_EQ(logits[0], logits[1]) << "dtype " << dtype << " rows " << rows;
+      EXPECT_EQ(ids[0], ids[1]);
+      EXPECT_EQ(quiet, ids[0]);
+      for (size_t s = prompt.size() - 1; s < logits[1].size(); ++s) {
+        const std::vector<float> &row = logits[1][s];
+        uint32_t best = (uint32_t)(std::max_element(row.begin(), row.end()) - row.begin());
+        EXPECT_EQ(ids[1][s - (prompt.size() - 1)], best) << "step " << s;
+      }
+    }
+  }
+}
+
+struct LogLines {
+  std::vector<std::string> lines;
+  static void Add(void *ctx, atlas_log_level, const char *message) {
+    static_cast<LogLines *>(ctx)->lines.push_back(message);
+  }
+};
+
+// A capture that cannot start (here: the stream is already capturing) is
+// aborted, the stream works again, and decoding falls back to separate
+// launches with one log line, computing the same logits.
+TEST(Llama, FailedCaptureFallsBackToEagerWithOneLogLine) {
+  std::string dir = MakeCheckpoint("graph_fallback", "tiny", 17, ATLAS_DTYPE_F32);
+  LogLines log;
+  atlas_backend_options o{};
+  o.modules = &atlas_llama_module_set;
+  o.log.fn = LogLines::Add;
+  o.log.ctx = &log;
+  atlas_backend *backend = nullptr;
+  ASSERT_OK(atlas_host_backend_create(&o, &backend));
+  atlas_checkpoint *ck = nullptr;
+  ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
+  atlas_llama_config config{};
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
+  atlas_llama_load_options lo{};
+  lo.max_seq = 16;
+  atlas_llama_model *model = nullptr;
+  ASSERT_OK(atlas_llama_load(backend, ck, &config, &lo, &model));
+  std::vector<float> want((size_t)config.vocab_size), got(want.size());
+  ASSERT_OK(atlas_llama_set_decode_graph(model, false));
+  ASSERT_OK(atlas_llama_forward(model, 3, 0, want.data()));
+  // Another token last, so a lost upload of the next step would show.
+  ASSERT_OK(atlas_llama_forward(model, 9, 0, got.data()));
+  ASSERT_NE(got, want);
+  ASSERT_OK(atlas_llama_set_decode_graph(model, true));
+  ASSERT_OK(atlas_backend_begin_capture(backend, atlas_backend_default_stream(backend)));
+  ASSERT_OK(atlas_llama_forward(model, 3, 0, got.data()));
+  EXPECT_EQ(got, want);
+  ASSERT_EQ(log.lines.size(), 1u);
+  EXPECT_NE(log.lines[0].find("capturing it as a graph failed"), std::string::npos)
+      << log.lines[0];
+  bool capturing = true;
+  ASSERT_OK(atlas_backend_stream_is_capturing(
+      backend, atlas_backend_default_stream(backend), &capturing));
+  EXPECT_FALSE(capturing);
+  ASSERT_OK(atlas_llama_forward(model, 3, 0, got.data()));
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(log.lines.size(), 1u) << "the fallback is logged once";
+  atlas_teardown_report r;
+  EXPECT_OK(atlas_llama_unload(model, &r));
+  EXPECT_EQ(r.sweep.count, 0u);
+  atlas_sweep_result_free(&r.sweep);
+  atlas_checkpoint_close(ck);
+  EXPECT_OK(atlas_backend_destroy(backend));
 }
 
 TEST(Llama, PrefillRefusesBadTokensAndOverlongPrompts) {

@@ -40,8 +40,9 @@ static atlas_status release_kv(void *p) {
 
 static atlas_status release_scratch(void *p) {
   atlas_llama_scratch *s = p;
-  float *bufs[] = {s->inv_freq, s->logits, s->att, s->hb2, s->hb,
-                   s->q,        s->xb2,    s->xb,  s->x};
+  void *bufs[] = {s->result, s->step, s->v,   s->k,   s->inv_freq,
+                  s->logits, s->att,  s->hb2, s->hb,  s->q,
+                  s->xb2,    s->xb,   s->x};
   atlas_status status = ATLAS_OK;
   for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); ++i) {
     status = atlas_status_join(status, atlas_backend_free(s->backend, bufs[i]));
@@ -54,6 +55,14 @@ static atlas_status release_kernels(void *p) {
   atlas_llama_kernels *k = p;
   atlas_status status = atlas_kernel_registry_release(k->registry);
   free(k);
+  return status;
+}
+
+static atlas_status release_graph(void *p) {
+  atlas_llama_graph *g = p;
+  atlas_status status = ATLAS_OK;
+  if (g->graph != NULL) status = atlas_backend_destroy_graph(g->backend, g->graph);
+  free(g);
   return status;
 }
 
@@ -72,9 +81,11 @@ static atlas_status checked_sizes(const atlas_llama_config *c, int64_t max_seq,
   const int64_t kv[] = {2, c->num_hidden_layers, max_seq,
                         c->num_key_value_heads, c->head_dim, 4};
   const int64_t q_dim[] = {c->num_attention_heads, c->head_dim};
+  const int64_t kv_dim[] = {2, c->num_key_value_heads, c->head_dim};
   const int64_t att[] = {c->num_attention_heads, max_seq};
-  uint64_t kvb = 0, q = 0, a = 0, s = 0;
+  uint64_t kvb = 0, q = 0, a = 0, s = 0, kv2 = 0;
   bool ok = atlas_product_u64(kv, 6, &kvb) && atlas_product_u64(q_dim, 2, &q) &&
+            atlas_product_u64(kv_dim, 3, &kv2) &&
             atlas_product_u64(att, 2, &a) && c->hidden_size >= 0 &&
             c->intermediate_size >= 0 && c->vocab_size >= 0;
   if (ok) {
@@ -86,6 +97,8 @@ static atlas_status checked_sizes(const atlas_llama_config *c, int64_t max_seq,
     ok = atlas_mul_u64(&inter, 2) && atlas_add_u64(&s, inter) &&
          atlas_add_u64(&s, a) && atlas_add_u64(&s, (uint64_t)c->vocab_size) &&
          c->head_dim >= 0 && atlas_add_u64(&s, (uint64_t)c->head_dim / 2) &&
+         // this step's key and value, its token/position and argmax words
+         atlas_add_u64(&s, kv2) && atlas_add_u64(&s, 4) &&
          atlas_mul_u64(&s, 4);
   }
   // Norms: hidden * (2 * layers + 1) floats.
@@ -372,8 +385,15 @@ static atlas_status alloc_scratch(atlas_llama_scratch *s,
   ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, (size_t)c->vocab_size * f,
                                             (void **)&s->logits));
   size_t half = (size_t)atlas_rope_rot_dim(&c->rope, c->head_dim) / 2;
-  return atlas_backend_alloc(s->backend, (half ? half : 1) * f,
-                             (void **)&s->inv_freq);
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, (half ? half : 1) * f,
+                                            (void **)&s->inv_freq));
+  size_t kv_dim = (size_t)(c->num_key_value_heads * c->head_dim) * f;
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, kv_dim, (void **)&s->k));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, kv_dim, (void **)&s->v));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_alloc(s->backend, 2 * sizeof(uint32_t), (void **)&s->step));
+  return atlas_backend_alloc(s->backend, 2 * sizeof(uint32_t),
+                             (void **)&s->result);
 }
 
 // ---- load / unload -----------------------------------------------------------
@@ -440,6 +460,12 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
                               m->kernels));
   ATLAS_RETURN_IF_ERROR(
       atlas_llama_ctx_make(m->backend, NULL, &m->config, m->scratch, &m->ctx));
+  // Last: the graph is released first, before the buffers it launches on.
+  m->graph = calloc(1, sizeof(*m->graph));
+  if (m->graph == NULL) goto oom;
+  m->graph->backend = m->backend;
+  m->graph->disabled = options->eager_decode;
+  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "decode_graph", release_graph, m->graph));
   m->rot_dim = atlas_rope_rot_dim(&c->rope, c->head_dim);
   m->rope_seq_len = -1;
   return atlas_llama_rope_update(m, 1);

@@ -32,6 +32,9 @@ typedef struct atlas_llama_load_options {
   // Prompt tokens per batched prefill pass (0: min(max_seq, 2048); < 0: no
   // batched prefill, prompts run one token at a time).
   int64_t prefill_rows;
+  // Launch each decode step's kernels one by one instead of replaying the
+  // step captured as a graph (for comparison and debugging).
+  bool eager_decode;
 } atlas_llama_load_options;
 
 // Bytes the model will hold on its backend: weights (norms as f32), KV cache
@@ -69,6 +72,17 @@ ATLAS_MUST_USE atlas_status atlas_llama_forward_step(atlas_llama_model *m, uint3
                                       uint32_t pos, int64_t seq_len,
                                       float *out_logits);
 
+
+// As atlas_llama_forward_step, and `out_token` (may be NULL) receives the
+// argmax computed on the device; `out_logits` may be NULL, and then only the
+// id comes back. A non-finite logit is an error naming `pos`.
+ATLAS_MUST_USE atlas_status atlas_llama_decode_step(atlas_llama_model *m, uint32_t token,
+                                     uint32_t pos, int64_t seq_len,
+                                     float *out_logits, uint32_t *out_token);
+
+// Replay the decode step captured as a graph (true, the default unless the
+// load options said eager_decode) or launch its kernels one by one.
+ATLAS_MUST_USE atlas_status atlas_llama_set_decode_graph(atlas_llama_model *m, bool enabled);
 
 // Batched prefill: `n` tokens at positions pos..pos+n-1 through each layer in
 // one pass per chunk of the model's prefill rows; fills their KV cache rows.

@@ -8,6 +8,7 @@
 
 #include "atlas/kernels/llama_kernels.h"
 #include "atlas/runtime/arch/llama/llama_model.h"
+#include "atlas/runtime/log.h"
 
 #define P(x) ATLAS_ARG_PTR(x)
 #define U(x) ATLAS_ARG_U32(x)
@@ -19,56 +20,48 @@ static uint32_t blocks(uint64_t n, uint32_t per) {
   return (uint32_t)((n + per - 1) / per);
 }
 
-static const char *suffix(atlas_dtype dtype) {
-  switch (dtype) {
-    case ATLAS_DTYPE_F16: return "f16";
-    case ATLAS_DTYPE_BF16: return "bf16";
-    default: return "f32";
-  }
+static atlas_status launch(const atlas_llama_ctx *ctx, const atlas_kernel *k,
+                           uint32_t grid, uint32_t block, const atlas_arg *args,
+                           size_t count) {
+  return atlas_forward_launch(&ctx->core, k, dim1(grid), dim1(block), args,
+                              count);
 }
 
-static atlas_status elementwise(const atlas_llama_ctx *ctx, const char *name,
+static atlas_status elementwise(const atlas_llama_ctx *ctx, const atlas_kernel *k,
                                 float *a, const float *b, uint32_t n) {
   atlas_arg args[] = {P(a), P(b), U(n)};
-  return atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE, name,
-                                dim1(blocks(n, 256)), dim1(256), args, COUNT(args));
+  return launch(ctx, k, blocks(n, 256), 256, args, COUNT(args));
 }
 
 static atlas_status rmsnorm(const atlas_llama_ctx *ctx, float *out,
                             const float *x, const float *w) {
   atlas_arg args[] = {P(out), P(x), P(w), U((uint32_t)ctx->config->hidden_size),
                       F((float)ctx->config->rms_norm_eps)};
-  return atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE, "rmsnorm", dim1(1),
-                                dim1(1024), args, COUNT(args));
+  return launch(ctx, ctx->ops.rmsnorm, 1, 1024, args, COUNT(args));
 }
 
 static atlas_status matvec(const atlas_llama_ctx *ctx, float *out,
                            const atlas_llama_matrix *w, const float *x,
                            int64_t rows, int64_t cols) {
-  char name[32];
-  snprintf(name, sizeof(name), "matvec_%s", suffix(w->dtype));
   atlas_arg args[] = {P(out), P(w->data), P(x), U((uint32_t)rows),
                       U((uint32_t)cols)};
-  return atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE, name,
-                                dim1(blocks((uint64_t)rows, 8)), dim1(256), args,
-                                COUNT(args));
+  return launch(ctx, ctx->ops.matvec[atlas_llama_wtype_of(w->dtype)],
+                blocks((uint64_t)rows, 8), 256, args, COUNT(args));
 }
 
+// The row of this step's token (scratch->step[0]).
 static atlas_status embed(const atlas_llama_ctx *ctx, float *out,
-                          const atlas_llama_matrix *table, uint32_t token) {
-  char name[32];
-  snprintf(name, sizeof(name), "embed_%s", suffix(table->dtype));
+                          const atlas_llama_matrix *table) {
   uint32_t dim = (uint32_t)ctx->config->hidden_size;
-  atlas_arg args[] = {P(out), P(table->data), U(token), U(dim)};
-  return atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE, name,
-                                dim1(blocks(dim, 256)), dim1(256), args,
-                                COUNT(args));
+  atlas_arg args[] = {P(out), P(table->data), P(ctx->scratch->step), U(dim)};
+  return launch(ctx, ctx->ops.embed[atlas_llama_wtype_of(table->dtype)],
+                blocks(dim, 256), 256, args, COUNT(args));
 }
 
 static atlas_status add_bias(const atlas_llama_ctx *ctx, float *x,
                              const float *bias, int64_t n) {
   if (bias == NULL) return ATLAS_OK;
-  return elementwise(ctx, "add_bias", x, bias, (uint32_t)n);
+  return elementwise(ctx, ctx->ops.add_bias, x, bias, (uint32_t)n);
 }
 
 // x[h] = q_or_k_norm(x[h]) for each head (Qwen3), before RoPE.
@@ -78,13 +71,12 @@ static atlas_status head_norm(const atlas_llama_ctx *ctx, float *x,
   const atlas_llama_config *c = ctx->config;
   atlas_arg args[] = {P(x), P(w), U((uint32_t)heads), U((uint32_t)c->head_dim),
                       F((float)c->rms_norm_eps)};
-  return atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE, "head_rmsnorm",
-                                dim1((uint32_t)heads), dim1(32), args,
-                                COUNT(args));
+  return launch(ctx, ctx->ops.head_rmsnorm, (uint32_t)heads, 32, args,
+                COUNT(args));
 }
 
-static atlas_status rope(const atlas_llama_model *m, float *x, int64_t heads,
-                         uint32_t pos) {
+// At this step's position (scratch->step[1]).
+static atlas_status rope(const atlas_llama_model *m, float *x, int64_t heads) {
   const atlas_llama_ctx *ctx = &m->ctx;
   uint32_t half = (uint32_t)(m->rot_dim / 2);
   atlas_arg args[] = {P(x),
@@ -92,15 +84,17 @@ static atlas_status rope(const atlas_llama_model *m, float *x, int64_t heads,
                       U((uint32_t)heads),
                       U((uint32_t)ctx->config->head_dim),
                       U((uint32_t)m->rot_dim),
-                      U(pos),
+                      P(ctx->scratch->step),
                       F(m->attention_factor)};
-  return atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE, "rope",
-                                dim1(blocks((uint64_t)heads * half, 256)),
-                                dim1(256), args, COUNT(args));
+  return launch(ctx, ctx->ops.rope, blocks((uint64_t)heads * half, 256), 256,
+                args, COUNT(args));
 }
 
+// One decoder layer of the decode step. Nothing here depends on the token or
+// the position (the kernels read them from scratch->step), so the same
+// launches replay as a graph at every step.
 static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L,
-                          int64_t l, uint32_t pos) {
+                          int64_t l) {
   const atlas_llama_ctx *ctx = &m->ctx;
   const atlas_llama_config *c = ctx->config;
   atlas_llama_scratch *s = ctx->scratch;
@@ -108,40 +102,41 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   int64_t q_dim = c->num_attention_heads * head_dim;
   int64_t kv_dim = c->num_key_value_heads * head_dim;
   size_t layer_off = (size_t)(l * m->max_seq * kv_dim);
-  float *k = m->kv->keys + layer_off + (size_t)pos * (size_t)kv_dim;
-  float *v = m->kv->values + layer_off + (size_t)pos * (size_t)kv_dim;
+  float *kc = m->kv->keys + layer_off, *vc = m->kv->values + layer_off;
 
   ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->attn_norm));
   ATLAS_RETURN_IF_ERROR(matvec(ctx, s->q, &L->wq, s->xb, q_dim, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->q, L->q_bias, q_dim));
-  // Keys and values go straight into this position of the cache.
-  ATLAS_RETURN_IF_ERROR(matvec(ctx, k, &L->wk, s->xb, kv_dim, hidden));
-  ATLAS_RETURN_IF_ERROR(add_bias(ctx, k, L->k_bias, kv_dim));
-  ATLAS_RETURN_IF_ERROR(matvec(ctx, v, &L->wv, s->xb, kv_dim, hidden));
-  ATLAS_RETURN_IF_ERROR(add_bias(ctx, v, L->v_bias, kv_dim));
+  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->k, &L->wk, s->xb, kv_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->k, L->k_bias, kv_dim));
+  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->v, &L->wv, s->xb, kv_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->v, L->v_bias, kv_dim));
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
   ATLAS_RETURN_IF_ERROR(head_norm(ctx, s->q, L->q_norm, c->num_attention_heads));
-  ATLAS_RETURN_IF_ERROR(head_norm(ctx, k, L->k_norm, c->num_key_value_heads));
-  ATLAS_RETURN_IF_ERROR(rope(m, s->q, c->num_attention_heads, pos));
-  ATLAS_RETURN_IF_ERROR(rope(m, k, c->num_key_value_heads, pos));
+  ATLAS_RETURN_IF_ERROR(head_norm(ctx, s->k, L->k_norm, c->num_key_value_heads));
+  ATLAS_RETURN_IF_ERROR(rope(m, s->q, c->num_attention_heads));
+  ATLAS_RETURN_IF_ERROR(rope(m, s->k, c->num_key_value_heads));
+  // Keys and values into this position's cache row.
+  atlas_arg kv_args[] = {P(kc), P(vc), P(s->k), P(s->v), U((uint32_t)kv_dim),
+                         P(s->step)};
+  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.kv_store,
+                               blocks((uint64_t)kv_dim, 256), 256, kv_args,
+                               COUNT(kv_args)));
   uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
   if (m->prefill != NULL) {
     // Split over the context (flash-decoding) where the batch scratch exists.
     ATLAS_RETURN_IF_ERROR(
-        atlas_llama_decode_attention(m, l, pos, window, s->xb2, s->q));
+        atlas_llama_decode_attention(m, l, window, s->xb2, s->q));
   } else {
-    atlas_arg att_args[] = {P(s->xb2), P(s->q), P(m->kv->keys + layer_off),
-                            P(m->kv->values + layer_off), P(s->att), U(n_heads),
-                            U((uint32_t)c->num_key_value_heads),
-                            U((uint32_t)head_dim), U(pos + 1), U(window)};
-    ATLAS_RETURN_IF_ERROR(atlas_forward_dispatch(&ctx->core, ATLAS_LLAMA_MODULE,
-                                                 "attention", dim1(n_heads),
-                                                 dim1(256), att_args,
-                                                 COUNT(att_args)));
+    atlas_arg att_args[] = {P(s->xb2), P(s->q), P(kc), P(vc), P(s->att),
+                            U(n_heads), U((uint32_t)c->num_key_value_heads),
+                            U((uint32_t)head_dim), P(s->step), U(window)};
+    ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention, n_heads, 256,
+                                 att_args, COUNT(att_args)));
   }
   ATLAS_RETURN_IF_ERROR(matvec(ctx, s->xb, &L->wo, s->xb2, hidden, q_dim));
   ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->xb, L->o_bias, hidden));
-  ATLAS_RETURN_IF_ERROR(elementwise(ctx, "add", s->x, s->xb, (uint32_t)hidden));
+  ATLAS_RETURN_IF_ERROR(elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint32_t)hidden));
 
   ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->ffn_norm));
   int64_t inter = c->intermediate_size;
@@ -149,10 +144,96 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb, L->gate_bias, inter));
   ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb2, &L->w_up, s->xb, inter, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb2, L->up_bias, inter));
-  ATLAS_RETURN_IF_ERROR(elementwise(ctx, "silu_mul", s->hb, s->hb2, (uint32_t)inter));
+  ATLAS_RETURN_IF_ERROR(
+      elementwise(ctx, ctx->ops.silu_mul, s->hb, s->hb2, (uint32_t)inter));
   ATLAS_RETURN_IF_ERROR(matvec(ctx, s->xb, &L->w_down, s->hb, hidden, inter));
   ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->xb, L->down_bias, hidden));
-  return elementwise(ctx, "add", s->x, s->xb, (uint32_t)hidden);
+  return elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint32_t)hidden);
+}
+
+// The whole decode step on the context's stream: embedding, layers, final
+// norm, logits and the argmax (into scratch->result).
+static atlas_status step_body(const atlas_llama_model *m) {
+  const atlas_llama_config *c = &m->config;
+  atlas_llama_scratch *s = m->scratch;
+  const atlas_llama_weights *w = m->weights;
+  ATLAS_RETURN_IF_ERROR(embed(&m->ctx, s->x, &w->embed));
+  for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
+    ATLAS_RETURN_IF_ERROR(atlas_status_annotate(layer(m, &w->layers[l], l),
+                                                "layer %lld", (long long)l));
+  }
+  ATLAS_RETURN_IF_ERROR(rmsnorm(&m->ctx, s->xb, s->x, w->final_norm));
+  ATLAS_RETURN_IF_ERROR(
+      matvec(&m->ctx, s->logits, &w->lm_head, s->xb, c->vocab_size, c->hidden_size));
+  atlas_arg args[] = {P(s->result), P(s->logits), U((uint32_t)c->vocab_size)};
+  return launch(&m->ctx, m->ctx.ops.argmax, 1, 1024, args, COUNT(args));
+}
+
+// This step's token and position, to scratch->step (the backend stages the
+// source, so host_step may change as soon as this returns).
+static atlas_status upload_step(atlas_llama_model *m) {
+  return atlas_backend_h2d_async(m->backend, m->scratch->step, m->host_step,
+                                 sizeof(m->host_step), m->ctx.core.stream);
+}
+
+// Captures the step body once, then replays it. Only the capture machinery
+// failing (a backend or driver that cannot capture) makes the step fall
+// back to eager launches, with one log line; a kernel that fails while
+// being captured is an error, as it would be eagerly.
+static atlas_status run_step(atlas_llama_model *m) {
+  atlas_llama_graph *g = m->graph;
+  if (g == NULL || g->disabled) return step_body(m);
+  atlas_backend *b = m->backend;
+  atlas_stream *stream = m->ctx.core.stream;
+  if (g->graph == NULL) {
+    atlas_status cap = atlas_backend_begin_capture(b, stream);
+    if (cap == ATLAS_OK) {
+      atlas_status body = step_body(m);
+      atlas_graph *graph = NULL;
+      cap = atlas_backend_end_capture(b, stream, &graph);
+      if (body != ATLAS_OK) {
+        atlas_status_free(cap);
+        if (graph != NULL) atlas_status_free(atlas_backend_destroy_graph(b, graph));
+        bool aborted = false;
+        atlas_status_free(atlas_backend_abort_capture_if_active(b, stream, &aborted));
+        return body;
+      }
+      if (cap == ATLAS_OK) g->graph = graph;
+    }
+    if (cap != ATLAS_OK) {
+      bool aborted = false;
+      atlas_status_free(atlas_backend_abort_capture_if_active(b, stream, &aborted));
+      // A capture someone else left open took the step's upload with it.
+      ATLAS_RETURN_IF_ERROR(upload_step(m));
+      atlas_log(atlas_backend_log_sink(b), ATLAS_LOG_WARNING,
+                "decode step: capturing it as a graph failed (%s); decode "
+                "steps run as separate launches from now on",
+                atlas_status_message(cap));
+      atlas_status_free(cap);
+      g->disabled = true;
+      return step_body(m);
+    }
+  }
+  return atlas_backend_launch_graph(b, g->graph, stream);
+}
+
+// The captured step bakes RoPE's attention factor in: drop it when that
+// changes (dynamic RoPE past max_position_embeddings).
+static atlas_status drop_graph(atlas_llama_model *m) {
+  if (m->graph == NULL || m->graph->graph == NULL) return ATLAS_OK;
+  atlas_graph *graph = m->graph->graph;
+  m->graph->graph = NULL;
+  return atlas_backend_destroy_graph(m->backend, graph);
+}
+
+atlas_status atlas_llama_set_decode_graph(atlas_llama_model *m, bool enabled) {
+  if (m->graph == NULL) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "this model has no decode graph state");
+  }
+  if (!enabled) ATLAS_RETURN_IF_ERROR(drop_graph(m));
+  m->graph->disabled = !enabled;
+  return ATLAS_OK;
 }
 
 atlas_status atlas_llama_rope_update(atlas_llama_model *m, int64_t seq_len) {
@@ -163,6 +244,7 @@ atlas_status atlas_llama_rope_update(atlas_llama_model *m, int64_t seq_len) {
                     ? seq_len
                     : 0;
   if (key == m->rope_seq_len) return ATLAS_OK;
+  ATLAS_RETURN_IF_ERROR(drop_graph(m));
   size_t half = (size_t)(m->rot_dim / 2);
   double *inv = malloc((half ? half : 1) * sizeof(double));
   float *f = malloc((half ? half : 1) * sizeof(float));
@@ -186,9 +268,9 @@ atlas_status atlas_llama_rope_update(atlas_llama_model *m, int64_t seq_len) {
   return status;
 }
 
-atlas_status atlas_llama_forward_step(atlas_llama_model *m, uint32_t token,
-                                      uint32_t pos, int64_t seq_len,
-                                      float *out_logits) {
+atlas_status atlas_llama_decode_step(atlas_llama_model *m, uint32_t token,
+                                     uint32_t pos, int64_t seq_len,
+                                     float *out_logits, uint32_t *out_token) {
   const atlas_llama_config *c = &m->config;
   if ((int64_t)token >= c->vocab_size) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -203,18 +285,39 @@ atlas_status atlas_llama_forward_step(atlas_llama_model *m, uint32_t token,
   if (seq_len <= (int64_t)pos) seq_len = (int64_t)pos + 1;
   ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, seq_len));
   atlas_llama_scratch *s = m->scratch;
-  const atlas_llama_weights *w = m->weights;
-  ATLAS_RETURN_IF_ERROR(embed(&m->ctx, s->x, &w->embed, token));
-  for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
-    ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
-        layer(m, &w->layers[l], l, pos), "layer %lld", (long long)l));
+  atlas_stream *stream = m->ctx.core.stream;
+  m->host_step[0] = token;
+  m->host_step[1] = pos;
+  ATLAS_RETURN_IF_ERROR(upload_step(m));
+  ATLAS_RETURN_IF_ERROR(run_step(m));
+  uint32_t result[2] = {0, 0};
+  ATLAS_RETURN_IF_ERROR(atlas_backend_d2h_on_stream(m->backend, result, s->result,
+                                                    sizeof(result), stream));
+  if (out_logits != NULL) {
+    ATLAS_RETURN_IF_ERROR(atlas_backend_d2h_on_stream(
+        m->backend, out_logits, s->logits, (size_t)c->vocab_size * sizeof(float),
+        stream));
   }
-  ATLAS_RETURN_IF_ERROR(rmsnorm(&m->ctx, s->xb, s->x, w->final_norm));
-  ATLAS_RETURN_IF_ERROR(
-      matvec(&m->ctx, s->logits, &w->lm_head, s->xb, c->vocab_size, c->hidden_size));
-  return atlas_backend_d2h_on_stream(m->backend, out_logits, s->logits,
-                                     (size_t)c->vocab_size * sizeof(float),
-                                     m->ctx.core.stream);
+  // A NaN or Inf logit makes argmax meaningless: an error naming the step,
+  // never a silent token 0.
+  if (result[1] != UINT32_MAX) {
+    const char *what = "a non-finite value";
+    if (out_logits != NULL && result[1] < (uint64_t)c->vocab_size) {
+      what = isnan(out_logits[result[1]]) ? "NaN" : "Inf";
+    }
+    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                             "forward step %u produced a non-finite logit "
+                             "(%s at index %u); refusing to pick a token",
+                             pos, what, result[1]);
+  }
+  if (out_token != NULL) *out_token = result[0];
+  return ATLAS_OK;
+}
+
+atlas_status atlas_llama_forward_step(atlas_llama_model *m, uint32_t token,
+                                      uint32_t pos, int64_t seq_len,
+                                      float *out_logits) {
+  return atlas_llama_decode_step(m, token, pos, seq_len, out_logits, NULL);
 }
 
 atlas_status atlas_llama_forward(atlas_llama_model *m, uint32_t token,
@@ -256,9 +359,11 @@ static bool is_eos(const atlas_arch_generate_options *o, uint32_t token) {
 // The token after a forward step past the prompt (options->choose's, else
 // the argmax): recorded (while fewer than `steps`); *out_stop when
 // generation stops there (an EOS id, never fed back, or on_token said stop).
+// `logits` may be NULL when there is no chooser: then `device_id`, the
+// argmax the step computed on the device, is the token.
 static atlas_status take(const atlas_arch_generate_options *options,
-                         const float *logits, size_t vocab, size_t steps,
-                         uint32_t *out_tokens, size_t *generated,
+                         const float *logits, uint32_t device_id, size_t vocab,
+                         size_t steps, uint32_t *out_tokens, size_t *generated,
                          uint32_t *out_token, bool *out_stop) {
   uint32_t token = 0;
   if (options != NULL && options->choose != NULL) {
@@ -274,7 +379,7 @@ static atlas_status take(const atlas_arch_generate_options *options,
                                token, vocab);
     }
   } else {
-    token = argmax(logits, vocab);
+    token = logits != NULL ? argmax(logits, vocab) : device_id;
   }
   *out_token = token;
   if (*generated < steps) out_tokens[(*generated)++] = token;
@@ -318,24 +423,31 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     status = atlas_llama_prefill(m, prompt, prompt_len, 0, logits, sink, sink_ctx);
     pos = prompt_len;
     // The first generated token, under the same EOS and on_token rules.
+    if (status == ATLAS_OK) status = check_finite_logits(logits, vocab, prompt_len - 1);
     if (status == ATLAS_OK) {
-      status = take(options, logits, vocab, steps, out_tokens, &generated,
+      status = take(options, logits, 0, vocab, steps, out_tokens, &generated,
                     &token, &stop);
     }
   }
+  bool chooser = options != NULL && options->choose != NULL;
   for (; status == ATLAS_OK && !stop && pos < forwards; ++pos) {
     // transformers' generate runs the prompt as one forward, so dynamic
     // RoPE sees the prompt's length at every prompt position.
     int64_t seq_len = (int64_t)(pos + 1 > prompt_len ? pos + 1 : prompt_len);
-    status = atlas_llama_forward_step(m, token, (uint32_t)pos, seq_len, logits);
-    if (status == ATLAS_OK) status = check_finite_logits(logits, vocab, pos);
+    bool in_prompt = pos + 1 < prompt_len;
+    // Logits cross to the host only when someone reads them; greedy
+    // decoding brings back the id alone.
+    float *want = sink != NULL || (!in_prompt && chooser) ? logits : NULL;
+    uint32_t device_id = 0;
+    status = atlas_llama_decode_step(m, token, (uint32_t)pos, seq_len, want,
+                                     &device_id);
     if (status == ATLAS_OK && sink != NULL) status = sink(sink_ctx, logits, vocab);
     if (status != ATLAS_OK) break;
-    if (pos + 1 < prompt_len) {
+    if (in_prompt) {
       token = prompt[pos + 1];
     } else {
-      status = take(options, logits, vocab, steps, out_tokens, &generated,
-                    &token, &stop);
+      status = take(options, want, device_id, vocab, steps, out_tokens,
+                    &generated, &token, &stop);
     }
   }
   free(logits);
@@ -364,5 +476,5 @@ atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
   ATLAS_RETURN_IF_ERROR(atlas_forward_ctx_make(backend, stream, &out_ctx->core));
   out_ctx->config = config;
   out_ctx->scratch = scratch;
-  return ATLAS_OK;
+  return atlas_llama_ops_resolve(&out_ctx->core, &out_ctx->ops);
 }

@@ -6,6 +6,7 @@
 #include "atlas/runtime/forward.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
 #include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/llama/llama_ops.h"
 #include "atlas/runtime/arch/llama/llama_prefill.h"
 #include "atlas/runtime/formats/safetensors.h"
 
@@ -72,7 +73,21 @@ typedef struct atlas_llama_scratch {
   float *att;       // (n_heads, max_seq)
   float *logits;    // (vocab_size)
   float *inv_freq;  // (rot_dim / 2) from the rope config, see rope.h
+  float *k;         // (kv_dim) this step's key, before kv_store
+  float *v;         // (kv_dim) this step's value, before kv_store
+  uint32_t *step;   // (2) this step's token and position, read by kernels
+  uint32_t *result; // (2) argmax id, first non-finite logit (or UINT32_MAX)
 } atlas_llama_scratch;
+
+// Teardown resource "decode_graph": the decode step captured once and
+// replayed every token (its token and position are read from device
+// memory). Made at the first step; dropped when RoPE's by-value factor
+// changes (dynamic RoPE), and never tried again after a capture failed.
+typedef struct atlas_llama_graph {
+  atlas_backend *backend;
+  atlas_graph *graph;   // NULL until captured
+  bool disabled;        // a load option, or a capture failed (logged once)
+} atlas_llama_graph;
 
 // The Llama forward context: the core one plus the model-derived values
 // every Llama dispatch site needs. Built by atlas_llama_ctx_make only.
@@ -80,6 +95,7 @@ typedef struct atlas_llama_ctx {
   atlas_forward_ctx core;
   const atlas_llama_config *config;
   atlas_llama_scratch *scratch;
+  atlas_llama_ops ops;  // every kernel, resolved once
 } atlas_llama_ctx;
 
 // Fails when a piece is missing rather than letting a dispatch site find out.
@@ -103,7 +119,9 @@ struct atlas_llama_model {
   atlas_llama_scratch *scratch;
   atlas_llama_kernels *kernels;
   atlas_llama_prefill_scratch *prefill;  // NULL: prompts run token by token
+  atlas_llama_graph *graph;
   atlas_llama_ctx ctx;
+  uint32_t host_step[2];  // the source of scratch->step's upload
   // RoPE on the host: what scratch->inv_freq was computed for.
   int64_t rot_dim;
   int64_t rope_seq_len;     // -1: not uploaded yet; 0: static (seq-free)

@@ -32,14 +32,6 @@ static uint32_t blocks(uint64_t n, uint32_t per) {
   return (uint32_t)((n + per - 1) / per);
 }
 
-static const char *suffix(atlas_dtype dtype) {
-  switch (dtype) {
-    case ATLAS_DTYPE_F16: return "f16";
-    case ATLAS_DTYPE_BF16: return "bf16";
-    default: return "f32";
-  }
-}
-
 // The batched path implements every feature of the one-token layer: RoPE
 // from the model's own inv_freq table, rot_dim and attention_factor (every
 // RoPE type; dynamic RoPE at the chunk's seq_len, see atlas_llama_prefill),
@@ -144,49 +136,44 @@ atlas_status atlas_llama_prefill_setup(atlas_llama_model *m, int64_t rows) {
 
 // ---- dispatch helpers ----------------------------------------------------------
 
-static atlas_status launch(const atlas_llama_ctx *ctx, const char *module,
-                           const char *name, atlas_dim3 grid, uint32_t block,
+static atlas_status launch(const atlas_llama_ctx *ctx, const atlas_kernel *k,
+                           atlas_dim3 grid, uint32_t block,
                            const atlas_arg *args, size_t count) {
-  return atlas_forward_dispatch(&ctx->core, module, name, grid, d3(block, 1),
-                                args, count);
+  return atlas_forward_launch(&ctx->core, k, grid, d3(block, 1), args, count);
 }
 
 static atlas_status gemm(const atlas_llama_ctx *ctx, float *out,
                          const atlas_llama_matrix *w, const float *x,
                          uint32_t m, int64_t n, int64_t k) {
-  char name[32];
   atlas_arg args[] = {P(out), P(w->data), P(x), U(m), U((uint32_t)n),
                       U((uint32_t)k)};
-  atlas_dim3 grid;
-  if (w->dtype == ATLAS_DTYPE_F32) {
-    snprintf(name, sizeof(name), "gemm_f32");
-    grid = d3(blocks((uint64_t)n, 64), blocks(m, 64));
-  } else if ((uint64_t)blocks((uint64_t)n, 128) * blocks(m, 128) >= kTall) {
+  atlas_llama_wtype t = atlas_llama_wtype_of(w->dtype);
+  if (t == ATLAS_LLAMA_W_F32) {
+    return launch(ctx, ctx->ops.gemm[t], d3(blocks((uint64_t)n, 64), blocks(m, 64)),
+                  256, args, COUNT(args));
+  }
+  if ((uint64_t)blocks((uint64_t)n, 128) * blocks(m, 128) >= kTall) {
     // Enough 128 x 128 tiles to fill a large GPU: the taller tile reuses
     // each weight tile twice as often.
-    snprintf(name, sizeof(name), "gemm_%s_m128", suffix(w->dtype));
-    grid = d3(blocks((uint64_t)n, 128), blocks(m, 128));
-  } else {
-    snprintf(name, sizeof(name), "gemm_%s", suffix(w->dtype));
-    grid = d3(blocks((uint64_t)n, 128), blocks(m, 64));
+    return launch(ctx, ctx->ops.gemm_m128[t],
+                  d3(blocks((uint64_t)n, 128), blocks(m, 128)), 256, args,
+                  COUNT(args));
   }
-  return launch(ctx, ATLAS_LLAMA_BATCH_MODULE, name, grid, 256, args,
-                COUNT(args));
+  return launch(ctx, ctx->ops.gemm[t], d3(blocks((uint64_t)n, 128), blocks(m, 64)),
+                256, args, COUNT(args));
 }
 
 static atlas_status rmsnorm_rows(const atlas_llama_ctx *ctx, float *out,
                                  const float *x, const float *w, uint32_t n) {
   atlas_arg args[] = {P(out), P(x), P(w), U((uint32_t)ctx->config->hidden_size),
                       F((float)ctx->config->rms_norm_eps), U(n)};
-  return launch(ctx, ATLAS_LLAMA_BATCH_MODULE, "rmsnorm_rows", d3(n, 1), 256,
-                args, COUNT(args));
+  return launch(ctx, ctx->ops.rmsnorm_rows, d3(n, 1), 256, args, COUNT(args));
 }
 
-static atlas_status elementwise(const atlas_llama_ctx *ctx, const char *name,
+static atlas_status elementwise(const atlas_llama_ctx *ctx, const atlas_kernel *k,
                                 float *a, const float *b, uint64_t n) {
   atlas_arg args[] = {P(a), P(b), U((uint32_t)n)};
-  return launch(ctx, ATLAS_LLAMA_MODULE, name, d3(blocks(n, 256), 1), 256,
-                args, COUNT(args));
+  return launch(ctx, k, d3(blocks(n, 256), 1), 256, args, COUNT(args));
 }
 
 // The model's RoPE (its inv_freq table, rot_dim and attention_factor, as the
@@ -200,7 +187,7 @@ static atlas_status rope_rows(const atlas_llama_model *m, float *x,
   atlas_arg args[] = {P(x),     P(ctx->scratch->inv_freq), U(heads),
                       U(hd),    U(rot),                    U(pos0),
                       U(n),     F(m->attention_factor),    U(row_stride)};
-  return launch(ctx, ATLAS_LLAMA_BATCH_MODULE, "rope_rows",
+  return launch(ctx, ctx->ops.rope_rows,
                 d3(blocks((uint64_t)heads * (rot / 2), 256), n), 256, args,
                 COUNT(args));
 }
@@ -212,7 +199,7 @@ static atlas_status add_bias_rows(const atlas_llama_ctx *ctx, float *x,
                                   const float *bias, uint32_t n, int64_t cols) {
   if (bias == NULL) return ATLAS_OK;
   for (uint32_t r = 0; r < n; ++r) {
-    ATLAS_RETURN_IF_ERROR(elementwise(ctx, "add_bias",
+    ATLAS_RETURN_IF_ERROR(elementwise(ctx, ctx->ops.add_bias,
                                       x + (size_t)r * (size_t)cols, bias,
                                       (uint64_t)cols));
   }
@@ -228,33 +215,35 @@ static atlas_status head_norm_rows(const atlas_llama_ctx *ctx, float *x,
   uint32_t total = n * heads;
   atlas_arg args[] = {P(x), P(w), U(total), U((uint32_t)c->head_dim),
                       F((float)c->rms_norm_eps)};
-  return launch(ctx, ATLAS_LLAMA_MODULE, "head_rmsnorm", d3(total, 1), 32,
-                args, COUNT(args));
+  return launch(ctx, ctx->ops.head_rmsnorm, d3(total, 1), 32, args,
+                COUNT(args));
 }
 
 // ---- one-token attention, split over the context (flash-decoding) ----------
 
 atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
-                                          uint32_t pos, uint32_t window,
-                                          float *out, const float *q) {
+                                          uint32_t window, float *out,
+                                          const float *q) {
   const atlas_llama_ctx *ctx = &m->ctx;
   const atlas_llama_config *c = ctx->config;
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
   uint32_t n_kv = (uint32_t)c->num_key_value_heads;
-  uint32_t hd = (uint32_t)c->head_dim, seq_len = pos + 1;
-  uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
-  uint32_t splits = blocks(seq_len - lo, ATLAS_LLAMA_DECODE_CHUNK);
+  uint32_t hd = (uint32_t)c->head_dim;
+  // Sized for the longest context; the kernels read this step's position
+  // from scratch->step, and splits past it return at once.
+  uint32_t splits = (uint32_t)max_splits(m->max_seq);
   size_t layer_off = (size_t)l * (size_t)m->max_seq * n_kv * hd;
   float *part = m->prefill->part;
+  const uint32_t *step = ctx->scratch->step;
   atlas_arg args[] = {P(part), P(q), P(m->kv->keys + layer_off),
                       P(m->kv->values + layer_off), U(n_heads), U(n_kv), U(hd),
-                      U(seq_len), U(window), U(splits)};
-  ATLAS_RETURN_IF_ERROR(launch(ctx, ATLAS_LLAMA_BATCH_MODULE,
-                               "attention_decode_part", d3(splits, n_kv), 128,
+                      P(step), U(window), U(splits)};
+  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.decode_part, d3(splits, n_kv), 128,
                                args, COUNT(args)));
-  atlas_arg comb[] = {P(out), P(part), U(n_heads), U(hd), U(splits)};
-  return launch(ctx, ATLAS_LLAMA_BATCH_MODULE, "attention_decode_combine",
-                d3(n_heads, 1), 128, comb, COUNT(comb));
+  atlas_arg comb[] = {P(out), P(part), U(n_heads), U(hd), P(step), U(window),
+                      U(splits)};
+  return launch(ctx, ctx->ops.decode_combine, d3(n_heads, 1), 128, comb,
+                COUNT(comb));
 }
 
 // ---- the chunk -----------------------------------------------------------------
@@ -290,13 +279,13 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
   atlas_arg att[] = {P(s->xb2), P(s->q), P(kc),     P(vc), U(n_heads),
                      U(n_kv),   U(hd),   U(pos0),   U(n),  U(window)};
-  ATLAS_RETURN_IF_ERROR(launch(ctx, ATLAS_LLAMA_BATCH_MODULE, "attention_prefill",
+  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention_prefill,
                                d3(blocks((uint64_t)n * group, 16), n_kv), 128,
                                att, COUNT(att)));
   ATLAS_RETURN_IF_ERROR(gemm(ctx, s->xb, &L->wo, s->xb2, n, hidden, q_dim));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->o_bias, n, hidden));
   ATLAS_RETURN_IF_ERROR(
-      elementwise(ctx, "add", s->x, s->xb, (uint64_t)n * (uint64_t)hidden));
+      elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint64_t)n * (uint64_t)hidden));
 
   ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->x, L->ffn_norm, n));
   int64_t inter = c->intermediate_size;
@@ -304,11 +293,11 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb, L->gate_bias, n, inter));
   ATLAS_RETURN_IF_ERROR(gemm(ctx, s->hb2, &L->w_up, s->xb, n, inter, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb2, L->up_bias, n, inter));
-  ATLAS_RETURN_IF_ERROR(elementwise(ctx, "silu_mul", s->hb, s->hb2,
+  ATLAS_RETURN_IF_ERROR(elementwise(ctx, ctx->ops.silu_mul, s->hb, s->hb2,
                                     (uint64_t)n * (uint64_t)inter));
   ATLAS_RETURN_IF_ERROR(gemm(ctx, s->xb, &L->w_down, s->hb, n, hidden, inter));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->down_bias, n, hidden));
-  return elementwise(ctx, "add", s->x, s->xb, (uint64_t)n * (uint64_t)hidden);
+  return elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint64_t)n * (uint64_t)hidden);
 }
 
 // Logits of rows [first, first + count) of the chunk's final hidden states
@@ -385,11 +374,10 @@ atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
     status = atlas_backend_h2d(m->backend, s->tokens, tokens + done,
                                rows * sizeof(uint32_t));
     if (status == ATLAS_OK) {
-      char name[32];
-      snprintf(name, sizeof(name), "embed_rows_%s", suffix(w->embed.dtype));
       atlas_arg args[] = {P(s->x), P(w->embed.data), P(s->tokens), U(rows),
                           U(dim)};
-      status = launch(&m->ctx, ATLAS_LLAMA_BATCH_MODULE, name,
+      status = launch(&m->ctx,
+                      m->ctx.ops.embed_rows[atlas_llama_wtype_of(w->embed.dtype)],
                       d3(blocks(dim, 256), rows), 256, args, COUNT(args));
     }
     for (int64_t l = 0; status == ATLAS_OK && l < c->num_hidden_layers; ++l) {

@@ -33,12 +33,12 @@ uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *config,
 // Allocates the scratch as a teardown resource of `model` (none for rows 0).
 ATLAS_MUST_USE atlas_status atlas_llama_prefill_setup(atlas_llama_model *model, int64_t rows);
 
-// One token's attention at `pos` for layer `l` (sliding `window`, 0: none),
-// split over the context (flash-decoding); needs the scratch
-// (model->prefill != NULL).
+// One token's attention for layer `l` (sliding `window`, 0: none) at the
+// position in the model's scratch->step, split over the context
+// (flash-decoding); needs the scratch (model->prefill != NULL).
 ATLAS_MUST_USE atlas_status atlas_llama_decode_attention(
-    const atlas_llama_model *model, int64_t l, uint32_t pos, uint32_t window,
-    float *out, const float *q);
+    const atlas_llama_model *model, int64_t l, uint32_t window, float *out,
+    const float *q);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,0 +1,69 @@
+#include "atlas/runtime/arch/llama/llama_ops.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "atlas/kernels/llama_kernels.h"
+#include "atlas/kernels/prefill_kernels.h"
+
+atlas_llama_wtype atlas_llama_wtype_of(atlas_dtype dtype) {
+  switch (dtype) {
+    case ATLAS_DTYPE_F16: return ATLAS_LLAMA_W_F16;
+    case ATLAS_DTYPE_BF16: return ATLAS_LLAMA_W_BF16;
+    default: return ATLAS_LLAMA_W_F32;
+  }
+}
+
+static const char *const kSuffix[ATLAS_LLAMA_W_COUNT] = {"f32", "f16", "bf16"};
+
+typedef struct named {
+  const char *module;
+  const char *name;
+  const atlas_kernel **slot;
+} named;
+
+static atlas_status resolve_typed(const atlas_forward_ctx *ctx,
+                                  const char *module, const char *prefix,
+                                  const char *suffix_tail,
+                                  const atlas_kernel **slots, int first) {
+  for (int t = first; t < ATLAS_LLAMA_W_COUNT; ++t) {
+    char name[48];
+    snprintf(name, sizeof(name), "%s_%s%s", prefix, kSuffix[t], suffix_tail);
+    ATLAS_RETURN_IF_ERROR(atlas_forward_kernel(ctx, module, name, &slots[t]));
+  }
+  return ATLAS_OK;
+}
+
+atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
+                                     atlas_llama_ops *out_ops) {
+  memset(out_ops, 0, sizeof(*out_ops));
+  atlas_llama_ops *o = out_ops;
+  const char *one = ATLAS_LLAMA_MODULE, *batch = ATLAS_LLAMA_BATCH_MODULE;
+  const named plain[] = {
+      {one, "rmsnorm", &o->rmsnorm},
+      {one, "rope", &o->rope},
+      {one, "attention", &o->attention},
+      {one, "kv_store", &o->kv_store},
+      {one, "argmax", &o->argmax},
+      {one, "silu_mul", &o->silu_mul},
+      {one, "add", &o->add},
+      {one, "add_bias", &o->add_bias},
+      {one, "head_rmsnorm", &o->head_rmsnorm},
+      {batch, "rmsnorm_rows", &o->rmsnorm_rows},
+      {batch, "rope_rows", &o->rope_rows},
+      {batch, "attention_prefill", &o->attention_prefill},
+      {batch, "attention_decode_part", &o->decode_part},
+      {batch, "attention_decode_combine", &o->decode_combine},
+  };
+  for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); ++i) {
+    ATLAS_RETURN_IF_ERROR(
+        atlas_forward_kernel(ctx, plain[i].module, plain[i].name, plain[i].slot),
+        "resolving the Llama kernels");
+  }
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "embed", "", o->embed, 0));
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "matvec", "", o->matvec, 0));
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "embed_rows", "", o->embed_rows, 0));
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm", "", o->gemm, 0));
+  return resolve_typed(ctx, batch, "gemm", "_m128", o->gemm_m128,
+                       ATLAS_LLAMA_W_F16);
+}

@@ -1,0 +1,49 @@
+// The Llama kernels as handles, resolved once when the model's forward
+// context is made: dispatch sites launch a handle, never look a name up.
+#ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_OPS_H_
+#define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_OPS_H_
+
+#include "atlas/runtime/forward.h"
+#include "atlas/runtime/formats/safetensors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Weight dtypes the kernels come in, in this order in the arrays below.
+typedef enum atlas_llama_wtype {
+  ATLAS_LLAMA_W_F32 = 0,
+  ATLAS_LLAMA_W_F16 = 1,
+  ATLAS_LLAMA_W_BF16 = 2,
+  ATLAS_LLAMA_W_COUNT = 3
+} atlas_llama_wtype;
+
+// The index of `dtype` in the per-dtype arrays (F32 for anything else: the
+// loader converts other dtypes to f32).
+atlas_llama_wtype atlas_llama_wtype_of(atlas_dtype dtype);
+
+typedef struct atlas_llama_ops {
+  // One token (module "llama"); the step's token and position come from
+  // device memory.
+  const atlas_kernel *embed[ATLAS_LLAMA_W_COUNT];
+  const atlas_kernel *matvec[ATLAS_LLAMA_W_COUNT];
+  const atlas_kernel *rmsnorm, *rope, *attention, *kv_store, *argmax;
+  const atlas_kernel *silu_mul, *add, *add_bias, *head_rmsnorm;
+  // Prompt chunks and split-context decode attention (module "llama_batch").
+  const atlas_kernel *embed_rows[ATLAS_LLAMA_W_COUNT];
+  const atlas_kernel *gemm[ATLAS_LLAMA_W_COUNT];
+  const atlas_kernel *gemm_m128[ATLAS_LLAMA_W_COUNT];  // F32: none (NULL)
+  const atlas_kernel *rmsnorm_rows, *rope_rows, *attention_prefill;
+  const atlas_kernel *decode_part, *decode_combine;
+} atlas_llama_ops;
+
+// Resolves every kernel above in the context's registry; fails naming the
+// first one missing.
+ATLAS_MUST_USE atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
+                                                    atlas_llama_ops *out_ops);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_OPS_H_
