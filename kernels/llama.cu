@@ -8,7 +8,8 @@
 //   embed_*, silu_mul, add, kv_store: grid ceil(n / 256), block 256
 //   argmax: grid 1, block 1024
 //   rmsnorm: grid 1, block 1024
-//   matvec_*: grid ceil(rows / 8), block 256 (one warp per row)
+//   matvec_*, matvec_add_*, gate_up_*: grid ceil(rows / 8), block 256 (one
+//         warp per row); matvec_qkv_*: grid ceil((rows_q + 2 rows_kv) / 8)
 //   rope: grid ceil(n_heads * rot_dim / 2 / 256), block 256 (once for q,
 //         once for k)
 //   attention: grid n_heads, block 256
@@ -77,14 +78,11 @@ extern "C" __global__ void rmsnorm(float *out, const float *x, const float *w,
 
 // One warp per row. Rows that allow it are read 16 bytes per lane per load
 // (8 F16/BF16 or 4 F32 weights), several loads in flight: a warp per row
-// with 2-byte loads left most of the memory bandwidth unused.
+// with 2-byte loads left most of the memory bandwidth unused. Every lane
+// returns the row's dot product with x.
 template <typename T>
-__device__ void matvec(float *out, const T *w, const float *x, uint32_t rows,
-                       uint32_t cols) {
-  uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  uint32_t lane = threadIdx.x % 32;
-  if (row >= rows) return;
-  const T *wr = w + (size_t)row * cols;
+__device__ __forceinline__ float row_dot(const T *wr, const float *x,
+                                         uint32_t cols, uint32_t lane) {
   float acc = 0.0f;
   constexpr uint32_t V = 16 / sizeof(T);
   if (cols % V == 0 && ((uintptr_t)wr % 16) == 0 && ((uintptr_t)x % 16) == 0) {
@@ -106,8 +104,96 @@ __device__ void matvec(float *out, const T *w, const float *x, uint32_t rows,
     for (uint32_t k = lane; k < cols; k += 32) acc += load_w(wr, k) * x[k];
   }
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  return acc;
+}
+
+template <typename T>
+__device__ void matvec(float *out, const T *w, const float *x, uint32_t rows,
+                       uint32_t cols) {
+  uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  uint32_t lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  float acc = row_dot(w + (size_t)row * cols, x, cols, lane);
   if (lane == 0) out[row] = acc;
 }
+
+// q, k and v of one token in one launch (each with its bias, NULL: none):
+// rows 0..rows_q-1 are q's, then rows_kv of k, then rows_kv of v. Three
+// small launches left most of a large GPU idle (k and v have few rows).
+template <typename T>
+__device__ void matvec_qkv(float *q, float *k, float *v, const T *wq,
+                           const T *wk, const T *wv, const float *bq,
+                           const float *bk, const float *bv, const float *x,
+                           uint32_t rows_q, uint32_t rows_kv, uint32_t cols) {
+  uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  uint32_t lane = threadIdx.x % 32;
+  const T *w = wq;
+  float *out = q;
+  const float *b = bq;
+  if (row >= rows_q) {
+    row -= rows_q;
+    w = wk, out = k, b = bk;
+    if (row >= rows_kv) {
+      row -= rows_kv;
+      w = wv, out = v, b = bv;
+      if (row >= rows_kv) return;
+    }
+  }
+  float acc = row_dot(w + (size_t)row * cols, x, cols, lane);
+  if (lane == 0) out[row] = b != nullptr ? acc + b[row] : acc;
+}
+
+// x[row] += (W x_in)[row] (+ bias[row]): an output projection and its
+// residual add in one pass.
+template <typename T>
+__device__ void matvec_add(float *x, const T *w, const float *in,
+                           const float *bias, uint32_t rows, uint32_t cols) {
+  uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  uint32_t lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  float acc = row_dot(w + (size_t)row * cols, in, cols, lane);
+  if (lane == 0) x[row] += bias != nullptr ? acc + bias[row] : acc;
+}
+
+// out[row] = silu(gate row . x (+ bias)) * (up row . x (+ bias)): the MLP's
+// two products and its activation in one pass.
+template <typename T>
+__device__ void gate_up(float *out, const T *wg, const T *wu, const float *bg,
+                        const float *bu, const float *x, uint32_t rows,
+                        uint32_t cols) {
+  uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  uint32_t lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  float g = row_dot(wg + (size_t)row * cols, x, cols, lane);
+  float u = row_dot(wu + (size_t)row * cols, x, cols, lane);
+  if (lane == 0) {
+    if (bg != nullptr) g = g + bg[row];
+    if (bu != nullptr) u = u + bu[row];
+    out[row] = g / (1.0f + expf(-g)) * u;
+  }
+}
+
+#define ATLAS_FUSED_KERNELS(S, T)                                              \
+  extern "C" __global__ void matvec_qkv_##S(                                   \
+      float *q, float *k, float *v, const T *wq, const T *wk, const T *wv,     \
+      const float *bq, const float *bk, const float *bv, const float *x,       \
+      uint32_t rows_q, uint32_t rows_kv, uint32_t cols) {                      \
+    matvec_qkv(q, k, v, wq, wk, wv, bq, bk, bv, x, rows_q, rows_kv, cols);     \
+  }                                                                            \
+  extern "C" __global__ void matvec_add_##S(float *x, const T *w,             \
+                                            const float *in, const float *b,   \
+                                            uint32_t rows, uint32_t cols) {    \
+    matvec_add(x, w, in, b, rows, cols);                                       \
+  }                                                                            \
+  extern "C" __global__ void gate_up_##S(float *out, const T *wg, const T *wu, \
+                                         const float *bg, const float *bu,     \
+                                         const float *x, uint32_t rows,        \
+                                         uint32_t cols) {                      \
+    gate_up(out, wg, wu, bg, bu, x, rows, cols);                               \
+  }
+ATLAS_FUSED_KERNELS(f32, float)
+ATLAS_FUSED_KERNELS(f16, __half)
+ATLAS_FUSED_KERNELS(bf16, __nv_bfloat16)
 
 extern "C" __global__ void matvec_f32(float *out, const float *w, const float *x,
                                       uint32_t rows, uint32_t cols) {

@@ -61,6 +61,79 @@ static void rmsnorm(const atlas_launch_config *c, void **args) {
   for (uint32_t i = 0; i < dim; ++i) out[i] = w[i] * (x[i] * scale);
 }
 
+// One row's dot product, summed in order (the f32 fast path of matvec_f32
+// gives the same sums: load_f32 reads the same values).
+static float row_dot(load_fn load, const void *w, size_t row, uint32_t cols,
+                     const float *x) {
+  float acc = 0.0f;
+  size_t base = row * cols;
+  for (uint32_t k = 0; k < cols; ++k) acc += load(w, base + k) * x[k];
+  return acc;
+}
+
+// q, k and v in one launch, each with its bias (NULL: none).
+static void matvec_qkv(void **args, load_fn load) {
+  float *out[3] = {ARG(float *, 0), ARG(float *, 1), ARG(float *, 2)};
+  const void *w[3] = {ARG(const void *, 3), ARG(const void *, 4),
+                      ARG(const void *, 5)};
+  const float *b[3] = {ARG(const float *, 6), ARG(const float *, 7),
+                       ARG(const float *, 8)};
+  const float *x = ARG(const float *, 9);
+  uint32_t rows[3] = {ARG(uint32_t, 10), ARG(uint32_t, 11), ARG(uint32_t, 11)};
+  uint32_t cols = ARG(uint32_t, 12);
+  for (int m = 0; m < 3; ++m) {
+    for (uint32_t r = 0; r < rows[m]; ++r) {
+      float acc = row_dot(load, w[m], r, cols, x);
+      out[m][r] = b[m] != NULL ? acc + b[m][r] : acc;
+    }
+  }
+}
+
+// x[r] += (W in)[r] (+ bias[r]).
+static void matvec_add(void **args, load_fn load) {
+  float *x = ARG(float *, 0);
+  const void *w = ARG(const void *, 1);
+  const float *in = ARG(const float *, 2);
+  const float *bias = ARG(const float *, 3);
+  uint32_t rows = ARG(uint32_t, 4), cols = ARG(uint32_t, 5);
+  for (uint32_t r = 0; r < rows; ++r) {
+    float acc = row_dot(load, w, r, cols, in);
+    x[r] += bias != NULL ? acc + bias[r] : acc;
+  }
+}
+
+// out[r] = silu(gate . x (+ bias)) * (up . x (+ bias)).
+static void gate_up(void **args, load_fn load) {
+  float *out = ARG(float *, 0);
+  const void *wg = ARG(const void *, 1), *wu = ARG(const void *, 2);
+  const float *bg = ARG(const float *, 3), *bu = ARG(const float *, 4);
+  const float *x = ARG(const float *, 5);
+  uint32_t rows = ARG(uint32_t, 6), cols = ARG(uint32_t, 7);
+  for (uint32_t r = 0; r < rows; ++r) {
+    float g = row_dot(load, wg, r, cols, x), u = row_dot(load, wu, r, cols, x);
+    if (bg != NULL) g = g + bg[r];
+    if (bu != NULL) u = u + bu[r];
+    out[r] = g / (1.0f + expf(-g)) * u;
+  }
+}
+
+#define ATLAS_HOST_FUSED(S)                                                \
+  static void matvec_qkv_##S(const atlas_launch_config *c, void **args) { \
+    (void)c;                                                               \
+    matvec_qkv(args, load_##S);                                            \
+  }                                                                        \
+  static void matvec_add_##S(const atlas_launch_config *c, void **args) { \
+    (void)c;                                                               \
+    matvec_add(args, load_##S);                                            \
+  }                                                                        \
+  static void gate_up_##S(const atlas_launch_config *c, void **args) {    \
+    (void)c;                                                               \
+    gate_up(args, load_##S);                                               \
+  }
+ATLAS_HOST_FUSED(f32)
+ATLAS_HOST_FUSED(f16)
+ATLAS_HOST_FUSED(bf16)
+
 static void matvec(void **args, load_fn load) {
   float *out = ARG(float *, 0);
   const void *w = ARG(const void *, 1);
@@ -255,4 +328,13 @@ const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT] = {
     {"head_rmsnorm", "ppuuf", head_rmsnorm},
     {"kv_store", "ppppup", kv_store},
     {"argmax", "ppu", argmax},
+    {"matvec_qkv_f32", "ppppppppppuuu", matvec_qkv_f32},
+    {"matvec_qkv_f16", "ppppppppppuuu", matvec_qkv_f16},
+    {"matvec_qkv_bf16", "ppppppppppuuu", matvec_qkv_bf16},
+    {"matvec_add_f32", "ppppuu", matvec_add_f32},
+    {"matvec_add_f16", "ppppuu", matvec_add_f16},
+    {"matvec_add_bf16", "ppppuu", matvec_add_bf16},
+    {"gate_up_f32", "ppppppuu", gate_up_f32},
+    {"gate_up_f16", "ppppppuu", gate_up_f16},
+    {"gate_up_bf16", "ppppppuu", gate_up_bf16},
 };

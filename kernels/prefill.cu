@@ -102,14 +102,15 @@ extern "C" __global__ void rope_rows(float *x, const float *inv_freq,
 
 // ---- gemm: out[m][n] = sum_k x[m][k] * w[n][k] ------------------------------
 // 16-bit weights: tensor cores (mma.sync m16n8k16, f32 accumulate). The f32
-// activations are split x = hi + lo into two 16-bit values and both are
-// multiplied (each product is exact in f32), so the result carries ~16 (BF16)
-// or ~22 (F16) bits of x instead of 8 or 11: prefill agrees with the f32
-// decode path and the host reference to ~1e-5 rather than ~1e-3.
+// activations are split x = hi + mid + lo into three 16-bit values and each
+// is multiplied (each product is exact in f32), so the result carries all 24
+// bits of x (BF16: 8 + 8 + 8) instead of 8: prefill agrees with the f32
+// decode path and the host reference to ~1e-6. Two terms (16 bits) left
+// 3e-5 on 1000-token BF16 prompts measured on the H200.
 
 namespace {
 
-constexpr int kBM = 64, kBN = 128, kBK = 32, kLds = kBK + 8;  // +8: no conflicts
+constexpr int kBN = 128, kBK = 32, kLds = kBK + 8;  // +8: no conflicts
 
 template <typename T> struct Mma;
 template <> struct Mma<__nv_bfloat16> {
@@ -167,6 +168,7 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
   constexpr int MI = BM / 32;                 // m16 tiles per warp
   constexpr int A_LOADS = BM * kBK / 4 / 256; // float4 loads per thread
   __shared__ __align__(16) T a_hi[BM * kLds];
+  __shared__ __align__(16) T a_mid[BM * kLds];
   __shared__ __align__(16) T a_lo[BM * kLds];
   __shared__ __align__(16) T bs[kBN * kLds];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -210,12 +212,16 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
     for (int i = 0; i < A_LOADS; ++i) {
       int idx = tid + i * 256, row = idx / 8, kk = (idx % 8) * 4;
       __align__(8) T hi[4];
+      __align__(8) T mid[4];
       __align__(8) T lo[4];
       for (int j = 0; j < 4; ++j) {
         hi[j] = Mma<T>::from(xr[i][j]);
-        lo[j] = Mma<T>::from(xr[i][j] - Mma<T>::back(hi[j]));
+        float rest = xr[i][j] - Mma<T>::back(hi[j]);  // exact in f32
+        mid[j] = Mma<T>::from(rest);
+        lo[j] = Mma<T>::from(rest - Mma<T>::back(mid[j]));
       }
       *reinterpret_cast<uint2 *>(&a_hi[row * kLds + kk]) = *reinterpret_cast<uint2 *>(hi);
+      *reinterpret_cast<uint2 *>(&a_mid[row * kLds + kk]) = *reinterpret_cast<uint2 *>(mid);
       *reinterpret_cast<uint2 *>(&a_lo[row * kLds + kk]) = *reinterpret_cast<uint2 *>(lo);
     }
 #pragma unroll
@@ -241,11 +247,12 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
     if (t + 1 < tiles) load((t + 1) * kBK);
 #pragma unroll
     for (int ks = 0; ks < kBK; ks += 16) {
-      uint32_t ah[MI][4], al[MI][4], bf[4][2];
+      uint32_t ah[MI][4], am[MI][4], al[MI][4], bf[4][2];
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi) {
         int row = wm * (BM / 2) + mi * 16 + (lane % 16), col = ks + (lane / 16) * 8;
         ldmatrix_x4(ah[mi], &a_hi[row * kLds + col]);
+        ldmatrix_x4(am[mi], &a_mid[row * kLds + col]);
         ldmatrix_x4(al[mi], &a_lo[row * kLds + col]);
       }
 #pragma unroll
@@ -257,7 +264,9 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
       for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
         for (int ni = 0; ni < 4; ++ni) {
+          // Smallest first, as a sum of decreasing terms would be.
           Mma<T>::run(acc[mi][ni], al[mi], bf[ni]);
+          Mma<T>::run(acc[mi][ni], am[mi], bf[ni]);
           Mma<T>::run(acc[mi][ni], ah[mi], bf[ni]);
         }
       }

@@ -278,7 +278,9 @@ def shape_run(name, bench, atlas, tables):
         rows.append((what, f"{atlas_ms:.3f} ms", ratio))
 
     a_dec = dec.get("decode_128_ms")
-    row("atlas decode, context 128", a_dec, floor, "floor")
+    row("atlas decode, context 128 (captured graph)", a_dec, floor, "floor")
+    row("atlas decode, context 128 (eager launches)", dec.get("decode_eager_128_ms"),
+        floor, "floor")
     for impl in ("eager", "sdpa"):
         v = hf.get(f"decode_128_{impl}")
         rows.append((f"transformers {impl} decode, context 128", f"{v:.3f} ms",

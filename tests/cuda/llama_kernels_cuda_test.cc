@@ -304,6 +304,66 @@ TEST_F(LlamaKernelsCuda, SiluMulAndAdd) {
   }
 }
 
+// The fused decode kernels, CUDA against host, with and without biases,
+// on the scalar (777 columns) and 16-byte (2048) paths.
+TEST_F(LlamaKernelsCuda, FusedQkvResidualAndGateUp) {
+  for (uint32_t cols : {777u, 2048u}) {
+  for (std::string dtype : {"f32", "f16", "bf16"}) {
+  for (bool bias : {false, true}) {
+    const uint32_t rq = 1024, rkv = 256, rows = 1003;
+    std::vector<unsigned char> wq = Weights(dtype, (size_t)rq * cols);
+    std::vector<unsigned char> wk = Weights(dtype, (size_t)rkv * cols);
+    std::vector<unsigned char> wv = Weights(dtype, (size_t)rkv * cols);
+    std::vector<unsigned char> wg = Weights(dtype, (size_t)rows * cols);
+    std::vector<unsigned char> wu = Weights(dtype, (size_t)rows * cols);
+    std::vector<float> x = Floats(cols), b1 = Floats(rq), b2 = Floats(rkv),
+                       b3 = Floats(rkv), r0 = Floats(rows), bg = Floats(rows),
+                       bu = Floats(rows);
+    std::string tag = dtype + " cols " + std::to_string(cols) + (bias ? " bias" : "");
+    Compare("matvec_qkv " + tag, [&](Side &s) {
+      void *dx = s.Upload(x.data(), cols * 4);
+      void *q = s.Poisoned(rq), *k = s.Poisoned(rkv), *v = s.Poisoned(rkv);
+      void *dq = s.Upload(wq.data(), wq.size()), *dk = s.Upload(wk.data(), wk.size());
+      void *dv = s.Upload(wv.data(), wv.size());
+      void *db1 = bias ? s.Upload(b1.data(), rq * 4) : nullptr;
+      void *db2 = bias ? s.Upload(b2.data(), rkv * 4) : nullptr;
+      void *db3 = bias ? s.Upload(b3.data(), rkv * 4) : nullptr;
+      s.Launch(("matvec_qkv_" + dtype).c_str(), Blocks(rq + 2 * rkv, 8), 256,
+               {ATLAS_ARG_PTR(q), ATLAS_ARG_PTR(k), ATLAS_ARG_PTR(v),
+                ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(dk), ATLAS_ARG_PTR(dv),
+                ATLAS_ARG_PTR(db1), ATLAS_ARG_PTR(db2), ATLAS_ARG_PTR(db3),
+                ATLAS_ARG_PTR(dx), ATLAS_ARG_U32(rq), ATLAS_ARG_U32(rkv),
+                ATLAS_ARG_U32(cols)});
+      return std::vector<std::vector<float>>{s.Download(q, rq), s.Download(k, rkv),
+                                             s.Download(v, rkv)};
+    });
+    Compare("matvec_add " + tag, [&](Side &s) {
+      void *dx = s.Upload(x.data(), cols * 4);
+      void *acc = s.Upload(r0.data(), rows * 4);
+      void *dw = s.Upload(wg.data(), wg.size());
+      void *db = bias ? s.Upload(bg.data(), rows * 4) : nullptr;
+      s.Launch(("matvec_add_" + dtype).c_str(), Blocks(rows, 8), 256,
+               {ATLAS_ARG_PTR(acc), ATLAS_ARG_PTR(dw), ATLAS_ARG_PTR(dx),
+                ATLAS_ARG_PTR(db), ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols)});
+      return std::vector<std::vector<float>>{s.Download(acc, rows)};
+    });
+    Compare("gate_up " + tag, [&](Side &s) {
+      void *dx = s.Upload(x.data(), cols * 4);
+      void *out = s.Poisoned(rows);
+      void *dg = s.Upload(wg.data(), wg.size()), *du = s.Upload(wu.data(), wu.size());
+      void *dbg = bias ? s.Upload(bg.data(), rows * 4) : nullptr;
+      void *dbu = bias ? s.Upload(bu.data(), rows * 4) : nullptr;
+      s.Launch(("gate_up_" + dtype).c_str(), Blocks(rows, 8), 256,
+               {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(dg), ATLAS_ARG_PTR(du),
+                ATLAS_ARG_PTR(dbg), ATLAS_ARG_PTR(dbu), ATLAS_ARG_PTR(dx),
+                ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols)});
+      return std::vector<std::vector<float>>{s.Download(out, rows)};
+    });
+  }
+  }
+  }
+}
+
 TEST_F(LlamaKernelsCuda, KvStore) {
   const uint32_t kv_dim = 1024, rows = 9, pos = 6;
   std::vector<float> k = Floats(kv_dim), v = Floats(kv_dim);

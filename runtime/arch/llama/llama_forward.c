@@ -90,6 +90,16 @@ static atlas_status rope(const atlas_llama_model *m, float *x, int64_t heads) {
                 args, COUNT(args));
 }
 
+// x += W in (+ bias), one launch.
+static atlas_status residual(const atlas_llama_ctx *ctx, float *x,
+                             const atlas_llama_matrix *w, const float *in,
+                             const float *bias, int64_t rows, int64_t cols) {
+  atlas_arg args[] = {P(x), P(w->data), P(in), P(bias), U((uint32_t)rows),
+                      U((uint32_t)cols)};
+  return launch(ctx, ctx->ops.matvec_add[atlas_llama_wtype_of(w->dtype)],
+                blocks((uint64_t)rows, 8), 256, args, COUNT(args));
+}
+
 // One decoder layer of the decode step. Nothing here depends on the token or
 // the position (the kernels read them from scratch->step), so the same
 // launches replay as a graph at every step.
@@ -105,12 +115,23 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   float *kc = m->kv->keys + layer_off, *vc = m->kv->values + layer_off;
 
   ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->attn_norm));
-  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->q, &L->wq, s->xb, q_dim, hidden));
-  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->q, L->q_bias, q_dim));
-  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->k, &L->wk, s->xb, kv_dim, hidden));
-  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->k, L->k_bias, kv_dim));
-  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->v, &L->wv, s->xb, kv_dim, hidden));
-  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->v, L->v_bias, kv_dim));
+  if (L->wk.dtype == L->wq.dtype && L->wv.dtype == L->wq.dtype) {
+    atlas_arg qkv[] = {P(s->q),        P(s->k),     P(s->v),
+                       P(L->wq.data),  P(L->wk.data), P(L->wv.data),
+                       P(L->q_bias),   P(L->k_bias), P(L->v_bias),
+                       P(s->xb),       U((uint32_t)q_dim), U((uint32_t)kv_dim),
+                       U((uint32_t)hidden)};
+    ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.matvec_qkv[atlas_llama_wtype_of(L->wq.dtype)],
+                                 blocks((uint64_t)(q_dim + 2 * kv_dim), 8), 256,
+                                 qkv, COUNT(qkv)));
+  } else {
+    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->q, &L->wq, s->xb, q_dim, hidden));
+    ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->q, L->q_bias, q_dim));
+    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->k, &L->wk, s->xb, kv_dim, hidden));
+    ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->k, L->k_bias, kv_dim));
+    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->v, &L->wv, s->xb, kv_dim, hidden));
+    ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->v, L->v_bias, kv_dim));
+  }
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
   ATLAS_RETURN_IF_ERROR(head_norm(ctx, s->q, L->q_norm, c->num_attention_heads));
   ATLAS_RETURN_IF_ERROR(head_norm(ctx, s->k, L->k_norm, c->num_key_value_heads));
@@ -134,21 +155,26 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
     ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention, n_heads, 256,
                                  att_args, COUNT(att_args)));
   }
-  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->xb, &L->wo, s->xb2, hidden, q_dim));
-  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->xb, L->o_bias, hidden));
-  ATLAS_RETURN_IF_ERROR(elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint32_t)hidden));
+  // The output projection and the residual add in one pass.
+  ATLAS_RETURN_IF_ERROR(residual(ctx, s->x, &L->wo, s->xb2, L->o_bias, hidden, q_dim));
 
   ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->ffn_norm));
   int64_t inter = c->intermediate_size;
-  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb, &L->w_gate, s->xb, inter, hidden));
-  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb, L->gate_bias, inter));
-  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb2, &L->w_up, s->xb, inter, hidden));
-  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb2, L->up_bias, inter));
-  ATLAS_RETURN_IF_ERROR(
-      elementwise(ctx, ctx->ops.silu_mul, s->hb, s->hb2, (uint32_t)inter));
-  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->xb, &L->w_down, s->hb, hidden, inter));
-  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->xb, L->down_bias, hidden));
-  return elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint32_t)hidden);
+  if (L->w_up.dtype == L->w_gate.dtype) {
+    atlas_arg gu[] = {P(s->hb),        P(L->w_gate.data), P(L->w_up.data),
+                      P(L->gate_bias), P(L->up_bias),     P(s->xb),
+                      U((uint32_t)inter), U((uint32_t)hidden)};
+    ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.gate_up[atlas_llama_wtype_of(L->w_gate.dtype)],
+                                 blocks((uint64_t)inter, 8), 256, gu, COUNT(gu)));
+  } else {
+    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb, &L->w_gate, s->xb, inter, hidden));
+    ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb, L->gate_bias, inter));
+    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb2, &L->w_up, s->xb, inter, hidden));
+    ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb2, L->up_bias, inter));
+    ATLAS_RETURN_IF_ERROR(
+        elementwise(ctx, ctx->ops.silu_mul, s->hb, s->hb2, (uint32_t)inter));
+  }
+  return residual(ctx, s->x, &L->w_down, s->hb, L->down_bias, hidden, inter);
 }
 
 // The whole decode step on the context's stream: embedding, layers, final

@@ -62,6 +62,9 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
   }
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "embed", "", o->embed, 0));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "matvec", "", o->matvec, 0));
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "matvec_qkv", "", o->matvec_qkv, 0));
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "matvec_add", "", o->matvec_add, 0));
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "gate_up", "", o->gate_up, 0));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "embed_rows", "", o->embed_rows, 0));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm", "", o->gemm, 0));
   return resolve_typed(ctx, batch, "gemm", "_m128", o->gemm_m128,
