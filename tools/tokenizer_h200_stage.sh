@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Stages what the H200 (no network, no Bazel) needs to compute the reference
-# ids with the Python `tokenizers` and to time it against our tokenizer:
+# ids and decodes with the Python `tokenizers` and transformers (AutoTokenizer
+# on each real model's tokenizer.json + tokenizer_config.json too) and to
+# time it against our tokenizer:
 #
 #   tools/tokenizer_h200_stage.sh [DIR]     # default .gpu/tokenizer
 #
@@ -19,6 +21,9 @@ for m in llama3 qwen3 llama2; do
     exit 1
   fi
   cp "$src" "$dir/$m.json"
+  # The model's folder as transformers' AutoTokenizer reads it (--auto).
+  mkdir -p "$dir/$m"
+  cp "$src" "$(dirname "$src")/tokenizer_config.json" "$dir/$m/"
 done
 cp tests/text/corpus.json tests/text/gen_reference.py tests/text/make_bench_text.py \
    tools/bench_tokenizer_hf.py "$dir/"
@@ -36,7 +41,8 @@ python3 gen_reference.py --corpus corpus.json --out "$out/expected.json" \
   llama3=llama3.json:clean qwen3=qwen3.json llama2=llama2.json \
   gpt2_style=synthetic/gpt2_style.json:clean sp_metaspace=synthetic/sp_metaspace.json \
   sp_unk_split=synthetic/sp_unk_split.json split_behaviors=synthetic/split_behaviors.json \
-  digits_plain=synthetic/digits_plain.json
+  digits_plain=synthetic/digits_plain.json \
+  --auto llama3=llama3 --auto qwen3=qwen3 --auto llama2=llama2
 python3 make_bench_text.py --mb 12 --out bench.txt
 export TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1
 {

@@ -142,9 +142,27 @@ ATLAS_MUST_USE atlas_status atlas_tokenizer_encode(atlas_tokenizer *tokenizer,
 // Decodes ids to UTF-8 text as tokenizers' decode does (unknown ids are
 // skipped; `skip_special` drops added tokens marked special). *out_text is
 // NUL-terminated and the caller's (atlas_free); *out_len its length.
+// This is transformers 5's tokenizer.decode(ids, skip_special_tokens=...)
+// whatever tokenizer_config.json's clean_up_tokenization_spaces says:
+// transformers 5 ignores that flag for BPE models, which every tokenizer
+// Atlas loads is. For transformers 4's decode of a model whose config sets
+// it (Llama 3 does), pass the text through atlas_tokenizer_clean_up.
 ATLAS_MUST_USE atlas_status atlas_tokenizer_decode(
     const atlas_tokenizer *tokenizer, const uint32_t *ids, size_t count,
     bool skip_special, char **out_text, size_t *out_len);
+
+// transformers' clean_up_tokenization, what clean_up_tokenization_spaces
+// asked transformers 4 to do to every decode (transformers 5 does it for BPE
+// only with clean_up_tokenization_spaces_for_bpe_even_though_it_will_
+// corrupt_output): " ." -> ".", " ?" -> "?", " !" -> "!", " ," -> ",",
+// " ' " -> "'", " n't" -> "n't", " 'm" -> "'m", " 's" -> "'s",
+// " 've" -> "'ve", " 're" -> "'re", each over the whole text, in that order.
+// It removes spaces the text really had ("a ." -> "a."). *out_text is
+// NUL-terminated and the caller's (atlas_free).
+ATLAS_MUST_USE atlas_status atlas_tokenizer_clean_up(const char *text,
+                                                     size_t len,
+                                                     char **out_text,
+                                                     size_t *out_len);
 
 // One more than the largest id the tokenizer knows.
 size_t atlas_tokenizer_vocab_size(const atlas_tokenizer *tokenizer);

@@ -1,5 +1,6 @@
 // Decoding ids to text (tokenizers' Tokenizer::decode, plus transformers'
-// clean_up_tokenization on request) and the streaming decoder
+// clean_up_tokenization_spaces as transformers 5 applies it) and the
+// streaming decoder
 // (tokenizers' DecodeStream), which never emits half a character.
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,8 @@ static atlas_status oom(void) {
                            "tokenizer: out of memory while decoding");
 }
 
-// transformers' PreTrainedTokenizerBase.clean_up_tokenization, in order.
+// transformers' clean_up_tokenization: each replacement over the whole text,
+// in this order (a later one sees the result of the earlier ones).
 static atlas_status clean_up(atlas_text_buf *text) {
   const char *const pairs[][2] = {
       {" .", "."},     {" ?", "?"},     {" !", "!"},     {" ,", ","},
@@ -54,6 +56,16 @@ static atlas_status clean_up(atlas_text_buf *text) {
   return ATLAS_OK;
 }
 
+// transformers 5 (TokenizersBackend._decode) skips the clean-up for a BPE
+// model unless clean_up_tokenization_spaces_for_bpe_even_though_it_will_
+// corrupt_output is set too: it strips spaces that BPE text really has.
+// Every model Atlas loads is BPE (tokenizer.c refuses the others by name),
+// so the clean-up runs only when forced; a non-BPE model added later must
+// take the plain flag alone here.
+static bool wants_clean_up(const atlas_tokenizer_decode_options *opt) {
+  return opt->clean_up_tokenization_spaces && opt->clean_up_even_for_bpe;
+}
+
 static atlas_status decode_into(const atlas_tokenizer *t, const uint32_t *ids,
                                 size_t count,
                                 const atlas_tokenizer_decode_options *opt,
@@ -88,7 +100,7 @@ static atlas_status decode_into(const atlas_tokenizer *t, const uint32_t *ids,
       }
     }
   }
-  if (!st && opt->clean_up_tokenization_spaces) st = clean_up(out);
+  if (!st && wants_clean_up(opt)) st = clean_up(out);
   if (!st) st = atlas_text_buf_reserve(out, 1);
   if (!st) out->data[out->len] = '\0';
   atlas_text_pieces_free(&tokens);
@@ -122,8 +134,30 @@ atlas_status atlas_tokenizer_decode(const atlas_tokenizer *t,
                                     const uint32_t *ids, size_t count,
                                     bool skip_special, char **out_text,
                                     size_t *out_len) {
-  atlas_tokenizer_decode_options opt = {skip_special, false};
+  atlas_tokenizer_decode_options opt = {skip_special, false, false};
   return atlas_tokenizer_decode_ex(t, ids, count, &opt, out_text, out_len);
+}
+
+atlas_status atlas_tokenizer_clean_up(const char *text, size_t len,
+                                      char **out_text, size_t *out_len) {
+  *out_text = NULL;
+  *out_len = 0;
+  if (!text && len) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_tokenizer_clean_up: NULL text");
+  }
+  atlas_text_buf buf = {0};
+  atlas_status st = len ? atlas_text_buf_append(&buf, text, len) : ATLAS_OK;
+  if (!st) st = clean_up(&buf);
+  if (!st) st = atlas_text_buf_reserve(&buf, 1);
+  if (st) {
+    atlas_text_buf_free(&buf);
+    return st;
+  }
+  buf.data[buf.len] = '\0';
+  *out_text = buf.data;
+  *out_len = buf.len;
+  return ATLAS_OK;
 }
 
 struct atlas_tokenizer_stream {

@@ -41,13 +41,23 @@ ATLAS_MUST_USE atlas_status atlas_tokenizer_encode(atlas_tokenizer *tokenizer,
 
 typedef struct atlas_tokenizer_decode_options {
   bool skip_special_tokens;
-  // transformers' clean_up_tokenization (tokenizer_config.json's
-  // clean_up_tokenization_spaces): " ." -> "." and the like.
+  // tokenizer_config.json's clean_up_tokenization_spaces, applied the way
+  // transformers 5 applies it (TokenizersBackend._decode): ignored for a BPE
+  // model, which every tokenizer Atlas loads is, so on its own it changes
+  // nothing. transformers 4 applied it to every model.
   bool clean_up_tokenization_spaces;
+  // transformers 5's clean_up_tokenization_spaces_for_bpe_even_though_it_
+  // will_corrupt_output: together with clean_up_tokenization_spaces, applies
+  // atlas_tokenizer_clean_up to a BPE model's text anyway (transformers 4's
+  // decode).
+  bool clean_up_even_for_bpe;
 } atlas_tokenizer_decode_options;
 
 // Decodes ids to UTF-8 text like tokenizers' Tokenizer::decode. Unknown ids
 // are skipped (as tokenizers does). *out_text is malloc'd, NUL-terminated.
+// This is also transformers 5's tokenizer.decode(ids) whatever
+// tokenizer_config.json says (see clean_up_tokenization_spaces above);
+// decode_ex takes transformers' options.
 ATLAS_MUST_USE atlas_status atlas_tokenizer_decode(const atlas_tokenizer *tokenizer,
                                     const uint32_t *ids, size_t count,
                                     bool skip_special, char **out_text,
@@ -56,6 +66,15 @@ ATLAS_MUST_USE atlas_status atlas_tokenizer_decode_ex(
     const atlas_tokenizer *tokenizer, const uint32_t *ids, size_t count,
     const atlas_tokenizer_decode_options *options, char **out_text,
     size_t *out_len);
+
+// transformers' clean_up_tokenization, the clean-up that
+// clean_up_tokenization_spaces asks for: " ." -> ".", " ?" -> "?",
+// " !" -> "!", " ," -> ",", " ' " -> "'", " n't" -> "n't", " 'm" -> "'m",
+// " 's" -> "'s", " 've" -> "'ve", " 're" -> "'re", each over the whole text
+// in that order. *out_text is malloc'd, NUL-terminated.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_clean_up(const char *text, size_t len,
+                                                     char **out_text,
+                                                     size_t *out_len);
 
 // Streaming decode for generated text (tokenizers' DecodeStream): each step
 // returns only new, complete characters, never half of one.

@@ -2,7 +2,7 @@
 // by gen_reference.py with transformers' apply_chat_template, or Jinja2
 // configured as transformers configures it) must render byte for byte, or
 // fail where the reference raised. The real templates come from the pinned npm
-// packages Bazel fetched (see tests/chat/npm.bzl) and from templates/.
+// packages Bazel fetched (see tests/text/npm_package.bzl) and from templates/.
 #include "atlas/runtime/chat/chat_template.h"
 
 #include <gtest/gtest.h>

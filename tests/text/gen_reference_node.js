@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-// Provisional reference from the Rust `tokenizers` library through its Node
-// bindings (npm `tokenizers`, prebuilt). Same output as gen_reference.py,
-// which the lead runs with the Python bindings; see tests/text/README.md.
+// Development reference from the Rust `tokenizers` library through its Node
+// bindings (npm `tokenizers`, prebuilt): the same ids and plain decodes as
+// gen_reference.py, which made the committed expected.json on the H200 with
+// Python tokenizers and transformers 5. Its clean columns differ: with
+// :clean it applies transformers 4's clean_up_tokenization, which
+// transformers 5 skips for BPE models; see tests/text/README.md.
 //
 // node gen_reference_node.js --corpus corpus.json --out expected.json \
 //     llama3=/path/tokenizer.json qwen3=... llama2=...

