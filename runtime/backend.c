@@ -27,28 +27,26 @@ static atlas_status unimplemented(const atlas_backend *b, const char *op) {
 
 // ---- argument checks, once for every backend ---------------------------------
 
-// A copy of `bytes` from src to dst: both must be real when anything moves.
-static atlas_status check_copy(const atlas_backend *b, const void *dst,
-                               const void *src, size_t bytes,
-                               const char *what) {
+// Every copy: both pointers must be real when anything moves; then the copy
+// is counted (a fault point), a zero-byte one too.
+static atlas_status before_copy(atlas_backend *b, const void *dst,
+                                const void *src, size_t bytes,
+                                const char *what) {
   if (bytes > 0 && (dst == NULL || src == NULL)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: %s of %zu bytes with a NULL %s", b->name,
                              what, bytes,
                              dst == NULL ? "destination" : "source");
   }
-  return ATLAS_OK;
+  return atlas_backend_base_fault_check(b, ATLAS_FAULT_COPY, what);
 }
 
-// Checks, then counts the copy (a fault point), then runs it unless empty.
-#define COPY(b, what, op, dst, src, bytes, ...)                              \
-  do {                                                                       \
-    ATLAS_RETURN_IF_ERROR(check_copy((b), (dst), (src), (bytes), (what)));   \
-    ATLAS_RETURN_IF_ERROR(                                                   \
-        atlas_backend_base_fault_check((b), ATLAS_FAULT_COPY, (what)));      \
-    if ((bytes) == 0) return ATLAS_OK;                                       \
-    return DISPATCH((b), op, __VA_ARGS__);                                   \
-  } while (0)
+static atlas_status check_memset(const atlas_backend *b, const void *dst,
+                                 size_t bytes) {
+  if (bytes == 0 || dst != NULL) return ATLAS_OK;
+  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                           "%s: memset of %zu bytes at NULL", b->name, bytes);
+}
 
 static atlas_status check_event(const atlas_backend *b, const atlas_event *e,
                                 const char *what) {
@@ -246,51 +244,64 @@ atlas_status atlas_backend_poison_redzones(atlas_backend *b, uint64_t lo,
 
 atlas_status atlas_backend_h2d(atlas_backend *b, void *dst, const void *src,
                                size_t bytes) {
-  COPY(b, "h2d copy", h2d, dst, src, bytes, dst, src, bytes);
+  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "h2d copy"));
+  if (bytes == 0) return ATLAS_OK;
+  return DISPATCH(b, h2d, dst, src, bytes);
 }
 
 atlas_status atlas_backend_d2h(atlas_backend *b, void *dst, const void *src,
                                size_t bytes) {
-  COPY(b, "d2h copy", d2h, dst, src, bytes, dst, src, bytes);
+  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "d2h copy"));
+  if (bytes == 0) return ATLAS_OK;
+  return DISPATCH(b, d2h, dst, src, bytes);
 }
 
 atlas_status atlas_backend_d2h_on_stream(atlas_backend *b, void *dst,
                                          const void *src, size_t bytes,
                                          atlas_stream *stream) {
-  COPY(b, "d2h copy", d2h_on_stream, dst, src, bytes, dst, src, bytes, stream);
+  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "d2h copy"));
+  if (bytes == 0) return ATLAS_OK;
+  return DISPATCH(b, d2h_on_stream, dst, src, bytes, stream);
 }
 
 atlas_status atlas_backend_d2h_async(atlas_backend *b, void *dst,
                                      const void *src, size_t bytes,
                                      atlas_stream *stream) {
-  COPY(b, "async d2h copy", d2h_async, dst, src, bytes, dst, src, bytes,
-       stream);
+  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "async d2h copy"));
+  if (bytes == 0) return ATLAS_OK;
+  return DISPATCH(b, d2h_async, dst, src, bytes, stream);
 }
 
 atlas_status atlas_backend_d2d(atlas_backend *b, void *dst, const void *src,
                                size_t bytes) {
-  COPY(b, "d2d copy", d2d, dst, src, bytes, dst, src, bytes);
+  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "d2d copy"));
+  if (bytes == 0) return ATLAS_OK;
+  return DISPATCH(b, d2d, dst, src, bytes);
 }
 
 atlas_status atlas_backend_h2d_async(atlas_backend *b, void *dst,
                                      const void *src, size_t bytes,
                                      atlas_stream *stream) {
-  COPY(b, "async h2d copy", h2d_async, dst, src, bytes, dst, src, bytes,
-       stream);
+  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "async h2d copy"));
+  if (bytes == 0) return ATLAS_OK;
+  return DISPATCH(b, h2d_async, dst, src, bytes, stream);
 }
 
 atlas_status atlas_backend_h2d_async_retained(atlas_backend *b, void *dst,
                                               const void *src, size_t bytes,
                                               atlas_stream *stream) {
-  COPY(b, "async h2d copy (retained)", h2d_async_retained, dst, src, bytes,
-       dst, src, bytes, stream);
+  ATLAS_RETURN_IF_ERROR(
+      before_copy(b, dst, src, bytes, "async h2d copy (retained)"));
+  if (bytes == 0) return ATLAS_OK;
+  return DISPATCH(b, h2d_async_retained, dst, src, bytes, stream);
 }
 
 atlas_status atlas_backend_d2d_async(atlas_backend *b, void *dst,
                                      const void *src, size_t bytes,
                                      atlas_stream *stream) {
-  COPY(b, "async d2d copy", d2d_async, dst, src, bytes, dst, src, bytes,
-       stream);
+  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "async d2d copy"));
+  if (bytes == 0) return ATLAS_OK;
+  return DISPATCH(b, d2d_async, dst, src, bytes, stream);
 }
 
 atlas_status atlas_backend_d2d_2d_async(atlas_backend *b, void *dst,
@@ -315,16 +326,15 @@ atlas_status atlas_backend_d2d_2d_async(atlas_backend *b, void *dst,
                              b->name, height, src_pitch, dst_pitch);
   }
   size_t span = width_bytes > 0 && height > 0 ? width_bytes : 0;
-  COPY(b, "2D d2d copy", d2d_2d_async, dst, src, span, dst, dst_pitch, src,
-       src_pitch, width_bytes, height, stream);
+  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, span, "2D d2d copy"));
+  if (span == 0) return ATLAS_OK;
+  return DISPATCH(b, d2d_2d_async, dst, dst_pitch, src, src_pitch, width_bytes,
+                  height, stream);
 }
 
 atlas_status atlas_backend_memset(atlas_backend *b, void *dst, uint8_t value,
                                   size_t bytes) {
-  if (bytes > 0 && dst == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: memset of %zu bytes at NULL", b->name, bytes);
-  }
+  ATLAS_RETURN_IF_ERROR(check_memset(b, dst, bytes));
   if (bytes == 0) return ATLAS_OK;
   return DISPATCH(b, memset, dst, value, bytes);
 }
@@ -332,10 +342,7 @@ atlas_status atlas_backend_memset(atlas_backend *b, void *dst, uint8_t value,
 atlas_status atlas_backend_memset_async(atlas_backend *b, void *dst,
                                         uint8_t value, size_t bytes,
                                         atlas_stream *stream) {
-  if (bytes > 0 && dst == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: memset of %zu bytes at NULL", b->name, bytes);
-  }
+  ATLAS_RETURN_IF_ERROR(check_memset(b, dst, bytes));
   if (bytes == 0) return ATLAS_OK;
   return DISPATCH(b, memset_async, dst, value, bytes, stream);
 }
