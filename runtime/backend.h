@@ -1,6 +1,8 @@
 // Backend: the one interface every device sits behind (host CPU, CUDA).
 //
-// Every call dispatches through the backend's vtable (runtime/backend_impl.h).
+// Every call goes through the front door (backend.c), which checks the
+// arguments and keeps the ledger once for every backend, then dispatches what
+// differs between devices through the backend's vtable (backend_impl.h).
 // Allocations are ledgered with their call site: use the ATLAS_ALLOC-style
 // macros, which capture __FILE__/__LINE__/__func__ at the call. Operations a
 // backend does not offer return UNIMPLEMENTED naming the backend and the
@@ -206,6 +208,9 @@ atlas_kernel_registry *atlas_backend_kernel_registry(atlas_backend *b);
 ATLAS_MUST_USE atlas_status atlas_backend_kernel_lookup(atlas_backend *b, const char *module,
                                          const char *function,
                                          const atlas_kernel **out_kernel);
+// The most arguments a kernel launch passes (typed or raw).
+#define ATLAS_KERNEL_MAX_ARGS 64
+
 // Raw launch: args[i] points to argument i (as cuLaunchKernel).
 ATLAS_MUST_USE atlas_status atlas_backend_launch(atlas_backend *b, const atlas_kernel *kernel,
                                   const atlas_launch_config *config,

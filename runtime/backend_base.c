@@ -81,12 +81,28 @@ static bool read_flag_env(const char *name) {
   return text != NULL && text[0] != '\0' && strcmp(text, "0") != 0;
 }
 
+// The entries the shared code cannot do without.
+static atlas_status check_required(const atlas_backend_vtable *v,
+                                   const char *name) {
+  const char *missing = v == NULL              ? "the whole vtable"
+                        : v->destroy == NULL   ? "destroy"
+                        : v->raw_alloc == NULL ? "raw_alloc"
+                        : v->raw_free == NULL  ? "raw_free"
+                        : v->raw_read == NULL  ? "raw_read"
+                        : v->raw_fill == NULL  ? "raw_fill"
+                                               : NULL;
+  if (missing == NULL) return ATLAS_OK;
+  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                           "backend %s: its vtable lacks %s, which every "
+                           "backend must fill (see runtime/backend_impl.h)",
+                           name, missing);
+}
+
 atlas_status atlas_backend_base_init(atlas_backend *b,
                                      const atlas_backend_vtable *vtable,
-                                     atlas_backend_mem_ops mem,
                                      const char *name) {
+  ATLAS_RETURN_IF_ERROR(check_required(vtable, name));
   b->vtable = vtable;
-  b->mem = mem;
   snprintf(b->name, sizeof(b->name), "%s", name);
   ATLAS_RETURN_IF_ERROR(read_redzone_env(&b->redzone_bytes));
   b->debug_sync = read_flag_env("ATLAS_DEBUG_SYNC");
@@ -198,21 +214,21 @@ atlas_status atlas_backend_base_alloc(atlas_backend *b, size_t bytes,
   }
   void *ptr = NULL;
   ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
-      b->mem.raw_alloc(b, bytes + pad, kind, &ptr),
+      b->vtable->raw_alloc(b, bytes + pad, kind, &ptr),
       "%s: allocating %zu bytes of %s memory at %s:%d (%s)", b->name, bytes,
       kind_name(kind), site.file, site.line, site.func));
   uint64_t index = 0;
   atlas_status status = atlas_ledger_insert(b->ledger, (uintptr_t)ptr, bytes,
                                             pad, kind, site, &index);
   if (status == ATLAS_OK && pad > 0) {
-    status = b->mem.fill(b, (char *)ptr + bytes,
+    status = b->vtable->raw_fill(b, (char *)ptr + bytes,
                          atlas_backend_base_redzone_fill(b, index), pad);
     if (status != ATLAS_OK) {
       atlas_status_free(atlas_ledger_remove(b->ledger, (uintptr_t)ptr, NULL));
     }
   }
   if (status != ATLAS_OK) {
-    return atlas_status_join(status, b->mem.raw_free(b, ptr, bytes + pad, kind));
+    return atlas_status_join(status, b->vtable->raw_free(b, ptr, bytes + pad, kind));
   }
   *out_ptr = ptr;
   return ATLAS_OK;
@@ -244,30 +260,12 @@ atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
   atlas_status status = atlas_ledger_remove_if(b->ledger, (uintptr_t)ptr,
                                                check_free_kind, &check, &entry);
   if (status != ATLAS_OK) return atlas_status_annotate(status, "%s", b->name);
-  status = b->mem.raw_free(b, ptr, entry.bytes + entry.redzone_bytes, entry.kind);
+  status = b->vtable->raw_free(b, ptr, entry.bytes + entry.redzone_bytes, entry.kind);
   if (status == ATLAS_OK) return ATLAS_OK;
   return atlas_status_annotate(status,
                                "%s: freeing %zu bytes allocated at %s:%d (%s)",
                                b->name, entry.bytes, entry.site.file,
                                entry.site.line, entry.site.func);
-}
-
-size_t atlas_backend_base_live_bytes(atlas_backend *b) {
-  return atlas_ledger_live_bytes(b->ledger);
-}
-
-size_t atlas_backend_base_live_alloc_count(atlas_backend *b) {
-  return atlas_ledger_live_count(b->ledger);
-}
-
-atlas_status atlas_backend_base_alloc_report(atlas_backend *b, size_t top_n,
-                                             double min_mb, char **out_text) {
-  return atlas_ledger_report_text(b->ledger, top_n, min_mb, out_text);
-}
-
-atlas_status atlas_backend_base_alloc_report_json(atlas_backend *b,
-                                                  char **out_json) {
-  return atlas_ledger_report_json(b->ledger, out_json);
 }
 
 atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
@@ -285,7 +283,7 @@ atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
     atlas_status s = atlas_ledger_remove(b->ledger, entries[i].addr, &e);
     if (s == ATLAS_OK) {
       s = atlas_status_annotate(
-          b->mem.raw_free(b, (void *)e.addr, e.bytes + e.redzone_bytes, e.kind),
+          b->vtable->raw_free(b, (void *)e.addr, e.bytes + e.redzone_bytes, e.kind),
           "sweep: freeing %zu bytes allocated at %s:%d (%s)", e.bytes,
           e.site.file, e.site.line, e.site.func);
       out_result->count++;
@@ -295,87 +293,4 @@ atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
   }
   free(entries);
   return status;
-}
-
-atlas_op_cache *atlas_backend_base_op_cache(atlas_backend *b) {
-  return b->op_cache;
-}
-
-bool atlas_backend_base_debug_sync_kernels(const atlas_backend *b) {
-  return b->debug_sync;
-}
-
-atlas_kernel_registry *atlas_backend_base_kernel_registry(atlas_backend *b) {
-  return b->registry;
-}
-
-atlas_status atlas_backend_base_kernel_lookup(atlas_backend *b,
-                                              const char *module,
-                                              const char *function,
-                                              const atlas_kernel **out_kernel) {
-  *out_kernel = NULL;
-  if (b->registry == NULL) {
-    return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
-                             "%s: no kernel modules loaded (the backend was "
-                             "created without a module set), so %s.%s is "
-                             "not available",
-                             b->name, module, function);
-  }
-  return atlas_status_annotate(
-      atlas_kernel_registry_lookup(b->registry, module, function, out_kernel),
-      "%s", b->name);
-}
-
-atlas_status atlas_backend_base_check_kernel(atlas_backend *b,
-                                             const atlas_kernel *kernel) {
-  if (kernel == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: launch of a NULL kernel", b->name);
-  }
-  if (b->registry == NULL || kernel->registry != b->registry) {
-    return atlas_status_make(
-        ATLAS_STATUS_FAILED_PRECONDITION,
-        "%s: kernel %s.%s belongs to another model's registry; look it up "
-        "through this backend",
-        b->name, kernel->module->name, kernel->def->name);
-  }
-  return ATLAS_OK;
-}
-
-static const char *type_name(char t) {
-  switch (t) {
-    case 'p': return "pointer";
-    case 'i': return "int32";
-    case 'u': return "uint32";
-    case 'l': return "int64";
-    case 'f': return "float";
-    default: return "unknown type";
-  }
-}
-
-atlas_status atlas_backend_base_pack_args(atlas_backend *b,
-                                          const atlas_kernel *kernel,
-                                          const atlas_arg *args,
-                                          size_t arg_count, void **out_ptrs) {
-  ATLAS_RETURN_IF_ERROR(atlas_backend_base_check_kernel(b, kernel));
-  const char *sig = kernel->def->signature ? kernel->def->signature : "";
-  size_t expected = strlen(sig);
-  if (arg_count != expected) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: kernel %s.%s takes %zu arguments (%s), %zu "
-                             "given",
-                             b->name, kernel->module->name, kernel->def->name,
-                             expected, sig, arg_count);
-  }
-  for (size_t i = 0; i < arg_count; ++i) {
-    if (args[i].type != sig[i]) {
-      return atlas_status_make(
-          ATLAS_STATUS_INVALID_ARGUMENT,
-          "%s: kernel %s.%s argument %zu is %s but %s was given", b->name,
-          kernel->module->name, kernel->def->name, i, type_name(sig[i]),
-          type_name(args[i].type));
-    }
-    out_ptrs[i] = (void *)&args[i].v;
-  }
-  return ATLAS_OK;
 }

@@ -1,15 +1,28 @@
 // For backend implementers: the vtable and the state every backend shares.
 //
-// A backend embeds `atlas_backend` as its first member and fills a vtable
-// with every operation (NULL entries mean "not offered" and dispatch returns
-// UNIMPLEMENTED). Ledger keeping, red zones, fault injection and the sweep are
-// the same for every backend: the atlas_backend_base_* helpers below implement
-// them on top of a few raw memory primitives, and both vtables use them, so
-// the host and CUDA backends account for memory exactly alike.
+// A backend embeds `atlas_backend` as its first member, fills one vtable and
+// calls atlas_backend_base_init / atlas_backend_base_deinit. The vtable holds
+// only what differs between devices. The front door (backend.c) does the
+// rest once, for every backend: ledger keeping, red zones, fault injection,
+// the sweep, reports, kernel lookup, typed-argument packing, and every
+// argument check (NULL pointers, zero sizes, pitches, NULL graphs and events,
+// the default stream, kernels from another registry, argument limits). An
+// entry is only reached with arguments that passed those checks.
+//
+// A new backend fills:
+//   required  destroy, raw_alloc, raw_free, raw_read, raw_fill
+//   optional  quiesce (device work the host must wait for before touching
+//             backend memory), host_ptr_to_device, the copies and memsets,
+//             streams, events, capture and graphs, launch (raw argument
+//             pointers), the memory facts, bind_to_thread
+// A NULL optional entry makes its operation return UNIMPLEMENTED naming the
+// backend and the operation; atlas_backend_base_init refuses a vtable that
+// lacks a required entry.
 #ifndef ATLAS_RUNTIME_BACKEND_IMPL_H_
 #define ATLAS_RUNTIME_BACKEND_IMPL_H_
 
 #include <pthread.h>
+#include <stddef.h>
 
 #include "atlas/runtime/backend.h"
 
@@ -18,25 +31,34 @@ extern "C" {
 #endif
 
 typedef struct atlas_backend_vtable {
+  // ---- lifetime and raw memory (required) ----
+  // Releases the device state and calls atlas_backend_base_deinit.
   atlas_status (*destroy)(atlas_backend *b);
+  // The primitives the shared ledger code is built on. Addresses are what the
+  // backend hands out (device addresses as void*). `bytes` includes the red
+  // zone; raw_free gets what raw_alloc was asked for.
+  atlas_status (*raw_alloc)(atlas_backend *b, size_t bytes, atlas_mem_kind kind,
+                            void **out_ptr);
+  atlas_status (*raw_free)(atlas_backend *b, void *ptr, size_t bytes,
+                           atlas_mem_kind kind);
+  // Synchronous reads and fills of backend memory from the host, for red
+  // zones; they run after quiesce.
+  atlas_status (*raw_read)(atlas_backend *b, void *dst_host, const void *src,
+                           size_t bytes);
+  atlas_status (*raw_fill)(atlas_backend *b, void *dst, uint8_t value,
+                           size_t bytes);
 
-  atlas_status (*alloc)(atlas_backend *b, size_t bytes, atlas_mem_kind kind,
-                        atlas_site site, void **out_ptr);
-  atlas_status (*free)(atlas_backend *b, void *ptr, atlas_mem_kind kind);
+  // ---- optional ----
+  // Before the host reads or frees backend memory behind the streams' backs
+  // (red-zone scan and poisoning, the sweep): refuse while a capture is open
+  // (naming `what`), then wait for queued work. NULL: nothing to wait for.
+  atlas_status (*quiesce)(atlas_backend *b, const char *what);
+  // `host_ptr` is pinned memory of this backend (checked by the front door).
   atlas_status (*host_ptr_to_device)(atlas_backend *b, void *host_ptr,
                                      void **out_device_ptr);
-  size_t (*live_bytes)(atlas_backend *b);
-  size_t (*live_alloc_count)(atlas_backend *b);
-  atlas_status (*alloc_report)(atlas_backend *b, size_t top_n, double min_mb,
-                               char **out_text);
-  atlas_status (*alloc_report_json)(atlas_backend *b, char **out_json);
-  atlas_status (*sweep_unreleased)(atlas_backend *b,
-                                   atlas_sweep_result *out_result);
-  atlas_status (*scan_redzones)(atlas_backend *b,
-                                atlas_redzone_violation *out_violations,
-                                size_t max_violations, size_t *out_count);
-  atlas_status (*poison_redzones)(atlas_backend *b, uint64_t lo, uint64_t hi);
 
+  // Copies and memsets: pointers are non-NULL and `bytes` > 0 (a zero-byte
+  // copy is counted as a copy and returns OK at the front door).
   atlas_status (*h2d)(atlas_backend *b, void *dst, const void *src,
                       size_t bytes);
   atlas_status (*d2h)(atlas_backend *b, void *dst, const void *src,
@@ -54,6 +76,7 @@ typedef struct atlas_backend_vtable {
                                      atlas_stream *stream);
   atlas_status (*d2d_async)(atlas_backend *b, void *dst, const void *src,
                             size_t bytes, atlas_stream *stream);
+  // width_bytes > 0, height > 0, width_bytes <= both pitches.
   atlas_status (*d2d_2d_async)(atlas_backend *b, void *dst, size_t dst_pitch,
                                const void *src, size_t src_pitch,
                                size_t width_bytes, size_t height,
@@ -63,6 +86,8 @@ typedef struct atlas_backend_vtable {
   atlas_status (*memset_async)(atlas_backend *b, void *dst, uint8_t value,
                                size_t bytes, atlas_stream *stream);
 
+  // Streams, events, capture. A NULL stream means the default stream; events
+  // and graphs are non-NULL; stream_destroy never gets the default stream.
   atlas_stream *(*default_stream)(atlas_backend *b);
   atlas_status (*stream_create)(atlas_backend *b, atlas_stream **out_stream);
   atlas_status (*stream_destroy)(atlas_backend *b, atlas_stream *stream);
@@ -87,41 +112,44 @@ typedef struct atlas_backend_vtable {
                                atlas_stream *stream);
   atlas_status (*destroy_graph)(atlas_backend *b, atlas_graph *graph);
 
-  atlas_status (*kernel_lookup)(atlas_backend *b, const char *module,
-                                const char *function,
-                                const atlas_kernel **out_kernel);
+  // Raw launch: the kernel came from this backend's registry, `config` is
+  // non-NULL and args[i] points to argument i (typed arguments were checked
+  // against the signature and packed by the front door).
   atlas_status (*launch)(atlas_backend *b, const atlas_kernel *kernel,
                          const atlas_launch_config *config, void **args);
-  atlas_status (*launch_typed)(atlas_backend *b, const atlas_kernel *kernel,
-                               const atlas_launch_config *config,
-                               const atlas_arg *args, size_t arg_count);
 
+  // Device facts.
   atlas_status (*total_memory)(atlas_backend *b, size_t *out_bytes);
   atlas_status (*free_memory)(atlas_backend *b, size_t *out_bytes);
   atlas_status (*device_free_memory)(atlas_backend *b, size_t *out_bytes);
   atlas_status (*sm_count)(atlas_backend *b, int *out_count);
   atlas_status (*bind_to_thread)(atlas_backend *b);
-
-  atlas_op_cache *(*op_cache)(atlas_backend *b);
-  bool (*debug_sync_kernels)(const atlas_backend *b);
-  atlas_kernel_registry *(*kernel_registry)(atlas_backend *b);
 } atlas_backend_vtable;
 
-// Raw memory primitives the shared ledger code is built on. Addresses are
-// what the backend hands out (device addresses as void*).
-typedef struct atlas_backend_mem_ops {
-  atlas_status (*raw_alloc)(atlas_backend *b, size_t bytes,
-                            atlas_mem_kind kind, void **out_ptr);
-  // `bytes` is what raw_alloc was asked for (allocation plus red zone).
-  atlas_status (*raw_free)(atlas_backend *b, void *ptr, size_t bytes,
-                           atlas_mem_kind kind);
-  // Synchronous reads/writes of backend memory from the host, used for red
-  // zones (they run outside any capture: callers check first).
-  atlas_status (*read)(atlas_backend *b, void *dst_host, const void *src,
-                       size_t bytes);
-  atlas_status (*fill)(atlas_backend *b, void *dst, uint8_t value,
-                       size_t bytes);
-} atlas_backend_mem_ops;
+// The layout is pinned. The front door and every backend must agree on it, and
+// a backend written against an older header must break at compile time, not
+// call the wrong slot: a removed entry fails its designated initializer, and
+// any added, removed or reordered entry (or a member that is not a function
+// pointer) fails these assertions until the count and the last entry are
+// updated on purpose, together with every backend and the list above.
+#define ATLAS_BACKEND_VTABLE_ENTRIES 40
+#ifdef __cplusplus
+#define ATLAS_BACKEND_STATIC_ASSERT_ static_assert
+#else
+#define ATLAS_BACKEND_STATIC_ASSERT_ _Static_assert
+#endif
+ATLAS_BACKEND_STATIC_ASSERT_(sizeof(atlas_backend_vtable) ==
+                                 ATLAS_BACKEND_VTABLE_ENTRIES *
+                                     sizeof(void (*)(void)),
+                             "atlas_backend_vtable changed size: update "
+                             "ATLAS_BACKEND_VTABLE_ENTRIES and every backend");
+ATLAS_BACKEND_STATIC_ASSERT_(offsetof(atlas_backend_vtable, destroy) == 0,
+                             "destroy must stay the first vtable entry");
+ATLAS_BACKEND_STATIC_ASSERT_(
+    offsetof(atlas_backend_vtable, bind_to_thread) ==
+        (ATLAS_BACKEND_VTABLE_ENTRIES - 1) * sizeof(void (*)(void)),
+    "bind_to_thread must stay the last vtable entry");
+#undef ATLAS_BACKEND_STATIC_ASSERT_
 
 typedef struct atlas_fault_state {
   uint64_t count[ATLAS_FAULT_KIND_COUNT];    // operations attempted so far
@@ -130,7 +158,6 @@ typedef struct atlas_fault_state {
 
 struct atlas_backend {
   const atlas_backend_vtable *vtable;
-  atlas_backend_mem_ops mem;
   char name[32];                    // "host", "cuda:0"
   atlas_ledger *ledger;
   size_t redzone_bytes;             // ATLAS_REDZONE, read once at creation
@@ -145,60 +172,44 @@ struct atlas_backend {
 };
 
 // Fills the shared fields: name, ledger, environment switches, op cache.
-// On failure everything it made is released.
-ATLAS_MUST_USE atlas_status atlas_backend_base_init(atlas_backend *b,
-                                     const atlas_backend_vtable *vtable,
-                                     atlas_backend_mem_ops mem,
-                                     const char *name);
+// Refuses a vtable without one of the required entries. On failure
+// everything it made is released.
+ATLAS_MUST_USE atlas_status atlas_backend_base_init(
+    atlas_backend *b, const atlas_backend_vtable *vtable, const char *name);
 // Releases the op cache's scratch, sweeps the ledger (reporting what it had to
 // free as a leak), drops the registry reference and frees the ledger.
 ATLAS_MUST_USE atlas_status atlas_backend_base_deinit(atlas_backend *b);
 
+// ---- shared code behind the front door (backend.c); backends need none of it
+
 // Counts one operation of `kind`; returns ABORTED if it is the injected one.
 ATLAS_MUST_USE atlas_status atlas_backend_base_fault_check(atlas_backend *b,
-                                            atlas_fault_kind kind,
-                                            const char *what);
+                                                           atlas_fault_kind kind,
+                                                           const char *what);
 
 // The fill a zone should hold: 0xA5 until poison_redzones is first called,
 // then 0xEE inside the poisoned range and 0x00 outside it.
 uint8_t atlas_backend_base_redzone_fill(atlas_backend *b, uint64_t index);
 
-// Shared implementations to put in a vtable.
-ATLAS_MUST_USE atlas_status atlas_backend_base_alloc(atlas_backend *b, size_t bytes,
-                                      atlas_mem_kind kind, atlas_site site,
-                                      void **out_ptr);
+// Ledgered allocation and free on top of raw_alloc / raw_free, with red zones
+// and the alloc / host-alloc fault points.
+ATLAS_MUST_USE atlas_status atlas_backend_base_alloc(atlas_backend *b,
+                                                     size_t bytes,
+                                                     atlas_mem_kind kind,
+                                                     atlas_site site,
+                                                     void **out_ptr);
 ATLAS_MUST_USE atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
-                                     atlas_mem_kind kind);
-size_t atlas_backend_base_live_bytes(atlas_backend *b);
-size_t atlas_backend_base_live_alloc_count(atlas_backend *b);
-ATLAS_MUST_USE atlas_status atlas_backend_base_alloc_report(atlas_backend *b, size_t top_n,
-                                             double min_mb, char **out_text);
-ATLAS_MUST_USE atlas_status atlas_backend_base_alloc_report_json(atlas_backend *b,
-                                                  char **out_json);
-ATLAS_MUST_USE atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
-                                                 atlas_sweep_result *out_result);
+                                                    atlas_mem_kind kind);
+// Frees everything on the ledger, newest first (no quiesce: callers do it).
+ATLAS_MUST_USE atlas_status atlas_backend_base_sweep_unreleased(
+    atlas_backend *b, atlas_sweep_result *out_result);
+// Red zones (runtime/redzone.c), through raw_read / raw_fill.
 ATLAS_MUST_USE atlas_status atlas_backend_base_scan_redzones(
     atlas_backend *b, atlas_redzone_violation *out_violations,
     size_t max_violations, size_t *out_count);
-ATLAS_MUST_USE atlas_status atlas_backend_base_poison_redzones(atlas_backend *b, uint64_t lo,
-                                                uint64_t hi);
-atlas_op_cache *atlas_backend_base_op_cache(atlas_backend *b);
-bool atlas_backend_base_debug_sync_kernels(const atlas_backend *b);
-atlas_kernel_registry *atlas_backend_base_kernel_registry(atlas_backend *b);
-ATLAS_MUST_USE atlas_status atlas_backend_base_kernel_lookup(atlas_backend *b,
-                                              const char *module,
-                                              const char *function,
-                                              const atlas_kernel **out_kernel);
-// Checks typed arguments against the kernel's signature and that the kernel
-// belongs to this backend's registry, then packs argument pointers for a raw
-// launch. `out_ptrs` must hold arg_count entries.
-ATLAS_MUST_USE atlas_status atlas_backend_base_pack_args(atlas_backend *b,
-                                          const atlas_kernel *kernel,
-                                          const atlas_arg *args,
-                                          size_t arg_count, void **out_ptrs);
-// Checks that `kernel` was resolved through this backend's registry.
-ATLAS_MUST_USE atlas_status atlas_backend_base_check_kernel(atlas_backend *b,
-                                             const atlas_kernel *kernel);
+ATLAS_MUST_USE atlas_status atlas_backend_base_poison_redzones(atlas_backend *b,
+                                                               uint64_t lo,
+                                                               uint64_t hi);
 
 #ifdef __cplusplus
 }  // extern "C"

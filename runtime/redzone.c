@@ -30,7 +30,7 @@ atlas_status atlas_backend_base_scan_redzones(
     const atlas_ledger_entry *e = &entries[i];
     if (e->redzone_bytes == 0) continue;
     char *zone = (char *)e->addr + e->bytes;
-    status = b->mem.read(b, band, zone, e->redzone_bytes);
+    status = b->vtable->raw_read(b, band, zone, e->redzone_bytes);
     if (status != ATLAS_OK) break;
     uint8_t fill = atlas_backend_base_redzone_fill(b, e->index);
     size_t first = e->redzone_bytes;
@@ -46,7 +46,7 @@ atlas_status atlas_backend_base_scan_redzones(
           e->index, e->addr, e->bytes, first, e->site};
     }
     found++;
-    status = b->mem.fill(b, zone, fill, e->redzone_bytes);  // refill
+    status = b->vtable->raw_fill(b, zone, fill, e->redzone_bytes);  // refill
   }
   free(band);
   free(entries);
@@ -70,7 +70,7 @@ atlas_status atlas_backend_base_poison_redzones(atlas_backend *b, uint64_t lo,
     const atlas_ledger_entry *e = &entries[i];
     if (e->redzone_bytes == 0) continue;
     uint8_t fill = (e->index >= lo && e->index < hi) ? 0xEE : 0x00;
-    status = b->mem.fill(b, (char *)e->addr + e->bytes, fill, e->redzone_bytes);
+    status = b->vtable->raw_fill(b, (char *)e->addr + e->bytes, fill, e->redzone_bytes);
   }
   free(entries);
   return atlas_status_annotate(status, "%s: poisoning red zones", b->name);

@@ -12,8 +12,6 @@
 #include "atlas/runtime/cuda/cuda_module_loader.h"
 #include "atlas/runtime/cuda/cuda_staging.h"
 
-enum { CUDA_MAX_ARGS = 64 };
-
 typedef struct cuda_backend {
   atlas_backend base;  // first: atlas_backend* <-> cuda_backend*
   const atlas_cuda_driver *cu;
@@ -208,15 +206,6 @@ static atlas_status cuda_host_ptr_to_device(atlas_backend *b, void *host_ptr,
                                             void **out_device_ptr) {
   cuda_backend *cb = as_cuda(b);
   *out_device_ptr = NULL;
-  atlas_ledger_entry e;
-  atlas_status status = atlas_ledger_find(b->ledger, (uintptr_t)host_ptr, &e);
-  if (status != ATLAS_OK || e.kind != ATLAS_MEM_PINNED_HOST) {
-    atlas_status_free(status);
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: %p is not pinned memory allocated by this "
-                             "backend (atlas_backend_pinned_alloc)",
-                             b->name, host_ptr);
-  }
   ATLAS_RETURN_IF_ERROR(bind(cb));
   CUdeviceptr d = 0;
   ATLAS_RETURN_IF_ERROR(check(cb, cb->cu->cuMemHostGetDevicePointer(&d, host_ptr, 0),
@@ -225,48 +214,21 @@ static atlas_status cuda_host_ptr_to_device(atlas_backend *b, void *host_ptr,
   return ATLAS_OK;
 }
 
-static atlas_status cuda_scan_redzones(atlas_backend *b,
-                                       atlas_redzone_violation *out_violations,
-                                       size_t max_violations,
-                                       size_t *out_count) {
+// Red-zone scans and poisoning and the sweep read, fill and free memory from
+// the host: nothing may be capturing, and queued work must be done first.
+static atlas_status cuda_quiesce(atlas_backend *b, const char *what) {
   cuda_backend *cb = as_cuda(b);
-  *out_count = 0;
-  ATLAS_RETURN_IF_ERROR(refuse_if_capturing(cb, "red-zone scan"));
+  ATLAS_RETURN_IF_ERROR(refuse_if_capturing(cb, what));
   ATLAS_RETURN_IF_ERROR(bind(cb));
-  ATLAS_RETURN_IF_ERROR(sync_all_streams(cb));
-  return atlas_backend_base_scan_redzones(b, out_violations, max_violations,
-                                          out_count);
-}
-
-static atlas_status cuda_poison_redzones(atlas_backend *b, uint64_t lo,
-                                         uint64_t hi) {
-  cuda_backend *cb = as_cuda(b);
-  ATLAS_RETURN_IF_ERROR(refuse_if_capturing(cb, "red-zone poisoning"));
-  ATLAS_RETURN_IF_ERROR(bind(cb));
-  ATLAS_RETURN_IF_ERROR(sync_all_streams(cb));
-  return atlas_backend_base_poison_redzones(b, lo, hi);
-}
-
-static atlas_status cuda_sweep(atlas_backend *b, atlas_sweep_result *out) {
-  cuda_backend *cb = as_cuda(b);
-  memset(out, 0, sizeof(*out));
-  ATLAS_RETURN_IF_ERROR(refuse_if_capturing(cb, "sweeping unreleased memory"));
-  ATLAS_RETURN_IF_ERROR(sync_all_streams(cb));
-  return atlas_backend_base_sweep_unreleased(b, out);
+  return sync_all_streams(cb);
 }
 
 // ---- copies ----------------------------------------------------------------------
-
-static atlas_status copy_fault(cuda_backend *cb, const char *what) {
-  return atlas_backend_base_fault_check(&cb->base, ATLAS_FAULT_COPY, what);
-}
 
 // A copy enqueued on `s`, then (sync) waited for.
 static atlas_status copy_on(cuda_backend *cb, const char *what, void *dst,
                             const void *src, size_t bytes, CUstream s,
                             bool sync) {
-  ATLAS_RETURN_IF_ERROR(copy_fault(cb, what));
-  if (bytes == 0) return ATLAS_OK;
   ATLAS_RETURN_IF_ERROR(bind(cb));
   CUresult r = cb->cu->cuMemcpyAsync(dptr(dst), dptr(src), bytes, s);
   if (r != CUDA_SUCCESS) {
@@ -333,8 +295,6 @@ static atlas_status cuda_h2d_async(atlas_backend *b, void *dst, const void *src,
                                    size_t bytes, atlas_stream *stream) {
   cuda_backend *cb = as_cuda(b);
   CUstream s = stream_of(cb, stream);
-  ATLAS_RETURN_IF_ERROR(copy_fault(cb, "async h2d copy"));
-  if (bytes == 0) return ATLAS_OK;
   ATLAS_RETURN_IF_ERROR(bind(cb));
   bool capturing = false;
   ATLAS_RETURN_IF_ERROR(is_capturing(cb, s, &capturing));
@@ -349,14 +309,6 @@ static atlas_status cuda_d2d_2d_async(atlas_backend *b, void *dst,
                                       size_t src_pitch, size_t width_bytes,
                                       size_t height, atlas_stream *stream) {
   cuda_backend *cb = as_cuda(b);
-  if (width_bytes > dst_pitch || width_bytes > src_pitch) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: 2D copy rows of %zu bytes do not fit pitches "
-                             "%zu (src) and %zu (dst)",
-                             b->name, width_bytes, src_pitch, dst_pitch);
-  }
-  ATLAS_RETURN_IF_ERROR(copy_fault(cb, "2D d2d copy"));
-  if (width_bytes == 0 || height == 0) return ATLAS_OK;
   ATLAS_RETURN_IF_ERROR(bind(cb));
   CUDA_MEMCPY2D copy;
   memset(&copy, 0, sizeof(copy));
@@ -380,7 +332,6 @@ static atlas_status cuda_d2d_2d_async(atlas_backend *b, void *dst,
 
 static atlas_status memset_on(cuda_backend *cb, void *dst, uint8_t value,
                               size_t bytes, CUstream s, bool sync) {
-  if (bytes == 0) return ATLAS_OK;
   ATLAS_RETURN_IF_ERROR(bind(cb));
   CUresult r = cb->cu->cuMemsetD8Async(dptr(dst), value, bytes, s);
   if (r != CUDA_SUCCESS) {
@@ -453,12 +404,6 @@ static atlas_status cuda_stream_destroy(atlas_backend *b,
                                         atlas_stream *stream) {
   cuda_backend *cb = as_cuda(b);
   CUstream s = (CUstream)stream;
-  if (s == NULL || s == cb->stream) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: the default stream belongs to the backend "
-                             "and is destroyed with it",
-                             b->name);
-  }
   bool found = false;
   pthread_mutex_lock(&cb->mutex);
   for (size_t i = 1; i < cb->stream_count; ++i) {
@@ -541,7 +486,6 @@ static atlas_status cuda_event_synchronize(atlas_backend *b,
 
 static atlas_status cuda_event_destroy(atlas_backend *b, atlas_event *event) {
   cuda_backend *cb = as_cuda(b);
-  if (event == NULL) return ATLAS_OK;
   ATLAS_RETURN_IF_ERROR(bind(cb));
   return check(cb, cb->cu->cuEventDestroy((CUevent)event), "cuEventDestroy");
 }
@@ -649,10 +593,6 @@ static atlas_status cuda_launch_graph(atlas_backend *b, atlas_graph *graph,
                                       atlas_stream *stream) {
   cuda_backend *cb = as_cuda(b);
   cuda_graph *g = (cuda_graph *)graph;
-  if (g == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: launch of a NULL graph", b->name);
-  }
   CUstream s = stream_of(cb, stream);
   CUresult r = cb->cu->cuGraphLaunch(g->exec, s);
   if (r == CUDA_ERROR_INVALID_CONTEXT) {
@@ -667,7 +607,6 @@ static atlas_status cuda_launch_graph(atlas_backend *b, atlas_graph *graph,
 static atlas_status cuda_destroy_graph(atlas_backend *b, atlas_graph *graph) {
   cuda_backend *cb = as_cuda(b);
   cuda_graph *g = (cuda_graph *)graph;
-  if (g == NULL) return ATLAS_OK;
   ATLAS_RETURN_IF_ERROR(bind(cb));
   atlas_status status =
       check(cb, cb->cu->cuGraphExecDestroy(g->exec), "cuGraphExecDestroy");
@@ -708,14 +647,6 @@ static atlas_status cuda_launch(atlas_backend *b, const atlas_kernel *kernel,
                                 const atlas_launch_config *config,
                                 void **args) {
   cuda_backend *cb = as_cuda(b);
-  if (kernel == NULL || kernel->registry != b->registry || b->registry == NULL) {
-    return atlas_backend_base_check_kernel(b, kernel);
-  }
-  if (config == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: launch of %s.%s without a configuration",
-                             b->name, kernel->module->name, kernel->def->name);
-  }
   CUstream s = stream_of(cb, config->stream);
   CUfunction fn = (CUfunction)kernel->fn;
   CUresult r = cb->cu->cuLaunchKernel(
@@ -743,21 +674,6 @@ static atlas_status cuda_launch(atlas_backend *b, const atlas_kernel *kernel,
                         kernel->def->name);
   }
   return ATLAS_OK;
-}
-
-static atlas_status cuda_launch_typed(atlas_backend *b,
-                                      const atlas_kernel *kernel,
-                                      const atlas_launch_config *config,
-                                      const atlas_arg *args, size_t arg_count) {
-  if (arg_count > CUDA_MAX_ARGS) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: %zu kernel arguments; at most %d",
-                             b->name, arg_count, CUDA_MAX_ARGS);
-  }
-  void *ptrs[CUDA_MAX_ARGS];
-  ATLAS_RETURN_IF_ERROR(
-      atlas_backend_base_pack_args(b, kernel, args, arg_count, ptrs));
-  return cuda_launch(b, kernel, config, ptrs);
 }
 
 // ---- device facts ----------------------------------------------------------------
@@ -858,8 +774,7 @@ atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
   pthread_mutex_init(&cb->mutex, NULL);
   char name[32];
   snprintf(name, sizeof(name), "cuda:%d", options->device);
-  atlas_backend_mem_ops mem = {raw_alloc, raw_free, mem_read, mem_fill};
-  atlas_status status = atlas_backend_base_init(&cb->base, &cuda_vtable, mem, name);
+  atlas_status status = atlas_backend_base_init(&cb->base, &cuda_vtable, name);
   if (status != ATLAS_OK) {
     pthread_mutex_destroy(&cb->mutex);
     free(cb);
@@ -934,18 +849,12 @@ CUstream atlas_cuda_backend_raw_stream(atlas_backend *b, atlas_stream *stream) {
 
 static const atlas_backend_vtable cuda_vtable = {
     .destroy = cuda_destroy,
-    .alloc = atlas_backend_base_alloc,
-    .free = atlas_backend_base_free,
+    .raw_alloc = raw_alloc,
+    .raw_free = raw_free,
+    .raw_read = mem_read,
+    .raw_fill = mem_fill,
+    .quiesce = cuda_quiesce,
     .host_ptr_to_device = cuda_host_ptr_to_device,
-    .live_bytes = atlas_backend_base_live_bytes,
-    .live_alloc_count = atlas_backend_base_live_alloc_count,
-    // The ledger lives on the host: reports need no device and are safe
-    // during a capture.
-    .alloc_report = atlas_backend_base_alloc_report,
-    .alloc_report_json = atlas_backend_base_alloc_report_json,
-    .sweep_unreleased = cuda_sweep,
-    .scan_redzones = cuda_scan_redzones,
-    .poison_redzones = cuda_poison_redzones,
     .h2d = cuda_h2d,
     .d2h = cuda_d2h,
     .d2h_on_stream = cuda_d2h_on_stream,
@@ -973,15 +882,10 @@ static const atlas_backend_vtable cuda_vtable = {
     .abort_capture_if_active = cuda_abort_capture_if_active,
     .launch_graph = cuda_launch_graph,
     .destroy_graph = cuda_destroy_graph,
-    .kernel_lookup = atlas_backend_base_kernel_lookup,
     .launch = cuda_launch,
-    .launch_typed = cuda_launch_typed,
     .total_memory = cuda_total_memory,
     .free_memory = cuda_free_memory,
     .device_free_memory = cuda_free_memory,
     .sm_count = cuda_sm_count,
     .bind_to_thread = cuda_bind_to_thread,
-    .op_cache = atlas_backend_base_op_cache,
-    .debug_sync_kernels = atlas_backend_base_debug_sync_kernels,
-    .kernel_registry = atlas_backend_base_kernel_registry,
 };
