@@ -5,7 +5,8 @@
 // step[0] and step[1] (so one captured graph serves every step).
 //
 // Launch shapes used by runtime/arch/llama/llama_forward.c:
-//   embed_*, silu_mul, add, kv_store: grid ceil(n / 256), block 256
+//   embed_*, silu_mul, add: grid ceil(n / 256), block 256
+//   rope_store: grid ceil((n_heads + n_kv) * rot_dim / 2 + kv_dim) / 256)
 //   argmax: grid 1, block 1024
 //   rmsnorm: grid 1, block 1024
 //   matvec_*, matvec_add_*, gate_up_*: grid ceil(rows / 8), block 256 (one
@@ -80,12 +81,17 @@ extern "C" __global__ void rmsnorm(float *out, const float *x, const float *w,
 // (8 F16/BF16 or 4 F32 weights), several loads in flight: a warp per row
 // with 2-byte loads left most of the memory bandwidth unused. Every lane
 // returns the row's dot product with x.
+// With a norm weight `nw` (NULL: none), x is RMS-normalised on the fly, as
+// the rmsnorm kernel writes it: nw[i] * (x[i] * scale).
 template <typename T>
 __device__ __forceinline__ float row_dot(const T *wr, const float *x,
-                                         uint32_t cols, uint32_t lane) {
+                                         uint32_t cols, uint32_t lane,
+                                         const float *nw = nullptr,
+                                         float scale = 1.0f) {
   float acc = 0.0f;
   constexpr uint32_t V = 16 / sizeof(T);
-  if (cols % V == 0 && ((uintptr_t)wr % 16) == 0 && ((uintptr_t)x % 16) == 0) {
+  if (cols % V == 0 && ((uintptr_t)wr % 16) == 0 && ((uintptr_t)x % 16) == 0 &&
+      ((uintptr_t)nw % 16) == 0) {
     const uint4 *w4 = reinterpret_cast<const uint4 *>(wr);
     const uint32_t n4 = cols / V;
 #pragma unroll 4
@@ -96,12 +102,20 @@ __device__ __forceinline__ float row_dot(const T *wr, const float *x,
 #pragma unroll
       for (uint32_t j = 0; j < V / 4; ++j) {
         float4 xx = xv[j];
+        if (nw != nullptr) {
+          float4 n = reinterpret_cast<const float4 *>(nw + (size_t)i * V)[j];
+          xx.x = n.x * (xx.x * scale), xx.y = n.y * (xx.y * scale);
+          xx.z = n.z * (xx.z * scale), xx.w = n.w * (xx.w * scale);
+        }
         acc += load_w(e, 4 * j) * xx.x + load_w(e, 4 * j + 1) * xx.y +
                load_w(e, 4 * j + 2) * xx.z + load_w(e, 4 * j + 3) * xx.w;
       }
     }
   } else {
-    for (uint32_t k = lane; k < cols; k += 32) acc += load_w(wr, k) * x[k];
+    for (uint32_t k = lane; k < cols; k += 32) {
+      float xk = nw != nullptr ? nw[k] * (x[k] * scale) : x[k];
+      acc += load_w(wr, k) * xk;
+    }
   }
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
   return acc;
@@ -120,11 +134,24 @@ __device__ void matvec(float *out, const T *w, const float *x, uint32_t rows,
 // q, k and v of one token in one launch (each with its bias, NULL: none):
 // rows 0..rows_q-1 are q's, then rows_kv of k, then rows_kv of v. Three
 // small launches left most of a large GPU idle (k and v have few rows).
+// The RMSNorm scale of x (as the rmsnorm kernel computes it), by the whole
+// block: a fused product normalises its input itself, one launch fewer.
+__device__ float norm_scale(const float *x, uint32_t dim, float eps) {
+  __shared__ float shared[32];
+  float ss = 0.0f;
+  for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) ss += x[i] * x[i];
+  ss = block_sum(ss, shared);
+  return rsqrtf(ss / dim + eps);
+}
+
+// The input is x RMS-normalised with the weight nw (the attention norm).
 template <typename T>
 __device__ void matvec_qkv(float *q, float *k, float *v, const T *wq,
                            const T *wk, const T *wv, const float *bq,
                            const float *bk, const float *bv, const float *x,
-                           uint32_t rows_q, uint32_t rows_kv, uint32_t cols) {
+                           const float *nw, uint32_t rows_q, uint32_t rows_kv,
+                           uint32_t cols, float eps) {
+  const float scale = norm_scale(x, cols, eps);
   uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   uint32_t lane = threadIdx.x % 32;
   const T *w = wq;
@@ -139,7 +166,7 @@ __device__ void matvec_qkv(float *q, float *k, float *v, const T *wq,
       if (row >= rows_kv) return;
     }
   }
-  float acc = row_dot(w + (size_t)row * cols, x, cols, lane);
+  float acc = row_dot(w + (size_t)row * cols, x, cols, lane, nw, scale);
   if (lane == 0) out[row] = b != nullptr ? acc + b[row] : acc;
 }
 
@@ -156,16 +183,18 @@ __device__ void matvec_add(float *x, const T *w, const float *in,
 }
 
 // out[row] = silu(gate row . x (+ bias)) * (up row . x (+ bias)): the MLP's
-// two products and its activation in one pass.
+// two products and its activation in one pass, on x RMS-normalised with nw
+// (the MLP norm).
 template <typename T>
 __device__ void gate_up(float *out, const T *wg, const T *wu, const float *bg,
-                        const float *bu, const float *x, uint32_t rows,
-                        uint32_t cols) {
+                        const float *bu, const float *x, const float *nw,
+                        uint32_t rows, uint32_t cols, float eps) {
+  const float scale = norm_scale(x, cols, eps);
   uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   uint32_t lane = threadIdx.x % 32;
   if (row >= rows) return;
-  float g = row_dot(wg + (size_t)row * cols, x, cols, lane);
-  float u = row_dot(wu + (size_t)row * cols, x, cols, lane);
+  float g = row_dot(wg + (size_t)row * cols, x, cols, lane, nw, scale);
+  float u = row_dot(wu + (size_t)row * cols, x, cols, lane, nw, scale);
   if (lane == 0) {
     if (bg != nullptr) g = g + bg[row];
     if (bu != nullptr) u = u + bu[row];
@@ -177,8 +206,10 @@ __device__ void gate_up(float *out, const T *wg, const T *wu, const float *bg,
   extern "C" __global__ void matvec_qkv_##S(                                   \
       float *q, float *k, float *v, const T *wq, const T *wk, const T *wv,     \
       const float *bq, const float *bk, const float *bv, const float *x,       \
-      uint32_t rows_q, uint32_t rows_kv, uint32_t cols) {                      \
-    matvec_qkv(q, k, v, wq, wk, wv, bq, bk, bv, x, rows_q, rows_kv, cols);     \
+      const float *nw, uint32_t rows_q, uint32_t rows_kv, uint32_t cols,       \
+      float eps) {                                                             \
+    matvec_qkv(q, k, v, wq, wk, wv, bq, bk, bv, x, nw, rows_q, rows_kv, cols,  \
+               eps);                                                           \
   }                                                                            \
   extern "C" __global__ void matvec_add_##S(float *x, const T *w,             \
                                             const float *in, const float *b,   \
@@ -187,9 +218,10 @@ __device__ void gate_up(float *out, const T *wg, const T *wu, const float *bg,
   }                                                                            \
   extern "C" __global__ void gate_up_##S(float *out, const T *wg, const T *wu, \
                                          const float *bg, const float *bu,     \
-                                         const float *x, uint32_t rows,        \
-                                         uint32_t cols) {                      \
-    gate_up(out, wg, wu, bg, bu, x, rows, cols);                               \
+                                         const float *x, const float *nw,      \
+                                         uint32_t rows, uint32_t cols,         \
+                                         float eps) {                          \
+    gate_up(out, wg, wu, bg, bu, x, nw, rows, cols, eps);                      \
   }
 ATLAS_FUSED_KERNELS(f32, float)
 ATLAS_FUSED_KERNELS(f16, __half)
@@ -210,26 +242,55 @@ extern "C" __global__ void matvec_bf16(float *out, const __nv_bfloat16 *w,
   matvec(out, w, x, rows, cols);
 }
 
-// Rotates the first rot_dim entries of each head of x ([n_heads][head_dim]),
-// pairs (i, i + rot_dim / 2); the inverse frequencies come from the host.
-extern "C" __global__ void rope(float *x, const float *inv_freq,
-                                uint32_t n_heads, uint32_t head_dim,
-                                uint32_t rot_dim, const uint32_t *step,
-                                float attention_factor) {
-  uint32_t half = rot_dim / 2, pos = step[1];
-  uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (idx >= n_heads * half) return;
-  uint32_t h = idx / half, i = idx % half;
+// RoPE at this step's position (step[1]) on q (in place) and on k, and k
+// and v stored into that position's cache rows: one launch where there were
+// three. Pairs (i, i + rot_dim / 2) of the first rot_dim entries of a head
+// rotate; the inverse frequencies come from the host. Threads: n_heads *
+// rot_dim / 2 for q, then n_kv * rot_dim / 2 for k, then kv_dim for v (and
+// k's entries past rot_dim).
+__device__ __forceinline__ void rotate(float x0, float x1, float inv_freq,
+                                       uint32_t pos, float factor, float *y0,
+                                       float *y1) {
   // The angle in double, as the host kernel does: at position 4000 an f32
   // angle is off by ~1e-4 radians, which the host and CUDA would disagree on.
-  double angle = (double)pos * (double)inv_freq[i];
+  double angle = (double)pos * (double)inv_freq;
   double csd, snd;
   sincos(angle, &snd, &csd);
-  float cs = (float)(csd * attention_factor), sn = (float)(snd * attention_factor);
-  float *v = x + (size_t)h * head_dim;
-  float x0 = v[i], x1 = v[i + half];
-  v[i] = x0 * cs - x1 * sn;
-  v[i + half] = x1 * cs + x0 * sn;
+  float cs = (float)(csd * factor), sn = (float)(snd * factor);
+  *y0 = x0 * cs - x1 * sn;
+  *y1 = x1 * cs + x0 * sn;
+}
+
+extern "C" __global__ void rope_store(float *q, const float *k, const float *v,
+                                      float *kc, float *vc,
+                                      const float *inv_freq, uint32_t n_heads,
+                                      uint32_t n_kv, uint32_t head_dim,
+                                      uint32_t rot_dim, const uint32_t *step,
+                                      float attention_factor) {
+  const uint32_t half = rot_dim / 2, pos = step[1], kv_dim = n_kv * head_dim;
+  const size_t row = (size_t)pos * kv_dim;
+  uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx < n_heads * half) {
+    uint32_t h = idx / half, i = idx % half;
+    float *x = q + (size_t)h * head_dim;
+    rotate(x[i], x[i + half], inv_freq[i], pos, attention_factor, &x[i],
+           &x[i + half]);
+    return;
+  }
+  idx -= n_heads * half;
+  if (idx < n_kv * half) {
+    uint32_t h = idx / half, i = idx % half;
+    const float *x = k + (size_t)h * head_dim;
+    float *out = kc + row + (size_t)h * head_dim;
+    rotate(x[i], x[i + half], inv_freq[i], pos, attention_factor, &out[i],
+           &out[i + half]);
+    return;
+  }
+  idx -= n_kv * half;
+  if (idx < kv_dim) {
+    vc[row + idx] = v[idx];
+    if (idx % head_dim >= rot_dim) kc[row + idx] = k[idx];
+  }
 }
 
 // One block per head: scores, softmax, weighted sum of values.
@@ -313,17 +374,6 @@ extern "C" __global__ void head_rmsnorm(float *x, const float *w,
   float scale = rsqrtf(ss / head_dim + eps);
   __syncwarp();
   for (uint32_t i = threadIdx.x; i < head_dim; i += 32) v[i] = w[i] * (v[i] * scale);
-}
-
-// Keys and values of this step's position into the layer's cache rows.
-extern "C" __global__ void kv_store(float *kc, float *vc, const float *k,
-                                    const float *v, uint32_t kv_dim,
-                                    const uint32_t *step) {
-  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= kv_dim) return;
-  size_t row = (size_t)step[1] * kv_dim;
-  kc[row + i] = k[i];
-  vc[row + i] = v[i];
 }
 
 // Greedy choice on the device: result[0] = the first index of the largest

@@ -71,7 +71,27 @@ static float row_dot(load_fn load, const void *w, size_t row, uint32_t cols,
   return acc;
 }
 
-// q, k and v in one launch, each with its bias (NULL: none).
+// The RMSNorm scale of x, as the rmsnorm kernel computes it.
+static float norm_scale(const float *x, uint32_t dim, float eps) {
+  double ss = 0;
+  for (uint32_t i = 0; i < dim; ++i) ss += (double)x[i] * x[i];
+  return (float)(1.0 / sqrt(ss / dim + eps));
+}
+
+// row_dot on x RMS-normalised with nw (each element as rmsnorm writes it).
+static float row_dot_norm(load_fn load, const void *w, size_t row,
+                          uint32_t cols, const float *x, const float *nw,
+                          float scale) {
+  float acc = 0.0f;
+  size_t base = row * cols;
+  for (uint32_t k = 0; k < cols; ++k) {
+    acc += load(w, base + k) * (nw[k] * (x[k] * scale));
+  }
+  return acc;
+}
+
+// q, k and v in one launch from x RMS-normalised with nw, each with its bias
+// (NULL: none).
 static void matvec_qkv(void **args, load_fn load) {
   float *out[3] = {ARG(float *, 0), ARG(float *, 1), ARG(float *, 2)};
   const void *w[3] = {ARG(const void *, 3), ARG(const void *, 4),
@@ -79,11 +99,13 @@ static void matvec_qkv(void **args, load_fn load) {
   const float *b[3] = {ARG(const float *, 6), ARG(const float *, 7),
                        ARG(const float *, 8)};
   const float *x = ARG(const float *, 9);
-  uint32_t rows[3] = {ARG(uint32_t, 10), ARG(uint32_t, 11), ARG(uint32_t, 11)};
-  uint32_t cols = ARG(uint32_t, 12);
+  const float *nw = ARG(const float *, 10);
+  uint32_t rows[3] = {ARG(uint32_t, 11), ARG(uint32_t, 12), ARG(uint32_t, 12)};
+  uint32_t cols = ARG(uint32_t, 13);
+  float scale = norm_scale(x, cols, ARG(float, 14));
   for (int m = 0; m < 3; ++m) {
     for (uint32_t r = 0; r < rows[m]; ++r) {
-      float acc = row_dot(load, w[m], r, cols, x);
+      float acc = row_dot_norm(load, w[m], r, cols, x, nw, scale);
       out[m][r] = b[m] != NULL ? acc + b[m][r] : acc;
     }
   }
@@ -102,15 +124,19 @@ static void matvec_add(void **args, load_fn load) {
   }
 }
 
-// out[r] = silu(gate . x (+ bias)) * (up . x (+ bias)).
+// out[r] = silu(gate . xn (+ bias)) * (up . xn (+ bias)), xn: x
+// RMS-normalised with nw.
 static void gate_up(void **args, load_fn load) {
   float *out = ARG(float *, 0);
   const void *wg = ARG(const void *, 1), *wu = ARG(const void *, 2);
   const float *bg = ARG(const float *, 3), *bu = ARG(const float *, 4);
   const float *x = ARG(const float *, 5);
-  uint32_t rows = ARG(uint32_t, 6), cols = ARG(uint32_t, 7);
+  const float *nw = ARG(const float *, 6);
+  uint32_t rows = ARG(uint32_t, 7), cols = ARG(uint32_t, 8);
+  float scale = norm_scale(x, cols, ARG(float, 9));
   for (uint32_t r = 0; r < rows; ++r) {
-    float g = row_dot(load, wg, r, cols, x), u = row_dot(load, wu, r, cols, x);
+    float g = row_dot_norm(load, wg, r, cols, x, nw, scale);
+    float u = row_dot_norm(load, wu, r, cols, x, nw, scale);
     if (bg != NULL) g = g + bg[r];
     if (bu != NULL) u = u + bu[r];
     out[r] = g / (1.0f + expf(-g)) * u;
@@ -176,25 +202,45 @@ static void matvec_bf16(const atlas_launch_config *c, void **args) {
   matvec(args, load_bf16);
 }
 
-// Rotates the first rot_dim entries of each head, pairing (i, i + rot_dim/2)
-// as Hugging Face's rotate_half does; the rest of the head passes through.
-// The angle is formed in double from the f32 inverse frequency.
-static void rope(const atlas_launch_config *c, void **args) {
+static void rotate(float *y0, float *y1, float x0, float x1, float inv_freq,
+                   uint32_t pos, double factor) {
+  double angle = (double)pos * (double)inv_freq;
+  float cs = (float)(cos(angle) * factor), sn = (float)(sin(angle) * factor);
+  *y0 = x0 * cs - x1 * sn;
+  *y1 = x1 * cs + x0 * sn;
+}
+
+// RoPE at step[1] on q (in place) and k, then k and v into that position's
+// cache rows. Pairs (i, i + rot_dim/2) of the first rot_dim entries rotate,
+// as Hugging Face's rotate_half does; the rest of a head passes through. The
+// angle is formed in double from the f32 inverse frequency.
+static void rope_store(const atlas_launch_config *c, void **args) {
   (void)c;
-  float *x = ARG(float *, 0);
-  const float *inv_freq = ARG(const float *, 1);
-  uint32_t n_heads = ARG(uint32_t, 2), head_dim = ARG(uint32_t, 3);
-  uint32_t rot_dim = ARG(uint32_t, 4), pos = ARG(const uint32_t *, 5)[1];
-  double factor = ARG(float, 6);
-  uint32_t half = rot_dim / 2;
+  float *q = ARG(float *, 0);
+  const float *k = ARG(const float *, 1);
+  const float *v = ARG(const float *, 2);
+  float *kc = ARG(float *, 3);
+  float *vc = ARG(float *, 4);
+  const float *inv_freq = ARG(const float *, 5);
+  uint32_t n_heads = ARG(uint32_t, 6), n_kv = ARG(uint32_t, 7);
+  uint32_t head_dim = ARG(uint32_t, 8), rot_dim = ARG(uint32_t, 9);
+  uint32_t pos = ARG(const uint32_t *, 10)[1];
+  double factor = ARG(float, 11);
+  uint32_t half = rot_dim / 2, kv_dim = n_kv * head_dim;
+  float *krow = kc + (size_t)pos * kv_dim;
+  memcpy(krow, k, kv_dim * sizeof(float));
+  memcpy(vc + (size_t)pos * kv_dim, v, kv_dim * sizeof(float));
   for (uint32_t h = 0; h < n_heads; ++h) {
-    float *v = x + (size_t)h * head_dim;
+    float *x = q + (size_t)h * head_dim;
     for (uint32_t i = 0; i < half; ++i) {
-      double angle = (double)pos * (double)inv_freq[i];
-      float cs = (float)(cos(angle) * factor), sn = (float)(sin(angle) * factor);
-      float x0 = v[i], x1 = v[i + half];
-      v[i] = x0 * cs - x1 * sn;
-      v[i + half] = x1 * cs + x0 * sn;
+      rotate(&x[i], &x[i + half], x[i], x[i + half], inv_freq[i], pos, factor);
+    }
+  }
+  for (uint32_t h = 0; h < n_kv; ++h) {
+    const float *x = k + (size_t)h * head_dim;
+    float *out = krow + (size_t)h * head_dim;
+    for (uint32_t i = 0; i < half; ++i) {
+      rotate(&out[i], &out[i + half], x[i], x[i + half], inv_freq[i], pos, factor);
     }
   }
 }
@@ -279,19 +325,6 @@ static void head_rmsnorm(const atlas_launch_config *c, void **args) {
   }
 }
 
-// This step's keys and values into row step[1] of the layer's cache.
-static void kv_store(const atlas_launch_config *c, void **args) {
-  (void)c;
-  float *kc = ARG(float *, 0);
-  float *vc = ARG(float *, 1);
-  const float *k = ARG(const float *, 2);
-  const float *v = ARG(const float *, 3);
-  uint32_t kv_dim = ARG(uint32_t, 4);
-  size_t row = (size_t)ARG(const uint32_t *, 5)[1] * kv_dim;
-  memcpy(kc + row, k, kv_dim * sizeof(float));
-  memcpy(vc + row, v, kv_dim * sizeof(float));
-}
-
 // result[0]: the first index of the largest logit; result[1]: the first
 // non-finite logit's index, or UINT32_MAX.
 static void argmax(const atlas_launch_config *c, void **args) {
@@ -320,21 +353,20 @@ const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT] = {
     {"matvec_f32", "pppuu", matvec_f32},
     {"matvec_f16", "pppuu", matvec_f16},
     {"matvec_bf16", "pppuu", matvec_bf16},
-    {"rope", "ppuuupf", rope},
+    {"rope_store", "ppppppuuuupf", rope_store},
     {"attention", "pppppuuupu", attention},
     {"silu_mul", "ppu", silu_mul},
     {"add", "ppu", add},
     {"add_bias", "ppu", add_bias},
     {"head_rmsnorm", "ppuuf", head_rmsnorm},
-    {"kv_store", "ppppup", kv_store},
     {"argmax", "ppu", argmax},
-    {"matvec_qkv_f32", "ppppppppppuuu", matvec_qkv_f32},
-    {"matvec_qkv_f16", "ppppppppppuuu", matvec_qkv_f16},
-    {"matvec_qkv_bf16", "ppppppppppuuu", matvec_qkv_bf16},
+    {"matvec_qkv_f32", "pppppppppppuuuf", matvec_qkv_f32},
+    {"matvec_qkv_f16", "pppppppppppuuuf", matvec_qkv_f16},
+    {"matvec_qkv_bf16", "pppppppppppuuuf", matvec_qkv_bf16},
     {"matvec_add_f32", "ppppuu", matvec_add_f32},
     {"matvec_add_f16", "ppppuu", matvec_add_f16},
     {"matvec_add_bf16", "ppppuu", matvec_add_bf16},
-    {"gate_up_f32", "ppppppuu", gate_up_f32},
-    {"gate_up_f16", "ppppppuu", gate_up_f16},
-    {"gate_up_bf16", "ppppppuu", gate_up_bf16},
+    {"gate_up_f32", "pppppppuuf", gate_up_f32},
+    {"gate_up_f16", "pppppppuuf", gate_up_f16},
+    {"gate_up_bf16", "pppppppuuf", gate_up_bf16},
 };

@@ -220,8 +220,11 @@ TEST_F(LlamaKernelsCuda, Matvec) {
   }
 }
 
-TEST_F(LlamaKernelsCuda, Rope) {
-  const uint32_t n_heads = 32, head_dim = 128;
+// RoPE on q and k at the step's position, and k and v into that cache row
+// (the other rows keep their poison): every rotated and passed-through entry.
+TEST_F(LlamaKernelsCuda, RopeStore) {
+  const uint32_t n_heads = 32, n_kv = 8, head_dim = 128, rows = 5;
+  const uint32_t kv_dim = n_kv * head_dim;
   for (uint32_t rot_dim : {128u, 64u}) {
     for (float theta : {10000.0f, 500000.0f}) {
       std::vector<float> inv_freq(rot_dim / 2);
@@ -229,16 +232,33 @@ TEST_F(LlamaKernelsCuda, Rope) {
         inv_freq[i] = (float)(1.0 / pow((double)theta, 2.0 * i / rot_dim));
       }
       for (uint32_t pos : {0u, 1u, 123u, 4000u}) {
-        std::vector<float> q = Floats(n_heads * head_dim);
+        std::vector<float> q = Floats(n_heads * head_dim), k = Floats(kv_dim),
+                           v = Floats(kv_dim);
+        uint32_t row = pos % rows;  // the cache holds `rows` rows here
         // Both sides form the angle in double from the same f32 frequencies.
-        Compare("rope pos " + std::to_string(pos), [&](Side &s) {
+        Compare("rope_store rot " + std::to_string(rot_dim) + " pos " +
+                    std::to_string(pos), [&](Side &s) {
           void *dq = s.Upload(q.data(), q.size() * 4);
+          void *dk = s.Upload(k.data(), kv_dim * 4), *dv = s.Upload(v.data(), kv_dim * 4);
+          void *kc = s.Poisoned((size_t)rows * kv_dim), *vc = s.Poisoned((size_t)rows * kv_dim);
           void *df = s.Upload(inv_freq.data(), inv_freq.size() * 4);
-          s.Launch("rope", Blocks((uint64_t)n_heads * rot_dim / 2, 256), 256,
-                   {ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(df), ATLAS_ARG_U32(n_heads),
+          // The cache pointers are offset so that row `pos` lands in row `row`.
+          float *kbase = (float *)kc + (ptrdiff_t)row * kv_dim - (ptrdiff_t)pos * kv_dim;
+          float *vbase = (float *)vc + (ptrdiff_t)row * kv_dim - (ptrdiff_t)pos * kv_dim;
+          uint64_t threads = (uint64_t)(n_heads + n_kv) * (rot_dim / 2) + kv_dim;
+          s.Launch("rope_store", Blocks(threads, 256), 256,
+                   {ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(dk), ATLAS_ARG_PTR(dv),
+                    ATLAS_ARG_PTR(kbase), ATLAS_ARG_PTR(vbase), ATLAS_ARG_PTR(df),
+                    ATLAS_ARG_U32(n_heads), ATLAS_ARG_U32(n_kv),
                     ATLAS_ARG_U32(head_dim), ATLAS_ARG_U32(rot_dim),
                     ATLAS_ARG_PTR(s.Step(0, pos)), ATLAS_ARG_F32(1.25f)});
-          return std::vector<std::vector<float>>{s.Download(dq, q.size())};
+          std::vector<float> vrow = s.Download((float *)vc + (size_t)row * kv_dim, kv_dim);
+          EXPECT_EQ(vrow, v) << "v is copied as is";
+          std::vector<float> other = s.Download((float *)kc + (size_t)((row + 1) % rows) * kv_dim, kv_dim);
+          EXPECT_TRUE(std::isnan(other[0])) << "only the step's row is written";
+          return std::vector<std::vector<float>>{
+              s.Download(dq, q.size()),
+              s.Download((float *)kc + (size_t)row * kv_dim, kv_dim)};
         });
       }
     }
@@ -305,7 +325,8 @@ TEST_F(LlamaKernelsCuda, SiluMulAndAdd) {
 }
 
 // The fused decode kernels, CUDA against host, with and without biases,
-// on the scalar (777 columns) and 16-byte (2048) paths.
+// on the scalar (777 columns) and 16-byte (2048) paths; q/k/v and gate/up
+// normalise their input themselves.
 TEST_F(LlamaKernelsCuda, FusedQkvResidualAndGateUp) {
   for (uint32_t cols : {777u, 2048u}) {
   for (std::string dtype : {"f32", "f16", "bf16"}) {
@@ -316,6 +337,7 @@ TEST_F(LlamaKernelsCuda, FusedQkvResidualAndGateUp) {
     std::vector<unsigned char> wv = Weights(dtype, (size_t)rkv * cols);
     std::vector<unsigned char> wg = Weights(dtype, (size_t)rows * cols);
     std::vector<unsigned char> wu = Weights(dtype, (size_t)rows * cols);
+    std::vector<float> nw = Floats(cols, 0.5f, 1.5f);
     std::vector<float> x = Floats(cols), b1 = Floats(rq), b2 = Floats(rkv),
                        b3 = Floats(rkv), r0 = Floats(rows), bg = Floats(rows),
                        bu = Floats(rows);
@@ -332,8 +354,9 @@ TEST_F(LlamaKernelsCuda, FusedQkvResidualAndGateUp) {
                {ATLAS_ARG_PTR(q), ATLAS_ARG_PTR(k), ATLAS_ARG_PTR(v),
                 ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(dk), ATLAS_ARG_PTR(dv),
                 ATLAS_ARG_PTR(db1), ATLAS_ARG_PTR(db2), ATLAS_ARG_PTR(db3),
-                ATLAS_ARG_PTR(dx), ATLAS_ARG_U32(rq), ATLAS_ARG_U32(rkv),
-                ATLAS_ARG_U32(cols)});
+                ATLAS_ARG_PTR(dx), ATLAS_ARG_PTR(s.Upload(nw.data(), cols * 4)),
+                ATLAS_ARG_U32(rq), ATLAS_ARG_U32(rkv), ATLAS_ARG_U32(cols),
+                ATLAS_ARG_F32(1e-5f)});
       return std::vector<std::vector<float>>{s.Download(q, rq), s.Download(k, rkv),
                                              s.Download(v, rkv)};
     });
@@ -356,32 +379,13 @@ TEST_F(LlamaKernelsCuda, FusedQkvResidualAndGateUp) {
       s.Launch(("gate_up_" + dtype).c_str(), Blocks(rows, 8), 256,
                {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(dg), ATLAS_ARG_PTR(du),
                 ATLAS_ARG_PTR(dbg), ATLAS_ARG_PTR(dbu), ATLAS_ARG_PTR(dx),
-                ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols)});
+                ATLAS_ARG_PTR(s.Upload(nw.data(), cols * 4)), ATLAS_ARG_U32(rows),
+                ATLAS_ARG_U32(cols), ATLAS_ARG_F32(1e-5f)});
       return std::vector<std::vector<float>>{s.Download(out, rows)};
     });
   }
   }
   }
-}
-
-TEST_F(LlamaKernelsCuda, KvStore) {
-  const uint32_t kv_dim = 1024, rows = 9, pos = 6;
-  std::vector<float> k = Floats(kv_dim), v = Floats(kv_dim);
-  Compare("kv_store", [&](Side &s) {
-    void *kc = s.Poisoned((size_t)rows * kv_dim), *vc = s.Poisoned((size_t)rows * kv_dim);
-    void *dk = s.Upload(k.data(), kv_dim * 4), *dv = s.Upload(v.data(), kv_dim * 4);
-    s.Launch("kv_store", Blocks(kv_dim, 256), 256,
-             {ATLAS_ARG_PTR(kc), ATLAS_ARG_PTR(vc), ATLAS_ARG_PTR(dk),
-              ATLAS_ARG_PTR(dv), ATLAS_ARG_U32(kv_dim),
-              ATLAS_ARG_PTR(s.Step(0, pos))});
-    // Only row `pos` is written; the poison elsewhere stays.
-    std::vector<float> krow = s.Download((float *)kc + (size_t)pos * kv_dim, kv_dim);
-    std::vector<float> vrow = s.Download((float *)vc + (size_t)pos * kv_dim, kv_dim);
-    EXPECT_EQ(krow, k);
-    EXPECT_EQ(vrow, v);
-    EXPECT_TRUE(std::isnan(s.Download(kc, 1)[0]));
-    return std::vector<std::vector<float>>{krow, vrow};
-  });
 }
 
 // The device argmax against the host's: the first index of the largest

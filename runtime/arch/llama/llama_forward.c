@@ -75,19 +75,23 @@ static atlas_status head_norm(const atlas_llama_ctx *ctx, float *x,
                 COUNT(args));
 }
 
-// At this step's position (scratch->step[1]).
-static atlas_status rope(const atlas_llama_model *m, float *x, int64_t heads) {
+// RoPE at this step's position (scratch->step[1]) on q and k, and k and v
+// into that position's cache rows of layer cache kc / vc, in one launch.
+static atlas_status rope_store(const atlas_llama_model *m, float *kc, float *vc) {
   const atlas_llama_ctx *ctx = &m->ctx;
+  const atlas_llama_config *c = ctx->config;
+  atlas_llama_scratch *s = ctx->scratch;
   uint32_t half = (uint32_t)(m->rot_dim / 2);
-  atlas_arg args[] = {P(x),
-                      P(ctx->scratch->inv_freq),
-                      U((uint32_t)heads),
-                      U((uint32_t)ctx->config->head_dim),
-                      U((uint32_t)m->rot_dim),
-                      P(ctx->scratch->step),
+  uint32_t n_heads = (uint32_t)c->num_attention_heads;
+  uint32_t n_kv = (uint32_t)c->num_key_value_heads;
+  uint32_t hd = (uint32_t)c->head_dim;
+  atlas_arg args[] = {P(s->q),     P(s->k),   P(s->v),     P(kc),
+                      P(vc),       P(s->inv_freq), U(n_heads), U(n_kv),
+                      U(hd),       U((uint32_t)m->rot_dim), P(s->step),
                       F(m->attention_factor)};
-  return launch(ctx, ctx->ops.rope, blocks((uint64_t)heads * half, 256), 256,
-                args, COUNT(args));
+  uint64_t threads = (uint64_t)(n_heads + n_kv) * half + (uint64_t)n_kv * hd;
+  return launch(ctx, ctx->ops.rope_store, blocks(threads, 256), 256, args,
+                COUNT(args));
 }
 
 // x += W in (+ bias), one launch.
@@ -114,17 +118,19 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   size_t layer_off = (size_t)(l * m->max_seq * kv_dim);
   float *kc = m->kv->keys + layer_off, *vc = m->kv->values + layer_off;
 
-  ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->attn_norm));
+  float eps = (float)c->rms_norm_eps;
   if (L->wk.dtype == L->wq.dtype && L->wv.dtype == L->wq.dtype) {
-    atlas_arg qkv[] = {P(s->q),        P(s->k),     P(s->v),
+    // The attention norm, then q, k and v with their biases: one launch.
+    atlas_arg qkv[] = {P(s->q),        P(s->k),       P(s->v),
                        P(L->wq.data),  P(L->wk.data), P(L->wv.data),
-                       P(L->q_bias),   P(L->k_bias), P(L->v_bias),
-                       P(s->xb),       U((uint32_t)q_dim), U((uint32_t)kv_dim),
-                       U((uint32_t)hidden)};
+                       P(L->q_bias),   P(L->k_bias),  P(L->v_bias),
+                       P(s->x),        P(L->attn_norm), U((uint32_t)q_dim),
+                       U((uint32_t)kv_dim), U((uint32_t)hidden), F(eps)};
     ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.matvec_qkv[atlas_llama_wtype_of(L->wq.dtype)],
                                  blocks((uint64_t)(q_dim + 2 * kv_dim), 8), 256,
                                  qkv, COUNT(qkv)));
   } else {
+    ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->attn_norm));
     ATLAS_RETURN_IF_ERROR(matvec(ctx, s->q, &L->wq, s->xb, q_dim, hidden));
     ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->q, L->q_bias, q_dim));
     ATLAS_RETURN_IF_ERROR(matvec(ctx, s->k, &L->wk, s->xb, kv_dim, hidden));
@@ -135,14 +141,7 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
   ATLAS_RETURN_IF_ERROR(head_norm(ctx, s->q, L->q_norm, c->num_attention_heads));
   ATLAS_RETURN_IF_ERROR(head_norm(ctx, s->k, L->k_norm, c->num_key_value_heads));
-  ATLAS_RETURN_IF_ERROR(rope(m, s->q, c->num_attention_heads));
-  ATLAS_RETURN_IF_ERROR(rope(m, s->k, c->num_key_value_heads));
-  // Keys and values into this position's cache row.
-  atlas_arg kv_args[] = {P(kc), P(vc), P(s->k), P(s->v), U((uint32_t)kv_dim),
-                         P(s->step)};
-  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.kv_store,
-                               blocks((uint64_t)kv_dim, 256), 256, kv_args,
-                               COUNT(kv_args)));
+  ATLAS_RETURN_IF_ERROR(rope_store(m, kc, vc));
   uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
   if (m->prefill != NULL) {
     // Split over the context (flash-decoding) where the batch scratch exists.
@@ -158,15 +157,17 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   // The output projection and the residual add in one pass.
   ATLAS_RETURN_IF_ERROR(residual(ctx, s->x, &L->wo, s->xb2, L->o_bias, hidden, q_dim));
 
-  ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->ffn_norm));
   int64_t inter = c->intermediate_size;
   if (L->w_up.dtype == L->w_gate.dtype) {
+    // The MLP norm, gate and up with their biases, and SiLU: one launch.
     atlas_arg gu[] = {P(s->hb),        P(L->w_gate.data), P(L->w_up.data),
-                      P(L->gate_bias), P(L->up_bias),     P(s->xb),
-                      U((uint32_t)inter), U((uint32_t)hidden)};
+                      P(L->gate_bias), P(L->up_bias),     P(s->x),
+                      P(L->ffn_norm),  U((uint32_t)inter), U((uint32_t)hidden),
+                      F(eps)};
     ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.gate_up[atlas_llama_wtype_of(L->w_gate.dtype)],
                                  blocks((uint64_t)inter, 8), 256, gu, COUNT(gu)));
   } else {
+    ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->ffn_norm));
     ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb, &L->w_gate, s->xb, inter, hidden));
     ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb, L->gate_bias, inter));
     ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb2, &L->w_up, s->xb, inter, hidden));

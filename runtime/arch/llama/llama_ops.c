@@ -41,9 +41,8 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
   const char *one = ATLAS_LLAMA_MODULE, *batch = ATLAS_LLAMA_BATCH_MODULE;
   const named plain[] = {
       {one, "rmsnorm", &o->rmsnorm},
-      {one, "rope", &o->rope},
+      {one, "rope_store", &o->rope_store},
       {one, "attention", &o->attention},
-      {one, "kv_store", &o->kv_store},
       {one, "argmax", &o->argmax},
       {one, "silu_mul", &o->silu_mul},
       {one, "add", &o->add},
