@@ -21,19 +21,15 @@
 #include <vector>
 
 #include "atlas/atlas.h"
+#include "tests/text/reference_files.h"
 
 namespace {
 
-std::string g_expected_path, g_corpus_path;
-std::map<std::string, std::string> g_tokenizer, g_config;  // model -> path
-std::vector<std::string> g_fetch_errors;
-
-std::string ReadFile(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+atlas_test::ReferenceFiles g_files;
+using atlas_test::Ids;
+using atlas_test::ReadFile;
+using atlas_test::Str;
+using atlas_test::ValidUtf8;
 
 std::string Take(atlas_status st) {
   std::string m = atlas_status_message(st);
@@ -44,33 +40,6 @@ std::string Take(atlas_status st) {
 std::string TmpDir() {
   const char *d = getenv("TEST_TMPDIR");
   return d ? d : "/tmp";
-}
-
-bool ValidUtf8(const std::string &s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = s[i];
-    size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t j = 1; j < n; j++) {
-      if ((static_cast<unsigned char>(s[i + j]) & 0xC0) != 0x80) return false;
-    }
-    i += n;
-  }
-  return true;
-}
-
-std::vector<uint32_t> Ids(json_t *arr) {
-  std::vector<uint32_t> v;
-  for (size_t i = 0; i < json_array_size(arr); i++) {
-    v.push_back(static_cast<uint32_t>(json_integer_value(json_array_get(arr, i))));
-  }
-  return v;
-}
-
-std::string Str(json_t *obj, const char *key) {
-  json_t *v = json_object_get(obj, key);
-  return std::string(json_string_value(v), json_string_length(v));
 }
 
 std::string Decode(const atlas_tokenizer *tok, const std::vector<uint32_t> &ids,
@@ -96,9 +65,9 @@ std::string CleanUp(const std::string &in) {
 }
 
 atlas_tokenizer *Open(const std::string &name) {
-  for (const auto &e : g_fetch_errors) ADD_FAILURE() << e;
-  auto it = g_tokenizer.find(name);
-  if (it == g_tokenizer.end()) {
+  for (const auto &e : g_files.fetch_errors) ADD_FAILURE() << e;
+  auto it = g_files.tokenizer.find(name);
+  if (it == g_files.tokenizer.end()) {
     ADD_FAILURE() << "no tokenizer.json given for " << name;
     return nullptr;
   }
@@ -115,16 +84,16 @@ atlas_tokenizer *Open(const std::string &name) {
 // the reference shows), atlas_tokenizer_decode has no such option.
 TEST(TextApi, EncodeDecodeMatchTransformers) {
   json_error_t err;
-  json_t *expected = json_load_file(g_expected_path.c_str(), JSON_ALLOW_NUL, &err);
-  ASSERT_NE(expected, nullptr) << g_expected_path << ": " << err.text;
-  json_t *corpus = json_load_file(g_corpus_path.c_str(), JSON_ALLOW_NUL, &err);
-  ASSERT_NE(corpus, nullptr) << g_corpus_path << ": " << err.text;
+  json_t *expected = json_load_file(g_files.expected.c_str(), JSON_ALLOW_NUL, &err);
+  ASSERT_NE(expected, nullptr) << g_files.expected << ": " << err.text;
+  json_t *corpus = json_load_file(g_files.corpus.c_str(), JSON_ALLOW_NUL, &err);
+  ASSERT_NE(corpus, nullptr) << g_files.corpus << ": " << err.text;
   for (const char *name : {"llama3", "qwen3", "llama2"}) {
     SCOPED_TRACE(name);
-    ASSERT_EQ(g_config.count(name), 1u) << "no tokenizer_config.json for " << name;
+    ASSERT_EQ(g_files.config.count(name), 1u) << "no tokenizer_config.json for " << name;
     // model_max_length is often 1e30 written as an integer.
-    json_t *config = json_load_file(g_config[name].c_str(), JSON_DECODE_INT_AS_REAL, &err);
-    ASSERT_NE(config, nullptr) << g_config[name] << ": " << err.text;
+    json_t *config = json_load_file(g_files.config[name].c_str(), JSON_DECODE_INT_AS_REAL, &err);
+    ASSERT_NE(config, nullptr) << g_files.config[name] << ": " << err.text;
     bool clean = json_is_true(json_object_get(config, "clean_up_tokenization_spaces"));
     json_decref(config);
     json_t *cases = json_object_get(json_object_get(json_object_get(expected, "models"), name),
@@ -404,25 +373,6 @@ TEST(TextApi, StreamedTextIsWholeCharacters) {
 
 int main(int argc, char **argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  std::string model;
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i];
-    auto ends = [&](const std::string &s) {
-      return a.size() >= s.size() && a.compare(a.size() - s.size(), s.size(), s) == 0;
-    };
-    if (a == "--expected" && i + 1 < argc) {
-      g_expected_path = argv[++i];
-    } else if (a == "--corpus" && i + 1 < argc) {
-      g_corpus_path = argv[++i];
-    } else if (a.rfind("--model=", 0) == 0) {
-      model = a.substr(8);  // the files after it belong to this model
-    } else if (ends("/error.txt")) {
-      g_fetch_errors.push_back(ReadFile(a));
-    } else if (ends("/tokenizer.json")) {
-      g_tokenizer[model] = a;
-    } else if (ends("/tokenizer_config.json")) {
-      g_config[model] = a;
-    }
-  }
+  g_files = atlas_test::ParseReferenceArgs(argc, argv);
   return RUN_ALL_TESTS();
 }

