@@ -28,6 +28,15 @@ __device__ __forceinline__ float load_w(const __nv_bfloat16 *w, size_t i) {
   return __bfloat162float(w[i]);
 }
 
+// The KV cache holds F32, F16 or BF16 (round to nearest even).
+__device__ __forceinline__ void store_kv(float *p, size_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void store_kv(__half *p, size_t i, float v) {
+  p[i] = __float2half_rn(v);
+}
+__device__ __forceinline__ void store_kv(__nv_bfloat16 *p, size_t i, float v) {
+  p[i] = __float2bfloat16_rn(v);
+}
+
 template <typename T>
 __device__ void embed(float *out, const T *table, const uint32_t *step,
                       uint32_t dim) {
@@ -261,12 +270,11 @@ __device__ __forceinline__ void rotate(float x0, float x1, float inv_freq,
   *y1 = x1 * cs + x0 * sn;
 }
 
-extern "C" __global__ void rope_store(float *q, const float *k, const float *v,
-                                      float *kc, float *vc,
-                                      const float *inv_freq, uint32_t n_heads,
-                                      uint32_t n_kv, uint32_t head_dim,
-                                      uint32_t rot_dim, const uint32_t *step,
-                                      float attention_factor) {
+template <typename C>
+__device__ void rope_store(float *q, const float *k, const float *v, C *kc,
+                           C *vc, const float *inv_freq, uint32_t n_heads,
+                           uint32_t n_kv, uint32_t head_dim, uint32_t rot_dim,
+                           const uint32_t *step, float attention_factor) {
   const uint32_t half = rot_dim / 2, pos = step[1], kv_dim = n_kv * head_dim;
   const size_t row = (size_t)pos * kv_dim;
   uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
@@ -281,24 +289,26 @@ extern "C" __global__ void rope_store(float *q, const float *k, const float *v,
   if (idx < n_kv * half) {
     uint32_t h = idx / half, i = idx % half;
     const float *x = k + (size_t)h * head_dim;
-    float *out = kc + row + (size_t)h * head_dim;
-    rotate(x[i], x[i + half], inv_freq[i], pos, attention_factor, &out[i],
-           &out[i + half]);
+    size_t at = row + (size_t)h * head_dim + i;
+    float y0, y1;
+    rotate(x[i], x[i + half], inv_freq[i], pos, attention_factor, &y0, &y1);
+    store_kv(kc, at, y0);
+    store_kv(kc, at + half, y1);
     return;
   }
   idx -= n_kv * half;
   if (idx < kv_dim) {
-    vc[row + idx] = v[idx];
-    if (idx % head_dim >= rot_dim) kc[row + idx] = k[idx];
+    store_kv(vc, row + idx, v[idx]);
+    if (idx % head_dim >= rot_dim) store_kv(kc, row + idx, k[idx]);
   }
 }
 
 // One block per head: scores, softmax, weighted sum of values.
-extern "C" __global__ void attention(float *out, const float *q,
-                                     const float *kc, const float *vc,
-                                     float *att, uint32_t n_heads,
-                                     uint32_t n_kv, uint32_t head_dim,
-                                     const uint32_t *step, uint32_t window) {
+template <typename C>
+__device__ void attention(float *out, const float *q, const C *kc, const C *vc,
+                          float *att, uint32_t n_heads, uint32_t n_kv,
+                          uint32_t head_dim, const uint32_t *step,
+                          uint32_t window) {
   __shared__ float shared[32];
   uint32_t seq_len = step[1] + 1;
   uint32_t h = blockIdx.x;
@@ -310,9 +320,9 @@ extern "C" __global__ void attention(float *out, const float *q,
   uint32_t first = window != 0 && seq_len > window ? seq_len - window : 0;
   float local_max = -INFINITY;
   for (uint32_t t = first + threadIdx.x; t < seq_len; t += blockDim.x) {
-    const float *kt = kc + (size_t)t * kv_dim + kvh * head_dim;
+    const C *kt = kc + (size_t)t * kv_dim + kvh * head_dim;
     float s = 0.0f;
-    for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * kt[i];
+    for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * load_w(kt, i);
     s *= scale;
     a[t] = s;
     local_max = fmaxf(local_max, s);
@@ -337,11 +347,31 @@ extern "C" __global__ void attention(float *out, const float *q,
   for (uint32_t i = threadIdx.x; i < head_dim; i += blockDim.x) {
     float acc = 0.0f;
     for (uint32_t t = first; t < seq_len; ++t) {
-      acc += a[t] * vc[(size_t)t * kv_dim + kvh * head_dim + i];
+      acc += a[t] * load_w(vc, (size_t)t * kv_dim + kvh * head_dim + i);
     }
     out[h * head_dim + i] = acc / sum;
   }
 }
+
+// The one-token kernels that touch the KV cache, per cache type.
+#define ATLAS_KV_KERNELS(S, C)                                                  \
+  extern "C" __global__ void rope_store_##S(                                    \
+      float *q, const float *k, const float *v, C *kc, C *vc,                   \
+      const float *inv_freq, uint32_t n_heads, uint32_t n_kv,                   \
+      uint32_t head_dim, uint32_t rot_dim, const uint32_t *step,                \
+      float attention_factor) {                                                 \
+    rope_store(q, k, v, kc, vc, inv_freq, n_heads, n_kv, head_dim, rot_dim,     \
+               step, attention_factor);                                         \
+  }                                                                             \
+  extern "C" __global__ void attention_##S(                                     \
+      float *out, const float *q, const C *kc, const C *vc, float *att,         \
+      uint32_t n_heads, uint32_t n_kv, uint32_t head_dim, const uint32_t *step, \
+      uint32_t window) {                                                        \
+    attention(out, q, kc, vc, att, n_heads, n_kv, head_dim, step, window);      \
+  }
+ATLAS_KV_KERNELS(f32, float)
+ATLAS_KV_KERNELS(f16, __half)
+ATLAS_KV_KERNELS(bf16, __nv_bfloat16)
 
 extern "C" __global__ void silu_mul(float *a, const float *b, uint32_t n) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -4,29 +4,12 @@
 #include <string.h>
 
 #include "atlas/kernels/llama_host.h"
-#include "atlas/runtime/half.h"
+#include "atlas/kernels/host_access.h"
 
 #define ARG(type, i) (*(type *)args[i])
 
-static float load_f32(const void *p, size_t i) {
-  float f;
-  memcpy(&f, (const char *)p + i * 4, 4);  // weights are only byte-aligned
-  return f;
-}
-
-static float load_f16(const void *p, size_t i) {
-  uint16_t h;
-  memcpy(&h, (const char *)p + i * 2, 2);
-  return atlas_f16_to_f32(h);
-}
-
-static float load_bf16(const void *p, size_t i) {
-  uint16_t h;
-  memcpy(&h, (const char *)p + i * 2, 2);
-  return atlas_bf16_to_f32(h);
-}
-
-typedef float (*load_fn)(const void *p, size_t i);
+typedef atlas_host_load_fn load_fn;
+typedef atlas_host_store_fn store_fn;
 
 static void embed(void **args, load_fn load) {
   float *out = ARG(float *, 0);
@@ -37,15 +20,15 @@ static void embed(void **args, load_fn load) {
 
 static void embed_f32(const atlas_launch_config *c, void **args) {
   (void)c;
-  embed(args, load_f32);
+  embed(args, atlas_host_load_f32);
 }
 static void embed_f16(const atlas_launch_config *c, void **args) {
   (void)c;
-  embed(args, load_f16);
+  embed(args, atlas_host_load_f16);
 }
 static void embed_bf16(const atlas_launch_config *c, void **args) {
   (void)c;
-  embed(args, load_bf16);
+  embed(args, atlas_host_load_bf16);
 }
 
 static void rmsnorm(const atlas_launch_config *c, void **args) {
@@ -62,7 +45,7 @@ static void rmsnorm(const atlas_launch_config *c, void **args) {
 }
 
 // One row's dot product, summed in order (the f32 fast path of matvec_f32
-// gives the same sums: load_f32 reads the same values).
+// gives the same sums: atlas_host_load_f32 reads the same values).
 static float row_dot(load_fn load, const void *w, size_t row, uint32_t cols,
                      const float *x) {
   float acc = 0.0f;
@@ -146,15 +129,15 @@ static void gate_up(void **args, load_fn load) {
 #define ATLAS_HOST_FUSED(S)                                                \
   static void matvec_qkv_##S(const atlas_launch_config *c, void **args) { \
     (void)c;                                                               \
-    matvec_qkv(args, load_##S);                                            \
+    matvec_qkv(args, atlas_host_load_##S);                                            \
   }                                                                        \
   static void matvec_add_##S(const atlas_launch_config *c, void **args) { \
     (void)c;                                                               \
-    matvec_add(args, load_##S);                                            \
+    matvec_add(args, atlas_host_load_##S);                                            \
   }                                                                        \
   static void gate_up_##S(const atlas_launch_config *c, void **args) {    \
     (void)c;                                                               \
-    gate_up(args, load_##S);                                               \
+    gate_up(args, atlas_host_load_##S);                                               \
   }
 ATLAS_HOST_FUSED(f32)
 ATLAS_HOST_FUSED(f16)
@@ -179,7 +162,7 @@ static void matvec_f32(const atlas_launch_config *c, void **args) {
   (void)c;
   const void *w = ARG(const void *, 1);
   if (((uintptr_t)w & 3) != 0) {
-    matvec(args, load_f32);
+    matvec(args, atlas_host_load_f32);
     return;
   }
   float *out = ARG(float *, 0);
@@ -195,11 +178,11 @@ static void matvec_f32(const atlas_launch_config *c, void **args) {
 }
 static void matvec_f16(const atlas_launch_config *c, void **args) {
   (void)c;
-  matvec(args, load_f16);
+  matvec(args, atlas_host_load_f16);
 }
 static void matvec_bf16(const atlas_launch_config *c, void **args) {
   (void)c;
-  matvec(args, load_bf16);
+  matvec(args, atlas_host_load_bf16);
 }
 
 static void rotate(float *y0, float *y1, float x0, float x1, float inv_freq,
@@ -214,22 +197,19 @@ static void rotate(float *y0, float *y1, float x0, float x1, float inv_freq,
 // cache rows. Pairs (i, i + rot_dim/2) of the first rot_dim entries rotate,
 // as Hugging Face's rotate_half does; the rest of a head passes through. The
 // angle is formed in double from the f32 inverse frequency.
-static void rope_store(const atlas_launch_config *c, void **args) {
-  (void)c;
+static void rope_store(void **args, store_fn store) {
   float *q = ARG(float *, 0);
   const float *k = ARG(const float *, 1);
   const float *v = ARG(const float *, 2);
-  float *kc = ARG(float *, 3);
-  float *vc = ARG(float *, 4);
+  void *kc = ARG(void *, 3);
+  void *vc = ARG(void *, 4);
   const float *inv_freq = ARG(const float *, 5);
   uint32_t n_heads = ARG(uint32_t, 6), n_kv = ARG(uint32_t, 7);
   uint32_t head_dim = ARG(uint32_t, 8), rot_dim = ARG(uint32_t, 9);
   uint32_t pos = ARG(const uint32_t *, 10)[1];
   double factor = ARG(float, 11);
   uint32_t half = rot_dim / 2, kv_dim = n_kv * head_dim;
-  float *krow = kc + (size_t)pos * kv_dim;
-  memcpy(krow, k, kv_dim * sizeof(float));
-  memcpy(vc + (size_t)pos * kv_dim, v, kv_dim * sizeof(float));
+  size_t row = (size_t)pos * kv_dim;
   for (uint32_t h = 0; h < n_heads; ++h) {
     float *x = q + (size_t)h * head_dim;
     for (uint32_t i = 0; i < half; ++i) {
@@ -238,19 +218,27 @@ static void rope_store(const atlas_launch_config *c, void **args) {
   }
   for (uint32_t h = 0; h < n_kv; ++h) {
     const float *x = k + (size_t)h * head_dim;
-    float *out = krow + (size_t)h * head_dim;
-    for (uint32_t i = 0; i < half; ++i) {
-      rotate(&out[i], &out[i + half], x[i], x[i + half], inv_freq[i], pos, factor);
+    size_t at = row + (size_t)h * head_dim;
+    for (uint32_t i = 0; i < head_dim; ++i) {
+      float y = x[i];
+      if (i < half) {
+        float other;
+        rotate(&y, &other, x[i], x[i + half], inv_freq[i], pos, factor);
+      } else if (i < rot_dim) {
+        float other;
+        rotate(&other, &y, x[i - half], x[i], inv_freq[i - half], pos, factor);
+      }
+      store(kc, at + i, y);
     }
   }
+  for (uint32_t i = 0; i < kv_dim; ++i) store(vc, row + i, v[i]);
 }
 
-static void attention(const atlas_launch_config *c, void **args) {
-  (void)c;
+static void attention(void **args, load_fn load) {
   float *out = ARG(float *, 0);
   const float *q = ARG(const float *, 1);
-  const float *kc = ARG(const float *, 2);
-  const float *vc = ARG(const float *, 3);
+  const void *kc = ARG(const void *, 2);
+  const void *vc = ARG(const void *, 3);
   float *att = ARG(float *, 4);
   uint32_t n_heads = ARG(uint32_t, 5), n_kv = ARG(uint32_t, 6);
   uint32_t head_dim = ARG(uint32_t, 7);
@@ -267,9 +255,9 @@ static void attention(const atlas_launch_config *c, void **args) {
     float *a = att + (size_t)h * seq_len;
     float max = -INFINITY;
     for (uint32_t t = first; t < seq_len; ++t) {
-      const float *kt = kc + (size_t)t * kv_dim + (size_t)kvh * head_dim;
+      size_t kt = (size_t)t * kv_dim + (size_t)kvh * head_dim;
       float s = 0.0f;
-      for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * kt[i];
+      for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * load(kc, kt + i);
       a[t] = s * scale;
       if (a[t] > max) max = a[t];
     }
@@ -281,12 +269,26 @@ static void attention(const atlas_launch_config *c, void **args) {
     float *oh = out + (size_t)h * head_dim;
     for (uint32_t i = 0; i < head_dim; ++i) oh[i] = 0.0f;
     for (uint32_t t = first; t < seq_len; ++t) {
-      const float *vt = vc + (size_t)t * kv_dim + (size_t)kvh * head_dim;
+      size_t vt = (size_t)t * kv_dim + (size_t)kvh * head_dim;
       float w = a[t] / sum;
-      for (uint32_t i = 0; i < head_dim; ++i) oh[i] += w * vt[i];
+      for (uint32_t i = 0; i < head_dim; ++i) oh[i] += w * load(vc, vt + i);
     }
   }
 }
+
+// The kernels that touch the KV cache, per cache type.
+#define ATLAS_HOST_KV(S)                                                    \
+  static void rope_store_##S(const atlas_launch_config *c, void **args) {   \
+    (void)c;                                                                \
+    rope_store(args, atlas_host_store_##S);                                 \
+  }                                                                         \
+  static void attention_##S(const atlas_launch_config *c, void **args) {    \
+    (void)c;                                                                \
+    attention(args, atlas_host_load_##S);                                   \
+  }
+ATLAS_HOST_KV(f32)
+ATLAS_HOST_KV(f16)
+ATLAS_HOST_KV(bf16)
 
 static void silu_mul(const atlas_launch_config *c, void **args) {
   (void)c;
@@ -353,8 +355,12 @@ const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT] = {
     {"matvec_f32", "pppuu", matvec_f32},
     {"matvec_f16", "pppuu", matvec_f16},
     {"matvec_bf16", "pppuu", matvec_bf16},
-    {"rope_store", "ppppppuuuupf", rope_store},
-    {"attention", "pppppuuupu", attention},
+    {"rope_store_f32", "ppppppuuuupf", rope_store_f32},
+    {"rope_store_f16", "ppppppuuuupf", rope_store_f16},
+    {"rope_store_bf16", "ppppppuuuupf", rope_store_bf16},
+    {"attention_f32", "pppppuuupu", attention_f32},
+    {"attention_f16", "pppppuuupu", attention_f16},
+    {"attention_bf16", "pppppuuupu", attention_bf16},
     {"silu_mul", "ppu", silu_mul},
     {"add", "ppu", add},
     {"add_bias", "ppu", add_bias},

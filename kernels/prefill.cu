@@ -372,11 +372,48 @@ namespace {
 constexpr int kRows = 16, kKeys = 32, kMaxD = 128;
 }
 
-extern "C" __global__ void __launch_bounds__(128)
-    attention_prefill(float *out, const float *q, const float *kc,
-                      const float *vc, uint32_t n_heads, uint32_t n_kv,
-                      uint32_t head_dim, uint32_t pos0, uint32_t n,
-                      uint32_t window) {
+__device__ __forceinline__ float kv_at(const float *p, size_t i) { return p[i]; }
+__device__ __forceinline__ float kv_at(const __half *p, size_t i) {
+  return __half2float(p[i]);
+}
+__device__ __forceinline__ float kv_at(const __nv_bfloat16 *p, size_t i) {
+  return __bfloat162float(p[i]);
+}
+__device__ __forceinline__ void kv_put(float *p, size_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void kv_put(__half *p, size_t i, float v) {
+  p[i] = __float2half_rn(v);
+}
+__device__ __forceinline__ void kv_put(__nv_bfloat16 *p, size_t i, float v) {
+  p[i] = __float2bfloat16_rn(v);
+}
+// Four consecutive cache entries (i % 4 == 0 and the row 4-aligned).
+__device__ __forceinline__ float4 kv4(const float *p, size_t i) {
+  return *reinterpret_cast<const float4 *>(p + i);
+}
+template <typename C>
+__device__ __forceinline__ float4 kv4(const C *p, size_t i) {
+  uint2 raw = *reinterpret_cast<const uint2 *>(p + i);
+  const C *e = reinterpret_cast<const C *>(&raw);
+  return make_float4(kv_at(e, 0), kv_at(e, 1), kv_at(e, 2), kv_at(e, 3));
+}
+
+// The chunk's keys and values (f32 rows of kv_dim) into cache rows pos0.. of
+// the cache's type: grid ceil(n * kv_dim / 256), block 256.
+template <typename C>
+__device__ void kv_store_rows(C *kc, C *vc, const float *k, const float *v,
+                              uint32_t kv_dim, uint32_t pos0, uint32_t n) {
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (size_t)n * kv_dim) return;
+  size_t at = (size_t)pos0 * kv_dim + i;
+  kv_put(kc, at, k[i]);
+  kv_put(vc, at, v[i]);
+}
+
+template <typename C>
+__device__ void attention_prefill(float *out, const float *q, const C *kc,
+                                  const C *vc, uint32_t n_heads, uint32_t n_kv,
+                                  uint32_t head_dim, uint32_t pos0, uint32_t n,
+                                  uint32_t window) {
   __shared__ float qs[kRows][kMaxD];
   __shared__ float ks[kKeys][kMaxD + 1];
   __shared__ float vs[kKeys][kMaxD];
@@ -417,8 +454,8 @@ extern "C" __global__ void __launch_bounds__(128)
     for (uint32_t i = threadIdx.x; i < kKeys * head_dim; i += blockDim.x) {
       uint32_t key = i / head_dim, d = i % head_dim, t = t0 + key;
       size_t at = (size_t)t * kv_dim + (size_t)kvh * head_dim + d;
-      ks[key][d] = t <= hi ? kc[at] : 0.0f;
-      vs[key][d] = t <= hi ? vc[at] : 0.0f;
+      ks[key][d] = t <= hi ? kv_at(kc, at) : 0.0f;
+      vs[key][d] = t <= hi ? kv_at(vc, at) : 0.0f;
     }
     __syncthreads();
     float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -490,11 +527,12 @@ namespace {
 constexpr int kChunk = 256, kMaxGroup = 16;
 }
 
-extern "C" __global__ void __launch_bounds__(128)
-    attention_decode_part(float *part, const float *q, const float *kc,
-                          const float *vc, uint32_t n_heads, uint32_t n_kv,
-                          uint32_t head_dim, const uint32_t *step,
-                          uint32_t window, uint32_t splits) {
+template <typename C>
+__device__ void attention_decode_part(float *part, const float *q, const C *kc,
+                                      const C *vc, uint32_t n_heads,
+                                      uint32_t n_kv, uint32_t head_dim,
+                                      const uint32_t *step, uint32_t window,
+                                      uint32_t splits) {
   __shared__ float qs[kMaxGroup][kMaxD];
   __shared__ float ps[kMaxGroup][kChunk];
   __shared__ float red[kMaxGroup][2];
@@ -518,10 +556,10 @@ extern "C" __global__ void __launch_bounds__(128)
 #pragma unroll
     for (int g = 0; g < kMaxGroup; ++g) s[g] = 0.0f;
     if (j < count) {
-      const float *kt = kc + (size_t)(t_begin + j) * kv_dim + (size_t)kvh * head_dim;
+      const C *kt = kc + (size_t)(t_begin + j) * kv_dim + (size_t)kvh * head_dim;
       if (vec) {
         for (uint32_t d = 0; d < head_dim; d += 4) {
-          float4 k4 = *reinterpret_cast<const float4 *>(kt + d);
+          float4 k4 = kv4(kt, d);
 #pragma unroll
           for (int g = 0; g < kMaxGroup; ++g) {
             if (g < (int)group) {
@@ -532,7 +570,7 @@ extern "C" __global__ void __launch_bounds__(128)
         }
       } else {
         for (uint32_t d = 0; d < head_dim; ++d) {
-          float kd = kt[d];
+          float kd = kv_at(kt, d);
 #pragma unroll
           for (int g = 0; g < kMaxGroup; ++g) {
             if (g < (int)group) s[g] += qs[g][d] * kd;
@@ -568,9 +606,9 @@ extern "C" __global__ void __launch_bounds__(128)
     float acc[kMaxGroup];
 #pragma unroll
     for (int g = 0; g < kMaxGroup; ++g) acc[g] = 0.0f;
-    const float *vt = vc + (size_t)t_begin * kv_dim + (size_t)kvh * head_dim + d;
+    const C *vt = vc + (size_t)t_begin * kv_dim + (size_t)kvh * head_dim + d;
     for (uint32_t j = 0; j < count; ++j) {
-      float v = vt[(size_t)j * kv_dim];
+      float v = kv_at(vt, (size_t)j * kv_dim);
 #pragma unroll
       for (int g = 0; g < kMaxGroup; ++g) {
         if (g < (int)group) acc[g] += ps[g][j] * v;
@@ -615,3 +653,28 @@ extern "C" __global__ void __launch_bounds__(128)
     out[(size_t)h * head_dim + d] = acc / total;
   }
 }
+
+// The kernels that touch the KV cache, per cache type.
+#define ATLAS_BATCH_KV_KERNELS(S, C)                                            \
+  extern "C" __global__ void __launch_bounds__(256) kv_store_rows_##S(          \
+      C *kc, C *vc, const float *k, const float *v, uint32_t kv_dim,            \
+      uint32_t pos0, uint32_t n) {                                              \
+    kv_store_rows(kc, vc, k, v, kv_dim, pos0, n);                               \
+  }                                                                             \
+  extern "C" __global__ void __launch_bounds__(128) attention_prefill_##S(      \
+      float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,   \
+      uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n,              \
+      uint32_t window) {                                                        \
+    attention_prefill(out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,         \
+                      window);                                                  \
+  }                                                                             \
+  extern "C" __global__ void __launch_bounds__(128) attention_decode_part_##S(  \
+      float *part, const float *q, const C *kc, const C *vc, uint32_t n_heads,  \
+      uint32_t n_kv, uint32_t head_dim, const uint32_t *step, uint32_t window,  \
+      uint32_t splits) {                                                        \
+    attention_decode_part(part, q, kc, vc, n_heads, n_kv, head_dim, step,       \
+                          window, splits);                                      \
+  }
+ATLAS_BATCH_KV_KERNELS(f32, float)
+ATLAS_BATCH_KV_KERNELS(f16, __half)
+ATLAS_BATCH_KV_KERNELS(bf16, __nv_bfloat16)

@@ -6,26 +6,12 @@
 #include <string.h>
 
 #include "atlas/kernels/prefill_kernels.h"
-#include "atlas/runtime/half.h"
+#include "atlas/kernels/host_access.h"
 
 #define ARG(type, i) (*(type *)args[i])
 
-static float load_f32(const void *p, size_t i) {
-  float f;
-  memcpy(&f, (const char *)p + i * 4, 4);
-  return f;
-}
-static float load_f16(const void *p, size_t i) {
-  uint16_t h;
-  memcpy(&h, (const char *)p + i * 2, 2);
-  return atlas_f16_to_f32(h);
-}
-static float load_bf16(const void *p, size_t i) {
-  uint16_t h;
-  memcpy(&h, (const char *)p + i * 2, 2);
-  return atlas_bf16_to_f32(h);
-}
-typedef float (*load_fn)(const void *p, size_t i);
+typedef atlas_host_load_fn load_fn;
+typedef atlas_host_store_fn store_fn;
 
 static void embed_rows(void **args, load_fn load) {
   float *out = ARG(float *, 0);
@@ -40,15 +26,15 @@ static void embed_rows(void **args, load_fn load) {
 }
 static void embed_rows_f32(const atlas_launch_config *c, void **args) {
   (void)c;
-  embed_rows(args, load_f32);
+  embed_rows(args, atlas_host_load_f32);
 }
 static void embed_rows_f16(const atlas_launch_config *c, void **args) {
   (void)c;
-  embed_rows(args, load_f16);
+  embed_rows(args, atlas_host_load_f16);
 }
 static void embed_rows_bf16(const atlas_launch_config *c, void **args) {
   (void)c;
-  embed_rows(args, load_bf16);
+  embed_rows(args, atlas_host_load_bf16);
 }
 
 static void rmsnorm_rows(const atlas_launch_config *c, void **args) {
@@ -94,15 +80,15 @@ static void gemm(void **args, load_fn load) {
 }
 static void gemm_f32(const atlas_launch_config *c, void **args) {
   (void)c;
-  gemm(args, load_f32);
+  gemm(args, atlas_host_load_f32);
 }
 static void gemm_f16(const atlas_launch_config *c, void **args) {
   (void)c;
-  gemm(args, load_f16);
+  gemm(args, atlas_host_load_f16);
 }
 static void gemm_bf16(const atlas_launch_config *c, void **args) {
   (void)c;
-  gemm(args, load_bf16);
+  gemm(args, atlas_host_load_bf16);
 }
 
 static void rope_rows(const atlas_launch_config *c, void **args) {
@@ -130,12 +116,11 @@ static void rope_rows(const atlas_launch_config *c, void **args) {
   }
 }
 
-static void attention_prefill(const atlas_launch_config *c, void **args) {
-  (void)c;
+static void attention_prefill(void **args, load_fn load) {
   float *out = ARG(float *, 0);
   const float *q = ARG(const float *, 1);
-  const float *kc = ARG(const float *, 2);
-  const float *vc = ARG(const float *, 3);
+  const void *kc = ARG(const void *, 2);
+  const void *vc = ARG(const void *, 3);
   uint32_t n_heads = ARG(uint32_t, 4), n_kv = ARG(uint32_t, 5);
   uint32_t head_dim = ARG(uint32_t, 6), pos0 = ARG(uint32_t, 7);
   uint32_t n = ARG(uint32_t, 8), window = ARG(uint32_t, 9);
@@ -155,9 +140,9 @@ static void attention_prefill(const atlas_launch_config *c, void **args) {
       uint32_t kvh = h / group;
       float max = -INFINITY;
       for (uint32_t t = lo; t <= pos; ++t) {
-        const float *kt = kc + (size_t)t * kv_dim + (size_t)kvh * head_dim;
+        size_t kt = (size_t)t * kv_dim + (size_t)kvh * head_dim;
         float s = 0.0f;
-        for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * kt[i];
+        for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * load(kc, kt + i);
         att[t] = s * scale;
         if (att[t] > max) max = att[t];
       }
@@ -169,9 +154,9 @@ static void attention_prefill(const atlas_launch_config *c, void **args) {
       float *oh = out + (size_t)r * q_dim + (size_t)h * head_dim;
       for (uint32_t i = 0; i < head_dim; ++i) oh[i] = 0.0f;
       for (uint32_t t = lo; t <= pos; ++t) {
-        const float *vt = vc + (size_t)t * kv_dim + (size_t)kvh * head_dim;
+        size_t vt = (size_t)t * kv_dim + (size_t)kvh * head_dim;
         float p = att[t] / sum;
-        for (uint32_t i = 0; i < head_dim; ++i) oh[i] += p * vt[i];
+        for (uint32_t i = 0; i < head_dim; ++i) oh[i] += p * load(vc, vt + i);
       }
     }
   }
@@ -179,12 +164,11 @@ static void attention_prefill(const atlas_launch_config *c, void **args) {
 }
 
 // Flash-decoding, split by split exactly as defined in prefill_kernels.h.
-static void attention_decode_part(const atlas_launch_config *c, void **args) {
-  (void)c;
+static void attention_decode_part(void **args, load_fn load) {
   float *part = ARG(float *, 0);
   const float *q = ARG(const float *, 1);
-  const float *kc = ARG(const float *, 2);
-  const float *vc = ARG(const float *, 3);
+  const void *kc = ARG(const void *, 2);
+  const void *vc = ARG(const void *, 3);
   uint32_t n_heads = ARG(uint32_t, 4), n_kv = ARG(uint32_t, 5);
   uint32_t head_dim = ARG(uint32_t, 6);
   uint32_t seq_len = ARG(const uint32_t *, 7)[1] + 1;
@@ -206,9 +190,9 @@ static void attention_decode_part(const atlas_launch_config *c, void **args) {
       uint32_t count = end - begin;
       float max = -INFINITY;
       for (uint32_t j = 0; j < count; ++j) {
-        const float *kt = kc + (size_t)(begin + j) * kv_dim + (size_t)kvh * head_dim;
+        size_t kt = (size_t)(begin + j) * kv_dim + (size_t)kvh * head_dim;
         float d = 0.0f;
-        for (uint32_t i = 0; i < head_dim; ++i) d += qh[i] * kt[i];
+        for (uint32_t i = 0; i < head_dim; ++i) d += qh[i] * load(kc, kt + i);
         s[j] = d * scale;
         if (s[j] > max) max = s[j];
       }
@@ -222,8 +206,8 @@ static void attention_decode_part(const atlas_launch_config *c, void **args) {
       p[1] = sum;
       for (uint32_t i = 0; i < head_dim; ++i) p[2 + i] = 0.0f;
       for (uint32_t j = 0; j < count; ++j) {
-        const float *vt = vc + (size_t)(begin + j) * kv_dim + (size_t)kvh * head_dim;
-        for (uint32_t i = 0; i < head_dim; ++i) p[2 + i] += s[j] * vt[i];
+        size_t vt = (size_t)(begin + j) * kv_dim + (size_t)kvh * head_dim;
+        for (uint32_t i = 0; i < head_dim; ++i) p[2 + i] += s[j] * load(vc, vt + i);
       }
     }
   }
@@ -259,6 +243,40 @@ static void attention_decode_combine(const atlas_launch_config *c, void **args) 
   }
 }
 
+// The chunk's keys and values (f32 rows) into cache rows pos0.. .
+static void kv_store_rows(void **args, store_fn store) {
+  void *kc = ARG(void *, 0);
+  void *vc = ARG(void *, 1);
+  const float *k = ARG(const float *, 2);
+  const float *v = ARG(const float *, 3);
+  uint32_t kv_dim = ARG(uint32_t, 4), pos0 = ARG(uint32_t, 5);
+  uint32_t n = ARG(uint32_t, 6);
+  size_t base = (size_t)pos0 * kv_dim;
+  for (size_t i = 0; i < (size_t)n * kv_dim; ++i) {
+    store(kc, base + i, k[i]);
+    store(vc, base + i, v[i]);
+  }
+}
+
+// The kernels that touch the KV cache, per cache type.
+#define ATLAS_HOST_BATCH_KV(S)                                                  \
+  static void kv_store_rows_##S(const atlas_launch_config *c, void **args) {    \
+    (void)c;                                                                    \
+    kv_store_rows(args, atlas_host_store_##S);                                  \
+  }                                                                             \
+  static void attention_prefill_##S(const atlas_launch_config *c, void **args) { \
+    (void)c;                                                                    \
+    attention_prefill(args, atlas_host_load_##S);                               \
+  }                                                                             \
+  static void attention_decode_part_##S(const atlas_launch_config *c,           \
+                                        void **args) {                          \
+    (void)c;                                                                    \
+    attention_decode_part(args, atlas_host_load_##S);                           \
+  }
+ATLAS_HOST_BATCH_KV(f32)
+ATLAS_HOST_BATCH_KV(f16)
+ATLAS_HOST_BATCH_KV(bf16)
+
 // Names and signatures must match prefill.cu and prefill_kernels.h.
 const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT] = {
     {"embed_rows_f32", "pppuu", embed_rows_f32},
@@ -271,7 +289,14 @@ const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_CO
     {"gemm_f16_m128", "pppuuu", gemm_f16},
     {"gemm_bf16_m128", "pppuuu", gemm_bf16},
     {"rope_rows", "ppuuuuufu", rope_rows},
-    {"attention_prefill", "ppppuuuuuu", attention_prefill},
-    {"attention_decode_part", "ppppuuupuu", attention_decode_part},
+    {"kv_store_rows_f32", "ppppuuu", kv_store_rows_f32},
+    {"kv_store_rows_f16", "ppppuuu", kv_store_rows_f16},
+    {"kv_store_rows_bf16", "ppppuuu", kv_store_rows_bf16},
+    {"attention_prefill_f32", "ppppuuuuuu", attention_prefill_f32},
+    {"attention_prefill_f16", "ppppuuuuuu", attention_prefill_f16},
+    {"attention_prefill_bf16", "ppppuuuuuu", attention_prefill_bf16},
+    {"attention_decode_part_f32", "ppppuuupuu", attention_decode_part_f32},
+    {"attention_decode_part_f16", "ppppuuupuu", attention_decode_part_f16},
+    {"attention_decode_part_bf16", "ppppuuupuu", attention_decode_part_bf16},
     {"attention_decode_combine", "ppuupuu", attention_decode_combine},
 };

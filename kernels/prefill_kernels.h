@@ -51,7 +51,7 @@ extern "C" {
 #define ATLAS_LLAMA_DECODE_CHUNK 256
 
 // Sized so that adding a kernel without updating the count fails to compile.
-#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 13
+#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 20
 extern const atlas_kernel_def
     atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT];
 

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/half.h"
 #include "atlas/tools/safetensors_write.h"
 
 atlas_status atlas_make_checkpoint_preset(const char *name,
@@ -61,41 +62,12 @@ static double gaussianish(uint64_t *state) {
   return sum - 6.0;
 }
 
-static uint32_t float_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof(u));
-  return u;
-}
-
 uint16_t atlas_make_checkpoint_f32_to_bf16(float value) {
-  uint32_t u = float_bits(value);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
+  return atlas_f32_to_bf16(value);
 }
 
 uint16_t atlas_make_checkpoint_f32_to_f16(float value) {
-  uint32_t x = float_bits(value);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t a = x & 0x7fffffffu;
-  if (a >= 0x7f800000u) {
-    return (uint16_t)(sign | (a > 0x7f800000u ? 0x7e00u : 0x7c00u));
-  }
-  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  // rounds to inf
-  if (a < 0x38800000u) {  // below 2^-14: subnormal half or zero
-    if (a < 0x33000000u) return (uint16_t)sign;  // below half of 2^-24
-    uint32_t mant = (a & 0x7fffffu) | 0x800000u;
-    uint32_t shift = 126u - (a >> 23);  // 14..24
-    uint32_t q = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1u);
-    uint32_t half = 1u << (shift - 1u);
-    if (rem > half || (rem == half && (q & 1u))) ++q;
-    return (uint16_t)(sign | q);
-  }
-  uint32_t h = (((a >> 23) - 112u) << 10) | ((a & 0x7fffffu) >> 13);
-  uint32_t rem = a & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
-  return (uint16_t)(sign | h);
+  return atlas_f32_to_f16(value);
 }
 
 typedef struct gen_tensor {
@@ -164,7 +136,7 @@ static atlas_status fill_tensor(gen_tensor *t, uint64_t seed, size_t index,
     float v = (float)(is_norm(t->weight) ? 1.0 + 0.02 * z : 0.02 * z);
     uint8_t *dst = (uint8_t *)t->data + i * esize;
     if (dtype == ATLAS_DTYPE_F32) {
-      uint32_t u = float_bits(v);
+      uint32_t u = atlas_f32_bits(v);
       for (int b = 0; b < 4; ++b) dst[b] = (uint8_t)(u >> (8 * b));
     } else {
       uint16_t h = dtype == ATLAS_DTYPE_F16

@@ -59,6 +59,8 @@ typedef struct atlas_arch_load_options {
   // Prompt tokens per batched prefill pass (0: the architecture's default;
   // < 0: none, prompts run one token at a time).
   int64_t prefill_rows;
+  // The KV cache's element type: F32 (zero, the default), F16 or BF16.
+  atlas_dtype kv_dtype;
 } atlas_arch_load_options;
 
 // A loaded model of some architecture; only its row knows its layout.

@@ -221,9 +221,9 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
     m->spec.backend = m->backend_name;
   }
   opened o;
-  atlas_arch_load_options lo = {spec->max_seq, spec->progress,
-                                spec->progress_ctx, spec->uploader,
-                                spec->prefill_rows};
+  atlas_arch_load_options lo = {spec->max_seq,      spec->progress,
+                                spec->progress_ctx,  spec->uploader,
+                                spec->prefill_rows, spec->kv_dtype};
   atlas_status status = open_checkpoint(spec, true, &o);
   if (status == ATLAS_OK) {
     m->arch = o.arch;

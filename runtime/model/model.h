@@ -38,6 +38,7 @@ typedef struct atlas_model_spec {
   atlas_host_pool *host_pool;  // host backend: the shared budget (NULL: none)
   int64_t max_seq;             // KV cache positions (0: default)
   int64_t prefill_rows;        // prompt tokens per batched pass (0: default; < 0: none)
+  atlas_dtype kv_dtype;        // the KV cache's type (zero: F32; F16, BF16)
   // Most device bytes this process may hold for models (0: all the device
   // has). Leaves headroom for other tenants; swap checks against it.
   uint64_t device_budget_bytes;

@@ -17,6 +17,7 @@
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/host_backend.h"
 #include "tests/cuda/cuda_skip.h"
+#include "tests/cuda/kv_types.h"
 #include "tests/runtime/test_util.h"
 
 namespace {
@@ -50,6 +51,12 @@ class Side {
     std::vector<uint32_t> out(n);
     EXPECT_OK(atlas_backend_d2h(b_, out.data(), p, n * sizeof(uint32_t)));
     return out;
+  }
+  // Bytes of a KV cache region read back as floats.
+  std::vector<float> DownloadKv(const void *p, size_t n, const std::string &type) {
+    std::vector<unsigned char> raw(n * atlas_test::KvSize(type));
+    EXPECT_OK(atlas_backend_d2h(b_, raw.data(), p, raw.size()));
+    return atlas_test::KvFloats(raw, type);
   }
   std::vector<float> Download(const void *p, size_t floats) {
     std::vector<float> out(floats);
@@ -225,6 +232,8 @@ TEST_F(LlamaKernelsCuda, Matvec) {
 TEST_F(LlamaKernelsCuda, RopeStore) {
   const uint32_t n_heads = 32, n_kv = 8, head_dim = 128, rows = 5;
   const uint32_t kv_dim = n_kv * head_dim;
+  for (std::string kv_type : {"f32", "f16", "bf16"}) {
+  size_t es = atlas_test::KvSize(kv_type);
   for (uint32_t rot_dim : {128u, 64u}) {
     for (float theta : {10000.0f, 500000.0f}) {
       std::vector<float> inv_freq(rot_dim / 2);
@@ -236,56 +245,65 @@ TEST_F(LlamaKernelsCuda, RopeStore) {
                            v = Floats(kv_dim);
         uint32_t row = pos % rows;  // the cache holds `rows` rows here
         // Both sides form the angle in double from the same f32 frequencies.
-        Compare("rope_store rot " + std::to_string(rot_dim) + " pos " +
+        Compare("rope_store_" + kv_type + " rot " + std::to_string(rot_dim) + " pos " +
                     std::to_string(pos), [&](Side &s) {
           void *dq = s.Upload(q.data(), q.size() * 4);
           void *dk = s.Upload(k.data(), kv_dim * 4), *dv = s.Upload(v.data(), kv_dim * 4);
-          void *kc = s.Poisoned((size_t)rows * kv_dim), *vc = s.Poisoned((size_t)rows * kv_dim);
+          std::vector<unsigned char> nan = atlas_test::KvBytes(
+              std::vector<float>((size_t)rows * kv_dim, NAN), kv_type);
+          void *kc = s.Upload(nan.data(), nan.size()), *vc = s.Upload(nan.data(), nan.size());
           void *df = s.Upload(inv_freq.data(), inv_freq.size() * 4);
           // The cache pointers are offset so that row `pos` lands in row `row`.
-          float *kbase = (float *)kc + (ptrdiff_t)row * kv_dim - (ptrdiff_t)pos * kv_dim;
-          float *vbase = (float *)vc + (ptrdiff_t)row * kv_dim - (ptrdiff_t)pos * kv_dim;
+          char *kbase = (char *)kc + ((ptrdiff_t)row - (ptrdiff_t)pos) * kv_dim * (ptrdiff_t)es;
+          char *vbase = (char *)vc + ((ptrdiff_t)row - (ptrdiff_t)pos) * kv_dim * (ptrdiff_t)es;
           uint64_t threads = (uint64_t)(n_heads + n_kv) * (rot_dim / 2) + kv_dim;
-          s.Launch("rope_store", Blocks(threads, 256), 256,
+          s.Launch(("rope_store_" + kv_type).c_str(), Blocks(threads, 256), 256,
                    {ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(dk), ATLAS_ARG_PTR(dv),
                     ATLAS_ARG_PTR(kbase), ATLAS_ARG_PTR(vbase), ATLAS_ARG_PTR(df),
                     ATLAS_ARG_U32(n_heads), ATLAS_ARG_U32(n_kv),
                     ATLAS_ARG_U32(head_dim), ATLAS_ARG_U32(rot_dim),
                     ATLAS_ARG_PTR(s.Step(0, pos)), ATLAS_ARG_F32(1.25f)});
-          std::vector<float> vrow = s.Download((float *)vc + (size_t)row * kv_dim, kv_dim);
-          EXPECT_EQ(vrow, v) << "v is copied as is";
-          std::vector<float> other = s.Download((float *)kc + (size_t)((row + 1) % rows) * kv_dim, kv_dim);
+          std::vector<float> vrow =
+              s.DownloadKv((char *)vc + (size_t)row * kv_dim * es, kv_dim, kv_type);
+          EXPECT_EQ(vrow, atlas_test::KvRounded(v, kv_type)) << "v is stored rounded";
+          std::vector<float> other = s.DownloadKv(
+              (char *)kc + (size_t)((row + 1) % rows) * kv_dim * es, kv_dim, kv_type);
           EXPECT_TRUE(std::isnan(other[0])) << "only the step's row is written";
           return std::vector<std::vector<float>>{
               s.Download(dq, q.size()),
-              s.Download((float *)kc + (size_t)row * kv_dim, kv_dim)};
+              s.DownloadKv((char *)kc + (size_t)row * kv_dim * es, kv_dim, kv_type)};
         });
       }
     }
+  }
   }
 }
 
 TEST_F(LlamaKernelsCuda, Attention) {
   const uint32_t n_heads = 32, n_kv = 8, head_dim = 128;
+  for (std::string kv_type : {"f32", "f16", "bf16"}) {
   for (uint32_t window : {0u, 5u, 256u}) {
   for (uint32_t seq_len : {1u, 7u, 300u, 1500u}) {
     std::vector<float> q = Floats(n_heads * head_dim);
-    std::vector<float> kc = Floats((size_t)seq_len * n_kv * head_dim);
-    std::vector<float> vc = Floats((size_t)seq_len * n_kv * head_dim);
-    Compare("attention seq " + std::to_string(seq_len) + " window " +
+    std::vector<unsigned char> kc = atlas_test::KvBytes(
+        Floats((size_t)seq_len * n_kv * head_dim), kv_type);
+    std::vector<unsigned char> vc = atlas_test::KvBytes(
+        Floats((size_t)seq_len * n_kv * head_dim), kv_type);
+    Compare("attention_" + kv_type + " seq " + std::to_string(seq_len) + " window " +
                 std::to_string(window), [&](Side &s) {
       void *dq = s.Upload(q.data(), q.size() * 4);
-      void *dk = s.Upload(kc.data(), kc.size() * 4);
-      void *dv = s.Upload(vc.data(), vc.size() * 4);
+      void *dk = s.Upload(kc.data(), kc.size());
+      void *dv = s.Upload(vc.data(), vc.size());
       void *att = s.Poisoned((size_t)n_heads * seq_len);
       void *out = s.Poisoned(n_heads * head_dim);
-      s.Launch("attention", n_heads, 256,
+      s.Launch(("attention_" + kv_type).c_str(), n_heads, 256,
                {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(dk),
                 ATLAS_ARG_PTR(dv), ATLAS_ARG_PTR(att), ATLAS_ARG_U32(n_heads),
                 ATLAS_ARG_U32(n_kv), ATLAS_ARG_U32(head_dim),
                 ATLAS_ARG_PTR(s.Step(0, seq_len - 1)), ATLAS_ARG_U32(window)});
       return std::vector<std::vector<float>>{s.Download(out, n_heads * head_dim)};
     });
+  }
   }
   }
 }

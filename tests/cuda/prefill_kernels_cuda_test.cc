@@ -17,6 +17,7 @@
 #include "atlas/runtime/backend.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/host_backend.h"
+#include "tests/cuda/kv_types.h"
 #include "tests/runtime/test_util.h"
 
 namespace {
@@ -48,6 +49,7 @@ class Side {
     EXPECT_OK(atlas_backend_d2h(b_, out.data(), p, floats * sizeof(float)));
     return out;
   }
+  atlas_backend *backend() const { return b_; }
   void Launch(const char *name, uint32_t grid, uint32_t grid_y, uint32_t block,
               std::vector<atlas_arg> args) {
     const atlas_kernel *k = nullptr;
@@ -253,49 +255,88 @@ TEST_F(PrefillKernelsCuda, RopeRows) {
 
 TEST_F(PrefillKernelsCuda, AttentionPrefill) {
   struct Case { uint32_t heads, kv, dim, pos0, n, window; };
+  for (std::string kv_type : {"f32", "f16", "bf16"}) {
   for (Case c : {Case{32, 8, 128, 0, 1, 0}, Case{32, 8, 128, 0, 37, 0},
                  Case{32, 8, 64, 0, 300, 0}, Case{12, 4, 128, 100, 77, 0},
                  Case{8, 8, 32, 0, 50, 0}, Case{32, 8, 128, 5, 200, 64},
                  Case{6, 2, 96, 3, 45, 7}}) {
     uint32_t seq = c.pos0 + c.n, q_dim = c.heads * c.dim, kv_dim = c.kv * c.dim;
     std::vector<float> q = Floats((size_t)c.n * q_dim);
-    std::vector<float> kc = Floats((size_t)seq * kv_dim, -2, 2);
-    std::vector<float> vc = Floats((size_t)seq * kv_dim);
+    std::vector<unsigned char> kc =
+        atlas_test::KvBytes(Floats((size_t)seq * kv_dim, -2, 2), kv_type);
+    std::vector<unsigned char> vc =
+        atlas_test::KvBytes(Floats((size_t)seq * kv_dim), kv_type);
     char what[96];
-    snprintf(what, sizeof(what), "attention_prefill h%u kv%u d%u pos%u n%u w%u",
-             c.heads, c.kv, c.dim, c.pos0, c.n, c.window);
+    snprintf(what, sizeof(what), "attention_prefill_%s h%u kv%u d%u pos%u n%u w%u",
+             kv_type.c_str(), c.heads, c.kv, c.dim, c.pos0, c.n, c.window);
     Compare(what, [&](Side &s) {
       void *dq = s.Upload(q.data(), q.size() * 4);
-      void *dk = s.Upload(kc.data(), kc.size() * 4);
-      void *dv = s.Upload(vc.data(), vc.size() * 4);
+      void *dk = s.Upload(kc.data(), kc.size());
+      void *dv = s.Upload(vc.data(), vc.size());
       void *out = s.Poisoned((size_t)c.n * q_dim);
-      s.Launch("attention_prefill", Blocks((uint64_t)c.n * (c.heads / c.kv), 16),
+      s.Launch(("attention_prefill_" + kv_type).c_str(),
+               Blocks((uint64_t)c.n * (c.heads / c.kv), 16),
                c.kv, 128,
                {P(out), P(dq), P(dk), P(dv), U(c.heads), U(c.kv), U(c.dim),
                 U(c.pos0), U(c.n), U(c.window)});
       return std::vector<std::vector<float>>{s.Download(out, (size_t)c.n * q_dim)};
     });
   }
+  }
+}
+
+// The chunk's f32 rows into cache rows pos0.. of each type, rounded as the
+// host rounds; the rows around them keep their poison.
+TEST_F(PrefillKernelsCuda, KvStoreRows) {
+  const uint32_t kv_dim = 1024, rows = 40, pos0 = 7, n = 29;
+  std::vector<float> k = Floats((size_t)n * kv_dim, -3, 3), v = Floats((size_t)n * kv_dim);
+  for (std::string kv_type : {"f32", "f16", "bf16"}) {
+    size_t es = atlas_test::KvSize(kv_type);
+    Compare("kv_store_rows_" + kv_type, [&](Side &s) {
+      std::vector<unsigned char> nan = atlas_test::KvBytes(
+          std::vector<float>((size_t)rows * kv_dim, NAN), kv_type);
+      void *kc = s.Upload(nan.data(), nan.size()), *vc = s.Upload(nan.data(), nan.size());
+      void *dk = s.Upload(k.data(), k.size() * 4), *dv = s.Upload(v.data(), v.size() * 4);
+      s.Launch(("kv_store_rows_" + kv_type).c_str(), Blocks((uint64_t)n * kv_dim, 256), 1,
+               256, {P(kc), P(vc), P(dk), P(dv), U(kv_dim), U(pos0), U(n)});
+      std::vector<unsigned char> kb((size_t)rows * kv_dim * es), vb(kb.size());
+      EXPECT_OK(atlas_backend_d2h(s.backend(), kb.data(), kc, kb.size()));
+      EXPECT_OK(atlas_backend_d2h(s.backend(), vb.data(), vc, vb.size()));
+      std::vector<float> kf = atlas_test::KvFloats(kb, kv_type);
+      std::vector<float> vf = atlas_test::KvFloats(vb, kv_type);
+      EXPECT_TRUE(std::isnan(kf[(size_t)pos0 * kv_dim - 1]));
+      EXPECT_TRUE(std::isnan(vf[(size_t)(pos0 + n) * kv_dim]));
+      std::vector<float> ks(kf.begin() + (size_t)pos0 * kv_dim,
+                            kf.begin() + (size_t)(pos0 + n) * kv_dim);
+      std::vector<float> vs(vf.begin() + (size_t)pos0 * kv_dim,
+                            vf.begin() + (size_t)(pos0 + n) * kv_dim);
+      EXPECT_EQ(ks, atlas_test::KvRounded(k, kv_type));
+      EXPECT_EQ(vs, atlas_test::KvRounded(v, kv_type));
+      return std::vector<std::vector<float>>{ks, vs};
+    });
+  }
 }
 
 // part + combine, run as llama_prefill.c runs them.
 std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
-                                   const std::vector<float> &kc,
-                                   const std::vector<float> &vc, uint32_t heads,
+                                   const std::vector<float> &kc_f,
+                                   const std::vector<float> &vc_f, uint32_t heads,
                                    uint32_t kv, uint32_t dim, uint32_t seq,
-                                   uint32_t window) {
+                                   uint32_t window, const std::string &kv_type = "f32") {
+  std::vector<unsigned char> kc = atlas_test::KvBytes(kc_f, kv_type);
+  std::vector<unsigned char> vc = atlas_test::KvBytes(vc_f, kv_type);
   uint32_t lo = (window != 0 && seq > window) ? seq - window : 0;
   // The grid is sized for a longer context than this step's, as in a
   // captured decode step: the splits past it must return untouched.
   uint32_t splits = Blocks(seq - lo, ATLAS_LLAMA_DECODE_CHUNK) + 3;
   void *dq = s.Upload(q.data(), q.size() * 4);
-  void *dk = s.Upload(kc.data(), kc.size() * 4);
-  void *dv = s.Upload(vc.data(), vc.size() * 4);
+  void *dk = s.Upload(kc.data(), kc.size());
+  void *dv = s.Upload(vc.data(), vc.size());
   uint32_t step[2] = {0, seq - 1};
   void *dstep = s.Upload(step, sizeof(step));
   void *part = s.Poisoned((size_t)heads * splits * (dim + 2));
   void *out = s.Poisoned((size_t)heads * dim);
-  s.Launch("attention_decode_part", splits, kv, 128,
+  s.Launch(("attention_decode_part_" + kv_type).c_str(), splits, kv, 128,
            {P(part), P(dq), P(dk), P(dv), U(heads), U(kv), U(dim), P(dstep),
             U(window), U(splits)});
   s.Launch("attention_decode_combine", heads, 1, 128,
@@ -312,13 +353,15 @@ TEST_F(PrefillKernelsCuda, AttentionDecodeSplitOverTheContext) {
     size_t kv_dim = (size_t)c.kv * c.dim;
     std::vector<float> q = Floats((size_t)c.heads * c.dim);
     std::vector<float> kc = Floats(c.seq * kv_dim, -2, 2), vc = Floats(c.seq * kv_dim);
-    char what[96];
-    snprintf(what, sizeof(what), "attention_decode h%u kv%u d%u seq%u w%u",
-             c.heads, c.kv, c.dim, c.seq, c.window);
-    Compare(what, [&](Side &s) {
-      return std::vector<std::vector<float>>{
-          DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window)};
-    });
+    for (std::string kv_type : {"f32", "f16", "bf16"}) {
+      char what[96];
+      snprintf(what, sizeof(what), "attention_decode_%s h%u kv%u d%u seq%u w%u",
+               kv_type.c_str(), c.heads, c.kv, c.dim, c.seq, c.window);
+      Compare(what, [&](Side &s) {
+        return std::vector<std::vector<float>>{DecodeAttention(
+            s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window, kv_type)};
+      });
+    }
   }
 }
 
@@ -348,7 +391,7 @@ TEST(PrefillKernelsHost, DecodeSplitsMatchOnePassAttention) {
       uint32_t n = seq - lo;
       std::vector<float> want(heads * dim), att(heads * n);
       const atlas_kernel *k = nullptr;
-      ASSERT_OK(atlas_backend_kernel_lookup(host, ATLAS_LLAMA_MODULE, "attention", &k));
+      ASSERT_OK(atlas_backend_kernel_lookup(host, ATLAS_LLAMA_MODULE, "attention_f32", &k));
       atlas_launch_config c{};
       c.grid = {heads, 1, 1};
       c.block = {256, 1, 1};

@@ -161,7 +161,8 @@ struct Loaded {
   atlas_llama_config config{};
   atlas_llama_model *model = nullptr;
 
-  void Open(const std::string &dir, int64_t prefill_rows = 0) {
+  void Open(const std::string &dir, int64_t prefill_rows = 0,
+            atlas_dtype kv_dtype = ATLAS_DTYPE_F32) {
     atlas_backend_options o{};
     o.modules = &atlas_llama_module_set;
     ASSERT_OK(atlas_host_backend_create(&o, &backend));
@@ -170,6 +171,7 @@ struct Loaded {
     atlas_llama_load_options lo{};
     lo.max_seq = 32;
     lo.prefill_rows = prefill_rows;
+    lo.kv_dtype = kv_dtype;
     ASSERT_OK(atlas_llama_load(backend, ck, &config, &lo, &model));
   }
   ~Loaded() {
@@ -384,6 +386,53 @@ TEST(Llama, CapturedDecodeStepMatchesEagerLaunches) {
         EXPECT_EQ(ids[1][s - (prompt.size() - 1)], best) << "step " << s;
       }
     }
+  }
+}
+
+// A 16-bit KV cache: the batched prefill and the token-by-token steps store
+// and read the same rounded keys and values (logits within 1e-5 of each
+// other), and against an f32 cache the logits move by what rounding keys
+// and values to 8 (BF16) or 11 (F16) bits costs, with the same greedy ids.
+TEST(Llama, SixteenBitKvCache) {
+  std::string dir = MakeCheckpoint("kv16", "tiny", 19, ATLAS_DTYPE_BF16);
+  std::vector<uint32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
+  auto run = [&](int64_t rows, atlas_dtype kv, std::vector<uint32_t> *ids) {
+    Loaded m;
+    m.Open(dir, rows, kv);
+    Collected got;
+    ids->assign(6, 0);
+    EXPECT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
+                                   ids->data(), Collect, &got));
+    return got.steps;
+  };
+  auto worst = [](const std::vector<std::vector<float>> &a,
+                  const std::vector<std::vector<float>> &b) {
+    double w = 0;
+    for (size_t s = 0; s < a.size(); ++s) {
+      double diff = 0, ref = 0;
+      for (size_t i = 0; i < a[s].size(); ++i) {
+        double d = (double)a[s][i] - b[s][i];
+        diff += d * d;
+        ref += (double)b[s][i] * b[s][i];
+      }
+      w = std::max(w, std::sqrt(diff / ref));
+    }
+    return w;
+  };
+  std::vector<uint32_t> ids32, ids_a, ids_b;
+  std::vector<std::vector<float>> f32 = run(0, ATLAS_DTYPE_F32, &ids32);
+  for (atlas_dtype kv : {ATLAS_DTYPE_F16, ATLAS_DTYPE_BF16}) {
+    std::vector<std::vector<float>> batched = run(0, kv, &ids_a);
+    std::vector<std::vector<float>> stepped = run(-1, kv, &ids_b);
+    ASSERT_EQ(batched.size(), f32.size());
+    EXPECT_EQ(ids_a, ids_b);
+    EXPECT_LE(worst(batched, stepped), 1e-5) << atlas_dtype_name(kv);
+    double err = worst(batched, f32);
+    EXPECT_GT(err, 0.0) << "a 16-bit cache rounds something";
+    EXPECT_LE(err, kv == ATLAS_DTYPE_BF16 ? 5e-3 : 1e-3) << atlas_dtype_name(kv);
+    EXPECT_EQ(ids_a, ids32) << atlas_dtype_name(kv);
+    printf("KV %s: worst row %.3g relative L2 against an f32 cache, ids %s\n",
+           atlas_dtype_name(kv), err, ids_a == ids32 ? "equal" : "differ");
   }
 }
 

@@ -361,7 +361,8 @@ static atlas_status load_weights(atlas_llama_weights *w,
 
 static atlas_status alloc_kv(atlas_llama_kv_cache *kv, const atlas_llama_config *c,
                              int64_t max_seq) {
-  size_t half = (size_t)(kv_bytes(c, max_seq) / 2);
+  // kv_bytes counts 4-byte elements (the swap budgets for the largest type).
+  size_t half = (size_t)(kv_bytes(c, max_seq) / 2 / 4 * atlas_dtype_size(kv->dtype));
   ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(kv->backend, half, (void **)&kv->keys));
   return atlas_backend_alloc(kv->backend, half, (void **)&kv->values);
 }
@@ -434,6 +435,7 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   m->kv = calloc(1, sizeof(*m->kv));
   if (m->kv == NULL) goto oom;
   m->kv->backend = m->backend;
+  m->kv->dtype = options->kv_dtype;
   ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "kv_cache", release_kv, m->kv));
   ATLAS_RETURN_IF_ERROR(alloc_kv(m->kv, c, m->max_seq));
 
@@ -483,6 +485,11 @@ atlas_status atlas_llama_load(atlas_backend *backend,
   *out_model = NULL;
   atlas_llama_load_options defaults = {0};
   if (options == NULL) options = &defaults;
+  if (atlas_dtype_size(options->kv_dtype) == 0) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "KV cache type %d is none of F32, F16, BF16",
+                             (int)options->kv_dtype);
+  }
   atlas_llama_model *m = calloc(1, sizeof(*m));
   if (m == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,

@@ -35,6 +35,8 @@ typedef struct atlas_llama_load_options {
   // Launch each decode step's kernels one by one instead of replaying the
   // step captured as a graph (for comparison and debugging).
   bool eager_decode;
+  // The KV cache's element type: F32 (zero, the default), F16 or BF16.
+  atlas_dtype kv_dtype;
 } atlas_llama_load_options;
 
 // Bytes the model will hold on its backend: weights (norms as f32), KV cache

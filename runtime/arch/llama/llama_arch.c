@@ -46,6 +46,7 @@ atlas_status atlas_llama_arch_load(atlas_backend *backend,
     lo.progress_ctx = o->progress_ctx;
     lo.uploader = o->uploader;
     lo.prefill_rows = o->prefill_rows;
+    lo.kv_dtype = o->kv_dtype;
   }
   atlas_llama_model *m = NULL;
   atlas_status status = atlas_llama_load(backend, ck, config, &lo, &m);

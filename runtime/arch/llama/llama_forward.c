@@ -77,7 +77,7 @@ static atlas_status head_norm(const atlas_llama_ctx *ctx, float *x,
 
 // RoPE at this step's position (scratch->step[1]) on q and k, and k and v
 // into that position's cache rows of layer cache kc / vc, in one launch.
-static atlas_status rope_store(const atlas_llama_model *m, float *kc, float *vc) {
+static atlas_status rope_store(const atlas_llama_model *m, void *kc, void *vc) {
   const atlas_llama_ctx *ctx = &m->ctx;
   const atlas_llama_config *c = ctx->config;
   atlas_llama_scratch *s = ctx->scratch;
@@ -90,8 +90,8 @@ static atlas_status rope_store(const atlas_llama_model *m, float *kc, float *vc)
                       U(hd),       U((uint32_t)m->rot_dim), P(s->step),
                       F(m->attention_factor)};
   uint64_t threads = (uint64_t)(n_heads + n_kv) * half + (uint64_t)n_kv * hd;
-  return launch(ctx, ctx->ops.rope_store, blocks(threads, 256), 256, args,
-                COUNT(args));
+  return launch(ctx, ctx->ops.rope_store[atlas_llama_wtype_of(m->kv->dtype)],
+                blocks(threads, 256), 256, args, COUNT(args));
 }
 
 // x += W in (+ bias), one launch.
@@ -116,7 +116,8 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   int64_t q_dim = c->num_attention_heads * head_dim;
   int64_t kv_dim = c->num_key_value_heads * head_dim;
   size_t layer_off = (size_t)(l * m->max_seq * kv_dim);
-  float *kc = m->kv->keys + layer_off, *vc = m->kv->values + layer_off;
+  void *kc = atlas_llama_kv_layer(m->kv, m->kv->keys, layer_off);
+  void *vc = atlas_llama_kv_layer(m->kv, m->kv->values, layer_off);
 
   float eps = (float)c->rms_norm_eps;
   if (L->wk.dtype == L->wq.dtype && L->wv.dtype == L->wq.dtype) {
@@ -151,8 +152,9 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
     atlas_arg att_args[] = {P(s->xb2), P(s->q), P(kc), P(vc), P(s->att),
                             U(n_heads), U((uint32_t)c->num_key_value_heads),
                             U((uint32_t)head_dim), P(s->step), U(window)};
-    ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention, n_heads, 256,
-                                 att_args, COUNT(att_args)));
+    ATLAS_RETURN_IF_ERROR(launch(ctx,
+                                 ctx->ops.attention[atlas_llama_wtype_of(m->kv->dtype)],
+                                 n_heads, 256, att_args, COUNT(att_args)));
   }
   // The output projection and the residual add in one pass.
   ATLAS_RETURN_IF_ERROR(residual(ctx, s->x, &L->wo, s->xb2, L->o_bias, hidden, q_dim));

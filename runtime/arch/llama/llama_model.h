@@ -53,12 +53,21 @@ typedef struct atlas_llama_weights {
   size_t alloc_count, alloc_cap;
 } atlas_llama_weights;
 
-// Teardown resource "kv_cache": keys and values, f32.
+// Teardown resource "kv_cache": keys and values in `dtype` (F32, F16 or
+// BF16; the load option kv_dtype).
 typedef struct atlas_llama_kv_cache {
   atlas_backend *backend;
-  float *keys;    // (layer, max_seq, kv_dim)
-  float *values;  // (layer, max_seq, kv_dim)
+  atlas_dtype dtype;
+  void *keys;    // (layer, max_seq, kv_dim)
+  void *values;  // (layer, max_seq, kv_dim)
 } atlas_llama_kv_cache;
+
+// Layer l's keys (or values) in the cache: element offset l * max_seq *
+// kv_dim in the cache's type.
+static inline void *atlas_llama_kv_layer(const atlas_llama_kv_cache *kv,
+                                         void *base, size_t elements) {
+  return (char *)base + elements * atlas_dtype_size(kv->dtype);
+}
 
 // Teardown resource "scratch": activations of one token, and RoPE's
 // inverse frequencies.

@@ -41,8 +41,6 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
   const char *one = ATLAS_LLAMA_MODULE, *batch = ATLAS_LLAMA_BATCH_MODULE;
   const named plain[] = {
       {one, "rmsnorm", &o->rmsnorm},
-      {one, "rope_store", &o->rope_store},
-      {one, "attention", &o->attention},
       {one, "argmax", &o->argmax},
       {one, "silu_mul", &o->silu_mul},
       {one, "add", &o->add},
@@ -50,8 +48,6 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
       {one, "head_rmsnorm", &o->head_rmsnorm},
       {batch, "rmsnorm_rows", &o->rmsnorm_rows},
       {batch, "rope_rows", &o->rope_rows},
-      {batch, "attention_prefill", &o->attention_prefill},
-      {batch, "attention_decode_part", &o->decode_part},
       {batch, "attention_decode_combine", &o->decode_combine},
   };
   for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); ++i) {
@@ -66,6 +62,14 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "gate_up", "", o->gate_up, 0));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "embed_rows", "", o->embed_rows, 0));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm", "", o->gemm, 0));
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "rope_store", "", o->rope_store, 0));
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "attention", "", o->attention, 0));
+  ATLAS_RETURN_IF_ERROR(
+      resolve_typed(ctx, batch, "kv_store_rows", "", o->kv_store_rows, 0));
+  ATLAS_RETURN_IF_ERROR(
+      resolve_typed(ctx, batch, "attention_prefill", "", o->attention_prefill, 0));
+  ATLAS_RETURN_IF_ERROR(
+      resolve_typed(ctx, batch, "attention_decode_part", "", o->decode_part, 0));
   return resolve_typed(ctx, batch, "gemm", "_m128", o->gemm_m128,
                        ATLAS_LLAMA_W_F16);
 }

@@ -10,7 +10,8 @@
 extern "C" {
 #endif
 
-// Weight dtypes the kernels come in, in this order in the arrays below.
+// Weight (and KV cache) dtypes the kernels come in, in this order in the
+// arrays below.
 typedef enum atlas_llama_wtype {
   ATLAS_LLAMA_W_F32 = 0,
   ATLAS_LLAMA_W_F16 = 1,
@@ -30,14 +31,19 @@ typedef struct atlas_llama_ops {
   const atlas_kernel *matvec_qkv[ATLAS_LLAMA_W_COUNT];  // norm, then q, k, v
   const atlas_kernel *matvec_add[ATLAS_LLAMA_W_COUNT];  // x += W in
   const atlas_kernel *gate_up[ATLAS_LLAMA_W_COUNT];     // norm, silu(g) * u
-  const atlas_kernel *rmsnorm, *rope_store, *attention, *argmax;
+  const atlas_kernel *rmsnorm, *argmax;
   const atlas_kernel *silu_mul, *add, *add_bias, *head_rmsnorm;
   // Prompt chunks and split-context decode attention (module "llama_batch").
   const atlas_kernel *embed_rows[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *gemm[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *gemm_m128[ATLAS_LLAMA_W_COUNT];  // F32: none (NULL)
-  const atlas_kernel *rmsnorm_rows, *rope_rows, *attention_prefill;
-  const atlas_kernel *decode_part, *decode_combine;
+  const atlas_kernel *rmsnorm_rows, *rope_rows, *decode_combine;
+  // By the KV cache's type (the same three as the weights').
+  const atlas_kernel *rope_store[ATLAS_LLAMA_W_COUNT];  // one token's k, v in
+  const atlas_kernel *attention[ATLAS_LLAMA_W_COUNT];   // one token, one pass
+  const atlas_kernel *kv_store_rows[ATLAS_LLAMA_W_COUNT];
+  const atlas_kernel *attention_prefill[ATLAS_LLAMA_W_COUNT];
+  const atlas_kernel *decode_part[ATLAS_LLAMA_W_COUNT];
 } atlas_llama_ops;
 
 // Resolves every kernel above in the context's registry; fails naming the

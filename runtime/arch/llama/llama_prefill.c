@@ -75,13 +75,14 @@ uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *c, int64_t rows,
                          2ull * (uint64_t)c->intermediate_size) +
                     logit_rows * (uint64_t)c->vocab_size +
                     part_floats(c, max_seq);
+  floats += 2 * r * (uint64_t)(c->num_key_value_heads * c->head_dim);  // k, v rows
   return floats * 4u + r * 4u;  // + the token ids
 }
 
 static atlas_status release_prefill(void *p) {
   atlas_llama_prefill_scratch *s = p;
-  void *bufs[] = {s->part, s->logits, s->hb2, s->hb,     s->q,
-                  s->xb2,  s->xb,     s->x,   s->tokens};
+  void *bufs[] = {s->v,   s->k,  s->part, s->logits, s->hb2, s->hb,
+                  s->q,   s->xb2, s->xb,  s->x,      s->tokens};
   atlas_status status = ATLAS_OK;
   for (size_t i = 0; i < COUNT(bufs); ++i) {
     status = atlas_status_join(status, atlas_backend_free(s->backend, bufs[i]));
@@ -110,8 +111,11 @@ static atlas_status alloc_prefill(atlas_llama_prefill_scratch *s,
       b, logit_rows * (size_t)c->vocab_size * f, (void **)&s->logits));
   // RoPE's inverse frequencies are the one-token scratch's (m->scratch),
   // which atlas_llama_rope_update keeps right for every RoPE type.
-  return atlas_backend_alloc(b, (size_t)part_floats(c, max_seq) * f,
-                             (void **)&s->part);
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, (size_t)part_floats(c, max_seq) * f,
+                                            (void **)&s->part));
+  size_t kv_rows = r * (size_t)(c->num_key_value_heads * c->head_dim) * f;
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, kv_rows, (void **)&s->k));
+  return atlas_backend_alloc(b, kv_rows, (void **)&s->v);
 }
 
 atlas_status atlas_llama_prefill_setup(atlas_llama_model *m, int64_t rows) {
@@ -235,11 +239,19 @@ atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
   size_t layer_off = (size_t)l * (size_t)m->max_seq * n_kv * hd;
   float *part = m->prefill->part;
   const uint32_t *step = ctx->scratch->step;
-  atlas_arg args[] = {P(part), P(q), P(m->kv->keys + layer_off),
-                      P(m->kv->values + layer_off), U(n_heads), U(n_kv), U(hd),
-                      P(step), U(window), U(splits)};
-  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.decode_part, d3(splits, n_kv), 128,
-                               args, COUNT(args)));
+  atlas_arg args[] = {P(part),
+                      P(q),
+                      P(atlas_llama_kv_layer(m->kv, m->kv->keys, layer_off)),
+                      P(atlas_llama_kv_layer(m->kv, m->kv->values, layer_off)),
+                      U(n_heads),
+                      U(n_kv),
+                      U(hd),
+                      P(step),
+                      U(window),
+                      U(splits)};
+  ATLAS_RETURN_IF_ERROR(launch(ctx,
+                               ctx->ops.decode_part[atlas_llama_wtype_of(m->kv->dtype)],
+                               d3(splits, n_kv), 128, args, COUNT(args)));
   atlas_arg comb[] = {P(out), P(part), U(n_heads), U(hd), P(step), U(window),
                       U(splits)};
   return launch(ctx, ctx->ops.decode_combine, d3(n_heads, 1), 128, comb,
@@ -258,10 +270,11 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   uint32_t n_kv = (uint32_t)c->num_key_value_heads;
   int64_t q_dim = (int64_t)n_heads * hd, kv_dim = (int64_t)n_kv * hd;
   size_t layer_off = (size_t)(l * m->max_seq * kv_dim);
-  float *kc = m->kv->keys + layer_off, *vc = m->kv->values + layer_off;
-  // Keys and values of the chunk go straight into their cache rows.
-  float *k = kc + (size_t)pos0 * (size_t)kv_dim;
-  float *v = vc + (size_t)pos0 * (size_t)kv_dim;
+  void *kc = atlas_llama_kv_layer(m->kv, m->kv->keys, layer_off);
+  void *vc = atlas_llama_kv_layer(m->kv, m->kv->values, layer_off);
+  // Keys and values of the chunk in f32 rows, stored into their cache rows
+  // (in the cache's type) once RoPE has turned the keys.
+  float *k = s->k, *v = s->v;
 
   // Step for step the one-token layer (llama_forward.c), over n rows.
   ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->x, L->attn_norm, n));
@@ -275,11 +288,16 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   ATLAS_RETURN_IF_ERROR(head_norm_rows(ctx, k, L->k_norm, n, n_kv));
   ATLAS_RETURN_IF_ERROR(rope_rows(m, s->q, n_heads, pos0, n, (uint32_t)q_dim));
   ATLAS_RETURN_IF_ERROR(rope_rows(m, k, n_kv, pos0, n, (uint32_t)kv_dim));
+  atlas_llama_wtype kvt = atlas_llama_wtype_of(m->kv->dtype);
+  atlas_arg store[] = {P(kc), P(vc), P(k), P(v), U((uint32_t)kv_dim), U(pos0), U(n)};
+  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.kv_store_rows[kvt],
+                               d3(blocks((uint64_t)n * (uint64_t)kv_dim, 256), 1),
+                               256, store, COUNT(store)));
   uint32_t group = n_heads / n_kv;
   uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
   atlas_arg att[] = {P(s->xb2), P(s->q), P(kc),     P(vc), U(n_heads),
                      U(n_kv),   U(hd),   U(pos0),   U(n),  U(window)};
-  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention_prefill,
+  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention_prefill[kvt],
                                d3(blocks((uint64_t)n * group, 16), n_kv), 128,
                                att, COUNT(att)));
   ATLAS_RETURN_IF_ERROR(gemm(ctx, s->xb, &L->wo, s->xb2, n, hidden, q_dim));
