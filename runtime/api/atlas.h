@@ -55,6 +55,10 @@ typedef struct atlas_open_options {
   // Called as weight bytes arrive (may be NULL).
   void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
   void *progress_ctx;
+  // The KV cache's element type: "f32" (or NULL), "f16" or "bf16". A 16-bit
+  // cache halves its memory and the bytes attention reads; measured against
+  // transformers (tools/GPU_RESULTS.md): F16 keeps greedy ids, BF16 may not.
+  const char *kv_cache_type;
 } atlas_open_options;
 
 // Fills `options` with the defaults above.

@@ -66,7 +66,21 @@ static atlas_status spec_from(const atlas_open_options *in,
                              "atlas_open_options.max_seq is negative (%lld)",
                              (long long)o.max_seq);
   }
+  atlas_dtype kv = ATLAS_DTYPE_F32;
+  if (o.kv_cache_type != NULL && strcmp(o.kv_cache_type, "f32") != 0) {
+    if (strcmp(o.kv_cache_type, "f16") == 0) {
+      kv = ATLAS_DTYPE_F16;
+    } else if (strcmp(o.kv_cache_type, "bf16") == 0) {
+      kv = ATLAS_DTYPE_BF16;
+    } else {
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "atlas_open_options.kv_cache_type \"%.32s\" is "
+                               "none of f32, f16, bf16",
+                               o.kv_cache_type);
+    }
+  }
   memset(spec, 0, sizeof(*spec));
+  spec->kv_dtype = kv;
   spec->backend = o.backend;
   spec->device = o.device;
   spec->device_budget_bytes = o.device_budget_bytes;
