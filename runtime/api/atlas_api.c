@@ -90,6 +90,22 @@ atlas_status atlas_open(const char *dir, const atlas_open_options *options,
   return atlas_model_open(&spec, out_model);
 }
 
+atlas_status atlas_testing_open_unfaulted(const char *dir,
+                                          const atlas_open_options *options,
+                                          atlas_model **out_model) {
+  *out_model = NULL;
+  if (dir == NULL || dir[0] == '\0') {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_testing_open_unfaulted: no checkpoint "
+                             "directory given");
+  }
+  atlas_model_spec spec;
+  ATLAS_RETURN_IF_ERROR(spec_from(options, &spec));
+  spec.dir = dir;
+  spec.ignore_env_fault = true;
+  return atlas_model_open(&spec, out_model);
+}
+
 // The model spec keeps a pointer to its embedded checkpoint: one that lives
 // as long as the model, freed with it (see atlas_close).
 typedef struct embedded_holder {
@@ -456,6 +472,9 @@ static atlas_status swap_impl(atlas_model **model, const char *dir,
     next = *atlas_model_spec_of(*model);
     next.fault_at = 0;
     next.fail_module_load_at = 0;
+    // A model opened unfaulted passes none of that on: ATLAS_FAULT is
+    // meant for the swap.
+    next.ignore_env_fault = false;
   }
   next.dir = holder != NULL ? NULL : dir;
   next.embedded = holder != NULL ? &holder->checkpoint : NULL;
