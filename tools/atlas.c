@@ -656,6 +656,10 @@ static atlas_status run_or_swap(run_options *o, bool swap) {
   atlas_open_options oo;
   open_options_for(o->backend, max_seq, &progress, &oo);
   oo.device_budget_bytes = (uint64_t)(o->budget_mb * 1e6 + 0.5);
+  // --steps against the model's context, checked while opening, before
+  // anything is allocated: forward steps are every prompt token and every
+  // generated token but the last.
+  oo.context_needed = (int64_t)o->prompt_len + (o->steps > 0 ? o->steps - 1 : 0);
   atlas_model *m = NULL;
   if (s == ATLAS_OK) {
     s = swap ? atlas_testing_open_unfaulted(o->model, &oo, &m)

@@ -55,6 +55,11 @@ typedef struct atlas_open_options {
   // Called as weight bytes arrive (may be NULL).
   void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
   void *progress_ctx;
+  // Positions the caller will use (prompt + tokens to generate - 1); 0: no
+  // check. When set, atlas_open and atlas_swap refuse (INVALID_ARGUMENT,
+  // before allocating anything) a checkpoint whose context, config.json's
+  // max_position_embeddings, is shorter. max_seq alone may exceed it.
+  int64_t context_needed;
 } atlas_open_options;
 
 // Fills `options` with the defaults above.

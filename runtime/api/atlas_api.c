@@ -61,16 +61,19 @@ static atlas_status spec_from(const atlas_open_options *in,
   if (in != NULL) ATLAS_COPY_SIZED_(&o, in);
   ATLAS_RETURN_IF_ERROR(atlas_backend_factory_check_name(o.backend),
                         "atlas_open_options.backend");
-  if (o.max_seq < 0) {
+  if (o.max_seq < 0 || o.context_needed < 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_open_options.max_seq is negative (%lld)",
-                             (long long)o.max_seq);
+                             "atlas_open_options.max_seq (%lld) or "
+                             "context_needed (%lld) is negative",
+                             (long long)o.max_seq,
+                             (long long)o.context_needed);
   }
   memset(spec, 0, sizeof(*spec));
   spec->backend = o.backend;
   spec->device = o.device;
   spec->device_budget_bytes = o.device_budget_bytes;
   spec->max_seq = o.max_seq;
+  spec->context_needed = o.context_needed;
   spec->log = o.log;
   spec->progress = o.progress;
   spec->progress_ctx = o.progress_ctx;
