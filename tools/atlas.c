@@ -162,7 +162,9 @@ static const atlas_cli_option kRunOptions[] = {
                     "prompt token ids, comma-separated, e.g. 1,2,3; prints "
                     "the generated ids"},
     [RUN_STEPS] = {"steps", "N", true, NULL,
-                   "tokens to generate (0 runs the prompt only)"},
+                   "tokens to generate (0 runs the prompt only); the prompt "
+                   "and N - 1 must fit the model's context "
+                   "(max_position_embeddings), checked before the load"},
     [RUN_BACKEND] = {"backend", "KIND", false, "auto", kBackendHelp},
     [RUN_MAX_SEQ] = {"max-seq", "N", false,
                      "prompt length + steps",
@@ -170,7 +172,9 @@ static const atlas_cli_option kRunOptions[] = {
     [RUN_LOGITS] = {"logits", "FILE", false, "none",
                     "write every step's logits: little-endian float32, one "
                     "row of vocab per forward step: len(tokens) + generated - 1 "
-                    "(fewer than steps when EOS stops early)"},
+                    "(fewer than steps when EOS stops early); written to a "
+                    "temporary name opened before the load, renamed on "
+                    "success, removed on failure"},
     [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
                         "keep generating past the model's EOS ids"},
     // run only (after swap's own options in set_run's numbering)
@@ -226,7 +230,10 @@ static const atlas_cli_option kSwapOptions[] = {
     [RUN_MAX_SEQ] = {"max-seq", "N", false, "prompt length + steps",
                      "positions the KV cache and scratch are sized for"},
     [RUN_LOGITS] = {"logits", "FILE", false, "none",
-                    "write every step's logits of both models, float32"},
+                    "write every step's logits, float32: the first model's, "
+                    "then those of the model serving after the swap (the "
+                    "old one again when the swap failed); renamed into "
+                    "place only when both generations completed"},
     [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
                         "keep generating past the model's EOS ids"},
     [SWAP_BUDGET_MB] = {"budget-mb", "MB", false, "0 (the whole device)",
@@ -243,9 +250,12 @@ static const atlas_cli_option kSwapOptions[] = {
 static const atlas_cli_command kSwapCommand = {
     "atlas swap", "--model DIR --to DIR2 --tokens IDS --steps N [options]",
     "Loads DIR, generates, prints its memory report, hot-swaps to DIR2 in the\n"
-    "same process, generates and reports again. A swap either succeeds, is\n"
-    "refused before anything changed (the old model keeps serving), or fails\n"
-    "part-way and restores the old model; the last two exit 1.",
+    "same process, then the model serving (DIR2, or DIR when the swap failed)\n"
+    "generates and reports again; the close prints `leaked: N bytes`. A swap\n"
+    "either succeeds, is refused before anything changed (the old model keeps\n"
+    "serving), or fails part-way and restores the old model; the last two\n"
+    "exit 1. ATLAS_FAULT=kind:n (testing) fails the n-th operation of that\n"
+    "kind inside the swap: DIR loads without it (tools/fault_sweep.sh).",
     kSwapOptions, SWAP_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
 
 static atlas_status set_run_swap(run_options *o, size_t index,
