@@ -20,6 +20,7 @@
 
 #include "atlas/atlas.h"
 #include "atlas/atlas_testing.h"
+#include "atlas/tools/cli_files.h"
 #include "atlas/tools/cli_options.h"
 #include "atlas/tools/make_checkpoint_demo_models.h"
 #include "atlas/tools/progress.h"
@@ -161,7 +162,9 @@ static const atlas_cli_option kRunOptions[] = {
                     "prompt token ids, comma-separated, e.g. 1,2,3; prints "
                     "the generated ids"},
     [RUN_STEPS] = {"steps", "N", true, NULL,
-                   "tokens to generate (0 runs the prompt only)"},
+                   "tokens to generate (0 runs the prompt only); the prompt "
+                   "and N - 1 must fit the model's context "
+                   "(max_position_embeddings), checked before the load"},
     [RUN_BACKEND] = {"backend", "KIND", false, "auto", kBackendHelp},
     [RUN_MAX_SEQ] = {"max-seq", "N", false,
                      "prompt length + steps",
@@ -169,7 +172,9 @@ static const atlas_cli_option kRunOptions[] = {
     [RUN_LOGITS] = {"logits", "FILE", false, "none",
                     "write every step's logits: little-endian float32, one "
                     "row of vocab per forward step: len(tokens) + generated - 1 "
-                    "(fewer than steps when EOS stops early)"},
+                    "(fewer than steps when EOS stops early); written to a "
+                    "temporary name opened before the load, renamed on "
+                    "success, removed on failure"},
     [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
                         "keep generating past the model's EOS ids"},
     // run only (after swap's own options in set_run's numbering)
@@ -225,7 +230,10 @@ static const atlas_cli_option kSwapOptions[] = {
     [RUN_MAX_SEQ] = {"max-seq", "N", false, "prompt length + steps",
                      "positions the KV cache and scratch are sized for"},
     [RUN_LOGITS] = {"logits", "FILE", false, "none",
-                    "write every step's logits of both models, float32"},
+                    "write every step's logits, float32: the first model's, "
+                    "then those of the model serving after the swap (the "
+                    "old one again when the swap failed); renamed into "
+                    "place only when both generations completed"},
     [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
                         "keep generating past the model's EOS ids"},
     [SWAP_BUDGET_MB] = {"budget-mb", "MB", false, "0 (the whole device)",
@@ -242,9 +250,12 @@ static const atlas_cli_option kSwapOptions[] = {
 static const atlas_cli_command kSwapCommand = {
     "atlas swap", "--model DIR --to DIR2 --tokens IDS --steps N [options]",
     "Loads DIR, generates, prints its memory report, hot-swaps to DIR2 in the\n"
-    "same process, generates and reports again. A swap either succeeds, is\n"
-    "refused before anything changed (the old model keeps serving), or fails\n"
-    "part-way and restores the old model; the last two exit 1.",
+    "same process, then the model serving (DIR2, or DIR when the swap failed)\n"
+    "generates and reports again; the close prints `leaked: N bytes`. A swap\n"
+    "either succeeds, is refused before anything changed (the old model keeps\n"
+    "serving), or fails part-way and restores the old model; the last two\n"
+    "exit 1. ATLAS_FAULT=kind:n (testing) fails the n-th operation of that\n"
+    "kind inside the swap: DIR loads without it (tools/fault_sweep.sh).",
     kSwapOptions, SWAP_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
 
 static atlas_status set_run_swap(run_options *o, size_t index,
@@ -567,134 +578,185 @@ static atlas_status report_swap(atlas_status s, const atlas_swap_info *r,
   }
 }
 
+// Closes the model and, for `swap`, says what the close found: the ordered
+// teardown's count and the sweep's leaked bytes (nonzero is an error).
+static atlas_status close_model(atlas_model *m, bool say) {
+  if (m == NULL) return ATLAS_OK;
+  atlas_close_report td;
+  atlas_status s = atlas_close(m, &td);
+  if (!say) return s;
+  printf("teardown: %zu resources released in reverse order, %zu failed\n",
+         td.released, td.failed);
+  printf("leaked: %llu bytes\n", (unsigned long long)td.leaked_bytes);
+  if (td.leaked_allocations > 0) {
+    s = atlas_status_join(
+        s, atlas_status_make(ATLAS_STATUS_INTERNAL,
+                             "the sweep found %zu unreleased allocations "
+                             "(%llu bytes)",
+                             td.leaked_allocations,
+                             (unsigned long long)td.leaked_bytes));
+  }
+  return s;
+}
+
+// The swap and what follows it: the model serving afterwards (the new one,
+// or the old one when the swap was refused, kept it or restored it)
+// generates again, so its ids and logits show what is serving. Returns the
+// swap's own error in *out_swap_error; the status is everything else.
+static atlas_status swap_and_rerun(atlas_model **m, run_options *o,
+                                   const atlas_open_options *oo,
+                                   logits_file *lf,
+                                   atlas_status *out_swap_error) {
+  *out_swap_error = ATLAS_OK;
+  ATLAS_RETURN_IF_ERROR(print_report(*m, 10, 0.0));
+  atlas_progress progress;
+  atlas_progress_init(&progress, "swapping");
+  atlas_open_options next = *oo;
+  next.progress_ctx = &progress;
+  atlas_swap_info r;
+  atlas_status swapped = atlas_testing_swap(
+      m, o->to, &next,
+      o->fail_alloc > 0 ? ATLAS_TESTING_FAULT_ALLOC : ATLAS_TESTING_FAULT_NONE,
+      (uint64_t)o->fail_alloc, &r);
+  atlas_progress_finish(&progress);
+  *out_swap_error = report_swap(swapped, &r, o->model, o->to);
+  if (*m == NULL) return ATLAS_OK;  // lost: nothing serves
+  ATLAS_RETURN_IF_ERROR(generate(*m, o->prompt, o->prompt_len,
+                                 (size_t)o->steps, o->ignore_eos, lf, NULL,
+                                 NULL));
+  return print_report(*m, 10, 0.0);
+}
+
 // `atlas run` (swap false) and `atlas swap`.
+//
+// --logits goes to a temporary file opened before anything loads (a path
+// that cannot be written fails first) and is renamed into place only when
+// every generation the command ran completed; otherwise it is removed. A
+// swap that failed with the old model still serving is such a case: the
+// old model generates again and the file holds its logits twice, which is
+// how tools/fault_sweep.sh proves the old model serves bit for bit. Under
+// `swap`, ATLAS_FAULT applies to the swap only: the first model loads
+// without it (atlas_testing_open_unfaulted).
 static atlas_status run_or_swap(run_options *o, bool swap) {
+  atlas_cli_output out;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_cli_output_open(o->logits[0] != '\0' ? o->logits : NULL, &out));
   atlas_tokenizer *tokenizer = NULL;
+  atlas_status s = ATLAS_OK;
   if (o->text != NULL) {
-    atlas_status e = encode_prompt(o, &tokenizer, &o->prompt, &o->prompt_len);
-    if (e == ATLAS_OK && o->prompt_len == 0) {
-      e = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+    s = encode_prompt(o, &tokenizer, &o->prompt, &o->prompt_len);
+    if (s == ATLAS_OK && o->prompt_len == 0) {
+      s = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                             "--prompt encodes to no tokens");
     }
-    if (e == ATLAS_OK && o->max_seq != 0 &&
+    if (s == ATLAS_OK && o->max_seq != 0 &&
         o->max_seq < (long)o->prompt_len + o->steps) {
-      e = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+      s = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                             "--max-seq %ld is less than the prompt's %zu "
                             "tokens + steps",
                             o->max_seq, o->prompt_len);
-    }
-    if (e != ATLAS_OK) {
-      atlas_tokenizer_free(tokenizer);
-      return e;
     }
   }
   int64_t max_seq = o->max_seq;
   if (max_seq == 0) max_seq = (int64_t)o->prompt_len + o->steps;
   if (max_seq == 0) max_seq = 1;
-  logits_file lf = {NULL, o->logits};
+  logits_file lf = {out.f, o->logits};
   atlas_progress progress;
   atlas_progress_init(&progress, "loading");
   atlas_open_options oo;
   open_options_for(o->backend, max_seq, &progress, &oo);
   oo.device_budget_bytes = (uint64_t)(o->budget_mb * 1e6 + 0.5);
+  // --steps against the model's context, checked while opening, before
+  // anything is allocated: forward steps are every prompt token and every
+  // generated token but the last.
+  oo.context_needed = (int64_t)o->prompt_len + (o->steps > 0 ? o->steps - 1 : 0);
   atlas_model *m = NULL;
-  atlas_status s = atlas_open(o->model, &oo, &m);
-  atlas_progress_finish(&progress);
-  if (s == ATLAS_OK && o->logits[0] != '\0') {
-    lf.f = fopen(o->logits, "wb");
-    if (lf.f == NULL) {
-      s = atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", o->logits,
-                            strerror(errno));
-    }
+  if (s == ATLAS_OK) {
+    s = swap ? atlas_testing_open_unfaulted(o->model, &oo, &m)
+             : atlas_open(o->model, &oo, &m);
   }
+  atlas_progress_finish(&progress);
   if (s == ATLAS_OK) {
     s = generate(m, o->prompt, o->prompt_len, (size_t)o->steps, o->ignore_eos,
                  &lf, o, tokenizer);
   }
+  atlas_status swap_error = ATLAS_OK;
   if (s == ATLAS_OK && swap) {
-    s = print_report(m, 10, 0.0);
-    if (s == ATLAS_OK) {
-      atlas_progress_init(&progress, "swapping");
-      atlas_open_options next = oo;
-      next.progress_ctx = &progress;
-      atlas_swap_info r;
-      s = atlas_testing_swap(&m, o->to, &next,
-                             o->fail_alloc > 0 ? ATLAS_TESTING_FAULT_ALLOC
-                                               : ATLAS_TESTING_FAULT_NONE,
-                             (uint64_t)o->fail_alloc, &r);
-      atlas_progress_finish(&progress);
-      s = report_swap(s, &r, o->model, o->to);
-    }
-    if (s == ATLAS_OK) {
-      s = generate(m, o->prompt, o->prompt_len, (size_t)o->steps,
-                   o->ignore_eos, &lf, NULL, NULL);
-    }
-    if (s == ATLAS_OK) s = print_report(m, 10, 0.0);
-  }
-  if (lf.f != NULL && fclose(lf.f) != 0 && s == ATLAS_OK) {
-    s = atlas_status_make(ATLAS_STATUS_IO, "closing %s: %s", o->logits,
-                          strerror(errno));
+    s = swap_and_rerun(&m, o, &oo, &lf, &swap_error);
   }
   atlas_tokenizer_free(tokenizer);
-  return atlas_status_join(s, atlas_close(m, NULL));
+  s = atlas_status_join(s, close_model(m, swap));
+  if (s == ATLAS_OK) {
+    s = atlas_cli_output_commit(&out);
+  } else {
+    atlas_cli_output_abort(&out);
+  }
+  // The swap's own failure first: it says which model served.
+  return atlas_status_join(swap_error, s);
 }
 
-static atlas_status write_file_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (f == NULL) {
-    return atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", path,
-                             strerror(errno));
-  }
-  fputs(text, f);
-  if (fclose(f) != 0) {
-    return atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s", path,
-                             strerror(errno));
-  }
-  return ATLAS_OK;
-}
-
-// One report format into a file.
+// One report format into an output opened before the load.
 static atlas_status write_report_file(const atlas_model *m,
                                       atlas_report_format format,
                                       const report_options *o,
-                                      const char *path) {
+                                      atlas_cli_output *out) {
   atlas_report_options ro;
   atlas_report_options_init(&ro);
   ro.top = (size_t)o->top;
   ro.min_mb = o->min_mb;
   char *text = NULL;
   ATLAS_RETURN_IF_ERROR(atlas_report(m, format, &ro, &text));
-  atlas_status s = write_file_text(path, text);
+  size_t len = strlen(text);
+  bool ok = fwrite(text, 1, len, out->f) == len;
   atlas_free(text);
-  return s;
-}
-
-// The JSON and the SVG, from the same rows as the text (--top, --min-mb).
-static atlas_status write_report_files(const atlas_model *m,
-                                       const report_options *o) {
-  if (o->json[0] != '\0') {
-    ATLAS_RETURN_IF_ERROR(write_report_file(m, ATLAS_REPORT_JSON, o, o->json));
-    printf("wrote the JSON report to %s\n", o->json);
-  }
-  if (o->svg[0] != '\0') {
-    ATLAS_RETURN_IF_ERROR(write_report_file(m, ATLAS_REPORT_SVG, o, o->svg));
-    printf("wrote the SVG chart to %s\n", o->svg);
+  if (!ok) {
+    return atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s", out->path,
+                             strerror(errno));
   }
   return ATLAS_OK;
 }
 
+// `atlas report`. --json and --svg are opened (as temporary files) before the
+// load, so a path that cannot be written fails first, and renamed into place
+// only when the whole report succeeded; on failure neither file appears.
 static atlas_status report(const report_options *o) {
+  atlas_cli_output json, svg;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_cli_output_open(o->json[0] != '\0' ? o->json : NULL, &json));
+  atlas_status s =
+      atlas_cli_output_open(o->svg[0] != '\0' ? o->svg : NULL, &svg);
+  if (s != ATLAS_OK) {
+    atlas_cli_output_abort(&json);
+    return s;
+  }
   atlas_progress progress;
   atlas_progress_init(&progress, "loading");
   atlas_open_options oo;
   open_options_for(o->backend, o->max_seq, &progress, &oo);
   atlas_model *m = NULL;
-  atlas_status s = atlas_open(o->model, &oo, &m);
+  s = atlas_open(o->model, &oo, &m);
   atlas_progress_finish(&progress);
-  if (s != ATLAS_OK) return s;
-  s = print_report(m, (size_t)o->top, o->min_mb);
-  if (s == ATLAS_OK) s = write_report_files(m, o);
-  return atlas_status_join(s, atlas_close(m, NULL));
+  // The JSON and the SVG come from the same rows as the text (--top,
+  // --min-mb).
+  if (s == ATLAS_OK) s = print_report(m, (size_t)o->top, o->min_mb);
+  if (s == ATLAS_OK && json.f != NULL) {
+    s = write_report_file(m, ATLAS_REPORT_JSON, o, &json);
+  }
+  if (s == ATLAS_OK && svg.f != NULL) {
+    s = write_report_file(m, ATLAS_REPORT_SVG, o, &svg);
+  }
+  s = atlas_status_join(s, atlas_close(m, NULL));
+  if (s == ATLAS_OK) s = atlas_cli_output_commit(&json);
+  if (s == ATLAS_OK) s = atlas_cli_output_commit(&svg);
+  atlas_cli_output_abort(&json);  // no-ops after a commit
+  atlas_cli_output_abort(&svg);
+  if (s == ATLAS_OK && o->json[0] != '\0') {
+    printf("wrote the JSON report to %s\n", o->json);
+  }
+  if (s == ATLAS_OK && o->svg[0] != '\0') {
+    printf("wrote the SVG chart to %s\n", o->svg);
+  }
+  return s;
 }
 
 static atlas_status print_model_line(const atlas_model *m) {

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 atlas_status atlas_cli_output_open(const char *path, atlas_cli_output *out) {
@@ -28,6 +29,10 @@ atlas_status atlas_cli_output_open(const char *path, atlas_cli_output *out) {
     return atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", path,
                              strerror(err));
   }
+  // mkstemp makes the file 0600; the final file gets what fopen would give.
+  mode_t mask = umask(0);
+  umask(mask);
+  (void)fchmod(fd, 0666 & ~mask);
   out->f = fdopen(fd, "wb");
   if (out->f == NULL) {
     int err = errno;

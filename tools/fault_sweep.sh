@@ -1,16 +1,34 @@
 #!/usr/bin/env bash
-# ATLAS_FAULT sweep: drives `atlas swap` through every fault point of every
-# kind (alloc, copy, stream, event, launch, host-alloc) and checks that each
-# failure exits 1 with a clear message, that the old model is still serving
-# (never unloaded, or restored), and that no backend had to reclaim anything
-# at destroy (the CLI's teardown sweeps report leaks). A kind is done at the
-# first n where the swap succeeds (n is past its last operation).
+# ATLAS_FAULT sweep of `atlas swap`: fails the n-th operation of each kind
+# (alloc, copy, stream, event, launch, host-alloc) for every n until the
+# command succeeds, on both swap paths (side-by-side: both models fit;
+# replace: --budget-mb lets only one fit, so the old model is torn down
+# first and a failure restores it from its host snapshot).
+#
+# `atlas swap` loads its first model without ATLAS_FAULT
+# (atlas_testing_open_unfaulted), so each fault lands in the swap: in the new
+# model's load or its proving forward step (runtime/model/swap.h), or, past
+# the swap, in the new model's generation. The restore ignores ATLAS_FAULT.
+#
+# Every failing point must:
+#   - exit 1 with "injected fault" in the message;
+#   - close with "leaked: 0 bytes" and no backend reclaiming allocations;
+#   - inside the swap: say the old model is still serving / was restored, and
+#     the old model must serve WITH IDENTICAL LOGITS: the --logits file
+#     (round 1 and, after the failed swap, round 2, both the old model) must
+#     equal, byte for byte, two clean `atlas run`s of the old model;
+#   - past the swap: leave no --logits file and no temporary file.
+# The first n that succeeds ends a kind; its logits must equal a clean run
+# of the old model followed by a clean run of the new one.
 #
 #   tools/fault_sweep.sh [--short] [--backend host|cuda] ATLAS MAKE_CHECKPOINT
 #   tools/bazel build //tools:atlas //tools:make_checkpoint &&
 #     tools/fault_sweep.sh --short bazel-bin/tools/atlas bazel-bin/tools/make_checkpoint
 #
-# --short (CI): n = 1..8 then every 5th up to 200. Default (full): every n.
+# --short (CI): n = 1..8, then every 7th; a kind stops at n = 120 if it has
+# not ended. Default (full): every n. Prints, per path and kind, the points
+# swept and how many were inside the swap; exits 1 if any point failed a
+# check or if a kind had no point inside the swap.
 set -u
 short=0
 backend=host
@@ -21,53 +39,98 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-atlas="${1:?usage: fault_sweep.sh [--short] ATLAS MAKE_CHECKPOINT}"
-make_ck="${2:?usage: fault_sweep.sh [--short] ATLAS MAKE_CHECKPOINT}"
+usage="usage: fault_sweep.sh [--short] [--backend B] ATLAS MAKE_CHECKPOINT"
+atlas="${1:?$usage}"
+make_ck="${2:?$usage}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$make_ck" --out "$work/a" --seed 1 --preset tiny >/dev/null || exit 2
 "$make_ck" --out "$work/b" --seed 2 --preset small >/dev/null || exit 2
+args=(--backend "$backend" --tokens 1,2,3 --steps 4)
+
+# References: clean runs of each model, and the live bytes of each.
+for m in a b; do
+  "$atlas" run --model "$work/$m" "${args[@]}" --logits "$work/ref_$m" \
+    >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 2; }
+done
+cat "$work/ref_a" "$work/ref_a" >"$work/ref_kept"  # old model, twice
+cat "$work/ref_a" "$work/ref_b" >"$work/ref_swapped"
+"$atlas" swap --model "$work/a" --to "$work/b" "${args[@]}" >"$work/out" \
+  2>"$work/err" || { cat "$work/err" >&2; exit 2; }
+live() { grep -o '([0-9]* bytes)' "$work/out" | tr -dc '0-9\n' | sed -n "$1p"; }
+live_a=$(live 1)
+live_b=$(live 2)
+# Room for the new model and half the old one: only one fits at a time.
+budget_mb=$(awk -v a="$live_a" -v b="$live_b" 'BEGIN { printf "%.6f", (b + a / 2) / 1e6 }')
 
 failures=0
 summary=""
-for kind in alloc copy stream event launch host-alloc; do
-  n=1
-  points=0
-  in_swap=0
-  while :; do
-    out="$work/out" err="$work/err"
-    ATLAS_FAULT="$kind:$n" "$atlas" swap --model "$work/a" --to "$work/b" \
-      --backend "$backend" --tokens 1,2,3 --steps 4 >"$out" 2>"$err"
-    rc=$?
-    if [ $rc -eq 0 ]; then
-      break  # past the last operation of this kind
-    fi
-    points=$((points + 1))
-    bad=""
-    [ $rc -eq 1 ] || bad="exit $rc (want 1)"
-    grep -q "injected fault" "$err" || bad="$bad; no 'injected fault' in the message"
-    # A fault inside the swap must leave the old model serving; one after
-    # it (the new model generating) is an ordinary failure of the run.
-    if grep -q "swap failed\|swap refused" "$err"; then
-      grep -qE "still serving|restored and is serving" "$err" ||
-        bad="$bad; does not say the old model is serving"
-      in_swap=$((in_swap + 1))
-    fi
-    if grep -q "reclaimed" "$err"; then bad="$bad; a backend reclaimed leaked allocations"; fi
-    if [ -n "$bad" ]; then
+fail() {
+  failures=$((failures + 1))
+  echo "FAIL $1: $2" >&2
+  sed 's/^/    /' "$work/err" | head -20 >&2
+}
+
+sweep() {  # sweep PATH_NAME [extra swap args...]
+  local path="$1"; shift
+  for kind in alloc copy stream event launch host-alloc; do
+    local n=1 points=0 in_swap=0 ended=0
+    while :; do
+      local where="$path ATLAS_FAULT=$kind:$n"
+      rm -f "$work/logits"
+      ATLAS_FAULT="$kind:$n" "$atlas" swap --model "$work/a" --to "$work/b" \
+        "${args[@]}" --logits "$work/logits" "$@" >"$work/out" 2>"$work/err"
+      local rc=$?
+      if ls "$work"/logits.tmp.* >/dev/null 2>&1; then
+        fail "$where" "a temporary --logits file was left behind"
+        rm -f "$work"/logits.tmp.*
+      fi
+      grep -q "^leaked: 0 bytes$" "$work/out" || fail "$where" "no 'leaked: 0 bytes'"
+      if grep -q "reclaimed" "$work/err"; then
+        fail "$where" "a backend reclaimed leaked allocations"
+      fi
+      if [ $rc -eq 0 ]; then
+        grep -q "now serving.*$path path" "$work/err" ||
+          fail "$where" "the swap did not take the $path path"
+        cmp -s "$work/logits" "$work/ref_swapped" ||
+          fail "$where" "logits differ from clean runs of the old and new model"
+        ended=1
+        break  # past the last operation of this kind
+      fi
+      points=$((points + 1))
+      [ $rc -eq 1 ] || fail "$where" "exit $rc (want 1)"
+      grep -q "injected fault" "$work/err" || fail "$where" "no 'injected fault' in the message"
+      if grep -q "swap failed\|swap refused" "$work/err"; then
+        in_swap=$((in_swap + 1))
+        grep -qE "still serving|restored and is serving" "$work/err" ||
+          fail "$where" "does not say the old model is serving"
+        if [ ! -f "$work/logits" ]; then
+          fail "$where" "no --logits file from the old model after the failed swap"
+        elif ! cmp -s "$work/logits" "$work/ref_kept"; then
+          fail "$where" "the old model's logits after the failed swap differ from a clean run"
+        fi
+      elif [ -e "$work/logits" ]; then
+        fail "$where" "a failed run left its --logits file"
+      fi
+      if [ $short -eq 1 ] && [ $n -ge 8 ]; then n=$((n + 7)); else n=$((n + 1)); fi
+      if [ $short -eq 1 ] && [ $n -gt 120 ]; then break; fi
+      if [ $n -gt 100000 ]; then fail "$where" "$kind never ran out of points"; break; fi
+    done
+    if [ $in_swap -eq 0 ]; then
       failures=$((failures + 1))
-      echo "FAIL ATLAS_FAULT=$kind:$n: $bad" >&2
-      sed 's/^/    /' "$err" | head -20 >&2
+      echo "FAIL $path $kind: no fault point inside the swap" >&2
     fi
-    if [ $short -eq 1 ] && [ $n -ge 8 ]; then n=$((n + 5)); else n=$((n + 1)); fi
-    if [ $short -eq 1 ] && [ $n -gt 200 ]; then break; fi
-    if [ $n -gt 100000 ]; then echo "FAIL: $kind never ran out of points" >&2; failures=$((failures + 1)); break; fi
+    local note=""
+    [ $ended -eq 1 ] || note=", stopped at n=120 (--short)"
+    summary="$summary$path $kind: $points fault points swept ($in_swap inside the swap$note)\n"
   done
-  summary="$summary$kind: $points fault points swept ($in_swap inside the swap)\n"
-done
+}
+
+sweep side-by-side
+sweep replace --budget-mb "$budget_mb"
 printf "%b" "$summary"
 if [ $failures -ne 0 ]; then
   echo "fault sweep: $failures failures" >&2
   exit 1
 fi
-echo "fault sweep: every injected fault exited 1 with the old model serving, nothing leaked"
+echo "fault sweep ($backend): every injected fault exited 1; inside the swap the old model kept serving with identical logits; nothing leaked"

@@ -5,6 +5,9 @@
 #   tools/fuzz.sh [RUNS] [TARGET...]     RUNS default 1000000 per target
 #   targets: safetensors config config_check checkpoint_dir (default: all)
 # Work dirs (grown corpus, crash files) go to ${FUZZ_OUT:-/tmp/atlas-fuzz}.
+# FUZZ_SECONDS (optional) also caps each target's run time; -print_final_stats
+# then says how many executions it reached. Every target runs even when one
+# finds a crash; the exit status is 1 if any did.
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${1:-1000000}
@@ -17,15 +20,18 @@ CC=${CC:-clang}
 # the tree gives plain compilers that prefix.
 INC=$(mktemp -d)
 ln -s "$PWD" "$INC/atlas"
-CFLAGS="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -I. -I$INC \
+CFLAGS="-std=c11 -Wall -Wextra -Werror -g -O1 -I. -I$INC \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
   runtime/arch/llama/llama_config.c runtime/arch/llama/llama_weights.c \
   runtime/formats/json_words.c runtime/formats/file_read.c \
-  runtime/weight_scan.c"
+  runtime/weight_scan.c runtime/arch/rope/rope.c"
 # status.c is built once and linked into every fuzzer.
 # shellcheck disable=SC2086
 $CC $CFLAGS -c -o "$OUT/status.o" runtime/status.c
+SECONDS_FLAG=""
+[ -n "${FUZZ_SECONDS:-}" ] && SECONDS_FLAG="-max_total_time=$FUZZ_SECONDS"
+failed=0
 for t in $TARGETS; do
   echo "== building ${t}_fuzz"
   # shellcheck disable=SC2086
@@ -33,9 +39,14 @@ for t in $TARGETS; do
     "$OUT/status.o" -ljansson -lm
   mkdir -p "$OUT/${t}_corpus"
   echo "== running ${t}_fuzz for $RUNS executions"
-  (cd "$OUT" && ASAN_OPTIONS=detect_leaks=1 \
-    "./${t}_fuzz" -runs="$RUNS" -max_len=4096 -print_final_stats=1 \
-    -dict="$OLDPWD/tests/fuzz/$t.dict" \
+  # shellcheck disable=SC2086
+  if ! (cd "$OUT" && ASAN_OPTIONS=detect_leaks=1 \
+    "./${t}_fuzz" -runs="$RUNS" $SECONDS_FLAG -max_len=4096 \
+    -print_final_stats=1 -dict="$OLDPWD/tests/fuzz/$t.dict" \
     -artifact_prefix="$OUT/${t}_" "${t}_corpus" \
-    "$OLDPWD/tests/fuzz/corpus/$t")
+    "$OLDPWD/tests/fuzz/corpus/$t"); then
+    echo "== ${t}_fuzz FAILED (crash files: $OUT/${t}_*)"
+    failed=1
+  fi
 done
+exit "$failed"

@@ -55,6 +55,11 @@ typedef struct atlas_open_options {
   // Called as weight bytes arrive (may be NULL).
   void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
   void *progress_ctx;
+  // Positions the caller will use (prompt + tokens to generate - 1); 0: no
+  // check. When set, atlas_open and atlas_swap refuse (INVALID_ARGUMENT,
+  // before allocating anything) a checkpoint whose context, config.json's
+  // max_position_embeddings, is shorter. max_seq alone may exceed it.
+  int64_t context_needed;
   // The KV cache's element type: "f32" (or NULL), "f16" or "bf16". A 16-bit
   // cache halves its memory and the bytes attention reads; measured against
   // transformers (tools/GPU_RESULTS.md): F16 keeps greedy ids, BF16 may not.

@@ -61,10 +61,12 @@ static atlas_status spec_from(const atlas_open_options *in,
   if (in != NULL) ATLAS_COPY_SIZED_(&o, in);
   ATLAS_RETURN_IF_ERROR(atlas_backend_factory_check_name(o.backend),
                         "atlas_open_options.backend");
-  if (o.max_seq < 0) {
+  if (o.max_seq < 0 || o.context_needed < 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_open_options.max_seq is negative (%lld)",
-                             (long long)o.max_seq);
+                             "atlas_open_options.max_seq (%lld) or "
+                             "context_needed (%lld) is negative",
+                             (long long)o.max_seq,
+                             (long long)o.context_needed);
   }
   atlas_dtype kv = ATLAS_DTYPE_F32;
   if (o.kv_cache_type != NULL && strcmp(o.kv_cache_type, "f32") != 0) {
@@ -85,6 +87,7 @@ static atlas_status spec_from(const atlas_open_options *in,
   spec->device = o.device;
   spec->device_budget_bytes = o.device_budget_bytes;
   spec->max_seq = o.max_seq;
+  spec->context_needed = o.context_needed;
   spec->log = o.log;
   spec->progress = o.progress;
   spec->progress_ctx = o.progress_ctx;
@@ -101,6 +104,22 @@ atlas_status atlas_open(const char *dir, const atlas_open_options *options,
   atlas_model_spec spec;
   ATLAS_RETURN_IF_ERROR(spec_from(options, &spec));
   spec.dir = dir;
+  return atlas_model_open(&spec, out_model);
+}
+
+atlas_status atlas_testing_open_unfaulted(const char *dir,
+                                          const atlas_open_options *options,
+                                          atlas_model **out_model) {
+  *out_model = NULL;
+  if (dir == NULL || dir[0] == '\0') {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_testing_open_unfaulted: no checkpoint "
+                             "directory given");
+  }
+  atlas_model_spec spec;
+  ATLAS_RETURN_IF_ERROR(spec_from(options, &spec));
+  spec.dir = dir;
+  spec.ignore_env_fault = true;
   return atlas_model_open(&spec, out_model);
 }
 
@@ -470,6 +489,9 @@ static atlas_status swap_impl(atlas_model **model, const char *dir,
     next = *atlas_model_spec_of(*model);
     next.fault_at = 0;
     next.fail_module_load_at = 0;
+    // A model opened unfaulted passes none of that on: ATLAS_FAULT is
+    // meant for the swap.
+    next.ignore_env_fault = false;
   }
   next.dir = holder != NULL ? NULL : dir;
   next.embedded = holder != NULL ? &holder->checkpoint : NULL;

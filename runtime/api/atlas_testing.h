@@ -1,7 +1,8 @@
 // Atlas test hooks (atlas/atlas_testing.h, target //runtime/api:atlas_testing).
 //
-// Fault injection for tests and for the CLI's `swap --fail-alloc`: never
-// part of atlas/atlas.h, never for production use. The functions live in the
+// Fault injection for tests, for the CLI's `swap --fail-alloc` and for the
+// ATLAS_FAULT sweep of `atlas swap` (tools/fault_sweep.sh): never part of
+// atlas/atlas.h, never for production use. The functions live in the
 // same library as the public API; this header only declares them.
 #ifndef ATLAS_ATLAS_TESTING_H_
 #define ATLAS_ATLAS_TESTING_H_
@@ -31,6 +32,16 @@ ATLAS_MUST_USE atlas_status atlas_testing_swap(
     atlas_model **model, const char *dir,
     const struct atlas_open_options *options, atlas_testing_fault fault,
     uint64_t at, struct atlas_swap_info *out_info);
+
+// atlas_open, except that this model's backend ignores ATLAS_FAULT (the
+// environment's injected faults, read when a backend is built). A sweep opens
+// the model it swaps away from this way, so that every fault it injects
+// lands inside the swap: in the new model's load (and, once swapped, its
+// generation), never in the first model. A swap's restore of the old model
+// ignores ATLAS_FAULT too (a fault there would only prove the fault).
+ATLAS_MUST_USE atlas_status atlas_testing_open_unfaulted(
+    const char *dir, const struct atlas_open_options *options,
+    atlas_model **out_model);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -101,6 +101,10 @@ typedef struct atlas_arch {
   int64_t (*max_seq)(const atlas_arch_model *model);
   // The kernels a backend for this architecture is created with.
   const atlas_module_set *modules;
+  // The positions the model was made for (config.json's
+  // max_position_embeddings for the Llama family), from a parsed config:
+  // callers that must stay within it check before loading.
+  int64_t (*context)(const void *config);
 } atlas_arch;
 
 #ifdef __cplusplus

@@ -149,6 +149,16 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
     }
   }
   if (status == ATLAS_OK) status = o->arch->check_tensors(o->config, o->ck);
+  if (status == ATLAS_OK && spec->context_needed > 0 &&
+      o->arch->context != NULL &&
+      spec->context_needed > o->arch->context(o->config)) {
+    status = atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "the prompt and the tokens to generate need %lld positions, but %s "
+        "has a context of %lld (config.json max_position_embeddings)",
+        (long long)spec->context_needed, spec_name(spec),
+        (long long)o->arch->context(o->config));
+  }
   if (status != ATLAS_OK) opened_close(o);
   return status;
 }

@@ -37,6 +37,10 @@ typedef struct atlas_model_spec {
   int device;                  // CUDA ordinal
   atlas_host_pool *host_pool;  // host backend: the shared budget (NULL: none)
   int64_t max_seq;             // KV cache positions (0: default)
+  // Positions the caller will use (prompt + generated - 1); > 0: opening
+  // (and a swap's sizing) refuses, before allocating anything, a model whose
+  // context (arch->context: config.json max_position_embeddings) is shorter.
+  int64_t context_needed;
   int64_t prefill_rows;        // prompt tokens per batched pass (0: default; < 0: none)
   atlas_dtype kv_dtype;        // the KV cache's type (zero: F32; F16, BF16)
   // Most device bytes this process may hold for models (0: all the device

@@ -77,6 +77,30 @@ static atlas_status close_clean(atlas_model *model) {
   return status;
 }
 
+// Opens the new model and proves it serves: one forward step (token 0, no
+// new tokens) launches its kernels and checks its logits are finite, so a
+// model that loads but cannot run fails inside the swap, while the old one
+// can still be kept or restored, and never after "now serving". Generation
+// starts from position 0 every time, so this leaves nothing behind.
+static atlas_status open_proven(const atlas_model_spec *next,
+                                atlas_model **out) {
+  *out = NULL;
+  atlas_model *fresh = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_model_open(next, &fresh));
+  const uint32_t token = 0;
+  uint32_t unused = 0;
+  atlas_status status = atlas_model_generate(fresh, &token, 1, 0, &unused,
+                                             NULL, NULL, NULL);
+  if (status != ATLAS_OK) {
+    return atlas_status_join(
+        atlas_status_annotate(status, "the new model loaded but its first "
+                                      "forward step failed"),
+        close_clean(fresh));
+  }
+  *out = fresh;
+  return ATLAS_OK;
+}
+
 atlas_status atlas_model_swap(atlas_model **current,
                               const atlas_model_spec *next,
                               atlas_swap_report *out_report) {
@@ -126,7 +150,7 @@ atlas_status atlas_model_swap(atlas_model **current,
     // Both fit: the old model serves until the new one is ready.
     r->path = ATLAS_SWAP_SIDE_BY_SIDE;
     double tl = now_ms();
-    atlas_status status = atlas_model_open(next, &fresh);
+    atlas_status status = open_proven(next, &fresh);
     r->load_ms = now_ms() - tl;
     if (status != ATLAS_OK) {
       r->total_ms = now_ms() - t0;
@@ -199,7 +223,7 @@ atlas_status atlas_model_swap(atlas_model **current,
   *current = NULL;
   if (next->after_teardown != NULL) next->after_teardown(next->after_teardown_ctx);
   double tl = now_ms();
-  atlas_status status = atlas_model_open(next, &fresh);
+  atlas_status status = open_proven(next, &fresh);
   r->load_ms = now_ms() - tl;
   if (status == ATLAS_OK) {
     *current = fresh;

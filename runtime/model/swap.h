@@ -6,7 +6,10 @@
 //    free now plus what the current model would release). If it cannot fit,
 //    refuse before touching anything, with the figures.
 // 2. If both fit at once, load the new model beside the old one and tear the
-//    old one down only once the new one is ready.
+//    old one down only once the new one is ready. Ready means loaded and
+//    proven: one forward step ran and gave finite logits (its kernels
+//    launch), on both paths, so every operation of the swap can fail while
+//    the old model is still there to keep or restore.
 // 3. Otherwise the old model must go first. Before touching it, take a host
 //    copy of its files and prove it holds the bytes the model was loaded
 //    from (content digests recorded during the load); if that cannot be

@@ -71,3 +71,61 @@ checks["small.bin"] = (json.dumps(small), 0x05)
 checks["small_tied.bin"] = (json.dumps(dict(small, tie_word_embeddings=True)), 0x81)
 for name, (text, selector) in checks.items():
     write("config_check", name, text.encode() + bytes([selector]))
+
+# Header sizes that exercise the metadata path: 250 __metadata__ keys
+# (inserted out of order, so the sort does real work) within the fuzzers'
+# -max_len of 4096 bytes, near-duplicate keys, and a non-string value.
+many = {"k%03d" % (249 - i): "v%d" % i for i in range(250)}
+write("safetensors", "metadata_many.bin", safetensors([("w", "F32", [2])], many))
+prefixes = {"k" * (i + 1): "x" * i for i in range(40)}
+write("safetensors", "metadata_prefixes.bin", safetensors([("w", "F16", [2])], prefixes))
+write("safetensors", "metadata_nonstring.bin",
+      safetensors([("w", "F32", [1])], {"format": "pt", "n": 3}))
+
+
+# checkpoint_dir (tests/fuzz/checkpoint_dir_fuzz.c): byte 0 picks file kinds,
+# then the index JSON and shards model-1..4.safetensors split on "\n--\n".
+def ckdir(kinds, index, *shards):
+    parts = [json.dumps(index).encode()] + list(shards)
+    return bytes([kinds]) + b"\n--\n".join(parts)
+
+
+def shard(tensors, metadata=None):
+    return safetensors([(n, "F32", s) for n, s in tensors], metadata)
+
+
+dirs = {
+    # the index's own "metadata" block, shards with many __metadata__ keys
+    "sharded_metadata.bin": ckdir(
+        0, {"metadata": {"total_size": 12},
+            "weight_map": {"a": "model-1.safetensors", "b": "model-2.safetensors"}},
+        shard([("a", [2])], {"m%02d" % (59 - i): "x" for i in range(60)}),
+        shard([("b", [1])], {"format": "pt"})),
+    # shard names that leave the directory or name a subdirectory
+    "sharded_traversal.bin": ckdir(
+        0, {"weight_map": {"a": "../model-1.safetensors", "b": "/etc/passwd",
+                           "c": "sub/model-2.safetensors", "d": ".."}},
+        shard([("a", [1])]), shard([("c", [1])])),
+    # the index names a tensor its shard lacks, and a shard holds one it
+    # does not list
+    "sharded_missing.bin": ckdir(
+        0, {"weight_map": {"a": "model-1.safetensors", "b": "model-2.safetensors"}},
+        shard([("a", [1]), ("extra", [1])]), shard([("c", [1])])),
+    # one tensor in two shards
+    "sharded_duplicate.bin": ckdir(
+        0, {"weight_map": {"a": "model-1.safetensors"}},
+        shard([("a", [1])]), shard([("a", [1])])),
+    # many tensors spread over four shards
+    "sharded_many.bin": ckdir(
+        0, {"weight_map": {"t%02d" % i: "model-%d.safetensors" % (1 + i % 4)
+                           for i in range(32)}},
+        *[shard([("t%02d" % i, [1]) for i in range(32) if i % 4 == s])
+          for s in range(4)]),
+    # sharded index and a model.safetensors beside it; a weight_map value
+    # that is not a string
+    "sharded_and_single.bin": ckdir(
+        8, {"weight_map": {"a": "model-1.safetensors", "b": 7}},
+        shard([("a", [1])]), shard([("b", [1])])),
+}
+for name, blob in dirs.items():
+    write("checkpoint_dir", name, blob)

@@ -372,4 +372,76 @@ TEST(Sizes, CraftedSparseCheckpointCannotWrapTheRequiredBytes) {
   EXPECT_NE(o.message.find("overflow"), std::string::npos) << o.message;
 }
 
+// Layers at or beyond num_hidden_layers (here 6 and 7 of a checkpoint whose
+// config says 6) would be dropped without a word: refused, naming a tensor
+// of such a layer and the config key, whether one file or shards.
+TEST(Values, LayersBeyondNumHiddenLayersAreRefusedByName) {
+  for (int shards : {1, 3}) {
+    std::string dir = hostile::TmpDir("beyond" + std::to_string(shards));
+    atlas_make_checkpoint_options o{};
+    o.out_dir = dir.c_str();
+    o.seed = 5;
+    ASSERT_OK(atlas_make_checkpoint_preset("tiny", &o.config));
+    o.config.num_hidden_layers = 8;
+    o.dtype = ATLAS_DTYPE_F32;
+    o.shards = shards;
+    ASSERT_OK(atlas_make_checkpoint_write(&o));
+    std::string path = dir + "/config.json";
+    FILE *f = fopen(path.c_str(), "rb");
+    ASSERT_NE(f, nullptr);
+    std::string text(65536, '\0');
+    text.resize(fread(&text[0], 1, text.size(), f));
+    fclose(f);
+    const std::string from = "\"num_hidden_layers\": 8";
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, from.size(), "\"num_hidden_layers\": 6");
+    f = fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    fwrite(text.data(), 1, text.size(), f);
+    fclose(f);
+    StatusResult r = Open(dir);
+    EXPECT_EQ(r.code, ATLAS_STATUS_INVALID_ARGUMENT) << r.message;
+    EXPECT_TRUE(r.message.find("tensor model.layers.6.") != std::string::npos ||
+                r.message.find("tensor model.layers.7.") != std::string::npos)
+        << r.message;
+    EXPECT_NE(r.message.find("config.json num_hidden_layers = 6"),
+              std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("18 tensor(s) of layers up to 7"),
+              std::string::npos) << r.message;
+  }
+}
+
+// The positions a caller will use are checked against the model's context
+// (max_position_embeddings, 128 for tiny) before anything is allocated: with
+// the first allocation of each kind set to fail, the refusal is still the
+// context's, and a KV cache of a million positions is never attempted.
+TEST(Values, ContextIsCheckedBeforeAnyAllocation) {
+  std::string dir = hostile::Checkpoint("context", "tiny", 3, ATLAS_DTYPE_F32);
+  for (atlas_fault_kind kind : {ATLAS_FAULT_ALLOC, ATLAS_FAULT_HOST_ALLOC}) {
+    atlas_model_spec s = Spec(dir);
+    s.max_seq = int64_t{1} << 20;
+    s.context_needed = 129;
+    s.fault_kind = kind;
+    s.fault_at = 1;
+    atlas_model *m = nullptr;
+    StatusResult r = Take(atlas_model_open(&s, &m));
+    EXPECT_EQ(m, nullptr);
+    EXPECT_EQ(r.code, ATLAS_STATUS_INVALID_ARGUMENT) << r.message;
+    EXPECT_NE(r.message.find("need 129 positions"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("has a context of 128 (config.json "
+                             "max_position_embeddings)"),
+              std::string::npos) << r.message;
+    EXPECT_EQ(r.message.find("injected fault"), std::string::npos) << r.message;
+    uint64_t bytes = 0;
+    EXPECT_NE(Take(atlas_model_required_bytes(&s, &bytes)).code,
+              ATLAS_STATUS_OK);  // a swap's sizing refuses it too
+  }
+  atlas_model_spec s = Spec(dir);
+  s.context_needed = 128;  // exactly the context
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_model_open(&s, &m));
+  ASSERT_OK(atlas_model_close(m, nullptr));
+}
+
 }  // namespace

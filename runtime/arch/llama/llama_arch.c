@@ -77,3 +77,7 @@ int64_t atlas_llama_arch_vocab_size(const atlas_arch_model *model) {
 int64_t atlas_llama_arch_max_seq(const atlas_arch_model *model) {
   return atlas_llama_max_seq(const_llama_of(model));
 }
+
+int64_t atlas_llama_arch_context(const void *config) {
+  return ((const atlas_llama_config *)config)->max_position_embeddings;
+}

@@ -246,11 +246,27 @@ static bool consumed(const atlas_llama_config *c, const char *name) {
   return false;
 }
 
+// N of "model.layers.N.<anything>", or -1 (a name of another shape, or a
+// number too long to be a layer).
+static int64_t layer_of(const char *name) {
+  static const char kPrefix[] = "model.layers.";
+  if (strncmp(name, kPrefix, sizeof(kPrefix) - 1) != 0) return -1;
+  const char *p = name + sizeof(kPrefix) - 1;
+  int64_t layer = 0;
+  int digits = 0;
+  for (; *p >= '0' && *p <= '9'; ++p) {
+    if (++digits > 12) return -1;
+    layer = layer * 10 + (*p - '0');
+  }
+  return digits > 0 && *p == '.' ? layer : -1;
+}
+
 // Every tensor of the checkpoint must be read by the model.
 static atlas_status check_leftovers(const atlas_llama_config *config,
                                     const atlas_checkpoint *ck) {
-  size_t n = atlas_checkpoint_tensor_count(ck), leftovers = 0;
-  const char *first = NULL;
+  size_t n = atlas_checkpoint_tensor_count(ck), leftovers = 0, beyond = 0;
+  const char *first = NULL, *first_beyond = NULL;
+  int64_t top_layer = -1;
   for (size_t i = 0; i < n; ++i) {
     atlas_checkpoint_tensor t;
     if (!atlas_checkpoint_tensor_at(ck, i, &t)) break;
@@ -258,8 +274,28 @@ static atlas_status check_leftovers(const atlas_llama_config *config,
     if (consumed(config, name) || ignored(config, name)) continue;
     if (first == NULL) first = name;
     ++leftovers;
+    int64_t layer = layer_of(name);
+    if (layer >= config->num_hidden_layers) {
+      if (first_beyond == NULL) first_beyond = name;
+      if (layer > top_layer) top_layer = layer;
+      ++beyond;
+    }
   }
   if (leftovers == 0) return ATLAS_OK;
+  if (beyond > 0) {
+    // Layers past the config's count would be dropped without a word.
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "%s: tensor %s is not used by this model: its layer %lld is at or "
+        "beyond config.json num_hidden_layers = %lld (layers 0..%lld); the "
+        "checkpoint has %zu tensor(s) of layers up to %lld; a checkpoint "
+        "whose layers would be ignored is refused",
+        atlas_checkpoint_source(ck), first_beyond,
+        (long long)layer_of(first_beyond),
+        (long long)config->num_hidden_layers,
+        (long long)config->num_hidden_layers - 1, beyond,
+        (long long)top_layer);
+  }
   char more[48] = "";
   if (leftovers > 1) snprintf(more, sizeof(more), " (and %zu more)", leftovers - 1);
   return atlas_status_make(

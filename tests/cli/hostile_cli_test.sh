@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Issue 16's command-line cases: output files appear whole or not at all
+# (temporary name, renamed on success, opened before any load); --steps is
+# checked against the model's context before anything is allocated; nan/inf
+# are refused wherever a finite number is meant; a failed swap leaves the old
+# model serving with the same logits, bit for bit, and nothing leaked.
+#   hostile_cli_test.sh ATLAS MAKE_CHECKPOINT
+set -uo pipefail
+atlas="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+make_checkpoint="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+tmp="$(mktemp -d "${TEST_TMPDIR:-/tmp}/atlas_hostile_cli.XXXXXX")"
+fails=0
+unset BUILD_WORKING_DIRECTORY ATLAS_FAULT
+
+check() {  # check NAME CONDITION...
+  local name="$1"; shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
+}
+# No file at PATH and no temporary file beside it.
+nothing_at() { [ ! -e "$1" ] && ! ls "$1".tmp.* >/dev/null 2>&1; }
+
+"$make_checkpoint" --out "$tmp/a" --seed 1 --preset tiny --dtype f32 >/dev/null
+"$make_checkpoint" --out "$tmp/b" --seed 2 --preset small --dtype f32 >/dev/null
+run=(--backend host --tokens 1,2,3 --steps 4)
+
+# ---- --logits: whole or not at all ----
+"$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/ok.bin" >/dev/null 2>&1
+check "a good run writes its logits" [ "$(stat -c %s "$tmp/ok.bin")" -eq $(( (3 + 4 - 1) * 64 * 4 )) ]
+check "... and no temporary file stays" bash -c "! ls '$tmp'/ok.bin.tmp.* >/dev/null 2>&1"
+touch "$tmp/ref_mode"
+check "... with the permissions fopen would give" [ "$(stat -c %a "$tmp/ok.bin")" = "$(stat -c %a "$tmp/ref_mode")" ]
+
+"$atlas" run --model "$tmp/nope" "${run[@]}" --logits "$tmp/fail1.bin" >/dev/null 2>&1
+check "a run whose load fails leaves no --logits file nor temp file" nothing_at "$tmp/fail1.bin"
+# Fails after the load, in generation: the token is outside the vocabulary.
+"$atlas" run --model "$tmp/a" --backend host --tokens 1,999 --steps 2 --logits "$tmp/fail2.bin" >/dev/null 2>&1
+check "a run whose generation fails leaves no --logits file nor temp file" nothing_at "$tmp/fail2.bin"
+# A fault in generation, after some rows were written.
+ATLAS_FAULT=launch:60 "$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/fail3.bin" >/dev/null 2>"$tmp/err"; rc=$?
+check "an injected fault mid-generation exits 1" [ "$rc" -eq 1 ]
+check "... names the fault" grep -q "injected fault" "$tmp/err"
+check "... and leaves no partial --logits file" nothing_at "$tmp/fail3.bin"
+echo old >"$tmp/keep.bin"
+"$atlas" run --model "$tmp/nope" "${run[@]}" --logits "$tmp/keep.bin" >/dev/null 2>&1
+check "a failed run leaves an existing file as it was" [ "$(cat "$tmp/keep.bin")" = old ]
+
+# Unwritable: fails before loading anything. The model does not exist
+# either; the message is about the output, so the output was tried first.
+"$atlas" run --model "$tmp/nope" "${run[@]}" --logits "$tmp/no/such/dir/l.bin" >/dev/null 2>"$tmp/err"; rc=$?
+check "unwritable --logits exits 1" [ "$rc" -eq 1 ]
+check "unwritable --logits names the path" grep -q "cannot create $tmp/no/such/dir/l.bin" "$tmp/err"
+check "unwritable --logits fails before the load" bash -c "! grep -q config.json '$tmp/err'"
+mkdir "$tmp/ro" && chmod 500 "$tmp/ro"
+if [ "$(id -u)" -ne 0 ]; then  # root writes anywhere
+  "$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/ro/l.bin" >/dev/null 2>"$tmp/err"; rc=$?
+  check "--logits in a read-only folder exits 1 naming it" bash -c "[ $rc -eq 1 ] && grep -q '$tmp/ro/l.bin' '$tmp/err'"
+fi
+"$atlas" swap --model "$tmp/nope" --to "$tmp/b" "${run[@]}" --logits "$tmp/no/dir/s.bin" >/dev/null 2>"$tmp/err"; rc=$?
+check "swap: unwritable --logits exits 1 before the load" bash -c "[ $rc -eq 1 ] && grep -q 'cannot create $tmp/no/dir/s.bin' '$tmp/err' && ! grep -q config.json '$tmp/err'"
+
+# ---- report --json/--svg: the same rules ----
+"$atlas" report --model "$tmp/nope" --backend host --json "$tmp/no/dir/r.json" >/dev/null 2>"$tmp/err"; rc=$?
+check "report: unwritable --json exits 1 before the load, naming it" bash -c "[ $rc -eq 1 ] && grep -q 'cannot create $tmp/no/dir/r.json' '$tmp/err' && ! grep -q config.json '$tmp/err'"
+"$atlas" report --model "$tmp/nope" --backend host --svg "$tmp/no/dir/r.svg" >/dev/null 2>"$tmp/err"; rc=$?
+check "report: unwritable --svg exits 1 before the load, naming it" bash -c "[ $rc -eq 1 ] && grep -q 'cannot create $tmp/no/dir/r.svg' '$tmp/err'"
+"$atlas" report --model "$tmp/nope" --backend host --json "$tmp/r1.json" --svg "$tmp/r1.svg" >/dev/null 2>&1
+check "a failed report leaves no JSON nor SVG nor temp file" bash -c "$(declare -f nothing_at); nothing_at '$tmp/r1.json' && nothing_at '$tmp/r1.svg'"
+"$atlas" report --model "$tmp/a" --backend host --json "$tmp/r2.json" --svg "$tmp/r2.svg" >/dev/null 2>&1
+check "a good report writes both" [ -s "$tmp/r2.json" -a -s "$tmp/r2.svg" ]
+check "... and no temp file stays" bash -c "! ls '$tmp'/r2.*.tmp.* >/dev/null 2>&1"
+
+# ---- --steps against the model's context (tiny: max_position_embeddings 128) ----
+"$atlas" run --model "$tmp/a" --backend host --tokens 1,2,3 --steps 126 >/dev/null 2>&1
+check "3 prompt tokens + 126 steps (128 positions) fit a context of 128" [ $? -eq 0 ]
+# Every allocation, pinned or not, fails if one is attempted: the context
+# message proves nothing was allocated before the check (no KV cache of a
+# million positions, no 4 x steps buffer).
+ATLAS_FAULT=alloc:1,host-alloc:1 "$atlas" run --model "$tmp/a" --backend host --tokens 1,2,3 --steps 1048576 --logits "$tmp/steps.bin" >/dev/null 2>"$tmp/err"; rc=$?
+check "--steps past the context exits 1" [ "$rc" -eq 1 ]
+check "... names the positions and the config key" grep -q "need 1048578 positions, but $tmp/a has a context of 128 (config.json max_position_embeddings)" "$tmp/err"
+check "... before allocating anything" bash -c "! grep -q 'injected fault' '$tmp/err'"
+check "... and writes no --logits file" nothing_at "$tmp/steps.bin"
+"$atlas" run --model "$tmp/a" --backend host --tokens 1,2,3 --steps 127 >/dev/null 2>"$tmp/err"
+check "129 positions in a context of 128 are refused" grep -q "need 129 positions" "$tmp/err"
+"$atlas" swap --model "$tmp/b" --to "$tmp/a" --backend host --tokens 1,2,3 --steps 200 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "swap to a model whose context is too short is refused" bash -c "[ $rc -eq 1 ] && grep -q '^swap: REFUSED before anything changed' '$tmp/err' && grep -q 'has a context of 128' '$tmp/err'"
+
+# ---- nan / inf where a finite number is meant: usage errors ----
+for opt in "report --min-mb" "swap --budget-mb" "run --temperature" "run --top-p" "run --min-p" "run --repetition-penalty"; do
+  set -- $opt
+  for v in nan inf -inf NaN Infinity 1e999; do
+    case "$1" in
+      report) args=(report --model "$tmp/a" --backend host) ;;
+      swap) args=(swap --model "$tmp/a" --to "$tmp/b" "${run[@]}") ;;
+      run) args=(run --model "$tmp/a" "${run[@]}") ;;
+    esac
+    "$atlas" "${args[@]}" "$2" "$v" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    check "$1 $2 $v is a usage error" bash -c "[ $rc -eq 2 ] && grep -q -- '$2 wants a number' '$tmp/err' && [ ! -s '$tmp/out' ]"
+  done
+done
+
+# ---- a failed swap: the old model serves, same logits, nothing leaked ----
+"$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/ref_a" >/dev/null 2>&1
+"$atlas" run --model "$tmp/b" "${run[@]}" --logits "$tmp/ref_b" >/dev/null 2>&1
+cat "$tmp/ref_a" "$tmp/ref_a" >"$tmp/ref_kept"
+cat "$tmp/ref_a" "$tmp/ref_b" >"$tmp/ref_swapped"
+"$atlas" swap --model "$tmp/a" --to "$tmp/b" "${run[@]}" --logits "$tmp/s0.bin" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "a clean swap exits 0" [ "$rc" -eq 0 ]
+check "... its logits are the old model's then the new model's, bit for bit" cmp -s "$tmp/s0.bin" "$tmp/ref_swapped"
+check "... and it leaked nothing" grep -qx "leaked: 0 bytes" "$tmp/out"
+live_a=$(grep -o '([0-9]* bytes)' "$tmp/out" | tr -dc '0-9\n' | sed -n 1p)
+live_b=$(grep -o '([0-9]* bytes)' "$tmp/out" | tr -dc '0-9\n' | sed -n 2p)
+budget=$(awk -v a="$live_a" -v b="$live_b" 'BEGIN { printf "%.6f", (b + a / 2) / 1e6 }')
+for path in side-by-side replace; do
+  extra=()
+  [ "$path" = replace ] && extra=(--budget-mb "$budget")
+  for fault in alloc:5 copy:7 launch:3 host-alloc:1; do
+    rm -f "$tmp/s.bin"
+    ATLAS_FAULT=$fault "$atlas" swap --model "$tmp/a" --to "$tmp/b" "${run[@]}" "${extra[@]}" --logits "$tmp/s.bin" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    where="$path swap, ATLAS_FAULT=$fault"
+    check "$where exits 1" [ "$rc" -eq 1 ]
+    check "$where fails inside the swap" grep -q "swap failed" "$tmp/err"
+    check "$where: the old model serves" grep -qE "never unloaded and is still serving|restored and is serving" "$tmp/err"
+    check "$where: same logits as a clean run, bit for bit" cmp -s "$tmp/s.bin" "$tmp/ref_kept"
+    check "$where: leaked: 0 bytes" grep -qx "leaked: 0 bytes" "$tmp/out"
+    check "$where: nothing reclaimed" bash -c "! grep -q reclaimed '$tmp/err'"
+  done
+done
+grep -q "restored and is serving" "$tmp/err"
+check "the replace path restored the old model" [ $? -eq 0 ]
+
+echo "$fails failure(s)"
+[ "$fails" -eq 0 ]
