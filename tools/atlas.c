@@ -104,6 +104,7 @@ typedef struct run_options {
   double budget_mb;                 // swap only; 0: the whole device
   long fail_alloc;                  // swap only; testing
   bool ignore_eos;
+  const char *kv_dtype;             // "f32" (NULL), "f16", "bf16"
   // run only: text in, text out; sampling.
   const char *text;                 // --prompt (argv's); NULL: --tokens
   bool chat;
@@ -151,7 +152,7 @@ static atlas_status set_demo(void *opts, size_t index, const char *value) {
 
 enum {
   RUN_MODEL, RUN_TOKENS, RUN_STEPS, RUN_BACKEND, RUN_MAX_SEQ, RUN_LOGITS,
-  RUN_IGNORE_EOS, RUN_OPTION_COUNT
+  RUN_IGNORE_EOS, RUN_KV_DTYPE, RUN_OPTION_COUNT
 };
 
 static const atlas_cli_option kRunOptions[] = {
@@ -177,6 +178,10 @@ static const atlas_cli_option kRunOptions[] = {
                     "success, removed on failure"},
     [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
                         "keep generating past the model's EOS ids"},
+    [RUN_KV_DTYPE] = {"kv-dtype", "TYPE", false, "f32",
+                      "the KV cache's element type: f32, f16 or bf16 (half "
+                      "the cache memory; f16 kept greedy ids on every "
+                      "parity case, bf16 parted on some)"},
     // run only (after swap's own options in set_run's numbering)
     [RUN_OPTION_COUNT + 0] = {"prompt", "TEXT", false, "none: --tokens",
                               "prompt text, encoded with DIR/tokenizer.json; "
@@ -236,6 +241,10 @@ static const atlas_cli_option kSwapOptions[] = {
                     "place only when both generations completed"},
     [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
                         "keep generating past the model's EOS ids"},
+    [RUN_KV_DTYPE] = {"kv-dtype", "TYPE", false, "f32",
+                      "the KV cache's element type: f32, f16 or bf16 (half "
+                      "the cache memory; f16 kept greedy ids on every "
+                      "parity case, bf16 parted on some)"},
     [SWAP_BUDGET_MB] = {"budget-mb", "MB", false, "0 (the whole device)",
                         "most device memory the models may hold, in MB "
                         "(1e6 bytes); the swap is refused up front when the "
@@ -280,6 +289,15 @@ static atlas_status set_run_swap(run_options *o, size_t index,
       return parse_backend(value, &o->backend);
     case RUN_IGNORE_EOS:
       o->ignore_eos = true;
+      return ATLAS_OK;
+    case RUN_KV_DTYPE:
+      if (strcmp(value, "f32") != 0 && strcmp(value, "f16") != 0 &&
+          strcmp(value, "bf16") != 0) {
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "%s: \"%.32s\" is none of f32, f16, bf16",
+                                 flag, value);
+      }
+      o->kv_dtype = value;
       return ATLAS_OK;
     case SWAP_BUDGET_MB:
       return atlas_cli_parse_double(flag, value, 0.0, &o->budget_mb);
@@ -665,6 +683,7 @@ static atlas_status run_or_swap(run_options *o, bool swap) {
   atlas_progress_init(&progress, "loading");
   atlas_open_options oo;
   open_options_for(o->backend, max_seq, &progress, &oo);
+  oo.kv_cache_type = o->kv_dtype;
   oo.device_budget_bytes = (uint64_t)(o->budget_mb * 1e6 + 0.5);
   // --steps against the model's context, checked while opening, before
   // anything is allocated: forward steps are every prompt token and every

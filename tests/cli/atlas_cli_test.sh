@@ -44,6 +44,17 @@ check "sharded bf16 checkpoint runs" [ "$rc" -eq 0 ]
 "$atlas" run --model "$tmp/a" --backend host --tokens 1,2,3 --steps 5 --max-seq 8 >/dev/null 2>&1
 check "run --max-seq above prompt+steps works" [ $? -eq 0 ]
 
+# ---- --kv-dtype: a 16-bit cache runs; an unknown type is a usage error ----
+for kv in f32 f16 bf16; do
+  "$atlas" run --model "$tmp/b" --backend host --tokens 7,8,9 --steps 3 --kv-dtype "$kv" \
+    --logits "$tmp/kv_$kv.bin" >/dev/null 2>&1
+  check "run --kv-dtype $kv exits 0" [ $? -eq 0 ]
+done
+check "a 16-bit KV cache changes the logits" bash -c "! cmp -s '$tmp/kv_f32.bin' '$tmp/kv_bf16.bin'"
+"$atlas" run --model "$tmp/a" --backend host --tokens 1 --steps 1 --kv-dtype f8 >/dev/null 2>"$tmp/err"
+check "--kv-dtype f8 exits 2" [ $? -eq 2 ]
+check "--kv-dtype f8 is named" grep -q 'kv-dtype.*f8.*none of f32, f16, bf16' "$tmp/err"
+
 # ---- help: --help, help CMD, CMD --help; every option with its default ----
 for args in "--help" "help"; do
   "$atlas" $args >"$tmp/help" 2>"$tmp/err"; rc=$?
@@ -54,9 +65,9 @@ for args in "--help" "help"; do
 done
 declare -A opts=(
   [demo]="backend"
-  [run]="model tokens steps backend max-seq logits"
+  [run]="model tokens steps backend max-seq logits kv-dtype"
   [report]="model backend max-seq top min-mb json svg"
-  [swap]="model to tokens steps backend max-seq logits budget-mb fail-alloc"
+  [swap]="model to tokens steps backend max-seq logits kv-dtype budget-mb fail-alloc"
 )
 for c in demo run report swap; do
   "$atlas" help "$c" >"$tmp/h1" 2>&1; rc1=$?

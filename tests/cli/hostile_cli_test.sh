@@ -35,8 +35,21 @@ check "a run whose load fails leaves no --logits file nor temp file" nothing_at 
 # Fails after the load, in generation: the token is outside the vocabulary.
 "$atlas" run --model "$tmp/a" --backend host --tokens 1,999 --steps 2 --logits "$tmp/fail2.bin" >/dev/null 2>&1
 check "a run whose generation fails leaves no --logits file nor temp file" nothing_at "$tmp/fail2.bin"
-# A fault in generation, after some rows were written.
-ATLAS_FAULT=launch:60 "$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/fail3.bin" >/dev/null 2>"$tmp/err"; rc=$?
+# A fault in generation, after some rows were written: at the run's last
+# launch (found by bisection: ATLAS_FAULT=launch:n succeeds exactly when n is
+# past the last launch; decode steps replay a captured graph, one launch).
+lo=1 hi=4096
+while [ $lo -lt $hi ]; do
+  mid=$(( (lo + hi) / 2 ))
+  if ATLAS_FAULT=launch:$mid "$atlas" run --model "$tmp/a" "${run[@]}" >/dev/null 2>&1; then
+    hi=$mid
+  else
+    lo=$((mid + 1))
+  fi
+done
+last=$((lo - 1))
+check "the run has launches to fail ($last)" [ "$last" -gt 1 ]
+ATLAS_FAULT=launch:$last "$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/fail3.bin" >/dev/null 2>"$tmp/err"; rc=$?
 check "an injected fault mid-generation exits 1" [ "$rc" -eq 1 ]
 check "... names the fault" grep -q "injected fault" "$tmp/err"
 check "... and leaves no partial --logits file" nothing_at "$tmp/fail3.bin"
