@@ -1,5 +1,5 @@
 // bench prefill DIR [--tokens 512,2048] [--reps N] [--backend B]
-// bench decode DIR [--context 128,8192] [--steps N] [--backend B]
+// bench decode DIR [--context 128,8192] [--steps N] [--backend B] [--kv-dtype T]
 //
 // Prefill: the median wall time of atlas_llama_prefill over a random prompt
 // (the last token's logits copied back, as generation needs them). Decode:
@@ -59,6 +59,7 @@ static size_t parse_list(const char *s, long *out, size_t cap) {
 
 typedef struct bench_args {
   const char *dir, *backend;
+  atlas_dtype kv_dtype;
   long sizes[8];
   size_t size_count;
   long reps, steps;
@@ -80,6 +81,18 @@ static int parse(int argc, char **argv, const char *list_flag,
       a->steps = strtol(argv[++i], NULL, 10);
     } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
       a->backend = argv[++i];
+    } else if (strcmp(argv[i], "--kv-dtype") == 0 && i + 1 < argc) {
+      const char *t = argv[++i];
+      if (strcmp(t, "f32") == 0) {
+        a->kv_dtype = ATLAS_DTYPE_F32;
+      } else if (strcmp(t, "f16") == 0) {
+        a->kv_dtype = ATLAS_DTYPE_F16;
+      } else if (strcmp(t, "bf16") == 0) {
+        a->kv_dtype = ATLAS_DTYPE_BF16;
+      } else {
+        fprintf(stderr, "bench: --kv-dtype %s is none of f32, f16, bf16\n", t);
+        return 2;
+      }
     } else if (argv[i][0] != '-' && a->dir == NULL) {
       a->dir = argv[i];
     } else {
@@ -102,6 +115,7 @@ static int open_model(const bench_args *a, int64_t max_seq, atlas_model **out) {
   spec.dir = a->dir;
   spec.backend = a->backend;
   spec.max_seq = max_seq;
+  spec.kv_dtype = a->kv_dtype;
   double t0 = now_ms();
   if (check(atlas_model_open(&spec, out), "opening the model")) return 1;
   if (atlas_model_arch(*out)->load != atlas_llama_arch_load) {
@@ -112,8 +126,9 @@ static int open_model(const bench_args *a, int64_t max_seq, atlas_model **out) {
     *out = NULL;
     return 1;
   }
-  printf("loaded %s on %s in %.1f ms (KV cache %lld positions)\n", a->dir,
-         a->backend, now_ms() - t0, (long long)atlas_model_max_seq(*out));
+  printf("loaded %s on %s in %.1f ms (KV cache %lld positions, %s)\n", a->dir,
+         a->backend, now_ms() - t0, (long long)atlas_model_max_seq(*out),
+         atlas_dtype_name(a->kv_dtype));
   return 0;
 }
 

@@ -269,6 +269,9 @@ def shape_run(name, bench, atlas, tables):
                       "--reps", "5"])
     ctxs = "128,8192" if name == "8b" else "128"
     rc2, _, dec = run([bench, "decode", ckpt, "--context", ctxs, "--steps", "64"])
+    # The same with a BF16 KV cache (half the bytes attention reads).
+    _, _, dec16 = run([bench, "decode", ckpt, "--context", ctxs, "--steps", "64",
+                       "--kv-dtype", "bf16"])
 
     def row(what, atlas_ms, ref_ms, ref_name):
         if atlas_ms is None:
@@ -281,6 +284,7 @@ def shape_run(name, bench, atlas, tables):
     row("atlas decode, context 128 (captured graph)", a_dec, floor, "floor")
     row("atlas decode, context 128 (eager launches)", dec.get("decode_eager_128_ms"),
         floor, "floor")
+    row("atlas decode, context 128, BF16 KV", dec16.get("decode_128_ms"), floor, "floor")
     for impl in ("eager", "sdpa"):
         v = hf.get(f"decode_128_{impl}")
         rows.append((f"transformers {impl} decode, context 128", f"{v:.3f} ms",
@@ -290,6 +294,8 @@ def shape_run(name, bench, atlas, tables):
     if name == "8b":
         a8k = dec.get("decode_8192_ms")
         row("atlas decode, context 8192", a8k, a_dec, "atlas at 128")
+        row("atlas decode, context 8192, BF16 KV", dec16.get("decode_8192_ms"),
+            dec16.get("decode_128_ms"), "BF16 KV at 128")
         v = hf.get("decode_8192_sdpa")
         if v:
             rows.append(("transformers sdpa decode, context 8192", f"{v:.3f} ms", ""))
