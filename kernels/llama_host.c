@@ -54,27 +54,7 @@ static float row_dot(load_fn load, const void *w, size_t row, uint32_t cols,
   return acc;
 }
 
-// The RMSNorm scale of x, as the rmsnorm kernel computes it.
-static float norm_scale(const float *x, uint32_t dim, float eps) {
-  double ss = 0;
-  for (uint32_t i = 0; i < dim; ++i) ss += (double)x[i] * x[i];
-  return (float)(1.0 / sqrt(ss / dim + eps));
-}
-
-// row_dot on x RMS-normalised with nw (each element as rmsnorm writes it).
-static float row_dot_norm(load_fn load, const void *w, size_t row,
-                          uint32_t cols, const float *x, const float *nw,
-                          float scale) {
-  float acc = 0.0f;
-  size_t base = row * cols;
-  for (uint32_t k = 0; k < cols; ++k) {
-    acc += load(w, base + k) * (nw[k] * (x[k] * scale));
-  }
-  return acc;
-}
-
-// q, k and v in one launch from x RMS-normalised with nw, each with its bias
-// (NULL: none).
+// q, k and v in one launch, each with its bias (NULL: none).
 static void matvec_qkv(void **args, load_fn load) {
   float *out[3] = {ARG(float *, 0), ARG(float *, 1), ARG(float *, 2)};
   const void *w[3] = {ARG(const void *, 3), ARG(const void *, 4),
@@ -82,13 +62,11 @@ static void matvec_qkv(void **args, load_fn load) {
   const float *b[3] = {ARG(const float *, 6), ARG(const float *, 7),
                        ARG(const float *, 8)};
   const float *x = ARG(const float *, 9);
-  const float *nw = ARG(const float *, 10);
-  uint32_t rows[3] = {ARG(uint32_t, 11), ARG(uint32_t, 12), ARG(uint32_t, 12)};
-  uint32_t cols = ARG(uint32_t, 13);
-  float scale = norm_scale(x, cols, ARG(float, 14));
+  uint32_t rows[3] = {ARG(uint32_t, 10), ARG(uint32_t, 11), ARG(uint32_t, 11)};
+  uint32_t cols = ARG(uint32_t, 12);
   for (int m = 0; m < 3; ++m) {
     for (uint32_t r = 0; r < rows[m]; ++r) {
-      float acc = row_dot_norm(load, w[m], r, cols, x, nw, scale);
+      float acc = row_dot(load, w[m], r, cols, x);
       out[m][r] = b[m] != NULL ? acc + b[m][r] : acc;
     }
   }
@@ -107,19 +85,15 @@ static void matvec_add(void **args, load_fn load) {
   }
 }
 
-// out[r] = silu(gate . xn (+ bias)) * (up . xn (+ bias)), xn: x
-// RMS-normalised with nw.
+// out[r] = silu(gate . x (+ bias)) * (up . x (+ bias)).
 static void gate_up(void **args, load_fn load) {
   float *out = ARG(float *, 0);
   const void *wg = ARG(const void *, 1), *wu = ARG(const void *, 2);
   const float *bg = ARG(const float *, 3), *bu = ARG(const float *, 4);
   const float *x = ARG(const float *, 5);
-  const float *nw = ARG(const float *, 6);
-  uint32_t rows = ARG(uint32_t, 7), cols = ARG(uint32_t, 8);
-  float scale = norm_scale(x, cols, ARG(float, 9));
+  uint32_t rows = ARG(uint32_t, 6), cols = ARG(uint32_t, 7);
   for (uint32_t r = 0; r < rows; ++r) {
-    float g = row_dot_norm(load, wg, r, cols, x, nw, scale);
-    float u = row_dot_norm(load, wu, r, cols, x, nw, scale);
+    float g = row_dot(load, wg, r, cols, x), u = row_dot(load, wu, r, cols, x);
     if (bg != NULL) g = g + bg[r];
     if (bu != NULL) u = u + bu[r];
     out[r] = g / (1.0f + expf(-g)) * u;
@@ -366,13 +340,13 @@ const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT] = {
     {"add_bias", "ppu", add_bias},
     {"head_rmsnorm", "ppuuf", head_rmsnorm},
     {"argmax", "ppu", argmax},
-    {"matvec_qkv_f32", "pppppppppppuuuf", matvec_qkv_f32},
-    {"matvec_qkv_f16", "pppppppppppuuuf", matvec_qkv_f16},
-    {"matvec_qkv_bf16", "pppppppppppuuuf", matvec_qkv_bf16},
+    {"matvec_qkv_f32", "ppppppppppuuu", matvec_qkv_f32},
+    {"matvec_qkv_f16", "ppppppppppuuu", matvec_qkv_f16},
+    {"matvec_qkv_bf16", "ppppppppppuuu", matvec_qkv_bf16},
     {"matvec_add_f32", "ppppuu", matvec_add_f32},
     {"matvec_add_f16", "ppppuu", matvec_add_f16},
     {"matvec_add_bf16", "ppppuu", matvec_add_bf16},
-    {"gate_up_f32", "pppppppuuf", gate_up_f32},
-    {"gate_up_f16", "pppppppuuf", gate_up_f16},
-    {"gate_up_bf16", "pppppppuuf", gate_up_bf16},
+    {"gate_up_f32", "ppppppuu", gate_up_f32},
+    {"gate_up_f16", "ppppppuu", gate_up_f16},
+    {"gate_up_bf16", "ppppppuu", gate_up_bf16},
 };

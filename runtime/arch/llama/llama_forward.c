@@ -119,19 +119,18 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   void *kc = atlas_llama_kv_layer(m->kv, m->kv->keys, layer_off);
   void *vc = atlas_llama_kv_layer(m->kv, m->kv->values, layer_off);
 
-  float eps = (float)c->rms_norm_eps;
+  ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->attn_norm));
   if (L->wk.dtype == L->wq.dtype && L->wv.dtype == L->wq.dtype) {
-    // The attention norm, then q, k and v with their biases: one launch.
+    // q, k and v with their biases: one launch.
     atlas_arg qkv[] = {P(s->q),        P(s->k),       P(s->v),
                        P(L->wq.data),  P(L->wk.data), P(L->wv.data),
                        P(L->q_bias),   P(L->k_bias),  P(L->v_bias),
-                       P(s->x),        P(L->attn_norm), U((uint32_t)q_dim),
-                       U((uint32_t)kv_dim), U((uint32_t)hidden), F(eps)};
+                       P(s->xb),       U((uint32_t)q_dim), U((uint32_t)kv_dim),
+                       U((uint32_t)hidden)};
     ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.matvec_qkv[atlas_llama_wtype_of(L->wq.dtype)],
                                  blocks((uint64_t)(q_dim + 2 * kv_dim), 8), 256,
                                  qkv, COUNT(qkv)));
   } else {
-    ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->attn_norm));
     ATLAS_RETURN_IF_ERROR(matvec(ctx, s->q, &L->wq, s->xb, q_dim, hidden));
     ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->q, L->q_bias, q_dim));
     ATLAS_RETURN_IF_ERROR(matvec(ctx, s->k, &L->wk, s->xb, kv_dim, hidden));
@@ -159,17 +158,16 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   // The output projection and the residual add in one pass.
   ATLAS_RETURN_IF_ERROR(residual(ctx, s->x, &L->wo, s->xb2, L->o_bias, hidden, q_dim));
 
+  ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->ffn_norm));
   int64_t inter = c->intermediate_size;
   if (L->w_up.dtype == L->w_gate.dtype) {
-    // The MLP norm, gate and up with their biases, and SiLU: one launch.
+    // Gate and up with their biases, and SiLU: one launch.
     atlas_arg gu[] = {P(s->hb),        P(L->w_gate.data), P(L->w_up.data),
-                      P(L->gate_bias), P(L->up_bias),     P(s->x),
-                      P(L->ffn_norm),  U((uint32_t)inter), U((uint32_t)hidden),
-                      F(eps)};
+                      P(L->gate_bias), P(L->up_bias),     P(s->xb),
+                      U((uint32_t)inter), U((uint32_t)hidden)};
     ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.gate_up[atlas_llama_wtype_of(L->w_gate.dtype)],
                                  blocks((uint64_t)inter, 8), 256, gu, COUNT(gu)));
   } else {
-    ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->ffn_norm));
     ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb, &L->w_gate, s->xb, inter, hidden));
     ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb, L->gate_bias, inter));
     ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb2, &L->w_up, s->xb, inter, hidden));

@@ -28,9 +28,9 @@ typedef struct atlas_llama_ops {
   // device memory.
   const atlas_kernel *embed[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *matvec[ATLAS_LLAMA_W_COUNT];
-  const atlas_kernel *matvec_qkv[ATLAS_LLAMA_W_COUNT];  // norm, then q, k, v
+  const atlas_kernel *matvec_qkv[ATLAS_LLAMA_W_COUNT];  // q, k, v at once
   const atlas_kernel *matvec_add[ATLAS_LLAMA_W_COUNT];  // x += W in
-  const atlas_kernel *gate_up[ATLAS_LLAMA_W_COUNT];     // norm, silu(g) * u
+  const atlas_kernel *gate_up[ATLAS_LLAMA_W_COUNT];     // silu(g) * u
   const atlas_kernel *rmsnorm, *argmax;
   const atlas_kernel *silu_mul, *add, *add_bias, *head_rmsnorm;
   // Prompt chunks and split-context decode attention (module "llama_batch").
