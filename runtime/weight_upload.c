@@ -64,13 +64,13 @@ static void fail(run_state *rs, atlas_status status) {
   __atomic_store_n(&rs->failed, 1, __ATOMIC_RELAXED);
 }
 
-// Reads a chunk of a file job straight into staging.
-static atlas_status read_chunk(const atlas_upload_job *job, const chunk *c,
-                               void *dst) {
+// Reads `bytes` at `offset` of a file job straight into staging.
+static atlas_status read_piece(const atlas_upload_job *job, uint64_t offset,
+                               size_t bytes, void *dst) {
   size_t done = 0;
-  uint64_t at = job->file_offset + c->offset;
-  while (done < c->bytes) {
-    ssize_t n = pread(job->fd, (char *)dst + done, c->bytes - done,
+  uint64_t at = job->file_offset + offset;
+  while (done < bytes) {
+    ssize_t n = pread(job->fd, (char *)dst + done, bytes - done,
                       (off_t)(at + done));
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0) {
@@ -86,7 +86,7 @@ static atlas_status read_chunk(const atlas_upload_job *job, const chunk *c,
           " it changed size during the load",
           job->file ? job->file : "?", (unsigned long long)(at + done),
           job->what ? job->what : "weights", (unsigned long long)at,
-          (unsigned long long)(at + c->bytes));
+          (unsigned long long)(at + bytes));
     }
     done += (size_t)n;
   }
@@ -108,26 +108,51 @@ static bool bad_is_nan(const unsigned char *p, atlas_scan_finite finite) {
   return false;
 }
 
-// Digest and NaN/Inf scan of a staged chunk.
-static void scan_chunk(run_state *rs, const chunk *c, const void *staged) {
-  const atlas_upload_job *job = &rs->jobs[c->job];
+// Digest and NaN/Inf scan of `bytes` staged at `staged`, which hold the
+// job's bytes from `offset` (a multiple of ATLAS_SCAN_BLOCK_BYTES).
+static void scan_piece(run_state *rs, size_t job_index, uint64_t offset,
+                       size_t bytes, const void *staged) {
+  const atlas_upload_job *job = &rs->jobs[job_index];
   if (job->digest == NULL && job->finite == ATLAS_SCAN_FINITE_NONE) return;
   uint64_t first_bad = UINT64_MAX;
-  uint64_t d = atlas_weight_scan(staged, c->bytes, c->offset, job->finite,
-                                 &first_bad);
+  uint64_t d = atlas_weight_scan(staged, bytes, offset, job->finite, &first_bad);
   if (job->digest != NULL) __atomic_add_fetch(job->digest, d, __ATOMIC_RELAXED);
   if (first_bad == UINT64_MAX) return;
   size_t elem = job->finite == ATLAS_SCAN_FINITE_F32 ? 4 : 2;
   const unsigned char *p =
-      (const unsigned char *)staged + (first_bad * elem - c->offset);
+      (const unsigned char *)staged + (first_bad * elem - offset);
   pthread_mutex_lock(&rs->mutex);
-  if (c->job < rs->bad_job ||
-      (c->job == rs->bad_job && first_bad < rs->bad_index)) {
-    rs->bad_job = c->job;
+  if (job_index < rs->bad_job ||
+      (job_index == rs->bad_job && first_bad < rs->bad_index)) {
+    rs->bad_job = job_index;
     rs->bad_index = first_bad;
     rs->bad_is_nan = bad_is_nan(p, job->finite);
   }
   pthread_mutex_unlock(&rs->mutex);
+}
+
+// Bytes read (or copied) and then scanned at a time: small enough that the
+// scan reads them from the core's cache. Scanning a whole 2 MiB chunk after
+// pread read it back from memory and cut the pread path from 46 to 20 GB/s
+// on the H200 machine; mmap + memcpy + scan, piece by piece, kept 49.
+enum { kScanPiece = 64 * (int)ATLAS_SCAN_BLOCK_BYTES };
+
+// Fills staging with a chunk piece by piece, scanning each piece while it is
+// in cache.
+static atlas_status stage_chunk(run_state *rs, const chunk *c, void *staging) {
+  const atlas_upload_job *job = &rs->jobs[c->job];
+  bool scan = !rs->u->options.skip_scan;
+  for (size_t at = 0; at < c->bytes; at += kScanPiece) {
+    size_t n = c->bytes - at < kScanPiece ? c->bytes - at : kScanPiece;
+    char *dst = (char *)staging + at;
+    if (job->src != NULL) {
+      memcpy(dst, (const char *)job->src + c->offset + at, n);
+    } else {
+      ATLAS_RETURN_IF_ERROR(read_piece(job, c->offset + at, n, dst));
+    }
+    if (scan) scan_piece(rs, c->job, c->offset + at, n, dst);
+  }
+  return ATLAS_OK;
 }
 
 // Fills staging buffers and queues copies until no chunk is left.
@@ -146,12 +171,7 @@ static atlas_status pump(run_state *rs, lane *l, bool is_reporter) {
           atlas_backend_event_synchronize(u->backend, l->events[slot]));
     }
     l->used++;
-    if (job->src != NULL) {
-      memcpy(l->staging[slot], (const char *)job->src + c->offset, c->bytes);
-    } else {
-      ATLAS_RETURN_IF_ERROR(read_chunk(job, c, l->staging[slot]));
-    }
-    if (!u->options.skip_scan) scan_chunk(rs, c, l->staging[slot]);
+    ATLAS_RETURN_IF_ERROR(stage_chunk(rs, c, l->staging[slot]));
     ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
         atlas_backend_h2d_async_retained(u->backend,
                                          (char *)job->dst + c->offset,
