@@ -35,7 +35,7 @@ typedef struct atlas_upload_job {
 } atlas_upload_job;
 
 typedef struct atlas_upload_options {
-  int threads;              // 0: min(8, online CPUs)
+  int threads;              // 0: min(16, online CPUs)
   size_t chunk_bytes;       // 0: 2 MiB (staging buffer size)
   int buffers_per_thread;   // 0: 3
   void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);

@@ -239,9 +239,9 @@ static int map_sources(const tensors *t, atlas_upload_job *out) {
   return 0;
 }
 
-// mmap vs pread, scan off vs on, at the default 8 threads x 2 MiB, kept
-// staging: best of 3 each. What the switch to pread and the NaN/digest scan
-// cost.
+// mmap vs pread, scan off vs on, at the uploader's default threads x 2 MiB,
+// kept staging: best of 3 each. What the switch to pread and the NaN/digest
+// scan cost.
 static int compare_sources(atlas_backend *b, tensors *t) {
   atlas_upload_job *mapped = calloc(t->count ? t->count : 1, sizeof(*mapped));
   if (mapped == NULL || map_sources(t, mapped) != 0) {
@@ -263,7 +263,7 @@ static int compare_sources(atlas_backend *b, tensors *t) {
   double best[4] = {0, 0, 0, 0};
   for (int rep = 0; rep < 3; ++rep) {
     for (int r = 0; r < 4; ++r) {
-      double g = time_upload(b, rows[r].t, 8, 2u << 20, true, rows[r].skip_scan);
+      double g = time_upload(b, rows[r].t, 0, 2u << 20, true, rows[r].skip_scan);
       if (g < 0) {
         free(mapped);
         return 1;
@@ -271,7 +271,7 @@ static int compare_sources(atlas_backend *b, tensors *t) {
       if (g > best[r]) best[r] = g;
     }
   }
-  printf("%-44s %10s  (8 threads, 2 MiB, kept staging, best of 3)\n",
+  printf("%-44s %10s  (default threads, 2 MiB, kept staging, best of 3)\n",
          "source", "GB/s");
   for (int r = 0; r < 4; ++r) printf("%-44s %10.2f\n", rows[r].name, best[r]);
   printf("scan cost on the pread path: %.1f%% of load time; pread vs mmap: "
