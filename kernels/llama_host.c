@@ -62,7 +62,7 @@ static void matvec_qkv(void **args, load_fn load) {
   const float *b[3] = {ARG(const float *, 6), ARG(const float *, 7),
                        ARG(const float *, 8)};
   const float *x = ARG(const float *, 9);
-  uint32_t rows[3] = {ARG(uint32_t, 10), ARG(uint32_t, 11), ARG(uint32_t, 11)};
+  const uint32_t rows[3] = {ARG(uint32_t, 10), ARG(uint32_t, 11), ARG(uint32_t, 11)};
   uint32_t cols = ARG(uint32_t, 12);
   for (int m = 0; m < 3; ++m) {
     for (uint32_t r = 0; r < rows[m]; ++r) {

@@ -394,7 +394,9 @@ template <typename C>
 __device__ __forceinline__ float4 kv4(const C *p, size_t i) {
   uint2 raw = *reinterpret_cast<const uint2 *>(p + i);
   const C *e = reinterpret_cast<const C *>(&raw);
-  return make_float4(kv_at(e, 0), kv_at(e, 1), kv_at(e, 2), kv_at(e, 3));
+  float4 r;
+  r.x = kv_at(e, 0), r.y = kv_at(e, 1), r.z = kv_at(e, 2), r.w = kv_at(e, 3);
+  return r;
 }
 
 // The chunk's keys and values (f32 rows of kv_dim) into cache rows pos0.. of
