@@ -93,21 +93,6 @@ static atlas_status read_piece(const atlas_upload_job *job, uint64_t offset,
   return ATLAS_OK;
 }
 
-static bool bad_is_nan(const unsigned char *p, atlas_scan_finite finite) {
-  switch (finite) {
-    case ATLAS_SCAN_FINITE_F32:
-      return ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-              (uint32_t)(p[3] & 0x7f) << 24) > 0x7f800000u;
-    case ATLAS_SCAN_FINITE_F16:
-      return ((uint32_t)p[0] | (uint32_t)(p[1] & 0x7f) << 8) > 0x7c00u;
-    case ATLAS_SCAN_FINITE_BF16:
-      return ((uint32_t)p[0] | (uint32_t)(p[1] & 0x7f) << 8) > 0x7f80u;
-    case ATLAS_SCAN_FINITE_NONE:
-      break;
-  }
-  return false;
-}
-
 // Digest and NaN/Inf scan of `bytes` staged at `staged`, which hold the
 // job's bytes from `offset` (a multiple of ATLAS_SCAN_BLOCK_BYTES).
 static void scan_piece(run_state *rs, size_t job_index, uint64_t offset,
@@ -118,7 +103,7 @@ static void scan_piece(run_state *rs, size_t job_index, uint64_t offset,
   uint64_t d = atlas_weight_scan(staged, bytes, offset, job->finite, &first_bad);
   if (job->digest != NULL) __atomic_add_fetch(job->digest, d, __ATOMIC_RELAXED);
   if (first_bad == UINT64_MAX) return;
-  size_t elem = job->finite == ATLAS_SCAN_FINITE_F32 ? 4 : 2;
+  size_t elem = atlas_scan_finite_bytes(job->finite);
   const unsigned char *p =
       (const unsigned char *)staged + (first_bad * elem - offset);
   pthread_mutex_lock(&rs->mutex);
@@ -126,7 +111,7 @@ static void scan_piece(run_state *rs, size_t job_index, uint64_t offset,
       (job_index == rs->bad_job && first_bad < rs->bad_index)) {
     rs->bad_job = job_index;
     rs->bad_index = first_bad;
-    rs->bad_is_nan = bad_is_nan(p, job->finite);
+    rs->bad_is_nan = atlas_scan_is_nan(p, job->finite);
   }
   pthread_mutex_unlock(&rs->mutex);
 }
@@ -331,12 +316,8 @@ atlas_status atlas_uploader_run(atlas_uploader *u, const atlas_upload_job *jobs,
   free(chunks);
   if (rs.error == ATLAS_OK && rs.bad_job < job_count) {
     const atlas_upload_job *job = &jobs[rs.bad_job];
-    return atlas_status_make(
-        ATLAS_STATUS_DATA_LOSS,
-        "%s: tensor %s holds a non-finite weight: element %llu is %s (NaN and "
-        "Inf weights are refused: they would make every logit NaN)",
-        job->file ? job->file : "(memory)", job->what ? job->what : "?",
-        (unsigned long long)rs.bad_index, rs.bad_is_nan ? "NaN" : "Inf");
+    return atlas_scan_refuse(job->file, job->what, rs.bad_index,
+                             rs.bad_is_nan);
   }
   return rs.error;
 }

@@ -68,6 +68,8 @@ __device__ T atomicAdd(T *address, T val);
 template <typename T>
 __device__ T atomicMax(T *address, T val);
 template <typename T>
+__device__ T atomicMin(T *address, T val);
+template <typename T>
 __device__ T atomicExch(T *address, T val);
 template <typename T>
 __device__ T atomicCAS(T *address, T compare, T val);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "atlas/runtime/arch/llama/llama_model.h"
+#include "atlas/runtime/arch/weight_check.h"
 #include "atlas/runtime/checked_math.h"
 #include "atlas/runtime/formats/safetensors_convert.h"
 #include "atlas/runtime/weight_upload.h"
@@ -340,7 +341,14 @@ static atlas_status load_weights(atlas_llama_weights *w,
   }
   atlas_status status =
       plan_weights(w, ck, c, lm_head_is_embedding, &plan, progress);
+  // The copies go without a host scan; the backend scans what landed.
+  atlas_upload_job *bare = calloc(plan.count ? plan.count : 1, sizeof(*bare));
+  if (status == ATLAS_OK && bare == NULL) {
+    status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "cannot plan the weight upload");
+  }
   if (status == ATLAS_OK) {
+    atlas_weight_check_strip(plan.jobs, plan.count, bare);
     atlas_upload_options o;
     memset(&o, 0, sizeof(o));
     o.progress = progress->options->progress;
@@ -349,10 +357,14 @@ static atlas_status load_weights(atlas_llama_weights *w,
     o.progress_total = progress->total;
     atlas_uploader *u = progress->options->uploader;
     status = atlas_status_annotate(
-        u != NULL ? atlas_uploader_run(u, plan.jobs, plan.count)
-                  : atlas_upload_run(w->backend, plan.jobs, plan.count, &o),
+        u != NULL ? atlas_uploader_run(u, bare, plan.count)
+                  : atlas_upload_run(w->backend, bare, plan.count, &o),
         "reading %s", atlas_checkpoint_source(ck));
   }
+  if (status == ATLAS_OK) {
+    status = atlas_weight_check_run(w->backend, plan.jobs, plan.count);
+  }
+  free(bare);
   free(plan.jobs);
   return status;
 }

@@ -1,0 +1,36 @@
+// Checks weights where they landed: after an upload, the `weight_scan`
+// kernel reads each tensor back on its backend (the GPU reads its own memory
+// at TB/s, where a host pass over the staged bytes cost a fifth of the load
+// time) for its content digest and its first NaN/Inf.
+#ifndef ATLAS_RUNTIME_ARCH_WEIGHT_CHECK_H_
+#define ATLAS_RUNTIME_ARCH_WEIGHT_CHECK_H_
+
+#include <stddef.h>
+
+#include "atlas/runtime/backend.h"
+#include "atlas/runtime/status.h"
+#include "atlas/runtime/weight_upload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// For every job already uploaded to `backend` (dst holds its bytes): adds
+// the digest to *job->digest (when non-NULL) and, when job->finite is set,
+// fails naming the tensor, the file and the first non-finite element (the
+// lowest job, then the lowest index), as atlas_upload_run would have. The
+// backend must have the `weight_scan` module (atlas_llama_module_set has).
+ATLAS_MUST_USE atlas_status atlas_weight_check_run(atlas_backend *backend,
+                                                   const atlas_upload_job *jobs,
+                                                   size_t job_count);
+
+// The same jobs for an upload that leaves the scan to atlas_weight_check_run
+// (digest NULL, finite NONE), written to out[0..job_count).
+void atlas_weight_check_strip(const atlas_upload_job *jobs, size_t job_count,
+                              atlas_upload_job *out);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_ARCH_WEIGHT_CHECK_H_
