@@ -187,7 +187,6 @@ static void say_what_was_written(const options *o, const atlas_llama_config *c,
 static int make(const options *o) {
   atlas_make_checkpoint_options m;
   memset(&m, 0, sizeof(m));
-  m.out_dir = o->out;
   m.seed = o->seed;
   m.dtype = o->dtype;
   m.shards = (int)o->shards;
