@@ -17,8 +17,14 @@ _GENCODE_SASS_PTX = " ".join(
 # The PTX-only image the loader test JITs: Hopper's PTX (the GPU we run on).
 _GENCODE_PTX_ONLY = "-gencode arch=compute_90,code=compute_90"
 
-def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = [],
-                      nvcc = None, **kwargs):
+def _repository_root():
+    # Where this package's repository lies in the action's tree: `.` for the
+    # main one, external/<name> when Atlas is a dependency.
+    repo = native.repository_name()
+    return "." if repo == "@" else "external/" + repo.lstrip("@")
+
+def atlas_cuda_fatbin(name, src, symbol, hdrs = [], ptx_only = False,
+                      nvcc_opts = [], nvcc = None, **kwargs):
     """Compiles `src` to a fatbin and wraps it in a cc_library `name`.
 
     The library's header is `<package>/<name>.h`; it declares `symbol` (the
@@ -27,20 +33,22 @@ def atlas_cuda_fatbin(name, src, symbol, ptx_only = False, nvcc_opts = [],
     nvcc runs with its own temp directory: in Bazel's sandbox every action sees
     the same pid, and nvcc's tmpxft_<pid> names would clash. `nvcc` names the
     compiler; None takes the one @atlas//:deps.bzl found (tests point it at a
-    missing path to build the no-nvcc image).
+    missing path to build the no-nvcc image). `hdrs` are the headers `src`
+    includes, spelled from the repository root
+    (`#include "kernels/cuda_common.cuh"`).
     """
     if nvcc == None:
         nvcc = NVCC or "/nonexistent/nvcc"
     gencode = _GENCODE_PTX_ONLY if ptx_only else _GENCODE_SASS_PTX
     native.genrule(
         name = name + "_image",
-        srcs = [src],
+        srcs = [src] + hdrs,
         outs = [name + ".fatbin"],
         cmd = " ".join([
             "NVCC=" + nvcc + ";",
             "if [ -x $$NVCC ]; then",
             "  T=$$(mktemp -d \"$${TMPDIR:-/tmp}/atlas_nvcc.XXXXXX\") || exit 1;",
-            "  TMPDIR=$$T $$NVCC -fatbin -O3 " + gencode,
+            "  TMPDIR=$$T $$NVCC -fatbin -O3 -I " + _repository_root() + " " + gencode,
             "    " + " ".join(nvcc_opts) + " -o $@ $(location " + src + ");",
             "  rc=$$?; rm -rf $$T; exit $$rc;",
             "else",

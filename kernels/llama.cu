@@ -20,22 +20,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-__device__ __forceinline__ float load_w(const float *w, size_t i) { return w[i]; }
-__device__ __forceinline__ float load_w(const __half *w, size_t i) {
-  return __half2float(w[i]);
-}
-__device__ __forceinline__ float load_w(const __nv_bfloat16 *w, size_t i) {
-  return __bfloat162float(w[i]);
-}
-
-// The KV cache holds F32, F16 or BF16 (round to nearest even).
-__device__ __forceinline__ void store_kv(float *p, size_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void store_kv(__half *p, size_t i, float v) {
-  p[i] = __float2half_rn(v);
-}
-__device__ __forceinline__ void store_kv(__nv_bfloat16 *p, size_t i, float v) {
-  p[i] = __float2bfloat16_rn(v);
-}
+#include "kernels/cuda_common.cuh"
 
 template <typename T>
 __device__ void embed(float *out, const T *table, const uint32_t *step,
@@ -55,23 +40,6 @@ extern "C" __global__ void embed_f16(float *out, const __half *t,
 extern "C" __global__ void embed_bf16(float *out, const __nv_bfloat16 *t,
                                       const uint32_t *step, uint32_t dim) {
   embed(out, t, step, dim);
-}
-
-__device__ float block_sum(float v, float *shared) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  int warps = (blockDim.x + 31) / 32;
-  v = (threadIdx.x < (unsigned)warps) ? shared[threadIdx.x] : 0.0f;
-  if (warp == 0) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0) shared[0] = v;
-  }
-  __syncthreads();
-  float total = shared[0];
-  __syncthreads();
-  return total;
 }
 
 extern "C" __global__ void rmsnorm(float *out, const float *x, const float *w,

@@ -18,18 +18,7 @@ static void embed(void **args, load_fn load) {
   for (uint32_t i = 0; i < dim; ++i) out[i] = load(table, (size_t)token * dim + i);
 }
 
-static void embed_f32(const atlas_launch_config *c, void **args) {
-  (void)c;
-  embed(args, atlas_host_load_f32);
-}
-static void embed_f16(const atlas_launch_config *c, void **args) {
-  (void)c;
-  embed(args, atlas_host_load_f16);
-}
-static void embed_bf16(const atlas_launch_config *c, void **args) {
-  (void)c;
-  embed(args, atlas_host_load_bf16);
-}
+ATLAS_HOST_BY_DTYPE(embed, load)
 
 static void rmsnorm(const atlas_launch_config *c, void **args) {
   (void)c;
@@ -100,22 +89,9 @@ static void gate_up(void **args, load_fn load) {
   }
 }
 
-#define ATLAS_HOST_FUSED(S)                                                \
-  static void matvec_qkv_##S(const atlas_launch_config *c, void **args) { \
-    (void)c;                                                               \
-    matvec_qkv(args, atlas_host_load_##S);                                            \
-  }                                                                        \
-  static void matvec_add_##S(const atlas_launch_config *c, void **args) { \
-    (void)c;                                                               \
-    matvec_add(args, atlas_host_load_##S);                                            \
-  }                                                                        \
-  static void gate_up_##S(const atlas_launch_config *c, void **args) {    \
-    (void)c;                                                               \
-    gate_up(args, atlas_host_load_##S);                                               \
-  }
-ATLAS_HOST_FUSED(f32)
-ATLAS_HOST_FUSED(f16)
-ATLAS_HOST_FUSED(bf16)
+ATLAS_HOST_BY_DTYPE(matvec_qkv, load)
+ATLAS_HOST_BY_DTYPE(matvec_add, load)
+ATLAS_HOST_BY_DTYPE(gate_up, load)
 
 static void matvec(void **args, load_fn load) {
   float *out = ARG(float *, 0);
@@ -150,14 +126,9 @@ static void matvec_f32(const atlas_launch_config *c, void **args) {
     out[r] = acc;
   }
 }
-static void matvec_f16(const atlas_launch_config *c, void **args) {
-  (void)c;
-  matvec(args, atlas_host_load_f16);
-}
-static void matvec_bf16(const atlas_launch_config *c, void **args) {
-  (void)c;
-  matvec(args, atlas_host_load_bf16);
-}
+// F16 and BF16 weights: through the element loads.
+ATLAS_HOST_ENTRY(matvec, load, f16)
+ATLAS_HOST_ENTRY(matvec, load, bf16)
 
 static void rotate(float *y0, float *y1, float x0, float x1, float inv_freq,
                    uint32_t pos, double factor) {
@@ -251,18 +222,8 @@ static void attention(void **args, load_fn load) {
 }
 
 // The kernels that touch the KV cache, per cache type.
-#define ATLAS_HOST_KV(S)                                                    \
-  static void rope_store_##S(const atlas_launch_config *c, void **args) {   \
-    (void)c;                                                                \
-    rope_store(args, atlas_host_store_##S);                                 \
-  }                                                                         \
-  static void attention_##S(const atlas_launch_config *c, void **args) {    \
-    (void)c;                                                                \
-    attention(args, atlas_host_load_##S);                                   \
-  }
-ATLAS_HOST_KV(f32)
-ATLAS_HOST_KV(f16)
-ATLAS_HOST_KV(bf16)
+ATLAS_HOST_BY_DTYPE(rope_store, store)
+ATLAS_HOST_BY_DTYPE(attention, load)
 
 static void silu_mul(const atlas_launch_config *c, void **args) {
   (void)c;

@@ -5,11 +5,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
+#include "kernels/cuda_common.cuh"
 
 // ---- embed_rows: out[r][:] = table[tokens[r]][:] ----------------------------
 
@@ -18,7 +14,7 @@ __device__ void embed_rows(float *out, const T *table, const uint32_t *tokens,
                            uint32_t n, uint32_t dim) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
   if (i < dim && r < n) {
-    out[(size_t)r * dim + i] = to_f32(table[(size_t)tokens[r] * dim + i]);
+    out[(size_t)r * dim + i] = load_w(table, (size_t)tokens[r] * dim + i);
   }
 }
 
@@ -40,23 +36,6 @@ extern "C" __global__ void embed_rows_bf16(float *out, const __nv_bfloat16 *t,
 
 // ---- rmsnorm_rows: one block per row ----------------------------------------
 
-__device__ float block_sum256(float v, float *shared) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  int warps = (blockDim.x + 31) / 32;
-  v = (threadIdx.x < (unsigned)warps) ? shared[threadIdx.x] : 0.0f;
-  if (warp == 0) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0) shared[0] = v;
-  }
-  __syncthreads();
-  float total = shared[0];
-  __syncthreads();
-  return total;
-}
-
 extern "C" __global__ void rmsnorm_rows(float *out, const float *x,
                                         const float *w, uint32_t dim, float eps,
                                         uint32_t n) {
@@ -67,7 +46,7 @@ extern "C" __global__ void rmsnorm_rows(float *out, const float *x,
   float *orow = out + (size_t)r * dim;
   float ss = 0.0f;
   for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) ss += xr[i] * xr[i];
-  ss = block_sum256(ss, shared);
+  ss = block_sum(ss, shared);
   float scale = rsqrtf(ss / dim + eps);
   for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) {
     orow[i] = w[i] * (xr[i] * scale);
@@ -372,20 +351,6 @@ namespace {
 constexpr int kRows = 16, kKeys = 32, kMaxD = 128;
 }
 
-__device__ __forceinline__ float kv_at(const float *p, size_t i) { return p[i]; }
-__device__ __forceinline__ float kv_at(const __half *p, size_t i) {
-  return __half2float(p[i]);
-}
-__device__ __forceinline__ float kv_at(const __nv_bfloat16 *p, size_t i) {
-  return __bfloat162float(p[i]);
-}
-__device__ __forceinline__ void kv_put(float *p, size_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void kv_put(__half *p, size_t i, float v) {
-  p[i] = __float2half_rn(v);
-}
-__device__ __forceinline__ void kv_put(__nv_bfloat16 *p, size_t i, float v) {
-  p[i] = __float2bfloat16_rn(v);
-}
 // Four consecutive cache entries (i % 4 == 0 and the row 4-aligned).
 __device__ __forceinline__ float4 kv4(const float *p, size_t i) {
   return *reinterpret_cast<const float4 *>(p + i);
@@ -395,7 +360,7 @@ __device__ __forceinline__ float4 kv4(const C *p, size_t i) {
   uint2 raw = *reinterpret_cast<const uint2 *>(p + i);
   const C *e = reinterpret_cast<const C *>(&raw);
   float4 r;
-  r.x = kv_at(e, 0), r.y = kv_at(e, 1), r.z = kv_at(e, 2), r.w = kv_at(e, 3);
+  r.x = load_w(e, 0), r.y = load_w(e, 1), r.z = load_w(e, 2), r.w = load_w(e, 3);
   return r;
 }
 
@@ -407,8 +372,8 @@ __device__ void kv_store_rows(C *kc, C *vc, const float *k, const float *v,
   size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= (size_t)n * kv_dim) return;
   size_t at = (size_t)pos0 * kv_dim + i;
-  kv_put(kc, at, k[i]);
-  kv_put(vc, at, v[i]);
+  store_kv(kc, at, k[i]);
+  store_kv(vc, at, v[i]);
 }
 
 template <typename C>
@@ -456,8 +421,8 @@ __device__ void attention_prefill(float *out, const float *q, const C *kc,
     for (uint32_t i = threadIdx.x; i < kKeys * head_dim; i += blockDim.x) {
       uint32_t key = i / head_dim, d = i % head_dim, t = t0 + key;
       size_t at = (size_t)t * kv_dim + (size_t)kvh * head_dim + d;
-      ks[key][d] = t <= hi ? kv_at(kc, at) : 0.0f;
-      vs[key][d] = t <= hi ? kv_at(vc, at) : 0.0f;
+      ks[key][d] = t <= hi ? load_w(kc, at) : 0.0f;
+      vs[key][d] = t <= hi ? load_w(vc, at) : 0.0f;
     }
     __syncthreads();
     float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -572,7 +537,7 @@ __device__ void attention_decode_part(float *part, const float *q, const C *kc,
         }
       } else {
         for (uint32_t d = 0; d < head_dim; ++d) {
-          float kd = kv_at(kt, d);
+          float kd = load_w(kt, d);
 #pragma unroll
           for (int g = 0; g < kMaxGroup; ++g) {
             if (g < (int)group) s[g] += qs[g][d] * kd;
@@ -610,7 +575,7 @@ __device__ void attention_decode_part(float *part, const float *q, const C *kc,
     for (int g = 0; g < kMaxGroup; ++g) acc[g] = 0.0f;
     const C *vt = vc + (size_t)t_begin * kv_dim + (size_t)kvh * head_dim + d;
     for (uint32_t j = 0; j < count; ++j) {
-      float v = kv_at(vt, (size_t)j * kv_dim);
+      float v = load_w(vt, (size_t)j * kv_dim);
 #pragma unroll
       for (int g = 0; g < kMaxGroup; ++g) {
         if (g < (int)group) acc[g] += ps[g][j] * v;

@@ -24,18 +24,7 @@ static void embed_rows(void **args, load_fn load) {
     }
   }
 }
-static void embed_rows_f32(const atlas_launch_config *c, void **args) {
-  (void)c;
-  embed_rows(args, atlas_host_load_f32);
-}
-static void embed_rows_f16(const atlas_launch_config *c, void **args) {
-  (void)c;
-  embed_rows(args, atlas_host_load_f16);
-}
-static void embed_rows_bf16(const atlas_launch_config *c, void **args) {
-  (void)c;
-  embed_rows(args, atlas_host_load_bf16);
-}
+ATLAS_HOST_BY_DTYPE(embed_rows, load)
 
 static void rmsnorm_rows(const atlas_launch_config *c, void **args) {
   (void)c;
@@ -78,18 +67,7 @@ static void gemm(void **args, load_fn load) {
   }
   free(row);
 }
-static void gemm_f32(const atlas_launch_config *c, void **args) {
-  (void)c;
-  gemm(args, atlas_host_load_f32);
-}
-static void gemm_f16(const atlas_launch_config *c, void **args) {
-  (void)c;
-  gemm(args, atlas_host_load_f16);
-}
-static void gemm_bf16(const atlas_launch_config *c, void **args) {
-  (void)c;
-  gemm(args, atlas_host_load_bf16);
-}
+ATLAS_HOST_BY_DTYPE(gemm, load)
 
 static void rope_rows(const atlas_launch_config *c, void **args) {
   (void)c;
@@ -259,23 +237,9 @@ static void kv_store_rows(void **args, store_fn store) {
 }
 
 // The kernels that touch the KV cache, per cache type.
-#define ATLAS_HOST_BATCH_KV(S)                                                  \
-  static void kv_store_rows_##S(const atlas_launch_config *c, void **args) {    \
-    (void)c;                                                                    \
-    kv_store_rows(args, atlas_host_store_##S);                                  \
-  }                                                                             \
-  static void attention_prefill_##S(const atlas_launch_config *c, void **args) { \
-    (void)c;                                                                    \
-    attention_prefill(args, atlas_host_load_##S);                               \
-  }                                                                             \
-  static void attention_decode_part_##S(const atlas_launch_config *c,           \
-                                        void **args) {                          \
-    (void)c;                                                                    \
-    attention_decode_part(args, atlas_host_load_##S);                           \
-  }
-ATLAS_HOST_BATCH_KV(f32)
-ATLAS_HOST_BATCH_KV(f16)
-ATLAS_HOST_BATCH_KV(bf16)
+ATLAS_HOST_BY_DTYPE(kv_store_rows, store)
+ATLAS_HOST_BY_DTYPE(attention_prefill, load)
+ATLAS_HOST_BY_DTYPE(attention_decode_part, load)
 
 // Names and signatures must match prefill.cu and prefill_kernels.h.
 const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT] = {

@@ -15,6 +15,7 @@
 #include "atlas/runtime/arch/llama/llama_weights.h"
 #include "atlas/runtime/status.h"
 #include "atlas/runtime/version.h"
+#include "atlas/tools/cli_files.h"
 #include "atlas/tools/cli_options.h"
 #include "atlas/tools/make_checkpoint_lib.h"
 
@@ -26,8 +27,8 @@ enum {
 
 static const atlas_cli_option kOptions[] = {
     [OPT_OUT] = {"out", "DIR", true, NULL,
-                 "folder to write config.json and the weights to (created "
-                 "if missing, one level)"},
+                 "folder to write config.json and the weights to (created; "
+                 "it must not exist or be empty)"},
     [OPT_SEED] = {"seed", "N", false, "1", "seed of the random weights"},
     [OPT_PRESET] = {"preset", "NAME", false, "tiny",
                     "tiny (vocab 64, hidden 32, intermediate 64, 2 layers, 4 "
@@ -157,10 +158,9 @@ static void say_what_was_written(const options *o, const atlas_llama_config *c,
                                  atlas_checkpoint *ck) {
   size_t shards = atlas_checkpoint_shard_count(ck);
   unsigned long long weights = 0;
+  // The shards' sizes as opened: their paths were the temporary folder's.
   for (size_t i = 0; i < shards; ++i) {
-    const char *path = atlas_safetensors_path(atlas_checkpoint_shard(ck, i));
-    struct stat st;
-    if (stat(path, &st) == 0) weights += (unsigned long long)st.st_size;
+    weights += atlas_safetensors_file_bytes(atlas_checkpoint_shard(ck, i));
   }
   printf("make_checkpoint: wrote %s\n  config.json (%llu bytes)\n", o->out,
          file_bytes(o->out, "config.json"));
@@ -187,7 +187,6 @@ static void say_what_was_written(const options *o, const atlas_llama_config *c,
 static int make(const options *o) {
   atlas_make_checkpoint_options m;
   memset(&m, 0, sizeof(m));
-  m.out_dir = o->out;
   m.seed = o->seed;
   m.dtype = o->dtype;
   m.shards = (int)o->shards;
@@ -214,9 +213,23 @@ static int make(const options *o) {
   }
   c->head_dim = c->hidden_size / c->num_attention_heads;
   c->tie_word_embeddings = o->tied;
+  // Written and checked under a temporary name; renamed into place after.
+  atlas_cli_output_dir dir;
+  status = atlas_cli_output_dir_open(o->out, &dir);
+  if (status != ATLAS_OK) return fail(status);
+  m.out_dir = dir.tmp;
   status = atlas_make_checkpoint_write(&m);
   atlas_checkpoint *ck = NULL;
-  if (status == ATLAS_OK) status = verify(o->out, &ck);
+  if (status == ATLAS_OK) {
+    status = atlas_status_annotate(verify(dir.tmp, &ck),
+                                   "%s failed its check and was not kept",
+                                   o->out);
+  }
+  if (status == ATLAS_OK) {
+    status = atlas_cli_output_dir_commit(&dir);
+  } else {
+    atlas_cli_output_dir_abort(&dir);
+  }
   if (status == ATLAS_OK) say_what_was_written(o, c, ck);
   atlas_checkpoint_close(ck);
   return status == ATLAS_OK ? ATLAS_CLI_EXIT_OK : fail(status);

@@ -261,163 +261,138 @@ static atlas_status find_matches(const atlas_text_pattern *pat,
   return ATLAS_OK;
 }
 
-static atlas_status run_split(const atlas_pretokenizer *p,
-                              atlas_text_matcher *m,
-                              const atlas_text_pieces *in,
-                              atlas_text_pieces *out) {
-  range_list l = {0};
-  atlas_status st = ATLAS_OK;
-  for (size_t i = 0; !st && i < in->count; i++) {
-    const atlas_text_span *sp = &in->spans[i];
-    if (sp->is_token) {
-      st = atlas_text_pieces_copy(out, in, i);
-      continue;
-    }
-    const char *s = in->buf.data + sp->start;
-    st = find_matches(&p->pattern, m, s, sp->len, p->invert, &l);
-    if (!st) st = emit_behavior(p->behavior, &l, s, sp->first, out);
-  }
-  free(l.r);
-  return st;
-}
+// What one run of a pre-tokenizer over a list of pieces shares: its inputs
+// and the scratch its pieces reuse.
+typedef struct piece_run {
+  const atlas_pretokenizer *p;
+  const atlas_byte_level *bl;
+  atlas_text_matcher *m;
+  range_list l;
+  atlas_text_buf tmp;
+} piece_run;
 
-static atlas_status run_byte_level(const atlas_pretokenizer *p,
-                                   const atlas_byte_level *bl,
-                                   atlas_text_matcher *m,
-                                   const atlas_text_pieces *in,
-                                   atlas_text_pieces *out) {
-  range_list l = {0};
-  atlas_text_buf tmp = {0};
-  atlas_status st = ATLAS_OK;
-  for (size_t i = 0; !st && i < in->count; i++) {
-    const atlas_text_span *sp = &in->spans[i];
-    if (sp->is_token) {
-      st = atlas_text_pieces_copy(out, in, i);
-      continue;
-    }
-    const char *s = in->buf.data + sp->start;
-    size_t len = sp->len;
-    if (p->add_prefix_space && (len == 0 || s[0] != ' ')) {
-      tmp.len = 0;
-      st = atlas_text_buf_append(&tmp, " ", 1);
-      if (!st) st = atlas_text_buf_append(&tmp, s, len);
-      if (st) break;
-      s = tmp.data;
-      len = tmp.len;
-    }
-    if (p->use_regex) {
-      st = find_matches(&p->pattern, m, s, len, false, &l);
-    } else {
-      l.n = 0;
-      st = ranges_push(&l, 0, len, false);
-    }
-    for (size_t j = 0; !st && j < l.n; j++) {
-      size_t n = l.r[j].end - l.r[j].start;
-      if (n == 0) continue;
-      st = atlas_byte_level_encode(bl, s + l.r[j].start, n, &out->buf);
-      if (!st) {
-        // The piece is everything appended since the previous piece ended.
-        size_t prev_end = out->count ? out->spans[out->count - 1].start +
-                                           out->spans[out->count - 1].len
-                                     : 0;
-        st = atlas_text_pieces_push_tail(out, out->buf.len - prev_end,
-                                         sp->first && l.r[j].start == 0);
-      }
-    }
-  }
-  free(l.r);
-  atlas_text_buf_free(&tmp);
-  return st;
-}
+// Splits one piece `s` (span `sp` of the input) into pieces of `out`.
+typedef atlas_status (*piece_fn)(piece_run *r, const atlas_text_span *sp,
+                                 const char *s, atlas_text_pieces *out);
 
-static atlas_status run_metaspace(const atlas_pretokenizer *p,
-                                  atlas_text_matcher *m,
-                                  const atlas_text_pieces *in,
-                                  atlas_text_pieces *out) {
-  range_list l = {0};
-  atlas_text_buf tmp = {0};
-  atlas_text_pattern pat = {0};
-  pat.literal = (char *)p->replacement;
-  pat.literal_len = p->replacement_len;
-  atlas_status st = ATLAS_OK;
-  for (size_t i = 0; !st && i < in->count; i++) {
-    const atlas_text_span *sp = &in->spans[i];
-    if (sp->is_token) {
-      st = atlas_text_pieces_copy(out, in, i);
-      continue;
-    }
-    const char *s = in->buf.data + sp->start;
-    // After spaces become the replacement, does the piece start with it?
-    bool starts = (sp->len > 0 && s[0] == ' ') ||
-                  (sp->len >= p->replacement_len &&
-                   memcmp(s, p->replacement, p->replacement_len) == 0);
-    bool prepend = !starts && (p->prepend_scheme == ATLAS_PREPEND_ALWAYS ||
-                               (p->prepend_scheme == ATLAS_PREPEND_FIRST &&
-                                sp->first));
-    tmp.len = 0;
-    if (prepend) {
-      st = atlas_text_buf_append(&tmp, p->replacement, p->replacement_len);
-    }
-    for (size_t j = 0; !st && j < sp->len; j++) {
-      st = s[j] == ' '
-               ? atlas_text_buf_append(&tmp, p->replacement,
-                                       p->replacement_len)
-               : atlas_text_buf_append(&tmp, s + j, 1);
-    }
-    if (st) break;
-    if (p->split) {
-      st = find_matches(&pat, m, tmp.data, tmp.len, false, &l);
-      if (!st) {
-        st = emit_behavior(ATLAS_SPLIT_MERGED_WITH_NEXT, &l, tmp.data,
-                           sp->first, out);
-      }
-    } else if (tmp.len) {
-      st = atlas_text_pieces_push(out, tmp.data, tmp.len, sp->first);
-    }
-  }
-  free(l.r);
-  atlas_text_buf_free(&tmp);
-  return st;
-}
-
-static atlas_status run_digits(const atlas_pretokenizer *p,
+// Runs `fn` on every piece of `in` but added tokens, which pass through whole.
+static atlas_status run_pieces(piece_run *r, piece_fn fn,
                                const atlas_text_pieces *in,
                                atlas_text_pieces *out) {
-  range_list l = {0};
   atlas_status st = ATLAS_OK;
   for (size_t i = 0; !st && i < in->count; i++) {
     const atlas_text_span *sp = &in->spans[i];
-    if (sp->is_token) {
-      st = atlas_text_pieces_copy(out, in, i);
-      continue;
-    }
-    const char *s = in->buf.data + sp->start;
-    // Pattern::find_matches for a char predicate (char::is_numeric): each
-    // numeric character is a match, runs of other characters one non-match.
-    l.n = 0;
-    size_t prev = 0;
-    for (size_t j = 0; !st && j < sp->len;) {
-      size_t cl;
-      uint32_t cp = atlas_utf8_decode(s + j, &cl);
-      if (!atlas_utf8_is_numeric(cp)) {
-        j += cl;
-        continue;
-      }
-      if (prev != j) st = ranges_push(&l, prev, j, false);
-      if (!st) st = ranges_push(&l, j, j + cl, true);
-      j += cl;
-      prev = j;
-    }
-    if (!st && prev != sp->len) st = ranges_push(&l, prev, sp->len, false);
-    if (!st && sp->len == 0) st = ranges_push(&l, 0, 0, false);
+    st = sp->is_token ? atlas_text_pieces_copy(out, in, i)
+                      : fn(r, sp, in->buf.data + sp->start, out);
+  }
+  free(r->l.r);
+  atlas_text_buf_free(&r->tmp);
+  return st;
+}
+
+static atlas_status split_piece(piece_run *r, const atlas_text_span *sp,
+                                const char *s, atlas_text_pieces *out) {
+  const atlas_pretokenizer *p = r->p;
+  ATLAS_RETURN_IF_ERROR(
+      find_matches(&p->pattern, r->m, s, sp->len, p->invert, &r->l));
+  return emit_behavior(p->behavior, &r->l, s, sp->first, out);
+}
+
+static atlas_status byte_level_piece(piece_run *r, const atlas_text_span *sp,
+                                     const char *s, atlas_text_pieces *out) {
+  const atlas_pretokenizer *p = r->p;
+  range_list *l = &r->l;
+  atlas_status st = ATLAS_OK;
+  size_t len = sp->len;
+  if (p->add_prefix_space && (len == 0 || s[0] != ' ')) {
+    r->tmp.len = 0;
+    ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(&r->tmp, " ", 1));
+    ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(&r->tmp, s, len));
+    s = r->tmp.data;
+    len = r->tmp.len;
+  }
+  if (p->use_regex) {
+    st = find_matches(&p->pattern, r->m, s, len, false, l);
+  } else {
+    l->n = 0;
+    st = ranges_push(l, 0, len, false);
+  }
+  for (size_t j = 0; !st && j < l->n; j++) {
+    size_t n = l->r[j].end - l->r[j].start;
+    if (n == 0) continue;
+    st = atlas_byte_level_encode(r->bl, s + l->r[j].start, n, &out->buf);
     if (!st) {
-      st = emit_behavior(p->individual_digits ? ATLAS_SPLIT_ISOLATED
-                                              : ATLAS_SPLIT_CONTIGUOUS,
-                         &l, s, sp->first, out);
+      // The piece is everything appended since the previous piece ended.
+      size_t prev_end = out->count ? out->spans[out->count - 1].start +
+                                         out->spans[out->count - 1].len
+                                   : 0;
+      st = atlas_text_pieces_push_tail(out, out->buf.len - prev_end,
+                                       sp->first && l->r[j].start == 0);
     }
   }
-  free(l.r);
   return st;
+}
+
+static atlas_status metaspace_piece(piece_run *r, const atlas_text_span *sp,
+                                    const char *s, atlas_text_pieces *out) {
+  const atlas_pretokenizer *p = r->p;
+  atlas_text_buf *tmp = &r->tmp;
+  atlas_status st = ATLAS_OK;
+  // After spaces become the replacement, does the piece start with it?
+  bool starts = (sp->len > 0 && s[0] == ' ') ||
+                (sp->len >= p->replacement_len &&
+                 memcmp(s, p->replacement, p->replacement_len) == 0);
+  bool prepend = !starts && (p->prepend_scheme == ATLAS_PREPEND_ALWAYS ||
+                             (p->prepend_scheme == ATLAS_PREPEND_FIRST &&
+                              sp->first));
+  tmp->len = 0;
+  if (prepend) {
+    st = atlas_text_buf_append(tmp, p->replacement, p->replacement_len);
+  }
+  for (size_t j = 0; !st && j < sp->len; j++) {
+    st = s[j] == ' '
+             ? atlas_text_buf_append(tmp, p->replacement, p->replacement_len)
+             : atlas_text_buf_append(tmp, s + j, 1);
+  }
+  if (st) return st;
+  if (p->split) {
+    const atlas_text_pattern pat = {.literal = (char *)p->replacement,
+                                    .literal_len = p->replacement_len};
+    ATLAS_RETURN_IF_ERROR(
+        find_matches(&pat, r->m, tmp->data, tmp->len, false, &r->l));
+    return emit_behavior(ATLAS_SPLIT_MERGED_WITH_NEXT, &r->l, tmp->data,
+                         sp->first, out);
+  }
+  if (tmp->len) return atlas_text_pieces_push(out, tmp->data, tmp->len, sp->first);
+  return ATLAS_OK;
+}
+
+static atlas_status digits_piece(piece_run *r, const atlas_text_span *sp,
+                                 const char *s, atlas_text_pieces *out) {
+  range_list *l = &r->l;
+  atlas_status st = ATLAS_OK;
+  // Pattern::find_matches for a char predicate (char::is_numeric): each
+  // numeric character is a match, runs of other characters one non-match.
+  l->n = 0;
+  size_t prev = 0;
+  for (size_t j = 0; !st && j < sp->len;) {
+    size_t cl;
+    uint32_t cp = atlas_utf8_decode(s + j, &cl);
+    if (!atlas_utf8_is_numeric(cp)) {
+      j += cl;
+      continue;
+    }
+    if (prev != j) st = ranges_push(l, prev, j, false);
+    if (!st) st = ranges_push(l, j, j + cl, true);
+    j += cl;
+    prev = j;
+  }
+  if (!st && prev != sp->len) st = ranges_push(l, prev, sp->len, false);
+  if (!st && sp->len == 0) st = ranges_push(l, 0, 0, false);
+  if (st) return st;
+  return emit_behavior(r->p->individual_digits ? ATLAS_SPLIT_ISOLATED
+                                               : ATLAS_SPLIT_CONTIGUOUS,
+                       l, s, sp->first, out);
 }
 
 atlas_status atlas_pretokenizer_run(const atlas_pretokenizer *p,
@@ -426,15 +401,16 @@ atlas_status atlas_pretokenizer_run(const atlas_pretokenizer *p,
                                     const atlas_text_pieces *in,
                                     atlas_text_pieces *out) {
   atlas_text_pieces_clear(out);
+  piece_run r = {.p = p, .bl = bl, .m = m};
   switch (p->kind) {
     case ATLAS_PRETOKENIZER_SPLIT:
-      return run_split(p, m, in, out);
+      return run_pieces(&r, split_piece, in, out);
     case ATLAS_PRETOKENIZER_BYTE_LEVEL:
-      return run_byte_level(p, bl, m, in, out);
+      return run_pieces(&r, byte_level_piece, in, out);
     case ATLAS_PRETOKENIZER_METASPACE:
-      return run_metaspace(p, m, in, out);
+      return run_pieces(&r, metaspace_piece, in, out);
     case ATLAS_PRETOKENIZER_DIGITS:
-      return run_digits(p, in, out);
+      return run_pieces(&r, digits_piece, in, out);
     case ATLAS_PRETOKENIZER_SEQUENCE: {
       if (p->child_count == 0) {
         atlas_status st = ATLAS_OK;

@@ -2,24 +2,34 @@
 
 #include <utf8proc.h>
 
-size_t atlas_utf8_valid_len(const unsigned char *s, size_t n) {
-  unsigned char b = s[0];
-  if (b < 0x80) return 1;
-  size_t need;
-  unsigned char lo = 0x80, hi = 0xBF;
+// A lead byte's continuation count and the range its first continuation byte
+// must fall in (Unicode Table 3-7: no overlongs, no surrogates, nothing past
+// U+10FFFF); false for a byte no multi-byte sequence starts with.
+static bool lead_byte(unsigned char b, size_t *out_need, unsigned char *out_lo,
+                      unsigned char *out_hi) {
+  *out_lo = 0x80;
+  *out_hi = 0xBF;
   if (b >= 0xC2 && b <= 0xDF) {
-    need = 1;
+    *out_need = 1;
   } else if (b >= 0xE0 && b <= 0xEF) {
-    need = 2;
-    if (b == 0xE0) lo = 0xA0;
-    if (b == 0xED) hi = 0x9F;
+    *out_need = 2;
+    if (b == 0xE0) *out_lo = 0xA0;
+    if (b == 0xED) *out_hi = 0x9F;
   } else if (b >= 0xF0 && b <= 0xF4) {
-    need = 3;
-    if (b == 0xF0) lo = 0x90;
-    if (b == 0xF4) hi = 0x8F;
+    *out_need = 3;
+    if (b == 0xF0) *out_lo = 0x90;
+    if (b == 0xF4) *out_hi = 0x8F;
   } else {
-    return 0;
+    return false;
   }
+  return true;
+}
+
+size_t atlas_utf8_valid_len(const unsigned char *s, size_t n) {
+  if (s[0] < 0x80) return 1;
+  size_t need;
+  unsigned char lo, hi;
+  if (!lead_byte(s[0], &need, &lo, &hi)) return 0;
   if (n < need + 1) return 0;
   if (s[1] < lo || s[1] > hi) return 0;
   for (size_t i = 2; i <= need; i++) {
@@ -31,22 +41,9 @@ size_t atlas_utf8_valid_len(const unsigned char *s, size_t n) {
 // Bytes of the maximal prefix of a valid sequence at s (at least 1): the
 // unit that Rust's from_utf8_lossy replaces with one U+FFFD.
 static size_t invalid_prefix_len(const unsigned char *s, size_t n) {
-  unsigned char b = s[0];
   size_t need;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (b >= 0xC2 && b <= 0xDF) {
-    need = 1;
-  } else if (b >= 0xE0 && b <= 0xEF) {
-    need = 2;
-    if (b == 0xE0) lo = 0xA0;
-    if (b == 0xED) hi = 0x9F;
-  } else if (b >= 0xF0 && b <= 0xF4) {
-    need = 3;
-    if (b == 0xF0) lo = 0x90;
-    if (b == 0xF4) hi = 0x8F;
-  } else {
-    return 1;
-  }
+  unsigned char lo, hi;
+  if (!lead_byte(s[0], &need, &lo, &hi)) return 1;
   size_t i = 1;
   if (i < n && s[i] >= lo && s[i] <= hi) {
     i++;

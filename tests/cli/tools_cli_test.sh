@@ -75,6 +75,24 @@ touch "$tmp/afile"
 "$mc" --out "$tmp/afile/sub" >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "make_checkpoint into an impossible folder exits 1" [ "$rc" -eq 1 ]
 check "and names it" grep -q "$tmp/afile" "$tmp/err"
+# The folder is written as <out>.tmp-XXXXXX beside it and renamed into place
+# only once written and checked: a failure leaves neither.
+leftovers() { compgen -G "$tmp/*.tmp-*" >/dev/null; }
+check "make_checkpoint leaves no temporary folder on success" eval '! leftovers'
+"$mc" --out "$tmp/bad" --heads 4 --kv-heads 3 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "a checkpoint that fails its check exits 1" [ "$rc" -eq 1 ]
+check "and says it was not kept" grep -qF "$tmp/bad failed its check and was not kept" "$tmp/err"
+check "and leaves no folder, temporary or final" [ ! -e "$tmp/bad" ]
+check "nor a temporary folder" eval '! leftovers'
+mkdir "$tmp/empty"
+"$mc" --out "$tmp/empty/" >/dev/null 2>&1; rc=$?
+check "make_checkpoint into an empty folder exits 0" [ "$rc" -eq 0 -a -s "$tmp/empty/model.safetensors" ]
+before=$(ls -l --time-style=full-iso "$tmp/one")
+"$mc" --out "$tmp/one" --seed 9 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "make_checkpoint into a full folder exits 1" [ "$rc" -eq 1 ]
+check "and says why" grep -qF "$tmp/one exists and is not empty" "$tmp/err"
+check "and leaves it as it was" [ "$(ls -l --time-style=full-iso "$tmp/one")" = "$before" ]
+check "and no temporary folder" eval '! leftovers'
 mkdir -p "$tmp/wd" "$tmp/elsewhere"
 (cd "$tmp/elsewhere" && BUILD_WORKING_DIRECTORY="$tmp/wd" "$mc" --out rel >"$tmp/rel.out" 2>&1)
 check "make_checkpoint --out relative to BUILD_WORKING_DIRECTORY" [ -s "$tmp/wd/rel/model.safetensors" -a ! -e "$tmp/elsewhere/rel" ]
