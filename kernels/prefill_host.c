@@ -141,8 +141,36 @@ static void attention_prefill(void **args, load_fn load) {
   free(att);
 }
 
-// Flash-decoding, split by split exactly as defined in prefill_kernels.h.
-static void attention_decode_part(void **args, load_fn load) {
+// The merge of the splits (the CUDA kernel's last block per KV head does it).
+static void decode_combine(float *out, const float *part, uint32_t n_heads,
+                           uint32_t head_dim, uint32_t seq_len, uint32_t window,
+                           uint32_t max_splits) {
+  uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  uint32_t splits = (seq_len - lo + ATLAS_LLAMA_DECODE_CHUNK - 1) / ATLAS_LLAMA_DECODE_CHUNK;
+  if (splits > max_splits) splits = max_splits;
+  size_t stride = head_dim + 2;
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    const float *ph = part + (size_t)h * max_splits * stride;
+    float max = -INFINITY, total = 0.0f;
+    for (uint32_t s = 0; s < splits; ++s) {
+      if (ph[s * stride] > max) max = ph[s * stride];
+    }
+    for (uint32_t s = 0; s < splits; ++s) {
+      total += expf(ph[s * stride] - max) * ph[s * stride + 1];
+    }
+    for (uint32_t i = 0; i < head_dim; ++i) {
+      float acc = 0.0f;
+      for (uint32_t s = 0; s < splits; ++s) {
+        acc += expf(ph[s * stride] - max) * ph[s * stride + 2 + i];
+      }
+      out[(size_t)h * head_dim + i] = acc / total;
+    }
+  }
+}
+
+// Flash-decoding, split by split exactly as defined in prefill_kernels.h,
+// then the merge into out (counters are the CUDA kernel's; unused here).
+static void attention_decode(void **args, load_fn load) {
   float *part = ARG(float *, 0);
   const float *q = ARG(const float *, 1);
   const void *kc = ARG(const void *, 2);
@@ -189,36 +217,8 @@ static void attention_decode_part(void **args, load_fn load) {
       }
     }
   }
-}
-
-static void attention_decode_combine(const atlas_launch_config *c, void **args) {
-  (void)c;
-  float *out = ARG(float *, 0);
-  const float *part = ARG(const float *, 1);
-  uint32_t n_heads = ARG(uint32_t, 2), head_dim = ARG(uint32_t, 3);
-  uint32_t seq_len = ARG(const uint32_t *, 4)[1] + 1;
-  uint32_t window = ARG(uint32_t, 5), max_splits = ARG(uint32_t, 6);
-  uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
-  uint32_t splits = (seq_len - lo + ATLAS_LLAMA_DECODE_CHUNK - 1) / ATLAS_LLAMA_DECODE_CHUNK;
-  if (splits > max_splits) splits = max_splits;
-  size_t stride = head_dim + 2;
-  for (uint32_t h = 0; h < n_heads; ++h) {
-    const float *ph = part + (size_t)h * max_splits * stride;
-    float max = -INFINITY, total = 0.0f;
-    for (uint32_t s = 0; s < splits; ++s) {
-      if (ph[s * stride] > max) max = ph[s * stride];
-    }
-    for (uint32_t s = 0; s < splits; ++s) {
-      total += expf(ph[s * stride] - max) * ph[s * stride + 1];
-    }
-    for (uint32_t i = 0; i < head_dim; ++i) {
-      float acc = 0.0f;
-      for (uint32_t s = 0; s < splits; ++s) {
-        acc += expf(ph[s * stride] - max) * ph[s * stride + 2 + i];
-      }
-      out[(size_t)h * head_dim + i] = acc / total;
-    }
-  }
+  decode_combine(ARG(float *, 10), part, n_heads, head_dim, seq_len, window,
+                 splits);
 }
 
 // The chunk's keys and values (f32 rows) into cache rows pos0.. .
@@ -239,7 +239,7 @@ static void kv_store_rows(void **args, store_fn store) {
 // The kernels that touch the KV cache, per cache type.
 ATLAS_HOST_BY_DTYPE(kv_store_rows, store)
 ATLAS_HOST_BY_DTYPE(attention_prefill, load)
-ATLAS_HOST_BY_DTYPE(attention_decode_part, load)
+ATLAS_HOST_BY_DTYPE(attention_decode, load)
 
 // Names and signatures must match prefill.cu and prefill_kernels.h.
 const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT] = {
@@ -259,8 +259,7 @@ const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_CO
     {"attention_prefill_f32", "ppppuuuuuu", attention_prefill_f32},
     {"attention_prefill_f16", "ppppuuuuuu", attention_prefill_f16},
     {"attention_prefill_bf16", "ppppuuuuuu", attention_prefill_bf16},
-    {"attention_decode_part_f32", "ppppuuupuu", attention_decode_part_f32},
-    {"attention_decode_part_f16", "ppppuuupuu", attention_decode_part_f16},
-    {"attention_decode_part_bf16", "ppppuuupuu", attention_decode_part_bf16},
-    {"attention_decode_combine", "ppuupuu", attention_decode_combine},
+    {"attention_decode_f32", "ppppuuupuupp", attention_decode_f32},
+    {"attention_decode_f16", "ppppuuupuupp", attention_decode_f16},
+    {"attention_decode_bf16", "ppppuuupuupp", attention_decode_bf16},
 };

@@ -26,16 +26,18 @@
 //       are [n][n_heads * head_dim], caches [seq][n_kv * head_dim] f32
 //       CUDA: grid (ceil(n * n_heads / n_kv / 16), n_kv), block 128;
 //       head_dim <= 128 (ATLAS_LLAMA_BATCH_MAX_HEAD_DIM)
-//   attention_decode_part(part, q, k_cache, v_cache, n_heads, n_kv_heads,
-//                         head_dim, seq_len, window, splits)       "ppppuuuuuu"
-//       flash-decoding of one query (position seq_len - 1) over keys lo..
-//       seq_len-1 (lo = seq_len - window when window > 0 and smaller, else 0)
-//       in splits of ATLAS_LLAMA_DECODE_CHUNK keys; splits = ceil((seq_len -
-//       lo) / chunk). part[h][s] = {max score m, sum exp(score - m), then
-//       head_dim values sum exp(score - m) * v}
-//       CUDA: grid (splits, n_kv), block 128; n_heads / n_kv <= 16
-//   attention_decode_combine(out, part, n_heads, head_dim, splits)  "ppuuu"
-//       out[h] = merged splits; CUDA: grid n_heads, block 128
+//   attention_decode_{f32,f16,bf16}(part, q, k_cache, v_cache, n_heads,
+//       n_kv_heads, head_dim, step, window, splits, out, counters)
+//                                                              "ppppuuupuupp"
+//       flash-decoding of one query (position seq_len - 1, seq_len =
+//       step[1] + 1) over keys lo..seq_len-1 (lo = seq_len - window when
+//       window > 0 and smaller, else 0) in splits of ATLAS_LLAMA_DECODE_CHUNK
+//       keys; used = ceil((seq_len - lo) / chunk) <= splits (the layout: rows
+//       per head). part[h][s] = {max score m, sum exp(score - m), then
+//       head_dim values sum exp(score - m) * v}; then out[h] = the merged
+//       splits. counters: n_kv u32, zero before the first launch and left
+//       zero (CUDA: the last split block per KV head merges and resets it).
+//       CUDA: grid (splits, n_kv), block 256; n_heads / n_kv <= 16
 #ifndef ATLAS_KERNELS_PREFILL_KERNELS_H_
 #define ATLAS_KERNELS_PREFILL_KERNELS_H_
 
@@ -48,10 +50,10 @@ extern "C" {
 #define ATLAS_LLAMA_BATCH_MODULE "llama_batch"
 #define ATLAS_LLAMA_BATCH_MAX_HEAD_DIM 128
 #define ATLAS_LLAMA_BATCH_MAX_GROUP 16
-#define ATLAS_LLAMA_DECODE_CHUNK 256
+#define ATLAS_LLAMA_DECODE_CHUNK 64
 
 // Sized so that adding a kernel without updating the count fails to compile.
-#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 20
+#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 19
 extern const atlas_kernel_def
     atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT];
 

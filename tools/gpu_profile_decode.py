@@ -47,6 +47,9 @@ def profile(bench, name):
            bench, "decode", ckpt, "--context", "128", "--steps", "2"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     text = p.stdout
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], f"ncu_{name}.csv"), "w") as f:
+            f.write(text)
     start = text.find('"ID"')
     if p.returncode != 0 or start < 0:
         print(f"{name}: ncu failed (rc {p.returncode})\n{p.stderr[-3000:]}\n{text[-2000:]}")
@@ -54,15 +57,18 @@ def profile(bench, name):
     rows = list(csv.DictReader(io.StringIO(text[start:])))
     units = rows[0]
     per = {}
+    skipped = 0
+    print(f"{name}: {len(rows) - 1} kernel rows; columns {list(rows[0].keys())[:12]}")
     for r in rows[1:]:
         k = r["Kernel Name"].split("(")[0]
         if k.startswith(PREFILL_PREFIXES):
             continue
         try:
-            t = float(r["gpu__time_duration.sum"])
-            rd = float(r["dram__bytes_read.sum"])
-            wr = float(r["dram__bytes_write.sum"])
-        except ValueError:
+            t = float(r["gpu__time_duration.sum"].replace(",", ""))
+            rd = float(r["dram__bytes_read.sum"].replace(",", ""))
+            wr = float(r["dram__bytes_write.sum"].replace(",", ""))
+        except (ValueError, KeyError):
+            skipped += 1
             continue
         per.setdefault(k, []).append((t, rd + wr))
     tu = units.get("gpu__time_duration.sum", "")

@@ -267,6 +267,7 @@ TEST_F(LlamaKernelsCuda, Argmax) {
       {"last", [](std::vector<float> &v) { v[n - 1] = 50.0f; }},
       {"nan", [](std::vector<float> &v) { v[5000] = NAN; v[7] = INFINITY; v[80000] = 60.0f; }},
       {"all -inf", [](std::vector<float> &v) { for (float &x : v) x = -INFINITY; }},
+      {"signed zero", [](std::vector<float> &v) { for (float &x : v) x = 0.0f; v[3] = -0.0f; v[9] = 0.0f; }},
   };
   for (const Case &c : cases) {
     std::vector<float> logits = Floats(n, -8, 8);
@@ -276,11 +277,19 @@ TEST_F(LlamaKernelsCuda, Argmax) {
     for (int i = 0; i < 2; ++i) {
       Side s(backends[i], ATLAS_LLAMA_MODULE);
       void *dl = s.Upload(logits.data(), n * 4);
-      uint32_t poison[2] = {0xDEADBEEF, 0xDEADBEEF};
-      void *res = s.Upload(poison, sizeof(poison));
-      s.Launch("argmax", 1, 1024,
-               {ATLAS_ARG_PTR(res), ATLAS_ARG_PTR(dl), ATLAS_ARG_U32(n)});
-      got[i] = s.DownloadU32(res, 2);
+      // The answer poisoned, the cross-block state zeroed (as allocated).
+      uint32_t words[6] = {0xDEADBEEF, 0xDEADBEEF, 0, 0, 0, 0};
+      void *res = s.Upload(words, sizeof(words));
+      // Twice: the state the first launch leaves must serve the second.
+      for (int rep = 0; rep < 2; ++rep) {
+        s.Launch("argmax", (n + 2047) / 2048, 256,
+                 {ATLAS_ARG_PTR(res), ATLAS_ARG_PTR(dl), ATLAS_ARG_U32(n)});
+      }
+      std::vector<uint32_t> all = s.DownloadU32(res, 6);
+      EXPECT_EQ(std::vector<uint32_t>(all.begin() + 2, all.end()),
+                std::vector<uint32_t>(4, 0))
+          << c.what << ": state left non-zero";
+      got[i] = std::vector<uint32_t>(all.begin(), all.begin() + 2);
     }
     // The host kernel against a plain loop, then CUDA against the host.
     uint32_t best = 0, bad = UINT32_MAX;

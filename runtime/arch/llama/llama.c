@@ -99,7 +99,7 @@ static atlas_status checked_sizes(const atlas_llama_config *c, int64_t max_seq,
          atlas_add_u64(&s, a) && atlas_add_u64(&s, (uint64_t)c->vocab_size) &&
          c->head_dim >= 0 && atlas_add_u64(&s, (uint64_t)c->head_dim / 2) &&
          // this step's key and value, its token/position and argmax words
-         atlas_add_u64(&s, kv2) && atlas_add_u64(&s, 4) &&
+         atlas_add_u64(&s, kv2) && atlas_add_u64(&s, 8) &&
          atlas_mul_u64(&s, 4);
   }
   // Norms: hidden * (2 * layers + 1) floats.
@@ -405,8 +405,10 @@ static atlas_status alloc_scratch(atlas_llama_scratch *s,
   ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, kv_dim, (void **)&s->v));
   ATLAS_RETURN_IF_ERROR(
       atlas_backend_alloc(s->backend, 2 * sizeof(uint32_t), (void **)&s->step));
-  return atlas_backend_alloc(s->backend, 2 * sizeof(uint32_t),
-                             (void **)&s->result);
+  // The argmax's answer (2 words) and its cross-block state (4, zeroed).
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_alloc(s->backend, 6 * sizeof(uint32_t), (void **)&s->result));
+  return atlas_backend_memset(s->backend, s->result, 0, 6 * sizeof(uint32_t));
 }
 
 // ---- load / unload -----------------------------------------------------------

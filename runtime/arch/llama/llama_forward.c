@@ -193,7 +193,8 @@ static atlas_status step_body(const atlas_llama_model *m) {
   ATLAS_RETURN_IF_ERROR(
       matvec(&m->ctx, s->logits, &w->lm_head, s->xb, c->vocab_size, c->hidden_size));
   atlas_arg args[] = {P(s->result), P(s->logits), U((uint32_t)c->vocab_size)};
-  return launch(&m->ctx, m->ctx.ops.argmax, 1, 1024, args, COUNT(args));
+  return launch(&m->ctx, m->ctx.ops.argmax,
+                blocks((uint64_t)c->vocab_size, 2048), 256, args, COUNT(args));
 }
 
 // This step's token and position, to scratch->step (the backend stages the

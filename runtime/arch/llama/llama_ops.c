@@ -48,7 +48,6 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
       {one, "head_rmsnorm", &o->head_rmsnorm},
       {batch, "rmsnorm_rows", &o->rmsnorm_rows},
       {batch, "rope_rows", &o->rope_rows},
-      {batch, "attention_decode_combine", &o->decode_combine},
   };
   for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); ++i) {
     ATLAS_RETURN_IF_ERROR(
@@ -69,7 +68,7 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
   ATLAS_RETURN_IF_ERROR(
       resolve_typed(ctx, batch, "attention_prefill", "", o->attention_prefill, 0));
   ATLAS_RETURN_IF_ERROR(
-      resolve_typed(ctx, batch, "attention_decode_part", "", o->decode_part, 0));
+      resolve_typed(ctx, batch, "attention_decode", "", o->decode, 0));
   return resolve_typed(ctx, batch, "gemm", "_m128", o->gemm_m128,
                        ATLAS_LLAMA_W_F16);
 }

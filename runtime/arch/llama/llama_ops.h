@@ -37,13 +37,13 @@ typedef struct atlas_llama_ops {
   const atlas_kernel *embed_rows[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *gemm[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *gemm_m128[ATLAS_LLAMA_W_COUNT];  // F32: none (NULL)
-  const atlas_kernel *rmsnorm_rows, *rope_rows, *decode_combine;
+  const atlas_kernel *rmsnorm_rows, *rope_rows;
   // By the KV cache's type (the same three as the weights').
   const atlas_kernel *rope_store[ATLAS_LLAMA_W_COUNT];  // one token's k, v in
   const atlas_kernel *attention[ATLAS_LLAMA_W_COUNT];   // one token, one pass
   const atlas_kernel *kv_store_rows[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *attention_prefill[ATLAS_LLAMA_W_COUNT];
-  const atlas_kernel *decode_part[ATLAS_LLAMA_W_COUNT];
+  const atlas_kernel *decode[ATLAS_LLAMA_W_COUNT];
 } atlas_llama_ops;
 
 // Resolves every kernel above in the context's registry; fails naming the

@@ -76,13 +76,14 @@ uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *c, int64_t rows,
                     logit_rows * (uint64_t)c->vocab_size +
                     part_floats(c, max_seq);
   floats += 2 * r * (uint64_t)(c->num_key_value_heads * c->head_dim);  // k, v rows
+  floats += (uint64_t)c->num_key_value_heads;  // decode split counters (u32)
   return floats * 4u + r * 4u;  // + the token ids
 }
 
 static atlas_status release_prefill(void *p) {
   atlas_llama_prefill_scratch *s = p;
-  void *bufs[] = {s->v,   s->k,  s->part, s->logits, s->hb2, s->hb,
-                  s->q,   s->xb2, s->xb,  s->x,      s->tokens};
+  void *bufs[] = {s->v,   s->k,  s->counters, s->part, s->logits, s->hb2,
+                  s->hb,  s->q,  s->xb2,      s->xb,   s->x,      s->tokens};
   atlas_status status = ATLAS_OK;
   for (size_t i = 0; i < COUNT(bufs); ++i) {
     status = atlas_status_join(status, atlas_backend_free(s->backend, bufs[i]));
@@ -113,6 +114,9 @@ static atlas_status alloc_prefill(atlas_llama_prefill_scratch *s,
   // which atlas_llama_rope_update keeps right for every RoPE type.
   ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, (size_t)part_floats(c, max_seq) * f,
                                             (void **)&s->part));
+  size_t counters = (size_t)c->num_key_value_heads * sizeof(uint32_t);
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, counters, (void **)&s->counters));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_memset(b, s->counters, 0, counters));
   size_t kv_rows = r * (size_t)(c->num_key_value_heads * c->head_dim) * f;
   ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, kv_rows, (void **)&s->k));
   return atlas_backend_alloc(b, kv_rows, (void **)&s->v);
@@ -248,14 +252,11 @@ atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
                       U(hd),
                       P(step),
                       U(window),
-                      U(splits)};
-  ATLAS_RETURN_IF_ERROR(launch(ctx,
-                               ctx->ops.decode_part[atlas_llama_wtype_of(m->kv->dtype)],
-                               d3(splits, n_kv), 128, args, COUNT(args)));
-  atlas_arg comb[] = {P(out), P(part), U(n_heads), U(hd), P(step), U(window),
-                      U(splits)};
-  return launch(ctx, ctx->ops.decode_combine, d3(n_heads, 1), 128, comb,
-                COUNT(comb));
+                      U(splits),
+                      P(out),
+                      P(m->prefill->counters)};
+  return launch(ctx, ctx->ops.decode[atlas_llama_wtype_of(m->kv->dtype)],
+                d3(splits, n_kv), 256, args, COUNT(args));
 }
 
 // ---- the chunk -----------------------------------------------------------------

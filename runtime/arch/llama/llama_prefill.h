@@ -18,6 +18,7 @@ typedef struct atlas_llama_prefill_scratch {
   uint32_t *tokens;
   float *x, *xb, *xb2, *q, *hb, *hb2, *logits;
   float *part;  // flash-decoding partials (one-token steps use them too)
+  uint32_t *counters;  // per KV head: splits done this step (zero between)
   float *k, *v; // (rows, kv_dim) the chunk's keys and values before the cache
 } atlas_llama_prefill_scratch;
 
