@@ -512,16 +512,19 @@ __device__ __forceinline__ float4 kv_quad(const C *row, uint32_t d, uint32_t hd,
   return r;
 }
 
-template <typename C>
-__device__ void attention_decode(float *part, const float *q, const C *kc,
-                                 const C *vc, uint32_t n_heads, uint32_t n_kv,
-                                 uint32_t head_dim, const uint32_t *step,
-                                 uint32_t window, uint32_t splits, float *out,
-                                 uint32_t *counters) {
-  __shared__ float qs[kMaxGroup][kMaxD];
-  __shared__ float ps[kMaxGroup][kChunk];
+// G: the group size rounded up to a power of two (registers for G heads);
+// `group` <= G is the real one.
+template <typename C, int G>
+__device__ void attention_decode_g(float *part, const float *q, const C *kc,
+                                   const C *vc, uint32_t n_heads, uint32_t n_kv,
+                                   uint32_t head_dim, const uint32_t *step,
+                                   uint32_t window, uint32_t splits, float *out,
+                                   uint32_t *counters) {
+  constexpr int kPerWarp = kChunk / kDecWarps;  // keys a warp scores
+  __shared__ float qs[G][kMaxD];
+  __shared__ float ps[G][kChunk];
   __shared__ float red[kDecWarps][kMaxD];
-  __shared__ float stat[kMaxGroup][2];
+  __shared__ float stat[G][2];
   __shared__ int last;
   const uint32_t group = n_heads / n_kv, kvh = blockIdx.y, split = blockIdx.x;
   const uint32_t kv_dim = n_kv * head_dim, tid = threadIdx.x;
@@ -543,31 +546,32 @@ __device__ void attention_decode(float *part, const float *q, const C *kc,
     uint32_t g = i / (quads * 4), d = i % (quads * 4);
     qs[g][d] = d < head_dim ? q[(size_t)(kvh * group + g) * head_dim + d] : 0.0f;
   }
-  __syncthreads();
+  // Every key row this lane reads, loaded before any is used (the loads
+  // overlap; one at a time they were latency-bound).
   const C *kbase = kc + (size_t)kvh * head_dim;
-  for (uint32_t j0 = warp * per_warp; j0 < (uint32_t)kChunk;
-       j0 += kDecWarps * per_warp) {
-    const uint32_t j = j0 + sub;
-    float s[kMaxGroup];
+  float4 kq[kPerWarp];
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) s[g] = 0.0f;
-    if (j < count && qd < quads) {
-      float4 k = kv_quad(kbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
-#pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) {
-        if (g < (int)group) {
-          const float *qq = &qs[g][4 * qd];
-          s[g] = qq[0] * k.x + qq[1] * k.y + qq[2] * k.z + qq[3] * k.w;
-        }
-      }
+  for (int p = 0; p < kPerWarp; ++p) {
+    const uint32_t k_in_warp = p * per_warp + sub, j = warp * kPerWarp + k_in_warp;
+    kq[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (k_in_warp < (uint32_t)kPerWarp && j < count && qd < quads) {
+      kq[p] = kv_quad(kbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
     }
+  }
+  __syncthreads();
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
+  for (int p = 0; p < kPerWarp; ++p) {
+    const uint32_t k_in_warp = p * per_warp + sub, j = warp * kPerWarp + k_in_warp;
+    if (p * per_warp >= (uint32_t)kPerWarp) break;  // warp-uniform
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
       if (g < (int)group) {
-        for (uint32_t o = seg / 2; o > 0; o /= 2) {
-          s[g] += __shfl_xor_sync(0xffffffffu, s[g], o);
+        const float *qq = &qs[g][4 * qd];
+        float s = qq[0] * kq[p].x + qq[1] * kq[p].y + qq[2] * kq[p].z + qq[3] * kq[p].w;
+        for (uint32_t o = seg / 2; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (qd == 0 && k_in_warp < (uint32_t)kPerWarp) {
+          ps[g][j] = j < count ? s * scale : -INFINITY;
         }
-        if (qd == 0) ps[g][j] = j < count ? s[g] * scale : -INFINITY;
       }
     }
   }
@@ -588,30 +592,41 @@ __device__ void attention_decode(float *part, const float *q, const C *kc,
       stat[g][1] = sum;
     }
   }
-  __syncthreads();
-  // P V: thread (slice, qd) sums keys slice, slice + slices, ... for its
-  // four dimensions; slices then meet through shuffles and `red`.
+  // P V: thread (slice, qd) sums keys slice, slice + slices, ... (at most 8:
+  // slices >= 8) for its four dimensions; slices meet through shuffles and
+  // `red`. The value rows are loaded before the softmax is waited for.
   const uint32_t slice = tid / seg, slices = blockDim.x / seg;
-  float4 acc[kMaxGroup];
-#pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   const C *vbase = vc + (size_t)kvh * head_dim;
-  if (qd < quads) {
-    for (uint32_t j = slice; j < count; j += slices) {
-      float4 v = kv_quad(vbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
+  float4 vq[8];
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) {
+  for (int t = 0; t < 8; ++t) {
+    const uint32_t j = slice + t * slices;
+    vq[t] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (j < count && qd < quads) {
+      vq[t] = kv_quad(vbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
+    }
+  }
+  __syncthreads();
+  float4 acc[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+  for (int t = 0; t < 8; ++t) {
+    const uint32_t j = slice + t * slices;
+    if (j < count) {
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
         if (g < (int)group) {
           float p = ps[g][j];
-          acc[g].x += p * v.x, acc[g].y += p * v.y;
-          acc[g].z += p * v.z, acc[g].w += p * v.w;
+          acc[g].x += p * vq[t].x, acc[g].y += p * vq[t].y;
+          acc[g].z += p * vq[t].z, acc[g].w += p * vq[t].w;
         }
       }
     }
   }
   const size_t stride = head_dim + 2;
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
+  for (int g = 0; g < G; ++g) {
     if (g < (int)group) {
       for (uint32_t o = seg; o < 32; o *= 2) {
         acc[g].x += __shfl_xor_sync(0xffffffffu, acc[g].x, o);
@@ -666,11 +681,36 @@ __device__ void attention_decode(float *part, const float *q, const C *kc,
     const uint32_t g = i / head_dim, d = i % head_dim;
     const float *ph = part + (size_t)(kvh * group + g) * splits * stride;
     float o = 0.0f;
+#pragma unroll 4
     for (uint32_t sp = 0; sp < used; ++sp) {
       o += expf(__ldcg(ph + sp * stride) - stat[g][0]) * __ldcg(ph + sp * stride + 2 + d);
     }
     out[(size_t)(kvh * group + g) * head_dim + d] = o / stat[g][1];
   }
+}
+
+template <typename C>
+__device__ void attention_decode(float *part, const float *q, const C *kc,
+                                 const C *vc, uint32_t n_heads, uint32_t n_kv,
+                                 uint32_t head_dim, const uint32_t *step,
+                                 uint32_t window, uint32_t splits, float *out,
+                                 uint32_t *counters) {
+  const uint32_t group = n_heads / n_kv;
+#define ATLAS_DECODE_G(G)                                                      \
+  attention_decode_g<C, G>(part, q, kc, vc, n_heads, n_kv, head_dim, step,    \
+                           window, splits, out, counters)
+  if (group <= 1) {
+    ATLAS_DECODE_G(1);
+  } else if (group <= 2) {
+    ATLAS_DECODE_G(2);
+  } else if (group <= 4) {
+    ATLAS_DECODE_G(4);
+  } else if (group <= 8) {
+    ATLAS_DECODE_G(8);
+  } else {
+    ATLAS_DECODE_G(16);
+  }
+#undef ATLAS_DECODE_G
 }
 
 // The kernels that touch the KV cache, per cache type.

@@ -168,6 +168,12 @@ static void torch_load(const char *path) {
   waitpid(pid, &wstatus, 0);
 }
 
+// The model's DEBUG lines (the load's phases) and the rest, as they come.
+static void print_log(void *ctx, atlas_log_level level, const char *message) {
+  (void)ctx;
+  printf("  %s%s\n", level == ATLAS_LOG_DEBUG ? "debug: " : "", message);
+}
+
 // End-to-end swaps tiny -> model -> tiny, staging made per load ("fresh")
 // and through an uploader kept on a transfer backend ("kept").
 static int swap_times(const char *dir, uint64_t bytes) {
@@ -190,6 +196,8 @@ static int swap_times(const char *dir, uint64_t bytes) {
     tiny.backend = "cuda";
     tiny.max_seq = 64;
     tiny.uploader = kept ? u : NULL;
+    tiny.log.fn = print_log;
+    tiny.log.min_level = ATLAS_LOG_DEBUG;
     big = tiny;
     big.embedded = NULL;
     big.dir = dir;

@@ -10,10 +10,12 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "atlas/runtime/arch/llama/llama_model.h"
 #include "atlas/runtime/arch/weight_check.h"
 #include "atlas/runtime/checked_math.h"
+#include "atlas/runtime/log.h"
 #include "atlas/runtime/formats/safetensors_convert.h"
 #include "atlas/runtime/weight_upload.h"
 
@@ -196,7 +198,14 @@ static atlas_status track(atlas_llama_weights *w, void *ptr) {
 typedef struct load_progress {
   const atlas_llama_load_options *options;
   uint64_t done, total;
+  double plan_ms, upload_ms, check_ms;  // phases, for the DEBUG load line
 } load_progress;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 static void advance(load_progress *p, uint64_t bytes) {
   p->done += bytes;
@@ -334,6 +343,7 @@ static atlas_status load_weights(atlas_llama_weights *w,
                                  bool lm_head_is_embedding,
                                  load_progress *progress) {
   upload_plan plan = {NULL, 0};
+  double t0 = now_ms();
   plan.jobs = calloc(3 + 7 * (size_t)c->num_hidden_layers, sizeof(atlas_upload_job));
   if (plan.jobs == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -347,6 +357,8 @@ static atlas_status load_weights(atlas_llama_weights *w,
     status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                                "cannot plan the weight upload");
   }
+  double t1 = now_ms();
+  progress->plan_ms = t1 - t0;
   if (status == ATLAS_OK) {
     atlas_weight_check_strip(plan.jobs, plan.count, bare);
     atlas_upload_options o;
@@ -361,9 +373,12 @@ static atlas_status load_weights(atlas_llama_weights *w,
                   : atlas_upload_run(w->backend, bare, plan.count, &o),
         "reading %s", atlas_checkpoint_source(ck));
   }
+  double t2 = now_ms();
+  progress->upload_ms = t2 - t1;
   if (status == ATLAS_OK) {
     status = atlas_weight_check_run(w->backend, plan.jobs, plan.count);
   }
+  progress->check_ms = now_ms() - t2;
   free(bare);
   free(plan.jobs);
   return status;
@@ -442,7 +457,8 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
     goto oom;
   }
   ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "weights", release_weights, m->weights));
-  load_progress progress = {options, 0, 0};
+  double t0 = now_ms();
+  load_progress progress = {options, 0, 0, 0, 0, 0};
   ATLAS_RETURN_IF_ERROR(atlas_llama_weight_bytes(c, ck, &progress.total));
   ATLAS_RETURN_IF_ERROR(load_weights(m->weights, ck, c, tied, &progress));
 
@@ -484,7 +500,15 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "decode_graph", release_graph, m->graph));
   m->rot_dim = atlas_rope_rot_dim(&c->rope, c->head_dim);
   m->rope_seq_len = -1;
-  return atlas_llama_rope_update(m, 1);
+  ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, 1));
+  atlas_log(atlas_backend_log_sink(m->backend), ATLAS_LOG_DEBUG,
+            "load: %.1f ms: weights allocated and norms copied %.1f ms, "
+            "uploaded %.1f ms, scanned %.1f ms; the rest %.1f ms",
+            now_ms() - t0, progress.plan_ms, progress.upload_ms,
+            progress.check_ms,
+            now_ms() - t0 - progress.plan_ms - progress.upload_ms -
+                progress.check_ms);
+  return ATLAS_OK;
 
 oom:
   return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
