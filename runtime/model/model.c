@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "atlas/runtime/arch/registry.h"
 #include "atlas/runtime/formats/file_read.h"
@@ -31,6 +32,12 @@ struct atlas_model {
   void *config;
   atlas_checkpoint *ck;
 };
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 static const char *spec_name(const atlas_model_spec *spec) {
   return spec->dir != NULL ? spec->dir
@@ -230,6 +237,8 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
     }
     m->spec.backend = m->backend_name;
   }
+  double t0 = now_ms();
+  double t_backend = t0, t_load = t0, t_loaded = t0;
   opened o;
   atlas_arch_load_options lo = {spec->max_seq,      spec->progress,
                                 spec->progress_ctx,  spec->uploader,
@@ -242,10 +251,13 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
         (atlas_arch_generate_options){.eos = m->eos.ids,
                                       .eos_count = m->eos.count,
                                       .ignore_eos = spec->ignore_eos};
+    t_backend = now_ms();
     status = create_backend(spec, o.arch, &m->backend);
   }
   if (status == ATLAS_OK) {
+    t_load = now_ms();
     status = o.arch->load(m->backend, o.ck, o.config, &lo, &m->impl);
+    t_loaded = now_ms();
   }
   if (status == ATLAS_OK) {
     // A file written while it was read may have given mixed bytes.
@@ -273,6 +285,11 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
   // source, the config as the row parsed it.
   m->ck = o.ck;
   m->config = o.config;
+  atlas_log(&spec->log, ATLAS_LOG_DEBUG,
+            "open %s: %.1f ms: checkpoint and config %.1f ms, backend %.1f ms, "
+            "load %.1f ms, file check %.1f ms",
+            spec_name(spec), now_ms() - t0, t_backend - t0, t_load - t_backend,
+            t_loaded - t_load, now_ms() - t_loaded);
   *out_model = m;
   return ATLAS_OK;
 }

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "atlas/runtime/ledger.h"
+#include "atlas/runtime/log.h"
 
 // MemAvailable from /proc/meminfo (0 when unknown). procfs files report
 // size 0, so this reads lines rather than a size.
@@ -89,8 +90,11 @@ static atlas_status open_proven(const atlas_model_spec *next,
   ATLAS_RETURN_IF_ERROR(atlas_model_open(next, &fresh));
   const uint32_t token = 0;
   uint32_t unused = 0;
+  double t0 = now_ms();
   atlas_status status = atlas_model_generate(fresh, &token, 1, 0, &unused,
                                              NULL, NULL, NULL);
+  atlas_log(&next->log, ATLAS_LOG_DEBUG, "swap: the proving step took %.1f ms",
+            now_ms() - t0);
   if (status != ATLAS_OK) {
     return atlas_status_join(
         atlas_status_annotate(status, "the new model loaded but its first "

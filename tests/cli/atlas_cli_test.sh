@@ -146,7 +146,7 @@ expect_error "unwritable --json" "cannot create" report --model "$tmp/a" --backe
 # ---- report: --top/--min-mb shape text, JSON and SVG alike; legend; paths ----
 "$atlas" report --model "$tmp/a" --backend host --top 3 --json "$tmp/r.json" --svg "$tmp/r.svg" >"$tmp/report.txt" 2>&1; rc=$?
 check "report exits 0" [ "$rc" -eq 0 ]
-check "report names the weight site" grep -q "plan_matrix" "$tmp/report.txt"
+check "report names the weight site" grep -q "load_weights" "$tmp/report.txt"
 check "report says where the JSON went" grep -qxF "wrote the JSON report to $tmp/r.json" "$tmp/report.txt"
 check "report says where the SVG went" grep -qxF "wrote the SVG chart to $tmp/r.svg" "$tmp/report.txt"
 check "report SVG is an svg" grep -q "<svg" "$tmp/r.svg"

@@ -195,6 +195,30 @@ static atlas_status track(atlas_llama_weights *w, void *ptr) {
   return ATLAS_OK;
 }
 
+// Room for `bytes` in the arena (256-byte aligned, as the driver aligns), or
+// in the sizing pass just counted.
+static atlas_status weight_alloc(atlas_llama_weights *w, size_t bytes,
+                                 void **out) {
+  size_t need = (bytes + 255) / 256 * 256;
+  *out = NULL;
+  if (w->sizing) {
+    if (need < bytes || w->arena_bytes + need < w->arena_bytes) {
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "the weights' sizes overflow");
+    }
+    w->arena_bytes += need;
+    return ATLAS_OK;
+  }
+  if (w->arena_bytes - w->arena_used < need) {
+    return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                             "weight arena: %zu bytes asked past its %zu",
+                             need, w->arena_bytes);
+  }
+  *out = w->arena + w->arena_used;
+  w->arena_used += need;
+  return ATLAS_OK;
+}
+
 typedef struct load_progress {
   const atlas_llama_load_options *options;
   uint64_t done, total;
@@ -234,11 +258,8 @@ static atlas_status plan_matrix(atlas_llama_weights *w, const atlas_checkpoint *
   atlas_checkpoint_tensor t;
   ATLAS_RETURN_IF_ERROR(find_tensor(ck, weight, layer, &t));
   void *dst = NULL;
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(w->backend, t.tensor->bytes, &dst));
-  atlas_status status = track(w, dst);
-  if (status != ATLAS_OK) {
-    return atlas_status_join(status, atlas_backend_free(w->backend, dst));
-  }
+  ATLAS_RETURN_IF_ERROR(weight_alloc(w, t.tensor->bytes, &dst));
+  if (w->sizing) return ATLAS_OK;
   ATLAS_RETURN_IF_ERROR(
       atlas_checkpoint_upload_job(&t, dst, &plan->jobs[plan->count]));
   plan->count++;
@@ -255,24 +276,16 @@ static atlas_status upload_norm(atlas_llama_weights *w,
   atlas_checkpoint_tensor t;
   ATLAS_RETURN_IF_ERROR(find_tensor(ck, weight, layer, &t));
   uint64_t n = t.tensor->elements;
+  void *dst = NULL;
+  if (w->sizing) return weight_alloc(w, n * sizeof(float), &dst);
   float *host = malloc(n * sizeof(float));
   if (host == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "converting %s from %s: out of host memory",
                              t.tensor->name, t.path);
   }
-  void *dst = NULL;
   atlas_status status = atlas_safetensors_tensor_to_f32(t.tensor, 0, n, host);
-  if (status == ATLAS_OK) {
-    status = atlas_backend_alloc(w->backend, n * sizeof(float), &dst);
-  }
-  if (status == ATLAS_OK) {
-    status = track(w, dst);
-    if (status != ATLAS_OK) {
-      status = atlas_status_join(status, atlas_backend_free(w->backend, dst));
-      dst = NULL;
-    }
-  }
+  if (status == ATLAS_OK) status = weight_alloc(w, n * sizeof(float), &dst);
   if (status == ATLAS_OK) {
     status = atlas_status_annotate(
         atlas_backend_h2d(w->backend, dst, host, n * sizeof(float)),
@@ -349,8 +362,26 @@ static atlas_status load_weights(atlas_llama_weights *w,
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "cannot plan the weight upload");
   }
+  // Pass one sizes the arena, pass two carves it and plans the copies.
+  w->sizing = true;
   atlas_status status =
       plan_weights(w, ck, c, lm_head_is_embedding, &plan, progress);
+  w->sizing = false;
+  if (status == ATLAS_OK && w->arena_bytes != 0) {
+    void *arena = NULL;
+    status = atlas_backend_alloc(w->backend, w->arena_bytes, &arena);
+    if (status == ATLAS_OK) {
+      status = track(w, arena);
+      if (status != ATLAS_OK) {
+        status = atlas_status_join(status, atlas_backend_free(w->backend, arena));
+      } else {
+        w->arena = arena;
+      }
+    }
+  }
+  if (status == ATLAS_OK) {
+    status = plan_weights(w, ck, c, lm_head_is_embedding, &plan, progress);
+  }
   // The copies go without a host scan; the backend scans what landed.
   atlas_upload_job *bare = calloc(plan.count ? plan.count : 1, sizeof(*bare));
   if (status == ATLAS_OK && bare == NULL) {
