@@ -41,6 +41,7 @@ typedef struct uint4 uint4;
 typedef struct float2 float2;
 typedef struct float4 float4;
 __device__ float4 make_float4(float, float, float, float);
+__device__ unsigned __float_as_uint(float);
 __device__ size_t __cvta_generic_to_shared(const void *);
 template <typename T>
 __device__ T __ldcg(const T *);
