@@ -483,16 +483,15 @@ __device__ void attention_prefill(float *out, const float *q, const C *kc,
 // the grid is sized for the longest context (`max_splits`) and splits past
 // this step's context return at once: one captured graph serves every step.
 // attention_decode: grid (max_splits, n_kv), block 256. Block (s, kvh)
-// takes split s of this step's keys (whole CHUNK-key chunks, as many a split
-// as keep the splits at most `target`; lo: the window's start) for the
-// `group` query heads sharing KV head kvh (K and V read once per group).
-// Per chunk: scores with a lane segment per key (coalesced rows), an online
-// softmax update, then P V with lane segments over head_dim and slices over
-// keys. It writes per head its max score m, sum of exp(score - m) and the
-// unnormalised output to part[head][s]; the last block of a KV head to
-// finish (counters[kvh], reset by that block) merges the splits into out.
-// One launch a layer; a thread per output dimension looping over 256 keys
-// made this 33 us a layer on the H200 at context 128.
+// takes keys lo + s * CHUNK .. (lo: the window's start) for the `group`
+// query heads sharing KV head kvh (K and V read once per group): scores with
+// a lane segment per key (coalesced rows), the chunk's softmax, then P V
+// with lane segments over head_dim and slices over keys. It writes per head
+// its max score m, sum of exp(score - m) and the unnormalised output to
+// part[head][s]; the last block of a KV head to finish (counters[kvh],
+// reset by that block) merges the splits into out. One launch a layer; a
+// thread per output dimension looping over 256 keys made this 33 us a layer
+// on the H200 at context 128.
 
 namespace {
 // kChunk: ATLAS_LLAMA_DECODE_CHUNK (prefill_kernels.h), which sizes `splits`.
@@ -519,29 +518,23 @@ template <typename C, int G>
 __device__ void attention_decode_g(float *part, const float *q, const C *kc,
                                    const C *vc, uint32_t n_heads, uint32_t n_kv,
                                    uint32_t head_dim, const uint32_t *step,
-                                   uint32_t window, uint32_t splits,
-                                   uint32_t target, float *out,
+                                   uint32_t window, uint32_t splits, float *out,
                                    uint32_t *counters) {
   constexpr int kPerWarp = kChunk / kDecWarps;  // keys a warp scores
   __shared__ float qs[G][kMaxD];
   __shared__ float ps[G][kChunk];
   __shared__ float red[kDecWarps][kMaxD];
-  __shared__ float stat[G][3];  // running max, running sum, rescale
+  __shared__ float stat[G][2];
   __shared__ int last;
   const uint32_t group = n_heads / n_kv, kvh = blockIdx.y, split = blockIdx.x;
   const uint32_t kv_dim = n_kv * head_dim, tid = threadIdx.x;
   const uint32_t warp = tid / 32, lane = tid % 32;
   const uint32_t seq_len = step[1] + 1;
   const uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
-  // Splits of whole kChunk-key chunks, as few chunks each as keep the
-  // splits at most `target` (this step's context; the grid has room for
-  // one chunk a split).
-  const uint32_t chunks = (seq_len - lo + kChunk - 1) / kChunk;
-  const uint32_t chunk = (chunks + target - 1) / target * kChunk;
-  const uint32_t used = (seq_len - lo + chunk - 1) / chunk;
+  const uint32_t used = (seq_len - lo + kChunk - 1) / kChunk;
   if (split >= used) return;  // past this step's context
-  const uint32_t t_split = lo + split * chunk;
-  const uint32_t n_split = min(chunk, seq_len - t_split);
+  const uint32_t t_begin = lo + split * kChunk;
+  const uint32_t count = min((uint32_t)kChunk, seq_len - t_begin);
   const float scale = rsqrtf((float)head_dim);
   const uint32_t quads = (head_dim + 3) / 4;
   const bool vec = head_dim % 4 == 0;
@@ -549,108 +542,88 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
   uint32_t seg = 1;
   while (seg < quads) seg *= 2;
   const uint32_t sub = lane / seg, qd = lane % seg, per_warp = 32 / seg;
-  const uint32_t slice = tid / seg, slices = blockDim.x / seg;
   for (uint32_t i = tid; i < group * quads * 4; i += blockDim.x) {
     uint32_t g = i / (quads * 4), d = i % (quads * 4);
     qs[g][d] = d < head_dim ? q[(size_t)(kvh * group + g) * head_dim + d] : 0.0f;
   }
-  if (tid < G) {
-    stat[tid][0] = -INFINITY;
-    stat[tid][1] = 0.0f;
-  }
+  // Every key row this lane reads, loaded before any is used (the loads
+  // overlap; one at a time they were latency-bound).
   const C *kbase = kc + (size_t)kvh * head_dim;
-  const C *vbase = vc + (size_t)kvh * head_dim;
-  float4 acc[G];
+  float4 kq[kPerWarp];
 #pragma unroll
-  for (int g = 0; g < G; ++g) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  // The split's keys kChunk at a time, with an online softmax across them.
-  for (uint32_t at = 0; at < n_split; at += kChunk) {
-    const uint32_t t_begin = t_split + at;
-    const uint32_t count = min((uint32_t)kChunk, n_split - at);
-    // Every key row this lane reads, loaded before any is used (the loads
-    // overlap; one at a time they were latency-bound).
-    float4 kq[kPerWarp];
-#pragma unroll
-    for (int p = 0; p < kPerWarp; ++p) {
-      const uint32_t k_in_warp = p * per_warp + sub, j = warp * kPerWarp + k_in_warp;
-      kq[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (k_in_warp < (uint32_t)kPerWarp && j < count && qd < quads) {
-        kq[p] = kv_quad(kbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
-      }
+  for (int p = 0; p < kPerWarp; ++p) {
+    const uint32_t k_in_warp = p * per_warp + sub, j = warp * kPerWarp + k_in_warp;
+    kq[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (k_in_warp < (uint32_t)kPerWarp && j < count && qd < quads) {
+      kq[p] = kv_quad(kbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
     }
-    __syncthreads();  // qs written; the last chunk's ps read
+  }
+  __syncthreads();
 #pragma unroll
-    for (int p = 0; p < kPerWarp; ++p) {
-      const uint32_t k_in_warp = p * per_warp + sub, j = warp * kPerWarp + k_in_warp;
-      if (p * per_warp >= (uint32_t)kPerWarp) break;  // warp-uniform
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        if (g < (int)group) {
-          const float *qq = &qs[g][4 * qd];
-          float s = qq[0] * kq[p].x + qq[1] * kq[p].y + qq[2] * kq[p].z + qq[3] * kq[p].w;
-          for (uint32_t o = seg / 2; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-          if (qd == 0 && k_in_warp < (uint32_t)kPerWarp) {
-            ps[g][j] = j < count ? s * scale : -INFINITY;
-          }
-        }
-      }
-    }
-    __syncthreads();
-    for (uint32_t g = warp; g < group; g += kDecWarps) {
-      float mx = -INFINITY;
-      for (int i = lane; i < kChunk; i += 32) mx = fmaxf(mx, ps[g][i]);
-      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      const float m_old = stat[g][0], m_new = fmaxf(m_old, mx);
-      float sum = 0.0f;
-      for (int i = lane; i < kChunk; i += 32) {
-        float e = (uint32_t)i < count ? expf(ps[g][i] - m_new) : 0.0f;
-        ps[g][i] = e;
-        sum += e;
-      }
-      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-      if (lane == 0) {
-        const float rescale = expf(m_old - m_new);  // 0 on the first chunk
-        stat[g][0] = m_new;
-        stat[g][1] = stat[g][1] * rescale + sum;
-        stat[g][2] = rescale;
-      }
-    }
-    // P V: thread (slice, qd) sums keys slice, slice + slices, ... (at most
-    // 8: slices >= 8) for its four dimensions. The value rows are loaded
-    // before the softmax is waited for.
-    float4 vq[8];
-#pragma unroll
-    for (int t = 0; t < 8; ++t) {
-      const uint32_t j = slice + t * slices;
-      vq[t] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (j < count && qd < quads) {
-        vq[t] = kv_quad(vbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
-      }
-    }
-    __syncthreads();
+  for (int p = 0; p < kPerWarp; ++p) {
+    const uint32_t k_in_warp = p * per_warp + sub, j = warp * kPerWarp + k_in_warp;
+    if (p * per_warp >= (uint32_t)kPerWarp) break;  // warp-uniform
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       if (g < (int)group) {
-        const float r = stat[g][2];
-        acc[g].x *= r, acc[g].y *= r, acc[g].z *= r, acc[g].w *= r;
-      }
-    }
-#pragma unroll
-    for (int t = 0; t < 8; ++t) {
-      const uint32_t j = slice + t * slices;
-      if (j < count) {
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-          if (g < (int)group) {
-            float p = ps[g][j];
-            acc[g].x += p * vq[t].x, acc[g].y += p * vq[t].y;
-            acc[g].z += p * vq[t].z, acc[g].w += p * vq[t].w;
-          }
+        const float *qq = &qs[g][4 * qd];
+        float s = qq[0] * kq[p].x + qq[1] * kq[p].y + qq[2] * kq[p].z + qq[3] * kq[p].w;
+        for (uint32_t o = seg / 2; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (qd == 0 && k_in_warp < (uint32_t)kPerWarp) {
+          ps[g][j] = j < count ? s * scale : -INFINITY;
         }
       }
     }
   }
-  // Slices meet through shuffles and `red`.
+  __syncthreads();
+  for (uint32_t g = warp; g < group; g += kDecWarps) {
+    float mx = -INFINITY;
+    for (int i = lane; i < kChunk; i += 32) mx = fmaxf(mx, ps[g][i]);
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float sum = 0.0f;
+    for (int i = lane; i < kChunk; i += 32) {
+      float e = (uint32_t)i < count ? expf(ps[g][i] - mx) : 0.0f;
+      ps[g][i] = e;
+      sum += e;
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) {
+      stat[g][0] = mx;
+      stat[g][1] = sum;
+    }
+  }
+  // P V: thread (slice, qd) sums keys slice, slice + slices, ... (at most 8:
+  // slices >= 8) for its four dimensions; slices meet through shuffles and
+  // `red`. The value rows are loaded before the softmax is waited for.
+  const uint32_t slice = tid / seg, slices = blockDim.x / seg;
+  const C *vbase = vc + (size_t)kvh * head_dim;
+  float4 vq[8];
+#pragma unroll
+  for (int t = 0; t < 8; ++t) {
+    const uint32_t j = slice + t * slices;
+    vq[t] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (j < count && qd < quads) {
+      vq[t] = kv_quad(vbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
+    }
+  }
+  __syncthreads();
+  float4 acc[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+  for (int t = 0; t < 8; ++t) {
+    const uint32_t j = slice + t * slices;
+    if (j < count) {
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        if (g < (int)group) {
+          float p = ps[g][j];
+          acc[g].x += p * vq[t].x, acc[g].y += p * vq[t].y;
+          acc[g].z += p * vq[t].z, acc[g].w += p * vq[t].w;
+        }
+      }
+    }
+  }
   const size_t stride = head_dim + 2;
 #pragma unroll
   for (int g = 0; g < G; ++g) {
@@ -720,13 +693,12 @@ template <typename C>
 __device__ void attention_decode(float *part, const float *q, const C *kc,
                                  const C *vc, uint32_t n_heads, uint32_t n_kv,
                                  uint32_t head_dim, const uint32_t *step,
-                                 uint32_t window, uint32_t splits,
-                                 uint32_t target, float *out,
+                                 uint32_t window, uint32_t splits, float *out,
                                  uint32_t *counters) {
   const uint32_t group = n_heads / n_kv;
 #define ATLAS_DECODE_G(G)                                                      \
   attention_decode_g<C, G>(part, q, kc, vc, n_heads, n_kv, head_dim, step,    \
-                           window, splits, target, out, counters)
+                           window, splits, out, counters)
   if (group <= 1) {
     ATLAS_DECODE_G(1);
   } else if (group <= 2) {
@@ -758,9 +730,9 @@ __device__ void attention_decode(float *part, const float *q, const C *kc,
   extern "C" __global__ void __launch_bounds__(256) attention_decode_##S(       \
       float *part, const float *q, const C *kc, const C *vc, uint32_t n_heads,  \
       uint32_t n_kv, uint32_t head_dim, const uint32_t *step, uint32_t window,  \
-      uint32_t splits, uint32_t target, float *out, uint32_t *counters) {       \
+      uint32_t splits, float *out, uint32_t *counters) {                        \
     attention_decode(part, q, kc, vc, n_heads, n_kv, head_dim, step, window,    \
-                     splits, target, out, counters);                            \
+                     splits, out, counters);                                    \
   }
 ATLAS_BATCH_KV_KERNELS(f32, float)
 ATLAS_BATCH_KV_KERNELS(f16, __half)

@@ -143,8 +143,10 @@ static void attention_prefill(void **args, load_fn load) {
 
 // The merge of the splits (the CUDA kernel's last block per KV head does it).
 static void decode_combine(float *out, const float *part, uint32_t n_heads,
-                           uint32_t head_dim, uint32_t splits,
+                           uint32_t head_dim, uint32_t seq_len, uint32_t window,
                            uint32_t max_splits) {
+  uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  uint32_t splits = (seq_len - lo + ATLAS_LLAMA_DECODE_CHUNK - 1) / ATLAS_LLAMA_DECODE_CHUNK;
   if (splits > max_splits) splits = max_splits;
   size_t stride = head_dim + 2;
   for (uint32_t h = 0; h < n_heads; ++h) {
@@ -166,17 +168,8 @@ static void decode_combine(float *out, const float *part, uint32_t n_heads,
   }
 }
 
-static float decode_score(const float *qh, const void *kc, size_t kt,
-                          uint32_t head_dim, float scale, load_fn load) {
-  float d = 0.0f;
-  for (uint32_t i = 0; i < head_dim; ++i) d += qh[i] * load(kc, kt + i);
-  return d * scale;
-}
-
-// Flash-decoding, split by split exactly as defined in prefill_kernels.h
-// (a split's scores computed twice, for its max and then its sums: no
-// buffer of `chunk` scores), then the merge into out (counters are the
-// CUDA kernel's; unused here).
+// Flash-decoding, split by split exactly as defined in prefill_kernels.h,
+// then the merge into out (counters are the CUDA kernel's; unused here).
 static void attention_decode(void **args, load_fn load) {
   float *part = ARG(float *, 0);
   const float *q = ARG(const float *, 1);
@@ -186,41 +179,46 @@ static void attention_decode(void **args, load_fn load) {
   uint32_t head_dim = ARG(uint32_t, 6);
   uint32_t seq_len = ARG(const uint32_t *, 7)[1] + 1;
   uint32_t window = ARG(uint32_t, 8), splits = ARG(uint32_t, 9);
-  uint32_t target = ARG(uint32_t, 10);
   uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv;
   uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
-  uint32_t chunks = (seq_len - lo + ATLAS_LLAMA_DECODE_CHUNK - 1) / ATLAS_LLAMA_DECODE_CHUNK;
-  uint32_t chunk = (chunks + target - 1) / target * ATLAS_LLAMA_DECODE_CHUNK;
   // `splits` is the layout (rows per head); this step fills the first `used`.
-  uint32_t used = (seq_len - lo + chunk - 1) / chunk;
+  uint32_t used = (seq_len - lo + ATLAS_LLAMA_DECODE_CHUNK - 1) / ATLAS_LLAMA_DECODE_CHUNK;
   float scale = 1.0f / sqrtf((float)head_dim);
+  float s[ATLAS_LLAMA_DECODE_CHUNK];
   size_t stride = head_dim + 2;
   for (uint32_t h = 0; h < n_heads; ++h) {
     const float *qh = q + (size_t)h * head_dim;
     uint32_t kvh = h / group;
     for (uint32_t sp = 0; sp < used && sp < splits; ++sp) {
-      uint32_t begin = lo + sp * chunk;
-      uint32_t end = seq_len - begin > chunk ? begin + chunk : seq_len;
+      uint32_t begin = lo + sp * ATLAS_LLAMA_DECODE_CHUNK;
+      uint32_t end = begin + ATLAS_LLAMA_DECODE_CHUNK;
+      if (end > seq_len) end = seq_len;
+      uint32_t count = end - begin;
       float max = -INFINITY;
-      for (uint32_t t = begin; t < end; ++t) {
-        size_t kt = (size_t)t * kv_dim + (size_t)kvh * head_dim;
-        float d = decode_score(qh, kc, kt, head_dim, scale, load);
-        if (d > max) max = d;
+      for (uint32_t j = 0; j < count; ++j) {
+        size_t kt = (size_t)(begin + j) * kv_dim + (size_t)kvh * head_dim;
+        float d = 0.0f;
+        for (uint32_t i = 0; i < head_dim; ++i) d += qh[i] * load(kc, kt + i);
+        s[j] = d * scale;
+        if (s[j] > max) max = s[j];
+      }
+      float sum = 0.0f;
+      for (uint32_t j = 0; j < count; ++j) {
+        s[j] = expf(s[j] - max);
+        sum += s[j];
       }
       float *p = part + ((size_t)h * splits + sp) * stride;
-      float sum = 0.0f;
-      for (uint32_t i = 0; i < head_dim; ++i) p[2 + i] = 0.0f;
-      for (uint32_t t = begin; t < end; ++t) {
-        size_t kt = (size_t)t * kv_dim + (size_t)kvh * head_dim;
-        float e = expf(decode_score(qh, kc, kt, head_dim, scale, load) - max);
-        sum += e;
-        for (uint32_t i = 0; i < head_dim; ++i) p[2 + i] += e * load(vc, kt + i);
-      }
       p[0] = max;
       p[1] = sum;
+      for (uint32_t i = 0; i < head_dim; ++i) p[2 + i] = 0.0f;
+      for (uint32_t j = 0; j < count; ++j) {
+        size_t vt = (size_t)(begin + j) * kv_dim + (size_t)kvh * head_dim;
+        for (uint32_t i = 0; i < head_dim; ++i) p[2 + i] += s[j] * load(vc, vt + i);
+      }
     }
   }
-  decode_combine(ARG(float *, 11), part, n_heads, head_dim, used, splits);
+  decode_combine(ARG(float *, 10), part, n_heads, head_dim, seq_len, window,
+                 splits);
 }
 
 // The chunk's keys and values (f32 rows) into cache rows pos0.. .
@@ -261,7 +259,7 @@ const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_CO
     {"attention_prefill_f32", "ppppuuuuuu", attention_prefill_f32},
     {"attention_prefill_f16", "ppppuuuuuu", attention_prefill_f16},
     {"attention_prefill_bf16", "ppppuuuuuu", attention_prefill_bf16},
-    {"attention_decode_f32", "ppppuuupuuupp", attention_decode_f32},
-    {"attention_decode_f16", "ppppuuupuuupp", attention_decode_f16},
-    {"attention_decode_bf16", "ppppuuupuuupp", attention_decode_bf16},
+    {"attention_decode_f32", "ppppuuupuupp", attention_decode_f32},
+    {"attention_decode_f16", "ppppuuupuupp", attention_decode_f16},
+    {"attention_decode_bf16", "ppppuuupuupp", attention_decode_bf16},
 };

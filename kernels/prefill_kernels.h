@@ -27,18 +27,16 @@
 //       CUDA: grid (ceil(n * n_heads / n_kv / 16), n_kv), block 128;
 //       head_dim <= 128 (ATLAS_LLAMA_BATCH_MAX_HEAD_DIM)
 //   attention_decode_{f32,f16,bf16}(part, q, k_cache, v_cache, n_heads,
-//       n_kv_heads, head_dim, step, window, splits, target, out, counters)
-//                                                             "ppppuuupuuupp"
+//       n_kv_heads, head_dim, step, window, splits, out, counters)
+//                                                              "ppppuuupuupp"
 //       flash-decoding of one query (position seq_len - 1, seq_len =
 //       step[1] + 1) over keys lo..seq_len-1 (lo = seq_len - window when
-//       window > 0 and smaller, else 0). The keys go in splits of whole
-//       ATLAS_LLAMA_DECODE_CHUNK-key chunks, ceil(chunks / target) chunks
-//       each (chunks = ceil((seq_len - lo) / CHUNK)), so at most `target`
-//       splits; `splits` (>= chunks) is the layout, rows per head.
-//       part[h][s] = {max score m, sum exp(score - m), then head_dim values
-//       sum exp(score - m) * v}; then out[h] = the merged splits. counters:
-//       n_kv u32, zero before the first launch and left zero (CUDA: the
-//       last split block per KV head merges and resets it).
+//       window > 0 and smaller, else 0) in splits of ATLAS_LLAMA_DECODE_CHUNK
+//       keys; used = ceil((seq_len - lo) / chunk) <= splits (the layout: rows
+//       per head). part[h][s] = {max score m, sum exp(score - m), then
+//       head_dim values sum exp(score - m) * v}; then out[h] = the merged
+//       splits. counters: n_kv u32, zero before the first launch and left
+//       zero (CUDA: the last split block per KV head merges and resets it).
 //       CUDA: grid (splits, n_kv), block 256; n_heads / n_kv <= 16
 #ifndef ATLAS_KERNELS_PREFILL_KERNELS_H_
 #define ATLAS_KERNELS_PREFILL_KERNELS_H_

@@ -139,12 +139,6 @@ atlas_status atlas_llama_prefill_setup(atlas_llama_model *m, int64_t rows) {
     return status;
   }
   m->prefill = s;  // registered: a failure below is released by the teardown
-  int sms = 1;
-  ATLAS_RETURN_IF_ERROR(atlas_backend_sm_count(m->backend, &sms));
-  uint64_t n_kv = (uint64_t)m->config.num_key_value_heads;
-  // One block of the split kernel fits an SM (217 registers a thread).
-  uint64_t target = n_kv > 0 ? (uint64_t)(sms > 0 ? sms : 1) / n_kv : 1;
-  s->decode_target = (uint32_t)(target < 1 ? 1 : target > 65535 ? 65535 : target);
   return alloc_prefill(s, &m->config, m->max_seq);
 }
 
@@ -259,7 +253,6 @@ atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
                       P(step),
                       U(window),
                       U(splits),
-                      U(m->prefill->decode_target),
                       P(out),
                       P(m->prefill->counters)};
   return launch(ctx, ctx->ops.decode[atlas_llama_wtype_of(m->kv->dtype)],

@@ -19,9 +19,6 @@ typedef struct atlas_llama_prefill_scratch {
   float *x, *xb, *xb2, *q, *hb, *hb2, *logits;
   float *part;  // flash-decoding partials (one-token steps use them too)
   uint32_t *counters;  // per KV head: splits done this step (zero between)
-  // Decode splits per KV head at most (a block an SM: a long context runs
-  // as one wave of long splits; the kernel sizes them).
-  uint32_t decode_target;
   float *k, *v; // (rows, kv_dim) the chunk's keys and values before the cache
 } atlas_llama_prefill_scratch;
 
