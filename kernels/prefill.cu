@@ -689,29 +689,17 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
   }
 }
 
-template <typename C>
-__device__ void attention_decode(float *part, const float *q, const C *kc,
-                                 const C *vc, uint32_t n_heads, uint32_t n_kv,
-                                 uint32_t head_dim, const uint32_t *step,
-                                 uint32_t window, uint32_t splits, float *out,
-                                 uint32_t *counters) {
-  const uint32_t group = n_heads / n_kv;
-#define ATLAS_DECODE_G(G)                                                      \
-  attention_decode_g<C, G>(part, q, kc, vc, n_heads, n_kv, head_dim, step,    \
-                           window, splits, out, counters)
-  if (group <= 1) {
-    ATLAS_DECODE_G(1);
-  } else if (group <= 2) {
-    ATLAS_DECODE_G(2);
-  } else if (group <= 4) {
-    ATLAS_DECODE_G(4);
-  } else if (group <= 8) {
-    ATLAS_DECODE_G(8);
-  } else {
-    ATLAS_DECODE_G(16);
+// One decode-attention kernel per group size (rounded up to a power of two):
+// registers for G heads only. One kernel carrying every G took 126
+// registers a thread, for the group-16 path.
+#define ATLAS_DECODE_KERNEL(S, C, G)                                           \
+  extern "C" __global__ void __launch_bounds__(256) attention_decode_##S##_g##G( \
+      float *part, const float *q, const C *kc, const C *vc, uint32_t n_heads, \
+      uint32_t n_kv, uint32_t head_dim, const uint32_t *step, uint32_t window, \
+      uint32_t splits, float *out, uint32_t *counters) {                       \
+    attention_decode_g<C, G>(part, q, kc, vc, n_heads, n_kv, head_dim, step,   \
+                             window, splits, out, counters);                   \
   }
-#undef ATLAS_DECODE_G
-}
 
 // The kernels that touch the KV cache, per cache type.
 #define ATLAS_BATCH_KV_KERNELS(S, C)                                            \
@@ -727,13 +715,11 @@ __device__ void attention_decode(float *part, const float *q, const C *kc,
     attention_prefill(out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,         \
                       window);                                                  \
   }                                                                             \
-  extern "C" __global__ void __launch_bounds__(256) attention_decode_##S(       \
-      float *part, const float *q, const C *kc, const C *vc, uint32_t n_heads,  \
-      uint32_t n_kv, uint32_t head_dim, const uint32_t *step, uint32_t window,  \
-      uint32_t splits, float *out, uint32_t *counters) {                        \
-    attention_decode(part, q, kc, vc, n_heads, n_kv, head_dim, step, window,    \
-                     splits, out, counters);                                    \
-  }
+  ATLAS_DECODE_KERNEL(S, C, 1)                                                  \
+  ATLAS_DECODE_KERNEL(S, C, 2)                                                  \
+  ATLAS_DECODE_KERNEL(S, C, 4)                                                  \
+  ATLAS_DECODE_KERNEL(S, C, 8)                                                  \
+  ATLAS_DECODE_KERNEL(S, C, 16)
 ATLAS_BATCH_KV_KERNELS(f32, float)
 ATLAS_BATCH_KV_KERNELS(f16, __half)
 ATLAS_BATCH_KV_KERNELS(bf16, __nv_bfloat16)

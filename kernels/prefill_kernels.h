@@ -26,7 +26,7 @@
 //       are [n][n_heads * head_dim], caches [seq][n_kv * head_dim] f32
 //       CUDA: grid (ceil(n * n_heads / n_kv / 16), n_kv), block 128;
 //       head_dim <= 128 (ATLAS_LLAMA_BATCH_MAX_HEAD_DIM)
-//   attention_decode_{f32,f16,bf16}(part, q, k_cache, v_cache, n_heads,
+//   attention_decode_{f32,f16,bf16}_g{1,2,4,8,16}(part, q, k_cache, v_cache, n_heads,
 //       n_kv_heads, head_dim, step, window, splits, out, counters)
 //                                                              "ppppuuupuupp"
 //       flash-decoding of one query (position seq_len - 1, seq_len =
@@ -37,7 +37,8 @@
 //       head_dim values sum exp(score - m) * v}; then out[h] = the merged
 //       splits. counters: n_kv u32, zero before the first launch and left
 //       zero (CUDA: the last split block per KV head merges and resets it).
-//       CUDA: grid (splits, n_kv), block 256; n_heads / n_kv <= 16
+//       CUDA: grid (splits, n_kv), block 256; n_heads / n_kv <= G, the
+//       kernel's group size (the smallest that holds it: its registers)
 #ifndef ATLAS_KERNELS_PREFILL_KERNELS_H_
 #define ATLAS_KERNELS_PREFILL_KERNELS_H_
 
@@ -53,7 +54,7 @@ extern "C" {
 #define ATLAS_LLAMA_DECODE_CHUNK 64
 
 // Sized so that adding a kernel without updating the count fails to compile.
-#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 19
+#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 31
 extern const atlas_kernel_def
     atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT];
 

@@ -205,7 +205,11 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
   void *counters = s.Upload(zero.data(), zero.size() * 4);
   // Twice: the counters the first launch leaves must serve the second.
   for (int rep = 0; rep < 2; ++rep) {
-    s.Launch(("attention_decode_" + kv_type).c_str(), splits, kv, 256,
+    // The kernel compiled for the smallest group size that holds heads / kv.
+  uint32_t g = 1;
+  while (g < heads / kv) g *= 2;
+  std::string name = "attention_decode_" + kv_type + "_g" + std::to_string(g);
+  s.Launch(name.c_str(), splits, kv, 256,
              {P(part), P(dq), P(dk), P(dv), U(heads), U(kv), U(dim), P(dstep),
               U(window), U(splits), P(out), P(counters)});
   }

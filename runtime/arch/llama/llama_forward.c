@@ -507,5 +507,9 @@ atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
   ATLAS_RETURN_IF_ERROR(atlas_forward_ctx_make(backend, stream, &out_ctx->core));
   out_ctx->config = config;
   out_ctx->scratch = scratch;
-  return atlas_llama_ops_resolve(&out_ctx->core, &out_ctx->ops);
+  uint32_t group = config->num_key_value_heads > 0
+                       ? (uint32_t)(config->num_attention_heads /
+                                    config->num_key_value_heads)
+                       : 1;
+  return atlas_llama_ops_resolve(&out_ctx->core, group, &out_ctx->ops);
 }

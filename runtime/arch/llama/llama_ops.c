@@ -16,6 +16,16 @@ atlas_llama_wtype atlas_llama_wtype_of(atlas_dtype dtype) {
 
 static const char *const kSuffix[ATLAS_LLAMA_W_COUNT] = {"f32", "f16", "bf16"};
 
+// The decode-attention kernel for `group` query heads a KV head: the
+// smallest group size compiled that holds it (kernels/prefill.cu).
+static const char *decode_suffix(uint32_t group) {
+  if (group <= 1) return "_g1";
+  if (group <= 2) return "_g2";
+  if (group <= 4) return "_g4";
+  if (group <= 8) return "_g8";
+  return "_g16";
+}
+
 typedef struct named {
   const char *module;
   const char *name;
@@ -35,7 +45,7 @@ static atlas_status resolve_typed(const atlas_forward_ctx *ctx,
 }
 
 atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
-                                     atlas_llama_ops *out_ops) {
+                                     uint32_t group, atlas_llama_ops *out_ops) {
   memset(out_ops, 0, sizeof(*out_ops));
   atlas_llama_ops *o = out_ops;
   const char *one = ATLAS_LLAMA_MODULE, *batch = ATLAS_LLAMA_BATCH_MODULE;
@@ -68,7 +78,8 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
   ATLAS_RETURN_IF_ERROR(
       resolve_typed(ctx, batch, "attention_prefill", "", o->attention_prefill, 0));
   ATLAS_RETURN_IF_ERROR(
-      resolve_typed(ctx, batch, "attention_decode", "", o->decode, 0));
+      resolve_typed(ctx, batch, "attention_decode", decode_suffix(group),
+                    o->decode, 0));
   return resolve_typed(ctx, batch, "gemm", "_m128", o->gemm_m128,
                        ATLAS_LLAMA_W_F16);
 }

@@ -46,9 +46,11 @@ typedef struct atlas_llama_ops {
   const atlas_kernel *decode[ATLAS_LLAMA_W_COUNT];
 } atlas_llama_ops;
 
-// Resolves every kernel above in the context's registry; fails naming the
+// Resolves every kernel above in the context's registry (`group`: query
+// heads per KV head, which picks the decode attention kernel); fails naming the
 // first one missing.
 ATLAS_MUST_USE atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
+                                                    uint32_t group,
                                                     atlas_llama_ops *out_ops);
 
 #ifdef __cplusplus
