@@ -521,6 +521,7 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
                                    uint32_t window, uint32_t splits, float *out,
                                    uint32_t *counters) {
   constexpr int kPerWarp = kChunk / kDecWarps;  // keys a warp scores
+  static_assert(G <= kMaxGroup, "a KV head serves at most kMaxGroup query heads");
   __shared__ float qs[G][kMaxD];
   __shared__ float ps[G][kChunk];
   __shared__ float red[kDecWarps][kMaxD];
