@@ -24,10 +24,7 @@
 static atlas_status release_weights(void *p) {
   atlas_llama_weights *w = p;
   atlas_status status = ATLAS_OK;
-  for (size_t i = w->alloc_count; i-- > 0;) {
-    status = atlas_status_join(status, atlas_backend_free(w->backend, w->allocs[i]));
-  }
-  free(w->allocs);
+  if (w->arena != NULL) status = atlas_backend_free(w->backend, w->arena);
   free(w->layers);
   free(w);
   return status;
@@ -179,21 +176,6 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
 }
 
 // ---- weights ---------------------------------------------------------------
-
-static atlas_status track(atlas_llama_weights *w, void *ptr) {
-  if (w->alloc_count == w->alloc_cap) {
-    size_t cap = w->alloc_cap ? w->alloc_cap * 2 : 64;
-    void **allocs = realloc(w->allocs, cap * sizeof(*allocs));
-    if (allocs == NULL) {
-      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                               "cannot track %zu weight allocations", cap);
-    }
-    w->allocs = allocs;
-    w->alloc_cap = cap;
-  }
-  w->allocs[w->alloc_count++] = ptr;
-  return ATLAS_OK;
-}
 
 // Room for `bytes` in the arena (256-byte aligned, as the driver aligns), or
 // in the sizing pass just counted.
@@ -368,16 +350,7 @@ static atlas_status load_weights(atlas_llama_weights *w,
       plan_weights(w, ck, c, lm_head_is_embedding, &plan, progress);
   w->sizing = false;
   if (status == ATLAS_OK && w->arena_bytes != 0) {
-    void *arena = NULL;
-    status = atlas_backend_alloc(w->backend, w->arena_bytes, &arena);
-    if (status == ATLAS_OK) {
-      status = track(w, arena);
-      if (status != ATLAS_OK) {
-        status = atlas_status_join(status, atlas_backend_free(w->backend, arena));
-      } else {
-        w->arena = arena;
-      }
-    }
+    status = atlas_backend_alloc(w->backend, w->arena_bytes, (void **)&w->arena);
   }
   if (status == ATLAS_OK) {
     status = plan_weights(w, ck, c, lm_head_is_embedding, &plan, progress);
