@@ -142,6 +142,8 @@ const char *atlas_backend_name(const atlas_backend *backend) {
 
 atlas_status atlas_backend_destroy(atlas_backend *backend) {
   if (backend == NULL) return ATLAS_OK;
+  // A module thread uses the device: it ends before anything is released.
+  atlas_status_free(atlas_backend_base_join_modules(backend));
   return backend->vtable->destroy(backend);
 }
 
@@ -454,13 +456,20 @@ atlas_status atlas_backend_destroy_graph(atlas_backend *b, atlas_graph *graph) {
 }
 
 atlas_kernel_registry *atlas_backend_kernel_registry(atlas_backend *b) {
+  atlas_status_free(atlas_backend_base_join_modules(b));  // NULL on failure
   return b->registry;
+}
+
+atlas_status atlas_backend_modules_ready(atlas_backend *b) {
+  return atlas_status_annotate(atlas_backend_base_join_modules(b),
+                               "%s: loading kernel modules", b->name);
 }
 
 atlas_status atlas_backend_kernel_lookup(atlas_backend *b, const char *module,
                                          const char *function,
                                          const atlas_kernel **out_kernel) {
   *out_kernel = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_backend_modules_ready(b));
   if (b->registry == NULL) {
     return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
                              "%s: no kernel modules loaded (the backend was "

@@ -65,6 +65,11 @@ typedef struct atlas_backend_options {
   struct atlas_host_pool *host_pool;
   // > 0: the k-th module load while building the backend fails.
   size_t fail_module_load_at;
+  // Load `modules` on a thread of their own so that what the caller does
+  // next (a weight upload) overlaps them; the first kernel lookup (or
+  // atlas_backend_modules_ready, or destroy) waits, and a load failure is
+  // reported there instead of by create. CUDA only (the host's are tables).
+  bool background_modules;
   // Where this backend's log lines go (zeroed: stderr).
   atlas_log_sink log;
 } atlas_backend_options;
@@ -204,7 +209,11 @@ ATLAS_MUST_USE atlas_status atlas_backend_launch_graph(atlas_backend *b, atlas_g
 ATLAS_MUST_USE atlas_status atlas_backend_destroy_graph(atlas_backend *b, atlas_graph *graph);
 
 // ---- kernels --------------------------------------------------------------
+// Waits for background_modules, if any; NULL when none loaded.
 atlas_kernel_registry *atlas_backend_kernel_registry(atlas_backend *b);
+// Waits for modules loading in the background and returns their load status
+// (OK also when there were none or they loaded at create).
+ATLAS_MUST_USE atlas_status atlas_backend_modules_ready(atlas_backend *b);
 ATLAS_MUST_USE atlas_status atlas_backend_kernel_lookup(atlas_backend *b, const char *module,
                                          const char *function,
                                          const atlas_kernel **out_kernel);

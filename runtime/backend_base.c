@@ -119,6 +119,8 @@ atlas_status atlas_backend_base_init(atlas_backend *b,
   }
   pthread_mutex_init(&b->state_mutex, NULL);
   b->registry = NULL;
+  b->modules_job = NULL;
+  b->modules_error = ATLAS_OK;
   return ATLAS_OK;
 }
 
@@ -135,6 +137,9 @@ atlas_status atlas_backend_base_deinit(atlas_backend *b) {
               b->name, swept.count, swept.bytes, swept.sites ? swept.sites : "");
   }
   atlas_sweep_result_free(&swept);
+  atlas_status_free(atlas_backend_base_join_modules(b));  // reported before
+  atlas_status_free(b->modules_error);
+  b->modules_error = ATLAS_OK;
   status = atlas_status_join(status, atlas_kernel_registry_release(b->registry));
   b->registry = NULL;
   atlas_ledger_destroy(b->ledger);

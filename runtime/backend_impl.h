@@ -151,6 +151,9 @@ ATLAS_BACKEND_STATIC_ASSERT_(
     "bind_to_thread must stay the last vtable entry");
 #undef ATLAS_BACKEND_STATIC_ASSERT_
 
+// Modules loading on a thread of their own (backend_modules.c).
+typedef struct atlas_module_job atlas_module_job;
+
 typedef struct atlas_fault_state {
   uint64_t count[ATLAS_FAULT_KIND_COUNT];    // operations attempted so far
   uint64_t fail_at[ATLAS_FAULT_KIND_COUNT];  // absolute op number to fail (0: none)
@@ -167,7 +170,9 @@ struct atlas_backend {
   bool poison_active;               // poison_redzones was called:
   uint64_t poison_lo, poison_hi;    // zones in [lo, hi) hold 0xEE, others 0x00
   atlas_op_cache *op_cache;
-  atlas_kernel_registry *registry;
+  atlas_kernel_registry *registry;  // set once modules_job is joined
+  atlas_module_job *modules_job;    // background_modules: loading now
+  atlas_status modules_error;       // its failure, kept until deinit
   atlas_log_sink log;               // from the options; zeroed: stderr
 };
 
@@ -179,6 +184,16 @@ ATLAS_MUST_USE atlas_status atlas_backend_base_init(
 // Releases the op cache's scratch, sweeps the ledger (reporting what it had to
 // free as a leak), drops the registry reference and frees the ledger.
 ATLAS_MUST_USE atlas_status atlas_backend_base_deinit(atlas_backend *b);
+
+// Loads `set` into b->registry on a thread of its own (the option
+// background_modules); `loader` is handed over. Without a thread to spare
+// it loads them before returning.
+ATLAS_MUST_USE atlas_status atlas_backend_base_load_modules_async(
+    atlas_backend *b, const atlas_module_set *set, atlas_module_loader loader,
+    size_t fail_load_at);
+// Waits for that thread, if any, and returns the load's status (a failure
+// stays: every later call returns it again). Thread-safe.
+ATLAS_MUST_USE atlas_status atlas_backend_base_join_modules(atlas_backend *b);
 
 // ---- shared code behind the front door (backend.c); backends need none of it
 

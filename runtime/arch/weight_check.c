@@ -70,9 +70,11 @@ static atlas_status collect(atlas_backend *b, const atlas_upload_job *jobs,
   return ATLAS_OK;
 }
 
-atlas_status atlas_weight_check_run(atlas_backend *b,
-                                    const atlas_upload_job *jobs,
-                                    size_t job_count) {
+atlas_status atlas_weight_check_begin(atlas_backend *b,
+                                      const atlas_upload_job *jobs,
+                                      size_t job_count,
+                                      atlas_weight_check *out) {
+  *out = (atlas_weight_check){b, jobs, job_count, NULL, NULL};
   size_t wanted_count = 0;
   for (size_t i = 0; i < job_count; ++i) wanted_count += wanted(&jobs[i]);
   if (wanted_count == 0) return ATLAS_OK;
@@ -86,22 +88,44 @@ atlas_status atlas_weight_check_run(atlas_backend *b,
                              "weight check: %zu tensors", job_count);
   }
   size_t bytes = 2 * job_count * sizeof(uint64_t);
-  uint64_t *host = malloc(bytes);
-  if (host == NULL) {
+  out->host = malloc(bytes);
+  if (out->host == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "weight check: no host memory for %zu results",
                              job_count);
   }
   for (size_t i = 0; i < job_count; ++i) {
-    host[2 * i] = 0;
-    host[2 * i + 1] = UINT64_MAX;
+    out->host[2 * i] = 0;
+    out->host[2 * i + 1] = UINT64_MAX;
   }
-  void *dev = NULL;
-  atlas_status status = atlas_backend_alloc(b, bytes, &dev);
-  if (status == ATLAS_OK) status = atlas_backend_h2d(b, dev, host, bytes);
-  if (status == ATLAS_OK) status = launch_all(b, kernel, jobs, job_count, dev);
-  if (status == ATLAS_OK) status = collect(b, jobs, job_count, dev, host);
-  if (dev != NULL) status = atlas_status_join(status, atlas_backend_free(b, dev));
-  free(host);
+  atlas_status status = atlas_backend_alloc(b, bytes, &out->dev);
+  if (status == ATLAS_OK) status = atlas_backend_h2d(b, out->dev, out->host, bytes);
+  if (status == ATLAS_OK) status = launch_all(b, kernel, jobs, job_count, out->dev);
+  if (status != ATLAS_OK) {
+    // Nothing to collect: release now (finish then has nothing to do).
+    status = atlas_status_join(status, atlas_weight_check_finish(out, false));
+  }
   return status;
+}
+
+atlas_status atlas_weight_check_finish(atlas_weight_check *c, bool collect_results) {
+  atlas_status status = ATLAS_OK;
+  if (collect_results && c->dev != NULL) {
+    status = collect(c->backend, c->jobs, c->count, c->dev, c->host);
+  }
+  if (c->dev != NULL) {
+    status = atlas_status_join(status, atlas_backend_free(c->backend, c->dev));
+  }
+  free(c->host);
+  c->dev = NULL;
+  c->host = NULL;
+  return status;
+}
+
+atlas_status atlas_weight_check_run(atlas_backend *b,
+                                    const atlas_upload_job *jobs,
+                                    size_t job_count) {
+  atlas_weight_check c;
+  ATLAS_RETURN_IF_ERROR(atlas_weight_check_begin(b, jobs, job_count, &c));
+  return atlas_weight_check_finish(&c, true);
 }

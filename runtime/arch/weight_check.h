@@ -5,6 +5,7 @@
 #ifndef ATLAS_RUNTIME_ARCH_WEIGHT_CHECK_H_
 #define ATLAS_RUNTIME_ARCH_WEIGHT_CHECK_H_
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "atlas/runtime/backend.h"
@@ -23,6 +24,24 @@ extern "C" {
 ATLAS_MUST_USE atlas_status atlas_weight_check_run(atlas_backend *backend,
                                                    const atlas_upload_job *jobs,
                                                    size_t job_count);
+
+// The same check in two halves, so that it overlaps the next upload: begin
+// launches the scans and returns; finish waits for them, adds the digests
+// and names the first bad element (collect_results false: only releases,
+// for an error path). Every begin that returned OK needs its finish.
+typedef struct atlas_weight_check {
+  atlas_backend *backend;
+  const atlas_upload_job *jobs;  // borrowed until finish
+  size_t count;
+  uint64_t *host;  // per job: digest, first bad element (UINT64_MAX: none)
+  void *dev;
+} atlas_weight_check;
+ATLAS_MUST_USE atlas_status atlas_weight_check_begin(atlas_backend *backend,
+                                                     const atlas_upload_job *jobs,
+                                                     size_t job_count,
+                                                     atlas_weight_check *out);
+ATLAS_MUST_USE atlas_status atlas_weight_check_finish(atlas_weight_check *check,
+                                                      bool collect_results);
 
 // The same jobs for an upload that leaves the scan to atlas_weight_check_run
 // (digest NULL, finite NONE), written to out[0..job_count).

@@ -753,6 +753,16 @@ static atlas_status cuda_destroy(atlas_backend *b) {
   return status;
 }
 
+// A module built without nvcc is UNAVAILABLE at create (so `auto` falls
+// back to the host): such a set is never loaded in the background.
+static bool all_images_built(const atlas_module_set *set) {
+  for (size_t i = 0; i < set->count; ++i) {
+    const atlas_module_image *image = atlas_module_def_image(set->modules[i], "cuda");
+    if (image == NULL || image->size == 0) return false;
+  }
+  return true;
+}
+
 atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
                                        atlas_backend **out_backend) {
   *out_backend = NULL;
@@ -813,7 +823,12 @@ atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
     } else if (options->modules != NULL) {
       atlas_module_loader loader;
       status = atlas_cuda_module_loader_make(cu, context, &loader);
-      if (status == ATLAS_OK) {
+      if (status == ATLAS_OK && options->background_modules &&
+          all_images_built(options->modules)) {
+        // Last step of create: nothing after it can fail.
+        status = atlas_backend_base_load_modules_async(
+            &cb->base, options->modules, loader, options->fail_module_load_at);
+      } else if (status == ATLAS_OK) {
         status = atlas_kernel_registry_create(options->modules, loader,
                                               options->fail_module_load_at,
                                               &cb->base.registry);

@@ -178,6 +178,9 @@ static atlas_status create_backend(const atlas_model_spec *spec,
   o.device = spec->device;
   o.host_pool = spec->host_pool;
   o.fail_module_load_at = spec->fail_module_load_at;
+  // The modules load while the weights upload (the load waits for them
+  // before its first kernel).
+  o.background_modules = true;
   o.log = spec->log;
   atlas_status status = atlas_backend_factory_create(spec->backend, &o, out);
   if (status == ATLAS_OK && spec->ignore_env_fault) {

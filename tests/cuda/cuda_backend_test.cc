@@ -352,6 +352,51 @@ TEST(CudaBackend, FailedModuleLoadLeavesNothingLoaded) {
   EXPECT_EQ(b, nullptr);
 }
 
+// background_modules: create returns before the modules are loaded; the
+// first lookup waits for them, and a failed load is reported there (and by
+// atlas_backend_modules_ready, every time) with nothing left loaded.
+TEST(CudaBackend, BackgroundModulesLoadBeforeTheFirstLookup) {
+  const atlas_module_def *mods[2] = {&atlas_contract_cuda_module,
+                                     &atlas_contract_other_cuda_module};
+  atlas_module_set set = {mods, 2};
+  atlas_backend_options o{};
+  o.modules = &set;
+  o.background_modules = true;
+  Cuda b;
+  CUDA_CREATE_OR_SKIP(&o, b.out());
+  void *dev = nullptr;  // the backend works while the modules load
+  ASSERT_OK(atlas_backend_alloc(b.get(), 4096, &dev));
+  const atlas_kernel *fill = nullptr;
+  ASSERT_OK(atlas_backend_kernel_lookup(b.get(), "contract", "fill_u32", &fill));
+  ASSERT_OK(atlas_backend_modules_ready(b.get()));
+  atlas_launch_config c = CudaGrid(1024);
+  atlas_arg args[3] = {ATLAS_ARG_PTR(dev), ATLAS_ARG_U32(1024),
+                       ATLAS_ARG_U32(0xBEEF)};
+  ASSERT_OK(atlas_backend_launch_typed(b.get(), fill, &c, args, 3));
+  uint32_t last = 0;
+  ASSERT_OK(atlas_backend_d2h(b.get(), &last, (uint32_t *)dev + 1023, 4));
+  EXPECT_EQ(last, 0xBEEFu);
+  ASSERT_OK(atlas_backend_free(b.get(), dev));
+
+  long before = atlas_cuda_host_loaded_modules();
+  o.fail_module_load_at = 2;
+  atlas_backend *bad = nullptr;
+  ASSERT_OK(atlas_cuda_backend_create(&o, &bad));
+  EXPECT_STATUS(atlas_backend_kernel_lookup(bad, "contract", "fill_u32", &fill),
+                ATLAS_STATUS_ABORTED, "loading kernel module 'other'");
+  EXPECT_STATUS(atlas_backend_modules_ready(bad), ATLAS_STATUS_ABORTED,
+                "loading kernel module 'other'");
+  EXPECT_EQ(atlas_backend_kernel_registry(bad), nullptr);
+  EXPECT_EQ(atlas_cuda_host_loaded_modules(), before);
+  ASSERT_OK(atlas_backend_destroy(bad));
+
+  // Destroyed before anything waited: destroy waits, then unloads.
+  o.fail_module_load_at = 0;
+  ASSERT_OK(atlas_cuda_backend_create(&o, &bad));
+  ASSERT_OK(atlas_backend_destroy(bad));
+  EXPECT_EQ(atlas_cuda_host_loaded_modules(), before);
+}
+
 TEST(CudaBackend, PinnedMemoryIsReachableFromKernels) {
   CudaModuleSet set(&atlas_contract_cuda_module);
   atlas_backend_options o = Options(set);

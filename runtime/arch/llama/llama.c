@@ -330,6 +330,59 @@ static atlas_status plan_weights(atlas_llama_weights *w,
   return plan_matrix(w, ck, ATLAS_LLAMA_LM_HEAD, 0, plan, &w->lm_head);
 }
 
+// Copies the jobs[0..n) that `bare` strips, into w's backend.
+static atlas_status upload_part(atlas_backend *b, const atlas_checkpoint *ck,
+                                const load_progress *progress, uint64_t base,
+                                const atlas_upload_job *bare, size_t n) {
+  if (n == 0) return ATLAS_OK;
+  atlas_upload_options o;
+  memset(&o, 0, sizeof(o));
+  o.progress = progress->options->progress;
+  o.progress_ctx = progress->options->progress_ctx;
+  o.progress_base = base;
+  o.progress_total = progress->total;
+  atlas_uploader *u = progress->options->uploader;
+  return atlas_status_annotate(u != NULL ? atlas_uploader_run(u, bare, n)
+                                         : atlas_upload_run(b, bare, n, &o),
+                               "reading %s", atlas_checkpoint_source(ck));
+}
+
+// The copies go unscanned and the backend scans what landed, in two parts:
+// the scan of the first (7/8 of the bytes) runs on the device while the
+// rest copies, so only the last part's scan adds to the load.
+static atlas_status upload_and_check(atlas_backend *b, const atlas_checkpoint *ck,
+                                     const load_progress *progress,
+                                     const atlas_upload_job *jobs,
+                                     const atlas_upload_job *bare, size_t n,
+                                     double *out_upload_ms) {
+  uint64_t total = 0, head = 0;
+  for (size_t i = 0; i < n; ++i) total += jobs[i].bytes;
+  size_t split = 0;
+  while (split < n && head < total - total / 8) head += jobs[split++].bytes;
+  double t0 = now_ms();
+  atlas_status status = upload_part(b, ck, progress, progress->done, bare, split);
+  *out_upload_ms = now_ms() - t0;
+  atlas_weight_check first, rest;
+  if (status != ATLAS_OK) return status;
+  ATLAS_RETURN_IF_ERROR(atlas_weight_check_begin(b, jobs, split, &first));
+  double t1 = now_ms();
+  status = upload_part(b, ck, progress, progress->done + head, bare + split,
+                       n - split);
+  *out_upload_ms += now_ms() - t1;
+  if (status == ATLAS_OK) {
+    status = atlas_weight_check_begin(b, jobs + split, n - split, &rest);
+    if (status != ATLAS_OK) {
+      atlas_status_free(atlas_weight_check_finish(&first, false));
+      return status;
+    }
+    // The lowest job first: a bad element in the first part wins.
+    status = atlas_weight_check_finish(&first, true);
+    return atlas_status_join(status, atlas_weight_check_finish(&rest, status == ATLAS_OK));
+  }
+  atlas_status_free(atlas_weight_check_finish(&first, false));
+  return status;
+}
+
 // Allocates every weight, then uploads the matrices in one staged,
 // multi-threaded pass (the norms, small and converted, went directly).
 static atlas_status load_weights(atlas_llama_weights *w,
@@ -363,26 +416,14 @@ static atlas_status load_weights(atlas_llama_weights *w,
   }
   double t1 = now_ms();
   progress->plan_ms = t1 - t0;
+  double upload_ms = 0;
   if (status == ATLAS_OK) {
     atlas_weight_check_strip(plan.jobs, plan.count, bare);
-    atlas_upload_options o;
-    memset(&o, 0, sizeof(o));
-    o.progress = progress->options->progress;
-    o.progress_ctx = progress->options->progress_ctx;
-    o.progress_base = progress->done;
-    o.progress_total = progress->total;
-    atlas_uploader *u = progress->options->uploader;
-    status = atlas_status_annotate(
-        u != NULL ? atlas_uploader_run(u, bare, plan.count)
-                  : atlas_upload_run(w->backend, bare, plan.count, &o),
-        "reading %s", atlas_checkpoint_source(ck));
+    status = upload_and_check(w->backend, ck, progress, plan.jobs, bare,
+                              plan.count, &upload_ms);
   }
-  double t2 = now_ms();
-  progress->upload_ms = t2 - t1;
-  if (status == ATLAS_OK) {
-    status = atlas_weight_check_run(w->backend, plan.jobs, plan.count);
-  }
-  progress->check_ms = now_ms() - t2;
+  progress->upload_ms = upload_ms;
+  progress->check_ms = now_ms() - t1 - upload_ms;
   free(bare);
   free(plan.jobs);
   return status;
@@ -481,6 +522,7 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   ATLAS_RETURN_IF_ERROR(atlas_llama_prefill_setup(
       m, atlas_llama_prefill_rows(c, m->max_seq, options->prefill_rows)));
 
+  ATLAS_RETURN_IF_ERROR(atlas_backend_modules_ready(m->backend));
   atlas_kernel_registry *registry = atlas_backend_kernel_registry(m->backend);
   if (registry == NULL) {
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
