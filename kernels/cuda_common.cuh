@@ -26,6 +26,20 @@ __device__ __forceinline__ void store_kv(__nv_bfloat16 *p, size_t i, float v) {
   p[i] = __float2bfloat16_rn(v);
 }
 
+// Programmatic dependent launch (atlas_launch_config.overlap_prior): a
+// kernel so launched may start while the launch before it finishes. It calls
+// this before it reads or writes anything an earlier launch touches (loading
+// weights, which nothing writes, may come first); then it lets the next
+// launch start, so at most one kernel waits ahead. Every block calls it,
+// early-exiting ones too: a grid ends only after its wait did. A no-op below
+// sm_90 and without the attribute.
+__device__ __forceinline__ void atlas_overlap_begin() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 // The sum of `v` over the block (blockDim.x a multiple of 32, at most 1024),
 // returned to every thread; `shared` holds 32 floats.
 __device__ float block_sum(float v, float *shared) {

@@ -25,6 +25,7 @@
 template <typename T>
 __device__ void embed(float *out, const T *table, const uint32_t *step,
                       uint32_t dim) {
+  atlas_overlap_begin();
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < dim) out[i] = load_w(table, (size_t)step[0] * dim + i);
 }
@@ -45,6 +46,7 @@ extern "C" __global__ void embed_bf16(float *out, const __nv_bfloat16 *t,
 extern "C" __global__ void rmsnorm(float *out, const float *x, const float *w,
                                    uint32_t dim, float eps) {
   __shared__ float shared[32];
+  atlas_overlap_begin();
   float ss = 0.0f;
   for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) ss += x[i] * x[i];
   ss = block_sum(ss, shared);
@@ -90,6 +92,7 @@ __device__ void matvec(float *out, const T *w, const float *x, uint32_t rows,
                        uint32_t cols) {
   uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   uint32_t lane = threadIdx.x % 32;
+  atlas_overlap_begin();
   if (row >= rows) return;
   float acc = row_dot(w + (size_t)row * cols, x, cols, lane);
   if (lane == 0) out[row] = acc;
@@ -108,15 +111,18 @@ __device__ void matvec_qkv(float *q, float *k, float *v, const T *wq,
   const T *w = wq;
   float *out = q;
   const float *b = bq;
+  bool live = true;
   if (row >= rows_q) {
     row -= rows_q;
     w = wk, out = k, b = bk;
     if (row >= rows_kv) {
       row -= rows_kv;
       w = wv, out = v, b = bv;
-      if (row >= rows_kv) return;
+      live = row < rows_kv;
     }
   }
+  atlas_overlap_begin();
+  if (!live) return;
   float acc = row_dot(w + (size_t)row * cols, x, cols, lane);
   if (lane == 0) out[row] = b != nullptr ? acc + b[row] : acc;
 }
@@ -128,6 +134,7 @@ __device__ void matvec_add(float *x, const T *w, const float *in,
                            const float *bias, uint32_t rows, uint32_t cols) {
   uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   uint32_t lane = threadIdx.x % 32;
+  atlas_overlap_begin();
   if (row >= rows) return;
   float acc = row_dot(w + (size_t)row * cols, in, cols, lane);
   if (lane == 0) x[row] += bias != nullptr ? acc + bias[row] : acc;
@@ -143,6 +150,7 @@ __device__ void gate_up(float *out, const T *wg, const T *wu, const float *bg,
                         uint32_t cols) {
   uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   uint32_t lane = threadIdx.x % 32;
+  atlas_overlap_begin();
   if (row >= rows) return;
   float g = row_dot(wg + (size_t)row * cols, x, cols, lane);
   float u = row_dot(wu + (size_t)row * cols, x, cols, lane);
@@ -214,6 +222,7 @@ __device__ void rope_store(float *q, const float *k, const float *v, C *kc,
                            C *vc, const float *inv_freq, uint32_t n_heads,
                            uint32_t n_kv, uint32_t head_dim, uint32_t rot_dim,
                            const uint32_t *step, float attention_factor) {
+  atlas_overlap_begin();
   const uint32_t half = rot_dim / 2, pos = step[1], kv_dim = n_kv * head_dim;
   const size_t row = (size_t)pos * kv_dim;
   uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
@@ -249,6 +258,7 @@ __device__ void attention(float *out, const float *q, const C *kc, const C *vc,
                           uint32_t head_dim, const uint32_t *step,
                           uint32_t window) {
   __shared__ float shared[32];
+  atlas_overlap_begin();
   uint32_t seq_len = step[1] + 1;
   uint32_t h = blockIdx.x;
   uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv, kvh = h / group;
@@ -313,6 +323,7 @@ ATLAS_KV_KERNELS(f16, __half)
 ATLAS_KV_KERNELS(bf16, __nv_bfloat16)
 
 extern "C" __global__ void silu_mul(float *a, const float *b, uint32_t n) {
+  atlas_overlap_begin();
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
     float x = a[i];
@@ -321,11 +332,13 @@ extern "C" __global__ void silu_mul(float *a, const float *b, uint32_t n) {
 }
 
 extern "C" __global__ void add(float *x, const float *y, uint32_t n) {
+  atlas_overlap_begin();
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] += y[i];
 }
 
 extern "C" __global__ void add_bias(float *x, const float *bias, uint32_t n) {
+  atlas_overlap_begin();
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] += bias[i];
 }
@@ -334,6 +347,7 @@ extern "C" __global__ void add_bias(float *x, const float *bias, uint32_t n) {
 extern "C" __global__ void head_rmsnorm(float *x, const float *w,
                                         uint32_t n_heads, uint32_t head_dim,
                                         float eps) {
+  atlas_overlap_begin();
   uint32_t h = blockIdx.x;
   if (h >= n_heads) return;
   float *v = x + (size_t)h * head_dim;
@@ -363,6 +377,7 @@ extern "C" __global__ void argmax(uint32_t *result, const float *logits,
                                   uint32_t n) {
   __shared__ unsigned long long keys[8];
   __shared__ uint32_t bads[8];
+  atlas_overlap_begin();
   unsigned long long *best = reinterpret_cast<unsigned long long *>(result + 2);
   uint32_t *bad_inv = result + 4, *done = result + 5;
   unsigned long long key = 0;  // below every finite logit's key

@@ -527,6 +527,7 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
   __shared__ float red[kDecWarps][kMaxD];
   __shared__ float stat[G][2];
   __shared__ int last;
+  atlas_overlap_begin();  // the decode step launches it with overlap_prior
   const uint32_t group = n_heads / n_kv, kvh = blockIdx.y, split = blockIdx.x;
   const uint32_t kv_dim = n_kv * head_dim, tid = threadIdx.x;
   const uint32_t warp = tid / 32, lane = tid % 32;

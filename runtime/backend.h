@@ -65,8 +65,9 @@ typedef struct atlas_backend_options {
   struct atlas_host_pool *host_pool;
   // > 0: the k-th module load while building the backend fails.
   size_t fail_module_load_at;
-  // Load `modules` on a thread of their own so that what the caller does
-  // next (a weight upload) overlaps them; the first kernel lookup (or
+  // Load `modules` on a thread of their own, started by
+  // atlas_backend_modules_start, so that what the caller does next (a
+  // weight upload) overlaps them; the first kernel lookup (or
   // atlas_backend_modules_ready, or destroy) waits, and a load failure is
   // reported there instead of by create. CUDA only (the host's are tables).
   bool background_modules;
@@ -211,6 +212,10 @@ ATLAS_MUST_USE atlas_status atlas_backend_destroy_graph(atlas_backend *b, atlas_
 // ---- kernels --------------------------------------------------------------
 // Waits for background_modules, if any; NULL when none loaded.
 atlas_kernel_registry *atlas_backend_kernel_registry(atlas_backend *b);
+// Starts loading background_modules now, on their thread (a model's load
+// calls it once its weights are allocated: the modules' code then lands in
+// device memory after them, in the same order every time). No-op otherwise.
+void atlas_backend_modules_start(atlas_backend *b);
 // Waits for modules loading in the background and returns their load status
 // (OK also when there were none or they loaded at create).
 ATLAS_MUST_USE atlas_status atlas_backend_modules_ready(atlas_backend *b);

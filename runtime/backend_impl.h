@@ -185,9 +185,9 @@ ATLAS_MUST_USE atlas_status atlas_backend_base_init(
 // free as a leak), drops the registry reference and frees the ledger.
 ATLAS_MUST_USE atlas_status atlas_backend_base_deinit(atlas_backend *b);
 
-// Loads `set` into b->registry on a thread of its own (the option
-// background_modules); `loader` is handed over. Without a thread to spare
-// it loads them before returning.
+// Holds `set` for atlas_backend_modules_start to load into b->registry on a
+// thread of its own (the option background_modules); `loader` is handed
+// over. Never started, the first join loads them.
 ATLAS_MUST_USE atlas_status atlas_backend_base_load_modules_async(
     atlas_backend *b, const atlas_module_set *set, atlas_module_loader loader,
     size_t fail_load_at);

@@ -1,13 +1,16 @@
 // Kernel modules loaded in the background (atlas_backend_options.
-// background_modules): a model's load starts its weight upload while the
-// driver parses the module images, and the first kernel lookup waits.
+// background_modules): a model's load allocates its weights, starts the
+// modules (atlas_backend_modules_start) and uploads while the driver parses
+// the module images; the first kernel lookup waits.
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "atlas/runtime/backend_impl.h"
 
 struct atlas_module_job {
   pthread_t thread;
+  bool started;  // atlas_backend_modules_start ran it on `thread`
   const atlas_module_set *set;
   atlas_module_loader loader;  // owned: the registry takes it over
   size_t fail_load_at;
@@ -35,15 +38,18 @@ atlas_status atlas_backend_base_load_modules_async(atlas_backend *b,
   }
   *job = (atlas_module_job){.set = set, .loader = loader,
                             .fail_load_at = fail_load_at};
-  if (pthread_create(&job->thread, NULL, load_modules, job) != 0) {
-    // No thread to spare: load them now, as without the option.
-    atlas_status status =
-        atlas_kernel_registry_create(set, loader, fail_load_at, &b->registry);
-    free(job);
-    return status;
-  }
   b->modules_job = job;
   return ATLAS_OK;
+}
+
+void atlas_backend_modules_start(atlas_backend *b) {
+  pthread_mutex_lock(&b->state_mutex);
+  atlas_module_job *job = b->modules_job;
+  if (job != NULL && !job->started) {
+    // No thread to spare: the first lookup loads them instead.
+    job->started = pthread_create(&job->thread, NULL, load_modules, job) == 0;
+  }
+  pthread_mutex_unlock(&b->state_mutex);
 }
 
 atlas_status atlas_backend_base_join_modules(atlas_backend *b) {
@@ -51,7 +57,11 @@ atlas_status atlas_backend_base_join_modules(atlas_backend *b) {
   atlas_module_job *job = b->modules_job;
   b->modules_job = NULL;
   if (job != NULL) {
-    pthread_join(job->thread, NULL);
+    if (job->started) {
+      pthread_join(job->thread, NULL);
+    } else {
+      load_modules(job);  // never started: load them here
+    }
     b->registry = job->registry;
     b->modules_error = job->status;
     free(job);

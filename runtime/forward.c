@@ -49,7 +49,7 @@ atlas_status atlas_forward_launch(const atlas_forward_ctx *ctx,
                              "forward: launch of a kernel that was never "
                              "resolved");
   }
-  atlas_launch_config config = {grid, block, 0, ctx->stream};
+  atlas_launch_config config = {grid, block, 0, ctx->stream, ctx->overlap};
   return atlas_backend_launch_typed(ctx->backend, kernel, &config, args,
                                     arg_count);
 }

@@ -24,6 +24,9 @@ typedef struct atlas_forward_ctx {
   atlas_kernel_registry *registry;  // the model's kernels, and only them
   atlas_stream *stream;
   atlas_op_cache *op_cache;
+  // Launches may overlap the one before (atlas_launch_config.overlap_prior):
+  // set only around kernels that wait for their inputs (atlas_overlap_begin).
+  bool overlap;
 } atlas_forward_ctx;
 
 // Fails when a piece is missing (NULL backend, no registry) rather than

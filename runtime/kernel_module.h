@@ -7,6 +7,7 @@
 #ifndef ATLAS_RUNTIME_KERNEL_MODULE_H_
 #define ATLAS_RUNTIME_KERNEL_MODULE_H_
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,11 @@ typedef struct atlas_launch_config {
   atlas_dim3 block;
   uint32_t shared_bytes;
   atlas_stream *stream;  // NULL: the backend's default stream
+  // The kernel may start while the launch before it on the stream finishes
+  // (CUDA: programmatic dependent launch, sm_90+); it must wait before it
+  // reads or writes what earlier launches touch (kernels/cuda_common.cuh,
+  // atlas_overlap_begin). Backends that cannot overlap ignore it.
+  bool overlap_prior;
 } atlas_launch_config;
 
 // A host kernel runs the whole grid in one call. `args[i]` points to the

@@ -104,7 +104,7 @@ typedef struct run_options {
   double budget_mb;                 // swap only; 0: the whole device
   long fail_alloc;                  // swap only; testing
   bool ignore_eos;
-  const char *kv_dtype;             // "f32" (NULL), "f16", "bf16"
+  const char *kv_dtype;             // "auto" (NULL), "f32", "f16", "bf16"
   // run only: text in, text out; sampling.
   const char *text;                 // --prompt (argv's); NULL: --tokens
   bool chat;
@@ -178,10 +178,11 @@ static const atlas_cli_option kRunOptions[] = {
                     "success, removed on failure"},
     [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
                         "keep generating past the model's EOS ids"},
-    [RUN_KV_DTYPE] = {"kv-dtype", "TYPE", false, "f32",
-                      "the KV cache's element type: f32, f16 or bf16 (half "
-                      "the cache memory; f16 kept greedy ids on every "
-                      "parity case, bf16 parted on some)"},
+    [RUN_KV_DTYPE] = {"kv-dtype", "TYPE", false, "auto",
+                      "the KV cache's element type: auto (the weights' type "
+                      "for f16 and bf16 models, else f32), f32 (the faithful "
+                      "mode: f32 activations throughout), f16 or bf16 (half "
+                      "the cache memory; the fast mode)"},
     // run only (after swap's own options in set_run's numbering)
     [RUN_OPTION_COUNT + 0] = {"prompt", "TEXT", false, "none: --tokens",
                               "prompt text, encoded with DIR/tokenizer.json; "
@@ -241,10 +242,11 @@ static const atlas_cli_option kSwapOptions[] = {
                     "place only when both generations completed"},
     [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
                         "keep generating past the model's EOS ids"},
-    [RUN_KV_DTYPE] = {"kv-dtype", "TYPE", false, "f32",
-                      "the KV cache's element type: f32, f16 or bf16 (half "
-                      "the cache memory; f16 kept greedy ids on every "
-                      "parity case, bf16 parted on some)"},
+    [RUN_KV_DTYPE] = {"kv-dtype", "TYPE", false, "auto",
+                      "the KV cache's element type: auto (the weights' type "
+                      "for f16 and bf16 models, else f32), f32 (the faithful "
+                      "mode: f32 activations throughout), f16 or bf16 (half "
+                      "the cache memory; the fast mode)"},
     [SWAP_BUDGET_MB] = {"budget-mb", "MB", false, "0 (the whole device)",
                         "most device memory the models may hold, in MB "
                         "(1e6 bytes); the swap is refused up front when the "
@@ -291,10 +293,10 @@ static atlas_status set_run_swap(run_options *o, size_t index,
       o->ignore_eos = true;
       return ATLAS_OK;
     case RUN_KV_DTYPE:
-      if (strcmp(value, "f32") != 0 && strcmp(value, "f16") != 0 &&
-          strcmp(value, "bf16") != 0) {
+      if (strcmp(value, "auto") != 0 && strcmp(value, "f32") != 0 &&
+          strcmp(value, "f16") != 0 && strcmp(value, "bf16") != 0) {
         return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                                 "%s: \"%.32s\" is none of f32, f16, bf16",
+                                 "%s: \"%.32s\" is none of auto, f32, f16, bf16",
                                  flag, value);
       }
       o->kv_dtype = value;

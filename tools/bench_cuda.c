@@ -105,7 +105,7 @@ static int measure(bench_ctx *c, const variant *v, int count, int n,
 
 // ---- launches ------------------------------------------------------------------
 
-static const atlas_launch_config kOneThread = {{1, 1, 1}, {1, 1, 1}, 0, NULL};
+static const atlas_launch_config kOneThread = {{1, 1, 1}, {1, 1, 1}, 0, NULL, false};
 
 static int raw_launches(bench_ctx *c, void *arg, int n) {
   CUfunction fn = (CUfunction)arg;

@@ -233,8 +233,14 @@ int atlas_bench_decode(int argc, char **argv) {
     // The captured step (the default), then the same steps launched one by
     // one; greedy on the device, only the id coming back (as generation
     // does without a sampler or a logits sink).
-    for (int eager = 0; rc == 0 && eager <= 1; ++eager) {
+    // Modes: graph (overlapping launches), graph without the overlap,
+    // eager (overlapping launches).
+    for (int mode = 0; rc == 0 && mode <= 2; ++mode) {
+      int eager = mode == 2;
       rc = check(atlas_llama_set_decode_graph(m, !eager), "decode mode");
+      if (rc == 0) {
+        rc = check(atlas_llama_set_decode_overlap(m, mode != 1), "decode mode");
+      }
       uint32_t token = tokens[ctx - 1];
       // Warm-up steps (the first captures the graph), then the timed ones
       // (rewritten: positions ctx .. ctx + steps - 1).
@@ -250,9 +256,12 @@ int atlas_bench_decode(int argc, char **argv) {
       }
       if (rc) break;
       double ms = (now_ms() - t0) / (double)a.steps;
+      const char *names[] = {"captured graph", "captured graph, no launch overlap",
+                             "eager launches"};
+      const char *keys[] = {"", "_nooverlap", "_eager"};
       printf("atlas decode at context %5zu: %7.3f ms/token (%ld steps, %s)\n",
-             ctx, ms, a.steps, eager ? "eager launches" : "captured graph");
-      printf("RESULT decode%s_%zu_ms %.4f\n", eager ? "_eager" : "", ctx, ms);
+             ctx, ms, a.steps, names[mode]);
+      printf("RESULT decode%s_%zu_ms %.4f\n", keys[mode], ctx, ms);
     }
   }
   free(logits);

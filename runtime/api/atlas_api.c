@@ -69,7 +69,8 @@ static atlas_status spec_from(const atlas_open_options *in,
                              (long long)o.context_needed);
   }
   atlas_dtype kv = ATLAS_DTYPE_F32;
-  if (o.kv_cache_type != NULL && strcmp(o.kv_cache_type, "f32") != 0) {
+  bool kv_auto = o.kv_cache_type == NULL || strcmp(o.kv_cache_type, "auto") == 0;
+  if (!kv_auto && strcmp(o.kv_cache_type, "f32") != 0) {
     if (strcmp(o.kv_cache_type, "f16") == 0) {
       kv = ATLAS_DTYPE_F16;
     } else if (strcmp(o.kv_cache_type, "bf16") == 0) {
@@ -77,12 +78,13 @@ static atlas_status spec_from(const atlas_open_options *in,
     } else {
       return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                "atlas_open_options.kv_cache_type \"%.32s\" is "
-                               "none of f32, f16, bf16",
+                               "none of auto, f32, f16, bf16",
                                o.kv_cache_type);
     }
   }
   memset(spec, 0, sizeof(*spec));
   spec->kv_dtype = kv;
+  spec->kv_dtype_auto = kv_auto;
   spec->backend = o.backend;
   spec->device = o.device;
   spec->device_budget_bytes = o.device_budget_bytes;

@@ -61,6 +61,8 @@ typedef struct atlas_arch_load_options {
   int64_t prefill_rows;
   // The KV cache's element type: F32 (zero, the default), F16 or BF16.
   atlas_dtype kv_dtype;
+  // Instead: the weights' type where it is 16-bit, else F32.
+  bool kv_dtype_auto;
 } atlas_arch_load_options;
 
 // A loaded model of some architecture; only its row knows its layout.

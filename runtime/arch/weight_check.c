@@ -37,7 +37,7 @@ static atlas_status launch_all(atlas_backend *b, const atlas_kernel *kernel,
     uint64_t ctas = (blocks + 7) / 8, cap = 8 * (uint64_t)sms;
     atlas_launch_config config = {
         {(uint32_t)(ctas < cap ? ctas : cap), 1, 1},
-        {ATLAS_WEIGHT_SCAN_BLOCK, 1, 1}, 0, NULL};
+        {ATLAS_WEIGHT_SCAN_BLOCK, 1, 1}, 0, NULL, false};
     atlas_arg args[] = {
         ATLAS_ARG_PTR(jobs[i].dst), ATLAS_ARG_I64((int64_t)jobs[i].bytes),
         ATLAS_ARG_U32((uint32_t)jobs[i].finite), ATLAS_ARG_PTR(results + 2 * i)};

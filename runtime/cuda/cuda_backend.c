@@ -18,6 +18,8 @@ typedef struct cuda_backend {
   CUcontext context;
   int ordinal;
   int sm_count;
+  // sm_90+ and not ATLAS_LAUNCH_OVERLAP=0: overlap_prior launches overlap.
+  bool overlap;
   CUstream stream;  // the default stream (non-blocking)
   pthread_mutex_t mutex;  // guards streams[]
   CUstream *streams;      // every stream of this backend, default first
@@ -643,22 +645,39 @@ static atlas_status after_launch(cuda_backend *cb, CUstream s,
   return ATLAS_OK;
 }
 
+// overlap_prior: a programmatic dependent launch. The kernel may start as
+// the one before it ends (its prologue, e.g. weight loads, overlaps that
+// one's tail) and waits in atlas_overlap_begin for the rest.
+static CUresult launch_kernel(cuda_backend *cb, CUfunction fn,
+                              const atlas_launch_config *config, CUstream s,
+                              void **args) {
+  if (!config->overlap_prior || !cb->overlap) {
+    return cb->cu->cuLaunchKernel(fn, config->grid.x, config->grid.y,
+                                  config->grid.z, config->block.x,
+                                  config->block.y, config->block.z,
+                                  config->shared_bytes, s, args, NULL);
+  }
+  CUlaunchAttribute attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig c = {config->grid.x,  config->grid.y,  config->grid.z,
+                      config->block.x, config->block.y, config->block.z,
+                      config->shared_bytes, s, &attr, 1};
+  return cb->cu->cuLaunchKernelEx(&c, fn, args, NULL);
+}
+
 static atlas_status cuda_launch(atlas_backend *b, const atlas_kernel *kernel,
                                 const atlas_launch_config *config,
                                 void **args) {
   cuda_backend *cb = as_cuda(b);
   CUstream s = stream_of(cb, config->stream);
   CUfunction fn = (CUfunction)kernel->fn;
-  CUresult r = cb->cu->cuLaunchKernel(
-      fn, config->grid.x, config->grid.y, config->grid.z, config->block.x,
-      config->block.y, config->block.z, config->shared_bytes, s, args, NULL);
+  CUresult r = launch_kernel(cb, fn, config, s, args);
   if (r == CUDA_ERROR_INVALID_CONTEXT) {
     // First launch from a thread the backend was never bound to.
     ATLAS_RETURN_IF_ERROR(bind(cb));
-    r = cb->cu->cuLaunchKernel(fn, config->grid.x, config->grid.y,
-                               config->grid.z, config->block.x, config->block.y,
-                               config->block.z, config->shared_bytes, s, args,
-                               NULL);
+    r = launch_kernel(cb, fn, config, s, args);
   }
   if (r != CUDA_SUCCESS) {
     return atlas_cuda_error(
@@ -803,6 +822,15 @@ atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
                        dev),
                    "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
   }
+  int major = 0;
+  if (status == ATLAS_OK) {
+    status = check(cb,
+                   cu->cuDeviceGetAttribute(
+                       &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+                   "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
+  }
+  const char *overlap_env = getenv("ATLAS_LAUNCH_OVERLAP");  // once, here
+  cb->overlap = major >= 9 && !(overlap_env != NULL && strcmp(overlap_env, "0") == 0);
   if (status == ATLAS_OK) {
     status = atlas_cuda_staging_create(cu, name, &cb->staging);
   }

@@ -64,7 +64,29 @@ typedef int CUstreamCaptureMode;
 enum { CU_STREAM_DEFAULT = 0, CU_STREAM_NON_BLOCKING = 1 };
 enum { CU_EVENT_DEFAULT = 0, CU_EVENT_DISABLE_TIMING = 2 };
 enum { CU_MEM_ATTACH_GLOBAL = 1 };
-enum { CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16 };
+enum {
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+};
+
+// cuLaunchKernelEx's configuration, with the one attribute Atlas sets.
+enum { CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+typedef struct CUlaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char pad[64];
+    int programmaticStreamSerializationAllowed;
+  } value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig {
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned int numAttrs;
+} CUlaunchConfig;
 
 // CUjit_option
 enum {
@@ -175,7 +197,9 @@ typedef struct CUDA_MEMCPY2D {
     (CUfunction f, unsigned int grid_x, unsigned int grid_y,                  \
      unsigned int grid_z, unsigned int block_x, unsigned int block_y,         \
      unsigned int block_z, unsigned int shared_bytes, CUstream stream,        \
-     void **params, void **extra))
+     void **params, void **extra))                                            \
+  X(cuLaunchKernelEx, "cuLaunchKernelEx",                                     \
+    (const CUlaunchConfig *config, CUfunction f, void **params, void **extra))
 
 // X-macro: `params` is a parenthesized parameter list and `field` a declarator
 // name; neither can take the extra parentheses bugprone-macro-parentheses asks for.

@@ -245,7 +245,8 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
   opened o;
   atlas_arch_load_options lo = {spec->max_seq,      spec->progress,
                                 spec->progress_ctx,  spec->uploader,
-                                spec->prefill_rows, spec->kv_dtype};
+                                spec->prefill_rows, spec->kv_dtype,
+                                spec->kv_dtype_auto};
   atlas_status status = open_checkpoint(spec, true, &o);
   if (status == ATLAS_OK) {
     m->arch = o.arch;

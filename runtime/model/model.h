@@ -43,6 +43,7 @@ typedef struct atlas_model_spec {
   int64_t context_needed;
   int64_t prefill_rows;        // prompt tokens per batched pass (0: default; < 0: none)
   atlas_dtype kv_dtype;        // the KV cache's type (zero: F32; F16, BF16)
+  bool kv_dtype_auto;          // instead: the weights' type if 16-bit, else F32
   // Most device bytes this process may hold for models (0: all the device
   // has). Leaves headroom for other tenants; swap checks against it.
   uint64_t device_budget_bytes;

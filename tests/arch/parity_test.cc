@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -109,7 +110,7 @@ atlas_status Collect(void *ctx, const float *x, size_t n) {
 // that happened.
 double RunCase(const Case &c, const std::string &backend, int64_t prefill_rows,
                atlas_dtype kv_dtype, double tolerance, bool ids_must_match = true,
-               bool *out_diverged = nullptr) {
+               bool *out_diverged = nullptr, double *out_margin = nullptr) {
   atlas_model_spec spec{};
   spec.dir = c.dir.c_str();
   spec.backend = backend.c_str();
@@ -142,6 +143,24 @@ double RunCase(const Case &c, const std::string &backend, int64_t prefill_rows,
     // Row prompt - 1 + j chose generated id j: comparable up to the first
     // id that differs, fed a different token after it.
     if (ids != c.ids) compared = std::min(compared, c.prompt.size() + j);
+    if (ids != c.ids && j < ids.size() && j < c.ids.size()) {
+      // Where the ids part, the reference's own margin between its pick and
+      // ours, against the row's scale and our error on that row: a near tie
+      // (margin below the 16-bit error) is all a 16-bit cache may change.
+      size_t r = c.prompt.size() - 1 + j;
+      const float *want = &c.logits[r * c.vocab];
+      const float *have = &got[r * c.vocab];
+      double scale = 0, err = 0;
+      for (size_t i = 0; i < c.vocab; ++i) {
+        scale = std::max(scale, (double)std::fabs(want[i]));
+        err = std::max(err, (double)std::fabs(have[i] - want[i]));
+      }
+      double margin = (double)want[c.ids[j]] - (double)want[ids[j]];
+      printf("[  PART    ] %-28s step %zu: reference margin %.3g (%.2e of the "
+             "row's largest logit), our max error on the row %.3g\n",
+             c.name.c_str(), j, margin, margin / std::max(scale, 1e-30), err);
+      if (out_margin != nullptr) *out_margin = std::max(*out_margin, margin / std::max(scale, 1e-30));
+    }
   }
   double worst = 0;
   size_t worst_row = 0;

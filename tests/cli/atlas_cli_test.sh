@@ -51,9 +51,18 @@ for kv in f32 f16 bf16; do
   check "run --kv-dtype $kv exits 0" [ $? -eq 0 ]
 done
 check "a 16-bit KV cache changes the logits" bash -c "! cmp -s '$tmp/kv_f32.bin' '$tmp/kv_bf16.bin'"
+# The default (auto): a BF16 model keeps a BF16 cache, an F32 model an F32 one.
+"$atlas" run --model "$tmp/b" --backend host --tokens 7,8,9 --steps 3 \
+  --logits "$tmp/kv_default.bin" >/dev/null 2>&1
+check "the default KV cache of a bf16 model is bf16" cmp -s "$tmp/kv_default.bin" "$tmp/kv_bf16.bin"
+for kv in auto f32; do
+  "$atlas" run --model "$tmp/a" --backend host --tokens 7,8,9 --steps 3 --kv-dtype "$kv" \
+    --logits "$tmp/kv_a_$kv.bin" >/dev/null 2>&1
+done
+check "the default KV cache of an f32 model is f32" cmp -s "$tmp/kv_a_auto.bin" "$tmp/kv_a_f32.bin"
 "$atlas" run --model "$tmp/a" --backend host --tokens 1 --steps 1 --kv-dtype f8 >/dev/null 2>"$tmp/err"
 check "--kv-dtype f8 exits 2" [ $? -eq 2 ]
-check "--kv-dtype f8 is named" grep -q 'kv-dtype.*f8.*none of f32, f16, bf16' "$tmp/err"
+check "--kv-dtype f8 is named" grep -q 'kv-dtype.*f8.*none of auto, f32, f16, bf16' "$tmp/err"
 
 # ---- help: --help, help CMD, CMD --help; every option with its default ----
 for args in "--help" "help"; do

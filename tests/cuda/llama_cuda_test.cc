@@ -125,6 +125,41 @@ TEST_P(LlamaCuda, MatchesTheHostStepForStep) {
   EXPECT_OK(atlas_backend_destroy(cuda));
 }
 
+// Overlapping launches (programmatic dependent launch, on by default on
+// sm_90+) change no bit: every kernel waits for its inputs. Races would show
+// as differences against launches that wait for each other, graph or eager.
+TEST(LlamaCudaOverlap, ChangesNoBitOfTheLogits) {
+  atlas_backend *cuda = nullptr;
+  CUDA_OR_SKIP(&cuda);
+  std::string dir = MakeCheckpoint("overlap", ATLAS_DTYPE_BF16, false);
+  atlas_checkpoint *ck = nullptr;
+  ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
+  atlas_llama_config config;
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
+  atlas_llama_load_options lo{};
+  lo.max_seq = 64;
+  atlas_llama_model *model = nullptr;
+  ASSERT_OK(atlas_llama_load(cuda, ck, &config, &lo, &model));
+  std::vector<uint32_t> prompt = {3, 1, 4, 1, 5};
+  std::vector<Collected> runs(3);
+  for (int mode = 0; mode < 3; ++mode) {  // overlap+graph, graph, overlap+eager
+    ASSERT_OK(atlas_llama_set_decode_graph(model, mode != 2));
+    ASSERT_OK(atlas_llama_set_decode_overlap(model, mode != 1));
+    std::vector<uint32_t> tokens(40, 0);
+    ASSERT_OK(atlas_llama_generate(model, prompt.data(), prompt.size(),
+                                   tokens.size(), tokens.data(), Collect,
+                                   &runs[mode]));
+  }
+  ASSERT_EQ(runs[0].steps.size(), 40u + prompt.size() - 1);
+  EXPECT_TRUE(runs[0].steps == runs[1].steps) << "overlap changed the graph's logits";
+  EXPECT_TRUE(runs[2].steps == runs[1].steps) << "overlap changed the eager logits";
+  atlas_teardown_report r;
+  EXPECT_OK(atlas_llama_unload(model, &r));
+  atlas_sweep_result_free(&r.sweep);
+  atlas_checkpoint_close(ck);
+  EXPECT_OK(atlas_backend_destroy(cuda));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Dtypes, LlamaCuda,
     ::testing::Values(std::make_tuple(ATLAS_DTYPE_F32, false, ATLAS_DTYPE_F32),

@@ -232,6 +232,10 @@ static atlas_status find_tensor(const atlas_checkpoint *ck,
 typedef struct upload_plan {
   atlas_upload_job *jobs;
   size_t count;
+  // The norms and vectors converted to f32 on the host, copied by the same
+  // upload as the matrices (one copy each used to wait in the plan).
+  float *vectors;
+  uint64_t vector_floats, vectors_used;
 } upload_plan;
 
 static atlas_status plan_matrix(atlas_llama_weights *w, const atlas_checkpoint *ck,
@@ -241,7 +245,10 @@ static atlas_status plan_matrix(atlas_llama_weights *w, const atlas_checkpoint *
   ATLAS_RETURN_IF_ERROR(find_tensor(ck, weight, layer, &t));
   void *dst = NULL;
   ATLAS_RETURN_IF_ERROR(weight_alloc(w, t.tensor->bytes, &dst));
-  if (w->sizing) return ATLAS_OK;
+  if (w->sizing) {
+    plan->count++;
+    return ATLAS_OK;
+  }
   ATLAS_RETURN_IF_ERROR(
       atlas_checkpoint_upload_job(&t, dst, &plan->jobs[plan->count]));
   plan->count++;
@@ -250,35 +257,42 @@ static atlas_status plan_matrix(atlas_llama_weights *w, const atlas_checkpoint *
   return ATLAS_OK;
 }
 
-// Norm weights are small and read every token: convert to f32 once.
+// Norm weights are small and read every token: convert to f32 once, into
+// the plan's host buffer, and upload them with the matrices.
 static atlas_status upload_norm(atlas_llama_weights *w,
                                 const atlas_checkpoint *ck,
                                 atlas_llama_weight weight, int layer,
-                                load_progress *progress, float **out) {
+                                upload_plan *plan, load_progress *progress,
+                                float **out) {
   atlas_checkpoint_tensor t;
   ATLAS_RETURN_IF_ERROR(find_tensor(ck, weight, layer, &t));
   uint64_t n = t.tensor->elements;
   void *dst = NULL;
-  if (w->sizing) return weight_alloc(w, n * sizeof(float), &dst);
-  float *host = malloc(n * sizeof(float));
-  if (host == NULL) {
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "converting %s from %s: out of host memory",
-                             t.tensor->name, t.path);
+  if (w->sizing) {
+    plan->vector_floats += n;
+    plan->count++;
+    return weight_alloc(w, n * sizeof(float), &dst);
   }
-  atlas_status status = atlas_safetensors_tensor_to_f32(t.tensor, 0, n, host);
-  if (status == ATLAS_OK) status = weight_alloc(w, n * sizeof(float), &dst);
-  if (status == ATLAS_OK) {
-    status = atlas_status_annotate(
-        atlas_backend_h2d(w->backend, dst, host, n * sizeof(float)),
-        "copying %s from %s", t.tensor->name, t.path);
+  if (plan->vector_floats - plan->vectors_used < n) {
+    return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                             "%s: %llu floats past the planned vectors",
+                             t.tensor->name, (unsigned long long)n);
   }
-  free(host);
-  if (status == ATLAS_OK) {
-    *out = dst;
-    advance(progress, t.tensor->bytes);
-  }
-  return status;
+  float *host = plan->vectors + plan->vectors_used;
+  ATLAS_RETURN_IF_ERROR(atlas_safetensors_tensor_to_f32(t.tensor, 0, n, host));
+  ATLAS_RETURN_IF_ERROR(weight_alloc(w, n * sizeof(float), &dst));
+  plan->vectors_used += n;
+  atlas_upload_job *job = &plan->jobs[plan->count++];
+  memset(job, 0, sizeof(*job));
+  job->dst = dst;
+  job->src = host;
+  job->bytes = n * sizeof(float);
+  job->what = t.tensor->name;
+  job->fd = -1;
+  job->file = t.path;
+  *out = dst;
+  advance(progress, t.tensor->bytes);
+  return ATLAS_OK;
 }
 
 static atlas_status plan_weights(atlas_llama_weights *w,
@@ -291,14 +305,14 @@ static atlas_status plan_weights(atlas_llama_weights *w,
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
     atlas_llama_layer *L = &w->layers[l];
     int i = (int)l;
-    ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_INPUT_NORM, i, progress,
-                                      &L->attn_norm));
+    ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_INPUT_NORM, i, plan,
+                                      progress, &L->attn_norm));
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_Q_PROJ, i, plan, &L->wq));
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_K_PROJ, i, plan, &L->wk));
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_V_PROJ, i, plan, &L->wv));
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_O_PROJ, i, plan, &L->wo));
-    ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_POST_NORM, i, progress,
-                                      &L->ffn_norm));
+    ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_POST_NORM, i, plan,
+                                      progress, &L->ffn_norm));
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_GATE_PROJ, i, plan,
                                       &L->w_gate));
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_UP_PROJ, i, plan, &L->w_up));
@@ -317,12 +331,12 @@ static atlas_status plan_weights(atlas_llama_weights *w,
     };
     for (size_t v = 0; v < sizeof(vectors) / sizeof(vectors[0]); ++v) {
       if (!atlas_llama_weight_used(c, vectors[v].weight)) continue;
-      ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, vectors[v].weight, i, progress,
-                                        vectors[v].dst));
+      ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, vectors[v].weight, i, plan,
+                                        progress, vectors[v].dst));
     }
   }
-  ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_FINAL_NORM, 0, progress,
-                                    &w->final_norm));
+  ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_FINAL_NORM, 0, plan,
+                                    progress, &w->final_norm));
   if (lm_head_is_embedding) {
     w->lm_head = w->embed;
     return ATLAS_OK;
@@ -390,21 +404,31 @@ static atlas_status load_weights(atlas_llama_weights *w,
                                  const atlas_llama_config *c,
                                  bool lm_head_is_embedding,
                                  load_progress *progress) {
-  upload_plan plan = {NULL, 0};
+  upload_plan plan = {NULL, 0, NULL, 0, 0};
   double t0 = now_ms();
-  plan.jobs = calloc(3 + 7 * (size_t)c->num_hidden_layers, sizeof(atlas_upload_job));
-  if (plan.jobs == NULL) {
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "cannot plan the weight upload");
-  }
-  // Pass one sizes the arena, pass two carves it and plans the copies.
+  // Pass one sizes the arena, the jobs and the vectors; pass two carves the
+  // arena, converts the vectors and plans the copies.
   w->sizing = true;
   atlas_status status =
       plan_weights(w, ck, c, lm_head_is_embedding, &plan, progress);
   w->sizing = false;
+  size_t jobs = plan.count;
+  plan.count = 0;
+  if (status == ATLAS_OK) {
+    plan.jobs = calloc(jobs ? jobs : 1, sizeof(atlas_upload_job));
+    plan.vectors = malloc(plan.vector_floats ? plan.vector_floats * sizeof(float) : 1);
+    if (plan.jobs == NULL || plan.vectors == NULL) {
+      status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                                 "cannot plan the weight upload (%zu tensors)",
+                                 jobs);
+    }
+  }
   if (status == ATLAS_OK && w->arena_bytes != 0) {
     status = atlas_backend_alloc(w->backend, w->arena_bytes, (void **)&w->arena);
   }
+  // The modules' code lands after the weights, the same way every time, and
+  // loads while they upload.
+  atlas_backend_modules_start(w->backend);
   if (status == ATLAS_OK) {
     status = plan_weights(w, ck, c, lm_head_is_embedding, &plan, progress);
   }
@@ -425,6 +449,7 @@ static atlas_status load_weights(atlas_llama_weights *w,
   progress->upload_ms = upload_ms;
   progress->check_ms = now_ms() - t1 - upload_ms;
   free(bare);
+  free(plan.vectors);
   free(plan.jobs);
   return status;
 }
@@ -511,6 +536,13 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   if (m->kv == NULL) goto oom;
   m->kv->backend = m->backend;
   m->kv->dtype = options->kv_dtype;
+  if (options->kv_dtype_auto) {
+    // A 16-bit model keeps its keys and values in its own type (what
+    // transformers does): half the cache and half the bytes attention reads.
+    atlas_dtype w = c->num_hidden_layers > 0 ? m->weights->layers[0].wq.dtype
+                                             : ATLAS_DTYPE_F32;
+    m->kv->dtype = w == ATLAS_DTYPE_F16 || w == ATLAS_DTYPE_BF16 ? w : ATLAS_DTYPE_F32;
+  }
   ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "kv_cache", release_kv, m->kv));
   ATLAS_RETURN_IF_ERROR(alloc_kv(m->kv, c, m->max_seq));
 

@@ -37,6 +37,8 @@ typedef struct atlas_llama_load_options {
   bool eager_decode;
   // The KV cache's element type: F32 (zero, the default), F16 or BF16.
   atlas_dtype kv_dtype;
+  // Instead: the type of the layers' weights where it is 16-bit, else F32.
+  bool kv_dtype_auto;
 } atlas_llama_load_options;
 
 // Bytes the model will hold on its backend: weights (norms as f32), KV cache
@@ -85,6 +87,9 @@ ATLAS_MUST_USE atlas_status atlas_llama_decode_step(atlas_llama_model *m, uint32
 // Replay the decode step captured as a graph (true, the default unless the
 // load options said eager_decode) or launch its kernels one by one.
 ATLAS_MUST_USE atlas_status atlas_llama_set_decode_graph(atlas_llama_model *m, bool enabled);
+// Let each kernel of the decode step start while the one before it ends
+// (true, the default; sm_90+) or not: for side-by-side benchmarks.
+ATLAS_MUST_USE atlas_status atlas_llama_set_decode_overlap(atlas_llama_model *m, bool enabled);
 
 // Batched prefill: `n` tokens at positions pos..pos+n-1 through each layer in
 // one pass per chunk of the model's prefill rows; fills their KV cache rows.

@@ -47,6 +47,7 @@ atlas_status atlas_llama_arch_load(atlas_backend *backend,
     lo.uploader = o->uploader;
     lo.prefill_rows = o->prefill_rows;
     lo.kv_dtype = o->kv_dtype;
+    lo.kv_dtype_auto = o->kv_dtype_auto;
   }
   atlas_llama_model *m = NULL;
   atlas_status status = atlas_llama_load(backend, ck, config, &lo, &m);

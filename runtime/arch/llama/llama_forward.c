@@ -208,7 +208,7 @@ static atlas_status upload_step(atlas_llama_model *m) {
 // failing (a backend or driver that cannot capture) makes the step fall
 // back to eager launches, with one log line; a kernel that fails while
 // being captured is an error, as it would be eagerly.
-static atlas_status run_step(atlas_llama_model *m) {
+static atlas_status run_step_body(atlas_llama_model *m) {
   atlas_llama_graph *g = m->graph;
   if (g == NULL || g->disabled) return step_body(m);
   atlas_backend *b = m->backend;
@@ -245,6 +245,16 @@ static atlas_status run_step(atlas_llama_model *m) {
   return atlas_backend_launch_graph(b, g->graph, stream);
 }
 
+// Every kernel of the step waits for its inputs (atlas_overlap_begin), so
+// each may start while the one before it ends: the launch gaps and the
+// first loads of each product overlap the previous kernel's tail.
+static atlas_status run_step(atlas_llama_model *m) {
+  m->ctx.core.overlap = m->graph == NULL || !m->graph->no_overlap;
+  atlas_status status = run_step_body(m);
+  m->ctx.core.overlap = false;
+  return status;
+}
+
 // The captured step bakes RoPE's attention factor in: drop it when that
 // changes (dynamic RoPE past max_position_embeddings).
 static atlas_status drop_graph(atlas_llama_model *m) {
@@ -261,6 +271,16 @@ atlas_status atlas_llama_set_decode_graph(atlas_llama_model *m, bool enabled) {
   }
   if (!enabled) ATLAS_RETURN_IF_ERROR(drop_graph(m));
   m->graph->disabled = !enabled;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_llama_set_decode_overlap(atlas_llama_model *m, bool enabled) {
+  if (m->graph == NULL) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "this model has no decode graph state");
+  }
+  ATLAS_RETURN_IF_ERROR(drop_graph(m));  // captured with the other launches
+  m->graph->no_overlap = !enabled;
   return ATLAS_OK;
 }
 

@@ -100,6 +100,7 @@ typedef struct atlas_llama_graph {
   atlas_backend *backend;
   atlas_graph *graph;   // NULL until captured
   bool disabled;        // a load option, or a capture failed (logged once)
+  bool no_overlap;      // launches wait for the one before (benchmarks)
 } atlas_llama_graph;
 
 // The Llama forward context: the core one plus the model-derived values
