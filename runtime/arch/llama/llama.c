@@ -273,7 +273,8 @@ static atlas_status upload_norm(atlas_llama_weights *w,
     plan->count++;
     return weight_alloc(w, n * sizeof(float), &dst);
   }
-  if (plan->vector_floats - plan->vectors_used < n) {
+  if (plan->jobs == NULL || plan->vectors == NULL ||
+      plan->vector_floats - plan->vectors_used < n) {
     return atlas_status_make(ATLAS_STATUS_INTERNAL,
                              "%s: %llu floats past the planned vectors",
                              t.tensor->name, (unsigned long long)n);
