@@ -137,7 +137,10 @@ struct atlas_cuda_blas {
 
 // Opens the library: the path in `setting` when it names one, else the
 // sonames, else CUDA's default install directory (where the loader's path
-// often does not reach).
+// often does not reach). RTLD_NODELETE: a backend's dlclose drops its
+// reference but never unmaps cuBLASLt (it carries its own CUDA runtime, whose
+// start-up each reload would repeat and whose exit handlers must stay
+// mapped); the handle and everything made with it are still per backend.
 static void *open_library(const char *setting, char *name, size_t name_size,
                           char *why, size_t why_size) {
   static const char *const kNames[] = {
@@ -149,7 +152,7 @@ static void *open_library(const char *setting, char *name, size_t name_size,
   why[0] = '\0';
   if (setting != NULL && strchr(setting, '/') != NULL) {
     dlerror();
-    void *lib = dlopen(setting, RTLD_NOW | RTLD_LOCAL);
+    void *lib = dlopen(setting, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     snprintf(name, name_size, "%s", setting);
     if (lib == NULL) {
       const char *e = dlerror();
@@ -159,7 +162,7 @@ static void *open_library(const char *setting, char *name, size_t name_size,
   }
   for (size_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); ++i) {
     dlerror();
-    void *lib = dlopen(kNames[i], RTLD_NOW | RTLD_LOCAL);
+    void *lib = dlopen(kNames[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (lib != NULL) {
       snprintf(name, name_size, "%s", kNames[i]);
       return lib;
@@ -276,9 +279,15 @@ atlas_status atlas_cuda_blas_create(atlas_backend *backend, const char *setting,
                    "setting op(B) = N");
   }
   if (status != ATLAS_OK) {
-    return atlas_status_annotate(
-        atlas_status_join(status, release(blas)),
-        "starting cuBLASLt (set ATLAS_CUBLASLT=0 to use Atlas's own kernels)");
+    // A library that loads but will not start is as good as absent: the
+    // backend still multiplies, with Atlas's kernels, and says why.
+    status = atlas_status_join(status, release(blas));
+    atlas_log(sink, ATLAS_LOG_WARNING,
+              "%s: cuBLASLt found but not usable (%s); 16-bit matrix products "
+              "use Atlas's own kernels",
+              atlas_backend_name(backend), atlas_status_message(status));
+    atlas_status_free(status);
+    return ATLAS_OK;
   }
   *out_blas = blas;
   return ATLAS_OK;

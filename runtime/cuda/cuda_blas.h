@@ -35,7 +35,9 @@ typedef struct atlas_cuda_blas atlas_cuda_blas;
 // creation (NULL when unset): "0" disables cuBLASLt; a value with a '/' is the
 // library's path. When the library is absent or disabled, *out_blas is NULL,
 // the status is OK and one INFO line on the backend's sink says that Atlas
-// uses its own kernels. A library that loads but fails to start is an error.
+// uses its own kernels; a library that loads but will not start (symbols
+// missing, cublasLtCreate failing) is treated the same, with one WARNING line.
+// Fails only when the host is out of memory.
 ATLAS_MUST_USE atlas_status atlas_cuda_blas_create(atlas_backend *backend,
                                                    const char *setting,
                                                    atlas_cuda_blas **out_blas);
