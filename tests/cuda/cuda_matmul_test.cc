@@ -45,8 +45,10 @@ struct Lines {
   std::vector<std::string> info;
 };
 
+// INFO and WARNING lines (a cuBLASLt that will not start says so as a
+// WARNING).
 void Collect(void *ctx, atlas_log_level level, const char *message) {
-  if (level == ATLAS_LOG_INFO) static_cast<Lines *>(ctx)->info.push_back(message);
+  if (level >= ATLAS_LOG_INFO) static_cast<Lines *>(ctx)->info.push_back(message);
 }
 
 struct Shape {
