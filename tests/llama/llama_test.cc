@@ -13,6 +13,7 @@
 #include "atlas/kernels/llama_host.h"
 #include "atlas/kernels/llama_kernels.h"
 #include "atlas/kernels/prefill_kernels.h"
+#include "atlas/runtime/half.h"
 #include "atlas/runtime/host_backend.h"
 #include "atlas/runtime/arch/llama/llama_prefill.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
@@ -541,6 +542,50 @@ TEST(Llama, PrefillRefusesBadTokensAndOverlongPrompts) {
   EXPECT_STATUS(atlas_llama_prefill(m.model, many.data(), many.size(), 0,
                                     logits.data(), nullptr, nullptr),
                 ATLAS_STATUS_INVALID_ARGUMENT, "holds 32 positions");
+}
+
+// The one-term kernels' host twins: gemm16 against the host backend's
+// matmul (the reference: the same f32 sums in the same order, so equal bit
+// for bit) and round_rows against half.h, for both 16-bit types.
+TEST(Llama, OneTermHostTwinsMatchTheBackendMatmul) {
+  atlas_backend *b = nullptr;
+  atlas_backend_options o{};
+  o.modules = &atlas_llama_module_set;
+  ASSERT_OK(atlas_host_backend_create(&o, &b));
+  const uint32_t m = 5, n = 7, k = 33;
+  std::vector<float> x(m * k), w(n * k);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * (double)i) * 3.0f;
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.11 * (double)i);
+  for (const char *t : {"f16", "bf16"}) {
+    bool bf = std::string(t) == "bf16";
+    std::vector<uint16_t> x16(x.size()), w16(w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      w16[i] = bf ? atlas_f32_to_bf16(w[i]) : atlas_f32_to_f16(w[i]);
+    }
+    const atlas_kernel *round = nullptr, *gemm = nullptr;
+    ASSERT_OK(atlas_backend_kernel_lookup(b, ATLAS_LLAMA_BATCH_MODULE,
+                                          (std::string("round_rows_") + t).c_str(), &round));
+    ASSERT_OK(atlas_backend_kernel_lookup(b, ATLAS_LLAMA_BATCH_MODULE,
+                                          (std::string("gemm16_") + t).c_str(), &gemm));
+    atlas_launch_config c{};
+    c.grid = {1, 1, 1};
+    c.block = {256, 1, 1};
+    atlas_arg ra[] = {ATLAS_ARG_PTR(x16.data()), ATLAS_ARG_PTR(x.data()),
+                      ATLAS_ARG_U32(m * k)};
+    ASSERT_OK(atlas_backend_launch_typed(b, round, &c, ra, 3));
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(x16[i], bf ? atlas_f32_to_bf16(x[i]) : atlas_f32_to_f16(x[i])) << t << " " << i;
+    }
+    std::vector<float> got(m * n, NAN), want(m * n, NAN);
+    atlas_arg ga[] = {ATLAS_ARG_PTR(got.data()), ATLAS_ARG_PTR(w16.data()),
+                      ATLAS_ARG_PTR(x16.data()), ATLAS_ARG_U32(m), ATLAS_ARG_U32(n),
+                      ATLAS_ARG_U32(k)};
+    ASSERT_OK(atlas_backend_launch_typed(b, gemm, &c, ga, 6));
+    ASSERT_OK(atlas_backend_matmul(b, nullptr, want.data(), w16.data(), x16.data(),
+                                   bf ? ATLAS_MATMUL_BF16 : ATLAS_MATMUL_F16, m, n, k));
+    EXPECT_EQ(got, want) << t;
+  }
+  ASSERT_OK(atlas_backend_destroy(b));
 }
 
 TEST(Llama, BatchKernelTableIsComplete) {
