@@ -57,7 +57,7 @@ struct Shape {
 
 // out = x w^T on `b` for 16-bit bits w, x; `offset` elements into each
 // buffer (an offset of 1 leaves every operand misaligned for wide loads).
-std::vector<float> Run(atlas_backend *b, atlas_matmul_type type, const Shape &sh,
+std::vector<float> Multiply(atlas_backend *b, atlas_matmul_type type, const Shape &sh,
                        const std::vector<uint16_t> &w,
                        const std::vector<uint16_t> &x, size_t offset,
                        atlas_stream *stream) {
@@ -129,8 +129,8 @@ TEST(CudaMatmul, CublasLtMatchesTheHostBackend) {
         Random16(&rng, type, sh.n * sh.k, &wb, &wv);
         Random16(&rng, type, sh.m * sh.k, &xb, &xv);
         atlas_stream *stream = offset ? side : nullptr;
-        std::vector<float> want = Run(host, type, sh, wb, xb, offset, nullptr);
-        std::vector<float> got = Run(cuda, type, sh, wb, xb, offset, stream);
+        std::vector<float> want = Multiply(host, type, sh, wb, xb, offset, nullptr);
+        std::vector<float> got = Multiply(cuda, type, sh, wb, xb, offset, stream);
         double worst = 0;
         for (size_t i = 0; i < sh.m; ++i) {
           for (size_t j = 0; j < sh.n; ++j) {
