@@ -117,7 +117,7 @@ enum { kAlgoCacheSize = 64 };
 typedef struct algo_key {
   uint64_t m, n, k;
   int type;
-  uint32_t align;  // the smallest alignment of the four pointers (bytes)
+  uint32_t align_w, align_x, align_out;  // of each pointer (bytes, <= 256)
 } algo_key;
 
 typedef struct algo_entry {
@@ -317,7 +317,8 @@ static uint32_t alignment(const void *p) {
 
 static bool same_key(const algo_key *a, const algo_key *b) {
   return a->m == b->m && a->n == b->n && a->k == b->k && a->type == b->type &&
-         a->align == b->align;
+         a->align_w == b->align_w && a->align_x == b->align_x &&
+         a->align_out == b->align_out;
 }
 
 typedef struct layouts {
@@ -347,7 +348,8 @@ static void free_layouts(atlas_cuda_blas *blas, layouts *l) {
 // The heuristic's first choice for this shape and alignment, within the
 // workspace Atlas offers.
 static atlas_status choose(atlas_cuda_blas *blas, const layouts *l,
-                           uint32_t align, cublasLtMatmulHeuristicResult_t *out) {
+                           const algo_key *key,
+                           cublasLtMatmulHeuristicResult_t *out) {
   cublasLtMatmulPreference_t pref = NULL;
   ATLAS_RETURN_IF_ERROR(check(blas, blas->api.pref_create(&pref),
                               "cublasLtMatmulPreferenceCreate"));
@@ -357,14 +359,17 @@ static atlas_status choose(atlas_cuda_blas *blas, const layouts *l,
             blas->api.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                &ws, sizeof(ws)),
             "setting the workspace preference");
+  // A is the weights, B the inputs, C and D the output.
   const int align_attrs[] = {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
                              CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                              CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
                              CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  const uint32_t aligns[] = {key->align_w, key->align_x, key->align_out,
+                             key->align_out};
   for (size_t i = 0; status == ATLAS_OK && i < 4; ++i) {
     status = check(blas,
-                   blas->api.pref_set(pref, align_attrs[i], &align,
-                                      sizeof(align)),
+                   blas->api.pref_set(pref, align_attrs[i], &aligns[i],
+                                      sizeof(aligns[i])),
                    "setting the alignment preference");
   }
   int returned = 0;
@@ -395,7 +400,7 @@ static atlas_status algo_for(atlas_cuda_blas *blas, const algo_key *key,
     }
   }
   cublasLtMatmulHeuristicResult_t r;
-  ATLAS_RETURN_IF_ERROR(choose(blas, l, key->align, &r));
+  ATLAS_RETURN_IF_ERROR(choose(blas, l, key, &r));
   if (r.workspaceSize > 0 && blas->workspace == NULL) {
     // Allocated once, at the size offered to every heuristic query, so that
     // no later choice needs a bigger one.
@@ -418,11 +423,11 @@ atlas_status atlas_cuda_blas_matmul(atlas_cuda_blas *blas, CUstream stream,
                                     atlas_matmul_type type, size_t m, size_t n,
                                     size_t k) {
   int dtype = type == ATLAS_MATMUL_BF16 ? CUDA_R_16BF : CUDA_R_16F;
-  uint32_t align = alignment(out);
-  uint32_t aw = alignment(w), ax = alignment(x);
-  if (aw < align) align = aw;
-  if (ax < align) align = ax;
-  algo_key key = {.m = m, .n = n, .k = k, .type = dtype, .align = align};
+  // The heuristic only offers algorithms these alignments allow (its
+  // default assumes 256 bytes: an input row at an offset would break it).
+  algo_key key = {.m = m, .n = n, .k = k, .type = dtype,
+                  .align_w = alignment(w), .align_x = alignment(x),
+                  .align_out = alignment(out)};
   layouts l;
   atlas_status status = make_layouts(blas, dtype, m, n, k, &l);
   algo_entry e;
