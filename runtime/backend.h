@@ -264,7 +264,10 @@ typedef enum atlas_matmul_type {
 // CUDA backend without cuBLASLt, or with ATLAS_CUBLASLT=0): callers then use
 // their own kernels. m or n of 0 computes nothing and is no launch: it asks
 // whether the backend multiplies at all (OK or UNIMPLEMENTED), which is how a
-// caller decides once; k == 0 (m, n > 0) writes zeros.
+// caller decides once; k == 0 (m, n > 0) writes zeros. On CUDA the products
+// of one backend share cuBLASLt's workspace (allocated by the first product
+// that needs it): products queued on different streams must be ordered
+// (events, or one stream), and the first should not be inside a capture.
 ATLAS_MUST_USE atlas_status atlas_backend_matmul(atlas_backend *b,
                                                  atlas_stream *stream,
                                                  float *out, const void *w,
