@@ -274,6 +274,115 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
   }
 }
 
+// 16-bit activations (the "stated error" mode, a 16-bit KV cache): x was
+// rounded once to the weights' type (round_rows), so one mma per fragment
+// does the product: a third of gemm_tc's tensor-core work and half its x
+// traffic. Same tiles and pipeline as gemm_tc.
+template <typename T, int BM>
+__device__ void gemm16_tc(float *out, const T *w, const T *x, uint32_t M,
+                          uint32_t N, uint32_t K) {
+  constexpr int MI = BM / 32;                  // m16 tiles per warp
+  constexpr int A_LOADS = BM * kBK / 8 / 256;  // uint4 (8 x T) per thread
+  __shared__ __align__(16) T as[BM * kLds];
+  __shared__ __align__(16) T bs[kBN * kLds];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int wm = warp / 4, wn = warp % 4;
+  const uint32_t m0 = blockIdx.y * BM, n0 = blockIdx.x * kBN;
+  const bool vec = (K % 8) == 0;
+
+  uint4 xr[A_LOADS];
+  uint4 wr[2];
+  // Rows of 32 k-values as four uint4 of 8: thread idx loads row idx / 4,
+  // columns (idx % 4) * 8.. of its matrix (x rows from m0, w rows from n0).
+  auto fetch = [&](const T *src, uint32_t rows, uint32_t r0, uint32_t k0,
+                   int idx) -> uint4 {
+    int row = idx / 4, kk = (idx % 4) * 8;
+    uint32_t r = r0 + row, k = k0 + kk;
+    if (vec && r < rows && k + 7 < K) {
+      return *reinterpret_cast<const uint4 *>(src + (size_t)r * K + k);
+    }
+    __align__(16) T tmp[8];
+    for (int j = 0; j < 8; ++j) {
+      tmp[j] = (r < rows && k + j < K) ? src[(size_t)r * K + k + j]
+                                       : Mma<T>::from(0.0f);
+    }
+    return *reinterpret_cast<uint4 *>(tmp);
+  };
+  auto load = [&](uint32_t k0) {
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) xr[i] = fetch(x, M, m0, k0, tid + i * 256);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) wr[i] = fetch(w, N, n0, k0, tid + i * 256);
+  };
+  auto store = [&]() {
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
+      int idx = tid + i * 256, row = idx / 4, kk = (idx % 4) * 8;
+      *reinterpret_cast<uint4 *>(&as[row * kLds + kk]) = xr[i];
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      int idx = tid + i * 256, row = idx / 4, kk = (idx % 4) * 8;
+      *reinterpret_cast<uint4 *>(&bs[row * kLds + kk]) = wr[i];
+    }
+  };
+
+  float acc[MI][4][4];
+#pragma unroll
+  for (int a = 0; a < MI; ++a)
+#pragma unroll
+    for (int b = 0; b < 4; ++b)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[a][b][c] = 0.0f;
+
+  const uint32_t tiles = (K + kBK - 1) / kBK;
+  load(0);
+  store();
+  __syncthreads();
+  for (uint32_t t = 0; t < tiles; ++t) {
+    if (t + 1 < tiles) load((t + 1) * kBK);
+#pragma unroll
+    for (int ks = 0; ks < kBK; ks += 16) {
+      uint32_t af[MI][4], bf[4][2];
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi) {
+        int row = wm * (BM / 2) + mi * 16 + (lane % 16), col = ks + (lane / 16) * 8;
+        ldmatrix_x4(af[mi], &as[row * kLds + col]);
+      }
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) {
+        int row = wn * 32 + ni * 8 + (lane % 8), col = ks + ((lane / 8) % 2) * 8;
+        ldmatrix_x2(bf[ni], &bs[row * kLds + col]);
+      }
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) Mma<T>::run(acc[mi][ni], af[mi], bf[ni]);
+    }
+    if (t + 1 < tiles) {
+      __syncthreads();  // everyone is done reading the tile
+      store();
+      __syncthreads();
+    }
+  }
+
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+      uint32_t n = n0 + wn * 32 + ni * 8 + (lane % 4) * 2;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        uint32_t m = m0 + wm * (BM / 2) + mi * 16 + lane / 4 + half * 8;
+        if (m >= M) continue;
+        float *o = out + (size_t)m * N;
+        if (n < N) o[n] = acc[mi][ni][half * 2];
+        if (n + 1 < N) o[n + 1] = acc[mi][ni][half * 2 + 1];
+      }
+    }
+  }
+}
+
 // F32 weights: a plain shared-memory tiled product (64 x 64 x 16, 4 x 4
 // outputs per thread) in f32, the host's arithmetic up to summation order.
 __device__ void gemm_f32_tiled(float *out, const float *w, const float *x,
@@ -338,6 +447,41 @@ extern "C" __global__ void __launch_bounds__(256)
     gemm_bf16_m128(float *out, const __nv_bfloat16 *w, const float *x,
                    uint32_t m, uint32_t n, uint32_t k) {
   gemm_tc<__nv_bfloat16, 128>(out, w, x, m, n, k);
+}
+
+// One term: x already in the weights' 16-bit type (round_rows).
+extern "C" __global__ void __launch_bounds__(256)
+    gemm16_f16(float *out, const __half *w, const __half *x, uint32_t m,
+               uint32_t n, uint32_t k) {
+  gemm16_tc<__half, 64>(out, w, x, m, n, k);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    gemm16_bf16(float *out, const __nv_bfloat16 *w, const __nv_bfloat16 *x,
+                uint32_t m, uint32_t n, uint32_t k) {
+  gemm16_tc<__nv_bfloat16, 64>(out, w, x, m, n, k);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    gemm16_f16_m128(float *out, const __half *w, const __half *x, uint32_t m,
+                    uint32_t n, uint32_t k) {
+  gemm16_tc<__half, 128>(out, w, x, m, n, k);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    gemm16_bf16_m128(float *out, const __nv_bfloat16 *w,
+                     const __nv_bfloat16 *x, uint32_t m, uint32_t n,
+                     uint32_t k) {
+  gemm16_tc<__nv_bfloat16, 128>(out, w, x, m, n, k);
+}
+
+// ---- round_rows: f32 -> 16-bit, round to nearest even -----------------------
+extern "C" __global__ void round_rows_f16(__half *out, const float *x,
+                                          uint32_t count) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) out[i] = __float2half_rn(x[i]);
+}
+extern "C" __global__ void round_rows_bf16(__nv_bfloat16 *out, const float *x,
+                                           uint32_t count) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) out[i] = __float2bfloat16_rn(x[i]);
 }
 
 // ---- attention_prefill: causal, tiled, online softmax, GQA-aware -----------

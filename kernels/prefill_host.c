@@ -69,6 +69,41 @@ static void gemm(void **args, load_fn load) {
 }
 ATLAS_HOST_BY_DTYPE(gemm, load)
 
+// x in the weights' 16-bit type too: both widened to f32 (exact), one
+// weight row at a time as gemm does.
+static void gemm16(void **args, load_fn load) {
+  float *out = ARG(float *, 0);
+  const void *w = ARG(const void *, 1);
+  const void *x = ARG(const void *, 2);
+  uint32_t m = ARG(uint32_t, 3), n = ARG(uint32_t, 4), k = ARG(uint32_t, 5);
+  float *row = malloc((k ? k : 1) * sizeof(float));
+  if (row == NULL) {
+    for (size_t i = 0; i < (size_t)m * n; ++i) out[i] = NAN;
+    return;
+  }
+  for (uint32_t j = 0; j < n; ++j) {
+    for (uint32_t c = 0; c < k; ++c) row[c] = load(w, (size_t)j * k + c);
+    for (uint32_t i = 0; i < m; ++i) {
+      float acc = 0.0f;
+      for (uint32_t c = 0; c < k; ++c) acc += row[c] * load(x, (size_t)i * k + c);
+      out[(size_t)i * n + j] = acc;
+    }
+  }
+  free(row);
+}
+ATLAS_HOST_ENTRY(gemm16, load, f16)
+ATLAS_HOST_ENTRY(gemm16, load, bf16)
+
+// f32 -> 16-bit, round to nearest even (half.h, as the CUDA intrinsics).
+static void round_rows(void **args, store_fn store) {
+  void *out = ARG(void *, 0);
+  const float *x = ARG(const float *, 1);
+  uint32_t count = ARG(uint32_t, 2);
+  for (uint32_t i = 0; i < count; ++i) store(out, i, x[i]);
+}
+ATLAS_HOST_ENTRY(round_rows, store, f16)
+ATLAS_HOST_ENTRY(round_rows, store, bf16)
+
 static void rope_rows(const atlas_launch_config *c, void **args) {
   (void)c;
   float *x = ARG(float *, 0);
@@ -252,6 +287,12 @@ const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_CO
     {"gemm_bf16", "pppuuu", gemm_bf16},
     {"gemm_f16_m128", "pppuuu", gemm_f16},
     {"gemm_bf16_m128", "pppuuu", gemm_bf16},
+    {"gemm16_f16", "pppuuu", gemm16_f16},
+    {"gemm16_bf16", "pppuuu", gemm16_bf16},
+    {"gemm16_f16_m128", "pppuuu", gemm16_f16},
+    {"gemm16_bf16_m128", "pppuuu", gemm16_bf16},
+    {"round_rows_f16", "ppu", round_rows_f16},
+    {"round_rows_bf16", "ppu", round_rows_bf16},
     {"rope_rows", "ppuuuuufu", rope_rows},
     {"kv_store_rows_f32", "ppppuuu", kv_store_rows_f32},
     {"kv_store_rows_f16", "ppppuuu", kv_store_rows_f16},

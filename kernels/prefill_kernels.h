@@ -13,6 +13,13 @@
 //       block 256; f32: grid (ceil(n / 64), ceil(m / 64)), block 256
 //   gemm_{f16,bf16}_m128: the same product in 128-row tiles (more reuse,
 //       fewer blocks): grid (ceil(n / 128), ceil(m / 128)), block 256
+//   gemm16_{f16,bf16}(out, w, x, m, n, k)                           "pppuuu"
+//       the same product with x (m x k) in the weights' 16-bit type: one
+//       16-bit term (the 16-bit KV mode, see README); grids as gemm_{f16,bf16}
+//   gemm16_{f16,bf16}_m128: 128-row tiles, grids as gemm_{f16,bf16}_m128
+//   round_rows_{f16,bf16}(out, x, count)                            "ppu"
+//       out[i] = x[i] rounded to the 16-bit type (nearest even), i < count
+//       CUDA: grid ceil(count / 256), block 256
 //   rope_rows(x, inv_freq, n_heads, head_dim, rot_dim, pos0, n,
 //             attention_factor, row_stride)                         "ppuuuuufu"
 //       row r (x + r * row_stride) at position pos0 + r; rotate_half pairs
@@ -54,7 +61,7 @@ extern "C" {
 #define ATLAS_LLAMA_DECODE_CHUNK 64
 
 // Sized so that adding a kernel without updating the count fails to compile.
-#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 31
+#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 37
 extern const atlas_kernel_def
     atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT];
 

@@ -36,6 +36,7 @@ SELF_GATE_TARGETS = [
     "//runtime/backends:backend_factory",
     "//runtime/chat:chat_template",
     "//runtime/cuda:cuda_backend",
+    "//runtime/cuda:cuda_blas",
     "//runtime/cuda:cuda_driver",
     "//runtime/cuda:cuda_host",
     "//runtime/cuda:cuda_module_loader",

@@ -504,6 +504,73 @@ atlas_status atlas_backend_launch_typed(atlas_backend *b,
   return DISPATCH(b, launch, kernel, config, ptrs);
 }
 
+const char *atlas_matmul_type_name(atlas_matmul_type type) {
+  switch (type) {
+    case ATLAS_MATMUL_F16: return "F16";
+    case ATLAS_MATMUL_BF16: return "BF16";
+    default: return "unknown type";
+  }
+}
+
+// The shapes every backend can index: each dimension below 2^31 and every
+// operand's byte count within size_t.
+static atlas_status check_matmul(const atlas_backend *b, const float *out,
+                                 const void *w, const void *x,
+                                 atlas_matmul_type type, size_t m, size_t n,
+                                 size_t k) {
+  if (type != ATLAS_MATMUL_F16 && type != ATLAS_MATMUL_BF16) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: matmul of type %d; the types are F16 and "
+                             "BF16",
+                             b->name, (int)type);
+  }
+  const size_t limit = (size_t)INT32_MAX;
+  if (m > limit || n > limit || k > limit) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: matmul of %zu x %zu x %zu: each dimension "
+                             "must be below 2^31",
+                             b->name, m, n, k);
+  }
+  if ((m > 0 && n > SIZE_MAX / 4 / m) || (m > 0 && k > SIZE_MAX / 2 / m) ||
+      (n > 0 && k > SIZE_MAX / 2 / n)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: matmul of %zu x %zu x %zu spans more than "
+                             "the address space",
+                             b->name, m, n, k);
+  }
+  bool empty = m == 0 || n == 0;
+  if (!empty && (out == NULL || (k > 0 && (w == NULL || x == NULL)))) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: matmul of %zu x %zu x %zu with a NULL %s",
+                             b->name, m, n, k,
+                             out == NULL ? "output"
+                             : w == NULL ? "weight matrix"
+                                         : "input matrix");
+  }
+  return ATLAS_OK;
+}
+
+atlas_status atlas_backend_matmul(atlas_backend *b, atlas_stream *stream,
+                                  float *out, const void *w, const void *x,
+                                  atlas_matmul_type type, size_t m, size_t n,
+                                  size_t k) {
+  ATLAS_RETURN_IF_ERROR(check_matmul(b, out, w, x, type, m, n, k));
+  if (b->vtable->matmul == NULL) return unimplemented(b, "matmul");
+  if (m == 0 || n == 0 || k == 0) {
+    // The question "does this backend multiply?" (the entry answers OK or
+    // UNIMPLEMENTED and touches nothing); not a launch.
+    ATLAS_RETURN_IF_ERROR(
+        b->vtable->matmul(b, stream, out, w, x, type, 0, 0, 0));
+    if (m == 0 || n == 0) return ATLAS_OK;
+  }
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_base_fault_check(b, ATLAS_FAULT_LAUNCH, "matmul"));
+  if (k == 0) {  // an empty sum
+    return atlas_backend_memset_async(b, out, 0, m * n * sizeof(float), stream);
+  }
+  return b->vtable->matmul(b, stream, out, w, x, type, m, n, k);
+}
+
 bool atlas_backend_debug_sync_kernels(const atlas_backend *b) {
   return b->debug_sync;
 }

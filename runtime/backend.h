@@ -40,7 +40,7 @@ typedef enum atlas_fault_kind {
   ATLAS_FAULT_COPY,       // every h2d/d2h/d2d copy, sync or async
   ATLAS_FAULT_STREAM,     // stream_create
   ATLAS_FAULT_EVENT,      // event_create
-  ATLAS_FAULT_LAUNCH,     // launch, launch_typed, launch_graph
+  ATLAS_FAULT_LAUNCH,     // launch, launch_typed, launch_graph, matmul
   ATLAS_FAULT_HOST_ALLOC, // pinned_alloc (host memory)
   ATLAS_FAULT_KIND_COUNT,
 } atlas_fault_kind;
@@ -262,6 +262,33 @@ ATLAS_MUST_USE atlas_status atlas_backend_launch_typed(atlas_backend *b,
                                         const atlas_kernel *kernel,
                                         const atlas_launch_config *config,
                                         const atlas_arg *args, size_t arg_count);
+
+// ---- matrix products (optional) --------------------------------------------
+// The 16-bit types a matmul multiplies.
+typedef enum atlas_matmul_type {
+  ATLAS_MATMUL_F16 = 1,
+  ATLAS_MATMUL_BF16 = 2,
+} atlas_matmul_type;
+
+// out[i][j] = sum_c x[i][c] * w[j][c] for i < m, j < n, c < k: x (m x k) and
+// w (n x k) both `type`, row-major; out (m x n) f32, row-major; products and
+// sums in f32 (the order of the sum is the backend's). Queued on `stream`
+// (NULL: the default stream). Counts as a launch for fault injection
+// (ATLAS_FAULT=launch:n). UNIMPLEMENTED where the backend has no matmul (the
+// CUDA backend without cuBLASLt, or with ATLAS_CUBLASLT=0): callers then use
+// their own kernels. m or n of 0 computes nothing and is no launch: it asks
+// whether the backend multiplies at all (OK or UNIMPLEMENTED), which is how a
+// caller decides once; k == 0 (m, n > 0) writes zeros. On CUDA the products
+// of one backend share cuBLASLt's workspace (allocated by the first product
+// that needs it): products queued on different streams must be ordered
+// (events, or one stream), and the first should not be inside a capture.
+ATLAS_MUST_USE atlas_status atlas_backend_matmul(atlas_backend *b,
+                                                 atlas_stream *stream,
+                                                 float *out, const void *w,
+                                                 const void *x,
+                                                 atlas_matmul_type type,
+                                                 size_t m, size_t n, size_t k);
+const char *atlas_matmul_type_name(atlas_matmul_type type);
 bool atlas_backend_debug_sync_kernels(const atlas_backend *b);
 
 // ---- device facts ---------------------------------------------------------

@@ -14,7 +14,8 @@
 //   optional  quiesce (device work the host must wait for before touching
 //             backend memory), host_ptr_to_device, the copies and memsets,
 //             streams, events, capture and graphs, launch (raw argument
-//             pointers), the memory facts, bind_to_thread
+//             pointers), matmul (16-bit matrix products), the memory
+//             facts, bind_to_thread
 // A NULL optional entry makes its operation return UNIMPLEMENTED naming the
 // backend and the operation; atlas_backend_base_init refuses a vtable that
 // lacks a required entry.
@@ -118,6 +119,14 @@ typedef struct atlas_backend_vtable {
   atlas_status (*launch)(atlas_backend *b, const atlas_kernel *kernel,
                          const atlas_launch_config *config, void **args);
 
+  // out = x w^T (see atlas_backend_matmul): the type F16 or BF16, each
+  // dimension below 2^31 (checked by the front door). m = n = k = 0 is the
+  // question "do you multiply?": answer OK or UNIMPLEMENTED, touch nothing.
+  // Otherwise m, n, k > 0 and the pointers are non-NULL.
+  atlas_status (*matmul)(atlas_backend *b, atlas_stream *stream, float *out,
+                         const void *w, const void *x, atlas_matmul_type type,
+                         size_t m, size_t n, size_t k);
+
   // Device facts.
   atlas_status (*total_memory)(atlas_backend *b, size_t *out_bytes);
   atlas_status (*free_memory)(atlas_backend *b, size_t *out_bytes);
@@ -132,7 +141,7 @@ typedef struct atlas_backend_vtable {
 // any added, removed or reordered entry (or a member that is not a function
 // pointer) fails these assertions until the count and the last entry are
 // updated on purpose, together with every backend and the list above.
-#define ATLAS_BACKEND_VTABLE_ENTRIES 40
+#define ATLAS_BACKEND_VTABLE_ENTRIES 41
 #ifdef __cplusplus
 #define ATLAS_BACKEND_STATIC_ASSERT_ static_assert
 #else

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "atlas/runtime/backend_impl.h"
+#include "atlas/runtime/half.h"
 #include "atlas/runtime/host_pool.h"
 
 typedef enum node_kind { NODE_LAUNCH, NODE_MEMSET, NODE_COPY } node_kind;
@@ -453,6 +454,44 @@ static atlas_status host_launch_graph(atlas_backend *b, atlas_graph *g,
   return ATLAS_OK;
 }
 
+// ---- matrix products -------------------------------------------------------
+
+static float load16(const void *p, size_t i, atlas_matmul_type type) {
+  uint16_t h;
+  memcpy(&h, (const char *)p + i * 2, 2);
+  return type == ATLAS_MATMUL_BF16 ? atlas_bf16_to_f32(h) : atlas_f16_to_f32(h);
+}
+
+// The reference: every element widened to f32 (exact), products and sums in
+// f32, k in order.
+static atlas_status host_matmul(atlas_backend *b, atlas_stream *stream,
+                                float *out, const void *w, const void *x,
+                                atlas_matmul_type type, size_t m, size_t n,
+                                size_t k) {
+  if (m == 0) return ATLAS_OK;  // the question: yes
+  if (resolve(b, stream)->capturing) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "%s: a matmul cannot be recorded into a capture",
+                             b->name);
+  }
+  float *row = malloc(k * sizeof(float));
+  if (row == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "%s: matmul: no memory for a row of %zu values",
+                             b->name, k);
+  }
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t c = 0; c < k; ++c) row[c] = load16(w, j * k + c, type);
+    for (size_t i = 0; i < m; ++i) {
+      float acc = 0.0f;
+      for (size_t c = 0; c < k; ++c) acc += load16(x, i * k + c, type) * row[c];
+      out[i * n + j] = acc;
+    }
+  }
+  free(row);
+  return ATLAS_OK;
+}
+
 // ---- memory facts ----------------------------------------------------------
 
 static size_t physical_bytes(int name) {
@@ -580,6 +619,7 @@ static const atlas_backend_vtable kHostVtable = {
     .launch_graph = host_launch_graph,
     .destroy_graph = host_destroy_graph,
     .launch = host_launch,
+    .matmul = host_matmul,
     .total_memory = host_total_memory,
     .free_memory = host_free_memory,
     .device_free_memory = host_device_free_memory,

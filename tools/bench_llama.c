@@ -1,8 +1,9 @@
-// bench prefill DIR [--tokens 512,2048] [--reps N] [--backend B]
+// bench prefill DIR [--tokens 512,2048] [--reps N] [--backend B] [--kv-dtype T]
 // bench decode DIR [--context 128,8192] [--steps N] [--backend B] [--kv-dtype T]
 //
 // Prefill: the median wall time of atlas_llama_prefill over a random prompt
-// (the last token's logits copied back, as generation needs them). Decode:
+// (the last token's logits copied back, as generation needs them); a 16-bit
+// --kv-dtype selects the 16-bit prefill products (README, KV cache dtype). Decode:
 // after a prefill of `context` tokens, ms per atlas_llama_forward step (one
 // token, greedy on the device, the id copied back) over `steps` steps, with
 // the step replayed as a captured graph and then launched kernel by kernel. Both print the device's
@@ -18,6 +19,7 @@
 
 #include "atlas/runtime/arch/llama/llama.h"
 #include "atlas/runtime/arch/llama/llama_arch.h"
+#include "atlas/runtime/arch/llama/llama_model.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/tools/bench_llama.h"
 
@@ -188,6 +190,12 @@ int atlas_bench_prefill(int argc, char **argv) {
   float *logits = malloc((size_t)vocab * sizeof(float));
   double *t = calloc((size_t)a.reps + 1, sizeof(double));
   rc = tokens == NULL || logits == NULL || t == NULL;
+  const atlas_llama_prefill_scratch *ps = m->prefill;
+  printf("prefill products with 16-bit weights: %s\n",
+         ps == NULL        ? "none (prompts run token by token)"
+         : !ps->one_term   ? "f32 inputs, three 16-bit terms (f32 KV cache)"
+         : ps->matmul      ? "inputs rounded to 16 bits, one term, backend matmul"
+                           : "inputs rounded to 16 bits, one term, gemm16 kernels");
   print_bandwidth(atlas_model_backend(model));
   for (size_t s = 0; rc == 0 && s < a.size_count; ++s) {
     size_t n = (size_t)a.sizes[s];

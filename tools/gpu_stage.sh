@@ -22,7 +22,8 @@ bazel_cmd="${BAZEL:-bazel}"
 tests=(//tests/cuda:cuda_contract_test //tests/cuda:cuda_backend_test
   //tests/cuda:fatbin_embed_test //tests/cuda:cuda_host_test
   //tests/cuda:llama_kernels_cuda_test //tests/cuda:llama_cuda_test
-  //tests/cuda:weight_scan_cuda_test)
+  //tests/cuda:weight_scan_cuda_test //tests/cuda:prefill_kernels_cuda_test
+  //tests/cuda:cuda_matmul_test)
 if [ -n "${GPU_STAGE_TARGETS:-}" ]; then
   read -r -a extra <<<"$GPU_STAGE_TARGETS"
   tests+=("${extra[@]}")

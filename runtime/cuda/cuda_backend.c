@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "atlas/runtime/backend_impl.h"
+#include "atlas/runtime/cuda/cuda_blas.h"
 #include "atlas/runtime/cuda/cuda_host.h"
 #include "atlas/runtime/cuda/cuda_module_loader.h"
 #include "atlas/runtime/cuda/cuda_staging.h"
@@ -25,6 +26,9 @@ typedef struct cuda_backend {
   CUstream *streams;      // every stream of this backend, default first
   size_t stream_count, stream_capacity;
   atlas_cuda_staging *staging;  // for h2d_async
+  // cuBLASLt for matmul; NULL where it is absent or ATLAS_CUBLASLT=0 (read
+  // once at creation): matmul then answers UNIMPLEMENTED.
+  atlas_cuda_blas *blas;
 } cuda_backend;
 
 // A captured graph and its executable instance.
@@ -695,6 +699,28 @@ static atlas_status cuda_launch(atlas_backend *b, const atlas_kernel *kernel,
   return ATLAS_OK;
 }
 
+static atlas_status cuda_matmul(atlas_backend *b, atlas_stream *stream,
+                                float *out, const void *w, const void *x,
+                                atlas_matmul_type type, size_t m, size_t n,
+                                size_t k) {
+  cuda_backend *cb = as_cuda(b);
+  if (cb->blas == NULL) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "backend %s does not implement matmul (cuBLASLt "
+                             "is absent or ATLAS_CUBLASLT=0)",
+                             b->name);
+  }
+  if (m == 0) return ATLAS_OK;  // the question: yes
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  CUstream s = stream_of(cb, stream);
+  ATLAS_RETURN_IF_ERROR(
+      atlas_cuda_blas_matmul(cb->blas, s, out, w, x, type, m, n, k));
+  if (b->debug_sync) {
+    return after_launch(cb, s, "cuBLASLt matmul", "", "");
+  }
+  return ATLAS_OK;
+}
+
 // ---- device facts ----------------------------------------------------------------
 
 static atlas_status mem_info(cuda_backend *cb, size_t *out_free,
@@ -765,6 +791,9 @@ static atlas_status cuda_destroy(atlas_backend *b) {
     status = atlas_status_join(status, s);
   }
   status = atlas_status_join(status, sync_all_streams(cb));
+  // cuBLASLt's workspace is on the ledger: free it before the sweep.
+  status = atlas_status_join(status, atlas_cuda_blas_destroy(cb->blas));
+  cb->blas = NULL;
   // Sweep, then drop the registry (the last holder unloads the modules).
   status = atlas_status_join(status, atlas_backend_base_deinit(b));
   status = atlas_status_join(status, release_device_state(cb));
@@ -863,6 +892,11 @@ atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
       }
     }
   }
+  if (status == ATLAS_OK) {
+    // Read once here, as ATLAS_REDZONE is: hot paths never call getenv.
+    status = atlas_cuda_blas_create(&cb->base, getenv("ATLAS_CUBLASLT"),
+                                    &cb->blas);
+  }
   if (status != ATLAS_OK) {
     status = atlas_status_join(status, atlas_backend_base_deinit(&cb->base));
     status = atlas_status_join(status, release_device_state(cb));
@@ -926,6 +960,7 @@ static const atlas_backend_vtable cuda_vtable = {
     .launch_graph = cuda_launch_graph,
     .destroy_graph = cuda_destroy_graph,
     .launch = cuda_launch,
+    .matmul = cuda_matmul,
     .total_memory = cuda_total_memory,
     .free_memory = cuda_free_memory,
     .device_free_memory = cuda_free_memory,

@@ -95,6 +95,70 @@ TEST_F(PrefillKernelsCuda, Gemm) {
   }
 }
 
+// The 16-bit mode's one-term product: x and w both 16-bit, so every product
+// is exact in f32 and only the order of the f32 sums differs from the host:
+// well under kTolerance.
+TEST_F(PrefillKernelsCuda, Gemm16) {
+  struct Shape { uint32_t m, n, k; };
+  for (Shape sh : {Shape{1, 1003, 777}, Shape{7, 130, 64}, Shape{100, 257, 99},
+                   Shape{300, 512, 2048}, Shape{129, 384, 4096}}) {
+    for (std::string dtype : {"f16", "bf16"}) {
+      std::vector<unsigned char> w = Weights(dtype, (size_t)sh.n * sh.k);
+      std::vector<unsigned char> x = Weights(dtype, (size_t)sh.m * sh.k);
+      std::string dims = " " + std::to_string(sh.m) + "x" + std::to_string(sh.n) +
+                         "x" + std::to_string(sh.k);
+      for (bool tall : {false, true}) {
+        std::string name = "gemm16_" + dtype + (tall ? "_m128" : "");
+        Compare(name + dims, [&](Side &s) {
+          void *dw = s.Upload(w.data(), w.size());
+          void *dx = s.Upload(x.data(), x.size());
+          void *out = s.Poisoned((size_t)sh.m * sh.n);
+          s.Launch(name.c_str(), Blocks(sh.n, 128), Blocks(sh.m, tall ? 128 : 64),
+                   256, {P(out), P(dw), P(dx), U(sh.m), U(sh.n), U(sh.k)});
+          return std::vector<std::vector<float>>{
+              s.Download(out, (size_t)sh.m * sh.n)};
+        });
+      }
+    }
+  }
+}
+
+// f32 -> 16-bit rounding must be bit-identical to the host's (half.h): the
+// outputs are compared as 16-bit patterns, including ties, overflow to
+// infinity, subnormals and NaN.
+TEST_F(PrefillKernelsCuda, RoundRows) {
+  std::vector<float> x = Floats(1000, -70000.0f, 70000.0f);
+  std::vector<float> small = Floats(1000, -1e-6f, 1e-6f);
+  x.insert(x.end(), small.begin(), small.end());
+  for (float v : {0.0f, -0.0f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048,
+                  1.0f + 1.0f / 256, 65520.0f, -65519.0f, 1e-8f, 3.0e38f,
+                  (float)INFINITY, (float)NAN}) {
+    x.push_back(v);
+  }
+  const uint32_t count = (uint32_t)x.size();
+  for (std::string dtype : {"f16", "bf16"}) {
+    std::vector<uint16_t> want, got;
+    for (int side = 0; side < 2; ++side) {
+      Side s(side == 0 ? host_ : cuda_, ATLAS_LLAMA_BATCH_MODULE);
+      void *dx = s.Upload(x.data(), x.size() * 4);
+      std::vector<uint16_t> poison(count, 0x7E01);
+      void *out = s.Upload(poison.data(), count * 2);
+      s.Launch(("round_rows_" + dtype).c_str(), Blocks(count, 256), 256,
+               {P(out), P(dx), U(count)});
+      std::vector<uint16_t> bits(count);
+      ASSERT_OK(atlas_backend_d2h(s.backend(), bits.data(), out, count * 2));
+      (side == 0 ? want : got) = bits;
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+      bool nan_want = dtype == "f16" ? (want[i] & 0x7C00) == 0x7C00 && (want[i] & 0x3FF)
+                                     : (want[i] & 0x7F80) == 0x7F80 && (want[i] & 0x7F);
+      if (nan_want && std::isnan(x[i])) continue;  // any NaN payload
+      ASSERT_EQ(got[i], want[i]) << "round_rows_" << dtype << " of " << x[i]
+                                 << " (element " << i << ")";
+    }
+  }
+}
+
 TEST_F(PrefillKernelsCuda, RopeRows) {
   const uint32_t heads = 32, head_dim = 128, n = 37;
   for (uint32_t rot : {128u, 64u}) {

@@ -4,10 +4,13 @@
 #include <jansson.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "atlas/runtime/half.h"
 #include "atlas/runtime/op_cache.h"
 #include "tests/cuda/cuda_skip.h"
 #include "tests/runtime/contract_kernels.h"
@@ -572,6 +575,169 @@ TEST_P(BackendContract, OpCacheMemoisesAndLedgersScratch) {
   EXPECT_EQ(s1, s2);
   ASSERT_OK(atlas_op_cache_scratch(cache, "tmp", 5000, &s2));
   EXPECT_EQ(atlas_backend_live_bytes(b.get()), 5000u);  // ledgered, old freed
+}
+
+// ---- matmul --------------------------------------------------------------
+
+// n random values of the 16-bit `type` (as raw bits) and their f32 values.
+void Random16(std::mt19937 *rng, atlas_matmul_type type, size_t n,
+              std::vector<uint16_t> *bits, std::vector<float> *values) {
+  std::uniform_real_distribution<float> d(-2.0f, 2.0f);
+  bits->resize(n);
+  values->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    float v = d(*rng);
+    uint16_t h = type == ATLAS_MATMUL_BF16 ? atlas_f32_to_bf16(v) : atlas_f32_to_f16(v);
+    (*bits)[i] = h;
+    (*values)[i] = type == ATLAS_MATMUL_BF16 ? atlas_bf16_to_f32(h) : atlas_f16_to_f32(h);
+  }
+}
+
+// Skips on a backend that has no matmul (CUDA without cuBLASLt); the host
+// backend must have one.
+#define MATMUL_OR_SKIP(b)                                                     \
+  do {                                                                        \
+    StatusResult asked_ = Take(atlas_backend_matmul(                          \
+        (b), nullptr, nullptr, nullptr, nullptr, ATLAS_MATMUL_F16, 0, 0, 0)); \
+    if (asked_.code == ATLAS_STATUS_UNIMPLEMENTED &&                          \
+        GetParam().name != "host") {                                          \
+      GTEST_SKIP() << GetParam().name << ": " << asked_.message;              \
+    }                                                                         \
+    ASSERT_EQ(asked_.code, ATLAS_STATUS_OK) << asked_.message;                \
+  } while (0)
+
+// out = x w^T against a double-precision reference of the same 16-bit
+// inputs. Each product of two 16-bit values is exact in f32 (at most 11 + 11
+// significant bits), so the only error is the f32 summation: for k terms in
+// any order at most about k * 2^-24 * sum_c |x_ic w_jc| (the standard bound
+// (k - 1) u / (1 - (k - 1) u)); twice that allows for tensor-core adders that
+// align before they round.
+TEST_P(BackendContract, MatmulMatchesTheReference) {
+  Backend b;
+  MAKE_OR_SKIP(b);
+  MATMUL_OR_SKIP(b.get());
+  struct Shape { size_t m, n, k; };
+  std::mt19937 rng(20261130);
+  for (atlas_matmul_type type : {ATLAS_MATMUL_F16, ATLAS_MATMUL_BF16}) {
+    for (Shape sh : {Shape{1, 1, 1}, Shape{1, 257, 64}, Shape{3, 5, 7},
+                     Shape{17, 33, 129}, Shape{64, 96, 256}, Shape{2, 9, 4099}}) {
+      std::vector<uint16_t> wb, xb;
+      std::vector<float> wv, xv;
+      Random16(&rng, type, sh.n * sh.k, &wb, &wv);
+      Random16(&rng, type, sh.m * sh.k, &xb, &xv);
+      void *dw = nullptr, *dx = nullptr, *dout = nullptr;
+      ASSERT_OK(atlas_backend_alloc(b.get(), wb.size() * 2, &dw));
+      ASSERT_OK(atlas_backend_alloc(b.get(), xb.size() * 2, &dx));
+      ASSERT_OK(atlas_backend_alloc(b.get(), sh.m * sh.n * 4, &dout));
+      ASSERT_OK(atlas_backend_h2d(b.get(), dw, wb.data(), wb.size() * 2));
+      ASSERT_OK(atlas_backend_h2d(b.get(), dx, xb.data(), xb.size() * 2));
+      ASSERT_OK(atlas_backend_memset(b.get(), dout, 0xFF, sh.m * sh.n * 4));  // NaN
+      ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
+                                     type, sh.m, sh.n, sh.k));
+      ASSERT_OK(atlas_backend_synchronize(b.get()));
+      std::vector<float> got(sh.m * sh.n);
+      ASSERT_OK(atlas_backend_d2h(b.get(), got.data(), dout, got.size() * 4));
+      double worst = 0;
+      for (size_t i = 0; i < sh.m; ++i) {
+        for (size_t j = 0; j < sh.n; ++j) {
+          double ref = 0, mag = 0;
+          for (size_t c = 0; c < sh.k; ++c) {
+            double p = (double)xv[i * sh.k + c] * (double)wv[j * sh.k + c];
+            ref += p;
+            mag += std::fabs(p);
+          }
+          double bound = 2.0 * (double)sh.k * std::ldexp(1.0, -24) * mag + 1e-30;
+          double err = std::fabs((double)got[i * sh.n + j] - ref);
+          ASSERT_LE(err, bound) << atlas_matmul_type_name(type) << " " << sh.m
+                                << "x" << sh.n << "x" << sh.k << " at (" << i
+                                << ", " << j << "): got " << got[i * sh.n + j]
+                                << ", want " << ref;
+          worst = std::max(worst, err / bound);
+        }
+      }
+      printf("%s matmul %s %zux%zux%zu: worst error %.3g of the bound\n",
+             GetParam().name.c_str(), atlas_matmul_type_name(type), sh.m, sh.n,
+             sh.k, worst);
+      ASSERT_OK(atlas_backend_free(b.get(), dw));
+      ASSERT_OK(atlas_backend_free(b.get(), dx));
+      ASSERT_OK(atlas_backend_free(b.get(), dout));
+    }
+  }
+}
+
+TEST_P(BackendContract, MatmulChecksItsArguments) {
+  Backend b;
+  MAKE_OR_SKIP(b);
+  MATMUL_OR_SKIP(b.get());
+  void *dw = nullptr, *dx = nullptr, *dout = nullptr;
+  ASSERT_OK(atlas_backend_alloc(b.get(), 64, &dw));
+  ASSERT_OK(atlas_backend_alloc(b.get(), 64, &dx));
+  ASSERT_OK(atlas_backend_alloc(b.get(), 64, &dout));
+  float *out = (float *)dout;
+  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, nullptr, dw, dx,
+                                     ATLAS_MATMUL_F16, 2, 2, 2),
+                ATLAS_STATUS_INVALID_ARGUMENT, "NULL output");
+  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, out, nullptr, dx,
+                                     ATLAS_MATMUL_F16, 2, 2, 2),
+                ATLAS_STATUS_INVALID_ARGUMENT, "NULL weight matrix");
+  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, out, dw, nullptr,
+                                     ATLAS_MATMUL_BF16, 2, 2, 2),
+                ATLAS_STATUS_INVALID_ARGUMENT, "NULL input matrix");
+  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, out, dw, dx,
+                                     (atlas_matmul_type)7, 2, 2, 2),
+                ATLAS_STATUS_INVALID_ARGUMENT, "the types are F16 and BF16");
+  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, out, dw, dx,
+                                     ATLAS_MATMUL_F16, 2, (size_t)1 << 31, 2),
+                ATLAS_STATUS_INVALID_ARGUMENT, "below 2^31");
+  // Nothing to compute: OK, whatever the pointers.
+  EXPECT_OK(atlas_backend_matmul(b.get(), nullptr, nullptr, nullptr, nullptr,
+                                 ATLAS_MATMUL_F16, 0, 5, 5));
+  // An empty sum writes zeros.
+  ASSERT_OK(atlas_backend_memset(b.get(), dout, 0xFF, 64));
+  ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, out, nullptr, nullptr,
+                                 ATLAS_MATMUL_BF16, 2, 3, 0));
+  ASSERT_OK(atlas_backend_synchronize(b.get()));
+  float got[6];
+  ASSERT_OK(atlas_backend_d2h(b.get(), got, dout, sizeof(got)));
+  for (float v : got) EXPECT_EQ(v, 0.0f);
+  ASSERT_OK(atlas_backend_free(b.get(), dw));
+  ASSERT_OK(atlas_backend_free(b.get(), dx));
+  ASSERT_OK(atlas_backend_free(b.get(), dout));
+}
+
+// A matmul is a launch for fault injection; asking whether the backend
+// multiplies (an empty product) is not.
+TEST_P(BackendContract, MatmulIsALaunchForFaultInjection) {
+  Backend b;
+  MAKE_OR_SKIP(b);
+  MATMUL_OR_SKIP(b.get());
+  uint16_t one = atlas_f32_to_f16(1.0f);
+  void *dw = nullptr, *dx = nullptr, *dout = nullptr;
+  ASSERT_OK(atlas_backend_alloc(b.get(), 2, &dw));
+  ASSERT_OK(atlas_backend_alloc(b.get(), 2, &dx));
+  ASSERT_OK(atlas_backend_alloc(b.get(), 4, &dout));
+  ASSERT_OK(atlas_backend_h2d(b.get(), dw, &one, 2));
+  ASSERT_OK(atlas_backend_h2d(b.get(), dx, &one, 2));
+  uint64_t before = atlas_backend_op_count(b.get(), ATLAS_FAULT_LAUNCH);
+  EXPECT_OK(atlas_backend_matmul(b.get(), nullptr, nullptr, nullptr, nullptr,
+                                 ATLAS_MATMUL_F16, 0, 0, 0));
+  EXPECT_EQ(atlas_backend_op_count(b.get(), ATLAS_FAULT_LAUNCH), before);
+  atlas_backend_inject_fault(b.get(), ATLAS_FAULT_LAUNCH, 2);
+  ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
+                                 ATLAS_MATMUL_F16, 1, 1, 1));
+  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
+                                     ATLAS_MATMUL_F16, 1, 1, 1),
+                ATLAS_STATUS_ABORTED, "injected fault");
+  EXPECT_EQ(atlas_backend_op_count(b.get(), ATLAS_FAULT_LAUNCH), before + 2);
+  ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
+                                 ATLAS_MATMUL_F16, 1, 1, 1));
+  ASSERT_OK(atlas_backend_synchronize(b.get()));
+  float got = 0;
+  ASSERT_OK(atlas_backend_d2h(b.get(), &got, dout, 4));
+  EXPECT_EQ(got, 1.0f);
+  ASSERT_OK(atlas_backend_free(b.get(), dw));
+  ASSERT_OK(atlas_backend_free(b.get(), dx));
+  ASSERT_OK(atlas_backend_free(b.get(), dout));
 }
 
 TEST_P(BackendContract, DestroyReclaimsWhatNobodyFreed) {

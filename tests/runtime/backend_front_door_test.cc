@@ -181,6 +181,26 @@ TEST(BackendFrontDoor, HandleChecksHappenBeforeTheBackend) {
   free(host);
 }
 
+// A backend without matmul: UNIMPLEMENTED named, after the argument checks,
+// and not counted as a launch (nothing ran).
+TEST(BackendFrontDoor, MatmulIsOptional) {
+  Minimal m;
+  uint64_t launches = atlas_backend_op_count(m.get(), ATLAS_FAULT_LAUNCH);
+  float out[4];
+  uint16_t w[4] = {}, x[4] = {};
+  EXPECT_STATUS(atlas_backend_matmul(m.get(), nullptr, out, w, x,
+                                     ATLAS_MATMUL_BF16, 2, 2, 2),
+                ATLAS_STATUS_UNIMPLEMENTED,
+                "backend minimal does not implement matmul");
+  EXPECT_STATUS(atlas_backend_matmul(m.get(), nullptr, nullptr, nullptr,
+                                     nullptr, ATLAS_MATMUL_F16, 0, 0, 0),
+                ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
+  EXPECT_STATUS(atlas_backend_matmul(m.get(), nullptr, nullptr, w, x,
+                                     ATLAS_MATMUL_F16, 2, 2, 2),
+                ATLAS_STATUS_INVALID_ARGUMENT, "NULL output");
+  EXPECT_EQ(atlas_backend_op_count(m.get(), ATLAS_FAULT_LAUNCH), launches);
+}
+
 TEST(BackendFrontDoor, TypedArgumentsArePackedOnceForTheRawLaunch) {
   const atlas_module_def *mods[1] = {&atlas_contract_host_module};
   atlas_module_set set = {mods, 1};

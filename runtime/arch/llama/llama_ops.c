@@ -80,6 +80,12 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
   ATLAS_RETURN_IF_ERROR(
       resolve_typed(ctx, batch, "attention_decode", decode_suffix(group),
                     o->decode, 0));
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm16", "", o->gemm16,
+                                      ATLAS_LLAMA_W_F16));
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm16", "_m128",
+                                      o->gemm16_m128, ATLAS_LLAMA_W_F16));
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "round_rows", "",
+                                      o->round_rows, ATLAS_LLAMA_W_F16));
   return resolve_typed(ctx, batch, "gemm", "_m128", o->gemm_m128,
                        ATLAS_LLAMA_W_F16);
 }

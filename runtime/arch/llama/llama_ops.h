@@ -37,6 +37,10 @@ typedef struct atlas_llama_ops {
   const atlas_kernel *embed_rows[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *gemm[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *gemm_m128[ATLAS_LLAMA_W_COUNT];  // F32: none (NULL)
+  // The 16-bit mode (x rounded to the weights' type, one term); F32: NULL.
+  const atlas_kernel *gemm16[ATLAS_LLAMA_W_COUNT];
+  const atlas_kernel *gemm16_m128[ATLAS_LLAMA_W_COUNT];
+  const atlas_kernel *round_rows[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *rmsnorm_rows, *rope_rows;
   // By the KV cache's type (the same three as the weights').
   const atlas_kernel *rope_store[ATLAS_LLAMA_W_COUNT];  // one token's k, v in

@@ -55,6 +55,17 @@ static uint64_t wide_dim(const atlas_llama_config *c) {
   return q_dim > (uint64_t)c->hidden_size ? q_dim : (uint64_t)c->hidden_size;
 }
 
+// The widest input a product takes: hidden (q, k, v, gate, up, lm_head),
+// q_dim (o) or intermediate (down).
+static uint64_t input_dim(const atlas_llama_config *c) {
+  uint64_t w = wide_dim(c);
+  return (uint64_t)c->intermediate_size > w ? (uint64_t)c->intermediate_size : w;
+}
+
+bool atlas_llama_prefill_one_term(atlas_dtype kv_dtype) {
+  return kv_dtype == ATLAS_DTYPE_F16 || kv_dtype == ATLAS_DTYPE_BF16;
+}
+
 static uint64_t max_splits(int64_t max_seq) {
   return ((uint64_t)max_seq + ATLAS_LLAMA_DECODE_CHUNK - 1) / ATLAS_LLAMA_DECODE_CHUNK;
 }
@@ -77,13 +88,16 @@ uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *c, int64_t rows,
                     part_floats(c, max_seq);
   floats += 2 * r * (uint64_t)(c->num_key_value_heads * c->head_dim);  // k, v rows
   floats += (uint64_t)c->num_key_value_heads;  // decode split counters (u32)
-  return floats * 4u + r * 4u;  // + the token ids
+  uint64_t x16 = r * input_dim(c) * 2u;  // 16-bit input rows
+  return floats * 4u + r * 4u + x16;  // + the token ids
 }
 
 static atlas_status release_prefill(void *p) {
   atlas_llama_prefill_scratch *s = p;
-  void *bufs[] = {s->v,   s->k,  s->counters, s->part, s->logits, s->hb2,
-                  s->hb,  s->q,  s->xb2,      s->xb,   s->x,      s->tokens};
+  void *bufs[] = {s->x16, s->v,      s->k,    s->counters,
+                  s->part, s->logits, s->hb2,  s->hb,
+                  s->q,    s->xb2,    s->xb,   s->x,
+                  s->tokens};
   atlas_status status = ATLAS_OK;
   for (size_t i = 0; i < COUNT(bufs); ++i) {
     status = atlas_status_join(status, atlas_backend_free(s->backend, bufs[i]));
@@ -119,7 +133,26 @@ static atlas_status alloc_prefill(atlas_llama_prefill_scratch *s,
   ATLAS_RETURN_IF_ERROR(atlas_backend_memset(b, s->counters, 0, counters));
   size_t kv_rows = r * (size_t)(c->num_key_value_heads * c->head_dim) * f;
   ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, kv_rows, (void **)&s->k));
-  return atlas_backend_alloc(b, kv_rows, (void **)&s->v);
+  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, kv_rows, (void **)&s->v));
+  if (!s->one_term) return ATLAS_OK;
+  return atlas_backend_alloc(b, r * (size_t)input_dim(c) * 2u, &s->x16);
+}
+
+// Whether the backend multiplies (cuBLASLt on CUDA): asked once, here; its
+// UNIMPLEMENTED means the model's own one-term kernels.
+static atlas_status probe_matmul(atlas_backend *b, bool *out_matmul) {
+  *out_matmul = false;
+  atlas_status status = atlas_backend_matmul(b, NULL, NULL, NULL, NULL,
+                                             ATLAS_MATMUL_BF16, 0, 0, 0);
+  if (status == ATLAS_OK) {
+    *out_matmul = true;
+    return ATLAS_OK;
+  }
+  if (atlas_status_code_of(status) == ATLAS_STATUS_UNIMPLEMENTED) {
+    atlas_status_free(status);
+    return ATLAS_OK;
+  }
+  return status;
 }
 
 atlas_status atlas_llama_prefill_setup(atlas_llama_model *m, int64_t rows) {
@@ -132,7 +165,14 @@ atlas_status atlas_llama_prefill_setup(atlas_llama_model *m, int64_t rows) {
   }
   s->backend = m->backend;
   s->rows = rows;
-  atlas_status status =
+  s->one_term = atlas_llama_prefill_one_term(m->kv->dtype);
+  atlas_status status = s->one_term ? probe_matmul(m->backend, &s->matmul)
+                                    : ATLAS_OK;
+  if (status != ATLAS_OK) {
+    free(s);
+    return status;
+  }
+  status =
       atlas_teardown_register(m->teardown, "prefill_scratch", release_prefill, s);
   if (status != ATLAS_OK) {
     atlas_status_free(release_prefill(s));
@@ -150,12 +190,58 @@ static atlas_status launch(const atlas_llama_ctx *ctx, const atlas_kernel *k,
   return atlas_forward_launch(&ctx->core, k, grid, d3(block, 1), args, count);
 }
 
-static atlas_status gemm(const atlas_llama_ctx *ctx, float *out,
-                         const atlas_llama_matrix *w, const float *x,
-                         uint32_t m, int64_t n, int64_t k) {
+// The 16-bit mode's product: x (m x k, f32) rounded to the weights' type
+// into s->x16 (unless `rounded`: the previous product's input, already
+// there), then one term, through the backend's matmul or gemm16_*.
+static atlas_status gemm_one_term(const atlas_llama_model *mdl, float *out,
+                                  const atlas_llama_matrix *w, const float *x,
+                                  uint32_t m, int64_t n, int64_t k,
+                                  bool rounded) {
+  const atlas_llama_ctx *ctx = &mdl->ctx;
+  atlas_llama_prefill_scratch *s = mdl->prefill;
+  atlas_llama_wtype t = atlas_llama_wtype_of(w->dtype);
+  if (!rounded || s->x16_type != t) {
+    s->x16_type = ATLAS_LLAMA_W_F32;  // nothing valid until the launch is in
+    uint64_t count = (uint64_t)m * (uint64_t)k;
+    atlas_arg args[] = {P(s->x16), P(x), U((uint32_t)count)};
+    ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.round_rows[t],
+                                 d3(blocks(count, 256), 1), 256, args,
+                                 COUNT(args)));
+    s->x16_type = t;
+  }
+  if (s->matmul) {
+    return atlas_backend_matmul(
+        ctx->core.backend, ctx->core.stream, out, w->data, s->x16,
+        t == ATLAS_LLAMA_W_F16 ? ATLAS_MATMUL_F16 : ATLAS_MATMUL_BF16, m,
+        (size_t)n, (size_t)k);
+  }
+  atlas_arg args[] = {P(out), P(w->data), P(s->x16), U(m), U((uint32_t)n),
+                      U((uint32_t)k)};
+  if ((uint64_t)blocks((uint64_t)n, 128) * blocks(m, 128) >= kTall) {
+    return launch(ctx, ctx->ops.gemm16_m128[t],
+                  d3(blocks((uint64_t)n, 128), blocks(m, 128)), 256, args,
+                  COUNT(args));
+  }
+  return launch(ctx, ctx->ops.gemm16[t],
+                d3(blocks((uint64_t)n, 128), blocks(m, 64)), 256, args,
+                COUNT(args));
+}
+
+// out (m x n) = x (m x k, f32 rows) times w^T, in the precision
+// atlas_llama_prefill_one_term chose. `same_x`: x is the previous product's
+// input, unchanged since (q, k, v; gate, up), so the 16-bit mode need not
+// round it again.
+static atlas_status gemm_x(const atlas_llama_model *mdl, float *out,
+                           const atlas_llama_matrix *w, const float *x,
+                           uint32_t m, int64_t n, int64_t k, bool same_x) {
+  const atlas_llama_ctx *ctx = &mdl->ctx;
+  atlas_llama_wtype t = atlas_llama_wtype_of(w->dtype);
+  if (mdl->prefill->one_term && t != ATLAS_LLAMA_W_F32) {
+    return gemm_one_term(mdl, out, w, x, m, n, k, same_x);
+  }
+  mdl->prefill->x16_type = ATLAS_LLAMA_W_F32;  // the next product rounds
   atlas_arg args[] = {P(out), P(w->data), P(x), U(m), U((uint32_t)n),
                       U((uint32_t)k)};
-  atlas_llama_wtype t = atlas_llama_wtype_of(w->dtype);
   if (t == ATLAS_LLAMA_W_F32) {
     return launch(ctx, ctx->ops.gemm[t], d3(blocks((uint64_t)n, 64), blocks(m, 64)),
                   256, args, COUNT(args));
@@ -169,6 +255,20 @@ static atlas_status gemm(const atlas_llama_ctx *ctx, float *out,
   }
   return launch(ctx, ctx->ops.gemm[t], d3(blocks((uint64_t)n, 128), blocks(m, 64)),
                 256, args, COUNT(args));
+}
+
+static atlas_status gemm(const atlas_llama_model *mdl, float *out,
+                         const atlas_llama_matrix *w, const float *x,
+                         uint32_t m, int64_t n, int64_t k) {
+  return gemm_x(mdl, out, w, x, m, n, k, false);
+}
+
+// As gemm, with the previous product's input x (see gemm_x); rounds it
+// anyway when the previous product left no rounding of this one's type.
+static atlas_status gemm_same_x(const atlas_llama_model *mdl, float *out,
+                                const atlas_llama_matrix *w, const float *x,
+                                uint32_t m, int64_t n, int64_t k) {
+  return gemm_x(mdl, out, w, x, m, n, k, true);
 }
 
 static atlas_status rmsnorm_rows(const atlas_llama_ctx *ctx, float *out,
@@ -279,11 +379,11 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
 
   // Step for step the one-token layer (llama_forward.c), over n rows.
   ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->x, L->attn_norm, n));
-  ATLAS_RETURN_IF_ERROR(gemm(ctx, s->q, &L->wq, s->xb, n, q_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(gemm(m, s->q, &L->wq, s->xb, n, q_dim, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->q, L->q_bias, n, q_dim));
-  ATLAS_RETURN_IF_ERROR(gemm(ctx, k, &L->wk, s->xb, n, kv_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(gemm_same_x(m, k, &L->wk, s->xb, n, kv_dim, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, k, L->k_bias, n, kv_dim));
-  ATLAS_RETURN_IF_ERROR(gemm(ctx, v, &L->wv, s->xb, n, kv_dim, hidden));
+  ATLAS_RETURN_IF_ERROR(gemm_same_x(m, v, &L->wv, s->xb, n, kv_dim, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, v, L->v_bias, n, kv_dim));
   ATLAS_RETURN_IF_ERROR(head_norm_rows(ctx, s->q, L->q_norm, n, n_heads));
   ATLAS_RETURN_IF_ERROR(head_norm_rows(ctx, k, L->k_norm, n, n_kv));
@@ -301,20 +401,20 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention_prefill[kvt],
                                d3(blocks((uint64_t)n * group, 16), n_kv), 128,
                                att, COUNT(att)));
-  ATLAS_RETURN_IF_ERROR(gemm(ctx, s->xb, &L->wo, s->xb2, n, hidden, q_dim));
+  ATLAS_RETURN_IF_ERROR(gemm(m, s->xb, &L->wo, s->xb2, n, hidden, q_dim));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->o_bias, n, hidden));
   ATLAS_RETURN_IF_ERROR(
       elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint64_t)n * (uint64_t)hidden));
 
   ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->x, L->ffn_norm, n));
   int64_t inter = c->intermediate_size;
-  ATLAS_RETURN_IF_ERROR(gemm(ctx, s->hb, &L->w_gate, s->xb, n, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(gemm(m, s->hb, &L->w_gate, s->xb, n, inter, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb, L->gate_bias, n, inter));
-  ATLAS_RETURN_IF_ERROR(gemm(ctx, s->hb2, &L->w_up, s->xb, n, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(gemm_same_x(m, s->hb2, &L->w_up, s->xb, n, inter, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb2, L->up_bias, n, inter));
   ATLAS_RETURN_IF_ERROR(elementwise(ctx, ctx->ops.silu_mul, s->hb, s->hb2,
                                     (uint64_t)n * (uint64_t)inter));
-  ATLAS_RETURN_IF_ERROR(gemm(ctx, s->xb, &L->w_down, s->hb, n, hidden, inter));
+  ATLAS_RETURN_IF_ERROR(gemm(m, s->xb, &L->w_down, s->hb, n, hidden, inter));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->down_bias, n, hidden));
   return elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint64_t)n * (uint64_t)hidden);
 }
@@ -330,7 +430,7 @@ static atlas_status logits(atlas_llama_model *m, uint32_t first, uint32_t count,
   for (uint32_t r = 0; r < count; r += kLogitRows) {
     uint32_t rows = count - r < kLogitRows ? count - r : kLogitRows;
     const float *x = s->xb + (size_t)(first + r) * (size_t)c->hidden_size;
-    ATLAS_RETURN_IF_ERROR(gemm(&m->ctx, s->logits, &m->weights->lm_head, x,
+    ATLAS_RETURN_IF_ERROR(gemm(m, s->logits, &m->weights->lm_head, x,
                                rows, c->vocab_size, c->hidden_size));
     ATLAS_RETURN_IF_ERROR(atlas_backend_d2h_on_stream(
         m->backend, host, s->logits, (size_t)rows * vocab * sizeof(float),

@@ -3,9 +3,11 @@
 #ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_PREFILL_H_
 #define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_PREFILL_H_
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/llama/llama_ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,7 +22,23 @@ typedef struct atlas_llama_prefill_scratch {
   float *part;  // flash-decoding partials (one-token steps use them too)
   uint32_t *counters;  // per KV head: splits done this step (zero between)
   float *k, *v; // (rows, kv_dim) the chunk's keys and values before the cache
+  // The 16-bit mode (atlas_llama_prefill_one_term): a product's input rows
+  // rounded to its weights' type, (rows, max(hidden, q_dim, intermediate));
+  // NULL in the f32 mode.
+  void *x16;
+  bool one_term;  // decided once at setup from the KV cache's type
+  bool matmul;    // one-term products through atlas_backend_matmul (cuBLASLt)
+  // The weights' type x16 holds the last input rounded to (F32: nothing
+  // valid), so that q, k, v (gate, up) round their shared input once.
+  atlas_llama_wtype x16_type;
 } atlas_llama_prefill_scratch;
+
+// The prefill's precision, decided here and only here: with a 16-bit KV
+// cache (F16 or BF16, the stated-error mode) a product whose weights are F16
+// or BF16 multiplies its input rows rounded once to the weights' type (one
+// 16-bit term); with an f32 cache (the faithful mode) products keep their f32
+// inputs (three 16-bit terms against 16-bit weights: f32 accuracy).
+bool atlas_llama_prefill_one_term(atlas_dtype kv_dtype);
 
 // Rows per prefill chunk for a load option (`requested`: 0 default, < 0
 // none); 0 (prompts run token by token) when the config has a shape or a
@@ -28,7 +46,8 @@ typedef struct atlas_llama_prefill_scratch {
 int64_t atlas_llama_prefill_rows(const atlas_llama_config *config,
                                  int64_t max_seq, int64_t requested);
 
-// Device bytes of the prefill scratch for `rows` and a cache of max_seq.
+// Device bytes of the prefill scratch for `rows` and a cache of max_seq (the
+// 16-bit input rows counted whatever the KV type: an upper bound).
 uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *config,
                                    int64_t rows, int64_t max_seq);
 
