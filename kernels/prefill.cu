@@ -536,6 +536,14 @@ template <> struct Pack2<__nv_bfloat16> {
   }
 };
 
+// 2^x, flushing results below 2^-126 to 0 (exp2f adds a denormal fix-up to
+// the same instruction): softmax weights that small change nothing.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+  return r;
+}
+
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t *r, const void *p) {
   uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
   asm volatile(
@@ -572,7 +580,8 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
   constexpr int LD = HD + 8, KT = HD / 16, NT = HD / 8, KS = kFlashKeys / 16;
   C *ks = sm, *vs = sm + kFlashTile;
   const uint32_t group = n_heads / n_kv, kvh = blockIdx.y;
-  const uint32_t pairs = n * group, first = blockIdx.x * kFlashRows;
+  // The last rows (the most keys) first: the short blocks fill the tail.
+  const uint32_t pairs = n * group, first = (gridDim.x - 1 - blockIdx.x) * kFlashRows;
   const uint32_t q_dim = n_heads * hd, kv_dim = n_kv * hd;
   const uint32_t tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   if (first >= pairs) return;
@@ -668,16 +677,15 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
         }
       }
       // s[i][e]: row lane / 4 + 8 * (e / 2), key t0 + 8 * i + 2 * (lane % 4) + e % 2.
+      // Unscaled (scale_log2 > 0 keeps the max); the exponent is one fma.
+      if (!full) {
 #pragma unroll
-      for (int i = 0; i < 2 * KS; ++i) {
+        for (int i = 0; i < 2 * KS; ++i) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float x = s[i][e] * scale_log2;
-          if (!full) {
+          for (int e = 0; e < 4; ++e) {
             const uint32_t t = t0 + 8 * i + 2 * (lane % 4) + e % 2;
-            if (t < rlo[e / 2] || t > rpos[e / 2]) x = -INFINITY;
+            if (t < rlo[e / 2] || t > rpos[e / 2]) s[i][e] = -INFINITY;
           }
-          s[i][e] = x;
         }
       }
       float m_use[2];
@@ -689,10 +697,10 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
         // A row's 64 keys are spread over the 4 lanes of a quad.
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(m[j], mx);
+        const float m_new = fmaxf(m[j], mx * scale_log2);
         // Nothing seen yet (-inf): subtract 0 so exp2 gives 0, not NaN.
         m_use[j] = m_new == -INFINITY ? 0.0f : m_new;
-        const float alpha = exp2f(m[j] - m_use[j]);
+        const float alpha = exp2_ftz(m[j] - m_use[j]);
         m[j] = m_new;
         l[j] *= alpha;
 #pragma unroll
@@ -710,7 +718,9 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
 #pragma unroll
-          for (int c = 0; c < 4; ++c) e[h][c] = exp2f(s[2 * k + h][c] - m_use[c / 2]);
+          for (int c = 0; c < 4; ++c) {
+            e[h][c] = exp2_ftz(fmaf(s[2 * k + h][c], scale_log2, -m_use[c / 2]));
+          }
           l[0] += e[h][0] + e[h][1];
           l[1] += e[h][2] + e[h][3];
         }
