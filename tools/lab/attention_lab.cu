@@ -1,8 +1,9 @@
 // Prefill attention timed on the Llama shapes (a lab for issue 13, not part
 // of the runtime): the kernel the runtime launches (attention_prefill_bf16 /
 // _f16: tensor cores where head_dim % 16 == 0) against the SIMT body it
-// replaced, from the repository root:
-//   nvcc -O3 -arch=sm_90 -I. -o attention_lab tools/lab/attention_lab.cu && ./attention_lab
+// replaced, from the repository root (kernels/prefill.cu pre-included: the
+// kernels themselves, and the SIMT body as a template):
+//   nvcc -O3 -arch=sm_90 -I. -include kernels/prefill.cu -o attention_lab tools/lab/attention_lab.cu && ./attention_lab
 // Causal prompts of n tokens at pos0 0, no window; ms per launch (CUDA
 // events, mean of kReps after a warm-up) and TFLOPS counting 4 * n^2 / 2 *
 // head_dim * heads. The new kernel's output is checked against the SIMT one
@@ -17,8 +18,6 @@
 
 #include <random>
 #include <vector>
-
-#include "kernels/prefill.cu"
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
