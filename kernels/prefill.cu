@@ -500,9 +500,9 @@ __device__ void attention_prefill(PrefillSimtShared &sh, float *out,
 // K/V tile they load. Q is rounded to the cache type once (shared memory,
 // then A fragments held in registers); K and V tiles of 64 keys come from the
 // cache by cp.async, V(j) landing while S = Q K(j)^T and the softmax run and
-// K(j+1) while O += P V(j) runs. The softmax is online in f32 (exp2 of
-// scores prescaled by log2(e) / sqrt(head_dim)); P is rounded to the cache
-// type for the second product. Warps skip the tiles none of their rows see
+// K(j+1) while O += P V(j) runs. The softmax is online in f32 (2^(s *
+// log2(e) / sqrt(head_dim) - max), one fma and ex2); P is rounded to the
+// cache type for the second product. Warps skip the tiles none of their rows see
 // and mask only the tiles some of their rows see in part. Rounding Q and P
 // costs about 2^-8 relative (BF16), 2^-11 (F16), what a 16-bit cache's own
 // rounding costs; an F16 cache also needs |q| < 65504, as it needs |k|.
