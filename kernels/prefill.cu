@@ -485,15 +485,30 @@ extern "C" __global__ void round_rows_bf16(__nv_bfloat16 *out, const float *x,
 }
 
 // ---- attention_prefill: causal, tiled, online softmax, GQA-aware -----------
-// A block takes 16 (query position, head) pairs that share one KV head (pair
-// p = token * group + head-in-group) and walks the keys they may see in tiles
-// of 32 held in shared memory; each warp owns 4 pairs and keeps its running
-// max, sum and output in registers. Keys of query position p: max(0, p -
-// window + 1) .. p (window 0: from 0). head_dim <= 128.
+// The rows of a block are (query position, head) pairs that share one KV head
+// (pair p = token * group + head-in-group). Keys of query position p: max(0,
+// p - window + 1) .. p (window 0: from 0). head_dim <= 128.
+//
+// F32 caches, and 16-bit caches whose head_dim is not a multiple of 16 (SIMT,
+// f32 math; grid (ceil(pairs / 16), n_kv), block 128): a block takes 16 pairs
+// and walks the keys they may see in tiles of 32 held in shared memory; each
+// warp owns 4 pairs and keeps its running max, sum and output in registers.
+//
+// F16/BF16 caches with head_dim % 16 == 0 (tensor cores, FlashAttention-2;
+// grid (ceil(pairs / 64), n_kv), block 128): see attention_flash below.
+// prefill_kernels.h's atlas_llama_prefill_attention_rows() picks the grid.
 
 namespace {
 constexpr int kRows = 16, kKeys = 32, kMaxD = 128;
 }
+
+// The SIMT kernel's shared memory (a struct: the 16-bit kernels share its
+// bytes with the tensor-core path's tiles).
+struct PrefillSimtShared {
+  float qs[kRows][kMaxD];
+  float ks[kKeys][kMaxD + 1];
+  float vs[kKeys][kMaxD];
+};
 
 // Four consecutive cache entries (i % 4 == 0 and the row 4-aligned).
 __device__ __forceinline__ float4 kv4(const float *p, size_t i) {
@@ -521,13 +536,14 @@ __device__ void kv_store_rows(C *kc, C *vc, const float *k, const float *v,
 }
 
 template <typename C>
-__device__ void attention_prefill(float *out, const float *q, const C *kc,
-                                  const C *vc, uint32_t n_heads, uint32_t n_kv,
+__device__ void attention_prefill(PrefillSimtShared &sh, float *out,
+                                  const float *q, const C *kc, const C *vc,
+                                  uint32_t n_heads, uint32_t n_kv,
                                   uint32_t head_dim, uint32_t pos0, uint32_t n,
                                   uint32_t window) {
-  __shared__ float qs[kRows][kMaxD];
-  __shared__ float ks[kKeys][kMaxD + 1];
-  __shared__ float vs[kKeys][kMaxD];
+  float(*qs)[kMaxD] = sh.qs;
+  float(*ks)[kMaxD + 1] = sh.ks;
+  float(*vs)[kMaxD] = sh.vs;
   const uint32_t group = n_heads / n_kv, kvh = blockIdx.y;
   const uint32_t pairs = n * group, first = blockIdx.x * kRows;
   const uint32_t q_dim = n_heads * head_dim, kv_dim = n_kv * head_dim;
@@ -619,6 +635,313 @@ __device__ void attention_prefill(float *out, const float *q, const C *kc,
       uint32_t d = lane + 32 * i;
       if (d < head_dim) orow[d] = o[j][i] / l[j];
     }
+  }
+}
+
+// ---- attention_flash: the tensor-core prefill attention (16-bit caches) ----
+// FlashAttention-2 on mma.sync m16n8k16 (f32 accumulate). A block owns 64
+// pairs (4 warps x 16 rows) of one KV head, so a group's heads share every
+// K/V tile they load. Q is rounded to the cache type once (shared memory,
+// then A fragments held in registers); K and V tiles of 64 keys come from the
+// cache by cp.async, V(j) landing while S = Q K(j)^T and the softmax run and
+// K(j+1) while O += P V(j) runs. The softmax is online in f32 (2^(s *
+// log2(e) / sqrt(head_dim) - max), one fma and ex2); P is rounded to the
+// cache type for the second product. Warps skip the tiles none of their rows see
+// and mask only the tiles some of their rows see in part. Rounding Q and P
+// costs about 2^-8 relative (BF16), 2^-11 (F16), what a 16-bit cache's own
+// rounding costs; an F16 cache also needs |q| < 65504, as it needs |k|.
+
+namespace {
+constexpr int kFlashWarps = 4, kFlashRows = 16 * kFlashWarps, kFlashKeys = 64;
+// K and V tiles, kFlashKeys rows of up to kMaxD (+8: ldmatrix without bank
+// conflicts), in elements; Q is staged in V's (kFlashRows == kFlashKeys).
+constexpr int kFlashTile = kFlashKeys * (kMaxD + 8);
+static_assert(kFlashRows == kFlashKeys, "Q is staged in the V tile");
+constexpr size_t kPrefillShared =
+    sizeof(PrefillSimtShared) > 2 * kFlashTile * 2 ? sizeof(PrefillSimtShared)
+                                                   : 2 * kFlashTile * 2;
+}  // namespace
+
+// Two f32 values rounded to the cache type, packed: `lo` in the low half (the
+// element with the smaller index in an mma fragment).
+template <typename C> struct Pack2;
+template <> struct Pack2<__half> {
+  static __device__ __forceinline__ uint32_t rn(float lo, float hi) {
+    uint32_t r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+  }
+};
+template <> struct Pack2<__nv_bfloat16> {
+  static __device__ __forceinline__ uint32_t rn(float lo, float hi) {
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+  }
+};
+
+// 2^x, flushing results below 2^-126 to 0 (exp2f adds a denormal fix-up to
+// the same instruction): softmax weights that small change nothing.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+  return r;
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t *r, const void *p) {
+  uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+  asm volatile(
+      "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+      : "r"(a));
+}
+
+// 16 bytes global -> shared, or 16 zero bytes when !valid (nothing is read
+// then; `src` must still be a valid address).
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid) {
+  uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d),
+               "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+// HD: the head_dim the fragments are sized for (64 or 128); hd <= HD, a
+// multiple of 16, is the real one (64 is passed as a constant: a kernel of
+// its own; one for 128 as well took 212 registers where two take 166).
+// sm: 2 * kFlashTile elements of shared memory.
+template <typename C, int HD>
+__device__ __forceinline__ void attention_flash(C *sm, float *out, const float *q,
+                                                const C *kc, const C *vc,
+                                                uint32_t n_heads, uint32_t n_kv,
+                                                uint32_t hd, uint32_t pos0,
+                                                uint32_t n, uint32_t window) {
+  constexpr int LD = HD + 8, KT = HD / 16, NT = HD / 8, KS = kFlashKeys / 16;
+  C *ks = sm, *vs = sm + kFlashTile;
+  const uint32_t group = n_heads / n_kv, kvh = blockIdx.y;
+  // The last rows (the most keys) first: the short blocks fill the tail.
+  const uint32_t pairs = n * group, first = (gridDim.x - 1 - blockIdx.x) * kFlashRows;
+  const uint32_t q_dim = n_heads * hd, kv_dim = n_kv * hd;
+  const uint32_t tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  if (first >= pairs) return;
+  auto lo_of = [window](uint32_t pos) {
+    return (window != 0 && pos + 1 > window) ? pos + 1 - window : 0u;
+  };
+  // Keys the block's rows see: t_begin .. hi (rows in position order).
+  const uint32_t hi = pos0 + (min(first + kFlashRows, pairs) - 1) / group;
+  const uint32_t t_begin = lo_of(pos0 + first / group);
+  const C *kbase = kc + (size_t)kvh * hd, *vbase = vc + (size_t)kvh * hd;
+  const uint32_t chunks = hd / 8;  // 16-byte pieces of a row
+  // Keys t0 .. t0 + 63 of K or V into `dst`; keys past hi (maybe past the
+  // cache's end) as zeros: finite, and masked out.
+  auto load_tile = [&](C *dst, const C *src, uint32_t t0) {
+    for (uint32_t i = tid; i < kFlashKeys * chunks; i += 32 * kFlashWarps) {
+      const uint32_t key = i / chunks, c = (i % chunks) * 8, t = t0 + key;
+      const bool ok = t <= hi;
+      cp_async16(dst + key * LD + c, ok ? src + (size_t)t * kv_dim + c : src, ok);
+    }
+    cp_async_commit();
+  };
+  load_tile(ks, kbase, t_begin);
+
+  // Q rows in the cache type (zeros for pairs past the end), into V's tile,
+  // then A fragments: rows warp * 16 .. + 15, head_dim in steps of 16.
+  for (uint32_t i = tid; i < kFlashRows * (hd / 4); i += 32 * kFlashWarps) {
+    const uint32_t r = i / (hd / 4), d = (i % (hd / 4)) * 4, p = first + r;
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (p < pairs) {
+      v = *reinterpret_cast<const float4 *>(
+          q + (size_t)(p / group) * q_dim + (size_t)(kvh * group + p % group) * hd + d);
+    }
+    uint2 h;
+    h.x = Pack2<C>::rn(v.x, v.y);
+    h.y = Pack2<C>::rn(v.z, v.w);
+    *reinterpret_cast<uint2 *>(vs + r * LD + d) = h;
+  }
+  __syncthreads();
+  uint32_t qf[KT][4];
+#pragma unroll
+  for (int kk = 0; kk < KT; ++kk) {
+    if (kk * 16 < (int)hd) {
+      ldmatrix_x4(qf[kk], vs + (warp * 16 + lane % 16) * LD + kk * 16 + (lane / 16) * 8);
+    }
+  }
+
+  // This warp's rows: wfirst .. wlast; this lane's: lane / 4 and lane / 4 + 8
+  // (the accumulator rows of m16n8k16), visible keys rlo .. rpos (none for a
+  // pair past the end).
+  const uint32_t wfirst = first + warp * 16;
+  const bool warp_live = wfirst < pairs;
+  const uint32_t wlast = min(wfirst + 15, pairs - 1);
+  const uint32_t w_pos_first = pos0 + wfirst / group, w_pos_last = pos0 + wlast / group;
+  const uint32_t w_lo_first = lo_of(w_pos_first), w_lo_last = lo_of(w_pos_last);
+  uint32_t rpos[2], rlo[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const uint32_t p = wfirst + lane / 4 + 8 * j;
+    rpos[j] = p < pairs ? pos0 + p / group : 0;
+    rlo[j] = p < pairs ? lo_of(rpos[j]) : 0xFFFFFFFFu;
+  }
+  const float scale_log2 = rsqrtf((float)hd) * 1.4426950408889634f;
+  float o[NT][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int i = 0; i < NT; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+
+  for (uint32_t t0 = t_begin; t0 <= hi; t0 += kFlashKeys) {
+    cp_async_wait_all();
+    __syncthreads();  // K(t0) is in; every warp is done with V's tile
+    load_tile(vs, vbase, t0);
+    // Warp-uniform: does any row see a key of the tile; do all see all?
+    // (Pairs past the end may count as seeing all: they are never written.)
+    const bool act = warp_live && t0 <= w_pos_last && t0 + (kFlashKeys - 1) >= w_lo_first;
+    const bool full = t0 + (kFlashKeys - 1) <= w_pos_first && t0 >= w_lo_last;
+    uint32_t pf[KS][4];  // P as A fragments, keys 16 * k .. + 15
+    if (act) {
+      float s[2 * KS][4];
+#pragma unroll
+      for (int i = 0; i < 2 * KS; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < KT; ++kk) {
+        if (kk * 16 < (int)hd) {
+#pragma unroll
+          for (int np = 0; np < KS; ++np) {
+            // B fragments of keys np * 16 .. + 7 and + 8 .. + 15 (K rows are
+            // the n index; ldmatrix's matrices: k 0-7, k 8-15 of each).
+            uint32_t b[4];
+            ldmatrix_x4(b, ks + (np * 16 + lane % 8 + (lane / 16) * 8) * LD + kk * 16 +
+                               ((lane / 8) % 2) * 8);
+            Mma<C>::run(s[2 * np], qf[kk], b);
+            Mma<C>::run(s[2 * np + 1], qf[kk], b + 2);
+          }
+        }
+      }
+      // s[i][e]: row lane / 4 + 8 * (e / 2), key t0 + 8 * i + 2 * (lane % 4) + e % 2.
+      // Unscaled (scale_log2 > 0 keeps the max); the exponent is one fma.
+      if (!full) {
+#pragma unroll
+        for (int i = 0; i < 2 * KS; ++i) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const uint32_t t = t0 + 8 * i + 2 * (lane % 4) + e % 2;
+            if (t < rlo[e / 2] || t > rpos[e / 2]) s[i][e] = -INFINITY;
+          }
+        }
+      }
+      float m_use[2];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < 2 * KS; ++i) mx = fmaxf(mx, fmaxf(s[i][2 * j], s[i][2 * j + 1]));
+        // A row's 64 keys are spread over the 4 lanes of a quad.
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(m[j], mx * scale_log2);
+        // Nothing seen yet (-inf): subtract 0 so exp2 gives 0, not NaN.
+        m_use[j] = m_new == -INFINITY ? 0.0f : m_new;
+        const float alpha = exp2_ftz(m[j] - m_use[j]);
+        m[j] = m_new;
+        l[j] *= alpha;
+#pragma unroll
+        for (int i = 0; i < NT; ++i) {
+          o[i][2 * j] *= alpha;
+          o[i][2 * j + 1] *= alpha;
+        }
+      }
+      // The accumulator layout of two adjacent n8 tiles is the A fragment
+      // layout of one k16 step: a0 = (row, keys 2c..), a1 = (row + 8, ..),
+      // a2 = (row, keys 8 + 2c..), a3 = (row + 8, 8 + 2c..).
+#pragma unroll
+      for (int k = 0; k < KS; ++k) {
+        float e[2][4];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            e[h][c] = exp2_ftz(fmaf(s[2 * k + h][c], scale_log2, -m_use[c / 2]));
+          }
+          l[0] += e[h][0] + e[h][1];
+          l[1] += e[h][2] + e[h][3];
+        }
+        pf[k][0] = Pack2<C>::rn(e[0][0], e[0][1]);
+        pf[k][1] = Pack2<C>::rn(e[0][2], e[0][3]);
+        pf[k][2] = Pack2<C>::rn(e[1][0], e[1][1]);
+        pf[k][3] = Pack2<C>::rn(e[1][2], e[1][3]);
+      }
+    }
+    cp_async_wait_all();
+    __syncthreads();  // V(t0) is in; every warp is done with K's tile
+    if (t0 + kFlashKeys <= hi) load_tile(ks, kbase, t0 + kFlashKeys);
+    if (act) {
+#pragma unroll
+      for (int k = 0; k < KS; ++k) {
+#pragma unroll
+        for (int dp = 0; dp < HD / 16; ++dp) {
+          if (dp * 16 < (int)hd) {
+            // V is [key][d]: .trans gives the B fragment (k = key, n = d);
+            // matrices keys 0-7 / 8-15 of d 0-7, then of d 8-15.
+            uint32_t b[4];
+            ldmatrix_x4_trans(b, vs + (k * 16 + lane % 8 + ((lane / 8) % 2) * 8) * LD +
+                                     dp * 16 + (lane / 16) * 8);
+            Mma<C>::run(o[2 * dp], pf[k], b);
+            Mma<C>::run(o[2 * dp + 1], pf[k], b + 2);
+          }
+        }
+      }
+    }
+  }
+  if (!warp_live) return;
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    l[j] += __shfl_xor_sync(0xffffffffu, l[j], 1);
+    l[j] += __shfl_xor_sync(0xffffffffu, l[j], 2);
+  }
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const uint32_t p = wfirst + lane / 4 + 8 * j;
+    if (p >= pairs) continue;
+    const float inv = 1.0f / l[j];  // > 0: a row sees at least its own key
+    float *orow = out + (size_t)(p / group) * q_dim + (size_t)(kvh * group + p % group) * hd;
+#pragma unroll
+    for (int i = 0; i < NT; ++i) {
+      if (i * 8 < (int)hd) {
+        float2 v;
+        v.x = o[i][2 * j] * inv;
+        v.y = o[i][2 * j + 1] * inv;
+        *reinterpret_cast<float2 *>(orow + i * 8 + 2 * (lane % 4)) = v;
+      }
+    }
+  }
+}
+
+// The kernel bodies: f32 caches keep the SIMT kernel; 16-bit caches take
+// the tensor cores when head_dim % 16 == 0 (the host sizes the grid the
+// same way: atlas_llama_prefill_attention_rows).
+__device__ __forceinline__ void attention_prefill_entry(
+    float *out, const float *q, const float *kc, const float *vc, uint32_t n_heads,
+    uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n, uint32_t window) {
+  __shared__ PrefillSimtShared sh;
+  attention_prefill(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n, window);
+}
+template <typename C>
+__device__ __forceinline__ void attention_prefill_entry(
+    float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,
+    uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n, uint32_t window) {
+  __shared__ __align__(16) unsigned char smem[kPrefillShared];
+  C *sm = reinterpret_cast<C *>(smem);
+  if (head_dim % 16 != 0) {
+    attention_prefill(*reinterpret_cast<PrefillSimtShared *>(smem), out, q, kc, vc,
+                      n_heads, n_kv, head_dim, pos0, n, window);
+  } else if (head_dim == 64) {
+    attention_flash<C, 64>(sm, out, q, kc, vc, n_heads, n_kv, 64, pos0, n, window);
+  } else {
+    attention_flash<C, 128>(sm, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,
+                            window);
   }
 }
 
@@ -858,8 +1181,8 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
       float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,   \
       uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n,              \
       uint32_t window) {                                                        \
-    attention_prefill(out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,         \
-                      window);                                                  \
+    attention_prefill_entry(out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,   \
+                            window);                                            \
   }                                                                             \
   ATLAS_DECODE_KERNEL(S, C, 1)                                                  \
   ATLAS_DECODE_KERNEL(S, C, 2)                                                  \

@@ -30,9 +30,11 @@
 //                     head_dim, pos0, n, window)                     "ppppuuuuuu"
 //       causal attention of n query rows (positions pos0..pos0+n-1) over the
 //       cache rows 0..pos (window W > 0: max(0, pos - W + 1)..pos); q and out
-//       are [n][n_heads * head_dim], caches [seq][n_kv * head_dim] f32
-//       CUDA: grid (ceil(n * n_heads / n_kv / 16), n_kv), block 128;
-//       head_dim <= 128 (ATLAS_LLAMA_BATCH_MAX_HEAD_DIM)
+//       are [n][n_heads * head_dim], caches [seq][n_kv * head_dim]
+//       CUDA: grid (ceil(n * n_heads / n_kv / rows), n_kv), block 128, rows
+//       = atlas_llama_prefill_attention_rows (64 on the tensor-core path:
+//       16-bit caches, head_dim % 16 == 0; else 16); head_dim <= 128
+//       (ATLAS_LLAMA_BATCH_MAX_HEAD_DIM)
 //   attention_decode_{f32,f16,bf16}_g{1,2,4,8,16}(part, q, k_cache, v_cache, n_heads,
 //       n_kv_heads, head_dim, step, window, splits, out, counters)
 //                                                              "ppppuuupuupp"
@@ -59,6 +61,14 @@ extern "C" {
 #define ATLAS_LLAMA_BATCH_MAX_HEAD_DIM 128
 #define ATLAS_LLAMA_BATCH_MAX_GROUP 16
 #define ATLAS_LLAMA_DECODE_CHUNK 64
+
+// Query rows ((token, head) pairs of one KV head) an attention_prefill block
+// takes: 64 where the kernel runs tensor cores (a 16-bit cache and head_dim a
+// multiple of 16: the kernel makes the same choice), else 16.
+static inline uint32_t atlas_llama_prefill_attention_rows(int kv_16bit,
+                                                          uint32_t head_dim) {
+  return (kv_16bit && head_dim % 16 == 0) ? 64 : 16;
+}
 
 // Sized so that adding a kernel without updating the count fails to compile.
 #define ATLAS_LLAMA_BATCH_KERNEL_COUNT 37

@@ -398,8 +398,9 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
   atlas_arg att[] = {P(s->xb2), P(s->q), P(kc),     P(vc), U(n_heads),
                      U(n_kv),   U(hd),   U(pos0),   U(n),  U(window)};
+  uint32_t rows = atlas_llama_prefill_attention_rows(kvt != ATLAS_LLAMA_W_F32, (uint32_t)hd);
   ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention_prefill[kvt],
-                               d3(blocks((uint64_t)n * group, 16), n_kv), 128,
+                               d3(blocks((uint64_t)n * group, rows), n_kv), 128,
                                att, COUNT(att)));
   ATLAS_RETURN_IF_ERROR(gemm(m, s->xb, &L->wo, s->xb2, n, hidden, q_dim));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->o_bias, n, hidden));
