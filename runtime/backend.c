@@ -217,6 +217,9 @@ atlas_status atlas_backend_sweep_unreleased(atlas_backend *b,
     ATLAS_RETURN_IF_ERROR(
         b->vtable->quiesce(b, "sweeping unreleased memory"));
   }
+  if (b->vtable->release_caches != NULL) {
+    ATLAS_RETURN_IF_ERROR(b->vtable->release_caches(b));
+  }
   return atlas_backend_base_sweep_unreleased(b, out_result);
 }
 

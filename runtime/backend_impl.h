@@ -15,7 +15,7 @@
 //             backend memory), host_ptr_to_device, the copies and memsets,
 //             streams, events, capture and graphs, launch (raw argument
 //             pointers), matmul (16-bit matrix products), the memory
-//             facts, bind_to_thread
+//             facts, release_caches, bind_to_thread
 // A NULL optional entry makes its operation return UNIMPLEMENTED naming the
 // backend and the operation; atlas_backend_base_init refuses a vtable that
 // lacks a required entry.
@@ -126,6 +126,10 @@ typedef struct atlas_backend_vtable {
   atlas_status (*matmul)(atlas_backend *b, atlas_stream *stream, float *out,
                          const void *w, const void *x, atlas_matmul_type type,
                          size_t m, size_t n, size_t k);
+  // Frees the memory the backend keeps for itself between calls (cuBLASLt's
+  // workspace), remade when next needed: the sweep calls it first, so that
+  // what it then finds is what nobody released, not the backend's own.
+  atlas_status (*release_caches)(atlas_backend *b);
 
   // Device facts.
   atlas_status (*total_memory)(atlas_backend *b, size_t *out_bytes);
@@ -141,7 +145,7 @@ typedef struct atlas_backend_vtable {
 // any added, removed or reordered entry (or a member that is not a function
 // pointer) fails these assertions until the count and the last entry are
 // updated on purpose, together with every backend and the list above.
-#define ATLAS_BACKEND_VTABLE_ENTRIES 41
+#define ATLAS_BACKEND_VTABLE_ENTRIES 42
 #ifdef __cplusplus
 #define ATLAS_BACKEND_STATIC_ASSERT_ static_assert
 #else

@@ -62,6 +62,7 @@ static size_t parse_list(const char *s, long *out, size_t cap) {
 typedef struct bench_args {
   const char *dir, *backend;
   atlas_dtype kv_dtype;
+  bool kv_auto;  // the default: as atlas run (the weights' 16-bit type)
   long sizes[8];
   size_t size_count;
   long reps, steps;
@@ -71,6 +72,7 @@ static int parse(int argc, char **argv, const char *list_flag,
                  const char *def_list, bench_args *a) {
   memset(a, 0, sizeof(*a));
   a->backend = "cuda";
+  a->kv_auto = true;
   a->reps = 5;
   a->steps = 64;
   const char *list = def_list;
@@ -85,14 +87,15 @@ static int parse(int argc, char **argv, const char *list_flag,
       a->backend = argv[++i];
     } else if (strcmp(argv[i], "--kv-dtype") == 0 && i + 1 < argc) {
       const char *t = argv[++i];
-      if (strcmp(t, "f32") == 0) {
+      a->kv_auto = strcmp(t, "auto") == 0;
+      if (a->kv_auto || strcmp(t, "f32") == 0) {
         a->kv_dtype = ATLAS_DTYPE_F32;
       } else if (strcmp(t, "f16") == 0) {
         a->kv_dtype = ATLAS_DTYPE_F16;
       } else if (strcmp(t, "bf16") == 0) {
         a->kv_dtype = ATLAS_DTYPE_BF16;
       } else {
-        fprintf(stderr, "bench: --kv-dtype %s is none of f32, f16, bf16\n", t);
+        fprintf(stderr, "bench: --kv-dtype %s is none of auto, f32, f16, bf16\n", t);
         return 2;
       }
     } else if (argv[i][0] != '-' && a->dir == NULL) {
@@ -118,6 +121,7 @@ static int open_model(const bench_args *a, int64_t max_seq, atlas_model **out) {
   spec.backend = a->backend;
   spec.max_seq = max_seq;
   spec.kv_dtype = a->kv_dtype;
+  spec.kv_dtype_auto = a->kv_auto;
   double t0 = now_ms();
   if (check(atlas_model_open(&spec, out), "opening the model")) return 1;
   if (atlas_model_arch(*out)->load != atlas_llama_arch_load) {
@@ -128,9 +132,10 @@ static int open_model(const bench_args *a, int64_t max_seq, atlas_model **out) {
     *out = NULL;
     return 1;
   }
-  printf("loaded %s on %s in %.1f ms (KV cache %lld positions, %s)\n", a->dir,
+  const atlas_llama_model *m = (const atlas_llama_model *)(void *)atlas_model_impl(*out);
+  printf("loaded %s on %s in %.1f ms (KV cache %lld positions, %s%s)\n", a->dir,
          a->backend, now_ms() - t0, (long long)atlas_model_max_seq(*out),
-         atlas_dtype_name(a->kv_dtype));
+         atlas_dtype_name(m->kv->dtype), a->kv_auto ? ", the default" : "");
   return 0;
 }
 

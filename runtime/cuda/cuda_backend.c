@@ -699,6 +699,10 @@ static atlas_status cuda_launch(atlas_backend *b, const atlas_kernel *kernel,
   return ATLAS_OK;
 }
 
+static atlas_status cuda_release_caches(atlas_backend *b) {
+  return atlas_cuda_blas_release_workspace(as_cuda(b)->blas);
+}
+
 static atlas_status cuda_matmul(atlas_backend *b, atlas_stream *stream,
                                 float *out, const void *w, const void *x,
                                 atlas_matmul_type type, size_t m, size_t n,
@@ -961,6 +965,7 @@ static const atlas_backend_vtable cuda_vtable = {
     .destroy_graph = cuda_destroy_graph,
     .launch = cuda_launch,
     .matmul = cuda_matmul,
+    .release_caches = cuda_release_caches,
     .total_memory = cuda_total_memory,
     .free_memory = cuda_free_memory,
     .device_free_memory = cuda_free_memory,

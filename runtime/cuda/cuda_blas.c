@@ -207,6 +207,18 @@ static atlas_status check(const atlas_cuda_blas *blas, cublasStatus_t s,
                            name ? name : "cuBLAS status", s, blas->library_name);
 }
 
+atlas_status atlas_cuda_blas_release_workspace(atlas_cuda_blas *blas) {
+  if (blas == NULL) return ATLAS_OK;
+  pthread_mutex_lock(&blas->mutex);
+  atlas_status status = ATLAS_OK;
+  if (blas->workspace != NULL) {
+    status = atlas_backend_free(blas->backend, blas->workspace);
+    blas->workspace = NULL;
+  }
+  pthread_mutex_unlock(&blas->mutex);
+  return status;
+}
+
 static atlas_status release(atlas_cuda_blas *blas) {
   atlas_status status = ATLAS_OK;
   if (blas->workspace != NULL) {
@@ -401,15 +413,6 @@ static atlas_status algo_for(atlas_cuda_blas *blas, const algo_key *key,
   }
   cublasLtMatmulHeuristicResult_t r;
   ATLAS_RETURN_IF_ERROR(choose(blas, l, key, &r));
-  if (r.workspaceSize > 0 && blas->workspace == NULL) {
-    // Allocated once, at the size offered to every heuristic query, so that
-    // no later choice needs a bigger one.
-    atlas_site site = {__FILE__, __LINE__, "cublasLt_workspace"};
-    ATLAS_RETURN_IF_ERROR(
-        atlas_backend_alloc_at(blas->backend, ATLAS_CUDA_BLAS_WORKSPACE_BYTES,
-                               site, &blas->workspace),
-        "the cuBLASLt workspace");
-  }
   algo_entry e = {.used = true, .key = *key, .algo = r.algo,
                   .workspace_bytes = r.workspaceSize};
   blas->cache[blas->next_victim] = e;
@@ -436,6 +439,15 @@ atlas_status atlas_cuda_blas_matmul(atlas_cuda_blas *blas, CUstream stream,
   // the device (one stream, or streams ordered by events).
   pthread_mutex_lock(&blas->mutex);
   if (status == ATLAS_OK) status = algo_for(blas, &key, &l, &e);
+  if (status == ATLAS_OK && e.workspace_bytes > 0 && blas->workspace == NULL) {
+    // At the size offered to every heuristic query, so that no choice needs
+    // a bigger one; freed by release_caches (a sweep) and made again here.
+    atlas_site site = {__FILE__, __LINE__, "cublasLt_workspace"};
+    status = atlas_status_annotate(
+        atlas_backend_alloc_at(blas->backend, ATLAS_CUDA_BLAS_WORKSPACE_BYTES,
+                               site, &blas->workspace),
+        "the cuBLASLt workspace");
+  }
   if (status == ATLAS_OK) {
     const float alpha = 1.0f, beta = 0.0f;
     // D (n x m, column-major, ld n) = op(W) (n x k) * X (k x m): row-major

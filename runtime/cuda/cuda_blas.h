@@ -50,6 +50,9 @@ ATLAS_MUST_USE atlas_status atlas_cuda_blas_matmul(
 
 // Frees the workspace through the backend, destroys the handle and closes
 // the library. The streams that used it must be idle. NULL is fine.
+// Frees the workspace (the backend's release_caches, before a sweep); the
+// next product that needs it allocates it again. NULL: nothing to do.
+ATLAS_MUST_USE atlas_status atlas_cuda_blas_release_workspace(atlas_cuda_blas *blas);
 ATLAS_MUST_USE atlas_status atlas_cuda_blas_destroy(atlas_cuda_blas *blas);
 
 // The library that was loaded ("libcublasLt.so.13"), for messages.
