@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <algorithm>
 #include <cmath>
@@ -110,13 +111,15 @@ atlas_status Collect(void *ctx, const float *x, size_t n) {
 // that happened.
 double RunCase(const Case &c, const std::string &backend, int64_t prefill_rows,
                atlas_dtype kv_dtype, double tolerance, bool ids_must_match = true,
-               bool *out_diverged = nullptr, double *out_margin = nullptr) {
+               bool *out_diverged = nullptr, double *out_margin = nullptr,
+               bool kv_auto = false) {
   atlas_model_spec spec{};
   spec.dir = c.dir.c_str();
   spec.backend = backend.c_str();
   spec.max_seq = (int64_t)(c.prompt.size() + c.steps);
   spec.prefill_rows = prefill_rows;
   spec.kv_dtype = kv_dtype;
+  spec.kv_dtype_auto = kv_auto;
   atlas_model *m = nullptr;
   StatusResult opened = Take(atlas_model_open(&spec, &m));
   if (opened.code == ATLAS_STATUS_UNAVAILABLE && backend == "cuda") {
@@ -181,7 +184,8 @@ double RunCase(const Case &c, const std::string &backend, int64_t prefill_rows,
   printf("[  PARITY  ] %-28s %-5s prefill %2lld KV %-4s rows %4zu  max rel L2 %.2e  "
          "ids %s\n",
          c.name.c_str(), backend.c_str(), (long long)prefill_rows,
-         atlas_dtype_name(kv_dtype), rows, worst, ids == c.ids ? "equal" : "DIFFER");
+         kv_auto ? "auto" : atlas_dtype_name(kv_dtype), rows, worst,
+         ids == c.ids ? "equal" : "DIFFER");
   EXPECT_OK(atlas_model_close(m, nullptr));
   return worst;
 }
@@ -235,6 +239,33 @@ TEST(ArchParity, SixteenBitKvCache) {
              "greedy ids part from the reference in %zu\n",
              backend.c_str(), atlas_dtype_name(kv), cases.size(), worst, diverged);
     }
+  }
+}
+
+// The default KV cache (auto: the weights' type for F16 and BF16 models, F32
+// for F32 ones), what `atlas run` uses: every greedy id equal to
+// transformers' on every case, and every row within the tolerance of its
+// mode (F32: the faithful one; F16: 11-bit cache and inputs; BF16: 8-bit).
+TEST(ArchParity, DefaultKvCacheKeepsEveryGreedyId) {
+  std::vector<Case> cases = LoadCases();
+  ASSERT_FALSE(cases.empty()) << "no reference cases found";
+  for (const std::string &backend : Backends()) {
+    double worst[3] = {0, 0, 0};
+    for (const Case &c : cases) {
+      SCOPED_TRACE(c.name + " on " + backend + ", the default KV cache");
+      auto ends = [&](const char *s) {
+        size_t n = strlen(s);
+        return c.name.size() > n && c.name.compare(c.name.size() - n, n, s) == 0;
+      };
+      int mode = ends("_bf16") ? 2 : ends("_f16") ? 1 : 0;
+      const double tolerance[3] = {kTolerance, 5e-3, 6e-2};
+      worst[mode] = std::max(
+          worst[mode], RunCase(c, backend, 0, ATLAS_DTYPE_F32, tolerance[mode],
+                               true, nullptr, nullptr, true));
+    }
+    printf("[  DEFAULT ] %-5s worst row: f32 models %.2e, f16 %.2e, bf16 %.2e "
+           "relative L2; greedy ids equal on all %zu cases\n",
+           backend.c_str(), worst[0], worst[1], worst[2], cases.size());
   }
 }
 
