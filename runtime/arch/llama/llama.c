@@ -362,9 +362,10 @@ static atlas_status upload_part(atlas_backend *b, const atlas_checkpoint *ck,
                                "reading %s", atlas_checkpoint_source(ck));
 }
 
-// The copies go unscanned and the backend scans what landed, in two parts:
-// the scan of the first (7/8 of the bytes) runs on the device while the
-// rest copies, so only the last part's scan adds to the load.
+// The copies go unscanned and the backend scans what landed, in two parts
+// with a kept uploader: the scan of the first (7/8 of the bytes) runs on the
+// device while the rest copies, so only the last part's scan adds to the
+// load.
 static atlas_status upload_and_check(atlas_backend *b, const atlas_checkpoint *ck,
                                      const load_progress *progress,
                                      const atlas_upload_job *jobs,
@@ -373,7 +374,10 @@ static atlas_status upload_and_check(atlas_backend *b, const atlas_checkpoint *c
   uint64_t total = 0, head = 0;
   for (size_t i = 0; i < n; ++i) total += jobs[i].bytes;
   size_t split = 0;
-  while (split < n && head < total - total / 8) head += jobs[split++].bytes;
+  // A load without a kept uploader makes its staging per upload (pinning
+  // costs milliseconds): one upload, then the scan.
+  uint64_t first_part = progress->options->uploader != NULL ? total - total / 8 : total;
+  while (split < n && head < first_part) head += jobs[split++].bytes;
   double t0 = now_ms();
   atlas_status status = upload_part(b, ck, progress, progress->done, bare, split);
   *out_upload_ms = now_ms() - t0;
