@@ -138,6 +138,57 @@ __device__ __forceinline__ void ldmatrix_x2(uint32_t *r, const void *p) {
                : "r"(a));
 }
 
+// Shared by the product kernels below: 8 consecutive 16-bit values of row
+// r0 + idx / 4, columns k0 + (idx % 4) * 8.. of a (rows x K) matrix, zeros
+// past its edges.
+template <typename T>
+__device__ __forceinline__ uint4 fetch8(const T *src, uint32_t rows, uint32_t r0,
+                                        uint32_t k0, uint32_t K, bool vec, int idx) {
+  int row = idx / 4, kk = (idx % 4) * 8;
+  uint32_t r = r0 + row, k = k0 + kk;
+  if (vec && r < rows && k + 7 < K) {
+    return *reinterpret_cast<const uint4 *>(src + (size_t)r * K + k);
+  }
+  __align__(16) T tmp[8];
+  for (int j = 0; j < 8; ++j) {
+    tmp[j] = (r < rows && k + j < K) ? src[(size_t)r * K + k + j] : Mma<T>::from(0.0f);
+  }
+  return *reinterpret_cast<uint4 *>(tmp);
+}
+
+// The warp's four n8 B fragments of k-step ks from the weight tile.
+template <typename T>
+__device__ __forceinline__ void b_fragments(uint32_t (&bf)[4][2], const T *bs,
+                                            int wn, int ks, int lane) {
+#pragma unroll
+  for (int ni = 0; ni < 4; ++ni) {
+    int row = wn * 32 + ni * 8 + (lane % 8), col = ks + ((lane / 8) % 2) * 8;
+    ldmatrix_x2(bf[ni], &bs[row * kLds + col]);
+  }
+}
+
+// The block's accumulators to out (row-major M x N), inside its edges.
+template <int BM, int MI>
+__device__ __forceinline__ void write_tile(float *out, const float (&acc)[MI][4][4],
+                                           uint32_t M, uint32_t N, uint32_t m0,
+                                           uint32_t n0, int wm, int wn, int lane) {
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+      uint32_t n = n0 + wn * 32 + ni * 8 + (lane % 4) * 2;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        uint32_t m = m0 + wm * (BM / 2) + mi * 16 + lane / 4 + half * 8;
+        if (m >= M) continue;
+        float *o = out + (size_t)m * N;
+        if (n < N) o[n] = acc[mi][ni][half * 2];
+        if (n + 1 < N) o[n + 1] = acc[mi][ni][half * 2 + 1];
+      }
+    }
+  }
+}
+
 // Block tile BM x 128 x 32 (BM 64 or 128), 8 warps as 2 (m) x 4 (n), each
 // (BM / 2) x 32. Global loads of the next k-tile go to registers while the
 // current one is multiplied from shared memory.
@@ -172,19 +223,7 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
       }
     }
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      int idx = tid + i * 256, row = idx / 4, kk = (idx % 4) * 8;
-      uint32_t n = n0 + row, k = k0 + kk;
-      if (vec && n < N && k + 7 < K) {
-        wr[i] = *reinterpret_cast<const uint4 *>(w + (size_t)n * K + k);
-      } else {
-        __align__(16) T tmp[8];
-        for (int j = 0; j < 8; ++j) {
-          tmp[j] = (n < N && k + j < K) ? w[(size_t)n * K + k + j] : Mma<T>::from(0.0f);
-        }
-        wr[i] = *reinterpret_cast<uint4 *>(tmp);
-      }
-    }
+    for (int i = 0; i < 2; ++i) wr[i] = fetch8(w, N, n0, k0, K, vec, tid + i * 256);
   };
   auto store = [&]() {
 #pragma unroll
@@ -234,11 +273,7 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
         ldmatrix_x4(am[mi], &a_mid[row * kLds + col]);
         ldmatrix_x4(al[mi], &a_lo[row * kLds + col]);
       }
-#pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        int row = wn * 32 + ni * 8 + (lane % 8), col = ks + ((lane / 8) % 2) * 8;
-        ldmatrix_x2(bf[ni], &bs[row * kLds + col]);
-      }
+      b_fragments(bf, bs, wn, ks, lane);
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
@@ -257,21 +292,7 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
     }
   }
 
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-    for (int ni = 0; ni < 4; ++ni) {
-      uint32_t n = n0 + wn * 32 + ni * 8 + (lane % 4) * 2;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        uint32_t m = m0 + wm * (BM / 2) + mi * 16 + lane / 4 + half * 8;
-        if (m >= M) continue;
-        float *o = out + (size_t)m * N;
-        if (n < N) o[n] = acc[mi][ni][half * 2];
-        if (n + 1 < N) o[n + 1] = acc[mi][ni][half * 2 + 1];
-      }
-    }
-  }
+  write_tile<BM, MI>(out, acc, M, N, m0, n0, wm, wn, lane);
 }
 
 // 16-bit activations (the "stated error" mode, a 16-bit KV cache): x was
@@ -292,27 +313,12 @@ __device__ void gemm16_tc(float *out, const T *w, const T *x, uint32_t M,
 
   uint4 xr[A_LOADS];
   uint4 wr[2];
-  // Rows of 32 k-values as four uint4 of 8: thread idx loads row idx / 4,
-  // columns (idx % 4) * 8.. of its matrix (x rows from m0, w rows from n0).
-  auto fetch = [&](const T *src, uint32_t rows, uint32_t r0, uint32_t k0,
-                   int idx) -> uint4 {
-    int row = idx / 4, kk = (idx % 4) * 8;
-    uint32_t r = r0 + row, k = k0 + kk;
-    if (vec && r < rows && k + 7 < K) {
-      return *reinterpret_cast<const uint4 *>(src + (size_t)r * K + k);
-    }
-    __align__(16) T tmp[8];
-    for (int j = 0; j < 8; ++j) {
-      tmp[j] = (r < rows && k + j < K) ? src[(size_t)r * K + k + j]
-                                       : Mma<T>::from(0.0f);
-    }
-    return *reinterpret_cast<uint4 *>(tmp);
-  };
+  // Rows of 32 k-values as four uint4 of 8 (x rows from m0, w rows from n0).
   auto load = [&](uint32_t k0) {
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) xr[i] = fetch(x, M, m0, k0, tid + i * 256);
+    for (int i = 0; i < A_LOADS; ++i) xr[i] = fetch8(x, M, m0, k0, K, vec, tid + i * 256);
 #pragma unroll
-    for (int i = 0; i < 2; ++i) wr[i] = fetch(w, N, n0, k0, tid + i * 256);
+    for (int i = 0; i < 2; ++i) wr[i] = fetch8(w, N, n0, k0, K, vec, tid + i * 256);
   };
   auto store = [&]() {
 #pragma unroll
@@ -349,11 +355,7 @@ __device__ void gemm16_tc(float *out, const T *w, const T *x, uint32_t M,
         int row = wm * (BM / 2) + mi * 16 + (lane % 16), col = ks + (lane / 16) * 8;
         ldmatrix_x4(af[mi], &as[row * kLds + col]);
       }
-#pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        int row = wn * 32 + ni * 8 + (lane % 8), col = ks + ((lane / 8) % 2) * 8;
-        ldmatrix_x2(bf[ni], &bs[row * kLds + col]);
-      }
+      b_fragments(bf, bs, wn, ks, lane);
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
@@ -366,21 +368,7 @@ __device__ void gemm16_tc(float *out, const T *w, const T *x, uint32_t M,
     }
   }
 
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-    for (int ni = 0; ni < 4; ++ni) {
-      uint32_t n = n0 + wn * 32 + ni * 8 + (lane % 4) * 2;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        uint32_t m = m0 + wm * (BM / 2) + mi * 16 + lane / 4 + half * 8;
-        if (m >= M) continue;
-        float *o = out + (size_t)m * N;
-        if (n < N) o[n] = acc[mi][ni][half * 2];
-        if (n + 1 < N) o[n + 1] = acc[mi][ni][half * 2 + 1];
-      }
-    }
-  }
+  write_tile<BM, MI>(out, acc, M, N, m0, n0, wm, wn, lane);
 }
 
 // F32 weights: a plain shared-memory tiled product (64 x 64 x 16, 4 x 4
