@@ -44,11 +44,12 @@ static void rmsnorm_rows(const atlas_launch_config *c, void **args) {
   }
 }
 
-// Converts one weight row at a time so the inner loop is a plain f32 dot.
-static void gemm(void **args, load_fn load) {
+// out = x w^T, one weight row widened to f32 at a time; x read through
+// load_x (f32 as it is, or the weights' 16-bit type widened: exact).
+static void product(void **args, load_fn load_w, load_fn load_x) {
   float *out = ARG(float *, 0);
   const void *w = ARG(const void *, 1);
-  const float *x = ARG(const float *, 2);
+  const void *x = ARG(const void *, 2);
   uint32_t m = ARG(uint32_t, 3), n = ARG(uint32_t, 4), k = ARG(uint32_t, 5);
   float *row = malloc((k ? k : 1) * sizeof(float));
   if (row == NULL) {
@@ -57,40 +58,21 @@ static void gemm(void **args, load_fn load) {
     return;
   }
   for (uint32_t j = 0; j < n; ++j) {
-    for (uint32_t c = 0; c < k; ++c) row[c] = load(w, (size_t)j * k + c);
+    for (uint32_t c = 0; c < k; ++c) row[c] = load_w(w, (size_t)j * k + c);
     for (uint32_t i = 0; i < m; ++i) {
-      const float *xi = x + (size_t)i * k;
       float acc = 0.0f;
-      for (uint32_t c = 0; c < k; ++c) acc += row[c] * xi[c];
+      for (uint32_t c = 0; c < k; ++c) acc += row[c] * load_x(x, (size_t)i * k + c);
       out[(size_t)i * n + j] = acc;
     }
   }
   free(row);
 }
+
+static void gemm(void **args, load_fn load) { product(args, load, atlas_host_load_f32); }
 ATLAS_HOST_BY_DTYPE(gemm, load)
 
-// x in the weights' 16-bit type too: both widened to f32 (exact), one
-// weight row at a time as gemm does.
-static void gemm16(void **args, load_fn load) {
-  float *out = ARG(float *, 0);
-  const void *w = ARG(const void *, 1);
-  const void *x = ARG(const void *, 2);
-  uint32_t m = ARG(uint32_t, 3), n = ARG(uint32_t, 4), k = ARG(uint32_t, 5);
-  float *row = malloc((k ? k : 1) * sizeof(float));
-  if (row == NULL) {
-    for (size_t i = 0; i < (size_t)m * n; ++i) out[i] = NAN;
-    return;
-  }
-  for (uint32_t j = 0; j < n; ++j) {
-    for (uint32_t c = 0; c < k; ++c) row[c] = load(w, (size_t)j * k + c);
-    for (uint32_t i = 0; i < m; ++i) {
-      float acc = 0.0f;
-      for (uint32_t c = 0; c < k; ++c) acc += row[c] * load(x, (size_t)i * k + c);
-      out[(size_t)i * n + j] = acc;
-    }
-  }
-  free(row);
-}
+// x in the weights' 16-bit type too.
+static void gemm16(void **args, load_fn load) { product(args, load, load); }
 ATLAS_HOST_ENTRY(gemm16, load, f16)
 ATLAS_HOST_ENTRY(gemm16, load, bf16)
 
