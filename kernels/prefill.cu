@@ -642,7 +642,8 @@ __device__ void attention_prefill(PrefillSimtShared &sh, float *out,
 // FlashAttention-2 on mma.sync m16n8k16 (f32 accumulate). A block owns 64
 // pairs (4 warps x 16 rows) of one KV head, so a group's heads share every
 // K/V tile they load. Q is rounded to the cache type once (shared memory,
-// then A fragments held in registers); K and V tiles of 64 keys come from the
+// then A fragments: held in registers for head_dim 64, read from shared
+// memory a k-step at a time above 64); K and V tiles of 64 keys come from the
 // cache by cp.async, V(j) landing while S = Q K(j)^T and the softmax run and
 // K(j+1) while O += P V(j) runs. The softmax is online in f32 (2^(s *
 // log2(e) / sqrt(head_dim) - max), one fma and ex2); P is rounded to the
@@ -733,7 +734,8 @@ __device__ __forceinline__ void cp_async_wait_all() {
 
 // HD: the head_dim the fragments are sized for (64 or 128); hd <= HD, a
 // multiple of 16, is the real one (64 is passed as a constant: a kernel of
-// its own; one for 128 as well took 212 registers where two take 166).
+// its own; one for 128 as well took 212 registers where two took 166 with
+// Q in registers for both).
 // sm: kFlashBytes of shared memory.
 template <typename C, int HD>
 __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *q,
