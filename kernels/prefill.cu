@@ -736,8 +736,10 @@ __device__ __forceinline__ void cp_async_wait_all() {
 // multiple of 16, is the real one (64 is passed as a constant: a kernel of
 // its own; one for 128 as well took 212 registers where two took 166 with
 // Q in registers for both).
+// QS: Q in shared memory (swizzled tiles; HD 128 only), by default above 64
+// (tools/lab/attention_lab.cu times the other choice too).
 // sm: kFlashBytes of shared memory.
-template <typename C, int HD>
+template <typename C, int HD, bool QS = kFlashQShared && (HD > 64)>
 __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *q,
                                                 const C *kc, const C *vc,
                                                 uint32_t n_heads, uint32_t n_kv,
@@ -745,7 +747,6 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
                                                 uint32_t n, uint32_t window) {
   constexpr int LD = HD + 8, KT = HD / 16, NT = HD / 8, KS = kFlashKeys / 16;
   // QS: Q (and K, V) in swizzled tiles, Q read from shared memory per k-step.
-  constexpr bool QS = kFlashQShared && HD > 64;
   static_assert(!QS || HD == kMaxD, "swizzled rows are kMaxD wide");
   C *ks = sm, *vs = sm + (QS ? kFlashSwzTile : kFlashTile);
   C *qs = QS ? sm + 2 * kFlashSwzTile : vs;
