@@ -630,8 +630,7 @@ __device__ void attention_prefill(PrefillSimtShared &sh, float *out,
 // FlashAttention-2 on mma.sync m16n8k16 (f32 accumulate). A block owns 64
 // pairs (4 warps x 16 rows) of one KV head, so a group's heads share every
 // K/V tile they load. Q is rounded to the cache type once (shared memory,
-// then A fragments: held in registers for head_dim 64, read from shared
-// memory a k-step at a time above 64); K and V tiles of 64 keys come from the
+// then A fragments held in registers); K and V tiles of 64 keys come from the
 // cache by cp.async, V(j) landing while S = Q K(j)^T and the softmax run and
 // K(j+1) while O += P V(j) runs. The softmax is online in f32 (2^(s *
 // log2(e) / sqrt(head_dim) - max), one fma and ex2); P is rounded to the
@@ -646,30 +645,10 @@ constexpr int kFlashWarps = 4, kFlashRows = 16 * kFlashWarps, kFlashKeys = 64;
 // conflicts), in elements; Q is staged in V's (kFlashRows == kFlashKeys).
 constexpr int kFlashTile = kFlashKeys * (kMaxD + 8);
 static_assert(kFlashRows == kFlashKeys, "Q is staged in the V tile");
-// head_dim > 64 (kFlashQShared): K, V and Q tiles of kMaxD columns, no
-// padding (16-byte chunks XOR-swizzled by row instead: see flash_at), Q kept
-// there for the whole block and read a k-step at a time, not held in 32
-// registers a thread: 128 registers, 4 blocks an SM instead of 3 (166).
-// Three tiles are exactly the 48 KiB a static __shared__ array may take.
-constexpr bool kFlashQShared = true;
-constexpr int kFlashSwzTile = kFlashKeys * kMaxD;
-constexpr size_t kFlashBytes =
-    kFlashQShared ? 3 * kFlashSwzTile * 2 : 2 * kFlashTile * 2;
-constexpr size_t kPrefillShared = sizeof(PrefillSimtShared) > kFlashBytes
-                                      ? sizeof(PrefillSimtShared)
-                                      : kFlashBytes;
-static_assert(kPrefillShared <= 48 * 1024, "static shared memory limit");
+constexpr size_t kPrefillShared =
+    sizeof(PrefillSimtShared) > 2 * kFlashTile * 2 ? sizeof(PrefillSimtShared)
+                                                   : 2 * kFlashTile * 2;
 }  // namespace
-
-// Element (row r, column c) of a flash tile: padded rows of LD, or (SWZ)
-// rows of kMaxD whose 16-byte chunk c / 8 sits at chunk (c / 8) ^ (r % 8),
-// so that the 8 row addresses of an ldmatrix matrix (8 rows, one chunk) fall
-// in 8 different bank groups. Keeps 16-byte pieces whole (cp.async, ldmatrix).
-template <bool SWZ, int LD>
-__device__ __forceinline__ uint32_t flash_at(uint32_t r, uint32_t c) {
-  if (SWZ) return r * kMaxD + ((((c >> 3) ^ r) & 7u) | ((c >> 3) & 8u)) * 8 + (c & 7u);
-  return r * LD + c;
-}
 
 // Two f32 values rounded to the cache type, packed: `lo` in the low half (the
 // element with the smaller index in an mma fragment).
@@ -722,22 +701,16 @@ __device__ __forceinline__ void cp_async_wait_all() {
 
 // HD: the head_dim the fragments are sized for (64 or 128); hd <= HD, a
 // multiple of 16, is the real one (64 is passed as a constant: a kernel of
-// its own; one for 128 as well took 212 registers where two took 166 with
-// Q in registers for both).
-// QS: Q in shared memory (swizzled tiles; HD 128 only), by default above 64
-// (tools/lab/attention_lab.cu times the other choice too).
-// sm: kFlashBytes of shared memory.
-template <typename C, int HD, bool QS = kFlashQShared && (HD > 64)>
+// its own; one for 128 as well took 212 registers where two take 166).
+// sm: 2 * kFlashTile elements of shared memory.
+template <typename C, int HD>
 __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *q,
                                                 const C *kc, const C *vc,
                                                 uint32_t n_heads, uint32_t n_kv,
                                                 uint32_t hd, uint32_t pos0,
                                                 uint32_t n, uint32_t window) {
   constexpr int LD = HD + 8, KT = HD / 16, NT = HD / 8, KS = kFlashKeys / 16;
-  // QS: Q (and K, V) in swizzled tiles, Q read from shared memory per k-step.
-  static_assert(!QS || HD == kMaxD, "swizzled rows are kMaxD wide");
-  C *ks = sm, *vs = sm + (QS ? kFlashSwzTile : kFlashTile);
-  C *qs = QS ? sm + 2 * kFlashSwzTile : vs;
+  C *ks = sm, *vs = sm + kFlashTile;
   const uint32_t group = n_heads / n_kv, kvh = blockIdx.y;
   // The last rows (the most keys) first: the short blocks fill the tail.
   const uint32_t pairs = n * group, first = (gridDim.x - 1 - blockIdx.x) * kFlashRows;
@@ -750,7 +723,7 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
   // Keys the block's rows see: t_begin .. hi (rows in position order).
   const uint32_t hi = pos0 + (min(first + kFlashRows, pairs) - 1) / group;
   const uint32_t t_begin = lo_of(pos0 + first / group);
-  const uint32_t col0 = kvh * hd;  // this KV head's columns
+  const C *kbase = kc + (size_t)kvh * hd, *vbase = vc + (size_t)kvh * hd;
   const uint32_t chunks = hd / 8;  // 16-byte pieces of a row
   // Keys t0 .. t0 + 63 of K or V into `dst`; keys past hi (maybe past the
   // cache's end) as zeros: finite, and masked out.
@@ -758,16 +731,14 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
     for (uint32_t i = tid; i < kFlashKeys * chunks; i += 32 * kFlashWarps) {
       const uint32_t key = i / chunks, c = (i % chunks) * 8, t = t0 + key;
       const bool ok = t <= hi;
-      cp_async16(dst + flash_at<QS, LD>(key, c),
-                 ok ? src + (size_t)t * kv_dim + col0 + c : src, ok);
+      cp_async16(dst + key * LD + c, ok ? src + (size_t)t * kv_dim + c : src, ok);
     }
     cp_async_commit();
   };
-  load_tile(ks, kc, t_begin);
+  load_tile(ks, kbase, t_begin);
 
-  // Q rows in the cache type (zeros for pairs past the end), into V's tile
-  // (QS: Q's own), then A fragments: rows warp * 16 .. + 15, head_dim in
-  // steps of 16 (QS: loaded a step at a time in the loop).
+  // Q rows in the cache type (zeros for pairs past the end), into V's tile,
+  // then A fragments: rows warp * 16 .. + 15, head_dim in steps of 16.
   for (uint32_t i = tid; i < kFlashRows * (hd / 4); i += 32 * kFlashWarps) {
     const uint32_t r = i / (hd / 4), d = (i % (hd / 4)) * 4, p = first + r;
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -778,18 +749,14 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
     uint2 h;
     h.x = Pack2<C>::rn(v.x, v.y);
     h.y = Pack2<C>::rn(v.z, v.w);
-    *reinterpret_cast<uint2 *>(qs + flash_at<QS, LD>(r, d)) = h;
+    *reinterpret_cast<uint2 *>(vs + r * LD + d) = h;
   }
   __syncthreads();
-  // Q's A fragment of k-step kk (this warp's rows).
-  auto q_frag = [&](uint32_t *f, int kk) {
-    ldmatrix_x4(f, qs + flash_at<QS, LD>(warp * 16 + lane % 16, kk * 16 + (lane / 16) * 8));
-  };
-  uint32_t qf[QS ? 1 : KT][4];
-  if (!QS) {
+  uint32_t qf[KT][4];
 #pragma unroll
-    for (int kk = 0; kk < KT; ++kk) {
-      if (kk * 16 < (int)hd) q_frag(qf[QS ? 0 : kk], kk);
+  for (int kk = 0; kk < KT; ++kk) {
+    if (kk * 16 < (int)hd) {
+      ldmatrix_x4(qf[kk], vs + (warp * 16 + lane % 16) * LD + kk * 16 + (lane / 16) * 8);
     }
   }
 
@@ -816,7 +783,7 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
   for (uint32_t t0 = t_begin; t0 <= hi; t0 += kFlashKeys) {
     cp_async_wait_all();
     __syncthreads();  // K(t0) is in; every warp is done with V's tile
-    load_tile(vs, vc, t0);
+    load_tile(vs, vbase, t0);
     // Warp-uniform: does any row see a key of the tile; do all see all?
     // (Pairs past the end may count as seeing all: they are never written.)
     const bool act = warp_live && t0 <= w_pos_last && t0 + (kFlashKeys - 1) >= w_lo_first;
@@ -826,28 +793,18 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
       float s[2 * KS][4];
 #pragma unroll
       for (int i = 0; i < 2 * KS; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
-      // S += Q(k-step kk) K(kk)^T over the tile's keys.
-      auto s_step = [&](const uint32_t *a, int kk) {
-#pragma unroll
-        for (int np = 0; np < KS; ++np) {
-          // B fragments of keys np * 16 .. + 7 and + 8 .. + 15 (K rows are
-          // the n index; ldmatrix's matrices: k 0-7, k 8-15 of each).
-          uint32_t b[4];
-          ldmatrix_x4(b, ks + flash_at<QS, LD>(np * 16 + lane % 8 + (lane / 16) * 8,
-                                               kk * 16 + ((lane / 8) % 2) * 8));
-          Mma<C>::run(s[2 * np], a, b);
-          Mma<C>::run(s[2 * np + 1], a, b + 2);
-        }
-      };
 #pragma unroll
       for (int kk = 0; kk < KT; ++kk) {
         if (kk * 16 < (int)hd) {
-          if (QS) {
-            uint32_t a[4];
-            q_frag(a, kk);
-            s_step(a, kk);
-          } else {
-            s_step(qf[QS ? 0 : kk], kk);
+#pragma unroll
+          for (int np = 0; np < KS; ++np) {
+            // B fragments of keys np * 16 .. + 7 and + 8 .. + 15 (K rows are
+            // the n index; ldmatrix's matrices: k 0-7, k 8-15 of each).
+            uint32_t b[4];
+            ldmatrix_x4(b, ks + (np * 16 + lane % 8 + (lane / 16) * 8) * LD + kk * 16 +
+                               ((lane / 8) % 2) * 8);
+            Mma<C>::run(s[2 * np], qf[kk], b);
+            Mma<C>::run(s[2 * np + 1], qf[kk], b + 2);
           }
         }
       }
@@ -907,7 +864,7 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
     }
     cp_async_wait_all();
     __syncthreads();  // V(t0) is in; every warp is done with K's tile
-    if (t0 + kFlashKeys <= hi) load_tile(ks, kc, t0 + kFlashKeys);
+    if (t0 + kFlashKeys <= hi) load_tile(ks, kbase, t0 + kFlashKeys);
     if (act) {
 #pragma unroll
       for (int k = 0; k < KS; ++k) {
@@ -917,8 +874,8 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
             // V is [key][d]: .trans gives the B fragment (k = key, n = d);
             // matrices keys 0-7 / 8-15 of d 0-7, then of d 8-15.
             uint32_t b[4];
-            ldmatrix_x4_trans(b, vs + flash_at<QS, LD>(k * 16 + lane % 8 + ((lane / 8) % 2) * 8,
-                                                       dp * 16 + (lane / 16) * 8));
+            ldmatrix_x4_trans(b, vs + (k * 16 + lane % 8 + ((lane / 8) % 2) * 8) * LD +
+                                     dp * 16 + (lane / 16) * 8);
             Mma<C>::run(o[2 * dp], pf[k], b);
             Mma<C>::run(o[2 * dp + 1], pf[k], b + 2);
           }
@@ -1201,15 +1158,14 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
                              window, splits, out, counters);                   \
   }
 
-// The kernels that touch the KV cache, per cache type; LB: attention_prefill's
-// launch bounds (16-bit: 4 blocks an SM, 128 registers: attention_flash fits).
-#define ATLAS_BATCH_KV_KERNELS(S, C, LB)                                        \
+// The kernels that touch the KV cache, per cache type.
+#define ATLAS_BATCH_KV_KERNELS(S, C)                                            \
   extern "C" __global__ void __launch_bounds__(256) kv_store_rows_##S(          \
       C *kc, C *vc, const float *k, const float *v, uint32_t kv_dim,            \
       uint32_t pos0, uint32_t n) {                                              \
     kv_store_rows(kc, vc, k, v, kv_dim, pos0, n);                               \
   }                                                                             \
-  extern "C" __global__ void LB attention_prefill_##S(                          \
+  extern "C" __global__ void __launch_bounds__(128) attention_prefill_##S(      \
       float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,   \
       uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n,              \
       uint32_t window) {                                                        \
@@ -1221,6 +1177,6 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
   ATLAS_DECODE_KERNEL(S, C, 4)                                                  \
   ATLAS_DECODE_KERNEL(S, C, 8)                                                  \
   ATLAS_DECODE_KERNEL(S, C, 16)
-ATLAS_BATCH_KV_KERNELS(f32, float, __launch_bounds__(128))
-ATLAS_BATCH_KV_KERNELS(f16, __half, __launch_bounds__(128, 4))
-ATLAS_BATCH_KV_KERNELS(bf16, __nv_bfloat16, __launch_bounds__(128, 4))
+ATLAS_BATCH_KV_KERNELS(f32, float)
+ATLAS_BATCH_KV_KERNELS(f16, __half)
+ATLAS_BATCH_KV_KERNELS(bf16, __nv_bfloat16)

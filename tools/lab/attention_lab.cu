@@ -1,21 +1,15 @@
 // Prefill attention timed on the Llama shapes (a lab for issue 13, not part
 // of the runtime): the kernel the runtime launches (attention_prefill_bf16 /
 // _f16: tensor cores where head_dim % 16 == 0) against the SIMT body it
-// replaced and, for head_dim 128, against the tensor-core body with Q held
-// in registers (`qreg`, attention_flash<C, 128, false>, the runtime's before
-// Q moved to shared memory), from the repository root (kernels/prefill.cu
-// pre-included: the kernels themselves, and the bodies as templates):
-//   nvcc -O3 -arch=sm_90 -I. -include kernels/prefill.cu -o /tmp/attention_lab tools/lab/attention_lab.cu && /tmp/attention_lab
-// It first prints each kernel's registers and blocks an SM. Expected on
-// sm_90: attention_prefill_bf16/_f16 128 registers, 4 blocks (49152 bytes
-// of shared memory: Q, K, V tiles); qreg 163 registers, 3 blocks;
-// simt 96 registers.
+// replaced, from the repository root (kernels/prefill.cu pre-included: the
+// kernels themselves, and the SIMT body as a template):
+//   nvcc -O3 -arch=sm_90 -I. -include kernels/prefill.cu -o attention_lab tools/lab/attention_lab.cu && ./attention_lab
 // Causal prompts of n tokens at pos0 0, no window; ms per launch (CUDA
 // events, mean of kReps after a warm-up) and TFLOPS counting 4 * n^2 / 2 *
-// head_dim * heads. The new kernel's output (and qreg's) is checked against
-// the SIMT one first (max |new - old| / max |old|; rounding Q and P to 16
-// bits costs about 2^-8): a kernel that computes garbage is reported BROKEN,
-// not timed, and the exit status is 1.
+// head_dim * heads. The new kernel's output is checked against the SIMT one
+// first (max |new - old| / max |old|; rounding Q and P to 16 bits costs about
+// 2^-8): a kernel that computes garbage is reported BROKEN, not timed, and
+// the exit status is 1.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -38,32 +32,9 @@ __global__ void __launch_bounds__(128)
   attention_prefill(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n, window);
 }
 
-// The tensor-core body with Q's fragments in registers for head_dim 128 as
-// well (grid as the runtime kernel's: 64 rows a block, block 128).
-template <typename C>
-__global__ void __launch_bounds__(128)
-    qreg(float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,
-         uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n, uint32_t window) {
-  __shared__ __align__(16) C sm[2 * kFlashTile];
-  attention_flash<C, 128, false>(sm, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,
-                                 window);
-}
-
 namespace {
 
 constexpr int kReps = 20;
-
-// Registers and resident blocks an SM of one kernel (block 128).
-template <typename K>
-int describe(const char *name, K kernel) {
-  cudaFuncAttributes a;
-  int blocks = 0;
-  CK(cudaFuncGetAttributes(&a, kernel));
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 128, 0));
-  printf("%-24s %3d registers  %6zu bytes shared  %d blocks/SM  spills %zu bytes\n", name,
-         a.numRegs, a.sharedSizeBytes, blocks, a.localSizeBytes);
-  return 0;
-}
 
 struct Shape {
   const char *name;
@@ -107,11 +78,7 @@ int run(const char *type, const Shape &sh, uint32_t n, std::mt19937 &rng) {
   CK(cudaMemcpy(q, hq.data(), hq.size() * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(k, hk.data(), hk.size() * sizeof(C), cudaMemcpyHostToDevice));
   CK(cudaMemcpy(v, hv.data(), hv.size() * sizeof(C), cudaMemcpyHostToDevice));
-  float *o_qreg;
-  CK(cudaMalloc(&o_qreg, hq.size() * 4));
   CK(cudaMemset(o_new, 0xFF, hq.size() * 4));  // NaN: unwritten shows
-  CK(cudaMemset(o_qreg, 0xFF, hq.size() * 4));
-  const bool with_qreg = sh.dim == 128;
   const uint32_t rows = sh.dim % 16 == 0 ? 64 : 16;
   dim3 g_new((pairs + rows - 1) / rows, sh.kv), g_old((pairs + 15) / 16, sh.kv);
   auto flash = flash_kernel<C>();
@@ -121,71 +88,48 @@ int run(const char *type, const Shape &sh, uint32_t n, std::mt19937 &rng) {
   auto launch_old = [&] {
     simt<C><<<g_old, 128>>>(o_old, q, k, v, sh.heads, sh.kv, sh.dim, 0, n, 0);
   };
-  auto launch_qreg = [&] {
-    qreg<C><<<g_new, 128>>>(o_qreg, q, k, v, sh.heads, sh.kv, sh.dim, 0, n, 0);
-  };
   launch_new();
   launch_old();
-  if (with_qreg) launch_qreg();
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
   std::vector<float> a(hq.size()), b(hq.size());
   CK(cudaMemcpy(a.data(), o_new, a.size() * 4, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(b.data(), o_old, b.size() * 4, cudaMemcpyDeviceToHost));
-  auto rel_err = [&](const std::vector<float> &x) {
-    double diff = 0, ref = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      double e = fabs((double)x[i] - b[i]);
-      if (!(e <= diff)) diff = e;  // NaN too
-      ref = fmax(ref, fabs((double)b[i]));
-    }
-    return diff / ref;
-  };
-  const double err = rel_err(a);
-  double err_qreg = 0;
-  if (with_qreg) {
-    std::vector<float> c(hq.size());
-    CK(cudaMemcpy(c.data(), o_qreg, c.size() * 4, cudaMemcpyDeviceToHost));
-    err_qreg = rel_err(c);
+  double diff = 0, ref = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double e = fabs((double)a[i] - b[i]);
+    if (!(e <= diff)) diff = e;  // NaN too
+    ref = fmax(ref, fabs((double)b[i]));
   }
+  const double err = diff / ref;
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
-  float ms[3] = {0, 0, 0};
-  for (int which = 0; which < (with_qreg ? 3 : 2); ++which) {
+  float ms[2] = {0, 0};
+  for (int which = 0; which < 2; ++which) {
     CK(cudaEventRecord(e0));
-    for (int r = 0; r < kReps; ++r) {
-      if (which == 0) launch_new();
-      if (which == 1) launch_old();
-      if (which == 2) launch_qreg();
-    }
+    for (int r = 0; r < kReps; ++r) which == 0 ? launch_new() : launch_old();
     CK(cudaEventRecord(e1));
     CK(cudaEventSynchronize(e1));
     CK(cudaEventElapsedTime(&ms[which], e0, e1));
     ms[which] /= kReps;
   }
   const double flops = 4.0 * n * n / 2.0 * sh.dim * sh.heads;
-  const bool broken = !(err < 0.05) || !(err_qreg < 0.05);
+  const bool broken = !(err < 0.05);
   if (broken) {
-    printf("%-4s %-8s n %5u  BROKEN: max |new - old| / max |old| = %.3g (qreg %.3g)\n",
-           type, sh.name, n, err, err_qreg);
+    printf("%-4s %-8s n %5u  BROKEN: max |new - old| / max |old| = %.3g\n", type,
+           sh.name, n, err);
   } else {
     printf("%-4s %-8s n %5u  new %8.4f ms %7.1f TFLOPS   simt %8.4f ms %7.1f TFLOPS"
            "   x%.1f   err %.2g\n",
            type, sh.name, n, ms[0], flops / ms[0] / 1e9, ms[1], flops / ms[1] / 1e9,
            ms[1] / ms[0], err);
-    if (with_qreg) {
-      printf("%-4s %-8s n %5u  qreg %7.4f ms %7.1f TFLOPS   new / qreg time %.3f"
-             "   err %.2g\n",
-             type, sh.name, n, ms[2], flops / ms[2] / 1e9, ms[0] / ms[2], err_qreg);
-    }
   }
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
   CK(cudaFree(q));
   CK(cudaFree(o_new));
   CK(cudaFree(o_old));
-  CK(cudaFree(o_qreg));
   CK(cudaFree(k));
   CK(cudaFree(v));
   return broken ? 2 : 0;
@@ -197,11 +141,6 @@ int main() {
   const Shape shapes[] = {{"1B d64", 32, 8, 64}, {"8B d128", 32, 8, 128}};
   std::mt19937 rng(13);
   int status = 0;
-  if (describe("attention_prefill_bf16", attention_prefill_bf16) ||
-      describe("attention_prefill_f16", attention_prefill_f16) ||
-      describe("qreg<bf16>", qreg<__nv_bfloat16>) || describe("simt<bf16>", simt<__nv_bfloat16>)) {
-    return 1;
-  }
   for (const Shape &sh : shapes) {
     for (uint32_t n : {512u, 2048u}) {
       int r = run<__nv_bfloat16>("bf16", sh, n, rng);
