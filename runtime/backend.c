@@ -143,7 +143,7 @@ const char *atlas_backend_name(const atlas_backend *backend) {
 atlas_status atlas_backend_destroy(atlas_backend *backend) {
   if (backend == NULL) return ATLAS_OK;
   // A module thread uses the device: it ends before anything is released.
-  atlas_status_free(atlas_backend_base_join_modules(backend));
+  atlas_backend_base_drop_modules(backend);
   return backend->vtable->destroy(backend);
 }
 

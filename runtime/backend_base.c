@@ -137,7 +137,7 @@ atlas_status atlas_backend_base_deinit(atlas_backend *b) {
               b->name, swept.count, swept.bytes, swept.sites ? swept.sites : "");
   }
   atlas_sweep_result_free(&swept);
-  atlas_status_free(atlas_backend_base_join_modules(b));  // reported before
+  atlas_backend_base_drop_modules(b);
   atlas_status_free(b->modules_error);
   b->modules_error = ATLAS_OK;
   status = atlas_status_join(status, atlas_kernel_registry_release(b->registry));

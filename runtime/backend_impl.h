@@ -207,6 +207,9 @@ ATLAS_MUST_USE atlas_status atlas_backend_base_load_modules_async(
 // Waits for that thread, if any, and returns the load's status (a failure
 // stays: every later call returns it again). Thread-safe.
 ATLAS_MUST_USE atlas_status atlas_backend_base_join_modules(atlas_backend *b);
+// For destroy: a load never started is dropped unloaded; one under way is
+// waited for (its status was reported, or is of no use now).
+void atlas_backend_base_drop_modules(atlas_backend *b);
 
 // ---- shared code behind the front door (backend.c); backends need none of it
 

@@ -52,6 +52,19 @@ void atlas_backend_modules_start(atlas_backend *b) {
   pthread_mutex_unlock(&b->state_mutex);
 }
 
+void atlas_backend_base_drop_modules(atlas_backend *b) {
+  pthread_mutex_lock(&b->state_mutex);
+  atlas_module_job *job = b->modules_job;
+  bool pending = job != NULL && !job->started;
+  if (pending) {
+    b->modules_job = NULL;
+    if (job->loader.destroy != NULL) job->loader.destroy(job->loader.ctx);
+    free(job);
+  }
+  pthread_mutex_unlock(&b->state_mutex);
+  if (!pending) atlas_status_free(atlas_backend_base_join_modules(b));
+}
+
 atlas_status atlas_backend_base_join_modules(atlas_backend *b) {
   pthread_mutex_lock(&b->state_mutex);
   atlas_module_job *job = b->modules_job;

@@ -366,6 +366,7 @@ TEST(CudaBackend, BackgroundModulesLoadBeforeTheFirstLookup) {
   CUDA_CREATE_OR_SKIP(&o, b.out());
   void *dev = nullptr;  // the backend works while the modules load
   ASSERT_OK(atlas_backend_alloc(b.get(), 4096, &dev));
+  atlas_backend_modules_start(b.get());
   const atlas_kernel *fill = nullptr;
   ASSERT_OK(atlas_backend_kernel_lookup(b.get(), "contract", "fill_u32", &fill));
   ASSERT_OK(atlas_backend_modules_ready(b.get()));
@@ -390,8 +391,13 @@ TEST(CudaBackend, BackgroundModulesLoadBeforeTheFirstLookup) {
   EXPECT_EQ(atlas_cuda_host_loaded_modules(), before);
   ASSERT_OK(atlas_backend_destroy(bad));
 
-  // Destroyed before anything waited: destroy waits, then unloads.
+  // Destroyed with the load under way: destroy waits for it, then unloads.
   o.fail_module_load_at = 0;
+  ASSERT_OK(atlas_cuda_backend_create(&o, &bad));
+  atlas_backend_modules_start(bad);
+  ASSERT_OK(atlas_backend_destroy(bad));
+  EXPECT_EQ(atlas_cuda_host_loaded_modules(), before);
+  // Never started: destroy drops them without loading anything.
   ASSERT_OK(atlas_cuda_backend_create(&o, &bad));
   ASSERT_OK(atlas_backend_destroy(bad));
   EXPECT_EQ(atlas_cuda_host_loaded_modules(), before);
