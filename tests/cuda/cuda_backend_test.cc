@@ -15,17 +15,6 @@
 
 namespace {
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char *name, const char *value) : name_(name) {
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() { unsetenv(name_.c_str()); }
-
- private:
-  std::string name_;
-};
-
 // Owns a backend and checks its destroy.
 class Cuda {
  public:

@@ -18,29 +18,6 @@
 
 namespace {
 
-// Sets an environment variable until the end of the scope (backends read
-// ATLAS_CUBLASLT once, at creation).
-class ScopedEnv {
- public:
-  ScopedEnv(const char *name, const char *value) : name_(name) {
-    const char *old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_.c_str(), old_.c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
-
 struct Lines {
   std::vector<std::string> info;
 };

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <string>
 
 #include "atlas/runtime/status.h"
@@ -38,5 +40,28 @@ inline StatusResult Take(atlas_status s) {
     EXPECT_EQ(r_.code, (want_code)) << r_.message;                         \
     EXPECT_NE(r_.message.find(substring), std::string::npos) << r_.message; \
   } while (0)
+
+// Sets an environment variable for the life of the object (backends read
+// their switches once, at creation).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char *name, const char *value) : name_(name) {
+    const char *old = getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
 
 #endif  // ATLAS_TESTS_RUNTIME_TEST_UTIL_H_
