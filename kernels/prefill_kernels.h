@@ -31,7 +31,8 @@
 //       causal attention of n query rows (positions pos0..pos0+n-1) over the
 //       cache rows 0..pos (window W > 0: max(0, pos - W + 1)..pos); q and out
 //       are [n][n_heads * head_dim], caches [seq][n_kv * head_dim]
-//       CUDA: grid (ceil(n * n_heads / n_kv / rows), n_kv), block 128, rows
+//       CUDA: grid ceil(n * n_heads / n_kv / rows) * n_kv (block b: KV head
+//       b % n_kv, row tile b / n_kv), block 128, rows
 //       = atlas_llama_prefill_attention_rows (64 on the tensor-core path:
 //       16-bit caches, head_dim % 16 == 0; else 16); head_dim <= 128
 //       (ATLAS_LLAMA_BATCH_MAX_HEAD_DIM)

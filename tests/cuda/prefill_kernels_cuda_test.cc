@@ -234,8 +234,8 @@ TEST_F(PrefillKernelsCuda, AttentionPrefill) {
       void *dv = s.Upload(vc.data(), vc.size());
       void *out = s.Poisoned((size_t)c.n * q_dim);
       s.Launch(("attention_prefill_" + kv_type).c_str(),
-               Blocks((uint64_t)c.n * (c.heads / c.kv), rows),
-               c.kv, 128,
+               Blocks((uint64_t)c.n * (c.heads / c.kv), rows) * c.kv,
+               1, 128,
                {P(out), P(dq), P(dk), P(dv), U(c.heads), U(c.kv), U(c.dim),
                 U(c.pos0), U(c.n), U(c.window)});
       return std::vector<std::vector<float>>{s.Download(out, (size_t)c.n * q_dim)};

@@ -80,7 +80,7 @@ int run(const char *type, const Shape &sh, uint32_t n, std::mt19937 &rng) {
   CK(cudaMemcpy(v, hv.data(), hv.size() * sizeof(C), cudaMemcpyHostToDevice));
   CK(cudaMemset(o_new, 0xFF, hq.size() * 4));  // NaN: unwritten shows
   const uint32_t rows = sh.dim % 16 == 0 ? 64 : 16;
-  dim3 g_new((pairs + rows - 1) / rows, sh.kv), g_old((pairs + 15) / 16, sh.kv);
+  dim3 g_new((pairs + rows - 1) / rows * sh.kv), g_old((pairs + 15) / 16 * sh.kv);
   auto flash = flash_kernel<C>();
   auto launch_new = [&] {
     flash<<<g_new, 128>>>(o_new, q, k, v, sh.heads, sh.kv, sh.dim, 0, n, 0);

@@ -400,7 +400,7 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
                      U(n_kv),   U(hd),   U(pos0),   U(n),  U(window)};
   uint32_t rows = atlas_llama_prefill_attention_rows(kvt != ATLAS_LLAMA_W_F32, (uint32_t)hd);
   ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention_prefill[kvt],
-                               d3(blocks((uint64_t)n * group, rows), n_kv), 128,
+                               d3(blocks((uint64_t)n * group, rows) * n_kv, 1), 128,
                                att, COUNT(att)));
   ATLAS_RETURN_IF_ERROR(gemm(m, s->xb, &L->wo, s->xb2, n, hidden, q_dim));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->o_bias, n, hidden));
