@@ -219,7 +219,11 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
   }
   if (config->qk_norm) per_layer += 2ull * (uint64_t)config->head_dim;
   uint64_t norm_bytes = per_layer;
-  if (!atlas_mul_u64(&norm_bytes, (uint64_t)config->num_hidden_layers) ||
+  // The weight arena starts each tensor 256-byte aligned: at most 255
+  // bytes of padding per tensor (every tensor it holds is one of these).
+  uint64_t padding = 255u * (uint64_t)atlas_checkpoint_tensor_count(checkpoint);
+  if (!atlas_add_u64(&total, padding) ||
+      !atlas_mul_u64(&norm_bytes, (uint64_t)config->num_hidden_layers) ||
       !atlas_add_u64(&norm_bytes, (uint64_t)config->hidden_size) ||
       !atlas_mul_u64(&norm_bytes, 4) || !atlas_add_u64(&total, norm_bytes) ||
       !atlas_add_u64(&total, kv_and_scratch_bytes(config, max_seq)) ||
