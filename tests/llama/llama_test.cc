@@ -394,6 +394,26 @@ TEST(Llama, RedZonesKeepOneAllocationPerBuffer) {
       << two.report;
   EXPECT_EQ(two.redzone_violations, 0u);
   EXPECT_GE(two.required, two.live_bytes);
+  // A load that fails at any of those allocations leaves none behind.
+  std::string dir = std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") + "/rz2";
+  atlas_checkpoint *ck = nullptr;
+  ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
+  atlas_llama_config config;
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
+  atlas_backend_options o{};
+  o.modules = &atlas_llama_module_set;
+  atlas_backend *b = nullptr;
+  ASSERT_OK(atlas_host_backend_create(&o, &b));
+  for (uint64_t k = 1; k <= two.allocs; ++k) {
+    atlas_backend_inject_fault(b, ATLAS_FAULT_ALLOC, k);
+    atlas_llama_model *model = nullptr;
+    StatusResult r = Take(atlas_llama_load(b, ck, &config, nullptr, &model));
+    ASSERT_EQ(r.code, ATLAS_STATUS_ABORTED) << "k=" << k << ": " << r.message;
+    ASSERT_EQ(atlas_backend_live_alloc_count(b), 0u) << "fault " << k;
+  }
+  atlas_backend_inject_fault(b, ATLAS_FAULT_ALLOC, 0);
+  atlas_checkpoint_close(ck);
+  ASSERT_OK(atlas_backend_destroy(b));
 }
 
 // The batched prefill against the one-token path on the same host backend:
