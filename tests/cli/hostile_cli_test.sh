@@ -127,7 +127,9 @@ budget=$(awk -v a="$live_a" -v b="$live_b" 'BEGIN { printf "%.6f", (b + a / 2) /
 for path in side-by-side replace; do
   extra=()
   [ "$path" = replace ] && extra=(--budget-mb "$budget")
-  for fault in alloc:5 copy:7 launch:3 host-alloc:1; do
+  # alloc:3 is the new model's last allocation (weights, their scan's
+  # results, then its buffers), after its weights landed.
+  for fault in alloc:3 copy:7 launch:3 host-alloc:1; do
     rm -f "$tmp/s.bin"
     ATLAS_FAULT=$fault "$atlas" swap --model "$tmp/a" --to "$tmp/b" "${run[@]}" "${extra[@]}" --logits "$tmp/s.bin" >"$tmp/out" 2>"$tmp/err"; rc=$?
     where="$path swap, ATLAS_FAULT=$fault"

@@ -237,7 +237,7 @@ TEST(LlamaCudaFaults, FailedLoadAtEveryFaultLeavesNothingOnTheDevice) {
   ASSERT_OK(atlas_llama_unload(model, nullptr));
   size_t free_before = 0, free_after = 0;
   ASSERT_OK(atlas_backend_device_free_memory(b, &free_before));
-  ASSERT_GT(allocs, 10u);
+  ASSERT_GE(allocs, 3u);  // weights, the scan's results, the buffers
   for (int kind = 0; kind < 2; ++kind) {
     uint64_t n = kind == 0 ? allocs : copies;
     for (uint64_t k = 1; k <= n; ++k) {

@@ -48,6 +48,16 @@ class SwapPromise : public ::testing::TestWithParam<int> {
     ASSERT_OK(atlas_model_required_bytes(&b, &nb));
     ASSERT_OK(atlas_host_pool_create(nb + na / 2, &pool_));
   }
+  // Device allocations a clean open of `s` makes; the last is the model's
+  // buffers (KV cache and scratch), after the weights are in.
+  static uint64_t LoadAllocs(const atlas_model_spec &s) {
+    atlas_model *probe = nullptr;
+    EXPECT_OK(atlas_model_open(&s, &probe));
+    if (probe == nullptr) return 0;
+    uint64_t n = atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_ALLOC);
+    EXPECT_OK(atlas_model_close(probe, nullptr));
+    return n;
+  }
   // Every file of the old checkpoint (config, weights or index + shards).
   std::vector<std::string> OldFiles() {
     std::vector<std::string> files = {old_ + "/config.json"};
@@ -116,6 +126,7 @@ void Vandalize(void *p) {
 
 TEST_P(SwapPromise, FailedSwapRestoresTheSameWeightsWhateverHappensToTheFiles) {
   OneAtATime();
+  uint64_t last = LoadAllocs(Spec(new_));
   for (Vandalism how :
        {kOverwrite, kRewriteOtherWeights, kTruncate, kDelete}) {
     SCOPED_TRACE("vandalism " + std::to_string(how));
@@ -133,7 +144,7 @@ TEST_P(SwapPromise, FailedSwapRestoresTheSameWeightsWhateverHappensToTheFiles) {
     b.after_teardown = Vandalize;
     b.after_teardown_ctx = &ctx;
     b.fault_kind = ATLAS_FAULT_ALLOC;
-    b.fault_at = 9;  // part-way through the new weights
+    b.fault_at = last;  // the new weights are in, their buffers fail
     atlas_swap_report r;
     StatusResult s = Take(atlas_model_swap(&m, &b, &r));
     EXPECT_EQ(ctx.calls, 1);
@@ -206,8 +217,9 @@ TEST_P(SwapPromise, SideBySideIgnoresTheOldFiles) {
   ASSERT_OK(atlas_model_open(&a, &m));
   std::vector<float> before = Logits(m);
   for (const std::string &f : OldFiles()) ASSERT_EQ(unlink(f.c_str()), 0);
+  uint64_t last = LoadAllocs(b);
   b.fault_kind = ATLAS_FAULT_ALLOC;
-  b.fault_at = 5;
+  b.fault_at = last;
   atlas_swap_report r;
   StatusResult s = Take(atlas_model_swap(&m, &b, &r));
   EXPECT_EQ(s.code, ATLAS_STATUS_ABORTED) << s.message;

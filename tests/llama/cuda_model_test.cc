@@ -156,11 +156,17 @@ TEST(CudaSwap, SeedScenarioRestoreUsesNearlyAllTheBudget) {
   uint64_t need = 0;
   ASSERT_OK(atlas_model_required_bytes(&big, &need));
   big.device_budget_bytes = other.device_budget_bytes = need + need / 100;
+  // The last allocation of a clean load: the weights are in, their buffers
+  // (KV cache and scratch, one allocation) fail.
+  atlas_model *probe = nullptr;
+  ASSERT_OK(atlas_model_open(&other, &probe));
+  uint64_t last = atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_ALLOC);
+  ASSERT_OK(atlas_model_close(probe, nullptr));
   atlas_model *m = nullptr;
   ASSERT_OK(atlas_model_open(&big, &m));
   std::vector<float> before = Logits(m);
   other.fault_kind = ATLAS_FAULT_ALLOC;
-  other.fault_at = 10;
+  other.fault_at = last;
   atlas_swap_report r;
   StatusResult s = Take(atlas_model_swap(&m, &other, &r));
   EXPECT_EQ(s.code, ATLAS_STATUS_ABORTED);

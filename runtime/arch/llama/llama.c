@@ -1,9 +1,10 @@
 // Loading and tearing down a Llama model.
 //
-// The model is built as teardown resources in build order: weights, KV
-// cache, scratch, kernel registry. Each resource is registered before it is
-// filled, so a load that fails part-way releases exactly what it allocated by
-// running the teardown built so far.
+// The model is built as teardown resources in build order: weights, buffers
+// (one allocation carved into the KV cache, scratch and prefill scratch),
+// kv_cache, scratch, prefill_scratch, kernel registry, decode graph. Each
+// resource is registered before it is filled, so a load that fails part-way
+// releases exactly what it allocated by running the teardown built so far.
 #define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include "atlas/runtime/arch/llama/llama.h"
 
@@ -30,25 +31,11 @@ static atlas_status release_weights(void *p) {
   return status;
 }
 
-static atlas_status release_kv(void *p) {
-  atlas_llama_kv_cache *kv = p;
-  atlas_status status = atlas_backend_free(kv->backend, kv->values);
-  status = atlas_status_join(status, atlas_backend_free(kv->backend, kv->keys));
-  free(kv);
-  return status;
-}
-
-static atlas_status release_scratch(void *p) {
-  atlas_llama_scratch *s = p;
-  void *bufs[] = {s->result, s->step, s->v,   s->k,   s->inv_freq,
-                  s->logits, s->att,  s->hb2, s->hb,  s->q,
-                  s->xb2,    s->xb,   s->x};
-  atlas_status status = ATLAS_OK;
-  for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); ++i) {
-    status = atlas_status_join(status, atlas_backend_free(s->backend, bufs[i]));
-  }
-  free(s);
-  return status;
+// The KV cache and the scratch are carved from the model's buffers
+// (released by "buffers", after these): only their host structs go here.
+static atlas_status release_host_struct(void *p) {
+  free(p);
+  return ATLAS_OK;
 }
 
 static atlas_status release_kernels(void *p) {
@@ -137,6 +124,77 @@ static int64_t resolve_max_seq(const atlas_llama_config *c, int64_t requested) {
   return limit < 2048 ? limit : 2048;
 }
 
+// ---- KV cache and scratch ----------------------------------------------------
+
+// Both take their pieces from the model's buffers (llama_buffers.h): in the
+// sizing pass they only count, in the carving pass they get addresses.
+static atlas_status take_kv(atlas_llama_kv_cache *kv, atlas_llama_buffers *b,
+                            const atlas_llama_config *c, int64_t max_seq) {
+  // kv_bytes counts 4-byte elements (the swap budgets for the largest type).
+  size_t half = (size_t)(kv_bytes(c, max_seq) / 2 / 4 * atlas_dtype_size(kv->dtype));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, half, &kv->keys));
+  return atlas_llama_buffers_take(b, half, &kv->values);
+}
+
+static atlas_status take_scratch(atlas_llama_scratch *s, atlas_llama_buffers *b,
+                                 const atlas_llama_config *c, int64_t max_seq) {
+  size_t f = sizeof(float);
+  size_t hidden = (size_t)c->hidden_size * f;
+  size_t q_dim = (size_t)(c->num_attention_heads * c->head_dim) * f;
+  size_t inter = (size_t)c->intermediate_size * f;
+  // xb and xb2 hold either a hidden vector or an attention output.
+  size_t wide = hidden > q_dim ? hidden : q_dim;
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, hidden, &s->x));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, wide, &s->xb));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, wide, &s->xb2));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, q_dim, &s->q));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, inter, &s->hb));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, inter, &s->hb2));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(
+      b, (size_t)(c->num_attention_heads * max_seq) * f, &s->att));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_llama_buffers_take(b, (size_t)c->vocab_size * f, &s->logits));
+  size_t half = (size_t)atlas_rope_rot_dim(&c->rope, c->head_dim) / 2;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_llama_buffers_take(b, (half ? half : 1) * f, &s->inv_freq));
+  size_t kv_dim = (size_t)(c->num_key_value_heads * c->head_dim) * f;
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, kv_dim, &s->k));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, kv_dim, &s->v));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, 2 * sizeof(uint32_t), &s->step));
+  // The argmax's answer (2 words) and its cross-block state (4, zeroed).
+  return atlas_llama_buffers_take_zeroed(b, 6 * sizeof(uint32_t), &s->result);
+}
+
+// Every piece of the model's buffers, in one order for both passes.
+static atlas_status take_buffers(atlas_llama_model *m) {
+  atlas_llama_buffers *b = m->buffers;
+  ATLAS_RETURN_IF_ERROR(take_kv(m->kv, b, &m->config, m->max_seq));
+  ATLAS_RETURN_IF_ERROR(take_scratch(m->scratch, b, &m->config, m->max_seq));
+  if (m->prefill == NULL) return ATLAS_OK;
+  return atlas_llama_prefill_take(m->prefill, b, &m->config, m->max_seq);
+}
+
+// The KV cache (at 4-byte elements, the largest type) and the scratch as a
+// load carves them, alignment included: the sizing pass itself. Call after
+// checked_sizes, which bounds every product.
+static uint64_t kv_and_scratch_bytes(const atlas_llama_config *c, int64_t max_seq) {
+  atlas_llama_kv_cache kv;
+  atlas_llama_scratch scratch;
+  atlas_llama_buffers b;
+  memset(&kv, 0, sizeof(kv));
+  memset(&scratch, 0, sizeof(scratch));
+  memset(&b, 0, sizeof(b));
+  kv.dtype = ATLAS_DTYPE_F32;
+  b.sizing = true;
+  atlas_status status = take_kv(&kv, &b, c, max_seq);
+  if (status == ATLAS_OK) status = take_scratch(&scratch, &b, c, max_seq);
+  if (status != ATLAS_OK) {
+    atlas_status_free(status);
+    return UINT64_MAX;  // overflows the caller's sum: refused there
+  }
+  return atlas_llama_buffers_bytes(&b);
+}
+
 atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
                                         const atlas_checkpoint *checkpoint,
                                         int64_t max_seq, uint64_t *out_bytes) {
@@ -145,7 +203,8 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
   ATLAS_RETURN_IF_ERROR(atlas_llama_weight_bytes(config, checkpoint, &weights));
   max_seq = resolve_max_seq(config, max_seq);
   uint64_t kv = 0, scratch = 0, total = weights;
-  // Bounds every product below (heads x head_dim, intermediate, ...).
+  // Bounds every product below (heads x head_dim, intermediate, ...); the
+  // KV cache and scratch are then counted as a load carves them.
   ATLAS_RETURN_IF_ERROR(checked_sizes(config, max_seq, &kv, &scratch));
   // Norms and biases are held as f32; count them at 4 bytes per element
   // (weight_bytes counted them at their checkpoint size, at most 4).
@@ -160,10 +219,14 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
   }
   if (config->qk_norm) per_layer += 2ull * (uint64_t)config->head_dim;
   uint64_t norm_bytes = per_layer;
-  if (!atlas_mul_u64(&norm_bytes, (uint64_t)config->num_hidden_layers) ||
+  // The weight arena starts each tensor 256-byte aligned: at most 255
+  // bytes of padding per tensor (every tensor it holds is one of these).
+  uint64_t padding = 255u * (uint64_t)atlas_checkpoint_tensor_count(checkpoint);
+  if (!atlas_add_u64(&total, padding) ||
+      !atlas_mul_u64(&norm_bytes, (uint64_t)config->num_hidden_layers) ||
       !atlas_add_u64(&norm_bytes, (uint64_t)config->hidden_size) ||
       !atlas_mul_u64(&norm_bytes, 4) || !atlas_add_u64(&total, norm_bytes) ||
-      !atlas_add_u64(&total, kv) || !atlas_add_u64(&total, scratch) ||
+      !atlas_add_u64(&total, kv_and_scratch_bytes(config, max_seq)) ||
       !atlas_add_u64(&total, atlas_llama_prefill_bytes(
                                  config,
                                  atlas_llama_prefill_rows(config, max_seq, 0),
@@ -459,48 +522,6 @@ static atlas_status load_weights(atlas_llama_weights *w,
   return status;
 }
 
-// ---- KV cache and scratch ----------------------------------------------------
-
-static atlas_status alloc_kv(atlas_llama_kv_cache *kv, const atlas_llama_config *c,
-                             int64_t max_seq) {
-  // kv_bytes counts 4-byte elements (the swap budgets for the largest type).
-  size_t half = (size_t)(kv_bytes(c, max_seq) / 2 / 4 * atlas_dtype_size(kv->dtype));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(kv->backend, half, (void **)&kv->keys));
-  return atlas_backend_alloc(kv->backend, half, (void **)&kv->values);
-}
-
-static atlas_status alloc_scratch(atlas_llama_scratch *s,
-                                  const atlas_llama_config *c, int64_t max_seq) {
-  size_t f = sizeof(float);
-  size_t hidden = (size_t)c->hidden_size * f;
-  size_t q_dim = (size_t)(c->num_attention_heads * c->head_dim) * f;
-  size_t inter = (size_t)c->intermediate_size * f;
-  // xb and xb2 hold either a hidden vector or an attention output.
-  size_t wide = hidden > q_dim ? hidden : q_dim;
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, hidden, (void **)&s->x));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, wide, (void **)&s->xb));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, wide, (void **)&s->xb2));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, q_dim, (void **)&s->q));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, inter, (void **)&s->hb));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, inter, (void **)&s->hb2));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(
-      s->backend, (size_t)(c->num_attention_heads * max_seq) * f, (void **)&s->att));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, (size_t)c->vocab_size * f,
-                                            (void **)&s->logits));
-  size_t half = (size_t)atlas_rope_rot_dim(&c->rope, c->head_dim) / 2;
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, (half ? half : 1) * f,
-                                            (void **)&s->inv_freq));
-  size_t kv_dim = (size_t)(c->num_key_value_heads * c->head_dim) * f;
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, kv_dim, (void **)&s->k));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(s->backend, kv_dim, (void **)&s->v));
-  ATLAS_RETURN_IF_ERROR(
-      atlas_backend_alloc(s->backend, 2 * sizeof(uint32_t), (void **)&s->step));
-  // The argmax's answer (2 words) and its cross-block state (4, zeroed).
-  ATLAS_RETURN_IF_ERROR(
-      atlas_backend_alloc(s->backend, 6 * sizeof(uint32_t), (void **)&s->result));
-  return atlas_backend_memset(s->backend, s->result, 0, 6 * sizeof(uint32_t));
-}
-
 // ---- load / unload -----------------------------------------------------------
 
 // Registers `resource` or releases it on the spot when registration fails
@@ -537,6 +558,16 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   ATLAS_RETURN_IF_ERROR(atlas_llama_weight_bytes(c, ck, &progress.total));
   ATLAS_RETURN_IF_ERROR(load_weights(m->weights, ck, c, tied, &progress));
 
+  // The KV cache, scratch and prefill scratch: one allocation (the
+  // "buffers", registered first so that it outlives what borrows from it),
+  // sized by a first pass over the same layout and carved by a second.
+  m->buffers = calloc(1, sizeof(*m->buffers));
+  if (m->buffers == NULL) goto oom;
+  m->buffers->backend = m->backend;
+  m->buffers->sizing = true;
+  ATLAS_RETURN_IF_ERROR(
+      adopt(m->teardown, "buffers", atlas_llama_buffers_release, m->buffers));
+
   m->kv = calloc(1, sizeof(*m->kv));
   if (m->kv == NULL) goto oom;
   m->kv->backend = m->backend;
@@ -548,16 +579,19 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
                                              : ATLAS_DTYPE_F32;
     m->kv->dtype = w == ATLAS_DTYPE_F16 || w == ATLAS_DTYPE_BF16 ? w : ATLAS_DTYPE_F32;
   }
-  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "kv_cache", release_kv, m->kv));
-  ATLAS_RETURN_IF_ERROR(alloc_kv(m->kv, c, m->max_seq));
+  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "kv_cache", release_host_struct, m->kv));
 
   m->scratch = calloc(1, sizeof(*m->scratch));
   if (m->scratch == NULL) goto oom;
   m->scratch->backend = m->backend;
-  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "scratch", release_scratch, m->scratch));
-  ATLAS_RETURN_IF_ERROR(alloc_scratch(m->scratch, c, m->max_seq));
+  ATLAS_RETURN_IF_ERROR(
+      adopt(m->teardown, "scratch", release_host_struct, m->scratch));
   ATLAS_RETURN_IF_ERROR(atlas_llama_prefill_setup(
       m, atlas_llama_prefill_rows(c, m->max_seq, options->prefill_rows)));
+  ATLAS_RETURN_IF_ERROR(take_buffers(m));  // sizing
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_commit(m->buffers));
+  ATLAS_RETURN_IF_ERROR(take_buffers(m));  // carving
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_zero(m->buffers));
 
   ATLAS_RETURN_IF_ERROR(atlas_backend_modules_ready(m->backend));
   atlas_kernel_registry *registry = atlas_backend_kernel_registry(m->backend);

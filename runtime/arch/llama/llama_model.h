@@ -5,6 +5,7 @@
 
 #include "atlas/runtime/forward.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/arch/llama/llama_buffers.h"
 #include "atlas/runtime/arch/llama/llama.h"
 #include "atlas/runtime/arch/llama/llama_ops.h"
 #include "atlas/runtime/arch/llama/llama_prefill.h"
@@ -58,7 +59,8 @@ typedef struct atlas_llama_weights {
 } atlas_llama_weights;
 
 // Teardown resource "kv_cache": keys and values in `dtype` (F32, F16 or
-// BF16; the load option kv_dtype).
+// BF16; the load option kv_dtype), carved from the model's buffers
+// (llama_buffers.h), which own the memory.
 typedef struct atlas_llama_kv_cache {
   atlas_backend *backend;
   atlas_dtype dtype;
@@ -74,7 +76,7 @@ static inline void *atlas_llama_kv_layer(const atlas_llama_kv_cache *kv,
 }
 
 // Teardown resource "scratch": activations of one token, and RoPE's
-// inverse frequencies.
+// inverse frequencies, carved from the model's buffers like the KV cache.
 typedef struct atlas_llama_scratch {
   atlas_backend *backend;
   float *x;         // (dim) the residual stream
@@ -129,6 +131,7 @@ struct atlas_llama_model {
   int64_t max_seq;
   atlas_teardown *teardown;
   atlas_llama_weights *weights;
+  atlas_llama_buffers *buffers;  // the memory of kv, scratch and prefill
   atlas_llama_kv_cache *kv;
   atlas_llama_scratch *scratch;
   atlas_llama_kernels *kernels;

@@ -3,6 +3,7 @@
 // causal attention over the cache), dispatched through the model's
 // ForwardContext like the one-token path, so the host backend runs the same
 // code as the reference.
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "atlas/kernels/prefill_kernels.h"
 #include "atlas/runtime/arch/llama/llama_model.h"
 #include "atlas/runtime/arch/llama/llama_prefill.h"
+#include "atlas/runtime/checked_math.h"
 
 #define P(x) ATLAS_ARG_PTR(x)
 #define U(x) ATLAS_ARG_U32(x)
@@ -76,66 +78,83 @@ static uint64_t part_floats(const atlas_llama_config *c, int64_t max_seq) {
          ((uint64_t)c->head_dim + 2);
 }
 
+// rows x n elements of `elt` bytes, checked: rows may come from a caller's
+// --max-seq, far past anything checked_sizes multiplied out.
+static atlas_status rows_bytes(uint64_t rows, uint64_t n, uint64_t elt,
+                               size_t *out) {
+  uint64_t bytes = rows;
+  if (!atlas_mul_u64(&bytes, n) || !atlas_mul_u64(&bytes, elt) ||
+      bytes > SIZE_MAX) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "the prefill scratch's sizes overflow 64 bits "
+                             "(%llu rows of %llu elements)",
+                             (unsigned long long)rows, (unsigned long long)n);
+  }
+  *out = (size_t)bytes;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_llama_prefill_take(atlas_llama_prefill_scratch *s,
+                                      atlas_llama_buffers *b,
+                                      const atlas_llama_config *c,
+                                      int64_t max_seq) {
+  uint64_t r = (uint64_t)s->rows, f = sizeof(float);
+  uint64_t q_dim = (uint64_t)(c->num_attention_heads * c->head_dim);
+  uint64_t kv_dim = (uint64_t)(c->num_key_value_heads * c->head_dim);
+  uint64_t logit_rows = r < kLogitRows ? r : kLogitRows;
+  size_t n = 0;
+  ATLAS_RETURN_IF_ERROR(rows_bytes(r, 1, 4, &n));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->tokens));
+  ATLAS_RETURN_IF_ERROR(rows_bytes(r, (uint64_t)c->hidden_size, f, &n));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->x));
+  ATLAS_RETURN_IF_ERROR(rows_bytes(r, wide_dim(c), f, &n));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->xb));
+  ATLAS_RETURN_IF_ERROR(rows_bytes(r, q_dim, f, &n));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->xb2));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->q));
+  ATLAS_RETURN_IF_ERROR(rows_bytes(r, (uint64_t)c->intermediate_size, f, &n));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->hb));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->hb2));
+  ATLAS_RETURN_IF_ERROR(rows_bytes(logit_rows, (uint64_t)c->vocab_size, f, &n));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->logits));
+  // RoPE's inverse frequencies are the one-token scratch's (m->scratch),
+  // which atlas_llama_rope_update keeps right for every RoPE type.
+  ATLAS_RETURN_IF_ERROR(rows_bytes(part_floats(c, max_seq), 1, f, &n));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->part));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take_zeroed(
+      b, (size_t)c->num_key_value_heads * sizeof(uint32_t), &s->counters));
+  ATLAS_RETURN_IF_ERROR(rows_bytes(r, kv_dim, f, &n));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->k));
+  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->v));
+  if (!s->one_term) return ATLAS_OK;
+  ATLAS_RETURN_IF_ERROR(rows_bytes(r, input_dim(c), 2, &n));
+  return atlas_llama_buffers_take(b, n, &s->x16);
+}
+
+// The sizing pass of atlas_llama_prefill_take itself, so that the figure is
+// what a load carves (alignment included), never a formula beside it.
 uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *c, int64_t rows,
                                    int64_t max_seq) {
   if (rows <= 0) return 0;
-  uint64_t r = (uint64_t)rows;
-  uint64_t q_dim = (uint64_t)(c->num_attention_heads * c->head_dim);
-  uint64_t logit_rows = r < kLogitRows ? r : kLogitRows;
-  uint64_t floats = r * ((uint64_t)c->hidden_size + wide_dim(c) + 2 * q_dim +
-                         2ull * (uint64_t)c->intermediate_size) +
-                    logit_rows * (uint64_t)c->vocab_size +
-                    part_floats(c, max_seq);
-  floats += 2 * r * (uint64_t)(c->num_key_value_heads * c->head_dim);  // k, v rows
-  floats += (uint64_t)c->num_key_value_heads;  // decode split counters (u32)
-  uint64_t x16 = r * input_dim(c) * 2u;  // 16-bit input rows
-  return floats * 4u + r * 4u + x16;  // + the token ids
-}
-
-static atlas_status release_prefill(void *p) {
-  atlas_llama_prefill_scratch *s = p;
-  void *bufs[] = {s->x16, s->v,      s->k,    s->counters,
-                  s->part, s->logits, s->hb2,  s->hb,
-                  s->q,    s->xb2,    s->xb,   s->x,
-                  s->tokens};
-  atlas_status status = ATLAS_OK;
-  for (size_t i = 0; i < COUNT(bufs); ++i) {
-    status = atlas_status_join(status, atlas_backend_free(s->backend, bufs[i]));
+  atlas_llama_prefill_scratch s;
+  memset(&s, 0, sizeof(s));
+  s.rows = rows;
+  s.one_term = true;  // x16 counted whatever the KV type: an upper bound
+  atlas_llama_buffers b;
+  memset(&b, 0, sizeof(b));
+  b.sizing = true;
+  atlas_status status = atlas_llama_prefill_take(&s, &b, c, max_seq);
+  if (status != ATLAS_OK) {
+    atlas_status_free(status);
+    return UINT64_MAX;  // overflows the caller's sum: refused there
   }
-  free(s);
-  return status;
+  return atlas_llama_buffers_bytes(&b);
 }
 
-static atlas_status alloc_prefill(atlas_llama_prefill_scratch *s,
-                                  const atlas_llama_config *c, int64_t max_seq) {
-  atlas_backend *b = s->backend;
-  size_t r = (size_t)s->rows, f = sizeof(float);
-  size_t q_dim = (size_t)(c->num_attention_heads * c->head_dim);
-  size_t logit_rows = r < kLogitRows ? r : kLogitRows;
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, r * 4u, (void **)&s->tokens));
-  ATLAS_RETURN_IF_ERROR(
-      atlas_backend_alloc(b, r * (size_t)c->hidden_size * f, (void **)&s->x));
-  ATLAS_RETURN_IF_ERROR(
-      atlas_backend_alloc(b, r * (size_t)wide_dim(c) * f, (void **)&s->xb));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, r * q_dim * f, (void **)&s->xb2));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, r * q_dim * f, (void **)&s->q));
-  size_t inter = r * (size_t)c->intermediate_size * f;
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, inter, (void **)&s->hb));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, inter, (void **)&s->hb2));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(
-      b, logit_rows * (size_t)c->vocab_size * f, (void **)&s->logits));
-  // RoPE's inverse frequencies are the one-token scratch's (m->scratch),
-  // which atlas_llama_rope_update keeps right for every RoPE type.
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, (size_t)part_floats(c, max_seq) * f,
-                                            (void **)&s->part));
-  size_t counters = (size_t)c->num_key_value_heads * sizeof(uint32_t);
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, counters, (void **)&s->counters));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_memset(b, s->counters, 0, counters));
-  size_t kv_rows = r * (size_t)(c->num_key_value_heads * c->head_dim) * f;
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, kv_rows, (void **)&s->k));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_alloc(b, kv_rows, (void **)&s->v));
-  if (!s->one_term) return ATLAS_OK;
-  return atlas_backend_alloc(b, r * (size_t)input_dim(c) * 2u, &s->x16);
+// The device memory is the model's buffers' (released by "buffers").
+static atlas_status release_prefill(void *p) {
+  free(p);
+  return ATLAS_OK;
 }
 
 // Whether the backend multiplies (cuBLASLt on CUDA): asked once, here; its
@@ -163,7 +182,6 @@ atlas_status atlas_llama_prefill_setup(atlas_llama_model *m, int64_t rows) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "out of host memory for the prefill scratch");
   }
-  s->backend = m->backend;
   s->rows = rows;
   s->one_term = atlas_llama_prefill_one_term(m->kv->dtype);
   atlas_status status = s->one_term ? probe_matmul(m->backend, &s->matmul)
@@ -178,8 +196,8 @@ atlas_status atlas_llama_prefill_setup(atlas_llama_model *m, int64_t rows) {
     atlas_status_free(release_prefill(s));
     return status;
   }
-  m->prefill = s;  // registered: a failure below is released by the teardown
-  return alloc_prefill(s, &m->config, m->max_seq);
+  m->prefill = s;  // its pieces come from atlas_llama_prefill_take
+  return ATLAS_OK;
 }
 
 // ---- dispatch helpers ----------------------------------------------------------

@@ -7,20 +7,22 @@
 #include <stdint.h>
 
 #include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/llama/llama_buffers.h"
 #include "atlas/runtime/arch/llama/llama_ops.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-// Teardown resource "prefill_scratch": activations of `rows` prompt tokens.
+// Teardown resource "prefill_scratch": activations of `rows` prompt tokens,
+// carved from the model's buffers (llama_buffers.h), which own the memory.
 typedef struct atlas_llama_prefill_scratch {
-  atlas_backend *backend;
   int64_t rows;
   uint32_t *tokens;
   float *x, *xb, *xb2, *q, *hb, *hb2, *logits;
   float *part;  // flash-decoding partials (one-token steps use them too)
-  uint32_t *counters;  // per KV head: splits done this step (zero between)
+  uint32_t *counters;  // per KV head: splits done this step (zero between;
+                       // a zeroed piece of the buffers)
   float *k, *v; // (rows, kv_dim) the chunk's keys and values before the cache
   // The 16-bit mode (atlas_llama_prefill_one_term): a product's input rows
   // rounded to its weights' type, (rows, max(hidden, q_dim, intermediate));
@@ -46,13 +48,23 @@ bool atlas_llama_prefill_one_term(atlas_dtype kv_dtype);
 int64_t atlas_llama_prefill_rows(const atlas_llama_config *config,
                                  int64_t max_seq, int64_t requested);
 
-// Device bytes of the prefill scratch for `rows` and a cache of max_seq (the
-// 16-bit input rows counted whatever the KV type: an upper bound).
+// Device bytes of the prefill scratch for `rows` and a cache of max_seq, as
+// carved (256-byte aligned pieces; the 16-bit input rows counted whatever
+// the KV type: an upper bound). UINT64_MAX when the sizes overflow.
 uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *config,
                                    int64_t rows, int64_t max_seq);
 
-// Allocates the scratch as a teardown resource of `model` (none for rows 0).
+// Makes the scratch a teardown resource of `model` (none for rows 0),
+// registered after the model's buffers; allocates no device memory: its
+// pieces come from atlas_llama_prefill_take in the load's two passes.
 ATLAS_MUST_USE atlas_status atlas_llama_prefill_setup(atlas_llama_model *model, int64_t rows);
+
+// Takes the scratch's pieces from `buffers` (sizing or carving pass); the
+// split counters are a zeroed piece.
+ATLAS_MUST_USE atlas_status atlas_llama_prefill_take(atlas_llama_prefill_scratch *s,
+                                                     atlas_llama_buffers *buffers,
+                                                     const atlas_llama_config *config,
+                                                     int64_t max_seq);
 
 // One token's attention for layer `l` (sliding `window`, 0: none) at the
 // position in the model's scratch->step, split over the context
