@@ -278,10 +278,70 @@ static atlas_status rmsnorm_rows(const atlas_llama_ctx *ctx, float *out,
   return launch(ctx, ctx->ops.rmsnorm_rows, d3(n, 1), 256, args, COUNT(args));
 }
 
+// The 16-bit weights' type every one of `count` products shares, or F32
+// (one-term mode off, F32 weights, or types that differ).
+static atlas_llama_wtype shared_16bit(const atlas_llama_prefill_scratch *s,
+                                      const atlas_llama_matrix *const *w,
+                                      size_t count) {
+  if (!s->one_term) return ATLAS_LLAMA_W_F32;
+  atlas_llama_wtype t = atlas_llama_wtype_of(w[0]->dtype);
+  for (size_t i = 1; i < count; ++i) {
+    if (atlas_llama_wtype_of(w[i]->dtype) != t) return ATLAS_LLAMA_W_F32;
+  }
+  return t;
+}
+
+// The rmsnorm of s->x before `count` products that share it (q, k, v; gate,
+// up), each then made with gemm_same_x. When they take one 16-bit input
+// type (the 16-bit mode), the normalised rows go straight into s->x16,
+// rounded as gemm_one_term would round them (bit for bit: the same f32
+// values, rounded to nearest even), and s->xb is left unwritten: those
+// products read x16 only, and nothing else reads this norm's rows. Else f32
+// rows into s->xb, and the first product rounds them if it needs to.
+static atlas_status norm_for(const atlas_llama_model *m, const float *norm_w,
+                             const atlas_llama_matrix *const *w, size_t count,
+                             uint32_t n) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  atlas_llama_prefill_scratch *s = m->prefill;
+  atlas_llama_wtype t = shared_16bit(s, w, count);
+  s->x16_type = ATLAS_LLAMA_W_F32;  // nothing valid until the launch is in
+  if (t == ATLAS_LLAMA_W_F32) return rmsnorm_rows(ctx, s->xb, s->x, norm_w, n);
+  atlas_arg args[] = {P(s->x16), P(s->x), P(norm_w),
+                      U((uint32_t)ctx->config->hidden_size),
+                      F((float)ctx->config->rms_norm_eps), U(n)};
+  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.rmsnorm_rows16[t], d3(n, 1), 256,
+                               args, COUNT(args)));
+  s->x16_type = t;
+  return ATLAS_OK;
+}
+
 static atlas_status elementwise(const atlas_llama_ctx *ctx, const atlas_kernel *k,
                                 float *a, const float *b, uint64_t n) {
   atlas_arg args[] = {P(a), P(b), U((uint32_t)n)};
   return launch(ctx, k, d3(blocks(n, 256), 1), 256, args, COUNT(args));
+}
+
+// s->hb = silu(s->hb) * s->hb2 before the down product `w_down`, made
+// with gemm_same_x. In the 16-bit mode the values go straight into s->x16,
+// rounded to the weights' type as gemm_one_term would round them (bit for
+// bit: the same f32 expression, rounded to nearest even); s->hb is then
+// left as it was (the down product reads x16 only).
+static atlas_status silu_mul_for(const atlas_llama_model *m,
+                                 const atlas_llama_matrix *w_down,
+                                 uint64_t count) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  atlas_llama_prefill_scratch *s = m->prefill;
+  atlas_llama_wtype t = shared_16bit(s, &w_down, 1);
+  s->x16_type = ATLAS_LLAMA_W_F32;
+  if (t == ATLAS_LLAMA_W_F32) {
+    return elementwise(ctx, ctx->ops.silu_mul, s->hb, s->hb2, count);
+  }
+  atlas_arg args[] = {P(s->x16), P(s->hb), P(s->hb2), U((uint32_t)count)};
+  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.silu_mul_round[t],
+                               d3(blocks(count, 256), 1), 256, args,
+                               COUNT(args)));
+  s->x16_type = t;
+  return ATLAS_OK;
 }
 
 // The model's RoPE (its inv_freq table, rot_dim and attention_factor, as the
@@ -378,8 +438,9 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   float *k = s->k, *v = s->v;
 
   // Step for step the one-token layer (llama_forward.c), over n rows.
-  ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->x, L->attn_norm, n));
-  ATLAS_RETURN_IF_ERROR(gemm(m, s->q, &L->wq, s->xb, n, q_dim, hidden));
+  const atlas_llama_matrix *const qkv[] = {&L->wq, &L->wk, &L->wv};
+  ATLAS_RETURN_IF_ERROR(norm_for(m, L->attn_norm, qkv, COUNT(qkv), n));
+  ATLAS_RETURN_IF_ERROR(gemm_same_x(m, s->q, &L->wq, s->xb, n, q_dim, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->q, L->q_bias, n, q_dim));
   ATLAS_RETURN_IF_ERROR(gemm_same_x(m, k, &L->wk, s->xb, n, kv_dim, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, k, L->k_bias, n, kv_dim));
@@ -407,15 +468,15 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   ATLAS_RETURN_IF_ERROR(
       elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint64_t)n * (uint64_t)hidden));
 
-  ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->x, L->ffn_norm, n));
+  const atlas_llama_matrix *const gate_up[] = {&L->w_gate, &L->w_up};
+  ATLAS_RETURN_IF_ERROR(norm_for(m, L->ffn_norm, gate_up, COUNT(gate_up), n));
   int64_t inter = c->intermediate_size;
-  ATLAS_RETURN_IF_ERROR(gemm(m, s->hb, &L->w_gate, s->xb, n, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(gemm_same_x(m, s->hb, &L->w_gate, s->xb, n, inter, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb, L->gate_bias, n, inter));
   ATLAS_RETURN_IF_ERROR(gemm_same_x(m, s->hb2, &L->w_up, s->xb, n, inter, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb2, L->up_bias, n, inter));
-  ATLAS_RETURN_IF_ERROR(elementwise(ctx, ctx->ops.silu_mul, s->hb, s->hb2,
-                                    (uint64_t)n * (uint64_t)inter));
-  ATLAS_RETURN_IF_ERROR(gemm(m, s->xb, &L->w_down, s->hb, n, hidden, inter));
+  ATLAS_RETURN_IF_ERROR(silu_mul_for(m, &L->w_down, (uint64_t)n * (uint64_t)inter));
+  ATLAS_RETURN_IF_ERROR(gemm_same_x(m, s->xb, &L->w_down, s->hb, n, hidden, inter));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->down_bias, n, hidden));
   return elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint64_t)n * (uint64_t)hidden);
 }
