@@ -582,7 +582,7 @@ TEST(Llama, OneTermHostTwinsMatchTheBackendMatmul) {
                       ATLAS_ARG_U32(k)};
     ASSERT_OK(atlas_backend_launch_typed(b, gemm, &c, ga, 6));
     ASSERT_OK(atlas_backend_matmul(b, nullptr, want.data(), w16.data(), x16.data(),
-                                   bf ? ATLAS_MATMUL_BF16 : ATLAS_MATMUL_F16, m, n, k));
+                                   bf ? ATLAS_MATMUL_BF16 : ATLAS_MATMUL_F16, m, n, k, ATLAS_MATMUL_WRITE));
     EXPECT_EQ(got, want) << t;
   }
   ASSERT_OK(atlas_backend_destroy(b));

@@ -142,8 +142,8 @@ static atlas_status alloc_prefill(atlas_llama_prefill_scratch *s,
 // UNIMPLEMENTED means the model's own one-term kernels.
 static atlas_status probe_matmul(atlas_backend *b, bool *out_matmul) {
   *out_matmul = false;
-  atlas_status status = atlas_backend_matmul(b, NULL, NULL, NULL, NULL,
-                                             ATLAS_MATMUL_BF16, 0, 0, 0);
+  atlas_status status = atlas_backend_matmul(
+      b, NULL, NULL, NULL, NULL, ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE);
   if (status == ATLAS_OK) {
     *out_matmul = true;
     return ATLAS_OK;
@@ -193,10 +193,11 @@ static atlas_status launch(const atlas_llama_ctx *ctx, const atlas_kernel *k,
 // The 16-bit mode's product: x (m x k, f32) rounded to the weights' type
 // into s->x16 (unless `rounded`: the previous product's input, already
 // there), then one term, through the backend's matmul or gemm16_*.
+// ATLAS_MATMUL_ACCUMULATE (out += the product) only through the matmul.
 static atlas_status gemm_one_term(const atlas_llama_model *mdl, float *out,
                                   const atlas_llama_matrix *w, const float *x,
                                   uint32_t m, int64_t n, int64_t k,
-                                  bool rounded) {
+                                  bool rounded, atlas_matmul_out mode) {
   const atlas_llama_ctx *ctx = &mdl->ctx;
   atlas_llama_prefill_scratch *s = mdl->prefill;
   atlas_llama_wtype t = atlas_llama_wtype_of(w->dtype);
@@ -213,7 +214,12 @@ static atlas_status gemm_one_term(const atlas_llama_model *mdl, float *out,
     return atlas_backend_matmul(
         ctx->core.backend, ctx->core.stream, out, w->data, s->x16,
         t == ATLAS_LLAMA_W_F16 ? ATLAS_MATMUL_F16 : ATLAS_MATMUL_BF16, m,
-        (size_t)n, (size_t)k);
+        (size_t)n, (size_t)k, mode);
+  }
+  if (mode != ATLAS_MATMUL_WRITE) {
+    return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                             "an accumulating product without the backend's "
+                             "matmul (the gemm16 kernels overwrite)");
   }
   atlas_arg args[] = {P(out), P(w->data), P(s->x16), U(m), U((uint32_t)n),
                       U((uint32_t)k)};
@@ -237,7 +243,7 @@ static atlas_status gemm_x(const atlas_llama_model *mdl, float *out,
   const atlas_llama_ctx *ctx = &mdl->ctx;
   atlas_llama_wtype t = atlas_llama_wtype_of(w->dtype);
   if (mdl->prefill->one_term && t != ATLAS_LLAMA_W_F32) {
-    return gemm_one_term(mdl, out, w, x, m, n, k, same_x);
+    return gemm_one_term(mdl, out, w, x, m, n, k, same_x, ATLAS_MATMUL_WRITE);
   }
   mdl->prefill->x16_type = ATLAS_LLAMA_W_F32;  // the next product rounds
   atlas_arg args[] = {P(out), P(w->data), P(x), U(m), U((uint32_t)n),
@@ -387,6 +393,34 @@ static atlas_status head_norm_rows(const atlas_llama_ctx *ctx, float *x,
                 COUNT(args));
 }
 
+// s->x += w h, the residual connection after the o and down products (h:
+// n rows of k; `same_x` as gemm_x). Through the backend's matmul (the 16-bit
+// mode: cuBLASLt on CUDA, or the host backend) and without a bias, the
+// product is added to x as it is made (ATLAS_MATMUL_ACCUMULATE): no f32
+// rows in s->xb and no separate add pass. On the host backend that is the
+// same f32 addition, x + (w h), bit for bit; cuBLASLt's epilogue (beta = 1)
+// may fold x into its partial sums in another order (split-k), which
+// changes only the summation order of this one f32 addition. With a bias,
+// or without the matmul (the gemm16 kernels; the f32 mode), the order stays
+// x + ((w h) + bias): the product into s->xb, the bias, then the add.
+static atlas_status add_product(const atlas_llama_model *m,
+                                const atlas_llama_matrix *w, const float *h,
+                                const float *bias, uint32_t n, int64_t k,
+                                bool same_x) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  atlas_llama_prefill_scratch *s = m->prefill;
+  int64_t hidden = ctx->config->hidden_size;
+  atlas_llama_wtype t = atlas_llama_wtype_of(w->dtype);
+  if (s->matmul && s->one_term && t != ATLAS_LLAMA_W_F32 && bias == NULL) {
+    return gemm_one_term(m, s->x, w, h, n, hidden, k, same_x,
+                         ATLAS_MATMUL_ACCUMULATE);
+  }
+  ATLAS_RETURN_IF_ERROR(gemm_x(m, s->xb, w, h, n, hidden, k, same_x));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, bias, n, hidden));
+  return elementwise(ctx, ctx->ops.add, s->x, s->xb,
+                     (uint64_t)n * (uint64_t)hidden);
+}
+
 // ---- one-token attention, split over the context (flash-decoding) ----------
 
 atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
@@ -463,10 +497,7 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention_prefill[kvt],
                                d3(blocks((uint64_t)n * group, rows), n_kv), 128,
                                att, COUNT(att)));
-  ATLAS_RETURN_IF_ERROR(gemm(m, s->xb, &L->wo, s->xb2, n, hidden, q_dim));
-  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->o_bias, n, hidden));
-  ATLAS_RETURN_IF_ERROR(
-      elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint64_t)n * (uint64_t)hidden));
+  ATLAS_RETURN_IF_ERROR(add_product(m, &L->wo, s->xb2, L->o_bias, n, q_dim, false));
 
   const atlas_llama_matrix *const gate_up[] = {&L->w_gate, &L->w_up};
   ATLAS_RETURN_IF_ERROR(norm_for(m, L->ffn_norm, gate_up, COUNT(gate_up), n));
@@ -476,9 +507,7 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   ATLAS_RETURN_IF_ERROR(gemm_same_x(m, s->hb2, &L->w_up, s->xb, n, inter, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb2, L->up_bias, n, inter));
   ATLAS_RETURN_IF_ERROR(silu_mul_for(m, &L->w_down, (uint64_t)n * (uint64_t)inter));
-  ATLAS_RETURN_IF_ERROR(gemm_same_x(m, s->xb, &L->w_down, s->hb, n, hidden, inter));
-  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->down_bias, n, hidden));
-  return elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint64_t)n * (uint64_t)hidden);
+  return add_product(m, &L->w_down, s->hb, L->down_bias, n, inter, true);
 }
 
 // Logits of rows [first, first + count) of the chunk's final hidden states
