@@ -35,22 +35,71 @@ extern "C" __global__ void embed_rows_bf16(float *out, const __nv_bfloat16 *t,
 }
 
 // ---- rmsnorm_rows: one block per row ----------------------------------------
+// rmsnorm_rows_{f16,bf16}: the same f32 values rounded to nearest even (as
+// round_rows) into the 16-bit input rows of the next product: bit for bit
+// rmsnorm_rows then round_rows, one pass fewer.
 
-extern "C" __global__ void rmsnorm_rows(float *out, const float *x,
-                                        const float *w, uint32_t dim, float eps,
-                                        uint32_t n) {
+__device__ __forceinline__ void store_out(float *o, size_t i, float v) { o[i] = v; }
+__device__ __forceinline__ void store_out(__half *o, size_t i, float v) {
+  o[i] = __float2half_rn(v);
+}
+__device__ __forceinline__ void store_out(__nv_bfloat16 *o, size_t i, float v) {
+  o[i] = __float2bfloat16_rn(v);
+}
+
+template <typename O>
+__device__ void rmsnorm_rows_to(O *out, const float *x, const float *w,
+                                uint32_t dim, float eps, uint32_t n) {
   __shared__ float shared[32];
   uint32_t r = blockIdx.x;
   if (r >= n) return;
   const float *xr = x + (size_t)r * dim;
-  float *orow = out + (size_t)r * dim;
+  O *orow = out + (size_t)r * dim;
   float ss = 0.0f;
   for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) ss += xr[i] * xr[i];
   ss = block_sum(ss, shared);
   float scale = rsqrtf(ss / dim + eps);
   for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) {
-    orow[i] = w[i] * (xr[i] * scale);
+    store_out(orow, i, w[i] * (xr[i] * scale));
   }
+}
+
+extern "C" __global__ void rmsnorm_rows(float *out, const float *x,
+                                        const float *w, uint32_t dim, float eps,
+                                        uint32_t n) {
+  rmsnorm_rows_to(out, x, w, dim, eps, n);
+}
+extern "C" __global__ void rmsnorm_rows_f16(__half *out, const float *x,
+                                            const float *w, uint32_t dim,
+                                            float eps, uint32_t n) {
+  rmsnorm_rows_to(out, x, w, dim, eps, n);
+}
+extern "C" __global__ void rmsnorm_rows_bf16(__nv_bfloat16 *out, const float *x,
+                                             const float *w, uint32_t dim,
+                                             float eps, uint32_t n) {
+  rmsnorm_rows_to(out, x, w, dim, eps, n);
+}
+
+// ---- silu_mul_round: silu(a) * b rounded to 16 bits --------------------------
+// The down product's input: the one-token silu_mul's expression (llama.cu),
+// rounded as round_rows; a and b are left as they were.
+template <typename O>
+__device__ void silu_mul_round(O *out, const float *a, const float *b,
+                               uint32_t n) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float x = a[i];
+    store_out(out, i, x / (1.0f + expf(-x)) * b[i]);
+  }
+}
+extern "C" __global__ void silu_mul_round_f16(__half *out, const float *a,
+                                              const float *b, uint32_t n) {
+  silu_mul_round(out, a, b, n);
+}
+extern "C" __global__ void silu_mul_round_bf16(__nv_bfloat16 *out,
+                                               const float *a, const float *b,
+                                               uint32_t n) {
+  silu_mul_round(out, a, b, n);
 }
 
 // ---- rope_rows ---------------------------------------------------------------

@@ -26,9 +26,10 @@ static void embed_rows(void **args, load_fn load) {
 }
 ATLAS_HOST_BY_DTYPE(embed_rows, load)
 
-static void rmsnorm_rows(const atlas_launch_config *c, void **args) {
-  (void)c;
-  float *out = ARG(float *, 0);
+// The f32 values stored through `store`: f32 as they are (rmsnorm_rows), or
+// rounded to a 16-bit type as round_rows rounds (rmsnorm_rows_{f16,bf16}).
+static void rmsnorm_rows_to(void **args, store_fn store) {
+  void *out = ARG(void *, 0);
   const float *x = ARG(const float *, 1);
   const float *w = ARG(const float *, 2);
   uint32_t dim = ARG(uint32_t, 3);
@@ -36,13 +37,32 @@ static void rmsnorm_rows(const atlas_launch_config *c, void **args) {
   uint32_t n = ARG(uint32_t, 5);
   for (uint32_t r = 0; r < n; ++r) {
     const float *xr = x + (size_t)r * dim;
-    float *orow = out + (size_t)r * dim;
     double ss = 0;
     for (uint32_t i = 0; i < dim; ++i) ss += (double)xr[i] * xr[i];
     float scale = (float)(1.0 / sqrt(ss / dim + eps));
-    for (uint32_t i = 0; i < dim; ++i) orow[i] = w[i] * (xr[i] * scale);
+    for (uint32_t i = 0; i < dim; ++i) {
+      store(out, (size_t)r * dim + i, w[i] * (xr[i] * scale));
+    }
   }
 }
+static void rmsnorm_rows(const atlas_launch_config *c, void **args) {
+  (void)c;
+  rmsnorm_rows_to(args, atlas_host_store_f32);
+}
+ATLAS_HOST_ENTRY(rmsnorm_rows_to, store, f16)
+ATLAS_HOST_ENTRY(rmsnorm_rows_to, store, bf16)
+
+// silu(a) * b, the one-token silu_mul's expression (llama_host.c), rounded
+// as round_rows rounds; a and b are left as they were.
+static void silu_mul_round(void **args, store_fn store) {
+  void *out = ARG(void *, 0);
+  const float *a = ARG(const float *, 1);
+  const float *b = ARG(const float *, 2);
+  uint32_t n = ARG(uint32_t, 3);
+  for (uint32_t i = 0; i < n; ++i) store(out, i, a[i] / (1.0f + expf(-a[i])) * b[i]);
+}
+ATLAS_HOST_ENTRY(silu_mul_round, store, f16)
+ATLAS_HOST_ENTRY(silu_mul_round, store, bf16)
 
 // out = x w^T, one weight row widened to f32 at a time; x read through
 // load_x (f32 as it is, or the weights' 16-bit type widened: exact).
@@ -264,6 +284,10 @@ const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_CO
     {"embed_rows_f16", "pppuu", embed_rows_f16},
     {"embed_rows_bf16", "pppuu", embed_rows_bf16},
     {"rmsnorm_rows", "pppufu", rmsnorm_rows},
+    {"rmsnorm_rows_f16", "pppufu", rmsnorm_rows_to_f16},
+    {"rmsnorm_rows_bf16", "pppufu", rmsnorm_rows_to_bf16},
+    {"silu_mul_round_f16", "pppu", silu_mul_round_f16},
+    {"silu_mul_round_bf16", "pppu", silu_mul_round_bf16},
     {"gemm_f32", "pppuuu", gemm_f32},
     {"gemm_f16", "pppuuu", gemm_f16},
     {"gemm_bf16", "pppuuu", gemm_bf16},

@@ -7,6 +7,13 @@
 //       CUDA: grid (ceil(dim / 256), n), block 256
 //   rmsnorm_rows(out, x, weight_f32, dim, eps, n)                   "pppufu"
 //       CUDA: grid n, block 256
+//   rmsnorm_rows_{f16,bf16}(out, x, weight_f32, dim, eps, n)        "pppufu"
+//       the same rows rounded to the 16-bit type (nearest even) into out:
+//       bit for bit rmsnorm_rows then round_rows; grid as rmsnorm_rows
+//   silu_mul_round_{f16,bf16}(out, a, b, count)                     "pppu"
+//       out[i] = silu(a[i]) * b[i] (the one-token silu_mul's f32 math)
+//       rounded as round_rows, i < count; a and b unchanged
+//       CUDA: grid ceil(count / 256), block 256
 //   gemm_{f32,f16,bf16}(out, w, x, m, n, k)                         "pppuuu"
 //       out[i][j] = sum_c x[i][c] * w[j][c] (x: m x k f32, w: n x k, out: m x n)
 //       CUDA f16/bf16: tensor cores, grid (ceil(n / 128), ceil(m / 64)),
@@ -72,7 +79,7 @@ static inline uint32_t atlas_llama_prefill_attention_rows(int kv_16bit,
 }
 
 // Sized so that adding a kernel without updating the count fails to compile.
-#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 37
+#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 41
 extern const atlas_kernel_def
     atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT];
 

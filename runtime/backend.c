@@ -520,12 +520,18 @@ const char *atlas_matmul_type_name(atlas_matmul_type type) {
 static atlas_status check_matmul(const atlas_backend *b, const float *out,
                                  const void *w, const void *x,
                                  atlas_matmul_type type, size_t m, size_t n,
-                                 size_t k) {
+                                 size_t k, atlas_matmul_out mode) {
   if (type != ATLAS_MATMUL_F16 && type != ATLAS_MATMUL_BF16) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: matmul of type %d; the types are F16 and "
                              "BF16",
                              b->name, (int)type);
+  }
+  if (mode != ATLAS_MATMUL_WRITE && mode != ATLAS_MATMUL_ACCUMULATE) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: matmul with output mode %d; the modes are "
+                             "ATLAS_MATMUL_WRITE and ATLAS_MATMUL_ACCUMULATE",
+                             b->name, (int)mode);
   }
   const size_t limit = (size_t)INT32_MAX;
   if (m > limit || n > limit || k > limit) {
@@ -556,22 +562,23 @@ static atlas_status check_matmul(const atlas_backend *b, const float *out,
 atlas_status atlas_backend_matmul(atlas_backend *b, atlas_stream *stream,
                                   float *out, const void *w, const void *x,
                                   atlas_matmul_type type, size_t m, size_t n,
-                                  size_t k) {
-  ATLAS_RETURN_IF_ERROR(check_matmul(b, out, w, x, type, m, n, k));
+                                  size_t k, atlas_matmul_out mode) {
+  ATLAS_RETURN_IF_ERROR(check_matmul(b, out, w, x, type, m, n, k, mode));
   if (b->vtable->matmul == NULL) return unimplemented(b, "matmul");
   if (m == 0 || n == 0 || k == 0) {
     // The question "does this backend multiply?" (the entry answers OK or
     // UNIMPLEMENTED and touches nothing); not a launch.
     ATLAS_RETURN_IF_ERROR(
-        b->vtable->matmul(b, stream, out, w, x, type, 0, 0, 0));
+        b->vtable->matmul(b, stream, out, w, x, type, 0, 0, 0, mode));
     if (m == 0 || n == 0) return ATLAS_OK;
   }
   ATLAS_RETURN_IF_ERROR(
       atlas_backend_base_fault_check(b, ATLAS_FAULT_LAUNCH, "matmul"));
-  if (k == 0) {  // an empty sum
+  if (k == 0) {  // an empty sum: zeros, or nothing to add
+    if (mode == ATLAS_MATMUL_ACCUMULATE) return ATLAS_OK;
     return atlas_backend_memset_async(b, out, 0, m * n * sizeof(float), stream);
   }
-  return b->vtable->matmul(b, stream, out, w, x, type, m, n, k);
+  return b->vtable->matmul(b, stream, out, w, x, type, m, n, k, mode);
 }
 
 bool atlas_backend_debug_sync_kernels(const atlas_backend *b) {

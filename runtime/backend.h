@@ -270,15 +270,27 @@ typedef enum atlas_matmul_type {
   ATLAS_MATMUL_BF16 = 2,
 } atlas_matmul_type;
 
+// What a matmul does with `out`: overwrite it with the product, or add the
+// product to what it holds (a residual connection, x += W h, without a
+// separate pass over x).
+typedef enum atlas_matmul_out {
+  ATLAS_MATMUL_WRITE = 0,       // out = x w^T
+  ATLAS_MATMUL_ACCUMULATE = 1,  // out += x w^T
+} atlas_matmul_out;
+
 // out[i][j] = sum_c x[i][c] * w[j][c] for i < m, j < n, c < k: x (m x k) and
 // w (n x k) both `type`, row-major; out (m x n) f32, row-major; products and
-// sums in f32 (the order of the sum is the backend's). Queued on `stream`
+// sums in f32 (the order of the sum is the backend's). ATLAS_MATMUL_ACCUMULATE
+// adds the product to out instead (out[i][j] + sum, one f32 addition on the
+// host; cuBLASLt's epilogue, beta = 1, may fold out into its partial sums in
+// another order); ATLAS_MATMUL_WRITE overwrites it. Queued on `stream`
 // (NULL: the default stream). Counts as a launch for fault injection
 // (ATLAS_FAULT=launch:n). UNIMPLEMENTED where the backend has no matmul (the
 // CUDA backend without cuBLASLt, or with ATLAS_CUBLASLT=0): callers then use
 // their own kernels. m or n of 0 computes nothing and is no launch: it asks
 // whether the backend multiplies at all (OK or UNIMPLEMENTED), which is how a
-// caller decides once; k == 0 (m, n > 0) writes zeros. On CUDA the products
+// caller decides once; k == 0 (m, n > 0) writes zeros (accumulating: leaves
+// out as it is), still counted as a launch. On CUDA the products
 // of one backend share cuBLASLt's workspace (allocated by the first product
 // that needs it): products queued on different streams must be ordered
 // (events, or one stream), and the first should not be inside a capture.
@@ -287,7 +299,8 @@ ATLAS_MUST_USE atlas_status atlas_backend_matmul(atlas_backend *b,
                                                  float *out, const void *w,
                                                  const void *x,
                                                  atlas_matmul_type type,
-                                                 size_t m, size_t n, size_t k);
+                                                 size_t m, size_t n, size_t k,
+                                                 atlas_matmul_out mode);
 const char *atlas_matmul_type_name(atlas_matmul_type type);
 bool atlas_backend_debug_sync_kernels(const atlas_backend *b);
 

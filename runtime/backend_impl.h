@@ -122,10 +122,11 @@ typedef struct atlas_backend_vtable {
   // out = x w^T (see atlas_backend_matmul): the type F16 or BF16, each
   // dimension below 2^31 (checked by the front door). m = n = k = 0 is the
   // question "do you multiply?": answer OK or UNIMPLEMENTED, touch nothing.
-  // Otherwise m, n, k > 0 and the pointers are non-NULL.
+  // Otherwise m, n, k > 0, the pointers are non-NULL and `mode` is one of
+  // the two (ACCUMULATE: out += the product).
   atlas_status (*matmul)(atlas_backend *b, atlas_stream *stream, float *out,
                          const void *w, const void *x, atlas_matmul_type type,
-                         size_t m, size_t n, size_t k);
+                         size_t m, size_t n, size_t k, atlas_matmul_out mode);
   // Frees the memory the backend keeps for itself between calls (cuBLASLt's
   // workspace), remade when next needed: the sweep calls it first, so that
   // what it then finds is what nobody released, not the backend's own.

@@ -463,11 +463,12 @@ static float load16(const void *p, size_t i, atlas_matmul_type type) {
 }
 
 // The reference: every element widened to f32 (exact), products and sums in
-// f32, k in order.
+// f32, k in order; accumulating, the sum is then added to out (one f32
+// addition: what a separate add pass over out would compute).
 static atlas_status host_matmul(atlas_backend *b, atlas_stream *stream,
                                 float *out, const void *w, const void *x,
                                 atlas_matmul_type type, size_t m, size_t n,
-                                size_t k) {
+                                size_t k, atlas_matmul_out mode) {
   if (m == 0) return ATLAS_OK;  // the question: yes
   if (resolve(b, stream)->capturing) {
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
@@ -485,7 +486,7 @@ static atlas_status host_matmul(atlas_backend *b, atlas_stream *stream,
     for (size_t i = 0; i < m; ++i) {
       float acc = 0.0f;
       for (size_t c = 0; c < k; ++c) acc += load16(x, i * k + c, type) * row[c];
-      out[i * n + j] = acc;
+      out[i * n + j] = mode == ATLAS_MATMUL_ACCUMULATE ? out[i * n + j] + acc : acc;
     }
   }
   free(row);

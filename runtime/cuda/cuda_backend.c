@@ -706,7 +706,7 @@ static atlas_status cuda_release_caches(atlas_backend *b) {
 static atlas_status cuda_matmul(atlas_backend *b, atlas_stream *stream,
                                 float *out, const void *w, const void *x,
                                 atlas_matmul_type type, size_t m, size_t n,
-                                size_t k) {
+                                size_t k, atlas_matmul_out mode) {
   cuda_backend *cb = as_cuda(b);
   if (cb->blas == NULL) {
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
@@ -718,7 +718,7 @@ static atlas_status cuda_matmul(atlas_backend *b, atlas_stream *stream,
   ATLAS_RETURN_IF_ERROR(bind(cb));
   CUstream s = stream_of(cb, stream);
   ATLAS_RETURN_IF_ERROR(
-      atlas_cuda_blas_matmul(cb->blas, s, out, w, x, type, m, n, k));
+      atlas_cuda_blas_matmul(cb->blas, s, out, w, x, type, m, n, k, mode));
   if (b->debug_sync) {
     return after_launch(cb, s, "cuBLASLt matmul", "", "");
   }

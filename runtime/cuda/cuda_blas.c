@@ -424,7 +424,7 @@ static atlas_status algo_for(atlas_cuda_blas *blas, const algo_key *key,
 atlas_status atlas_cuda_blas_matmul(atlas_cuda_blas *blas, CUstream stream,
                                     float *out, const void *w, const void *x,
                                     atlas_matmul_type type, size_t m, size_t n,
-                                    size_t k) {
+                                    size_t k, atlas_matmul_out mode) {
   int dtype = type == ATLAS_MATMUL_BF16 ? CUDA_R_16BF : CUDA_R_16F;
   // The heuristic only offers algorithms these alignments allow (its
   // default assumes 256 bytes: an input row at an offset would break it).
@@ -449,7 +449,10 @@ atlas_status atlas_cuda_blas_matmul(atlas_cuda_blas *blas, CUstream stream,
         "the cuBLASLt workspace");
   }
   if (status == ATLAS_OK) {
-    const float alpha = 1.0f, beta = 0.0f;
+    // beta = 1: D = W X + C with C = D = out (in place: the same pointer
+    // and layout, which cuBLASLt allows).
+    const float alpha = 1.0f;
+    const float beta = mode == ATLAS_MATMUL_ACCUMULATE ? 1.0f : 0.0f;
     // D (n x m, column-major, ld n) = op(W) (n x k) * X (k x m): row-major
     // out[m][n] = x[m][k] w[n][k]^T.
     status = check(blas,

@@ -43,10 +43,13 @@ ATLAS_MUST_USE atlas_status atlas_cuda_blas_create(atlas_backend *backend,
                                                    atlas_cuda_blas **out_blas);
 
 // out (m x n, f32) = x (m x k) times w (n x k) transposed, both `type`,
-// row-major, on `stream` (arguments checked by the front door; m, n, k > 0).
+// row-major, on `stream` (arguments checked by the front door; m, n, k > 0);
+// ATLAS_MATMUL_ACCUMULATE: out += the product (beta = 1, C = D = out, which
+// cuBLASLt allows in place).
 ATLAS_MUST_USE atlas_status atlas_cuda_blas_matmul(
     atlas_cuda_blas *blas, CUstream stream, float *out, const void *w,
-    const void *x, atlas_matmul_type type, size_t m, size_t n, size_t k);
+    const void *x, atlas_matmul_type type, size_t m, size_t n, size_t k,
+    atlas_matmul_out mode);
 
 // Frees the workspace through the backend, destroys the handle and closes
 // the library. The streams that used it must be idle. NULL is fine.

@@ -34,12 +34,15 @@ struct Shape {
 
 // out = x w^T on `b` for 16-bit bits w, x; `offset` elements into each
 // buffer (an offset of 1 leaves every operand misaligned for wide loads).
+// With `start`: out starts as *start and the product is accumulated into it
+// in place (ATLAS_MATMUL_ACCUMULATE).
 std::vector<float> Multiply(atlas_backend *b, atlas_matmul_type type, const Shape &sh,
                        const std::vector<uint16_t> &w,
                        const std::vector<uint16_t> &x, size_t offset,
-                       atlas_stream *stream) {
+                       atlas_stream *stream,
+                       const std::vector<float> *start = nullptr) {
   void *dw = nullptr, *dx = nullptr, *dout = nullptr;
-  std::vector<float> got(sh.m * sh.n, NAN);
+  std::vector<float> got = start ? *start : std::vector<float>(sh.m * sh.n, NAN);
   EXPECT_OK(atlas_backend_alloc(b, (w.size() + offset) * 2, &dw));
   EXPECT_OK(atlas_backend_alloc(b, (x.size() + offset) * 2, &dx));
   EXPECT_OK(atlas_backend_alloc(b, (got.size() + offset) * 4, &dout));
@@ -47,8 +50,9 @@ std::vector<float> Multiply(atlas_backend *b, atlas_matmul_type type, const Shap
   float *out = (float *)dout + offset;
   EXPECT_OK(atlas_backend_h2d(b, w16, w.data(), w.size() * 2));
   EXPECT_OK(atlas_backend_h2d(b, x16, x.data(), x.size() * 2));
-  EXPECT_OK(atlas_backend_h2d(b, out, got.data(), got.size() * 4));  // NaN
-  EXPECT_OK(atlas_backend_matmul(b, stream, out, w16, x16, type, sh.m, sh.n, sh.k));
+  EXPECT_OK(atlas_backend_h2d(b, out, got.data(), got.size() * 4));  // NaN or start
+  EXPECT_OK(atlas_backend_matmul(b, stream, out, w16, x16, type, sh.m, sh.n, sh.k,
+                                 start ? ATLAS_MATMUL_ACCUMULATE : ATLAS_MATMUL_WRITE));
   EXPECT_OK(atlas_backend_synchronize(b));
   EXPECT_OK(atlas_backend_d2h(b, got.data(), out, got.size() * 4));
   EXPECT_OK(atlas_backend_free(b, dw));
@@ -83,7 +87,7 @@ TEST(CudaMatmul, CublasLtMatchesTheHostBackend) {
   o.log.ctx = &lines;
   CUDA_CREATE_OR_SKIP(&o, &cuda);
   StatusResult asked = Take(atlas_backend_matmul(cuda, nullptr, nullptr, nullptr,
-                                                 nullptr, ATLAS_MATMUL_BF16, 0, 0, 0));
+                                                 nullptr, ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE));
   if (asked.code == ATLAS_STATUS_UNIMPLEMENTED) {
     std::string why = lines.info.empty() ? asked.message : lines.info[0];
     EXPECT_OK(atlas_backend_destroy(cuda));
@@ -127,6 +131,30 @@ TEST(CudaMatmul, CublasLtMatchesTheHostBackend) {
         printf("cuBLASLt %s %zux%zux%zu offset %zu: worst |cuda - host| %.3g of "
                "the bound\n",
                atlas_matmul_type_name(type), sh.m, sh.n, sh.k, offset, worst);
+        // Accumulating in place (beta = 1, C = D = out) onto start values
+        // of either sign: the same sums, plus one f32 addition of |c| + sum
+        // |x w| at most on each side, in whatever order cuBLASLt folds it in.
+        std::uniform_real_distribution<float> d(-50.0f, 50.0f);
+        std::vector<float> c(sh.m * sh.n);
+        for (float &v : c) v = d(rng);
+        want = Multiply(host, type, sh, wb, xb, offset, nullptr, &c);
+        got = Multiply(cuda, type, sh, wb, xb, offset, stream, &c);
+        for (size_t i = 0; i < sh.m; ++i) {
+          for (size_t j = 0; j < sh.n; ++j) {
+            size_t o = i * sh.n + j;
+            double mag = 0;
+            for (size_t q = 0; q < sh.k; ++q) {
+              mag += std::fabs((double)xv[i * sh.k + q] * (double)wv[j * sh.k + q]);
+            }
+            double u = std::ldexp(1.0, -24);
+            double bound = 3.0 * (double)sh.k * u * mag +
+                           4.0 * u * (mag + std::fabs((double)c[o])) + 1e-30;
+            ASSERT_LE(std::fabs((double)got[o] - (double)want[o]), bound)
+                << "accumulate " << atlas_matmul_type_name(type) << " " << sh.m << "x"
+                << sh.n << "x" << sh.k << " offset " << offset << " at (" << i << ", "
+                << j << "): cuda " << got[o] << ", host " << want[o] << ", start " << c[o];
+          }
+        }
       }
     }
   }
@@ -155,7 +183,7 @@ TEST(CudaMatmul, CublasLtMatchesTheHostBackend) {
     ASSERT_OK(atlas_backend_alloc(cuda, m * n * 4, (void **)&out));
     ASSERT_OK(atlas_backend_memset(cuda, x, 0, m * k * 2));
     ASSERT_OK(atlas_backend_memset(cuda, w, 0, n * k * 2));
-    ASSERT_OK(atlas_backend_matmul(cuda, nullptr, out, w, x, ATLAS_MATMUL_BF16, m, n, k));
+    ASSERT_OK(atlas_backend_matmul(cuda, nullptr, out, w, x, ATLAS_MATMUL_BF16, m, n, k, ATLAS_MATMUL_WRITE));
     ASSERT_OK(atlas_backend_synchronize(cuda));
     ASSERT_OK(atlas_backend_free(cuda, out));
     ASSERT_OK(atlas_backend_free(cuda, w));
@@ -180,9 +208,9 @@ TEST(CudaMatmul, AtlasCublasLtZeroMeansOwnKernels) {
   float out[1];
   uint16_t w[1] = {0x3C00}, x[1] = {0x3C00};
   EXPECT_STATUS(atlas_backend_matmul(cuda, nullptr, nullptr, nullptr, nullptr,
-                                     ATLAS_MATMUL_F16, 0, 0, 0),
+                                     ATLAS_MATMUL_F16, 0, 0, 0, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
-  EXPECT_STATUS(atlas_backend_matmul(cuda, nullptr, out, w, x, ATLAS_MATMUL_F16, 1, 1, 1),
+  EXPECT_STATUS(atlas_backend_matmul(cuda, nullptr, out, w, x, ATLAS_MATMUL_F16, 1, 1, 1, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_UNIMPLEMENTED, "ATLAS_CUBLASLT=0");
   EXPECT_EQ(atlas_backend_live_alloc_count(cuda), 0u);
   EXPECT_OK(atlas_backend_destroy(cuda));
@@ -199,7 +227,7 @@ TEST(CudaMatmul, AMissingLibraryMeansOwnKernels) {
   ASSERT_EQ(lines.info.size(), 1u);
   EXPECT_NE(lines.info[0].find("cuBLASLt not found"), std::string::npos) << lines.info[0];
   EXPECT_STATUS(atlas_backend_matmul(cuda, nullptr, nullptr, nullptr, nullptr,
-                                     ATLAS_MATMUL_BF16, 0, 0, 0),
+                                     ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
   EXPECT_OK(atlas_backend_destroy(cuda));
 }

@@ -159,6 +159,87 @@ TEST_F(PrefillKernelsCuda, RoundRows) {
   }
 }
 
+// The 16-bit mode's fused kernels. On each side, bit for bit the launches
+// they replace (rmsnorm_rows then round_rows; the llama module's silu_mul
+// then round_rows), as 16-bit patterns; then CUDA against the host twin,
+// widened, within one unit roundoff of the type (the f32 values differ by
+// the sums' order, so an element may round to the neighbouring 16-bit
+// value; a wrong row, scale or element is O(1)). The `extreme` inputs
+// (overflow past F16's range, subnormals) are checked bit for bit only.
+TEST_F(PrefillKernelsCuda, FusedRoundingKernels) {
+  auto bits = [](Side &s, const void *p, size_t count) {
+    std::vector<uint16_t> v(count);
+    EXPECT_OK(atlas_backend_d2h(s.backend(), v.data(), p, count * 2));
+    return v;
+  };
+  auto widened = [](const std::vector<uint16_t> &v, const std::string &t) {
+    std::vector<unsigned char> raw(v.size() * 2);
+    memcpy(raw.data(), v.data(), raw.size());
+    return atlas_test::KvFloats(raw, t);
+  };
+  for (std::string t : {"f16", "bf16"}) {
+    double unit = t == "bf16" ? ldexp(1.0, -8) : ldexp(1.0, -11);
+    for (bool extreme : {false, true}) {
+      for (uint32_t dim : {1u, 33u, 256u, 300u, 4103u}) {
+        const uint32_t n = 7;
+        std::vector<float> x = Floats((size_t)n * dim, -3, 3);
+        std::vector<float> w = Floats(dim, 0.5f, 1.5f);
+        if (extreme && dim > 4) {
+          w[1] = 3e5f;
+          w[2] = 1e-7f;
+          w[3] = -2e5f;
+        }
+        std::string what = "rmsnorm_rows_" + t + " dim " + std::to_string(dim) +
+                           (extreme ? " extreme" : "");
+        Compare(what, [&](Side &s) {
+          size_t count = (size_t)n * dim;
+          void *dx = s.Upload(x.data(), x.size() * 4), *dw = s.Upload(w.data(), dim * 4);
+          std::vector<uint16_t> poison(count, 0x7E01);
+          void *fused = s.Upload(poison.data(), count * 2);
+          void *parts = s.Upload(poison.data(), count * 2);
+          void *f32 = s.Poisoned(count);
+          s.Launch(("rmsnorm_rows_" + t).c_str(), n, 1, 256,
+                   {P(fused), P(dx), P(dw), U(dim), F(1e-5f), U(n)});
+          s.Launch("rmsnorm_rows", n, 1, 256,
+                   {P(f32), P(dx), P(dw), U(dim), F(1e-5f), U(n)});
+          s.Launch(("round_rows_" + t).c_str(), Blocks(count, 256), 256,
+                   {P(parts), P(f32), U((uint32_t)count)});
+          std::vector<uint16_t> got = bits(s, fused, count);
+          EXPECT_EQ(got, bits(s, parts, count)) << what << " on " << atlas_backend_name(s.backend());
+          if (extreme) return std::vector<std::vector<float>>{};
+          return std::vector<std::vector<float>>{widened(got, t)};
+        }, unit);
+      }
+      for (uint32_t count : {1u, 255u, 257u, 100003u}) {
+        std::vector<float> a = Floats(count, -12, 12), b = Floats(count, -3, 3);
+        if (extreme) {
+          for (uint32_t i = 0; i < count; i += 5) b[i] *= i % 2 ? 9e4f : 1e-6f;
+        }
+        std::string what = "silu_mul_round_" + t + " " + std::to_string(count) +
+                           (extreme ? " extreme" : "");
+        Compare(what, [&](Side &s) {
+          void *da = s.Upload(a.data(), count * 4), *db = s.Upload(b.data(), count * 4);
+          std::vector<uint16_t> poison(count, 0x7E01);
+          void *fused = s.Upload(poison.data(), count * 2);
+          void *parts = s.Upload(poison.data(), count * 2);
+          s.Launch(("silu_mul_round_" + t).c_str(), Blocks(count, 256), 256,
+                   {P(fused), P(da), P(db), U(count)});
+          EXPECT_EQ(s.Download(da, count), a) << "silu_mul_round leaves a";
+          EXPECT_EQ(s.Download(db, count), b) << "and b";
+          Side one(s.backend(), ATLAS_LLAMA_MODULE);
+          one.Launch("silu_mul", Blocks(count, 256), 256, {P(da), P(db), U(count)});
+          s.Launch(("round_rows_" + t).c_str(), Blocks(count, 256), 256,
+                   {P(parts), P(da), U(count)});
+          std::vector<uint16_t> got = bits(s, fused, count);
+          EXPECT_EQ(got, bits(s, parts, count)) << what << " on " << atlas_backend_name(s.backend());
+          if (extreme) return std::vector<std::vector<float>>{};
+          return std::vector<std::vector<float>>{widened(got, t)};
+        }, unit);
+      }
+    }
+  }
+}
+
 TEST_F(PrefillKernelsCuda, RopeRows) {
   const uint32_t heads = 32, head_dim = 128, n = 37;
   for (uint32_t rot : {128u, 64u}) {

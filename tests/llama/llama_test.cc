@@ -685,8 +685,73 @@ TEST(Llama, OneTermHostTwinsMatchTheBackendMatmul) {
                       ATLAS_ARG_U32(k)};
     ASSERT_OK(atlas_backend_launch_typed(b, gemm, &c, ga, 6));
     ASSERT_OK(atlas_backend_matmul(b, nullptr, want.data(), w16.data(), x16.data(),
-                                   bf ? ATLAS_MATMUL_BF16 : ATLAS_MATMUL_F16, m, n, k));
+                                   bf ? ATLAS_MATMUL_BF16 : ATLAS_MATMUL_F16, m, n, k, ATLAS_MATMUL_WRITE));
     EXPECT_EQ(got, want) << t;
+  }
+  ASSERT_OK(atlas_backend_destroy(b));
+}
+
+// The 16-bit mode's fused kernels against the two launches they replace,
+// bit for bit: rmsnorm_rows_{t} = rmsnorm_rows then round_rows_{t}, and
+// silu_mul_round_{t} = the one-token silu_mul then round_rows_{t}; odd row
+// lengths, values that round to ties, overflow and subnormals included.
+TEST(Llama, FusedRoundingKernelsEqualTheLaunchesTheyReplace) {
+  atlas_backend *b = nullptr;
+  atlas_backend_options o{};
+  o.modules = &atlas_llama_module_set;
+  ASSERT_OK(atlas_host_backend_create(&o, &b));
+  auto run = [&](const char *module, const std::string &name,
+                 std::vector<atlas_arg> args) {
+    const atlas_kernel *k = nullptr;
+    ASSERT_OK(atlas_backend_kernel_lookup(b, module, name.c_str(), &k));
+    atlas_launch_config c{};
+    c.grid = {1, 1, 1};
+    c.block = {256, 1, 1};
+    ASSERT_OK(atlas_backend_launch_typed(b, k, &c, args.data(), args.size()));
+  };
+  for (const char *t : {"f16", "bf16"}) {
+    for (uint32_t dim : {1u, 31u, 32u, 257u, 4099u}) {
+      const uint32_t n = 3;
+      std::vector<float> x((size_t)n * dim), w(dim);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = (float)(std::sin(0.7 * (double)i) * 40.0);
+      for (size_t i = 0; i < w.size(); ++i) w[i] = (float)(0.5 + std::cos(0.3 * (double)i));
+      if (dim > 4) {
+        w[1] = 1e4f;   // past F16's range once normalised
+        w[2] = 1e-7f;  // subnormal in F16
+      }
+      std::vector<float> f32(x.size(), NAN);
+      std::vector<uint16_t> want(x.size(), 0x7E01), got(x.size(), 0x7E01);
+      float eps = 1e-5f;
+      run(ATLAS_LLAMA_BATCH_MODULE, "rmsnorm_rows",
+          {ATLAS_ARG_PTR(f32.data()), ATLAS_ARG_PTR(x.data()), ATLAS_ARG_PTR(w.data()),
+           ATLAS_ARG_U32(dim), ATLAS_ARG_F32(eps), ATLAS_ARG_U32(n)});
+      run(ATLAS_LLAMA_BATCH_MODULE, std::string("round_rows_") + t,
+          {ATLAS_ARG_PTR(want.data()), ATLAS_ARG_PTR(f32.data()),
+           ATLAS_ARG_U32(n * dim)});
+      run(ATLAS_LLAMA_BATCH_MODULE, std::string("rmsnorm_rows_") + t,
+          {ATLAS_ARG_PTR(got.data()), ATLAS_ARG_PTR(x.data()), ATLAS_ARG_PTR(w.data()),
+           ATLAS_ARG_U32(dim), ATLAS_ARG_F32(eps), ATLAS_ARG_U32(n)});
+      EXPECT_EQ(got, want) << "rmsnorm_rows_" << t << " dim " << dim;
+    }
+    for (uint32_t count : {1u, 255u, 1000u}) {
+      std::vector<float> a(count), bb(count);
+      for (uint32_t i = 0; i < count; ++i) {
+        a[i] = (float)(std::sin(0.9 * i) * 12.0);
+        bb[i] = (float)(std::cos(0.4 * i) * (i % 7 == 0 ? 9000.0 : 3.0));
+      }
+      const std::vector<float> a0 = a, b0 = bb;
+      std::vector<uint16_t> want(count, 0x7E01), got(count, 0x7E01);
+      run(ATLAS_LLAMA_BATCH_MODULE, std::string("silu_mul_round_") + t,
+          {ATLAS_ARG_PTR(got.data()), ATLAS_ARG_PTR(a.data()), ATLAS_ARG_PTR(bb.data()),
+           ATLAS_ARG_U32(count)});
+      EXPECT_EQ(a, a0) << "silu_mul_round leaves its inputs";
+      EXPECT_EQ(bb, b0);
+      run(ATLAS_LLAMA_MODULE, "silu_mul",
+          {ATLAS_ARG_PTR(a.data()), ATLAS_ARG_PTR(bb.data()), ATLAS_ARG_U32(count)});
+      run(ATLAS_LLAMA_BATCH_MODULE, std::string("round_rows_") + t,
+          {ATLAS_ARG_PTR(want.data()), ATLAS_ARG_PTR(a.data()), ATLAS_ARG_U32(count)});
+      EXPECT_EQ(got, want) << "silu_mul_round_" << t << " count " << count;
+    }
   }
   ASSERT_OK(atlas_backend_destroy(b));
 }

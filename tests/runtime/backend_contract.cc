@@ -575,7 +575,8 @@ void Random16(std::mt19937 *rng, atlas_matmul_type type, size_t n,
 #define MATMUL_OR_SKIP(b)                                                     \
   do {                                                                        \
     StatusResult asked_ = Take(atlas_backend_matmul(                          \
-        (b), nullptr, nullptr, nullptr, nullptr, ATLAS_MATMUL_F16, 0, 0, 0)); \
+        (b), nullptr, nullptr, nullptr, nullptr, ATLAS_MATMUL_F16, 0, 0, 0,   \
+        ATLAS_MATMUL_WRITE));                                                 \
     if (asked_.code == ATLAS_STATUS_UNIMPLEMENTED &&                          \
         GetParam().name != "host") {                                          \
       GTEST_SKIP() << GetParam().name << ": " << asked_.message;              \
@@ -610,7 +611,7 @@ TEST_P(BackendContract, MatmulMatchesTheReference) {
       ASSERT_OK(atlas_backend_h2d(b.get(), dx, xb.data(), xb.size() * 2));
       ASSERT_OK(atlas_backend_memset(b.get(), dout, 0xFF, sh.m * sh.n * 4));  // NaN
       ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
-                                     type, sh.m, sh.n, sh.k));
+                                     type, sh.m, sh.n, sh.k, ATLAS_MATMUL_WRITE));
       ASSERT_OK(atlas_backend_synchronize(b.get()));
       std::vector<float> got(sh.m * sh.n);
       ASSERT_OK(atlas_backend_d2h(b.get(), got.data(), dout, got.size() * 4));
@@ -642,6 +643,86 @@ TEST_P(BackendContract, MatmulMatchesTheReference) {
   }
 }
 
+// ATLAS_MATMUL_ACCUMULATE: out += x w^T, in place, against the same double
+// reference plus out's start values (one more f32 rounding of a value of
+// at most |c| + sum |x w|); on the host backend bit for bit the product
+// written and then added in f32 (the add pass it replaces). k == 0 adds
+// nothing (out untouched) and is still a launch; an unknown mode is refused.
+TEST_P(BackendContract, MatmulAccumulatesIntoItsOutput) {
+  Backend b;
+  MAKE_OR_SKIP(b);
+  MATMUL_OR_SKIP(b.get());
+  struct Shape { size_t m, n, k; };
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> start(-50.0f, 50.0f);
+  bool host = GetParam().name == "host";
+  for (atlas_matmul_type type : {ATLAS_MATMUL_F16, ATLAS_MATMUL_BF16}) {
+    for (Shape sh : {Shape{1, 1, 1}, Shape{3, 5, 7}, Shape{17, 33, 129},
+                     Shape{64, 96, 256}, Shape{2, 9, 4099}}) {
+      std::vector<uint16_t> wb, xb;
+      std::vector<float> wv, xv, c(sh.m * sh.n);
+      Random16(&rng, type, sh.n * sh.k, &wb, &wv);
+      Random16(&rng, type, sh.m * sh.k, &xb, &xv);
+      for (float &v : c) v = start(rng);
+      void *dw = nullptr, *dx = nullptr, *dout = nullptr;
+      ASSERT_OK(atlas_backend_alloc(b.get(), wb.size() * 2, &dw));
+      ASSERT_OK(atlas_backend_alloc(b.get(), xb.size() * 2, &dx));
+      ASSERT_OK(atlas_backend_alloc(b.get(), sh.m * sh.n * 4, &dout));
+      ASSERT_OK(atlas_backend_h2d(b.get(), dw, wb.data(), wb.size() * 2));
+      ASSERT_OK(atlas_backend_h2d(b.get(), dx, xb.data(), xb.size() * 2));
+      std::vector<float> written(sh.m * sh.n), got(sh.m * sh.n);
+      ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx, type,
+                                     sh.m, sh.n, sh.k, ATLAS_MATMUL_WRITE));
+      ASSERT_OK(atlas_backend_synchronize(b.get()));
+      ASSERT_OK(atlas_backend_d2h(b.get(), written.data(), dout, written.size() * 4));
+      ASSERT_OK(atlas_backend_h2d(b.get(), dout, c.data(), c.size() * 4));
+      ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx, type,
+                                     sh.m, sh.n, sh.k, ATLAS_MATMUL_ACCUMULATE));
+      ASSERT_OK(atlas_backend_synchronize(b.get()));
+      ASSERT_OK(atlas_backend_d2h(b.get(), got.data(), dout, got.size() * 4));
+      for (size_t i = 0; i < sh.m; ++i) {
+        for (size_t j = 0; j < sh.n; ++j) {
+          size_t o = i * sh.n + j;
+          double ref = c[o], mag = 0;
+          for (size_t q = 0; q < sh.k; ++q) {
+            double p = (double)xv[i * sh.k + q] * (double)wv[j * sh.k + q];
+            ref += p;
+            mag += std::fabs(p);
+          }
+          double bound = 2.0 * (double)(sh.k + 1) * std::ldexp(1.0, -24) *
+                             (mag + std::fabs((double)c[o])) + 1e-30;
+          ASSERT_LE(std::fabs((double)got[o] - ref), bound)
+              << atlas_matmul_type_name(type) << " " << sh.m << "x" << sh.n << "x"
+              << sh.k << " at (" << i << ", " << j << "): got " << got[o]
+              << ", want " << ref << " (start " << c[o] << ")";
+          if (host) {
+            float sum = c[o] + written[o];
+            ASSERT_EQ(got[o], sum) << "host: the written product added in f32";
+          }
+        }
+      }
+      ASSERT_OK(atlas_backend_free(b.get(), dw));
+      ASSERT_OK(atlas_backend_free(b.get(), dx));
+      ASSERT_OK(atlas_backend_free(b.get(), dout));
+    }
+  }
+  float c[6] = {1, 2, 3, 4, 5, 6}, got[6];
+  void *dout = nullptr;
+  ASSERT_OK(atlas_backend_alloc(b.get(), sizeof(c), &dout));
+  ASSERT_OK(atlas_backend_h2d(b.get(), dout, c, sizeof(c)));
+  uint64_t before = atlas_backend_op_count(b.get(), ATLAS_FAULT_LAUNCH);
+  ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, nullptr, nullptr,
+                                 ATLAS_MATMUL_BF16, 2, 3, 0, ATLAS_MATMUL_ACCUMULATE));
+  EXPECT_EQ(atlas_backend_op_count(b.get(), ATLAS_FAULT_LAUNCH), before + 1);
+  ASSERT_OK(atlas_backend_synchronize(b.get()));
+  ASSERT_OK(atlas_backend_d2h(b.get(), got, dout, sizeof(got)));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(got[i], c[i]) << "an empty sum adds nothing";
+  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dout, dout,
+                                     ATLAS_MATMUL_F16, 1, 1, 1, (atlas_matmul_out)2),
+                ATLAS_STATUS_INVALID_ARGUMENT, "output mode 2");
+  ASSERT_OK(atlas_backend_free(b.get(), dout));
+}
+
 TEST_P(BackendContract, MatmulChecksItsArguments) {
   Backend b;
   MAKE_OR_SKIP(b);
@@ -652,27 +733,27 @@ TEST_P(BackendContract, MatmulChecksItsArguments) {
   ASSERT_OK(atlas_backend_alloc(b.get(), 64, &dout));
   float *out = (float *)dout;
   EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, nullptr, dw, dx,
-                                     ATLAS_MATMUL_F16, 2, 2, 2),
+                                     ATLAS_MATMUL_F16, 2, 2, 2, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_INVALID_ARGUMENT, "NULL output");
   EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, out, nullptr, dx,
-                                     ATLAS_MATMUL_F16, 2, 2, 2),
+                                     ATLAS_MATMUL_F16, 2, 2, 2, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_INVALID_ARGUMENT, "NULL weight matrix");
   EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, out, dw, nullptr,
-                                     ATLAS_MATMUL_BF16, 2, 2, 2),
+                                     ATLAS_MATMUL_BF16, 2, 2, 2, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_INVALID_ARGUMENT, "NULL input matrix");
   EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, out, dw, dx,
-                                     (atlas_matmul_type)7, 2, 2, 2),
+                                     (atlas_matmul_type)7, 2, 2, 2, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_INVALID_ARGUMENT, "the types are F16 and BF16");
   EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, out, dw, dx,
-                                     ATLAS_MATMUL_F16, 2, (size_t)1 << 31, 2),
+                                     ATLAS_MATMUL_F16, 2, (size_t)1 << 31, 2, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_INVALID_ARGUMENT, "below 2^31");
   // Nothing to compute: OK, whatever the pointers.
   EXPECT_OK(atlas_backend_matmul(b.get(), nullptr, nullptr, nullptr, nullptr,
-                                 ATLAS_MATMUL_F16, 0, 5, 5));
+                                 ATLAS_MATMUL_F16, 0, 5, 5, ATLAS_MATMUL_WRITE));
   // An empty sum writes zeros.
   ASSERT_OK(atlas_backend_memset(b.get(), dout, 0xFF, 64));
   ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, out, nullptr, nullptr,
-                                 ATLAS_MATMUL_BF16, 2, 3, 0));
+                                 ATLAS_MATMUL_BF16, 2, 3, 0, ATLAS_MATMUL_WRITE));
   ASSERT_OK(atlas_backend_synchronize(b.get()));
   float got[6];
   ASSERT_OK(atlas_backend_d2h(b.get(), got, dout, sizeof(got)));
@@ -697,17 +778,17 @@ TEST_P(BackendContract, MatmulIsALaunchForFaultInjection) {
   ASSERT_OK(atlas_backend_h2d(b.get(), dx, &one, 2));
   uint64_t before = atlas_backend_op_count(b.get(), ATLAS_FAULT_LAUNCH);
   EXPECT_OK(atlas_backend_matmul(b.get(), nullptr, nullptr, nullptr, nullptr,
-                                 ATLAS_MATMUL_F16, 0, 0, 0));
+                                 ATLAS_MATMUL_F16, 0, 0, 0, ATLAS_MATMUL_WRITE));
   EXPECT_EQ(atlas_backend_op_count(b.get(), ATLAS_FAULT_LAUNCH), before);
   atlas_backend_inject_fault(b.get(), ATLAS_FAULT_LAUNCH, 2);
   ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
-                                 ATLAS_MATMUL_F16, 1, 1, 1));
+                                 ATLAS_MATMUL_F16, 1, 1, 1, ATLAS_MATMUL_WRITE));
   EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
-                                     ATLAS_MATMUL_F16, 1, 1, 1),
+                                     ATLAS_MATMUL_F16, 1, 1, 1, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_ABORTED, "injected fault");
   EXPECT_EQ(atlas_backend_op_count(b.get(), ATLAS_FAULT_LAUNCH), before + 2);
   ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
-                                 ATLAS_MATMUL_F16, 1, 1, 1));
+                                 ATLAS_MATMUL_F16, 1, 1, 1, ATLAS_MATMUL_WRITE));
   ASSERT_OK(atlas_backend_synchronize(b.get()));
   float got = 0;
   ASSERT_OK(atlas_backend_d2h(b.get(), &got, dout, 4));

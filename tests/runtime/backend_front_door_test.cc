@@ -189,14 +189,14 @@ TEST(BackendFrontDoor, MatmulIsOptional) {
   float out[4];
   uint16_t w[4] = {}, x[4] = {};
   EXPECT_STATUS(atlas_backend_matmul(m.get(), nullptr, out, w, x,
-                                     ATLAS_MATMUL_BF16, 2, 2, 2),
+                                     ATLAS_MATMUL_BF16, 2, 2, 2, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_UNIMPLEMENTED,
                 "backend minimal does not implement matmul");
   EXPECT_STATUS(atlas_backend_matmul(m.get(), nullptr, nullptr, nullptr,
-                                     nullptr, ATLAS_MATMUL_F16, 0, 0, 0),
+                                     nullptr, ATLAS_MATMUL_F16, 0, 0, 0, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
   EXPECT_STATUS(atlas_backend_matmul(m.get(), nullptr, nullptr, w, x,
-                                     ATLAS_MATMUL_F16, 2, 2, 2),
+                                     ATLAS_MATMUL_F16, 2, 2, 2, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_INVALID_ARGUMENT, "NULL output");
   EXPECT_EQ(atlas_backend_op_count(m.get(), ATLAS_FAULT_LAUNCH), launches);
 }

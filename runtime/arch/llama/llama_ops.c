@@ -86,6 +86,10 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
                                       o->gemm16_m128, ATLAS_LLAMA_W_F16));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "round_rows", "",
                                       o->round_rows, ATLAS_LLAMA_W_F16));
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "rmsnorm_rows", "",
+                                      o->rmsnorm_rows16, ATLAS_LLAMA_W_F16));
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "silu_mul_round", "",
+                                      o->silu_mul_round, ATLAS_LLAMA_W_F16));
   return resolve_typed(ctx, batch, "gemm", "_m128", o->gemm_m128,
                        ATLAS_LLAMA_W_F16);
 }

@@ -41,6 +41,9 @@ typedef struct atlas_llama_ops {
   const atlas_kernel *gemm16[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *gemm16_m128[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *round_rows[ATLAS_LLAMA_W_COUNT];
+  // rmsnorm_rows and silu_mul with round_rows fused in (F32: NULL).
+  const atlas_kernel *rmsnorm_rows16[ATLAS_LLAMA_W_COUNT];
+  const atlas_kernel *silu_mul_round[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *rmsnorm_rows, *rope_rows;
   // By the KV cache's type (the same three as the weights').
   const atlas_kernel *rope_store[ATLAS_LLAMA_W_COUNT];  // one token's k, v in

@@ -161,8 +161,8 @@ static atlas_status release_prefill(void *p) {
 // UNIMPLEMENTED means the model's own one-term kernels.
 static atlas_status probe_matmul(atlas_backend *b, bool *out_matmul) {
   *out_matmul = false;
-  atlas_status status = atlas_backend_matmul(b, NULL, NULL, NULL, NULL,
-                                             ATLAS_MATMUL_BF16, 0, 0, 0);
+  atlas_status status = atlas_backend_matmul(
+      b, NULL, NULL, NULL, NULL, ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE);
   if (status == ATLAS_OK) {
     *out_matmul = true;
     return ATLAS_OK;
@@ -211,10 +211,11 @@ static atlas_status launch(const atlas_llama_ctx *ctx, const atlas_kernel *k,
 // The 16-bit mode's product: x (m x k, f32) rounded to the weights' type
 // into s->x16 (unless `rounded`: the previous product's input, already
 // there), then one term, through the backend's matmul or gemm16_*.
+// ATLAS_MATMUL_ACCUMULATE (out += the product) only through the matmul.
 static atlas_status gemm_one_term(const atlas_llama_model *mdl, float *out,
                                   const atlas_llama_matrix *w, const float *x,
                                   uint32_t m, int64_t n, int64_t k,
-                                  bool rounded) {
+                                  bool rounded, atlas_matmul_out mode) {
   const atlas_llama_ctx *ctx = &mdl->ctx;
   atlas_llama_prefill_scratch *s = mdl->prefill;
   atlas_llama_wtype t = atlas_llama_wtype_of(w->dtype);
@@ -231,7 +232,12 @@ static atlas_status gemm_one_term(const atlas_llama_model *mdl, float *out,
     return atlas_backend_matmul(
         ctx->core.backend, ctx->core.stream, out, w->data, s->x16,
         t == ATLAS_LLAMA_W_F16 ? ATLAS_MATMUL_F16 : ATLAS_MATMUL_BF16, m,
-        (size_t)n, (size_t)k);
+        (size_t)n, (size_t)k, mode);
+  }
+  if (mode != ATLAS_MATMUL_WRITE) {
+    return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                             "an accumulating product without the backend's "
+                             "matmul (the gemm16 kernels overwrite)");
   }
   atlas_arg args[] = {P(out), P(w->data), P(s->x16), U(m), U((uint32_t)n),
                       U((uint32_t)k)};
@@ -255,7 +261,7 @@ static atlas_status gemm_x(const atlas_llama_model *mdl, float *out,
   const atlas_llama_ctx *ctx = &mdl->ctx;
   atlas_llama_wtype t = atlas_llama_wtype_of(w->dtype);
   if (mdl->prefill->one_term && t != ATLAS_LLAMA_W_F32) {
-    return gemm_one_term(mdl, out, w, x, m, n, k, same_x);
+    return gemm_one_term(mdl, out, w, x, m, n, k, same_x, ATLAS_MATMUL_WRITE);
   }
   mdl->prefill->x16_type = ATLAS_LLAMA_W_F32;  // the next product rounds
   atlas_arg args[] = {P(out), P(w->data), P(x), U(m), U((uint32_t)n),
@@ -296,10 +302,70 @@ static atlas_status rmsnorm_rows(const atlas_llama_ctx *ctx, float *out,
   return launch(ctx, ctx->ops.rmsnorm_rows, d3(n, 1), 256, args, COUNT(args));
 }
 
+// The 16-bit weights' type every one of `count` products shares, or F32
+// (one-term mode off, F32 weights, or types that differ).
+static atlas_llama_wtype shared_16bit(const atlas_llama_prefill_scratch *s,
+                                      const atlas_llama_matrix *const *w,
+                                      size_t count) {
+  if (!s->one_term) return ATLAS_LLAMA_W_F32;
+  atlas_llama_wtype t = atlas_llama_wtype_of(w[0]->dtype);
+  for (size_t i = 1; i < count; ++i) {
+    if (atlas_llama_wtype_of(w[i]->dtype) != t) return ATLAS_LLAMA_W_F32;
+  }
+  return t;
+}
+
+// The rmsnorm of s->x before `count` products that share it (q, k, v; gate,
+// up), each then made with gemm_same_x. When they take one 16-bit input
+// type (the 16-bit mode), the normalised rows go straight into s->x16,
+// rounded as gemm_one_term would round them (bit for bit: the same f32
+// values, rounded to nearest even), and s->xb is left unwritten: those
+// products read x16 only, and nothing else reads this norm's rows. Else f32
+// rows into s->xb, and the first product rounds them if it needs to.
+static atlas_status norm_for(const atlas_llama_model *m, const float *norm_w,
+                             const atlas_llama_matrix *const *w, size_t count,
+                             uint32_t n) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  atlas_llama_prefill_scratch *s = m->prefill;
+  atlas_llama_wtype t = shared_16bit(s, w, count);
+  s->x16_type = ATLAS_LLAMA_W_F32;  // nothing valid until the launch is in
+  if (t == ATLAS_LLAMA_W_F32) return rmsnorm_rows(ctx, s->xb, s->x, norm_w, n);
+  atlas_arg args[] = {P(s->x16), P(s->x), P(norm_w),
+                      U((uint32_t)ctx->config->hidden_size),
+                      F((float)ctx->config->rms_norm_eps), U(n)};
+  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.rmsnorm_rows16[t], d3(n, 1), 256,
+                               args, COUNT(args)));
+  s->x16_type = t;
+  return ATLAS_OK;
+}
+
 static atlas_status elementwise(const atlas_llama_ctx *ctx, const atlas_kernel *k,
                                 float *a, const float *b, uint64_t n) {
   atlas_arg args[] = {P(a), P(b), U((uint32_t)n)};
   return launch(ctx, k, d3(blocks(n, 256), 1), 256, args, COUNT(args));
+}
+
+// s->hb = silu(s->hb) * s->hb2 before the down product `w_down`, made
+// with gemm_same_x. In the 16-bit mode the values go straight into s->x16,
+// rounded to the weights' type as gemm_one_term would round them (bit for
+// bit: the same f32 expression, rounded to nearest even); s->hb is then
+// left as it was (the down product reads x16 only).
+static atlas_status silu_mul_for(const atlas_llama_model *m,
+                                 const atlas_llama_matrix *w_down,
+                                 uint64_t count) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  atlas_llama_prefill_scratch *s = m->prefill;
+  atlas_llama_wtype t = shared_16bit(s, &w_down, 1);
+  s->x16_type = ATLAS_LLAMA_W_F32;
+  if (t == ATLAS_LLAMA_W_F32) {
+    return elementwise(ctx, ctx->ops.silu_mul, s->hb, s->hb2, count);
+  }
+  atlas_arg args[] = {P(s->x16), P(s->hb), P(s->hb2), U((uint32_t)count)};
+  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.silu_mul_round[t],
+                               d3(blocks(count, 256), 1), 256, args,
+                               COUNT(args)));
+  s->x16_type = t;
+  return ATLAS_OK;
 }
 
 // The model's RoPE (its inv_freq table, rot_dim and attention_factor, as the
@@ -343,6 +409,34 @@ static atlas_status head_norm_rows(const atlas_llama_ctx *ctx, float *x,
                       F((float)c->rms_norm_eps)};
   return launch(ctx, ctx->ops.head_rmsnorm, d3(total, 1), 32, args,
                 COUNT(args));
+}
+
+// s->x += w h, the residual connection after the o and down products (h:
+// n rows of k; `same_x` as gemm_x). Through the backend's matmul (the 16-bit
+// mode: cuBLASLt on CUDA, or the host backend) and without a bias, the
+// product is added to x as it is made (ATLAS_MATMUL_ACCUMULATE): no f32
+// rows in s->xb and no separate add pass. On the host backend that is the
+// same f32 addition, x + (w h), bit for bit; cuBLASLt's epilogue (beta = 1)
+// may fold x into its partial sums in another order (split-k), which
+// changes only the summation order of this one f32 addition. With a bias,
+// or without the matmul (the gemm16 kernels; the f32 mode), the order stays
+// x + ((w h) + bias): the product into s->xb, the bias, then the add.
+static atlas_status add_product(const atlas_llama_model *m,
+                                const atlas_llama_matrix *w, const float *h,
+                                const float *bias, uint32_t n, int64_t k,
+                                bool same_x) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  atlas_llama_prefill_scratch *s = m->prefill;
+  int64_t hidden = ctx->config->hidden_size;
+  atlas_llama_wtype t = atlas_llama_wtype_of(w->dtype);
+  if (s->matmul && s->one_term && t != ATLAS_LLAMA_W_F32 && bias == NULL) {
+    return gemm_one_term(m, s->x, w, h, n, hidden, k, same_x,
+                         ATLAS_MATMUL_ACCUMULATE);
+  }
+  ATLAS_RETURN_IF_ERROR(gemm_x(m, s->xb, w, h, n, hidden, k, same_x));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, bias, n, hidden));
+  return elementwise(ctx, ctx->ops.add, s->x, s->xb,
+                     (uint64_t)n * (uint64_t)hidden);
 }
 
 // ---- one-token attention, split over the context (flash-decoding) ----------
@@ -396,8 +490,9 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   float *k = s->k, *v = s->v;
 
   // Step for step the one-token layer (llama_forward.c), over n rows.
-  ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->x, L->attn_norm, n));
-  ATLAS_RETURN_IF_ERROR(gemm(m, s->q, &L->wq, s->xb, n, q_dim, hidden));
+  const atlas_llama_matrix *const qkv[] = {&L->wq, &L->wk, &L->wv};
+  ATLAS_RETURN_IF_ERROR(norm_for(m, L->attn_norm, qkv, COUNT(qkv), n));
+  ATLAS_RETURN_IF_ERROR(gemm_same_x(m, s->q, &L->wq, s->xb, n, q_dim, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->q, L->q_bias, n, q_dim));
   ATLAS_RETURN_IF_ERROR(gemm_same_x(m, k, &L->wk, s->xb, n, kv_dim, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, k, L->k_bias, n, kv_dim));
@@ -420,22 +515,17 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention_prefill[kvt],
                                d3(blocks((uint64_t)n * group, rows) * n_kv, 1), 128,
                                att, COUNT(att)));
-  ATLAS_RETURN_IF_ERROR(gemm(m, s->xb, &L->wo, s->xb2, n, hidden, q_dim));
-  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->o_bias, n, hidden));
-  ATLAS_RETURN_IF_ERROR(
-      elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint64_t)n * (uint64_t)hidden));
+  ATLAS_RETURN_IF_ERROR(add_product(m, &L->wo, s->xb2, L->o_bias, n, q_dim, false));
 
-  ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->x, L->ffn_norm, n));
+  const atlas_llama_matrix *const gate_up[] = {&L->w_gate, &L->w_up};
+  ATLAS_RETURN_IF_ERROR(norm_for(m, L->ffn_norm, gate_up, COUNT(gate_up), n));
   int64_t inter = c->intermediate_size;
-  ATLAS_RETURN_IF_ERROR(gemm(m, s->hb, &L->w_gate, s->xb, n, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(gemm_same_x(m, s->hb, &L->w_gate, s->xb, n, inter, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb, L->gate_bias, n, inter));
   ATLAS_RETURN_IF_ERROR(gemm_same_x(m, s->hb2, &L->w_up, s->xb, n, inter, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb2, L->up_bias, n, inter));
-  ATLAS_RETURN_IF_ERROR(elementwise(ctx, ctx->ops.silu_mul, s->hb, s->hb2,
-                                    (uint64_t)n * (uint64_t)inter));
-  ATLAS_RETURN_IF_ERROR(gemm(m, s->xb, &L->w_down, s->hb, n, hidden, inter));
-  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, L->down_bias, n, hidden));
-  return elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint64_t)n * (uint64_t)hidden);
+  ATLAS_RETURN_IF_ERROR(silu_mul_for(m, &L->w_down, (uint64_t)n * (uint64_t)inter));
+  return add_product(m, &L->w_down, s->hb, L->down_bias, n, inter, true);
 }
 
 // Logits of rows [first, first + count) of the chunk's final hidden states
