@@ -90,7 +90,7 @@ __device__ __forceinline__ void row_begin(RowRead<T, A> &r, const T *wr, const f
 #pragma unroll
   for (uint32_t j = 0; j < A; ++j) {
     const uint32_t i = lane + 32 * j;
-    r.ahead[j] = i < n4 ? __ldg(w4 + i) : make_uint4(0, 0, 0, 0);
+    r.ahead[j] = i < n4 ? __ldg(w4 + i) : uint4{0u, 0u, 0u, 0u};
   }
 }
 
