@@ -999,34 +999,70 @@ __device__ __forceinline__ void attention_prefill_entry(
 // The position comes from device memory (step[1], seq_len = step[1] + 1), so
 // the grid is sized for the longest context (`max_splits`) and splits past
 // this step's context return at once: one captured graph serves every step.
-// attention_decode: grid (max_splits, n_kv), block 256. Block (s, kvh)
-// takes keys lo + s * CHUNK .. (lo: the window's start) for the `group`
-// query heads sharing KV head kvh (K and V read once per group): scores with
-// a lane segment per key (coalesced rows), the chunk's softmax, then P V
-// with lane segments over head_dim and slices over keys. It writes per head
-// its max score m, sum of exp(score - m) and the unnormalised output to
-// part[head][s]; the last block of a KV head to finish (counters[kvh],
-// reset by that block) merges the splits into out. One launch a layer; a
-// thread per output dimension looping over 256 keys made this 33 us a layer
-// on the H200 at context 128.
+// attention_decode: grid (max_splits, n_kv), block ATLAS_LLAMA_DECODE_THREADS.
+// Block (s, kvh) takes keys lo + s * kChunk .. (lo: the window's start) for
+// the `group` query heads sharing KV head kvh (K and V read once per group):
+// scores with a lane segment per key (coalesced rows), the chunk's softmax,
+// then P V with lane segments over head_dim and slices over keys. One split
+// (contexts up to kChunk keys) writes out directly. Otherwise each block
+// writes per head its max score m, sum of exp(score - m) and unnormalised
+// output to part[head][s], and the last block of a KV head to finish
+// (counters[kvh], reset by that block) merges the splits into out.
+//
+// At short contexts this kernel is latency, not bandwidth: on the H200 the
+// 64-key, 256-thread version cost 11-15 us a layer in the captured step at
+// context 128 (two splits and a merge, every load after the wait). Now the
+// cache rows before this step's position are loaded before the wait (the
+// previous launch writes only row `pos`), and 128 keys need no merge.
 
 namespace {
-// kChunk: ATLAS_LLAMA_DECODE_CHUNK (prefill_kernels.h), which sizes `splits`.
-constexpr int kChunk = 64, kMaxGroup = 16, kDecWarps = 8;
+// kChunk: ATLAS_LLAMA_DECODE_CHUNK, which sizes `splits`; kDecWarps * 32:
+// ATLAS_LLAMA_DECODE_THREADS (prefill_kernels.h).
+constexpr int kChunk = 128, kMaxGroup = 16, kDecWarps = 16;
+// Key rows a thread sums in P V: a slice per `seg` lanes (seg <= 32), so
+// at least kDecWarps slices.
+constexpr int kSlices = kChunk / kDecWarps;
 }
 
-// Four cache entries from d (zeros past head_dim when it is not a multiple
+// Four cache entries as stored (registers: two words for 16-bit caches).
+template <typename C>
+struct KvRaw {
+  using T = uint2;
+};
+template <>
+struct KvRaw<float> {
+  using T = float4;
+};
+
+// The four entries from d (zeros past head_dim when it is not a multiple
 // of 4).
 template <typename C>
-__device__ __forceinline__ float4 kv_quad(const C *row, uint32_t d, uint32_t hd,
-                                          bool vec) {
-  if (vec) return kv4(row, d);
-  float4 r = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  if (d < hd) r.x = load_w(row, d);
-  if (d + 1 < hd) r.y = load_w(row, d + 1);
-  if (d + 2 < hd) r.z = load_w(row, d + 2);
-  if (d + 3 < hd) r.w = load_w(row, d + 3);
+__device__ __forceinline__ typename KvRaw<C>::T kv_raw(const C *row, uint32_t d,
+                                                       uint32_t hd, bool vec) {
+  using T = typename KvRaw<C>::T;
+  if (vec) return *reinterpret_cast<const T *>(row + d);
+  T r{};
+  C *e = reinterpret_cast<C *>(&r);
+#pragma unroll
+  for (uint32_t i = 0; i < 4; ++i) {
+    if (d + i < hd) e[i] = row[d + i];
+  }
   return r;
+}
+
+// As f32, by value and bit operations (a pointer into the registers put
+// them in local memory).
+__device__ __forceinline__ float4 kv_unpack(float4 r, const float *) { return r; }
+__device__ __forceinline__ float4 kv_unpack(uint2 r, const __nv_bfloat16 *) {
+  return make_float4(__uint_as_float(r.x << 16), __uint_as_float(r.x & 0xFFFF0000u),
+                     __uint_as_float(r.y << 16), __uint_as_float(r.y & 0xFFFF0000u));
+}
+__device__ __forceinline__ float half_bits(uint32_t b) {
+  return __half2float(__ushort_as_half((unsigned short)b));
+}
+__device__ __forceinline__ float4 kv_unpack(uint2 r, const __half *) {
+  return make_float4(half_bits(r.x & 0xFFFFu), half_bits(r.x >> 16),
+                     half_bits(r.y & 0xFFFFu), half_bits(r.y >> 16));
 }
 
 // G: the group size rounded up to a power of two (registers for G heads);
@@ -1037,21 +1073,30 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
                                    uint32_t head_dim, const uint32_t *step,
                                    uint32_t window, uint32_t splits, float *out,
                                    uint32_t *counters) {
+  using Raw = typename KvRaw<C>::T;
   constexpr int kPerWarp = kChunk / kDecWarps;  // keys a warp scores
+  // Value rows also load before the wait where the accumulators leave
+  // registers for them (512 threads: at most 128 a thread).
+  constexpr bool kEarlyV = G <= 4 || (G <= 8 && sizeof(C) == 2);
   static_assert(G <= kMaxGroup, "a KV head serves at most kMaxGroup query heads");
   __shared__ float qs[G][kMaxD];
   __shared__ float ps[G][kChunk];
-  __shared__ float red[kDecWarps][kMaxD];
+  __shared__ float red[2][kDecWarps][kMaxD];  // two: one barrier a head
   __shared__ float stat[G][2];
   __shared__ int last;
-  atlas_overlap_begin();  // the decode step launches it with overlap_prior
   const uint32_t group = n_heads / n_kv, kvh = blockIdx.y, split = blockIdx.x;
   const uint32_t kv_dim = n_kv * head_dim, tid = threadIdx.x;
   const uint32_t warp = tid / 32, lane = tid % 32;
-  const uint32_t seq_len = step[1] + 1;
+  // Read before the wait: the step is copied in before the step's first
+  // kernel and no kernel writes it; every cache row before `pos` was stored
+  // by an earlier step (at least two launches back, so complete).
+  const uint32_t pos = step[1], seq_len = pos + 1;
   const uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
   const uint32_t used = (seq_len - lo + kChunk - 1) / kChunk;
-  if (split >= used) return;  // past this step's context
+  if (split >= used) {  // past this step's context
+    atlas_overlap_begin();
+    return;
+  }
   const uint32_t t_begin = lo + split * kChunk;
   const uint32_t count = min((uint32_t)kChunk, seq_len - t_begin);
   const float scale = rsqrtf((float)head_dim);
@@ -1061,36 +1106,74 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
   uint32_t seg = 1;
   while (seg < quads) seg *= 2;
   const uint32_t sub = lane / seg, qd = lane % seg, per_warp = 32 / seg;
+  const uint32_t slice = tid / seg, slices = blockDim.x / seg;
+  const C *kbase = kc + (size_t)kvh * head_dim;
+  const C *vbase = vc + (size_t)kvh * head_dim;
+  // Key j of the chunk for this lane's p-th score, or kChunk for none.
+  auto key_of = [&](int p) -> uint32_t {
+    const uint32_t k_in_warp = p * per_warp + sub;
+    return k_in_warp < (uint32_t)kPerWarp ? warp * kPerWarp + k_in_warp : kChunk;
+  };
+  // Every row this lane reads, loaded before any is used (the loads overlap;
+  // one at a time they were latency-bound); row `pos` waits.
+  Raw kr[kPerWarp], vr[kSlices];
+#pragma unroll
+  for (int p = 0; p < kPerWarp; ++p) {
+    const uint32_t j = key_of(p);
+    kr[p] = Raw{};
+    if (j < count && qd < quads && t_begin + j != pos) {
+      kr[p] = kv_raw(kbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kSlices; ++t) {
+    const uint32_t j = slice + t * slices;
+    vr[t] = Raw{};
+    if (kEarlyV && j < count && qd < quads && t_begin + j != pos) {
+      vr[t] = kv_raw(vbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
+    }
+  }
+  atlas_overlap_begin();  // the decode step launches it with overlap_prior
+  // Row pos, the last key when this block holds it, in registers of its own
+  // (chosen where it is used: indexing kr by a run-time key put kr in local
+  // memory).
+  const bool has_pos = t_begin + count == seq_len;
+  Raw kpos{}, vpos{};
+  if (has_pos && qd < quads) {
+    const size_t row = (size_t)pos * kv_dim;
+    kpos = kv_raw(kbase + row, 4 * qd, head_dim, vec);
+    if (kEarlyV) vpos = kv_raw(vbase + row, 4 * qd, head_dim, vec);
+  }
   for (uint32_t i = tid; i < group * quads * 4; i += blockDim.x) {
     uint32_t g = i / (quads * 4), d = i % (quads * 4);
     qs[g][d] = d < head_dim ? q[(size_t)(kvh * group + g) * head_dim + d] : 0.0f;
   }
-  // Every key row this lane reads, loaded before any is used (the loads
-  // overlap; one at a time they were latency-bound).
-  const C *kbase = kc + (size_t)kvh * head_dim;
-  float4 kq[kPerWarp];
-#pragma unroll
-  for (int p = 0; p < kPerWarp; ++p) {
-    const uint32_t k_in_warp = p * per_warp + sub, j = warp * kPerWarp + k_in_warp;
-    kq[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (k_in_warp < (uint32_t)kPerWarp && j < count && qd < quads) {
-      kq[p] = kv_quad(kbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
-    }
-  }
   __syncthreads();
 #pragma unroll
   for (int p = 0; p < kPerWarp; ++p) {
-    const uint32_t k_in_warp = p * per_warp + sub, j = warp * kPerWarp + k_in_warp;
-    if (p * per_warp >= (uint32_t)kPerWarp) break;  // warp-uniform
+    const uint32_t j = key_of(p);
+    Raw raw = kr[p];
+    if (has_pos && j == count - 1) raw = kpos;
+    const float4 k4 = kv_unpack(raw, kc);
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-      if (g < (int)group) {
-        const float *qq = &qs[g][4 * qd];
-        float s = qq[0] * kq[p].x + qq[1] * kq[p].y + qq[2] * kq[p].z + qq[3] * kq[p].w;
-        for (uint32_t o = seg / 2; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (qd == 0 && k_in_warp < (uint32_t)kPerWarp) {
-          ps[g][j] = j < count ? s * scale : -INFINITY;
-        }
+      const float *qq = &qs[g][4 * qd];
+      float s = qq[0] * k4.x + qq[1] * k4.y + qq[2] * k4.z + qq[3] * k4.w;
+#pragma unroll
+      for (uint32_t o = 16; o > 0; o /= 2) {
+        if (o < seg) s += __shfl_xor_sync(0xffffffffu, s, o);
+      }
+      if (g < (int)group && qd == 0 && j < (uint32_t)kChunk) {
+        ps[g][j] = j < count ? s * scale : -INFINITY;
+      }
+    }
+  }
+  if (!kEarlyV) {
+#pragma unroll
+    for (int t = 0; t < kSlices; ++t) {
+      const uint32_t j = slice + t * slices;
+      if (j < count && qd < quads) {
+        vr[t] = kv_raw(vbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
       }
     }
   }
@@ -1111,42 +1194,35 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
       stat[g][1] = sum;
     }
   }
-  // P V: thread (slice, qd) sums keys slice, slice + slices, ... (at most 8:
-  // slices >= 8) for its four dimensions; slices meet through shuffles and
-  // `red`. The value rows are loaded before the softmax is waited for.
-  const uint32_t slice = tid / seg, slices = blockDim.x / seg;
-  const C *vbase = vc + (size_t)kvh * head_dim;
-  float4 vq[8];
-#pragma unroll
-  for (int t = 0; t < 8; ++t) {
-    const uint32_t j = slice + t * slices;
-    vq[t] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (j < count && qd < quads) {
-      vq[t] = kv_quad(vbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
-    }
-  }
   __syncthreads();
+  // P V: thread (slice, qd) sums keys slice, slice + slices, ... for its four
+  // dimensions; slices meet through shuffles and `red`.
   float4 acc[G];
 #pragma unroll
   for (int g = 0; g < G; ++g) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-  for (int t = 0; t < 8; ++t) {
+  for (int t = 0; t < kSlices; ++t) {
     const uint32_t j = slice + t * slices;
     if (j < count) {
+      Raw raw = vr[t];
+      if (kEarlyV && has_pos && j == count - 1) raw = vpos;
+      const float4 v4 = kv_unpack(raw, vc);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         if (g < (int)group) {
           float p = ps[g][j];
-          acc[g].x += p * vq[t].x, acc[g].y += p * vq[t].y;
-          acc[g].z += p * vq[t].z, acc[g].w += p * vq[t].w;
+          acc[g].x += p * v4.x, acc[g].y += p * v4.y;
+          acc[g].z += p * v4.z, acc[g].w += p * v4.w;
         }
       }
     }
   }
   const size_t stride = head_dim + 2;
+  const bool one = used == 1;
 #pragma unroll
   for (int g = 0; g < G; ++g) {
     if (g < (int)group) {
+      float(*r)[kMaxD] = red[g & 1];
       for (uint32_t o = seg; o < 32; o *= 2) {
         acc[g].x += __shfl_xor_sync(0xffffffffu, acc[g].x, o);
         acc[g].y += __shfl_xor_sync(0xffffffffu, acc[g].y, o);
@@ -1154,27 +1230,33 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
         acc[g].w += __shfl_xor_sync(0xffffffffu, acc[g].w, o);
       }
       if (lane < seg && qd < quads) {
-        red[warp][4 * qd] = acc[g].x;
-        red[warp][4 * qd + 1] = acc[g].y;
-        red[warp][4 * qd + 2] = acc[g].z;
-        red[warp][4 * qd + 3] = acc[g].w;
+        r[warp][4 * qd] = acc[g].x;
+        r[warp][4 * qd + 1] = acc[g].y;
+        r[warp][4 * qd + 2] = acc[g].z;
+        r[warp][4 * qd + 3] = acc[g].w;
       }
       __syncthreads();
-      float *p = part + ((size_t)(kvh * group + g) * splits + split) * stride;
+      const uint32_t h = kvh * group + g;
       if (tid < head_dim) {
         float o = 0.0f;
-        for (int w = 0; w < kDecWarps; ++w) o += red[w][tid];
-        p[2 + tid] = o;
+        for (int w = 0; w < kDecWarps; ++w) o += r[w][tid];
+        if (one) {
+          out[(size_t)h * head_dim + tid] = o / stat[g][1];
+        } else {
+          part[((size_t)h * splits + split) * stride + 2 + tid] = o;
+        }
       }
-      if (tid == 0) {
+      if (tid == 0 && !one) {
+        float *p = part + ((size_t)h * splits + split) * stride;
         p[0] = stat[g][0];
         p[1] = stat[g][1];
       }
-      __syncthreads();
     }
   }
+  if (one) return;
   // The last split of this KV head to finish merges them all.
   __threadfence();
+  __syncthreads();
   if (tid == 0) last = atomicAdd(&counters[kvh], 1u) == used - 1;
   __syncthreads();
   if (!last) return;
@@ -1196,15 +1278,43 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
     }
   }
   __syncthreads();
-  for (uint32_t i = tid; i < group * head_dim; i += blockDim.x) {
-    const uint32_t g = i / head_dim, d = i % head_dim;
+  // Thread (slice, qd) merges splits slice, slice + slices, ... for its four
+  // dimensions (a thread per dimension looping over every split took 16 us a
+  // layer at 8K context); slices meet as in P V.
+  for (uint32_t g = 0; g < group; ++g) {
+    float(*r)[kMaxD] = red[g & 1];
     const float *ph = part + (size_t)(kvh * group + g) * splits * stride;
-    float o = 0.0f;
+    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (qd < quads) {
 #pragma unroll 4
-    for (uint32_t sp = 0; sp < used; ++sp) {
-      o += expf(__ldcg(ph + sp * stride) - stat[g][0]) * __ldcg(ph + sp * stride + 2 + d);
+      for (uint32_t sp = slice; sp < used; sp += slices) {
+        const float *p = ph + sp * stride;
+        const float w = expf(__ldcg(p) - stat[g][0]);
+        const uint32_t d = 4 * qd;
+        o.x += w * __ldcg(p + 2 + d);
+        if (d + 1 < head_dim) o.y += w * __ldcg(p + 3 + d);
+        if (d + 2 < head_dim) o.z += w * __ldcg(p + 4 + d);
+        if (d + 3 < head_dim) o.w += w * __ldcg(p + 5 + d);
+      }
     }
-    out[(size_t)(kvh * group + g) * head_dim + d] = o / stat[g][1];
+    for (uint32_t s = seg; s < 32; s *= 2) {
+      o.x += __shfl_xor_sync(0xffffffffu, o.x, s);
+      o.y += __shfl_xor_sync(0xffffffffu, o.y, s);
+      o.z += __shfl_xor_sync(0xffffffffu, o.z, s);
+      o.w += __shfl_xor_sync(0xffffffffu, o.w, s);
+    }
+    if (lane < seg && qd < quads) {
+      r[warp][4 * qd] = o.x;
+      r[warp][4 * qd + 1] = o.y;
+      r[warp][4 * qd + 2] = o.z;
+      r[warp][4 * qd + 3] = o.w;
+    }
+    __syncthreads();
+    if (tid < head_dim) {
+      float sum = 0.0f;
+      for (int w = 0; w < kDecWarps; ++w) sum += r[w][tid];
+      out[(size_t)(kvh * group + g) * head_dim + tid] = sum / stat[g][1];
+    }
   }
 }
 
@@ -1212,7 +1322,8 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
 // registers for G heads only. One kernel carrying every G took 126
 // registers a thread, for the group-16 path.
 #define ATLAS_DECODE_KERNEL(S, C, G)                                           \
-  extern "C" __global__ void __launch_bounds__(256) attention_decode_##S##_g##G( \
+  extern "C" __global__ void __launch_bounds__(kDecWarps * 32, 1)          \
+      attention_decode_##S##_g##G(                                             \
       float *part, const float *q, const C *kc, const C *vc, uint32_t n_heads, \
       uint32_t n_kv, uint32_t head_dim, const uint32_t *step, uint32_t window, \
       uint32_t splits, float *out, uint32_t *counters) {                       \

@@ -50,12 +50,16 @@
 //       step[1] + 1) over keys lo..seq_len-1 (lo = seq_len - window when
 //       window > 0 and smaller, else 0) in splits of ATLAS_LLAMA_DECODE_CHUNK
 //       keys; used = ceil((seq_len - lo) / chunk) <= splits (the layout: rows
-//       per head). part[h][s] = {max score m, sum exp(score - m), then
-//       head_dim values sum exp(score - m) * v}; then out[h] = the merged
-//       splits. counters: n_kv u32, zero before the first launch and left
-//       zero (CUDA: the last split block per KV head merges and resets it).
-//       CUDA: grid (splits, n_kv), block 256; n_heads / n_kv <= G, the
-//       kernel's group size (the smallest that holds it: its registers)
+//       per head). When used > 1, part[h][s] = {max score m, sum
+//       exp(score - m), then head_dim values sum exp(score - m) * v}, and
+//       out[h] = the merged splits; one split writes out alone. counters:
+//       n_kv u32, zero before the first launch and left zero (CUDA: the last
+//       split block per KV head merges and resets it). CUDA: grid (splits,
+//       n_kv), block ATLAS_LLAMA_DECODE_THREADS; n_heads / n_kv <= G, the
+//       kernel's group size (the smallest that holds it: its registers).
+//       It reads step and the cache rows before step[1] before it waits for
+//       the launch before it (overlap_prior): that launch may write only
+//       row step[1].
 #ifndef ATLAS_KERNELS_PREFILL_KERNELS_H_
 #define ATLAS_KERNELS_PREFILL_KERNELS_H_
 
@@ -68,7 +72,8 @@ extern "C" {
 #define ATLAS_LLAMA_BATCH_MODULE "llama_batch"
 #define ATLAS_LLAMA_BATCH_MAX_HEAD_DIM 128
 #define ATLAS_LLAMA_BATCH_MAX_GROUP 16
-#define ATLAS_LLAMA_DECODE_CHUNK 64
+#define ATLAS_LLAMA_DECODE_CHUNK 128
+#define ATLAS_LLAMA_DECODE_THREADS 512
 
 // Query rows ((token, head) pairs of one KV head) an attention_prefill block
 // takes: 64 where the kernel runs tensor cores (a 16-bit cache and head_dim a

@@ -42,6 +42,7 @@ typedef struct float2 float2;
 typedef struct float4 float4;
 __device__ float4 make_float4(float, float, float, float);
 __device__ unsigned __float_as_uint(float);
+__device__ float __uint_as_float(unsigned);
 __device__ size_t __cvta_generic_to_shared(const void *);
 template <typename T>
 __device__ T __ldcg(const T *);

@@ -10,4 +10,5 @@ struct __half2 {
 __host__ __device__ float __half2float(__half);
 __host__ __device__ __half __float2half(float);
 __host__ __device__ __half __float2half_rn(float);
+__device__ __half __ushort_as_half(unsigned short);
 #endif  // ATLAS_LINT_CUDA_FP16_H_

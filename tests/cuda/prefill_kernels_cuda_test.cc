@@ -384,7 +384,7 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
   uint32_t g = 1;
   while (g < heads / kv) g *= 2;
   std::string name = "attention_decode_" + kv_type + "_g" + std::to_string(g);
-  s.Launch(name.c_str(), splits, kv, 256,
+  s.Launch(name.c_str(), splits, kv, ATLAS_LLAMA_DECODE_THREADS,
              {P(part), P(dq), P(dk), P(dv), U(heads), U(kv), U(dim), P(dstep),
               U(window), U(splits), P(out), P(counters)});
   }
