@@ -30,9 +30,10 @@ __device__ __forceinline__ void store_kv(__nv_bfloat16 *p, size_t i, float v) {
 // kernel so launched may start while the launch before it finishes. It calls
 // this before it reads or writes anything an earlier launch touches (loading
 // weights, which nothing writes, may come first); then it lets the next
-// launch start, so at most one kernel waits ahead. Every block calls it,
-// early-exiting ones too: a grid ends only after its wait did. A no-op below
-// sm_90 and without the attribute.
+// launch start, so at most one kernel waits ahead. A grid must end only
+// after a wait: every block calls it, early-exiting ones too, unless another
+// block of the grid always does. A no-op below sm_90 and without the
+// attribute.
 __device__ __forceinline__ void atlas_overlap_begin() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
