@@ -200,14 +200,9 @@ atlas_status Collect(void *ctx, const float *logits, size_t n) {
   return ATLAS_OK;
 }
 
-class LlamaForward : public ::testing::TestWithParam<std::tuple<atlas_dtype, bool>> {};
-
-TEST_P(LlamaForward, MatchesDoublePrecisionReference) {
-  atlas_dtype dtype = std::get<0>(GetParam());
-  bool tied = std::get<1>(GetParam());
-  std::string dir = MakeCheckpoint("ref_" + std::to_string(dtype) +
-                                       (tied ? "_tied" : ""),
-                                   "tiny", 7, dtype, tied);
+// Generates from the checkpoint in `dir` and checks every step's logits
+// and every greedy id against RefModel.
+void ExpectMatchesReference(const std::string &dir) {
   Loaded m;
   m.Open(dir);
   ASSERT_NE(m.model, nullptr);
@@ -238,6 +233,42 @@ TEST_P(LlamaForward, MatchesDoublePrecisionReference) {
     size_t best = std::max_element(row.begin(), row.end()) - row.begin();
     EXPECT_EQ(out[g], best) << "step " << g;
   }
+}
+
+class LlamaForward : public ::testing::TestWithParam<std::tuple<atlas_dtype, bool>> {};
+
+TEST_P(LlamaForward, MatchesDoublePrecisionReference) {
+  atlas_dtype dtype = std::get<0>(GetParam());
+  bool tied = std::get<1>(GetParam());
+  ExpectMatchesReference(MakeCheckpoint("ref_" + std::to_string(dtype) +
+                                            (tied ? "_tied" : ""),
+                                        "tiny", 7, dtype, tied));
+}
+
+// The decode products normalise the hidden state themselves while it fits
+// 48 KiB of shared memory beside their 32-float reduction buffer (hidden
+// 12256: 49024 + 128 bytes); past that (12288) the step launches rmsnorm
+// before them: three launches more per step (one layer: attention's and the
+// MLP's norms, and the final one). Both sides against the reference.
+TEST(Llama, WideHiddenStatesOnBothSidesOfTheFoldedNormLimit) {
+  uint64_t launches[2] = {0, 0};
+  const int64_t hiddens[2] = {12256, 12288};
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE("hidden " + std::to_string(hiddens[i]));
+    std::string dir = MakeWideCheckpoint("wide_" + std::to_string(hiddens[i]),
+                                         hiddens[i], 3, ATLAS_DTYPE_BF16);
+    ExpectMatchesReference(dir);
+    Loaded m;
+    m.Open(dir);
+    ASSERT_NE(m.model, nullptr);
+    ASSERT_OK(atlas_llama_set_decode_graph(m.model, false));  // eager launches
+    std::vector<float> logits(m.config.vocab_size);
+    uint64_t before = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH);
+    ASSERT_OK(atlas_llama_forward(m.model, 1, 0, logits.data()));
+    launches[i] = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH) - before;
+  }
+  EXPECT_EQ(launches[1], launches[0] + 3)
+      << "folded: " << launches[0] << " launches a step, separate: " << launches[1];
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -58,8 +58,8 @@ typedef struct product_input {
 // A launch may ask for 48 KiB of shared memory without opting the kernel in
 // (cuFuncSetAttribute); the products keep 32 floats of their own for the
 // norm's block reduction.
-#define SHARED_PLAIN_MAX (48u * 1024u)
-#define NORM_OWN_SHARED (32u * (uint32_t)sizeof(float))
+#define SHARED_PLAIN_MAX ((uint64_t)48 * 1024)
+#define NORM_OWN_SHARED ((uint64_t)32 * sizeof(float))
 
 // The normalised hidden state (scratch->x) for the products that read it:
 // folded into them (`fold`, and x fits in shared memory), which saves a
