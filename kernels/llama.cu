@@ -157,42 +157,85 @@ __device__ __forceinline__ const float *staged_x(const float *x,
   if (norm_w == nullptr) return x;
   extern __shared__ __align__(16) float xs[];
   __shared__ float partial[32];
+  // U loads per thread in flight per round: x and the norm weights come from
+  // L2 with a round's latency each, not one load's latency per element.
+  constexpr uint32_t U = 4;
+  const uint32_t step = blockDim.x;
   float ss = 0.0f;
   const bool vec = cols % 4 == 0 && ((uintptr_t)x % 16) == 0 &&
                    ((uintptr_t)norm_w % 16) == 0;
-  float4 *xs4 = reinterpret_cast<float4 *>(xs);
   if (vec) {
     const float4 *x4 = reinterpret_cast<const float4 *>(x);
-    for (uint32_t i = threadIdx.x; i < cols / 4; i += blockDim.x) {
-      float4 v = x4[i];
-      xs4[i] = v;
-      ss += v.x * v.x;
-      ss += v.y * v.y;
-      ss += v.z * v.z;
-      ss += v.w * v.w;
-    }
-  } else {
-    for (uint32_t i = threadIdx.x; i < cols; i += blockDim.x) {
-      float v = x[i];
-      xs[i] = v;
-      ss += v * v;
-    }
-  }
-  ss = block_sum(ss, partial);  // syncs: every xs write above is visible
-  const float scale = rsqrtf(ss / cols + eps);
-  if (vec) {
     const float4 *w4 = reinterpret_cast<const float4 *>(norm_w);
-    for (uint32_t i = threadIdx.x; i < cols / 4; i += blockDim.x) {
-      float4 v = xs4[i], g = w4[i];
-      v.x = g.x * (v.x * scale);
-      v.y = g.y * (v.y * scale);
-      v.z = g.z * (v.z * scale);
-      v.w = g.w * (v.w * scale);
-      xs4[i] = v;
+    float4 *xs4 = reinterpret_cast<float4 *>(xs);
+    const uint32_t n4 = cols / 4;
+    for (uint32_t i0 = threadIdx.x; i0 < n4; i0 += U * step) {
+      float4 v[U];
+#pragma unroll
+      for (uint32_t u = 0; u < U; ++u) {
+        const uint32_t i = i0 + u * step;
+        v[u] = i < n4 ? x4[i] : float4{0.0f, 0.0f, 0.0f, 0.0f};
+      }
+#pragma unroll
+      for (uint32_t u = 0; u < U; ++u) {
+        if (i0 + u * step < n4) xs4[i0 + u * step] = v[u];
+        ss += v[u].x * v[u].x;
+        ss += v[u].y * v[u].y;
+        ss += v[u].z * v[u].z;
+        ss += v[u].w * v[u].w;
+      }
+    }
+    ss = block_sum(ss, partial);
+    const float scale = rsqrtf(ss / cols + eps);
+    // Each thread rescales the entries it stored itself.
+    for (uint32_t i0 = threadIdx.x; i0 < n4; i0 += U * step) {
+      float4 g[U];
+#pragma unroll
+      for (uint32_t u = 0; u < U; ++u) {
+        const uint32_t i = i0 + u * step;
+        g[u] = i < n4 ? w4[i] : float4{0.0f, 0.0f, 0.0f, 0.0f};
+      }
+#pragma unroll
+      for (uint32_t u = 0; u < U; ++u) {
+        const uint32_t i = i0 + u * step;
+        if (i >= n4) break;
+        float4 v = xs4[i];
+        v.x = g[u].x * (v.x * scale);
+        v.y = g[u].y * (v.y * scale);
+        v.z = g[u].z * (v.z * scale);
+        v.w = g[u].w * (v.w * scale);
+        xs4[i] = v;
+      }
     }
   } else {
-    for (uint32_t i = threadIdx.x; i < cols; i += blockDim.x) {
-      xs[i] = norm_w[i] * (xs[i] * scale);
+    for (uint32_t i0 = threadIdx.x; i0 < cols; i0 += U * step) {
+      float v[U];
+#pragma unroll
+      for (uint32_t u = 0; u < U; ++u) {
+        const uint32_t i = i0 + u * step;
+        v[u] = i < cols ? x[i] : 0.0f;
+      }
+#pragma unroll
+      for (uint32_t u = 0; u < U; ++u) {
+        if (i0 + u * step < cols) xs[i0 + u * step] = v[u];
+        ss += v[u] * v[u];
+      }
+    }
+    ss = block_sum(ss, partial);
+    const float scale = rsqrtf(ss / cols + eps);
+    for (uint32_t i0 = threadIdx.x; i0 < cols; i0 += U * step) {
+      float g[U];
+#pragma unroll
+      for (uint32_t u = 0; u < U; ++u) {
+        const uint32_t i = i0 + u * step;
+        g[u] = i < cols ? norm_w[i] : 0.0f;
+      }
+#pragma unroll
+      for (uint32_t u = 0; u < U; ++u) {
+        const uint32_t i = i0 + u * step;
+        if (i >= cols) break;
+        xs[i] = g[u] * (xs[i] * scale);
+      }
     }
   }
   __syncthreads();
