@@ -20,6 +20,14 @@ static void embed(void **args, load_fn load) {
 
 ATLAS_HOST_BY_DTYPE(embed, load)
 
+// 1 / RMS(x), the sum of squares in double: rmsnorm and the products with
+// the norm folded in share it.
+static float rms_scale(const float *x, uint32_t dim, float eps) {
+  double ss = 0;
+  for (uint32_t i = 0; i < dim; ++i) ss += (double)x[i] * x[i];
+  return (float)(1.0 / sqrt(ss / dim + eps));
+}
+
 static void rmsnorm(const atlas_launch_config *c, void **args) {
   (void)c;
   float *out = ARG(float *, 0);
@@ -27,35 +35,59 @@ static void rmsnorm(const atlas_launch_config *c, void **args) {
   const float *w = ARG(const float *, 2);
   uint32_t dim = ARG(uint32_t, 3);
   float eps = ARG(float, 4);
-  double ss = 0;
-  for (uint32_t i = 0; i < dim; ++i) ss += (double)x[i] * x[i];
-  float scale = (float)(1.0 / sqrt(ss / dim + eps));
+  float scale = rms_scale(x, dim, eps);
   for (uint32_t i = 0; i < dim; ++i) out[i] = w[i] * (x[i] * scale);
+}
+
+// The vector a product reads: x as is (norm NULL), or x RMS-normalised with
+// the weights `norm`, each element formed inline as rmsnorm forms it,
+// norm[k] * (x[k] * scale): a product with the norm folded in equals rmsnorm
+// then the product, bit for bit.
+typedef struct product_input {
+  const float *x, *norm;
+  float scale;
+} product_input;
+
+static product_input product_input_of(const float *x, const float *norm,
+                                      uint32_t cols, float eps) {
+  product_input in = {x, norm, 1.0f};
+  if (norm != NULL) in.scale = rms_scale(x, cols, eps);
+  return in;
 }
 
 // One row's dot product, summed in order (the f32 fast path of matvec_f32
 // gives the same sums: atlas_host_load_f32 reads the same values).
 static float row_dot(load_fn load, const void *w, size_t row, uint32_t cols,
-                     const float *x) {
+                     const product_input *in) {
   float acc = 0.0f;
   size_t base = row * cols;
-  for (uint32_t k = 0; k < cols; ++k) acc += load(w, base + k) * x[k];
+  const float *x = in->x, *norm = in->norm;
+  if (norm == NULL) {
+    for (uint32_t k = 0; k < cols; ++k) acc += load(w, base + k) * x[k];
+  } else {
+    float scale = in->scale;
+    for (uint32_t k = 0; k < cols; ++k) {
+      acc += load(w, base + k) * (norm[k] * (x[k] * scale));
+    }
+  }
   return acc;
 }
 
-// q, k and v in one launch, each with its bias (NULL: none).
+// q, k and v in one launch, each with its bias (NULL: none), from x or
+// (norm_w != NULL) RMSNorm(x).
 static void matvec_qkv(void **args, load_fn load) {
   float *out[3] = {ARG(float *, 0), ARG(float *, 1), ARG(float *, 2)};
   const void *w[3] = {ARG(const void *, 3), ARG(const void *, 4),
                       ARG(const void *, 5)};
   const float *b[3] = {ARG(const float *, 6), ARG(const float *, 7),
                        ARG(const float *, 8)};
-  const float *x = ARG(const float *, 9);
   const uint32_t rows[3] = {ARG(uint32_t, 10), ARG(uint32_t, 11), ARG(uint32_t, 11)};
   uint32_t cols = ARG(uint32_t, 12);
+  product_input x = product_input_of(ARG(const float *, 9), ARG(const float *, 13),
+                                     cols, ARG(float, 14));
   for (int m = 0; m < 3; ++m) {
     for (uint32_t r = 0; r < rows[m]; ++r) {
-      float acc = row_dot(load, w[m], r, cols, x);
+      float acc = row_dot(load, w[m], r, cols, &x);
       out[m][r] = b[m] != NULL ? acc + b[m][r] : acc;
     }
   }
@@ -68,21 +100,24 @@ static void matvec_add(void **args, load_fn load) {
   const float *in = ARG(const float *, 2);
   const float *bias = ARG(const float *, 3);
   uint32_t rows = ARG(uint32_t, 4), cols = ARG(uint32_t, 5);
+  product_input x_in = {in, NULL, 1.0f};
   for (uint32_t r = 0; r < rows; ++r) {
-    float acc = row_dot(load, w, r, cols, in);
+    float acc = row_dot(load, w, r, cols, &x_in);
     x[r] += bias != NULL ? acc + bias[r] : acc;
   }
 }
 
-// out[r] = silu(gate . x (+ bias)) * (up . x (+ bias)).
+// out[r] = silu(gate . x (+ bias)) * (up . x (+ bias)), x or (norm_w !=
+// NULL) RMSNorm(x).
 static void gate_up(void **args, load_fn load) {
   float *out = ARG(float *, 0);
   const void *wg = ARG(const void *, 1), *wu = ARG(const void *, 2);
   const float *bg = ARG(const float *, 3), *bu = ARG(const float *, 4);
-  const float *x = ARG(const float *, 5);
   uint32_t rows = ARG(uint32_t, 6), cols = ARG(uint32_t, 7);
+  product_input x = product_input_of(ARG(const float *, 5), ARG(const float *, 8),
+                                     cols, ARG(float, 9));
   for (uint32_t r = 0; r < rows; ++r) {
-    float g = row_dot(load, wg, r, cols, x), u = row_dot(load, wu, r, cols, x);
+    float g = row_dot(load, wg, r, cols, &x), u = row_dot(load, wu, r, cols, &x);
     if (bg != NULL) g = g + bg[r];
     if (bu != NULL) u = u + bu[r];
     out[r] = g / (1.0f + expf(-g)) * u;
@@ -93,21 +128,18 @@ ATLAS_HOST_BY_DTYPE(matvec_qkv, load)
 ATLAS_HOST_BY_DTYPE(matvec_add, load)
 ATLAS_HOST_BY_DTYPE(gate_up, load)
 
+// out = W x, or W RMSNorm(x) when norm_w != NULL (args 5 and 6).
 static void matvec(void **args, load_fn load) {
   float *out = ARG(float *, 0);
   const void *w = ARG(const void *, 1);
-  const float *x = ARG(const float *, 2);
   uint32_t rows = ARG(uint32_t, 3), cols = ARG(uint32_t, 4);
-  for (uint32_t r = 0; r < rows; ++r) {
-    float acc = 0.0f;
-    size_t base = (size_t)r * cols;
-    for (uint32_t k = 0; k < cols; ++k) acc += load(w, base + k) * x[k];
-    out[r] = acc;
-  }
+  product_input x = product_input_of(ARG(const float *, 2), ARG(const float *, 5),
+                                     cols, ARG(float, 6));
+  for (uint32_t r = 0; r < rows; ++r) out[r] = row_dot(load, w, r, cols, &x);
 }
 
 // The F32 case is the hot one on the host: when the weights happen to be
-// 4-byte aligned, read them directly.
+// 4-byte aligned, read them directly (the same sums as row_dot's).
 static void matvec_f32(const atlas_launch_config *c, void **args) {
   (void)c;
   const void *w = ARG(const void *, 1);
@@ -117,12 +149,18 @@ static void matvec_f32(const atlas_launch_config *c, void **args) {
   }
   float *out = ARG(float *, 0);
   const float *wf = (const float *)w;
-  const float *x = ARG(const float *, 2);
   uint32_t rows = ARG(uint32_t, 3), cols = ARG(uint32_t, 4);
+  product_input in = product_input_of(ARG(const float *, 2), ARG(const float *, 5),
+                                      cols, ARG(float, 6));
+  const float *x = in.x, *norm = in.norm;
   for (uint32_t r = 0; r < rows; ++r) {
     const float *row = wf + (size_t)r * cols;
     float acc = 0.0f;
-    for (uint32_t k = 0; k < cols; ++k) acc += row[k] * x[k];
+    if (norm == NULL) {
+      for (uint32_t k = 0; k < cols; ++k) acc += row[k] * x[k];
+    } else {
+      for (uint32_t k = 0; k < cols; ++k) acc += row[k] * (norm[k] * (x[k] * in.scale));
+    }
     out[r] = acc;
   }
 }
@@ -287,9 +325,9 @@ const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT] = {
     {"embed_f16", "pppu", embed_f16},
     {"embed_bf16", "pppu", embed_bf16},
     {"rmsnorm", "pppuf", rmsnorm},
-    {"matvec_f32", "pppuu", matvec_f32},
-    {"matvec_f16", "pppuu", matvec_f16},
-    {"matvec_bf16", "pppuu", matvec_bf16},
+    {"matvec_f32", "pppuupf", matvec_f32},
+    {"matvec_f16", "pppuupf", matvec_f16},
+    {"matvec_bf16", "pppuupf", matvec_bf16},
     {"rope_store_f32", "ppppppuuuupf", rope_store_f32},
     {"rope_store_f16", "ppppppuuuupf", rope_store_f16},
     {"rope_store_bf16", "ppppppuuuupf", rope_store_bf16},
@@ -301,13 +339,13 @@ const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT] = {
     {"add_bias", "ppu", add_bias},
     {"head_rmsnorm", "ppuuf", head_rmsnorm},
     {"argmax", "ppu", argmax},
-    {"matvec_qkv_f32", "ppppppppppuuu", matvec_qkv_f32},
-    {"matvec_qkv_f16", "ppppppppppuuu", matvec_qkv_f16},
-    {"matvec_qkv_bf16", "ppppppppppuuu", matvec_qkv_bf16},
+    {"matvec_qkv_f32", "ppppppppppuuupf", matvec_qkv_f32},
+    {"matvec_qkv_f16", "ppppppppppuuupf", matvec_qkv_f16},
+    {"matvec_qkv_bf16", "ppppppppppuuupf", matvec_qkv_bf16},
     {"matvec_add_f32", "ppppuu", matvec_add_f32},
     {"matvec_add_f16", "ppppuu", matvec_add_f16},
     {"matvec_add_bf16", "ppppuu", matvec_add_bf16},
-    {"gate_up_f32", "ppppppuu", gate_up_f32},
-    {"gate_up_f16", "ppppppuu", gate_up_f16},
-    {"gate_up_bf16", "ppppppuu", gate_up_bf16},
+    {"gate_up_f32", "ppppppuupf", gate_up_f32},
+    {"gate_up_f16", "ppppppuupf", gate_up_f16},
+    {"gate_up_bf16", "ppppppuupf", gate_up_bf16},
 };

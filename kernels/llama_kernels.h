@@ -4,8 +4,23 @@
 //
 //   embed_{f32,f16,bf16}(out, table, token, dim)           "ppuu"
 //   rmsnorm(out, x, weight_f32, dim, eps)                    "pppuf"
-//   matvec_{f32,f16,bf16}(out, w, x, rows, cols)            "pppuu"
-//       out[r] = sum_c w[r * cols + c] * x[c]
+//   matvec_{f32,f16,bf16}(out, w, x, rows, cols, norm_w, eps)  "pppuupf"
+//       out[r] = sum_c w[r * cols + c] * x'[c], where x' = x when norm_w is
+//       NULL, else RMSNorm(x) with weights norm_w (cols f32) and eps, each
+//       element norm_w[c] * (x[c] * scale) as rmsnorm forms it: the host
+//       twin equals rmsnorm then the product bit for bit; CUDA normalises
+//       per block into cols * 4 bytes of dynamic shared memory, which the
+//       launch must give (llama.cu).
+//   matvec_qkv_{t}(q, k, v, wq, wk, wv, bq, bk, bv, x, rows_q, rows_kv, cols,
+//                  norm_w, eps)                         "ppppppppppuuupf"
+//       q = wq x' (+ bq), k = wk x' (+ bk), v = wv x' (+ bv); biases may be
+//       NULL; x' as for matvec
+//   matvec_add_{t}(x, w, in, bias, rows, cols)              "ppppuu"
+//       x[r] += (w in)[r] (+ bias[r]; NULL: none)
+//   gate_up_{t}(out, w_gate, w_up, b_gate, b_up, x, rows, cols, norm_w, eps)
+//                                                            "ppppppuupf"
+//       out[r] = silu(g) * u, g = (w_gate x')[r] (+ b_gate[r]),
+//       u = (w_up x')[r] (+ b_up[r]); x' as for matvec
 //   rope(x, inv_freq, n_heads, head_dim, rot_dim, pos, attention_factor)
 //                                                            "ppuuuuf"
 //       x is [n_heads][head_dim] (q or k); inv_freq holds rot_dim / 2 f32

@@ -40,18 +40,29 @@ atlas_status atlas_forward_kernel(const atlas_forward_ctx *ctx,
   return ATLAS_OK;
 }
 
-atlas_status atlas_forward_launch(const atlas_forward_ctx *ctx,
-                                  const atlas_kernel *kernel, atlas_dim3 grid,
-                                  atlas_dim3 block, const atlas_arg *args,
-                                  size_t arg_count) {
+atlas_status atlas_forward_launch_shared(const atlas_forward_ctx *ctx,
+                                         const atlas_kernel *kernel,
+                                         atlas_dim3 grid, atlas_dim3 block,
+                                         uint32_t shared_bytes,
+                                         const atlas_arg *args,
+                                         size_t arg_count) {
   if (kernel == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "forward: launch of a kernel that was never "
                              "resolved");
   }
-  atlas_launch_config config = {grid, block, 0, ctx->stream, ctx->overlap};
+  atlas_launch_config config = {grid, block, shared_bytes, ctx->stream,
+                                ctx->overlap};
   return atlas_backend_launch_typed(ctx->backend, kernel, &config, args,
                                     arg_count);
+}
+
+atlas_status atlas_forward_launch(const atlas_forward_ctx *ctx,
+                                  const atlas_kernel *kernel, atlas_dim3 grid,
+                                  atlas_dim3 block, const atlas_arg *args,
+                                  size_t arg_count) {
+  return atlas_forward_launch_shared(ctx, kernel, grid, block, 0, args,
+                                     arg_count);
 }
 
 atlas_status atlas_forward_dispatch(const atlas_forward_ctx *ctx,

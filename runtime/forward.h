@@ -48,6 +48,14 @@ ATLAS_MUST_USE atlas_status atlas_forward_launch(const atlas_forward_ctx *ctx,
                                   atlas_dim3 block, const atlas_arg *args,
                                   size_t arg_count);
 
+// atlas_forward_launch with `shared_bytes` of dynamic shared memory per
+// block (CUDA; at most 48 KiB without opting the kernel in; host kernels
+// ignore it).
+ATLAS_MUST_USE atlas_status atlas_forward_launch_shared(
+    const atlas_forward_ctx *ctx, const atlas_kernel *kernel, atlas_dim3 grid,
+    atlas_dim3 block, uint32_t shared_bytes, const atlas_arg *args,
+    size_t arg_count);
+
 // Resolves and launches in one call (a lookup per call: for tests and rare
 // paths; dispatch sites resolve once).
 

@@ -72,21 +72,31 @@ class KernelSide {
   atlas_backend *backend() const { return b_; }
   void Launch(const char *name, uint32_t grid, uint32_t grid_y, uint32_t block,
               std::vector<atlas_arg> args) {
+    Run(name, grid, grid_y, block, 0, args);
+  }
+  // A one-dimensional grid.
+  void Launch(const char *name, uint32_t grid, uint32_t block,
+              std::vector<atlas_arg> args) {
+    Run(name, grid, 1, block, 0, args);
+  }
+  // A one-dimensional grid with `shared_bytes` of dynamic shared memory.
+  void LaunchShared(const char *name, uint32_t grid, uint32_t block,
+                    uint32_t shared_bytes, std::vector<atlas_arg> args) {
+    Run(name, grid, 1, block, shared_bytes, args);
+  }
+
+ private:
+  void Run(const char *name, uint32_t grid, uint32_t grid_y, uint32_t block,
+           uint32_t shared_bytes, std::vector<atlas_arg> &args) {
     const atlas_kernel *k = nullptr;
     ASSERT_OK(atlas_backend_kernel_lookup(b_, module_, name, &k));
     atlas_launch_config c{};
     c.grid = {grid ? grid : 1, grid_y ? grid_y : 1, 1};
     c.block = {block, 1, 1};
+    c.shared_bytes = shared_bytes;
     ASSERT_OK(atlas_backend_launch_typed(b_, k, &c, args.data(), args.size()));
     ASSERT_OK(atlas_backend_synchronize(b_));
   }
-  // A one-dimensional grid.
-  void Launch(const char *name, uint32_t grid, uint32_t block,
-              std::vector<atlas_arg> args) {
-    Launch(name, grid, 1, block, std::move(args));
-  }
-
- private:
   void *Alloc(size_t bytes) {
     void *p = nullptr;
     EXPECT_OK(atlas_backend_alloc(b_, bytes, &p));

@@ -71,7 +71,8 @@ TEST_F(LlamaKernelsCuda, Matvec) {
       void *out = s.Poisoned(rows);
       s.Launch(("matvec_" + dtype).c_str(), Blocks(rows, 8), 256,
                {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(dw), ATLAS_ARG_PTR(dx),
-                ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols)});
+                ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(nullptr),
+                ATLAS_ARG_F32(0.0f)});
       return std::vector<std::vector<float>>{s.Download(out, rows)};
     });
   }
@@ -222,7 +223,7 @@ TEST_F(LlamaKernelsCuda, FusedQkvResidualAndGateUp) {
                 ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(dk), ATLAS_ARG_PTR(dv),
                 ATLAS_ARG_PTR(db1), ATLAS_ARG_PTR(db2), ATLAS_ARG_PTR(db3),
                 ATLAS_ARG_PTR(dx), ATLAS_ARG_U32(rq), ATLAS_ARG_U32(rkv),
-                ATLAS_ARG_U32(cols)});
+                ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(nullptr), ATLAS_ARG_F32(0.0f)});
       return std::vector<std::vector<float>>{s.Download(q, rq), s.Download(k, rkv),
                                              s.Download(v, rkv)};
     });
@@ -245,10 +246,85 @@ TEST_F(LlamaKernelsCuda, FusedQkvResidualAndGateUp) {
       s.Launch(("gate_up_" + dtype).c_str(), Blocks(rows, 8), 256,
                {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(dg), ATLAS_ARG_PTR(du),
                 ATLAS_ARG_PTR(dbg), ATLAS_ARG_PTR(dbu), ATLAS_ARG_PTR(dx),
-                ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols)});
+                ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(nullptr),
+                ATLAS_ARG_F32(0.0f)});
       return std::vector<std::vector<float>>{s.Download(out, rows)};
     });
   }
+  }
+  }
+}
+
+// The products with the RMSNorm folded in (norm_w != NULL: each block
+// normalises x into `cols` floats of dynamic shared memory) against the host
+// twins, which equal rmsnorm then the product bit for bit (llama_test.cc):
+// 777 columns stage and dot on the scalar paths, 2048 on the 16-byte ones,
+// and 2048 with x one float off 16-byte alignment stages x element by element
+// but still dots 16 bytes at a time (the shared copy is aligned).
+TEST_F(LlamaKernelsCuda, NormFoldedIntoProducts) {
+  struct Shape {
+    uint32_t cols, x_offset;
+  };
+  for (Shape sh : {Shape{777, 0}, Shape{2048, 0}, Shape{2048, 1}}) {
+  for (std::string dtype : {"f32", "f16", "bf16"}) {
+    const uint32_t cols = sh.cols, rq = 1024, rkv = 256, rows = 1003;
+    const uint32_t shared = cols * 4;
+    const float eps = 1e-5f;
+    std::vector<unsigned char> wq = Weights(dtype, (size_t)rq * cols);
+    std::vector<unsigned char> wk = Weights(dtype, (size_t)rkv * cols);
+    std::vector<unsigned char> wv = Weights(dtype, (size_t)rkv * cols);
+    std::vector<unsigned char> wg = Weights(dtype, (size_t)rows * cols);
+    std::vector<unsigned char> wu = Weights(dtype, (size_t)rows * cols);
+    std::vector<float> x = Floats(cols + sh.x_offset, -3, 3),
+                       nw = Floats(cols, 0.5f, 1.5f), b1 = Floats(rq),
+                       b2 = Floats(rkv), b3 = Floats(rkv), bg = Floats(rows),
+                       bu = Floats(rows);
+    std::string tag = dtype + " cols " + std::to_string(cols) +
+                      (sh.x_offset ? " x off 16" : "");
+    auto upload_x = [&](Side &s) {
+      return (float *)s.Upload(x.data(), x.size() * 4) + sh.x_offset;
+    };
+    Compare("matvec+norm " + tag, [&](Side &s) {
+      float *dx = upload_x(s);
+      void *dn = s.Upload(nw.data(), cols * 4), *dw = s.Upload(wg.data(), wg.size());
+      void *out = s.Poisoned(rows);
+      s.LaunchShared(("matvec_" + dtype).c_str(), Blocks(rows, 8), 256, shared,
+                     {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(dw), ATLAS_ARG_PTR(dx),
+                      ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(dn),
+                      ATLAS_ARG_F32(eps)});
+      return std::vector<std::vector<float>>{s.Download(out, rows)};
+    });
+    Compare("matvec_qkv+norm " + tag, [&](Side &s) {
+      float *dx = upload_x(s);
+      void *dn = s.Upload(nw.data(), cols * 4);
+      void *q = s.Poisoned(rq), *k = s.Poisoned(rkv), *v = s.Poisoned(rkv);
+      void *dq = s.Upload(wq.data(), wq.size()), *dk = s.Upload(wk.data(), wk.size());
+      void *dv = s.Upload(wv.data(), wv.size());
+      void *db1 = s.Upload(b1.data(), rq * 4), *db2 = s.Upload(b2.data(), rkv * 4);
+      void *db3 = s.Upload(b3.data(), rkv * 4);
+      s.LaunchShared(("matvec_qkv_" + dtype).c_str(), Blocks(rq + 2 * rkv, 8), 256,
+                     shared,
+                     {ATLAS_ARG_PTR(q), ATLAS_ARG_PTR(k), ATLAS_ARG_PTR(v),
+                      ATLAS_ARG_PTR(dq), ATLAS_ARG_PTR(dk), ATLAS_ARG_PTR(dv),
+                      ATLAS_ARG_PTR(db1), ATLAS_ARG_PTR(db2), ATLAS_ARG_PTR(db3),
+                      ATLAS_ARG_PTR(dx), ATLAS_ARG_U32(rq), ATLAS_ARG_U32(rkv),
+                      ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(dn), ATLAS_ARG_F32(eps)});
+      return std::vector<std::vector<float>>{s.Download(q, rq), s.Download(k, rkv),
+                                             s.Download(v, rkv)};
+    });
+    Compare("gate_up+norm " + tag, [&](Side &s) {
+      float *dx = upload_x(s);
+      void *dn = s.Upload(nw.data(), cols * 4);
+      void *out = s.Poisoned(rows);
+      void *dg = s.Upload(wg.data(), wg.size()), *du = s.Upload(wu.data(), wu.size());
+      void *dbg = s.Upload(bg.data(), rows * 4), *dbu = s.Upload(bu.data(), rows * 4);
+      s.LaunchShared(("gate_up_" + dtype).c_str(), Blocks(rows, 8), 256, shared,
+                     {ATLAS_ARG_PTR(out), ATLAS_ARG_PTR(dg), ATLAS_ARG_PTR(du),
+                      ATLAS_ARG_PTR(dbg), ATLAS_ARG_PTR(dbu), ATLAS_ARG_PTR(dx),
+                      ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(dn),
+                      ATLAS_ARG_F32(eps)});
+      return std::vector<std::vector<float>>{s.Download(out, rows)};
+    });
   }
   }
 }

@@ -27,4 +27,28 @@ inline std::string MakeCheckpoint(const std::string &leaf, const char *preset,
   return dir;
 }
 
+// A one-layer model of hidden size `hidden` whose other matrices are small
+// (2 heads of 8, 1 KV head, intermediate 16, vocab 64): a hidden state past
+// what the decode products can normalise in 48 KiB of shared memory costs
+// a few MB, not a few GB.
+inline std::string MakeWideCheckpoint(const std::string &leaf, int64_t hidden,
+                                      uint64_t seed, atlas_dtype dtype) {
+  const char *tmp = getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + leaf;
+  atlas_make_checkpoint_options o{};
+  o.out_dir = dir.c_str();
+  o.seed = seed;
+  EXPECT_OK(atlas_make_checkpoint_preset("tiny", &o.config));
+  o.config.hidden_size = hidden;
+  o.config.num_hidden_layers = 1;
+  o.config.num_attention_heads = 2;
+  o.config.num_key_value_heads = 1;
+  o.config.head_dim = 8;
+  o.config.intermediate_size = 16;
+  o.dtype = dtype;
+  o.shards = 1;
+  EXPECT_OK(atlas_make_checkpoint_write(&o));
+  return dir;
+}
+
 #endif  // ATLAS_TESTS_LLAMA_CHECKPOINT_FIXTURE_H_

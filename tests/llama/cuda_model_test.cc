@@ -90,6 +90,35 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CudaModel,
                          ::testing::Values(ATLAS_DTYPE_F32, ATLAS_DTYPE_F16,
                                            ATLAS_DTYPE_BF16));
 
+// The decode products normalise the hidden state in shared memory while it
+// fits 48 KiB beside their own 128 bytes (hidden 12256 is the widest that
+// does) and leave it to a separate rmsnorm launch past that (12288): a
+// wrong limit fails the launch on the GPU. Both against the host backend.
+TEST(CudaModelWide, BothSidesOfTheFoldedNormLimitMatchTheHostBackend) {
+  REQUIRE_CUDA();
+  for (int64_t hidden : {12256, 12288}) {
+    SCOPED_TRACE("hidden " + std::to_string(hidden));
+    std::string dir = MakeWideCheckpoint("atlas_cuda_wide" + std::to_string(hidden),
+                                         hidden, 3, ATLAS_DTYPE_BF16);
+    atlas_model_spec hs = Spec(dir, "host"), cs = Spec(dir, "cuda");
+    atlas_model *h = nullptr, *c = nullptr;
+    ASSERT_OK(atlas_model_open(&hs, &h));
+    ASSERT_OK(atlas_model_open(&cs, &c));
+    std::vector<uint32_t> ht, ct;
+    std::vector<float> hl = Logits(h, &ht), cl = Logits(c, &ct);
+    ASSERT_EQ(hl.size(), cl.size());
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < hl.size(); ++i) {
+      err = std::max(err, (double)std::fabs(hl[i] - cl[i]));
+      ref = std::max(ref, (double)std::fabs(hl[i]));
+    }
+    EXPECT_LT(err / ref, 1e-4) << "max abs diff " << err;
+    EXPECT_EQ(ht, ct);
+    ASSERT_OK(atlas_model_close(c, nullptr));
+    ASSERT_OK(atlas_model_close(h, nullptr));
+  }
+}
+
 TEST(CudaSwap, FaultAtEveryPointRestoresTheOldModel) {
   REQUIRE_CUDA();
   std::string a_dir = MakeCheckpoint("atlas_cuda_fa", "tiny", 1, ATLAS_DTYPE_F32);

@@ -200,14 +200,9 @@ atlas_status Collect(void *ctx, const float *logits, size_t n) {
   return ATLAS_OK;
 }
 
-class LlamaForward : public ::testing::TestWithParam<std::tuple<atlas_dtype, bool>> {};
-
-TEST_P(LlamaForward, MatchesDoublePrecisionReference) {
-  atlas_dtype dtype = std::get<0>(GetParam());
-  bool tied = std::get<1>(GetParam());
-  std::string dir = MakeCheckpoint("ref_" + std::to_string(dtype) +
-                                       (tied ? "_tied" : ""),
-                                   "tiny", 7, dtype, tied);
+// Generates from the checkpoint in `dir` and checks every step's logits
+// and every greedy id against RefModel.
+void ExpectMatchesReference(const std::string &dir) {
   Loaded m;
   m.Open(dir);
   ASSERT_NE(m.model, nullptr);
@@ -238,6 +233,42 @@ TEST_P(LlamaForward, MatchesDoublePrecisionReference) {
     size_t best = std::max_element(row.begin(), row.end()) - row.begin();
     EXPECT_EQ(out[g], best) << "step " << g;
   }
+}
+
+class LlamaForward : public ::testing::TestWithParam<std::tuple<atlas_dtype, bool>> {};
+
+TEST_P(LlamaForward, MatchesDoublePrecisionReference) {
+  atlas_dtype dtype = std::get<0>(GetParam());
+  bool tied = std::get<1>(GetParam());
+  ExpectMatchesReference(MakeCheckpoint("ref_" + std::to_string(dtype) +
+                                            (tied ? "_tied" : ""),
+                                        "tiny", 7, dtype, tied));
+}
+
+// The decode products normalise the hidden state themselves while it fits
+// 48 KiB of shared memory beside their 32-float reduction buffer (hidden
+// 12256: 49024 + 128 bytes); past that (12288) the step launches rmsnorm
+// before them: three launches more per step (one layer: attention's and the
+// MLP's norms, and the final one). Both sides against the reference.
+TEST(Llama, WideHiddenStatesOnBothSidesOfTheFoldedNormLimit) {
+  uint64_t launches[2] = {0, 0};
+  const int64_t hiddens[2] = {12256, 12288};
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE("hidden " + std::to_string(hiddens[i]));
+    std::string dir = MakeWideCheckpoint("wide_" + std::to_string(hiddens[i]),
+                                         hiddens[i], 3, ATLAS_DTYPE_BF16);
+    ExpectMatchesReference(dir);
+    Loaded m;
+    m.Open(dir);
+    ASSERT_NE(m.model, nullptr);
+    ASSERT_OK(atlas_llama_set_decode_graph(m.model, false));  // eager launches
+    std::vector<float> logits(m.config.vocab_size);
+    uint64_t before = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH);
+    ASSERT_OK(atlas_llama_forward(m.model, 1, 0, logits.data()));
+    launches[i] = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH) - before;
+  }
+  EXPECT_EQ(launches[1], launches[0] + 3)
+      << "folded: " << launches[0] << " launches a step, separate: " << launches[1];
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -751,6 +782,139 @@ TEST(Llama, FusedRoundingKernelsEqualTheLaunchesTheyReplace) {
       run(ATLAS_LLAMA_BATCH_MODULE, std::string("round_rows_") + t,
           {ATLAS_ARG_PTR(want.data()), ATLAS_ARG_PTR(a.data()), ATLAS_ARG_U32(count)});
       EXPECT_EQ(got, want) << "silu_mul_round_" << t << " count " << count;
+    }
+  }
+  ASSERT_OK(atlas_backend_destroy(b));
+}
+
+// The decode products with the RMSNorm folded in (norm_w != NULL) against
+// the two launches they replace, rmsnorm then the product on its output, bit
+// for bit, for every weight type, odd and 16-byte column counts, and F32
+// weights off 4-byte alignment (matvec_f32's element-load path); the plain
+// product with the norm against a double-precision loop as well.
+TEST(Llama, NormFoldedProductsEqualRmsnormThenTheProduct) {
+  atlas_backend *b = nullptr;
+  atlas_backend_options o{};
+  o.modules = &atlas_llama_module_set;
+  ASSERT_OK(atlas_host_backend_create(&o, &b));
+  auto run = [&](const std::string &name, std::vector<atlas_arg> args) {
+    const atlas_kernel *k = nullptr;
+    ASSERT_OK(atlas_backend_kernel_lookup(b, ATLAS_LLAMA_MODULE, name.c_str(), &k));
+    atlas_launch_config c{};
+    c.grid = {1, 1, 1};
+    c.block = {256, 1, 1};
+    ASSERT_OK(atlas_backend_launch_typed(b, k, &c, args.data(), args.size()));
+  };
+  auto same_bits = [](const std::vector<float> &a, const std::vector<float> &b) {
+    return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * 4) == 0;
+  };
+  const float eps = 1e-5f;
+  const uint32_t rq = 12, rkv = 5, rows = 9;
+  struct Case {
+    const char *dtype;
+    size_t weight_offset;  // bytes past an aligned start
+  };
+  for (Case cs : {Case{"f32", 0}, Case{"f32", 1}, Case{"f16", 0}, Case{"bf16", 0}}) {
+    const std::string t = cs.dtype;
+    const size_t es = t == "f32" ? 4 : 2;
+    for (uint32_t cols : {1u, 31u, 777u, 2048u}) {
+      std::string what = t + " cols " + std::to_string(cols) +
+                         (cs.weight_offset ? " weights off alignment" : "");
+      std::vector<float> x(cols), nw(cols);
+      for (uint32_t i = 0; i < cols; ++i) {
+        x[i] = (float)(std::sin(0.7 * i + 0.3) * 5.0);
+        nw[i] = (float)(0.5 + std::cos(0.3 * i) * 0.4);
+      }
+      // Weight matrices of `n` rows: values and their bytes at the offset.
+      std::vector<std::vector<float>> wval;
+      std::vector<std::vector<unsigned char>> wbytes;
+      auto matrix = [&](uint32_t n) {
+        std::vector<float> v((size_t)n * cols);
+        std::vector<unsigned char> bytes(v.size() * es + cs.weight_offset + 16);
+        unsigned char *at = bytes.data() + cs.weight_offset;
+        for (size_t i = 0; i < v.size(); ++i) {
+          float f = (float)std::cos(0.013 * (double)(i + wval.size() * 7919) + 0.5);
+          if (t == "f32") {
+            memcpy(at + i * 4, &f, 4);
+          } else {
+            uint16_t h = t == "f16" ? atlas_f32_to_f16(f) : atlas_f32_to_bf16(f);
+            f = t == "f16" ? atlas_f16_to_f32(h) : atlas_bf16_to_f32(h);
+            memcpy(at + i * 2, &h, 2);
+          }
+          v[i] = f;
+        }
+        wval.push_back(v);
+        wbytes.push_back(std::move(bytes));
+        return (void *)(wbytes.back().data() + cs.weight_offset);
+      };
+      wval.reserve(5);
+      wbytes.reserve(5);
+      void *wq = matrix(rq), *wk = matrix(rkv), *wv = matrix(rkv);
+      void *wg = matrix(rows), *wu = matrix(rows);
+      std::vector<float> bq(rq), bk(rkv), bv(rkv), bg(rows), bu(rows);
+      for (uint32_t i = 0; i < rq; ++i) bq[i] = 0.01f * (float)i;
+      for (uint32_t i = 0; i < rkv; ++i) bk[i] = -0.02f * (float)i, bv[i] = 0.03f;
+      for (uint32_t i = 0; i < rows; ++i) bg[i] = 0.1f, bu[i] = -0.05f * (float)i;
+
+      std::vector<float> xb(cols, NAN);
+      run("rmsnorm", {ATLAS_ARG_PTR(xb.data()), ATLAS_ARG_PTR(x.data()),
+                      ATLAS_ARG_PTR(nw.data()), ATLAS_ARG_U32(cols), ATLAS_ARG_F32(eps)});
+      const std::vector<float> x0 = x;
+
+      // matvec: plain on rmsnorm's output, and with the norm folded in.
+      std::vector<float> want(rows, NAN), got(rows, NAN);
+      run("matvec_" + t, {ATLAS_ARG_PTR(want.data()), ATLAS_ARG_PTR(wg),
+                          ATLAS_ARG_PTR(xb.data()), ATLAS_ARG_U32(rows),
+                          ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(nullptr), ATLAS_ARG_F32(eps)});
+      run("matvec_" + t, {ATLAS_ARG_PTR(got.data()), ATLAS_ARG_PTR(wg),
+                          ATLAS_ARG_PTR(x.data()), ATLAS_ARG_U32(rows),
+                          ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(nw.data()), ATLAS_ARG_F32(eps)});
+      EXPECT_TRUE(same_bits(got, want)) << "matvec " << what;
+      EXPECT_EQ(x, x0) << "the folded norm leaves x as it was";
+      // The independent reference: RMSNorm and the product in double.
+      double ss = 0;
+      for (float v : x) ss += (double)v * v;
+      double inv = 1.0 / std::sqrt(ss / cols + eps), diff = 0, ref = 0;
+      for (uint32_t r = 0; r < rows; ++r) {
+        double acc = 0;
+        for (uint32_t k = 0; k < cols; ++k) {
+          acc += (double)wval[3][(size_t)r * cols + k] * nw[k] * x[k] * inv;
+        }
+        diff += (got[r] - acc) * (got[r] - acc);
+        ref += acc * acc;
+      }
+      EXPECT_LE(std::sqrt(diff / ref), 1e-5) << "matvec against double " << what;
+
+      // matvec_qkv, biases included.
+      std::vector<float> q0(rq, NAN), k0(rkv, NAN), v0(rkv, NAN);
+      std::vector<float> q1(rq, NAN), k1(rkv, NAN), v1(rkv, NAN);
+      for (int fold = 0; fold < 2; ++fold) {
+        run("matvec_qkv_" + t,
+            {ATLAS_ARG_PTR(fold ? q1.data() : q0.data()),
+             ATLAS_ARG_PTR(fold ? k1.data() : k0.data()),
+             ATLAS_ARG_PTR(fold ? v1.data() : v0.data()), ATLAS_ARG_PTR(wq),
+             ATLAS_ARG_PTR(wk), ATLAS_ARG_PTR(wv), ATLAS_ARG_PTR(bq.data()),
+             ATLAS_ARG_PTR(bk.data()), ATLAS_ARG_PTR(bv.data()),
+             ATLAS_ARG_PTR(fold ? x.data() : xb.data()), ATLAS_ARG_U32(rq),
+             ATLAS_ARG_U32(rkv), ATLAS_ARG_U32(cols),
+             ATLAS_ARG_PTR(fold ? nw.data() : nullptr), ATLAS_ARG_F32(eps)});
+      }
+      EXPECT_TRUE(same_bits(q1, q0)) << "matvec_qkv q " << what;
+      EXPECT_TRUE(same_bits(k1, k0)) << "matvec_qkv k " << what;
+      EXPECT_TRUE(same_bits(v1, v0)) << "matvec_qkv v " << what;
+
+      // gate_up, biases included.
+      std::vector<float> h0(rows, NAN), h1(rows, NAN);
+      for (int fold = 0; fold < 2; ++fold) {
+        run("gate_up_" + t,
+            {ATLAS_ARG_PTR(fold ? h1.data() : h0.data()), ATLAS_ARG_PTR(wg),
+             ATLAS_ARG_PTR(wu), ATLAS_ARG_PTR(bg.data()), ATLAS_ARG_PTR(bu.data()),
+             ATLAS_ARG_PTR(fold ? x.data() : xb.data()), ATLAS_ARG_U32(rows),
+             ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(fold ? nw.data() : nullptr),
+             ATLAS_ARG_F32(eps)});
+      }
+      EXPECT_TRUE(same_bits(h1, h0)) << "gate_up " << what;
+      for (float h : h1) ASSERT_FALSE(std::isnan(h)) << "gate_up " << what;
     }
   }
   ASSERT_OK(atlas_backend_destroy(b));

@@ -20,11 +20,18 @@ static uint32_t blocks(uint64_t n, uint32_t per) {
   return (uint32_t)((n + per - 1) / per);
 }
 
+static atlas_status launch_shared(const atlas_llama_ctx *ctx,
+                                  const atlas_kernel *k, uint32_t grid,
+                                  uint32_t block, uint32_t shared,
+                                  const atlas_arg *args, size_t count) {
+  return atlas_forward_launch_shared(&ctx->core, k, dim1(grid), dim1(block),
+                                     shared, args, count);
+}
+
 static atlas_status launch(const atlas_llama_ctx *ctx, const atlas_kernel *k,
                            uint32_t grid, uint32_t block, const atlas_arg *args,
                            size_t count) {
-  return atlas_forward_launch(&ctx->core, k, dim1(grid), dim1(block), args,
-                              count);
+  return launch_shared(ctx, k, grid, block, 0, args, count);
 }
 
 static atlas_status elementwise(const atlas_llama_ctx *ctx, const atlas_kernel *k,
@@ -40,13 +47,49 @@ static atlas_status rmsnorm(const atlas_llama_ctx *ctx, float *out,
   return launch(ctx, ctx->ops.rmsnorm, 1, 1024, args, COUNT(args));
 }
 
+// What a product reads: `x` as is (`norm` NULL), or RMSNorm(x) with the
+// weights `norm`, formed inside the product's launch: each block normalises
+// x into `shared` bytes of dynamic shared memory (llama.cu, staged_x).
+typedef struct product_input {
+  const float *x, *norm;
+  uint32_t shared;
+} product_input;
+
+// A launch may ask for 48 KiB of shared memory without opting the kernel in
+// (cuFuncSetAttribute); the products keep 32 floats of their own for the
+// norm's block reduction.
+#define SHARED_PLAIN_MAX ((uint64_t)48 * 1024)
+#define NORM_OWN_SHARED ((uint64_t)32 * sizeof(float))
+
+// The normalised hidden state (scratch->x) for the products that read it:
+// folded into them (`fold`, and x fits in shared memory), which saves a
+// launch and a round trip through memory; otherwise the rmsnorm launch into
+// scratch->xb, read as is.
+static atlas_status norm_input(const atlas_llama_ctx *ctx, const float *norm,
+                               bool fold, product_input *out) {
+  atlas_llama_scratch *s = ctx->scratch;
+  uint64_t bytes = (uint64_t)ctx->config->hidden_size * sizeof(float);
+  if (fold && bytes + NORM_OWN_SHARED <= SHARED_PLAIN_MAX) {
+    *out = (product_input){s->x, norm, (uint32_t)bytes};
+    return ATLAS_OK;
+  }
+  *out = (product_input){s->xb, NULL, 0};
+  return rmsnorm(ctx, s->xb, s->x, norm);
+}
+
 static atlas_status matvec(const atlas_llama_ctx *ctx, float *out,
-                           const atlas_llama_matrix *w, const float *x,
+                           const atlas_llama_matrix *w, const product_input *in,
                            int64_t rows, int64_t cols) {
-  atlas_arg args[] = {P(out), P(w->data), P(x), U((uint32_t)rows),
-                      U((uint32_t)cols)};
-  return launch(ctx, ctx->ops.matvec[atlas_llama_wtype_of(w->dtype)],
-                blocks((uint64_t)rows, 8), 256, args, COUNT(args));
+  atlas_arg args[] = {P(out),
+                      P(w->data),
+                      P(in->x),
+                      U((uint32_t)rows),
+                      U((uint32_t)cols),
+                      P(in->norm),
+                      F((float)ctx->config->rms_norm_eps)};
+  return launch_shared(ctx, ctx->ops.matvec[atlas_llama_wtype_of(w->dtype)],
+                       blocks((uint64_t)rows, 8), 256, in->shared, args,
+                       COUNT(args));
 }
 
 // The row of this step's token (scratch->step[0]).
@@ -119,23 +162,28 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   void *kc = atlas_llama_kv_layer(m->kv, m->kv->keys, layer_off);
   void *vc = atlas_llama_kv_layer(m->kv, m->kv->values, layer_off);
 
-  ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->attn_norm));
-  if (L->wk.dtype == L->wq.dtype && L->wv.dtype == L->wq.dtype) {
-    // q, k and v with their biases: one launch.
+  float eps = (float)c->rms_norm_eps;
+  // The separate products (mixed dtypes) read one rmsnorm launch's output.
+  bool qkv_one = L->wk.dtype == L->wq.dtype && L->wv.dtype == L->wq.dtype;
+  product_input in;
+  ATLAS_RETURN_IF_ERROR(norm_input(ctx, L->attn_norm, qkv_one, &in));
+  if (qkv_one) {
+    // q, k and v with their biases (and the norm): one launch.
     atlas_arg qkv[] = {P(s->q),        P(s->k),       P(s->v),
                        P(L->wq.data),  P(L->wk.data), P(L->wv.data),
                        P(L->q_bias),   P(L->k_bias),  P(L->v_bias),
-                       P(s->xb),       U((uint32_t)q_dim), U((uint32_t)kv_dim),
-                       U((uint32_t)hidden)};
-    ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.matvec_qkv[atlas_llama_wtype_of(L->wq.dtype)],
-                                 blocks((uint64_t)(q_dim + 2 * kv_dim), 8), 256,
-                                 qkv, COUNT(qkv)));
+                       P(in.x),        U((uint32_t)q_dim), U((uint32_t)kv_dim),
+                       U((uint32_t)hidden), P(in.norm), F(eps)};
+    ATLAS_RETURN_IF_ERROR(launch_shared(
+        ctx, ctx->ops.matvec_qkv[atlas_llama_wtype_of(L->wq.dtype)],
+        blocks((uint64_t)(q_dim + 2 * kv_dim), 8), 256, in.shared, qkv,
+        COUNT(qkv)));
   } else {
-    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->q, &L->wq, s->xb, q_dim, hidden));
+    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->q, &L->wq, &in, q_dim, hidden));
     ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->q, L->q_bias, q_dim));
-    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->k, &L->wk, s->xb, kv_dim, hidden));
+    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->k, &L->wk, &in, kv_dim, hidden));
     ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->k, L->k_bias, kv_dim));
-    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->v, &L->wv, s->xb, kv_dim, hidden));
+    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->v, &L->wv, &in, kv_dim, hidden));
     ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->v, L->v_bias, kv_dim));
   }
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
@@ -158,19 +206,22 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   // The output projection and the residual add in one pass.
   ATLAS_RETURN_IF_ERROR(residual(ctx, s->x, &L->wo, s->xb2, L->o_bias, hidden, q_dim));
 
-  ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb, s->x, L->ffn_norm));
   int64_t inter = c->intermediate_size;
-  if (L->w_up.dtype == L->w_gate.dtype) {
-    // Gate and up with their biases, and SiLU: one launch.
+  bool gate_up_one = L->w_up.dtype == L->w_gate.dtype;
+  ATLAS_RETURN_IF_ERROR(norm_input(ctx, L->ffn_norm, gate_up_one, &in));
+  if (gate_up_one) {
+    // Gate and up with their biases, SiLU (and the norm): one launch.
     atlas_arg gu[] = {P(s->hb),        P(L->w_gate.data), P(L->w_up.data),
-                      P(L->gate_bias), P(L->up_bias),     P(s->xb),
-                      U((uint32_t)inter), U((uint32_t)hidden)};
-    ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.gate_up[atlas_llama_wtype_of(L->w_gate.dtype)],
-                                 blocks((uint64_t)inter, 8), 256, gu, COUNT(gu)));
+                      P(L->gate_bias), P(L->up_bias),     P(in.x),
+                      U((uint32_t)inter), U((uint32_t)hidden), P(in.norm),
+                      F(eps)};
+    ATLAS_RETURN_IF_ERROR(launch_shared(
+        ctx, ctx->ops.gate_up[atlas_llama_wtype_of(L->w_gate.dtype)],
+        blocks((uint64_t)inter, 8), 256, in.shared, gu, COUNT(gu)));
   } else {
-    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb, &L->w_gate, s->xb, inter, hidden));
+    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb, &L->w_gate, &in, inter, hidden));
     ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb, L->gate_bias, inter));
-    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb2, &L->w_up, s->xb, inter, hidden));
+    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb2, &L->w_up, &in, inter, hidden));
     ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb2, L->up_bias, inter));
     ATLAS_RETURN_IF_ERROR(
         elementwise(ctx, ctx->ops.silu_mul, s->hb, s->hb2, (uint32_t)inter));
@@ -189,9 +240,11 @@ static atlas_status step_body(const atlas_llama_model *m) {
     ATLAS_RETURN_IF_ERROR(atlas_status_annotate(layer(m, &w->layers[l], l),
                                                 "layer %lld", (long long)l));
   }
-  ATLAS_RETURN_IF_ERROR(rmsnorm(&m->ctx, s->xb, s->x, w->final_norm));
+  // The final norm folded into the logits' product.
+  product_input in;
+  ATLAS_RETURN_IF_ERROR(norm_input(&m->ctx, w->final_norm, true, &in));
   ATLAS_RETURN_IF_ERROR(
-      matvec(&m->ctx, s->logits, &w->lm_head, s->xb, c->vocab_size, c->hidden_size));
+      matvec(&m->ctx, s->logits, &w->lm_head, &in, c->vocab_size, c->hidden_size));
   atlas_arg args[] = {P(s->result), P(s->logits), U((uint32_t)c->vocab_size)};
   return launch(&m->ctx, m->ctx.ops.argmax,
                 blocks((uint64_t)c->vocab_size, 2048), 256, args, COUNT(args));
