@@ -1065,12 +1065,25 @@ __device__ __forceinline__ float4 kv_unpack(uint2 r, const __half *) {
                      half_bits(r.y & 0xFFFFu), half_bits(r.y >> 16));
 }
 
+// The kernel's shared memory: one struct for the head sizes' bodies.
+template <int G>
+struct alignas(16) DecodeShared {
+  float qs[G][kMaxD];
+  float ps[G][kChunk];
+  float red[2][kDecWarps][kMaxD];  // two: one barrier a head
+  float stat[G][2];
+  int last;
+};
+
 // G: the group size rounded up to a power of two (registers for G heads);
-// `group` <= G is the real one.
-template <typename C, int G>
-__device__ void attention_decode_g(float *part, const float *q, const C *kc,
-                                   const C *vc, uint32_t n_heads, uint32_t n_kv,
-                                   uint32_t head_dim, const uint32_t *step,
+// `group` <= G is the real one. D: head_dim as a constant (64, 128), or 0
+// (read at run time). With head_dim at run time the lane segments' shuffles
+// were branches and the kernel ran 5300 instructions: 12 us a layer.
+template <typename C, int G, int D>
+__device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
+                                   const float *q, const C *kc, const C *vc,
+                                   uint32_t n_heads, uint32_t n_kv,
+                                   uint32_t head_dim_arg, const uint32_t *step,
                                    uint32_t window, uint32_t splits, float *out,
                                    uint32_t *counters) {
   using Raw = typename KvRaw<C>::T;
@@ -1079,11 +1092,10 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
   // registers for them (512 threads: at most 128 a thread).
   constexpr bool kEarlyV = G <= 4 || (G <= 8 && sizeof(C) == 2);
   static_assert(G <= kMaxGroup, "a KV head serves at most kMaxGroup query heads");
-  __shared__ float qs[G][kMaxD];
-  __shared__ float ps[G][kChunk];
-  __shared__ float red[2][kDecWarps][kMaxD];  // two: one barrier a head
-  __shared__ float stat[G][2];
-  __shared__ int last;
+  float(*qs)[kMaxD] = sh.qs;
+  float(*ps)[kChunk] = sh.ps;
+  float(*stat)[2] = sh.stat;
+  const uint32_t head_dim = D != 0 ? (uint32_t)D : head_dim_arg;
   const uint32_t group = n_heads / n_kv, kvh = blockIdx.y, split = blockIdx.x;
   const uint32_t kv_dim = n_kv * head_dim, tid = threadIdx.x;
   const uint32_t warp = tid / 32, lane = tid % 32;
@@ -1103,8 +1115,10 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
   const uint32_t quads = (head_dim + 3) / 4;
   const bool vec = head_dim % 4 == 0;
   // A segment of `seg` lanes (a power of two >= quads) per key or slice.
-  uint32_t seg = 1;
-  while (seg < quads) seg *= 2;
+  uint32_t seg = D == 128 ? 32 : D == 64 ? 16 : 1;
+  if (D == 0) {
+    while (seg < quads) seg *= 2;
+  }
   const uint32_t sub = lane / seg, qd = lane % seg, per_warp = 32 / seg;
   const uint32_t slice = tid / seg, slices = blockDim.x / seg;
   const C *kbase = kc + (size_t)kvh * head_dim;
@@ -1144,11 +1158,15 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
     kpos = kv_raw(kbase + row, 4 * qd, head_dim, vec);
     if (kEarlyV) vpos = kv_raw(vbase + row, 4 * qd, head_dim, vec);
   }
-  for (uint32_t i = tid; i < group * quads * 4; i += blockDim.x) {
-    uint32_t g = i / (quads * 4), d = i % (quads * 4);
-    qs[g][d] = d < head_dim ? q[(size_t)(kvh * group + g) * head_dim + d] : 0.0f;
+  // Zeros past head_dim and the group: every lane reads its quad of each.
+  for (uint32_t i = tid; i < G * kMaxD; i += blockDim.x) {
+    uint32_t g = i / kMaxD, d = i % kMaxD;
+    qs[g][d] = g < group && d < head_dim ? q[(size_t)(kvh * group + g) * head_dim + d] : 0.0f;
   }
   __syncthreads();
+  float4 qv[G];  // this lane's four dimensions of each head's query
+#pragma unroll
+  for (int g = 0; g < G; ++g) qv[g] = *reinterpret_cast<const float4 *>(&qs[g][4 * qd]);
 #pragma unroll
   for (int p = 0; p < kPerWarp; ++p) {
     const uint32_t j = key_of(p);
@@ -1157,8 +1175,8 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
     const float4 k4 = kv_unpack(raw, kc);
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-      const float *qq = &qs[g][4 * qd];
-      float s = qq[0] * k4.x + qq[1] * k4.y + qq[2] * k4.z + qq[3] * k4.w;
+      const float4 qq = qv[g];
+      float s = qq.x * k4.x + qq.y * k4.y + qq.z * k4.z + qq.w * k4.w;
 #pragma unroll
       for (uint32_t o = 16; o > 0; o /= 2) {
         if (o < seg) s += __shfl_xor_sync(0xffffffffu, s, o);
@@ -1222,7 +1240,7 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
 #pragma unroll
   for (int g = 0; g < G; ++g) {
     if (g < (int)group) {
-      float(*r)[kMaxD] = red[g & 1];
+      float(*r)[kMaxD] = sh.red[g & 1];
       for (uint32_t o = seg; o < 32; o *= 2) {
         acc[g].x += __shfl_xor_sync(0xffffffffu, acc[g].x, o);
         acc[g].y += __shfl_xor_sync(0xffffffffu, acc[g].y, o);
@@ -1257,9 +1275,9 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
   // The last split of this KV head to finish merges them all.
   __threadfence();
   __syncthreads();
-  if (tid == 0) last = atomicAdd(&counters[kvh], 1u) == used - 1;
+  if (tid == 0) sh.last = atomicAdd(&counters[kvh], 1u) == used - 1;
   __syncthreads();
-  if (!last) return;
+  if (!sh.last) return;
   if (tid == 0) counters[kvh] = 0;  // ready for the next layer and step
   __threadfence();
   for (uint32_t g = warp; g < group; g += kDecWarps) {
@@ -1282,7 +1300,7 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
   // dimensions (a thread per dimension looping over every split took 16 us a
   // layer at 8K context); slices meet as in P V.
   for (uint32_t g = 0; g < group; ++g) {
-    float(*r)[kMaxD] = red[g & 1];
+    float(*r)[kMaxD] = sh.red[g & 1];
     const float *ph = part + (size_t)(kvh * group + g) * splits * stride;
     float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (qd < quads) {
@@ -1318,6 +1336,26 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
   }
 }
 
+// The decode kernel's body for this head size.
+template <typename C, int G>
+__device__ void attention_decode_entry(float *part, const float *q, const C *kc,
+                                       const C *vc, uint32_t n_heads, uint32_t n_kv,
+                                       uint32_t head_dim, const uint32_t *step,
+                                       uint32_t window, uint32_t splits, float *out,
+                                       uint32_t *counters) {
+  __shared__ DecodeShared<G> sh;
+  if (head_dim == 128) {
+    attention_decode_g<C, G, 128>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
+                                  window, splits, out, counters);
+  } else if (head_dim == 64) {
+    attention_decode_g<C, G, 64>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
+                                 window, splits, out, counters);
+  } else {
+    attention_decode_g<C, G, 0>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
+                                window, splits, out, counters);
+  }
+}
+
 // One decode-attention kernel per group size (rounded up to a power of two):
 // registers for G heads only. One kernel carrying every G took 126
 // registers a thread, for the group-16 path.
@@ -1327,8 +1365,8 @@ __device__ void attention_decode_g(float *part, const float *q, const C *kc,
       float *part, const float *q, const C *kc, const C *vc, uint32_t n_heads, \
       uint32_t n_kv, uint32_t head_dim, const uint32_t *step, uint32_t window, \
       uint32_t splits, float *out, uint32_t *counters) {                       \
-    attention_decode_g<C, G>(part, q, kc, vc, n_heads, n_kv, head_dim, step,   \
-                             window, splits, out, counters);                   \
+    attention_decode_entry<C, G>(part, q, kc, vc, n_heads, n_kv, head_dim,     \
+                                 step, window, splits, out, counters);         \
   }
 
 // The kernels that touch the KV cache, per cache type.
