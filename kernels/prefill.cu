@@ -1019,6 +1019,9 @@ namespace {
 // kChunk: ATLAS_LLAMA_DECODE_CHUNK, which sizes `splits`; kDecWarps * 32:
 // ATLAS_LLAMA_DECODE_THREADS (prefill_kernels.h).
 constexpr int kChunk = 128, kMaxGroup = 16, kDecWarps = 16;
+// ATLAS_LLAMA_DECODE_HEAD_SPLITS: contexts of this many splits or fewer take
+// a block per query head.
+constexpr uint32_t kHeadSplits = 1;
 // Key rows a thread sums in P V: a slice per `seg` lanes (seg <= 32), so
 // at least kDecWarps slices.
 constexpr int kSlices = kChunk / kDecWarps;
@@ -1085,7 +1088,8 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
                                    uint32_t n_heads, uint32_t n_kv,
                                    uint32_t head_dim_arg, const uint32_t *step,
                                    uint32_t window, uint32_t splits, float *out,
-                                   uint32_t *counters) {
+                                   uint32_t *counters, uint32_t split, uint32_t g0,
+                                   uint32_t heads, uint32_t used, uint32_t ctr) {
   using Raw = typename KvRaw<C>::T;
   constexpr int kPerWarp = kChunk / kDecWarps;  // keys a warp scores
   // Value rows also load before the wait where the accumulators leave
@@ -1096,19 +1100,12 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
   float(*ps)[kChunk] = sh.ps;
   float(*stat)[2] = sh.stat;
   const uint32_t head_dim = D != 0 ? (uint32_t)D : head_dim_arg;
-  const uint32_t group = n_heads / n_kv, kvh = blockIdx.y, split = blockIdx.x;
+  const uint32_t group = n_heads / n_kv, kvh = blockIdx.y;
+  const uint32_t h0 = kvh * group + g0;  // the block's first query head
   const uint32_t kv_dim = n_kv * head_dim, tid = threadIdx.x;
   const uint32_t warp = tid / 32, lane = tid % 32;
-  // Read before the wait: the step is copied in before the step's first
-  // kernel and no kernel writes it; every cache row before `pos` was stored
-  // by an earlier step (at least two launches back, so complete).
   const uint32_t pos = step[1], seq_len = pos + 1;
   const uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
-  const uint32_t used = (seq_len - lo + kChunk - 1) / kChunk;
-  // Past this step's context: leave without waiting (at 8K positions of
-  // cache, 512 such blocks a launch waited at context 128). Block (0, kvh)
-  // always has keys and waits, so the grid still ends after its wait.
-  if (split >= used) return;
   const uint32_t t_begin = lo + split * kChunk;
   const uint32_t count = min((uint32_t)kChunk, seq_len - t_begin);
   const float scale = rsqrtf((float)head_dim);
@@ -1161,7 +1158,7 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
   // Zeros past head_dim and the group: every lane reads its quad of each.
   for (uint32_t i = tid; i < G * kMaxD; i += blockDim.x) {
     uint32_t g = i / kMaxD, d = i % kMaxD;
-    qs[g][d] = g < group && d < head_dim ? q[(size_t)(kvh * group + g) * head_dim + d] : 0.0f;
+    qs[g][d] = g < heads && d < head_dim ? q[(size_t)(h0 + g) * head_dim + d] : 0.0f;
   }
   __syncthreads();
   float4 qv[G];  // this lane's four dimensions of each head's query
@@ -1181,7 +1178,7 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
       for (uint32_t o = 16; o > 0; o /= 2) {
         if (o < seg) s += __shfl_xor_sync(0xffffffffu, s, o);
       }
-      if (g < (int)group && qd == 0 && j < (uint32_t)kChunk) {
+      if (g < (int)heads && qd == 0 && j < (uint32_t)kChunk) {
         ps[g][j] = j < count ? s * scale : -INFINITY;
       }
     }
@@ -1196,7 +1193,7 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
     }
   }
   __syncthreads();
-  for (uint32_t g = warp; g < group; g += kDecWarps) {
+  for (uint32_t g = warp; g < heads; g += kDecWarps) {
     float mx = -INFINITY;
     for (int i = lane; i < kChunk; i += 32) mx = fmaxf(mx, ps[g][i]);
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
@@ -1227,7 +1224,7 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
       const float4 v4 = kv_unpack(raw, vc);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
-        if (g < (int)group) {
+        if (g < (int)heads) {
           float p = ps[g][j];
           acc[g].x += p * v4.x, acc[g].y += p * v4.y;
           acc[g].z += p * v4.z, acc[g].w += p * v4.w;
@@ -1239,7 +1236,7 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
   const bool one = used == 1;
 #pragma unroll
   for (int g = 0; g < G; ++g) {
-    if (g < (int)group) {
+    if (g < (int)heads) {
       float(*r)[kMaxD] = sh.red[g & 1];
       for (uint32_t o = seg; o < 32; o *= 2) {
         acc[g].x += __shfl_xor_sync(0xffffffffu, acc[g].x, o);
@@ -1254,7 +1251,7 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
         r[warp][4 * qd + 3] = acc[g].w;
       }
       __syncthreads();
-      const uint32_t h = kvh * group + g;
+      const uint32_t h = h0 + g;
       if (tid < head_dim) {
         float o = 0.0f;
         for (int w = 0; w < kDecWarps; ++w) o += r[w][tid];
@@ -1272,16 +1269,16 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
     }
   }
   if (one) return;
-  // The last split of this KV head to finish merges them all.
+  // The last split of these heads to finish merges them all.
   __threadfence();
   __syncthreads();
-  if (tid == 0) sh.last = atomicAdd(&counters[kvh], 1u) == used - 1;
+  if (tid == 0) sh.last = atomicAdd(&counters[ctr], 1u) == used - 1;
   __syncthreads();
   if (!sh.last) return;
-  if (tid == 0) counters[kvh] = 0;  // ready for the next layer and step
+  if (tid == 0) counters[ctr] = 0;  // ready for the next layer and step
   __threadfence();
-  for (uint32_t g = warp; g < group; g += kDecWarps) {
-    const float *ph = part + (size_t)(kvh * group + g) * splits * stride;
+  for (uint32_t g = warp; g < heads; g += kDecWarps) {
+    const float *ph = part + (size_t)(h0 + g) * splits * stride;
     float mx = -INFINITY;
     for (uint32_t sp = lane; sp < used; sp += 32) mx = fmaxf(mx, __ldcg(ph + sp * stride));
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
@@ -1299,9 +1296,9 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
   // Thread (slice, qd) merges splits slice, slice + slices, ... for its four
   // dimensions (a thread per dimension looping over every split took 16 us a
   // layer at 8K context); slices meet as in P V.
-  for (uint32_t g = 0; g < group; ++g) {
+  for (uint32_t g = 0; g < heads; ++g) {
     float(*r)[kMaxD] = sh.red[g & 1];
-    const float *ph = part + (size_t)(kvh * group + g) * splits * stride;
+    const float *ph = part + (size_t)(h0 + g) * splits * stride;
     float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (qd < quads) {
 #pragma unroll 4
@@ -1331,8 +1328,51 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
     if (tid < head_dim) {
       float sum = 0.0f;
       for (int w = 0; w < kDecWarps; ++w) sum += r[w][tid];
-      out[(size_t)(kvh * group + g) * head_dim + tid] = sum / stat[g][1];
+      out[(size_t)(h0 + g) * head_dim + tid] = sum / stat[g][1];
     }
+  }
+}
+
+// The block's split and heads, then the body for this head size. A context
+// of one split (and room in the grid: atlas_llama_decode_grid_x) takes a
+// block per query head, so more SMs share the latency-bound work and no
+// merge follows; longer ones a block per KV head and split (K and V read
+// once). On the H200 (8B shape, captured step) per-head blocks took context
+// 128 from 4.82 to 4.61 ms a token, but context 1024 (eight splits, merged
+// per head) from 4.82 to 4.89.
+template <int G>
+union DecodeSharedAny {
+  DecodeShared<G> many;  // a block per KV head and split
+  DecodeShared<1> one;   // a block per query head and split
+};
+
+template <typename C, int G, int D>
+__device__ void attention_decode_pick(DecodeSharedAny<G> &sh, float *part,
+                                      const float *q, const C *kc, const C *vc,
+                                      uint32_t n_heads, uint32_t n_kv,
+                                      uint32_t head_dim, const uint32_t *step,
+                                      uint32_t window, uint32_t splits, float *out,
+                                      uint32_t *counters) {
+  // Read before the wait: the step is copied in before the step's first
+  // kernel and no kernel writes it.
+  const uint32_t seq_len = step[1] + 1, group = n_heads / n_kv;
+  const uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  const uint32_t used = (seq_len - lo + kChunk - 1) / kChunk;
+  const bool per_head = G > 1 && used <= kHeadSplits && used * group <= gridDim.x;
+  const uint32_t split = per_head ? blockIdx.x / group : blockIdx.x;
+  // Past this step's context: leave without waiting (at 8K positions of
+  // cache, 512 such blocks a launch waited at context 128). Block (0, kvh)
+  // always has keys and waits, so the grid still ends after its wait.
+  if (split >= used) return;
+  if (per_head) {
+    const uint32_t g0 = blockIdx.x % group;
+    attention_decode_g<C, 1, D>(sh.one, part, q, kc, vc, n_heads, n_kv, head_dim,
+                                step, window, splits, out, counters, split, g0, 1,
+                                used, blockIdx.y * group + g0);
+  } else {
+    attention_decode_g<C, G, D>(sh.many, part, q, kc, vc, n_heads, n_kv, head_dim,
+                                step, window, splits, out, counters, split, 0, group,
+                                used, blockIdx.y);
   }
 }
 
@@ -1343,16 +1383,16 @@ __device__ void attention_decode_entry(float *part, const float *q, const C *kc,
                                        uint32_t head_dim, const uint32_t *step,
                                        uint32_t window, uint32_t splits, float *out,
                                        uint32_t *counters) {
-  __shared__ DecodeShared<G> sh;
+  __shared__ DecodeSharedAny<G> sh;  // one for the head sizes' bodies
   if (head_dim == 128) {
-    attention_decode_g<C, G, 128>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
-                                  window, splits, out, counters);
+    attention_decode_pick<C, G, 128>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
+                                     window, splits, out, counters);
   } else if (head_dim == 64) {
-    attention_decode_g<C, G, 64>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
-                                 window, splits, out, counters);
+    attention_decode_pick<C, G, 64>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
+                                    window, splits, out, counters);
   } else {
-    attention_decode_g<C, G, 0>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
-                                window, splits, out, counters);
+    attention_decode_pick<C, G, 0>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
+                                   window, splits, out, counters);
   }
 }
 

@@ -53,10 +53,11 @@
 //       per head). When used > 1, part[h][s] = {max score m, sum
 //       exp(score - m), then head_dim values sum exp(score - m) * v}, and
 //       out[h] = the merged splits; one split writes out alone. counters:
-//       n_kv u32, zero before the first launch and left zero (CUDA: the last
-//       split block per KV head merges and resets it). CUDA: grid (splits,
-//       n_kv), block ATLAS_LLAMA_DECODE_THREADS; n_heads / n_kv <= G, the
-//       kernel's group size (the smallest that holds it: its registers).
+//       n_heads u32, zero before the first launch and left zero (CUDA: the
+//       last split block of a query head or KV head merges and resets it).
+//       CUDA: grid (atlas_llama_decode_grid_x(splits, n_heads / n_kv), n_kv),
+//       block ATLAS_LLAMA_DECODE_THREADS; n_heads / n_kv <= G, the kernel's
+//       group size (the smallest that holds it: its registers).
 //       It reads step and the cache rows before step[1] before it waits for
 //       the launch before it (overlap_prior): that launch may write only
 //       row step[1].
@@ -74,6 +75,9 @@ extern "C" {
 #define ATLAS_LLAMA_BATCH_MAX_GROUP 16
 #define ATLAS_LLAMA_DECODE_CHUNK 128
 #define ATLAS_LLAMA_DECODE_THREADS 512
+// Contexts of up to this many splits take a decode-attention block per
+// query head (not per KV head) and split (kernels/prefill.cu: kHeadSplits).
+#define ATLAS_LLAMA_DECODE_HEAD_SPLITS 1
 
 // Query rows ((token, head) pairs of one KV head) an attention_prefill block
 // takes: 64 where the kernel runs tensor cores (a 16-bit cache and head_dim a
@@ -81,6 +85,16 @@ extern "C" {
 static inline uint32_t atlas_llama_prefill_attention_rows(int kv_16bit,
                                                           uint32_t head_dim) {
   return (kv_16bit && head_dim % 16 == 0) ? 64 : 16;
+}
+
+// The decode attention's grid width for `splits` (the part layout: splits
+// of the longest context): room for a block per query head and split at
+// contexts of up to ATLAS_LLAMA_DECODE_HEAD_SPLITS splits.
+static inline uint32_t atlas_llama_decode_grid_x(uint32_t splits, uint32_t group) {
+  uint32_t short_splits =
+      splits < ATLAS_LLAMA_DECODE_HEAD_SPLITS ? splits : ATLAS_LLAMA_DECODE_HEAD_SPLITS;
+  uint32_t per_head = group * short_splits;
+  return per_head > splits ? per_head : splits;
 }
 
 // Sized so that adding a kernel without updating the count fails to compile.

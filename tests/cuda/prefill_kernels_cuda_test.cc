@@ -362,13 +362,17 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
                                    const std::vector<float> &kc_f,
                                    const std::vector<float> &vc_f, uint32_t heads,
                                    uint32_t kv, uint32_t dim, uint32_t seq,
-                                   uint32_t window, const std::string &kv_type = "f32") {
+                                   uint32_t window, const std::string &kv_type = "f32",
+                                   bool head_blocks = true) {
   std::vector<unsigned char> kc = atlas_test::KvBytes(kc_f, kv_type);
   std::vector<unsigned char> vc = atlas_test::KvBytes(vc_f, kv_type);
   uint32_t lo = (window != 0 && seq > window) ? seq - window : 0;
   // The grid is sized for a longer context than this step's, as in a
   // captured decode step: the splits past it must return untouched.
   uint32_t splits = Blocks(seq - lo, ATLAS_LLAMA_DECODE_CHUNK) + 3;
+  // As launched (room for a block per query head at short contexts), or
+  // one split per column (a block per KV head, whatever the context).
+  uint32_t grid_x = head_blocks ? atlas_llama_decode_grid_x(splits, heads / kv) : splits;
   void *dq = s.Upload(q.data(), q.size() * 4);
   void *dk = s.Upload(kc.data(), kc.size());
   void *dv = s.Upload(vc.data(), vc.size());
@@ -376,7 +380,7 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
   void *dstep = s.Upload(step, sizeof(step));
   void *part = s.Poisoned((size_t)heads * splits * (dim + 2));
   void *out = s.Poisoned((size_t)heads * dim);
-  std::vector<uint32_t> zero(kv, 0);
+  std::vector<uint32_t> zero(heads, 0);
   void *counters = s.Upload(zero.data(), zero.size() * 4);
   // Twice: the counters the first launch leaves must serve the second.
   for (int rep = 0; rep < 2; ++rep) {
@@ -384,11 +388,11 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
   uint32_t g = 1;
   while (g < heads / kv) g *= 2;
   std::string name = "attention_decode_" + kv_type + "_g" + std::to_string(g);
-  s.Launch(name.c_str(), splits, kv, ATLAS_LLAMA_DECODE_THREADS,
+  s.Launch(name.c_str(), grid_x, kv, ATLAS_LLAMA_DECODE_THREADS,
              {P(part), P(dq), P(dk), P(dv), U(heads), U(kv), U(dim), P(dstep),
               U(window), U(splits), P(out), P(counters)});
   }
-  EXPECT_EQ(s.DownloadU32(counters, kv), zero) << "counters left non-zero";
+  EXPECT_EQ(s.DownloadU32(counters, heads), zero) << "counters left non-zero";
   return s.Download(out, (size_t)heads * dim);
 }
 
@@ -407,8 +411,10 @@ TEST_F(PrefillKernelsCuda, AttentionDecodeSplitOverTheContext) {
       snprintf(what, sizeof(what), "attention_decode_%s h%u kv%u d%u seq%u w%u",
                kv_type.c_str(), c.heads, c.kv, c.dim, c.seq, c.window);
       Compare(what, [&](Side &s) {
-        return std::vector<std::vector<float>>{DecodeAttention(
-            s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window, kv_type)};
+        return std::vector<std::vector<float>>{
+            DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window, kv_type),
+            DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window, kv_type,
+                            false)};
       });
     }
   }

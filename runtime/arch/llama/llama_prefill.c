@@ -122,7 +122,7 @@ atlas_status atlas_llama_prefill_take(atlas_llama_prefill_scratch *s,
   ATLAS_RETURN_IF_ERROR(rows_bytes(part_floats(c, max_seq), 1, f, &n));
   ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->part));
   ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take_zeroed(
-      b, (size_t)c->num_key_value_heads * sizeof(uint32_t), &s->counters));
+      b, (size_t)c->num_attention_heads * sizeof(uint32_t), &s->counters));
   ATLAS_RETURN_IF_ERROR(rows_bytes(r, kv_dim, f, &n));
   ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->k));
   ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->v));
@@ -468,7 +468,8 @@ atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
                       P(out),
                       P(m->prefill->counters)};
   return launch(ctx, ctx->ops.decode[atlas_llama_wtype_of(m->kv->dtype)],
-                d3(splits, n_kv), ATLAS_LLAMA_DECODE_THREADS, args, COUNT(args));
+                d3(atlas_llama_decode_grid_x(splits, n_heads / n_kv), n_kv),
+                ATLAS_LLAMA_DECODE_THREADS, args, COUNT(args));
 }
 
 // ---- the chunk -----------------------------------------------------------------

@@ -21,7 +21,7 @@ typedef struct atlas_llama_prefill_scratch {
   uint32_t *tokens;
   float *x, *xb, *xb2, *q, *hb, *hb2, *logits;
   float *part;  // flash-decoding partials (one-token steps use them too)
-  uint32_t *counters;  // per KV head: splits done this step (zero between;
+  uint32_t *counters;  // per query head: splits done this step (zero between;
                        // a zeroed piece of the buffers)
   float *k, *v; // (rows, kv_dim) the chunk's keys and values before the cache
   // The 16-bit mode (atlas_llama_prefill_one_term): a product's input rows
