@@ -1021,7 +1021,7 @@ namespace {
 constexpr int kChunk = 128, kMaxGroup = 16, kDecWarps = 16;
 // ATLAS_LLAMA_DECODE_HEAD_SPLITS: contexts of this many splits or fewer take
 // a block per query head.
-constexpr uint32_t kHeadSplits = 1;
+constexpr uint32_t kHeadSplits = 2;
 // Key rows a thread sums in P V: a slice per `seg` lanes (seg <= 32), so
 // at least kDecWarps slices.
 constexpr int kSlices = kChunk / kDecWarps;
@@ -1334,12 +1334,12 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
 }
 
 // The block's split and heads, then the body for this head size. A context
-// of one split (and room in the grid: atlas_llama_decode_grid_x) takes a
-// block per query head, so more SMs share the latency-bound work and no
-// merge follows; longer ones a block per KV head and split (K and V read
-// once). On the H200 (8B shape, captured step) per-head blocks took context
-// 128 from 4.82 to 4.61 ms a token, but context 1024 (eight splits, merged
-// per head) from 4.82 to 4.89.
+// of up to kHeadSplits splits (and room in the grid:
+// atlas_llama_decode_grid_x) takes a block per query head and split, so
+// more SMs share the latency-bound work; longer ones a block per KV head and
+// split (K and V read once). On the H200 (8B shape, captured step) per-head
+// blocks took two splits (context 129-192) from 4.82 to 4.61 ms a token,
+// but nine (1025-1088, merged per head) from 4.82 to 4.89.
 template <int G>
 union DecodeSharedAny {
   DecodeShared<G> many;  // a block per KV head and split

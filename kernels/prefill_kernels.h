@@ -77,7 +77,7 @@ extern "C" {
 #define ATLAS_LLAMA_DECODE_THREADS 512
 // Contexts of up to this many splits take a decode-attention block per
 // query head (not per KV head) and split (kernels/prefill.cu: kHeadSplits).
-#define ATLAS_LLAMA_DECODE_HEAD_SPLITS 1
+#define ATLAS_LLAMA_DECODE_HEAD_SPLITS 2
 
 // Query rows ((token, head) pairs of one KV head) an attention_prefill block
 // takes: 64 where the kernel runs tensor cores (a 16-bit cache and head_dim a
