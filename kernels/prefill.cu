@@ -999,15 +999,18 @@ __device__ __forceinline__ void attention_prefill_entry(
 // The position comes from device memory (step[1], seq_len = step[1] + 1), so
 // the grid is sized for the longest context (`max_splits`) and splits past
 // this step's context return at once: one captured graph serves every step.
-// attention_decode: grid (max_splits, n_kv), block ATLAS_LLAMA_DECODE_THREADS.
-// Block (s, kvh) takes keys lo + s * kChunk .. (lo: the window's start) for
-// the `group` query heads sharing KV head kvh (K and V read once per group):
-// scores with a lane segment per key (coalesced rows), the chunk's softmax,
-// then P V with lane segments over head_dim and slices over keys. One split
-// (contexts up to kChunk keys) writes out directly. Otherwise each block
-// writes per head its max score m, sum of exp(score - m) and unnormalised
-// output to part[head][s], and the last block of a KV head to finish
-// (counters[kvh], reset by that block) merges the splits into out.
+// attention_decode: grid (atlas_llama_decode_grid_x(max_splits, group), n_kv),
+// block ATLAS_LLAMA_DECODE_THREADS. Block (s, kvh) takes keys lo + s * kChunk
+// .. (lo: the window's start) for the `group` query heads sharing KV head
+// kvh (K and V read once per group); at contexts of up to kHeadSplits
+// splits, block (s * group + g, kvh) takes split s for query head g alone
+// (attention_decode_pick). Scores with a lane segment per key (coalesced
+// rows), the chunk's softmax, then P V with lane segments over head_dim and
+// slices over keys. One split (contexts up to kChunk keys) writes out
+// directly. Otherwise each block writes per head its max score m, sum of
+// exp(score - m) and unnormalised output to part[head][s], and the last
+// block of those heads to finish (a counter per KV head or query head, reset
+// by that block) merges the splits into out.
 //
 // At short contexts this kernel is latency, not bandwidth: on the H200 the
 // 64-key, 256-thread version cost 11-15 us a layer in the captured step at
