@@ -217,6 +217,72 @@ static void rope_store(void **args, store_fn store) {
   for (uint32_t i = 0; i < kv_dim; ++i) store(vc, row + i, v[i]);
 }
 
+// matvec_qkv then rope_store, in one launch: q, k and v (biases, the
+// folded norm) with RoPE at step[1] on q and k, k and v into that position's
+// cache rows; s->k and s->v are never formed. Bit for bit the two launches'
+// result: the same row sums and the same rotate().
+static void qkv_rope(void **args, load_fn load, store_fn store) {
+  float *q = ARG(float *, 0);
+  void *kc = ARG(void *, 1), *vc = ARG(void *, 2);
+  const void *w[3] = {ARG(const void *, 3), ARG(const void *, 4),
+                      ARG(const void *, 5)};
+  const float *b[3] = {ARG(const float *, 6), ARG(const float *, 7),
+                       ARG(const float *, 8)};
+  uint32_t rows_q = ARG(uint32_t, 10), rows_kv = ARG(uint32_t, 11);
+  uint32_t cols = ARG(uint32_t, 12);
+  product_input x = product_input_of(ARG(const float *, 9), ARG(const float *, 13),
+                                     cols, ARG(float, 14));
+  const float *inv_freq = ARG(const float *, 15);
+  uint32_t head_dim = ARG(uint32_t, 16), rot_dim = ARG(uint32_t, 17);
+  uint32_t pos = ARG(const uint32_t *, 18)[1];
+  double factor = ARG(float, 19);
+  uint32_t half = rot_dim / 2;
+  size_t at = (size_t)pos * rows_kv;
+  for (uint32_t r = 0; r < rows_q; ++r) {
+    float acc = row_dot(load, w[0], r, cols, &x);
+    q[r] = b[0] != NULL ? acc + b[0][r] : acc;
+  }
+  for (uint32_t h = 0; h < rows_q / head_dim; ++h) {
+    float *qh = q + (size_t)h * head_dim;
+    for (uint32_t i = 0; i < half; ++i) {
+      rotate(&qh[i], &qh[i + half], qh[i], qh[i + half], inv_freq[i], pos, factor);
+    }
+  }
+  for (uint32_t h = 0; h < rows_kv / head_dim; ++h) {
+    uint32_t r0 = h * head_dim;
+    for (uint32_t i = 0; i < head_dim; ++i) {
+      if (i >= half && i < rot_dim) continue;  // stored with its pair
+      float y0 = row_dot(load, w[1], r0 + i, cols, &x);
+      if (b[1] != NULL) y0 = y0 + b[1][r0 + i];
+      if (i < half) {
+        float y1 = row_dot(load, w[1], r0 + i + half, cols, &x);
+        if (b[1] != NULL) y1 = y1 + b[1][r0 + i + half];
+        rotate(&y0, &y1, y0, y1, inv_freq[i], pos, factor);
+        store(kc, at + r0 + i + half, y1);
+      }
+      store(kc, at + r0 + i, y0);
+    }
+  }
+  for (uint32_t r = 0; r < rows_kv; ++r) {
+    float acc = row_dot(load, w[2], r, cols, &x);
+    store(vc, at + r, b[2] != NULL ? acc + b[2][r] : acc);
+  }
+}
+
+// qkv_rope_{weights}_{cache}.
+#define QKV_ROPE_ENTRY(S, K)                                                \
+  static void qkv_rope_##S##_##K(const atlas_launch_config *c, void **args) { \
+    (void)c;                                                                \
+    qkv_rope(args, atlas_host_load_##S, atlas_host_store_##K);              \
+  }
+#define QKV_ROPE_ENTRIES(S) \
+  QKV_ROPE_ENTRY(S, f32)    \
+  QKV_ROPE_ENTRY(S, f16)    \
+  QKV_ROPE_ENTRY(S, bf16)
+QKV_ROPE_ENTRIES(f32)
+QKV_ROPE_ENTRIES(f16)
+QKV_ROPE_ENTRIES(bf16)
+
 static void attention(void **args, load_fn load) {
   float *out = ARG(float *, 0);
   const float *q = ARG(const float *, 1);
@@ -348,4 +414,13 @@ const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT] = {
     {"gate_up_f32", "ppppppuupf", gate_up_f32},
     {"gate_up_f16", "ppppppuupf", gate_up_f16},
     {"gate_up_bf16", "ppppppuupf", gate_up_bf16},
+    {"qkv_rope_f32_f32", "ppppppppppuuupfpuupf", qkv_rope_f32_f32},
+    {"qkv_rope_f32_f16", "ppppppppppuuupfpuupf", qkv_rope_f32_f16},
+    {"qkv_rope_f32_bf16", "ppppppppppuuupfpuupf", qkv_rope_f32_bf16},
+    {"qkv_rope_f16_f32", "ppppppppppuuupfpuupf", qkv_rope_f16_f32},
+    {"qkv_rope_f16_f16", "ppppppppppuuupfpuupf", qkv_rope_f16_f16},
+    {"qkv_rope_f16_bf16", "ppppppppppuuupfpuupf", qkv_rope_f16_bf16},
+    {"qkv_rope_bf16_f32", "ppppppppppuuupfpuupf", qkv_rope_bf16_f32},
+    {"qkv_rope_bf16_f16", "ppppppppppuuupfpuupf", qkv_rope_bf16_f16},
+    {"qkv_rope_bf16_bf16", "ppppppppppuuupfpuupf", qkv_rope_bf16_bf16},
 };

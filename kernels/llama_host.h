@@ -13,7 +13,7 @@ extern "C" {
 
 // Sized so that adding a kernel without updating the count fails to compile
 // (too many initialisers); llama_test checks no entry is left empty.
-#define ATLAS_LLAMA_KERNEL_COUNT 27
+#define ATLAS_LLAMA_KERNEL_COUNT 36
 extern const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT];
 
 #ifdef __cplusplus

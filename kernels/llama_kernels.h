@@ -15,6 +15,13 @@
 //                  norm_w, eps)                         "ppppppppppuuupf"
 //       q = wq x' (+ bq), k = wk x' (+ bk), v = wv x' (+ bv); biases may be
 //       NULL; x' as for matvec
+//   qkv_rope_{t}_{c}(q, k_cache, v_cache, wq, wk, wv, bq, bk, bv, x, rows_q,
+//                    rows_kv, cols, norm_w, eps, inv_freq, head_dim,
+//                    rot_dim, step, attention_factor)
+//                                                   "ppppppppppuuupfpuupf"
+//       matvec_qkv, then rope_store on its q, k and v (cache type c), in one
+//       launch: q rotated in place, k and v into row step[1] of caches
+//       [seq][rows_kv]; head_dim and rot_dim even
 //   matvec_add_{t}(x, w, in, bias, rows, cols)              "ppppuu"
 //       x[r] += (w in)[r] (+ bias[r]; NULL: none)
 //   gate_up_{t}(out, w_gate, w_up, b_gate, b_up, x, rows, cols, norm_w, eps)

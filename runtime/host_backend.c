@@ -13,11 +13,14 @@ typedef enum node_kind { NODE_LAUNCH, NODE_MEMSET, NODE_COPY } node_kind;
 
 // One recorded operation. Launch arguments are copied by value (sizes come
 // from the kernel's signature), so a graph replays without its caller.
+// Arguments a captured launch keeps (qkv_rope has 20).
+#define HOST_CAPTURE_MAX_ARGS 24
+
 typedef struct graph_node {
   node_kind kind;
   const atlas_kernel *kernel;
   atlas_launch_config config;
-  uint64_t arg_values[16];
+  uint64_t arg_values[HOST_CAPTURE_MAX_ARGS];
   size_t arg_count;
   void *dst;
   const void *src;
@@ -411,11 +414,12 @@ static atlas_status host_launch(atlas_backend *b, const atlas_kernel *kernel,
   if (!s->capturing) return run_kernel(b, kernel, config, args);
   const char *sig = kernel->def->signature ? kernel->def->signature : "";
   size_t n = strlen(sig);
-  if (n > 16) {
+  if (n > HOST_CAPTURE_MAX_ARGS) {
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
                              "%s: kernel %s.%s has %zu arguments; capture "
-                             "supports 16",
-                             b->name, kernel->module->name, kernel->def->name, n);
+                             "supports %d",
+                             b->name, kernel->module->name, kernel->def->name, n,
+                             HOST_CAPTURE_MAX_ARGS);
   }
   graph_node node = {.kind = NODE_LAUNCH, .kernel = kernel, .config = *config,
                      .arg_count = n};
@@ -436,7 +440,7 @@ static atlas_status host_launch_graph(atlas_backend *b, atlas_graph *g,
     graph_node *n = &g->nodes[i];
     switch (n->kind) {
       case NODE_LAUNCH: {
-        void *ptrs[16];
+        void *ptrs[HOST_CAPTURE_MAX_ARGS];
         for (size_t k = 0; k < n->arg_count; ++k) ptrs[k] = &n->arg_values[k];
         atlas_launch_config config = n->config;
         config.stream = s;

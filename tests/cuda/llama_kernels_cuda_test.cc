@@ -329,6 +329,81 @@ TEST_F(LlamaKernelsCuda, NormFoldedIntoProducts) {
   }
 }
 
+// qkv_rope (q, k, v, RoPE and the cache store in one launch) against its
+// host twin: every weight type with every cache type, full and partial
+// rotary dimensions, biases, the norm folded or not, the scalar (777
+// columns) and 16-byte (2048) paths, and two positions; the cache's other
+// rows keep their poison. q is compared at the usual 1e-5; the cache rows
+// at one unit in the last place of the cache's type (2^-11 f16, 2^-8 bf16):
+// the two sides sum each row in a different order, and an f32 sum one ulp
+// apart can round to neighbouring 16-bit values.
+TEST_F(LlamaKernelsCuda, QkvRope) {
+  const uint32_t n_heads = 32, n_kv = 8, hd = 128, rows = 5;
+  const uint32_t rq = n_heads * hd, rkv = n_kv * hd;
+  const float eps = 1e-5f;
+  for (uint32_t cols : {777u, 2048u}) {
+  for (std::string wt : {"f32", "f16", "bf16"}) {
+    std::vector<unsigned char> wq = Weights(wt, (size_t)rq * cols);
+    std::vector<unsigned char> wk = Weights(wt, (size_t)rkv * cols);
+    std::vector<unsigned char> wv = Weights(wt, (size_t)rkv * cols);
+    std::vector<float> x = Floats(cols, -3, 3), nw = Floats(cols, 0.5f, 1.5f),
+                       b1 = Floats(rq), b2 = Floats(rkv), b3 = Floats(rkv);
+  for (std::string kt : {"f32", "f16", "bf16"}) {
+    size_t es = atlas_test::KvSize(kt);
+  for (uint32_t rot : {128u, 64u}) {
+    std::vector<float> inv(rot / 2);
+    for (uint32_t i = 0; i < rot / 2; ++i) {
+      inv[i] = (float)(1.0 / pow(500000.0, 2.0 * i / rot));
+    }
+  for (bool fold : {false, true}) {
+  for (uint32_t pos : {3u, 4000u}) {
+    uint32_t row = pos % rows;
+    std::string tag = wt + " weights, " + kt + " cache, cols " + std::to_string(cols) +
+                      ", rot " + std::to_string(rot) + (fold ? ", norm folded" : "") +
+                      ", pos " + std::to_string(pos);
+    const double cache_tolerance = kt == "f32" ? 1e-5 : kt == "f16" ? 0x1p-11 : 0x1p-8;
+    for (bool cache_rows : {false, true}) {
+    Compare("qkv_rope " + tag + (cache_rows ? " (cache rows)" : " (q)"), [&](Side &s) {
+      void *dx = s.Upload(x.data(), cols * 4);
+      void *dn = fold ? s.Upload(nw.data(), cols * 4) : nullptr;
+      void *q = s.Poisoned(rq);
+      void *dq = s.Upload(wq.data(), wq.size()), *dk = s.Upload(wk.data(), wk.size());
+      void *dv = s.Upload(wv.data(), wv.size());
+      void *db1 = s.Upload(b1.data(), rq * 4), *db2 = s.Upload(b2.data(), rkv * 4);
+      void *db3 = s.Upload(b3.data(), rkv * 4);
+      void *df = s.Upload(inv.data(), inv.size() * 4);
+      std::vector<unsigned char> nan =
+          atlas_test::KvBytes(std::vector<float>((size_t)rows * rkv, NAN), kt);
+      void *kc = s.Upload(nan.data(), nan.size()), *vc = s.Upload(nan.data(), nan.size());
+      // Offset so that position `pos` lands in row `row`.
+      ptrdiff_t shift = ((ptrdiff_t)row - (ptrdiff_t)pos) * rkv * (ptrdiff_t)es;
+      s.LaunchShared(("qkv_rope_" + wt + "_" + kt).c_str(), Blocks(rq + 2 * rkv, 8),
+                     256, fold ? cols * 4 : 0,
+                     {ATLAS_ARG_PTR(q), ATLAS_ARG_PTR((char *)kc + shift),
+                      ATLAS_ARG_PTR((char *)vc + shift), ATLAS_ARG_PTR(dq),
+                      ATLAS_ARG_PTR(dk), ATLAS_ARG_PTR(dv), ATLAS_ARG_PTR(db1),
+                      ATLAS_ARG_PTR(db2), ATLAS_ARG_PTR(db3), ATLAS_ARG_PTR(dx),
+                      ATLAS_ARG_U32(rq), ATLAS_ARG_U32(rkv), ATLAS_ARG_U32(cols),
+                      ATLAS_ARG_PTR(dn), ATLAS_ARG_F32(eps), ATLAS_ARG_PTR(df),
+                      ATLAS_ARG_U32(hd), ATLAS_ARG_U32(rot),
+                      ATLAS_ARG_PTR(s.Step(0, pos)), ATLAS_ARG_F32(1.0f)});
+      std::vector<float> other = s.DownloadKv(
+          (char *)kc + (size_t)((row + 1) % rows) * rkv * es, rkv, kt);
+      EXPECT_TRUE(std::isnan(other[0])) << "only the step's row is written";
+      if (!cache_rows) return std::vector<std::vector<float>>{s.Download(q, rq)};
+      return std::vector<std::vector<float>>{
+          s.DownloadKv((char *)kc + (size_t)row * rkv * es, rkv, kt),
+          s.DownloadKv((char *)vc + (size_t)row * rkv * es, rkv, kt)};
+    }, cache_rows ? cache_tolerance : 1e-5);
+    }
+  }
+  }
+  }
+  }
+  }
+  }
+}
+
 // The device argmax against the host's: the first index of the largest
 // logit (ties included), and the first non-finite logit's index.
 TEST_F(LlamaKernelsCuda, Argmax) {

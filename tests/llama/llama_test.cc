@@ -920,6 +920,98 @@ TEST(Llama, NormFoldedProductsEqualRmsnormThenTheProduct) {
   ASSERT_OK(atlas_backend_destroy(b));
 }
 
+// qkv_rope (the decode step's q, k, v with RoPE and the cache store in one
+// launch) against the two launches it replaces, matvec_qkv then rope_store,
+// bit for bit: every weight and cache type, full and partial rotary
+// dimensions, biases and the folded norm; the cache's other rows untouched.
+TEST(Llama, QkvRopeEqualsTheProductsThenRopeStore) {
+  atlas_backend *b = nullptr;
+  atlas_backend_options o{};
+  o.modules = &atlas_llama_module_set;
+  ASSERT_OK(atlas_host_backend_create(&o, &b));
+  auto run = [&](const std::string &name, std::vector<atlas_arg> args) {
+    const atlas_kernel *k = nullptr;
+    ASSERT_OK(atlas_backend_kernel_lookup(b, ATLAS_LLAMA_MODULE, name.c_str(), &k));
+    atlas_launch_config c{};
+    c.grid = {1, 1, 1};
+    c.block = {256, 1, 1};
+    ASSERT_OK(atlas_backend_launch_typed(b, k, &c, args.data(), args.size()));
+  };
+  const uint32_t n_heads = 4, n_kv = 2, hd = 8, cols = 33, seq = 5, pos = 3;
+  const uint32_t rq = n_heads * hd, rkv = n_kv * hd;
+  const float eps = 1e-5f;
+  std::vector<float> x(cols), nw(cols), bq(rq), bk(rkv), bv(rkv);
+  for (uint32_t i = 0; i < cols; ++i) {
+    x[i] = (float)std::sin(0.7 * i + 0.3) * 3.0f;
+    nw[i] = (float)(0.5 + std::cos(0.3 * i) * 0.4);
+  }
+  for (uint32_t i = 0; i < rq; ++i) bq[i] = 0.01f * (float)i;
+  for (uint32_t i = 0; i < rkv; ++i) bk[i] = -0.02f * (float)i, bv[i] = 0.03f;
+  for (std::string wt : {"f32", "f16", "bf16"}) {
+    size_t ws = wt == "f32" ? 4 : 2;
+    // Weights: f32 values stored as the type (the products convert).
+    auto matrix = [&](uint32_t rows, double seed) {
+      std::vector<unsigned char> bytes((size_t)rows * cols * ws);
+      for (size_t i = 0; i < (size_t)rows * cols; ++i) {
+        float f = (float)std::cos(0.013 * (double)i + seed);
+        if (ws == 4) {
+          memcpy(&bytes[i * 4], &f, 4);
+        } else {
+          uint16_t h = wt == "f16" ? atlas_f32_to_f16(f) : atlas_f32_to_bf16(f);
+          memcpy(&bytes[i * 2], &h, 2);
+        }
+      }
+      return bytes;
+    };
+    std::vector<unsigned char> wq = matrix(rq, 0.5), wk = matrix(rkv, 1.5),
+                               wv = matrix(rkv, 2.5);
+    for (std::string kt : {"f32", "f16", "bf16"}) {
+      size_t ks = kt == "f32" ? 4 : 2;
+      for (uint32_t rot : {hd, hd / 2}) {
+        std::vector<float> inv(rot / 2);
+        for (uint32_t i = 0; i < rot / 2; ++i) {
+          inv[i] = (float)(1.0 / std::pow(10000.0, 2.0 * i / rot));
+        }
+        std::string what = wt + " weights, " + kt + " cache, rot " + std::to_string(rot);
+        uint32_t step[2] = {0, pos};
+        // Two launches: matvec_qkv, rope_store.
+        std::vector<float> q0(rq, NAN), k0(rkv, NAN), v0(rkv, NAN);
+        std::vector<unsigned char> kc0((size_t)seq * rkv * ks, 0xA5), vc0 = kc0;
+        run("matvec_qkv_" + wt,
+            {ATLAS_ARG_PTR(q0.data()), ATLAS_ARG_PTR(k0.data()), ATLAS_ARG_PTR(v0.data()),
+             ATLAS_ARG_PTR(wq.data()), ATLAS_ARG_PTR(wk.data()), ATLAS_ARG_PTR(wv.data()),
+             ATLAS_ARG_PTR(bq.data()), ATLAS_ARG_PTR(bk.data()), ATLAS_ARG_PTR(bv.data()),
+             ATLAS_ARG_PTR(x.data()), ATLAS_ARG_U32(rq), ATLAS_ARG_U32(rkv),
+             ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(nw.data()), ATLAS_ARG_F32(eps)});
+        run("rope_store_" + kt,
+            {ATLAS_ARG_PTR(q0.data()), ATLAS_ARG_PTR(k0.data()), ATLAS_ARG_PTR(v0.data()),
+             ATLAS_ARG_PTR(kc0.data()), ATLAS_ARG_PTR(vc0.data()), ATLAS_ARG_PTR(inv.data()),
+             ATLAS_ARG_U32(n_heads), ATLAS_ARG_U32(n_kv), ATLAS_ARG_U32(hd),
+             ATLAS_ARG_U32(rot), ATLAS_ARG_PTR(step), ATLAS_ARG_F32(1.25f)});
+        // One launch.
+        std::vector<float> q1(rq, NAN);
+        std::vector<unsigned char> kc1((size_t)seq * rkv * ks, 0xA5), vc1 = kc1;
+        run("qkv_rope_" + wt + "_" + kt,
+            {ATLAS_ARG_PTR(q1.data()), ATLAS_ARG_PTR(kc1.data()), ATLAS_ARG_PTR(vc1.data()),
+             ATLAS_ARG_PTR(wq.data()), ATLAS_ARG_PTR(wk.data()), ATLAS_ARG_PTR(wv.data()),
+             ATLAS_ARG_PTR(bq.data()), ATLAS_ARG_PTR(bk.data()), ATLAS_ARG_PTR(bv.data()),
+             ATLAS_ARG_PTR(x.data()), ATLAS_ARG_U32(rq), ATLAS_ARG_U32(rkv),
+             ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(nw.data()), ATLAS_ARG_F32(eps),
+             ATLAS_ARG_PTR(inv.data()), ATLAS_ARG_U32(hd), ATLAS_ARG_U32(rot),
+             ATLAS_ARG_PTR(step), ATLAS_ARG_F32(1.25f)});
+        EXPECT_EQ(memcmp(q1.data(), q0.data(), rq * 4), 0) << "q, " << what;
+        EXPECT_EQ(kc1, kc0) << "k cache, " << what;
+        EXPECT_EQ(vc1, vc0) << "v cache, " << what;
+        // The step's row was written (differs from the fill), the others not.
+        EXPECT_NE(kc1[(size_t)pos * rkv * ks], 0xA5) << what;
+        EXPECT_EQ(kc1[0], 0xA5) << what;
+        for (float v : q1) ASSERT_FALSE(std::isnan(v)) << what;
+      }
+    }
+  }
+  ASSERT_OK(atlas_backend_destroy(b));
+}
+
 TEST(Llama, BatchKernelTableIsComplete) {
   for (size_t i = 0; i < ATLAS_LLAMA_BATCH_KERNEL_COUNT; ++i) {
     EXPECT_NE(atlas_llama_batch_kernel_defs[i].name, nullptr) << i;

@@ -137,6 +137,31 @@ static atlas_status rope_store(const atlas_llama_model *m, void *kc, void *vc) {
                 blocks(threads, 256), 256, args, COUNT(args));
 }
 
+// q, k and v with their biases (and the norm), RoPE at this step's position,
+// and k and v into that position's rows of kc / vc: one launch where
+// matvec_qkv and rope_store were two.
+static atlas_status qkv_rope(const atlas_llama_model *m, const atlas_llama_layer *L,
+                             const product_input *in, void *kc, void *vc) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  const atlas_llama_config *c = ctx->config;
+  atlas_llama_scratch *s = ctx->scratch;
+  uint32_t hd = (uint32_t)c->head_dim;
+  uint32_t q_dim = (uint32_t)c->num_attention_heads * hd;
+  uint32_t kv_dim = (uint32_t)c->num_key_value_heads * hd;
+  atlas_arg args[] = {P(s->q),        P(kc),         P(vc),
+                      P(L->wq.data),  P(L->wk.data), P(L->wv.data),
+                      P(L->q_bias),   P(L->k_bias),  P(L->v_bias),
+                      P(in->x),       U(q_dim),      U(kv_dim),
+                      U((uint32_t)c->hidden_size), P(in->norm),
+                      F((float)c->rms_norm_eps),   P(s->inv_freq),
+                      U(hd),          U((uint32_t)m->rot_dim), P(s->step),
+                      F(m->attention_factor)};
+  const atlas_kernel *k = ctx->ops.qkv_rope[atlas_llama_wtype_of(m->kv->dtype)]
+                                           [atlas_llama_wtype_of(L->wq.dtype)];
+  return launch_shared(ctx, k, blocks((uint64_t)q_dim + 2 * (uint64_t)kv_dim, 8),
+                       256, in->shared, args, COUNT(args));
+}
+
 // x += W in (+ bias), one launch.
 static atlas_status residual(const atlas_llama_ctx *ctx, float *x,
                              const atlas_llama_matrix *w, const float *in,
@@ -165,9 +190,15 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   float eps = (float)c->rms_norm_eps;
   // The separate products (mixed dtypes) read one rmsnorm launch's output.
   bool qkv_one = L->wk.dtype == L->wq.dtype && L->wv.dtype == L->wq.dtype;
+  // RoPE joins the products' launch unless a per-head norm (Qwen3's q_norm,
+  // k_norm) must come between.
+  bool fused = qkv_one && L->q_norm == NULL && L->k_norm == NULL &&
+               head_dim % 2 == 0 && m->rot_dim % 2 == 0;
   product_input in;
   ATLAS_RETURN_IF_ERROR(norm_input(ctx, L->attn_norm, qkv_one, &in));
-  if (qkv_one) {
+  if (fused) {
+    ATLAS_RETURN_IF_ERROR(qkv_rope(m, L, &in, kc, vc));
+  } else if (qkv_one) {
     // q, k and v with their biases (and the norm): one launch.
     atlas_arg qkv[] = {P(s->q),        P(s->k),       P(s->v),
                        P(L->wq.data),  P(L->wk.data), P(L->wv.data),
@@ -187,9 +218,11 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
     ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->v, L->v_bias, kv_dim));
   }
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
-  ATLAS_RETURN_IF_ERROR(head_norm(ctx, s->q, L->q_norm, c->num_attention_heads));
-  ATLAS_RETURN_IF_ERROR(head_norm(ctx, s->k, L->k_norm, c->num_key_value_heads));
-  ATLAS_RETURN_IF_ERROR(rope_store(m, kc, vc));
+  if (!fused) {
+    ATLAS_RETURN_IF_ERROR(head_norm(ctx, s->q, L->q_norm, c->num_attention_heads));
+    ATLAS_RETURN_IF_ERROR(head_norm(ctx, s->k, L->k_norm, c->num_key_value_heads));
+    ATLAS_RETURN_IF_ERROR(rope_store(m, kc, vc));
+  }
   uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
   if (m->prefill != NULL) {
     // Split over the context (flash-decoding) where the batch scratch exists.

@@ -72,6 +72,12 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "embed_rows", "", o->embed_rows, 0));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm", "", o->gemm, 0));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "rope_store", "", o->rope_store, 0));
+  for (int c = 0; c < ATLAS_LLAMA_W_COUNT; ++c) {
+    char cache[8];
+    snprintf(cache, sizeof(cache), "_%s", kSuffix[c]);
+    ATLAS_RETURN_IF_ERROR(
+        resolve_typed(ctx, one, "qkv_rope", cache, o->qkv_rope[c], 0));
+  }
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "attention", "", o->attention, 0));
   ATLAS_RETURN_IF_ERROR(
       resolve_typed(ctx, batch, "kv_store_rows", "", o->kv_store_rows, 0));

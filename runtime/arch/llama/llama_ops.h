@@ -51,6 +51,8 @@ typedef struct atlas_llama_ops {
   const atlas_kernel *kv_store_rows[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *attention_prefill[ATLAS_LLAMA_W_COUNT];
   const atlas_kernel *decode[ATLAS_LLAMA_W_COUNT];
+  // q, k, v and RoPE into the cache at once: [cache type][weight type].
+  const atlas_kernel *qkv_rope[ATLAS_LLAMA_W_COUNT][ATLAS_LLAMA_W_COUNT];
 } atlas_llama_ops;
 
 // Resolves every kernel above in the context's registry (`group`: query
