@@ -9,8 +9,9 @@
 //   rope_store: grid ceil((n_heads + n_kv) * rot_dim / 2 + kv_dim) / 256)
 //   argmax: grid ceil(n / 2048), block 256 (result: 6 words)
 //   rmsnorm: grid 1, block 1024
-//   matvec_*, matvec_add_*, gate_up_*: grid ceil(rows / 8), block 256 (one
-//         warp per row); matvec_qkv_*: grid ceil((rows_q + 2 rows_kv) / 8);
+//   matvec_*, matvec_add_*: grid ceil(rows / 8), block 256 (one warp per
+//         row); gate_up_*: grid ceil(rows / 2), block 64 (any multiple of 32
+//         works); matvec_qkv_*: grid ceil((rows_q + 2 rows_kv) / 8);
 //         matvec_*, matvec_qkv_*, gate_up_* with norm_w != NULL: dynamic
 //         shared memory cols * 4 bytes (x normalised per block)
 //   qkv_rope_*: as matvec_qkv_* (block a multiple of 64 threads, at most
@@ -47,10 +48,43 @@ extern "C" __global__ void embed_bf16(float *out, const __nv_bfloat16 *t,
   embed(out, t, step, dim);
 }
 
+// Up to kNormHeld elements a thread are held in registers: the weights
+// read before the wait (nothing writes them), x in one round of loads, not
+// one load's latency per element; longer vectors take the loop below.
+constexpr uint32_t kNormHeld = 8;
+
 extern "C" __global__ void rmsnorm(float *out, const float *x, const float *w,
                                    uint32_t dim, float eps) {
   __shared__ float shared[32];
+  const bool held = dim <= kNormHeld * blockDim.x;
+  float wr[kNormHeld];
+  if (held) {
+#pragma unroll
+    for (uint32_t r = 0; r < kNormHeld; ++r) {
+      const uint32_t i = threadIdx.x + r * blockDim.x;
+      wr[r] = i < dim ? __ldg(w + i) : 0.0f;
+    }
+  }
   atlas_overlap_begin();
+  if (held) {
+    float xr[kNormHeld];
+#pragma unroll
+    for (uint32_t r = 0; r < kNormHeld; ++r) {
+      const uint32_t i = threadIdx.x + r * blockDim.x;
+      xr[r] = i < dim ? x[i] : 0.0f;
+    }
+    float ss = 0.0f;
+#pragma unroll
+    for (uint32_t r = 0; r < kNormHeld; ++r) ss += xr[r] * xr[r];
+    ss = block_sum(ss, shared);
+    const float scale = rsqrtf(ss / dim + eps);
+#pragma unroll
+    for (uint32_t r = 0; r < kNormHeld; ++r) {
+      const uint32_t i = threadIdx.x + r * blockDim.x;
+      if (i < dim) out[i] = wr[r] * (xr[r] * scale);
+    }
+    return;
+  }
   float ss = 0.0f;
   for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) ss += x[i] * x[i];
   ss = block_sum(ss, shared);
