@@ -787,23 +787,41 @@ TEST(Llama, FusedRoundingKernelsEqualTheLaunchesTheyReplace) {
   ASSERT_OK(atlas_backend_destroy(b));
 }
 
+// The host backend with the Llama module set, launching kernels by name
+// (one block of 256 threads: the host kernels ignore the shape).
+class HostLlamaKernels {
+ public:
+  HostLlamaKernels() {
+    atlas_backend_options o{};
+    o.modules = &atlas_llama_module_set;
+    EXPECT_OK(atlas_host_backend_create(&o, &b_));
+  }
+  ~HostLlamaKernels() {
+    if (b_ != nullptr) EXPECT_OK(atlas_backend_destroy(b_));
+  }
+  void Run(const std::string &name, std::vector<atlas_arg> args) {
+    ASSERT_NE(b_, nullptr);
+    const atlas_kernel *k = nullptr;
+    ASSERT_OK(atlas_backend_kernel_lookup(b_, ATLAS_LLAMA_MODULE, name.c_str(), &k));
+    atlas_launch_config c{};
+    c.grid = {1, 1, 1};
+    c.block = {256, 1, 1};
+    ASSERT_OK(atlas_backend_launch_typed(b_, k, &c, args.data(), args.size()));
+  }
+
+ private:
+  atlas_backend *b_ = nullptr;
+};
+
 // The decode products with the RMSNorm folded in (norm_w != NULL) against
 // the two launches they replace, rmsnorm then the product on its output, bit
 // for bit, for every weight type, odd and 16-byte column counts, and F32
 // weights off 4-byte alignment (matvec_f32's element-load path); the plain
 // product with the norm against a double-precision loop as well.
 TEST(Llama, NormFoldedProductsEqualRmsnormThenTheProduct) {
-  atlas_backend *b = nullptr;
-  atlas_backend_options o{};
-  o.modules = &atlas_llama_module_set;
-  ASSERT_OK(atlas_host_backend_create(&o, &b));
+  HostLlamaKernels host;
   auto run = [&](const std::string &name, std::vector<atlas_arg> args) {
-    const atlas_kernel *k = nullptr;
-    ASSERT_OK(atlas_backend_kernel_lookup(b, ATLAS_LLAMA_MODULE, name.c_str(), &k));
-    atlas_launch_config c{};
-    c.grid = {1, 1, 1};
-    c.block = {256, 1, 1};
-    ASSERT_OK(atlas_backend_launch_typed(b, k, &c, args.data(), args.size()));
+    host.Run(name, std::move(args));
   };
   auto same_bits = [](const std::vector<float> &a, const std::vector<float> &b) {
     return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * 4) == 0;
@@ -917,7 +935,6 @@ TEST(Llama, NormFoldedProductsEqualRmsnormThenTheProduct) {
       for (float h : h1) ASSERT_FALSE(std::isnan(h)) << "gate_up " << what;
     }
   }
-  ASSERT_OK(atlas_backend_destroy(b));
 }
 
 // qkv_rope (the decode step's q, k, v with RoPE and the cache store in one
@@ -925,17 +942,9 @@ TEST(Llama, NormFoldedProductsEqualRmsnormThenTheProduct) {
 // bit for bit: every weight and cache type, full and partial rotary
 // dimensions, biases and the folded norm; the cache's other rows untouched.
 TEST(Llama, QkvRopeEqualsTheProductsThenRopeStore) {
-  atlas_backend *b = nullptr;
-  atlas_backend_options o{};
-  o.modules = &atlas_llama_module_set;
-  ASSERT_OK(atlas_host_backend_create(&o, &b));
+  HostLlamaKernels host;
   auto run = [&](const std::string &name, std::vector<atlas_arg> args) {
-    const atlas_kernel *k = nullptr;
-    ASSERT_OK(atlas_backend_kernel_lookup(b, ATLAS_LLAMA_MODULE, name.c_str(), &k));
-    atlas_launch_config c{};
-    c.grid = {1, 1, 1};
-    c.block = {256, 1, 1};
-    ASSERT_OK(atlas_backend_launch_typed(b, k, &c, args.data(), args.size()));
+    host.Run(name, std::move(args));
   };
   const uint32_t n_heads = 4, n_kv = 2, hd = 8, cols = 33, seq = 5, pos = 3;
   const uint32_t rq = n_heads * hd, rkv = n_kv * hd;
@@ -1009,7 +1018,6 @@ TEST(Llama, QkvRopeEqualsTheProductsThenRopeStore) {
       }
     }
   }
-  ASSERT_OK(atlas_backend_destroy(b));
 }
 
 TEST(Llama, BatchKernelTableIsComplete) {
