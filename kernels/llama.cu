@@ -9,8 +9,8 @@
 //   rope_store: grid ceil((n_heads + n_kv) * rot_dim / 2 + kv_dim) / 256)
 //   argmax: grid ceil(n / 2048), block 256 (result: 6 words)
 //   rmsnorm: grid 1, block 1024
-//   matvec_*, matvec_add_*: grid ceil(rows / 8), block 256 (one warp per
-//         row); gate_up_*: grid ceil(rows / 2), block 64 (any multiple of 32
+//   matvec_*: grid ceil(rows / 8), block 256 (one warp per row);
+//         matvec_add_*: grid ceil(rows * splits / 8), block 256; gate_up_*: grid ceil(rows / 2), block 64 (any multiple of 32
 //         works); matvec_qkv_*: grid ceil((rows_q + 2 rows_kv) / 8);
 //         matvec_*, matvec_qkv_*, gate_up_* with norm_w != NULL: dynamic
 //         shared memory cols * 4 bytes (x normalised per block)
@@ -344,20 +344,34 @@ __device__ void matvec_qkv(float *q, float *k, float *v, const T *wq,
 }
 
 // x[row] += (W x_in)[row] (+ bias[row]): an output projection and its
-// residual add in one pass.
+// residual add in one pass. `splits` warps share a row, each dotting one
+// contiguous part of the columns, and the first adds the parts in order: a
+// matrix of few long rows (the down projection) keeps more loads in flight.
+// The host passes splits with cols % (splits * 8) == 0, splits dividing the
+// block's warps.
 template <typename T>
 __device__ void matvec_add(float *x, const T *w, const float *in,
-                           const float *bias, uint32_t rows, uint32_t cols) {
-  uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  uint32_t lane = threadIdx.x % 32;
+                           const float *bias, uint32_t rows, uint32_t cols,
+                           uint32_t splits) {
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t part = warp % splits, span = cols / splits;
+  const uint32_t row = blockIdx.x * (blockDim.x / 32 / splits) + warp / splits;
+  const float *xin = in + (size_t)part * span;
   RowRead<T, 4> r;
   if (row < rows) {
-    row_begin(r, w + (size_t)row * cols, ((uintptr_t)in % 16) == 0, cols, lane);
+    row_begin(r, w + (size_t)row * cols + (size_t)part * span,
+              ((uintptr_t)xin % 16) == 0, span, lane);
   }
   atlas_overlap_begin();
-  if (row >= rows) return;
-  float acc = row_dot(r, in, lane);
-  if (lane == 0) x[row] += bias != nullptr ? acc + bias[row] : acc;
+  float acc = row < rows ? row_dot(r, xin, lane) : 0.0f;
+  if (splits > 1) {
+    float *parts = block_scratch();
+    if (lane == 0) parts[warp] = acc;
+    __syncthreads();
+    if (part != 0) return;
+    for (uint32_t p = 1; p < splits; ++p) acc += parts[warp + p];
+  }
+  if (row < rows && lane == 0) x[row] += bias != nullptr ? acc + bias[row] : acc;
 }
 
 // out[row] = silu(gate row . x (+ bias)) * (up row . x (+ bias)): the MLP's
@@ -397,10 +411,10 @@ __device__ void gate_up(float *out, const T *wg, const T *wu, const float *bg,
     matvec_qkv(q, k, v, wq, wk, wv, bq, bk, bv, x, rows_q, rows_kv, cols,      \
                norm_w, eps);                                                   \
   }                                                                            \
-  extern "C" __global__ void matvec_add_##S(float *x, const T *w,             \
-                                            const float *in, const float *b,   \
-                                            uint32_t rows, uint32_t cols) {    \
-    matvec_add(x, w, in, b, rows, cols);                                       \
+  extern "C" __global__ void matvec_add_##S(                                   \
+      float *x, const T *w, const float *in, const float *b, uint32_t rows,    \
+      uint32_t cols, uint32_t splits) {                                        \
+    matvec_add(x, w, in, b, rows, cols, splits);                               \
   }                                                                            \
   extern "C" __global__ void gate_up_##S(float *out, const T *wg, const T *wu, \
                                          const float *bg, const float *bu,     \

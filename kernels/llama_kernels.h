@@ -22,8 +22,9 @@
 //       matvec_qkv, then rope_store on its q, k and v (cache type c), in one
 //       launch: q rotated in place, k and v into row step[1] of caches
 //       [seq][rows_kv]; head_dim and rot_dim even
-//   matvec_add_{t}(x, w, in, bias, rows, cols)              "ppppuu"
-//       x[r] += (w in)[r] (+ bias[r]; NULL: none)
+//   matvec_add_{t}(x, w, in, bias, rows, cols, splits)      "ppppuuu"
+//       x[r] += (w in)[r] (+ bias[r]; NULL: none); CUDA: `splits` warps a
+//       row, cols % (8 * splits) == 0
 //   gate_up_{t}(out, w_gate, w_up, b_gate, b_up, x, rows, cols, norm_w, eps)
 //                                                            "ppppppuupf"
 //       out[r] = silu(g) * u, g = (w_gate x')[r] (+ b_gate[r]),

@@ -229,16 +229,21 @@ TEST_F(LlamaKernelsCuda, FusedQkvResidualAndGateUp) {
       return std::vector<std::vector<float>>{s.Download(q, rq), s.Download(k, rkv),
                                              s.Download(v, rkv)};
     });
-    Compare("matvec_add " + tag, [&](Side &s) {
-      void *dx = s.Upload(x.data(), cols * 4);
-      void *acc = s.Upload(r0.data(), rows * 4);
-      void *dw = s.Upload(wg.data(), wg.size());
-      void *db = bias ? s.Upload(bg.data(), rows * 4) : nullptr;
-      s.Launch(("matvec_add_" + dtype).c_str(), Blocks(rows, 8), 256,
-               {ATLAS_ARG_PTR(acc), ATLAS_ARG_PTR(dw), ATLAS_ARG_PTR(dx),
-                ATLAS_ARG_PTR(db), ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols)});
-      return std::vector<std::vector<float>>{s.Download(acc, rows)};
-    });
+    // 1, 2 or 4 warps a row (where 8 * splits divides the columns).
+    for (uint32_t splits : {1u, 2u, 4u}) {
+      if (cols % (8 * splits) != 0) continue;
+      Compare("matvec_add " + tag + " splits " + std::to_string(splits), [&](Side &s) {
+        void *dx = s.Upload(x.data(), cols * 4);
+        void *acc = s.Upload(r0.data(), rows * 4);
+        void *dw = s.Upload(wg.data(), wg.size());
+        void *db = bias ? s.Upload(bg.data(), rows * 4) : nullptr;
+        s.Launch(("matvec_add_" + dtype).c_str(), Blocks(rows * splits, 8), 256,
+                 {ATLAS_ARG_PTR(acc), ATLAS_ARG_PTR(dw), ATLAS_ARG_PTR(dx),
+                  ATLAS_ARG_PTR(db), ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols),
+                  ATLAS_ARG_U32(splits)});
+        return std::vector<std::vector<float>>{s.Download(acc, rows)};
+      });
+    }
     Compare("gate_up " + tag, [&](Side &s) {
       void *dx = s.Upload(x.data(), cols * 4);
       void *out = s.Poisoned(rows);

@@ -112,6 +112,9 @@ typedef struct atlas_llama_ctx {
   const atlas_llama_config *config;
   atlas_llama_scratch *scratch;
   atlas_llama_ops ops;  // every kernel, resolved once
+  // Warps a row of the output and down projections (matvec_add), by the
+  // GPU's size: llama_forward.c, add_splits.
+  uint32_t o_splits, down_splits;
 } atlas_llama_ctx;
 
 // Fails when a piece is missing rather than letting a dispatch site find out.
