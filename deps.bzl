@@ -11,6 +11,7 @@ rules, never written in BUILD files; each can be set:
 
     atlas_dependencies(system_prefix = "/opt/deps", llvm_prefix = "/usr/lib/llvm-14")
     ATLAS_NVCC=/path/to/nvcc bazel build ...   (or ATLAS_NVCC= to build without)
+    ATLAS_CUDA_ARCHS=90 bazel build ...        (SASS for these GPUs only)
 """
 
 load("@atlas//lint:llvm.bzl", "atlas_llvm_repository")
@@ -95,6 +96,29 @@ atlas_system_library = repository_rule(
     local = True,
 )
 
+# SASS for every architecture nvcc 13 supports from Ampere up (A100, A10/30xx,
+# L4/40xx, H100/H200, B200, 50xx/RTX Pro), so each loads without a JIT; the
+# fatbins add PTX of the newest, so a GPU newer than all of them can still
+# JIT the modules. ATLAS_CUDA_ARCHS narrows the list (as CMake's
+# CUDA_ARCHITECTURES does): each architecture costs nvcc about two minutes
+# of prefill.cu on one core.
+_DEFAULT_CUDA_ARCHS = ["80", "86", "89", "90", "100", "120"]
+
+def _as_int(text):
+    return int(text)
+
+def _cuda_archs(rctx):
+    text = rctx.os.environ.get("ATLAS_CUDA_ARCHS", "")
+    archs = [a for a in text.replace(",", " ").split(" ") if a]
+    if not archs:
+        return _DEFAULT_CUDA_ARCHS
+    for a in archs:
+        if not a.isdigit() or int(a) < 80:
+            fail(("atlas: ATLAS_CUDA_ARCHS=%s: \"%s\" is not a compute capability " +
+                  "of 80 or more, written as digits (e.g. 80, 90, 120)") % (text, a))
+    unique = {a: True for a in archs}.keys()
+    return sorted(unique, key = _as_int)
+
 def _atlas_cuda_impl(rctx):
     nvcc = rctx.os.environ.get("ATLAS_NVCC", None)
     if nvcc == None:
@@ -110,13 +134,23 @@ def _atlas_cuda_impl(rctx):
               rctx.attr.default_nvcc + "will be empty and the CUDA backend will say so at load.")
     rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
     rctx.file("BUILD", "exports_files([\"nvcc.bzl\"])\n")
-    rctx.file("nvcc.bzl", "\"\"\"Found by @atlas//:deps.bzl.\"\"\"\n\nNVCC = %s\n" % repr(nvcc))
+    archs = _cuda_archs(rctx)
+    rctx.file("nvcc.bzl", "\n".join([
+        "\"\"\"Found by @atlas//:deps.bzl.\"\"\"",
+        "",
+        "NVCC = %s" % repr(nvcc),
+        "SASS_ARCHS = %s" % repr(archs),
+        "DEFAULT_SASS_ARCHS = %s" % repr(_DEFAULT_CUDA_ARCHS),
+        "PTX_ARCH = %s" % repr(archs[-1]),
+        "",
+    ]))
 
-# Where nvcc is ("" when absent: the build still works, images are empty).
+# Where nvcc is ("" when absent: the build still works, images are empty),
+# and the architectures the fatbins hold.
 atlas_cuda_configure = repository_rule(
     implementation = _atlas_cuda_impl,
     attrs = {"default_nvcc": attr.string(default = "/usr/local/cuda/bin/nvcc")},
-    environ = ["ATLAS_NVCC", "PATH"],
+    environ = ["ATLAS_NVCC", "ATLAS_CUDA_ARCHS", "PATH"],
     local = True,
 )
 

@@ -1,14 +1,15 @@
 """atlas_cuda_fatbin: CUDA C compiled by nvcc into an embedded fatbin."""
 
-load("@atlas_cuda//:nvcc.bzl", "NVCC")
+load("@atlas_cuda//:nvcc.bzl", "DEFAULT_SASS_ARCHS", "NVCC", "PTX_ARCH", "SASS_ARCHS")
 load("@rules_cc//cc:defs.bzl", "cc_library")
 
-# SASS for every architecture nvcc 13 supports from Ampere up (A100, A10/30xx,
-# L4/40xx, H100/H200, B200, 50xx/RTX Pro), so each loads without a JIT, plus
-# PTX of the newest so a GPU newer than all of them can still JIT the module.
-# The list is a constant the fatbin test reads back from the image.
-ATLAS_CUDA_SASS_ARCHS = ["80", "86", "89", "90", "100", "120"]
-ATLAS_CUDA_PTX_ARCH = "120"
+# SASS for each architecture @atlas//:deps.bzl chose (every one nvcc 13
+# supports from Ampere up, unless ATLAS_CUDA_ARCHS narrows it), plus PTX of
+# the newest so a GPU newer than all of them can still JIT the module. The
+# fatbin test reads the list back from the image.
+ATLAS_CUDA_SASS_ARCHS = SASS_ARCHS
+ATLAS_CUDA_PTX_ARCH = PTX_ARCH
+ATLAS_CUDA_NARROWED = SASS_ARCHS != DEFAULT_SASS_ARCHS
 _GENCODE_SASS_PTX = " ".join(
     ["-gencode arch=compute_%s,code=sm_%s" % (a, a) for a in ATLAS_CUDA_SASS_ARCHS] +
     ["-gencode arch=compute_%s,code=compute_%s" % (ATLAS_CUDA_PTX_ARCH, ATLAS_CUDA_PTX_ARCH)],

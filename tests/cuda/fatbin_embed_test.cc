@@ -65,10 +65,18 @@ TEST(FatbinEmbed, ImageHoldsSassFromAmpereUpAndPtxForTheNewest) {
   }
   std::set<std::string> entries =
       FatbinEntries(atlas_fatbin_contract, ATLAS_FATBIN_CONTRACT_SIZE);
-  const std::set<std::string> expected = {"sm_80",  "sm_86",  "sm_89",
-                                          "sm_90",  "sm_100", "sm_120",
-                                          "compute_120"};
+  // What deps.bzl chose: every architecture from sm_80 up by default, or
+  // ATLAS_CUDA_ARCHS; PTX of the newest either way.
+  std::set<std::string> expected = {"compute_" + std::to_string(ATLAS_TEST_PTX_ARCH)};
+  for (int arch : {ATLAS_TEST_SASS_ARCHS}) expected.insert("sm_" + std::to_string(arch));
   EXPECT_EQ(entries, expected);
+#if !defined(ATLAS_TEST_NARROWED)
+  // The default list (no ATLAS_CUDA_ARCHS; this repository's CI) holds
+  // Ampere through Blackwell.
+  for (const char *arch : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"}) {
+    EXPECT_EQ(entries.count(arch), 1u) << arch;
+  }
+#endif
 }
 
 TEST(FatbinEmbed, WithoutNvccTheImageIsEmptyAndLoadingSaysWhy) {
