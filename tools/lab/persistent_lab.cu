@@ -170,6 +170,93 @@ __global__ void step_kernel(Step s) {
   if (t < tasks_of(s)) task_run(s, t, p, lane, s.in);
 }
 
+// ---- A2: as A, each block's rows bulk-copied into shared memory (TMA,
+// cp.async.bulk) before the wait: the whole row travels while the launch
+// before finishes, with no registers held for it --------------------------
+__device__ __forceinline__ uint32_t smem_addr(const void *p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// Bytes of the task's weights: one segment, or gate's and up's rows.
+__device__ __forceinline__ uint32_t task_bytes(const Step &s) {
+  uint32_t span = s.kind == ADD ? s.cols / s.splits : s.cols;
+  return (s.kind == GATE_UP ? 2u : 1u) * span * 2u;
+}
+
+__global__ void step_kernel_bulk(Step s) {
+  extern __shared__ __align__(128) unsigned char wbuf[];
+  __shared__ __align__(8) uint64_t mbar;
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, wpb = blockDim.x / 32;
+  const uint32_t t0 = blockIdx.x * wpb, t = t0 + warp;
+  const bool stub = s.kind == STUB;
+  const uint32_t n = stub ? 0 : tasks_of(s);
+  const uint32_t tb = stub ? 0 : task_bytes(s);
+  if (!stub && threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&mbar)));
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    uint32_t valid = n > t0 ? min(wpb, n - t0) : 0;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(&mbar)),
+                 "r"(valid * tb)
+                 : "memory");
+    for (uint32_t i = 0; i < valid; ++i) {
+      Seg a, b;
+      task_segs(s, t0 + i, a, b, s.in);
+      uint32_t seg = a.n4 * 16;
+      unsigned char *dst = wbuf + (size_t)i * tb;
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+              "r"(smem_addr(dst)),
+          "l"(a.w4), "r"(seg), "r"(smem_addr(&mbar))
+          : "memory");
+      if (s.kind == GATE_UP) {
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+                "r"(smem_addr(dst + seg)),
+            "l"(b.w4), "r"(seg), "r"(smem_addr(&mbar))
+            : "memory");
+      }
+    }
+  }
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (stub) {
+    stub_run(s, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
+    return;
+  }
+  __syncthreads();  // the barrier's init is visible to every thread
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(smem_addr(&mbar))
+        : "memory");
+  }
+  if (t >= n) return;
+  Seg a, b;
+  task_segs(s, t, a, b, s.in);
+  const uint4 *w = reinterpret_cast<const uint4 *>(wbuf + (size_t)warp * tb);
+  float acc = 0.0f, acc2 = 0.0f;
+  for (uint32_t i = lane; i < a.n4; i += 32) acc += dot8(w[i], a.x + 8 * (size_t)i);
+  if (s.kind == GATE_UP) {
+    for (uint32_t i = lane; i < a.n4; i += 32) acc2 += dot8(w[a.n4 + i], a.x + 8 * (size_t)i);
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    acc2 += __shfl_xor_sync(0xffffffffu, acc2, o);
+  }
+  if (lane != 0) return;
+  if (s.kind == GATE_UP) {
+    s.out[t] = acc / (1.0f + expf(-acc)) * acc2;
+  } else if (s.kind == MATVEC) {
+    s.out[t] = acc;
+  } else if (s.splits == 1) {
+    s.out[t] = __ldcg(s.out + t) + acc;
+  } else {
+    atomicAdd(s.out + t / s.splits, acc);
+  }
+}
+
 // ---- B: one persistent kernel, a grid barrier between steps ---------------
 __device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p) {
   uint32_t v;
@@ -329,8 +416,10 @@ int main(int argc, char **argv) {
     return v;
   };
 
-  // A: a kernel a step.
-  auto graph_a = [&](bool overlap) {
+  // A: a kernel a step (bulk: A2, rows through shared memory).
+  CK(cudaFuncSetAttribute(step_kernel_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          200 * 1024));
+  auto graph_a = [&](bool overlap, bool bulk = false, uint32_t budget = 64 * 1024) {
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
@@ -338,17 +427,30 @@ int main(int argc, char **argv) {
     for (const Step &s : steps) {
       uint32_t tasks = s.kind == ADD ? s.rows * s.splits : s.rows;
       uint32_t block = s.kind == GATE_UP ? 64 : 256;
+      uint32_t span = s.kind == ADD ? s.cols / s.splits : s.cols;
+      uint32_t tb = (s.kind == GATE_UP ? 2 : 1) * span * 2;
+      uint32_t smem = 0;
+      if (bulk && s.kind != STUB) {
+        uint32_t warps = std::max(1u, std::min(block / 32, budget / tb));
+        block = warps * 32;
+        smem = warps * tb;
+      }
       uint32_t grid = s.kind == STUB ? (s.rows + 255) / 256 : (tasks + block / 32 - 1) / (block / 32);
       cudaLaunchConfig_t cfg = {};
       cfg.gridDim = dim3(grid);
       cfg.blockDim = dim3(block);
+      cfg.dynamicSmemBytes = smem;
       cfg.stream = st;
       cudaLaunchAttribute attr[1];
       attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
       attr[0].val.programmaticStreamSerializationAllowed = 1;
       cfg.attrs = attr;
       cfg.numAttrs = overlap ? 1 : 0;
-      CK(cudaLaunchKernelEx(&cfg, step_kernel, s));
+      if (bulk) {
+        CK(cudaLaunchKernelEx(&cfg, step_kernel_bulk, s));
+      } else {
+        CK(cudaLaunchKernelEx(&cfg, step_kernel, s));
+      }
     }
     CK(cudaStreamEndCapture(st, &g));
     CK(cudaGraphInstantiate(&ge, g, 0));
@@ -379,6 +481,21 @@ int main(int argc, char **argv) {
   printf("%-44s %8.3f ms  (%.2fx floor)\n", "A: kernel a step, PDL", ms_a, ms_a / floor_ms);
   printf("%-44s %8.3f ms  (%.2fx floor)\n", "A: kernel a step, no overlap", ms_a_plain,
          ms_a_plain / floor_ms);
+  for (uint32_t budget : {16u << 10, 32u << 10, 64u << 10, 128u << 10}) {
+    cudaGraphExec_t a2 = graph_a(true, true, budget);
+    float ms_a2 = time_graph(a2);
+    std::vector<float> got = logits_now();
+    double d = 0, r = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      d += (double)(got[i] - ref[i]) * (got[i] - ref[i]);
+      r += (double)ref[i] * ref[i];
+    }
+    char name[64];
+    snprintf(name, sizeof(name), "A2: + rows via TMA, %u KiB a block", budget >> 10);
+    printf("%-44s %8.3f ms  (%.2fx floor)  logits vs A: %.1e rel. L2\n", name, ms_a2,
+           ms_a2 / floor_ms, std::sqrt(d / (r > 0 ? r : 1)));
+    CK(cudaGraphExecDestroy(a2));
+  }
   struct Cfg {
     int threads, per_sm;
   };
