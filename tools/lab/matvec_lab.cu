@@ -8,18 +8,10 @@
 #include <stdio.h>
 #include <vector>
 
+#include "lab_dot.cuh"
+
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
-
-__device__ __forceinline__ float dot8(uint4 p, const float *x) {
-  const __nv_bfloat16 *e = reinterpret_cast<const __nv_bfloat16 *>(&p);
-  float4 a = *reinterpret_cast<const float4 *>(x);
-  float4 b = *reinterpret_cast<const float4 *>(x + 4);
-  return __bfloat162float(e[0]) * a.x + __bfloat162float(e[1]) * a.y +
-         __bfloat162float(e[2]) * a.z + __bfloat162float(e[3]) * a.w +
-         __bfloat162float(e[4]) * b.x + __bfloat162float(e[5]) * b.y +
-         __bfloat162float(e[6]) * b.z + __bfloat162float(e[7]) * b.w;
-}
 
 // R rows per warp, U loads per lane in flight per row, W warps per block.
 template <int R, int U>

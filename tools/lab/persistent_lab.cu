@@ -25,6 +25,8 @@
 #include <cmath>
 #include <vector>
 
+#include "lab_dot.cuh"
+
 #define CK(x)                                                                 \
   do {                                                                        \
     cudaError_t e_ = (x);                                                     \
@@ -56,16 +58,6 @@ constexpr int kAhead = 4;  // 16-byte loads a lane issues before the wait
 struct Pre {
   uint4 a[kAhead];
 };
-
-__device__ __forceinline__ float dot8(uint4 p, const float *x) {
-  const __nv_bfloat16 *e = reinterpret_cast<const __nv_bfloat16 *>(&p);
-  float4 a = *reinterpret_cast<const float4 *>(x);
-  float4 b = *reinterpret_cast<const float4 *>(x + 4);
-  return __bfloat162float(e[0]) * a.x + __bfloat162float(e[1]) * a.y +
-         __bfloat162float(e[2]) * a.z + __bfloat162float(e[3]) * a.w +
-         __bfloat162float(e[4]) * b.x + __bfloat162float(e[5]) * b.y +
-         __bfloat162float(e[6]) * b.z + __bfloat162float(e[7]) * b.w;
-}
 
 // The row segment a task reads: `n4` 16-byte words from `w4`, dotted with
 // x from `x`.
@@ -481,19 +473,23 @@ int main(int argc, char **argv) {
   printf("%-44s %8.3f ms  (%.2fx floor)\n", "A: kernel a step, PDL", ms_a, ms_a / floor_ms);
   printf("%-44s %8.3f ms  (%.2fx floor)\n", "A: kernel a step, no overlap", ms_a_plain,
          ms_a_plain / floor_ms);
-  for (uint32_t budget : {16u << 10, 32u << 10, 64u << 10, 128u << 10}) {
-    cudaGraphExec_t a2 = graph_a(true, true, budget);
-    float ms_a2 = time_graph(a2);
+  // A variant's time, and its logits against A's (relative L2).
+  auto report = [&](const char *name, float ms) {
     std::vector<float> got = logits_now();
     double d = 0, r = 0;
     for (size_t i = 0; i < got.size(); ++i) {
       d += (double)(got[i] - ref[i]) * (got[i] - ref[i]);
       r += (double)ref[i] * ref[i];
     }
+    printf("%-44s %8.3f ms  (%.2fx floor)  logits vs A: %.1e rel. L2\n", name, ms,
+           ms / floor_ms, std::sqrt(d / (r > 0 ? r : 1)));
+  };
+  for (uint32_t budget : {16u << 10, 32u << 10, 64u << 10, 128u << 10}) {
+    cudaGraphExec_t a2 = graph_a(true, true, budget);
+    float ms_a2 = time_graph(a2);
     char name[64];
     snprintf(name, sizeof(name), "A2: + rows via TMA, %u KiB a block", budget >> 10);
-    printf("%-44s %8.3f ms  (%.2fx floor)  logits vs A: %.1e rel. L2\n", name, ms_a2,
-           ms_a2 / floor_ms, std::sqrt(d / (r > 0 ? r : 1)));
+    report(name, ms_a2);
     CK(cudaGraphExecDestroy(a2));
   }
   struct Cfg {
@@ -508,16 +504,9 @@ int main(int argc, char **argv) {
     int per_sm = c.per_sm == 0 ? occ : (c.per_sm < occ ? c.per_sm : occ);
     cudaGraphExec_t b = graph_b(c.threads, per_sm);
     float ms_b = time_graph(b);
-    std::vector<float> got = logits_now();
-    double d = 0, r = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      d += (double)(got[i] - ref[i]) * (got[i] - ref[i]);
-      r += (double)ref[i] * ref[i];
-    }
     char name[64];
     snprintf(name, sizeof(name), "B: persistent, %d x %d threads an SM", per_sm, c.threads);
-    printf("%-44s %8.3f ms  (%.2fx floor)  logits vs A: %.1e rel. L2\n", name, ms_b,
-           ms_b / floor_ms, std::sqrt(d / (r > 0 ? r : 1)));
+    report(name, ms_b);
     CK(cudaGraphExecDestroy(b));
   }
   return 0;
