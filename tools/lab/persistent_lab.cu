@@ -1,13 +1,16 @@
 // Is a persistent decode kernel worth building? (a lab for issue 13, not
 // part of the runtime):
 //   nvcc -O3 -arch=sm_90 -o persistent_lab tools/lab/persistent_lab.cu
-//   ./persistent_lab [1b|8b]
+//   ./persistent_lab [1b|8b] [STUBS]
 // The decode step's weight streaming on random BF16 weights of the Llama
 // 1B / 8B shapes: per layer q/k/v (one matrix), a stand-in for attention
 // (a tiny elementwise step), the output projection + residual, gate/up +
 // SiLU, the down projection + residual; then the LM head. Norms, RoPE and
 // real attention are left out: both variants do the same small work, so the
-// difference is how the steps are joined.
+// difference is how the steps are joined. STUBS (default 1) is the number
+// of tiny steps a layer: 0 (the output projection reads q directly), 1 (the
+// attention's place), 2 (also one after the output projection, the FFN
+// norm's place): what one more dependent launch costs.
 //   A: one kernel a step, a CUDA graph with programmatic dependent launch,
 //      each warp's first weight loads issued before griddepcontrol.wait
 //      (Atlas's decode step, in miniature).
@@ -19,6 +22,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <algorithm>
@@ -317,6 +321,7 @@ struct Shape {
 
 int main(int argc, char **argv) {
   const bool big = argc > 1 && strcmp(argv[1], "8b") == 0;
+  const int stubs = argc > 2 ? atoi(argv[2]) : 1;
   const Shape sh = big ? Shape{4096, 4096, 1024, 14336, 128256, 32}
                        : Shape{2048, 2048, 512, 8192, 128256, 16};
   int dev = 0, sms = 0;
@@ -336,6 +341,8 @@ int main(int argc, char **argv) {
   CK(cudaMalloc(&x0, sh.hidden * 4));
   CK(cudaMalloc(&qkv, qkv_rows * 4));
   CK(cudaMalloc(&att, sh.q * 4));
+  float *scratch;
+  CK(cudaMalloc(&scratch, sh.hidden * 4));
   CK(cudaMalloc(&h, sh.inter * 4));
   CK(cudaMalloc(&logits, (size_t)sh.vocab * 4));
   std::vector<float> hx(sh.hidden);
@@ -348,9 +355,10 @@ int main(int argc, char **argv) {
   for (uint32_t l = 0; l < sh.layers; ++l) {
     steps.push_back({MATVEC, weights(qkv_rows, sh.hidden, 10 * l + 1), nullptr, x, qkv,
                      qkv_rows, sh.hidden, 1});
-    steps.push_back({STUB, nullptr, nullptr, qkv, att, sh.q, 0, 1});
-    steps.push_back({ADD, weights(sh.hidden, sh.q, 10 * l + 2), nullptr, att, x,
-                     sh.hidden, sh.q, down_splits});
+    if (stubs > 0) steps.push_back({STUB, nullptr, nullptr, qkv, att, sh.q, 0, 1});
+    steps.push_back({ADD, weights(sh.hidden, sh.q, 10 * l + 2), nullptr,
+                     stubs > 0 ? att : qkv, x, sh.hidden, sh.q, down_splits});
+    if (stubs > 1) steps.push_back({STUB, nullptr, nullptr, x, scratch, sh.hidden, 0, 1});
     steps.push_back({GATE_UP, weights(sh.inter, sh.hidden, 10 * l + 3),
                      weights(sh.inter, sh.hidden, 10 * l + 4), x, h, sh.inter, sh.hidden, 1});
     steps.push_back({ADD, weights(sh.hidden, sh.inter, 10 * l + 5), nullptr, h, x,
@@ -464,8 +472,9 @@ int main(int argc, char **argv) {
   };
 
   const double floor_ms = bytes / (copy_gbs * 1e9) * 1e3;
-  printf("%s shape: %.2f GB of weights, %zu steps, %d SMs, copy %.0f GB/s, floor %.3f ms\n",
-         big ? "8B" : "1B", bytes / 1e9, steps.size(), sms, copy_gbs, floor_ms);
+  printf("%s shape, %d tiny steps a layer: %.2f GB of weights, %zu steps, %d SMs, copy %.0f GB/s, "
+         "floor %.3f ms\n",
+         big ? "8B" : "1B", stubs, bytes / 1e9, steps.size(), sms, copy_gbs, floor_ms);
   cudaGraphExec_t a = graph_a(true), a_plain = graph_a(false);
   float ms_a = time_graph(a);
   std::vector<float> ref = logits_now();
