@@ -10,10 +10,34 @@ load("@rules_cc//cc:defs.bzl", "cc_library")
 ATLAS_CUDA_SASS_ARCHS = SASS_ARCHS
 ATLAS_CUDA_PTX_ARCH = PTX_ARCH
 ATLAS_CUDA_NARROWED = SASS_ARCHS != DEFAULT_SASS_ARCHS
-_GENCODE_SASS_PTX = " ".join(
-    ["-gencode arch=compute_%s,code=sm_%s" % (a, a) for a in ATLAS_CUDA_SASS_ARCHS] +
-    ["-gencode arch=compute_%s,code=compute_%s" % (ATLAS_CUDA_PTX_ARCH, ATLAS_CUDA_PTX_ARCH)],
-)
+# The kernels branch on __CUDA_ARCH__ at these levels only (900:
+# griddepcontrol, cuda_common.cuh); a new branch adds its level here. Each
+# SASS architecture is compiled from the PTX of the highest level at or below
+# it, and the newest from its own PTX (embedded too): nvcc's front end runs
+# once a level, not once an architecture (prefill.cu: a minute each).
+_CODE_LEVELS = ["80", "90"]
+
+def _gencode_sass_ptx():
+    by_level = {}
+    for a in ATLAS_CUDA_SASS_ARCHS:
+        level = ATLAS_CUDA_PTX_ARCH if a == ATLAS_CUDA_PTX_ARCH else ""
+        if not level:
+            for c in _CODE_LEVELS:
+                if int(c) <= int(a):
+                    level = c
+        if not level:
+            fail("atlas: no PTX level at or below sm_" + a)
+        by_level.setdefault(level, []).append("sm_" + a)
+    by_level.setdefault(ATLAS_CUDA_PTX_ARCH, []).append("compute_" + ATLAS_CUDA_PTX_ARCH)
+    return " ".join([
+        "-gencode 'arch=compute_%s,code=[%s]'" % (level, ",".join(codes))
+        for level, codes in sorted(by_level.items(), key = _level_key)
+    ])
+
+def _level_key(item):
+    return int(item[0])
+
+_GENCODE_SASS_PTX = _gencode_sass_ptx()
 
 # The PTX-only image the loader test JITs: Hopper's PTX (the GPU we run on).
 _GENCODE_PTX_ONLY = "-gencode arch=compute_90,code=compute_90"
@@ -60,19 +84,25 @@ def atlas_cuda_fatbin(name, src, symbol, hdrs = [], ptx_only = False,
         ]),
         message = "nvcc " + src,
     )
+    # The image goes in by the assembler's .incbin: a C array of a 34 MB
+    # fatbin was 200 MB of source and two minutes of gcc in every build
+    # configuration (fastbuild, asan, tsan, an embedder's).
     native.genrule(
         name = name + "_embed",
         srcs = [":" + name + ".fatbin"],
-        outs = [name + ".c", name + ".h"],
+        outs = [name + ".S", name + ".h"],
         tools = ["//kernels:embed_fatbin"],
         cmd = "$(location //kernels:embed_fatbin) $(location :" + name +
-              ".fatbin) " + symbol + " $(location :" + name + ".c) $(location :" +
-              name + ".h) atlas/" + native.package_name() + "/" + name + ".h",
+              ".fatbin) " + symbol + " $(location :" + name + ".S) $(location :" +
+              name + ".h)",
     )
     cc_library(
         name = name,
-        srcs = [":" + name + ".c"],
+        srcs = [":" + name + ".S"],
         hdrs = [":" + name + ".h"],
+        # The image itself: an input of the .S's assembly (.incbin reads it by
+        # its path from the execution root).
+        textual_hdrs = [":" + name + ".fatbin"],
         include_prefix = "atlas/" + native.package_name(),
         **kwargs
     )
