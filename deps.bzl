@@ -100,8 +100,8 @@ atlas_system_library = repository_rule(
 # L4/40xx, H100/H200, B200, 50xx/RTX Pro), so each loads without a JIT; the
 # fatbins add PTX of the newest, so a GPU newer than all of them can still
 # JIT the modules. ATLAS_CUDA_ARCHS narrows the list (as CMake's
-# CUDA_ARCHITECTURES does): each architecture costs nvcc about two minutes
-# of prefill.cu on one core.
+# CUDA_ARCHITECTURES does): each architecture costs ptxas about a minute of
+# prefill.cu on one core (kernels/cuda_fatbin.bzl).
 _DEFAULT_CUDA_ARCHS = ["80", "86", "89", "90", "100", "120"]
 
 def _as_int(text):
