@@ -11,11 +11,11 @@
 
 typedef enum node_kind { NODE_LAUNCH, NODE_MEMSET, NODE_COPY } node_kind;
 
-// One recorded operation. Launch arguments are copied by value (sizes come
-// from the kernel's signature), so a graph replays without its caller.
 // Arguments a captured launch keeps (qkv_rope has 20).
 #define HOST_CAPTURE_MAX_ARGS 24
 
+// One recorded operation. Launch arguments are copied by value (sizes come
+// from the kernel's signature), so a graph replays without its caller.
 typedef struct graph_node {
   node_kind kind;
   const atlas_kernel *kernel;
