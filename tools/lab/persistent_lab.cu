@@ -1,7 +1,7 @@
 // Is a persistent decode kernel worth building? (a lab for issue 13, not
 // part of the runtime):
 //   nvcc -O3 -arch=sm_90 -o persistent_lab tools/lab/persistent_lab.cu
-//   ./persistent_lab [1b|8b] [STUBS]
+//   ./persistent_lab [1b|8b] [STUBS] [VARIANTS]
 // The decode step's weight streaming on random BF16 weights of the Llama
 // 1B / 8B shapes: per layer q/k/v (one matrix), a stand-in for attention
 // (a tiny elementwise step), the output projection + residual, gate/up +
@@ -10,15 +10,24 @@
 // difference is how the steps are joined. STUBS (default 1) is the number
 // of tiny steps a layer: 0 (the output projection reads q directly), 1 (the
 // attention's place), 2 (also one after the output projection, the FFN
-// norm's place): what one more dependent launch costs.
+// norm's place): what one more dependent launch costs. VARIANTS (default
+// A2BC) names those run beside A.
 //   A: one kernel a step, a CUDA graph with programmatic dependent launch,
 //      each warp's first weight loads issued before griddepcontrol.wait
 //      (Atlas's decode step, in miniature).
 //   B: one persistent kernel, the steps separated by a grid-wide barrier
 //      (an atomic counter); each warp issues its first loads of the next
 //      step before it waits at the barrier.
+//   C: one persistent dataflow kernel: a producer warp an SM streams the
+//      block's weight tiles through a ring of shared memory by TMA, ahead
+//      of every dependency; consumer warps wait per step on a counter and
+//      dot the tiles against x (in registers, or in shared memory: "xs").
+//      1B shape only (each warp's x slice must be 256 16-byte chunks).
+//      Also run with no dependency waits (wrong logits: how fast the
+//      consumers are) and with copies only (how fast the ring streams).
+//      Prints the cycles a consumer warp spends in each part.
 // Prints ms a step for each, the floor (weight bytes / device copy rate),
-// and the logits' relative L2 distance B vs A (atomics reorder the sums).
+// and the logits' relative L2 distance to A (atomics reorder the sums).
 #include <cuda_bf16.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -302,6 +311,251 @@ __global__ void persistent_kernel(const Step *steps, uint32_t n_steps, uint32_t 
   }
 }
 
+// ---- C: one persistent dataflow kernel ------------------------------------
+// A block an SM: a producer warp streams the block's weight tiles, in the
+// order the block uses them, through a ring of shared-memory slots (TMA
+// bulk copies completing on an mbarrier); the weights depend on nothing, so
+// the ring refills across every step boundary. The consumer warps wait only
+// for their step's input: a counter a step that each block bumps once it
+// has done its tiles of that step. Tiles go round-robin over the blocks
+// through all steps, so every block streams about the same bytes.
+struct CStep {
+  int kind;
+  const __nv_bfloat16 *w, *w2;
+  const float *in;
+  float *out;
+  uint32_t rows, cols;
+  uint32_t rt;     // rows a tile (STUB: elements a tile)
+  uint32_t wr;     // warps a row
+  uint32_t tiles;  // tiles of the step
+  uint32_t gbase;  // the first tile's place in the round-robin
+};
+
+constexpr int kCMaxSlots = 16, kCMaxChunks = 8;  // chunks: exactly, a lane
+constexpr uint32_t kStubTile = 256;
+
+__device__ __forceinline__ float dot8x(uint4 p, float4 a, float4 b) {
+  const __nv_bfloat16 *e = reinterpret_cast<const __nv_bfloat16 *>(&p);
+  return __bfloat162float(e[0]) * a.x + __bfloat162float(e[1]) * a.y +
+         __bfloat162float(e[2]) * a.z + __bfloat162float(e[3]) * a.w +
+         __bfloat162float(e[4]) * b.x + __bfloat162float(e[5]) * b.y +
+         __bfloat162float(e[6]) * b.z + __bfloat162float(e[7]) * b.w;
+}
+__device__ __forceinline__ void mbar_init(uint64_t *b, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(b)), "r"(count));
+}
+__device__ __forceinline__ void mbar_wait(uint64_t *b, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(smem_addr(b)), "r"(parity)
+        : "memory");
+  }
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t *b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(b)) : "memory");
+}
+__device__ __forceinline__ void bulk_copy(void *dst, const void *src, uint32_t bytes,
+                                          uint64_t *bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+__device__ __forceinline__ void consumers_sync(uint32_t nthreads) {
+  asm volatile("bar.sync 1, %0;" ::"r"(nthreads) : "memory");
+}
+
+// The block's first tile of step s (tiles j, j + gridDim.x, ...).
+__device__ __forceinline__ uint32_t first_tile(const CStep &s) {
+  return (blockIdx.x + gridDim.x - s.gbase % gridDim.x) % gridDim.x;
+}
+__device__ __forceinline__ uint32_t tile_rows(const CStep &s, uint32_t j) {
+  return min(s.rt, s.rows - j * s.rt);
+}
+
+// XS: x in shared memory (split in halves of each 8-entry chunk, so a
+// warp's 16-byte reads are contiguous) rather than in each warp's registers.
+constexpr uint32_t kXsMax = 8192;
+template <int NW, int G, bool XS>
+__global__ void __launch_bounds__((NW * G + 1) * 32, 1)
+    dataflow_kernel(const CStep *steps, uint32_t n_steps, uint32_t *ctr, uint32_t slots,
+                    uint32_t slot_bytes, uint32_t nodep, unsigned long long *stats) {
+  extern __shared__ __align__(128) unsigned char ring[];
+  __shared__ __align__(8) uint64_t full[kCMaxSlots], empty[kCMaxSlots];
+  // G groups of NW consumer warps take the tiles in turn (tile n: group
+  // n % G), so G tiles are in work at once.
+  const uint32_t cwarp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t warp = cwarp % NW, group = cwarp / NW;
+  if (threadIdx.x == 0) {
+    for (uint32_t i = 0; i < slots; ++i) {
+      mbar_init(&full[i], 1);
+      mbar_init(&empty[i], NW);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (cwarp == NW * G) {  // the producer
+    if (lane != 0) return;
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < n_steps; ++k) {
+      const CStep s = steps[k];
+      if (s.kind == STUB) continue;
+      const size_t row_bytes = (size_t)s.cols * 2;
+      for (uint32_t j = first_tile(s); j < s.tiles; j += gridDim.x, ++n) {
+        const uint32_t slot = n % slots, round = n / slots;
+        if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+        const uint32_t r = tile_rows(s, j);
+        const uint32_t bytes = r * (uint32_t)row_bytes;
+        const uint32_t total = s.kind == GATE_UP ? 2 * bytes : bytes;
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                         smem_addr(&full[slot])),
+                     "r"(total)
+                     : "memory");
+        unsigned char *dst = ring + (size_t)slot * slot_bytes;
+        const uint32_t pieces = (nodep & 4) ? r : 1, pb = bytes / pieces;
+        for (uint32_t i = 0; i < pieces; ++i) {
+          bulk_copy(dst + i * pb, s.w + (size_t)j * s.rt * s.cols + i * (pb / 2), pb, &full[slot]);
+          if (s.kind == GATE_UP) {
+            bulk_copy(dst + bytes + i * pb, s.w2 + (size_t)j * s.rt * s.cols + i * (pb / 2), pb,
+                      &full[slot]);
+          }
+        }
+      }
+    }
+    return;
+  }
+  const uint32_t nthreads = NW * G * 32;
+  uint32_t n = 0;
+  // Cycles a consumer warp spends: waiting for a step's input, waiting for
+  // a tile's bytes, computing (the step's x loads land in its first tile),
+  // and in the end-of-step barrier.
+  unsigned long long t_dep = 0, t_full = 0, t_comp = 0, t_end = 0, t0 = clock64(), t1;
+  for (uint32_t k = 0; k < n_steps; ++k) {
+    const CStep s = steps[k];
+    uint32_t j = first_tile(s);
+    if (j < s.tiles) {
+      t0 = clock64();
+      if (k > 0 && (nodep & 1) == 0) {  // this step's input: every block done with step k - 1
+        if (threadIdx.x == 0) {
+          while (ld_acquire(&ctr[k - 1]) < gridDim.x) {
+          }
+        }
+        consumers_sync(nthreads);
+      }
+      t1 = clock64();
+      t_dep += t1 - t0;
+      t0 = t1;
+      if (s.kind == STUB) {
+        for (; j < s.tiles; j += gridDim.x) {
+          for (uint32_t t = threadIdx.x; t < s.rt; t += nthreads) {
+            const uint32_t e = j * s.rt + t;
+            if (e < s.rows) s.out[e] = 0.5f * __ldcg(s.in + e);
+          }
+        }
+      } else {
+        // Warp `warp` takes row q = warp / wr of each tile, part p = warp %
+        // wr of its columns (wr: warps a row), with that part of x in
+        // registers for the whole step.
+        const uint32_t c8 = s.cols / 8, slice8 = c8 / s.wr;
+        const uint32_t q = warp / s.wr, base8 = (warp % s.wr) * slice8;
+        float4 xa[kCMaxChunks], xb[kCMaxChunks];
+        float4 *xs_lo = reinterpret_cast<float4 *>(ring + (size_t)slots * slot_bytes);
+        float4 *xs_hi = xs_lo + kXsMax / 8;
+        if (XS) {
+          const float4 *in4 = reinterpret_cast<const float4 *>(s.in);
+          for (uint32_t i = threadIdx.x; i < c8; i += nthreads) {
+            xs_lo[i] = __ldcg(in4 + 2 * i);
+            xs_hi[i] = __ldcg(in4 + 2 * i + 1);
+          }
+          consumers_sync(nthreads);
+        }
+#pragma unroll
+        for (int c = 0; c < kCMaxChunks; ++c) {
+          const uint32_t i = lane + 32 * c;
+          if (!XS && i < slice8) {
+            const float4 *p = reinterpret_cast<const float4 *>(s.in + 8 * (size_t)(base8 + i));
+            xa[c] = __ldcg(p);
+            xb[c] = __ldcg(p + 1);
+          }
+        }
+        for (; j < s.tiles; j += gridDim.x, ++n) {
+          if (n % G != group) continue;
+          const uint32_t slot = n % slots;
+          mbar_wait(&full[slot], (n / slots) & 1);
+          t1 = clock64();
+          t_full += t1 - t0;
+          t0 = t1;
+          const uint32_t r = tile_rows(s, j);
+          const uint4 *w = reinterpret_cast<const uint4 *>(ring + (size_t)slot * slot_bytes);
+          if (q < r && (nodep & 2) == 0) {
+            const uint4 *row = w + (size_t)q * c8 + base8;
+            const uint4 *row2 = w + (size_t)(r + q) * c8 + base8;  // up, for GATE_UP
+            // Every load first (they overlap), then the sums.
+            uint4 wv[kCMaxChunks], uv[kCMaxChunks];
+#pragma unroll
+            for (int c = 0; c < kCMaxChunks; ++c) {
+              wv[c] = row[lane + 32 * c];
+              if (s.kind == GATE_UP) uv[c] = row2[lane + 32 * c];
+            }
+            float a0 = 0.0f, a1 = 0.0f, b0 = 0.0f, b1 = 0.0f;
+#pragma unroll
+            for (int c = 0; c < kCMaxChunks; ++c) {
+              const uint32_t xi = base8 + lane + 32 * c;
+              const float4 pa = XS ? xs_lo[xi] : xa[c], pb = XS ? xs_hi[xi] : xb[c];
+              const float v = dot8x(wv[c], pa, pb);
+              if (c % 2 == 0) a0 += v; else a1 += v;
+              if (s.kind == GATE_UP) {
+                const float u = dot8x(uv[c], pa, pb);
+                if (c % 2 == 0) b0 += u; else b1 += u;
+              }
+            }
+            float a = a0 + a1, b = b0 + b1;
+            for (int o = 16; o > 0; o >>= 1) {
+              a += __shfl_xor_sync(0xffffffffu, a, o);
+              if (s.kind == GATE_UP) b += __shfl_xor_sync(0xffffffffu, b, o);
+            }
+            const uint32_t out_row = j * s.rt + q;
+            if (lane == 0) {
+              if (s.kind == GATE_UP) {
+                s.out[out_row] = a / (1.0f + expf(-a)) * b;
+              } else if (s.kind == MATVEC) {
+                s.out[out_row] = a;
+              } else if (s.wr == 1) {
+                s.out[out_row] = __ldcg(s.out + out_row) + a;
+              } else {
+                atomicAdd(s.out + out_row, a);
+              }
+            }
+          }
+          __syncwarp();
+          if (lane == 0) mbar_arrive(&empty[slot]);
+          t1 = clock64();
+          t_comp += t1 - t0;
+          t0 = t1;
+        }
+      }
+    }
+    t0 = clock64();
+    consumers_sync(nthreads);  // the block's writes of step k, then its signal
+    if (threadIdx.x == 0) {
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ctr + k) : "memory");
+    }
+    t1 = clock64();
+    t_end += t1 - t0;
+    t0 = t1;
+  }
+  if (stats != nullptr && lane == 0) {
+    atomicAdd(stats + 0, t_dep);
+    atomicAdd(stats + 1, t_full);
+    atomicAdd(stats + 2, t_comp);
+    atomicAdd(stats + 3, t_end);
+  }
+}
+
 // ---- setup -----------------------------------------------------------------
 __global__ void fill(__nv_bfloat16 *w, size_t n, uint32_t seed, float scale) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
@@ -319,9 +573,99 @@ struct Shape {
   uint32_t hidden, q, kv, inter, vocab, layers;
 };
 
+// C's step table (a tile: a row a consumer warp, or part of one; round-robin
+// bases), its graph and its run, with a ring of `ring_bytes`.
+template <int NW, int G, bool XS, typename Time, typename Report>
+void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x,
+              const float *x0, uint32_t hidden, Time &time_graph, Report &report,
+              uint32_t ring_bytes, uint32_t nodep = 0) {
+  std::vector<CStep> cs;
+  uint32_t g = 0, slot_bytes = 0;
+  for (const Step &s : steps) {
+    CStep c{s.kind, s.w, s.w2, s.in, s.out, s.rows, s.cols, 0, 1, 0, g};
+    if (s.kind == STUB) {
+      c.rt = kStubTile;
+    } else {
+      // Warps a row: the fewest that hold a row's x in registers (only ADD,
+      // which sums by atomics, may split a row).
+      const uint32_t c8 = s.cols / 8;
+      while (c8 % c.wr != 0 || c8 / c.wr > 32u * kCMaxChunks) ++c.wr;
+      if (c8 / c.wr != 32u * kCMaxChunks) return;
+      if (c.wr > 1 && s.kind != ADD) return;
+      if (NW % c.wr != 0) return;
+      c.rt = NW / c.wr;
+      slot_bytes = std::max<uint32_t>(slot_bytes, c.rt * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1));
+    }
+    c.tiles = (c.rows + c.rt - 1) / c.rt;
+    g += c.tiles;
+    cs.push_back(c);
+  }
+  const uint32_t slots =
+      std::min<uint32_t>(kCMaxSlots, (ring_bytes - (XS ? kXsMax * 4 : 0)) / slot_bytes);
+  if (slots < 2) return;
+  CStep *d_cs;
+  uint32_t *ctr;
+  CK(cudaMalloc(&d_cs, cs.size() * sizeof(CStep)));
+  CK(cudaMemcpy(d_cs, cs.data(), cs.size() * sizeof(CStep), cudaMemcpyHostToDevice));
+  CK(cudaMalloc(&ctr, cs.size() * 4));
+  unsigned long long *stats;
+  CK(cudaMalloc(&stats, 4 * 8));
+  const uint32_t smem = slots * slot_bytes + (XS ? kXsMax * 4 : 0);
+  CK(cudaFuncSetAttribute(dataflow_kernel<NW, G, XS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          (int)smem));
+  int occ = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, dataflow_kernel<NW, G, XS>, (NW * G + 1) * 32,
+                                                   smem));
+  if (occ < 1) {
+    printf("C: %d warps, %u x %u KiB: does not fit\n", NW, slots, slot_bytes >> 10);
+    return;
+  }
+  cudaGraph_t gr;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  CK(cudaMemcpyAsync(x, x0, hidden * 4, cudaMemcpyDeviceToDevice, st));
+  CK(cudaMemsetAsync(ctr, 0, cs.size() * 4, st));
+  dataflow_kernel<NW, G, XS><<<sms, (NW * G + 1) * 32, smem, st>>>(d_cs, (uint32_t)cs.size(), ctr, slots,
+                                                       slot_bytes, nodep, stats);
+  CK(cudaGetLastError());
+  CK(cudaStreamEndCapture(st, &gr));
+  CK(cudaGraphInstantiate(&ge, gr, 0));
+  CK(cudaMemset(stats, 0, 4 * 8));
+  float ms = time_graph(ge);
+  unsigned long long hs[4];
+  CK(cudaMemcpy(hs, stats, sizeof(hs), cudaMemcpyDeviceToHost));
+  const double per = 1.0 / (53.0 * sms * NW * G);  // runs timed (3 + 50), warps
+  char name[64];
+  snprintf(name, sizeof(name), "C: dataflow%s, %d x %d warps, %u x %u KiB%s", XS ? " xs" : "", G, NW, slots,
+           slot_bytes >> 10, nodep == 1 ? ", no waits" : nodep == 3 ? ", copies only" : nodep == 7 ? ", row copies only" : nodep == 4 ? ", row copies" : "");
+  report(name, ms);
+  printf("   cycles a warp a token: input waits %.0f, tile waits %.0f, compute %.0f, step ends %.0f\n",
+         hs[0] * per, hs[1] * per, hs[2] * per, hs[3] * per);
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(gr));
+  CK(cudaFree(stats));
+  CK(cudaFree(d_cs));
+  CK(cudaFree(ctr));
+}
+
+template <typename Time, typename Report>
+void run_c(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x, const float *x0,
+           uint32_t hidden, Time &time_graph, Report &report) {
+  // Calls 1-8 of session 10 also ran 4-warp and 12-warp blocks and 2-4
+  // groups with x in registers (slower: fewer or spilled registers); 4 x 4
+  // warps with x in shared memory failed its launch (not investigated).
+  const uint32_t ring = 200u << 10;
+  run_c_nw<8, 1, false>(steps, sms, st, x, x0, hidden, time_graph, report, ring, 3);
+  run_c_nw<8, 1, false>(steps, sms, st, x, x0, hidden, time_graph, report, ring, 1);
+  run_c_nw<8, 1, false>(steps, sms, st, x, x0, hidden, time_graph, report, ring);
+  run_c_nw<8, 1, true>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
+  run_c_nw<4, 2, true>(steps, sms, st, x, x0, hidden, time_graph, report, ring);
+}
+
 int main(int argc, char **argv) {
   const bool big = argc > 1 && strcmp(argv[1], "8b") == 0;
   const int stubs = argc > 2 ? atoi(argv[2]) : 1;
+  const char *which = argc > 3 ? argv[3] : "A2BC";  // variants beside A
   const Shape sh = big ? Shape{4096, 4096, 1024, 14336, 128256, 32}
                        : Shape{2048, 2048, 512, 8192, 128256, 16};
   int dev = 0, sms = 0;
@@ -494,6 +838,7 @@ int main(int argc, char **argv) {
            ms / floor_ms, std::sqrt(d / (r > 0 ? r : 1)));
   };
   for (uint32_t budget : {16u << 10, 32u << 10, 64u << 10, 128u << 10}) {
+    if (!strstr(which, "A2")) break;
     cudaGraphExec_t a2 = graph_a(true, true, budget);
     float ms_a2 = time_graph(a2);
     char name[64];
@@ -507,6 +852,7 @@ int main(int argc, char **argv) {
   CK(cudaFuncSetAttribute(persistent_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           kSmem));
   for (Cfg c : {Cfg{256, 0}, Cfg{512, 0}, Cfg{256, 1}, Cfg{256, 2}, Cfg{512, 1}}) {
+    if (!strchr(which, 'B')) break;
     int occ = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, persistent_kernel, c.threads, kSmem));
     if (occ == 0) continue;
@@ -518,5 +864,6 @@ int main(int argc, char **argv) {
     report(name, ms_b);
     CK(cudaGraphExecDestroy(b));
   }
+  if (strchr(which, 'C')) run_c(steps, sms, st, x, x0, sh.hidden, time_graph, report);
   return 0;
 }
