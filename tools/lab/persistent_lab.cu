@@ -21,7 +21,8 @@
 //   C: one persistent dataflow kernel: a producer warp an SM streams the
 //      block's weight tiles through a ring of shared memory by TMA, ahead
 //      of every dependency; consumer warps wait per step on a counter and
-//      dot the tiles against x (in registers, or in shared memory: "xs").
+//      dot the tiles against x (in registers, or in shared memory: "xs"),
+//      a row or two rows a warp ("2 rows").
 //      1B shape only (each warp's x slice must be 256 16-byte chunks).
 //      Also run with no dependency waits (wrong logits: how fast the
 //      consumers are) and with copies only (how fast the ring streams).
@@ -327,6 +328,7 @@ struct CStep {
   uint32_t rows, cols;
   uint32_t rt;     // rows a tile (STUB: elements a tile)
   uint32_t wr;     // warps a row
+  uint32_t rw;     // rows a warp (GATE_UP: 1, its gate and up rows)
   uint32_t tiles;  // tiles of the step
   uint32_t gbase;  // the first tile's place in the round-robin
 };
@@ -491,15 +493,20 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
           t0 = t1;
           const uint32_t r = tile_rows(s, j);
           const uint4 *w = reinterpret_cast<const uint4 *>(ring + (size_t)slot * slot_bytes);
-          if (q < r && (nodep & 2) == 0) {
-            const uint4 *row = w + (size_t)q * c8 + base8;
-            const uint4 *row2 = w + (size_t)(r + q) * c8 + base8;  // up, for GATE_UP
+          // The warp's rows: one, and its up row (GATE_UP), or s.rw = 2
+          // rows side by side (their loads overlap, x read once for both).
+          const bool gu = s.kind == GATE_UP;
+          const uint32_t q0 = gu ? q : q * s.rw, q1 = gu ? r + q : q0 + 1;
+          const bool second = gu || (s.rw == 2 && q1 < r);
+          if (q0 < r && (nodep & 2) == 0) {
+            const uint4 *row = w + (size_t)q0 * c8 + base8;
+            const uint4 *row2 = w + (size_t)q1 * c8 + base8;
             // Every load first (they overlap), then the sums.
             uint4 wv[kCMaxChunks], uv[kCMaxChunks];
 #pragma unroll
             for (int c = 0; c < kCMaxChunks; ++c) {
               wv[c] = row[lane + 32 * c];
-              if (s.kind == GATE_UP) uv[c] = row2[lane + 32 * c];
+              if (second) uv[c] = row2[lane + 32 * c];
             }
             float a0 = 0.0f, a1 = 0.0f, b0 = 0.0f, b1 = 0.0f;
 #pragma unroll
@@ -508,7 +515,7 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
               const float4 pa = XS ? xs_lo[xi] : xa[c], pb = XS ? xs_hi[xi] : xb[c];
               const float v = dot8x(wv[c], pa, pb);
               if (c % 2 == 0) a0 += v; else a1 += v;
-              if (s.kind == GATE_UP) {
+              if (second) {
                 const float u = dot8x(uv[c], pa, pb);
                 if (c % 2 == 0) b0 += u; else b1 += u;
               }
@@ -516,18 +523,21 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
             float a = a0 + a1, b = b0 + b1;
             for (int o = 16; o > 0; o >>= 1) {
               a += __shfl_xor_sync(0xffffffffu, a, o);
-              if (s.kind == GATE_UP) b += __shfl_xor_sync(0xffffffffu, b, o);
+              if (second) b += __shfl_xor_sync(0xffffffffu, b, o);
             }
-            const uint32_t out_row = j * s.rt + q;
+            const uint32_t out_row = j * s.rt + q0;
             if (lane == 0) {
-              if (s.kind == GATE_UP) {
+              if (gu) {
                 s.out[out_row] = a / (1.0f + expf(-a)) * b;
               } else if (s.kind == MATVEC) {
                 s.out[out_row] = a;
+                if (second) s.out[out_row + 1] = b;
               } else if (s.wr == 1) {
                 s.out[out_row] = __ldcg(s.out + out_row) + a;
+                if (second) s.out[out_row + 1] = __ldcg(s.out + out_row + 1) + b;
               } else {
                 atomicAdd(s.out + out_row, a);
+                if (second) atomicAdd(s.out + out_row + 1, b);
               }
             }
           }
@@ -575,14 +585,14 @@ struct Shape {
 
 // C's step table (a tile: a row a consumer warp, or part of one; round-robin
 // bases), its graph and its run, with a ring of `ring_bytes`.
-template <int NW, int G, bool XS, typename Time, typename Report>
+template <int NW, int G, bool XS, int RW = 1, typename Time, typename Report>
 void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x,
               const float *x0, uint32_t hidden, Time &time_graph, Report &report,
               uint32_t ring_bytes, uint32_t nodep = 0) {
   std::vector<CStep> cs;
   uint32_t g = 0, slot_bytes = 0;
   for (const Step &s : steps) {
-    CStep c{s.kind, s.w, s.w2, s.in, s.out, s.rows, s.cols, 0, 1, 0, g};
+    CStep c{s.kind, s.w, s.w2, s.in, s.out, s.rows, s.cols, 0, 1, 1, 0, g};
     if (s.kind == STUB) {
       c.rt = kStubTile;
     } else {
@@ -593,7 +603,8 @@ void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x
       if (c8 / c.wr != 32u * kCMaxChunks) return;
       if (c.wr > 1 && s.kind != ADD) return;
       if (NW % c.wr != 0) return;
-      c.rt = NW / c.wr;
+      c.rw = s.kind == GATE_UP ? 1 : RW;
+      c.rt = NW / c.wr * c.rw;
       slot_bytes = std::max<uint32_t>(slot_bytes, c.rt * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1));
     }
     c.tiles = (c.rows + c.rt - 1) / c.rt;
@@ -636,7 +647,8 @@ void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x
   CK(cudaMemcpy(hs, stats, sizeof(hs), cudaMemcpyDeviceToHost));
   const double per = 1.0 / (53.0 * sms * NW * G);  // runs timed (3 + 50), warps
   char name[64];
-  snprintf(name, sizeof(name), "C: dataflow%s, %d x %d warps, %u x %u KiB%s", XS ? " xs" : "", G, NW, slots,
+  snprintf(name, sizeof(name), "C: dataflow%s%s, %d x %d warps, %u x %u KiB%s", XS ? " xs" : "",
+           RW == 2 ? " 2 rows" : "", G, NW, slots,
            slot_bytes >> 10, nodep == 1 ? ", no waits" : nodep == 3 ? ", copies only" : nodep == 7 ? ", row copies only" : nodep == 4 ? ", row copies" : "");
   report(name, ms);
   printf("   cycles a warp a token: input waits %.0f, tile waits %.0f, compute %.0f, step ends %.0f\n",
@@ -660,6 +672,10 @@ void run_c(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x, c
   run_c_nw<8, 1, false>(steps, sms, st, x, x0, hidden, time_graph, report, ring);
   run_c_nw<8, 1, true>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
   run_c_nw<4, 2, true>(steps, sms, st, x, x0, hidden, time_graph, report, ring);
+  run_c_nw<8, 1, true, 2>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
+  run_c_nw<8, 1, true, 2>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10, 1);
+  run_c_nw<8, 1, false, 2>(steps, sms, st, x, x0, hidden, time_graph, report, ring);
+  run_c_nw<4, 2, true, 2>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
 }
 
 int main(int argc, char **argv) {
