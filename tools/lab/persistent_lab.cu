@@ -27,6 +27,8 @@
 //      Also run with no dependency waits (wrong logits: how fast the
 //      consumers are) and with copies only (how fast the ring streams).
 //      Prints the cycles a consumer warp spends in each part.
+//   D: C (x in shared memory) with its tiles claimed at run time from a
+//      counter a step, so a faster SM takes more of them.
 // Prints ms a step for each, the floor (weight bytes / device copy rate),
 // and the logits' relative L2 distance to A (atomics reorder the sums).
 #include <cuda_bf16.h>
@@ -318,8 +320,10 @@ __global__ void persistent_kernel(const Step *steps, uint32_t n_steps, uint32_t 
 // bulk copies completing on an mbarrier); the weights depend on nothing, so
 // the ring refills across every step boundary. The consumer warps wait only
 // for their step's input: a counter a step that each block bumps once it
-// has done its tiles of that step. Tiles go round-robin over the blocks
-// through all steps, so every block streams about the same bytes.
+// has done its tiles of that step. A step's rows go to the blocks either
+// as tiles round-robin through all steps (split 0: even over the token,
+// uneven by up to a tile within a step) or as an even share of every step
+// (split 1: a block's contiguous rows, cut in tiles).
 struct CStep {
   int kind;
   const __nv_bfloat16 *w, *w2;
@@ -331,6 +335,7 @@ struct CStep {
   uint32_t rw;     // rows a warp (GATE_UP: 1, its gate and up rows)
   uint32_t tiles;  // tiles of the step
   uint32_t gbase;  // the first tile's place in the round-robin
+  uint32_t split;  // 0: tiles round-robin; 1: an even share of rows a block
 };
 
 constexpr int kCMaxSlots = 16, kCMaxChunks = 8;  // chunks: exactly, a lane
@@ -372,16 +377,104 @@ __device__ __forceinline__ void consumers_sync(uint32_t nthreads) {
 }
 
 // The block's first tile of step s (tiles j, j + gridDim.x, ...).
-__device__ __forceinline__ uint32_t first_tile(const CStep &s) {
-  return (blockIdx.x + gridDim.x - s.gbase % gridDim.x) % gridDim.x;
+// This block's tiles of step s: how many, and tile i's first row and rows.
+struct BlockTiles {
+  uint32_t count, first, lo, hi;
+};
+__device__ __forceinline__ BlockTiles block_tiles(const CStep &s) {
+  BlockTiles t{};
+  if (s.split) {
+    t.lo = (uint32_t)((uint64_t)s.rows * blockIdx.x / gridDim.x);
+    t.hi = (uint32_t)((uint64_t)s.rows * (blockIdx.x + 1) / gridDim.x);
+    t.count = (t.hi - t.lo + s.rt - 1) / s.rt;
+  } else {
+    t.first = (blockIdx.x + gridDim.x - s.gbase % gridDim.x) % gridDim.x;
+    t.count = t.first < s.tiles ? (s.tiles - 1 - t.first) / gridDim.x + 1 : 0;
+  }
+  return t;
 }
-__device__ __forceinline__ uint32_t tile_rows(const CStep &s, uint32_t j) {
-  return min(s.rt, s.rows - j * s.rt);
+__device__ __forceinline__ void tile_at(const CStep &s, const BlockTiles &t, uint32_t i,
+                                        uint32_t &row0, uint32_t &r) {
+  if (s.split) {
+    row0 = t.lo + i * s.rt;
+    r = min(s.rt, t.hi - row0);
+  } else {
+    row0 = (t.first + i * gridDim.x) * s.rt;
+    r = min(s.rt, s.rows - row0);
+  }
+}
+
+// A consumer warp's share of a tile `w` (rows row0 .. row0 + r of step s):
+// its rows' dot products with x (x's slice from base8, in shared memory or
+// in xa / xb), written as the step's kind says.
+template <bool XS>
+__device__ __forceinline__ void tile_dot(const CStep &s, const uint4 *w, uint32_t row0,
+                                         uint32_t r, uint32_t q, uint32_t base8, uint32_t c8,
+                                         uint32_t lane, const float4 *xs_lo, const float4 *xs_hi,
+                                         const float4 (&xa)[kCMaxChunks],
+                                         const float4 (&xb)[kCMaxChunks]) {
+  // The warp's rows: one, and its up row (GATE_UP), or s.rw = 2
+  // rows side by side (their loads overlap, x read once for both).
+  const bool gu = s.kind == GATE_UP;
+  const uint32_t q0 = gu ? q : q * s.rw, q1 = gu ? r + q : q0 + 1;
+  const bool second = gu || (s.rw == 2 && q1 < r);
+  if (q0 < r) {
+    const uint4 *row = w + (size_t)q0 * c8 + base8;
+    const uint4 *row2 = w + (size_t)q1 * c8 + base8;
+    // Every load first (they overlap), then the sums.
+    uint4 wv[kCMaxChunks], uv[kCMaxChunks];
+#pragma unroll
+    for (int c = 0; c < kCMaxChunks; ++c) {
+      wv[c] = row[lane + 32 * c];
+      if (second) uv[c] = row2[lane + 32 * c];
+    }
+    float a0 = 0.0f, a1 = 0.0f, b0 = 0.0f, b1 = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kCMaxChunks; ++c) {
+      const uint32_t xi = base8 + lane + 32 * c;
+      const float4 pa = XS ? xs_lo[xi] : xa[c], pb = XS ? xs_hi[xi] : xb[c];
+      const float v = dot8x(wv[c], pa, pb);
+      if (c % 2 == 0) a0 += v; else a1 += v;
+      if (second) {
+        const float u = dot8x(uv[c], pa, pb);
+        if (c % 2 == 0) b0 += u; else b1 += u;
+      }
+    }
+    float a = a0 + a1, b = b0 + b1;
+    for (int o = 16; o > 0; o >>= 1) {
+      a += __shfl_xor_sync(0xffffffffu, a, o);
+      if (second) b += __shfl_xor_sync(0xffffffffu, b, o);
+    }
+    const uint32_t out_row = row0 + q0;
+    if (lane == 0) {
+      if (gu) {
+        s.out[out_row] = a / (1.0f + expf(-a)) * b;
+      } else if (s.kind == MATVEC) {
+        s.out[out_row] = a;
+        if (second) s.out[out_row + 1] = b;
+      } else if (s.wr == 1) {
+        s.out[out_row] = __ldcg(s.out + out_row) + a;
+        if (second) s.out[out_row + 1] = __ldcg(s.out + out_row + 1) + b;
+      } else {
+        atomicAdd(s.out + out_row, a);
+        if (second) atomicAdd(s.out + out_row + 1, b);
+      }
+    }
+  }
 }
 
 // XS: x in shared memory (split in halves of each 8-entry chunk, so a
 // warp's 16-byte reads are contiguous) rather than in each warp's registers.
 constexpr uint32_t kXsMax = 8192;
+__device__ __forceinline__ void stage_x(const CStep &s, float4 *xs_lo, float4 *xs_hi,
+                                        uint32_t nthreads) {
+  const float4 *in4 = reinterpret_cast<const float4 *>(s.in);
+  for (uint32_t i = threadIdx.x; i < s.cols / 8; i += nthreads) {
+    xs_lo[i] = __ldcg(in4 + 2 * i);
+    xs_hi[i] = __ldcg(in4 + 2 * i + 1);
+  }
+  consumers_sync(nthreads);
+}
 template <int NW, int G, bool XS>
 __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
     dataflow_kernel(const CStep *steps, uint32_t n_steps, uint32_t *ctr, uint32_t slots,
@@ -407,10 +500,12 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
       const CStep s = steps[k];
       if (s.kind == STUB) continue;
       const size_t row_bytes = (size_t)s.cols * 2;
-      for (uint32_t j = first_tile(s); j < s.tiles; j += gridDim.x, ++n) {
+      const BlockTiles bt = block_tiles(s);
+      for (uint32_t i = 0; i < bt.count; ++i, ++n) {
         const uint32_t slot = n % slots, round = n / slots;
         if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
-        const uint32_t r = tile_rows(s, j);
+        uint32_t row0, r;
+        tile_at(s, bt, i, row0, r);
         const uint32_t bytes = r * (uint32_t)row_bytes;
         const uint32_t total = s.kind == GATE_UP ? 2 * bytes : bytes;
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
@@ -418,14 +513,8 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
                      "r"(total)
                      : "memory");
         unsigned char *dst = ring + (size_t)slot * slot_bytes;
-        const uint32_t pieces = (nodep & 4) ? r : 1, pb = bytes / pieces;
-        for (uint32_t i = 0; i < pieces; ++i) {
-          bulk_copy(dst + i * pb, s.w + (size_t)j * s.rt * s.cols + i * (pb / 2), pb, &full[slot]);
-          if (s.kind == GATE_UP) {
-            bulk_copy(dst + bytes + i * pb, s.w2 + (size_t)j * s.rt * s.cols + i * (pb / 2), pb,
-                      &full[slot]);
-          }
-        }
+        bulk_copy(dst, s.w + (size_t)row0 * s.cols, bytes, &full[slot]);
+        if (s.kind == GATE_UP) bulk_copy(dst + bytes, s.w2 + (size_t)row0 * s.cols, bytes, &full[slot]);
       }
     }
     return;
@@ -438,8 +527,8 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
   unsigned long long t_dep = 0, t_full = 0, t_comp = 0, t_end = 0, t0 = clock64(), t1;
   for (uint32_t k = 0; k < n_steps; ++k) {
     const CStep s = steps[k];
-    uint32_t j = first_tile(s);
-    if (j < s.tiles) {
+    const BlockTiles bt = block_tiles(s);
+    if (bt.count > 0) {
       t0 = clock64();
       if (k > 0 && (nodep & 1) == 0) {  // this step's input: every block done with step k - 1
         if (threadIdx.x == 0) {
@@ -452,10 +541,11 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
       t_dep += t1 - t0;
       t0 = t1;
       if (s.kind == STUB) {
-        for (; j < s.tiles; j += gridDim.x) {
-          for (uint32_t t = threadIdx.x; t < s.rt; t += nthreads) {
-            const uint32_t e = j * s.rt + t;
-            if (e < s.rows) s.out[e] = 0.5f * __ldcg(s.in + e);
+        for (uint32_t i = 0; i < bt.count; ++i) {
+          uint32_t e0, m;
+          tile_at(s, bt, i, e0, m);
+          for (uint32_t t = threadIdx.x; t < m; t += nthreads) {
+            s.out[e0 + t] = 0.5f * __ldcg(s.in + e0 + t);
           }
         }
       } else {
@@ -467,14 +557,7 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
         float4 xa[kCMaxChunks], xb[kCMaxChunks];
         float4 *xs_lo = reinterpret_cast<float4 *>(ring + (size_t)slots * slot_bytes);
         float4 *xs_hi = xs_lo + kXsMax / 8;
-        if (XS) {
-          const float4 *in4 = reinterpret_cast<const float4 *>(s.in);
-          for (uint32_t i = threadIdx.x; i < c8; i += nthreads) {
-            xs_lo[i] = __ldcg(in4 + 2 * i);
-            xs_hi[i] = __ldcg(in4 + 2 * i + 1);
-          }
-          consumers_sync(nthreads);
-        }
+        if (XS) stage_x(s, xs_lo, xs_hi, nthreads);
 #pragma unroll
         for (int c = 0; c < kCMaxChunks; ++c) {
           const uint32_t i = lane + 32 * c;
@@ -484,62 +567,18 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
             xb[c] = __ldcg(p + 1);
           }
         }
-        for (; j < s.tiles; j += gridDim.x, ++n) {
+        for (uint32_t i = 0; i < bt.count; ++i, ++n) {
           if (n % G != group) continue;
           const uint32_t slot = n % slots;
           mbar_wait(&full[slot], (n / slots) & 1);
           t1 = clock64();
           t_full += t1 - t0;
           t0 = t1;
-          const uint32_t r = tile_rows(s, j);
+          uint32_t row0, r;
+          tile_at(s, bt, i, row0, r);
           const uint4 *w = reinterpret_cast<const uint4 *>(ring + (size_t)slot * slot_bytes);
-          // The warp's rows: one, and its up row (GATE_UP), or s.rw = 2
-          // rows side by side (their loads overlap, x read once for both).
-          const bool gu = s.kind == GATE_UP;
-          const uint32_t q0 = gu ? q : q * s.rw, q1 = gu ? r + q : q0 + 1;
-          const bool second = gu || (s.rw == 2 && q1 < r);
-          if (q0 < r && (nodep & 2) == 0) {
-            const uint4 *row = w + (size_t)q0 * c8 + base8;
-            const uint4 *row2 = w + (size_t)q1 * c8 + base8;
-            // Every load first (they overlap), then the sums.
-            uint4 wv[kCMaxChunks], uv[kCMaxChunks];
-#pragma unroll
-            for (int c = 0; c < kCMaxChunks; ++c) {
-              wv[c] = row[lane + 32 * c];
-              if (second) uv[c] = row2[lane + 32 * c];
-            }
-            float a0 = 0.0f, a1 = 0.0f, b0 = 0.0f, b1 = 0.0f;
-#pragma unroll
-            for (int c = 0; c < kCMaxChunks; ++c) {
-              const uint32_t xi = base8 + lane + 32 * c;
-              const float4 pa = XS ? xs_lo[xi] : xa[c], pb = XS ? xs_hi[xi] : xb[c];
-              const float v = dot8x(wv[c], pa, pb);
-              if (c % 2 == 0) a0 += v; else a1 += v;
-              if (second) {
-                const float u = dot8x(uv[c], pa, pb);
-                if (c % 2 == 0) b0 += u; else b1 += u;
-              }
-            }
-            float a = a0 + a1, b = b0 + b1;
-            for (int o = 16; o > 0; o >>= 1) {
-              a += __shfl_xor_sync(0xffffffffu, a, o);
-              if (second) b += __shfl_xor_sync(0xffffffffu, b, o);
-            }
-            const uint32_t out_row = j * s.rt + q0;
-            if (lane == 0) {
-              if (gu) {
-                s.out[out_row] = a / (1.0f + expf(-a)) * b;
-              } else if (s.kind == MATVEC) {
-                s.out[out_row] = a;
-                if (second) s.out[out_row + 1] = b;
-              } else if (s.wr == 1) {
-                s.out[out_row] = __ldcg(s.out + out_row) + a;
-                if (second) s.out[out_row + 1] = __ldcg(s.out + out_row + 1) + b;
-              } else {
-                atomicAdd(s.out + out_row, a);
-                if (second) atomicAdd(s.out + out_row + 1, b);
-              }
-            }
+          if ((nodep & 2) == 0) {
+            tile_dot<XS>(s, w, row0, r, q, base8, c8, lane, xs_lo, xs_hi, xa, xb);
           }
           __syncwarp();
           if (lane == 0) mbar_arrive(&empty[slot]);
@@ -556,6 +595,144 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
     }
     t1 = clock64();
     t_end += t1 - t0;
+    t0 = t1;
+  }
+  if (stats != nullptr && lane == 0) {
+    atomicAdd(stats + 0, t_dep);
+    atomicAdd(stats + 1, t_full);
+    atomicAdd(stats + 2, t_comp);
+    atomicAdd(stats + 3, t_end);
+  }
+}
+
+
+// ---- D: C with its tiles claimed at run time ------------------------------
+// The producer claims a step's tiles from a counter a step (so an SM that
+// streams faster takes more of them) and queues each in the ring with its
+// header; when the step's tiles run out it queues an end entry. Consumers
+// take the entries in order. A step's input is ready when `done[k - 1]`
+// counts all of step k - 1's tiles.
+constexpr uint32_t kEnd = 0xFFFFFFFFu;
+
+template <int NW>
+__global__ void __launch_bounds__((NW + 1) * 32, 1)
+    dataflow_dyn_kernel(const CStep *steps, uint32_t n_steps, uint32_t *claim, uint32_t *done,
+                        uint32_t slots, uint32_t slot_bytes, unsigned long long *stats) {
+  extern __shared__ __align__(128) unsigned char ring[];
+  __shared__ __align__(8) uint64_t full[kCMaxSlots], empty[kCMaxSlots];
+  __shared__ uint32_t hdr_step[kCMaxSlots], hdr_tile[kCMaxSlots];
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (threadIdx.x == 0) {
+    for (uint32_t i = 0; i < slots; ++i) {
+      mbar_init(&full[i], 1);
+      mbar_init(&empty[i], NW);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (warp == NW) {  // the producer
+    if (lane != 0) return;
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < n_steps; ++k) {
+      const CStep s = steps[k];
+      // The next claim is issued before this one's copy: its round trip
+      // overlaps the wait for a free slot.
+      uint32_t next = atomicAdd(&claim[k], 1u);
+      for (;; ++n) {
+        const uint32_t j = next;
+        if (j < s.tiles) next = atomicAdd(&claim[k], 1u);
+        const uint32_t slot = n % slots, round = n / slots;
+        if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+        hdr_step[slot] = k;
+        hdr_tile[slot] = j < s.tiles ? j : kEnd;
+        if (j >= s.tiles || s.kind == STUB) {
+          mbar_arrive(&full[slot]);  // no bytes: the header alone
+          if (j >= s.tiles) {
+            ++n;
+            break;
+          }
+          continue;
+        }
+        const uint32_t r = min(s.rt, s.rows - j * s.rt);
+        const uint32_t bytes = r * s.cols * 2;
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                         smem_addr(&full[slot])),
+                     "r"(s.kind == GATE_UP ? 2 * bytes : bytes)
+                     : "memory");
+        unsigned char *dst = ring + (size_t)slot * slot_bytes;
+        bulk_copy(dst, s.w + (size_t)j * s.rt * s.cols, bytes, &full[slot]);
+        if (s.kind == GATE_UP) bulk_copy(dst + bytes, s.w2 + (size_t)j * s.rt * s.cols, bytes, &full[slot]);
+      }
+    }
+    return;
+  }
+  const uint32_t nthreads = NW * 32;
+  float4 *xs_lo = reinterpret_cast<float4 *>(ring + (size_t)slots * slot_bytes);
+  float4 *xs_hi = xs_lo + kXsMax / 8;
+  float4 xa[kCMaxChunks], xb[kCMaxChunks];  // unused: x is in shared memory
+  unsigned long long t_dep = 0, t_full = 0, t_comp = 0, t_end = 0, t0 = clock64(), t1;
+  uint32_t ready = kEnd, count = 0;  // the step whose input is staged; its tiles done here
+  CStep s = steps[0];
+  uint32_t sk = 0;
+  for (uint32_t n = 0;; ++n) {
+    const uint32_t slot = n % slots;
+    mbar_wait(&full[slot], (n / slots) & 1);
+    const uint32_t k = hdr_step[slot], j = hdr_tile[slot];
+    t1 = clock64();
+    t_full += t1 - t0;
+    t0 = t1;
+    if (k != sk) {  // the step's table entry, read once a step
+      s = steps[k];
+      sk = k;
+    }
+    if (j == kEnd) {
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[slot]);
+      consumers_sync(nthreads);  // the block's writes of step k, then its count
+      if (threadIdx.x == 0 && count > 0) {
+        asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(done + k), "r"(count)
+                     : "memory");
+      }
+      count = 0;
+      t1 = clock64();
+      t_end += t1 - t0;
+      t0 = t1;
+      if (k + 1 == n_steps) break;
+      continue;
+    }
+    if (ready != k) {  // the step's first tile here: wait for its input
+      if (k > 0) {
+        if (threadIdx.x == 0) {
+          const uint32_t need = steps[k - 1].tiles;
+          while (ld_acquire(&done[k - 1]) < need) {
+          }
+        }
+        consumers_sync(nthreads);
+      }
+      t1 = clock64();
+      t_dep += t1 - t0;
+      t0 = t1;
+      if (s.kind != STUB) stage_x(s, xs_lo, xs_hi, nthreads);
+      ready = k;
+    }
+    if (s.kind == STUB) {
+      const uint32_t e0 = j * s.rt, m = min(s.rt, s.rows - e0);
+      for (uint32_t t = threadIdx.x; t < m; t += nthreads) {
+        s.out[e0 + t] = 0.5f * __ldcg(s.in + e0 + t);
+      }
+    } else {
+      const uint32_t c8 = s.cols / 8, slice8 = c8 / s.wr;
+      const uint32_t q = warp / s.wr, base8 = (warp % s.wr) * slice8;
+      const uint4 *w = reinterpret_cast<const uint4 *>(ring + (size_t)slot * slot_bytes);
+      const uint32_t row0 = j * s.rt;
+      tile_dot<true>(s, w, row0, min(s.rt, s.rows - row0), q, base8, c8, lane, xs_lo, xs_hi,
+                     xa, xb);
+    }
+    ++count;
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&empty[slot]);
+    t1 = clock64();
+    t_comp += t1 - t0;
     t0 = t1;
   }
   if (stats != nullptr && lane == 0) {
@@ -585,14 +762,16 @@ struct Shape {
 
 // C's step table (a tile: a row a consumer warp, or part of one; round-robin
 // bases), its graph and its run, with a ring of `ring_bytes`.
-template <int NW, int G, bool XS, int RW = 1, typename Time, typename Report>
+// DYN: D's kernel instead (G 1, XS, tiles claimed at run time).
+template <int NW, int G, bool XS, int RW = 1, int SPLIT = 0, bool DYN = false, typename Time,
+          typename Report>
 void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x,
               const float *x0, uint32_t hidden, Time &time_graph, Report &report,
               uint32_t ring_bytes, uint32_t nodep = 0) {
   std::vector<CStep> cs;
   uint32_t g = 0, slot_bytes = 0;
   for (const Step &s : steps) {
-    CStep c{s.kind, s.w, s.w2, s.in, s.out, s.rows, s.cols, 0, 1, 1, 0, g};
+    CStep c{s.kind, s.w, s.w2, s.in, s.out, s.rows, s.cols, 0, 1, 1, 0, g, SPLIT};
     if (s.kind == STUB) {
       c.rt = kStubTile;
     } else {
@@ -618,15 +797,15 @@ void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x
   uint32_t *ctr;
   CK(cudaMalloc(&d_cs, cs.size() * sizeof(CStep)));
   CK(cudaMemcpy(d_cs, cs.data(), cs.size() * sizeof(CStep), cudaMemcpyHostToDevice));
-  CK(cudaMalloc(&ctr, cs.size() * 4));
+  CK(cudaMalloc(&ctr, 2 * cs.size() * 4));  // C: a counter a step; D: claims, then dones
   unsigned long long *stats;
   CK(cudaMalloc(&stats, 4 * 8));
   const uint32_t smem = slots * slot_bytes + (XS ? kXsMax * 4 : 0);
-  CK(cudaFuncSetAttribute(dataflow_kernel<NW, G, XS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                          (int)smem));
+  static_assert(!DYN || (G == 1 && XS), "D: one group, x in shared memory");
+  const void *kern = DYN ? (const void *)dataflow_dyn_kernel<NW> : (const void *)dataflow_kernel<NW, G, XS>;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   int occ = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, dataflow_kernel<NW, G, XS>, (NW * G + 1) * 32,
-                                                   smem));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, (NW * G + 1) * 32, smem));
   if (occ < 1) {
     printf("C: %d warps, %u x %u KiB: does not fit\n", NW, slots, slot_bytes >> 10);
     return;
@@ -635,9 +814,14 @@ void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x
   cudaGraphExec_t ge;
   CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
   CK(cudaMemcpyAsync(x, x0, hidden * 4, cudaMemcpyDeviceToDevice, st));
-  CK(cudaMemsetAsync(ctr, 0, cs.size() * 4, st));
-  dataflow_kernel<NW, G, XS><<<sms, (NW * G + 1) * 32, smem, st>>>(d_cs, (uint32_t)cs.size(), ctr, slots,
-                                                       slot_bytes, nodep, stats);
+  CK(cudaMemsetAsync(ctr, 0, 2 * cs.size() * 4, st));
+  if (DYN) {
+    dataflow_dyn_kernel<NW><<<sms, (NW + 1) * 32, smem, st>>>(
+        d_cs, (uint32_t)cs.size(), ctr, ctr + cs.size(), slots, slot_bytes, stats);
+  } else {
+    dataflow_kernel<NW, G, XS><<<sms, (NW * G + 1) * 32, smem, st>>>(
+        d_cs, (uint32_t)cs.size(), ctr, slots, slot_bytes, nodep, stats);
+  }
   CK(cudaGetLastError());
   CK(cudaStreamEndCapture(st, &gr));
   CK(cudaGraphInstantiate(&ge, gr, 0));
@@ -647,9 +831,11 @@ void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x
   CK(cudaMemcpy(hs, stats, sizeof(hs), cudaMemcpyDeviceToHost));
   const double per = 1.0 / (53.0 * sms * NW * G);  // runs timed (3 + 50), warps
   char name[64];
-  snprintf(name, sizeof(name), "C: dataflow%s%s, %d x %d warps, %u x %u KiB%s", XS ? " xs" : "",
+  snprintf(name, sizeof(name), "%s: dataflow%s%s%s, %d x %d warps, %u x %u KiB%s", DYN ? "D" : "C",
+           XS ? " xs" : "",
+           SPLIT ? " even" : "",
            RW == 2 ? " 2 rows" : "", G, NW, slots,
-           slot_bytes >> 10, nodep == 1 ? ", no waits" : nodep == 3 ? ", copies only" : nodep == 7 ? ", row copies only" : nodep == 4 ? ", row copies" : "");
+           slot_bytes >> 10, nodep == 1 ? ", no waits" : nodep == 3 ? ", copies only" : nodep == 2 ? ", copies and waits only" : "");
   report(name, ms);
   printf("   cycles a warp a token: input waits %.0f, tile waits %.0f, compute %.0f, step ends %.0f\n",
          hs[0] * per, hs[1] * per, hs[2] * per, hs[3] * per);
@@ -676,6 +862,14 @@ void run_c(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x, c
   run_c_nw<8, 1, true, 2>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10, 1);
   run_c_nw<8, 1, false, 2>(steps, sms, st, x, x0, hidden, time_graph, report, ring);
   run_c_nw<4, 2, true, 2>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
+  run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
+  run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10, 1);
+  run_c_nw<4, 2, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
+  run_c_nw<8, 1, true, 1, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
+  run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10, 2);
+  run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10, 3);
+  run_c_nw<8, 1, true, 2, 0, true>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
+  run_c_nw<8, 1, true, 1, 0, true>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
 }
 
 int main(int argc, char **argv) {
