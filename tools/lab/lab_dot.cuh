@@ -7,14 +7,18 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-__device__ __forceinline__ float dot8(uint4 p, const float *x) {
+// x's eight entries as two float4 (a, b).
+__device__ __forceinline__ float dot8x(uint4 p, float4 a, float4 b) {
   const __nv_bfloat16 *e = reinterpret_cast<const __nv_bfloat16 *>(&p);
-  float4 a = *reinterpret_cast<const float4 *>(x);
-  float4 b = *reinterpret_cast<const float4 *>(x + 4);
   return __bfloat162float(e[0]) * a.x + __bfloat162float(e[1]) * a.y +
          __bfloat162float(e[2]) * a.z + __bfloat162float(e[3]) * a.w +
          __bfloat162float(e[4]) * b.x + __bfloat162float(e[5]) * b.y +
          __bfloat162float(e[6]) * b.z + __bfloat162float(e[7]) * b.w;
+}
+
+__device__ __forceinline__ float dot8(uint4 p, const float *x) {
+  return dot8x(p, *reinterpret_cast<const float4 *>(x),
+               *reinterpret_cast<const float4 *>(x + 4));
 }
 
 #endif  // ATLAS_TOOLS_LAB_LAB_DOT_CUH_

@@ -341,13 +341,6 @@ struct CStep {
 constexpr int kCMaxSlots = 16, kCMaxChunks = 8;  // chunks: exactly, a lane
 constexpr uint32_t kStubTile = 256;
 
-__device__ __forceinline__ float dot8x(uint4 p, float4 a, float4 b) {
-  const __nv_bfloat16 *e = reinterpret_cast<const __nv_bfloat16 *>(&p);
-  return __bfloat162float(e[0]) * a.x + __bfloat162float(e[1]) * a.y +
-         __bfloat162float(e[2]) * a.z + __bfloat162float(e[3]) * a.w +
-         __bfloat162float(e[4]) * b.x + __bfloat162float(e[5]) * b.y +
-         __bfloat162float(e[6]) * b.z + __bfloat162float(e[7]) * b.w;
-}
 __device__ __forceinline__ void mbar_init(uint64_t *b, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(b)), "r"(count));
 }
@@ -374,6 +367,21 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, uint32_t b
 }
 __device__ __forceinline__ void consumers_sync(uint32_t nthreads) {
   asm volatile("bar.sync 1, %0;" ::"r"(nthreads) : "memory");
+}
+
+// The ring's barriers: `full` completes when a slot's bytes (or header)
+// are in, `empty` when the `consumers` warps are done with it. Every thread
+// calls this (it syncs the block).
+__device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, uint32_t slots,
+                                          uint32_t consumers) {
+  if (threadIdx.x == 0) {
+    for (uint32_t i = 0; i < slots; ++i) {
+      mbar_init(&full[i], 1);
+      mbar_init(&empty[i], consumers);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
 }
 
 // The block's first tile of step s (tiles j, j + gridDim.x, ...).
@@ -403,6 +411,25 @@ __device__ __forceinline__ void tile_at(const CStep &s, const BlockTiles &t, uin
     r = min(s.rt, s.rows - row0);
   }
 }
+
+// The cycles a consumer warp spends in each part of its loop: waiting for a
+// step's input, for a tile's bytes, computing, and at a step's end. Summed
+// over the warps into stats[0..3] (null: not kept).
+enum Part { kDep, kFull, kComp, kStepEnd };
+struct PartClock {
+  unsigned long long sum[4] = {0, 0, 0, 0};
+  unsigned long long t0 = 0;
+  __device__ void start() { t0 = clock64(); }
+  __device__ __forceinline__ void lap(Part p) {
+    const unsigned long long t = clock64();
+    sum[p] += t - t0;
+    t0 = t;
+  }
+  __device__ __forceinline__ void flush(unsigned long long *stats, uint32_t lane) const {
+    if (stats == nullptr || lane != 0) return;
+    for (int i = 0; i < 4; ++i) atomicAdd(stats + i, sum[i]);
+  }
+};
 
 // A consumer warp's share of a tile `w` (rows row0 .. row0 + r of step s):
 // its rows' dot products with x (x's slice from base8, in shared memory or
@@ -485,14 +512,7 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
   // n % G), so G tiles are in work at once.
   const uint32_t cwarp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const uint32_t warp = cwarp % NW, group = cwarp / NW;
-  if (threadIdx.x == 0) {
-    for (uint32_t i = 0; i < slots; ++i) {
-      mbar_init(&full[i], 1);
-      mbar_init(&empty[i], NW);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
+  ring_init(full, empty, slots, NW);
   if (cwarp == NW * G) {  // the producer
     if (lane != 0) return;
     uint32_t n = 0;
@@ -521,15 +541,13 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
   }
   const uint32_t nthreads = NW * G * 32;
   uint32_t n = 0;
-  // Cycles a consumer warp spends: waiting for a step's input, waiting for
-  // a tile's bytes, computing (the step's x loads land in its first tile),
-  // and in the end-of-step barrier.
-  unsigned long long t_dep = 0, t_full = 0, t_comp = 0, t_end = 0, t0 = clock64(), t1;
+  PartClock clk;  // the step's x loads land in its first tile's wait
+  clk.start();
   for (uint32_t k = 0; k < n_steps; ++k) {
     const CStep s = steps[k];
     const BlockTiles bt = block_tiles(s);
     if (bt.count > 0) {
-      t0 = clock64();
+      clk.start();
       if (k > 0 && (nodep & 1) == 0) {  // this step's input: every block done with step k - 1
         if (threadIdx.x == 0) {
           while (ld_acquire(&ctr[k - 1]) < gridDim.x) {
@@ -537,9 +555,7 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
         }
         consumers_sync(nthreads);
       }
-      t1 = clock64();
-      t_dep += t1 - t0;
-      t0 = t1;
+      clk.lap(kDep);
       if (s.kind == STUB) {
         for (uint32_t i = 0; i < bt.count; ++i) {
           uint32_t e0, m;
@@ -571,9 +587,7 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
           if (n % G != group) continue;
           const uint32_t slot = n % slots;
           mbar_wait(&full[slot], (n / slots) & 1);
-          t1 = clock64();
-          t_full += t1 - t0;
-          t0 = t1;
+          clk.lap(kFull);
           uint32_t row0, r;
           tile_at(s, bt, i, row0, r);
           const uint4 *w = reinterpret_cast<const uint4 *>(ring + (size_t)slot * slot_bytes);
@@ -582,27 +596,18 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
           }
           __syncwarp();
           if (lane == 0) mbar_arrive(&empty[slot]);
-          t1 = clock64();
-          t_comp += t1 - t0;
-          t0 = t1;
+          clk.lap(kComp);
         }
       }
     }
-    t0 = clock64();
+    clk.start();
     consumers_sync(nthreads);  // the block's writes of step k, then its signal
     if (threadIdx.x == 0) {
       asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ctr + k) : "memory");
     }
-    t1 = clock64();
-    t_end += t1 - t0;
-    t0 = t1;
+    clk.lap(kStepEnd);
   }
-  if (stats != nullptr && lane == 0) {
-    atomicAdd(stats + 0, t_dep);
-    atomicAdd(stats + 1, t_full);
-    atomicAdd(stats + 2, t_comp);
-    atomicAdd(stats + 3, t_end);
-  }
+  clk.flush(stats, lane);
 }
 
 
@@ -622,14 +627,7 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
   __shared__ __align__(8) uint64_t full[kCMaxSlots], empty[kCMaxSlots];
   __shared__ uint32_t hdr_step[kCMaxSlots], hdr_tile[kCMaxSlots];
   const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (threadIdx.x == 0) {
-    for (uint32_t i = 0; i < slots; ++i) {
-      mbar_init(&full[i], 1);
-      mbar_init(&empty[i], NW);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
+  ring_init(full, empty, slots, NW);
   if (warp == NW) {  // the producer
     if (lane != 0) return;
     uint32_t n = 0;
@@ -670,7 +668,8 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
   float4 *xs_lo = reinterpret_cast<float4 *>(ring + (size_t)slots * slot_bytes);
   float4 *xs_hi = xs_lo + kXsMax / 8;
   float4 xa[kCMaxChunks], xb[kCMaxChunks];  // unused: x is in shared memory
-  unsigned long long t_dep = 0, t_full = 0, t_comp = 0, t_end = 0, t0 = clock64(), t1;
+  PartClock clk;
+  clk.start();
   uint32_t ready = kEnd, count = 0;  // the step whose input is staged; its tiles done here
   CStep s = steps[0];
   uint32_t sk = 0;
@@ -678,9 +677,7 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
     const uint32_t slot = n % slots;
     mbar_wait(&full[slot], (n / slots) & 1);
     const uint32_t k = hdr_step[slot], j = hdr_tile[slot];
-    t1 = clock64();
-    t_full += t1 - t0;
-    t0 = t1;
+    clk.lap(kFull);
     if (k != sk) {  // the step's table entry, read once a step
       s = steps[k];
       sk = k;
@@ -694,9 +691,7 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
                      : "memory");
       }
       count = 0;
-      t1 = clock64();
-      t_end += t1 - t0;
-      t0 = t1;
+      clk.lap(kStepEnd);
       if (k + 1 == n_steps) break;
       continue;
     }
@@ -709,9 +704,7 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
         }
         consumers_sync(nthreads);
       }
-      t1 = clock64();
-      t_dep += t1 - t0;
-      t0 = t1;
+      clk.lap(kDep);
       if (s.kind != STUB) stage_x(s, xs_lo, xs_hi, nthreads);
       ready = k;
     }
@@ -731,16 +724,9 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
     ++count;
     __syncwarp();
     if (lane == 0) mbar_arrive(&empty[slot]);
-    t1 = clock64();
-    t_comp += t1 - t0;
-    t0 = t1;
+    clk.lap(kComp);
   }
-  if (stats != nullptr && lane == 0) {
-    atomicAdd(stats + 0, t_dep);
-    atomicAdd(stats + 1, t_full);
-    atomicAdd(stats + 2, t_comp);
-    atomicAdd(stats + 3, t_end);
-  }
+  clk.flush(stats, lane);
 }
 
 // ---- setup -----------------------------------------------------------------
