@@ -27,6 +27,8 @@
 //      Also run with no dependency waits (wrong logits: how fast the
 //      consumers are) and with copies only (how fast the ring streams).
 //      Prints the cycles a consumer warp spends in each part.
+//      With "L2 N ahead" the producer also prefetches the tile N ahead of
+//      its copies into L2.
 //   D: C (x in shared memory) with its tiles claimed at run time from a
 //      counter a step, so a faster SM takes more of them.
 // Prints ms a step for each, the floor (weight bytes / device copy rate),
@@ -490,6 +492,56 @@ __device__ __forceinline__ void tile_dot(const CStep &s, const uint4 *w, uint32_
   }
 }
 
+// The block's weight tiles in the order it uses them, across steps (the
+// producer's walk): step k, its tile i.
+struct TileCursor {
+  const CStep *steps;
+  uint32_t n_steps, k, i;
+  CStep s;
+  BlockTiles bt;
+  __device__ void begin(const CStep *all, uint32_t n) {
+    steps = all;
+    n_steps = n;
+    k = 0;
+    i = 0;
+    load();
+    settle();
+  }
+  __device__ void load() {
+    if (k < n_steps) {
+      s = steps[k];
+      bt = block_tiles(s);
+    }
+  }
+  // On to the next step while this one has no weight tile left here.
+  __device__ void settle() {
+    while (k < n_steps && (s.kind == STUB || i >= bt.count)) {
+      ++k;
+      i = 0;
+      load();
+    }
+  }
+  __device__ bool ok() const { return k < n_steps; }
+  __device__ void next() {
+    ++i;
+    settle();
+  }
+  __device__ void prefetch_l2() const {
+    uint32_t row0, r;
+    tile_at(s, bt, i, row0, r);
+    const uint32_t bytes = r * s.cols * 2;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(s.w + (size_t)row0 * s.cols),
+                 "r"(bytes)
+                 : "memory");
+    if (s.kind == GATE_UP) {
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
+                       s.w2 + (size_t)row0 * s.cols),
+                   "r"(bytes)
+                   : "memory");
+    }
+  }
+};
+
 // XS: x in shared memory (split in halves of each 8-entry chunk, so a
 // warp's 16-byte reads are contiguous) rather than in each warp's registers.
 constexpr uint32_t kXsMax = 8192;
@@ -515,26 +567,30 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
   ring_init(full, empty, slots, NW);
   if (cwarp == NW * G) {  // the producer
     if (lane != 0) return;
-    uint32_t n = 0;
-    for (uint32_t k = 0; k < n_steps; ++k) {
-      const CStep s = steps[k];
-      if (s.kind == STUB) continue;
-      const size_t row_bytes = (size_t)s.cols * 2;
-      const BlockTiles bt = block_tiles(s);
-      for (uint32_t i = 0; i < bt.count; ++i, ++n) {
-        const uint32_t slot = n % slots, round = n / slots;
-        if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
-        uint32_t row0, r;
-        tile_at(s, bt, i, row0, r);
-        const uint32_t bytes = r * (uint32_t)row_bytes;
-        const uint32_t total = s.kind == GATE_UP ? 2 * bytes : bytes;
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
-                         smem_addr(&full[slot])),
-                     "r"(total)
-                     : "memory");
-        unsigned char *dst = ring + (size_t)slot * slot_bytes;
-        bulk_copy(dst, s.w + (size_t)row0 * s.cols, bytes, &full[slot]);
-        if (s.kind == GATE_UP) bulk_copy(dst + bytes, s.w2 + (size_t)row0 * s.cols, bytes, &full[slot]);
+    // `pre` runs (nodep >> 8) tiles ahead of the copies, prefetching each
+    // into L2: the stream goes on while the ring is full at a step's wait.
+    TileCursor cur, pre;
+    cur.begin(steps, n_steps);
+    pre.begin(steps, n_steps);
+    for (uint32_t p = 0; p < (nodep >> 8) && pre.ok(); ++p, pre.next()) pre.prefetch_l2();
+    for (uint32_t n = 0; cur.ok(); cur.next(), ++n) {
+      const uint32_t slot = n % slots, round = n / slots;
+      if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+      uint32_t row0, r;
+      tile_at(cur.s, cur.bt, cur.i, row0, r);
+      const uint32_t bytes = r * cur.s.cols * 2;
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                       smem_addr(&full[slot])),
+                   "r"(cur.s.kind == GATE_UP ? 2 * bytes : bytes)
+                   : "memory");
+      unsigned char *dst = ring + (size_t)slot * slot_bytes;
+      bulk_copy(dst, cur.s.w + (size_t)row0 * cur.s.cols, bytes, &full[slot]);
+      if (cur.s.kind == GATE_UP) {
+        bulk_copy(dst + bytes, cur.s.w2 + (size_t)row0 * cur.s.cols, bytes, &full[slot]);
+      }
+      if ((nodep >> 8) > 0 && pre.ok()) {
+        pre.prefetch_l2();
+        pre.next();
       }
     }
     return;
@@ -816,12 +872,16 @@ void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x
   unsigned long long hs[4];
   CK(cudaMemcpy(hs, stats, sizeof(hs), cudaMemcpyDeviceToHost));
   const double per = 1.0 / (53.0 * sms * NW * G);  // runs timed (3 + 50), warps
-  char name[64];
+  char name[96];
   snprintf(name, sizeof(name), "%s: dataflow%s%s%s, %d x %d warps, %u x %u KiB%s", DYN ? "D" : "C",
            XS ? " xs" : "",
            SPLIT ? " even" : "",
            RW == 2 ? " 2 rows" : "", G, NW, slots,
-           slot_bytes >> 10, nodep == 1 ? ", no waits" : nodep == 3 ? ", copies only" : nodep == 2 ? ", copies and waits only" : "");
+           slot_bytes >> 10, (nodep & 3) == 1 ? ", no waits" : (nodep & 3) == 3 ? ", copies only" : (nodep & 3) == 2 ? ", copies and waits only" : "");
+  if ((nodep >> 8) > 0) {
+    const size_t used = strlen(name);
+    snprintf(name + used, sizeof(name) - used, ", L2 %u ahead", nodep >> 8);
+  }
   report(name, ms);
   printf("   cycles a warp a token: input waits %.0f, tile waits %.0f, compute %.0f, step ends %.0f\n",
          hs[0] * per, hs[1] * per, hs[2] * per, hs[3] * per);
@@ -856,6 +916,12 @@ void run_c(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x, c
   run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10, 3);
   run_c_nw<8, 1, true, 2, 0, true>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
   run_c_nw<8, 1, true, 1, 0, true>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
+  for (uint32_t pf : {2u, 4u, 8u}) {
+    run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10,
+                               pf << 8);
+    run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10,
+                               pf << 8 | 2);
+  }
 }
 
 int main(int argc, char **argv) {
