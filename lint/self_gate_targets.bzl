@@ -82,6 +82,5 @@ SELF_GATE_TARGETS = [
     "//tools:make_checkpoint_embed",
     "//tools:make_checkpoint_lib",
     "//tools:safetensors_write",
-    "//tools:tokenize",
     "//lint:atlas_statics_plugin.so",
 ]
