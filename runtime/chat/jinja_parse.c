@@ -415,59 +415,46 @@ static atlas_status binary(parser *p, jinja_tok *t, char op, jinja_node *a, jinj
   return ATLAS_OK;
 }
 
-static atlas_status parse_pow(parser *p, jinja_node **out) {
-  ATLAS_RETURN_IF_ERROR(parse_unary(p, true, out));
-  while (is_op(cur(p), "**")) {
-    jinja_tok *t = cur(p);
-    advance(p);
-    jinja_node *r = NULL;
-    ATLAS_RETURN_IF_ERROR(parse_unary(p, true, &r));
-    ATLAS_RETURN_IF_ERROR(binary(p, t, 'P', *out, r, out));
+// The arithmetic levels, loosest first: each is a left-associative chain of
+// the next level's operands (after the last, unary expressions). `op` is
+// binary()'s code; a level's list ends at a NULL text.
+typedef struct arith_op {
+  const char *text;
+  char op;
+} arith_op;
+static const arith_op kArith[][5] = {
+    {{"+", '+'}, {"-", '-'}, {NULL, 0}},
+    {{"~", '~'}, {NULL, 0}},
+    {{"*", '*'}, {"/", '/'}, {"//", 'F'}, {"%", '%'}, {NULL, 0}},
+    {{"**", 'P'}, {NULL, 0}},
+};
+enum { kArithLevels = sizeof(kArith) / sizeof(kArith[0]) };
+
+// binary()'s code for token t at `level`, or 0 when t is none of its operators.
+static char arith_op_of(const jinja_tok *t, size_t level) {
+  for (const arith_op *o = kArith[level]; o->text != NULL; ++o) {
+    if (is_op(t, o->text)) return o->op;
   }
-  return ATLAS_OK;
+  return 0;
 }
 
-static atlas_status parse_math2(parser *p, jinja_node **out) {
-  ATLAS_RETURN_IF_ERROR(parse_pow(p, out));
+static atlas_status parse_arith(parser *p, size_t level, jinja_node **out) {
+  if (level == kArithLevels) return parse_unary(p, true, out);
+  ATLAS_RETURN_IF_ERROR(parse_arith(p, level + 1, out));
   for (;;) {
     jinja_tok *t = cur(p);
-    const char op = (char)(is_op(t, "*") ? '*' : is_op(t, "/") ? '/' : is_op(t, "//") ? 'F' : is_op(t, "%") ? '%' : 0);
+    const char op = arith_op_of(t, level);
     if (!op) return ATLAS_OK;
     advance(p);
     jinja_node *r = NULL;
-    ATLAS_RETURN_IF_ERROR(parse_pow(p, &r));
-    ATLAS_RETURN_IF_ERROR(binary(p, t, op, *out, r, out));
-  }
-}
-
-static atlas_status parse_concat(parser *p, jinja_node **out) {
-  ATLAS_RETURN_IF_ERROR(parse_math2(p, out));
-  while (is_op(cur(p), "~")) {
-    jinja_tok *t = cur(p);
-    advance(p);
-    jinja_node *r = NULL;
-    ATLAS_RETURN_IF_ERROR(parse_math2(p, &r));
-    ATLAS_RETURN_IF_ERROR(binary(p, t, '~', *out, r, out));
-  }
-  return ATLAS_OK;
-}
-
-static atlas_status parse_math1(parser *p, jinja_node **out) {
-  ATLAS_RETURN_IF_ERROR(parse_concat(p, out));
-  for (;;) {
-    jinja_tok *t = cur(p);
-    const char op = (char)(is_op(t, "+") ? '+' : is_op(t, "-") ? '-' : 0);
-    if (!op) return ATLAS_OK;
-    advance(p);
-    jinja_node *r = NULL;
-    ATLAS_RETURN_IF_ERROR(parse_concat(p, &r));
+    ATLAS_RETURN_IF_ERROR(parse_arith(p, level + 1, &r));
     ATLAS_RETURN_IF_ERROR(binary(p, t, op, *out, r, out));
   }
 }
 
 static atlas_status parse_compare(parser *p, jinja_node **out) {
   jinja_node *first = NULL;
-  ATLAS_RETURN_IF_ERROR(parse_math1(p, &first));
+  ATLAS_RETURN_IF_ERROR(parse_arith(p, 0, &first));
   jinja_node *n = NULL;
   for (;;) {
     jinja_tok *t = cur(p);
@@ -486,7 +473,7 @@ static atlas_status parse_compare(parser *p, jinja_node **out) {
       if (!n || !add_kid(n, first)) return oom();
     }
     jinja_node *r = NULL;
-    ATLAS_RETURN_IF_ERROR(parse_math1(p, &r));
+    ATLAS_RETURN_IF_ERROR(parse_arith(p, 0, &r));
     int *ops = realloc(n->ops, n->n_kids * sizeof(int));
     if (!ops) return oom();
     n->ops = ops;
@@ -515,32 +502,30 @@ static atlas_status parse_not(parser *p, jinja_node **out) {
   return parse_compare(p, out);
 }
 
-static atlas_status parse_and(parser *p, jinja_node **out) {
-  ATLAS_RETURN_IF_ERROR(parse_not(p, out));
-  while (is_name(cur(p), "and")) {
+// `word`-joined chains (and, or), left-associative; `next` parses the
+// operands.
+static atlas_status parse_logic(parser *p, const char *word, jinja_node_kind kind,
+                                atlas_status (*next)(parser *, jinja_node **),
+                                jinja_node **out) {
+  ATLAS_RETURN_IF_ERROR(next(p, out));
+  while (is_name(cur(p), word)) {
     jinja_tok *t = cur(p);
     advance(p);
-    jinja_node *n = mk(p, JN_AND, t);
+    jinja_node *n = mk(p, kind, t);
     if (!n) return oom();
     n->a = *out;
-    ATLAS_RETURN_IF_ERROR(parse_not(p, &n->b));
+    ATLAS_RETURN_IF_ERROR(next(p, &n->b));
     *out = n;
   }
   return ATLAS_OK;
 }
 
+static atlas_status parse_and(parser *p, jinja_node **out) {
+  return parse_logic(p, "and", JN_AND, parse_not, out);
+}
+
 static atlas_status parse_or(parser *p, jinja_node **out) {
-  ATLAS_RETURN_IF_ERROR(parse_and(p, out));
-  while (is_name(cur(p), "or")) {
-    jinja_tok *t = cur(p);
-    advance(p);
-    jinja_node *n = mk(p, JN_OR, t);
-    if (!n) return oom();
-    n->a = *out;
-    ATLAS_RETURN_IF_ERROR(parse_and(p, &n->b));
-    *out = n;
-  }
-  return ATLAS_OK;
+  return parse_logic(p, "or", JN_OR, parse_and, out);
 }
 
 static atlas_status parse_expr_inner(parser *p, jinja_node **out);
