@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atlas/runtime/chat/jinja_error.h"
 #include "atlas/runtime/chat/jinja_render.h"
 
 static const char *const kFilters[] = {
@@ -50,9 +51,7 @@ static atlas_status err(const char *fmt, ...) {
   return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "%s", msg);
 }
 
-static atlas_status oom(void) {
-  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "chat template: out of memory while rendering");
-}
+static atlas_status oom(void) { return jinja_oom("rendering"); }
 
 // ---- arguments ----
 
@@ -130,6 +129,16 @@ static bool is_ascii(const char *s, size_t n) {
 }
 
 // Python's str.strip/lstrip/rstrip; chars NULL strips whitespace.
+// Whether strip() removes code point cp: one of `chars` (its code points),
+// or Python's whitespace when chars is NULL.
+static bool strips(uint32_t cp, const char *chars, size_t n_chars) {
+  if (!chars) return jinja_is_py_space(cp);
+  for (size_t k = 0; k < n_chars;) {
+    if (jinja_utf8_next(chars, n_chars, &k) == cp) return true;
+  }
+  return false;
+}
+
 static atlas_status py_strip(const char *s, size_t n, const char *chars, size_t n_chars, bool left,
                              bool right, jv *out) {
   size_t b = 0, e = n;
@@ -138,14 +147,7 @@ static atlas_status py_strip(const char *s, size_t n, const char *chars, size_t 
     while (b < e) {
       size_t i = b;
       uint32_t cp = jinja_utf8_next(s, n, &i);
-      bool strip;
-      if (chars) {
-        strip = false;
-        for (size_t k = 0; k < n_chars && !strip;) strip = jinja_utf8_next(chars, n_chars, &k) == cp;
-      } else {
-        strip = jinja_is_py_space(cp);
-      }
-      if (!strip) break;
+      if (!strips(cp, chars, n_chars)) break;
       b = i;
     }
   }
@@ -159,14 +161,7 @@ static atlas_status py_strip(const char *s, size_t n, const char *chars, size_t 
         start = e - 1;
         cp = (unsigned char)s[start];
       }
-      bool strip;
-      if (chars) {
-        strip = false;
-        for (size_t k = 0; k < n_chars && !strip;) strip = jinja_utf8_next(chars, n_chars, &k) == cp;
-      } else {
-        strip = jinja_is_py_space(cp);
-      }
-      if (!strip) break;
+      if (!strips(cp, chars, n_chars)) break;
       e = start;
     }
   }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atlas/runtime/chat/jinja_error.h"
 #include "atlas/runtime/chat/jinja_text.h"
 
 typedef struct lexer {
@@ -45,8 +46,7 @@ static void line_col(lexer *lx, size_t at, int *line, int *col) {
 static atlas_status err_at(lexer *lx, size_t at, const char *what) {
   int line, col;
   line_col(lx, at, &line, &col);
-  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "chat template line %d column %d: %s",
-                           line, col, what);
+  return jinja_error_at(line, col, "%s", what);
 }
 
 static jinja_tok *push(lexer *lx, jinja_tok_kind kind, size_t at) {
@@ -64,9 +64,7 @@ static jinja_tok *push(lexer *lx, jinja_tok_kind kind, size_t at) {
   return t;
 }
 
-static atlas_status oom(void) {
-  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "chat template: out of memory while lexing");
-}
+static atlas_status oom(void) { return jinja_oom("lexing"); }
 
 // A string literal, with the escapes Python's unicode-escape codec resolves
 // (Jinja2 decodes literals with it); unknown escapes keep their backslash.

@@ -1,11 +1,11 @@
 #define _POSIX_C_SOURCE 200809L  // strdup
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "atlas/runtime/chat/jinja_ast.h"
 #include "atlas/runtime/chat/jinja_builtins.h"
+#include "atlas/runtime/chat/jinja_error.h"
 #include "atlas/runtime/chat/jinja_lex.h"
 
 typedef struct parser {
@@ -51,20 +51,10 @@ static const char *describe(const jinja_tok *t) {
   return "?";
 }
 
-static atlas_status perr(const jinja_tok *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static atlas_status perr(const jinja_tok *t, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "chat template line %d column %d: %s",
-                           t->line, t->col, msg);
-}
+// A parse error at token t.
+#define perr(t, ...) jinja_error_at((t)->line, (t)->col, __VA_ARGS__)
 
-static atlas_status oom(void) {
-  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "chat template: out of memory while parsing");
-}
+static atlas_status oom(void) { return jinja_oom("parsing"); }
 
 static jinja_node *mk(parser *p, jinja_node_kind kind, const jinja_tok *at) {
   jinja_node *n = calloc(1, sizeof(*n));

@@ -3,35 +3,25 @@
 
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "atlas/runtime/chat/jinja_ast.h"
+#include "atlas/runtime/chat/jinja_error.h"
 
 enum { kMaxCallDepth = 64 };
 
 static atlas_status at(const jinja_node *n, atlas_status st) {
   if (st == ATLAS_OK) return st;
-  if (strncmp(atlas_status_message(st), "chat template line ", 19) == 0) return st;
+  if (jinja_error_has_position(st)) return st;
   return atlas_status_annotate(st, "chat template line %d column %d", n->line, n->col);
 }
 
-static atlas_status fail(const jinja_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static atlas_status fail(const jinja_node *n, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "chat template line %d column %d: %s",
-                           n->line, n->col, msg);
-}
+// A render error at node n.
+#define fail(n, ...) jinja_error_at((n)->line, (n)->col, __VA_ARGS__)
 
-static atlas_status oom(void) {
-  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "chat template: out of memory while rendering");
-}
+static atlas_status oom(void) { return jinja_oom("rendering"); }
 
 static atlas_status undefined_error(const jinja_node *n, jv v) {
   return fail(n, "'%s' is undefined", v.name ? v.name : "value");

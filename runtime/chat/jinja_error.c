@@ -1,0 +1,28 @@
+// The chat-template engine's errors (see jinja_error.h).
+#include "atlas/runtime/chat/jinja_error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define POSITION_PREFIX "chat template line "
+
+atlas_status jinja_error_at(int line, int col, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, POSITION_PREFIX "%d column %d: %s",
+                           line, col, msg);
+}
+
+atlas_status jinja_oom(const char *stage) {
+  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                           "chat template: out of memory while %s", stage);
+}
+
+bool jinja_error_has_position(atlas_status st) {
+  return st != ATLAS_OK &&
+         strncmp(atlas_status_message(st), POSITION_PREFIX, strlen(POSITION_PREFIX)) == 0;
+}

@@ -1,0 +1,21 @@
+// The chat-template engine's errors, in one form for the lexer, the parser
+// and the renderer: "chat template line L column C: what", and out of memory
+// named by the stage that ran out.
+#ifndef ATLAS_RUNTIME_CHAT_JINJA_ERROR_H_
+#define ATLAS_RUNTIME_CHAT_JINJA_ERROR_H_
+
+#include <stdbool.h>
+
+#include "atlas/runtime/status.h"
+
+// INVALID_ARGUMENT at a template position (1-based line and column).
+atlas_status jinja_error_at(int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+// OUT_OF_MEMORY "while <stage>" (lexing, parsing, rendering).
+atlas_status jinja_oom(const char *stage);
+
+// Whether the message already names a template position.
+bool jinja_error_has_position(atlas_status st);
+
+#endif  // ATLAS_RUNTIME_CHAT_JINJA_ERROR_H_
