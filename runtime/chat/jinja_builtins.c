@@ -109,16 +109,6 @@ static atlas_status str_of(jinja_ctx *ctx, jv v, jinja_buf *b) {
   return b->oom ? oom() : ATLAS_OK;
 }
 
-static atlas_status finish_buf(jinja_buf *b, jv *out) {
-  if (b->oom) {
-    jinja_buf_free(b);
-    return oom();
-  }
-  *out = jv_string(b->data, b->len);
-  jinja_buf_free(b);
-  return jv_ok_alloc(*out) ? ATLAS_OK : oom();
-}
-
 // ---- strings ----
 
 static bool is_ascii(const char *s, size_t n) {
@@ -227,7 +217,7 @@ static atlas_status py_replace(const char *s, size_t n, const char *old, size_t 
       i = j;
     }
     jinja_buf_append(&b, s + i, n - i);
-    return finish_buf(&b, out);
+    return jv_string_of_buf(&b, out);
   }
   while (i < n && (count < 0 || done < count)) {
     const char *hit = memmem(s + i, n - i, old, no);
@@ -238,7 +228,7 @@ static atlas_status py_replace(const char *s, size_t n, const char *old, size_t 
     ++done;
   }
   jinja_buf_append(&b, s + i, n - i);
-  return finish_buf(&b, out);
+  return jv_string_of_buf(&b, out);
 }
 
 static atlas_status py_split(const char *s, size_t n, const char *sep, size_t ns, long long maxsplit,
@@ -401,7 +391,7 @@ static atlas_status str_method(jinja_ctx *ctx, jv self, const char *name, const 
       jinja_buf_append(&b, json_string_value(e), json_string_length(e));
     }
     json_decref(items);
-    return finish_buf(&b, out);
+    return jv_string_of_buf(&b, out);
   }
   if (!strcmp(name, "isdigit") || !strcmp(name, "isalpha") || !strcmp(name, "isspace") ||
       !strcmp(name, "isalnum")) {
@@ -752,7 +742,7 @@ static atlas_status tojson_filter(jv v, const jinja_args *a, jv *out) {
     jinja_buf_free(&b);
     return st;
   }
-  return finish_buf(&b, out);
+  return jv_string_of_buf(&b, out);
 }
 
 static atlas_status int_filter(jv v, const jinja_args *a, jv *out) {
@@ -812,7 +802,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       jinja_buf_free(&b);
       return st;
     }
-    return finish_buf(&b, out);
+    return jv_string_of_buf(&b, out);
   }
   if (!strcmp(name, "tojson")) return tojson_filter(v, a, out);
   if (!strcmp(name, "length") || !strcmp(name, "count")) {
@@ -896,7 +886,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     jinja_buf b = {0};
     for (size_t i = 0; i < n; ++i) jinja_buf_puts(&b, json_string_value(json_array_get(r, i)));
     json_decref(r);
-    return finish_buf(&b, out);
+    return jv_string_of_buf(&b, out);
   }
   if (!strcmp(name, "join")) {
     CHECK_ARGS(name, a, "d", "attribute");
@@ -922,7 +912,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       jinja_buf_free(&b);
       return st;
     }
-    return finish_buf(&b, out);
+    return jv_string_of_buf(&b, out);
   }
   if (!strcmp(name, "map")) return map_filter(ctx, v, a, out);
   if (!strcmp(name, "select") || !strcmp(name, "reject") || !strcmp(name, "selectattr") ||
@@ -1091,7 +1081,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       i = e + 1;
     }
     jinja_buf_free(&s);
-    return finish_buf(&b, out);
+    return jv_string_of_buf(&b, out);
   }
   return err("filter '%s' is not supported", name);
 }

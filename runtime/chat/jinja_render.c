@@ -366,13 +366,7 @@ static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj, jv *ou
       jinja_buf_append(&b, s + offs[k], offs[k + 1] - offs[k]);
     }
     free(offs);
-    if (b.oom) {
-      jinja_buf_free(&b);
-      return oom();
-    }
-    *out = jv_string(b.data, b.len);
-    jinja_buf_free(&b);
-    return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+    return jv_string_of_buf(&b, out);
   }
   json_t *arr = json_array();
   if (!arr) return oom();
@@ -468,13 +462,7 @@ static atlas_status repeat(const jinja_node *n, jv seq, long long times, jv *out
     if (len && (unsigned long long)times > (64ull << 20) / len) return fail(n, "string repetition too large");
     jinja_buf b = {0};
     for (long long i = 0; i < times; ++i) jinja_buf_append(&b, json_string_value(seq.json), len);
-    if (b.oom) {
-      jinja_buf_free(&b);
-      return oom();
-    }
-    *out = jv_string(b.data, b.len);
-    jinja_buf_free(&b);
-    return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+    return jv_string_of_buf(&b, out);
   }
   json_t *arr = json_array();
   if (!arr) return oom();
@@ -497,13 +485,11 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
     jinja_buf buf = {0};
     atlas_status st = jinja_str(ctx, a, &buf);
     if (st == ATLAS_OK) st = jinja_str(ctx, b, &buf);
-    if (st == ATLAS_OK && buf.oom) st = oom();
-    if (st == ATLAS_OK) {
-      *out = jv_string(buf.data, buf.len);
-      if (!jv_ok_alloc(*out)) st = oom();
+    if (st != ATLAS_OK) {
+      jinja_buf_free(&buf);
+      return at(n, st);
     }
-    jinja_buf_free(&buf);
-    return at(n, st);
+    return at(n, jv_string_of_buf(&buf, out));
   }
   if (a.kind == JV_UNDEFINED) return undefined_error(n, a);
   if (b.kind == JV_UNDEFINED) return undefined_error(n, b);

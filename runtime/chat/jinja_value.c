@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atlas/runtime/chat/jinja_error.h"
+
 jv jv_undefined(const char *name) {
   jv v = {JV_UNDEFINED, NULL, NULL, name, JV_SEQ_LIST};
   return v;
@@ -32,6 +34,13 @@ void jv_free(jv *v) {
 bool jv_ok_alloc(jv v) { return !((v.kind == JV_DATA || v.kind == JV_NAMESPACE) && v.json == NULL); }
 
 jv jv_string(const char *s, size_t n) { return jv_data(json_stringn_nocheck(s ? s : "", n)); }
+
+atlas_status jv_string_of_buf(jinja_buf *b, jv *out) {
+  if (!b->oom) *out = jv_string(b->data, b->len);
+  const bool ok = !b->oom && jv_ok_alloc(*out);
+  jinja_buf_free(b);
+  return ok ? ATLAS_OK : jinja_oom("rendering");
+}
 
 bool jv_is_string(jv v) { return v.kind == JV_DATA && json_is_string(v.json); }
 

@@ -50,6 +50,9 @@ void jv_free(jv *v);
 bool jv_ok_alloc(jv v);
 
 jv jv_string(const char *s, size_t n);
+// The text in b as a string value (out of memory when b ran out or the copy
+// fails); frees b either way.
+atlas_status jv_string_of_buf(jinja_buf *b, jv *out);
 bool jv_is_string(jv v);
 bool jv_is_number(jv v);     // int, float or bool (Python's numbers.Number)
 bool jv_is_int(jv v);        // int or bool
