@@ -118,7 +118,6 @@ static bool is_ascii(const char *s, size_t n) {
   return true;
 }
 
-// Python's str.strip/lstrip/rstrip; chars NULL strips whitespace.
 // Whether strip() removes code point cp: one of `chars` (its code points),
 // or Python's whitespace when chars is NULL.
 static bool strips(uint32_t cp, const char *chars, size_t n_chars) {
@@ -129,6 +128,7 @@ static bool strips(uint32_t cp, const char *chars, size_t n_chars) {
   return false;
 }
 
+// Python's str.strip/lstrip/rstrip; chars NULL strips whitespace.
 static atlas_status py_strip(const char *s, size_t n, const char *chars, size_t n_chars, bool left,
                              bool right, jv *out) {
   size_t b = 0, e = n;
