@@ -6,12 +6,12 @@
 // 1B / 8B shapes: per layer q/k/v (one matrix), a stand-in for attention
 // (a tiny elementwise step), the output projection + residual, gate/up +
 // SiLU, the down projection + residual; then the LM head. Norms, RoPE and
-// real attention are left out: both variants do the same small work, so the
-// difference is how the steps are joined. STUBS (default 1) is the number
+// real attention are left out: every variant does the same small work, so
+// the difference is how the steps are joined. STUBS (default 1) is the number
 // of tiny steps a layer: 0 (the output projection reads q directly), 1 (the
 // attention's place), 2 (also one after the output projection, the FFN
 // norm's place): what one more dependent launch costs. VARIANTS (default
-// A2BC) names those run beside A.
+// A2BC) names those run beside A (C runs D too).
 //   A: one kernel a step, a CUDA graph with programmatic dependent launch,
 //      each warp's first weight loads issued before griddepcontrol.wait
 //      (Atlas's decode step, in miniature).
@@ -31,7 +31,7 @@
 //      its copies into L2.
 //   D: C (x in shared memory) with its tiles claimed at run time from a
 //      counter a step, so a faster SM takes more of them.
-// Prints ms a step for each, the floor (weight bytes / device copy rate),
+// Prints ms a token for each, the floor (weight bytes / device copy rate),
 // and the logits' relative L2 distance to A (atomics reorder the sums).
 #include <cuda_bf16.h>
 #include <stdint.h>
