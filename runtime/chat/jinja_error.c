@@ -2,6 +2,7 @@
 #include "atlas/runtime/chat/jinja_error.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,7 +23,13 @@ atlas_status jinja_oom(const char *stage) {
                            "chat template: out of memory while %s", stage);
 }
 
-bool jinja_error_has_position(atlas_status st) {
+// Whether the message already names a template position.
+static bool has_position(atlas_status st) {
   return st != ATLAS_OK &&
          strncmp(atlas_status_message(st), POSITION_PREFIX, strlen(POSITION_PREFIX)) == 0;
+}
+
+atlas_status jinja_error_annotate(atlas_status st, int line, int col) {
+  if (st == ATLAS_OK || has_position(st)) return st;
+  return atlas_status_annotate(st, POSITION_PREFIX "%d column %d", line, col);
 }

@@ -4,8 +4,6 @@
 #ifndef ATLAS_RUNTIME_CHAT_JINJA_ERROR_H_
 #define ATLAS_RUNTIME_CHAT_JINJA_ERROR_H_
 
-#include <stdbool.h>
-
 #include "atlas/runtime/status.h"
 
 // INVALID_ARGUMENT at a template position (1-based line and column).
@@ -15,7 +13,8 @@ atlas_status jinja_error_at(int line, int col, const char *fmt, ...)
 // OUT_OF_MEMORY "while <stage>" (lexing, parsing, rendering).
 atlas_status jinja_oom(const char *stage);
 
-// Whether the message already names a template position.
-bool jinja_error_has_position(atlas_status st);
+// st with the template position put in front, its code kept; st itself when
+// it is ATLAS_OK or already names a position (the innermost one wins).
+atlas_status jinja_error_annotate(atlas_status st, int line, int col);
 
 #endif  // ATLAS_RUNTIME_CHAT_JINJA_ERROR_H_

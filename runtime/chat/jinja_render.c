@@ -13,9 +13,7 @@
 enum { kMaxCallDepth = 64 };
 
 static atlas_status at(const jinja_node *n, atlas_status st) {
-  if (st == ATLAS_OK) return st;
-  if (jinja_error_has_position(st)) return st;
-  return atlas_status_annotate(st, "chat template line %d column %d", n->line, n->col);
+  return jinja_error_annotate(st, n->line, n->col);
 }
 
 // A render error at node n.
