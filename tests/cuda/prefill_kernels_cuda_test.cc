@@ -402,7 +402,11 @@ TEST_F(PrefillKernelsCuda, AttentionDecodeSplitOverTheContext) {
                  Case{32, 8, 64, 300, 0}, Case{32, 8, 128, 1500, 0},
                  Case{32, 8, 128, 8192, 0}, Case{28, 4, 128, 700, 0},
                  Case{8, 8, 30, 513, 0}, Case{16, 2, 80, 200, 0},
-                 Case{32, 8, 128, 1500, 100}}) {
+                 Case{32, 8, 128, 1500, 100},
+                 // two splits: per-head blocks and their merge, a window of
+                 // two, a group of one
+                 Case{32, 8, 64, 129, 0}, Case{32, 8, 128, 256, 0},
+                 Case{32, 8, 128, 1500, 200}, Case{8, 8, 64, 180, 0}}) {
     size_t kv_dim = (size_t)c.kv * c.dim;
     std::vector<float> q = Floats((size_t)c.heads * c.dim);
     std::vector<float> kc = Floats(c.seq * kv_dim, -2, 2), vc = Floats(c.seq * kv_dim);
