@@ -102,8 +102,7 @@ def atlas_cuda_fatbin(name, src, symbol, hdrs = [], ptx_only = False,
         hdrs = [":" + name + ".h"],
         # The image itself: an input of the .S's assembly (.incbin reads it by
         # its path from the execution root). Bazel does not compare it before
-        # reusing the object (the .d does not list it): the .S names the
-        # image's digest, so a new image changes the .S (embed_fatbin.c).
+        # reusing the object; the .S names its digest (embed_fatbin.c).
         textual_hdrs = [":" + name + ".fatbin"],
         include_prefix = "atlas/" + native.package_name(),
         **kwargs

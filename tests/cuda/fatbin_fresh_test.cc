@@ -1,9 +1,7 @@
-// The image linked into a binary is the fatbin the build made, byte for byte.
-// Bazel reuses an object when the inputs it compares are unchanged, and the
-// file .incbin reads is not among them (the compiler's .d does not list it):
-// until //kernels:embed_fatbin put the image's digest in the assembly,
-// incremental builds kept linking the previous kernels. Bazel only (it reads
-// the fatbin from the runfiles), so not staged for the GPU machine.
+// The image linked into a binary is the fatbin the build made, byte for byte
+// (a stale object would not be: kernels/embed_fatbin.c says why one could
+// be). Bazel only (it reads the fatbin from the runfiles), so not staged for
+// the GPU machine.
 #include <stdio.h>
 #include <string.h>
 

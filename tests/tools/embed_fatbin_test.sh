@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # //kernels:embed_fatbin: the assembly it writes changes with the image's
-# bytes, not only its size (Bazel reuses an object whose .S is unchanged: the
-# file .incbin reads is not an input it compares), and assembled, it holds
-# the image byte for byte.
+# bytes, not only its size (embed_fatbin.c says why), and assembled, it
+# holds the image byte for byte.
 set -euo pipefail
 tool="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 dir="$(mktemp -d)"
