@@ -7,7 +7,7 @@
 // Launch shapes used by runtime/arch/llama/llama_forward.c:
 //   embed_*, silu_mul, add: grid ceil(n / 256), block 256
 //   rope_store: grid ceil((n_heads + n_kv) * rot_dim / 2 + kv_dim) / 256)
-//   argmax: grid ceil(n / 2048), block 256 (result: 6 words)
+//   argmax: grid ceil(n / 2048), block 256 (result: 6 words; next: 2 or NULL)
 //   rmsnorm: grid 1, block 1024
 //   matvec_*: grid ceil(rows / 8), block 256 (one warp per row);
 //         matvec_add_*: grid ceil(rows * splits / 8), block 256;
@@ -707,7 +707,10 @@ extern "C" __global__ void head_rmsnorm(float *x, const float *w,
 
 // Greedy choice on the device: result[0] = the first index of the largest
 // logit (as the host's argmax), result[1] = the first non-finite logit's
-// index, or 0xFFFFFFFF when every logit is finite. result[2..5] is state,
+// index, or 0xFFFFFFFF when every logit is finite. With `next` (the decode
+// step's token and position; may be NULL) the last block also writes the
+// chosen id to next[0] and adds 1 to next[1], so the next step can run
+// before the host has seen this one's answer. result[2..5] is state,
 // zero before the first launch and left zero: the best (value, index) key
 // so far (u64, atomicMax), the first bad index inverted (atomicMax) and the
 // count of blocks done; the last block writes the answer and clears it.
@@ -720,7 +723,7 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, uint32_t i) {
 }
 
 extern "C" __global__ void argmax(uint32_t *result, const float *logits,
-                                  uint32_t n) {
+                                  uint32_t n, uint32_t *next) {
   __shared__ unsigned long long keys[8];
   __shared__ uint32_t bads[8];
   atlas_overlap_begin();
@@ -767,6 +770,10 @@ extern "C" __global__ void argmax(uint32_t *result, const float *logits,
       result[0] = k == 0 ? 0 : ~(uint32_t)k;
       result[1] = ~b;
       *done = 0;
+      if (next != nullptr) {
+        next[0] = result[0];
+        next[1] += 1;
+      }
     }
   }
 }

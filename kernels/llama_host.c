@@ -368,7 +368,8 @@ static void head_rmsnorm(const atlas_launch_config *c, void **args) {
 }
 
 // result[0]: the first index of the largest logit; result[1]: the first
-// non-finite logit's index, or UINT32_MAX.
+// non-finite logit's index, or UINT32_MAX. `next` (may be NULL): next[0] =
+// result[0], next[1] += 1 (the decode step chained on the device).
 static void argmax(const atlas_launch_config *c, void **args) {
   (void)c;
   uint32_t *result = ARG(uint32_t *, 0);
@@ -384,6 +385,11 @@ static void argmax(const atlas_launch_config *c, void **args) {
   }
   result[0] = best == UINT32_MAX ? 0 : best;
   result[1] = bad;
+  uint32_t *next = ARG(uint32_t *, 3);
+  if (next != NULL) {
+    next[0] = result[0];
+    next[1] += 1;
+  }
 }
 
 // Names and signatures must match llama.cu and llama_kernels.h.
@@ -405,7 +411,7 @@ const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT] = {
     {"add", "ppu", add},
     {"add_bias", "ppu", add_bias},
     {"head_rmsnorm", "ppuuf", head_rmsnorm},
-    {"argmax", "ppu", argmax},
+    {"argmax", "ppup", argmax},
     {"matvec_qkv_f32", "ppppppppppuuupf", matvec_qkv_f32},
     {"matvec_qkv_f16", "ppppppppppuuupf", matvec_qkv_f16},
     {"matvec_qkv_bf16", "ppppppppppuuupf", matvec_qkv_bf16},

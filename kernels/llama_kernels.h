@@ -49,6 +49,11 @@
 //       x[i] += bias[i] (f32 bias of a projection, after the product)
 //   head_rmsnorm(x, weight_f32, n_heads, head_dim, eps)      "ppuuf"
 //       in place, RMSNorm of each head_dim row (Qwen3 q_norm / k_norm)
+//   argmax(result, logits, n, next)                          "ppup"
+//       result[0] = first index of the largest finite logit, result[1] =
+//       first non-finite index or UINT32_MAX (result: 6 words, the last 4
+//       zero between launches); next (may be NULL): next[0] = result[0],
+//       next[1] += 1 (the decode step's token and position, chained)
 //
 // CUDA launch shapes (host kernels ignore them): see llama.cu.
 #ifndef ATLAS_KERNELS_LLAMA_KERNELS_H_

@@ -237,46 +237,54 @@ int atlas_bench_decode(int argc, char **argv) {
   int64_t vocab = atlas_llama_config_of(m)->vocab_size;
   uint32_t *tokens = random_tokens((size_t)longest, vocab);
   float *logits = malloc((size_t)vocab * sizeof(float));
-  rc = tokens == NULL || logits == NULL;
+  uint32_t *ids = malloc((size_t)(a.steps > 3 ? a.steps : 3) * sizeof(uint32_t));
+  rc = tokens == NULL || logits == NULL || ids == NULL;
   print_bandwidth(atlas_model_backend(model));
   for (size_t s = 0; rc == 0 && s < a.size_count; ++s) {
     size_t ctx = (size_t)a.sizes[s];
     rc = check(atlas_llama_prefill(m, tokens, ctx, 0, logits, NULL, NULL),
                "prefill of the context");
-    // The captured step (the default), then the same steps launched one by
-    // one; greedy on the device, only the id coming back (as generation
-    // does without a sampler or a logits sink).
-    // Modes: graph (overlapping launches), graph without the overlap,
-    // eager (overlapping launches).
-    for (int mode = 0; rc == 0 && mode <= 2; ++mode) {
-      int eager = mode == 2;
-      rc = check(atlas_llama_set_decode_graph(m, !eager), "decode mode");
+    // The captured step with the device a step ahead of the host (what
+    // generation does without a sampler or a logits sink: only the id comes
+    // back), then the host reading each id before the next step, without
+    // launch overlap, and launched one by one.
+    const struct {
+      bool graph, overlap, ahead;
+      const char *name, *key;
+    } modes[] = {
+        {true, true, true, "captured graph, device a step ahead", ""},
+        {true, true, false, "captured graph, host reads each id", "_sync"},
+        {true, false, true, "captured graph, no launch overlap", "_nooverlap"},
+        {false, true, true, "eager launches", "_eager"},
+    };
+    for (size_t mode = 0; rc == 0 && mode < sizeof(modes) / sizeof(modes[0]); ++mode) {
+      rc = check(atlas_llama_set_decode_graph(m, modes[mode].graph), "decode mode");
       if (rc == 0) {
-        rc = check(atlas_llama_set_decode_overlap(m, mode != 1), "decode mode");
+        rc = check(atlas_llama_set_decode_overlap(m, modes[mode].overlap), "decode mode");
       }
-      uint32_t token = tokens[ctx - 1];
+      if (rc == 0) {
+        rc = check(atlas_llama_set_decode_ahead(m, modes[mode].ahead), "decode mode");
+      }
       // Warm-up steps (the first captures the graph), then the timed ones
       // (rewritten: positions ctx .. ctx + steps - 1).
-      for (int w = 0; rc == 0 && w < 3; ++w) {
-        rc = check(atlas_llama_decode_step(m, token, (uint32_t)ctx, 0, NULL, &token),
+      if (rc == 0) {
+        rc = check(atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx, 3, ids),
                    "decode");
       }
       double t0 = now_ms();
-      for (long i = 0; rc == 0 && i < a.steps; ++i) {
-        rc = check(atlas_llama_decode_step(m, token, (uint32_t)(ctx + (size_t)i),
-                                           0, NULL, &token),
+      if (rc == 0) {
+        rc = check(atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx,
+                                             (size_t)a.steps, ids),
                    "decode");
       }
       if (rc) break;
       double ms = (now_ms() - t0) / (double)a.steps;
-      const char *names[] = {"captured graph", "captured graph, no launch overlap",
-                             "eager launches"};
-      const char *keys[] = {"", "_nooverlap", "_eager"};
       printf("atlas decode at context %5zu: %7.3f ms/token (%ld steps, %s)\n",
-             ctx, ms, a.steps, names[mode]);
-      printf("RESULT decode%s_%zu_ms %.4f\n", keys[mode], ctx, ms);
+             ctx, ms, a.steps, modes[mode].name);
+      printf("RESULT decode%s_%zu_ms %.4f\n", modes[mode].key, ctx, ms);
     }
   }
+  free(ids);
   free(logits);
   free(tokens);
   rc |= check(atlas_model_close(model, NULL), "closing the model");

@@ -285,6 +285,8 @@ def shape_run(name, bench, atlas, tables):
 
     a_dec = dec.get("decode_128_ms")
     row("atlas decode, context 128 (graph, BF16 KV: default)", a_dec, floor, "floor")
+    row("atlas decode, context 128 (host reads each id before the next step)",
+        dec.get("decode_sync_128_ms"), floor, "floor")
     row("atlas decode, context 128 (no launch overlap)", dec.get("decode_nooverlap_128_ms"),
         floor, "floor")
     row("atlas decode, context 128 (eager launches)", dec.get("decode_eager_128_ms"),

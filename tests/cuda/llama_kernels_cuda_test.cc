@@ -438,15 +438,22 @@ TEST_F(LlamaKernelsCuda, Argmax) {
       // The answer poisoned, the cross-block state zeroed (as allocated).
       uint32_t words[6] = {0xDEADBEEF, 0xDEADBEEF, 0, 0, 0, 0};
       void *res = s.Upload(words, sizeof(words));
-      // Twice: the state the first launch leaves must serve the second.
+      // The next step's token and position (chained decode steps).
+      uint32_t step[2] = {0xDEADBEEF, 41};
+      void *next = s.Upload(step, sizeof(step));
+      // Twice: the state the first launch leaves must serve the second; the
+      // first without `next`.
       for (int rep = 0; rep < 2; ++rep) {
         s.Launch("argmax", (n + 2047) / 2048, 256,
-                 {ATLAS_ARG_PTR(res), ATLAS_ARG_PTR(dl), ATLAS_ARG_U32(n)});
+                 {ATLAS_ARG_PTR(res), ATLAS_ARG_PTR(dl), ATLAS_ARG_U32(n),
+                  ATLAS_ARG_PTR(rep == 0 ? nullptr : next)});
       }
       std::vector<uint32_t> all = s.DownloadU32(res, 6);
       EXPECT_EQ(std::vector<uint32_t>(all.begin() + 2, all.end()),
                 std::vector<uint32_t>(4, 0))
           << c.what << ": state left non-zero";
+      EXPECT_EQ(s.DownloadU32(next, 2), (std::vector<uint32_t>{all[0], 42}))
+          << c.what << ": the next step's token and position";
       got[i] = std::vector<uint32_t>(all.begin(), all.begin() + 2);
     }
     // The host kernel against a plain loop, then CUDA against the host.

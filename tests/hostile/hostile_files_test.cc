@@ -444,4 +444,40 @@ TEST(Values, ContextIsCheckedBeforeAnyAllocation) {
   ASSERT_OK(atlas_model_close(m, nullptr));
 }
 
+// Finite weights whose logits overflow float32 (the final norm's weights at
+// 3e38): the weight scan passes them, and the step that meets them is an
+// error naming it, on every decode path: the device running ahead of the
+// host (no sink: only ids come back), and the logits copied to a sink.
+atlas_status CountFloats(void *ctx, const float *, size_t n) {
+  *static_cast<size_t *>(ctx) += n;
+  return ATLAS_OK;
+}
+
+TEST(Values, OverflowingLogitsAreAnErrorNamingTheStep) {
+  std::string dir = hostile::Checkpoint("overflow", "tiny", 3, ATLAS_DTYPE_F32);
+  hostile::Where w = hostile::Locate(dir, "model.norm.weight");
+  ASSERT_GT(w.bytes, 0u);
+  std::vector<unsigned char> huge(w.bytes);
+  const float big = 3e38f;
+  for (uint64_t i = 0; i < w.bytes; i += 4) memcpy(&huge[i], &big, 4);
+  hostile::Patch(w.path, w.offset, huge);
+  for (bool sink : {false, true}) {
+    SCOPED_TRACE(sink ? "logits to a sink" : "ids only");
+    atlas_model_spec spec = Spec(dir);
+    atlas_model *m = nullptr;
+    ASSERT_OK(atlas_model_open(&spec, &m));
+    const uint32_t prompt[] = {1};
+    std::vector<uint32_t> ids(4);
+    size_t count = 99, floats = 0;
+    StatusResult r = Take(atlas_model_generate(
+        m, prompt, 1, 4, ids.data(), &count, sink ? CountFloats : nullptr,
+        &floats));
+    EXPECT_EQ(r.code, ATLAS_STATUS_DATA_LOSS) << r.message;
+    EXPECT_NE(r.message.find("forward step 0 produced a non-finite logit"),
+              std::string::npos)
+        << r.message;
+    EXPECT_OK(atlas_model_close(m, nullptr));
+  }
+}
+
 }  // namespace

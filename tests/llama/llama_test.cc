@@ -525,6 +525,85 @@ TEST(Llama, CapturedDecodeStepMatchesEagerLaunches) {
   }
 }
 
+bool StopAfterTwo(void *ctx, uint32_t token) {
+  auto *seen = static_cast<std::vector<uint32_t> *>(ctx);
+  seen->push_back(token);
+  return seen->size() < 2;
+}
+
+// Greedy generation with nothing reading logits runs the device a step
+// ahead of the host (each step's argmax writes the next step's token and
+// position). It must choose what the host reading each id chooses, stop at
+// the same EOS or on_token answer, report the same count, and leave the
+// model as a later generation expects it; the ids with a sink are checked
+// against the host's argmax of the logits in CapturedDecodeStepMatchesEager.
+TEST(Llama, DeviceRunningAheadEqualsHostReadingEachId) {
+  std::string dir = MakeCheckpoint("ahead", "tiny", 21, ATLAS_DTYPE_BF16);
+  const std::vector<uint32_t> prompt = {7, 3, 9};
+  for (int64_t rows : {-1, 0}) {
+    SCOPED_TRACE("prefill_rows " + std::to_string(rows));
+    Loaded m;
+    m.Open(dir, rows);
+    ASSERT_NE(m.model, nullptr);
+    // The reference: ids with a sink (the host reads every step).
+    std::vector<uint32_t> want(12);
+    Collected got;
+    ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 12,
+                                   want.data(), Collect, &got));
+    const uint32_t eos[] = {want[4]};
+    size_t first_eos = 0;
+    while (want[first_eos] != eos[0]) ++first_eos;
+    for (bool ahead : {true, false}) {
+      SCOPED_TRACE(ahead ? "ahead" : "host reads each id");
+      ASSERT_OK(atlas_llama_set_decode_ahead(m.model, ahead));
+      for (size_t steps : {size_t{1}, size_t{2}, size_t{12}}) {
+        std::vector<uint32_t> ids(steps);
+        size_t count = 0;
+        ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), steps,
+                                          nullptr, ids.data(), &count, nullptr,
+                                          nullptr));
+        EXPECT_EQ(count, steps);
+        EXPECT_EQ(ids, std::vector<uint32_t>(want.begin(), want.begin() + steps));
+      }
+      atlas_arch_generate_options o{};
+      o.eos = eos;
+      o.eos_count = 1;
+      std::vector<uint32_t> ids(12, 0xFFFFFFFFu);
+      size_t count = 0;
+      ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), 12, &o,
+                                        ids.data(), &count, nullptr, nullptr));
+      EXPECT_EQ(count, first_eos + 1);
+      EXPECT_EQ(std::vector<uint32_t>(ids.begin(), ids.begin() + count),
+                std::vector<uint32_t>(want.begin(), want.begin() + count));
+      EXPECT_EQ(ids[count], 0xFFFFFFFFu) << "an id past the EOS was written";
+      std::vector<uint32_t> seen;
+      atlas_arch_generate_options stop{};
+      stop.on_token = StopAfterTwo;
+      stop.token_ctx = &seen;
+      ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), 12,
+                                        &stop, ids.data(), &count, nullptr, nullptr));
+      EXPECT_EQ(count, 2u);
+      EXPECT_EQ(seen, std::vector<uint32_t>(want.begin(), want.begin() + 2));
+      // The decode loop alone, from the prompt's last token.
+      std::vector<uint32_t> loop(6);
+      std::vector<float> logits(m.config.vocab_size);
+      for (size_t i = 0; i + 1 < prompt.size(); ++i) {
+        ASSERT_OK(atlas_llama_forward(m.model, prompt[i], (uint32_t)i, logits.data()));
+      }
+      ASSERT_OK(atlas_llama_decode_greedy(m.model, prompt.back(),
+                                          (uint32_t)prompt.size() - 1, 6, loop.data()));
+      EXPECT_EQ(loop, std::vector<uint32_t>(want.begin(), want.begin() + 6));
+    }
+    // Afterwards, with a sink again: the same logits as the first run.
+    Collected again;
+    std::vector<uint32_t> ids(12);
+    ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 12, ids.data(),
+                                   Collect, &again));
+    EXPECT_EQ(ids, want);
+    EXPECT_EQ(again.steps, got.steps);
+  }
+}
+
 // A 16-bit KV cache is also the prefill's stated-error mode
 // (atlas_llama_prefill_one_term): each product with 16-bit weights rounds its
 // input rows once to the weights' type. The token-by-token steps keep f32

@@ -91,6 +91,19 @@ ATLAS_MUST_USE atlas_status atlas_llama_set_decode_graph(atlas_llama_model *m, b
 // (true, the default; sm_90+) or not: for side-by-side benchmarks.
 ATLAS_MUST_USE atlas_status atlas_llama_set_decode_overlap(atlas_llama_model *m, bool enabled);
 
+// Greedy generation without a logits sink or chooser queues each step
+// before the host has read the previous step's id (true, the default), or
+// waits for it (false): for side-by-side benchmarks and tests. Running
+// ahead, the device may run one step past an EOS; its id is dropped.
+ATLAS_MUST_USE atlas_status atlas_llama_set_decode_ahead(atlas_llama_model *m, bool enabled);
+
+// `count` greedy steps from `token` at `pos`, each fed the id the one before
+// chose; the ids go to out_tokens[count]. No EOS, no logits: the decode
+// loop alone (benchmarks).
+ATLAS_MUST_USE atlas_status atlas_llama_decode_greedy(atlas_llama_model *m, uint32_t token,
+                                       uint32_t pos, size_t count,
+                                       uint32_t *out_tokens);
+
 // Batched prefill: `n` tokens at positions pos..pos+n-1 through each layer in
 // one pass per chunk of the model's prefill rows; fills their KV cache rows.
 // The same math as n calls of atlas_llama_forward_step with seq_len pos + n
@@ -113,7 +126,9 @@ ATLAS_MUST_USE atlas_status atlas_llama_generate(atlas_llama_model *model,
 
 // As atlas_llama_generate, stopping after an EOS token of `options` (may be
 // NULL: never); *out_count (may be NULL) is how many tokens were generated.
-// Forward steps: prompt_len + *out_count - 1.
+// Forward steps: prompt_len + *out_count - 1, and with the device running
+// ahead (atlas_llama_set_decode_ahead) up to one more past a stop, whose id
+// is dropped.
 ATLAS_MUST_USE atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
                                      const uint32_t *prompt, size_t prompt_len,
                                      size_t steps,

@@ -288,7 +288,10 @@ static atlas_status step_body(const atlas_llama_model *m) {
   ATLAS_RETURN_IF_ERROR(norm_input(&m->ctx, w->final_norm, false, &in));
   ATLAS_RETURN_IF_ERROR(
       matvec(&m->ctx, s->logits, &w->lm_head, &in, c->vocab_size, c->hidden_size));
-  atlas_arg args[] = {P(s->result), P(s->logits), U((uint32_t)c->vocab_size)};
+  // The argmax also writes the next step's token and position, so greedy
+  // decoding can queue that step before this one's id reaches the host.
+  atlas_arg args[] = {P(s->result), P(s->logits), U((uint32_t)c->vocab_size),
+                      P(s->step)};
   return launch(&m->ctx, m->ctx.ops.argmax,
                 blocks((uint64_t)c->vocab_size, 2048), 256, args, COUNT(args));
 }
@@ -380,13 +383,23 @@ atlas_status atlas_llama_set_decode_overlap(atlas_llama_model *m, bool enabled) 
   return ATLAS_OK;
 }
 
+// What the RoPE frequencies depend on at seq_len: only dynamic RoPE past
+// max_position_embeddings depends on it.
+static int64_t rope_key(const atlas_llama_model *m, int64_t seq_len) {
+  const atlas_llama_config *c = &m->config;
+  return c->rope.type == ATLAS_ROPE_DYNAMIC && seq_len > c->max_position_embeddings
+             ? seq_len
+             : 0;
+}
+
+atlas_status atlas_llama_set_decode_ahead(atlas_llama_model *m, bool enabled) {
+  m->no_ahead = !enabled;
+  return ATLAS_OK;
+}
+
 atlas_status atlas_llama_rope_update(atlas_llama_model *m, int64_t seq_len) {
   const atlas_llama_config *c = &m->config;
-  // Only dynamic RoPE past max_position_embeddings depends on seq_len.
-  int64_t key = c->rope.type == ATLAS_ROPE_DYNAMIC &&
-                        seq_len > c->max_position_embeddings
-                    ? seq_len
-                    : 0;
+  int64_t key = rope_key(m, seq_len);
   if (key == m->rope_seq_len) return ATLAS_OK;
   ATLAS_RETURN_IF_ERROR(drop_graph(m));
   size_t half = (size_t)(m->rot_dim / 2);
@@ -533,6 +546,125 @@ static atlas_status take(const atlas_arch_generate_options *options,
   return ATLAS_OK;
 }
 
+// Greedy steps with the host behind the device: each step's argmax writes
+// the next step's token and position (step_body), so step pos + 1 is queued
+// before step pos's id is read. The device runs ahead by kAhead - 1 steps;
+// after a stop (EOS, on_token) the steps already queued finish and their
+// ids are dropped. Consecutive steps are separated by the copy of the id,
+// so no step's kernels overlap the one before (the step kernels read the
+// token and position before they wait: llama.cu). In a captured step on the
+// H200 the host round trip between steps (the id's copy and sync, the
+// upload, the graph launch) otherwise leaves the GPU idle.
+enum { kAhead = 2 };
+
+static atlas_status greedy_ahead(atlas_llama_model *m,
+                                 const atlas_arch_generate_options *options,
+                                 uint32_t token, size_t pos, size_t forwards,
+                                 int64_t seq_len_min, size_t vocab, size_t steps,
+                                 uint32_t *out_tokens, size_t *generated) {
+  atlas_backend *b = m->backend;
+  atlas_stream *stream = m->ctx.core.stream;
+  atlas_llama_scratch *s = m->scratch;
+  int64_t first_len = (int64_t)pos + 1 > seq_len_min ? (int64_t)pos + 1 : seq_len_min;
+  ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, first_len));
+  uint32_t *ring = NULL;  // two words a slot: the id, the first bad index
+  atlas_event *done[kAhead] = {NULL};
+  atlas_status status =
+      atlas_backend_pinned_alloc(b, kAhead * 2 * sizeof(uint32_t), (void **)&ring);
+  for (int i = 0; status == ATLAS_OK && i < kAhead; ++i) {
+    status = atlas_backend_event_create(b, &done[i]);
+  }
+  if (status == ATLAS_OK) {
+    m->host_step[0] = token;
+    m->host_step[1] = (uint32_t)pos;
+    status = upload_step(m);
+  }
+  size_t queued = pos;
+  bool stop = false;
+  while (status == ATLAS_OK && !stop && pos < forwards) {
+    while (status == ATLAS_OK && queued < forwards && queued - pos < kAhead) {
+      size_t slot = queued % kAhead;
+      status = run_step(m);
+      if (status == ATLAS_OK) {
+        status = atlas_backend_d2h_async(b, ring + 2 * slot, s->result,
+                                         2 * sizeof(uint32_t), stream);
+      }
+      if (status == ATLAS_OK) status = atlas_backend_event_record(b, done[slot], stream);
+      ++queued;
+    }
+    if (status != ATLAS_OK) break;
+    size_t slot = pos % kAhead;
+    status = atlas_backend_event_synchronize(b, done[slot]);
+    if (status != ATLAS_OK) break;
+    if (ring[2 * slot + 1] != UINT32_MAX) {
+      status = atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                                 "forward step %zu produced a non-finite logit "
+                                 "(a non-finite value at index %u); refusing "
+                                 "to pick a token",
+                                 pos, ring[2 * slot + 1]);
+      break;
+    }
+    status = take(options, NULL, ring[2 * slot], vocab, steps, out_tokens,
+                  generated, &token, &stop);
+    ++pos;
+  }
+  // The steps still queued finish before the ring and events go.
+  atlas_status drain = atlas_backend_stream_synchronize(b, stream);
+  if (status == ATLAS_OK) {
+    status = drain;
+  } else {
+    atlas_status_free(drain);
+  }
+  for (int i = 0; i < kAhead; ++i) {
+    if (done[i] != NULL) {
+      atlas_status e = atlas_backend_event_destroy(b, done[i]);
+      if (status == ATLAS_OK) {
+        status = e;
+      } else {
+        atlas_status_free(e);
+      }
+    }
+  }
+  if (ring != NULL) {
+    atlas_status e = atlas_backend_pinned_free(b, ring);
+    if (status == ATLAS_OK) {
+      status = e;
+    } else {
+      atlas_status_free(e);
+    }
+  }
+  return status;
+}
+
+atlas_status atlas_llama_decode_greedy(atlas_llama_model *m, uint32_t token,
+                                      uint32_t pos, size_t count,
+                                      uint32_t *out_tokens) {
+  size_t end = (size_t)pos + count, generated = 0;
+  if ((int64_t)end > m->max_seq) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%zu steps from position %u pass the KV cache "
+                             "(%lld positions)",
+                             count, pos, (long long)m->max_seq);
+  }
+  size_t vocab = (size_t)m->config.vocab_size;
+  if (token >= vocab) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "token %u is outside the vocabulary (%zu ids)", token,
+                             vocab);
+  }
+  if (count == 0) return ATLAS_OK;
+  if (!m->no_ahead && rope_key(m, (int64_t)pos + 1) == rope_key(m, (int64_t)end)) {
+    return greedy_ahead(m, NULL, token, pos, end, 0, vocab, count, out_tokens,
+                        &generated);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    ATLAS_RETURN_IF_ERROR(atlas_llama_decode_step(m, token, pos + (uint32_t)i, 0,
+                                                  NULL, &token));
+    out_tokens[i] = token;
+  }
+  return ATLAS_OK;
+}
+
 atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
                                      const uint32_t *prompt, size_t prompt_len,
                                      size_t steps,
@@ -578,6 +710,15 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
   }
   bool chooser = options != NULL && options->choose != NULL;
   for (; status == ATLAS_OK && !stop && pos < forwards; ++pos) {
+    // Past the prompt, with nothing reading logits on the host and the
+    // RoPE frequencies fixed to the end: the device runs ahead.
+    if (pos + 1 >= prompt_len && sink == NULL && !chooser &&
+        rope_key(m, (int64_t)(pos + 1)) == rope_key(m, (int64_t)forwards) &&
+        !m->no_ahead) {
+      status = greedy_ahead(m, options, token, pos, forwards, (int64_t)prompt_len,
+                            vocab, steps, out_tokens, &generated);
+      break;
+    }
     // transformers' generate runs the prompt as one forward, so dynamic
     // RoPE sees the prompt's length at every prompt position.
     int64_t seq_len = (int64_t)(pos + 1 > prompt_len ? pos + 1 : prompt_len);

@@ -142,6 +142,9 @@ struct atlas_llama_model {
   atlas_llama_graph *graph;
   atlas_llama_ctx ctx;
   uint32_t host_step[2];  // the source of scratch->step's upload
+  // Greedy steps wait for the host to read each id before the next is
+  // queued (atlas_llama_set_decode_ahead: benchmarks and tests).
+  bool no_ahead;
   // RoPE on the host: what scratch->inv_freq was computed for.
   int64_t rot_dim;
   int64_t rope_seq_len;     // -1: not uploaded yet; 0: static (seq-free)
