@@ -1,7 +1,6 @@
 // CUDA batched-prefill kernels (module "llama_batch"): a whole prompt chunk
 // of `n` tokens per launch. Names and signatures match prefill_host.c; see
 // prefill_kernels.h for the contract and the launch shapes.
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -1004,12 +1003,11 @@ __device__ __forceinline__ void attention_prefill_entry(
 // block ATLAS_LLAMA_DECODE_THREADS. Block (s, kvh) takes keys lo + s * kChunk
 // .. (lo: the window's start) for the `group` query heads sharing KV head
 // kvh (K and V read once per group); at contexts of up to kHeadSplits
-// splits, block (g * kHeadSplits + s, kvh) takes split s for query head g
-// alone (attention_decode_pick). Scores with a lane segment per key
-// (coalesced rows), the chunk's softmax, then P V with lane segments over
-// head_dim and slices over keys. One split (contexts up to kChunk keys)
-// writes out directly; two, on sm_90+, merge in the shared memory of their
-// cluster. Otherwise each block writes per head its max score m, sum of
+// splits, block (s * group + g, kvh) takes split s for query head g alone
+// (attention_decode_pick). Scores with a lane segment per key (coalesced
+// rows), the chunk's softmax, then P V with lane segments over head_dim and
+// slices over keys. One split (contexts up to kChunk keys) writes out
+// directly. Otherwise each block writes per head its max score m, sum of
 // exp(score - m) and unnormalised output to part[head][s], and the last
 // block of those heads to finish (a counter per KV head or query head, reset
 // by that block) merges the splits into out.
@@ -1073,27 +1071,12 @@ __device__ __forceinline__ float4 kv_unpack(uint2 r, const __half *) {
                      half_bits(r.y & 0xFFFFu), half_bits(r.y >> 16));
 }
 
-// Two splits merge through distributed shared memory where the GPU has
-// thread block clusters (sm_90+): the kernels run in clusters of two blocks,
-// and the grid puts a head's two splits in one (split = the block's rank).
-// Elsewhere, and past two splits, the last block to finish merges through
-// global memory.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define ATLAS_DECODE_PAIRS 1
-#define ATLAS_DECODE_CLUSTER __cluster_dims__(2, 1, 1)
-#else
-#define ATLAS_DECODE_PAIRS 0
-#define ATLAS_DECODE_CLUSTER
-#endif
-static_assert(kHeadSplits == 2, "a cluster holds the per-head blocks' splits");
-
 // The kernel's shared memory: one struct for the head sizes' bodies.
 template <int G>
 struct alignas(16) DecodeShared {
   float qs[G][kMaxD];
   float ps[G][kChunk];
   float red[2][kDecWarps][kMaxD];  // two: one barrier a head
-  float mine[G][kMaxD];  // this split's unnormalised output (cluster merge)
   float stat[G][2];
   int last;
 };
@@ -1254,8 +1237,6 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
   }
   const size_t stride = head_dim + 2;
   const bool one = used == 1;
-  // Two splits in a cluster: the output stays in shared memory.
-  const bool pair = ATLAS_DECODE_PAIRS && used == 2;
 #pragma unroll
   for (int g = 0; g < G; ++g) {
     if (g < (int)heads) {
@@ -1279,13 +1260,11 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
         for (int w = 0; w < kDecWarps; ++w) o += r[w][tid];
         if (one) {
           out[(size_t)h * head_dim + tid] = o / stat[g][1];
-        } else if (pair) {
-          sh.mine[g][tid] = o;
         } else {
           part[((size_t)h * splits + split) * stride + 2 + tid] = o;
         }
       }
-      if (tid == 0 && !one && !pair) {
+      if (tid == 0 && !one) {
         float *p = part + ((size_t)h * splits + split) * stride;
         p[0] = stat[g][0];
         p[1] = stat[g][1];
@@ -1293,32 +1272,6 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
     }
   }
   if (one) return;
-#if ATLAS_DECODE_PAIRS
-  if (pair) {
-    // Each block merges every other output from both blocks' shared memory
-    // (the same sums as the merge below), then waits until the other block
-    // is done reading its own.
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();
-    const uint32_t rank = cluster.block_rank();
-    DecodeShared<G> *other = cluster.map_shared_rank(&sh, rank ^ 1u);
-    const DecodeShared<G> *by_split[2] = {rank == 0 ? &sh : other,
-                                          rank == 0 ? other : &sh};
-    for (uint32_t i = rank * blockDim.x + tid; i < heads * head_dim;
-         i += 2 * blockDim.x) {
-      const uint32_t g = i / head_dim, d = i % head_dim;
-      const float m0 = by_split[0]->stat[g][0], m1 = by_split[1]->stat[g][0];
-      const float mx = fmaxf(m0, m1);
-      const float w0 = expf(m0 - mx), w1 = expf(m1 - mx);
-      const float total = w0 * by_split[0]->stat[g][1] + w1 * by_split[1]->stat[g][1];
-      const float o = w0 * by_split[0]->mine[g][d] + w1 * by_split[1]->mine[g][d];
-      out[(size_t)(h0 + g) * head_dim + d] = o / total;
-    }
-    cluster.sync();
-    return;
-  }
-#endif
   // The last split of these heads to finish merges them all.
   __threadfence();
   __syncthreads();
@@ -1408,17 +1361,14 @@ __device__ void attention_decode_pick(DecodeSharedAny<G> &sh, float *part,
   const uint32_t seq_len = step[1] + 1, group = n_heads / n_kv;
   const uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
   const uint32_t used = (seq_len - lo + kChunk - 1) / kChunk;
-  // Per-head blocks: block x = head * kHeadSplits + split, so a cluster of
-  // two holds one head's splits.
-  const bool per_head =
-      G > 1 && used <= kHeadSplits && kHeadSplits * group <= gridDim.x;
-  const uint32_t split = per_head ? blockIdx.x % kHeadSplits : blockIdx.x;
-  const uint32_t g0 = per_head ? blockIdx.x / kHeadSplits : 0;
+  const bool per_head = G > 1 && used <= kHeadSplits && used * group <= gridDim.x;
+  const uint32_t split = per_head ? blockIdx.x / group : blockIdx.x;
   // Past this step's context: leave without waiting (at 8K positions of
   // cache, 512 such blocks a launch waited at context 128). Block (0, kvh)
   // always has keys and waits, so the grid still ends after its wait.
-  if (split >= used || g0 >= group) return;
+  if (split >= used) return;
   if (per_head) {
+    const uint32_t g0 = blockIdx.x % group;
     attention_decode_g<C, 1, D>(sh.one, part, q, kc, vc, n_heads, n_kv, head_dim,
                                 step, window, splits, out, counters, split, g0, 1,
                                 used, blockIdx.y * group + g0);
@@ -1453,8 +1403,7 @@ __device__ void attention_decode_entry(float *part, const float *q, const C *kc,
 // registers for G heads only. One kernel carrying every G took 126
 // registers a thread, for the group-16 path.
 #define ATLAS_DECODE_KERNEL(S, C, G)                                           \
-  extern "C" __global__ void ATLAS_DECODE_CLUSTER                              \
-  __launch_bounds__(kDecWarps * 32, 1)                                         \
+  extern "C" __global__ void __launch_bounds__(kDecWarps * 32, 1)          \
       attention_decode_##S##_g##G(                                             \
       float *part, const float *q, const C *kc, const C *vc, uint32_t n_heads, \
       uint32_t n_kv, uint32_t head_dim, const uint32_t *step, uint32_t window, \

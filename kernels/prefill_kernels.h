@@ -52,15 +52,12 @@
 //       keys; used = ceil((seq_len - lo) / chunk) <= splits (the layout: rows
 //       per head). When used > 1, part[h][s] = {max score m, sum
 //       exp(score - m), then head_dim values sum exp(score - m) * v}, and
-//       out[h] = the merged splits; one split writes out alone (CUDA on
-//       sm_90+: two splits merge in the blocks' shared memory and leave part
-//       unwritten). counters: n_heads u32, zero before the first launch and
-//       left zero (CUDA: the last split block of a query head or KV head
-//       merges and resets it).
-//       CUDA: grid (atlas_llama_decode_grid_x(splits, n_heads / n_kv), n_kv)
-//       or any even width, block ATLAS_LLAMA_DECODE_THREADS; on sm_90+ the
-//       kernels run in clusters of two blocks. n_heads / n_kv <= G, the
-//       kernel's group size (the smallest that holds it: its registers).
+//       out[h] = the merged splits; one split writes out alone. counters:
+//       n_heads u32, zero before the first launch and left zero (CUDA: the
+//       last split block of a query head or KV head merges and resets it).
+//       CUDA: grid (atlas_llama_decode_grid_x(splits, n_heads / n_kv), n_kv),
+//       block ATLAS_LLAMA_DECODE_THREADS; n_heads / n_kv <= G, the kernel's
+//       group size (the smallest that holds it: its registers).
 //       It reads step and the cache rows before step[1] before it waits for
 //       the launch before it (overlap_prior): that launch may write only
 //       row step[1].
@@ -92,11 +89,12 @@ static inline uint32_t atlas_llama_prefill_attention_rows(int kv_16bit,
 
 // The decode attention's grid width for `splits` (the part layout: splits
 // of the longest context): room for a block per query head and split at
-// contexts of up to ATLAS_LLAMA_DECODE_HEAD_SPLITS splits, and even.
+// contexts of up to ATLAS_LLAMA_DECODE_HEAD_SPLITS splits.
 static inline uint32_t atlas_llama_decode_grid_x(uint32_t splits, uint32_t group) {
-  uint32_t per_head = group * ATLAS_LLAMA_DECODE_HEAD_SPLITS;
-  uint32_t x = per_head > splits ? per_head : splits;
-  return (x + 1) / 2 * 2;  // clusters of two blocks (sm_90+)
+  uint32_t short_splits =
+      splits < ATLAS_LLAMA_DECODE_HEAD_SPLITS ? splits : ATLAS_LLAMA_DECODE_HEAD_SPLITS;
+  uint32_t per_head = group * short_splits;
+  return per_head > splits ? per_head : splits;
 }
 
 // Sized so that adding a kernel without updating the count fails to compile.

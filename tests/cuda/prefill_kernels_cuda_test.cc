@@ -371,10 +371,8 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
   // captured decode step: the splits past it must return untouched.
   uint32_t splits = Blocks(seq - lo, ATLAS_LLAMA_DECODE_CHUNK) + 3;
   // As launched (room for a block per query head at short contexts), or
-  // one split per column (a block per KV head, whatever the context; even:
-  // clusters of two blocks on sm_90+).
-  uint32_t grid_x = head_blocks ? atlas_llama_decode_grid_x(splits, heads / kv)
-                                : (splits + 1) / 2 * 2;
+  // one split per column (a block per KV head, whatever the context).
+  uint32_t grid_x = head_blocks ? atlas_llama_decode_grid_x(splits, heads / kv) : splits;
   void *dq = s.Upload(q.data(), q.size() * 4);
   void *dk = s.Upload(kc.data(), kc.size());
   void *dv = s.Upload(vc.data(), vc.size());
