@@ -604,6 +604,46 @@ TEST(Llama, DeviceRunningAheadEqualsHostReadingEachId) {
   }
 }
 
+// A fault at any copy, event, launch or pinned allocation of a generation
+// with the device running ahead is an error (ABORTED, injected), never ids
+// with exit 0; the steps already queued drain, the ring and events go, and
+// the model then generates what it generated before. Loaded's teardown
+// checks that nothing is left.
+TEST(Llama, DeviceRunningAheadFailsCleanlyAtEveryFault) {
+  std::string dir = MakeCheckpoint("ahead_faults", "tiny", 22, ATLAS_DTYPE_F32);
+  const std::vector<uint32_t> prompt = {4, 2};
+  for (int64_t rows : {-1, 0}) {
+    SCOPED_TRACE("prefill_rows " + std::to_string(rows));
+    Loaded m;
+    m.Open(dir, rows);
+    ASSERT_NE(m.model, nullptr);
+    std::vector<uint32_t> want(6);
+    ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
+                                   want.data(), nullptr, nullptr));
+    for (atlas_fault_kind kind : {ATLAS_FAULT_COPY, ATLAS_FAULT_EVENT, ATLAS_FAULT_LAUNCH,
+                                  ATLAS_FAULT_HOST_ALLOC}) {
+      uint64_t before = atlas_backend_op_count(m.backend, kind);
+      std::vector<uint32_t> ids(6);
+      ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
+                                     ids.data(), nullptr, nullptr));
+      uint64_t ops = atlas_backend_op_count(m.backend, kind) - before;
+      ASSERT_GT(ops, 0u) << atlas_fault_kind_name(kind);
+      for (uint64_t k = 1; k <= ops; ++k) {
+        SCOPED_TRACE(std::string(atlas_fault_kind_name(kind)) + " " + std::to_string(k));
+        atlas_backend_inject_fault(m.backend, kind, k);
+        StatusResult r = Take(atlas_llama_generate(m.model, prompt.data(), prompt.size(),
+                                                   6, ids.data(), nullptr, nullptr));
+        atlas_backend_inject_fault(m.backend, kind, 0);
+        EXPECT_EQ(r.code, ATLAS_STATUS_ABORTED) << r.message;
+        std::fill(ids.begin(), ids.end(), 0u);
+        ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
+                                       ids.data(), nullptr, nullptr));
+        EXPECT_EQ(ids, want);
+      }
+    }
+  }
+}
+
 // A 16-bit KV cache is also the prefill's stated-error mode
 // (atlas_llama_prefill_one_term): each product with 16-bit weights rounds its
 // input rows once to the weights' type. The token-by-token steps keep f32

@@ -590,12 +590,18 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
                                          2 * sizeof(uint32_t), stream);
       }
       if (status == ATLAS_OK) status = atlas_backend_event_record(b, done[slot], stream);
+      if (status != ATLAS_OK) {
+        status = atlas_status_annotate(status, "queueing decode step %zu", queued);
+      }
       ++queued;
     }
     if (status != ATLAS_OK) break;
     size_t slot = pos % kAhead;
     status = atlas_backend_event_synchronize(b, done[slot]);
-    if (status != ATLAS_OK) break;
+    if (status != ATLAS_OK) {
+      status = atlas_status_annotate(status, "waiting for decode step %zu", pos);
+      break;
+    }
     if (ring[2 * slot + 1] != UINT32_MAX) {
       status = atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                                  "forward step %zu produced a non-finite logit "
