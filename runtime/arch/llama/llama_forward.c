@@ -570,7 +570,7 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
   uint32_t *ring = NULL;  // two words a slot: the id, the first bad index
   atlas_event *done[kAhead] = {NULL};
   atlas_status status =
-      atlas_backend_pinned_alloc(b, kAhead * 2 * sizeof(uint32_t), (void **)&ring);
+      atlas_backend_pinned_alloc(b, sizeof(uint32_t) * 2 * kAhead, (void **)&ring);
   for (int i = 0; status == ATLAS_OK && i < kAhead; ++i) {
     status = atlas_backend_event_create(b, &done[i]);
   }
