@@ -425,6 +425,15 @@ atlas_status atlas_llama_rope_update(atlas_llama_model *m, int64_t seq_len) {
   return status;
 }
 
+// A NaN or Inf logit makes argmax meaningless: an error naming the step,
+// never a silent token 0. `what`: "NaN", "Inf", or "a non-finite value".
+static atlas_status non_finite_logit(size_t step, const char *what, size_t index) {
+  return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                           "forward step %zu produced a non-finite logit "
+                           "(%s at index %zu); refusing to pick a token",
+                           step, what, index);
+}
+
 atlas_status atlas_llama_decode_step(atlas_llama_model *m, uint32_t token,
                                      uint32_t pos, int64_t seq_len,
                                      float *out_logits, uint32_t *out_token) {
@@ -455,17 +464,12 @@ atlas_status atlas_llama_decode_step(atlas_llama_model *m, uint32_t token,
         m->backend, out_logits, s->logits, (size_t)c->vocab_size * sizeof(float),
         stream));
   }
-  // A NaN or Inf logit makes argmax meaningless: an error naming the step,
-  // never a silent token 0.
   if (result[1] != UINT32_MAX) {
     const char *what = "a non-finite value";
     if (out_logits != NULL && result[1] < (uint64_t)c->vocab_size) {
       what = isnan(out_logits[result[1]]) ? "NaN" : "Inf";
     }
-    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
-                             "forward step %u produced a non-finite logit "
-                             "(%s at index %u); refusing to pick a token",
-                             pos, what, result[1]);
+    return non_finite_logit(pos, what, result[1]);
   }
   if (out_token != NULL) *out_token = result[0];
   return ATLAS_OK;
@@ -490,16 +494,12 @@ static uint32_t argmax(const float *v, size_t n) {
   return (uint32_t)best;
 }
 
-// A NaN or Inf logit makes argmax meaningless: an error naming the step,
-// never a silent token 0.
+// The first non-finite logit of a step copied to the host, as an error.
 static atlas_status check_finite_logits(const float *logits, size_t vocab,
                                         size_t step) {
   for (size_t i = 0; i < vocab; ++i) {
     if (!isfinite(logits[i])) {
-      return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
-                               "forward step %zu produced a non-finite logit "
-                               "(%s at index %zu); refusing to pick a token",
-                               step, isnan(logits[i]) ? "NaN" : "Inf", i);
+      return non_finite_logit(step, isnan(logits[i]) ? "NaN" : "Inf", i);
     }
   }
   return ATLAS_OK;
@@ -557,6 +557,14 @@ static atlas_status take(const atlas_arch_generate_options *options,
 // upload, the graph launch) otherwise leaves the GPU idle.
 enum { kAhead = 2 };
 
+// Whether steps at sequence lengths first_len .. last_len may run ahead: not
+// switched off, and the RoPE frequencies (uploaded once, before the first
+// step) the same for all of them.
+static bool can_run_ahead(const atlas_llama_model *m, int64_t first_len,
+                          int64_t last_len) {
+  return !m->no_ahead && rope_key(m, first_len) == rope_key(m, last_len);
+}
+
 static atlas_status greedy_ahead(atlas_llama_model *m,
                                  const atlas_arch_generate_options *options,
                                  uint32_t token, size_t pos, size_t forwards,
@@ -603,11 +611,7 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
       break;
     }
     if (ring[2 * slot + 1] != UINT32_MAX) {
-      status = atlas_status_make(ATLAS_STATUS_DATA_LOSS,
-                                 "forward step %zu produced a non-finite logit "
-                                 "(a non-finite value at index %u); refusing "
-                                 "to pick a token",
-                                 pos, ring[2 * slot + 1]);
+      status = non_finite_logit(pos, "a non-finite value", ring[2 * slot + 1]);
       break;
     }
     status = take(options, NULL, ring[2 * slot], vocab, steps, out_tokens,
@@ -615,30 +619,13 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
     ++pos;
   }
   // The steps still queued finish before the ring and events go.
-  atlas_status drain = atlas_backend_stream_synchronize(b, stream);
-  if (status == ATLAS_OK) {
-    status = drain;
-  } else {
-    atlas_status_free(drain);
-  }
+  status = atlas_status_join(status, atlas_backend_stream_synchronize(b, stream));
   for (int i = 0; i < kAhead; ++i) {
     if (done[i] != NULL) {
-      atlas_status e = atlas_backend_event_destroy(b, done[i]);
-      if (status == ATLAS_OK) {
-        status = e;
-      } else {
-        atlas_status_free(e);
-      }
+      status = atlas_status_join(status, atlas_backend_event_destroy(b, done[i]));
     }
   }
-  if (ring != NULL) {
-    atlas_status e = atlas_backend_pinned_free(b, ring);
-    if (status == ATLAS_OK) {
-      status = e;
-    } else {
-      atlas_status_free(e);
-    }
-  }
+  if (ring != NULL) status = atlas_status_join(status, atlas_backend_pinned_free(b, ring));
   return status;
 }
 
@@ -659,7 +646,7 @@ atlas_status atlas_llama_decode_greedy(atlas_llama_model *m, uint32_t token,
                              vocab);
   }
   if (count == 0) return ATLAS_OK;
-  if (!m->no_ahead && rope_key(m, (int64_t)pos + 1) == rope_key(m, (int64_t)end)) {
+  if (can_run_ahead(m, (int64_t)pos + 1, (int64_t)end)) {
     return greedy_ahead(m, NULL, token, pos, end, 0, vocab, count, out_tokens,
                         &generated);
   }
@@ -719,8 +706,7 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     // Past the prompt, with nothing reading logits on the host and the
     // RoPE frequencies fixed to the end: the device runs ahead.
     if (pos + 1 >= prompt_len && sink == NULL && !chooser &&
-        rope_key(m, (int64_t)(pos + 1)) == rope_key(m, (int64_t)forwards) &&
-        !m->no_ahead) {
+        can_run_ahead(m, (int64_t)(pos + 1), (int64_t)forwards)) {
       status = greedy_ahead(m, options, token, pos, forwards, (int64_t)prompt_len,
                             vocab, steps, out_tokens, &generated);
       break;
