@@ -999,16 +999,19 @@ __device__ __forceinline__ void attention_prefill_entry(
 // The position comes from device memory (step[1], seq_len = step[1] + 1), so
 // the grid is sized for the longest context (`max_splits`) and splits past
 // this step's context return at once: one captured graph serves every step.
-// attention_decode: grid (atlas_llama_decode_grid_x(max_splits, group), n_kv),
-// block ATLAS_LLAMA_DECODE_THREADS. Block (s, kvh) takes keys lo + s * kChunk
-// .. (lo: the window's start) for the `group` query heads sharing KV head
-// kvh (K and V read once per group); at contexts of up to kHeadSplits
+// attention_decode: grid (atlas_llama_decode_grid_x(max_splits, group,
+// blocks), n_kv), block ATLAS_LLAMA_DECODE_THREADS. With `used` = min(this
+// step's splits, grid width) blocks a KV head, block (b, kvh) takes splits
+// b, b + used, ... (split s: keys lo + s * kChunk .., lo: the window's start)
+// for the `group` query heads sharing KV head kvh (K and V read once per
+// group), one after the other with a running max and sum, the next split's
+// rows loading during this one's sums; at contexts of up to kHeadSplits
 // splits, block (s * group + g, kvh) takes split s for query head g alone
 // (attention_decode_pick). Scores with a lane segment per key (coalesced
 // rows), the chunk's softmax, then P V with lane segments over head_dim and
 // slices over keys. One split (contexts up to kChunk keys) writes out
 // directly. Otherwise each block writes per head its max score m, sum of
-// exp(score - m) and unnormalised output to part[head][s], and the last
+// exp(score - m) and unnormalised output to part[head][b], and the last
 // block of those heads to finish (a counter per KV head or query head, reset
 // by that block) merges the splits into out.
 //
@@ -1071,13 +1074,40 @@ __device__ __forceinline__ float4 kv_unpack(uint2 r, const __half *) {
                      half_bits(r.y & 0xFFFFu), half_bits(r.y >> 16));
 }
 
+__host__ __device__ constexpr int ilog2(int x) { return x <= 1 ? 0 : 1 + ilog2(x / 2); }
+
+// Sums over lane segments of 2 * O lanes of N values a lane, by halving:
+// at each step a lane keeps half of its values (the upper half where its
+// lane bit O is set) plus its partner's copy of that half, and sends the
+// other half. After log2(N) steps (or all of them) each lane holds whole
+// sums: value (its lane bits from 2 * O down, as a number) * rest + r.
+// Once one value is left the remaining steps sum it whole.
+template <int M, int N, int O>
+__device__ __forceinline__ void score_scatter(float (&v)[M], uint32_t lane_in_seg) {
+  if constexpr (O > 0) {
+    if constexpr (N > 1) {
+      const bool up = (lane_in_seg & O) != 0;
+#pragma unroll
+      for (int k = 0; k < N / 2; ++k) {
+        const float send = up ? v[k] : v[k + N / 2];
+        const float keep = up ? v[k + N / 2] : v[k];
+        v[k] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+      }
+      score_scatter<M, N / 2, O / 2>(v, lane_in_seg);
+    } else {
+      v[0] += __shfl_xor_sync(0xffffffffu, v[0], O);
+      score_scatter<M, 1, O / 2>(v, lane_in_seg);
+    }
+  }
+}
+
 // The kernel's shared memory: one struct for the head sizes' bodies.
 template <int G>
 struct alignas(16) DecodeShared {
   float qs[G][kMaxD];
   float ps[G][kChunk];
   float red[2][kDecWarps][kMaxD];  // two: one barrier a head
-  float stat[G][2];
+  float stat[G][3];
   int last;
 };
 
@@ -1092,7 +1122,8 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
                                    uint32_t head_dim_arg, const uint32_t *step,
                                    uint32_t window, uint32_t splits, float *out,
                                    uint32_t *counters, uint32_t split, uint32_t g0,
-                                   uint32_t heads, uint32_t used, uint32_t ctr) {
+                                   uint32_t heads, uint32_t chunks, uint32_t used,
+                                   uint32_t ctr) {
   using Raw = typename KvRaw<C>::T;
   constexpr int kPerWarp = kChunk / kDecWarps;  // keys a warp scores
   // Value rows also load before the wait where the accumulators leave
@@ -1101,7 +1132,7 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
   static_assert(G <= kMaxGroup, "a KV head serves at most kMaxGroup query heads");
   float(*qs)[kMaxD] = sh.qs;
   float(*ps)[kChunk] = sh.ps;
-  float(*stat)[2] = sh.stat;
+  float(*stat)[3] = sh.stat;
   const uint32_t head_dim = D != 0 ? (uint32_t)D : head_dim_arg;
   const uint32_t group = n_heads / n_kv, kvh = blockIdx.y;
   const uint32_t h0 = kvh * group + g0;  // the block's first query head
@@ -1109,8 +1140,6 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
   const uint32_t warp = tid / 32, lane = tid % 32;
   const uint32_t pos = step[1], seq_len = pos + 1;
   const uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
-  const uint32_t t_begin = lo + split * kChunk;
-  const uint32_t count = min((uint32_t)kChunk, seq_len - t_begin);
   const float scale = rsqrtf((float)head_dim);
   const uint32_t quads = (head_dim + 3) / 4;
   const bool vec = head_dim % 4 == 0;
@@ -1128,32 +1157,49 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
     const uint32_t k_in_warp = p * per_warp + sub;
     return k_in_warp < (uint32_t)kPerWarp ? warp * kPerWarp + k_in_warp : kChunk;
   };
-  // Every row this lane reads, loaded before any is used (the loads overlap;
-  // one at a time they were latency-bound); row `pos` waits.
+  auto first_key = [&](uint32_t c) { return lo + c * kChunk; };
+  auto keys_in = [&](uint32_t c) { return min((uint32_t)kChunk, seq_len - first_key(c)); };
+  // Every row this lane reads of chunk c, loaded before any is used (the
+  // loads overlap; one at a time they were latency-bound); row `pos` comes
+  // from kpos / vpos (the first chunk's rows load before the wait, and the
+  // launch before it writes row pos).
   Raw kr[kPerWarp], vr[kSlices];
-#pragma unroll
-  for (int p = 0; p < kPerWarp; ++p) {
-    const uint32_t j = key_of(p);
-    kr[p] = Raw{};
-    if (j < count && qd < quads && t_begin + j != pos) {
-      kr[p] = kv_raw(kbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
-    }
-  }
-#pragma unroll
-  for (int t = 0; t < kSlices; ++t) {
-    const uint32_t j = slice + t * slices;
-    vr[t] = Raw{};
-    if (kEarlyV && j < count && qd < quads && t_begin + j != pos) {
-      vr[t] = kv_raw(vbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
-    }
-  }
+  // (Written out at each use, not as lambdas over kr and vr: those put the
+  // arrays in local memory.)
+#define ATLAS_DECODE_LOAD_K(c)                                                  \
+  do {                                                                          \
+    const uint32_t t0_ = first_key(c), count_ = keys_in(c);                     \
+    _Pragma("unroll") for (int p = 0; p < kPerWarp; ++p) {                      \
+      const uint32_t j = key_of(p);                                             \
+      kr[p] = Raw{};                                                            \
+      if (j < count_ && qd < quads && t0_ + j != pos) {                         \
+        kr[p] = kv_raw(kbase + (size_t)(t0_ + j) * kv_dim, 4 * qd, head_dim, vec); \
+      }                                                                         \
+    }                                                                           \
+  } while (0)
+  // skip_pos: row pos comes from vpos (kEarlyV); else every row loads.
+#define ATLAS_DECODE_LOAD_V(c, skip_pos)                                        \
+  do {                                                                          \
+    const uint32_t t0_ = first_key(c), count_ = keys_in(c);                     \
+    _Pragma("unroll") for (int t = 0; t < kSlices; ++t) {                       \
+      const uint32_t j = slice + t * slices;                                    \
+      vr[t] = Raw{};                                                            \
+      if (j < count_ && qd < quads && !((skip_pos) && t0_ + j == pos)) {        \
+        vr[t] = kv_raw(vbase + (size_t)(t0_ + j) * kv_dim, 4 * qd, head_dim, vec); \
+      }                                                                         \
+    }                                                                           \
+  } while (0)
+  // This block takes chunks split, split + used, ... of `chunks` (`used`
+  // blocks share them); the last chunk holds row pos.
+  ATLAS_DECODE_LOAD_K(split);
+  if (kEarlyV) ATLAS_DECODE_LOAD_V(split, true);
   atlas_overlap_begin();  // the decode step launches it with overlap_prior
-  // Row pos, the last key when this block holds it, in registers of its own
-  // (chosen where it is used: indexing kr by a run-time key put kr in local
-  // memory).
-  const bool has_pos = t_begin + count == seq_len;
+  // Row pos in registers of its own (chosen where it is used: indexing kr by
+  // a run-time key put kr in local memory).
+  const uint32_t last = chunks - 1;
+  const bool has_last = (last - split) % used == 0;
   Raw kpos{}, vpos{};
-  if (has_pos && qd < quads) {
+  if (has_last && qd < quads) {
     const size_t row = (size_t)pos * kv_dim;
     kpos = kv_raw(kbase + row, 4 * qd, head_dim, vec);
     if (kEarlyV) vpos = kv_raw(vbase + row, 4 * qd, head_dim, vec);
@@ -1164,77 +1210,136 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
     qs[g][d] = g < heads && d < head_dim ? q[(size_t)(h0 + g) * head_dim + d] : 0.0f;
   }
   __syncthreads();
-  float4 qv[G];  // this lane's four dimensions of each head's query
-#pragma unroll
-  for (int g = 0; g < G; ++g) qv[g] = *reinterpret_cast<const float4 *>(&qs[g][4 * qd]);
-#pragma unroll
-  for (int p = 0; p < kPerWarp; ++p) {
-    const uint32_t j = key_of(p);
-    Raw raw = kr[p];
-    if (has_pos && j == count - 1) raw = kpos;
-    const float4 k4 = kv_unpack(raw, kc);
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      const float4 qq = qv[g];
-      float s = qq.x * k4.x + qq.y * k4.y + qq.z * k4.z + qq.w * k4.w;
-#pragma unroll
-      for (uint32_t o = 16; o > 0; o /= 2) {
-        if (o < seg) s += __shfl_xor_sync(0xffffffffu, s, o);
-      }
-      if (g < (int)heads && qd == 0 && j < (uint32_t)kChunk) {
-        ps[g][j] = j < count ? s * scale : -INFINITY;
-      }
-    }
-  }
-  if (!kEarlyV) {
-#pragma unroll
-    for (int t = 0; t < kSlices; ++t) {
-      const uint32_t j = slice + t * slices;
-      if (j < count && qd < quads) {
-        vr[t] = kv_raw(vbase + (size_t)(t_begin + j) * kv_dim, 4 * qd, head_dim, vec);
-      }
-    }
-  }
-  __syncthreads();
-  for (uint32_t g = warp; g < heads; g += kDecWarps) {
-    float mx = -INFINITY;
-    for (int i = lane; i < kChunk; i += 32) mx = fmaxf(mx, ps[g][i]);
-    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    float sum = 0.0f;
-    for (int i = lane; i < kChunk; i += 32) {
-      float e = (uint32_t)i < count ? expf(ps[g][i] - mx) : 0.0f;
-      ps[g][i] = e;
-      sum += e;
-    }
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (lane == 0) {
-      stat[g][0] = mx;
-      stat[g][1] = sum;
-    }
-  }
-  __syncthreads();
-  // P V: thread (slice, qd) sums keys slice, slice + slices, ... for its four
-  // dimensions; slices meet through shuffles and `red`.
+  // P V: thread (slice, qd) sums keys slice, slice + slices, ... of each
+  // chunk for its four dimensions; slices meet after the last chunk.
   float4 acc[G];
 #pragma unroll
   for (int g = 0; g < G; ++g) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  // A chunk at a time with a running max and sum per head (stat: max, sum,
+  // the factor for what was summed before), the next chunk's keys loading
+  // during this one's softmax and P V, its values during the next scores.
+  for (uint32_t c = split; c < chunks; c += used) {
+    const uint32_t count = keys_in(c), next = c + used;
+    const bool has_pos = c == last, first = c == split;
+    if constexpr (D != 0) {
+      // This lane's dot products for a batch of heads (at most 32 sums),
+      // summed over each key's lane segment by halving exchanges: a lane
+      // ends with whole sums (score_scatter), 31 shuffles for 32 sums where
+      // a shuffle tree per sum took 160.
+      constexpr int kSegC = D == 128 ? 32 : 16, kAtOnce = 32 / kSegC;
+      constexpr int kP = kPerWarp / kAtOnce;  // this lane's keys a chunk
+      constexpr int kHB = G * kP <= 16 ? G : 16 / kP;  // heads a batch
+      constexpr int kN = kHB * kP, kLevels = ilog2(kN < kSegC ? kN : kSegC);
+      constexpr int kR = kN >> kLevels, kShift = ilog2(kSegC) - kLevels;
+      // Whole sums this lane holds: indices (qd >> kShift) * kR + r; lanes
+      // equal but for the low kShift bits hold the same ones.
+      const uint32_t prefix = qd >> kShift;
+      const bool writer = (qd & ((1u << kShift) - 1)) == 0;
 #pragma unroll
-  for (int t = 0; t < kSlices; ++t) {
-    const uint32_t j = slice + t * slices;
-    if (j < count) {
-      Raw raw = vr[t];
-      if (kEarlyV && has_pos && j == count - 1) raw = vpos;
-      const float4 v4 = kv_unpack(raw, vc);
+      for (int hb = 0; hb < G; hb += kHB) {
+        float v[kN];
+#pragma unroll
+        for (int gg = 0; gg < kHB; ++gg) {
+          // The query's quad from shared memory: queries and accumulators
+          // of G heads in registers across the chunks spilled.
+          const float4 qq = *reinterpret_cast<const float4 *>(&qs[hb + gg][4 * qd]);
+#pragma unroll
+          for (int p = 0; p < kP; ++p) {
+            Raw raw = kr[p];
+            if (has_pos && key_of(p) == count - 1) raw = kpos;
+            const float4 k4 = kv_unpack(raw, kc);
+            v[gg * kP + p] = qq.x * k4.x + qq.y * k4.y + qq.z * k4.z + qq.w * k4.w;
+          }
+        }
+        score_scatter<kN, kN, kSegC / 2>(v, qd);
+        if (writer) {
+#pragma unroll
+          for (int r = 0; r < kR; ++r) {
+            const uint32_t i = prefix * kR + r, g = hb + i / kP;
+            const uint32_t j = warp * kPerWarp + (i % kP) * kAtOnce + sub;
+            if (g < heads) ps[g][j] = j < count ? v[r] * scale : -INFINITY;
+          }
+        }
+      }
+    } else {
+      // Any head size: a shuffle tree per sum, a head at a time.
 #pragma unroll
       for (int g = 0; g < G; ++g) {
-        if (g < (int)heads) {
-          float p = ps[g][j];
-          acc[g].x += p * v4.x, acc[g].y += p * v4.y;
-          acc[g].z += p * v4.z, acc[g].w += p * v4.w;
+        const float4 qq = *reinterpret_cast<const float4 *>(&qs[g][4 * qd]);
+#pragma unroll
+        for (int p = 0; p < kPerWarp; ++p) {
+          const uint32_t j = key_of(p);
+          Raw raw = kr[p];
+          if (has_pos && j == count - 1) raw = kpos;
+          const float4 k4 = kv_unpack(raw, kc);
+          float s = qq.x * k4.x + qq.y * k4.y + qq.z * k4.z + qq.w * k4.w;
+#pragma unroll
+          for (uint32_t o = 16; o > 0; o /= 2) {
+            if (o < seg) s += __shfl_xor_sync(0xffffffffu, s, o);
+          }
+          if (g < (int)heads && qd == 0 && j < (uint32_t)kChunk) {
+            ps[g][j] = j < count ? s * scale : -INFINITY;
+          }
         }
       }
     }
+    if (!kEarlyV) ATLAS_DECODE_LOAD_V(c, false);
+    if (next < chunks) ATLAS_DECODE_LOAD_K(next);
+    __syncthreads();
+    for (uint32_t g = warp; g < heads; g += kDecWarps) {
+      float mx = -INFINITY;
+      for (int i = lane; i < kChunk; i += 32) mx = fmaxf(mx, ps[g][i]);
+      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      const float before = first ? -INFINITY : stat[g][0];
+      const float m = fmaxf(before, mx);
+      float sum = 0.0f;
+      for (int i = lane; i < kChunk; i += 32) {
+        float e = (uint32_t)i < count ? expf(ps[g][i] - m) : 0.0f;
+        ps[g][i] = e;
+        sum += e;
+      }
+      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      if (lane == 0) {
+        const float f = first ? 0.0f : expf(before - m);
+        stat[g][0] = m;
+        stat[g][1] = (first ? 0.0f : stat[g][1] * f) + sum;
+        stat[g][2] = f;
+      }
+    }
+    __syncthreads();
+    if (!first) {
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        if (g < (int)heads) {
+          const float f = stat[g][2];
+          acc[g].x *= f, acc[g].y *= f, acc[g].z *= f, acc[g].w *= f;
+        }
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kSlices; ++t) {
+      const uint32_t j = slice + t * slices;
+      if (j < count) {
+        Raw raw = vr[t];
+        if (kEarlyV && has_pos && j == count - 1) raw = vpos;
+        const float4 v4 = kv_unpack(raw, vc);
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          if (g < (int)heads) {
+            float p = ps[g][j];
+            acc[g].x += p * v4.x, acc[g].y += p * v4.y;
+            acc[g].z += p * v4.z, acc[g].w += p * v4.w;
+          }
+        }
+      }
+    }
+    if (next < chunks) {
+      if (kEarlyV) ATLAS_DECODE_LOAD_V(next, true);
+      __syncthreads();  // ps and stat are the next chunk's
+    }
   }
+#undef ATLAS_DECODE_LOAD_K
+#undef ATLAS_DECODE_LOAD_V
   const size_t stride = head_dim + 2;
   const bool one = used == 1;
 #pragma unroll
@@ -1360,8 +1465,11 @@ __device__ void attention_decode_pick(DecodeSharedAny<G> &sh, float *part,
   // kernel and no kernel writes it.
   const uint32_t seq_len = step[1] + 1, group = n_heads / n_kv;
   const uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
-  const uint32_t used = (seq_len - lo + kChunk - 1) / kChunk;
-  const bool per_head = G > 1 && used <= kHeadSplits && used * group <= gridDim.x;
+  const uint32_t chunks = (seq_len - lo + kChunk - 1) / kChunk;
+  const bool per_head = G > 1 && chunks <= kHeadSplits && chunks * group <= gridDim.x;
+  // Blocks sharing a head's chunks: a chunk each per query head, or per KV
+  // head up to the grid's width (each then takes every used-th chunk).
+  const uint32_t used = per_head ? chunks : min(chunks, gridDim.x);
   const uint32_t split = per_head ? blockIdx.x / group : blockIdx.x;
   // Past this step's context: leave without waiting (at 8K positions of
   // cache, 512 such blocks a launch waited at context 128). Block (0, kvh)
@@ -1371,12 +1479,24 @@ __device__ void attention_decode_pick(DecodeSharedAny<G> &sh, float *part,
     const uint32_t g0 = blockIdx.x % group;
     attention_decode_g<C, 1, D>(sh.one, part, q, kc, vc, n_heads, n_kv, head_dim,
                                 step, window, splits, out, counters, split, g0, 1,
-                                used, blockIdx.y * group + g0);
+                                chunks, used, blockIdx.y * group + g0);
   } else {
     attention_decode_g<C, G, D>(sh.many, part, q, kc, vc, n_heads, n_kv, head_dim,
                                 step, window, splits, out, counters, split, 0, group,
-                                used, blockIdx.y);
+                                chunks, used, blockIdx.y);
   }
+}
+
+// Any other head size, in a function of its own: its registers are
+// allocated apart from the 64 and 128 bodies' (inlined with them, its loop's
+// spills spread to theirs).
+template <typename C, int G>
+__device__ __noinline__ void attention_decode_pick_any(
+    DecodeSharedAny<G> &sh, float *part, const float *q, const C *kc, const C *vc,
+    uint32_t n_heads, uint32_t n_kv, uint32_t head_dim, const uint32_t *step,
+    uint32_t window, uint32_t splits, float *out, uint32_t *counters) {
+  attention_decode_pick<C, G, 0>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
+                                 window, splits, out, counters);
 }
 
 // The decode kernel's body for this head size.
@@ -1394,8 +1514,8 @@ __device__ void attention_decode_entry(float *part, const float *q, const C *kc,
     attention_decode_pick<C, G, 64>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
                                     window, splits, out, counters);
   } else {
-    attention_decode_pick<C, G, 0>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
-                                   window, splits, out, counters);
+    attention_decode_pick_any<C, G>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
+                                    window, splits, out, counters);
   }
 }
 

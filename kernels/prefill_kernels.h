@@ -55,9 +55,13 @@
 //       out[h] = the merged splits; one split writes out alone. counters:
 //       n_heads u32, zero before the first launch and left zero (CUDA: the
 //       last split block of a query head or KV head merges and resets it).
-//       CUDA: grid (atlas_llama_decode_grid_x(splits, n_heads / n_kv), n_kv),
-//       block ATLAS_LLAMA_DECODE_THREADS; n_heads / n_kv <= G, the kernel's
-//       group size (the smallest that holds it: its registers).
+//       CUDA: grid (atlas_llama_decode_grid_x(splits, n_heads / n_kv,
+//       blocks), n_kv), block ATLAS_LLAMA_DECODE_THREADS; n_heads / n_kv <=
+//       G, the kernel's group size (the smallest that holds it: its
+//       registers). Past ATLAS_LLAMA_DECODE_HEAD_SPLITS splits a KV head's
+//       used splits go to min(used, grid width) blocks, block b taking
+//       splits b, b + blocks, ... with a running softmax: part[h][b] then
+//       holds block b's merged splits (the same form).
 //       It reads step and the cache rows before step[1] before it waits for
 //       the launch before it (overlap_prior): that launch may write only
 //       row step[1].
@@ -89,12 +93,28 @@ static inline uint32_t atlas_llama_prefill_attention_rows(int kv_16bit,
 
 // The decode attention's grid width for `splits` (the part layout: splits
 // of the longest context): room for a block per query head and split at
-// contexts of up to ATLAS_LLAMA_DECODE_HEAD_SPLITS splits.
-static inline uint32_t atlas_llama_decode_grid_x(uint32_t splits, uint32_t group) {
+// contexts of up to ATLAS_LLAMA_DECODE_HEAD_SPLITS splits, and for at most
+// `blocks` blocks a KV head at longer ones (atlas_llama_decode_blocks).
+static inline uint32_t atlas_llama_decode_grid_x(uint32_t splits, uint32_t group,
+                                                 uint32_t blocks) {
   uint32_t short_splits =
       splits < ATLAS_LLAMA_DECODE_HEAD_SPLITS ? splits : ATLAS_LLAMA_DECODE_HEAD_SPLITS;
   uint32_t per_head = group * short_splits;
-  return per_head > splits ? per_head : splits;
+  uint32_t per_kv = splits < blocks ? splits : blocks;
+  return per_head > per_kv ? per_head : per_kv;
+}
+
+// Blocks a KV head takes at long contexts: one wave of the GPU's `sms`
+// (a 512-thread decode block fills an SM's registers), at least one. Each
+// block then streams its splits, the next one's rows loading during this
+// one's sums, where a block a split ran in waves that each waited for their
+// loads. Head sizes other than 64 and 128 keep a block a split (no cap):
+// their kernel's loop over splits spilled registers.
+static inline uint32_t atlas_llama_decode_blocks(int sms, uint32_t n_kv,
+                                                 uint32_t head_dim) {
+  if (head_dim != 64 && head_dim != 128) return UINT32_MAX;
+  uint32_t b = n_kv > 0 && sms > 0 ? (uint32_t)sms / n_kv : 1;
+  return b > 0 ? b : 1;
 }
 
 // Sized so that adding a kernel without updating the count fails to compile.

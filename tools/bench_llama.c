@@ -248,14 +248,17 @@ int atlas_bench_decode(int argc, char **argv) {
     // generation does without a sampler or a logits sink: only the id comes
     // back), then the host reading each id before the next step, without
     // launch overlap, and launched one by one.
+    // Last, the decode attention with a block per 128-key split (the layout
+    // before blocks took several splits each).
     const struct {
-      bool graph, overlap, ahead;
+      bool graph, overlap, ahead, split_blocks;
       const char *name, *key;
     } modes[] = {
-        {true, true, true, "captured graph, device a step ahead", ""},
-        {true, true, false, "captured graph, host reads each id", "_sync"},
-        {true, false, true, "captured graph, no launch overlap", "_nooverlap"},
-        {false, true, true, "eager launches", "_eager"},
+        {true, true, true, false, "captured graph, device a step ahead", ""},
+        {true, true, false, false, "captured graph, host reads each id", "_sync"},
+        {true, false, true, false, "captured graph, no launch overlap", "_nooverlap"},
+        {false, true, true, false, "eager launches", "_eager"},
+        {true, true, true, true, "captured graph, attention a block a split", "_blocksplit"},
     };
     for (size_t mode = 0; rc == 0 && mode < sizeof(modes) / sizeof(modes[0]); ++mode) {
       rc = check(atlas_llama_set_decode_graph(m, modes[mode].graph), "decode mode");
@@ -264,6 +267,11 @@ int atlas_bench_decode(int argc, char **argv) {
       }
       if (rc == 0) {
         rc = check(atlas_llama_set_decode_ahead(m, modes[mode].ahead), "decode mode");
+      }
+      if (rc == 0) {
+        rc = check(atlas_llama_set_decode_attention_blocks(
+                       m, modes[mode].split_blocks ? UINT32_MAX : 0),
+                   "decode mode");
       }
       // Warm-up steps (the first captures the graph), then the timed ones
       // (rewritten: positions ctx .. ctx + steps - 1).

@@ -95,16 +95,20 @@ atlas_status Collect(void *ctx, const float *logits, size_t n) {
 void Generate(atlas_backend *b, const std::string &dir,
               const std::vector<uint32_t> &prompt, size_t steps,
               std::vector<uint32_t> *out, Collected *logits,
-              atlas_dtype kv_dtype = ATLAS_DTYPE_F32) {
+              atlas_dtype kv_dtype = ATLAS_DTYPE_F32, int64_t max_seq = 32,
+              uint32_t attention_blocks = 0) {
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
   atlas_llama_config config;
   ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
   atlas_llama_load_options lo{};
-  lo.max_seq = 32;
+  lo.max_seq = max_seq;
   lo.kv_dtype = kv_dtype;
   atlas_llama_model *model = nullptr;
   ASSERT_OK(atlas_llama_load(b, ck, &config, &lo, &model));
+  if (attention_blocks != 0) {
+    ASSERT_OK(atlas_llama_set_decode_attention_blocks(model, attention_blocks));
+  }
   out->assign(steps, 0);
   EXPECT_OK(atlas_llama_generate(model, prompt.data(), prompt.size(), steps,
                                  out->data(), Collect, logits));
@@ -211,6 +215,50 @@ TEST(LlamaCudaOverlap, ChangesNoBitOfTheLogitsNorTheIds) {
   EXPECT_OK(atlas_llama_unload(model, &r));
   atlas_sweep_result_free(&r.sweep);
   atlas_checkpoint_close(ck);
+  EXPECT_OK(atlas_backend_destroy(cuda));
+}
+
+// Past two 128-key splits the decode attention gives a KV head's splits to
+// a few blocks, each taking several with a running softmax (two blocks
+// here: three splits and two), or a block a split. Both match the host
+// step for step over a 600-token context, f32 and a 16-bit cache.
+TEST(LlamaCudaDecodeBlocks, FewBlocksOrABlockASplitMatchTheHost) {
+  atlas_backend *cuda = nullptr;
+  CUDA_OR_SKIP(&cuda);
+  atlas_backend *host = nullptr;
+  atlas_backend_options o{};
+  o.modules = &atlas_llama_module_set;
+  ASSERT_OK(atlas_host_backend_create(&o, &host));
+  std::string dir = MakeCheckpoint("blocks", ATLAS_DTYPE_BF16, false);
+  std::vector<uint32_t> prompt(600);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = (uint32_t)(i * 7 + 3) % 61;
+  for (atlas_dtype kv : {ATLAS_DTYPE_F32, ATLAS_DTYPE_BF16}) {
+    std::vector<uint32_t> want_tokens;
+    Collected want;
+    Generate(host, dir, prompt, 10, &want_tokens, &want, kv, 640);
+    for (uint32_t blocks : {2u, UINT32_MAX}) {
+      std::vector<uint32_t> got_tokens;
+      Collected got;
+      Generate(cuda, dir, prompt, 10, &got_tokens, &got, kv, 640, blocks);
+      EXPECT_EQ(got_tokens, want_tokens) << "blocks " << blocks;
+      ASSERT_EQ(got.steps.size(), want.steps.size());
+      double max_err = 0, max_ref = 0;
+      // The decode steps: the rows after the prompt's.
+      for (size_t s = prompt.size(); s < want.steps.size(); ++s) {
+        for (size_t i = 0; i < want.steps[s].size(); ++i) {
+          max_err = std::max(max_err, (double)std::fabs(want.steps[s][i] - got.steps[s][i]));
+          max_ref = std::max(max_ref, (double)std::fabs(want.steps[s][i]));
+        }
+      }
+      EXPECT_GT(max_ref, 1e-3);
+      double tolerance = kv == ATLAS_DTYPE_F32 ? 1e-4 : 2e-3;
+      EXPECT_LT(max_err / max_ref, tolerance)
+          << "KV " << atlas_dtype_name(kv) << ", blocks " << blocks;
+      printf("KV %s, decode-attention blocks %u: max |cuda - host| / max |host| = %.3g\n",
+             atlas_dtype_name(kv), blocks, max_err / max_ref);
+    }
+  }
+  EXPECT_OK(atlas_backend_destroy(host));
   EXPECT_OK(atlas_backend_destroy(cuda));
 }
 

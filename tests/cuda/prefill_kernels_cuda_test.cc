@@ -363,16 +363,19 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
                                    const std::vector<float> &vc_f, uint32_t heads,
                                    uint32_t kv, uint32_t dim, uint32_t seq,
                                    uint32_t window, const std::string &kv_type = "f32",
-                                   bool head_blocks = true) {
+                                   uint32_t blocks = UINT32_MAX) {
   std::vector<unsigned char> kc = atlas_test::KvBytes(kc_f, kv_type);
   std::vector<unsigned char> vc = atlas_test::KvBytes(vc_f, kv_type);
   uint32_t lo = (window != 0 && seq > window) ? seq - window : 0;
   // The grid is sized for a longer context than this step's, as in a
   // captured decode step: the splits past it must return untouched.
   uint32_t splits = Blocks(seq - lo, ATLAS_LLAMA_DECODE_CHUNK) + 3;
-  // As launched (room for a block per query head at short contexts), or
-  // one split per column (a block per KV head, whatever the context).
-  uint32_t grid_x = head_blocks ? atlas_llama_decode_grid_x(splits, heads / kv) : splits;
+  // As launched (room for a block per query head at short contexts) with at
+  // most `blocks` blocks a KV head at long ones (a few: each takes several
+  // splits), or (blocks 0) one split per column, a block per KV head
+  // whatever the context.
+  uint32_t grid_x =
+      blocks > 0 ? atlas_llama_decode_grid_x(splits, heads / kv, blocks) : splits;
   void *dq = s.Upload(q.data(), q.size() * 4);
   void *dk = s.Upload(kc.data(), kc.size());
   void *dv = s.Upload(vc.data(), vc.size());
@@ -402,7 +405,7 @@ TEST_F(PrefillKernelsCuda, AttentionDecodeSplitOverTheContext) {
                  Case{32, 8, 64, 300, 0}, Case{32, 8, 128, 1500, 0},
                  Case{32, 8, 128, 8192, 0}, Case{28, 4, 128, 700, 0},
                  Case{8, 8, 30, 513, 0}, Case{16, 2, 80, 200, 0},
-                 Case{32, 8, 128, 1500, 100},
+                 Case{32, 8, 128, 1500, 100}, Case{32, 8, 128, 3000, 1000},
                  // two splits: per-head blocks and their merge, a window of
                  // two, a group of one
                  Case{32, 8, 64, 129, 0}, Case{32, 8, 128, 256, 0},
@@ -418,7 +421,9 @@ TEST_F(PrefillKernelsCuda, AttentionDecodeSplitOverTheContext) {
         return std::vector<std::vector<float>>{
             DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window, kv_type),
             DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window, kv_type,
-                            false)};
+                            0),
+            DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window, kv_type,
+                            3)};
       });
     }
   }

@@ -91,6 +91,14 @@ ATLAS_MUST_USE atlas_status atlas_llama_set_decode_graph(atlas_llama_model *m, b
 // (true, the default; sm_90+) or not: for side-by-side benchmarks.
 ATLAS_MUST_USE atlas_status atlas_llama_set_decode_overlap(atlas_llama_model *m, bool enabled);
 
+// Decode-attention blocks a KV head takes past two 128-key splits, each
+// block then taking every blocks-th split: 0 restores the default (one
+// wave of the GPU, atlas_llama_decode_blocks), UINT32_MAX gives every split
+// a block of its own. For side-by-side benchmarks and tests; the logits
+// agree to rounding.
+ATLAS_MUST_USE atlas_status atlas_llama_set_decode_attention_blocks(atlas_llama_model *m,
+                                                                    uint32_t blocks);
+
 // Greedy generation without a logits sink or chooser queues each step
 // before the host has read the previous step's id (true, the default), or
 // waits for it (false): for side-by-side benchmarks and tests. Running

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "atlas/kernels/llama_kernels.h"
+#include "atlas/kernels/prefill_kernels.h"
 #include "atlas/runtime/arch/llama/llama_model.h"
 #include "atlas/runtime/log.h"
 
@@ -390,6 +391,21 @@ static int64_t rope_key(const atlas_llama_model *m, int64_t seq_len) {
   return c->rope.type == ATLAS_ROPE_DYNAMIC && seq_len > c->max_position_embeddings
              ? seq_len
              : 0;
+}
+
+static uint32_t default_decode_blocks(const atlas_llama_config *c, int sms) {
+  return atlas_llama_decode_blocks(sms, (uint32_t)c->num_key_value_heads,
+                                   (uint32_t)c->head_dim);
+}
+
+atlas_status atlas_llama_set_decode_attention_blocks(atlas_llama_model *m,
+                                                     uint32_t blocks) {
+  if (m->graph != NULL) ATLAS_RETURN_IF_ERROR(drop_graph(m));  // a launch shape
+  const atlas_llama_config *c = &m->config;
+  int sms = 1;
+  ATLAS_RETURN_IF_ERROR(atlas_backend_sm_count(m->backend, &sms));
+  m->ctx.decode_blocks = blocks != 0 ? blocks : default_decode_blocks(c, sms);
+  return ATLAS_OK;
 }
 
 atlas_status atlas_llama_set_decode_ahead(atlas_llama_model *m, bool enabled) {
@@ -777,6 +793,7 @@ atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
   out_ctx->o_splits = add_splits(config->hidden_size, q_dim, sms);
   out_ctx->down_splits =
       add_splits(config->hidden_size, config->intermediate_size, sms);
+  out_ctx->decode_blocks = default_decode_blocks(config, sms);
   uint32_t group = config->num_key_value_heads > 0
                        ? (uint32_t)(config->num_attention_heads /
                                     config->num_key_value_heads)

@@ -115,6 +115,9 @@ typedef struct atlas_llama_ctx {
   // Warps a row of the output and down projections (matvec_add), by the
   // GPU's size: llama_forward.c, add_splits.
   uint32_t o_splits, down_splits;
+  // Decode-attention blocks a KV head at long contexts, by the GPU's size
+  // (atlas_llama_decode_blocks).
+  uint32_t decode_blocks;
 } atlas_llama_ctx;
 
 // Fails when a piece is missing rather than letting a dispatch site find out.

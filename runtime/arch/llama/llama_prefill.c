@@ -468,7 +468,7 @@ atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
                       P(out),
                       P(m->prefill->counters)};
   return launch(ctx, ctx->ops.decode[atlas_llama_wtype_of(m->kv->dtype)],
-                d3(atlas_llama_decode_grid_x(splits, n_heads / n_kv), n_kv),
+                d3(atlas_llama_decode_grid_x(splits, n_heads / n_kv, ctx->decode_blocks), n_kv),
                 ATLAS_LLAMA_DECODE_THREADS, args, COUNT(args));
 }
 
