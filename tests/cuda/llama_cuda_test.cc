@@ -219,9 +219,11 @@ TEST(LlamaCudaOverlap, ChangesNoBitOfTheLogitsNorTheIds) {
 }
 
 // Past two 128-key splits the decode attention gives a KV head's splits to
-// a few blocks, each taking several with a running softmax (two blocks
-// here: three splits and two), or a block a split. Both match the host
-// step for step over a 600-token context, f32 and a 16-bit cache.
+// a few blocks, each taking several with a running softmax, or a block a
+// split. Asked for 2, the grid keeps room for a block per query head and
+// split at two splits: 4 blocks here (group 2), the first taking two of
+// the five splits. Both match the host step for step over a 600-token
+// context, f32 and a 16-bit cache.
 TEST(LlamaCudaDecodeBlocks, FewBlocksOrABlockASplitMatchTheHost) {
   atlas_backend *cuda = nullptr;
   CUDA_OR_SKIP(&cuda);

@@ -371,9 +371,9 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
   // captured decode step: the splits past it must return untouched.
   uint32_t splits = Blocks(seq - lo, ATLAS_LLAMA_DECODE_CHUNK) + 3;
   // As launched (room for a block per query head at short contexts) with at
-  // most `blocks` blocks a KV head at long ones (a few: each takes several
-  // splits), or (blocks 0) one split per column, a block per KV head
-  // whatever the context.
+  // most `blocks` blocks a KV head at long ones, or 2 * group where that is
+  // more (a few: each takes several splits), or (blocks 0) one split per
+  // column, a block per KV head whatever the context.
   uint32_t grid_x =
       blocks > 0 ? atlas_llama_decode_grid_x(splits, heads / kv, blocks) : splits;
   void *dq = s.Upload(q.data(), q.size() * 4);

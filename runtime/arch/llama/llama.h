@@ -91,11 +91,12 @@ ATLAS_MUST_USE atlas_status atlas_llama_set_decode_graph(atlas_llama_model *m, b
 // (true, the default; sm_90+) or not: for side-by-side benchmarks.
 ATLAS_MUST_USE atlas_status atlas_llama_set_decode_overlap(atlas_llama_model *m, bool enabled);
 
-// Decode-attention blocks a KV head takes past two 128-key splits, each
-// block then taking every blocks-th split: 0 restores the default (one
-// wave of the GPU, atlas_llama_decode_blocks), UINT32_MAX gives every split
-// a block of its own. For side-by-side benchmarks and tests; the logits
-// agree to rounding.
+// Decode-attention blocks a KV head takes past two 128-key splits (at
+// least 2 * the query heads a KV head serves: the grid's room for short
+// contexts), each block then taking every n-th split: 0 restores the
+// default (one wave of the GPU, atlas_llama_decode_blocks), UINT32_MAX
+// gives every split a block of its own. For side-by-side benchmarks and
+// tests; the logits agree to rounding.
 ATLAS_MUST_USE atlas_status atlas_llama_set_decode_attention_blocks(atlas_llama_model *m,
                                                                     uint32_t blocks);
 
