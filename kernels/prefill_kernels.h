@@ -59,9 +59,9 @@
 //       blocks), n_kv), block ATLAS_LLAMA_DECODE_THREADS; n_heads / n_kv <=
 //       G, the kernel's group size (the smallest that holds it: its
 //       registers). Past ATLAS_LLAMA_DECODE_HEAD_SPLITS splits a KV head's
-//       used splits go to min(used, grid width) blocks, block b taking
-//       splits b, b + blocks, ... with a running softmax: part[h][b] then
-//       holds block b's merged splits (the same form).
+//       used splits go to n = min(used, grid width) blocks, block b taking
+//       splits b, b + n, ... with a running softmax: part[h][b] then holds
+//       block b's merged splits (the same form).
 //       It reads step and the cache rows before step[1] before it waits for
 //       the launch before it (overlap_prior): that launch may write only
 //       row step[1].
