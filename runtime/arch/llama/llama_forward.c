@@ -400,7 +400,7 @@ static uint32_t default_decode_blocks(const atlas_llama_config *c, int sms) {
 
 atlas_status atlas_llama_set_decode_attention_blocks(atlas_llama_model *m,
                                                      uint32_t blocks) {
-  if (m->graph != NULL) ATLAS_RETURN_IF_ERROR(drop_graph(m));  // a launch shape
+  ATLAS_RETURN_IF_ERROR(drop_graph(m));  // captured with the old launch shape
   const atlas_llama_config *c = &m->config;
   int sms = 1;
   ATLAS_RETURN_IF_ERROR(atlas_backend_sm_count(m->backend, &sms));
