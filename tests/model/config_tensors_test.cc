@@ -102,7 +102,9 @@ TEST(LlamaTensors, ShapesWithGroupedQueryAttention) {
     atlas_llama_weight_shape(&c, w.w, shape, &rank);
     EXPECT_EQ(rank, w.rank);
     EXPECT_EQ(shape[0], w.d0);
-    if (rank == 2) EXPECT_EQ(shape[1], w.d1);
+    if (rank == 2) {
+      EXPECT_EQ(shape[1], w.d1);
+    }
   }
 }
 

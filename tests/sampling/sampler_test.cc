@@ -123,7 +123,9 @@ TEST(Sampler, DrawFrequenciesFollowTheDistribution) {
       chi2 += (count[i] - e) * (count[i] - e) / e;
       ++dof;
     }
-    if (dof >= 2) EXPECT_LT(chi2, ChiSquareCritical(dof - 1));
+    if (dof >= 2) {
+      EXPECT_LT(chi2, ChiSquareCritical(dof - 1));
+    }
   }
 }
 

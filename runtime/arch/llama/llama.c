@@ -2,7 +2,8 @@
 //
 // The model is built as teardown resources in build order: weights, buffers
 // (one allocation carved into the KV cache, scratch and prefill scratch),
-// kv_cache, scratch, prefill_scratch, kernel registry, decode graph. Each
+// kv_cache, scratch, prefill_scratch, kernel registry, decode_ahead, decode
+// graph. Each
 // resource is registered before it is filled, so a load that fails part-way
 // releases exactly what it allocated by running the teardown built so far.
 #define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
@@ -50,6 +51,21 @@ static atlas_status release_graph(void *p) {
   atlas_status status = ATLAS_OK;
   if (g->graph != NULL) status = atlas_backend_destroy_graph(g->backend, g->graph);
   free(g);
+  return status;
+}
+
+static atlas_status release_ahead(void *p) {
+  atlas_llama_ahead *a = p;
+  atlas_status status = ATLAS_OK;
+  for (int i = 0; i < ATLAS_LLAMA_AHEAD; ++i) {
+    if (a->done[i] != NULL) {
+      status = atlas_status_join(status, atlas_backend_event_destroy(a->backend, a->done[i]));
+    }
+  }
+  if (a->ring != NULL) {
+    status = atlas_status_join(status, atlas_backend_pinned_free(a->backend, a->ring));
+  }
+  free(a);
   return status;
 }
 
@@ -534,6 +550,23 @@ static atlas_status adopt(atlas_teardown *t, const char *name,
   return status;
 }
 
+// The ring and events of greedy decoding a step ahead (llama_model.h).
+static atlas_status make_ahead(atlas_llama_model *m) {
+  m->ahead = calloc(1, sizeof(*m->ahead));
+  if (m->ahead == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "out of host memory while building the model");
+  }
+  m->ahead->backend = m->backend;
+  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "decode_ahead", release_ahead, m->ahead));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_pinned_alloc(
+      m->backend, sizeof(uint32_t) * 2 * ATLAS_LLAMA_AHEAD, (void **)&m->ahead->ring));
+  for (int i = 0; i < ATLAS_LLAMA_AHEAD; ++i) {
+    ATLAS_RETURN_IF_ERROR(atlas_backend_event_create(m->backend, &m->ahead->done[i]));
+  }
+  return ATLAS_OK;
+}
+
 static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
                           const atlas_llama_load_options *options) {
   const atlas_llama_config *c = &m->config;
@@ -609,6 +642,7 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
                               m->kernels));
   ATLAS_RETURN_IF_ERROR(
       atlas_llama_ctx_make(m->backend, NULL, &m->config, m->scratch, &m->ctx));
+  ATLAS_RETURN_IF_ERROR(make_ahead(m));
   // Last: the graph is released first, before the buffers it launches on.
   m->graph = calloc(1, sizeof(*m->graph));
   if (m->graph == NULL) goto oom;

@@ -564,15 +564,14 @@ static atlas_status take(const atlas_arch_generate_options *options,
 
 // Greedy steps with the host behind the device: each step's argmax writes
 // the next step's token and position (step_body), so step pos + 1 is queued
-// before step pos's id is read. The device runs ahead by kAhead - 1 steps;
+// before step pos's id is read. The device runs ahead by ATLAS_LLAMA_AHEAD - 1
+// steps (the model's ring and events, llama_model.h);
 // after a stop (EOS, on_token) the steps already queued finish and their
 // ids are dropped. Consecutive steps are separated by the copy of the id,
 // so no step's kernels overlap the one before (the step kernels read the
 // token and position before they wait: llama.cu). In a captured step on the
 // H200 the host round trip between steps (the id's copy and sync, the
 // upload, the graph launch) otherwise leaves the GPU idle.
-enum { kAhead = 2 };
-
 // Whether steps at sequence lengths first_len .. last_len may run ahead: not
 // switched off, and the RoPE frequencies (uploaded once, before the first
 // step) the same for all of them.
@@ -591,23 +590,16 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
   atlas_llama_scratch *s = m->scratch;
   int64_t first_len = (int64_t)pos + 1 > seq_len_min ? (int64_t)pos + 1 : seq_len_min;
   ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, first_len));
-  uint32_t *ring = NULL;  // two words a slot: the id, the first bad index
-  atlas_event *done[kAhead] = {NULL};
-  atlas_status status =
-      atlas_backend_pinned_alloc(b, sizeof(uint32_t) * 2 * kAhead, (void **)&ring);
-  for (int i = 0; status == ATLAS_OK && i < kAhead; ++i) {
-    status = atlas_backend_event_create(b, &done[i]);
-  }
-  if (status == ATLAS_OK) {
-    m->host_step[0] = token;
-    m->host_step[1] = (uint32_t)pos;
-    status = upload_step(m);
-  }
+  uint32_t *ring = m->ahead->ring;
+  atlas_event *const *done = m->ahead->done;
+  m->host_step[0] = token;
+  m->host_step[1] = (uint32_t)pos;
+  atlas_status status = upload_step(m);
   size_t queued = pos;
   bool stop = false;
   while (status == ATLAS_OK && !stop && pos < forwards) {
-    while (status == ATLAS_OK && queued < forwards && queued - pos < kAhead) {
-      size_t slot = queued % kAhead;
+    while (status == ATLAS_OK && queued < forwards && queued - pos < ATLAS_LLAMA_AHEAD) {
+      size_t slot = queued % ATLAS_LLAMA_AHEAD;
       status = run_step(m);
       if (status == ATLAS_OK) {
         status = atlas_backend_d2h_async(b, ring + 2 * slot, s->result,
@@ -620,7 +612,7 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
       ++queued;
     }
     if (status != ATLAS_OK) break;
-    size_t slot = pos % kAhead;
+    size_t slot = pos % ATLAS_LLAMA_AHEAD;
     status = atlas_backend_event_synchronize(b, done[slot]);
     if (status != ATLAS_OK) {
       status = atlas_status_annotate(status, "waiting for decode step %zu", pos);
@@ -634,15 +626,8 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
                   generated, &token, &stop);
     ++pos;
   }
-  // The steps still queued finish before the ring and events go.
-  status = atlas_status_join(status, atlas_backend_stream_synchronize(b, stream));
-  for (int i = 0; i < kAhead; ++i) {
-    if (done[i] != NULL) {
-      status = atlas_status_join(status, atlas_backend_event_destroy(b, done[i]));
-    }
-  }
-  if (ring != NULL) status = atlas_status_join(status, atlas_backend_pinned_free(b, ring));
-  return status;
+  // The steps still queued finish before the ring is read again.
+  return atlas_status_join(status, atlas_backend_stream_synchronize(b, stream));
 }
 
 atlas_status atlas_llama_decode_greedy(atlas_llama_model *m, uint32_t token,

@@ -105,6 +105,19 @@ typedef struct atlas_llama_graph {
   bool no_overlap;      // launches wait for the one before (benchmarks)
 } atlas_llama_graph;
 
+// Teardown resource "decode_ahead": what greedy decoding with the device a
+// step ahead (llama_forward.c, greedy_ahead) reads each step's id through: a
+// ring of ATLAS_LLAMA_AHEAD slots in pinned memory (two words a slot: the id,
+// the first non-finite logit's index) and an event a slot. Made at load, so
+// that a generate call allocates nothing (a pinned free may wait for the
+// whole device).
+enum { ATLAS_LLAMA_AHEAD = 2 };
+typedef struct atlas_llama_ahead {
+  atlas_backend *backend;
+  uint32_t *ring;
+  atlas_event *done[ATLAS_LLAMA_AHEAD];
+} atlas_llama_ahead;
+
 // The Llama forward context: the core one plus the model-derived values
 // every Llama dispatch site needs. Built by atlas_llama_ctx_make only.
 typedef struct atlas_llama_ctx {
@@ -143,6 +156,7 @@ struct atlas_llama_model {
   atlas_llama_kernels *kernels;
   atlas_llama_prefill_scratch *prefill;  // NULL: prompts run token by token
   atlas_llama_graph *graph;
+  atlas_llama_ahead *ahead;
   atlas_llama_ctx ctx;
   uint32_t host_step[2];  // the source of scratch->step's upload
   // Greedy steps wait for the host to read each id before the next is
