@@ -29,6 +29,9 @@
 //      Prints the cycles a consumer warp spends in each part.
 //      With "L2 N ahead" the producer also prefetches the tile N ahead of
 //      its copies into L2.
+//   P: A, each layer's first tiny step (attention's place) also prefetching
+//      the first 4-32 MiB of that layer's gate and up matrices into L2
+//      (cp.async.bulk.prefetch.L2), after its wait or before it.
 //   D: C (x in shared memory) with its tiles claimed at run time from a
 //      counter a step, so a faster SM takes more of them.
 // Prints ms a token for each, the floor (weight bytes / device copy rate),
@@ -65,6 +68,11 @@ struct Step {
   const float *in;
   float *out;
   uint32_t rows, cols, splits;
+  // P: a STUB step prefetches the first pf_bytes of pf0 and of pf1 into L2
+  // (before its wait when pf_early), spread over its blocks.
+  const void *pf0 = nullptr, *pf1 = nullptr;
+  uint32_t pf_bytes = 0;
+  int pf_early = 0;
 };
 
 __device__ __forceinline__ uint32_t tasks_of(const Step &s) {
@@ -165,14 +173,33 @@ __device__ __forceinline__ void stub_run(const Step &s, uint32_t gthread, uint32
   for (uint32_t i = gthread; i < s.rows; i += nthreads) s.out[i] = 0.5f * __ldcg(s.in + i);
 }
 
+// This block's share of the step's L2 prefetch (P): 32 KiB pieces, a piece
+// a thread of the first warp per round.
+__device__ __forceinline__ void stub_prefetch(const Step &s) {
+  if (s.pf_bytes == 0 || threadIdx.x >= 32) return;
+  constexpr uint32_t kPiece = 32 * 1024;
+  const uint32_t pieces = (s.pf_bytes + kPiece - 1) / kPiece;
+  for (uint32_t i = blockIdx.x * 32 + threadIdx.x; i < 2 * pieces; i += gridDim.x * 32) {
+    const char *base = (const char *)(i < pieces ? s.pf0 : s.pf1);
+    const uint32_t k = i < pieces ? i : i - pieces;
+    const uint32_t off = k * kPiece;
+    const uint32_t n = min(kPiece, s.pf_bytes - off) & ~15u;
+    if (n == 0) continue;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + off), "r"(n)
+                 : "memory");
+  }
+}
+
 // ---- A: a kernel a step, programmatic dependent launch -------------------
 __global__ void step_kernel(Step s) {
   const uint32_t lane = threadIdx.x % 32;
   const uint32_t t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   Pre p;
   task_pre(s, t, p, lane);
+  if (s.kind == STUB && s.pf_early) stub_prefetch(s);
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (s.kind == STUB && !s.pf_early) stub_prefetch(s);
   if (s.kind == STUB) {
     stub_run(s, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
     return;
@@ -1025,12 +1052,13 @@ int main(int argc, char **argv) {
   // A: a kernel a step (bulk: A2, rows through shared memory).
   CK(cudaFuncSetAttribute(step_kernel_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           200 * 1024));
-  auto graph_a = [&](bool overlap, bool bulk = false, uint32_t budget = 64 * 1024) {
+  auto graph_a = [&](bool overlap, bool bulk = false, uint32_t budget = 64 * 1024,
+                     const std::vector<Step> *chain = nullptr) {
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
     CK(cudaMemcpyAsync(x, x0, sh.hidden * 4, cudaMemcpyDeviceToDevice, st));
-    for (const Step &s : steps) {
+    for (const Step &s : chain ? *chain : steps) {
       uint32_t tasks = s.kind == ADD ? s.rows * s.splits : s.rows;
       uint32_t block = s.kind == GATE_UP ? 64 : 256;
       uint32_t span = s.kind == ADD ? s.cols / s.splits : s.cols;
@@ -1107,6 +1135,31 @@ int main(int argc, char **argv) {
     snprintf(name, sizeof(name), "A2: + rows via TMA, %u KiB a block", budget >> 10);
     report(name, ms_a2);
     CK(cudaGraphExecDestroy(a2));
+  }
+  // P: A with each layer's first tiny step (attention's place) prefetching
+  // the first MiB of the layer's gate and up matrices into L2.
+  for (uint32_t mib : {4u, 8u, 16u, 24u, 32u}) {
+    if (!strchr(which, 'P') || stubs == 0) break;
+    for (int early = 0; early < 2; ++early) {
+      std::vector<Step> chain = steps;
+      for (size_t i = 0; i + 3 < chain.size(); ++i) {
+        if (chain[i].kind != STUB || chain[i + 1].kind != ADD) continue;
+        const Step &gu = chain[i + 2].kind == GATE_UP ? chain[i + 2] : chain[i + 3];
+        if (gu.kind != GATE_UP) continue;
+        const uint32_t matrix = gu.rows * gu.cols * 2;
+        chain[i].pf0 = gu.w;
+        chain[i].pf1 = gu.w2;
+        chain[i].pf_bytes = std::min(matrix, (mib << 20) / 2);
+        chain[i].pf_early = early;
+      }
+      cudaGraphExec_t pg = graph_a(true, false, 0, &chain);
+      float ms_p = time_graph(pg);
+      char name[64];
+      snprintf(name, sizeof(name), "P: A + %u MiB of gate/up to L2%s", mib,
+               early ? " (before wait)" : "");
+      report(name, ms_p);
+      CK(cudaGraphExecDestroy(pg));
+    }
   }
   struct Cfg {
     int threads, per_sm;
