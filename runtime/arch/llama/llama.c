@@ -559,8 +559,11 @@ static atlas_status make_ahead(atlas_llama_model *m) {
   }
   m->ahead->backend = m->backend;
   ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "decode_ahead", release_ahead, m->ahead));
-  ATLAS_RETURN_IF_ERROR(atlas_backend_pinned_alloc(
-      m->backend, sizeof(uint32_t) * 2 * ATLAS_LLAMA_AHEAD, (void **)&m->ahead->ring));
+  // The report names what it holds (pinned host memory, not the device's).
+  atlas_site site = ATLAS_SITE;
+  site.func = "make_ahead (decode_ahead ring, pinned host memory)";
+  ATLAS_RETURN_IF_ERROR(atlas_backend_pinned_alloc_at(
+      m->backend, sizeof(uint32_t) * 2 * ATLAS_LLAMA_AHEAD, site, (void **)&m->ahead->ring));
   for (int i = 0; i < ATLAS_LLAMA_AHEAD; ++i) {
     ATLAS_RETURN_IF_ERROR(atlas_backend_event_create(m->backend, &m->ahead->done[i]));
   }
