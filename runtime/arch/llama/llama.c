@@ -3,9 +3,9 @@
 // The model is built as teardown resources in build order: weights, buffers
 // (one allocation carved into the KV cache, scratch and prefill scratch),
 // kv_cache, scratch, prefill_scratch, kernel registry, decode_ahead, decode
-// graph. Each
-// resource is registered before it is filled, so a load that fails part-way
-// releases exactly what it allocated by running the teardown built so far.
+// graph. Each resource is registered before it is filled, so a load that
+// fails part-way releases exactly what it allocated by running the teardown
+// built so far.
 #define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include "atlas/runtime/arch/llama/llama.h"
 
