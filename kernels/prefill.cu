@@ -1002,14 +1002,15 @@ __device__ __forceinline__ void attention_prefill_entry(
 // attention_decode: grid (atlas_llama_decode_grid_x(max_splits, group,
 // blocks), n_kv), block ATLAS_LLAMA_DECODE_THREADS. With `used` = min(this
 // step's splits, grid width) blocks a KV head, block (b, kvh) takes splits
-// b, b + used, ... (split s: keys lo + s * kChunk .., lo: the window's start)
+// b, b + used, ... (split s: keys lo + s * chunk .., chunk = kChunkOf<D>,
+// lo: the window's start)
 // for the `group` query heads sharing KV head kvh (K and V read once per
 // group), one after the other with a running max and sum, the next split's
-// rows loading during this one's sums; at contexts of up to kHeadSplits
-// splits, block (s * group + g, kvh) takes split s for query head g alone
+// rows loading during this one's sums; at contexts of up to kHeadKeys keys,
+// block (s * group + g, kvh) takes split s for query head g alone
 // (attention_decode_pick). Scores with a lane segment per key (coalesced
 // rows), the chunk's softmax, then P V with lane segments over head_dim and
-// slices over keys. One split (contexts up to kChunk keys) writes out
+// slices over keys. One split (contexts up to a chunk's keys) writes out
 // directly. Otherwise each block writes per head its max score m, sum of
 // exp(score - m) and unnormalised output to part[head][b], and the last
 // block of those heads to finish (a counter per KV head or query head, reset
@@ -1019,18 +1020,18 @@ __device__ __forceinline__ void attention_prefill_entry(
 // 64-key, 256-thread version cost 11-15 us a layer in the captured step at
 // context 128 (two splits and a merge, every load after the wait). Now the
 // cache rows before this step's position are loaded before the wait (the
-// previous launch writes only row `pos`), and 128 keys need no merge.
+// previous launch writes only row `pos`), and a chunk's keys need no merge.
 
 namespace {
-// kChunk: ATLAS_LLAMA_DECODE_CHUNK, which sizes `splits`; kDecWarps * 32:
-// ATLAS_LLAMA_DECODE_THREADS (prefill_kernels.h).
-constexpr int kChunk = 128, kMaxGroup = 16, kDecWarps = 16;
-// ATLAS_LLAMA_DECODE_HEAD_SPLITS: contexts of this many splits or fewer take
-// a block per query head.
-constexpr uint32_t kHeadSplits = 2;
-// Key rows a thread sums in P V: a slice per `seg` lanes (seg <= 32), so
-// at least kDecWarps slices.
-constexpr int kSlices = kChunk / kDecWarps;
+// kDecWarps * 32: ATLAS_LLAMA_DECODE_THREADS (prefill_kernels.h).
+constexpr int kChunkMax = 128, kMaxGroup = 16, kDecWarps = 16;
+// Keys a split holds for head size D (0: any other), which sizes `splits`:
+// atlas_llama_decode_chunk (prefill_kernels.h says why).
+template <int D>
+constexpr int kChunkOf = D == 128 ? 64 : 128;
+// ATLAS_LLAMA_DECODE_HEAD_KEYS: contexts of this many keys or fewer take a
+// block per query head.
+constexpr uint32_t kHeadKeys = 256;
 }
 
 // Four cache entries as stored (registers: two words for 16-bit caches).
@@ -1105,7 +1106,7 @@ __device__ __forceinline__ void score_scatter(float (&v)[M], uint32_t lane_in_se
 template <int G>
 struct alignas(16) DecodeShared {
   float qs[G][kMaxD];
-  float ps[G][kChunk];
+  float ps[G][kChunkMax];
   float red[2][kDecWarps][kMaxD];  // two: one barrier a head
   float stat[G][3];
   int last;
@@ -1125,13 +1126,17 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
                                    uint32_t heads, uint32_t chunks, uint32_t used,
                                    uint32_t ctr) {
   using Raw = typename KvRaw<C>::T;
+  constexpr int kChunk = kChunkOf<D>;
   constexpr int kPerWarp = kChunk / kDecWarps;  // keys a warp scores
+  // Key rows a thread sums in P V: a slice per `seg` lanes (seg <= 32), so
+  // at least kDecWarps slices.
+  constexpr int kSlices = kChunk / kDecWarps;
   // Value rows also load before the wait where the accumulators leave
   // registers for them (512 threads: at most 128 a thread).
   constexpr bool kEarlyV = G <= 4 || (G <= 8 && sizeof(C) == 2);
   static_assert(G <= kMaxGroup, "a KV head serves at most kMaxGroup query heads");
   float(*qs)[kMaxD] = sh.qs;
-  float(*ps)[kChunk] = sh.ps;
+  float(*ps)[kChunkMax] = sh.ps;
   float(*stat)[3] = sh.stat;
   const uint32_t head_dim = D != 0 ? (uint32_t)D : head_dim_arg;
   const uint32_t group = n_heads / n_kv, kvh = blockIdx.y;
@@ -1442,7 +1447,7 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
 }
 
 // The block's split and heads, then the body for this head size. A context
-// of up to kHeadSplits splits (and room in the grid:
+// of up to kHeadKeys keys (and room in the grid:
 // atlas_llama_decode_grid_x) takes a block per query head and split, so
 // more SMs share the latency-bound work; longer ones a block per KV head and
 // split (K and V read once). On the H200 (8B shape, captured step) per-head
@@ -1465,8 +1470,10 @@ __device__ void attention_decode_pick(DecodeSharedAny<G> &sh, float *part,
   // kernel and no kernel writes it.
   const uint32_t seq_len = step[1] + 1, group = n_heads / n_kv;
   const uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
+  constexpr uint32_t kChunk = kChunkOf<D>;
   const uint32_t chunks = (seq_len - lo + kChunk - 1) / kChunk;
-  const bool per_head = G > 1 && chunks <= kHeadSplits && chunks * group <= gridDim.x;
+  const bool per_head =
+      G > 1 && chunks <= kHeadKeys / kChunk && chunks * group <= gridDim.x;
   // Blocks sharing a head's chunks: a chunk each per query head, or per KV
   // head up to the grid's width (each then takes every used-th chunk).
   const uint32_t used = per_head ? chunks : min(chunks, gridDim.x);

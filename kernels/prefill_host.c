@@ -183,7 +183,8 @@ static void decode_combine(float *out, const float *part, uint32_t n_heads,
                            uint32_t head_dim, uint32_t seq_len, uint32_t window,
                            uint32_t max_splits) {
   uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
-  uint32_t splits = (seq_len - lo + ATLAS_LLAMA_DECODE_CHUNK - 1) / ATLAS_LLAMA_DECODE_CHUNK;
+  uint32_t chunk = atlas_llama_decode_chunk(head_dim);
+  uint32_t splits = (seq_len - lo + chunk - 1) / chunk;
   if (splits > max_splits) splits = max_splits;
   size_t stride = head_dim + 2;
   for (uint32_t h = 0; h < n_heads; ++h) {
@@ -219,16 +220,17 @@ static void attention_decode(void **args, load_fn load) {
   uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv;
   uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
   // `splits` is the layout (rows per head); this step fills the first `used`.
-  uint32_t used = (seq_len - lo + ATLAS_LLAMA_DECODE_CHUNK - 1) / ATLAS_LLAMA_DECODE_CHUNK;
+  uint32_t chunk = atlas_llama_decode_chunk(head_dim);
+  uint32_t used = (seq_len - lo + chunk - 1) / chunk;
   float scale = 1.0f / sqrtf((float)head_dim);
-  float s[ATLAS_LLAMA_DECODE_CHUNK];
+  float s[ATLAS_LLAMA_DECODE_CHUNK_MAX];
   size_t stride = head_dim + 2;
   for (uint32_t h = 0; h < n_heads; ++h) {
     const float *qh = q + (size_t)h * head_dim;
     uint32_t kvh = h / group;
     for (uint32_t sp = 0; sp < used && sp < splits; ++sp) {
-      uint32_t begin = lo + sp * ATLAS_LLAMA_DECODE_CHUNK;
-      uint32_t end = begin + ATLAS_LLAMA_DECODE_CHUNK;
+      uint32_t begin = lo + sp * chunk;
+      uint32_t end = begin + chunk;
       if (end > seq_len) end = seq_len;
       uint32_t count = end - begin;
       float max = -INFINITY;

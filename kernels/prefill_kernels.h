@@ -48,17 +48,17 @@
 //                                                              "ppppuuupuupp"
 //       flash-decoding of one query (position seq_len - 1, seq_len =
 //       step[1] + 1) over keys lo..seq_len-1 (lo = seq_len - window when
-//       window > 0 and smaller, else 0) in splits of ATLAS_LLAMA_DECODE_CHUNK
-//       keys; used = ceil((seq_len - lo) / chunk) <= splits (the layout: rows
-//       per head). When used > 1, part[h][s] = {max score m, sum
+//       window > 0 and smaller, else 0) in splits of chunk =
+//       atlas_llama_decode_chunk(head_dim) keys; used = ceil((seq_len - lo)
+//       / chunk) <= splits (the layout: rows per head). When used > 1, part[h][s] = {max score m, sum
 //       exp(score - m), then head_dim values sum exp(score - m) * v}, and
 //       out[h] = the merged splits; one split writes out alone. counters:
 //       n_heads u32, zero before the first launch and left zero (CUDA: the
 //       last split block of a query head or KV head merges and resets it).
 //       CUDA: grid (atlas_llama_decode_grid_x(splits, n_heads / n_kv,
-//       blocks), n_kv), block ATLAS_LLAMA_DECODE_THREADS; n_heads / n_kv <=
-//       G, the kernel's group size (the smallest that holds it: its
-//       registers). Past ATLAS_LLAMA_DECODE_HEAD_SPLITS splits a KV head's
+//       blocks, head_dim), n_kv), block ATLAS_LLAMA_DECODE_THREADS;
+//       n_heads / n_kv <= G, the kernel's group size (the smallest that holds it: its
+//       registers). Past ATLAS_LLAMA_DECODE_HEAD_KEYS keys a KV head's
 //       used splits go to n = min(used, grid width) blocks, block b taking
 //       splits b, b + n, ... with a running softmax: part[h][b] then holds
 //       block b's merged splits (the same form).
@@ -77,11 +77,20 @@ extern "C" {
 #define ATLAS_LLAMA_BATCH_MODULE "llama_batch"
 #define ATLAS_LLAMA_BATCH_MAX_HEAD_DIM 128
 #define ATLAS_LLAMA_BATCH_MAX_GROUP 16
-#define ATLAS_LLAMA_DECODE_CHUNK 128
 #define ATLAS_LLAMA_DECODE_THREADS 512
-// Contexts of up to this many splits take a decode-attention block per
-// query head (not per KV head) and split (kernels/prefill.cu: kHeadSplits).
-#define ATLAS_LLAMA_DECODE_HEAD_SPLITS 2
+// Keys a decode-attention split holds, by head size (kernels/prefill.cu:
+// kChunkOf): 64 for head_dim 128, else 128. On the H200 64-key splits took
+// the 8B shape (head_dim 128) 1-3% faster a token at 512-8192 keys (fewer
+// registers a thread; twice the blocks at 512-1024 keys), while the 1B
+// shape (head_dim 64) was 4.6% slower at 8192 keys (twice the barriers a
+// key) and the same below.
+static inline uint32_t atlas_llama_decode_chunk(uint32_t head_dim) {
+  return head_dim == 128 ? 64 : 128;
+}
+#define ATLAS_LLAMA_DECODE_CHUNK_MAX 128
+// Contexts of up to this many keys take a decode-attention block per query
+// head (not per KV head) and split (kernels/prefill.cu: kHeadKeys).
+#define ATLAS_LLAMA_DECODE_HEAD_KEYS 256
 
 // Query rows ((token, head) pairs of one KV head) an attention_prefill block
 // takes: 64 where the kernel runs tensor cores (a 16-bit cache and head_dim a
@@ -93,12 +102,12 @@ static inline uint32_t atlas_llama_prefill_attention_rows(int kv_16bit,
 
 // The decode attention's grid width for `splits` (the part layout: splits
 // of the longest context): room for a block per query head and split at
-// contexts of up to ATLAS_LLAMA_DECODE_HEAD_SPLITS splits, and for at most
+// contexts of up to ATLAS_LLAMA_DECODE_HEAD_KEYS keys, and for at most
 // `blocks` blocks a KV head at longer ones (atlas_llama_decode_blocks).
 static inline uint32_t atlas_llama_decode_grid_x(uint32_t splits, uint32_t group,
-                                                 uint32_t blocks) {
-  uint32_t short_splits =
-      splits < ATLAS_LLAMA_DECODE_HEAD_SPLITS ? splits : ATLAS_LLAMA_DECODE_HEAD_SPLITS;
+                                                 uint32_t blocks, uint32_t head_dim) {
+  uint32_t head_splits = ATLAS_LLAMA_DECODE_HEAD_KEYS / atlas_llama_decode_chunk(head_dim);
+  uint32_t short_splits = splits < head_splits ? splits : head_splits;
   uint32_t per_head = group * short_splits;
   uint32_t per_kv = splits < blocks ? splits : blocks;
   return per_head > per_kv ? per_head : per_kv;

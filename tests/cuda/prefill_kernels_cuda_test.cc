@@ -369,13 +369,13 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
   uint32_t lo = (window != 0 && seq > window) ? seq - window : 0;
   // The grid is sized for a longer context than this step's, as in a
   // captured decode step: the splits past it must return untouched.
-  uint32_t splits = Blocks(seq - lo, ATLAS_LLAMA_DECODE_CHUNK) + 3;
+  uint32_t splits = Blocks(seq - lo, atlas_llama_decode_chunk(dim)) + 3;
   // As launched (room for a block per query head at short contexts) with at
   // most `blocks` blocks a KV head at long ones, or 2 * group where that is
   // more (a few: each takes several splits), or (blocks 0) one split per
   // column, a block per KV head whatever the context.
   uint32_t grid_x =
-      blocks > 0 ? atlas_llama_decode_grid_x(splits, heads / kv, blocks) : splits;
+      blocks > 0 ? atlas_llama_decode_grid_x(splits, heads / kv, blocks, dim) : splits;
   void *dq = s.Upload(q.data(), q.size() * 4);
   void *dk = s.Upload(kc.data(), kc.size());
   void *dv = s.Upload(vc.data(), vc.size());
@@ -409,7 +409,10 @@ TEST_F(PrefillKernelsCuda, AttentionDecodeSplitOverTheContext) {
                  // two splits: per-head blocks and their merge, a window of
                  // two, a group of one
                  Case{32, 8, 64, 129, 0}, Case{32, 8, 128, 256, 0},
-                 Case{32, 8, 128, 1500, 200}, Case{8, 8, 64, 180, 0}}) {
+                 Case{32, 8, 128, 1500, 200}, Case{8, 8, 64, 180, 0},
+                 // head_dim 128 in 64-key splits: four per-head splits
+                 // merged, and the first context past them
+                 Case{32, 8, 128, 200, 0}, Case{32, 8, 128, 257, 0}}) {
     size_t kv_dim = (size_t)c.kv * c.dim;
     std::vector<float> q = Floats((size_t)c.heads * c.dim);
     std::vector<float> kc = Floats(c.seq * kv_dim, -2, 2), vc = Floats(c.seq * kv_dim);
@@ -438,40 +441,44 @@ TEST(PrefillKernelsHost, DecodeSplitsMatchOnePassAttention) {
   ASSERT_OK(atlas_host_backend_create(&o, &host));
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> d(-1, 1);
-  const uint32_t heads = 8, kv = 2, dim = 16;
-  for (uint32_t seq : {1u, 255u, 256u, 257u, 700u}) {
-    for (uint32_t window : {0u, 100u}) {
-      size_t kv_dim = (size_t)kv * dim;
-      std::vector<float> q(heads * dim), kc(seq * kv_dim), vc(seq * kv_dim);
-      for (float &x : q) x = d(rng);
-      for (float &x : kc) x = 2 * d(rng);
-      for (float &x : vc) x = d(rng);
-      std::vector<float> split;
-      {
-        Side s(host, ATLAS_LLAMA_BATCH_MODULE);
-        split = DecodeAttention(s, q, kc, vc, heads, kv, dim, seq, window);
+  const uint32_t heads = 8, kv = 2;
+  // 128-key splits (head_dim 16) and 64-key splits (128): atlas_llama_decode_chunk.
+  for (uint32_t dim : {16u, 128u}) {
+    for (uint32_t seq : {1u, 255u, 256u, 257u, 700u}) {
+      for (uint32_t window : {0u, 100u}) {
+        size_t kv_dim = (size_t)kv * dim;
+        std::vector<float> q(heads * dim), kc(seq * kv_dim), vc(seq * kv_dim);
+        for (float &x : q) x = d(rng);
+        for (float &x : kc) x = 2 * d(rng);
+        for (float &x : vc) x = d(rng);
+        std::vector<float> split;
+        {
+          Side s(host, ATLAS_LLAMA_BATCH_MODULE);
+          split = DecodeAttention(s, q, kc, vc, heads, kv, dim, seq, window);
+        }
+        uint32_t lo = (window != 0 && seq > window) ? seq - window : 0;
+        uint32_t n = seq - lo;
+        std::vector<float> want(heads * dim), att(heads * n);
+        const atlas_kernel *k = nullptr;
+        ASSERT_OK(atlas_backend_kernel_lookup(host, ATLAS_LLAMA_MODULE, "attention_f32", &k));
+        atlas_launch_config c{};
+        c.grid = {heads, 1, 1};
+        c.block = {256, 1, 1};
+        uint32_t step[2] = {0, n - 1};
+        std::vector<atlas_arg> args = {P(want.data()), P(q.data()),
+                                       P(kc.data() + lo * kv_dim),
+                                       P(vc.data() + lo * kv_dim), P(att.data()),
+                                       U(heads), U(kv), U(dim), P(step), U(0)};
+        ASSERT_OK(atlas_backend_launch_typed(host, k, &c, args.data(), args.size()));
+        ASSERT_OK(atlas_backend_synchronize(host));
+        double diff = 0, ref = 0;
+        for (size_t i = 0; i < want.size(); ++i) {
+          diff += ((double)split[i] - want[i]) * ((double)split[i] - want[i]);
+          ref += (double)want[i] * want[i];
+        }
+        EXPECT_LE(sqrt(diff / ref), 1e-6)
+            << "dim " << dim << " seq " << seq << " window " << window;
       }
-      uint32_t lo = (window != 0 && seq > window) ? seq - window : 0;
-      uint32_t n = seq - lo;
-      std::vector<float> want(heads * dim), att(heads * n);
-      const atlas_kernel *k = nullptr;
-      ASSERT_OK(atlas_backend_kernel_lookup(host, ATLAS_LLAMA_MODULE, "attention_f32", &k));
-      atlas_launch_config c{};
-      c.grid = {heads, 1, 1};
-      c.block = {256, 1, 1};
-      uint32_t step[2] = {0, n - 1};
-      std::vector<atlas_arg> args = {P(want.data()), P(q.data()),
-                                     P(kc.data() + lo * kv_dim),
-                                     P(vc.data() + lo * kv_dim), P(att.data()),
-                                     U(heads), U(kv), U(dim), P(step), U(0)};
-      ASSERT_OK(atlas_backend_launch_typed(host, k, &c, args.data(), args.size()));
-      ASSERT_OK(atlas_backend_synchronize(host));
-      double diff = 0, ref = 0;
-      for (size_t i = 0; i < want.size(); ++i) {
-        diff += ((double)split[i] - want[i]) * ((double)split[i] - want[i]);
-        ref += (double)want[i] * want[i];
-      }
-      EXPECT_LE(sqrt(diff / ref), 1e-6) << "seq " << seq << " window " << window;
     }
   }
   ASSERT_OK(atlas_backend_destroy(host));

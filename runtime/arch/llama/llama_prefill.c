@@ -68,13 +68,14 @@ bool atlas_llama_prefill_one_term(atlas_dtype kv_dtype) {
   return kv_dtype == ATLAS_DTYPE_F16 || kv_dtype == ATLAS_DTYPE_BF16;
 }
 
-static uint64_t max_splits(int64_t max_seq) {
-  return ((uint64_t)max_seq + ATLAS_LLAMA_DECODE_CHUNK - 1) / ATLAS_LLAMA_DECODE_CHUNK;
+static uint64_t max_splits(int64_t max_seq, int64_t head_dim) {
+  uint64_t chunk = atlas_llama_decode_chunk((uint32_t)head_dim);
+  return ((uint64_t)max_seq + chunk - 1) / chunk;
 }
 
 // Flash-decoding partials: per head and split, max, sum and head_dim values.
 static uint64_t part_floats(const atlas_llama_config *c, int64_t max_seq) {
-  return (uint64_t)c->num_attention_heads * max_splits(max_seq) *
+  return (uint64_t)c->num_attention_heads * max_splits(max_seq, c->head_dim) *
          ((uint64_t)c->head_dim + 2);
 }
 
@@ -451,7 +452,7 @@ atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
   uint32_t hd = (uint32_t)c->head_dim;
   // Sized for the longest context; the kernels read this step's position
   // from scratch->step, and splits past it return at once.
-  uint32_t splits = (uint32_t)max_splits(m->max_seq);
+  uint32_t splits = (uint32_t)max_splits(m->max_seq, c->head_dim);
   size_t layer_off = (size_t)l * (size_t)m->max_seq * n_kv * hd;
   float *part = m->prefill->part;
   const uint32_t *step = ctx->scratch->step;
@@ -468,7 +469,8 @@ atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
                       P(out),
                       P(m->prefill->counters)};
   return launch(ctx, ctx->ops.decode[atlas_llama_wtype_of(m->kv->dtype)],
-                d3(atlas_llama_decode_grid_x(splits, n_heads / n_kv, ctx->decode_blocks), n_kv),
+                d3(atlas_llama_decode_grid_x(splits, n_heads / n_kv, ctx->decode_blocks, hd),
+                   n_kv),
                 ATLAS_LLAMA_DECODE_THREADS, args, COUNT(args));
 }
 
