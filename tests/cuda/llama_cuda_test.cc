@@ -218,11 +218,11 @@ TEST(LlamaCudaOverlap, ChangesNoBitOfTheLogitsNorTheIds) {
   EXPECT_OK(atlas_backend_destroy(cuda));
 }
 
-// Past two 128-key splits the decode attention gives a KV head's splits to
-// a few blocks, each taking several with a running softmax, or a block a
-// split. Asked for 2, the grid keeps room for a block per query head and
-// split at two splits: 4 blocks here (group 2), the first taking two of
-// the five splits. Both match the host step for step over a 600-token
+// Past 256 keys the decode attention gives a KV head's splits (128 keys at
+// this model's head size) to a few blocks, each taking several with a
+// running softmax, or a block a split. Asked for 2, the grid keeps room for
+// a block per query head and split at two splits: 4 blocks here (group 2),
+// the first taking two of the five splits. Both match the host step for step over a 600-token
 // context, f32 and a 16-bit cache.
 TEST(LlamaCudaDecodeBlocks, FewBlocksOrABlockASplitMatchTheHost) {
   atlas_backend *cuda = nullptr;
