@@ -231,13 +231,16 @@ int atlas_bench_decode(int argc, char **argv) {
   for (size_t i = 0; i < a.size_count; ++i) {
     if (a.sizes[i] > longest) longest = a.sizes[i];
   }
+  // The cache holds the context and the longer of the timed steps and the
+  // three warm-up steps (both start at the context's end).
+  long decoded = a.steps > 3 ? a.steps : 3;
   atlas_model *model = NULL;
-  if (open_model(&a, longest + a.steps + 1, &model)) return 1;
+  if (open_model(&a, longest + decoded + 1, &model)) return 1;
   atlas_llama_model *m = llama_of(model);
   int64_t vocab = atlas_llama_config_of(m)->vocab_size;
   uint32_t *tokens = random_tokens((size_t)longest, vocab);
   float *logits = malloc((size_t)vocab * sizeof(float));
-  uint32_t *ids = malloc((size_t)(a.steps > 3 ? a.steps : 3) * sizeof(uint32_t));
+  uint32_t *ids = malloc((size_t)decoded * sizeof(uint32_t));
   rc = tokens == NULL || logits == NULL || ids == NULL;
   print_bandwidth(atlas_model_backend(model));
   for (size_t s = 0; rc == 0 && s < a.size_count; ++s) {

@@ -134,5 +134,13 @@ check "bench ledger says what it timed" grep -qx "2000 alloc+free pairs per roun
 malloc_ns=$(awk '/^with 1000 live/ {print $5}' "$tmp/ledger")
 check "the malloc baseline was measured ($malloc_ns ns)" awk -v v="${malloc_ns:-0}" 'BEGIN { exit !(v > 0) }'
 
+# bench decode times N steps after three warm-up steps; the KV cache holds
+# both (with --steps 1 the warm-up once ran past it: exit 1, nothing timed).
+for st in 1 2; do
+  "$bench" decode "$tmp/one" --context 8 --steps "$st" --backend host >"$tmp/dec" 2>&1; rc=$?
+  check "bench decode --steps $st exits 0" [ "$rc" -eq 0 ]
+  check "bench decode --steps $st prints every mode" [ "$(grep -c "^atlas decode at context     8: .* ($st steps, " "$tmp/dec")" -eq 5 ]
+done
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
