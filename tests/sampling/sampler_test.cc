@@ -244,7 +244,9 @@ TEST(Sampler, TopKOnALargeVocabularyFollowsTheDefinition) {
         ASSERT_NEAR(p[i], e[i], 1e-9) << "id " << i;
         nonzero += p[i] > 0;
       }
-      if (top_p == 1.0f) EXPECT_GE(nonzero, std::min<size_t>((size_t)k, v));
+      if (top_p == 1.0f) {
+        EXPECT_GE(nonzero, std::min<size_t>((size_t)k, v));
+      }
     }
   }
 }
