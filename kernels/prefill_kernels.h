@@ -50,18 +50,19 @@
 //       step[1] + 1) over keys lo..seq_len-1 (lo = seq_len - window when
 //       window > 0 and smaller, else 0) in splits of chunk =
 //       atlas_llama_decode_chunk(head_dim) keys; used = ceil((seq_len - lo)
-//       / chunk) <= splits (the layout: rows per head). When used > 1, part[h][s] = {max score m, sum
-//       exp(score - m), then head_dim values sum exp(score - m) * v}, and
-//       out[h] = the merged splits; one split writes out alone. counters:
-//       n_heads u32, zero before the first launch and left zero (CUDA: the
-//       last split block of a query head or KV head merges and resets it).
+//       / chunk) <= splits (the layout: rows per head). When used > 1,
+//       part[h][s] = {max score m, sum exp(score - m), then head_dim values
+//       sum exp(score - m) * v}, and out[h] = the merged splits; one split
+//       writes out alone. counters: n_heads u32, zero before the first
+//       launch and left zero (CUDA: the last split block of a query head or
+//       KV head merges and resets it).
 //       CUDA: grid (atlas_llama_decode_grid_x(splits, n_heads / n_kv,
 //       blocks, head_dim), n_kv), block ATLAS_LLAMA_DECODE_THREADS;
-//       n_heads / n_kv <= G, the kernel's group size (the smallest that holds it: its
-//       registers). Past ATLAS_LLAMA_DECODE_HEAD_KEYS keys a KV head's
-//       used splits go to n = min(used, grid width) blocks, block b taking
-//       splits b, b + n, ... with a running softmax: part[h][b] then holds
-//       block b's merged splits (the same form).
+//       n_heads / n_kv <= G, the kernel's group size (the smallest that
+//       holds it: its registers). Past ATLAS_LLAMA_DECODE_HEAD_KEYS keys a
+//       KV head's used splits go to n = min(used, grid width) blocks, block
+//       b taking splits b, b + n, ... with a running softmax: part[h][b]
+//       then holds block b's merged splits (the same form).
 //       It reads step and the cache rows before step[1] before it waits for
 //       the launch before it (overlap_prior): that launch may write only
 //       row step[1].

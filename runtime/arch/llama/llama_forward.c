@@ -562,16 +562,6 @@ static atlas_status take(const atlas_arch_generate_options *options,
   return ATLAS_OK;
 }
 
-// Greedy steps with the host behind the device: each step's argmax writes
-// the next step's token and position (step_body), so step pos + 1 is queued
-// before step pos's id is read. The device runs ahead by ATLAS_LLAMA_AHEAD - 1
-// steps (the model's ring and events, llama_model.h);
-// after a stop (EOS, on_token) the steps already queued finish and their
-// ids are dropped. Consecutive steps are separated by the copy of the id,
-// so no step's kernels overlap the one before (the step kernels read the
-// token and position before they wait: llama.cu). In a captured step on the
-// H200 the host round trip between steps (the id's copy and sync, the
-// upload, the graph launch) otherwise leaves the GPU idle.
 // Whether steps at sequence lengths first_len .. last_len may run ahead: not
 // switched off, and the RoPE frequencies (uploaded once, before the first
 // step) the same for all of them.
@@ -580,6 +570,16 @@ static bool can_run_ahead(const atlas_llama_model *m, int64_t first_len,
   return !m->no_ahead && rope_key(m, first_len) == rope_key(m, last_len);
 }
 
+// Greedy steps with the host behind the device: each step's argmax writes
+// the next step's token and position (step_body), so step pos + 1 is queued
+// before step pos's id is read. The device runs ahead by ATLAS_LLAMA_AHEAD - 1
+// steps (the model's ring and events, llama_model.h); after a stop (EOS,
+// on_token) the steps already queued finish and their ids are dropped.
+// Consecutive steps are separated by the copy of the id, so no step's
+// kernels overlap the one before (the step kernels read the token and
+// position before they wait: llama.cu). In a captured step on the H200 the
+// host round trip between steps (the id's copy and sync, the upload, the
+// graph launch) otherwise leaves the GPU idle.
 static atlas_status greedy_ahead(atlas_llama_model *m,
                                  const atlas_arch_generate_options *options,
                                  uint32_t token, size_t pos, size_t forwards,
