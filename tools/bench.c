@@ -1,11 +1,11 @@
 // Benchmarks, one command each: `bench ledger`, `bench cuda`,
 // `bench load FILE|DIR`, `bench prefill DIR`, `bench decode DIR`. Options are
 // parsed here with getopt_long (tools/cli_options.h) into each benchmark's
-// options struct, except prefill and decode, which parse their own
-// (tools/bench_llama.c).
+// options struct.
 //
 // Exit status: 0 done; 1 the benchmark failed; 2 usage error.
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "atlas/runtime/version.h"
@@ -100,6 +100,148 @@ static atlas_status set_nothing(void *opts, size_t index, const char *value) {
   return ATLAS_OK;
 }
 
+static int parsed_exit(atlas_cli_parse_result r) {
+  return r == ATLAS_CLI_HELP ? ATLAS_CLI_EXIT_OK : ATLAS_CLI_EXIT_USAGE;
+}
+
+// ---- bench prefill, bench decode ----
+
+enum { LLAMA_SIZES, LLAMA_COUNT, LLAMA_BACKEND, LLAMA_KV, LLAMA_OPTIONS };
+
+#define LLAMA_BACKEND_OPTION \
+  {"backend", "B", false, "cuda", "cuda or host"}
+#define LLAMA_KV_OPTION                                                    \
+  {"kv-dtype", "T", false, "auto",                                         \
+   "KV cache type: auto (the weights' 16-bit type, as atlas run), f32, "  \
+   "f16 or bf16"}
+
+static const atlas_cli_option kPrefillOptions[] = {
+    [LLAMA_SIZES] = {"tokens", "LIST", false, "512,2048",
+                     "prompt lengths to time, comma-separated (at most 8)"},
+    [LLAMA_COUNT] = {"reps", "N", false, "5",
+                     "timed prefills a length after a warm-up; the median is printed"},
+    [LLAMA_BACKEND] = LLAMA_BACKEND_OPTION,
+    [LLAMA_KV] = LLAMA_KV_OPTION,
+};
+
+static const atlas_cli_command kPrefill = {
+    "bench prefill", "DIR [options]",
+    "Prompt processing of the Llama-family checkpoint in DIR (random token\n"
+    "ids): the median wall time of a whole prompt's forward pass, with the\n"
+    "last token's logits copied back. Prints the device's copy bandwidth\n"
+    "too; tools/gpu_speed.py sets it beside transformers.",
+    kPrefillOptions, LLAMA_OPTIONS, 1, ATLAS_VERSION_STRING};
+
+static const atlas_cli_option kDecodeOptions[] = {
+    [LLAMA_SIZES] = {"context", "LIST", false, "128",
+                     "context lengths before the timed steps, comma-separated "
+                     "(at most 8)"},
+    [LLAMA_COUNT] = {"steps", "N", false, "64",
+                     "timed decode steps a context and mode, after three warm-up steps"},
+    [LLAMA_BACKEND] = LLAMA_BACKEND_OPTION,
+    [LLAMA_KV] = LLAMA_KV_OPTION,
+};
+
+static const atlas_cli_command kDecode = {
+    "bench decode", "DIR [options]",
+    "Milliseconds a generated token (greedy, on the device) after a prompt\n"
+    "of each context length, for the Llama-family checkpoint in DIR: the\n"
+    "captured step with the device a step ahead, then the host reading each\n"
+    "id, no launch overlap, eager launches, and a block a split of attention.",
+    kDecodeOptions, LLAMA_OPTIONS, 1, ATLAS_VERSION_STRING};
+
+// `value`: comma-separated integers from 1 to 2^24 (at most 8).
+static atlas_status parse_sizes(const char *option, const char *value,
+                                atlas_bench_llama_options *o) {
+  o->size_count = 0;
+  const char *p = value;
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+    char item[32];
+    if (o->size_count == ATLAS_BENCH_LLAMA_MAX_SIZES || len == 0 ||
+        len >= sizeof(item)) {
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "%s wants 1 to %d comma-separated integers, not "
+                               "'%s'",
+                               option, ATLAS_BENCH_LLAMA_MAX_SIZES, value);
+    }
+    memcpy(item, p, len);
+    item[len] = '\0';
+    long v = 0;
+    ATLAS_RETURN_IF_ERROR(atlas_cli_parse_long(option, item, 1, 1L << 24, &v));
+    o->sizes[o->size_count++] = v;
+    if (comma == NULL) return ATLAS_OK;
+    p = comma + 1;
+  }
+}
+
+typedef struct llama_parse {
+  const atlas_cli_command *command;
+  atlas_bench_llama_options options;
+} llama_parse;
+
+static atlas_status set_llama(void *opts, size_t index, const char *value) {
+  llama_parse *p = opts;
+  atlas_bench_llama_options *o = &p->options;
+  char option[32];
+  snprintf(option, sizeof(option), "--%s", p->command->options[index].name);
+  switch (index) {
+    case LLAMA_SIZES:
+      return parse_sizes(option, value, o);
+    case LLAMA_COUNT:
+      return atlas_cli_parse_long(option, value, 1, 1L << 20, &o->count);
+    case LLAMA_BACKEND:
+      o->backend = value;
+      return ATLAS_OK;
+    default:
+      o->kv_auto = strcmp(value, "auto") == 0;
+      if (o->kv_auto || strcmp(value, "f32") == 0) {
+        o->kv_dtype = ATLAS_DTYPE_F32;
+      } else if (strcmp(value, "f16") == 0) {
+        o->kv_dtype = ATLAS_DTYPE_F16;
+      } else if (strcmp(value, "bf16") == 0) {
+        o->kv_dtype = ATLAS_DTYPE_BF16;
+      } else {
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "--kv-dtype wants auto, f32, f16 or bf16, not "
+                                 "'%s'",
+                                 value);
+      }
+      return ATLAS_OK;
+  }
+}
+
+// bench prefill / bench decode: argv[0] is the command's name.
+static int run_llama(const atlas_cli_command *command, int argc, char **argv,
+                     int (*bench)(const atlas_bench_llama_options *)) {
+  llama_parse p = {command, {0}};
+  p.options.backend = "cuda";
+  p.options.kv_auto = true;
+  p.options.kv_dtype = ATLAS_DTYPE_F32;
+  p.options.count = strtol(command->options[LLAMA_COUNT].fallback, NULL, 10);
+  atlas_status s =
+      parse_sizes("", command->options[LLAMA_SIZES].fallback, &p.options);
+  if (s != ATLAS_OK) {  // the tables' own defaults: a bug here
+    fprintf(stderr, "%s: %s\n", command->program, atlas_status_message(s));
+    atlas_status_free(s);
+    return ATLAS_CLI_EXIT_FAILURE;
+  }
+  int next = 0;
+  atlas_cli_parse_result r = atlas_cli_parse(command, argc, argv, set_llama, &p, &next);
+  if (r != ATLAS_CLI_PARSED) return parsed_exit(r);
+  if (next >= argc) return atlas_cli_usage_error(command->program, "DIR is required");
+  char dir[ATLAS_CLI_PATH_MAX];
+  s = atlas_cli_resolve_path("DIR", argv[next], dir);
+  if (s != ATLAS_OK) {
+    atlas_cli_usage_error(command->program, "%s", atlas_status_message(s));
+    atlas_status_free(s);
+    return ATLAS_CLI_EXIT_USAGE;
+  }
+  p.options.dir = dir;
+  return bench(&p.options);
+}
+
 // ---- dispatch ----
 
 typedef struct bench_entry {
@@ -107,8 +249,9 @@ typedef struct bench_entry {
   const atlas_cli_command *command;
 } bench_entry;
 
-static const bench_entry kBenches[] = {
-    {"ledger", &kLedger}, {"cuda", &kCuda}, {"load", &kLoad}};
+static const bench_entry kBenches[] = {{"ledger", &kLedger},   {"cuda", &kCuda},
+                                       {"load", &kLoad},       {"prefill", &kPrefill},
+                                       {"decode", &kDecode}};
 enum { kBenchCount = sizeof(kBenches) / sizeof(kBenches[0]) };
 
 static void print_top_help(void) {
@@ -130,10 +273,6 @@ static const atlas_cli_command *find_bench(const char *name) {
     if (strcmp(kBenches[i].name, name) == 0) return kBenches[i].command;
   }
   return NULL;
-}
-
-static int parsed_exit(atlas_cli_parse_result r) {
-  return r == ATLAS_CLI_HELP ? ATLAS_CLI_EXIT_OK : ATLAS_CLI_EXIT_USAGE;
 }
 
 int main(int argc, char **argv) {
@@ -190,10 +329,10 @@ int main(int argc, char **argv) {
     return atlas_bench_load(&o);
   }
   if (strcmp(first, "prefill") == 0) {
-    return atlas_bench_prefill(argc - 2, argv + 2);
+    return run_llama(&kPrefill, argc - 1, argv + 1, atlas_bench_prefill);
   }
   if (strcmp(first, "decode") == 0) {
-    return atlas_bench_decode(argc - 2, argv + 2);
+    return run_llama(&kDecode, argc - 1, argv + 1, atlas_bench_decode);
   }
   if (first[0] == '-') {
     return atlas_cli_usage_error("bench", "unknown option '%s'", first);

@@ -1,5 +1,5 @@
 // bench prefill DIR [--tokens 512,2048] [--reps N] [--backend B] [--kv-dtype T]
-// bench decode DIR [--context 128,8192] [--steps N] [--backend B] [--kv-dtype T]
+// bench decode DIR [--context 128] [--steps N] [--backend B] [--kv-dtype T]
 //
 // Prefill: the median wall time of atlas_llama_prefill over a random prompt
 // (the last token's logits copied back, as generation needs them); a 16-bit
@@ -46,75 +46,8 @@ static double median(double *v, size_t n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Comma-separated positive integers into out (at most cap); returns count.
-static size_t parse_list(const char *s, long *out, size_t cap) {
-  size_t n = 0;
-  while (*s && n < cap) {
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (end == s || v <= 0) return 0;
-    out[n++] = v;
-    s = *end == ',' ? end + 1 : end;
-  }
-  return n;
-}
-
-typedef struct bench_args {
-  const char *dir, *backend;
-  atlas_dtype kv_dtype;
-  bool kv_auto;  // the default: as atlas run (the weights' 16-bit type)
-  long sizes[8];
-  size_t size_count;
-  long reps, steps;
-} bench_args;
-
-static int parse(int argc, char **argv, const char *list_flag,
-                 const char *def_list, bench_args *a) {
-  memset(a, 0, sizeof(*a));
-  a->backend = "cuda";
-  a->kv_auto = true;
-  a->reps = 5;
-  a->steps = 64;
-  const char *list = def_list;
-  for (int i = 0; i < argc; ++i) {
-    if (strcmp(argv[i], list_flag) == 0 && i + 1 < argc) {
-      list = argv[++i];
-    } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-      a->reps = strtol(argv[++i], NULL, 10);
-    } else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
-      a->steps = strtol(argv[++i], NULL, 10);
-    } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
-      a->backend = argv[++i];
-    } else if (strcmp(argv[i], "--kv-dtype") == 0 && i + 1 < argc) {
-      const char *t = argv[++i];
-      a->kv_auto = strcmp(t, "auto") == 0;
-      if (a->kv_auto || strcmp(t, "f32") == 0) {
-        a->kv_dtype = ATLAS_DTYPE_F32;
-      } else if (strcmp(t, "f16") == 0) {
-        a->kv_dtype = ATLAS_DTYPE_F16;
-      } else if (strcmp(t, "bf16") == 0) {
-        a->kv_dtype = ATLAS_DTYPE_BF16;
-      } else {
-        fprintf(stderr, "bench: --kv-dtype %s is none of auto, f32, f16, bf16\n", t);
-        return 2;
-      }
-    } else if (argv[i][0] != '-' && a->dir == NULL) {
-      a->dir = argv[i];
-    } else {
-      fprintf(stderr, "bench: unknown argument %s\n", argv[i]);
-      return 2;
-    }
-  }
-  a->size_count = parse_list(list, a->sizes, 8);
-  if (a->dir == NULL || a->size_count == 0 || a->reps < 1 || a->steps < 1) {
-    fprintf(stderr, "bench: need a checkpoint DIR, %s N[,N..], --reps >= 1, "
-                    "--steps >= 1\n", list_flag);
-    return 2;
-  }
-  return 0;
-}
-
-static int open_model(const bench_args *a, int64_t max_seq, atlas_model **out) {
+static int open_model(const atlas_bench_llama_options *a, int64_t max_seq,
+                      atlas_model **out) {
   atlas_model_spec spec;
   memset(&spec, 0, sizeof(spec));
   spec.dir = a->dir;
@@ -179,10 +112,8 @@ static uint32_t *random_tokens(size_t n, int64_t vocab) {
   return t;
 }
 
-int atlas_bench_prefill(int argc, char **argv) {
-  bench_args a;
-  int rc = parse(argc, argv, "--tokens", "512,2048", &a);
-  if (rc) return rc;
+int atlas_bench_prefill(const atlas_bench_llama_options *o) {
+  const atlas_bench_llama_options a = *o;
   long longest = 0;
   for (size_t i = 0; i < a.size_count; ++i) {
     if (a.sizes[i] > longest) longest = a.sizes[i];
@@ -193,8 +124,8 @@ int atlas_bench_prefill(int argc, char **argv) {
   int64_t vocab = atlas_llama_config_of(m)->vocab_size;
   uint32_t *tokens = random_tokens((size_t)longest, vocab);
   float *logits = malloc((size_t)vocab * sizeof(float));
-  double *t = calloc((size_t)a.reps + 1, sizeof(double));
-  rc = tokens == NULL || logits == NULL || t == NULL;
+  double *t = calloc((size_t)a.count + 1, sizeof(double));
+  int rc = tokens == NULL || logits == NULL || t == NULL;
   const atlas_llama_prefill_scratch *ps = m->prefill;
   printf("prefill products with 16-bit weights: %s\n",
          ps == NULL        ? "none (prompts run token by token)"
@@ -204,16 +135,16 @@ int atlas_bench_prefill(int argc, char **argv) {
   print_bandwidth(atlas_model_backend(model));
   for (size_t s = 0; rc == 0 && s < a.size_count; ++s) {
     size_t n = (size_t)a.sizes[s];
-    for (long r = 0; rc == 0 && r <= a.reps; ++r) {  // r == 0: warm-up
+    for (long r = 0; rc == 0 && r <= a.count; ++r) {  // r == 0: warm-up
       double t0 = now_ms();
       rc = check(atlas_llama_prefill(m, tokens, n, 0, logits, NULL, NULL),
                  "prefill");
       t[r] = now_ms() - t0;
     }
     if (rc) break;
-    double ms = median(t + 1, (size_t)a.reps);
+    double ms = median(t + 1, (size_t)a.count);
     printf("atlas prefill %5zu tokens: %9.2f ms (median of %ld; %.0f tokens/s)\n",
-           n, ms, a.reps, (double)n / ms * 1e3);
+           n, ms, a.count, (double)n / ms * 1e3);
     printf("RESULT prefill_%zu_ms %.3f\n", n, ms);
   }
   free(t);
@@ -223,17 +154,15 @@ int atlas_bench_prefill(int argc, char **argv) {
   return rc;
 }
 
-int atlas_bench_decode(int argc, char **argv) {
-  bench_args a;
-  int rc = parse(argc, argv, "--context", "128", &a);
-  if (rc) return rc;
+int atlas_bench_decode(const atlas_bench_llama_options *o) {
+  const atlas_bench_llama_options a = *o;
   long longest = 0;
   for (size_t i = 0; i < a.size_count; ++i) {
     if (a.sizes[i] > longest) longest = a.sizes[i];
   }
   // The cache holds the context and the longer of the timed steps and the
   // three warm-up steps (both start at the context's end).
-  long decoded = a.steps > 3 ? a.steps : 3;
+  long decoded = a.count > 3 ? a.count : 3;
   atlas_model *model = NULL;
   if (open_model(&a, longest + decoded + 1, &model)) return 1;
   atlas_llama_model *m = llama_of(model);
@@ -241,7 +170,7 @@ int atlas_bench_decode(int argc, char **argv) {
   uint32_t *tokens = random_tokens((size_t)longest, vocab);
   float *logits = malloc((size_t)vocab * sizeof(float));
   uint32_t *ids = malloc((size_t)decoded * sizeof(uint32_t));
-  rc = tokens == NULL || logits == NULL || ids == NULL;
+  int rc = tokens == NULL || logits == NULL || ids == NULL;
   print_bandwidth(atlas_model_backend(model));
   for (size_t s = 0; rc == 0 && s < a.size_count; ++s) {
     size_t ctx = (size_t)a.sizes[s];
@@ -285,13 +214,13 @@ int atlas_bench_decode(int argc, char **argv) {
       double t0 = now_ms();
       if (rc == 0) {
         rc = check(atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx,
-                                             (size_t)a.steps, ids),
+                                             (size_t)a.count, ids),
                    "decode");
       }
       if (rc) break;
-      double ms = (now_ms() - t0) / (double)a.steps;
+      double ms = (now_ms() - t0) / (double)a.count;
       printf("atlas decode at context %5zu: %7.3f ms/token (%ld steps, %s)\n",
-             ctx, ms, a.steps, modes[mode].name);
+             ctx, ms, a.count, modes[mode].name);
       printf("RESULT decode%s_%zu_ms %.4f\n", modes[mode].key, ctx, ms);
     }
   }

@@ -102,11 +102,12 @@ check "make_checkpoint names the resolved folder" grep -qxF "make_checkpoint: wr
 for args in "--help" "help"; do
   "$bench" $args >"$tmp/h" 2>&1; rc=$?
   check "bench $args exits 0" [ "$rc" -eq 0 ]
-  for c in ledger cuda load; do check "bench $args lists $c" grep -qE "^  $c " "$tmp/h"; done
+  for c in ledger cuda load prefill decode; do check "bench $args lists $c" grep -qE "^  $c " "$tmp/h"; done
 done
 check "bench --version" [ "$("$bench" --version)" = "bench (atlas) $version" ]
-declare -A bopts=([ledger]="iters rounds" [cuda]="device rounds quick" [load]="")
-for c in ledger cuda load; do
+declare -A bopts=([ledger]="iters rounds" [cuda]="device rounds quick" [load]=""
+  [prefill]="tokens reps backend kv-dtype" [decode]="context steps backend kv-dtype")
+for c in ledger cuda load prefill decode; do
   "$bench" help "$c" >"$tmp/h1" 2>&1; rc1=$?
   "$bench" "$c" --help >"$tmp/h2" 2>&1; rc2=$?
   check "bench help $c exits 0" [ "$rc1" -eq 0 -a "$rc2" -eq 0 ]
@@ -121,9 +122,18 @@ expect_usage "bench cuda bad device" "$bench" "bench cuda" "--device wants an in
 expect_usage "bench cuda flag with a value" "$bench" "bench cuda" "--quick takes no value" cuda --quick=1
 expect_usage "bench load without a path" "$bench" "bench load" "FILE.safetensors or DIR is required" load
 expect_usage "bench load with two paths" "$bench" "bench load" "unexpected argument 'b'" load a b
+expect_usage "bench decode without a DIR" "$bench" "bench decode" "DIR is required" decode --steps 2
+expect_usage "bench prefill with two DIRs" "$bench" "bench prefill" "unexpected argument 'b'" prefill a b
+expect_usage "bench decode zero steps" "$bench" "bench decode" "--steps wants an integer from 1" decode d --steps=0
+expect_usage "bench decode bad context list" "$bench" "bench decode" "--context wants an integer from 1 to 16777216, not 'x'" decode d --context 8,x
+expect_usage "bench prefill nine lengths" "$bench" "bench prefill" "--tokens wants 1 to 8 comma-separated integers" prefill d --tokens 1,2,3,4,5,6,7,8,9
+expect_usage "bench prefill bad KV type" "$bench" "bench prefill" "--kv-dtype wants auto, f32, f16 or bf16, not 'f8'" prefill d --kv-dtype=f8
 (cd "$tmp/elsewhere" && BUILD_WORKING_DIRECTORY="$tmp/wd" "$bench" load missing.safetensors >"$tmp/out" 2>"$tmp/err"); rc=$?
 check "bench load of a missing file exits 1" [ "$rc" -eq 1 ]
 check "bench load resolves against BUILD_WORKING_DIRECTORY" grep -qF "cannot stat $tmp/wd/missing.safetensors" "$tmp/err"
+(cd "$tmp/elsewhere" && BUILD_WORKING_DIRECTORY="$tmp/wd" "$bench" decode nomodel --backend host >"$tmp/out" 2>"$tmp/err"); rc=$?
+check "bench decode of a missing checkpoint exits 1" [ "$rc" -eq 1 ]
+check "bench decode resolves DIR against BUILD_WORKING_DIRECTORY" grep -qF "$tmp/wd/nomodel/config.json" "$tmp/err"
 
 # The malloc baseline is measured, not optimised away (it printed 0.0 ns and
 # a ratio of 919778x when the compiler elided malloc+free). Not a timing
@@ -137,7 +147,7 @@ check "the malloc baseline was measured ($malloc_ns ns)" awk -v v="${malloc_ns:-
 # bench decode times N steps after three warm-up steps; the KV cache holds
 # both (with --steps 1 the warm-up once ran past it: exit 1, nothing timed).
 for st in 1 2; do
-  "$bench" decode "$tmp/one" --context 8 --steps "$st" --backend host >"$tmp/dec" 2>&1; rc=$?
+  "$bench" decode "$tmp/one" --context=8 --steps="$st" --backend host >"$tmp/dec" 2>&1; rc=$?
   check "bench decode --steps $st exits 0" [ "$rc" -eq 0 ]
   check "bench decode --steps $st prints every mode" [ "$(grep -c "^atlas decode at context     8: .* ($st steps, " "$tmp/dec")" -eq 5 ]
 done
