@@ -196,13 +196,8 @@ static atlas_status set_llama(void *opts, size_t index, const char *value) {
       return ATLAS_OK;
     default:
       o->kv_auto = strcmp(value, "auto") == 0;
-      if (o->kv_auto || strcmp(value, "f32") == 0) {
-        o->kv_dtype = ATLAS_DTYPE_F32;
-      } else if (strcmp(value, "f16") == 0) {
-        o->kv_dtype = ATLAS_DTYPE_F16;
-      } else if (strcmp(value, "bf16") == 0) {
-        o->kv_dtype = ATLAS_DTYPE_BF16;
-      } else {
+      o->kv_dtype = ATLAS_DTYPE_F32;
+      if (!o->kv_auto && !atlas_dtype_from_name(value, &o->kv_dtype)) {
         return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                  "--kv-dtype wants auto, f32, f16 or bf16, not "
                                  "'%s'",

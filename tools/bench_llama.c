@@ -102,6 +102,27 @@ static void print_bandwidth(atlas_backend *b) {
   atlas_status_free(atlas_backend_free(b, src));
 }
 
+// What bench.c's parse guarantees, checked where the options arrive; the
+// longest length to `out_longest`.
+static int check_options(const atlas_bench_llama_options *a, long *out_longest) {
+  if (a->dir == NULL || a->size_count == 0 || a->size_count > ATLAS_BENCH_LLAMA_MAX_SIZES ||
+      a->count < 1) {
+    fprintf(stderr, "bench: a checkpoint DIR, 1 to %d lengths and a count of at least "
+                    "1 are needed\n", ATLAS_BENCH_LLAMA_MAX_SIZES);
+    return 1;
+  }
+  long longest = 1;
+  for (size_t i = 0; i < a->size_count; ++i) {
+    if (a->sizes[i] < 1) {
+      fprintf(stderr, "bench: length %ld: lengths start at 1\n", a->sizes[i]);
+      return 1;
+    }
+    if (a->sizes[i] > longest) longest = a->sizes[i];
+  }
+  *out_longest = longest;
+  return 0;
+}
+
 static uint32_t *random_tokens(size_t n, int64_t vocab) {
   uint32_t *t = malloc(n * sizeof(uint32_t));
   uint64_t x = 0x9E3779B97F4A7C15ull;
@@ -113,11 +134,9 @@ static uint32_t *random_tokens(size_t n, int64_t vocab) {
 }
 
 int atlas_bench_prefill(const atlas_bench_llama_options *o) {
+  long longest = 1;
+  if (check_options(o, &longest)) return 1;
   const atlas_bench_llama_options a = *o;
-  long longest = 0;
-  for (size_t i = 0; i < a.size_count; ++i) {
-    if (a.sizes[i] > longest) longest = a.sizes[i];
-  }
   atlas_model *model = NULL;
   if (open_model(&a, longest, &model)) return 1;
   atlas_llama_model *m = llama_of(model);
@@ -155,11 +174,9 @@ int atlas_bench_prefill(const atlas_bench_llama_options *o) {
 }
 
 int atlas_bench_decode(const atlas_bench_llama_options *o) {
+  long longest = 1;
+  if (check_options(o, &longest)) return 1;
   const atlas_bench_llama_options a = *o;
-  long longest = 0;
-  for (size_t i = 0; i < a.size_count; ++i) {
-    if (a.sizes[i] > longest) longest = a.sizes[i];
-  }
   // The cache holds the context and the longer of the timed steps and the
   // three warm-up steps (both start at the context's end).
   long decoded = a.count > 3 ? a.count : 3;

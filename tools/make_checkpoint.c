@@ -93,13 +93,7 @@ static atlas_status set_option(void *opts, size_t index, const char *value) {
       return ATLAS_OK;
     }
     case OPT_DTYPE:
-      if (strcmp(value, "f32") == 0) {
-        o->dtype = ATLAS_DTYPE_F32;
-      } else if (strcmp(value, "f16") == 0) {
-        o->dtype = ATLAS_DTYPE_F16;
-      } else if (strcmp(value, "bf16") == 0) {
-        o->dtype = ATLAS_DTYPE_BF16;
-      } else {
+      if (!atlas_dtype_from_name(value, &o->dtype)) {
         return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                  "unknown dtype '%s' (f32, f16 or bf16)",
                                  value);

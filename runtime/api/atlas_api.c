@@ -70,17 +70,11 @@ static atlas_status spec_from(const atlas_open_options *in,
   }
   atlas_dtype kv = ATLAS_DTYPE_F32;
   bool kv_auto = o.kv_cache_type == NULL || strcmp(o.kv_cache_type, "auto") == 0;
-  if (!kv_auto && strcmp(o.kv_cache_type, "f32") != 0) {
-    if (strcmp(o.kv_cache_type, "f16") == 0) {
-      kv = ATLAS_DTYPE_F16;
-    } else if (strcmp(o.kv_cache_type, "bf16") == 0) {
-      kv = ATLAS_DTYPE_BF16;
-    } else {
-      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                               "atlas_open_options.kv_cache_type \"%.32s\" is "
-                               "none of auto, f32, f16, bf16",
-                               o.kv_cache_type);
-    }
+  if (!kv_auto && !atlas_dtype_from_name(o.kv_cache_type, &kv)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_open_options.kv_cache_type \"%.32s\" is "
+                             "none of auto, f32, f16, bf16",
+                             o.kv_cache_type);
   }
   memset(spec, 0, sizeof(*spec));
   spec->kv_dtype = kv;

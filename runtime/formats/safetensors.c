@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>  // strcasecmp
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,6 +69,17 @@ const char *atlas_dtype_name(atlas_dtype dtype) {
       return "BF16";
   }
   return "?";
+}
+
+bool atlas_dtype_from_name(const char *name, atlas_dtype *out_dtype) {
+  const atlas_dtype all[] = {ATLAS_DTYPE_F32, ATLAS_DTYPE_F16, ATLAS_DTYPE_BF16};
+  for (size_t i = 0; name != NULL && i < sizeof(all) / sizeof(all[0]); ++i) {
+    if (strcasecmp(name, atlas_dtype_name(all[i])) == 0) {
+      *out_dtype = all[i];
+      return true;
+    }
+  }
+  return false;
 }
 
 size_t atlas_dtype_size(atlas_dtype dtype) {

@@ -22,6 +22,7 @@
 #ifndef ATLAS_RUNTIME_FORMATS_SAFETENSORS_H_
 #define ATLAS_RUNTIME_FORMATS_SAFETENSORS_H_
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,9 @@ typedef enum atlas_dtype {
 
 // "F32", "F16", "BF16" (the safetensors spelling); "?" for anything else.
 const char *atlas_dtype_name(atlas_dtype dtype);
+// The dtype named "f32", "f16" or "bf16" (any case: the command lines' and
+// the public API's spelling, or atlas_dtype_name's); false for anything else.
+bool atlas_dtype_from_name(const char *name, atlas_dtype *out_dtype);
 // Bytes per element (4 or 2); 0 for an invalid value.
 size_t atlas_dtype_size(atlas_dtype dtype);
 

@@ -404,6 +404,20 @@ TEST(Safetensors, DtypeNamesAndShapeFormat) {
   EXPECT_STREQ(atlas_dtype_name(ATLAS_DTYPE_BF16), "BF16");
   EXPECT_EQ(atlas_dtype_size(ATLAS_DTYPE_F32), 4u);
   EXPECT_EQ(atlas_dtype_size(ATLAS_DTYPE_BF16), 2u);
+  // The command lines' and the public API's spelling, and the names above.
+  atlas_dtype d = ATLAS_DTYPE_F32;
+  EXPECT_TRUE(atlas_dtype_from_name("bf16", &d));
+  EXPECT_EQ(d, ATLAS_DTYPE_BF16);
+  EXPECT_TRUE(atlas_dtype_from_name("F16", &d));
+  EXPECT_EQ(d, ATLAS_DTYPE_F16);
+  EXPECT_TRUE(atlas_dtype_from_name("f32", &d));
+  EXPECT_EQ(d, ATLAS_DTYPE_F32);
+  for (const char *bad : {"", "f8", "bf", "bf16 ", "auto", "float32"}) {
+    d = ATLAS_DTYPE_F16;
+    EXPECT_FALSE(atlas_dtype_from_name(bad, &d)) << bad;
+    EXPECT_EQ(d, ATLAS_DTYPE_F16) << bad << ": left as it was";
+  }
+  EXPECT_FALSE(atlas_dtype_from_name(nullptr, &d));
   const int64_t shape[3] = {2, 30, 4};
   char buf[32];
   atlas_shape_format(shape, 3, buf, sizeof(buf));
