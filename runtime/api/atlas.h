@@ -61,7 +61,7 @@ typedef struct atlas_open_options {
   // max_position_embeddings, is shorter. max_seq alone may exceed it.
   int64_t context_needed;
   // The KV cache's element type: "auto" (or NULL: the weights' type for F16
-  // and BF16 models, else f32), "f32", "f16" or "bf16". A 16-bit cache
+  // and BF16 models, else f32), "f32", "f16" or "bf16" (any case). A 16-bit cache
   // halves its memory and the bytes attention reads, and is the fast mode:
   // prompts multiply 16-bit activations (README, "Precision"). "f32" is the
   // faithful mode: CUDA matches the host reference to 1e-5.

@@ -369,6 +369,59 @@ TEST(TextApi, StreamedTextIsWholeCharacters) {
   atlas_tokenizer_free(tok);
 }
 
+// atlas_open_options.kv_cache_type: each name (any case) chooses the cache's
+// type, which the model's live bytes show; an unknown name is refused, named, with
+// nothing opened.
+size_t LiveBytes(const atlas_model *model) {
+  char *json = nullptr;
+  atlas_status st = atlas_report(model, ATLAS_REPORT_JSON, nullptr, &json);
+  EXPECT_EQ(st, ATLAS_OK) << Take(st);
+  json_error_t err;
+  json_t *root = json ? json_loads(json, 0, &err) : nullptr;
+  atlas_free(json);
+  EXPECT_NE(root, nullptr);
+  size_t live = root ? (size_t)json_integer_value(json_object_get(root, "live_bytes")) : 0;
+  json_decref(root);
+  return live;
+}
+
+TEST(TextApi, KvCacheTypeIsChosenByName) {
+  const std::string weights = ChainCheckpoint();
+  std::map<std::string, size_t> live;
+  for (const char *name : {"auto", "f32", "F32", "f16", "bf16", "BF16"}) {
+    atlas_open_options oo;
+    atlas_open_options_init(&oo);
+    oo.backend = "host";
+    oo.max_seq = 64;
+    oo.kv_cache_type = name;
+    atlas_model *model = nullptr;
+    atlas_status st = atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1,
+                                        weights.data(), weights.size(), &oo, &model);
+    ASSERT_EQ(st, ATLAS_OK) << name << ": " << Take(st);
+    live[name] = LiveBytes(model);
+    EXPECT_EQ(atlas_close(model, nullptr), ATLAS_OK);
+  }
+  // F32 weights: auto is f32; a 16-bit cache takes less memory (what else
+  // the 16-bit mode allocates is the runtime's business: not counted here).
+  EXPECT_EQ(live["auto"], live["f32"]);
+  EXPECT_EQ(live["F32"], live["f32"]);
+  EXPECT_EQ(live["BF16"], live["bf16"]);
+  EXPECT_EQ(live["f16"], live["bf16"]);
+  EXPECT_LT(live["bf16"], live["f32"]);
+
+  atlas_open_options oo;
+  atlas_open_options_init(&oo);
+  oo.backend = "host";
+  oo.kv_cache_type = "f8";
+  atlas_model *model = nullptr;
+  atlas_status st = atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1,
+                                      weights.data(), weights.size(), &oo, &model);
+  EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
+  std::string m = Take(st);
+  EXPECT_NE(m.find("kv_cache_type \"f8\""), std::string::npos) << m;
+  EXPECT_EQ(model, nullptr);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
