@@ -133,17 +133,16 @@ static uint32_t *random_tokens(size_t n, int64_t vocab) {
   return t;
 }
 
-int atlas_bench_prefill(const atlas_bench_llama_options *o) {
+int atlas_bench_prefill(const atlas_bench_llama_options *a) {
   long longest = 1;
-  if (check_options(o, &longest)) return 1;
-  const atlas_bench_llama_options a = *o;
+  if (check_options(a, &longest)) return 1;
   atlas_model *model = NULL;
-  if (open_model(&a, longest, &model)) return 1;
+  if (open_model(a, longest, &model)) return 1;
   atlas_llama_model *m = llama_of(model);
   int64_t vocab = atlas_llama_config_of(m)->vocab_size;
   uint32_t *tokens = random_tokens((size_t)longest, vocab);
   float *logits = malloc((size_t)vocab * sizeof(float));
-  double *t = calloc((size_t)a.count + 1, sizeof(double));
+  double *t = calloc((size_t)a->count + 1, sizeof(double));
   int rc = tokens == NULL || logits == NULL || t == NULL;
   const atlas_llama_prefill_scratch *ps = m->prefill;
   printf("prefill products with 16-bit weights: %s\n",
@@ -152,18 +151,18 @@ int atlas_bench_prefill(const atlas_bench_llama_options *o) {
          : ps->matmul      ? "inputs rounded to 16 bits, one term, backend matmul"
                            : "inputs rounded to 16 bits, one term, gemm16 kernels");
   print_bandwidth(atlas_model_backend(model));
-  for (size_t s = 0; rc == 0 && s < a.size_count; ++s) {
-    size_t n = (size_t)a.sizes[s];
-    for (long r = 0; rc == 0 && r <= a.count; ++r) {  // r == 0: warm-up
+  for (size_t s = 0; rc == 0 && s < a->size_count; ++s) {
+    size_t n = (size_t)a->sizes[s];
+    for (long r = 0; rc == 0 && r <= a->count; ++r) {  // r == 0: warm-up
       double t0 = now_ms();
       rc = check(atlas_llama_prefill(m, tokens, n, 0, logits, NULL, NULL),
                  "prefill");
       t[r] = now_ms() - t0;
     }
     if (rc) break;
-    double ms = median(t + 1, (size_t)a.count);
+    double ms = median(t + 1, (size_t)a->count);
     printf("atlas prefill %5zu tokens: %9.2f ms (median of %ld; %.0f tokens/s)\n",
-           n, ms, a.count, (double)n / ms * 1e3);
+           n, ms, a->count, (double)n / ms * 1e3);
     printf("RESULT prefill_%zu_ms %.3f\n", n, ms);
   }
   free(t);
@@ -173,15 +172,14 @@ int atlas_bench_prefill(const atlas_bench_llama_options *o) {
   return rc;
 }
 
-int atlas_bench_decode(const atlas_bench_llama_options *o) {
+int atlas_bench_decode(const atlas_bench_llama_options *a) {
   long longest = 1;
-  if (check_options(o, &longest)) return 1;
-  const atlas_bench_llama_options a = *o;
+  if (check_options(a, &longest)) return 1;
   // The cache holds the context and the longer of the timed steps and the
   // three warm-up steps (both start at the context's end).
-  long decoded = a.count > 3 ? a.count : 3;
+  long decoded = a->count > 3 ? a->count : 3;
   atlas_model *model = NULL;
-  if (open_model(&a, longest + decoded + 1, &model)) return 1;
+  if (open_model(a, longest + decoded + 1, &model)) return 1;
   atlas_llama_model *m = llama_of(model);
   int64_t vocab = atlas_llama_config_of(m)->vocab_size;
   uint32_t *tokens = random_tokens((size_t)longest, vocab);
@@ -189,8 +187,8 @@ int atlas_bench_decode(const atlas_bench_llama_options *o) {
   uint32_t *ids = malloc((size_t)decoded * sizeof(uint32_t));
   int rc = tokens == NULL || logits == NULL || ids == NULL;
   print_bandwidth(atlas_model_backend(model));
-  for (size_t s = 0; rc == 0 && s < a.size_count; ++s) {
-    size_t ctx = (size_t)a.sizes[s];
+  for (size_t s = 0; rc == 0 && s < a->size_count; ++s) {
+    size_t ctx = (size_t)a->sizes[s];
     rc = check(atlas_llama_prefill(m, tokens, ctx, 0, logits, NULL, NULL),
                "prefill of the context");
     // The captured step with the device a step ahead of the host (what
@@ -231,13 +229,13 @@ int atlas_bench_decode(const atlas_bench_llama_options *o) {
       double t0 = now_ms();
       if (rc == 0) {
         rc = check(atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx,
-                                             (size_t)a.count, ids),
+                                             (size_t)a->count, ids),
                    "decode");
       }
       if (rc) break;
-      double ms = (now_ms() - t0) / (double)a.count;
+      double ms = (now_ms() - t0) / (double)a->count;
       printf("atlas decode at context %5zu: %7.3f ms/token (%ld steps, %s)\n",
-             ctx, ms, a.count, modes[mode].name);
+             ctx, ms, a->count, modes[mode].name);
       printf("RESULT decode%s_%zu_ms %.4f\n", modes[mode].key, ctx, ms);
     }
   }

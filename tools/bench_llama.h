@@ -24,7 +24,7 @@ typedef struct atlas_bench_llama_options {
 
 // Each returns the exit status: 0 done, 1 the benchmark failed (named on
 // stderr).
-int atlas_bench_prefill(const atlas_bench_llama_options *o);
-int atlas_bench_decode(const atlas_bench_llama_options *o);
+int atlas_bench_prefill(const atlas_bench_llama_options *a);
+int atlas_bench_decode(const atlas_bench_llama_options *a);
 
 #endif  // ATLAS_TOOLS_BENCH_LLAMA_H_
