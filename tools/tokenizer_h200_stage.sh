@@ -6,8 +6,9 @@
 #
 #   tools/tokenizer_h200_stage.sh [DIR]     # default .gpu/tokenizer
 #
-# then on the device: bash DIR/run.sh   (writes $OUT/expected.json and
-# $OUT/bench.txt). Commit $OUT/expected.json as tests/text/expected.json.
+# then on the device: bash DIR/run.sh   (writes $OUT/expected.json,
+# $OUT/unicode.txt and $OUT/bench.txt). Commit $OUT/expected.json as
+# tests/text/expected.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-.gpu/tokenizer}
@@ -26,7 +27,7 @@ for m in llama3 qwen3 llama2; do
   cp "$src" "$(dirname "$src")/tokenizer_config.json" "$dir/$m/"
 done
 cp tests/text/corpus.json tests/text/gen_reference.py tests/text/make_bench_text.py \
-   tools/bench_tokenizer_hf.py "$dir/"
+   tools/bench_tokenizer_hf.py tools/probe_tokenizers_unicode.py "$dir/"
 mkdir -p "$dir/synthetic"
 cp tests/text/synthetic/*.json "$dir/synthetic/"
 cp -f bazel-bin/tools/bench_tokenizer "$dir/bench_tokenizer"
@@ -41,8 +42,10 @@ python3 gen_reference.py --corpus corpus.json --out "$out/expected.json" \
   llama3=llama3.json:clean qwen3=qwen3.json llama2=llama2.json \
   gpt2_style=synthetic/gpt2_style.json:clean sp_metaspace=synthetic/sp_metaspace.json \
   sp_unk_split=synthetic/sp_unk_split.json split_behaviors=synthetic/split_behaviors.json \
-  digits_plain=synthetic/digits_plain.json \
+  digits_plain=synthetic/digits_plain.json unicode_classes=synthetic/unicode_classes.json \
   --auto llama3=llama3 --auto qwen3=qwen3 --auto llama2=llama2
+# The Unicode versions tokenizers classifies by (runtime/text/unicode.h).
+python3 probe_tokenizers_unicode.py llama3.json synthetic | tee "$out/unicode.txt"
 python3 make_bench_text.py --mb 12 --out bench.txt
 export TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1
 {

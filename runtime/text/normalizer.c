@@ -4,6 +4,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "atlas/runtime/text/unicode.h"
 #include "atlas/runtime/text/utf8.h"
 
 static atlas_status oom(void) {
@@ -104,10 +105,9 @@ static bool is_ascii(const char *s, size_t n) {
   return true;
 }
 
-static atlas_status run_unicode(int options, const char *in, size_t len,
+static atlas_status map_unicode(int options, const char *in, size_t len,
                                 atlas_text_buf *out) {
-  out->len = 0;
-  if (is_ascii(in, len)) return atlas_text_buf_append(out, in, len);
+  if (len == 0) return ATLAS_OK;
   utf8proc_uint8_t *dst = NULL;
   utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)in,
                                     (utf8proc_ssize_t)len, &dst,
@@ -121,6 +121,27 @@ static atlas_status run_unicode(int options, const char *in, size_t len,
   atlas_status st = atlas_text_buf_append(out, dst, (size_t)n);
   free(dst);
   return st;
+}
+
+// utf8proc normalizes by a newer Unicode than tokenizers' Unicode 9.0: the
+// runs between code points assigned since 9.0 are normalized apart, and those
+// code points are copied as they are (unicode.h).
+static atlas_status run_unicode(int options, const char *in, size_t len,
+                                atlas_text_buf *out) {
+  out->len = 0;
+  if (is_ascii(in, len)) return atlas_text_buf_append(out, in, len);
+  size_t run = 0, i = 0;
+  while (i < len) {
+    size_t cl = atlas_utf8_valid_len((const unsigned char *)in + i, len - i);
+    if (cl == 0) break;  // utf8proc names the invalid byte
+    if (cl > 1 && atlas_unicode_after_9(atlas_utf8_decode(in + i, &cl))) {
+      ATLAS_RETURN_IF_ERROR(map_unicode(options, in + run, i - run, out));
+      ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(out, in + i, cl));
+      run = i + cl;
+    }
+    i += cl;
+  }
+  return map_unicode(options, in + run, len - run, out);
 }
 
 static atlas_status run_replace(const atlas_normalizer *n,

@@ -5,24 +5,50 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atlas/runtime/text/unicode.h"
 #include "atlas/runtime/text/utf8.h"
 
 // Unicode White_Space, which \s means in Oniguruma (what tokenizers runs).
 // PCRE2 10.42's \s with UCP also matches U+180E, so \s and \S are spelled
-// out; the pattern is otherwise compiled as written.
+// out.
 #define WHITE_SPACE                                                      \
   "\\t-\\r\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}" \
   "\\x{2029}\\x{202f}\\x{205f}\\x{3000}"
 
-static atlas_status spell_out_white_space(const char *re, char **out) {
-  size_t n = strlen(re);
-  size_t cap = n * (sizeof(WHITE_SPACE) + 4) + 1;
-  char *o = malloc(cap);
-  if (!o) {
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "tokenizer: out of memory for a regex");
+// Appends \p{name} (negated: \P{name}) as a class that also holds what the
+// category gained after Unicode 14.0 (unicode.h). Outside a class it becomes
+// one; a \P inside a class, or a name that is not a general category, is
+// copied as written.
+static atlas_status spell_property(const char *esc, size_t esc_len,
+                                   const char *name, size_t len, bool negated,
+                                   bool in_class, atlas_text_buf *o) {
+  if (negated && in_class) return atlas_text_buf_append(o, esc, esc_len);
+  atlas_text_buf added = {0};
+  bool known = false;
+  atlas_status st = atlas_unicode_append_added(name, len, &added, &known);
+  if (atlas_status_is_ok(st) && (!known || added.len == 0)) {
+    st = atlas_text_buf_append(o, esc, esc_len);
+  } else if (atlas_status_is_ok(st)) {
+    char head[24];
+    int n = snprintf(head, sizeof(head), "%s\\p{%.*s}",
+                     in_class ? "" : negated ? "[^" : "[", (int)len, name);
+    st = atlas_text_buf_append(o, head, (size_t)n);
+    if (atlas_status_is_ok(st)) {
+      st = atlas_text_buf_append(o, added.data, added.len);
+    }
+    if (atlas_status_is_ok(st) && !in_class) {
+      st = atlas_text_buf_append(o, "]", 1);
+    }
   }
-  size_t w = 0;
+  atlas_text_buf_free(&added);
+  return st;
+}
+
+// The pattern as PCRE2 should compile it to match as Oniguruma with Unicode
+// 16.0 does: \s and \S spelled out, and \p{..} / \P{..} / \pX of general
+// categories widened (spell_property). Everything else is copied.
+static atlas_status spell_out(const char *re, atlas_text_buf *o) {
+  size_t n = strlen(re);
   bool in_class = false;
   for (size_t i = 0; i < n; i++) {
     char c = re[i];
@@ -30,36 +56,53 @@ static atlas_status spell_out_white_space(const char *re, char **out) {
       char d = re[i + 1];
       if (d == 's' || (d == 'S' && !in_class)) {
         const char *pre = in_class ? "" : (d == 's' ? "[" : "[^");
-        w += (size_t)sprintf(o + w, "%s%s%s", pre, WHITE_SPACE,
-                             in_class ? "" : "]");
+        ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(o, pre, strlen(pre)));
+        ATLAS_RETURN_IF_ERROR(
+            atlas_text_buf_append(o, WHITE_SPACE, sizeof(WHITE_SPACE) - 1));
+        if (!in_class) ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(o, "]", 1));
+      } else if ((d == 'p' || d == 'P') && i + 2 < n) {
+        // \pL, \p{L}, \p{^L} (negated, as \P{L} is).
+        const char *name = re + i + 2;
+        size_t len = 1, esc_len = 3;
+        bool negated = d == 'P';
+        if (*name == '{') {
+          const char *close = strchr(name, '}');
+          if (!close) return atlas_text_buf_append(o, re + i, n - i);
+          esc_len = (size_t)(close - (re + i)) + 1;
+          name++;
+          if (*name == '^') {
+            negated = !negated;
+            name++;
+          }
+          len = (size_t)(close - name);
+        }
+        ATLAS_RETURN_IF_ERROR(spell_property(re + i, esc_len, name, len,
+                                             negated, in_class, o));
+        i += esc_len - 1;
+        continue;
       } else {
-        o[w++] = c;
-        o[w++] = d;
+        ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(o, re + i, 2));
       }
       i++;
       continue;
     }
+    size_t take = 1;
     if (!in_class && c == '[') {
       in_class = true;
-      o[w++] = c;
       // A ']' right after '[' or '[^' is a literal.
-      if (i + 1 < n && re[i + 1] == '^') o[w++] = re[++i];
-      if (i + 1 < n && re[i + 1] == ']') o[w++] = re[++i];
-      continue;
-    }
-    if (in_class && c == '[' && i + 1 < n && re[i + 1] == ':') {
+      if (i + take < n && re[i + take] == '^') take++;
+      if (i + take < n && re[i + take] == ']') take++;
+    } else if (in_class && c == '[' && i + 1 < n && re[i + 1] == ':') {
       const char *end = strstr(re + i, ":]");
-      size_t len = end ? (size_t)(end - (re + i)) + 2 : 1;
-      memcpy(o + w, re + i, len);
-      w += len;
-      i += len - 1;
-      continue;
+      take = end ? (size_t)(end - (re + i)) + 2 : 1;
+    } else if (in_class && c == ']') {
+      in_class = false;
     }
-    if (in_class && c == ']') in_class = false;
-    o[w++] = c;
+    ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(o, re + i, take));
+    i += take - 1;
   }
-  o[w] = '\0';
-  *out = o;
+  // NUL-terminated for pcre2_compile.
+  ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(o, "", 1));
   return ATLAS_OK;
 }
 
@@ -79,16 +122,21 @@ atlas_status atlas_text_pattern_compile(const char *regex,
                           (size_t)off, (const char *)msg);
   }
   pcre2_code_free(out->re);
-  char *spelled = NULL;
-  ATLAS_RETURN_IF_ERROR(spell_out_white_space(regex, &spelled));
-  out->re = pcre2_compile((PCRE2_SPTR)spelled, PCRE2_ZERO_TERMINATED,
+  atlas_text_buf spelled = {0};
+  atlas_status st = spell_out(regex, &spelled);
+  if (!atlas_status_is_ok(st)) {
+    atlas_text_buf_free(&spelled);
+    return st;
+  }
+  out->re = pcre2_compile((PCRE2_SPTR)spelled.data, PCRE2_ZERO_TERMINATED,
                           PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
-  free(spelled);
+  atlas_text_buf_free(&spelled);
   if (!out->re) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof(msg));
-    return atlas_tj_error(at, "regex with \\s spelled out does not compile: %s",
-                          (const char *)msg);
+    return atlas_tj_error(
+        at, "regex with \\s and \\p{..} spelled out does not compile: %s",
+        (const char *)msg);
   }
   // JIT is an optimisation: without it pcre2_match interprets.
   (void)pcre2_jit_compile(out->re, PCRE2_JIT_COMPLETE);

@@ -9,6 +9,10 @@
 
 #include "atlas/runtime/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct atlas_text_buf {
   char *data;
   size_t len;
@@ -52,5 +56,9 @@ ATLAS_MUST_USE atlas_status atlas_text_pieces_push_tail(atlas_text_pieces *p, si
 ATLAS_MUST_USE atlas_status atlas_text_pieces_copy(atlas_text_pieces *out,
                                     const atlas_text_pieces *in, size_t i);
 void atlas_text_pieces_free(atlas_text_pieces *p);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
 
 #endif  // ATLAS_RUNTIME_TEXT_TEXT_BUF_H_

@@ -2,6 +2,8 @@
 
 #include <utf8proc.h>
 
+#include "atlas/runtime/text/unicode.h"
+
 // A lead byte's continuation count and the range its first continuation byte
 // must fall in (Unicode Table 3-7: no overlongs, no surrogates, nothing past
 // U+10FFFF); false for a byte no multi-byte sequence starts with.
@@ -109,7 +111,7 @@ atlas_status atlas_utf8_append_lossy(atlas_text_buf *out, const char *str,
 bool atlas_utf8_is_whitespace(uint32_t cp) {
   if ((cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85) return true;
   if (cp < 0x80) return false;
-  utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
+  utf8proc_category_t c = atlas_unicode_category(cp, ATLAS_UNICODE_17);
   return c == UTF8PROC_CATEGORY_ZS || c == UTF8PROC_CATEGORY_ZL ||
          c == UTF8PROC_CATEGORY_ZP;
 }
@@ -127,7 +129,7 @@ bool atlas_utf8_is_word_char(uint32_t cp) {
       (cp >= 0x1F150 && cp <= 0x1F169) || (cp >= 0x1F170 && cp <= 0x1F189)) {
     return true;
   }
-  switch (utf8proc_category((utf8proc_int32_t)cp)) {
+  switch (atlas_unicode_category(cp, ATLAS_UNICODE_16)) {
     case UTF8PROC_CATEGORY_LU:
     case UTF8PROC_CATEGORY_LL:
     case UTF8PROC_CATEGORY_LT:
@@ -147,7 +149,7 @@ bool atlas_utf8_is_word_char(uint32_t cp) {
 
 bool atlas_utf8_is_numeric(uint32_t cp) {
   if (cp < 0x80) return cp >= '0' && cp <= '9';
-  switch (utf8proc_category((utf8proc_int32_t)cp)) {
+  switch (atlas_unicode_category(cp, ATLAS_UNICODE_17)) {
     case UTF8PROC_CATEGORY_ND:
     case UTF8PROC_CATEGORY_NL:
     case UTF8PROC_CATEGORY_NO:

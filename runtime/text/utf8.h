@@ -1,6 +1,7 @@
 // UTF-8 helpers with the exact semantics of Rust's standard library, which
 // Hugging Face tokenizers inherits: validation, String::from_utf8_lossy, and
-// char::is_whitespace / is_alphanumeric (classified with utf8proc).
+// char::is_whitespace / is_numeric and the regex crate's \w, each by the
+// Unicode version tokenizers' build has (unicode.h).
 #ifndef ATLAS_RUNTIME_TEXT_UTF8_H_
 #define ATLAS_RUNTIME_TEXT_UTF8_H_
 

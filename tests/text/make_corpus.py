@@ -141,5 +141,21 @@ add("ab" * 600)
 add("🙂" * 50)
 add(" " * 300 + "x")
 
+# Characters newer than the Unicode tables of Debian 12's libraries (PCRE2
+# 10.42: 14.0; utf8proc 2.8: 15.0), and newer than the Unicode 9.0 that
+# tokenizers' normalizers use (runtime/text/unicode.h).
+for s in [
+    "🇫🇷\U00013a5b=Straße",  # Egyptian Hieroglyphs Extended-A (16.0): a letter
+    "\U00031350=x \U0002ebf0=y",  # CJK Extensions H (15.0) and I (15.1)
+    "\U00011f04\U00011f05 Kawi, \U00010d4a=Garay, \U0001e4d0 Nag Mundari",
+    "\U00010d40\U00010d41\U00010d42\U00010d43\U00010d44 Garay digits",  # Nd (16.0)
+    "\U00011de1The \U00011de2\U00011de3 Tolong Siki digits",  # Nd (17.0), Rust's char
+    "\U00010940<|im_start|> \U00010d4a<|im_start|> \U0001345b<|im_start|>",  # \w: 16.0
+    "\U0001e05d \U0001fbf0 \u32ff \U0001f16c \U00010781",  # compatibility forms after 9.0
+    "a\u1df6\u0323 a\u0301\u0323 \U00011935\U00011930",  # classes, a composition after 9.0
+    "\u0295 \u088f \U0001ccf0 \U00016d70 Abc",  # a 17.0 change; 17.0 and 16.0 additions
+]:
+    add(s)
+
 json.dump(texts, __import__("sys").stdout, ensure_ascii=False, indent=0)
 print()

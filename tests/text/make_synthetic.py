@@ -3,7 +3,8 @@
 the options the real files (Llama 3, Qwen3, Llama 2) do not: lstrip, rstrip,
 single_word and normalized added tokens, every Split behaviour and invert,
 Digits, Metaspace (first / always, split), unk and fuse_unk without byte
-fallback, NFKC/NFD/Strip/Replace normalizers, Bert-style post-processing.
+fallback, NFKC/NFD/NFKD/Strip/Replace normalizers, Bert-style
+post-processing, and \p{..} spelled every way Oniguruma takes it.
 
 Vocabularies are trained here with a tiny deterministic BPE on corpus.json,
 so the files are reproducible: python3 make_synthetic.py
@@ -202,6 +203,25 @@ write("digits_plain", {
         {"type": "Digits", "individual_digits": False},
         {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}]},
     "post_processor": None, "decoder": None,
+    "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+              "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+              "vocab": vocab_b, "merges": merges_b},
+})
+
+# 6. Unicode general categories spelled every way (\p{Lo}, \pN, \p{^L},
+#    \P{Ll}) with NFKD: what runtime/text/unicode.h widens to Unicode 16.0.
+write("unicode_classes", {
+    "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+    "normalizer": {"type": "NFKD"},
+    "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "\\p{Lo}+|\\pN+|\\p{^L}+"}, "behavior": "Isolated",
+         "invert": False},
+        {"type": "Split", "pattern": {"Regex": "\\P{Ll}"}, "behavior": "MergedWithNext",
+         "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}]},
+    "post_processor": None,
+    "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                "use_regex": False},
     "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
               "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
               "vocab": vocab_b, "merges": merges_b},
