@@ -745,6 +745,37 @@ static atlas_status tojson_filter(jv v, const jinja_args *a, jv *out) {
   return jv_string_of_buf(&b, out);
 }
 
+// The text Python's int() and float() read: single underscores between
+// digits are dropped ("1_000"); false for any other underscore, or text too
+// long for buf (then nothing is read and the default applies).
+static bool py_number_text(const char *s, char *buf, size_t cap) {
+  size_t n = strlen(s), w = 0;
+  if (!strchr(s, '_')) return n < cap ? (memcpy(buf, s, n + 1), true) : false;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '_') {
+      if (i == 0 || i + 1 == n || !isdigit((unsigned char)s[i - 1]) || !isdigit((unsigned char)s[i + 1])) {
+        return false;
+      }
+      continue;
+    }
+    if (w + 1 >= cap) return false;
+    buf[w++] = s[i];
+  }
+  buf[w] = '\0';
+  return true;
+}
+
+// Python's int() of a finite float: exact, however large. Atlas's integers
+// are 64-bit, so a float past them is refused rather than clamped.
+static atlas_status int_of_float(double f, jv *out) {
+  if (!(f > -0x1p63 && f < 0x1p63)) {
+    return err("int: %.17g does not fit in a 64-bit integer", f);
+  }
+  *out = jv_data(json_integer((long long)f));
+  return ATLAS_OK;
+}
+
+// Jinja's int: int(value), else int(float(value)), else the default.
 static atlas_status int_filter(jv v, const jinja_args *a, jv *out) {
   CHECK_ARGS("int", a, "default", "base");
   const jv *d = arg(a, 0, "default");
@@ -753,28 +784,90 @@ static atlas_status int_filter(jv v, const jinja_args *a, jv *out) {
     *out = jv_data(json_integer(json_is_boolean(v.json) ? json_is_true(v.json) : json_integer_value(v.json)));
     return ATLAS_OK;
   }
-  if (v.kind == JV_DATA && json_is_real(v.json) && isfinite(json_real_value(v.json))) {
-    *out = jv_data(json_integer((long long)json_real_value(v.json)));
-    return ATLAS_OK;
+  if (v.kind == JV_DATA && json_is_real(v.json)) {
+    double f = json_real_value(v.json);
+    if (isinf(f)) return err("int: cannot convert float infinity to integer");
+    if (!isnan(f)) return int_of_float(f, out);
   }
-  if (jv_is_string(v)) {
-    const char *s = json_string_value(v.json);
+  char text[128];
+  if (jv_is_string(v) && py_number_text(json_string_value(v.json), text, sizeof(text))) {
+    const char *s = text;
     char *end;
     errno = 0;
     long long x = strtoll(s, &end, 10);
     while (*end && isspace((unsigned char)*end)) ++end;
-    if (errno == 0 && end != s && *end == '\0') {
+    if (end != s && *end == '\0') {
+      if (errno == ERANGE) return err("int: '%s' does not fit in a 64-bit integer", s);
       *out = jv_data(json_integer(x));
       return ATLAS_OK;
     }
+    // int(float(s)): decimal only (strtod would also read hexadecimal); int()
+    // of infinity raises OverflowError, which Jinja turns into the default.
     double f = strtod(s, &end);
     while (*end && isspace((unsigned char)*end)) ++end;
-    if (end != s && *end == '\0' && isfinite(f)) {
-      *out = jv_data(json_integer((long long)f));
-      return ATLAS_OK;
-    }
+    if (end != s && *end == '\0' && !strpbrk(s, "xX") && isfinite(f)) return int_of_float(f, out);
   }
   *out = d ? jv_copy(*d) : jv_data(json_integer(0));
+  return ATLAS_OK;
+}
+
+// Jinja's round(value, precision, method). 'common' is Python's round():
+// an int stays an int (rounded half to even at a negative precision), a
+// float is rounded half to even on its exact decimal value, which is what
+// printf's %.*f does; 'ceil' and 'floor' scale by 10**precision.
+static atlas_status round_filter(jv v, const jinja_args *a, jv *out) {
+  CHECK_ARGS("round", a, "precision", "method");
+  long long prec = 0;
+  if (arg(a, 0, "precision")) ATLAS_RETURN_IF_ERROR(want_int("round", arg(a, 0, "precision"), &prec));
+  const char *method = "common";
+  size_t method_len = 6;
+  if (arg(a, 1, "method")) ATLAS_RETURN_IF_ERROR(want_str("round", arg(a, 1, "method"), &method, &method_len));
+  bool common = !strcmp(method, "common"), up = !strcmp(method, "ceil");
+  if (!common && !up && strcmp(method, "floor")) {
+    return err("round: method must be common, ceil or floor, not '%s'", method);
+  }
+  if (!jv_is_number(v)) return err("round: expects a number");
+  if (prec < -22 || prec > 22) return err("round: precision %lld is outside -22..22", prec);
+  if (common && jv_is_int(v)) {
+    long long x = json_is_boolean(v.json) ? json_is_true(v.json) : json_integer_value(v.json);
+    if (prec < 0) {
+      if (prec < -18) return err("round: precision %lld of an integer is not supported", prec);
+      long long m = 1;
+      for (long long i = 0; i < -prec; i++) m *= 10;
+      long long q = x / m, r = x % m;  // C truncates: r has x's sign
+      if (r < 0) {
+        q -= 1;
+        r += m;
+      }
+      if (2 * r > m || (2 * r == m && (q & 1))) q += 1;
+      if (__builtin_mul_overflow(q, m, &x)) return err("round: the result does not fit in 64 bits");
+    }
+    *out = jv_data(json_integer(x));
+    return ATLAS_OK;
+  }
+  double x = json_is_boolean(v.json) ? json_is_true(v.json) : json_number_value(v.json);
+  if (!common && jv_is_int(v) && prec >= 0) {
+    // Exact in Python: int * 10**p, floored, divided by 10**p is the int.
+    *out = jv_data(json_real(x));
+    return ATLAS_OK;
+  }
+  if (!common) {
+    // Python's 10 ** precision: an exact int, or a float such as 0.01.
+    double p10 = prec < 0 ? 1.0 / pow(10.0, (double)-prec) : pow(10.0, (double)prec);
+    // math.ceil / floor give Python ints, so a zero has no sign: + 0.0.
+    double y = (up ? ceil(x * p10) : floor(x * p10)) / p10 + 0.0;
+    if (!isfinite(y)) return err("round: %.17g scaled by 10**%lld is not finite", x, prec);
+    *out = jv_data(json_real(y));
+    return ATLAS_OK;
+  }
+  if (prec < 0) return err("round: a negative precision of a float is not supported");
+  if (!isfinite(x)) {
+    *out = jv_data(json_real(x));
+    return ATLAS_OK;
+  }
+  char buf[400];
+  snprintf(buf, sizeof(buf), "%.*f", (int)prec, x);
+  *out = jv_data(json_real(strtod(buf, NULL)));
   return ATLAS_OK;
 }
 
@@ -926,12 +1019,15 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       *out = jv_data(json_real(json_is_boolean(v.json) ? json_is_true(v.json) : json_number_value(v.json)));
       return ATLAS_OK;
     }
-    if (jv_is_string(v)) {
-      const char *s = json_string_value(v.json);
+    char text[128];
+    if (jv_is_string(v) && py_number_text(json_string_value(v.json), text, sizeof(text))) {
+      const char *s = text;
       char *end;
       double f = strtod(s, &end);
       while (*end && isspace((unsigned char)*end)) ++end;
-      if (end != s && *end == '\0') {
+      if (end != s && *end == '\0' && !strpbrk(s, "xX")) {  // float() reads no hexadecimal
+        // Python's float() gives inf or nan; a JSON number cannot hold them.
+        if (!isfinite(f)) return err("float: '%s' is not a finite number, which Atlas's numbers cannot hold", s);
         *out = jv_data(json_real(f));
         return ATLAS_OK;
       }
@@ -951,18 +1047,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     }
     return ATLAS_OK;
   }
-  if (!strcmp(name, "round")) {
-    CHECK_ARGS(name, a, "precision", "method");
-    if (arg(a, 1, "method")) return err("round: method= is not supported");
-    long long prec = 0;
-    if (arg(a, 0, "precision")) ATLAS_RETURN_IF_ERROR(want_int("round", arg(a, 0, "precision"), &prec));
-    if (!jv_is_number(v)) return err("round: expects a number");
-    if (prec != 0) return err("round with a precision is not supported");
-    double x = json_is_boolean(v.json) ? json_is_true(v.json) : json_number_value(v.json);
-    // Jinja's 'common' method is Python's round(): half to even, a float.
-    *out = jv_data(json_real(nearbyint(x)));
-    return ATLAS_OK;
-  }
+  if (!strcmp(name, "round")) return round_filter(v, a, out);
   if (!strcmp(name, "trim")) {
     CHECK_ARGS(name, a, "chars");
     jinja_buf b = {0};

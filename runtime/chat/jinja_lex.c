@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,7 +175,9 @@ static atlas_status lex_number(lexer *lx, size_t start) {
   jinja_tok *t = push(lx, is_float ? JT_FLOAT : JT_INT, start);
   if (!t) return oom();
   if (is_float) {
-    t->value = json_real(strtod(digits, NULL));
+    double f = strtod(digits, NULL);
+    if (!isfinite(f)) return err_at(lx, start, "float literal is not finite (Atlas's numbers cannot hold infinity)");
+    t->value = json_real(f);
   } else {
     errno = 0;
     long long v = strtoll(digits, NULL, 10);

@@ -545,6 +545,7 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
       }
       case 'P': {
         if (q < 0) {
+          if (p == 0) return fail(n, "0 cannot be raised to a negative power");
           *out = jv_data(json_real(pow((double)p, (double)q)));
           return ATLAS_OK;
         }
@@ -576,9 +577,14 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
       r = fmod(p, q);
       if (r != 0 && ((r < 0) != (q < 0))) r += q;
       break;
-    case 'P': r = pow(p, q); break;
+    case 'P':
+      if (p == 0 && q < 0) return fail(n, "0.0 cannot be raised to a negative power");
+      r = pow(p, q);
+      break;
     default: return arith_error(n, op, a, b);
   }
+  // Python would print inf or nan; a JSON number (jansson) cannot hold them.
+  if (!isfinite(r)) return fail(n, "float arithmetic gives %s, which Atlas's numbers cannot hold", isnan(r) ? "nan" : "infinity");
   *out = jv_data(json_real(r));
   return ATLAS_OK;
 }

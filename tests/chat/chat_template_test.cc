@@ -278,6 +278,19 @@ TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
       {"{{ ([1]|select)[0] }}", "{}", "'generator' object is not subscriptable"},
       {"{% set g = [1]|select %}{{ g|join }}{{ g|join }}", "{}", "a generator (the result of a filter such as map or select) is used a second time"},
       {"{{ [1]|select|length }}", "{}", "object of type 'generator' has no len()"},
+      // Numbers are JSON numbers: 64-bit integers and finite doubles. What
+      // Python would make a big int, inf or nan is refused; before, these
+      // clamped to INT64_MIN, or crashed on jansson's NULL for inf.
+      {"{{ x|int }}", "{\"x\": -8.4e22}", "int: -8.3999999999999992e+22 does not fit in a 64-bit integer"},
+      {"{{ '99999999999999999999'|int }}", "{}", "does not fit in a 64-bit integer"},
+      {"{{ x|float }}", "{\"x\": \"1e400\"}", "float: '1e400' is not a finite number"},
+      {"{{ 'nan'|float }}", "{}", "float: 'nan' is not a finite number"},
+      {"{{ 1e308 * 10 }}", "{}", "float arithmetic gives infinity"},
+      {"{{ 1e400 }}", "{}", "float literal is not finite"},
+      {"{{ 0 ** -1 }}", "{}", "0 cannot be raised to a negative power"},
+      {"{{ 0.0 ** -1 }}", "{}", "0.0 cannot be raised to a negative power"},
+      {"{{ 1.5|round(-1) }}", "{}", "round: a negative precision of a float is not supported"},
+      {"{{ 1.5|round(1, 'up') }}", "{}", "round: method must be common, ceil or floor, not 'up'"},
   };
   for (const Bad &b : bad) {
     std::string out;

@@ -192,6 +192,10 @@ SNIPPETS = [
  ("{{ 'a\\nb\\n\\nc'|indent(2) }}|{{ 'a\\nb'|indent(2, true) }}", {}),
  ("{{ ['b','a','B']|unique|list }}", {}),
  ("{{ 2.5|round }}{{ 3.5|round }}{{ -2.5|round }}{{ -3|abs }}{{ '3.5'|float }}", {}),
+ # round with a precision and a method; int and float of text as Python reads it.
+ ("{{ 2.675|round(2) }} {{ 0.125|round(2) }} {{ 1.005|round(2) }} {{ -0.3|round(1) }} {{ 3|round(2) }} {{ 1234|round(-2) }} {{ 1250|round(-2) }} {{ -1350|round(-2) }} {{ 5e-324|round(3) }}", {}),
+ ("{{ 2.671|round(2, 'ceil') }} {{ -2.671|round(2, 'floor') }} {{ -0.001|round(2, 'ceil') }} {{ 1234.5|round(-2, 'floor') }} {{ 7|round(0, 'ceil') }} {{ x|round(3) }}", {"x": 123456.78901}),
+ ("{{ '1_000'|int }} {{ '1_0.5'|float }} {{ '1__0'|int(-1) }} {{ '_1'|int(-1) }} {{ '0x10'|int(-1) }} {{ '0x1p3'|float(-1.5) }} {{ 'inf'|int(-1) }} {{ ' -7 '|int }} {{ '1e3'|int }}", {}),
  ("{{ ', '.join(['a','b']) }}{{ 'abcabc'.count('b') }}{{ 'abc'.find('c') }}", {}),
  ("{% set d = {'x': {'y': 1}} %}{{ d.x.y }}{{ d['x']['y'] }}", {}),
  ("{% for m in messages %}{% if loop.first and m.role != 'system' %}S{% endif %}{{ loop.cycle('a','b') }}{% endfor %}", {"messages": [{"role":"user"},{"role":"x"},{"role":"y"}]}),
