@@ -768,7 +768,8 @@ static bool py_number_text(const char *s, char *buf, size_t cap) {
 // Python's int() of a finite float: exact, however large. Atlas's integers
 // are 64-bit, so a float past them is refused rather than clamped.
 static atlas_status int_of_float(double f, jv *out) {
-  if (!(f > -0x1p63 && f < 0x1p63)) {
+  const double two63 = 9223372036854775808.0;
+  if (!(f >= -two63 && f < two63)) {
     return err("int: %.17g does not fit in a 64-bit integer", f);
   }
   *out = jv_data(json_integer((long long)f));
@@ -823,7 +824,7 @@ static atlas_status round_filter(jv v, const jinja_args *a, jv *out) {
   size_t method_len = 6;
   if (arg(a, 1, "method")) ATLAS_RETURN_IF_ERROR(want_str("round", arg(a, 1, "method"), &method, &method_len));
   bool common = !strcmp(method, "common"), up = !strcmp(method, "ceil");
-  if (!common && !up && strcmp(method, "floor")) {
+  if (!common && !up && strcmp(method, "floor") != 0) {
     return err("round: method must be common, ceil or floor, not '%s'", method);
   }
   if (!jv_is_number(v)) return err("round: expects a number");

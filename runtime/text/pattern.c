@@ -67,7 +67,11 @@ static atlas_status spell_out(const char *re, atlas_text_buf *o) {
         bool negated = d == 'P';
         if (*name == '{') {
           const char *close = strchr(name, '}');
-          if (!close) return atlas_text_buf_append(o, re + i, n - i);
+          if (!close) {  // not a property (the pattern as written compiled)
+            ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(o, re + i, 2));
+            i++;
+            continue;
+          }
           esc_len = (size_t)(close - (re + i)) + 1;
           name++;
           if (*name == '^') {

@@ -1,5 +1,6 @@
 #include "atlas/runtime/text/unicode.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,26 +58,34 @@ static const char kNames[][3] = {
 enum { kNameCount = sizeof(kNames) / sizeof(kNames[0]) };
 
 // Whether category c belongs to the category or group `name` (1 or 2
-// letters). Cn is never widened: adding cannot take a code point out.
+// letters, canonical case). Cn is never widened: adding cannot take a code
+// point out.
 static bool in_group(utf8proc_category_t c, const char *name, size_t len) {
   if ((size_t)c >= kNameCount || c == UTF8PROC_CATEGORY_CN) return false;
   if (len == 1) return kNames[c][0] == name[0];
   return kNames[c][0] == name[0] && kNames[c][1] == name[1];
 }
 
-static bool is_category_name(const char *name, size_t len) {
-  if (len == 1) return memchr("LMNPSZC", name[0], 7) != NULL;
-  if (len != 2) return false;
+// The canonical spelling ("Lu") of a general category or group named in any
+// case, as PCRE2 and Oniguruma match names loosely; false for another name.
+static bool canonical_name(const char *name, size_t len, char out[3]) {
+  if (len < 1 || len > 2) return false;
+  out[0] = (char)toupper((unsigned char)name[0]);
+  out[1] = out[2] = '\0';
+  if (len == 2) out[1] = (char)tolower((unsigned char)name[1]);
+  if (len == 1) return memchr("LMNPSZC", out[0], 7) != NULL;
   for (size_t i = 0; i < kNameCount; i++) {
-    if (kNames[i][0] == name[0] && kNames[i][1] == name[1]) return true;
+    if (kNames[i][0] == out[0] && kNames[i][1] == out[1]) return true;
   }
   return false;
 }
 
 atlas_status atlas_unicode_append_added(const char *name, size_t len,
                                         atlas_text_buf *out, bool *known) {
-  *known = is_category_name(name, len);
+  char canon[3];
+  *known = canonical_name(name, len, canon);
   if (!*known) return ATLAS_OK;
+  name = canon;
   // Ranges of the group that touch are merged, so a class stays short.
   bool open = false;
   uint32_t lo = 0, hi = 0;

@@ -65,6 +65,10 @@ TEST(Unicode, ClassesGainWhatTheCategoryGained) {
   EXPECT_TRUE(known);
   EXPECT_NE(nd.find("\\x{10d40}-\\x{10d49}"), std::string::npos) << nd;
   EXPECT_EQ(nd.find("\\x{11de"), std::string::npos) << "17.0 digits are not in 16.0";
+  // Names match loosely, as in PCRE2 and Oniguruma.
+  EXPECT_EQ(Added("l", &known), l);
+  EXPECT_TRUE(known);
+  EXPECT_EQ(Added("nD", &known), nd);
   EXPECT_EQ(Added("Cn", &known), "");
   EXPECT_TRUE(known);
   EXPECT_EQ(Added("Latin", &known), "");
