@@ -13,18 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds=1-4
 count=4000
-usage() { echo "usage: tools/fuzz_chat.sh [--seeds A-B] [--count N]" >&2; exit 2; }
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --seeds) [ $# -ge 2 ] || usage; seeds=$2; shift 2 ;;
-    --seeds=*) seeds=${1#*=}; shift ;;
-    --count) [ $# -ge 2 ] || usage; count=$2; shift 2 ;;
-    --count=*) count=${1#*=}; shift ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) usage ;;
-  esac
-done
-[[ "$seeds" =~ ^[0-9]+-[0-9]+$ && "$count" =~ ^[0-9]+$ ]] || usage
+source tools/fuzz_args.sh
 python3 -c 'import jinja2' 2>/dev/null || { echo "fuzz_chat: python3 has no jinja2" >&2; exit 1; }
 
 tools/bazel build //tests/chat:chat_template_test >/dev/null 2>&1
