@@ -305,6 +305,34 @@ TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
   }
 }
 
+// round with a precision and a method, and int / float of text, as Jinja2
+// 3.1.6 configured as transformers configures it renders them (the same rows
+// are in gen_reference.py's snippets; expected strings from that run).
+TEST(ChatTemplate, NumbersRoundAndParseAsJinja) {
+  struct Case {
+    const char *src;
+    const char *vars;
+    const char *want;
+  } cases[] = {
+      {"{{ 2.675|round(2) }} {{ 0.125|round(2) }} {{ 1.005|round(2) }} {{ -0.3|round(1) }} {{ 3|round(2) }} "
+       "{{ 1234|round(-2) }} {{ 1250|round(-2) }} {{ -1350|round(-2) }} {{ 5e-324|round(3) }}",
+       "{}", "2.67 0.12 1.0 -0.3 3 1200 1200 -1400 0.0"},
+      {"{{ 2.671|round(2, 'ceil') }} {{ -2.671|round(2, 'floor') }} {{ -0.001|round(2, 'ceil') }} "
+       "{{ 1234.5|round(-2, 'floor') }} {{ 7|round(0, 'ceil') }} {{ x|round(3) }}",
+       "{\"x\": 123456.78901}", "2.68 -2.68 0.0 1200.0 7.0 123456.789"},
+      {"{{ '1_000'|int }} {{ '1_0.5'|float }} {{ '1__0'|int(-1) }} {{ '_1'|int(-1) }} {{ '0x10'|int(-1) }} "
+       "{{ '0x1p3'|float(-1.5) }} {{ 'inf'|int(-1) }} {{ ' -7 '|int }} {{ '1e3'|int }}",
+       "{}", "1000 10.5 -1 -1 -1 -1.5 -1 -7 1000"},
+  };
+  for (const Case &c : cases) {
+    std::string out;
+    atlas_status st = RenderSnippet(c.src, c.vars, &out);
+    EXPECT_EQ(st, ATLAS_OK) << c.src << ": " << Message(st);
+    EXPECT_EQ(out, c.want) << c.src;
+    atlas_status_free(st);
+  }
+}
+
 TEST(ChatTemplate, RaiseExceptionCarriesTheMessage) {
   std::string out;
   atlas_status st = RenderSnippet("x{{ raise_exception('Roles must alternate, got ' ~ n) }}", "{\"n\": 3}", &out);
