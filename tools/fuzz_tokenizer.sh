@@ -6,15 +6,24 @@
 # library of the committed expected.json). Needs node and npm; not part of
 # CI (tests/text/README.md says what it found).
 #
-#   tools/fuzz_tokenizer.sh [--seeds A-B] [--count N]   # default 1-4, 5000
+#   tools/fuzz_tokenizer.sh [--ids] [--seeds A-B] [--count N]   # default 1-4, 5000
 #
-# Odd seeds draw mixed text, even seeds dense post-Unicode-9.0 text. Exit 0
-# when every text of every seed matches, 1 when one differs (its test log is
-# kept and named), 2 on a usage error.
+# Odd seeds draw mixed text, even seeds dense post-Unicode-9.0 text. With
+# --ids: random id sequences (tests/text/fuzz_ids.py) decoded with and
+# without special tokens, checked by decode_ids_test (the Node bindings have
+# no DecodeStream; run.sh of tools/tokenizer_h200_stage.sh fuzzes streams).
+# Exit 0 when every case of every seed matches, 1 when one differs (its test
+# log is kept and named), 2 on a usage error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds=1-4
 count=5000
+ids=false
+rest=()
+for a in "$@"; do
+  if [ "$a" = --ids ]; then ids=true; else rest+=("$a"); fi
+done
+set -- "${rest[@]}"
 source tools/fuzz_args.sh
 
 work=$(mktemp -d)
@@ -24,7 +33,7 @@ if [ ! -d "$oracle/node_modules/tokenizers" ]; then
   mkdir -p "$oracle"
   npm install --silent --prefix "$oracle" tokenizers@0.23.2 >/dev/null
 fi
-tools/bazel build //tests/text:reference_test >/dev/null 2>&1
+tools/bazel build //tests/text:reference_test //tests/text:decode_ids_test >/dev/null 2>&1
 ext="$(tools/bazel info output_base 2>/dev/null)/external"
 ref=() test_args=()
 for m in llama3 qwen3 llama2; do
@@ -38,6 +47,26 @@ for f in tests/text/synthetic/*.json; do
 done
 
 status=0
+if $ids; then
+  printf '%-6s %9s %8s\n' seed sequences differ
+  for ((s = ${seeds%-*}; s <= ${seeds#*-}; s++)); do
+    python3 tests/text/fuzz_ids.py --seed "$s" --count "$count" --out "$work/ids.json" "${ref[@]}"
+    NODE_PATH="$oracle/node_modules" node tests/text/decode_ids_node.js \
+      --ids "$work/ids.json" --out "$work/expected.json" "${ref[@]}" >/dev/null
+    log="$work/ids$s.log"
+    bazel-bin/tests/text/decode_ids_test --gtest_filter='DecodeIds.EveryModelMatches' \
+      --expected "$work/expected.json" "${test_args[@]}" >"$log" 2>&1 || true
+    differ=$({ grep -a 'decode_ids_test.cc:[0-9]*: cases\[' "$log" || true; } | sort -u | wc -l)
+    if ! grep -q '^\[  PASSED  \] 1 test' "$log"; then
+      status=1
+      keep="/tmp/fuzz_tokenizer_ids$s"
+      mkdir -p "$keep" && cp "$log" "$work/ids.json" "$work/expected.json" "$keep/"
+      differ="$differ (see $keep)"
+    fi
+    printf '%-6s %9s %8s\n' "$s" "$((count * ${#ref[@]}))" "$differ"
+  done
+  exit "$status"
+fi
 printf '%-6s %-8s %6s %8s\n' seed kind texts differ
 for ((s = ${seeds%-*}; s <= ${seeds#*-}; s++)); do
   kind=mixed

@@ -235,8 +235,11 @@ typedef struct atlas_generate_options {
   // A stop string ends generation; it and anything after it are never
   // passed on, and text that might begin one is held back until known.
   // A character still incomplete when generation ends (the model stopped
-  // inside a multi-byte sequence) is not passed on. Return false from
-  // on_text to stop. The tokenizer must outlive the call.
+  // inside a multi-byte sequence) is not passed on. Where a byte-fallback
+  // model's stray byte turns text already passed on into U+FFFD, the text
+  // goes on past as many characters (vLLM's rule) instead of failing, as
+  // tokenizers' DecodeStream would. Return false from on_text to stop. The
+  // tokenizer must outlive the call.
   const atlas_tokenizer *tokenizer;
   bool (*on_text)(void *ctx, const char *text, size_t len);
   const char *const *stop_strings;  // non-empty strings; NULL if stop_count 0

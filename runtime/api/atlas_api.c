@@ -339,8 +339,10 @@ static atlas_status generate_state_init(generate_state *g, atlas_model *model,
   }
   if (o->tokenizer != NULL) {
     g->text = true;
-    ATLAS_RETURN_IF_ERROR(
-        atlas_tokenizer_stream_create(o->tokenizer, true, &g->stream));
+    // Resyncing: a byte-fallback model's stray byte id must not end the
+    // text (tokenizers' DecodeStream would raise; see tokenizer.h).
+    ATLAS_RETURN_IF_ERROR(atlas_tokenizer_stream_create_resync(
+        o->tokenizer, true, &g->stream));
     // The runtime stops at EOS itself; the stop conditions only need to
     // know EOS ids to keep their text out (none when ignore_eos).
     const atlas_eos *eos = atlas_model_eos(model);

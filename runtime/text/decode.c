@@ -2,6 +2,7 @@
 // clean_up_tokenization_spaces as transformers 5 applies it) and the
 // streaming decoder
 // (tokenizers' DecodeStream), which never emits half a character.
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,16 +169,29 @@ struct atlas_tokenizer_stream {
   size_t cap;
   atlas_text_buf prefix;
   size_t prefix_index;
+  bool resync;  // a prefix mismatch emits by characters instead of failing
 };
 
-atlas_status atlas_tokenizer_stream_create(const atlas_tokenizer *t,
-                                           bool skip_special,
-                                           atlas_tokenizer_stream **out) {
+static atlas_status stream_create(const atlas_tokenizer *t, bool skip_special,
+                                  bool resync, atlas_tokenizer_stream **out) {
   *out = calloc(1, sizeof(**out));
   if (!*out) return oom();
   (*out)->tokenizer = t;
   (*out)->options.skip_special_tokens = skip_special;
+  (*out)->resync = resync;
   return ATLAS_OK;
+}
+
+atlas_status atlas_tokenizer_stream_create(const atlas_tokenizer *t,
+                                           bool skip_special,
+                                           atlas_tokenizer_stream **out) {
+  return stream_create(t, skip_special, false, out);
+}
+
+atlas_status atlas_tokenizer_stream_create_resync(const atlas_tokenizer *t,
+                                                  bool skip_special,
+                                                  atlas_tokenizer_stream **out) {
+  return stream_create(t, skip_special, true, out);
 }
 
 void atlas_tokenizer_stream_free(atlas_tokenizer_stream *s) {
@@ -187,18 +201,50 @@ void atlas_tokenizer_stream_free(atlas_tokenizer_stream *s) {
   free(s);
 }
 
+// Characters of well-formed UTF-8 (decode's output always is).
+static size_t count_chars(const atlas_text_buf *b) {
+  size_t n = 0;
+  for (size_t i = 0; i < b->len; i++) n += ((unsigned char)b->data[i] & 0xC0) != 0x80;
+  return n;
+}
+
+// The byte offset after the first `chars` characters (or the end).
+static size_t skip_chars(const atlas_text_buf *b, size_t chars) {
+  size_t i = 0;
+  for (; i < b->len; i++) {
+    if (((unsigned char)b->data[i] & 0xC0) != 0x80 && chars-- == 0) break;
+  }
+  return i;
+}
+
 static bool ends_with_replacement(const atlas_text_buf *b) {
   return b->len >= 3 && memcmp(b->data + b->len - 3, "\xEF\xBF\xBD", 3) == 0;
 }
 
-// tokenizers' step_decode_stream: decode the ids since prefix_index; emit
-// the text beyond the prefix once it does not end in U+FFFD (an incomplete
-// character); then keep only the ids the new prefix needs.
+// tokenizers' step_decode_stream (0.22 and later): decode the ids since
+// prefix_index; emit the text beyond the prefix once it does not end in
+// U+FFFD (an incomplete character); then keep only the ids the new prefix
+// needs.
 atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s,
                                          uint32_t id, char **out_text,
                                          size_t *out_len) {
   *out_text = NULL;
   *out_len = 0;
+  // Ids held with no prefix (they gave no text, or half a character): their
+  // text becomes the prefix, and they its ids, once it is whole.
+  if (s->prefix.len == 0 && s->count > 0) {
+    atlas_text_buf held = {0};
+    atlas_status st =
+        decode_into(s->tokenizer, s->ids, s->count, &s->options, &held);
+    if (!st && !ends_with_replacement(&held)) {
+      atlas_text_buf old = s->prefix;
+      s->prefix = held;
+      held = old;
+      s->prefix_index = s->count;
+    }
+    atlas_text_buf_free(&held);
+    if (st) return st;
+  }
   if (s->count == s->cap) {
     size_t cap = s->cap ? s->cap * 2 : 16;
     uint32_t *ids = realloc(s->ids, cap * sizeof(*ids));
@@ -211,18 +257,28 @@ atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s,
   atlas_status st =
       decode_into(s->tokenizer, s->ids, s->count, &s->options, &text);
   if (!st && text.len > s->prefix.len && !ends_with_replacement(&text)) {
+    // Where the new piece starts: after the prefix, or on a mismatch (when
+    // resyncing) after as many characters as the prefix holds.
+    size_t from = s->prefix.len;
     if (s->prefix.len > 0 &&
         memcmp(text.data, s->prefix.data, s->prefix.len) != 0) {
-      st = atlas_status_make(ATLAS_STATUS_INTERNAL,
-                             "tokenizer stream: decoded text no longer starts "
-                             "with what was already emitted");
-    } else {
-      size_t n = text.len - s->prefix.len;
+      if (s->resync) {
+        from = skip_chars(&text, count_chars(&s->prefix));
+      } else {
+        st = atlas_status_make(ATLAS_STATUS_INTERNAL,
+                               "tokenizer stream: the text of the ids since "
+                               "the last piece no longer starts with what it "
+                               "ended on (id %" PRIu32 ")",
+                               id);
+      }
+    }
+    if (!st) {
+      size_t n = text.len - from;
       char *piece = malloc(n + 1);
       if (!piece) {
         st = oom();
       } else {
-        memcpy(piece, text.data + s->prefix.len, n);
+        memcpy(piece, text.data + from, n);
         piece[n] = '\0';
         size_t new_prefix_index = s->count - s->prefix_index;
         memmove(s->ids, s->ids + s->prefix_index,
@@ -231,8 +287,8 @@ atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s,
         st = decode_into(s->tokenizer, s->ids, s->count, &s->options,
                          &s->prefix);
         s->prefix_index = new_prefix_index;
-        if (st) {
-          free(piece);
+        if (st || n == 0) {
+          free(piece);  // n == 0: a resync that ended inside the old text
         } else {
           *out_text = piece;
           *out_len = n;

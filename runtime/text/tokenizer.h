@@ -77,11 +77,24 @@ ATLAS_MUST_USE atlas_status atlas_tokenizer_clean_up(const char *text, size_t le
                                                      size_t *out_len);
 
 // Streaming decode for generated text (tokenizers' DecodeStream): each step
-// returns only new, complete characters, never half of one.
+// returns only new, complete characters, never half of one. Like
+// DecodeStream it fails (INTERNAL) when the text of the ids since the last
+// piece no longer starts with what that piece ended on: byte-fallback
+// models (Llama 2, Mistral) decode a run of byte tokens that is not UTF-8 as
+// one U+FFFD a byte, so "\n" already emitted becomes U+FFFD when the model
+// follows it with a stray continuation byte.
 typedef struct atlas_tokenizer_stream atlas_tokenizer_stream;
 ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_create(const atlas_tokenizer *tokenizer,
                                            bool skip_special,
                                            atlas_tokenizer_stream **out_stream);
+// The same, but that mismatch does not fail: the step returns the new text
+// past as many characters as the old ended on (what vLLM's incremental
+// detokenizer returns, slicing by characters) and goes on from there. The
+// pieces then differ from the whole decode in those characters. For
+// generation, where one odd id must not end the text.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_create_resync(
+    const atlas_tokenizer *tokenizer, bool skip_special,
+    atlas_tokenizer_stream **out_stream);
 // Feeds one id. *out_text (malloc'd, NUL-terminated, free() it) is the new
 // text, or NULL with *out_len 0 when the id completed no character yet.
 ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *stream,

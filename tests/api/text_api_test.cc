@@ -265,7 +265,9 @@ std::string Safetensors(const std::vector<Tensor> &tensors) {
   return out + header + body;
 }
 
-std::string ChainCheckpoint() {
+// The chain's successor of each of its tokens, the first (the prompt) left
+// out of the loop.
+std::string ChainCheckpoint(const uint32_t *chain = kChain, size_t chain_len = kChainLen) {
   auto zeros = [](std::string name, std::vector<int64_t> shape) {
     size_t n = 1;
     for (int64_t d : shape) n *= static_cast<size_t>(d);
@@ -278,9 +280,9 @@ std::string ChainCheckpoint() {
   };
   Tensor embed = zeros("model.embed_tokens.weight", {kVocab, kHidden});
   Tensor head = zeros("lm_head.weight", {kVocab, kHidden});
-  for (size_t i = 0; i < kChainLen; i++) {
-    embed.data[kChain[i] * kHidden + i] = 1.0f;  // token -> its own axis
-    uint32_t next = kChain[i + 1 < kChainLen ? i + 1 : 1];
+  for (size_t i = 0; i < chain_len; i++) {
+    embed.data[chain[i] * kHidden + i] = 1.0f;  // token -> its own axis
+    uint32_t next = chain[i + 1 < chain_len ? i + 1 : 1];
     head.data[next * kHidden + i] = 1.0f;  // that axis -> its successor
   }
   const std::string l = "model.layers.0.";
@@ -362,6 +364,50 @@ TEST(TextApi, StreamedTextIsWholeCharacters) {
     for (const std::string &p : s.pieces) EXPECT_TRUE(ValidUtf8(p)) << p;
     EXPECT_EQ(s.pieces, run.pieces);
   }
+  atlas_close_report report;
+  st = atlas_close(model, &report);
+  EXPECT_EQ(st, ATLAS_OK) << Take(st);
+  EXPECT_EQ(report.leaked_bytes, 0u);
+  atlas_tokenizer_free(tok);
+}
+
+// A byte-fallback model that writes "\n" as <0x0A>, then a stray
+// continuation byte <0x97>, then "▁t": the run [0A 97] is not UTF-8 and
+// decodes as two U+FFFD, so the "\n" already streamed is no longer what the
+// text starts with. tokenizers' DecodeStream raises there; generation must
+// go on (tokenizer.h: the resyncing stream) and keep every token.
+TEST(TextApi, StrayByteDoesNotEndGeneration) {
+  atlas_tokenizer *tok = Open("llama2");
+  ASSERT_NE(tok, nullptr);
+  const uint32_t chain[] = {1, 0x0A + 3, 0x97 + 3, 261};
+  std::vector<uint32_t> generated(chain + 1, chain + 4);
+  EXPECT_EQ(Decode(tok, generated, true), "\xEF\xBF\xBD\xEF\xBF\xBD t");
+
+  const std::string weights = ChainCheckpoint(chain, 4);
+  atlas_open_options oo;
+  atlas_open_options_init(&oo);
+  oo.backend = "host";
+  atlas_model *model = nullptr;
+  atlas_status st = atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1,
+                                      weights.data(), weights.size(), &oo, &model);
+  ASSERT_EQ(st, ATLAS_OK) << Take(st);
+  Streamed s;
+  atlas_generate_options go;
+  atlas_generate_options_init(&go);
+  go.max_new_tokens = 6;
+  go.ignore_eos = true;
+  go.tokenizer = tok;
+  go.on_text = OnText;
+  go.ctx = &s;
+  std::vector<uint32_t> out(go.max_new_tokens);
+  size_t count = 0;
+  st = atlas_generate(model, chain, 1, &go, out.data(), &count);
+  ASSERT_EQ(st, ATLAS_OK) << Take(st);
+  ASSERT_EQ(count, 6u);
+  for (size_t i = 0; i < count; i++) EXPECT_EQ(out[i], chain[1 + i % 3]) << "token " << i;
+  // "\n", then the text past one character (vLLM's slicing), twice round.
+  const std::vector<std::string> want = {"\n", "\xEF\xBF\xBD t", "\n", "\xEF\xBF\xBD t"};
+  EXPECT_EQ(s.pieces, want);
   atlas_close_report report;
   st = atlas_close(model, &report);
   EXPECT_EQ(st, ATLAS_OK) << Take(st);

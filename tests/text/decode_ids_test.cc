@@ -1,0 +1,220 @@
+// Decodes of arbitrary id sequences against Hugging Face tokenizers: ids a
+// model may generate, most of which no text encodes to (a character split
+// across byte tokens, special tokens mid-word, ids past the vocabulary).
+// decode_ids.json holds the sequences (fuzz_ids.py) with tokenizers'
+// decode and, where the reference has them, DecodeStream's pieces
+// (gen_decode_ids.py). Arguments as reference_test's, without --corpus.
+#include <gtest/gtest.h>
+#include <jansson.h>
+
+#include <string>
+#include <vector>
+
+#include "atlas/runtime/text/tokenizer.h"
+#include "tests/text/reference_files.h"
+
+namespace {
+
+atlas_test::ReferenceFiles g_files;
+using atlas_test::Ids;
+using atlas_test::Str;
+using atlas_test::ValidUtf8;
+
+std::string TakeMessage(atlas_status st) {
+  std::string m = atlas_status_message(st);
+  atlas_status_free(st);
+  return m;
+}
+
+std::string Show(const std::vector<uint32_t> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// DecodeStream's pieces: a JSON array of strings and nulls (no new text).
+std::vector<std::string> Pieces(json_t *array) {
+  std::vector<std::string> v;
+  for (size_t i = 0; i < json_array_size(array); i++) {
+    json_t *p = json_array_get(array, i);
+    v.push_back(json_is_string(p) ? std::string(json_string_value(p), json_string_length(p))
+                                  : std::string("<null>"));
+  }
+  return v;
+}
+
+// The pieces of atlas_tokenizer_stream_create_resync's stream, one an id.
+std::vector<std::string> ResyncPieces(atlas_tokenizer *tok, const std::vector<uint32_t> &ids,
+                                      bool skip) {
+  std::vector<std::string> pieces;
+  atlas_tokenizer_stream *stream = nullptr;
+  atlas_status st = atlas_tokenizer_stream_create_resync(tok, skip, &stream);
+  EXPECT_EQ(st, ATLAS_OK) << TakeMessage(st);
+  for (size_t k = 0; stream && k < ids.size(); k++) {
+    char *piece = nullptr;
+    size_t n = 0;
+    st = atlas_tokenizer_stream_step(stream, ids[k], &piece, &n);
+    if (st) {
+      ADD_FAILURE() << "resync stream failed at id " << k << ": " << TakeMessage(st);
+      break;
+    }
+    pieces.push_back(piece ? std::string(piece, n) : std::string("<null>"));
+    if (piece) {
+      EXPECT_TRUE(ValidUtf8(pieces.back()));
+      EXPECT_GT(n, 0u);
+    }
+    free(piece);
+  }
+  atlas_tokenizer_stream_free(stream);
+  return pieces;
+}
+
+void CheckModel(const std::string &name, json_t *model, size_t *streams, size_t *resyncs) {
+  SCOPED_TRACE(name);
+  auto it = g_files.tokenizer.find(name);
+  ASSERT_NE(it, g_files.tokenizer.end()) << "no tokenizer.json given for " << name;
+  atlas_tokenizer *tok = nullptr;
+  atlas_status st = atlas_tokenizer_load(it->second.c_str(), &tok);
+  ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
+  json_t *cases = json_object_get(model, "cases");
+  ASSERT_GE(json_array_size(cases), 1u);
+  size_t failures = 0;
+  for (size_t i = 0; i < json_array_size(cases) && failures < 20; i++) {
+    json_t *c = json_array_get(cases, i);
+    std::vector<uint32_t> ids = Ids(json_object_get(c, "ids"));
+    SCOPED_TRACE("cases[" + std::to_string(i) + "]: " + Show(ids));
+    for (int skip = 0; skip < 2; skip++) {
+      char *text = nullptr;
+      size_t len = 0;
+      st = atlas_tokenizer_decode(tok, ids.data(), ids.size(), skip, &text, &len);
+      ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
+      std::string got(text, len);
+      free(text);
+      std::string want = Str(c, skip ? "decode_skip" : "decode");
+      if (got != want) failures++;
+      EXPECT_EQ(got, want) << "skip_special=" << skip;
+
+      json_t *want_stream = json_object_get(c, skip ? "stream_skip" : "stream");
+      if (!want_stream) continue;
+      ++*streams;
+      // Where tokenizers' step() raised (InvalidPrefix), ours must fail at
+      // the same id, after the same pieces.
+      json_t *error_at = json_object_get(c, skip ? "stream_skip_error_at" : "stream_error_at");
+      size_t fail_at = error_at ? static_cast<size_t>(json_integer_value(error_at)) : ids.size();
+      atlas_tokenizer_stream *stream = nullptr;
+      ASSERT_EQ(atlas_tokenizer_stream_create(tok, skip, &stream), ATLAS_OK);
+      std::vector<std::string> pieces;
+      bool failed_there = false;
+      for (size_t k = 0; k < ids.size() && k <= fail_at; k++) {
+        char *piece = nullptr;
+        size_t n = 0;
+        st = atlas_tokenizer_stream_step(stream, ids[k], &piece, &n);
+        if (k == fail_at) {
+          failed_there = st != ATLAS_OK;
+          if (st) atlas_status_free(st);
+          break;
+        }
+        ASSERT_EQ(st, ATLAS_OK) << "id " << k << ": " << TakeMessage(st);
+        pieces.push_back(piece ? std::string(piece, n) : std::string("<null>"));
+        if (piece) {
+          EXPECT_TRUE(ValidUtf8(pieces.back()));
+        }
+        free(piece);
+      }
+      atlas_tokenizer_stream_free(stream);
+      if (error_at) {
+        EXPECT_TRUE(failed_there) << "tokenizers' stream raised at id " << fail_at;
+      }
+      if (pieces != Pieces(want_stream) || (error_at && !failed_there)) failures++;
+      EXPECT_EQ(pieces, Pieces(want_stream)) << "stream skip_special=" << skip;
+
+      // The resyncing stream (generation's) never fails, and gives
+      // tokenizers' pieces wherever tokenizers' stream does not raise.
+      std::vector<std::string> resync = ResyncPieces(tok, ids, skip);
+      ASSERT_EQ(resync.size(), ids.size());
+      std::vector<std::string> head(resync.begin(),
+                                    resync.begin() + static_cast<long>(pieces.size()));
+      EXPECT_EQ(head, pieces) << "resync stream skip_special=" << skip;
+      if (!error_at) {
+        EXPECT_EQ(resync, pieces);
+      } else {
+        ++*resyncs;
+      }
+    }
+  }
+  atlas_tokenizer_free(tok);
+}
+
+TEST(DecodeIds, EveryModelMatches) {
+  for (const auto &e : g_files.fetch_errors) ADD_FAILURE() << e;
+  json_error_t err;
+  json_t *expected = json_load_file(g_files.expected.c_str(), JSON_ALLOW_NUL, &err);
+  ASSERT_NE(expected, nullptr) << g_files.expected << ": " << err.text;
+  json_t *models = json_object_get(expected, "models");
+  const char *name;
+  json_t *model;
+  size_t n = 0, n_cases = 0, streams = 0, resyncs = 0;
+  json_object_foreach(models, name, model) {
+    CheckModel(name, model, &streams, &resyncs);
+    n_cases += json_array_size(json_object_get(model, "cases"));
+    n++;
+  }
+  EXPECT_GE(n, 3u);
+  std::cout << n << " models, " << streams << " streams compared, " << resyncs
+            << " of them resynced where tokenizers' raised\n";
+  // The committed file has the streams (its oracle says so); the Node
+  // bindings' files of tools/fuzz_tokenizer.sh --ids have none.
+  const char *oracle = json_string_value(json_object_get(expected, "oracle"));
+  if (oracle && std::string(oracle).find("DecodeStream") != std::string::npos) {
+    EXPECT_EQ(streams, 2 * n_cases);
+    EXPECT_GT(resyncs, 0u);
+  }
+  json_decref(expected);
+}
+
+// The rule at a mismatch, on Llama 2's byte fallback: "D" (<0x44>) is
+// emitted, then the stray continuation byte <0x97> makes the run [44 97]
+// two U+FFFD, so the text of the ids since "D" no longer starts with it.
+// tokenizers' DecodeStream raises there; the resyncing stream emits that
+// text past one character (what "D" was), as vLLM's detokenizer does.
+TEST(DecodeIds, ResyncSlicesByCharacters) {
+  auto it = g_files.tokenizer.find("llama2");
+  ASSERT_NE(it, g_files.tokenizer.end());
+  atlas_tokenizer *tok = nullptr;
+  atlas_status st = atlas_tokenizer_load(it->second.c_str(), &tok);
+  ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
+  const std::vector<uint32_t> ids = {17384, 71, 154, 29010};  // series <0x44> <0x97> 在
+  char *text = nullptr;
+  size_t len = 0;
+  ASSERT_EQ(atlas_tokenizer_decode(tok, ids.data(), ids.size(), false, &text, &len), ATLAS_OK);
+  EXPECT_EQ(std::string(text, len), "series\xEF\xBF\xBD\xEF\xBF\xBD\xE5\x9C\xA8");
+  free(text);
+  std::vector<std::string> want = {"series", "D", "<null>", "\xEF\xBF\xBD\xE5\x9C\xA8"};
+  EXPECT_EQ(ResyncPieces(tok, ids, false), want);
+
+  atlas_tokenizer_stream *stream = nullptr;
+  ASSERT_EQ(atlas_tokenizer_stream_create(tok, false, &stream), ATLAS_OK);
+  for (size_t k = 0; k < ids.size(); k++) {
+    char *piece = nullptr;
+    st = atlas_tokenizer_stream_step(stream, ids[k], &piece, &len);
+    free(piece);
+    if (k < 3) {
+      EXPECT_EQ(st, ATLAS_OK) << TakeMessage(st);
+    } else {
+      ASSERT_NE(st, ATLAS_OK);
+      EXPECT_NE(std::string(atlas_status_message(st)).find("id 29010"), std::string::npos)
+          << atlas_status_message(st);
+      atlas_status_free(st);
+    }
+  }
+  atlas_tokenizer_stream_free(stream);
+  atlas_tokenizer_free(tok);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  g_files = atlas_test::ParseReferenceArgs(argc, argv);
+  return RUN_ALL_TESTS();
+}
