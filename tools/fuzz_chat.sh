@@ -4,7 +4,11 @@
 # (tests/chat/fuzz_snippets.py) through chat_template_test's snippet check.
 # Needs python3 with jinja2; not part of CI.
 #
-#   tools/fuzz_chat.sh [--seeds A-B] [--count N]    # default 1-4, 4000
+#   tools/fuzz_chat.sh [--conversations] [--seeds A-B] [--count N]
+#                                          # default 1-4, 4000 (snippets)
+#
+# --conversations: random conversations (tests/chat/fuzz_conversations.py)
+# through every real template of reference.json instead, N a template.
 #
 # Prints, a seed a row, how many snippets rendered differently, rendered where
 # Jinja raised, or crashed (each fails the run: exit 1), and how many Atlas
@@ -13,6 +17,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds=1-4
 count=4000
+conversations=false
+rest=()
+for a in "$@"; do
+  if [ "$a" = --conversations ]; then conversations=true; else rest+=("$a"); fi
+done
+set -- "${rest[@]}"
 source tools/fuzz_args.sh
 python3 -c 'import jinja2' 2>/dev/null || { echo "fuzz_chat: python3 has no jinja2" >&2; exit 1; }
 
@@ -23,6 +33,30 @@ mkdir -p "$work/tests/chat"
 status=0
 refusals="$work/refusals.txt"
 : >"$refusals"
+if $conversations; then
+  printf '%-6s %13s %8s %8s\n' seed conversations failed crashed
+  for ((s = ${seeds%-*}; s <= ${seeds#*-}; s++)); do
+    python3 tests/chat/fuzz_conversations.py --seed "$s" --count "$count" \
+      --out "$work/tests/chat/reference.json"
+    log="$work/conv$s.log"
+    rc=0
+    (cd "$work" && "$OLDPWD/bazel-bin/tests/chat/chat_template_test" \
+      --gtest_filter='ChatTemplate.RealTemplatesRenderExactlyAsTransformers') >"$log" 2>&1 || rc=$?
+    crashed=0
+    [ "$rc" -gt 1 ] && crashed=1
+    failed=$(grep -c 'Failure' "$log" || true)
+    if [ "$crashed$failed" != "00" ]; then
+      status=1
+      keep="/tmp/fuzz_chat_conv$s"
+      mkdir -p "$keep" && cp "$log" "$work/tests/chat/reference.json" "$keep/"
+    fi
+    n=$(python3 -c 'import json,sys; print(sum(len(t["cases"]) for t in json.load(open(sys.argv[1]))["templates"]))' \
+      "$work/tests/chat/reference.json")
+    printf '%-6s %13s %8s %8s\n' "$s" "$n" "$failed" "$crashed"
+  done
+  [ "$status" -eq 0 ] || echo "fuzz_chat: failures kept in /tmp/fuzz_chat_conv*" >&2
+  exit "$status"
+fi
 printf '%-6s %8s %8s %14s %8s %8s\n' seed snippets differ rendered-raise crashed refused
 for ((s = ${seeds%-*}; s <= ${seeds#*-}; s++)); do
   python3 tests/chat/fuzz_snippets.py --seed "$s" --count "$count" \
