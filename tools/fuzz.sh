@@ -3,13 +3,14 @@
 # runs each. Bazel 4.2.3 here defaults to gcc, so this builds directly.
 #
 #   tools/fuzz.sh [RUNS] [TARGET...]     RUNS default 1000000 per target
-#   targets: safetensors config config_check checkpoint_dir (default: all)
+#   targets: safetensors config config_check checkpoint_dir tokenizer
+#            chat_template (default: all)
 # Work dirs (grown corpus, crash files) go to ${FUZZ_OUT:-/tmp/atlas-fuzz}.
 # FUZZ_SECONDS (optional) also caps each target's run time; -print_final_stats
 # then says how many executions it reached. Every target runs even when one
 # finds a crash; the exit status is 1 if any did.
 #
-# Last full runs (2026-11-30, 2 shared cores, nice 19, -max_len=4096):
+# Last full runs (2026-11-30, 2 shared cores, nice 19, -max_len="$(target_max_len "$t")"):
 #   safetensors     10,000,000 executions (18.8k/s), no crash (an earlier,
 #                   contended run: 3,384,830 at 1.9k/s, no crash)
 #   config          10,000,000 (9.2k/s), no crash
@@ -22,7 +23,7 @@ set -eu
 cd "$(dirname "$0")/.."
 RUNS=${1:-1000000}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-safetensors config config_check checkpoint_dir}
+TARGETS=${*:-safetensors config config_check checkpoint_dir tokenizer chat_template}
 OUT=${FUZZ_OUT:-/tmp/atlas-fuzz}
 mkdir -p "$OUT"
 CC=${CC:-clang}
@@ -36,6 +37,23 @@ LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
   runtime/arch/llama/llama_config.c runtime/arch/llama/llama_weights.c \
   runtime/formats/json_words.c runtime/formats/file_read.c \
   runtime/weight_scan.c runtime/arch/rope/rope.c"
+TEXT_LIB="$(echo runtime/text/*.c) -lpcre2-8 -lutf8proc -pthread"
+CHAT_LIB="$(echo runtime/chat/*.c)"
+# Each target's sources, and the longest input (a tokenizer.json or chat
+# template seed is a few KiB).
+target_lib() {
+  case "$1" in
+    tokenizer) echo "$TEXT_LIB" ;;
+    chat_template) echo "$CHAT_LIB" ;;
+    *) echo "$LIB" ;;
+  esac
+}
+target_max_len() {
+  case "$1" in
+    tokenizer|chat_template) echo 16384 ;;
+    *) echo 4096 ;;
+  esac
+}
 # status.c is built once and linked into every fuzzer.
 # shellcheck disable=SC2086
 $CC $CFLAGS -c -o "$OUT/status.o" runtime/status.c
@@ -45,13 +63,13 @@ failed=0
 for t in $TARGETS; do
   echo "== building ${t}_fuzz"
   # shellcheck disable=SC2086
-  $CC $CFLAGS -o "$OUT/${t}_fuzz" "tests/fuzz/${t}_fuzz.c" $LIB \
+  $CC $CFLAGS -o "$OUT/${t}_fuzz" "tests/fuzz/${t}_fuzz.c" $(target_lib "$t") \
     "$OUT/status.o" -ljansson -lm
   mkdir -p "$OUT/${t}_corpus"
   echo "== running ${t}_fuzz for $RUNS executions"
   # shellcheck disable=SC2086
   if ! (cd "$OUT" && ASAN_OPTIONS=detect_leaks=1 \
-    "./${t}_fuzz" -runs="$RUNS" $SECONDS_FLAG -max_len=4096 \
+    "./${t}_fuzz" -runs="$RUNS" $SECONDS_FLAG -max_len="$(target_max_len "$t")" \
     -print_final_stats=1 -dict="$OLDPWD/tests/fuzz/$t.dict" \
     -artifact_prefix="$OUT/${t}_" "${t}_corpus" \
     "$OLDPWD/tests/fuzz/corpus/$t"); then

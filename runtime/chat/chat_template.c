@@ -12,6 +12,7 @@ struct atlas_chat_template {
   jinja_template *tool_use;  // a second named template, used when tools are given
   char *bos_token;
   char *eos_token;
+  char *path;  // the tokenizer_config.json it came from (NULL: parsed from memory)
 };
 
 static atlas_status oom(void) {
@@ -108,6 +109,7 @@ atlas_status atlas_chat_template_load(const char *path, atlas_chat_template **ou
     if (st != ATLAS_OK) st = atlas_status_annotate(st, "chat_template 'tool_use'");
   }
   json_decref(cfg);
+  if (st == ATLAS_OK) st = dup_opt(path, &t->path);  // render errors name the file
   if (st != ATLAS_OK) {
     atlas_chat_template_free(t);
     return atlas_status_annotate(st, "%s", path);
@@ -122,6 +124,7 @@ void atlas_chat_template_free(atlas_chat_template *t) {
   jinja_template_free(t->tool_use);
   free(t->bos_token);
   free(t->eos_token);
+  free(t->path);
   free(t);
 }
 
@@ -167,7 +170,9 @@ atlas_status atlas_chat_template_render(const atlas_chat_template *t,
   if (st == ATLAS_OK && out.oom) st = oom();
   if (st != ATLAS_OK) {
     jinja_buf_free(&out);
-    return st;
+    if (!t->path) return st;
+    return atlas_status_annotate(st, "%s%s", t->path,
+                                 which == t->tool_use ? ": chat_template 'tool_use'" : "");
   }
   if (!out.data) {
     out.data = calloc(1, 1);

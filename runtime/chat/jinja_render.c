@@ -198,6 +198,9 @@ static atlas_status eval_args(jinja_ctx *ctx, const jinja_node *n, size_t first,
   a->pos = calloc(total, sizeof(jv));
   if (!a->pos) return oom();
   size_t n_pos = total - n->n_kw;
+  // Set before the loop: free_args on a failed keyword frees those before it.
+  a->kw = a->pos + n_pos;
+  a->kw_names = n->kw_names;
   for (size_t i = 0; i < total; ++i) {
     jv v;
     atlas_status st = eval(ctx, n->kids[first + i], &v);
@@ -212,8 +215,6 @@ static atlas_status eval_args(jinja_ctx *ctx, const jinja_node *n, size_t first,
       a->n_kw = i - n_pos + 1;
     }
   }
-  a->kw = a->pos + n_pos;
-  a->kw_names = n->kw_names;
   return ATLAS_OK;
 }
 
@@ -792,6 +793,10 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
         if (st == ATLAS_OK && !jv_is_string(k)) {
           st = fail(n->kids[i], "dict keys other than strings are not supported (got '%s')", jv_type_name(k));
         }
+        // Keys are C strings everywhere else (lookups, tojson, printing).
+        if (st == ATLAS_OK && strlen(json_string_value(k.json)) != json_string_length(k.json)) {
+          st = fail(n->kids[i], "a dict key holding a NUL character is not supported");
+        }
         if (st == ATLAS_OK) st = eval(ctx, n->kids[i + 1], &v);
         json_t *j = NULL;
         if (st == ATLAS_OK) st = to_json_element(n->kids[i + 1], v, &j);
@@ -993,8 +998,11 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
       scope_delete(s);
     }
     json_decref(items);
+    if (st != ATLAS_OK) {
+      json_decref(kept);  // a condition that failed: the kept items go too
+      return st;
+    }
     items = kept;
-    ATLAS_RETURN_IF_ERROR(st);
   }
   const size_t len = json_array_size(items);
   // Without recursive loops, loop.depth is 1 at every nesting level (as in Jinja2).

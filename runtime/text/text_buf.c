@@ -66,6 +66,9 @@ void atlas_text_pieces_clear(atlas_text_pieces *p) {
 
 atlas_status atlas_text_pieces_push_tail(atlas_text_pieces *p, size_t len,
                                          bool first) {
+  // A list with a piece has a buffer, even when every piece is empty:
+  // readers form buf.data + start.
+  ATLAS_RETURN_IF_ERROR(atlas_text_buf_reserve(&p->buf, 1));
   if (p->count == p->cap) {
     size_t cap = p->cap ? p->cap * 2 : 64;
     atlas_text_span *spans = realloc(p->spans, cap * sizeof(*spans));

@@ -92,6 +92,7 @@ size_t atlas_utf8_first_invalid(const char *str, size_t n) {
 
 atlas_status atlas_utf8_append_lossy(atlas_text_buf *out, const char *str,
                                      size_t n) {
+  if (n == 0) return ATLAS_OK;  // str may be NULL then
   const unsigned char *s = (const unsigned char *)str;
   size_t i = 0, run = 0;
   while (i < n) {

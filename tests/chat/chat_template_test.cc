@@ -291,6 +291,16 @@ TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
       {"{{ 0.0 ** -1 }}", "{}", "0.0 cannot be raised to a negative power"},
       {"{{ 1.5|round(-1) }}", "{}", "round: a negative precision of a float is not supported"},
       {"{{ 1.5|round(1, 'up') }}", "{}", "round: method must be common, ceil or floor, not 'up'"},
+      // A keyword argument that fails after another was evaluated: this
+      // crashed (the failed call freed its keywords through a NULL pointer;
+      // tools/fuzz.sh chat_template found it). The second leaked a string.
+      {"{{ [1]|tojson(indent=4, sort_keys=x.e) }}", "{}", "'x' is undefined"},
+      {"{{ [1]|tojson(indent='  ' ~ 1, sort_keys=x.e) }}", "{}", "'x' is undefined"},
+      // Keys are C strings: one with a NUL was cut short, and sort_keys
+      // then dumped a NULL (the fuzzer).
+      {"{{ {'a\\x00b': 1}|tojson(sort_keys=true) }}", "{}", "a dict key holding a NUL character"},
+      // A loop filter that fails: the items it had kept leaked (the fuzzer).
+      {"{% for i in [1, 2] if i > 1 and x.y %}{% endfor %}", "{}", "'x' is undefined"},
   };
   for (const Bad &b : bad) {
     std::string out;
@@ -504,6 +514,37 @@ TEST(ChatTemplate, LoadNamesWhatIsWrongWithTheConfig) {
   ASSERT_EQ(atlas_chat_template_render(t, &o, &out, nullptr), ATLAS_OK);
   EXPECT_STREQ(out, "T2");
   std::free(out);
+  atlas_chat_template_free(t);
+}
+
+// An error while rendering names the file too (and which named template),
+// not only the line and column.
+TEST(ChatTemplate, RenderErrorsNameTheFile) {
+  const char *dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/render_error_config.json";
+  FILE *f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{\"chat_template\": [{\"name\": \"default\", \"template\": \"{{ raise_exception('no') }}\"},"
+             "{\"name\": \"tool_use\", \"template\": \"{{ x.y }}\"}]}",
+             f);
+  std::fclose(f);
+  atlas_chat_template *t = nullptr;
+  atlas_status st = atlas_chat_template_load(path.c_str(), &t);
+  ASSERT_EQ(st, ATLAS_OK) << Message(st);
+  Json msgs(json_array()), tools(json_loads("[{}]", 0, nullptr));
+  atlas_chat_render_options o = {};
+  o.messages = msgs.get();
+  char *out = nullptr;
+  st = atlas_chat_template_render(t, &o, &out, nullptr);
+  ASSERT_NE(st, ATLAS_OK);
+  EXPECT_EQ(Message(st), path + ": chat template line 1 column 19: raise_exception: no");
+  atlas_status_free(st);
+  o.tools = tools.get();
+  st = atlas_chat_template_render(t, &o, &out, nullptr);
+  ASSERT_NE(st, ATLAS_OK);
+  EXPECT_EQ(Message(st), path + ": chat_template 'tool_use': chat template line 1 column 5: 'x' is undefined");
+  atlas_status_free(st);
+  EXPECT_EQ(out, nullptr);
   atlas_chat_template_free(t);
 }
 

@@ -129,3 +129,40 @@ dirs = {
 }
 for name, blob in dirs.items():
     write("checkpoint_dir", name, blob)
+
+# ---- tokenizer: tokenizer.json, a NUL, then a text to encode ----
+# Each synthetic tokenizer of tests/text (make_synthetic.py), shrunk to its
+# first 80 ids and the merges among them, so that a seed stays a few KiB.
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TEXTS = ["Hello world, it's 2024!", "  spaced\tout\n\nlines ", "café 中文 😀 ﬁ ①",
+         "<s> special </s> tokens <unk>", "a" * 40, "x\u0301y\u200b\r\n", ""]
+
+
+def shrink(tok, keep=80):
+    model = tok["model"]
+    vocab = {t: i for t, i in model["vocab"].items() if i < keep}
+    merges = []
+    for m in model.get("merges", []):
+        a, b = m.split(" ", 1) if isinstance(m, str) else m
+        if a in vocab and b in vocab and a + b in vocab:
+            merges.append(m)
+    model = dict(model, vocab=vocab, merges=merges[:40])
+    if model.get("unk_token") not in vocab:
+        model["unk_token"] = None
+    return dict(tok, model=model)
+
+
+for i, path in enumerate(sorted(os.listdir(os.path.join(ROOT, "tests", "text", "synthetic")))):
+    tok = json.load(open(os.path.join(ROOT, "tests", "text", "synthetic", path), encoding="utf-8"))
+    text = TEXTS[i % len(TEXTS)] + TEXTS[(i + 3) % len(TEXTS)]
+    blob = json.dumps(shrink(tok), ensure_ascii=False, separators=(",", ":")).encode()
+    write("tokenizer", path.replace(".json", ".bin"), blob + b"\0" + text.encode())
+
+# ---- chat_template: template source ----
+# The real templates (from tests/chat/reference.json, which holds their
+# text) and a spread of its engine snippets.
+ref = json.load(open(os.path.join(ROOT, "tests", "chat", "reference.json"), encoding="utf-8"))
+for t in ref["templates"]:
+    write("chat_template", t["id"] + ".jinja", t["chat_template"].encode())
+for i, s in enumerate(ref["snippets"][::6]):
+    write("chat_template", "snippet%02d.jinja" % i, s["template"].encode())
