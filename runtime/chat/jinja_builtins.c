@@ -632,7 +632,9 @@ static atlas_status select_filter(jinja_ctx *ctx, const char *name, jv v, const 
       return st;
     }
   }
-  jinja_args targs = {a->pos + first + 1, a->n_pos > first + 1 ? a->n_pos - first - 1 : 0, NULL, NULL, 0};
+  // The test's own arguments, after its name (pos is NULL without any).
+  const size_t tn_args = a->n_pos > first + 1 ? a->n_pos - first - 1 : 0;
+  jinja_args targs = {tn_args ? a->pos + first + 1 : NULL, tn_args, NULL, NULL, 0};
   json_t *kept = json_array();
   atlas_status st = kept ? ATLAS_OK : oom();
   for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
@@ -684,7 +686,9 @@ static atlas_status map_filter(jinja_ctx *ctx, jv v, const jinja_args *a, jv *ou
     if (st == ATLAS_OK && a->n_pos < 1) st = err("map needs a filter name or attribute=");
     if (st == ATLAS_OK) st = want_str("map", &a->pos[0], &f, &n);
     if (st == ATLAS_OK && !jinja_filter_known(f)) st = err("map: filter '%s' is not supported", f);
-    jinja_args fargs = {a->pos + 1, a->n_pos > 0 ? a->n_pos - 1 : 0, a->kw_names, a->kw, a->n_kw};
+    // Without arguments pos is NULL (and the loop below never runs).
+    jinja_args fargs = {a->n_pos > 0 ? a->pos + 1 : NULL, a->n_pos > 0 ? a->n_pos - 1 : 0,
+                        a->kw_names, a->kw, a->n_kw};
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
       jv x;
       st = jinja_filter(ctx, f, jv_data(json_array_get(items, i)), &fargs, &x);
