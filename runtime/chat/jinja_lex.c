@@ -144,21 +144,32 @@ static atlas_status lex_string(lexer *lx, size_t start) {
   return t->value ? ATLAS_OK : oom();
 }
 
+// Appends c to a number literal's digits, or marks it too long.
+static void take(char *digits, size_t size, size_t *nd, bool *too_long, char c) {
+  if (*nd < size - 1) {
+    digits[(*nd)++] = c;
+  } else {
+    *too_long = true;
+  }
+}
+
 static atlas_status lex_number(lexer *lx, size_t start) {
   size_t i = start;
-  char digits[128];
+  char digits[128];  // the message below names its size
   size_t nd = 0;
-  bool is_float = false;
+  bool is_float = false, too_long = false;
+  // The literal without its underscores; one longer than the buffer is
+  // refused below (cutting it would change its value).
   while (i < lx->n && (isdigit((unsigned char)lx->s[i]) || lx->s[i] == '_')) {
-    if (lx->s[i] != '_' && nd < sizeof digits - 1) digits[nd++] = lx->s[i];
+    if (lx->s[i] != '_') take(digits, sizeof digits, &nd, &too_long, lx->s[i]);
     ++i;
   }
   if (i + 1 < lx->n && lx->s[i] == '.' && isdigit((unsigned char)lx->s[i + 1])) {
     is_float = true;
-    digits[nd++] = '.';
+    take(digits, sizeof digits, &nd, &too_long, '.');
     ++i;
     while (i < lx->n && (isdigit((unsigned char)lx->s[i]) || lx->s[i] == '_')) {
-      if (lx->s[i] != '_' && nd < sizeof digits - 1) digits[nd++] = lx->s[i];
+      if (lx->s[i] != '_') take(digits, sizeof digits, &nd, &too_long, lx->s[i]);
       ++i;
     }
   }
@@ -167,9 +178,12 @@ static atlas_status lex_number(lexer *lx, size_t start) {
     if (j < lx->n && (lx->s[j] == '+' || lx->s[j] == '-')) ++j;
     if (j < lx->n && isdigit((unsigned char)lx->s[j])) {
       is_float = true;
-      while (i < j && nd < sizeof digits - 1) digits[nd++] = lx->s[i++];
-      while (i < lx->n && isdigit((unsigned char)lx->s[i]) && nd < sizeof digits - 1) digits[nd++] = lx->s[i++];
+      while (i < j) take(digits, sizeof digits, &nd, &too_long, lx->s[i++]);
+      while (i < lx->n && isdigit((unsigned char)lx->s[i])) take(digits, sizeof digits, &nd, &too_long, lx->s[i++]);
     }
+  }
+  if (too_long) {
+    return err_at(lx, start, "a number literal longer than 127 characters is not supported");
   }
   digits[nd] = '\0';
   jinja_tok *t = push(lx, is_float ? JT_FLOAT : JT_INT, start);

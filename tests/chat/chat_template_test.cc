@@ -288,6 +288,10 @@ TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
       {"{{ 1e308 * 10 }}", "{}", "float arithmetic gives infinity"},
       {"{{ 1e400 }}", "{}", "float literal is not finite"},
       {"{{ 0 ** -1 }}", "{}", "0 cannot be raised to a negative power"},
+      // A literal longer than the lexer's buffer was cut short (a wrong
+      // value) or, with a '.', written past it (the fuzzer).
+      {"{{ 1000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000.5 }}",
+       "{}", "a number literal longer than 127 characters is not supported"},
       {"{{ 0.0 ** -1 }}", "{}", "0.0 cannot be raised to a negative power"},
       {"{{ 1.5|round(-1) }}", "{}", "round: a negative precision of a float is not supported"},
       {"{{ 1.5|round(1, 'up') }}", "{}", "round: method must be common, ceil or floor, not 'up'"},
