@@ -11,8 +11,9 @@
 # through every real template of reference.json instead, N a template.
 #
 # Prints, a seed a row, how many snippets rendered differently, rendered where
-# Jinja raised, or crashed (each fails the run: exit 1), and how many Atlas
-# refused by name where Jinja rendered (its limits: printed, not failures).
+# Jinja raised, or crashed (any other failure of the test counts as a crash;
+# each fails the run: exit 1), and how many Atlas refused by name where Jinja
+# rendered (its limits: printed, not failures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds=1-4
@@ -70,6 +71,9 @@ for ((s = ${seeds%-*}; s <= ${seeds#*-}; s++)); do
   differ=$(grep -c 'std::string(out, len)' "$log" || true)
   raised=$(grep -c 'rendered where Jinja raised' "$log" || true)
   refused=$(grep -c '^chat template line' "$log" || true)
+  # Any other failure (the reference not loading, say) fails the seed too.
+  failures=$(grep -c ': Failure$' "$log" || true)
+  [ "$failures" -gt $((differ + raised + refused)) ] && crashed=1
   grep '^chat template line' "$log" | sed 's/^chat template line [0-9]* column [0-9]*: //' \
     >>"$refusals" || true
   if [ "$crashed$differ$raised" != "000" ]; then

@@ -749,24 +749,29 @@ static atlas_status tojson_filter(jv v, const jinja_args *a, jv *out) {
   return jv_string_of_buf(&b, out);
 }
 
-// The text Python's int() and float() read: single underscores between
-// digits are dropped ("1_000"); false for any other underscore, or text too
-// long for buf (then nothing is read and the default applies).
-static bool py_number_text(const char *s, char *buf, size_t cap) {
-  size_t n = strlen(s), w = 0;
-  if (!strchr(s, '_')) return n < cap ? (memcpy(buf, s, n + 1), true) : false;
+// The text Python's int() and float() read, malloc'd into *out: single
+// underscores between digits are dropped ("1_000"). *out stays NULL for any
+// other underscore or a NUL inside the text (Python reads no number there).
+static atlas_status py_number_text(jv v, char **out) {
+  *out = NULL;
+  const char *s = json_string_value(v.json);
+  size_t n = json_string_length(v.json), w = 0;
+  if (strlen(s) != n) return ATLAS_OK;
+  char *buf = malloc(n + 1);
+  if (!buf) return oom();
   for (size_t i = 0; i < n; i++) {
     if (s[i] == '_') {
       if (i == 0 || i + 1 == n || !isdigit((unsigned char)s[i - 1]) || !isdigit((unsigned char)s[i + 1])) {
-        return false;
+        free(buf);
+        return ATLAS_OK;
       }
       continue;
     }
-    if (w + 1 >= cap) return false;
     buf[w++] = s[i];
   }
   buf[w] = '\0';
-  return true;
+  *out = buf;
+  return ATLAS_OK;
 }
 
 // Python's int() of a finite float: exact, however large. Atlas's integers
@@ -794,23 +799,33 @@ static atlas_status int_filter(jv v, const jinja_args *a, jv *out) {
     if (isinf(f)) return err("int: cannot convert float infinity to integer");
     if (!isnan(f)) return int_of_float(f, out);
   }
-  char text[128];
-  if (jv_is_string(v) && py_number_text(json_string_value(v.json), text, sizeof(text))) {
+  char *text = NULL;
+  if (jv_is_string(v)) ATLAS_RETURN_IF_ERROR(py_number_text(v, &text));
+  if (text) {
     const char *s = text;
     char *end;
     errno = 0;
     long long x = strtoll(s, &end, 10);
     while (*end && isspace((unsigned char)*end)) ++end;
+    atlas_status st = ATLAS_OK;
+    bool done = false;
     if (end != s && *end == '\0') {
-      if (errno == ERANGE) return err("int: '%s' does not fit in a 64-bit integer", s);
-      *out = jv_data(json_integer(x));
-      return ATLAS_OK;
+      st = errno == ERANGE ? err("int: '%s' does not fit in a 64-bit integer", s) : ATLAS_OK;
+      if (st == ATLAS_OK) *out = jv_data(json_integer(x));
+      done = true;
+    } else {
+      // int(float(s)): decimal only (strtod would also read hexadecimal);
+      // int() of infinity raises OverflowError, which Jinja turns into the
+      // default.
+      double f = strtod(s, &end);
+      while (*end && isspace((unsigned char)*end)) ++end;
+      if (end != s && *end == '\0' && !strpbrk(s, "xX") && isfinite(f)) {
+        st = int_of_float(f, out);
+        done = true;
+      }
     }
-    // int(float(s)): decimal only (strtod would also read hexadecimal); int()
-    // of infinity raises OverflowError, which Jinja turns into the default.
-    double f = strtod(s, &end);
-    while (*end && isspace((unsigned char)*end)) ++end;
-    if (end != s && *end == '\0' && !strpbrk(s, "xX") && isfinite(f)) return int_of_float(f, out);
+    free(text);
+    if (done) return st;
   }
   *out = d ? jv_copy(*d) : jv_data(json_integer(0));
   return ATLAS_OK;
@@ -1022,18 +1037,21 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       *out = jv_data(json_real(json_is_boolean(v.json) ? json_is_true(v.json) : json_number_value(v.json)));
       return ATLAS_OK;
     }
-    char text[128];
-    if (jv_is_string(v) && py_number_text(json_string_value(v.json), text, sizeof(text))) {
-      const char *s = text;
+    char *text = NULL;
+    if (jv_is_string(v)) ATLAS_RETURN_IF_ERROR(py_number_text(v, &text));
+    if (text) {
       char *end;
-      double f = strtod(s, &end);
+      double f = strtod(text, &end);
       while (*end && isspace((unsigned char)*end)) ++end;
-      if (end != s && *end == '\0' && !strpbrk(s, "xX")) {  // float() reads no hexadecimal
+      if (end != text && *end == '\0' && !strpbrk(text, "xX")) {  // float() reads no hexadecimal
         // Python's float() gives inf or nan; a JSON number cannot hold them.
-        if (!isfinite(f)) return err("float: '%s' is not a finite number, which Atlas's numbers cannot hold", s);
-        *out = jv_data(json_real(f));
-        return ATLAS_OK;
+        atlas_status st = isfinite(f) ? ATLAS_OK
+                                      : err("float: '%s' is not a finite number, which Atlas's numbers cannot hold", text);
+        if (st == ATLAS_OK) *out = jv_data(json_real(f));
+        free(text);
+        return st;
       }
+      free(text);
     }
     const jv *d = arg(a, 0, "default");
     *out = d ? jv_copy(*d) : jv_data(json_real(0.0));

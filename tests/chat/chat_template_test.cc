@@ -28,7 +28,7 @@ std::string Message(atlas_status st) { return st ? atlas_status_message(st) : "O
 
 Json LoadReference() {
   json_error_t err;
-  Json root(json_load_file("tests/chat/reference.json", 0, &err));
+  Json root(json_load_file("tests/chat/reference.json", JSON_ALLOW_NUL, &err));
   EXPECT_TRUE(root) << "tests/chat/reference.json: " << err.text;
   return root;
 }
@@ -345,6 +345,17 @@ TEST(ChatTemplate, NumbersRoundAndParseAsJinja) {
     EXPECT_EQ(out, c.want) << c.src;
     atlas_status_free(st);
   }
+  // Number text longer than 127 bytes gave the default (a fixed buffer);
+  // text with a NUL inside was read up to the NUL. Python's int('12\x00')
+  // raises (the default), int(' ' * 200 + '12') is 12.
+  const std::string pad(200, ' ');
+  const std::string vars = "{\"x\": \"" + pad + "12\", \"y\": \"0." + std::string(150, '0') + "5\"}";
+  std::string out;
+  atlas_status st = RenderSnippet("{{ x|int }} {{ y|float }} {{ '12\\x00'|int(-1) }} {{ '1.5\\x00'|float(-1) }}",
+                                  vars.c_str(), &out);
+  EXPECT_EQ(st, ATLAS_OK) << Message(st);
+  EXPECT_EQ(out, "12 5e-151 -1 -1");
+  atlas_status_free(st);
 }
 
 TEST(ChatTemplate, RaiseExceptionCarriesTheMessage) {
