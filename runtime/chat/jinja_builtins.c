@@ -577,12 +577,10 @@ atlas_status jinja_test(jinja_ctx *ctx, const char *name, jv v, const jinja_args
 // dotted paths, dict keys, list indices.
 static jv attr_path(json_t *item, const char *path) {
   json_t *cur = item;
-  char part[256];
   while (cur && *path) {
     size_t n = strcspn(path, ".");
-    if (n >= sizeof part) return jv_undefined(path);
-    memcpy(part, path, n);
-    part[n] = '\0';
+    char *part = strndup(path, n);  // a key of any length
+    if (!part) return jv_undefined("attribute");
     path += n + (path[n] == '.');
     if (json_is_object(cur)) {
       cur = json_object_get(cur, part);
@@ -593,6 +591,7 @@ static jv attr_path(json_t *item, const char *path) {
     } else {
       cur = NULL;
     }
+    free(part);
   }
   return cur ? jv_data(json_incref(cur)) : jv_undefined("attribute");
 }

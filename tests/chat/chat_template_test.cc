@@ -358,6 +358,20 @@ TEST(ChatTemplate, NumbersRoundAndParseAsJinja) {
   atlas_status_free(st);
 }
 
+// map(attribute=...) and selectattr read keys of any length (a 256-byte
+// buffer made a longer key undefined: "no attribute" where Jinja found it).
+TEST(ChatTemplate, AttributePathsOfAnyLength) {
+  const std::string key(300, 'k');
+  const std::string vars = "{\"items\": [{\"" + key + "\": 5}, {\"" + key + "\": 0}]}";
+  const std::string src = "{{ items|map(attribute='" + key + "')|list }}{{ items|selectattr('" + key +
+                          "')|list|length }}";
+  std::string out;
+  atlas_status st = RenderSnippet(src.c_str(), vars.c_str(), &out);
+  EXPECT_EQ(st, ATLAS_OK) << Message(st);
+  EXPECT_EQ(out, "[5, 0]1");
+  atlas_status_free(st);
+}
+
 TEST(ChatTemplate, RaiseExceptionCarriesTheMessage) {
   std::string out;
   atlas_status st = RenderSnippet("x{{ raise_exception('Roles must alternate, got ' ~ n) }}", "{\"n\": 3}", &out);
