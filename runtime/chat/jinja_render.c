@@ -459,6 +459,7 @@ static atlas_status repeat(const jinja_node *n, jv seq, long long times, jv *out
   if (json_is_string(seq.json)) {
     size_t len = json_string_length(seq.json);
     if (len && (unsigned long long)times > (64ull << 20) / len) return fail(n, "string repetition too large");
+    if (len == 0) times = 0;  // '' * 10**12 is '' at once (a loop took hours)
     jinja_buf b = {0};
     for (long long i = 0; i < times; ++i) jinja_buf_append(&b, json_string_value(seq.json), len);
     return jv_string_of_buf(&b, out);
@@ -469,6 +470,7 @@ static atlas_status repeat(const jinja_node *n, jv seq, long long times, jv *out
     json_decref(arr);
     return fail(n, "list repetition too large");
   }
+  if (json_array_size(seq.json) == 0) times = 0;
   for (long long i = 0; i < times; ++i) {
     if (json_array_extend(arr, seq.json) != 0) {
       json_decref(arr);

@@ -372,6 +372,16 @@ TEST(ChatTemplate, AttributePathsOfAnyLength) {
   atlas_status_free(st);
 }
 
+// Repeating an empty string or list a huge number of times is empty at
+// once (it looped that many times: the chat_template fuzzer's timeout).
+TEST(ChatTemplate, EmptyRepetitionIsImmediate) {
+  std::string out;
+  atlas_status st = RenderSnippet("[{{ '' * 3046609909900 }}]{{ [] * 3046609909900 }}", "{}", &out);
+  EXPECT_EQ(st, ATLAS_OK) << Message(st);
+  EXPECT_EQ(out, "[][]");
+  atlas_status_free(st);
+}
+
 TEST(ChatTemplate, RaiseExceptionCarriesTheMessage) {
   std::string out;
   atlas_status st = RenderSnippet("x{{ raise_exception('Roles must alternate, got ' ~ n) }}", "{\"n\": 3}", &out);
