@@ -19,6 +19,18 @@
 #                   crash it found; corpus/config_check/untied_lm_head_dropped.bin)
 #   checkpoint_dir  10,000,000 as two 5,000,000-run workers on one corpus
 #                   (3.2k/s each), no crash (before: 2,351,365 at 0.65k/s)
+#   tokenizer       (session 17, 2 shared cores, 10 minutes) 79,678
+#                   executions (130/s: each loads a tokenizer.json); found
+#                   null-pointer arithmetic on all-empty decoded pieces and
+#                   on an empty lossy UTF-8 run (UBSan; fixed)
+#   chat_template   (session 17, three runs of 10-25 minutes, about 5,000
+#                   executions/s) found: a segfault when a keyword argument
+#                   failed after another (atlas run --chat crashed), a leak
+#                   when a loop filter failed, dict keys with NUL cut short,
+#                   a number literal past the lexer's buffer (a stack write),
+#                   NULL + 1 in map/select without arguments, and
+#                   '' * 3046609909900 looping for hours; each fixed, with a
+#                   test and a seed in corpus/chat_template
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${1:-1000000}
