@@ -751,11 +751,16 @@ static atlas_status tojson_filter(jv v, const jinja_args *a, jv *out) {
 // The text Python's int() and float() read, malloc'd into *out: single
 // underscores between digits are dropped ("1_000"). *out stays NULL for any
 // other underscore or a NUL inside the text (Python reads no number there).
-static atlas_status py_number_text(jv v, char **out) {
+// Non-ASCII text is refused: Python reads Unicode digits and spaces
+// ('\u0661\u0662' is 12), which C's strtod does not.
+static atlas_status py_number_text(const char *filter, jv v, char **out) {
   *out = NULL;
   const char *s = json_string_value(v.json);
   size_t n = json_string_length(v.json), w = 0;
   if (strlen(s) != n) return ATLAS_OK;
+  for (size_t i = 0; i < n; i++) {
+    if ((unsigned char)s[i] >= 0x80) return err("%s: non-ASCII text is not supported", filter);
+  }
   char *buf = malloc(n + 1);
   if (!buf) return oom();
   for (size_t i = 0; i < n; i++) {
@@ -799,7 +804,7 @@ static atlas_status int_filter(jv v, const jinja_args *a, jv *out) {
     if (!isnan(f)) return int_of_float(f, out);
   }
   char *text = NULL;
-  if (jv_is_string(v)) ATLAS_RETURN_IF_ERROR(py_number_text(v, &text));
+  if (jv_is_string(v)) ATLAS_RETURN_IF_ERROR(py_number_text("int", v, &text));
   if (text) {
     const char *s = text;
     char *end;
@@ -1037,7 +1042,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       return ATLAS_OK;
     }
     char *text = NULL;
-    if (jv_is_string(v)) ATLAS_RETURN_IF_ERROR(py_number_text(v, &text));
+    if (jv_is_string(v)) ATLAS_RETURN_IF_ERROR(py_number_text("float", v, &text));
     if (text) {
       char *end;
       double f = strtod(text, &end);

@@ -295,6 +295,10 @@ TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
       {"{{ 0.0 ** -1 }}", "{}", "0.0 cannot be raised to a negative power"},
       {"{{ 1.5|round(-1) }}", "{}", "round: a negative precision of a float is not supported"},
       {"{{ 1.5|round(1, 'up') }}", "{}", "round: method must be common, ceil or floor, not 'up'"},
+      // Python reads Unicode digits and spaces (Jinja2: 12 and 1.5); these
+      // gave the default, 0 and 0.0.
+      {"{{ x|int }}", "{\"x\": \"\u0661\u0662\"}", "int: non-ASCII text is not supported"},
+      {"{{ x|float }}", "{\"x\": \"\u00a01.5\"}", "float: non-ASCII text is not supported"},
       // A keyword argument that fails after another was evaluated: this
       // crashed (the failed call freed its keywords through a NULL pointer;
       // tools/fuzz.sh chat_template found it). The second leaked a string.

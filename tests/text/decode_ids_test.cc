@@ -17,20 +17,11 @@ namespace {
 
 atlas_test::ReferenceFiles g_files;
 using atlas_test::Ids;
+using atlas_test::Show;
+using atlas_test::TakeMessage;
 using atlas_test::Str;
 using atlas_test::ValidUtf8;
 
-std::string TakeMessage(atlas_status st) {
-  std::string m = atlas_status_message(st);
-  atlas_status_free(st);
-  return m;
-}
-
-std::string Show(const std::vector<uint32_t> &v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 // DecodeStream's pieces: a JSON array of strings and nulls (no new text).
 std::vector<std::string> Pieces(json_t *array) {

@@ -65,6 +65,18 @@ std::vector<uint32_t> Ids(json_t *array) {
   return v;
 }
 
+std::string Show(const std::vector<uint32_t> &ids) {
+  std::string s = "[";
+  for (size_t i = 0; i < ids.size(); i++) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s + "]";
+}
+
+std::string TakeMessage(atlas_status st) {
+  std::string m = atlas_status_message(st);
+  atlas_status_free(st);
+  return m;
+}
+
 std::string Str(json_t *object, const char *key) {
   json_t *v = json_object_get(object, key);
   return std::string(json_string_value(v), json_string_length(v));

@@ -6,6 +6,8 @@
 
 #include <jansson.h>
 
+#include "atlas/runtime/status.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -29,6 +31,10 @@ std::string ReadFile(const std::string &path);
 // Whether s is well-formed UTF-8 (what a decoder may ever hand out).
 bool ValidUtf8(const std::string &s);
 std::vector<uint32_t> Ids(json_t *array);
+// "[1,2,3]", for failure messages.
+std::string Show(const std::vector<uint32_t> &ids);
+// The status's message; frees it.
+std::string TakeMessage(atlas_status st);
 std::string Str(json_t *object, const char *key);
 
 }  // namespace atlas_test
