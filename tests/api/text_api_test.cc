@@ -315,6 +315,35 @@ bool OnText(void *ctx, const char *text, size_t len) {
   return true;
 }
 
+// The chain model (ChainCheckpoint's `weights`, which must outlive it) on the
+// host backend.
+atlas_status OpenChain(const std::string &weights, atlas_model **model) {
+  atlas_open_options oo;
+  atlas_open_options_init(&oo);
+  oo.backend = "host";
+  return atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1, weights.data(),
+                           weights.size(), &oo, model);
+}
+
+// Greedy generation of `steps` tokens after the one-token prompt, ignoring
+// EOS, its text streamed into *s; the ids into *out.
+atlas_status GenerateStreamed(atlas_model *model, const atlas_tokenizer *tok,
+                              const uint32_t *prompt, size_t steps, std::vector<uint32_t> *out,
+                              Streamed *s) {
+  atlas_generate_options go;
+  atlas_generate_options_init(&go);
+  go.max_new_tokens = steps;
+  go.ignore_eos = true;
+  go.tokenizer = tok;
+  go.on_text = OnText;
+  go.ctx = s;
+  out->assign(steps, 0);
+  size_t count = 0;
+  atlas_status st = atlas_generate(model, prompt, 1, &go, out->data(), &count);
+  out->resize(count);
+  return st;
+}
+
 TEST(TextApi, StreamedTextIsWholeCharacters) {
   atlas_tokenizer *tok = Open("llama2");
   ASSERT_NE(tok, nullptr);
@@ -322,13 +351,9 @@ TEST(TextApi, StreamedTextIsWholeCharacters) {
   std::vector<uint32_t> emoji(kChain + 1, kChain + 5);
   EXPECT_EQ(Decode(tok, emoji, true), "\xF0\x9F\x98\x80");
 
-  const std::string weights = ChainCheckpoint();
-  atlas_open_options oo;
-  atlas_open_options_init(&oo);
-  oo.backend = "host";
+  const std::string weights = ChainCheckpoint();  // must outlive the model
   atlas_model *model = nullptr;
-  atlas_status st = atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1,
-                                      weights.data(), weights.size(), &oo, &model);
+  atlas_status st = OpenChain(weights, &model);
   ASSERT_EQ(st, ATLAS_OK) << Take(st);
 
   // Stops after 1, 3, 4, 5 and 7 generated tokens: inside the emoji, right
@@ -346,19 +371,11 @@ TEST(TextApi, StreamedTextIsWholeCharacters) {
   for (const auto &run : runs) {
     SCOPED_TRACE("max_new_tokens=" + std::to_string(run.steps));
     Streamed s;
-    atlas_generate_options go;
-    atlas_generate_options_init(&go);
-    go.max_new_tokens = run.steps;
-    go.ignore_eos = true;
-    go.tokenizer = tok;
-    go.on_text = OnText;
-    go.ctx = &s;
-    std::vector<uint32_t> out(run.steps);
-    size_t count = 0;
-    st = atlas_generate(model, kChain, 1, &go, out.data(), &count);
+    std::vector<uint32_t> out;
+    st = GenerateStreamed(model, tok, kChain, run.steps, &out, &s);
     ASSERT_EQ(st, ATLAS_OK) << Take(st);
-    ASSERT_EQ(count, run.steps);
-    for (size_t i = 0; i < count; i++) {
+    ASSERT_EQ(out.size(), run.steps);
+    for (size_t i = 0; i < out.size(); i++) {
       EXPECT_EQ(out[i], kChain[1 + i % (kChainLen - 1)]) << "token " << i;
     }
     for (const std::string &p : s.pieces) EXPECT_TRUE(ValidUtf8(p)) << p;
@@ -383,28 +400,16 @@ TEST(TextApi, StrayByteDoesNotEndGeneration) {
   std::vector<uint32_t> generated(chain + 1, chain + 4);
   EXPECT_EQ(Decode(tok, generated, true), "\xEF\xBF\xBD\xEF\xBF\xBD t");
 
-  const std::string weights = ChainCheckpoint(chain, 4);
-  atlas_open_options oo;
-  atlas_open_options_init(&oo);
-  oo.backend = "host";
+  const std::string weights = ChainCheckpoint(chain, 4);  // must outlive the model
   atlas_model *model = nullptr;
-  atlas_status st = atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1,
-                                      weights.data(), weights.size(), &oo, &model);
+  atlas_status st = OpenChain(weights, &model);
   ASSERT_EQ(st, ATLAS_OK) << Take(st);
   Streamed s;
-  atlas_generate_options go;
-  atlas_generate_options_init(&go);
-  go.max_new_tokens = 6;
-  go.ignore_eos = true;
-  go.tokenizer = tok;
-  go.on_text = OnText;
-  go.ctx = &s;
-  std::vector<uint32_t> out(go.max_new_tokens);
-  size_t count = 0;
-  st = atlas_generate(model, chain, 1, &go, out.data(), &count);
+  std::vector<uint32_t> out;
+  st = GenerateStreamed(model, tok, chain, 6, &out, &s);
   ASSERT_EQ(st, ATLAS_OK) << Take(st);
-  ASSERT_EQ(count, 6u);
-  for (size_t i = 0; i < count; i++) EXPECT_EQ(out[i], chain[1 + i % 3]) << "token " << i;
+  ASSERT_EQ(out.size(), 6u);
+  for (size_t i = 0; i < out.size(); i++) EXPECT_EQ(out[i], chain[1 + i % 3]) << "token " << i;
   // "\n", then the text past one character (vLLM's slicing), twice round.
   const std::vector<std::string> want = {"\n", "\xEF\xBF\xBD t", "\n", "\xEF\xBF\xBD t"};
   EXPECT_EQ(s.pieces, want);

@@ -96,12 +96,8 @@ def main():
         v = {"messages": [], "tools": None, "documents": None, "add_generation_prompt": False,
              "x": x}
         s = {"template": src, "vars": {"x": x}}
-        try:
-            s["expect"] = compile_fn(src).render(**copy.deepcopy(v))
-        except Exception as e:  # Jinja raised: Atlas must refuse too
-            s["error"] = str(e)
-            s["error_type"] = type(e).__name__
-        snippets.append(s)
+        snippets.append(gen_reference.with_outcome(
+            s, lambda: compile_fn(src).render(**copy.deepcopy(v))))
     doc = {"producer": producer, "now": gen_reference.NOW.strftime("%Y-%m-%dT%H:%M:%S"),
            "templates": [], "snippets": snippets}
     with open(a.out, "w", encoding="utf-8") as f:

@@ -365,6 +365,17 @@ def special_tokens(cfg):
 
 # ---- renderers ----
 
+def with_outcome(entry, fn):
+    """entry with fn()'s text as "expect", or what it raised as "error" and
+    "error_type" (the test then expects Atlas to refuse too)."""
+    try:
+        entry["expect"] = fn()
+    except Exception as e:
+        entry["error"] = str(e)
+        entry["error_type"] = type(e).__name__
+    return entry
+
+
 def jinja_renderer():
     import jinja2
     import jinja2.ext
@@ -461,24 +472,13 @@ def main():
         v = {"messages": [], "tools": None, "documents": None, "add_generation_prompt": False}
         v.update(variables)
         s = {"template": src, "vars": variables}
-        try:
-            s["expect"] = compile_fn(src).render(**copy.deepcopy(v))
-        except Exception as e:
-            s["error"] = str(e)
-            s["error_type"] = type(e).__name__
-        doc["snippets"].append(s)
+        doc["snippets"].append(with_outcome(s, lambda: compile_fn(src).render(**copy.deepcopy(v))))
     for t in templates:
         entry = {"id": t["id"], "source": t["source"], "config": t["config"],
                  "chat_template": t["cfg"]["chat_template"], "special_tokens": special_tokens(t["cfg"]),
                  "cases": []}
         for case in cases_for(t["id"]):
-            c = dict(case)
-            try:
-                c["expect"] = render(t, case)
-            except Exception as e:  # the template raised: the test expects an error
-                c["error"] = str(e)
-                c["error_type"] = type(e).__name__
-            entry["cases"].append(c)
+            entry["cases"].append(with_outcome(dict(case), lambda: render(t, case)))
         doc["templates"].append(entry)
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1, ensure_ascii=False)

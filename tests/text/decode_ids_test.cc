@@ -18,6 +18,7 @@ namespace {
 atlas_test::ReferenceFiles g_files;
 using atlas_test::Ids;
 using atlas_test::Show;
+using atlas_test::StreamPieces;
 using atlas_test::TakeMessage;
 using atlas_test::Str;
 using atlas_test::ValidUtf8;
@@ -32,32 +33,6 @@ std::vector<std::string> Pieces(json_t *array) {
                                   : std::string("<null>"));
   }
   return v;
-}
-
-// The pieces of atlas_tokenizer_stream_create_resync's stream, one an id.
-std::vector<std::string> ResyncPieces(atlas_tokenizer *tok, const std::vector<uint32_t> &ids,
-                                      bool skip) {
-  std::vector<std::string> pieces;
-  atlas_tokenizer_stream *stream = nullptr;
-  atlas_status st = atlas_tokenizer_stream_create_resync(tok, skip, &stream);
-  EXPECT_EQ(st, ATLAS_OK) << TakeMessage(st);
-  for (size_t k = 0; stream && k < ids.size(); k++) {
-    char *piece = nullptr;
-    size_t n = 0;
-    st = atlas_tokenizer_stream_step(stream, ids[k], &piece, &n);
-    if (st) {
-      ADD_FAILURE() << "resync stream failed at id " << k << ": " << TakeMessage(st);
-      break;
-    }
-    pieces.push_back(piece ? std::string(piece, n) : std::string("<null>"));
-    if (piece) {
-      EXPECT_TRUE(ValidUtf8(pieces.back()));
-      EXPECT_GT(n, 0u);
-    }
-    free(piece);
-  }
-  atlas_tokenizer_stream_free(stream);
-  return pieces;
 }
 
 void CheckModel(const std::string &name, json_t *model, size_t *streams, size_t *resyncs) {
@@ -92,36 +67,20 @@ void CheckModel(const std::string &name, json_t *model, size_t *streams, size_t 
       // the same id, after the same pieces.
       json_t *error_at = json_object_get(c, skip ? "stream_skip_error_at" : "stream_error_at");
       size_t fail_at = error_at ? static_cast<size_t>(json_integer_value(error_at)) : ids.size();
-      atlas_tokenizer_stream *stream = nullptr;
-      ASSERT_EQ(atlas_tokenizer_stream_create(tok, skip, &stream), ATLAS_OK);
-      std::vector<std::string> pieces;
-      bool failed_there = false;
-      for (size_t k = 0; k < ids.size() && k <= fail_at; k++) {
-        char *piece = nullptr;
-        size_t n = 0;
-        st = atlas_tokenizer_stream_step(stream, ids[k], &piece, &n);
-        if (k == fail_at) {
-          failed_there = st != ATLAS_OK;
-          if (st) atlas_status_free(st);
-          break;
-        }
-        ASSERT_EQ(st, ATLAS_OK) << "id " << k << ": " << TakeMessage(st);
-        pieces.push_back(piece ? std::string(piece, n) : std::string("<null>"));
-        if (piece) {
-          EXPECT_TRUE(ValidUtf8(pieces.back()));
-        }
-        free(piece);
-      }
-      atlas_tokenizer_stream_free(stream);
-      if (error_at) {
-        EXPECT_TRUE(failed_there) << "tokenizers' stream raised at id " << fail_at;
-      }
-      if (pieces != Pieces(want_stream) || (error_at && !failed_there)) failures++;
+      size_t failed = 0;
+      std::vector<std::string> pieces = StreamPieces(tok, ids, skip, false, &failed);
+      for (const std::string &p : pieces) EXPECT_TRUE(ValidUtf8(p));
+      EXPECT_EQ(failed, fail_at) << "ours failed at id " << failed << ", tokenizers' at " << fail_at
+                                 << " (" << ids.size() << ": none)";
+      if (pieces != Pieces(want_stream) || failed != fail_at) failures++;
       EXPECT_EQ(pieces, Pieces(want_stream)) << "stream skip_special=" << skip;
 
       // The resyncing stream (generation's) never fails, and gives
       // tokenizers' pieces wherever tokenizers' stream does not raise.
-      std::vector<std::string> resync = ResyncPieces(tok, ids, skip);
+      size_t resync_failed = 0;
+      std::vector<std::string> resync = StreamPieces(tok, ids, skip, true, &resync_failed);
+      EXPECT_EQ(resync_failed, ids.size()) << "the resync stream failed at id " << resync_failed;
+      for (const std::string &p : resync) EXPECT_TRUE(ValidUtf8(p) && !p.empty());
       ASSERT_EQ(resync.size(), ids.size());
       std::vector<std::string> head(resync.begin(),
                                     resync.begin() + static_cast<long>(pieces.size()));
@@ -181,7 +140,9 @@ TEST(DecodeIds, ResyncSlicesByCharacters) {
   EXPECT_EQ(std::string(text, len), "series\xEF\xBF\xBD\xEF\xBF\xBD\xE5\x9C\xA8");
   free(text);
   std::vector<std::string> want = {"series", "D", "<null>", "\xEF\xBF\xBD\xE5\x9C\xA8"};
-  EXPECT_EQ(ResyncPieces(tok, ids, false), want);
+  size_t failed = 0;
+  EXPECT_EQ(StreamPieces(tok, ids, false, true, &failed), want);
+  EXPECT_EQ(failed, ids.size());
 
   atlas_tokenizer_stream *stream = nullptr;
   ASSERT_EQ(atlas_tokenizer_stream_create(tok, false, &stream), ATLAS_OK);

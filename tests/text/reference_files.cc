@@ -1,5 +1,6 @@
 #include "tests/text/reference_files.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -75,6 +76,28 @@ std::string TakeMessage(atlas_status st) {
   std::string m = atlas_status_message(st);
   atlas_status_free(st);
   return m;
+}
+
+std::vector<std::string> StreamPieces(const atlas_tokenizer *tok, const std::vector<uint32_t> &ids,
+                                      bool skip_special, bool resync, size_t *failed_at) {
+  std::vector<std::string> pieces;
+  *failed_at = 0;
+  atlas_tokenizer_stream *stream = nullptr;
+  atlas_status st = resync ? atlas_tokenizer_stream_create_resync(tok, skip_special, &stream)
+                           : atlas_tokenizer_stream_create(tok, skip_special, &stream);
+  for (size_t k = 0; st == ATLAS_OK && k < ids.size(); k++) {
+    char *piece = nullptr;
+    size_t n = 0;
+    st = atlas_tokenizer_stream_step(stream, ids[k], &piece, &n);
+    if (st == ATLAS_OK) {
+      pieces.push_back(piece ? std::string(piece, n) : std::string("<null>"));
+      *failed_at = k + 1;
+    }
+    free(piece);
+  }
+  atlas_status_free(st);
+  atlas_tokenizer_stream_free(stream);
+  return pieces;
 }
 
 std::string Str(json_t *object, const char *key) {

@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "atlas/runtime/status.h"
+#include "atlas/runtime/text/tokenizer.h"
 
 #include <cstdint>
 #include <map>
@@ -35,6 +36,12 @@ std::vector<uint32_t> Ids(json_t *array);
 std::string Show(const std::vector<uint32_t> &ids);
 // The status's message; frees it.
 std::string TakeMessage(atlas_status st);
+// Streams ids one at a time (strict: atlas_tokenizer_stream_create; else
+// the resyncing stream) and returns each step's piece, "<null>" where a step
+// gave no text, up to the first step that fails: its index goes to
+// *failed_at (ids.size() when none did).
+std::vector<std::string> StreamPieces(const atlas_tokenizer *tok, const std::vector<uint32_t> &ids,
+                                      bool skip_special, bool resync, size_t *failed_at);
 std::string Str(json_t *object, const char *key);
 
 }  // namespace atlas_test
