@@ -573,27 +573,50 @@ atlas_status jinja_test(jinja_ctx *ctx, const char *name, jv v, const jinja_args
 
 // ---- filters ----
 
-// Attribute lookup as Jinja's environment.getitem does for map/selectattr:
-// dotted paths, dict keys, list indices.
-static jv attr_path(json_t *item, const char *path) {
-  json_t *cur = item;
-  while (cur && *path) {
-    size_t n = strcspn(path, ".");
-    char *part = strndup(path, n);  // a key of any length
-    if (!part) return jv_undefined("attribute");
-    path += n + (path[n] == '.');
-    if (json_is_object(cur)) {
-      cur = json_object_get(cur, part);
-    } else if (json_is_array(cur)) {
-      char *end;
-      long idx = strtol(part, &end, 10);
-      cur = (*end == '\0' && idx >= 0) ? json_array_get(cur, (size_t)idx) : NULL;
-    } else {
-      cur = NULL;
+// Attribute lookup as Jinja's make_attrgetter does for map/selectattr/join:
+// the path split at every '.', each part of ASCII digits an integer index
+// (of a list, or a code point of a string; a dict has no integer keys), any
+// other part a dict key; undefined where a part finds nothing. Parts are
+// read in place (keys of any length); only a code point is allocated.
+static atlas_status attr_path(json_t *item, const char *path, jv *out) {
+  json_t *cur = item, *owned = NULL;  // owned: a code point made here (cur)
+  for (const char *p = path;; p += strcspn(p, ".") + 1) {
+    const size_t n = strcspn(p, ".");
+    size_t digits = 0, idx = 0;
+    bool fits = true;
+    for (; digits < n && p[digits] >= '0' && p[digits] <= '9'; ++digits) {
+      fits = fits && idx <= (SIZE_MAX - 9) / 10;
+      if (fits) idx = idx * 10 + (size_t)(p[digits] - '0');
     }
-    free(part);
+    json_t *next = NULL;
+    if (n > 0 && digits == n) {
+      if (fits && json_is_array(cur)) {
+        next = json_array_get(cur, idx);
+      } else if (fits && json_is_string(cur)) {
+        const char *str = json_string_value(cur);
+        const size_t bytes = json_string_length(cur);
+        if (idx < jinja_utf8_length(str, bytes)) {
+          size_t b = jinja_utf8_offset(str, bytes, idx), e = b;
+          jinja_utf8_next(str, bytes, &e);
+          next = json_stringn_nocheck(str + b, e - b);
+          json_decref(owned);  // after its text was copied
+          owned = next;
+          if (!next) return oom();
+        }
+      }
+    } else if (json_is_object(cur)) {
+      next = json_object_getn(cur, p, n);
+    }
+    if (!next) {
+      json_decref(owned);
+      *out = jv_undefined("attribute");
+      return ATLAS_OK;
+    }
+    cur = next;
+    if (p[n] == '\0') break;
   }
-  return cur ? jv_data(json_incref(cur)) : jv_undefined("attribute");
+  *out = jv_data(owned ? owned : json_incref(cur));
+  return jv_ok_alloc(*out) ? ATLAS_OK : oom();
 }
 
 // select/reject/selectattr/rejectattr.
@@ -638,7 +661,13 @@ static atlas_status select_filter(jinja_ctx *ctx, const char *name, jv v, const 
   atlas_status st = kept ? ATLAS_OK : oom();
   for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
     json_t *item = json_array_get(items, i);
-    jv subject = by_attr ? attr_path(item, attr) : jv_data(json_incref(item));
+    jv subject = jv_undefined("attribute");
+    if (by_attr) {
+      st = attr_path(item, attr, &subject);
+      if (st != ATLAS_OK) break;
+    } else {
+      subject = jv_data(json_incref(item));
+    }
     bool r;
     if (test) {
       st = jinja_test(ctx, test, subject, &targs, &r);
@@ -670,7 +699,9 @@ static atlas_status map_filter(jinja_ctx *ctx, jv v, const jinja_args *a, jv *ou
     size_t n = 0;
     if (st == ATLAS_OK) st = want_str("map", attr, &path, &n);
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
-      jv x = attr_path(json_array_get(items, i), path);
+      jv x;
+      st = attr_path(json_array_get(items, i), path, &x);
+      if (st != ATLAS_OK) break;
       if (x.kind == JV_UNDEFINED && deflt) x = jv_copy(*deflt);
       if (x.kind != JV_DATA) {
         st = err("map: item %zu has no attribute '%s'", i, path);
@@ -1018,8 +1049,13 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     atlas_status st = ATLAS_OK;
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
       if (i) jinja_buf_append(&b, s, ns);
-      jv x = path ? attr_path(json_array_get(items, i), path) : jv_data(json_incref(json_array_get(items, i)));
-      st = str_of(ctx, x, &b);
+      jv x = jv_undefined("attribute");
+      if (path) {
+        st = attr_path(json_array_get(items, i), path, &x);
+      } else {
+        x = jv_data(json_incref(json_array_get(items, i)));
+      }
+      if (st == ATLAS_OK) st = str_of(ctx, x, &b);
       jv_free(&x);
     }
     json_decref(items);

@@ -376,6 +376,32 @@ TEST(ChatTemplate, AttributePathsOfAnyLength) {
   atlas_status_free(st);
 }
 
+// Attribute paths as Jinja's make_attrgetter reads them: a part of ASCII
+// digits is an integer (a list index or a string's code point, never a dict
+// key), any other part (the empty one too) a dict key. Expected output from
+// Jinja2 3.1.6's ImmutableSandboxedEnvironment (as transformers renders).
+// Before, "1" found a dict's "1" key, "+1" indexed a list, "" and "a." ended
+// the path early, and a string's code point was undefined.
+TEST(ChatTemplate, AttributePathPartsAsJinja) {
+  const char *src =
+      "{{ x|map(attribute=\"1\", default=\"u\")|list }}|{{ x|map(attribute=\"01\", default=\"u\")|list }}|"
+      "{{ y|map(attribute=\"a.1.b\")|list }}|{{ x|selectattr(\"1\")|list|length }}|"
+      "{{ x|map(attribute=\"+1\", default=\"u\")|list }}|{{ z|map(attribute=\"\")|list }}|"
+      "{{ x|map(attribute=\"99999999999999999999999\", default=\"u\")|list }}|"
+      "{{ w|join(\",\", attribute=\"0\") }}|{{ s|map(attribute=\"0\")|list }}|"
+      "{{ s|map(attribute=\"1.0\", default=\"u\")|list }}|{{ y|map(attribute=\"a.\", default=\"u\")|list }}";
+  const char *vars =
+      "{\"x\": [{\"1\": \"a\"}, [5, 6]], \"y\": [{\"a\": [0, {\"b\": 9}]}], \"z\": [{\"\": 3}], "
+      "\"w\": [[5, 6], [7]], \"s\": [\"ab\", \"\u00e7d\", \"x\"]}";
+  std::string out;
+  atlas_status st = RenderSnippet(src, vars, &out);
+  EXPECT_EQ(st, ATLAS_OK) << Message(st);
+  EXPECT_EQ(out,
+            "['u', 6]|['u', 6]|[9]|1|['u', 'u']|[3]|['u', 'u']|5,7|['a', '\u00e7', 'x']|"
+            "['b', 'd', 'u']|['u']");
+  atlas_status_free(st);
+}
+
 // Repeating an empty string or list a huge number of times is empty at
 // once (it looped that many times: the chat_template fuzzer's timeout).
 TEST(ChatTemplate, EmptyRepetitionIsImmediate) {
