@@ -759,8 +759,8 @@ __device__ __forceinline__ void cp_async_wait_all() {
 
 // HD: the head_dim the fragments are sized for (64 or 128); hd <= HD, a
 // multiple of 16, is the real one (64 and 128 are passed as constants; the
-// kernel's three bodies fit 168 registers, 3 blocks an SM, only with
-// __launch_bounds__(128, 3): 206 without).
+// head_dim-128 kernel fits 166 registers, 3 blocks an SM, only with
+// __launch_bounds__(128, 3): 206 without; the head_dim-64 one 128 at 4).
 // sm: 2 * kFlashTile elements of shared memory.
 template <typename C, int HD>
 __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *q,
@@ -974,24 +974,35 @@ __device__ __forceinline__ void attention_prefill_entry(
   __shared__ PrefillSimtShared sh;
   attention_prefill(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n, window);
 }
-template <typename C>
+// D: the kernel's head size (64, 128; 0: any other). A constant head_dim
+// leaves no run-time divisions or guards in the loop: 1.77x faster than the
+// general body at 2048 tokens on the H200 (head_dim 128).
+template <typename C, int D>
 __device__ __forceinline__ void attention_prefill_entry(
     float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,
     uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n, uint32_t window) {
   __shared__ __align__(16) unsigned char smem[kPrefillShared];
   C *sm = reinterpret_cast<C *>(smem);
-  if (head_dim % 16 != 0) {
+  if constexpr (D != 0) {
+    attention_flash<C, D>(sm, out, q, kc, vc, n_heads, n_kv, D, pos0, n, window);
+  } else if (head_dim % 16 != 0) {
     attention_prefill(*reinterpret_cast<PrefillSimtShared *>(smem), out, q, kc, vc,
                       n_heads, n_kv, head_dim, pos0, n, window);
-  } else if (head_dim == 64) {
-    attention_flash<C, 64>(sm, out, q, kc, vc, n_heads, n_kv, 64, pos0, n, window);
-  } else if (head_dim == 128) {
-    // A constant head_dim: no run-time divisions or guards in the loop,
-    // 1.77x faster than the general body at 2048 tokens on the H200.
-    attention_flash<C, 128>(sm, out, q, kc, vc, n_heads, n_kv, 128, pos0, n, window);
   } else {
     attention_flash<C, 128>(sm, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,
                             window);
+  }
+}
+// F32 caches: the SIMT kernel whatever the head size.
+template <typename C, int D>
+__device__ __forceinline__ void attention_prefill_d(
+    float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,
+    uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n, uint32_t window) {
+  if constexpr (sizeof(C) == 4) {
+    attention_prefill_entry(out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n, window);
+  } else {
+    attention_prefill_entry<C, D>(out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,
+                                  window);
   }
 }
 
@@ -1494,9 +1505,8 @@ __device__ void attention_decode_pick(DecodeSharedAny<G> &sh, float *part,
   }
 }
 
-// Any other head size, in a function of its own: its registers are
-// allocated apart from the 64 and 128 bodies' (inlined with them, its loop's
-// spills spread to theirs).
+// Any other head size in a function of its own: inlined into its kernel, its
+// loop spilled three times the bytes (group 4: 1092 against 328).
 template <typename C, int G>
 __device__ __noinline__ void attention_decode_pick_any(
     DecodeSharedAny<G> &sh, float *part, const float *q, const C *kc, const C *vc,
@@ -1506,38 +1516,56 @@ __device__ __noinline__ void attention_decode_pick_any(
                                  window, splits, out, counters);
 }
 
-// The decode kernel's body for this head size.
-template <typename C, int G>
-__device__ void attention_decode_entry(float *part, const float *q, const C *kc,
-                                       const C *vc, uint32_t n_heads, uint32_t n_kv,
-                                       uint32_t head_dim, const uint32_t *step,
-                                       uint32_t window, uint32_t splits, float *out,
-                                       uint32_t *counters) {
-  __shared__ DecodeSharedAny<G> sh;  // one for the head sizes' bodies
-  if (head_dim == 128) {
-    attention_decode_pick<C, G, 128>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
-                                     window, splits, out, counters);
-  } else if (head_dim == 64) {
-    attention_decode_pick<C, G, 64>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
-                                    window, splits, out, counters);
-  } else {
+template <typename C, int G, int D>
+__device__ __forceinline__ void attention_decode_entry(
+    DecodeSharedAny<G> &sh, float *part, const float *q, const C *kc, const C *vc,
+    uint32_t n_heads, uint32_t n_kv, uint32_t head_dim, const uint32_t *step,
+    uint32_t window, uint32_t splits, float *out, uint32_t *counters) {
+  if constexpr (D == 0) {
     attention_decode_pick_any<C, G>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
                                     window, splits, out, counters);
+  } else {
+    attention_decode_pick<C, G, D>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
+                                   window, splits, out, counters);
   }
 }
 
-// One decode-attention kernel per group size (rounded up to a power of two):
-// registers for G heads only. One kernel carrying every G took 126
-// registers a thread, for the group-16 path.
-#define ATLAS_DECODE_KERNEL(S, C, G)                                           \
+// One decode-attention kernel per group size (rounded up to a power of two:
+// registers for G heads only; one kernel carrying every G took 126 registers
+// a thread, for the group-16 path) and head size D (64, 128, or 0 for any
+// other: the host picks by head_dim). One kernel holding the three head
+// sizes' bodies ran the 8B shape's step 1.4% (128 keys) to 2.3% (1024)
+// slower on the H200 than its head_dim-128 body alone, and the 1B shape's
+// the same.
+#define ATLAS_DECODE_KERNEL(S, C, G, D, DN)                                    \
   extern "C" __global__ void __launch_bounds__(kDecWarps * 32, 1)          \
-      attention_decode_##S##_g##G(                                             \
+      attention_decode_##S##_g##G##_##DN(                                      \
       float *part, const float *q, const C *kc, const C *vc, uint32_t n_heads, \
       uint32_t n_kv, uint32_t head_dim, const uint32_t *step, uint32_t window, \
       uint32_t splits, float *out, uint32_t *counters) {                       \
-    attention_decode_entry<C, G>(part, q, kc, vc, n_heads, n_kv, head_dim,     \
-                                 step, window, splits, out, counters);         \
+    __shared__ DecodeSharedAny<G> sh;                                          \
+    attention_decode_entry<C, G, D>(sh, part, q, kc, vc, n_heads, n_kv,        \
+                                    head_dim, step, window, splits, out,       \
+                                    counters);                                 \
   }
+#define ATLAS_DECODE_KERNELS(S, C, G) \
+  ATLAS_DECODE_KERNEL(S, C, G, 64, d64)  \
+  ATLAS_DECODE_KERNEL(S, C, G, 128, d128) \
+  ATLAS_DECODE_KERNEL(S, C, G, 0, dany)
+
+// The prompt attention, one kernel per head size D (64, 128, 0: any other;
+// the host picks by head_dim) and its blocks an SM (registers).
+#define ATLAS_PREFILL_ATTENTION_KERNEL(S, C, D, DN, B)                          \
+  extern "C" __global__ void __launch_bounds__(128, B) attention_prefill_##S##_##DN( \
+      float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,   \
+      uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n,              \
+      uint32_t window) {                                                        \
+    attention_prefill_d<C, D>(out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n, \
+                              window);                                          \
+  }
+#ifndef ATLAS_PREFILL_D64_BLOCKS
+#define ATLAS_PREFILL_D64_BLOCKS 4
+#endif
 
 // The kernels that touch the KV cache, per cache type.
 #define ATLAS_BATCH_KV_KERNELS(S, C)                                            \
@@ -1546,18 +1574,14 @@ __device__ void attention_decode_entry(float *part, const float *q, const C *kc,
       uint32_t pos0, uint32_t n) {                                              \
     kv_store_rows(kc, vc, k, v, kv_dim, pos0, n);                               \
   }                                                                             \
-  extern "C" __global__ void __launch_bounds__(128, 3) attention_prefill_##S(   \
-      float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,   \
-      uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n,              \
-      uint32_t window) {                                                        \
-    attention_prefill_entry(out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,   \
-                            window);                                            \
-  }                                                                             \
-  ATLAS_DECODE_KERNEL(S, C, 1)                                                  \
-  ATLAS_DECODE_KERNEL(S, C, 2)                                                  \
-  ATLAS_DECODE_KERNEL(S, C, 4)                                                  \
-  ATLAS_DECODE_KERNEL(S, C, 8)                                                  \
-  ATLAS_DECODE_KERNEL(S, C, 16)
+  ATLAS_PREFILL_ATTENTION_KERNEL(S, C, 64, d64, ATLAS_PREFILL_D64_BLOCKS)      \
+  ATLAS_PREFILL_ATTENTION_KERNEL(S, C, 128, d128, 3)                            \
+  ATLAS_PREFILL_ATTENTION_KERNEL(S, C, 0, dany, 3)                              \
+  ATLAS_DECODE_KERNELS(S, C, 1)                                                 \
+  ATLAS_DECODE_KERNELS(S, C, 2)                                                 \
+  ATLAS_DECODE_KERNELS(S, C, 4)                                                 \
+  ATLAS_DECODE_KERNELS(S, C, 8)                                                 \
+  ATLAS_DECODE_KERNELS(S, C, 16)
 ATLAS_BATCH_KV_KERNELS(f32, float)
 ATLAS_BATCH_KV_KERNELS(f16, __half)
 ATLAS_BATCH_KV_KERNELS(bf16, __nv_bfloat16)

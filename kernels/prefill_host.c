@@ -281,6 +281,24 @@ ATLAS_HOST_BY_DTYPE(attention_prefill, load)
 ATLAS_HOST_BY_DTYPE(attention_decode, load)
 
 // Names and signatures must match prefill.cu and prefill_kernels.h.
+// The prompt attention's entries of one cache type S: every head size
+// (atlas_llama_prefill_attention_kernel's names), one host twin.
+#define ATLAS_PREFILL_ATTENTION_DEF(S, D) \
+  {"attention_prefill_" #S "_" #D, "ppppuuuuuu", attention_prefill_##S}
+#define ATLAS_PREFILL_ATTENTION_DEFS(S)                                  \
+  ATLAS_PREFILL_ATTENTION_DEF(S, d64), ATLAS_PREFILL_ATTENTION_DEF(S, d128), \
+      ATLAS_PREFILL_ATTENTION_DEF(S, dany)
+
+// The decode attention's entries of one cache type S: every group size and
+// head size (atlas_llama_decode_kernel's names), one host twin.
+#define ATLAS_DECODE_DEF(S, G, D) \
+  {"attention_decode_" #S "_g" #G "_" #D, "ppppuuupuupp", attention_decode_##S}
+#define ATLAS_DECODE_DEFS_G(S, G) \
+  ATLAS_DECODE_DEF(S, G, d64), ATLAS_DECODE_DEF(S, G, d128), ATLAS_DECODE_DEF(S, G, dany)
+#define ATLAS_DECODE_DEFS(S)                                              \
+  ATLAS_DECODE_DEFS_G(S, 1), ATLAS_DECODE_DEFS_G(S, 2), ATLAS_DECODE_DEFS_G(S, 4), \
+      ATLAS_DECODE_DEFS_G(S, 8), ATLAS_DECODE_DEFS_G(S, 16)
+
 const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT] = {
     {"embed_rows_f32", "pppuu", embed_rows_f32},
     {"embed_rows_f16", "pppuu", embed_rows_f16},
@@ -305,23 +323,9 @@ const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_CO
     {"kv_store_rows_f32", "ppppuuu", kv_store_rows_f32},
     {"kv_store_rows_f16", "ppppuuu", kv_store_rows_f16},
     {"kv_store_rows_bf16", "ppppuuu", kv_store_rows_bf16},
-    {"attention_prefill_f32", "ppppuuuuuu", attention_prefill_f32},
-    {"attention_prefill_f16", "ppppuuuuuu", attention_prefill_f16},
-    {"attention_prefill_bf16", "ppppuuuuuu", attention_prefill_bf16},
-    // One CUDA kernel per group size (registers); the host serves them all.
-    {"attention_decode_f32_g1", "ppppuuupuupp", attention_decode_f32},
-    {"attention_decode_f32_g2", "ppppuuupuupp", attention_decode_f32},
-    {"attention_decode_f32_g4", "ppppuuupuupp", attention_decode_f32},
-    {"attention_decode_f32_g8", "ppppuuupuupp", attention_decode_f32},
-    {"attention_decode_f32_g16", "ppppuuupuupp", attention_decode_f32},
-    {"attention_decode_f16_g1", "ppppuuupuupp", attention_decode_f16},
-    {"attention_decode_f16_g2", "ppppuuupuupp", attention_decode_f16},
-    {"attention_decode_f16_g4", "ppppuuupuupp", attention_decode_f16},
-    {"attention_decode_f16_g8", "ppppuuupuupp", attention_decode_f16},
-    {"attention_decode_f16_g16", "ppppuuupuupp", attention_decode_f16},
-    {"attention_decode_bf16_g1", "ppppuuupuupp", attention_decode_bf16},
-    {"attention_decode_bf16_g2", "ppppuuupuupp", attention_decode_bf16},
-    {"attention_decode_bf16_g4", "ppppuuupuupp", attention_decode_bf16},
-    {"attention_decode_bf16_g8", "ppppuuupuupp", attention_decode_bf16},
-    {"attention_decode_bf16_g16", "ppppuuupuupp", attention_decode_bf16},
+    ATLAS_PREFILL_ATTENTION_DEFS(f32), ATLAS_PREFILL_ATTENTION_DEFS(f16),
+    ATLAS_PREFILL_ATTENTION_DEFS(bf16),
+    // One CUDA kernel per group size and head size (registers); the host
+    // serves them all.
+    ATLAS_DECODE_DEFS(f32), ATLAS_DECODE_DEFS(f16), ATLAS_DECODE_DEFS(bf16),
 };

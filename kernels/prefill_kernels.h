@@ -33,8 +33,8 @@
 //       (i, i + rot_dim / 2) by (pos * inv_freq[i]), cos and sin scaled by
 //       attention_factor; inv_freq holds rot_dim / 2 f32 values
 //       CUDA: grid (ceil(n_heads * rot_dim / 2 / 256), n), block 256
-//   attention_prefill(out, q, k_cache, v_cache, n_heads, n_kv_heads,
-//                     head_dim, pos0, n, window)                     "ppppuuuuuu"
+//   attention_prefill_{f32,f16,bf16}_{d64,d128,dany}(out, q, k_cache,
+//       v_cache, n_heads, n_kv_heads, head_dim, pos0, n, window) "ppppuuuuuu"
 //       causal attention of n query rows (positions pos0..pos0+n-1) over the
 //       cache rows 0..pos (window W > 0: max(0, pos - W + 1)..pos); q and out
 //       are [n][n_heads * head_dim], caches [seq][n_kv * head_dim]
@@ -43,8 +43,9 @@
 //       = atlas_llama_prefill_attention_rows (64 on the tensor-core path:
 //       16-bit caches, head_dim % 16 == 0; else 16); head_dim <= 128
 //       (ATLAS_LLAMA_BATCH_MAX_HEAD_DIM)
-//   attention_decode_{f32,f16,bf16}_g{1,2,4,8,16}(part, q, k_cache, v_cache, n_heads,
-//       n_kv_heads, head_dim, step, window, splits, out, counters)
+//   attention_decode_{f32,f16,bf16}_g{1,2,4,8,16}_{d64,d128,dany}(part, q,
+//       k_cache, v_cache, n_heads, n_kv_heads, head_dim, step, window,
+//       splits, out, counters)
 //                                                              "ppppuuupuupp"
 //       flash-decoding of one query (position seq_len - 1, seq_len =
 //       step[1] + 1) over keys lo..seq_len-1 (lo = seq_len - window when
@@ -59,15 +60,20 @@
 //       CUDA: grid (atlas_llama_decode_grid_x(splits, n_heads / n_kv,
 //       blocks, head_dim), n_kv), block ATLAS_LLAMA_DECODE_THREADS;
 //       n_heads / n_kv <= G, the kernel's group size (the smallest that
-//       holds it: its registers). Past ATLAS_LLAMA_DECODE_HEAD_KEYS keys a
-//       KV head's used splits go to n = min(used, grid width) blocks, block
-//       b taking splits b, b + n, ... with a running softmax: part[h][b]
-//       then holds block b's merged splits (the same form).
+//       holds it: its registers), and head_dim that of its name (d64,
+//       d128; dany: any other): atlas_llama_decode_kernel. Past
+//       ATLAS_LLAMA_DECODE_HEAD_KEYS keys a KV head's used splits go to
+//       n = min(used, grid width) blocks, block b taking splits b, b + n,
+//       ... with a running softmax: part[h][b] then holds block b's merged
+//       splits (the same form).
 //       It reads step and the cache rows before step[1] before it waits for
 //       the launch before it (overlap_prior): that launch may write only
 //       row step[1].
 #ifndef ATLAS_KERNELS_PREFILL_KERNELS_H_
 #define ATLAS_KERNELS_PREFILL_KERNELS_H_
+
+#include <stdint.h>
+#include <stdio.h>
 
 #include "atlas/runtime/kernel_module.h"
 
@@ -127,8 +133,33 @@ static inline uint32_t atlas_llama_decode_blocks(int sms, uint32_t n_kv,
   return b > 0 ? b : 1;
 }
 
+// The attention kernels are compiled per head size: d64, d128, and dany for
+// any other (a constant head size, and registers for that body alone).
+static inline const char *atlas_llama_head_suffix(uint32_t head_dim) {
+  return head_dim == 64 ? "d64" : head_dim == 128 ? "d128" : "dany";
+}
+
+// Attention kernel names, written into buf (at least
+// ATLAS_LLAMA_KERNEL_NAME_MAX bytes), for a cache type ("f32", "f16",
+// "bf16") and head_dim: the prompt attention's, and the decode attention's
+// for `group` query heads a KV head (the smallest group size compiled that
+// holds it).
+#define ATLAS_LLAMA_KERNEL_NAME_MAX 48
+static inline void atlas_llama_prefill_attention_kernel(char *buf, const char *cache,
+                                                        uint32_t head_dim) {
+  snprintf(buf, ATLAS_LLAMA_KERNEL_NAME_MAX, "attention_prefill_%s_%s", cache,
+           atlas_llama_head_suffix(head_dim));
+}
+static inline void atlas_llama_decode_kernel(char *buf, const char *cache,
+                                             uint32_t group, uint32_t head_dim) {
+  uint32_t g = 1;
+  while (g < group && g < ATLAS_LLAMA_BATCH_MAX_GROUP) g *= 2;
+  snprintf(buf, ATLAS_LLAMA_KERNEL_NAME_MAX, "attention_decode_%s_g%u_%s", cache,
+           (unsigned)g, atlas_llama_head_suffix(head_dim));
+}
+
 // Sized so that adding a kernel without updating the count fails to compile.
-#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 41
+#define ATLAS_LLAMA_BATCH_KERNEL_COUNT 77
 extern const atlas_kernel_def
     atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT];
 

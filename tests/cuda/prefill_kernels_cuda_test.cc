@@ -314,7 +314,9 @@ TEST_F(PrefillKernelsCuda, AttentionPrefill) {
       void *dk = s.Upload(kc.data(), kc.size());
       void *dv = s.Upload(vc.data(), vc.size());
       void *out = s.Poisoned((size_t)c.n * q_dim);
-      s.Launch(("attention_prefill_" + kv_type).c_str(),
+      char name[ATLAS_LLAMA_KERNEL_NAME_MAX];
+      atlas_llama_prefill_attention_kernel(name, kv_type.c_str(), c.dim);
+      s.Launch(name,
                Blocks((uint64_t)c.n * (c.heads / c.kv), rows) * c.kv,
                1, 128,
                {P(out), P(dq), P(dk), P(dv), U(c.heads), U(c.kv), U(c.dim),
@@ -387,11 +389,11 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
   void *counters = s.Upload(zero.data(), zero.size() * 4);
   // Twice: the counters the first launch leaves must serve the second.
   for (int rep = 0; rep < 2; ++rep) {
-    // The kernel compiled for the smallest group size that holds heads / kv.
-  uint32_t g = 1;
-  while (g < heads / kv) g *= 2;
-  std::string name = "attention_decode_" + kv_type + "_g" + std::to_string(g);
-  s.Launch(name.c_str(), grid_x, kv, ATLAS_LLAMA_DECODE_THREADS,
+    // The kernel compiled for the smallest group size that holds heads / kv
+    // and for this head size.
+    char name[ATLAS_LLAMA_KERNEL_NAME_MAX];
+    atlas_llama_decode_kernel(name, kv_type.c_str(), heads / kv, dim);
+    s.Launch(name, grid_x, kv, ATLAS_LLAMA_DECODE_THREADS,
              {P(part), P(dq), P(dk), P(dv), U(heads), U(kv), U(dim), P(dstep),
               U(window), U(splits), P(out), P(counters)});
   }

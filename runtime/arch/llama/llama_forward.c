@@ -783,5 +783,6 @@ atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
                        ? (uint32_t)(config->num_attention_heads /
                                     config->num_key_value_heads)
                        : 1;
-  return atlas_llama_ops_resolve(&out_ctx->core, group, &out_ctx->ops);
+  return atlas_llama_ops_resolve(&out_ctx->core, group, (uint32_t)config->head_dim,
+                                 &out_ctx->ops);
 }

@@ -16,16 +16,6 @@ atlas_llama_wtype atlas_llama_wtype_of(atlas_dtype dtype) {
 
 static const char *const kSuffix[ATLAS_LLAMA_W_COUNT] = {"f32", "f16", "bf16"};
 
-// The decode-attention kernel for `group` query heads a KV head: the
-// smallest group size compiled that holds it (kernels/prefill.cu).
-static const char *decode_suffix(uint32_t group) {
-  if (group <= 1) return "_g1";
-  if (group <= 2) return "_g2";
-  if (group <= 4) return "_g4";
-  if (group <= 8) return "_g8";
-  return "_g16";
-}
-
 typedef struct named {
   const char *module;
   const char *name;
@@ -45,7 +35,8 @@ static atlas_status resolve_typed(const atlas_forward_ctx *ctx,
 }
 
 atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
-                                     uint32_t group, atlas_llama_ops *out_ops) {
+                                     uint32_t group, uint32_t head_dim,
+                                     atlas_llama_ops *out_ops) {
   memset(out_ops, 0, sizeof(*out_ops));
   atlas_llama_ops *o = out_ops;
   const char *one = ATLAS_LLAMA_MODULE, *batch = ATLAS_LLAMA_BATCH_MODULE;
@@ -81,11 +72,14 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "attention", "", o->attention, 0));
   ATLAS_RETURN_IF_ERROR(
       resolve_typed(ctx, batch, "kv_store_rows", "", o->kv_store_rows, 0));
-  ATLAS_RETURN_IF_ERROR(
-      resolve_typed(ctx, batch, "attention_prefill", "", o->attention_prefill, 0));
-  ATLAS_RETURN_IF_ERROR(
-      resolve_typed(ctx, batch, "attention_decode", decode_suffix(group),
-                    o->decode, 0));
+  for (int c = 0; c < ATLAS_LLAMA_W_COUNT; ++c) {
+    char name[ATLAS_LLAMA_KERNEL_NAME_MAX];
+    atlas_llama_prefill_attention_kernel(name, kSuffix[c], head_dim);
+    ATLAS_RETURN_IF_ERROR(
+        atlas_forward_kernel(ctx, batch, name, &o->attention_prefill[c]));
+    atlas_llama_decode_kernel(name, kSuffix[c], group, head_dim);
+    ATLAS_RETURN_IF_ERROR(atlas_forward_kernel(ctx, batch, name, &o->decode[c]));
+  }
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm16", "", o->gemm16,
                                       ATLAS_LLAMA_W_F16));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm16", "_m128",

@@ -56,10 +56,10 @@ typedef struct atlas_llama_ops {
 } atlas_llama_ops;
 
 // Resolves every kernel above in the context's registry (`group`: query
-// heads per KV head, which picks the decode attention kernel); fails naming the
-// first one missing.
+// heads per KV head, and `head_dim`, which pick the decode attention
+// kernel); fails naming the first one missing.
 ATLAS_MUST_USE atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
-                                                    uint32_t group,
+                                                    uint32_t group, uint32_t head_dim,
                                                     atlas_llama_ops *out_ops);
 
 #ifdef __cplusplus
