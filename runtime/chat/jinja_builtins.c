@@ -576,9 +576,14 @@ atlas_status jinja_test(jinja_ctx *ctx, const char *name, jv v, const jinja_args
 // Attribute lookup as Jinja's make_attrgetter does for map/selectattr/join:
 // the path split at every '.', each part of ASCII digits an integer index
 // (of a list, or a code point of a string; a dict has no integer keys), any
-// other part a dict key; undefined where a part finds nothing. Parts are
-// read in place (keys of any length); only a code point is allocated.
-static atlas_status attr_path(json_t *item, const char *path, jv *out) {
+// other part a dict key. A part finding nothing takes `deflt` where given
+// (map's default=, and the path goes on from it, as Jinja's does); else the
+// last part gives undefined and an earlier one is an error, as Jinja's
+// lookup on its Undefined raises. A dict without the key of one of its
+// method names is refused by name (Jinja finds the bound method:
+// `selectattr('items')` keeps every dict). Parts are read in place (keys of
+// any length); only a code point is allocated.
+static atlas_status attr_path(json_t *item, const char *path, json_t *deflt, jv *out) {
   json_t *cur = item, *owned = NULL;  // owned: a code point made here (cur)
   for (const char *p = path;; p += strcspn(p, ".") + 1) {
     const size_t n = strcspn(p, ".");
@@ -588,7 +593,7 @@ static atlas_status attr_path(json_t *item, const char *path, jv *out) {
       fits = fits && idx <= (SIZE_MAX - 9) / 10;
       if (fits) idx = idx * 10 + (size_t)(p[digits] - '0');
     }
-    json_t *next = NULL;
+    json_t *next = NULL, *made = NULL;
     if (n > 0 && digits == n) {
       if (fits && json_is_array(cur)) {
         next = json_array_get(cur, idx);
@@ -598,20 +603,38 @@ static atlas_status attr_path(json_t *item, const char *path, jv *out) {
         if (idx < jinja_utf8_length(str, bytes)) {
           size_t b = jinja_utf8_offset(str, bytes, idx), e = b;
           jinja_utf8_next(str, bytes, &e);
-          next = json_stringn_nocheck(str + b, e - b);
-          json_decref(owned);  // after its text was copied
-          owned = next;
-          if (!next) return oom();
+          next = made = json_stringn_nocheck(str + b, e - b);
+          if (!made) {
+            json_decref(owned);
+            return oom();
+          }
         }
       }
     } else if (json_is_object(cur)) {
       next = json_object_getn(cur, p, n);
+      char method[16] = "";
+      if (!next && n < sizeof(method)) {
+        memcpy(method, p, n);
+        if (jinja_is_dict_method(method)) {
+          json_decref(owned);
+          return err("attribute '%s' of a dict without that key is its method in Jinja; not supported",
+                     method);
+        }
+      }
     }
+    if (!next && deflt) next = deflt;
     if (!next) {
+      const char *type = jv_type_name((jv){.kind = JV_DATA, .json = cur});
       json_decref(owned);
+      if (p[n] != '\0') {
+        return err("'%s object' has no attribute '%.*s' (attribute path '%s')", type, (int)n, p,
+                   path);
+      }
       *out = jv_undefined("attribute");
       return ATLAS_OK;
     }
+    json_decref(owned);  // after its text was read
+    owned = made;
     cur = next;
     if (p[n] == '\0') break;
   }
@@ -663,7 +686,7 @@ static atlas_status select_filter(jinja_ctx *ctx, const char *name, jv v, const 
     json_t *item = json_array_get(items, i);
     jv subject = jv_undefined("attribute");
     if (by_attr) {
-      st = attr_path(item, attr, &subject);
+      st = attr_path(item, attr, NULL, &subject);
       if (st != ATLAS_OK) break;
     } else {
       subject = jv_data(json_incref(item));
@@ -700,7 +723,8 @@ static atlas_status map_filter(jinja_ctx *ctx, jv v, const jinja_args *a, jv *ou
     if (st == ATLAS_OK) st = want_str("map", attr, &path, &n);
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
       jv x;
-      st = attr_path(json_array_get(items, i), path, &x);
+      st = attr_path(json_array_get(items, i), path,
+                     deflt && deflt->kind == JV_DATA ? deflt->json : NULL, &x);
       if (st != ATLAS_OK) break;
       if (x.kind == JV_UNDEFINED && deflt) x = jv_copy(*deflt);
       if (x.kind != JV_DATA) {
@@ -1051,7 +1075,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       if (i) jinja_buf_append(&b, s, ns);
       jv x = jv_undefined("attribute");
       if (path) {
-        st = attr_path(json_array_get(items, i), path, &x);
+        st = attr_path(json_array_get(items, i), path, NULL, &x);
       } else {
         x = jv_data(json_incref(json_array_get(items, i)));
       }

@@ -402,6 +402,37 @@ TEST(ChatTemplate, AttributePathPartsAsJinja) {
   atlas_status_free(st);
 }
 
+// map's default stands in for any part that finds nothing and the path goes
+// on from it; without one a missing part before the last is an error, and a
+// dict method's name without that key is refused by name (Jinja finds the
+// bound method). Expected from Jinja2 3.1.6's sandbox: "['x']|['u']|1|[2]",
+// an UndefinedError, and "b". Before, Atlas gave ['xy'] for the first (the
+// default replaced the whole path), and 0 without an error for both
+// selectattr cases below (Jinja: an error, and 1).
+TEST(ChatTemplate, AttributePathDefaultsAndMissingParts) {
+  std::string out;
+  atlas_status st = RenderSnippet(
+      "{{ x|map(attribute='a.0', default='xy')|list }}|{{ x|map(attribute='a.b', default='u')|list }}|"
+      "{{ y|selectattr('items')|list|length }}|{{ y|map(attribute='items.k')|list }}|"
+      "{{ [['ab']]|join(',', attribute='0.1') }}",
+      "{\"x\": [{\"c\": 1}], \"y\": [{\"items\": {\"k\": 2}}]}", &out);
+  EXPECT_EQ(st, ATLAS_OK) << Message(st);
+  EXPECT_EQ(out, "['x']|['u']|1|[2]|b");
+  atlas_status_free(st);
+
+  st = RenderSnippet("{{ x|selectattr('a.b')|list|length }}", "{\"x\": [{\"c\": 1}]}", &out);
+  ASSERT_NE(st, ATLAS_OK);
+  EXPECT_NE(Message(st).find("'dict object' has no attribute 'a'"), std::string::npos) << Message(st);
+  atlas_status_free(st);
+
+  st = RenderSnippet("{{ x|selectattr('items')|list|length }}", "{\"x\": [{\"a\": 1}]}", &out);
+  ASSERT_NE(st, ATLAS_OK);
+  EXPECT_NE(Message(st).find("attribute 'items' of a dict without that key is its method"),
+            std::string::npos)
+      << Message(st);
+  atlas_status_free(st);
+}
+
 // Repeating an empty string or list a huge number of times is empty at
 // once (it looped that many times: the chat_template fuzzer's timeout).
 TEST(ChatTemplate, EmptyRepetitionIsImmediate) {
