@@ -2,7 +2,8 @@
 """Random engine snippets for the chat-template fuzz (tools/fuzz_chat.sh):
 filters and tests over random JSON values (strings with quotes, escapes,
 controls and template syntax; floats of every magnitude; 64-bit integers;
-nested lists and dicts) and over number-like text, rendered by Jinja2
+nested lists and dicts), over number-like text, and attribute paths over
+nested values, rendered by Jinja2
 configured as transformers configures it (gen_reference.py's jinja
 renderer). Writes a reference.json holding only snippets.
 
@@ -37,6 +38,29 @@ VALUE_TEMPLATES = [
 NUMBER_TEMPLATES = ["{{ x|round(%d) }}", "{{ x|round(%d, 'floor') }}", "{{ x|round(%d, 'ceil') }}",
                     "{{ x|round }}", "{{ x|int }}", "{{ x|int(-1) }}", "{{ x|float }}",
                     "{{ x|float(-1.5) }}", "{{ x|abs }}", "{{ (x * 3) if x is number else '' }}"]
+# Attribute paths (map/selectattr/rejectattr/join): parts drawn from keys the
+# nested values below hold, digits (indices), empty parts and dict method names.
+PATH_PARTS = ["k", "a", "0", "1", "01", "", "items", "keys", "+1", "-1", "é", "99"]
+PATH_TEMPLATES = ["{{ x|map(attribute=%s, default='D')|list }}", "{{ x|selectattr(%s)|list|length }}",
+                  "{{ x|rejectattr(%s)|list|length }}", "{{ x|map(attribute=%s)|list|length }}",
+                  "{{ x|join(',', attribute=%s) }}"]
+
+
+def nested(r, depth=0):
+    k = r.randint(0, 5 if depth < 3 else 2)
+    if k == 0:
+        return r.choice(["", "ab", "é中", "x"])
+    if k == 1:
+        return r.choice([0, 1, 2.5, True, False, None])
+    if k in (2, 3):
+        return [nested(r, depth + 1) for _ in range(r.randint(0, 3))]
+    return {r.choice(PATH_PARTS): nested(r, depth + 1) for _ in range(r.randint(0, 3))}
+
+
+def path_snippet(r):
+    path = ".".join(r.choice(PATH_PARTS) for _ in range(r.randint(1, 3)))
+    src = r.choice(PATH_TEMPLATES) % json.dumps(path)
+    return src, [nested(r, 1) for _ in range(r.randint(1, 4))]
 
 
 def text(r):
@@ -85,7 +109,9 @@ def main():
     _, compile_fn, producer = gen_reference.jinja_renderer()
     snippets = []
     for _ in range(a.count):
-        if r.random() < 0.5:
+        if r.random() < 0.2:
+            src, x = path_snippet(r)
+        elif r.random() < 0.5:
             src, x = r.choice(VALUE_TEMPLATES), value(r)
         else:
             src, x = r.choice(NUMBER_TEMPLATES), number(r)
