@@ -1233,10 +1233,18 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       return st;
     }
     // Jinja: lines after the first get the indent; blank lines only with blank=True.
+    const char *text = s.data ? s.data : "";
+    size_t lines = 1;
+    for (size_t k = 0; k < s.len; ++k) lines += text[k] == '\n';
+    // As string repetition: at most 64 MiB of indent (a width of 3e14 looped
+    // that many times: the chat_template fuzzer's out-of-memory).
+    if (width > 0 && (unsigned long long)width > (64ull << 20) / lines) {
+      jinja_buf_free(&s);
+      return err("indent: a width of %lld on %zu lines is too large", width, lines);
+    }
     jinja_buf b = {0};
     size_t i = 0;
     bool first_line = true;
-    const char *text = s.data ? s.data : "";
     while (i <= s.len) {
       size_t e = i;
       while (e < s.len && text[e] != '\n') ++e;

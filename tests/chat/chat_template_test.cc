@@ -433,6 +433,23 @@ TEST(ChatTemplate, AttributePathDefaultsAndMissingParts) {
   atlas_status_free(st);
 }
 
+// indent's width is capped as string repetition is (64 MiB): a width of
+// 3e14 looped that many times and ran out of memory (the chat_template
+// fuzzer). Jinja builds ' ' * width: a MemoryError in Python.
+TEST(ChatTemplate, IndentWidthIsCapped) {
+  std::string out;
+  atlas_status st = RenderSnippet("{{ 'a\\nb'|indent(333333333333333) }}", "{}", &out);
+  ASSERT_NE(st, ATLAS_OK);
+  EXPECT_NE(Message(st).find("indent: a width of 333333333333333 on 2 lines is too large"),
+            std::string::npos)
+      << Message(st);
+  atlas_status_free(st);
+  st = RenderSnippet("{{ 'a\\nb'|indent(3) }}|{{ 'a'|indent(-2, true) }}", "{}", &out);
+  EXPECT_EQ(st, ATLAS_OK) << Message(st);
+  EXPECT_EQ(out, "a\n   b|a");
+  atlas_status_free(st);
+}
+
 // Repeating an empty string or list a huge number of times is empty at
 // once (it looped that many times: the chat_template fuzzer's timeout).
 TEST(ChatTemplate, EmptyRepetitionIsImmediate) {
