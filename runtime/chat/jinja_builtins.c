@@ -715,6 +715,9 @@ static atlas_status map_filter(jinja_ctx *ctx, jv v, const jinja_args *a, jv *ou
   ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, "map", &items));
   const jv *attr = arg(a, 99, "attribute");
   const jv *deflt = arg(a, 99, "default");
+  // Jinja's map takes default=None as no default (an item lacking the
+  // attribute is then Undefined, which Atlas refuses below).
+  if (deflt && deflt->kind == JV_DATA && json_is_null(deflt->json)) deflt = NULL;
   json_t *res = json_array();
   atlas_status st = res ? ATLAS_OK : oom();
   if (attr) {

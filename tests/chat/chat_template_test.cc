@@ -420,6 +420,14 @@ TEST(ChatTemplate, AttributePathDefaultsAndMissingParts) {
   EXPECT_EQ(out, "['x']|['u']|1|[2]|b");
   atlas_status_free(st);
 
+  // default=none is no default in Jinja (it printed None here: "None,2"
+  // where Jinja's join gives ",2"); an item without it is refused.
+  st = RenderSnippet("{{ x|map(attribute='b', default=none)|join(',') }}",
+                     "{\"x\": [{\"a\": 1}, {\"b\": 2}]}", &out);
+  ASSERT_NE(st, ATLAS_OK) << out;
+  EXPECT_NE(Message(st).find("map: item 0 has no attribute 'b'"), std::string::npos) << Message(st);
+  atlas_status_free(st);
+
   st = RenderSnippet("{{ x|selectattr('a.b')|list|length }}", "{\"x\": [{\"c\": 1}]}", &out);
   ASSERT_NE(st, ATLAS_OK);
   EXPECT_NE(Message(st).find("'dict object' has no attribute 'a'"), std::string::npos) << Message(st);
