@@ -1239,9 +1239,9 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     const char *text = s.data ? s.data : "";
     size_t lines = 1;
     for (size_t k = 0; k < s.len; ++k) lines += text[k] == '\n';
-    // As string repetition: at most 64 MiB of indent (a width of 3e14 looped
-    // that many times: the chat_template fuzzer's out-of-memory).
-    if (width > 0 && (unsigned long long)width > (64ull << 20) / lines) {
+    // As string repetition (a width of 3e14 looped that many times: the
+    // chat_template fuzzer's out-of-memory).
+    if (width > 0 && (unsigned long long)width > JINJA_MAX_BUILT_TEXT / lines) {
       jinja_buf_free(&s);
       return err("indent: a width of %lld on %zu lines is too large", width, lines);
     }

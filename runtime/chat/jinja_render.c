@@ -458,7 +458,7 @@ static atlas_status repeat(const jinja_node *n, jv seq, long long times, jv *out
   if (times < 0) times = 0;
   if (json_is_string(seq.json)) {
     size_t len = json_string_length(seq.json);
-    if (len && (unsigned long long)times > (64ull << 20) / len) return fail(n, "string repetition too large");
+    if (len && (unsigned long long)times > JINJA_MAX_BUILT_TEXT / len) return fail(n, "string repetition too large");
     if (len == 0) times = 0;  // '' * 10**12 is '' at once (a loop took hours)
     jinja_buf b = {0};
     for (long long i = 0; i < times; ++i) jinja_buf_append(&b, json_string_value(seq.json), len);

@@ -21,6 +21,10 @@ void jinja_buf_putc(jinja_buf *b, char c);
 void jinja_buf_printf(jinja_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void jinja_buf_free(jinja_buf *b);
 
+// The most text one string repetition or indent may build (Python would try
+// to build any size: a template asking for more is refused, not run).
+#define JINJA_MAX_BUILT_TEXT (64ull << 20)
+
 // Decodes one UTF-8 code point at s[*i] (advancing *i); invalid bytes decode
 // as themselves, one at a time, so every byte string has a length.
 uint32_t jinja_utf8_next(const char *s, size_t n, size_t *i);

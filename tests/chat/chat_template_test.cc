@@ -249,6 +249,15 @@ atlas_status RenderSnippet(const char *src, const char *vars_json, std::string *
   return st;
 }
 
+// The snippet's output; a render error fails the test (and gives "").
+std::string Rendered(const char *src, const char *vars_json) {
+  std::string out;
+  atlas_status st = RenderSnippet(src, vars_json, &out);
+  EXPECT_EQ(st, ATLAS_OK) << src << ": " << Message(st);
+  atlas_status_free(st);
+  return out;
+}
+
 // Things Jinja would print as an object address, or that need Python's
 // Unicode tables, are refused at run time with a reason.
 TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
@@ -309,6 +318,23 @@ TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
       {"{{ {'a\\x00b': 1}|tojson(sort_keys=true) }}", "{}", "a dict key holding a NUL character"},
       // A loop filter that fails: the items it had kept leaked (the fuzzer).
       {"{% for i in [1, 2] if i > 1 and x.y %}{% endfor %}", "{}", "'x' is undefined"},
+      // Attribute paths (AttributePathDefaultsAndMissingParts): default=none
+      // is no default in Jinja (Atlas printed "None,2" where Jinja's join
+      // gives ",2"), so an item without the attribute is refused; a part
+      // missing before the last raises UndefinedError in Jinja (Atlas said
+      // undefined: selectattr kept 0); a dict method's name without that key
+      // finds the bound method in Jinja (selectattr keeps the dict: 1).
+      {"{{ x|map(attribute='b', default=none)|join(',') }}", "{\"x\": [{\"a\": 1}, {\"b\": 2}]}",
+       "map: item 0 has no attribute 'b'"},
+      {"{{ x|selectattr('a.b')|list|length }}", "{\"x\": [{\"c\": 1}]}",
+       "'dict object' has no attribute 'a'"},
+      {"{{ x|selectattr('items')|list|length }}", "{\"x\": [{\"a\": 1}]}",
+       "attribute 'items' of a dict without that key is its method"},
+      // indent's width is capped as string repetition is (64 MiB): a width
+      // of 3e14 looped that many times and ran out of memory (the
+      // chat_template fuzzer). Jinja builds ' ' * width: a MemoryError.
+      {"{{ 'a\\nb'|indent(333333333333333) }}", "{}",
+       "indent: a width of 333333333333333 on 2 lines is too large"},
   };
   for (const Bad &b : bad) {
     std::string out;
@@ -369,11 +395,7 @@ TEST(ChatTemplate, AttributePathsOfAnyLength) {
   const std::string vars = "{\"items\": [{\"" + key + "\": 5}, {\"" + key + "\": 0}]}";
   const std::string src = "{{ items|map(attribute='" + key + "')|list }}{{ items|selectattr('" + key +
                           "')|list|length }}";
-  std::string out;
-  atlas_status st = RenderSnippet(src.c_str(), vars.c_str(), &out);
-  EXPECT_EQ(st, ATLAS_OK) << Message(st);
-  EXPECT_EQ(out, "[5, 0]1");
-  atlas_status_free(st);
+  EXPECT_EQ(Rendered(src.c_str(), vars.c_str()), "[5, 0]1");
 }
 
 // Attribute paths as Jinja's make_attrgetter reads them: a part of ASCII
@@ -393,79 +415,34 @@ TEST(ChatTemplate, AttributePathPartsAsJinja) {
   const char *vars =
       "{\"x\": [{\"1\": \"a\"}, [5, 6]], \"y\": [{\"a\": [0, {\"b\": 9}]}], \"z\": [{\"\": 3}], "
       "\"w\": [[5, 6], [7]], \"s\": [\"ab\", \"\u00e7d\", \"x\"]}";
-  std::string out;
-  atlas_status st = RenderSnippet(src, vars, &out);
-  EXPECT_EQ(st, ATLAS_OK) << Message(st);
-  EXPECT_EQ(out,
+  EXPECT_EQ(Rendered(src, vars),
             "['u', 6]|['u', 6]|[9]|1|['u', 'u']|[3]|['u', 'u']|5,7|['a', '\u00e7', 'x']|"
             "['b', 'd', 'u']|['u']");
-  atlas_status_free(st);
 }
 
 // map's default stands in for any part that finds nothing and the path goes
-// on from it; without one a missing part before the last is an error, and a
-// dict method's name without that key is refused by name (Jinja finds the
-// bound method). Expected from Jinja2 3.1.6's sandbox: "['x']|['u']|1|[2]",
-// an UndefinedError, and "b". Before, Atlas gave ['xy'] for the first (the
-// default replaced the whole path), and 0 without an error for both
-// selectattr cases below (Jinja: an error, and 1).
+// on from it. Expected from Jinja2 3.1.6's sandbox; before, Atlas gave
+// ['xy'] for the first (the default replaced the whole path). Missing parts
+// without a default and dict-method names are refused:
+// RunTimeRefusalsNameTheConstruct.
 TEST(ChatTemplate, AttributePathDefaultsAndMissingParts) {
-  std::string out;
-  atlas_status st = RenderSnippet(
-      "{{ x|map(attribute='a.0', default='xy')|list }}|{{ x|map(attribute='a.b', default='u')|list }}|"
-      "{{ y|selectattr('items')|list|length }}|{{ y|map(attribute='items.k')|list }}|"
-      "{{ [['ab']]|join(',', attribute='0.1') }}",
-      "{\"x\": [{\"c\": 1}], \"y\": [{\"items\": {\"k\": 2}}]}", &out);
-  EXPECT_EQ(st, ATLAS_OK) << Message(st);
-  EXPECT_EQ(out, "['x']|['u']|1|[2]|b");
-  atlas_status_free(st);
-
-  // default=none is no default in Jinja (it printed None here: "None,2"
-  // where Jinja's join gives ",2"); an item without it is refused.
-  st = RenderSnippet("{{ x|map(attribute='b', default=none)|join(',') }}",
-                     "{\"x\": [{\"a\": 1}, {\"b\": 2}]}", &out);
-  ASSERT_NE(st, ATLAS_OK) << out;
-  EXPECT_NE(Message(st).find("map: item 0 has no attribute 'b'"), std::string::npos) << Message(st);
-  atlas_status_free(st);
-
-  st = RenderSnippet("{{ x|selectattr('a.b')|list|length }}", "{\"x\": [{\"c\": 1}]}", &out);
-  ASSERT_NE(st, ATLAS_OK);
-  EXPECT_NE(Message(st).find("'dict object' has no attribute 'a'"), std::string::npos) << Message(st);
-  atlas_status_free(st);
-
-  st = RenderSnippet("{{ x|selectattr('items')|list|length }}", "{\"x\": [{\"a\": 1}]}", &out);
-  ASSERT_NE(st, ATLAS_OK);
-  EXPECT_NE(Message(st).find("attribute 'items' of a dict without that key is its method"),
-            std::string::npos)
-      << Message(st);
-  atlas_status_free(st);
+  EXPECT_EQ(Rendered("{{ x|map(attribute='a.0', default='xy')|list }}|"
+                     "{{ x|map(attribute='a.b', default='u')|list }}|"
+                     "{{ y|selectattr('items')|list|length }}|{{ y|map(attribute='items.k')|list }}|"
+                     "{{ [['ab']]|join(',', attribute='0.1') }}",
+                     "{\"x\": [{\"c\": 1}], \"y\": [{\"items\": {\"k\": 2}}]}"),
+            "['x']|['u']|1|[2]|b");
 }
 
-// indent's width is capped as string repetition is (64 MiB): a width of
-// 3e14 looped that many times and ran out of memory (the chat_template
-// fuzzer). Jinja builds ' ' * width: a MemoryError in Python.
-TEST(ChatTemplate, IndentWidthIsCapped) {
-  std::string out;
-  atlas_status st = RenderSnippet("{{ 'a\\nb'|indent(333333333333333) }}", "{}", &out);
-  ASSERT_NE(st, ATLAS_OK);
-  EXPECT_NE(Message(st).find("indent: a width of 333333333333333 on 2 lines is too large"),
-            std::string::npos)
-      << Message(st);
-  atlas_status_free(st);
-  st = RenderSnippet("{{ 'a\\nb'|indent(3) }}|{{ 'a'|indent(-2, true) }}", "{}", &out);
-  EXPECT_EQ(st, ATLAS_OK) << Message(st);
-  EXPECT_EQ(out, "a\n   b|a");
-  atlas_status_free(st);
+// indent as Jinja below its cap (the cap: RunTimeRefusalsNameTheConstruct).
+TEST(ChatTemplate, IndentAsJinja) {
+  EXPECT_EQ(Rendered("{{ 'a\\nb'|indent(3) }}|{{ 'a'|indent(-2, true) }}", "{}"), "a\n   b|a");
 }
 
 // Repeating an empty string or list a huge number of times is empty at
 // once (it looped that many times: the chat_template fuzzer's timeout).
 TEST(ChatTemplate, EmptyRepetitionIsImmediate) {
-  std::string out;
-  atlas_status st = RenderSnippet("[{{ '' * 3046609909900 }}]{{ [] * 3046609909900 }}", "{}", &out);
-  EXPECT_EQ(st, ATLAS_OK) << Message(st);
-  EXPECT_EQ(out, "[][]");
-  atlas_status_free(st);
+  EXPECT_EQ(Rendered("[{{ '' * 3046609909900 }}]{{ [] * 3046609909900 }}", "{}"), "[][]");
 }
 
 TEST(ChatTemplate, RaiseExceptionCarriesTheMessage) {
