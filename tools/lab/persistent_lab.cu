@@ -57,7 +57,7 @@
     }                                                                         \
   } while (0)
 
-enum Kind { MATVEC, ADD, GATE_UP, STUB };
+enum Kind { MATVEC, ADD, GATE_UP, STUB, FFN };
 
 // One step of the chain. MATVEC: out = W in; ADD: out += W in, `splits`
 // warps a row (atomics); GATE_UP: out = silu(W in) * (W2 in); STUB: out[i]
@@ -73,6 +73,11 @@ struct Step {
   const void *pf0 = nullptr, *pf1 = nullptr;
   uint32_t pf_bytes = 0;
   int pf_early = 0;
+  // F: FFN's down matrix transposed (intermediate x hidden); a step that
+  // zeroes `zero_n` floats at `zero` after its wait (the next FFN's output).
+  const __nv_bfloat16 *w3 = nullptr;
+  float *zero = nullptr;
+  uint32_t zero_n = 0;
 };
 
 __device__ __forceinline__ uint32_t tasks_of(const Step &s) {
@@ -200,11 +205,98 @@ __global__ void step_kernel(Step s) {
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   if (s.kind == STUB && !s.pf_early) stub_prefetch(s);
+  if (s.zero != nullptr) {
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < s.zero_n;
+         i += gridDim.x * blockDim.x) {
+      s.zero[i] = 0.0f;
+    }
+  }
   if (s.kind == STUB) {
     stub_run(s, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
     return;
   }
   if (t < tasks_of(s)) task_run(s, t, p, lane, s.in);
+}
+
+// ---- F: A with the FFN in one launch (gate/up, SiLU and down) -------------
+// A block takes C consecutive intermediate rows: each warp dots gate and up
+// rows (a pair at a time, first loads before the wait, as A) and keeps h =
+// silu(g) * u in shared memory; then the block adds its share of the down
+// product, sum over its C columns of h[c] * down[:, c] (C rows of down's
+// transpose, 16 bytes a thread a row), into the next residual `out` with
+// float4 atomics; block 0 also adds x itself. No launch between gate/up and
+// down; `out` was zeroed by an earlier step (ping-pong: `in` stays whole).
+template <int HV, int C>
+__global__ void __launch_bounds__(256) ffn_kernel(Step s) {
+  __shared__ float hs[C];
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const uint32_t c0 = blockIdx.x * C;
+  Step g = s;
+  g.kind = GATE_UP;
+  Pre p;
+  if (warp < (uint32_t)C) task_pre(g, c0 + warp, p, lane);
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  for (uint32_t c = warp; c < (uint32_t)C; c += 8) {
+    if (c != warp) task_pre(g, c0 + c, p, lane);
+    Seg a, b;
+    task_segs(g, c0 + c, a, b, s.in);
+    float gv = seg_dot(a, p, lane, 0, kAhead / 2);
+    float uv = seg_dot(b, p, lane, kAhead / 2, kAhead / 2);
+    if (lane == 0) hs[c] = gv / (1.0f + expf(-gv)) * uv;
+  }
+  __syncthreads();
+  float acc[HV][8];
+#pragma unroll
+  for (int v = 0; v < HV; ++v)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[v][e] = 0.0f;
+  const uint32_t n4 = s.cols / 8;
+  const uint4 *d4 = reinterpret_cast<const uint4 *>(s.w3 + (size_t)c0 * s.cols);
+#pragma unroll 8
+  for (int c = 0; c < C; ++c) {
+    const float hc = hs[c];
+#pragma unroll
+    for (int v = 0; v < HV; ++v) {
+      uint4 w = __ldg(d4 + (size_t)c * n4 + threadIdx.x + 256 * v);
+      const __nv_bfloat16 *e = reinterpret_cast<const __nv_bfloat16 *>(&w);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) acc[v][k] += __bfloat162float(e[k]) * hc;
+    }
+  }
+#pragma unroll
+  for (int v = 0; v < HV; ++v) {
+    const uint32_t col = 8 * (threadIdx.x + 256 * v);
+    float4 lo = make_float4(acc[v][0], acc[v][1], acc[v][2], acc[v][3]);
+    float4 hi = make_float4(acc[v][4], acc[v][5], acc[v][6], acc[v][7]);
+    if (blockIdx.x == 0) {
+      float4 a = *reinterpret_cast<const float4 *>(s.in + col);
+      float4 b = *reinterpret_cast<const float4 *>(s.in + col + 4);
+      lo.x += a.x, lo.y += a.y, lo.z += a.z, lo.w += a.w;
+      hi.x += b.x, hi.y += b.y, hi.z += b.z, hi.w += b.w;
+    }
+    atomicAdd(reinterpret_cast<float4 *>(s.out + col), lo);
+    atomicAdd(reinterpret_cast<float4 *>(s.out + col + 4), hi);
+  }
+}
+
+template <int HV>
+const void *ffn_kernel_for(uint32_t c) {
+  switch (c) {
+    case 8: return (const void *)ffn_kernel<HV, 8>;
+    case 16: return (const void *)ffn_kernel<HV, 16>;
+    case 32: return (const void *)ffn_kernel<HV, 32>;
+    default: return (const void *)ffn_kernel<HV, 64>;
+  }
+}
+
+__global__ void transpose_bf16(__nv_bfloat16 *out, const __nv_bfloat16 *in, uint32_t rows,
+                               uint32_t cols) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (size_t)rows * cols;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const size_t r = i / cols, c = i % cols;
+    out[c * rows + r] = in[i];
+  }
 }
 
 // ---- A2: as A, each block's rows bulk-copied into shared memory (TMA,
@@ -984,21 +1076,43 @@ int main(int argc, char **argv) {
 
   // down: 2 warps a row where the grid then still fits (Atlas's rule).
   const uint32_t down_splits = sh.hidden * 2 <= (uint32_t)sms * 32 ? 2 : 1;
-  std::vector<Step> steps;
+  std::vector<Step> steps, fsteps;  // fsteps: F's chain (same weights)
+  float *x2;
+  CK(cudaMalloc(&x2, sh.hidden * 4));
   for (uint32_t l = 0; l < sh.layers; ++l) {
+    float *xc = l % 2 ? x2 : x, *xn = l % 2 ? x : x2;  // F: this layer's x, the next
     steps.push_back({MATVEC, weights(qkv_rows, sh.hidden, 10 * l + 1), nullptr, x, qkv,
                      qkv_rows, sh.hidden, 1});
-    if (stubs > 0) steps.push_back({STUB, nullptr, nullptr, qkv, att, sh.q, 0, 1});
+    fsteps.push_back(steps.back());
+    fsteps.back().in = xc;
+    fsteps.back().zero = xn;
+    fsteps.back().zero_n = sh.hidden;
+    if (stubs > 0) {
+      steps.push_back({STUB, nullptr, nullptr, qkv, att, sh.q, 0, 1});
+      fsteps.push_back(steps.back());
+    }
     steps.push_back({ADD, weights(sh.hidden, sh.q, 10 * l + 2), nullptr,
                      stubs > 0 ? att : qkv, x, sh.hidden, sh.q, down_splits});
+    fsteps.push_back(steps.back());
+    fsteps.back().out = xc;
     if (stubs > 1) steps.push_back({STUB, nullptr, nullptr, x, scratch, sh.hidden, 0, 1});
     steps.push_back({GATE_UP, weights(sh.inter, sh.hidden, 10 * l + 3),
                      weights(sh.inter, sh.hidden, 10 * l + 4), x, h, sh.inter, sh.hidden, 1});
+    const Step gu = steps.back();
     steps.push_back({ADD, weights(sh.hidden, sh.inter, 10 * l + 5), nullptr, h, x,
                      sh.hidden, sh.inter, down_splits});
+    if (strchr(which, 'F')) {
+      __nv_bfloat16 *dt;
+      CK(cudaMalloc(&dt, (size_t)sh.hidden * sh.inter * 2));
+      transpose_bf16<<<4096, 256>>>(dt, steps.back().w, sh.hidden, sh.inter);
+      Step f = {FFN, gu.w, gu.w2, xc, xn, sh.inter, sh.hidden, 16};
+      f.w3 = dt;
+      fsteps.push_back(f);
+    }
   }
   steps.push_back({MATVEC, weights(sh.vocab, sh.hidden, 7), nullptr, x, logits, sh.vocab,
                    sh.hidden, 1});
+  fsteps.push_back(steps.back());  // layers even: the last FFN wrote x
   CK(cudaDeviceSynchronize());
   Step *d_steps;
   CK(cudaMalloc(&d_steps, steps.size() * sizeof(Step)));
@@ -1080,7 +1194,13 @@ int main(int argc, char **argv) {
       attr[0].val.programmaticStreamSerializationAllowed = 1;
       cfg.attrs = attr;
       cfg.numAttrs = overlap ? 1 : 0;
-      if (bulk) {
+      if (s.kind == FFN) {
+        cfg.gridDim = dim3(s.rows / s.splits);
+        cfg.blockDim = dim3(256);
+        const void *k = s.cols == 2048 ? ffn_kernel_for<1>(s.splits) : ffn_kernel_for<2>(s.splits);
+        void *args[] = {const_cast<Step *>(&s)};
+        CK(cudaLaunchKernelExC(&cfg, k, args));
+      } else if (bulk) {
         CK(cudaLaunchKernelEx(&cfg, step_kernel_bulk, s));
       } else {
         CK(cudaLaunchKernelEx(&cfg, step_kernel, s));
@@ -1159,6 +1279,23 @@ int main(int argc, char **argv) {
                early ? " (before wait)" : "");
       report(name, ms_p);
       CK(cudaGraphExecDestroy(pg));
+    }
+  }
+  // F: the FFN in one launch, C intermediate rows a block.
+  for (uint32_t c : {8u, 16u, 32u, 64u}) {
+    if (!strchr(which, 'F') || (sh.hidden != 2048 && sh.hidden != 4096)) break;
+    std::vector<Step> chain = fsteps;
+    for (Step &f : chain) {
+      if (f.kind == FFN) f.splits = c;
+    }
+    for (int round = 0; round < 2; ++round) {
+      cudaGraphExec_t fg = graph_a(true, false, 0, &chain);
+      float ms_a2 = time_graph(a);
+      float ms_f = time_graph(fg);
+      char name[80];
+      snprintf(name, sizeof(name), "F: FFN one launch, %u rows a block (A: %.3f)", c, ms_a2);
+      report(name, ms_f);
+      CK(cudaGraphExecDestroy(fg));
     }
   }
   struct Cfg {
