@@ -27,6 +27,23 @@ static const char *const kTests[] = {
 static const char *const kGlobals[] = {"namespace", "range", "raise_exception", "strftime_now", "dict"};
 static const char *const kDictMethods[] = {"clear", "copy", "fromkeys", "get", "items", "keys",
                                            "pop", "popitem", "setdefault", "update", "values"};
+// Python attributes Jinja's immutable sandbox hands out (its mutating
+// methods of dicts and lists give undefined instead; Jinja2 3.1.6).
+static const char *const kDictSafeMethods[] = {"copy", "fromkeys", "get", "items", "keys", "values"};
+static const char *const kListSafeMethods[] = {"copy", "count", "index"};
+static const char *const kStrMethods[] = {
+    "capitalize", "casefold", "center", "count", "encode", "endswith", "expandtabs", "find",
+    "format", "format_map", "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit",
+    "isidentifier", "islower", "isnumeric", "isprintable", "isspace", "istitle", "isupper", "join",
+    "ljust", "lower", "lstrip", "maketrans", "partition", "removeprefix", "removesuffix", "replace",
+    "rfind", "rindex", "rjust", "rpartition", "rsplit", "rstrip", "split", "splitlines",
+    "startswith", "strip", "swapcase", "title", "translate", "upper", "zfill"};
+static const char *const kIntMethods[] = {"as_integer_ratio", "bit_count", "bit_length",
+                                          "conjugate", "from_bytes", "to_bytes"};
+static const char *const kFloatMethods[] = {"as_integer_ratio", "conjugate", "fromhex", "hex",
+                                            "is_integer"};
+static const char *const kIntParts[] = {"denominator", "imag", "numerator", "real"};
+static const char *const kFloatParts[] = {"imag", "real"};
 
 static bool in_list(const char *name, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; ++i) {
@@ -40,6 +57,19 @@ bool jinja_filter_known(const char *name) { return IN(name, kFilters); }
 bool jinja_test_known(const char *name) { return IN(name, kTests); }
 bool jinja_global_known(const char *name) { return IN(name, kGlobals); }
 bool jinja_is_dict_method(const char *name) { return IN(name, kDictMethods); }
+
+const char *jinja_python_attribute(json_t *v, const char *name) {
+  if (json_is_object(v)) return IN(name, kDictSafeMethods) ? "method" : NULL;
+  if (json_is_array(v)) return IN(name, kListSafeMethods) ? "method" : NULL;
+  if (json_is_string(v)) return IN(name, kStrMethods) ? "method" : NULL;
+  if (json_is_integer(v) || json_is_boolean(v)) {
+    return IN(name, kIntMethods) ? "method" : IN(name, kIntParts) ? "number's attribute" : NULL;
+  }
+  if (json_is_real(v)) {
+    return IN(name, kFloatMethods) ? "method" : IN(name, kFloatParts) ? "number's attribute" : NULL;
+  }
+  return NULL;
+}
 
 static atlas_status err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static atlas_status err(const char *fmt, ...) {
@@ -579,10 +609,11 @@ atlas_status jinja_test(jinja_ctx *ctx, const char *name, jv v, const jinja_args
 // other part a dict key. A part finding nothing takes `deflt` where given
 // (map's default=, and the path goes on from it, as Jinja's does); else the
 // last part gives undefined and an earlier one is an error, as Jinja's
-// lookup on its Undefined raises. A dict without the key of one of its
-// method names is refused by name (Jinja finds the bound method:
-// `selectattr('items')` keeps every dict). Parts are read in place (keys of
-// any length); only a code point is allocated.
+// lookup on its Undefined raises. A part naming a Python attribute that
+// Jinja would find instead (jinja_python_attribute: a dict without that
+// key, `selectattr('items')`, keeps every dict; a string's `upper` is a
+// bound method, an int's `real` the int) is refused by name. Parts are read
+// in place (keys of any length); only a code point is allocated.
 static atlas_status attr_path(json_t *item, const char *path, json_t *deflt, jv *out) {
   json_t *cur = item, *owned = NULL;  // owned: a code point made here (cur)
   for (const char *p = path;; p += strcspn(p, ".") + 1) {
@@ -612,14 +643,17 @@ static atlas_status attr_path(json_t *item, const char *path, json_t *deflt, jv 
       }
     } else if (json_is_object(cur)) {
       next = json_object_getn(cur, p, n);
-      char method[16] = "";
-      if (!next && n < sizeof(method)) {
-        memcpy(method, p, n);
-        if (jinja_is_dict_method(method)) {
-          json_decref(owned);
-          return err("attribute '%s' of a dict without that key is its method in Jinja; not supported",
-                     method);
-        }
+    }
+    char name[24] = "";  // longer than any Python attribute refused below
+    if (!next && !(n > 0 && digits == n) && n < sizeof(name)) {
+      memcpy(name, p, n);
+      const char *what = jinja_python_attribute(cur, name);
+      if (what != NULL) {
+        const char *type = jv_type_name((jv){.kind = JV_DATA, .json = cur});
+        json_decref(owned);
+        return err("attribute '%s' of a%s %s%s is its %s in Jinja; not supported", name,
+                   type[0] == 'i' ? "n" : "", type,
+                   json_is_object(cur) ? " without that key" : "", what);
       }
     }
     if (!next && deflt) next = deflt;

@@ -226,14 +226,14 @@ static atlas_status to_json_element(const jinja_node *n, jv v, json_t **out) {
   return ATLAS_OK;
 }
 
-static jv get_attr(jv obj, const char *name, bool *is_method);
+static jv get_attr(jv obj, const char *name, const char **python);
 
 static atlas_status get_item(const jinja_node *n, jv obj, jv key, jv *out) {
   if (obj.kind == JV_UNDEFINED) return undefined_error(n, obj);
   if (obj.kind == JV_NAMESPACE || obj.kind == JV_LOOP) {
     if (jv_is_string(key)) {
-      bool m = false;
-      *out = get_attr(obj, json_string_value(key.json), &m);
+      const char *python = NULL;
+      *out = get_attr(obj, json_string_value(key.json), &python);
       return ATLAS_OK;
     }
     *out = jv_undefined("item");
@@ -255,7 +255,7 @@ static atlas_status get_item(const jinja_node *n, jv obj, jv key, jv *out) {
     json_t *v = json_object_getn(o, json_string_value(key.json), json_string_length(key.json));
     if (v) {
       *out = jv_data(json_incref(v));
-    } else if (jinja_is_dict_method(json_string_value(key.json))) {
+    } else if (jinja_python_attribute(o, json_string_value(key.json)) != NULL) {
       return fail(n, "d['%s'] of a dict without that key is its method in Jinja; not supported",
                   json_string_value(key.json));
     } else {
@@ -287,6 +287,14 @@ static atlas_status get_item(const jinja_node *n, jv obj, jv key, jv *out) {
     jinja_utf8_next(s, bytes, &e);
     *out = jv_string(s + b, e - b);
     return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+  }
+  // x['upper'] of a string is its bound method in Jinja (a subscript falls
+  // back to the attribute), (1)['real'] the number.
+  const char *python = jv_is_string(key) ? jinja_python_attribute(o, json_string_value(key.json)) : NULL;
+  if (python != NULL) {
+    const char *type = jv_type_name(obj);
+    return fail(n, "['%s'] of a%s %s is its %s in Jinja; not supported", json_string_value(key.json),
+                type[0] == 'i' ? "n" : "", type, python);
   }
   *out = jv_undefined("item");
   return ATLAS_OK;
@@ -402,27 +410,11 @@ static jv loop_attr(const jinja_loop *l, const char *name) {
   return jv_undefined(name);
 }
 
-static const char *const kStrMethods[] = {
-    "capitalize", "casefold", "center", "count", "encode", "endswith", "expandtabs", "find",
-    "format", "format_map", "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit",
-    "isidentifier", "islower", "isnumeric", "isprintable", "isspace", "istitle", "isupper", "join",
-    "ljust", "lower", "lstrip", "maketrans", "partition", "removeprefix", "removesuffix", "replace",
-    "rfind", "rindex", "rjust", "rpartition", "rsplit", "rstrip", "split", "splitlines",
-    "startswith", "strip", "swapcase", "title", "translate", "upper", "zfill"};
-static const char *const kListMethods[] = {"append", "clear", "copy", "count", "extend", "index",
-                                           "insert", "pop", "remove", "reverse", "sort"};
-
-static bool name_in(const char *name, const char *const *list, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    if (!strcmp(name, list[i])) return true;
-  }
-  return false;
-}
-
-// obj.name outside a call. *is_method: the name is a method of obj (which
-// Jinja would return as a bound method).
-static jv get_attr(jv obj, const char *name, bool *is_method) {
-  *is_method = false;
+// obj.name outside a call. *python: what Jinja would return instead of a
+// value of the data ("method": a bound method; jinja_python_attribute), or
+// NULL.
+static jv get_attr(jv obj, const char *name, const char **python) {
+  *python = NULL;
   if (obj.kind == JV_LOOP) return loop_attr(obj.ptr, name);
   if (obj.kind == JV_NAMESPACE) {
     json_t *v = json_object_get(obj.json, name);
@@ -430,17 +422,14 @@ static jv get_attr(jv obj, const char *name, bool *is_method) {
   }
   if (obj.kind != JV_DATA) return jv_undefined(name);
   if (json_is_object(obj.json)) {
-    if (jinja_is_dict_method(name)) {
-      *is_method = true;
+    if (jinja_is_dict_method(name)) {  // an attribute before a key, as in Jinja
+      *python = "method";
       return jv_undefined(name);
     }
     json_t *v = json_object_get(obj.json, name);
     return v ? jv_data(json_incref(v)) : jv_undefined(name);
   }
-  if ((json_is_string(obj.json) && name_in(name, kStrMethods, sizeof kStrMethods / sizeof *kStrMethods)) ||
-      (json_is_array(obj.json) && name_in(name, kListMethods, sizeof kListMethods / sizeof *kListMethods))) {
-    *is_method = true;
-  }
+  *python = jinja_python_attribute(obj.json, name);
   return jv_undefined(name);
 }
 
@@ -822,11 +811,12 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
       if (obj.kind == JV_UNDEFINED) {
         st = undefined_error(n, obj);
       } else {
-        bool is_method = false;
-        *out = get_attr(obj, n->name, &is_method);
-        if (is_method) {
-          st = fail(n, "'%s' of a %s is a method; using it as a value is not supported", n->name,
-                    jv_type_name(obj));
+        const char *python = NULL;
+        *out = get_attr(obj, n->name, &python);
+        if (python != NULL) {
+          const char *type = jv_type_name(obj);
+          st = fail(n, "'%s' of a%s %s is a %s; using it as a value is not supported", n->name,
+                    type[0] == 'i' ? "n" : "", type, python);
         } else if (!jv_ok_alloc(*out)) {
           st = oom();
         }

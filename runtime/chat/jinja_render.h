@@ -85,5 +85,11 @@ atlas_status jinja_method(jinja_ctx *ctx, jv obj, const char *name, const jinja_
                           jv *out, bool *found);
 // Whether `name` is a method of dicts (a.items is the method, not a key).
 bool jinja_is_dict_method(const char *name);
+// What Jinja's immutable sandbox finds under `name` on the value `v` where
+// a key or index lookup found nothing: "method" (a bound method),
+// "number's attribute" (an int's or float's real, imag, numerator,
+// denominator) or NULL (undefined; also the sandbox's answer for mutating
+// methods of dicts and lists). Atlas refuses the first two by name.
+const char *jinja_python_attribute(json_t *v, const char *name);
 
 #endif  // ATLAS_RUNTIME_CHAT_JINJA_RENDER_H_

@@ -330,6 +330,19 @@ TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
        "'dict object' has no attribute 'a'"},
       {"{{ x|selectattr('items')|list|length }}", "{\"x\": [{\"a\": 1}]}",
        "attribute 'items' of a dict without that key is its method"},
+      // Python attributes Jinja finds on other values: a bound method (it
+      // prints its address), a number's part (the number). Atlas said
+      // undefined: '' where Jinja printed 5 for x.real.
+      {"{{ ['ab']|map(attribute='upper')|list }}", "{}", "attribute 'upper' of a str is its method"},
+      {"{{ [[1]]|map(attribute='count')|list }}", "{}", "attribute 'count' of a list is its method"},
+      {"{{ [1.5]|selectattr('hex')|list }}", "{}", "attribute 'hex' of a float is its method"},
+      {"{{ [1]|map(attribute='real')|list }}", "{}",
+       "attribute 'real' of an int is its number's attribute"},
+      {"{{ x.real }}", "{\"x\": 5}", "'real' of an int is a number's attribute"},
+      {"{{ x.bit_length }}", "{\"x\": true}", "'bit_length' of a bool is a method"},
+      {"{{ 'ab'['upper'] }}", "{}", "['upper'] of a str is its method in Jinja"},
+      {"{{ [1, 2]['index'] }}", "{}", "['index'] of a list is its method in Jinja"},
+      {"{{ d['items'] }}", "{\"d\": {}}", "d['items'] of a dict without that key is its method"},
       // indent's width is capped as string repetition is (64 MiB): a width
       // of 3e14 looped that many times and ran out of memory (the
       // chat_template fuzzer). Jinja builds ' ' * width: a MemoryError.
@@ -432,6 +445,18 @@ TEST(ChatTemplate, AttributePathDefaultsAndMissingParts) {
                      "{{ [['ab']]|join(',', attribute='0.1') }}",
                      "{\"x\": [{\"c\": 1}], \"y\": [{\"items\": {\"k\": 2}}]}"),
             "['x']|['u']|1|[2]|b");
+}
+
+// Mutating methods of lists and dicts are undefined in Jinja's immutable
+// sandbox, not bound methods (Atlas refused d['pop'] and selectattr('pop')
+// on dicts by name); their keys still come first. The rest of Python's
+// attributes: RunTimeRefusalsNameTheConstruct.
+TEST(ChatTemplate, MutatingMethodNamesAreUndefinedAsJinja) {
+  EXPECT_EQ(Rendered("{{ [[1]]|selectattr('append')|list|length }}|{{ x|selectattr('pop')|list|length }}|"
+                     "{{ d['pop'] }}|{{ [1]['append'] }}|{{ x|map(attribute='update', default='u')|list }}|"
+                     "{{ [{'pop': 3}]|map(attribute='pop')|list }}",
+                     "{\"x\": [{\"a\": 1}], \"d\": {}}"),
+            "0|0|||['u']|[3]");
 }
 
 // indent as Jinja below its cap (the cap: RunTimeRefusalsNameTheConstruct).

@@ -39,8 +39,10 @@ NUMBER_TEMPLATES = ["{{ x|round(%d) }}", "{{ x|round(%d, 'floor') }}", "{{ x|rou
                     "{{ x|round }}", "{{ x|int }}", "{{ x|int(-1) }}", "{{ x|float }}",
                     "{{ x|float(-1.5) }}", "{{ x|abs }}", "{{ (x * 3) if x is number else '' }}"]
 # Attribute paths (map/selectattr/rejectattr/join): parts drawn from keys the
-# nested values below hold, digits (indices), empty parts and dict method names.
-PATH_PARTS = ["k", "a", "0", "1", "01", "", "items", "keys", "+1", "-1", "é", "99"]
+# nested values below hold, digits (indices), empty parts, and Python attribute
+# names: dict, str, list and number methods (mutating ones too) and parts.
+PATH_PARTS = ["k", "a", "0", "1", "01", "", "items", "keys", "+1", "-1", "é", "99", "upper",
+              "count", "pop", "append", "real", "imag", "hex"]
 PATH_TEMPLATES = ["{{ x|map(attribute=%s, default='D')|list }}", "{{ x|selectattr(%s)|list|length }}",
                   "{{ x|rejectattr(%s)|list|length }}", "{{ x|map(attribute=%s)|list|length }}",
                   "{{ x|join(',', attribute=%s) }}"]
