@@ -59,9 +59,19 @@ def nested(r, depth=0):
     return {r.choice(PATH_PARTS): nested(r, depth + 1) for _ in range(r.randint(0, 3))}
 
 
+# The same names through x.name and x['name'] on one nested value.
+NAMES = [p for p in PATH_PARTS if p.isascii() and p.isidentifier()]  # Atlas: ASCII names
+LOOKUP_TEMPLATES = ["{{ (x|first).%s }}", "{{ (x|first)[%s] }}", "{{ (x|first).%s is defined }}"]
+
+
 def path_snippet(r):
-    path = ".".join(r.choice(PATH_PARTS) for _ in range(r.randint(1, 3)))
-    src = r.choice(PATH_TEMPLATES) % json.dumps(path)
+    if r.random() < 0.25:
+        t = r.choice(LOOKUP_TEMPLATES)
+        name = r.choice(NAMES)
+        src = t % (json.dumps(name) if "[" in t else name)
+    else:
+        path = ".".join(r.choice(PATH_PARTS) for _ in range(r.randint(1, 3)))
+        src = r.choice(PATH_TEMPLATES) % json.dumps(path)
     return src, [nested(r, 1) for _ in range(r.randint(1, 4))]
 
 
