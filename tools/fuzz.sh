@@ -33,7 +33,10 @@
 #                   test and a seed in corpus/chat_template. Session 18:
 #                   'a'|indent(3e14) ran out of memory after about 72,000
 #                   executions (indent now capped as repetition); then 6
-#                   minutes, 888,170 executions, no crash
+#                   minutes, 888,170 executions, no crash. Session 19:
+#                   786,850 executions in 20 minutes, one slow unit:
+#                   1 ** 55555555555 multiplied 5.6e10 times (powers now
+#                   by squaring; corpus/chat_template/integer_power_slow.jinja)
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${1:-1000000}

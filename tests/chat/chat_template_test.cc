@@ -470,6 +470,23 @@ TEST(ChatTemplate, EmptyRepetitionIsImmediate) {
   EXPECT_EQ(Rendered("[{{ '' * 3046609909900 }}]{{ [] * 3046609909900 }}", "{}"), "[][]");
 }
 
+// Integer powers by squaring: a multiplication a unit of the exponent ran
+// 1 ** 55555555555 for minutes (the chat_template fuzzer). Values as
+// Python's; 2 ** 63 overflows (RunTimeRefusalsNameTheConstruct's kind).
+TEST(ChatTemplate, IntegerPowersAsPython) {
+  EXPECT_EQ(Rendered("{{ 1 ** 55555555555 }}|{{ (-1) ** 55555555555 }}|{{ 0 ** 9223372036854775807 }}|"
+                     "{{ 2 ** 62 }}|{{ (-2) ** 63 }}|{{ 3 ** 39 }}|{{ (-7) ** 3 }}|{{ 5 ** 0 }}",
+                     "{}"),
+            "1|-1|0|4611686018427387904|-9223372036854775808|4052555153018976267|-343|1");
+  std::string out;
+  for (const char *src : {"{{ 2 ** 63 }}", "{{ 3 ** 40 }}", "{{ (-2) ** 64 }}", "{{ 10 ** 55555555555 }}"}) {
+    atlas_status st = RenderSnippet(src, "{}", &out);
+    ASSERT_NE(st, ATLAS_OK) << src << " rendered " << out;
+    EXPECT_NE(Message(st).find("integer arithmetic overflows 64 bits"), std::string::npos) << Message(st);
+    atlas_status_free(st);
+  }
+}
+
 TEST(ChatTemplate, RaiseExceptionCarriesTheMessage) {
   std::string out;
   atlas_status st = RenderSnippet("x{{ raise_exception('Roles must alternate, got ' ~ n) }}", "{\"n\": 3}", &out);
