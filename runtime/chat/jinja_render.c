@@ -422,8 +422,10 @@ static jv get_attr(jv obj, const char *name, const char **python) {
   }
   if (obj.kind != JV_DATA) return jv_undefined(name);
   if (json_is_object(obj.json)) {
-    if (jinja_is_dict_method(name)) {  // an attribute before a key, as in Jinja
-      *python = "method";
+    if (jinja_is_dict_method(name)) {
+      // An attribute comes before a key in Jinja: a bound method, or (the
+      // mutating ones) the sandbox's undefined.
+      *python = jinja_python_attribute(obj.json, name);
       return jv_undefined(name);
     }
     json_t *v = json_object_get(obj.json, name);

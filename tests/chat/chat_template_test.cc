@@ -454,9 +454,9 @@ TEST(ChatTemplate, AttributePathDefaultsAndMissingParts) {
 TEST(ChatTemplate, MutatingMethodNamesAreUndefinedAsJinja) {
   EXPECT_EQ(Rendered("{{ [[1]]|selectattr('append')|list|length }}|{{ x|selectattr('pop')|list|length }}|"
                      "{{ d['pop'] }}|{{ [1]['append'] }}|{{ x|map(attribute='update', default='u')|list }}|"
-                     "{{ [{'pop': 3}]|map(attribute='pop')|list }}",
-                     "{\"x\": [{\"a\": 1}], \"d\": {}}"),
-            "0|0|||['u']|[3]");
+                     "{{ [{'pop': 3}]|map(attribute='pop')|list }}|{{ e.update }}|{{ [1].append is defined }}",
+                     "{\"x\": [{\"a\": 1}], \"d\": {}, \"e\": {\"update\": 1}}"),
+            "0|0|||['u']|[3]||False");
 }
 
 // indent as Jinja below its cap (the cap: RunTimeRefusalsNameTheConstruct).
