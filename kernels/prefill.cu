@@ -965,44 +965,31 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
   }
 }
 
-// The kernel bodies: f32 caches keep the SIMT kernel; 16-bit caches take
-// the tensor cores when head_dim % 16 == 0 (the host sizes the grid the
-// same way: atlas_llama_prefill_attention_rows).
-__device__ __forceinline__ void attention_prefill_entry(
-    float *out, const float *q, const float *kc, const float *vc, uint32_t n_heads,
-    uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n, uint32_t window) {
-  __shared__ PrefillSimtShared sh;
-  attention_prefill(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n, window);
-}
-// D: the kernel's head size (64, 128; 0: any other). A constant head_dim
-// leaves no run-time divisions or guards in the loop: 1.77x faster than the
-// general body at 2048 tokens on the H200 (head_dim 128).
+// The kernel bodies: f32 caches take the SIMT kernel whatever the head size;
+// 16-bit caches take the tensor cores when head_dim % 16 == 0 (the host
+// sizes the grid the same way: atlas_llama_prefill_attention_rows). D: the
+// kernel's head size (64, 128; 0: any other). A constant head_dim leaves no
+// run-time divisions or guards in the loop: 1.77x faster than the general
+// body at 2048 tokens on the H200 (head_dim 128).
 template <typename C, int D>
 __device__ __forceinline__ void attention_prefill_entry(
-    float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,
-    uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n, uint32_t window) {
-  __shared__ __align__(16) unsigned char smem[kPrefillShared];
-  C *sm = reinterpret_cast<C *>(smem);
-  if constexpr (D != 0) {
-    attention_flash<C, D>(sm, out, q, kc, vc, n_heads, n_kv, D, pos0, n, window);
-  } else if (head_dim % 16 != 0) {
-    attention_prefill(*reinterpret_cast<PrefillSimtShared *>(smem), out, q, kc, vc,
-                      n_heads, n_kv, head_dim, pos0, n, window);
-  } else {
-    attention_flash<C, 128>(sm, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,
-                            window);
-  }
-}
-// F32 caches: the SIMT kernel whatever the head size.
-template <typename C, int D>
-__device__ __forceinline__ void attention_prefill_d(
     float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,
     uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n, uint32_t window) {
   if constexpr (sizeof(C) == 4) {
-    attention_prefill_entry(out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n, window);
+    __shared__ PrefillSimtShared sh;
+    attention_prefill(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n, window);
   } else {
-    attention_prefill_entry<C, D>(out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,
-                                  window);
+    __shared__ __align__(16) unsigned char smem[kPrefillShared];
+    C *sm = reinterpret_cast<C *>(smem);
+    if constexpr (D != 0) {
+      attention_flash<C, D>(sm, out, q, kc, vc, n_heads, n_kv, D, pos0, n, window);
+    } else if (head_dim % 16 != 0) {
+      attention_prefill(*reinterpret_cast<PrefillSimtShared *>(smem), out, q, kc, vc,
+                        n_heads, n_kv, head_dim, pos0, n, window);
+    } else {
+      attention_flash<C, 128>(sm, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,
+                              window);
+    }
   }
 }
 
@@ -1562,8 +1549,8 @@ __device__ __forceinline__ void attention_decode_entry(
       float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,   \
       uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n,              \
       uint32_t window) {                                                        \
-    attention_prefill_d<C, D>(out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n, \
-                              window);                                          \
+    attention_prefill_entry<C, D>(out, q, kc, vc, n_heads, n_kv, head_dim, pos0, \
+                                  n, window);                                   \
   }
 
 // The kernels that touch the KV cache, per cache type.
