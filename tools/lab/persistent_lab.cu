@@ -34,6 +34,14 @@
 //      (cp.async.bulk.prefetch.L2), after its wait or before it.
 //   D: C (x in shared memory) with its tiles claimed at run time from a
 //      counter a step, so a faster SM takes more of them.
+//   F: A with each layer's FFN in one launch: a block's gate/up rows, then
+//      its columns of the down product (down transposed) added into the
+//      next residual by float4 atomics (8-64 rows a block); one dependent
+//      launch fewer a layer.
+//   T: A with each kernel's dependents triggered (launch_dependents) before
+//      its wait, so the next launch may start before the one before ends.
+//   W: A with every product's grid one wave (blocks an SM by occupancy),
+//      each warp looping over tasks with the next task's first loads ahead.
 // Prints ms a token for each, the floor (weight bytes / device copy rate),
 // and the logits' relative L2 distance to A (atomics reorder the sums).
 #include <cuda_bf16.h>
@@ -198,7 +206,9 @@ __device__ __forceinline__ void stub_prefetch(const Step &s) {
 // ---- A: a kernel a step, programmatic dependent launch -------------------
 // T (early_trigger): the dependents may launch once this grid's blocks have
 // all started, before the grid it waits for has finished.
-template <bool early_trigger>
+// W (loop): a grid of one wave; each warp takes tasks t, t + all warps, ...,
+// the next task's first loads issued before the current one's dot.
+template <bool early_trigger, bool loop = false>
 __global__ void step_kernel_t(Step s) {
   const uint32_t lane = threadIdx.x % 32;
   const uint32_t t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -219,7 +229,17 @@ __global__ void step_kernel_t(Step s) {
     stub_run(s, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
     return;
   }
-  if (t < tasks_of(s)) task_run(s, t, p, lane, s.in);
+  if (!loop) {
+    if (t < tasks_of(s)) task_run(s, t, p, lane, s.in);
+    return;
+  }
+  const uint32_t stride = gridDim.x * (blockDim.x / 32), n = tasks_of(s);
+  for (uint32_t cur = t; cur < n; cur += stride) {
+    Pre pn;
+    if (cur + stride < n) task_pre(s, cur + stride, pn, lane);
+    task_run(s, cur, p, lane, s.in);
+    p = pn;
+  }
 }
 
 // ---- F: A with the FFN in one launch (gate/up, SiLU and down) -------------
@@ -1171,7 +1191,8 @@ int main(int argc, char **argv) {
   CK(cudaFuncSetAttribute(step_kernel_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           200 * 1024));
   auto graph_a = [&](bool overlap, bool bulk = false, uint32_t budget = 64 * 1024,
-                     const std::vector<Step> *chain = nullptr, bool early = false) {
+                     const std::vector<Step> *chain = nullptr, bool early = false,
+                     bool one_wave = false) {
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
@@ -1188,6 +1209,12 @@ int main(int argc, char **argv) {
         smem = warps * tb;
       }
       uint32_t grid = s.kind == STUB ? (s.rows + 255) / 256 : (tasks + block / 32 - 1) / (block / 32);
+      if (one_wave && s.kind != STUB) {
+        int occ = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, step_kernel_t<false, true>,
+                                                         (int)block, 0));
+        grid = std::min<uint32_t>(grid, (uint32_t)(occ * sms));
+      }
       cudaLaunchConfig_t cfg = {};
       cfg.gridDim = dim3(grid);
       cfg.blockDim = dim3(block);
@@ -1207,7 +1234,11 @@ int main(int argc, char **argv) {
       } else if (bulk) {
         CK(cudaLaunchKernelEx(&cfg, step_kernel_bulk, s));
       } else {
-        CK(cudaLaunchKernelEx(&cfg, early ? step_kernel_t<true> : step_kernel_t<false>, s));
+        CK(cudaLaunchKernelEx(&cfg,
+                              one_wave ? step_kernel_t<false, true>
+                              : early  ? step_kernel_t<true>
+                                       : step_kernel_t<false>,
+                              s));
       }
     }
     CK(cudaStreamEndCapture(st, &g));
@@ -1284,6 +1315,17 @@ int main(int argc, char **argv) {
       report(name, ms_p);
       CK(cudaGraphExecDestroy(pg));
     }
+  }
+  // W: A with every product's grid one wave, warps looping over tasks.
+  for (int round = 0; round < 3; ++round) {
+    if (!strchr(which, 'W')) break;
+    cudaGraphExec_t wg = graph_a(true, false, 0, nullptr, false, true);
+    float ms_a2 = time_graph(a);
+    float ms_w = time_graph(wg);
+    char name[80];
+    snprintf(name, sizeof(name), "W: A, one-wave grids (A: %.3f)", ms_a2);
+    report(name, ms_w);
+    CK(cudaGraphExecDestroy(wg));
   }
   // T: A with each kernel's dependents triggered before its wait.
   for (int round = 0; round < 3; ++round) {
