@@ -56,7 +56,7 @@ LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
   runtime/formats/json_words.c runtime/formats/file_read.c \
   runtime/weight_scan.c runtime/arch/rope/rope.c"
 TEXT_LIB="$(echo runtime/text/*.c) -lpcre2-8 -lutf8proc -pthread"
-CHAT_LIB="$(echo runtime/chat/*.c)"
+CHAT_LIB="$(echo runtime/chat/*.c) -lutf8proc"
 # Each target's sources, and the longest input (a tokenizer.json or chat
 # template seed is a few KiB).
 target_lib() {

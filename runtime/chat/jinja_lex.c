@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "atlas/runtime/chat/jinja_error.h"
 #include "atlas/runtime/chat/jinja_text.h"
@@ -20,6 +21,62 @@ typedef struct lexer {
   int lc_line;
   int lc_col;
 } lexer;
+
+// A name is what Jinja's lexer takes for one (jinja2/_identifier.py): a run
+// of Python's \w (letters and numbers of any script, '_') and of the marks
+// and connectors identifiers may hold; here by utf8proc's categories:
+// letters, numbers, Mn, Mc, Pc, U+00B7, U+0387. name_char returns the bytes
+// of such a character at p (0: none; an ASCII digit does not start a name,
+// it is a number). Jinja then requires str.isidentifier(), name_ok below.
+static size_t name_char(const char *p, size_t left, bool first, utf8proc_int32_t *cp) {
+  const unsigned char c = (unsigned char)p[0];
+  *cp = c;
+  if (c < 0x80) return isalpha(c) || c == '_' || (!first && isdigit(c)) ? 1 : 0;
+  const utf8proc_ssize_t k =
+      utf8proc_iterate((const utf8proc_uint8_t *)p, (utf8proc_ssize_t)left, cp);
+  if (k <= 0) return 0;
+  switch (utf8proc_category(*cp)) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_PC:
+      return (size_t)k;
+    default:
+      return *cp == 0xB7 || *cp == 0x387 ? (size_t)k : 0;
+  }
+}
+
+// Python's identifier rule for one character of a name (XID_Start first,
+// XID_Continue after), by category: a name starts with a letter, a letter
+// number or '_'; marks, decimal digits and connectors may follow, and of
+// the other numbers only U+1369-U+1371 and U+19DA. ('½' or 'x½' is a name to
+// the regex but Jinja refuses it: "Invalid character in identifier".)
+static bool name_ok(utf8proc_int32_t cp, bool first) {
+  if (cp < 0x80) return isalpha(cp) || cp == '_' || (!first && isdigit(cp));
+  switch (utf8proc_category(cp)) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_NL:
+      return true;
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_PC:
+      return !first;
+    default:
+      return !first && (cp == 0xB7 || cp == 0x387 || (cp >= 0x1369 && cp <= 0x1371) || cp == 0x19DA);
+  }
+}
 
 static void line_col(lexer *lx, size_t at, int *line, int *col) {
   int l = 1, c = 1;
@@ -237,14 +294,19 @@ static atlas_status lex_tag(lexer *lx, bool is_block, bool *strip_after, bool *k
       }
     }
     const unsigned char c = (unsigned char)p[0];
-    if (isalpha(c) || c == '_') {
-      size_t i = 0;
-      while (i < left && (isalnum((unsigned char)p[i]) || p[i] == '_')) ++i;
+    utf8proc_int32_t cp;
+    size_t k = name_char(p, left, true, &cp);
+    if (k > 0) {
+      size_t i = 0, shown = 0;  // shown: whole characters within 15 bytes
+      for (; k > 0; i += k, k = i < left ? name_char(p + i, left - i, false, &cp) : 0) {
+        if (!name_ok(cp, i == 0)) return err_at(lx, lx->pos + i, "invalid character in identifier");
+        if (i + k <= 15) shown = i + k;
+      }
       jinja_tok *t = push(lx, JT_NAME, lx->pos);
       if (!t) return oom();
       t->name = strndup(p, i);
       if (!t->name) return oom();
-      snprintf(t->text, sizeof t->text, "%.*s", (int)(i < 15 ? i : 15), p);
+      snprintf(t->text, sizeof t->text, "%.*s", (int)shown, p);
       lx->pos += i;
       continue;
     }
@@ -272,7 +334,11 @@ static atlas_status lex_tag(lexer *lx, bool is_block, bool *strip_after, bool *k
     }
     if (!matched) {
       char what[64];
-      snprintf(what, sizeof what, "unexpected character '%c' inside a tag", c);
+      size_t k = 1;  // the whole UTF-8 character, where it is one
+      utf8proc_int32_t cp;
+      const utf8proc_ssize_t got = utf8proc_iterate((const utf8proc_uint8_t *)p, (utf8proc_ssize_t)left, &cp);
+      if (got > 0) k = (size_t)got;
+      snprintf(what, sizeof what, "unexpected character '%.*s' inside a tag", (int)k, p);
       return err_at(lx, lx->pos, what);
     }
   }

@@ -459,6 +459,35 @@ TEST(ChatTemplate, MutatingMethodNamesAreUndefinedAsJinja) {
             "0|0|||['u']|[3]||False");
 }
 
+// Names of any script, as Jinja's lexer takes them (Python's \w and the
+// marks identifiers hold) and then checks them (str.isidentifier()). Atlas
+// took ASCII names only ("unexpected character"). Expected: Jinja2 3.1.6.
+TEST(ChatTemplate, UnicodeNamesAsJinja) {
+  EXPECT_EQ(Rendered("{% set caf\u00e9 = 'x' %}{{ caf\u00e9 }}|{{ d.\u00e9 }}|{{ d['na\u00efve'] }}|"
+                     "{{ d.na\u00efve }}|{% for \u043a\u043b\u044e\u0447, \u5024 in d|items %}"
+                     "{{ \u043a\u043b\u044e\u0447 }}={{ \u5024 }};{% endfor %}|{{ a\u0301 }}|{{ d.x_ }}|"
+                     "{{ \u01c5\u00b7x }}|{{ \u216b is defined }}",
+                     "{\"d\": {\"\u00e9\": 1, \"na\u00efve\": 2, \"x_\": 3}, \"a\u0301\": 7}"),
+            "x|1|2|2|\u00e9=1;na\u00efve=2;x_=3;|7|3||False");
+  struct Bad {
+    const char *src, *want;
+  } bad[] = {
+      {"{{ \u00bd }}", "line 1 column 4: invalid character in identifier"},  // No
+      {"{{ x\u00bd }}", "line 1 column 5: invalid character in identifier"},
+      {"{{ \u0301a }}", "invalid character in identifier"},  // a mark first
+      {"{{ \u203fx }}", "invalid character in identifier"},  // a connector first
+      {"{{ \u0661 }}", "invalid character in identifier"},   // a digit first
+      {"{{ x\u20ac }}", "unexpected character '\u20ac' inside a tag"},
+  };
+  for (const Bad &b : bad) {
+    atlas_chat_template *t = nullptr;
+    atlas_status st = atlas_chat_template_parse(b.src, std::strlen(b.src), nullptr, nullptr, &t);
+    ASSERT_NE(st, ATLAS_OK) << b.src;
+    EXPECT_NE(Message(st).find(b.want), std::string::npos) << b.src << ": " << Message(st);
+    atlas_status_free(st);
+  }
+}
+
 // indent as Jinja below its cap (the cap: RunTimeRefusalsNameTheConstruct).
 TEST(ChatTemplate, IndentAsJinja) {
   EXPECT_EQ(Rendered("{{ 'a\\nb'|indent(3) }}|{{ 'a'|indent(-2, true) }}", "{}"), "a\n   b|a");

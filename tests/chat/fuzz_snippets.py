@@ -60,7 +60,7 @@ def nested(r, depth=0):
 
 
 # The same names through x.name and x['name'] on one nested value.
-NAMES = [p for p in PATH_PARTS if p.isascii() and p.isidentifier()]  # Atlas: ASCII names
+NAMES = [p for p in PATH_PARTS if p.isidentifier()]
 LOOKUP_TEMPLATES = ["{{ (x|first).%s }}", "{{ (x|first)[%s] }}", "{{ (x|first).%s is defined }}"]
 
 
