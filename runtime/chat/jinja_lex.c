@@ -334,11 +334,9 @@ static atlas_status lex_tag(lexer *lx, bool is_block, bool *strip_after, bool *k
     }
     if (!matched) {
       char what[64];
-      size_t k = 1;  // the whole UTF-8 character, where it is one
-      utf8proc_int32_t cp;
+      // The whole UTF-8 character, where it is one.
       const utf8proc_ssize_t got = utf8proc_iterate((const utf8proc_uint8_t *)p, (utf8proc_ssize_t)left, &cp);
-      if (got > 0) k = (size_t)got;
-      snprintf(what, sizeof what, "unexpected character '%.*s' inside a tag", (int)k, p);
+      snprintf(what, sizeof what, "unexpected character '%.*s' inside a tag", got > 0 ? (int)got : 1, p);
       return err_at(lx, lx->pos, what);
     }
   }
