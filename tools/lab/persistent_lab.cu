@@ -1316,27 +1316,26 @@ int main(int argc, char **argv) {
       CK(cudaGraphExecDestroy(pg));
     }
   }
+  // A variant's graph timed beside A in each of `rounds` rounds; the label
+  // gets A's time of the round.
+  auto beside_a = [&](const char *label, int rounds, auto make_graph) {
+    for (int round = 0; round < rounds; ++round) {
+      cudaGraphExec_t g = make_graph();
+      float ms_a2 = time_graph(a);
+      float ms = time_graph(g);
+      char name[96];
+      snprintf(name, sizeof(name), "%s (A: %.3f)", label, ms_a2);
+      report(name, ms);
+      CK(cudaGraphExecDestroy(g));
+    }
+  };
   // W: A with every product's grid one wave, warps looping over tasks.
-  for (int round = 0; round < 3; ++round) {
-    if (!strchr(which, 'W')) break;
-    cudaGraphExec_t wg = graph_a(true, false, 0, nullptr, false, true);
-    float ms_a2 = time_graph(a);
-    float ms_w = time_graph(wg);
-    char name[80];
-    snprintf(name, sizeof(name), "W: A, one-wave grids (A: %.3f)", ms_a2);
-    report(name, ms_w);
-    CK(cudaGraphExecDestroy(wg));
+  if (strchr(which, 'W')) {
+    beside_a("W: A, one-wave grids", 3, [&] { return graph_a(true, false, 0, nullptr, false, true); });
   }
   // T: A with each kernel's dependents triggered before its wait.
-  for (int round = 0; round < 3; ++round) {
-    if (!strchr(which, 'T')) break;
-    cudaGraphExec_t tg = graph_a(true, false, 0, nullptr, true);
-    float ms_a2 = time_graph(a);
-    float ms_t = time_graph(tg);
-    char name[80];
-    snprintf(name, sizeof(name), "T: A, dependents triggered first (A: %.3f)", ms_a2);
-    report(name, ms_t);
-    CK(cudaGraphExecDestroy(tg));
+  if (strchr(which, 'T')) {
+    beside_a("T: A, dependents triggered first", 3, [&] { return graph_a(true, false, 0, nullptr, true); });
   }
   // F: the FFN in one launch, C intermediate rows a block.
   for (uint32_t c : {8u, 16u, 32u, 64u}) {
@@ -1345,15 +1344,9 @@ int main(int argc, char **argv) {
     for (Step &f : chain) {
       if (f.kind == FFN) f.splits = c;
     }
-    for (int round = 0; round < 2; ++round) {
-      cudaGraphExec_t fg = graph_a(true, false, 0, &chain);
-      float ms_a2 = time_graph(a);
-      float ms_f = time_graph(fg);
-      char name[80];
-      snprintf(name, sizeof(name), "F: FFN one launch, %u rows a block (A: %.3f)", c, ms_a2);
-      report(name, ms_f);
-      CK(cudaGraphExecDestroy(fg));
-    }
+    char label[64];
+    snprintf(label, sizeof(label), "F: FFN one launch, %u rows a block", c);
+    beside_a(label, 2, [&] { return graph_a(true, false, 0, &chain); });
   }
   struct Cfg {
     int threads, per_sm;
