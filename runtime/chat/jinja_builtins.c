@@ -1287,7 +1287,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       while (e < s.len && text[e] != '\n') ++e;
       const bool is_blank = e == i;
       if ((first_line ? first : true) && (blank || !is_blank)) {
-        for (long long k = 0; k < width; ++k) jinja_buf_putc(&b, ' ');
+        if (width > 0) jinja_buf_append_repeated(&b, " ", 1, (size_t)width);
       }
       jinja_buf_append(&b, text + i, e - i);
       if (e < s.len) jinja_buf_putc(&b, '\n');

@@ -452,7 +452,7 @@ static atlas_status repeat(const jinja_node *n, jv seq, long long times, jv *out
     if (len && (unsigned long long)times > JINJA_MAX_BUILT_TEXT / len) return fail(n, "string repetition too large");
     if (len == 0) times = 0;  // '' * 10**12 is '' at once (a loop took hours)
     jinja_buf b = {0};
-    for (long long i = 0; i < times; ++i) jinja_buf_append(&b, json_string_value(seq.json), len);
+    jinja_buf_append_repeated(&b, json_string_value(seq.json), len, (size_t)times);
     return jv_string_of_buf(&b, out);
   }
   json_t *arr = json_array();

@@ -27,6 +27,25 @@ void jinja_buf_append(jinja_buf *b, const char *s, size_t n) {
   b->data[b->len] = '\0';
 }
 
+void jinja_buf_append_repeated(jinja_buf *b, const char *s, size_t n, size_t times) {
+  size_t total = 0;
+  if (n == 0 || times == 0) return;
+  if (__builtin_mul_overflow(n, times, &total)) {
+    b->oom = true;
+    return;
+  }
+  if (!reserve(b, total)) return;
+  char *dst = b->data + b->len;
+  memcpy(dst, s, n);
+  for (size_t done = n; done < total;) {  // what is written so far, again
+    const size_t k = done < total - done ? done : total - done;
+    memcpy(dst + done, dst, k);
+    done += k;
+  }
+  b->len += total;
+  b->data[b->len] = '\0';
+}
+
 void jinja_buf_puts(jinja_buf *b, const char *s) { jinja_buf_append(b, s, strlen(s)); }
 
 void jinja_buf_putc(jinja_buf *b, char c) { jinja_buf_append(b, &c, 1); }

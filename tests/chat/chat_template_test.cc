@@ -499,6 +499,15 @@ TEST(ChatTemplate, EmptyRepetitionIsImmediate) {
   EXPECT_EQ(Rendered("[{{ '' * 3046609909900 }}]{{ [] * 3046609909900 }}", "{}"), "[][]");
 }
 
+// Repetition builds its text by doubling (jinja_buf_append_repeated): the
+// copies as Python's, odd counts and multi-byte characters included.
+TEST(ChatTemplate, RepetitionAsPython) {
+  EXPECT_EQ(Rendered("{{ 'ab' * 3 }}|{{ '\u00e9' * 2 }}|{{ 'x' * 0 }}|{{ 'x' * -2 }}|{{ 3 * 'ab' }}|"
+                     "{{ ('-' * 1000)|length }}|{{ 'a\nb'|indent(3, true, true) }}|{{ 'xyz' * 7 }}",
+                     "{}"),
+            "ababab|\u00e9\u00e9|||ababab|1000|   a\n   b|xyzxyzxyzxyzxyzxyzxyz");
+}
+
 // Integer powers by squaring: a multiplication a unit of the exponent ran
 // 1 ** 55555555555 for minutes (the chat_template fuzzer). Values as
 // Python's; 2 ** 63 overflows (RunTimeRefusalsNameTheConstruct's kind).
