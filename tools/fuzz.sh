@@ -36,7 +36,11 @@
 #                   minutes, 888,170 executions, no crash. Session 19:
 #                   786,850 executions in 20 minutes, one slow unit:
 #                   1 ** 55555555555 multiplied 5.6e10 times (powers now
-#                   by squaring; corpus/chat_template/integer_power_slow.jinja)
+#                   by squaring; corpus/chat_template/integer_power_slow.jinja);
+#                   then 1,727,612 in 15 minutes, no crash; after the
+#                   Unicode names, 1,014,725 in 17 minutes, no crash (one
+#                   unit reported slow, '@'*+++0469499900: 0.56 s alone; the
+#                   run shared the cores with CI)
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${1:-1000000}
