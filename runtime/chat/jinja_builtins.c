@@ -651,9 +651,9 @@ static atlas_status attr_path(json_t *item, const char *path, json_t *deflt, jv 
       if (what != NULL) {
         const char *type = jv_type_name((jv){.kind = JV_DATA, .json = cur});
         json_decref(owned);
-        return err("attribute '%s' of a%s %s%s is its %s in Jinja; not supported", name,
-                   type[0] == 'i' ? "n" : "", type,
-                   json_is_object(cur) ? " without that key" : "", what);
+        return err("attribute '%s' of %s %s%s is its %s in Jinja; not supported", name,
+                   jv_type_article(type), type, json_is_object(cur) ? " without that key" : "",
+                   what);
       }
     }
     if (!next && deflt) next = deflt;

@@ -22,44 +22,20 @@ typedef struct lexer {
   int lc_col;
 } lexer;
 
-// A name is what Jinja's lexer takes for one (jinja2/_identifier.py): a run
-// of Python's \w (letters and numbers of any script, '_') and of the marks
-// and connectors identifiers may hold; here by utf8proc's categories:
-// letters, numbers, Mn, Mc, Pc, U+00B7, U+0387. name_char returns the bytes
-// of such a character at p (0: none; an ASCII digit does not start a name,
-// it is a number). Jinja then requires str.isidentifier(), name_ok below.
-static size_t name_char(const char *p, size_t left, bool first, utf8proc_int32_t *cp) {
-  const unsigned char c = (unsigned char)p[0];
-  *cp = c;
-  if (c < 0x80) return isalpha(c) || c == '_' || (!first && isdigit(c)) ? 1 : 0;
-  const utf8proc_ssize_t k =
-      utf8proc_iterate((const utf8proc_uint8_t *)p, (utf8proc_ssize_t)left, cp);
-  if (k <= 0) return 0;
-  switch (utf8proc_category(*cp)) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
-    case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_NO:
-    case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_MC:
-    case UTF8PROC_CATEGORY_PC:
-      return (size_t)k;
-    default:
-      return *cp == 0xB7 || *cp == 0x387 ? (size_t)k : 0;
-  }
-}
+// What a character is to a name. Jinja's lexer takes a name as a run of
+// Python's \w (letters and numbers of any script, '_') and of the marks and
+// connectors identifiers hold (jinja2/_identifier.py), then requires
+// str.isidentifier(): XID_Start first, XID_Continue after. By utf8proc's
+// categories: a letter, a letter number or '_' may start one (NAME_START);
+// marks, decimal digits, connectors, U+00B7, U+0387, U+1369-U+1371 and
+// U+19DA only follow (NAME_CONTINUE); other numbers are in the run but in no
+// identifier (NAME_RUN_ONLY: '½' and 'x½' are refused, as Jinja refuses them).
+typedef enum { NAME_NONE, NAME_START, NAME_CONTINUE, NAME_RUN_ONLY } name_class;
 
-// Python's identifier rule for one character of a name (XID_Start first,
-// XID_Continue after), by category: a name starts with a letter, a letter
-// number or '_'; marks, decimal digits and connectors may follow, and of
-// the other numbers only U+1369-U+1371 and U+19DA. ('½' or 'x½' is a name to
-// the regex but Jinja refuses it: "Invalid character in identifier".)
-static bool name_ok(utf8proc_int32_t cp, bool first) {
-  if (cp < 0x80) return isalpha(cp) || cp == '_' || (!first && isdigit(cp));
+static name_class classify(utf8proc_int32_t cp) {
+  if (cp < 0x80) {
+    return isalpha(cp) || cp == '_' ? NAME_START : isdigit(cp) ? NAME_CONTINUE : NAME_NONE;
+  }
   switch (utf8proc_category(cp)) {
     case UTF8PROC_CATEGORY_LU:
     case UTF8PROC_CATEGORY_LL:
@@ -67,15 +43,26 @@ static bool name_ok(utf8proc_int32_t cp, bool first) {
     case UTF8PROC_CATEGORY_LM:
     case UTF8PROC_CATEGORY_LO:
     case UTF8PROC_CATEGORY_NL:
-      return true;
+      return NAME_START;
     case UTF8PROC_CATEGORY_ND:
     case UTF8PROC_CATEGORY_MN:
     case UTF8PROC_CATEGORY_MC:
     case UTF8PROC_CATEGORY_PC:
-      return !first;
+      return NAME_CONTINUE;
+    case UTF8PROC_CATEGORY_NO:
+      return (cp >= 0x1369 && cp <= 0x1371) || cp == 0x19DA ? NAME_CONTINUE : NAME_RUN_ONLY;
     default:
-      return !first && (cp == 0xB7 || cp == 0x387 || (cp >= 0x1369 && cp <= 0x1371) || cp == 0x19DA);
+      return cp == 0xB7 || cp == 0x387 ? NAME_CONTINUE : NAME_NONE;
   }
+}
+
+// The bytes of the character at p and its class (0 and NAME_NONE: not UTF-8).
+static size_t name_char(const char *p, size_t left, name_class *cls) {
+  utf8proc_int32_t cp = (unsigned char)p[0];
+  utf8proc_ssize_t k = 1;
+  if (cp >= 0x80) k = utf8proc_iterate((const utf8proc_uint8_t *)p, (utf8proc_ssize_t)left, &cp);
+  *cls = k > 0 ? classify(cp) : NAME_NONE;
+  return k > 0 ? (size_t)k : 0;
 }
 
 static void line_col(lexer *lx, size_t at, int *line, int *col) {
@@ -294,14 +281,19 @@ static atlas_status lex_tag(lexer *lx, bool is_block, bool *strip_after, bool *k
       }
     }
     const unsigned char c = (unsigned char)p[0];
-    utf8proc_int32_t cp;
-    size_t k = name_char(p, left, true, &cp);
-    if (k > 0) {
+    name_class cls;
+    size_t k = name_char(p, left, &cls);
+    // An ASCII digit starts a number, not a name.
+    if (cls != NAME_NONE && !(c < 0x80 && isdigit(c))) {
       size_t i = 0, shown = 0;  // shown: whole characters within 15 bytes
-      for (; k > 0; i += k, k = i < left ? name_char(p + i, left - i, false, &cp) : 0) {
-        if (!name_ok(cp, i == 0)) return err_at(lx, lx->pos + i, "invalid character in identifier");
-        if (i + k <= 15) shown = i + k;
-      }
+      do {
+        if (i == 0 ? cls != NAME_START : cls == NAME_RUN_ONLY) {
+          return err_at(lx, lx->pos + i, "invalid character in identifier");
+        }
+        i += k;
+        if (i <= 15) shown = i;
+        k = i < left ? name_char(p + i, left - i, &cls) : 0;
+      } while (k > 0 && cls != NAME_NONE);
       jinja_tok *t = push(lx, JT_NAME, lx->pos);
       if (!t) return oom();
       t->name = strndup(p, i);
@@ -334,9 +326,8 @@ static atlas_status lex_tag(lexer *lx, bool is_block, bool *strip_after, bool *k
     }
     if (!matched) {
       char what[64];
-      // The whole UTF-8 character, where it is one.
-      const utf8proc_ssize_t got = utf8proc_iterate((const utf8proc_uint8_t *)p, (utf8proc_ssize_t)left, &cp);
-      snprintf(what, sizeof what, "unexpected character '%.*s' inside a tag", got > 0 ? (int)got : 1, p);
+      // The whole UTF-8 character, where it is one (k: name_char's bytes).
+      snprintf(what, sizeof what, "unexpected character '%.*s' inside a tag", k > 0 ? (int)k : 1, p);
       return err_at(lx, lx->pos, what);
     }
   }

@@ -293,8 +293,8 @@ static atlas_status get_item(const jinja_node *n, jv obj, jv key, jv *out) {
   const char *python = jv_is_string(key) ? jinja_python_attribute(o, json_string_value(key.json)) : NULL;
   if (python != NULL) {
     const char *type = jv_type_name(obj);
-    return fail(n, "['%s'] of a%s %s is its %s in Jinja; not supported", json_string_value(key.json),
-                type[0] == 'i' ? "n" : "", type, python);
+    return fail(n, "['%s'] of %s %s is its %s in Jinja; not supported", json_string_value(key.json),
+                jv_type_article(type), type, python);
   }
   *out = jv_undefined("item");
   return ATLAS_OK;
@@ -826,8 +826,8 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
         *out = get_attr(obj, n->name, &python);
         if (python != NULL) {
           const char *type = jv_type_name(obj);
-          st = fail(n, "'%s' of a%s %s is a %s; using it as a value is not supported", n->name,
-                    type[0] == 'i' ? "n" : "", type, python);
+          st = fail(n, "'%s' of %s %s is a %s; using it as a value is not supported", n->name,
+                    jv_type_article(type), type, python);
         } else if (!jv_ok_alloc(*out)) {
           st = oom();
         }

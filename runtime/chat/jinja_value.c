@@ -52,6 +52,10 @@ bool jv_is_int(jv v) {
   return v.kind == JV_DATA && (json_is_integer(v.json) || json_is_boolean(v.json));
 }
 
+const char *jv_type_article(const char *type_name) {
+  return type_name[0] != '\0' && strchr("aeiouAEIOU", type_name[0]) != NULL ? "an" : "a";
+}
+
 const char *jv_type_name(jv v) {
   switch (v.kind) {
     case JV_UNDEFINED: return "Undefined";

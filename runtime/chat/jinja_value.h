@@ -57,6 +57,8 @@ bool jv_is_string(jv v);
 bool jv_is_number(jv v);     // int, float or bool (Python's numbers.Number)
 bool jv_is_int(jv v);        // int or bool
 const char *jv_type_name(jv v);  // Python-like: 'str', 'int', 'list', 'dict', ...
+// "a" or "an" before that name in a message ("an int", "a str").
+const char *jv_type_article(const char *type_name);
 
 bool jv_truthy(jv v);
 // Python's ==.
