@@ -324,7 +324,8 @@ ATLAS_MUST_USE atlas_status atlas_report(const atlas_model *model,
                                          const atlas_report_options *options,
                                          char **out_text);
 
-// Releases memory the API returned (report text).
+// Releases memory the API returned: report text, token ids, decoded and
+// rendered text. NULL is a no-op.
 void atlas_free(void *ptr);
 
 #ifdef __cplusplus
