@@ -609,6 +609,60 @@ TEST(Llama, DeviceRunningAheadEqualsHostReadingEachId) {
   }
 }
 
+atlas_status ChooseZero(void *ctx, const float *logits, size_t vocab, uint32_t *out) {
+  (void)logits;
+  (void)vocab;
+  ++*static_cast<size_t *>(ctx);
+  *out = 0;
+  return ATLAS_OK;
+}
+
+// Steps 0 runs the prompt for its logits only (`run --steps 0`): no token is
+// generated, so on_token and the chooser see none. They did: the prompt's
+// last position chose a token and handed it to on_token, which atlas_generate
+// turned into text that `run --prompt TEXT --steps 0` printed.
+TEST(Llama, StepsZeroGeneratesNoToken) {
+  std::string dir = MakeCheckpoint("steps0", "tiny", 23, ATLAS_DTYPE_F32);
+  for (const std::vector<uint32_t> &prompt : {std::vector<uint32_t>{5},
+                                              std::vector<uint32_t>{7, 3, 9}}) {
+    for (int64_t rows : {-1, 0}) {
+      SCOPED_TRACE("prompt " + std::to_string(prompt.size()) + ", prefill_rows " +
+                   std::to_string(rows));
+      Loaded m;
+      m.Open(dir, rows);
+      ASSERT_NE(m.model, nullptr);
+      for (bool ahead : {true, false}) {
+        ASSERT_OK(atlas_llama_set_decode_ahead(m.model, ahead));
+        for (bool chooser : {false, true}) {
+          SCOPED_TRACE(std::string(ahead ? "ahead" : "host reads") +
+                       (chooser ? ", chooser" : ", argmax"));
+          std::vector<uint32_t> seen;
+          size_t chosen = 0;
+          atlas_arch_generate_options o{};
+          o.on_token = StopAfterTwo;  // records every token it sees
+          o.token_ctx = &seen;
+          if (chooser) {
+            o.choose = ChooseZero;
+            o.choose_ctx = &chosen;
+          }
+          size_t count = 99;
+          ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), 0, &o,
+                                            nullptr, &count, nullptr, nullptr));
+          EXPECT_EQ(count, 0u);
+          EXPECT_TRUE(seen.empty()) << "on_token saw " << seen.size() << " token(s)";
+          EXPECT_EQ(chosen, 0u);
+          Collected rows_seen;
+          ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), 0, &o,
+                                            nullptr, &count, Collect, &rows_seen));
+          EXPECT_EQ(rows_seen.steps.size(), prompt.size()) << "one logits row a prompt token";
+          EXPECT_TRUE(seen.empty());
+          EXPECT_EQ(chosen, 0u);
+        }
+      }
+    }
+  }
+}
+
 // A fault at any copy or launch of a generation with the device running
 // ahead is an error (ABORTED, injected), never ids with exit 0; the steps
 // already queued drain, and the model then generates what it generated

@@ -530,14 +530,20 @@ static bool is_eos(const atlas_arch_generate_options *o, uint32_t token) {
 }
 
 // The token after a forward step past the prompt (options->choose's, else
-// the argmax): recorded (while fewer than `steps`); *out_stop when
-// generation stops there (an EOS id, never fed back, or on_token said stop).
+// the argmax): recorded; *out_stop when generation stops there (an EOS id,
+// never fed back, or on_token said stop, or `steps` tokens are recorded).
 // `logits` may be NULL when there is no chooser: then `device_id`, the
 // argmax the step computed on the device, is the token.
 static atlas_status take(const atlas_arch_generate_options *options,
                          const float *logits, uint32_t device_id, size_t vocab,
                          size_t steps, uint32_t *out_tokens, size_t *generated,
                          uint32_t *out_token, bool *out_stop) {
+  // Steps 0 runs the prompt's last position for its logits only: no token is
+  // generated there, so neither the chooser nor on_token may see one.
+  if (*generated >= steps) {
+    *out_stop = true;
+    return ATLAS_OK;
+  }
   uint32_t token = 0;
   if (options != NULL && options->choose != NULL) {
     // Into the caller's token, so the status can point at nothing of ours.
@@ -555,7 +561,7 @@ static atlas_status take(const atlas_arch_generate_options *options,
     token = logits != NULL ? argmax(logits, vocab) : device_id;
   }
   *out_token = token;
-  if (*generated < steps) out_tokens[(*generated)++] = token;
+  out_tokens[(*generated)++] = token;
   *out_stop = is_eos(options, token) ||
               (options != NULL && options->on_token != NULL &&
                !options->on_token(options->token_ctx, token));
