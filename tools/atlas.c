@@ -106,8 +106,14 @@ typedef struct run_options {
   bool ignore_eos;
   const char *kv_dtype;             // "auto" (NULL), "f32", "f16", "bf16"
   // run only: text in, text out; sampling.
-  const char *text;                 // --prompt (argv's); NULL: --tokens
+  const char *text;                 // --prompt (argv's) or --prompt-file's
+                                    // bytes; NULL: --tokens
+  size_t text_len;
+  char prompt_file[ATLAS_CLI_PATH_MAX];  // "" when not given; "-": stdin
+  char *file_text;                  // owned: what prompt_file held
   bool chat;
+  const char *system;               // --system (argv's); NULL: none
+  bool stats;
   double temperature, top_p, min_p, repetition_penalty;
   long top_k;
   unsigned long long seed;
@@ -150,10 +156,19 @@ static atlas_status set_demo(void *opts, size_t index, const char *value) {
 
 // ---- run and swap ---------------------------------------------------------------
 
+// The options run and swap share, then swap's own, then run's own. Each
+// command's table holds the shared ones and its own: kRunOptions holds run's
+// own at RUN_ONLY(RUN_PROMPT) onwards, right after the shared ones.
 enum {
   RUN_MODEL, RUN_TOKENS, RUN_STEPS, RUN_BACKEND, RUN_MAX_SEQ, RUN_LOGITS,
-  RUN_IGNORE_EOS, RUN_KV_DTYPE, RUN_OPTION_COUNT
+  RUN_IGNORE_EOS, RUN_KV_DTYPE, RUN_OPTION_COUNT,
+  SWAP_BUDGET_MB = RUN_OPTION_COUNT, SWAP_TO, SWAP_FAIL_ALLOC,
+  SWAP_OPTION_COUNT,
+  RUN_PROMPT = SWAP_OPTION_COUNT, RUN_PROMPT_FILE, RUN_CHAT, RUN_SYSTEM,
+  RUN_TEMPERATURE, RUN_TOP_K, RUN_TOP_P, RUN_MIN_P, RUN_REPETITION_PENALTY,
+  RUN_SEED, RUN_STOP, RUN_STATS
 };
+#define RUN_ONLY(option) (RUN_OPTION_COUNT + (option) - RUN_PROMPT)
 
 static const atlas_cli_option kRunOptions[] = {
     [RUN_MODEL] = {"model", "DIR", true, NULL,
@@ -184,46 +199,51 @@ static const atlas_cli_option kRunOptions[] = {
                       "mode: f32 activations throughout), f16 or bf16 (half "
                       "the cache memory; the fast mode)"},
     // run only (after swap's own options in set_run's numbering)
-    [RUN_OPTION_COUNT + 0] = {"prompt", "TEXT", false, "none: --tokens",
+    [RUN_ONLY(RUN_PROMPT)] = {"prompt", "TEXT", false, "none: --tokens",
                               "prompt text, encoded with DIR/tokenizer.json; "
                               "streams the generated text"},
-    [RUN_OPTION_COUNT + 1] = {"chat", NULL, false, "off",
-                              "wrap --prompt as a user message with "
-                              "DIR/tokenizer_config.json's chat_template"},
-    [RUN_OPTION_COUNT + 2] = {"temperature", "T", false, "0 (greedy)",
-                              "sample with this temperature"},
-    [RUN_OPTION_COUNT + 3] = {"top-k", "K", false, "0 (off)",
-                              "sample among the K most likely ids"},
-    [RUN_OPTION_COUNT + 4] = {"top-p", "P", false, "1 (off)",
-                              "sample among the most likely ids whose "
-                              "probability reaches P"},
-    [RUN_OPTION_COUNT + 5] = {"min-p", "P", false, "0 (off)",
-                              "drop ids below P x the top probability"},
-    [RUN_OPTION_COUNT + 6] = {"repetition-penalty", "R", false, "1 (off)",
-                              "penalise ids already in the sequence"},
-    [RUN_OPTION_COUNT + 7] = {"seed", "N", false, "0",
-                              "the sampler's seed: the same seed, the same "
-                              "text"},
-    [RUN_OPTION_COUNT + 8] = {"stop", "STR", false, "none",
-                              "stop before STR appears in the text (with "
-                              "--prompt; may be repeated)"},
+    [RUN_ONLY(RUN_PROMPT_FILE)] = {"prompt-file", "FILE", false, "none",
+                                   "as --prompt, the text every byte of FILE "
+                                   "(- for stdin), a final newline included"},
+    [RUN_ONLY(RUN_CHAT)] = {"chat", NULL, false, "off",
+                            "wrap the prompt as a user message with "
+                            "DIR/tokenizer_config.json's chat_template"},
+    [RUN_ONLY(RUN_SYSTEM)] = {"system", "TEXT", false, "none",
+                              "with --chat: a system message before the "
+                              "user's"},
+    [RUN_ONLY(RUN_TEMPERATURE)] = {"temperature", "T", false, "0 (greedy)",
+                                   "sample with this temperature"},
+    [RUN_ONLY(RUN_TOP_K)] = {"top-k", "K", false, "0 (off)",
+                             "sample among the K most likely ids"},
+    [RUN_ONLY(RUN_TOP_P)] = {"top-p", "P", false, "1 (off)",
+                             "sample among the most likely ids whose "
+                             "probability reaches P"},
+    [RUN_ONLY(RUN_MIN_P)] = {"min-p", "P", false, "0 (off)",
+                             "drop ids below P x the top probability"},
+    [RUN_ONLY(RUN_REPETITION_PENALTY)] = {"repetition-penalty", "R", false,
+                                          "1 (off)",
+                                          "penalise ids already in the "
+                                          "sequence"},
+    [RUN_ONLY(RUN_SEED)] = {"seed", "N", false, "0",
+                            "the sampler's seed: the same seed, the same "
+                            "text"},
+    [RUN_ONLY(RUN_STOP)] = {"stop", "STR", false, "none",
+                            "stop before STR appears in the text (with a "
+                            "text prompt; may be repeated)"},
+    [RUN_ONLY(RUN_STATS)] = {"stats", NULL, false, "off",
+                             "print to stderr the prompt's length and time "
+                             "to the first token, then the tokens a second "
+                             "of the rest"},
 };
 
 static const atlas_cli_command kRunCommand = {
-    "atlas run", "--model DIR (--tokens IDS | --prompt TEXT) --steps N [opts]",
-    "Loads the checkpoint in DIR, runs the prompt and generates up to N\n"
-    "tokens (greedy unless --temperature is given). With --tokens it prints\n"
-    "the generated ids on one line; with --prompt it streams the text.",
+    "atlas run", "--model DIR --steps N PROMPT [opts]",
+    "Loads the checkpoint in DIR, runs the PROMPT (--tokens IDS, --prompt\n"
+    "TEXT or --prompt-file FILE) and generates up to N tokens (greedy unless\n"
+    "--temperature is given). With --tokens it prints the generated ids on\n"
+    "one line; with a text prompt it streams the text.",
     kRunOptions, sizeof(kRunOptions) / sizeof(kRunOptions[0]), 0,
     ATLAS_VERSION_STRING};
-
-enum {
-  SWAP_BUDGET_MB = RUN_OPTION_COUNT, SWAP_TO, SWAP_FAIL_ALLOC,
-  SWAP_OPTION_COUNT,
-  // run's own options: kRunOptions[RUN_OPTION_COUNT + i] is RUN_PROMPT + i.
-  RUN_PROMPT = SWAP_OPTION_COUNT, RUN_CHAT, RUN_TEMPERATURE, RUN_TOP_K,
-  RUN_TOP_P, RUN_MIN_P, RUN_REPETITION_PENALTY, RUN_SEED, RUN_STOP
-};
 
 static const atlas_cli_option kSwapOptions[] = {
     [RUN_MODEL] = {"model", "DIR", true, NULL,
@@ -307,9 +327,22 @@ static atlas_status set_run_swap(run_options *o, size_t index,
       return atlas_cli_parse_long(flag, value, 0, 1L << 30, &o->fail_alloc);
     case RUN_PROMPT:
       o->text = value;
+      o->text_len = strlen(value);
       return ATLAS_OK;
+    case RUN_PROMPT_FILE:
+      if (strcmp(value, "-") == 0) {
+        snprintf(o->prompt_file, sizeof(o->prompt_file), "-");
+        return ATLAS_OK;
+      }
+      return atlas_cli_resolve_path(flag, value, o->prompt_file);
     case RUN_CHAT:
       o->chat = true;
+      return ATLAS_OK;
+    case RUN_SYSTEM:
+      o->system = value;
+      return ATLAS_OK;
+    case RUN_STATS:
+      o->stats = true;
       return ATLAS_OK;
     case RUN_TEMPERATURE:
       return atlas_cli_parse_double(flag, value, 0.0, &o->temperature);
@@ -417,9 +450,17 @@ typedef struct logits_file {
   const char *path;
 } logits_file;
 
+// What one generation's callbacks share: the logits file and, for --stats,
+// when the call began and when the first and last tokens came.
+typedef struct generation_ctx {
+  logits_file *lf;
+  size_t tokens;
+  double start_ms, first_ms, last_ms;
+} generation_ctx;
+
 static atlas_status write_logits(void *ctx, const float *logits, size_t n) {
-  logits_file *lf = ctx;
-  if (lf->f == NULL) return ATLAS_OK;
+  logits_file *lf = ((generation_ctx *)ctx)->lf;
+  if (lf == NULL || lf->f == NULL) return ATLAS_OK;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "--logits writes the host's floats as little-endian; port this first"
 #endif
@@ -428,6 +469,33 @@ static atlas_status write_logits(void *ctx, const float *logits, size_t n) {
                              lf->path, strerror(errno));
   }
   return ATLAS_OK;
+}
+
+static bool time_token(void *ctx, uint32_t token) {
+  (void)token;
+  generation_ctx *g = ctx;
+  g->last_ms = atlas_progress_now_ms();
+  if (g->tokens++ == 0) g->first_ms = g->last_ms;
+  return true;
+}
+
+// run --stats, on stderr: the prompt (its forward pass and the first token's
+// choice) and the rest of the tokens, timed around atlas_generate.
+static void print_stats(const generation_ctx *g, size_t prompt_len,
+                        double end_ms) {
+  if (g->tokens == 0) {
+    fprintf(stderr, "stats: prompt %zu tokens in %.2f ms, no token generated\n",
+            prompt_len, end_ms - g->start_ms);
+    return;
+  }
+  fprintf(stderr, "stats: prompt %zu tokens, first token after %.2f ms",
+          prompt_len, g->first_ms - g->start_ms);
+  if (g->tokens > 1) {
+    double ms = g->last_ms - g->first_ms;
+    fprintf(stderr, "; %zu more tokens in %.2f ms (%.1f tokens/s)",
+            g->tokens - 1, ms, ms > 0 ? (double)(g->tokens - 1) * 1e3 / ms : 0.0);
+  }
+  fputc('\n', stderr);
 }
 
 static void open_options_for(const char *backend, int64_t max_seq,
@@ -479,10 +547,10 @@ static atlas_status generate(atlas_model *m, const uint32_t *prompt, size_t n,
   atlas_generate_options_init(&go);
   go.max_new_tokens = steps;
   go.ignore_eos = ignore_eos;
-  if (lf != NULL && lf->f != NULL) {
-    go.on_logits = write_logits;
-    go.ctx = lf;
-  }
+  generation_ctx g = {.lf = lf};
+  go.ctx = &g;
+  if (lf != NULL && lf->f != NULL) go.on_logits = write_logits;
+  if (run != NULL && run->stats) go.on_token = time_token;
   if (run != NULL) {
     go.temperature = (float)run->temperature;
     go.top_k = (int32_t)run->top_k;
@@ -498,11 +566,17 @@ static atlas_status generate(atlas_model *m, const uint32_t *prompt, size_t n,
     go.on_text = print_text;
   }
   size_t count = 0;
+  g.start_ms = atlas_progress_now_ms();
   atlas_status s = atlas_generate(m, prompt, n, &go, out, &count);
+  double end_ms = atlas_progress_now_ms();
   if (s == ATLAS_OK && tokenizer == NULL) {
     for (size_t i = 0; i < count; ++i) printf("%s%u", i ? "," : "", out[i]);
   }
   if (s == ATLAS_OK || tokenizer != NULL) printf("\n");
+  if (s == ATLAS_OK && go.on_token != NULL) {
+    fflush(stdout);
+    print_stats(&g, n, end_ms);
+  }
   free(out);
   return s;
 }
@@ -517,24 +591,36 @@ static atlas_status path_in(const char *dir, const char *name, char *out) {
   return ATLAS_OK;
 }
 
-// --prompt: DIR/tokenizer.json encodes the text (with the tokenizer's
-// special tokens), or with --chat the text rendered as one user message by
-// DIR/tokenizer_config.json's chat template (the template writes them).
+// --prompt / --prompt-file: DIR/tokenizer.json encodes the text (with the
+// tokenizer's special tokens), or with --chat the text rendered as a user
+// message (after --system's, if given) by DIR/tokenizer_config.json's chat
+// template (the template writes them).
 static atlas_status encode_prompt(const run_options *o, atlas_tokenizer **out_t,
                                   uint32_t **out_ids, size_t *out_len) {
   char path[ATLAS_CLI_PATH_MAX];
   ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer.json", path));
   ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(path, out_t));
   if (!o->chat) {
-    return atlas_tokenizer_encode(*out_t, o->text, strlen(o->text), true,
-                                  out_ids, out_len);
+    return atlas_tokenizer_encode(*out_t, o->text, o->text_len, true, out_ids,
+                                  out_len);
+  }
+  // A chat message is a C string: a NUL would cut it short unseen.
+  const char *nul = memchr(o->text, '\0', o->text_len);
+  if (nul != NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: a NUL byte at offset %zu; a chat message "
+                             "is text without NUL bytes",
+                             o->prompt_file[0] == '-' ? "stdin" : o->prompt_file,
+                             (size_t)(nul - o->text));
   }
   ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer_config.json", path));
   atlas_chat_template *tmpl = NULL;
   ATLAS_RETURN_IF_ERROR(atlas_chat_template_load(path, &tmpl));
-  atlas_chat_message user = {"user", o->text};
+  atlas_chat_message messages[2] = {{"system", o->system}, {"user", o->text}};
+  bool system = o->system != NULL;
   char *text = NULL;
-  atlas_status s = atlas_chat_template_apply(tmpl, &user, 1, true, &text);
+  atlas_status s = atlas_chat_template_apply(tmpl, messages + !system,
+                                             1 + system, true, &text);
   atlas_chat_template_free(tmpl);
   if (s == ATLAS_OK) {
     s = atlas_tokenizer_encode(*out_t, text, strlen(text), false, out_ids,
@@ -663,11 +749,16 @@ static atlas_status run_or_swap(run_options *o, bool swap) {
       atlas_cli_output_open(o->logits[0] != '\0' ? o->logits : NULL, &out));
   atlas_tokenizer *tokenizer = NULL;
   atlas_status s = ATLAS_OK;
-  if (o->text != NULL) {
+  if (o->prompt_file[0] != '\0') {
+    s = atlas_cli_read_all(o->prompt_file, &o->file_text, &o->text_len);
+    o->text = o->file_text;
+  }
+  if (s == ATLAS_OK && o->text != NULL) {
     s = encode_prompt(o, &tokenizer, &o->prompt, &o->prompt_len);
     if (s == ATLAS_OK && o->prompt_len == 0) {
       s = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                            "--prompt encodes to no tokens");
+                            "%s encodes to no tokens",
+                            o->file_text != NULL ? "--prompt-file" : "--prompt");
     }
     if (s == ATLAS_OK && o->max_seq != 0 &&
         o->max_seq < (long)o->prompt_len + o->steps) {
@@ -920,36 +1011,10 @@ static atlas_status set_detokenize(void *opts, size_t index,
   }
 }
 
-// All of stdin (the caller frees *out).
-static atlas_status read_stdin(char **out, size_t *out_len) {
-  size_t cap = 4096, len = 0;
-  char *buf = malloc(cap);
-  while (buf != NULL) {
-    len += fread(buf + len, 1, cap - len, stdin);
-    if (len < cap) break;
-    char *bigger = realloc(buf, cap * 2);
-    if (bigger == NULL) free(buf);
-    buf = bigger;
-    cap *= 2;
-  }
-  if (buf == NULL) {
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "reading stdin: out of memory");
-  }
-  if (ferror(stdin)) {
-    free(buf);
-    return atlas_status_make(ATLAS_STATUS_IO, "reading stdin: %s",
-                             strerror(errno));
-  }
-  *out = buf;
-  *out_len = len;
-  return ATLAS_OK;
-}
-
 static atlas_status tokenize(const text_options *o) {
   char *text = NULL;
   size_t len = 0;
-  ATLAS_RETURN_IF_ERROR(read_stdin(&text, &len));
+  ATLAS_RETURN_IF_ERROR(atlas_cli_read_all("-", &text, &len));
   atlas_tokenizer *t = NULL;
   atlas_status s = atlas_tokenizer_load(o->tokenizer, &t);
   uint32_t *ids = NULL;
@@ -1019,15 +1084,19 @@ static int main_run(int argc, char **argv, bool swap) {
   int rc;
   if (r != ATLAS_CLI_PARSED) {
     rc = parsed_exit(r);
-  } else if (!swap && (o->prompt == NULL) == (o->text == NULL)) {
+  } else if (!swap && (o->prompt != NULL) + (o->text != NULL) +
+                            (o->prompt_file[0] != '\0') != 1) {
+    rc = atlas_cli_usage_error(
+        c->program, o->prompt == NULL && o->text == NULL
+                        ? "--tokens IDS is required (or --prompt TEXT, or "
+                          "--prompt-file FILE)"
+                        : "give one of --tokens, --prompt, --prompt-file");
+  } else if (o->prompt != NULL && (o->chat || o->stop_count > 0)) {
     rc = atlas_cli_usage_error(c->program,
-                               o->text == NULL
-                                   ? "--tokens IDS is required (or --prompt "
-                                     "TEXT)"
-                                   : "give --tokens or --prompt, not both");
-  } else if (o->text == NULL && (o->chat || o->stop_count > 0)) {
-    rc = atlas_cli_usage_error(c->program, "%s needs --prompt",
+                               "%s needs --prompt or --prompt-file",
                                o->chat ? "--chat" : "--stop");
+  } else if (o->system != NULL && !o->chat) {
+    rc = atlas_cli_usage_error(c->program, "--system needs --chat");
   } else if (o->max_seq != 0 &&
              o->max_seq < (long)o->prompt_len + o->steps) {
     rc = atlas_cli_usage_error(c->program,
@@ -1038,6 +1107,7 @@ static int main_run(int argc, char **argv, bool swap) {
     rc = finish(c->program, run_or_swap(o, swap));
   }
   free(o->prompt);
+  free(o->file_text);
   free(o);
   return rc;
 }

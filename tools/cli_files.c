@@ -6,10 +6,57 @@
 #include <errno.h>
 #include <ftw.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+atlas_status atlas_cli_read_all(const char *path, char **out,
+                                size_t *out_len) {
+  *out = NULL;
+  *out_len = 0;
+  bool is_stdin = strcmp(path, "-") == 0;
+  const char *name = is_stdin ? "stdin" : path;
+  FILE *f = is_stdin ? stdin : fopen(path, "rb");
+  if (f == NULL) {
+    return atlas_status_make(errno == ENOENT ? ATLAS_STATUS_NOT_FOUND
+                                             : ATLAS_STATUS_IO,
+                             "%s: cannot open: %s", name, strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (!is_stdin) fclose(f);
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: is a folder, not a file", name);
+  }
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  while (buf != NULL) {
+    len += fread(buf + len, 1, cap - len - 1, f);
+    if (len < cap - 1) break;
+    char *bigger = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+    if (bigger == NULL) free(buf);
+    buf = bigger;
+    cap *= 2;
+  }
+  int read_error = ferror(f) ? errno : 0;
+  if (!is_stdin) fclose(f);
+  if (buf == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "reading %s: out of memory", name);
+  }
+  if (read_error != 0 || (is_stdin && ferror(stdin))) {
+    free(buf);
+    return atlas_status_make(ATLAS_STATUS_IO, "reading %s: %s", name,
+                             strerror(read_error ? read_error : EIO));
+  }
+  buf[len] = '\0';
+  *out = buf;
+  *out_len = len;
+  return ATLAS_OK;
+}
 
 atlas_status atlas_cli_output_open(const char *path, atlas_cli_output *out) {
   memset(out, 0, sizeof(*out));

@@ -1,4 +1,5 @@
-// Command-line output files and folders that appear only when complete.
+// Command-line files: inputs read whole, and output files and folders that
+// appear only when complete.
 #ifndef ATLAS_TOOLS_CLI_FILES_H_
 #define ATLAS_TOOLS_CLI_FILES_H_
 
@@ -10,6 +11,12 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+// Reads every byte of `path` ("-": standard input) into *out (the caller
+// frees it; NUL-terminated, *out_len not counting the NUL). A folder, a path
+// that cannot be opened or a read error fails naming the path ("stdin").
+ATLAS_MUST_USE atlas_status atlas_cli_read_all(const char *path, char **out,
+                                               size_t *out_len);
 
 // An output written to a temporary name beside `path` and renamed over it
 // only on success: a failed run leaves no partial file.

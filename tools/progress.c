@@ -5,8 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-
-static double now_ms(void) {
+double atlas_progress_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
@@ -30,13 +29,13 @@ void atlas_progress_init(atlas_progress *p, const char *label) {
   p->label = label;
   p->enabled = isatty(STDERR_FILENO) != 0;
   p->drawn = false;
-  p->start_ms = now_ms();
+  p->start_ms = atlas_progress_now_ms();
 }
 
 void atlas_progress_update(void *ctx, uint64_t done, uint64_t total) {
   atlas_progress *p = ctx;
   // Quick loads stay quiet: a bar that flashes for 50 ms is noise.
-  if (!p->enabled || total == 0 || now_ms() - p->start_ms < 300.0) return;
+  if (!p->enabled || total == 0 || atlas_progress_now_ms() - p->start_ms < 300.0) return;
   const int width = 30;
   int filled = (int)((double)done / (double)total * width);
   char a[32], b[32];
@@ -44,7 +43,7 @@ void atlas_progress_update(void *ctx, uint64_t done, uint64_t total) {
   format_bytes(total, b, sizeof(b));
   fprintf(stderr, "\r%s [", p->label);
   for (int i = 0; i < width; ++i) fputc(i < filled ? '#' : ' ', stderr);
-  double secs = (now_ms() - p->start_ms) / 1e3;
+  double secs = (atlas_progress_now_ms() - p->start_ms) / 1e3;
   fprintf(stderr, "] %3d%% %s / %s  %.2f GB/s ", (int)(100.0 * done / total), a,
           b, secs > 0 ? done / secs / 1e9 : 0.0);
   p->drawn = true;

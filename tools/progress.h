@@ -17,5 +17,7 @@ void atlas_progress_init(atlas_progress *p, const char *label);
 // Matches atlas_llama_load_options.progress.
 void atlas_progress_update(void *ctx, uint64_t done, uint64_t total);
 void atlas_progress_finish(atlas_progress *p);
+// The monotonic clock the bar measures with, in milliseconds (run --stats).
+double atlas_progress_now_ms(void);
 
 #endif  // ATLAS_TOOLS_PROGRESS_H_

@@ -39,6 +39,42 @@ check "run --prompt prints the decoded text of the generated ids" cmp -s "$tmp/g
 check "the streamed text is valid UTF-8 (never half a character)" valid_utf8 "$tmp/got"
 [ "$fails" -eq 0 ] || { echo "got: $(od -c "$tmp/got" | head -5)"; echo "want: $(od -c "$tmp/want" | head -5)"; cat "$tmp/err"; }
 
+# ---- --prompt-file: the same text from a file or stdin, every byte ----
+printf '%s' "$prompt" >"$tmp/prompt.txt"
+run --prompt-file "$tmp/prompt.txt" --steps $steps >"$tmp/pf" 2>"$tmp/err"; rc=$?
+check "run --prompt-file exits 0" [ "$rc" -eq 0 ]
+check "--prompt-file FILE generates what --prompt TEXT does" cmp -s "$tmp/pf" "$tmp/got"
+run --prompt-file - --steps $steps <"$tmp/prompt.txt" >"$tmp/pf_stdin" 2>/dev/null
+check "--prompt-file - reads stdin" cmp -s "$tmp/pf_stdin" "$tmp/got"
+printf '%s\n' "$prompt" >"$tmp/prompt_nl.txt"
+nl_ids=$("$atlas" tokenize --tokenizer "$t" --add-special <"$tmp/prompt_nl.txt")
+run --tokens "$nl_ids" --steps $steps >"$tmp/nl_ids_gen" 2>/dev/null
+"$atlas" detokenize --tokenizer "$t" --ids "$(cat "$tmp/nl_ids_gen")" --skip-special 2>/dev/null |
+  python3 -c 'import sys; t = sys.stdin.buffer.read().decode()[:-1]; sys.stdout.buffer.write((t.rstrip("\ufffd") + "\n").encode())' >"$tmp/nl_want"
+run --prompt-file "$tmp/prompt_nl.txt" --steps $steps >"$tmp/nl_got" 2>/dev/null
+check "--prompt-file keeps a final newline (the ids of tokenize)" cmp -s "$tmp/nl_got" "$tmp/nl_want"
+run --prompt-file "$tmp/missing.txt" --steps 2 >/dev/null 2>"$tmp/err"; rc=$?
+check "--prompt-file of a missing file exits 1" [ "$rc" -eq 1 ]
+check "... naming it" grep -q "missing.txt: cannot open" "$tmp/err"
+run --prompt-file "$tmp" --steps 2 >/dev/null 2>"$tmp/err"; rc=$?
+check "--prompt-file of a folder exits 1" [ "$rc" -eq 1 ]
+"$atlas" run --model "$m" --prompt hi --prompt-file "$tmp/prompt.txt" --steps 1 >/dev/null 2>"$tmp/err"; rc=$?
+check "--prompt with --prompt-file exits 2" [ "$rc" -eq 2 ]
+
+# ---- --steps 0 runs the prompt only: no text ----
+run --prompt "$prompt" --steps 0 >"$tmp/none" 2>"$tmp/err"; rc=$?
+check "--steps 0 exits 0" [ "$rc" -eq 0 ]
+check "--steps 0 prints no generated text (an empty line)" [ "$(od -An -c "$tmp/none" | tr -d ' ')" = '\n' ]
+
+# ---- --stats: the prompt's length and the tokens after the first, on stderr ----
+run --prompt "$prompt" --steps $steps --stats >"$tmp/st" 2>"$tmp/st_err"; rc=$?
+check "--stats exits 0" [ "$rc" -eq 0 ]
+check "--stats leaves stdout as it was" cmp -s "$tmp/st" "$tmp/got"
+n_ids=$(tr ',' '\n' <<<"$ids" | wc -l)
+check "--stats counts the prompt's $n_ids tokens" grep -q "^stats: prompt $n_ids tokens, first token after [0-9.]* ms" "$tmp/st_err"
+check "... and the $((steps - 1)) tokens after the first" grep -q "; $((steps - 1)) more tokens in [0-9.]* ms ([0-9.]* tokens/s)$" "$tmp/st_err"
+[ "$fails" -eq 0 ] || cat "$tmp/st_err"
+
 # ---- sampling ----
 run --prompt "$prompt" --steps $steps --temperature 1 --top-k 1 --seed 9 >"$tmp/k1" 2>/dev/null
 check "--top-k 1 samples the greedy text" cmp -s "$tmp/k1" "$tmp/got"
@@ -84,6 +120,19 @@ cgen=$(run --tokens "$cids" --steps $steps 2>/dev/null)
 run --chat --prompt "hi there" --steps $steps >"$tmp/chat" 2>"$tmp/err"; rc=$?
 check "run --chat exits 0" [ "$rc" -eq 0 ]
 check "run --chat generates after the rendered template" cmp -s "$tmp/chat" "$tmp/chat_want"
+sids=$(printf '<|im_start|>system\nbe brief\n<|im_start|>user\nhi there\n<|im_start|>assistant\n' | "$atlas" tokenize --tokenizer "$t")
+sgen=$(run --tokens "$sids" --steps $steps 2>/dev/null)
+"$atlas" detokenize --tokenizer "$t" --ids "$sgen" --skip-special 2>/dev/null |
+  python3 -c 'import sys; t = sys.stdin.buffer.read().decode()[:-1]; sys.stdout.buffer.write((t.rstrip("\ufffd") + "\n").encode())' >"$tmp/system_want"
+run --chat --system "be brief" --prompt "hi there" --steps $steps >"$tmp/system" 2>"$tmp/err"; rc=$?
+check "run --chat --system exits 0" [ "$rc" -eq 0 ]
+check "--system comes before the user's message in the template" cmp -s "$tmp/system" "$tmp/system_want"
+printf 'hi\0there' >"$tmp/nul.txt"
+run --chat --prompt-file "$tmp/nul.txt" --steps 2 >/dev/null 2>"$tmp/err"; rc=$?
+check "--chat with a NUL byte in --prompt-file exits 1" [ "$rc" -eq 1 ]
+check "... naming the file and the offset" grep -q "nul.txt: a NUL byte at offset 2" "$tmp/err"
+run --prompt-file "$tmp/nul.txt" --steps 2 >/dev/null 2>"$tmp/err"; rc=$?
+check "without --chat the NUL is text like any other" [ "$rc" -eq 0 ]
 rm "$m/tokenizer_config.json"
 run --chat --prompt "hi" --steps 2 >/dev/null 2>"$tmp/err"; rc=$?
 check "--chat without tokenizer_config.json exits 1" [ "$rc" -eq 1 ]
@@ -95,6 +144,9 @@ check "--tokens with --prompt exits 2" [ "$rc" -eq 2 ]
 "$atlas" run --model "$m" --tokens 1 --stop x --steps 1 >/dev/null 2>"$tmp/err"; rc=$?
 check "--stop without --prompt exits 2" [ "$rc" -eq 2 ]
 check "... saying so" grep -q -- "--stop needs --prompt" "$tmp/err"
+"$atlas" run --model "$m" --prompt hi --system x --steps 1 >/dev/null 2>"$tmp/err"; rc=$?
+check "--system without --chat exits 2" [ "$rc" -eq 2 ]
+check "... saying so" grep -q -- "--system needs --chat" "$tmp/err"
 "$make_checkpoint" --out "$tmp/notok" --seed 1 --preset tiny >/dev/null
 "$atlas" run --model "$tmp/notok" --prompt hi --steps 1 >/dev/null 2>"$tmp/err"; rc=$?
 check "--prompt without DIR/tokenizer.json exits 1" [ "$rc" -eq 1 ]
