@@ -386,6 +386,18 @@ atlas_status atlas_generate(atlas_model *model, const uint32_t *prompt,
                                (long long)vocab);
     }
   }
+  // The positions first: the sampler's history is sized by them, and a
+  // count near SIZE_MAX would wrap its size.
+  int64_t max_seq = atlas_model_max_seq(model);
+  size_t later = o.max_new_tokens > 0 ? o.max_new_tokens - 1 : 0;
+  if (prompt_len > (uint64_t)max_seq || later > (uint64_t)max_seq - prompt_len) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%zu prompt tokens and max_new_tokens %zu need "
+                             "more positions than the KV cache of %s holds "
+                             "(%lld)",
+                             prompt_len, o.max_new_tokens,
+                             atlas_model_name(model), (long long)max_seq);
+  }
   generate_state g;
   atlas_status s = generate_state_init(&g, model, &o, prompt, prompt_len);
   if (s != ATLAS_OK) {

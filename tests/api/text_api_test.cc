@@ -420,6 +420,69 @@ TEST(TextApi, StrayByteDoesNotEndGeneration) {
   atlas_tokenizer_free(tok);
 }
 
+// max_new_tokens is checked against the KV cache before anything is sized by
+// it: a sampled generation's history held prompt + max_new_tokens + 1 ids,
+// so SIZE_MAX / 8 failed as OUT_OF_MEMORY and SIZE_MAX wrapped to a 0-byte
+// buffer the prompt was then written into.
+atlas_status CountLogits(void *ctx, const float *logits, size_t n) {
+  (void)logits;
+  (void)n;
+  ++*static_cast<size_t *>(ctx);
+  return ATLAS_OK;
+}
+
+TEST(TextApi, MaxNewTokensPastTheContextIsRefused) {
+  const std::string weights = ChainCheckpoint();  // must outlive the model
+  atlas_model *model = nullptr;
+  atlas_status st = OpenChain(weights, &model);
+  ASSERT_EQ(st, ATLAS_OK) << Take(st);
+  atlas_model_info info = {};
+  info.struct_size = sizeof(info);
+  ASSERT_EQ(atlas_model_info_get(model, &info), ATLAS_OK);
+  const size_t max_seq = static_cast<size_t>(info.max_seq);
+  ASSERT_GT(max_seq, 1u);
+  const uint32_t prompt[] = {kChain[0], kChain[1]};
+  for (float temperature : {0.0f, 1.0f}) {
+    for (size_t steps : {max_seq, max_seq + 1, SIZE_MAX / 8, SIZE_MAX - 1, SIZE_MAX}) {
+      SCOPED_TRACE("temperature " + std::to_string(temperature) + ", max_new_tokens " +
+                   std::to_string(steps));
+      atlas_generate_options go;
+      atlas_generate_options_init(&go);
+      go.max_new_tokens = steps;
+      go.ignore_eos = true;
+      go.temperature = temperature;
+      size_t rows = 0;
+      go.on_logits = CountLogits;
+      go.ctx = &rows;
+      std::vector<uint32_t> out(max_seq);
+      size_t count = 0;
+      st = atlas_generate(model, prompt, 2, &go, out.data(), &count);
+      // 2 prompt tokens + steps - 1 positions: one more than the cache holds, or far more.
+      EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
+      std::string m = Take(st);
+      EXPECT_NE(m.find("max_new_tokens"), std::string::npos) << m;
+      EXPECT_NE(m.find(std::to_string(max_seq)), std::string::npos) << m;
+      EXPECT_EQ(rows, 0u) << "work ran before the refusal";
+      EXPECT_EQ(count, 0u);
+    }
+    // The longest generation that fits runs whole.
+    atlas_generate_options go;
+    atlas_generate_options_init(&go);
+    go.max_new_tokens = max_seq - 1;
+    go.ignore_eos = true;
+    go.temperature = temperature;
+    std::vector<uint32_t> out(max_seq);
+    size_t count = 0;
+    st = atlas_generate(model, prompt, 2, &go, out.data(), &count);
+    EXPECT_EQ(st, ATLAS_OK) << Take(st);
+    EXPECT_EQ(count, max_seq - 1);
+  }
+  atlas_close_report report;
+  st = atlas_close(model, &report);
+  EXPECT_EQ(st, ATLAS_OK) << Take(st);
+  EXPECT_EQ(report.leaked_bytes, 0u);
+}
+
 // atlas_open_options.kv_cache_type: each name (any case) chooses the cache's
 // type, which the model's live bytes show; an unknown name is refused, named, with
 // nothing opened.

@@ -663,6 +663,28 @@ TEST(Llama, StepsZeroGeneratesNoToken) {
   }
 }
 
+// prompt + steps - 1 positions, compared without the sum: at steps SIZE_MAX
+// it wrapped to 0, passed the check and generated a token past the buffer
+// the caller sized for nothing like that.
+TEST(Llama, StepsPastTheCacheAreRefusedWithoutWrapping) {
+  std::string dir = MakeCheckpoint("steps_wrap", "tiny", 24, ATLAS_DTYPE_F32);
+  Loaded m;
+  m.Open(dir);
+  ASSERT_NE(m.model, nullptr);
+  const std::vector<uint32_t> prompt = {7, 3};
+  for (size_t steps : {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX / 2}) {
+    SCOPED_TRACE("steps " + std::to_string(steps));
+    std::vector<uint32_t> ids(4, 0xFFFFFFFFu);
+    size_t count = 99;
+    atlas_status st = atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), steps,
+                                              nullptr, ids.data(), &count, nullptr, nullptr);
+    EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
+    atlas_status_free(st);
+    EXPECT_EQ(count, 0u);
+    EXPECT_EQ(ids[0], 0xFFFFFFFFu) << "a token was generated";
+  }
+}
+
 // A fault at any copy or launch of a generation with the device running
 // ahead is an error (ABORTED, injected), never ids with exit 0; the steps
 // already queued drain, and the model then generates what it generated

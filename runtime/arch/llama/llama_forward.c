@@ -676,13 +676,16 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "generation needs at least one prompt token");
   }
-  size_t forwards = prompt_len + (steps > 0 ? steps - 1 : 0);
-  if ((int64_t)forwards > m->max_seq) {
+  // Compared without the sum, which a steps near SIZE_MAX would wrap.
+  size_t later = steps > 0 ? steps - 1 : 0;
+  if (prompt_len > (uint64_t)m->max_seq || later > (uint64_t)m->max_seq - prompt_len) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%zu prompt tokens and %zu steps need %zu "
-                             "positions; the KV cache holds %lld",
-                             prompt_len, steps, forwards, (long long)m->max_seq);
+                             "%zu prompt tokens and %zu steps need more "
+                             "positions than there are: the KV cache holds "
+                             "%lld",
+                             prompt_len, steps, (long long)m->max_seq);
   }
+  size_t forwards = prompt_len + later;
   size_t vocab = (size_t)m->config.vocab_size;
   float *logits = malloc(vocab * sizeof(float));
   if (logits == NULL) {
