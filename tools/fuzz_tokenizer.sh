@@ -6,9 +6,10 @@
 # library of the committed expected.json). Needs node and npm; not part of
 # CI (tests/text/README.md says what it found).
 #
-#   tools/fuzz_tokenizer.sh [--ids] [--seeds A-B] [--count N]   # default 1-4, 5000
+#   tools/fuzz_tokenizer.sh [--ids|--long] [--seeds A-B] [--count N]   # default 1-4, 5000
 #
-# Odd seeds draw mixed text, even seeds dense post-Unicode-9.0 text. With
+# Odd seeds draw mixed text, even seeds dense post-Unicode-9.0 text; with
+# --long every seed draws long text (runs, long words; fuzz_corpus.py). With
 # --ids: random id sequences (tests/text/fuzz_ids.py) decoded with and
 # without special tokens, checked by decode_ids_test (the Node bindings have
 # no DecodeStream; run.sh of tools/tokenizer_h200_stage.sh fuzzes streams).
@@ -19,9 +20,14 @@ cd "$(dirname "$0")/.."
 seeds=1-4
 count=5000
 ids=false
+long=false
 rest=()
 for a in "$@"; do
-  if [ "$a" = --ids ]; then ids=true; else rest+=("$a"); fi
+  case "$a" in
+    --ids) ids=true ;;
+    --long) long=true ;;
+    *) rest+=("$a") ;;
+  esac
 done
 set -- "${rest[@]}"
 source tools/fuzz_args.sh
@@ -71,6 +77,7 @@ printf '%-6s %-8s %6s %8s\n' seed kind texts differ
 for ((s = ${seeds%-*}; s <= ${seeds#*-}; s++)); do
   kind=mixed
   [ $((s % 2)) -eq 0 ] && kind=unicode
+  $long && kind=long
   python3 tests/text/fuzz_corpus.py --seed "$s" --count "$count" --kind "$kind" \
     --out "$work/corpus.json"
   NODE_PATH="$oracle/node_modules" node tests/text/gen_reference_node.js \

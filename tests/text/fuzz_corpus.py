@@ -2,7 +2,7 @@
 """Random texts for the tokenizer's differential fuzz (tools/fuzz_tokenizer.sh):
 a JSON list like corpus.json, the same for the same seed.
 
-  fuzz_corpus.py --seed N --count K --kind mixed|unicode --out FILE
+  fuzz_corpus.py --seed N --count K --kind mixed|unicode|long --out FILE
 
 mixed:   words of many scripts, whitespace runs, punctuation, emoji sequences,
          special-token strings, combining marks, controls, digits, code, and
@@ -10,6 +10,12 @@ mixed:   words of many scripts, whitespace runs, punctuation, emoji sequences,
 unicode: dense runs of code points assigned after Unicode 9.0
          (runtime/text/unicode_since9.inc), combining marks, Hangul,
          compatibility forms, ASCII and any plane.
+long:    up to about 8,000 characters: runs of one character or cluster
+         (whitespace, punctuation, digits, letters, marks, emoji, U+2581)
+         hundreds to thousands long, words of hundreds of letters without a
+         space, special-token strings cut short or run together, between
+         pieces of mixed text; where a pre-tokenizer's, a BPE's or a cache's
+         handling of long input would show.
 """
 import argparse
 import json
@@ -52,6 +58,33 @@ def mixed(r):
     return "".join(r.choices(cats, weights)[0][1]() for _ in range(r.randint(1, 25)))
 
 
+def long_runs(r):
+    units = SPACES + PUNCT + EMOJI + MARKS + ["\u2581", "a", "Z", "9", "0", "é", "ж", "中", "ｱ",
+                                              "\U0001d54f", "ab", "12", "'s", "<", "|>"]
+    letters = ["abcdefghijklmnopqrstuvwxyz", "абвгдежзийклмнопрстуфхцчшщъыьэюя",
+               "αβγδεζηθικλμνξοπρστυφχψω", "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年",
+               "0123456789"]
+
+    def piece():
+        kind = r.randint(0, 5)
+        if kind == 0:
+            return r.choice(units) * r.randint(50, 1500)
+        if kind == 1:
+            alphabet = r.choice(letters)
+            return "".join(r.choice(alphabet) for _ in range(r.randint(100, 1500)))
+        if kind == 2:
+            return "".join(r.choice(SPECIAL)[:r.randint(1, 30)] for _ in range(r.randint(2, 40)))
+        if kind == 3:
+            return (r.choice(WORDS) + r.choice(["", " ", "\n"])) * r.randint(20, 300)
+        return mixed(r)
+    text = ""
+    for _ in range(r.randint(1, 6)):
+        text += piece()
+        if len(text) > 8000:
+            break
+    return text[:8000]
+
+
 def since9_ranges():
     out = []
     for line in open(os.path.join(HERE, "..", "..", "runtime", "text", "unicode_since9.inc")):
@@ -85,12 +118,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--count", type=int, default=5000)
-    ap.add_argument("--kind", choices=["mixed", "unicode"], default="mixed")
+    ap.add_argument("--kind", choices=["mixed", "unicode", "long"], default="mixed")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     r = random.Random(a.seed)
     since9 = since9_ranges()
-    texts = [mixed(r) if a.kind == "mixed" else unicode_dense(r, since9) for _ in range(a.count)]
+    make = {"mixed": lambda: mixed(r), "unicode": lambda: unicode_dense(r, since9),
+            "long": lambda: long_runs(r)}[a.kind]
+    texts = [make() for _ in range(a.count)]
     with open(a.out, "w", encoding="utf-8") as f:
         json.dump(texts, f, ensure_ascii=False)
 
