@@ -16,6 +16,13 @@ check() {  # check NAME CONDITION...
   if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
 }
 valid_utf8() { python3 -c 'import sys; sys.stdin.buffer.read().decode("utf-8")' <"$1"; }
+# The text --prompt streams for generated ids IDS: their decode, special
+# tokens left out, less a character still incomplete when generation ends
+# (the full decode shows it as U+FFFD; the stream never sends it).
+streamed_text_of() {
+  "$atlas" detokenize --tokenizer "$t" --ids "$1" --skip-special 2>/dev/null |
+    python3 -c 'import sys; t = sys.stdin.buffer.read().decode()[:-1]; sys.stdout.buffer.write((t.rstrip("\ufffd") + "\n").encode())'
+}
 
 m="$tmp/m"
 "$make_checkpoint" --out "$m" --seed 3 --preset tiny --vocab 665 --dtype f32 >/dev/null
@@ -29,10 +36,7 @@ prompt='Hello wörld, 中文 😀'
 ids=$(printf '%s' "$prompt" | "$atlas" tokenize --tokenizer "$t" --add-special)
 gen=$(run --tokens "$ids" --steps $steps 2>/dev/null)
 check "--tokens generates $steps ids" grep -qE "^[0-9]+(,[0-9]+){$((steps - 1))}$" <<<"$gen"
-# A character still incomplete when generation ends is not streamed (the full
-# decode shows it as U+FFFD): drop those from the reference.
-"$atlas" detokenize --tokenizer "$t" --ids "$gen" --skip-special 2>/dev/null |
-  python3 -c 'import sys; t = sys.stdin.buffer.read().decode()[:-1]; sys.stdout.buffer.write((t.rstrip("\ufffd") + "\n").encode())' >"$tmp/want"
+streamed_text_of "$gen" >"$tmp/want"
 run --prompt "$prompt" --steps $steps >"$tmp/got" 2>"$tmp/err"; rc=$?
 check "run --prompt exits 0" [ "$rc" -eq 0 ]
 check "run --prompt prints the decoded text of the generated ids" cmp -s "$tmp/got" "$tmp/want"
@@ -49,8 +53,7 @@ check "--prompt-file - reads stdin" cmp -s "$tmp/pf_stdin" "$tmp/got"
 printf '%s\n' "$prompt" >"$tmp/prompt_nl.txt"
 nl_ids=$("$atlas" tokenize --tokenizer "$t" --add-special <"$tmp/prompt_nl.txt")
 run --tokens "$nl_ids" --steps $steps >"$tmp/nl_ids_gen" 2>/dev/null
-"$atlas" detokenize --tokenizer "$t" --ids "$(cat "$tmp/nl_ids_gen")" --skip-special 2>/dev/null |
-  python3 -c 'import sys; t = sys.stdin.buffer.read().decode()[:-1]; sys.stdout.buffer.write((t.rstrip("\ufffd") + "\n").encode())' >"$tmp/nl_want"
+streamed_text_of "$(cat "$tmp/nl_ids_gen")" >"$tmp/nl_want"
 run --prompt-file "$tmp/prompt_nl.txt" --steps $steps >"$tmp/nl_got" 2>/dev/null
 check "--prompt-file keeps a final newline (the ids of tokenize)" cmp -s "$tmp/nl_got" "$tmp/nl_want"
 run --prompt-file "$tmp/missing.txt" --steps 2 >/dev/null 2>"$tmp/err"; rc=$?
@@ -115,15 +118,13 @@ cat >"$m/tokenizer_config.json" <<'JSON'
 JSON
 cids=$(printf '<|im_start|>user\nhi there\n<|im_start|>assistant\n' | "$atlas" tokenize --tokenizer "$t")
 cgen=$(run --tokens "$cids" --steps $steps 2>/dev/null)
-"$atlas" detokenize --tokenizer "$t" --ids "$cgen" --skip-special 2>/dev/null |
-  python3 -c 'import sys; t = sys.stdin.buffer.read().decode()[:-1]; sys.stdout.buffer.write((t.rstrip("\ufffd") + "\n").encode())' >"$tmp/chat_want"
+streamed_text_of "$cgen" >"$tmp/chat_want"
 run --chat --prompt "hi there" --steps $steps >"$tmp/chat" 2>"$tmp/err"; rc=$?
 check "run --chat exits 0" [ "$rc" -eq 0 ]
 check "run --chat generates after the rendered template" cmp -s "$tmp/chat" "$tmp/chat_want"
 sids=$(printf '<|im_start|>system\nbe brief\n<|im_start|>user\nhi there\n<|im_start|>assistant\n' | "$atlas" tokenize --tokenizer "$t")
 sgen=$(run --tokens "$sids" --steps $steps 2>/dev/null)
-"$atlas" detokenize --tokenizer "$t" --ids "$sgen" --skip-special 2>/dev/null |
-  python3 -c 'import sys; t = sys.stdin.buffer.read().decode()[:-1]; sys.stdout.buffer.write((t.rstrip("\ufffd") + "\n").encode())' >"$tmp/system_want"
+streamed_text_of "$sgen" >"$tmp/system_want"
 run --chat --system "be brief" --prompt "hi there" --steps $steps >"$tmp/system" 2>"$tmp/err"; rc=$?
 check "run --chat --system exits 0" [ "$rc" -eq 0 ]
 check "--system comes before the user's message in the template" cmp -s "$tmp/system" "$tmp/system_want"
