@@ -68,6 +68,8 @@ check "--prompt with --prompt-file exits 2" [ "$rc" -eq 2 ]
 run --prompt "$prompt" --steps 0 >"$tmp/none" 2>"$tmp/err"; rc=$?
 check "--steps 0 exits 0" [ "$rc" -eq 0 ]
 check "--steps 0 prints no generated text (an empty line)" [ "$(od -An -c "$tmp/none" | tr -d ' ')" = '\n' ]
+run --prompt "$prompt" --steps 0 --stats >/dev/null 2>"$tmp/err"
+check "--stats with --steps 0 says no token was generated" grep -q "^stats: prompt [0-9]* tokens in [0-9.]* ms, no token generated$" "$tmp/err"
 
 # ---- --stats: the prompt's length and the tokens after the first, on stderr ----
 run --prompt "$prompt" --steps $steps --stats >"$tmp/st" 2>"$tmp/st_err"; rc=$?
