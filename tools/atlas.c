@@ -132,6 +132,8 @@ typedef struct report_options {
 } report_options;
 
 enum { kMaxSteps = 1 << 20, kMaxSeq = 1 << 24 };
+// Far past any context a prompt could fill; what ends an endless source.
+enum { kMaxPromptFileBytes = 256 << 20 };
 
 // ---- demo ----------------------------------------------------------------------
 
@@ -750,7 +752,8 @@ static atlas_status run_or_swap(run_options *o, bool swap) {
   atlas_tokenizer *tokenizer = NULL;
   atlas_status s = ATLAS_OK;
   if (o->prompt_file[0] != '\0') {
-    s = atlas_cli_read_all(o->prompt_file, &o->file_text, &o->text_len);
+    s = atlas_cli_read_all(o->prompt_file, kMaxPromptFileBytes, &o->file_text,
+                           &o->text_len);
     o->text = o->file_text;
   }
   if (s == ATLAS_OK && o->text != NULL) {
@@ -1014,7 +1017,7 @@ static atlas_status set_detokenize(void *opts, size_t index,
 static atlas_status tokenize(const text_options *o) {
   char *text = NULL;
   size_t len = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_cli_read_all("-", &text, &len));
+  ATLAS_RETURN_IF_ERROR(atlas_cli_read_all("-", SIZE_MAX, &text, &len));
   atlas_tokenizer *t = NULL;
   atlas_status s = atlas_tokenizer_load(o->tokenizer, &t);
   uint32_t *ids = NULL;

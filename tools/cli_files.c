@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-atlas_status atlas_cli_read_all(const char *path, char **out,
-                                size_t *out_len) {
+atlas_status atlas_cli_read_all(const char *path, size_t max_bytes,
+                                char **out, size_t *out_len) {
   *out = NULL;
   *out_len = 0;
   bool is_stdin = strcmp(path, "-") == 0;
@@ -35,7 +35,7 @@ atlas_status atlas_cli_read_all(const char *path, char **out,
   char *buf = malloc(cap);
   while (buf != NULL) {
     len += fread(buf + len, 1, cap - len - 1, f);
-    if (len < cap - 1) break;
+    if (len < cap - 1 || len > max_bytes) break;
     char *bigger = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
     if (bigger == NULL) free(buf);
     buf = bigger;
@@ -46,6 +46,11 @@ atlas_status atlas_cli_read_all(const char *path, char **out,
   if (buf == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "reading %s: out of memory", name);
+  }
+  if (len > max_bytes) {
+    free(buf);
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: more than %zu bytes", name, max_bytes);
   }
   if (read_error != 0 || (is_stdin && ferror(stdin))) {
     free(buf);

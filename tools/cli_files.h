@@ -14,8 +14,10 @@ extern "C" {
 
 // Reads every byte of `path` ("-": standard input) into *out (the caller
 // frees it; NUL-terminated, *out_len not counting the NUL). A folder, a path
-// that cannot be opened or a read error fails naming the path ("stdin").
-ATLAS_MUST_USE atlas_status atlas_cli_read_all(const char *path, char **out,
+// that cannot be opened, a read error or more than `max_bytes` (an endless
+// source such as /dev/zero) fails naming the path ("stdin").
+ATLAS_MUST_USE atlas_status atlas_cli_read_all(const char *path,
+                                               size_t max_bytes, char **out,
                                                size_t *out_len);
 
 // An output written to a temporary name beside `path` and renamed over it

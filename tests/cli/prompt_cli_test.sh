@@ -61,6 +61,9 @@ check "--prompt-file of a missing file exits 1" [ "$rc" -eq 1 ]
 check "... naming it" grep -q "missing.txt: cannot open" "$tmp/err"
 run --prompt-file "$tmp" --steps 2 >/dev/null 2>"$tmp/err"; rc=$?
 check "--prompt-file of a folder exits 1" [ "$rc" -eq 1 ]
+run --prompt-file /dev/zero --steps 2 >/dev/null 2>"$tmp/err"; rc=$?
+check "--prompt-file of an endless source exits 1" [ "$rc" -eq 1 ]
+check "... naming it and the limit" grep -q "/dev/zero: more than 268435456 bytes" "$tmp/err"
 "$atlas" run --model "$m" --prompt hi --prompt-file "$tmp/prompt.txt" --steps 1 >/dev/null 2>"$tmp/err"; rc=$?
 check "--prompt with --prompt-file exits 2" [ "$rc" -eq 2 ]
 
