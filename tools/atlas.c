@@ -534,6 +534,12 @@ static bool print_text(void *ctx, const char *text, size_t len) {
   return true;
 }
 
+// The KV cache positions a generation uses: every prompt token and every
+// generated token but the last (which is never fed back).
+static long positions_needed(size_t prompt_len, long steps) {
+  return (long)prompt_len + (steps > 0 ? steps - 1 : 0);
+}
+
 // Generates and prints the ids on one line, or (with a tokenizer) streams
 // the text and ends it with a newline. `run` (may be NULL: greedy) brings
 // the sampling options and stop strings.
@@ -764,11 +770,13 @@ static atlas_status run_or_swap(run_options *o, bool swap) {
                             o->file_text != NULL ? "--prompt-file" : "--prompt");
     }
     if (s == ATLAS_OK && o->max_seq != 0 &&
-        o->max_seq < (long)o->prompt_len + o->steps) {
+        o->max_seq < positions_needed(o->prompt_len, o->steps)) {
       s = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                            "--max-seq %ld is less than the prompt's %zu "
-                            "tokens + steps",
-                            o->max_seq, o->prompt_len);
+                            "--max-seq %ld is less than the %ld positions the "
+                            "prompt's %zu tokens and --steps %ld need",
+                            o->max_seq,
+                            positions_needed(o->prompt_len, o->steps),
+                            o->prompt_len, o->steps);
     }
   }
   int64_t max_seq = o->max_seq;
@@ -784,7 +792,7 @@ static atlas_status run_or_swap(run_options *o, bool swap) {
   // --steps against the model's context, checked while opening, before
   // anything is allocated: forward steps are every prompt token and every
   // generated token but the last.
-  oo.context_needed = (int64_t)o->prompt_len + (o->steps > 0 ? o->steps - 1 : 0);
+  oo.context_needed = positions_needed(o->prompt_len, o->steps);
   atlas_model *m = NULL;
   if (s == ATLAS_OK) {
     s = swap ? atlas_testing_open_unfaulted(o->model, &oo, &m)
@@ -1101,11 +1109,13 @@ static int main_run(int argc, char **argv, bool swap) {
   } else if (o->system != NULL && !o->chat) {
     rc = atlas_cli_usage_error(c->program, "--system needs --chat");
   } else if (o->max_seq != 0 &&
-             o->max_seq < (long)o->prompt_len + o->steps) {
+             o->max_seq < positions_needed(o->prompt_len, o->steps)) {
     rc = atlas_cli_usage_error(c->program,
-                               "--max-seq %ld is less than the prompt length + "
-                               "steps (%ld)",
-                               o->max_seq, (long)o->prompt_len + o->steps);
+                               "--max-seq %ld is less than the %ld positions "
+                               "the prompt and --steps need (prompt length + "
+                               "steps - 1)",
+                               o->max_seq,
+                               positions_needed(o->prompt_len, o->steps));
   } else {
     rc = finish(c->program, run_or_swap(o, swap));
   }

@@ -43,6 +43,10 @@ sharded=$("$atlas" run --model "$tmp/b" --backend auto --tokens 7 --steps 3 2>/d
 check "sharded bf16 checkpoint runs" [ "$rc" -eq 0 ]
 "$atlas" run --model "$tmp/a" --backend host --tokens 1,2,3 --steps 5 --max-seq 8 >/dev/null 2>&1
 check "run --max-seq above prompt+steps works" [ $? -eq 0 ]
+# The last generated token is never fed back: prompt + steps - 1 positions suffice.
+"$atlas" run --model "$tmp/a" --backend host --tokens 1,2,3 --steps 5 --max-seq 7 --ignore-eos >"$tmp/exact.txt" 2>&1
+check "run --max-seq of exactly prompt+steps-1 works" [ $? -eq 0 ]
+check "... and generates every step" grep -qE "^[0-9]+(,[0-9]+){4}$" "$tmp/exact.txt"
 
 # ---- --kv-dtype: a 16-bit cache runs; an unknown type is a usage error ----
 for kv in f32 f16 bf16; do
@@ -135,7 +139,7 @@ expect_usage "bad tokens" "atlas run" "comma-separated" run --model "$tmp/a" --t
 expect_usage "unknown backend" "atlas run" "unknown backend 'tpu'" run --model "$tmp/a" --backend tpu --tokens 1 --steps 1
 expect_usage "flag given a value" "atlas demo" "--help takes no value" demo --help=yes
 expect_usage "stray argument" "atlas run" "unexpected argument 'extra'" run --model "$tmp/a" --tokens 1 --steps 1 extra
-expect_usage "--max-seq below prompt+steps" "atlas run" "--max-seq 2 is less than" run --model "$tmp/a" --tokens 1,2,3 --steps 4 --max-seq 2
+expect_usage "--max-seq below prompt+steps-1" "atlas run" "--max-seq 5 is less than the 6 positions" run --model "$tmp/a" --tokens 1,2,3 --steps 4 --max-seq 5
 
 # ---- bad input: message on stderr naming the file, exit 1 ----
 expect_error() {  # expect_error NAME PATTERN ARGS...

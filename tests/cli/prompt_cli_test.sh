@@ -67,6 +67,15 @@ check "... naming it and the limit" grep -q "/dev/zero: more than 268435456 byte
 "$atlas" run --model "$m" --prompt hi --prompt-file "$tmp/prompt.txt" --steps 1 >/dev/null 2>"$tmp/err"; rc=$?
 check "--prompt with --prompt-file exits 2" [ "$rc" -eq 2 ]
 
+# ---- --max-seq: the prompt's tokens + steps - 1 positions suffice ----
+n_prompt=$(tr ',' '\n' <<<"$ids" | wc -l)
+run --prompt "$prompt" --steps $steps --max-seq $((n_prompt + steps - 1)) >"$tmp/ms" 2>"$tmp/err"; rc=$?
+check "--max-seq of exactly prompt + steps - 1 runs" [ "$rc" -eq 0 ]
+check "... the same text" cmp -s "$tmp/ms" "$tmp/got"
+run --prompt "$prompt" --steps $steps --max-seq $((n_prompt + steps - 2)) >/dev/null 2>"$tmp/err"; rc=$?
+check "one position fewer exits 1" [ "$rc" -eq 1 ]
+check "... naming the positions needed" grep -q "less than the $((n_prompt + steps - 1)) positions" "$tmp/err"
+
 # ---- --steps 0 runs the prompt only: no text ----
 run --prompt "$prompt" --steps 0 >"$tmp/none" 2>"$tmp/err"; rc=$?
 check "--steps 0 exits 0" [ "$rc" -eq 0 ]
