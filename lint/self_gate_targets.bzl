@@ -42,7 +42,7 @@ SELF_GATE_TARGETS = [
     "//runtime/cuda:cuda_module_loader",
     "//runtime/cuda:cuda_staging",
     "//runtime/formats:checkpoint",
-    "//runtime/formats:file_read",
+    "//runtime:file_read",
     "//runtime/formats:json_words",
     "//runtime/formats:safetensors",
     "//runtime/formats:safetensors_convert",

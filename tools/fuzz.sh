@@ -57,10 +57,10 @@ CFLAGS="-std=c11 -Wall -Wextra -Werror -g -O1 -I. -I$INC \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
   runtime/arch/llama/llama_config.c runtime/arch/llama/llama_weights.c \
-  runtime/formats/json_words.c runtime/formats/file_read.c \
+  runtime/formats/json_words.c runtime/file_read.c \
   runtime/weight_scan.c runtime/arch/rope/rope.c"
-TEXT_LIB="$(echo runtime/text/*.c) -lpcre2-8 -lutf8proc -pthread"
-CHAT_LIB="$(echo runtime/chat/*.c) -lutf8proc"
+TEXT_LIB="$(echo runtime/text/*.c) runtime/file_read.c -lpcre2-8 -lutf8proc -pthread"
+CHAT_LIB="$(echo runtime/chat/*.c) runtime/file_read.c -lutf8proc"
 # Each target's sources, and the longest input (a tokenizer.json or chat
 # template seed is a few KiB).
 target_lib() {

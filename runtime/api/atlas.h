@@ -133,7 +133,8 @@ ATLAS_MUST_USE atlas_status atlas_model_info_get(const atlas_model *model,
 
 typedef struct atlas_tokenizer atlas_tokenizer;
 
-// Loads tokenizer.json from `path`. Errors: NOT_FOUND/IO naming the file;
+// Loads tokenizer.json from `path` (a regular file: a FIFO, device or folder
+// is refused by kind, never waited on). Errors: NOT_FOUND/IO naming the file;
 // INVALID_ARGUMENT / DATA_LOSS naming the key of what is malformed or not
 // supported. Release with atlas_tokenizer_free.
 ATLAS_MUST_USE atlas_status atlas_tokenizer_load(
@@ -189,7 +190,8 @@ size_t atlas_tokenizer_vocab_size(const atlas_tokenizer *tokenizer);
 typedef struct atlas_chat_template atlas_chat_template;
 
 // Reads tokenizer_config.json's chat_template (a string, or the "default"
-// of a list) and its bos_token/eos_token. Errors name the file and key.
+// of a list) and its bos_token/eos_token. Errors name the file and key; a
+// FIFO, device or folder is refused by kind, never waited on.
 ATLAS_MUST_USE atlas_status atlas_chat_template_load(
     const char *tokenizer_config_path, atlas_chat_template **out_template);
 void atlas_chat_template_free(atlas_chat_template *tmpl);

@@ -6,6 +6,7 @@
 
 #include "atlas/runtime/chat/jinja_ast.h"
 #include "atlas/runtime/chat/jinja_render.h"
+#include "atlas/runtime/file_read.h"
 
 struct atlas_chat_template {
   jinja_template *main;
@@ -62,10 +63,17 @@ static atlas_status special_token(const char *path, json_t *cfg, const char *key
 
 atlas_status atlas_chat_template_load(const char *path, atlas_chat_template **out_template) {
   *out_template = NULL;
+  // A regular file only, opened without blocking (a FIFO or a device is
+  // refused by name, never waited on).
+  char *text = NULL;
+  size_t text_len = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_file_read_small(path, "tokenizer_config.json",
+                                              (uint64_t)1 << 30, &text, &text_len));
   json_error_t jerr;
   // model_max_length is often 1e30 written as an integer: too big for
   // jansson's integers, so every number is read as a real (none is used).
-  json_t *cfg = json_load_file(path, JSON_DECODE_INT_AS_REAL, &jerr);
+  json_t *cfg = json_loadb(text, text_len, JSON_DECODE_INT_AS_REAL, &jerr);
+  free(text);
   if (!cfg) {
     return atlas_status_make(ATLAS_STATUS_DATA_LOSS, "%s: not readable JSON (line %d: %s)", path,
                              jerr.line, jerr.text);

@@ -6,7 +6,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 
-#include "atlas/runtime/formats/file_read.h"
+#include "atlas/runtime/file_read.h"
 #include "atlas/runtime/formats/json_words.h"
 #include "atlas/runtime/weight_scan.h"
 #include <stdbool.h>

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/formats/file_read.h"
+#include "atlas/runtime/file_read.h"
 #include "atlas/runtime/weight_scan.h"
 
 #include "atlas/runtime/half.h"

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "atlas/runtime/arch/registry.h"
-#include "atlas/runtime/formats/file_read.h"
+#include "atlas/runtime/file_read.h"
 #include "atlas/runtime/log.h"
 
 // config.json is a few kilobytes; refuse anything absurd before reading it.

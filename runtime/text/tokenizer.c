@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atlas/runtime/file_read.h"
 #include "atlas/runtime/text/tokenizer_impl.h"
 #include "atlas/runtime/text/utf8.h"
 
@@ -120,38 +121,20 @@ atlas_status atlas_tokenizer_load_from_memory(const char *json, size_t len,
   return ATLAS_OK;
 }
 
+// Past any real tokenizer.json (Llama 3's is 9 MB, Gemma's 34 MB).
+#define ATLAS_TOKENIZER_MAX_BYTES ((uint64_t)1 << 30)
+
 atlas_status atlas_tokenizer_load(const char *path,
                                   atlas_tokenizer **out_tokenizer) {
   *out_tokenizer = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot open: %s", path,
-                             strerror(errno));
-  }
+  // A regular file only, opened without blocking: a FIFO, a device or a
+  // folder is refused by name, never waited on or read without end.
   char *data = NULL;
-  size_t len = 0, cap = 0;
-  atlas_status st = ATLAS_OK;
-  for (;;) {
-    if (len == cap) {
-      cap = cap ? cap * 2 : (1u << 20);
-      char *d = realloc(data, cap);
-      if (!d) {
-        st = oom();
-        break;
-      }
-      data = d;
-    }
-    size_t n = fread(data + len, 1, cap - len, f);
-    len += n;
-    if (n == 0) {
-      if (ferror(f)) {
-        st = atlas_status_make(ATLAS_STATUS_IO, "%s: read failed", path);
-      }
-      break;
-    }
-  }
-  fclose(f);
-  if (!st) st = atlas_tokenizer_load_from_memory(data, len, path, out_tokenizer);
+  size_t len = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_file_read_small(path, "tokenizer.json",
+                                              ATLAS_TOKENIZER_MAX_BYTES, &data,
+                                              &len));
+  atlas_status st = atlas_tokenizer_load_from_memory(data, len, path, out_tokenizer);
   free(data);
   return st;
 }

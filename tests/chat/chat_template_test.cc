@@ -16,6 +16,10 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace {
 
@@ -697,6 +701,31 @@ TEST(ChatTemplate, LoadNamesWhatIsWrongWithTheConfig) {
   EXPECT_STREQ(out, "T2");
   std::free(out);
   atlas_chat_template_free(t);
+}
+
+// Only a regular file is read: a FIFO nobody writes to was waited on for
+// ever (`atlas run --chat` with such a tokenizer_config.json hung). Each
+// other kind is refused by name, at once.
+TEST(ChatTemplate, OnlyARegularFileIsRead) {
+  const char *tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = std::string(tmp ? tmp : "/tmp");
+  const std::string fifo = dir + "/fifo_tokenizer_config.json";
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::pair<std::string, const char *> cases[] = {
+      {fifo, "FIFO"}, {"/dev/zero", "character device"}, {dir, "directory"},
+      {dir + "/missing.json", "tokenizer_config.json"}};
+  for (const auto &c : cases) {
+    SCOPED_TRACE(c.first);
+    atlas_chat_template *t = nullptr;
+    atlas_status st = atlas_chat_template_load(c.first.c_str(), &t);
+    ASSERT_NE(st, ATLAS_OK);
+    EXPECT_NE(Message(st).find(c.first), std::string::npos) << Message(st);
+    EXPECT_NE(Message(st).find(c.second), std::string::npos) << Message(st);
+    atlas_status_free(st);
+    EXPECT_EQ(t, nullptr);
+  }
+  unlink(fifo.c_str());
 }
 
 // An error while rendering names the file too (and which named template),

@@ -3,6 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "atlas/runtime/text/tokenizer.h"
 
@@ -146,14 +151,39 @@ TEST(LoadErrors, MalformedFilesNameFileAndKey) {
   ExpectRefused("[]", ATLAS_STATUS_DATA_LOSS, "(top level)", "object");
 }
 
-TEST(LoadErrors, MissingFileIsAnIoError) {
+TEST(LoadErrors, MissingFileIsNotFound) {
   atlas_tokenizer *tok = nullptr;
   atlas_status st = atlas_tokenizer_load("/nonexistent/tokenizer.json", &tok);
-  EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_IO);
+  EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_NOT_FOUND);
   EXPECT_NE(std::string(atlas_status_message(st)).find("/nonexistent/tokenizer.json"),
             std::string::npos);
   atlas_status_free(st);
   EXPECT_EQ(tok, nullptr);
+}
+
+// Only a regular file is read: a FIFO nobody writes to was waited on for
+// ever, and /dev/zero read until memory ran out (`atlas tokenize
+// --tokenizer /dev/zero` was killed). Each is refused by kind, at once.
+TEST(LoadErrors, OnlyARegularFileIsRead) {
+  char dir[] = "/tmp/atlas_tok_kinds.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/tokenizer.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::pair<std::string, const char *> cases[] = {
+      {fifo, "FIFO"}, {"/dev/zero", "character device"}, {dir, "directory"}};
+  for (const auto &c : cases) {
+    SCOPED_TRACE(c.first);
+    atlas_tokenizer *tok = nullptr;
+    atlas_status st = atlas_tokenizer_load(c.first.c_str(), &tok);
+    ASSERT_NE(st, ATLAS_OK);
+    std::string m = atlas_status_message(st);
+    EXPECT_NE(m.find(c.first), std::string::npos) << m;
+    EXPECT_NE(m.find(c.second), std::string::npos) << m;
+    atlas_status_free(st);
+    EXPECT_EQ(tok, nullptr);
+  }
+  unlink(fifo.c_str());
+  rmdir(dir);
 }
 
 TEST(LoadErrors, InvalidUtf8InputIsRefused) {

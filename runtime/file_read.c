@@ -1,6 +1,6 @@
 // Non-blocking, fstat-first opens and pread-only reads (see file_read.h).
 #define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
-#include "atlas/runtime/formats/file_read.h"
+#include "atlas/runtime/file_read.h"
 
 #include <errno.h>
 #include <fcntl.h>

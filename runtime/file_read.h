@@ -6,8 +6,8 @@
 // a file that shrinks while it is read is an error naming the file, not a
 // SIGBUS. The identity a file had when opened (device, inode, size, times) is
 // kept so a change during a load can be detected afterwards.
-#ifndef ATLAS_RUNTIME_FORMATS_FILE_READ_H_
-#define ATLAS_RUNTIME_FORMATS_FILE_READ_H_
+#ifndef ATLAS_RUNTIME_FILE_READ_H_
+#define ATLAS_RUNTIME_FILE_READ_H_
 
 #include <stddef.h>
 #include <stdint.h>
@@ -65,4 +65,4 @@ const char *atlas_quote_path(const char *path, char *buf, size_t size);
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_FORMATS_FILE_READ_H_
+#endif  // ATLAS_RUNTIME_FILE_READ_H_
