@@ -41,7 +41,8 @@ atlas_status atlas_cli_read_all(const char *path, size_t max_bytes,
     buf = bigger;
     cap *= 2;
   }
-  int read_error = ferror(f) ? errno : 0;
+  bool read_failed = ferror(f) != 0;
+  int read_errno = errno;
   if (!is_stdin) fclose(f);
   if (buf == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -52,10 +53,10 @@ atlas_status atlas_cli_read_all(const char *path, size_t max_bytes,
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: more than %zu bytes", name, max_bytes);
   }
-  if (read_error != 0 || (is_stdin && ferror(stdin))) {
+  if (read_failed) {
     free(buf);
     return atlas_status_make(ATLAS_STATUS_IO, "reading %s: %s", name,
-                             strerror(read_error ? read_error : EIO));
+                             strerror(read_errno ? read_errno : EIO));
   }
   buf[len] = '\0';
   *out = buf;

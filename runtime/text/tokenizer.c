@@ -3,10 +3,8 @@
 // in the order tokenizers' Tokenizer::encode runs them.
 #include "atlas/runtime/text/tokenizer.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
