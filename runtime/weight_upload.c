@@ -46,6 +46,7 @@ typedef struct run_state {
   size_t bad_job;         // lowest job with a non-finite element (or count)
   uint64_t bad_index;     // its lowest such element
   int bad_is_nan;
+  uint64_t reported;      // the last done_bytes lane 0 reported
 } run_state;
 
 typedef struct worker {
@@ -168,6 +169,7 @@ static atlas_status pump(run_state *rs, lane *l, bool is_reporter) {
     const atlas_upload_options *o = &u->options;
     if (is_reporter && o->progress != NULL) {
       o->progress(o->progress_ctx, o->progress_base + done, o->progress_total);
+      rs->reported = done;
     }
   }
 }
@@ -297,7 +299,7 @@ atlas_status atlas_uploader_run(atlas_uploader *u, const atlas_upload_job *jobs,
   if ((size_t)threads > count) threads = (int)count;
   if (threads < 1) threads = 1;
   run_state rs = {u, jobs, chunks, count, 0, 0, PTHREAD_MUTEX_INITIALIZER,
-                  ATLAS_OK, 0, job_count, 0, 0};
+                  ATLAS_OK, 0, job_count, 0, 0, 0};
   worker workers[kMaxThreads];
   pthread_t tids[kMaxThreads];
   memset(workers, 0, sizeof(workers));
@@ -314,6 +316,12 @@ atlas_status atlas_uploader_run(atlas_uploader *u, const atlas_upload_job *jobs,
   for (int t = 1; t < started; ++t) pthread_join(tids[t], NULL);
   pthread_mutex_destroy(&rs.mutex);
   free(chunks);
+  // Lane 0 reports what it sees; the others may finish after its last
+  // chunk, so the run's end is reported here (one thread, in order).
+  const atlas_upload_options *o = &u->options;
+  if (rs.error == ATLAS_OK && o->progress != NULL && rs.reported != rs.done_bytes) {
+    o->progress(o->progress_ctx, o->progress_base + rs.done_bytes, o->progress_total);
+  }
   if (rs.error == ATLAS_OK && rs.bad_job < job_count) {
     const atlas_upload_job *job = &jobs[rs.bad_job];
     return atlas_scan_refuse(job->file, job->what, rs.bad_index,

@@ -219,8 +219,9 @@ typedef struct atlas_generate_options {
   // the last generated token is never fed back). May be NULL. A non-OK
   // status stops generation and is returned.
   atlas_status (*on_logits)(void *ctx, const float *logits, size_t vocab_size);
-  // Called with each generated token as it is chosen. May be NULL. Return
-  // false to stop after this token.
+  // Called with each token written to out_tokens as it is chosen (the EOS
+  // and the stop string's tokens that end generation included). May be
+  // NULL. Return false to stop after this token.
   bool (*on_token)(void *ctx, uint32_t token);
   void *ctx;
   // Sampling, as transformers defines each option and in its order

@@ -279,11 +279,12 @@ static bool bridge_token(void *ctx, uint32_t token) {
     if (!emit_text(g, step.emit, step.emit_len) ||
         step.reason != ATLAS_STOP_NONE) {
       g->stopped = true;
-      return false;
     }
   }
+  // The token is in out_tokens either way: on_token sees it too.
   const atlas_generate_options *o = g->options;
-  return o->on_token == NULL || o->on_token(o->ctx, token);
+  bool go_on = o->on_token == NULL || o->on_token(o->ctx, token);
+  return go_on && !g->stopped;
 }
 
 static atlas_status check_generate_options(const atlas_generate_options *o) {
@@ -323,6 +324,9 @@ static atlas_status generate_state_init(generate_state *g, atlas_model *model,
   c.min_p = o->min_p;
   c.repetition_penalty = o->repetition_penalty;
   c.seed = o->seed;
+  // Checked even when greedy: an option out of range is refused whatever
+  // the temperature, as atlas.h promises.
+  ATLAS_RETURN_IF_ERROR(atlas_sampler_config_check(&c), "atlas_generate_options");
   // Plain greedy stays on the runtime's own argmax (the same ids).
   g->sampling = o->temperature != 0.0f || o->repetition_penalty != 1.0f;
   if (g->sampling) {
@@ -474,6 +478,14 @@ atlas_status atlas_chat_template_apply(const atlas_chat_template *tmpl,
   return s;
 }
 
+// What an out_info says before anything happened: zeroed, and REFUSED (the
+// zero outcome is SWAPPED).
+static void swap_info_refused(atlas_swap_info *out_info) {
+  if (out_info == NULL) return;
+  memset(out_info, 0, sizeof(*out_info));
+  out_info->outcome = ATLAS_SWAP_OUTCOME_REFUSED;
+}
+
 // One swap for atlas_swap, atlas_swap_memory and atlas_testing_swap:
 // `holder` (may be NULL) is the new in-memory checkpoint, owned from here on.
 static atlas_status swap_impl(atlas_model **model, const char *dir,
@@ -482,7 +494,7 @@ static atlas_status swap_impl(atlas_model **model, const char *dir,
                               atlas_fault_kind fault_kind,
                               uint64_t fault_at,  // 0: no fault
                               atlas_swap_info *out_info) {
-  if (out_info != NULL) memset(out_info, 0, sizeof(*out_info));
+  swap_info_refused(out_info);
   if (model == NULL || *model == NULL || (dir == NULL && holder == NULL)) {
     free(holder);
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -515,6 +527,8 @@ static atlas_status swap_impl(atlas_model **model, const char *dir,
     free(old_holder);  // the old model is gone
   } else {
     free(holder);      // the new one never served
+    // LOST: the old one is gone too (a restore keeps serving from it).
+    if (*model == NULL) free(old_holder);
   }
   if (out_info != NULL) {
     out_info->side_by_side = r.path == ATLAS_SWAP_SIDE_BY_SIDE;
@@ -550,7 +564,7 @@ atlas_status atlas_testing_swap(atlas_model **model, const char *dir,
                                 atlas_testing_fault fault, uint64_t at,
                                 struct atlas_swap_info *out_info) {
   if (fault != ATLAS_TESTING_FAULT_NONE && fault != ATLAS_TESTING_FAULT_ALLOC) {
-    if (out_info != NULL) memset(out_info, 0, sizeof(*out_info));
+    swap_info_refused(out_info);
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "atlas_testing_swap: unknown fault kind %d",
                              (int)fault);
@@ -564,7 +578,7 @@ atlas_status atlas_swap_memory(atlas_model **model, const char *name,
                                const void *safetensors, size_t safetensors_size,
                                const atlas_open_options *options,
                                atlas_swap_info *out_info) {
-  if (out_info != NULL) memset(out_info, 0, sizeof(*out_info));
+  swap_info_refused(out_info);
   embedded_holder *h = NULL;
   ATLAS_RETURN_IF_ERROR(holder_make(name, config_json, config_size,
                                     safetensors, safetensors_size, &h),
@@ -581,11 +595,20 @@ static atlas_status svg_text(const atlas_model *model,
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "atlas_report: cannot open a memory stream");
   }
-  char title[512];
-  snprintf(title, sizeof(title), "Live memory of %s on %s",
-           atlas_model_name(model),
-           atlas_backend_name(atlas_model_backend((atlas_model *)model)));
+  // Sized to fit: a cut could split a UTF-8 character of the name.
+  const char *name = atlas_model_name(model);
+  const char *backend = atlas_backend_name(atlas_model_backend((atlas_model *)model));
+  size_t title_len = strlen(name) + strlen(backend) + sizeof("Live memory of  on ");
+  char *title = malloc(title_len);
+  if (title == NULL) {
+    fclose(f);
+    free(buf);
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "atlas_report: no memory for the SVG's title");
+  }
+  snprintf(title, title_len, "Live memory of %s on %s", name, backend);
   atlas_status s = atlas_memory_svg_write(sites, title, f);
+  free(title);
   if (fclose(f) != 0 && s == ATLAS_OK) {
     s = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                           "atlas_report: writing the SVG failed");

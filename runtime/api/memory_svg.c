@@ -1,17 +1,36 @@
 #include "atlas/runtime/api/memory_svg.h"
 
 #include <string.h>
+#include <utf8proc.h>
 
-// Escapes the few characters XML cares about.
+// Text as XML character data: markup escaped, and what XML 1.0 cannot hold
+// (control characters, bytes that are not UTF-8) written as U+FFFD, so a
+// model name of any bytes still gives a well-formed file.
 static void put_text(FILE *out, const char *s) {
-  for (; *s; ++s) {
-    switch (*s) {
-      case '<': fputs("&lt;", out); break;
-      case '>': fputs("&gt;", out); break;
-      case '&': fputs("&amp;", out); break;
-      case '"': fputs("&quot;", out); break;
-      default: fputc(*s, out);
+  const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
+  while (*p != 0) {
+    utf8proc_int32_t c = -1;
+    utf8proc_ssize_t n = utf8proc_iterate(p, -1, &c);
+    if (n <= 0) {  // not UTF-8: one byte becomes U+FFFD
+      fputs("\xEF\xBF\xBD", out);
+      ++p;
+      continue;
     }
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0xFFFE ||
+        c == 0xFFFF) {
+      fputs("\xEF\xBF\xBD", out);
+    } else if (c == '<') {
+      fputs("&lt;", out);
+    } else if (c == '>') {
+      fputs("&gt;", out);
+    } else if (c == '&') {
+      fputs("&amp;", out);
+    } else if (c == '"') {
+      fputs("&quot;", out);
+    } else {
+      fwrite(p, 1, (size_t)n, out);
+    }
+    p += n;
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "atlas/runtime/arch/registry.h"
 #include "atlas/runtime/file_read.h"
+#include "atlas/runtime/ledger.h"
 #include "atlas/runtime/log.h"
 
 // config.json is a few kilobytes; refuse anything absurd before reading it.
@@ -205,6 +206,24 @@ atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
   return status;
 }
 
+// A budget holds at open as it does at a swap: the model's required bytes
+// (an upper bound on what the load allocates) must fit, or nothing is
+// allocated.
+static atlas_status check_budget(const atlas_model_spec *spec, const opened *o) {
+  uint64_t need = 0;
+  ATLAS_RETURN_IF_ERROR(o->arch->required_bytes(o->config, o->ck, spec->max_seq, &need),
+                        "sizing %s", spec_name(spec));
+  if (need <= spec->device_budget_bytes) return ATLAS_OK;
+  char a[32], b[32];
+  atlas_format_bytes(need, a, sizeof(a));
+  atlas_format_bytes(spec->device_budget_bytes, b, sizeof(b));
+  return atlas_status_make(ATLAS_STATUS_RESOURCE_EXHAUSTED,
+                           "%s needs %s (%llu bytes) but the device budget is "
+                           "%s (%llu bytes); nothing was allocated",
+                           spec_name(spec), a, (unsigned long long)need, b,
+                           (unsigned long long)spec->device_budget_bytes);
+}
+
 atlas_status atlas_model_open(const atlas_model_spec *spec,
                               atlas_model **out_model) {
   *out_model = NULL;
@@ -255,6 +274,9 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
         (atlas_arch_generate_options){.eos = m->eos.ids,
                                       .eos_count = m->eos.count,
                                       .ignore_eos = spec->ignore_eos};
+    if (spec->device_budget_bytes != 0) status = check_budget(spec, &o);
+  }
+  if (status == ATLAS_OK) {
     t_backend = now_ms();
     status = create_backend(spec, o.arch, &m->backend);
   }

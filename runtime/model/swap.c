@@ -221,14 +221,33 @@ atlas_status atlas_model_swap(atlas_model **current,
   old_spec.backend = old_backend;
   old_spec.fault_at = 0;  // a restore never re-injects a test's fault
   old_spec.fail_module_load_at = 0;
+  // The new spec's strings may point into the old model (a caller passing
+  // its own spec back, or atlas_model_info's name): copy them past its close.
+  atlas_model_spec fresh_spec = *next;
+  char *next_dir = next->dir ? strdup(next->dir) : NULL;
+  char *next_backend = next->backend ? strdup(next->backend) : NULL;
+  if ((next->dir != NULL && next_dir == NULL) ||
+      (next->backend != NULL && next_backend == NULL)) {
+    atlas_checkpoint_close(snapshot);
+    free(old_config);
+    free(old_dir);
+    free(next_dir);
+    free(next_backend);
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "swap: out of host memory; nothing was changed");
+  }
+  fresh_spec.dir = next_dir;
+  fresh_spec.backend = next_backend;
   double tt = now_ms();
   atlas_status teardown = close_clean(old);
   r->teardown_ms = now_ms() - tt;
   *current = NULL;
   if (next->after_teardown != NULL) next->after_teardown(next->after_teardown_ctx);
   double tl = now_ms();
-  atlas_status status = open_proven(next, &fresh);
+  atlas_status status = open_proven(&fresh_spec, &fresh);
   r->load_ms = now_ms() - tl;
+  free(next_dir);  // the model keeps copies of its own
+  free(next_backend);
   if (status == ATLAS_OK) {
     *current = fresh;
     r->swapped = true;

@@ -20,7 +20,7 @@ atlas_sampler_config atlas_sampler_config_default(void) {
   return c;
 }
 
-static atlas_status check_config(const atlas_sampler_config *c) {
+atlas_status atlas_sampler_config_check(const atlas_sampler_config *c) {
   if (!(c->temperature >= 0.0f) || isinf(c->temperature)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "sampler: temperature must be a finite number >= 0 (0 = greedy), got %g",
@@ -49,7 +49,7 @@ static atlas_status check_config(const atlas_sampler_config *c) {
 atlas_status atlas_sampler_init(atlas_sampler *sampler, const atlas_sampler_config *config,
                                 size_t vocab_size) {
   memset(sampler, 0, sizeof(*sampler));
-  ATLAS_RETURN_IF_ERROR(check_config(config));
+  ATLAS_RETURN_IF_ERROR(atlas_sampler_config_check(config));
   if (vocab_size == 0 || vocab_size > (size_t)INT32_MAX) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "sampler: vocabulary size %zu is out of range (1..%d)", vocab_size,

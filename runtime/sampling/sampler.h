@@ -56,6 +56,10 @@ typedef struct atlas_sampler {
   uint32_t stamp;
 } atlas_sampler;
 
+// Checks the configuration, naming the bad option: what init checks first,
+// for callers that go greedy without a sampler (the same options are refused).
+ATLAS_MUST_USE atlas_status atlas_sampler_config_check(const atlas_sampler_config *config);
+
 // Checks the configuration (naming the bad option) and allocates the scratch
 // for a vocabulary of `vocab_size` ids.
 ATLAS_MUST_USE atlas_status atlas_sampler_init(atlas_sampler *sampler,

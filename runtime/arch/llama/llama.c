@@ -292,12 +292,6 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static void advance(load_progress *p, uint64_t bytes) {
-  p->done += bytes;
-  if (p->options->progress != NULL) {
-    p->options->progress(p->options->progress_ctx, p->done, p->total);
-  }
-}
 
 static atlas_status find_tensor(const atlas_checkpoint *ck,
                                 atlas_llama_weight weight, int layer,
@@ -341,8 +335,7 @@ static atlas_status plan_matrix(atlas_llama_weights *w, const atlas_checkpoint *
 static atlas_status upload_norm(atlas_llama_weights *w,
                                 const atlas_checkpoint *ck,
                                 atlas_llama_weight weight, int layer,
-                                upload_plan *plan, load_progress *progress,
-                                float **out) {
+                                upload_plan *plan, float **out) {
   atlas_checkpoint_tensor t;
   ATLAS_RETURN_IF_ERROR(find_tensor(ck, weight, layer, &t));
   uint64_t n = t.tensor->elements;
@@ -371,28 +364,26 @@ static atlas_status upload_norm(atlas_llama_weights *w,
   job->fd = -1;
   job->file = t.path;
   *out = dst;
-  advance(progress, t.tensor->bytes);
   return ATLAS_OK;
 }
 
 static atlas_status plan_weights(atlas_llama_weights *w,
                                  const atlas_checkpoint *ck,
                                  const atlas_llama_config *c,
-                                 bool lm_head_is_embedding, upload_plan *plan,
-                                 load_progress *progress) {
+                                 bool lm_head_is_embedding, upload_plan *plan) {
   ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_EMBED_TOKENS, 0, plan,
                                     &w->embed));
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
     atlas_llama_layer *L = &w->layers[l];
     int i = (int)l;
     ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_INPUT_NORM, i, plan,
-                                      progress, &L->attn_norm));
+                                      &L->attn_norm));
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_Q_PROJ, i, plan, &L->wq));
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_K_PROJ, i, plan, &L->wk));
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_V_PROJ, i, plan, &L->wv));
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_O_PROJ, i, plan, &L->wo));
     ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_POST_NORM, i, plan,
-                                      progress, &L->ffn_norm));
+                                      &L->ffn_norm));
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_GATE_PROJ, i, plan,
                                       &L->w_gate));
     ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_UP_PROJ, i, plan, &L->w_up));
@@ -412,11 +403,11 @@ static atlas_status plan_weights(atlas_llama_weights *w,
     for (size_t v = 0; v < sizeof(vectors) / sizeof(vectors[0]); ++v) {
       if (!atlas_llama_weight_used(c, vectors[v].weight)) continue;
       ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, vectors[v].weight, i, plan,
-                                        progress, vectors[v].dst));
+                                        vectors[v].dst));
     }
   }
   ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_FINAL_NORM, 0, plan,
-                                    progress, &w->final_norm));
+                                    &w->final_norm));
   if (lm_head_is_embedding) {
     w->lm_head = w->embed;
     return ATLAS_OK;
@@ -494,7 +485,7 @@ static atlas_status load_weights(atlas_llama_weights *w,
   // arena, converts the vectors and plans the copies.
   w->sizing = true;
   atlas_status status =
-      plan_weights(w, ck, c, lm_head_is_embedding, &plan, progress);
+      plan_weights(w, ck, c, lm_head_is_embedding, &plan);
   w->sizing = false;
   size_t jobs = plan.count;
   plan.count = 0;
@@ -514,7 +505,7 @@ static atlas_status load_weights(atlas_llama_weights *w,
   // loads while they upload.
   atlas_backend_modules_start(w->backend);
   if (status == ATLAS_OK) {
-    status = plan_weights(w, ck, c, lm_head_is_embedding, &plan, progress);
+    status = plan_weights(w, ck, c, lm_head_is_embedding, &plan);
   }
   // The copies go without a host scan; the backend scans what landed.
   atlas_upload_job *bare = calloc(plan.count ? plan.count : 1, sizeof(*bare));
@@ -526,6 +517,11 @@ static atlas_status load_weights(atlas_llama_weights *w,
   progress->plan_ms = t1 - t0;
   double upload_ms = 0;
   if (status == ATLAS_OK) {
+    // Progress counts the bytes that land on the backend, norms (converted
+    // to f32) with the matrices: it ends exactly at its total.
+    progress->done = 0;
+    progress->total = 0;
+    for (size_t i = 0; i < plan.count; ++i) progress->total += plan.jobs[i].bytes;
     atlas_weight_check_strip(plan.jobs, plan.count, bare);
     status = upload_and_check(w->backend, ck, progress, plan.jobs, bare,
                               plan.count, &upload_ms);
@@ -591,7 +587,6 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "weights", release_weights, m->weights));
   double t0 = now_ms();
   load_progress progress = {options, 0, 0, 0, 0, 0};
-  ATLAS_RETURN_IF_ERROR(atlas_llama_weight_bytes(c, ck, &progress.total));
   ATLAS_RETURN_IF_ERROR(load_weights(m->weights, ck, c, tied, &progress));
 
   // The KV cache, scratch and prefill scratch: one allocation (the

@@ -562,9 +562,10 @@ static atlas_status take(const atlas_arch_generate_options *options,
   }
   *out_token = token;
   out_tokens[(*generated)++] = token;
-  *out_stop = is_eos(options, token) ||
-              (options != NULL && options->on_token != NULL &&
-               !options->on_token(options->token_ctx, token));
+  // Every recorded token reaches on_token, the EOS that ends it included.
+  bool go_on = options == NULL || options->on_token == NULL ||
+               options->on_token(options->token_ctx, token);
+  *out_stop = !go_on || is_eos(options, token);
   return ATLAS_OK;
 }
 

@@ -1,0 +1,372 @@
+// The public C API's models (atlas/atlas.h): what a swap says and frees, what
+// generation hands to its callbacks, the budget at open, load progress and
+// the SVG report, through the calls an embedder makes.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "atlas/atlas.h"
+#include "atlas/runtime/model/model.h"
+#include "atlas/tools/make_checkpoint_lib.h"
+#include "tests/runtime/test_util.h"
+
+namespace {
+
+std::string g_tokenizer;  // --tokenizer: a tokenizer.json of 665 ids
+
+// TEST_TMPDIR/leaf holding a deterministic checkpoint of `preset`.
+std::string Checkpoint(const std::string &leaf, const char *preset,
+                       uint64_t seed, int64_t vocab = 0) {
+  const char *tmp = getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + leaf;
+  atlas_make_checkpoint_options o{};
+  o.out_dir = dir.c_str();
+  o.seed = seed;
+  EXPECT_OK(atlas_make_checkpoint_preset(preset, &o.config));
+  if (vocab > 0) o.config.vocab_size = vocab;
+  o.dtype = ATLAS_DTYPE_F32;
+  o.shards = 1;
+  EXPECT_OK(atlas_make_checkpoint_write(&o));
+  return dir;
+}
+
+std::string Slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+uint64_t Required(const std::string &dir) {
+  atlas_model_spec s{};
+  s.dir = dir.c_str();
+  s.backend = "host";
+  uint64_t need = 0;
+  EXPECT_OK(atlas_model_required_bytes(&s, &need));
+  return need;
+}
+
+atlas_open_options HostOptions() {
+  atlas_open_options o;
+  atlas_open_options_init(&o);
+  o.backend = "host";
+  return o;
+}
+
+// A budget where only one of the two fits: the swap tears the old one down
+// first.
+uint64_t OneAtATime(const std::string &a, const std::string &b) {
+  uint64_t na = Required(a), nb = Required(b);
+  return std::max(na, nb) + std::min(na, nb) / 2;
+}
+
+// atlas_swap(..., NULL options) takes the current model's options: its
+// backend name is the model's own string, freed with it when only one fits.
+// (ASan, CI's second run, sees a use after free if the swap reads it late.)
+TEST(ModelApi, SwapWithTheCurrentOptionsWhenOnlyOneFits) {
+  std::string a = Checkpoint("api_swap_a", "tiny", 1);
+  std::string b = Checkpoint("api_swap_b", "small", 2);
+  atlas_open_options o = HostOptions();
+  o.device_budget_bytes = OneAtATime(a, b);
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_open(a.c_str(), &o, &m));
+  atlas_swap_info info;
+  ASSERT_OK(atlas_swap(&m, b.c_str(), nullptr, &info));
+  EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_SWAPPED);
+  EXPECT_FALSE(info.side_by_side);
+  atlas_model_info mi;
+  mi.struct_size = sizeof(mi);
+  ASSERT_OK(atlas_model_info_get(m, &mi));
+  EXPECT_STREQ(mi.backend, "host");
+  EXPECT_EQ(mi.vocab_size, 256u);  // the small preset: the new model serves
+  // And back, naming the directory by the model's own string.
+  std::string name = mi.name;
+  ASSERT_OK(atlas_swap(&m, a.c_str(), nullptr, &info));
+  EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_SWAPPED);
+  atlas_close_report r;
+  ASSERT_OK(atlas_close(m, &r));
+  EXPECT_EQ(r.leaked_bytes, 0u);
+  EXPECT_EQ(name, b);
+}
+
+// Failures before the swap starts leave the old model serving: the outcome
+// says REFUSED, never the zero value SWAPPED.
+TEST(ModelApi, EarlySwapFailuresSayRefused) {
+  std::string a = Checkpoint("api_refused_a", "tiny", 1);
+  atlas_open_options o = HostOptions();
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_open(a.c_str(), &o, &m));
+  atlas_model *before = m;
+  atlas_swap_info info;
+
+  atlas_open_options bad = HostOptions();
+  bad.backend = "tpu";
+  EXPECT_STATUS(atlas_swap(&m, a.c_str(), &bad, &info),
+                ATLAS_STATUS_NOT_FOUND, "backend");
+  EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_REFUSED);
+
+  bad = HostOptions();
+  bad.kv_cache_type = "f8";
+  EXPECT_STATUS(atlas_swap(&m, a.c_str(), &bad, &info),
+                ATLAS_STATUS_INVALID_ARGUMENT, "kv_cache_type");
+  EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_REFUSED);
+
+  EXPECT_STATUS(atlas_swap(&m, nullptr, &o, &info),
+                ATLAS_STATUS_INVALID_ARGUMENT, "NULL");
+  EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_REFUSED);
+
+  EXPECT_STATUS(atlas_swap_memory(&m, nullptr, "{}", 2, "", 0, &o, &info),
+                ATLAS_STATUS_INVALID_ARGUMENT, "name");
+  EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_REFUSED);
+
+  std::string missing = a + "/nowhere";
+  EXPECT_STATUS(atlas_swap(&m, missing.c_str(), &o, &info),
+                ATLAS_STATUS_NOT_FOUND, "nowhere");
+  EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_REFUSED);
+  EXPECT_EQ(info.needed_bytes, 0u);
+
+  EXPECT_EQ(m, before);
+  ASSERT_OK(atlas_close(m, nullptr));
+}
+
+// device_budget_bytes holds at open, before anything is allocated, as it
+// does at a swap.
+TEST(ModelApi, OpenHonoursTheDeviceBudget) {
+  std::string a = Checkpoint("api_budget", "tiny", 1);
+  uint64_t need = Required(a);
+  atlas_open_options o = HostOptions();
+  o.device_budget_bytes = need - 1;
+  atlas_model *m = nullptr;
+  EXPECT_STATUS(atlas_open(a.c_str(), &o, &m), ATLAS_STATUS_RESOURCE_EXHAUSTED,
+                "device budget");
+  EXPECT_EQ(m, nullptr);
+  o.device_budget_bytes = need;
+  ASSERT_OK(atlas_open(a.c_str(), &o, &m));
+  atlas_model_info mi;
+  mi.struct_size = sizeof(mi);
+  ASSERT_OK(atlas_model_info_get(m, &mi));
+  EXPECT_LE(mi.live_bytes, need);
+  ASSERT_OK(atlas_close(m, nullptr));
+}
+
+struct ProgressLog {
+  std::vector<uint64_t> done, total;
+};
+
+void OnProgress(void *ctx, uint64_t done, uint64_t total) {
+  auto *p = static_cast<ProgressLog *>(ctx);
+  p->done.push_back(done);
+  p->total.push_back(total);
+}
+
+// Progress climbs to its total, never past it, and ends there.
+TEST(ModelApi, LoadProgressEndsExactlyAtItsTotal) {
+  std::string a = Checkpoint("api_progress", "small", 4);
+  for (int round = 0; round < 5; ++round) {
+    ProgressLog log;
+    atlas_open_options o = HostOptions();
+    o.progress = OnProgress;
+    o.progress_ctx = &log;
+    atlas_model *m = nullptr;
+    ASSERT_OK(atlas_open(a.c_str(), &o, &m));
+    ASSERT_FALSE(log.done.empty());
+    for (size_t i = 0; i < log.done.size(); ++i) {
+      EXPECT_EQ(log.total[i], log.total[0]) << "call " << i;
+      EXPECT_LE(log.done[i], log.total[i]) << "call " << i;
+      if (i > 0) {
+        EXPECT_GE(log.done[i], log.done[i - 1]) << "call " << i;
+      }
+    }
+    EXPECT_EQ(log.done.back(), log.total.back());
+    ASSERT_OK(atlas_close(m, nullptr));
+  }
+}
+
+struct Seen {
+  std::vector<uint32_t> tokens;
+  int text_calls = 0;
+  bool stop_text = false;
+};
+
+bool OnToken(void *ctx, uint32_t token) {
+  static_cast<Seen *>(ctx)->tokens.push_back(token);
+  return true;
+}
+
+bool OnText(void *ctx, const char *, size_t) {
+  auto *s = static_cast<Seen *>(ctx);
+  s->text_calls++;
+  return !s->stop_text;
+}
+
+// Sampling options are checked whatever the temperature: greedy refuses
+// the same out-of-range values sampling does.
+TEST(ModelApi, GreedyRefusesOutOfRangeSamplingOptions) {
+  std::string a = Checkpoint("api_greedy", "tiny", 1);
+  atlas_open_options o = HostOptions();
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_open(a.c_str(), &o, &m));
+  const uint32_t prompt[] = {1, 2, 3};
+  uint32_t out[4];
+  size_t n = 0;
+  struct Case {
+    const char *name;
+    void (*set)(atlas_generate_options *);
+  } cases[] = {
+      {"top_p", [](atlas_generate_options *g) { g->top_p = 0.0f; }},
+      {"top_p", [](atlas_generate_options *g) { g->top_p = 1.5f; }},
+      {"min_p", [](atlas_generate_options *g) { g->min_p = -0.1f; }},
+      {"top_k", [](atlas_generate_options *g) { g->top_k = -1; }},
+      {"temperature", [](atlas_generate_options *g) { g->temperature = -1.0f; }},
+      {"repetition_penalty",
+       [](atlas_generate_options *g) { g->repetition_penalty = 0.0f; }},
+  };
+  for (const Case &c : cases) {
+    atlas_generate_options g;
+    atlas_generate_options_init(&g);
+    g.max_new_tokens = 4;
+    c.set(&g);
+    EXPECT_STATUS(atlas_generate(m, prompt, 3, &g, out, &n),
+                  ATLAS_STATUS_INVALID_ARGUMENT, c.name);
+    EXPECT_EQ(n, 0u);
+  }
+  ASSERT_OK(atlas_close(m, nullptr));
+}
+
+// Every token in out_tokens reaches on_token: the EOS that ends generation,
+// and the token whose text on_text declined.
+TEST(ModelApi, OnTokenSeesEveryTokenInTheOutput) {
+  std::string a = Checkpoint("api_ontoken", "tiny", 5, 665);
+  atlas_open_options o = HostOptions();
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_open(a.c_str(), &o, &m));
+  const uint32_t prompt[] = {5, 6, 7};
+  uint32_t free_run[8];
+  size_t n = 0;
+  atlas_generate_options g;
+  atlas_generate_options_init(&g);
+  g.max_new_tokens = 8;
+  g.ignore_eos = true;
+  ASSERT_OK(atlas_generate(m, prompt, 3, &g, free_run, &n));
+  ASSERT_EQ(n, 8u);
+  ASSERT_OK(atlas_close(m, nullptr));
+
+  // The third token generated becomes the EOS id.
+  uint32_t eos = free_run[2];
+  size_t first = 0;
+  while (free_run[first] != eos) ++first;
+  {
+    std::ofstream gen(a + "/generation_config.json");
+    gen << "{\"eos_token_id\": " << eos << "}";
+  }
+  ASSERT_OK(atlas_open(a.c_str(), &o, &m));
+  Seen seen;
+  uint32_t out[8];
+  atlas_generate_options_init(&g);
+  g.max_new_tokens = 8;
+  g.on_token = OnToken;
+  g.ctx = &seen;
+  ASSERT_OK(atlas_generate(m, prompt, 3, &g, out, &n));
+  ASSERT_EQ(n, first + 1);
+  EXPECT_EQ(out[n - 1], eos);
+  EXPECT_EQ(seen.tokens, std::vector<uint32_t>(out, out + n));
+
+  // on_text declining the first text: generation stops at that token, and
+  // on_token saw it.
+  atlas_tokenizer *tok = nullptr;
+  ASSERT_OK(atlas_tokenizer_load(g_tokenizer.c_str(), &tok));
+  seen = Seen{};
+  seen.stop_text = true;
+  g.ignore_eos = true;
+  g.tokenizer = tok;
+  g.on_text = OnText;
+  ASSERT_OK(atlas_generate(m, prompt, 3, &g, out, &n));
+  ASSERT_GE(n, 1u);
+  EXPECT_EQ(seen.text_calls, 1);
+  EXPECT_EQ(seen.tokens, std::vector<uint32_t>(out, out + n));
+  atlas_tokenizer_free(tok);
+  ASSERT_OK(atlas_close(m, nullptr));
+}
+
+// Whether `s` is UTF-8 that XML 1.0 can hold as character data.
+bool XmlCharacters(const std::string &s, std::string *why) {
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = (unsigned char)s[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
+                 : (c >> 3) == 30 ? 4 : 0;
+    if (len == 0 || i + len > s.size()) {
+      *why = "byte " + std::to_string(i) + " starts no UTF-8 character";
+      return false;
+    }
+    for (size_t k = 1; k < len; ++k) {
+      if (((unsigned char)s[i + k] >> 6) != 2) {
+        *why = "byte " + std::to_string(i) + ": a broken UTF-8 sequence";
+        return false;
+      }
+    }
+    if (len == 1 && c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+      *why = "byte " + std::to_string(i) + " is a control character";
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+// The SVG's title holds the model's name whole, whatever its bytes: long
+// names of multi-byte characters, control characters, bytes that are not
+// UTF-8.
+TEST(ModelApi, SvgReportIsWellFormedForAnyModelName) {
+  std::string a = Checkpoint("api_svg", "tiny", 1);
+  std::string config = Slurp(a + "/config.json");
+  std::string weights = Slurp(a + "/model.safetensors");
+  std::string names[] = {
+      std::string(300, 'x') + [] {
+        std::string s;
+        for (int i = 0; i < 200; ++i) s += "\xc3\xa9";  // é
+        return s;
+      }(),
+      std::string("bell\a tab\t <&\"> \xff\xfe half \xe2\x82"),
+  };
+  for (const std::string &name : names) {
+    atlas_open_options o = HostOptions();
+    atlas_model *m = nullptr;
+    ASSERT_OK(atlas_open_memory(name.c_str(), config.data(), config.size(),
+                                weights.data(), weights.size(), &o, &m));
+    char *svg = nullptr;
+    ASSERT_OK(atlas_report(m, ATLAS_REPORT_SVG, nullptr, &svg));
+    std::string text(svg);
+    atlas_free(svg);
+    std::string why;
+    EXPECT_TRUE(XmlCharacters(text, &why)) << why;
+    EXPECT_NE(text.find("</svg>"), std::string::npos);
+    if (name[0] == 'x') {
+      // All 200 characters survive: nothing cut the title short.
+      std::string tail;
+      for (int i = 0; i < 200; ++i) tail += "\xc3\xa9";
+      EXPECT_NE(text.find(tail + " on host"), std::string::npos);
+    } else {
+      EXPECT_NE(text.find("&lt;&amp;&quot;&gt;"), std::string::npos);
+    }
+    ASSERT_OK(atlas_close(m, nullptr));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  for (int i = 1; i < argc; ++i) {
+    if (strncmp(argv[i], "--tokenizer=", 12) == 0) g_tokenizer = argv[i] + 12;
+  }
+  if (g_tokenizer.empty()) {
+    fprintf(stderr, "usage: model_api_test --tokenizer=PATH\n");
+    return 2;
+  }
+  return RUN_ALL_TESTS();
+}
