@@ -14,9 +14,12 @@
 // It uses only the public API (atlas/atlas.h; atlas/atlas_testing.h for
 // swap --fail-alloc): that proves the API is enough.
 #include <errno.h>
+#include <fcntl.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "atlas/atlas.h"
 #include "atlas/atlas_testing.h"
@@ -214,18 +217,18 @@ static const atlas_cli_option kRunOptions[] = {
                               "with --chat: a system message before the "
                               "user's"},
     [RUN_ONLY(RUN_TEMPERATURE)] = {"temperature", "T", false, "0 (greedy)",
-                                   "sample with this temperature"},
+                                   "sample with this temperature (>= 0)"},
     [RUN_ONLY(RUN_TOP_K)] = {"top-k", "K", false, "0 (off)",
                              "sample among the K most likely ids"},
     [RUN_ONLY(RUN_TOP_P)] = {"top-p", "P", false, "1 (off)",
                              "sample among the most likely ids whose "
-                             "probability reaches P"},
+                             "probability reaches P, in (0, 1]"},
     [RUN_ONLY(RUN_MIN_P)] = {"min-p", "P", false, "0 (off)",
-                             "drop ids below P x the top probability"},
+                             "drop ids below P x the top probability; P in [0, 1]"},
     [RUN_ONLY(RUN_REPETITION_PENALTY)] = {"repetition-penalty", "R", false,
                                           "1 (off)",
                                           "penalise ids already in the "
-                                          "sequence"},
+                                          "sequence (> 0)"},
     [RUN_ONLY(RUN_SEED)] = {"seed", "N", false, "0",
                             "the sampler's seed: the same seed, the same "
                             "text"},
@@ -346,16 +349,20 @@ static atlas_status set_run_swap(run_options *o, size_t index,
     case RUN_STATS:
       o->stats = true;
       return ATLAS_OK;
+    // The ranges atlas_generate checks, here as usage errors; each value
+    // must also be a finite float, the type the API takes.
     case RUN_TEMPERATURE:
-      return atlas_cli_parse_double(flag, value, 0.0, &o->temperature);
+      return atlas_cli_parse_interval(flag, value, 0.0, false, FLT_MAX,
+                                      &o->temperature);
     case RUN_TOP_K:
       return atlas_cli_parse_long(flag, value, 0, INT32_MAX, &o->top_k);
     case RUN_TOP_P:
-      return atlas_cli_parse_double(flag, value, 0.0, &o->top_p);
+      return atlas_cli_parse_interval(flag, value, 0.0, true, 1.0, &o->top_p);
     case RUN_MIN_P:
-      return atlas_cli_parse_double(flag, value, 0.0, &o->min_p);
+      return atlas_cli_parse_interval(flag, value, 0.0, false, 1.0, &o->min_p);
     case RUN_REPETITION_PENALTY:
-      return atlas_cli_parse_double(flag, value, 0.0, &o->repetition_penalty);
+      return atlas_cli_parse_interval(flag, value, 0.0, true, FLT_MAX,
+                                      &o->repetition_penalty);
     case RUN_SEED:
       return atlas_cli_parse_u64(flag, value, UINT64_MAX, &o->seed);
     case RUN_STOP:
@@ -603,14 +610,26 @@ static atlas_status path_in(const char *dir, const char *name, char *out) {
 // tokenizer's special tokens), or with --chat the text rendered as a user
 // message (after --system's, if given) by DIR/tokenizer_config.json's chat
 // template (the template writes them).
-static atlas_status encode_prompt(const run_options *o, atlas_tokenizer **out_t,
-                                  uint32_t **out_ids, size_t *out_len) {
+// The model's tokenizer.json, loaded before any prompt is read (a wrong
+// --model fails before stdin is consumed).
+static atlas_status load_tokenizer(const run_options *o, atlas_tokenizer **out_t) {
   char path[ATLAS_CLI_PATH_MAX];
   ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer.json", path));
-  ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(path, out_t));
+  return atlas_tokenizer_load(path, out_t);
+}
+
+// Where the prompt text came from, for messages.
+static const char *prompt_source(const run_options *o) {
+  if (o->file_text == NULL) return "--prompt";
+  return o->prompt_file[0] == '-' ? "stdin" : o->prompt_file;
+}
+
+static atlas_status encode_prompt(const run_options *o, atlas_tokenizer *t,
+                                  uint32_t **out_ids, size_t *out_len) {
   if (!o->chat) {
-    return atlas_tokenizer_encode(*out_t, o->text, o->text_len, true, out_ids,
-                                  out_len);
+    return atlas_status_annotate(
+        atlas_tokenizer_encode(t, o->text, o->text_len, true, out_ids, out_len),
+        "the prompt (%s)", prompt_source(o));
   }
   // A chat message is a C string: a NUL would cut it short unseen.
   const char *nul = memchr(o->text, '\0', o->text_len);
@@ -618,21 +637,21 @@ static atlas_status encode_prompt(const run_options *o, atlas_tokenizer **out_t,
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: a NUL byte at offset %zu; a chat message "
                              "is text without NUL bytes",
-                             o->prompt_file[0] == '-' ? "stdin" : o->prompt_file,
-                             (size_t)(nul - o->text));
+                             prompt_source(o), (size_t)(nul - o->text));
   }
+  char path[ATLAS_CLI_PATH_MAX];
   ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer_config.json", path));
   atlas_chat_template *tmpl = NULL;
   ATLAS_RETURN_IF_ERROR(atlas_chat_template_load(path, &tmpl));
   atlas_chat_message messages[2] = {{"system", o->system}, {"user", o->text}};
   bool system = o->system != NULL;
   char *text = NULL;
-  atlas_status s = atlas_chat_template_apply(tmpl, messages + !system,
-                                             1 + system, true, &text);
+  atlas_status s = atlas_status_annotate(
+      atlas_chat_template_apply(tmpl, messages + !system, 1 + system, true, &text),
+      "the chat prompt (%s%s)", prompt_source(o), system ? " and --system" : "");
   atlas_chat_template_free(tmpl);
   if (s == ATLAS_OK) {
-    s = atlas_tokenizer_encode(*out_t, text, strlen(text), false, out_ids,
-                               out_len);
+    s = atlas_tokenizer_encode(t, text, strlen(text), false, out_ids, out_len);
   }
   atlas_free(text);
   return s;
@@ -727,6 +746,8 @@ static atlas_status swap_and_rerun(atlas_model **m, run_options *o,
   atlas_progress_init(&progress, "swapping");
   atlas_open_options next = *oo;
   next.progress_ctx = &progress;
+  // The budget is the swap's: the first model opens without it.
+  next.device_budget_bytes = (uint64_t)(o->budget_mb * 1e6 + 0.5);
   atlas_swap_info r;
   atlas_status swapped = atlas_testing_swap(
       m, o->to, &next,
@@ -753,17 +774,28 @@ static atlas_status swap_and_rerun(atlas_model **m, run_options *o,
 // without it (atlas_testing_open_unfaulted).
 static atlas_status run_or_swap(run_options *o, bool swap) {
   atlas_cli_output out;
-  ATLAS_RETURN_IF_ERROR(
-      atlas_cli_output_open(o->logits[0] != '\0' ? o->logits : NULL, &out));
+  ATLAS_RETURN_IF_ERROR(atlas_cli_output_open(
+      "--logits", o->logits[0] != '\0' ? o->logits : NULL, &out));
+  atlas_status s = atlas_cli_output_check_input(&out, "--model", o->model);
+  if (s == ATLAS_OK && swap) s = atlas_cli_output_check_input(&out, "--to", o->to);
+  if (s == ATLAS_OK) {
+    s = atlas_cli_output_check_input(&out, "--prompt-file", o->prompt_file);
+  }
+  if (s != ATLAS_OK) {
+    atlas_cli_output_abort(&out);
+    return s;
+  }
   atlas_tokenizer *tokenizer = NULL;
-  atlas_status s = ATLAS_OK;
-  if (o->prompt_file[0] != '\0') {
+  if (o->prompt_file[0] != '\0' || o->text != NULL) {
+    s = load_tokenizer(o, &tokenizer);
+  }
+  if (s == ATLAS_OK && o->prompt_file[0] != '\0') {
     s = atlas_cli_read_all(o->prompt_file, kMaxPromptFileBytes, &o->file_text,
                            &o->text_len);
     o->text = o->file_text;
   }
   if (s == ATLAS_OK && o->text != NULL) {
-    s = encode_prompt(o, &tokenizer, &o->prompt, &o->prompt_len);
+    s = encode_prompt(o, tokenizer, &o->prompt, &o->prompt_len);
     if (s == ATLAS_OK && o->prompt_len == 0) {
       s = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                             "%s encodes to no tokens",
@@ -788,7 +820,6 @@ static atlas_status run_or_swap(run_options *o, bool swap) {
   atlas_open_options oo;
   open_options_for(o->backend, max_seq, &progress, &oo);
   oo.kv_cache_type = o->kv_dtype;
-  oo.device_budget_bytes = (uint64_t)(o->budget_mb * 1e6 + 0.5);
   // --steps against the model's context, checked while opening, before
   // anything is allocated: forward steps are every prompt token and every
   // generated token but the last.
@@ -844,12 +875,16 @@ static atlas_status write_report_file(const atlas_model *m,
 // only when the whole report succeeded; on failure neither file appears.
 static atlas_status report(const report_options *o) {
   atlas_cli_output json, svg;
-  ATLAS_RETURN_IF_ERROR(
-      atlas_cli_output_open(o->json[0] != '\0' ? o->json : NULL, &json));
-  atlas_status s =
-      atlas_cli_output_open(o->svg[0] != '\0' ? o->svg : NULL, &svg);
+  ATLAS_RETURN_IF_ERROR(atlas_cli_output_open(
+      "--json", o->json[0] != '\0' ? o->json : NULL, &json));
+  atlas_status s = atlas_cli_output_open(
+      "--svg", o->svg[0] != '\0' ? o->svg : NULL, &svg);
+  if (s == ATLAS_OK) s = atlas_cli_output_check_pair(&json, &svg);
+  if (s == ATLAS_OK) s = atlas_cli_output_check_input(&json, "--model", o->model);
+  if (s == ATLAS_OK) s = atlas_cli_output_check_input(&svg, "--model", o->model);
   if (s != ATLAS_OK) {
     atlas_cli_output_abort(&json);
+    atlas_cli_output_abort(&svg);
     return s;
   }
   atlas_progress progress;
@@ -869,6 +904,9 @@ static atlas_status report(const report_options *o) {
     s = write_report_file(m, ATLAS_REPORT_SVG, o, &svg);
   }
   s = atlas_status_join(s, atlas_close(m, NULL));
+  // Both written out before either is renamed: they appear together.
+  if (s == ATLAS_OK) s = atlas_cli_output_close(&json);
+  if (s == ATLAS_OK) s = atlas_cli_output_close(&svg);
   if (s == ATLAS_OK) s = atlas_cli_output_commit(&json);
   if (s == ATLAS_OK) s = atlas_cli_output_commit(&svg);
   atlas_cli_output_abort(&json);  // no-ops after a commit
@@ -1023,15 +1061,17 @@ static atlas_status set_detokenize(void *opts, size_t index,
 }
 
 static atlas_status tokenize(const text_options *o) {
+  // The tokenizer first: a wrong --tokenizer fails before stdin is read.
+  atlas_tokenizer *t = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(o->tokenizer, &t));
   char *text = NULL;
   size_t len = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_cli_read_all("-", SIZE_MAX, &text, &len));
-  atlas_tokenizer *t = NULL;
-  atlas_status s = atlas_tokenizer_load(o->tokenizer, &t);
+  atlas_status s = atlas_cli_read_all("-", SIZE_MAX, &text, &len);
   uint32_t *ids = NULL;
   size_t count = 0;
   if (s == ATLAS_OK) {
-    s = atlas_tokenizer_encode(t, text, len, o->special, &ids, &count);
+    s = atlas_status_annotate(
+        atlas_tokenizer_encode(t, text, len, o->special, &ids, &count), "stdin");
   }
   if (s == ATLAS_OK) {
     for (size_t i = 0; i < count; ++i) printf("%s%u", i ? "," : "", ids[i]);
@@ -1201,7 +1241,34 @@ static void print_top_help(FILE *out) {
         out);
 }
 
-int main(int argc, char **argv) {
+// Descriptors 0-2 closed by the caller would be reused by the first files
+// opened (an output's temporary file would receive what is printed): they
+// are pointed at /dev/null first.
+static void keep_standard_fds(void) {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+      int got = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+      if (got >= 0 && got != fd) close(got);
+    }
+  }
+}
+
+// Output that never arrived is a failure (a full disk, a closed pipe): the
+// command's status turns to 1, with a line saying so.
+static int finish_stdout(int status) {
+  bool failed = fflush(stdout) != 0 || ferror(stdout);
+  int err = errno;
+  if (fclose(stdout) != 0 && !failed) {
+    failed = true;
+    err = errno;
+  }
+  if (!failed) return status;
+  fprintf(stderr, "atlas: writing the standard output failed: %s\n",
+          strerror(err));
+  return status == ATLAS_CLI_EXIT_OK ? ATLAS_CLI_EXIT_FAILURE : status;
+}
+
+static int run_command(int argc, char **argv) {
   if (argc < 2) {
     return atlas_cli_usage_error("atlas", "a command is needed");
   }
@@ -1240,4 +1307,9 @@ int main(int argc, char **argv) {
     return atlas_cli_usage_error("atlas", "unknown option '%s'", first);
   }
   return atlas_cli_usage_error("atlas", "unknown command '%s'", first);
+}
+
+int main(int argc, char **argv) {
+  keep_standard_fds();
+  return finish_stdout(run_command(argc, argv));
 }

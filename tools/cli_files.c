@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -64,26 +65,110 @@ atlas_status atlas_cli_read_all(const char *path, size_t max_bytes,
   return ATLAS_OK;
 }
 
-atlas_status atlas_cli_output_open(const char *path, atlas_cli_output *out) {
+// The file an output replaces: `path` with its symbolic links resolved (a
+// link is written through, not replaced), or, for a new file, the resolved
+// folder and the name. A link to nothing is refused: what it meant is unclear.
+static atlas_status resolve_target(const char *flag, const char *path,
+                                   char **out) {
+  *out = NULL;
+  struct stat ls;
+  if (lstat(path, &ls) == 0) {
+    char *rp = realpath(path, NULL);
+    if (rp == NULL) {
+      int err = errno;
+      return atlas_status_make(
+          S_ISLNK(ls.st_mode) ? ATLAS_STATUS_FAILED_PRECONDITION : ATLAS_STATUS_IO,
+          "%s %s: %s%s", flag, path,
+          S_ISLNK(ls.st_mode) ? "a symbolic link to nothing: " : "",
+          strerror(err));
+    }
+    *out = rp;
+    return ATLAS_OK;
+  }
+  if (errno != ENOENT) {
+    return atlas_status_make(ATLAS_STATUS_IO, "%s %s: %s", flag, path,
+                             strerror(errno));
+  }
+  const char *slash = strrchr(path, '/');
+  const char *name = slash != NULL ? slash + 1 : path;
+  char *folder = slash == NULL ? strdup(".")
+                 : slash == path ? strdup("/")
+                                 : strndup(path, (size_t)(slash - path));
+  if (folder == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory for %s", path);
+  }
+  char *rp = realpath(folder, NULL);
+  int err = errno;
+  free(folder);
+  if (rp == NULL || name[0] == '\0') {
+    return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create %s: %s",
+                             flag, path, rp == NULL ? strerror(err) : "no file name");
+  }
+  size_t n = strlen(rp) + strlen(name) + 2;
+  *out = malloc(n);
+  if (*out != NULL) snprintf(*out, n, "%s%s%s", rp, strcmp(rp, "/") ? "/" : "", name);
+  free(rp);
+  return *out != NULL ? ATLAS_OK
+                      : atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                                          "no memory for %s", path);
+}
+
+atlas_status atlas_cli_output_open(const char *flag, const char *path,
+                                   atlas_cli_output *out) {
   memset(out, 0, sizeof(*out));
   if (path == NULL) return ATLAS_OK;
-  size_t n = strlen(path);
+  out->flag = flag;
   out->path = strdup(path);
+  if (out->path == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory for %s",
+                             path);
+  }
+  atlas_status s = resolve_target(flag, path, &out->target);
+  if (s != ATLAS_OK) {
+    atlas_cli_output_abort(out);
+    return s;
+  }
+  struct stat st;
+  if (stat(out->target, &st) == 0) {
+    out->exists = true;
+    out->dev = st.st_dev;
+    out->ino = st.st_ino;
+    if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
+      // A pipe or a device (/dev/stdout, /dev/null): written through, as
+      // a shell redirection would; there is nothing to replace.
+      out->f = fopen(out->target, "wb");
+      if (out->f == NULL) {
+        int err = errno;
+        atlas_cli_output_abort(out);
+        return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot open %s: %s",
+                                 flag, path, strerror(err));
+      }
+      return ATLAS_OK;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      atlas_cli_output_abort(out);
+      return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                               "%s %s is %s, not a file: name a file to write",
+                               flag, path,
+                               S_ISDIR(st.st_mode) ? "a folder" : "a socket or a block device");
+    }
+  }
+  size_t n = strlen(out->target);
   out->tmp = malloc(n + 16);
-  if (out->path == NULL || out->tmp == NULL) {
+  if (out->tmp == NULL) {
     atlas_cli_output_abort(out);
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory for %s",
                              path);
   }
-  snprintf(out->tmp, n + 16, "%s.tmp.XXXXXX", path);
+  snprintf(out->tmp, n + 16, "%s.tmp.XXXXXX", out->target);
   int fd = mkstemp(out->tmp);
   if (fd < 0) {
     int err = errno;
     free(out->tmp);
     out->tmp = NULL;
     atlas_cli_output_abort(out);
-    return atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", path,
-                             strerror(err));
+    return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create %s: %s",
+                             flag, path, strerror(err));
   }
   // mkstemp makes the file 0600; the final file gets what fopen would give.
   mode_t mask = umask(0);
@@ -94,32 +179,85 @@ atlas_status atlas_cli_output_open(const char *path, atlas_cli_output *out) {
     int err = errno;
     close(fd);
     atlas_cli_output_abort(out);
-    return atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", path,
-                             strerror(err));
+    return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create %s: %s",
+                             flag, path, strerror(err));
   }
   return ATLAS_OK;
 }
 
-atlas_status atlas_cli_output_commit(atlas_cli_output *out) {
-  if (out->f == NULL) {
-    atlas_cli_output_abort(out);
+// Whether `out` would replace the file `dirfd`/`name` (a regular file).
+static bool replaces(const atlas_cli_output *out, int dirfd, const char *name) {
+  struct stat st;
+  return fstatat(dirfd, name, &st, 0) == 0 && S_ISREG(st.st_mode) &&
+         st.st_dev == out->dev && st.st_ino == out->ino;
+}
+
+atlas_status atlas_cli_output_check_input(const atlas_cli_output *out,
+                                          const char *input_flag,
+                                          const char *input) {
+  if (out->path == NULL || !out->exists || out->tmp == NULL || input == NULL ||
+      input[0] == '\0' || strcmp(input, "-") == 0) {
     return ATLAS_OK;
   }
-  int failed = fflush(out->f) != 0 || fsync(fileno(out->f)) != 0;
+  bool hit = false;
+  DIR *d = opendir(input);
+  bool folder = d != NULL;
+  if (folder) {  // a checkpoint folder: every file in it is an input
+    const struct dirent *e;
+    while (!hit && (e = readdir(d)) != NULL) hit = replaces(out, dirfd(d), e->d_name);
+    closedir(d);
+  } else {
+    hit = replaces(out, AT_FDCWD, input);
+  }
+  if (!hit) return ATLAS_OK;
+  return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                           "%s %s would replace %s, which %s %s reads: name "
+                           "another file",
+                           out->flag, out->path,
+                           folder ? "a file" : "the file", input_flag, input);
+}
+
+atlas_status atlas_cli_output_check_pair(const atlas_cli_output *a,
+                                         const atlas_cli_output *b) {
+  if (a->target == NULL || b->target == NULL ||
+      strcmp(a->target, b->target) != 0) {
+    return ATLAS_OK;
+  }
+  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                           "%s %s and %s %s name the same file", a->flag,
+                           a->path, b->flag, b->path);
+}
+
+atlas_status atlas_cli_output_close(atlas_cli_output *out) {
+  if (out->f == NULL) return ATLAS_OK;
+  int failed = fflush(out->f) != 0;
+  // fsync only makes sense for a file (a pipe or a tty refuses it).
+  if (!failed && out->tmp != NULL) failed = fsync(fileno(out->f)) != 0;
   int err = errno;
-  failed |= fclose(out->f) != 0;
-  out->f = NULL;
-  if (!failed && rename(out->tmp, out->path) != 0) {
+  if (fclose(out->f) != 0 && !failed) {
     failed = 1;
     err = errno;
   }
+  out->f = NULL;
   if (failed) {
     atlas_status s = atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s",
                                        out->path, strerror(err));
     atlas_cli_output_abort(out);
     return s;
   }
+  return ATLAS_OK;
+}
+
+atlas_status atlas_cli_output_commit(atlas_cli_output *out) {
+  ATLAS_RETURN_IF_ERROR(atlas_cli_output_close(out));
+  if (out->tmp != NULL && rename(out->tmp, out->target) != 0) {
+    atlas_status s = atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s",
+                                       out->path, strerror(errno));
+    atlas_cli_output_abort(out);
+    return s;
+  }
   free(out->tmp);
+  free(out->target);
   free(out->path);
   memset(out, 0, sizeof(*out));
   return ATLAS_OK;
@@ -129,6 +267,7 @@ void atlas_cli_output_abort(atlas_cli_output *out) {
   if (out->f != NULL) fclose(out->f);
   if (out->tmp != NULL) unlink(out->tmp);
   free(out->tmp);
+  free(out->target);
   free(out->path);
   memset(out, 0, sizeof(*out));
 }

@@ -177,12 +177,19 @@ atlas_cli_parse_result atlas_cli_parse(const atlas_cli_command *c, int argc,
   return ATLAS_CLI_PARSED;
 }
 
+// strto* skip leading white space, which the user never meant as part of
+// a number (and " -1" would slip past a check of the first character).
+static bool starts_with_space(const char *value) {
+  return value[0] != '\0' && strchr(" \t\n\v\f\r", value[0]) != NULL;
+}
+
 atlas_status atlas_cli_parse_long(const char *option, const char *value,
                                   long min, long max, long *out_value) {
   char *end = NULL;
   errno = 0;
   long v = strtol(value, &end, 10);
-  if (errno != 0 || end == value || *end != '\0' || v < min || v > max) {
+  if (errno != 0 || end == value || *end != '\0' || v < min || v > max ||
+      starts_with_space(value)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s wants an integer from %ld to %ld, not '%s'",
                              option, min, max, value);
@@ -198,7 +205,7 @@ atlas_status atlas_cli_parse_u64(const char *option, const char *value,
   errno = 0;
   unsigned long long v = strtoull(value, &end, 10);
   if (errno != 0 || end == value || *end != '\0' || value[0] == '-' ||
-      v > max) {
+      v > max || starts_with_space(value)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s wants an integer from 0 to %llu, not '%s'",
                              option, max, value);
@@ -213,10 +220,28 @@ atlas_status atlas_cli_parse_double(const char *option, const char *value,
   errno = 0;
   double v = strtod(value, &end);
   // "nan", "inf" and friends are refused: no flag means them.
-  if (errno != 0 || end == value || *end != '\0' || !isfinite(v) || v < min) {
+  if (errno != 0 || end == value || *end != '\0' || !isfinite(v) || v < min ||
+      starts_with_space(value)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s wants a number >= %g, not '%s'", option,
                              min, value);
+  }
+  *out_value = v;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_cli_parse_interval(const char *option, const char *value,
+                                      double lo, bool lo_open, double hi,
+                                      double *out_value) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(value, &end);
+  bool ok = errno == 0 && end != value && *end == '\0' && isfinite(v) &&
+            !starts_with_space(value) && (lo_open ? v > lo : v >= lo) && v <= hi;
+  if (!ok) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s wants a number in %s%g, %g], not '%s'", option,
+                             lo_open ? "(" : "[", lo, hi, value);
   }
   *out_value = v;
   return ATLAS_OK;

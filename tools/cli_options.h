@@ -77,6 +77,10 @@ ATLAS_MUST_USE atlas_status atlas_cli_parse_u64(const char *option, const char *
                                  unsigned long long *out_value);
 ATLAS_MUST_USE atlas_status atlas_cli_parse_double(const char *option, const char *value,
                                     double min, double *out_value);
+// A finite number in [lo, hi], or (lo, hi] when lo_open.
+ATLAS_MUST_USE atlas_status atlas_cli_parse_interval(const char *option, const char *value,
+                                                     double lo, bool lo_open, double hi,
+                                                     double *out_value);
 
 // A path the user typed, made absolute against BUILD_WORKING_DIRECTORY when
 // Bazel ran the tool (`bazel run` starts tools inside the runfiles tree, but

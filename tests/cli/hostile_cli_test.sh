@@ -82,6 +82,61 @@ check "a failed report leaves no JSON nor SVG nor temp file" bash -c "$(declare 
 check "a good report writes both" [ -s "$tmp/r2.json" -a -s "$tmp/r2.svg" ]
 check "... and no temp file stays" bash -c "! ls '$tmp'/r2.*.tmp.* >/dev/null 2>&1"
 
+# ---- outputs never replace inputs, folders or links; devices are written ----
+cp "$tmp/a/model.safetensors" "$tmp/a_weights_before"
+"$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/a/model.safetensors" >/dev/null 2>"$tmp/err"; rc=$?
+check "--logits onto the model's weights exits 1" [ "$rc" -eq 1 ]
+check "... naming both options" grep -q -- "--logits $tmp/a/model.safetensors would replace a file, which --model $tmp/a reads" "$tmp/err"
+check "... and the weights are untouched" cmp -s "$tmp/a/model.safetensors" "$tmp/a_weights_before"
+"$atlas" swap --model "$tmp/a" --to "$tmp/b" "${run[@]}" --logits "$tmp/b/config.json" >/dev/null 2>"$tmp/err"; rc=$?
+check "swap --logits onto the new model's config.json is refused" bash -c "[ $rc -eq 1 ] && grep -q -- '--to $tmp/b reads' '$tmp/err'"
+ln -s "$tmp/a/config.json" "$tmp/config_link"
+"$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/config_link" >/dev/null 2>"$tmp/err"; rc=$?
+check "... also through a symbolic link" bash -c "[ $rc -eq 1 ] && grep -q 'would replace' '$tmp/err' && [ -L '$tmp/config_link' ]"
+echo "1,2,3" >"$tmp/prompt.txt"
+"$atlas" run --model "$tmp/a" --backend host --prompt-file "$tmp/prompt.txt" --steps 2 --logits "$tmp/prompt.txt" >/dev/null 2>"$tmp/err"; rc=$?
+check "--logits onto the --prompt-file is refused" bash -c "[ $rc -eq 1 ] && grep -q -- 'which --prompt-file $tmp/prompt.txt reads' '$tmp/err' && [ \"\$(cat '$tmp/prompt.txt')\" = 1,2,3 ]"
+mkdir "$tmp/outdir"
+"$atlas" run --model "$tmp/nope" "${run[@]}" --logits "$tmp/outdir" >/dev/null 2>"$tmp/err"; rc=$?
+check "--logits naming a folder exits 1 before the load" bash -c "[ $rc -eq 1 ] && grep -q -- '--logits $tmp/outdir is a folder' '$tmp/err' && ! grep -q config.json '$tmp/err'"
+echo old >"$tmp/real.bin"
+ln -s "$tmp/real.bin" "$tmp/link.bin"
+"$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/link.bin" >/dev/null 2>&1
+check "--logits through a symbolic link writes its target" cmp -s "$tmp/real.bin" "$tmp/ok.bin"
+check "... and the link stays a link" [ -L "$tmp/link.bin" ]
+ln -s "$tmp/missing/x.bin" "$tmp/dangling.bin"
+"$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/dangling.bin" >/dev/null 2>"$tmp/err"; rc=$?
+check "--logits on a link to nothing is refused" bash -c "[ $rc -eq 1 ] && grep -q 'symbolic link to nothing' '$tmp/err'"
+"$atlas" run --model "$tmp/a" "${run[@]}" --logits /dev/null >/dev/null 2>"$tmp/err"; rc=$?
+check "--logits /dev/null is written through (exit 0)" bash -c "[ $rc -eq 0 ] && [ -c /dev/null ]"
+mkfifo "$tmp/fifo"
+cat "$tmp/fifo" >"$tmp/from_fifo" &
+"$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/fifo" >/dev/null 2>&1; rc=$?
+wait
+check "--logits into a FIFO streams the logits through it" bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/from_fifo' '$tmp/ok.bin' && [ -p '$tmp/fifo' ]"
+"$atlas" report --model "$tmp/a" --backend host --json "$tmp/same" --svg "$tmp/./same" >/dev/null 2>"$tmp/err"; rc=$?
+check "report --json and --svg naming one file is refused" bash -c "[ $rc -eq 1 ] && grep -q 'name the same file' '$tmp/err' && [ ! -e '$tmp/same' ]"
+"$atlas" report --model "$tmp/a" --backend host --json "$tmp/a/config.json" >/dev/null 2>"$tmp/err"; rc=$?
+check "report --json onto the model's config.json is refused" bash -c "[ $rc -eq 1 ] && grep -q 'would replace' '$tmp/err'"
+
+# ---- the standard streams ----
+"$atlas" run --model "$tmp/a" "${run[@]}" >/dev/full 2>"$tmp/err"; rc=$?
+check "run with stdout on a full disk exits 1" [ "$rc" -eq 1 ]
+check "... saying the standard output failed" grep -q "writing the standard output failed" "$tmp/err"
+"$atlas" --help >/dev/full 2>/dev/null
+check "--help on a full disk exits 1" [ $? -eq 1 ]
+"$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/closed.bin" >&- 2>/dev/null; rc=$?
+check "a closed stdout: the run still succeeds" [ "$rc" -eq 0 ]
+check "... and nothing printed lands in the --logits file" cmp -s "$tmp/closed.bin" "$tmp/ok.bin"
+left=$(printf 'hello' | { "$atlas" tokenize --tokenizer "$tmp/nope.json" 2>/dev/null; cat; })
+check "tokenize with a missing tokenizer leaves stdin unread" [ "$left" = hello ]
+left=$(printf 'hello' | { "$atlas" run --model "$tmp/nope" --backend host --prompt-file - --steps 1 2>/dev/null; cat; })
+check "run --prompt-file - with a missing model leaves stdin unread" [ "$left" = hello ]
+for bad in " -1" " 5" "-0"; do
+  "$atlas" run --model "$tmp/a" "${run[@]}" --temperature 1 --seed "$bad" >/dev/null 2>"$tmp/err"; rc=$?
+  check "--seed '$bad' is a usage error" bash -c "[ $rc -eq 2 ] && grep -q -- '--seed wants an integer' '$tmp/err'"
+done
+
 # ---- --steps against the model's context (tiny: max_position_embeddings 128) ----
 "$atlas" run --model "$tmp/a" --backend host --tokens 1,2,3 --steps 126 >/dev/null 2>&1
 check "3 prompt tokens + 126 steps (128 positions) fit a context of 128" [ $? -eq 0 ]

@@ -107,9 +107,16 @@ for seed in 1 2 3 4 5; do
   [ -n "$out" ] && [ "$out" != "$gen" ] && differs=$((differs + 1))
 done
 check "--temperature 2 samples something other than the greedy ids" [ "$differs" -gt 0 ]
-run --tokens "$ids" --steps 2 --temperature 1 --top-p 1.5 >/dev/null 2>"$tmp/err"; rc=$?
-check "--top-p 1.5 exits 1" [ "$rc" -eq 1 ]
-check "... naming top_p" grep -q "top_p" "$tmp/err"
+# Out-of-range sampling options are usage errors, greedy or not, before
+# anything loads.
+for bad in "--temperature 1 --top-p 1.5" "--top-p 0" "--min-p 1.01" \
+           "--repetition-penalty 0" "--temperature 1e39" "--temperature -1"; do
+  run --tokens "$ids" --steps 2 $bad >"$tmp/out" 2>"$tmp/err"; rc=$?
+  flag=$(tr ' ' '\n' <<<"$bad" | grep -- '^--' | tail -1)
+  check "$bad is a usage error (exit 2)" [ "$rc" -eq 2 ]
+  check "... naming $flag and its range" grep -q -- "$flag wants a number in" "$tmp/err"
+  check "... before anything loads" [ ! -s "$tmp/out" ]
+done
 
 # ---- --stop: the text up to (not including) the stop string ----
 python3 - "$tmp/got" "$tmp/stop" "$tmp/stopped_want" <<'PY'
