@@ -77,10 +77,13 @@ const char *atlas_backend_names(void);
 // Opens the checkpoint directory `dir` (config.json, model.safetensors or
 // model.safetensors.index.json and its shards, as Hugging Face writes them)
 // and loads it onto a backend of its own. `options` may be NULL (defaults).
-// Errors: NOT_FOUND / IO / DATA_LOSS name the file and key; INVALID_ARGUMENT
-// for an architecture or config feature Atlas does not run (named);
-// RESOURCE_EXHAUSTED / OUT_OF_MEMORY with the figures. On failure nothing
-// stays allocated and *out_model is NULL.
+// Errors name the file and key: NOT_FOUND / IO for a file that cannot be
+// read; DATA_LOSS for broken weights (a safetensors header or tensor);
+// INVALID_ARGUMENT for a config.json that is not valid JSON or holds a bad
+// value; UNIMPLEMENTED for an architecture or config feature Atlas does
+// not run; RESOURCE_EXHAUSTED (the device budget, named) / OUT_OF_MEMORY
+// with the figures. On failure nothing stays allocated and *out_model is
+// NULL.
 ATLAS_MUST_USE atlas_status atlas_open(const char *dir,
                                        const atlas_open_options *options,
                                        atlas_model **out_model);

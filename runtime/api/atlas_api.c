@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "atlas/runtime/api/memory_json.h"
 #include "atlas/runtime/api/memory_svg.h"
@@ -23,11 +24,19 @@
 
 // An options struct from a caller built against an older header is shorter:
 // copy what it has over the defaults.
-#define ATLAS_COPY_SIZED_(dst, src)                                      \
+// A struct_size too small to be any version's (0: the caller skipped the
+// init function) is refused rather than read as "no fields".
+#define ATLAS_COPY_SIZED_(dst, src, what)                                \
   do {                                                                   \
     size_t n_ = (src)->struct_size;                                      \
+    if (n_ <= sizeof(size_t)) {                                          \
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,            \
+                               "%s.struct_size is %zu: fill the struct " \
+                               "with %s_init first",                     \
+                               what, n_, what);                          \
+    }                                                                    \
     if (n_ > sizeof(*(dst))) n_ = sizeof(*(dst));                        \
-    if (n_ >= sizeof(size_t)) memcpy((dst), (src), n_);                  \
+    memcpy((dst), (src), n_);                                            \
     (dst)->struct_size = sizeof(*(dst));                                 \
   } while (0)
 
@@ -58,7 +67,7 @@ static atlas_status spec_from(const atlas_open_options *in,
                               atlas_model_spec *spec) {
   atlas_open_options o;
   atlas_open_options_init(&o);
-  if (in != NULL) ATLAS_COPY_SIZED_(&o, in);
+  if (in != NULL) ATLAS_COPY_SIZED_(&o, in, "atlas_open_options");
   ATLAS_RETURN_IF_ERROR(atlas_backend_factory_check_name(o.backend),
                         "atlas_open_options.backend");
   if (o.max_seq < 0 || o.context_needed < 0) {
@@ -69,7 +78,7 @@ static atlas_status spec_from(const atlas_open_options *in,
                              (long long)o.context_needed);
   }
   atlas_dtype kv = ATLAS_DTYPE_F32;
-  bool kv_auto = o.kv_cache_type == NULL || strcmp(o.kv_cache_type, "auto") == 0;
+  bool kv_auto = o.kv_cache_type == NULL || strcasecmp(o.kv_cache_type, "auto") == 0;
   if (!kv_auto && !atlas_dtype_from_name(o.kv_cache_type, &kv)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "atlas_open_options.kv_cache_type \"%.32s\" is "
@@ -379,7 +388,7 @@ atlas_status atlas_generate(atlas_model *model, const uint32_t *prompt,
   }
   atlas_generate_options o;
   atlas_generate_options_init(&o);
-  if (options != NULL) ATLAS_COPY_SIZED_(&o, options);
+  if (options != NULL) ATLAS_COPY_SIZED_(&o, options, "atlas_generate_options");
   int64_t vocab = atlas_model_vocab_size(model);
   for (size_t i = 0; i < prompt_len; ++i) {
     if ((int64_t)prompt[i] >= vocab) {
@@ -631,7 +640,7 @@ atlas_status atlas_report(const atlas_model *model, atlas_report_format format,
   }
   atlas_report_options o;
   atlas_report_options_init(&o);
-  if (options != NULL) ATLAS_COPY_SIZED_(&o, options);
+  if (options != NULL) ATLAS_COPY_SIZED_(&o, options, "atlas_report_options");
   if (!isfinite(o.min_mb) || o.min_mb < 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "atlas_report_options.min_mb must be a finite "

@@ -134,6 +134,37 @@ TEST(ModelApi, EarlySwapFailuresSayRefused) {
   ASSERT_OK(atlas_close(m, nullptr));
 }
 
+// An options struct that skipped its init function is refused by name, not
+// read as "all defaults"; kv_cache_type takes any case, as atlas.h says.
+TEST(ModelApi, OptionsWithoutInitAreRefusedAndNamesTakeAnyCase) {
+  std::string a = Checkpoint("api_sized", "tiny", 1);
+  atlas_open_options o;
+  memset(&o, 0, sizeof(o));
+  o.backend = "host";
+  atlas_model *m = nullptr;
+  EXPECT_STATUS(atlas_open(a.c_str(), &o, &m), ATLAS_STATUS_INVALID_ARGUMENT,
+                "atlas_open_options.struct_size is 0");
+  EXPECT_EQ(m, nullptr);
+  o = HostOptions();
+  o.kv_cache_type = "AUTO";
+  ASSERT_OK(atlas_open(a.c_str(), &o, &m));
+  const uint32_t prompt[] = {1};
+  uint32_t out[2];
+  size_t n = 0;
+  atlas_generate_options g;
+  memset(&g, 0, sizeof(g));
+  g.max_new_tokens = 2;
+  EXPECT_STATUS(atlas_generate(m, prompt, 1, &g, out, &n),
+                ATLAS_STATUS_INVALID_ARGUMENT, "atlas_generate_options.struct_size");
+  atlas_report_options r;
+  memset(&r, 0, sizeof(r));
+  char *text = nullptr;
+  EXPECT_STATUS(atlas_report(m, ATLAS_REPORT_TEXT, &r, &text),
+                ATLAS_STATUS_INVALID_ARGUMENT, "atlas_report_options.struct_size");
+  EXPECT_EQ(text, nullptr);
+  ASSERT_OK(atlas_close(m, nullptr));
+}
+
 // device_budget_bytes holds at open, before anything is allocated, as it
 // does at a swap.
 TEST(ModelApi, OpenHonoursTheDeviceBudget) {
