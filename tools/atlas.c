@@ -67,8 +67,10 @@ static atlas_status parse_ids(const char *flag, const char *text,
     char *end = NULL;
     errno = 0;
     unsigned long v = strtoul(p, &end, 10);
-    if (end == p || errno != 0 || v > UINT32_MAX || *p == '-' ||
-        (*end != ',' && *end != '\0')) {
+    // Each id starts with a digit (no sign, no space) and a comma is
+    // followed by one ("1,,2" and "1,2," are refused).
+    if (!(*p >= '0' && *p <= '9') || end == p || errno != 0 || v > UINT32_MAX ||
+        (*end != ',' && *end != '\0') || (*end == ',' && end[1] == '\0')) {
       free(ids);
       *n = 0;
       return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -193,7 +195,8 @@ static const atlas_cli_option kRunOptions[] = {
     [RUN_LOGITS] = {"logits", "FILE", false, "none",
                     "write every step's logits: little-endian float32, one "
                     "row of vocab per forward step: len(tokens) + generated - 1 "
-                    "(fewer than steps when EOS stops early); written to a "
+                    "(fewer than steps when EOS stops early; len(tokens) for "
+                    "--steps 0); written to a "
                     "temporary name opened before the load, renamed on "
                     "success, removed on failure"},
     [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
@@ -1286,10 +1289,14 @@ static int run_command(int argc, char **argv) {
       print_top_help(stdout);
       return ATLAS_CLI_EXIT_OK;
     }
+    if (argc > 3) {
+      return atlas_cli_usage_error("atlas", "help takes one command, not "
+                                   "also '%s'", argv[3]);
+    }
     const command_entry *e = find_command(argv[2]);
-    if (e == NULL || argc > 3) {
+    if (e == NULL) {
       return atlas_cli_usage_error("atlas", "help: unknown command '%s'",
-                                   argv[argc > 3 ? 3 : 2]);
+                                   argv[2]);
     }
     atlas_cli_print_help(e->command, stdout);
     return ATLAS_CLI_EXIT_OK;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -154,13 +155,22 @@ atlas_status atlas_cli_output_open(const char *flag, const char *path,
     }
   }
   size_t n = strlen(out->target);
-  out->tmp = malloc(n + 16);
+  out->tmp = malloc(n + 32);
   if (out->tmp == NULL) {
     atlas_cli_output_abort(out);
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory for %s",
                              path);
   }
-  snprintf(out->tmp, n + 16, "%s.tmp.XXXXXX", out->target);
+  // NAME.tmp.XXXXXX beside it; a name too long for that (NAME_MAX) gets a
+  // short temporary name in the same folder.
+  const char *slash = strrchr(out->target, '/');
+  size_t folder_len = slash != NULL ? (size_t)(slash - out->target) + 1 : 0;
+  if (n - folder_len + 11 > NAME_MAX) {
+    snprintf(out->tmp, n + 32, "%.*s.atlas-tmp.XXXXXX", (int)folder_len,
+             out->target);
+  } else {
+    snprintf(out->tmp, n + 32, "%s.tmp.XXXXXX", out->target);
+  }
   int fd = mkstemp(out->tmp);
   if (fd < 0) {
     int err = errno;

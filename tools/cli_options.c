@@ -94,6 +94,31 @@ void atlas_cli_print_help(const atlas_cli_command *c, FILE *out) {
         "Exit status: 0 done, 1 failed, 2 usage error.\n", out);
 }
 
+// getopt_long calls an abbreviation of several options unknown (optopt 0):
+// say which options it could be.
+static void report_unknown(const atlas_cli_command *c, const char *arg) {
+  size_t len = strcspn(arg, "=");
+  if (len > 2 && arg[0] == '-' && arg[1] == '-') {
+    char matches[512] = "";
+    size_t count = 0, used = 0;
+    for (size_t i = 0; i < c->option_count; ++i) {
+      const char *name = c->options[i].name;
+      if (strlen(name) >= len - 2 && strncmp(name, arg + 2, len - 2) == 0) {
+        int n = snprintf(matches + used, sizeof(matches) - used, "%s--%s",
+                         count ? ", " : "", name);
+        if (n > 0 && (size_t)n < sizeof(matches) - used) used += (size_t)n;
+        ++count;
+      }
+    }
+    if (count > 1) {
+      atlas_cli_usage_error(c->program, "ambiguous option '%.*s' (could be %s)",
+                            (int)len, arg, matches);
+      return;
+    }
+  }
+  atlas_cli_usage_error(c->program, "unknown option '%s'", arg);
+}
+
 atlas_cli_parse_result atlas_cli_parse(const atlas_cli_command *c, int argc,
                                        char **argv, atlas_cli_set_fn set,
                                        void *opts, int *out_next) {
@@ -148,7 +173,7 @@ atlas_cli_parse_result atlas_cli_parse(const atlas_cli_command *c, int argc,
       } else if (optopt > 0 && optopt < ID_BASE) {
         atlas_cli_usage_error(c->program, "unknown option '-%c'", optopt);
       } else {
-        atlas_cli_usage_error(c->program, "unknown option '%s'", arg);
+        report_unknown(c, arg);
       }
       return ATLAS_CLI_USAGE_ERROR;
     }

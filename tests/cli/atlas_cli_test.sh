@@ -136,6 +136,11 @@ expect_usage "bad number" "atlas run" "--steps wants an integer" run --model "$t
 expect_usage "negative number" "atlas report" "--top wants an integer" report --model "$tmp/a" --top -1
 expect_usage "bad --min-mb" "atlas report" "--min-mb wants a number" report --model "$tmp/a" --min-mb lots
 expect_usage "bad tokens" "atlas run" "comma-separated" run --model "$tmp/a" --tokens 1,x --steps 1
+for ids in "1,2," "1,,2" " 1" "+1" "1, 2"; do
+  expect_usage "--tokens '$ids'" "atlas run" "comma-separated" run --model "$tmp/a" --tokens "$ids" --steps 1
+done
+expect_usage "ambiguous abbreviation" "atlas run" "ambiguous option '--t' (could be --tokens, " run --model "$tmp/a" --t 1 --steps 1
+expect_usage "help with two commands" "atlas" "help takes one command, not also 'extra'" help run extra
 expect_usage "unknown backend" "atlas run" "unknown backend 'tpu'" run --model "$tmp/a" --backend tpu --tokens 1 --steps 1
 expect_usage "flag given a value" "atlas demo" "--help takes no value" demo --help=yes
 expect_usage "stray argument" "atlas run" "unexpected argument 'extra'" run --model "$tmp/a" --tokens 1 --steps 1 extra

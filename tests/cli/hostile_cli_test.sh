@@ -119,6 +119,11 @@ check "report --json and --svg naming one file is refused" bash -c "[ $rc -eq 1 
 "$atlas" report --model "$tmp/a" --backend host --json "$tmp/a/config.json" >/dev/null 2>"$tmp/err"; rc=$?
 check "report --json onto the model's config.json is refused" bash -c "[ $rc -eq 1 ] && grep -q 'would replace' '$tmp/err'"
 
+long=$(printf 'L%.0s' $(seq 250)).bin
+"$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/$long" >/dev/null 2>"$tmp/err"; rc=$?
+check "--logits with a 254-byte name works" bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/$long' '$tmp/ok.bin'"
+check "... and leaves no temporary file" bash -c "! ls -a '$tmp' | grep -q atlas-tmp"
+
 # ---- the standard streams ----
 "$atlas" run --model "$tmp/a" "${run[@]}" >/dev/full 2>"$tmp/err"; rc=$?
 check "run with stdout on a full disk exits 1" [ "$rc" -eq 1 ]
