@@ -52,7 +52,9 @@ typedef struct atlas_open_options {
   uint64_t device_budget_bytes;
   int64_t max_seq;               // KV cache positions; 0: min(config, 2048)
   atlas_log_sink log;            // zeroed: stderr
-  // Called as weight bytes arrive (may be NULL).
+  // Called as weight bytes land on the device (may be NULL), on the calling
+  // thread: done_bytes climbs to total_bytes (what the weights take there,
+  // norms as f32), and the last call has done_bytes == total_bytes.
   void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
   void *progress_ctx;
   // Positions the caller will use (prompt + tokens to generate - 1); 0: no
