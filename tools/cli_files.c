@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -171,7 +172,25 @@ atlas_status atlas_cli_output_open(const char *flag, const char *path,
   } else {
     snprintf(out->tmp, n + 32, "%s.tmp.XXXXXX", out->target);
   }
-  int fd = mkstemp(out->tmp);
+  // An unnamed file in the target's folder (O_TMPFILE) leaves nothing
+  // behind if the process dies before the commit (Ctrl-C, a kill); it gets
+  // its temporary name only when complete. Where the file system cannot
+  // (or /proc, for the link, is missing), a named temporary file.
+  int fd = -1;
+  if (access("/proc/self/fd", X_OK) == 0) {
+    char *folder = strndup(out->target, folder_len > 1 ? folder_len - 1 : 1);
+    if (folder != NULL) fd = open(folder, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    free(folder);
+  }
+  if (fd >= 0) {
+    out->unnamed = true;
+  } else {
+    fd = mkstemp(out->tmp);
+    // mkstemp makes the file 0600; the final file gets what fopen would give.
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fd >= 0) (void)fchmod(fd, 0666 & ~mask);
+  }
   if (fd < 0) {
     int err = errno;
     free(out->tmp);
@@ -180,10 +199,6 @@ atlas_status atlas_cli_output_open(const char *flag, const char *path,
     return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create %s: %s",
                              flag, path, strerror(err));
   }
-  // mkstemp makes the file 0600; the final file gets what fopen would give.
-  mode_t mask = umask(0);
-  umask(mask);
-  (void)fchmod(fd, 0666 & ~mask);
   out->f = fdopen(fd, "wb");
   if (out->f == NULL) {
     int err = errno;
@@ -238,11 +253,33 @@ atlas_status atlas_cli_output_check_pair(const atlas_cli_output *a,
                            a->path, b->flag, b->path);
 }
 
+// Links the unnamed file to a fresh temporary name (out->tmp, whose
+// XXXXXX it fills), as mkstemp would have named it.
+static int name_unnamed(atlas_cli_output *out) {
+  char proc[64];
+  snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fileno(out->f));
+  static const char kChars[] =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  char *x = out->tmp + strlen(out->tmp) - 6;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    unsigned char r[6];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) return -1;
+    for (int i = 0; i < 6; ++i) x[i] = kChars[r[i] % (sizeof(kChars) - 1)];
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, out->tmp, AT_SYMLINK_FOLLOW) == 0) {
+      out->unnamed = false;
+      return 0;
+    }
+    if (errno != EEXIST) return -1;
+  }
+  return -1;
+}
+
 atlas_status atlas_cli_output_close(atlas_cli_output *out) {
   if (out->f == NULL) return ATLAS_OK;
   int failed = fflush(out->f) != 0;
   // fsync only makes sense for a file (a pipe or a tty refuses it).
   if (!failed && out->tmp != NULL) failed = fsync(fileno(out->f)) != 0;
+  if (!failed && out->unnamed) failed = name_unnamed(out) != 0;
   int err = errno;
   if (fclose(out->f) != 0 && !failed) {
     failed = 1;
@@ -274,8 +311,8 @@ atlas_status atlas_cli_output_commit(atlas_cli_output *out) {
 }
 
 void atlas_cli_output_abort(atlas_cli_output *out) {
-  if (out->f != NULL) fclose(out->f);
-  if (out->tmp != NULL) unlink(out->tmp);
+  if (out->f != NULL) fclose(out->f);  // an unnamed file vanishes with it
+  if (out->tmp != NULL && !out->unnamed) unlink(out->tmp);
   free(out->tmp);
   free(out->target);
   free(out->path);

@@ -23,7 +23,8 @@ ATLAS_MUST_USE atlas_status atlas_cli_read_all(const char *path,
                                                size_t *out_len);
 
 // An output written to a temporary name beside `path` and renamed over it
-// only on success: a failed run leaves no partial file. A symbolic link is
+// only on success: a failed run leaves no partial file, nor does a killed
+// one where the file system supports O_TMPFILE. A symbolic link is
 // written through (its target is replaced); a pipe or a character device
 // (/dev/stdout) is written directly; a folder, a socket or a link to nothing
 // is refused when opening.
@@ -33,6 +34,7 @@ typedef struct atlas_cli_output {
   char *path;          // the name as given
   char *target;        // what is replaced: `path` with links resolved
   char *tmp;           // the temporary name (NULL when written directly)
+  bool unnamed;        // an O_TMPFILE file: tmp is linked only when closed
   bool exists;         // target existed when opened: dev, ino
   dev_t dev;
   ino_t ino;

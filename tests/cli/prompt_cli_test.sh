@@ -118,6 +118,16 @@ for bad in "--temperature 1 --top-p 1.5" "--top-p 0" "--min-p 1.01" \
   check "... before anything loads" [ ! -s "$tmp/out" ]
 done
 
+# ---- a run killed mid-way leaves no file behind ----
+# The output is opened first; the prompt then waits on a FIFO no one writes.
+mkfifo "$tmp/never"
+"$atlas" run --model "$m" --backend host --prompt-file "$tmp/never" --steps 2 --logits "$tmp/killed.bin" >/dev/null 2>&1 &
+pid=$!
+sleep 0.5
+kill -TERM "$pid"; wait "$pid" 2>/dev/null
+check "a run killed before its end leaves no --logits file nor temporary file" \
+  bash -c "[ ! -e '$tmp/killed.bin' ] && ! ls '$tmp'/killed.bin.* >/dev/null 2>&1"
+
 # ---- --stop: the text up to (not including) the stop string ----
 python3 - "$tmp/got" "$tmp/stop" "$tmp/stopped_want" <<'PY'
 import sys
