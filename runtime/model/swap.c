@@ -55,6 +55,8 @@ static atlas_status snapshot_old(const atlas_model *old,
   return atlas_checkpoint_snapshot(ck, out);
 }
 
+static char *dup_or_null(const char *s) { return s != NULL ? strdup(s) : NULL; }
+
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -199,43 +201,36 @@ atlas_status atlas_model_swap(atlas_model **current,
   if (old_config != NULL) {
     memcpy(old_config, atlas_model_config(old), old_arch->config_size);
   }
-  char *old_dir = old_spec.dir ? strdup(old_spec.dir) : NULL;
-  if (old_config == NULL || (old_spec.dir != NULL && old_dir == NULL)) {
-    atlas_checkpoint_close(snapshot);
-    free(old_config);
-    free(old_dir);
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "swap: out of host memory; nothing was changed");
-  }
-  old_spec.dir = old_dir;
-  old_spec.adopt_checkpoint = snapshot;
-  old_spec.adopt_arch = old_arch;
-  old_spec.adopt_config = old_config;
-  old_spec.adopt_eos = &old_eos;
-  old_spec.ignore_env_fault = true;
-  // The model owns its backend name; keep a copy past its close.
-  char old_backend[64] = "auto";
-  if (old_spec.backend != NULL) {
-    snprintf(old_backend, sizeof(old_backend), "%s", old_spec.backend);
-  }
-  old_spec.backend = old_backend;
-  old_spec.fault_at = 0;  // a restore never re-injects a test's fault
-  old_spec.fail_module_load_at = 0;
-  // The new spec's strings may point into the old model (a caller passing
-  // its own spec back, or atlas_model_info's name): copy them past its close.
+  // The model owns its strings; keep copies past its close. The new spec's
+  // may point into the old model too (a caller passing its own spec back,
+  // or atlas_model_info's name).
+  char *old_dir = dup_or_null(old_spec.dir);
+  char *old_backend = dup_or_null(old_spec.backend);
   atlas_model_spec fresh_spec = *next;
-  char *next_dir = next->dir ? strdup(next->dir) : NULL;
-  char *next_backend = next->backend ? strdup(next->backend) : NULL;
-  if ((next->dir != NULL && next_dir == NULL) ||
+  char *next_dir = dup_or_null(next->dir);
+  char *next_backend = dup_or_null(next->backend);
+  if (old_config == NULL || (old_spec.dir != NULL && old_dir == NULL) ||
+      (old_spec.backend != NULL && old_backend == NULL) ||
+      (next->dir != NULL && next_dir == NULL) ||
       (next->backend != NULL && next_backend == NULL)) {
     atlas_checkpoint_close(snapshot);
     free(old_config);
     free(old_dir);
+    free(old_backend);
     free(next_dir);
     free(next_backend);
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "swap: out of host memory; nothing was changed");
   }
+  old_spec.dir = old_dir;
+  old_spec.backend = old_backend;
+  old_spec.adopt_checkpoint = snapshot;
+  old_spec.adopt_arch = old_arch;
+  old_spec.adopt_config = old_config;
+  old_spec.adopt_eos = &old_eos;
+  old_spec.ignore_env_fault = true;
+  old_spec.fault_at = 0;  // a restore never re-injects a test's fault
+  old_spec.fail_module_load_at = 0;
   fresh_spec.dir = next_dir;
   fresh_spec.backend = next_backend;
   double tt = now_ms();
@@ -254,6 +249,7 @@ atlas_status atlas_model_swap(atlas_model **current,
     atlas_checkpoint_close(snapshot);
     free(old_config);
     free(old_dir);
+    free(old_backend);
     r->total_ms = now_ms() - t0;
     return atlas_status_annotate(teardown, "swap done, but tearing down the "
                                            "old model reported");
@@ -281,6 +277,7 @@ atlas_status atlas_model_swap(atlas_model **current,
   }
   free(old_config);
   free(old_dir);
+  free(old_backend);
   r->total_ms = now_ms() - t0;
   return atlas_status_join(status, teardown);
 }
