@@ -3,6 +3,8 @@ rule carries help text; baselined findings carry a `suppressions` entry of kind 
 Standard library only (imported by tidy_action.py and statics_gate.py).
 """
 
+import urllib.parse
+
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 # Help text per rule; clang-tidy and cppcheck rules without an entry get a generic text.
@@ -33,6 +35,26 @@ def rule_help(rule_id, info_uri, overrides=None):
     return GENERIC_HELP % info_uri
 
 
+def artifact_uri(path):
+    """A relative URI reference for a workspace path: every byte outside RFC 3986's unreserved set and '/'
+    percent-encoded (a space, '%', '#' or '?' in a file name would otherwise change what it names)."""
+    return urllib.parse.quote(path, safe="/")
+
+
+def utf16_column(path, line, col):
+    """clang counts columns in bytes; SARIF (columnKind utf16CodeUnits) in UTF-16 code units. Converted
+    where the file can be read; else the byte column (the same for ASCII lines)."""
+    try:
+        with open(path, "rb") as f:
+            for number, text in enumerate(f, 1):
+                if number == line:
+                    head = text[:max(col, 1) - 1].decode("utf-8", errors="replace")
+                    return len(head.encode("utf-16-le")) // 2 + 1
+    except OSError:
+        pass
+    return col
+
+
 def log(diags, tool_name, tool_version, info_uri, suppressed=None, help_overrides=None):
     """diags: [(file, line, col, level, message, check)], notes attach to the result before them.
     suppressed: set of indices (into the non-note diagnostics) that a baseline keeps."""
@@ -41,8 +63,8 @@ def log(diags, tool_name, tool_version, info_uri, suppressed=None, help_override
     for file, line, col, level, msg, check in diags:
         location = {
             "physicalLocation": {
-                "artifactLocation": {"uri": file, "uriBaseId": "%SRCROOT%"},
-                "region": {"startLine": max(line, 1), "startColumn": max(col, 1)},
+                "artifactLocation": {"uri": artifact_uri(file), "uriBaseId": "%SRCROOT%"},
+                "region": {"startLine": max(line, 1), "startColumn": max(utf16_column(file, line, col), 1)},
             },
             "message": {"text": msg},
         }
@@ -83,6 +105,7 @@ def log(diags, tool_name, tool_version, info_uri, suppressed=None, help_override
                 "rules": rules,
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "the workspace root"}}},
+            "columnKind": "utf16CodeUnits",
             "results": results,
         }],
     }

@@ -7,6 +7,7 @@ Standard library only.
 """
 
 import json
+import re
 import sys
 
 LEVELS = {"none", "note", "warning", "error"}
@@ -33,6 +34,9 @@ def check_location(loc, where, problems, related=False):
         problems.append("%s: physicalLocation.artifactLocation.uri must be a string" % where)
     elif art["uri"].startswith("/") or "://" in art["uri"]:
         problems.append("%s: uri %r is not workspace-relative" % (where, art["uri"]))
+    elif not re.fullmatch(r"(?:[A-Za-z0-9\-._~/!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})*", art["uri"]):
+        problems.append("%s: uri %r is not a URI reference (percent-encode spaces, %%, # and ?)"
+                        % (where, art["uri"]))
     if "uriBaseId" in (art or {}) and not isinstance(art["uriBaseId"], str):
         problems.append("%s: uriBaseId must be a string" % where)
     region = phys.get("region")

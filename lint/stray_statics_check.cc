@@ -10,6 +10,7 @@
 // them back into warnings); a mark counts only when it is the genuine
 // ATLAS_STATIC macro spelled at the declaration.
 
+#include <cctype>
 #include <map>
 #include <set>
 #include <string>
@@ -34,9 +35,11 @@
 #include "clang/Lex/MacroInfo.h"
 #include "clang/Lex/PPCallbacks.h"
 #include "clang/Lex/Preprocessor.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Regex.h"
 
 namespace atlas_lint {
@@ -52,6 +55,8 @@ using llvm::StringRef;
 constexpr char kCheckName[] = "atlas-stray-statics";
 constexpr char kAnnotationPrefix[] = "atlas_static:";
 constexpr char kMarkMacro[] = "ATLAS_STATIC";
+// Searched in the file's path with . and .. resolved (a path spelled through
+// runtime/lifecycle/../ is not in it).
 constexpr char kDefaultCudaHostFiles[] = "(^|/)runtime/cuda/cuda_host\\.c$";
 constexpr char kDefaultLifecycleFiles[] = "(^|/)runtime/lifecycle(/|\\.c$)";
 constexpr char kDefaultCategories[] =
@@ -80,6 +85,26 @@ Category BuiltinCategory(StringRef Name) {
 bool IsImmutableRecord(const clang::RecordDecl *RD, const ASTContext &Ctx,
                        int Depth);
 
+// A member (or a member's member, an element, a base) declared volatile.
+bool HasVolatileMember(const clang::RecordDecl *RD, const ASTContext &Ctx,
+                       int Depth) {
+  const clang::RecordDecl *Def = RD->getDefinition();
+  if (Def == nullptr || Depth > 16) return false;
+  if (const auto *CRD = llvm::dyn_cast<clang::CXXRecordDecl>(Def)) {
+    for (const auto &B : CRD->bases()) {
+      const clang::RecordDecl *BD = B.getType()->getAsRecordDecl();
+      if (BD != nullptr && HasVolatileMember(BD, Ctx, Depth + 1)) return true;
+    }
+  }
+  for (const clang::FieldDecl *F : Def->fields()) {
+    QualType FT = Ctx.getBaseElementType(F->getType());
+    if (FT.isVolatileQualified()) return true;
+    const clang::RecordDecl *FR = FT->getAsRecordDecl();
+    if (FR != nullptr && HasVolatileMember(FR, Ctx, Depth + 1)) return true;
+  }
+  return false;
+}
+
 // True when the object itself can be written after initialization: not const
 // at the top level (arrays: their elements), volatile, a C++ class with
 // mutable fields, or a reference to a mutable object. A record none of whose
@@ -98,7 +123,8 @@ bool IsMutableObject(QualType T, const ASTContext &Ctx, int Depth = 0) {
     if (const auto *CRD = llvm::dyn_cast<clang::CXXRecordDecl>(RD)) {
       if (CRD->hasDefinition() && CRD->hasMutableFields()) return true;
     }
-    if (Base.isConstQualified()) return false;
+    // const volatile is flagged as a scalar; so in a const record.
+    if (Base.isConstQualified()) return HasVolatileMember(RD, Ctx, Depth + 1);
     return !IsImmutableRecord(RD, Ctx, Depth + 1);
   }
   return !Base.isConstQualified();
@@ -163,6 +189,9 @@ bool HoldsPointerOrFloat(QualType T, const ASTContext &Ctx, int Depth = 0) {
     return HoldsPointerOrFloat(AT->getValueType(), Ctx, Depth + 1);
   }
   if (C->isRealFloatingType() || C->isAnyComplexType()) return true;
+  if (const auto *VT = C->getAs<clang::VectorType>()) {  // vector_size, ext_vector
+    return HoldsPointerOrFloat(VT->getElementType(), Ctx, Depth + 1);
+  }
   if (const auto *RD = C->getAsRecordDecl()) {
     const clang::RecordDecl *Def = RD->getDefinition();
     if (Def == nullptr) return true;
@@ -181,8 +210,30 @@ bool HoldsPointerOrFloat(QualType T, const ASTContext &Ctx, int Depth = 0) {
 
 enum class LatchKind { kNotLatch, kFlag, kBoolLike };
 
+// A file name as the category patterns see it: . and .. resolved
+// ("runtime/lifecycle/../../kernels/x.inc" is kernels/x.inc), no leading ./.
+std::string NormalPath(StringRef Name) {
+  llvm::SmallString<256> P(Name);
+  llvm::sys::path::remove_dots(P, /*remove_dot_dot=*/true);
+  return std::string(P.str());
+}
+
+// Whether Loc's file was found in a system include directory (-isystem, the
+// compiler's own). The characteristic the header search gave the file when it
+// was entered, not SourceManager::isInSystemHeader's: that one follows line
+// markers ('# 1 "x.c" 3') and '#pragma GCC system_header', which any file can
+// write to hide what follows.
+bool FoundInSystemDir(SourceLocation Loc, const SourceManager &SM) {
+  if (Loc.isInvalid()) return false;
+  Loc = SM.getExpansionLoc(Loc);
+  bool Invalid = false;
+  const clang::SrcMgr::SLocEntry &E = SM.getSLocEntry(SM.getFileID(Loc), &Invalid);
+  if (Invalid || !E.isFile()) return false;
+  return clang::SrcMgr::isSystem(E.getFile().getFileCharacteristic());
+}
+
 bool InSystemHeader(const clang::Decl *D, const SourceManager &SM) {
-  return D != nullptr && SM.isInSystemHeader(SM.getExpansionLoc(D->getLocation()));
+  return D != nullptr && FoundInSystemDir(D->getLocation(), SM);
 }
 
 bool InStd(const clang::Decl *D) {
@@ -402,6 +453,8 @@ class MarkTracker : public clang::PPCallbacks {
         IsGenuineMark(MD.getMacroInfo(), SM);
   }
 
+  // Every physical line of a `#pragma clang attribute` directive, however it
+  // is spelled: any white space, comments, line continuations.
   void PragmaDirective(SourceLocation Loc,
                        clang::PragmaIntroducerKind) override {
     if (!Loc.isFileID()) return;
@@ -409,18 +462,48 @@ class MarkTracker : public clang::PPCallbacks {
     std::pair<clang::FileID, unsigned> D = SM.getDecomposedLoc(Loc);
     StringRef Buf = SM.getBufferData(D.first, &Invalid);
     if (Invalid) return;
-    StringRef Rest = Buf.drop_front(D.second);
-    Rest = Rest.substr(0, Rest.find('\n'));
-    llvm::SmallVector<StringRef, 4> Words;
-    Rest.split(Words, ' ', -1, false);
-    std::string Joined;
-    for (StringRef W : Words) Joined += W.trim().str() + " ";
-    StringRef J(Joined);
+    // The logical line: up to a newline not escaped by a backslash.
+    size_t End = D.second;
+    while (End < Buf.size() && Buf[End] != '\n') {
+      if (Buf[End] == '\\') {
+        size_t Next = End + 1;
+        if (Next < Buf.size() && Buf[Next] == '\r') ++Next;
+        if (Next < Buf.size() && Buf[Next] == '\n') {
+          End = Next + 1;
+          continue;
+        }
+      }
+      ++End;
+    }
+    StringRef Line = Buf.slice(D.second, End);
+    // Words, with continuations, comments and any white space as separators.
+    std::string Words;
+    for (size_t I = 0; I < Line.size(); ++I) {
+      char C = Line[I];
+      if (C == '/' && I + 1 < Line.size() && Line[I + 1] == '*') {
+        size_t Close = Line.find("*/", I + 2);
+        I = Close == StringRef::npos ? Line.size() : Close + 1;
+        C = ' ';
+      } else if (C == '/' && I + 1 < Line.size() && Line[I + 1] == '/') {
+        break;
+      } else if (C == '\\' || isspace(static_cast<unsigned char>(C))) {
+        C = ' ';
+      }
+      if (C == ' ' && (Words.empty() || Words.back() == ' ')) continue;
+      Words += C;
+    }
+    StringRef J(Words);
+    J = J.ltrim();
     J.consume_front("#");
     J = J.ltrim();
-    if (J.startswith("pragma clang attribute") || J.startswith("pragma  clang")) {
-      Facts->PragmaAttributeLines.insert(
-          {D.first.getHashValue(), SM.getLineNumber(D.first, D.second)});
+    if (!J.consume_front("pragma ")) return;
+    J = J.ltrim();
+    if (!J.consume_front("clang ")) return;
+    if (!J.ltrim().startswith("attribute")) return;
+    unsigned First = SM.getLineNumber(D.first, D.second);
+    unsigned Last = SM.getLineNumber(D.first, End > D.second ? End - 1 : End);
+    for (unsigned L = First; L <= Last; ++L) {
+      Facts->PragmaAttributeLines.insert({D.first.getHashValue(), L});
     }
   }
 
@@ -546,8 +629,7 @@ void StrayStaticsCheck::LimitTraversal(const clang::TranslationUnitDecl *TU,
   bool Skipped = false;
   for (clang::Decl *D : TU->decls()) {
     SourceLocation L = D->getLocation();
-    if (D->isImplicit() || L.isInvalid() ||
-        SM.isInSystemHeader(SM.getExpansionLoc(L))) {
+    if (D->isImplicit() || L.isInvalid() || FoundInSystemDir(L, SM)) {
       Skipped = true;
       continue;
     }
@@ -760,7 +842,7 @@ std::string StrayStaticsCheck::FittingCategory(const VarDecl *VD,
     if (LogName && CategoryAllowed("LOG_ONCE")) Fits.push_back("LOG_ONCE");
     if (DiagName && CategoryAllowed("DIAG_ONCE")) Fits.push_back("DIAG_ONCE");
   }
-  std::string Path = SM.getFilename(SM.getExpansionLoc(VD->getLocation())).str();
+  std::string Path = NormalPath(SM.getFilename(SM.getExpansionLoc(VD->getLocation())));
   if (CategoryAllowed("CUDA_HOST") && CudaHostRegex.match(Path)) {
     Fits.push_back("CUDA_HOST");
   }
@@ -828,7 +910,7 @@ void StrayStaticsCheck::check(
   const ASTContext &Ctx = *Result.Context;
 
   SourceLocation At = SM.getExpansionLoc(VD->getLocation());
-  if (At.isInvalid() || SM.isInSystemHeader(At)) return;
+  if (At.isInvalid() || FoundInSystemDir(At, SM)) return;
 
   Subject Subj;
   const bool Local = VD->isLocalVarDecl();
@@ -913,6 +995,16 @@ void StrayStaticsCheck::check(
     Cat = BuiltinCategory(Name);
   }
 
+  if (VD->hasAttr<clang::CUDASharedAttr>() && VD->isFileVarDecl() &&
+      VD->isThisDeclarationADefinition() != VarDecl::DeclarationOnly) {
+    // At namespace scope it is also a host object (nvcc only warns when
+    // host code writes it): declared in the kernel, it is only the block's.
+    Report(VD, At, "__shared__ " + Subj.Quoted() +
+                       " is defined at namespace scope, where it is also a "
+                       "mutable host static: declare it inside the kernel "
+                       "(extern __shared__ for dynamic shared memory)");
+    return;
+  }
   if (VD->hasAttr<clang::CUDASharedAttr>()) {
     // __shared__: per thread block, lives as long as the block; not a static.
     if (Cat != Category::kNone) {
@@ -969,7 +1061,7 @@ void StrayStaticsCheck::check(
                        CategoryName + "': use one of " + List);
     return;
   }
-  const std::string Path = SM.getFilename(At).str();
+  const std::string Path = NormalPath(SM.getFilename(At));
   switch (Cat) {
     case Category::kCudaHost:
       if (!CudaHostRegex.match(Path)) {

@@ -68,7 +68,8 @@ def statics_report(text):
         if not m:
             continue
         # One file, one spelling: `#include "./x.c"` and `a/../b.h` name files too.
-        path = os.path.normpath(m["file"]) if in_workspace(m["file"]) else m["file"]
+        # Resolved before the workspace test: bazel-out/../x.inc is x.inc, in the workspace.
+        path = m["file"] if m["file"].startswith("<") else os.path.normpath(m["file"])
         msg = re.sub(r"'([^'\s]*/\.{1,2}/[^'\s]*)'", lambda q: "'%s'" % os.path.normpath(q.group(1)), m["msg"])
         raw = "%s:%s:%s: %s: %s%s" % (path, m["line"], m["col"], m["level"], msg,
                                        " [%s]" % m["check"] if m["check"] else "")

@@ -59,6 +59,8 @@ run_fixture $FIX/runtime/cuda/cuda_host.c "${C[@]}"
 # No unaccounted escape: NOLINT forms, raw/hidden/pragma/redefined marks, compound literals.
 run_fixture $FIX/escapes.c "${C[@]}"
 run_fixture $FIX/redefined.c "${C[@]}"
+# Line markers, '#pragma GCC system_header', odd pragma spellings, '..' out of a category's folder.
+run_fixture $FIX/hiding/hiding.c "${C[@]}"
 # Tight shapes: latches and LIFECYCLE.
 run_fixture $FIX/latches.c "${C[@]}"
 run_fixture $FIX/runtime/lifecycle/terminal.c "${C[@]}"
