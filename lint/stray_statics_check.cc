@@ -594,6 +594,8 @@ class StrayStaticsCheck : public clang::tidy::ClangTidyCheck {
                               const ASTContext &Ctx) const;
   void CheckCompoundLiterals(const VarDecl *VD, const SourceManager &SM,
                              const ASTContext &Ctx);
+  void CheckInstantiation(const VarDecl *VD, const VarDecl *Pattern,
+                          const SourceManager &SM, const ASTContext &Ctx);
 
   const std::string CudaHostFiles;
   const llvm::Regex CudaHostRegex;
@@ -828,6 +830,49 @@ void StrayStaticsCheck::onEndOfTranslationUnit() {
   Context = nullptr;
 }
 
+// The static local of a function template's pattern that `VD`, a static
+// local of one of its instantiations, was instantiated from (the same
+// location), or null.
+const VarDecl *LocalPattern(const VarDecl *VD, const clang::FunctionDecl *FD) {
+  const clang::FunctionDecl *P = FD->getTemplateInstantiationPattern();
+  if (P == nullptr) return nullptr;
+  for (const clang::Decl *D : P->decls()) {
+    const auto *V = llvm::dyn_cast<VarDecl>(D);
+    if (V != nullptr && V->getLocation() == VD->getLocation()) return V;
+  }
+  return nullptr;
+}
+
+// A static of a template instantiation: the pattern said `const T` (or
+// similar) and was immutable as written, but this type makes it mutable (a
+// class with a mutable or volatile member, a volatile T). What the pattern
+// shows as mutable, or marks, was reported there.
+void StrayStaticsCheck::CheckInstantiation(const VarDecl *VD, const VarDecl *Pattern,
+                                           const SourceManager &SM,
+                                           const ASTContext &Ctx) {
+  if (Pattern == nullptr || !VD->hasGlobalStorage() ||
+      VD->hasAttr<clang::CUDASharedAttr>() ||
+      VD->isThisDeclarationADefinition() == VarDecl::DeclarationOnly) {
+    return;
+  }
+  if (!IsMutableObject(VD->getType(), Ctx) ||
+      IsMutableObject(Pattern->getType(), Ctx)) {
+    return;
+  }
+  for (const auto *A : Pattern->specific_attrs<clang::AnnotateAttr>()) {
+    if (A->getAnnotation().startswith(kAnnotationPrefix)) return;
+  }
+  SourceLocation At = SM.getExpansionLoc(VD->getLocation());
+  if (At.isInvalid() || FoundInSystemDir(At, SM)) return;
+  std::string Name = VD->isLocalVarDecl() ? VD->getNameAsString()
+                                          : VD->getQualifiedNameAsString();
+  if (VD->isLocalVarDecl()) Name += "' in function '" + EnclosingFunction(VD);
+  Report(VD, At, "mutable static '" + Name + "' (instantiated with type '" +
+                     VD->getType().getAsString() +
+                     "', which a const does not make immutable) is in none of "
+                     "the allowed categories: " + StrayAdvice);
+}
+
 // The one category whose shape an unmarked straggler already fits, for the
 // mark fix-it; empty when none or more than one does.
 std::string StrayStaticsCheck::FittingCategory(const VarDecl *VD,
@@ -892,22 +937,34 @@ void StrayStaticsCheck::check(
   }
   const auto *VD = Result.Nodes.getNodeAs<VarDecl>("var");
   if (VD == nullptr) return;
-  // Templates are checked once, at their pattern, not per instantiation (no
-  // isInstantiated() matcher: it builds the parent map, which costs more than
-  // the whole check).
-  if (clang::isTemplateInstantiation(VD->getTemplateSpecializationKind())) return;
-  for (const clang::DeclContext *DC = VD->getDeclContext(); DC != nullptr;
-       DC = DC->getParent()) {
+  const SourceManager &SM = *Result.SourceManager;
+  const ASTContext &Ctx = *Result.Context;
+  // Templates are checked at their pattern, as written; an instantiation
+  // only for what the pattern cannot show (no isInstantiated() matcher: it
+  // builds the parent map, which costs more than the whole check).
+  bool Instantiated = false;
+  const VarDecl *Pattern = nullptr;
+  if (clang::isTemplateInstantiation(VD->getTemplateSpecializationKind())) {
+    Instantiated = true;
+    Pattern = VD->getTemplateInstantiationPattern();
+  }
+  for (const clang::DeclContext *DC = VD->getDeclContext();
+       DC != nullptr && !Instantiated; DC = DC->getParent()) {
     if (const auto *FD = llvm::dyn_cast<clang::FunctionDecl>(DC)) {
-      if (FD->isTemplateInstantiation()) return;
+      if (FD->isTemplateInstantiation()) {
+        Instantiated = true;
+        Pattern = LocalPattern(VD, FD);
+      }
     } else if (const auto *RD = llvm::dyn_cast<clang::CXXRecordDecl>(DC)) {
       if (clang::isTemplateInstantiation(RD->getTemplateSpecializationKind())) {
-        return;
+        Instantiated = true;
       }
     }
   }
-  const SourceManager &SM = *Result.SourceManager;
-  const ASTContext &Ctx = *Result.Context;
+  if (Instantiated) {
+    CheckInstantiation(VD, Pattern, SM, Ctx);
+    return;
+  }
 
   SourceLocation At = SM.getExpansionLoc(VD->getLocation());
   if (At.isInvalid() || FoundInSystemDir(At, SM)) return;
