@@ -250,7 +250,7 @@ typedef struct atlas_generate_options {
   // tokenizer must outlive the call.
   const atlas_tokenizer *tokenizer;
   bool (*on_text)(void *ctx, const char *text, size_t len);
-  const char *const *stop_strings;  // non-empty strings; NULL if stop_count 0
+  const char *const *stop_strings;  // non-empty UTF-8; NULL if stop_count 0
   size_t stop_count;
 } atlas_generate_options;
 

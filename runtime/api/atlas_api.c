@@ -438,8 +438,16 @@ atlas_status atlas_generate(atlas_model *model, const uint32_t *prompt,
   s = atlas_status_join(s, g.error);
   // Text held back as a possible stop string start is the user's after all
   // when generation ended some other way (EOS, max_new_tokens).
+  // The stream's own held text too: whole characters before one the model
+  // left incomplete (a stop string may still end in it).
   if (s == ATLAS_OK && g.text && !g.stopped) {
-    emit_text(&g, g.stop.buf + g.stop.held_from, g.stop.held_len);
+    char *tail = NULL;
+    size_t tail_len = 0;
+    atlas_stop_step step;
+    s = atlas_tokenizer_stream_finish(g.stream, &tail, &tail_len);
+    if (s == ATLAS_OK) s = atlas_stop_finish(&g.stop, tail, tail_len, &step);
+    free(tail);
+    if (s == ATLAS_OK) emit_text(&g, step.emit, step.emit_len);
   }
   generate_state_deinit(&g);
   if (out_count != NULL) *out_count = count;

@@ -11,6 +11,10 @@
 struct atlas_chat_template {
   jinja_template *main;
   jinja_template *tool_use;  // a second named template, used when tools are given
+  // Why 'tool_use' did not parse (NULL: it did, or there is none): only a
+  // render with tools needs it, so only that render fails.
+  atlas_status_code tool_use_code;
+  char *tool_use_error;
   char *bos_token;
   char *eos_token;
   char *path;  // the tokenizer_config.json it came from (NULL: parsed from memory)
@@ -63,6 +67,10 @@ static atlas_status special_token(const char *path, json_t *cfg, const char *key
 
 atlas_status atlas_chat_template_load(const char *path, atlas_chat_template **out_template) {
   *out_template = NULL;
+  if (path == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_chat_template_load: no path given");
+  }
   // A regular file only, opened without blocking (a FIFO or a device is
   // refused by name, never waited on).
   char *text = NULL;
@@ -113,13 +121,19 @@ atlas_status atlas_chat_template_load(const char *path, atlas_chat_template **ou
   atlas_chat_template *t = NULL;
   if (st == ATLAS_OK) st = atlas_chat_template_parse(main_src, strlen(main_src), bos, eos, &t);
   if (st == ATLAS_OK && tool_src) {
-    st = jinja_parse(tool_src, strlen(tool_src), &t->tool_use);
-    if (st != ATLAS_OK) st = atlas_status_annotate(st, "chat_template 'tool_use'");
+    atlas_status tool_st = jinja_parse(tool_src, strlen(tool_src), &t->tool_use);
+    if (tool_st != ATLAS_OK) {
+      t->tool_use_code = atlas_status_code_of(tool_st);
+      st = dup_opt(atlas_status_message(tool_st), &t->tool_use_error);
+      atlas_status_free(tool_st);
+    }
   }
   json_decref(cfg);
   if (st == ATLAS_OK) st = dup_opt(path, &t->path);  // render errors name the file
   if (st != ATLAS_OK) {
     atlas_chat_template_free(t);
+    // Most messages above start with the path already; name it once.
+    if (strncmp(atlas_status_message(st), path, strlen(path)) == 0) return st;
     return atlas_status_annotate(st, "%s", path);
   }
   *out_template = t;
@@ -130,6 +144,7 @@ void atlas_chat_template_free(atlas_chat_template *t) {
   if (!t) return;
   jinja_template_free(t->main);
   jinja_template_free(t->tool_use);
+  free(t->tool_use_error);
   free(t->bos_token);
   free(t->eos_token);
   free(t->path);
@@ -170,6 +185,11 @@ atlas_status atlas_chat_template_render(const atlas_chat_template *t,
   if (bad) {
     json_decref(vars);
     return oom();
+  }
+  if (o->tools && t->tool_use_error) {
+    json_decref(vars);
+    return atlas_status_make(t->tool_use_code, "%s%schat_template 'tool_use': %s",
+                             t->path ? t->path : "", t->path ? ": " : "", t->tool_use_error);
   }
   const jinja_template *which = o->tools && t->tool_use ? t->tool_use : t->main;
   jinja_buf out = {0};

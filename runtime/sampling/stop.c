@@ -2,6 +2,21 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
+
+// The offset of the first byte of `s` that is not well-formed UTF-8, or
+// SIZE_MAX.
+static size_t first_invalid_utf8(const char *s) {
+  const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
+  size_t at = 0;
+  while (p[at] != 0) {
+    utf8proc_int32_t c = -1;
+    utf8proc_ssize_t n = utf8proc_iterate(p + at, -1, &c);
+    if (n <= 0) return at;
+    at += (size_t)n;
+  }
+  return SIZE_MAX;
+}
 
 atlas_status atlas_stop_init(atlas_stop *stop, const int32_t *eos_ids, size_t n_eos,
                              const char *const *stop_strings, size_t n_stop,
@@ -33,6 +48,14 @@ atlas_status atlas_stop_init(atlas_stop *stop, const int32_t *eos_ids, size_t n_
                                  "stop strings: entry %zu is empty; an empty stop string would "
                                  "stop before the first token",
                                  i);
+      }
+      // Matched byte by byte against UTF-8 text: a stop string that is not
+      // UTF-8 could match, and end the text, inside a character.
+      size_t bad = first_invalid_utf8(stop_strings[i]);
+      if (bad != SIZE_MAX) {
+        atlas_stop_deinit(stop);
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "stop strings: entry %zu is not UTF-8 (at byte %zu)", i, bad);
       }
       stop->stop_lens[i] = strlen(stop_strings[i]);
       stop->stop_strings[i] = malloc(stop->stop_lens[i] + 1);
@@ -86,6 +109,55 @@ static size_t pending_suffix(const atlas_stop *stop, const char *text, size_t le
   return best;
 }
 
+// buf = the held text then `piece` (NUL-terminated); *out_len its length.
+// The held text must already be at the front (held_from 0).
+static atlas_status append_held(atlas_stop *stop, const char *piece, size_t piece_len,
+                                size_t *out_len) {
+  const size_t len = stop->held_len + piece_len;
+  if (len + 1 > stop->cap) {
+    size_t cap = stop->cap ? stop->cap : 64;
+    while (cap < len + 1) cap *= 2;
+    char *grown = realloc(stop->buf, cap);
+    if (!grown) {
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "stop conditions: out of memory holding %zu bytes of text", len);
+    }
+    stop->buf = grown;
+    stop->cap = cap;
+  }
+  if (piece_len > 0) memcpy(stop->buf + stop->held_len, piece, piece_len);
+  stop->buf[len] = '\0';
+  *out_len = len;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_stop_finish(atlas_stop *stop, const char *piece, size_t piece_len,
+                               atlas_stop_step *out_step) {
+  out_step->reason = ATLAS_STOP_NONE;
+  out_step->emit = "";
+  out_step->emit_len = 0;
+  if (piece_len > 0 && piece == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "stop conditions: piece has length %zu but no text", piece_len);
+  }
+  if (stop->held_from > 0) {
+    memmove(stop->buf, stop->buf + stop->held_from, stop->held_len);
+    stop->held_from = 0;
+  }
+  size_t len = 0;
+  ATLAS_RETURN_IF_ERROR(append_held(stop, piece, piece_len, &len));
+  out_step->emit = stop->buf;
+  out_step->emit_len = len;
+  const size_t at = len > 0 ? find_stop(stop, stop->buf, len) : SIZE_MAX;
+  if (at != SIZE_MAX) {
+    stop->reason = ATLAS_STOP_STRING;
+    out_step->reason = ATLAS_STOP_STRING;
+    out_step->emit_len = at;
+  }
+  stop->held_len = 0;
+  return ATLAS_OK;
+}
+
 atlas_status atlas_stop_feed(atlas_stop *stop, int32_t token, const char *piece,
                              size_t piece_len, atlas_stop_step *out_step) {
   out_step->reason = ATLAS_STOP_NONE;
@@ -117,20 +189,8 @@ atlas_status atlas_stop_feed(atlas_stop *stop, int32_t token, const char *piece,
     stop->held_len = 0;
     return ATLAS_OK;
   }
-  const size_t len = stop->held_len + piece_len;
-  if (len + 1 > stop->cap) {
-    size_t cap = stop->cap ? stop->cap : 64;
-    while (cap < len + 1) cap *= 2;
-    char *grown = realloc(stop->buf, cap);
-    if (!grown) {
-      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                               "stop conditions: out of memory holding %zu bytes of text", len);
-    }
-    stop->buf = grown;
-    stop->cap = cap;
-  }
-  if (piece_len > 0) memcpy(stop->buf + stop->held_len, piece, piece_len);
-  stop->buf[len] = '\0';
+  size_t len = 0;
+  ATLAS_RETURN_IF_ERROR(append_held(stop, piece, piece_len, &len));
   out_step->emit = stop->buf;
 
   const size_t at = find_stop(stop, stop->buf, len);

@@ -59,6 +59,13 @@ typedef struct atlas_stop_step {
 ATLAS_MUST_USE atlas_status atlas_stop_feed(atlas_stop *stop, int32_t token, const char *piece,
                              size_t piece_len, atlas_stop_step *out_step);
 
+// Generation ended (EOS, the token limit, or the caller): `piece` is the last
+// text the stream held back (may be empty). Everything held is released up
+// to the earliest stop string in it (reason ATLAS_STOP_STRING), else all of
+// it. Callable once, whatever the stop's reason.
+ATLAS_MUST_USE atlas_status atlas_stop_finish(atlas_stop *stop, const char *piece,
+                                              size_t piece_len, atlas_stop_step *out_step);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -299,3 +299,36 @@ atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s,
   atlas_text_buf_free(&text);
   return st;
 }
+
+atlas_status atlas_tokenizer_stream_finish(atlas_tokenizer_stream *s,
+                                           char **out_text, size_t *out_len) {
+  *out_text = NULL;
+  *out_len = 0;
+  if (s->count == 0) return ATLAS_OK;
+  atlas_text_buf text = {0};
+  atlas_status st = decode_into(s->tokenizer, s->ids, s->count, &s->options, &text);
+  // The incomplete character (and only what decodes to U+FFFD at the end).
+  while (!st && ends_with_replacement(&text)) text.len -= 3;
+  size_t from = s->prefix.len;
+  if (!st && text.len > 0 && s->prefix.len > 0 &&
+      (text.len < s->prefix.len ||
+       memcmp(text.data, s->prefix.data, s->prefix.len) != 0)) {
+    // As a step would: past as many characters as the prefix holds (resync),
+    // or nothing more to say.
+    from = s->resync ? skip_chars(&text, count_chars(&s->prefix)) : text.len;
+  }
+  if (!st && text.len > from) {
+    size_t n = text.len - from;
+    char *piece = malloc(n + 1);
+    if (!piece) {
+      st = oom();
+    } else {
+      memcpy(piece, text.data + from, n);
+      piece[n] = '\0';
+      *out_text = piece;
+      *out_len = n;
+    }
+  }
+  atlas_text_buf_free(&text);
+  return st;
+}

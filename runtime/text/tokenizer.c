@@ -125,6 +125,10 @@ atlas_status atlas_tokenizer_load_from_memory(const char *json, size_t len,
 atlas_status atlas_tokenizer_load(const char *path,
                                   atlas_tokenizer **out_tokenizer) {
   *out_tokenizer = NULL;
+  if (path == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_tokenizer_load: no path given");
+  }
   // A regular file only, opened without blocking: a FIFO, a device or a
   // folder is refused by name, never waited on or read without end.
   char *data = NULL;

@@ -100,6 +100,11 @@ ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_create_resync(
 ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *stream,
                                          uint32_t id, char **out_text,
                                          size_t *out_len);
+// When no id follows (generation ended): the text the stream still holds
+// back, up to its last whole character (an incomplete one at the end, which
+// a decode shows as U+FFFD, is left out). NULL with *out_len 0 when none.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_finish(atlas_tokenizer_stream *stream,
+                                           char **out_text, size_t *out_len);
 void atlas_tokenizer_stream_free(atlas_tokenizer_stream *stream);
 
 // Number of ids: one more than the largest id of the model or added tokens.

@@ -759,4 +759,54 @@ TEST(ChatTemplate, RenderErrorsNameTheFile) {
   atlas_chat_template_free(t);
 }
 
+// Only the 'default' template serves without tools: a 'tool_use' template
+// with a construct the engine does not run fails only a render with tools,
+// not the load. Load errors name the file once; a NULL path is an argument
+// error.
+TEST(ChatTemplate, AToolUseTemplateOnlyMattersWithTools) {
+  const char *dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/tool_use_unsupported.json";
+  FILE *f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{\"chat_template\": [{\"name\": \"default\", \"template\": \"D{{ messages|length }}\"},"
+             "{\"name\": \"tool_use\", \"template\": \"{% include 'x' %}\"}]}",
+             f);
+  std::fclose(f);
+  atlas_chat_template *t = nullptr;
+  atlas_status st = atlas_chat_template_load(path.c_str(), &t);
+  ASSERT_EQ(st, ATLAS_OK) << Message(st);
+  Json msgs(json_array()), tools(json_loads("[{}]", 0, nullptr));
+  atlas_chat_render_options o = {};
+  o.messages = msgs.get();
+  char *out = nullptr;
+  ASSERT_EQ(atlas_chat_template_render(t, &o, &out, nullptr), ATLAS_OK);
+  EXPECT_STREQ(out, "D0");
+  std::free(out);
+  out = nullptr;
+  o.tools = tools.get();
+  st = atlas_chat_template_render(t, &o, &out, nullptr);
+  ASSERT_NE(st, ATLAS_OK);
+  EXPECT_EQ(Message(st).rfind(path + ": chat_template 'tool_use': ", 0), 0u) << Message(st);
+  EXPECT_NE(Message(st).find("include"), std::string::npos) << Message(st);
+  atlas_status_free(st);
+  EXPECT_EQ(out, nullptr);
+  atlas_chat_template_free(t);
+
+  f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{\"bos_token\": 1}", f);
+  std::fclose(f);
+  st = atlas_chat_template_load(path.c_str(), &t);
+  ASSERT_NE(st, ATLAS_OK);
+  std::string m = Message(st);
+  EXPECT_EQ(m.find(path), 0u) << m;
+  EXPECT_EQ(m.find(path, 1), std::string::npos) << "the path twice: " << m;
+  atlas_status_free(st);
+
+  st = atlas_chat_template_load(nullptr, &t);
+  EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT) << Message(st);
+  atlas_status_free(st);
+  EXPECT_EQ(t, nullptr);
+}
+
 }  // namespace

@@ -116,4 +116,47 @@ TEST(Stop, ManySmallPiecesDoNotLoseText) {
   EXPECT_EQ(r.shown, "xxabc");
 }
 
+// A stop string that is not UTF-8 could match inside a character: refused.
+TEST(Stop, StopStringThatIsNotUtf8IsRefused) {
+  atlas_stop s;
+  const char *strs[] = {"ok", "\xac world"};
+  atlas_status st = atlas_stop_init(&s, nullptr, 0, strs, 2, 0);
+  ASSERT_NE(st, ATLAS_OK);
+  EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(atlas_status_message(st)).find("entry 1 is not UTF-8 (at byte 0)"),
+            std::string::npos)
+      << atlas_status_message(st);
+  atlas_status_free(st);
+}
+
+// At the end, the held text and the stream's last text go out up to the
+// earliest stop string, whatever ended generation (EOS included).
+TEST(Stop, FinishReleasesHeldTextUpToAStopString) {
+  {
+    Stop s({}, {"world"}, 0);
+    Outcome o = Feed(&s.s, {{1, "Hello wor"}});
+    EXPECT_EQ(o.shown, "Hello ");
+    atlas_stop_step step;
+    ASSERT_EQ(atlas_stop_finish(&s.s, "ld!", 3, &step), ATLAS_OK);
+    EXPECT_EQ(step.reason, ATLAS_STOP_STRING);
+    EXPECT_EQ(std::string(step.emit, step.emit_len), "");
+  }
+  {
+    Stop s({}, {"world"}, 0);
+    Outcome o = Feed(&s.s, {{1, "Hello wor"}});
+    atlas_stop_step step;
+    ASSERT_EQ(atlas_stop_finish(&s.s, " ", 1, &step), ATLAS_OK);
+    EXPECT_EQ(step.reason, ATLAS_STOP_NONE);
+    EXPECT_EQ(o.shown + std::string(step.emit, step.emit_len), "Hello wor ");
+  }
+  {
+    Stop s({7}, {"x"}, 0);
+    Outcome o = Feed(&s.s, {{1, "ab"}, {7, ""}});
+    EXPECT_EQ(o.reason, ATLAS_STOP_EOS);
+    atlas_stop_step step;
+    ASSERT_EQ(atlas_stop_finish(&s.s, "cxd", 3, &step), ATLAS_OK);
+    EXPECT_EQ(o.shown + std::string(step.emit, step.emit_len), "abc");
+  }
+}
+
 }  // namespace

@@ -163,6 +163,47 @@ TEST(DecodeIds, ResyncSlicesByCharacters) {
   atlas_tokenizer_free(tok);
 }
 
+// When generation ends inside a character, the stream still holds the whole
+// characters before it (tokenizers' DecodeStream holds all text that ends in
+// U+FFFD): finish releases them, without the incomplete one. Llama 3:
+// "Hello", then " " with the first byte of "\u20ac" (then 224, 105 end it).
+TEST(DecodeIds, FinishReleasesWholeCharactersBeforeAnIncompleteOne) {
+  auto it = g_files.tokenizer.find("llama3");
+  ASSERT_NE(it, g_files.tokenizer.end());
+  atlas_tokenizer *tok = nullptr;
+  atlas_status st = atlas_tokenizer_load(it->second.c_str(), &tok);
+  ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
+  const std::vector<uint32_t> ids = {9906, 2928, 224, 105};
+  char *text = nullptr;
+  size_t len = 0;
+  ASSERT_EQ(atlas_tokenizer_decode(tok, ids.data(), 2, true, &text, &len), ATLAS_OK);
+  EXPECT_EQ(std::string(text, len), "Hello \xEF\xBF\xBD");
+  free(text);
+  ASSERT_EQ(atlas_tokenizer_decode(tok, ids.data(), 4, true, &text, &len), ATLAS_OK);
+  EXPECT_EQ(std::string(text, len), "Hello \xE2\x82\xAC");
+  free(text);
+  for (size_t stop_after : {size_t{1}, size_t{2}, size_t{3}, size_t{4}}) {
+    SCOPED_TRACE(stop_after);
+    atlas_tokenizer_stream *stream = nullptr;
+    ASSERT_EQ(atlas_tokenizer_stream_create(tok, true, &stream), ATLAS_OK);
+    std::string streamed;
+    for (size_t k = 0; k < stop_after; k++) {
+      char *piece = nullptr;
+      ASSERT_EQ(atlas_tokenizer_stream_step(stream, ids[k], &piece, &len), ATLAS_OK);
+      if (piece != nullptr) streamed.append(piece, len);
+      free(piece);
+    }
+    char *tail = nullptr;
+    ASSERT_EQ(atlas_tokenizer_stream_finish(stream, &tail, &len), ATLAS_OK);
+    if (tail != nullptr) streamed.append(tail, len);
+    free(tail);
+    // The whole decode less its incomplete character at the end, if any.
+    EXPECT_EQ(streamed, stop_after == 1 ? "Hello" : stop_after < 4 ? "Hello " : "Hello \xE2\x82\xAC");
+    atlas_tokenizer_stream_free(stream);
+  }
+  atlas_tokenizer_free(tok);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {

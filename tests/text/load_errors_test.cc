@@ -105,6 +105,15 @@ TEST(LoadErrors, UnsupportedPartsByNameAndPath) {
                 ATLAS_STATUS_UNIMPLEMENTED, "pre_tokenizer.prepend_scheme", "sometimes");
 }
 
+TEST(LoadErrors, NullPathIsAnArgumentError) {
+  atlas_tokenizer *t = nullptr;
+  atlas_status st = atlas_tokenizer_load(nullptr, &t);
+  EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(atlas_status_message(st)).find("no path"), std::string::npos);
+  atlas_status_free(st);
+  EXPECT_EQ(t, nullptr);
+}
+
 TEST(LoadErrors, NullAndZeroOptionsAreAccepted) {
   EXPECT_EQ(Load(File(", \"dropout\": null, \"continuing_subword_prefix\": \"\", "
                       "\"end_of_word_suffix\": null",
