@@ -272,6 +272,25 @@ static bool emit_text(generate_state *g, const char *text, size_t len) {
   return g->options->on_text(g->options->ctx, text, len);
 }
 
+// The stream holds back text that ends in an incomplete character, whole
+// characters before it included: a stop string among those is known now,
+// not when the character completes tokens later. Then generation ends here,
+// with the text up to the stop string (*step, which emitted nothing yet).
+static atlas_status stop_in_held_text(generate_state *g, atlas_stop_step *step) {
+  if (g->stop.n_stop == 0) return ATLAS_OK;
+  char *held = NULL;
+  size_t held_len = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_tokenizer_stream_finish(g->stream, &held, &held_len));
+  atlas_status s = ATLAS_OK;
+  if (atlas_stop_would_stop(&g->stop, held, held_len)) {
+    // The step's own text first: the finish reuses the buffer it points into.
+    if (!emit_text(g, step->emit, step->emit_len)) g->stopped = true;
+    s = atlas_stop_finish(&g->stop, held, held_len, step);
+  }
+  free(held);
+  return s;
+}
+
 static bool bridge_token(void *ctx, uint32_t token) {
   generate_state *g = ctx;
   if (g->text) {
@@ -284,6 +303,9 @@ static bool bridge_token(void *ctx, uint32_t token) {
                                  piece != NULL ? piece : "", len, &step);
     }
     free(piece);
+    if (g->error == ATLAS_OK && step.reason == ATLAS_STOP_NONE) {
+      g->error = stop_in_held_text(g, &step);
+    }
     if (g->error != ATLAS_OK) return false;
     if (!emit_text(g, step.emit, step.emit_len) ||
         step.reason != ATLAS_STOP_NONE) {

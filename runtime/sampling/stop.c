@@ -131,6 +131,19 @@ static atlas_status append_held(atlas_stop *stop, const char *piece, size_t piec
   return ATLAS_OK;
 }
 
+bool atlas_stop_would_stop(const atlas_stop *stop, const char *piece, size_t piece_len) {
+  if (stop->n_stop == 0 || piece_len == 0 || piece == NULL) return false;
+  const size_t len = stop->held_len + piece_len;
+  char *text = malloc(len + 1);
+  if (text == NULL) return false;  // seen at the next step instead
+  if (stop->held_len > 0) memcpy(text, stop->buf + stop->held_from, stop->held_len);
+  memcpy(text + stop->held_len, piece, piece_len);
+  text[len] = '\0';
+  const bool found = find_stop(stop, text, len) != SIZE_MAX;
+  free(text);
+  return found;
+}
+
 atlas_status atlas_stop_finish(atlas_stop *stop, const char *piece, size_t piece_len,
                                atlas_stop_step *out_step) {
   out_step->reason = ATLAS_STOP_NONE;

@@ -59,6 +59,11 @@ typedef struct atlas_stop_step {
 ATLAS_MUST_USE atlas_status atlas_stop_feed(atlas_stop *stop, int32_t token, const char *piece,
                              size_t piece_len, atlas_stop_step *out_step);
 
+// Whether the held text followed by `piece` holds a stop string (nothing
+// changes): for text known to be coming (whole characters a stream still
+// holds back), so a stop string is seen at the token that completes it.
+bool atlas_stop_would_stop(const atlas_stop *stop, const char *piece, size_t piece_len);
+
 // Generation ended (EOS, the token limit, or the caller): `piece` is the last
 // text the stream held back (may be empty). Everything held is released up
 // to the earliest stop string in it (reason ATLAS_STOP_STRING), else all of

@@ -5,10 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <jansson.h>
 
 #include "atlas/atlas.h"
 #include "atlas/runtime/model/model.h"
@@ -18,6 +22,7 @@
 namespace {
 
 std::string g_tokenizer;  // --tokenizer: a tokenizer.json of 665 ids
+std::string g_llama3;     // Llama 3's tokenizer.json (a data argument)
 
 // TEST_TMPDIR/leaf holding a deterministic checkpoint of `preset`.
 std::string Checkpoint(const std::string &leaf, const char *preset,
@@ -324,6 +329,132 @@ TEST(ModelApi, OnTokenSeesEveryTokenInTheOutput) {
   ASSERT_OK(atlas_close(m, nullptr));
 }
 
+// A checkpoint whose greedy output follows `chain`: after chain[i] comes
+// chain[i + 1]. Every layer's weights are zero, so the residual stream stays
+// the token's one-hot embedding (norms are 1), and lm_head maps each chain
+// token's dimension to its successor. Text of exact ids, without training.
+std::string ChainCheckpoint(const std::string &leaf, int64_t vocab,
+                            const std::vector<uint32_t> &chain) {
+  std::string dir = Checkpoint(leaf, "tiny", 1, vocab);
+  std::string path = dir + "/model.safetensors";
+  std::string bytes = Slurp(path);
+  uint64_t n = 0;
+  memcpy(&n, bytes.data(), 8);
+  json_error_t err;
+  json_t *header = json_loadb(bytes.data() + 8, n, 0, &err);
+  EXPECT_NE(header, nullptr) << err.text;
+  if (header == nullptr) return dir;
+  json_t *embed = json_object_get(header, "model.embed_tokens.weight");
+  int64_t hidden = json_integer_value(json_array_get(json_object_get(embed, "shape"), 1));
+  std::map<uint32_t, int64_t> dim;
+  for (uint32_t t : chain) dim.emplace(t, (int64_t)dim.size());
+  EXPECT_LE((int64_t)dim.size(), hidden);
+  const char *name;
+  json_t *info;
+  json_object_foreach(header, name, info) {
+    if (strcmp(name, "__metadata__") == 0) continue;
+    EXPECT_STREQ(json_string_value(json_object_get(info, "dtype")), "F32") << name;
+    json_t *off = json_object_get(info, "data_offsets");
+    size_t begin = 8 + n + (size_t)json_integer_value(json_array_get(off, 0));
+    size_t end = 8 + n + (size_t)json_integer_value(json_array_get(off, 1));
+    std::vector<float> v((end - begin) / 4, 0.0f);
+    std::string key = name;
+    if (key.size() > 11 && key.compare(key.size() - 11, 11, "norm.weight") == 0) {
+      std::fill(v.begin(), v.end(), 1.0f);
+    } else if (key == "model.embed_tokens.weight") {
+      for (const auto &[t, d] : dim) v[(size_t)(t * hidden + d)] = 1.0f;
+    } else if (key == "lm_head.weight") {
+      for (size_t i = 0; i + 1 < chain.size(); ++i) {
+        v[(size_t)(chain[i + 1] * hidden + dim[chain[i]])] = 50.0f;
+      }
+    }
+    memcpy(&bytes[begin], v.data(), end - begin);
+  }
+  EXPECT_NE(json_object_get(header, "lm_head.weight"), nullptr) << "tied embeddings";
+  json_decref(header);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return dir;
+}
+
+struct TextSeen {
+  std::string text;
+};
+
+bool CollectText(void *ctx, const char *text, size_t len) {
+  static_cast<TextSeen *>(ctx)->text.append(text, len);
+  return true;
+}
+
+// Llama 3 ids: "Hello", " " with the first byte of U+20AC, its other two
+// bytes, " world", "\n" (the chain starts from '"', id 1).
+const std::vector<uint32_t> kEuroChain = {1, 9906, 2928, 224, 105, 1917, 198};
+
+// Generation that ends inside a character passes on the whole characters
+// before it (the decode of the ids, less its final U+FFFD), nothing else.
+TEST(ModelApi, TextUpToAnIncompleteCharacterAtTheEnd) {
+  std::string dir = ChainCheckpoint("api_chain_end", 128256, kEuroChain);
+  atlas_open_options o = HostOptions();
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_open(dir.c_str(), &o, &m));
+  atlas_tokenizer *tok = nullptr;
+  ASSERT_OK(atlas_tokenizer_load(g_llama3.c_str(), &tok));
+  const uint32_t prompt[] = {1};
+  const std::pair<size_t, const char *> cases[] = {
+      {1, "Hello"}, {2, "Hello "}, {3, "Hello "}, {4, "Hello \xE2\x82\xAC"},
+      {6, "Hello \xE2\x82\xAC world\n"}};
+  for (const auto &[steps, want] : cases) {
+    SCOPED_TRACE(steps);
+    uint32_t out[8];
+    size_t n = 0;
+    TextSeen seen;
+    atlas_generate_options g;
+    atlas_generate_options_init(&g);
+    g.max_new_tokens = steps;
+    g.ignore_eos = true;
+    g.tokenizer = tok;
+    g.on_text = CollectText;
+    g.ctx = &seen;
+    ASSERT_OK(atlas_generate(m, prompt, 1, &g, out, &n));
+    ASSERT_EQ(n, steps);
+    EXPECT_EQ(std::vector<uint32_t>(out, out + n),
+              std::vector<uint32_t>(kEuroChain.begin() + 1, kEuroChain.begin() + 1 + steps));
+    EXPECT_EQ(seen.text, want);
+  }
+  atlas_tokenizer_free(tok);
+  ASSERT_OK(atlas_close(m, nullptr));
+}
+
+// A stop string in text the stream holds back (whole characters before an
+// incomplete one) ends generation at the token that completed it, and its
+// tokens are the last in out_tokens.
+TEST(ModelApi, StopStringBeforeAnIncompleteCharacterStopsAtOnce) {
+  std::string dir = ChainCheckpoint("api_chain_stop", 128256, kEuroChain);
+  atlas_open_options o = HostOptions();
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_open(dir.c_str(), &o, &m));
+  atlas_tokenizer *tok = nullptr;
+  ASSERT_OK(atlas_tokenizer_load(g_llama3.c_str(), &tok));
+  const uint32_t prompt[] = {1};
+  const char *stops[] = {" "};
+  uint32_t out[8];
+  size_t n = 0;
+  TextSeen seen;
+  atlas_generate_options g;
+  atlas_generate_options_init(&g);
+  g.max_new_tokens = 6;
+  g.ignore_eos = true;
+  g.tokenizer = tok;
+  g.on_text = CollectText;
+  g.ctx = &seen;
+  g.stop_strings = stops;
+  g.stop_count = 1;
+  ASSERT_OK(atlas_generate(m, prompt, 1, &g, out, &n));
+  EXPECT_EQ(n, 2u);
+  EXPECT_EQ(seen.text, "Hello");
+  atlas_tokenizer_free(tok);
+  ASSERT_OK(atlas_close(m, nullptr));
+}
+
 // Whether `s` is UTF-8 that XML 1.0 can hold as character data.
 bool XmlCharacters(const std::string &s, std::string *why) {
   for (size_t i = 0; i < s.size();) {
@@ -395,8 +526,15 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     if (strncmp(argv[i], "--tokenizer=", 12) == 0) g_tokenizer = argv[i] + 12;
   }
-  if (g_tokenizer.empty()) {
-    fprintf(stderr, "usage: model_api_test --tokenizer=PATH\n");
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.find("tokenizer_llama3") != std::string::npos &&
+        a.size() > 15 && a.compare(a.size() - 15, 15, "/tokenizer.json") == 0) {
+      g_llama3 = a;
+    }
+  }
+  if (g_tokenizer.empty() || g_llama3.empty()) {
+    fprintf(stderr, "usage: model_api_test --tokenizer=PATH LLAMA3_FILES...\n");
     return 2;
   }
   return RUN_ALL_TESTS();
