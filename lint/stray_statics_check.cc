@@ -135,6 +135,17 @@ bool IsImmutableRecord(const clang::RecordDecl *RD, const ASTContext &Ctx,
   const clang::RecordDecl *Def = RD->getDefinition();
   if (Def == nullptr) return false;
   if (const auto *CRD = llvm::dyn_cast<clang::CXXRecordDecl>(Def)) {
+    // A lambda whose call operator is const cannot change its captures (its
+    // copy assignment is deleted); a `mutable` one can.
+    if (CRD->isLambda()) {
+      const clang::CXXMethodDecl *Call = CRD->getLambdaCallOperator();
+      if (Call != nullptr && !Call->isConst()) return false;
+      for (const clang::FieldDecl *F : Def->fields()) {
+        if (F->getType()->isReferenceType()) continue;  // the referent is checked itself
+        if (F->getType().isVolatileQualified()) return false;
+      }
+      return true;
+    }
     if (CRD->hasMutableFields() || CRD->isPolymorphic()) return false;
     for (const auto &B : CRD->bases()) {
       const clang::RecordDecl *BD = B.getType()->getAsRecordDecl();
@@ -830,6 +841,24 @@ void StrayStaticsCheck::onEndOfTranslationUnit() {
   Context = nullptr;
 }
 
+// C++: `T *const p = new T` (or any initializer run at startup): the pointer
+// cannot change, but what it points at is a mutable object that exists once
+// per process, made by the initializer. A constant initializer (&x, nullptr)
+// points at something checked in its own right.
+bool PointsAtStartupHeap(const VarDecl *VD, const ASTContext &Ctx) {
+  if (!Ctx.getLangOpts().CPlusPlus || !VD->hasInit() || VD->getType()->isDependentType()) {
+    return false;
+  }
+  QualType Base = Ctx.getBaseElementType(VD->getType());
+  if (!Base->isPointerType()) return false;
+  QualType Pointee = Base->getPointeeType();
+  if (Pointee->isFunctionType() || Pointee->isVoidType() ||
+      !IsMutableObject(Pointee, Ctx)) {
+    return false;
+  }
+  return !VD->hasConstantInitialization();
+}
+
 // The static local of a function template's pattern that `VD`, a static
 // local of one of its instantiations, was instantiated from (the same
 // location), or null.
@@ -1101,6 +1130,13 @@ void StrayStaticsCheck::check(
     return;
   }
   if (Cat == Category::kNone) {
+    if (!Mutable && PointsAtStartupHeap(VD, Ctx)) {
+      Report(VD, At, "static " + Subj.Quoted() +
+                         " is a const pointer to mutable memory that its "
+                         "initializer makes at startup (not a constant): that "
+                         "memory is global state; " + StrayAdvice);
+      return;
+    }
     if (!Mutable) return;
     Report(VD, At, What + " is in none of the allowed categories: " + StrayAdvice,
            /*Stray=*/true, FittingCategory(VD, SM, Ctx));
