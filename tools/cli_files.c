@@ -256,6 +256,10 @@ atlas_status atlas_cli_output_check_pair(const atlas_cli_output *a,
 // Links the unnamed file to a fresh temporary name (out->tmp, whose
 // XXXXXX it fills), as mkstemp would have named it.
 static int name_unnamed(atlas_cli_output *out) {
+  if (out->tmp == NULL) {  // an unnamed file always has its template
+    errno = EINVAL;
+    return -1;
+  }
   char proc[64];
   snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fileno(out->f));
   static const char kChars[] =
