@@ -154,6 +154,14 @@ atlas_cuda_configure = repository_rule(
     local = True,
 )
 
+# The Debian libraries Atlas links statically: (repository, headers, archive, package, defines).
+# Shared by atlas_dependencies (WORKSPACE) and the atlas_deps module extension (//:extensions.bzl).
+ATLAS_SYSTEM_LIBRARIES = [
+    ("jansson", ["jansson.h", "jansson_config.h"], "libjansson.a", "libjansson-dev", []),
+    ("pcre2", ["pcre2.h"], "libpcre2-8.a", "libpcre2-dev", ["PCRE2_STATIC"]),
+    ("utf8proc", ["utf8proc.h"], "libutf8proc.a", "libutf8proc-dev", ["UTF8PROC_STATIC"]),
+]
+
 def atlas_dependencies(
         system_prefix = "/usr",
         llvm_prefix = "/usr/lib/llvm-14",
@@ -167,12 +175,7 @@ def atlas_dependencies(
     if "rules_java" not in existing:
         # Debian's bazel-bootstrap ships rules_java; Bazel 4.2.3 needs it offline.
         native.local_repository(name = "rules_java", path = rules_java_path)
-    libs = [
-        ("jansson", ["jansson.h", "jansson_config.h"], "libjansson.a", "libjansson-dev", []),
-        ("pcre2", ["pcre2.h"], "libpcre2-8.a", "libpcre2-dev", ["PCRE2_STATIC"]),
-        ("utf8proc", ["utf8proc.h"], "libutf8proc.a", "libutf8proc-dev", ["UTF8PROC_STATIC"]),
-    ]
-    for name, headers, lib, pkg, defines in libs:
+    for name, headers, lib, pkg, defines in ATLAS_SYSTEM_LIBRARIES:
         if name not in existing:
             atlas_system_library(
                 name = name,

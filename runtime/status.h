@@ -36,8 +36,10 @@ typedef struct atlas_status_s *atlas_status;
 // under -Werror (a failure nobody reads is a failure nobody reports).
 #if defined(__GNUC__) || defined(__clang__)
 #define ATLAS_MUST_USE __attribute__((warn_unused_result))
+#define ATLAS_PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
 #else
 #define ATLAS_MUST_USE
+#define ATLAS_PRINTF_LIKE(fmt, args)
 #endif
 
 // Makes a status with a printf-style message, recording the file and line
@@ -47,7 +49,7 @@ typedef struct atlas_status_s *atlas_status;
 ATLAS_MUST_USE atlas_status atlas_status_make_at(const char *file, int line,
                                                  atlas_status_code code,
                                                  const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+    ATLAS_PRINTF_LIKE(4, 5);
 #define atlas_status_make(code, ...) \
   atlas_status_make_at(__FILE__, __LINE__, (code), __VA_ARGS__)
 
@@ -55,7 +57,7 @@ ATLAS_MUST_USE atlas_status atlas_status_make_at(const char *file, int line,
 // ownership of `status`; passing OK returns OK.
 ATLAS_MUST_USE atlas_status atlas_status_annotate(atlas_status status,
                                                   const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+    ATLAS_PRINTF_LIKE(2, 3);
 
 // Joins two statuses into one that reports both (first code wins). Takes
 // ownership of both; either may be OK.

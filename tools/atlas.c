@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "atlas/atlas.h"
@@ -321,8 +322,8 @@ static atlas_status set_run_swap(run_options *o, size_t index,
       o->ignore_eos = true;
       return ATLAS_OK;
     case RUN_KV_DTYPE:
-      if (strcmp(value, "auto") != 0 && strcmp(value, "f32") != 0 &&
-          strcmp(value, "f16") != 0 && strcmp(value, "bf16") != 0) {
+      if (strcasecmp(value, "auto") != 0 && strcasecmp(value, "f32") != 0 &&
+          strcasecmp(value, "f16") != 0 && strcasecmp(value, "bf16") != 0) {
         return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                  "%s: \"%.32s\" is none of auto, f32, f16, bf16",
                                  flag, value);
@@ -330,7 +331,16 @@ static atlas_status set_run_swap(run_options *o, size_t index,
       o->kv_dtype = value;
       return ATLAS_OK;
     case SWAP_BUDGET_MB:
-      return atlas_cli_parse_double(flag, value, 0.0, &o->budget_mb);
+      // 0 is the whole device; anything else must be a byte at least and
+      // fit the API's 64-bit byte count (rounding to 0 would mean "all").
+      ATLAS_RETURN_IF_ERROR(atlas_cli_parse_double(flag, value, 0.0, &o->budget_mb));
+      if (o->budget_mb != 0.0 && (o->budget_mb < 1e-6 || o->budget_mb > 1.8e13)) {
+        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                 "%s wants 0 (the whole device) or a number "
+                                 "from 1e-06 (one byte) to 1.8e+13, not '%s'",
+                                 flag, value);
+      }
+      return ATLAS_OK;
     case SWAP_FAIL_ALLOC:
       return atlas_cli_parse_long(flag, value, 0, 1L << 30, &o->fail_alloc);
     case RUN_PROMPT:

@@ -67,6 +67,23 @@ atlas_status atlas_cli_read_all(const char *path, size_t max_bytes,
   return ATLAS_OK;
 }
 
+// The descriptor a path names (/dev/stdout, /dev/stderr, /dev/fd/N,
+// /proc/self/fd/N), or -1.
+static int descriptor_of(const char *path) {
+  if (strcmp(path, "/dev/stdout") == 0) return 1;
+  if (strcmp(path, "/dev/stderr") == 0) return 2;
+  const char *digits = NULL;
+  if (strncmp(path, "/dev/fd/", 8) == 0) digits = path + 8;
+  if (strncmp(path, "/proc/self/fd/", 14) == 0) digits = path + 14;
+  if (digits == NULL || *digits == '\0') return -1;
+  long fd = 0;
+  for (const char *p = digits; *p; ++p) {
+    if (*p < '0' || *p > '9' || fd > 1000000) return -1;
+    fd = fd * 10 + (*p - '0');
+  }
+  return (int)fd;
+}
+
 // The file an output replaces: `path` with its symbolic links resolved (a
 // link is written through, not replaced), or, for a new file, the resolved
 // folder and the name. A link to nothing is refused: what it meant is unclear.
@@ -124,6 +141,22 @@ atlas_status atlas_cli_output_open(const char *flag, const char *path,
   if (out->path == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory for %s",
                              path);
+  }
+  int named_fd = descriptor_of(path);
+  if (named_fd >= 0) {
+    // An open descriptor: written through a copy of it, as a shell
+    // redirection would (its offset, its O_APPEND). Opened again by name it
+    // would be truncated, or a file behind it replaced.
+    int fd = fcntl(named_fd, F_DUPFD_CLOEXEC, 3);
+    out->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (out->f == NULL) {
+      int err = errno;
+      if (fd >= 0) close(fd);
+      atlas_cli_output_abort(out);
+      return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot write %s: %s", flag,
+                               path, strerror(err));
+    }
+    return ATLAS_OK;
   }
   atlas_status s = resolve_target(flag, path, &out->target);
   if (s != ATLAS_OK) {

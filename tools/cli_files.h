@@ -25,9 +25,10 @@ ATLAS_MUST_USE atlas_status atlas_cli_read_all(const char *path,
 // An output written to a temporary name beside `path` and renamed over it
 // only on success: a failed run leaves no partial file, nor does a killed
 // one where the file system supports O_TMPFILE. A symbolic link is
-// written through (its target is replaced); a pipe or a character device
-// (/dev/stdout) is written directly; a folder, a socket or a link to nothing
-// is refused when opening.
+// written through (its target is replaced); a pipe or a character device is
+// written directly, and a path naming an open descriptor (/dev/stdout,
+// /dev/fd/N) through a copy of it, as a shell redirection would; a folder,
+// a socket or a link to nothing is refused when opening.
 typedef struct atlas_cli_output {
   FILE *f;             // NULL when no output was asked for
   const char *flag;    // the option that named it, for messages

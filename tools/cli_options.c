@@ -244,6 +244,7 @@ atlas_status atlas_cli_parse_double(const char *option, const char *value,
   char *end = NULL;
   errno = 0;
   double v = strtod(value, &end);
+  if (errno == ERANGE && isfinite(v)) errno = 0;  // underflow: a tiny number, not an error
   // "nan", "inf" and friends are refused: no flag means them.
   if (errno != 0 || end == value || *end != '\0' || !isfinite(v) || v < min ||
       starts_with_space(value)) {
@@ -261,6 +262,7 @@ atlas_status atlas_cli_parse_interval(const char *option, const char *value,
   char *end = NULL;
   errno = 0;
   double v = strtod(value, &end);
+  if (errno == ERANGE && isfinite(v)) errno = 0;  // underflow: a tiny number, not an error
   bool ok = errno == 0 && end != value && *end == '\0' && isfinite(v) &&
             !starts_with_space(value) && (lo_open ? v > lo : v >= lo) && v <= hi;
   if (!ok) {

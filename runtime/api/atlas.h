@@ -259,7 +259,8 @@ void atlas_generate_options_init(atlas_generate_options *options);
 // Generation: runs the prompt, then up to max_new_tokens new tokens (greedy
 // unless the options sample), written to `out_tokens` (room for
 // max_new_tokens); *out_count says how many (a stop string's tokens
-// included). Errors: INVALID_ARGUMENT for an empty prompt, an id outside the
+// included; on failure, those chosen before it, which on_token saw).
+// Errors: INVALID_ARGUMENT for an empty prompt, an id outside the
 // vocabulary, a sequence longer than max_seq, a sampling option out of range
 // (named) or stop strings without a tokenizer (checked before any work).
 ATLAS_MUST_USE atlas_status atlas_generate(atlas_model *model,

@@ -114,6 +114,11 @@ cat "$tmp/fifo" >"$tmp/from_fifo" &
 "$atlas" run --model "$tmp/a" "${run[@]}" --logits "$tmp/fifo" >/dev/null 2>&1; rc=$?
 wait
 check "--logits into a FIFO streams the logits through it" bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/from_fifo' '$tmp/ok.bin' && [ -p '$tmp/fifo' ]"
+"$atlas" run --model "$tmp/a" "${run[@]}" --logits /dev/stdout 2>/dev/null | cat >"$tmp/piped"
+check "--logits /dev/stdout into a pipe carries the logits" python3 -c "import sys; sys.exit(open('$tmp/ok.bin','rb').read() not in open('$tmp/piped','rb').read())"
+echo "keep me" >"$tmp/log.txt"
+"$atlas" run --model "$tmp/a" "${run[@]}" --logits /dev/stdout >>"$tmp/log.txt" 2>/dev/null; rc=$?
+check "--logits /dev/stdout >> FILE appends (nothing there is lost)" bash -c "[ $rc -eq 0 ] && [ \"\$(head -1 '$tmp/log.txt')\" = 'keep me' ] && [ \$(stat -c %s '$tmp/log.txt') -gt $(stat -c %s "$tmp/ok.bin") ]"
 "$atlas" report --model "$tmp/a" --backend host --json "$tmp/same" --svg "$tmp/./same" >/dev/null 2>"$tmp/err"; rc=$?
 check "report --json and --svg naming one file is refused" bash -c "[ $rc -eq 1 ] && grep -q 'name the same file' '$tmp/err' && [ ! -e '$tmp/same' ]"
 "$atlas" report --model "$tmp/a" --backend host --json "$tmp/a/config.json" >/dev/null 2>"$tmp/err"; rc=$?
@@ -141,6 +146,15 @@ for bad in " -1" " 5" "-0"; do
   "$atlas" run --model "$tmp/a" "${run[@]}" --temperature 1 --seed "$bad" >/dev/null 2>"$tmp/err"; rc=$?
   check "--seed '$bad' is a usage error" bash -c "[ $rc -eq 2 ] && grep -q -- '--seed wants an integer' '$tmp/err'"
 done
+
+"$atlas" swap --model "$tmp/a" --to "$tmp/b" "${run[@]}" --budget-mb 0.0000001 >/dev/null 2>"$tmp/err"; rc=$?
+check "--budget-mb below one byte is a usage error (it read as 'the whole device')" bash -c "[ $rc -eq 2 ] && grep -q -- '--budget-mb wants 0' '$tmp/err'"
+"$atlas" swap --model "$tmp/a" --to "$tmp/b" "${run[@]}" --budget-mb 1.9e13 >/dev/null 2>&1
+check "--budget-mb past 2^64 bytes is a usage error" [ $? -eq 2 ]
+"$atlas" run --model "$tmp/a" "${run[@]}" --temperature 1e-320 >/dev/null 2>&1
+check "--temperature 1e-320 (underflows to 0) is accepted" [ $? -eq 0 ]
+"$atlas" run --model "$tmp/a" "${run[@]}" --kv-dtype BF16 >/dev/null 2>&1
+check "--kv-dtype takes any case, as the API does" [ $? -eq 0 ]
 
 # ---- --steps against the model's context (tiny: max_position_embeddings 128) ----
 "$atlas" run --model "$tmp/a" --backend host --tokens 1,2,3 --steps 126 >/dev/null 2>&1

@@ -3,9 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <regex>
+#include <sstream>
 #include <string>
 
 namespace {
+
+std::string g_module;  // MODULE.bazel (argv[1])
 
 TEST(Version, StringIsMajorDotMinorDotPatch) {
   std::string want = std::to_string(ATLAS_VERSION_MAJOR) + "." +
@@ -28,4 +33,22 @@ TEST(Version, NumberOrdersVersions) {
   EXPECT_LT(ATLAS_VERSION_PATCH, 100);
 }
 
+// bzlmod adopters see the module's version: the same as the library's.
+TEST(Version, ModuleBazelDeclaresTheSameVersion) {
+  std::ifstream in(g_module);
+  ASSERT_TRUE(in.good()) << g_module;
+  std::stringstream text;
+  text << in.rdbuf();
+  std::smatch m;
+  std::string body = text.str();
+  ASSERT_TRUE(std::regex_search(body, m, std::regex(R"re(module\([^)]*version\s*=\s*"([^"]+)")re")));
+  EXPECT_EQ(m[1].str(), ATLAS_VERSION_STRING);
+}
+
 }  // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc > 1) g_module = argv[1];
+  return RUN_ALL_TESTS();
+}

@@ -742,7 +742,7 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     }
   }
   free(logits);
-  if (status == ATLAS_OK && out_count != NULL) *out_count = generated;
+  if (out_count != NULL) *out_count = generated;  // on failure too: what on_token saw
   return status;
 }
 
