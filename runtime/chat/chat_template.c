@@ -36,7 +36,7 @@ atlas_status atlas_chat_template_parse(const char *source, size_t len, const cha
   *out_template = NULL;
   atlas_chat_template *t = calloc(1, sizeof(*t));
   if (!t) return oom();
-  atlas_status st = jinja_parse(source, len, &t->main);
+  atlas_status st = atlas_jinja_parse(source, len, &t->main);
   if (st == ATLAS_OK) st = dup_opt(bos_token, &t->bos_token);
   if (st == ATLAS_OK) st = dup_opt(eos_token, &t->eos_token);
   if (st != ATLAS_OK) {
@@ -121,7 +121,7 @@ atlas_status atlas_chat_template_load(const char *path, atlas_chat_template **ou
   atlas_chat_template *t = NULL;
   if (st == ATLAS_OK) st = atlas_chat_template_parse(main_src, strlen(main_src), bos, eos, &t);
   if (st == ATLAS_OK && tool_src) {
-    atlas_status tool_st = jinja_parse(tool_src, strlen(tool_src), &t->tool_use);
+    atlas_status tool_st = atlas_jinja_parse(tool_src, strlen(tool_src), &t->tool_use);
     if (tool_st != ATLAS_OK) {
       t->tool_use_code = atlas_status_code_of(tool_st);
       st = dup_opt(atlas_status_message(tool_st), &t->tool_use_error);
@@ -142,8 +142,8 @@ atlas_status atlas_chat_template_load(const char *path, atlas_chat_template **ou
 
 void atlas_chat_template_free(atlas_chat_template *t) {
   if (!t) return;
-  jinja_template_free(t->main);
-  jinja_template_free(t->tool_use);
+  atlas_jinja_template_free(t->main);
+  atlas_jinja_template_free(t->tool_use);
   free(t->tool_use_error);
   free(t->bos_token);
   free(t->eos_token);
@@ -193,11 +193,11 @@ atlas_status atlas_chat_template_render(const atlas_chat_template *t,
   }
   const jinja_template *which = o->tools && t->tool_use ? t->tool_use : t->main;
   jinja_buf out = {0};
-  atlas_status st = jinja_render(which, vars, o->now, &out);
+  atlas_status st = atlas_jinja_render(which, vars, o->now, &out);
   json_decref(vars);
   if (st == ATLAS_OK && out.oom) st = oom();
   if (st != ATLAS_OK) {
-    jinja_buf_free(&out);
+    atlas_jinja_buf_free(&out);
     if (!t->path) return st;
     return atlas_status_annotate(st, "%s%s", t->path,
                                  which == t->tool_use ? ": chat_template 'tool_use'" : "");

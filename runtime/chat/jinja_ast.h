@@ -1,5 +1,5 @@
-// The syntax tree of a chat template: what jinja_parse builds and
-// jinja_render walks. Every node keeps its line and column so an error at run
+// The syntax tree of a chat template: what atlas_jinja_parse builds and
+// atlas_jinja_render walks. Every node keeps its line and column so an error at run
 // time can point at the construct.
 #ifndef ATLAS_RUNTIME_CHAT_JINJA_AST_H_
 #define ATLAS_RUNTIME_CHAT_JINJA_AST_H_
@@ -74,7 +74,7 @@ typedef struct jinja_template {
 // Parses a template (Jinja2 syntax with trim_blocks and lstrip_blocks, as
 // transformers configures it). A construct outside the supported subset is
 // refused with its name, line and column.
-atlas_status jinja_parse(const char *source, size_t len, jinja_template **out_template);
-void jinja_template_free(jinja_template *t);
+atlas_status atlas_jinja_parse(const char *source, size_t len, jinja_template **out_template);
+void atlas_jinja_template_free(jinja_template *t);
 
 #endif  // ATLAS_RUNTIME_CHAT_JINJA_AST_H_

@@ -53,12 +53,12 @@ static bool in_list(const char *name, const char *const *list, size_t n) {
 }
 #define IN(name, list) in_list((name), (list), sizeof(list) / sizeof((list)[0]))
 
-bool jinja_filter_known(const char *name) { return IN(name, kFilters); }
-bool jinja_test_known(const char *name) { return IN(name, kTests); }
-bool jinja_global_known(const char *name) { return IN(name, kGlobals); }
-bool jinja_is_dict_method(const char *name) { return IN(name, kDictMethods); }
+bool atlas_jinja_filter_known(const char *name) { return IN(name, kFilters); }
+bool atlas_jinja_test_known(const char *name) { return IN(name, kTests); }
+bool atlas_jinja_global_known(const char *name) { return IN(name, kGlobals); }
+bool atlas_jinja_is_dict_method(const char *name) { return IN(name, kDictMethods); }
 
-const char *jinja_python_attribute(json_t *v, const char *name) {
+const char *atlas_jinja_python_attribute(json_t *v, const char *name) {
   if (json_is_object(v)) return IN(name, kDictSafeMethods) ? "method" : NULL;
   if (json_is_array(v)) return IN(name, kListSafeMethods) ? "method" : NULL;
   if (json_is_string(v)) return IN(name, kStrMethods) ? "method" : NULL;
@@ -81,7 +81,7 @@ static atlas_status err(const char *fmt, ...) {
   return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "%s", msg);
 }
 
-static atlas_status oom(void) { return jinja_oom("rendering"); }
+static atlas_status oom(void) { return atlas_jinja_oom("rendering"); }
 
 // ---- arguments ----
 
@@ -119,8 +119,8 @@ static atlas_status check_args(const char *what, const jinja_args *a, const char
 static atlas_status want_str(const char *what, const jv *v, const char **s, size_t *n) {
   *s = "";
   *n = 0;
-  if (!v || !jv_is_string(*v)) {
-    return err("%s expects a string, got '%s'", what, v ? jv_type_name(*v) : "nothing");
+  if (!v || !atlas_jv_is_string(*v)) {
+    return err("%s expects a string, got '%s'", what, v ? atlas_jv_type_name(*v) : "nothing");
   }
   *s = json_string_value(v->json);
   *n = json_string_length(v->json);
@@ -129,13 +129,13 @@ static atlas_status want_str(const char *what, const jv *v, const char **s, size
 
 static atlas_status want_int(const char *what, const jv *v, long long *out) {
   *out = 0;
-  if (!v || !jv_is_int(*v)) return err("%s expects an integer, got '%s'", what, v ? jv_type_name(*v) : "nothing");
+  if (!v || !atlas_jv_is_int(*v)) return err("%s expects an integer, got '%s'", what, v ? atlas_jv_type_name(*v) : "nothing");
   *out = json_is_boolean(v->json) ? json_is_true(v->json) : json_integer_value(v->json);
   return ATLAS_OK;
 }
 
 static atlas_status str_of(jinja_ctx *ctx, jv v, jinja_buf *b) {
-  ATLAS_RETURN_IF_ERROR(jinja_str(ctx, v, b));
+  ATLAS_RETURN_IF_ERROR(atlas_jinja_str(ctx, v, b));
   return b->oom ? oom() : ATLAS_OK;
 }
 
@@ -151,9 +151,9 @@ static bool is_ascii(const char *s, size_t n) {
 // Whether strip() removes code point cp: one of `chars` (its code points),
 // or Python's whitespace when chars is NULL.
 static bool strips(uint32_t cp, const char *chars, size_t n_chars) {
-  if (!chars) return jinja_is_py_space(cp);
+  if (!chars) return atlas_jinja_is_py_space(cp);
   for (size_t k = 0; k < n_chars;) {
-    if (jinja_utf8_next(chars, n_chars, &k) == cp) return true;
+    if (atlas_jinja_utf8_next(chars, n_chars, &k) == cp) return true;
   }
   return false;
 }
@@ -166,7 +166,7 @@ static atlas_status py_strip(const char *s, size_t n, const char *chars, size_t 
   if (left) {
     while (b < e) {
       size_t i = b;
-      uint32_t cp = jinja_utf8_next(s, n, &i);
+      uint32_t cp = atlas_jinja_utf8_next(s, n, &i);
       if (!strips(cp, chars, n_chars)) break;
       b = i;
     }
@@ -176,7 +176,7 @@ static atlas_status py_strip(const char *s, size_t n, const char *chars, size_t 
       size_t start = e - 1;
       while (start > b && ((unsigned char)s[start] & 0xc0) == 0x80) --start;
       size_t i = start;
-      uint32_t cp = jinja_utf8_next(s, n, &i);
+      uint32_t cp = atlas_jinja_utf8_next(s, n, &i);
       if (i != e) {  // not a clean code point: treat the byte alone
         start = e - 1;
         cp = (unsigned char)s[start];
@@ -185,8 +185,8 @@ static atlas_status py_strip(const char *s, size_t n, const char *chars, size_t 
       e = start;
     }
   }
-  *out = jv_string(s + b, e - b);
-  return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+  *out = atlas_jv_string(s + b, e - b);
+  return atlas_jv_ok_alloc(*out) ? ATLAS_OK : oom();
 }
 
 static atlas_status strip_method(const char *what, jv self, const jinja_args *a, bool l, bool r, jv *out) {
@@ -225,9 +225,9 @@ static atlas_status change_case(const char *what, const char *s, size_t n, case_
       }
     }
   }
-  *out = jv_string(t, n);
+  *out = atlas_jv_string(t, n);
   free(t);
-  return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+  return atlas_jv_ok_alloc(*out) ? ATLAS_OK : oom();
 }
 
 static atlas_status py_replace(const char *s, size_t n, const char *old, size_t no, const char *nw,
@@ -238,27 +238,27 @@ static atlas_status py_replace(const char *s, size_t n, const char *old, size_t 
   if (no == 0) {
     // Python inserts `new` between every code point (and at both ends).
     while (count < 0 || done < count) {
-      jinja_buf_append(&b, nw, nn);
+      atlas_jinja_buf_append(&b, nw, nn);
       ++done;
       if (i >= n) break;
       size_t j = i;
-      jinja_utf8_next(s, n, &j);
-      jinja_buf_append(&b, s + i, j - i);
+      atlas_jinja_utf8_next(s, n, &j);
+      atlas_jinja_buf_append(&b, s + i, j - i);
       i = j;
     }
-    jinja_buf_append(&b, s + i, n - i);
-    return jv_string_of_buf(&b, out);
+    atlas_jinja_buf_append(&b, s + i, n - i);
+    return atlas_jv_string_of_buf(&b, out);
   }
   while (i < n && (count < 0 || done < count)) {
     const char *hit = memmem(s + i, n - i, old, no);
     if (!hit) break;
-    jinja_buf_append(&b, s + i, (size_t)(hit - (s + i)));
-    jinja_buf_append(&b, nw, nn);
+    atlas_jinja_buf_append(&b, s + i, (size_t)(hit - (s + i)));
+    atlas_jinja_buf_append(&b, nw, nn);
     i = (size_t)(hit - s) + no;
     ++done;
   }
-  jinja_buf_append(&b, s + i, n - i);
-  return jv_string_of_buf(&b, out);
+  atlas_jinja_buf_append(&b, s + i, n - i);
+  return atlas_jv_string_of_buf(&b, out);
 }
 
 static atlas_status py_split(const char *s, size_t n, const char *sep, size_t ns, long long maxsplit,
@@ -273,7 +273,7 @@ static atlas_status py_split(const char *s, size_t n, const char *sep, size_t ns
     for (;;) {
       while (i < n) {
         size_t j = i;
-        if (!jinja_is_py_space(jinja_utf8_next(s, n, &j))) break;
+        if (!atlas_jinja_is_py_space(atlas_jinja_utf8_next(s, n, &j))) break;
         i = j;
       }
       if (i >= n) break;
@@ -281,13 +281,13 @@ static atlas_status py_split(const char *s, size_t n, const char *sep, size_t ns
       if (maxsplit >= 0 && splits >= maxsplit) {
         // The rest, with trailing whitespace dropped.
         size_t e = n;
-        while (e > start && jinja_is_py_space((unsigned char)s[e - 1])) --e;
+        while (e > start && atlas_jinja_is_py_space((unsigned char)s[e - 1])) --e;
         ok = ok && json_array_append_new(arr, json_stringn_nocheck(s + start, e - start)) == 0;
         break;
       }
       while (i < n) {
         size_t j = i;
-        if (jinja_is_py_space(jinja_utf8_next(s, n, &j))) break;
+        if (atlas_jinja_is_py_space(atlas_jinja_utf8_next(s, n, &j))) break;
         i = j;
       }
       ok = ok && json_array_append_new(arr, json_stringn_nocheck(s + start, i - start)) == 0;
@@ -309,7 +309,7 @@ static atlas_status py_split(const char *s, size_t n, const char *sep, size_t ns
     json_decref(arr);
     return oom();
   }
-  *out = jv_data(arr);
+  *out = atlas_jv_data(arr);
   return ATLAS_OK;
 }
 
@@ -324,13 +324,13 @@ static atlas_status affix(const char *what, jv self, const jinja_args *a, bool e
   size_t count = cands ? json_array_size(cands) : 1;
   bool hit = false;
   for (size_t i = 0; i < count && !hit; ++i) {
-    jv c = cands ? jv_data(json_array_get(cands, i)) : *p;
+    jv c = cands ? atlas_jv_data(json_array_get(cands, i)) : *p;
     const char *x = "";
     size_t nx = 0;
     ATLAS_RETURN_IF_ERROR(want_str(what, &c, &x, &nx));
     hit = nx <= n && memcmp(end ? s + n - nx : s, x, nx) == 0;
   }
-  *out = jv_data(json_boolean(hit));
+  *out = atlas_jv_data(json_boolean(hit));
   return ATLAS_OK;
 }
 
@@ -390,16 +390,16 @@ static atlas_status str_method(jinja_ctx *ctx, jv self, const char *name, const 
     ATLAS_RETURN_IF_ERROR(want_str(name, arg(a, 0, "sub"), &x, &nx));
     if (name[0] == 'f') {
       const char *hit = nx == 0 ? s : memmem(s, n, x, nx);
-      *out = jv_data(json_integer(hit ? (long long)jinja_utf8_length(s, (size_t)(hit - s)) : -1));
+      *out = atlas_jv_data(json_integer(hit ? (long long)atlas_jinja_utf8_length(s, (size_t)(hit - s)) : -1));
       return ATLAS_OK;
     }
     if (nx == 0) {
-      *out = jv_data(json_integer((long long)jinja_utf8_length(s, n) + 1));
+      *out = atlas_jv_data(json_integer((long long)atlas_jinja_utf8_length(s, n) + 1));
       return ATLAS_OK;
     }
     long long c = 0;
     for (const char *p = s; (p = memmem(p, n - (size_t)(p - s), x, nx)) != NULL; p += nx) ++c;
-    *out = jv_data(json_integer(c));
+    *out = atlas_jv_data(json_integer(c));
     return ATLAS_OK;
   }
   if (!strcmp(name, "join")) {
@@ -407,21 +407,21 @@ static atlas_status str_method(jinja_ctx *ctx, jv self, const char *name, const 
     const jv *it = arg(a, 0, "iterable");
     if (!it) return err("str.join() needs an iterable");
     json_t *items = NULL;
-    ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, *it, "str.join()", &items));
+    ATLAS_RETURN_IF_ERROR(atlas_jinja_iterate(ctx, *it, "str.join()", &items));
     jinja_buf b = {0};
     for (size_t i = 0; i < json_array_size(items); ++i) {
       json_t *e = json_array_get(items, i);
       if (!json_is_string(e)) {
         json_decref(items);
-        jinja_buf_free(&b);
+        atlas_jinja_buf_free(&b);
         return err("str.join(): sequence item %zu: expected str instance, %s found", i,
-                   jv_type_name(jv_data(e)));
+                   atlas_jv_type_name(atlas_jv_data(e)));
       }
-      if (i) jinja_buf_append(&b, s, n);
-      jinja_buf_append(&b, json_string_value(e), json_string_length(e));
+      if (i) atlas_jinja_buf_append(&b, s, n);
+      atlas_jinja_buf_append(&b, json_string_value(e), json_string_length(e));
     }
     json_decref(items);
-    return jv_string_of_buf(&b, out);
+    return atlas_jv_string_of_buf(&b, out);
   }
   if (!strcmp(name, "isdigit") || !strcmp(name, "isalpha") || !strcmp(name, "isspace") ||
       !strcmp(name, "isalnum")) {
@@ -433,7 +433,7 @@ static atlas_status str_method(jinja_ctx *ctx, jv self, const char *name, const 
       r = name[2] == 'd' ? isdigit(c) != 0 : name[2] == 's' ? isspace(c) != 0 || (c >= 0x1c && c <= 0x1f)
         : name[4] == 'p' ? isalpha(c) != 0 : isalnum(c) != 0;
     }
-    *out = jv_data(json_boolean(r));
+    *out = atlas_jv_data(json_boolean(r));
     return ATLAS_OK;
   }
   if (!strcmp(name, "format")) return err("construct 'str.format()' is not supported");
@@ -445,7 +445,7 @@ static json_t *pair(jinja_ctx *ctx, const char *k, json_t *v) {
   json_t *p = json_array();
   if (!p) return NULL;
   if (json_array_append_new(p, json_string_nocheck(k)) != 0 || json_array_append(p, v) != 0 ||
-      jinja_mark_tuple(ctx, p) != ATLAS_OK) {
+      atlas_jinja_mark_tuple(ctx, p) != ATLAS_OK) {
     json_decref(p);
     return NULL;
   }
@@ -466,12 +466,12 @@ static atlas_status dict_items(jinja_ctx *ctx, json_t *o, int what, jv_seq seq, 
       return oom();
     }
   }
-  *out = jv_data(arr);
+  *out = atlas_jv_data(arr);
   out->seq = seq;
   return ATLAS_OK;
 }
 
-atlas_status jinja_method(jinja_ctx *ctx, jv obj, const char *name, const jinja_args *a, jv *out,
+atlas_status atlas_jinja_method(jinja_ctx *ctx, jv obj, const char *name, const jinja_args *a, jv *out,
                           bool *found) {
   (void)ctx;
   *found = true;
@@ -479,7 +479,7 @@ atlas_status jinja_method(jinja_ctx *ctx, jv obj, const char *name, const jinja_
     if (!strcmp(name, "cycle")) {
       if (a->n_pos == 0) return err("loop.cycle() needs at least one value");
       const jinja_loop *l = obj.ptr;
-      *out = jv_copy(a->pos[l->index0 % a->n_pos]);
+      *out = atlas_jv_copy(a->pos[l->index0 % a->n_pos]);
       return ATLAS_OK;
     }
     *found = false;
@@ -499,11 +499,11 @@ atlas_status jinja_method(jinja_ctx *ctx, jv obj, const char *name, const jinja_
       CHECK_ARGS("dict.get()", a, "key", "default");
       const jv *k = arg(a, 0, "key"), *d = arg(a, 1, "default");
       if (!k) return err("dict.get() needs a key");
-      json_t *v = jv_is_string(*k) ? json_object_getn(obj.json, json_string_value(k->json), json_string_length(k->json)) : NULL;
-      *out = v ? jv_data(json_incref(v)) : d ? jv_copy(*d) : jv_data(json_null());
+      json_t *v = atlas_jv_is_string(*k) ? json_object_getn(obj.json, json_string_value(k->json), json_string_length(k->json)) : NULL;
+      *out = v ? atlas_jv_data(json_incref(v)) : d ? atlas_jv_copy(*d) : atlas_jv_data(json_null());
       return ATLAS_OK;
     }
-    if (jinja_is_dict_method(name)) return err("dict.%s() is not allowed: the template sandbox is immutable", name);
+    if (atlas_jinja_is_dict_method(name)) return err("dict.%s() is not allowed: the template sandbox is immutable", name);
   }
   *found = false;
   return ATLAS_OK;
@@ -511,7 +511,7 @@ atlas_status jinja_method(jinja_ctx *ctx, jv obj, const char *name, const jinja_
 
 // ---- tests ----
 
-atlas_status jinja_test(jinja_ctx *ctx, const char *name, jv v, const jinja_args *a, bool *out) {
+atlas_status atlas_jinja_test(jinja_ctx *ctx, const char *name, jv v, const jinja_args *a, bool *out) {
   (void)ctx;
   const bool data = v.kind == JV_DATA;
   json_t *j = v.json;
@@ -523,7 +523,7 @@ atlas_status jinja_test(jinja_ctx *ctx, const char *name, jv v, const jinja_args
   else if (!strcmp(name, "iterable") || !strcmp(name, "sequence")) {
     *out = v.kind == JV_UNDEFINED || (data && (json_is_string(j) || json_is_array(j) || json_is_object(j)));
   }
-  else if (!strcmp(name, "number")) *out = jv_is_number(v);
+  else if (!strcmp(name, "number")) *out = atlas_jv_is_number(v);
   else if (!strcmp(name, "integer")) *out = data && json_is_integer(j);
   else if (!strcmp(name, "float")) *out = data && json_is_real(j);
   else if (!strcmp(name, "boolean")) *out = data && json_is_boolean(j);
@@ -531,7 +531,7 @@ atlas_status jinja_test(jinja_ctx *ctx, const char *name, jv v, const jinja_args
   else if (!strcmp(name, "false")) *out = data && json_is_false(j);
   else if (!strcmp(name, "callable")) *out = v.kind == JV_MACRO || v.kind == JV_FUNC;
   else if (!strcmp(name, "lower") || !strcmp(name, "upper")) {
-    if (!jv_is_string(v)) return err("test '%s' expects a string", name);
+    if (!atlas_jv_is_string(v)) return err("test '%s' expects a string", name);
     const char *s = json_string_value(j);
     size_t n = json_string_length(j);
     if (!is_ascii(s, n)) return err("test '%s' of non-ASCII text is not supported", name);
@@ -569,29 +569,29 @@ atlas_status jinja_test(jinja_ctx *ctx, const char *name, jv v, const jinja_args
     if (!strcmp(name, "in")) {
       // `x is in y`
       jv item = v;
-      if (o->kind == JV_DATA && json_is_string(o->json) && jv_is_string(item)) {
+      if (o->kind == JV_DATA && json_is_string(o->json) && atlas_jv_is_string(item)) {
         *out = memmem(json_string_value(o->json), json_string_length(o->json), json_string_value(item.json),
                       json_string_length(item.json)) != NULL;
       } else if (o->kind == JV_DATA && json_is_array(o->json)) {
         *out = false;
-        for (size_t i = 0; i < json_array_size(o->json) && !*out; ++i) *out = jv_equal(item, jv_data(json_array_get(o->json, i)));
+        for (size_t i = 0; i < json_array_size(o->json) && !*out; ++i) *out = atlas_jv_equal(item, atlas_jv_data(json_array_get(o->json, i)));
       } else if (o->kind == JV_DATA && json_is_object(o->json)) {
-        *out = jv_is_string(item) && json_object_get(o->json, json_string_value(item.json)) != NULL;
+        *out = atlas_jv_is_string(item) && json_object_get(o->json, json_string_value(item.json)) != NULL;
       } else {
         return err("test 'in' needs a string, list or dict");
       }
       return ATLAS_OK;
     }
     if (!strcmp(name, "eq") || !strcmp(name, "equalto") || !strcmp(name, "==")) {
-      *out = jv_equal(v, *o);
+      *out = atlas_jv_equal(v, *o);
       return ATLAS_OK;
     }
     if (!strcmp(name, "ne") || !strcmp(name, "!=")) {
-      *out = !jv_equal(v, *o);
+      *out = !atlas_jv_equal(v, *o);
       return ATLAS_OK;
     }
     int c = 0;
-    ATLAS_RETURN_IF_ERROR(jv_compare(v, *o, &c));
+    ATLAS_RETURN_IF_ERROR(atlas_jv_compare(v, *o, &c));
     if (!strcmp(name, "lt") || !strcmp(name, "<")) *out = c < 0;
     else if (!strcmp(name, "le") || !strcmp(name, "<=")) *out = c <= 0;
     else if (!strcmp(name, "gt") || !strcmp(name, ">")) *out = c > 0;
@@ -610,7 +610,7 @@ atlas_status jinja_test(jinja_ctx *ctx, const char *name, jv v, const jinja_args
 // (map's default=, and the path goes on from it, as Jinja's does); else the
 // last part gives undefined and an earlier one is an error, as Jinja's
 // lookup on its Undefined raises. A part naming a Python attribute that
-// Jinja would find instead (jinja_python_attribute: a dict without that
+// Jinja would find instead (atlas_jinja_python_attribute: a dict without that
 // key, `selectattr('items')`, keeps every dict; a string's `upper` is a
 // bound method, an int's `real` the int) is refused by name. Parts are read
 // in place (keys of any length); only a code point is allocated.
@@ -631,9 +631,9 @@ static atlas_status attr_path(json_t *item, const char *path, json_t *deflt, jv 
       } else if (fits && json_is_string(cur)) {
         const char *str = json_string_value(cur);
         const size_t bytes = json_string_length(cur);
-        if (idx < jinja_utf8_length(str, bytes)) {
-          size_t b = jinja_utf8_offset(str, bytes, idx), e = b;
-          jinja_utf8_next(str, bytes, &e);
+        if (idx < atlas_jinja_utf8_length(str, bytes)) {
+          size_t b = atlas_jinja_utf8_offset(str, bytes, idx), e = b;
+          atlas_jinja_utf8_next(str, bytes, &e);
           next = made = json_stringn_nocheck(str + b, e - b);
           if (!made) {
             json_decref(owned);
@@ -647,24 +647,24 @@ static atlas_status attr_path(json_t *item, const char *path, json_t *deflt, jv 
     char name[24] = "";  // longer than any Python attribute refused below
     if (!next && !(n > 0 && digits == n) && n < sizeof(name)) {
       memcpy(name, p, n);
-      const char *what = jinja_python_attribute(cur, name);
+      const char *what = atlas_jinja_python_attribute(cur, name);
       if (what != NULL) {
-        const char *type = jv_type_name((jv){.kind = JV_DATA, .json = cur});
+        const char *type = atlas_jv_type_name((jv){.kind = JV_DATA, .json = cur});
         json_decref(owned);
         return err("attribute '%s' of %s %s%s is its %s in Jinja; not supported", name,
-                   jv_type_article(type), type, json_is_object(cur) ? " without that key" : "",
+                   atlas_jv_type_article(type), type, json_is_object(cur) ? " without that key" : "",
                    what);
       }
     }
     if (!next && deflt) next = deflt;
     if (!next) {
-      const char *type = jv_type_name((jv){.kind = JV_DATA, .json = cur});
+      const char *type = atlas_jv_type_name((jv){.kind = JV_DATA, .json = cur});
       json_decref(owned);
       if (p[n] != '\0') {
         return err("'%s object' has no attribute '%.*s' (attribute path '%s')", type, (int)n, p,
                    path);
       }
-      *out = jv_undefined("attribute");
+      *out = atlas_jv_undefined("attribute");
       return ATLAS_OK;
     }
     json_decref(owned);  // after its text was read
@@ -672,8 +672,8 @@ static atlas_status attr_path(json_t *item, const char *path, json_t *deflt, jv 
     cur = next;
     if (p[n] == '\0') break;
   }
-  *out = jv_data(owned ? owned : json_incref(cur));
-  return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+  *out = atlas_jv_data(owned ? owned : json_incref(cur));
+  return atlas_jv_ok_alloc(*out) ? ATLAS_OK : oom();
 }
 
 // select/reject/selectattr/rejectattr.
@@ -681,7 +681,7 @@ static atlas_status select_filter(jinja_ctx *ctx, const char *name, jv v, const 
   const bool by_attr = strstr(name, "attr") != NULL;
   const bool keep_if = name[0] == 's';
   json_t *items;
-  ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, name, &items));
+  ATLAS_RETURN_IF_ERROR(atlas_jinja_iterate(ctx, v, name, &items));
   size_t first = 0;
   const char *attr = NULL;
   if (by_attr) {
@@ -705,7 +705,7 @@ static atlas_status select_filter(jinja_ctx *ctx, const char *name, jv v, const 
   size_t tn = 0;
   if (a->n_pos > first) {
     atlas_status st = want_str(name, &a->pos[first], &test, &tn);
-    if (st == ATLAS_OK && !jinja_test_known(test)) st = err("%s: test '%s' is not supported", name, test);
+    if (st == ATLAS_OK && !atlas_jinja_test_known(test)) st = err("%s: test '%s' is not supported", name, test);
     if (st != ATLAS_OK) {
       json_decref(items);
       return st;
@@ -718,20 +718,20 @@ static atlas_status select_filter(jinja_ctx *ctx, const char *name, jv v, const 
   atlas_status st = kept ? ATLAS_OK : oom();
   for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
     json_t *item = json_array_get(items, i);
-    jv subject = jv_undefined("attribute");
+    jv subject = atlas_jv_undefined("attribute");
     if (by_attr) {
       st = attr_path(item, attr, NULL, &subject);
       if (st != ATLAS_OK) break;
     } else {
-      subject = jv_data(json_incref(item));
+      subject = atlas_jv_data(json_incref(item));
     }
     bool r;
     if (test) {
-      st = jinja_test(ctx, test, subject, &targs, &r);
+      st = atlas_jinja_test(ctx, test, subject, &targs, &r);
     } else {
-      r = jv_truthy(subject);
+      r = atlas_jv_truthy(subject);
     }
-    jv_free(&subject);
+    atlas_jv_free(&subject);
     if (st == ATLAS_OK && r == keep_if && json_array_append(kept, item) != 0) st = oom();
   }
   json_decref(items);
@@ -739,14 +739,14 @@ static atlas_status select_filter(jinja_ctx *ctx, const char *name, jv v, const 
     json_decref(kept);
     return st;
   }
-  *out = jv_data(kept);
+  *out = atlas_jv_data(kept);
   out->seq = JV_SEQ_GENERATOR;
   return ATLAS_OK;
 }
 
 static atlas_status map_filter(jinja_ctx *ctx, jv v, const jinja_args *a, jv *out) {
   json_t *items;
-  ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, "map", &items));
+  ATLAS_RETURN_IF_ERROR(atlas_jinja_iterate(ctx, v, "map", &items));
   const jv *attr = arg(a, 99, "attribute");
   const jv *deflt = arg(a, 99, "default");
   // Jinja's map takes default=None as no default (an item lacking the
@@ -763,33 +763,33 @@ static atlas_status map_filter(jinja_ctx *ctx, jv v, const jinja_args *a, jv *ou
       st = attr_path(json_array_get(items, i), path,
                      deflt && deflt->kind == JV_DATA ? deflt->json : NULL, &x);
       if (st != ATLAS_OK) break;
-      if (x.kind == JV_UNDEFINED && deflt) x = jv_copy(*deflt);
+      if (x.kind == JV_UNDEFINED && deflt) x = atlas_jv_copy(*deflt);
       if (x.kind != JV_DATA) {
         st = err("map: item %zu has no attribute '%s'", i, path);
       } else if (json_array_append(res, x.json) != 0) {
         st = oom();
       }
-      jv_free(&x);
+      atlas_jv_free(&x);
     }
   } else {
     const char *f = "";
     size_t n = 0;
     if (st == ATLAS_OK && a->n_pos < 1) st = err("map needs a filter name or attribute=");
     if (st == ATLAS_OK) st = want_str("map", &a->pos[0], &f, &n);
-    if (st == ATLAS_OK && !jinja_filter_known(f)) st = err("map: filter '%s' is not supported", f);
+    if (st == ATLAS_OK && !atlas_jinja_filter_known(f)) st = err("map: filter '%s' is not supported", f);
     // Without arguments pos is NULL (and the loop below never runs).
     jinja_args fargs = {a->n_pos > 0 ? a->pos + 1 : NULL, a->n_pos > 0 ? a->n_pos - 1 : 0,
                         a->kw_names, a->kw, a->n_kw};
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
       jv x;
-      st = jinja_filter(ctx, f, jv_data(json_array_get(items, i)), &fargs, &x);
+      st = atlas_jinja_filter(ctx, f, atlas_jv_data(json_array_get(items, i)), &fargs, &x);
       if (st == ATLAS_OK) {
         if (x.kind != JV_DATA) {
-          st = err("map: filter '%s' gave a %s", f, jv_type_name(x));
+          st = err("map: filter '%s' gave a %s", f, atlas_jv_type_name(x));
         } else if (json_array_append(res, x.json) != 0) {
           st = oom();
         }
-        jv_free(&x);
+        atlas_jv_free(&x);
       }
     }
   }
@@ -798,7 +798,7 @@ static atlas_status map_filter(jinja_ctx *ctx, jv v, const jinja_args *a, jv *ou
     json_decref(res);
     return st;
   }
-  *out = jv_data(res);
+  *out = atlas_jv_data(res);
   out->seq = JV_SEQ_GENERATOR;
   return ATLAS_OK;
 }
@@ -811,7 +811,7 @@ static atlas_status tojson_filter(jv v, const jinja_args *a, jv *out) {
   int indent = -1;
   const char *indent_str = NULL;
   if (ind && !(ind->kind == JV_DATA && json_is_null(ind->json))) {
-    if (jv_is_string(*ind)) {
+    if (atlas_jv_is_string(*ind)) {
       indent = 0;
       indent_str = json_string_value(ind->json);
     } else {
@@ -831,13 +831,13 @@ static atlas_status tojson_filter(jv v, const jinja_args *a, jv *out) {
     key_sep = json_string_value(json_array_get(sep->json, 1));
   }
   jinja_buf b = {0};
-  atlas_status st = jv_tojson(v, ea && jv_truthy(*ea), indent, indent_str, item_sep, key_sep,
-                              sk && jv_truthy(*sk), &b);
+  atlas_status st = atlas_jv_tojson(v, ea && atlas_jv_truthy(*ea), indent, indent_str, item_sep, key_sep,
+                              sk && atlas_jv_truthy(*sk), &b);
   if (st != ATLAS_OK) {
-    jinja_buf_free(&b);
+    atlas_jinja_buf_free(&b);
     return st;
   }
-  return jv_string_of_buf(&b, out);
+  return atlas_jv_string_of_buf(&b, out);
 }
 
 // The text Python's int() and float() read, malloc'd into *out: single
@@ -877,7 +877,7 @@ static atlas_status int_of_float(double f, jv *out) {
   if (!(f >= -two63 && f < two63)) {
     return err("int: %.17g does not fit in a 64-bit integer", f);
   }
-  *out = jv_data(json_integer((long long)f));
+  *out = atlas_jv_data(json_integer((long long)f));
   return ATLAS_OK;
 }
 
@@ -886,8 +886,8 @@ static atlas_status int_filter(jv v, const jinja_args *a, jv *out) {
   CHECK_ARGS("int", a, "default", "base");
   const jv *d = arg(a, 0, "default");
   if (arg(a, 1, "base")) return err("int: base= is not supported");
-  if (jv_is_int(v)) {
-    *out = jv_data(json_integer(json_is_boolean(v.json) ? json_is_true(v.json) : json_integer_value(v.json)));
+  if (atlas_jv_is_int(v)) {
+    *out = atlas_jv_data(json_integer(json_is_boolean(v.json) ? json_is_true(v.json) : json_integer_value(v.json)));
     return ATLAS_OK;
   }
   if (v.kind == JV_DATA && json_is_real(v.json)) {
@@ -896,7 +896,7 @@ static atlas_status int_filter(jv v, const jinja_args *a, jv *out) {
     if (!isnan(f)) return int_of_float(f, out);
   }
   char *text = NULL;
-  if (jv_is_string(v)) ATLAS_RETURN_IF_ERROR(py_number_text("int", v, &text));
+  if (atlas_jv_is_string(v)) ATLAS_RETURN_IF_ERROR(py_number_text("int", v, &text));
   if (text) {
     const char *s = text;
     char *end;
@@ -907,7 +907,7 @@ static atlas_status int_filter(jv v, const jinja_args *a, jv *out) {
     bool done = false;
     if (end != s && *end == '\0') {
       st = errno == ERANGE ? err("int: '%s' does not fit in a 64-bit integer", s) : ATLAS_OK;
-      if (st == ATLAS_OK) *out = jv_data(json_integer(x));
+      if (st == ATLAS_OK) *out = atlas_jv_data(json_integer(x));
       done = true;
     } else {
       // int(float(s)): decimal only (strtod would also read hexadecimal);
@@ -923,7 +923,7 @@ static atlas_status int_filter(jv v, const jinja_args *a, jv *out) {
     free(text);
     if (done) return st;
   }
-  *out = d ? jv_copy(*d) : jv_data(json_integer(0));
+  *out = d ? atlas_jv_copy(*d) : atlas_jv_data(json_integer(0));
   return ATLAS_OK;
 }
 
@@ -942,9 +942,9 @@ static atlas_status round_filter(jv v, const jinja_args *a, jv *out) {
   if (!common && !up && strcmp(method, "floor") != 0) {
     return err("round: method must be common, ceil or floor, not '%s'", method);
   }
-  if (!jv_is_number(v)) return err("round: expects a number");
+  if (!atlas_jv_is_number(v)) return err("round: expects a number");
   if (prec < -22 || prec > 22) return err("round: precision %lld is outside -22..22", prec);
-  if (common && jv_is_int(v)) {
+  if (common && atlas_jv_is_int(v)) {
     long long x = json_is_boolean(v.json) ? json_is_true(v.json) : json_integer_value(v.json);
     if (prec < 0) {
       if (prec < -18) return err("round: precision %lld of an integer is not supported", prec);
@@ -958,13 +958,13 @@ static atlas_status round_filter(jv v, const jinja_args *a, jv *out) {
       if (2 * r > m || (2 * r == m && (q & 1))) q += 1;
       if (__builtin_mul_overflow(q, m, &x)) return err("round: the result does not fit in 64 bits");
     }
-    *out = jv_data(json_integer(x));
+    *out = atlas_jv_data(json_integer(x));
     return ATLAS_OK;
   }
   double x = json_is_boolean(v.json) ? json_is_true(v.json) : json_number_value(v.json);
-  if (!common && jv_is_int(v) && prec >= 0) {
+  if (!common && atlas_jv_is_int(v) && prec >= 0) {
     // Exact in Python: int * 10**p, floored, divided by 10**p is the int.
-    *out = jv_data(json_real(x));
+    *out = atlas_jv_data(json_real(x));
     return ATLAS_OK;
   }
   if (!common) {
@@ -973,7 +973,7 @@ static atlas_status round_filter(jv v, const jinja_args *a, jv *out) {
     // math.ceil / floor give Python ints, so a zero has no sign: + 0.0.
     double y = (up ? ceil(x * p10) : floor(x * p10)) / p10 + 0.0;
     if (!isfinite(y)) return err("round: %.17g scaled by 10**%lld is not finite", x, prec);
-    *out = jv_data(json_real(y));
+    *out = atlas_jv_data(json_real(y));
     return ATLAS_OK;
   }
   if (prec < 0) return err("round: a negative precision of a float is not supported");
@@ -981,35 +981,35 @@ static atlas_status round_filter(jv v, const jinja_args *a, jv *out) {
   // refuses them), and %.22f of DBL_MAX takes 332 characters.
   char buf[400];
   snprintf(buf, sizeof(buf), "%.*f", (int)prec, x);
-  *out = jv_data(json_real(strtod(buf, NULL)));
+  *out = atlas_jv_data(json_real(strtod(buf, NULL)));
   return ATLAS_OK;
 }
 
-atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_args *a, jv *out) {
+atlas_status atlas_jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_args *a, jv *out) {
   if (!strcmp(name, "default") || !strcmp(name, "d")) {
     CHECK_ARGS(name, a, "default_value", "boolean");
     const jv *d = arg(a, 0, "default_value"), *b = arg(a, 1, "boolean");
-    bool use = v.kind == JV_UNDEFINED || (b && jv_truthy(*b) && !jv_truthy(v));
+    bool use = v.kind == JV_UNDEFINED || (b && atlas_jv_truthy(*b) && !atlas_jv_truthy(v));
     if (use) {
-      *out = d ? jv_copy(*d) : jv_string("", 0);
+      *out = d ? atlas_jv_copy(*d) : atlas_jv_string("", 0);
     } else {
-      *out = jv_copy(v);
+      *out = atlas_jv_copy(v);
     }
-    return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+    return atlas_jv_ok_alloc(*out) ? ATLAS_OK : oom();
   }
   if (!strcmp(name, "safe") || !strcmp(name, "string")) {
     NO_ARGS(name, a);
     if (name[0] == 's' && name[1] == 'a') {
-      *out = jv_copy(v);
+      *out = atlas_jv_copy(v);
       return ATLAS_OK;
     }
     jinja_buf b = {0};
     atlas_status st = str_of(ctx, v, &b);
     if (st != ATLAS_OK) {
-      jinja_buf_free(&b);
+      atlas_jinja_buf_free(&b);
       return st;
     }
-    return jv_string_of_buf(&b, out);
+    return atlas_jv_string_of_buf(&b, out);
   }
   if (!strcmp(name, "tojson")) return tojson_filter(v, a, out);
   if (!strcmp(name, "length") || !strcmp(name, "count")) {
@@ -1020,35 +1020,35 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     } else if (v.kind == JV_UNDEFINED) {
       n = 0;
     } else if (v.kind == JV_DATA && json_is_string(v.json)) {
-      n = (long long)jinja_utf8_length(json_string_value(v.json), json_string_length(v.json));
+      n = (long long)atlas_jinja_utf8_length(json_string_value(v.json), json_string_length(v.json));
     } else if (v.kind == JV_DATA && json_is_array(v.json)) {
       n = (long long)json_array_size(v.json);
     } else if (v.kind == JV_DATA && json_is_object(v.json)) {
       n = (long long)json_object_size(v.json);
     } else {
-      return err("object of type '%s' has no len()", jv_type_name(v));
+      return err("object of type '%s' has no len()", atlas_jv_type_name(v));
     }
-    *out = jv_data(json_integer(n));
+    *out = atlas_jv_data(json_integer(n));
     return ATLAS_OK;
   }
   if (!strcmp(name, "items")) {
     NO_ARGS(name, a);
     if (v.kind == JV_UNDEFINED) {
-      *out = jv_data(json_array());
+      *out = atlas_jv_data(json_array());
       out->seq = JV_SEQ_GENERATOR;
-      return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+      return atlas_jv_ok_alloc(*out) ? ATLAS_OK : oom();
     }
-    if (!(v.kind == JV_DATA && json_is_object(v.json))) return err("items: expected a dict, got '%s'", jv_type_name(v));
+    if (!(v.kind == JV_DATA && json_is_object(v.json))) return err("items: expected a dict, got '%s'", atlas_jv_type_name(v));
     return dict_items(ctx, v.json, 0, JV_SEQ_GENERATOR, out);
   }
   if (!strcmp(name, "list")) {
     NO_ARGS(name, a);
     json_t *items;
-    ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, "list", &items));
+    ATLAS_RETURN_IF_ERROR(atlas_jinja_iterate(ctx, v, "list", &items));
     // A fresh list (also from a generator, range or view).
-    *out = jv_data(json_is_array(v.json) && items == v.json ? json_copy(items) : json_incref(items));
+    *out = atlas_jv_data(json_is_array(v.json) && items == v.json ? json_copy(items) : json_incref(items));
     json_decref(items);
-    return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+    return atlas_jv_ok_alloc(*out) ? ATLAS_OK : oom();
   }
   if (!strcmp(name, "first") || !strcmp(name, "last")) {
     NO_ARGS(name, a);
@@ -1056,12 +1056,12 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       return err("last: 'generator' object is not reversible");
     }
     json_t *items;
-    ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, name, &items));
+    ATLAS_RETURN_IF_ERROR(atlas_jinja_iterate(ctx, v, name, &items));
     size_t n = json_array_size(items);
     if (n == 0) {
-      *out = jv_undefined(name[0] == 'f' ? "first item of an empty sequence" : "last item of an empty sequence");
+      *out = atlas_jv_undefined(name[0] == 'f' ? "first item of an empty sequence" : "last item of an empty sequence");
     } else {
-      *out = jv_data(json_incref(json_array_get(items, name[0] == 'f' ? 0 : n - 1)));
+      *out = atlas_jv_data(json_incref(json_array_get(items, name[0] == 'f' ? 0 : n - 1)));
     }
     json_decref(items);
     return ATLAS_OK;
@@ -1069,8 +1069,8 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
   if (!strcmp(name, "reverse")) {
     NO_ARGS(name, a);
     json_t *items;
-    ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, name, &items));
-    const bool was_str = jv_is_string(v);
+    ATLAS_RETURN_IF_ERROR(atlas_jinja_iterate(ctx, v, name, &items));
+    const bool was_str = atlas_jv_is_string(v);
     // reversed(seq) is an iterator; a generator has none, so Jinja falls
     // back to a reversed list.
     const jv_seq result_seq = v.seq == JV_SEQ_GENERATOR ? JV_SEQ_LIST : JV_SEQ_GENERATOR;
@@ -1086,14 +1086,14 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       return st;
     }
     if (!was_str) {
-      *out = jv_data(r);
+      *out = atlas_jv_data(r);
       out->seq = result_seq;
       return ATLAS_OK;
     }
     jinja_buf b = {0};
-    for (size_t i = 0; i < n; ++i) jinja_buf_puts(&b, json_string_value(json_array_get(r, i)));
+    for (size_t i = 0; i < n; ++i) atlas_jinja_buf_puts(&b, json_string_value(json_array_get(r, i)));
     json_decref(r);
-    return jv_string_of_buf(&b, out);
+    return atlas_jv_string_of_buf(&b, out);
   }
   if (!strcmp(name, "join")) {
     CHECK_ARGS(name, a, "d", "attribute");
@@ -1105,26 +1105,26 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     size_t np = 0;
     if (attr) ATLAS_RETURN_IF_ERROR(want_str("join attribute", attr, &path, &np));
     json_t *items;
-    ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, name, &items));
+    ATLAS_RETURN_IF_ERROR(atlas_jinja_iterate(ctx, v, name, &items));
     jinja_buf b = {0};
     atlas_status st = ATLAS_OK;
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
-      if (i) jinja_buf_append(&b, s, ns);
-      jv x = jv_undefined("attribute");
+      if (i) atlas_jinja_buf_append(&b, s, ns);
+      jv x = atlas_jv_undefined("attribute");
       if (path) {
         st = attr_path(json_array_get(items, i), path, NULL, &x);
       } else {
-        x = jv_data(json_incref(json_array_get(items, i)));
+        x = atlas_jv_data(json_incref(json_array_get(items, i)));
       }
       if (st == ATLAS_OK) st = str_of(ctx, x, &b);
-      jv_free(&x);
+      atlas_jv_free(&x);
     }
     json_decref(items);
     if (st != ATLAS_OK) {
-      jinja_buf_free(&b);
+      atlas_jinja_buf_free(&b);
       return st;
     }
-    return jv_string_of_buf(&b, out);
+    return atlas_jv_string_of_buf(&b, out);
   }
   if (!strcmp(name, "map")) return map_filter(ctx, v, a, out);
   if (!strcmp(name, "select") || !strcmp(name, "reject") || !strcmp(name, "selectattr") ||
@@ -1134,12 +1134,12 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
   if (!strcmp(name, "int")) return int_filter(v, a, out);
   if (!strcmp(name, "float")) {
     CHECK_ARGS(name, a, "default");
-    if (jv_is_number(v)) {
-      *out = jv_data(json_real(json_is_boolean(v.json) ? json_is_true(v.json) : json_number_value(v.json)));
+    if (atlas_jv_is_number(v)) {
+      *out = atlas_jv_data(json_real(json_is_boolean(v.json) ? json_is_true(v.json) : json_number_value(v.json)));
       return ATLAS_OK;
     }
     char *text = NULL;
-    if (jv_is_string(v)) ATLAS_RETURN_IF_ERROR(py_number_text("float", v, &text));
+    if (atlas_jv_is_string(v)) ATLAS_RETURN_IF_ERROR(py_number_text("float", v, &text));
     if (text) {
       char *end;
       double f = strtod(text, &end);
@@ -1148,24 +1148,24 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
         // Python's float() gives inf or nan; a JSON number cannot hold them.
         atlas_status st = isfinite(f) ? ATLAS_OK
                                       : err("float: '%s' is not a finite number, which Atlas's numbers cannot hold", text);
-        if (st == ATLAS_OK) *out = jv_data(json_real(f));
+        if (st == ATLAS_OK) *out = atlas_jv_data(json_real(f));
         free(text);
         return st;
       }
       free(text);
     }
     const jv *d = arg(a, 0, "default");
-    *out = d ? jv_copy(*d) : jv_data(json_real(0.0));
+    *out = d ? atlas_jv_copy(*d) : atlas_jv_data(json_real(0.0));
     return ATLAS_OK;
   }
   if (!strcmp(name, "abs")) {
     NO_ARGS(name, a);
-    if (!jv_is_number(v)) return err("abs: bad operand type '%s'", jv_type_name(v));
-    if (jv_is_int(v)) {
+    if (!atlas_jv_is_number(v)) return err("abs: bad operand type '%s'", atlas_jv_type_name(v));
+    if (atlas_jv_is_int(v)) {
       long long x = json_is_boolean(v.json) ? json_is_true(v.json) : json_integer_value(v.json);
-      *out = jv_data(json_integer(x < 0 ? -x : x));
+      *out = atlas_jv_data(json_integer(x < 0 ? -x : x));
     } else {
-      *out = jv_data(json_real(fabs(json_real_value(v.json))));
+      *out = atlas_jv_data(json_real(fabs(json_real_value(v.json))));
     }
     return ATLAS_OK;
   }
@@ -1179,7 +1179,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     size_t nc = 0;
     if (st == ATLAS_OK && c && !(c->kind == JV_DATA && json_is_null(c->json))) st = want_str("trim", c, &chars, &nc);
     if (st == ATLAS_OK) st = py_strip(b.data ? b.data : "", b.len, chars, nc, true, true, out);
-    jinja_buf_free(&b);
+    atlas_jinja_buf_free(&b);
     return st;
   }
   if (!strcmp(name, "upper") || !strcmp(name, "lower") || !strcmp(name, "capitalize") || !strcmp(name, "title")) {
@@ -1190,7 +1190,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       case_kind k = name[0] == 'u' ? CASE_UPPER : name[0] == 'l' ? CASE_LOWER : name[0] == 'c' ? CASE_CAPITALIZE : CASE_TITLE_JINJA;
       st = change_case(name, b.data ? b.data : "", b.len, k, out);
     }
-    jinja_buf_free(&b);
+    atlas_jinja_buf_free(&b);
     return st;
   }
   if (!strcmp(name, "replace")) {
@@ -1204,14 +1204,14 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     if (st == ATLAS_OK) st = want_str("replace", arg(a, 1, "new"), &w, &nw);
     if (st == ATLAS_OK && arg(a, 2, "count")) st = want_int("replace", arg(a, 2, "count"), &count);
     if (st == ATLAS_OK) st = py_replace(b.data ? b.data : "", b.len, o, no, w, nw, count, out);
-    jinja_buf_free(&b);
+    atlas_jinja_buf_free(&b);
     return st;
   }
   if (!strcmp(name, "unique")) {
     CHECK_ARGS(name, a, "case_sensitive", "attribute");
     if (a->n_pos || a->n_kw) return err("unique: arguments are not supported");
     json_t *items;
-    ATLAS_RETURN_IF_ERROR(jinja_iterate(ctx, v, name, &items));
+    ATLAS_RETURN_IF_ERROR(atlas_jinja_iterate(ctx, v, name, &items));
     json_t *r = json_array();
     atlas_status st = r ? ATLAS_OK : oom();
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
@@ -1226,7 +1226,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
         dup = json_is_string(x) && json_is_string(y)
                   ? json_string_length(x) == json_string_length(y) &&
                         strncasecmp(json_string_value(x), json_string_value(y), json_string_length(x)) == 0
-                  : jv_equal(jv_data(x), jv_data(y));
+                  : atlas_jv_equal(atlas_jv_data(x), atlas_jv_data(y));
       }
       if (!dup && json_array_append(r, x) != 0) st = oom();
     }
@@ -1235,7 +1235,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       json_decref(r);
       return st;
     }
-    *out = jv_data(r);
+    *out = atlas_jv_data(r);
     out->seq = JV_SEQ_GENERATOR;
     return ATLAS_OK;
   }
@@ -1251,9 +1251,9 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       if (w && !in_word) ++words;
       in_word = w;
     }
-    jinja_buf_free(&b);
+    atlas_jinja_buf_free(&b);
     ATLAS_RETURN_IF_ERROR(st);
-    *out = jv_data(json_integer(words));
+    *out = atlas_jv_data(json_integer(words));
     return ATLAS_OK;
   }
   if (!strcmp(name, "indent")) {
@@ -1261,12 +1261,12 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     long long width = 4;
     const jv *w = arg(a, 0, "width");
     if (w) ATLAS_RETURN_IF_ERROR(want_int("indent", w, &width));
-    const bool first = arg(a, 1, "first") && jv_truthy(*arg(a, 1, "first"));
-    const bool blank = arg(a, 2, "blank") && jv_truthy(*arg(a, 2, "blank"));
+    const bool first = arg(a, 1, "first") && atlas_jv_truthy(*arg(a, 1, "first"));
+    const bool blank = arg(a, 2, "blank") && atlas_jv_truthy(*arg(a, 2, "blank"));
     jinja_buf s = {0};
     atlas_status st = str_of(ctx, v, &s);
     if (st != ATLAS_OK) {
-      jinja_buf_free(&s);
+      atlas_jinja_buf_free(&s);
       return st;
     }
     // Jinja: lines after the first get the indent; blank lines only with blank=True.
@@ -1276,7 +1276,7 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
     // As string repetition (a width of 3e14 looped that many times: the
     // chat_template fuzzer's out-of-memory).
     if (width > 0 && (unsigned long long)width > JINJA_MAX_BUILT_TEXT / lines) {
-      jinja_buf_free(&s);
+      atlas_jinja_buf_free(&s);
       return err("indent: a width of %lld on %zu lines is too large", width, lines);
     }
     jinja_buf b = {0};
@@ -1287,16 +1287,16 @@ atlas_status jinja_filter(jinja_ctx *ctx, const char *name, jv v, const jinja_ar
       while (e < s.len && text[e] != '\n') ++e;
       const bool is_blank = e == i;
       if ((first_line ? first : true) && (blank || !is_blank)) {
-        if (width > 0) jinja_buf_append_repeated(&b, " ", 1, (size_t)width);
+        if (width > 0) atlas_jinja_buf_append_repeated(&b, " ", 1, (size_t)width);
       }
-      jinja_buf_append(&b, text + i, e - i);
-      if (e < s.len) jinja_buf_putc(&b, '\n');
+      atlas_jinja_buf_append(&b, text + i, e - i);
+      if (e < s.len) atlas_jinja_buf_putc(&b, '\n');
       first_line = false;
       if (e >= s.len) break;
       i = e + 1;
     }
-    jinja_buf_free(&s);
-    return jv_string_of_buf(&b, out);
+    atlas_jinja_buf_free(&s);
+    return atlas_jv_string_of_buf(&b, out);
   }
   return err("filter '%s' is not supported", name);
 }
@@ -1317,21 +1317,21 @@ static atlas_status strftime_now(jinja_ctx *ctx, const jinja_args *a, jv *out) {
   }
   char buf[512];
   if (fmt[0] == '\0') {
-    *out = jv_string("", 0);
-    return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+    *out = atlas_jv_string("", 0);
+    return atlas_jv_ok_alloc(*out) ? ATLAS_OK : oom();
   }
   size_t len = strftime(buf, sizeof buf, fmt, &now);
   if (len == 0) return err("strftime_now: format '%s' gives no text or more than %zu bytes", fmt, sizeof buf);
-  *out = jv_string(buf, len);
-  return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+  *out = atlas_jv_string(buf, len);
+  return atlas_jv_ok_alloc(*out) ? ATLAS_OK : oom();
 }
 
-atlas_status jinja_global_call(jinja_ctx *ctx, const char *name, const jinja_args *a, jv *out) {
+atlas_status atlas_jinja_global_call(jinja_ctx *ctx, const char *name, const jinja_args *a, jv *out) {
   if (!strcmp(name, "raise_exception")) {
     const char *msg = "";
     size_t n = 0;
     const jv *m = arg(a, 0, "message");
-    if (m && jv_is_string(*m)) {
+    if (m && atlas_jv_is_string(*m)) {
       msg = json_string_value(m->json);
       n = json_string_length(m->json);
     }
@@ -1352,7 +1352,7 @@ atlas_status jinja_global_call(jinja_ctx *ctx, const char *name, const jinja_arg
     for (size_t i = 0; i < a->n_kw; ++i) {
       if (a->kw[i].kind != JV_DATA || a->kw[i].seq != JV_SEQ_LIST) {
         json_decref(obj);
-        return err("%s(): storing a %s value is not supported", name, jv_type_name(a->kw[i]));
+        return err("%s(): storing a %s value is not supported", name, atlas_jv_type_name(a->kw[i]));
       }
       if (json_object_set(obj, a->kw_names[i], a->kw[i].json) != 0) {
         json_decref(obj);
@@ -1385,7 +1385,7 @@ atlas_status jinja_global_call(jinja_ctx *ctx, const char *name, const jinja_arg
         return oom();
       }
     }
-    *out = jv_data(arr);
+    *out = atlas_jv_data(arr);
     out->seq = JV_SEQ_RANGE;
     return ATLAS_OK;
   }

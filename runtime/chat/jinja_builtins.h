@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-bool jinja_filter_known(const char *name);
-bool jinja_test_known(const char *name);
+bool atlas_jinja_filter_known(const char *name);
+bool atlas_jinja_test_known(const char *name);
 
 #endif  // ATLAS_RUNTIME_CHAT_JINJA_BUILTINS_H_

@@ -8,7 +8,7 @@
 
 #define POSITION_PREFIX "chat template line "
 
-atlas_status jinja_error_at(int line, int col, const char *fmt, ...) {
+atlas_status atlas_jinja_error_at(int line, int col, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -18,7 +18,7 @@ atlas_status jinja_error_at(int line, int col, const char *fmt, ...) {
                            line, col, msg);
 }
 
-atlas_status jinja_oom(const char *stage) {
+atlas_status atlas_jinja_oom(const char *stage) {
   return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                            "chat template: out of memory while %s", stage);
 }
@@ -29,7 +29,7 @@ static bool has_position(atlas_status st) {
          strncmp(atlas_status_message(st), POSITION_PREFIX, strlen(POSITION_PREFIX)) == 0;
 }
 
-atlas_status jinja_error_annotate(atlas_status st, int line, int col) {
+atlas_status atlas_jinja_error_annotate(atlas_status st, int line, int col) {
   if (st == ATLAS_OK || has_position(st)) return st;
   return atlas_status_annotate(st, POSITION_PREFIX "%d column %d", line, col);
 }

@@ -7,14 +7,14 @@
 #include "atlas/runtime/status.h"
 
 // INVALID_ARGUMENT at a template position (1-based line and column).
-atlas_status jinja_error_at(int line, int col, const char *fmt, ...)
+atlas_status atlas_jinja_error_at(int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 // OUT_OF_MEMORY "while <stage>" (lexing, parsing, rendering).
-atlas_status jinja_oom(const char *stage);
+atlas_status atlas_jinja_oom(const char *stage);
 
 // st with the template position put in front, its code kept; st itself when
 // it is ATLAS_OK or already names a position (the innermost one wins).
-atlas_status jinja_error_annotate(atlas_status st, int line, int col);
+atlas_status atlas_jinja_error_annotate(atlas_status st, int line, int col);
 
 #endif  // ATLAS_RUNTIME_CHAT_JINJA_ERROR_H_

@@ -91,7 +91,7 @@ static void line_col(lexer *lx, size_t at, int *line, int *col) {
 static atlas_status err_at(lexer *lx, size_t at, const char *what) {
   int line, col;
   line_col(lx, at, &line, &col);
-  return jinja_error_at(line, col, "%s", what);
+  return atlas_jinja_error_at(line, col, "%s", what);
 }
 
 static jinja_tok *push(lexer *lx, jinja_tok_kind kind, size_t at) {
@@ -109,7 +109,7 @@ static jinja_tok *push(lexer *lx, jinja_tok_kind kind, size_t at) {
   return t;
 }
 
-static atlas_status oom(void) { return jinja_oom("lexing"); }
+static atlas_status oom(void) { return atlas_jinja_oom("lexing"); }
 
 // A string literal, with the escapes Python's unicode-escape codec resolves
 // (Jinja2 decodes literals with it); unknown escapes keep their backslash.
@@ -119,42 +119,42 @@ static atlas_status lex_string(lexer *lx, size_t start) {
   size_t i = start + 1;
   for (;;) {
     if (i >= lx->n) {
-      jinja_buf_free(&b);
+      atlas_jinja_buf_free(&b);
       return err_at(lx, start, "unterminated string literal");
     }
     char c = lx->s[i];
     if (c == q) break;
     if (c != '\\' || i + 1 >= lx->n) {
-      jinja_buf_putc(&b, c);
+      atlas_jinja_buf_putc(&b, c);
       ++i;
       continue;
     }
     char e = lx->s[i + 1];
     i += 2;
     switch (e) {
-      case 'n': jinja_buf_putc(&b, '\n'); break;
-      case 't': jinja_buf_putc(&b, '\t'); break;
-      case 'r': jinja_buf_putc(&b, '\r'); break;
-      case '\\': jinja_buf_putc(&b, '\\'); break;
-      case '\'': jinja_buf_putc(&b, '\''); break;
-      case '"': jinja_buf_putc(&b, '"'); break;
-      case 'a': jinja_buf_putc(&b, '\a'); break;
-      case 'b': jinja_buf_putc(&b, '\b'); break;
-      case 'f': jinja_buf_putc(&b, '\f'); break;
-      case 'v': jinja_buf_putc(&b, '\v'); break;
+      case 'n': atlas_jinja_buf_putc(&b, '\n'); break;
+      case 't': atlas_jinja_buf_putc(&b, '\t'); break;
+      case 'r': atlas_jinja_buf_putc(&b, '\r'); break;
+      case '\\': atlas_jinja_buf_putc(&b, '\\'); break;
+      case '\'': atlas_jinja_buf_putc(&b, '\''); break;
+      case '"': atlas_jinja_buf_putc(&b, '"'); break;
+      case 'a': atlas_jinja_buf_putc(&b, '\a'); break;
+      case 'b': atlas_jinja_buf_putc(&b, '\b'); break;
+      case 'f': atlas_jinja_buf_putc(&b, '\f'); break;
+      case 'v': atlas_jinja_buf_putc(&b, '\v'); break;
       case '\n': break;  // line continuation
       case 'x': case 'u': case 'U': {
         const int digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
         uint32_t cp = 0;
         for (int k = 0; k < digits; ++k) {
           if (i >= lx->n || !isxdigit((unsigned char)lx->s[i])) {
-            jinja_buf_free(&b);
+            atlas_jinja_buf_free(&b);
             return err_at(lx, i, "truncated \\x/\\u/\\U escape in a string literal");
           }
           char h = lx->s[i++];
           cp = cp * 16 + (uint32_t)(isdigit((unsigned char)h) ? h - '0' : (tolower((unsigned char)h) - 'a' + 10));
         }
-        jinja_utf8_put(&b, cp);
+        atlas_jinja_utf8_put(&b, cp);
         break;
       }
       default:
@@ -163,27 +163,27 @@ static atlas_status lex_string(lexer *lx, size_t start) {
           for (int k = 0; k < 2 && i < lx->n && lx->s[i] >= '0' && lx->s[i] <= '7'; ++k) {
             cp = cp * 8 + (uint32_t)(lx->s[i++] - '0');
           }
-          jinja_utf8_put(&b, cp);
+          atlas_jinja_utf8_put(&b, cp);
         } else if (e == 'N') {
-          jinja_buf_free(&b);
+          atlas_jinja_buf_free(&b);
           return err_at(lx, i - 2, "\\N{...} escapes in string literals are not supported");
         } else {
-          jinja_buf_putc(&b, '\\');
-          jinja_buf_putc(&b, e);
+          atlas_jinja_buf_putc(&b, '\\');
+          atlas_jinja_buf_putc(&b, e);
         }
     }
   }
   if (b.oom) {
-    jinja_buf_free(&b);
+    atlas_jinja_buf_free(&b);
     return oom();
   }
   jinja_tok *t = push(lx, JT_STRING, start);
   if (!t) {
-    jinja_buf_free(&b);
+    atlas_jinja_buf_free(&b);
     return oom();
   }
   t->value = json_stringn_nocheck(b.data ? b.data : "", b.len);
-  jinja_buf_free(&b);
+  atlas_jinja_buf_free(&b);
   lx->pos = i + 1;
   return t->value ? ATLAS_OK : oom();
 }
@@ -409,7 +409,7 @@ static atlas_status lex_all(lexer *lx) {
   return e ? ATLAS_OK : oom();
 }
 
-atlas_status jinja_lex(const char *source, size_t len, jinja_toks *out_toks) {
+atlas_status atlas_jinja_lex(const char *source, size_t len, jinja_toks *out_toks) {
   memset(out_toks, 0, sizeof(*out_toks));
   // Newlines normalised to \n and one trailing newline dropped, as Jinja2 does.
   char *s = malloc(len + 1);
@@ -428,11 +428,11 @@ atlas_status jinja_lex(const char *source, size_t len, jinja_toks *out_toks) {
   lexer lx = {.s = s, .n = n, .out = out_toks};
   atlas_status st = lex_all(&lx);
   free(s);
-  if (st != ATLAS_OK) jinja_toks_free(out_toks);
+  if (st != ATLAS_OK) atlas_jinja_toks_free(out_toks);
   return st;
 }
 
-void jinja_toks_free(jinja_toks *toks) {
+void atlas_jinja_toks_free(jinja_toks *toks) {
   for (size_t i = 0; i < toks->n; ++i) {
     free(toks->v[i].name);
     json_decref(toks->v[i].value);

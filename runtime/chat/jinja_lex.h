@@ -38,7 +38,7 @@ typedef struct jinja_toks {
   size_t n;
 } jinja_toks;
 
-atlas_status jinja_lex(const char *source, size_t len, jinja_toks *out_toks);
-void jinja_toks_free(jinja_toks *toks);
+atlas_status atlas_jinja_lex(const char *source, size_t len, jinja_toks *out_toks);
+void atlas_jinja_toks_free(jinja_toks *toks);
 
 #endif  // ATLAS_RUNTIME_CHAT_JINJA_LEX_H_

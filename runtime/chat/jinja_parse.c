@@ -52,9 +52,9 @@ static const char *describe(const jinja_tok *t) {
 }
 
 // A parse error at token t.
-#define perr(t, ...) jinja_error_at((t)->line, (t)->col, __VA_ARGS__)
+#define perr(t, ...) atlas_jinja_error_at((t)->line, (t)->col, __VA_ARGS__)
 
-static atlas_status oom(void) { return jinja_oom("parsing"); }
+static atlas_status oom(void) { return atlas_jinja_oom("parsing"); }
 
 static jinja_node *mk(parser *p, jinja_node_kind kind, const jinja_tok *at) {
   jinja_node *n = calloc(1, sizeof(*n));
@@ -331,7 +331,7 @@ static atlas_status parse_filter_expr(parser *p, jinja_node **node) {
       jinja_node *n = mk(p, JN_FILTER, nt);
       if (!n) return oom();
       ATLAS_RETURN_IF_ERROR(parse_dotted_name(p, &n->name));
-      if (!jinja_filter_known(n->name)) return perr(nt, "filter '%s' is not supported", n->name);
+      if (!atlas_jinja_filter_known(n->name)) return perr(nt, "filter '%s' is not supported", n->name);
       if (!add_kid(n, *node)) return oom();
       if (is_op(cur(p), "(")) ATLAS_RETURN_IF_ERROR(parse_args(p, n));
       *node = n;
@@ -345,7 +345,7 @@ static atlas_status parse_filter_expr(parser *p, jinja_node **node) {
       }
       jinja_tok *nt = cur(p);
       ATLAS_RETURN_IF_ERROR(parse_dotted_name(p, &n->name));
-      if (!jinja_test_known(n->name)) return perr(nt, "test '%s' is not supported", n->name);
+      if (!atlas_jinja_test_known(n->name)) return perr(nt, "test '%s' is not supported", n->name);
       if (!add_kid(n, *node)) return oom();
       jinja_tok *a = cur(p);
       if (is_op(a, "(")) {
@@ -804,26 +804,26 @@ static atlas_status parse_body(parser *p, const char *const *ends, size_t n_ends
   }
 }
 
-atlas_status jinja_parse(const char *source, size_t len, jinja_template **out_template) {
+atlas_status atlas_jinja_parse(const char *source, size_t len, jinja_template **out_template) {
   *out_template = NULL;
   jinja_template *tpl = calloc(1, sizeof(*tpl));
   if (!tpl) return oom();
   parser p = {.tpl = tpl};
-  atlas_status st = jinja_lex(source, len, &p.toks);
+  atlas_status st = atlas_jinja_lex(source, len, &p.toks);
   if (st == ATLAS_OK) {
     const char *end = "";
     st = parse_body(&p, NULL, 0, "", cur(&p), &tpl->root, &end);
   }
-  jinja_toks_free(&p.toks);
+  atlas_jinja_toks_free(&p.toks);
   if (st != ATLAS_OK) {
-    jinja_template_free(tpl);
+    atlas_jinja_template_free(tpl);
     return st;
   }
   *out_template = tpl;
   return ATLAS_OK;
 }
 
-void jinja_template_free(jinja_template *t) {
+void atlas_jinja_template_free(jinja_template *t) {
   if (!t) return;
   for (jinja_node *n = t->nodes; n;) {
     jinja_node *next = n->next_alloc;

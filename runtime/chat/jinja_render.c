@@ -13,40 +13,40 @@
 enum { kMaxCallDepth = 64 };
 
 static atlas_status at(const jinja_node *n, atlas_status st) {
-  return jinja_error_annotate(st, n->line, n->col);
+  return atlas_jinja_error_annotate(st, n->line, n->col);
 }
 
 // A render error at node n.
-#define fail(n, ...) jinja_error_at((n)->line, (n)->col, __VA_ARGS__)
+#define fail(n, ...) atlas_jinja_error_at((n)->line, (n)->col, __VA_ARGS__)
 
-static atlas_status oom(void) { return jinja_oom("rendering"); }
+static atlas_status oom(void) { return atlas_jinja_oom("rendering"); }
 
 static atlas_status undefined_error(const jinja_node *n, jv v) {
   return fail(n, "'%s' is undefined", v.name ? v.name : "value");
 }
 
-atlas_status jinja_str(jinja_ctx *ctx, jv v, jinja_buf *out) { return jv_str(v, ctx->tuples, out); }
+atlas_status atlas_jinja_str(jinja_ctx *ctx, jv v, jinja_buf *out) { return atlas_jv_str(v, ctx->tuples, out); }
 
-atlas_status jinja_mark_tuple(jinja_ctx *ctx, json_t *arr) {
+atlas_status atlas_jinja_mark_tuple(jinja_ctx *ctx, json_t *arr) {
   char key[32];
-  jinja_tuple_key(arr, key);
+  atlas_jinja_tuple_key(arr, key);
   return json_object_set(ctx->tuples, key, arr) == 0 ? ATLAS_OK : oom();
 }
 
-atlas_status jinja_iterate(jinja_ctx *ctx, jv v, const char *what, json_t **out) {
+atlas_status atlas_jinja_iterate(jinja_ctx *ctx, jv v, const char *what, json_t **out) {
   if (v.kind == JV_UNDEFINED) {
     *out = json_array();
     return *out ? ATLAS_OK : oom();
   }
   if (v.kind != JV_DATA) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "%s: '%s' object is not iterable", what,
-                             jv_type_name(v));
+                             atlas_jv_type_name(v));
   }
   json_t *j = v.json;
   if (json_is_array(j)) {
     if (v.seq == JV_SEQ_GENERATOR) {
       char key[32];
-      jinja_tuple_key(j, key);
+      atlas_jinja_tuple_key(j, key);
       if (json_object_get(ctx->consumed, key)) {
         return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                  "%s: a generator (the result of a filter such as map or select) is "
@@ -74,7 +74,7 @@ atlas_status jinja_iterate(jinja_ctx *ctx, jv v, const char *what, json_t **out)
     size_t len = json_string_length(j);
     for (size_t i = 0; i < len;) {
       size_t b = i;
-      jinja_utf8_next(s, len, &i);
+      atlas_jinja_utf8_next(s, len, &i);
       if (json_array_append_new(arr, json_stringn_nocheck(s + b, i - b)) != 0) {
         json_decref(arr);
         return oom();
@@ -83,7 +83,7 @@ atlas_status jinja_iterate(jinja_ctx *ctx, jv v, const char *what, json_t **out)
   } else {
     json_decref(arr);
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "%s: '%s' object is not iterable", what,
-                             jv_type_name(v));
+                             atlas_jv_type_name(v));
   }
   *out = arr;
   return ATLAS_OK;
@@ -102,7 +102,7 @@ static jinja_var *scope_find(jinja_scope *s, const char *name) {
 static atlas_status scope_set(jinja_scope *s, const char *name, jv v) {
   jinja_var *var = scope_find(s, name);
   if (var) {
-    jv_free(&var->value);
+    atlas_jv_free(&var->value);
     var->value = v;
     return ATLAS_OK;
   }
@@ -110,7 +110,7 @@ static atlas_status scope_set(jinja_scope *s, const char *name, jv v) {
     size_t cap = s->cap ? s->cap * 2 : 8;
     jinja_var *vars = realloc(s->vars, cap * sizeof(*vars));
     if (!vars) {
-      jv_free(&v);
+      atlas_jv_free(&v);
       return oom();
     }
     s->vars = vars;
@@ -123,7 +123,7 @@ static atlas_status scope_set(jinja_scope *s, const char *name, jv v) {
 }
 
 static void scope_clear(jinja_scope *s) {
-  for (size_t i = 0; i < s->n; ++i) jv_free(&s->vars[i].value);
+  for (size_t i = 0; i < s->n; ++i) atlas_jv_free(&s->vars[i].value);
   free(s->vars);
   memset(s, 0, sizeof(*s));
 }
@@ -157,10 +157,10 @@ static atlas_status capture_end(jinja_ctx *ctx, jinja_buf *saved, atlas_status s
   ctx->out = saved;
   if (st == ATLAS_OK && b->oom) st = oom();
   if (st == ATLAS_OK) {
-    *out = jv_string(b->data, b->len);
-    if (!jv_ok_alloc(*out)) st = oom();
+    *out = atlas_jv_string(b->data, b->len);
+    if (!atlas_jv_ok_alloc(*out)) st = oom();
   }
-  jinja_buf_free(b);
+  atlas_jinja_buf_free(b);
   free(b);
   return st;
 }
@@ -168,15 +168,15 @@ static atlas_status capture_end(jinja_ctx *ctx, jinja_buf *saved, atlas_status s
 static jv lookup(jinja_ctx *ctx, const char *name) {
   for (jinja_scope *s = ctx->scope; s; s = s->parent) {
     jinja_var *v = scope_find(s, name);
-    if (v) return jv_copy(v->value);
+    if (v) return atlas_jv_copy(v->value);
   }
   json_t *g = json_object_get(ctx->globals, name);
-  if (g) return jv_data(json_incref(g));
-  if (jinja_global_known(name)) {
+  if (g) return atlas_jv_data(json_incref(g));
+  if (atlas_jinja_global_known(name)) {
     jv f = {JV_FUNC, NULL, NULL, name, JV_SEQ_LIST};
     return f;
   }
-  return jv_undefined(name);
+  return atlas_jv_undefined(name);
 }
 
 // ---- expressions ----
@@ -185,8 +185,8 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out);
 static atlas_status exec(jinja_ctx *ctx, const jinja_node *n);
 
 static void free_args(jinja_args *a) {
-  for (size_t i = 0; i < a->n_pos; ++i) jv_free(&a->pos[i]);
-  for (size_t i = 0; i < a->n_kw; ++i) jv_free(&a->kw[i]);
+  for (size_t i = 0; i < a->n_pos; ++i) atlas_jv_free(&a->pos[i]);
+  for (size_t i = 0; i < a->n_kw; ++i) atlas_jv_free(&a->kw[i]);
   free(a->pos);
 }
 
@@ -220,7 +220,7 @@ static atlas_status eval_args(jinja_ctx *ctx, const jinja_node *n, size_t first,
 
 static atlas_status to_json_element(const jinja_node *n, jv v, json_t **out) {
   if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) {
-    return fail(n, "putting a %s value into a list or dict is not supported", jv_type_name(v));
+    return fail(n, "putting a %s value into a list or dict is not supported", atlas_jv_type_name(v));
   }
   *out = v.json;
   return ATLAS_OK;
@@ -231,72 +231,72 @@ static jv get_attr(jv obj, const char *name, const char **python);
 static atlas_status get_item(const jinja_node *n, jv obj, jv key, jv *out) {
   if (obj.kind == JV_UNDEFINED) return undefined_error(n, obj);
   if (obj.kind == JV_NAMESPACE || obj.kind == JV_LOOP) {
-    if (jv_is_string(key)) {
+    if (atlas_jv_is_string(key)) {
       const char *python = NULL;
       *out = get_attr(obj, json_string_value(key.json), &python);
       return ATLAS_OK;
     }
-    *out = jv_undefined("item");
+    *out = atlas_jv_undefined("item");
     return ATLAS_OK;
   }
   if (obj.kind != JV_DATA) {
-    *out = jv_undefined("item");
+    *out = atlas_jv_undefined("item");
     return ATLAS_OK;
   }
   if (obj.seq == JV_SEQ_GENERATOR || obj.seq == JV_SEQ_VIEW) {
-    return fail(n, "'%s' object is not subscriptable", jv_type_name(obj));
+    return fail(n, "'%s' object is not subscriptable", atlas_jv_type_name(obj));
   }
   json_t *o = obj.json;
   if (json_is_object(o)) {
-    if (!jv_is_string(key)) {
-      *out = jv_undefined("item");
+    if (!atlas_jv_is_string(key)) {
+      *out = atlas_jv_undefined("item");
       return ATLAS_OK;
     }
     json_t *v = json_object_getn(o, json_string_value(key.json), json_string_length(key.json));
     if (v) {
-      *out = jv_data(json_incref(v));
-    } else if (jinja_python_attribute(o, json_string_value(key.json)) != NULL) {
+      *out = atlas_jv_data(json_incref(v));
+    } else if (atlas_jinja_python_attribute(o, json_string_value(key.json)) != NULL) {
       return fail(n, "d['%s'] of a dict without that key is its method in Jinja; not supported",
                   json_string_value(key.json));
     } else {
-      *out = jv_undefined(json_string_value(key.json));
+      *out = atlas_jv_undefined(json_string_value(key.json));
     }
     return ATLAS_OK;
   }
-  if ((json_is_array(o) || json_is_string(o)) && jv_is_int(key)) {
+  if ((json_is_array(o) || json_is_string(o)) && atlas_jv_is_int(key)) {
     long long i = json_is_boolean(key.json) ? json_is_true(key.json) : json_integer_value(key.json);
     if (json_is_array(o)) {
       long long len = (long long)json_array_size(o);
       if (i < 0) i += len;
       if (i < 0 || i >= len) {
-        *out = jv_undefined("list index out of range");
+        *out = atlas_jv_undefined("list index out of range");
         return ATLAS_OK;
       }
-      *out = jv_data(json_incref(json_array_get(o, (size_t)i)));
+      *out = atlas_jv_data(json_incref(json_array_get(o, (size_t)i)));
       return ATLAS_OK;
     }
     const char *s = json_string_value(o);
     size_t bytes = json_string_length(o);
-    long long len = (long long)jinja_utf8_length(s, bytes);
+    long long len = (long long)atlas_jinja_utf8_length(s, bytes);
     if (i < 0) i += len;
     if (i < 0 || i >= len) {
-      *out = jv_undefined("string index out of range");
+      *out = atlas_jv_undefined("string index out of range");
       return ATLAS_OK;
     }
-    size_t b = jinja_utf8_offset(s, bytes, (size_t)i), e = b;
-    jinja_utf8_next(s, bytes, &e);
-    *out = jv_string(s + b, e - b);
-    return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+    size_t b = atlas_jinja_utf8_offset(s, bytes, (size_t)i), e = b;
+    atlas_jinja_utf8_next(s, bytes, &e);
+    *out = atlas_jv_string(s + b, e - b);
+    return atlas_jv_ok_alloc(*out) ? ATLAS_OK : oom();
   }
   // x['upper'] of a string is its bound method in Jinja (a subscript falls
   // back to the attribute), (1)['real'] the number.
-  const char *python = jv_is_string(key) ? jinja_python_attribute(o, json_string_value(key.json)) : NULL;
+  const char *python = atlas_jv_is_string(key) ? atlas_jinja_python_attribute(o, json_string_value(key.json)) : NULL;
   if (python != NULL) {
-    const char *type = jv_type_name(obj);
+    const char *type = atlas_jv_type_name(obj);
     return fail(n, "['%s'] of %s %s is its %s in Jinja; not supported", json_string_value(key.json),
-                jv_type_article(type), type, python);
+                atlas_jv_type_article(type), type, python);
   }
-  *out = jv_undefined("item");
+  *out = atlas_jv_undefined("item");
   return ATLAS_OK;
 }
 
@@ -304,7 +304,7 @@ static atlas_status slice_bound(const jinja_node *n, jv v, long long *out, bool 
   *given = false;
   if (v.kind == JV_DATA && json_is_null(v.json)) return ATLAS_OK;
   if (v.kind == JV_UNDEFINED && v.name == NULL) return ATLAS_OK;
-  if (!jv_is_int(v)) return fail(n, "slice indices must be integers, not '%s'", jv_type_name(v));
+  if (!atlas_jv_is_int(v)) return fail(n, "slice indices must be integers, not '%s'", atlas_jv_type_name(v));
   *out = json_is_boolean(v.json) ? json_is_true(v.json) : json_integer_value(v.json);
   *given = true;
   return ATLAS_OK;
@@ -322,21 +322,21 @@ static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj, jv *ou
     if (nodes[i]) st = eval(ctx, nodes[i], &parts[i]);
     if (st == ATLAS_OK && nodes[i]) st = slice_bound(n, parts[i], &v[i], &given[i]);
   }
-  for (int i = 0; i < 3; ++i) jv_free(&parts[i]);
+  for (int i = 0; i < 3; ++i) atlas_jv_free(&parts[i]);
   ATLAS_RETURN_IF_ERROR(st);
   if (obj.kind == JV_UNDEFINED) return undefined_error(n, obj);
-  bool is_str = jv_is_string(obj);
+  bool is_str = atlas_jv_is_string(obj);
   if (obj.seq == JV_SEQ_GENERATOR || obj.seq == JV_SEQ_VIEW) {
-    return fail(n, "'%s' object is not subscriptable", jv_type_name(obj));
+    return fail(n, "'%s' object is not subscriptable", atlas_jv_type_name(obj));
   }
   if (!(obj.kind == JV_DATA && (is_str || json_is_array(obj.json)))) {
-    return fail(n, "slicing a '%s' is not supported", jv_type_name(obj));
+    return fail(n, "slicing a '%s' is not supported", atlas_jv_type_name(obj));
   }
   long long step = given[2] ? v[2] : 1;
   if (step == 0) return fail(n, "slice step cannot be zero");
   const char *s = is_str ? json_string_value(obj.json) : NULL;
   size_t bytes = is_str ? json_string_length(obj.json) : 0;
-  long long len = is_str ? (long long)jinja_utf8_length(s, bytes) : (long long)json_array_size(obj.json);
+  long long len = is_str ? (long long)atlas_jinja_utf8_length(s, bytes) : (long long)json_array_size(obj.json);
   long long start, stop;
   if (step > 0) {
     start = given[0] ? v[0] : 0;
@@ -364,16 +364,16 @@ static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj, jv *ou
     size_t i = 0;
     for (long long k = 0; k < len; ++k) {
       offs[k] = i;
-      jinja_utf8_next(s, bytes, &i);
+      atlas_jinja_utf8_next(s, bytes, &i);
     }
     offs[len] = bytes;
     jinja_buf b = {0};
     for (long long k = start; step > 0 ? k < stop : k > stop; k += step) {
       if (k < 0 || k >= len) break;  // cannot happen: start/stop are clamped above
-      jinja_buf_append(&b, s + offs[k], offs[k + 1] - offs[k]);
+      atlas_jinja_buf_append(&b, s + offs[k], offs[k + 1] - offs[k]);
     }
     free(offs);
-    return jv_string_of_buf(&b, out);
+    return atlas_jv_string_of_buf(&b, out);
   }
   json_t *arr = json_array();
   if (!arr) return oom();
@@ -383,63 +383,63 @@ static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj, jv *ou
       return oom();
     }
   }
-  *out = jv_data(arr);
+  *out = atlas_jv_data(arr);
   out->seq = obj.seq;  // a slice of a range is a range
   return ATLAS_OK;
 }
 
 static jv loop_attr(const jinja_loop *l, const char *name) {
   long long i0 = (long long)l->index0, len = (long long)l->length;
-  if (!strcmp(name, "index")) return jv_data(json_integer(i0 + 1));
-  if (!strcmp(name, "index0")) return jv_data(json_integer(i0));
-  if (!strcmp(name, "revindex")) return jv_data(json_integer(len - i0));
-  if (!strcmp(name, "revindex0")) return jv_data(json_integer(len - i0 - 1));
-  if (!strcmp(name, "first")) return jv_data(json_boolean(i0 == 0));
-  if (!strcmp(name, "last")) return jv_data(json_boolean(i0 == len - 1));
-  if (!strcmp(name, "length")) return jv_data(json_integer(len));
-  if (!strcmp(name, "depth")) return jv_data(json_integer(l->depth0 + 1));
-  if (!strcmp(name, "depth0")) return jv_data(json_integer(l->depth0));
+  if (!strcmp(name, "index")) return atlas_jv_data(json_integer(i0 + 1));
+  if (!strcmp(name, "index0")) return atlas_jv_data(json_integer(i0));
+  if (!strcmp(name, "revindex")) return atlas_jv_data(json_integer(len - i0));
+  if (!strcmp(name, "revindex0")) return atlas_jv_data(json_integer(len - i0 - 1));
+  if (!strcmp(name, "first")) return atlas_jv_data(json_boolean(i0 == 0));
+  if (!strcmp(name, "last")) return atlas_jv_data(json_boolean(i0 == len - 1));
+  if (!strcmp(name, "length")) return atlas_jv_data(json_integer(len));
+  if (!strcmp(name, "depth")) return atlas_jv_data(json_integer(l->depth0 + 1));
+  if (!strcmp(name, "depth0")) return atlas_jv_data(json_integer(l->depth0));
   if (!strcmp(name, "previtem")) {
-    if (i0 == 0) return jv_undefined("there is no previous item");
-    return jv_data(json_incref(json_array_get(l->items, (size_t)i0 - 1)));
+    if (i0 == 0) return atlas_jv_undefined("there is no previous item");
+    return atlas_jv_data(json_incref(json_array_get(l->items, (size_t)i0 - 1)));
   }
   if (!strcmp(name, "nextitem")) {
-    if (i0 + 1 >= len) return jv_undefined("there is no next item");
-    return jv_data(json_incref(json_array_get(l->items, (size_t)i0 + 1)));
+    if (i0 + 1 >= len) return atlas_jv_undefined("there is no next item");
+    return atlas_jv_data(json_incref(json_array_get(l->items, (size_t)i0 + 1)));
   }
-  return jv_undefined(name);
+  return atlas_jv_undefined(name);
 }
 
 // obj.name outside a call. *python: what Jinja would return instead of a
-// value of the data ("method": a bound method; jinja_python_attribute), or
+// value of the data ("method": a bound method; atlas_jinja_python_attribute), or
 // NULL.
 static jv get_attr(jv obj, const char *name, const char **python) {
   *python = NULL;
   if (obj.kind == JV_LOOP) return loop_attr(obj.ptr, name);
   if (obj.kind == JV_NAMESPACE) {
     json_t *v = json_object_get(obj.json, name);
-    return v ? jv_data(json_incref(v)) : jv_undefined(name);
+    return v ? atlas_jv_data(json_incref(v)) : atlas_jv_undefined(name);
   }
-  if (obj.kind != JV_DATA) return jv_undefined(name);
+  if (obj.kind != JV_DATA) return atlas_jv_undefined(name);
   if (json_is_object(obj.json)) {
-    if (jinja_is_dict_method(name)) {
+    if (atlas_jinja_is_dict_method(name)) {
       // An attribute comes before a key in Jinja: a bound method, or (the
       // mutating ones) the sandbox's undefined.
-      *python = jinja_python_attribute(obj.json, name);
-      return jv_undefined(name);
+      *python = atlas_jinja_python_attribute(obj.json, name);
+      return atlas_jv_undefined(name);
     }
     json_t *v = json_object_get(obj.json, name);
-    return v ? jv_data(json_incref(v)) : jv_undefined(name);
+    return v ? atlas_jv_data(json_incref(v)) : atlas_jv_undefined(name);
   }
-  *python = jinja_python_attribute(obj.json, name);
-  return jv_undefined(name);
+  *python = atlas_jinja_python_attribute(obj.json, name);
+  return atlas_jv_undefined(name);
 }
 
 static atlas_status arith_error(const jinja_node *n, char op, jv a, jv b) {
   const char *ops = op == 'F' ? "//" : op == 'P' ? "**" : NULL;
   char o[2] = {op, 0};
-  return fail(n, "unsupported operand types for %s: '%s' and '%s'", ops ? ops : o, jv_type_name(a),
-              jv_type_name(b));
+  return fail(n, "unsupported operand types for %s: '%s' and '%s'", ops ? ops : o, atlas_jv_type_name(a),
+              atlas_jv_type_name(b));
 }
 
 static long long as_ll(json_t *j) { return json_is_boolean(j) ? json_is_true(j) : json_integer_value(j); }
@@ -452,8 +452,8 @@ static atlas_status repeat(const jinja_node *n, jv seq, long long times, jv *out
     if (len && (unsigned long long)times > JINJA_MAX_BUILT_TEXT / len) return fail(n, "string repetition too large");
     if (len == 0) times = 0;  // '' * 10**12 is '' at once (a loop took hours)
     jinja_buf b = {0};
-    jinja_buf_append_repeated(&b, json_string_value(seq.json), len, (size_t)times);
-    return jv_string_of_buf(&b, out);
+    atlas_jinja_buf_append_repeated(&b, json_string_value(seq.json), len, (size_t)times);
+    return atlas_jv_string_of_buf(&b, out);
   }
   json_t *arr = json_array();
   if (!arr) return oom();
@@ -468,20 +468,20 @@ static atlas_status repeat(const jinja_node *n, jv seq, long long times, jv *out
       return oom();
     }
   }
-  *out = jv_data(arr);
+  *out = atlas_jv_data(arr);
   return ATLAS_OK;
 }
 
 static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a, jv b, jv *out) {
   if (op == '~') {
     jinja_buf buf = {0};
-    atlas_status st = jinja_str(ctx, a, &buf);
-    if (st == ATLAS_OK) st = jinja_str(ctx, b, &buf);
+    atlas_status st = atlas_jinja_str(ctx, a, &buf);
+    if (st == ATLAS_OK) st = atlas_jinja_str(ctx, b, &buf);
     if (st != ATLAS_OK) {
-      jinja_buf_free(&buf);
+      atlas_jinja_buf_free(&buf);
       return at(n, st);
     }
-    return at(n, jv_string_of_buf(&buf, out));
+    return at(n, atlas_jv_string_of_buf(&buf, out));
   }
   if (a.kind == JV_UNDEFINED) return undefined_error(n, a);
   if (b.kind == JV_UNDEFINED) return undefined_error(n, b);
@@ -494,9 +494,9 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
       if (!s) return oom();
       memcpy(s, json_string_value(x), lx);
       memcpy(s + lx, json_string_value(y), ly);
-      *out = jv_string(s, lx + ly);
+      *out = atlas_jv_string(s, lx + ly);
       free(s);
-      return jv_ok_alloc(*out) ? ATLAS_OK : oom();
+      return atlas_jv_ok_alloc(*out) ? ATLAS_OK : oom();
     }
     if (json_is_array(x) && json_is_array(y)) {
       json_t *arr = json_copy(x);
@@ -504,17 +504,17 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
         json_decref(arr);
         return oom();
       }
-      *out = jv_data(arr);
+      *out = atlas_jv_data(arr);
       return ATLAS_OK;
     }
   }
   if (op == '*') {
-    if ((json_is_string(x) || json_is_array(x)) && jv_is_int(b)) return repeat(n, a, as_ll(y), out);
-    if ((json_is_string(y) || json_is_array(y)) && jv_is_int(a)) return repeat(n, b, as_ll(x), out);
+    if ((json_is_string(x) || json_is_array(x)) && atlas_jv_is_int(b)) return repeat(n, a, as_ll(y), out);
+    if ((json_is_string(y) || json_is_array(y)) && atlas_jv_is_int(a)) return repeat(n, b, as_ll(x), out);
   }
   if (op == '%' && json_is_string(x)) return fail(n, "construct 'string %% formatting' is not supported");
-  if (!jv_is_number(a) || !jv_is_number(b)) return arith_error(n, op, a, b);
-  const bool ints = jv_is_int(a) && jv_is_int(b);
+  if (!atlas_jv_is_number(a) || !atlas_jv_is_number(b)) return arith_error(n, op, a, b);
+  const bool ints = atlas_jv_is_int(a) && atlas_jv_is_int(b);
   if (ints && op != '/') {
     long long p = as_ll(x), q = as_ll(y), r = 0;
     bool overflow = false;
@@ -540,7 +540,7 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
       case 'P': {
         if (q < 0) {
           if (p == 0) return fail(n, "0 cannot be raised to a negative power");
-          *out = jv_data(json_real(pow((double)p, (double)q)));
+          *out = atlas_jv_data(json_real(pow((double)p, (double)q)));
           return ATLAS_OK;
         }
         // By squaring: 63 rounds at most (one multiplication a unit of q ran
@@ -559,7 +559,7 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
       default: return arith_error(n, op, a, b);
     }
     if (overflow) return fail(n, "integer arithmetic overflows 64 bits");
-    *out = jv_data(json_integer(r));
+    *out = atlas_jv_data(json_integer(r));
     return ATLAS_OK;
   }
   double p = as_d(x), q = as_d(y), r;
@@ -588,7 +588,7 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
   }
   // Python would print inf or nan; a JSON number (jansson) cannot hold them.
   if (!isfinite(r)) return fail(n, "float arithmetic gives %s, which Atlas's numbers cannot hold", isnan(r) ? "nan" : "infinity");
-  *out = jv_data(json_real(r));
+  *out = atlas_jv_data(json_real(r));
   return ATLAS_OK;
 }
 
@@ -597,18 +597,18 @@ static atlas_status contains(jinja_ctx *ctx, const jinja_node *n, jv item, jv co
   if (container.kind == JV_UNDEFINED) return ATLAS_OK;  // iterating Undefined yields nothing
   if (container.kind == JV_DATA && container.seq == JV_SEQ_GENERATOR) {
     json_t *items = NULL;
-    ATLAS_RETURN_IF_ERROR(at(n, jinja_iterate(ctx, container, "in", &items)));
-    for (size_t i = 0; i < json_array_size(items) && !*out; ++i) *out = jv_equal(item, jv_data(json_array_get(items, i)));
+    ATLAS_RETURN_IF_ERROR(at(n, atlas_jinja_iterate(ctx, container, "in", &items)));
+    for (size_t i = 0; i < json_array_size(items) && !*out; ++i) *out = atlas_jv_equal(item, atlas_jv_data(json_array_get(items, i)));
     json_decref(items);
     return ATLAS_OK;
   }
   if (container.kind != JV_DATA) {
-    return fail(n, "argument of type '%s' is not iterable", jv_type_name(container));
+    return fail(n, "argument of type '%s' is not iterable", atlas_jv_type_name(container));
   }
   json_t *c = container.json;
   if (json_is_string(c)) {
-    if (!jv_is_string(item)) {
-      return fail(n, "'in <string>' requires string as left operand, not %s", jv_type_name(item));
+    if (!atlas_jv_is_string(item)) {
+      return fail(n, "'in <string>' requires string as left operand, not %s", atlas_jv_type_name(item));
     }
     *out = memmem(json_string_value(c), json_string_length(c), json_string_value(item.json),
                   json_string_length(item.json)) != NULL;
@@ -616,7 +616,7 @@ static atlas_status contains(jinja_ctx *ctx, const jinja_node *n, jv item, jv co
   }
   if (json_is_array(c)) {
     for (size_t i = 0; i < json_array_size(c); ++i) {
-      if (jv_equal(item, jv_data(json_array_get(c, i)))) {
+      if (atlas_jv_equal(item, atlas_jv_data(json_array_get(c, i)))) {
         *out = true;
         break;
       }
@@ -624,17 +624,17 @@ static atlas_status contains(jinja_ctx *ctx, const jinja_node *n, jv item, jv co
     return ATLAS_OK;
   }
   if (json_is_object(c)) {
-    *out = jv_is_string(item) &&
+    *out = atlas_jv_is_string(item) &&
            json_object_getn(c, json_string_value(item.json), json_string_length(item.json)) != NULL;
     return ATLAS_OK;
   }
-  return fail(n, "argument of type '%s' is not iterable", jv_type_name(container));
+  return fail(n, "argument of type '%s' is not iterable", atlas_jv_type_name(container));
 }
 
 static atlas_status compare(jinja_ctx *ctx, const jinja_node *n, int op, jv a, jv b, bool *out) {
   switch (op) {
-    case JINJA_CMP_EQ: *out = jv_equal(a, b); return ATLAS_OK;
-    case JINJA_CMP_NE: *out = !jv_equal(a, b); return ATLAS_OK;
+    case JINJA_CMP_EQ: *out = atlas_jv_equal(a, b); return ATLAS_OK;
+    case JINJA_CMP_NE: *out = !atlas_jv_equal(a, b); return ATLAS_OK;
     case JINJA_CMP_IN: return contains(ctx, n, a, b, out);
     case JINJA_CMP_NOT_IN:
       ATLAS_RETURN_IF_ERROR(contains(ctx, n, a, b, out));
@@ -644,9 +644,9 @@ static atlas_status compare(jinja_ctx *ctx, const jinja_node *n, int op, jv a, j
   }
   if (a.kind == JV_UNDEFINED) return undefined_error(n, a);
   if (b.kind == JV_UNDEFINED) return undefined_error(n, b);
-  if (a.seq || b.seq) return fail(n, "ordering comparison of a %s is not supported", jv_type_name(a.seq ? a : b));
+  if (a.seq || b.seq) return fail(n, "ordering comparison of a %s is not supported", atlas_jv_type_name(a.seq ? a : b));
   int c = 0;
-  ATLAS_RETURN_IF_ERROR(at(n, jv_compare(a, b, &c)));
+  ATLAS_RETURN_IF_ERROR(at(n, atlas_jv_compare(a, b, &c)));
   *out = op == JINJA_CMP_LT ? c < 0 : op == JINJA_CMP_LE ? c <= 0 : op == JINJA_CMP_GT ? c > 0 : c >= 0;
   return ATLAS_OK;
 }
@@ -668,15 +668,15 @@ static atlas_status call_macro(jinja_ctx *ctx, const jinja_node *call, const jin
     if (!ok) st = fail(call, "macro '%s' has no parameter '%s'", m->name, args->kw_names[k]);
   }
   for (size_t i = 0; i < m->n_targets && st == ATLAS_OK; ++i) {
-    jv v = jv_undefined(m->targets[i]);
+    jv v = atlas_jv_undefined(m->targets[i]);
     bool have = false;
     if (i < args->n_pos) {
-      v = jv_copy(args->pos[i]);
+      v = atlas_jv_copy(args->pos[i]);
       have = true;
     }
     for (size_t k = 0; k < args->n_kw && !have; ++k) {
       if (!strcmp(args->kw_names[k], m->targets[i])) {
-        v = jv_copy(args->kw[k]);
+        v = atlas_jv_copy(args->kw[k]);
         have = true;
       }
     }
@@ -707,12 +707,12 @@ static atlas_status eval_call(jinja_ctx *ctx, const jinja_node *n, jv *out) {
     ATLAS_RETURN_IF_ERROR(eval(ctx, callee->a, &obj));
     if (obj.kind == JV_UNDEFINED) {
       atlas_status st = undefined_error(n, obj);
-      jv_free(&obj);
+      atlas_jv_free(&obj);
       return st;
     }
     atlas_status st = eval_args(ctx, n, 0, &args);
     if (st != ATLAS_OK) {
-      jv_free(&obj);
+      atlas_jv_free(&obj);
       return st;
     }
     bool found = false;
@@ -720,43 +720,43 @@ static atlas_status eval_call(jinja_ctx *ctx, const jinja_node *n, jv *out) {
       // A macro or value stored on a namespace is not callable data here.
       st = fail(n, "calling '%s' of a namespace is not supported", callee->name);
     } else {
-      st = at(n, jinja_method(ctx, obj, callee->name, &args, out, &found));
+      st = at(n, atlas_jinja_method(ctx, obj, callee->name, &args, out, &found));
       if (st == ATLAS_OK && !found) {
-        st = fail(n, "'%s' object has no supported method '%s'", jv_type_name(obj), callee->name);
+        st = fail(n, "'%s' object has no supported method '%s'", atlas_jv_type_name(obj), callee->name);
       }
     }
     free_args(&args);
-    jv_free(&obj);
+    atlas_jv_free(&obj);
     return st;
   }
   jv f;
   ATLAS_RETURN_IF_ERROR(eval(ctx, callee, &f));
   atlas_status st = eval_args(ctx, n, 0, &args);
   if (st != ATLAS_OK) {
-    jv_free(&f);
+    atlas_jv_free(&f);
     return st;
   }
   if (f.kind == JV_FUNC) {
-    st = at(n, jinja_global_call(ctx, f.name, &args, out));
+    st = at(n, atlas_jinja_global_call(ctx, f.name, &args, out));
   } else if (f.kind == JV_MACRO) {
     st = call_macro(ctx, n, f.ptr, &args, out);
   } else if (f.kind == JV_UNDEFINED) {
     st = undefined_error(n, f);
   } else {
-    st = fail(n, "'%s' object is not callable", jv_type_name(f));
+    st = fail(n, "'%s' object is not callable", atlas_jv_type_name(f));
   }
   free_args(&args);
-  jv_free(&f);
+  atlas_jv_free(&f);
   return st;
 }
 
 // On failure *out holds nothing owned (it starts as Undefined), so callers
 // may free it either way.
 static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
-  *out = jv_undefined(NULL);
+  *out = atlas_jv_undefined(NULL);
   switch (n->kind) {
     case JN_CONST:
-      *out = jv_data(json_incref(n->value));
+      *out = atlas_jv_data(json_incref(n->value));
       return ATLAS_OK;
     case JN_NAME:
       *out = lookup(ctx, n->name);
@@ -770,30 +770,30 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
         json_t *j = NULL;
         if (st == ATLAS_OK) st = to_json_element(n->kids[i], v, &j);
         if (st == ATLAS_OK && json_array_append(arr, j) != 0) st = oom();
-        jv_free(&v);
+        atlas_jv_free(&v);
         if (st != ATLAS_OK) {
           json_decref(arr);
           return st;
         }
       }
       if (n->op == 't') {
-        atlas_status st = jinja_mark_tuple(ctx, arr);
+        atlas_status st = atlas_jinja_mark_tuple(ctx, arr);
         if (st != ATLAS_OK) {
           json_decref(arr);
           return st;
         }
       }
-      *out = jv_data(arr);
+      *out = atlas_jv_data(arr);
       return ATLAS_OK;
     }
     case JN_DICT: {
       json_t *obj = json_object();
       if (!obj) return oom();
       for (size_t i = 0; i + 1 < n->n_kids; i += 2) {
-        jv k, v = jv_undefined(NULL);
+        jv k, v = atlas_jv_undefined(NULL);
         atlas_status st = eval(ctx, n->kids[i], &k);
-        if (st == ATLAS_OK && !jv_is_string(k)) {
-          st = fail(n->kids[i], "dict keys other than strings are not supported (got '%s')", jv_type_name(k));
+        if (st == ATLAS_OK && !atlas_jv_is_string(k)) {
+          st = fail(n->kids[i], "dict keys other than strings are not supported (got '%s')", atlas_jv_type_name(k));
         }
         // Keys are C strings everywhere else (lookups, tojson, printing).
         if (st == ATLAS_OK && strlen(json_string_value(k.json)) != json_string_length(k.json)) {
@@ -805,14 +805,14 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
         if (st == ATLAS_OK && json_object_setn(obj, json_string_value(k.json), json_string_length(k.json), j) != 0) {
           st = oom();
         }
-        jv_free(&k);
-        jv_free(&v);
+        atlas_jv_free(&k);
+        atlas_jv_free(&v);
         if (st != ATLAS_OK) {
           json_decref(obj);
           return st;
         }
       }
-      *out = jv_data(obj);
+      *out = atlas_jv_data(obj);
       return ATLAS_OK;
     }
     case JN_ATTR: {
@@ -825,14 +825,14 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
         const char *python = NULL;
         *out = get_attr(obj, n->name, &python);
         if (python != NULL) {
-          const char *type = jv_type_name(obj);
+          const char *type = atlas_jv_type_name(obj);
           st = fail(n, "'%s' of %s %s is a %s; using it as a value is not supported", n->name,
-                    jv_type_article(type), type, python);
-        } else if (!jv_ok_alloc(*out)) {
+                    atlas_jv_type_article(type), type, python);
+        } else if (!atlas_jv_ok_alloc(*out)) {
           st = oom();
         }
       }
-      jv_free(&obj);
+      atlas_jv_free(&obj);
       return st;
     }
     case JN_ITEM: {
@@ -841,16 +841,16 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
       atlas_status st = eval(ctx, n->b, &key);
       if (st == ATLAS_OK) {
         st = get_item(n, obj, key, out);
-        jv_free(&key);
+        atlas_jv_free(&key);
       }
-      jv_free(&obj);
+      atlas_jv_free(&obj);
       return st;
     }
     case JN_SLICE: {
       jv obj;
       ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &obj));
       atlas_status st = do_slice(ctx, n, obj, out);
-      jv_free(&obj);
+      atlas_jv_free(&obj);
       return st;
     }
     case JN_CALL:
@@ -863,15 +863,15 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
       atlas_status st = eval_args(ctx, n, 1, &args);
       if (st == ATLAS_OK) {
         if (n->kind == JN_FILTER) {
-          st = at(n, jinja_filter(ctx, n->name, value, &args, out));
+          st = at(n, atlas_jinja_filter(ctx, n->name, value, &args, out));
         } else {
           bool r = false;
-          st = at(n, jinja_test(ctx, n->name, value, &args, &r));
-          if (st == ATLAS_OK) *out = jv_data(json_boolean(n->negated ? !r : r));
+          st = at(n, atlas_jinja_test(ctx, n->name, value, &args, &r));
+          if (st == ATLAS_OK) *out = atlas_jv_data(json_boolean(n->negated ? !r : r));
         }
         free_args(&args);
       }
-      jv_free(&value);
+      atlas_jv_free(&value);
       return st;
     }
     case JN_UNARY: {
@@ -879,19 +879,19 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
       ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &v));
       atlas_status st = ATLAS_OK;
       if (n->op == 'n') {
-        *out = jv_data(json_boolean(!jv_truthy(v)));
+        *out = atlas_jv_data(json_boolean(!atlas_jv_truthy(v)));
       } else if (v.kind == JV_UNDEFINED) {
         st = undefined_error(n, v);
-      } else if (!jv_is_number(v)) {
-        st = fail(n, "bad operand type for unary %c: '%s'", n->op, jv_type_name(v));
+      } else if (!atlas_jv_is_number(v)) {
+        st = fail(n, "bad operand type for unary %c: '%s'", n->op, atlas_jv_type_name(v));
       } else if (n->op == '+') {
-        *out = jv_is_int(v) ? jv_data(json_integer(as_ll(v.json))) : jv_copy(v);
-      } else if (jv_is_int(v)) {
-        *out = jv_data(json_integer(-as_ll(v.json)));
+        *out = atlas_jv_is_int(v) ? atlas_jv_data(json_integer(as_ll(v.json))) : atlas_jv_copy(v);
+      } else if (atlas_jv_is_int(v)) {
+        *out = atlas_jv_data(json_integer(-as_ll(v.json)));
       } else {
-        *out = jv_data(json_real(-json_real_value(v.json)));
+        *out = atlas_jv_data(json_real(-json_real_value(v.json)));
       }
-      jv_free(&v);
+      atlas_jv_free(&v);
       return st;
     }
     case JN_BINARY: {
@@ -900,10 +900,10 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
       atlas_status st = eval(ctx, n->b, &b);
       if (st == ATLAS_OK) {
         st = binary_op(ctx, n, n->op, a, b, out);
-        if (st == ATLAS_OK && !jv_ok_alloc(*out)) st = oom();
-        jv_free(&b);
+        if (st == ATLAS_OK && !atlas_jv_ok_alloc(*out)) st = oom();
+        atlas_jv_free(&b);
       }
-      jv_free(&a);
+      atlas_jv_free(&a);
       return st;
     }
     case JN_COMPARE: {
@@ -916,33 +916,33 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
         st = eval(ctx, n->kids[i], &right);
         if (st != ATLAS_OK) break;
         st = compare(ctx, n, n->ops[i - 1], left, right, &result);
-        jv_free(&left);
+        atlas_jv_free(&left);
         left = right;
       }
-      jv_free(&left);
-      if (st == ATLAS_OK) *out = jv_data(json_boolean(result));
+      atlas_jv_free(&left);
+      if (st == ATLAS_OK) *out = atlas_jv_data(json_boolean(result));
       return st;
     }
     case JN_AND:
     case JN_OR: {
       jv a;
       ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &a));
-      const bool t = jv_truthy(a);
+      const bool t = atlas_jv_truthy(a);
       if ((n->kind == JN_AND && !t) || (n->kind == JN_OR && t)) {
         *out = a;
         return ATLAS_OK;
       }
-      jv_free(&a);
+      atlas_jv_free(&a);
       return eval(ctx, n->b, out);
     }
     case JN_COND: {
       jv c;
       ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &c));
-      const bool t = jv_truthy(c);
-      jv_free(&c);
+      const bool t = atlas_jv_truthy(c);
+      atlas_jv_free(&c);
       if (t) return eval(ctx, n->b, out);
       if (n->c) return eval(ctx, n->c, out);
-      *out = jv_undefined("the else branch of an inline if");
+      *out = atlas_jv_undefined("the else branch of an inline if");
       return ATLAS_OK;
     }
     default:
@@ -956,16 +956,16 @@ static atlas_status bind_targets(const jinja_node *n, jinja_scope *s, char *cons
                                  size_t n_targets, jv v) {
   if (n_targets == 1) {
     if (v.kind == JV_LOOP) return fail(n, "assigning the loop object to a variable is not supported");
-    return scope_set(s, targets[0], jv_copy(v));
+    return scope_set(s, targets[0], atlas_jv_copy(v));
   }
   if (!(v.kind == JV_DATA && json_is_array(v.json))) {
-    return fail(n, "cannot unpack a '%s' into %zu names", jv_type_name(v), n_targets);
+    return fail(n, "cannot unpack a '%s' into %zu names", atlas_jv_type_name(v), n_targets);
   }
   if (json_array_size(v.json) != n_targets) {
     return fail(n, "cannot unpack %zu values into %zu names", json_array_size(v.json), n_targets);
   }
   for (size_t i = 0; i < n_targets; ++i) {
-    ATLAS_RETURN_IF_ERROR(scope_set(s, targets[i], jv_data(json_incref(json_array_get(v.json, i)))));
+    ATLAS_RETURN_IF_ERROR(scope_set(s, targets[i], atlas_jv_data(json_incref(json_array_get(v.json, i)))));
   }
   return ATLAS_OK;
 }
@@ -974,8 +974,8 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
   jv iter;
   ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &iter));
   json_t *items = NULL;
-  atlas_status st = at(n, jinja_iterate(ctx, iter, "for", &items));
-  jv_free(&iter);
+  atlas_status st = at(n, atlas_jinja_iterate(ctx, iter, "for", &items));
+  atlas_jv_free(&iter);
   ATLAS_RETURN_IF_ERROR(st);
   // `for x in xs if cond`: the condition filters before the loop counts.
   if (n->c) {
@@ -988,16 +988,16 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
         break;
       }
       json_t *item = json_array_get(items, i);
-      st = bind_targets(n, s, n->targets, n->n_targets, jv_data(item));
-      jv c = jv_undefined(NULL);
+      st = bind_targets(n, s, n->targets, n->n_targets, atlas_jv_data(item));
+      jv c = atlas_jv_undefined(NULL);
       if (st == ATLAS_OK) {
         jinja_scope *saved = ctx->scope;
         ctx->scope = s;
         st = eval(ctx, n->c, &c);
         ctx->scope = saved;
       }
-      if (st == ATLAS_OK && jv_truthy(c) && json_array_append(kept, item) != 0) st = oom();
-      jv_free(&c);
+      if (st == ATLAS_OK && atlas_jv_truthy(c) && json_array_append(kept, item) != 0) st = oom();
+      atlas_jv_free(&c);
       scope_delete(s);
     }
     json_decref(items);
@@ -1020,7 +1020,7 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
     }
     jv lv = {JV_LOOP, NULL, &loop, "loop", JV_SEQ_LIST};
     st = scope_set(s, "loop", lv);
-    if (st == ATLAS_OK) st = bind_targets(n, s, n->targets, n->n_targets, jv_data(json_array_get(items, i)));
+    if (st == ATLAS_OK) st = bind_targets(n, s, n->targets, n->n_targets, atlas_jv_data(json_array_get(items, i)));
     if (st == ATLAS_OK) {
       jinja_scope *saved = ctx->scope;
       ctx->scope = s;
@@ -1047,17 +1047,17 @@ static atlas_status exec_set(jinja_ctx *ctx, const jinja_node *n) {
     jv obj = lookup(ctx, n->a->a->name);
     if (obj.kind != JV_NAMESPACE) {
       st = fail(n, "cannot assign attribute '%s' on '%s': it is a %s, not a namespace()", n->a->name,
-                n->a->a->name, jv_type_name(obj));
+                n->a->a->name, atlas_jv_type_name(obj));
     } else if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) {
-      st = fail(n, "storing a %s value on a namespace is not supported", jv_type_name(v));
+      st = fail(n, "storing a %s value on a namespace is not supported", atlas_jv_type_name(v));
     } else if (json_object_set(obj.json, n->a->name, v.json) != 0) {
       st = oom();
     }
-    jv_free(&obj);
+    atlas_jv_free(&obj);
   } else {
     st = bind_targets(n, ctx->scope, n->targets, n->n_targets, v);
   }
-  jv_free(&v);
+  atlas_jv_free(&v);
   return st;
 }
 
@@ -1070,21 +1070,21 @@ static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
       }
       return ATLAS_OK;
     case JN_TEXT:
-      jinja_buf_append(ctx->out, json_string_value(n->value), json_string_length(n->value));
+      atlas_jinja_buf_append(ctx->out, json_string_value(n->value), json_string_length(n->value));
       return ctx->out->oom ? oom() : ATLAS_OK;
     case JN_OUTPUT: {
       jv v;
       ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &v));
-      atlas_status st = at(n, jinja_str(ctx, v, ctx->out));
-      jv_free(&v);
+      atlas_status st = at(n, atlas_jinja_str(ctx, v, ctx->out));
+      atlas_jv_free(&v);
       if (st == ATLAS_OK && ctx->out->oom) st = oom();
       return st;
     }
     case JN_IF: {
       jv c;
       ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &c));
-      const bool t = jv_truthy(c);
-      jv_free(&c);
+      const bool t = atlas_jv_truthy(c);
+      atlas_jv_free(&c);
       if (t) return exec(ctx, n->b);
       return n->c ? exec(ctx, n->c) : ATLAS_OK;
     }
@@ -1095,7 +1095,7 @@ static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
     case JN_SET_BLOCK: {
       jinja_buf *saved = NULL;
       ATLAS_RETURN_IF_ERROR(capture_begin(ctx, &saved));
-      jv v = jv_undefined(NULL);
+      jv v = atlas_jv_undefined(NULL);
       atlas_status st = capture_end(ctx, saved, exec(ctx, n->b), &v);
       if (st == ATLAS_OK) st = scope_set(ctx->scope, n->targets[0], v);
       return st;
@@ -1115,7 +1115,7 @@ static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
   }
 }
 
-atlas_status jinja_render(const jinja_template *t, json_t *vars, const struct tm *now,
+atlas_status atlas_jinja_render(const jinja_template *t, json_t *vars, const struct tm *now,
                           jinja_buf *out) {
   jinja_scope *top = scope_new(NULL);
   jinja_ctx ctx = {.out = out, .scope = top, .top = top, .globals = vars, .now = now,

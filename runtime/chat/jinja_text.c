@@ -20,14 +20,14 @@ static bool reserve(jinja_buf *b, size_t extra) {
   return true;
 }
 
-void jinja_buf_append(jinja_buf *b, const char *s, size_t n) {
+void atlas_jinja_buf_append(jinja_buf *b, const char *s, size_t n) {
   if (!reserve(b, n)) return;
   if (n) memcpy(b->data + b->len, s, n);
   b->len += n;
   b->data[b->len] = '\0';
 }
 
-void jinja_buf_append_repeated(jinja_buf *b, const char *s, size_t n, size_t times) {
+void atlas_jinja_buf_append_repeated(jinja_buf *b, const char *s, size_t n, size_t times) {
   size_t total = 0;
   if (n == 0 || times == 0) return;
   if (__builtin_mul_overflow(n, times, &total)) {
@@ -46,11 +46,11 @@ void jinja_buf_append_repeated(jinja_buf *b, const char *s, size_t n, size_t tim
   b->data[b->len] = '\0';
 }
 
-void jinja_buf_puts(jinja_buf *b, const char *s) { jinja_buf_append(b, s, strlen(s)); }
+void atlas_jinja_buf_puts(jinja_buf *b, const char *s) { atlas_jinja_buf_append(b, s, strlen(s)); }
 
-void jinja_buf_putc(jinja_buf *b, char c) { jinja_buf_append(b, &c, 1); }
+void atlas_jinja_buf_putc(jinja_buf *b, char c) { atlas_jinja_buf_append(b, &c, 1); }
 
-void jinja_buf_printf(jinja_buf *b, const char *fmt, ...) {
+void atlas_jinja_buf_printf(jinja_buf *b, const char *fmt, ...) {
   char small[128];
   va_list ap;
   va_start(ap, fmt);
@@ -61,7 +61,7 @@ void jinja_buf_printf(jinja_buf *b, const char *fmt, ...) {
     return;
   }
   if ((size_t)n < sizeof small) {
-    jinja_buf_append(b, small, (size_t)n);
+    atlas_jinja_buf_append(b, small, (size_t)n);
     return;
   }
   if (!reserve(b, (size_t)n)) return;
@@ -71,12 +71,12 @@ void jinja_buf_printf(jinja_buf *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
-void jinja_buf_free(jinja_buf *b) {
+void atlas_jinja_buf_free(jinja_buf *b) {
   free(b->data);
   memset(b, 0, sizeof(*b));
 }
 
-uint32_t jinja_utf8_next(const char *str, size_t n, size_t *i) {
+uint32_t atlas_jinja_utf8_next(const char *str, size_t n, size_t *i) {
   const unsigned char *s = (const unsigned char *)str;
   const size_t p = *i;
   const unsigned char c = s[p];
@@ -100,45 +100,45 @@ uint32_t jinja_utf8_next(const char *str, size_t n, size_t *i) {
   return c;
 }
 
-void jinja_utf8_put(jinja_buf *b, uint32_t cp) {
+void atlas_jinja_utf8_put(jinja_buf *b, uint32_t cp) {
   char t[4];
   if (cp < 0x80) {
     t[0] = (char)cp;
-    jinja_buf_append(b, t, 1);
+    atlas_jinja_buf_append(b, t, 1);
   } else if (cp < 0x800) {
     t[0] = (char)(0xc0 | (cp >> 6));
     t[1] = (char)(0x80 | (cp & 0x3f));
-    jinja_buf_append(b, t, 2);
+    atlas_jinja_buf_append(b, t, 2);
   } else if (cp < 0x10000) {
     t[0] = (char)(0xe0 | (cp >> 12));
     t[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
     t[2] = (char)(0x80 | (cp & 0x3f));
-    jinja_buf_append(b, t, 3);
+    atlas_jinja_buf_append(b, t, 3);
   } else {
     t[0] = (char)(0xf0 | (cp >> 18));
     t[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
     t[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
     t[3] = (char)(0x80 | (cp & 0x3f));
-    jinja_buf_append(b, t, 4);
+    atlas_jinja_buf_append(b, t, 4);
   }
 }
 
-size_t jinja_utf8_length(const char *s, size_t n) {
+size_t atlas_jinja_utf8_length(const char *s, size_t n) {
   size_t count = 0;
   for (size_t i = 0; i < n;) {
-    jinja_utf8_next(s, n, &i);
+    atlas_jinja_utf8_next(s, n, &i);
     ++count;
   }
   return count;
 }
 
-size_t jinja_utf8_offset(const char *s, size_t n, size_t index) {
+size_t atlas_jinja_utf8_offset(const char *s, size_t n, size_t index) {
   size_t i = 0;
-  for (size_t k = 0; k < index && i < n; ++k) jinja_utf8_next(s, n, &i);
+  for (size_t k = 0; k < index && i < n; ++k) atlas_jinja_utf8_next(s, n, &i);
   return i;
 }
 
-bool jinja_is_py_space(uint32_t cp) {
+bool atlas_jinja_is_py_space(uint32_t cp) {
   if (cp <= 0x20) return (cp >= 0x09 && cp <= 0x0d) || cp >= 0x1c;  // \t..\r, \x1c..\x1f, space
   switch (cp) {
     case 0x85: case 0xa0: case 0x1680: case 0x2028: case 0x2029: case 0x202f: case 0x205f:

@@ -15,14 +15,14 @@ typedef struct jinja_buf {
   bool oom;    // an append failed; the contents are incomplete
 } jinja_buf;
 
-void jinja_buf_append(jinja_buf *b, const char *s, size_t n);
+void atlas_jinja_buf_append(jinja_buf *b, const char *s, size_t n);
 // `times` copies of s[0..n) (s not inside b), by doubling: a few memcpy
 // calls, not one append a copy ('@' * 60000000 took 5 s that way).
-void jinja_buf_append_repeated(jinja_buf *b, const char *s, size_t n, size_t times);
-void jinja_buf_puts(jinja_buf *b, const char *s);
-void jinja_buf_putc(jinja_buf *b, char c);
-void jinja_buf_printf(jinja_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void jinja_buf_free(jinja_buf *b);
+void atlas_jinja_buf_append_repeated(jinja_buf *b, const char *s, size_t n, size_t times);
+void atlas_jinja_buf_puts(jinja_buf *b, const char *s);
+void atlas_jinja_buf_putc(jinja_buf *b, char c);
+void atlas_jinja_buf_printf(jinja_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void atlas_jinja_buf_free(jinja_buf *b);
 
 // The most text one string repetition or indent may build (Python would try
 // to build any size: a template asking for more is refused, not run).
@@ -30,14 +30,14 @@ void jinja_buf_free(jinja_buf *b);
 
 // Decodes one UTF-8 code point at s[*i] (advancing *i); invalid bytes decode
 // as themselves, one at a time, so every byte string has a length.
-uint32_t jinja_utf8_next(const char *s, size_t n, size_t *i);
-void jinja_utf8_put(jinja_buf *b, uint32_t cp);
+uint32_t atlas_jinja_utf8_next(const char *s, size_t n, size_t *i);
+void atlas_jinja_utf8_put(jinja_buf *b, uint32_t cp);
 // Number of code points (Python's len of a str).
-size_t jinja_utf8_length(const char *s, size_t n);
+size_t atlas_jinja_utf8_length(const char *s, size_t n);
 // Byte offset of code point `index` (n if past the end).
-size_t jinja_utf8_offset(const char *s, size_t n, size_t index);
+size_t atlas_jinja_utf8_offset(const char *s, size_t n, size_t index);
 
 // Python's str.isspace() for one code point.
-bool jinja_is_py_space(uint32_t cp);
+bool atlas_jinja_is_py_space(uint32_t cp);
 
 #endif  // ATLAS_RUNTIME_CHAT_JINJA_TEXT_H_

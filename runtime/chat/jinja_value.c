@@ -7,56 +7,56 @@
 
 #include "atlas/runtime/chat/jinja_error.h"
 
-jv jv_undefined(const char *name) {
+jv atlas_jv_undefined(const char *name) {
   jv v = {JV_UNDEFINED, NULL, NULL, name, JV_SEQ_LIST};
   return v;
 }
 
-jv jv_data(json_t *json) {
+jv atlas_jv_data(json_t *json) {
   jv v = {JV_DATA, json, NULL, NULL, JV_SEQ_LIST};
   return v;
 }
 
-void jinja_tuple_key(const json_t *arr, char out[32]) { snprintf(out, 32, "%p", (const void *)arr); }
+void atlas_jinja_tuple_key(const json_t *arr, char out[32]) { snprintf(out, 32, "%p", (const void *)arr); }
 
-jv jv_copy(jv v) {
+jv atlas_jv_copy(jv v) {
   if (v.json) json_incref(v.json);
   return v;
 }
 
-void jv_free(jv *v) {
+void atlas_jv_free(jv *v) {
   if (v->json) json_decref(v->json);
   v->json = NULL;
   v->kind = JV_UNDEFINED;
   v->name = "";
 }
 
-bool jv_ok_alloc(jv v) { return !((v.kind == JV_DATA || v.kind == JV_NAMESPACE) && v.json == NULL); }
+bool atlas_jv_ok_alloc(jv v) { return !((v.kind == JV_DATA || v.kind == JV_NAMESPACE) && v.json == NULL); }
 
-jv jv_string(const char *s, size_t n) { return jv_data(json_stringn_nocheck(s ? s : "", n)); }
+jv atlas_jv_string(const char *s, size_t n) { return atlas_jv_data(json_stringn_nocheck(s ? s : "", n)); }
 
-atlas_status jv_string_of_buf(jinja_buf *b, jv *out) {
-  if (!b->oom) *out = jv_string(b->data, b->len);
-  const bool ok = !b->oom && jv_ok_alloc(*out);
-  jinja_buf_free(b);
-  return ok ? ATLAS_OK : jinja_oom("rendering");
+atlas_status atlas_jv_string_of_buf(jinja_buf *b, jv *out) {
+  if (!b->oom) *out = atlas_jv_string(b->data, b->len);
+  const bool ok = !b->oom && atlas_jv_ok_alloc(*out);
+  atlas_jinja_buf_free(b);
+  return ok ? ATLAS_OK : atlas_jinja_oom("rendering");
 }
 
-bool jv_is_string(jv v) { return v.kind == JV_DATA && json_is_string(v.json); }
+bool atlas_jv_is_string(jv v) { return v.kind == JV_DATA && json_is_string(v.json); }
 
-bool jv_is_number(jv v) {
+bool atlas_jv_is_number(jv v) {
   return v.kind == JV_DATA && (json_is_number(v.json) || json_is_boolean(v.json));
 }
 
-bool jv_is_int(jv v) {
+bool atlas_jv_is_int(jv v) {
   return v.kind == JV_DATA && (json_is_integer(v.json) || json_is_boolean(v.json));
 }
 
-const char *jv_type_article(const char *type_name) {
+const char *atlas_jv_type_article(const char *type_name) {
   return type_name[0] != '\0' && strchr("aeiouAEIOU", type_name[0]) != NULL ? "an" : "a";
 }
 
-const char *jv_type_name(jv v) {
+const char *atlas_jv_type_name(jv v) {
   switch (v.kind) {
     case JV_UNDEFINED: return "Undefined";
     case JV_NAMESPACE: return "Namespace";
@@ -84,7 +84,7 @@ const char *jv_type_name(jv v) {
   return "?";
 }
 
-bool jv_truthy(jv v) {
+bool atlas_jv_truthy(jv v) {
   switch (v.kind) {
     case JV_UNDEFINED: return false;
     case JV_DATA: break;
@@ -147,7 +147,7 @@ static bool json_py_equal(json_t *a, json_t *b) {
   }
 }
 
-bool jv_equal(jv a, jv b) {
+bool atlas_jv_equal(jv a, jv b) {
   if (a.kind == JV_UNDEFINED || b.kind == JV_UNDEFINED) return a.kind == b.kind;
   if (a.kind != b.kind) return false;
   if (a.seq != b.seq) return false;  // range(2) != [0, 1] in Python
@@ -187,28 +187,28 @@ static int cmp_json(json_t *a, json_t *b, bool *ok) {
   return 0;
 }
 
-atlas_status jv_compare(jv a, jv b, int *out) {
+atlas_status atlas_jv_compare(jv a, jv b, int *out) {
   bool ok = a.kind == JV_DATA && b.kind == JV_DATA;
   *out = ok ? cmp_json(a.json, b.json, &ok) : 0;
   if (!ok) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "ordering comparison between '%s' and '%s' is not supported",
-                             jv_type_name(a), jv_type_name(b));
+                             atlas_jv_type_name(a), atlas_jv_type_name(b));
   }
   return ATLAS_OK;
 }
 
-void jinja_float_repr(double d, jinja_buf *out) {
+void atlas_jinja_float_repr(double d, jinja_buf *out) {
   if (isnan(d)) {
-    jinja_buf_puts(out, "nan");
+    atlas_jinja_buf_puts(out, "nan");
     return;
   }
   if (isinf(d)) {
-    jinja_buf_puts(out, d < 0 ? "-inf" : "inf");
+    atlas_jinja_buf_puts(out, d < 0 ? "-inf" : "inf");
     return;
   }
   if (d == 0) {
-    jinja_buf_puts(out, signbit(d) ? "-0.0" : "0.0");
+    atlas_jinja_buf_puts(out, signbit(d) ? "-0.0" : "0.0");
     return;
   }
   // Shortest digits that round-trip, then Python's layout: fixed notation for
@@ -232,32 +232,32 @@ void jinja_float_repr(double d, jinja_buf *out) {
   }
   const int exp10 = *p == 'e' ? (int)strtol(p + 1, NULL, 10) : 0;
   while (nd > 1 && digits[nd - 1] == '0') --nd;
-  if (neg) jinja_buf_putc(out, '-');
+  if (neg) atlas_jinja_buf_putc(out, '-');
   if (exp10 >= -4 && exp10 < 16) {
     if (exp10 < 0) {
-      jinja_buf_puts(out, "0.");
-      for (int i = 0; i < -exp10 - 1; ++i) jinja_buf_putc(out, '0');
-      jinja_buf_append(out, digits, nd);
+      atlas_jinja_buf_puts(out, "0.");
+      for (int i = 0; i < -exp10 - 1; ++i) atlas_jinja_buf_putc(out, '0');
+      atlas_jinja_buf_append(out, digits, nd);
     } else {
       for (int i = 0; i <= exp10; ++i) {
         char c = '0';
         if ((size_t)i < nd) c = digits[i];
-        jinja_buf_putc(out, c);
+        atlas_jinja_buf_putc(out, c);
       }
-      jinja_buf_putc(out, '.');
+      atlas_jinja_buf_putc(out, '.');
       if ((size_t)exp10 + 1 < nd) {
-        jinja_buf_append(out, digits + exp10 + 1, nd - (size_t)exp10 - 1);
+        atlas_jinja_buf_append(out, digits + exp10 + 1, nd - (size_t)exp10 - 1);
       } else {
-        jinja_buf_putc(out, '0');
+        atlas_jinja_buf_putc(out, '0');
       }
     }
   } else {
-    jinja_buf_putc(out, digits[0]);
+    atlas_jinja_buf_putc(out, digits[0]);
     if (nd > 1) {
-      jinja_buf_putc(out, '.');
-      jinja_buf_append(out, digits + 1, nd - 1);
+      atlas_jinja_buf_putc(out, '.');
+      atlas_jinja_buf_append(out, digits + 1, nd - 1);
     }
-    jinja_buf_printf(out, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+    atlas_jinja_buf_printf(out, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
   }
 }
 
@@ -280,78 +280,78 @@ static bool py_unprintable(uint32_t cp) {
 static void repr_string(const char *s, size_t n, jinja_buf *out) {
   bool has_single = memchr(s, '\'', n) != NULL, has_double = memchr(s, '"', n) != NULL;
   const char q = has_single && !has_double ? '"' : '\'';
-  jinja_buf_putc(out, q);
+  atlas_jinja_buf_putc(out, q);
   for (size_t i = 0; i < n;) {
-    uint32_t cp = jinja_utf8_next(s, n, &i);
+    uint32_t cp = atlas_jinja_utf8_next(s, n, &i);
     if (cp == (uint32_t)q || cp == '\\') {
-      jinja_buf_putc(out, '\\');
-      jinja_buf_putc(out, (char)cp);
+      atlas_jinja_buf_putc(out, '\\');
+      atlas_jinja_buf_putc(out, (char)cp);
     } else if (cp == '\n') {
-      jinja_buf_puts(out, "\\n");
+      atlas_jinja_buf_puts(out, "\\n");
     } else if (cp == '\r') {
-      jinja_buf_puts(out, "\\r");
+      atlas_jinja_buf_puts(out, "\\r");
     } else if (cp == '\t') {
-      jinja_buf_puts(out, "\\t");
+      atlas_jinja_buf_puts(out, "\\t");
     } else if (py_unprintable(cp)) {
       if (cp < 0x100) {
-        jinja_buf_printf(out, "\\x%02x", cp);
+        atlas_jinja_buf_printf(out, "\\x%02x", cp);
       } else if (cp < 0x10000) {
-        jinja_buf_printf(out, "\\u%04x", cp);
+        atlas_jinja_buf_printf(out, "\\u%04x", cp);
       } else {
-        jinja_buf_printf(out, "\\U%08x", cp);
+        atlas_jinja_buf_printf(out, "\\U%08x", cp);
       }
     } else {
-      jinja_utf8_put(out, cp);
+      atlas_jinja_utf8_put(out, cp);
     }
   }
-  jinja_buf_putc(out, q);
+  atlas_jinja_buf_putc(out, q);
 }
 
 static bool is_tuple(const json_t *tuples, const json_t *arr) {
   if (!tuples) return false;
   char key[32];
-  jinja_tuple_key(arr, key);
+  atlas_jinja_tuple_key(arr, key);
   return json_object_get(tuples, key) != NULL;
 }
 
 static void str_json(json_t *j, const json_t *tuples, jinja_buf *out, bool repr) {
   switch (json_typeof(j)) {
-    case JSON_NULL: jinja_buf_puts(out, "None"); break;
-    case JSON_TRUE: jinja_buf_puts(out, "True"); break;
-    case JSON_FALSE: jinja_buf_puts(out, "False"); break;
-    case JSON_INTEGER: jinja_buf_printf(out, "%lld", (long long)json_integer_value(j)); break;
-    case JSON_REAL: jinja_float_repr(json_real_value(j), out); break;
+    case JSON_NULL: atlas_jinja_buf_puts(out, "None"); break;
+    case JSON_TRUE: atlas_jinja_buf_puts(out, "True"); break;
+    case JSON_FALSE: atlas_jinja_buf_puts(out, "False"); break;
+    case JSON_INTEGER: atlas_jinja_buf_printf(out, "%lld", (long long)json_integer_value(j)); break;
+    case JSON_REAL: atlas_jinja_float_repr(json_real_value(j), out); break;
     case JSON_STRING:
       if (repr) {
         repr_string(json_string_value(j), json_string_length(j), out);
       } else {
-        jinja_buf_append(out, json_string_value(j), json_string_length(j));
+        atlas_jinja_buf_append(out, json_string_value(j), json_string_length(j));
       }
       break;
     case JSON_ARRAY: {
       const bool tuple = is_tuple(tuples, j);
-      jinja_buf_putc(out, tuple ? '(' : '[');
+      atlas_jinja_buf_putc(out, tuple ? '(' : '[');
       for (size_t i = 0; i < json_array_size(j); ++i) {
-        if (i) jinja_buf_puts(out, ", ");
+        if (i) atlas_jinja_buf_puts(out, ", ");
         str_json(json_array_get(j, i), tuples, out, true);
       }
-      if (tuple && json_array_size(j) == 1) jinja_buf_putc(out, ',');
-      jinja_buf_putc(out, tuple ? ')' : ']');
+      if (tuple && json_array_size(j) == 1) atlas_jinja_buf_putc(out, ',');
+      atlas_jinja_buf_putc(out, tuple ? ')' : ']');
       break;
     }
     case JSON_OBJECT: {
-      jinja_buf_putc(out, '{');
+      atlas_jinja_buf_putc(out, '{');
       const char *k;
       json_t *v;
       bool first = true;
       json_object_foreach(j, k, v) {
-        if (!first) jinja_buf_puts(out, ", ");
+        if (!first) atlas_jinja_buf_puts(out, ", ");
         first = false;
         repr_string(k, strlen(k), out);
-        jinja_buf_puts(out, ": ");
+        atlas_jinja_buf_puts(out, ": ");
         str_json(v, tuples, out, true);
       }
-      jinja_buf_putc(out, '}');
+      atlas_jinja_buf_putc(out, '}');
       break;
     }
   }
@@ -360,18 +360,18 @@ static void str_json(json_t *j, const json_t *tuples, jinja_buf *out, bool repr)
 static atlas_status unprintable_kind(jv v) {
   return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                            "printing a %s object is not supported (Python would print %s)",
-                           jv_type_name(v),
+                           atlas_jv_type_name(v),
                            v.seq == JV_SEQ_RANGE || v.seq == JV_SEQ_VIEW ? "its own form" : "its address");
 }
 
-atlas_status jv_str(jv v, const json_t *tuples, jinja_buf *out) {
+atlas_status atlas_jv_str(jv v, const json_t *tuples, jinja_buf *out) {
   if (v.kind == JV_UNDEFINED) return ATLAS_OK;
   if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) return unprintable_kind(v);
   str_json(v.json, tuples, out, false);
   return ATLAS_OK;
 }
 
-atlas_status jv_repr(jv v, const json_t *tuples, jinja_buf *out) {
+atlas_status atlas_jv_repr(jv v, const json_t *tuples, jinja_buf *out) {
   if (v.kind == JV_UNDEFINED) return ATLAS_OK;
   if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) return unprintable_kind(v);
   str_json(v.json, tuples, out, true);
@@ -388,36 +388,36 @@ typedef struct dump_opts {
 } dump_opts;
 
 static void json_string_out(const char *s, size_t n, bool ensure_ascii, jinja_buf *out) {
-  jinja_buf_putc(out, '"');
+  atlas_jinja_buf_putc(out, '"');
   for (size_t i = 0; i < n;) {
-    uint32_t cp = jinja_utf8_next(s, n, &i);
+    uint32_t cp = atlas_jinja_utf8_next(s, n, &i);
     switch (cp) {
-      case '"': jinja_buf_puts(out, "\\\""); continue;
-      case '\\': jinja_buf_puts(out, "\\\\"); continue;
-      case '\n': jinja_buf_puts(out, "\\n"); continue;
-      case '\r': jinja_buf_puts(out, "\\r"); continue;
-      case '\t': jinja_buf_puts(out, "\\t"); continue;
-      case '\b': jinja_buf_puts(out, "\\b"); continue;
-      case '\f': jinja_buf_puts(out, "\\f"); continue;
+      case '"': atlas_jinja_buf_puts(out, "\\\""); continue;
+      case '\\': atlas_jinja_buf_puts(out, "\\\\"); continue;
+      case '\n': atlas_jinja_buf_puts(out, "\\n"); continue;
+      case '\r': atlas_jinja_buf_puts(out, "\\r"); continue;
+      case '\t': atlas_jinja_buf_puts(out, "\\t"); continue;
+      case '\b': atlas_jinja_buf_puts(out, "\\b"); continue;
+      case '\f': atlas_jinja_buf_puts(out, "\\f"); continue;
       default: break;
     }
     if (cp < 0x20 || (ensure_ascii && cp > 0x7e)) {
       if (cp >= 0x10000) {
         uint32_t c = cp - 0x10000;
-        jinja_buf_printf(out, "\\u%04x\\u%04x", 0xd800 + (c >> 10), 0xdc00 + (c & 0x3ff));
+        atlas_jinja_buf_printf(out, "\\u%04x\\u%04x", 0xd800 + (c >> 10), 0xdc00 + (c & 0x3ff));
       } else {
-        jinja_buf_printf(out, "\\u%04x", cp);
+        atlas_jinja_buf_printf(out, "\\u%04x", cp);
       }
     } else {
-      jinja_utf8_put(out, cp);
+      atlas_jinja_utf8_put(out, cp);
     }
   }
-  jinja_buf_putc(out, '"');
+  atlas_jinja_buf_putc(out, '"');
 }
 
 static void newline_indent(const dump_opts *o, int level, jinja_buf *out) {
-  jinja_buf_putc(out, '\n');
-  for (int i = 0; i < level; ++i) jinja_buf_puts(out, o->indent_str);
+  atlas_jinja_buf_putc(out, '\n');
+  for (int i = 0; i < level; ++i) atlas_jinja_buf_puts(out, o->indent_str);
 }
 
 static int key_cmp(const void *a, const void *b) {
@@ -426,18 +426,18 @@ static int key_cmp(const void *a, const void *b) {
 
 static atlas_status dump(json_t *j, const dump_opts *o, int level, jinja_buf *out) {
   switch (json_typeof(j)) {
-    case JSON_NULL: jinja_buf_puts(out, "null"); return ATLAS_OK;
-    case JSON_TRUE: jinja_buf_puts(out, "true"); return ATLAS_OK;
-    case JSON_FALSE: jinja_buf_puts(out, "false"); return ATLAS_OK;
-    case JSON_INTEGER: jinja_buf_printf(out, "%lld", (long long)json_integer_value(j)); return ATLAS_OK;
+    case JSON_NULL: atlas_jinja_buf_puts(out, "null"); return ATLAS_OK;
+    case JSON_TRUE: atlas_jinja_buf_puts(out, "true"); return ATLAS_OK;
+    case JSON_FALSE: atlas_jinja_buf_puts(out, "false"); return ATLAS_OK;
+    case JSON_INTEGER: atlas_jinja_buf_printf(out, "%lld", (long long)json_integer_value(j)); return ATLAS_OK;
     case JSON_REAL: {
       double d = json_real_value(j);
       if (isnan(d)) {
-        jinja_buf_puts(out, "NaN");
+        atlas_jinja_buf_puts(out, "NaN");
       } else if (isinf(d)) {
-        jinja_buf_puts(out, d < 0 ? "-Infinity" : "Infinity");
+        atlas_jinja_buf_puts(out, d < 0 ? "-Infinity" : "Infinity");
       } else {
-        jinja_float_repr(d, out);
+        atlas_jinja_float_repr(d, out);
       }
       return ATLAS_OK;
     }
@@ -446,23 +446,23 @@ static atlas_status dump(json_t *j, const dump_opts *o, int level, jinja_buf *ou
       return ATLAS_OK;
     case JSON_ARRAY: {
       if (json_array_size(j) == 0) {
-        jinja_buf_puts(out, "[]");
+        atlas_jinja_buf_puts(out, "[]");
         return ATLAS_OK;
       }
-      jinja_buf_putc(out, '[');
+      atlas_jinja_buf_putc(out, '[');
       for (size_t i = 0; i < json_array_size(j); ++i) {
-        if (i) jinja_buf_puts(out, o->item_sep);
+        if (i) atlas_jinja_buf_puts(out, o->item_sep);
         if (o->indent >= 0) newline_indent(o, level + 1, out);
         ATLAS_RETURN_IF_ERROR(dump(json_array_get(j, i), o, level + 1, out));
       }
       if (o->indent >= 0) newline_indent(o, level, out);
-      jinja_buf_putc(out, ']');
+      atlas_jinja_buf_putc(out, ']');
       return ATLAS_OK;
     }
     case JSON_OBJECT: {
       size_t n = json_object_size(j);
       if (n == 0) {
-        jinja_buf_puts(out, "{}");
+        atlas_jinja_buf_puts(out, "{}");
         return ATLAS_OK;
       }
       const char **keys = calloc(n, sizeof(char *));
@@ -475,31 +475,31 @@ static atlas_status dump(json_t *j, const dump_opts *o, int level, jinja_buf *ou
       }
       n = k;
       if (o->sort_keys) qsort(keys, n, sizeof(char *), key_cmp);
-      jinja_buf_putc(out, '{');
+      atlas_jinja_buf_putc(out, '{');
       atlas_status st = ATLAS_OK;
       for (size_t i = 0; i < n && st == ATLAS_OK; ++i) {
-        if (i) jinja_buf_puts(out, o->item_sep);
+        if (i) atlas_jinja_buf_puts(out, o->item_sep);
         if (o->indent >= 0) newline_indent(o, level + 1, out);
         json_string_out(keys[i], strlen(keys[i]), o->ensure_ascii, out);
-        jinja_buf_puts(out, o->key_sep);
+        atlas_jinja_buf_puts(out, o->key_sep);
         st = dump(json_object_get(j, keys[i]), o, level + 1, out);
       }
       free(keys);
       ATLAS_RETURN_IF_ERROR(st);
       if (o->indent >= 0) newline_indent(o, level, out);
-      jinja_buf_putc(out, '}');
+      atlas_jinja_buf_putc(out, '}');
       return ATLAS_OK;
     }
   }
   return ATLAS_OK;
 }
 
-atlas_status jv_tojson(jv v, bool ensure_ascii, int indent, const char *indent_str,
+atlas_status atlas_jv_tojson(jv v, bool ensure_ascii, int indent, const char *indent_str,
                        const char *item_sep, const char *key_sep, bool sort_keys,
                        jinja_buf *out) {
   if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "tojson: Object of type %s is not JSON serializable", jv_type_name(v));
+                             "tojson: Object of type %s is not JSON serializable", atlas_jv_type_name(v));
   }
   char spaces[64];
   if (indent_str == NULL) {

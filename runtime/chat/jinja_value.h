@@ -41,47 +41,47 @@ typedef struct jv {
   jv_seq seq;  // JV_DATA arrays only
 } jv;
 
-jv jv_undefined(const char *name);
+jv atlas_jv_undefined(const char *name);
 // Takes ownership of `json` (NULL, from a failed allocation, stays NULL: callers
-// check with jv_ok_alloc).
-jv jv_data(json_t *json);
-jv jv_copy(jv v);
-void jv_free(jv *v);
-bool jv_ok_alloc(jv v);
+// check with atlas_jv_ok_alloc).
+jv atlas_jv_data(json_t *json);
+jv atlas_jv_copy(jv v);
+void atlas_jv_free(jv *v);
+bool atlas_jv_ok_alloc(jv v);
 
-jv jv_string(const char *s, size_t n);
+jv atlas_jv_string(const char *s, size_t n);
 // The text in b as a string value (out of memory when b ran out or the copy
 // fails); frees b either way.
-atlas_status jv_string_of_buf(jinja_buf *b, jv *out);
-bool jv_is_string(jv v);
-bool jv_is_number(jv v);     // int, float or bool (Python's numbers.Number)
-bool jv_is_int(jv v);        // int or bool
-const char *jv_type_name(jv v);  // Python-like: 'str', 'int', 'list', 'dict', ...
+atlas_status atlas_jv_string_of_buf(jinja_buf *b, jv *out);
+bool atlas_jv_is_string(jv v);
+bool atlas_jv_is_number(jv v);     // int, float or bool (Python's numbers.Number)
+bool atlas_jv_is_int(jv v);        // int or bool
+const char *atlas_jv_type_name(jv v);  // Python-like: 'str', 'int', 'list', 'dict', ...
 // "a" or "an" before that name in a message ("an int", "a str").
-const char *jv_type_article(const char *type_name);
+const char *atlas_jv_type_article(const char *type_name);
 
-bool jv_truthy(jv v);
+bool atlas_jv_truthy(jv v);
 // Python's ==.
-bool jv_equal(jv a, jv b);
+bool atlas_jv_equal(jv a, jv b);
 // Python's <, <=, >, >= as a three-way comparison; fails for types Python
 // cannot order.
-atlas_status jv_compare(jv a, jv b, int *out);
+atlas_status atlas_jv_compare(jv a, jv b, int *out);
 
 // Python's str() and repr() appended to `out`. Fails for kinds Python would
 // print as an object address. `tuples` (may be NULL) is an object whose keys
-// are jinja_tuple_key()s of the arrays that are tuples: they print as (a, b).
-atlas_status jv_str(jv v, const json_t *tuples, jinja_buf *out);
-atlas_status jv_repr(jv v, const json_t *tuples, jinja_buf *out);
+// are atlas_jinja_tuple_key()s of the arrays that are tuples: they print as (a, b).
+atlas_status atlas_jv_str(jv v, const json_t *tuples, jinja_buf *out);
+atlas_status atlas_jv_repr(jv v, const json_t *tuples, jinja_buf *out);
 // The key of an array in a set of arrays kept by pointer.
-void jinja_tuple_key(const json_t *arr, char out[32]);
+void atlas_jinja_tuple_key(const json_t *arr, char out[32]);
 
 // Python's float repr (shortest round-trip).
-void jinja_float_repr(double d, jinja_buf *out);
+void atlas_jinja_float_repr(double d, jinja_buf *out);
 
 // json.dumps(v, ensure_ascii, indent, separators, sort_keys) as transformers'
 // tojson filter calls it. indent < 0: none. item_sep/key_sep NULL: Python's
 // defaults (", " / ": ", or "," with an indent).
-atlas_status jv_tojson(jv v, bool ensure_ascii, int indent, const char *indent_str,
+atlas_status atlas_jv_tojson(jv v, bool ensure_ascii, int indent, const char *indent_str,
                        const char *item_sep, const char *key_sep, bool sort_keys,
                        jinja_buf *out);
 

@@ -503,7 +503,7 @@ TEST(ChatTemplate, EmptyRepetitionIsImmediate) {
   EXPECT_EQ(Rendered("[{{ '' * 3046609909900 }}]{{ [] * 3046609909900 }}", "{}"), "[][]");
 }
 
-// Repetition builds its text by doubling (jinja_buf_append_repeated): the
+// Repetition builds its text by doubling (atlas_jinja_buf_append_repeated): the
 // copies as Python's, odd counts and multi-byte characters included.
 TEST(ChatTemplate, RepetitionAsPython) {
   EXPECT_EQ(Rendered("{{ 'ab' * 3 }}|{{ '\u00e9' * 2 }}|{{ 'x' * 0 }}|{{ 'x' * -2 }}|{{ 3 * 'ab' }}|"

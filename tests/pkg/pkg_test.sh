@@ -28,6 +28,17 @@ if ! diff -u "$tmp/declared" "$tmp/exported"; then
 fi
 echo "ok: libatlas.so exports exactly the $(wc -l < "$tmp/declared") declared functions"
 
+# 1b. Every global the static archive defines is in Atlas's namespace (atlas_*, or the compiler's
+#     and sanitizers' own _-names): a program linking libatlas.a with another library that has a
+#     jv_free (libjq did) must not get ours.
+nm -g --defined-only "$prefix/lib/libatlas.a" 2>/dev/null | awk 'NF == 3 {print $3}' \
+  | grep -vE '^(atlas_|ATLAS_|_)' | sort -u > "$tmp/foreign" || true
+if [ -s "$tmp/foreign" ]; then
+  echo "FAIL: libatlas.a defines globals outside the atlas_ namespace: $(head -20 "$tmp/foreign" | tr '\n' ' ')"
+  exit 1
+fi
+echo "ok: libatlas.a defines only atlas_* globals"
+
 # 2. Build against the install with pkg-config only.
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 "$make_checkpoint" --out "$tmp/tiny" --seed 1 --preset tiny > /dev/null
