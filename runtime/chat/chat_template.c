@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L  // strdup
 #include "atlas/runtime/chat/chat_template.h"
 
+#include <locale.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,8 +32,8 @@ static atlas_status dup_opt(const char *s, char **out) {
   return *out ? ATLAS_OK : oom();
 }
 
-atlas_status atlas_chat_template_parse(const char *source, size_t len, const char *bos_token,
-                                       const char *eos_token, atlas_chat_template **out_template) {
+static atlas_status parse_impl(const char *source, size_t len, const char *bos_token,
+                               const char *eos_token, atlas_chat_template **out_template) {
   *out_template = NULL;
   atlas_chat_template *t = calloc(1, sizeof(*t));
   if (!t) return oom();
@@ -65,7 +66,7 @@ static atlas_status special_token(const char *path, json_t *cfg, const char *key
                            "%s: '%s' is neither a string nor an object with a 'content' string", path, key);
 }
 
-atlas_status atlas_chat_template_load(const char *path, atlas_chat_template **out_template) {
+static atlas_status load_impl(const char *path, atlas_chat_template **out_template) {
   *out_template = NULL;
   if (path == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -119,7 +120,7 @@ atlas_status atlas_chat_template_load(const char *path, atlas_chat_template **ou
   if (st == ATLAS_OK) st = special_token(path, cfg, "bos_token", &bos);
   if (st == ATLAS_OK) st = special_token(path, cfg, "eos_token", &eos);
   atlas_chat_template *t = NULL;
-  if (st == ATLAS_OK) st = atlas_chat_template_parse(main_src, strlen(main_src), bos, eos, &t);
+  if (st == ATLAS_OK) st = parse_impl(main_src, strlen(main_src), bos, eos, &t);
   if (st == ATLAS_OK && tool_src) {
     atlas_status tool_st = atlas_jinja_parse(tool_src, strlen(tool_src), &t->tool_use);
     if (tool_st != ATLAS_OK) {
@@ -156,9 +157,9 @@ static int set_str(json_t *vars, const char *key, const char *value) {
   return json_object_set_new(vars, key, json_string_nocheck(value));
 }
 
-atlas_status atlas_chat_template_render(const atlas_chat_template *t,
-                                        const atlas_chat_render_options *o, char **out_text,
-                                        size_t *out_len) {
+static atlas_status render_impl(const atlas_chat_template *t,
+                                const atlas_chat_render_options *o, char **out_text,
+                                size_t *out_len) {
   *out_text = NULL;
   if (out_len) *out_len = 0;
   if (!o->messages || !json_is_array(o->messages)) {
@@ -209,4 +210,55 @@ atlas_status atlas_chat_template_render(const atlas_chat_template *t,
   *out_text = out.data;
   if (out_len) *out_len = out.len;
   return ATLAS_OK;
+}
+
+// The engine reads and writes numbers with strtod and printf, as Python does
+// whatever the locale; a host program that set one (de_DE: "1,5") would get
+// "0.5" read as 0. Each entry point runs in the C locale, for this thread and
+// this call only (uselocale), and restores the caller's.
+typedef struct c_locale_scope {
+  locale_t c, old;
+} c_locale_scope;
+
+static atlas_status c_locale_enter(c_locale_scope *s) {
+  s->c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+  if (s->c == (locale_t)0) return oom();
+  s->old = uselocale(s->c);
+  return ATLAS_OK;
+}
+
+static void c_locale_leave(c_locale_scope *s) {
+  uselocale(s->old);
+  freelocale(s->c);
+}
+
+atlas_status atlas_chat_template_parse(const char *source, size_t len, const char *bos_token,
+                                       const char *eos_token, atlas_chat_template **out_template) {
+  *out_template = NULL;
+  c_locale_scope scope = {(locale_t)0, (locale_t)0};
+  ATLAS_RETURN_IF_ERROR(c_locale_enter(&scope));
+  atlas_status st = parse_impl(source, len, bos_token, eos_token, out_template);
+  c_locale_leave(&scope);
+  return st;
+}
+
+atlas_status atlas_chat_template_load(const char *path, atlas_chat_template **out_template) {
+  *out_template = NULL;
+  c_locale_scope scope = {(locale_t)0, (locale_t)0};
+  ATLAS_RETURN_IF_ERROR(c_locale_enter(&scope));
+  atlas_status st = load_impl(path, out_template);
+  c_locale_leave(&scope);
+  return st;
+}
+
+atlas_status atlas_chat_template_render(const atlas_chat_template *t,
+                                        const atlas_chat_render_options *o, char **out_text,
+                                        size_t *out_len) {
+  *out_text = NULL;
+  if (out_len) *out_len = 0;
+  c_locale_scope scope = {(locale_t)0, (locale_t)0};
+  ATLAS_RETURN_IF_ERROR(c_locale_enter(&scope));
+  atlas_status st = render_impl(t, o, out_text, out_len);
+  c_locale_leave(&scope);
+  return st;
 }

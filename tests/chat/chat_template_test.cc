@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <jansson.h>
 
+#include <clocale>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -807,6 +808,41 @@ TEST(ChatTemplate, AToolUseTemplateOnlyMattersWithTools) {
   EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT) << Message(st);
   atlas_status_free(st);
   EXPECT_EQ(t, nullptr);
+}
+
+// Numbers read and print as Python's do whatever locale the host program set:
+// under de_DE strtod stops at '.' and printf writes ','.
+TEST(ChatTemplate, NumbersIgnoreTheHostLocale) {
+  const char *tmp = std::getenv("TEST_TMPDIR");
+  const std::string loc = std::string(tmp ? tmp : "/tmp") + "/locales";
+  // Debian's `locales` package (tools/debian-packages.txt) has the source.
+  std::string cmd = "mkdir -p '" + loc + "' && localedef -i de_DE -f UTF-8 '" + loc +
+                    "/de_DE.UTF-8' >/dev/null 2>&1";
+  (void)std::system(cmd.c_str());  // warnings exit 1 with the locale made
+  ASSERT_EQ(access((loc + "/de_DE.UTF-8/LC_NUMERIC").c_str(), R_OK), 0) << cmd;
+  setenv("LOCPATH", loc.c_str(), 1);
+  ASSERT_NE(setlocale(LC_ALL, "de_DE.UTF-8"), nullptr);
+  char probe[16];
+  std::snprintf(probe, sizeof(probe), "%.1f", 1.5);
+  EXPECT_STREQ(probe, "1,5") << "the locale is not in effect; the test would prove nothing";
+  atlas_chat_template *t = nullptr;
+  const char *src = "{{ 0.5 }}|{{ 3 / 2 }}|{{ '2.5' | float }}|{{ 0.1 + 0.2 }}|{{ 1e20 }}";
+  atlas_status st = atlas_chat_template_parse(src, std::strlen(src), nullptr, nullptr, &t);
+  ASSERT_EQ(st, ATLAS_OK) << Message(st);
+  Json msgs(json_array());
+  atlas_chat_render_options o = {};
+  o.messages = msgs.get();
+  char *out = nullptr;
+  st = atlas_chat_template_render(t, &o, &out, nullptr);
+  std::snprintf(probe, sizeof(probe), "%.1f", 1.5);
+  std::string after = probe;
+  setlocale(LC_ALL, "C");
+  unsetenv("LOCPATH");
+  ASSERT_EQ(st, ATLAS_OK) << Message(st);
+  EXPECT_STREQ(out, "0.5|1.5|2.5|0.30000000000000004|1e+20");
+  EXPECT_EQ(after, "1,5") << "the caller's locale is restored";
+  std::free(out);
+  atlas_chat_template_free(t);
 }
 
 }  // namespace
