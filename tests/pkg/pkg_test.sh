@@ -55,9 +55,18 @@ cc -std=c11 -Wall -Wextra -Wpedantic -Werror "${extra[@]}" "$main_c" -o "$tmp/em
   $(pkg-config --cflags --libs atlas)
 LD_LIBRARY_PATH="$prefix/lib" "$tmp/embed_shared" "$tmp/tiny" | tee "$tmp/out_shared"
 grep -q '^leaked: 0 bytes' "$tmp/out_shared" || { echo "FAIL: shared build leaked"; exit 1; }
-if ! readelf -d "$tmp/embed_shared" | grep -q 'NEEDED.*\[libatlas.so\]'; then
-  echo "FAIL: the shared build does not load libatlas.so"; exit 1
+# It records the versioned soname (libatlas.so.MAJOR.MINOR while MAJOR is 0),
+# not the bare name a later, incompatible libatlas.so would also answer to.
+read -r major minor < <(awk '/^#define ATLAS_VERSION_(MAJOR|MINOR) /{printf "%s ", $3} END {print ""}' \
+  "$prefix/include/atlas/runtime/version.h")
+want_soname="libatlas.so.$major"
+[ "$major" = 0 ] && want_soname="libatlas.so.0.$minor"
+if ! readelf -d "$tmp/embed_shared" | grep -q "NEEDED.*\[$want_soname\]"; then
+  echo "FAIL: the shared build does not record $want_soname"; readelf -d "$tmp/embed_shared" | grep NEEDED; exit 1
 fi
+[ -L "$prefix/lib/$want_soname" ] && [ -L "$prefix/lib/libatlas.so" ] \
+  || { echo "FAIL: $want_soname or libatlas.so is not a link to the versioned file"; exit 1; }
+echo "ok: soname $want_soname, linked from libatlas.so"
 
 # Static: libatlas.a + Libs.private, no libatlas.so at run time.
 # shellcheck disable=SC2046
@@ -73,4 +82,15 @@ grep -q '^leaked: 0 bytes' "$tmp/out_static" || { echo "FAIL: static build leake
 if [ "$(grep '^generated:' "$tmp/out_shared")" != "$(grep '^generated:' "$tmp/out_static")" ]; then
   echo "FAIL: the shared and static builds generated different ids"; exit 1
 fi
+# A prefix with a space, '&' and '|': the .pc holds it (escaped as pkg-config expects), and a
+# build that lets the shell parse pkg-config's output (eval, as make and meson do) finds it.
+odd="$tmp/odd pre&fix|x"
+"$install_bin" "$odd" >/dev/null
+got=$(PKG_CONFIG_PATH="$odd/lib/pkgconfig" pkg-config --variable=prefix atlas)
+# (--variable prints it as written: spaces escaped.)
+[ "$got" = "${odd// /\\ }" ] || { echo "FAIL: atlas.pc's prefix is '$got', not '$odd'"; exit 1; }
+eval "cc -std=c11 \"\$main_c\" -o \"\$tmp/embed_odd\" $(PKG_CONFIG_PATH="$odd/lib/pkgconfig" pkg-config --cflags --libs atlas) ${extra[*]}"
+LD_LIBRARY_PATH="$odd/lib" "$tmp/embed_odd" "$tmp/tiny" | grep -q '^leaked: 0 bytes' \
+  || { echo "FAIL: the build from an odd prefix did not run"; exit 1; }
+echo "ok: a prefix with a space, '&' and '|' installs and builds"
 echo "PASS"

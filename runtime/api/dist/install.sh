@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bazel run //:install -- PREFIX
 # Installs include/atlas/atlas.h (+ atlas/runtime/{status,log_sink,version}.h),
-# lib/libatlas.so, lib/libatlas.a and lib/pkgconfig/atlas.pc under PREFIX.
+# lib/libatlas.so.VERSION (with its soname link and libatlas.so), lib/libatlas.a
+# and lib/pkgconfig/atlas.pc under PREFIX.
 set -euo pipefail
 # The files are in the runfiles tree: ours under `bazel run`, a test's when a
 # test runs this script.
@@ -21,15 +22,33 @@ case "$prefix" in
   /*) ;;
   *) prefix="${BUILD_WORKING_DIRECTORY:-$PWD}/$prefix" ;;
 esac
+v=$(awk '/^#define ATLAS_VERSION_(MAJOR|MINOR|PATCH) /{printf "%s%s", s, $3; s="."}' \
+  "$root/runtime/version.h")
+# atlas.pc first, into a temporary file, so a failure installs nothing. The
+# prefix goes in as text (awk's index/substr: no sed or gsub metacharacters,
+# '&' and '|' stay themselves), with spaces escaped as pkg-config expects
+# ("-I/opt/my\ atlas/include", split correctly by make, meson and eval).
+pc_tmp=$(mktemp)
+trap 'rm -f "$pc_tmp"' EXIT
+PC_PREFIX="${prefix// /\\ }" PC_VERSION="$v" awk '
+  function put(s, key, value,   out, i) {
+    out = ""
+    while ((i = index(s, key)) > 0) { out = out substr(s, 1, i - 1) value; s = substr(s, i + length(key)) }
+    return out s
+  }
+  { print put(put($0, "@PREFIX@", ENVIRON["PC_PREFIX"]), "@VERSION@", ENVIRON["PC_VERSION"]) }
+' "$pc" > "$pc_tmp"
 install -d "$prefix/include/atlas/runtime" "$prefix/lib/pkgconfig"
 install -m 0644 "$api/atlas.h" "$prefix/include/atlas/atlas.h"
 for h in "${headers[@]}"; do
   install -m 0644 "$h" "$prefix/include/atlas/runtime/$(basename "$h")"
 done
-install -m 0755 "$so" "$prefix/lib/libatlas.so"
+# The file by its full version, the soname programs record, and the name
+# the linker looks for (-latlas).
+soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+install -m 0755 "$so" "$prefix/lib/libatlas.so.$v"
+ln -sfn "libatlas.so.$v" "$prefix/lib/$soname"
+ln -sfn "$soname" "$prefix/lib/libatlas.so"
 install -m 0644 "$a" "$prefix/lib/libatlas.a"
-v=$(awk '/^#define ATLAS_VERSION_(MAJOR|MINOR|PATCH) /{printf "%s%s", s, $3; s="."}' \
-  "$prefix/include/atlas/runtime/version.h")
-sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$v|" "$pc" > "$prefix/lib/pkgconfig/atlas.pc"
-chmod 0644 "$prefix/lib/pkgconfig/atlas.pc"
+install -m 0644 "$pc_tmp" "$prefix/lib/pkgconfig/atlas.pc"
 echo "atlas $v installed under $prefix (lib/pkgconfig/atlas.pc)"

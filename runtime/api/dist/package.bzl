@@ -72,7 +72,7 @@ def _atlas_shared_library_impl(ctx):
     cmd = " ".join([
         "'%s'" % cc.compiler_executable,
         "-shared -o '%s'" % out.path,
-        "-Wl,-soname,%s" % ctx.attr.out,
+        "-Wl,-soname,%s" % ctx.attr.soname,
         "-Wl,@'%s'" % ctx.file.undefined.path,
         "-Wl,--version-script='%s'" % ctx.file.version_script.path,
         "-Wl,--no-undefined",
@@ -102,6 +102,9 @@ atlas_shared_library = rule(
     attrs = {
         "deps": attr.label_list(providers = [CcInfo]),
         "out": attr.string(mandatory = True),
+        # What a program linked against it records (DT_NEEDED); install.sh
+        # links it to the file.
+        "soname": attr.string(mandatory = True),
         "undefined": attr.label(allow_single_file = True, mandatory = True),
         "version_script": attr.label(allow_single_file = True, mandatory = True),
         "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
