@@ -22,6 +22,14 @@
 //   each model owns its backend). Log callbacks run on the calling thread.
 // - Logging: each model logs through the sink in its options (a callback
 //   and a level); a zeroed sink writes "atlas: ..." lines to stderr.
+// - Environment: debugging switches, read when a model's backend is made
+//   (atlas_open, atlas_swap), never on a hot path; unset means off.
+//   ATLAS_REDZONE=BYTES guard bands after every device allocation;
+//   ATLAS_DEBUG_SYNC=1 a synchronize after every launch; ATLAS_FAULT=kind:n
+//   fails the n-th operation of a kind (tests; README, "Fault sweep");
+//   ATLAS_CUBLASLT=0 keeps cuBLASLt out, ATLAS_LAUNCH_OVERLAP=0 launch
+//   overlap off (CUDA). A malformed value fails the open, naming the
+//   variable.
 #ifndef ATLAS_ATLAS_H_
 #define ATLAS_ATLAS_H_
 
