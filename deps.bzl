@@ -162,6 +162,20 @@ ATLAS_SYSTEM_LIBRARIES = [
     ("utf8proc", ["utf8proc.h"], "libutf8proc.a", "libutf8proc-dev", ["UTF8PROC_STATIC"]),
 ]
 
+def atlas_system_libraries(prefix, skip = {}):
+    """@jansson, @pcre2 and @utf8proc from the Debian static libraries under `prefix` (those not in skip)."""
+    for name, headers, lib, pkg, defines in ATLAS_SYSTEM_LIBRARIES:
+        if name not in skip:
+            atlas_system_library(
+                name = name,
+                target = name,
+                headers = headers,
+                static_lib = lib,
+                debian_package = pkg,
+                prefix = prefix,
+                defines = defines,
+            )
+
 def atlas_dependencies(
         system_prefix = "/usr",
         llvm_prefix = "/usr/lib/llvm-14",
@@ -175,17 +189,7 @@ def atlas_dependencies(
     if "rules_java" not in existing:
         # Debian's bazel-bootstrap ships rules_java; Bazel 4.2.3 needs it offline.
         native.local_repository(name = "rules_java", path = rules_java_path)
-    for name, headers, lib, pkg, defines in ATLAS_SYSTEM_LIBRARIES:
-        if name not in existing:
-            atlas_system_library(
-                name = name,
-                target = name,
-                headers = headers,
-                static_lib = lib,
-                debian_package = pkg,
-                prefix = system_prefix,
-                defines = defines,
-            )
+    atlas_system_libraries(system_prefix, skip = existing)
     if "atlas_cuda" not in existing:
         atlas_cuda_configure(name = "atlas_cuda")
     if "atlas_llvm" not in existing:

@@ -4,7 +4,7 @@ declares them in WORKSPACE mode: @jansson, @pcre2 and @utf8proc (Debian's static
 4.2.3, which builds Atlas here, has no module_extension.
 """
 
-load("//:deps.bzl", "ATLAS_SYSTEM_LIBRARIES", "atlas_cuda_configure", "atlas_system_library")
+load("//:deps.bzl", "atlas_cuda_configure", "atlas_system_libraries")
 
 def _atlas_deps_impl(mctx):
     prefix = "/usr"
@@ -13,16 +13,7 @@ def _atlas_deps_impl(mctx):
             prefix = tag.system_prefix
         if mod.is_root and mod.tags.configure:
             break
-    for name, headers, lib, pkg, defines in ATLAS_SYSTEM_LIBRARIES:
-        atlas_system_library(
-            name = name,
-            target = name,
-            headers = headers,
-            static_lib = lib,
-            debian_package = pkg,
-            prefix = prefix,
-            defines = defines,
-        )
+    atlas_system_libraries(prefix)
     atlas_cuda_configure(name = "atlas_cuda")
 
 _configure = tag_class(attrs = {"system_prefix": attr.string(default = "/usr")})

@@ -217,6 +217,17 @@ static size_t skip_chars(const atlas_text_buf *b, size_t chars) {
   return i;
 }
 
+// text[from..] as a NUL-terminated string the caller frees (NULL: no memory).
+static char *copy_piece(const atlas_text_buf *text, size_t from) {
+  size_t n = text->len - from;
+  char *piece = malloc(n + 1);
+  if (piece) {
+    memcpy(piece, text->data + from, n);
+    piece[n] = '\0';
+  }
+  return piece;
+}
+
 static bool ends_with_replacement(const atlas_text_buf *b) {
   return b->len >= 3 && memcmp(b->data + b->len - 3, "\xEF\xBF\xBD", 3) == 0;
 }
@@ -274,12 +285,10 @@ atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s,
     }
     if (!st) {
       size_t n = text.len - from;
-      char *piece = malloc(n + 1);
+      char *piece = copy_piece(&text, from);
       if (!piece) {
         st = oom();
       } else {
-        memcpy(piece, text.data + from, n);
-        piece[n] = '\0';
         size_t new_prefix_index = s->count - s->prefix_index;
         memmove(s->ids, s->ids + s->prefix_index,
                 (s->count - s->prefix_index) * sizeof(*s->ids));
@@ -318,15 +327,12 @@ atlas_status atlas_tokenizer_stream_finish(atlas_tokenizer_stream *s,
     from = s->resync ? skip_chars(&text, count_chars(&s->prefix)) : text.len;
   }
   if (!st && text.len > from) {
-    size_t n = text.len - from;
-    char *piece = malloc(n + 1);
+    char *piece = copy_piece(&text, from);
     if (!piece) {
       st = oom();
     } else {
-      memcpy(piece, text.data + from, n);
-      piece[n] = '\0';
       *out_text = piece;
-      *out_len = n;
+      *out_len = text.len - from;
     }
   }
   atlas_text_buf_free(&text);
