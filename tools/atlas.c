@@ -14,7 +14,6 @@
 // It uses only the public API (atlas/atlas.h; atlas/atlas_testing.h for
 // swap --fail-alloc): that proves the API is enough.
 #include <errno.h>
-#include <fcntl.h>
 #include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +25,7 @@
 #include "atlas/atlas_testing.h"
 #include "atlas/tools/cli_files.h"
 #include "atlas/tools/cli_options.h"
+#include "atlas/tools/cli_stdio.h"
 #include "atlas/tools/make_checkpoint_demo_models.h"
 #include "atlas/tools/progress.h"
 
@@ -1254,33 +1254,6 @@ static void print_top_help(FILE *out) {
         out);
 }
 
-// Descriptors 0-2 closed by the caller would be reused by the first files
-// opened (an output's temporary file would receive what is printed): they
-// are pointed at /dev/null first.
-static void keep_standard_fds(void) {
-  for (int fd = 0; fd <= 2; ++fd) {
-    if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
-      int got = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
-      if (got >= 0 && got != fd) close(got);
-    }
-  }
-}
-
-// Output that never arrived is a failure (a full disk, a closed pipe): the
-// command's status turns to 1, with a line saying so.
-static int finish_stdout(int status) {
-  bool failed = fflush(stdout) != 0 || ferror(stdout);
-  int err = errno;
-  if (fclose(stdout) != 0 && !failed) {
-    failed = true;
-    err = errno;
-  }
-  if (!failed) return status;
-  fprintf(stderr, "atlas: writing the standard output failed: %s\n",
-          strerror(err));
-  return status == ATLAS_CLI_EXIT_OK ? ATLAS_CLI_EXIT_FAILURE : status;
-}
-
 static int run_command(int argc, char **argv) {
   if (argc < 2) {
     return atlas_cli_usage_error("atlas", "a command is needed");
@@ -1327,6 +1300,6 @@ static int run_command(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  keep_standard_fds();
-  return finish_stdout(run_command(argc, argv));
+  atlas_cli_keep_standard_fds();
+  return atlas_cli_finish_stdout("atlas", run_command(argc, argv));
 }

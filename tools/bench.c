@@ -8,12 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atlas/runtime/backends/backend_factory.h"
 #include "atlas/runtime/version.h"
 #include "atlas/tools/bench_cuda.h"
 #include "atlas/tools/bench_ledger.h"
 #include "atlas/tools/bench_llama.h"
 #include "atlas/tools/bench_load.h"
 #include "atlas/tools/cli_options.h"
+#include "atlas/tools/cli_stdio.h"
 
 // ---- bench ledger ----
 
@@ -109,7 +111,7 @@ static int parsed_exit(atlas_cli_parse_result r) {
 enum { LLAMA_SIZES, LLAMA_COUNT, LLAMA_BACKEND, LLAMA_KV, LLAMA_OPTIONS };
 
 #define LLAMA_BACKEND_OPTION \
-  {"backend", "B", false, "cuda", "cuda or host"}
+  {"backend", "B", false, "cuda", "cuda, host or auto (a device if there is one)"}
 #define LLAMA_KV_OPTION                                                    \
   {"kv-dtype", "T", false, "auto",                                         \
    "KV cache type: auto (the weights' 16-bit type, as atlas run), f32, "  \
@@ -192,6 +194,7 @@ static atlas_status set_llama(void *opts, size_t index, const char *value) {
     case LLAMA_COUNT:
       return atlas_cli_parse_long(option, value, 1, 1L << 20, &o->count);
     case LLAMA_BACKEND:
+      ATLAS_RETURN_IF_ERROR(atlas_backend_factory_check_name(value));
       o->backend = value;
       return ATLAS_OK;
     default:
@@ -211,6 +214,7 @@ static atlas_status set_llama(void *opts, size_t index, const char *value) {
 static int run_llama(const atlas_cli_command *command, int argc, char **argv,
                      int (*bench)(const atlas_bench_llama_options *)) {
   llama_parse p = {command, {0}};
+  p.options.program = command->program;
   p.options.backend = "cuda";
   p.options.kv_auto = true;
   p.options.kv_dtype = ATLAS_DTYPE_F32;
@@ -270,7 +274,7 @@ static const atlas_cli_command *find_bench(const char *name) {
   return NULL;
 }
 
-int main(int argc, char **argv) {
+static int run_bench(int argc, char **argv) {
   if (argc < 2) return atlas_cli_usage_error("bench", "a command is needed");
   const char *first = argv[1];
   if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0 ||
@@ -283,10 +287,14 @@ int main(int argc, char **argv) {
     return ATLAS_CLI_EXIT_OK;
   }
   if (strcmp(first, "help") == 0) {
-    const atlas_cli_command *c = argc == 3 ? find_bench(argv[2]) : NULL;
+    if (argc > 3) {
+      return atlas_cli_usage_error("bench", "help takes one command, not "
+                                   "also '%s'", argv[3]);
+    }
+    const atlas_cli_command *c = find_bench(argv[2]);
     if (c == NULL) {
       return atlas_cli_usage_error("bench", "help: unknown command '%s'",
-                                   argv[argc > 3 ? 3 : 2]);
+                                   argv[2]);
     }
     atlas_cli_print_help(c, stdout);
     return ATLAS_CLI_EXIT_OK;
@@ -333,4 +341,9 @@ int main(int argc, char **argv) {
     return atlas_cli_usage_error("bench", "unknown option '%s'", first);
   }
   return atlas_cli_usage_error("bench", "unknown command '%s'", first);
+}
+
+int main(int argc, char **argv) {
+  atlas_cli_keep_standard_fds();
+  return atlas_cli_finish_stdout("bench", run_bench(argc, argv));
 }

@@ -29,9 +29,10 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int check(atlas_status s, const char *what) {
+static int check(const atlas_bench_llama_options *a, atlas_status s,
+                 const char *what) {
   if (s == ATLAS_OK) return 0;
-  fprintf(stderr, "bench: %s: %s\n", what, atlas_status_message(s));
+  fprintf(stderr, "%s: %s: %s\n", a->program, what, atlas_status_message(s));
   atlas_status_free(s);
   return 1;
 }
@@ -56,18 +57,20 @@ static int open_model(const atlas_bench_llama_options *a, int64_t max_seq,
   spec.kv_dtype = a->kv_dtype;
   spec.kv_dtype_auto = a->kv_auto;
   double t0 = now_ms();
-  if (check(atlas_model_open(&spec, out), "opening the model")) return 1;
+  char what[4200];  // a path, as bench.c resolved it (PATH_MAX)
+  snprintf(what, sizeof(what), "opening %s", a->dir);
+  if (check(a, atlas_model_open(&spec, out), what)) return 1;
   if (atlas_model_arch(*out)->load != atlas_llama_arch_load) {
-    fprintf(stderr, "bench: %s is a %s model; prefill and decode bench the "
+    fprintf(stderr, "%s: %s is a %s model; prefill and decode bench the "
                     "Llama forward pass (llama, qwen2, qwen3, mistral)\n",
-            a->dir, atlas_model_arch_name(*out));
+            a->program, a->dir, atlas_model_arch_name(*out));
     atlas_status_free(atlas_model_close(*out, NULL));
     *out = NULL;
     return 1;
   }
   const atlas_llama_model *m = (const atlas_llama_model *)(void *)atlas_model_impl(*out);
   printf("loaded %s on %s in %.1f ms (KV cache %lld positions, %s%s)\n", a->dir,
-         a->backend, now_ms() - t0, (long long)atlas_model_max_seq(*out),
+         atlas_backend_name(atlas_model_backend(*out)), now_ms() - t0, (long long)atlas_model_max_seq(*out),
          atlas_dtype_name(m->kv->dtype), a->kv_auto ? ", the default" : "");
   return 0;
 }
@@ -78,28 +81,34 @@ static atlas_llama_model *llama_of(atlas_model *model) {
 }
 
 // A 1 GiB device-to-device copy, median of 5: GB/s counting read + write.
-static void print_bandwidth(atlas_backend *b) {
+// Returns 1 (said on stderr) when it could not be measured.
+static int print_bandwidth(const atlas_bench_llama_options *a,
+                           atlas_backend *b) {
   size_t bytes = (size_t)1 << 30;
   void *src = NULL, *dst = NULL;
-  if (check(atlas_backend_alloc(b, bytes, &src), "bandwidth buffer") ||
-      check(atlas_backend_alloc(b, bytes, &dst), "bandwidth buffer")) {
+  if (check(a, atlas_backend_alloc(b, bytes, &src), "bandwidth buffer") ||
+      check(a, atlas_backend_alloc(b, bytes, &dst), "bandwidth buffer")) {
     if (src) atlas_status_free(atlas_backend_free(b, src));
-    return;
+    return 1;
   }
   double t[6];
-  for (int i = 0; i < 6; ++i) {
+  int rc = 0;
+  for (int i = 0; rc == 0 && i < 6; ++i) {
     double t0 = now_ms();
     atlas_status s = atlas_backend_d2d(b, dst, src, bytes);
     if (s == ATLAS_OK) s = atlas_backend_synchronize(b);
-    if (check(s, "d2d copy")) break;
+    rc = check(a, s, "d2d copy");
     t[i] = now_ms() - t0;
   }
-  double ms = median(t + 1, 5);
-  printf("device copy bandwidth: %.0f GB/s (1 GiB d2d, read + write)\n",
-         2.0 * (double)bytes / ms / 1e6);
-  printf("RESULT copy_gbps %.1f\n", 2.0 * (double)bytes / ms / 1e6);
-  atlas_status_free(atlas_backend_free(b, dst));
-  atlas_status_free(atlas_backend_free(b, src));
+  if (rc == 0) {
+    double ms = median(t + 1, 5);
+    printf("device copy bandwidth: %.0f GB/s (1 GiB d2d, read + write)\n",
+           2.0 * (double)bytes / ms / 1e6);
+    printf("RESULT copy_gbps %.1f\n", 2.0 * (double)bytes / ms / 1e6);
+  }
+  rc |= check(a, atlas_backend_free(b, dst), "freeing the bandwidth buffer");
+  rc |= check(a, atlas_backend_free(b, src), "freeing the bandwidth buffer");
+  return rc;
 }
 
 // What bench.c's parse guarantees, checked where the options arrive; the
@@ -107,14 +116,16 @@ static void print_bandwidth(atlas_backend *b) {
 static int check_options(const atlas_bench_llama_options *a, long *out_longest) {
   if (a->dir == NULL || a->size_count == 0 || a->size_count > ATLAS_BENCH_LLAMA_MAX_SIZES ||
       a->count < 1) {
-    fprintf(stderr, "bench: a checkpoint DIR, 1 to %d lengths and a count of at least "
-                    "1 are needed\n", ATLAS_BENCH_LLAMA_MAX_SIZES);
+    fprintf(stderr, "%s: a checkpoint DIR, 1 to %d lengths and a count of at "
+                    "least 1 are needed\n",
+            a->program, ATLAS_BENCH_LLAMA_MAX_SIZES);
     return 1;
   }
   long longest = 1;
   for (size_t i = 0; i < a->size_count; ++i) {
     if (a->sizes[i] < 1) {
-      fprintf(stderr, "bench: length %ld: lengths start at 1\n", a->sizes[i]);
+      fprintf(stderr, "%s: length %ld: lengths start at 1\n", a->program,
+              a->sizes[i]);
       return 1;
     }
     if (a->sizes[i] > longest) longest = a->sizes[i];
@@ -144,18 +155,19 @@ int atlas_bench_prefill(const atlas_bench_llama_options *a) {
   float *logits = malloc((size_t)vocab * sizeof(float));
   double *t = calloc((size_t)a->count + 1, sizeof(double));
   int rc = tokens == NULL || logits == NULL || t == NULL;
+  if (rc) fprintf(stderr, "%s: out of host memory\n", a->program);
   const atlas_llama_prefill_scratch *ps = m->prefill;
   printf("prefill products with 16-bit weights: %s\n",
          ps == NULL        ? "none (prompts run token by token)"
          : !ps->one_term   ? "f32 inputs, three 16-bit terms (f32 KV cache)"
          : ps->matmul      ? "inputs rounded to 16 bits, one term, backend matmul"
                            : "inputs rounded to 16 bits, one term, gemm16 kernels");
-  print_bandwidth(atlas_model_backend(model));
+  if (rc == 0) rc = print_bandwidth(a, atlas_model_backend(model));
   for (size_t s = 0; rc == 0 && s < a->size_count; ++s) {
     size_t n = (size_t)a->sizes[s];
     for (long r = 0; rc == 0 && r <= a->count; ++r) {  // r == 0: warm-up
       double t0 = now_ms();
-      rc = check(atlas_llama_prefill(m, tokens, n, 0, logits, NULL, NULL),
+      rc = check(a, atlas_llama_prefill(m, tokens, n, 0, logits, NULL, NULL),
                  "prefill");
       t[r] = now_ms() - t0;
     }
@@ -168,7 +180,7 @@ int atlas_bench_prefill(const atlas_bench_llama_options *a) {
   free(t);
   free(logits);
   free(tokens);
-  rc |= check(atlas_model_close(model, NULL), "closing the model");
+  rc |= check(a, atlas_model_close(model, NULL), "closing the model");
   return rc;
 }
 
@@ -186,10 +198,11 @@ int atlas_bench_decode(const atlas_bench_llama_options *a) {
   float *logits = malloc((size_t)vocab * sizeof(float));
   uint32_t *ids = malloc((size_t)decoded * sizeof(uint32_t));
   int rc = tokens == NULL || logits == NULL || ids == NULL;
-  print_bandwidth(atlas_model_backend(model));
+  if (rc) fprintf(stderr, "%s: out of host memory\n", a->program);
+  if (rc == 0) rc = print_bandwidth(a, atlas_model_backend(model));
   for (size_t s = 0; rc == 0 && s < a->size_count; ++s) {
     size_t ctx = (size_t)a->sizes[s];
-    rc = check(atlas_llama_prefill(m, tokens, ctx, 0, logits, NULL, NULL),
+    rc = check(a, atlas_llama_prefill(m, tokens, ctx, 0, logits, NULL, NULL),
                "prefill of the context");
     // The captured step with the device a step ahead of the host (what
     // generation does without a sampler or a logits sink: only the id comes
@@ -208,27 +221,27 @@ int atlas_bench_decode(const atlas_bench_llama_options *a) {
         {true, true, true, true, "captured graph, attention a block a split", "_blocksplit"},
     };
     for (size_t mode = 0; rc == 0 && mode < sizeof(modes) / sizeof(modes[0]); ++mode) {
-      rc = check(atlas_llama_set_decode_graph(m, modes[mode].graph), "decode mode");
+      rc = check(a, atlas_llama_set_decode_graph(m, modes[mode].graph), "decode mode");
       if (rc == 0) {
-        rc = check(atlas_llama_set_decode_overlap(m, modes[mode].overlap), "decode mode");
+        rc = check(a, atlas_llama_set_decode_overlap(m, modes[mode].overlap), "decode mode");
       }
       if (rc == 0) {
-        rc = check(atlas_llama_set_decode_ahead(m, modes[mode].ahead), "decode mode");
+        rc = check(a, atlas_llama_set_decode_ahead(m, modes[mode].ahead), "decode mode");
       }
       if (rc == 0) {
-        rc = check(atlas_llama_set_decode_attention_blocks(
+        rc = check(a, atlas_llama_set_decode_attention_blocks(
                        m, modes[mode].split_blocks ? UINT32_MAX : 0),
                    "decode mode");
       }
       // Warm-up steps (the first captures the graph), then the timed ones
       // (rewritten: positions ctx .. ctx + steps - 1).
       if (rc == 0) {
-        rc = check(atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx, 3, ids),
+        rc = check(a, atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx, 3, ids),
                    "decode");
       }
       double t0 = now_ms();
       if (rc == 0) {
-        rc = check(atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx,
+        rc = check(a, atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx,
                                              (size_t)a->count, ids),
                    "decode");
       }
@@ -242,6 +255,6 @@ int atlas_bench_decode(const atlas_bench_llama_options *a) {
   free(ids);
   free(logits);
   free(tokens);
-  rc |= check(atlas_model_close(model, NULL), "closing the model");
+  rc |= check(a, atlas_model_close(model, NULL), "closing the model");
   return rc;
 }

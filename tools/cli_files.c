@@ -1,11 +1,10 @@
 // Command-line helpers (see cli_files.h).
-#define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime, mkdtemp, nftw
+#define _GNU_SOURCE  // O_TMPFILE, strdup, linkat
 #include "atlas/tools/cli_files.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -356,95 +355,3 @@ void atlas_cli_output_abort(atlas_cli_output *out) {
   memset(out, 0, sizeof(*out));
 }
 
-// Fails when `path` holds something a rename onto it would destroy.
-static atlas_status check_replaceable(const char *path) {
-  DIR *d = opendir(path);
-  if (d == NULL) {
-    int err = errno;
-    if (err == ENOENT) return ATLAS_OK;
-    return atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", path,
-                             strerror(err));
-  }
-  const struct dirent *e;
-  bool empty = true;
-  while (empty && (e = readdir(d)) != NULL) {
-    empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
-  }
-  closedir(d);
-  if (!empty) {
-    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
-                             "%s exists and is not empty: the output is "
-                             "written as a new folder (remove it or name "
-                             "another)",
-                             path);
-  }
-  return ATLAS_OK;
-}
-
-atlas_status atlas_cli_output_dir_open(const char *path,
-                                       atlas_cli_output_dir *out) {
-  memset(out, 0, sizeof(*out));
-  size_t n = strlen(path);
-  while (n > 1 && path[n - 1] == '/') n--;
-  out->path = strndup(path, n);
-  out->tmp = malloc(n + 16);
-  if (out->path == NULL || out->tmp == NULL) {
-    free(out->tmp);
-    out->tmp = NULL;
-    atlas_cli_output_dir_abort(out);
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory for %s",
-                             path);
-  }
-  atlas_status s = check_replaceable(out->path);
-  if (s == ATLAS_OK) {
-    snprintf(out->tmp, n + 16, "%s.tmp-XXXXXX", out->path);
-    if (mkdtemp(out->tmp) == NULL) {
-      int err = errno;
-      s = atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s",
-                            out->path, strerror(err));
-    }
-  }
-  if (s != ATLAS_OK) {
-    free(out->tmp);
-    out->tmp = NULL;
-    atlas_cli_output_dir_abort(out);
-    return s;
-  }
-  // mkdtemp makes the folder 0700; the final one gets what mkdir gave it.
-  mode_t mask = umask(0);
-  umask(mask);
-  (void)chmod(out->tmp, 0755 & ~mask);
-  return ATLAS_OK;
-}
-
-atlas_status atlas_cli_output_dir_commit(atlas_cli_output_dir *out) {
-  if (rename(out->tmp, out->path) != 0) {
-    int err = errno;
-    atlas_status s = atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s",
-                                       out->path, strerror(err));
-    atlas_cli_output_dir_abort(out);
-    return s;
-  }
-  free(out->tmp);
-  free(out->path);
-  memset(out, 0, sizeof(*out));
-  return ATLAS_OK;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int type,
-                        struct FTW *at) {
-  (void)st;
-  (void)type;
-  (void)at;
-  (void)remove(path);
-  return 0;  // best effort: go on with the rest
-}
-
-void atlas_cli_output_dir_abort(atlas_cli_output_dir *out) {
-  if (out->tmp != NULL) {
-    (void)nftw(out->tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-  }
-  free(out->tmp);
-  free(out->path);
-  memset(out, 0, sizeof(*out));
-}

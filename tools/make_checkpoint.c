@@ -15,8 +15,9 @@
 #include "atlas/runtime/arch/llama/llama_weights.h"
 #include "atlas/runtime/status.h"
 #include "atlas/runtime/version.h"
-#include "atlas/tools/cli_files.h"
 #include "atlas/tools/cli_options.h"
+#include "atlas/tools/cli_output_dir.h"
+#include "atlas/tools/cli_stdio.h"
 #include "atlas/tools/make_checkpoint_lib.h"
 
 enum {
@@ -65,11 +66,12 @@ static const atlas_cli_command kCommand = {
 typedef struct options {
   char out[ATLAS_CLI_PATH_MAX];
   const char *preset;
-  unsigned long long seed, shards;
+  unsigned long long seed;
+  long shards;
   atlas_dtype dtype;
   bool tied;
   // Overrides that apply after the preset; 0 keeps the preset's value.
-  unsigned long long dims[OPT_COUNT];
+  long dims[OPT_COUNT];
 } options;
 
 static atlas_status set_option(void *opts, size_t index, const char *value) {
@@ -100,23 +102,13 @@ static atlas_status set_option(void *opts, size_t index, const char *value) {
       }
       return ATLAS_OK;
     case OPT_SHARDS:
-      ATLAS_RETURN_IF_ERROR(atlas_cli_parse_u64(flag, value, 1000, &o->shards));
-      if (o->shards == 0) {
-        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                                 "--shards wants 1 to 1000, not 0");
-      }
-      return ATLAS_OK;
+      return atlas_cli_parse_long(flag, value, 1, 1000, &o->shards);
     case OPT_TIED:
       o->tied = true;
       return ATLAS_OK;
     default:  // a dimension
-      ATLAS_RETURN_IF_ERROR(atlas_cli_parse_u64(
-          flag, value, (unsigned long long)ATLAS_LLAMA_MAX_DIM, &o->dims[index]));
-      if (o->dims[index] == 0) {
-        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                                 "%s wants a positive integer, not 0", flag);
-      }
-      return ATLAS_OK;
+      return atlas_cli_parse_long(flag, value, 1, (long)ATLAS_LLAMA_MAX_DIM,
+                                  &o->dims[index]);
   }
 }
 
@@ -197,8 +189,10 @@ static int make(const options *o) {
       [OPT_MAX_POS] = &c->max_position_embeddings,
   };
   for (size_t i = 0; i < OPT_COUNT; ++i) {
-    if (fields[i] != NULL && o->dims[i] != 0) *fields[i] = (int64_t)o->dims[i];
+    if (fields[i] != NULL && o->dims[i] != 0) *fields[i] = o->dims[i];
   }
+  c->tie_word_embeddings = o->tied;
+  // What the runtime would refuse at load, refused before anything is written.
   if (c->hidden_size % c->num_attention_heads != 0) {
     return atlas_cli_usage_error(kCommand.program,
                                  "hidden %lld is not divisible by heads %lld",
@@ -206,7 +200,25 @@ static int make(const options *o) {
                                  (long long)c->num_attention_heads);
   }
   c->head_dim = c->hidden_size / c->num_attention_heads;
-  c->tie_word_embeddings = o->tied;
+  if (c->num_attention_heads % c->num_key_value_heads != 0) {
+    return atlas_cli_usage_error(kCommand.program,
+                                 "heads %lld is not a multiple of kv-heads %lld",
+                                 (long long)c->num_attention_heads,
+                                 (long long)c->num_key_value_heads);
+  }
+  if (c->head_dim % 2 != 0) {
+    return atlas_cli_usage_error(kCommand.program,
+                                 "hidden / heads = %lld is odd: RoPE needs an "
+                                 "even head dimension",
+                                 (long long)c->head_dim);
+  }
+  size_t tensors = atlas_make_checkpoint_tensor_count(c);
+  if ((size_t)o->shards > tensors) {
+    return atlas_cli_usage_error(kCommand.program,
+                                 "--shards %ld: the checkpoint has only %zu "
+                                 "tensors, so at most %zu shards",
+                                 o->shards, tensors, tensors);
+  }
   // Written and checked under a temporary name; renamed into place after.
   atlas_cli_output_dir dir;
   status = atlas_cli_output_dir_open(o->out, &dir);
@@ -229,7 +241,7 @@ static int make(const options *o) {
   return status == ATLAS_OK ? ATLAS_CLI_EXIT_OK : fail(status);
 }
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
   options *o = calloc(1, sizeof(*o));
   if (o == NULL) {
     return fail(atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
@@ -249,4 +261,9 @@ int main(int argc, char **argv) {
   }
   free(o);
   return rc;
+}
+
+int main(int argc, char **argv) {
+  atlas_cli_keep_standard_fds();
+  return atlas_cli_finish_stdout(kCommand.program, run(argc, argv));
 }

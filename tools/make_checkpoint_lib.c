@@ -78,11 +78,20 @@ typedef struct gen_tensor {
   void *data;
 } gen_tensor;
 
+size_t atlas_make_checkpoint_tensor_count(const atlas_llama_config *c) {
+  size_t per_layer = 0;
+  for (int w = ATLAS_LLAMA_FIRST_LAYER_WEIGHT; w < ATLAS_LLAMA_WEIGHT_COUNT;
+       ++w) {
+    per_layer += atlas_llama_weight_used(c, (atlas_llama_weight)w);
+  }
+  return 2 + (size_t)c->num_hidden_layers * per_layer +
+         (c->tie_word_embeddings ? 0 : 1);
+}
+
 // Canonical order: embedding, layers in order, final norm, lm_head.
 static atlas_status list_tensors(const atlas_llama_config *c, gen_tensor **out,
                                  size_t *out_count) {
-  size_t per_layer = ATLAS_LLAMA_WEIGHT_COUNT - ATLAS_LLAMA_FIRST_LAYER_WEIGHT;
-  size_t count = 3 + (size_t)c->num_hidden_layers * per_layer;
+  size_t count = atlas_make_checkpoint_tensor_count(c);
   gen_tensor *t = calloc(count, sizeof(*t));
   if (t == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -229,7 +238,12 @@ static atlas_status write_shard(const char *dir, const char *file_name,
 static atlas_status write_weights(const atlas_make_checkpoint_options *o,
                                   gen_tensor *t, size_t count) {
   size_t shards = (size_t)o->shards;
-  if (shards > count) shards = count;
+  if (shards > count) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "make_checkpoint: %zu shards for %zu tensors (a "
+                             "shard holds at least one)",
+                             shards, count);
+  }
   if (shards <= 1) {
     return write_shard(o->out_dir, ATLAS_CHECKPOINT_SINGLE_FILE, t, count,
                        o->dtype);

@@ -6,6 +6,7 @@
 #define ATLAS_TOOLS_MAKE_CHECKPOINT_LIB_H_
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "atlas/runtime/arch/llama/llama_config.h"
@@ -30,7 +31,12 @@ typedef struct atlas_make_checkpoint_options {
 ATLAS_MUST_USE atlas_status atlas_make_checkpoint_preset(const char *name,
                                           atlas_llama_config *out);
 
-// Writes out_dir/config.json and the weights.
+// How many tensors a checkpoint of `config` holds: the most shards it can be
+// split into.
+size_t atlas_make_checkpoint_tensor_count(const atlas_llama_config *config);
+
+// Writes out_dir/config.json and the weights. More shards than tensors is
+// INVALID_ARGUMENT.
 ATLAS_MUST_USE atlas_status atlas_make_checkpoint_write(
     const atlas_make_checkpoint_options *options);
 

@@ -53,7 +53,14 @@ expect_usage "make_checkpoint unknown option" "$mc" make_checkpoint "unknown opt
 expect_usage "make_checkpoint bad dtype" "$mc" make_checkpoint "unknown dtype 'f8'" --out "$tmp/x" --dtype f8
 expect_usage "make_checkpoint bad preset" "$mc" make_checkpoint "unknown preset 'huge'" --out "$tmp/x" --preset huge
 expect_usage "make_checkpoint bad number" "$mc" make_checkpoint "--seed wants an integer" --out "$tmp/x" --seed -3
-expect_usage "make_checkpoint zero dim" "$mc" make_checkpoint "--layers wants a positive integer" --out "$tmp/x" --layers 0
+expect_usage "make_checkpoint zero dim" "$mc" make_checkpoint "--layers wants an integer from 1 to" --out "$tmp/x" --layers 0
+expect_usage "make_checkpoint zero shards" "$mc" make_checkpoint "--shards wants an integer from 1 to 1000, not '0'" --out "$tmp/x" --shards 0
+# What the runtime would refuse at load is refused before anything is
+# written (it exited 1 after writing, naming a temporary file that was gone).
+expect_usage "make_checkpoint kv-heads not dividing heads" "$mc" make_checkpoint "heads 4 is not a multiple of kv-heads 3" --out "$tmp/x" --kv-heads 3
+expect_usage "make_checkpoint odd head dimension" "$mc" make_checkpoint "hidden / heads = 9 is odd" --out "$tmp/x" --hidden 36
+# More shards than tensors was quietly cut to the tensor count.
+expect_usage "make_checkpoint more shards than tensors" "$mc" make_checkpoint "--shards 50: the checkpoint has only 21 tensors" --out "$tmp/x" --shards 50
 expect_usage "make_checkpoint heads not dividing hidden" "$mc" make_checkpoint "not divisible" --out "$tmp/x" --heads 5
 expect_usage "make_checkpoint missing value" "$mc" make_checkpoint "--seed needs a value" --out "$tmp/x" --seed
 check "make_checkpoint wrote nothing on usage errors" [ ! -e "$tmp/x" ]
@@ -79,11 +86,44 @@ check "and names it" grep -q "$tmp/afile" "$tmp/err"
 # only once written and checked: a failure leaves neither.
 leftovers() { compgen -G "$tmp/*.tmp-*" >/dev/null; }
 check "make_checkpoint leaves no temporary folder on success" eval '! leftovers'
-"$mc" --out "$tmp/bad" --heads 4 --kv-heads 3 >"$tmp/out" 2>"$tmp/err"; rc=$?
-check "a checkpoint that fails its check exits 1" [ "$rc" -eq 1 ]
-check "and says it was not kept" grep -qF "$tmp/bad failed its check and was not kept" "$tmp/err"
+"$mc" --out "$tmp/bad" --shards 21 --tied >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "a refused checkpoint exits 2" [ "$rc" -eq 2 ]
 check "and leaves no folder, temporary or final" [ ! -e "$tmp/bad" ]
 check "nor a temporary folder" eval '! leftovers'
+# Killed while writing: the watcher removes the temporary folder and the
+# process still ends by the signal.
+"$mc" --out "$tmp/killed" --layers 2 --hidden 2048 --intermediate 8192 --heads 16 \
+  --kv-heads 4 --vocab 64 --dtype bf16 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 500); do compgen -G "$tmp/killed.tmp-*" >/dev/null && break; sleep 0.01; done
+check "a long make_checkpoint has its temporary folder while writing" eval 'compgen -G "$tmp/killed.tmp-*" >/dev/null'
+kill -TERM "$pid"; wait "$pid"; rc=$?
+check "killed by SIGTERM, it ends by SIGTERM ($rc)" [ "$rc" -eq 143 ]
+check "and leaves no folder" [ ! -e "$tmp/killed" ]
+check "nor a temporary folder" eval '! leftovers'
+# --out through links, '.', and names too long for a '.tmp-XXXXXX' suffix:
+# each was accepted up front and then failed (or wrote) somewhere unexpected.
+mkdir "$tmp/target"; ln -s target "$tmp/link"; ln -s nowhere "$tmp/dangling"
+"$mc" --out "$tmp/link" >/dev/null 2>"$tmp/err"; rc=$?
+check "--out a link to an empty folder writes through it" [ "$rc" -eq 0 -a -L "$tmp/link" -a -s "$tmp/target/model.safetensors" ]
+"$mc" --out "$tmp/dangling" >/dev/null 2>"$tmp/err"; rc=$?
+check "--out a link to nothing exits 1" [ "$rc" -eq 1 ]
+check "and says so" grep -qF "$tmp/dangling is a symbolic link to nothing" "$tmp/err"
+check "and leaves the link" [ -L "$tmp/dangling" ]
+mkdir "$tmp/dot"
+(cd "$tmp/dot" && "$mc" --out . >/dev/null 2>"$tmp/err"); rc=$?
+check "--out . exits 1" [ "$rc" -eq 1 ]
+check "and says to name the new folder" grep -qF "name the new folder itself" "$tmp/err"
+long=$(printf 'n%.0s' $(seq 250))
+"$mc" --out "$tmp/$long" >/dev/null 2>"$tmp/err"; rc=$?
+check "--out a 250-character name exits 0" [ "$rc" -eq 0 -a -s "$tmp/$long/model.safetensors" ]
+check "and leaves no temporary folder" eval '! compgen -G "$tmp/.atlas-tmp-*" >/dev/null'
+# Output that never arrived is a failure (exit 0 with nothing said).
+for prog in "$mc" "$bench"; do
+  "$prog" --version >/dev/full 2>"$tmp/err"; rc=$?
+  check "$(basename "$prog") >/dev/full exits 1" [ "$rc" -eq 1 ]
+  check "$(basename "$prog") says the output failed" grep -q "writing the standard output failed" "$tmp/err"
+done
 mkdir "$tmp/empty"
 "$mc" --out "$tmp/empty/" >/dev/null 2>&1; rc=$?
 check "make_checkpoint into an empty folder exits 0" [ "$rc" -eq 0 -a -s "$tmp/empty/model.safetensors" ]
@@ -127,6 +167,8 @@ expect_usage "bench prefill with two DIRs" "$bench" "bench prefill" "unexpected 
 expect_usage "bench decode zero steps" "$bench" "bench decode" "--steps wants an integer from 1" decode d --steps=0
 expect_usage "bench decode bad context list" "$bench" "bench decode" "--context wants an integer from 1 to 16777216, not 'x'" decode d --context 8,x
 expect_usage "bench prefill nine lengths" "$bench" "bench prefill" "--tokens wants 1 to 8 comma-separated integers" prefill d --tokens 1,2,3,4,5,6,7,8,9
+expect_usage "bench decode unknown backend" "$bench" "bench decode" "bogus" decode d --backend bogus
+expect_usage "bench help with two commands" "$bench" bench "help takes one command, not also 'extra'" help cuda extra
 expect_usage "bench prefill bad KV type" "$bench" "bench prefill" "--kv-dtype wants auto, f32, f16 or bf16, not 'f8'" prefill d --kv-dtype=f8
 (cd "$tmp/elsewhere" && BUILD_WORKING_DIRECTORY="$tmp/wd" "$bench" load missing.safetensors >"$tmp/out" 2>"$tmp/err"); rc=$?
 check "bench load of a missing file exits 1" [ "$rc" -eq 1 ]
@@ -134,6 +176,7 @@ check "bench load resolves against BUILD_WORKING_DIRECTORY" grep -qF "cannot sta
 (cd "$tmp/elsewhere" && BUILD_WORKING_DIRECTORY="$tmp/wd" "$bench" decode nomodel --backend host >"$tmp/out" 2>"$tmp/err"); rc=$?
 check "bench decode of a missing checkpoint exits 1" [ "$rc" -eq 1 ]
 check "bench decode resolves DIR against BUILD_WORKING_DIRECTORY" grep -qF "$tmp/wd/nomodel/config.json" "$tmp/err"
+check "bench decode names itself and DIR" grep -qF "bench decode: opening $tmp/wd/nomodel: " "$tmp/err"
 
 # The malloc baseline is measured, not optimised away (it printed 0.0 ns and
 # a ratio of 919778x when the compiler elided malloc+free). Not a timing
@@ -151,6 +194,10 @@ for st in 1 2; do
   check "bench decode --steps $st exits 0" [ "$rc" -eq 0 ]
   check "bench decode --steps $st prints every mode" [ "$(grep -c "^atlas decode at context     8: .* ($st steps, " "$tmp/dec")" -eq 5 ]
 done
+# --backend auto says which backend it chose (it printed "auto").
+"$bench" decode "$tmp/one" --context=4 --steps=1 --backend auto >"$tmp/dec" 2>&1; rc=$?
+check "bench decode --backend auto exits 0" [ "$rc" -eq 0 ]
+check "and names the backend it chose" grep -qE "^loaded $tmp/one on (host|cuda:[0-9]+) " "$tmp/dec"
 
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
