@@ -76,9 +76,16 @@ static atlas_status read_fault_env(atlas_fault_state *faults) {
   return ATLAS_OK;
 }
 
-static bool read_flag_env(const char *name) {
+atlas_status atlas_backend_read_switch_env(const char *name, bool *out_on) {
   const char *text = getenv(name);
-  return text != NULL && text[0] != '\0' && strcmp(text, "0") != 0;
+  if (text == NULL || text[0] == '\0') return ATLAS_OK;  // the default
+  if (strcmp(text, "0") == 0 || strcmp(text, "1") == 0) {
+    *out_on = text[0] == '1';
+    return ATLAS_OK;
+  }
+  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                           "%s='%.200s' is neither 0 (off) nor 1 (on)", name,
+                           text);
 }
 
 // The entries the shared code cannot do without.
@@ -105,7 +112,8 @@ atlas_status atlas_backend_base_init(atlas_backend *b,
   b->vtable = vtable;
   snprintf(b->name, sizeof(b->name), "%s", name);
   ATLAS_RETURN_IF_ERROR(read_redzone_env(&b->redzone_bytes));
-  b->debug_sync = read_flag_env("ATLAS_DEBUG_SYNC");
+  b->debug_sync = false;
+  ATLAS_RETURN_IF_ERROR(atlas_backend_read_switch_env("ATLAS_DEBUG_SYNC", &b->debug_sync));
   memset(&b->faults, 0, sizeof(b->faults));
   ATLAS_RETURN_IF_ERROR(read_fault_env(&b->faults));
   b->poison_active = false;

@@ -195,6 +195,11 @@ struct atlas_backend {
 // everything it made is released.
 ATLAS_MUST_USE atlas_status atlas_backend_base_init(
     atlas_backend *b, const atlas_backend_vtable *vtable, const char *name);
+// An on/off environment switch, read when a backend is made: unset or empty
+// leaves *out_on as it is (the caller's default), "0" is off, "1" on;
+// anything else is INVALID_ARGUMENT naming the variable.
+ATLAS_MUST_USE atlas_status atlas_backend_read_switch_env(const char *name,
+                                                          bool *out_on);
 // Releases the op cache's scratch, sweeps the ledger (reporting what it had to
 // free as a leak), drops the registry reference and frees the ledger.
 ATLAS_MUST_USE atlas_status atlas_backend_base_deinit(atlas_backend *b);

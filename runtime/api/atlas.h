@@ -9,7 +9,8 @@
 //   status.h): NULL (ATLAS_OK) on success, else an object with a code and a
 //   message a user can act on. The caller owns it: read it with
 //   atlas_status_message / atlas_status_code_of, release it with
-//   atlas_status_free. Dropping one is a compile error (ATLAS_MUST_USE).
+//   atlas_status_free. Dropping one is a compiler warning, an error under
+//   -Werror (ATLAS_MUST_USE: warn_unused_result with gcc and clang).
 // - Ownership: handles are opaque; strings and buffers an API returns are the
 //   caller's to release with atlas_free. Pointers passed in are copied unless
 //   a comment says they must outlive the call.
@@ -23,13 +24,14 @@
 // - Logging: each model logs through the sink in its options (a callback
 //   and a level); a zeroed sink writes "atlas: ..." lines to stderr.
 // - Environment: debugging switches, read when a model's backend is made
-//   (atlas_open, atlas_swap), never on a hot path; unset means off.
-//   ATLAS_REDZONE=BYTES guard bands after every device allocation;
-//   ATLAS_DEBUG_SYNC=1 a synchronize after every launch; ATLAS_FAULT=kind:n
-//   fails the n-th operation of a kind (tests; README, "Fault sweep");
-//   ATLAS_CUBLASLT=0 keeps cuBLASLt out, ATLAS_LAUNCH_OVERLAP=0 launch
-//   overlap off (CUDA). A malformed value fails the open, naming the
-//   variable.
+//   (atlas_open, atlas_swap), never on a hot path; unset (or empty) leaves
+//   the default. ATLAS_REDZONE=BYTES guard bands after every device
+//   allocation (default 0: none); ATLAS_DEBUG_SYNC=1 a synchronize after
+//   every launch (default 0); ATLAS_FAULT=kind:n fails the n-th operation
+//   of a kind (tests; README, "Fault sweep"). CUDA only: ATLAS_CUBLASLT=0
+//   keeps cuBLASLt out (default 1; a path names the library),
+//   ATLAS_LAUNCH_OVERLAP=0 launch overlap off (default 1). A malformed
+//   value (a switch other than 0 or 1) fails the open, naming the variable.
 #ifndef ATLAS_ATLAS_H_
 #define ATLAS_ATLAS_H_
 

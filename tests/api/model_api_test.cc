@@ -170,6 +170,34 @@ TEST(ModelApi, OptionsWithoutInitAreRefusedAndNamesTakeAnyCase) {
   ASSERT_OK(atlas_close(m, nullptr));
 }
 
+// atlas.h: the environment switches are read when the backend is made, and
+// a malformed value fails the open naming the variable (ATLAS_DEBUG_SYNC=yes
+// used to turn the switch on unseen).
+TEST(ModelApi, MalformedEnvironmentSwitchesFailTheOpen) {
+  std::string a = Checkpoint("api_env", "tiny", 1);
+  atlas_open_options o = HostOptions();
+  atlas_model *m = nullptr;
+  const struct {
+    const char *name, *value;
+  } bad[] = {{"ATLAS_DEBUG_SYNC", "yes"}, {"ATLAS_DEBUG_SYNC", "2"},
+             {"ATLAS_REDZONE", "abc"},    {"ATLAS_FAULT", "alloc"}};
+  for (const auto &b : bad) {
+    SCOPED_TRACE(std::string(b.name) + "=" + b.value);
+    ASSERT_EQ(setenv(b.name, b.value, 1), 0);
+    EXPECT_STATUS(atlas_open(a.c_str(), &o, &m), ATLAS_STATUS_INVALID_ARGUMENT,
+                  b.name);
+    EXPECT_EQ(m, nullptr);
+    unsetenv(b.name);
+  }
+  for (const char *value : {"0", "1", ""}) {
+    SCOPED_TRACE(std::string("ATLAS_DEBUG_SYNC=") + value);
+    ASSERT_EQ(setenv("ATLAS_DEBUG_SYNC", value, 1), 0);
+    ASSERT_OK(atlas_open(a.c_str(), &o, &m));
+    ASSERT_OK(atlas_close(m, nullptr));
+    unsetenv("ATLAS_DEBUG_SYNC");
+  }
+}
+
 // device_budget_bytes holds at open, before anything is allocated, as it
 // does at a swap.
 TEST(ModelApi, OpenHonoursTheDeviceBudget) {
