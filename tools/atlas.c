@@ -292,9 +292,11 @@ static const atlas_cli_command kSwapCommand = {
     "Loads DIR, generates, prints its memory report, hot-swaps to DIR2 in the\n"
     "same process, then the model serving (DIR2, or DIR when the swap failed)\n"
     "generates and reports again; the close prints `leaked: N bytes`. A swap\n"
-    "either succeeds, is refused before anything changed (the old model keeps\n"
-    "serving), or fails part-way and restores the old model; the last two\n"
-    "exit 1. ATLAS_FAULT=kind:n (testing) fails the n-th operation of that\n"
+    "either succeeds, is refused before anything changed, fails loading the\n"
+    "new model beside the old one (never unloaded), or fails part-way and\n"
+    "restores the old model: in those three the old model keeps serving and\n"
+    "the exit status is 1, as when the restore fails too (then nothing\n"
+    "serves). ATLAS_FAULT=kind:n (testing) fails the n-th operation of that\n"
     "kind inside the swap: DIR loads without it (tools/fault_sweep.sh).",
     kSwapOptions, SWAP_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
 

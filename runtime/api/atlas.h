@@ -330,7 +330,8 @@ typedef enum atlas_report_format {
 typedef struct atlas_report_options {
   size_t struct_size;
   size_t top;     // at most this many call sites (0: all)
-  double min_mb;  // only sites holding at least this many MiB (>= 0, finite)
+  double min_mb;  // only sites holding at least this many MB (1e6 bytes;
+                  // >= 0, finite); the rest fold into one row
 } atlas_report_options;
 
 void atlas_report_options_init(atlas_report_options *options);
