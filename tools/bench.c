@@ -114,8 +114,8 @@ enum { LLAMA_SIZES, LLAMA_COUNT, LLAMA_BACKEND, LLAMA_KV, LLAMA_OPTIONS };
   {"backend", "B", false, "cuda", "cuda, host or auto (a device if there is one)"}
 #define LLAMA_KV_OPTION                                                    \
   {"kv-dtype", "T", false, "auto",                                         \
-   "KV cache type: auto (the weights' 16-bit type, as atlas run), f32, "  \
-   "f16 or bf16"}
+   "KV cache type: auto (as atlas run: the weights' type when 16-bit, "   \
+   "else f32), f32, f16 or bf16"}
 
 static const atlas_cli_option kPrefillOptions[] = {
     [LLAMA_SIZES] = {"tokens", "LIST", false, "512,2048",
