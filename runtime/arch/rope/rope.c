@@ -69,6 +69,25 @@ static atlas_status require(const char *path, const char *where,
   return ATLAS_OK;
 }
 
+// original_max_position_embeddings: a positive integer, when present.
+static atlas_status positions(const char *path, const char *where,
+                              const json_t *obj, int64_t *out) {
+  bool found = false;
+  double d = 0;
+  ATLAS_RETURN_IF_ERROR(number(path, where, obj,
+                               "original_max_position_embeddings", true,
+                               &found, &d));
+  if (!found) return ATLAS_OK;
+  if (d != floor(d) || d > 2147483647.0) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: %s\"original_max_position_embeddings\" is "
+                             "%g; it must be a positive integer",
+                             path, where, d);
+  }
+  *out = (int64_t)d;
+  return ATLAS_OK;
+}
+
 static bool listed(const char *key, const char *const *keys, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     if (strcmp(key, keys[i]) == 0) return true;
@@ -145,7 +164,6 @@ static atlas_status parse_object(const char *path, const char *where,
   ATLAS_RETURN_IF_ERROR(parse_type(path, where, obj, &c->type));
   ATLAS_RETURN_IF_ERROR(check_keys(path, where, obj, c->type));
   bool found = false;
-  double orig = 0;
   switch (c->type) {
     case ATLAS_ROPE_DEFAULT:
       break;
@@ -155,9 +173,8 @@ static atlas_status parse_object(const char *path, const char *where,
       break;
     case ATLAS_ROPE_YARN:
       ATLAS_RETURN_IF_ERROR(require(path, where, obj, "factor", c->type, &c->factor));
-      ATLAS_RETURN_IF_ERROR(number(path, where, obj,
-                                   "original_max_position_embeddings", true,
-                                   &found, &orig));
+      ATLAS_RETURN_IF_ERROR(
+          positions(path, where, obj, &c->original_max_positions));
       ATLAS_RETURN_IF_ERROR(number(path, where, obj, "attention_factor", true,
                                    &found, &c->attention_factor));
       ATLAS_RETURN_IF_ERROR(number(path, where, obj, "beta_fast", true, &found,
@@ -185,9 +202,9 @@ static atlas_status parse_object(const char *path, const char *where,
                                     &c->low_freq_factor));
       ATLAS_RETURN_IF_ERROR(require(path, where, obj, "high_freq_factor",
                                     c->type, &c->high_freq_factor));
-      ATLAS_RETURN_IF_ERROR(require(path, where, obj,
-                                    "original_max_position_embeddings", c->type,
-                                    &orig));
+      // Absent: transformers fills in max_position_embeddings.
+      ATLAS_RETURN_IF_ERROR(
+          positions(path, where, obj, &c->original_max_positions));
       if (c->high_freq_factor == c->low_freq_factor) {
         return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                  "%s: %shigh_freq_factor equals "
@@ -196,15 +213,6 @@ static atlas_status parse_object(const char *path, const char *where,
                                  path, where, c->low_freq_factor);
       }
       break;
-  }
-  if (orig != 0) {
-    if (orig != floor(orig) || orig > 2147483647.0) {
-      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                               "%s: %s\"original_max_position_embeddings\" is "
-                               "%g; it must be a positive integer",
-                               path, where, orig);
-    }
-    c->original_max_positions = (int64_t)orig;
   }
   return ATLAS_OK;
 }
@@ -277,6 +285,11 @@ atlas_status atlas_rope_config_parse(const char *path, const json_t *root,
   }
   if (top_found) c.theta = top;
   if (nested_found) c.theta = nested;
+  if (c.type == ATLAS_ROPE_YARN || c.type == ATLAS_ROPE_LLAMA3) {
+    // transformers gives a top-level original_max_position_embeddings
+    // priority over the rope object's (Phi-3 style configs).
+    ATLAS_RETURN_IF_ERROR(positions(path, "", root, &c.original_max_positions));
+  }
   if (c.partial_rotary_factor > 1.0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: partial_rotary_factor %g is above 1", path,
@@ -303,14 +316,14 @@ static double correction_dim(double rotations, int64_t dim, double base,
 
 static void yarn(const atlas_rope_config *c, int64_t dim, double base,
                  int64_t max_positions, double *inv, double *out_factor) {
+  // transformers 5 uses the explicit factor even where it differs from
+  // max_position_embeddings / original_max_position_embeddings (Qwen's
+  // recommended YaRN config: factor 4, both lengths 32768); the original
+  // length only places the correction range. (4.x used the ratio.)
   double factor = c->factor;
-  double orig = (double)max_positions;
-  if (c->original_max_positions > 0) {
-    // transformers: with original_max_position_embeddings given, the factor
-    // is the ratio of the two context lengths.
-    orig = (double)c->original_max_positions;
-    factor = (double)max_positions / orig;
-  }
+  double orig = c->original_max_positions > 0
+                    ? (double)c->original_max_positions
+                    : (double)max_positions;
   if (c->attention_factor > 0) {
     *out_factor = c->attention_factor;
   } else if (c->mscale != 0 && c->mscale_all_dim != 0) {
@@ -338,8 +351,10 @@ static void yarn(const atlas_rope_config *c, int64_t dim, double base,
   }
 }
 
-static void llama3(const atlas_rope_config *c, int64_t dim, double *inv) {
-  double old = (double)c->original_max_positions;
+static void llama3(const atlas_rope_config *c, int64_t dim,
+                   int64_t max_positions, double *inv) {
+  double old = c->original_max_positions > 0 ? (double)c->original_max_positions
+                                             : (double)max_positions;
   double low_wavelen = old / c->low_freq_factor;
   double high_wavelen = old / c->high_freq_factor;
   for (int64_t i = 0; i < dim / 2; ++i) {
@@ -377,6 +392,6 @@ void atlas_rope_inv_freq(const atlas_rope_config *config, int64_t head_dim,
   if (c->type == ATLAS_ROPE_LINEAR) {
     for (int64_t i = 0; i < dim / 2; ++i) inv[i] /= c->factor;
   } else if (c->type == ATLAS_ROPE_LLAMA3) {
-    llama3(c, dim, inv);
+    llama3(c, dim, max_positions, inv);
   }
 }

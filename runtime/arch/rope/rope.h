@@ -30,7 +30,7 @@ typedef struct atlas_rope_config {
   double factor;                    // linear, dynamic, yarn, llama3
   double low_freq_factor;           // llama3
   double high_freq_factor;          // llama3
-  int64_t original_max_positions;   // llama3 (required), yarn (0: absent)
+  int64_t original_max_positions;   // llama3, yarn (0: max_position_embeddings)
   double attention_factor;          // yarn: given (0: derived from mscale)
   double beta_fast, beta_slow;      // yarn: 32 and 1
   double mscale, mscale_all_dim;    // yarn: 0 when absent
