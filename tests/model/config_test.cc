@@ -247,34 +247,74 @@ atlas_llama_config ParseFamily(atlas_llama_family f, const std::string &text) {
   return cfg;
 }
 
+// Config() plus num_key_value_heads: the Qwen and Mistral classes default
+// it to 32 and 8, which 4 heads cannot use.
+std::string FamilyConfig(const std::string &extra = "") {
+  return Config("\"num_key_value_heads\": 2" +
+                (extra.empty() ? std::string() : ", " + extra));
+}
+
 TEST(FamilyConfig, SlidingWindows) {
   // Mistral: every layer; absent means MistralConfig's 4096, null none.
-  atlas_llama_config c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL, Config());
+  atlas_llama_config c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL, FamilyConfig());
   EXPECT_EQ(c.sliding_window, 4096);
   EXPECT_EQ(atlas_llama_layer_window(&c, 0), 4096);
-  c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL, Config("\"sliding_window\": null"));
+  c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL, FamilyConfig("\"sliding_window\": null"));
   EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
   // Qwen2: only with use_sliding_window, from max_window_layers on.
-  c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN2, Config("\"sliding_window\": 64"));
+  c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN2, FamilyConfig("\"sliding_window\": 64"));
   EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
   c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN2,
-                  Config("\"use_sliding_window\": true, \"sliding_window\": 64, "
+                  FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": 64, "
                          "\"max_window_layers\": 1"));
   EXPECT_EQ(atlas_llama_layer_window(&c, 0), 0);
   EXPECT_EQ(atlas_llama_layer_window(&c, 1), 64);
   EXPECT_TRUE(c.qkv_bias);
   EXPECT_FALSE(c.o_bias);
   c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN2,
-                  Config("\"use_sliding_window\": true, \"sliding_window\": null"));
+                  FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": null"));
   EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
   // layer_types, when given, decides.
   c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN3,
-                  Config("\"use_sliding_window\": true, \"sliding_window\": 8, "
+                  FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": 8, "
                          "\"layer_types\": [\"sliding_attention\", "
                          "\"sliding_attention\"]"));
   EXPECT_EQ(atlas_llama_layer_window(&c, 0), 8);
   EXPECT_TRUE(c.qk_norm);
   EXPECT_EQ(c.head_dim, 128);  // Qwen3Config's default
+}
+
+// Keys a config leaves out take each family's config-class default:
+// max_position_embeddings (which sets dynamic and YaRN RoPE) was 2048 for
+// all four, and num_key_value_heads num_attention_heads.
+TEST(FamilyConfig, FamilyDefaults) {
+  const std::string heads32 =
+      "{\"vocab_size\": 64, \"hidden_size\": 256, \"intermediate_size\": 64, "
+      "\"num_hidden_layers\": 2, \"num_attention_heads\": 32";
+  struct Row {
+    atlas_llama_family family;
+    int64_t max_positions, kv_heads;
+  } rows[] = {{ATLAS_LLAMA_FAMILY_LLAMA, 2048, 32},
+              {ATLAS_LLAMA_FAMILY_QWEN2, 32768, 32},
+              {ATLAS_LLAMA_FAMILY_QWEN3, 32768, 32},
+              {ATLAS_LLAMA_FAMILY_MISTRAL, 131072, 8}};
+  for (const Row &r : rows) {
+    atlas_llama_config c = ParseFamily(r.family, heads32 + "}");
+    EXPECT_EQ(c.max_position_embeddings, r.max_positions) << r.family;
+    EXPECT_EQ(c.num_key_value_heads, r.kv_heads) << r.family;
+    // An explicit null derives it from the heads, as every class does.
+    c = ParseFamily(r.family, heads32 + ", \"num_key_value_heads\": null}");
+    EXPECT_EQ(c.num_key_value_heads, 32) << r.family;
+  }
+  // Qwen2 with 4 heads and no num_key_value_heads: Qwen2Config's 32 cannot
+  // group 4 heads (transformers cannot build it either).
+  atlas_llama_config c = {};
+  std::string text = Config();
+  ExpectError(atlas_llama_config_parse_family(ATLAS_LLAMA_FAMILY_QWEN2,
+                                              text.data(), text.size(), kPath,
+                                              &c),
+              ATLAS_STATUS_INVALID_ARGUMENT,
+              {kPath, "num_key_value_heads 32"});
 }
 
 }  // namespace

@@ -276,6 +276,28 @@ static atlas_status parse_features(const char *path, const json_t *root,
   return parse_window(path, root, cfg);
 }
 
+// What each family's config class defaults an absent key to (an explicit
+// null means "derive it": num_attention_heads for the KV heads).
+static int64_t default_max_positions(atlas_llama_family f) {
+  switch (f) {
+    case ATLAS_LLAMA_FAMILY_QWEN2:
+    case ATLAS_LLAMA_FAMILY_QWEN3: return 32768;
+    case ATLAS_LLAMA_FAMILY_MISTRAL: return 4096 * 32;
+    default: return 2048;
+  }
+}
+
+static int64_t default_kv_heads(atlas_llama_family f, const json_t *root,
+                                int64_t heads) {
+  if (json_object_get(root, "num_key_value_heads") != NULL) return heads;
+  switch (f) {
+    case ATLAS_LLAMA_FAMILY_QWEN2:
+    case ATLAS_LLAMA_FAMILY_QWEN3: return 32;
+    case ATLAS_LLAMA_FAMILY_MISTRAL: return 8;
+    default: return heads;
+  }
+}
+
 static atlas_status parse_root(const char *path, const json_t *root,
                                atlas_llama_family family,
                                atlas_llama_config *cfg) {
@@ -283,7 +305,8 @@ static atlas_status parse_root(const char *path, const json_t *root,
   cfg->family = family;
   // Qwen3Config's head_dim default is 128, not hidden_size / heads.
   if (family == ATLAS_LLAMA_FAMILY_QWEN3) cfg->head_dim = 128;
-  cfg->max_position_embeddings = 2048;
+  // max_position_embeddings sets dynamic and YaRN RoPE, not only the limit.
+  cfg->max_position_embeddings = default_max_positions(family);
   cfg->rms_norm_eps = 1e-6;
   cfg->rope_theta = 10000.0;
   ATLAS_RETURN_IF_ERROR(get_dim(path, root, "vocab_size", true,
@@ -296,7 +319,8 @@ static atlas_status parse_root(const char *path, const json_t *root,
                                 &cfg->num_hidden_layers));
   ATLAS_RETURN_IF_ERROR(get_dim(path, root, "num_attention_heads", true,
                                 &cfg->num_attention_heads));
-  cfg->num_key_value_heads = cfg->num_attention_heads;
+  cfg->num_key_value_heads =
+      default_kv_heads(family, root, cfg->num_attention_heads);
   ATLAS_RETURN_IF_ERROR(get_dim(path, root, "num_key_value_heads", false,
                                 &cfg->num_key_value_heads));
   ATLAS_RETURN_IF_ERROR(get_dim(path, root, "head_dim", false,

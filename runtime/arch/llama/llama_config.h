@@ -34,9 +34,9 @@ typedef struct atlas_llama_config {
   int64_t intermediate_size;        // required
   int64_t num_hidden_layers;        // required
   int64_t num_attention_heads;      // required
-  int64_t num_key_value_heads;      // default: num_attention_heads
+  int64_t num_key_value_heads;      // absent: 32 (Qwen), 8 (Mistral), else heads
   int64_t head_dim;                 // default: hidden_size / heads
-  int64_t max_position_embeddings;  // default: 2048
+  int64_t max_position_embeddings;  // default: 2048; Qwen 32768; Mistral 131072
   double rms_norm_eps;              // default: 1e-6
   double rope_theta;  // default 10000; top level or rope_parameters.rope_theta
   atlas_rope_config rope;           // type and scaling (theta == rope_theta)
