@@ -284,6 +284,31 @@ TEST(FamilyConfig, SlidingWindows) {
   EXPECT_EQ(c.head_dim, 128);  // Qwen3Config's default
 }
 
+// MistralForCausalLM ignores layer_types and slides every layer; Atlas
+// followed the list (layer 0 attended to everything, exit 0).
+TEST(FamilyConfig, MistralLayerTypesCannotUnslideLayers) {
+  atlas_llama_config c = {};
+  std::string text = FamilyConfig(
+      "\"sliding_window\": 8, "
+      "\"layer_types\": [\"full_attention\", \"sliding_attention\"]");
+  ExpectError(atlas_llama_config_parse_family(ATLAS_LLAMA_FAMILY_MISTRAL,
+                                              text.data(), text.size(), kPath,
+                                              &c),
+              ATLAS_STATUS_UNIMPLEMENTED,
+              {kPath, "layer_types", "model_type mistral",
+               "sliding_window 8 to every layer"});
+  // A list that agrees with transformers is fine; without a window the
+  // list changes nothing.
+  c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL,
+                  FamilyConfig("\"sliding_window\": 8, \"layer_types\": "
+                               "[\"sliding_attention\", \"sliding_attention\"]"));
+  EXPECT_EQ(atlas_llama_layer_window(&c, 0), 8);
+  c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL,
+                  FamilyConfig("\"sliding_window\": null, \"layer_types\": "
+                               "[\"full_attention\", \"sliding_attention\"]"));
+  EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
+}
+
 // Keys a config leaves out take each family's config-class default:
 // max_position_embeddings (which sets dynamic and YaRN RoPE) was 2048 for
 // all four, and num_key_value_heads num_attention_heads.

@@ -247,6 +247,16 @@ static atlas_status parse_window(const char *path, const json_t *root,
   int64_t listed_first = 0;
   ATLAS_RETURN_IF_ERROR(parse_layer_types(path, root, cfg->num_hidden_layers,
                                           &listed_first, &found));
+  if (found && cfg->family == ATLAS_LLAMA_FAMILY_MISTRAL && listed_first != 0) {
+    // MistralForCausalLM never reads layer_types: transformers slides every
+    // layer (and warns). Full layers in the list ask for another model.
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "%s: layer_types lists full_attention layers, "
+                             "which model_type mistral does not have "
+                             "(transformers ignores layer_types there and "
+                             "applies sliding_window %lld to every layer)",
+                             path, (long long)window);
+  }
   if (found) first = listed_first;  // transformers prefers the explicit list
   cfg->sliding_window = window;
   cfg->window_first_layer = first;
