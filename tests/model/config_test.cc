@@ -179,6 +179,19 @@ TEST(LlamaConfig, UnsupportedFeatures) {
             {"\"sliding_window\": 128 is not supported"});
 }
 
+// A quantized checkpoint's config: transformers loads it quantized; Atlas
+// ran any float tensors it found as plain weights (exit 0).
+TEST(LlamaConfig, QuantizationConfigRefused) {
+  ExpectBad(Config("\"quantization_config\": {\"quant_method\": \"fp8\", "
+                   "\"activation_scheme\": \"dynamic\"}"),
+            ATLAS_STATUS_UNIMPLEMENTED,
+            {"\"quantization_config\" (quant_method \"fp8\") is not supported"});
+  ExpectBad(Config("\"quantization_config\": {\"bits\": 4}"),
+            ATLAS_STATUS_UNIMPLEMENTED,
+            {"\"quantization_config\" (quant_method missing)"});
+  ParseOk(Config("\"quantization_config\": null"));
+}
+
 TEST(LlamaConfig, BiasesAndRopeTypes) {
   atlas_llama_config c = ParseOk(Config("\"attention_bias\": true"));
   EXPECT_TRUE(c.qkv_bias);

@@ -143,6 +143,24 @@ static atlas_status check_unsupported(const char *path, const json_t *root,
                                                  : atlas_json_type_word(act),
                              json_is_string(act) ? "\"" : "");
   }
+  // transformers reads a checkpoint with quantization_config as quantized
+  // (packed weights, scales, quantized products); Atlas would run whatever
+  // float tensors it finds as plain weights.
+  const json_t *quant = present(root, "quantization_config");
+  if (quant != NULL) {
+    const json_t *method =
+        json_is_object(quant) ? json_object_get(quant, "quant_method") : NULL;
+    char qm[ATLAS_QUOTE_BYTES];
+    bool named = json_is_string(method);
+    return atlas_status_make(
+        ATLAS_STATUS_UNIMPLEMENTED,
+        "%s: \"quantization_config\" (quant_method %s%s%s) is not "
+        "supported: Atlas runs unquantized F32, F16 and BF16 checkpoints only",
+        path, named ? "\"" : "",
+        named ? atlas_quote(json_string_value(method), qm, sizeof(qm))
+              : atlas_json_type_word(method),
+        named ? "\"" : "");
+  }
   for (size_t i = 0; i < sizeof(kForeignKeys) / sizeof(kForeignKeys[0]); ++i) {
     ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, kForeignKeys[i],
                                         "not part of these architectures"));
