@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include <functional>
@@ -86,8 +87,11 @@ void ExpectOpens(const std::string &dir) {
   EXPECT_TRUE(s.ok()) << s.message();
 }
 
-// Rewrites DIR/model.safetensors with the tensors it has plus `extra`.
-void AddTensor(const std::string &dir, const char *name, int64_t n) {
+// Rewrites DIR/model.safetensors with the tensors it has plus `name`: n
+// floats of 0.5, or (copy_of) a copy of that F32 tensor with `nudge` added
+// to its first element.
+void AddTensor(const std::string &dir, const char *name, int64_t n,
+               const char *copy_of = nullptr, float nudge = 0) {
   atlas_checkpoint *ck = nullptr;
   {
     atlas_test::Status s(atlas_checkpoint_open(dir.c_str(), &ck));
@@ -120,6 +124,18 @@ void AddTensor(const std::string &dir, const char *name, int64_t n) {
   extra.rank = 1;
   extra.shape[0] = n;
   extra.data = zeros.data();
+  std::vector<char> dup;
+  for (size_t i = 0; copy_of != nullptr && i < ts.size(); ++i) {
+    if (std::string(ts[i].name) != copy_of) continue;
+    extra = ts[i];
+    extra.name = name;
+    dup = copies[i];
+    float first = 0;
+    memcpy(&first, dup.data(), sizeof(first));
+    first += nudge;
+    memcpy(dup.data(), &first, sizeof(first));
+    extra.data = dup.data();
+  }
   ts.push_back(extra);
   std::string tmp = dir + "/model.safetensors.new";
   atlas_test::Status s(
@@ -204,8 +220,22 @@ TEST(FrontDoor, RotaryInvFreqIsIgnored) {
 
 TEST(FrontDoor, TiedCopyOfLmHeadIsIgnored) {
   std::string dir = Make("tied_copy", true);
-  AddTensor(dir, "lm_head.weight", 4);
+  AddTensor(dir, "lm_head.weight", 0, "model.embed_tokens.weight");
   ExpectOpens(dir);
+}
+
+// transformers 5 does not tie tensors a checkpoint holds both of: with a
+// different lm_head.weight it uses that, where Atlas read the embedding
+// (exit 0).
+TEST(FrontDoor, TiedConfigWithADifferentLmHeadIsRefused) {
+  std::string dir = Make("tied_different", true);
+  AddTensor(dir, "lm_head.weight", 0, "model.embed_tokens.weight", 1.0f);
+  ExpectError(Open(dir), ATLAS_STATUS_UNIMPLEMENTED,
+              {"model.safetensors", "\"tie_word_embeddings\" is true",
+               "\"lm_head.weight\" differs from \"model.embed_tokens.weight\""});
+  std::string dir2 = Make("tied_wrong_shape", true);
+  AddTensor(dir2, "lm_head.weight", 4);
+  ExpectError(Open(dir2), ATLAS_STATUS_UNIMPLEMENTED, {"differs"});
 }
 
 TEST(FrontDoor, UntiedWithoutLmHeadIsRefused) {

@@ -2,6 +2,7 @@
 #include "atlas/runtime/arch/llama/llama_weights.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const kSuffixes[ATLAS_LLAMA_WEIGHT_COUNT] = {
@@ -211,8 +212,8 @@ static bool ignored(const atlas_llama_config *config, const char *name) {
   // a function of the config, which the runtime computes itself.
   const char *tail = strstr(name, ".rotary_emb.inv_freq");
   if (tail != NULL && tail[strlen(".rotary_emb.inv_freq")] == '\0') return true;
-  // A tied model may still carry lm_head.weight: transformers ties it to the
-  // embedding on load (the copy is never read), and so does the runtime.
+  // A tied model may still carry lm_head.weight; an equal copy is never
+  // read (check_tied_copy refuses a different one).
   if (config->tie_word_embeddings && strcmp(name, ATLAS_LLAMA_LM_HEAD_NAME) == 0) {
     return true;
   }
@@ -309,6 +310,56 @@ static atlas_status check_leftovers(const atlas_llama_config *config,
       config->tie_word_embeddings ? "tied" : "untied");
 }
 
+// Whether two tensors hold the same bytes (read in pieces; no copy is kept).
+static atlas_status same_bytes(const atlas_safetensors_tensor *a,
+                               const atlas_safetensors_tensor *b, bool *out) {
+  *out = a->dtype == b->dtype && a->bytes == b->bytes &&
+         same_shape(a, b->shape, b->rank);
+  if (!*out) return ATLAS_OK;
+  enum { kPiece = 1 << 20 };
+  char *buf = malloc(2 * (size_t)kPiece);
+  if (buf == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "out of host memory comparing %s with %s",
+                             a->name, b->name);
+  }
+  atlas_status status = ATLAS_OK;
+  for (uint64_t off = 0; status == ATLAS_OK && *out && off < a->bytes;
+       off += kPiece) {
+    uint64_t n = a->bytes - off < kPiece ? a->bytes - off : kPiece;
+    status = atlas_safetensors_read(a, off, n, buf);
+    if (status == ATLAS_OK) status = atlas_safetensors_read(b, off, n, buf + kPiece);
+    if (status == ATLAS_OK) *out = memcmp(buf, buf + kPiece, (size_t)n) == 0;
+  }
+  free(buf);
+  return status;
+}
+
+// A tied config whose checkpoint still has lm_head.weight: transformers 5
+// does not tie tensors the checkpoint holds both of, so it uses that copy;
+// the runtime reads the embedding. An equal copy changes nothing and is
+// skipped; a different one is refused.
+static atlas_status check_tied_copy(const atlas_llama_config *config,
+                                    const atlas_checkpoint *ck) {
+  atlas_checkpoint_tensor head, embed;
+  if (!config->tie_word_embeddings ||
+      !atlas_checkpoint_lookup(ck, ATLAS_LLAMA_LM_HEAD_NAME, &head) ||
+      !atlas_checkpoint_lookup(ck, ATLAS_LLAMA_EMBED_TOKENS_NAME, &embed)) {
+    return ATLAS_OK;
+  }
+  bool same = false;
+  ATLAS_RETURN_IF_ERROR(same_bytes(head.tensor, embed.tensor, &same));
+  if (same) return ATLAS_OK;
+  return atlas_status_make(
+      ATLAS_STATUS_UNIMPLEMENTED,
+      "%s: config.json \"tie_word_embeddings\" is true, but tensor "
+      "\"%s\" differs from \"%s\"; transformers then uses %s as the "
+      "output head (it does not tie them) and the runtime would use the "
+      "embedding: set \"tie_word_embeddings\" to false to use it",
+      head.path, ATLAS_LLAMA_LM_HEAD_NAME, ATLAS_LLAMA_EMBED_TOKENS_NAME,
+      ATLAS_LLAMA_LM_HEAD_NAME);
+}
+
 static atlas_status check_all(const atlas_llama_config *config,
                               const atlas_checkpoint *ck,
                               bool *out_lm_head_is_embedding,
@@ -338,7 +389,9 @@ static atlas_status check_all(const atlas_llama_config *config,
 atlas_status atlas_llama_check_checkpoint(const atlas_llama_config *config,
                                           const atlas_checkpoint *checkpoint,
                                           bool *out_lm_head_is_embedding) {
-  return check_all(config, checkpoint, out_lm_head_is_embedding, NULL);
+  ATLAS_RETURN_IF_ERROR(
+      check_all(config, checkpoint, out_lm_head_is_embedding, NULL));
+  return check_tied_copy(config, checkpoint);
 }
 
 atlas_status atlas_llama_weight_bytes(const atlas_llama_config *config,

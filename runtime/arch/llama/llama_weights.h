@@ -85,15 +85,17 @@ void atlas_llama_weight_shape(const atlas_llama_config *config,
 // tie_word_embeddings; when tied the embedding serves as the output
 // projection. Errors (NOT_FOUND for a missing tensor, INVALID_ARGUMENT for
 // a wrong shape or a leftover) name the tensor, the shapes and the file.
-// `out_lm_head_is_embedding` (may be NULL) says which tensor the output
-// projection should read.
+// A tied config whose checkpoint also holds a different lm_head.weight is
+// UNIMPLEMENTED (transformers would use that tensor; an equal copy is
+// skipped). `out_lm_head_is_embedding` (may be NULL) says which tensor the
+// output projection should read.
 ATLAS_MUST_USE atlas_status atlas_llama_check_checkpoint(const atlas_llama_config *config,
                                           const atlas_checkpoint *checkpoint,
                                           bool *out_lm_head_is_embedding);
 
 // Bytes of the tensors the model uses (extra tensors in the checkpoint are
 // not counted; a tied or absent lm_head counts once, as the embedding).
-// Runs the same checks as atlas_llama_check_checkpoint.
+// Runs the same checks as atlas_llama_check_checkpoint but that comparison.
 ATLAS_MUST_USE atlas_status atlas_llama_weight_bytes(const atlas_llama_config *config,
                                       const atlas_checkpoint *checkpoint,
                                       uint64_t *out_bytes);
