@@ -192,6 +192,13 @@ TEST(LlamaConfig, QuantizationConfigRefused) {
   ParseOk(Config("\"quantization_config\": null"));
 }
 
+// "swish" is SiLU in transformers (ACT2FN); Atlas refused it.
+TEST(LlamaConfig, SwishIsSilu) {
+  ParseOk(Config("\"hidden_act\": \"swish\""));
+  ExpectBad(Config("\"hidden_act\": \"gelu_pytorch_tanh\""),
+            ATLAS_STATUS_UNIMPLEMENTED, {"hidden_act \"gelu_pytorch_tanh\""});
+}
+
 TEST(LlamaConfig, BiasesAndRopeTypes) {
   atlas_llama_config c = ParseOk(Config("\"attention_bias\": true"));
   EXPECT_TRUE(c.qkv_bias);

@@ -132,12 +132,14 @@ static const char *const kForeignKeys[] = {
 
 static atlas_status check_unsupported(const char *path, const json_t *root,
                                       atlas_llama_family family) {
+  // transformers' ACT2FN maps "swish" to the same SiLU.
   const json_t *act = present(root, "hidden_act");
   if (act != NULL && (!json_is_string(act) ||
-                      strcmp(json_string_value(act), "silu") != 0)) {
+                      (strcmp(json_string_value(act), "silu") != 0 &&
+                       strcmp(json_string_value(act), "swish") != 0))) {
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
                              "%s: hidden_act %s%s%s is not supported (only "
-                             "\"silu\")",
+                             "\"silu\", also spelt \"swish\")",
                              path, json_is_string(act) ? "\"" : "",
                              json_is_string(act) ? json_string_value(act)
                                                  : atlas_json_type_word(act),
