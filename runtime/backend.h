@@ -105,6 +105,9 @@ ATLAS_MUST_USE atlas_status atlas_backend_pinned_alloc_at(atlas_backend *b, size
   atlas_backend_alloc_managed_at((b), (bytes), ATLAS_SITE, (out))
 #define atlas_backend_pinned_alloc(b, bytes, out) \
   atlas_backend_pinned_alloc_at((b), (bytes), ATLAS_SITE, (out))
+// Under ATLAS_REDZONE a free (and the sweep) first reads the allocation's
+// band: a write past its end is DATA_LOSS naming the allocation; the memory
+// is freed all the same.
 ATLAS_MUST_USE atlas_status atlas_backend_free(atlas_backend *b, void *ptr);
 ATLAS_MUST_USE atlas_status atlas_backend_pinned_free(atlas_backend *b, void *ptr);
 // Device address through which a kernel reaches pinned host memory.

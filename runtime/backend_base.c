@@ -273,12 +273,27 @@ atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
   atlas_status status = atlas_ledger_remove_if(b->ledger, (uintptr_t)ptr,
                                                check_free_kind, &check, &entry);
   if (status != ATLAS_OK) return atlas_status_annotate(status, "%s", b->name);
+  // Under ATLAS_REDZONE the band is read before the memory goes: without it,
+  // an overrun of a buffer freed before any scan would never be reported.
+  // The memory is freed either way. A backend that cannot wait for its
+  // streams now (a capture is open) skips the check.
+  atlas_status zone = ATLAS_OK;
+  if (entry.redzone_bytes > 0) {
+    atlas_status waited =
+        b->vtable->quiesce != NULL
+            ? b->vtable->quiesce(b, "red-zone check of a free")
+            : ATLAS_OK;
+    if (waited == ATLAS_OK) {
+      zone = atlas_backend_base_check_redzone(b, &entry, "when it was freed");
+    }
+    atlas_status_free(waited);
+  }
   status = b->vtable->raw_free(b, ptr, entry.bytes + entry.redzone_bytes, entry.kind);
-  if (status == ATLAS_OK) return ATLAS_OK;
-  return atlas_status_annotate(status,
-                               "%s: freeing %zu bytes allocated at %s:%d (%s)",
-                               b->name, entry.bytes, entry.site.file,
-                               entry.site.line, entry.site.func);
+  return atlas_status_join(
+      zone, atlas_status_annotate(
+                status, "%s: freeing %zu bytes allocated at %s:%d (%s)",
+                b->name, entry.bytes, entry.site.file, entry.site.line,
+                entry.site.func));
 }
 
 atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
@@ -295,10 +310,15 @@ atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
     atlas_ledger_entry e;
     atlas_status s = atlas_ledger_remove(b->ledger, entries[i].addr, &e);
     if (s == ATLAS_OK) {
-      s = atlas_status_annotate(
-          b->vtable->raw_free(b, (void *)e.addr, e.bytes + e.redzone_bytes, e.kind),
-          "sweep: freeing %zu bytes allocated at %s:%d (%s)", e.bytes,
-          e.site.file, e.site.line, e.site.func);
+      // A leaked buffer's overrun is still an overrun: read its band first.
+      atlas_status zone = atlas_backend_base_check_redzone(
+          b, &e, "by the sweep of unreleased memory");
+      s = atlas_status_join(
+          zone, atlas_status_annotate(
+                    b->vtable->raw_free(b, (void *)e.addr,
+                                        e.bytes + e.redzone_bytes, e.kind),
+                    "sweep: freeing %zu bytes allocated at %s:%d (%s)",
+                    e.bytes, e.site.file, e.site.line, e.site.func));
       out_result->count++;
       out_result->bytes += e.bytes;
     }

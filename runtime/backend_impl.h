@@ -247,6 +247,10 @@ ATLAS_MUST_USE atlas_status atlas_backend_base_scan_redzones(
 ATLAS_MUST_USE atlas_status atlas_backend_base_poison_redzones(atlas_backend *b,
                                                                uint64_t lo,
                                                                uint64_t hi);
+// Reads one allocation's band back before its memory goes (`when`: "when it
+// was freed", ...): DATA_LOSS naming the allocation if anything wrote to it.
+ATLAS_MUST_USE atlas_status atlas_backend_base_check_redzone(
+    atlas_backend *b, const atlas_ledger_entry *entry, const char *when);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -3,11 +3,58 @@
 // Each allocation of a backend built with ATLAS_REDZONE=<pad> gets `pad`
 // bytes after it, filled with a known byte. A scan reads every band back;
 // poisoning changes which byte each band holds so a write (or a read) that
-// lands in some band can be bisected to one allocation by creation index.
+// lands in some band can be bisected to one allocation by creation index. A
+// free and the sweep read the band of what they release, so an overrun is
+// reported even when no scan ran before the memory went.
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "atlas/runtime/backend_impl.h"
+
+// Offset of the first byte of `band` that is not `fill` (`bytes` if none).
+static size_t first_changed(const unsigned char *band, uint8_t fill,
+                            size_t bytes) {
+  for (size_t k = 0; k < bytes; ++k) {
+    if (band[k] != fill) return k;
+  }
+  return bytes;
+}
+
+atlas_status atlas_backend_base_check_redzone(atlas_backend *b,
+                                              const atlas_ledger_entry *e,
+                                              const char *when) {
+  if (e->redzone_bytes == 0) return ATLAS_OK;
+  unsigned char *band = malloc(e->redzone_bytes);
+  if (band == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "%s: red-zone check: cannot allocate a %zu-byte "
+                             "buffer",
+                             b->name, e->redzone_bytes);
+  }
+  atlas_status status =
+      b->vtable->raw_read(b, band, (const char *)e->addr + e->bytes,
+                          e->redzone_bytes);
+  size_t first = e->redzone_bytes;
+  if (status == ATLAS_OK) {
+    first = first_changed(band, atlas_backend_base_redzone_fill(b, e->index),
+                          e->redzone_bytes);
+  }
+  free(band);
+  if (status != ATLAS_OK) {
+    return atlas_status_annotate(status, "%s: reading the red zone of "
+                                         "allocation #%" PRIu64 " %s",
+                                 b->name, e->index, when);
+  }
+  if (first == e->redzone_bytes) return ATLAS_OK;
+  return atlas_status_make(
+      ATLAS_STATUS_DATA_LOSS,
+      "%s: buffer overrun: the red zone after allocation #%" PRIu64
+      " (0x%" PRIxPTR ", %zu bytes, allocated at %s:%d (%s)) was written "
+      "%zu bytes past its end; found %s",
+      b->name, e->index, e->addr, e->bytes, e->site.file, e->site.line,
+      e->site.func, first, when);
+}
 
 atlas_status atlas_backend_base_scan_redzones(
     atlas_backend *b, atlas_redzone_violation *out_violations,
@@ -33,13 +80,7 @@ atlas_status atlas_backend_base_scan_redzones(
     status = b->vtable->raw_read(b, band, zone, e->redzone_bytes);
     if (status != ATLAS_OK) break;
     uint8_t fill = atlas_backend_base_redzone_fill(b, e->index);
-    size_t first = e->redzone_bytes;
-    for (size_t k = 0; k < e->redzone_bytes; ++k) {
-      if (band[k] != fill) {
-        first = k;
-        break;
-      }
-    }
+    size_t first = first_changed(band, fill, e->redzone_bytes);
     if (first == e->redzone_bytes) continue;
     if (found < max_violations && out_violations != NULL) {
       out_violations[found] = (atlas_redzone_violation){

@@ -412,6 +412,40 @@ TEST_P(BackendContract, RedZonesCatchEveryOverrunLength) {
   for (void *p : bufs) ASSERT_OK(atlas_backend_free(b.get(), p));
 }
 
+// A buffer freed (or swept) before any scan: its overrun is still reported,
+// naming the allocation, and its memory still released.
+TEST_P(BackendContract, OverrunIsReportedWhenTheBufferIsFreedOrSwept) {
+  ScopedEnv env("ATLAS_REDZONE", "8");
+  Backend b;
+  MAKE_OR_SKIP(b);
+  void *freed = nullptr, *swept = nullptr, *clean = nullptr;
+  ASSERT_OK(atlas_backend_alloc(b.get(), 5, &freed));  // odd sizes
+  ASSERT_OK(atlas_backend_alloc(b.get(), 1, &swept));
+  ASSERT_OK(atlas_backend_alloc(b.get(), 3, &clean));
+  const unsigned char junk = 0x3C;
+  ASSERT_OK(atlas_backend_h2d(b.get(), (char *)freed + 5 + 7, &junk, 1));
+  ASSERT_OK(atlas_backend_h2d(b.get(), (char *)swept + 1, &junk, 1));
+  EXPECT_STATUS(atlas_backend_free(b.get(), freed), ATLAS_STATUS_DATA_LOSS,
+                "written 7 bytes past its end; found when it was freed");
+  EXPECT_EQ(atlas_backend_live_alloc_count(b.get()), 2u) << "freed all the same";
+  EXPECT_OK(atlas_backend_free(b.get(), clean));
+  atlas_sweep_result r;
+  StatusResult swept_status = Take(atlas_backend_sweep_unreleased(b.get(), &r));
+  EXPECT_EQ(swept_status.code, ATLAS_STATUS_DATA_LOSS) << swept_status.message;
+  EXPECT_NE(swept_status.message.find("(0x"), std::string::npos);
+  EXPECT_NE(swept_status.message.find(
+                "1 bytes, allocated at tests/runtime/backend_contract.cc:"),
+            std::string::npos)
+      << swept_status.message;
+  EXPECT_NE(swept_status.message.find("written 0 bytes past its end; found "
+                                      "by the sweep"),
+            std::string::npos)
+      << swept_status.message;
+  EXPECT_EQ(r.count, 1u);
+  atlas_sweep_result_free(&r);
+  EXPECT_EQ(atlas_backend_live_alloc_count(b.get()), 0u);
+}
+
 TEST_P(BackendContract, PoisonBisectsToTheCulprit) {
   ScopedEnv env("ATLAS_REDZONE", "16");
   Backend b;

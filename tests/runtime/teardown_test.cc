@@ -114,6 +114,34 @@ TEST(Teardown, SweepNamesTheLeakedSite) {
   ASSERT_OK(atlas_backend_destroy(backend));
 }
 
+// ATLAS_REDZONE: an overrun of a buffer that a resource releases fails that
+// release, by name, with the allocation's site; nothing else is skipped.
+TEST(Teardown, OverrunOfAReleasedBufferFailsItsRelease) {
+  ScopedEnv env("ATLAS_REDZONE", "4");
+  atlas_backend *backend = nullptr;
+  ASSERT_OK(atlas_host_backend_create(nullptr, &backend));
+  Buffer a{backend, nullptr}, b{backend, nullptr};
+  ASSERT_OK(atlas_backend_alloc(backend, 7, &a.ptr));
+  ASSERT_OK(atlas_backend_alloc(backend, 9, &b.ptr));
+  static_cast<unsigned char *>(a.ptr)[7 + 2] = 0;  // a kernel's stray write
+  atlas_teardown *t = nullptr;
+  ASSERT_OK(atlas_teardown_create(&t));
+  ASSERT_OK(atlas_teardown_register(t, "a", FreeBuffer, &a));
+  ASSERT_OK(atlas_teardown_register(t, "b", FreeBuffer, &b));
+  atlas_teardown_report report;
+  StatusResult r = Take(atlas_teardown_run(t, SweepBackend, backend, &report));
+  EXPECT_EQ(r.code, ATLAS_STATUS_DATA_LOSS);
+  EXPECT_NE(r.message.find("releasing 'a': host: buffer overrun"),
+            std::string::npos)
+      << r.message;
+  EXPECT_NE(r.message.find("teardown_test.cc:"), std::string::npos) << r.message;
+  EXPECT_EQ(report.released, 1u);
+  EXPECT_EQ(report.failed, 1u);
+  EXPECT_EQ(report.sweep.count, 0u) << "the overrun buffer was still freed";
+  atlas_sweep_result_free(&report.sweep);
+  ASSERT_OK(atlas_backend_destroy(backend));
+}
+
 TEST(Teardown, CleanPathSweepsNothing) {
   atlas_backend *backend = nullptr;
   ASSERT_OK(atlas_host_backend_create(nullptr, &backend));
