@@ -126,9 +126,13 @@ atlas_status atlas_op_cache_scratch(atlas_op_cache *cache, const char *name,
     *s = (scratch_buf){copy, NULL, 0};
   }
   if (s->ptr != NULL) {
-    ATLAS_RETURN_IF_ERROR(atlas_backend_free(cache->backend, s->ptr));
+    // A failed free (a red-zone overrun, the driver) has still taken the
+    // buffer off the ledger: forget it first, or destroy frees it twice.
+    void *old = s->ptr;
     s->ptr = NULL;
     s->bytes = 0;
+    ATLAS_RETURN_IF_ERROR(atlas_backend_free(cache->backend, old),
+                          "op cache: growing scratch '%s'", name);
   }
   ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
       atlas_backend_alloc(cache->backend, bytes, &s->ptr),

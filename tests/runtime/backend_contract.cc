@@ -588,6 +588,25 @@ TEST_P(BackendContract, OpCacheMemoisesAndLedgersScratch) {
   EXPECT_EQ(atlas_backend_live_bytes(b.get()), 5000u);  // ledgered, old freed
 }
 
+// Growing a scratch buffer whose free fails (here: its red zone was written)
+// reports it once; the backend's destroy does not free it a second time.
+TEST_P(BackendContract, OpCacheScratchWhoseFreeFailedIsNotFreedAgain) {
+  ScopedEnv env("ATLAS_REDZONE", "8");
+  Backend b;
+  MAKE_OR_SKIP(b);
+  atlas_op_cache *cache = atlas_backend_op_cache(b.get());
+  void *s = nullptr;
+  ASSERT_OK(atlas_op_cache_scratch(cache, "tmp", 10, &s));
+  const unsigned char junk = 0x3C;
+  ASSERT_OK(atlas_backend_h2d(b.get(), (char *)s + 10, &junk, 1));
+  EXPECT_STATUS(atlas_op_cache_scratch(cache, "tmp", 20, &s),
+                ATLAS_STATUS_DATA_LOSS, "op cache: growing scratch 'tmp'");
+  EXPECT_EQ(atlas_backend_live_alloc_count(b.get()), 0u);
+  EXPECT_EQ(atlas_op_cache_scratch_bytes(cache), 0u);
+  ASSERT_OK(atlas_op_cache_scratch(cache, "tmp", 20, &s));  // usable again
+  // ~Backend: destroy must succeed (no double free of the old buffer).
+}
+
 // ---- matmul --------------------------------------------------------------
 
 // n random values of the 16-bit `type` (as raw bits) and their f32 values.
