@@ -95,6 +95,13 @@ atlas_status atlas_teardown_run(atlas_teardown *t, atlas_sweep_fn sweep,
                 "freed %zu allocations (%zu bytes) that no resource covered:\n%s",
                 report.sweep.count, report.sweep.bytes,
                 report.sweep.sites ? report.sweep.sites : "");
+    } else if (report.sweep.count > 0) {
+      // The failures say which releases broke, not what they left behind:
+      // the sweep's sites are the only record of that, so say them too.
+      atlas_log(&log, ATLAS_LOG_WARNING, "teardown: after %zu failed release(s) the sweep freed %zu "
+                "allocations (%zu bytes) still live:\n%s",
+                report.failed, report.sweep.count, report.sweep.bytes,
+                report.sweep.sites ? report.sweep.sites : "");
     }
   }
   if (out_report != NULL) {

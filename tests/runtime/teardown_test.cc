@@ -142,6 +142,36 @@ TEST(Teardown, OverrunOfAReleasedBufferFailsItsRelease) {
   ASSERT_OK(atlas_backend_destroy(backend));
 }
 
+atlas_status FailLeavingTheBuffer(void *) {
+  return atlas_status_make(ATLAS_STATUS_INTERNAL, "the driver said no");
+}
+
+// A release that fails and leaves its memory: the status names the release,
+// the log names the site of what the sweep then had to free.
+TEST(Teardown, SweepAfterAFailedReleaseStillNamesTheSites) {
+  atlas_backend *backend = nullptr;
+  ASSERT_OK(atlas_host_backend_create(nullptr, &backend));
+  Buffer left{backend, nullptr};
+  ASSERT_OK(atlas_backend_alloc(backend, 777, &left.ptr));
+  atlas_teardown *t = nullptr;
+  ASSERT_OK(atlas_teardown_create(&t));
+  ASSERT_OK(atlas_teardown_register(t, "kv_cache", FailLeavingTheBuffer, &left));
+  atlas_teardown_report report;
+  ::testing::internal::CaptureStderr();
+  EXPECT_STATUS(atlas_teardown_run(t, SweepBackend, backend, &report),
+                ATLAS_STATUS_INTERNAL, "releasing 'kv_cache': the driver said no");
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(report.failed, 1u);
+  EXPECT_EQ(report.sweep.count, 1u);
+  EXPECT_NE(log.find("after 1 failed release(s) the sweep freed 1 allocations "
+                     "(777 bytes)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("teardown_test.cc:"), std::string::npos) << log;
+  atlas_sweep_result_free(&report.sweep);
+  ASSERT_OK(atlas_backend_destroy(backend));
+}
+
 TEST(Teardown, CleanPathSweepsNothing) {
   atlas_backend *backend = nullptr;
   ASSERT_OK(atlas_host_backend_create(nullptr, &backend));
