@@ -36,6 +36,10 @@ atlas_status atlas_teardown_create(atlas_teardown **out_teardown) {
 atlas_status atlas_teardown_register(atlas_teardown *teardown, const char *name,
                                      atlas_release_fn release, void *resource) {
   atlas_teardown *t = teardown;
+  if (name == NULL) {  // every failure names its resource
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "teardown: a resource registered without a name");
+  }
   if (release == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "teardown: resource '%s' has no release function",

@@ -208,11 +208,14 @@ TEST(Teardown, DestroyReclaimsAHalfBuiltModel) {
       << log;
 }
 
-TEST(Teardown, RegisterWithoutReleaseIsRejected) {
+TEST(Teardown, RegisterWithoutReleaseOrNameIsRejected) {
   atlas_teardown *t = nullptr;
   ASSERT_OK(atlas_teardown_create(&t));
   EXPECT_STATUS(atlas_teardown_register(t, "x", nullptr, nullptr),
                 ATLAS_STATUS_INVALID_ARGUMENT, "no release function");
+  EXPECT_STATUS(atlas_teardown_register(t, nullptr, Release, nullptr),
+                ATLAS_STATUS_INVALID_ARGUMENT, "without a name");
+  EXPECT_EQ(atlas_teardown_count(t), 0u);
   ASSERT_OK(atlas_teardown_run(t, nullptr, nullptr, nullptr));
 }
 
