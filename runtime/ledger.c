@@ -155,6 +155,20 @@ static const atlas_ledger_entry *find_freed(const atlas_ledger *l,
   return NULL;
 }
 
+// The live allocation whose bytes (or red zone) hold `addr`, if any: a walk
+// of the whole table, only on the error path of a free.
+static const atlas_ledger_entry *find_containing(const atlas_ledger *l,
+                                                 uintptr_t addr) {
+  for (size_t i = 0; i < l->capacity; ++i) {
+    const atlas_ledger_entry *e = &l->slots[i].entry;
+    if (l->slots[i].used && addr > e->addr &&
+        addr - e->addr < e->bytes + e->redzone_bytes) {
+      return e;
+    }
+  }
+  return NULL;
+}
+
 atlas_status atlas_ledger_remove(atlas_ledger *ledger, uintptr_t addr,
                                  atlas_ledger_entry *out_entry) {
   return atlas_ledger_remove_if(ledger, addr, NULL, NULL, out_entry);
@@ -181,6 +195,14 @@ atlas_status atlas_ledger_remove_if(atlas_ledger *ledger, uintptr_t addr,
           "double free of 0x%" PRIxPTR ": its %zu bytes (allocation #%" PRIu64
           " at %s:%d (%s)) were already freed",
           addr, f->bytes, f->index, f->site.file, f->site.line, f->site.func);
+    } else if ((f = find_containing(ledger, addr)) != NULL) {
+      status = atlas_status_make(
+          ATLAS_STATUS_INVALID_ARGUMENT,
+          "free of 0x%" PRIxPTR ", which is %zu bytes into allocation #%" PRIu64
+          " (0x%" PRIxPTR ", %zu bytes, allocated at %s:%d (%s)); free the "
+          "address the allocation returned",
+          addr, (size_t)(addr - f->addr), f->index, f->addr, f->bytes,
+          f->site.file, f->site.line, f->site.func);
     } else {
       status = atlas_status_make(
           ATLAS_STATUS_INVALID_ARGUMENT,

@@ -44,7 +44,8 @@ ATLAS_MUST_USE atlas_status atlas_ledger_insert(atlas_ledger *ledger, uintptr_t 
 
 // Forgets an allocation and returns its entry. A free of an address the
 // ledger does not hold is an error that says whether it was freed before
-// (and where it had been allocated) or never allocated here.
+// (and where it had been allocated), lies inside a live allocation (named),
+// or was never allocated here.
 ATLAS_MUST_USE atlas_status atlas_ledger_remove(atlas_ledger *ledger, uintptr_t addr,
                                  atlas_ledger_entry *out_entry);
 

@@ -55,6 +55,23 @@ TEST_F(LedgerTest, DoubleFreeNamesTheAllocationSite) {
                 ATLAS_STATUS_INVALID_ARGUMENT, "never allocated");
 }
 
+// A pointer into a live allocation is not "never allocated": the error names
+// the allocation it lies in, and that allocation stays live.
+TEST_F(LedgerTest, FreeOfAnInteriorPointerNamesItsAllocation) {
+  ASSERT_OK(atlas_ledger_insert(l_, 0x1000, 10, 6, ATLAS_MEM_DEVICE,
+                                Site("model.c", 42, "load"), nullptr));
+  EXPECT_STATUS(atlas_ledger_remove(l_, 0x1001, nullptr),
+                ATLAS_STATUS_INVALID_ARGUMENT,
+                "which is 1 bytes into allocation #1 (0x1000, 10 bytes, "
+                "allocated at model.c:42 (load))");
+  EXPECT_STATUS(atlas_ledger_remove(l_, 0x100f, nullptr),  // in its red zone
+                ATLAS_STATUS_INVALID_ARGUMENT, "15 bytes into allocation #1");
+  EXPECT_STATUS(atlas_ledger_remove(l_, 0x1010, nullptr),  // past both
+                ATLAS_STATUS_INVALID_ARGUMENT, "never allocated");
+  EXPECT_EQ(atlas_ledger_live_count(l_), 1u);
+  ASSERT_OK(atlas_ledger_remove(l_, 0x1000, nullptr));
+}
+
 TEST_F(LedgerTest, ManyEntriesSurviveGrowthAndDeletion) {
   const uintptr_t n = 100000;
   for (uintptr_t i = 1; i <= n; ++i) {
