@@ -312,7 +312,7 @@ static int64_t default_max_positions(atlas_llama_family f) {
   switch (f) {
     case ATLAS_LLAMA_FAMILY_QWEN2:
     case ATLAS_LLAMA_FAMILY_QWEN3: return 32768;
-    case ATLAS_LLAMA_FAMILY_MISTRAL: return 4096 * 32;
+    case ATLAS_LLAMA_FAMILY_MISTRAL: return 131072;  // MistralConfig: 4096 * 32
     default: return 2048;
   }
 }
