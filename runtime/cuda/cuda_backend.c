@@ -867,16 +867,6 @@ atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
     status = atlas_backend_read_switch_env("ATLAS_LAUNCH_OVERLAP", &overlap_on);
   }
   cb->overlap = major >= 9 && overlap_on;
-  // ATLAS_CUBLASLT: 0 (off), 1 (on, the default) or the library's path.
-  const char *blas_env = getenv("ATLAS_CUBLASLT");
-  if (status == ATLAS_OK && blas_env != NULL && blas_env[0] != '\0' &&
-      strcmp(blas_env, "0") != 0 && strcmp(blas_env, "1") != 0 &&
-      strchr(blas_env, '/') == NULL) {
-    status = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                               "ATLAS_CUBLASLT='%.200s' is neither 0 (off), "
-                               "1 (on) nor a path to libcublasLt.so",
-                               blas_env);
-  }
   if (status == ATLAS_OK) {
     status = atlas_cuda_staging_create(cu, name, &cb->staging);
   }
@@ -911,7 +901,8 @@ atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
   }
   if (status == ATLAS_OK) {
     // Read once here, as ATLAS_REDZONE is: hot paths never call getenv.
-    status = atlas_cuda_blas_create(&cb->base, blas_env, &cb->blas);
+    status = atlas_cuda_blas_create(&cb->base, getenv("ATLAS_CUBLASLT"),
+                                    &cb->blas);
   }
   if (status != ATLAS_OK) {
     status = atlas_status_join(status, atlas_backend_base_deinit(&cb->base));

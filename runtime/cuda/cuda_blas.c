@@ -244,6 +244,13 @@ atlas_status atlas_cuda_blas_create(atlas_backend *backend, const char *setting,
                                     atlas_cuda_blas **out_blas) {
   *out_blas = NULL;
   const atlas_log_sink *sink = atlas_backend_log_sink(backend);
+  if (setting != NULL && setting[0] != '\0' && strcmp(setting, "0") != 0 &&
+      strcmp(setting, "1") != 0 && strchr(setting, '/') == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "ATLAS_CUBLASLT='%.200s' is neither 0 (off), 1 "
+                             "(on) nor a path to libcublasLt.so",
+                             setting);
+  }
   if (setting != NULL && strcmp(setting, "0") == 0) {
     atlas_log(sink, ATLAS_LOG_INFO,
               "%s: cuBLASLt disabled (ATLAS_CUBLASLT=0); 16-bit matrix "

@@ -32,12 +32,13 @@ typedef struct atlas_cuda_blas atlas_cuda_blas;
 
 // Loads cuBLASLt for `backend` (its context must be current on this thread)
 // and makes its handle. `setting` is ATLAS_CUBLASLT as read at backend
-// creation (NULL when unset): "0" disables cuBLASLt; a value with a '/' is the
-// library's path. When the library is absent or disabled, *out_blas is NULL,
+// creation (NULL when unset): "0" disables cuBLASLt; "1", "" and NULL look
+// for it where it is usually installed; a value with a '/' is the library's
+// path; anything else is INVALID_ARGUMENT naming the variable. When the library is absent or disabled, *out_blas is NULL,
 // the status is OK and one INFO line on the backend's sink says that Atlas
 // uses its own kernels; a library that loads but will not start (symbols
 // missing, cublasLtCreate failing) is treated the same, with one WARNING line.
-// Fails only when the host is out of memory.
+// Otherwise fails only when the host is out of memory.
 ATLAS_MUST_USE atlas_status atlas_cuda_blas_create(atlas_backend *backend,
                                                    const char *setting,
                                                    atlas_cuda_blas **out_blas);
