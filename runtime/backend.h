@@ -33,8 +33,8 @@ typedef struct atlas_op_cache atlas_op_cache;
 // Fault injection: make the k-th operation of a kind (counted from the time
 // the fault is set) fail with ABORTED. Per backend, never global. From the
 // outside: ATLAS_FAULT=kind:n[,kind:n...] (kinds: alloc, copy, stream,
-// event, launch, host-alloc), read once when a backend is built, fails the
-// n-th operation of that kind on every backend built while it is set.
+// event, launch, host-alloc, free), read once when a backend is built, fails
+// the n-th operation of that kind on every backend built while it is set.
 typedef enum atlas_fault_kind {
   ATLAS_FAULT_ALLOC = 0,  // alloc, alloc_managed (device memory)
   ATLAS_FAULT_COPY,       // every h2d/d2h/d2d copy, sync or async
@@ -42,10 +42,13 @@ typedef enum atlas_fault_kind {
   ATLAS_FAULT_EVENT,      // event_create
   ATLAS_FAULT_LAUNCH,     // launch, launch_typed, launch_graph, matmul
   ATLAS_FAULT_HOST_ALLOC, // pinned_alloc (host memory)
+  // free, pinned_free of a live allocation: the device's release is not
+  // called (as if it refused), so the allocation stays live on the ledger.
+  ATLAS_FAULT_FREE,
   ATLAS_FAULT_KIND_COUNT,
 } atlas_fault_kind;
 
-// "alloc", "copy", "stream", "event", "launch", "host-alloc".
+// "alloc", "copy", "stream", "event", "launch", "host-alloc", "free".
 const char *atlas_fault_kind_name(atlas_fault_kind kind);
 
 // Options read when a backend is built. Environment switches are read once at
@@ -107,7 +110,9 @@ ATLAS_MUST_USE atlas_status atlas_backend_pinned_alloc_at(atlas_backend *b, size
   atlas_backend_pinned_alloc_at((b), (bytes), ATLAS_SITE, (out))
 // Under ATLAS_REDZONE a free (and the sweep) first reads the allocation's
 // band: a write past its end is DATA_LOSS naming the allocation; the memory
-// is freed all the same.
+// is freed all the same. A release the device refuses (or an injected `free`
+// fault) returns that error and leaves the allocation live on the ledger,
+// marked release_failed, for a later free or the sweep.
 ATLAS_MUST_USE atlas_status atlas_backend_free(atlas_backend *b, void *ptr);
 ATLAS_MUST_USE atlas_status atlas_backend_pinned_free(atlas_backend *b, void *ptr);
 // Device address through which a kernel reaches pinned host memory.
@@ -122,7 +127,9 @@ atlas_ledger *atlas_backend_ledger(atlas_backend *b);
 ATLAS_MUST_USE atlas_status atlas_backend_alloc_report(atlas_backend *b, size_t top_n,
                                         double min_mb, char **out_text);
 ATLAS_MUST_USE atlas_status atlas_backend_alloc_report_json(atlas_backend *b, char **out_json);
-// Frees everything still on the ledger and says what it was.
+// Frees everything still on the ledger and says what it was; what the
+// device refuses to free stays live (out_result->unfreed_count) and the
+// status names it.
 ATLAS_MUST_USE atlas_status atlas_backend_sweep_unreleased(atlas_backend *b,
                                             atlas_sweep_result *out_result);
 

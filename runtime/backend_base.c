@@ -38,6 +38,7 @@ const char *atlas_fault_kind_name(atlas_fault_kind kind) {
     case ATLAS_FAULT_EVENT: return "event";
     case ATLAS_FAULT_LAUNCH: return "launch";
     case ATLAS_FAULT_HOST_ALLOC: return "host-alloc";
+    case ATLAS_FAULT_FREE: return "free";
     case ATLAS_FAULT_KIND_COUNT: break;
   }
   return "?";
@@ -67,7 +68,7 @@ static atlas_status read_fault_env(atlas_fault_state *faults) {
       return atlas_status_make(
           ATLAS_STATUS_INVALID_ARGUMENT,
           "ATLAS_FAULT='%.200s' is not kind:n[,kind:n...] with kind one of "
-          "alloc, copy, stream, event, launch, host-alloc and n >= 1",
+          "alloc, copy, stream, event, launch, host-alloc, free and n >= 1",
           text);
     }
     faults->fail_at[kind] = (uint64_t)n;
@@ -141,8 +142,13 @@ atlas_status atlas_backend_base_deinit(atlas_backend *b) {
     // Last-resort reclamation is expected after a failed load; say what it
     // had to free so a leak on the clean path is visible.
     atlas_log(&b->log, ATLAS_LOG_WARNING, "backend %s reclaimed %zu unreleased allocations (%zu bytes) "
-              "at destroy:\n%s",
-              b->name, swept.count, swept.bytes, swept.sites ? swept.sites : "");
+              "at destroy%s:\n%s",
+              b->name, swept.count, swept.bytes,
+              swept.unfreed_count > 0 ? "; the device refused to free some "
+                                        "(the status names them), which "
+                                        "stay allocated"
+                                      : "",
+              swept.sites ? swept.sites : "");
   }
   atlas_sweep_result_free(&swept);
   atlas_backend_base_drop_modules(b);
@@ -288,12 +294,24 @@ atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
     }
     atlas_status_free(waited);
   }
-  status = b->vtable->raw_free(b, ptr, entry.bytes + entry.redzone_bytes, entry.kind);
-  return atlas_status_join(
-      zone, atlas_status_annotate(
-                status, "%s: freeing %zu bytes allocated at %s:%d (%s)",
-                b->name, entry.bytes, entry.site.file, entry.site.line,
-                entry.site.func));
+  status = atlas_backend_base_fault_check(b, ATLAS_FAULT_FREE, "free");
+  if (status == ATLAS_OK) {
+    status = b->vtable->raw_free(b, ptr, entry.bytes + entry.redzone_bytes, entry.kind);
+  }
+  if (status != ATLAS_OK) {
+    // The device still holds the memory: it stays live (marked), so live
+    // bytes and reports count it and the sweep frees and names it.
+    status = atlas_status_join(
+        atlas_status_annotate(
+            status,
+            "%s: freeing %zu bytes allocated at %s:%d (%s) failed; they "
+            "stay live on the ledger until a later free or the sweep "
+            "releases them",
+            b->name, entry.bytes, entry.site.file, entry.site.line,
+            entry.site.func),
+        atlas_ledger_restore(b->ledger, &entry));
+  }
+  return atlas_status_join(zone, status);
 }
 
 atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
@@ -313,12 +331,20 @@ atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
       // A leaked buffer's overrun is still an overrun: read its band first.
       atlas_status zone = atlas_backend_base_check_redzone(
           b, &e, "by the sweep of unreleased memory");
-      s = atlas_status_join(
-          zone, atlas_status_annotate(
-                    b->vtable->raw_free(b, (void *)e.addr,
-                                        e.bytes + e.redzone_bytes, e.kind),
-                    "sweep: freeing %zu bytes allocated at %s:%d (%s)",
-                    e.bytes, e.site.file, e.site.line, e.site.func));
+      atlas_status freed = b->vtable->raw_free(
+          b, (void *)e.addr, e.bytes + e.redzone_bytes, e.kind);
+      if (freed != ATLAS_OK) {
+        // Still held by the device: keep it live, as a free does.
+        out_result->unfreed_count++;
+        out_result->unfreed_bytes += e.bytes;
+        freed = atlas_status_join(
+            atlas_status_annotate(
+                freed, "sweep: freeing %zu bytes allocated at %s:%d (%s) "
+                       "failed; they stay live on the ledger",
+                e.bytes, e.site.file, e.site.line, e.site.func),
+            atlas_ledger_restore(b->ledger, &e));
+      }
+      s = atlas_status_join(zone, freed);
       out_result->count++;
       out_result->bytes += e.bytes;
     }

@@ -116,11 +116,36 @@ atlas_status atlas_ledger_insert(atlas_ledger *ledger, uintptr_t addr,
                                ledger->capacity);
   } else {
     atlas_ledger_entry e = {addr, bytes, redzone_bytes, ledger->next_index++,
-                            kind, site};
+                            kind, site, false};
     place(ledger->slots, ledger->capacity, &e);
     ledger->count++;
     ledger->live_bytes += bytes;
     if (out_index != NULL) *out_index = e.index;
+  }
+  pthread_mutex_unlock(&ledger->mutex);
+  return status;
+}
+
+atlas_status atlas_ledger_restore(atlas_ledger *ledger,
+                                  const atlas_ledger_entry *entry) {
+  atlas_status status = ATLAS_OK;
+  pthread_mutex_lock(&ledger->mutex);
+  if (find_slot(ledger, entry->addr) != NULL) {
+    status = atlas_status_make(
+        ATLAS_STATUS_INTERNAL,
+        "ledger: cannot keep 0x%" PRIxPTR " (allocated at %s:%d (%s)) live: "
+        "the address was handed out again",
+        entry->addr, entry->site.file, entry->site.line, entry->site.func);
+  } else if ((ledger->count + 1) * 4 > ledger->capacity * 3 && !grow(ledger)) {
+    status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "ledger: cannot grow its table past %zu slots",
+                               ledger->capacity);
+  } else {
+    atlas_ledger_entry e = *entry;
+    e.release_failed = true;
+    place(ledger->slots, ledger->capacity, &e);
+    ledger->count++;
+    ledger->live_bytes += e.bytes;
   }
   pthread_mutex_unlock(&ledger->mutex);
   return status;

@@ -28,6 +28,10 @@ typedef struct atlas_ledger_entry {
   uint64_t index;        // creation index, 1-based, unique per ledger
   atlas_mem_kind kind;
   atlas_site site;
+  // The device refused to free it (the free returned that error): the memory
+  // is still held, so it stays live here until a later free or the sweep
+  // releases it, and the reports count it apart.
+  bool release_failed;
 } atlas_ledger_entry;
 
 typedef struct atlas_ledger atlas_ledger;
@@ -57,6 +61,12 @@ ATLAS_MUST_USE atlas_status atlas_ledger_remove_if(atlas_ledger *ledger, uintptr
                                     atlas_ledger_check check, void *check_ctx,
                                     atlas_ledger_entry *out_entry);
 
+// Puts back an entry that remove returned, because the device refused to
+// release its memory: same address, bytes, site and creation index, marked
+// release_failed. Fails if the address is live again.
+ATLAS_MUST_USE atlas_status atlas_ledger_restore(atlas_ledger *ledger,
+                                                 const atlas_ledger_entry *entry);
+
 // Looks up a live allocation (NOT_FOUND if not live).
 ATLAS_MUST_USE atlas_status atlas_ledger_find(atlas_ledger *ledger, uintptr_t addr,
                                atlas_ledger_entry *out_entry);
@@ -79,20 +89,28 @@ ATLAS_MUST_USE atlas_status atlas_ledger_snapshot_unordered(atlas_ledger *ledger
 //   "9.70 GB across 48 allocations  runtime/arch/<family>/load.c:212 (load_layers)"
 // At most `top_n` site lines (0: all); sites below `min_mb` megabytes are
 // folded into one remainder line. The lines sum to the live total, which is
-// printed last. The caller frees *out_text.
+// printed last, then (only when there are any) the allocations whose release
+// the device refused: "release failed: 1.00 kB (1000 bytes) in 1 allocation
+// ...". The caller frees *out_text.
 ATLAS_MUST_USE atlas_status atlas_ledger_report_text(atlas_ledger *ledger, size_t top_n,
                                       double min_mb, char **out_text);
 
 // The same report as JSON: {"live_bytes":N,"live_count":N,"sites":[{"file":..,
-// "line":..,"func":..,"bytes":..,"count":..}, ...]} (all sites, biggest first).
-// The caller frees *out_json.
+// "line":..,"func":..,"bytes":..,"count":..}, ...], "release_failed_bytes":N,
+// "release_failed_count":N} (all sites, biggest first; the last two count
+// the live allocations whose release the device refused). The caller frees
+// *out_json.
 ATLAS_MUST_USE atlas_status atlas_ledger_report_json(atlas_ledger *ledger, char **out_json);
 
-// What a sweep of unreleased allocations found and freed.
+// What a sweep of unreleased allocations found (each one a leak) and freed.
 typedef struct atlas_sweep_result {
-  size_t count;
+  size_t count;  // allocations found
   size_t bytes;
   char *sites;  // report naming the sites (malloc'd; NULL when count == 0)
+  // Of those, the ones the device refused to free: still held, still live
+  // on the ledger (release_failed), each named in the sweep's status.
+  size_t unfreed_count;
+  size_t unfreed_bytes;
 } atlas_sweep_result;
 
 void atlas_sweep_result_free(atlas_sweep_result *result);

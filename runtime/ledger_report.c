@@ -96,6 +96,11 @@ atlas_status atlas_site_report_build(const atlas_ledger_entry *entries,
   ATLAS_RETURN_IF_ERROR(aggregate(entries, count, &rows, &n));
   if (rows == NULL) return ATLAS_OK;  // aggregate only leaves NULL on error
   for (size_t i = 0; i < n; ++i) out_report->live_bytes += rows[i].bytes;
+  for (size_t i = 0; i < count; ++i) {
+    if (!entries[i].release_failed) continue;
+    out_report->release_failed_bytes += entries[i].bytes;
+    out_report->release_failed_count++;
+  }
   qsort(rows, n, sizeof(*rows), total_by_bytes);
   // Fold small sites and those past top_n into one remainder row.
   double min_bytes = min_mb * 1e6;
@@ -186,6 +191,17 @@ atlas_status atlas_site_report_text(const atlas_site_report *report,
   atlas_format_bytes(report->live_bytes, amount, sizeof(amount));
   ok = ok && sb_printf(&sb, "live: %s (%zu bytes) in %zu allocations\n", amount,
                        report->live_bytes, report->live_count);
+  if (ok && report->release_failed_count > 0) {
+    atlas_format_bytes(report->release_failed_bytes, amount, sizeof(amount));
+    ok = sb_printf(&sb,
+                   "release failed: %s (%zu bytes) in %zu %s of those: the "
+                   "device refused to free them, so it still holds them (a "
+                   "later free or the sweep releases them)\n",
+                   amount, report->release_failed_bytes,
+                   report->release_failed_count,
+                   report->release_failed_count == 1 ? "allocation"
+                                                     : "allocations");
+  }
   if (!ok) {
     free(sb.data);
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -235,6 +251,12 @@ atlas_status atlas_ledger_report_json(atlas_ledger *ledger, char **out_json) {
                            json_integer((json_int_t)report.live_bytes)) == 0 &&
        json_object_set_new(root, "live_count",
                            json_integer((json_int_t)report.live_count)) == 0 &&
+       json_object_set_new(
+           root, "release_failed_bytes",
+           json_integer((json_int_t)report.release_failed_bytes)) == 0 &&
+       json_object_set_new(
+           root, "release_failed_count",
+           json_integer((json_int_t)report.release_failed_count)) == 0 &&
        json_object_set(root, "sites", sites) == 0;
   char *text = ok ? json_dumps(root, JSON_INDENT(2)) : NULL;
   json_decref(sites);

@@ -22,6 +22,9 @@ typedef struct atlas_site_report {
   size_t row_count;
   size_t live_bytes;       // sum of rows[].bytes, always
   size_t live_count;
+  // Of those, the allocations whose release the device refused (still held).
+  size_t release_failed_bytes;
+  size_t release_failed_count;
 } atlas_site_report;
 
 // Aggregates by site. At most `top_n` site rows (0: no limit); sites past

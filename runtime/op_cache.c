@@ -126,8 +126,9 @@ atlas_status atlas_op_cache_scratch(atlas_op_cache *cache, const char *name,
     *s = (scratch_buf){copy, NULL, 0};
   }
   if (s->ptr != NULL) {
-    // A failed free (a red-zone overrun, the driver) has still taken the
-    // buffer off the ledger: forget it first, or destroy frees it twice.
+    // A failed free has either released the buffer anyway (a red-zone
+    // overrun) or left it live on the ledger for the sweep (the device
+    // refused): forget it first either way, or destroy frees it twice.
     void *old = s->ptr;
     s->ptr = NULL;
     s->bytes = 0;

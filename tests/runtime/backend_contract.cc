@@ -378,6 +378,65 @@ TEST_P(BackendContract, InjectedFaultsFailExactlyTheKth) {
   ASSERT_OK(atlas_backend_free(b.get(), p[2]));
 }
 
+// A free the device refuses leaves the memory held: it stays live on the
+// ledger (counted, reported as a failed release) until a later free or the
+// sweep releases it, and the sweep names it as unreleased.
+TEST_P(BackendContract, FreeTheDeviceRefusesStaysLiveForTheSweep) {
+  Backend b;
+  MAKE_OR_SKIP(b);
+  void *p = nullptr, *q = nullptr, *pinned = nullptr;
+  ASSERT_OK(atlas_backend_alloc(b.get(), 1000, &p));
+  ASSERT_OK(atlas_backend_alloc(b.get(), 24, &q));
+  ASSERT_OK(atlas_backend_pinned_alloc(b.get(), 16, &pinned));
+  uint64_t frees = atlas_backend_op_count(b.get(), ATLAS_FAULT_FREE);
+  atlas_backend_inject_fault(b.get(), ATLAS_FAULT_FREE, 1);
+  StatusResult refused = Take(atlas_backend_free(b.get(), p));
+  EXPECT_EQ(refused.code, ATLAS_STATUS_ABORTED) << refused.message;
+  EXPECT_NE(refused.message.find("injected fault: free #"), std::string::npos)
+      << refused.message;
+  EXPECT_NE(refused.message.find("freeing 1000 bytes allocated at "
+                                 "tests/runtime/backend_contract.cc:"),
+            std::string::npos)
+      << refused.message;
+  EXPECT_NE(refused.message.find("stay live on the ledger"), std::string::npos)
+      << refused.message;
+  EXPECT_EQ(atlas_backend_op_count(b.get(), ATLAS_FAULT_FREE), frees + 1);
+  EXPECT_EQ(atlas_backend_live_bytes(b.get()), 1040u) << "the device holds it";
+  EXPECT_EQ(atlas_backend_live_alloc_count(b.get()), 3u);
+  char *text = nullptr;
+  ASSERT_OK(atlas_backend_alloc_report(b.get(), 0, 0.0, &text));
+  std::string report(text);
+  free(text);
+  EXPECT_NE(report.find("release failed: 1.00 kB (1000 bytes) in 1 allocation"),
+            std::string::npos)
+      << report;
+  char *json = nullptr;
+  ASSERT_OK(atlas_backend_alloc_report_json(b.get(), &json));
+  EXPECT_NE(std::string(json).find("\"release_failed_bytes\": 1000"),
+            std::string::npos)
+      << json;
+  free(json);
+  // A pinned free refused the same way; a second free of it succeeds.
+  atlas_backend_inject_fault(b.get(), ATLAS_FAULT_FREE, 1);
+  EXPECT_STATUS(atlas_backend_pinned_free(b.get(), pinned),
+                ATLAS_STATUS_ABORTED, "injected fault: free #");
+  EXPECT_EQ(atlas_backend_live_bytes(b.get()), 1040u);
+  ASSERT_OK(atlas_backend_pinned_free(b.get(), pinned));
+  ASSERT_OK(atlas_backend_free(b.get(), q));
+  // The sweep finds the refused one and frees it, naming its site.
+  atlas_sweep_result r;
+  ASSERT_OK(atlas_backend_sweep_unreleased(b.get(), &r));
+  EXPECT_EQ(r.count, 1u);
+  EXPECT_EQ(r.bytes, 1000u);
+  EXPECT_EQ(r.unfreed_count, 0u);
+  ASSERT_NE(r.sites, nullptr);
+  EXPECT_NE(std::string(r.sites).find("backend_contract.cc"), std::string::npos)
+      << r.sites;
+  atlas_sweep_result_free(&r);
+  EXPECT_EQ(atlas_backend_live_alloc_count(b.get()), 0u);
+  EXPECT_EQ(atlas_backend_live_bytes(b.get()), 0u);
+}
+
 TEST_P(BackendContract, RedZonesCatchEveryOverrunLength) {
   ScopedEnv env("ATLAS_REDZONE", "32");
   Backend b;

@@ -87,6 +87,37 @@ TEST(BackendFrontDoor, LedgerReportsAndSweepNeedOnlyRawMemory) {
   EXPECT_EQ(m.calls().h2d + m.calls().memset, 0);
 }
 
+// A raw_free that fails leaves the memory with the device: the sweep keeps
+// it live on the ledger, counts it as unfreed and names it in its status; a
+// later sweep frees it.
+TEST(BackendFrontDoor, SweepKeepsWhatTheDeviceRefusesToFree) {
+  Minimal m;
+  void *p = nullptr, *q = nullptr;
+  ASSERT_OK(atlas_backend_alloc(m.get(), 1000, &p));
+  ASSERT_OK(atlas_backend_alloc(m.get(), 24, &q));
+  atlas_minimal_backend_refuse_frees(m.get(), 1);  // the newest first: q
+  atlas_sweep_result sweep;
+  EXPECT_STATUS(atlas_backend_sweep_unreleased(m.get(), &sweep),
+                ATLAS_STATUS_INTERNAL,
+                "sweep: freeing 24 bytes allocated at "
+                "tests/runtime/backend_front_door_test.cc:");
+  EXPECT_EQ(sweep.count, 2u);
+  EXPECT_EQ(sweep.bytes, 1024u);
+  EXPECT_EQ(sweep.unfreed_count, 1u);
+  EXPECT_EQ(sweep.unfreed_bytes, 24u);
+  atlas_sweep_result_free(&sweep);
+  EXPECT_EQ(atlas_backend_live_bytes(m.get()), 24u);
+  atlas_ledger_entry e;
+  ASSERT_OK(atlas_ledger_find(atlas_backend_ledger(m.get()), (uintptr_t)q, &e));
+  EXPECT_TRUE(e.release_failed);
+  EXPECT_EQ(e.index, 2u) << "the same allocation, not a new one";
+  ASSERT_OK(atlas_backend_sweep_unreleased(m.get(), &sweep));
+  EXPECT_EQ(sweep.count, 1u);
+  EXPECT_EQ(sweep.unfreed_count, 0u);
+  atlas_sweep_result_free(&sweep);
+  EXPECT_EQ(atlas_backend_live_alloc_count(m.get()), 0u);
+}
+
 TEST(BackendFrontDoor, RedZonesWorkThroughRawReadAndFill) {
   setenv("ATLAS_REDZONE", "16", 1);
   Minimal m;

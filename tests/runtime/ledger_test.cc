@@ -55,6 +55,42 @@ TEST_F(LedgerTest, DoubleFreeNamesTheAllocationSite) {
                 ATLAS_STATUS_INVALID_ARGUMENT, "never allocated");
 }
 
+// A release the device refused: the entry goes back as it was (index, site),
+// marked, counted live again and reported apart.
+TEST_F(LedgerTest, RestoreKeepsARefusedReleaseLive) {
+  ASSERT_OK(atlas_ledger_insert(l_, 0x1000, 10, 0, ATLAS_MEM_DEVICE,
+                                Site("model.c", 42, "load"), nullptr));
+  ASSERT_OK(atlas_ledger_insert(l_, 0x2000, 20, 0, ATLAS_MEM_DEVICE,
+                                Site("model.c", 43, "load"), nullptr));
+  atlas_ledger_entry e;
+  ASSERT_OK(atlas_ledger_remove(l_, 0x1000, &e));
+  ASSERT_OK(atlas_ledger_restore(l_, &e));
+  EXPECT_STATUS(atlas_ledger_restore(l_, &e), ATLAS_STATUS_INTERNAL,
+                "handed out again");
+  EXPECT_EQ(atlas_ledger_live_bytes(l_), 30u);
+  EXPECT_EQ(atlas_ledger_live_count(l_), 2u);
+  atlas_ledger_entry back;
+  ASSERT_OK(atlas_ledger_find(l_, 0x1000, &back));
+  EXPECT_EQ(back.index, 1u);
+  EXPECT_TRUE(back.release_failed);
+  char *text = nullptr;
+  ASSERT_OK(atlas_ledger_report_text(l_, 0, 0.0, &text));
+  EXPECT_NE(std::string(text).find("live: 30 B (30 bytes) in 2 allocations\n"
+                                   "release failed: 10 B (10 bytes) in 1 "
+                                   "allocation of those"),
+            std::string::npos)
+      << text;
+  free(text);
+  // Freed at last: gone, and a second free is a double free.
+  ASSERT_OK(atlas_ledger_remove(l_, 0x1000, nullptr));
+  EXPECT_STATUS(atlas_ledger_remove(l_, 0x1000, nullptr),
+                ATLAS_STATUS_FAILED_PRECONDITION, "double free");
+  ASSERT_OK(atlas_ledger_report_text(l_, 0, 0.0, &text));
+  EXPECT_EQ(std::string(text).find("release failed"), std::string::npos)
+      << text;
+  free(text);
+}
+
 // A pointer into a live allocation is not "never allocated": the error names
 // the allocation it lies in, and that allocation stays live.
 TEST_F(LedgerTest, FreeOfAnInteriorPointerNamesItsAllocation) {

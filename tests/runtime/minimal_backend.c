@@ -9,6 +9,7 @@
 typedef struct minimal_backend {
   atlas_backend base;  // first member: the backend contract
   atlas_minimal_calls calls;
+  int refuse_frees;  // raw_frees still to refuse
   char stream_token, graph_token, event_token;  // addresses as handles
 } minimal_backend;
 
@@ -34,9 +35,12 @@ static atlas_status min_raw_alloc(atlas_backend *b, size_t bytes,
 
 static atlas_status min_raw_free(atlas_backend *b, void *ptr, size_t bytes,
                                  atlas_mem_kind kind) {
-  (void)b;
-  (void)bytes;
   (void)kind;
+  if (as_min(b)->refuse_frees > 0) {
+    as_min(b)->refuse_frees--;
+    return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                             "minimal: raw_free of %zu bytes refused", bytes);
+  }
   free(ptr);
   return ATLAS_OK;
 }
@@ -204,4 +208,8 @@ atlas_graph *atlas_minimal_backend_graph(atlas_backend *b) {
 
 atlas_event *atlas_minimal_backend_event(atlas_backend *b) {
   return (atlas_event *)&as_min(b)->event_token;
+}
+
+void atlas_minimal_backend_refuse_frees(atlas_backend *b, int n) {
+  as_min(b)->refuse_frees = n;
 }

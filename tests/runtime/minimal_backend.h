@@ -27,6 +27,9 @@ const atlas_minimal_calls *atlas_minimal_backend_calls(atlas_backend *b);
 // A stand-in graph and event (never dereferenced by the backend).
 atlas_graph *atlas_minimal_backend_graph(atlas_backend *b);
 atlas_event *atlas_minimal_backend_event(atlas_backend *b);
+// The next n raw_frees fail (INTERNAL) and free nothing, as a device that
+// refuses a release.
+void atlas_minimal_backend_refuse_frees(atlas_backend *b, int n);
 
 #ifdef __cplusplus
 }  // extern "C"
