@@ -347,6 +347,72 @@ TEST(Llama, FailedLoadAtEveryAllocationLeavesNothing) {
   ASSERT_OK(atlas_backend_destroy(b));
 }
 
+void CollectLines(void *ctx, atlas_log_level, const char *message) {
+  static_cast<std::vector<std::string> *>(ctx)->push_back(message);
+}
+
+// A load that fails and whose cleanup then fails too (a free the device
+// refuses) says both: the caller learns that memory was left behind, once
+// (the status; no log line repeats it), and the ledger still holds that
+// memory until the backend's sweep frees it and names its site.
+TEST(Llama, FailedLoadWhoseCleanupFailsReportsBoth) {
+  std::string dir = MakeCheckpoint("cleanup_fault", "tiny", 7, ATLAS_DTYPE_F32);
+  atlas_checkpoint *ck = nullptr;
+  ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
+  atlas_llama_config config;
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
+  std::vector<std::string> lines;
+  atlas_backend_options o{};
+  o.modules = &atlas_llama_module_set;
+  o.log = atlas_log_sink{CollectLines, &lines, ATLAS_LOG_INFO};
+  atlas_backend *b = nullptr;
+  ASSERT_OK(atlas_host_backend_create(&o, &b));
+  // The last allocation of a clean load fails; by then the weights are
+  // built, so the cleanup has frees to make. Its last one (the weights, the
+  // first resource registered) is refused.
+  atlas_llama_model *model = nullptr;
+  uint64_t before = atlas_backend_op_count(b, ATLAS_FAULT_ALLOC);
+  ASSERT_OK(atlas_llama_load(b, ck, &config, nullptr, &model));
+  uint64_t allocs = atlas_backend_op_count(b, ATLAS_FAULT_ALLOC) - before;
+  ASSERT_OK(atlas_llama_unload(model, nullptr));
+  ASSERT_GE(allocs, 2u);
+  before = atlas_backend_op_count(b, ATLAS_FAULT_FREE);
+  atlas_backend_inject_fault(b, ATLAS_FAULT_ALLOC, allocs);
+  EXPECT_STATUS(atlas_llama_load(b, ck, &config, nullptr, &model),
+                ATLAS_STATUS_ABORTED, "injected fault: allocation");
+  uint64_t frees = atlas_backend_op_count(b, ATLAS_FAULT_FREE) - before;
+  ASSERT_GE(frees, 1u);
+  ASSERT_EQ(atlas_backend_live_alloc_count(b), 0u);
+  lines.clear();
+  atlas_backend_inject_fault(b, ATLAS_FAULT_ALLOC, allocs);
+  atlas_backend_inject_fault(b, ATLAS_FAULT_FREE, frees);
+  StatusResult r = Take(atlas_llama_load(b, ck, &config, nullptr, &model));
+  atlas_backend_inject_fault(b, ATLAS_FAULT_FREE, 0);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_EQ(r.code, ATLAS_STATUS_ABORTED) << r.message;
+  EXPECT_NE(r.message.find("injected fault: allocation"), std::string::npos)
+      << r.message;
+  EXPECT_NE(r.message.find("injected fault: free"), std::string::npos)
+      << "the cleanup's failure is lost: " << r.message;
+  EXPECT_NE(r.message.find("releasing what the failed load had built"),
+            std::string::npos)
+      << r.message;
+  for (const std::string &line : lines) {
+    EXPECT_EQ(line.find("injected fault"), std::string::npos)
+        << "reported twice: " << line;
+  }
+  ASSERT_EQ(atlas_backend_live_alloc_count(b), 1u)
+      << "the refused free is still held";
+  atlas_sweep_result swept;
+  ASSERT_OK(atlas_backend_sweep_unreleased(b, &swept));
+  EXPECT_EQ(swept.count, 1u);
+  EXPECT_NE(std::string(swept.sites ? swept.sites : "").find("llama"),
+            std::string::npos);
+  atlas_sweep_result_free(&swept);
+  atlas_checkpoint_close(ck);
+  ASSERT_OK(atlas_backend_destroy(b));
+}
+
 // Issue #16: the KV cache, the scratch and the prefill scratch are carved
 // from one allocation (about 30 before, each a cuMemAlloc at 60-80 us on the
 // H200), so a load makes a handful of backend allocations whatever the

@@ -695,8 +695,15 @@ atlas_status atlas_llama_load(atlas_backend *backend,
     status = atlas_status_annotate(status, "loading the model in %s",
                                    atlas_checkpoint_dir(checkpoint));
     if (m->teardown != NULL) {
-      // Release what was built; the failure already explains why.
-      atlas_status_free(atlas_teardown_run(m->teardown, NULL, NULL, NULL));
+      // Release what was built. A release that fails leaves memory behind
+      // (on the ledger until the backend's sweep): the caller must hear of
+      // it, and only here (a teardown without a sweep logs nothing).
+      atlas_status cleanup = atlas_teardown_run(m->teardown, NULL, NULL, NULL);
+      status = atlas_status_join(
+          status, atlas_status_annotate(
+                      cleanup, "then releasing what the failed load had "
+                               "built failed too; what it could not release "
+                               "stays on the backend until its sweep"));
     }
     free(m);
     return status;
