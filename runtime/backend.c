@@ -183,7 +183,13 @@ atlas_status atlas_backend_host_ptr_to_device(atlas_backend *b, void *host_ptr,
                              "backend (atlas_backend_pinned_alloc)",
                              b->name, host_ptr);
   }
-  return DISPATCH(b, host_ptr_to_device, host_ptr, out_device_ptr);
+  // Ask for the address raw_alloc returned (what the driver knows); the
+  // leading red zone, if any, is the same distance ahead on the device.
+  void *base_device = NULL;
+  ATLAS_RETURN_IF_ERROR(DISPATCH(b, host_ptr_to_device,
+                                 (char *)host_ptr - e.lead_bytes, &base_device));
+  *out_device_ptr = (char *)base_device + e.lead_bytes;
+  return ATLAS_OK;
 }
 
 size_t atlas_backend_live_bytes(atlas_backend *b) {

@@ -78,13 +78,17 @@ typedef struct atlas_backend_options {
   atlas_log_sink log;
 } atlas_backend_options;
 
-// One violated red zone.
+// One allocation with a violated red zone (either band, or both).
 typedef struct atlas_redzone_violation {
   uint64_t index;        // creation index of the allocation
   uintptr_t addr;
   size_t bytes;          // allocation size
   size_t first_offset;   // offset of the first changed byte past `bytes`
+                         // (SIZE_MAX: the band after is intact)
   atlas_site site;
+  size_t underrun;       // how many bytes before `addr` the changed byte
+                         // nearest to it lies (1: addr - 1; 0: the band
+                         // before is intact)
 } atlas_redzone_violation;
 
 // ---- identity and lifetime -------------------------------------------------
@@ -109,8 +113,8 @@ ATLAS_MUST_USE atlas_status atlas_backend_pinned_alloc_at(atlas_backend *b, size
 #define atlas_backend_pinned_alloc(b, bytes, out) \
   atlas_backend_pinned_alloc_at((b), (bytes), ATLAS_SITE, (out))
 // Under ATLAS_REDZONE a free (and the sweep) first reads the allocation's
-// band: a write past its end is DATA_LOSS naming the allocation; the memory
-// is freed all the same. A release the device refuses (or an injected `free`
+// bands: a write before its start or past its end is DATA_LOSS naming the
+// allocation; the memory is freed all the same. A release the device refuses (or an injected `free`
 // fault) returns that error and leaves the allocation live on the ledger,
 // marked release_failed, for a later free or the sweep.
 ATLAS_MUST_USE atlas_status atlas_backend_free(atlas_backend *b, void *ptr);
@@ -134,15 +138,18 @@ ATLAS_MUST_USE atlas_status atlas_backend_sweep_unreleased(atlas_backend *b,
                                             atlas_sweep_result *out_result);
 
 // ---- red zones (ATLAS_REDZONE=<bytes> at creation) --------------------------
+// Each allocation gets that many guard bytes after it and as many, rounded up
+// to 256 (so the address keeps the allocator's alignment), before it.
 size_t atlas_backend_redzone_bytes(const atlas_backend *b);
 // Reads every guard band back, reports violations (up to max_violations into
-// out_violations, may be NULL), refills violated bands, returns the count.
+// out_violations, may be NULL; one per allocation, either band), refills
+// violated bands, returns the count.
 ATLAS_MUST_USE atlas_status atlas_backend_scan_redzones(atlas_backend *b,
                                          atlas_redzone_violation *out_violations,
                                          size_t max_violations,
                                          size_t *out_count);
-// Fills zones of allocations whose creation index is in [lo, hi) with 0xEE
-// and all others with 0x00. Nothing is allocated, moved or resized.
+// Fills both zones of allocations whose creation index is in [lo, hi) with
+// 0xEE and all others with 0x00. Nothing is allocated, moved or resized.
 ATLAS_MUST_USE atlas_status atlas_backend_poison_redzones(atlas_backend *b, uint64_t lo,
                                            uint64_t hi);
 

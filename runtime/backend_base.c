@@ -225,32 +225,50 @@ atlas_status atlas_backend_base_alloc(atlas_backend *b, size_t bytes,
                                            "host allocation")
           : atlas_backend_base_fault_check(b, ATLAS_FAULT_ALLOC, "allocation"),
       "%s:%d (%s)", site.file, site.line, site.func));
+  // The bands: `pad` bytes after the buffer, `lead` (pad rounded up to the
+  // alignment) before it; the caller gets base + lead.
   size_t pad = b->redzone_bytes;
-  if (bytes > SIZE_MAX - pad) {
+  size_t lead = atlas_redzone_lead_bytes(pad);
+  if (bytes > SIZE_MAX - pad - lead) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: %zu bytes plus a %zu-byte red zone overflow",
-                             b->name, bytes, pad);
+                             "%s: %zu bytes plus %zu bytes of red zones "
+                             "overflow",
+                             b->name, bytes, pad + lead);
   }
-  void *ptr = NULL;
+  size_t total = lead + bytes + pad;
+  void *base = NULL;
   ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
-      b->vtable->raw_alloc(b, bytes + pad, kind, &ptr),
+      b->vtable->raw_alloc(b, total, kind, &base),
       "%s: allocating %zu bytes of %s memory at %s:%d (%s)", b->name, bytes,
       kind_name(kind), site.file, site.line, site.func));
+  char *ptr = (char *)base + lead;
   uint64_t index = 0;
-  atlas_status status = atlas_ledger_insert(b->ledger, (uintptr_t)ptr, bytes,
-                                            pad, kind, site, &index);
+  atlas_status status = atlas_ledger_insert_banded(
+      b->ledger, (uintptr_t)ptr, bytes, lead, pad, kind, site, &index);
   if (status == ATLAS_OK && pad > 0) {
-    status = b->vtable->raw_fill(b, (char *)ptr + bytes,
-                         atlas_backend_base_redzone_fill(b, index), pad);
+    uint8_t fill = atlas_backend_base_redzone_fill(b, index);
+    status = b->vtable->raw_fill(b, base, fill, lead);
+    if (status == ATLAS_OK) {
+      status = b->vtable->raw_fill(b, ptr + bytes, fill, pad);
+    }
     if (status != ATLAS_OK) {
       atlas_status_free(atlas_ledger_remove(b->ledger, (uintptr_t)ptr, NULL));
     }
   }
   if (status != ATLAS_OK) {
-    return atlas_status_join(status, b->vtable->raw_free(b, ptr, bytes + pad, kind));
+    return atlas_status_join(status, b->vtable->raw_free(b, base, total, kind));
   }
   *out_ptr = ptr;
   return ATLAS_OK;
+}
+
+// What raw_alloc returned for an entry, and how many bytes it was asked for.
+static void *entry_base(const atlas_ledger_entry *e) {
+  return (void *)(e->addr - e->lead_bytes);
+}
+
+static size_t entry_span(const atlas_ledger_entry *e) {
+  return e->lead_bytes + e->bytes + e->redzone_bytes;
 }
 
 typedef struct free_check {
@@ -296,7 +314,8 @@ atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
   }
   status = atlas_backend_base_fault_check(b, ATLAS_FAULT_FREE, "free");
   if (status == ATLAS_OK) {
-    status = b->vtable->raw_free(b, ptr, entry.bytes + entry.redzone_bytes, entry.kind);
+    status = b->vtable->raw_free(b, entry_base(&entry), entry_span(&entry),
+                                 entry.kind);
   }
   if (status != ATLAS_OK) {
     // The device still holds the memory: it stays live (marked), so live
@@ -331,8 +350,8 @@ atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
       // A leaked buffer's overrun is still an overrun: read its band first.
       atlas_status zone = atlas_backend_base_check_redzone(
           b, &e, "by the sweep of unreleased memory");
-      atlas_status freed = b->vtable->raw_free(
-          b, (void *)e.addr, e.bytes + e.redzone_bytes, e.kind);
+      atlas_status freed =
+          b->vtable->raw_free(b, entry_base(&e), entry_span(&e), e.kind);
       if (freed != ATLAS_OK) {
         // Still held by the device: keep it live, as a free does.
         out_result->unfreed_count++;

@@ -37,7 +37,8 @@ typedef struct atlas_backend_vtable {
   atlas_status (*destroy)(atlas_backend *b);
   // The primitives the shared ledger code is built on. Addresses are what the
   // backend hands out (device addresses as void*). `bytes` includes the red
-  // zone; raw_free gets what raw_alloc was asked for.
+  // zones; raw_free gets the address raw_alloc returned (not the one past the
+  // leading band that callers hold) and the bytes it was asked for.
   atlas_status (*raw_alloc)(atlas_backend *b, size_t bytes, atlas_mem_kind kind,
                             void **out_ptr);
   atlas_status (*raw_free)(atlas_backend *b, void *ptr, size_t bytes,
@@ -228,8 +229,19 @@ ATLAS_MUST_USE atlas_status atlas_backend_base_fault_check(atlas_backend *b,
 // then 0xEE inside the poisoned range and 0x00 outside it.
 uint8_t atlas_backend_base_redzone_fill(atlas_backend *b, uint64_t index);
 
+// Under ATLAS_REDZONE=<pad> each allocation has `pad` guard bytes after it
+// and atlas_redzone_lead_bytes(pad) before it: pad rounded up to a multiple
+// of ATLAS_REDZONE_ALIGN, so the address a caller gets keeps the alignment
+// raw_alloc gave (cuMemAlloc's 256 bytes; malloc's 16 on the host).
+#define ATLAS_REDZONE_ALIGN ((size_t)256)
+static inline size_t atlas_redzone_lead_bytes(size_t pad) {
+  // pad <= 2^30 (ATLAS_REDZONE's limit): no overflow.
+  return (pad + ATLAS_REDZONE_ALIGN - 1) / ATLAS_REDZONE_ALIGN *
+         ATLAS_REDZONE_ALIGN;
+}
+
 // Ledgered allocation and free on top of raw_alloc / raw_free, with red zones
-// and the alloc / host-alloc fault points.
+// and the alloc / host-alloc / free fault points.
 ATLAS_MUST_USE atlas_status atlas_backend_base_alloc(atlas_backend *b,
                                                      size_t bytes,
                                                      atlas_mem_kind kind,

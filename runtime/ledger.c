@@ -100,6 +100,15 @@ atlas_status atlas_ledger_insert(atlas_ledger *ledger, uintptr_t addr,
                                  size_t bytes, size_t redzone_bytes,
                                  atlas_mem_kind kind, atlas_site site,
                                  uint64_t *out_index) {
+  return atlas_ledger_insert_banded(ledger, addr, bytes, 0, redzone_bytes,
+                                    kind, site, out_index);
+}
+
+atlas_status atlas_ledger_insert_banded(atlas_ledger *ledger, uintptr_t addr,
+                                        size_t bytes, size_t lead_bytes,
+                                        size_t redzone_bytes,
+                                        atlas_mem_kind kind, atlas_site site,
+                                        uint64_t *out_index) {
   atlas_status status = ATLAS_OK;
   pthread_mutex_lock(&ledger->mutex);
   slot *existing = find_slot(ledger, addr);
@@ -115,8 +124,8 @@ atlas_status atlas_ledger_insert(atlas_ledger *ledger, uintptr_t addr,
                                "ledger: cannot grow its table past %zu slots",
                                ledger->capacity);
   } else {
-    atlas_ledger_entry e = {addr, bytes, redzone_bytes, ledger->next_index++,
-                            kind, site, false};
+    atlas_ledger_entry e = {addr, bytes, redzone_bytes, lead_bytes,
+                            ledger->next_index++, kind, site, false};
     place(ledger->slots, ledger->capacity, &e);
     ledger->count++;
     ledger->live_bytes += bytes;
@@ -180,14 +189,15 @@ static const atlas_ledger_entry *find_freed(const atlas_ledger *l,
   return NULL;
 }
 
-// The live allocation whose bytes (or red zone) hold `addr`, if any: a walk
-// of the whole table, only on the error path of a free.
+// The live allocation whose bytes (or red zones) hold `addr`, if any: a
+// walk of the whole table, only on the error path of a free.
 static const atlas_ledger_entry *find_containing(const atlas_ledger *l,
                                                  uintptr_t addr) {
   for (size_t i = 0; i < l->capacity; ++i) {
     const atlas_ledger_entry *e = &l->slots[i].entry;
-    if (l->slots[i].used && addr > e->addr &&
-        addr - e->addr < e->bytes + e->redzone_bytes) {
+    if (!l->slots[i].used || addr == e->addr) continue;
+    if (addr > e->addr ? addr - e->addr < e->bytes + e->redzone_bytes
+                       : e->addr - addr <= e->lead_bytes) {
       return e;
     }
   }
@@ -220,7 +230,15 @@ atlas_status atlas_ledger_remove_if(atlas_ledger *ledger, uintptr_t addr,
           "double free of 0x%" PRIxPTR ": its %zu bytes (allocation #%" PRIu64
           " at %s:%d (%s)) were already freed",
           addr, f->bytes, f->index, f->site.file, f->site.line, f->site.func);
-    } else if ((f = find_containing(ledger, addr)) != NULL) {
+    } else if ((f = find_containing(ledger, addr)) != NULL && addr < f->addr) {
+      status = atlas_status_make(
+          ATLAS_STATUS_INVALID_ARGUMENT,
+          "free of 0x%" PRIxPTR ", which is %zu bytes before allocation #%" PRIu64
+          " (0x%" PRIxPTR ", %zu bytes, allocated at %s:%d (%s)), in its red "
+          "zone; free the address the allocation returned",
+          addr, (size_t)(f->addr - addr), f->index, f->addr, f->bytes,
+          f->site.file, f->site.line, f->site.func);
+    } else if (f != NULL) {
       status = atlas_status_make(
           ATLAS_STATUS_INVALID_ARGUMENT,
           "free of 0x%" PRIxPTR ", which is %zu bytes into allocation #%" PRIu64

@@ -25,6 +25,9 @@ typedef struct atlas_ledger_entry {
   uintptr_t addr;        // what the caller holds
   size_t bytes;          // what the caller asked for
   size_t redzone_bytes;  // guard band after `bytes` (0 without ATLAS_REDZONE)
+  // Guard band before `addr`: the device's allocation starts at
+  // addr - lead_bytes and spans lead_bytes + bytes + redzone_bytes.
+  size_t lead_bytes;
   uint64_t index;        // creation index, 1-based, unique per ledger
   atlas_mem_kind kind;
   atlas_site site;
@@ -45,11 +48,16 @@ ATLAS_MUST_USE atlas_status atlas_ledger_insert(atlas_ledger *ledger, uintptr_t 
                                  size_t bytes, size_t redzone_bytes,
                                  atlas_mem_kind kind, atlas_site site,
                                  uint64_t *out_index);
+// As insert, with a guard band of `lead_bytes` before `addr` as well.
+ATLAS_MUST_USE atlas_status atlas_ledger_insert_banded(
+    atlas_ledger *ledger, uintptr_t addr, size_t bytes, size_t lead_bytes,
+    size_t redzone_bytes, atlas_mem_kind kind, atlas_site site,
+    uint64_t *out_index);
 
 // Forgets an allocation and returns its entry. A free of an address the
 // ledger does not hold is an error that says whether it was freed before
-// (and where it had been allocated), lies inside a live allocation (named),
-// or was never allocated here.
+// (and where it had been allocated), lies inside a live allocation or one of
+// its guard bands (named), or was never allocated here.
 ATLAS_MUST_USE atlas_status atlas_ledger_remove(atlas_ledger *ledger, uintptr_t addr,
                                  atlas_ledger_entry *out_entry);
 

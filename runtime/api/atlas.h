@@ -25,10 +25,11 @@
 //   and a level); a zeroed sink writes "atlas: ..." lines to stderr.
 // - Environment: debugging switches, read when a model's backend is made
 //   (atlas_open, atlas_swap), never on a hot path; unset (or empty) leaves
-//   the default. ATLAS_REDZONE=BYTES guard bands after every device
-//   allocation (default 0: none); ATLAS_DEBUG_SYNC=1 a synchronize after
-//   every launch (default 0); ATLAS_FAULT=kind:n fails the n-th operation
-//   of a kind (tests; README, "Fault sweep"). CUDA only: ATLAS_CUBLASLT=0
+//   the default. ATLAS_REDZONE=BYTES guard bands after (and, rounded up to
+//   256, before) every device allocation (default 0: none);
+//   ATLAS_DEBUG_SYNC=1 a synchronize after every launch (default 0);
+//   ATLAS_FAULT=kind:n fails the n-th operation of a kind (tests; README,
+//   "Fault sweep"). CUDA only: ATLAS_CUBLASLT=0
 //   keeps cuBLASLt out (default 1; a path names the library),
 //   ATLAS_LAUNCH_OVERLAP=0 launch overlap off (default 1). A malformed
 //   value (a switch other than 0 or 1) fails the open, naming the variable.

@@ -471,6 +471,85 @@ TEST_P(BackendContract, RedZonesCatchEveryOverrunLength) {
   for (void *p : bufs) ASSERT_OK(atlas_backend_free(b.get(), p));
 }
 
+// A band before each buffer too: a write just before the start is an
+// underrun, found by the scan, the free and the sweep, while the pointer a
+// caller gets keeps the alignment of the backend's own allocations.
+TEST_P(BackendContract, RedZonesCatchUnderruns) {
+  ScopedEnv env("ATLAS_REDZONE", "32");
+  Backend b;
+  MAKE_OR_SKIP(b);
+  const size_t count = 8;
+  std::vector<void *> bufs(count);
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_OK(atlas_backend_alloc(b.get(), 100 + i, &bufs[i]));
+    // malloc's 16 bytes on the host, cuMemAlloc's 256 on CUDA.
+    size_t align = GetParam().name == "host" ? 16 : 256;
+    EXPECT_EQ((uintptr_t)bufs[i] % align, 0u) << "allocation " << i;
+  }
+  void *pinned = nullptr, *alias = nullptr;
+  ASSERT_OK(atlas_backend_pinned_alloc(b.get(), 10, &pinned));
+  EXPECT_EQ((uintptr_t)pinned % 16, 0u);
+  // Its device address reaches the caller's bytes, not the band before.
+  ASSERT_OK(atlas_backend_host_ptr_to_device(b.get(), pinned, &alias));
+  const uint32_t word = 0x12345678u;
+  ASSERT_OK(atlas_backend_h2d(b.get(), alias, &word, sizeof(word)));
+  ASSERT_OK(atlas_backend_synchronize(b.get()));
+  uint32_t seen = 0;
+  memcpy(&seen, pinned, sizeof(seen));
+  EXPECT_EQ(seen, word);
+  size_t found = 0;
+  ASSERT_OK(atlas_backend_scan_redzones(b.get(), nullptr, 0, &found));
+  EXPECT_EQ(found, 0u);
+  const unsigned char junk = 0x3C;
+  for (size_t before = 1; before <= 32; ++before) {
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_OK(atlas_backend_h2d(b.get(), (char *)bufs[i] - before, &junk, 1));
+    }
+    std::vector<atlas_redzone_violation> v(count + 1);
+    ASSERT_OK(atlas_backend_scan_redzones(b.get(), v.data(), v.size(), &found));
+    ASSERT_EQ(found, count) << "underrun of " << before << " bytes";
+    for (size_t i = 0; i < count; ++i) {
+      EXPECT_EQ(v[i].addr, (uintptr_t)bufs[i]);
+      EXPECT_EQ(v[i].underrun, before);
+      EXPECT_EQ(v[i].first_offset, SIZE_MAX) << "the band after is intact";
+    }
+    ASSERT_OK(atlas_backend_scan_redzones(b.get(), nullptr, 0, &found));
+    ASSERT_EQ(found, 0u) << "the scan refilled the band before";
+  }
+  // Both bands of one buffer at once.
+  ASSERT_OK(atlas_backend_h2d(b.get(), (char *)bufs[0] - 2, &junk, 1));
+  ASSERT_OK(atlas_backend_h2d(b.get(), (char *)bufs[0] + 100 + 5, &junk, 1));
+  atlas_redzone_violation both;
+  ASSERT_OK(atlas_backend_scan_redzones(b.get(), &both, 1, &found));
+  ASSERT_EQ(found, 1u);
+  EXPECT_EQ(both.underrun, 2u);
+  EXPECT_EQ(both.first_offset, 5u);
+  // A free reads the band before too; a free of an address inside that band
+  // names the allocation and changes nothing.
+  EXPECT_STATUS(atlas_backend_free(b.get(), (char *)bufs[1] - 8),
+                ATLAS_STATUS_INVALID_ARGUMENT, "8 bytes before allocation #");
+  ASSERT_OK(atlas_backend_h2d(b.get(), (char *)bufs[1] - 3, &junk, 1));
+  EXPECT_STATUS(atlas_backend_free(b.get(), bufs[1]), ATLAS_STATUS_DATA_LOSS,
+                "buffer underrun: the red zone before allocation #");
+  EXPECT_STATUS(atlas_backend_free(b.get(), bufs[2]), ATLAS_STATUS_OK, "");
+  ASSERT_OK(atlas_backend_h2d(b.get(), (char *)pinned - 1, &junk, 1));
+  EXPECT_STATUS(atlas_backend_pinned_free(b.get(), pinned),
+                ATLAS_STATUS_DATA_LOSS,
+                "written 1 bytes before its start; found when it was freed");
+  // The sweep reads it for what nobody freed.
+  ASSERT_OK(atlas_backend_h2d(b.get(), (char *)bufs[3] - 32, &junk, 1));
+  atlas_sweep_result r;
+  StatusResult swept = Take(atlas_backend_sweep_unreleased(b.get(), &r));
+  EXPECT_EQ(swept.code, ATLAS_STATUS_DATA_LOSS) << swept.message;
+  EXPECT_NE(swept.message.find("written 32 bytes before its start; found by "
+                               "the sweep"),
+            std::string::npos)
+      << swept.message;
+  EXPECT_EQ(r.count, count - 2);
+  atlas_sweep_result_free(&r);
+  EXPECT_EQ(atlas_backend_live_alloc_count(b.get()), 0u);
+}
+
 // A buffer freed (or swept) before any scan: its overrun is still reported,
 // naming the allocation, and its memory still released.
 TEST_P(BackendContract, OverrunIsReportedWhenTheBufferIsFreedOrSwept) {

@@ -125,11 +125,13 @@ TEST(BackendFrontDoor, RedZonesWorkThroughRawReadAndFill) {
   void *p = nullptr;
   ASSERT_OK(atlas_backend_alloc(m.get(), 32, &p));
   static_cast<unsigned char *>(p)[32 + 3] = 0x11;  // past the end
+  static_cast<unsigned char *>(p)[-5] = 0x11;      // before the start
   atlas_redzone_violation v[2];
   size_t found = 0;
   ASSERT_OK(atlas_backend_scan_redzones(m.get(), v, 2, &found));
   ASSERT_EQ(found, 1u);
   EXPECT_EQ(v[0].first_offset, 3u);
+  EXPECT_EQ(v[0].underrun, 5u);
   ASSERT_OK(atlas_backend_scan_redzones(m.get(), v, 2, &found));
   EXPECT_EQ(found, 0u) << "the scan refilled the band";
   ASSERT_OK(atlas_backend_free(m.get(), p));
