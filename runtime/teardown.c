@@ -96,15 +96,18 @@ atlas_status atlas_teardown_run(atlas_teardown *t, atlas_sweep_fn sweep,
                                  atlas_status_annotate(s, "final sweep"));
     if (report.sweep.count > 0 && report.failed == 0) {
       atlas_log(&log, ATLAS_LOG_WARNING, "leak: teardown released everything registered, yet the sweep "
-                "freed %zu allocations (%zu bytes) that no resource covered:\n%s",
+                "found %zu allocations (%zu bytes) that no resource covered and freed %zu of them:\n%s",
                 report.sweep.count, report.sweep.bytes,
+                report.sweep.count - report.sweep.unfreed_count,
                 report.sweep.sites ? report.sweep.sites : "");
     } else if (report.sweep.count > 0) {
       // The failures say which releases broke, not what they left behind:
       // the sweep's sites are the only record of that, so say them too.
-      atlas_log(&log, ATLAS_LOG_WARNING, "teardown: after %zu failed release(s) the sweep freed %zu "
-                "allocations (%zu bytes) still live:\n%s",
+      // What the device refused to free stays live: the sweep only found it.
+      atlas_log(&log, ATLAS_LOG_WARNING, "teardown: after %zu failed release(s) the sweep found %zu "
+                "allocations (%zu bytes) still live and freed %zu of them:\n%s",
                 report.failed, report.sweep.count, report.sweep.bytes,
+                report.sweep.count - report.sweep.unfreed_count,
                 report.sweep.sites ? report.sweep.sites : "");
     }
   }

@@ -20,10 +20,15 @@ static json_t *row_json(const atlas_site_total *r) {
 atlas_status atlas_memory_json(const atlas_site_report *report, size_t top,
                                double min_mb, char **out_json) {
   *out_json = NULL;
-  json_t *root = json_pack("{s:I, s:I, s:I, s:f}", "live_bytes",
-                           (json_int_t)report->live_bytes, "live_count",
-                           (json_int_t)report->live_count, "top",
-                           (json_int_t)top, "min_mb", min_mb);
+  // release_failed_*: the live allocations whose release the device
+  // refused (still held), as the ledger's own JSON report says them.
+  json_t *root = json_pack(
+      "{s:I, s:I, s:I, s:I, s:I, s:f}", "live_bytes",
+      (json_int_t)report->live_bytes, "live_count",
+      (json_int_t)report->live_count, "release_failed_bytes",
+      (json_int_t)report->release_failed_bytes, "release_failed_count",
+      (json_int_t)report->release_failed_count, "top", (json_int_t)top,
+      "min_mb", min_mb);
   json_t *sites = json_array();
   bool ok = root != NULL && sites != NULL &&
             json_object_set(root, "sites", sites) == 0;

@@ -495,6 +495,9 @@ size_t LiveBytes(const atlas_model *model) {
   atlas_free(json);
   EXPECT_NE(root, nullptr);
   size_t live = root ? (size_t)json_integer_value(json_object_get(root, "live_bytes")) : 0;
+  // Nothing here was refused by the device, and the report says so.
+  EXPECT_TRUE(root && json_is_integer(json_object_get(root, "release_failed_count")));
+  EXPECT_EQ(root ? json_integer_value(json_object_get(root, "release_failed_bytes")) : -1, 0);
   json_decref(root);
   return live;
 }
