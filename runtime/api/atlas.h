@@ -71,7 +71,10 @@ typedef struct atlas_open_options {
   // Positions the caller will use (prompt + tokens to generate - 1); 0: no
   // check. When set, atlas_open and atlas_swap refuse (INVALID_ARGUMENT,
   // before allocating anything) a checkpoint whose context, config.json's
-  // max_position_embeddings, is shorter. max_seq alone may exceed it.
+  // max_position_embeddings, is shorter. max_seq alone may exceed it, except
+  // past a model_type llama config's sliding_window, which bounds both (that
+  // model attends to every position, as transformers' forward does; past the
+  // window transformers' generate parts from it).
   int64_t context_needed;
   // The KV cache's element type: "auto" (or NULL: the weights' type for F16
   // and BF16 models, else f32), "f32", "f16" or "bf16" (any case). A 16-bit cache

@@ -104,9 +104,11 @@ typedef struct atlas_arch {
   // The kernels a backend for this architecture is created with.
   const atlas_module_set *modules;
   // The positions the model was made for (config.json's
-  // max_position_embeddings for the Llama family), from a parsed config:
-  // callers that must stay within it check before loading.
-  int64_t (*context)(const void *config);
+  // max_position_embeddings for the Llama family, or model_type llama's
+  // smaller sliding_window), from a parsed config: callers that must stay
+  // within it check before loading. `out_key` (may be NULL) gets the
+  // config.json key that sets it, for messages.
+  int64_t (*context)(const void *config, const char **out_key);
 } atlas_arch;
 
 #ifdef __cplusplus

@@ -157,15 +157,16 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
     }
   }
   if (status == ATLAS_OK) status = o->arch->check_tensors(o->config, o->ck);
+  const char *context_key = "max_position_embeddings";
   if (status == ATLAS_OK && spec->context_needed > 0 &&
       o->arch->context != NULL &&
-      spec->context_needed > o->arch->context(o->config)) {
+      spec->context_needed > o->arch->context(o->config, &context_key)) {
     status = atlas_status_make(
         ATLAS_STATUS_INVALID_ARGUMENT,
         "the prompt and the tokens to generate need %lld positions, but %s "
-        "has a context of %lld (config.json max_position_embeddings)",
+        "has a context of %lld (config.json %s)",
         (long long)spec->context_needed, spec_name(spec),
-        (long long)o->arch->context(o->config));
+        (long long)o->arch->context(o->config, NULL), context_key);
   }
   if (status != ATLAS_OK) opened_close(o);
   return status;

@@ -164,6 +164,20 @@ def small_cases():
     # list; config.json names another id (generation_config wins).
     cases.append(dict(name="llama_eos_f32", dtype="f32", prompt=10, steps=10,
                       config=tiny("llama"), eos_at=3))
+    # Session 24 (appended, so the cases above keep their seeds): configs
+    # Atlas refused where transformers runs them.
+    # Llama with a sliding_window key: LlamaAttention never windows; the 17
+    # positions fed (10 + 8 - 1) fit the window, where generate's cache
+    # (which does read sliding_window) keeps every key too.
+    cases.append(dict(name="llama_window_f32", dtype="f32", prompt=10, steps=8,
+                      config=tiny("llama", sliding_window=17)))
+    # Tied, and the checkpoint holds lm_head.weight but no embedding
+    # (transformers loads it into both). Seed 1034: the H200 run that wrote
+    # it also tried Mistral with layer_types [full, sliding] as case 33,
+    # which transformers 5.17 failed to build (rope_theta at the top level).
+    cases.append(dict(name="llama_tied_head_only_f32", dtype="f32", prompt=10, steps=8,
+                      config=tiny("llama", tie_word_embeddings=True), head_only=True,
+                      seed=1034))
     return cases
 
 
@@ -268,6 +282,14 @@ def make_case(case, out_dir, seed):
     randomize(model, seed)
     model = model.to(DTYPES[case["dtype"]])
     model.save_pretrained(path)
+    if case.get("head_only"):
+        # Keep the embedding's values under lm_head.weight alone.
+        from safetensors.torch import load_file, save_file
+        st = os.path.join(path, "model.safetensors")
+        sd = load_file(st)
+        embed = sd.pop("model.embed_tokens.weight")
+        sd.setdefault("lm_head.weight", embed)
+        save_file(sd, st, metadata={"format": "pt"})
     saved_cfg = json.load(open(os.path.join(path, "config.json")))
     spelled_v5 = "rope_parameters" in cfg
     if not spelled_v5:
@@ -458,7 +480,7 @@ def main():
             continue
         t0 = time.time()
         try:
-            meta = make_case(case, args.out, seed=1000 + i)
+            meta = make_case(case, args.out, seed=case.get("seed", 1000 + i))
             metas.append(meta["name"])
             print("%-28s rows %4d ids %s gen_agrees %s f32_internals %s (%.1fs)" % (
                 meta["name"], meta["rows"], meta["ids"][:6], meta["generate_agrees"],

@@ -116,7 +116,9 @@ double RunCase(const Case &c, const std::string &backend, int64_t prefill_rows,
   atlas_model_spec spec{};
   spec.dir = c.dir.c_str();
   spec.backend = backend.c_str();
-  spec.max_seq = (int64_t)(c.prompt.size() + c.steps);
+  // The positions the run feeds (prompt + steps - 1), no more: a Llama
+  // sliding_window case holds the context to exactly that.
+  spec.max_seq = (int64_t)(c.prompt.size() + (c.steps > 0 ? c.steps - 1 : 0));
   spec.prefill_rows = prefill_rows;
   spec.kv_dtype = kv_dtype;
   spec.kv_dtype_auto = kv_auto;

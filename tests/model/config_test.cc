@@ -175,8 +175,40 @@ TEST(LlamaConfig, UnsupportedFeatures) {
             {"rope_parameters.\"factor\" is required for rope_type \"yarn\""});
   ExpectBad(Config("\"hidden_act\": \"gelu\""), ATLAS_STATUS_UNIMPLEMENTED,
             {"hidden_act \"gelu\" is not supported"});
-  ExpectBad(Config("\"sliding_window\": 128"), ATLAS_STATUS_UNIMPLEMENTED,
-            {"\"sliding_window\": 128 is not supported"});
+  ExpectBad(Config("\"use_sliding_window\": true"), ATLAS_STATUS_UNIMPLEMENTED,
+            {"\"use_sliding_window\": true is not supported"});
+}
+
+// model_type llama's sliding_window: LlamaAttention never windows, only
+// transformers' generate cache does (it keeps the last sliding_window - 1
+// keys; H200, transformers 5.17). Every layer attends to all positions and
+// the context is held to the window; it was refused.
+TEST(LlamaConfig, SlidingWindowHoldsTheContext) {
+  atlas_llama_config c = ParseOk(Config("\"max_position_embeddings\": 4096, "
+                                        "\"sliding_window\": 128"));
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_EQ(atlas_llama_layer_window(&c, 0), 0);
+  EXPECT_EQ(c.context_window, 128);
+  const char *key = nullptr;
+  EXPECT_EQ(atlas_llama_context(&c, &key), 128);
+  EXPECT_STREQ(key, "sliding_window");
+  c = ParseOk(Config("\"max_position_embeddings\": 64, \"sliding_window\": 128"));
+  EXPECT_EQ(atlas_llama_context(&c, &key), 64);
+  EXPECT_STREQ(key, "max_position_embeddings");
+  c = ParseOk(Config("\"sliding_window\": null"));
+  EXPECT_EQ(c.context_window, 0);
+  ExpectBad(Config("\"sliding_window\": 0"), ATLAS_STATUS_INVALID_ARGUMENT,
+            {"\"sliding_window\" is 0"});
+  ExpectBad(Config("\"sliding_window\": 1.5"), ATLAS_STATUS_INVALID_ARGUMENT,
+            {"\"sliding_window\" must be an integer"});
+  // The other families keep their own windows and no context limit.
+  std::string mistral = Config("\"num_key_value_heads\": 2, \"sliding_window\": 128");
+  c = {};
+  atlas_test::Status s(atlas_llama_config_parse_family(
+      ATLAS_LLAMA_FAMILY_MISTRAL, mistral.data(), mistral.size(), kPath, &c));
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(c.sliding_window, 128);
+  EXPECT_EQ(c.context_window, 0);
 }
 
 // A quantized checkpoint's config: transformers loads it quantized; Atlas

@@ -133,11 +133,28 @@ static uint64_t kv_bytes(const atlas_llama_config *c, int64_t max_seq) {
 
 // A requested length is honoured even past max_position_embeddings, as
 // transformers does (dynamic RoPE exists for exactly that); the default is
-// min(max_position_embeddings, 2048).
+// min(context, 2048).
 static int64_t resolve_max_seq(const atlas_llama_config *c, int64_t requested) {
-  int64_t limit = c->max_position_embeddings;
+  int64_t limit = atlas_llama_context(c, NULL);
   if (requested > 0) return requested;
   return limit < 2048 ? limit : 2048;
+}
+
+// model_type llama's sliding_window bounds every length: past it
+// transformers' generate (its cache keeps the last sliding_window - 1 keys)
+// and its forward (every position) disagree, and Atlas attends to all.
+static atlas_status check_max_seq(const atlas_llama_config *c,
+                                  int64_t requested, const char *where) {
+  if (c->context_window <= 0 || requested <= c->context_window) return ATLAS_OK;
+  return atlas_status_make(
+      ATLAS_STATUS_INVALID_ARGUMENT,
+      "%s: a KV cache of %lld positions is past config.json \"sliding_window\" "
+      "%lld: model_type llama attends to every position (as transformers' "
+      "LlamaForCausalLM does in one forward), but transformers' generate "
+      "keeps only the last sliding_window - 1 keys, so past the window the "
+      "two disagree; Atlas runs such a model up to %lld positions",
+      where, (long long)requested, (long long)c->context_window,
+      (long long)c->context_window);
 }
 
 // ---- KV cache and scratch ----------------------------------------------------
@@ -217,6 +234,8 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
   *out_bytes = 0;
   uint64_t weights = 0;
   ATLAS_RETURN_IF_ERROR(atlas_llama_weight_bytes(config, checkpoint, &weights));
+  ATLAS_RETURN_IF_ERROR(
+      check_max_seq(config, max_seq, atlas_checkpoint_dir(checkpoint)));
   max_seq = resolve_max_seq(config, max_seq);
   uint64_t kv = 0, scratch = 0, total = weights;
   // Bounds every product below (heads x head_dim, intermediate, ...); the
@@ -371,8 +390,9 @@ static atlas_status plan_weights(atlas_llama_weights *w,
                                  const atlas_checkpoint *ck,
                                  const atlas_llama_config *c,
                                  bool lm_head_is_embedding, upload_plan *plan) {
-  ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_EMBED_TOKENS, 0, plan,
-                                    &w->embed));
+  // model.embed_tokens.weight, or a tied checkpoint's lone lm_head.weight.
+  ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, atlas_llama_embedding_weight(c, ck),
+                                    0, plan, &w->embed));
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
     atlas_llama_layer *L = &w->layers[l];
     int i = (int)l;
@@ -676,6 +696,17 @@ atlas_status atlas_llama_load(atlas_backend *backend,
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "KV cache type %d is none of F32, F16, BF16",
                              (int)options->kv_dtype);
+  }
+  ATLAS_RETURN_IF_ERROR(check_max_seq(config, options->max_seq,
+                                      atlas_checkpoint_dir(checkpoint)));
+  if (config->context_window > 0) {
+    atlas_log(atlas_backend_log_sink(backend), ATLAS_LOG_WARNING,
+              "%s: config.json sliding_window %lld: model_type llama attends "
+              "to every position, as LlamaForCausalLM does; the context is "
+              "held to %lld positions",
+              atlas_checkpoint_dir(checkpoint),
+              (long long)config->context_window,
+              (long long)atlas_llama_context(config, NULL));
   }
   atlas_llama_model *m = calloc(1, sizeof(*m));
   if (m == NULL) {

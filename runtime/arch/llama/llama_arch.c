@@ -79,6 +79,6 @@ int64_t atlas_llama_arch_max_seq(const atlas_arch_model *model) {
   return atlas_llama_max_seq(const_llama_of(model));
 }
 
-int64_t atlas_llama_arch_context(const void *config) {
-  return ((const atlas_llama_config *)config)->max_position_embeddings;
+int64_t atlas_llama_arch_context(const void *config, const char **out_key) {
+  return atlas_llama_context((const atlas_llama_config *)config, out_key);
 }

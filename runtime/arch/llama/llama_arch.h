@@ -39,7 +39,7 @@ ATLAS_MUST_USE atlas_status atlas_llama_arch_unload(atlas_arch_model *model,
                                      atlas_teardown_report *out_report);
 int64_t atlas_llama_arch_vocab_size(const atlas_arch_model *model);
 int64_t atlas_llama_arch_max_seq(const atlas_arch_model *model);
-int64_t atlas_llama_arch_context(const void *config);
+int64_t atlas_llama_arch_context(const void *config, const char **out_key);
 
 // A row for a family of this forward pass: its name, its model_type and
 // architectures lists and its config parser.

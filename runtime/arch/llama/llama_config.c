@@ -177,7 +177,8 @@ static atlas_status check_unsupported(const char *path, const json_t *root,
     ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, "attention_bias", why));
   }
   if (family == ATLAS_LLAMA_FAMILY_LLAMA) {
-    ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, "sliding_window", why));
+    // sliding_window itself is read (parse_window); use_sliding_window is
+    // refused as before (not checked against transformers).
     ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, "use_sliding_window", why));
   }
   return ATLAS_OK;
@@ -243,6 +244,14 @@ static atlas_status parse_window(const char *path, const json_t *root,
                                "which model_type llama does not have",
                                path);
     }
+    // LlamaAttention never windows: one forward attends to every position.
+    // Only generate's cache reads sliding_window (it keeps the last
+    // sliding_window - 1 keys), so past the window transformers' decode
+    // steps see fewer keys than its prompt did (checked on the H200,
+    // transformers 5.17). Atlas attends to every position and holds the
+    // context to the window, where the two agree.
+    ATLAS_RETURN_IF_ERROR(get_dim(path, root, "sliding_window", false,
+                                  &cfg->context_window));
     return ATLAS_OK;
   }
   // 4096 is MistralConfig's and Qwen2Config's default when the key is
@@ -268,13 +277,19 @@ static atlas_status parse_window(const char *path, const json_t *root,
   ATLAS_RETURN_IF_ERROR(parse_layer_types(path, root, cfg->num_hidden_layers,
                                           &listed_first, &found));
   if (found && cfg->family == ATLAS_LLAMA_FAMILY_MISTRAL && listed_first != 0) {
-    // MistralForCausalLM never reads layer_types: transformers slides every
-    // layer (and warns). Full layers in the list ask for another model.
+    // MistralAttention never reads layer_types: an earlier probe saw every
+    // layer windowed (and a warning). It is not simply ignored, though:
+    // transformers 5.17 builds per-layer-type RoPE parameters from the list
+    // and, with rope_theta at the top level, failed to build the model
+    // (TypeError; H200, session 24). Full layers in the list ask for
+    // another model; kept refused rather than guess which answer is meant.
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
                              "%s: layer_types lists full_attention layers, "
                              "which model_type mistral does not have "
-                             "(transformers ignores layer_types there and "
-                             "applies sliding_window %lld to every layer)",
+                             "(MistralForCausalLM does not follow layer_types: "
+                             "transformers applies sliding_window %lld to every "
+                             "layer or, with rope_theta at the top level, "
+                             "fails to build the model)",
                              path, (long long)window);
   }
   if (found) first = listed_first;  // transformers prefers the explicit list

@@ -48,14 +48,19 @@ typedef struct atlas_llama_config {
   int64_t sliding_window;      // 0: every layer attends to all positions
   int64_t window_first_layer;  // layers >= this attend to the last
                                // sliding_window positions only
+  // model_type llama's sliding_window (0: none): every layer still attends
+  // to all positions, as LlamaAttention does, but the context is held to
+  // this many positions (past it transformers' generate, whose cache keeps
+  // the last sliding_window - 1 keys, parts from its own forward).
+  int64_t context_window;
 } atlas_llama_config;
 
 // Parses config.json text (`len` bytes, need not be NUL-terminated).
 // Family Llama. Rejects: missing required keys, wrong JSON types,
 // non-positive values, heads not dividing hidden_size (when head_dim is
 // defaulted), kv heads not dividing heads, odd head_dim (RoPE pairs halves),
-// and features the runtime does not implement (unknown rope types, sliding
-// windows, activations other than silu, ...) with UNIMPLEMENTED. Messages
+// and features the runtime does not implement (unknown rope types,
+// use_sliding_window, activations other than silu, ...) with UNIMPLEMENTED. Messages
 // name `path_for_errors`.
 ATLAS_MUST_USE atlas_status atlas_llama_config_parse(const char *text, size_t len,
                                       const char *path_for_errors,
@@ -73,6 +78,19 @@ ATLAS_MUST_USE atlas_status atlas_llama_config_parse_family(atlas_llama_family f
 static inline int64_t atlas_llama_layer_window(const atlas_llama_config *c,
                                                int64_t layer) {
   return layer >= c->window_first_layer ? c->sliding_window : 0;
+}
+
+// The positions the model may use: max_position_embeddings, or a smaller
+// context_window (model_type llama's sliding_window). `out_key` (may be
+// NULL) gets the config.json key that sets it.
+static inline int64_t atlas_llama_context(const atlas_llama_config *c,
+                                          const char **out_key) {
+  bool window = c->context_window > 0 &&
+                c->context_window < c->max_position_embeddings;
+  if (out_key != NULL) {
+    *out_key = window ? "sliding_window" : "max_position_embeddings";
+  }
+  return window ? c->context_window : c->max_position_embeddings;
 }
 
 // Reads and parses a config.json file.

@@ -165,6 +165,17 @@ static bool same_shape(const atlas_safetensors_tensor *t,
   return true;
 }
 
+atlas_llama_weight atlas_llama_embedding_weight(const atlas_llama_config *config,
+                                                const atlas_checkpoint *checkpoint) {
+  atlas_checkpoint_tensor t;
+  if (config->tie_word_embeddings &&
+      !atlas_checkpoint_lookup(checkpoint, ATLAS_LLAMA_EMBED_TOKENS_NAME, &t) &&
+      atlas_checkpoint_lookup(checkpoint, ATLAS_LLAMA_LM_HEAD_NAME, &t)) {
+    return ATLAS_LLAMA_LM_HEAD;
+  }
+  return ATLAS_LLAMA_EMBED_TOKENS;
+}
+
 // Finds one expected tensor and checks its shape; adds its bytes.
 static atlas_status check_one(const atlas_llama_config *config,
                               const atlas_checkpoint *ck,
@@ -367,8 +378,12 @@ static atlas_status check_all(const atlas_llama_config *config,
   uint64_t bytes = 0;
   for (int w = 0; w < ATLAS_LLAMA_FIRST_LAYER_WEIGHT; ++w) {
     if (!atlas_llama_weight_used(config, (atlas_llama_weight)w)) continue;
-    ATLAS_RETURN_IF_ERROR(check_one(config, ck, (atlas_llama_weight)w, 0,
-                                    false, NULL, &bytes));
+    atlas_llama_weight which = (atlas_llama_weight)w;
+    // A tied checkpoint may hold its embedding as lm_head.weight alone.
+    if (which == ATLAS_LLAMA_EMBED_TOKENS) {
+      which = atlas_llama_embedding_weight(config, ck);
+    }
+    ATLAS_RETURN_IF_ERROR(check_one(config, ck, which, 0, false, NULL, &bytes));
   }
   for (int64_t layer = 0; layer < config->num_hidden_layers; ++layer) {
     for (int w = ATLAS_LLAMA_FIRST_LAYER_WEIGHT; w < ATLAS_LLAMA_WEIGHT_COUNT;

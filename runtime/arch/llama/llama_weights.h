@@ -87,11 +87,21 @@ void atlas_llama_weight_shape(const atlas_llama_config *config,
 // a wrong shape or a leftover) name the tensor, the shapes and the file.
 // A tied config whose checkpoint also holds a different lm_head.weight is
 // UNIMPLEMENTED (transformers would use that tensor; an equal copy is
-// skipped). `out_lm_head_is_embedding` (may be NULL) says which tensor the
-// output projection should read.
+// skipped). A tied checkpoint that holds lm_head.weight and no
+// model.embed_tokens.weight is read as transformers 5 loads it: that one
+// tensor is both (atlas_llama_embedding_weight). `out_lm_head_is_embedding`
+// (may be NULL) says which tensor the output projection should read.
 ATLAS_MUST_USE atlas_status atlas_llama_check_checkpoint(const atlas_llama_config *config,
                                           const atlas_checkpoint *checkpoint,
                                           bool *out_lm_head_is_embedding);
+
+// The tensor that holds the token embedding: ATLAS_LLAMA_EMBED_TOKENS, or
+// ATLAS_LLAMA_LM_HEAD for a tied config whose checkpoint holds
+// lm_head.weight and no model.embed_tokens.weight (transformers 5.17 then
+// loads lm_head.weight into both, reporting no missing key; checked on the
+// H200).
+atlas_llama_weight atlas_llama_embedding_weight(const atlas_llama_config *config,
+                                                const atlas_checkpoint *checkpoint);
 
 // Bytes of the tensors the model uses (extra tensors in the checkpoint are
 // not counted; a tied or absent lm_head counts once, as the embedding).
