@@ -532,6 +532,7 @@ static atlas_status swap_impl(atlas_model **model, const char *dir,
                               const atlas_open_options *options,
                               atlas_fault_kind fault_kind,
                               uint64_t fault_at,  // 0: no fault
+                              bool fail_restore,  // tests: LOST on purpose
                               atlas_swap_info *out_info) {
   swap_info_refused(out_info);
   if (model == NULL || *model == NULL || (dir == NULL && holder == NULL)) {
@@ -558,6 +559,7 @@ static atlas_status swap_impl(atlas_model **model, const char *dir,
   next.embedded = holder != NULL ? &holder->checkpoint : NULL;
   next.fault_kind = fault_kind;
   next.fault_at = fault_at;
+  next.fail_restore = fail_restore;
   embedded_holder *old_holder = holder_of(*model);
   atlas_swap_report r;
   memset(&r, 0, sizeof(r));
@@ -595,21 +597,24 @@ static atlas_status swap_impl(atlas_model **model, const char *dir,
 atlas_status atlas_swap(atlas_model **model, const char *dir,
                         const atlas_open_options *options,
                         atlas_swap_info *out_info) {
-  return swap_impl(model, dir, NULL, options, ATLAS_FAULT_ALLOC, 0, out_info);
+  return swap_impl(model, dir, NULL, options, ATLAS_FAULT_ALLOC, 0, false,
+                   out_info);
 }
 
 atlas_status atlas_testing_swap(atlas_model **model, const char *dir,
                                 const struct atlas_open_options *options,
                                 atlas_testing_fault fault, uint64_t at,
                                 struct atlas_swap_info *out_info) {
-  if (fault != ATLAS_TESTING_FAULT_NONE && fault != ATLAS_TESTING_FAULT_ALLOC) {
+  if (fault != ATLAS_TESTING_FAULT_NONE && fault != ATLAS_TESTING_FAULT_ALLOC &&
+      fault != ATLAS_TESTING_FAULT_ALLOC_AND_RESTORE) {
     swap_info_refused(out_info);
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "atlas_testing_swap: unknown fault kind %d",
                              (int)fault);
   }
   return swap_impl(model, dir, NULL, options, ATLAS_FAULT_ALLOC,
-                   fault == ATLAS_TESTING_FAULT_NONE ? 0 : at, out_info);
+                   fault == ATLAS_TESTING_FAULT_NONE ? 0 : at,
+                   fault == ATLAS_TESTING_FAULT_ALLOC_AND_RESTORE, out_info);
 }
 
 atlas_status atlas_swap_memory(atlas_model **model, const char *name,
@@ -622,7 +627,8 @@ atlas_status atlas_swap_memory(atlas_model **model, const char *name,
   ATLAS_RETURN_IF_ERROR(holder_make(name, config_json, config_size,
                                     safetensors, safetensors_size, &h),
                         "atlas_swap_memory");
-  return swap_impl(model, NULL, h, options, ATLAS_FAULT_ALLOC, 0, out_info);
+  return swap_impl(model, NULL, h, options, ATLAS_FAULT_ALLOC, 0, false,
+                   out_info);
 }
 
 static atlas_status svg_text(const atlas_model *model,

@@ -23,6 +23,11 @@ struct atlas_swap_info;
 typedef enum atlas_testing_fault {
   ATLAS_TESTING_FAULT_NONE = 0,
   ATLAS_TESTING_FAULT_ALLOC,  // the at-th allocation on the new model's backend fails
+  // As ALLOC, and when the swap then restores the old model (the replace
+  // path: only one fitted) the restore's first allocation fails too, so the
+  // swap ends LOST with no model: the one outcome ATLAS_FAULT cannot reach
+  // (a restore ignores it). Side by side there is no restore: KEPT.
+  ATLAS_TESTING_FAULT_ALLOC_AND_RESTORE,
 } atlas_testing_fault;
 
 // atlas_swap, with the `at`-th operation of kind `fault` on the new model's

@@ -239,6 +239,7 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
   m->spec.adopt_config = NULL;
   m->spec.adopt_eos = NULL;
   m->spec.after_teardown = NULL;
+  m->spec.fail_restore = false;
   if (spec->dir != NULL) {
     m->dir = strdup(spec->dir);
     if (m->dir == NULL) {

@@ -81,6 +81,10 @@ typedef struct atlas_model_spec {
   uint64_t snapshot_limit_bytes;
   void (*after_teardown)(void *ctx);
   void *after_teardown_ctx;
+  // Swap only, tests only: the restore of the old model fails at its first
+  // allocation (atlas_testing_swap's ALLOC_AND_RESTORE), so that what a
+  // caller does when no model is left can be tested.
+  bool fail_restore;
 } atlas_model_spec;
 
 typedef struct atlas_model atlas_model;

@@ -229,7 +229,10 @@ atlas_status atlas_model_swap(atlas_model **current,
   old_spec.adopt_config = old_config;
   old_spec.adopt_eos = &old_eos;
   old_spec.ignore_env_fault = true;
-  old_spec.fault_at = 0;  // a restore never re-injects a test's fault
+  // A restore never re-injects the new model's fault; a test may fail it on
+  // purpose (fail_restore) to see a swap end with no model.
+  old_spec.fault_kind = ATLAS_FAULT_ALLOC;
+  old_spec.fault_at = next->fail_restore ? 1 : 0;
   old_spec.fail_module_load_at = 0;
   fresh_spec.dir = next_dir;
   fresh_spec.backend = next_backend;

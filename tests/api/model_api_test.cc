@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "atlas/atlas.h"
+#include "atlas/atlas_testing.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/tools/make_checkpoint_lib.h"
 #include "tests/runtime/test_util.h"
@@ -137,6 +138,40 @@ TEST(ModelApi, EarlySwapFailuresSayRefused) {
 
   EXPECT_EQ(m, before);
   ASSERT_OK(atlas_close(m, nullptr));
+}
+
+// The one outcome ATLAS_FAULT cannot reach (a restore ignores it): the new
+// model fails and so does the restore of the old one. *model is NULL and
+// the outcome and the status both say no model is loaded; side by side
+// there is nothing to restore, so the same hook keeps the old model.
+TEST(ModelApi, TestingHookEndsASwapWithNoModel) {
+  std::string a = Checkpoint("api_lost_a", "tiny", 1);
+  std::string b = Checkpoint("api_lost_b", "small", 2);
+  atlas_open_options o = HostOptions();
+  o.device_budget_bytes = OneAtATime(a, b);
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_open(a.c_str(), &o, &m));
+  atlas_swap_info info;
+  EXPECT_STATUS(atlas_testing_swap(&m, b.c_str(), &o,
+                                   ATLAS_TESTING_FAULT_ALLOC_AND_RESTORE, 1,
+                                   &info),
+                ATLAS_STATUS_ABORTED, "no model is loaded");
+  EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_LOST);
+  EXPECT_FALSE(info.side_by_side);
+  EXPECT_EQ(m, nullptr);
+
+  atlas_open_options wide = HostOptions();
+  ASSERT_OK(atlas_open(a.c_str(), &wide, &m));
+  atlas_model *before = m;
+  EXPECT_STATUS(atlas_testing_swap(&m, b.c_str(), &wide,
+                                   ATLAS_TESTING_FAULT_ALLOC_AND_RESTORE, 1,
+                                   &info),
+                ATLAS_STATUS_ABORTED, "never unloaded");
+  EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_KEPT);
+  EXPECT_EQ(m, before);
+  atlas_close_report r;
+  ASSERT_OK(atlas_close(m, &r));
+  EXPECT_EQ(r.leaked_bytes, 0u);
 }
 
 // An options struct that skipped its init function is refused by name, not
