@@ -109,6 +109,7 @@ typedef struct run_options {
   long max_seq;                     // 0: prompt + steps
   double budget_mb;                 // swap only; 0: the whole device
   long fail_alloc;                  // swap only; testing
+  bool fail_restore;                // swap only; testing
   bool ignore_eos;
   const char *kv_dtype;             // "auto" (NULL), "f32", "f16", "bf16"
   // run only: text in, text out; sampling.
@@ -171,7 +172,7 @@ enum {
   RUN_MODEL, RUN_TOKENS, RUN_STEPS, RUN_BACKEND, RUN_MAX_SEQ, RUN_LOGITS,
   RUN_IGNORE_EOS, RUN_KV_DTYPE, RUN_OPTION_COUNT,
   SWAP_BUDGET_MB = RUN_OPTION_COUNT, SWAP_TO, SWAP_FAIL_ALLOC,
-  SWAP_OPTION_COUNT,
+  SWAP_FAIL_RESTORE, SWAP_OPTION_COUNT,
   RUN_PROMPT = SWAP_OPTION_COUNT, RUN_PROMPT_FILE, RUN_CHAT, RUN_SYSTEM,
   RUN_TEMPERATURE, RUN_TOP_K, RUN_TOP_P, RUN_MIN_P, RUN_REPETITION_PENALTY,
   RUN_SEED, RUN_STOP, RUN_STATS
@@ -268,7 +269,9 @@ static const atlas_cli_option kSwapOptions[] = {
                     "write every step's logits, float32: the first model's, "
                     "then those of the model serving after the swap (the "
                     "old one again when the swap failed); renamed into "
-                    "place only when both generations completed"},
+                    "place only when both generations completed: a swap "
+                    "that leaves no model writes no file (an existing one "
+                    "stays as it was)"},
     [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
                         "keep generating past the model's EOS ids"},
     [RUN_KV_DTYPE] = {"kv-dtype", "TYPE", false, "auto",
@@ -285,6 +288,10 @@ static const atlas_cli_option kSwapOptions[] = {
     [SWAP_FAIL_ALLOC] = {"fail-alloc", "N", false, "0 (none)",
                          "testing: make the N-th allocation of the new model "
                          "fail, to see the old model restored"},
+    [SWAP_FAIL_RESTORE] = {"fail-restore", NULL, false, "off",
+                           "testing, with --fail-alloc: make the restore of "
+                           "the old model fail too (when only one model "
+                           "fits), to see a swap that leaves no model"},
 };
 
 static const atlas_cli_command kSwapCommand = {
@@ -296,8 +303,10 @@ static const atlas_cli_command kSwapCommand = {
     "new model beside the old one (never unloaded), or fails part-way and\n"
     "restores the old model: in those three the old model keeps serving and\n"
     "the exit status is 1, as when the restore fails too (then nothing\n"
-    "serves). ATLAS_FAULT=kind:n (testing) fails the n-th operation of that\n"
-    "kind inside the swap: DIR loads without it (tools/fault_sweep.sh).",
+    "serves, and no --logits file is written: it would hold the first\n"
+    "model's rows alone). ATLAS_FAULT=kind:n (testing) fails the n-th\n"
+    "operation of that kind inside the swap: DIR loads without it\n"
+    "(tools/fault_sweep.sh).",
     kSwapOptions, SWAP_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
 
 static atlas_status set_run_swap(run_options *o, size_t index,
@@ -345,6 +354,9 @@ static atlas_status set_run_swap(run_options *o, size_t index,
       return ATLAS_OK;
     case SWAP_FAIL_ALLOC:
       return atlas_cli_parse_long(flag, value, 0, 1L << 30, &o->fail_alloc);
+    case SWAP_FAIL_RESTORE:
+      o->fail_restore = true;
+      return ATLAS_OK;
     case RUN_PROMPT:
       o->text = value;
       o->text_len = strlen(value);
@@ -764,10 +776,13 @@ static atlas_status swap_and_rerun(atlas_model **m, run_options *o,
   // The budget is the swap's: the first model opens without it.
   next.device_budget_bytes = (uint64_t)(o->budget_mb * 1e6 + 0.5);
   atlas_swap_info r;
-  atlas_status swapped = atlas_testing_swap(
-      m, o->to, &next,
-      o->fail_alloc > 0 ? ATLAS_TESTING_FAULT_ALLOC : ATLAS_TESTING_FAULT_NONE,
-      (uint64_t)o->fail_alloc, &r);
+  atlas_testing_fault fault = ATLAS_TESTING_FAULT_NONE;
+  if (o->fail_alloc > 0) {
+    fault = o->fail_restore ? ATLAS_TESTING_FAULT_ALLOC_AND_RESTORE
+                            : ATLAS_TESTING_FAULT_ALLOC;
+  }
+  atlas_status swapped =
+      atlas_testing_swap(m, o->to, &next, fault, (uint64_t)o->fail_alloc, &r);
   atlas_progress_finish(&progress);
   *out_swap_error = report_swap(swapped, &r, o->model, o->to);
   if (*m == NULL) return ATLAS_OK;  // lost: nothing serves
@@ -784,7 +799,8 @@ static atlas_status swap_and_rerun(atlas_model **m, run_options *o,
 // every generation the command ran completed; otherwise it is removed. A
 // swap that failed with the old model still serving is such a case: the
 // old model generates again and the file holds its logits twice, which is
-// how tools/fault_sweep.sh proves the old model serves bit for bit. Under
+// how tools/fault_sweep.sh proves the old model serves bit for bit. A swap
+// that left no model is not: only the first generation ran. Under
 // `swap`, ATLAS_FAULT applies to the swap only: the first model loads
 // without it (atlas_testing_open_unfaulted).
 static atlas_status run_or_swap(run_options *o, bool swap) {
@@ -853,9 +869,12 @@ static atlas_status run_or_swap(run_options *o, bool swap) {
   if (s == ATLAS_OK && swap) {
     s = swap_and_rerun(&m, o, &oo, &lf, &swap_error);
   }
+  // A swap that left no model ran one generation of the two: its file
+  // would hold the first model's rows alone and look whole. It goes.
+  bool whole = swap_error == ATLAS_OK || m != NULL;
   atlas_tokenizer_free(tokenizer);
   s = atlas_status_join(s, close_model(m, swap));
-  if (s == ATLAS_OK) {
+  if (s == ATLAS_OK && whole) {
     s = atlas_cli_output_commit(&out);
   } else {
     atlas_cli_output_abort(&out);
@@ -1163,6 +1182,8 @@ static int main_run(int argc, char **argv, bool swap) {
                                o->chat ? "--chat" : "--stop");
   } else if (o->system != NULL && !o->chat) {
     rc = atlas_cli_usage_error(c->program, "--system needs --chat");
+  } else if (o->fail_restore && o->fail_alloc == 0) {
+    rc = atlas_cli_usage_error(c->program, "--fail-restore needs --fail-alloc N");
   } else if (o->max_seq != 0 &&
              o->max_seq < positions_needed(o->prompt_len, o->steps)) {
     rc = atlas_cli_usage_error(c->program,

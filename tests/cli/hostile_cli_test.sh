@@ -218,5 +218,20 @@ done
 grep -q "restored and is serving" "$tmp/err"
 check "the replace path restored the old model" [ $? -eq 0 ]
 
+# ---- a swap that leaves no model: the new one fails, then the restore ----
+# (--fail-restore: ATLAS_FAULT cannot reach this, a restore ignores it.) One
+# generation of the two ran, so a --logits file would look whole with only
+# the first model's rows: none is written, and an existing one stays.
+echo old >"$tmp/lost.bin"
+"$atlas" swap --model "$tmp/a" --to "$tmp/b" "${run[@]}" --budget-mb "$budget" --fail-alloc 1 --fail-restore --logits "$tmp/lost.bin" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "a swap whose restore fails too exits 1" [ "$rc" -eq 1 ]
+check "... saying no model is loaded" grep -q "^swap: FAILED, and the old model $tmp/a could not be restored; no model is loaded" "$tmp/err"
+check "... and the --logits file is not replaced by the first model's rows alone" [ "$(cat "$tmp/lost.bin")" = old ]
+rm -f "$tmp/lost.bin"
+"$atlas" swap --model "$tmp/a" --to "$tmp/b" "${run[@]}" --budget-mb "$budget" --fail-alloc 1 --fail-restore --logits "$tmp/lost.bin" >/dev/null 2>&1
+check "... nor created" nothing_at "$tmp/lost.bin"
+"$atlas" swap --model "$tmp/a" --to "$tmp/b" "${run[@]}" --fail-restore >/dev/null 2>"$tmp/err"; rc=$?
+check "--fail-restore without --fail-alloc is a usage error" bash -c "[ $rc -eq 2 ] && grep -q -- '--fail-restore needs --fail-alloc' '$tmp/err'"
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
