@@ -304,8 +304,10 @@ static const atlas_cli_command kSwapCommand = {
     "restores the old model: in those three the old model keeps serving and\n"
     "the exit status is 1, as when the restore fails too (then nothing\n"
     "serves, and no --logits file is written: it would hold the first\n"
-    "model's rows alone). ATLAS_FAULT=kind:n (testing) fails the n-th\n"
-    "operation of that kind inside the swap: DIR loads without it\n"
+    "model's rows alone). A DIR2 that cannot take the prompt (an id past\n"
+    "its vocab_size, a context too short for it) is refused before\n"
+    "anything changed. ATLAS_FAULT=kind:n (testing) fails the n-th operation\n"
+    "of that kind inside the swap: DIR loads without it\n"
     "(tools/fault_sweep.sh).",
     kSwapOptions, SWAP_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
 
@@ -709,8 +711,8 @@ static atlas_status report_swap(atlas_status s, const atlas_swap_info *r,
         // Refused before the budget check: the new model could not be sized.
         fprintf(stderr,
                 "swap: REFUSED before anything changed: the new model could "
-                "not be read (reason below). The old model %s is still "
-                "serving.\n",
+                "not be read, or cannot take this prompt (reason below). The "
+                "old model %s is still serving.\n",
                 old_name);
         return s;
       }
@@ -855,6 +857,14 @@ static atlas_status run_or_swap(run_options *o, bool swap) {
   // anything is allocated: forward steps are every prompt token and every
   // generated token but the last.
   oo.context_needed = positions_needed(o->prompt_len, o->steps);
+  // The prompt's ids against the vocabulary, checked the same way: a swap
+  // to a model that cannot read this prompt is refused while the old model
+  // still serves, instead of swapping and then failing.
+  for (size_t i = 0; o->prompt != NULL && i < o->prompt_len; ++i) {
+    if ((int64_t)o->prompt[i] >= oo.vocab_needed) {
+      oo.vocab_needed = (int64_t)o->prompt[i] + 1;
+    }
+  }
   atlas_model *m = NULL;
   if (s == ATLAS_OK) {
     s = swap ? atlas_testing_open_unfaulted(o->model, &oo, &m)

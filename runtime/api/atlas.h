@@ -82,6 +82,12 @@ typedef struct atlas_open_options {
   // prompts multiply 16-bit activations (README, "Precision"). "f32" is the
   // faithful mode: CUDA matches the host reference to 1e-5.
   const char *kv_cache_type;
+  // One more than the largest token id the caller will feed (its prompt's
+  // largest id + 1); 0: no check. When set, atlas_open and atlas_swap refuse
+  // (INVALID_ARGUMENT naming the id and the vocabulary size, before
+  // allocating anything; a swap's outcome is REFUSED and the old model
+  // serves) a checkpoint whose config.json vocab_size is smaller.
+  int64_t vocab_needed;
 } atlas_open_options;
 
 // Fills `options` with the defaults above.

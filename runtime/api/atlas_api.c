@@ -70,12 +70,14 @@ static atlas_status spec_from(const atlas_open_options *in,
   if (in != NULL) ATLAS_COPY_SIZED_(&o, in, "atlas_open_options");
   ATLAS_RETURN_IF_ERROR(atlas_backend_factory_check_name(o.backend),
                         "atlas_open_options.backend");
-  if (o.max_seq < 0 || o.context_needed < 0) {
+  if (o.max_seq < 0 || o.context_needed < 0 || o.vocab_needed < 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_open_options.max_seq (%lld) or "
-                             "context_needed (%lld) is negative",
+                             "atlas_open_options.max_seq (%lld), "
+                             "context_needed (%lld) or vocab_needed (%lld) "
+                             "is negative",
                              (long long)o.max_seq,
-                             (long long)o.context_needed);
+                             (long long)o.context_needed,
+                             (long long)o.vocab_needed);
   }
   atlas_dtype kv = ATLAS_DTYPE_F32;
   bool kv_auto = o.kv_cache_type == NULL || strcasecmp(o.kv_cache_type, "auto") == 0;
@@ -93,6 +95,7 @@ static atlas_status spec_from(const atlas_open_options *in,
   spec->device_budget_bytes = o.device_budget_bytes;
   spec->max_seq = o.max_seq;
   spec->context_needed = o.context_needed;
+  spec->vocab_needed = o.vocab_needed;
   spec->log = o.log;
   spec->progress = o.progress;
   spec->progress_ctx = o.progress_ctx;

@@ -109,6 +109,9 @@ typedef struct atlas_arch {
   // within it check before loading. `out_key` (may be NULL) gets the
   // config.json key that sets it, for messages.
   int64_t (*context)(const void *config, const char **out_key);
+  // The token ids the model knows (config.json's vocab_size for the Llama
+  // family), from a parsed config: a prompt is checked before loading.
+  int64_t (*vocab)(const void *config);
 } atlas_arch;
 
 #ifdef __cplusplus

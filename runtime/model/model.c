@@ -168,6 +168,16 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
         (long long)spec->context_needed, spec_name(spec),
         (long long)o->arch->context(o->config, NULL), context_key);
   }
+  if (status == ATLAS_OK && spec->vocab_needed > 0 && o->arch->vocab != NULL &&
+      spec->vocab_needed > o->arch->vocab(o->config)) {
+    status = atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "the prompt's token id %lld is outside the vocabulary of %s: %lld "
+        "ids, 0 to %lld (config.json vocab_size)",
+        (long long)spec->vocab_needed - 1, spec_name(spec),
+        (long long)o->arch->vocab(o->config),
+        (long long)o->arch->vocab(o->config) - 1);
+  }
   if (status != ATLAS_OK) opened_close(o);
   return status;
 }

@@ -41,6 +41,11 @@ typedef struct atlas_model_spec {
   // (and a swap's sizing) refuses, before allocating anything, a model whose
   // context (arch->context: config.json max_position_embeddings) is shorter.
   int64_t context_needed;
+  // One more than the largest token id the caller will feed (its prompt's);
+  // > 0: opening (and a swap's sizing) refuses, before allocating anything,
+  // a model whose vocabulary (arch->vocab: config.json vocab_size) is
+  // smaller, so a swap to it never happens.
+  int64_t vocab_needed;
   int64_t prefill_rows;        // prompt tokens per batched pass (0: default; < 0: none)
   atlas_dtype kv_dtype;        // the KV cache's type (zero: F32; F16, BF16)
   bool kv_dtype_auto;          // instead: the weights' type if 16-bit, else F32

@@ -174,6 +174,59 @@ TEST(ModelApi, TestingHookEndsASwapWithNoModel) {
   EXPECT_EQ(r.leaked_bytes, 0u);
 }
 
+// vocab_needed: a checkpoint whose vocabulary lacks the caller's ids is
+// refused at open and at a swap before anything changes (the swap used to
+// happen, leaving a model that could not read the prompt), naming the id
+// and the vocabulary; the old model serves on, giving the same tokens.
+TEST(ModelApi, SwapRefusesAModelWhoseVocabularyLacksThePromptIds) {
+  std::string small = Checkpoint("api_vocab_small", "small", 2);  // 256 ids
+  std::string tiny = Checkpoint("api_vocab_tiny", "tiny", 1);     // 64 ids
+  atlas_open_options o = HostOptions();
+  o.vocab_needed = 201;  // the prompt below holds id 200
+  atlas_model *m = nullptr;
+  EXPECT_STATUS(atlas_open(tiny.c_str(), &o, &m), ATLAS_STATUS_INVALID_ARGUMENT,
+                "token id 200 is outside the vocabulary of " + tiny +
+                    ": 64 ids, 0 to 63 (config.json vocab_size)");
+  EXPECT_EQ(m, nullptr);
+  ASSERT_OK(atlas_open(small.c_str(), &o, &m));
+  const uint32_t prompt[] = {1, 2, 200};
+  atlas_generate_options go;
+  atlas_generate_options_init(&go);
+  go.max_new_tokens = 3;
+  uint32_t before[3], after[3];
+  size_t n_before = 0, n_after = 0;
+  ASSERT_OK(atlas_generate(m, prompt, 3, &go, before, &n_before));
+  atlas_model *serving = m;
+  for (int path = 0; path < 2; ++path) {
+    SCOPED_TRACE(path ? "only one fits" : "both fit");
+    atlas_open_options next = o;
+    if (path) next.device_budget_bytes = OneAtATime(small, tiny);
+    atlas_swap_info info;
+    EXPECT_STATUS(atlas_swap(&m, tiny.c_str(), &next, &info),
+                  ATLAS_STATUS_INVALID_ARGUMENT, "token id 200");
+    EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_REFUSED);
+    EXPECT_EQ(m, serving);
+    // NULL options: the current model's, vocab_needed included.
+    EXPECT_STATUS(atlas_swap(&m, tiny.c_str(), nullptr, &info),
+                  ATLAS_STATUS_INVALID_ARGUMENT, "token id 200");
+    EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_REFUSED);
+    EXPECT_EQ(m, serving);
+    ASSERT_OK(atlas_generate(m, prompt, 3, &go, after, &n_after));
+    EXPECT_EQ(std::vector<uint32_t>(after, after + n_after),
+              std::vector<uint32_t>(before, before + n_before));
+  }
+  o.vocab_needed = 64;  // ids up to 63: tiny knows them all
+  atlas_swap_info info;
+  ASSERT_OK(atlas_swap(&m, tiny.c_str(), &o, &info));
+  EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_SWAPPED);
+  o.vocab_needed = -1;
+  EXPECT_STATUS(atlas_swap(&m, small.c_str(), &o, &info),
+                ATLAS_STATUS_INVALID_ARGUMENT, "vocab_needed (-1) is negative");
+  atlas_close_report r;
+  ASSERT_OK(atlas_close(m, &r));
+  EXPECT_EQ(r.leaked_bytes, 0u);
+}
+
 // An options struct that skipped its init function is refused by name, not
 // read as "all defaults"; kv_cache_type takes any case, as atlas.h says.
 TEST(ModelApi, OptionsWithoutInitAreRefusedAndNamesTakeAnyCase) {

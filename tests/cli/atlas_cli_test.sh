@@ -221,7 +221,7 @@ check "refused swap gives the figures" [ -n "$needed" -a -n "$held" ]
 # Refused because the new model cannot be read: no made-up figures.
 "$atlas" swap --model "$tmp/a" --to "$tmp/nope" --backend host --tokens 1 --steps 1 >/dev/null 2>"$tmp/err"; rc=$?
 check "swap to a missing model exits 1" [ "$rc" -eq 1 ]
-check "swap to a missing model: refused, old model serving" grep -q "^swap: REFUSED before anything changed: the new model could not be read (reason below). The old model $tmp/a is still serving.$" "$tmp/err"
+check "swap to a missing model: refused, old model serving" grep -q "^swap: REFUSED before anything changed: the new model could not be read, or cannot take this prompt (reason below). The old model $tmp/a is still serving.$" "$tmp/err"
 check "swap to a missing model names the file" grep -q "$tmp/nope/config.json" "$tmp/err"
 check "swap to a missing model prints no figures" bash -c "! grep -q 'needs 0 bytes' '$tmp/err'"
 # Restored: a budget that fits only one model at a time (replace path), and

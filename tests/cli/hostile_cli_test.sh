@@ -32,7 +32,8 @@ check "... with the permissions fopen would give" [ "$(stat -c %a "$tmp/ok.bin")
 
 "$atlas" run --model "$tmp/nope" "${run[@]}" --logits "$tmp/fail1.bin" >/dev/null 2>&1
 check "a run whose load fails leaves no --logits file nor temp file" nothing_at "$tmp/fail1.bin"
-# Fails after the load, in generation: the token is outside the vocabulary.
+# Fails in the open, before anything is allocated: the token is outside the
+# vocabulary.
 "$atlas" run --model "$tmp/a" --backend host --tokens 1,999 --steps 2 --logits "$tmp/fail2.bin" >/dev/null 2>&1
 check "a run whose generation fails leaves no --logits file nor temp file" nothing_at "$tmp/fail2.bin"
 # A fault in generation, after some rows were written: at the run's last
@@ -217,6 +218,23 @@ for path in side-by-side replace; do
 done
 grep -q "restored and is serving" "$tmp/err"
 check "the replace path restored the old model" [ $? -eq 0 ]
+
+# ---- prompt ids the new model does not know: refused before the swap ----
+# b (small) knows 256 ids, a (tiny) 64: id 200 is b's but not a's. The swap
+# must not happen (it used to, then fail generating with no old model left).
+vrun=(--backend host --tokens 1,2,200 --steps 4)
+"$atlas" run --model "$tmp/b" "${vrun[@]}" --logits "$tmp/ref_b200" >/dev/null 2>&1
+cat "$tmp/ref_b200" "$tmp/ref_b200" >"$tmp/ref_b200_kept"
+"$atlas" swap --model "$tmp/b" --to "$tmp/a" "${vrun[@]}" --logits "$tmp/v.bin" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "swap to a model whose vocabulary lacks a prompt id exits 1" [ "$rc" -eq 1 ]
+check "... refused before anything changed" grep -q "^swap: REFUSED before anything changed" "$tmp/err"
+check "... naming the id, the model and its vocabulary size" grep -q "token id 200 is outside the vocabulary of $tmp/a: 64 ids, 0 to 63 (config.json vocab_size)" "$tmp/err"
+check "... the old model still serving, bit for bit" cmp -s "$tmp/v.bin" "$tmp/ref_b200_kept"
+check "... and nothing leaked" grep -qx "leaked: 0 bytes" "$tmp/out"
+ATLAS_FAULT=alloc:1,host-alloc:1 "$atlas" run --model "$tmp/a" --backend host --tokens 1,64 --steps 2 >/dev/null 2>"$tmp/err"; rc=$?
+check "run with an id past the vocabulary fails before allocating anything" bash -c "[ $rc -eq 1 ] && grep -q 'token id 64 is outside the vocabulary of $tmp/a: 64 ids' '$tmp/err' && ! grep -q 'injected fault' '$tmp/err'"
+"$atlas" run --model "$tmp/a" --backend host --tokens 1,63 --steps 2 >/dev/null 2>&1
+check "... the last id of the vocabulary runs" [ $? -eq 0 ]
 
 # ---- a swap that leaves no model: the new one fails, then the restore ----
 # (--fail-restore: ATLAS_FAULT cannot reach this, a restore ignores it.) One

@@ -82,3 +82,7 @@ int64_t atlas_llama_arch_max_seq(const atlas_arch_model *model) {
 int64_t atlas_llama_arch_context(const void *config, const char **out_key) {
   return atlas_llama_context((const atlas_llama_config *)config, out_key);
 }
+
+int64_t atlas_llama_arch_vocab(const void *config) {
+  return ((const atlas_llama_config *)config)->vocab_size;
+}

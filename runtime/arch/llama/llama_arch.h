@@ -40,6 +40,7 @@ ATLAS_MUST_USE atlas_status atlas_llama_arch_unload(atlas_arch_model *model,
 int64_t atlas_llama_arch_vocab_size(const atlas_arch_model *model);
 int64_t atlas_llama_arch_max_seq(const atlas_arch_model *model);
 int64_t atlas_llama_arch_context(const void *config, const char **out_key);
+int64_t atlas_llama_arch_vocab(const void *config);
 
 // A row for a family of this forward pass: its name, its model_type and
 // architectures lists and its config parser.
@@ -50,7 +51,8 @@ int64_t atlas_llama_arch_context(const void *config, const char **out_key);
         atlas_llama_arch_required_bytes, atlas_llama_arch_load,           \
         atlas_llama_arch_generate, atlas_llama_arch_unload,               \
         atlas_llama_arch_vocab_size, atlas_llama_arch_max_seq,            \
-        &atlas_llama_module_set, atlas_llama_arch_context                 \
+        &atlas_llama_module_set, atlas_llama_arch_context,                \
+        atlas_llama_arch_vocab                                            \
   }
 
 #ifdef __cplusplus
