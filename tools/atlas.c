@@ -1196,12 +1196,13 @@ static int main_run(int argc, char **argv, bool swap) {
     rc = atlas_cli_usage_error(c->program, "--fail-restore needs --fail-alloc N");
   } else if (o->max_seq != 0 &&
              o->max_seq < positions_needed(o->prompt_len, o->steps)) {
+    // (Not "prompt length + steps - 1": --steps 0 needs the prompt's.)
     rc = atlas_cli_usage_error(c->program,
                                "--max-seq %ld is less than the %ld positions "
-                               "the prompt and --steps need (prompt length + "
-                               "steps - 1)",
+                               "the prompt's %zu tokens and --steps %ld need",
                                o->max_seq,
-                               positions_needed(o->prompt_len, o->steps));
+                               positions_needed(o->prompt_len, o->steps),
+                               o->prompt_len, o->steps);
   } else {
     rc = finish(c->program, run_or_swap(o, swap));
   }

@@ -173,6 +173,11 @@ check "129 positions in a context of 128 are refused" grep -q "need 129 position
 "$atlas" swap --model "$tmp/b" --to "$tmp/a" --backend host --tokens 1,2,3 --steps 200 >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "swap to a model whose context is too short is refused" bash -c "[ $rc -eq 1 ] && grep -q '^swap: REFUSED before anything changed' '$tmp/err' && grep -q 'has a context of 128' '$tmp/err'"
 
+"$atlas" run --model "$tmp/a" --backend host --tokens 1,2 --steps 0 --max-seq 1 >/dev/null 2>"$tmp/err"; rc=$?
+check "--steps 0 --max-seq 1 with 2 prompt tokens: usage error with the right count" bash -c "[ $rc -eq 2 ] && grep -q -- \"--max-seq 1 is less than the 2 positions the prompt's 2 tokens and --steps 0 need\" '$tmp/err'"
+"$atlas" swap --model "$tmp/a" --to "$tmp/b" --backend host --tokens 1,2 --steps 0 --max-seq 2 --logits "$tmp/z.bin" >/dev/null 2>&1; rc=$?
+check "swap --steps 0: one row per prompt token from each model" bash -c "[ $rc -eq 0 ] && [ \$(stat -c %s '$tmp/z.bin') -eq $(( 2 * 64 * 4 + 2 * 256 * 4 )) ]"
+
 # ---- nan / inf where a finite number is meant: usage errors ----
 for opt in "report --min-mb" "swap --budget-mb" "run --temperature" "run --top-p" "run --min-p" "run --repetition-penalty"; do
   set -- $opt
