@@ -87,26 +87,25 @@ void ExpectOpens(const std::string &dir) {
   EXPECT_TRUE(s.ok()) << s.message();
 }
 
-// Rewrites DIR/model.safetensors with the tensors it has plus `name`: n
-// floats of 0.5, or (copy_of) a copy of that F32 tensor with `nudge` added
-// to its first element.
-void AddTensor(const std::string &dir, const char *name, int64_t n,
-               const char *copy_of = nullptr, float nudge = 0) {
-  atlas_checkpoint *ck = nullptr;
+// DIR/model.safetensors's tensors, read whole: `ts` describe them (names
+// borrowed from *out_ck, which the caller closes after writing), `copies`
+// hold their bytes (ts[i].data points into copies[i]).
+void ReadTensors(const std::string &dir, atlas_checkpoint **out_ck,
+                 std::vector<atlas_safetensors_write_tensor> *ts,
+                 std::vector<std::vector<char>> *copies) {
   {
-    atlas_test::Status s(atlas_checkpoint_open(dir.c_str(), &ck));
+    atlas_test::Status s(atlas_checkpoint_open(dir.c_str(), out_ck));
     ASSERT_TRUE(s.ok()) << s.message();
   }
-  std::vector<atlas_safetensors_write_tensor> ts;
-  std::vector<std::vector<char>> copies;
+  atlas_checkpoint *ck = *out_ck;
   for (size_t i = 0; i < atlas_checkpoint_tensor_count(ck); ++i) {
     atlas_checkpoint_tensor t;
     ASSERT_TRUE(atlas_checkpoint_tensor_at(ck, i, &t));
     // Tensor bytes are read with pread (nothing is mapped).
-    copies.emplace_back(t.tensor->bytes);
+    copies->emplace_back(t.tensor->bytes);
     {
       atlas_test::Status r(atlas_safetensors_read(t.tensor, 0, t.tensor->bytes,
-                                                  copies.back().data()));
+                                                  copies->back().data()));
       ASSERT_TRUE(r.ok()) << r.message();
     }
     atlas_safetensors_write_tensor w{};
@@ -114,9 +113,36 @@ void AddTensor(const std::string &dir, const char *name, int64_t n,
     w.dtype = t.tensor->dtype;
     w.rank = t.tensor->rank;
     for (int d = 0; d < t.tensor->rank; ++d) w.shape[d] = t.tensor->shape[d];
-    ts.push_back(w);
+    ts->push_back(w);
   }
-  for (size_t i = 0; i < ts.size(); ++i) ts[i].data = copies[i].data();
+  for (size_t i = 0; i < ts->size(); ++i) (*ts)[i].data = (*copies)[i].data();
+}
+
+// Replaces DIR/model.safetensors with `ts`, then closes `ck` (whose names
+// `ts` borrowed until the write).
+void WriteTensors(const std::string &dir, atlas_checkpoint *ck,
+                  const std::vector<atlas_safetensors_write_tensor> &ts) {
+  std::string tmp = dir + "/model.safetensors.new";
+  atlas_test::Status s(
+      atlas_safetensors_write(tmp.c_str(), ts.data(), ts.size(), nullptr, 0));
+  atlas_checkpoint_close(ck);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(rename(tmp.c_str(), (dir + "/model.safetensors").c_str()), 0);
+}
+
+// Rewrites DIR/model.safetensors with the tensors it has plus `name`: n
+// floats of 0.5, or (copy_of) a copy of that F32 tensor with `nudge` added
+// to its first element.
+void AddTensor(const std::string &dir, const char *name, int64_t n,
+               const char *copy_of = nullptr, float nudge = 0) {
+  atlas_checkpoint *ck = nullptr;
+  std::vector<atlas_safetensors_write_tensor> ts;
+  std::vector<std::vector<char>> copies;
+  ReadTensors(dir, &ck, &ts, &copies);
+  if (ck == nullptr || ::testing::Test::HasFatalFailure()) {
+    if (ck != nullptr) atlas_checkpoint_close(ck);
+    return;
+  }
   std::vector<float> zeros((size_t)n, 0.5f);
   atlas_safetensors_write_tensor extra{};
   extra.name = name;
@@ -137,52 +163,29 @@ void AddTensor(const std::string &dir, const char *name, int64_t n,
     extra.data = dup.data();
   }
   ts.push_back(extra);
-  std::string tmp = dir + "/model.safetensors.new";
-  atlas_test::Status s(
-      atlas_safetensors_write(tmp.c_str(), ts.data(), ts.size(), nullptr, 0));
-  atlas_checkpoint_close(ck);  // names were borrowed until the write
-  ASSERT_TRUE(s.ok()) << s.message();
-  ASSERT_EQ(rename(tmp.c_str(), (dir + "/model.safetensors").c_str()), 0);
+  WriteTensors(dir, ck, ts);
 }
 
 // Rewrites DIR/model.safetensors with tensor `from` renamed `to`.
 void RenameTensor(const std::string &dir, const char *from, const char *to) {
   atlas_checkpoint *ck = nullptr;
-  {
-    atlas_test::Status s(atlas_checkpoint_open(dir.c_str(), &ck));
-    ASSERT_TRUE(s.ok()) << s.message();
-  }
   std::vector<atlas_safetensors_write_tensor> ts;
   std::vector<std::vector<char>> copies;
+  ReadTensors(dir, &ck, &ts, &copies);
+  if (ck == nullptr || ::testing::Test::HasFatalFailure()) {
+    if (ck != nullptr) atlas_checkpoint_close(ck);
+    return;
+  }
   bool found = false;
-  for (size_t i = 0; i < atlas_checkpoint_tensor_count(ck); ++i) {
-    atlas_checkpoint_tensor t;
-    ASSERT_TRUE(atlas_checkpoint_tensor_at(ck, i, &t));
-    copies.emplace_back(t.tensor->bytes);
-    {
-      atlas_test::Status r(atlas_safetensors_read(t.tensor, 0, t.tensor->bytes,
-                                                  copies.back().data()));
-      ASSERT_TRUE(r.ok()) << r.message();
-    }
-    atlas_safetensors_write_tensor w{};
-    w.name = t.tensor->name;
+  for (atlas_safetensors_write_tensor &w : ts) {
     if (std::string(w.name) == from) {
       w.name = to;
       found = true;
     }
-    w.dtype = t.tensor->dtype;
-    w.rank = t.tensor->rank;
-    for (int d = 0; d < t.tensor->rank; ++d) w.shape[d] = t.tensor->shape[d];
-    ts.push_back(w);
   }
+  if (!found) atlas_checkpoint_close(ck);
   ASSERT_TRUE(found) << from;
-  for (size_t i = 0; i < ts.size(); ++i) ts[i].data = copies[i].data();
-  std::string tmp = dir + "/model.safetensors.new";
-  atlas_test::Status s(
-      atlas_safetensors_write(tmp.c_str(), ts.data(), ts.size(), nullptr, 0));
-  atlas_checkpoint_close(ck);
-  ASSERT_TRUE(s.ok()) << s.message();
-  ASSERT_EQ(rename(tmp.c_str(), (dir + "/model.safetensors").c_str()), 0);
+  WriteTensors(dir, ck, ts);
 }
 
 TEST(FrontDoor, TableRows) {
