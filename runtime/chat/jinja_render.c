@@ -756,8 +756,15 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
   *out = atlas_jv_undefined(NULL);
   switch (n->kind) {
     case JN_CONST:
-      *out = atlas_jv_data(json_incref(n->value));
-      return ATLAS_OK;
+      // A copy of the render's own, never a reference to the parsed
+      // template's value: threads may share a template (atlas.h), and
+      // jansson's json_incref/json_decref read the count without an atomic
+      // load before changing it atomically, a data race when two renders
+      // count the same value (ThreadSanitizer, //tests/api:threads_api_test).
+      // Constants are strings and numbers (true/false/None are jansson's
+      // uncounted singletons), so the copy is one small allocation.
+      *out = atlas_jv_data(json_copy(n->value));
+      return atlas_jv_ok_alloc(*out) ? ATLAS_OK : oom();
     case JN_NAME:
       *out = lookup(ctx, n->name);
       return ATLAS_OK;
