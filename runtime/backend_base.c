@@ -138,14 +138,31 @@ atlas_status atlas_backend_base_deinit(atlas_backend *b) {
   b->op_cache = NULL;
   atlas_sweep_result swept;
   status = atlas_status_join(status, atlas_backend_base_sweep_unreleased(b, &swept));
-  if (swept.count > 0) {
+  if (swept.count > swept.refused_count) {
     // Last-resort reclamation is expected after a failed load; say what it
     // had to free so a leak on the clean path is visible.
     atlas_log(&b->log, ATLAS_LOG_WARNING, "backend %s reclaimed %zu unreleased allocations (%zu bytes) "
-              "at destroy%s:\n%s",
-              b->name, swept.count, swept.bytes,
+              "at destroy%s%s:\n%s",
+              b->name, swept.count - swept.refused_count,
+              swept.bytes - swept.refused_bytes,
+              swept.refused_count > 0 ? ", and released the ones whose free "
+                                        "the device had refused"
+                                      : "",
               swept.unfreed_count > 0 ? "; the device refused to free some "
                                         "(the status names them), which "
+                                        "stay allocated"
+                                      : "",
+              swept.sites ? swept.sites : "");
+  } else if (swept.count > 0) {
+    // Every one was freed before and refused by the device: nothing leaked,
+    // but the memory was held until now, so say what was released.
+    atlas_log(&b->log, ATLAS_LOG_WARNING, "backend %s released at destroy %zu allocations (%zu bytes) "
+              "whose free the device had refused (no leak); freed %zu of "
+              "them%s:\n%s",
+              b->name, swept.count, swept.bytes,
+              swept.count - swept.unfreed_count,
+              swept.unfreed_count > 0 ? ", the device refused again for the "
+                                        "rest (the status names them), which "
                                         "stay allocated"
                                       : "",
               swept.sites ? swept.sites : "");
@@ -347,6 +364,10 @@ atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
     atlas_ledger_entry e;
     atlas_status s = atlas_ledger_remove(b->ledger, entries[i].addr, &e);
     if (s == ATLAS_OK) {
+      if (e.release_failed) {  // freed once, refused by the device: no leak
+        out_result->refused_count++;
+        out_result->refused_bytes += e.bytes;
+      }
       // A leaked buffer's overrun is still an overrun: read its band first.
       atlas_status zone = atlas_backend_base_check_redzone(
           b, &e, "by the sweep of unreleased memory");

@@ -110,7 +110,8 @@ ATLAS_MUST_USE atlas_status atlas_ledger_report_text(atlas_ledger *ledger, size_
 // *out_json.
 ATLAS_MUST_USE atlas_status atlas_ledger_report_json(atlas_ledger *ledger, char **out_json);
 
-// What a sweep of unreleased allocations found (each one a leak) and freed.
+// What a sweep of unreleased allocations found and freed: each one a leak,
+// except those whose free the device had refused (refused_count).
 typedef struct atlas_sweep_result {
   size_t count;  // allocations found
   size_t bytes;
@@ -119,6 +120,12 @@ typedef struct atlas_sweep_result {
   // on the ledger (release_failed), each named in the sweep's status.
   size_t unfreed_count;
   size_t unfreed_bytes;
+  // Of those, the ones whose free the device had already refused
+  // (release_failed): released, and kept live only because the device still
+  // held them, so not leaks. count - refused_count allocations were never
+  // released by anyone: those are the leaks.
+  size_t refused_count;
+  size_t refused_bytes;
 } atlas_sweep_result;
 
 void atlas_sweep_result_free(atlas_sweep_result *result);

@@ -740,6 +740,16 @@ static atlas_status report_swap(atlas_status s, const atlas_swap_info *r,
   }
 }
 
+// What the close's sweep released after the device had refused to free it:
+// not a leak (the status says which free was refused), but said, so that
+// the bytes are accounted for.
+static void print_refused(const atlas_close_report *td) {
+  if (td->refused_allocations == 0) return;
+  printf("released after a refused free: %llu bytes in %zu allocation%s\n",
+         (unsigned long long)td->refused_bytes, td->refused_allocations,
+         td->refused_allocations == 1 ? "" : "s");
+}
+
 // Closes the model and, for `swap`, says what the close found: the ordered
 // teardown's count and the sweep's leaked bytes (nonzero is an error).
 static atlas_status close_model(atlas_model *m, bool say) {
@@ -750,6 +760,7 @@ static atlas_status close_model(atlas_model *m, bool say) {
   printf("teardown: %zu resources released in reverse order, %zu failed\n",
          td.released, td.failed);
   printf("leaked: %llu bytes\n", (unsigned long long)td.leaked_bytes);
+  print_refused(&td);
   if (td.leaked_allocations > 0) {
     s = atlas_status_join(
         s, atlas_status_make(ATLAS_STATUS_INTERNAL,
@@ -1029,6 +1040,7 @@ static atlas_status demo(const demo_options *o) {
     printf("\nteardown: %zu resources released in reverse order, %zu failed\n",
            td.released, td.failed);
     printf("leaked: %llu bytes\n", (unsigned long long)td.leaked_bytes);
+    print_refused(&td);
     if (td.leaked_allocations > 0 && s == ATLAS_OK) {
       s = atlas_status_make(ATLAS_STATUS_INTERNAL,
                             "the sweep found %zu unreleased allocations "

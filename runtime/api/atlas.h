@@ -119,12 +119,17 @@ ATLAS_MUST_USE atlas_status atlas_open_memory(
     const atlas_open_options *options, atlas_model **out_model);
 
 // What close found when it swept the model's backend after the ordered
-// teardown: anything here was leaked by Atlas (a bug worth reporting).
+// teardown: anything in leaked_* was leaked by Atlas (a bug worth
+// reporting). refused_* counts what the sweep released after the device had
+// refused its free (the status, or an earlier call's, names each refusal):
+// held until now, but not leaked.
 typedef struct atlas_close_report {
   uint64_t leaked_bytes;
   size_t leaked_allocations;
   size_t released;  // resources the ordered teardown released
   size_t failed;    // ... and those whose release failed (in the status)
+  uint64_t refused_bytes;
+  size_t refused_allocations;
 } atlas_close_report;
 
 // Tears the model down in order and destroys its backend. `model` may be

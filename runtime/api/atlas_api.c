@@ -201,8 +201,12 @@ atlas_status atlas_close(atlas_model *model, atlas_close_report *out_report) {
   memset(&report, 0, sizeof(report));
   atlas_status s = atlas_model_close(model, &report);
   if (out_report != NULL) {
-    out_report->leaked_bytes = report.sweep.bytes;
-    out_report->leaked_allocations = report.sweep.count;
+    out_report->leaked_bytes =
+        report.sweep.bytes - report.sweep.refused_bytes;
+    out_report->leaked_allocations =
+        report.sweep.count - report.sweep.refused_count;
+    out_report->refused_bytes = report.sweep.refused_bytes;
+    out_report->refused_allocations = report.sweep.refused_count;
     out_report->released = report.released;
     out_report->failed = report.failed;
   }
