@@ -848,6 +848,14 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
       atlas_status st = eval(ctx, n->b, &key);
       if (st == ATLAS_OK) {
         st = get_item(n, obj, key, out);
+        // An undefined item borrows the key's text as its name, and the key
+        // (a constant's copy, or a computed string) goes now: the render
+        // keeps it for the error that may name it later.
+        if (st == ATLAS_OK && out->kind == JV_UNDEFINED && atlas_jv_is_string(key) &&
+            out->name == json_string_value(key.json) &&
+            json_array_append(ctx->names, key.json) != 0) {
+          st = oom();
+        }
         atlas_jv_free(&key);
       }
       atlas_jv_free(&obj);
@@ -1126,10 +1134,13 @@ atlas_status atlas_jinja_render(const jinja_template *t, json_t *vars, const str
                           jinja_buf *out) {
   jinja_scope *top = scope_new(NULL);
   jinja_ctx ctx = {.out = out, .scope = top, .top = top, .globals = vars, .now = now,
-                   .tuples = json_object(), .consumed = json_object()};
-  atlas_status st = top && ctx.tuples && ctx.consumed ? exec(&ctx, t->root) : oom();
+                   .tuples = json_object(), .consumed = json_object(),
+                   .names = json_array()};
+  atlas_status st =
+      top && ctx.tuples && ctx.consumed && ctx.names ? exec(&ctx, t->root) : oom();
   scope_delete(top);
   json_decref(ctx.tuples);
   json_decref(ctx.consumed);
+  json_decref(ctx.names);
   return st;
 }

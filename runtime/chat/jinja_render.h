@@ -43,6 +43,7 @@ typedef struct jinja_ctx {
   int call_depth;        // macro recursion guard
   json_t *tuples;        // arrays that are Python tuples (keys: atlas_jinja_tuple_key), held alive
   json_t *consumed;      // generators already iterated, held alive the same way
+  json_t *names;         // keys an undefined item is named after, held alive (an array)
 } jinja_ctx;
 
 enum { JINJA_CTL_NONE = 0, JINJA_CTL_BREAK, JINJA_CTL_CONTINUE };

@@ -323,6 +323,12 @@ TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
       {"{{ {'a\\x00b': 1}|tojson(sort_keys=true) }}", "{}", "a dict key holding a NUL character"},
       // A loop filter that fails: the items it had kept leaked (the fuzzer).
       {"{% for i in [1, 2] if i > 1 and x.y %}{% endfor %}", "{}", "'x' is undefined"},
+      // An undefined item is named after its key, a string the render frees
+      // once the item is looked up (a constant's copy, a computed string):
+      // the error that names it later read freed memory (ASan).
+      {"{% set d = {} %}{{ d['ab'].c }}", "{}", "'ab' is undefined"},
+      {"{% set d = {} %}{{ d['a' ~ 'b'].c }}", "{}", "'ab' is undefined"},
+      {"{% set n = namespace() %}{{ n['a' ~ 'b'].c }}", "{}", "'ab' is undefined"},
       // Attribute paths (AttributePathDefaultsAndMissingParts): default=none
       // is no default in Jinja (Atlas printed "None,2" where Jinja's join
       // gives ",2"), so an item without the attribute is refused; a part
