@@ -96,6 +96,20 @@ static bool grow(atlas_ledger *l) {
   return true;
 }
 
+// Puts `e` in the table (growing it first when it would be 3/4 full) and
+// counts it live. The caller holds the mutex and has checked the address.
+static atlas_status add_locked(atlas_ledger *ledger, const atlas_ledger_entry *e) {
+  if ((ledger->count + 1) * 4 > ledger->capacity * 3 && !grow(ledger)) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "ledger: cannot grow its table past %zu slots",
+                             ledger->capacity);
+  }
+  place(ledger->slots, ledger->capacity, e);
+  ledger->count++;
+  ledger->live_bytes += e->bytes;
+  return ATLAS_OK;
+}
+
 atlas_status atlas_ledger_insert(atlas_ledger *ledger, uintptr_t addr,
                                  size_t bytes, size_t redzone_bytes,
                                  atlas_mem_kind kind, atlas_site site,
@@ -119,17 +133,14 @@ atlas_status atlas_ledger_insert_banded(atlas_ledger *ledger, uintptr_t addr,
         "%s:%d (%s)",
         addr, existing->entry.site.file, existing->entry.site.line,
         existing->entry.site.func);
-  } else if ((ledger->count + 1) * 4 > ledger->capacity * 3 && !grow(ledger)) {
-    status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                               "ledger: cannot grow its table past %zu slots",
-                               ledger->capacity);
   } else {
     atlas_ledger_entry e = {addr, bytes, redzone_bytes, lead_bytes,
-                            ledger->next_index++, kind, site, false};
-    place(ledger->slots, ledger->capacity, &e);
-    ledger->count++;
-    ledger->live_bytes += bytes;
-    if (out_index != NULL) *out_index = e.index;
+                            ledger->next_index, kind, site, false};
+    status = add_locked(ledger, &e);
+    if (status == ATLAS_OK) {
+      ledger->next_index++;
+      if (out_index != NULL) *out_index = e.index;
+    }
   }
   pthread_mutex_unlock(&ledger->mutex);
   return status;
@@ -145,16 +156,10 @@ atlas_status atlas_ledger_restore(atlas_ledger *ledger,
         "ledger: cannot keep 0x%" PRIxPTR " (allocated at %s:%d (%s)) live: "
         "the address was handed out again",
         entry->addr, entry->site.file, entry->site.line, entry->site.func);
-  } else if ((ledger->count + 1) * 4 > ledger->capacity * 3 && !grow(ledger)) {
-    status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                               "ledger: cannot grow its table past %zu slots",
-                               ledger->capacity);
   } else {
     atlas_ledger_entry e = *entry;
     e.release_failed = true;
-    place(ledger->slots, ledger->capacity, &e);
-    ledger->count++;
-    ledger->live_bytes += e.bytes;
+    status = add_locked(ledger, &e);
   }
   pthread_mutex_unlock(&ledger->mutex);
   return status;
