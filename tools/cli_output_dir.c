@@ -37,8 +37,15 @@ static int remove_entry(const char *path, const struct stat *st, int type,
   return 0;  // best effort: go on with the rest
 }
 
+// A writer on another thread may add an entry between nftw's listing and
+// its rmdir of the folder (the watcher runs while the tool writes): go
+// round again until the folder is gone. Each pass removes what the last
+// one missed, so a writer with a handful of files cannot keep it.
 static void remove_tree(const char *path) {
-  (void)nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  struct stat st;
+  for (int pass = 0; pass < 64 && lstat(path, &st) == 0; ++pass) {
+    (void)nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
 }
 
 // Ends the process by `sig`'s default action, so the caller sees the
@@ -59,18 +66,20 @@ static void *watch_signals(void *arg) {
   // From here on this thread ends the process; a commit's cancel waits.
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
   pthread_mutex_lock(&w->lock);
-  if (!w->done) remove_tree(w->tmp);
+  if (!w->done && w->tmp != NULL) remove_tree(w->tmp);
   w->done = true;
   end_by(sig);  // the lock is held to the end
   return NULL;
 }
 
-// Starts the watcher; where that fails the folder is still written, only
-// not cleaned up after a kill.
-static atlas_cli_dir_watch *watch_start(const char *tmp) {
+// Starts the watcher, before the folder exists (watch_tmp names it): a
+// stop that came between its creation and the watcher's start would end
+// the process by the signal's default action and leave it behind. Where
+// the start fails the folder is still written, only not cleaned up after a
+// kill.
+static atlas_cli_dir_watch *watch_start(void) {
   atlas_cli_dir_watch *w = calloc(1, sizeof(*w));
   if (w == NULL) return NULL;
-  w->tmp = tmp;
   sigemptyset(&w->signals);
   const int kStops[] = {SIGINT, SIGTERM, SIGHUP};
   for (size_t i = 0; i < sizeof(kStops) / sizeof(kStops[0]); ++i) {
@@ -96,6 +105,19 @@ static atlas_cli_dir_watch *watch_start(const char *tmp) {
     return NULL;
   }
   return w;
+}
+
+// Creates the temporary folder from the template `tmp` (mkdtemp) under the
+// watcher's lock, so a stop finds either no folder or a folder it knows.
+// Returns mkdtemp's errno, 0 on success.
+static int make_watched(atlas_cli_dir_watch *w, char *tmp) {
+  if (w != NULL) pthread_mutex_lock(&w->lock);
+  int err = mkdtemp(tmp) == NULL ? errno : 0;
+  if (w != NULL) {
+    if (err == 0) w->tmp = tmp;
+    pthread_mutex_unlock(&w->lock);
+  }
+  return err;
 }
 
 // Stops the watcher and restores the signal mask. A signal that arrived
@@ -202,8 +224,12 @@ atlas_status atlas_cli_output_dir_open(const char *path,
     if (out->tmp == NULL) {
       s = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory for %s",
                             path);
-    } else if (mkdtemp(out->tmp) == NULL) {
-      int err = errno;
+    }
+  }
+  if (s == ATLAS_OK) {
+    out->watch = watch_start();
+    int err = make_watched(out->watch, out->tmp);
+    if (err != 0) {
       s = atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", path,
                             strerror(err));
       free(out->tmp);
@@ -218,7 +244,6 @@ atlas_status atlas_cli_output_dir_open(const char *path,
   mode_t mask = umask(0);
   umask(mask);
   (void)chmod(out->tmp, 0755 & ~mask);
-  out->watch = watch_start(out->tmp);
   return ATLAS_OK;
 }
 

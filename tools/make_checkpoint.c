@@ -224,6 +224,7 @@ static int make(const options *o) {
   status = atlas_cli_output_dir_open(o->out, &dir);
   if (status != ATLAS_OK) return fail(status);
   m.out_dir = dir.tmp;
+  m.dir_made = true;
   status = atlas_make_checkpoint_write(&m);
   atlas_checkpoint *ck = NULL;
   if (status == ATLAS_OK) {

@@ -289,7 +289,7 @@ atlas_status atlas_make_checkpoint_write(
                              "make_checkpoint: shards must be >= 1 and dtype "
                              "F32, F16 or BF16");
   }
-  if (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST) {
+  if (!o->dir_made && mkdir(o->out_dir, 0755) != 0 && errno != EEXIST) {
     int err = errno;
     return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create: %s",
                              o->out_dir, strerror(err));

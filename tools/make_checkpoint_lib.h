@@ -18,7 +18,11 @@ extern "C" {
 #endif
 
 typedef struct atlas_make_checkpoint_options {
-  const char *out_dir;        // created if missing (one level)
+  const char *out_dir;        // created if missing (one level)...
+  bool dir_made;              // ...unless set: the caller made it (a
+                              // watched temporary folder, which a stop
+                              // removes under a running write and which
+                              // must stay removed)
   uint64_t seed;
   atlas_llama_config config;  // tie_word_embeddings: lm_head omitted
   atlas_dtype dtype;

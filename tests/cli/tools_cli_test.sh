@@ -91,15 +91,24 @@ check "a refused checkpoint exits 2" [ "$rc" -eq 2 ]
 check "and leaves no folder, temporary or final" [ ! -e "$tmp/bad" ]
 check "nor a temporary folder" eval '! leftovers'
 # Killed while writing: the watcher removes the temporary folder and the
-# process still ends by the signal.
-"$mc" --out "$tmp/killed" --layers 2 --hidden 2048 --intermediate 8192 --heads 16 \
-  --kv-heads 4 --vocab 64 --dtype bf16 >/dev/null 2>&1 &
-pid=$!
-for _ in $(seq 500); do compgen -G "$tmp/killed.tmp-*" >/dev/null && break; sleep 0.01; done
-check "a long make_checkpoint has its temporary folder while writing" eval 'compgen -G "$tmp/killed.tmp-*" >/dev/null'
-kill -TERM "$pid"; wait "$pid"; rc=$?
-check "killed by SIGTERM, it ends by SIGTERM ($rc)" [ "$rc" -eq 143 ]
-check "and leaves no folder" [ ! -e "$tmp/killed" ]
+# process still ends by the signal. Killed the moment the folder appears,
+# 20 times: a stop between the folder's creation and the watcher's start,
+# or a writer that made the folder again after the watcher removed it, left
+# it behind about one kill in 30 before 2026-12-04.
+seen=0 by_signal=0 left=0
+for i in $(seq 20); do
+  "$mc" --out "$tmp/killed$i" --layers 2 --hidden 2048 --intermediate 8192 --heads 16 \
+    --kv-heads 4 --vocab 64 --dtype bf16 >/dev/null 2>&1 &
+  pid=$!
+  for _ in $(seq 500); do compgen -G "$tmp/killed$i.tmp-*" >/dev/null && break; sleep 0.01; done
+  compgen -G "$tmp/killed$i.tmp-*" >/dev/null && seen=$((seen + 1))
+  kill -TERM "$pid"; wait "$pid"; rc=$?
+  [ "$rc" -eq 143 ] && by_signal=$((by_signal + 1))
+  compgen -G "$tmp/killed$i*" >/dev/null && left=$((left + 1))
+done
+check "a long make_checkpoint has its temporary folder while writing ($seen of 20)" [ "$seen" -eq 20 ]
+check "killed by SIGTERM, it ends by SIGTERM ($by_signal of 20)" [ "$by_signal" -eq 20 ]
+check "and leaves no folder, temporary or final ($left of 20 left one)" [ "$left" -eq 0 ]
 check "nor a temporary folder" eval '! leftovers'
 # --out through links, '.', and names too long for a '.tmp-XXXXXX' suffix:
 # each was accepted up front and then failed (or wrote) somewhere unexpected.
