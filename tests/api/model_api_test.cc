@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,7 +16,7 @@
 #include "atlas/atlas.h"
 #include "atlas/atlas_testing.h"
 #include "atlas/runtime/model/model.h"
-#include "atlas/tools/make_checkpoint_lib.h"
+#include "tests/api/api_fixture.h"
 #include "tests/runtime/test_util.h"
 
 namespace {
@@ -25,28 +24,8 @@ namespace {
 std::string g_tokenizer;  // --tokenizer: a tokenizer.json of 665 ids
 std::string g_llama3;     // Llama 3's tokenizer.json (a data argument)
 
-// TEST_TMPDIR/leaf holding a deterministic checkpoint of `preset`.
-std::string Checkpoint(const std::string &leaf, const char *preset,
-                       uint64_t seed, int64_t vocab = 0) {
-  const char *tmp = getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + leaf;
-  atlas_make_checkpoint_options o{};
-  o.out_dir = dir.c_str();
-  o.seed = seed;
-  EXPECT_OK(atlas_make_checkpoint_preset(preset, &o.config));
-  if (vocab > 0) o.config.vocab_size = vocab;
-  o.dtype = ATLAS_DTYPE_F32;
-  o.shards = 1;
-  EXPECT_OK(atlas_make_checkpoint_write(&o));
-  return dir;
-}
-
-std::string Slurp(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using atlas_test::Checkpoint;
+using atlas_test::ReadFile;
 
 uint64_t Required(const std::string &dir) {
   atlas_model_spec s{};
@@ -453,7 +432,7 @@ std::string ChainCheckpoint(const std::string &leaf, int64_t vocab,
                             const std::vector<uint32_t> &chain) {
   std::string dir = Checkpoint(leaf, "tiny", 1, vocab);
   std::string path = dir + "/model.safetensors";
-  std::string bytes = Slurp(path);
+  std::string bytes = ReadFile(path);
   uint64_t n = 0;
   memcpy(&n, bytes.data(), 8);
   json_error_t err;
@@ -601,8 +580,8 @@ bool XmlCharacters(const std::string &s, std::string *why) {
 // UTF-8.
 TEST(ModelApi, SvgReportIsWellFormedForAnyModelName) {
   std::string a = Checkpoint("api_svg", "tiny", 1);
-  std::string config = Slurp(a + "/config.json");
-  std::string weights = Slurp(a + "/model.safetensors");
+  std::string config = ReadFile(a + "/config.json");
+  std::string weights = ReadFile(a + "/model.safetensors");
   std::string names[] = {
       std::string(300, 'x') + [] {
         std::string s;

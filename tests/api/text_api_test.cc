@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "atlas/atlas.h"
+#include "tests/api/api_fixture.h"
 #include "tests/text/reference_files.h"
 
 namespace {
@@ -29,13 +30,8 @@ atlas_test::ReferenceFiles g_files;
 using atlas_test::Ids;
 using atlas_test::ReadFile;
 using atlas_test::Str;
+using atlas_test::TakeMessage;
 using atlas_test::ValidUtf8;
-
-std::string Take(atlas_status st) {
-  std::string m = atlas_status_message(st);
-  atlas_status_free(st);
-  return m;
-}
 
 std::string TmpDir() {
   const char *d = getenv("TEST_TMPDIR");
@@ -47,7 +43,7 @@ std::string Decode(const atlas_tokenizer *tok, const std::vector<uint32_t> &ids,
   char *text = nullptr;
   size_t len = 0;
   atlas_status st = atlas_tokenizer_decode(tok, ids.data(), ids.size(), skip, &text, &len);
-  if (st) return "<error: " + Take(st) + ">";
+  if (st) return "<error: " + TakeMessage(st) + ">";
   std::string s(text, len);
   EXPECT_EQ(text[len], '\0');
   atlas_free(text);
@@ -58,23 +54,14 @@ std::string CleanUp(const std::string &in) {
   char *text = nullptr;
   size_t len = 0;
   atlas_status st = atlas_tokenizer_clean_up(in.data(), in.size(), &text, &len);
-  if (st) return "<error: " + Take(st) + ">";
+  if (st) return "<error: " + TakeMessage(st) + ">";
   std::string s(text, len);
   atlas_free(text);
   return s;
 }
 
 atlas_tokenizer *Open(const std::string &name) {
-  for (const auto &e : g_files.fetch_errors) ADD_FAILURE() << e;
-  auto it = g_files.tokenizer.find(name);
-  if (it == g_files.tokenizer.end()) {
-    ADD_FAILURE() << "no tokenizer.json given for " << name;
-    return nullptr;
-  }
-  atlas_tokenizer *tok = nullptr;
-  atlas_status st = atlas_tokenizer_load(it->second.c_str(), &tok);
-  EXPECT_EQ(st, ATLAS_OK) << Take(st);
-  return tok;
+  return atlas_test::LoadTokenizer(g_files, name);
 }
 
 // Encode and decode every corpus text with each real tokenizer. The decode
@@ -112,7 +99,7 @@ TEST(TextApi, EncodeDecodeMatchTransformers) {
         size_t n = 0;
         atlas_status st =
             atlas_tokenizer_encode(tok, text.data(), text.size(), special, &ids, &n);
-        ASSERT_EQ(st, ATLAS_OK) << Take(st);
+        ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
         std::vector<uint32_t> got(ids, ids + n);
         atlas_free(ids);
         bool same = got == Ids(json_object_get(c, special ? "ids" : "ids_no_special"));
@@ -162,7 +149,7 @@ TEST(TextApi, Transformers4DecodeOnRequest) {
   uint32_t *ids = nullptr;
   size_t n = 0;
   atlas_status st = atlas_tokenizer_encode(tok, text.data(), text.size(), false, &ids, &n);
-  ASSERT_EQ(st, ATLAS_OK) << Take(st);
+  ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
   std::vector<uint32_t> v(ids, ids + n);
   atlas_free(ids);
   EXPECT_EQ(Decode(tok, v, false), text);
@@ -175,7 +162,7 @@ TEST(TextApi, MissingFileIsNamed) {
   atlas_tokenizer *tok = nullptr;
   atlas_status st = atlas_tokenizer_load(path.c_str(), &tok);
   atlas_status_code code = atlas_status_code_of(st);
-  std::string m = Take(st);
+  std::string m = TakeMessage(st);
   EXPECT_TRUE(code == ATLAS_STATUS_IO || code == ATLAS_STATUS_NOT_FOUND) << m;
   EXPECT_NE(m.find(path), std::string::npos) << m;
   EXPECT_NE(m.find("No such file"), std::string::npos) << m;
@@ -195,7 +182,7 @@ TEST(TextApi, UnsupportedModelTypeIsNamed) {
     atlas_tokenizer *tok = nullptr;
     atlas_status st = atlas_tokenizer_load(path.c_str(), &tok);
     atlas_status_code code = atlas_status_code_of(st);
-    std::string m = Take(st);
+    std::string m = TakeMessage(st);
     EXPECT_EQ(code, ATLAS_STATUS_UNIMPLEMENTED) << m;
     EXPECT_NE(m.find(path), std::string::npos) << m;
     EXPECT_NE(m.find("model.type"), std::string::npos) << m;
@@ -212,7 +199,7 @@ TEST(TextApi, BadArgumentsAreRefused) {
   size_t n = 0;
   atlas_status st = atlas_tokenizer_encode(tok, "ok\xC3(", 4, false, &ids, &n);
   EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
-  std::string m = Take(st);
+  std::string m = TakeMessage(st);
   EXPECT_NE(m.find("UTF-8"), std::string::npos) << m;
   EXPECT_NE(m.find('2'), std::string::npos) << m;  // the byte offset
   atlas_free(ids);
@@ -354,7 +341,7 @@ TEST(TextApi, StreamedTextIsWholeCharacters) {
   const std::string weights = ChainCheckpoint();  // must outlive the model
   atlas_model *model = nullptr;
   atlas_status st = OpenChain(weights, &model);
-  ASSERT_EQ(st, ATLAS_OK) << Take(st);
+  ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
 
   // Stops after 1, 3, 4, 5 and 7 generated tokens: inside the emoji, right
   // after it, after "a", and one byte into the next emoji.
@@ -373,7 +360,7 @@ TEST(TextApi, StreamedTextIsWholeCharacters) {
     Streamed s;
     std::vector<uint32_t> out;
     st = GenerateStreamed(model, tok, kChain, run.steps, &out, &s);
-    ASSERT_EQ(st, ATLAS_OK) << Take(st);
+    ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
     ASSERT_EQ(out.size(), run.steps);
     for (size_t i = 0; i < out.size(); i++) {
       EXPECT_EQ(out[i], kChain[1 + i % (kChainLen - 1)]) << "token " << i;
@@ -383,7 +370,7 @@ TEST(TextApi, StreamedTextIsWholeCharacters) {
   }
   atlas_close_report report;
   st = atlas_close(model, &report);
-  EXPECT_EQ(st, ATLAS_OK) << Take(st);
+  EXPECT_EQ(st, ATLAS_OK) << TakeMessage(st);
   EXPECT_EQ(report.leaked_bytes, 0u);
   atlas_tokenizer_free(tok);
 }
@@ -403,11 +390,11 @@ TEST(TextApi, StrayByteDoesNotEndGeneration) {
   const std::string weights = ChainCheckpoint(chain, 4);  // must outlive the model
   atlas_model *model = nullptr;
   atlas_status st = OpenChain(weights, &model);
-  ASSERT_EQ(st, ATLAS_OK) << Take(st);
+  ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
   Streamed s;
   std::vector<uint32_t> out;
   st = GenerateStreamed(model, tok, chain, 6, &out, &s);
-  ASSERT_EQ(st, ATLAS_OK) << Take(st);
+  ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
   ASSERT_EQ(out.size(), 6u);
   for (size_t i = 0; i < out.size(); i++) EXPECT_EQ(out[i], chain[1 + i % 3]) << "token " << i;
   // "\n", then the text past one character (vLLM's slicing), twice round.
@@ -415,7 +402,7 @@ TEST(TextApi, StrayByteDoesNotEndGeneration) {
   EXPECT_EQ(s.pieces, want);
   atlas_close_report report;
   st = atlas_close(model, &report);
-  EXPECT_EQ(st, ATLAS_OK) << Take(st);
+  EXPECT_EQ(st, ATLAS_OK) << TakeMessage(st);
   EXPECT_EQ(report.leaked_bytes, 0u);
   atlas_tokenizer_free(tok);
 }
@@ -435,7 +422,7 @@ TEST(TextApi, MaxNewTokensPastTheContextIsRefused) {
   const std::string weights = ChainCheckpoint();  // must outlive the model
   atlas_model *model = nullptr;
   atlas_status st = OpenChain(weights, &model);
-  ASSERT_EQ(st, ATLAS_OK) << Take(st);
+  ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
   atlas_model_info info = {};
   info.struct_size = sizeof(info);
   ASSERT_EQ(atlas_model_info_get(model, &info), ATLAS_OK);
@@ -459,7 +446,7 @@ TEST(TextApi, MaxNewTokensPastTheContextIsRefused) {
       st = atlas_generate(model, prompt, 2, &go, out.data(), &count);
       // 2 prompt tokens + steps - 1 positions: one more than the cache holds, or far more.
       EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
-      std::string m = Take(st);
+      std::string m = TakeMessage(st);
       EXPECT_NE(m.find("max_new_tokens"), std::string::npos) << m;
       EXPECT_NE(m.find(std::to_string(max_seq)), std::string::npos) << m;
       EXPECT_EQ(rows, 0u) << "work ran before the refusal";
@@ -474,12 +461,12 @@ TEST(TextApi, MaxNewTokensPastTheContextIsRefused) {
     std::vector<uint32_t> out(max_seq);
     size_t count = 0;
     st = atlas_generate(model, prompt, 2, &go, out.data(), &count);
-    EXPECT_EQ(st, ATLAS_OK) << Take(st);
+    EXPECT_EQ(st, ATLAS_OK) << TakeMessage(st);
     EXPECT_EQ(count, max_seq - 1);
   }
   atlas_close_report report;
   st = atlas_close(model, &report);
-  EXPECT_EQ(st, ATLAS_OK) << Take(st);
+  EXPECT_EQ(st, ATLAS_OK) << TakeMessage(st);
   EXPECT_EQ(report.leaked_bytes, 0u);
 }
 
@@ -489,7 +476,7 @@ TEST(TextApi, MaxNewTokensPastTheContextIsRefused) {
 size_t LiveBytes(const atlas_model *model) {
   char *json = nullptr;
   atlas_status st = atlas_report(model, ATLAS_REPORT_JSON, nullptr, &json);
-  EXPECT_EQ(st, ATLAS_OK) << Take(st);
+  EXPECT_EQ(st, ATLAS_OK) << TakeMessage(st);
   json_error_t err;
   json_t *root = json ? json_loads(json, 0, &err) : nullptr;
   atlas_free(json);
@@ -514,7 +501,7 @@ TEST(TextApi, KvCacheTypeIsChosenByName) {
     atlas_model *model = nullptr;
     atlas_status st = atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1,
                                         weights.data(), weights.size(), &oo, &model);
-    ASSERT_EQ(st, ATLAS_OK) << name << ": " << Take(st);
+    ASSERT_EQ(st, ATLAS_OK) << name << ": " << TakeMessage(st);
     live[name] = LiveBytes(model);
     EXPECT_EQ(atlas_close(model, nullptr), ATLAS_OK);
   }
@@ -534,7 +521,7 @@ TEST(TextApi, KvCacheTypeIsChosenByName) {
   atlas_status st = atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1,
                                       weights.data(), weights.size(), &oo, &model);
   EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
-  std::string m = Take(st);
+  std::string m = TakeMessage(st);
   EXPECT_NE(m.find("kv_cache_type \"f8\""), std::string::npos) << m;
   EXPECT_EQ(model, nullptr);
 }

@@ -23,16 +23,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "atlas/atlas.h"
-#include "atlas/tools/make_checkpoint_lib.h"
+#include "tests/api/api_fixture.h"
 #include "tests/runtime/test_util.h"
 #include "tests/text/reference_files.h"
 
@@ -40,6 +38,10 @@ namespace {
 
 atlas_test::ReferenceFiles g_files;
 std::vector<std::string> g_corpus;
+
+using atlas_test::Checkpoint;
+using atlas_test::ReadFile;
+using atlas_test::TakeMessage;
 
 constexpr int kThreads = 4;
 
@@ -63,23 +65,8 @@ void RunTogether(int n, const std::function<void(int)> &body) {
   for (auto &t : threads) t.join();
 }
 
-std::string Message(atlas_status st) {
-  std::string m = atlas_status_message(st);
-  atlas_status_free(st);
-  return m;
-}
-
 atlas_tokenizer *LoadTokenizer(const std::string &name) {
-  for (const auto &e : g_files.fetch_errors) ADD_FAILURE() << e;
-  auto it = g_files.tokenizer.find(name);
-  if (it == g_files.tokenizer.end()) {
-    ADD_FAILURE() << "no tokenizer.json given for " << name;
-    return nullptr;
-  }
-  atlas_tokenizer *tok = nullptr;
-  atlas_status st = atlas_tokenizer_load(it->second.c_str(), &tok);
-  EXPECT_EQ(st, ATLAS_OK) << Message(st);
-  return tok;
+  return atlas_test::LoadTokenizer(g_files, name);
 }
 
 // ---- tokenizer ---------------------------------------------------------------
@@ -101,7 +88,7 @@ std::vector<uint32_t> Encode(atlas_tokenizer *tok, const std::string &text,
   size_t n = 0;
   atlas_status st = atlas_tokenizer_encode(tok, text.data(), text.size(),
                                            special, &ids, &n);
-  EXPECT_EQ(st, ATLAS_OK) << Message(st);
+  EXPECT_EQ(st, ATLAS_OK) << TakeMessage(st);
   std::vector<uint32_t> v(ids, ids + n);
   atlas_free(ids);
   return v;
@@ -113,7 +100,7 @@ std::string Decode(const atlas_tokenizer *tok, const std::vector<uint32_t> &ids,
   size_t len = 0;
   atlas_status st =
       atlas_tokenizer_decode(tok, ids.data(), ids.size(), skip, &text, &len);
-  if (st) return "<error: " + Message(st) + ">";
+  if (st) return "<error: " + TakeMessage(st) + ">";
   std::string s(text, len);
   atlas_free(text);
   return s;
@@ -129,7 +116,7 @@ Coded Code(atlas_tokenizer *tok, const std::string &text) {
   size_t len = 0;
   atlas_status st =
       atlas_tokenizer_clean_up(c.text.data(), c.text.size(), &clean, &len);
-  EXPECT_EQ(st, ATLAS_OK) << Message(st);
+  EXPECT_EQ(st, ATLAS_OK) << TakeMessage(st);
   if (clean != nullptr) c.cleaned.assign(clean, len);
   atlas_free(clean);
   return c;
@@ -219,7 +206,7 @@ std::string Render(const atlas_chat_template *t,
   char *text = nullptr;
   atlas_status st =
       atlas_chat_template_apply(t, conv.data(), conv.size(), gen, &text);
-  if (st) return "<error: " + Message(st) + ">";
+  if (st) return "<error: " + TakeMessage(st) + ">";
   std::string s = text;
   atlas_free(text);
   return s;
@@ -235,7 +222,7 @@ TEST(ThreadsApi, SharedChatTemplateRendersAsOneThreadDoes) {
     ASSERT_EQ(g_files.config.count(name), 1u);
     atlas_chat_template *t = nullptr;
     atlas_status st = atlas_chat_template_load(g_files.config[name].c_str(), &t);
-    ASSERT_EQ(st, ATLAS_OK) << Message(st);
+    ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
     std::vector<std::string> alone;
     for (const auto &c : convs) {
       for (bool gen : {false, true}) alone.push_back(Render(t, c, gen));
@@ -268,27 +255,8 @@ TEST(ThreadsApi, SharedChatTemplateRendersAsOneThreadDoes) {
 
 // ---- models ------------------------------------------------------------------
 
-std::string Checkpoint(const std::string &leaf, const char *preset,
-                       uint64_t seed) {
-  const char *tmp = getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + leaf;
-  atlas_make_checkpoint_options o{};
-  o.out_dir = dir.c_str();
-  o.seed = seed;
-  EXPECT_OK(atlas_make_checkpoint_preset(preset, &o.config));
-  o.config.vocab_size = 665;  // the synthetic tokenizer's
-  o.dtype = ATLAS_DTYPE_F32;
-  o.shards = 1;
-  EXPECT_OK(atlas_make_checkpoint_write(&o));
-  return dir;
-}
-
-std::string Slurp(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The synthetic tokenizer's vocabulary: the checkpoints' ids are its.
+constexpr int64_t kVocab = 665;
 
 // Each run of digits becomes one '#': log lines carry timings.
 std::string NoDigits(const std::string &s) {
@@ -412,7 +380,7 @@ void Generate(atlas_model *m, const atlas_tokenizer *tok, uint32_t prompt0,
   calls->text.clear();
   atlas_status st = atlas_generate(m, prompt, 3, &g, out, &n);
   std::string s = "generate:";
-  if (st) s += " error " + Message(st);
+  if (st) s += " error " + TakeMessage(st);
   for (size_t i = 0; i < n; ++i) s += " " + std::to_string(out[i]);
   tr->steps.push_back(s + " text=" + calls->text);
   // Sampled too, with a seed: the PRNG is the call's own.
@@ -422,7 +390,7 @@ void Generate(atlas_model *m, const atlas_tokenizer *tok, uint32_t prompt0,
   g.on_logits = nullptr;
   st = atlas_generate(m, prompt, 3, &g, out, &n);
   s = "sample:";
-  if (st) s += " error " + Message(st);
+  if (st) s += " error " + TakeMessage(st);
   for (size_t i = 0; i < n; ++i) s += " " + std::to_string(out[i]);
   tr->steps.push_back(s);
 }
@@ -432,7 +400,7 @@ void Report(const atlas_model *m, Trace *tr) {
   info.struct_size = sizeof(info);
   atlas_status st = atlas_model_info_get(m, &info);
   if (st) {
-    tr->steps.push_back("info: error " + Message(st));
+    tr->steps.push_back("info: error " + TakeMessage(st));
   } else {
     tr->steps.push_back(std::string("info: ") + info.name + " " +
                         info.architecture + " " + info.backend + " " +
@@ -443,7 +411,7 @@ void Report(const atlas_model *m, Trace *tr) {
   for (atlas_report_format f : {ATLAS_REPORT_TEXT, ATLAS_REPORT_JSON}) {
     char *text = nullptr;
     st = atlas_report(m, f, nullptr, &text);
-    tr->steps.push_back(st ? "report: error " + Message(st)
+    tr->steps.push_back(st ? "report: error " + TakeMessage(st)
                            : std::string("report: ") + text);
     atlas_free(text);
   }
@@ -454,7 +422,7 @@ std::string Swapped(atlas_status st, const atlas_swap_info &info) {
                   " side_by_side " + std::to_string(info.side_by_side) +
                   " needed " + std::to_string(info.needed_bytes) +
                   " releasable " + std::to_string(info.releasable_bytes);
-  if (st) s += " error " + Message(st);
+  if (st) s += " error " + TakeMessage(st);
   return s;
 }
 
@@ -476,7 +444,7 @@ Trace Life(const Plan &p, const atlas_tokenizer *tok,
   };
   call([&] {
     atlas_status st = atlas_open(p.first.c_str(), &o, &m);
-    tr.steps.push_back(st ? "open: error " + Message(st) : "open: ok");
+    tr.steps.push_back(st ? "open: error " + TakeMessage(st) : "open: ok");
   });
   if (m == nullptr) return tr;
   call([&] {
@@ -506,7 +474,7 @@ Trace Life(const Plan &p, const atlas_tokenizer *tok,
   call([&] {
     atlas_close_report r;
     atlas_status st = atlas_close(m, &r);
-    tr.steps.push_back((st ? "close: error " + Message(st) : "close: ok") +
+    tr.steps.push_back((st ? "close: error " + TakeMessage(st) : "close: ok") +
                        " leaked " + std::to_string(r.leaked_bytes) + " in " +
                        std::to_string(r.leaked_allocations) + ", released " +
                        std::to_string(r.released));
@@ -542,11 +510,11 @@ struct Models {
     for (int i = 0; i < 3; ++i) {
       Plan p;
       std::string tag = std::to_string(i);
-      p.first = Checkpoint("threads_a" + tag, i % 2 ? "small" : "tiny", 10 + i);
-      p.second = Checkpoint("threads_b" + tag, i % 2 ? "tiny" : "small", 20 + i);
-      std::string third = Checkpoint("threads_c" + tag, "tiny", 30 + i);
-      p.third_config = Slurp(third + "/config.json");
-      p.third_weights = Slurp(third + "/model.safetensors");
+      p.first = Checkpoint("threads_a" + tag, i % 2 ? "small" : "tiny", 10 + i, kVocab);
+      p.second = Checkpoint("threads_b" + tag, i % 2 ? "tiny" : "small", 20 + i, kVocab);
+      std::string third = Checkpoint("threads_c" + tag, "tiny", 30 + i, kVocab);
+      p.third_config = ReadFile(third + "/config.json");
+      p.third_weights = ReadFile(third + "/model.safetensors");
       p.prompt0 = 1 + 100 * (uint32_t)i;
       plans.push_back(p);
     }

@@ -4,16 +4,19 @@
 
 #include <stdlib.h>
 
+#include <cstdint>
 #include <string>
 
 #include "tests/runtime/test_util.h"
 #include "atlas/tools/make_checkpoint_lib.h"
 
 // TEST_TMPDIR/leaf with config.json and the weights of `preset` ("tiny" or
-// "small"); the same arguments give the same bytes.
+// "small"), with `vocab` ids where it is above 0; the same arguments give the
+// same bytes.
 inline std::string MakeCheckpoint(const std::string &leaf, const char *preset,
                                   uint64_t seed, atlas_dtype dtype,
-                                  bool tied = false, int shards = 1) {
+                                  bool tied = false, int shards = 1,
+                                  int64_t vocab = 0) {
   const char *tmp = getenv("TEST_TMPDIR");
   std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + leaf;
   atlas_make_checkpoint_options o{};
@@ -21,6 +24,7 @@ inline std::string MakeCheckpoint(const std::string &leaf, const char *preset,
   o.seed = seed;
   EXPECT_OK(atlas_make_checkpoint_preset(preset, &o.config));
   o.config.tie_word_embeddings = tied;
+  if (vocab > 0) o.config.vocab_size = vocab;
   o.dtype = dtype;
   o.shards = shards;
   EXPECT_OK(atlas_make_checkpoint_write(&o));
