@@ -50,9 +50,11 @@ static atlas_status open_error(const char *path, const char *role, int err) {
                              "\"%s\" does not exist)",
                              q, role, qt);
   }
+  char text[ATLAS_STRERROR_BYTES];
   return atlas_status_make(
       err == ENOENT ? ATLAS_STATUS_NOT_FOUND : ATLAS_STATUS_IO,
-      "%s: cannot open %s: %s", q, role, strerror(err));
+      "%s: cannot open %s: %s", q, role,
+      atlas_strerror(err, text, sizeof(text)));
 }
 
 atlas_status atlas_file_open_regular(const char *path, const char *role,
@@ -67,9 +69,10 @@ atlas_status atlas_file_open_regular(const char *path, const char *role,
     int err = errno;
     close(fd);
     char q[ATLAS_QUOTE_PATH_BYTES];
+    char text[ATLAS_STRERROR_BYTES];
     return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot stat %s: %s",
                              atlas_quote_path(path, q, sizeof(q)), role,
-                             strerror(err));
+                             atlas_strerror(err, text, sizeof(text)));
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
@@ -92,13 +95,15 @@ atlas_status atlas_file_pread_exact(int fd, const char *path, void *dst,
                       (off_t)(offset + done));
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) {
+      int err = errno;  // before atlas_quote_path
       char q[ATLAS_QUOTE_PATH_BYTES];
       atlas_quote_path(path, q, sizeof(q));
       if (n < 0) {
+        char text[ATLAS_STRERROR_BYTES];
         return atlas_status_make(ATLAS_STATUS_IO,
                                  "%s: reading %zu bytes at offset %llu: %s", q,
                                  bytes, (unsigned long long)offset,
-                                 strerror(errno));
+                                 atlas_strerror(err, text, sizeof(text)));
       }
       return atlas_status_make(
           ATLAS_STATUS_DATA_LOSS,
@@ -117,8 +122,11 @@ atlas_status atlas_file_check_unchanged(int fd, const char *path,
   struct stat st;
   char q[ATLAS_QUOTE_PATH_BYTES];
   if (fstat(fd, &st) != 0) {
+    int err = errno;  // before atlas_quote_path
+    char text[ATLAS_STRERROR_BYTES];
     return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot stat: %s",
-                             atlas_quote_path(path, q, sizeof(q)), strerror(errno));
+                             atlas_quote_path(path, q, sizeof(q)),
+                             atlas_strerror(err, text, sizeof(text)));
   }
   atlas_file_identity now = identity_of(&st);
   if (now.size != identity->size) {
@@ -237,4 +245,32 @@ const char *atlas_quote(const char *s, char *buf, size_t size) {
 const char *atlas_quote_path(const char *path, char *buf, size_t size) {
   return quote_impl(path, path != NULL ? strlen(path) : 0,
                     ATLAS_QUOTE_PATH_SHOWN, false, buf, size);
+}
+
+// strerror_r is glibc's where _GNU_SOURCE is defined, as in this file
+// (char *: the text, in buf or a constant string), else the XSI one (int: 0
+// or an error number, the text in buf); atlas_strerror takes whichever the
+// headers declare, so a change of feature macros cannot misread it.
+static const char *strerror_gnu(const char *text, const char *buf, size_t n,
+                                int err) {
+  (void)buf;
+  (void)n;
+  (void)err;
+  return text;
+}
+
+static const char *strerror_xsi(int rc, char *buf, size_t n, int err) {
+  // EINVAL (an unknown number) may leave buf empty: strerror's wording then.
+  // ERANGE leaves as much of the text as fits.
+  if (rc != 0 && (rc != ERANGE || buf[0] == '\0')) {
+    (void)snprintf(buf, n, "Unknown error %d", err);
+  }
+  return buf;
+}
+
+const char *atlas_strerror(int err, char *buf, size_t n) {
+  if (buf == NULL || n == 0) return "";
+  buf[0] = '\0';
+  return _Generic(strerror_r(err, buf, n), char *: strerror_gnu,
+                  int: strerror_xsi)(strerror_r(err, buf, n), buf, n, err);
 }

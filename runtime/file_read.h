@@ -61,6 +61,13 @@ const char *atlas_quote(const char *s, char *buf, size_t size);
 #define ATLAS_QUOTE_PATH_BYTES (4 * ATLAS_QUOTE_PATH_SHOWN + 48)
 const char *atlas_quote_path(const char *path, char *buf, size_t size);
 
+// strerror(err)'s text without strerror's buffer, which POSIX lets another
+// thread's call overwrite (weights upload on worker threads): the text goes
+// to buf (n > 0 bytes; ATLAS_STRERROR_BYTES hold every message) or is a
+// constant string; returns the text either way, valid while buf lives.
+#define ATLAS_STRERROR_BYTES 128
+const char *atlas_strerror(int err, char *buf, size_t n);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atlas/runtime/file_read.h"
+
 enum { kMaxThreads = 32, kMaxBuffers = 8 };
 
 typedef struct chunk {
@@ -75,10 +77,11 @@ static atlas_status read_piece(const atlas_upload_job *job, uint64_t offset,
                       (off_t)(at + done));
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0) {
+      char text[ATLAS_STRERROR_BYTES];
       return atlas_status_make(ATLAS_STATUS_IO, "%s: reading %s: %s",
                                job->file ? job->file : "?",
                                job->what ? job->what : "weights",
-                               strerror(errno));
+                               atlas_strerror(errno, text, sizeof(text)));
     }
     if (n == 0) {
       return atlas_status_make(

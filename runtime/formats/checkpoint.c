@@ -357,9 +357,11 @@ atlas_status atlas_checkpoint_open(const char *dir,
   struct stat st;
   if (stat(dir, &st) != 0) {
     int err = errno;
+    char text[ATLAS_STRERROR_BYTES];
     return atlas_status_make(
         err == ENOENT ? ATLAS_STATUS_NOT_FOUND : ATLAS_STATUS_IO,
-        "%s: cannot open checkpoint directory: %s", dir, strerror(err));
+        "%s: cannot open checkpoint directory: %s", dir,
+        atlas_strerror(err, text, sizeof(text)));
   }
   if (!S_ISDIR(st.st_mode)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,

@@ -249,6 +249,20 @@ TEST(Messages, NamesFromFilesAreEscapedAndCut) {
   EXPECT_LT(r.message.size(), 2000u);
 }
 
+// atlas_strerror, which the runtime's messages use instead of strerror
+// (whose buffer another thread may overwrite), gives strerror's text.
+TEST(Messages, ErrnoTextIsStrerrors) {
+  for (int err : {0, ENOENT, EIO, EACCES, ENAMETOOLONG, 9999, -1}) {
+    char buf[ATLAS_STRERROR_BYTES];
+    std::string want = strerror(err);
+    EXPECT_EQ(atlas_strerror(err, buf, sizeof(buf)), want) << err;
+  }
+  char tiny[4];
+  std::string cut = atlas_strerror(ENOENT, tiny, sizeof(tiny));
+  EXPECT_EQ(cut, std::string(strerror(ENOENT)).substr(0, cut.size()));
+  EXPECT_STREQ(atlas_strerror(ENOENT, nullptr, 0), "");
+}
+
 // Flips one element of a tensor to NaN or Inf in place.
 void Poison(const std::string &dir, const char *name, uint64_t index,
             atlas_dtype dtype, bool nan) {
