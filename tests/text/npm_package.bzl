@@ -11,11 +11,14 @@ installed, checks the tarball's sha256, and extracts it under pkg/;
 nothing is fetched again until the pin changes.
 
 A failed fetch does not fail the build: the repository then holds error.txt,
-and the tests that use it fail with that message (they never skip).
+and the tests that use it fail with that message (they never skip). Bazel
+caches that outcome too, so the message names the `bazel sync --only=NAME`
+that fetches again.
 """
 
 def _fail_softly(ctx, message):
-    ctx.file("error.txt", "npm_package %s: %s\n" % (ctx.name, message))
+    # Bazel keeps this outcome like a fetched one: say how to try again.
+    ctx.file("error.txt", "npm_package %s: %s (Bazel keeps this failure: once its cause is mended, fetch again with `tools/bazel sync --only=%s`)\n" % (ctx.name, message, ctx.name))
     ctx.file("BUILD", 'filegroup(name = "files", srcs = ["error.txt"], visibility = ["//visibility:public"])\n')
 
 def _npm_package_impl(ctx):
