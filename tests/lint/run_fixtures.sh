@@ -221,6 +221,13 @@ grep -q "kernel.cu:2:16: warning: mutable device global 'g_kernel_calls'" "$KR" 
   && grep -q "fragment.h:2:18: warning: mutable static 'g_fragment_hits'" \
      tests/lint/fixtures/aspect/fragment_lib.statics/tests/lint/fixtures/aspect/fragment_user.c.txt \
   && pass "via-includers header checked through its includer only" || fail "via-includers header"
+# A cc_library's `includes` directory reaches clang as -isystem (Bazel's rule), yet the files of this
+# workspace found there are not system headers: the static of a textual include and a fake once_flag
+# defined there are findings (before the aspect searched them as user directories, both passed).
+SR=tests/lint/fixtures/sysinc/sysinc_lib.statics/tests/lint/fixtures/sysinc
+if diff -u $EXP/sysinc_user.c.expected <(cat $SR/sysinc_user.c.txt $SR/inc/sysinc_latch.h.txt | diags /dev/stdin); then
+  pass "workspace files in an \`includes\` directory (-isystem) are checked"
+else fail "workspace files reached through an \`includes\` directory are not checked"; fi
 # The gate over them (baselined): the summary lists every exclusion, one merged SARIF 2.1.0 log whose
 # baselined results carry external suppressions and whose rules carry help text.
 mkdir -p "$WORK/gate_out"
