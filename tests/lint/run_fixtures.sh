@@ -228,6 +228,10 @@ SR=tests/lint/fixtures/sysinc/sysinc_lib.statics/tests/lint/fixtures/sysinc
 if diff -u $EXP/sysinc_user.c.expected <(cat $SR/sysinc_user.c.txt $SR/inc/sysinc_latch.h.txt | diags /dev/stdin); then
   pass "workspace files in an \`includes\` directory (-isystem) are checked"
 else fail "workspace files reached through an \`includes\` directory are not checked"; fi
+# The same through copts: -isystem, -idirafter and --system-header-prefix hide no workspace file.
+if diff -u $EXP/sysinc_copt_user.c.expected <(diags tests/lint/fixtures/sysinc/sysinc_copt_lib.statics/tests/lint/fixtures/sysinc/sysinc_copt_user.c.txt); then
+  pass "workspace files in copts' system directories are checked"
+else fail "workspace files reached through copts' system directories are not checked"; fi
 # The gate over them (baselined): the summary lists every exclusion, one merged SARIF 2.1.0 log whose
 # baselined results carry external suppressions and whose rules carry help text.
 mkdir -p "$WORK/gate_out"
