@@ -72,7 +72,7 @@ static void *watch_signals(void *arg) {
   return NULL;
 }
 
-// Starts the watcher, before the folder exists (watch_tmp names it): a
+// Starts the watcher, before the folder exists (make_watched names it): a
 // stop that came between its creation and the watcher's start would end
 // the process by the signal's default action and leave it behind. Where
 // the start fails the folder is still written, only not cleaned up after a
