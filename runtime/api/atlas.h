@@ -244,7 +244,10 @@ ATLAS_MUST_USE atlas_status atlas_chat_template_apply(
 typedef struct atlas_generate_options {
   size_t struct_size;
   size_t max_new_tokens;  // default 16
-  bool ignore_eos;        // default false: stop after an EOS id of the config
+  // Default false: stop after an EOS id (generation_config.json's
+  // eos_token_id where that file exists, none if it names none; else
+  // config.json's), as transformers' generate() does.
+  bool ignore_eos;
   // Called with the logits of every forward step (prompt tokens included;
   // the last generated token is never fed back). May be NULL. A non-OK
   // status stops generation and is returned.

@@ -1,7 +1,8 @@
 // End-of-sequence ids: `eos_token_id` of config.json or
 // generation_config.json, an integer or a list of integers (Hugging Face
 // writes both). transformers' generate() takes generation_config.json's
-// value when that file has one, else config.json's.
+// value where that file exists (none, if it has no eos_token_id), else
+// config.json's.
 #ifndef ATLAS_RUNTIME_MODEL_EOS_H_
 #define ATLAS_RUNTIME_MODEL_EOS_H_
 

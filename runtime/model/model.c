@@ -75,9 +75,13 @@ static atlas_status parse_config(const char *text, size_t len, const char *path,
   return atlas_eos_parse(text, len, path, &o->eos, &found);
 }
 
-// generate() in transformers takes generation_config.json's EOS ids over
-// config.json's.
-static atlas_status read_generation_config(const char *dir, opened *o) {
+// Where generation_config.json exists, transformers' generate() takes its
+// EOS ids and nothing of config.json's: a file without eos_token_id (or with
+// null) means no EOS at all (transformers 5.x on the H200, session 26), so
+// generation runs to the step limit. Atlas does the same, and says so.
+static atlas_status read_generation_config(const char *dir,
+                                           const atlas_log_sink *log,
+                                           opened *o) {
   char path[4096];
   int n = snprintf(path, sizeof(path), "%s/generation_config.json", dir);
   if (n < 0 || (size_t)n >= sizeof(path)) {
@@ -95,7 +99,14 @@ static atlas_status read_generation_config(const char *dir, opened *o) {
   atlas_eos eos;
   memset(&eos, 0, sizeof(eos));
   if (status == ATLAS_OK) status = atlas_eos_parse(text, len, path, &eos, &found);
-  if (status == ATLAS_OK && found) o->eos = eos;
+  if (status == ATLAS_OK && !found && o->eos.count > 0) {
+    atlas_log(log, ATLAS_LOG_WARNING,
+              "%s names no eos_token_id, so generation stops only at the step "
+              "limit, as transformers' generate() does: config.json's "
+              "eos_token_id %u%s is not used",
+              path, o->eos.ids[0], o->eos.count > 1 ? " (and the rest)" : "");
+  }
+  if (status == ATLAS_OK) o->eos = eos;
   free(text);
   return status;
 }
@@ -142,7 +153,7 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
                                    (uint64_t)MAX_CONFIG_BYTES, &text, &len);
     if (status == ATLAS_OK) status = parse_config(text, len, path, o);
     free(text);
-    if (status == ATLAS_OK) status = read_generation_config(spec->dir, o);
+    if (status == ATLAS_OK) status = read_generation_config(spec->dir, &spec->log, o);
     if (status == ATLAS_OK) status = atlas_checkpoint_open(spec->dir, &o->ck);
   } else if (spec->embedded == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,

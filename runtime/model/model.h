@@ -114,8 +114,9 @@ ATLAS_MUST_USE atlas_status atlas_model_required_bytes(const atlas_model_spec *s
 
 // Greedy generation: runs the prompt, then up to `steps` new tokens
 // (argmax) into out_tokens; *out_count (may be NULL) says how many. Stops
-// after a token of the model's EOS ids (generation_config.json's, else
-// config.json's eos_token_id) unless the spec says ignore_eos. Forward steps,
+// after a token of the model's EOS ids (generation_config.json's where that
+// file exists, none if it names none; else config.json's eos_token_id)
+// unless the spec says ignore_eos. Forward steps,
 // each passed to `sink` (may be NULL): every prompt token and every
 // generated token but the last, i.e. prompt_len + *out_count - 1.
 ATLAS_MUST_USE atlas_status atlas_model_generate(atlas_model *model, const uint32_t *prompt,

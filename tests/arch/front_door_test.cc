@@ -487,6 +487,44 @@ TEST(FrontDoor, EosFromConfigAndGenerationConfig) {
               {dir + "/generation_config.json", "\"eos_token_id\""});
 }
 
+void KeepLines(void *ctx, atlas_log_level level, const char *message) {
+  if (level >= ATLAS_LOG_WARNING) {
+    static_cast<std::vector<std::string> *>(ctx)->push_back(message);
+  }
+}
+
+// A generation_config.json without eos_token_id (or with null) means no EOS:
+// transformers 5.x's generate() then uses nothing of config.json's and runs
+// to max_new_tokens (tests/arch/eos_reference.py on the H200, session 26:
+// transformers 5.x). Atlas does the same,
+// with a warning naming both files' ids.
+TEST(FrontDoor, GenerationConfigWithoutEosMeansNone) {
+  std::string dir = Make("eos_none");
+  SetJson(dir, "eos_token_id", "5");
+  for (const char *text : {"{\"bos_token_id\": 1}", "{\"eos_token_id\": null}"}) {
+    atlas_test::WriteFile(dir + "/generation_config.json", text);
+    std::vector<std::string> lines;
+    atlas_model_spec spec{};
+    spec.dir = dir.c_str();
+    spec.backend = "host";
+    spec.max_seq = 16;
+    spec.log.fn = KeepLines;
+    spec.log.ctx = &lines;
+    atlas_model *m = nullptr;
+    {
+      atlas_test::Status s(atlas_model_open(&spec, &m));
+      ASSERT_TRUE(s.ok()) << s.message();
+    }
+    EXPECT_EQ(atlas_model_eos(m)->count, 0u) << text;
+    atlas_status_free(atlas_model_close(m, nullptr));
+    ASSERT_EQ(lines.size(), 1u) << text;
+    EXPECT_NE(lines[0].find("generation_config.json names no eos_token_id"),
+              std::string::npos) << lines[0];
+    EXPECT_NE(lines[0].find("eos_token_id 5 is not used"), std::string::npos)
+        << lines[0];
+  }
+}
+
 atlas_status Collect(void *ctx, const float *x, size_t n) {
   (void)x;
   *static_cast<size_t *>(ctx) += n;
