@@ -1,0 +1,159 @@
+// How much HBM bandwidth can one SM pull, and is it fungible? (a lab for
+// issue 13, not part of the runtime):
+//   nvcc -O3 -arch=sm_90 -o sm_stream_lab tools/lab/sm_stream_lab.cu && ./sm_stream_lab
+// A dataflow decode kernel (persistent_lab.cu's C, D) stalls an SM's weight
+// stream whenever that SM waits on a step it cannot start. Whether such a
+// stall costs the whole device depends on whether the other SMs can take the
+// idle SM's share: if one SM can stream only a little more than 1/132 of the
+// device's rate, every stall is time lost; if it can stream much more, the
+// others absorb it. This streams 1 GiB from HBM with S blocks, one an SM
+// (each block asks for more than half an SM's shared memory), S from 132
+// down to 8, two ways:
+//   LDG: 1024 threads a block, 16-byte loads, 8 in flight a thread;
+//   TMA: one thread issuing bulk copies (cp.async.bulk) of 32 KiB into a
+//        ring of N slots, one consumer warp releasing each slot as it lands
+//        (no compute), N = 2, 4, 6.
+// Prints the device's GB/s and each SM's share for every S.
+#include <stdint.h>
+#include <stdio.h>
+
+#include <vector>
+
+#define CK(x)                                                     \
+  do {                                                            \
+    cudaError_t e = (x);                                          \
+    if (e != cudaSuccess) {                                       \
+      printf("%s: %s\n", #x, cudaGetErrorString(e));              \
+      return 1;                                                   \
+    }                                                             \
+  } while (0)
+
+constexpr uint32_t kOneSmShared = 120u << 10;  // more than half of 228 KiB
+constexpr uint32_t kSlot = 32u << 10;
+
+__global__ void __launch_bounds__(1024, 1)
+    stream_ldg(const uint4 *buf, size_t words_a_block, uint32_t *sink) {
+  extern __shared__ uint4 pad[];  // only to keep one block an SM
+  const uint4 *p = buf + words_a_block * blockIdx.x;
+  uint32_t acc = 0;
+  constexpr int U = 8;
+  for (size_t i0 = threadIdx.x; i0 < words_a_block; i0 += (size_t)U * blockDim.x) {
+    uint4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const size_t i = i0 + (size_t)u * blockDim.x;
+      v[u] = i < words_a_block ? __ldg(p + i) : uint4{0, 0, 0, 0};
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  if (acc == 0x12345678u) sink[blockIdx.x] = acc + (uint32_t)pad[0].x;  // keeps the loads
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_wait(uint64_t *b, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(smem_addr(b)), "r"(parity)
+        : "memory");
+  }
+}
+
+__global__ void __launch_bounds__(64, 1)
+    stream_tma(const unsigned char *buf, size_t bytes_a_block, uint32_t slots) {
+  extern __shared__ __align__(128) unsigned char ring[];
+  __shared__ __align__(8) uint64_t full[8], empty[8];
+  if (threadIdx.x == 0) {
+    for (uint32_t i = 0; i < slots; ++i) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&full[i])));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&empty[i])));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const unsigned char *p = buf + bytes_a_block * blockIdx.x;
+  const uint32_t n = (uint32_t)(bytes_a_block / kSlot);
+  if (threadIdx.x == 0) {  // the producer
+    for (uint32_t t = 0; t < n; ++t) {
+      const uint32_t s = t % slots, round = t / slots;
+      if (round > 0) mbar_wait(&empty[s], (round - 1) & 1);
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                       smem_addr(&full[s])),
+                   "r"(kSlot)
+                   : "memory");
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+              "r"(smem_addr(ring + (size_t)s * kSlot)),
+          "l"(p + (size_t)t * kSlot), "r"(kSlot), "r"(smem_addr(&full[s]))
+          : "memory");
+    }
+  } else if (threadIdx.x == 32) {  // the consumer: takes each slot, gives it back
+    for (uint32_t t = 0; t < n; ++t) {
+      const uint32_t s = t % slots;
+      mbar_wait(&full[s], (t / slots) & 1);
+      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(&empty[s]))
+                   : "memory");
+    }
+  }
+}
+
+int main() {
+  const size_t total = 1ull << 30;
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  // Four copies of the stream, so a run never finds its bytes in L2.
+  unsigned char *buf = nullptr;
+  CK(cudaMalloc(&buf, 4 * total));
+  CK(cudaMemset(buf, 1, 4 * total));
+  uint32_t *sink = nullptr;
+  CK(cudaMalloc(&sink, 1024 * 4));
+  CK(cudaFuncSetAttribute(stream_ldg, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          (int)kOneSmShared));
+  CK(cudaFuncSetAttribute(stream_tma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          (int)(6 * kSlot)));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<int> counts = {sms, sms * 3 / 4, sms / 2, sms / 4, 16, 8};
+  printf("%-14s %6s %12s %14s\n", "how", "SMs", "device GB/s", "GB/s an SM");
+  for (int mode = 0; mode < 4; ++mode) {
+    const uint32_t slots = mode == 0 ? 0 : mode == 1 ? 2 : mode == 2 ? 4 : 6;
+    for (int s : counts) {
+      // Each block's share, a whole number of slots.
+      const size_t share = total / (size_t)s / kSlot * kSlot;
+      float best = 1e30f;
+      for (int rep = 0; rep < 5; ++rep) {
+        const unsigned char *base = buf + (size_t)(rep % 4) * total;
+        CK(cudaEventRecord(a));
+        if (mode == 0) {
+          stream_ldg<<<s, 1024, kOneSmShared>>>(reinterpret_cast<const uint4 *>(base),
+                                                share / 16, sink);
+        } else {
+          // At least kOneSmShared, so two rings never share an SM.
+          const uint32_t smem = slots * kSlot > kOneSmShared ? slots * kSlot : kOneSmShared;
+          stream_tma<<<s, 64, smem>>>(base, share, slots);
+        }
+        CK(cudaGetLastError());
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        if (rep > 0 && ms < best) best = ms;
+      }
+      const double gbs = (double)share * s / (best * 1e-3) / 1e9;
+      char how[32];
+      if (mode == 0) {
+        snprintf(how, sizeof(how), "LDG");
+      } else {
+        snprintf(how, sizeof(how), "TMA %u x 32K", slots);
+      }
+      printf("%-14s %6d %12.0f %14.1f\n", how, s, gbs, gbs / s);
+    }
+  }
+  return 0;
+}
