@@ -503,8 +503,10 @@ static atlas_status write_logits(void *ctx, const float *logits, size_t n) {
 #error "--logits writes the host's floats as little-endian; port this first"
 #endif
   if (fwrite(logits, sizeof(float), n, lf->f) != n) {
+    char reason[ATLAS_CLI_STRERROR_BYTES];
     return atlas_status_make(ATLAS_STATUS_IO, "writing logits to %s: %s",
-                             lf->path, strerror(errno));
+                             lf->path,
+                             atlas_cli_strerror(errno, reason, sizeof(reason)));
   }
   return ATLAS_OK;
 }
@@ -917,10 +919,12 @@ static atlas_status write_report_file(const atlas_model *m,
   ATLAS_RETURN_IF_ERROR(atlas_report(m, format, &ro, &text));
   size_t len = strlen(text);
   bool ok = fwrite(text, 1, len, out->f) == len;
+  int err = errno;  // before atlas_free, which may change it
   atlas_free(text);
   if (!ok) {
+    char reason[ATLAS_CLI_STRERROR_BYTES];
     return atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s", out->path,
-                             strerror(errno));
+                             atlas_cli_strerror(err, reason, sizeof(reason)));
   }
   return ATLAS_OK;
 }

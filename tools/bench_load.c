@@ -19,6 +19,7 @@
 #include "atlas/runtime/arch/weight_check.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/formats/checkpoint.h"
+#include "atlas/runtime/file_read.h"
 #include "atlas/runtime/model/swap.h"
 #include "atlas/runtime/weight_upload.h"
 #include "atlas/tools/make_checkpoint_demo_models.h"
@@ -307,7 +308,9 @@ int atlas_bench_load(const atlas_bench_load_options *options) {
   const char *path = options->path;
   struct stat st;
   if (stat(path, &st) != 0) {
-    fprintf(stderr, "bench load: cannot stat %s: %s\n", path, strerror(errno));
+    char text[ATLAS_STRERROR_BYTES];
+    fprintf(stderr, "bench load: cannot stat %s: %s\n", path,
+            atlas_strerror(errno, text, sizeof(text)));
     return 1;
   }
   // A checkpoint directory (single or sharded) or one safetensors file.

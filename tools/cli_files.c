@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atlas/runtime/file_read.h"
+
 atlas_status atlas_cli_read_all(const char *path, size_t max_bytes,
                                 char **out, size_t *out_len) {
   *out = NULL;
@@ -23,9 +25,11 @@ atlas_status atlas_cli_read_all(const char *path, size_t max_bytes,
   const char *name = is_stdin ? "stdin" : path;
   FILE *f = is_stdin ? stdin : fopen(path, "rb");
   if (f == NULL) {
+    char text[ATLAS_STRERROR_BYTES];
     return atlas_status_make(errno == ENOENT ? ATLAS_STATUS_NOT_FOUND
                                              : ATLAS_STATUS_IO,
-                             "%s: cannot open: %s", name, strerror(errno));
+                             "%s: cannot open: %s", name,
+                             atlas_strerror(errno, text, sizeof(text)));
   }
   struct stat st;
   if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -57,8 +61,10 @@ atlas_status atlas_cli_read_all(const char *path, size_t max_bytes,
   }
   if (read_failed) {
     free(buf);
+    char text[ATLAS_STRERROR_BYTES];
     return atlas_status_make(ATLAS_STATUS_IO, "reading %s: %s", name,
-                             strerror(read_errno ? read_errno : EIO));
+                             atlas_strerror(read_errno ? read_errno : EIO, text,
+                                            sizeof(text)));
   }
   buf[len] = '\0';
   *out = buf;
@@ -94,18 +100,20 @@ static atlas_status resolve_target(const char *flag, const char *path,
     char *rp = realpath(path, NULL);
     if (rp == NULL) {
       int err = errno;
+      char text[ATLAS_STRERROR_BYTES];
       return atlas_status_make(
           S_ISLNK(ls.st_mode) ? ATLAS_STATUS_FAILED_PRECONDITION : ATLAS_STATUS_IO,
           "%s %s: %s%s", flag, path,
           S_ISLNK(ls.st_mode) ? "a symbolic link to nothing: " : "",
-          strerror(err));
+          atlas_strerror(err, text, sizeof(text)));
     }
     *out = rp;
     return ATLAS_OK;
   }
   if (errno != ENOENT) {
+    char text[ATLAS_STRERROR_BYTES];
     return atlas_status_make(ATLAS_STATUS_IO, "%s %s: %s", flag, path,
-                             strerror(errno));
+                             atlas_strerror(errno, text, sizeof(text)));
   }
   const char *slash = strrchr(path, '/');
   const char *name = slash != NULL ? slash + 1 : path;
@@ -119,8 +127,11 @@ static atlas_status resolve_target(const char *flag, const char *path,
   int err = errno;
   free(folder);
   if (rp == NULL || name[0] == '\0') {
+    char text[ATLAS_STRERROR_BYTES];
     return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create %s: %s",
-                             flag, path, rp == NULL ? strerror(err) : "no file name");
+                             flag, path,
+                             rp == NULL ? atlas_strerror(err, text, sizeof(text))
+                                        : "no file name");
   }
   size_t n = strlen(rp) + strlen(name) + 2;
   *out = malloc(n);
@@ -152,8 +163,9 @@ atlas_status atlas_cli_output_open(const char *flag, const char *path,
       int err = errno;
       if (fd >= 0) close(fd);
       atlas_cli_output_abort(out);
+      char text[ATLAS_STRERROR_BYTES];
       return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot write %s: %s", flag,
-                               path, strerror(err));
+                               path, atlas_strerror(err, text, sizeof(text)));
     }
     return ATLAS_OK;
   }
@@ -174,8 +186,10 @@ atlas_status atlas_cli_output_open(const char *flag, const char *path,
       if (out->f == NULL) {
         int err = errno;
         atlas_cli_output_abort(out);
+        char text[ATLAS_STRERROR_BYTES];
         return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot open %s: %s",
-                                 flag, path, strerror(err));
+                                 flag, path,
+                                 atlas_strerror(err, text, sizeof(text)));
       }
       return ATLAS_OK;
     }
@@ -228,16 +242,20 @@ atlas_status atlas_cli_output_open(const char *flag, const char *path,
     free(out->tmp);
     out->tmp = NULL;
     atlas_cli_output_abort(out);
+    char text[ATLAS_STRERROR_BYTES];
     return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create %s: %s",
-                             flag, path, strerror(err));
+                             flag, path,
+                             atlas_strerror(err, text, sizeof(text)));
   }
   out->f = fdopen(fd, "wb");
   if (out->f == NULL) {
     int err = errno;
     close(fd);
     atlas_cli_output_abort(out);
+    char text[ATLAS_STRERROR_BYTES];
     return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create %s: %s",
-                             flag, path, strerror(err));
+                             flag, path,
+                             atlas_strerror(err, text, sizeof(text)));
   }
   return ATLAS_OK;
 }
@@ -323,8 +341,10 @@ atlas_status atlas_cli_output_close(atlas_cli_output *out) {
   }
   out->f = NULL;
   if (failed) {
+    char text[ATLAS_STRERROR_BYTES];
     atlas_status s = atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s",
-                                       out->path, strerror(err));
+                                       out->path,
+                                       atlas_strerror(err, text, sizeof(text)));
     atlas_cli_output_abort(out);
     return s;
   }
@@ -334,8 +354,10 @@ atlas_status atlas_cli_output_close(atlas_cli_output *out) {
 atlas_status atlas_cli_output_commit(atlas_cli_output *out) {
   ATLAS_RETURN_IF_ERROR(atlas_cli_output_close(out));
   if (out->tmp != NULL && rename(out->tmp, out->target) != 0) {
+    char text[ATLAS_STRERROR_BYTES];
     atlas_status s = atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s",
-                                       out->path, strerror(errno));
+                                       out->path,
+                                       atlas_strerror(errno, text, sizeof(text)));
     atlas_cli_output_abort(out);
     return s;
   }

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atlas/runtime/file_read.h"
+
 // The thread that removes the temporary folder when the process is told to
 // stop. `lock` orders its removal against the commit's rename: whichever
 // comes first decides, and `done` tells the watcher the folder is no longer
@@ -137,8 +139,9 @@ static atlas_status check_replaceable(const char *path) {
   if (d == NULL) {
     int err = errno;
     if (err == ENOENT) return ATLAS_OK;
+    char text[ATLAS_STRERROR_BYTES];
     return atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", path,
-                             strerror(err));
+                             atlas_strerror(err, text, sizeof(text)));
   }
   const struct dirent *e;
   bool empty = true;
@@ -182,10 +185,12 @@ static atlas_status final_name(const char *path, char **out) {
     char *target = realpath(name, NULL);
     int err = errno;
     if (target == NULL || stat(target, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      char text[ATLAS_STRERROR_BYTES];
       atlas_status s = atlas_status_make(
           ATLAS_STATUS_FAILED_PRECONDITION,
           "%s is a symbolic link to %s: name the folder to create", path,
-          target == NULL ? (err == ENOENT ? "nothing" : strerror(err))
+          target == NULL ? (err == ENOENT ? "nothing"
+                                          : atlas_strerror(err, text, sizeof(text)))
                          : "something that is not a folder");
       free(target);
       free(name);
@@ -230,8 +235,9 @@ atlas_status atlas_cli_output_dir_open(const char *path,
     out->watch = watch_start();
     int err = make_watched(out->watch, out->tmp);
     if (err != 0) {
+      char text[ATLAS_STRERROR_BYTES];
       s = atlas_status_make(ATLAS_STATUS_IO, "cannot create %s: %s", path,
-                            strerror(err));
+                            atlas_strerror(err, text, sizeof(text)));
       free(out->tmp);
       out->tmp = NULL;
     }
@@ -257,8 +263,10 @@ atlas_status atlas_cli_output_dir_commit(atlas_cli_output_dir *out) {
     pthread_mutex_unlock(&w->lock);
   }
   if (rc != 0) {
+    char text[ATLAS_STRERROR_BYTES];
     atlas_status s = atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s",
-                                       out->path, strerror(err));
+                                       out->path,
+                                       atlas_strerror(err, text, sizeof(text)));
     atlas_cli_output_dir_abort(out);
     return s;
   }

@@ -5,9 +5,9 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
+#include "atlas/runtime/file_read.h"
 #include "atlas/tools/cli_options.h"
 
 void atlas_cli_keep_standard_fds(void) {
@@ -27,7 +27,15 @@ int atlas_cli_finish_stdout(const char *program, int status) {
     err = errno;
   }
   if (!failed) return status;
+  char text[ATLAS_STRERROR_BYTES];
   fprintf(stderr, "%s: writing the standard output failed: %s\n", program,
-          strerror(err));
+          atlas_strerror(err, text, sizeof(text)));
   return status == ATLAS_CLI_EXIT_OK ? ATLAS_CLI_EXIT_FAILURE : status;
+}
+
+_Static_assert(ATLAS_CLI_STRERROR_BYTES >= ATLAS_STRERROR_BYTES,
+               "a buffer of ATLAS_CLI_STRERROR_BYTES holds every message");
+
+const char *atlas_cli_strerror(int err, char *buf, size_t n) {
+  return atlas_strerror(err, buf, n);
 }

@@ -9,6 +9,8 @@
 #ifndef ATLAS_TOOLS_CLI_STDIO_H_
 #define ATLAS_TOOLS_CLI_STDIO_H_
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,6 +24,14 @@ void atlas_cli_keep_standard_fds(void);
 // writing the standard output failed: REASON") and turns an exit status of
 // 0 into 1; other statuses are returned as they are.
 int atlas_cli_finish_stdout(const char *program, int status);
+
+// strerror(err)'s text without strerror's buffer, which another thread's
+// call may overwrite: the runtime's atlas_strerror, for the atlas CLI, which
+// includes only the public API and these tools headers. The text goes to buf
+// (ATLAS_CLI_STRERROR_BYTES hold every message) or is a constant string;
+// returns it either way, valid while buf lives.
+#define ATLAS_CLI_STRERROR_BYTES 128
+const char *atlas_cli_strerror(int err, char *buf, size_t n);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/file_read.h"
 #include "atlas/runtime/half.h"
 #include "atlas/tools/safetensors_write.h"
 
@@ -291,8 +292,10 @@ atlas_status atlas_make_checkpoint_write(
   }
   if (!o->dir_made && mkdir(o->out_dir, 0755) != 0 && errno != EEXIST) {
     int err = errno;
+    char text[ATLAS_STRERROR_BYTES];
     return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create: %s",
-                             o->out_dir, strerror(err));
+                             o->out_dir,
+                             atlas_strerror(err, text, sizeof(text)));
   }
   gen_tensor *t = NULL;
   size_t count = 0;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atlas/runtime/file_read.h"
+
 static atlas_status tensor_bytes(const char *path,
                                  const atlas_safetensors_write_tensor *t,
                                  uint64_t *out_bytes) {
@@ -119,8 +121,9 @@ atlas_status atlas_safetensors_write(
   if (f == NULL) {
     int err = errno;
     free(header);
+    char text[ATLAS_STRERROR_BYTES];
     return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create: %s", path,
-                             strerror(err));
+                             atlas_strerror(err, text, sizeof(text)));
   }
   uint8_t prefix[8];
   for (int i = 0; i < 8; ++i) prefix[i] = (uint8_t)((uint64_t)padded >> (8 * i));
@@ -139,8 +142,9 @@ atlas_status atlas_safetensors_write(
   }
   if (!ok) {
     remove(path);
+    char text[ATLAS_STRERROR_BYTES];
     return atlas_status_make(ATLAS_STATUS_IO, "%s: write failed: %s", path,
-                             strerror(err));
+                             atlas_strerror(err, text, sizeof(text)));
   }
   return ATLAS_OK;
 }

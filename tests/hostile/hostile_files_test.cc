@@ -370,7 +370,9 @@ TEST(Sizes, CraftedSparseCheckpointCannotWrapTheRequiredBytes) {
   int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(write(fd, head.data(), head.size()), (ssize_t)head.size());
-  ASSERT_EQ(ftruncate(fd, (off_t)(head.size() + at)), 0) << strerror(errno);
+  char why[ATLAS_STRERROR_BYTES];
+  ASSERT_EQ(ftruncate(fd, (off_t)(head.size() + at)), 0)
+      << atlas_strerror(errno, why, sizeof(why));
   close(fd);
   atlas_model_spec s = Spec(dir);
   s.max_seq = seq;
