@@ -10,8 +10,8 @@
 #
 # Odd seeds draw mixed text, even seeds dense post-Unicode-9.0 text; with
 # --long every seed draws long text (runs, long words; fuzz_corpus.py) and the
-# count defaults to 500 (5,000 long texts make a reference past the longest
-# string Node's JSON.stringify can build: "RangeError: Invalid string length"). With
+# count defaults to 500 (a reference of about 140 MB; 5,000 long texts make
+# 1.4 GB, which reference_test loads whole in about 8 GB of memory). With
 # --ids: random id sequences (tests/text/fuzz_ids.py) decoded with and
 # without special tokens, checked by decode_ids_test (the Node bindings have
 # no DecodeStream; run.sh of tools/tokenizer_h200_stage.sh fuzzes streams).
