@@ -63,54 +63,6 @@ def _flag_ok(flag):
     # Other flags clang does not know are dropped by the runner, with a note.
     return not (flag.startswith("-W") or flag.startswith("-pedantic") or "$(" in flag)
 
-def _is_main_workspace_dir(path):
-    """Whether an include directory (execroot-relative, as Bazel passes it) holds files of the main
-    workspace: not an external repository's (external/..., ../repo with the sibling layout, or their
-    generated side bazel-out/<config>/bin/external/...) and not absolute (the toolchain's, the host's)."""
-    if path.startswith("/") or path.startswith("external/") or path.startswith("../") or path in ["external", ".."]:
-        return False
-    parts = path.split("/")
-    if parts[0] == "bazel-out" and len(parts) >= 4 and parts[3] == "external":
-        return False
-    return True
-
-# Flags that put a directory in a system group (its files are system headers to clang), with the flag
-# that searches the same directory as a user one.
-_SYSTEM_DIR_FLAGS = {"-isystem": "-I", "-idirafter": "-I", "-isystem-after": "-I"}
-
-def _user_dirs_for_workspace(flags):
-    """Flags with every system include directory of the main workspace passed as a user one (-I): a file
-    of this workspace is never a system header for the check, however its directory was named. Clang's
-    --system-header-prefix (which makes headers system by their #include spelling) is dropped: it changes
-    no semantics, only which headers count as system."""
-    out = []
-    pending = None
-    for flag in flags:
-        if pending == "drop":
-            pending = None
-            continue
-        if pending != None:
-            out += [_SYSTEM_DIR_FLAGS[pending] if _is_main_workspace_dir(flag) else pending, flag]
-            pending = None
-            continue
-        if flag in _SYSTEM_DIR_FLAGS:
-            pending = flag
-            continue
-        if flag in ["--system-header-prefix", "--no-system-header-prefix"]:
-            pending = "drop"
-            continue
-        if flag.startswith("--system-header-prefix=") or flag.startswith("--no-system-header-prefix="):
-            continue
-        joined = sorted([f for f in _SYSTEM_DIR_FLAGS if flag.startswith(f) and len(flag) > len(f)], key = len)
-        if joined:
-            f = joined[-1]
-            out.append((_SYSTEM_DIR_FLAGS[f] + flag[len(f):]) if _is_main_workspace_dir(flag[len(f):]) else flag)
-            continue
-        out.append(flag)
-    if pending not in [None, "drop"]:
-        out.append(pending)
-    return out
-
 def _merge_contexts(target, ctx):
     contexts = []
     if CcInfo in target:
@@ -126,7 +78,7 @@ def _merge_contexts(target, ctx):
         system_includes = depset(transitive = [c.system_includes for c in contexts]).to_list(),
     )
 
-def _compile_args(ctx, cc, lang, mode, cuda_dir = None):
+def _compile_args(ctx, cc, lang, mode):
     """The target's own flags, as clang (or cppcheck) arguments."""
     frag = ctx.fragments.cpp
     defines = cc.defines + getattr(ctx.rule.attr, "local_defines", [])
@@ -144,9 +96,6 @@ def _compile_args(ctx, cc, lang, mode, cuda_dir = None):
     if lang == "c":
         args = ["-x", "c", "-std=c11"] + [f for f in frag.conlyopts if _flag_ok(f)]
     elif lang == "cuda":
-        # The stand-in for the toolkit's headers stays a system directory (it is the gate's own, and only
-        # its declared files are inputs); it is added after the workspace's directories are demoted.
-        stub = ["-isystem", cuda_dir, "-include", "atlas_cuda_lint.h"]
         args = _CUDA_ARGS + ["-std=c++17"]
         args += [f for f in frag.cxxopts if _flag_ok(f) and not f.startswith("-std=")]
     else:
@@ -159,12 +108,10 @@ def _compile_args(ctx, cc, lang, mode, cuda_dir = None):
     for inc in cc.quote_includes:
         args += ["-iquote", inc]
     for inc in cc.system_includes:
-        # Bazel passes a cc_library's `includes` as -isystem; clang would then treat every file found there
-        # as a system header, which the check skips. The main workspace's are searched as user directories.
+        # Bazel passes a cc_library's `includes` as -isystem. The runner searches every directory of the
+        # main workspace as a user one, whatever flag named it (it can resolve absolute paths; analysis
+        # cannot), so no file of this workspace is a system header, whose statics the check skips.
         args += ["-isystem", inc]
-    args = _user_dirs_for_workspace(args)
-    if lang == "cuda":
-        args = args[:len(_CUDA_ARGS) + 1] + stub + args[len(_CUDA_ARGS) + 1:]
     return args
 
 def _lint_files(ctx, is_cc, via_includers):
@@ -279,8 +226,12 @@ def _impl(target, ctx, mode):
                 args.add("--fixes", out_fixes)
             if plugin:
                 args.add("--plugin", plugin)
+            if lang == "cuda":
+                # The stand-in for the toolkit's headers: the runner keeps it a system directory (it is the
+                # gate's own, and only its declared files are inputs).
+                args.add("--cuda-stub", cuda_dir)
             args.add("--")
-            args.add_all(_compile_args(ctx, cc, lang, mode, cuda_dir))
+            args.add_all(_compile_args(ctx, cc, lang, mode))
             ctx.actions.run(
                 executable = _PYTHON,
                 arguments = [args],

@@ -21,6 +21,10 @@ HELP = {
         "can be checked only through its includers: tag its target atlas-statics-headers-via-includers)."),
     "atlas-lint-tool-failure": (
         "The lint tool failed without a diagnostic; the message quotes its first error lines."),
+    "atlas-lint-system-dir": (
+        "The compile flags would make files of the main workspace system headers, which the statics "
+        "check skips, in a way the runner cannot undo; the file was not checked. The message names the "
+        "flag and the directory."),
 }
 GENERIC_HELP = "See the tool's documentation for this check: %s"
 

@@ -9,9 +9,16 @@ Outputs, all with workspace-relative paths:
 The action never fails on findings (the test rules judge them). What the runner adds:
   * atlas-stray-statics reports at error level, which clang-tidy never lets a NOLINT comment suppress;
     the text report turns them back into warnings (a finding, judged against the baseline).
+  * Every include directory of the main workspace is searched as a user one (-I), whatever flag made
+    it a system one (-isystem, -idirafter, -Xclang -internal-isystem, ...) and however it is spelled
+    (relative, or absolute into the source tree or the execution root, through symbolic links): clang
+    skips a system header's statics. External repositories, the toolchain's and the host's directories,
+    and the gate's CUDA stand-in (--cuda-stub) stay system. --system-header-prefix is dropped; a sysroot
+    in the workspace is refused with an error that names it.
   * Findings in files outside the workspace (system headers, external repositories, generated files)
     are dropped; findings in headers and textual includes of the workspace are kept (the gate merges
-    the same finding reported from several files into one).
+    the same finding reported from several files into one). A header reached through a link under
+    bazel-out (_virtual_includes: include_prefix, strip_include_prefix) is reported at its source path.
   * Compiler flags the clang frontend does not know (a gcc-only copt) are dropped and the file is
     checked again; each dropped flag becomes a `# note:` line that the gate prints in its summary.
   * When the tool fails without saying why in a diagnostic, the text report gets an `error:` line that
@@ -35,6 +42,23 @@ DIAG = re.compile(
 )
 UNKNOWN_ARG = re.compile(r"unknown argument:? '([^']+)'")
 OUR_CHECK = "atlas-stray-statics"
+SYSTEM_DIR_CHECK = "atlas-lint-system-dir"
+
+# Flags that put an include directory in a system group, with the flag that searches it as a user one.
+# The cc1 spellings reach clang through -Xclang or -Xpreprocessor (and -Wp,). A value of None marks a
+# flag that makes nothing system: listed so that it is never read as a longer system flag's joined form
+# (-iwithprefixbefore is not -iwithprefix with the directory "before...").
+DIR_FLAGS = {
+    "-isystem": "-I", "-idirafter": "-I", "-isystem-after": "-I", "-cxx-isystem": "-I",
+    "-c-isystem": "-I", "-objc-isystem": "-I", "-objcxx-isystem": "-I",
+    "-internal-isystem": "-I", "-internal-externc-isystem": "-I",
+    "-iwithprefix": "-I", "-iwithsysroot": "-I", "-iframework": "-F", "-iframeworkwithsysroot": "-F",
+    "-iwithprefixbefore": None,
+}
+# Make headers system by their #include spelling: they change no semantics, so they are dropped.
+PREFIX_FLAGS = ("--system-header-prefix", "--no-system-header-prefix")
+SYSROOT_FLAGS = ("--sysroot", "-isysroot")
+FORWARDERS = ("-Xclang", "-Xpreprocessor")
 
 
 def relativize(text, roots):
@@ -59,7 +83,145 @@ def in_workspace(path):
                 or path.startswith("<"))
 
 
-def statics_report(text):
+def execution_roots(inputs):
+    """Absolute directories that stand for the execution root: the working directory, and where the
+    declared inputs named relative to it really are (the source tree for a source file, the real
+    execution root for a generated one, when the action runs in a sandbox)."""
+    roots = {os.getcwd(), os.path.realpath(os.getcwd())}
+    for path in inputs:
+        if path and not os.path.isabs(path):
+            norm, real = os.path.normpath(path), os.path.realpath(path)
+            if real.endswith("/" + norm) and len(real) > len(norm) + 1:
+                roots.add(real[:-len(norm) - 1])
+    return sorted(roots, key=len, reverse=True)
+
+
+def execroot_relative(path, roots):
+    """path relative to the execution root (normalised), or None for a path outside every root (the
+    toolchain's, the host's). An absolute path counts as under a root as spelled or once its links are
+    resolved."""
+    if not os.path.isabs(path):
+        return os.path.normpath(path)
+    for candidate in (os.path.normpath(path), os.path.realpath(path)):
+        for root in roots:
+            if candidate == root or candidate.startswith(root + "/"):
+                return os.path.relpath(candidate, root)
+    return None
+
+
+def main_workspace_dir(path, roots):
+    """The execution-root-relative form of a directory of the main workspace, or None: outside every
+    root, an external repository's (external/..., ../repo, bazel-out/<config>/bin/external/...)."""
+    rel = execroot_relative(path, roots)
+    if rel is None or rel in ("external", "..") or rel.startswith("external/") or rel.startswith("../"):
+        return None
+    parts = rel.split("/")
+    if parts[0] == "bazel-out" and len(parts) >= 4 and parts[3] == "external":
+        return None
+    return rel
+
+
+def source_path(path, roots):
+    """The workspace-relative path of a source file of the main workspace that clang named as path, or
+    None. A link under bazel-out (Bazel's _virtual_includes for include_prefix and strip_include_prefix)
+    stands for the file it points to: one file, one path, which a baseline can list."""
+    if path.startswith("<"):
+        return None
+    rel = main_workspace_dir(path, roots)
+    if rel is not None and (rel == "bazel-out" or rel.startswith("bazel-out/")):
+        rel = main_workspace_dir(os.path.realpath(path), roots)
+        if rel is not None and (rel == "bazel-out" or rel.startswith("bazel-out/")):
+            return None  # a generated file: not checked
+    return rel
+
+
+def user_include_dirs(args, roots):
+    """(args, errors): the compile arguments with every main-workspace directory that a flag made a
+    system one searched as a user one, and the system-header-prefix flags dropped."""
+    tokens = []  # [stream, value]: "" for the driver's own arguments, else the forwarder
+    i = 0
+    while i < len(args):
+        if args[i] in FORWARDERS and i + 1 < len(args):
+            tokens.append([args[i], args[i + 1]])
+            i += 2
+        elif args[i].startswith("-Wp,"):
+            tokens += [["-Xpreprocessor", v] for v in args[i][4:].split(",")]
+            i += 1
+        else:
+            tokens.append(["", args[i]])
+            i += 1
+    # A separate value is the next value of the same stream: clang hands all -Xclang values to cc1 in
+    # order, whatever driver arguments stand between them.
+    by_stream = {}
+    for index, (stream, _) in enumerate(tokens):
+        by_stream.setdefault(stream, []).append(index)
+    replace, errors, iprefix, sysroot = {}, [], "", None
+    for stream, indices in by_stream.items():
+        k = 0
+        while k < len(indices):
+            flag = tokens[indices[k]][1]
+            has_next = k + 1 < len(indices)
+            value = tokens[indices[k + 1]][1] if has_next else None
+            name, joined = flag, None
+            if "=" in flag and flag.split("=", 1)[0] in PREFIX_FLAGS + SYSROOT_FLAGS:
+                name, joined = flag.split("=", 1)
+            elif flag not in DIR_FLAGS and flag not in PREFIX_FLAGS + SYSROOT_FLAGS + ("-iprefix",):
+                longer = [f for f in list(DIR_FLAGS) + ["-isysroot", "-iprefix"] if flag.startswith(f)]
+                if longer:
+                    name = max(longer, key=len)
+                    joined = flag[len(name):]
+            if name not in DIR_FLAGS and name not in PREFIX_FLAGS + SYSROOT_FLAGS + ("-iprefix",):
+                k += 1
+                continue
+            if joined is None and not has_next:
+                break  # clang reports the missing value
+            dir_value = joined if joined is not None else value
+            spent = [indices[k]] if joined is not None else [indices[k], indices[k + 1]]
+            k += len(spent)
+            if name == "-iprefix":
+                iprefix = dir_value
+            elif name in PREFIX_FLAGS:
+                for index in spent:
+                    replace[index] = []
+            elif name in SYSROOT_FLAGS:
+                sysroot = dir_value
+                if main_workspace_dir(dir_value, roots) is not None:
+                    errors.append("%s names '%s', a directory of the main workspace, as the sysroot: the "
+                                  "headers clang finds there would be system headers, which the statics "
+                                  "check skips; name a sysroot outside the workspace (an external "
+                                  "repository)" % (name, dir_value))
+            elif DIR_FLAGS[name]:
+                path = dir_value
+                if name in ("-iwithprefix",):
+                    path = iprefix + dir_value
+                elif name.endswith("withsysroot") and sysroot and os.path.isabs(dir_value):
+                    path = sysroot + dir_value
+                rel = main_workspace_dir(path, roots)
+                if rel is not None:
+                    # Relative to the execution root when it is there (declared inputs, relative paths
+                    # in the reports); as named otherwise.
+                    user = rel if os.path.isdir(rel) or not os.path.isabs(path) else path
+                    replace[spent[0]] = [DIR_FLAGS[name], user]
+                    for index in spent[1:]:
+                        replace[index] = []
+    out = []
+    for index, (stream, value) in enumerate(tokens):
+        if index in replace:
+            out += replace[index]
+        else:
+            out += [stream, value] if stream else [value]
+    return out, errors
+
+
+def spelled(path, roots):
+    """One file, one spelling: `#include "./x.c"`, `a/../b.h` and a link under _virtual_includes name
+    files too. Resolved before the workspace test: bazel-out/../x.inc is x.inc, in the workspace."""
+    if path.startswith("<"):
+        return path
+    return source_path(path, roots) or os.path.normpath(path)
+
+
+def statics_report(text, roots):
     """Keeps the diagnostic lines: our findings as warnings (dropping those outside the workspace, with
     their notes), clang's own errors as they are."""
     lines, keep_notes = [], False
@@ -67,10 +229,11 @@ def statics_report(text):
         m = DIAG.match(raw)
         if not m:
             continue
-        # One file, one spelling: `#include "./x.c"` and `a/../b.h` name files too.
-        # Resolved before the workspace test: bazel-out/../x.inc is x.inc, in the workspace.
-        path = m["file"] if m["file"].startswith("<") else os.path.normpath(m["file"])
-        msg = re.sub(r"'([^'\s]*/\.{1,2}/[^'\s]*)'", lambda q: "'%s'" % os.path.normpath(q.group(1)), m["msg"])
+        path = spelled(m["file"], roots)
+        # Paths quoted in a message (the file a static is spelled in); not the check's path regexes.
+        msg = re.sub(r"'([^'\s]*/[^'\s]*)'", lambda q: "'%s'" % (
+            spelled(q.group(1), roots) if re.search(r"/\.{1,2}/", q.group(1)) or os.path.isfile(q.group(1))
+            else q.group(1)), m["msg"])
         raw = "%s:%s:%s: %s: %s%s" % (path, m["line"], m["col"], m["level"], msg,
                                        " [%s]" % m["check"] if m["check"] else "")
         m = DIAG.match(raw)
@@ -108,9 +271,11 @@ def main(argv):
     p.add_argument("--fixes")
     p.add_argument("--config")
     p.add_argument("--plugin")
+    p.add_argument("--cuda-stub", help="the gate's stand-in for the CUDA toolkit's headers: force-included "
+                   "from a directory that stays a system one")
     a = p.parse_args(argv)
 
-    roots = sorted({os.getcwd(), os.path.realpath(os.getcwd())}, key=len, reverse=True)
+    roots = execution_roots([a.src, a.plugin, a.config])
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
     notes = []
     fixes_tmp = (a.fixes or a.text) + ".raw"
@@ -134,8 +299,13 @@ def main(argv):
             cmd.append("--load=" + a.plugin)
         return cmd + [a.src, "--"] + args
 
-    args = list(compile_args)
-    for _ in range(8):
+    args, errors = list(compile_args), []
+    if a.mode != "cppcheck":
+        args, errors = user_include_dirs(args, roots)
+    if a.cuda_stub:
+        args = ["-isystem", a.cuda_stub, "-include", "atlas_cuda_lint.h"] + args
+    proc, out, err = None, "", ""
+    for _ in range(0 if errors else 8):
         proc = subprocess.run(command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                               check=False)
         out = relativize(proc.stdout.decode("utf-8", "replace"), roots)
@@ -150,7 +320,7 @@ def main(argv):
             notes.append("# note: %s: dropped compiler flag '%s': the clang frontend does not know it"
                          % (a.src, flag))
 
-    if (a.mode != "cppcheck" and a.src.endswith(".h") and "-x" in args and args[args.index("-x") + 1] == "c"
+    if (proc and a.mode != "cppcheck" and a.src.endswith(".h") and "-x" in args and args[args.index("-x") + 1] == "c"
             and re.search(r": (fatal )?error: .*\[clang-diagnostic-error\]", out)):
         # A header of a target without C++ sources that does not compile as C: often a C++ header of a
         # header-only library. Check it as C++ and say so.
@@ -161,7 +331,13 @@ def main(argv):
             proc, out, err = retry, rout, relativize(retry.stderr.decode("utf-8", "replace"), roots)
             notes.append("# note: %s: checked as C++: it does not compile as C" % a.src)
 
-    if a.mode == "cppcheck":
+    if errors:
+        # Not run: its findings could not be trusted. An error fails the gate; no baseline hides it.
+        lines = ["%s:1:1: error: %s [%s]" % (a.src, e, SYSTEM_DIR_CHECK) for e in errors]
+        failed = False
+        tool_name, info_uri = ("cppcheck", "https://cppcheck.sourceforge.io/") if a.mode == "cppcheck" else \
+            ("clang-tidy", "https://clang.llvm.org/extra/clang-tidy/")
+    elif a.mode == "cppcheck":
         diags = parse_diagnostics(out + err)
         # Severities become clang levels so every report reads (and parses) the same way.
         lines = ["%s:%d:%d: %s: %s [%s]" % (f, l, c, "error" if lvl == "error" else "warning", msg, chk)
@@ -169,7 +345,7 @@ def main(argv):
         failed = proc.returncode not in (0, 1) or (proc.returncode == 1 and not diags)
         tool_name, info_uri = "cppcheck", "https://cppcheck.sourceforge.io/"
     else:
-        lines = statics_report(out) if a.mode == "statics" else \
+        lines = statics_report(out, roots) if a.mode == "statics" else \
             [l for l in out.splitlines() if DIAG.match(l)]
         clang_errors = [l for l in lines if DIAG.match(l)["level"] in ("error", "fatal error")]
         failed = proc.returncode != 0 and not clang_errors and not any(
@@ -190,6 +366,9 @@ def main(argv):
             yaml_text = relativize(yaml_text, roots)
             for root in roots:
                 yaml_text = yaml_text.replace("'" + root + "'", "'.'")
+            # Fixes in a header reached through a link apply to the header itself.
+            yaml_text = re.sub(r"^(\s*FilePath:\s+)'([^']*)'$", lambda q: "%s'%s'" % (
+                q.group(1), spelled(q.group(2), roots)), yaml_text, flags=re.M)
             if a.mode == "statics":
                 yaml_text = yaml_text.replace("    Level:           Error", "    Level:           Warning")
         else:

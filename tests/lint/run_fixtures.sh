@@ -19,10 +19,10 @@ pass() { echo "ok: $*"; }
 # Keeps what a reader checks: file:line:col: level: message [check].
 diags() { grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error|note): ' "$1" || true; }
 
-run_fixture() {  # FILE LANG_ARGS...
+run_fixture() {  # FILE LANG_ARGS...  (STUB=lint/cuda: the CUDA stand-in, as the aspect passes it)
   local src=$1; shift
   local out="$WORK/$(echo "$src" | tr / _)"
-  $PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" \
+  $PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" ${STUB:+--cuda-stub "$STUB"} \
     --config lint/atlas_statics.clang-tidy --src "$src" --text "$out.txt" --fixes "$out.yaml" \
     --sarif "$out.sarif" -- "$@" -I. || fail "runner failed on $src"
   local expected="$EXP/$(basename "$src").expected"
@@ -46,9 +46,8 @@ else fail "plugin does not load: $("$CLANG_TIDY" --load="$PLUGIN" --list-checks 
 
 C=(-x c -std=c11)
 CXX=(-x c++ -std=c++17)
-# CUDA as the aspect parses it: clang's CUDA mode, host side, no toolkit (lint/cuda stands in).
-CU=(-x cuda --cuda-host-only -nocudainc -nocudalib --cuda-path=/nonexistent-atlas-no-cuda -std=c++17
-    -isystem lint/cuda -include atlas_cuda_lint.h)
+# CUDA as the aspect parses it: clang's CUDA mode, host side, no toolkit (lint/cuda stands in: STUB).
+CU=(-x cuda --cuda-host-only -nocudainc -nocudalib --cuda-path=/nonexistent-atlas-no-cuda -std=c++17)
 run_fixture $FIX/storage_forms.c "${C[@]}"
 run_fixture $FIX/storage_forms.cc "${CXX[@]}"
 run_fixture $FIX/categories.c "${C[@]}"
@@ -69,7 +68,7 @@ run_fixture $FIX/false_positives.c "${C[@]}"
 run_fixture $FIX/false_positives.cc "${CXX[@]}"
 # C++ names with blanks (baseline round trip below), CUDA globals, a textual include, fix-its.
 run_fixture $FIX/cxx_keys.cc "${CXX[@]}"
-run_fixture $FIX/cuda/device.cu "${CU[@]}"
+STUB=lint/cuda run_fixture $FIX/cuda/device.cu "${CU[@]}"
 run_fixture $FIX/textual/commands.c "${C[@]}"
 run_fixture $FIX/fixits.c "${C[@]}"
 
@@ -232,6 +231,40 @@ else fail "workspace files reached through an \`includes\` directory are not che
 if diff -u $EXP/sysinc_copt_user.c.expected <(diags tests/lint/fixtures/sysinc/sysinc_copt_lib.statics/tests/lint/fixtures/sysinc/sysinc_copt_user.c.txt); then
   pass "workspace files in copts' system directories are checked"
 else fail "workspace files reached through copts' system directories are not checked"; fi
+# And through cc1 flags that the driver forwards: -Xclang -internal-isystem, -internal-externc-isystem.
+if diff -u $EXP/sysinc_xclang_user.c.expected <(diags tests/lint/fixtures/sysinc/sysinc_xclang_lib.statics/tests/lint/fixtures/sysinc/sysinc_xclang_user.c.txt); then
+  pass "workspace files in -Xclang system directories are checked"
+else fail "workspace files reached through -Xclang system directories are not checked"; fi
+# Absolute system directories (a BUILD file cannot name one, so the runner gets them here): one into the
+# source tree, one under the execution root, one through a symbolic link from outside both. Each
+# resolves into the workspace, so each static is a finding. A directory outside the workspace stays
+# system: its static is not reported.
+SRC_TREE=$(dirname "$(realpath $FIX/sysinc_abs/sysinc_abs_user.c)")
+ln -sfn "$SRC_TREE/abs_link_inc" "$WORK/abs_link"
+mkdir -p "$WORK/outside"
+echo 'static int g_outside_the_workspace;' > "$WORK/outside/sysinc_outside.h"
+run_fixture $FIX/sysinc_abs/sysinc_abs_user.c "${C[@]}" -isystem "$SRC_TREE/abs_inc" \
+  -Xclang -internal-isystem -Xclang "$PWD/$FIX/sysinc_abs/abs_exec_inc" -idirafter "$WORK/abs_link" \
+  -isystem "$WORK/outside"
+# A sysroot in the workspace would make its headers system ones; the runner refuses it, naming the flag.
+$PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" \
+  --config lint/atlas_statics.clang-tidy --src $FIX/sysinc_abs/sysinc_abs_user.c --text "$WORK/sysroot.txt" \
+  --fixes "$WORK/sysroot.yaml" --sarif "$WORK/sysroot.sarif" -- "${C[@]}" --sysroot=$FIX/sysinc_abs
+grep -q "error: --sysroot names 'tests/lint/fixtures/sysinc_abs', a directory of the main workspace" "$WORK/sysroot.txt" \
+  && pass "a sysroot in the workspace fails, naming the flag and the directory" || { fail "sysroot in the workspace"; cat "$WORK/sysroot.txt"; }
+# Headers under _virtual_includes (include_prefix, strip_include_prefix) are reported at their source
+# paths, also when checked only through includers (tag atlas-statics-headers-via-includers), and the
+# baseline lists them there.
+PR=tests/lint/fixtures/prefix/prefix_lib.statics/tests/lint/fixtures/prefix/prefix_user.c.txt
+if grep -q "^tests/lint/fixtures/prefix/prefixed.h:3:23: warning: mutable static 'g_prefixed_hits'" $PR \
+  && grep -q "^tests/lint/fixtures/prefix/include/stripped.h:4:12: warning: mutable static 'g_stripped_hits'" $PR \
+  && ! grep -q "_virtual_includes\|atlas-lint-tool-failure" $PR; then
+  pass "headers under _virtual_includes are reported at their source paths"
+else fail "headers under _virtual_includes"; cat $PR; fi
+tests/lint/prefix_gate.sh > "$WORK/prefix_gate.txt" 2>&1 \
+  && grep -qF "2 finding(s), 2 baselined" "$WORK/prefix_gate.txt" \
+  && grep -qF "headers checked only through their includers: //tests/lint/fixtures/prefix:prefixed" "$WORK/prefix_gate.txt" \
+  && pass "gate: headers under _virtual_includes merge and are baselined" || { fail "prefix gate"; cat "$WORK/prefix_gate.txt"; }
 # The gate over them (baselined): the summary lists every exclusion, one merged SARIF 2.1.0 log whose
 # baselined results carry external suppressions and whose rules carry help text.
 mkdir -p "$WORK/gate_out"
