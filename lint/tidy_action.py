@@ -59,6 +59,7 @@ DIR_FLAGS = {
 PREFIX_FLAGS = ("--system-header-prefix", "--no-system-header-prefix")
 SYSROOT_FLAGS = ("--sysroot", "-isysroot")
 FORWARDERS = ("-Xclang", "-Xpreprocessor")
+VALUE_FLAGS = tuple(DIR_FLAGS) + PREFIX_FLAGS + SYSROOT_FLAGS + ("-iprefix",)
 
 
 def relativize(text, roots):
@@ -135,6 +136,21 @@ def source_path(path, roots):
     return rel
 
 
+def split_flag(flag):
+    """(name, joined value or None) of a flag that user_include_dirs reads, or (None, None)."""
+    if flag in VALUE_FLAGS:
+        return flag, None
+    if "=" in flag and flag.split("=", 1)[0] in PREFIX_FLAGS + SYSROOT_FLAGS:
+        name, value = flag.split("=", 1)
+        return name, value
+    # Joined: -isystemDIR. The longest name wins (-isystem-afterDIR is not -isystem with "-afterDIR").
+    names = [f for f in tuple(DIR_FLAGS) + ("-isysroot", "-iprefix") if flag.startswith(f)]
+    if names:
+        name = max(names, key=len)
+        return name, flag[len(name):]
+    return None, None
+
+
 def user_include_dirs(args, roots):
     """(args, errors): the compile arguments with every main-workspace directory that a flag made a
     system one searched as a user one, and the system-header-prefix flags dropped."""
@@ -162,15 +178,8 @@ def user_include_dirs(args, roots):
             flag = tokens[indices[k]][1]
             has_next = k + 1 < len(indices)
             value = tokens[indices[k + 1]][1] if has_next else None
-            name, joined = flag, None
-            if "=" in flag and flag.split("=", 1)[0] in PREFIX_FLAGS + SYSROOT_FLAGS:
-                name, joined = flag.split("=", 1)
-            elif flag not in DIR_FLAGS and flag not in PREFIX_FLAGS + SYSROOT_FLAGS + ("-iprefix",):
-                longer = [f for f in list(DIR_FLAGS) + ["-isysroot", "-iprefix"] if flag.startswith(f)]
-                if longer:
-                    name = max(longer, key=len)
-                    joined = flag[len(name):]
-            if name not in DIR_FLAGS and name not in PREFIX_FLAGS + SYSROOT_FLAGS + ("-iprefix",):
+            name, joined = split_flag(flag)
+            if name is None:
                 k += 1
                 continue
             if joined is None and not has_next:
@@ -192,7 +201,7 @@ def user_include_dirs(args, roots):
                                   "repository)" % (name, dir_value))
             elif DIR_FLAGS[name]:
                 path = dir_value
-                if name in ("-iwithprefix",):
+                if name == "-iwithprefix":
                     path = iprefix + dir_value
                 elif name.endswith("withsysroot") and sysroot and os.path.isabs(dir_value):
                     path = sysroot + dir_value
