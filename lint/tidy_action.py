@@ -14,7 +14,8 @@ The action never fails on findings (the test rules judge them). What the runner 
     (relative, or absolute into the source tree or the execution root, through symbolic links): clang
     skips a system header's statics. External repositories, the toolchain's and the host's directories,
     and the gate's CUDA stand-in (--cuda-stub) stay system. --system-header-prefix is dropped; a sysroot
-    in the workspace is refused with an error that names it.
+    in the workspace is refused with an error that names it. Response files (@FILE) in the compile
+    arguments are expanded first, as the compiler does, so their flags are judged the same way.
   * Findings in files outside the workspace (system headers, external repositories, generated files)
     are dropped; findings in headers and textual includes of the workspace are kept (the gate merges
     the same finding reported from several files into one). A header reached through a link under
@@ -30,6 +31,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -149,6 +151,38 @@ def split_flag(flag):
         name = max(names, key=len)
         return name, flag[len(name):]
     return None, None
+
+
+def expand_response_files(args, errors, depth=0, base=None):
+    """The arguments with each @FILE replaced by the arguments it holds (GNU quoting, as the compiler
+    reads them on Linux). The compiler expands them and clang-tidy 14 does not, so a copt naming one
+    failed the file with an include that was not found; expanded here, its flags are judged as any
+    other (a system directory inside one becomes a user one). A nested @FILE is looked for beside the
+    file that names it, then where the action runs. An @FILE that cannot be read stays as it is."""
+    out = []
+    for arg in args:
+        if not arg.startswith("@") or len(arg) == 1:
+            out.append(arg)
+            continue
+        name = arg[1:]
+        path = os.path.join(base, name) if base and not os.path.isabs(name) and \
+            os.path.exists(os.path.join(base, name)) else name
+        try:
+            with open(path, encoding="utf-8", errors="surrogateescape") as f:
+                text = f.read()
+        except OSError:
+            out.append(arg)
+            continue
+        if depth >= 16:
+            errors.append("response file '%s' nests more than 16 deep" % name)
+            return out
+        try:
+            inner = shlex.split(text, comments=False, posix=True)
+        except ValueError as e:
+            errors.append("response file '%s' cannot be read as arguments: %s" % (name, e))
+            continue
+        out += expand_response_files(inner, errors, depth + 1, os.path.dirname(path))
+    return out
 
 
 def user_include_dirs(args, roots):
@@ -308,9 +342,11 @@ def main(argv):
             cmd.append("--load=" + a.plugin)
         return cmd + [a.src, "--"] + args
 
-    args, errors = list(compile_args), []
+    errors = []
+    args = expand_response_files(list(compile_args), errors)
     if a.mode != "cppcheck":
-        args, errors = user_include_dirs(args, roots)
+        args, dir_errors = user_include_dirs(args, roots)
+        errors += dir_errors
     if a.cuda_stub:
         args = ["-isystem", a.cuda_stub, "-include", "atlas_cuda_lint.h"] + args
     proc, out, err = None, "", ""

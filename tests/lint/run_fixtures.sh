@@ -246,6 +246,9 @@ echo 'static int g_outside_the_workspace;' > "$WORK/outside/sysinc_outside.h"
 run_fixture $FIX/sysinc_abs/sysinc_abs_user.c "${C[@]}" -isystem "$SRC_TREE/abs_inc" \
   -Xclang -internal-isystem -Xclang "$PWD/$FIX/sysinc_abs/abs_exec_inc" -idirafter "$WORK/abs_link" \
   -isystem "$WORK/outside"
+# The same flags inside response files (@FILE, one nested in the other): the compiler expands them and
+# clang-tidy 14 does not, so the runner does, and judges what they hold.
+run_fixture $FIX/sysinc_rsp/sysinc_rsp_user.c "${C[@]}" @$FIX/sysinc_rsp/flags.rsp
 # A sysroot in the workspace would make its headers system ones; the runner refuses it, naming the flag.
 $PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" \
   --config lint/atlas_statics.clang-tidy --src $FIX/sysinc_abs/sysinc_abs_user.c --text "$WORK/sysroot.txt" \
