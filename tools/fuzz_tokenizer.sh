@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Differential fuzz of the tokenizer against Hugging Face tokenizers: random
 # texts (tests/text/fuzz_corpus.py) encoded and decoded by every model of
-# reference_test (the three real tokenizer.json files and synthetic/), with
+# reference_test (the five real tokenizer.json files and synthetic/), with
 # the reference made by the npm `tokenizers@0.23.2` bindings (the Rust
 # library of the committed expected.json). Needs node and npm; not part of
 # CI (tests/text/README.md says what it found).
@@ -45,7 +45,7 @@ fi
 tools/bazel build //tests/text:reference_test //tests/text:decode_ids_test >/dev/null 2>&1
 ext="$(tools/bazel info output_base 2>/dev/null)/external"
 ref=() test_args=()
-for m in llama3 qwen3 llama2; do
+for m in llama3 qwen3 llama2 llama3_1 qwen2_5; do
   f="$ext/tokenizer_$m/pkg/models/tokenizer.json"
   ref+=("$m=$f")
   test_args+=("--model=$m" "$f")

@@ -20,7 +20,7 @@ tools/bazel build -c opt --symlink_prefix=/ //tools:bench_tokenizer \
 bin_root="$(tools/bazel info -c opt bazel-bin 2>/dev/null)"
 ext="$(tools/bazel info output_base 2>/dev/null)/external"
 mkdir -p "$dir"
-for m in llama3 qwen3 llama2; do
+for m in llama3 qwen3 llama2 llama3_1 qwen2_5; do
   src="$ext/tokenizer_$m/pkg/models/tokenizer.json"
   if [ ! -f "$src" ]; then
     echo "missing $src: $(cat "$ext/tokenizer_$m/error.txt" 2>/dev/null)" >&2
@@ -47,16 +47,18 @@ out=${OUT:-out}
 mkdir -p "$out"
 parts=${*:-expected decode unicode bench}
 models=(llama3=llama3.json qwen3=qwen3.json llama2=llama2.json
-  gpt2_style=synthetic/gpt2_style.json sp_metaspace=synthetic/sp_metaspace.json
+  llama3_1=llama3_1.json qwen2_5=qwen2_5.json gpt2_style=synthetic/gpt2_style.json sp_metaspace=synthetic/sp_metaspace.json
   sp_unk_split=synthetic/sp_unk_split.json split_behaviors=synthetic/split_behaviors.json
   digits_plain=synthetic/digits_plain.json unicode_classes=synthetic/unicode_classes.json)
 if [[ " $parts " == *" expected "* ]]; then
   python3 gen_reference.py --corpus corpus.json --out "$out/expected.json" \
     llama3=llama3.json:clean qwen3=qwen3.json llama2=llama2.json \
+    llama3_1=llama3_1.json:clean qwen2_5=qwen2_5.json \
     gpt2_style=synthetic/gpt2_style.json:clean sp_metaspace=synthetic/sp_metaspace.json \
     sp_unk_split=synthetic/sp_unk_split.json split_behaviors=synthetic/split_behaviors.json \
     digits_plain=synthetic/digits_plain.json unicode_classes=synthetic/unicode_classes.json \
-    --auto llama3=llama3 --auto qwen3=qwen3 --auto llama2=llama2
+    --auto llama3=llama3 --auto qwen3=qwen3 --auto llama2=llama2 \
+    --auto llama3_1=llama3_1 --auto qwen2_5=qwen2_5
 fi
 if [[ " $parts " == *" decode "* ]]; then
   # The committed set (seed 1, 300 a model), then a larger fuzz of decodes

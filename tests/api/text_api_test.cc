@@ -75,7 +75,7 @@ TEST(TextApi, EncodeDecodeMatchTransformers) {
   ASSERT_NE(expected, nullptr) << g_files.expected << ": " << err.text;
   json_t *corpus = json_load_file(g_files.corpus.c_str(), JSON_ALLOW_NUL, &err);
   ASSERT_NE(corpus, nullptr) << g_files.corpus << ": " << err.text;
-  for (const char *name : {"llama3", "qwen3", "llama2"}) {
+  for (const char *name : {"llama3", "qwen3", "llama2", "llama3_1", "qwen2_5"}) {
     SCOPED_TRACE(name);
     ASSERT_EQ(g_files.config.count(name), 1u) << "no tokenizer_config.json for " << name;
     // model_max_length is often 1e30 written as an integer.

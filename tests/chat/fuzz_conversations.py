@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Random conversations for the chat-template fuzz (tools/fuzz_chat.sh
 --conversations): every template of the committed reference.json (the real
-Llama 3, Llama 3.1, Qwen3, Llama 2 and Mixtral templates and the synthetic
-one) rendered with random messages, tools and options by Jinja2 configured
-as transformers configures it (gen_reference.py's jinja renderer). Writes a
+Llama 3, Llama 3.1, Qwen3, Qwen2.5, Llama 2 and Mixtral templates and the
+synthetic one) rendered with random messages, tools and options by Jinja2
+configured as transformers configures it (gen_reference.py's jinja renderer). Writes a
 reference.json holding only templates, their config paths absolute.
 
   fuzz_conversations.py --seed N --count K --out FILE

