@@ -47,7 +47,8 @@ out=${OUT:-out}
 mkdir -p "$out"
 parts=${*:-expected decode unicode bench}
 models=(llama3=llama3.json qwen3=qwen3.json llama2=llama2.json
-  llama3_1=llama3_1.json qwen2_5=qwen2_5.json gpt2_style=synthetic/gpt2_style.json sp_metaspace=synthetic/sp_metaspace.json
+  llama3_1=llama3_1.json qwen2_5=qwen2_5.json
+  gpt2_style=synthetic/gpt2_style.json sp_metaspace=synthetic/sp_metaspace.json
   sp_unk_split=synthetic/sp_unk_split.json split_behaviors=synthetic/split_behaviors.json
   digits_plain=synthetic/digits_plain.json unicode_classes=synthetic/unicode_classes.json)
 if [[ " $parts " == *" expected "* ]]; then
