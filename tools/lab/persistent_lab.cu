@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "lab_dot.cuh"
+#include "lab_tma.cuh"
 
 #define CK(x)                                                                 \
   do {                                                                        \
@@ -326,10 +327,6 @@ __global__ void transpose_bf16(__nv_bfloat16 *out, const __nv_bfloat16 *in, uint
 // ---- A2: as A, each block's rows bulk-copied into shared memory (TMA,
 // cp.async.bulk) before the wait: the whole row travels while the launch
 // before finishes, with no registers held for it --------------------------
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-  return (uint32_t)__cvta_generic_to_shared(p);
-}
-
 // Bytes of the task's weights: one segment, or gate's and up's rows.
 __device__ __forceinline__ uint32_t task_bytes(const Step &s) {
   uint32_t span = s.kind == ADD ? s.cols / s.splits : s.cols;
@@ -486,30 +483,6 @@ struct CStep {
 constexpr int kCMaxSlots = 16, kCMaxChunks = 8;  // chunks: exactly, a lane
 constexpr uint32_t kStubTile = 256;
 
-__device__ __forceinline__ void mbar_init(uint64_t *b, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(b)), "r"(count));
-}
-__device__ __forceinline__ void mbar_wait(uint64_t *b, uint32_t parity) {
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(smem_addr(b)), "r"(parity)
-        : "memory");
-  }
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t *b) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(b)) : "memory");
-}
-__device__ __forceinline__ void bulk_copy(void *dst, const void *src, uint32_t bytes,
-                                          uint64_t *bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-          "r"(smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(smem_addr(bar))
-      : "memory");
-}
 __device__ __forceinline__ void consumers_sync(uint32_t nthreads) {
   asm volatile("bar.sync 1, %0;" ::"r"(nthreads) : "memory");
 }

@@ -19,6 +19,8 @@
 
 #include <vector>
 
+#include "lab_tma.cuh"
+
 #define CK(x)                                                     \
   do {                                                            \
     cudaError_t e = (x);                                          \
@@ -50,28 +52,14 @@ __global__ void __launch_bounds__(1024, 1)
   if (acc == 0x12345678u) sink[blockIdx.x] = acc + (uint32_t)pad[0].x;  // keeps the loads
 }
 
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void mbar_wait(uint64_t *b, uint32_t parity) {
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(smem_addr(b)), "r"(parity)
-        : "memory");
-  }
-}
-
 __global__ void __launch_bounds__(64, 1)
     stream_tma(const unsigned char *buf, size_t bytes_a_block, uint32_t slots) {
   extern __shared__ __align__(128) unsigned char ring[];
   __shared__ __align__(8) uint64_t full[8], empty[8];
   if (threadIdx.x == 0) {
     for (uint32_t i = 0; i < slots; ++i) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&full[i])));
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&empty[i])));
+      mbar_init(&full[i], 1);
+      mbar_init(&empty[i], 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -82,22 +70,14 @@ __global__ void __launch_bounds__(64, 1)
     for (uint32_t t = 0; t < n; ++t) {
       const uint32_t s = t % slots, round = t / slots;
       if (round > 0) mbar_wait(&empty[s], (round - 1) & 1);
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
-                       smem_addr(&full[s])),
-                   "r"(kSlot)
-                   : "memory");
-      asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-              "r"(smem_addr(ring + (size_t)s * kSlot)),
-          "l"(p + (size_t)t * kSlot), "r"(kSlot), "r"(smem_addr(&full[s]))
-          : "memory");
+      mbar_expect(&full[s], kSlot);
+      bulk_copy(ring + (size_t)s * kSlot, p + (size_t)t * kSlot, kSlot, &full[s]);
     }
   } else if (threadIdx.x == 32) {  // the consumer: takes each slot, gives it back
     for (uint32_t t = 0; t < n; ++t) {
       const uint32_t s = t % slots;
       mbar_wait(&full[s], (t / slots) & 1);
-      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(&empty[s]))
-                   : "memory");
+      mbar_arrive(&empty[s]);
     }
   }
 }
