@@ -78,7 +78,9 @@ static atlas_status parse_config(const char *text, size_t len, const char *path,
 // Where generation_config.json exists, transformers' generate() takes its
 // EOS ids and nothing of config.json's: a file without eos_token_id (or with
 // null) means no EOS at all (transformers 5.x on the H200, session 26), so
-// generation runs to the step limit. Atlas does the same, and says so.
+// generation runs to the step limit. Atlas does the same, and says so
+// through `log` (NULL: silent, for a look that sizes the model before the
+// open that serves it, so a swap warns once).
 static atlas_status read_generation_config(const char *dir,
                                            const atlas_log_sink *log,
                                            opened *o) {
@@ -99,7 +101,7 @@ static atlas_status read_generation_config(const char *dir,
   atlas_eos eos;
   memset(&eos, 0, sizeof(eos));
   if (status == ATLAS_OK) status = atlas_eos_parse(text, len, path, &eos, &found);
-  if (status == ATLAS_OK && !found && o->eos.count > 0) {
+  if (status == ATLAS_OK && !found && o->eos.count > 0 && log != NULL) {
     atlas_log(log, ATLAS_LOG_WARNING,
               "%s names no eos_token_id, so generation stops only at the step "
               "limit, as transformers' generate() does: config.json's "
@@ -132,8 +134,9 @@ static atlas_status open_adopted(const atlas_model_spec *spec, bool take,
   return status;
 }
 
+// `log`: where generation_config.json's warning goes (NULL: nowhere).
 static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
-                                    opened *o) {
+                                    const atlas_log_sink *log, opened *o) {
   memset(o, 0, sizeof(*o));
   if (spec->adopt_checkpoint != NULL && spec->adopt_arch != NULL &&
       spec->adopt_config != NULL) {
@@ -153,7 +156,7 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
                                    (uint64_t)MAX_CONFIG_BYTES, &text, &len);
     if (status == ATLAS_OK) status = parse_config(text, len, path, o);
     free(text);
-    if (status == ATLAS_OK) status = read_generation_config(spec->dir, &spec->log, o);
+    if (status == ATLAS_OK) status = read_generation_config(spec->dir, log, o);
     if (status == ATLAS_OK) status = atlas_checkpoint_open(spec->dir, &o->ck);
   } else if (spec->embedded == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -221,7 +224,7 @@ atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
                                         uint64_t *out_bytes) {
   *out_bytes = 0;
   opened o;
-  ATLAS_RETURN_IF_ERROR(open_checkpoint(spec, false, &o));
+  ATLAS_RETURN_IF_ERROR(open_checkpoint(spec, false, NULL, &o));
   atlas_status status =
       o.arch->required_bytes(o.config, o.ck, spec->max_seq, out_bytes);
   opened_close(&o);
@@ -289,7 +292,7 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
                                 spec->progress_ctx,  spec->uploader,
                                 spec->prefill_rows, spec->kv_dtype,
                                 spec->kv_dtype_auto};
-  atlas_status status = open_checkpoint(spec, true, &o);
+  atlas_status status = open_checkpoint(spec, true, &spec->log, &o);
   if (status == ATLAS_OK) {
     m->arch = o.arch;
     m->eos = o.eos;

@@ -496,8 +496,8 @@ void KeepLines(void *ctx, atlas_log_level level, const char *message) {
 // A generation_config.json without eos_token_id (or with null) means no EOS:
 // transformers 5.x's generate() then uses nothing of config.json's and runs
 // to max_new_tokens (tests/arch/eos_reference.py on the H200, session 26:
-// transformers 5.x). Atlas does the same,
-// with a warning naming both files' ids.
+// transformers 5.x). Atlas does the same, with one warning naming
+// config.json's unused id.
 TEST(FrontDoor, GenerationConfigWithoutEosMeansNone) {
   std::string dir = Make("eos_none");
   SetJson(dir, "eos_token_id", "5");
@@ -510,6 +510,15 @@ TEST(FrontDoor, GenerationConfigWithoutEosMeansNone) {
     spec.max_seq = 16;
     spec.log.fn = KeepLines;
     spec.log.ctx = &lines;
+    // Sizing (as a swap does before it opens) says nothing: one warning a
+    // model, from the open that serves it.
+    uint64_t bytes = 0;
+    {
+      atlas_test::Status s(atlas_model_required_bytes(&spec, &bytes));
+      ASSERT_TRUE(s.ok()) << s.message();
+    }
+    EXPECT_GT(bytes, 0u);
+    EXPECT_TRUE(lines.empty()) << lines[0];
     atlas_model *m = nullptr;
     {
       atlas_test::Status s(atlas_model_open(&spec, &m));
