@@ -13,7 +13,12 @@
 //   TMA: one thread issuing bulk copies (cp.async.bulk) of 32 KiB into a
 //        ring of N slots, one consumer warp releasing each slot as it lands
 //        (no compute), N = 2, 4, 6.
-// Prints the device's GB/s and each SM's share for every S.
+// Prints the device's GB/s and each SM's share for every S. Then what a
+// step's all-to-all wait costs by itself: one block an SM, each step every
+// block adds 1 to the step's counter (red.release.gpu) and spins until it
+// reads all of them (ld.acquire.gpu): 2000 steps idle, and 300 while the
+// same blocks' TMA rings stream their share of 4 GiB (4 slots), which lasts
+// longer than the waits.
 #include <stdint.h>
 #include <stdio.h>
 
@@ -82,6 +87,60 @@ __global__ void __launch_bounds__(64, 1)
   }
 }
 
+__device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Warp 2 (thread 64) runs `steps` all-to-all waits on ctr[0..steps); with
+// `bytes_a_block` > 0, warps 0 and 1 stream the block's share meanwhile
+// (as stream_tma, 4 slots). Block 0 writes the waits' span in ns to *ns.
+__global__ void __launch_bounds__(96, 1)
+    sync_steps(uint32_t *ctr, uint32_t steps, const unsigned char *buf, size_t bytes_a_block,
+               unsigned long long *ns) {
+  extern __shared__ __align__(128) unsigned char ring[];
+  __shared__ __align__(8) uint64_t full[4], empty[4];
+  constexpr uint32_t slots = 4;
+  if (threadIdx.x == 0) {
+    for (uint32_t i = 0; i < slots; ++i) {
+      mbar_init(&full[i], 1);
+      mbar_init(&empty[i], 1);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const unsigned char *p = buf + bytes_a_block * blockIdx.x;
+  const uint32_t n = (uint32_t)(bytes_a_block / kSlot);
+  if (threadIdx.x == 0) {
+    for (uint32_t t = 0; t < n; ++t) {
+      const uint32_t s = t % slots, round = t / slots;
+      if (round > 0) mbar_wait(&empty[s], (round - 1) & 1);
+      mbar_expect(&full[s], kSlot);
+      bulk_copy(ring + (size_t)s * kSlot, p + (size_t)t * kSlot, kSlot, &full[s]);
+    }
+  } else if (threadIdx.x == 32) {
+    for (uint32_t t = 0; t < n; ++t) {
+      const uint32_t s = t % slots;
+      mbar_wait(&full[s], (t / slots) & 1);
+      mbar_arrive(&empty[s]);
+    }
+  } else if (threadIdx.x == 64) {
+    const uint64_t t0 = global_ns();
+    for (uint32_t k = 0; k < steps; ++k) {
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ctr + k) : "memory");
+      while (ld_acquire(ctr + k) < gridDim.x) {
+      }
+    }
+    if (blockIdx.x == 0) *ns = global_ns() - t0;
+  }
+}
+
 int main() {
   const size_t total = 1ull << 30;
   int sms = 0;
@@ -133,6 +192,36 @@ int main() {
         snprintf(how, sizeof(how), "TMA %u x 32K", slots);
       }
       printf("%-14s %6d %12.0f %14.1f\n", how, s, gbs, gbs / s);
+    }
+  }
+  const uint32_t steps = 2000;
+  uint32_t *ctr = nullptr;
+  unsigned long long *ns = nullptr;
+  CK(cudaMalloc(&ctr, steps * 4));
+  CK(cudaMalloc(&ns, 8));
+  // Four ring slots: 128 KiB, more than half an SM's shared memory.
+  const uint32_t sync_smem = 4 * kSlot;
+  CK(cudaFuncSetAttribute(sync_steps, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          (int)sync_smem));
+  printf("\n%-28s %6s %12s\n", "all-to-all step waits", "SMs", "us a step");
+  for (int loaded = 0; loaded < 2; ++loaded) {
+    for (int s : {sms, sms / 2, 16}) {
+      // Loaded: all 4 GiB (about 1 ms at the device's rate) against 300 steps, so the waits
+      // end before the stream does.
+      const size_t share = loaded ? 4 * total / (size_t)s / kSlot * kSlot : 0;
+      const uint32_t n = loaded ? 300 : steps;
+      unsigned long long best = ~0ull;
+      for (int rep = 0; rep < 4; ++rep) {
+        CK(cudaMemset(ctr, 0, steps * 4));
+        sync_steps<<<s, 96, sync_smem>>>(ctr, n, buf, share, ns);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        unsigned long long h = 0;
+        CK(cudaMemcpy(&h, ns, 8, cudaMemcpyDeviceToHost));
+        if (h < best) best = h;
+      }
+      printf("%-28s %6d %12.3f\n", loaded ? "while the rings stream" : "idle", s,
+             best / 1e3 / n);
     }
   }
   return 0;
