@@ -18,7 +18,8 @@
 // block adds 1 to the step's counter (red.release.gpu) and spins until it
 // reads all of them (ld.acquire.gpu): 2000 steps idle, and 300 while the
 // same blocks' TMA rings stream their share of 4 GiB (4 slots), which lasts
-// longer than the waits.
+// longer than the waits. The same with a flag that one block sets a step
+// (block k % S, as a chunk's producer would) in place of the counter.
 #include <stdint.h>
 #include <stdio.h>
 
@@ -103,7 +104,7 @@ __device__ __forceinline__ uint64_t global_ns() {
 // (as stream_tma, 4 slots). Block 0 writes the waits' span in ns to *ns.
 __global__ void __launch_bounds__(96, 1)
     sync_steps(uint32_t *ctr, uint32_t steps, const unsigned char *buf, size_t bytes_a_block,
-               unsigned long long *ns) {
+               unsigned long long *ns, uint32_t one_producer) {
   extern __shared__ __align__(128) unsigned char ring[];
   __shared__ __align__(8) uint64_t full[4], empty[4];
   constexpr uint32_t slots = 4;
@@ -133,8 +134,17 @@ __global__ void __launch_bounds__(96, 1)
   } else if (threadIdx.x == 64) {
     const uint64_t t0 = global_ns();
     for (uint32_t k = 0; k < steps; ++k) {
-      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ctr + k) : "memory");
-      while (ld_acquire(ctr + k) < gridDim.x) {
+      if (one_producer) {
+        // A flag one block sets (block k % S), as a chunk's producer would: a chain of hand-offs.
+        if (blockIdx.x == k % gridDim.x) {
+          asm volatile("st.release.gpu.global.u32 [%0], 1;" ::"l"(ctr + k) : "memory");
+        }
+        while (ld_acquire(ctr + k) == 0) {
+        }
+      } else {
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ctr + k) : "memory");
+        while (ld_acquire(ctr + k) < gridDim.x) {
+        }
       }
     }
     if (blockIdx.x == 0) *ns = global_ns() - t0;
@@ -203,8 +213,9 @@ int main() {
   const uint32_t sync_smem = 4 * kSlot;
   CK(cudaFuncSetAttribute(sync_steps, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           (int)sync_smem));
-  printf("\n%-28s %6s %12s\n", "all-to-all step waits", "SMs", "us a step");
-  for (int loaded = 0; loaded < 2; ++loaded) {
+  printf("\n%-40s %6s %12s\n", "step waits", "SMs", "us a step");
+  for (int mode = 0; mode < 4; ++mode) {
+    const int loaded = mode % 2, one = mode / 2;
     for (int s : {sms, sms / 2, 16}) {
       // Loaded: all 4 GiB (about 1 ms at the device's rate) against 300 steps, so the waits
       // end before the stream does.
@@ -213,15 +224,17 @@ int main() {
       unsigned long long best = ~0ull;
       for (int rep = 0; rep < 4; ++rep) {
         CK(cudaMemset(ctr, 0, steps * 4));
-        sync_steps<<<s, 96, sync_smem>>>(ctr, n, buf, share, ns);
+        sync_steps<<<s, 96, sync_smem>>>(ctr, n, buf, share, ns, one);
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
         unsigned long long h = 0;
         CK(cudaMemcpy(&h, ns, 8, cudaMemcpyDeviceToHost));
         if (h < best) best = h;
       }
-      printf("%-28s %6d %12.3f\n", loaded ? "while the rings stream" : "idle", s,
-             best / 1e3 / n);
+      char how[48];
+      snprintf(how, sizeof(how), "%s, %s", one ? "one block's flag" : "all blocks' counter",
+               loaded ? "while the rings stream" : "idle");
+      printf("%-40s %6d %12.3f\n", how, s, best / 1e3 / n);
     }
   }
   return 0;
