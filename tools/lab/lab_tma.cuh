@@ -42,4 +42,19 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, uint32_t b
       : "memory");
 }
 
+// A ring's barriers: `full` completes when a slot's bytes are in, `empty`
+// when its `consumers` arrivals are in. Every thread of the block calls this
+// (it syncs the block).
+__device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, uint32_t slots,
+                                          uint32_t consumers) {
+  if (threadIdx.x == 0) {
+    for (uint32_t i = 0; i < slots; ++i) {
+      mbar_init(&full[i], 1);
+      mbar_init(&empty[i], consumers);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+}
+
 #endif  // ATLAS_TOOLS_LAB_LAB_TMA_CUH_

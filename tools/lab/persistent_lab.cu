@@ -487,21 +487,6 @@ __device__ __forceinline__ void consumers_sync(uint32_t nthreads) {
   asm volatile("bar.sync 1, %0;" ::"r"(nthreads) : "memory");
 }
 
-// The ring's barriers: `full` completes when a slot's bytes (or header)
-// are in, `empty` when the `consumers` warps are done with it. Every thread
-// calls this (it syncs the block).
-__device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, uint32_t slots,
-                                          uint32_t consumers) {
-  if (threadIdx.x == 0) {
-    for (uint32_t i = 0; i < slots; ++i) {
-      mbar_init(&full[i], 1);
-      mbar_init(&empty[i], consumers);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
-}
-
 // The block's first tile of step s (tiles j, j + gridDim.x, ...).
 // This block's tiles of step s: how many, and tile i's first row and rows.
 struct BlockTiles {
