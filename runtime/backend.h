@@ -73,6 +73,11 @@ typedef struct atlas_backend_options {
   // weight upload) overlaps them; the first kernel lookup (or
   // atlas_backend_modules_ready, or destroy) waits, and a load failure is
   // reported there instead of by create. CUDA only (the host's are tables).
+  // On CUDA it also defers cuBLASLt's start (opening the library, its
+  // handle, its first heuristic query: 0.1-0.3 s once a process) to a
+  // thread of its own started at the same point; the first matmul (or
+  // capture, or destroy) waits for it, and the lines that say cuBLASLt is
+  // absent or unusable come there instead of at create.
   bool background_modules;
   // Where this backend's log lines go (zeroed: stderr).
   atlas_log_sink log;
@@ -229,9 +234,10 @@ ATLAS_MUST_USE atlas_status atlas_backend_destroy_graph(atlas_backend *b, atlas_
 // ---- kernels --------------------------------------------------------------
 // Waits for background_modules, if any; NULL when none loaded.
 atlas_kernel_registry *atlas_backend_kernel_registry(atlas_backend *b);
-// Starts loading background_modules now, on their thread (a model's load
-// calls it once its weights are allocated: the modules' code then lands in
-// device memory after them, in the same order every time). No-op otherwise.
+// Starts loading background_modules now, on their thread, and the backend's
+// own deferred start-up (CUDA: cuBLASLt) on another (a model's load calls it
+// once its weights are allocated: the modules' code then lands in device
+// memory after them, in the same order every time). No-op otherwise.
 void atlas_backend_modules_start(atlas_backend *b);
 // Waits for modules loading in the background and returns their load status
 // (OK also when there were none or they loaded at create).

@@ -15,7 +15,7 @@
 //             backend memory), host_ptr_to_device, the copies and memsets,
 //             streams, events, capture and graphs, launch (raw argument
 //             pointers), matmul (16-bit matrix products), the memory
-//             facts, release_caches, bind_to_thread
+//             facts, release_caches, start_background, bind_to_thread
 // A NULL optional entry makes its operation return UNIMPLEMENTED naming the
 // backend and the operation; atlas_backend_base_init refuses a vtable that
 // lacks a required entry.
@@ -132,6 +132,11 @@ typedef struct atlas_backend_vtable {
   // workspace), remade when next needed: the sweep calls it first, so that
   // what it then finds is what nobody released, not the backend's own.
   atlas_status (*release_caches)(atlas_backend *b);
+  // Starts, on a thread of its own, start-up work the backend would
+  // otherwise do at its first use (CUDA: loading cuBLASLt), so that it
+  // overlaps what the caller does next; called by atlas_backend_modules_start.
+  // The backend waits for it where it needs the result, and at destroy.
+  void (*start_background)(atlas_backend *b);
 
   // Device facts.
   atlas_status (*total_memory)(atlas_backend *b, size_t *out_bytes);
@@ -147,7 +152,7 @@ typedef struct atlas_backend_vtable {
 // any added, removed or reordered entry (or a member that is not a function
 // pointer) fails these assertions until the count and the last entry are
 // updated on purpose, together with every backend and the list above.
-#define ATLAS_BACKEND_VTABLE_ENTRIES 42
+#define ATLAS_BACKEND_VTABLE_ENTRIES 43
 #ifdef __cplusplus
 #define ATLAS_BACKEND_STATIC_ASSERT_ static_assert
 #else

@@ -50,6 +50,9 @@ void atlas_backend_modules_start(atlas_backend *b) {
     job->started = pthread_create(&job->thread, NULL, load_modules, job) == 0;
   }
   pthread_mutex_unlock(&b->state_mutex);
+  // The backend's own start-up (CUDA: cuBLASLt) goes at the same point, so
+  // that it too lands after the weights and overlaps their upload.
+  if (b->vtable->start_background != NULL) b->vtable->start_background(b);
 }
 
 void atlas_backend_base_drop_modules(atlas_backend *b) {

@@ -26,8 +26,10 @@ typedef struct cuda_backend {
   CUstream *streams;      // every stream of this backend, default first
   size_t stream_count, stream_capacity;
   atlas_cuda_staging *staging;  // for h2d_async
-  // cuBLASLt for matmul; NULL where it is absent or ATLAS_CUBLASLT=0 (read
-  // once at creation): matmul then answers UNIMPLEMENTED.
+  // cuBLASLt for matmul; NULL where ATLAS_CUBLASLT=0 (read once at
+  // creation) or, unless its start was deferred (background_modules), where
+  // it is absent: matmul then answers UNIMPLEMENTED, as it does when a
+  // deferred start finds it absent or unusable.
   atlas_cuda_blas *blas;
 } cuda_backend;
 
@@ -511,6 +513,9 @@ static atlas_status cuda_begin_capture(atlas_backend *b, atlas_stream *stream) {
   cuda_backend *cb = as_cuda(b);
   CUstream s = stream_of(cb, stream);
   ATLAS_RETURN_IF_ERROR(bind(cb));
+  // cuBLASLt's start, if still running, ends first: its runtime's own set-up
+  // never meets a capture.
+  if (cb->blas != NULL) (void)atlas_cuda_blas_ready(cb->blas);
   // Before the capture: pinned allocations are refused while a stream
   // captures.
   ATLAS_RETURN_IF_ERROR(atlas_cuda_staging_capture_begin(cb->staging, s));
@@ -703,19 +708,24 @@ static atlas_status cuda_release_caches(atlas_backend *b) {
   return atlas_cuda_blas_release_workspace(as_cuda(b)->blas);
 }
 
+static void cuda_start_background(atlas_backend *b) {
+  atlas_cuda_blas_start_background(as_cuda(b)->blas);
+}
+
 static atlas_status cuda_matmul(atlas_backend *b, atlas_stream *stream,
                                 float *out, const void *w, const void *x,
                                 atlas_matmul_type type, size_t m, size_t n,
                                 size_t k, atlas_matmul_out mode) {
   cuda_backend *cb = as_cuda(b);
-  if (cb->blas == NULL) {
+  // Bound first: a deferred cuBLASLt start may run here, on this thread.
+  if (cb->blas != NULL) ATLAS_RETURN_IF_ERROR(bind(cb));
+  if (cb->blas == NULL || !atlas_cuda_blas_ready(cb->blas)) {
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
                              "backend %s does not implement matmul (cuBLASLt "
-                             "is absent or ATLAS_CUBLASLT=0)",
+                             "is absent, unusable or ATLAS_CUBLASLT=0)",
                              b->name);
   }
   if (m == 0) return ATLAS_OK;  // the question: yes
-  ATLAS_RETURN_IF_ERROR(bind(cb));
   CUstream s = stream_of(cb, stream);
   ATLAS_RETURN_IF_ERROR(
       atlas_cuda_blas_matmul(cb->blas, s, out, w, x, type, m, n, k, mode));
@@ -902,7 +912,7 @@ atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
   if (status == ATLAS_OK) {
     // Read once here, as ATLAS_REDZONE is: hot paths never call getenv.
     status = atlas_cuda_blas_create(&cb->base, getenv("ATLAS_CUBLASLT"),
-                                    &cb->blas);
+                                    options->background_modules, &cb->blas);
   }
   if (status != ATLAS_OK) {
     status = atlas_status_join(status, atlas_backend_base_deinit(&cb->base));
@@ -973,5 +983,6 @@ static const atlas_backend_vtable cuda_vtable = {
     .free_memory = cuda_free_memory,
     .device_free_memory = cuda_free_memory,
     .sm_count = cuda_sm_count,
+    .start_background = cuda_start_background,
     .bind_to_thread = cuda_bind_to_thread,
 };

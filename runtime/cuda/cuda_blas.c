@@ -129,6 +129,17 @@ typedef struct algo_entry {
 
 struct atlas_cuda_blas {
   atlas_backend *backend;
+  char *setting;  // ATLAS_CUBLASLT as read at backend creation (NULL: unset)
+  // The start (open the library, resolve it, make the handle, ask one
+  // heuristic): inline at create, or on `thread` (start_background), or at
+  // the first use. What it leaves below is read only after `settled`.
+  pthread_mutex_t start_mutex;  // guards settled, on_thread, thread, usable
+  bool settled;                 // the start ran and its outcome was said
+  bool on_thread;               // started on `thread`, not joined yet
+  pthread_t thread;
+  bool usable;
+  char why[512];                // why not, when the library did not open
+  atlas_status start_status;    // why not, when it opened but did not start
   void *library;  // dlopen handle
   char library_name[256];
   cublaslt_api api;
@@ -221,6 +232,13 @@ atlas_status atlas_cuda_blas_release_workspace(atlas_cuda_blas *blas) {
 
 static atlas_status release(atlas_cuda_blas *blas) {
   atlas_status status = ATLAS_OK;
+  pthread_mutex_lock(&blas->start_mutex);
+  if (blas->on_thread) {  // a start nobody waited for: wait, say nothing
+    pthread_join(blas->thread, NULL);
+    blas->on_thread = false;
+  }
+  pthread_mutex_unlock(&blas->start_mutex);
+  atlas_status_free(blas->start_status);
   if (blas->workspace != NULL) {
     status = atlas_backend_free(blas->backend, blas->workspace);
     blas->workspace = NULL;
@@ -236,85 +254,10 @@ static atlas_status release(atlas_cuda_blas *blas) {
   }
   if (blas->library != NULL) dlclose(blas->library);
   pthread_mutex_destroy(&blas->mutex);
+  pthread_mutex_destroy(&blas->start_mutex);
+  free(blas->setting);
   free(blas);
   return status;
-}
-
-atlas_status atlas_cuda_blas_create(atlas_backend *backend, const char *setting,
-                                    atlas_cuda_blas **out_blas) {
-  *out_blas = NULL;
-  const atlas_log_sink *sink = atlas_backend_log_sink(backend);
-  if (setting != NULL && setting[0] != '\0' && strcmp(setting, "0") != 0 &&
-      strcmp(setting, "1") != 0 && strchr(setting, '/') == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "ATLAS_CUBLASLT='%.200s' is neither 0 (off), 1 "
-                             "(on) nor a path to libcublasLt.so",
-                             setting);
-  }
-  if (setting != NULL && strcmp(setting, "0") == 0) {
-    atlas_log(sink, ATLAS_LOG_INFO,
-              "%s: cuBLASLt disabled (ATLAS_CUBLASLT=0); 16-bit matrix "
-              "products use Atlas's own kernels",
-              atlas_backend_name(backend));
-    return ATLAS_OK;
-  }
-  atlas_cuda_blas *blas = calloc(1, sizeof(*blas));
-  if (blas == NULL) {
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "no memory for the cuBLASLt state");
-  }
-  blas->backend = backend;
-  pthread_mutex_init(&blas->mutex, NULL);
-  char why[512];
-  blas->library = open_library(setting, blas->library_name,
-                               sizeof(blas->library_name), why, sizeof(why));
-  if (blas->library == NULL) {
-    atlas_log(sink, ATLAS_LOG_INFO,
-              "%s: cuBLASLt not found (%s); 16-bit matrix products use "
-              "Atlas's own kernels",
-              atlas_backend_name(backend), why);
-    atlas_status_free(release(blas));
-    return ATLAS_OK;
-  }
-  atlas_status status = resolve_symbols(blas);
-  if (status == ATLAS_OK) {
-    status = check(blas, blas->api.create(&blas->handle), "cublasLtCreate");
-    if (status != ATLAS_OK) blas->handle = NULL;
-  }
-  if (status == ATLAS_OK) {
-    status = check(blas,
-                   blas->api.desc_create(&blas->desc, CUBLAS_COMPUTE_32F,
-                                         CUDA_R_32F),
-                   "cublasLtMatmulDescCreate");
-    if (status != ATLAS_OK) blas->desc = NULL;
-  }
-  // W is stored k x n column-major (row-major n x k): op(A) = T gives n x k.
-  int32_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-  if (status == ATLAS_OK) {
-    status = check(blas,
-                   blas->api.desc_set(blas->desc, CUBLASLT_MATMUL_DESC_TRANSA,
-                                      &trans_a, sizeof(trans_a)),
-                   "setting op(A) = T");
-  }
-  if (status == ATLAS_OK) {
-    status = check(blas,
-                   blas->api.desc_set(blas->desc, CUBLASLT_MATMUL_DESC_TRANSB,
-                                      &trans_b, sizeof(trans_b)),
-                   "setting op(B) = N");
-  }
-  if (status != ATLAS_OK) {
-    // A library that loads but will not start is as good as absent: the
-    // backend still multiplies, with Atlas's kernels, and says why.
-    status = atlas_status_join(status, release(blas));
-    atlas_log(sink, ATLAS_LOG_WARNING,
-              "%s: cuBLASLt found but not usable (%s); 16-bit matrix products "
-              "use Atlas's own kernels",
-              atlas_backend_name(backend), atlas_status_message(status));
-    atlas_status_free(status);
-    return ATLAS_OK;
-  }
-  *out_blas = blas;
-  return ATLAS_OK;
 }
 
 atlas_status atlas_cuda_blas_destroy(atlas_cuda_blas *blas) {
@@ -362,6 +305,179 @@ static void free_layouts(atlas_cuda_blas *blas, layouts *l) {
   if (l->a) blas->api.layout_destroy(l->a);
   if (l->b) blas->api.layout_destroy(l->b);
   if (l->d) blas->api.layout_destroy(l->d);
+}
+
+// One heuristic query of a small shape: a process's first costs about 60 ms
+// (cuBLASLt reads its kernel tables), which the start takes off the first
+// prompt. Only a failing call counts; an empty answer is the product's to
+// meet.
+static atlas_status probe_heuristic(atlas_cuda_blas *blas) {
+  layouts l;
+  atlas_status status = make_layouts(blas, CUDA_R_16BF, 64, 64, 64, &l);
+  if (status == ATLAS_OK) {
+    cublasLtMatmulPreference_t pref = NULL;
+    status = check(blas, blas->api.pref_create(&pref),
+                   "cublasLtMatmulPreferenceCreate");
+    uint64_t ws = ATLAS_CUDA_BLAS_WORKSPACE_BYTES;
+    if (status == ATLAS_OK) {
+      status = check(blas,
+                     blas->api.pref_set(pref,
+                                        CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                        &ws, sizeof(ws)),
+                     "setting the workspace preference");
+    }
+    cublasLtMatmulHeuristicResult_t r;
+    int returned = 0;
+    if (status == ATLAS_OK) {
+      status = check(blas,
+                     blas->api.heuristic(blas->handle, blas->desc, l.a, l.b, l.d,
+                                         l.d, pref, 1, &r, &returned),
+                     "cublasLtMatmulAlgoGetHeuristic (first query)");
+    }
+    if (pref != NULL) blas->api.pref_destroy(pref);
+  }
+  free_layouts(blas, &l);
+  return status;
+}
+
+// The start. The library not opening leaves blas->library NULL and `why`;
+// anything else that fails leaves start_status.
+static void start(atlas_cuda_blas *blas) {
+  blas->library = open_library(blas->setting, blas->library_name,
+                               sizeof(blas->library_name), blas->why,
+                               sizeof(blas->why));
+  if (blas->library == NULL) return;
+  atlas_status status = resolve_symbols(blas);
+  if (status == ATLAS_OK) {
+    status = check(blas, blas->api.create(&blas->handle), "cublasLtCreate");
+    if (status != ATLAS_OK) blas->handle = NULL;
+  }
+  if (status == ATLAS_OK) {
+    status = check(blas,
+                   blas->api.desc_create(&blas->desc, CUBLAS_COMPUTE_32F,
+                                         CUDA_R_32F),
+                   "cublasLtMatmulDescCreate");
+    if (status != ATLAS_OK) blas->desc = NULL;
+  }
+  // W is stored k x n column-major (row-major n x k): op(A) = T gives n x k.
+  int32_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
+  if (status == ATLAS_OK) {
+    status = check(blas,
+                   blas->api.desc_set(blas->desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                      &trans_a, sizeof(trans_a)),
+                   "setting op(A) = T");
+  }
+  if (status == ATLAS_OK) {
+    status = check(blas,
+                   blas->api.desc_set(blas->desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                      &trans_b, sizeof(trans_b)),
+                   "setting op(B) = N");
+  }
+  if (status == ATLAS_OK) status = probe_heuristic(blas);
+  blas->start_status = status;
+}
+
+static void *start_on_thread(void *p) {
+  atlas_cuda_blas *blas = p;
+  // cuBLASLt's runtime takes the context current on the thread that starts it.
+  atlas_status status = atlas_status_annotate(
+      atlas_backend_bind_to_thread(blas->backend),
+      "binding the context to cuBLASLt's start thread");
+  if (status == ATLAS_OK) {
+    start(blas);
+  } else {
+    blas->start_status = status;
+  }
+  return NULL;
+}
+
+// Under start_mutex: waits for (or runs) the start and, the first time,
+// says on the backend's sink what it came to. A library that loads but
+// will not start is as good as absent: the backend still multiplies, with
+// Atlas's kernels, and says why.
+static void settle(atlas_cuda_blas *blas) {
+  if (blas->settled) return;
+  if (blas->on_thread) {
+    pthread_join(blas->thread, NULL);
+    blas->on_thread = false;
+  } else {
+    start(blas);
+  }
+  blas->settled = true;
+  const atlas_log_sink *sink = atlas_backend_log_sink(blas->backend);
+  const char *name = atlas_backend_name(blas->backend);
+  if (blas->library == NULL && blas->start_status == ATLAS_OK) {
+    atlas_log(sink, ATLAS_LOG_INFO,
+              "%s: cuBLASLt not found (%s); 16-bit matrix products use "
+              "Atlas's own kernels",
+              name, blas->why);
+  } else if (blas->start_status != ATLAS_OK) {
+    atlas_log(sink, ATLAS_LOG_WARNING,
+              "%s: cuBLASLt %s (%s); 16-bit matrix products use Atlas's own "
+              "kernels",
+              name, blas->library != NULL ? "found but not usable" : "did not start",
+              atlas_status_message(blas->start_status));
+  } else {
+    blas->usable = true;
+  }
+}
+
+atlas_status atlas_cuda_blas_create(atlas_backend *backend, const char *setting,
+                                    bool background,
+                                    atlas_cuda_blas **out_blas) {
+  *out_blas = NULL;
+  const atlas_log_sink *sink = atlas_backend_log_sink(backend);
+  if (setting != NULL && setting[0] != '\0' && strcmp(setting, "0") != 0 &&
+      strcmp(setting, "1") != 0 && strchr(setting, '/') == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "ATLAS_CUBLASLT='%.200s' is neither 0 (off), 1 "
+                             "(on) nor a path to libcublasLt.so",
+                             setting);
+  }
+  if (setting != NULL && strcmp(setting, "0") == 0) {
+    atlas_log(sink, ATLAS_LOG_INFO,
+              "%s: cuBLASLt disabled (ATLAS_CUBLASLT=0); 16-bit matrix "
+              "products use Atlas's own kernels",
+              atlas_backend_name(backend));
+    return ATLAS_OK;
+  }
+  atlas_cuda_blas *blas = calloc(1, sizeof(*blas));
+  char *copy = setting != NULL ? strdup(setting) : NULL;
+  if (blas == NULL || (setting != NULL && copy == NULL)) {
+    free(blas);
+    free(copy);
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "no memory for the cuBLASLt state");
+  }
+  blas->backend = backend;
+  blas->setting = copy;
+  pthread_mutex_init(&blas->mutex, NULL);
+  pthread_mutex_init(&blas->start_mutex, NULL);
+  if (!background && !atlas_cuda_blas_ready(blas)) {
+    atlas_status_free(release(blas));
+    return ATLAS_OK;
+  }
+  *out_blas = blas;
+  return ATLAS_OK;
+}
+
+void atlas_cuda_blas_start_background(atlas_cuda_blas *blas) {
+  if (blas == NULL) return;
+  pthread_mutex_lock(&blas->start_mutex);
+  if (!blas->settled && !blas->on_thread) {
+    // No thread to spare: the first use starts it instead.
+    blas->on_thread =
+        pthread_create(&blas->thread, NULL, start_on_thread, blas) == 0;
+  }
+  pthread_mutex_unlock(&blas->start_mutex);
+}
+
+bool atlas_cuda_blas_ready(atlas_cuda_blas *blas) {
+  pthread_mutex_lock(&blas->start_mutex);
+  settle(blas);
+  const bool usable = blas->usable;
+  pthread_mutex_unlock(&blas->start_mutex);
+  return usable;
 }
 
 // The heuristic's first choice for this shape and alignment, within the

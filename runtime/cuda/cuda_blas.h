@@ -34,15 +34,31 @@ typedef struct atlas_cuda_blas atlas_cuda_blas;
 // and makes its handle. `setting` is ATLAS_CUBLASLT as read at backend
 // creation (NULL when unset): "0" disables cuBLASLt; "1", "" and NULL look
 // for it where it is usually installed; a value with a '/' is the library's
-// path; anything else is INVALID_ARGUMENT naming the variable. When the library is absent or disabled, *out_blas is NULL,
-// the status is OK and one INFO line on the backend's sink says that Atlas
-// uses its own kernels; a library that loads but will not start (symbols
-// missing, cublasLtCreate failing) is treated the same, with one WARNING line.
+// path; anything else is INVALID_ARGUMENT naming the variable. When the
+// library is absent or disabled, *out_blas is NULL, the status is OK and one
+// INFO line on the backend's sink says that Atlas uses its own kernels; a
+// library that loads but will not start (symbols missing, cublasLtCreate
+// failing) is treated the same, with one WARNING line.
+// With `background` the start (the library, its handle and a first
+// heuristic query: 0.1-0.3 s, most of it once a process) is deferred:
+// *out_blas is set unless cuBLASLt is disabled, atlas_cuda_blas_start_
+// background runs the start on a thread of its own, and atlas_cuda_blas_ready
+// waits for it (or runs it) and says the lines above; so does destroy,
+// silently.
 // Otherwise fails only when the host is out of memory.
 ATLAS_MUST_USE atlas_status atlas_cuda_blas_create(atlas_backend *backend,
                                                    const char *setting,
+                                                   bool background,
                                                    atlas_cuda_blas **out_blas);
+// Starts a deferred start on its own thread (binding the backend's context
+// there); no-op when it has run or is running, or for NULL. Without a thread
+// to spare, the next atlas_cuda_blas_ready runs it.
+void atlas_cuda_blas_start_background(atlas_cuda_blas *blas);
+// Waits for the start (or runs it, the first time) and returns whether
+// products can go through cuBLASLt; false: the caller's own kernels.
+bool atlas_cuda_blas_ready(atlas_cuda_blas *blas);
 
+// Only after atlas_cuda_blas_ready returned true:
 // out (m x n, f32) = x (m x k) times w (n x k) transposed, both `type`,
 // row-major, on `stream` (arguments checked by the front door; m, n, k > 0);
 // ATLAS_MATMUL_ACCUMULATE: out += the product (beta = 1, C = D = out, which

@@ -1,6 +1,7 @@
 // The CUDA backend's matmul (cuBLASLt, dlopen'ed) against the host backend's
 // (plain f32 loops, the reference), and its absence: ATLAS_CUBLASLT=0 or a
-// library that is not there leaves matmul UNIMPLEMENTED with one INFO line.
+// library that is not there leaves matmul UNIMPLEMENTED with one INFO line;
+// with background_modules, its start deferred to a thread of its own.
 // Skips where there is no GPU (fails under ATLAS_REQUIRE_GPU=1).
 #include <stdlib.h>
 
@@ -230,6 +231,88 @@ TEST(CudaMatmul, AMissingLibraryMeansOwnKernels) {
                                      ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
   EXPECT_OK(atlas_backend_destroy(cuda));
+}
+
+// background_modules defers cuBLASLt's start to atlas_backend_modules_start
+// (a model's load calls it before its upload): create says nothing about
+// cuBLASLt, and the first product waits for the start, then multiplies as
+// an immediate start does.
+TEST(CudaMatmul, DeferredStartMultipliesOnceStarted) {
+  atlas_backend *cuda = nullptr;
+  Lines lines;
+  atlas_backend_options o{};
+  o.log.fn = Collect;
+  o.log.ctx = &lines;
+  o.background_modules = true;
+  CUDA_CREATE_OR_SKIP(&o, &cuda);
+  EXPECT_TRUE(lines.info.empty()) << lines.info[0];
+  atlas_backend_modules_start(cuda);
+  atlas_backend_modules_start(cuda);  // a second start is a no-op
+  atlas_backend *host = nullptr;
+  ASSERT_OK(atlas_host_backend_create(nullptr, &host));
+  std::mt19937 rng(11);
+  const Shape sh{37, 300, 256};
+  std::vector<uint16_t> wb, xb;
+  std::vector<float> wv, xv;
+  Random16(&rng, ATLAS_MATMUL_BF16, sh.n * sh.k, &wb, &wv);
+  Random16(&rng, ATLAS_MATMUL_BF16, sh.m * sh.k, &xb, &xv);
+  StatusResult asked = Take(atlas_backend_matmul(cuda, nullptr, nullptr, nullptr, nullptr,
+                                                 ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE));
+  if (asked.code == ATLAS_STATUS_UNIMPLEMENTED) {
+    // The start's line says why, at the first use rather than at create.
+    ASSERT_EQ(lines.info.size(), 1u) << asked.message;
+    EXPECT_OK(atlas_backend_destroy(cuda));
+    EXPECT_OK(atlas_backend_destroy(host));
+    ATLAS_CUDA_SKIP("no cuBLASLt on this machine: " << lines.info[0]);
+  }
+  ASSERT_EQ(asked.code, ATLAS_STATUS_OK) << asked.message;
+  EXPECT_TRUE(lines.info.empty()) << lines.info[0];
+  std::vector<float> want = Multiply(host, ATLAS_MATMUL_BF16, sh, wb, xb, 0, nullptr);
+  std::vector<float> got = Multiply(cuda, ATLAS_MATMUL_BF16, sh, wb, xb, 0, nullptr);
+  for (size_t i = 0; i < sh.m * sh.n; ++i) {
+    const size_t r = i / sh.n, c = i % sh.n;
+    double mag = 0;
+    for (size_t q = 0; q < sh.k; ++q) {
+      mag += std::fabs((double)xv[r * sh.k + q] * (double)wv[c * sh.k + q]);
+    }
+    ASSERT_LE(std::fabs((double)got[i] - (double)want[i]),
+              3.0 * (double)sh.k * std::ldexp(1.0, -24) * mag + 1e-30)
+        << "at " << i << ": cuda " << got[i] << ", host " << want[i];
+  }
+  EXPECT_OK(atlas_backend_destroy(cuda));
+  EXPECT_OK(atlas_backend_destroy(host));
+}
+
+// A deferred start that finds no library says so once, at the first use;
+// one nobody waited for is waited for, silently, by destroy.
+TEST(CudaMatmul, DeferredStartOfAMissingLibrary) {
+  ScopedEnv path("ATLAS_CUBLASLT", "/nonexistent/libcublasLt.so.13");
+  atlas_backend *cuda = nullptr;
+  Lines lines;
+  atlas_backend_options o{};
+  o.log.fn = Collect;
+  o.log.ctx = &lines;
+  o.background_modules = true;
+  CUDA_CREATE_OR_SKIP(&o, &cuda);
+  EXPECT_TRUE(lines.info.empty()) << lines.info[0];
+  atlas_backend_modules_start(cuda);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_STATUS(atlas_backend_matmul(cuda, nullptr, nullptr, nullptr, nullptr,
+                                       ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE),
+                  ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
+  }
+  ASSERT_EQ(lines.info.size(), 1u);
+  EXPECT_NE(lines.info[0].find("cuBLASLt not found"), std::string::npos) << lines.info[0];
+  EXPECT_NE(lines.info[0].find("/nonexistent/libcublasLt.so.13"), std::string::npos)
+      << lines.info[0];
+  EXPECT_OK(atlas_backend_destroy(cuda));
+
+  Lines quiet;
+  o.log.ctx = &quiet;
+  CUDA_CREATE_OR_SKIP(&o, &cuda);
+  atlas_backend_modules_start(cuda);
+  EXPECT_OK(atlas_backend_destroy(cuda));
+  EXPECT_TRUE(quiet.info.empty()) << quiet.info[0];
 }
 
 }  // namespace
