@@ -29,6 +29,16 @@ void Collect(void *ctx, atlas_log_level level, const char *message) {
   if (level >= ATLAS_LOG_INFO) static_cast<Lines *>(ctx)->info.push_back(message);
 }
 
+// Backend options whose sink collects into *lines; `background`: cuBLASLt's
+// start deferred to atlas_backend_modules_start (background_modules).
+atlas_backend_options LinesTo(Lines *lines, bool background) {
+  atlas_backend_options o{};
+  o.log.fn = Collect;
+  o.log.ctx = lines;
+  o.background_modules = background;
+  return o;
+}
+
 struct Shape {
   size_t m, n, k;
 };
@@ -105,9 +115,7 @@ double WorstOfBound(const Shape &sh, const std::vector<float> &wv, const std::ve
 TEST(CudaMatmul, CublasLtMatchesTheHostBackend) {
   atlas_backend *cuda = nullptr;
   Lines lines;
-  atlas_backend_options o{};
-  o.log.fn = Collect;
-  o.log.ctx = &lines;
+  atlas_backend_options o = LinesTo(&lines, false);
   CUDA_CREATE_OR_SKIP(&o, &cuda);
   StatusResult asked = Take(atlas_backend_matmul(cuda, nullptr, nullptr, nullptr,
                                                  nullptr, ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE));
@@ -210,9 +218,7 @@ TEST(CudaMatmul, AtlasCublasLtZeroMeansOwnKernels) {
   ScopedEnv off("ATLAS_CUBLASLT", "0");
   atlas_backend *cuda = nullptr;
   Lines lines;
-  atlas_backend_options o{};
-  o.log.fn = Collect;
-  o.log.ctx = &lines;
+  atlas_backend_options o = LinesTo(&lines, false);
   CUDA_CREATE_OR_SKIP(&o, &cuda);
   ASSERT_EQ(lines.info.size(), 1u);
   EXPECT_NE(lines.info[0].find("ATLAS_CUBLASLT=0"), std::string::npos) << lines.info[0];
@@ -232,9 +238,7 @@ TEST(CudaMatmul, AMissingLibraryMeansOwnKernels) {
   ScopedEnv path("ATLAS_CUBLASLT", "/nonexistent/libcublasLt.so.13");
   atlas_backend *cuda = nullptr;
   Lines lines;
-  atlas_backend_options o{};
-  o.log.fn = Collect;
-  o.log.ctx = &lines;
+  atlas_backend_options o = LinesTo(&lines, false);
   CUDA_CREATE_OR_SKIP(&o, &cuda);
   ASSERT_EQ(lines.info.size(), 1u);
   EXPECT_NE(lines.info[0].find("cuBLASLt not found"), std::string::npos) << lines.info[0];
@@ -251,10 +255,7 @@ TEST(CudaMatmul, AMissingLibraryMeansOwnKernels) {
 TEST(CudaMatmul, DeferredStartMultipliesOnceStarted) {
   atlas_backend *cuda = nullptr;
   Lines lines;
-  atlas_backend_options o{};
-  o.log.fn = Collect;
-  o.log.ctx = &lines;
-  o.background_modules = true;
+  atlas_backend_options o = LinesTo(&lines, true);
   CUDA_CREATE_OR_SKIP(&o, &cuda);
   EXPECT_TRUE(lines.info.empty()) << lines.info[0];
   atlas_backend_modules_start(cuda);
@@ -293,10 +294,7 @@ TEST(CudaMatmul, DeferredStartOfAMissingLibrary) {
   ScopedEnv path("ATLAS_CUBLASLT", "/nonexistent/libcublasLt.so.13");
   atlas_backend *cuda = nullptr;
   Lines lines;
-  atlas_backend_options o{};
-  o.log.fn = Collect;
-  o.log.ctx = &lines;
-  o.background_modules = true;
+  atlas_backend_options o = LinesTo(&lines, true);
   CUDA_CREATE_OR_SKIP(&o, &cuda);
   EXPECT_TRUE(lines.info.empty()) << lines.info[0];
   atlas_backend_modules_start(cuda);
