@@ -307,36 +307,67 @@ static void free_layouts(atlas_cuda_blas *blas, layouts *l) {
   if (l->d) blas->api.layout_destroy(l->d);
 }
 
-// One heuristic query of a small shape: a process's first costs about 60 ms
-// (cuBLASLt reads its kernel tables), which the start takes off the first
-// prompt. Only a failing call counts; an empty answer is the product's to
-// meet.
-static atlas_status probe_heuristic(atlas_cuda_blas *blas) {
-  layouts l;
-  atlas_status status = make_layouts(blas, CUDA_R_16BF, 64, 64, 64, &l);
-  if (status == ATLAS_OK) {
-    cublasLtMatmulPreference_t pref = NULL;
-    status = check(blas, blas->api.pref_create(&pref),
-                   "cublasLtMatmulPreferenceCreate");
-    uint64_t ws = ATLAS_CUDA_BLAS_WORKSPACE_BYTES;
-    if (status == ATLAS_OK) {
-      status = check(blas,
-                     blas->api.pref_set(pref,
-                                        CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                        &ws, sizeof(ws)),
-                     "setting the workspace preference");
-    }
-    cublasLtMatmulHeuristicResult_t r;
-    int returned = 0;
-    if (status == ATLAS_OK) {
-      status = check(blas,
-                     blas->api.heuristic(blas->handle, blas->desc, l.a, l.b, l.d,
-                                         l.d, pref, 1, &r, &returned),
-                     "cublasLtMatmulAlgoGetHeuristic (first query)");
-    }
-    if (pref != NULL) blas->api.pref_destroy(pref);
+
+// The heuristic's first choice for this shape and alignment, within the
+// workspace Atlas offers.
+static atlas_status choose(atlas_cuda_blas *blas, const layouts *l,
+                           const algo_key *key,
+                           cublasLtMatmulHeuristicResult_t *out) {
+  cublasLtMatmulPreference_t pref = NULL;
+  ATLAS_RETURN_IF_ERROR(check(blas, blas->api.pref_create(&pref),
+                              "cublasLtMatmulPreferenceCreate"));
+  uint64_t ws = ATLAS_CUDA_BLAS_WORKSPACE_BYTES;
+  atlas_status status =
+      check(blas,
+            blas->api.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                               &ws, sizeof(ws)),
+            "setting the workspace preference");
+  // A is the weights, B the inputs, C and D the output.
+  const int align_attrs[] = {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                             CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                             CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                             CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  const uint32_t aligns[] = {key->align_w, key->align_x, key->align_out,
+                             key->align_out};
+  for (size_t i = 0; status == ATLAS_OK && i < 4; ++i) {
+    status = check(blas,
+                   blas->api.pref_set(pref, align_attrs[i], &aligns[i],
+                                      sizeof(aligns[i])),
+                   "setting the alignment preference");
   }
+  int returned = 0;
+  if (status == ATLAS_OK) {
+    memset(out, 0, sizeof(*out));
+    status = check(blas,
+                   blas->api.heuristic(blas->handle, blas->desc, l->a, l->b,
+                                       l->d, l->d, pref, 1, out, &returned),
+                   "cublasLtMatmulAlgoGetHeuristic");
+  }
+  if (status == ATLAS_OK && (returned < 1 || out->state != CUBLAS_STATUS_SUCCESS)) {
+    status = atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                               "%s: cuBLASLt has no algorithm for this product",
+                               atlas_backend_name(blas->backend));
+  }
+  blas->api.pref_destroy(pref);
+  return status;
+}
+
+// One heuristic query of a small shape, on the start's thread: a process's
+// first costs about 60 ms (cuBLASLt reads its kernel tables), which this
+// takes off the first prompt. Only a failing call counts: a shape without
+// an algorithm is the product's to meet.
+static atlas_status probe_heuristic(atlas_cuda_blas *blas) {
+  const algo_key key = {.m = 64, .n = 64, .k = 64, .type = CUDA_R_16BF,
+                        .align_w = 256, .align_x = 256, .align_out = 256};
+  layouts l;
+  atlas_status status = make_layouts(blas, key.type, key.m, key.n, key.k, &l);
+  cublasLtMatmulHeuristicResult_t r;
+  if (status == ATLAS_OK) status = choose(blas, &l, &key, &r);
   free_layouts(blas, &l);
+  if (atlas_status_code_of(status) == ATLAS_STATUS_UNIMPLEMENTED) {
+    atlas_status_free(status);
+    status = ATLAS_OK;
+  }
   return status;
 }
 
@@ -373,7 +404,6 @@ static void start(atlas_cuda_blas *blas) {
                                       &trans_b, sizeof(trans_b)),
                    "setting op(B) = N");
   }
-  if (status == ATLAS_OK) status = probe_heuristic(blas);
   blas->start_status = status;
 }
 
@@ -385,6 +415,11 @@ static void *start_on_thread(void *p) {
       "binding the context to cuBLASLt's start thread");
   if (status == ATLAS_OK) {
     start(blas);
+    // Only here, off the caller's path: inline, the first product's own
+    // query pays this anyway.
+    if (blas->library != NULL && blas->start_status == ATLAS_OK) {
+      blas->start_status = probe_heuristic(blas);
+    }
   } else {
     blas->start_status = status;
   }
@@ -478,50 +513,6 @@ bool atlas_cuda_blas_ready(atlas_cuda_blas *blas) {
   const bool usable = blas->usable;
   pthread_mutex_unlock(&blas->start_mutex);
   return usable;
-}
-
-// The heuristic's first choice for this shape and alignment, within the
-// workspace Atlas offers.
-static atlas_status choose(atlas_cuda_blas *blas, const layouts *l,
-                           const algo_key *key,
-                           cublasLtMatmulHeuristicResult_t *out) {
-  cublasLtMatmulPreference_t pref = NULL;
-  ATLAS_RETURN_IF_ERROR(check(blas, blas->api.pref_create(&pref),
-                              "cublasLtMatmulPreferenceCreate"));
-  uint64_t ws = ATLAS_CUDA_BLAS_WORKSPACE_BYTES;
-  atlas_status status =
-      check(blas,
-            blas->api.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                               &ws, sizeof(ws)),
-            "setting the workspace preference");
-  // A is the weights, B the inputs, C and D the output.
-  const int align_attrs[] = {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                             CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                             CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                             CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  const uint32_t aligns[] = {key->align_w, key->align_x, key->align_out,
-                             key->align_out};
-  for (size_t i = 0; status == ATLAS_OK && i < 4; ++i) {
-    status = check(blas,
-                   blas->api.pref_set(pref, align_attrs[i], &aligns[i],
-                                      sizeof(aligns[i])),
-                   "setting the alignment preference");
-  }
-  int returned = 0;
-  if (status == ATLAS_OK) {
-    memset(out, 0, sizeof(*out));
-    status = check(blas,
-                   blas->api.heuristic(blas->handle, blas->desc, l->a, l->b,
-                                       l->d, l->d, pref, 1, out, &returned),
-                   "cublasLtMatmulAlgoGetHeuristic");
-  }
-  if (status == ATLAS_OK && (returned < 1 || out->state != CUBLAS_STATUS_SUCCESS)) {
-    status = atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                               "%s: cuBLASLt has no algorithm for this product",
-                               atlas_backend_name(blas->backend));
-  }
-  blas->api.pref_destroy(pref);
-  return status;
 }
 
 // Under blas->mutex: the cached algorithm for `key`, or the heuristic's
