@@ -29,6 +29,8 @@
 //      Prints the cycles a consumer warp spends in each part.
 //      With "L2 N ahead" the producer also prefetches the tile N ahead of
 //      its copies into L2.
+//   Q: C with at most 1-3 copies in flight an SM, the rest of the ring a
+//      buffer (handoff_lab: a hand-off queues behind the SM's copies).
 //   P: A, each layer's first tiny step (attention's place) also prefetching
 //      the first 4-32 MiB of that layer's gate and up matrices into L2
 //      (cp.async.bulk.prefetch.L2), after its wait or before it.
@@ -593,6 +595,58 @@ __device__ __forceinline__ void tile_dot(const CStep &s, const uint4 *w, uint32_
   }
 }
 
+// As tile_dot with x in shared memory, for RWN output rows a warp (RW 4:
+// 4, and GATE_UP's 2 each with its up row): each 16-byte piece of x
+// read from shared memory serves all of them, so the consumers' shared
+// traffic is the tile plus a quarter of it or less, not twice the tile.
+template <int RWN>
+__device__ __forceinline__ void tile_dot_n(const CStep &s, const uint4 *w, uint32_t row0,
+                                           uint32_t r, uint32_t q, uint32_t base8, uint32_t c8,
+                                           uint32_t lane, const float4 *xs_lo,
+                                           const float4 *xs_hi) {
+  const bool gu = s.kind == GATE_UP;
+  const uint32_t q0 = q * RWN;
+  if (q0 >= r) return;
+  float a[RWN], b[RWN];
+#pragma unroll
+  for (int j = 0; j < RWN; ++j) a[j] = b[j] = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kCMaxChunks; ++c) {
+    const uint32_t xi = base8 + lane + 32 * c;
+    const float4 pa = xs_lo[xi], pb = xs_hi[xi];
+#pragma unroll
+    for (int j = 0; j < RWN; ++j) {
+      if (q0 + j < r) {
+        a[j] += dot8x(w[(size_t)(q0 + j) * c8 + base8 + lane + 32 * c], pa, pb);
+        if (gu) b[j] += dot8x(w[(size_t)(r + q0 + j) * c8 + base8 + lane + 32 * c], pa, pb);
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < RWN; ++j) {
+    for (int o = 16; o > 0; o >>= 1) {
+      a[j] += __shfl_xor_sync(0xffffffffu, a[j], o);
+      if (gu) b[j] += __shfl_xor_sync(0xffffffffu, b[j], o);
+    }
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int j = 0; j < RWN; ++j) {
+      if (q0 + j >= r) break;
+      const uint32_t out_row = row0 + q0 + j;
+      if (gu) {
+        s.out[out_row] = a[j] / (1.0f + expf(-a[j])) * b[j];
+      } else if (s.kind == MATVEC) {
+        s.out[out_row] = a[j];
+      } else if (s.wr == 1) {
+        s.out[out_row] = __ldcg(s.out + out_row) + a[j];
+      } else {
+        atomicAdd(s.out + out_row, a[j]);
+      }
+    }
+  }
+}
+
 // The block's weight tiles in the order it uses them, across steps (the
 // producer's walk): step k, its tile i.
 struct TileCursor {
@@ -668,15 +722,20 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
   ring_init(full, empty, slots, NW);
   if (cwarp == NW * G) {  // the producer
     if (lane != 0) return;
-    // `pre` runs (nodep >> 8) tiles ahead of the copies, prefetching each
-    // into L2: the stream goes on while the ring is full at a step's wait.
+    // `pre` runs ahead = (nodep >> 8) & 255 tiles ahead of the copies,
+    // prefetching each into L2: the stream goes on while the ring is full at
+    // a step's wait. Q: with cap = nodep >> 16 > 0, at most `cap` copies are
+    // in flight (copy n waits for copy n - cap to land), however many slots
+    // the ring has: a shallow queue an SM, a deep buffer.
+    const uint32_t ahead = (nodep >> 8) & 255, cap = nodep >> 16;
     TileCursor cur, pre;
     cur.begin(steps, n_steps);
     pre.begin(steps, n_steps);
-    for (uint32_t p = 0; p < (nodep >> 8) && pre.ok(); ++p, pre.next()) pre.prefetch_l2();
+    for (uint32_t p = 0; p < ahead && pre.ok(); ++p, pre.next()) pre.prefetch_l2();
     for (uint32_t n = 0; cur.ok(); cur.next(), ++n) {
       const uint32_t slot = n % slots, round = n / slots;
       if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+      if (cap > 0 && n >= cap) mbar_wait(&full[(n - cap) % slots], ((n - cap) / slots) & 1);
       uint32_t row0, r;
       tile_at(cur.s, cur.bt, cur.i, row0, r);
       const uint32_t bytes = r * cur.s.cols * 2;
@@ -689,7 +748,7 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
       if (cur.s.kind == GATE_UP) {
         bulk_copy(dst + bytes, cur.s.w2 + (size_t)row0 * cur.s.cols, bytes, &full[slot]);
       }
-      if ((nodep >> 8) > 0 && pre.ok()) {
+      if (ahead > 0 && pre.ok()) {
         pre.prefetch_l2();
         pre.next();
       }
@@ -749,7 +808,13 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
           tile_at(s, bt, i, row0, r);
           const uint4 *w = reinterpret_cast<const uint4 *>(ring + (size_t)slot * slot_bytes);
           if ((nodep & 2) == 0) {
-            tile_dot<XS>(s, w, row0, r, q, base8, c8, lane, xs_lo, xs_hi, xa, xb);
+            if (XS && s.rw == 4) {
+              tile_dot_n<4>(s, w, row0, r, q, base8, c8, lane, xs_lo, xs_hi);
+            } else if (XS && s.rw == 2 && s.kind == GATE_UP) {
+              tile_dot_n<2>(s, w, row0, r, q, base8, c8, lane, xs_lo, xs_hi);
+            } else {
+              tile_dot<XS>(s, w, row0, r, q, base8, c8, lane, xs_lo, xs_hi, xa, xb);
+            }
           }
           __syncwarp();
           if (lane == 0) mbar_arrive(&empty[slot]);
@@ -925,7 +990,10 @@ void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x
       if (c8 / c.wr != 32u * kCMaxChunks) return;
       if (c.wr > 1 && s.kind != ADD) return;
       if (NW % c.wr != 0) return;
-      c.rw = s.kind == GATE_UP ? 1 : RW;
+      // RW 4 (XS only): 4 rows a warp, GATE_UP's 2 with their up rows (its
+      // tile as many bytes as the others').
+      c.rw = RW == 4 ? (s.kind == GATE_UP ? 2 : 4) : (s.kind == GATE_UP ? 1 : RW);
+      if (RW == 4 && !XS) return;
       c.rt = NW / c.wr * c.rw;
       slot_bytes = std::max<uint32_t>(slot_bytes, c.rt * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1));
     }
@@ -977,11 +1045,15 @@ void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x
   snprintf(name, sizeof(name), "%s: dataflow%s%s%s, %d x %d warps, %u x %u KiB%s", DYN ? "D" : "C",
            XS ? " xs" : "",
            SPLIT ? " even" : "",
-           RW == 2 ? " 2 rows" : "", G, NW, slots,
+           RW == 2 ? " 2 rows" : RW == 4 ? " 4 rows" : "", G, NW, slots,
            slot_bytes >> 10, (nodep & 3) == 1 ? ", no waits" : (nodep & 3) == 3 ? ", copies only" : (nodep & 3) == 2 ? ", copies and waits only" : "");
-  if ((nodep >> 8) > 0) {
+  if (((nodep >> 8) & 255) > 0) {
     const size_t used = strlen(name);
-    snprintf(name + used, sizeof(name) - used, ", L2 %u ahead", nodep >> 8);
+    snprintf(name + used, sizeof(name) - used, ", L2 %u ahead", (nodep >> 8) & 255);
+  }
+  if ((nodep >> 16) > 0) {
+    const size_t used = strlen(name);
+    snprintf(name + used, sizeof(name) - used, ", %u in flight", nodep >> 16);
   }
   report(name, ms);
   printf("   cycles a warp a token: input waits %.0f, tile waits %.0f, compute %.0f, step ends %.0f\n",
@@ -1022,6 +1094,43 @@ void run_c(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x, c
                                pf << 8);
     run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10,
                                pf << 8 | 2);
+  }
+}
+
+// Q: C with at most `cap` copies in flight an SM (handoff_lab: a step's
+// hand-off queues behind the SM's copies in flight; a shallow queue makes it
+// cheaper), the ring's other slots a buffer that fills while a step waits.
+// Each configuration uncapped (0) and capped, whole (compute and waits) and
+// with copies and waits only (the hand-offs' bound).
+template <typename Time, typename Report>
+void run_q(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x, const float *x0,
+           uint32_t hidden, Time &time_graph, Report &report) {
+  const uint32_t ring = 224u << 10;
+  // One copy in flight an SM, the next tiles prefetched into L2 ahead of it
+  // (the prefetches bring nothing back to the SM, so they do not lengthen
+  // its queue; the copy then hits L2).
+  for (uint32_t only : {0u, 2u}) {
+    for (uint32_t ahead : {2u, 4u, 8u}) {
+      run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
+                                 1u << 16 | ahead << 8 | only);
+    }
+  }
+  for (uint32_t cap : {0u, 1u, 2u}) {  // 4 rows a warp
+    run_c_nw<4, 1, true, 4, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring, cap << 16);
+    run_c_nw<4, 2, true, 4, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring, cap << 16);
+    run_c_nw<4, 3, true, 4, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring, cap << 16);
+  }
+  for (uint32_t only : {0u, 2u}) {
+    for (uint32_t cap : {0u, 1u, 2u}) {  // 64 KiB slots
+      run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
+                                 cap << 16 | only);
+    }
+    for (uint32_t cap : {0u, 1u, 2u, 3u}) {  // 32 KiB slots (16 KiB for most steps)
+      run_c_nw<4, 2, true, 1, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
+                                 cap << 16 | only);
+      run_c_nw<4, 1, true, 1, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
+                                 cap << 16 | only);
+    }
   }
 }
 
@@ -1325,5 +1434,6 @@ int main(int argc, char **argv) {
     CK(cudaGraphExecDestroy(b));
   }
   if (strchr(which, 'C')) run_c(steps, sms, st, x, x0, sh.hidden, time_graph, report);
+  if (strchr(which, 'Q')) run_q(steps, sms, st, x, x0, sh.hidden, time_graph, report);
   return 0;
 }
