@@ -29,6 +29,9 @@
 //      Prints the cycles a consumer warp spends in each part.
 //      With "L2 N ahead" the producer also prefetches the tile N ahead of
 //      its copies into L2.
+//   L: C (x in shared memory, rows even, 2 rows a warp) with LL hand-offs:
+//      every vector as 8-byte words of value and step tag, the input's loads
+//      the wait (no counter); uncapped and 1-2 copies in flight.
 //   Q: C with at most 1-3 copies in flight an SM, the rest of the ring a
 //      buffer (handoff_lab: a hand-off queues behind the SM's copies).
 //   P: A, each layer's first tiny step (attention's place) also prefetching
@@ -480,6 +483,12 @@ struct CStep {
   uint32_t tiles;  // tiles of the step
   uint32_t gbase;  // the first tile's place in the round-robin
   uint32_t split;  // 0: tiles round-robin; 1: an even share of rows a block
+  // L: the input and output as LL words (null: the LM head's plain logits),
+  // the tags expected on the input and on the output's old values (ADD),
+  // and the tag this step writes.
+  const uint64_t *lin = nullptr;
+  uint64_t *lout = nullptr;
+  uint32_t tin = 0, told = 0, tout = 0;
 };
 
 constexpr int kCMaxSlots = 16, kCMaxChunks = 8;  // chunks: exactly, a lane
@@ -709,6 +718,45 @@ __device__ __forceinline__ void stage_x(const CStep &s, float4 *xs_lo, float4 *x
   }
   consumers_sync(nthreads);
 }
+// The producer (one thread): the block's weight tiles, in the order the
+// block uses them, through the ring.
+__device__ __forceinline__ void produce_tiles(const CStep *steps, uint32_t n_steps,
+                                              unsigned char *ring, uint64_t *full,
+                                              uint64_t *empty, uint32_t slots,
+                                              uint32_t slot_bytes, uint32_t nodep) {
+  // `pre` runs ahead = (nodep >> 8) & 255 tiles ahead of the copies,
+  // prefetching each into L2: the stream goes on while the ring is full at
+  // a step's wait. Q: with cap = nodep >> 16 > 0, at most `cap` copies are
+  // in flight (copy n waits for copy n - cap to land), however many slots
+  // the ring has: a shallow queue an SM, a deep buffer.
+  const uint32_t ahead = (nodep >> 8) & 255, cap = nodep >> 16;
+  TileCursor cur, pre;
+  cur.begin(steps, n_steps);
+  pre.begin(steps, n_steps);
+  for (uint32_t p = 0; p < ahead && pre.ok(); ++p, pre.next()) pre.prefetch_l2();
+  for (uint32_t n = 0; cur.ok(); cur.next(), ++n) {
+    const uint32_t slot = n % slots, round = n / slots;
+    if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+    if (cap > 0 && n >= cap) mbar_wait(&full[(n - cap) % slots], ((n - cap) / slots) & 1);
+    uint32_t row0, r;
+    tile_at(cur.s, cur.bt, cur.i, row0, r);
+    const uint32_t bytes = r * cur.s.cols * 2;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                     smem_addr(&full[slot])),
+                 "r"(cur.s.kind == GATE_UP ? 2 * bytes : bytes)
+                 : "memory");
+    unsigned char *dst = ring + (size_t)slot * slot_bytes;
+    bulk_copy(dst, cur.s.w + (size_t)row0 * cur.s.cols, bytes, &full[slot]);
+    if (cur.s.kind == GATE_UP) {
+      bulk_copy(dst + bytes, cur.s.w2 + (size_t)row0 * cur.s.cols, bytes, &full[slot]);
+    }
+    if (ahead > 0 && pre.ok()) {
+      pre.prefetch_l2();
+      pre.next();
+    }
+  }
+}
+
 template <int NW, int G, bool XS>
 __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
     dataflow_kernel(const CStep *steps, uint32_t n_steps, uint32_t *ctr, uint32_t slots,
@@ -721,38 +769,7 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
   const uint32_t warp = cwarp % NW, group = cwarp / NW;
   ring_init(full, empty, slots, NW);
   if (cwarp == NW * G) {  // the producer
-    if (lane != 0) return;
-    // `pre` runs ahead = (nodep >> 8) & 255 tiles ahead of the copies,
-    // prefetching each into L2: the stream goes on while the ring is full at
-    // a step's wait. Q: with cap = nodep >> 16 > 0, at most `cap` copies are
-    // in flight (copy n waits for copy n - cap to land), however many slots
-    // the ring has: a shallow queue an SM, a deep buffer.
-    const uint32_t ahead = (nodep >> 8) & 255, cap = nodep >> 16;
-    TileCursor cur, pre;
-    cur.begin(steps, n_steps);
-    pre.begin(steps, n_steps);
-    for (uint32_t p = 0; p < ahead && pre.ok(); ++p, pre.next()) pre.prefetch_l2();
-    for (uint32_t n = 0; cur.ok(); cur.next(), ++n) {
-      const uint32_t slot = n % slots, round = n / slots;
-      if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
-      if (cap > 0 && n >= cap) mbar_wait(&full[(n - cap) % slots], ((n - cap) / slots) & 1);
-      uint32_t row0, r;
-      tile_at(cur.s, cur.bt, cur.i, row0, r);
-      const uint32_t bytes = r * cur.s.cols * 2;
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
-                       smem_addr(&full[slot])),
-                   "r"(cur.s.kind == GATE_UP ? 2 * bytes : bytes)
-                   : "memory");
-      unsigned char *dst = ring + (size_t)slot * slot_bytes;
-      bulk_copy(dst, cur.s.w + (size_t)row0 * cur.s.cols, bytes, &full[slot]);
-      if (cur.s.kind == GATE_UP) {
-        bulk_copy(dst + bytes, cur.s.w2 + (size_t)row0 * cur.s.cols, bytes, &full[slot]);
-      }
-      if (ahead > 0 && pre.ok()) {
-        pre.prefetch_l2();
-        pre.next();
-      }
-    }
+    if (lane == 0) produce_tiles(steps, n_steps, ring, full, empty, slots, slot_bytes, nodep);
     return;
   }
   const uint32_t nthreads = NW * G * 32;
@@ -832,6 +849,249 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
   clk.flush(stats, lane);
 }
 
+
+// ---- L: C with LL hand-offs -----------------------------------------------
+// Every vector a step writes (q/k/v, the stub's, the residual, gate/up's)
+// is kept as LL words, as NCCL's LL protocol does: 8 bytes holding the f32
+// value and the tag of the step that wrote it. A step's consumers load its
+// input's words, relaxed, until every tag is the one they expect: those
+// loads are the wait and the data at once, with no counter and no fence
+// (handoff_lab: 1.2-2.3 us a step cheaper than a counter and then the data,
+// while HBM streams). x in shared memory, the blocks' rows even, 1 or 2 rows
+// a warp as C; a row split over warps sums its parts in shared memory (an LL
+// word is written once, so no global atomics), and each block keeps its rows
+// of the residual in shared memory (its ADD steps write only those rows).
+__device__ __forceinline__ uint64_t ll_pack(float v, uint32_t tag) {
+  return ((uint64_t)tag << 32) | __float_as_uint(v);
+}
+__device__ __forceinline__ float ll_value(uint64_t w) { return __uint_as_float((uint32_t)w); }
+__device__ __forceinline__ uint32_t ll_tag(uint64_t w) { return (uint32_t)(w >> 32); }
+__device__ __forceinline__ uint64_t ll_load(const uint64_t *p) {
+  uint64_t v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ ulonglong2 ll_load2(const uint64_t *p) {
+  ulonglong2 v;
+  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(v.x), "=l"(v.y)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ void ll_store(uint64_t *p, uint64_t v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+// The value at p once its tag is `tag`.
+__device__ __forceinline__ float ll_wait(const uint64_t *p, uint32_t tag) {
+  uint64_t w = ll_load(p);
+  while (ll_tag(w) != tag) w = ll_load(p);
+  return ll_value(w);
+}
+
+// The step's input (cols LL words tagged `tag`) into xs as stage_x lays it
+// out. Every load first, then only the stale ones again.
+constexpr int kLLPer = 4;  // 8-word chunks a thread: cols <= 8 * 4 * nthreads
+__device__ __forceinline__ void stage_x_ll(const uint64_t *in, uint32_t cols, uint32_t tag,
+                                           float4 *xs_lo, float4 *xs_hi, uint32_t nthreads,
+                                           uint32_t backoff_ns) {
+  const uint32_t chunks = cols / 8;
+  ulonglong2 v[kLLPer][4];
+#pragma unroll
+  for (int j = 0; j < kLLPer; ++j) {
+    const uint32_t i = threadIdx.x + j * nthreads;
+    if (i < chunks) {
+#pragma unroll
+      for (int h = 0; h < 4; ++h) v[j][h] = ll_load2(in + 8 * (size_t)i + 2 * h);
+    }
+  }
+  for (;;) {
+    bool stale = false;
+#pragma unroll
+    for (int j = 0; j < kLLPer; ++j) {
+      const uint32_t i = threadIdx.x + j * nthreads;
+      if (i < chunks) {
+#pragma unroll
+        for (int h = 0; h < 4; ++h) {
+          if (ll_tag(v[j][h].x) != tag || ll_tag(v[j][h].y) != tag) {
+            stale = true;
+            v[j][h] = ll_load2(in + 8 * (size_t)i + 2 * h);
+          }
+        }
+      }
+    }
+    if (!stale) break;
+    if (backoff_ns) __nanosleep(backoff_ns);  // fewer loads into a loaded L2
+  }
+#pragma unroll
+  for (int j = 0; j < kLLPer; ++j) {
+    const uint32_t i = threadIdx.x + j * nthreads;
+    if (i < chunks) {
+      xs_lo[i] = make_float4(ll_value(v[j][0].x), ll_value(v[j][0].y), ll_value(v[j][1].x),
+                             ll_value(v[j][1].y));
+      xs_hi[i] = make_float4(ll_value(v[j][2].x), ll_value(v[j][2].y), ll_value(v[j][3].x),
+                             ll_value(v[j][3].y));
+    }
+  }
+  consumers_sync(nthreads);
+}
+
+// tile_dot<true> writing LL words (the LM head: plain floats).
+__device__ __forceinline__ void tile_dot_ll(const CStep &s, const uint4 *w, uint32_t row0,
+                                            uint32_t r, uint32_t warp, uint32_t lane,
+                                            const float4 *xs_lo, const float4 *xs_hi,
+                                            float *part, uint32_t *arrived, uint32_t part_place,
+                                            float *resid, uint32_t resid_lo, bool compute) {
+  const uint32_t c8 = s.cols / 8, slice8 = c8 / s.wr;
+  const uint32_t q = warp / s.wr, base8 = (warp % s.wr) * slice8;
+  const bool gu = s.kind == GATE_UP;
+  const uint32_t q0 = gu ? q : q * s.rw, q1 = gu ? r + q : q0 + 1;
+  const bool second = gu || (s.rw == 2 && q1 < r);
+  float a = 0.0f, b = 0.0f;
+  if (q0 < r && compute) {
+    const uint4 *row = w + (size_t)q0 * c8 + base8;
+    const uint4 *row2 = w + (size_t)q1 * c8 + base8;
+    uint4 wv[kCMaxChunks], uv[kCMaxChunks];
+#pragma unroll
+    for (int c = 0; c < kCMaxChunks; ++c) {
+      wv[c] = row[lane + 32 * c];
+      if (second) uv[c] = row2[lane + 32 * c];
+    }
+    float a0 = 0.0f, a1 = 0.0f, b0 = 0.0f, b1 = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kCMaxChunks; ++c) {
+      const uint32_t xi = base8 + lane + 32 * c;
+      const float4 pa = xs_lo[xi], pb = xs_hi[xi];
+      const float v = dot8x(wv[c], pa, pb);
+      if (c % 2 == 0) a0 += v; else a1 += v;
+      if (second) {
+        const float u = dot8x(uv[c], pa, pb);
+        if (c % 2 == 0) b0 += u; else b1 += u;
+      }
+    }
+    a = a0 + a1;
+    b = b0 + b1;
+    for (int o = 16; o > 0; o >>= 1) {
+      a += __shfl_xor_sync(0xffffffffu, a, o);
+      if (second) b += __shfl_xor_sync(0xffffffffu, b, o);
+    }
+  }
+  if (s.wr > 1) {
+    // The row's parts: each warp adds its own into shared memory (a place
+    // a slot: a warp is at most a ring ahead); the last to arrive writes.
+    if (lane != 0) return;
+    const uint32_t place = part_place;
+    atomicAdd(part + 2 * place, a);
+    atomicAdd(part + 2 * place + 1, b);
+    __threadfence_block();
+    if (atomicAdd(arrived + place, 1u) != s.wr - 1) return;
+    __threadfence_block();
+    a = atomicExch(part + 2 * place, 0.0f);
+    b = atomicExch(part + 2 * place + 1, 0.0f);
+    arrived[place] = 0;
+  }
+  if (lane != 0 || q0 >= r) return;
+  const uint32_t out_row = row0 + q0;
+  if (gu) {
+    ll_store(s.lout + out_row, ll_pack(a / (1.0f + expf(-a)) * b, s.tout));
+  } else if (s.kind == MATVEC) {
+    if (s.lout == nullptr) {
+      s.out[out_row] = a;
+      if (second) s.out[out_row + 1] = b;
+    } else {
+      ll_store(s.lout + out_row, ll_pack(a, s.tout));
+      if (second) ll_store(s.lout + out_row + 1, ll_pack(b, s.tout));
+    }
+  } else {  // ADD: the block's own residual rows, kept in shared memory
+    resid[out_row - resid_lo] += a;
+    ll_store(s.lout + out_row, ll_pack(resid[out_row - resid_lo], s.tout));
+    if (second) {
+      resid[out_row + 1 - resid_lo] += b;
+      ll_store(s.lout + out_row + 1, ll_pack(resid[out_row + 1 - resid_lo], s.tout));
+    }
+  }
+}
+
+template <int NW>
+__global__ void __launch_bounds__((NW + 1) * 32, 1)
+    dataflow_ll_kernel(const CStep *steps, uint32_t n_steps, uint32_t slots,
+                       uint32_t slot_bytes, uint32_t nodep, unsigned long long *stats) {
+  extern __shared__ __align__(128) unsigned char ring[];
+  __shared__ __align__(8) uint64_t full[kCMaxSlots], empty[kCMaxSlots];
+  __shared__ float part[2 * kCMaxSlots * NW];
+  __shared__ uint32_t arrived[kCMaxSlots * NW];
+  __shared__ float resid[64];  // this block's rows of the residual
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (uint32_t i = threadIdx.x; i < kCMaxSlots * NW; i += blockDim.x) {
+    part[2 * i] = part[2 * i + 1] = 0.0f;
+    arrived[i] = 0;
+  }
+  ring_init(full, empty, slots, NW);
+  if (warp == NW) {
+    if (lane == 0) {
+      produce_tiles(steps, n_steps, ring, full, empty, slots, slot_bytes, nodep & 0xffffffu);
+    }
+    return;
+  }
+  const uint32_t nthreads = NW * 32;
+  float4 *xs_lo = reinterpret_cast<float4 *>(ring + (size_t)slots * slot_bytes);
+  float4 *xs_hi = xs_lo + kXsMax / 8;
+  // The residual's rows this block's ADD steps write (hidden = the first
+  // step's cols, rows even): their first values, tag 1.
+  const uint32_t hidden = steps[0].cols;
+  const uint32_t resid_lo = (uint32_t)((uint64_t)hidden * blockIdx.x / gridDim.x);
+  const uint32_t resid_hi = (uint32_t)((uint64_t)hidden * (blockIdx.x + 1) / gridDim.x);
+  for (uint32_t i = resid_lo + threadIdx.x; i < resid_hi; i += nthreads) {
+    resid[i - resid_lo] = ll_wait(steps[0].lin + i, 1);
+  }
+  consumers_sync(nthreads);
+  uint32_t n = 0;
+  PartClock clk;
+  for (uint32_t k = 0; k < n_steps; ++k) {
+    const CStep s = steps[k];
+    const BlockTiles bt = block_tiles(s);
+    if (bt.count == 0) continue;
+    clk.start();
+    if (s.kind == STUB) {
+      for (uint32_t i = 0; i < bt.count; ++i) {
+        uint32_t e0, m;
+        tile_at(s, bt, i, e0, m);
+        for (uint32_t t = threadIdx.x; t < m; t += nthreads) {
+          ll_store(s.lout + e0 + t, ll_pack(0.5f * ll_wait(s.lin + e0 + t, s.tin), s.tout));
+        }
+      }
+      clk.lap(kDep);
+      continue;
+    }
+    stage_x_ll(s.lin, s.cols, s.tin, xs_lo, xs_hi, nthreads, (nodep >> 24) * 16);
+    clk.lap(kDep);
+    for (uint32_t i = 0; i < bt.count; ++i, ++n) {
+      const uint32_t slot = n % slots;
+      mbar_wait(&full[slot], (n / slots) & 1);
+      clk.lap(kFull);
+      uint32_t row0, r;
+      tile_at(s, bt, i, row0, r);
+      const uint4 *w = reinterpret_cast<const uint4 *>(ring + (size_t)slot * slot_bytes);
+      tile_dot_ll(s, w, row0, r, warp, lane, xs_lo, xs_hi, part, arrived,
+                  slot * NW + warp / s.wr, resid, resid_lo, (nodep & 2) == 0);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[slot]);
+      clk.lap(kComp);
+    }
+    consumers_sync(nthreads);  // xs read by every warp before the next step's
+    clk.lap(kStepEnd);
+  }
+  clk.flush(stats, lane);
+}
+
+// L's set-up a token: the LL vectors (x first) with every tag 0 (none a
+// step expects), then x's words the first x with tag 1.
+__global__ void ll_init(uint64_t *ll, const float *x0, uint32_t hidden, size_t total) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+       i += (size_t)gridDim.x * blockDim.x) {
+    ll[i] = i < hidden ? ll_pack(x0[i], 1) : 0;
+  }
+}
 
 // ---- D: C with its tiles claimed at run time ------------------------------
 // The producer claims a step's tiles from a counter a step (so an SM that
@@ -1132,6 +1392,118 @@ void run_q(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x, c
                                  cap << 16 | only);
     }
   }
+}
+
+// L: C (x in shared memory, rows even, 2 rows a warp, 8 consumer warps)
+// with LL hand-offs, uncapped and with 1-2 copies in flight.
+template <typename Time, typename Report>
+void run_l(const std::vector<Step> &steps, int sms, cudaStream_t st, const float *x0,
+           uint32_t hidden, Time &time_graph, Report &report) {
+  constexpr int NW = 8;
+  std::vector<CStep> cs;
+  uint32_t slot_bytes = 0;
+  for (const Step &s : steps) {
+    CStep c{s.kind, s.w, s.w2, s.in, s.out, s.rows, s.cols, 0, 1, 1, 0, 0, 1};
+    if (s.kind == STUB) {
+      c.rt = kStubTile;
+    } else {
+      const uint32_t c8 = s.cols / 8;
+      while (c8 % c.wr != 0 || c8 / c.wr > 32u * kCMaxChunks) ++c.wr;
+      if (c8 / c.wr != 32u * kCMaxChunks || NW % c.wr != 0 || s.cols > kXsMax) return;
+      c.rw = s.kind == GATE_UP ? 1 : 2;
+      c.rt = NW / c.wr * c.rw;
+      slot_bytes = std::max<uint32_t>(slot_bytes, c.rt * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1));
+    }
+    c.tiles = (c.rows + c.rt - 1) / c.rt;
+    cs.push_back(c);
+  }
+  // One LL buffer for each float vector the steps read or write (the LM
+  // head's logits stay floats), x first; each step's tags.
+  std::vector<const float *> vecs;
+  std::vector<uint32_t> lens;
+  auto index_of = [&](const float *p, uint32_t len) {
+    for (size_t i = 0; i < vecs.size(); ++i) {
+      if (vecs[i] == p) {
+        lens[i] = std::max(lens[i], len);
+        return i;
+      }
+    }
+    vecs.push_back(p);
+    lens.push_back(len);
+    return vecs.size() - 1;
+  };
+  index_of(steps[0].in, hidden);  // x
+  for (size_t k = 0; k + 1 < cs.size(); ++k) {
+    index_of(cs[k].in, cs[k].kind == STUB ? cs[k].rows : cs[k].cols);
+    index_of(cs[k].out, cs[k].rows);
+  }
+  std::vector<size_t> off(vecs.size());
+  size_t total = 0;
+  for (size_t i = 0; i < vecs.size(); ++i) {
+    off[i] = total;
+    total += (lens[i] + 7) / 8 * 8;
+  }
+  uint64_t *ll;
+  CK(cudaMalloc(&ll, total * 8));
+  std::vector<uint32_t> tag(vecs.size(), 0);
+  tag[0] = 1;
+  for (size_t k = 0; k < cs.size(); ++k) {
+    CStep &c = cs[k];
+    const size_t in = index_of(c.in, 0);
+    c.lin = ll + off[in];
+    c.tin = tag[in];
+    if (k + 1 == cs.size()) break;  // the LM head
+    const size_t out = index_of(c.out, 0);
+    c.lout = ll + off[out];
+    c.told = tag[out];
+    c.tout = (uint32_t)k + 2;
+    tag[out] = c.tout;
+  }
+  const uint32_t slots = std::min<uint32_t>(kCMaxSlots, ((224u << 10) - kXsMax * 4) / slot_bytes);
+  const uint32_t smem = slots * slot_bytes + kXsMax * 4;
+  CStep *d_cs;
+  CK(cudaMalloc(&d_cs, cs.size() * sizeof(CStep)));
+  CK(cudaMemcpy(d_cs, cs.data(), cs.size() * sizeof(CStep), cudaMemcpyHostToDevice));
+  unsigned long long *stats;
+  CK(cudaMalloc(&stats, 4 * 8));
+  CK(cudaFuncSetAttribute(dataflow_ll_kernel<NW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          (int)smem));
+  for (uint32_t only : {0u, 2u}) {
+    for (uint32_t cap : {0u, 1u}) {
+     for (uint32_t backoff : {0u, 64u, 256u, 1024u, 4080u}) {
+      // The retry's sleep in nodep's top byte (16 ns units), which L's
+      // producer does not get.
+      const uint32_t nodep = cap << 16 | only | backoff / 16 << 24;
+      cudaGraph_t gr;
+      cudaGraphExec_t ge;
+      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+      ll_init<<<16, 256, 0, st>>>(ll, x0, hidden, total);
+      dataflow_ll_kernel<NW><<<sms, (NW + 1) * 32, smem, st>>>(d_cs, (uint32_t)cs.size(), slots,
+                                                              slot_bytes, nodep, stats);
+      (void)backoff;
+      CK(cudaGetLastError());
+      CK(cudaStreamEndCapture(st, &gr));
+      CK(cudaGraphInstantiate(&ge, gr, 0));
+      CK(cudaMemset(stats, 0, 4 * 8));
+      const float ms = time_graph(ge);
+      unsigned long long hs[4];
+      CK(cudaMemcpy(hs, stats, sizeof(hs), cudaMemcpyDeviceToHost));
+      const double per = 1.0 / (53.0 * sms * NW);
+      char name[112];
+      snprintf(name, sizeof(name), "L: LL, %u x %u KiB%s%s, retry sleep %u ns", slots,
+               slot_bytes >> 10, only ? ", copies and waits only" : "",
+               cap == 1 ? ", 1 in flight" : cap == 2 ? ", 2 in flight" : "", backoff);
+      report(name, ms);
+      printf("   cycles a warp a token: input waits %.0f, tile waits %.0f, compute %.0f, step ends %.0f\n",
+             hs[0] * per, hs[1] * per, hs[2] * per, hs[3] * per);
+      CK(cudaGraphExecDestroy(ge));
+      CK(cudaGraphDestroy(gr));
+     }
+    }
+  }
+  CK(cudaFree(stats));
+  CK(cudaFree(d_cs));
+  CK(cudaFree(ll));
 }
 
 int main(int argc, char **argv) {
@@ -1435,5 +1807,6 @@ int main(int argc, char **argv) {
   }
   if (strchr(which, 'C')) run_c(steps, sms, st, x, x0, sh.hidden, time_graph, report);
   if (strchr(which, 'Q')) run_q(steps, sms, st, x, x0, sh.hidden, time_graph, report);
+  if (strchr(which, 'L')) run_l(steps, sms, st, x0, sh.hidden, time_graph, report);
   return 0;
 }
