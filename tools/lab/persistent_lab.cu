@@ -1375,6 +1375,15 @@ void run_q(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x, c
                                  1u << 16 | ahead << 8 | only);
     }
   }
+  for (uint32_t cap : {0u, 1u, 2u, 3u}) {  // 2 rows a warp, 4-warp groups, 6 x 32 KiB
+    for (uint32_t only : {0u, 2u}) {
+      run_c_nw<4, 2, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
+                                 cap << 16 | only);
+      run_c_nw<4, 3, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
+                                 cap << 16 | only);
+    }
+  }
+  if (getenv("LAB_Q_SHORT")) return;
   for (uint32_t cap : {0u, 1u, 2u}) {  // 4 rows a warp
     run_c_nw<4, 1, true, 4, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring, cap << 16);
     run_c_nw<4, 2, true, 4, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring, cap << 16);
