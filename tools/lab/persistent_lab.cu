@@ -33,7 +33,8 @@
 //      every vector as 8-byte words of value and step tag, the input's loads
 //      the wait (no counter); uncapped and 1-2 copies in flight.
 //   Q: C with at most 1-3 copies in flight an SM, the rest of the ring a
-//      buffer (handoff_lab: a hand-off queues behind the SM's copies).
+//      buffer (handoff_lab: a hand-off queues behind the SM's copies);
+//      LAB_Q_SHORT=1 stops after the 4-warp groups.
 //   P: A, each layer's first tiny step (attention's place) also prefetching
 //      the first 4-32 MiB of that layer's gate and up matrices into L2
 //      (cp.async.bulk.prefetch.L2), after its wait or before it.
