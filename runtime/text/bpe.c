@@ -162,16 +162,12 @@ atlas_status atlas_bpe_load(json_t *model, const atlas_tj_at *at,
   }
   if (!st && out->vocab.count > 0) {
     out->id_count = (size_t)max_id + 1;
-    out->id_to_token = calloc(out->id_count, sizeof(char *));
-    out->id_to_len = calloc(out->id_count, sizeof(uint32_t));
-    if (!out->id_to_token || !out->id_to_len) st = oom();
+    // Two tokens with one id: the last one met here decodes it (tokenizers
+    // keeps an arbitrary one).
     for (size_t i = 0; !st && i < out->vocab.count; i++) {
-      const atlas_strmap_entry *e = &out->vocab.entries[i];
-      out->id_to_token[e->a] = out->vocab.keys + e->key_off;
-      out->id_to_len[e->a] = e->key_len;
+      st = atlas_pairmap_put(&out->by_id, out->vocab.entries[i].a, 0, (uint32_t)i, 0);
     }
   }
-  // Keys point into the map's key arena, which must not move after this.
   const char *unk = NULL;
   if (!st) st = atlas_tj_opt_string(model, at, "unk_token", &unk, NULL);
   if (!st && unk) {
@@ -204,11 +200,21 @@ atlas_status atlas_bpe_load(json_t *model, const atlas_tj_at *at,
   return st;
 }
 
+const char *atlas_bpe_token(const atlas_bpe *bpe, uint32_t id, size_t *out_len) {
+  uint32_t entry, unused;
+  if (!atlas_pairmap_get(&bpe->by_id, id, 0, &entry, &unused)) {
+    *out_len = 0;
+    return NULL;
+  }
+  const atlas_strmap_entry *e = &bpe->vocab.entries[entry];
+  *out_len = e->key_len;
+  return atlas_strmap_key(&bpe->vocab, e);
+}
+
 void atlas_bpe_free(atlas_bpe *bpe) {
   atlas_strmap_free(&bpe->vocab);
   atlas_pairmap_free(&bpe->merges);
-  free(bpe->id_to_token);
-  free(bpe->id_to_len);
+  atlas_pairmap_free(&bpe->by_id);
   memset(bpe, 0, sizeof(*bpe));
 }
 

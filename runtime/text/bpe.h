@@ -16,8 +16,10 @@
 typedef struct atlas_bpe {
   atlas_strmap vocab;      // token -> id (a)
   atlas_pairmap merges;    // (left id, right id) -> (rank, merged id)
-  char **id_to_token;      // NULL where no token has that id
-  uint32_t *id_to_len;
+  // (id, 0) -> (vocab entry, 0). A map, not a table by id: a file's ids may
+  // be sparse (tokenizers accepts any u32), and a table sized by the largest
+  // would let a few bytes of JSON ask for gigabytes.
+  atlas_pairmap by_id;
   size_t id_count;         // max id + 1
   bool byte_fallback;
   bool fuse_unk;
@@ -29,6 +31,9 @@ typedef struct atlas_bpe {
 } atlas_bpe;
 
 // Reusable per-call memory and the word cache.
+// The vocabulary's token for `id` and its length, or NULL (no such id).
+const char *atlas_bpe_token(const atlas_bpe *bpe, uint32_t id, size_t *out_len);
+
 typedef struct atlas_bpe_scratch {
   struct atlas_bpe_symbol *symbols;
   size_t symbols_cap;

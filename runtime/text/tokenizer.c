@@ -281,12 +281,7 @@ const char *atlas_tokenizer_id_to_token(const atlas_tokenizer *t, uint32_t id,
     *out_len = a->len;
     return a->content;
   }
-  if (id < t->bpe.id_count && t->bpe.id_to_token[id]) {
-    *out_len = t->bpe.id_to_len[id];
-    return t->bpe.id_to_token[id];
-  }
-  *out_len = 0;
-  return NULL;
+  return atlas_bpe_token(&t->bpe, id, out_len);
 }
 
 bool atlas_tokenizer_is_special(const atlas_tokenizer *t, uint32_t id) {

@@ -67,6 +67,31 @@ TEST(LoadErrors, ValidFileLoadsAndEncodes) {
   atlas_tokenizer_free(tok);
 }
 
+// tokenizers accepts any u32 id in model.vocab. The fuzzer's file (corpus:
+// tokenizer/sparse_vocab_id.bin) gave one token the id 726553673 and made
+// the old table by id ask for 5.8 GB; ids near 2^32 asked for 48 GB.
+TEST(LoadErrors, SparseIdsLoadAndDecode) {
+  std::string json = File("", "", "{\"a\": 0, \"b\": 4000000000, \"ab\": 2}");
+  atlas_tokenizer *tok = nullptr;
+  atlas_status st = atlas_tokenizer_load_from_memory(json.data(), json.size(), "t", &tok);
+  ASSERT_EQ(st, ATLAS_OK) << atlas_status_message(st);
+  EXPECT_EQ(atlas_tokenizer_vocab_size(tok), 4000000001u);
+  size_t len = 0;
+  const char *b = atlas_tokenizer_id_to_token(tok, 4000000000u, &len);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(std::string(b, len), "b");
+  EXPECT_EQ(atlas_tokenizer_id_to_token(tok, 1, &len), nullptr);
+  EXPECT_EQ(len, 0u);
+  uint32_t *ids = nullptr;
+  size_t n = 0;
+  ASSERT_EQ(atlas_tokenizer_encode(tok, "abb", 3, true, &ids, &n), ATLAS_OK);
+  ASSERT_EQ(n, 2u);
+  EXPECT_EQ(ids[0], 2u);
+  EXPECT_EQ(ids[1], 4000000000u);
+  free(ids);
+  atlas_tokenizer_free(tok);
+}
+
 TEST(LoadErrors, UnsupportedModelsByName) {
   for (const char *m : {"WordPiece", "Unigram", "WordLevel", "Mystery"}) {
     ExpectRefused(File("", "", "{}", "[]", std::string("\"") + m + "\""),
