@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "atlas/runtime/chat/jinja_ast.h"
+#include "atlas/runtime/chat/jinja_error.h"
 #include "atlas/runtime/chat/jinja_render.h"
 #include "atlas/runtime/file_read.h"
 
@@ -196,7 +197,7 @@ static atlas_status render_impl(const atlas_chat_template *t,
   jinja_buf out = {0};
   atlas_status st = atlas_jinja_render(which, vars, o->now, &out);
   json_decref(vars);
-  if (st == ATLAS_OK && out.oom) st = oom();
+  if (st == ATLAS_OK) st = atlas_jinja_buf_status(&out, "rendering");
   if (st != ATLAS_OK) {
     atlas_jinja_buf_free(&out);
     if (!t->path) return st;

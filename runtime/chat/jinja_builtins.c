@@ -136,7 +136,7 @@ static atlas_status want_int(const char *what, const jv *v, long long *out) {
 
 static atlas_status str_of(jinja_ctx *ctx, jv v, jinja_buf *b) {
   ATLAS_RETURN_IF_ERROR(atlas_jinja_str(ctx, v, b));
-  return b->oom ? oom() : ATLAS_OK;
+  return atlas_jinja_buf_status(b, "rendering");
 }
 
 // ---- strings ----

@@ -23,6 +23,17 @@ atlas_status atlas_jinja_oom(const char *stage) {
                            "chat template: out of memory while %s", stage);
 }
 
+atlas_status atlas_jinja_buf_status(const jinja_buf *b, const char *stage) {
+  if (!b->oom) return ATLAS_OK;
+  if (b->too_large) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "chat template: text too large while %s: the engine builds at most "
+                             "%llu MiB in one string or output",
+                             stage, JINJA_MAX_BUILT_TEXT >> 20);
+  }
+  return atlas_jinja_oom(stage);
+}
+
 // Whether the message already names a template position.
 static bool has_position(atlas_status st) {
   return st != ATLAS_OK &&

@@ -174,8 +174,9 @@ static atlas_status lex_string(lexer *lx, size_t start) {
     }
   }
   if (b.oom) {
+    atlas_status st = atlas_jinja_buf_status(&b, "lexing");
     atlas_jinja_buf_free(&b);
-    return oom();
+    return st;
   }
   jinja_tok *t = push(lx, JT_STRING, start);
   if (!t) {

@@ -155,7 +155,7 @@ static atlas_status capture_begin(jinja_ctx *ctx, jinja_buf **out_saved) {
 static atlas_status capture_end(jinja_ctx *ctx, jinja_buf *saved, atlas_status st, jv *out) {
   jinja_buf *b = ctx->out;
   ctx->out = saved;
-  if (st == ATLAS_OK && b->oom) st = oom();
+  if (st == ATLAS_OK) st = atlas_jinja_buf_status(b, "rendering");
   if (st == ATLAS_OK) {
     *out = atlas_jv_string(b->data, b->len);
     if (!atlas_jv_ok_alloc(*out)) st = oom();
@@ -457,7 +457,10 @@ static atlas_status repeat(const jinja_node *n, jv seq, long long times, jv *out
   }
   json_t *arr = json_array();
   if (!arr) return oom();
-  if (json_array_size(seq.json) && (unsigned long long)times > (1ull << 20)) {
+  // The items it would hold, not the count: [x] * 777777 * 5555 passed a cap
+  // on the count and asked for 4.3e9 items (the chat_template fuzzer).
+  const size_t items = json_array_size(seq.json);
+  if (items && (unsigned long long)times > JINJA_MAX_BUILT_ITEMS / items) {
     json_decref(arr);
     return fail(n, "list repetition too large");
   }
@@ -490,6 +493,7 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
   if (op == '+') {
     if (json_is_string(x) && json_is_string(y)) {
       size_t lx = json_string_length(x), ly = json_string_length(y);
+      if (lx + ly > JINJA_MAX_BUILT_TEXT) return fail(n, "string concatenation too large");
       char *s = malloc(lx + ly + 1);
       if (!s) return oom();
       memcpy(s, json_string_value(x), lx);
@@ -499,6 +503,9 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
       return atlas_jv_ok_alloc(*out) ? ATLAS_OK : oom();
     }
     if (json_is_array(x) && json_is_array(y)) {
+      if (json_array_size(x) + json_array_size(y) > JINJA_MAX_BUILT_ITEMS) {
+        return fail(n, "list concatenation too large");
+      }
       json_t *arr = json_copy(x);
       if (!arr || json_array_extend(arr, y) != 0) {
         json_decref(arr);
@@ -1086,13 +1093,13 @@ static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
       return ATLAS_OK;
     case JN_TEXT:
       atlas_jinja_buf_append(ctx->out, json_string_value(n->value), json_string_length(n->value));
-      return ctx->out->oom ? oom() : ATLAS_OK;
+      return atlas_jinja_buf_status(ctx->out, "rendering");
     case JN_OUTPUT: {
       jv v;
       ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &v));
       atlas_status st = at(n, atlas_jinja_str(ctx, v, ctx->out));
       atlas_jv_free(&v);
-      if (st == ATLAS_OK && ctx->out->oom) st = oom();
+      if (st == ATLAS_OK) st = at(n, atlas_jinja_buf_status(ctx->out, "rendering"));
       return st;
     }
     case JN_IF: {

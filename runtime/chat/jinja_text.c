@@ -8,6 +8,10 @@
 static bool reserve(jinja_buf *b, size_t extra) {
   if (b->oom) return false;
   if (b->len + extra + 1 <= b->cap) return true;
+  if (extra > JINJA_MAX_BUILT_TEXT || b->len + extra > JINJA_MAX_BUILT_TEXT) {
+    b->oom = b->too_large = true;
+    return false;
+  }
   size_t cap = b->cap ? b->cap : 64;
   while (cap < b->len + extra + 1) cap *= 2;
   char *p = realloc(b->data, cap);
@@ -31,7 +35,7 @@ void atlas_jinja_buf_append_repeated(jinja_buf *b, const char *s, size_t n, size
   size_t total = 0;
   if (n == 0 || times == 0) return;
   if (__builtin_mul_overflow(n, times, &total)) {
-    b->oom = true;
+    b->oom = b->too_large = true;
     return;
   }
   if (!reserve(b, total)) return;

@@ -13,6 +13,7 @@ typedef struct jinja_buf {
   size_t len;
   size_t cap;
   bool oom;    // an append failed; the contents are incomplete
+  bool too_large;  // with oom: an append would have passed JINJA_MAX_BUILT_TEXT
 } jinja_buf;
 
 void atlas_jinja_buf_append(jinja_buf *b, const char *s, size_t n);
@@ -24,9 +25,13 @@ void atlas_jinja_buf_putc(jinja_buf *b, char c);
 void atlas_jinja_buf_printf(jinja_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void atlas_jinja_buf_free(jinja_buf *b);
 
-// The most text one string repetition or indent may build (Python would try
-// to build any size: a template asking for more is refused, not run).
+// The most text one buffer may hold: a string the template builds (by
+// repetition, ~, indent, a filter) or the rendered output. Python would try
+// to build any size; a template asking for more is refused, not run.
 #define JINJA_MAX_BUILT_TEXT (64ull << 20)
+// The most items a list built by + or * may hold (lists grow no other way:
+// range() is capped at 100000 items, mutating methods are undefined).
+#define JINJA_MAX_BUILT_ITEMS (1ull << 20)
 
 // Decodes one UTF-8 code point at s[*i] (advancing *i); invalid bytes decode
 // as themselves, one at a time, so every byte string has a length.

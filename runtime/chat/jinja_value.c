@@ -36,10 +36,13 @@ bool atlas_jv_ok_alloc(jv v) { return !((v.kind == JV_DATA || v.kind == JV_NAMES
 jv atlas_jv_string(const char *s, size_t n) { return atlas_jv_data(json_stringn_nocheck(s ? s : "", n)); }
 
 atlas_status atlas_jv_string_of_buf(jinja_buf *b, jv *out) {
-  if (!b->oom) *out = atlas_jv_string(b->data, b->len);
-  const bool ok = !b->oom && atlas_jv_ok_alloc(*out);
+  atlas_status st = atlas_jinja_buf_status(b, "rendering");
+  if (st == ATLAS_OK) {
+    *out = atlas_jv_string(b->data, b->len);
+    if (!atlas_jv_ok_alloc(*out)) st = atlas_jinja_oom("rendering");
+  }
   atlas_jinja_buf_free(b);
-  return ok ? ATLAS_OK : atlas_jinja_oom("rendering");
+  return st;
 }
 
 bool atlas_jv_is_string(jv v) { return v.kind == JV_DATA && json_is_string(v.json); }

@@ -359,6 +359,27 @@ TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
       // chat_template fuzzer). Jinja builds ' ' * width: a MemoryError.
       {"{{ 'a\\nb'|indent(333333333333333) }}", "{}",
        "indent: a width of 333333333333333 on 2 lines is too large"},
+      // Lists are capped by the items they would hold (2^20), not by the
+      // repeat count: [1] * 777777 * 5555 asked for 4.3e9 items (the
+      // chat_template fuzzer: out of memory).
+      {"{{ (777777 * x * 5555)|length }}", "{\"x\": [1]}", "list repetition too large"},
+      {"{{ ([1, 2] * 600000)|length }}", "{}", "list repetition too large"},
+      // Doubling in a loop, by each way a string or list grows: refused at
+      // 64 MiB (strings and the output) or 2^20 items, not run out of memory.
+      {"{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+       "{% endfor %}{{ ns.s|length }}",
+       "{}", "text too large while rendering: the engine builds at most 64 MiB"},
+      {"{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}"
+       "{% endfor %}{{ ns.s|length }}",
+       "{}", "string concatenation too large"},
+      {"{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = [ns.s, ns.s]|join %}"
+       "{% endfor %}{{ ns.s|length }}",
+       "{}", "text too large while rendering"},
+      {"{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}"
+       "{% endfor %}{{ ns.l|length }}",
+       "{}", "list concatenation too large"},
+      {"{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", "{}",
+       "text too large while rendering"},
   };
   for (const Bad &b : bad) {
     std::string out;
