@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lab_sync.cuh"
 #include "lab_tma.cuh"
 
 #define CK(x)                                                \
@@ -48,46 +49,6 @@ constexpr uint32_t kPerLane = kWords / 32;
 constexpr uint32_t kMaxSlots = 8;
 
 enum Mode : uint32_t { kCounter = 0, kCounterData = 1, kLL = 2 };
-
-__device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p) {
-  uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ uint64_t ld_relaxed64(const uint64_t *p) {
-  uint64_t v;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_relaxed64(uint64_t *p, uint64_t v) {
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ uint64_t global_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Thread 0 streams `n` slots of `slot` bytes of `p` into the ring; thread 32
-// takes each slot as it lands and gives it back.
-__device__ __forceinline__ void stream_share(unsigned char *ring, uint64_t *full, uint64_t *empty,
-                                             uint32_t slots, uint32_t slot,
-                                             const unsigned char *p, uint32_t n) {
-  if (threadIdx.x == 0) {
-    for (uint32_t t = 0; t < n; ++t) {
-      const uint32_t s = t % slots, round = t / slots;
-      if (round > 0) mbar_wait(&empty[s], (round - 1) & 1);
-      mbar_expect(&full[s], slot);
-      bulk_copy(ring + (size_t)s * slot, p + (size_t)t * slot, slot, &full[s]);
-    }
-  } else if (threadIdx.x == 32) {
-    for (uint32_t t = 0; t < n; ++t) {
-      const uint32_t s = t % slots;
-      mbar_wait(&full[s], (t / slots) & 1);
-      mbar_arrive(&empty[s]);
-    }
-  }
-}
 
 // ctr: steps counters; data: steps x kWords u32; ll: steps x kWords LL words
 // (all zero at launch). out[0]: the steps' span (ns, block 0); out[1]: the

@@ -57,4 +57,26 @@ __device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, uint3
   __syncthreads();
 }
 
+// A ring with nothing computed: thread 0 streams `n` slots of `slot` bytes
+// of `p` into it (every slot in flight); thread 32 takes each slot as it
+// lands and gives it back.
+__device__ __forceinline__ void stream_share(unsigned char *ring, uint64_t *full, uint64_t *empty,
+                                             uint32_t slots, uint32_t slot,
+                                             const unsigned char *p, uint32_t n) {
+  if (threadIdx.x == 0) {
+    for (uint32_t t = 0; t < n; ++t) {
+      const uint32_t s = t % slots, round = t / slots;
+      if (round > 0) mbar_wait(&empty[s], (round - 1) & 1);
+      mbar_expect(&full[s], slot);
+      bulk_copy(ring + (size_t)s * slot, p + (size_t)t * slot, slot, &full[s]);
+    }
+  } else if (threadIdx.x == 32) {
+    for (uint32_t t = 0; t < n; ++t) {
+      const uint32_t s = t % slots;
+      mbar_wait(&full[s], (t / slots) & 1);
+      mbar_arrive(&empty[s]);
+    }
+  }
+}
+
 #endif  // ATLAS_TOOLS_LAB_LAB_TMA_CUH_

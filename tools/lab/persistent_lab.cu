@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "lab_dot.cuh"
+#include "lab_sync.cuh"
 #include "lab_tma.cuh"
 
 #define CK(x)                                                                 \
@@ -414,12 +415,6 @@ __global__ void step_kernel_bulk(Step s) {
 }
 
 // ---- B: one persistent kernel, a grid barrier between steps ---------------
-__device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p) {
-  uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 __device__ __forceinline__ void grid_barrier(uint32_t *count, uint32_t target) {
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -546,9 +541,46 @@ struct PartClock {
   }
 };
 
+// A consumer warp's rows of a tile `w` (q0, and q1 when `second`), dotted
+// with x's slice from base8 (in shared memory or in xa / xb): a and b, the
+// same in every lane.
+template <bool XS>
+__device__ __forceinline__ void rows_dot(const uint4 *w, uint32_t q0, uint32_t q1, bool second,
+                                         uint32_t base8, uint32_t c8, uint32_t lane,
+                                         const float4 *xs_lo, const float4 *xs_hi,
+                                         const float4 (&xa)[kCMaxChunks],
+                                         const float4 (&xb)[kCMaxChunks], float &a, float &b) {
+  const uint4 *row = w + (size_t)q0 * c8 + base8;
+  const uint4 *row2 = w + (size_t)q1 * c8 + base8;
+  // Every load first (they overlap), then the sums.
+  uint4 wv[kCMaxChunks], uv[kCMaxChunks];
+#pragma unroll
+  for (int c = 0; c < kCMaxChunks; ++c) {
+    wv[c] = row[lane + 32 * c];
+    if (second) uv[c] = row2[lane + 32 * c];
+  }
+  float a0 = 0.0f, a1 = 0.0f, b0 = 0.0f, b1 = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kCMaxChunks; ++c) {
+    const uint32_t xi = base8 + lane + 32 * c;
+    const float4 pa = XS ? xs_lo[xi] : xa[c], pb = XS ? xs_hi[xi] : xb[c];
+    const float v = dot8x(wv[c], pa, pb);
+    if (c % 2 == 0) a0 += v; else a1 += v;
+    if (second) {
+      const float u = dot8x(uv[c], pa, pb);
+      if (c % 2 == 0) b0 += u; else b1 += u;
+    }
+  }
+  a = a0 + a1;
+  b = b0 + b1;
+  for (int o = 16; o > 0; o >>= 1) {
+    a += __shfl_xor_sync(0xffffffffu, a, o);
+    if (second) b += __shfl_xor_sync(0xffffffffu, b, o);
+  }
+}
+
 // A consumer warp's share of a tile `w` (rows row0 .. row0 + r of step s):
-// its rows' dot products with x (x's slice from base8, in shared memory or
-// in xa / xb), written as the step's kind says.
+// its rows' dot products with x, written as the step's kind says.
 template <bool XS>
 __device__ __forceinline__ void tile_dot(const CStep &s, const uint4 *w, uint32_t row0,
                                          uint32_t r, uint32_t q, uint32_t base8, uint32_t c8,
@@ -561,32 +593,8 @@ __device__ __forceinline__ void tile_dot(const CStep &s, const uint4 *w, uint32_
   const uint32_t q0 = gu ? q : q * s.rw, q1 = gu ? r + q : q0 + 1;
   const bool second = gu || (s.rw == 2 && q1 < r);
   if (q0 < r) {
-    const uint4 *row = w + (size_t)q0 * c8 + base8;
-    const uint4 *row2 = w + (size_t)q1 * c8 + base8;
-    // Every load first (they overlap), then the sums.
-    uint4 wv[kCMaxChunks], uv[kCMaxChunks];
-#pragma unroll
-    for (int c = 0; c < kCMaxChunks; ++c) {
-      wv[c] = row[lane + 32 * c];
-      if (second) uv[c] = row2[lane + 32 * c];
-    }
-    float a0 = 0.0f, a1 = 0.0f, b0 = 0.0f, b1 = 0.0f;
-#pragma unroll
-    for (int c = 0; c < kCMaxChunks; ++c) {
-      const uint32_t xi = base8 + lane + 32 * c;
-      const float4 pa = XS ? xs_lo[xi] : xa[c], pb = XS ? xs_hi[xi] : xb[c];
-      const float v = dot8x(wv[c], pa, pb);
-      if (c % 2 == 0) a0 += v; else a1 += v;
-      if (second) {
-        const float u = dot8x(uv[c], pa, pb);
-        if (c % 2 == 0) b0 += u; else b1 += u;
-      }
-    }
-    float a = a0 + a1, b = b0 + b1;
-    for (int o = 16; o > 0; o >>= 1) {
-      a += __shfl_xor_sync(0xffffffffu, a, o);
-      if (second) b += __shfl_xor_sync(0xffffffffu, b, o);
-    }
+    float a, b;
+    rows_dot<XS>(w, q0, q1, second, base8, c8, lane, xs_lo, xs_hi, xa, xb, a, b);
     const uint32_t out_row = row0 + q0;
     if (lane == 0) {
       if (gu) {
@@ -867,26 +875,10 @@ __device__ __forceinline__ uint64_t ll_pack(float v, uint32_t tag) {
 }
 __device__ __forceinline__ float ll_value(uint64_t w) { return __uint_as_float((uint32_t)w); }
 __device__ __forceinline__ uint32_t ll_tag(uint64_t w) { return (uint32_t)(w >> 32); }
-__device__ __forceinline__ uint64_t ll_load(const uint64_t *p) {
-  uint64_t v;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ ulonglong2 ll_load2(const uint64_t *p) {
-  ulonglong2 v;
-  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
-               : "=l"(v.x), "=l"(v.y)
-               : "l"(p)
-               : "memory");
-  return v;
-}
-__device__ __forceinline__ void ll_store(uint64_t *p, uint64_t v) {
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
 // The value at p once its tag is `tag`.
 __device__ __forceinline__ float ll_wait(const uint64_t *p, uint32_t tag) {
-  uint64_t w = ll_load(p);
-  while (ll_tag(w) != tag) w = ll_load(p);
+  uint64_t w = ld_relaxed64(p);
+  while (ll_tag(w) != tag) w = ld_relaxed64(p);
   return ll_value(w);
 }
 
@@ -903,7 +895,7 @@ __device__ __forceinline__ void stage_x_ll(const uint64_t *in, uint32_t cols, ui
     const uint32_t i = threadIdx.x + j * nthreads;
     if (i < chunks) {
 #pragma unroll
-      for (int h = 0; h < 4; ++h) v[j][h] = ll_load2(in + 8 * (size_t)i + 2 * h);
+      for (int h = 0; h < 4; ++h) v[j][h] = ld_relaxed64x2(in + 8 * (size_t)i + 2 * h);
     }
   }
   for (;;) {
@@ -916,7 +908,7 @@ __device__ __forceinline__ void stage_x_ll(const uint64_t *in, uint32_t cols, ui
         for (int h = 0; h < 4; ++h) {
           if (ll_tag(v[j][h].x) != tag || ll_tag(v[j][h].y) != tag) {
             stale = true;
-            v[j][h] = ll_load2(in + 8 * (size_t)i + 2 * h);
+            v[j][h] = ld_relaxed64x2(in + 8 * (size_t)i + 2 * h);
           }
         }
       }
@@ -950,32 +942,8 @@ __device__ __forceinline__ void tile_dot_ll(const CStep &s, const uint4 *w, uint
   const bool second = gu || (s.rw == 2 && q1 < r);
   float a = 0.0f, b = 0.0f;
   if (q0 < r && compute) {
-    const uint4 *row = w + (size_t)q0 * c8 + base8;
-    const uint4 *row2 = w + (size_t)q1 * c8 + base8;
-    uint4 wv[kCMaxChunks], uv[kCMaxChunks];
-#pragma unroll
-    for (int c = 0; c < kCMaxChunks; ++c) {
-      wv[c] = row[lane + 32 * c];
-      if (second) uv[c] = row2[lane + 32 * c];
-    }
-    float a0 = 0.0f, a1 = 0.0f, b0 = 0.0f, b1 = 0.0f;
-#pragma unroll
-    for (int c = 0; c < kCMaxChunks; ++c) {
-      const uint32_t xi = base8 + lane + 32 * c;
-      const float4 pa = xs_lo[xi], pb = xs_hi[xi];
-      const float v = dot8x(wv[c], pa, pb);
-      if (c % 2 == 0) a0 += v; else a1 += v;
-      if (second) {
-        const float u = dot8x(uv[c], pa, pb);
-        if (c % 2 == 0) b0 += u; else b1 += u;
-      }
-    }
-    a = a0 + a1;
-    b = b0 + b1;
-    for (int o = 16; o > 0; o >>= 1) {
-      a += __shfl_xor_sync(0xffffffffu, a, o);
-      if (second) b += __shfl_xor_sync(0xffffffffu, b, o);
-    }
+    const float4 unused[kCMaxChunks] = {};
+    rows_dot<true>(w, q0, q1, second, base8, c8, lane, xs_lo, xs_hi, unused, unused, a, b);
   }
   if (s.wr > 1) {
     // The row's parts: each warp adds its own into shared memory (a place
@@ -994,21 +962,21 @@ __device__ __forceinline__ void tile_dot_ll(const CStep &s, const uint4 *w, uint
   if (lane != 0 || q0 >= r) return;
   const uint32_t out_row = row0 + q0;
   if (gu) {
-    ll_store(s.lout + out_row, ll_pack(a / (1.0f + expf(-a)) * b, s.tout));
+    st_relaxed64(s.lout + out_row, ll_pack(a / (1.0f + expf(-a)) * b, s.tout));
   } else if (s.kind == MATVEC) {
     if (s.lout == nullptr) {
       s.out[out_row] = a;
       if (second) s.out[out_row + 1] = b;
     } else {
-      ll_store(s.lout + out_row, ll_pack(a, s.tout));
-      if (second) ll_store(s.lout + out_row + 1, ll_pack(b, s.tout));
+      st_relaxed64(s.lout + out_row, ll_pack(a, s.tout));
+      if (second) st_relaxed64(s.lout + out_row + 1, ll_pack(b, s.tout));
     }
   } else {  // ADD: the block's own residual rows, kept in shared memory
     resid[out_row - resid_lo] += a;
-    ll_store(s.lout + out_row, ll_pack(resid[out_row - resid_lo], s.tout));
+    st_relaxed64(s.lout + out_row, ll_pack(resid[out_row - resid_lo], s.tout));
     if (second) {
       resid[out_row + 1 - resid_lo] += b;
-      ll_store(s.lout + out_row + 1, ll_pack(resid[out_row + 1 - resid_lo], s.tout));
+      st_relaxed64(s.lout + out_row + 1, ll_pack(resid[out_row + 1 - resid_lo], s.tout));
     }
   }
 }
@@ -1058,7 +1026,7 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
         uint32_t e0, m;
         tile_at(s, bt, i, e0, m);
         for (uint32_t t = threadIdx.x; t < m; t += nthreads) {
-          ll_store(s.lout + e0 + t, ll_pack(0.5f * ll_wait(s.lin + e0 + t, s.tin), s.tout));
+          st_relaxed64(s.lout + e0 + t, ll_pack(0.5f * ll_wait(s.lin + e0 + t, s.tin), s.tout));
         }
       }
       clk.lap(kDep);

@@ -25,6 +25,7 @@
 
 #include <vector>
 
+#include "lab_sync.cuh"
 #include "lab_tma.cuh"
 
 #define CK(x)                                                     \
@@ -58,44 +59,13 @@ __global__ void __launch_bounds__(1024, 1)
   if (acc == 0x12345678u) sink[blockIdx.x] = acc + (uint32_t)pad[0].x;  // keeps the loads
 }
 
-// Thread 0 streams `n` slots of the block's share `p` into the ring; thread
-// 32 takes each slot as it lands and gives it back (nothing computed).
-__device__ __forceinline__ void stream_share(unsigned char *ring, uint64_t *full, uint64_t *empty,
-                                             uint32_t slots, const unsigned char *p, uint32_t n) {
-  if (threadIdx.x == 0) {
-    for (uint32_t t = 0; t < n; ++t) {
-      const uint32_t s = t % slots, round = t / slots;
-      if (round > 0) mbar_wait(&empty[s], (round - 1) & 1);
-      mbar_expect(&full[s], kSlot);
-      bulk_copy(ring + (size_t)s * kSlot, p + (size_t)t * kSlot, kSlot, &full[s]);
-    }
-  } else if (threadIdx.x == 32) {
-    for (uint32_t t = 0; t < n; ++t) {
-      const uint32_t s = t % slots;
-      mbar_wait(&full[s], (t / slots) & 1);
-      mbar_arrive(&empty[s]);
-    }
-  }
-}
-
 __global__ void __launch_bounds__(64, 1)
     stream_tma(const unsigned char *buf, size_t bytes_a_block, uint32_t slots) {
   extern __shared__ __align__(128) unsigned char ring[];
   __shared__ __align__(8) uint64_t full[8], empty[8];
   ring_init(full, empty, slots, 1);
-  stream_share(ring, full, empty, slots, buf + bytes_a_block * blockIdx.x,
+  stream_share(ring, full, empty, slots, kSlot, buf + bytes_a_block * blockIdx.x,
                (uint32_t)(bytes_a_block / kSlot));
-}
-
-__device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p) {
-  uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ uint64_t global_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
 }
 
 // Warp 2 (thread 64) runs `steps` all-to-all waits on ctr[0..steps); with
@@ -108,7 +78,7 @@ __global__ void __launch_bounds__(96, 1)
   __shared__ __align__(8) uint64_t full[4], empty[4];
   constexpr uint32_t slots = 4;
   ring_init(full, empty, slots, 1);
-  stream_share(ring, full, empty, slots, buf + bytes_a_block * blockIdx.x,
+  stream_share(ring, full, empty, slots, kSlot, buf + bytes_a_block * blockIdx.x,
                (uint32_t)(bytes_a_block / kSlot));
   if (threadIdx.x == 64) {
     const uint64_t t0 = global_ns();
