@@ -1197,6 +1197,12 @@ struct Shape {
   uint32_t hidden, q, kv, inter, vocab, layers;
 };
 
+// A dataflow run's PartClock sums, `per` of them a warp a token.
+void print_cycles(const unsigned long long (&hs)[4], double per) {
+  printf("   cycles a warp a token: input waits %.0f, tile waits %.0f, compute %.0f, step ends %.0f\n",
+         hs[0] * per, hs[1] * per, hs[2] * per, hs[3] * per);
+}
+
 // C's step table (a tile: a row a consumer warp, or part of one; round-robin
 // bases), its graph and its run, with a ring of `ring_bytes`.
 // DYN: D's kernel instead (G 1, XS, tiles claimed at run time).
@@ -1285,8 +1291,7 @@ void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x
     snprintf(name + used, sizeof(name) - used, ", %u in flight", nodep >> 16);
   }
   report(name, ms);
-  printf("   cycles a warp a token: input waits %.0f, tile waits %.0f, compute %.0f, step ends %.0f\n",
-         hs[0] * per, hs[1] * per, hs[2] * per, hs[3] * per);
+  print_cycles(hs, per);
   CK(cudaGraphExecDestroy(ge));
   CK(cudaGraphDestroy(gr));
   CK(cudaFree(stats));
@@ -1448,35 +1453,33 @@ void run_l(const std::vector<Step> &steps, int sms, cudaStream_t st, const float
                           (int)smem));
   for (uint32_t only : {0u, 2u}) {
     for (uint32_t cap : {0u, 1u}) {
-     for (uint32_t backoff : {0u, 64u, 256u, 1024u, 4080u}) {
-      // The retry's sleep in nodep's top byte (16 ns units), which L's
-      // producer does not get.
-      const uint32_t nodep = cap << 16 | only | backoff / 16 << 24;
-      cudaGraph_t gr;
-      cudaGraphExec_t ge;
-      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-      ll_init<<<16, 256, 0, st>>>(ll, x0, hidden, total);
-      dataflow_ll_kernel<NW><<<sms, (NW + 1) * 32, smem, st>>>(d_cs, (uint32_t)cs.size(), slots,
-                                                              slot_bytes, nodep, stats);
-      (void)backoff;
-      CK(cudaGetLastError());
-      CK(cudaStreamEndCapture(st, &gr));
-      CK(cudaGraphInstantiate(&ge, gr, 0));
-      CK(cudaMemset(stats, 0, 4 * 8));
-      const float ms = time_graph(ge);
-      unsigned long long hs[4];
-      CK(cudaMemcpy(hs, stats, sizeof(hs), cudaMemcpyDeviceToHost));
-      const double per = 1.0 / (53.0 * sms * NW);
-      char name[112];
-      snprintf(name, sizeof(name), "L: LL, %u x %u KiB%s%s, retry sleep %u ns", slots,
-               slot_bytes >> 10, only ? ", copies and waits only" : "",
-               cap == 1 ? ", 1 in flight" : cap == 2 ? ", 2 in flight" : "", backoff);
-      report(name, ms);
-      printf("   cycles a warp a token: input waits %.0f, tile waits %.0f, compute %.0f, step ends %.0f\n",
-             hs[0] * per, hs[1] * per, hs[2] * per, hs[3] * per);
-      CK(cudaGraphExecDestroy(ge));
-      CK(cudaGraphDestroy(gr));
-     }
+      for (uint32_t backoff : {0u, 64u, 256u, 1024u, 4080u}) {
+        // The retry's sleep in nodep's top byte (16 ns units), which L's
+        // producer does not get.
+        const uint32_t nodep = cap << 16 | only | backoff / 16 << 24;
+        cudaGraph_t gr;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+        ll_init<<<16, 256, 0, st>>>(ll, x0, hidden, total);
+        dataflow_ll_kernel<NW><<<sms, (NW + 1) * 32, smem, st>>>(d_cs, (uint32_t)cs.size(), slots,
+                                                                slot_bytes, nodep, stats);
+        CK(cudaGetLastError());
+        CK(cudaStreamEndCapture(st, &gr));
+        CK(cudaGraphInstantiate(&ge, gr, 0));
+        CK(cudaMemset(stats, 0, 4 * 8));
+        const float ms = time_graph(ge);
+        unsigned long long hs[4];
+        CK(cudaMemcpy(hs, stats, sizeof(hs), cudaMemcpyDeviceToHost));
+        const double per = 1.0 / (53.0 * sms * NW);
+        char name[112];
+        snprintf(name, sizeof(name), "L: LL, %u x %u KiB%s%s, retry sleep %u ns", slots,
+                 slot_bytes >> 10, only ? ", copies and waits only" : "",
+                 cap == 1 ? ", 1 in flight" : cap == 2 ? ", 2 in flight" : "", backoff);
+        report(name, ms);
+        print_cycles(hs, per);
+        CK(cudaGraphExecDestroy(ge));
+        CK(cudaGraphDestroy(gr));
+      }
     }
   }
   CK(cudaFree(stats));
