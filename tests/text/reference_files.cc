@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <utf8proc.h>
+
 namespace atlas_test {
 namespace {
 
@@ -45,15 +47,14 @@ std::string ReadFile(const std::string &path) {
 }
 
 bool ValidUtf8(const std::string &s) {
+  // utf8proc is strict: no overlong forms, surrogates or code points past U+10FFFF.
   size_t i = 0;
   while (i < s.size()) {
-    unsigned char c = s[i];
-    size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t j = 1; j < n; j++) {
-      if ((static_cast<unsigned char>(s[i + j]) & 0xC0) != 0x80) return false;
-    }
-    i += n;
+    utf8proc_int32_t cp;
+    utf8proc_ssize_t n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t *>(s.data()) + i,
+                                          static_cast<utf8proc_ssize_t>(s.size() - i), &cp);
+    if (n <= 0) return false;
+    i += static_cast<size_t>(n);
   }
   return true;
 }
