@@ -22,7 +22,13 @@
 #   tokenizer       (session 17, 2 shared cores, 10 minutes) 79,678
 #                   executions (130/s: each loads a tokenizer.json); found
 #                   null-pointer arithmetic on all-empty decoded pieces and
-#                   on an empty lossy UTF-8 run (UBSan; fixed)
+#                   on an empty lossy UTF-8 run (UBSan; fixed). Session 28:
+#                   after 39,085 executions, a vocab id of 726553673 made
+#                   the table by id ask for 5.8 GB (ids now in a map;
+#                   corpus/tokenizer/sparse_vocab_id.bin); after 30,697 more,
+#                   the harness's own UTF-8 check took the overlong E0 91 A0
+#                   for UTF-8 (now utf8proc's; overlong_utf8_text.bin); then
+#                   182,274 in 20 minutes (151/s), no crash
 #   chat_template   (session 17, three runs of 10-25 minutes, about 5,000
 #                   executions/s) found: a segfault when a keyword argument
 #                   failed after another (atlas run --chat crashed), a leak
@@ -40,7 +46,12 @@
 #                   then 1,727,612 in 15 minutes, no crash; after the
 #                   Unicode names, 1,014,725 in 17 minutes, no crash (one
 #                   unit reported slow, '@'*+++0469499900: 0.56 s alone; the
-#                   run shared the cores with CI)
+#                   run shared the cores with CI). Session 28: after
+#                   1,775,186 executions, [1] * 777777 * 5555 asked for
+#                   4.3e9 list items (lists now capped by their items, every
+#                   text buffer at 64 MiB; list_repetition_items.bin); then
+#                   1,614,451 in 20 minutes, no crash (one unit reported
+#                   slow, 776 * tools * 555: 1.6 s alone without sanitizers)
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${1:-1000000}
