@@ -307,7 +307,6 @@ static void free_layouts(atlas_cuda_blas *blas, layouts *l) {
   if (l->d) blas->api.layout_destroy(l->d);
 }
 
-
 // The heuristic's first choice for this shape and alignment, within the
 // workspace Atlas offers.
 static atlas_status choose(atlas_cuda_blas *blas, const layouts *l,

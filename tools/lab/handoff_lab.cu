@@ -32,17 +32,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lab_check.cuh"
 #include "lab_sync.cuh"
 #include "lab_tma.cuh"
-
-#define CK(x)                                                \
-  do {                                                       \
-    cudaError_t e = (x);                                     \
-    if (e != cudaSuccess) {                                  \
-      printf("%s: %s\n", #x, cudaGetErrorString(e));         \
-      return 1;                                              \
-    }                                                        \
-  } while (0)
 
 constexpr uint32_t kWords = 1024;     // LL words a step: 4 KiB of data
 constexpr uint32_t kPerLane = kWords / 32;

@@ -25,17 +25,9 @@
 
 #include <vector>
 
+#include "lab_check.cuh"
 #include "lab_sync.cuh"
 #include "lab_tma.cuh"
-
-#define CK(x)                                                     \
-  do {                                                            \
-    cudaError_t e = (x);                                          \
-    if (e != cudaSuccess) {                                       \
-      printf("%s: %s\n", #x, cudaGetErrorString(e));              \
-      return 1;                                                   \
-    }                                                             \
-  } while (0)
 
 constexpr uint32_t kOneSmShared = 120u << 10;  // more than half of 228 KiB
 constexpr uint32_t kSlot = 32u << 10;
