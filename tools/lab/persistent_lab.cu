@@ -46,6 +46,16 @@
 //      launch fewer a layer.
 //   T: A with each kernel's dependents triggered (launch_dependents) before
 //      its wait, so the next launch may start before the one before ends.
+//   H: A with a head start: a block an SM in half of it, dependents
+//      triggered first, so the next product's blocks sit beside this one's
+//      and bulk-copy their first rows into shared memory (0-96 KiB) while
+//      this one streams; the rest streamed by 16 warps.
+//   J (H2): H with each warp streaming through its own ring of 2-3 rounds
+//      in shared memory (cp.async), the first rounds issued before the
+//      wait (the head start), no bulk copy; also with no round before the
+//      wait (LAB_H2_EARLY=1: the tiny steps trigger first too).
+//   Y: the timeline of one H2 token (each block's start, end of wait and
+//      end; LAB_H2_LATE=1: no round before the wait).
 //   W: A with every product's grid one wave (blocks an SM by occupancy),
 //      each warp looping over tasks with the next task's first loads ahead.
 // Prints ms a token for each, the floor (weight bytes / device copy rate),
@@ -94,6 +104,10 @@ struct Step {
   const __nv_bfloat16 *w3 = nullptr;
   float *zero = nullptr;
   uint32_t zero_n = 0;
+  // H2 with a timeline: a block's start, end of wait and end (global ns).
+  unsigned long long *ts = nullptr;
+  // H2: its first rounds issued after the wait (no head start).
+  int late = 0;
 };
 
 __device__ __forceinline__ uint32_t tasks_of(const Step &s) {
@@ -411,6 +425,238 @@ __global__ void step_kernel_bulk(Step s) {
     s.out[t] = __ldcg(s.out + t) + acc;
   } else {
     atomicAdd(s.out + t / s.splits, acc);
+  }
+}
+
+// ---- H: A with a head start ------------------------------------------------
+// A block an SM holding at most half of it (512 threads, 64 registers, and
+// shared memory for `hs` bytes of weights and x), its dependents triggered
+// first: the next product's blocks sit beside this one's and bulk-copy
+// their first rows into shared memory (TMA) while this one streams, so the
+// wait at each step finds bytes already on the SM. A block takes an even,
+// contiguous share of the step's tasks (rows; gate and up row pairs; ADD a
+// warp a row): the first `hs` bytes of them from the head start, the rest
+// streamed by its warps (kHU 16-byte loads a lane a round, the next round
+// in flight during this one's sums; the first round issued before the
+// wait).
+constexpr int kHWarps = 16, kHU = 4;
+
+__device__ __forceinline__ void h_write(const Step &s, uint32_t t, float g, float u) {
+  if (s.kind == GATE_UP) {
+    s.out[t] = g / (1.0f + expf(-g)) * u;
+  } else if (s.kind == MATVEC) {
+    s.out[t] = g;
+  } else {
+    s.out[t] = __ldcg(s.out + t) + g;
+  }
+}
+
+__global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h(Step s, uint32_t hs) {
+  extern __shared__ __align__(128) unsigned char hbuf[];
+  __shared__ __align__(8) uint64_t mbar;
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const uint32_t n = s.rows;
+  const uint32_t t0 = (uint32_t)((uint64_t)n * blockIdx.x / gridDim.x);
+  const uint32_t t1 = (uint32_t)((uint64_t)n * (blockIdx.x + 1) / gridDim.x);
+  const uint32_t nseg = s.kind == GATE_UP ? 2 : 1;
+  const uint32_t row_bytes = s.cols * 2, task_bytes = nseg * row_bytes;
+  const uint32_t k = min(t1 - t0, hs / task_bytes);  // head-start tasks
+  float *xs = reinterpret_cast<float *>(hbuf + hs);
+  if (threadIdx.x == 0) {
+    mbar_init(&mbar, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    if (k > 0) {
+      mbar_expect(&mbar, k * task_bytes);
+      bulk_copy(hbuf, s.w + (size_t)t0 * s.cols, k * row_bytes, &mbar);
+      if (nseg == 2) bulk_copy(hbuf + k * row_bytes, s.w2 + (size_t)t0 * s.cols, k * row_bytes, &mbar);
+    }
+  }
+  // This warp's streamed tasks: t0 + k + warp, + kHWarps, ... < t1, each
+  // nseg rows of cpr rounds.
+  const uint32_t n4 = s.cols / 8, cpr = n4 / (32 * kHU), per_task = nseg * cpr;
+  const uint32_t first = t0 + k + warp;
+  const uint32_t count = first < t1 ? (t1 - first + kHWarps - 1) / kHWarps : 0;
+  const uint32_t total = count * per_task;
+  auto round_ptr = [&](uint32_t idx) {
+    const uint32_t ti = idx / per_task, r = idx % per_task, seg = r / cpr, c = r % cpr;
+    const __nv_bfloat16 *w = seg ? s.w2 : s.w;
+    return reinterpret_cast<const uint4 *>(w + (size_t)(first + ti * kHWarps) * s.cols) +
+           c * 32 * kHU + lane;
+  };
+  uint4 cur[kHU];
+  if (total > 0) {
+    const uint4 *p = round_ptr(0);
+#pragma unroll
+    for (int u = 0; u < kHU; ++u) cur[u] = __ldg(p + 32 * u);
+  }
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  {
+    const float4 *in4 = reinterpret_cast<const float4 *>(s.in);
+    float4 *xs4 = reinterpret_cast<float4 *>(xs);
+    for (uint32_t i = threadIdx.x; i < s.cols / 4; i += blockDim.x) xs4[i] = __ldcg(in4 + i);
+  }
+  __syncthreads();
+  if (k > 0) {
+    mbar_wait(&mbar, 0);
+    for (uint32_t i = warp; i < k; i += kHWarps) {
+      float a[2] = {0.0f, 0.0f};
+      for (uint32_t seg = 0; seg < nseg; ++seg) {
+        const uint4 *w = reinterpret_cast<const uint4 *>(hbuf + (size_t)seg * k * row_bytes +
+                                                         (size_t)i * row_bytes);
+        float acc = 0.0f;
+#pragma unroll 4
+        for (uint32_t j = lane; j < n4; j += 32) acc += dot8(w[j], xs + 8 * j);
+        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        a[seg] = acc;
+      }
+      if (lane == 0) h_write(s, t0 + i, a[0], a[1]);
+    }
+  }
+  float acc = 0.0f, g = 0.0f;
+  for (uint32_t idx = 0; idx < total; ++idx) {
+    uint4 nxt[kHU];
+    if (idx + 1 < total) {
+      const uint4 *p = round_ptr(idx + 1);
+#pragma unroll
+      for (int u = 0; u < kHU; ++u) nxt[u] = __ldg(p + 32 * u);
+    }
+    const uint32_t r = idx % per_task, seg = r / cpr, c = r % cpr;
+    const uint32_t base = c * 32 * kHU + lane;
+#pragma unroll
+    for (int u = 0; u < kHU; ++u) acc += dot8(cur[u], xs + 8 * (base + 32 * u));
+    if (c == cpr - 1) {
+      for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+      if (seg + 1 < nseg) {
+        g = acc;
+      } else if (lane == 0) {
+        const uint32_t t = first + (idx / per_task) * kHWarps;
+        if (nseg == 2) {
+          h_write(s, t, g, acc);
+        } else {
+          h_write(s, t, acc, 0.0f);
+        }
+      }
+      acc = 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kHU; ++u) cur[u] = nxt[u];
+  }
+}
+
+// H2: H with each warp streaming through a ring of S rounds in shared
+// memory (cp.async, 16 bytes a lane a copy: a lane reads back only what it
+// copied, so a thread's own wait_group is the only sync), the first S rounds
+// issued before the wait: the bytes in flight cost no registers, and the
+// ring filled while the product before streams is the head start.
+__device__ __forceinline__ void cp_async16(void *dst, const void *src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src)
+               : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+template <int S>
+__global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h2(Step s) {
+  extern __shared__ __align__(128) unsigned char hbuf[];
+  if (s.ts != nullptr && threadIdx.x == 0) s.ts[3 * blockIdx.x] = global_ns();
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const uint32_t n = s.rows;
+  const uint32_t t0 = (uint32_t)((uint64_t)n * blockIdx.x / gridDim.x);
+  const uint32_t t1 = (uint32_t)((uint64_t)n * (blockIdx.x + 1) / gridDim.x);
+  const uint32_t nseg = s.kind == GATE_UP ? 2 : 1;
+  const uint32_t n4 = s.cols / 8, cpr = n4 / (32 * kHU), per_task = nseg * cpr;
+  const uint32_t first = t0 + warp;
+  const uint32_t count = first < t1 ? (t1 - first + kHWarps - 1) / kHWarps : 0;
+  const uint32_t total = count * per_task;
+  uint4 *ring = reinterpret_cast<uint4 *>(hbuf) + (size_t)warp * S * 32 * kHU;
+  float *xs = reinterpret_cast<float *>(hbuf + (size_t)kHWarps * S * 32 * kHU * 16);
+  // The copies' place in the warp's rounds, kept incrementally (no
+  // divisions a round): task, row (seg) and round in the row (c).
+  struct It {
+    uint32_t t, seg, c;
+  };
+  auto advance = [&](It &i) {
+    if (++i.c == cpr) {
+      i.c = 0;
+      if (++i.seg == nseg) i.seg = 0, i.t += kHWarps;
+    }
+  };
+  It in_it{first, 0, 0}, out_it{first, 0, 0};
+  uint32_t issued = 0;
+  auto issue = [&]() {
+    if (issued < total) {
+      const __nv_bfloat16 *w = in_it.seg ? s.w2 : s.w;
+      const uint4 *src = reinterpret_cast<const uint4 *>(w + (size_t)in_it.t * s.cols) +
+                         in_it.c * 32 * kHU + lane;
+      uint4 *dst = ring + (size_t)(issued % S) * 32 * kHU + lane;
+#pragma unroll
+      for (int u = 0; u < kHU; ++u) cp_async16(dst + 32 * u, src + 32 * u);
+      advance(in_it);
+    }
+    ++issued;
+    cp_commit();
+  };
+  if (!s.late) {
+#pragma unroll
+    for (int i = 0; i < S; ++i) issue();
+  }
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  if (s.late) {
+#pragma unroll
+    for (int i = 0; i < S; ++i) issue();
+  }
+  // ADD: the first task's old value, read beside x (not after the sums).
+  float old = 0.0f;
+  if (s.kind == ADD && lane == 0 && total > 0) old = __ldcg(s.out + first);
+  {
+    const float4 *in4 = reinterpret_cast<const float4 *>(s.in);
+    float4 *xs4 = reinterpret_cast<float4 *>(xs);
+    for (uint32_t i = threadIdx.x; i < s.cols / 4; i += blockDim.x) xs4[i] = __ldcg(in4 + i);
+  }
+  if (s.ts != nullptr && threadIdx.x == 0) s.ts[3 * blockIdx.x + 1] = global_ns();
+  __syncthreads();
+  float acc[kHU], g = 0.0f;
+#pragma unroll
+  for (int u = 0; u < kHU; ++u) acc[u] = 0.0f;
+  for (uint32_t idx = 0; idx < total; ++idx) {
+    cp_wait<S - 1>();
+    const uint4 *src = ring + (size_t)(idx % S) * 32 * kHU + lane;
+    uint4 cur[kHU];
+#pragma unroll
+    for (int u = 0; u < kHU; ++u) cur[u] = src[32 * u];
+    issue();
+    const uint32_t base = out_it.c * 32 * kHU + lane;
+#pragma unroll
+    for (int u = 0; u < kHU; ++u) acc[u] += dot8(cur[u], xs + 8 * (base + 32 * u));
+    if (out_it.c == cpr - 1) {
+      float a = 0.0f;
+#pragma unroll
+      for (int u = 0; u < kHU; ++u) a += acc[u], acc[u] = 0.0f;
+      for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
+      if (out_it.seg + 1 < nseg) {
+        g = a;
+      } else if (lane == 0) {
+        const uint32_t t = out_it.t;
+        if (nseg == 2) {
+          h_write(s, t, g, a);
+        } else if (s.kind == ADD) {
+          s.out[t] = (t == first ? old : __ldcg(s.out + t)) + a;
+        } else {
+          s.out[t] = a;
+        }
+      }
+    }
+    advance(out_it);
+  }
+  cp_wait<0>();
+  if (s.ts != nullptr) {
+    __syncthreads();
+    if (threadIdx.x == 0) s.ts[3 * blockIdx.x + 2] = global_ns();
   }
 }
 
@@ -1749,6 +1995,147 @@ int main(int argc, char **argv) {
       CK(cudaGraphExecDestroy(g));
     }
   };
+  // H: A with a head start (step_kernel_h); tiny steps trigger first too.
+  // (Session 29's call 1 also set the tiny steps' kernel to carveout 100,
+  // which slowed T; it no longer does.)
+  CK(cudaFuncSetAttribute(step_kernel_h, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+  CK(cudaFuncSetAttribute(step_kernel_h, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          113 * 1024));
+  auto graph_h = [&](uint32_t hs_max) {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    CK(cudaMemcpyAsync(x, x0, sh.hidden * 4, cudaMemcpyDeviceToDevice, st));
+    for (const Step &s0 : steps) {
+      Step s = s0;
+      cudaLaunchConfig_t cfg = {};
+      cfg.stream = st;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      if (s.kind == STUB) {
+        cfg.gridDim = dim3((s.rows + 255) / 256);
+        cfg.blockDim = dim3(256);
+        CK(cudaLaunchKernelEx(&cfg, step_kernel_t<true>, s));
+        continue;
+      }
+      // Both halves of an SM: 2 x (head start + x) within 227 KiB.
+      const uint32_t xb = s.cols * 4;
+      uint32_t hs = std::min(hs_max, (227u * 1024 / 2 - 1024 - xb)) & ~127u;
+      cfg.gridDim = dim3(sms);
+      cfg.blockDim = dim3(kHWarps * 32);
+      cfg.dynamicSmemBytes = hs + xb;
+      CK(cudaLaunchKernelEx(&cfg, step_kernel_h, s, hs));
+    }
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    return ge;
+  };
+  // H2: S rounds a warp, S as large as 2 blocks an SM allow (at most s_max).
+  auto h2_kernel = [&](int S) -> const void * {
+    return S == 1 ? (const void *)step_kernel_h2<1>
+         : S == 2 ? (const void *)step_kernel_h2<2>
+         : S == 3 ? (const void *)step_kernel_h2<3>
+                  : (const void *)step_kernel_h2<4>;
+  };
+  for (int S = 1; S <= 4; ++S) {
+    CK(cudaFuncSetAttribute(h2_kernel(S), cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+    CK(cudaFuncSetAttribute(h2_kernel(S), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            113 * 1024));
+  }
+  unsigned long long *tl = nullptr;  // H2's timeline: 3 words a block a step
+  CK(cudaMalloc(&tl, steps.size() * sms * 3 * 8));
+  auto graph_h2 = [&](int s_max, bool early_stub, bool timeline = false, bool late = false) {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    CK(cudaMemcpyAsync(x, x0, sh.hidden * 4, cudaMemcpyDeviceToDevice, st));
+    for (size_t si = 0; si < steps.size(); ++si) {
+      Step s = steps[si];
+      if (timeline) s.ts = tl + si * sms * 3;
+      s.late = late;
+      cudaLaunchConfig_t cfg = {};
+      cfg.stream = st;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      if (s.kind == STUB) {
+        cfg.gridDim = dim3((s.rows + 255) / 256);
+        cfg.blockDim = dim3(256);
+        CK(cudaLaunchKernelEx(&cfg, early_stub ? step_kernel_t<true> : step_kernel_t<false>, s));
+        continue;
+      }
+      const uint32_t xb = s.cols * 4, stage = kHWarps * 32 * kHU * 16;
+      int S = (int)((227u * 1024 / 2 - 1024 - xb) / stage);
+      S = std::max(1, std::min(S, s_max));
+      cfg.gridDim = dim3(sms);
+      cfg.blockDim = dim3(kHWarps * 32);
+      cfg.dynamicSmemBytes = S * stage + xb;
+      void *args[] = {&s};
+      CK(cudaLaunchKernelExC(&cfg, h2_kernel(S), args));
+    }
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    return ge;
+  };
+  // The timeline of one H2 token (2 rounds, no early stubs; LAB_H2_LATE=1:
+// none before the wait): per product
+  // step, us from the token's first block start: first and last block start,
+  // first and last end of wait, last end; and the step's bytes.
+  if (strchr(which, 'Y')) {
+    CK(cudaMemset(tl, 0, steps.size() * sms * 3 * 8));
+    cudaGraphExec_t g = graph_h2(2, false, true, getenv("LAB_H2_LATE") != nullptr);
+    time_graph(g);
+    std::vector<unsigned long long> h(steps.size() * sms * 3);
+    CK(cudaMemcpy(h.data(), tl, h.size() * 8, cudaMemcpyDeviceToHost));
+    unsigned long long t0 = ~0ull;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].kind == STUB) continue;
+      for (int b = 0; b < sms; ++b) t0 = std::min(t0, h[(i * sms + b) * 3]);
+      break;
+    }
+    printf("H2 timeline (us): step kind MB | start first..last | waited first..last | end last | "
+           "end - previous end\n");
+    double prev_end = 0;
+    for (size_t i = 0; i < steps.size() && i < 12; ++i) {
+      const Step &s = steps[i];
+      if (s.kind == STUB) continue;
+      double a = 1e30, b = 0, c = 1e30, d = 0, e = 0;
+      for (int k = 0; k < sms; ++k) {
+        const unsigned long long *r = &h[(i * sms + k) * 3];
+        a = std::min(a, (r[0] - t0) / 1e3), b = std::max(b, (r[0] - t0) / 1e3);
+        c = std::min(c, (r[1] - t0) / 1e3), d = std::max(d, (r[1] - t0) / 1e3);
+        e = std::max(e, (r[2] - t0) / 1e3);
+      }
+      const double mb = (double)s.rows * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1) / 1e6;
+      printf("  %2zu %d %6.1f | %7.2f..%7.2f | %7.2f..%7.2f | %7.2f | %6.2f\n", i, s.kind, mb, a, b,
+             c, d, e, e - prev_end);
+      prev_end = e;
+    }
+    CK(cudaGraphExecDestroy(g));
+  }
+  if (strchr(which, 'J')) {
+    for (int S : {2, 3}) {
+      for (int e = 0; e < (getenv("LAB_H2_EARLY") ? 2 : 1); ++e) {
+        char label[64];
+        snprintf(label, sizeof(label), "H2: %d rounds a warp%s", S, e ? ", stubs first" : "");
+        beside_a(label, 2, [&] { return graph_h2(S, e); });
+      }
+    }
+    beside_a("H2: 2 rounds a warp, none before the wait", 2,
+             [&] { return graph_h2(2, false, false, true); });
+  }
+  if (strchr(which, 'H')) {
+    for (uint32_t kib : {0u, 32u, 64u, 96u}) {
+      char label[64];
+      snprintf(label, sizeof(label), "H: head start %u KiB", kib);
+      beside_a(label, 2, [&] { return graph_h(kib << 10); });
+    }
+  }
   // W: A with every product's grid one wave, warps looping over tasks.
   if (strchr(which, 'W')) {
     beside_a("W: A, one-wave grids", 3, [&] { return graph_a(true, false, 0, nullptr, false, true); });
