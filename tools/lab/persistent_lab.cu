@@ -451,14 +451,26 @@ __device__ __forceinline__ void h_write(const Step &s, uint32_t t, float g, floa
   }
 }
 
+// This block's even, contiguous share [t0, t1) of the step's tasks.
+__device__ __forceinline__ void h_share(const Step &s, uint32_t &t0, uint32_t &t1) {
+  t0 = (uint32_t)((uint64_t)s.rows * blockIdx.x / gridDim.x);
+  t1 = (uint32_t)((uint64_t)s.rows * (blockIdx.x + 1) / gridDim.x);
+}
+
+// x into shared memory through L2 (every thread; the caller syncs).
+__device__ __forceinline__ void h_stage_x(const Step &s, float *xs) {
+  const float4 *in4 = reinterpret_cast<const float4 *>(s.in);
+  float4 *xs4 = reinterpret_cast<float4 *>(xs);
+  for (uint32_t i = threadIdx.x; i < s.cols / 4; i += blockDim.x) xs4[i] = __ldcg(in4 + i);
+}
+
 __global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h(Step s, uint32_t hs) {
   extern __shared__ __align__(128) unsigned char hbuf[];
   __shared__ __align__(8) uint64_t mbar;
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const uint32_t n = s.rows;
-  const uint32_t t0 = (uint32_t)((uint64_t)n * blockIdx.x / gridDim.x);
-  const uint32_t t1 = (uint32_t)((uint64_t)n * (blockIdx.x + 1) / gridDim.x);
+  uint32_t t0, t1;
+  h_share(s, t0, t1);
   const uint32_t nseg = s.kind == GATE_UP ? 2 : 1;
   const uint32_t row_bytes = s.cols * 2, task_bytes = nseg * row_bytes;
   const uint32_t k = min(t1 - t0, hs / task_bytes);  // head-start tasks
@@ -491,11 +503,7 @@ __global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h(Step s, uint32_
     for (int u = 0; u < kHU; ++u) cur[u] = __ldg(p + 32 * u);
   }
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  {
-    const float4 *in4 = reinterpret_cast<const float4 *>(s.in);
-    float4 *xs4 = reinterpret_cast<float4 *>(xs);
-    for (uint32_t i = threadIdx.x; i < s.cols / 4; i += blockDim.x) xs4[i] = __ldcg(in4 + i);
-  }
+  h_stage_x(s, xs);
   __syncthreads();
   if (k > 0) {
     mbar_wait(&mbar, 0);
@@ -565,9 +573,8 @@ __global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h2(Step s) {
   if (s.ts != nullptr && threadIdx.x == 0) s.ts[3 * blockIdx.x] = global_ns();
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const uint32_t n = s.rows;
-  const uint32_t t0 = (uint32_t)((uint64_t)n * blockIdx.x / gridDim.x);
-  const uint32_t t1 = (uint32_t)((uint64_t)n * (blockIdx.x + 1) / gridDim.x);
+  uint32_t t0, t1;
+  h_share(s, t0, t1);
   const uint32_t nseg = s.kind == GATE_UP ? 2 : 1;
   const uint32_t n4 = s.cols / 8, cpr = n4 / (32 * kHU), per_task = nseg * cpr;
   const uint32_t first = t0 + warp;
@@ -613,11 +620,7 @@ __global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h2(Step s) {
   // ADD: the first task's old value, read beside x (not after the sums).
   float old = 0.0f;
   if (s.kind == ADD && lane == 0 && total > 0) old = __ldcg(s.out + first);
-  {
-    const float4 *in4 = reinterpret_cast<const float4 *>(s.in);
-    float4 *xs4 = reinterpret_cast<float4 *>(xs);
-    for (uint32_t i = threadIdx.x; i < s.cols / 4; i += blockDim.x) xs4[i] = __ldcg(in4 + i);
-  }
+  h_stage_x(s, xs);
   if (s.ts != nullptr && threadIdx.x == 0) s.ts[3 * blockIdx.x + 1] = global_ns();
   __syncthreads();
   float acc[kHU], g = 0.0f;
@@ -2001,13 +2004,16 @@ int main(int argc, char **argv) {
   CK(cudaFuncSetAttribute(step_kernel_h, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
   CK(cudaFuncSetAttribute(step_kernel_h, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           113 * 1024));
-  auto graph_h = [&](uint32_t hs_max) {
+  // The chain as a graph with programmatic dependent launch: tiny steps by
+  // step_kernel_t (triggering first when early_stub), each product step
+  // by product(cfg, s, its index), which launches it.
+  auto graph_pdl = [&](bool early_stub, auto product) {
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
     CK(cudaMemcpyAsync(x, x0, sh.hidden * 4, cudaMemcpyDeviceToDevice, st));
-    for (const Step &s0 : steps) {
-      Step s = s0;
+    for (size_t si = 0; si < steps.size(); ++si) {
+      Step s = steps[si];
       cudaLaunchConfig_t cfg = {};
       cfg.stream = st;
       cudaLaunchAttribute attr[1];
@@ -2018,9 +2024,17 @@ int main(int argc, char **argv) {
       if (s.kind == STUB) {
         cfg.gridDim = dim3((s.rows + 255) / 256);
         cfg.blockDim = dim3(256);
-        CK(cudaLaunchKernelEx(&cfg, step_kernel_t<true>, s));
+        CK(cudaLaunchKernelEx(&cfg, early_stub ? step_kernel_t<true> : step_kernel_t<false>, s));
         continue;
       }
+      product(cfg, s, si);
+    }
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    return ge;
+  };
+  auto graph_h = [&](uint32_t hs_max) {
+    return graph_pdl(true, [&](cudaLaunchConfig_t &cfg, Step &s, size_t) {
       // Both halves of an SM: 2 x (head start + x) within 227 KiB.
       const uint32_t xb = s.cols * 4;
       uint32_t hs = std::min(hs_max, (227u * 1024 / 2 - 1024 - xb)) & ~127u;
@@ -2028,10 +2042,7 @@ int main(int argc, char **argv) {
       cfg.blockDim = dim3(kHWarps * 32);
       cfg.dynamicSmemBytes = hs + xb;
       CK(cudaLaunchKernelEx(&cfg, step_kernel_h, s, hs));
-    }
-    CK(cudaStreamEndCapture(st, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    return ge;
+    });
   };
   // H2: S rounds a warp, S as large as 2 blocks an SM allow (at most s_max).
   auto h2_kernel = [&](int S) -> const void * {
@@ -2048,27 +2059,9 @@ int main(int argc, char **argv) {
   unsigned long long *tl = nullptr;  // H2's timeline: 3 words a block a step
   CK(cudaMalloc(&tl, steps.size() * sms * 3 * 8));
   auto graph_h2 = [&](int s_max, bool early_stub, bool timeline = false, bool late = false) {
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    CK(cudaMemcpyAsync(x, x0, sh.hidden * 4, cudaMemcpyDeviceToDevice, st));
-    for (size_t si = 0; si < steps.size(); ++si) {
-      Step s = steps[si];
+    return graph_pdl(early_stub, [&](cudaLaunchConfig_t &cfg, Step &s, size_t si) {
       if (timeline) s.ts = tl + si * sms * 3;
       s.late = late;
-      cudaLaunchConfig_t cfg = {};
-      cfg.stream = st;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr[0].val.programmaticStreamSerializationAllowed = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      if (s.kind == STUB) {
-        cfg.gridDim = dim3((s.rows + 255) / 256);
-        cfg.blockDim = dim3(256);
-        CK(cudaLaunchKernelEx(&cfg, early_stub ? step_kernel_t<true> : step_kernel_t<false>, s));
-        continue;
-      }
       const uint32_t xb = s.cols * 4, stage = kHWarps * 32 * kHU * 16;
       int S = (int)((227u * 1024 / 2 - 1024 - xb) / stage);
       S = std::max(1, std::min(S, s_max));
@@ -2077,10 +2070,7 @@ int main(int argc, char **argv) {
       cfg.dynamicSmemBytes = S * stage + xb;
       void *args[] = {&s};
       CK(cudaLaunchKernelExC(&cfg, h2_kernel(S), args));
-    }
-    CK(cudaStreamEndCapture(st, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    return ge;
+    });
   };
   // The timeline of one H2 token (2 rounds, no early stubs; LAB_H2_LATE=1:
 // none before the wait): per product
