@@ -53,7 +53,8 @@
 //   J (H2): H with each warp streaming through its own ring of 2-3 rounds
 //      in shared memory (cp.async), the first rounds issued before the
 //      wait (the head start), no bulk copy; also with no round before the
-//      wait (LAB_H2_EARLY=1: the tiny steps trigger first too).
+//      wait (LAB_H2_EARLY=1: the tiny steps trigger first too); and H2
+//      for the big products only, A's kernel for the others.
 //   Y: the timeline of one H2 token (each block's start, end of wait and
 //      end; LAB_H2_LATE=1: no round before the wait).
 //   W: A with every product's grid one wave (blocks an SM by occupancy),
@@ -110,7 +111,7 @@ struct Step {
   int late = 0;
 };
 
-__device__ __forceinline__ uint32_t tasks_of(const Step &s) {
+__host__ __device__ __forceinline__ uint32_t tasks_of(const Step &s) {
   return s.kind == ADD ? s.rows * s.splits : s.rows;
 }
 
@@ -2058,8 +2059,18 @@ int main(int argc, char **argv) {
   }
   unsigned long long *tl = nullptr;  // H2's timeline: 3 words a block a step
   CK(cudaMalloc(&tl, steps.size() * sms * 3 * 8));
-  auto graph_h2 = [&](int s_max, bool early_stub, bool timeline = false, bool late = false) {
+  // min_mb: products of fewer MB run as A's (mixed chains).
+  auto graph_h2 = [&](int s_max, bool early_stub, bool timeline = false, bool late = false,
+                      double min_mb = 0) {
     return graph_pdl(early_stub, [&](cudaLaunchConfig_t &cfg, Step &s, size_t si) {
+      const double mb = (double)s.rows * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1) / 1e6;
+      if (mb < min_mb) {
+        const uint32_t block = s.kind == GATE_UP ? 64 : 256;
+        cfg.gridDim = dim3((tasks_of(s) + block / 32 - 1) / (block / 32));
+        cfg.blockDim = dim3(block);
+        CK(cudaLaunchKernelEx(&cfg, step_kernel_t<false>, s));
+        return;
+      }
       if (timeline) s.ts = tl + si * sms * 3;
       s.late = late;
       const uint32_t xb = s.cols * 4, stage = kHWarps * 32 * kHU * 16;
@@ -2073,8 +2084,7 @@ int main(int argc, char **argv) {
     });
   };
   // The timeline of one H2 token (2 rounds, no early stubs; LAB_H2_LATE=1:
-// none before the wait): per product
-  // step, us from the token's first block start: first and last block start,
+  // none before the wait): per product step, us from the token's first block start: first and last block start,
   // first and last end of wait, last end; and the step's bytes.
   if (strchr(which, 'Y')) {
     CK(cudaMemset(tl, 0, steps.size() * sms * 3 * 8));
@@ -2118,6 +2128,11 @@ int main(int argc, char **argv) {
     }
     beside_a("H2: 2 rounds a warp, none before the wait", 2,
              [&] { return graph_h2(2, false, false, true); });
+    for (double mb : {20.0, 40.0, 100.0}) {
+      char label[64];
+      snprintf(label, sizeof(label), "H2 for products of %.0f MB up, A below", mb);
+      beside_a(label, 2, [&] { return graph_h2(2, false, false, false, mb); });
+    }
   }
   if (strchr(which, 'H')) {
     for (uint32_t kib : {0u, 32u, 64u, 96u}) {
