@@ -439,7 +439,8 @@ __global__ void step_kernel_bulk(Step s) {
 // warp a row): the first `hs` bytes of them from the head start, the rest
 // streamed by its warps (kHU 16-byte loads a lane a round, the next round
 // in flight during this one's sums; the first round issued before the
-// wait).
+// wait). A row is whole rounds: cols a multiple of 32 * kHU * 8 (1024),
+// as every matrix of the two shapes is.
 constexpr int kHWarps = 16, kHU = 4;
 
 __device__ __forceinline__ void h_write(const Step &s, uint32_t t, float g, float u) {
