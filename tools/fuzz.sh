@@ -19,6 +19,10 @@
 #                   crash it found; corpus/config_check/untied_lm_head_dropped.bin)
 #   checkpoint_dir  10,000,000 as two 5,000,000-run workers on one corpus
 #                   (3.2k/s each), no crash (before: 2,351,365 at 0.65k/s)
+#   Session 29 (tree 95c714c, FUZZ_SECONDS=600, nice 19, fresh work dirs):
+#                   safetensors 13,762,745 (22.9k/s), config 57,680,080
+#                   (96.0k/s), config_check 23,164,530 (38.5k/s),
+#                   checkpoint_dir 1,447,570 (2.4k/s); no crash
 #   tokenizer       (session 17, 2 shared cores, 10 minutes) 79,678
 #                   executions (130/s: each loads a tokenizer.json); found
 #                   null-pointer arithmetic on all-empty decoded pieces and
