@@ -30,10 +30,10 @@ typedef struct atlas_bpe {
   bool byte_present[256];
 } atlas_bpe;
 
-// Reusable per-call memory and the word cache.
 // The vocabulary's token for `id` and its length, or NULL (no such id).
 const char *atlas_bpe_token(const atlas_bpe *bpe, uint32_t id, size_t *out_len);
 
+// Reusable per-call memory and the word cache.
 typedef struct atlas_bpe_scratch {
   struct atlas_bpe_symbol *symbols;
   size_t symbols_cap;
