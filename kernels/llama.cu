@@ -13,8 +13,9 @@
 //         matvec_add_*: grid ceil(rows * splits / 8), block 256;
 //         gate_up_*: grid ceil(rows / 2), block 64 (any multiple of 32
 //         works); matvec_qkv_*: grid ceil((rows_q + 2 rows_kv) / 8);
-//         matvec_*, matvec_qkv_*, gate_up_* with norm_w != NULL: dynamic
-//         shared memory cols * 4 bytes (x normalised per block)
+//         matvec_qkv_* with norm_w != NULL: dynamic shared memory
+//         cols * 4 bytes (x normalised per block; matvec_* and gate_up_*
+//         normalise per warp and need none)
 //   qkv_rope_*: as matvec_qkv_* (block a multiple of 64 threads, at most
 //         1024)
 //   rope: grid ceil(n_heads * rot_dim / 2 / 256), block 256 (once for q,
@@ -175,6 +176,84 @@ __device__ __forceinline__ float row_dot(const RowRead<T, A> &r, const float *x,
   return acc;
 }
 
+// The RMSNorm folded into a warp's dot products in one pass (gate_up and
+// matvec with norm_w != NULL): W (g * x) * rsqrt(mean(x^2) + eps) is
+// RMSNorm(x) . W up to rounding. Each warp reads all of x anyway (its lanes
+// stride the whole row), so it sums x's squares beside its dots, the same
+// sum in the same order in every warp, and scales once at the end: no
+// block reduction and no copy of x to wait for before the first weights
+// are used, and no launch between the residual add and the product.
+// `out[n]` gets row n's normalised dot, in every lane.
+template <typename T, uint32_t A, uint32_t N>
+__device__ __forceinline__ void rows_dot_norm(float (&out)[N],
+                                              const RowRead<T, A> (&r)[N],
+                                              const float *x, const float *g,
+                                              float eps, uint32_t lane) {
+  constexpr uint32_t V = 16 / sizeof(T);
+  const uint32_t cols = r[0].cols;
+  float acc[N], ss = 0.0f;
+#pragma unroll
+  for (uint32_t n = 0; n < N; ++n) acc[n] = 0.0f;
+  bool wide = ((uintptr_t)g % 16) == 0;
+#pragma unroll
+  for (uint32_t n = 0; n < N; ++n) wide = wide && r[n].wide;
+  if (wide) {
+    const uint32_t n4 = cols / V;
+    // xg = g * x for the V columns of packed slot i; ss += their x^2.
+    auto load = [&](float (&xg)[V], uint32_t i) {
+      const float4 *xv = reinterpret_cast<const float4 *>(x + (size_t)i * V);
+      const float4 *gv = reinterpret_cast<const float4 *>(g + (size_t)i * V);
+#pragma unroll
+      for (uint32_t j = 0; j < V / 4; ++j) {
+        const float4 xx = xv[j], gg = __ldg(gv + j);
+        ss += xx.x * xx.x + xx.y * xx.y + xx.z * xx.z + xx.w * xx.w;
+        xg[4 * j] = gg.x * xx.x, xg[4 * j + 1] = gg.y * xx.y;
+        xg[4 * j + 2] = gg.z * xx.z, xg[4 * j + 3] = gg.w * xx.w;
+      }
+    };
+    auto dot = [&](float a, const uint4 &packed, const float (&xg)[V]) {
+      const T *e = reinterpret_cast<const T *>(&packed);
+#pragma unroll
+      for (uint32_t k = 0; k < V; ++k) a += load_w(e, k) * xg[k];
+      return a;
+    };
+#pragma unroll
+    for (uint32_t j = 0; j < A; ++j) {
+      const uint32_t i = lane + 32 * j;
+      if (i >= n4) break;
+      float xg[V];
+      load(xg, i);
+#pragma unroll
+      for (uint32_t n = 0; n < N; ++n) acc[n] = dot(acc[n], r[n].ahead[j], xg);
+    }
+#pragma unroll(4 / N)
+    for (uint32_t i = lane + 32 * A; i < n4; i += 32) {
+      float xg[V];
+      load(xg, i);
+#pragma unroll
+      for (uint32_t n = 0; n < N; ++n) {
+        acc[n] = dot(acc[n], __ldg(reinterpret_cast<const uint4 *>(r[n].w) + i), xg);
+      }
+    }
+  } else {
+    for (uint32_t k = lane; k < cols; k += 32) {
+      const float xv = x[k];
+      ss += xv * xv;
+      const float xg = g[k] * xv;
+#pragma unroll
+      for (uint32_t n = 0; n < N; ++n) acc[n] += load_w(r[n].w, k) * xg;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    ss += __shfl_xor_sync(0xffffffffu, ss, o);
+#pragma unroll
+    for (uint32_t n = 0; n < N; ++n) acc[n] += __shfl_xor_sync(0xffffffffu, acc[n], o);
+  }
+  const float scale = rsqrtf(ss / cols + eps);
+#pragma unroll
+  for (uint32_t n = 0; n < N; ++n) out[n] = acc[n] * scale;
+}
+
 // 32 floats of shared memory a block: staged_x's block reduction and, once
 // that is done, qkv_rope's pair exchange; matvec_add's row parts. One array
 // for all, so a folded launch needs no more than x and these 32 floats
@@ -184,16 +263,16 @@ __device__ __forceinline__ float *block_scratch() {
   return scratch;
 }
 
-// The RMSNorm folded into the products that read it (matvec, matvec_qkv,
-// gate_up with norm_w != NULL): after the wait, each block reads x, sums its
+// The RMSNorm folded into q/k/v's products (matvec_qkv, qkv_rope with
+// norm_w != NULL): after the wait, each block reads x, sums its
 // squares (a block reduction) and writes xs[i] = norm_w[i] * (x[i] * scale),
 // scale = rsqrtf(sum / cols + eps) (the rmsnorm kernel's formula), into
 // `cols` floats of dynamic shared memory; every warp then dots its rows
 // against that copy. Every block normalises on its own, so no launch (and
 // no round trip through memory) sits between the residual add and the
-// product; x and norm_w come from L2 once per block, not once per warp (a
-// per-warp variant, each warp reading the norm weights beside x, measured
-// 11% slower on the 8B shape). The weights' first loads (row_begin) still
+// product; x and norm_w come from L2 once per block, not once per warp (for
+// q/k/v a per-warp variant, each warp reading the norm weights beside x,
+// measured 11% slower on the 8B shape). The weights' first loads (row_begin) still
 // go out before the wait. Every thread of the block must call this (it
 // syncs), rows past the end included. Returns the vector to dot with: the
 // shared copy, or x itself when norm_w is NULL.
@@ -301,12 +380,19 @@ __device__ void matvec(float *out, const T *w, const float *x, uint32_t rows,
   uint32_t lane = threadIdx.x % 32;
   RowRead<T, 4> r;
   if (row < rows) {
-    row_begin(r, w + (size_t)row * cols, x_is_wide(x, norm_w), cols, lane);
+    row_begin(r, w + (size_t)row * cols, ((uintptr_t)x % 16) == 0, cols, lane);
   }
   atlas_overlap_begin();
-  const float *xd = staged_x(x, norm_w, eps, cols);
   if (row >= rows) return;
-  float acc = row_dot(r, xd, lane);
+  float acc;
+  if (norm_w != nullptr) {
+    const RowRead<T, 4> rs[1] = {r};
+    float o[1];
+    rows_dot_norm(o, rs, x, norm_w, eps, lane);
+    acc = o[0];
+  } else {
+    acc = row_dot(r, x, lane);
+  }
   if (lane == 0) out[row] = acc;
 }
 
@@ -377,25 +463,31 @@ __device__ void matvec_add(float *x, const T *w, const float *in,
 
 // out[row] = silu(gate row . x (+ bias)) * (up row . x (+ bias)): the MLP's
 // two products and its activation in one pass, with the FFN's RMSNorm
-// folded in when norm_w != NULL (staged_x: once per block, into shared
-// memory, after the weights' first loads are out).
+// folded in when norm_w != NULL (rows_dot_norm: both rows share each load
+// of x and the norm weights).
 template <typename T>
 __device__ void gate_up(float *out, const T *wg, const T *wu, const float *bg,
                         const float *bu, const float *x, uint32_t rows,
                         uint32_t cols, const float *norm_w, float eps) {
   uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   uint32_t lane = threadIdx.x % 32;
-  RowRead<T, 2> rg, ru;
+  RowRead<T, 2> r[2];
   if (row < rows) {
-    const bool x_wide = x_is_wide(x, norm_w);
-    row_begin(rg, wg + (size_t)row * cols, x_wide, cols, lane);
-    row_begin(ru, wu + (size_t)row * cols, x_wide, cols, lane);
+    const bool x_wide = ((uintptr_t)x % 16) == 0;
+    row_begin(r[0], wg + (size_t)row * cols, x_wide, cols, lane);
+    row_begin(r[1], wu + (size_t)row * cols, x_wide, cols, lane);
   }
   atlas_overlap_begin();
-  const float *xd = staged_x(x, norm_w, eps, cols);
   if (row >= rows) return;
-  float g = row_dot(rg, xd, lane);
-  float u = row_dot(ru, xd, lane);
+  float g, u;
+  if (norm_w != nullptr) {
+    float o[2];
+    rows_dot_norm(o, r, x, norm_w, eps, lane);
+    g = o[0], u = o[1];
+  } else {
+    g = row_dot(r[0], x, lane);
+    u = row_dot(r[1], x, lane);
+  }
   if (lane == 0) {
     if (bg != nullptr) g = g + bg[row];
     if (bu != nullptr) u = u + bu[row];

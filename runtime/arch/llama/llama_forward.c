@@ -49,8 +49,9 @@ static atlas_status rmsnorm(const atlas_llama_ctx *ctx, float *out,
 }
 
 // What a product reads: `x` as is (`norm` NULL), or RMSNorm(x) with the
-// weights `norm`, formed inside the product's launch: each block normalises
-// x into `shared` bytes of dynamic shared memory (llama.cu, staged_x).
+// weights `norm`, formed inside the product's launch: by each warp beside
+// its dots (matvec, gate_up: `shared` 0), or by each block into `shared`
+// bytes of dynamic shared memory (matvec_qkv, qkv_rope: llama.cu, staged_x).
 typedef struct product_input {
   const float *x, *norm;
   uint32_t shared;
@@ -62,20 +63,34 @@ typedef struct product_input {
 #define SHARED_PLAIN_MAX ((uint64_t)48 * 1024)
 #define NORM_OWN_SHARED ((uint64_t)32 * sizeof(float))
 
-// The normalised hidden state (scratch->x) for the products that read it:
-// folded into them (`fold`, and x fits in shared memory), which saves a
-// launch and a round trip through memory; otherwise the rmsnorm launch into
-// scratch->xb, read as is.
+// RMSNorm(scratch->x) by the rmsnorm launch into scratch->xb, read as is.
+static atlas_status norm_launch(const atlas_llama_ctx *ctx, const float *norm,
+                                product_input *out) {
+  atlas_llama_scratch *s = ctx->scratch;
+  *out = (product_input){s->xb, NULL, 0};
+  return rmsnorm(ctx, s->xb, s->x, norm);
+}
+
+// The normalised hidden state (scratch->x) for q/k/v's one launch: staged
+// by each block where x fits in shared memory, which saves a launch and a
+// round trip through memory; otherwise the rmsnorm launch into scratch->xb,
+// read as is.
 static atlas_status norm_input(const atlas_llama_ctx *ctx, const float *norm,
-                               bool fold, product_input *out) {
+                               product_input *out) {
   atlas_llama_scratch *s = ctx->scratch;
   uint64_t bytes = (uint64_t)ctx->config->hidden_size * sizeof(float);
-  if (fold && bytes + NORM_OWN_SHARED <= SHARED_PLAIN_MAX) {
+  if (bytes + NORM_OWN_SHARED <= SHARED_PLAIN_MAX) {
     *out = (product_input){s->x, norm, (uint32_t)bytes};
     return ATLAS_OK;
   }
-  *out = (product_input){s->xb, NULL, 0};
-  return rmsnorm(ctx, s->xb, s->x, norm);
+  return norm_launch(ctx, norm, out);
+}
+
+// RMSNorm(x) with the weights `norm` for gate_up and matvec: each warp
+// normalises in the same pass as its dot products (llama.cu,
+// rows_dot_norm), so nothing is staged and no launch comes between.
+static product_input norm_in_warps(const atlas_llama_ctx *ctx, const float *norm) {
+  return (product_input){ctx->scratch->x, norm, 0};
 }
 
 static atlas_status matvec(const atlas_llama_ctx *ctx, float *out,
@@ -190,14 +205,15 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   void *vc = atlas_llama_kv_layer(m->kv, m->kv->values, layer_off);
 
   float eps = (float)c->rms_norm_eps;
-  // The separate products (mixed dtypes) read one rmsnorm launch's output.
+  // q, k and v in one launch (one dtype) stage the norm a block at a time;
+  // separate products (mixed dtypes) normalise a warp at a time.
   bool qkv_one = L->wk.dtype == L->wq.dtype && L->wv.dtype == L->wq.dtype;
   // RoPE joins the products' launch unless a per-head norm (Qwen3's q_norm,
   // k_norm) must come between.
   bool fused = qkv_one && L->q_norm == NULL && L->k_norm == NULL &&
                head_dim % 2 == 0 && m->rot_dim % 2 == 0;
-  product_input in;
-  ATLAS_RETURN_IF_ERROR(norm_input(ctx, L->attn_norm, qkv_one, &in));
+  product_input in = norm_in_warps(ctx, L->attn_norm);
+  if (qkv_one) ATLAS_RETURN_IF_ERROR(norm_input(ctx, L->attn_norm, &in));
   if (fused) {
     ATLAS_RETURN_IF_ERROR(qkv_rope(m, L, &in, kc, vc));
   } else if (qkv_one) {
@@ -244,10 +260,11 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
 
   int64_t inter = c->intermediate_size;
   bool gate_up_one = L->w_up.dtype == L->w_gate.dtype;
-  // Not folded: gate_up's many blocks (1792 on the 8B shape) each
-  // normalising x cost more than the launch saved (H200, context 128: 8B
-  // 4.90 ms folded vs 4.82 with the rmsnorm launch; 1B no difference).
-  ATLAS_RETURN_IF_ERROR(norm_input(ctx, L->ffn_norm, false, &in));
+  // The FFN norm a warp at a time, in gate_up's pass (H200, context 128,
+  // session 30: 1B 0.833 ms a step against 0.858 with the rmsnorm launch,
+  // 8B 4.208 against 4.281; staged a block at a time it cost, 8B 4.90
+  // against 4.82).
+  in = norm_in_warps(ctx, L->ffn_norm);
   if (gate_up_one) {
     // Gate and up with their biases, SiLU (and the norm): one launch, two
     // rows a block (H200, context 128, calls 5 and 6: 8B 4.50-4.52 ms, 1B
@@ -283,10 +300,13 @@ static atlas_status step_body(const atlas_llama_model *m) {
     ATLAS_RETURN_IF_ERROR(atlas_status_annotate(layer(m, &w->layers[l], l),
                                                 "layer %lld", (long long)l));
   }
-  // The final norm stays a launch: folded, each of the logits' 16000 blocks
-  // normalised x (H200: 1B 1.03 ms a step folded vs 1.01 not).
+  // The final norm stays a launch. Folded into the logits it cost more
+  // than the launch on the 1B shape (H200, context 128): staged, each of
+  // 16000 blocks normalising x, 1.03 ms a step against 1.01; a warp at a
+  // time, 0.904 against 0.858 (each warp reads x and the norm weights, four
+  // times its row's bytes, from L1).
   product_input in;
-  ATLAS_RETURN_IF_ERROR(norm_input(&m->ctx, w->final_norm, false, &in));
+  ATLAS_RETURN_IF_ERROR(norm_launch(&m->ctx, w->final_norm, &in));
   ATLAS_RETURN_IF_ERROR(
       matvec(&m->ctx, s->logits, &w->lm_head, &in, c->vocab_size, c->hidden_size));
   // The argmax also writes the next step's token and position, so greedy
