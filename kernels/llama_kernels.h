@@ -9,12 +9,13 @@
 //       NULL, else RMSNorm(x) with weights norm_w (cols f32) and eps, each
 //       element norm_w[c] * (x[c] * scale) as rmsnorm forms it: the host
 //       twin equals rmsnorm then the product bit for bit; CUDA normalises
-//       per block into cols * 4 bytes of dynamic shared memory, which the
-//       launch must give (llama.cu).
+//       in each warp beside its dots and scales after them (llama.cu,
+//       rows_dot_norm: no shared memory)
 //   matvec_qkv_{t}(q, k, v, wq, wk, wv, bq, bk, bv, x, rows_q, rows_kv, cols,
 //                  norm_w, eps)                         "ppppppppppuuupf"
 //       q = wq x' (+ bq), k = wk x' (+ bk), v = wv x' (+ bv); biases may be
-//       NULL; x' as for matvec
+//       NULL; x' as for matvec, but CUDA normalises per block into cols * 4
+//       bytes of dynamic shared memory, which the launch must give
 //   qkv_rope_{t}_{c}(q, k_cache, v_cache, wq, wk, wv, bq, bk, bv, x, rows_q,
 //                    rows_kv, cols, norm_w, eps, inv_freq, head_dim,
 //                    rot_dim, step, attention_factor)
@@ -28,7 +29,8 @@
 //   gate_up_{t}(out, w_gate, w_up, b_gate, b_up, x, rows, cols, norm_w, eps)
 //                                                            "ppppppuupf"
 //       out[r] = silu(g) * u, g = (w_gate x')[r] (+ b_gate[r]),
-//       u = (w_up x')[r] (+ b_up[r]); x' as for matvec
+//       u = (w_up x')[r] (+ b_up[r]); x' as for matvec (CUDA: per warp, no
+//       shared memory)
 //   rope(x, inv_freq, n_heads, head_dim, rot_dim, pos, attention_factor)
 //                                                            "ppuuuuf"
 //       x is [n_heads][head_dim] (q or k); inv_freq holds rot_dim / 2 f32
