@@ -16,8 +16,8 @@
 //         matvec_qkv_* with norm_w != NULL: dynamic shared memory
 //         cols * 4 bytes (x normalised per block; matvec_* and gate_up_*
 //         normalise per warp and need none)
-//   qkv_rope_*: as matvec_qkv_* (block a multiple of 64 threads, at most
-//         1024)
+//   qkv_rope_*: grid ceil((rows_q + 2 rows_kv) / 16), block 256 (a rope
+//         pair a warp; any multiple of 32 threads works), no shared memory
 //   rope: grid ceil(n_heads * rot_dim / 2 / 256), block 256 (once for q,
 //         once for k)
 //   attention: grid n_heads, block 256
@@ -254,8 +254,8 @@ __device__ __forceinline__ void rows_dot_norm(float (&out)[N],
   for (uint32_t n = 0; n < N; ++n) out[n] = acc[n] * scale;
 }
 
-// 32 floats of shared memory a block: staged_x's block reduction and, once
-// that is done, qkv_rope's pair exchange; matvec_add's row parts. One array
+// 32 floats of shared memory a block: staged_x's block reduction;
+// matvec_add's row parts. One array
 // for all, so a folded launch needs no more than x and these 32 floats
 // (llama_forward.c sizes the fold's limit by them).
 __device__ __forceinline__ float *block_scratch() {
@@ -263,8 +263,7 @@ __device__ __forceinline__ float *block_scratch() {
   return scratch;
 }
 
-// The RMSNorm folded into q/k/v's products (matvec_qkv, qkv_rope with
-// norm_w != NULL): after the wait, each block reads x, sums its
+// The RMSNorm folded into matvec_qkv (norm_w != NULL): after the wait, each block reads x, sums its
 // squares (a block reduction) and writes xs[i] = norm_w[i] * (x[i] * scale),
 // scale = rsqrtf(sum / cols + eps) (the rmsnorm kernel's formula), into
 // `cols` floats of dynamic shared memory; every warp then dots its rows
@@ -594,16 +593,17 @@ __device__ void rope_store(float *q, const float *k, const float *v, C *kc,
 // matvec_qkv and rope_store in one launch (the decode step of a model
 // without per-head q/k norms): q, k and v of this token, RoPE at step[1] on
 // q (written to q) and k, and k and v stored into that position's cache
-// rows. A warp still computes one row; the two warps of a rotated pair
-// (rows i and i + rot_dim / 2 of a head) sit in the same block, and the
-// second hands its dot product to the first through shared memory. Rows
-// past rot_dim in a head, and v's rows, are taken two by two and written by
-// their own warp. Leaving rope_store's 32 launches out of the 8B shape's
-// step saved 0.15 ms on the H200; this fusion, 0.03-0.05 ms.
+// rows. A warp computes a rotated pair (rows i and i + rot_dim / 2 of a
+// head) and rotates it itself; rows past rot_dim in a head, and v's rows,
+// are taken two by two. The attention's RMSNorm (norm_w != NULL) is folded
+// in a warp at a time (rows_dot_norm: the pair shares each load of x and
+// the norm weights), so no shared memory and no barrier. Leaving
+// rope_store's 32 launches out of the 8B shape's step saved 0.15 ms on the
+// H200; this fusion, 0.03-0.05 ms.
 //
 // Tasks: rows_q / 2 for q, then rows_kv / 2 for k, then rows_kv / 2 for v;
-// a block of W warps runs W / 2 tasks, warp w doing task w % (W / 2) as
-// member w / (W / 2). head_dim and rot_dim are even (checked by the host).
+// warp w of block b takes task b * W + w (W warps a block). head_dim and
+// rot_dim are even (checked by the host).
 template <typename T, typename C>
 __device__ void qkv_rope(float *q, C *kc, C *vc, const T *wq, const T *wk,
                          const T *wv, const float *bq, const float *bk,
@@ -612,13 +612,10 @@ __device__ void qkv_rope(float *q, C *kc, C *vc, const T *wq, const T *wk,
                          float eps, const float *inv_freq, uint32_t head_dim,
                          uint32_t rot_dim, const uint32_t *step,
                          float attention_factor) {
-  // Read only after staged_x's last sync (block_scratch).
-  float *partner = block_scratch();
-  const uint32_t pairs = blockDim.x / 64, warp = threadIdx.x / 32;
-  const uint32_t lane = threadIdx.x % 32, slot = warp % pairs;
-  const uint32_t member = warp / pairs;
-  uint32_t task = blockIdx.x * pairs + slot;
-  // Which of the three (0 q, 1 k, 2 v), the row, and whether it rotates.
+  const uint32_t lane = threadIdx.x % 32;
+  uint32_t task = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  // Which of the three (0 q, 1 k, 2 v), the pair's rows, and whether they
+  // rotate.
   uint32_t which = 0, row = 0, j = 0;
   bool rotated = false;
   const T *w = wq;
@@ -628,45 +625,41 @@ __device__ void qkv_rope(float *q, C *kc, C *vc, const T *wq, const T *wk,
     which = 1, w = wk;
     if (task >= rows_kv / 2) task -= rows_kv / 2, which = 2, w = wv;
   }
-  const bool live = which < 2 || task < rows_kv / 2;
+  if (which == 2 && task >= rows_kv / 2) return;  // past the end: no wait
   if (which < 2) {
     const uint32_t h = task / hh;
     j = task % hh;
     rotated = j < rh;
-    row = h * head_dim + (rotated ? j + member * rh : rot_dim + 2 * (j - rh) + member);
+    row = h * head_dim + (rotated ? j : rot_dim + 2 * (j - rh));
   } else {
-    row = 2 * task + member;
+    row = 2 * task;
   }
-  RowRead<T, 4> r;
-  if (live) row_begin(r, w + (size_t)row * cols, x_is_wide(x, norm_w), cols, lane);
+  const uint32_t row2 = rotated ? row + rh : row + 1;
+  RowRead<T, 2> r[2];
+  const bool x_wide = ((uintptr_t)x % 16) == 0;
+  row_begin(r[0], w + (size_t)row * cols, x_wide, cols, lane);
+  row_begin(r[1], w + (size_t)row2 * cols, x_wide, cols, lane);
   atlas_overlap_begin();
-  const float *xd = staged_x(x, norm_w, eps, cols);
-  float acc = 0.0f;
-  if (live) {
-    acc = row_dot(r, xd, lane);
-    const float *b = which == 0 ? bq : which == 1 ? bk : bv;
-    if (b != nullptr) acc += b[row];
+  float acc[2];
+  if (norm_w != nullptr) {
+    rows_dot_norm(acc, r, x, norm_w, eps, lane);
+  } else {
+    acc[0] = row_dot(r[0], x, lane);
+    acc[1] = row_dot(r[1], x, lane);
   }
-  if (rotated && member == 1 && lane == 0) partner[slot] = acc;
-  __syncthreads();
-  if (!live || lane != 0) return;
+  if (lane != 0) return;
+  const float *b = which == 0 ? bq : which == 1 ? bk : bv;
+  if (b != nullptr) acc[0] += b[row], acc[1] += b[row2];
   const uint32_t pos = step[1];
   const size_t at = (size_t)pos * rows_kv;
-  if (!rotated) {
-    if (which == 0) q[row] = acc;
-    if (which == 1) store_kv(kc, at + row, acc);
-    if (which == 2) store_kv(vc, at + row, acc);
-    return;
-  }
-  if (member == 1) return;
-  float y0, y1;
-  rotate(acc, partner[slot], inv_freq[j], pos, attention_factor, &y0, &y1);
+  if (rotated) rotate(acc[0], acc[1], inv_freq[j], pos, attention_factor, &acc[0], &acc[1]);
   if (which == 0) {
-    q[row] = y0;
-    q[row + rh] = y1;
+    q[row] = acc[0];
+    q[row2] = acc[1];
   } else {
-    store_kv(kc, at + row, y0);
-    store_kv(kc, at + row + rh, y1);
+    C *cache = which == 1 ? kc : vc;
+    store_kv(cache, at + row, acc[0]);
+    store_kv(cache, at + row2, acc[1]);
   }
 }
 

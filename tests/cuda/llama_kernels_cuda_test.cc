@@ -389,8 +389,8 @@ TEST_F(LlamaKernelsCuda, QkvRope) {
       void *kc = s.Upload(nan.data(), nan.size()), *vc = s.Upload(nan.data(), nan.size());
       // Offset so that position `pos` lands in row `row`.
       ptrdiff_t shift = ((ptrdiff_t)row - (ptrdiff_t)pos) * rkv * (ptrdiff_t)es;
-      s.LaunchShared(("qkv_rope_" + wt + "_" + kt).c_str(), Blocks(rq + 2 * rkv, 8),
-                     256, fold ? cols * 4 : 0,
+      s.LaunchShared(("qkv_rope_" + wt + "_" + kt).c_str(), Blocks(rq + 2 * rkv, 16),
+                     256, 0,
                      {ATLAS_ARG_PTR(q), ATLAS_ARG_PTR((char *)kc + shift),
                       ATLAS_ARG_PTR((char *)vc + shift), ATLAS_ARG_PTR(dq),
                       ATLAS_ARG_PTR(dk), ATLAS_ARG_PTR(dv), ATLAS_ARG_PTR(db1),

@@ -174,8 +174,8 @@ static atlas_status qkv_rope(const atlas_llama_model *m, const atlas_llama_layer
                       F(m->attention_factor)};
   const atlas_kernel *k = ctx->ops.qkv_rope[atlas_llama_wtype_of(m->kv->dtype)]
                                            [atlas_llama_wtype_of(L->wq.dtype)];
-  return launch_shared(ctx, k, blocks((uint64_t)q_dim + 2 * (uint64_t)kv_dim, 8),
-                       256, in->shared, args, COUNT(args));
+  return launch(ctx, k, blocks((uint64_t)q_dim + 2 * (uint64_t)kv_dim, 16), 256,
+                args, COUNT(args));
 }
 
 // x += W in (+ bias), one launch; `splits` warps a row (add_splits).
@@ -205,15 +205,16 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   void *vc = atlas_llama_kv_layer(m->kv, m->kv->values, layer_off);
 
   float eps = (float)c->rms_norm_eps;
-  // q, k and v in one launch (one dtype) stage the norm a block at a time;
-  // separate products (mixed dtypes) normalise a warp at a time.
+  // matvec_qkv (q, k and v of one dtype, RoPE apart) stages the norm a
+  // block at a time; qkv_rope and separate products (mixed dtypes)
+  // normalise a warp at a time.
   bool qkv_one = L->wk.dtype == L->wq.dtype && L->wv.dtype == L->wq.dtype;
   // RoPE joins the products' launch unless a per-head norm (Qwen3's q_norm,
   // k_norm) must come between.
   bool fused = qkv_one && L->q_norm == NULL && L->k_norm == NULL &&
                head_dim % 2 == 0 && m->rot_dim % 2 == 0;
   product_input in = norm_in_warps(ctx, L->attn_norm);
-  if (qkv_one) ATLAS_RETURN_IF_ERROR(norm_input(ctx, L->attn_norm, &in));
+  if (qkv_one && !fused) ATLAS_RETURN_IF_ERROR(norm_input(ctx, L->attn_norm, &in));
   if (fused) {
     ATLAS_RETURN_IF_ERROR(qkv_rope(m, L, &in, kc, vc));
   } else if (qkv_one) {
