@@ -176,8 +176,8 @@ __device__ __forceinline__ float row_dot(const RowRead<T, A> &r, const float *x,
   return acc;
 }
 
-// The RMSNorm folded into a warp's dot products in one pass (gate_up and
-// matvec with norm_w != NULL): W (g * x) * rsqrt(mean(x^2) + eps) is
+// The RMSNorm folded into a warp's dot products in one pass (gate_up,
+// qkv_rope and matvec with norm_w != NULL): W (g * x) * rsqrt(mean(x^2) + eps) is
 // RMSNorm(x) . W up to rounding. Each warp reads all of x anyway (its lanes
 // stride the whole row), so it sums x's squares beside its dots, the same
 // sum in the same order in every warp, and scales once at the end: no
@@ -255,24 +255,25 @@ __device__ __forceinline__ void rows_dot_norm(float (&out)[N],
 }
 
 // 32 floats of shared memory a block: staged_x's block reduction;
-// matvec_add's row parts. One array
-// for all, so a folded launch needs no more than x and these 32 floats
-// (llama_forward.c sizes the fold's limit by them).
+// matvec_add's row parts. One array for all, so a folded launch needs no
+// more than x and these 32 floats (llama_forward.c sizes the fold's limit
+// by them).
 __device__ __forceinline__ float *block_scratch() {
   __shared__ float scratch[32];
   return scratch;
 }
 
-// The RMSNorm folded into matvec_qkv (norm_w != NULL): after the wait, each block reads x, sums its
+// The RMSNorm folded into matvec_qkv (norm_w != NULL; the path of Qwen3's
+// per-head q/k norms): after the wait, each block reads x, sums its
 // squares (a block reduction) and writes xs[i] = norm_w[i] * (x[i] * scale),
 // scale = rsqrtf(sum / cols + eps) (the rmsnorm kernel's formula), into
 // `cols` floats of dynamic shared memory; every warp then dots its rows
 // against that copy. Every block normalises on its own, so no launch (and
 // no round trip through memory) sits between the residual add and the
-// product; x and norm_w come from L2 once per block, not once per warp (for
-// q/k/v a per-warp variant, each warp reading the norm weights beside x,
-// measured 11% slower on the 8B shape). The weights' first loads (row_begin) still
-// go out before the wait. Every thread of the block must call this (it
+// product. qkv_rope and gate_up normalise a warp at a time instead
+// (rows_dot_norm), which took the 8B step 3.6% and the 1B step 2.6% faster
+// on the H200 (session 30). The weights' first loads (row_begin) still go
+// out before the wait. Every thread of the block must call this (it
 // syncs), rows past the end included. Returns the vector to dot with: the
 // shared copy, or x itself when norm_w is NULL.
 __device__ __forceinline__ const float *staged_x(const float *x,

@@ -50,8 +50,8 @@ static atlas_status rmsnorm(const atlas_llama_ctx *ctx, float *out,
 
 // What a product reads: `x` as is (`norm` NULL), or RMSNorm(x) with the
 // weights `norm`, formed inside the product's launch: by each warp beside
-// its dots (matvec, gate_up: `shared` 0), or by each block into `shared`
-// bytes of dynamic shared memory (matvec_qkv, qkv_rope: llama.cu, staged_x).
+// its dots (matvec, gate_up, qkv_rope: `shared` 0), or by each block into
+// `shared` bytes of dynamic shared memory (matvec_qkv: llama.cu, staged_x).
 typedef struct product_input {
   const float *x, *norm;
   uint32_t shared;
@@ -71,7 +71,7 @@ static atlas_status norm_launch(const atlas_llama_ctx *ctx, const float *norm,
   return rmsnorm(ctx, s->xb, s->x, norm);
 }
 
-// The normalised hidden state (scratch->x) for q/k/v's one launch: staged
+// The normalised hidden state (scratch->x) for matvec_qkv: staged
 // by each block where x fits in shared memory, which saves a launch and a
 // round trip through memory; otherwise the rmsnorm launch into scratch->xb,
 // read as is.
@@ -86,8 +86,8 @@ static atlas_status norm_input(const atlas_llama_ctx *ctx, const float *norm,
   return norm_launch(ctx, norm, out);
 }
 
-// RMSNorm(x) with the weights `norm` for gate_up and matvec: each warp
-// normalises in the same pass as its dot products (llama.cu,
+// RMSNorm(x) with the weights `norm` for gate_up, qkv_rope and matvec:
+// each warp normalises in the same pass as its dot products (llama.cu,
 // rows_dot_norm), so nothing is staged and no launch comes between.
 static product_input norm_in_warps(const atlas_llama_ctx *ctx, const float *norm) {
   return (product_input){ctx->scratch->x, norm, 0};
@@ -262,8 +262,8 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   int64_t inter = c->intermediate_size;
   bool gate_up_one = L->w_up.dtype == L->w_gate.dtype;
   // The FFN norm a warp at a time, in gate_up's pass (H200, context 128,
-  // session 30: 1B 0.833 ms a step against 0.858 with the rmsnorm launch,
-  // 8B 4.208 against 4.281; staged a block at a time it cost, 8B 4.90
+  // session 30: 1B 0.832 ms a step against 0.855 with the rmsnorm launch,
+  // 8B 4.162 against 4.239; staged a block at a time it cost, 8B 4.90
   // against 4.82).
   in = norm_in_warps(ctx, L->ffn_norm);
   if (gate_up_one) {
