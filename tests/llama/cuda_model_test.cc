@@ -99,10 +99,10 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CudaModel,
                          ::testing::Values(ATLAS_DTYPE_F32, ATLAS_DTYPE_F16,
                                            ATLAS_DTYPE_BF16));
 
-// The q/k/v product normalises the hidden state in shared memory while it
-// fits 48 KiB beside its own 128 bytes (hidden 12256 is the widest that
-// does) and leaves it to a separate rmsnorm launch past that (12288): a
-// wrong limit fails the launch on the GPU. Both against the host backend.
+// qkv_rope and gate_up normalise the hidden state a warp at a time, with no
+// shared memory, at any width: hidden 12256 (the widest a block-staged copy
+// fits, in 48 KiB beside 128 bytes) and 12288 (past it) both against the
+// host backend, which runs rmsnorm then the products.
 TEST(CudaModelWide, BothSidesOfTheFoldedNormLimitMatchTheHostBackend) {
   REQUIRE_CUDA();
   for (int64_t hidden : {12256, 12288}) {
