@@ -74,6 +74,7 @@ uint16_t atlas_make_checkpoint_f32_to_f16(float value) {
 typedef struct gen_tensor {
   char name[128];
   atlas_llama_weight weight;
+  atlas_dtype dtype;
   int64_t shape[2];
   int rank;
   void *data;
@@ -130,8 +131,8 @@ static bool is_norm(atlas_llama_weight w) {
 }
 
 // Fills one tensor from its own stream, so values do not depend on sharding.
-static atlas_status fill_tensor(gen_tensor *t, uint64_t seed, size_t index,
-                                atlas_dtype dtype) {
+static atlas_status fill_tensor(gen_tensor *t, uint64_t seed, size_t index) {
+  atlas_dtype dtype = t->dtype;
   uint64_t elements = (uint64_t)t->shape[0] *
                       (uint64_t)(t->rank == 2 ? t->shape[1] : 1);
   size_t esize = atlas_dtype_size(dtype);
@@ -212,8 +213,7 @@ static char *join(const char *dir, const char *name) {
 }
 
 static atlas_status write_shard(const char *dir, const char *file_name,
-                                const gen_tensor *t, size_t count,
-                                atlas_dtype dtype) {
+                                const gen_tensor *t, size_t count) {
   atlas_safetensors_write_tensor *w = calloc(count ? count : 1, sizeof(*w));
   char *path = join(dir, file_name);
   atlas_status status = ATLAS_OK;
@@ -222,7 +222,7 @@ static atlas_status write_shard(const char *dir, const char *file_name,
   } else {
     for (size_t i = 0; i < count; ++i) {
       w[i].name = t[i].name;
-      w[i].dtype = dtype;
+      w[i].dtype = t[i].dtype;
       w[i].rank = t[i].rank;
       w[i].shape[0] = t[i].shape[0];
       w[i].shape[1] = t[i].shape[1];
@@ -246,8 +246,7 @@ static atlas_status write_weights(const atlas_make_checkpoint_options *o,
                              shards, count);
   }
   if (shards <= 1) {
-    return write_shard(o->out_dir, ATLAS_CHECKPOINT_SINGLE_FILE, t, count,
-                       o->dtype);
+    return write_shard(o->out_dir, ATLAS_CHECKPOINT_SINGLE_FILE, t, count);
   }
   json_t *map = json_object();
   uint64_t total = 0;
@@ -258,7 +257,7 @@ static atlas_status write_weights(const atlas_make_checkpoint_options *o,
     snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors", s + 1,
              shards);
     atlas_status status =
-        write_shard(o->out_dir, name, t + begin, end - begin, o->dtype);
+        write_shard(o->out_dir, name, t + begin, end - begin);
     if (status != ATLAS_OK) {
       json_decref(map);
       return status;
@@ -267,7 +266,7 @@ static atlas_status write_weights(const atlas_make_checkpoint_options *o,
       json_object_set_new(map, t[i].name, json_string(name));
       total += (uint64_t)t[i].shape[0] *
                (uint64_t)(t[i].rank == 2 ? t[i].shape[1] : 1) *
-               atlas_dtype_size(o->dtype);
+               atlas_dtype_size(t[i].dtype);
     }
     begin = end;
   }
@@ -301,8 +300,12 @@ atlas_status atlas_make_checkpoint_write(
   size_t count = 0;
   ATLAS_RETURN_IF_ERROR(list_tensors(&o->config, &t, &count));
   atlas_status status = ATLAS_OK;
+  atlas_dtype other = o->dtype == ATLAS_DTYPE_F32 ? ATLAS_DTYPE_BF16 : ATLAS_DTYPE_F32;
   for (size_t i = 0; status == ATLAS_OK && i < count; ++i) {
-    status = fill_tensor(&t[i], o->seed, i, o->dtype);
+    bool mixed = o->mixed_dtypes && (t[i].weight == ATLAS_LLAMA_K_PROJ ||
+                                     t[i].weight == ATLAS_LLAMA_UP_PROJ);
+    t[i].dtype = mixed ? other : o->dtype;
+    status = fill_tensor(&t[i], o->seed, i);
   }
   if (status == ATLAS_OK) status = write_weights(o, t, count);
   char *config_path = join(o->out_dir, "config.json");

@@ -26,6 +26,9 @@ typedef struct atlas_make_checkpoint_options {
   uint64_t seed;
   atlas_llama_config config;  // tie_word_embeddings: lm_head omitted
   atlas_dtype dtype;
+  // k_proj and up_proj in another type (F32; BF16 when dtype is F32): the
+  // layers then run q/k/v and gate/up as separate products.
+  bool mixed_dtypes;
   int shards;                 // 1: model.safetensors; N > 1: sharded + index
 } atlas_make_checkpoint_options;
 

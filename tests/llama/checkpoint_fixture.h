@@ -16,7 +16,7 @@
 inline std::string MakeCheckpoint(const std::string &leaf, const char *preset,
                                   uint64_t seed, atlas_dtype dtype,
                                   bool tied = false, int shards = 1,
-                                  int64_t vocab = 0) {
+                                  int64_t vocab = 0, bool mixed_dtypes = false) {
   const char *tmp = getenv("TEST_TMPDIR");
   std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + leaf;
   atlas_make_checkpoint_options o{};
@@ -26,6 +26,7 @@ inline std::string MakeCheckpoint(const std::string &leaf, const char *preset,
   o.config.tie_word_embeddings = tied;
   if (vocab > 0) o.config.vocab_size = vocab;
   o.dtype = dtype;
+  o.mixed_dtypes = mixed_dtypes;
   o.shards = shards;
   EXPECT_OK(atlas_make_checkpoint_write(&o));
   return dir;

@@ -95,6 +95,15 @@ TEST_P(CudaModel, MatchesTheHostBackend) {
   atlas_sweep_result_free(&r.sweep);
 }
 
+// k_proj and up_proj in another type: q/k/v and gate/up as separate
+// products (matvec, the norm a warp at a time), against the host backend.
+TEST_P(CudaModel, MixedWeightTypesMatchTheHostBackend) {
+  REQUIRE_CUDA();
+  std::string dir = MakeCheckpoint("atlas_cuda_mixed" + std::to_string(GetParam()), "small",
+                                   6, GetParam(), false, 1, 0, true);
+  ExpectCudaMatchesHost(dir, 1e-4, nullptr);
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaModel,
                          ::testing::Values(ATLAS_DTYPE_F32, ATLAS_DTYPE_F16,
                                            ATLAS_DTYPE_BF16));

@@ -271,6 +271,32 @@ TEST(Llama, WideHiddenStatesOnBothSidesOfTheFoldedNormLimit) {
       << "12256: " << launches[0] << " launches a step, 12288: " << launches[1];
 }
 
+// k_proj and up_proj in another type than the rest: the step runs q, k and
+// v as three products and gate and up as two, each normalising its input a
+// warp at a time (more launches than one type's fused step), against the
+// reference.
+TEST(Llama, LayersOfMixedWeightTypesMatchTheReference) {
+  for (atlas_dtype dtype : {ATLAS_DTYPE_BF16, ATLAS_DTYPE_F32}) {
+    SCOPED_TRACE("dtype " + std::to_string(dtype));
+    uint64_t launches[2] = {0, 0};
+    for (bool mixed : {false, true}) {
+      std::string dir = MakeCheckpoint(
+          "mixed_" + std::to_string(dtype) + (mixed ? "_yes" : "_no"), "tiny", 11, dtype,
+          false, 1, 0, mixed);
+      ExpectMatchesReference(dir);
+      Loaded m;
+      m.Open(dir);
+      ASSERT_NE(m.model, nullptr);
+      ASSERT_OK(atlas_llama_set_decode_graph(m.model, false));  // eager launches
+      std::vector<float> logits(m.config.vocab_size);
+      uint64_t before = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH);
+      ASSERT_OK(atlas_llama_forward(m.model, 1, 0, logits.data()));
+      launches[mixed] = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH) - before;
+    }
+    EXPECT_GT(launches[1], launches[0]) << "the mixed layers took the separate products";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Dtypes, LlamaForward,
     ::testing::Values(std::make_tuple(ATLAS_DTYPE_F32, false),
