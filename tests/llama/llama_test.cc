@@ -245,6 +245,18 @@ TEST_P(LlamaForward, MatchesDoublePrecisionReference) {
                                         "tiny", 7, dtype, tied));
 }
 
+// The launches of one eager decode step of the model in `dir`.
+void StepLaunches(const std::string &dir, uint64_t *out) {
+  Loaded m;
+  m.Open(dir);
+  ASSERT_NE(m.model, nullptr);
+  ASSERT_OK(atlas_llama_set_decode_graph(m.model, false));  // eager launches
+  std::vector<float> logits(m.config.vocab_size);
+  uint64_t before = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH);
+  ASSERT_OK(atlas_llama_forward(m.model, 1, 0, logits.data()));
+  *out = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH) - before;
+}
+
 // q/k/v's and the MLP's products normalise the hidden state a warp at a
 // time, which needs no shared memory: at hidden 12256 and at 12288 (past
 // the 48 KiB a block-staged copy fits in beside its 32-float reduction
@@ -258,14 +270,7 @@ TEST(Llama, WideHiddenStatesOnBothSidesOfTheFoldedNormLimit) {
     std::string dir = MakeWideCheckpoint("wide_" + std::to_string(hiddens[i]),
                                          hiddens[i], 3, ATLAS_DTYPE_BF16);
     ExpectMatchesReference(dir);
-    Loaded m;
-    m.Open(dir);
-    ASSERT_NE(m.model, nullptr);
-    ASSERT_OK(atlas_llama_set_decode_graph(m.model, false));  // eager launches
-    std::vector<float> logits(m.config.vocab_size);
-    uint64_t before = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH);
-    ASSERT_OK(atlas_llama_forward(m.model, 1, 0, logits.data()));
-    launches[i] = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH) - before;
+    StepLaunches(dir, &launches[i]);
   }
   EXPECT_EQ(launches[1], launches[0])
       << "12256: " << launches[0] << " launches a step, 12288: " << launches[1];
@@ -284,14 +289,7 @@ TEST(Llama, LayersOfMixedWeightTypesMatchTheReference) {
           "mixed_" + std::to_string(dtype) + (mixed ? "_yes" : "_no"), "tiny", 11, dtype,
           false, 1, 0, mixed);
       ExpectMatchesReference(dir);
-      Loaded m;
-      m.Open(dir);
-      ASSERT_NE(m.model, nullptr);
-      ASSERT_OK(atlas_llama_set_decode_graph(m.model, false));  // eager launches
-      std::vector<float> logits(m.config.vocab_size);
-      uint64_t before = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH);
-      ASSERT_OK(atlas_llama_forward(m.model, 1, 0, logits.data()));
-      launches[mixed] = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH) - before;
+      StepLaunches(dir, &launches[mixed]);
     }
     EXPECT_GT(launches[1], launches[0]) << "the mixed layers took the separate products";
   }
