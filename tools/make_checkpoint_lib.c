@@ -127,7 +127,8 @@ static atlas_status list_tensors(const atlas_llama_config *c, gen_tensor **out,
 
 static bool is_norm(atlas_llama_weight w) {
   return w == ATLAS_LLAMA_FINAL_NORM || w == ATLAS_LLAMA_INPUT_NORM ||
-         w == ATLAS_LLAMA_POST_NORM;
+         w == ATLAS_LLAMA_POST_NORM || w == ATLAS_LLAMA_Q_NORM ||
+         w == ATLAS_LLAMA_K_NORM;
 }
 
 // Fills one tensor from its own stream, so values do not depend on sharding.
@@ -191,7 +192,8 @@ static atlas_status write_config(const char *path,
   json_t *root = json_pack(
       "{s:[s], s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, "
       "s:b, s:s}",
-      "architectures", "LlamaForCausalLM", "model_type", "llama",
+      "architectures", c->qk_norm ? "Qwen3ForCausalLM" : "LlamaForCausalLM",
+      "model_type", c->qk_norm ? "qwen3" : "llama",
       "hidden_act", "silu", "vocab_size", (json_int_t)c->vocab_size,
       "hidden_size", (json_int_t)c->hidden_size, "intermediate_size",
       (json_int_t)c->intermediate_size, "num_hidden_layers",
@@ -202,6 +204,12 @@ static atlas_status write_config(const char *path,
       (json_int_t)c->max_position_embeddings, "rms_norm_eps", c->rms_norm_eps,
       "rope_theta", c->rope_theta, "tie_word_embeddings",
       (int)c->tie_word_embeddings, "torch_dtype", torch_dtype(o->dtype));
+  // Qwen3Config's attention_bias: q, k, v and o alike.
+  if (root != NULL && c->qk_norm &&
+      json_object_set_new(root, "attention_bias", json_boolean(c->qkv_bias)) != 0) {
+    json_decref(root);
+    root = NULL;
+  }
   return write_json(path, root);
 }
 
@@ -288,6 +296,17 @@ atlas_status atlas_make_checkpoint_write(
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "make_checkpoint: shards must be >= 1 and dtype "
                              "F32, F16 or BF16");
+  }
+  // Qwen3's config has one attention_bias for q, k, v and o, and no
+  // mlp_bias; Qwen2's and Mistral's configs are not written.
+  const atlas_llama_config *c = &o->config;
+  bool family_ok = c->family == ATLAS_LLAMA_FAMILY_LLAMA ||
+                   (c->family == ATLAS_LLAMA_FAMILY_QWEN3 && c->qk_norm);
+  if (!family_ok || (c->qk_norm && (c->qkv_bias != c->o_bias || c->mlp_bias))) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "make_checkpoint: writes Llama checkpoints and "
+                             "Qwen3 ones (qk_norm; q/k/v/o biases all or none, "
+                             "no MLP bias), no other family");
   }
   if (!o->dir_made && mkdir(o->out_dir, 0755) != 0 && errno != EEXIST) {
     int err = errno;

@@ -24,7 +24,11 @@ typedef struct atlas_make_checkpoint_options {
                               // removes under a running write and which
                               // must stay removed)
   uint64_t seed;
-  atlas_llama_config config;  // tie_word_embeddings: lm_head omitted
+  // tie_word_embeddings: lm_head omitted. qk_norm: a Qwen3 checkpoint
+  // (q_norm and k_norm a layer; config.json says qwen3, its attention_bias
+  // qkv_bias, which must equal o_bias); otherwise a Llama one. Other
+  // families (family QWEN2, MISTRAL) are refused.
+  atlas_llama_config config;
   atlas_dtype dtype;
   // k_proj and up_proj in another type (F32; BF16 when dtype is F32): the
   // layers then run q/k/v and gate/up as separate products.

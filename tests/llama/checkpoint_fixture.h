@@ -37,7 +37,8 @@ inline std::string MakeCheckpoint(const std::string &leaf, const char *preset,
 // what the decode products can normalise in 48 KiB of shared memory costs
 // a few MB, not a few GB.
 inline std::string MakeWideCheckpoint(const std::string &leaf, int64_t hidden,
-                                      uint64_t seed, atlas_dtype dtype) {
+                                      uint64_t seed, atlas_dtype dtype,
+                                      bool qk_norm = false) {
   const char *tmp = getenv("TEST_TMPDIR");
   std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + leaf;
   atlas_make_checkpoint_options o{};
@@ -50,6 +51,7 @@ inline std::string MakeWideCheckpoint(const std::string &leaf, int64_t hidden,
   o.config.num_key_value_heads = 1;
   o.config.head_dim = 8;
   o.config.intermediate_size = 16;
+  o.config.qk_norm = qk_norm;  // Qwen3: q_norm and k_norm a layer
   o.dtype = dtype;
   o.shards = 1;
   EXPECT_OK(atlas_make_checkpoint_write(&o));

@@ -111,16 +111,21 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CudaModel,
 // qkv_rope and gate_up normalise the hidden state a warp at a time, with no
 // shared memory, at any width: hidden 12256 (the widest a block-staged copy
 // fits, in 48 KiB beside 128 bytes) and 12288 (past it) both against the
-// host backend, which runs rmsnorm then the products.
+// host backend, which runs rmsnorm then the products. With Qwen3's q/k
+// norms, q/k/v go through matvec_qkv, which does stage the norm a block at a
+// time where it fits (12256) and takes an rmsnorm launch where not (12288).
 TEST(CudaModelWide, BothSidesOfTheFoldedNormLimitMatchTheHostBackend) {
   REQUIRE_CUDA();
+  for (bool qk_norm : {false, true}) {
   for (int64_t hidden : {12256, 12288}) {
-    SCOPED_TRACE("hidden " + std::to_string(hidden));
-    std::string dir = MakeWideCheckpoint("atlas_cuda_wide" + std::to_string(hidden),
-                                         hidden, 3, ATLAS_DTYPE_BF16);
+    SCOPED_TRACE("hidden " + std::to_string(hidden) + (qk_norm ? ", q/k norm" : ""));
+    std::string dir = MakeWideCheckpoint(
+        "atlas_cuda_wide" + std::to_string(hidden) + (qk_norm ? "_qk" : ""), hidden, 3,
+        ATLAS_DTYPE_BF16, qk_norm);
     // 3e-4, not the small models' 1e-4: sums over 12256 terms (the H200
     // measured 1.2e-4 at 12256 and under 1e-4 at 12288).
     ExpectCudaMatchesHost(dir, 3e-4, nullptr);
+  }
   }
 }
 

@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,15 @@ struct RefModel {
     return out;
   }
 
+  void HeadNorm(std::vector<double> &v, size_t heads, const std::vector<double> &w) const {
+    size_t hd = (size_t)c.head_dim;
+    for (size_t h = 0; h < heads; ++h) {
+      std::vector<double> one(v.begin() + h * hd, v.begin() + (h + 1) * hd);
+      one = Norm(one, w);
+      std::copy(one.begin(), one.end(), v.begin() + h * hd);
+    }
+  }
+
   void Rope(std::vector<double> &v, size_t heads, size_t pos) const {
     size_t hd = (size_t)c.head_dim, half = hd / 2;
     for (size_t h = 0; h < heads; ++h) {
@@ -119,6 +130,10 @@ struct RefModel {
         std::vector<double> q = MatVec(Tensor(L(l, "self_attn.q_proj.weight")), xb, nh * hd);
         std::vector<double> k = MatVec(Tensor(L(l, "self_attn.k_proj.weight")), xb, nkv * hd);
         std::vector<double> v = MatVec(Tensor(L(l, "self_attn.v_proj.weight")), xb, nkv * hd);
+        if (c.qk_norm) {  // Qwen3: each head's q and k RMSNorm'd before RoPE
+          HeadNorm(q, nh, Tensor(L(l, "self_attn.q_norm.weight")));
+          HeadNorm(k, nkv, Tensor(L(l, "self_attn.k_norm.weight")));
+        }
         Rope(q, nh, pos);
         Rope(k, nkv, pos);
         K[l].push_back(k);
@@ -164,13 +179,21 @@ struct Loaded {
   atlas_llama_config config{};
   atlas_llama_model *model = nullptr;
 
+  // `family`: how config.json is read (the front door picks it by
+  // model_type; this test links the Llama code alone).
   void Open(const std::string &dir, int64_t prefill_rows = 0,
-            atlas_dtype kv_dtype = ATLAS_DTYPE_F32) {
+            atlas_dtype kv_dtype = ATLAS_DTYPE_F32,
+            atlas_llama_family family = ATLAS_LLAMA_FAMILY_LLAMA) {
     atlas_backend_options o{};
     o.modules = &atlas_llama_module_set;
     ASSERT_OK(atlas_host_backend_create(&o, &backend));
     ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
-    ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
+    std::string path = dir + "/config.json";
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(text.empty()) << path;
+    ASSERT_OK(atlas_llama_config_parse_family(family, text.data(), text.size(), path.c_str(),
+                                              &config));
     atlas_llama_load_options lo{};
     lo.max_seq = 32;
     lo.prefill_rows = prefill_rows;
@@ -202,9 +225,10 @@ atlas_status Collect(void *ctx, const float *logits, size_t n) {
 
 // Generates from the checkpoint in `dir` and checks every step's logits
 // and every greedy id against RefModel.
-void ExpectMatchesReference(const std::string &dir) {
+void ExpectMatchesReference(const std::string &dir,
+                            atlas_llama_family family = ATLAS_LLAMA_FAMILY_LLAMA) {
   Loaded m;
-  m.Open(dir);
+  m.Open(dir, 0, ATLAS_DTYPE_F32, family);
   ASSERT_NE(m.model, nullptr);
   std::vector<uint32_t> prompt = {1, 5, 9, 2};
   const size_t steps = 6;
@@ -246,9 +270,10 @@ TEST_P(LlamaForward, MatchesDoublePrecisionReference) {
 }
 
 // The launches of one eager decode step of the model in `dir`.
-void StepLaunches(const std::string &dir, uint64_t *out) {
+void StepLaunches(const std::string &dir, uint64_t *out,
+                  atlas_llama_family family = ATLAS_LLAMA_FAMILY_LLAMA) {
   Loaded m;
-  m.Open(dir);
+  m.Open(dir, 0, ATLAS_DTYPE_F32, family);
   ASSERT_NE(m.model, nullptr);
   ASSERT_OK(atlas_llama_set_decode_graph(m.model, false));  // eager launches
   std::vector<float> logits(m.config.vocab_size);
@@ -273,6 +298,24 @@ TEST(Llama, WideHiddenStatesOnBothSidesOfTheFoldedNormLimit) {
     StepLaunches(dir, &launches[i]);
   }
   EXPECT_EQ(launches[1], launches[0])
+      << "12256: " << launches[0] << " launches a step, 12288: " << launches[1];
+}
+
+// Qwen3's q/k norms keep q, k and v in matvec_qkv (RoPE apart), which
+// stages the normalised hidden state a block at a time in shared memory:
+// at 12256 it fits (48 KiB beside the 32-float reduction buffer), at 12288
+// an rmsnorm launch takes its place. Both against the reference.
+TEST(Llama, QkNormWideHiddenStatesOnBothSidesOfTheStagedNormLimit) {
+  uint64_t launches[2] = {0, 0};
+  const int64_t hiddens[2] = {12256, 12288};
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE("hidden " + std::to_string(hiddens[i]));
+    std::string dir = MakeWideCheckpoint("wide_qk_" + std::to_string(hiddens[i]),
+                                         hiddens[i], 4, ATLAS_DTYPE_BF16, true);
+    ExpectMatchesReference(dir, ATLAS_LLAMA_FAMILY_QWEN3);
+    StepLaunches(dir, &launches[i], ATLAS_LLAMA_FAMILY_QWEN3);
+  }
+  EXPECT_EQ(launches[1], launches[0] + 1)
       << "12256: " << launches[0] << " launches a step, 12288: " << launches[1];
 }
 

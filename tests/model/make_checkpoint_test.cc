@@ -215,6 +215,43 @@ TEST(MakeCheckpoint, ConfigRoundTrips) {
   atlas_checkpoint_close(ck);
 }
 
+// qk_norm: a Qwen3 checkpoint. Its config reads back as Qwen3's (q/k norm
+// on, attention_bias as written), and its q_norm / k_norm look like norms.
+TEST(MakeCheckpoint, QkNormWritesAQwen3Checkpoint) {
+  for (bool bias : {false, true}) {
+    SCOPED_TRACE(bias ? "attention bias" : "no bias");
+    std::string dir = atlas_test::TempDir(bias ? "qwen3_bias" : "qwen3");
+    atlas_make_checkpoint_options o = {};
+    o.out_dir = dir.c_str();
+    o.seed = 4;
+    atlas_status_consume(atlas_make_checkpoint_preset("tiny", &o.config));
+    o.config.qk_norm = true;
+    o.config.qkv_bias = o.config.o_bias = bias;
+    o.dtype = ATLAS_DTYPE_F32;
+    o.shards = 1;
+    ATLAS_ASSERT_OK(atlas_make_checkpoint_write(&o));
+    std::string text = ReadAll(dir + "/config.json");
+    EXPECT_NE(text.find("\"Qwen3ForCausalLM\""), std::string::npos) << text;
+    atlas_llama_config c = {};
+    ATLAS_ASSERT_OK(atlas_llama_config_parse_family(ATLAS_LLAMA_FAMILY_QWEN3, text.data(),
+                                                    text.size(), "config.json", &c));
+    EXPECT_TRUE(c.qk_norm);
+    EXPECT_EQ(c.qkv_bias, bias);
+    EXPECT_EQ(c.o_bias, bias);
+    EXPECT_EQ(c.head_dim, 8);  // written: Qwen3's default would be 128
+    atlas_checkpoint *ck = nullptr;
+    ATLAS_ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
+    ATLAS_ASSERT_OK(atlas_llama_check_checkpoint(&c, ck, nullptr));
+    atlas_checkpoint_tensor t;
+    ATLAS_ASSERT_OK(atlas_checkpoint_find(ck, "model.layers.1.self_attn.k_norm.weight", &t));
+    std::vector<float> v(t.tensor->elements);
+    ATLAS_ASSERT_OK(atlas_safetensors_read(t.tensor, 0, t.tensor->bytes, v.data()));
+    EXPECT_EQ(v.size(), 8u);
+    for (float x : v) EXPECT_NEAR(x, 1.0, 0.1);
+    atlas_checkpoint_close(ck);
+  }
+}
+
 TEST(MakeCheckpoint, RejectsBadOptions) {
   atlas_make_checkpoint_options o = {};
   std::string dir = atlas_test::TempDir("m");
@@ -223,6 +260,21 @@ TEST(MakeCheckpoint, RejectsBadOptions) {
   o.shards = 0;
   atlas_test::ExpectError(atlas_make_checkpoint_write(&o),
                           ATLAS_STATUS_INVALID_ARGUMENT, {"shards"});
+  // Configs it cannot write: Qwen3's one attention_bias cannot say q/k/v
+  // without o, nor an MLP bias; other families are not written at all.
+  o.shards = 1;
+  o.config.qk_norm = true;
+  o.config.qkv_bias = true;
+  atlas_test::ExpectError(atlas_make_checkpoint_write(&o),
+                          ATLAS_STATUS_INVALID_ARGUMENT, {"Qwen3", "biases"});
+  o.config.o_bias = true;
+  o.config.mlp_bias = true;
+  atlas_test::ExpectError(atlas_make_checkpoint_write(&o),
+                          ATLAS_STATUS_INVALID_ARGUMENT, {"MLP bias"});
+  atlas_status_consume(atlas_make_checkpoint_preset("tiny", &o.config));
+  o.config.family = ATLAS_LLAMA_FAMILY_MISTRAL;
+  atlas_test::ExpectError(atlas_make_checkpoint_write(&o),
+                          ATLAS_STATUS_INVALID_ARGUMENT, {"no other family"});
   atlas_llama_config c;
   atlas_test::ExpectError(atlas_make_checkpoint_preset("huge", &c),
                           ATLAS_STATUS_INVALID_ARGUMENT, {"\"huge\""});
