@@ -287,16 +287,24 @@ void StepLaunches(const std::string &dir, uint64_t *out,
 // the 48 KiB a block-staged copy fits in beside its 32-float reduction
 // buffer) a step makes the same launches (only the final norm is one on
 // both). Both sides against the reference.
-TEST(Llama, WideHiddenStatesOnBothSidesOfTheFoldedNormLimit) {
-  uint64_t launches[2] = {0, 0};
+// Hidden 12256 and 12288 (Qwen3's q/k norms or not) against the reference;
+// `launches` gets each one's launches a step.
+void WideHiddenStates(bool qk_norm, uint64_t (&launches)[2]) {
   const int64_t hiddens[2] = {12256, 12288};
+  atlas_llama_family family = qk_norm ? ATLAS_LLAMA_FAMILY_QWEN3 : ATLAS_LLAMA_FAMILY_LLAMA;
   for (int i = 0; i < 2; ++i) {
     SCOPED_TRACE("hidden " + std::to_string(hiddens[i]));
-    std::string dir = MakeWideCheckpoint("wide_" + std::to_string(hiddens[i]),
-                                         hiddens[i], 3, ATLAS_DTYPE_BF16);
-    ExpectMatchesReference(dir);
-    StepLaunches(dir, &launches[i]);
+    std::string dir =
+        MakeWideCheckpoint((qk_norm ? "wide_qk_" : "wide_") + std::to_string(hiddens[i]),
+                           hiddens[i], qk_norm ? 4 : 3, ATLAS_DTYPE_BF16, qk_norm);
+    ExpectMatchesReference(dir, family);
+    StepLaunches(dir, &launches[i], family);
   }
+}
+
+TEST(Llama, WideHiddenStatesOnBothSidesOfTheFoldedNormLimit) {
+  uint64_t launches[2] = {0, 0};
+  WideHiddenStates(false, launches);
   EXPECT_EQ(launches[1], launches[0])
       << "12256: " << launches[0] << " launches a step, 12288: " << launches[1];
 }
@@ -307,14 +315,7 @@ TEST(Llama, WideHiddenStatesOnBothSidesOfTheFoldedNormLimit) {
 // an rmsnorm launch takes its place. Both against the reference.
 TEST(Llama, QkNormWideHiddenStatesOnBothSidesOfTheStagedNormLimit) {
   uint64_t launches[2] = {0, 0};
-  const int64_t hiddens[2] = {12256, 12288};
-  for (int i = 0; i < 2; ++i) {
-    SCOPED_TRACE("hidden " + std::to_string(hiddens[i]));
-    std::string dir = MakeWideCheckpoint("wide_qk_" + std::to_string(hiddens[i]),
-                                         hiddens[i], 4, ATLAS_DTYPE_BF16, true);
-    ExpectMatchesReference(dir, ATLAS_LLAMA_FAMILY_QWEN3);
-    StepLaunches(dir, &launches[i], ATLAS_LLAMA_FAMILY_QWEN3);
-  }
+  WideHiddenStates(true, launches);
   EXPECT_EQ(launches[1], launches[0] + 1)
       << "12256: " << launches[0] << " launches a step, 12288: " << launches[1];
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -117,14 +118,17 @@ TEST(MakeCheckpointConvert, Bf16) {
   }
 }
 
+// `edit` (may be empty) changes the preset's config before the write.
 std::string Generate(const std::string &leaf, uint64_t seed, const char *preset,
-                     atlas_dtype dtype, int shards, bool tied) {
+                     atlas_dtype dtype, int shards, bool tied,
+                     const std::function<void(atlas_llama_config &)> &edit = {}) {
   std::string dir = atlas_test::TempDir(leaf);
   atlas_make_checkpoint_options o = {};
   o.out_dir = dir.c_str();
   o.seed = seed;
   atlas_status_consume(atlas_make_checkpoint_preset(preset, &o.config));
   o.config.tie_word_embeddings = tied;
+  if (edit) edit(o.config);
   o.dtype = dtype;
   o.shards = shards;
   atlas_test::Status s(atlas_make_checkpoint_write(&o));
@@ -220,16 +224,11 @@ TEST(MakeCheckpoint, ConfigRoundTrips) {
 TEST(MakeCheckpoint, QkNormWritesAQwen3Checkpoint) {
   for (bool bias : {false, true}) {
     SCOPED_TRACE(bias ? "attention bias" : "no bias");
-    std::string dir = atlas_test::TempDir(bias ? "qwen3_bias" : "qwen3");
-    atlas_make_checkpoint_options o = {};
-    o.out_dir = dir.c_str();
-    o.seed = 4;
-    atlas_status_consume(atlas_make_checkpoint_preset("tiny", &o.config));
-    o.config.qk_norm = true;
-    o.config.qkv_bias = o.config.o_bias = bias;
-    o.dtype = ATLAS_DTYPE_F32;
-    o.shards = 1;
-    ATLAS_ASSERT_OK(atlas_make_checkpoint_write(&o));
+    std::string dir = Generate(bias ? "qwen3_bias" : "qwen3", 4, "tiny", ATLAS_DTYPE_F32, 1,
+                               false, [&](atlas_llama_config &c) {
+                                 c.qk_norm = true;
+                                 c.qkv_bias = c.o_bias = bias;
+                               });
     std::string text = ReadAll(dir + "/config.json");
     EXPECT_NE(text.find("\"Qwen3ForCausalLM\""), std::string::npos) << text;
     atlas_llama_config c = {};
