@@ -282,11 +282,6 @@ void StepLaunches(const std::string &dir, uint64_t *out,
   *out = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH) - before;
 }
 
-// q/k/v's and the MLP's products normalise the hidden state a warp at a
-// time, which needs no shared memory: at hidden 12256 and at 12288 (past
-// the 48 KiB a block-staged copy fits in beside its 32-float reduction
-// buffer) a step makes the same launches (only the final norm is one on
-// both). Both sides against the reference.
 // Hidden 12256 and 12288 (Qwen3's q/k norms or not) against the reference;
 // `launches` gets each one's launches a step.
 void WideHiddenStates(bool qk_norm, uint64_t (&launches)[2]) {
@@ -302,6 +297,11 @@ void WideHiddenStates(bool qk_norm, uint64_t (&launches)[2]) {
   }
 }
 
+// q/k/v's and the MLP's products normalise the hidden state a warp at a
+// time, which needs no shared memory: at hidden 12256 and at 12288 (past
+// the 48 KiB a block-staged copy fits in beside its 32-float reduction
+// buffer) a step makes the same launches (only the final norm is one on
+// both). Both sides against the reference.
 TEST(Llama, WideHiddenStatesOnBothSidesOfTheFoldedNormLimit) {
   uint64_t launches[2] = {0, 0};
   WideHiddenStates(false, launches);
