@@ -1,5 +1,5 @@
-// make_checkpoint: writes a tiny deterministic Llama checkpoint with random
-// weights, loads it back to check it (config, checkpoint, shapes) and says
+// make_checkpoint: writes a tiny deterministic Llama (or, --qk-norm, Qwen3)
+// checkpoint with random weights, loads it back to check it (config, checkpoint, shapes) and says
 // what it wrote.
 //
 //   make_checkpoint --out DIR [options]     (make_checkpoint --help: all)
@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "atlas/runtime/file_read.h"
 #include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/arch/llama/llama_config.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
@@ -21,7 +22,7 @@
 #include "atlas/tools/make_checkpoint_lib.h"
 
 enum {
-  OPT_OUT, OPT_SEED, OPT_PRESET, OPT_DTYPE, OPT_SHARDS, OPT_TIED, OPT_VOCAB,
+  OPT_OUT, OPT_SEED, OPT_PRESET, OPT_DTYPE, OPT_SHARDS, OPT_TIED, OPT_QK_NORM, OPT_VOCAB,
   OPT_HIDDEN, OPT_INTERMEDIATE, OPT_LAYERS, OPT_HEADS, OPT_KV_HEADS,
   OPT_MAX_POS, OPT_COUNT
 };
@@ -42,6 +43,9 @@ static const atlas_cli_option kOptions[] = {
                     "model.safetensors.index.json (at most 1000)"},
     [OPT_TIED] = {"tied", NULL, false, "off",
                   "tie the output head to the embeddings (no lm_head.weight)"},
+    [OPT_QK_NORM] = {"qk-norm", NULL, false, "off",
+                     "a Qwen3 checkpoint: each layer's q and k RMSNorm'd per head "
+                     "(q_norm, k_norm); config.json says qwen3"},
     [OPT_VOCAB] = {"vocab", "N", false, "the preset's", "vocab_size"},
     [OPT_HIDDEN] = {"hidden", "N", false, "the preset's", "hidden_size"},
     [OPT_INTERMEDIATE] = {"intermediate", "N", false, "the preset's",
@@ -57,10 +61,11 @@ static const atlas_cli_option kOptions[] = {
 
 static const atlas_cli_command kCommand = {
     "make_checkpoint", "--out DIR [options]",
-    "Writes a deterministic Llama checkpoint with RANDOM weights (the same\n"
-    "options give the same bytes on every machine), as Hugging Face lays one\n"
-    "out: config.json and model.safetensors, or an index and shards. It is\n"
-    "loaded back and checked before the command says what it wrote.",
+    "Writes a deterministic Llama checkpoint (Qwen3 with --qk-norm) with\n"
+    "RANDOM weights (the same options give the same bytes on every machine),\n"
+    "as Hugging Face lays one out: config.json and model.safetensors, or an\n"
+    "index and shards. It is loaded back and checked before the command says\n"
+    "what it wrote.",
     kOptions, OPT_COUNT, 0, ATLAS_VERSION_STRING};
 
 typedef struct options {
@@ -70,6 +75,7 @@ typedef struct options {
   long shards;
   atlas_dtype dtype;
   bool tied;
+  bool qk_norm;
   // Overrides that apply after the preset; 0 keeps the preset's value.
   long dims[OPT_COUNT];
 } options;
@@ -106,6 +112,9 @@ static atlas_status set_option(void *opts, size_t index, const char *value) {
     case OPT_TIED:
       o->tied = true;
       return ATLAS_OK;
+    case OPT_QK_NORM:
+      o->qk_norm = true;
+      return ATLAS_OK;
     default:  // a dimension
       return atlas_cli_parse_long(flag, value, 1, (long)ATLAS_LLAMA_MAX_DIM,
                                   &o->dims[index]);
@@ -118,12 +127,20 @@ static int fail(atlas_status status) {
   return ATLAS_CLI_EXIT_FAILURE;
 }
 
-// Loads what was written and checks it the way the runtime will.
-static atlas_status verify(const char *dir, atlas_checkpoint **out_ck) {
+// Loads what was written and checks it the way the runtime will (config.json
+// read as `family`'s, as the front door picks it by model_type).
+static atlas_status verify(const char *dir, atlas_llama_family family,
+                           atlas_checkpoint **out_ck) {
   char path[ATLAS_CLI_PATH_MAX + 16];
   snprintf(path, sizeof(path), "%s/config.json", dir);
+  char *text = NULL;
+  size_t len = 0;
+  // The file this run wrote: a few hundred bytes.
+  ATLAS_RETURN_IF_ERROR(atlas_file_read_small(path, "config.json", 1u << 20, &text, &len));
   atlas_llama_config cfg;
-  ATLAS_RETURN_IF_ERROR(atlas_llama_config_load(path, &cfg));
+  atlas_status status = atlas_llama_config_parse_family(family, text, len, path, &cfg);
+  free(text);
+  ATLAS_RETURN_IF_ERROR(status);
   ATLAS_RETURN_IF_ERROR(atlas_checkpoint_open(dir, out_ck));
   return atlas_llama_check_checkpoint(&cfg, *out_ck, NULL);
 }
@@ -158,11 +175,11 @@ static void say_what_was_written(const options *o, const atlas_llama_config *c,
            file_bytes(o->out, "model.safetensors.index.json"), shards, shards,
            weights);
   }
-  printf("  Llama, preset %s: vocab %lld, hidden %lld, intermediate %lld, "
+  printf("  %s, preset %s: vocab %lld, hidden %lld, intermediate %lld, "
          "%lld layers, %lld heads, %lld kv heads, max_pos %lld%s\n"
          "  %zu tensors, %s, RANDOM weights from seed %llu; loaded back and "
          "checked\n",
-         o->preset, (long long)c->vocab_size, (long long)c->hidden_size,
+         c->qk_norm ? "Qwen3" : "Llama", o->preset, (long long)c->vocab_size, (long long)c->hidden_size,
          (long long)c->intermediate_size, (long long)c->num_hidden_layers,
          (long long)c->num_attention_heads, (long long)c->num_key_value_heads,
          (long long)c->max_position_embeddings,
@@ -192,6 +209,7 @@ static int make(const options *o) {
     if (fields[i] != NULL && o->dims[i] != 0) *fields[i] = o->dims[i];
   }
   c->tie_word_embeddings = o->tied;
+  c->qk_norm = o->qk_norm;
   // What the runtime would refuse at load, refused before anything is written.
   if (c->hidden_size % c->num_attention_heads != 0) {
     return atlas_cli_usage_error(kCommand.program,
@@ -228,7 +246,9 @@ static int make(const options *o) {
   status = atlas_make_checkpoint_write(&m);
   atlas_checkpoint *ck = NULL;
   if (status == ATLAS_OK) {
-    status = atlas_status_annotate(verify(dir.tmp, &ck),
+    atlas_llama_family family =
+        o->qk_norm ? ATLAS_LLAMA_FAMILY_QWEN3 : ATLAS_LLAMA_FAMILY_LLAMA;
+    status = atlas_status_annotate(verify(dir.tmp, family, &ck),
                                    "%s failed its check and was not kept",
                                    o->out);
   }

@@ -44,7 +44,7 @@ expect_usage() {  # expect_usage NAME PROGRAM HELP_CMD PATTERN ARGS...
 "$mc" --help >"$tmp/h" 2>&1; rc=$?
 check "make_checkpoint --help exits 0" [ "$rc" -eq 0 ]
 check "make_checkpoint -h = --help" cmp -s <("$mc" -h) "$tmp/h"
-documents "make_checkpoint" "$tmp/h" out seed preset dtype shards tied vocab hidden \
+documents "make_checkpoint" "$tmp/h" out seed preset dtype shards tied qk-norm vocab hidden \
   intermediate layers heads kv-heads max-pos
 check "make_checkpoint --help says the weights are random" grep -q "RANDOM weights" "$tmp/h"
 check "make_checkpoint --version" [ "$("$mc" --version)" = "make_checkpoint $version" ]
@@ -74,6 +74,12 @@ check "says model.safetensors and its size" grep -qxF "  model.safetensors ($(st
 check "says the shape" grep -q "preset tiny: vocab 64, hidden 32, intermediate 64, 2 layers, 4 heads, 2 kv heads, max_pos 128, tied embeddings" <<<"$out"
 check "says dtype, seed and that the weights are random" grep -q "bf16, RANDOM weights from seed 3; loaded back and checked" <<<"$out"
 check "the config it describes is the one written" grep -q '"tie_word_embeddings": true' "$tmp/one/config.json"
+# --qk-norm: a Qwen3 checkpoint (q_norm and k_norm a layer), read back as one.
+out=$("$mc" --out "$tmp/qwen3" --qk-norm 2>&1); rc=$?
+check "make_checkpoint --qk-norm exits 0" [ "$rc" -eq 0 ]
+check "--qk-norm: says Qwen3" grep -q "  Qwen3, preset tiny: vocab 64" <<<"$out"
+check "--qk-norm: config.json says qwen3" grep -q '"model_type": "qwen3"' "$tmp/qwen3/config.json"
+check "--qk-norm: 2 more tensors a layer (25)" grep -q "  25 tensors, f32" <<<"$out"
 out=$("$mc" --out "$tmp/sh" --preset small --shards 3 2>&1)
 shard_bytes=$(cat "$tmp"/sh/model-*-of-00003.safetensors | wc -c)
 check "sharded: says the index and the shards" grep -qF "model.safetensors.index.json ($(stat -c %s "$tmp/sh/model.safetensors.index.json") bytes) and 3 shards" <<<"$out"
