@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "atlas/runtime/file_read.h"
 #include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/arch/llama/llama_config.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
@@ -133,14 +132,8 @@ static atlas_status verify(const char *dir, atlas_llama_family family,
                            atlas_checkpoint **out_ck) {
   char path[ATLAS_CLI_PATH_MAX + 16];
   snprintf(path, sizeof(path), "%s/config.json", dir);
-  char *text = NULL;
-  size_t len = 0;
-  // The file this run wrote: a few hundred bytes.
-  ATLAS_RETURN_IF_ERROR(atlas_file_read_small(path, "config.json", 1u << 20, &text, &len));
   atlas_llama_config cfg;
-  atlas_status status = atlas_llama_config_parse_family(family, text, len, path, &cfg);
-  free(text);
-  ATLAS_RETURN_IF_ERROR(status);
+  ATLAS_RETURN_IF_ERROR(atlas_llama_config_load_family(family, path, &cfg));
   ATLAS_RETURN_IF_ERROR(atlas_checkpoint_open(dir, out_ck));
   return atlas_llama_check_checkpoint(&cfg, *out_ck, NULL);
 }

@@ -7,8 +7,6 @@
 
 #include <cmath>
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -188,12 +186,7 @@ struct Loaded {
     o.modules = &atlas_llama_module_set;
     ASSERT_OK(atlas_host_backend_create(&o, &backend));
     ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
-    std::string path = dir + "/config.json";
-    std::ifstream in(path);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    ASSERT_FALSE(text.empty()) << path;
-    ASSERT_OK(atlas_llama_config_parse_family(family, text.data(), text.size(), path.c_str(),
-                                              &config));
+    ASSERT_OK(atlas_llama_config_load_family(family, (dir + "/config.json").c_str(), &config));
     atlas_llama_load_options lo{};
     lo.max_seq = 32;
     lo.prefill_rows = prefill_rows;

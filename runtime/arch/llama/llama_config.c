@@ -468,13 +468,20 @@ atlas_status atlas_llama_config_parse_family(atlas_llama_family family,
 
 atlas_status atlas_llama_config_load(const char *path,
                                      atlas_llama_config *out_config) {
+  return atlas_llama_config_load_family(ATLAS_LLAMA_FAMILY_LLAMA, path, out_config);
+}
+
+atlas_status atlas_llama_config_load_family(atlas_llama_family family,
+                                            const char *path,
+                                            atlas_llama_config *out_config) {
   // Regular files only (a FIFO would block, a directory or device would
   // report nonsense sizes), read with pread.
   char *text = NULL;
   size_t len = 0;
   ATLAS_RETURN_IF_ERROR(atlas_file_read_small(
       path, "config.json", (uint64_t)MAX_CONFIG_BYTES, &text, &len));
-  atlas_status status = atlas_llama_config_parse(text, len, path, out_config);
+  atlas_status status =
+      atlas_llama_config_parse_family(family, text, len, path, out_config);
   free(text);
   return status;
 }

@@ -93,9 +93,13 @@ static inline int64_t atlas_llama_context(const atlas_llama_config *c,
   return window ? c->context_window : c->max_position_embeddings;
 }
 
-// Reads and parses a config.json file.
+// Reads and parses a config.json file (as Llama's: atlas_llama_config_parse).
 ATLAS_MUST_USE atlas_status atlas_llama_config_load(const char *path,
                                      atlas_llama_config *out_config);
+// The same as `family`'s (atlas_llama_config_parse_family).
+ATLAS_MUST_USE atlas_status atlas_llama_config_load_family(atlas_llama_family family,
+                                            const char *path,
+                                            atlas_llama_config *out_config);
 
 #ifdef __cplusplus
 }  // extern "C"
