@@ -1,6 +1,6 @@
 // make_checkpoint: writes a tiny deterministic Llama (or, --qk-norm, Qwen3)
-// checkpoint with random weights, loads it back to check it (config, checkpoint, shapes) and says
-// what it wrote.
+// checkpoint with random weights, loads it back to check it (config,
+// checkpoint, shapes) and says what it wrote.
 //
 //   make_checkpoint --out DIR [options]     (make_checkpoint --help: all)
 //
@@ -21,8 +21,8 @@
 #include "atlas/tools/make_checkpoint_lib.h"
 
 enum {
-  OPT_OUT, OPT_SEED, OPT_PRESET, OPT_DTYPE, OPT_SHARDS, OPT_TIED, OPT_QK_NORM, OPT_VOCAB,
-  OPT_HIDDEN, OPT_INTERMEDIATE, OPT_LAYERS, OPT_HEADS, OPT_KV_HEADS,
+  OPT_OUT, OPT_SEED, OPT_PRESET, OPT_DTYPE, OPT_SHARDS, OPT_TIED, OPT_QK_NORM,
+  OPT_VOCAB, OPT_HIDDEN, OPT_INTERMEDIATE, OPT_LAYERS, OPT_HEADS, OPT_KV_HEADS,
   OPT_MAX_POS, OPT_COUNT
 };
 
@@ -172,7 +172,8 @@ static void say_what_was_written(const options *o, const atlas_llama_config *c,
          "%lld layers, %lld heads, %lld kv heads, max_pos %lld%s\n"
          "  %zu tensors, %s, RANDOM weights from seed %llu; loaded back and "
          "checked\n",
-         c->qk_norm ? "Qwen3" : "Llama", o->preset, (long long)c->vocab_size, (long long)c->hidden_size,
+         c->qk_norm ? "Qwen3" : "Llama", o->preset, (long long)c->vocab_size,
+         (long long)c->hidden_size,
          (long long)c->intermediate_size, (long long)c->num_hidden_layers,
          (long long)c->num_attention_heads, (long long)c->num_key_value_heads,
          (long long)c->max_position_embeddings,
