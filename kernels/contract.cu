@@ -1,6 +1,7 @@
-// CUDA C twins of the backend contract kernels (tests/runtime/contract_kernels.h
-// has the host versions): same names, signatures and meaning. Grid-stride
-// loops, so any grid covers n; the suite launches ceil(n / 256) x 256.
+// CUDA C twins of the backend contract kernels
+// (tests/runtime/contract_kernels.h has the host versions): same names,
+// signatures and meaning. Grid-stride loops, so any grid covers n; the suite
+// launches ceil(n / 256) x 256.
 #include <stdint.h>
 
 // Does nothing: launch overhead.

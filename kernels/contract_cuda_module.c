@@ -26,13 +26,13 @@ static const atlas_module_image kPtxImage[] = {
     {"cuda", atlas_fatbin_contract_ptx, ATLAS_FATBIN_CONTRACT_PTX_SIZE}};
 
 const atlas_module_def atlas_contract_cuda_module = {
-    "contract", kContractImage, 1,
-    atlas_contract_kernels_, ATLAS_COUNT_(atlas_contract_kernels_)};
+    "contract", kContractImage, 1, atlas_contract_kernels_,
+    ATLAS_COUNT_(atlas_contract_kernels_)};
 
 const atlas_module_def atlas_contract_other_cuda_module = {
-    "other", kOtherImage, 1,
-    atlas_contract_other_kernels_, ATLAS_COUNT_(atlas_contract_other_kernels_)};
+    "other", kOtherImage, 1, atlas_contract_other_kernels_,
+    ATLAS_COUNT_(atlas_contract_other_kernels_)};
 
 const atlas_module_def atlas_contract_ptx_cuda_module = {
-    "contract_ptx", kPtxImage, 1,
-    atlas_contract_kernels_, ATLAS_COUNT_(atlas_contract_kernels_)};
+    "contract_ptx", kPtxImage, 1, atlas_contract_kernels_,
+    ATLAS_COUNT_(atlas_contract_kernels_)};

@@ -9,7 +9,9 @@
 #include <stdint.h>
 
 // Weights and KV cache entries: F32, F16 or BF16, read as f32.
-__device__ __forceinline__ float load_w(const float *w, size_t i) { return w[i]; }
+__device__ __forceinline__ float load_w(const float *w, size_t i) {
+  return w[i];
+}
 __device__ __forceinline__ float load_w(const __half *w, size_t i) {
   return __half2float(w[i]);
 }
@@ -18,7 +20,9 @@ __device__ __forceinline__ float load_w(const __nv_bfloat16 *w, size_t i) {
 }
 
 // The KV cache holds F32, F16 or BF16 (round to nearest even).
-__device__ __forceinline__ void store_kv(float *p, size_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void store_kv(float *p, size_t i, float v) {
+  p[i] = v;
+}
 __device__ __forceinline__ void store_kv(__half *p, size_t i, float v) {
   p[i] = __float2half_rn(v);
 }

@@ -44,10 +44,10 @@ static inline void atlas_host_store_bf16(void *p, size_t i, float v) {
 // The launch entry name_<S> (S: f32, f16, bf16) of a host kernel written once
 // as `static void name(void **args, fn)`, `fn` the dtype's element access
 // (`access`: load or store). Expands where atlas_launch_config is declared.
-#define ATLAS_HOST_ENTRY(name, access, S)                              \
-  static void name##_##S(const atlas_launch_config *c, void **args) {  \
-    (void)c;                                                            \
-    name(args, atlas_host_##access##_##S);                              \
+#define ATLAS_HOST_ENTRY(name, access, S)                             \
+  static void name##_##S(const atlas_launch_config *c, void **args) { \
+    (void)c;                                                          \
+    name(args, atlas_host_##access##_##S);                            \
   }
 // name_f32, name_f16 and name_bf16.
 #define ATLAS_HOST_BY_DTYPE(name, access) \

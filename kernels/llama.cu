@@ -120,8 +120,9 @@ struct RowRead {
 // `x_wide`: the vector the row is dotted with (x, or the block's normalised
 // copy in shared memory) is 16-byte aligned; its contents are not read here.
 template <typename T, uint32_t A>
-__device__ __forceinline__ void row_begin(RowRead<T, A> &r, const T *wr, bool x_wide,
-                                          uint32_t cols, uint32_t lane) {
+__device__ __forceinline__ void row_begin(RowRead<T, A> &r, const T *wr,
+                                          bool x_wide, uint32_t cols,
+                                          uint32_t lane) {
   constexpr uint32_t V = 16 / sizeof(T);
   r.w = wr;
   r.cols = cols;
@@ -177,8 +178,8 @@ __device__ __forceinline__ float row_dot(const RowRead<T, A> &r, const float *x,
 }
 
 // The RMSNorm folded into a warp's dot products in one pass (gate_up,
-// qkv_rope and matvec with norm_w != NULL): W (g * x) * rsqrt(mean(x^2) + eps) is
-// RMSNorm(x) . W up to rounding. Each warp reads all of x anyway (its lanes
+// qkv_rope and matvec with norm_w != NULL): W (g * x) * rsqrt(mean(x^2) + eps)
+// is RMSNorm(x) . W up to rounding. Each warp reads all of x anyway (its lanes
 // stride the whole row), so it sums x's squares beside its dots, the same
 // sum in the same order in every warp, and scales once at the end: no
 // block reduction and no copy of x to wait for before the first weights
@@ -200,7 +201,7 @@ __device__ __forceinline__ void rows_dot_norm(float (&out)[N],
   if (wide) {
     const uint32_t n4 = cols / V;
     // xg = g * x for the V columns of packed slot i; ss += their x^2.
-    auto load = [&](float (&xg)[V], uint32_t i) {
+    auto load = [&](float(&xg)[V], uint32_t i) {
       const float4 *xv = reinterpret_cast<const float4 *>(x + (size_t)i * V);
       const float4 *gv = reinterpret_cast<const float4 *>(g + (size_t)i * V);
 #pragma unroll
@@ -211,7 +212,7 @@ __device__ __forceinline__ void rows_dot_norm(float (&out)[N],
         xg[4 * j + 2] = gg.z * xx.z, xg[4 * j + 3] = gg.w * xx.w;
       }
     };
-    auto dot = [&](float a, const uint4 &packed, const float (&xg)[V]) {
+    auto dot = [&](float a, const uint4 &packed, const float(&xg)[V]) {
       const T *e = reinterpret_cast<const T *>(&packed);
 #pragma unroll
       for (uint32_t k = 0; k < V; ++k) a += load_w(e, k) * xg[k];
@@ -232,7 +233,8 @@ __device__ __forceinline__ void rows_dot_norm(float (&out)[N],
       load(xg, i);
 #pragma unroll
       for (uint32_t n = 0; n < N; ++n) {
-        acc[n] = dot(acc[n], __ldg(reinterpret_cast<const uint4 *>(r[n].w) + i), xg);
+        acc[n] =
+            dot(acc[n], __ldg(reinterpret_cast<const uint4 *>(r[n].w) + i), xg);
       }
     }
   } else {
@@ -247,7 +249,8 @@ __device__ __forceinline__ void rows_dot_norm(float (&out)[N],
   for (int o = 16; o > 0; o >>= 1) {
     ss += __shfl_xor_sync(0xffffffffu, ss, o);
 #pragma unroll
-    for (uint32_t n = 0; n < N; ++n) acc[n] += __shfl_xor_sync(0xffffffffu, acc[n], o);
+    for (uint32_t n = 0; n < N; ++n)
+      acc[n] += __shfl_xor_sync(0xffffffffu, acc[n], o);
   }
   const float scale = rsqrtf(ss / cols + eps);
 #pragma unroll
@@ -418,7 +421,8 @@ __device__ void matvec_qkv(float *q, float *k, float *v, const T *wq,
   }
   const bool live = which < 2 || row < rows_kv;
   RowRead<T, 4> r;
-  if (live) row_begin(r, w + (size_t)row * cols, x_is_wide(x, norm_w), cols, lane);
+  if (live)
+    row_begin(r, w + (size_t)row * cols, x_is_wide(x, norm_w), cols, lane);
   atlas_overlap_begin();
   const float *xd = staged_x(x, norm_w, eps, cols);
   if (!live) return;
@@ -458,7 +462,8 @@ __device__ void matvec_add(float *x, const T *w, const float *in,
     if (part != 0) return;
     for (uint32_t p = 1; p < splits; ++p) acc += parts[warp + p];
   }
-  if (row < rows && lane == 0) x[row] += bias != nullptr ? acc + bias[row] : acc;
+  if (row < rows && lane == 0)
+    x[row] += bias != nullptr ? acc + bias[row] : acc;
 }
 
 // out[row] = silu(gate row . x (+ bias)) * (up row . x (+ bias)): the MLP's
@@ -495,34 +500,34 @@ __device__ void gate_up(float *out, const T *wg, const T *wu, const float *bg,
   }
 }
 
-#define ATLAS_FUSED_KERNELS(S, T)                                              \
-  extern "C" __global__ void matvec_qkv_##S(                                   \
-      float *q, float *k, float *v, const T *wq, const T *wk, const T *wv,     \
-      const float *bq, const float *bk, const float *bv, const float *x,       \
-      uint32_t rows_q, uint32_t rows_kv, uint32_t cols, const float *norm_w,   \
-      float eps) {                                                             \
-    matvec_qkv(q, k, v, wq, wk, wv, bq, bk, bv, x, rows_q, rows_kv, cols,      \
-               norm_w, eps);                                                   \
-  }                                                                            \
-  extern "C" __global__ void matvec_add_##S(                                   \
-      float *x, const T *w, const float *in, const float *b, uint32_t rows,    \
-      uint32_t cols, uint32_t splits) {                                        \
-    matvec_add(x, w, in, b, rows, cols, splits);                               \
-  }                                                                            \
-  extern "C" __global__ void gate_up_##S(float *out, const T *wg, const T *wu, \
-                                         const float *bg, const float *bu,     \
-                                         const float *x, uint32_t rows,        \
-                                         uint32_t cols, const float *norm_w,   \
-                                         float eps) {                          \
-    gate_up(out, wg, wu, bg, bu, x, rows, cols, norm_w, eps);                  \
+#define ATLAS_FUSED_KERNELS(S, T)                                             \
+  extern "C" __global__ void matvec_qkv_##S(                                  \
+      float *q, float *k, float *v, const T *wq, const T *wk, const T *wv,    \
+      const float *bq, const float *bk, const float *bv, const float *x,      \
+      uint32_t rows_q, uint32_t rows_kv, uint32_t cols, const float *norm_w,  \
+      float eps) {                                                            \
+    matvec_qkv(q, k, v, wq, wk, wv, bq, bk, bv, x, rows_q, rows_kv, cols,     \
+               norm_w, eps);                                                  \
+  }                                                                           \
+  extern "C" __global__ void matvec_add_##S(                                  \
+      float *x, const T *w, const float *in, const float *b, uint32_t rows,   \
+      uint32_t cols, uint32_t splits) {                                       \
+    matvec_add(x, w, in, b, rows, cols, splits);                              \
+  }                                                                           \
+  extern "C" __global__ void gate_up_##S(                                     \
+      float *out, const T *wg, const T *wu, const float *bg, const float *bu, \
+      const float *x, uint32_t rows, uint32_t cols, const float *norm_w,      \
+      float eps) {                                                            \
+    gate_up(out, wg, wu, bg, bu, x, rows, cols, norm_w, eps);                 \
   }
 ATLAS_FUSED_KERNELS(f32, float)
 ATLAS_FUSED_KERNELS(f16, __half)
 ATLAS_FUSED_KERNELS(bf16, __nv_bfloat16)
 
-extern "C" __global__ void matvec_f32(float *out, const float *w, const float *x,
-                                      uint32_t rows, uint32_t cols,
-                                      const float *norm_w, float eps) {
+extern "C" __global__ void matvec_f32(float *out, const float *w,
+                                      const float *x, uint32_t rows,
+                                      uint32_t cols, const float *norm_w,
+                                      float eps) {
   matvec(out, w, x, rows, cols, norm_w, eps);
 }
 extern "C" __global__ void matvec_f16(float *out, const __half *w,
@@ -653,7 +658,9 @@ __device__ void qkv_rope(float *q, C *kc, C *vc, const T *wq, const T *wk,
   if (b != nullptr) acc[0] += b[row], acc[1] += b[row2];
   const uint32_t pos = step[1];
   const size_t at = (size_t)pos * rows_kv;
-  if (rotated) rotate(acc[0], acc[1], inv_freq[j], pos, attention_factor, &acc[0], &acc[1]);
+  if (rotated)
+    rotate(acc[0], acc[1], inv_freq[j], pos, attention_factor, &acc[0],
+           &acc[1]);
   if (which == 0) {
     q[row] = acc[0];
     q[row2] = acc[1];
@@ -716,39 +723,40 @@ __device__ void attention(float *out, const float *q, const C *kc, const C *vc,
 }
 
 // The one-token kernels that touch the KV cache, per cache type.
-#define ATLAS_KV_KERNELS(S, C)                                                  \
-  extern "C" __global__ void rope_store_##S(                                    \
-      float *q, const float *k, const float *v, C *kc, C *vc,                   \
-      const float *inv_freq, uint32_t n_heads, uint32_t n_kv,                   \
-      uint32_t head_dim, uint32_t rot_dim, const uint32_t *step,                \
-      float attention_factor) {                                                 \
-    rope_store(q, k, v, kc, vc, inv_freq, n_heads, n_kv, head_dim, rot_dim,     \
-               step, attention_factor);                                         \
-  }                                                                             \
-  extern "C" __global__ void attention_##S(                                     \
-      float *out, const float *q, const C *kc, const C *vc, float *att,         \
-      uint32_t n_heads, uint32_t n_kv, uint32_t head_dim, const uint32_t *step, \
-      uint32_t window) {                                                        \
-    attention(out, q, kc, vc, att, n_heads, n_kv, head_dim, step, window);      \
+#define ATLAS_KV_KERNELS(S, C)                                              \
+  extern "C" __global__ void rope_store_##S(                                \
+      float *q, const float *k, const float *v, C *kc, C *vc,               \
+      const float *inv_freq, uint32_t n_heads, uint32_t n_kv,               \
+      uint32_t head_dim, uint32_t rot_dim, const uint32_t *step,            \
+      float attention_factor) {                                             \
+    rope_store(q, k, v, kc, vc, inv_freq, n_heads, n_kv, head_dim, rot_dim, \
+               step, attention_factor);                                     \
+  }                                                                         \
+  extern "C" __global__ void attention_##S(                                 \
+      float *out, const float *q, const C *kc, const C *vc, float *att,     \
+      uint32_t n_heads, uint32_t n_kv, uint32_t head_dim,                   \
+      const uint32_t *step, uint32_t window) {                              \
+    attention(out, q, kc, vc, att, n_heads, n_kv, head_dim, step, window);  \
   }
 ATLAS_KV_KERNELS(f32, float)
 ATLAS_KV_KERNELS(f16, __half)
 ATLAS_KV_KERNELS(bf16, __nv_bfloat16)
 
 // qkv_rope_{weights}_{cache}: every weight type with every cache type.
-#define ATLAS_QKV_ROPE_KERNEL(S, T, K, C)                                       \
-  extern "C" __global__ void qkv_rope_##S##_##K(                                \
-      float *q, C *kc, C *vc, const T *wq, const T *wk, const T *wv,            \
-      const float *bq, const float *bk, const float *bv, const float *x,        \
-      uint32_t rows_q, uint32_t rows_kv, uint32_t cols, const float *norm_w,    \
-      float eps, const float *inv_freq, uint32_t head_dim, uint32_t rot_dim,    \
-      const uint32_t *step, float attention_factor) {                           \
-    qkv_rope(q, kc, vc, wq, wk, wv, bq, bk, bv, x, rows_q, rows_kv, cols,       \
-             norm_w, eps, inv_freq, head_dim, rot_dim, step, attention_factor); \
+#define ATLAS_QKV_ROPE_KERNEL(S, T, K, C)                                    \
+  extern "C" __global__ void qkv_rope_##S##_##K(                             \
+      float *q, C *kc, C *vc, const T *wq, const T *wk, const T *wv,         \
+      const float *bq, const float *bk, const float *bv, const float *x,     \
+      uint32_t rows_q, uint32_t rows_kv, uint32_t cols, const float *norm_w, \
+      float eps, const float *inv_freq, uint32_t head_dim, uint32_t rot_dim, \
+      const uint32_t *step, float attention_factor) {                        \
+    qkv_rope(q, kc, vc, wq, wk, wv, bq, bk, bv, x, rows_q, rows_kv, cols,    \
+             norm_w, eps, inv_freq, head_dim, rot_dim, step,                 \
+             attention_factor);                                              \
   }
-#define ATLAS_QKV_ROPE_KERNELS(S, T)              \
-  ATLAS_QKV_ROPE_KERNEL(S, T, f32, float)         \
-  ATLAS_QKV_ROPE_KERNEL(S, T, f16, __half)        \
+#define ATLAS_QKV_ROPE_KERNELS(S, T)       \
+  ATLAS_QKV_ROPE_KERNEL(S, T, f32, float)  \
+  ATLAS_QKV_ROPE_KERNEL(S, T, f16, __half) \
   ATLAS_QKV_ROPE_KERNEL(S, T, bf16, __nv_bfloat16)
 ATLAS_QKV_ROPE_KERNELS(f32, float)
 ATLAS_QKV_ROPE_KERNELS(f16, __half)
@@ -788,7 +796,8 @@ extern "C" __global__ void head_rmsnorm(float *x, const float *w,
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   float scale = rsqrtf(ss / head_dim + eps);
   __syncwarp();
-  for (uint32_t i = threadIdx.x; i < head_dim; i += 32) v[i] = w[i] * (v[i] * scale);
+  for (uint32_t i = threadIdx.x; i < head_dim; i += 32)
+    v[i] = w[i] * (v[i] * scale);
 }
 
 // Greedy choice on the device: result[0] = the first index of the largest

@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "atlas/kernels/llama_host.h"
 #include "atlas/kernels/host_access.h"
+#include "atlas/kernels/llama_host.h"
 
 #define ARG(type, i) (*(type *)args[i])
 
@@ -15,7 +15,8 @@ static void embed(void **args, load_fn load) {
   float *out = ARG(float *, 0);
   const void *table = ARG(const void *, 1);
   uint32_t token = ARG(const uint32_t *, 2)[0], dim = ARG(uint32_t, 3);
-  for (uint32_t i = 0; i < dim; ++i) out[i] = load(table, (size_t)token * dim + i);
+  for (uint32_t i = 0; i < dim; ++i)
+    out[i] = load(table, (size_t)token * dim + i);
 }
 
 ATLAS_HOST_BY_DTYPE(embed, load)
@@ -81,10 +82,11 @@ static void matvec_qkv(void **args, load_fn load) {
                       ARG(const void *, 5)};
   const float *b[3] = {ARG(const float *, 6), ARG(const float *, 7),
                        ARG(const float *, 8)};
-  const uint32_t rows[3] = {ARG(uint32_t, 10), ARG(uint32_t, 11), ARG(uint32_t, 11)};
+  const uint32_t rows[3] = {ARG(uint32_t, 10), ARG(uint32_t, 11),
+                            ARG(uint32_t, 11)};
   uint32_t cols = ARG(uint32_t, 12);
-  product_input x = product_input_of(ARG(const float *, 9), ARG(const float *, 13),
-                                     cols, ARG(float, 14));
+  product_input x = product_input_of(
+      ARG(const float *, 9), ARG(const float *, 13), cols, ARG(float, 14));
   for (int m = 0; m < 3; ++m) {
     for (uint32_t r = 0; r < rows[m]; ++r) {
       float acc = row_dot(load, w[m], r, cols, &x);
@@ -115,10 +117,11 @@ static void gate_up(void **args, load_fn load) {
   const void *wg = ARG(const void *, 1), *wu = ARG(const void *, 2);
   const float *bg = ARG(const float *, 3), *bu = ARG(const float *, 4);
   uint32_t rows = ARG(uint32_t, 6), cols = ARG(uint32_t, 7);
-  product_input x = product_input_of(ARG(const float *, 5), ARG(const float *, 8),
-                                     cols, ARG(float, 9));
+  product_input x = product_input_of(
+      ARG(const float *, 5), ARG(const float *, 8), cols, ARG(float, 9));
   for (uint32_t r = 0; r < rows; ++r) {
-    float g = row_dot(load, wg, r, cols, &x), u = row_dot(load, wu, r, cols, &x);
+    float g = row_dot(load, wg, r, cols, &x),
+          u = row_dot(load, wu, r, cols, &x);
     if (bg != NULL) g = g + bg[r];
     if (bu != NULL) u = u + bu[r];
     out[r] = g / (1.0f + expf(-g)) * u;
@@ -134,8 +137,8 @@ static void matvec(void **args, load_fn load) {
   float *out = ARG(float *, 0);
   const void *w = ARG(const void *, 1);
   uint32_t rows = ARG(uint32_t, 3), cols = ARG(uint32_t, 4);
-  product_input x = product_input_of(ARG(const float *, 2), ARG(const float *, 5),
-                                     cols, ARG(float, 6));
+  product_input x = product_input_of(
+      ARG(const float *, 2), ARG(const float *, 5), cols, ARG(float, 6));
   for (uint32_t r = 0; r < rows; ++r) out[r] = row_dot(load, w, r, cols, &x);
 }
 
@@ -151,8 +154,8 @@ static void matvec_f32(const atlas_launch_config *c, void **args) {
   float *out = ARG(float *, 0);
   const float *wf = (const float *)w;
   uint32_t rows = ARG(uint32_t, 3), cols = ARG(uint32_t, 4);
-  product_input in = product_input_of(ARG(const float *, 2), ARG(const float *, 5),
-                                      cols, ARG(float, 6));
+  product_input in = product_input_of(
+      ARG(const float *, 2), ARG(const float *, 5), cols, ARG(float, 6));
   const float *x = in.x, *norm = in.norm;
   for (uint32_t r = 0; r < rows; ++r) {
     const float *row = wf + (size_t)r * cols;
@@ -160,7 +163,8 @@ static void matvec_f32(const atlas_launch_config *c, void **args) {
     if (norm == NULL) {
       for (uint32_t k = 0; k < cols; ++k) acc += row[k] * x[k];
     } else {
-      for (uint32_t k = 0; k < cols; ++k) acc += row[k] * (norm[k] * (x[k] * in.scale));
+      for (uint32_t k = 0; k < cols; ++k)
+        acc += row[k] * (norm[k] * (x[k] * in.scale));
     }
     out[r] = acc;
   }
@@ -231,8 +235,8 @@ static void qkv_rope(void **args, load_fn load, store_fn store) {
                        ARG(const float *, 8)};
   uint32_t rows_q = ARG(uint32_t, 10), rows_kv = ARG(uint32_t, 11);
   uint32_t cols = ARG(uint32_t, 12);
-  product_input x = product_input_of(ARG(const float *, 9), ARG(const float *, 13),
-                                     cols, ARG(float, 14));
+  product_input x = product_input_of(
+      ARG(const float *, 9), ARG(const float *, 13), cols, ARG(float, 14));
   const float *inv_freq = ARG(const float *, 15);
   uint32_t head_dim = ARG(uint32_t, 16), rot_dim = ARG(uint32_t, 17);
   uint32_t pos = ARG(const uint32_t *, 18)[1];
@@ -246,7 +250,8 @@ static void qkv_rope(void **args, load_fn load, store_fn store) {
   for (uint32_t h = 0; h < rows_q / head_dim; ++h) {
     float *qh = q + (size_t)h * head_dim;
     for (uint32_t i = 0; i < half; ++i) {
-      rotate(&qh[i], &qh[i + half], qh[i], qh[i + half], inv_freq[i], pos, factor);
+      rotate(&qh[i], &qh[i + half], qh[i], qh[i + half], inv_freq[i], pos,
+             factor);
     }
   }
   for (uint32_t h = 0; h < rows_kv / head_dim; ++h) {
@@ -271,10 +276,10 @@ static void qkv_rope(void **args, load_fn load, store_fn store) {
 }
 
 // qkv_rope_{weights}_{cache}.
-#define QKV_ROPE_ENTRY(S, K)                                                \
+#define QKV_ROPE_ENTRY(S, K)                                                  \
   static void qkv_rope_##S##_##K(const atlas_launch_config *c, void **args) { \
-    (void)c;                                                                \
-    qkv_rope(args, atlas_host_load_##S, atlas_host_store_##K);              \
+    (void)c;                                                                  \
+    qkv_rope(args, atlas_host_load_##S, atlas_host_store_##K);                \
   }
 #define QKV_ROPE_ENTRIES(S) \
   QKV_ROPE_ENTRY(S, f32)    \

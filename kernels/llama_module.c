@@ -10,9 +10,9 @@ static const atlas_module_image kLlamaImages[] = {
     {"cuda", atlas_fatbin_llama, ATLAS_FATBIN_LLAMA_SIZE},
 };
 
-const atlas_module_def atlas_llama_module = {
-    ATLAS_LLAMA_MODULE, kLlamaImages, 1, atlas_llama_kernel_defs,
-    ATLAS_LLAMA_KERNEL_COUNT};
+const atlas_module_def atlas_llama_module = {ATLAS_LLAMA_MODULE, kLlamaImages,
+                                             1, atlas_llama_kernel_defs,
+                                             ATLAS_LLAMA_KERNEL_COUNT};
 
 // weight_scan: the load checks the uploaded weights where they landed.
 static const atlas_module_def *const kLlamaModules[] = {

@@ -39,7 +39,9 @@ extern "C" __global__ void embed_rows_bf16(float *out, const __nv_bfloat16 *t,
 // round_rows) into the 16-bit input rows of the next product: bit for bit
 // rmsnorm_rows then round_rows, one pass fewer.
 
-__device__ __forceinline__ void store_out(float *o, size_t i, float v) { o[i] = v; }
+__device__ __forceinline__ void store_out(float *o, size_t i, float v) {
+  o[i] = v;
+}
 __device__ __forceinline__ void store_out(__half *o, size_t i, float v) {
   o[i] = __float2half_rn(v);
 }
@@ -121,7 +123,8 @@ extern "C" __global__ void rope_rows(float *x, const float *inv_freq,
   double csd, snd;
   sincos(angle, &snd, &csd);
   // Scaled in double, then rounded: exactly as the one-token rope kernel.
-  float cs = (float)(csd * attention_factor), sn = (float)(snd * attention_factor);
+  float cs = (float)(csd * attention_factor),
+        sn = (float)(snd * attention_factor);
   float *v = x + (size_t)r * row_stride + (size_t)h * head_dim;
   float x0 = v[i], x1 = v[i + half];
   v[i] = x0 * cs - x1 * sn;
@@ -140,8 +143,10 @@ namespace {
 
 constexpr int kBN = 128, kBK = 32, kLds = kBK + 8;  // +8: no conflicts
 
-template <typename T> struct Mma;
-template <> struct Mma<__nv_bfloat16> {
+template <typename T>
+struct Mma;
+template <>
+struct Mma<__nv_bfloat16> {
   static __device__ __forceinline__ void run(float *c, const uint32_t *a,
                                              const uint32_t *b) {
     asm volatile(
@@ -157,7 +162,8 @@ template <> struct Mma<__nv_bfloat16> {
     return __bfloat162float(v);
   }
 };
-template <> struct Mma<__half> {
+template <>
+struct Mma<__half> {
   static __device__ __forceinline__ void run(float *c, const uint32_t *a,
                                              const uint32_t *b) {
     asm volatile(
@@ -191,8 +197,9 @@ __device__ __forceinline__ void ldmatrix_x2(uint32_t *r, const void *p) {
 // r0 + idx / 4, columns k0 + (idx % 4) * 8.. of a (rows x K) matrix, zeros
 // past its edges.
 template <typename T>
-__device__ __forceinline__ uint4 fetch8(const T *src, uint32_t rows, uint32_t r0,
-                                        uint32_t k0, uint32_t K, bool vec, int idx) {
+__device__ __forceinline__ uint4 fetch8(const T *src, uint32_t rows,
+                                        uint32_t r0, uint32_t k0, uint32_t K,
+                                        bool vec, int idx) {
   int row = idx / 4, kk = (idx % 4) * 8;
   uint32_t r = r0 + row, k = k0 + kk;
   if (vec && r < rows && k + 7 < K) {
@@ -200,7 +207,8 @@ __device__ __forceinline__ uint4 fetch8(const T *src, uint32_t rows, uint32_t r0
   }
   __align__(16) T tmp[8];
   for (int j = 0; j < 8; ++j) {
-    tmp[j] = (r < rows && k + j < K) ? src[(size_t)r * K + k + j] : Mma<T>::from(0.0f);
+    tmp[j] = (r < rows && k + j < K) ? src[(size_t)r * K + k + j]
+                                     : Mma<T>::from(0.0f);
   }
   return *reinterpret_cast<uint4 *>(tmp);
 }
@@ -218,9 +226,11 @@ __device__ __forceinline__ void b_fragments(uint32_t (&bf)[4][2], const T *bs,
 
 // The block's accumulators to out (row-major M x N), inside its edges.
 template <int BM, int MI>
-__device__ __forceinline__ void write_tile(float *out, const float (&acc)[MI][4][4],
+__device__ __forceinline__ void write_tile(float *out,
+                                           const float (&acc)[MI][4][4],
                                            uint32_t M, uint32_t N, uint32_t m0,
-                                           uint32_t n0, int wm, int wn, int lane) {
+                                           uint32_t n0, int wm, int wn,
+                                           int lane) {
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
@@ -244,8 +254,8 @@ __device__ __forceinline__ void write_tile(float *out, const float (&acc)[MI][4]
 template <typename T, int BM>
 __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
                         uint32_t N, uint32_t K) {
-  constexpr int MI = BM / 32;                 // m16 tiles per warp
-  constexpr int A_LOADS = BM * kBK / 4 / 256; // float4 loads per thread
+  constexpr int MI = BM / 32;                  // m16 tiles per warp
+  constexpr int A_LOADS = BM * kBK / 4 / 256;  // float4 loads per thread
   __shared__ __align__(16) T a_hi[BM * kLds];
   __shared__ __align__(16) T a_mid[BM * kLds];
   __shared__ __align__(16) T a_lo[BM * kLds];
@@ -264,7 +274,10 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
       uint32_t m = m0 + row, k = k0 + kk;
       if (vec && m < M && k + 3 < K) {
         float4 v = *reinterpret_cast<const float4 *>(x + (size_t)m * K + k);
-        xr[i][0] = v.x; xr[i][1] = v.y; xr[i][2] = v.z; xr[i][3] = v.w;
+        xr[i][0] = v.x;
+        xr[i][1] = v.y;
+        xr[i][2] = v.z;
+        xr[i][3] = v.w;
       } else {
         for (int j = 0; j < 4; ++j) {
           xr[i][j] = (m < M && k + j < K) ? x[(size_t)m * K + k + j] : 0.0f;
@@ -272,7 +285,8 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
       }
     }
 #pragma unroll
-    for (int i = 0; i < 2; ++i) wr[i] = fetch8(w, N, n0, k0, K, vec, tid + i * 256);
+    for (int i = 0; i < 2; ++i)
+      wr[i] = fetch8(w, N, n0, k0, K, vec, tid + i * 256);
   };
   auto store = [&]() {
 #pragma unroll
@@ -287,9 +301,12 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
         mid[j] = Mma<T>::from(rest);
         lo[j] = Mma<T>::from(rest - Mma<T>::back(mid[j]));
       }
-      *reinterpret_cast<uint2 *>(&a_hi[row * kLds + kk]) = *reinterpret_cast<uint2 *>(hi);
-      *reinterpret_cast<uint2 *>(&a_mid[row * kLds + kk]) = *reinterpret_cast<uint2 *>(mid);
-      *reinterpret_cast<uint2 *>(&a_lo[row * kLds + kk]) = *reinterpret_cast<uint2 *>(lo);
+      *reinterpret_cast<uint2 *>(&a_hi[row * kLds + kk]) =
+          *reinterpret_cast<uint2 *>(hi);
+      *reinterpret_cast<uint2 *>(&a_mid[row * kLds + kk]) =
+          *reinterpret_cast<uint2 *>(mid);
+      *reinterpret_cast<uint2 *>(&a_lo[row * kLds + kk]) =
+          *reinterpret_cast<uint2 *>(lo);
     }
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -317,7 +334,8 @@ __device__ void gemm_tc(float *out, const T *w, const float *x, uint32_t M,
       uint32_t ah[MI][4], am[MI][4], al[MI][4], bf[4][2];
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi) {
-        int row = wm * (BM / 2) + mi * 16 + (lane % 16), col = ks + (lane / 16) * 8;
+        int row = wm * (BM / 2) + mi * 16 + (lane % 16),
+            col = ks + (lane / 16) * 8;
         ldmatrix_x4(ah[mi], &a_hi[row * kLds + col]);
         ldmatrix_x4(am[mi], &a_mid[row * kLds + col]);
         ldmatrix_x4(al[mi], &a_lo[row * kLds + col]);
@@ -365,9 +383,11 @@ __device__ void gemm16_tc(float *out, const T *w, const T *x, uint32_t M,
   // Rows of 32 k-values as four uint4 of 8 (x rows from m0, w rows from n0).
   auto load = [&](uint32_t k0) {
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) xr[i] = fetch8(x, M, m0, k0, K, vec, tid + i * 256);
+    for (int i = 0; i < A_LOADS; ++i)
+      xr[i] = fetch8(x, M, m0, k0, K, vec, tid + i * 256);
 #pragma unroll
-    for (int i = 0; i < 2; ++i) wr[i] = fetch8(w, N, n0, k0, K, vec, tid + i * 256);
+    for (int i = 0; i < 2; ++i)
+      wr[i] = fetch8(w, N, n0, k0, K, vec, tid + i * 256);
   };
   auto store = [&]() {
 #pragma unroll
@@ -401,7 +421,8 @@ __device__ void gemm16_tc(float *out, const T *w, const T *x, uint32_t M,
       uint32_t af[MI][4], bf[4][2];
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi) {
-        int row = wm * (BM / 2) + mi * 16 + (lane % 16), col = ks + (lane / 16) * 8;
+        int row = wm * (BM / 2) + mi * 16 + (lane % 16),
+            col = ks + (lane / 16) * 8;
         ldmatrix_x4(af[mi], &as[row * kLds + col]);
       }
       b_fragments(bf, bs, wn, ks, lane);
@@ -503,9 +524,8 @@ extern "C" __global__ void __launch_bounds__(256)
   gemm16_tc<__half, 128>(out, w, x, m, n, k);
 }
 extern "C" __global__ void __launch_bounds__(256)
-    gemm16_bf16_m128(float *out, const __nv_bfloat16 *w,
-                     const __nv_bfloat16 *x, uint32_t m, uint32_t n,
-                     uint32_t k) {
+    gemm16_bf16_m128(float *out, const __nv_bfloat16 *w, const __nv_bfloat16 *x,
+                     uint32_t m, uint32_t n, uint32_t k) {
   gemm16_tc<__nv_bfloat16, 128>(out, w, x, m, n, k);
 }
 
@@ -556,7 +576,8 @@ __device__ __forceinline__ float4 kv4(const C *p, size_t i) {
   uint2 raw = *reinterpret_cast<const uint2 *>(p + i);
   const C *e = reinterpret_cast<const C *>(&raw);
   float4 r;
-  r.x = load_w(e, 0), r.y = load_w(e, 1), r.z = load_w(e, 2), r.w = load_w(e, 3);
+  r.x = load_w(e, 0), r.y = load_w(e, 1), r.z = load_w(e, 2),
+  r.w = load_w(e, 3);
   return r;
 }
 
@@ -692,8 +713,8 @@ __device__ void attention_prefill(PrefillSimtShared &sh, float *out,
 // cache by cp.async, V(j) landing while S = Q K(j)^T and the softmax run and
 // K(j+1) while O += P V(j) runs. The softmax is online in f32 (2^(s *
 // log2(e) / sqrt(head_dim) - max), one fma and ex2); P is rounded to the
-// cache type for the second product. Warps skip the tiles none of their rows see
-// and mask only the tiles some of their rows see in part. Rounding Q and P
+// cache type for the second product. Warps skip the tiles none of their rows
+// see and mask only the tiles some of their rows see in part. Rounding Q and P
 // costs about 2^-8 relative (BF16), 2^-11 (F16), what a 16-bit cache's own
 // rounding costs; an F16 cache also needs |q| < 65504, as it needs |k|.
 
@@ -703,22 +724,25 @@ constexpr int kFlashWarps = 4, kFlashRows = 16 * kFlashWarps, kFlashKeys = 64;
 // conflicts), in elements; Q is staged in V's (kFlashRows == kFlashKeys).
 constexpr int kFlashTile = kFlashKeys * (kMaxD + 8);
 static_assert(kFlashRows == kFlashKeys, "Q is staged in the V tile");
-constexpr size_t kPrefillShared =
-    sizeof(PrefillSimtShared) > 2 * kFlashTile * 2 ? sizeof(PrefillSimtShared)
-                                                   : 2 * kFlashTile * 2;
+constexpr size_t kPrefillShared = sizeof(PrefillSimtShared) > 2 * kFlashTile * 2
+                                      ? sizeof(PrefillSimtShared)
+                                      : 2 * kFlashTile * 2;
 }  // namespace
 
 // Two f32 values rounded to the cache type, packed: `lo` in the low half (the
 // element with the smaller index in an mma fragment).
-template <typename C> struct Pack2;
-template <> struct Pack2<__half> {
+template <typename C>
+struct Pack2;
+template <>
+struct Pack2<__half> {
   static __device__ __forceinline__ uint32_t rn(float lo, float hi) {
     uint32_t r;
     asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
   }
 };
-template <> struct Pack2<__nv_bfloat16> {
+template <>
+struct Pack2<__nv_bfloat16> {
   static __device__ __forceinline__ uint32_t rn(float lo, float hi) {
     uint32_t r;
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
@@ -744,7 +768,8 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t *r, const void *p) {
 
 // 16 bytes global -> shared, or 16 zero bytes when !valid (nothing is read
 // then; `src` must still be a valid address).
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid) {
+__device__ __forceinline__ void cp_async16(void *dst, const void *src,
+                                           bool valid) {
   uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d),
                "l"(src), "r"(valid ? 16 : 0)
@@ -763,11 +788,12 @@ __device__ __forceinline__ void cp_async_wait_all() {
 // __launch_bounds__(128, 3): 206 without; the head_dim-64 one 128 at 4).
 // sm: 2 * kFlashTile elements of shared memory.
 template <typename C, int HD>
-__device__ __forceinline__ void attention_flash(C *sm, float *out, const float *q,
-                                                const C *kc, const C *vc,
-                                                uint32_t n_heads, uint32_t n_kv,
-                                                uint32_t hd, uint32_t pos0,
-                                                uint32_t n, uint32_t window) {
+__device__ __forceinline__ void attention_flash(C *sm, float *out,
+                                                const float *q, const C *kc,
+                                                const C *vc, uint32_t n_heads,
+                                                uint32_t n_kv, uint32_t hd,
+                                                uint32_t pos0, uint32_t n,
+                                                uint32_t window) {
   constexpr int LD = HD + 8, KT = HD / 16, NT = HD / 8, KS = kFlashKeys / 16;
   C *ks = sm, *vs = sm + kFlashTile;
   const uint32_t group = n_heads / n_kv, kvh = blockIdx.x % n_kv;
@@ -789,7 +815,8 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
     for (uint32_t i = tid; i < kFlashKeys * chunks; i += 32 * kFlashWarps) {
       const uint32_t key = i / chunks, c = (i % chunks) * 8, t = t0 + key;
       const bool ok = t <= hi;
-      cp_async16(dst + key * LD + c, ok ? src + (size_t)t * kv_dim + c : src, ok);
+      cp_async16(dst + key * LD + c, ok ? src + (size_t)t * kv_dim + c : src,
+                 ok);
     }
     cp_async_commit();
   };
@@ -802,7 +829,8 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (p < pairs) {
       v = *reinterpret_cast<const float4 *>(
-          q + (size_t)(p / group) * q_dim + (size_t)(kvh * group + p % group) * hd + d);
+          q + (size_t)(p / group) * q_dim +
+          (size_t)(kvh * group + p % group) * hd + d);
     }
     uint2 h;
     h.x = Pack2<C>::rn(v.x, v.y);
@@ -814,7 +842,8 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
 #pragma unroll
   for (int kk = 0; kk < KT; ++kk) {
     if (kk * 16 < (int)hd) {
-      ldmatrix_x4(qf[kk], vs + (warp * 16 + lane % 16) * LD + kk * 16 + (lane / 16) * 8);
+      ldmatrix_x4(qf[kk], vs + (warp * 16 + lane % 16) * LD + kk * 16 +
+                              (lane / 16) * 8);
     }
   }
 
@@ -824,7 +853,8 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
   const uint32_t wfirst = first + warp * 16;
   const bool warp_live = wfirst < pairs;
   const uint32_t wlast = min(wfirst + 15, pairs - 1);
-  const uint32_t w_pos_first = pos0 + wfirst / group, w_pos_last = pos0 + wlast / group;
+  const uint32_t w_pos_first = pos0 + wfirst / group,
+                 w_pos_last = pos0 + wlast / group;
   const uint32_t w_lo_first = lo_of(w_pos_first), w_lo_last = lo_of(w_pos_last);
   uint32_t rpos[2], rlo[2];
 #pragma unroll
@@ -844,13 +874,15 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
     load_tile(vs, vbase, t0);
     // Warp-uniform: does any row see a key of the tile; do all see all?
     // (Pairs past the end may count as seeing all: they are never written.)
-    const bool act = warp_live && t0 <= w_pos_last && t0 + (kFlashKeys - 1) >= w_lo_first;
+    const bool act =
+        warp_live && t0 <= w_pos_last && t0 + (kFlashKeys - 1) >= w_lo_first;
     const bool full = t0 + (kFlashKeys - 1) <= w_pos_first && t0 >= w_lo_last;
     uint32_t pf[KS][4];  // P as A fragments, keys 16 * k .. + 15
     if (act) {
       float s[2 * KS][4];
 #pragma unroll
-      for (int i = 0; i < 2 * KS; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+      for (int i = 0; i < 2 * KS; ++i)
+        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < KT; ++kk) {
         if (kk * 16 < (int)hd) {
@@ -859,15 +891,16 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
             // B fragments of keys np * 16 .. + 7 and + 8 .. + 15 (K rows are
             // the n index; ldmatrix's matrices: k 0-7, k 8-15 of each).
             uint32_t b[4];
-            ldmatrix_x4(b, ks + (np * 16 + lane % 8 + (lane / 16) * 8) * LD + kk * 16 +
-                               ((lane / 8) % 2) * 8);
+            ldmatrix_x4(b, ks + (np * 16 + lane % 8 + (lane / 16) * 8) * LD +
+                               kk * 16 + ((lane / 8) % 2) * 8);
             Mma<C>::run(s[2 * np], qf[kk], b);
             Mma<C>::run(s[2 * np + 1], qf[kk], b + 2);
           }
         }
       }
-      // s[i][e]: row lane / 4 + 8 * (e / 2), key t0 + 8 * i + 2 * (lane % 4) + e % 2.
-      // Unscaled (scale_log2 > 0 keeps the max); the exponent is one fma.
+      // s[i][e]: row lane / 4 + 8 * (e / 2), key t0 + 8 * i + 2 * (lane % 4) +
+      // e % 2. Unscaled (scale_log2 > 0 keeps the max); the exponent is one
+      // fma.
       if (!full) {
 #pragma unroll
         for (int i = 0; i < 2 * KS; ++i) {
@@ -883,7 +916,8 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
       for (int j = 0; j < 2; ++j) {
         float mx = -INFINITY;
 #pragma unroll
-        for (int i = 0; i < 2 * KS; ++i) mx = fmaxf(mx, fmaxf(s[i][2 * j], s[i][2 * j + 1]));
+        for (int i = 0; i < 2 * KS; ++i)
+          mx = fmaxf(mx, fmaxf(s[i][2 * j], s[i][2 * j + 1]));
         // A row's 64 keys are spread over the 4 lanes of a quad.
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
@@ -909,7 +943,8 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
         for (int h = 0; h < 2; ++h) {
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
-            e[h][c] = exp2_ftz(fmaf(s[2 * k + h][c], scale_log2, -m_use[c / 2]));
+            e[h][c] =
+                exp2_ftz(fmaf(s[2 * k + h][c], scale_log2, -m_use[c / 2]));
           }
           l[0] += e[h][0] + e[h][1];
           l[1] += e[h][2] + e[h][3];
@@ -932,8 +967,9 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
             // V is [key][d]: .trans gives the B fragment (k = key, n = d);
             // matrices keys 0-7 / 8-15 of d 0-7, then of d 8-15.
             uint32_t b[4];
-            ldmatrix_x4_trans(b, vs + (k * 16 + lane % 8 + ((lane / 8) % 2) * 8) * LD +
-                                     dp * 16 + (lane / 16) * 8);
+            ldmatrix_x4_trans(
+                b, vs + (k * 16 + lane % 8 + ((lane / 8) % 2) * 8) * LD +
+                       dp * 16 + (lane / 16) * 8);
             Mma<C>::run(o[2 * dp], pf[k], b);
             Mma<C>::run(o[2 * dp + 1], pf[k], b + 2);
           }
@@ -952,7 +988,8 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
     const uint32_t p = wfirst + lane / 4 + 8 * j;
     if (p >= pairs) continue;
     const float inv = 1.0f / l[j];  // > 0: a row sees at least its own key
-    float *orow = out + (size_t)(p / group) * q_dim + (size_t)(kvh * group + p % group) * hd;
+    float *orow = out + (size_t)(p / group) * q_dim +
+                  (size_t)(kvh * group + p % group) * hd;
 #pragma unroll
     for (int i = 0; i < NT; ++i) {
       if (i * 8 < (int)hd) {
@@ -974,21 +1011,24 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out, const float *
 template <typename C, int D>
 __device__ __forceinline__ void attention_prefill_entry(
     float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,
-    uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n, uint32_t window) {
+    uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n,
+    uint32_t window) {
   if constexpr (sizeof(C) == 4) {
     __shared__ PrefillSimtShared sh;
-    attention_prefill(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n, window);
+    attention_prefill(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,
+                      window);
   } else {
     __shared__ __align__(16) unsigned char smem[kPrefillShared];
     C *sm = reinterpret_cast<C *>(smem);
     if constexpr (D != 0) {
-      attention_flash<C, D>(sm, out, q, kc, vc, n_heads, n_kv, D, pos0, n, window);
+      attention_flash<C, D>(sm, out, q, kc, vc, n_heads, n_kv, D, pos0, n,
+                            window);
     } else if (head_dim % 16 != 0) {
-      attention_prefill(*reinterpret_cast<PrefillSimtShared *>(smem), out, q, kc, vc,
-                        n_heads, n_kv, head_dim, pos0, n, window);
+      attention_prefill(*reinterpret_cast<PrefillSimtShared *>(smem), out, q,
+                        kc, vc, n_heads, n_kv, head_dim, pos0, n, window);
     } else {
-      attention_flash<C, 128>(sm, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,
-                              window);
+      attention_flash<C, 128>(sm, out, q, kc, vc, n_heads, n_kv, head_dim, pos0,
+                              n, window);
     }
   }
 }
@@ -1030,7 +1070,7 @@ constexpr int kChunkOf = D == 128 ? 64 : 128;
 // ATLAS_LLAMA_DECODE_HEAD_KEYS: contexts of this many keys or fewer take a
 // block per query head.
 constexpr uint32_t kHeadKeys = 256;
-}
+}  // namespace
 
 // Four cache entries as stored (registers: two words for 16-bit caches).
 template <typename C>
@@ -1060,10 +1100,13 @@ __device__ __forceinline__ typename KvRaw<C>::T kv_raw(const C *row, uint32_t d,
 
 // As f32, by value and bit operations (a pointer into the registers put
 // them in local memory).
-__device__ __forceinline__ float4 kv_unpack(float4 r, const float *) { return r; }
+__device__ __forceinline__ float4 kv_unpack(float4 r, const float *) {
+  return r;
+}
 __device__ __forceinline__ float4 kv_unpack(uint2 r, const __nv_bfloat16 *) {
-  return make_float4(__uint_as_float(r.x << 16), __uint_as_float(r.x & 0xFFFF0000u),
-                     __uint_as_float(r.y << 16), __uint_as_float(r.y & 0xFFFF0000u));
+  return make_float4(
+      __uint_as_float(r.x << 16), __uint_as_float(r.x & 0xFFFF0000u),
+      __uint_as_float(r.y << 16), __uint_as_float(r.y & 0xFFFF0000u));
 }
 __device__ __forceinline__ float half_bits(uint32_t b) {
   return __half2float(__ushort_as_half((unsigned short)b));
@@ -1073,7 +1116,9 @@ __device__ __forceinline__ float4 kv_unpack(uint2 r, const __half *) {
                      half_bits(r.y & 0xFFFFu), half_bits(r.y >> 16));
 }
 
-__host__ __device__ constexpr int ilog2(int x) { return x <= 1 ? 0 : 1 + ilog2(x / 2); }
+__host__ __device__ constexpr int ilog2(int x) {
+  return x <= 1 ? 0 : 1 + ilog2(x / 2);
+}
 
 // Sums over lane segments of 2 * O lanes of N values a lane, by halving:
 // at each step a lane keeps half of its values (the upper half where its
@@ -1082,7 +1127,8 @@ __host__ __device__ constexpr int ilog2(int x) { return x <= 1 ? 0 : 1 + ilog2(x
 // sums: value (its lane bits from 2 * O down, as a number) * rest + r.
 // Once one value is left the remaining steps sum it whole.
 template <int M, int N, int O>
-__device__ __forceinline__ void score_scatter(float (&v)[M], uint32_t lane_in_seg) {
+__device__ __forceinline__ void score_scatter(float (&v)[M],
+                                              uint32_t lane_in_seg) {
   if constexpr (O > 0) {
     if constexpr (N > 1) {
       const bool up = (lane_in_seg & O) != 0;
@@ -1120,9 +1166,9 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
                                    uint32_t n_heads, uint32_t n_kv,
                                    uint32_t head_dim_arg, const uint32_t *step,
                                    uint32_t window, uint32_t splits, float *out,
-                                   uint32_t *counters, uint32_t split, uint32_t g0,
-                                   uint32_t heads, uint32_t chunks, uint32_t used,
-                                   uint32_t ctr) {
+                                   uint32_t *counters, uint32_t split,
+                                   uint32_t g0, uint32_t heads, uint32_t chunks,
+                                   uint32_t used, uint32_t ctr) {
   using Raw = typename KvRaw<C>::T;
   constexpr int kChunk = kChunkOf<D>;
   constexpr int kPerWarp = kChunk / kDecWarps;  // keys a warp scores
@@ -1132,7 +1178,8 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
   // Value rows also load before the wait where the accumulators leave
   // registers for them (512 threads: at most 128 a thread).
   constexpr bool kEarlyV = G <= 4 || (G <= 8 && sizeof(C) == 2);
-  static_assert(G <= kMaxGroup, "a KV head serves at most kMaxGroup query heads");
+  static_assert(G <= kMaxGroup,
+                "a KV head serves at most kMaxGroup query heads");
   float(*qs)[kMaxD] = sh.qs;
   float(*ps)[kChunkMax] = sh.ps;
   float(*stat)[3] = sh.stat;
@@ -1158,10 +1205,13 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
   // Key j of the chunk for this lane's p-th score, or kChunk for none.
   auto key_of = [&](int p) -> uint32_t {
     const uint32_t k_in_warp = p * per_warp + sub;
-    return k_in_warp < (uint32_t)kPerWarp ? warp * kPerWarp + k_in_warp : kChunk;
+    return k_in_warp < (uint32_t)kPerWarp ? warp * kPerWarp + k_in_warp
+                                          : kChunk;
   };
   auto first_key = [&](uint32_t c) { return lo + c * kChunk; };
-  auto keys_in = [&](uint32_t c) { return min((uint32_t)kChunk, seq_len - first_key(c)); };
+  auto keys_in = [&](uint32_t c) {
+    return min((uint32_t)kChunk, seq_len - first_key(c));
+  };
   // Every row this lane reads of chunk c, loaded before any is used (the
   // loads overlap; one at a time they were latency-bound); row `pos` comes
   // from kpos / vpos (the first chunk's rows load before the wait, and the
@@ -1169,28 +1219,30 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
   Raw kr[kPerWarp], vr[kSlices];
   // (Written out at each use, not as lambdas over kr and vr: those put the
   // arrays in local memory.)
-#define ATLAS_DECODE_LOAD_K(c)                                                  \
-  do {                                                                          \
-    const uint32_t t0_ = first_key(c), count_ = keys_in(c);                     \
-    _Pragma("unroll") for (int p = 0; p < kPerWarp; ++p) {                      \
-      const uint32_t j = key_of(p);                                             \
-      kr[p] = Raw{};                                                            \
-      if (j < count_ && qd < quads && t0_ + j != pos) {                         \
-        kr[p] = kv_raw(kbase + (size_t)(t0_ + j) * kv_dim, 4 * qd, head_dim, vec); \
-      }                                                                         \
-    }                                                                           \
+#define ATLAS_DECODE_LOAD_K(c)                                                 \
+  do {                                                                         \
+    const uint32_t t0_ = first_key(c), count_ = keys_in(c);                    \
+    _Pragma("unroll") for (int p = 0; p < kPerWarp; ++p) {                     \
+      const uint32_t j = key_of(p);                                            \
+      kr[p] = Raw{};                                                           \
+      if (j < count_ && qd < quads && t0_ + j != pos) {                        \
+        kr[p] =                                                                \
+            kv_raw(kbase + (size_t)(t0_ + j) * kv_dim, 4 * qd, head_dim, vec); \
+      }                                                                        \
+    }                                                                          \
   } while (0)
   // skip_pos: row pos comes from vpos (kEarlyV); else every row loads.
-#define ATLAS_DECODE_LOAD_V(c, skip_pos)                                        \
-  do {                                                                          \
-    const uint32_t t0_ = first_key(c), count_ = keys_in(c);                     \
-    _Pragma("unroll") for (int t = 0; t < kSlices; ++t) {                       \
-      const uint32_t j = slice + t * slices;                                    \
-      vr[t] = Raw{};                                                            \
-      if (j < count_ && qd < quads && !((skip_pos) && t0_ + j == pos)) {        \
-        vr[t] = kv_raw(vbase + (size_t)(t0_ + j) * kv_dim, 4 * qd, head_dim, vec); \
-      }                                                                         \
-    }                                                                           \
+#define ATLAS_DECODE_LOAD_V(c, skip_pos)                                       \
+  do {                                                                         \
+    const uint32_t t0_ = first_key(c), count_ = keys_in(c);                    \
+    _Pragma("unroll") for (int t = 0; t < kSlices; ++t) {                      \
+      const uint32_t j = slice + t * slices;                                   \
+      vr[t] = Raw{};                                                           \
+      if (j < count_ && qd < quads && !((skip_pos) && t0_ + j == pos)) {       \
+        vr[t] =                                                                \
+            kv_raw(vbase + (size_t)(t0_ + j) * kv_dim, 4 * qd, head_dim, vec); \
+      }                                                                        \
+    }                                                                          \
   } while (0)
   // This block takes chunks split, split + used, ... of `chunks` (`used`
   // blocks share them); the last chunk holds row pos.
@@ -1210,7 +1262,8 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
   // Zeros past head_dim and the group: every lane reads its quad of each.
   for (uint32_t i = tid; i < G * kMaxD; i += blockDim.x) {
     uint32_t g = i / kMaxD, d = i % kMaxD;
-    qs[g][d] = g < heads && d < head_dim ? q[(size_t)(h0 + g) * head_dim + d] : 0.0f;
+    qs[g][d] =
+        g < heads && d < head_dim ? q[(size_t)(h0 + g) * head_dim + d] : 0.0f;
   }
   __syncthreads();
   // P V: thread (slice, qd) sums keys slice, slice + slices, ... of each
@@ -1245,13 +1298,15 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
         for (int gg = 0; gg < kHB; ++gg) {
           // The query's quad from shared memory: queries and accumulators
           // of G heads in registers across the chunks spilled.
-          const float4 qq = *reinterpret_cast<const float4 *>(&qs[hb + gg][4 * qd]);
+          const float4 qq =
+              *reinterpret_cast<const float4 *>(&qs[hb + gg][4 * qd]);
 #pragma unroll
           for (int p = 0; p < kP; ++p) {
             Raw raw = kr[p];
             if (has_pos && key_of(p) == count - 1) raw = kpos;
             const float4 k4 = kv_unpack(raw, kc);
-            v[gg * kP + p] = qq.x * k4.x + qq.y * k4.y + qq.z * k4.z + qq.w * k4.w;
+            v[gg * kP + p] =
+                qq.x * k4.x + qq.y * k4.y + qq.z * k4.z + qq.w * k4.w;
           }
         }
         score_scatter<kN, kN, kSegC / 2>(v, qd);
@@ -1292,7 +1347,8 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
     for (uint32_t g = warp; g < heads; g += kDecWarps) {
       float mx = -INFINITY;
       for (int i = lane; i < kChunk; i += 32) mx = fmaxf(mx, ps[g][i]);
-      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      for (int o = 16; o > 0; o >>= 1)
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
       const float before = first ? -INFINITY : stat[g][0];
       const float m = fmaxf(before, mx);
       float sum = 0.0f;
@@ -1301,7 +1357,8 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
         ps[g][i] = e;
         sum += e;
       }
-      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      for (int o = 16; o > 0; o >>= 1)
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
       if (lane == 0) {
         const float f = first ? 0.0f : expf(before - m);
         stat[g][0] = m;
@@ -1391,13 +1448,17 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
   for (uint32_t g = warp; g < heads; g += kDecWarps) {
     const float *ph = part + (size_t)(h0 + g) * splits * stride;
     float mx = -INFINITY;
-    for (uint32_t sp = lane; sp < used; sp += 32) mx = fmaxf(mx, __ldcg(ph + sp * stride));
-    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    for (uint32_t sp = lane; sp < used; sp += 32)
+      mx = fmaxf(mx, __ldcg(ph + sp * stride));
+    for (int o = 16; o > 0; o >>= 1)
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     float total = 0.0f;
     for (uint32_t sp = lane; sp < used; sp += 32) {
-      total += expf(__ldcg(ph + sp * stride) - mx) * __ldcg(ph + sp * stride + 1);
+      total +=
+          expf(__ldcg(ph + sp * stride) - mx) * __ldcg(ph + sp * stride + 1);
     }
-    for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(0xffffffffu, total, o);
+    for (int o = 16; o > 0; o >>= 1)
+      total += __shfl_xor_sync(0xffffffffu, total, o);
     if (lane == 0) {
       stat[g][0] = mx;
       stat[g][1] = total;
@@ -1462,8 +1523,8 @@ __device__ void attention_decode_pick(DecodeSharedAny<G> &sh, float *part,
                                       const float *q, const C *kc, const C *vc,
                                       uint32_t n_heads, uint32_t n_kv,
                                       uint32_t head_dim, const uint32_t *step,
-                                      uint32_t window, uint32_t splits, float *out,
-                                      uint32_t *counters) {
+                                      uint32_t window, uint32_t splits,
+                                      float *out, uint32_t *counters) {
   // Read before the wait: the step is copied in before the step's first
   // kernel and no kernel writes it.
   const uint32_t seq_len = step[1] + 1, group = n_heads / n_kv;
@@ -1482,13 +1543,13 @@ __device__ void attention_decode_pick(DecodeSharedAny<G> &sh, float *part,
   if (split >= used) return;
   if (per_head) {
     const uint32_t g0 = blockIdx.x % group;
-    attention_decode_g<C, 1, D>(sh.one, part, q, kc, vc, n_heads, n_kv, head_dim,
-                                step, window, splits, out, counters, split, g0, 1,
-                                chunks, used, blockIdx.y * group + g0);
+    attention_decode_g<C, 1, D>(
+        sh.one, part, q, kc, vc, n_heads, n_kv, head_dim, step, window, splits,
+        out, counters, split, g0, 1, chunks, used, blockIdx.y * group + g0);
   } else {
-    attention_decode_g<C, G, D>(sh.many, part, q, kc, vc, n_heads, n_kv, head_dim,
-                                step, window, splits, out, counters, split, 0, group,
-                                chunks, used, blockIdx.y);
+    attention_decode_g<C, G, D>(sh.many, part, q, kc, vc, n_heads, n_kv,
+                                head_dim, step, window, splits, out, counters,
+                                split, 0, group, chunks, used, blockIdx.y);
   }
 }
 
@@ -1496,24 +1557,27 @@ __device__ void attention_decode_pick(DecodeSharedAny<G> &sh, float *part,
 // loop spilled three times the bytes (group 4: 1092 against 328).
 template <typename C, int G>
 __device__ __noinline__ void attention_decode_pick_any(
-    DecodeSharedAny<G> &sh, float *part, const float *q, const C *kc, const C *vc,
-    uint32_t n_heads, uint32_t n_kv, uint32_t head_dim, const uint32_t *step,
-    uint32_t window, uint32_t splits, float *out, uint32_t *counters) {
-  attention_decode_pick<C, G, 0>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
-                                 window, splits, out, counters);
+    DecodeSharedAny<G> &sh, float *part, const float *q, const C *kc,
+    const C *vc, uint32_t n_heads, uint32_t n_kv, uint32_t head_dim,
+    const uint32_t *step, uint32_t window, uint32_t splits, float *out,
+    uint32_t *counters) {
+  attention_decode_pick<C, G, 0>(sh, part, q, kc, vc, n_heads, n_kv, head_dim,
+                                 step, window, splits, out, counters);
 }
 
 template <typename C, int G, int D>
 __device__ __forceinline__ void attention_decode_entry(
-    DecodeSharedAny<G> &sh, float *part, const float *q, const C *kc, const C *vc,
-    uint32_t n_heads, uint32_t n_kv, uint32_t head_dim, const uint32_t *step,
-    uint32_t window, uint32_t splits, float *out, uint32_t *counters) {
+    DecodeSharedAny<G> &sh, float *part, const float *q, const C *kc,
+    const C *vc, uint32_t n_heads, uint32_t n_kv, uint32_t head_dim,
+    const uint32_t *step, uint32_t window, uint32_t splits, float *out,
+    uint32_t *counters) {
   if constexpr (D == 0) {
-    attention_decode_pick_any<C, G>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
-                                    window, splits, out, counters);
+    attention_decode_pick_any<C, G>(sh, part, q, kc, vc, n_heads, n_kv,
+                                    head_dim, step, window, splits, out,
+                                    counters);
   } else {
-    attention_decode_pick<C, G, D>(sh, part, q, kc, vc, n_heads, n_kv, head_dim, step,
-                                   window, splits, out, counters);
+    attention_decode_pick<C, G, D>(sh, part, q, kc, vc, n_heads, n_kv, head_dim,
+                                   step, window, splits, out, counters);
   }
 }
 
@@ -1524,19 +1588,20 @@ __device__ __forceinline__ void attention_decode_entry(
 // alone (102 registers, no spill) took the 8B shape's step 1.4-2.4% faster
 // (128-8192 keys) than one kernel holding the three bodies (128 registers);
 // the 1B shape's step stayed the same at 128 keys (0.5% slower at 8192).
-#define ATLAS_DECODE_KERNEL(S, C, G, D, DN)                                    \
-  extern "C" __global__ void __launch_bounds__(kDecWarps * 32, 1)          \
-      attention_decode_##S##_g##G##_##DN(                                      \
-      float *part, const float *q, const C *kc, const C *vc, uint32_t n_heads, \
-      uint32_t n_kv, uint32_t head_dim, const uint32_t *step, uint32_t window, \
-      uint32_t splits, float *out, uint32_t *counters) {                       \
-    __shared__ DecodeSharedAny<G> sh;                                          \
-    attention_decode_entry<C, G, D>(sh, part, q, kc, vc, n_heads, n_kv,        \
-                                    head_dim, step, window, splits, out,       \
-                                    counters);                                 \
+#define ATLAS_DECODE_KERNEL(S, C, G, D, DN)                                   \
+  extern "C" __global__ void __launch_bounds__(kDecWarps * 32, 1)             \
+      attention_decode_##S##_g##G##_##DN(                                     \
+          float *part, const float *q, const C *kc, const C *vc,              \
+          uint32_t n_heads, uint32_t n_kv, uint32_t head_dim,                 \
+          const uint32_t *step, uint32_t window, uint32_t splits, float *out, \
+          uint32_t *counters) {                                               \
+    __shared__ DecodeSharedAny<G> sh;                                         \
+    attention_decode_entry<C, G, D>(sh, part, q, kc, vc, n_heads, n_kv,       \
+                                    head_dim, step, window, splits, out,      \
+                                    counters);                                \
   }
-#define ATLAS_DECODE_KERNELS(S, C, G) \
-  ATLAS_DECODE_KERNEL(S, C, G, 64, d64)  \
+#define ATLAS_DECODE_KERNELS(S, C, G)     \
+  ATLAS_DECODE_KERNEL(S, C, G, 64, d64)   \
   ATLAS_DECODE_KERNEL(S, C, G, 128, d128) \
   ATLAS_DECODE_KERNEL(S, C, G, 0, dany)
 
@@ -1544,29 +1609,30 @@ __device__ __forceinline__ void attention_decode_entry(
 // the host picks by head_dim) and its blocks an SM (registers). On the H200
 // the head_dim-64 kernel at 4 blocks (128 registers) took the 1B shape's
 // 16384-token prompt from 153.5 to 146.4 ms; at 3, as before, 158.4.
-#define ATLAS_PREFILL_ATTENTION_KERNEL(S, C, D, DN, B)                          \
-  extern "C" __global__ void __launch_bounds__(128, B) attention_prefill_##S##_##DN( \
-      float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,   \
-      uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n,              \
-      uint32_t window) {                                                        \
-    attention_prefill_entry<C, D>(out, q, kc, vc, n_heads, n_kv, head_dim, pos0, \
-                                  n, window);                                   \
+#define ATLAS_PREFILL_ATTENTION_KERNEL(S, C, D, DN, B)                       \
+  extern "C" __global__ void __launch_bounds__(128, B)                       \
+      attention_prefill_##S##_##DN(                                          \
+          float *out, const float *q, const C *kc, const C *vc,              \
+          uint32_t n_heads, uint32_t n_kv, uint32_t head_dim, uint32_t pos0, \
+          uint32_t n, uint32_t window) {                                     \
+    attention_prefill_entry<C, D>(out, q, kc, vc, n_heads, n_kv, head_dim,   \
+                                  pos0, n, window);                          \
   }
 
 // The kernels that touch the KV cache, per cache type.
-#define ATLAS_BATCH_KV_KERNELS(S, C)                                            \
-  extern "C" __global__ void __launch_bounds__(256) kv_store_rows_##S(          \
-      C *kc, C *vc, const float *k, const float *v, uint32_t kv_dim,            \
-      uint32_t pos0, uint32_t n) {                                              \
-    kv_store_rows(kc, vc, k, v, kv_dim, pos0, n);                               \
-  }                                                                             \
-  ATLAS_PREFILL_ATTENTION_KERNEL(S, C, 64, d64, 4)                              \
-  ATLAS_PREFILL_ATTENTION_KERNEL(S, C, 128, d128, 3)                            \
-  ATLAS_PREFILL_ATTENTION_KERNEL(S, C, 0, dany, 3)                              \
-  ATLAS_DECODE_KERNELS(S, C, 1)                                                 \
-  ATLAS_DECODE_KERNELS(S, C, 2)                                                 \
-  ATLAS_DECODE_KERNELS(S, C, 4)                                                 \
-  ATLAS_DECODE_KERNELS(S, C, 8)                                                 \
+#define ATLAS_BATCH_KV_KERNELS(S, C)                                  \
+  extern "C" __global__ void __launch_bounds__(256)                   \
+      kv_store_rows_##S(C *kc, C *vc, const float *k, const float *v, \
+                        uint32_t kv_dim, uint32_t pos0, uint32_t n) { \
+    kv_store_rows(kc, vc, k, v, kv_dim, pos0, n);                     \
+  }                                                                   \
+  ATLAS_PREFILL_ATTENTION_KERNEL(S, C, 64, d64, 4)                    \
+  ATLAS_PREFILL_ATTENTION_KERNEL(S, C, 128, d128, 3)                  \
+  ATLAS_PREFILL_ATTENTION_KERNEL(S, C, 0, dany, 3)                    \
+  ATLAS_DECODE_KERNELS(S, C, 1)                                       \
+  ATLAS_DECODE_KERNELS(S, C, 2)                                       \
+  ATLAS_DECODE_KERNELS(S, C, 4)                                       \
+  ATLAS_DECODE_KERNELS(S, C, 8)                                       \
   ATLAS_DECODE_KERNELS(S, C, 16)
 ATLAS_BATCH_KV_KERNELS(f32, float)
 ATLAS_BATCH_KV_KERNELS(f16, __half)

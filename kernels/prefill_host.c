@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/kernels/prefill_kernels.h"
 #include "atlas/kernels/host_access.h"
+#include "atlas/kernels/prefill_kernels.h"
 
 #define ARG(type, i) (*(type *)args[i])
 
@@ -59,7 +59,8 @@ static void silu_mul_round(void **args, store_fn store) {
   const float *a = ARG(const float *, 1);
   const float *b = ARG(const float *, 2);
   uint32_t n = ARG(uint32_t, 3);
-  for (uint32_t i = 0; i < n; ++i) store(out, i, a[i] / (1.0f + expf(-a[i])) * b[i]);
+  for (uint32_t i = 0; i < n; ++i)
+    store(out, i, a[i] / (1.0f + expf(-a[i])) * b[i]);
 }
 ATLAS_HOST_ENTRY(silu_mul_round, store, f16)
 ATLAS_HOST_ENTRY(silu_mul_round, store, bf16)
@@ -81,14 +82,17 @@ static void product(void **args, load_fn load_w, load_fn load_x) {
     for (uint32_t c = 0; c < k; ++c) row[c] = load_w(w, (size_t)j * k + c);
     for (uint32_t i = 0; i < m; ++i) {
       float acc = 0.0f;
-      for (uint32_t c = 0; c < k; ++c) acc += row[c] * load_x(x, (size_t)i * k + c);
+      for (uint32_t c = 0; c < k; ++c)
+        acc += row[c] * load_x(x, (size_t)i * k + c);
       out[(size_t)i * n + j] = acc;
     }
   }
   free(row);
 }
 
-static void gemm(void **args, load_fn load) { product(args, load, atlas_host_load_f32); }
+static void gemm(void **args, load_fn load) {
+  product(args, load, atlas_host_load_f32);
+}
 ATLAS_HOST_BY_DTYPE(gemm, load)
 
 // x in the weights' 16-bit type too.
@@ -120,7 +124,8 @@ static void rope_rows(const atlas_launch_config *c, void **args) {
     for (uint32_t i = 0; i < half; ++i) {
       double angle = (double)(pos0 + r) * (double)inv_freq[i];
       // Scaled in double, then rounded: exactly as the one-token rope.
-      float cs = (float)(cos(angle) * factor), sn = (float)(sin(angle) * factor);
+      float cs = (float)(cos(angle) * factor),
+            sn = (float)(sin(angle) * factor);
       for (uint32_t h = 0; h < n_heads; ++h) {
         float *v = x + (size_t)r * stride + (size_t)h * head_dim;
         float x0 = v[i], x1 = v[i + half];
@@ -252,7 +257,8 @@ static void attention_decode(void **args, load_fn load) {
       for (uint32_t i = 0; i < head_dim; ++i) p[2 + i] = 0.0f;
       for (uint32_t j = 0; j < count; ++j) {
         size_t vt = (size_t)(begin + j) * kv_dim + (size_t)kvh * head_dim;
-        for (uint32_t i = 0; i < head_dim; ++i) p[2 + i] += s[j] * load(vc, vt + i);
+        for (uint32_t i = 0; i < head_dim; ++i)
+          p[2 + i] += s[j] * load(vc, vt + i);
       }
     }
   }
@@ -284,48 +290,57 @@ ATLAS_HOST_BY_DTYPE(attention_decode, load)
 // The prompt attention's entries of one cache type S: every head size
 // (atlas_llama_prefill_attention_kernel's names), one host twin.
 #define ATLAS_PREFILL_ATTENTION_DEF(S, D) \
-  {"attention_prefill_" #S "_" #D, "ppppuuuuuu", attention_prefill_##S}
-#define ATLAS_PREFILL_ATTENTION_DEFS(S)                                  \
+  { "attention_prefill_" #S "_" #D, "ppppuuuuuu", attention_prefill_##S }
+#define ATLAS_PREFILL_ATTENTION_DEFS(S)                                      \
   ATLAS_PREFILL_ATTENTION_DEF(S, d64), ATLAS_PREFILL_ATTENTION_DEF(S, d128), \
       ATLAS_PREFILL_ATTENTION_DEF(S, dany)
 
 // The decode attention's entries of one cache type S: every group size and
 // head size (atlas_llama_decode_kernel's names), one host twin.
-#define ATLAS_DECODE_DEF(S, G, D) \
-  {"attention_decode_" #S "_g" #G "_" #D, "ppppuuupuupp", attention_decode_##S}
-#define ATLAS_DECODE_DEFS_G(S, G) \
-  ATLAS_DECODE_DEF(S, G, d64), ATLAS_DECODE_DEF(S, G, d128), ATLAS_DECODE_DEF(S, G, dany)
-#define ATLAS_DECODE_DEFS(S)                                              \
-  ATLAS_DECODE_DEFS_G(S, 1), ATLAS_DECODE_DEFS_G(S, 2), ATLAS_DECODE_DEFS_G(S, 4), \
-      ATLAS_DECODE_DEFS_G(S, 8), ATLAS_DECODE_DEFS_G(S, 16)
+#define ATLAS_DECODE_DEF(S, G, D)                          \
+  {                                                        \
+    "attention_decode_" #S "_g" #G "_" #D, "ppppuuupuupp", \
+        attention_decode_##S                               \
+  }
+#define ATLAS_DECODE_DEFS_G(S, G)                            \
+  ATLAS_DECODE_DEF(S, G, d64), ATLAS_DECODE_DEF(S, G, d128), \
+      ATLAS_DECODE_DEF(S, G, dany)
+#define ATLAS_DECODE_DEFS(S)                                \
+  ATLAS_DECODE_DEFS_G(S, 1), ATLAS_DECODE_DEFS_G(S, 2),     \
+      ATLAS_DECODE_DEFS_G(S, 4), ATLAS_DECODE_DEFS_G(S, 8), \
+      ATLAS_DECODE_DEFS_G(S, 16)
 
-const atlas_kernel_def atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT] = {
-    {"embed_rows_f32", "pppuu", embed_rows_f32},
-    {"embed_rows_f16", "pppuu", embed_rows_f16},
-    {"embed_rows_bf16", "pppuu", embed_rows_bf16},
-    {"rmsnorm_rows", "pppufu", rmsnorm_rows},
-    {"rmsnorm_rows_f16", "pppufu", rmsnorm_rows_to_f16},
-    {"rmsnorm_rows_bf16", "pppufu", rmsnorm_rows_to_bf16},
-    {"silu_mul_round_f16", "pppu", silu_mul_round_f16},
-    {"silu_mul_round_bf16", "pppu", silu_mul_round_bf16},
-    {"gemm_f32", "pppuuu", gemm_f32},
-    {"gemm_f16", "pppuuu", gemm_f16},
-    {"gemm_bf16", "pppuuu", gemm_bf16},
-    {"gemm_f16_m128", "pppuuu", gemm_f16},
-    {"gemm_bf16_m128", "pppuuu", gemm_bf16},
-    {"gemm16_f16", "pppuuu", gemm16_f16},
-    {"gemm16_bf16", "pppuuu", gemm16_bf16},
-    {"gemm16_f16_m128", "pppuuu", gemm16_f16},
-    {"gemm16_bf16_m128", "pppuuu", gemm16_bf16},
-    {"round_rows_f16", "ppu", round_rows_f16},
-    {"round_rows_bf16", "ppu", round_rows_bf16},
-    {"rope_rows", "ppuuuuufu", rope_rows},
-    {"kv_store_rows_f32", "ppppuuu", kv_store_rows_f32},
-    {"kv_store_rows_f16", "ppppuuu", kv_store_rows_f16},
-    {"kv_store_rows_bf16", "ppppuuu", kv_store_rows_bf16},
-    ATLAS_PREFILL_ATTENTION_DEFS(f32), ATLAS_PREFILL_ATTENTION_DEFS(f16),
-    ATLAS_PREFILL_ATTENTION_DEFS(bf16),
-    // One CUDA kernel per group size and head size (registers); the host
-    // serves them all.
-    ATLAS_DECODE_DEFS(f32), ATLAS_DECODE_DEFS(f16), ATLAS_DECODE_DEFS(bf16),
+const atlas_kernel_def
+    atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT] = {
+        {"embed_rows_f32", "pppuu", embed_rows_f32},
+        {"embed_rows_f16", "pppuu", embed_rows_f16},
+        {"embed_rows_bf16", "pppuu", embed_rows_bf16},
+        {"rmsnorm_rows", "pppufu", rmsnorm_rows},
+        {"rmsnorm_rows_f16", "pppufu", rmsnorm_rows_to_f16},
+        {"rmsnorm_rows_bf16", "pppufu", rmsnorm_rows_to_bf16},
+        {"silu_mul_round_f16", "pppu", silu_mul_round_f16},
+        {"silu_mul_round_bf16", "pppu", silu_mul_round_bf16},
+        {"gemm_f32", "pppuuu", gemm_f32},
+        {"gemm_f16", "pppuuu", gemm_f16},
+        {"gemm_bf16", "pppuuu", gemm_bf16},
+        {"gemm_f16_m128", "pppuuu", gemm_f16},
+        {"gemm_bf16_m128", "pppuuu", gemm_bf16},
+        {"gemm16_f16", "pppuuu", gemm16_f16},
+        {"gemm16_bf16", "pppuuu", gemm16_bf16},
+        {"gemm16_f16_m128", "pppuuu", gemm16_f16},
+        {"gemm16_bf16_m128", "pppuuu", gemm16_bf16},
+        {"round_rows_f16", "ppu", round_rows_f16},
+        {"round_rows_bf16", "ppu", round_rows_bf16},
+        {"rope_rows", "ppuuuuufu", rope_rows},
+        {"kv_store_rows_f32", "ppppuuu", kv_store_rows_f32},
+        {"kv_store_rows_f16", "ppppuuu", kv_store_rows_f16},
+        {"kv_store_rows_bf16", "ppppuuu", kv_store_rows_bf16},
+        ATLAS_PREFILL_ATTENTION_DEFS(f32),
+        ATLAS_PREFILL_ATTENTION_DEFS(f16),
+        ATLAS_PREFILL_ATTENTION_DEFS(bf16),
+        // One CUDA kernel per group size and head size (registers); the host
+        // serves them all.
+        ATLAS_DECODE_DEFS(f32),
+        ATLAS_DECODE_DEFS(f16),
+        ATLAS_DECODE_DEFS(bf16),
 };

@@ -15,8 +15,8 @@
 //       rounded as round_rows, i < count; a and b unchanged
 //       CUDA: grid ceil(count / 256), block 256
 //   gemm_{f32,f16,bf16}(out, w, x, m, n, k)                         "pppuuu"
-//       out[i][j] = sum_c x[i][c] * w[j][c] (x: m x k f32, w: n x k, out: m x n)
-//       CUDA f16/bf16: tensor cores, grid (ceil(n / 128), ceil(m / 64)),
+//       out[i][j] = sum_c x[i][c] * w[j][c] (x: m x k f32, w: n x k, out: m x
+//       n) CUDA f16/bf16: tensor cores, grid (ceil(n / 128), ceil(m / 64)),
 //       block 256; f32: grid (ceil(n / 64), ceil(m / 64)), block 256
 //   gemm_{f16,bf16}_m128: the same product in 128-row tiles (more reuse,
 //       fewer blocks): grid (ceil(n / 128), ceil(m / 128)), block 256
@@ -111,9 +111,12 @@ static inline uint32_t atlas_llama_prefill_attention_rows(int kv_16bit,
 // of the longest context): room for a block per query head and split at
 // contexts of up to ATLAS_LLAMA_DECODE_HEAD_KEYS keys, and for at most
 // `blocks` blocks a KV head at longer ones (atlas_llama_decode_blocks).
-static inline uint32_t atlas_llama_decode_grid_x(uint32_t splits, uint32_t group,
-                                                 uint32_t blocks, uint32_t head_dim) {
-  uint32_t head_splits = ATLAS_LLAMA_DECODE_HEAD_KEYS / atlas_llama_decode_chunk(head_dim);
+static inline uint32_t atlas_llama_decode_grid_x(uint32_t splits,
+                                                 uint32_t group,
+                                                 uint32_t blocks,
+                                                 uint32_t head_dim) {
+  uint32_t head_splits =
+      ATLAS_LLAMA_DECODE_HEAD_KEYS / atlas_llama_decode_chunk(head_dim);
   uint32_t short_splits = splits < head_splits ? splits : head_splits;
   uint32_t per_head = group * short_splits;
   uint32_t per_kv = splits < blocks ? splits : blocks;
@@ -145,17 +148,19 @@ static inline const char *atlas_llama_head_suffix(uint32_t head_dim) {
 // for `group` query heads a KV head (the smallest group size compiled that
 // holds it).
 #define ATLAS_LLAMA_KERNEL_NAME_MAX 48
-static inline void atlas_llama_prefill_attention_kernel(char *buf, const char *cache,
+static inline void atlas_llama_prefill_attention_kernel(char *buf,
+                                                        const char *cache,
                                                         uint32_t head_dim) {
   snprintf(buf, ATLAS_LLAMA_KERNEL_NAME_MAX, "attention_prefill_%s_%s", cache,
            atlas_llama_head_suffix(head_dim));
 }
 static inline void atlas_llama_decode_kernel(char *buf, const char *cache,
-                                             uint32_t group, uint32_t head_dim) {
+                                             uint32_t group,
+                                             uint32_t head_dim) {
   uint32_t g = 1;
   while (g < group && g < ATLAS_LLAMA_BATCH_MAX_GROUP) g *= 2;
-  snprintf(buf, ATLAS_LLAMA_KERNEL_NAME_MAX, "attention_decode_%s_g%u_%s", cache,
-           (unsigned)g, atlas_llama_head_suffix(head_dim));
+  snprintf(buf, ATLAS_LLAMA_KERNEL_NAME_MAX, "attention_decode_%s_g%u_%s",
+           cache, (unsigned)g, atlas_llama_head_suffix(head_dim));
 }
 
 // Sized so that adding a kernel without updating the count fails to compile.

@@ -9,8 +9,8 @@
 static void weight_scan_host(const atlas_launch_config *config, void **args) {
   (void)config;
   const void *data = *(const void **)args[0];
-  uint64_t bytes = (uint64_t)*(const int64_t *)args[1];
-  atlas_scan_finite finite = (atlas_scan_finite)*(const uint32_t *)args[2];
+  uint64_t bytes = (uint64_t) * (const int64_t *)args[1];
+  atlas_scan_finite finite = (atlas_scan_finite) * (const uint32_t *)args[2];
   uint64_t *result = *(uint64_t **)args[3];
   uint64_t first = UINT64_MAX;
   result[0] += atlas_weight_scan(data, (size_t)bytes, 0, finite, &first);

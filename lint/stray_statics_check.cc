@@ -69,8 +69,15 @@ constexpr char kDefaultStrayAdvice[] =
 constexpr char kCommentTemplate[] =
     "TODO(atlas-stray-statics): argue why this static may stay";
 
-enum class Category { kNone, kCudaHost, kLogOnce, kDiagOnce, kConstTable,
-                      kLifecycle, kCustom };
+enum class Category {
+  kNone,
+  kCudaHost,
+  kLogOnce,
+  kDiagOnce,
+  kConstTable,
+  kLifecycle,
+  kCustom
+};
 
 Category BuiltinCategory(StringRef Name) {
   return llvm::StringSwitch<Category>(Name)
@@ -141,7 +148,8 @@ bool IsImmutableRecord(const clang::RecordDecl *RD, const ASTContext &Ctx,
       const clang::CXXMethodDecl *Call = CRD->getLambdaCallOperator();
       if (Call != nullptr && !Call->isConst()) return false;
       for (const clang::FieldDecl *F : Def->fields()) {
-        if (F->getType()->isReferenceType()) continue;  // the referent is checked itself
+        if (F->getType()->isReferenceType())
+          continue;  // the referent is checked itself
         if (F->getType().isVolatileQualified()) return false;
       }
       return true;
@@ -200,7 +208,8 @@ bool HoldsPointerOrFloat(QualType T, const ASTContext &Ctx, int Depth = 0) {
     return HoldsPointerOrFloat(AT->getValueType(), Ctx, Depth + 1);
   }
   if (C->isRealFloatingType() || C->isAnyComplexType()) return true;
-  if (const auto *VT = C->getAs<clang::VectorType>()) {  // vector_size, ext_vector
+  if (const auto *VT =
+          C->getAs<clang::VectorType>()) {  // vector_size, ext_vector
     return HoldsPointerOrFloat(VT->getElementType(), Ctx, Depth + 1);
   }
   if (const auto *RD = C->getAsRecordDecl()) {
@@ -238,7 +247,8 @@ bool FoundInSystemDir(SourceLocation Loc, const SourceManager &SM) {
   if (Loc.isInvalid()) return false;
   Loc = SM.getExpansionLoc(Loc);
   bool Invalid = false;
-  const clang::SrcMgr::SLocEntry &E = SM.getSLocEntry(SM.getFileID(Loc), &Invalid);
+  const clang::SrcMgr::SLocEntry &E =
+      SM.getSLocEntry(SM.getFileID(Loc), &Invalid);
   if (Invalid || !E.isFile()) return false;
   return clang::SrcMgr::isSystem(E.getFile().getFileCharacteristic());
 }
@@ -293,7 +303,8 @@ LatchKind ClassifyLatch(QualType T, const SourceManager &SM,
   if (RD == nullptr) return LatchKind::kNotLatch;
   StringRef N = RD->getName();
   if (InSystemHeader(RD, SM)) {
-    const bool Cxx = llvm::isa<clang::CXXRecordDecl>(RD) && Ctx.getLangOpts().CPlusPlus;
+    const bool Cxx =
+        llvm::isa<clang::CXXRecordDecl>(RD) && Ctx.getLangOpts().CPlusPlus;
     if ((N == "once_flag" || N == "atomic_flag") && (!Cxx || InStd(RD))) {
       return LatchKind::kFlag;
     }
@@ -312,7 +323,8 @@ LatchKind ClassifyLatch(QualType T, const SourceManager &SM,
   const clang::RecordDecl *Def = RD->getDefinition();
   if (Def == nullptr) return LatchKind::kNotLatch;
   if (const auto *CRD = llvm::dyn_cast<clang::CXXRecordDecl>(Def)) {
-    if (CRD->getNumBases() != 0 || CRD->isPolymorphic()) return LatchKind::kNotLatch;
+    if (CRD->getNumBases() != 0 || CRD->isPolymorphic())
+      return LatchKind::kNotLatch;
   }
   const clang::FieldDecl *Only = nullptr;
   for (const clang::FieldDecl *F : Def->fields()) {
@@ -336,7 +348,7 @@ StringRef LineText(StringRef Buf, size_t LineStart) {
 // npos when LineStart is the first line.
 size_t PrevLineStart(StringRef Buf, size_t LineStart) {
   if (LineStart == 0) return StringRef::npos;
-  size_t NlBefore = LineStart - 1;  // the '\n' ending the previous line
+  size_t NlBefore = LineStart - 1;          // the '\n' ending the previous line
   size_t Prev = Buf.rfind('\n', NlBefore);  // searches [0, NlBefore)
   return Prev == StringRef::npos ? 0 : Prev + 1;
 }
@@ -352,7 +364,8 @@ bool HasArgument(StringRef Text) {
   if (Text.contains("TODO(atlas-stray-statics)")) return false;
   std::string Rest;
   for (char Ch : Text) {
-    if ((Ch >= 'a' && Ch <= 'z') || (Ch >= 'A' && Ch <= 'Z')) Rest.push_back(Ch);
+    if ((Ch >= 'a' && Ch <= 'z') || (Ch >= 'A' && Ch <= 'Z'))
+      Rest.push_back(Ch);
   }
   StringRef R(Rest);
   while (R.consume_front("NOLINTNEXTLINE") || R.consume_front("NOLINTBEGIN") ||
@@ -424,7 +437,8 @@ bool FindArguingComment(StringRef Buf, size_t DeclLineStart,
 // lint/atlas_static.h), and the lines of `#pragma clang attribute`.
 struct PPFacts {
   std::map<unsigned, bool> MarkExpansions;  // spelling of the name -> genuine
-  std::set<std::pair<unsigned, unsigned>> PragmaAttributeLines;  // (FileID hash, line)
+  std::set<std::pair<unsigned, unsigned>>
+      PragmaAttributeLines;  // (FileID hash, line)
 };
 
 // The genuine ATLAS_STATIC: defined in a file named atlas_static.h as exactly
@@ -433,9 +447,9 @@ bool IsGenuineMark(const clang::MacroInfo *MI, const SourceManager &SM) {
   if (MI == nullptr) return false;
   StringRef File = SM.getFilename(SM.getSpellingLoc(MI->getDefinitionLoc()));
   if (!File.endswith("atlas_static.h")) return false;
-  static const char *const kBody[] = {"__attribute__", "(", "(", "annotate",
-                                      "(", "\"atlas_static:\"", "#", "CATEGORY",
-                                      ")", ")", ")"};
+  static const char *const kBody[] = {
+      "__attribute__", "(", "(", "annotate", "(", "\"atlas_static:\"", "#",
+      "CATEGORY",      ")", ")", ")"};
   if (MI->getNumParams() != 1 || MI->getNumTokens() != 11) return false;
   unsigned I = 0;
   for (const clang::Token &Tok : MI->tokens()) {
@@ -444,7 +458,8 @@ bool IsGenuineMark(const clang::MacroInfo *MI, const SourceManager &SM) {
       Spelled = II->getName().str();
     } else if (Tok.isLiteral()) {
       Spelled = std::string(Tok.getLiteralData(), Tok.getLength());
-    } else if (const char *P = clang::tok::getPunctuatorSpelling(Tok.getKind())) {
+    } else if (const char *P =
+                   clang::tok::getPunctuatorSpelling(Tok.getKind())) {
       Spelled = P;
     }
     if (Spelled != kBody[I++]) return false;
@@ -460,7 +475,8 @@ class MarkTracker : public clang::PPCallbacks {
                     clang::SourceRange, const clang::MacroArgs *) override {
     const clang::IdentifierInfo *II = Name.getIdentifierInfo();
     if (II == nullptr || II->getName() != kMarkMacro) return;
-    Facts->MarkExpansions[SM.getSpellingLoc(Name.getLocation()).getRawEncoding()] =
+    Facts->MarkExpansions[SM.getSpellingLoc(Name.getLocation())
+                              .getRawEncoding()] =
         IsGenuineMark(MD.getMacroInfo(), SM);
   }
 
@@ -535,9 +551,9 @@ class StrayStaticsCheck : public clang::tidy::ClangTidyCheck {
         StrayAdvice(Options.get("StrayAdvice", kDefaultStrayAdvice)),
         // Options are read as strings: the bool overloads of get/store are not
         // exported by the clang-tidy executable a plugin resolves against.
-        SkipSystemHeaders(llvm::StringRef(Options.get("SkipSystemHeaders",
-                                                      "true"))
-                              .equals_insensitive("true")) {
+        SkipSystemHeaders(
+            llvm::StringRef(Options.get("SkipSystemHeaders", "true"))
+                .equals_insensitive("true")) {
     llvm::SmallVector<StringRef, 8> Parts;
     StringRef(CategoriesOption).split(Parts, ',', -1, false);
     for (StringRef P : Parts) {
@@ -566,12 +582,11 @@ class StrayStaticsCheck : public clang::tidy::ClangTidyCheck {
       Finder->addMatcher(translationUnitDecl().bind("tu"), this);
     }
     Finder->addMatcher(
-        varDecl(unless(isImplicit()), unless(parmVarDecl())).bind("var"),
-        this);
+        varDecl(unless(isImplicit()), unless(parmVarDecl())).bind("var"), this);
   }
 
-  void check(const clang::ast_matchers::MatchFinder::MatchResult &Result)
-      override;
+  void check(
+      const clang::ast_matchers::MatchFinder::MatchResult &Result) override;
   void onEndOfTranslationUnit() override;
 
  private:
@@ -591,8 +606,8 @@ class StrayStaticsCheck : public clang::tidy::ClangTidyCheck {
     const VarDecl *VD = nullptr;
     SourceLocation At;
     std::string Message;
-    bool Stray = false;          // unmarked and mutable: fix-its apply
-    std::string FitsCategory;    // the one category whose shape it fits
+    bool Stray = false;        // unmarked and mutable: fix-its apply
+    std::string FitsCategory;  // the one category whose shape it fits
   };
 
   void Report(const VarDecl *VD, SourceLocation At, std::string Message,
@@ -783,8 +798,8 @@ void StrayStaticsCheck::Emit(const Finding &F, bool OfferConst) {
         LineStart = LineStart == StringRef::npos ? 0 : LineStart + 1;
         StringRef Indent = Buf.slice(LineStart, Dec.second);
         if (Indent.trim().empty()) {
-          SourceLocation LineLoc = Begin.getLocWithOffset(
-              -static_cast<int>(Dec.second - LineStart));
+          SourceLocation LineLoc =
+              Begin.getLocWithOffset(-static_cast<int>(Dec.second - LineStart));
           D << clang::FixItHint::CreateInsertion(
               LineLoc, Indent.str() + "// " + kCommentTemplate + " (" +
                            F.FitsCategory + ").\n");
@@ -846,7 +861,8 @@ void StrayStaticsCheck::onEndOfTranslationUnit() {
 // per process, made by the initializer. A constant initializer (&x, nullptr)
 // points at something checked in its own right.
 bool PointsAtStartupHeap(const VarDecl *VD, const ASTContext &Ctx) {
-  if (!Ctx.getLangOpts().CPlusPlus || !VD->hasInit() || VD->getType()->isDependentType()) {
+  if (!Ctx.getLangOpts().CPlusPlus || !VD->hasInit() ||
+      VD->getType()->isDependentType()) {
     return false;
   }
   QualType Base = Ctx.getBaseElementType(VD->getType());
@@ -876,7 +892,8 @@ const VarDecl *LocalPattern(const VarDecl *VD, const clang::FunctionDecl *FD) {
 // similar) and was immutable as written, but this type makes it mutable (a
 // class with a mutable or volatile member, a volatile T). What the pattern
 // shows as mutable, or marks, was reported there.
-void StrayStaticsCheck::CheckInstantiation(const VarDecl *VD, const VarDecl *Pattern,
+void StrayStaticsCheck::CheckInstantiation(const VarDecl *VD,
+                                           const VarDecl *Pattern,
                                            const SourceManager &SM,
                                            const ASTContext &Ctx) {
   if (Pattern == nullptr || !VD->hasGlobalStorage() ||
@@ -896,10 +913,12 @@ void StrayStaticsCheck::CheckInstantiation(const VarDecl *VD, const VarDecl *Pat
   std::string Name = VD->isLocalVarDecl() ? VD->getNameAsString()
                                           : VD->getQualifiedNameAsString();
   if (VD->isLocalVarDecl()) Name += "' in function '" + EnclosingFunction(VD);
-  Report(VD, At, "mutable static '" + Name + "' (instantiated with type '" +
-                     VD->getType().getAsString() +
-                     "', which a const does not make immutable) is in none of "
-                     "the allowed categories: " + StrayAdvice);
+  Report(VD, At,
+         "mutable static '" + Name + "' (instantiated with type '" +
+             VD->getType().getAsString() +
+             "', which a const does not make immutable) is in none of "
+             "the allowed categories: " +
+             StrayAdvice);
 }
 
 // The one category whose shape an unmarked straggler already fits, for the
@@ -916,7 +935,8 @@ std::string StrayStaticsCheck::FittingCategory(const VarDecl *VD,
     if (LogName && CategoryAllowed("LOG_ONCE")) Fits.push_back("LOG_ONCE");
     if (DiagName && CategoryAllowed("DIAG_ONCE")) Fits.push_back("DIAG_ONCE");
   }
-  std::string Path = NormalPath(SM.getFilename(SM.getExpansionLoc(VD->getLocation())));
+  std::string Path =
+      NormalPath(SM.getFilename(SM.getExpansionLoc(VD->getLocation())));
   if (CategoryAllowed("CUDA_HOST") && CudaHostRegex.match(Path)) {
     Fits.push_back("CUDA_HOST");
   }
@@ -1032,14 +1052,16 @@ void StrayStaticsCheck::check(
       }
       L = SM.getImmediateExpansionRange(L).getBegin();
     }
-    SourceLocation Spelled = SM.getExpansionLoc(MarkTok.isValid() ? MarkTok : AL);
+    SourceLocation Spelled =
+        SM.getExpansionLoc(MarkTok.isValid() ? MarkTok : AL);
     std::pair<clang::FileID, unsigned> SD = SM.getDecomposedLoc(Spelled);
-    const bool FromPragma =
-        Facts.PragmaAttributeLines.count(
-            {SD.first.getHashValue(), SM.getLineNumber(SD.first, SD.second)}) != 0;
+    const bool FromPragma = Facts.PragmaAttributeLines.count(
+                                {SD.first.getHashValue(),
+                                 SM.getLineNumber(SD.first, SD.second)}) != 0;
     if (FromPragma) {
-      BadMark = "its atlas_static annotation is applied by '#pragma clang "
-                "attribute'";
+      BadMark =
+          "its atlas_static annotation is applied by '#pragma clang "
+          "attribute'";
       continue;
     }
     if (A->isInherited()) {
@@ -1047,14 +1069,17 @@ void StrayStaticsCheck::check(
       continue;
     }
     if (!MarkTok.isValid()) {
-      BadMark = "its atlas_static annotation is a raw attribute, not the "
-                "ATLAS_STATIC macro";
+      BadMark =
+          "its atlas_static annotation is a raw attribute, not the "
+          "ATLAS_STATIC macro";
       continue;
     }
-    auto It = Facts.MarkExpansions.find(SM.getSpellingLoc(MarkTok).getRawEncoding());
+    auto It =
+        Facts.MarkExpansions.find(SM.getSpellingLoc(MarkTok).getRawEncoding());
     if (It == Facts.MarkExpansions.end() || !It->second) {
-      BadMark = "its ATLAS_STATIC is not the macro from lint/atlas_static.h "
-                "(redefined)";
+      BadMark =
+          "its ATLAS_STATIC is not the macro from lint/atlas_static.h "
+          "(redefined)";
       continue;
     }
     // Spelled at the declaration: the ATLAS_STATIC token is written in the
@@ -1075,7 +1100,8 @@ void StrayStaticsCheck::check(
       continue;
     }
     SourceLocation ML = SM.getExpansionLoc(MarkTok);
-    if (ML.isValid() && SM.isBeforeInTranslationUnit(ML, FirstLoc)) FirstLoc = ML;
+    if (ML.isValid() && SM.isBeforeInTranslationUnit(ML, FirstLoc))
+      FirstLoc = ML;
     if (Cat != Category::kNone && Name != CategoryName) Conflict = true;
     CategoryName = Name.str();
     Cat = BuiltinCategory(Name);
@@ -1085,27 +1111,30 @@ void StrayStaticsCheck::check(
       VD->isThisDeclarationADefinition() != VarDecl::DeclarationOnly) {
     // At namespace scope it is also a host object (nvcc only warns when
     // host code writes it): declared in the kernel, it is only the block's.
-    Report(VD, At, "__shared__ " + Subj.Quoted() +
-                       " is defined at namespace scope, where it is also a "
-                       "mutable host static: declare it inside the kernel "
-                       "(extern __shared__ for dynamic shared memory)");
+    Report(VD, At,
+           "__shared__ " + Subj.Quoted() +
+               " is defined at namespace scope, where it is also a "
+               "mutable host static: declare it inside the kernel "
+               "(extern __shared__ for dynamic shared memory)");
     return;
   }
   if (VD->hasAttr<clang::CUDASharedAttr>()) {
     // __shared__: per thread block, lives as long as the block; not a static.
     if (Cat != Category::kNone) {
-      Report(VD, At, "'" + Subj.Name + "' is marked " + CategoryName +
-                         " but is __shared__ (per thread block, not a static); "
-                         "remove the ATLAS_STATIC mark");
+      Report(VD, At,
+             "'" + Subj.Name + "' is marked " + CategoryName +
+                 " but is __shared__ (per thread block, not a static); "
+                 "remove the ATLAS_STATIC mark");
     }
     return;
   }
 
   if (!VD->hasGlobalStorage()) {
     if (Cat != Category::kNone) {
-      Report(VD, At, "'" + Subj.Name + "' is marked " + CategoryName +
-                         " but is not a static (it has automatic storage); "
-                         "remove the ATLAS_STATIC mark");
+      Report(VD, At,
+             "'" + Subj.Name + "' is marked " + CategoryName +
+                 " but is not a static (it has automatic storage); "
+                 "remove the ATLAS_STATIC mark");
     }
     return;
   }
@@ -1124,91 +1153,105 @@ void StrayStaticsCheck::check(
       Subj.Quoted();
   const bool Mutable = IsMutableObject(VD->getType(), Ctx);
   if (!BadMark.empty()) {
-    Report(VD, At, What + " has no valid mark: " + BadMark +
-                       "; only ATLAS_STATIC(CATEGORY) from lint/atlas_static.h, "
-                       "spelled at the declaration, marks a static");
+    Report(VD, At,
+           What + " has no valid mark: " + BadMark +
+               "; only ATLAS_STATIC(CATEGORY) from lint/atlas_static.h, "
+               "spelled at the declaration, marks a static");
     return;
   }
   if (Cat == Category::kNone) {
     if (!Mutable && PointsAtStartupHeap(VD, Ctx)) {
-      Report(VD, At, "static " + Subj.Quoted() +
-                         " is a const pointer to mutable memory that its "
-                         "initializer makes at startup (not a constant): that "
-                         "memory is global state; " + StrayAdvice);
+      Report(VD, At,
+             "static " + Subj.Quoted() +
+                 " is a const pointer to mutable memory that its "
+                 "initializer makes at startup (not a constant): that "
+                 "memory is global state; " +
+                 StrayAdvice);
       return;
     }
     if (!Mutable) return;
-    Report(VD, At, What + " is in none of the allowed categories: " + StrayAdvice,
+    Report(VD, At,
+           What + " is in none of the allowed categories: " + StrayAdvice,
            /*Stray=*/true, FittingCategory(VD, SM, Ctx));
     return;
   }
   if (Conflict) {
-    Report(VD, At, "static " + Subj.Quoted() +
-                       " is marked with more than one category: keep exactly "
-                       "one ATLAS_STATIC mark");
+    Report(VD, At,
+           "static " + Subj.Quoted() +
+               " is marked with more than one category: keep exactly "
+               "one ATLAS_STATIC mark");
   }
   if (!CategoryAllowed(CategoryName)) {
     std::string List;
-    for (const std::string &C : Categories) List += (List.empty() ? "" : ", ") + C;
-    Report(VD, At, "static " + Subj.Quoted() + " is marked with unknown category '" +
-                       CategoryName + "': use one of " + List);
+    for (const std::string &C : Categories)
+      List += (List.empty() ? "" : ", ") + C;
+    Report(VD, At,
+           "static " + Subj.Quoted() + " is marked with unknown category '" +
+               CategoryName + "': use one of " + List);
     return;
   }
   const std::string Path = NormalPath(SM.getFilename(At));
   switch (Cat) {
     case Category::kCudaHost:
       if (!CudaHostRegex.match(Path)) {
-        Report(VD, At, "static " + Subj.Quoted() +
-                           " is marked CUDA_HOST outside the CUDA host (files "
-                           "matching CudaHostFiles '" + CudaHostFiles +
-                           "'): move it into the CUDA host or pass it through "
-                           "the object that owns it");
+        Report(VD, At,
+               "static " + Subj.Quoted() +
+                   " is marked CUDA_HOST outside the CUDA host (files "
+                   "matching CudaHostFiles '" +
+                   CudaHostFiles +
+                   "'): move it into the CUDA host or pass it through "
+                   "the object that owns it");
       }
       break;
     case Category::kLogOnce:
     case Category::kDiagOnce: {
       LatchKind Kind = ClassifyLatch(VD->getType(), SM, Ctx);
       if (Kind == LatchKind::kNotLatch) {
-        Report(VD, At, "static " + Subj.Quoted() + " is marked " + CategoryName +
-                           " but is not a latch (bool, atomic_bool, atomic_flag "
-                           "or once_flag from the standard headers, or a type "
-                           "wrapping exactly one of them): keep its state in "
-                           "the object that owns it, or make it a latch");
+        Report(VD, At,
+               "static " + Subj.Quoted() + " is marked " + CategoryName +
+                   " but is not a latch (bool, atomic_bool, atomic_flag "
+                   "or once_flag from the standard headers, or a type "
+                   "wrapping exactly one of them): keep its state in "
+                   "the object that owns it, or make it a latch");
       } else if (Kind == LatchKind::kBoolLike) {
         StringRef N = VD->getName();
         bool Ok = Cat == Category::kLogOnce
                       ? (N.endswith("_LOGGED") || N.endswith("_WARNED"))
                       : (N.endswith("_DUMP_DONE") || N.endswith("_DIAG_DONE"));
         if (!Ok) {
-          Report(VD, At, "static " + Subj.Quoted() + " is marked " + CategoryName +
-                             " but its name does not end in " +
-                             (Cat == Category::kLogOnce
-                                  ? "_LOGGED or _WARNED"
-                                  : "_DUMP_DONE or _DIAG_DONE") +
-                             ": rename it so every use reads as a latch");
+          Report(VD, At,
+                 "static " + Subj.Quoted() + " is marked " + CategoryName +
+                     " but its name does not end in " +
+                     (Cat == Category::kLogOnce ? "_LOGGED or _WARNED"
+                                                : "_DUMP_DONE or _DIAG_DONE") +
+                     ": rename it so every use reads as a latch");
         }
       }
       break;
     }
     case Category::kConstTable:
       if (Mutable || !IsConstAllTheWay(VD->getType(), Ctx)) {
-        Report(VD, At, "static " + Subj.Quoted() +
-                           " is marked CONST_TABLE but is mutable: make it const "
-                           "all the way to the top (const char *const t[])");
+        Report(VD, At,
+               "static " + Subj.Quoted() +
+                   " is marked CONST_TABLE but is mutable: make it const "
+                   "all the way to the top (const char *const t[])");
       }
       break;
     case Category::kLifecycle:
       if (!LifecycleRegex.match(Path)) {
-        Report(VD, At, "static " + Subj.Quoted() +
-                           " is marked LIFECYCLE outside the lifecycle files "
-                           "(files matching LifecycleFiles '" + LifecycleFiles +
-                           "'): keep its state in the object that owns it");
+        Report(VD, At,
+               "static " + Subj.Quoted() +
+                   " is marked LIFECYCLE outside the lifecycle files "
+                   "(files matching LifecycleFiles '" +
+                   LifecycleFiles +
+                   "'): keep its state in the object that owns it");
       } else if (HoldsPointerOrFloat(VD->getType(), Ctx)) {
-        Report(VD, At, "static " + Subj.Quoted() +
-                           " is marked LIFECYCLE but holds a pointer, reference "
-                           "or floating-point value, which could be model-derived: "
-                           "LIFECYCLE state is flags, counters, file descriptors "
-                           "and character buffers");
+        Report(VD, At,
+               "static " + Subj.Quoted() +
+                   " is marked LIFECYCLE but holds a pointer, reference "
+                   "or floating-point value, which could be model-derived: "
+                   "LIFECYCLE state is flags, counters, file descriptors "
+                   "and character buffers");
       }
       break;
     case Category::kCustom:
@@ -1226,10 +1269,11 @@ void StrayStaticsCheck::check(
   LineStart = LineStart == StringRef::npos ? 0 : LineStart + 1;
   std::string FirstLine;
   if (!FindArguingComment(Buf, LineStart, &FirstLine)) {
-    Report(VD, At, "marked static " + Subj.Quoted() +
-                       " has no comment arguing its case: write one that starts "
-                       "on its own line and ends on the line directly above the "
-                       "declaration");
+    Report(VD, At,
+           "marked static " + Subj.Quoted() +
+               " has no comment arguing its case: write one that starts "
+               "on its own line and ends on the line directly above the "
+               "declaration");
   }
 }
 
@@ -1247,7 +1291,8 @@ class AtlasModule : public clang::tidy::ClangTidyModule {
 // of the process, so the plugin itself keeps no static.
 __attribute__((constructor)) void RegisterAtlasModule() {
   new clang::tidy::ClangTidyModuleRegistry::Add<AtlasModule>(
-      "atlas-module", "Atlas: no mutable statics outside the allowed categories.");
+      "atlas-module",
+      "Atlas: no mutable statics outside the allowed categories.");
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ static atlas_status unimplemented(const atlas_backend *b, const char *op) {
                            "backend %s does not implement %s", b->name, op);
 }
 
-#define DISPATCH(b, op, ...)                                      \
+#define DISPATCH(b, op, ...)                                   \
   ((b)->vtable->op != NULL ? (b)->vtable->op((b), __VA_ARGS__) \
                            : unimplemented((b), #op))
 #define DISPATCH0(b, op) \
@@ -33,10 +33,9 @@ static atlas_status before_copy(atlas_backend *b, const void *dst,
                                 const void *src, size_t bytes,
                                 const char *what) {
   if (bytes > 0 && (dst == NULL || src == NULL)) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: %s of %zu bytes with a NULL %s", b->name,
-                             what, bytes,
-                             dst == NULL ? "destination" : "source");
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT, "%s: %s of %zu bytes with a NULL %s",
+        b->name, what, bytes, dst == NULL ? "destination" : "source");
   }
   return atlas_backend_base_fault_check(b, ATLAS_FAULT_COPY, what);
 }
@@ -81,20 +80,26 @@ static atlas_status check_launch(const atlas_backend *b,
 
 static const char *type_name(char t) {
   switch (t) {
-    case 'p': return "pointer";
-    case 'i': return "int32";
-    case 'u': return "uint32";
-    case 'l': return "int64";
-    case 'f': return "float";
-    default: return "unknown type";
+    case 'p':
+      return "pointer";
+    case 'i':
+      return "int32";
+    case 'u':
+      return "uint32";
+    case 'l':
+      return "int64";
+    case 'f':
+      return "float";
+    default:
+      return "unknown type";
   }
 }
 
 // Checks typed arguments against the kernel's signature and points
 // out_ptrs[i] at argument i, as a raw launch takes them.
-static atlas_status pack_args(const atlas_backend *b, const atlas_kernel *kernel,
-                              const atlas_arg *args, size_t arg_count,
-                              void **out_ptrs) {
+static atlas_status pack_args(const atlas_backend *b,
+                              const atlas_kernel *kernel, const atlas_arg *args,
+                              size_t arg_count, void **out_ptrs) {
   const char *sig = kernel->def->signature ? kernel->def->signature : "";
   size_t expected = strlen(sig);
   if (arg_count != expected) {
@@ -186,8 +191,8 @@ atlas_status atlas_backend_host_ptr_to_device(atlas_backend *b, void *host_ptr,
   // Ask for the address raw_alloc returned (what the driver knows); the
   // leading red zone, if any, is the same distance ahead on the device.
   void *base_device = NULL;
-  ATLAS_RETURN_IF_ERROR(DISPATCH(b, host_ptr_to_device,
-                                 (char *)host_ptr - e.lead_bytes, &base_device));
+  ATLAS_RETURN_IF_ERROR(DISPATCH(
+      b, host_ptr_to_device, (char *)host_ptr - e.lead_bytes, &base_device));
   *out_device_ptr = (char *)base_device + e.lead_bytes;
   return ATLAS_OK;
 }
@@ -220,8 +225,7 @@ atlas_status atlas_backend_sweep_unreleased(atlas_backend *b,
                                             atlas_sweep_result *out_result) {
   memset(out_result, 0, sizeof(*out_result));
   if (b->vtable->quiesce != NULL) {
-    ATLAS_RETURN_IF_ERROR(
-        b->vtable->quiesce(b, "sweeping unreleased memory"));
+    ATLAS_RETURN_IF_ERROR(b->vtable->quiesce(b, "sweeping unreleased memory"));
   }
   if (b->vtable->release_caches != NULL) {
     ATLAS_RETURN_IF_ERROR(b->vtable->release_caches(b));
@@ -233,10 +237,9 @@ size_t atlas_backend_redzone_bytes(const atlas_backend *b) {
   return b->redzone_bytes;
 }
 
-atlas_status atlas_backend_scan_redzones(atlas_backend *b,
-                                         atlas_redzone_violation *out_violations,
-                                         size_t max_violations,
-                                         size_t *out_count) {
+atlas_status atlas_backend_scan_redzones(
+    atlas_backend *b, atlas_redzone_violation *out_violations,
+    size_t max_violations, size_t *out_count) {
   *out_count = 0;
   if (b->vtable->quiesce != NULL) {
     ATLAS_RETURN_IF_ERROR(b->vtable->quiesce(b, "red-zone scan"));
@@ -515,9 +518,12 @@ atlas_status atlas_backend_launch_typed(atlas_backend *b,
 
 const char *atlas_matmul_type_name(atlas_matmul_type type) {
   switch (type) {
-    case ATLAS_MATMUL_F16: return "F16";
-    case ATLAS_MATMUL_BF16: return "BF16";
-    default: return "unknown type";
+    case ATLAS_MATMUL_F16:
+      return "F16";
+    case ATLAS_MATMUL_BF16:
+      return "BF16";
+    default:
+      return "unknown type";
   }
 }
 
@@ -616,6 +622,4 @@ atlas_status atlas_backend_bind_to_thread(atlas_backend *b) {
   return DISPATCH0(b, bind_to_thread);
 }
 
-atlas_op_cache *atlas_backend_op_cache(atlas_backend *b) {
-  return b->op_cache;
-}
+atlas_op_cache *atlas_backend_op_cache(atlas_backend *b) { return b->op_cache; }

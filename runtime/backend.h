@@ -36,12 +36,12 @@ typedef struct atlas_op_cache atlas_op_cache;
 // event, launch, host-alloc, free), read once when a backend is built, fails
 // the n-th operation of that kind on every backend built while it is set.
 typedef enum atlas_fault_kind {
-  ATLAS_FAULT_ALLOC = 0,  // alloc, alloc_managed (device memory)
-  ATLAS_FAULT_COPY,       // every h2d/d2h/d2d copy, sync or async
-  ATLAS_FAULT_STREAM,     // stream_create
-  ATLAS_FAULT_EVENT,      // event_create
-  ATLAS_FAULT_LAUNCH,     // launch, launch_typed, launch_graph, matmul
-  ATLAS_FAULT_HOST_ALLOC, // pinned_alloc (host memory)
+  ATLAS_FAULT_ALLOC = 0,   // alloc, alloc_managed (device memory)
+  ATLAS_FAULT_COPY,        // every h2d/d2h/d2d copy, sync or async
+  ATLAS_FAULT_STREAM,      // stream_create
+  ATLAS_FAULT_EVENT,       // event_create
+  ATLAS_FAULT_LAUNCH,      // launch, launch_typed, launch_graph, matmul
+  ATLAS_FAULT_HOST_ALLOC,  // pinned_alloc (host memory)
   // free, pinned_free of a live allocation: the device's release is not
   // called (as if it refused), so the allocation stays live on the ledger.
   ATLAS_FAULT_FREE,
@@ -85,15 +85,15 @@ typedef struct atlas_backend_options {
 
 // One allocation with a violated red zone (either band, or both).
 typedef struct atlas_redzone_violation {
-  uint64_t index;        // creation index of the allocation
+  uint64_t index;  // creation index of the allocation
   uintptr_t addr;
-  size_t bytes;          // allocation size
-  size_t first_offset;   // offset of the first changed byte past `bytes`
-                         // (SIZE_MAX: the band after is intact)
+  size_t bytes;         // allocation size
+  size_t first_offset;  // offset of the first changed byte past `bytes`
+                        // (SIZE_MAX: the band after is intact)
   atlas_site site;
-  size_t underrun;       // how many bytes before `addr` the changed byte
-                         // nearest to it lies (1: addr - 1; 0: the band
-                         // before is intact)
+  size_t underrun;  // how many bytes before `addr` the changed byte
+                    // nearest to it lies (1: addr - 1; 0: the band
+                    // before is intact)
 } atlas_redzone_violation;
 
 // ---- identity and lifetime -------------------------------------------------
@@ -105,12 +105,18 @@ const atlas_log_sink *atlas_backend_log_sink(const atlas_backend *backend);
 ATLAS_MUST_USE atlas_status atlas_backend_destroy(atlas_backend *backend);
 
 // ---- memory ---------------------------------------------------------------
-ATLAS_MUST_USE atlas_status atlas_backend_alloc_at(atlas_backend *b, size_t bytes,
-                                    atlas_site site, void **out_ptr);
-ATLAS_MUST_USE atlas_status atlas_backend_alloc_managed_at(atlas_backend *b, size_t bytes,
-                                            atlas_site site, void **out_ptr);
-ATLAS_MUST_USE atlas_status atlas_backend_pinned_alloc_at(atlas_backend *b, size_t bytes,
-                                           atlas_site site, void **out_ptr);
+ATLAS_MUST_USE atlas_status atlas_backend_alloc_at(atlas_backend *b,
+                                                   size_t bytes,
+                                                   atlas_site site,
+                                                   void **out_ptr);
+ATLAS_MUST_USE atlas_status atlas_backend_alloc_managed_at(atlas_backend *b,
+                                                           size_t bytes,
+                                                           atlas_site site,
+                                                           void **out_ptr);
+ATLAS_MUST_USE atlas_status atlas_backend_pinned_alloc_at(atlas_backend *b,
+                                                          size_t bytes,
+                                                          atlas_site site,
+                                                          void **out_ptr);
 #define atlas_backend_alloc(b, bytes, out) \
   atlas_backend_alloc_at((b), (bytes), ATLAS_SITE, (out))
 #define atlas_backend_alloc_managed(b, bytes, out) \
@@ -119,28 +125,32 @@ ATLAS_MUST_USE atlas_status atlas_backend_pinned_alloc_at(atlas_backend *b, size
   atlas_backend_pinned_alloc_at((b), (bytes), ATLAS_SITE, (out))
 // Under ATLAS_REDZONE a free (and the sweep) first reads the allocation's
 // bands: a write before its start or past its end is DATA_LOSS naming the
-// allocation; the memory is freed all the same. A release the device refuses (or an injected `free`
-// fault) returns that error and leaves the allocation live on the ledger,
-// marked release_failed, for a later free or the sweep.
+// allocation; the memory is freed all the same. A release the device refuses
+// (or an injected `free` fault) returns that error and leaves the allocation
+// live on the ledger, marked release_failed, for a later free or the sweep.
 ATLAS_MUST_USE atlas_status atlas_backend_free(atlas_backend *b, void *ptr);
-ATLAS_MUST_USE atlas_status atlas_backend_pinned_free(atlas_backend *b, void *ptr);
+ATLAS_MUST_USE atlas_status atlas_backend_pinned_free(atlas_backend *b,
+                                                      void *ptr);
 // Device address through which a kernel reaches pinned host memory.
-ATLAS_MUST_USE atlas_status atlas_backend_host_ptr_to_device(atlas_backend *b, void *host_ptr,
-                                              void **out_device_ptr);
+ATLAS_MUST_USE atlas_status atlas_backend_host_ptr_to_device(
+    atlas_backend *b, void *host_ptr, void **out_device_ptr);
 
 size_t atlas_backend_live_bytes(atlas_backend *b);
 size_t atlas_backend_live_alloc_count(atlas_backend *b);
 atlas_ledger *atlas_backend_ledger(atlas_backend *b);
 // See atlas_ledger_report_text. Refuses while a stream is capturing when the
 // report would need the device.
-ATLAS_MUST_USE atlas_status atlas_backend_alloc_report(atlas_backend *b, size_t top_n,
-                                        double min_mb, char **out_text);
-ATLAS_MUST_USE atlas_status atlas_backend_alloc_report_json(atlas_backend *b, char **out_json);
+ATLAS_MUST_USE atlas_status atlas_backend_alloc_report(atlas_backend *b,
+                                                       size_t top_n,
+                                                       double min_mb,
+                                                       char **out_text);
+ATLAS_MUST_USE atlas_status atlas_backend_alloc_report_json(atlas_backend *b,
+                                                            char **out_json);
 // Frees everything still on the ledger and says what it was; what the
 // device refuses to free stays live (out_result->unfreed_count) and the
 // status names it.
-ATLAS_MUST_USE atlas_status atlas_backend_sweep_unreleased(atlas_backend *b,
-                                            atlas_sweep_result *out_result);
+ATLAS_MUST_USE atlas_status atlas_backend_sweep_unreleased(
+    atlas_backend *b, atlas_sweep_result *out_result);
 
 // ---- red zones (ATLAS_REDZONE=<bytes> at creation) --------------------------
 // Each allocation gets that many guard bytes after it and as many, rounded up
@@ -149,87 +159,96 @@ size_t atlas_backend_redzone_bytes(const atlas_backend *b);
 // Reads every guard band back, reports violations (up to max_violations into
 // out_violations, may be NULL; one per allocation, either band), refills
 // violated bands, returns the count.
-ATLAS_MUST_USE atlas_status atlas_backend_scan_redzones(atlas_backend *b,
-                                         atlas_redzone_violation *out_violations,
-                                         size_t max_violations,
-                                         size_t *out_count);
+ATLAS_MUST_USE atlas_status atlas_backend_scan_redzones(
+    atlas_backend *b, atlas_redzone_violation *out_violations,
+    size_t max_violations, size_t *out_count);
 // Fills both zones of allocations whose creation index is in [lo, hi) with
 // 0xEE and all others with 0x00. Nothing is allocated, moved or resized.
-ATLAS_MUST_USE atlas_status atlas_backend_poison_redzones(atlas_backend *b, uint64_t lo,
-                                           uint64_t hi);
+ATLAS_MUST_USE atlas_status atlas_backend_poison_redzones(atlas_backend *b,
+                                                          uint64_t lo,
+                                                          uint64_t hi);
 
 // ---- copies ---------------------------------------------------------------
-ATLAS_MUST_USE atlas_status atlas_backend_h2d(atlas_backend *b, void *dst, const void *src,
-                               size_t bytes);
-ATLAS_MUST_USE atlas_status atlas_backend_d2h(atlas_backend *b, void *dst, const void *src,
-                               size_t bytes);
+ATLAS_MUST_USE atlas_status atlas_backend_h2d(atlas_backend *b, void *dst,
+                                              const void *src, size_t bytes);
+ATLAS_MUST_USE atlas_status atlas_backend_d2h(atlas_backend *b, void *dst,
+                                              const void *src, size_t bytes);
 // Synchronous d2h ordered after the work already queued on `stream`.
-ATLAS_MUST_USE atlas_status atlas_backend_d2h_on_stream(atlas_backend *b, void *dst,
-                                         const void *src, size_t bytes,
-                                         atlas_stream *stream);
+ATLAS_MUST_USE atlas_status atlas_backend_d2h_on_stream(atlas_backend *b,
+                                                        void *dst,
+                                                        const void *src,
+                                                        size_t bytes,
+                                                        atlas_stream *stream);
 // Asynchronous d2h; dst should be pinned memory; complete at stream sync.
 ATLAS_MUST_USE atlas_status atlas_backend_d2h_async(atlas_backend *b, void *dst,
-                                     const void *src, size_t bytes,
-                                     atlas_stream *stream);
-ATLAS_MUST_USE atlas_status atlas_backend_d2d(atlas_backend *b, void *dst, const void *src,
-                               size_t bytes);
+                                                    const void *src,
+                                                    size_t bytes,
+                                                    atlas_stream *stream);
+ATLAS_MUST_USE atlas_status atlas_backend_d2d(atlas_backend *b, void *dst,
+                                              const void *src, size_t bytes);
 // Asynchronous h2d whose source may be freed as soon as the call returns
 // (the backend stages it).
 ATLAS_MUST_USE atlas_status atlas_backend_h2d_async(atlas_backend *b, void *dst,
-                                     const void *src, size_t bytes,
-                                     atlas_stream *stream);
+                                                    const void *src,
+                                                    size_t bytes,
+                                                    atlas_stream *stream);
 // Asynchronous h2d that reads `src` later: the caller keeps it alive (and
 // pinned, for speed) until the stream is synchronised.
-ATLAS_MUST_USE atlas_status atlas_backend_h2d_async_retained(atlas_backend *b, void *dst,
-                                              const void *src, size_t bytes,
-                                              atlas_stream *stream);
+ATLAS_MUST_USE atlas_status
+atlas_backend_h2d_async_retained(atlas_backend *b, void *dst, const void *src,
+                                 size_t bytes, atlas_stream *stream);
 ATLAS_MUST_USE atlas_status atlas_backend_d2d_async(atlas_backend *b, void *dst,
-                                     const void *src, size_t bytes,
-                                     atlas_stream *stream);
+                                                    const void *src,
+                                                    size_t bytes,
+                                                    atlas_stream *stream);
 // Pitched 2D copy of `height` rows of `width_bytes` each.
-ATLAS_MUST_USE atlas_status atlas_backend_d2d_2d_async(atlas_backend *b, void *dst,
-                                        size_t dst_pitch, const void *src,
-                                        size_t src_pitch, size_t width_bytes,
-                                        size_t height, atlas_stream *stream);
-ATLAS_MUST_USE atlas_status atlas_backend_memset(atlas_backend *b, void *dst, uint8_t value,
-                                  size_t bytes);
-ATLAS_MUST_USE atlas_status atlas_backend_memset_async(atlas_backend *b, void *dst,
-                                        uint8_t value, size_t bytes,
-                                        atlas_stream *stream);
+ATLAS_MUST_USE atlas_status atlas_backend_d2d_2d_async(
+    atlas_backend *b, void *dst, size_t dst_pitch, const void *src,
+    size_t src_pitch, size_t width_bytes, size_t height, atlas_stream *stream);
+ATLAS_MUST_USE atlas_status atlas_backend_memset(atlas_backend *b, void *dst,
+                                                 uint8_t value, size_t bytes);
+ATLAS_MUST_USE atlas_status atlas_backend_memset_async(atlas_backend *b,
+                                                       void *dst, uint8_t value,
+                                                       size_t bytes,
+                                                       atlas_stream *stream);
 
 // ---- streams, events, capture ---------------------------------------------
 atlas_stream *atlas_backend_default_stream(atlas_backend *b);
-ATLAS_MUST_USE atlas_status atlas_backend_stream_create(atlas_backend *b,
-                                         atlas_stream **out_stream);
+ATLAS_MUST_USE atlas_status
+atlas_backend_stream_create(atlas_backend *b, atlas_stream **out_stream);
 ATLAS_MUST_USE atlas_status atlas_backend_stream_destroy(atlas_backend *b,
-                                          atlas_stream *stream);
-ATLAS_MUST_USE atlas_status atlas_backend_stream_synchronize(atlas_backend *b,
-                                              atlas_stream *stream);
+                                                         atlas_stream *stream);
+ATLAS_MUST_USE atlas_status
+atlas_backend_stream_synchronize(atlas_backend *b, atlas_stream *stream);
 ATLAS_MUST_USE atlas_status atlas_backend_synchronize(atlas_backend *b);
 ATLAS_MUST_USE atlas_status atlas_backend_event_create(atlas_backend *b,
-                                        atlas_event **out_event);
-ATLAS_MUST_USE atlas_status atlas_backend_event_record(atlas_backend *b, atlas_event *event,
-                                        atlas_stream *stream);
-ATLAS_MUST_USE atlas_status atlas_backend_event_wait(atlas_backend *b, atlas_stream *stream,
-                                      atlas_event *event);
+                                                       atlas_event **out_event);
+ATLAS_MUST_USE atlas_status atlas_backend_event_record(atlas_backend *b,
+                                                       atlas_event *event,
+                                                       atlas_stream *stream);
+ATLAS_MUST_USE atlas_status atlas_backend_event_wait(atlas_backend *b,
+                                                     atlas_stream *stream,
+                                                     atlas_event *event);
 ATLAS_MUST_USE atlas_status atlas_backend_event_synchronize(atlas_backend *b,
-                                             atlas_event *event);
-ATLAS_MUST_USE atlas_status atlas_backend_event_destroy(atlas_backend *b, atlas_event *event);
-ATLAS_MUST_USE atlas_status atlas_backend_stream_is_capturing(atlas_backend *b,
-                                               atlas_stream *stream,
-                                               bool *out_capturing);
+                                                            atlas_event *event);
+ATLAS_MUST_USE atlas_status atlas_backend_event_destroy(atlas_backend *b,
+                                                        atlas_event *event);
+ATLAS_MUST_USE atlas_status atlas_backend_stream_is_capturing(
+    atlas_backend *b, atlas_stream *stream, bool *out_capturing);
 ATLAS_MUST_USE atlas_status atlas_backend_begin_capture(atlas_backend *b,
-                                         atlas_stream *stream);
-ATLAS_MUST_USE atlas_status atlas_backend_end_capture(atlas_backend *b, atlas_stream *stream,
-                                       atlas_graph **out_graph);
+                                                        atlas_stream *stream);
+ATLAS_MUST_USE atlas_status atlas_backend_end_capture(atlas_backend *b,
+                                                      atlas_stream *stream,
+                                                      atlas_graph **out_graph);
 // Ends a capture an error path left open and discards the graph, so the
 // stream works again. OK (and *out_aborted false) when nothing was capturing.
-ATLAS_MUST_USE atlas_status atlas_backend_abort_capture_if_active(atlas_backend *b,
-                                                   atlas_stream *stream,
-                                                   bool *out_aborted);
-ATLAS_MUST_USE atlas_status atlas_backend_launch_graph(atlas_backend *b, atlas_graph *graph,
-                                        atlas_stream *stream);
-ATLAS_MUST_USE atlas_status atlas_backend_destroy_graph(atlas_backend *b, atlas_graph *graph);
+ATLAS_MUST_USE atlas_status atlas_backend_abort_capture_if_active(
+    atlas_backend *b, atlas_stream *stream, bool *out_aborted);
+ATLAS_MUST_USE atlas_status atlas_backend_launch_graph(atlas_backend *b,
+                                                       atlas_graph *graph,
+                                                       atlas_stream *stream);
+ATLAS_MUST_USE atlas_status atlas_backend_destroy_graph(atlas_backend *b,
+                                                        atlas_graph *graph);
 
 // ---- kernels --------------------------------------------------------------
 // Waits for background_modules, if any; NULL when none loaded.
@@ -242,16 +261,16 @@ void atlas_backend_modules_start(atlas_backend *b);
 // Waits for modules loading in the background and returns their load status
 // (OK also when there were none or they loaded at create).
 ATLAS_MUST_USE atlas_status atlas_backend_modules_ready(atlas_backend *b);
-ATLAS_MUST_USE atlas_status atlas_backend_kernel_lookup(atlas_backend *b, const char *module,
-                                         const char *function,
-                                         const atlas_kernel **out_kernel);
+ATLAS_MUST_USE atlas_status atlas_backend_kernel_lookup(
+    atlas_backend *b, const char *module, const char *function,
+    const atlas_kernel **out_kernel);
 // The most arguments a kernel launch passes (typed or raw).
 #define ATLAS_KERNEL_MAX_ARGS 64
 
 // Raw launch: args[i] points to argument i (as cuLaunchKernel).
-ATLAS_MUST_USE atlas_status atlas_backend_launch(atlas_backend *b, const atlas_kernel *kernel,
-                                  const atlas_launch_config *config,
-                                  void **args);
+ATLAS_MUST_USE atlas_status
+atlas_backend_launch(atlas_backend *b, const atlas_kernel *kernel,
+                     const atlas_launch_config *config, void **args);
 
 // Typed arguments, checked against the kernel's signature before launch.
 typedef struct atlas_arg {
@@ -267,7 +286,12 @@ typedef struct atlas_arg {
 
 #ifdef __cplusplus
 #define ATLAS_ARG_INIT_(t, field, x) \
-  ([&] { atlas_arg a_{}; a_.type = (t); a_.v.field = (x); return a_; }())
+  ([&] {                             \
+    atlas_arg a_{};                  \
+    a_.type = (t);                   \
+    a_.v.field = (x);                \
+    return a_;                       \
+  }())
 #define ATLAS_ARG_PTR(x) ATLAS_ARG_INIT_('p', p, (void *)(x))
 #define ATLAS_ARG_I32(x) ATLAS_ARG_INIT_('i', i, (int32_t)(x))
 #define ATLAS_ARG_U32(x) ATLAS_ARG_INIT_('u', u, (uint32_t)(x))
@@ -281,10 +305,9 @@ typedef struct atlas_arg {
 #define ATLAS_ARG_F32(x) ((atlas_arg){.type = 'f', .v.f = (float)(x)})
 #endif
 
-ATLAS_MUST_USE atlas_status atlas_backend_launch_typed(atlas_backend *b,
-                                        const atlas_kernel *kernel,
-                                        const atlas_launch_config *config,
-                                        const atlas_arg *args, size_t arg_count);
+ATLAS_MUST_USE atlas_status atlas_backend_launch_typed(
+    atlas_backend *b, const atlas_kernel *kernel,
+    const atlas_launch_config *config, const atlas_arg *args, size_t arg_count);
 
 // ---- matrix products (optional) --------------------------------------------
 // The 16-bit types a matmul multiplies.
@@ -317,24 +340,24 @@ typedef enum atlas_matmul_out {
 // of one backend share cuBLASLt's workspace (allocated by the first product
 // that needs it): products queued on different streams must be ordered
 // (events, or one stream), and the first should not be inside a capture.
-ATLAS_MUST_USE atlas_status atlas_backend_matmul(atlas_backend *b,
-                                                 atlas_stream *stream,
-                                                 float *out, const void *w,
-                                                 const void *x,
-                                                 atlas_matmul_type type,
-                                                 size_t m, size_t n, size_t k,
-                                                 atlas_matmul_out mode);
+ATLAS_MUST_USE atlas_status
+atlas_backend_matmul(atlas_backend *b, atlas_stream *stream, float *out,
+                     const void *w, const void *x, atlas_matmul_type type,
+                     size_t m, size_t n, size_t k, atlas_matmul_out mode);
 const char *atlas_matmul_type_name(atlas_matmul_type type);
 bool atlas_backend_debug_sync_kernels(const atlas_backend *b);
 
 // ---- device facts ---------------------------------------------------------
-ATLAS_MUST_USE atlas_status atlas_backend_total_memory(atlas_backend *b, size_t *out_bytes);
+ATLAS_MUST_USE atlas_status atlas_backend_total_memory(atlas_backend *b,
+                                                       size_t *out_bytes);
 // What this backend may still allocate (capacity less live bytes on the host).
-ATLAS_MUST_USE atlas_status atlas_backend_free_memory(atlas_backend *b, size_t *out_bytes);
+ATLAS_MUST_USE atlas_status atlas_backend_free_memory(atlas_backend *b,
+                                                      size_t *out_bytes);
 // What the driver (or the OS) reports free on the device right now.
 ATLAS_MUST_USE atlas_status atlas_backend_device_free_memory(atlas_backend *b,
-                                              size_t *out_bytes);
-ATLAS_MUST_USE atlas_status atlas_backend_sm_count(atlas_backend *b, int *out_count);
+                                                             size_t *out_bytes);
+ATLAS_MUST_USE atlas_status atlas_backend_sm_count(atlas_backend *b,
+                                                   int *out_count);
 // Makes the backend's context current on the calling thread.
 ATLAS_MUST_USE atlas_status atlas_backend_bind_to_thread(atlas_backend *b);
 

@@ -32,14 +32,22 @@ static atlas_status read_redzone_env(size_t *out_bytes) {
 
 const char *atlas_fault_kind_name(atlas_fault_kind kind) {
   switch (kind) {
-    case ATLAS_FAULT_ALLOC: return "alloc";
-    case ATLAS_FAULT_COPY: return "copy";
-    case ATLAS_FAULT_STREAM: return "stream";
-    case ATLAS_FAULT_EVENT: return "event";
-    case ATLAS_FAULT_LAUNCH: return "launch";
-    case ATLAS_FAULT_HOST_ALLOC: return "host-alloc";
-    case ATLAS_FAULT_FREE: return "free";
-    case ATLAS_FAULT_KIND_COUNT: break;
+    case ATLAS_FAULT_ALLOC:
+      return "alloc";
+    case ATLAS_FAULT_COPY:
+      return "copy";
+    case ATLAS_FAULT_STREAM:
+      return "stream";
+    case ATLAS_FAULT_EVENT:
+      return "event";
+    case ATLAS_FAULT_LAUNCH:
+      return "launch";
+    case ATLAS_FAULT_HOST_ALLOC:
+      return "host-alloc";
+    case ATLAS_FAULT_FREE:
+      return "free";
+    case ATLAS_FAULT_KIND_COUNT:
+      break;
   }
   return "?";
 }
@@ -61,8 +69,7 @@ static atlas_status read_fault_env(atlas_fault_state *faults) {
     }
     char *end = NULL;
     errno = 0;
-    unsigned long long n =
-        colon != NULL ? strtoull(colon + 1, &end, 10) : 0;
+    unsigned long long n = colon != NULL ? strtoull(colon + 1, &end, 10) : 0;
     if (kind < 0 || errno != 0 || end == colon + 1 || n == 0 ||
         colon[1] == '-' || (*end != ',' && *end != '\0')) {
       return atlas_status_make(
@@ -114,7 +121,8 @@ atlas_status atlas_backend_base_init(atlas_backend *b,
   snprintf(b->name, sizeof(b->name), "%s", name);
   ATLAS_RETURN_IF_ERROR(read_redzone_env(&b->redzone_bytes));
   b->debug_sync = false;
-  ATLAS_RETURN_IF_ERROR(atlas_backend_read_switch_env("ATLAS_DEBUG_SYNC", &b->debug_sync));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_read_switch_env("ATLAS_DEBUG_SYNC", &b->debug_sync));
   memset(&b->faults, 0, sizeof(b->faults));
   ATLAS_RETURN_IF_ERROR(read_fault_env(&b->faults));
   b->poison_active = false;
@@ -137,11 +145,13 @@ atlas_status atlas_backend_base_deinit(atlas_backend *b) {
   atlas_status status = atlas_op_cache_destroy(b->op_cache);
   b->op_cache = NULL;
   atlas_sweep_result swept;
-  status = atlas_status_join(status, atlas_backend_base_sweep_unreleased(b, &swept));
+  status =
+      atlas_status_join(status, atlas_backend_base_sweep_unreleased(b, &swept));
   if (swept.count > swept.refused_count) {
     // Last-resort reclamation is expected after a failed load; say what it
     // had to free so a leak on the clean path is visible.
-    atlas_log(&b->log, ATLAS_LOG_WARNING, "backend %s reclaimed %zu unreleased allocations (%zu bytes) "
+    atlas_log(&b->log, ATLAS_LOG_WARNING,
+              "backend %s reclaimed %zu unreleased allocations (%zu bytes) "
               "at destroy%s%s:\n%s",
               b->name, swept.count - swept.refused_count,
               swept.bytes - swept.refused_bytes,
@@ -156,7 +166,8 @@ atlas_status atlas_backend_base_deinit(atlas_backend *b) {
   } else if (swept.count > 0) {
     // Every one was freed before and refused by the device: nothing leaked,
     // but the memory was held until now, so say what was released.
-    atlas_log(&b->log, ATLAS_LOG_WARNING, "backend %s released at destroy %zu allocations (%zu bytes) "
+    atlas_log(&b->log, ATLAS_LOG_WARNING,
+              "backend %s released at destroy %zu allocations (%zu bytes) "
               "whose free the device had refused (no leak); freed %zu of "
               "them%s:\n%s",
               b->name, swept.count, swept.bytes,
@@ -171,7 +182,8 @@ atlas_status atlas_backend_base_deinit(atlas_backend *b) {
   atlas_backend_base_drop_modules(b);
   atlas_status_free(b->modules_error);
   b->modules_error = ATLAS_OK;
-  status = atlas_status_join(status, atlas_kernel_registry_release(b->registry));
+  status =
+      atlas_status_join(status, atlas_kernel_registry_release(b->registry));
   b->registry = NULL;
   atlas_ledger_destroy(b->ledger);
   b->ledger = NULL;
@@ -191,9 +203,9 @@ atlas_status atlas_backend_base_fault_check(atlas_backend *b,
                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     return ATLAS_OK;
   }
-  return atlas_status_make(ATLAS_STATUS_ABORTED,
-                           "injected fault: %s #%" PRIu64 " on backend %s failed",
-                           what, n, b->name);
+  return atlas_status_make(
+      ATLAS_STATUS_ABORTED,
+      "injected fault: %s #%" PRIu64 " on backend %s failed", what, n, b->name);
 }
 
 void atlas_backend_inject_fault(atlas_backend *b, atlas_fault_kind kind,
@@ -219,9 +231,12 @@ uint8_t atlas_backend_base_redzone_fill(atlas_backend *b, uint64_t index) {
 
 static const char *kind_name(atlas_mem_kind kind) {
   switch (kind) {
-    case ATLAS_MEM_DEVICE: return "device";
-    case ATLAS_MEM_MANAGED: return "managed";
-    case ATLAS_MEM_PINNED_HOST: return "pinned host";
+    case ATLAS_MEM_DEVICE:
+      return "device";
+    case ATLAS_MEM_MANAGED:
+      return "managed";
+    case ATLAS_MEM_PINNED_HOST:
+      return "pinned host";
   }
   return "unknown";
 }
@@ -300,10 +315,11 @@ static atlas_status check_free_kind(void *ctx, const atlas_ledger_entry *e) {
   if (pinned == (c->kind == ATLAS_MEM_PINNED_HOST)) return ATLAS_OK;
   return atlas_status_make(
       ATLAS_STATUS_INVALID_ARGUMENT,
-      "0x%" PRIxPTR " is %s memory (allocated at %s:%d (%s)); free it "
+      "0x%" PRIxPTR
+      " is %s memory (allocated at %s:%d (%s)); free it "
       "with %s",
-      e->addr, kind_name(e->kind), e->site.file, e->site.line,
-      e->site.func, pinned ? "atlas_backend_pinned_free" : "atlas_backend_free");
+      e->addr, kind_name(e->kind), e->site.file, e->site.line, e->site.func,
+      pinned ? "atlas_backend_pinned_free" : "atlas_backend_free");
 }
 
 atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
@@ -350,15 +366,15 @@ atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
   return atlas_status_join(zone, status);
 }
 
-atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
-                                                 atlas_sweep_result *out_result) {
+atlas_status atlas_backend_base_sweep_unreleased(
+    atlas_backend *b, atlas_sweep_result *out_result) {
   memset(out_result, 0, sizeof(*out_result));
   atlas_ledger_entry *entries = NULL;
   size_t count = 0;
   ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot(b->ledger, &entries, &count));
   if (count == 0) return ATLAS_OK;
-  atlas_status status = atlas_ledger_report_text(b->ledger, 0, 0.0,
-                                                 &out_result->sites);
+  atlas_status status =
+      atlas_ledger_report_text(b->ledger, 0, 0.0, &out_result->sites);
   // Newest first: later allocations may live inside structures of earlier ones.
   for (size_t i = count; i-- > 0;) {
     atlas_ledger_entry e;
@@ -379,8 +395,9 @@ atlas_status atlas_backend_base_sweep_unreleased(atlas_backend *b,
         out_result->unfreed_bytes += e.bytes;
         freed = atlas_status_join(
             atlas_status_annotate(
-                freed, "sweep: freeing %zu bytes allocated at %s:%d (%s) "
-                       "failed; they stay live on the ledger",
+                freed,
+                "sweep: freeing %zu bytes allocated at %s:%d (%s) "
+                "failed; they stay live on the ledger",
                 e.bytes, e.site.file, e.site.line, e.site.func),
             atlas_ledger_restore(b->ledger, &e));
       }

@@ -165,30 +165,31 @@ ATLAS_BACKEND_STATIC_ASSERT_(sizeof(atlas_backend_vtable) ==
                              "ATLAS_BACKEND_VTABLE_ENTRIES and every backend");
 ATLAS_BACKEND_STATIC_ASSERT_(offsetof(atlas_backend_vtable, destroy) == 0,
                              "destroy must stay the first vtable entry");
-ATLAS_BACKEND_STATIC_ASSERT_(
-    offsetof(atlas_backend_vtable, bind_to_thread) ==
-        (ATLAS_BACKEND_VTABLE_ENTRIES - 1) * sizeof(void (*)(void)),
-    "bind_to_thread must stay the last vtable entry");
+ATLAS_BACKEND_STATIC_ASSERT_(offsetof(atlas_backend_vtable, bind_to_thread) ==
+                                 (ATLAS_BACKEND_VTABLE_ENTRIES - 1) *
+                                     sizeof(void (*)(void)),
+                             "bind_to_thread must stay the last vtable entry");
 #undef ATLAS_BACKEND_STATIC_ASSERT_
 
 // Modules loading on a thread of their own (backend_modules.c).
 typedef struct atlas_module_job atlas_module_job;
 
 typedef struct atlas_fault_state {
-  uint64_t count[ATLAS_FAULT_KIND_COUNT];    // operations attempted so far
-  uint64_t fail_at[ATLAS_FAULT_KIND_COUNT];  // absolute op number to fail (0: none)
+  uint64_t count[ATLAS_FAULT_KIND_COUNT];  // operations attempted so far
+  uint64_t
+      fail_at[ATLAS_FAULT_KIND_COUNT];  // absolute op number to fail (0: none)
 } atlas_fault_state;
 
 struct atlas_backend {
   const atlas_backend_vtable *vtable;
-  char name[32];                    // "host", "cuda:0"
+  char name[32];  // "host", "cuda:0"
   atlas_ledger *ledger;
-  size_t redzone_bytes;             // ATLAS_REDZONE, read once at creation
-  bool debug_sync;                  // ATLAS_DEBUG_SYNC, read once at creation
-  pthread_mutex_t state_mutex;      // guards poison
-  atlas_fault_state faults;         // atomics (__atomic builtins)
-  bool poison_active;               // poison_redzones was called:
-  uint64_t poison_lo, poison_hi;    // zones in [lo, hi) hold 0xEE, others 0x00
+  size_t redzone_bytes;           // ATLAS_REDZONE, read once at creation
+  bool debug_sync;                // ATLAS_DEBUG_SYNC, read once at creation
+  pthread_mutex_t state_mutex;    // guards poison
+  atlas_fault_state faults;       // atomics (__atomic builtins)
+  bool poison_active;             // poison_redzones was called:
+  uint64_t poison_lo, poison_hi;  // zones in [lo, hi) hold 0xEE, others 0x00
   atlas_op_cache *op_cache;
   atlas_kernel_registry *registry;  // set once modules_job is joined
   atlas_module_job *modules_job;    // background_modules: loading now
@@ -226,9 +227,8 @@ void atlas_backend_base_drop_modules(atlas_backend *b);
 // ---- shared code behind the front door (backend.c); backends need none of it
 
 // Counts one operation of `kind`; returns ABORTED if it is the injected one.
-ATLAS_MUST_USE atlas_status atlas_backend_base_fault_check(atlas_backend *b,
-                                                           atlas_fault_kind kind,
-                                                           const char *what);
+ATLAS_MUST_USE atlas_status atlas_backend_base_fault_check(
+    atlas_backend *b, atlas_fault_kind kind, const char *what);
 
 // The fill a zone should hold: 0xA5 until poison_redzones is first called,
 // then 0xEE inside the poisoned range and 0x00 outside it.

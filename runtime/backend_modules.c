@@ -36,8 +36,8 @@ atlas_status atlas_backend_base_load_modules_async(atlas_backend *b,
                              "%s: no host memory to load kernel modules",
                              b->name);
   }
-  *job = (atlas_module_job){.set = set, .loader = loader,
-                            .fail_load_at = fail_load_at};
+  *job = (atlas_module_job){
+      .set = set, .loader = loader, .fail_load_at = fail_load_at};
   b->modules_job = job;
   return ATLAS_OK;
 }

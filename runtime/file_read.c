@@ -77,10 +77,9 @@ atlas_status atlas_file_open_regular(const char *path, const char *role,
   if (!S_ISREG(st.st_mode)) {
     close(fd);
     char q[ATLAS_QUOTE_PATH_BYTES];
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: %s is %s, not a regular file",
-                             atlas_quote_path(path, q, sizeof(q)), role,
-                             kind_of(st.st_mode));
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT, "%s: %s is %s, not a regular file",
+        atlas_quote_path(path, q, sizeof(q)), role, kind_of(st.st_mode));
   }
   *out_fd = fd;
   if (out_identity != NULL) *out_identity = identity_of(&st);
@@ -91,8 +90,8 @@ atlas_status atlas_file_pread_exact(int fd, const char *path, void *dst,
                                     size_t bytes, uint64_t offset) {
   size_t done = 0;
   while (done < bytes) {
-    ssize_t n = pread(fd, (char *)dst + done, bytes - done,
-                      (off_t)(offset + done));
+    ssize_t n =
+        pread(fd, (char *)dst + done, bytes - done, (off_t)(offset + done));
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) {
       int err = errno;  // before atlas_quote_path
@@ -134,8 +133,8 @@ atlas_status atlas_file_check_unchanged(int fd, const char *path,
         ATLAS_STATUS_FAILED_PRECONDITION,
         "%s: the file changed size from %llu to %llu bytes after it was "
         "opened (written while in use)",
-        atlas_quote_path(path, q, sizeof(q)), (unsigned long long)identity->size,
-        (unsigned long long)now.size);
+        atlas_quote_path(path, q, sizeof(q)),
+        (unsigned long long)identity->size, (unsigned long long)now.size);
   }
   if (now.mtime_sec != identity->mtime_sec ||
       now.mtime_nsec != identity->mtime_nsec ||
@@ -169,10 +168,9 @@ atlas_status atlas_file_read_small(const char *path, const char *role,
   char *data = malloc((size_t)id.size + 1);
   if (data == NULL) {
     close(fd);
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "%s: out of host memory reading %llu bytes",
-                             atlas_quote_path(path, q, sizeof(q)),
-                             (unsigned long long)id.size);
+    return atlas_status_make(
+        ATLAS_STATUS_OUT_OF_MEMORY, "%s: out of host memory reading %llu bytes",
+        atlas_quote_path(path, q, sizeof(q)), (unsigned long long)id.size);
   }
   atlas_status status =
       atlas_file_pread_exact(fd, path, data, (size_t)id.size, 0);
@@ -214,8 +212,8 @@ static const char *quote_impl(const char *s, size_t n, size_t shown_limit,
   size_t room = size > 32 ? size - 32 : size;
   for (; i < shown; ++i) {
     unsigned char c = (unsigned char)s[i];
-    bool plain = c >= 0x20 && c != 0x7f && c != '\\' &&
-                 (c < 0x80 || !escape_high);
+    bool plain =
+        c >= 0x20 && c != 0x7f && c != '\\' && (c < 0x80 || !escape_high);
     size_t need = plain ? 1 : 4;
     if (used + need + 1 > room) break;
     if (plain) {

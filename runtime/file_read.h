@@ -28,25 +28,28 @@ typedef struct atlas_file_identity {
 // for in messages ("config.json", "safetensors file"). Errors say which kind
 // of non-regular file it is (FIFO, directory, character or block device,
 // socket) or that it is a dangling symbolic link (naming the target).
-ATLAS_MUST_USE atlas_status atlas_file_open_regular(const char *path, const char *role,
-                                     int *out_fd,
-                                     atlas_file_identity *out_identity);
+ATLAS_MUST_USE atlas_status
+atlas_file_open_regular(const char *path, const char *role, int *out_fd,
+                        atlas_file_identity *out_identity);
 
 // Reads exactly `bytes` at `offset`. A short read is DATA_LOSS naming the
 // file: it changed size while being read.
-ATLAS_MUST_USE atlas_status atlas_file_pread_exact(int fd, const char *path, void *dst,
-                                    size_t bytes, uint64_t offset);
+ATLAS_MUST_USE atlas_status atlas_file_pread_exact(int fd, const char *path,
+                                                   void *dst, size_t bytes,
+                                                   uint64_t offset);
 
 // FAILED_PRECONDITION naming the file when its size or times differ from
 // `identity` (it was written or replaced in place since it was opened).
-ATLAS_MUST_USE atlas_status atlas_file_check_unchanged(int fd, const char *path,
-                                        const atlas_file_identity *identity);
+ATLAS_MUST_USE atlas_status atlas_file_check_unchanged(
+    int fd, const char *path, const atlas_file_identity *identity);
 
 // Reads a whole small file (a JSON config or index) of at most `max_bytes`
 // into a malloc'd buffer (NUL-terminated; *out_size excludes the NUL).
-ATLAS_MUST_USE atlas_status atlas_file_read_small(const char *path, const char *role,
-                                   uint64_t max_bytes, char **out_data,
-                                   size_t *out_size);
+ATLAS_MUST_USE atlas_status atlas_file_read_small(const char *path,
+                                                  const char *role,
+                                                  uint64_t max_bytes,
+                                                  char **out_data,
+                                                  size_t *out_size);
 
 // Writes `s` (at most `n` bytes of it) into buf for a message: control bytes,
 // backslashes and bytes >= 0x7f as \xNN, cut to ATLAS_QUOTE_SHOWN

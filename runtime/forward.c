@@ -19,7 +19,8 @@ atlas_status atlas_forward_ctx_make(atlas_backend *backend,
   }
   out_ctx->backend = backend;
   out_ctx->registry = registry;
-  out_ctx->stream = stream != NULL ? stream : atlas_backend_default_stream(backend);
+  out_ctx->stream =
+      stream != NULL ? stream : atlas_backend_default_stream(backend);
   out_ctx->op_cache = atlas_backend_op_cache(backend);
   return ATLAS_OK;
 }
@@ -29,7 +30,8 @@ atlas_status atlas_forward_kernel(const atlas_forward_ctx *ctx,
                                   const atlas_kernel **out_kernel) {
   *out_kernel = NULL;
   const atlas_kernel *k = NULL;
-  ATLAS_RETURN_IF_ERROR(atlas_op_cache_kernel(ctx->op_cache, module, kernel, &k));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_op_cache_kernel(ctx->op_cache, module, kernel, &k));
   if (k->registry != ctx->registry) {
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                              "forward: %s.%s resolved outside this model's "

@@ -32,21 +32,20 @@ typedef struct atlas_forward_ctx {
 // Fails when a piece is missing (NULL backend, no registry) rather than
 // letting a dispatch site find out later.
 ATLAS_MUST_USE atlas_status atlas_forward_ctx_make(atlas_backend *backend,
-                                    atlas_stream *stream,
-                                    atlas_forward_ctx *out_ctx);
+                                                   atlas_stream *stream,
+                                                   atlas_forward_ctx *out_ctx);
 
 // Resolves `module`.`kernel` in the context's registry, once (at load): the
 // handle is what atlas_forward_launch takes on the hot path.
-ATLAS_MUST_USE atlas_status atlas_forward_kernel(const atlas_forward_ctx *ctx,
-                                  const char *module, const char *kernel,
-                                  const atlas_kernel **out_kernel);
+ATLAS_MUST_USE atlas_status
+atlas_forward_kernel(const atlas_forward_ctx *ctx, const char *module,
+                     const char *kernel, const atlas_kernel **out_kernel);
 
 // Launches a kernel resolved by atlas_forward_kernel on the context's
 // stream, with typed arguments checked against its signature.
-ATLAS_MUST_USE atlas_status atlas_forward_launch(const atlas_forward_ctx *ctx,
-                                  const atlas_kernel *kernel, atlas_dim3 grid,
-                                  atlas_dim3 block, const atlas_arg *args,
-                                  size_t arg_count);
+ATLAS_MUST_USE atlas_status atlas_forward_launch(
+    const atlas_forward_ctx *ctx, const atlas_kernel *kernel, atlas_dim3 grid,
+    atlas_dim3 block, const atlas_arg *args, size_t arg_count);
 
 // atlas_forward_launch with `shared_bytes` of dynamic shared memory per
 // block (CUDA; at most 48 KiB without opting the kernel in; host kernels
@@ -59,10 +58,9 @@ ATLAS_MUST_USE atlas_status atlas_forward_launch_shared(
 // Resolves and launches in one call (a lookup per call: for tests and rare
 // paths; dispatch sites resolve once).
 
-ATLAS_MUST_USE atlas_status atlas_forward_dispatch(const atlas_forward_ctx *ctx,
-                                    const char *module, const char *kernel,
-                                    atlas_dim3 grid, atlas_dim3 block,
-                                    const atlas_arg *args, size_t arg_count);
+ATLAS_MUST_USE atlas_status atlas_forward_dispatch(
+    const atlas_forward_ctx *ctx, const char *module, const char *kernel,
+    atlas_dim3 grid, atlas_dim3 block, const atlas_arg *args, size_t arg_count);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,7 +1,8 @@
 // F16 and BF16 to f32: exact conversions (every F16 and BF16 value is
 // representable in f32); f32 to F16 and BF16, rounded to nearest even (as
-// CUDA's __float2half_rn and __float2bfloat16_rn, for the KV cache). A leaf header: kernels, formats and architectures
-// all use it, and it uses nothing of Atlas.
+// CUDA's __float2half_rn and __float2bfloat16_rn, for the KV cache). A leaf
+// header: kernels, formats and architectures all use it, and it uses nothing of
+// Atlas.
 #ifndef ATLAS_RUNTIME_HALF_H_
 #define ATLAS_RUNTIME_HALF_H_
 
@@ -26,7 +27,8 @@ static inline float atlas_f16_to_f32(uint16_t bits) {
   uint32_t sign = (uint32_t)(bits & 0x8000u) << 16;
   uint32_t exp = (bits >> 10) & 0x1fu;
   uint32_t mant = bits & 0x3ffu;
-  if (exp == 0x1f) return atlas_f32_from_bits(sign | 0x7f800000u | (mant << 13));
+  if (exp == 0x1f)
+    return atlas_f32_from_bits(sign | 0x7f800000u | (mant << 13));
   if (exp != 0) {
     return atlas_f32_from_bits(sign | ((exp + 112u) << 23) | (mant << 13));
   }

@@ -36,7 +36,7 @@ struct atlas_graph {
 
 struct atlas_stream {
   bool capturing;
-  atlas_graph *capture;  // while capturing
+  atlas_graph *capture;        // while capturing
   atlas_status capture_error;  // first failure while recording
 };
 
@@ -288,7 +288,8 @@ static atlas_status copy_now_or_record(atlas_backend *b, void *dst,
                                        const char *what) {
   s = resolve(b, s);
   if (s->capturing) {
-    graph_node node = {.kind = NODE_COPY, .dst = dst, .src = src, .bytes = bytes};
+    graph_node node = {
+        .kind = NODE_COPY, .dst = dst, .src = src, .bytes = bytes};
     if (stage) {
       node.staged = malloc(bytes ? bytes : 1);
       if (node.staged == NULL) {
@@ -329,9 +330,8 @@ static atlas_status host_d2h_on_stream(atlas_backend *b, void *dst,
   return host_d2h(b, dst, src, bytes);
 }
 
-static atlas_status host_d2h_async(atlas_backend *b, void *dst,
-                                   const void *src, size_t bytes,
-                                   atlas_stream *s) {
+static atlas_status host_d2h_async(atlas_backend *b, void *dst, const void *src,
+                                   size_t bytes, atlas_stream *s) {
   return copy_now_or_record(b, dst, src, bytes, s, false, "d2h async copy");
 }
 
@@ -340,9 +340,8 @@ static atlas_status host_d2d(atlas_backend *b, void *dst, const void *src,
   return copy_now_or_record(b, dst, src, bytes, NULL, false, "d2d copy");
 }
 
-static atlas_status host_h2d_async(atlas_backend *b, void *dst,
-                                   const void *src, size_t bytes,
-                                   atlas_stream *s) {
+static atlas_status host_h2d_async(atlas_backend *b, void *dst, const void *src,
+                                   size_t bytes, atlas_stream *s) {
   return copy_now_or_record(b, dst, src, bytes, s, true, "h2d async copy");
 }
 
@@ -353,9 +352,8 @@ static atlas_status host_h2d_async_retained(atlas_backend *b, void *dst,
                             "h2d async (retained) copy");
 }
 
-static atlas_status host_d2d_async(atlas_backend *b, void *dst,
-                                   const void *src, size_t bytes,
-                                   atlas_stream *s) {
+static atlas_status host_d2d_async(atlas_backend *b, void *dst, const void *src,
+                                   size_t bytes, atlas_stream *s) {
   return copy_now_or_record(b, dst, src, bytes, s, false, "d2d async copy");
 }
 
@@ -375,8 +373,8 @@ static atlas_status host_memset_async(atlas_backend *b, void *dst,
                                       uint8_t value, size_t bytes,
                                       atlas_stream *s) {
   s = resolve(b, s);
-  graph_node node = {.kind = NODE_MEMSET, .dst = dst, .bytes = bytes,
-                     .value = value};
+  graph_node node = {
+      .kind = NODE_MEMSET, .dst = dst, .bytes = bytes, .value = value};
   if (!record_if_capturing(s, &node)) memset(dst, value, bytes);
   return ATLAS_OK;
 }
@@ -418,11 +416,11 @@ static atlas_status host_launch(atlas_backend *b, const atlas_kernel *kernel,
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
                              "%s: kernel %s.%s has %zu arguments; capture "
                              "supports %d",
-                             b->name, kernel->module->name, kernel->def->name, n,
-                             HOST_CAPTURE_MAX_ARGS);
+                             b->name, kernel->module->name, kernel->def->name,
+                             n, HOST_CAPTURE_MAX_ARGS);
   }
-  graph_node node = {.kind = NODE_LAUNCH, .kernel = kernel, .config = *config,
-                     .arg_count = n};
+  graph_node node = {
+      .kind = NODE_LAUNCH, .kernel = kernel, .config = *config, .arg_count = n};
   for (size_t i = 0; i < n; ++i) {
     memcpy(&node.arg_values[i], args[i], arg_size(sig[i]));
   }
@@ -490,7 +488,8 @@ static atlas_status host_matmul(atlas_backend *b, atlas_stream *stream,
     for (size_t i = 0; i < m; ++i) {
       float acc = 0.0f;
       for (size_t c = 0; c < k; ++c) acc += load16(x, i * k + c, type) * row[c];
-      out[i * n + j] = mode == ATLAS_MATMUL_ACCUMULATE ? out[i * n + j] + acc : acc;
+      out[i * n + j] =
+          mode == ATLAS_MATMUL_ACCUMULATE ? out[i * n + j] + acc : acc;
     }
   }
   free(row);

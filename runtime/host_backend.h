@@ -15,8 +15,8 @@ extern "C" {
 #endif
 
 // `options` may be NULL (no kernels, unlimited capacity).
-ATLAS_MUST_USE atlas_status atlas_host_backend_create(const atlas_backend_options *options,
-                                       atlas_backend **out_backend);
+ATLAS_MUST_USE atlas_status atlas_host_backend_create(
+    const atlas_backend_options *options, atlas_backend **out_backend);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -16,12 +16,13 @@ extern "C" {
 typedef struct atlas_host_pool atlas_host_pool;
 
 ATLAS_MUST_USE atlas_status atlas_host_pool_create(size_t capacity_bytes,
-                                    atlas_host_pool **out_pool);
+                                                   atlas_host_pool **out_pool);
 // The pool must outlive every backend drawing from it.
 void atlas_host_pool_destroy(atlas_host_pool *pool);
 
 // Takes `bytes` from the pool or fails with OUT_OF_MEMORY and the figures.
-ATLAS_MUST_USE atlas_status atlas_host_pool_reserve(atlas_host_pool *pool, size_t bytes);
+ATLAS_MUST_USE atlas_status atlas_host_pool_reserve(atlas_host_pool *pool,
+                                                    size_t bytes);
 void atlas_host_pool_release(atlas_host_pool *pool, size_t bytes);
 
 size_t atlas_host_pool_capacity(const atlas_host_pool *pool);

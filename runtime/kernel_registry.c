@@ -24,9 +24,9 @@ static atlas_status unload_all(atlas_kernel_registry *r) {
   for (size_t i = r->module_count; i-- > 0;) {
     loaded_module *m = &r->modules[i];
     status = atlas_status_join(
-        status, atlas_status_annotate(r->loader.unload(r->loader.ctx, m->handle),
-                                      "unloading kernel module '%s'",
-                                      m->def->name));
+        status,
+        atlas_status_annotate(r->loader.unload(r->loader.ctx, m->handle),
+                              "unloading kernel module '%s'", m->def->name));
     free(m->kernels);
   }
   r->module_count = 0;
@@ -43,8 +43,8 @@ static atlas_status load_one(atlas_kernel_registry *r,
                              const atlas_module_def *def, loaded_module *m) {
   m->def = def;
   m->handle = NULL;
-  m->kernels = calloc(def->kernel_count ? def->kernel_count : 1,
-                      sizeof(atlas_kernel));
+  m->kernels =
+      calloc(def->kernel_count ? def->kernel_count : 1, sizeof(atlas_kernel));
   if (m->kernels == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "kernel module '%s': cannot allocate its table",
@@ -59,8 +59,8 @@ static atlas_status load_one(atlas_kernel_registry *r,
     status = r->loader.get_function(r->loader.ctx, m->handle, def,
                                     &def->kernels[k], &kernel->fn);
     if (status != ATLAS_OK) {
-      status = atlas_status_join(
-          status, r->loader.unload(r->loader.ctx, m->handle));
+      status =
+          atlas_status_join(status, r->loader.unload(r->loader.ctx, m->handle));
     }
   }
   if (status != ATLAS_OK) {
@@ -70,10 +70,9 @@ static atlas_status load_one(atlas_kernel_registry *r,
   return status;
 }
 
-atlas_status atlas_kernel_registry_create(const atlas_module_set *set,
-                                          atlas_module_loader loader,
-                                          size_t fail_load_at,
-                                          atlas_kernel_registry **out_registry) {
+atlas_status atlas_kernel_registry_create(
+    const atlas_module_set *set, atlas_module_loader loader,
+    size_t fail_load_at, atlas_kernel_registry **out_registry) {
   *out_registry = NULL;
   atlas_kernel_registry *r = calloc(1, sizeof(*r));
   size_t count = set != NULL ? set->count : 0;
@@ -92,8 +91,9 @@ atlas_status atlas_kernel_registry_create(const atlas_module_set *set,
     const atlas_module_def *def = set->modules[i];
     atlas_status status;
     if (fail_load_at != 0 && i + 1 == fail_load_at) {
-      status = atlas_status_make(ATLAS_STATUS_ABORTED,
-                                 "injected fault: module load #%zu failed", i + 1);
+      status =
+          atlas_status_make(ATLAS_STATUS_ABORTED,
+                            "injected fault: module load #%zu failed", i + 1);
     } else {
       status = load_one(r, def, &r->modules[i]);
     }
@@ -148,7 +148,8 @@ atlas_status atlas_kernel_registry_lookup(const atlas_kernel_registry *registry,
       registry->module_count ? registry->modules[0].def->name : "");
 }
 
-size_t atlas_kernel_registry_module_count(const atlas_kernel_registry *registry) {
+size_t atlas_kernel_registry_module_count(
+    const atlas_kernel_registry *registry) {
   return registry->module_count;
 }
 

@@ -47,22 +47,22 @@ typedef struct atlas_kernel {
 // Loads every module of `set` (refcount 1). On failure nothing stays loaded
 // and the status names the module. `fail_load_at` > 0 makes the k-th module
 // load fail (fault injection); 0 disables it.
-ATLAS_MUST_USE atlas_status atlas_kernel_registry_create(const atlas_module_set *set,
-                                          atlas_module_loader loader,
-                                          size_t fail_load_at,
-                                          atlas_kernel_registry **out_registry);
+ATLAS_MUST_USE atlas_status atlas_kernel_registry_create(
+    const atlas_module_set *set, atlas_module_loader loader,
+    size_t fail_load_at, atlas_kernel_registry **out_registry);
 
 void atlas_kernel_registry_retain(atlas_kernel_registry *registry);
 // Drops a reference; the last one unloads the modules and reports failures.
-ATLAS_MUST_USE atlas_status atlas_kernel_registry_release(atlas_kernel_registry *registry);
+ATLAS_MUST_USE atlas_status
+atlas_kernel_registry_release(atlas_kernel_registry *registry);
 
 // Finds `module`.`function`. NOT_FOUND names what exists.
-ATLAS_MUST_USE atlas_status atlas_kernel_registry_lookup(const atlas_kernel_registry *registry,
-                                          const char *module,
-                                          const char *function,
-                                          const atlas_kernel **out_kernel);
+ATLAS_MUST_USE atlas_status atlas_kernel_registry_lookup(
+    const atlas_kernel_registry *registry, const char *module,
+    const char *function, const atlas_kernel **out_kernel);
 
-size_t atlas_kernel_registry_module_count(const atlas_kernel_registry *registry);
+size_t atlas_kernel_registry_module_count(
+    const atlas_kernel_registry *registry);
 
 #ifdef __cplusplus
 }  // extern "C"

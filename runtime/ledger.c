@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 enum { kFreedRingSize = 1024, kInitialCapacity = 64 };
 
 typedef struct slot {
@@ -98,7 +97,8 @@ static bool grow(atlas_ledger *l) {
 
 // Puts `e` in the table (growing it first when it would be 3/4 full) and
 // counts it live. The caller holds the mutex and has checked the address.
-static atlas_status add_locked(atlas_ledger *ledger, const atlas_ledger_entry *e) {
+static atlas_status add_locked(atlas_ledger *ledger,
+                               const atlas_ledger_entry *e) {
   if ((ledger->count + 1) * 4 > ledger->capacity * 3 && !grow(ledger)) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "ledger: cannot grow its table past %zu slots",
@@ -114,8 +114,8 @@ atlas_status atlas_ledger_insert(atlas_ledger *ledger, uintptr_t addr,
                                  size_t bytes, size_t redzone_bytes,
                                  atlas_mem_kind kind, atlas_site site,
                                  uint64_t *out_index) {
-  return atlas_ledger_insert_banded(ledger, addr, bytes, 0, redzone_bytes,
-                                    kind, site, out_index);
+  return atlas_ledger_insert_banded(ledger, addr, bytes, 0, redzone_bytes, kind,
+                                    site, out_index);
 }
 
 atlas_status atlas_ledger_insert_banded(atlas_ledger *ledger, uintptr_t addr,
@@ -127,15 +127,17 @@ atlas_status atlas_ledger_insert_banded(atlas_ledger *ledger, uintptr_t addr,
   pthread_mutex_lock(&ledger->mutex);
   slot *existing = find_slot(ledger, addr);
   if (existing != NULL) {
-    status = atlas_status_make(
-        ATLAS_STATUS_INTERNAL,
-        "ledger: address 0x%" PRIxPTR " handed out twice: still live from "
-        "%s:%d (%s)",
-        addr, existing->entry.site.file, existing->entry.site.line,
-        existing->entry.site.func);
+    status =
+        atlas_status_make(ATLAS_STATUS_INTERNAL,
+                          "ledger: address 0x%" PRIxPTR
+                          " handed out twice: still live from "
+                          "%s:%d (%s)",
+                          addr, existing->entry.site.file,
+                          existing->entry.site.line, existing->entry.site.func);
   } else {
-    atlas_ledger_entry e = {addr, bytes, redzone_bytes, lead_bytes,
-                            ledger->next_index, kind, site, false};
+    atlas_ledger_entry e = {
+        addr, bytes, redzone_bytes, lead_bytes, ledger->next_index,
+        kind, site,  false};
     status = add_locked(ledger, &e);
     if (status == ATLAS_OK) {
       ledger->next_index++;
@@ -151,11 +153,12 @@ atlas_status atlas_ledger_restore(atlas_ledger *ledger,
   atlas_status status = ATLAS_OK;
   pthread_mutex_lock(&ledger->mutex);
   if (find_slot(ledger, entry->addr) != NULL) {
-    status = atlas_status_make(
-        ATLAS_STATUS_INTERNAL,
-        "ledger: cannot keep 0x%" PRIxPTR " (allocated at %s:%d (%s)) live: "
-        "the address was handed out again",
-        entry->addr, entry->site.file, entry->site.line, entry->site.func);
+    status = atlas_status_make(ATLAS_STATUS_INTERNAL,
+                               "ledger: cannot keep 0x%" PRIxPTR
+                               " (allocated at %s:%d (%s)) live: "
+                               "the address was handed out again",
+                               entry->addr, entry->site.file, entry->site.line,
+                               entry->site.func);
   } else {
     atlas_ledger_entry e = *entry;
     e.release_failed = true;
@@ -238,8 +241,9 @@ atlas_status atlas_ledger_remove_if(atlas_ledger *ledger, uintptr_t addr,
     } else if ((f = find_containing(ledger, addr)) != NULL && addr < f->addr) {
       status = atlas_status_make(
           ATLAS_STATUS_INVALID_ARGUMENT,
-          "free of 0x%" PRIxPTR ", which is %zu bytes before allocation #%" PRIu64
-          " (0x%" PRIxPTR ", %zu bytes, allocated at %s:%d (%s)), in its red "
+          "free of 0x%" PRIxPTR
+          ", which is %zu bytes before allocation #%" PRIu64 " (0x%" PRIxPTR
+          ", %zu bytes, allocated at %s:%d (%s)), in its red "
           "zone; free the address the allocation returned",
           addr, (size_t)(f->addr - addr), f->index, f->addr, f->bytes,
           f->site.file, f->site.line, f->site.func);
@@ -247,7 +251,8 @@ atlas_status atlas_ledger_remove_if(atlas_ledger *ledger, uintptr_t addr,
       status = atlas_status_make(
           ATLAS_STATUS_INVALID_ARGUMENT,
           "free of 0x%" PRIxPTR ", which is %zu bytes into allocation #%" PRIu64
-          " (0x%" PRIxPTR ", %zu bytes, allocated at %s:%d (%s)); free the "
+          " (0x%" PRIxPTR
+          ", %zu bytes, allocated at %s:%d (%s)); free the "
           "address the allocation returned",
           addr, (size_t)(addr - f->addr), f->index, f->addr, f->bytes,
           f->site.file, f->site.line, f->site.func);

@@ -19,7 +19,8 @@ static int site_cmp(const atlas_site *a, const atlas_site *b) {
 static int total_by_bytes(const void *a, const void *b) {
   const atlas_site_total *x = a;
   const atlas_site_total *y = b;
-  if (x->bytes != y->bytes) return (x->bytes < y->bytes) - (x->bytes > y->bytes);
+  if (x->bytes != y->bytes)
+    return (x->bytes < y->bytes) - (x->bytes > y->bytes);
   return site_cmp(&x->site, &y->site);
 }
 
@@ -107,7 +108,8 @@ atlas_status atlas_site_report_build(const atlas_ledger_entry *entries,
   size_t kept = 0;
   atlas_site_total rest = {{NULL, 0, NULL}, 0, 0, 0};
   for (size_t i = 0; i < n; ++i) {
-    bool keep = (double)rows[i].bytes >= min_bytes && (top_n == 0 || kept < top_n);
+    bool keep =
+        (double)rows[i].bytes >= min_bytes && (top_n == 0 || kept < top_n);
     if (keep) {
       rows[kept++] = rows[i];
     } else {
@@ -193,14 +195,13 @@ atlas_status atlas_site_report_text(const atlas_site_report *report,
                        report->live_bytes, report->live_count);
   if (ok && report->release_failed_count > 0) {
     atlas_format_bytes(report->release_failed_bytes, amount, sizeof(amount));
-    ok = sb_printf(&sb,
-                   "release failed: %s (%zu bytes) in %zu %s of those: the "
-                   "device refused to free them, so it still holds them (a "
-                   "later free or the sweep releases them)\n",
-                   amount, report->release_failed_bytes,
-                   report->release_failed_count,
-                   report->release_failed_count == 1 ? "allocation"
-                                                     : "allocations");
+    ok = sb_printf(
+        &sb,
+        "release failed: %s (%zu bytes) in %zu %s of those: the "
+        "device refused to free them, so it still holds them (a "
+        "later free or the sweep releases them)\n",
+        amount, report->release_failed_bytes, report->release_failed_count,
+        report->release_failed_count == 1 ? "allocation" : "allocations");
   }
   if (!ok) {
     free(sb.data);
@@ -216,7 +217,8 @@ atlas_status atlas_ledger_report_text(atlas_ledger *ledger, size_t top_n,
   *out_text = NULL;
   atlas_ledger_entry *entries = NULL;
   size_t count = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot_unordered(ledger, &entries, &count));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_ledger_snapshot_unordered(ledger, &entries, &count));
   atlas_site_report report;
   atlas_status status =
       atlas_site_report_build(entries, count, top_n, min_mb, &report);
@@ -230,9 +232,11 @@ atlas_status atlas_ledger_report_json(atlas_ledger *ledger, char **out_json) {
   *out_json = NULL;
   atlas_ledger_entry *entries = NULL;
   size_t count = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot_unordered(ledger, &entries, &count));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_ledger_snapshot_unordered(ledger, &entries, &count));
   atlas_site_report report;
-  atlas_status status = atlas_site_report_build(entries, count, 0, 0.0, &report);
+  atlas_status status =
+      atlas_site_report_build(entries, count, 0, 0.0, &report);
   free(entries);
   if (status != ATLAS_OK) return status;
   json_t *root = json_object();
@@ -240,10 +244,10 @@ atlas_status atlas_ledger_report_json(atlas_ledger *ledger, char **out_json) {
   bool ok = root != NULL && sites != NULL;
   for (size_t i = 0; ok && i < report.row_count; ++i) {
     const atlas_site_total *r = &report.rows[i];
-    json_t *row = json_pack("{s:s, s:i, s:s, s:I, s:I}", "file", r->site.file,
-                            "line", r->site.line, "func", r->site.func,
-                            "bytes", (json_int_t)r->bytes, "count",
-                            (json_int_t)r->count);
+    json_t *row =
+        json_pack("{s:s, s:i, s:s, s:I, s:I}", "file", r->site.file, "line",
+                  r->site.line, "func", r->site.func, "bytes",
+                  (json_int_t)r->bytes, "count", (json_int_t)r->count);
     ok = row != NULL && json_array_append_new(sites, row) == 0;
   }
   ok = ok &&

@@ -21,7 +21,7 @@ typedef void (*atlas_log_fn)(void *ctx, atlas_log_level level,
 
 // A zeroed sink writes "atlas: <line>" to stderr at every level >= INFO.
 typedef struct atlas_log_sink {
-  atlas_log_fn fn;          // NULL: stderr
+  atlas_log_fn fn;  // NULL: stderr
   void *ctx;
   // Lines below this level are dropped. DEBUG lines go only to a sink with a
   // callback, so a zeroed sink prints INFO and above.

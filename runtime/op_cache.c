@@ -43,9 +43,9 @@ atlas_status atlas_op_cache_destroy(atlas_op_cache *cache) {
     scratch_buf *s = &cache->scratch[i];
     if (s->ptr != NULL) {
       status = atlas_status_join(
-          status, atlas_status_annotate(atlas_backend_free(cache->backend, s->ptr),
-                                        "op cache: freeing scratch '%s'",
-                                        s->name));
+          status,
+          atlas_status_annotate(atlas_backend_free(cache->backend, s->ptr),
+                                "op cache: freeing scratch '%s'", s->name));
     }
     free(s->name);
   }
@@ -86,14 +86,16 @@ atlas_status atlas_op_cache_kernel(atlas_op_cache *cache, const char *module,
   if (!grow((void **)&cache->kernels, &cache->kernel_cap, cache->kernel_count,
             sizeof(kernel_memo))) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "op cache: cannot memoise %s.%s", module, function);
+                             "op cache: cannot memoise %s.%s", module,
+                             function);
   }
   kernel_memo m = {strdup(module), strdup(function), kernel};
   if (m.module == NULL || m.function == NULL) {
     free(m.module);
     free(m.function);
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "op cache: cannot memoise %s.%s", module, function);
+                             "op cache: cannot memoise %s.%s", module,
+                             function);
   }
   cache->kernels[cache->kernel_count++] = m;
   *out_kernel = kernel;
@@ -135,9 +137,9 @@ atlas_status atlas_op_cache_scratch(atlas_op_cache *cache, const char *name,
     ATLAS_RETURN_IF_ERROR(atlas_backend_free(cache->backend, old),
                           "op cache: growing scratch '%s'", name);
   }
-  ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
-      atlas_backend_alloc(cache->backend, bytes, &s->ptr),
-      "op cache: scratch '%s'", name));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_status_annotate(atlas_backend_alloc(cache->backend, bytes, &s->ptr),
+                            "op cache: scratch '%s'", name));
   s->bytes = bytes;
   *out_ptr = s->ptr;
   return ATLAS_OK;

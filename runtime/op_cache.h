@@ -15,19 +15,21 @@ extern "C" {
 #endif
 
 ATLAS_MUST_USE atlas_status atlas_op_cache_create(atlas_backend *backend,
-                                   atlas_op_cache **out_cache);
+                                                  atlas_op_cache **out_cache);
 // Frees every scratch buffer through the backend; reports failures.
 ATLAS_MUST_USE atlas_status atlas_op_cache_destroy(atlas_op_cache *cache);
 
 // The kernel `module`.`function` of the backend's registry, memoised.
-ATLAS_MUST_USE atlas_status atlas_op_cache_kernel(atlas_op_cache *cache, const char *module,
-                                   const char *function,
-                                   const atlas_kernel **out_kernel);
+ATLAS_MUST_USE atlas_status
+atlas_op_cache_kernel(atlas_op_cache *cache, const char *module,
+                      const char *function, const atlas_kernel **out_kernel);
 
 // A scratch buffer named `name` of at least `bytes`; grows (contents lost)
 // when asked for more. Allocated through the backend, so it is ledgered.
-ATLAS_MUST_USE atlas_status atlas_op_cache_scratch(atlas_op_cache *cache, const char *name,
-                                    size_t bytes, void **out_ptr);
+ATLAS_MUST_USE atlas_status atlas_op_cache_scratch(atlas_op_cache *cache,
+                                                   const char *name,
+                                                   size_t bytes,
+                                                   void **out_ptr);
 
 size_t atlas_op_cache_kernel_count(const atlas_op_cache *cache);
 size_t atlas_op_cache_scratch_bytes(const atlas_op_cache *cache);

@@ -75,27 +75,31 @@ atlas_status atlas_backend_base_check_redzone(atlas_backend *b,
                  &before, &after);
   free(band);
   if (status != ATLAS_OK) {
-    return atlas_status_annotate(status, "%s: reading the red zones of "
-                                         "allocation #%" PRIu64 " %s",
+    return atlas_status_annotate(status,
+                                 "%s: reading the red zones of "
+                                 "allocation #%" PRIu64 " %s",
                                  b->name, e->index, when);
   }
   if (before > 0) {
     status = atlas_status_make(
         ATLAS_STATUS_DATA_LOSS,
         "%s: buffer underrun: the red zone before allocation #%" PRIu64
-        " (0x%" PRIxPTR ", %zu bytes, allocated at %s:%d (%s)) was written "
+        " (0x%" PRIxPTR
+        ", %zu bytes, allocated at %s:%d (%s)) was written "
         "%zu bytes before its start; found %s",
         b->name, e->index, e->addr, e->bytes, e->site.file, e->site.line,
         e->site.func, before, when);
   }
   if (after < e->redzone_bytes) {
-    status = atlas_status_join(status, atlas_status_make(
-        ATLAS_STATUS_DATA_LOSS,
-        "%s: buffer overrun: the red zone after allocation #%" PRIu64
-        " (0x%" PRIxPTR ", %zu bytes, allocated at %s:%d (%s)) was written "
-        "%zu bytes past its end; found %s",
-        b->name, e->index, e->addr, e->bytes, e->site.file, e->site.line,
-        e->site.func, after, when));
+    status = atlas_status_join(
+        status,
+        atlas_status_make(
+            ATLAS_STATUS_DATA_LOSS,
+            "%s: buffer overrun: the red zone after allocation #%" PRIu64
+            " (0x%" PRIxPTR ", %zu bytes, allocated at %s:%d (%s)) was written "
+            "%zu bytes past its end; found %s",
+            b->name, e->index, e->addr, e->bytes, e->site.file, e->site.line,
+            e->site.func, after, when));
   }
   return status;
 }
@@ -143,8 +147,9 @@ atlas_status atlas_backend_base_scan_redzones(
     if (before == 0 && after == e->redzone_bytes) continue;
     if (found < max_violations && out_violations != NULL) {
       out_violations[found] = (atlas_redzone_violation){
-          e->index, e->addr, e->bytes,
-          after < e->redzone_bytes ? after : SIZE_MAX, e->site, before};
+          e->index, e->addr,
+          e->bytes, after < e->redzone_bytes ? after : SIZE_MAX,
+          e->site,  before};
     }
     found++;
     status = fill_bands(b, e, fill);  // refill

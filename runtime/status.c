@@ -10,9 +10,9 @@
 
 struct atlas_status_s {
   atlas_status_code code;
-  size_t count;         // failures joined into this one
-  bool is_fixed;        // the out-of-memory fallback below: never freed
-  const char *file;     // where the first failure was made (a literal)
+  size_t count;      // failures joined into this one
+  bool is_fixed;     // the out-of-memory fallback below: never freed
+  const char *file;  // where the first failure was made (a literal)
   int line;
   const char *message;  // `storage` for heap statuses
   char storage[];
@@ -21,7 +21,11 @@ struct atlas_status_s {
 // When even the status cannot be allocated, callers still need a failure
 // they can report; this one is const and never freed.
 static const struct atlas_status_s kOutOfMemoryStatus = {
-    ATLAS_STATUS_OUT_OF_MEMORY, 1, true, __FILE__, __LINE__,
+    ATLAS_STATUS_OUT_OF_MEMORY,
+    1,
+    true,
+    __FILE__,
+    __LINE__,
     "out of host memory while reporting an error"};
 
 static atlas_status fixed_oom(void) {
@@ -60,7 +64,8 @@ static char *vformat(const char *fmt, va_list ap) {
 atlas_status atlas_status_make_at(const char *file, int line,
                                   atlas_status_code code, const char *fmt,
                                   ...) {
-  if (code == ATLAS_STATUS_OK) code = ATLAS_STATUS_INTERNAL;  // never "OK error"
+  if (code == ATLAS_STATUS_OK)
+    code = ATLAS_STATUS_INTERNAL;  // never "OK error"
   va_list ap;
   va_start(ap, fmt);
   char *text = vformat(fmt, ap);
@@ -87,8 +92,8 @@ atlas_status atlas_status_annotate(atlas_status status, const char *fmt, ...) {
   }
   snprintf(text, plen + 2 + mlen + 1, "%s: %s", prefix, status->message);
   free(prefix);
-  atlas_status out = status_from_text(status->code, status->count,
-                                      status->file, status->line, text);
+  atlas_status out = status_from_text(status->code, status->count, status->file,
+                                      status->line, text);
   free(text);
   if (out->is_fixed) return status;
   atlas_status_free(status);
@@ -106,9 +111,8 @@ atlas_status atlas_status_join(atlas_status first, atlas_status second) {
     return first;
   }
   snprintf(text, a + 1 + b + 1, "%s\n%s", first->message, second->message);
-  atlas_status out =
-      status_from_text(first->code, first->count + second->count, first->file,
-                       first->line, text);
+  atlas_status out = status_from_text(first->code, first->count + second->count,
+                                      first->file, first->line, text);
   free(text);
   if (out->is_fixed) {
     atlas_status_free(second);
@@ -133,18 +137,30 @@ size_t atlas_status_count(atlas_status status) {
 
 const char *atlas_status_code_name(atlas_status_code code) {
   switch (code) {
-    case ATLAS_STATUS_OK: return "OK";
-    case ATLAS_STATUS_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case ATLAS_STATUS_NOT_FOUND: return "NOT_FOUND";
-    case ATLAS_STATUS_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
-    case ATLAS_STATUS_UNAVAILABLE: return "UNAVAILABLE";
-    case ATLAS_STATUS_UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case ATLAS_STATUS_FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case ATLAS_STATUS_DATA_LOSS: return "DATA_LOSS";
-    case ATLAS_STATUS_IO: return "IO";
-    case ATLAS_STATUS_INTERNAL: return "INTERNAL";
-    case ATLAS_STATUS_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case ATLAS_STATUS_ABORTED: return "ABORTED";
+    case ATLAS_STATUS_OK:
+      return "OK";
+    case ATLAS_STATUS_INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case ATLAS_STATUS_NOT_FOUND:
+      return "NOT_FOUND";
+    case ATLAS_STATUS_OUT_OF_MEMORY:
+      return "OUT_OF_MEMORY";
+    case ATLAS_STATUS_UNAVAILABLE:
+      return "UNAVAILABLE";
+    case ATLAS_STATUS_UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case ATLAS_STATUS_FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case ATLAS_STATUS_DATA_LOSS:
+      return "DATA_LOSS";
+    case ATLAS_STATUS_IO:
+      return "IO";
+    case ATLAS_STATUS_INTERNAL:
+      return "INTERNAL";
+    case ATLAS_STATUS_RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case ATLAS_STATUS_ABORTED:
+      return "ABORTED";
   }
   return "UNKNOWN";
 }

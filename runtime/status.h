@@ -15,17 +15,17 @@ extern "C" {
 
 typedef enum atlas_status_code {
   ATLAS_STATUS_OK = 0,
-  ATLAS_STATUS_INVALID_ARGUMENT,   // the caller passed something wrong
-  ATLAS_STATUS_NOT_FOUND,          // a named thing does not exist
-  ATLAS_STATUS_OUT_OF_MEMORY,      // host or device memory exhausted
-  ATLAS_STATUS_UNAVAILABLE,        // a driver or device is missing
-  ATLAS_STATUS_UNIMPLEMENTED,      // an optional operation this backend lacks
-  ATLAS_STATUS_FAILED_PRECONDITION,// the object is in the wrong state
-  ATLAS_STATUS_DATA_LOSS,          // a file or buffer is malformed or corrupted
-  ATLAS_STATUS_IO,                 // the operating system refused a file operation
-  ATLAS_STATUS_INTERNAL,           // a driver call failed unexpectedly
-  ATLAS_STATUS_RESOURCE_EXHAUSTED, // a budget (not the allocator) says no
-  ATLAS_STATUS_ABORTED,            // an injected fault or a cancelled operation
+  ATLAS_STATUS_INVALID_ARGUMENT,     // the caller passed something wrong
+  ATLAS_STATUS_NOT_FOUND,            // a named thing does not exist
+  ATLAS_STATUS_OUT_OF_MEMORY,        // host or device memory exhausted
+  ATLAS_STATUS_UNAVAILABLE,          // a driver or device is missing
+  ATLAS_STATUS_UNIMPLEMENTED,        // an optional operation this backend lacks
+  ATLAS_STATUS_FAILED_PRECONDITION,  // the object is in the wrong state
+  ATLAS_STATUS_DATA_LOSS,  // a file or buffer is malformed or corrupted
+  ATLAS_STATUS_IO,         // the operating system refused a file operation
+  ATLAS_STATUS_INTERNAL,   // a driver call failed unexpectedly
+  ATLAS_STATUS_RESOURCE_EXHAUSTED,  // a budget (not the allocator) says no
+  ATLAS_STATUS_ABORTED,  // an injected fault or a cancelled operation
 } atlas_status_code;
 
 typedef struct atlas_status_s *atlas_status;
@@ -90,59 +90,57 @@ atlas_status_code atlas_status_consume(atlas_status status);
 // when either side failed. Without it, it follows "failed, yet OK" paths into
 // false null dereferences and uses after free. Never compiled into a build.
 #undef atlas_status_make
-#define atlas_status_make(...)                                          \
-  __extension__({                                                       \
-    atlas_status atlas_model_r_ =                                       \
-        atlas_status_make_at(__FILE__, __LINE__, __VA_ARGS__);          \
-    if (atlas_model_r_ == ATLAS_OK) __builtin_unreachable();            \
-    atlas_model_r_;                                                     \
+#define atlas_status_make(...)                                 \
+  __extension__({                                              \
+    atlas_status atlas_model_r_ =                              \
+        atlas_status_make_at(__FILE__, __LINE__, __VA_ARGS__); \
+    if (atlas_model_r_ == ATLAS_OK) __builtin_unreachable();   \
+    atlas_model_r_;                                            \
   })
-#define atlas_status_annotate(status, ...)                              \
-  __extension__({                                                       \
-    atlas_status atlas_model_s_ = (status);                             \
-    atlas_status atlas_model_r_ =                                       \
-        (atlas_status_annotate)(atlas_model_s_, __VA_ARGS__);           \
-    if ((atlas_model_s_ == ATLAS_OK) != (atlas_model_r_ == ATLAS_OK))   \
-      __builtin_unreachable();                                          \
-    atlas_model_r_;                                                     \
+#define atlas_status_annotate(status, ...)                            \
+  __extension__({                                                     \
+    atlas_status atlas_model_s_ = (status);                           \
+    atlas_status atlas_model_r_ =                                     \
+        (atlas_status_annotate)(atlas_model_s_, __VA_ARGS__);         \
+    if ((atlas_model_s_ == ATLAS_OK) != (atlas_model_r_ == ATLAS_OK)) \
+      __builtin_unreachable();                                        \
+    atlas_model_r_;                                                   \
   })
-#define atlas_status_join(first, second)                                \
-  __extension__({                                                       \
-    atlas_status atlas_model_a_ = (first);                              \
-    atlas_status atlas_model_b_ = (second);                             \
-    atlas_status atlas_model_r_ =                                       \
-        (atlas_status_join)(atlas_model_a_, atlas_model_b_);            \
-    if ((atlas_model_a_ == ATLAS_OK && atlas_model_b_ == ATLAS_OK) !=   \
-        (atlas_model_r_ == ATLAS_OK))                                   \
-      __builtin_unreachable();                                          \
-    atlas_model_r_;                                                     \
+#define atlas_status_join(first, second)                              \
+  __extension__({                                                     \
+    atlas_status atlas_model_a_ = (first);                            \
+    atlas_status atlas_model_b_ = (second);                           \
+    atlas_status atlas_model_r_ =                                     \
+        (atlas_status_join)(atlas_model_a_, atlas_model_b_);          \
+    if ((atlas_model_a_ == ATLAS_OK && atlas_model_b_ == ATLAS_OK) != \
+        (atlas_model_r_ == ATLAS_OK))                                 \
+      __builtin_unreachable();                                        \
+    atlas_model_r_;                                                   \
   })
 #endif
 
 // ATLAS_RETURN_IF_ERROR(expr) returns a failed status as it is;
 // ATLAS_RETURN_IF_ERROR(expr, "loading %s", path) adds that context first.
-#define ATLAS_RETURN_IF_ERROR(...)                                       \
-  ATLAS_RIE_PICK_(__VA_ARGS__, ATLAS_RIE_CTX_, ATLAS_RIE_CTX_,           \
-                  ATLAS_RIE_CTX_, ATLAS_RIE_CTX_, ATLAS_RIE_CTX_,        \
-                  ATLAS_RIE_CTX_, ATLAS_RIE_CTX_, ATLAS_RIE_CTX_,        \
-                  ATLAS_RIE_CTX_, ATLAS_RIE_PLAIN_, ATLAS_RIE_NONE_)     \
+#define ATLAS_RETURN_IF_ERROR(...)                                             \
+  ATLAS_RIE_PICK_(__VA_ARGS__, ATLAS_RIE_CTX_, ATLAS_RIE_CTX_, ATLAS_RIE_CTX_, \
+                  ATLAS_RIE_CTX_, ATLAS_RIE_CTX_, ATLAS_RIE_CTX_,              \
+                  ATLAS_RIE_CTX_, ATLAS_RIE_CTX_, ATLAS_RIE_CTX_,              \
+                  ATLAS_RIE_PLAIN_, ATLAS_RIE_NONE_)                           \
   (__VA_ARGS__)
-#define ATLAS_RIE_PICK_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, name, \
-                        ...)                                             \
-  name
-#define ATLAS_RIE_PLAIN_(expr)                 \
-  do {                                         \
-    atlas_status atlas_status_tmp_ = (expr);   \
-    if (atlas_status_tmp_ != ATLAS_OK) {       \
-      return atlas_status_tmp_;                \
-    }                                          \
+#define ATLAS_RIE_PICK_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, name, ...) name
+#define ATLAS_RIE_PLAIN_(expr)               \
+  do {                                       \
+    atlas_status atlas_status_tmp_ = (expr); \
+    if (atlas_status_tmp_ != ATLAS_OK) {     \
+      return atlas_status_tmp_;              \
+    }                                        \
   } while (0)
-#define ATLAS_RIE_CTX_(expr, ...)                                       \
-  do {                                                                  \
-    atlas_status atlas_status_tmp_ = (expr);                            \
-    if (atlas_status_tmp_ != ATLAS_OK) {                                \
-      return atlas_status_annotate(atlas_status_tmp_, __VA_ARGS__);     \
-    }                                                                   \
+#define ATLAS_RIE_CTX_(expr, ...)                                   \
+  do {                                                              \
+    atlas_status atlas_status_tmp_ = (expr);                        \
+    if (atlas_status_tmp_ != ATLAS_OK) {                            \
+      return atlas_status_annotate(atlas_status_tmp_, __VA_ARGS__); \
+    }                                                               \
   } while (0)
 
 #ifdef __cplusplus

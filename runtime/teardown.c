@@ -92,12 +92,13 @@ atlas_status atlas_teardown_run(atlas_teardown *t, atlas_sweep_fn sweep,
   free(t);
   if (sweep != NULL) {
     atlas_status s = sweep(sweep_ctx, &report.sweep);
-    failures = atlas_status_join(failures,
-                                 atlas_status_annotate(s, "final sweep"));
+    failures =
+        atlas_status_join(failures, atlas_status_annotate(s, "final sweep"));
     const atlas_sweep_result *w = &report.sweep;
     size_t leaks = w->count - w->refused_count;
     if (leaks > 0 && report.failed == 0) {
-      atlas_log(&log, ATLAS_LOG_WARNING, "leak: teardown released everything registered, yet the sweep "
+      atlas_log(&log, ATLAS_LOG_WARNING,
+                "leak: teardown released everything registered, yet the sweep "
                 "found %zu allocations (%zu bytes) that no resource covered%s "
                 "and freed %zu of the %zu it found:\n%s",
                 leaks, w->bytes - w->refused_bytes,
@@ -110,14 +111,16 @@ atlas_status atlas_teardown_run(atlas_teardown *t, atlas_sweep_fn sweep,
       // The failures say which releases broke, not what they left behind:
       // the sweep's sites are the only record of that, so say them too.
       // What the device refused to free stays live: the sweep only found it.
-      atlas_log(&log, ATLAS_LOG_WARNING, "teardown: after %zu failed release(s) the sweep found %zu "
+      atlas_log(&log, ATLAS_LOG_WARNING,
+                "teardown: after %zu failed release(s) the sweep found %zu "
                 "allocations (%zu bytes) still live and freed %zu of them:\n%s",
-                report.failed, w->count, w->bytes,
-                w->count - w->unfreed_count, w->sites ? w->sites : "");
+                report.failed, w->count, w->bytes, w->count - w->unfreed_count,
+                w->sites ? w->sites : "");
     } else if (w->count > 0) {
       // Only allocations whose free the device refused (the failures, or an
       // earlier call's status, name each): released here, not leaked.
-      atlas_log(&log, ATLAS_LOG_WARNING, "teardown: the sweep released %zu allocations (%zu bytes) "
+      atlas_log(&log, ATLAS_LOG_WARNING,
+                "teardown: the sweep released %zu allocations (%zu bytes) "
                 "whose free the device had refused (no leak); freed %zu of "
                 "them:\n%s",
                 w->count, w->bytes, w->count - w->unfreed_count,

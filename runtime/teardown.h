@@ -27,12 +27,13 @@ typedef atlas_status (*atlas_sweep_fn)(void *ctx, atlas_sweep_result *out);
 typedef struct atlas_teardown atlas_teardown;
 
 typedef struct atlas_teardown_report {
-  size_t released;          // resources whose release succeeded
-  size_t failed;            // resources whose release failed
-  atlas_sweep_result sweep; // what the sweep had to free
+  size_t released;           // resources whose release succeeded
+  size_t failed;             // resources whose release failed
+  atlas_sweep_result sweep;  // what the sweep had to free
 } atlas_teardown_report;
 
-ATLAS_MUST_USE atlas_status atlas_teardown_create(atlas_teardown **out_teardown);
+ATLAS_MUST_USE atlas_status
+atlas_teardown_create(atlas_teardown **out_teardown);
 
 // Registers a resource. On failure (out of memory) it is NOT registered and
 // the caller still owns it.
@@ -40,8 +41,10 @@ ATLAS_MUST_USE atlas_status atlas_teardown_create(atlas_teardown **out_teardown)
 void atlas_teardown_set_log(atlas_teardown *teardown,
                             const atlas_log_sink *sink);
 
-ATLAS_MUST_USE atlas_status atlas_teardown_register(atlas_teardown *teardown, const char *name,
-                                     atlas_release_fn release, void *resource);
+ATLAS_MUST_USE atlas_status atlas_teardown_register(atlas_teardown *teardown,
+                                                    const char *name,
+                                                    atlas_release_fn release,
+                                                    void *resource);
 
 size_t atlas_teardown_count(const atlas_teardown *teardown);
 
@@ -49,9 +52,9 @@ size_t atlas_teardown_count(const atlas_teardown *teardown);
 // frees the teardown. Returns every failure joined, each naming its resource.
 // `out_report` may be NULL; otherwise free its sweep with
 // atlas_sweep_result_free.
-ATLAS_MUST_USE atlas_status atlas_teardown_run(atlas_teardown *teardown, atlas_sweep_fn sweep,
-                                void *sweep_ctx,
-                                atlas_teardown_report *out_report);
+ATLAS_MUST_USE atlas_status
+atlas_teardown_run(atlas_teardown *teardown, atlas_sweep_fn sweep,
+                   void *sweep_ctx, atlas_teardown_report *out_report);
 
 #ifdef __cplusplus
 }  // extern "C"

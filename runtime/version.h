@@ -15,14 +15,14 @@ extern "C" {
 #define ATLAS_VERSION_STR_(x) #x
 #define ATLAS_VERSION_STR(x) ATLAS_VERSION_STR_(x)
 // "0.2.0"
-#define ATLAS_VERSION_STRING                 \
-  ATLAS_VERSION_STR(ATLAS_VERSION_MAJOR) "." \
-  ATLAS_VERSION_STR(ATLAS_VERSION_MINOR) "." \
-  ATLAS_VERSION_STR(ATLAS_VERSION_PATCH)
+#define ATLAS_VERSION_STRING                                        \
+  ATLAS_VERSION_STR(ATLAS_VERSION_MAJOR)                            \
+  "." ATLAS_VERSION_STR(ATLAS_VERSION_MINOR) "." ATLAS_VERSION_STR( \
+      ATLAS_VERSION_PATCH)
 
 // One number that orders versions: MAJOR * 10000 + MINOR * 100 + PATCH.
-#define ATLAS_VERSION_NUMBER                                         \
-  (ATLAS_VERSION_MAJOR * 10000 + ATLAS_VERSION_MINOR * 100 +         \
+#define ATLAS_VERSION_NUMBER                                 \
+  (ATLAS_VERSION_MAJOR * 10000 + ATLAS_VERSION_MINOR * 100 + \
    ATLAS_VERSION_PATCH)
 
 // The version of the linked library, "MAJOR.MINOR.PATCH".

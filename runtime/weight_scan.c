@@ -25,10 +25,13 @@ static uint64_t mix64(uint64_t x) {
 
 size_t atlas_scan_finite_bytes(atlas_scan_finite finite) {
   switch (finite) {
-    case ATLAS_SCAN_FINITE_F32: return 4;
+    case ATLAS_SCAN_FINITE_F32:
+      return 4;
     case ATLAS_SCAN_FINITE_F16:
-    case ATLAS_SCAN_FINITE_BF16: return 2;
-    case ATLAS_SCAN_FINITE_NONE: break;
+    case ATLAS_SCAN_FINITE_BF16:
+      return 2;
+    case ATLAS_SCAN_FINITE_NONE:
+      break;
   }
   return 0;
 }
@@ -48,10 +51,17 @@ static uint64_t scalar_first_bad(const unsigned char *p, size_t bytes,
     for (size_t k = 0; k < elem; ++k) v |= (uint32_t)p[i + k] << (8 * k);
     bool bad = false;
     switch (finite) {
-      case ATLAS_SCAN_FINITE_F32: bad = (v & 0x7f800000u) == 0x7f800000u; break;
-      case ATLAS_SCAN_FINITE_F16: bad = (v & 0x7c00u) == 0x7c00u; break;
-      case ATLAS_SCAN_FINITE_BF16: bad = (v & 0x7f80u) == 0x7f80u; break;
-      case ATLAS_SCAN_FINITE_NONE: break;
+      case ATLAS_SCAN_FINITE_F32:
+        bad = (v & 0x7f800000u) == 0x7f800000u;
+        break;
+      case ATLAS_SCAN_FINITE_F16:
+        bad = (v & 0x7c00u) == 0x7c00u;
+        break;
+      case ATLAS_SCAN_FINITE_BF16:
+        bad = (v & 0x7f80u) == 0x7f80u;
+        break;
+      case ATLAS_SCAN_FINITE_NONE:
+        break;
     }
     if (bad) return i / elem;
   }

@@ -50,8 +50,9 @@ bool atlas_scan_is_nan(const void *elem, atlas_scan_finite finite);
 
 // The error for a non-finite weight: element `index` of tensor `what` in
 // `file`.
-ATLAS_MUST_USE atlas_status atlas_scan_refuse(const char *file, const char *what,
-                                              uint64_t index, bool is_nan);
+ATLAS_MUST_USE atlas_status atlas_scan_refuse(const char *file,
+                                              const char *what, uint64_t index,
+                                              bool is_nan);
 
 #ifdef __cplusplus
 }  // extern "C"

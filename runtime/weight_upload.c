@@ -48,7 +48,7 @@ typedef struct run_state {
   size_t bad_job;         // lowest job with a non-finite element (or count)
   uint64_t bad_index;     // its lowest such element
   int bad_is_nan;
-  uint64_t reported;      // the last done_bytes lane 0 reported
+  uint64_t reported;  // the last done_bytes lane 0 reported
 } run_state;
 
 typedef struct worker {
@@ -73,8 +73,8 @@ static atlas_status read_piece(const atlas_upload_job *job, uint64_t offset,
   size_t done = 0;
   uint64_t at = job->file_offset + offset;
   while (done < bytes) {
-    ssize_t n = pread(job->fd, (char *)dst + done, bytes - done,
-                      (off_t)(at + done));
+    ssize_t n =
+        pread(job->fd, (char *)dst + done, bytes - done, (off_t)(at + done));
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0) {
       char text[ATLAS_STRERROR_BYTES];
@@ -104,7 +104,8 @@ static void scan_piece(run_state *rs, size_t job_index, uint64_t offset,
   const atlas_upload_job *job = &rs->jobs[job_index];
   if (job->digest == NULL && job->finite == ATLAS_SCAN_FINITE_NONE) return;
   uint64_t first_bad = UINT64_MAX;
-  uint64_t d = atlas_weight_scan(staged, bytes, offset, job->finite, &first_bad);
+  uint64_t d =
+      atlas_weight_scan(staged, bytes, offset, job->finite, &first_bad);
   if (job->digest != NULL) __atomic_add_fetch(job->digest, d, __ATOMIC_RELAXED);
   if (first_bad == UINT64_MAX) return;
   size_t elem = atlas_scan_finite_bytes(job->finite);
@@ -168,7 +169,8 @@ static atlas_status pump(run_state *rs, lane *l, bool is_reporter) {
         "uploading %s", job->what ? job->what : "weights"));
     ATLAS_RETURN_IF_ERROR(
         atlas_backend_event_record(u->backend, l->events[slot], l->stream));
-    uint64_t done = __atomic_add_fetch(&rs->done_bytes, c->bytes, __ATOMIC_RELAXED);
+    uint64_t done =
+        __atomic_add_fetch(&rs->done_bytes, c->bytes, __ATOMIC_RELAXED);
     const atlas_upload_options *o = &u->options;
     if (is_reporter && o->progress != NULL) {
       o->progress(o->progress_ctx, o->progress_base + done, o->progress_total);
@@ -206,18 +208,22 @@ atlas_status atlas_uploader_destroy(atlas_uploader *u) {
   for (int t = 0; t < u->threads; ++t) {
     lane *l = &u->lanes[t];
     if (l->stream != NULL) {
-      status = atlas_status_join(status, atlas_backend_stream_synchronize(b, l->stream));
+      status = atlas_status_join(
+          status, atlas_backend_stream_synchronize(b, l->stream));
     }
     for (int k = 0; k < u->buffers; ++k) {
       if (l->events[k] != NULL) {
-        status = atlas_status_join(status, atlas_backend_event_destroy(b, l->events[k]));
+        status = atlas_status_join(
+            status, atlas_backend_event_destroy(b, l->events[k]));
       }
       if (l->staging[k] != NULL) {
-        status = atlas_status_join(status, atlas_backend_pinned_free(b, l->staging[k]));
+        status = atlas_status_join(status,
+                                   atlas_backend_pinned_free(b, l->staging[k]));
       }
     }
     if (l->stream != NULL) {
-      status = atlas_status_join(status, atlas_backend_stream_destroy(b, l->stream));
+      status =
+          atlas_status_join(status, atlas_backend_stream_destroy(b, l->stream));
     }
   }
   free(u);
@@ -249,20 +255,24 @@ atlas_status atlas_uploader_create(atlas_backend *backend,
                      ATLAS_SCAN_BLOCK_BYTES * ATLAS_SCAN_BLOCK_BYTES;
   u->threads = u->options.threads > 0 ? u->options.threads : default_threads();
   if (u->threads > kMaxThreads) u->threads = kMaxThreads;
-  u->buffers = u->options.buffers_per_thread > 0 ? u->options.buffers_per_thread : 3;
+  u->buffers =
+      u->options.buffers_per_thread > 0 ? u->options.buffers_per_thread : 3;
   if (u->buffers > kMaxBuffers) u->buffers = kMaxBuffers;
   atlas_status status = ATLAS_OK;
   for (int t = 0; status == ATLAS_OK && t < u->threads; ++t) {
     lane *l = &u->lanes[t];
     status = atlas_backend_stream_create(backend, &l->stream);
     for (int k = 0; status == ATLAS_OK && k < u->buffers; ++k) {
-      status = atlas_backend_pinned_alloc(backend, u->staging_bytes, &l->staging[k]);
-      if (status == ATLAS_OK) status = atlas_backend_event_create(backend, &l->events[k]);
+      status =
+          atlas_backend_pinned_alloc(backend, u->staging_bytes, &l->staging[k]);
+      if (status == ATLAS_OK)
+        status = atlas_backend_event_create(backend, &l->events[k]);
     }
   }
   if (status != ATLAS_OK) {
-    return atlas_status_join(atlas_status_annotate(status, "upload: preparing staging"),
-                             atlas_uploader_destroy(u));
+    return atlas_status_join(
+        atlas_status_annotate(status, "upload: preparing staging"),
+        atlas_uploader_destroy(u));
   }
   *out_uploader = u;
   return ATLAS_OK;
@@ -301,8 +311,9 @@ atlas_status atlas_uploader_run(atlas_uploader *u, const atlas_upload_job *jobs,
   int threads = u->threads;
   if ((size_t)threads > count) threads = (int)count;
   if (threads < 1) threads = 1;
-  run_state rs = {u, jobs, chunks, count, 0, 0, PTHREAD_MUTEX_INITIALIZER,
-                  ATLAS_OK, 0, job_count, 0, 0, 0};
+  run_state rs = {
+      u,        jobs, chunks,    count, 0, 0, PTHREAD_MUTEX_INITIALIZER,
+      ATLAS_OK, 0,    job_count, 0,     0, 0};
   worker workers[kMaxThreads];
   pthread_t tids[kMaxThreads];
   memset(workers, 0, sizeof(workers));
@@ -322,13 +333,14 @@ atlas_status atlas_uploader_run(atlas_uploader *u, const atlas_upload_job *jobs,
   // Lane 0 reports what it sees; the others may finish after its last
   // chunk, so the run's end is reported here (one thread, in order).
   const atlas_upload_options *o = &u->options;
-  if (rs.error == ATLAS_OK && o->progress != NULL && rs.reported != rs.done_bytes) {
-    o->progress(o->progress_ctx, o->progress_base + rs.done_bytes, o->progress_total);
+  if (rs.error == ATLAS_OK && o->progress != NULL &&
+      rs.reported != rs.done_bytes) {
+    o->progress(o->progress_ctx, o->progress_base + rs.done_bytes,
+                o->progress_total);
   }
   if (rs.error == ATLAS_OK && rs.bad_job < job_count) {
     const atlas_upload_job *job = &jobs[rs.bad_job];
-    return atlas_scan_refuse(job->file, job->what, rs.bad_index,
-                             rs.bad_is_nan);
+    return atlas_scan_refuse(job->file, job->what, rs.bad_index, rs.bad_is_nan);
   }
   return rs.error;
 }

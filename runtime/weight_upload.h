@@ -26,18 +26,18 @@ typedef struct atlas_upload_job {
   void *dst;        // backend memory
   const void *src;  // host memory (pageable is fine); NULL: read from fd
   size_t bytes;
-  const char *what; // for error messages ("model.layers.3.mlp.up_proj.weight")
-  int fd;                // with src NULL: pread bytes at file_offset from it
+  const char *what;  // for error messages ("model.layers.3.mlp.up_proj.weight")
+  int fd;            // with src NULL: pread bytes at file_offset from it
   uint64_t file_offset;
-  const char *file;      // the file's path, for error messages
+  const char *file;          // the file's path, for error messages
   atlas_scan_finite finite;  // refuse NaN/Inf of this encoding (NONE: don't)
-  uint64_t *digest;      // non-NULL: the content digest is added here
+  uint64_t *digest;          // non-NULL: the content digest is added here
 } atlas_upload_job;
 
 typedef struct atlas_upload_options {
-  int threads;              // 0: min(16, online CPUs)
-  size_t chunk_bytes;       // 0: 2 MiB (staging buffer size)
-  int buffers_per_thread;   // 0: 3
+  int threads;             // 0: min(16, online CPUs)
+  size_t chunk_bytes;      // 0: 2 MiB (staging buffer size)
+  int buffers_per_thread;  // 0: 3
   void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
   void *progress_ctx;
   uint64_t progress_base, progress_total;  // progress reports base + done
@@ -51,9 +51,9 @@ typedef struct atlas_upload_options {
 // element (the lowest job, then the lowest index). Jobs that
 // completed stay written. Makes and frees its staging: see the uploader
 // below to keep staging across uploads.
-ATLAS_MUST_USE atlas_status atlas_upload_run(atlas_backend *backend,
-                              const atlas_upload_job *jobs, size_t job_count,
-                              const atlas_upload_options *options);
+ATLAS_MUST_USE atlas_status
+atlas_upload_run(atlas_backend *backend, const atlas_upload_job *jobs,
+                 size_t job_count, const atlas_upload_options *options);
 
 // An uploader keeps its streams, events and pinned staging between uploads
 // (pinning memory costs milliseconds per megabyte-batch; a server that swaps
@@ -61,12 +61,12 @@ ATLAS_MUST_USE atlas_status atlas_upload_run(atlas_backend *backend,
 // (0: options->chunk_bytes).
 typedef struct atlas_uploader atlas_uploader;
 
-ATLAS_MUST_USE atlas_status atlas_uploader_create(atlas_backend *backend,
-                                   const atlas_upload_options *options,
-                                   size_t staging_bytes_hint,
-                                   atlas_uploader **out_uploader);
+ATLAS_MUST_USE atlas_status atlas_uploader_create(
+    atlas_backend *backend, const atlas_upload_options *options,
+    size_t staging_bytes_hint, atlas_uploader **out_uploader);
 ATLAS_MUST_USE atlas_status atlas_uploader_run(atlas_uploader *uploader,
-                                const atlas_upload_job *jobs, size_t job_count);
+                                               const atlas_upload_job *jobs,
+                                               size_t job_count);
 ATLAS_MUST_USE atlas_status atlas_uploader_destroy(atlas_uploader *uploader);
 
 #ifdef __cplusplus

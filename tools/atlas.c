@@ -103,28 +103,28 @@ typedef struct run_options {
   char to[ATLAS_CLI_PATH_MAX];      // swap only
   char logits[ATLAS_CLI_PATH_MAX];  // "" when not asked for
   const char *backend;
-  uint32_t *prompt;                 // owned
+  uint32_t *prompt;  // owned
   size_t prompt_len;
   long steps;
-  long max_seq;                     // 0: prompt + steps
-  double budget_mb;                 // swap only; 0: the whole device
-  long fail_alloc;                  // swap only; testing
-  bool fail_restore;                // swap only; testing
+  long max_seq;       // 0: prompt + steps
+  double budget_mb;   // swap only; 0: the whole device
+  long fail_alloc;    // swap only; testing
+  bool fail_restore;  // swap only; testing
   bool ignore_eos;
-  const char *kv_dtype;             // "auto" (NULL), "f32", "f16", "bf16"
+  const char *kv_dtype;  // "auto" (NULL), "f32", "f16", "bf16"
   // run only: text in, text out; sampling.
-  const char *text;                 // --prompt (argv's) or --prompt-file's
-                                    // bytes; NULL: --tokens
+  const char *text;  // --prompt (argv's) or --prompt-file's
+                     // bytes; NULL: --tokens
   size_t text_len;
   char prompt_file[ATLAS_CLI_PATH_MAX];  // "" when not given; "-": stdin
-  char *file_text;                  // owned: what prompt_file held
+  char *file_text;                       // owned: what prompt_file held
   bool chat;
-  const char *system;               // --system (argv's); NULL: none
+  const char *system;  // --system (argv's); NULL: none
   bool stats;
   double temperature, top_p, min_p, repetition_penalty;
   long top_k;
   unsigned long long seed;
-  const char *stops[kMaxStops];     // --stop (argv's)
+  const char *stops[kMaxStops];  // --stop (argv's)
   size_t stop_count;
 } run_options;
 
@@ -149,13 +149,18 @@ static const atlas_cli_option kDemoOptions[] = {
 };
 
 static const atlas_cli_command kDemoCommand = {
-    "atlas demo", "[options]",
+    "atlas demo",
+    "[options]",
     "Loads tiny-a, a Llama model built into this binary, generates 8 tokens\n"
     "after the prompt 1,2,3, hot-swaps to tiny-b in the same process,\n"
-    "generates again, tears everything down and reports what leaked (nothing).\n"
+    "generates again, tears everything down and reports what leaked "
+    "(nothing).\n"
     "Both models have random weights: the token ids are not text, and a\n"
     "random model often repeats an id; that is expected.",
-    kDemoOptions, sizeof(kDemoOptions) / sizeof(kDemoOptions[0]), 0, ATLAS_VERSION_STRING};
+    kDemoOptions,
+    sizeof(kDemoOptions) / sizeof(kDemoOptions[0]),
+    0,
+    ATLAS_VERSION_STRING};
 
 static atlas_status set_demo(void *opts, size_t index, const char *value) {
   demo_options *o = opts;
@@ -169,15 +174,34 @@ static atlas_status set_demo(void *opts, size_t index, const char *value) {
 // command's table holds the shared ones and its own: kRunOptions holds run's
 // own at RUN_ONLY(RUN_PROMPT) onwards, right after the shared ones.
 enum {
-  RUN_MODEL, RUN_TOKENS, RUN_STEPS, RUN_BACKEND, RUN_MAX_SEQ, RUN_LOGITS,
-  RUN_IGNORE_EOS, RUN_KV_DTYPE, RUN_OPTION_COUNT,
-  SWAP_BUDGET_MB = RUN_OPTION_COUNT, SWAP_TO, SWAP_FAIL_ALLOC,
-  SWAP_FAIL_RESTORE, SWAP_OPTION_COUNT,
-  RUN_PROMPT = SWAP_OPTION_COUNT, RUN_PROMPT_FILE, RUN_CHAT, RUN_SYSTEM,
-  RUN_TEMPERATURE, RUN_TOP_K, RUN_TOP_P, RUN_MIN_P, RUN_REPETITION_PENALTY,
-  RUN_SEED, RUN_STOP, RUN_STATS
+  RUN_MODEL,
+  RUN_TOKENS,
+  RUN_STEPS,
+  RUN_BACKEND,
+  RUN_MAX_SEQ,
+  RUN_LOGITS,
+  RUN_IGNORE_EOS,
+  RUN_KV_DTYPE,
+  RUN_OPTION_COUNT,
+  SWAP_BUDGET_MB = RUN_OPTION_COUNT,
+  SWAP_TO,
+  SWAP_FAIL_ALLOC,
+  SWAP_FAIL_RESTORE,
+  SWAP_OPTION_COUNT,
+  RUN_PROMPT = SWAP_OPTION_COUNT,
+  RUN_PROMPT_FILE,
+  RUN_CHAT,
+  RUN_SYSTEM,
+  RUN_TEMPERATURE,
+  RUN_TOP_K,
+  RUN_TOP_P,
+  RUN_MIN_P,
+  RUN_REPETITION_PENALTY,
+  RUN_SEED,
+  RUN_STOP,
+  RUN_STATS
 };
-#define RUN_ONLY(option) (RUN_OPTION_COUNT + (option) - RUN_PROMPT)
+#define RUN_ONLY(option) (RUN_OPTION_COUNT + (option)-RUN_PROMPT)
 
 static const atlas_cli_option kRunOptions[] = {
     [RUN_MODEL] = {"model", "DIR", true, NULL,
@@ -191,16 +215,16 @@ static const atlas_cli_option kRunOptions[] = {
                    "and N - 1 must fit the model's context "
                    "(max_position_embeddings), checked before the load"},
     [RUN_BACKEND] = {"backend", "KIND", false, "auto", kBackendHelp},
-    [RUN_MAX_SEQ] = {"max-seq", "N", false,
-                     "prompt length + steps",
+    [RUN_MAX_SEQ] = {"max-seq", "N", false, "prompt length + steps",
                      "positions the KV cache and scratch are sized for"},
-    [RUN_LOGITS] = {"logits", "FILE", false, "none",
-                    "write every step's logits: little-endian float32, one "
-                    "row of vocab per forward step: len(tokens) + generated - 1 "
-                    "(fewer than steps when EOS stops early; len(tokens) for "
-                    "--steps 0); written to a "
-                    "temporary name opened before the load, renamed on "
-                    "success, removed on failure"},
+    [RUN_LOGITS] =
+        {"logits", "FILE", false, "none",
+         "write every step's logits: little-endian float32, one "
+         "row of vocab per forward step: len(tokens) + generated - 1 "
+         "(fewer than steps when EOS stops early; len(tokens) for "
+         "--steps 0); written to a "
+         "temporary name opened before the load, renamed on "
+         "success, removed on failure"},
     [RUN_IGNORE_EOS] = {"ignore-eos", NULL, false, "off",
                         "keep generating past the model's EOS ids"},
     [RUN_KV_DTYPE] = {"kv-dtype", "TYPE", false, "auto",
@@ -228,8 +252,9 @@ static const atlas_cli_option kRunOptions[] = {
     [RUN_ONLY(RUN_TOP_P)] = {"top-p", "P", false, "1 (off)",
                              "sample among the most likely ids whose "
                              "probability reaches P, in (0, 1]"},
-    [RUN_ONLY(RUN_MIN_P)] = {"min-p", "P", false, "0 (off)",
-                             "drop ids below P x the top probability; P in [0, 1]"},
+    [RUN_ONLY(
+        RUN_MIN_P)] = {"min-p", "P", false, "0 (off)",
+                       "drop ids below P x the top probability; P in [0, 1]"},
     [RUN_ONLY(RUN_REPETITION_PENALTY)] = {"repetition-penalty", "R", false,
                                           "1 (off)",
                                           "penalise ids already in the "
@@ -247,12 +272,15 @@ static const atlas_cli_option kRunOptions[] = {
 };
 
 static const atlas_cli_command kRunCommand = {
-    "atlas run", "--model DIR --steps N PROMPT [opts]",
+    "atlas run",
+    "--model DIR --steps N PROMPT [opts]",
     "Loads the checkpoint in DIR, runs the PROMPT (--tokens IDS, --prompt\n"
     "TEXT or --prompt-file FILE) and generates up to N tokens (greedy unless\n"
     "--temperature is given). With --tokens it prints the generated ids on\n"
     "one line; with a text prompt it streams the text.",
-    kRunOptions, sizeof(kRunOptions) / sizeof(kRunOptions[0]), 0,
+    kRunOptions,
+    sizeof(kRunOptions) / sizeof(kRunOptions[0]),
+    0,
     ATLAS_VERSION_STRING};
 
 static const atlas_cli_option kSwapOptions[] = {
@@ -283,8 +311,7 @@ static const atlas_cli_option kSwapOptions[] = {
                         "most device memory the models may hold, in MB "
                         "(1e6 bytes); the swap is refused up front when the "
                         "new model cannot fit"},
-    [SWAP_TO] = {"to", "DIR2", true, NULL,
-                 "the checkpoint folder to swap to"},
+    [SWAP_TO] = {"to", "DIR2", true, NULL, "the checkpoint folder to swap to"},
     [SWAP_FAIL_ALLOC] = {"fail-alloc", "N", false, "0 (none)",
                          "testing: make the N-th allocation of the new model "
                          "fail, to see the old model restored"},
@@ -295,7 +322,8 @@ static const atlas_cli_option kSwapOptions[] = {
 };
 
 static const atlas_cli_command kSwapCommand = {
-    "atlas swap", "--model DIR --to DIR2 --tokens IDS --steps N [options]",
+    "atlas swap",
+    "--model DIR --to DIR2 --tokens IDS --steps N [options]",
     "Loads DIR, generates, prints its memory report, hot-swaps to DIR2 in the\n"
     "same process, then the model serving (DIR2, or DIR when the swap failed)\n"
     "generates and reports again; the close prints `leaked: N bytes`. A swap\n"
@@ -309,10 +337,13 @@ static const atlas_cli_command kSwapCommand = {
     "anything changed. ATLAS_FAULT=kind:n (testing) fails the n-th operation\n"
     "of that kind inside the swap: DIR loads without it\n"
     "(tools/fault_sweep.sh).",
-    kSwapOptions, SWAP_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
+    kSwapOptions,
+    SWAP_OPTION_COUNT,
+    0,
+    ATLAS_VERSION_STRING};
 
-static atlas_status set_run_swap(run_options *o, size_t index,
-                                 const char *name, const char *value) {
+static atlas_status set_run_swap(run_options *o, size_t index, const char *name,
+                                 const char *value) {
   char flag[64];
   snprintf(flag, sizeof(flag), "--%s", name);
   switch (index) {
@@ -337,17 +368,19 @@ static atlas_status set_run_swap(run_options *o, size_t index,
     case RUN_KV_DTYPE:
       if (strcasecmp(value, "auto") != 0 && strcasecmp(value, "f32") != 0 &&
           strcasecmp(value, "f16") != 0 && strcasecmp(value, "bf16") != 0) {
-        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                                 "%s: \"%.32s\" is none of auto, f32, f16, bf16",
-                                 flag, value);
+        return atlas_status_make(
+            ATLAS_STATUS_INVALID_ARGUMENT,
+            "%s: \"%.32s\" is none of auto, f32, f16, bf16", flag, value);
       }
       o->kv_dtype = value;
       return ATLAS_OK;
     case SWAP_BUDGET_MB:
       // 0 is the whole device; anything else must be a byte at least and
       // fit the API's 64-bit byte count (rounding to 0 would mean "all").
-      ATLAS_RETURN_IF_ERROR(atlas_cli_parse_double(flag, value, 0.0, &o->budget_mb));
-      if (o->budget_mb != 0.0 && (o->budget_mb < 1e-6 || o->budget_mb > 1.8e13)) {
+      ATLAS_RETURN_IF_ERROR(
+          atlas_cli_parse_double(flag, value, 0.0, &o->budget_mb));
+      if (o->budget_mb != 0.0 &&
+          (o->budget_mb < 1e-6 || o->budget_mb > 1.8e13)) {
         return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                  "%s wants 0 (the whole device) or a number "
                                  "from 1e-06 (one byte) to 1.8e+13, not '%s'",
@@ -417,17 +450,22 @@ static atlas_status set_swap(void *opts, size_t index, const char *value) {
 
 // kRunOptions: swap's numbering, run's own options after swap's.
 static atlas_status set_run(void *opts, size_t index, const char *value) {
-  size_t i = index < RUN_OPTION_COUNT
-                 ? index
-                 : index - RUN_OPTION_COUNT + RUN_PROMPT;
+  size_t i =
+      index < RUN_OPTION_COUNT ? index : index - RUN_OPTION_COUNT + RUN_PROMPT;
   return set_run_swap(opts, i, kRunOptions[index].name, value);
 }
 
 // ---- report --------------------------------------------------------------------
 
 enum {
-  REPORT_MODEL, REPORT_BACKEND, REPORT_MAX_SEQ, REPORT_TOP, REPORT_MIN_MB,
-  REPORT_JSON, REPORT_SVG, REPORT_OPTION_COUNT
+  REPORT_MODEL,
+  REPORT_BACKEND,
+  REPORT_MAX_SEQ,
+  REPORT_TOP,
+  REPORT_MIN_MB,
+  REPORT_JSON,
+  REPORT_SVG,
+  REPORT_OPTION_COUNT
 };
 
 static const atlas_cli_option kReportOptions[] = {
@@ -451,10 +489,14 @@ static const atlas_cli_option kReportOptions[] = {
 };
 
 static const atlas_cli_command kReportCommand = {
-    "atlas report", "--model DIR [options]",
+    "atlas report",
+    "--model DIR [options]",
     "Loads the checkpoint in DIR and prints the live memory by call site:\n"
     "weights, KV cache and scratch, biggest first.",
-    kReportOptions, REPORT_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
+    kReportOptions,
+    REPORT_OPTION_COUNT,
+    0,
+    ATLAS_VERSION_STRING};
 
 static atlas_status set_report(void *opts, size_t index, const char *value) {
   report_options *o = opts;
@@ -533,7 +575,8 @@ static void print_stats(const generation_ctx *g, size_t prompt_len,
   if (g->tokens > 1) {
     double ms = g->last_ms - g->first_ms;
     fprintf(stderr, "; %zu more tokens in %.2f ms (%.1f tokens/s)",
-            g->tokens - 1, ms, ms > 0 ? (double)(g->tokens - 1) * 1e3 / ms : 0.0);
+            g->tokens - 1, ms,
+            ms > 0 ? (double)(g->tokens - 1) * 1e3 / ms : 0.0);
   }
   fputc('\n', stderr);
 }
@@ -643,7 +686,8 @@ static atlas_status path_in(const char *dir, const char *name, char *out) {
 // template (the template writes them).
 // The model's tokenizer.json, loaded before any prompt is read (a wrong
 // --model fails before stdin is consumed).
-static atlas_status load_tokenizer(const run_options *o, atlas_tokenizer **out_t) {
+static atlas_status load_tokenizer(const run_options *o,
+                                   atlas_tokenizer **out_t) {
   char path[ATLAS_CLI_PATH_MAX];
   ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer.json", path));
   return atlas_tokenizer_load(path, out_t);
@@ -677,9 +721,11 @@ static atlas_status encode_prompt(const run_options *o, atlas_tokenizer *t,
   atlas_chat_message messages[2] = {{"system", o->system}, {"user", o->text}};
   bool system = o->system != NULL;
   char *text = NULL;
-  atlas_status s = atlas_status_annotate(
-      atlas_chat_template_apply(tmpl, messages + !system, 1 + system, true, &text),
-      "the chat prompt (%s%s)", prompt_source(o), system ? " and --system" : "");
+  atlas_status s =
+      atlas_status_annotate(atlas_chat_template_apply(tmpl, messages + !system,
+                                                      1 + system, true, &text),
+                            "the chat prompt (%s%s)", prompt_source(o),
+                            system ? " and --system" : "");
   atlas_chat_template_free(tmpl);
   if (s == ATLAS_OK) {
     s = atlas_tokenizer_encode(t, text, strlen(text), false, out_ids, out_len);
@@ -702,11 +748,15 @@ static atlas_status report_swap(atlas_status s, const atlas_swap_info *r,
   }
   switch (r->outcome) {
     case ATLAS_SWAP_OUTCOME_SWAPPED:
-      return atlas_status_annotate(s, "swapped to %s, but tearing down %s "
-                                      "reported an error", new_name, old_name);
+      return atlas_status_annotate(s,
+                                   "swapped to %s, but tearing down %s "
+                                   "reported an error",
+                                   new_name, old_name);
     case ATLAS_SWAP_OUTCOME_RESTORED:
-      fprintf(stderr, "swap: FAILED part-way; the old model %s was restored "
-                      "and is serving again\n", old_name);
+      fprintf(stderr,
+              "swap: FAILED part-way; the old model %s was restored "
+              "and is serving again\n",
+              old_name);
       return s;  // the runtime's reason, which names the outcome too
     case ATLAS_SWAP_OUTCOME_REFUSED:
       if (r->needed_bytes == 0) {
@@ -730,14 +780,18 @@ static atlas_status report_swap(atlas_status s, const atlas_swap_info *r,
               (unsigned long long)r->releasable_bytes, old_name);
       return s;  // the runtime's reason, which names the outcome too
     case ATLAS_SWAP_OUTCOME_KEPT:
-      fprintf(stderr, "swap: FAILED loading the new model beside the old one; "
-                      "the old model %s was never unloaded and is still "
-                      "serving\n", old_name);
+      fprintf(stderr,
+              "swap: FAILED loading the new model beside the old one; "
+              "the old model %s was never unloaded and is still "
+              "serving\n",
+              old_name);
       return s;  // the runtime's reason, which names the outcome too
     case ATLAS_SWAP_OUTCOME_LOST:
     default:
-      fprintf(stderr, "swap: FAILED, and the old model %s could not be "
-                      "restored; no model is loaded\n", old_name);
+      fprintf(stderr,
+              "swap: FAILED, and the old model %s could not be "
+              "restored; no model is loaded\n",
+              old_name);
       return s;
   }
 }
@@ -801,9 +855,8 @@ static atlas_status swap_and_rerun(atlas_model **m, run_options *o,
   atlas_progress_finish(&progress);
   *out_swap_error = report_swap(swapped, &r, o->model, o->to);
   if (*m == NULL) return ATLAS_OK;  // lost: nothing serves
-  ATLAS_RETURN_IF_ERROR(generate(*m, o->prompt, o->prompt_len,
-                                 (size_t)o->steps, o->ignore_eos, lf, NULL,
-                                 NULL));
+  ATLAS_RETURN_IF_ERROR(generate(*m, o->prompt, o->prompt_len, (size_t)o->steps,
+                                 o->ignore_eos, lf, NULL, NULL));
   return print_report(*m, 10, 0.0);
 }
 
@@ -823,7 +876,8 @@ static atlas_status run_or_swap(run_options *o, bool swap) {
   ATLAS_RETURN_IF_ERROR(atlas_cli_output_open(
       "--logits", o->logits[0] != '\0' ? o->logits : NULL, &out));
   atlas_status s = atlas_cli_output_check_input(&out, "--model", o->model);
-  if (s == ATLAS_OK && swap) s = atlas_cli_output_check_input(&out, "--to", o->to);
+  if (s == ATLAS_OK && swap)
+    s = atlas_cli_output_check_input(&out, "--to", o->to);
   if (s == ATLAS_OK) {
     s = atlas_cli_output_check_input(&out, "--prompt-file", o->prompt_file);
   }
@@ -843,9 +897,9 @@ static atlas_status run_or_swap(run_options *o, bool swap) {
   if (s == ATLAS_OK && o->text != NULL) {
     s = encode_prompt(o, tokenizer, &o->prompt, &o->prompt_len);
     if (s == ATLAS_OK && o->prompt_len == 0) {
-      s = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                            "%s encodes to no tokens",
-                            o->file_text != NULL ? "--prompt-file" : "--prompt");
+      s = atlas_status_make(
+          ATLAS_STATUS_INVALID_ARGUMENT, "%s encodes to no tokens",
+          o->file_text != NULL ? "--prompt-file" : "--prompt");
     }
     if (s == ATLAS_OK && o->max_seq != 0 &&
         o->max_seq < positions_needed(o->prompt_len, o->steps)) {
@@ -936,11 +990,13 @@ static atlas_status report(const report_options *o) {
   atlas_cli_output json, svg;
   ATLAS_RETURN_IF_ERROR(atlas_cli_output_open(
       "--json", o->json[0] != '\0' ? o->json : NULL, &json));
-  atlas_status s = atlas_cli_output_open(
-      "--svg", o->svg[0] != '\0' ? o->svg : NULL, &svg);
+  atlas_status s =
+      atlas_cli_output_open("--svg", o->svg[0] != '\0' ? o->svg : NULL, &svg);
   if (s == ATLAS_OK) s = atlas_cli_output_check_pair(&json, &svg);
-  if (s == ATLAS_OK) s = atlas_cli_output_check_input(&json, "--model", o->model);
-  if (s == ATLAS_OK) s = atlas_cli_output_check_input(&svg, "--model", o->model);
+  if (s == ATLAS_OK)
+    s = atlas_cli_output_check_input(&json, "--model", o->model);
+  if (s == ATLAS_OK)
+    s = atlas_cli_output_check_input(&svg, "--model", o->model);
   if (s != ATLAS_OK) {
     atlas_cli_output_abort(&json);
     atlas_cli_output_abort(&svg);
@@ -992,8 +1048,9 @@ static atlas_status demo(const demo_options *o) {
   const atlas_demo_model *a = atlas_demo_model_find("tiny-a");
   const atlas_demo_model *b = atlas_demo_model_find("tiny-b");
   if (a == NULL || b == NULL) {
-    return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
-                             "the embedded demo models are missing from this build");
+    return atlas_status_make(
+        ATLAS_STATUS_NOT_FOUND,
+        "the embedded demo models are missing from this build");
   }
   atlas_open_options oo;
   atlas_open_options_init(&oo);
@@ -1002,10 +1059,12 @@ static atlas_status demo(const demo_options *o) {
   const uint32_t prompt[] = {1, 2, 3};
   const size_t steps = 8;
 
-  printf("demo: two tiny Llama models built into this binary, tiny-a and "
-         "tiny-b, with RANDOM weights:\n"
-         "their token ids are not text, and repeated ids are expected, not a "
-         "bug.\nprompt 1,2,3; %zu tokens each, greedy.\n\n", steps);
+  printf(
+      "demo: two tiny Llama models built into this binary, tiny-a and "
+      "tiny-b, with RANDOM weights:\n"
+      "their token ids are not text, and repeated ids are expected, not a "
+      "bug.\nprompt 1,2,3; %zu tokens each, greedy.\n\n",
+      steps);
   atlas_model *m = NULL;
   ATLAS_RETURN_IF_ERROR(atlas_open_memory(a->name, a->config_json,
                                           a->config_bytes, a->weights,
@@ -1024,11 +1083,11 @@ static atlas_status demo(const demo_options *o) {
       atlas_model_info info = {.struct_size = sizeof(info)};
       s = atlas_model_info_get(m, &info);
       if (s == ATLAS_OK) {
-        printf("\nswapped to %s in %.2f ms (%s; teardown %.2f ms, load %.2f "
-               "ms)\n",
-               info.name, r.total_ms,
-               r.side_by_side ? "side by side" : "replace", r.teardown_ms,
-               r.load_ms);
+        printf(
+            "\nswapped to %s in %.2f ms (%s; teardown %.2f ms, load %.2f "
+            "ms)\n",
+            info.name, r.total_ms, r.side_by_side ? "side by side" : "replace",
+            r.teardown_ms, r.load_ms);
         printf("generated: ");
         s = generate(m, prompt, 3, steps, false, NULL, NULL, NULL);
       }
@@ -1060,8 +1119,8 @@ static atlas_status demo(const demo_options *o) {
 
 typedef struct text_options {
   char tokenizer[ATLAS_CLI_PATH_MAX];
-  bool special;      // tokenize: --add-special; detokenize: --skip-special
-  uint32_t *ids;     // detokenize; owned
+  bool special;   // tokenize: --add-special; detokenize: --skip-special
+  uint32_t *ids;  // detokenize; owned
   size_t id_count;
 } text_options;
 
@@ -1077,10 +1136,14 @@ static const atlas_cli_option kTokenizeOptions[] = {
 };
 
 static const atlas_cli_command kTokenizeCommand = {
-    "atlas tokenize", "--tokenizer FILE [options] < TEXT",
+    "atlas tokenize",
+    "--tokenizer FILE [options] < TEXT",
     "Reads UTF-8 text on stdin (every byte, a final newline included) and\n"
     "prints its token ids, comma-separated, on one line.",
-    kTokenizeOptions, TOK_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
+    kTokenizeOptions,
+    TOK_OPTION_COUNT,
+    0,
+    ATLAS_VERSION_STRING};
 
 static const atlas_cli_option kDetokenizeOptions[] = {
     [DETOK_TOKENIZER] = {"tokenizer", "FILE", true, NULL,
@@ -1092,9 +1155,13 @@ static const atlas_cli_option kDetokenizeOptions[] = {
 };
 
 static const atlas_cli_command kDetokenizeCommand = {
-    "atlas detokenize", "--tokenizer FILE --ids IDS [options]",
+    "atlas detokenize",
+    "--tokenizer FILE --ids IDS [options]",
     "Prints the text of the token ids, followed by a newline.",
-    kDetokenizeOptions, DETOK_OPTION_COUNT, 0, ATLAS_VERSION_STRING};
+    kDetokenizeOptions,
+    DETOK_OPTION_COUNT,
+    0,
+    ATLAS_VERSION_STRING};
 
 static atlas_status set_tokenize(void *opts, size_t index, const char *value) {
   text_options *o = opts;
@@ -1131,7 +1198,8 @@ static atlas_status tokenize(const text_options *o) {
   size_t count = 0;
   if (s == ATLAS_OK) {
     s = atlas_status_annotate(
-        atlas_tokenizer_encode(t, text, len, o->special, &ids, &count), "stdin");
+        atlas_tokenizer_encode(t, text, len, o->special, &ids, &count),
+        "stdin");
   }
   if (s == ATLAS_OK) {
     for (size_t i = 0; i < count; ++i) printf("%s%u", i ? "," : "", ids[i]);
@@ -1148,8 +1216,8 @@ static atlas_status detokenize(const text_options *o) {
   ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(o->tokenizer, &t));
   char *text = NULL;
   size_t len = 0;
-  atlas_status s = atlas_tokenizer_decode(t, o->ids, o->id_count, o->special,
-                                          &text, &len);
+  atlas_status s =
+      atlas_tokenizer_decode(t, o->ids, o->id_count, o->special, &text, &len);
   if (s == ATLAS_OK) {
     fwrite(text, 1, len, stdout);
     fputc('\n', stdout);
@@ -1184,32 +1252,34 @@ static int main_demo(int argc, char **argv) {
 static int main_run(int argc, char **argv, bool swap) {
   const atlas_cli_command *c = swap ? &kSwapCommand : &kRunCommand;
   run_options *o = calloc(1, sizeof(*o));
-  if (o == NULL) return finish(c->program, atlas_status_make(
-                                   ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
+  if (o == NULL)
+    return finish(c->program,
+                  atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
   o->backend = "auto";
   o->top_p = 1.0;
   o->repetition_penalty = 1.0;
   int next = 0;
-  atlas_cli_parse_result r = atlas_cli_parse(
-      c, argc, argv, swap ? set_swap : set_run, o, &next);
+  atlas_cli_parse_result r =
+      atlas_cli_parse(c, argc, argv, swap ? set_swap : set_run, o, &next);
   int rc;
   if (r != ATLAS_CLI_PARSED) {
     rc = parsed_exit(r);
   } else if (!swap && (o->prompt != NULL) + (o->text != NULL) +
-                            (o->prompt_file[0] != '\0') != 1) {
+                              (o->prompt_file[0] != '\0') !=
+                          1) {
     rc = atlas_cli_usage_error(
         c->program, o->prompt == NULL && o->text == NULL
                         ? "--tokens IDS is required (or --prompt TEXT, or "
                           "--prompt-file FILE)"
                         : "give one of --tokens, --prompt, --prompt-file");
   } else if (o->prompt != NULL && (o->chat || o->stop_count > 0)) {
-    rc = atlas_cli_usage_error(c->program,
-                               "%s needs --prompt or --prompt-file",
+    rc = atlas_cli_usage_error(c->program, "%s needs --prompt or --prompt-file",
                                o->chat ? "--chat" : "--stop");
   } else if (o->system != NULL && !o->chat) {
     rc = atlas_cli_usage_error(c->program, "--system needs --chat");
   } else if (o->fail_restore && o->fail_alloc == 0) {
-    rc = atlas_cli_usage_error(c->program, "--fail-restore needs --fail-alloc N");
+    rc = atlas_cli_usage_error(c->program,
+                               "--fail-restore needs --fail-alloc N");
   } else if (o->max_seq != 0 &&
              o->max_seq < positions_needed(o->prompt_len, o->steps)) {
     // (Not "prompt length + steps - 1": --steps 0 needs the prompt's.)
@@ -1230,8 +1300,9 @@ static int main_run(int argc, char **argv, bool swap) {
 
 static int main_report(int argc, char **argv) {
   report_options *o = calloc(1, sizeof(*o));
-  if (o == NULL) return finish(kReportCommand.program, atlas_status_make(
-                                   ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
+  if (o == NULL)
+    return finish(kReportCommand.program,
+                  atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
   o->backend = "auto";
   o->top = 10;
   int next = 0;
@@ -1246,8 +1317,9 @@ static int main_report(int argc, char **argv) {
 static int main_text(int argc, char **argv, bool encode) {
   const atlas_cli_command *c = encode ? &kTokenizeCommand : &kDetokenizeCommand;
   text_options *o = calloc(1, sizeof(*o));
-  if (o == NULL) return finish(c->program, atlas_status_make(
-                                   ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
+  if (o == NULL)
+    return finish(c->program,
+                  atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
   int next = 0;
   atlas_cli_parse_result r = atlas_cli_parse(
       c, argc, argv, encode ? set_tokenize : set_detokenize, o, &next);
@@ -1294,14 +1366,15 @@ static void print_top_help(FILE *out) {
   for (size_t i = 0; i < kCommandCount; ++i) {
     fprintf(out, "  %-10s %s\n", kCommands[i].name, kCommands[i].summary);
   }
-  fputs("  help       this text, or a command's options: atlas help COMMAND\n"
-        "\noptions:\n"
-        "  -h, --help     print this help and exit\n"
-        "  --version      print the version and exit\n"
-        "\nUnder `bazel run`, relative paths are taken from the folder Bazel was "
-        "run in.\n"
-        "Exit status: 0 done, 1 failed, 2 usage error.\n",
-        out);
+  fputs(
+      "  help       this text, or a command's options: atlas help COMMAND\n"
+      "\noptions:\n"
+      "  -h, --help     print this help and exit\n"
+      "  --version      print the version and exit\n"
+      "\nUnder `bazel run`, relative paths are taken from the folder Bazel was "
+      "run in.\n"
+      "Exit status: 0 done, 1 failed, 2 usage error.\n",
+      out);
 }
 
 static int run_command(int argc, char **argv) {
@@ -1323,8 +1396,10 @@ static int run_command(int argc, char **argv) {
       return ATLAS_CLI_EXIT_OK;
     }
     if (argc > 3) {
-      return atlas_cli_usage_error("atlas", "help takes one command, not "
-                                   "also '%s'", argv[3]);
+      return atlas_cli_usage_error("atlas",
+                                   "help takes one command, not "
+                                   "also '%s'",
+                                   argv[3]);
     }
     const command_entry *e = find_command(argv[2]);
     if (e == NULL) {
@@ -1339,7 +1414,8 @@ static int run_command(int argc, char **argv) {
   if (strcmp(first, "run") == 0) return main_run(argc - 1, argv + 1, false);
   if (strcmp(first, "swap") == 0) return main_run(argc - 1, argv + 1, true);
   if (strcmp(first, "report") == 0) return main_report(argc - 1, argv + 1);
-  if (strcmp(first, "tokenize") == 0) return main_text(argc - 1, argv + 1, true);
+  if (strcmp(first, "tokenize") == 0)
+    return main_text(argc - 1, argv + 1, true);
   if (strcmp(first, "detokenize") == 0) {
     return main_text(argc - 1, argv + 1, false);
   }

@@ -29,17 +29,23 @@ static const atlas_cli_option kLedgerOptions[] = {
 };
 
 static const atlas_cli_command kLedger = {
-    "bench ledger", "[options]",
+    "bench ledger",
+    "[options]",
     "alloc+free through the ledgered host backend against plain malloc+free,\n"
-    "with 1k and 100k allocations live, and alloc_report over 100k; ratios are\n"
+    "with 1k and 100k allocations live, and alloc_report over 100k; ratios "
+    "are\n"
     "taken in the same run.",
-    kLedgerOptions, LEDGER_COUNT, 0, ATLAS_VERSION_STRING};
+    kLedgerOptions,
+    LEDGER_COUNT,
+    0,
+    ATLAS_VERSION_STRING};
 
 static atlas_status set_ledger(void *opts, size_t index, const char *value) {
   atlas_bench_ledger_options *o = opts;
   long v = 0;
   if (index == LEDGER_ITERS) {
-    ATLAS_RETURN_IF_ERROR(atlas_cli_parse_long("--iters", value, 1, 1L << 30, &v));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_cli_parse_long("--iters", value, 1, 1L << 30, &v));
     o->iters = (size_t)v;
   } else {
     ATLAS_RETURN_IF_ERROR(atlas_cli_parse_long("--rounds", value, 1, 15, &v));
@@ -61,17 +67,23 @@ static const atlas_cli_option kCudaOptions[] = {
 };
 
 static const atlas_cli_command kCuda = {
-    "bench cuda", "[options]",
+    "bench cuda",
+    "[options]",
     "The CUDA backend against the raw driver API, side by side in one run:\n"
-    "launch, graph replay, alloc+free, module load, red-zone scan. Needs a GPU.",
-    kCudaOptions, CUDA_COUNT, 0, ATLAS_VERSION_STRING};
+    "launch, graph replay, alloc+free, module load, red-zone scan. Needs a "
+    "GPU.",
+    kCudaOptions,
+    CUDA_COUNT,
+    0,
+    ATLAS_VERSION_STRING};
 
 static atlas_status set_cuda(void *opts, size_t index, const char *value) {
   atlas_bench_cuda_options *o = opts;
   long v = 0;
   switch (index) {
     case CUDA_DEVICE:
-      ATLAS_RETURN_IF_ERROR(atlas_cli_parse_long("--device", value, 0, 1024, &v));
+      ATLAS_RETURN_IF_ERROR(
+          atlas_cli_parse_long("--device", value, 0, 1024, &v));
       o->device = (int)v;
       return ATLAS_OK;
     case CUDA_ROUNDS:
@@ -88,12 +100,16 @@ static atlas_status set_cuda(void *opts, size_t index, const char *value) {
 // ---- bench load ----
 
 static const atlas_cli_command kLoad = {
-    "bench load", "FILE.safetensors|DIR",
+    "bench load",
+    "FILE.safetensors|DIR",
     "Page cache to device: our staged upload over threads x chunk sizes,\n"
     "against a pinned copy of the same bytes (the ceiling), a naive pageable\n"
     "copy and PyTorch's load_file (when python3 has torch); for a checkpoint\n"
     "DIR also the end-to-end swap time. Needs a GPU. No options.",
-    NULL, 0, 1, ATLAS_VERSION_STRING};
+    NULL,
+    0,
+    1,
+    ATLAS_VERSION_STRING};
 
 static atlas_status set_nothing(void *opts, size_t index, const char *value) {
   (void)opts;
@@ -110,47 +126,62 @@ static int parsed_exit(atlas_cli_parse_result r) {
 
 enum { LLAMA_SIZES, LLAMA_COUNT, LLAMA_BACKEND, LLAMA_KV, LLAMA_OPTIONS };
 
-#define LLAMA_BACKEND_OPTION \
-  {"backend", "B", false, "cuda", "cuda, host or auto (a device if there is one)"}
-#define LLAMA_KV_OPTION                                                    \
-  {"kv-dtype", "T", false, "auto",                                         \
-   "KV cache type: auto (as atlas run: the weights' type when 16-bit, "   \
-   "else f32), f32, f16 or bf16"}
+#define LLAMA_BACKEND_OPTION                            \
+  {                                                     \
+    "backend", "B", false, "cuda",                      \
+        "cuda, host or auto (a device if there is one)" \
+  }
+#define LLAMA_KV_OPTION                                                      \
+  {                                                                          \
+    "kv-dtype", "T", false, "auto",                                          \
+        "KV cache type: auto (as atlas run: the weights' type when 16-bit, " \
+        "else f32), f32, f16 or bf16"                                        \
+  }
 
 static const atlas_cli_option kPrefillOptions[] = {
     [LLAMA_SIZES] = {"tokens", "LIST", false, "512,2048",
                      "prompt lengths to time, comma-separated (at most 8)"},
-    [LLAMA_COUNT] = {"reps", "N", false, "5",
-                     "timed prefills a length after a warm-up; the median is printed"},
+    [LLAMA_COUNT] =
+        {"reps", "N", false, "5",
+         "timed prefills a length after a warm-up; the median is printed"},
     [LLAMA_BACKEND] = LLAMA_BACKEND_OPTION,
     [LLAMA_KV] = LLAMA_KV_OPTION,
 };
 
 static const atlas_cli_command kPrefill = {
-    "bench prefill", "DIR [options]",
+    "bench prefill",
+    "DIR [options]",
     "Prompt processing of the Llama-family checkpoint in DIR (random token\n"
     "ids): the median wall time of a whole prompt's forward pass, with the\n"
     "last token's logits copied back. Prints the device's copy bandwidth\n"
     "too; tools/gpu_speed.py sets it beside transformers.",
-    kPrefillOptions, LLAMA_OPTIONS, 1, ATLAS_VERSION_STRING};
+    kPrefillOptions,
+    LLAMA_OPTIONS,
+    1,
+    ATLAS_VERSION_STRING};
 
 static const atlas_cli_option kDecodeOptions[] = {
     [LLAMA_SIZES] = {"context", "LIST", false, "128",
                      "context lengths before the timed steps, comma-separated "
                      "(at most 8)"},
-    [LLAMA_COUNT] = {"steps", "N", false, "64",
-                     "timed decode steps a context and mode, after three warm-up steps"},
+    [LLAMA_COUNT] =
+        {"steps", "N", false, "64",
+         "timed decode steps a context and mode, after three warm-up steps"},
     [LLAMA_BACKEND] = LLAMA_BACKEND_OPTION,
     [LLAMA_KV] = LLAMA_KV_OPTION,
 };
 
 static const atlas_cli_command kDecode = {
-    "bench decode", "DIR [options]",
+    "bench decode",
+    "DIR [options]",
     "Milliseconds a generated token (greedy, on the device) after a prompt\n"
     "of each context length, for the Llama-family checkpoint in DIR: the\n"
     "captured step with the device a step ahead, then the host reading each\n"
     "id, no launch overlap, eager launches, and a block a split of attention.",
-    kDecodeOptions, LLAMA_OPTIONS, 1, ATLAS_VERSION_STRING};
+    kDecodeOptions,
+    LLAMA_OPTIONS,
+    1,
+    ATLAS_VERSION_STRING};
 
 // `value`: comma-separated integers from 1 to 2^24 (at most 8).
 static atlas_status parse_sizes(const char *option, const char *value,
@@ -227,9 +258,11 @@ static int run_llama(const atlas_cli_command *command, int argc, char **argv,
     return ATLAS_CLI_EXIT_FAILURE;
   }
   int next = 0;
-  atlas_cli_parse_result r = atlas_cli_parse(command, argc, argv, set_llama, &p, &next);
+  atlas_cli_parse_result r =
+      atlas_cli_parse(command, argc, argv, set_llama, &p, &next);
   if (r != ATLAS_CLI_PARSED) return parsed_exit(r);
-  if (next >= argc) return atlas_cli_usage_error(command->program, "DIR is required");
+  if (next >= argc)
+    return atlas_cli_usage_error(command->program, "DIR is required");
   char dir[ATLAS_CLI_PATH_MAX];
   s = atlas_cli_resolve_path("DIR", argv[next], dir);
   if (s != ATLAS_OK) {
@@ -248,23 +281,27 @@ typedef struct bench_entry {
   const atlas_cli_command *command;
 } bench_entry;
 
-static const bench_entry kBenches[] = {{"ledger", &kLedger},   {"cuda", &kCuda},
-                                       {"load", &kLoad},       {"prefill", &kPrefill},
+static const bench_entry kBenches[] = {{"ledger", &kLedger},
+                                       {"cuda", &kCuda},
+                                       {"load", &kLoad},
+                                       {"prefill", &kPrefill},
                                        {"decode", &kDecode}};
 enum { kBenchCount = sizeof(kBenches) / sizeof(kBenches[0]) };
 
 static void print_top_help(void) {
-  printf("usage: bench COMMAND [options]\n"
-         "       bench help COMMAND | bench COMMAND --help | bench --version\n"
-         "\nAtlas %s benchmarks; each prints ratios against a baseline timed "
-         "in the same run.\n\ncommands:\n"
-         "  ledger   ledgered alloc+free vs malloc+free; alloc_report over 100k\n"
-         "  cuda     the CUDA backend vs the raw driver (needs a GPU)\n"
-         "  load     FILE|DIR to the device: ours vs pinned, pageable, PyTorch\n"
-         "  prefill  DIR: batched prompt time, against transformers (GPU_RESULTS)\n"
-         "  decode   DIR: ms per generated token after a context\n"
-         "\nExit status: 0 done, 1 failed, 2 usage error.\n",
-         atlas_version());
+  printf(
+      "usage: bench COMMAND [options]\n"
+      "       bench help COMMAND | bench COMMAND --help | bench --version\n"
+      "\nAtlas %s benchmarks; each prints ratios against a baseline timed "
+      "in the same run.\n\ncommands:\n"
+      "  ledger   ledgered alloc+free vs malloc+free; alloc_report over 100k\n"
+      "  cuda     the CUDA backend vs the raw driver (needs a GPU)\n"
+      "  load     FILE|DIR to the device: ours vs pinned, pageable, PyTorch\n"
+      "  prefill  DIR: batched prompt time, against transformers "
+      "(GPU_RESULTS)\n"
+      "  decode   DIR: ms per generated token after a context\n"
+      "\nExit status: 0 done, 1 failed, 2 usage error.\n",
+      atlas_version());
 }
 
 static const atlas_cli_command *find_bench(const char *name) {
@@ -288,8 +325,10 @@ static int run_bench(int argc, char **argv) {
   }
   if (strcmp(first, "help") == 0) {
     if (argc > 3) {
-      return atlas_cli_usage_error("bench", "help takes one command, not "
-                                   "also '%s'", argv[3]);
+      return atlas_cli_usage_error("bench",
+                                   "help takes one command, not "
+                                   "also '%s'",
+                                   argv[3]);
     }
     const atlas_cli_command *c = find_bench(argv[2]);
     if (c == NULL) {

@@ -54,8 +54,8 @@ static int cu_failed(bench_ctx *c, CUresult r, const char *what) {
   return failed(atlas_cuda_error(c->cu, r, "%s", what), "raw driver");
 }
 
-static void row(const char *name, double backend, double raw,
-                const char *unit, const char *goal) {
+static void row(const char *name, double backend, double raw, const char *unit,
+                const char *goal) {
   if (raw > 0) {
     printf("%-36s %10.3f %-3s %10.3f %-3s %7.3fx  %s\n", name, backend, unit,
            raw, unit, backend / raw, goal);
@@ -82,7 +82,8 @@ enum { MAX_VARIANTS = 4, WARM_UP_US = 300000 };
 static int measure(bench_ctx *c, const variant *v, int count, int n,
                    double *out_us) {
   double *t[MAX_VARIANTS];
-  for (int k = 0; k < count; ++k) t[k] = calloc((size_t)c->rounds, sizeof(double));
+  for (int k = 0; k < count; ++k)
+    t[k] = calloc((size_t)c->rounds, sizeof(double));
   int err = 0;
   double warm_start = now_us();
   do {
@@ -105,13 +106,15 @@ static int measure(bench_ctx *c, const variant *v, int count, int n,
 
 // ---- launches ------------------------------------------------------------------
 
-static const atlas_launch_config kOneThread = {{1, 1, 1}, {1, 1, 1}, 0, NULL, false};
+static const atlas_launch_config kOneThread = {
+    {1, 1, 1}, {1, 1, 1}, 0, NULL, false};
 
 static int raw_launches(bench_ctx *c, void *arg, int n) {
   CUfunction fn = (CUfunction)arg;
   for (int i = 0; i < n; ++i) {
-    if (cu_failed(c, c->cu->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, c->stream,
-                                           NULL, NULL),
+    if (cu_failed(c,
+                  c->cu->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, c->stream,
+                                        NULL, NULL),
                   "cuLaunchKernel")) {
       return 1;
     }
@@ -184,26 +187,31 @@ static int bench_graph(bench_ctx *c, const atlas_kernel *empty) {
   atlas_graph *g = NULL;
   err |= failed(atlas_backend_begin_capture(c->b, NULL), "begin_capture");
   for (int i = 0; i < GRAPH_KERNELS && !err; ++i) {
-    err |= failed(atlas_backend_launch(c->b, empty, &kOneThread, NULL), "launch");
+    err |=
+        failed(atlas_backend_launch(c->b, empty, &kOneThread, NULL), "launch");
   }
-  if (!err) err |= failed(atlas_backend_end_capture(c->b, NULL, &g), "end_capture");
+  if (!err)
+    err |= failed(atlas_backend_end_capture(c->b, NULL, &g), "end_capture");
   // The same graph through the raw driver.
   CUgraph raw_graph = NULL;
   CUgraphExec raw_exec = NULL;
   if (!err) {
-    err |= cu_failed(c, c->cu->cuStreamBeginCapture(
-                            c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+    err |= cu_failed(c,
+                     c->cu->cuStreamBeginCapture(
+                         c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
                      "cuStreamBeginCapture");
     for (int i = 0; i < GRAPH_KERNELS && !err; ++i) {
-      err |= cu_failed(c, c->cu->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0,
-                                                c->stream, NULL, NULL),
-                       "cuLaunchKernel");
+      err |= cu_failed(
+          c,
+          c->cu->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, c->stream, NULL, NULL),
+          "cuLaunchKernel");
     }
     err |= cu_failed(c, c->cu->cuStreamEndCapture(c->stream, &raw_graph),
                      "cuStreamEndCapture");
     if (!err) {
-      err |= cu_failed(c, c->cu->cuGraphInstantiateWithFlags(&raw_exec, raw_graph, 0),
-                       "cuGraphInstantiateWithFlags");
+      err |= cu_failed(
+          c, c->cu->cuGraphInstantiateWithFlags(&raw_exec, raw_graph, 0),
+          "cuGraphInstantiateWithFlags");
     }
   }
   if (!err) {

@@ -10,9 +10,9 @@ extern "C" {
 #endif
 
 typedef struct atlas_bench_cuda_options {
-  int device;   // CUDA ordinal
-  int rounds;   // timed rounds per case (the median is printed)
-  bool quick;   // fewer iterations, for a smoke run
+  int device;  // CUDA ordinal
+  int rounds;  // timed rounds per case (the median is printed)
+  bool quick;  // fewer iterations, for a smoke run
 } atlas_bench_cuda_options;
 
 int atlas_bench_cuda(const atlas_bench_cuda_options *options);

@@ -73,8 +73,7 @@ static double time_malloc(size_t iters, int rounds) {
 
 // One row: `live` allocations stay live in both the backend and malloc while
 // pairs are timed. Returns non-zero on failure, freeing what it made.
-static int bench_live(size_t live, bool with_report, size_t iters,
-                      int rounds) {
+static int bench_live(size_t live, bool with_report, size_t iters, int rounds) {
   atlas_backend *b = NULL;
   if (check(atlas_host_backend_create(NULL, &b))) return 1;
   int rc = 1;
@@ -117,8 +116,11 @@ done:
 
 int atlas_bench_ledger(const atlas_bench_ledger_options *options) {
   size_t iters = options->iters ? options->iters : 1;
-  int rounds = options->rounds < 1 ? 1 : options->rounds > 15 ? 15 : options->rounds;
-  printf("%zu alloc+free pairs per round, median of %d rounds\n", iters, rounds);
+  int rounds = options->rounds < 1    ? 1
+               : options->rounds > 15 ? 15
+                                      : options->rounds;
+  printf("%zu alloc+free pairs per round, median of %d rounds\n", iters,
+         rounds);
   printf("%-28s %12s %12s %10s %12s\n", "alloc+free pair", "ledgered ns",
          "malloc ns", "ratio", "overhead ns");
   if (bench_live(1000, false, iters, rounds) ||

@@ -3,13 +3,13 @@
 //
 // Prefill: the median wall time of atlas_llama_prefill over a random prompt
 // (the last token's logits copied back, as generation needs them); a 16-bit
-// --kv-dtype selects the 16-bit prefill products (README, KV cache dtype). Decode:
-// after a prefill of `context` tokens, ms per atlas_llama_forward step (one
-// token, greedy on the device, the id copied back) over `steps` steps, with
-// the step replayed as a captured graph and then launched kernel by kernel. Both print the device's
-// copy bandwidth (a 1 GiB device-to-device copy, bytes read + written) so a
-// caller can form the bandwidth floor. Lines starting with RESULT are for
-// tools/gpu_speed.py; the rest is for people.
+// --kv-dtype selects the 16-bit prefill products (README, KV cache dtype).
+// Decode: after a prefill of `context` tokens, ms per atlas_llama_forward step
+// (one token, greedy on the device, the id copied back) over `steps` steps,
+// with the step replayed as a captured graph and then launched kernel by
+// kernel. Both print the device's copy bandwidth (a 1 GiB device-to-device
+// copy, bytes read + written) so a caller can form the bandwidth floor. Lines
+// starting with RESULT are for tools/gpu_speed.py; the rest is for people.
 #define _POSIX_C_SOURCE 200809L  // clock_gettime
 #include <stdint.h>
 #include <stdio.h>
@@ -61,17 +61,20 @@ static int open_model(const atlas_bench_llama_options *a, int64_t max_seq,
   snprintf(what, sizeof(what), "opening %s", a->dir);
   if (check(a, atlas_model_open(&spec, out), what)) return 1;
   if (atlas_model_arch(*out)->load != atlas_llama_arch_load) {
-    fprintf(stderr, "%s: %s is a %s model; prefill and decode bench the "
-                    "Llama forward pass (llama, qwen2, qwen3, mistral)\n",
+    fprintf(stderr,
+            "%s: %s is a %s model; prefill and decode bench the "
+            "Llama forward pass (llama, qwen2, qwen3, mistral)\n",
             a->program, a->dir, atlas_model_arch_name(*out));
     atlas_status_free(atlas_model_close(*out, NULL));
     *out = NULL;
     return 1;
   }
-  const atlas_llama_model *m = (const atlas_llama_model *)(void *)atlas_model_impl(*out);
+  const atlas_llama_model *m =
+      (const atlas_llama_model *)(void *)atlas_model_impl(*out);
   printf("loaded %s on %s in %.1f ms (KV cache %lld positions, %s%s)\n", a->dir,
-         atlas_backend_name(atlas_model_backend(*out)), now_ms() - t0, (long long)atlas_model_max_seq(*out),
-         atlas_dtype_name(m->kv->dtype), a->kv_auto ? ", the default" : "");
+         atlas_backend_name(atlas_model_backend(*out)), now_ms() - t0,
+         (long long)atlas_model_max_seq(*out), atlas_dtype_name(m->kv->dtype),
+         a->kv_auto ? ", the default" : "");
   return 0;
 }
 
@@ -113,11 +116,13 @@ static int print_bandwidth(const atlas_bench_llama_options *a,
 
 // What bench.c's parse guarantees, checked where the options arrive; the
 // longest length to `out_longest`.
-static int check_options(const atlas_bench_llama_options *a, long *out_longest) {
-  if (a->dir == NULL || a->size_count == 0 || a->size_count > ATLAS_BENCH_LLAMA_MAX_SIZES ||
-      a->count < 1) {
-    fprintf(stderr, "%s: a checkpoint DIR, 1 to %d lengths and a count of at "
-                    "least 1 are needed\n",
+static int check_options(const atlas_bench_llama_options *a,
+                         long *out_longest) {
+  if (a->dir == NULL || a->size_count == 0 ||
+      a->size_count > ATLAS_BENCH_LLAMA_MAX_SIZES || a->count < 1) {
+    fprintf(stderr,
+            "%s: a checkpoint DIR, 1 to %d lengths and a count of at "
+            "least 1 are needed\n",
             a->program, ATLAS_BENCH_LLAMA_MAX_SIZES);
     return 1;
   }
@@ -158,10 +163,10 @@ int atlas_bench_prefill(const atlas_bench_llama_options *a) {
   if (rc) fprintf(stderr, "%s: out of host memory\n", a->program);
   const atlas_llama_prefill_scratch *ps = m->prefill;
   printf("prefill products with 16-bit weights: %s\n",
-         ps == NULL        ? "none (prompts run token by token)"
-         : !ps->one_term   ? "f32 inputs, three 16-bit terms (f32 KV cache)"
-         : ps->matmul      ? "inputs rounded to 16 bits, one term, backend matmul"
-                           : "inputs rounded to 16 bits, one term, gemm16 kernels");
+         ps == NULL      ? "none (prompts run token by token)"
+         : !ps->one_term ? "f32 inputs, three 16-bit terms (f32 KV cache)"
+         : ps->matmul    ? "inputs rounded to 16 bits, one term, backend matmul"
+                      : "inputs rounded to 16 bits, one term, gemm16 kernels");
   if (rc == 0) rc = print_bandwidth(a, atlas_model_backend(model));
   for (size_t s = 0; rc == 0 && s < a->size_count; ++s) {
     size_t n = (size_t)a->sizes[s];
@@ -173,8 +178,9 @@ int atlas_bench_prefill(const atlas_bench_llama_options *a) {
     }
     if (rc) break;
     double ms = median(t + 1, (size_t)a->count);
-    printf("atlas prefill %5zu tokens: %9.2f ms (median of %ld; %.0f tokens/s)\n",
-           n, ms, a->count, (double)n / ms * 1e3);
+    printf(
+        "atlas prefill %5zu tokens: %9.2f ms (median of %ld; %.0f tokens/s)\n",
+        n, ms, a->count, (double)n / ms * 1e3);
     printf("RESULT prefill_%zu_ms %.3f\n", n, ms);
   }
   free(t);
@@ -215,33 +221,44 @@ int atlas_bench_decode(const atlas_bench_llama_options *a) {
       const char *name, *key;
     } modes[] = {
         {true, true, true, false, "captured graph, device a step ahead", ""},
-        {true, true, false, false, "captured graph, host reads each id", "_sync"},
-        {true, false, true, false, "captured graph, no launch overlap", "_nooverlap"},
+        {true, true, false, false, "captured graph, host reads each id",
+         "_sync"},
+        {true, false, true, false, "captured graph, no launch overlap",
+         "_nooverlap"},
         {false, true, true, false, "eager launches", "_eager"},
-        {true, true, true, true, "captured graph, attention a block a split", "_blocksplit"},
+        {true, true, true, true, "captured graph, attention a block a split",
+         "_blocksplit"},
     };
-    for (size_t mode = 0; rc == 0 && mode < sizeof(modes) / sizeof(modes[0]); ++mode) {
-      rc = check(a, atlas_llama_set_decode_graph(m, modes[mode].graph), "decode mode");
+    for (size_t mode = 0; rc == 0 && mode < sizeof(modes) / sizeof(modes[0]);
+         ++mode) {
+      rc = check(a, atlas_llama_set_decode_graph(m, modes[mode].graph),
+                 "decode mode");
       if (rc == 0) {
-        rc = check(a, atlas_llama_set_decode_overlap(m, modes[mode].overlap), "decode mode");
+        rc = check(a, atlas_llama_set_decode_overlap(m, modes[mode].overlap),
+                   "decode mode");
       }
       if (rc == 0) {
-        rc = check(a, atlas_llama_set_decode_ahead(m, modes[mode].ahead), "decode mode");
+        rc = check(a, atlas_llama_set_decode_ahead(m, modes[mode].ahead),
+                   "decode mode");
       }
       if (rc == 0) {
-        rc = check(a, atlas_llama_set_decode_attention_blocks(
+        rc = check(a,
+                   atlas_llama_set_decode_attention_blocks(
                        m, modes[mode].split_blocks ? UINT32_MAX : 0),
                    "decode mode");
       }
       // Warm-up steps (the first captures the graph), then the timed ones
       // (rewritten: positions ctx .. ctx + steps - 1).
       if (rc == 0) {
-        rc = check(a, atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx, 3, ids),
+        rc = check(a,
+                   atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx,
+                                             3, ids),
                    "decode");
       }
       double t0 = now_ms();
       if (rc == 0) {
-        rc = check(a, atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx,
+        rc = check(a,
+                   atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx,
                                              (size_t)a->count, ids),
                    "decode");
       }

@@ -15,8 +15,8 @@ typedef struct atlas_bench_llama_options {
   const char *program;  // "bench prefill" or "bench decode", for messages
   const char *dir;      // the checkpoint folder
   const char *backend;  // "cuda", "host" or "auto"
-  bool kv_auto;         // the KV cache in the weights' 16-bit type, as atlas run
-  atlas_dtype kv_dtype; // otherwise this one
+  bool kv_auto;  // the KV cache in the weights' 16-bit type, as atlas run
+  atlas_dtype kv_dtype;  // otherwise this one
   // prefill: prompt lengths; decode: context lengths before the timed steps.
   long sizes[ATLAS_BENCH_LLAMA_MAX_SIZES];
   size_t size_count;

@@ -5,21 +5,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>  // environ (_GNU_SOURCE)
 
 #include "atlas/kernels/weight_scan_kernels.h"
 #include "atlas/runtime/arch/weight_check.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
-#include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/file_read.h"
+#include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/model/swap.h"
 #include "atlas/runtime/weight_upload.h"
 #include "atlas/tools/make_checkpoint_demo_models.h"
@@ -57,7 +57,8 @@ typedef struct tensors {
 
 static int alloc_all(atlas_backend *b, tensors *t) {
   for (size_t i = 0; i < t->count; ++i) {
-    if (check(atlas_backend_alloc(b, t->jobs[i].bytes, &t->jobs[i].dst), "alloc")) {
+    if (check(atlas_backend_alloc(b, t->jobs[i].bytes, &t->jobs[i].dst),
+              "alloc")) {
       return 1;
     }
   }
@@ -105,7 +106,8 @@ static double time_upload(atlas_backend *b, tensors *t, int threads,
 static double time_pageable(atlas_backend *b, tensors *t) {
   double t0 = now_s();
   for (size_t i = 0; i < t->count; ++i) {
-    if (check(atlas_backend_h2d(b, t->jobs[i].dst, t->jobs[i].src, t->jobs[i].bytes),
+    if (check(atlas_backend_h2d(b, t->jobs[i].dst, t->jobs[i].src,
+                                t->jobs[i].bytes),
               "pageable h2d")) {
       return -1;
     }
@@ -117,13 +119,15 @@ static double time_pageable(atlas_backend *b, tensors *t) {
 static double time_pinned(atlas_backend *b, uint64_t bytes) {
   void *host = NULL, *dev = NULL;
   double gbs = -1;
-  if (check(atlas_backend_pinned_alloc(b, bytes, &host), "pinned alloc")) return -1;
+  if (check(atlas_backend_pinned_alloc(b, bytes, &host), "pinned alloc"))
+    return -1;
   if (!check(atlas_backend_alloc(b, bytes, &dev), "alloc")) {
     memset(host, 1, bytes);
     double best = 1e9;
     for (int r = 0; r < 3; ++r) {
       double t0 = now_s();
-      if (check(atlas_backend_h2d_async_retained(b, dev, host, bytes, NULL), "h2d") ||
+      if (check(atlas_backend_h2d_async_retained(b, dev, host, bytes, NULL),
+                "h2d") ||
           check(atlas_backend_synchronize(b), "sync")) {
         break;
       }
@@ -147,19 +151,23 @@ static const char kTorchScript[] =
     "except Exception as e:\n"
     "    print('pytorch: not available (%s)' % e); sys.exit(0)\n"
     "p = sys.argv[1]\n"
-    "files = [os.path.join(p, f) for f in sorted(os.listdir(p)) if f.endswith('.safetensors')] if os.path.isdir(p) else [p]\n"
+    "files = [os.path.join(p, f) for f in sorted(os.listdir(p)) if "
+    "f.endswith('.safetensors')] if os.path.isdir(p) else [p]\n"
     "n = sum(os.path.getsize(f) for f in files)\n"
     "torch.zeros(1, device='cuda')\n"
     "best = 1e9\n"
     "for _ in range(3):\n"
-    "    t0 = time.perf_counter(); ts = [load_file(f, device='cuda') for f in files]\n"
+    "    t0 = time.perf_counter(); ts = [load_file(f, device='cuda') for f in "
+    "files]\n"
     "    torch.cuda.synchronize(); best = min(best, time.perf_counter() - t0)\n"
     "    del ts\n"
-    "print('pytorch load_file(device=cuda): %.2f GB/s (%.3f s)' % (n / best / 1e9, best))\n";
+    "print('pytorch load_file(device=cuda): %.2f GB/s (%.3f s)' % (n / best / "
+    "1e9, best))\n";
 
 static void torch_load(const char *path) {
   fflush(stdout);
-  char *const argv[] = {"python3", "-c", (char *)kTorchScript, (char *)path, NULL};
+  char *const argv[] = {"python3", "-c", (char *)kTorchScript, (char *)path,
+                        NULL};
   pid_t pid = 0;
   if (posix_spawnp(&pid, "python3", NULL, NULL, argv, environ) != 0) {
     printf("pytorch: python3 not found\n");
@@ -213,10 +221,13 @@ static int swap_times(const char *dir, uint64_t bytes) {
       }
       // The swap's load is the open plus its proving step (one forward);
       // the open alone is in the DEBUG line "open ...: ... load ... ms".
-      printf("swap (%s staging) tiny -> model: %.1f ms (open + proving step %.1f ms = "
-             "%.2f GB/s, teardown %.1f ms); model -> tiny: %.1f ms\n",
-             kept ? "kept" : "fresh", in.total_ms, in.load_ms,
-             (double)bytes / (in.load_ms / 1e3) / 1e9, in.teardown_ms, out.total_ms);
+      printf(
+          "swap (%s staging) tiny -> model: %.1f ms (open + proving step %.1f "
+          "ms = "
+          "%.2f GB/s, teardown %.1f ms); model -> tiny: %.1f ms\n",
+          kept ? "kept" : "fresh", in.total_ms, in.load_ms,
+          (double)bytes / (in.load_ms / 1e3) / 1e9, in.teardown_ms,
+          out.total_ms);
     }
     rc |= check(atlas_model_close(m, NULL), "close");
   }
@@ -247,8 +258,8 @@ static int map_sources(const tensors *t, atlas_upload_job *out) {
     if (out[i].src != NULL) continue;
     struct stat st;
     if (fstat(out[i].fd, &st) != 0 || st.st_size == 0) return 1;
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE,
-                     out[i].fd, 0);
+    void *map =
+        mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, out[i].fd, 0);
     if (map == MAP_FAILED) return 1;
     for (size_t j = i; j < t->count; ++j) {
       if (out[j].src == NULL && out[j].fd == out[i].fd) {
@@ -295,11 +306,13 @@ static int compare_sources(atlas_backend *b, tensors *t) {
   }
   printf("%-44s %10s  (default threads, 2 MiB, kept staging, best of 3)\n",
          "source", "GB/s");
-  for (int r = 0; r < kRows; ++r) printf("%-44s %10.2f\n", rows[r].name, best[r]);
-  printf("scan cost on the pread path: %.1f%% of load time on the device "
-         "(now), %.1f%% on the host (session 3); pread vs mmap: %.3fx\n",
-         100.0 * (best[1] / best[3] - 1.0), 100.0 * (best[1] / best[2] - 1.0),
-         best[1] / best[0]);
+  for (int r = 0; r < kRows; ++r)
+    printf("%-44s %10.2f\n", rows[r].name, best[r]);
+  printf(
+      "scan cost on the pread path: %.1f%% of load time on the device "
+      "(now), %.1f%% on the host (session 3); pread vs mmap: %.3fx\n",
+      100.0 * (best[1] / best[3] - 1.0), 100.0 * (best[1] / best[2] - 1.0),
+      best[1] / best[0]);
   free(mapped);
   return 0;
 }
@@ -365,8 +378,10 @@ int atlas_bench_load(const atlas_bench_load_options *options) {
   size_t best_c = 0;
   bool best_kept = false;
   printf("%-44s %10s\n", "technique", "GB/s");
-  for (size_t ti = 0; rc == 0 && ti < sizeof(threads) / sizeof(threads[0]); ++ti) {
-    for (size_t ci = 0; rc == 0 && ci < sizeof(chunks) / sizeof(chunks[0]); ++ci) {
+  for (size_t ti = 0; rc == 0 && ti < sizeof(threads) / sizeof(threads[0]);
+       ++ti) {
+    for (size_t ci = 0; rc == 0 && ci < sizeof(chunks) / sizeof(chunks[0]);
+         ++ci) {
       for (int kept = 0; kept < 2; ++kept) {
         double gbs =
             time_upload(b, &t, threads[ti], chunks[ci], kept, SCAN_DEVICE);
@@ -374,8 +389,8 @@ int atlas_bench_load(const atlas_bench_load_options *options) {
           rc = 1;
           break;
         }
-        printf("staged, %2d threads, %zu MiB chunks, %-9s %10.2f\n", threads[ti],
-               chunks[ci] >> 20, kept ? "kept" : "fresh", gbs);
+        printf("staged, %2d threads, %zu MiB chunks, %-9s %10.2f\n",
+               threads[ti], chunks[ci] >> 20, kept ? "kept" : "fresh", gbs);
         if (gbs > best) {
           best = gbs;
           best_t = threads[ti];
@@ -397,10 +412,11 @@ int atlas_bench_load(const atlas_bench_load_options *options) {
   double pinned = rc == 0 ? time_pinned(b, t.bytes) : -1;
   printf("%-44s %10.2f\n", "naive pageable h2d per tensor", pageable);
   printf("%-44s %10.2f\n", "pinned h2d of the same bytes (ceiling)", pinned);
-  printf("best staged: %d threads, %zu MiB chunks, %s staging: %.2f GB/s = "
-         "%.2fx of pinned, %.2fx of pageable\n",
-         best_t, best_c >> 20, best_kept ? "kept" : "fresh", best, best / pinned,
-         best / pageable);
+  printf(
+      "best staged: %d threads, %zu MiB chunks, %s staging: %.2f GB/s = "
+      "%.2fx of pinned, %.2fx of pageable\n",
+      best_t, best_c >> 20, best_kept ? "kept" : "fresh", best, best / pinned,
+      best / pageable);
   rc |= check(atlas_backend_destroy(b), "destroy");
   free(t.jobs);
   atlas_checkpoint_close(ck);

@@ -69,8 +69,8 @@ static atlas_status encode_once(atlas_tokenizer *tok, const char *text,
     }
     uint32_t *ids = NULL;
     size_t n = 0;
-    atlas_status st = atlas_tokenizer_encode(tok, text + pos, end - pos, false,
-                                             &ids, &n);
+    atlas_status st =
+        atlas_tokenizer_encode(tok, text + pos, end - pos, false, &ids, &n);
     if (st) return st;
     if (ids_out) {
       for (size_t i = 0; i < n; i++) fprintf(ids_out, "%u\n", ids[i]);
@@ -99,8 +99,12 @@ int main(int argc, char **argv) {
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
-      case 't': tok_path = optarg; break;
-      case 'x': text_path = optarg; break;
+      case 't':
+        tok_path = optarg;
+        break;
+      case 'x':
+        text_path = optarg;
+        break;
       case 'm':
         if (strcmp(optarg, "lines") == 0) {
           lines = 1;
@@ -109,8 +113,12 @@ int main(int argc, char **argv) {
           return 2;
         }
         break;
-      case 'r': repeat = (int)strtol(optarg, NULL, 10); break;
-      case 'o': ids_path = optarg; break;
+      case 'r':
+        repeat = (int)strtol(optarg, NULL, 10);
+        break;
+      case 'o':
+        ids_path = optarg;
+        break;
       default:
         fprintf(stderr,
                 "usage: bench_tokenizer --tokenizer FILE --text FILE "
@@ -157,9 +165,10 @@ int main(int argc, char **argv) {
   atlas_tokenizer_free(tok);
   free(text);
   if (st) return fail(st);
-  printf("atlas: %s mode=%s bytes=%zu tokens=%zu load=%.2fs best_of_%d: "
-         "wall %.3fs = %.2f MB/s, cpu %.3fs = %.2f MB/s\n",
-         tok_path, lines ? "lines" : "whole", len, n_ids, load_s, repeat, best,
-         (double)len / best / 1e6, best_cpu, (double)len / best_cpu / 1e6);
+  printf(
+      "atlas: %s mode=%s bytes=%zu tokens=%zu load=%.2fs best_of_%d: "
+      "wall %.3fs = %.2f MB/s, cpu %.3fs = %.2f MB/s\n",
+      tok_path, lines ? "lines" : "whole", len, n_ids, load_s, repeat, best,
+      (double)len / best / 1e6, best_cpu, (double)len / best_cpu / 1e6);
   return 0;
 }

@@ -17,8 +17,8 @@
 
 #include "atlas/runtime/file_read.h"
 
-atlas_status atlas_cli_read_all(const char *path, size_t max_bytes,
-                                char **out, size_t *out_len) {
+atlas_status atlas_cli_read_all(const char *path, size_t max_bytes, char **out,
+                                size_t *out_len) {
   *out = NULL;
   *out_len = 0;
   bool is_stdin = strcmp(path, "-") == 0;
@@ -26,10 +26,9 @@ atlas_status atlas_cli_read_all(const char *path, size_t max_bytes,
   FILE *f = is_stdin ? stdin : fopen(path, "rb");
   if (f == NULL) {
     char text[ATLAS_STRERROR_BYTES];
-    return atlas_status_make(errno == ENOENT ? ATLAS_STATUS_NOT_FOUND
-                                             : ATLAS_STATUS_IO,
-                             "%s: cannot open: %s", name,
-                             atlas_strerror(errno, text, sizeof(text)));
+    return atlas_status_make(
+        errno == ENOENT ? ATLAS_STATUS_NOT_FOUND : ATLAS_STATUS_IO,
+        "%s: cannot open: %s", name, atlas_strerror(errno, text, sizeof(text)));
   }
   struct stat st;
   if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -62,9 +61,9 @@ atlas_status atlas_cli_read_all(const char *path, size_t max_bytes,
   if (read_failed) {
     free(buf);
     char text[ATLAS_STRERROR_BYTES];
-    return atlas_status_make(ATLAS_STATUS_IO, "reading %s: %s", name,
-                             atlas_strerror(read_errno ? read_errno : EIO, text,
-                                            sizeof(text)));
+    return atlas_status_make(
+        ATLAS_STATUS_IO, "reading %s: %s", name,
+        atlas_strerror(read_errno ? read_errno : EIO, text, sizeof(text)));
   }
   buf[len] = '\0';
   *out = buf;
@@ -102,7 +101,8 @@ static atlas_status resolve_target(const char *flag, const char *path,
       int err = errno;
       char text[ATLAS_STRERROR_BYTES];
       return atlas_status_make(
-          S_ISLNK(ls.st_mode) ? ATLAS_STATUS_FAILED_PRECONDITION : ATLAS_STATUS_IO,
+          S_ISLNK(ls.st_mode) ? ATLAS_STATUS_FAILED_PRECONDITION
+                              : ATLAS_STATUS_IO,
           "%s %s: %s%s", flag, path,
           S_ISLNK(ls.st_mode) ? "a symbolic link to nothing: " : "",
           atlas_strerror(err, text, sizeof(text)));
@@ -117,25 +117,26 @@ static atlas_status resolve_target(const char *flag, const char *path,
   }
   const char *slash = strrchr(path, '/');
   const char *name = slash != NULL ? slash + 1 : path;
-  char *folder = slash == NULL ? strdup(".")
+  char *folder = slash == NULL   ? strdup(".")
                  : slash == path ? strdup("/")
                                  : strndup(path, (size_t)(slash - path));
   if (folder == NULL) {
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory for %s", path);
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory for %s",
+                             path);
   }
   char *rp = realpath(folder, NULL);
   int err = errno;
   free(folder);
   if (rp == NULL || name[0] == '\0') {
     char text[ATLAS_STRERROR_BYTES];
-    return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create %s: %s",
-                             flag, path,
-                             rp == NULL ? atlas_strerror(err, text, sizeof(text))
-                                        : "no file name");
+    return atlas_status_make(
+        ATLAS_STATUS_IO, "%s: cannot create %s: %s", flag, path,
+        rp == NULL ? atlas_strerror(err, text, sizeof(text)) : "no file name");
   }
   size_t n = strlen(rp) + strlen(name) + 2;
   *out = malloc(n);
-  if (*out != NULL) snprintf(*out, n, "%s%s%s", rp, strcmp(rp, "/") ? "/" : "", name);
+  if (*out != NULL)
+    snprintf(*out, n, "%s%s%s", rp, strcmp(rp, "/") ? "/" : "", name);
   free(rp);
   return *out != NULL ? ATLAS_OK
                       : atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -195,10 +196,10 @@ atlas_status atlas_cli_output_open(const char *flag, const char *path,
     }
     if (!S_ISREG(st.st_mode)) {
       atlas_cli_output_abort(out);
-      return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
-                               "%s %s is %s, not a file: name a file to write",
-                               flag, path,
-                               S_ISDIR(st.st_mode) ? "a folder" : "a socket or a block device");
+      return atlas_status_make(
+          ATLAS_STATUS_FAILED_PRECONDITION,
+          "%s %s is %s, not a file: name a file to write", flag, path,
+          S_ISDIR(st.st_mode) ? "a folder" : "a socket or a block device");
     }
   }
   size_t n = strlen(out->target);
@@ -225,7 +226,8 @@ atlas_status atlas_cli_output_open(const char *flag, const char *path,
   int fd = -1;
   if (access("/proc/self/fd", X_OK) == 0) {
     char *folder = strndup(out->target, folder_len > 1 ? folder_len - 1 : 1);
-    if (folder != NULL) fd = open(folder, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    if (folder != NULL)
+      fd = open(folder, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
     free(folder);
   }
   if (fd >= 0) {
@@ -243,9 +245,8 @@ atlas_status atlas_cli_output_open(const char *flag, const char *path,
     out->tmp = NULL;
     atlas_cli_output_abort(out);
     char text[ATLAS_STRERROR_BYTES];
-    return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create %s: %s",
-                             flag, path,
-                             atlas_strerror(err, text, sizeof(text)));
+    return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create %s: %s", flag,
+                             path, atlas_strerror(err, text, sizeof(text)));
   }
   out->f = fdopen(fd, "wb");
   if (out->f == NULL) {
@@ -253,9 +254,8 @@ atlas_status atlas_cli_output_open(const char *flag, const char *path,
     close(fd);
     atlas_cli_output_abort(out);
     char text[ATLAS_STRERROR_BYTES];
-    return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create %s: %s",
-                             flag, path,
-                             atlas_strerror(err, text, sizeof(text)));
+    return atlas_status_make(ATLAS_STATUS_IO, "%s: cannot create %s: %s", flag,
+                             path, atlas_strerror(err, text, sizeof(text)));
   }
   return ATLAS_OK;
 }
@@ -279,7 +279,8 @@ atlas_status atlas_cli_output_check_input(const atlas_cli_output *out,
   bool folder = d != NULL;
   if (folder) {  // a checkpoint folder: every file in it is an input
     const struct dirent *e;
-    while (!hit && (e = readdir(d)) != NULL) hit = replaces(out, dirfd(d), e->d_name);
+    while (!hit && (e = readdir(d)) != NULL)
+      hit = replaces(out, dirfd(d), e->d_name);
     closedir(d);
   } else {
     hit = replaces(out, AT_FDCWD, input);
@@ -288,8 +289,8 @@ atlas_status atlas_cli_output_check_input(const atlas_cli_output *out,
   return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                            "%s %s would replace %s, which %s %s reads: name "
                            "another file",
-                           out->flag, out->path,
-                           folder ? "a file" : "the file", input_flag, input);
+                           out->flag, out->path, folder ? "a file" : "the file",
+                           input_flag, input);
 }
 
 atlas_status atlas_cli_output_check_pair(const atlas_cli_output *a,
@@ -342,9 +343,9 @@ atlas_status atlas_cli_output_close(atlas_cli_output *out) {
   out->f = NULL;
   if (failed) {
     char text[ATLAS_STRERROR_BYTES];
-    atlas_status s = atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s",
-                                       out->path,
-                                       atlas_strerror(err, text, sizeof(text)));
+    atlas_status s =
+        atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s", out->path,
+                          atlas_strerror(err, text, sizeof(text)));
     atlas_cli_output_abort(out);
     return s;
   }
@@ -355,9 +356,9 @@ atlas_status atlas_cli_output_commit(atlas_cli_output *out) {
   ATLAS_RETURN_IF_ERROR(atlas_cli_output_close(out));
   if (out->tmp != NULL && rename(out->tmp, out->target) != 0) {
     char text[ATLAS_STRERROR_BYTES];
-    atlas_status s = atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s",
-                                       out->path,
-                                       atlas_strerror(errno, text, sizeof(text)));
+    atlas_status s =
+        atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s", out->path,
+                          atlas_strerror(errno, text, sizeof(text)));
     atlas_cli_output_abort(out);
     return s;
   }
@@ -376,4 +377,3 @@ void atlas_cli_output_abort(atlas_cli_output *out) {
   free(out->path);
   memset(out, 0, sizeof(*out));
 }
-

@@ -30,30 +30,30 @@ ATLAS_MUST_USE atlas_status atlas_cli_read_all(const char *path,
 // /dev/fd/N) through a copy of it, as a shell redirection would; a folder,
 // a socket or a link to nothing is refused when opening.
 typedef struct atlas_cli_output {
-  FILE *f;             // NULL when no output was asked for
-  const char *flag;    // the option that named it, for messages
-  char *path;          // the name as given
-  char *target;        // what is replaced: `path` with links resolved
-  char *tmp;           // the temporary name (NULL when written directly)
-  bool unnamed;        // an O_TMPFILE file: tmp is linked only when closed
-  bool exists;         // target existed when opened: dev, ino
+  FILE *f;           // NULL when no output was asked for
+  const char *flag;  // the option that named it, for messages
+  char *path;        // the name as given
+  char *target;      // what is replaced: `path` with links resolved
+  char *tmp;         // the temporary name (NULL when written directly)
+  bool unnamed;      // an O_TMPFILE file: tmp is linked only when closed
+  bool exists;       // target existed when opened: dev, ino
   dev_t dev;
   ino_t ino;
 } atlas_cli_output;
 
 // Opens the temporary file (before any load, so a bad path fails fast).
 // `path` NULL: no output, *out zeroed. Messages name `flag`.
-ATLAS_MUST_USE atlas_status atlas_cli_output_open(const char *flag, const char *path,
+ATLAS_MUST_USE atlas_status atlas_cli_output_open(const char *flag,
+                                                  const char *path,
                                                   atlas_cli_output *out);
 // Fails (naming both options) when the output would replace `input`, a file
 // or any file in a folder (a checkpoint) that `input_flag` reads. "" and "-"
 // are no file.
-ATLAS_MUST_USE atlas_status atlas_cli_output_check_input(const atlas_cli_output *out,
-                                                         const char *input_flag,
-                                                         const char *input);
+ATLAS_MUST_USE atlas_status atlas_cli_output_check_input(
+    const atlas_cli_output *out, const char *input_flag, const char *input);
 // Fails when two outputs name the same file.
-ATLAS_MUST_USE atlas_status atlas_cli_output_check_pair(const atlas_cli_output *a,
-                                                        const atlas_cli_output *b);
+ATLAS_MUST_USE atlas_status atlas_cli_output_check_pair(
+    const atlas_cli_output *a, const atlas_cli_output *b);
 // Flushes and closes, without the rename: what can fail, done for every
 // output before any is renamed (a report's JSON and SVG appear together).
 // On failure the output is aborted.

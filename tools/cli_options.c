@@ -2,9 +2,9 @@
 #include "atlas/tools/cli_options.h"
 
 #include <errno.h>
-#include <math.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,8 +90,10 @@ void atlas_cli_print_help(const atlas_cli_command *c, FILE *out) {
   if (c->version != NULL) {
     put_option(out, "--version", "print the version and exit", "");
   }
-  fputs("\nBoth --opt value and --opt=value work.\n"
-        "Exit status: 0 done, 1 failed, 2 usage error.\n", out);
+  fputs(
+      "\nBoth --opt value and --opt=value work.\n"
+      "Exit status: 0 done, 1 failed, 2 usage error.\n",
+      out);
 }
 
 // getopt_long calls an abbreviation of several options unknown (optopt 0):
@@ -127,15 +129,17 @@ atlas_cli_parse_result atlas_cli_parse(const atlas_cli_command *c, int argc,
   bool seen[MAX_OPTIONS] = {false};
   const size_t n = c->option_count;
   if (n > MAX_OPTIONS) {  // a table this long is a bug in the tool
-    atlas_cli_usage_error(c->program, "has %zu options; at most %d are "
-                          "supported", n, (int)MAX_OPTIONS);
+    atlas_cli_usage_error(c->program,
+                          "has %zu options; at most %d are "
+                          "supported",
+                          n, (int)MAX_OPTIONS);
     return ATLAS_CLI_USAGE_ERROR;
   }
   for (size_t i = 0; i < n; ++i) {
-    longs[i] = (struct option){c->options[i].name,
-                               c->options[i].metavar ? required_argument
-                                                     : no_argument,
-                               NULL, ID_BASE + (int)i};
+    longs[i] =
+        (struct option){c->options[i].name,
+                        c->options[i].metavar ? required_argument : no_argument,
+                        NULL, ID_BASE + (int)i};
   }
   longs[n] = (struct option){"help", no_argument, NULL, HELP_ID};
   size_t end = n + 1;
@@ -179,7 +183,8 @@ atlas_cli_parse_result atlas_cli_parse(const atlas_cli_command *c, int argc,
     }
     size_t index = (size_t)(id - ID_BASE);
     seen[index] = true;
-    atlas_status s = set(opts, index, c->options[index].metavar ? optarg : NULL);
+    atlas_status s =
+        set(opts, index, c->options[index].metavar ? optarg : NULL);
     if (s != ATLAS_OK) {
       atlas_cli_usage_error(c->program, "%s", atlas_status_message(s));
       atlas_status_free(s);
@@ -244,13 +249,14 @@ atlas_status atlas_cli_parse_double(const char *option, const char *value,
   char *end = NULL;
   errno = 0;
   double v = strtod(value, &end);
-  if (errno == ERANGE && isfinite(v)) errno = 0;  // underflow: a tiny number, not an error
+  if (errno == ERANGE && isfinite(v))
+    errno = 0;  // underflow: a tiny number, not an error
   // "nan", "inf" and friends are refused: no flag means them.
   if (errno != 0 || end == value || *end != '\0' || !isfinite(v) || v < min ||
       starts_with_space(value)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s wants a number >= %g, not '%s'", option,
-                             min, value);
+                             "%s wants a number >= %g, not '%s'", option, min,
+                             value);
   }
   *out_value = v;
   return ATLAS_OK;
@@ -262,9 +268,11 @@ atlas_status atlas_cli_parse_interval(const char *option, const char *value,
   char *end = NULL;
   errno = 0;
   double v = strtod(value, &end);
-  if (errno == ERANGE && isfinite(v)) errno = 0;  // underflow: a tiny number, not an error
+  if (errno == ERANGE && isfinite(v))
+    errno = 0;  // underflow: a tiny number, not an error
   bool ok = errno == 0 && end != value && *end == '\0' && isfinite(v) &&
-            !starts_with_space(value) && (lo_open ? v > lo : v >= lo) && v <= hi;
+            !starts_with_space(value) && (lo_open ? v > lo : v >= lo) &&
+            v <= hi;
   if (!ok) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s wants a number in %s%g, %g], not '%s'", option,

@@ -28,8 +28,8 @@ enum {
 enum { ATLAS_CLI_PATH_MAX = 4096 };
 
 typedef struct atlas_cli_option {
-  const char *name;      // long name without "--"
-  const char *metavar;   // "DIR", "N"; NULL for a flag that takes no value
+  const char *name;     // long name without "--"
+  const char *metavar;  // "DIR", "N"; NULL for a flag that takes no value
   bool required;
   const char *fallback;  // the default as the help shows it (NULL: none)
   const char *help;      // one line
@@ -51,9 +51,9 @@ typedef atlas_status (*atlas_cli_set_fn)(void *opts, size_t index,
                                          const char *value);
 
 typedef enum atlas_cli_parse_result {
-  ATLAS_CLI_PARSED = 0,  // options set; positionals at argv[*out_next..]
-  ATLAS_CLI_HELP,        // --help (or --version) printed its text: exit 0
-  ATLAS_CLI_USAGE_ERROR, // a one-line error was printed: exit 2
+  ATLAS_CLI_PARSED = 0,   // options set; positionals at argv[*out_next..]
+  ATLAS_CLI_HELP,         // --help (or --version) printed its text: exit 0
+  ATLAS_CLI_USAGE_ERROR,  // a one-line error was printed: exit 2
 } atlas_cli_parse_result;
 
 // Parses argv[1..argc) (argv[0] is the command's name) with getopt_long.
@@ -70,16 +70,22 @@ int atlas_cli_usage_error(const char *program, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 // Value parsers: INVALID_ARGUMENT naming the option on a bad value.
-ATLAS_MUST_USE atlas_status atlas_cli_parse_long(const char *option, const char *value,
-                                  long min, long max, long *out_value);
-ATLAS_MUST_USE atlas_status atlas_cli_parse_u64(const char *option, const char *value,
-                                 unsigned long long max,
-                                 unsigned long long *out_value);
-ATLAS_MUST_USE atlas_status atlas_cli_parse_double(const char *option, const char *value,
-                                    double min, double *out_value);
+ATLAS_MUST_USE atlas_status atlas_cli_parse_long(const char *option,
+                                                 const char *value, long min,
+                                                 long max, long *out_value);
+ATLAS_MUST_USE atlas_status atlas_cli_parse_u64(const char *option,
+                                                const char *value,
+                                                unsigned long long max,
+                                                unsigned long long *out_value);
+ATLAS_MUST_USE atlas_status atlas_cli_parse_double(const char *option,
+                                                   const char *value,
+                                                   double min,
+                                                   double *out_value);
 // A finite number in [lo, hi], or (lo, hi] when lo_open.
-ATLAS_MUST_USE atlas_status atlas_cli_parse_interval(const char *option, const char *value,
-                                                     double lo, bool lo_open, double hi,
+ATLAS_MUST_USE atlas_status atlas_cli_parse_interval(const char *option,
+                                                     const char *value,
+                                                     double lo, bool lo_open,
+                                                     double hi,
                                                      double *out_value);
 
 // A path the user typed, made absolute against BUILD_WORKING_DIRECTORY when
@@ -87,8 +93,9 @@ ATLAS_MUST_USE atlas_status atlas_cli_parse_interval(const char *option, const c
 // the user meant paths relative to where they typed the command). Absolute
 // paths and paths outside `bazel run` are kept as they are. `out_path` holds
 // ATLAS_CLI_PATH_MAX bytes.
-ATLAS_MUST_USE atlas_status atlas_cli_resolve_path(const char *option, const char *value,
-                                    char *out_path);
+ATLAS_MUST_USE atlas_status atlas_cli_resolve_path(const char *option,
+                                                   const char *value,
+                                                   char *out_path);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -189,9 +189,10 @@ static atlas_status final_name(const char *path, char **out) {
       atlas_status s = atlas_status_make(
           ATLAS_STATUS_FAILED_PRECONDITION,
           "%s is a symbolic link to %s: name the folder to create", path,
-          target == NULL ? (err == ENOENT ? "nothing"
-                                          : atlas_strerror(err, text, sizeof(text)))
-                         : "something that is not a folder");
+          target == NULL
+              ? (err == ENOENT ? "nothing"
+                               : atlas_strerror(err, text, sizeof(text)))
+              : "something that is not a folder");
       free(target);
       free(name);
       return s;
@@ -264,9 +265,9 @@ atlas_status atlas_cli_output_dir_commit(atlas_cli_output_dir *out) {
   }
   if (rc != 0) {
     char text[ATLAS_STRERROR_BYTES];
-    atlas_status s = atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s",
-                                       out->path,
-                                       atlas_strerror(err, text, sizeof(text)));
+    atlas_status s =
+        atlas_status_make(ATLAS_STATUS_IO, "writing %s: %s", out->path,
+                          atlas_strerror(err, text, sizeof(text)));
     atlas_cli_output_dir_abort(out);
     return s;
   }

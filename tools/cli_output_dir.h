@@ -21,19 +21,20 @@ typedef struct atlas_cli_dir_watch atlas_cli_dir_watch;
 // empty folder is written through (its target is replaced, as for file
 // outputs); a link to nothing, `.` and `..` are refused.
 typedef struct atlas_cli_output_dir {
-  char *path;                   // the final name (links resolved)
-  char *tmp;                    // the temporary folder: write here
-  atlas_cli_dir_watch *watch;   // the signal watcher (NULL: none started)
+  char *path;                  // the final name (links resolved)
+  char *tmp;                   // the temporary folder: write here
+  atlas_cli_dir_watch *watch;  // the signal watcher (NULL: none started)
 } atlas_cli_output_dir;
 
 // Checks `path` and makes the temporary folder (mode as mkdir(path, 0755)
 // would give it), before any work, so a bad path fails fast. The calling
 // thread's SIGINT, SIGTERM and SIGHUP (those not ignored) stay blocked
 // until the commit or the abort; threads started meanwhile inherit that.
-ATLAS_MUST_USE atlas_status atlas_cli_output_dir_open(const char *path,
-                                                      atlas_cli_output_dir *out);
+ATLAS_MUST_USE atlas_status
+atlas_cli_output_dir_open(const char *path, atlas_cli_output_dir *out);
 // Renames the temporary folder onto the final name.
-ATLAS_MUST_USE atlas_status atlas_cli_output_dir_commit(atlas_cli_output_dir *out);
+ATLAS_MUST_USE atlas_status
+atlas_cli_output_dir_commit(atlas_cli_output_dir *out);
 // Removes the temporary folder and all in it. Safe on a zeroed output.
 void atlas_cli_output_dir_abort(atlas_cli_output_dir *out);
 

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/arch/llama/llama_config.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/status.h"
 #include "atlas/runtime/version.h"
 #include "atlas/tools/cli_options.h"
@@ -21,9 +21,21 @@
 #include "atlas/tools/make_checkpoint_lib.h"
 
 enum {
-  OPT_OUT, OPT_SEED, OPT_PRESET, OPT_DTYPE, OPT_SHARDS, OPT_TIED, OPT_QK_NORM,
-  OPT_VOCAB, OPT_HIDDEN, OPT_INTERMEDIATE, OPT_LAYERS, OPT_HEADS, OPT_KV_HEADS,
-  OPT_MAX_POS, OPT_COUNT
+  OPT_OUT,
+  OPT_SEED,
+  OPT_PRESET,
+  OPT_DTYPE,
+  OPT_SHARDS,
+  OPT_TIED,
+  OPT_QK_NORM,
+  OPT_VOCAB,
+  OPT_HIDDEN,
+  OPT_INTERMEDIATE,
+  OPT_LAYERS,
+  OPT_HEADS,
+  OPT_KV_HEADS,
+  OPT_MAX_POS,
+  OPT_COUNT
 };
 
 static const atlas_cli_option kOptions[] = {
@@ -42,9 +54,10 @@ static const atlas_cli_option kOptions[] = {
                     "model.safetensors.index.json (at most 1000)"},
     [OPT_TIED] = {"tied", NULL, false, "off",
                   "tie the output head to the embeddings (no lm_head.weight)"},
-    [OPT_QK_NORM] = {"qk-norm", NULL, false, "off",
-                     "a Qwen3 checkpoint: each layer's q and k RMSNorm'd per head "
-                     "(q_norm, k_norm); config.json says qwen3"},
+    [OPT_QK_NORM] =
+        {"qk-norm", NULL, false, "off",
+         "a Qwen3 checkpoint: each layer's q and k RMSNorm'd per head "
+         "(q_norm, k_norm); config.json says qwen3"},
     [OPT_VOCAB] = {"vocab", "N", false, "the preset's", "vocab_size"},
     [OPT_HIDDEN] = {"hidden", "N", false, "the preset's", "hidden_size"},
     [OPT_INTERMEDIATE] = {"intermediate", "N", false, "the preset's",
@@ -59,13 +72,17 @@ static const atlas_cli_option kOptions[] = {
 };
 
 static const atlas_cli_command kCommand = {
-    "make_checkpoint", "--out DIR [options]",
+    "make_checkpoint",
+    "--out DIR [options]",
     "Writes a deterministic Llama checkpoint (Qwen3 with --qk-norm) with\n"
     "RANDOM weights (the same options give the same bytes on every machine),\n"
     "as Hugging Face lays one out: config.json and model.safetensors, or an\n"
     "index and shards. It is loaded back and checked before the command says\n"
     "what it wrote.",
-    kOptions, OPT_COUNT, 0, ATLAS_VERSION_STRING};
+    kOptions,
+    OPT_COUNT,
+    0,
+    ATLAS_VERSION_STRING};
 
 typedef struct options {
   char out[ATLAS_CLI_PATH_MAX];
@@ -163,22 +180,23 @@ static void say_what_was_written(const options *o, const atlas_llama_config *c,
   if (shards == 1) {
     printf("  model.safetensors (%llu bytes)\n", weights);
   } else {
-    printf("  model.safetensors.index.json (%llu bytes) and %zu shards "
-           "model-0000N-of-%05zu.safetensors (%llu bytes)\n",
-           file_bytes(o->out, "model.safetensors.index.json"), shards, shards,
-           weights);
+    printf(
+        "  model.safetensors.index.json (%llu bytes) and %zu shards "
+        "model-0000N-of-%05zu.safetensors (%llu bytes)\n",
+        file_bytes(o->out, "model.safetensors.index.json"), shards, shards,
+        weights);
   }
-  printf("  %s, preset %s: vocab %lld, hidden %lld, intermediate %lld, "
-         "%lld layers, %lld heads, %lld kv heads, max_pos %lld%s\n"
-         "  %zu tensors, %s, RANDOM weights from seed %llu; loaded back and "
-         "checked\n",
-         c->qk_norm ? "Qwen3" : "Llama", o->preset, (long long)c->vocab_size,
-         (long long)c->hidden_size,
-         (long long)c->intermediate_size, (long long)c->num_hidden_layers,
-         (long long)c->num_attention_heads, (long long)c->num_key_value_heads,
-         (long long)c->max_position_embeddings,
-         c->tie_word_embeddings ? ", tied embeddings" : "",
-         atlas_checkpoint_tensor_count(ck), dtype_name(o->dtype), o->seed);
+  printf(
+      "  %s, preset %s: vocab %lld, hidden %lld, intermediate %lld, "
+      "%lld layers, %lld heads, %lld kv heads, max_pos %lld%s\n"
+      "  %zu tensors, %s, RANDOM weights from seed %llu; loaded back and "
+      "checked\n",
+      c->qk_norm ? "Qwen3" : "Llama", o->preset, (long long)c->vocab_size,
+      (long long)c->hidden_size, (long long)c->intermediate_size,
+      (long long)c->num_hidden_layers, (long long)c->num_attention_heads,
+      (long long)c->num_key_value_heads, (long long)c->max_position_embeddings,
+      c->tie_word_embeddings ? ", tied embeddings" : "",
+      atlas_checkpoint_tensor_count(ck), dtype_name(o->dtype), o->seed);
 }
 
 static int make(const options *o) {
@@ -206,17 +224,15 @@ static int make(const options *o) {
   c->qk_norm = o->qk_norm;
   // What the runtime would refuse at load, refused before anything is written.
   if (c->hidden_size % c->num_attention_heads != 0) {
-    return atlas_cli_usage_error(kCommand.program,
-                                 "hidden %lld is not divisible by heads %lld",
-                                 (long long)c->hidden_size,
-                                 (long long)c->num_attention_heads);
+    return atlas_cli_usage_error(
+        kCommand.program, "hidden %lld is not divisible by heads %lld",
+        (long long)c->hidden_size, (long long)c->num_attention_heads);
   }
   c->head_dim = c->hidden_size / c->num_attention_heads;
   if (c->num_attention_heads % c->num_key_value_heads != 0) {
-    return atlas_cli_usage_error(kCommand.program,
-                                 "heads %lld is not a multiple of kv-heads %lld",
-                                 (long long)c->num_attention_heads,
-                                 (long long)c->num_key_value_heads);
+    return atlas_cli_usage_error(
+        kCommand.program, "heads %lld is not a multiple of kv-heads %lld",
+        (long long)c->num_attention_heads, (long long)c->num_key_value_heads);
   }
   if (c->head_dim % 2 != 0) {
     return atlas_cli_usage_error(kCommand.program,
@@ -242,9 +258,9 @@ static int make(const options *o) {
   if (status == ATLAS_OK) {
     atlas_llama_family family =
         o->qk_norm ? ATLAS_LLAMA_FAMILY_QWEN3 : ATLAS_LLAMA_FAMILY_LLAMA;
-    status = atlas_status_annotate(verify(dir.tmp, family, &ck),
-                                   "%s failed its check and was not kept",
-                                   o->out);
+    status =
+        atlas_status_annotate(verify(dir.tmp, family, &ck),
+                              "%s failed its check and was not kept", o->out);
   }
   if (status == ATLAS_OK) {
     status = atlas_cli_output_dir_commit(&dir);

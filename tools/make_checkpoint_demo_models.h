@@ -15,9 +15,9 @@ extern "C" {
 #endif
 
 typedef struct atlas_demo_model {
-  const char *name;         // "tiny-a", "tiny-b"
-  const char *config_json;  // NUL-terminated
-  size_t config_bytes;      // without the NUL
+  const char *name;              // "tiny-a", "tiny-b"
+  const char *config_json;       // NUL-terminated
+  size_t config_bytes;           // without the NUL
   const unsigned char *weights;  // 64-byte aligned safetensors bytes
   size_t weights_bytes;
 } atlas_demo_model;

@@ -112,8 +112,8 @@ static atlas_status list_tensors(const atlas_llama_config *c, gen_tensor **out,
   t[n++].weight = ATLAS_LLAMA_FINAL_NORM;
   if (!c->tie_word_embeddings) t[n++].weight = ATLAS_LLAMA_LM_HEAD;
   for (size_t i = 0; i < n; ++i) {
-    atlas_status s = atlas_llama_weight_name(t[i].weight, t[i].rank,
-                                             t[i].name, sizeof(t[i].name));
+    atlas_status s = atlas_llama_weight_name(t[i].weight, t[i].rank, t[i].name,
+                                             sizeof(t[i].name));
     if (s != ATLAS_OK) {
       free(t);
       return s;
@@ -134,13 +134,13 @@ static bool is_norm(atlas_llama_weight w) {
 // Fills one tensor from its own stream, so values do not depend on sharding.
 static atlas_status fill_tensor(gen_tensor *t, uint64_t seed, size_t index) {
   atlas_dtype dtype = t->dtype;
-  uint64_t elements = (uint64_t)t->shape[0] *
-                      (uint64_t)(t->rank == 2 ? t->shape[1] : 1);
+  uint64_t elements =
+      (uint64_t)t->shape[0] * (uint64_t)(t->rank == 2 ? t->shape[1] : 1);
   size_t esize = atlas_dtype_size(dtype);
   t->data = malloc((size_t)(elements * esize));
   if (t->data == NULL) {
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "out of memory for %s", t->name);
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "out of memory for %s",
+                             t->name);
   }
   uint64_t state = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(index + 1));
   for (uint64_t i = 0; i < elements; ++i) {
@@ -193,20 +193,21 @@ static atlas_status write_config(const char *path,
       "{s:[s], s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, "
       "s:b, s:s}",
       "architectures", c->qk_norm ? "Qwen3ForCausalLM" : "LlamaForCausalLM",
-      "model_type", c->qk_norm ? "qwen3" : "llama",
-      "hidden_act", "silu", "vocab_size", (json_int_t)c->vocab_size,
-      "hidden_size", (json_int_t)c->hidden_size, "intermediate_size",
+      "model_type", c->qk_norm ? "qwen3" : "llama", "hidden_act", "silu",
+      "vocab_size", (json_int_t)c->vocab_size, "hidden_size",
+      (json_int_t)c->hidden_size, "intermediate_size",
       (json_int_t)c->intermediate_size, "num_hidden_layers",
       (json_int_t)c->num_hidden_layers, "num_attention_heads",
       (json_int_t)c->num_attention_heads, "num_key_value_heads",
-      (json_int_t)c->num_key_value_heads, "head_dim",
-      (json_int_t)c->head_dim, "max_position_embeddings",
-      (json_int_t)c->max_position_embeddings, "rms_norm_eps", c->rms_norm_eps,
-      "rope_theta", c->rope_theta, "tie_word_embeddings",
-      (int)c->tie_word_embeddings, "torch_dtype", torch_dtype(o->dtype));
+      (json_int_t)c->num_key_value_heads, "head_dim", (json_int_t)c->head_dim,
+      "max_position_embeddings", (json_int_t)c->max_position_embeddings,
+      "rms_norm_eps", c->rms_norm_eps, "rope_theta", c->rope_theta,
+      "tie_word_embeddings", (int)c->tie_word_embeddings, "torch_dtype",
+      torch_dtype(o->dtype));
   // Qwen3Config's attention_bias: q, k, v and o alike.
   if (root != NULL && c->qk_norm &&
-      json_object_set_new(root, "attention_bias", json_boolean(c->qkv_bias)) != 0) {
+      json_object_set_new(root, "attention_bias", json_boolean(c->qkv_bias)) !=
+          0) {
     json_decref(root);
     root = NULL;
   }
@@ -264,8 +265,7 @@ static atlas_status write_weights(const atlas_make_checkpoint_options *o,
     char name[64];
     snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors", s + 1,
              shards);
-    atlas_status status =
-        write_shard(o->out_dir, name, t + begin, end - begin);
+    atlas_status status = write_shard(o->out_dir, name, t + begin, end - begin);
     if (status != ATLAS_OK) {
       json_decref(map);
       return status;
@@ -319,7 +319,8 @@ atlas_status atlas_make_checkpoint_write(
   size_t count = 0;
   ATLAS_RETURN_IF_ERROR(list_tensors(&o->config, &t, &count));
   atlas_status status = ATLAS_OK;
-  atlas_dtype other = o->dtype == ATLAS_DTYPE_F32 ? ATLAS_DTYPE_BF16 : ATLAS_DTYPE_F32;
+  atlas_dtype other =
+      o->dtype == ATLAS_DTYPE_F32 ? ATLAS_DTYPE_BF16 : ATLAS_DTYPE_F32;
   for (size_t i = 0; status == ATLAS_OK && i < count; ++i) {
     bool mixed = o->mixed_dtypes && (t[i].weight == ATLAS_LLAMA_K_PROJ ||
                                      t[i].weight == ATLAS_LLAMA_UP_PROJ);
@@ -329,10 +330,9 @@ atlas_status atlas_make_checkpoint_write(
   if (status == ATLAS_OK) status = write_weights(o, t, count);
   char *config_path = join(o->out_dir, "config.json");
   if (status == ATLAS_OK) {
-    status = config_path == NULL
-                 ? atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                                     "out of memory")
-                 : write_config(config_path, o);
+    status = config_path == NULL ? atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                                                     "out of memory")
+                                 : write_config(config_path, o);
   }
   free(config_path);
   for (size_t i = 0; i < count; ++i) free(t[i].data);

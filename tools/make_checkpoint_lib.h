@@ -18,11 +18,11 @@ extern "C" {
 #endif
 
 typedef struct atlas_make_checkpoint_options {
-  const char *out_dir;        // created if missing (one level)...
-  bool dir_made;              // ...unless set: the caller made it (a
-                              // watched temporary folder, which a stop
-                              // removes under a running write and which
-                              // must stay removed)
+  const char *out_dir;  // created if missing (one level)...
+  bool dir_made;        // ...unless set: the caller made it (a
+                        // watched temporary folder, which a stop
+                        // removes under a running write and which
+                        // must stay removed)
   uint64_t seed;
   // tie_word_embeddings: lm_head omitted. qk_norm: a Qwen3 checkpoint
   // (q_norm and k_norm a layer; config.json says qwen3, its attention_bias
@@ -33,14 +33,14 @@ typedef struct atlas_make_checkpoint_options {
   // k_proj and up_proj in another type (F32; BF16 when dtype is F32): the
   // layers then run q/k/v and gate/up as separate products.
   bool mixed_dtypes;
-  int shards;                 // 1: model.safetensors; N > 1: sharded + index
+  int shards;  // 1: model.safetensors; N > 1: sharded + index
 } atlas_make_checkpoint_options;
 
 // Fills `out` with a preset: "tiny" (vocab 64, hidden 32, 2 layers, 4 heads,
 // 2 kv heads, intermediate 64) or "small" (vocab 256, hidden 64, 4 layers,
 // 8 heads, 2 kv heads, intermediate 128). INVALID_ARGUMENT for other names.
-ATLAS_MUST_USE atlas_status atlas_make_checkpoint_preset(const char *name,
-                                          atlas_llama_config *out);
+ATLAS_MUST_USE atlas_status
+atlas_make_checkpoint_preset(const char *name, atlas_llama_config *out);
 
 // How many tensors a checkpoint of `config` holds: the most shards it can be
 // split into.
@@ -48,8 +48,8 @@ size_t atlas_make_checkpoint_tensor_count(const atlas_llama_config *config);
 
 // Writes out_dir/config.json and the weights. More shards than tensors is
 // INVALID_ARGUMENT.
-ATLAS_MUST_USE atlas_status atlas_make_checkpoint_write(
-    const atlas_make_checkpoint_options *options);
+ATLAS_MUST_USE atlas_status
+atlas_make_checkpoint_write(const atlas_make_checkpoint_options *options);
 
 // Round-to-nearest-even conversions used for the weights (exposed for tests).
 uint16_t atlas_make_checkpoint_f32_to_f16(float value);

@@ -35,7 +35,9 @@ void atlas_progress_init(atlas_progress *p, const char *label) {
 void atlas_progress_update(void *ctx, uint64_t done, uint64_t total) {
   atlas_progress *p = ctx;
   // Quick loads stay quiet: a bar that flashes for 50 ms is noise.
-  if (!p->enabled || total == 0 || atlas_progress_now_ms() - p->start_ms < 300.0) return;
+  if (!p->enabled || total == 0 ||
+      atlas_progress_now_ms() - p->start_ms < 300.0)
+    return;
   const int width = 30;
   int filled = (int)((double)done / (double)total * width);
   char a[32], b[32];

@@ -8,8 +8,8 @@
 
 typedef struct atlas_progress {
   const char *label;
-  bool enabled;     // stderr is a terminal
-  bool drawn;       // something was printed (finish with a newline)
+  bool enabled;  // stderr is a terminal
+  bool drawn;    // something was printed (finish with a newline)
   double start_ms;
 } atlas_progress;
 

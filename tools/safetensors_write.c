@@ -126,7 +126,8 @@ atlas_status atlas_safetensors_write(
                              atlas_strerror(err, text, sizeof(text)));
   }
   uint8_t prefix[8];
-  for (int i = 0; i < 8; ++i) prefix[i] = (uint8_t)((uint64_t)padded >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    prefix[i] = (uint8_t)((uint64_t)padded >> (8 * i));
   int ok = fwrite(prefix, 1, 8, f) == 8 && fwrite(header, 1, len, f) == len;
   for (size_t i = len; ok && i < padded; ++i) ok = fputc(' ', f) != EOF;
   free(header);

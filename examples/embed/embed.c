@@ -30,7 +30,8 @@ static embed_status generate(atlas_model *model, const char *label) {
     return EMBED_FAILED;
   }
   atlas_model_info info = {.struct_size = sizeof info};
-  if (check(atlas_model_info_get(model, &info), "model info")) return EMBED_FAILED;
+  if (check(atlas_model_info_get(model, &info), "model info"))
+    return EMBED_FAILED;
   printf("%s: %s on %s, vocab %zu:", label, info.architecture, info.backend,
          info.vocab_size);
   for (size_t i = 0; i < n; i++) printf(" %u", (unsigned)out[i]);
@@ -57,9 +58,10 @@ int main(int argc, char **argv) {
   atlas_swap_info swap;
   if (!failed) failed = check(atlas_swap(&model, b, &open, &swap), "swap");
   if (!failed) {
-    printf("swap: outcome %d (0: swapped), side by side %d\n", (int)swap.outcome,
-           (int)swap.side_by_side);
-    failed = swap.outcome == ATLAS_SWAP_OUTCOME_SWAPPED ? EMBED_OK : EMBED_FAILED;
+    printf("swap: outcome %d (0: swapped), side by side %d\n",
+           (int)swap.outcome, (int)swap.side_by_side);
+    failed =
+        swap.outcome == ATLAS_SWAP_OUTCOME_SWAPPED ? EMBED_OK : EMBED_FAILED;
   }
   if (!failed) failed = generate(model, "model b");
 
@@ -67,7 +69,9 @@ int main(int argc, char **argv) {
   atlas_report_options ropt;
   atlas_report_options_init(&ropt);
   ropt.top = 5;
-  if (!failed) failed = check(atlas_report(model, ATLAS_REPORT_TEXT, &ropt, &report), "report");
+  if (!failed)
+    failed =
+        check(atlas_report(model, ATLAS_REPORT_TEXT, &ropt, &report), "report");
   if (!failed) printf("%s", report);
   atlas_free(report);
 

@@ -1,8 +1,8 @@
 // A stand-in for the CUDA toolkit's headers, force-included when the statics
 // gate parses .cu/.cuh files in clang's CUDA mode (-x cuda --cuda-host-only
-// -nocudainc): clang 14 knows the CUDA attributes but not the toolkit, which may
-// be absent (CI) or newer than clang 14 accepts. It declares what kernels use;
-// the check reads declarations, so nothing here is ever compiled to code.
+// -nocudainc): clang 14 knows the CUDA attributes but not the toolkit, which
+// may be absent (CI) or newer than clang 14 accepts. It declares what kernels
+// use; the check reads declarations, so nothing here is ever compiled to code.
 // __managed__ is a device global for the check (clang 14 knows `managed` only
 // for HIP).
 #ifndef ATLAS_LINT_CUDA_ATLAS_CUDA_LINT_H_
@@ -32,10 +32,18 @@
 #pragma clang force_cuda_host_device end
 
 // The vector types and the intrinsics kernels use (declarations only).
-struct uint2 { unsigned int x, y; };
-struct uint4 { unsigned int x, y, z, w; };
-struct float2 { float x, y; };
-struct float4 { float x, y, z, w; };
+struct uint2 {
+  unsigned int x, y;
+};
+struct uint4 {
+  unsigned int x, y, z, w;
+};
+struct float2 {
+  float x, y;
+};
+struct float4 {
+  float x, y, z, w;
+};
 typedef struct uint2 uint2;
 typedef struct uint4 uint4;
 typedef struct float2 float2;
@@ -64,7 +72,8 @@ __device__ T __shfl_sync(unsigned mask, T v, int lane, int width = 32);
 template <typename T>
 __device__ T __shfl_xor_sync(unsigned mask, T v, int lane, int width = 32);
 template <typename T>
-__device__ T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32);
+__device__ T __shfl_down_sync(unsigned mask, T v, unsigned delta,
+                              int width = 32);
 template <typename T>
 __device__ T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32);
 __device__ unsigned __ballot_sync(unsigned mask, int pred);

@@ -57,12 +57,12 @@ typedef struct atlas_open_options {
   // "auto" (or NULL): CUDA when a device is there, else the host; "host";
   // "cuda". atlas_backend_names lists what this build has.
   const char *backend;
-  int device;                    // CUDA device ordinal (default 0)
+  int device;  // CUDA device ordinal (default 0)
   // Most device bytes this model (and a swap's successor) may hold; 0: all
   // the device has. A swap checks against it.
   uint64_t device_budget_bytes;
-  int64_t max_seq;               // KV cache positions; 0: min(config, 2048)
-  atlas_log_sink log;            // zeroed: stderr
+  int64_t max_seq;     // KV cache positions; 0: min(config, 2048)
+  atlas_log_sink log;  // zeroed: stderr
   // Called as weight bytes land on the device (may be NULL), on the calling
   // thread: done_bytes climbs to total_bytes (what the weights take there,
   // norms as f32), and the last call has done_bytes == total_bytes.
@@ -77,10 +77,10 @@ typedef struct atlas_open_options {
   // window transformers' generate parts from it).
   int64_t context_needed;
   // The KV cache's element type: "auto" (or NULL: the weights' type for F16
-  // and BF16 models, else f32), "f32", "f16" or "bf16" (any case). A 16-bit cache
-  // halves its memory and the bytes attention reads, and is the fast mode:
-  // prompts multiply 16-bit activations (README, "Precision"). "f32" is the
-  // faithful mode: CUDA matches the host reference to 1e-5.
+  // and BF16 models, else f32), "f32", "f16" or "bf16" (any case). A 16-bit
+  // cache halves its memory and the bytes attention reads, and is the fast
+  // mode: prompts multiply 16-bit activations (README, "Precision"). "f32" is
+  // the faithful mode: CUDA matches the host reference to 1e-5.
   const char *kv_cache_type;
   // One more than the largest token id the caller will feed (its prompt's
   // largest id + 1); 0: no check. When set, atlas_open and atlas_swap refuse
@@ -113,10 +113,10 @@ ATLAS_MUST_USE atlas_status atlas_open(const char *dir,
 // The same from a checkpoint held in memory (config.json text and one
 // safetensors file). `name` names it in messages. All three buffers must
 // outlive the model.
-ATLAS_MUST_USE atlas_status atlas_open_memory(
-    const char *name, const char *config_json, size_t config_size,
-    const void *safetensors, size_t safetensors_size,
-    const atlas_open_options *options, atlas_model **out_model);
+ATLAS_MUST_USE atlas_status
+atlas_open_memory(const char *name, const char *config_json, size_t config_size,
+                  const void *safetensors, size_t safetensors_size,
+                  const atlas_open_options *options, atlas_model **out_model);
 
 // What close found when it swept the model's backend after the ordered
 // teardown: anything in leaked_* was leaked by Atlas (a bug worth
@@ -144,8 +144,8 @@ typedef struct atlas_model_info {
   const char *architecture;  // e.g. "llama", "qwen2"
   const char *backend;       // e.g. "host", "cuda:0"
   size_t vocab_size;
-  int64_t max_seq;           // positions the KV cache holds
-  uint64_t live_bytes;       // bytes the model holds on its backend now
+  int64_t max_seq;      // positions the KV cache holds
+  uint64_t live_bytes;  // bytes the model holds on its backend now
 } atlas_model_info;
 
 // Strings in `out_info` live as long as the model (until close or swap).
@@ -167,8 +167,8 @@ typedef struct atlas_tokenizer atlas_tokenizer;
 // is refused by kind, never waited on). Errors: NOT_FOUND/IO naming the file;
 // INVALID_ARGUMENT / DATA_LOSS naming the key of what is malformed or not
 // supported. Release with atlas_tokenizer_free.
-ATLAS_MUST_USE atlas_status atlas_tokenizer_load(
-    const char *path, atlas_tokenizer **out_tokenizer);
+ATLAS_MUST_USE atlas_status
+atlas_tokenizer_load(const char *path, atlas_tokenizer **out_tokenizer);
 void atlas_tokenizer_free(atlas_tokenizer *tokenizer);
 
 // Encodes `len` bytes of UTF-8 `text` (invalid UTF-8 is refused with its
@@ -291,12 +291,10 @@ void atlas_generate_options_init(atlas_generate_options *options);
 // Errors: INVALID_ARGUMENT for an empty prompt, an id outside the
 // vocabulary, a sequence longer than max_seq, a sampling option out of range
 // (named) or stop strings without a tokenizer (checked before any work).
-ATLAS_MUST_USE atlas_status atlas_generate(atlas_model *model,
-                                           const uint32_t *prompt,
-                                           size_t prompt_len,
-                                           const atlas_generate_options *options,
-                                           uint32_t *out_tokens,
-                                           size_t *out_count);
+ATLAS_MUST_USE atlas_status
+atlas_generate(atlas_model *model, const uint32_t *prompt, size_t prompt_len,
+               const atlas_generate_options *options, uint32_t *out_tokens,
+               size_t *out_count);
 
 // ---- hot swap ----------------------------------------------------------------
 

@@ -17,10 +17,10 @@
 #include "atlas/runtime/model/model.h"
 #include "atlas/runtime/model/swap.h"
 // atlas.h repeats its tokenizer declarations: including both checks they agree.
-#include "atlas/runtime/text/tokenizer.h"
 #include "atlas/runtime/chat/chat_template.h"
 #include "atlas/runtime/sampling/sampler.h"
 #include "atlas/runtime/sampling/stop.h"
+#include "atlas/runtime/text/tokenizer.h"
 
 // An options struct from a caller built against an older header is shorter:
 // copy what it has over the defaults.
@@ -75,12 +75,12 @@ static atlas_status spec_from(const atlas_open_options *in,
                              "atlas_open_options.max_seq (%lld), "
                              "context_needed (%lld) or vocab_needed (%lld) "
                              "is negative",
-                             (long long)o.max_seq,
-                             (long long)o.context_needed,
+                             (long long)o.max_seq, (long long)o.context_needed,
                              (long long)o.vocab_needed);
   }
   atlas_dtype kv = ATLAS_DTYPE_F32;
-  bool kv_auto = o.kv_cache_type == NULL || strcasecmp(o.kv_cache_type, "auto") == 0;
+  bool kv_auto =
+      o.kv_cache_type == NULL || strcasecmp(o.kv_cache_type, "auto") == 0;
   if (!kv_auto && !atlas_dtype_from_name(o.kv_cache_type, &kv)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "atlas_open_options.kv_cache_type \"%.32s\" is "
@@ -176,8 +176,8 @@ atlas_status atlas_open_memory(const char *name, const char *config_json,
   atlas_model_spec spec;
   ATLAS_RETURN_IF_ERROR(spec_from(options, &spec));
   embedded_holder *h = NULL;
-  ATLAS_RETURN_IF_ERROR(holder_make(name, config_json, config_size,
-                                    safetensors, safetensors_size, &h),
+  ATLAS_RETURN_IF_ERROR(holder_make(name, config_json, config_size, safetensors,
+                                    safetensors_size, &h),
                         "atlas_open_memory");
   spec.embedded = &h->checkpoint;
   atlas_status s = atlas_model_open(&spec, out_model);
@@ -201,8 +201,7 @@ atlas_status atlas_close(atlas_model *model, atlas_close_report *out_report) {
   memset(&report, 0, sizeof(report));
   atlas_status s = atlas_model_close(model, &report);
   if (out_report != NULL) {
-    out_report->leaked_bytes =
-        report.sweep.bytes - report.sweep.refused_bytes;
+    out_report->leaked_bytes = report.sweep.bytes - report.sweep.refused_bytes;
     out_report->leaked_allocations =
         report.sweep.count - report.sweep.refused_count;
     out_report->refused_bytes = report.sweep.refused_bytes;
@@ -248,11 +247,11 @@ typedef struct generate_state {
   atlas_sampler sampler;
   int32_t *history;  // prompt + generated ids (the repetition penalty's view)
   size_t history_len;
-  bool text;         // decoding text (a tokenizer was given)
+  bool text;  // decoding text (a tokenizer was given)
   atlas_tokenizer_stream *stream;
   atlas_stop stop;
   bool stop_ready;
-  bool stopped;      // on_text or a stop string ended it
+  bool stopped;        // on_text or a stop string ended it
   atlas_status error;  // from a callback that can only return bool
 } generate_state;
 
@@ -266,9 +265,8 @@ static atlas_status choose_token(void *ctx, const float *logits,
                                  size_t vocab_size, uint32_t *out_token) {
   generate_state *g = ctx;
   int32_t token = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_sampler_sample(&g->sampler, logits, vocab_size,
-                                             g->history, g->history_len,
-                                             &token));
+  ATLAS_RETURN_IF_ERROR(atlas_sampler_sample(
+      &g->sampler, logits, vocab_size, g->history, g->history_len, &token));
   g->history[g->history_len++] = token;
   *out_token = (uint32_t)token;
   return ATLAS_OK;
@@ -283,11 +281,13 @@ static bool emit_text(generate_state *g, const char *text, size_t len) {
 // characters before it included: a stop string among those is known now,
 // not when the character completes tokens later. Then generation ends here,
 // with the text up to the stop string (*step, which emitted nothing yet).
-static atlas_status stop_in_held_text(generate_state *g, atlas_stop_step *step) {
+static atlas_status stop_in_held_text(generate_state *g,
+                                      atlas_stop_step *step) {
   if (g->stop.n_stop == 0) return ATLAS_OK;
   char *held = NULL;
   size_t held_len = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_tokenizer_stream_finish(g->stream, &held, &held_len));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_tokenizer_stream_finish(g->stream, &held, &held_len));
   atlas_status s = ATLAS_OK;
   if (atlas_stop_would_stop(&g->stop, held, held_len)) {
     // The step's own text first: the finish reuses the buffer it points into.
@@ -364,12 +364,14 @@ static atlas_status generate_state_init(generate_state *g, atlas_model *model,
   c.seed = o->seed;
   // Checked even when greedy: an option out of range is refused whatever
   // the temperature, as atlas.h promises.
-  ATLAS_RETURN_IF_ERROR(atlas_sampler_config_check(&c), "atlas_generate_options");
+  ATLAS_RETURN_IF_ERROR(atlas_sampler_config_check(&c),
+                        "atlas_generate_options");
   // Plain greedy stays on the runtime's own argmax (the same ids).
   g->sampling = o->temperature != 0.0f || o->repetition_penalty != 1.0f;
   if (g->sampling) {
-    ATLAS_RETURN_IF_ERROR(atlas_sampler_init(
-        &g->sampler, &c, (size_t)atlas_model_vocab_size(model)),
+    ATLAS_RETURN_IF_ERROR(
+        atlas_sampler_init(&g->sampler, &c,
+                           (size_t)atlas_model_vocab_size(model)),
         "atlas_generate_options");
     g->history = malloc((prompt_len + o->max_new_tokens + 1) * sizeof(int32_t));
     if (g->history == NULL) {
@@ -383,8 +385,8 @@ static atlas_status generate_state_init(generate_state *g, atlas_model *model,
     g->text = true;
     // Resyncing: a byte-fallback model's stray byte id must not end the
     // text (tokenizers' DecodeStream would raise; see tokenizer.h).
-    ATLAS_RETURN_IF_ERROR(atlas_tokenizer_stream_create_resync(
-        o->tokenizer, true, &g->stream));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_tokenizer_stream_create_resync(o->tokenizer, true, &g->stream));
     // The runtime stops at EOS itself; the stop conditions only need to
     // know EOS ids to keep their text out (none when ignore_eos).
     const atlas_eos *eos = atlas_model_eos(model);
@@ -432,7 +434,8 @@ atlas_status atlas_generate(atlas_model *model, const uint32_t *prompt,
   // count near SIZE_MAX would wrap its size.
   int64_t max_seq = atlas_model_max_seq(model);
   size_t later = o.max_new_tokens > 0 ? o.max_new_tokens - 1 : 0;
-  if (prompt_len > (uint64_t)max_seq || later > (uint64_t)max_seq - prompt_len) {
+  if (prompt_len > (uint64_t)max_seq ||
+      later > (uint64_t)max_seq - prompt_len) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%zu prompt tokens and max_new_tokens %zu need "
                              "more positions than the KV cache of %s holds "
@@ -574,7 +577,7 @@ static atlas_status swap_impl(atlas_model **model, const char *dir,
   if (r.swapped) {
     free(old_holder);  // the old model is gone
   } else {
-    free(holder);      // the new one never served
+    free(holder);  // the new one never served
     // LOST: the old one is gone too (a restore keeps serving from it).
     if (*model == NULL) free(old_holder);
   }
@@ -631,8 +634,8 @@ atlas_status atlas_swap_memory(atlas_model **model, const char *name,
                                atlas_swap_info *out_info) {
   swap_info_refused(out_info);
   embedded_holder *h = NULL;
-  ATLAS_RETURN_IF_ERROR(holder_make(name, config_json, config_size,
-                                    safetensors, safetensors_size, &h),
+  ATLAS_RETURN_IF_ERROR(holder_make(name, config_json, config_size, safetensors,
+                                    safetensors_size, &h),
                         "atlas_swap_memory");
   return swap_impl(model, NULL, h, options, ATLAS_FAULT_ALLOC, 0, false,
                    out_info);
@@ -649,8 +652,10 @@ static atlas_status svg_text(const atlas_model *model,
   }
   // Sized to fit: a cut could split a UTF-8 character of the name.
   const char *name = atlas_model_name(model);
-  const char *backend = atlas_backend_name(atlas_model_backend((atlas_model *)model));
-  size_t title_len = strlen(name) + strlen(backend) + sizeof("Live memory of  on ");
+  const char *backend =
+      atlas_backend_name(atlas_model_backend((atlas_model *)model));
+  size_t title_len =
+      strlen(name) + strlen(backend) + sizeof("Live memory of  on ");
   char *title = malloc(title_len);
   if (title == NULL) {
     fclose(f);
@@ -700,11 +705,11 @@ atlas_status atlas_report(const atlas_model *model, atlas_report_format format,
   }
   atlas_ledger_entry *entries = NULL;
   size_t count = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_ledger_snapshot(atlas_backend_ledger(b), &entries,
-                                              &count));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_ledger_snapshot(atlas_backend_ledger(b), &entries, &count));
   atlas_site_report sites;
-  atlas_status s = atlas_site_report_build(entries, count, o.top, o.min_mb,
-                                           &sites);
+  atlas_status s =
+      atlas_site_report_build(entries, count, o.top, o.min_mb, &sites);
   free(entries);
   if (s != ATLAS_OK) return s;
   if (format == ATLAS_REPORT_JSON) {

@@ -22,7 +22,8 @@ struct atlas_swap_info;
 
 typedef enum atlas_testing_fault {
   ATLAS_TESTING_FAULT_NONE = 0,
-  ATLAS_TESTING_FAULT_ALLOC,  // the at-th allocation on the new model's backend fails
+  ATLAS_TESTING_FAULT_ALLOC,  // the at-th allocation on the new model's backend
+                              // fails
   // As ALLOC, and when the swap then restores the old model (the replace
   // path: only one fitted) the restore's first allocation fails too, so the
   // swap ends LOST with no model: the one outcome ATLAS_FAULT cannot reach

@@ -7,9 +7,8 @@
 
 static json_t *row_json(const atlas_site_total *r) {
   if (r->site.file == NULL) {
-    return json_pack("{s:I, s:I, s:I}", "sites", (json_int_t)r->sites,
-                     "bytes", (json_int_t)r->bytes, "count",
-                     (json_int_t)r->count);
+    return json_pack("{s:I, s:I, s:I}", "sites", (json_int_t)r->sites, "bytes",
+                     (json_int_t)r->bytes, "count", (json_int_t)r->count);
   }
   return json_pack("{s:s, s:i, s:s, s:I, s:I}", "file", r->site.file, "line",
                    r->site.line, "func", r->site.func ? r->site.func : "",

@@ -11,7 +11,8 @@
 //  "sites": [{"file", "line", "func", "bytes", "count"}...],
 //  "other": {"sites", "bytes", "count"} (only when rows were folded)}.
 // The caller frees *out_json.
-ATLAS_MUST_USE atlas_status atlas_memory_json(const atlas_site_report *report, size_t top,
-                               double min_mb, char **out_json);
+ATLAS_MUST_USE atlas_status atlas_memory_json(const atlas_site_report *report,
+                                              size_t top, double min_mb,
+                                              char **out_json);
 
 #endif  // ATLAS_RUNTIME_API_MEMORY_JSON_H_

@@ -46,14 +46,17 @@ static void put_legend(FILE *out, int x, int y) {
   static const char *const labels[] = {
       "over 50% of live bytes", "10% to 50%", "under 10%",
       "smaller sites folded together (--top, --min-mb)"};
-  fprintf(out, "<g id=\"legend\" font-size=\"12\" fill=\"#39425a\">\n"
-               "<text x=\"%d\" y=\"%d\">Legend: bar length is live bytes "
-               "relative to the biggest site; colour is the share of all "
-               "live bytes.</text>\n", x, y);
+  fprintf(out,
+          "<g id=\"legend\" font-size=\"12\" fill=\"#39425a\">\n"
+          "<text x=\"%d\" y=\"%d\">Legend: bar length is live bytes "
+          "relative to the biggest site; colour is the share of all "
+          "live bytes.</text>\n",
+          x, y);
   int cx = x;
   for (size_t i = 0; i < sizeof(fills) / sizeof(fills[0]); ++i) {
-    fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" "
-                 "rx=\"2\" fill=\"%s\"/>\n<text x=\"%d\" y=\"%d\">%s</text>\n",
+    fprintf(out,
+            "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" "
+            "rx=\"2\" fill=\"%s\"/>\n<text x=\"%d\" y=\"%d\">%s</text>\n",
             cx, y + 14, fills[i], cx + 20, y + 26, labels[i]);
     cx += 20 + 7 * (int)strlen(labels[i]) + 24;
   }
@@ -72,13 +75,14 @@ atlas_status atlas_memory_svg_write(const atlas_site_report *report,
   if (biggest == 0) biggest = 1;
   char total[32];
   atlas_format_bytes(report->live_bytes, total, sizeof(total));
-  fprintf(out,
-          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-          "font-family=\"DejaVu Sans, Helvetica, sans-serif\">\n"
-          "<rect width=\"100%%\" height=\"100%%\" fill=\"#fbfbfd\"/>\n"
-          "<text x=\"20\" y=\"32\" font-size=\"20\" font-weight=\"bold\" "
-          "fill=\"#1d2433\">",
-          width, height);
+  fprintf(
+      out,
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+      "font-family=\"DejaVu Sans, Helvetica, sans-serif\">\n"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"#fbfbfd\"/>\n"
+      "<text x=\"20\" y=\"32\" font-size=\"20\" font-weight=\"bold\" "
+      "fill=\"#1d2433\">",
+      width, height);
   put_text(out, title);
   fprintf(out,
           "</text>\n<text x=\"20\" y=\"54\" font-size=\"13\" fill=\"#5a6378\">"
@@ -91,11 +95,12 @@ atlas_status atlas_memory_svg_write(const atlas_site_report *report,
     int w = (int)(frac * bar_max);
     if (w < 2) w = 2;
     // Share of the total decides the colour: hot sites stand out.
-    double share = report->live_bytes ? (double)r->bytes / (double)report->live_bytes : 0;
+    double share =
+        report->live_bytes ? (double)r->bytes / (double)report->live_bytes : 0;
     const char *fill = r->site.file == NULL ? kFoldedFill
-                       : share > 0.5       ? kHotFill
-                       : share > 0.1       ? kWarmFill
-                                           : kColdFill;
+                       : share > 0.5        ? kHotFill
+                       : share > 0.1        ? kWarmFill
+                                            : kColdFill;
     char amount[32];
     atlas_format_bytes(r->bytes, amount, sizeof(amount));
     fprintf(out,
@@ -106,8 +111,9 @@ atlas_status atlas_memory_svg_write(const atlas_site_report *report,
             "<text x=\"%d\" y=\"%d\" font-size=\"13\" fill=\"#1d2433\">%s "
             "(%.1f%%) in %zu</text>\n",
             amount_x, y + 16, amount, share * 100.0, r->count);
-    fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#39425a\" "
-                 "font-family=\"DejaVu Sans Mono, monospace\">",
+    fprintf(out,
+            "<text x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#39425a\" "
+            "font-family=\"DejaVu Sans Mono, monospace\">",
             site_x, y + 16);
     if (r->site.file != NULL) {
       char site[512];

@@ -7,7 +7,7 @@
 
 #include "atlas/runtime/ledger_report.h"
 
-ATLAS_MUST_USE atlas_status atlas_memory_svg_write(const atlas_site_report *report,
-                                    const char *title, FILE *out);
+ATLAS_MUST_USE atlas_status atlas_memory_svg_write(
+    const atlas_site_report *report, const char *title, FILE *out);
 
 #endif  // ATLAS_RUNTIME_API_MEMORY_SVG_H_

@@ -49,8 +49,8 @@ static void supported(const atlas_arch *row, char *buf, size_t size) {
     const char *const *names =
         row != NULL ? kArchs[i].architectures : kArchs[i].model_types;
     for (; *names != NULL; ++names) {
-      int n = snprintf(buf + used, size - used, "%s%s", used ? ", " : "",
-                       *names);
+      int n =
+          snprintf(buf + used, size - used, "%s%s", used ? ", " : "", *names);
       if (n < 0 || (size_t)n >= size - used) return;
       used += (size_t)n;
     }
@@ -70,7 +70,8 @@ static atlas_status select_row(const char *path, const json_t *root,
   }
   const atlas_arch *row = NULL;
   for (size_t i = 0; i < ARCH_COUNT && row == NULL; ++i) {
-    if (listed(kArchs[i].model_types, json_string_value(type))) row = &kArchs[i];
+    if (listed(kArchs[i].model_types, json_string_value(type)))
+      row = &kArchs[i];
   }
   if (row == NULL) {
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
@@ -89,7 +90,8 @@ static atlas_status select_row(const char *path, const json_t *root,
     }
     for (size_t i = 0; i < json_array_size(archs); ++i) {
       const json_t *a = json_array_get(archs, i);
-      if (!json_is_string(a) || !listed(row->architectures, json_string_value(a))) {
+      if (!json_is_string(a) ||
+          !listed(row->architectures, json_string_value(a))) {
         return atlas_status_make(
             ATLAS_STATUS_UNIMPLEMENTED,
             "%s: \"architectures\" lists %s%s%s, which model_type \"%s\" "

@@ -18,9 +18,10 @@ const atlas_arch *atlas_arch_at(size_t index);
 // checks that every entry of `architectures` (when present) belongs to that
 // row. Anything else is refused (UNIMPLEMENTED) with a message naming
 // `path_for_errors`, the key, the value and what is supported.
-ATLAS_MUST_USE atlas_status atlas_arch_select(const char *config_text, size_t len,
-                               const char *path_for_errors,
-                               const atlas_arch **out_arch);
+ATLAS_MUST_USE atlas_status atlas_arch_select(const char *config_text,
+                                              size_t len,
+                                              const char *path_for_errors,
+                                              const atlas_arch **out_arch);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -32,18 +32,21 @@ static atlas_status launch_all(atlas_backend *b, const atlas_kernel *kernel,
   for (size_t i = 0; i < n; ++i) {
     if (!wanted(&jobs[i])) continue;
     // 8 warps a CTA, a warp a 4 KiB block; at most 8 CTAs an SM, striding.
-    uint64_t blocks = (jobs[i].bytes + ATLAS_SCAN_BLOCK_BYTES - 1) /
-                      ATLAS_SCAN_BLOCK_BYTES;
+    uint64_t blocks =
+        (jobs[i].bytes + ATLAS_SCAN_BLOCK_BYTES - 1) / ATLAS_SCAN_BLOCK_BYTES;
     uint64_t ctas = (blocks + 7) / 8, cap = 8 * (uint64_t)sms;
-    atlas_launch_config config = {
-        {(uint32_t)(ctas < cap ? ctas : cap), 1, 1},
-        {ATLAS_WEIGHT_SCAN_BLOCK, 1, 1}, 0, NULL, false};
-    atlas_arg args[] = {
-        ATLAS_ARG_PTR(jobs[i].dst), ATLAS_ARG_I64((int64_t)jobs[i].bytes),
-        ATLAS_ARG_U32((uint32_t)jobs[i].finite), ATLAS_ARG_PTR(results + 2 * i)};
+    atlas_launch_config config = {{(uint32_t)(ctas < cap ? ctas : cap), 1, 1},
+                                  {ATLAS_WEIGHT_SCAN_BLOCK, 1, 1},
+                                  0,
+                                  NULL,
+                                  false};
+    atlas_arg args[] = {ATLAS_ARG_PTR(jobs[i].dst),
+                        ATLAS_ARG_I64((int64_t)jobs[i].bytes),
+                        ATLAS_ARG_U32((uint32_t)jobs[i].finite),
+                        ATLAS_ARG_PTR(results + 2 * i)};
     ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
-        atlas_backend_launch_typed(b, kernel, &config, args, 4),
-        "scanning %s", jobs[i].what ? jobs[i].what : "weights"));
+        atlas_backend_launch_typed(b, kernel, &config, args, 4), "scanning %s",
+        jobs[i].what ? jobs[i].what : "weights"));
   }
   return ATLAS_OK;
 }
@@ -51,9 +54,11 @@ static atlas_status launch_all(atlas_backend *b, const atlas_kernel *kernel,
 // Reads results back, adds digests, and names the first bad element.
 static atlas_status collect(atlas_backend *b, const atlas_upload_job *jobs,
                             size_t n, const uint64_t *dev, uint64_t *host) {
-  ATLAS_RETURN_IF_ERROR(atlas_backend_d2h(b, host, dev, 2 * n * sizeof(uint64_t)));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_backend_d2h(b, host, dev, 2 * n * sizeof(uint64_t)));
   for (size_t i = 0; i < n; ++i) {
-    if (wanted(&jobs[i]) && jobs[i].digest != NULL) *jobs[i].digest += host[2 * i];
+    if (wanted(&jobs[i]) && jobs[i].digest != NULL)
+      *jobs[i].digest += host[2 * i];
   }
   for (size_t i = 0; i < n; ++i) {
     if (!wanted(&jobs[i]) || jobs[i].finite == ATLAS_SCAN_FINITE_NONE ||
@@ -99,8 +104,10 @@ atlas_status atlas_weight_check_begin(atlas_backend *b,
     out->host[2 * i + 1] = UINT64_MAX;
   }
   atlas_status status = atlas_backend_alloc(b, bytes, &out->dev);
-  if (status == ATLAS_OK) status = atlas_backend_h2d(b, out->dev, out->host, bytes);
-  if (status == ATLAS_OK) status = launch_all(b, kernel, jobs, job_count, out->dev);
+  if (status == ATLAS_OK)
+    status = atlas_backend_h2d(b, out->dev, out->host, bytes);
+  if (status == ATLAS_OK)
+    status = launch_all(b, kernel, jobs, job_count, out->dev);
   if (status != ATLAS_OK) {
     // Nothing to collect: release now (finish then has nothing to do).
     status = atlas_status_join(status, atlas_weight_check_finish(out, false));
@@ -108,7 +115,8 @@ atlas_status atlas_weight_check_begin(atlas_backend *b,
   return status;
 }
 
-atlas_status atlas_weight_check_finish(atlas_weight_check *c, bool collect_results) {
+atlas_status atlas_weight_check_finish(atlas_weight_check *c,
+                                       bool collect_results) {
   atlas_status status = ATLAS_OK;
   if (collect_results && c->dev != NULL) {
     status = collect(c->backend, c->jobs, c->count, c->dev, c->host);

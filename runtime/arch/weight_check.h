@@ -36,10 +36,9 @@ typedef struct atlas_weight_check {
   uint64_t *host;  // per job: digest, first bad element (UINT64_MAX: none)
   void *dev;
 } atlas_weight_check;
-ATLAS_MUST_USE atlas_status atlas_weight_check_begin(atlas_backend *backend,
-                                                     const atlas_upload_job *jobs,
-                                                     size_t job_count,
-                                                     atlas_weight_check *out);
+ATLAS_MUST_USE atlas_status
+atlas_weight_check_begin(atlas_backend *backend, const atlas_upload_job *jobs,
+                         size_t job_count, atlas_weight_check *out);
 ATLAS_MUST_USE atlas_status atlas_weight_check_finish(atlas_weight_check *check,
                                                       bool collect_results);
 

@@ -32,9 +32,9 @@ ATLAS_MUST_USE atlas_status atlas_backend_factory_check_name(const char *name);
 // Creates the backend `name` ("auto" or NULL: the first device backend that
 // is available, else the host; the choice is logged). On failure nothing is
 // allocated.
-ATLAS_MUST_USE atlas_status atlas_backend_factory_create(const char *name,
-                                          const atlas_backend_options *options,
-                                          atlas_backend **out_backend);
+ATLAS_MUST_USE atlas_status atlas_backend_factory_create(
+    const char *name, const atlas_backend_options *options,
+    atlas_backend **out_backend);
 
 #ifdef __cplusplus
 }  // extern "C"

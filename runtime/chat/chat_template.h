@@ -23,34 +23,36 @@ typedef struct atlas_chat_template atlas_chat_template;
 
 // Parses template source text. `bos_token`/`eos_token` (may be NULL: then the
 // template sees them undefined) are kept as defaults for rendering.
-ATLAS_MUST_USE atlas_status atlas_chat_template_parse(const char *source, size_t len, const char *bos_token,
-                                       const char *eos_token, atlas_chat_template **out_template);
+ATLAS_MUST_USE atlas_status atlas_chat_template_parse(
+    const char *source, size_t len, const char *bos_token,
+    const char *eos_token, atlas_chat_template **out_template);
 
 // Reads tokenizer_config.json: its `chat_template` (a string, or a list of
 // {name, template} of which "default" is used, "tool_use" when tools are
 // given), and its bos_token/eos_token (a string or an AddedToken object).
-ATLAS_MUST_USE atlas_status atlas_chat_template_load(const char *tokenizer_config_path,
-                                      atlas_chat_template **out_template);
+ATLAS_MUST_USE atlas_status atlas_chat_template_load(
+    const char *tokenizer_config_path, atlas_chat_template **out_template);
 
 void atlas_chat_template_free(atlas_chat_template *tmpl);
 
 typedef struct atlas_chat_render_options {
-  const json_t *messages;        // array of {role, content, ...}; required
-  const json_t *tools;           // array or NULL (the template sees None)
-  const json_t *documents;       // array or NULL (the template sees None)
+  const json_t *messages;   // array of {role, content, ...}; required
+  const json_t *tools;      // array or NULL (the template sees None)
+  const json_t *documents;  // array or NULL (the template sees None)
   bool add_generation_prompt;
-  const char *bos_token;         // NULL: the template's default
-  const char *eos_token;         // NULL: the template's default
-  const json_t *extra;           // object of further variables (enable_thinking, ...) or NULL
-  const struct tm *now;          // what strftime_now formats; NULL: the local time now
+  const char *bos_token;  // NULL: the template's default
+  const char *eos_token;  // NULL: the template's default
+  const json_t
+      *extra;  // object of further variables (enable_thinking, ...) or NULL
+  const struct tm *now;  // what strftime_now formats; NULL: the local time now
 } atlas_chat_render_options;
 
 // Renders the prompt. *out_text is malloc'ed, NUL-terminated; free() it.
 // A template's raise_exception(msg) comes back as an INVALID_ARGUMENT status
 // whose message contains "raise_exception: " followed by msg.
-ATLAS_MUST_USE atlas_status atlas_chat_template_render(const atlas_chat_template *tmpl,
-                                        const atlas_chat_render_options *options,
-                                        char **out_text, size_t *out_len);
+ATLAS_MUST_USE atlas_status atlas_chat_template_render(
+    const atlas_chat_template *tmpl, const atlas_chat_render_options *options,
+    char **out_text, size_t *out_len);
 
 #ifdef __cplusplus
 }  // extern "C"

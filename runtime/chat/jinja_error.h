@@ -14,8 +14,9 @@ atlas_status atlas_jinja_error_at(int line, int col, const char *fmt, ...)
 // OUT_OF_MEMORY "while <stage>" (lexing, parsing, rendering).
 atlas_status atlas_jinja_oom(const char *stage);
 
-// What a buffer's failed appends mean: ATLAS_OK when none failed; INVALID_ARGUMENT
-// when one would have passed JINJA_MAX_BUILT_TEXT; else OUT_OF_MEMORY "while <stage>".
+// What a buffer's failed appends mean: ATLAS_OK when none failed;
+// INVALID_ARGUMENT when one would have passed JINJA_MAX_BUILT_TEXT; else
+// OUT_OF_MEMORY "while <stage>".
 atlas_status atlas_jinja_buf_status(const jinja_buf *b, const char *stage);
 
 // st with the template position put in front, its code kept; st itself when

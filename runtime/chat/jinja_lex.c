@@ -34,7 +34,9 @@ typedef enum { NAME_NONE, NAME_START, NAME_CONTINUE, NAME_RUN_ONLY } name_class;
 
 static name_class classify(utf8proc_int32_t cp) {
   if (cp < 0x80) {
-    return isalpha(cp) || cp == '_' ? NAME_START : isdigit(cp) ? NAME_CONTINUE : NAME_NONE;
+    return isalpha(cp) || cp == '_' ? NAME_START
+           : isdigit(cp)            ? NAME_CONTINUE
+                                    : NAME_NONE;
   }
   switch (utf8proc_category(cp)) {
     case UTF8PROC_CATEGORY_LU:
@@ -50,7 +52,8 @@ static name_class classify(utf8proc_int32_t cp) {
     case UTF8PROC_CATEGORY_PC:
       return NAME_CONTINUE;
     case UTF8PROC_CATEGORY_NO:
-      return (cp >= 0x1369 && cp <= 0x1371) || cp == 0x19DA ? NAME_CONTINUE : NAME_RUN_ONLY;
+      return (cp >= 0x1369 && cp <= 0x1371) || cp == 0x19DA ? NAME_CONTINUE
+                                                            : NAME_RUN_ONLY;
     default:
       return cp == 0xB7 || cp == 0x387 ? NAME_CONTINUE : NAME_NONE;
   }
@@ -60,7 +63,9 @@ static name_class classify(utf8proc_int32_t cp) {
 static size_t name_char(const char *p, size_t left, name_class *cls) {
   utf8proc_int32_t cp = (unsigned char)p[0];
   utf8proc_ssize_t k = 1;
-  if (cp >= 0x80) k = utf8proc_iterate((const utf8proc_uint8_t *)p, (utf8proc_ssize_t)left, &cp);
+  if (cp >= 0x80)
+    k = utf8proc_iterate((const utf8proc_uint8_t *)p, (utf8proc_ssize_t)left,
+                         &cp);
   *cls = k > 0 ? classify(cp) : NAME_NONE;
   return k > 0 ? (size_t)k : 0;
 }
@@ -132,27 +137,54 @@ static atlas_status lex_string(lexer *lx, size_t start) {
     char e = lx->s[i + 1];
     i += 2;
     switch (e) {
-      case 'n': atlas_jinja_buf_putc(&b, '\n'); break;
-      case 't': atlas_jinja_buf_putc(&b, '\t'); break;
-      case 'r': atlas_jinja_buf_putc(&b, '\r'); break;
-      case '\\': atlas_jinja_buf_putc(&b, '\\'); break;
-      case '\'': atlas_jinja_buf_putc(&b, '\''); break;
-      case '"': atlas_jinja_buf_putc(&b, '"'); break;
-      case 'a': atlas_jinja_buf_putc(&b, '\a'); break;
-      case 'b': atlas_jinja_buf_putc(&b, '\b'); break;
-      case 'f': atlas_jinja_buf_putc(&b, '\f'); break;
-      case 'v': atlas_jinja_buf_putc(&b, '\v'); break;
-      case '\n': break;  // line continuation
-      case 'x': case 'u': case 'U': {
+      case 'n':
+        atlas_jinja_buf_putc(&b, '\n');
+        break;
+      case 't':
+        atlas_jinja_buf_putc(&b, '\t');
+        break;
+      case 'r':
+        atlas_jinja_buf_putc(&b, '\r');
+        break;
+      case '\\':
+        atlas_jinja_buf_putc(&b, '\\');
+        break;
+      case '\'':
+        atlas_jinja_buf_putc(&b, '\'');
+        break;
+      case '"':
+        atlas_jinja_buf_putc(&b, '"');
+        break;
+      case 'a':
+        atlas_jinja_buf_putc(&b, '\a');
+        break;
+      case 'b':
+        atlas_jinja_buf_putc(&b, '\b');
+        break;
+      case 'f':
+        atlas_jinja_buf_putc(&b, '\f');
+        break;
+      case 'v':
+        atlas_jinja_buf_putc(&b, '\v');
+        break;
+      case '\n':
+        break;  // line continuation
+      case 'x':
+      case 'u':
+      case 'U': {
         const int digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
         uint32_t cp = 0;
         for (int k = 0; k < digits; ++k) {
           if (i >= lx->n || !isxdigit((unsigned char)lx->s[i])) {
             atlas_jinja_buf_free(&b);
-            return err_at(lx, i, "truncated \\x/\\u/\\U escape in a string literal");
+            return err_at(lx, i,
+                          "truncated \\x/\\u/\\U escape in a string literal");
           }
           char h = lx->s[i++];
-          cp = cp * 16 + (uint32_t)(isdigit((unsigned char)h) ? h - '0' : (tolower((unsigned char)h) - 'a' + 10));
+          cp = cp * 16 +
+               (uint32_t)(isdigit((unsigned char)h)
+                              ? h - '0'
+                              : (tolower((unsigned char)h) - 'a' + 10));
         }
         atlas_jinja_utf8_put(&b, cp);
         break;
@@ -160,13 +192,16 @@ static atlas_status lex_string(lexer *lx, size_t start) {
       default:
         if (e >= '0' && e <= '7') {
           uint32_t cp = (uint32_t)(e - '0');
-          for (int k = 0; k < 2 && i < lx->n && lx->s[i] >= '0' && lx->s[i] <= '7'; ++k) {
+          for (int k = 0;
+               k < 2 && i < lx->n && lx->s[i] >= '0' && lx->s[i] <= '7'; ++k) {
             cp = cp * 8 + (uint32_t)(lx->s[i++] - '0');
           }
           atlas_jinja_utf8_put(&b, cp);
         } else if (e == 'N') {
           atlas_jinja_buf_free(&b);
-          return err_at(lx, i - 2, "\\N{...} escapes in string literals are not supported");
+          return err_at(
+              lx, i - 2,
+              "\\N{...} escapes in string literals are not supported");
         } else {
           atlas_jinja_buf_putc(&b, '\\');
           atlas_jinja_buf_putc(&b, e);
@@ -190,7 +225,8 @@ static atlas_status lex_string(lexer *lx, size_t start) {
 }
 
 // Appends c to a number literal's digits, or marks it too long.
-static void take(char *digits, size_t size, size_t *nd, bool *too_long, char c) {
+static void take(char *digits, size_t size, size_t *nd, bool *too_long,
+                 char c) {
   if (*nd < size - 1) {
     digits[(*nd)++] = c;
   } else {
@@ -209,12 +245,14 @@ static atlas_status lex_number(lexer *lx, size_t start) {
     if (lx->s[i] != '_') take(digits, sizeof digits, &nd, &too_long, lx->s[i]);
     ++i;
   }
-  if (i + 1 < lx->n && lx->s[i] == '.' && isdigit((unsigned char)lx->s[i + 1])) {
+  if (i + 1 < lx->n && lx->s[i] == '.' &&
+      isdigit((unsigned char)lx->s[i + 1])) {
     is_float = true;
     take(digits, sizeof digits, &nd, &too_long, '.');
     ++i;
     while (i < lx->n && (isdigit((unsigned char)lx->s[i]) || lx->s[i] == '_')) {
-      if (lx->s[i] != '_') take(digits, sizeof digits, &nd, &too_long, lx->s[i]);
+      if (lx->s[i] != '_')
+        take(digits, sizeof digits, &nd, &too_long, lx->s[i]);
       ++i;
     }
   }
@@ -224,23 +262,30 @@ static atlas_status lex_number(lexer *lx, size_t start) {
     if (j < lx->n && isdigit((unsigned char)lx->s[j])) {
       is_float = true;
       while (i < j) take(digits, sizeof digits, &nd, &too_long, lx->s[i++]);
-      while (i < lx->n && isdigit((unsigned char)lx->s[i])) take(digits, sizeof digits, &nd, &too_long, lx->s[i++]);
+      while (i < lx->n && isdigit((unsigned char)lx->s[i]))
+        take(digits, sizeof digits, &nd, &too_long, lx->s[i++]);
     }
   }
   if (too_long) {
-    return err_at(lx, start, "a number literal longer than 127 characters is not supported");
+    return err_at(
+        lx, start,
+        "a number literal longer than 127 characters is not supported");
   }
   digits[nd] = '\0';
   jinja_tok *t = push(lx, is_float ? JT_FLOAT : JT_INT, start);
   if (!t) return oom();
   if (is_float) {
     double f = strtod(digits, NULL);
-    if (!isfinite(f)) return err_at(lx, start, "float literal is not finite (Atlas's numbers cannot hold infinity)");
+    if (!isfinite(f))
+      return err_at(
+          lx, start,
+          "float literal is not finite (Atlas's numbers cannot hold infinity)");
     t->value = json_real(f);
   } else {
     errno = 0;
     long long v = strtoll(digits, NULL, 10);
-    if (errno == ERANGE) return err_at(lx, start, "integer literal does not fit in 64 bits");
+    if (errno == ERANGE)
+      return err_at(lx, start, "integer literal does not fit in 64 bits");
     t->value = json_integer(v);
   }
   lx->pos = i;
@@ -249,11 +294,11 @@ static atlas_status lex_number(lexer *lx, size_t start) {
 
 // Tokens inside a {{ }} or {% %} tag up to its end delimiter. Sets
 // *strip_after when the tag ends with '-', *keep_newline when it ends with '+'.
-static atlas_status lex_tag(lexer *lx, bool is_block, bool *strip_after, bool *keep_newline,
-                            size_t tag_start) {
-  static const char *const kOps[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%",
-                                     "~",  "<",  ">",  "=",  "(",  ")", "[", "]", "{", "}", ",",
-                                     ".",  ":",  "|"};
+static atlas_status lex_tag(lexer *lx, bool is_block, bool *strip_after,
+                            bool *keep_newline, size_t tag_start) {
+  static const char *const kOps[] = {
+      "//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<",
+      ">",  "=",  "(",  ")",  "[",  "]",  "{", "}", ",", ".", ":", "|"};
   const char end0 = is_block ? '%' : '}';
   *strip_after = false;
   *keep_newline = false;
@@ -261,14 +306,17 @@ static atlas_status lex_tag(lexer *lx, bool is_block, bool *strip_after, bool *k
   for (;;) {
     while (lx->pos < lx->n && isspace((unsigned char)lx->s[lx->pos])) lx->pos++;
     if (lx->pos >= lx->n) {
-      return err_at(lx, tag_start, is_block ? "unterminated block tag ({% without %})"
-                                            : "unterminated expression ({{ without }})");
+      return err_at(lx, tag_start,
+                    is_block ? "unterminated block tag ({% without %})"
+                             : "unterminated expression ({{ without }})");
     }
     const char *p = lx->s + lx->pos;
     const size_t left = lx->n - lx->pos;
     if (depth == 0) {
       size_t k = 0;
-      if ((p[0] == '-' || p[0] == '+') && left >= 3 && p[1] == end0 && p[2] == '}') k = 1;
+      if ((p[0] == '-' || p[0] == '+') && left >= 3 && p[1] == end0 &&
+          p[2] == '}')
+        k = 1;
       if (k == 0 && left >= 2 && p[0] == end0 && p[1] == '}') k = 2;
       if (k != 0) {
         if (k == 1) {
@@ -328,7 +376,8 @@ static atlas_status lex_tag(lexer *lx, bool is_block, bool *strip_after, bool *k
     if (!matched) {
       char what[64];
       // The whole UTF-8 character, where it is one (k: name_char's bytes).
-      snprintf(what, sizeof what, "unexpected character '%.*s' inside a tag", k > 0 ? (int)k : 1, p);
+      snprintf(what, sizeof what, "unexpected character '%.*s' inside a tag",
+               k > 0 ? (int)k : 1, p);
       return err_at(lx, lx->pos, what);
     }
   }
@@ -349,7 +398,8 @@ static atlas_status lex_all(lexer *lx) {
     size_t t = lx->pos;
     char kind = 0;
     for (; t + 1 < lx->n; ++t) {
-      if (lx->s[t] == '{' && (lx->s[t + 1] == '{' || lx->s[t + 1] == '%' || lx->s[t + 1] == '#')) {
+      if (lx->s[t] == '{' &&
+          (lx->s[t + 1] == '{' || lx->s[t + 1] == '%' || lx->s[t + 1] == '#')) {
         kind = lx->s[t + 1];
         break;
       }
@@ -362,9 +412,11 @@ static atlas_status lex_all(lexer *lx) {
     size_t text_end = t;
     size_t p = t + 2;
     char sign = 0;
-    if (p < lx->n && (lx->s[p] == '-' || (kind != '{' && lx->s[p] == '+'))) sign = lx->s[p++];
+    if (p < lx->n && (lx->s[p] == '-' || (kind != '{' && lx->s[p] == '+')))
+      sign = lx->s[p++];
     if (sign == '-') {
-      while (text_end > lx->pos && isspace((unsigned char)lx->s[text_end - 1])) --text_end;
+      while (text_end > lx->pos && isspace((unsigned char)lx->s[text_end - 1]))
+        --text_end;
     } else if (kind != '{' && sign != '+') {
       // lstrip_blocks: only whitespace between the line start and the tag.
       size_t l = text_end;
@@ -381,7 +433,8 @@ static atlas_status lex_all(lexer *lx) {
     if (kind == '#') {
       size_t e = p;
       while (e + 1 < lx->n && !(lx->s[e] == '#' && lx->s[e + 1] == '}')) ++e;
-      if (e + 1 >= lx->n) return err_at(lx, t, "unterminated comment ({# without #})");
+      if (e + 1 >= lx->n)
+        return err_at(lx, t, "unterminated comment ({# without #})");
       strip_after = e > p && lx->s[e - 1] == '-';
       keep_newline = e > p && lx->s[e - 1] == '+';
       lx->pos = e + 2;
@@ -393,15 +446,19 @@ static atlas_status lex_all(lexer *lx) {
         size_t q = p;
         while (q < lx->n && isspace((unsigned char)lx->s[q])) ++q;
         if (q + 3 <= lx->n && memcmp(lx->s + q, "raw", 3) == 0 &&
-            (q + 3 >= lx->n || !(isalnum((unsigned char)lx->s[q + 3]) || lx->s[q + 3] == '_'))) {
+            (q + 3 >= lx->n ||
+             !(isalnum((unsigned char)lx->s[q + 3]) || lx->s[q + 3] == '_'))) {
           return err_at(lx, t, "construct 'raw' is not supported");
         }
       }
-      ATLAS_RETURN_IF_ERROR(lex_tag(lx, kind == '%', &strip_after, &keep_newline, t));
+      ATLAS_RETURN_IF_ERROR(
+          lex_tag(lx, kind == '%', &strip_after, &keep_newline, t));
     }
     if (strip_after) {
-      while (lx->pos < lx->n && isspace((unsigned char)lx->s[lx->pos])) lx->pos++;
-    } else if (kind != '{' && !keep_newline && lx->pos < lx->n && lx->s[lx->pos] == '\n') {
+      while (lx->pos < lx->n && isspace((unsigned char)lx->s[lx->pos]))
+        lx->pos++;
+    } else if (kind != '{' && !keep_newline && lx->pos < lx->n &&
+               lx->s[lx->pos] == '\n') {
       lx->pos++;  // trim_blocks
     }
     line_starting = lx->pos > 0 && lx->s[lx->pos - 1] == '\n';
@@ -410,7 +467,8 @@ static atlas_status lex_all(lexer *lx) {
   return e ? ATLAS_OK : oom();
 }
 
-atlas_status atlas_jinja_lex(const char *source, size_t len, jinja_toks *out_toks) {
+atlas_status atlas_jinja_lex(const char *source, size_t len,
+                             jinja_toks *out_toks) {
   memset(out_toks, 0, sizeof(*out_toks));
   // Newlines normalised to \n and one trailing newline dropped, as Jinja2 does.
   char *s = malloc(len + 1);

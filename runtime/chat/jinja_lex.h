@@ -28,9 +28,9 @@ typedef struct jinja_tok {
   jinja_tok_kind kind;
   int line;
   int col;
-  char text[16];   // NAME (truncated copy for keywords) / OP
-  char *name;      // NAME: full name, owned
-  json_t *value;   // TEXT/STRING/INT/FLOAT: owned
+  char text[16];  // NAME (truncated copy for keywords) / OP
+  char *name;     // NAME: full name, owned
+  json_t *value;  // TEXT/STRING/INT/FLOAT: owned
 } jinja_tok;
 
 typedef struct jinja_toks {
@@ -38,7 +38,8 @@ typedef struct jinja_toks {
   size_t n;
 } jinja_toks;
 
-atlas_status atlas_jinja_lex(const char *source, size_t len, jinja_toks *out_toks);
+atlas_status atlas_jinja_lex(const char *source, size_t len,
+                             jinja_toks *out_toks);
 void atlas_jinja_toks_free(jinja_toks *toks);
 
 #endif  // ATLAS_RUNTIME_CHAT_JINJA_LEX_H_

@@ -36,17 +36,28 @@ static bool is_name(const jinja_tok *t, const char *name) {
 
 static const char *describe(const jinja_tok *t) {
   switch (t->kind) {
-    case JT_TEXT: return "text";
-    case JT_VAR_BEGIN: return "'{{'";
-    case JT_VAR_END: return "'}}'";
-    case JT_BLOCK_BEGIN: return "'{%'";
-    case JT_BLOCK_END: return "'%}'";
-    case JT_NAME: return t->name;
-    case JT_STRING: return "a string";
-    case JT_INT: return "an integer";
-    case JT_FLOAT: return "a number";
-    case JT_OP: return t->text;
-    case JT_EOF: return "the end of the template";
+    case JT_TEXT:
+      return "text";
+    case JT_VAR_BEGIN:
+      return "'{{'";
+    case JT_VAR_END:
+      return "'}}'";
+    case JT_BLOCK_BEGIN:
+      return "'{%'";
+    case JT_BLOCK_END:
+      return "'%}'";
+    case JT_NAME:
+      return t->name;
+    case JT_STRING:
+      return "a string";
+    case JT_INT:
+      return "an integer";
+    case JT_FLOAT:
+      return "a number";
+    case JT_OP:
+      return t->text;
+    case JT_EOF:
+      return "the end of the template";
   }
   return "?";
 }
@@ -86,14 +97,16 @@ static bool add_target(jinja_node *n, const char *name) {
 }
 
 static atlas_status expect_op(parser *p, const char *op) {
-  if (!is_op(cur(p), op)) return perr(cur(p), "expected '%s', found %s", op, describe(cur(p)));
+  if (!is_op(cur(p), op))
+    return perr(cur(p), "expected '%s', found %s", op, describe(cur(p)));
   advance(p);
   return ATLAS_OK;
 }
 
 static atlas_status expect_end(parser *p, const char *tag) {
   if (cur(p)->kind != JT_BLOCK_END) {
-    return perr(cur(p), "expected '%%}' to close '%s', found %s", tag, describe(cur(p)));
+    return perr(cur(p), "expected '%%}' to close '%s', found %s", tag,
+                describe(cur(p)));
   }
   advance(p);
   return ATLAS_OK;
@@ -108,7 +121,8 @@ static atlas_status parse_args(parser *p, jinja_node *n) {
   ATLAS_RETURN_IF_ERROR(expect_op(p, "("));
   while (!is_op(cur(p), ")")) {
     if (is_op(cur(p), "*") || is_op(cur(p), "**")) {
-      return perr(cur(p), "construct '*args'/'**kwargs' in a call is not supported");
+      return perr(cur(p),
+                  "construct '*args'/'**kwargs' in a call is not supported");
     }
     jinja_node *arg = NULL;
     if (cur(p)->kind == JT_NAME && is_op(peek(p, 1), "=")) {
@@ -122,14 +136,16 @@ static atlas_status parse_args(parser *p, jinja_node *n) {
       advance(p);
       ATLAS_RETURN_IF_ERROR(parse_expr(p, &arg));
     } else {
-      if (n->n_kw > 0) return perr(cur(p), "positional argument after a keyword argument");
+      if (n->n_kw > 0)
+        return perr(cur(p), "positional argument after a keyword argument");
       ATLAS_RETURN_IF_ERROR(parse_expr(p, &arg));
     }
     if (!add_kid(n, arg)) return oom();
     if (is_op(cur(p), ",")) {
       advance(p);
     } else if (!is_op(cur(p), ")")) {
-      return perr(cur(p), "expected ',' or ')' in an argument list, found %s", describe(cur(p)));
+      return perr(cur(p), "expected ',' or ')' in an argument list, found %s",
+                  describe(cur(p)));
     }
   }
   advance(p);
@@ -141,11 +157,13 @@ static atlas_status parse_primary(parser *p, jinja_node **out) {
   jinja_node *n = NULL;
   if (t->kind == JT_NAME) {
     const char *s = t->name;
-    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "false") || !strcmp(s, "False") ||
-        !strcmp(s, "none") || !strcmp(s, "None")) {
+    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "false") ||
+        !strcmp(s, "False") || !strcmp(s, "none") || !strcmp(s, "None")) {
       n = mk(p, JN_CONST, t);
       if (!n) return oom();
-      n->value = s[0] == 'n' || s[0] == 'N' ? json_null() : json_boolean(s[0] == 't' || s[0] == 'T');
+      n->value = s[0] == 'n' || s[0] == 'N'
+                     ? json_null()
+                     : json_boolean(s[0] == 't' || s[0] == 'T');
     } else {
       n = mk(p, JN_NAME, t);
       if (!n || !(n->name = strdup(s))) return oom();
@@ -211,7 +229,8 @@ static atlas_status parse_primary(parser *p, jinja_node **out) {
       if (is_op(cur(p), ",")) {
         advance(p);
       } else if (!is_op(cur(p), "]")) {
-        return perr(cur(p), "expected ',' or ']' in a list, found %s", describe(cur(p)));
+        return perr(cur(p), "expected ',' or ']' in a list, found %s",
+                    describe(cur(p)));
       }
     }
     advance(p);
@@ -228,7 +247,8 @@ static atlas_status parse_primary(parser *p, jinja_node **out) {
       if (is_op(cur(p), ",")) {
         advance(p);
       } else if (!is_op(cur(p), "}")) {
-        return perr(cur(p), "expected ',' or '}' in a dict, found %s", describe(cur(p)));
+        return perr(cur(p), "expected ',' or '}' in a dict, found %s",
+                    describe(cur(p)));
       }
     }
     advance(p);
@@ -239,7 +259,8 @@ static atlas_status parse_primary(parser *p, jinja_node **out) {
   return ATLAS_OK;
 }
 
-static atlas_status parse_subscript(parser *p, jinja_node *target, jinja_node **out) {
+static atlas_status parse_subscript(parser *p, jinja_node *target,
+                                    jinja_node **out) {
   jinja_tok *t = cur(p);
   advance(p);  // '['
   jinja_node *parts[3] = {NULL, NULL, NULL};
@@ -251,8 +272,11 @@ static atlas_status parse_subscript(parser *p, jinja_node *target, jinja_node **
       advance(p);
       continue;
     }
-    if (is_op(cur(p), ",")) return perr(cur(p), "construct 'tuple subscript' is not supported");
-    if (parts[colons]) return perr(cur(p), "expected ':' or ']' in a subscript, found %s", describe(cur(p)));
+    if (is_op(cur(p), ","))
+      return perr(cur(p), "construct 'tuple subscript' is not supported");
+    if (parts[colons])
+      return perr(cur(p), "expected ':' or ']' in a subscript, found %s",
+                  describe(cur(p)));
     ATLAS_RETURN_IF_ERROR(parse_expr(p, &parts[colons]));
   }
   advance(p);
@@ -294,7 +318,8 @@ static atlas_status parse_postfix(parser *p, jinja_node **node) {
         n->b = k;
         *node = n;
       } else {
-        return perr(a, "expected an attribute name after '.', found %s", describe(a));
+        return perr(a, "expected an attribute name after '.', found %s",
+                    describe(a));
       }
       advance(p);
     } else if (is_op(t, "[")) {
@@ -314,8 +339,10 @@ static atlas_status parse_postfix(parser *p, jinja_node **node) {
 // A dotted filter or test name (Jinja allows a.b); only plain names exist here.
 static atlas_status parse_dotted_name(parser *p, char **out) {
   jinja_tok *t = cur(p);
-  if (t->kind != JT_NAME) return perr(t, "expected a filter or test name, found %s", describe(t));
-  if (is_op(peek(p, 1), ".")) return perr(t, "construct 'dotted filter/test name' is not supported");
+  if (t->kind != JT_NAME)
+    return perr(t, "expected a filter or test name, found %s", describe(t));
+  if (is_op(peek(p, 1), "."))
+    return perr(t, "construct 'dotted filter/test name' is not supported");
   *out = strdup(t->name);
   if (!*out) return oom();
   advance(p);
@@ -331,7 +358,8 @@ static atlas_status parse_filter_expr(parser *p, jinja_node **node) {
       jinja_node *n = mk(p, JN_FILTER, nt);
       if (!n) return oom();
       ATLAS_RETURN_IF_ERROR(parse_dotted_name(p, &n->name));
-      if (!atlas_jinja_filter_known(n->name)) return perr(nt, "filter '%s' is not supported", n->name);
+      if (!atlas_jinja_filter_known(n->name))
+        return perr(nt, "filter '%s' is not supported", n->name);
       if (!add_kid(n, *node)) return oom();
       if (is_op(cur(p), "(")) ATLAS_RETURN_IF_ERROR(parse_args(p, n));
       *node = n;
@@ -345,14 +373,17 @@ static atlas_status parse_filter_expr(parser *p, jinja_node **node) {
       }
       jinja_tok *nt = cur(p);
       ATLAS_RETURN_IF_ERROR(parse_dotted_name(p, &n->name));
-      if (!atlas_jinja_test_known(n->name)) return perr(nt, "test '%s' is not supported", n->name);
+      if (!atlas_jinja_test_known(n->name))
+        return perr(nt, "test '%s' is not supported", n->name);
       if (!add_kid(n, *node)) return oom();
       jinja_tok *a = cur(p);
       if (is_op(a, "(")) {
         ATLAS_RETURN_IF_ERROR(parse_args(p, n));
-      } else if ((a->kind == JT_NAME || a->kind == JT_STRING || a->kind == JT_INT ||
-                  a->kind == JT_FLOAT || is_op(a, "[") || is_op(a, "{")) &&
-                 !is_name(a, "else") && !is_name(a, "or") && !is_name(a, "and")) {
+      } else if ((a->kind == JT_NAME || a->kind == JT_STRING ||
+                  a->kind == JT_INT || a->kind == JT_FLOAT || is_op(a, "[") ||
+                  is_op(a, "{")) &&
+                 !is_name(a, "else") && !is_name(a, "or") &&
+                 !is_name(a, "and")) {
         // `x is divisibleby 3`: one argument without parentheses.
         jinja_node *arg = NULL;
         ATLAS_RETURN_IF_ERROR(parse_primary(p, &arg));
@@ -376,7 +407,8 @@ static atlas_status parse_unary(parser *p, bool with_filter, jinja_node **out) {
   jinja_tok *t = cur(p);
   jinja_node *n = NULL;
   if (is_op(t, "-") || is_op(t, "+")) {
-    if (p->depth >= kMaxNesting) return perr(t, "expressions nest deeper than %d levels", kMaxNesting);
+    if (p->depth >= kMaxNesting)
+      return perr(t, "expressions nest deeper than %d levels", kMaxNesting);
     advance(p);
     n = mk(p, JN_UNARY, t);
     if (!n) return oom();
@@ -394,8 +426,8 @@ static atlas_status parse_unary(parser *p, bool with_filter, jinja_node **out) {
   return ATLAS_OK;
 }
 
-static atlas_status binary(parser *p, jinja_tok *t, char op, jinja_node *a, jinja_node *b,
-                           jinja_node **out) {
+static atlas_status binary(parser *p, jinja_tok *t, char op, jinja_node *a,
+                           jinja_node *b, jinja_node **out) {
   jinja_node *n = mk(p, JN_BINARY, t);
   if (!n) return oom();
   n->op = op;
@@ -448,10 +480,14 @@ static atlas_status parse_compare(parser *p, jinja_node **out) {
   jinja_node *n = NULL;
   for (;;) {
     jinja_tok *t = cur(p);
-    int op = is_op(t, "==") ? JINJA_CMP_EQ : is_op(t, "!=") ? JINJA_CMP_NE
-           : is_op(t, "<") ? JINJA_CMP_LT : is_op(t, "<=") ? JINJA_CMP_LE
-           : is_op(t, ">") ? JINJA_CMP_GT : is_op(t, ">=") ? JINJA_CMP_GE
-           : is_name(t, "in") ? JINJA_CMP_IN : 0;
+    int op = is_op(t, "==")     ? JINJA_CMP_EQ
+             : is_op(t, "!=")   ? JINJA_CMP_NE
+             : is_op(t, "<")    ? JINJA_CMP_LT
+             : is_op(t, "<=")   ? JINJA_CMP_LE
+             : is_op(t, ">")    ? JINJA_CMP_GT
+             : is_op(t, ">=")   ? JINJA_CMP_GE
+             : is_name(t, "in") ? JINJA_CMP_IN
+                                : 0;
     if (!op && is_name(t, "not") && is_name(peek(p, 1), "in")) {
       op = JINJA_CMP_NOT_IN;
       advance(p);
@@ -477,7 +513,8 @@ static atlas_status parse_compare(parser *p, jinja_node **out) {
 static atlas_status parse_not(parser *p, jinja_node **out) {
   jinja_tok *t = cur(p);
   if (is_name(t, "not")) {
-    if (p->depth >= kMaxNesting) return perr(t, "expressions nest deeper than %d levels", kMaxNesting);
+    if (p->depth >= kMaxNesting)
+      return perr(t, "expressions nest deeper than %d levels", kMaxNesting);
     advance(p);
     jinja_node *n = mk(p, JN_UNARY, t);
     if (!n) return oom();
@@ -494,7 +531,8 @@ static atlas_status parse_not(parser *p, jinja_node **out) {
 
 // `word`-joined chains (and, or), left-associative; `next` parses the
 // operands.
-static atlas_status parse_logic(parser *p, const char *word, jinja_node_kind kind,
+static atlas_status parse_logic(parser *p, const char *word,
+                                jinja_node_kind kind,
                                 atlas_status (*next)(parser *, jinja_node **),
                                 jinja_node **out) {
   ATLAS_RETURN_IF_ERROR(next(p, out));
@@ -521,7 +559,8 @@ static atlas_status parse_or(parser *p, jinja_node **out) {
 static atlas_status parse_expr_inner(parser *p, jinja_node **out);
 
 static atlas_status parse_expr(parser *p, jinja_node **out) {
-  if (p->depth >= kMaxNesting) return perr(cur(p), "expressions nest deeper than %d levels", kMaxNesting);
+  if (p->depth >= kMaxNesting)
+    return perr(cur(p), "expressions nest deeper than %d levels", kMaxNesting);
   p->depth++;
   atlas_status st = parse_expr_inner(p, out);
   p->depth--;
@@ -547,10 +586,12 @@ static atlas_status parse_expr_inner(parser *p, jinja_node **out) {
 }
 
 // expr or `expr, expr, ...` (a tuple without parentheses, as in set a = 1, 2).
-static atlas_status parse_tuple_expr(parser *p, bool with_cond, jinja_node **out) {
+static atlas_status parse_tuple_expr(parser *p, bool with_cond,
+                                     jinja_node **out) {
   jinja_tok *t = cur(p);
   jinja_node *first = NULL;
-  ATLAS_RETURN_IF_ERROR(with_cond ? parse_expr(p, &first) : parse_or(p, &first));
+  ATLAS_RETURN_IF_ERROR(with_cond ? parse_expr(p, &first)
+                                  : parse_or(p, &first));
   if (!is_op(cur(p), ",")) {
     *out = first;
     return ATLAS_OK;
@@ -575,7 +616,8 @@ static atlas_status parse_targets(parser *p, jinja_node *n) {
   if (paren) advance(p);
   for (;;) {
     jinja_tok *t = cur(p);
-    if (t->kind != JT_NAME) return perr(t, "expected a variable name, found %s", describe(t));
+    if (t->kind != JT_NAME)
+      return perr(t, "expected a variable name, found %s", describe(t));
     if (!add_target(n, t->name)) return oom();
     advance(p);
     if (!is_op(cur(p), ",")) break;
@@ -585,14 +627,16 @@ static atlas_status parse_targets(parser *p, jinja_node *n) {
   return ATLAS_OK;
 }
 
-static atlas_status parse_body(parser *p, const char *const *ends, size_t n_ends,
-                               const char *opener, const jinja_tok *open_tok, jinja_node **out_body,
+static atlas_status parse_body(parser *p, const char *const *ends,
+                               size_t n_ends, const char *opener,
+                               const jinja_tok *open_tok, jinja_node **out_body,
                                const char **out_end);
 
 static atlas_status parse_statement_inner(parser *p, jinja_node **out);
 
 static atlas_status parse_statement(parser *p, jinja_node **out) {
-  if (p->depth >= kMaxNesting) return perr(cur(p), "statements nest deeper than %d levels", kMaxNesting);
+  if (p->depth >= kMaxNesting)
+    return perr(cur(p), "statements nest deeper than %d levels", kMaxNesting);
   p->depth++;
   atlas_status st = parse_statement_inner(p, out);
   p->depth--;
@@ -602,7 +646,9 @@ static atlas_status parse_statement(parser *p, jinja_node **out) {
 static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
   advance(p);  // '{%'
   jinja_tok *kw = cur(p);
-  if (kw->kind != JT_NAME) return perr(kw, "expected a statement name after '{%%', found %s", describe(kw));
+  if (kw->kind != JT_NAME)
+    return perr(kw, "expected a statement name after '{%%', found %s",
+                describe(kw));
   const char *k = kw->name;
   advance(p);
   if (!strcmp(k, "if") || !strcmp(k, "elif")) {
@@ -634,14 +680,17 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
     jinja_node *n = mk(p, JN_FOR, kw);
     if (!n) return oom();
     ATLAS_RETURN_IF_ERROR(parse_targets(p, n));
-    if (!is_name(cur(p), "in")) return perr(cur(p), "expected 'in' in a for loop, found %s", describe(cur(p)));
+    if (!is_name(cur(p), "in"))
+      return perr(cur(p), "expected 'in' in a for loop, found %s",
+                  describe(cur(p)));
     advance(p);
     ATLAS_RETURN_IF_ERROR(parse_tuple_expr(p, false, &n->a));
     if (is_name(cur(p), "if")) {
       advance(p);
       ATLAS_RETURN_IF_ERROR(parse_expr(p, &n->c));
     }
-    if (is_name(cur(p), "recursive")) return perr(cur(p), "construct 'recursive for loop' is not supported");
+    if (is_name(cur(p), "recursive"))
+      return perr(cur(p), "construct 'recursive for loop' is not supported");
     ATLAS_RETURN_IF_ERROR(expect_end(p, "for"));
     static const char *const kEnds[] = {"else", "endfor"};
     const char *end = "";
@@ -667,11 +716,14 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
       if (!n || !target || !obj || !(obj->name = strdup(t->name))) return oom();
       advance(p);
       advance(p);
-      if (cur(p)->kind != JT_NAME) return perr(cur(p), "expected an attribute name after '.'");
+      if (cur(p)->kind != JT_NAME)
+        return perr(cur(p), "expected an attribute name after '.'");
       if (!(target->name = strdup(cur(p)->name))) return oom();
       target->a = obj;
       advance(p);
-      if (!is_op(cur(p), "=")) return perr(cur(p), "construct 'block set of an attribute' is not supported");
+      if (!is_op(cur(p), "="))
+        return perr(cur(p),
+                    "construct 'block set of an attribute' is not supported");
       advance(p);
       n->a = target;
       ATLAS_RETURN_IF_ERROR(parse_tuple_expr(p, true, &n->b));
@@ -689,7 +741,8 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
       *out = n;
       return ATLAS_OK;
     }
-    if (is_op(cur(p), "|")) return perr(cur(p), "construct 'filtered block set' is not supported");
+    if (is_op(cur(p), "|"))
+      return perr(cur(p), "construct 'filtered block set' is not supported");
     if (n->n_targets != 1) return perr(kw, "a block set assigns one name");
     ATLAS_RETURN_IF_ERROR(expect_end(p, "set"));
     n->kind = JN_SET_BLOCK;
@@ -708,7 +761,9 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
     advance(p);
     ATLAS_RETURN_IF_ERROR(expect_op(p, "("));
     while (!is_op(cur(p), ")")) {
-      if (cur(p)->kind != JT_NAME) return perr(cur(p), "expected a parameter name, found %s", describe(cur(p)));
+      if (cur(p)->kind != JT_NAME)
+        return perr(cur(p), "expected a parameter name, found %s",
+                    describe(cur(p)));
       if (!add_target(n, cur(p)->name)) return oom();
       advance(p);
       jinja_node *def = NULL;
@@ -720,7 +775,8 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
       if (is_op(cur(p), ",")) {
         advance(p);
       } else if (!is_op(cur(p), ")")) {
-        return perr(cur(p), "expected ',' or ')' in macro parameters, found %s", describe(cur(p)));
+        return perr(cur(p), "expected ',' or ')' in macro parameters, found %s",
+                    describe(cur(p)));
       }
     }
     advance(p);
@@ -756,8 +812,9 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
   return perr(kw, "construct '%s' is not supported", k);
 }
 
-static atlas_status parse_body(parser *p, const char *const *ends, size_t n_ends,
-                               const char *opener, const jinja_tok *open_tok, jinja_node **out_body,
+static atlas_status parse_body(parser *p, const char *const *ends,
+                               size_t n_ends, const char *opener,
+                               const jinja_tok *open_tok, jinja_node **out_body,
                                const char **out_end) {
   jinja_node *body = mk(p, JN_BODY, cur(p));
   if (!body) return oom();
@@ -767,7 +824,8 @@ static atlas_status parse_body(parser *p, const char *const *ends, size_t n_ends
     jinja_tok *t = cur(p);
     if (t->kind == JT_EOF) {
       if (n_ends == 0) return ATLAS_OK;
-      return perr(open_tok, "'%s' is never closed (expected '{%% %s %%}')", opener, ends[n_ends - 1]);
+      return perr(open_tok, "'%s' is never closed (expected '{%% %s %%}')",
+                  opener, ends[n_ends - 1]);
     }
     if (t->kind == JT_TEXT) {
       jinja_node *n = mk(p, JN_TEXT, t);
@@ -779,7 +837,8 @@ static atlas_status parse_body(parser *p, const char *const *ends, size_t n_ends
       jinja_node *n = mk(p, JN_OUTPUT, t);
       if (!n || !add_kid(body, n)) return oom();
       ATLAS_RETURN_IF_ERROR(parse_tuple_expr(p, true, &n->a));
-      if (cur(p)->kind != JT_VAR_END) return perr(cur(p), "expected '}}', found %s", describe(cur(p)));
+      if (cur(p)->kind != JT_VAR_END)
+        return perr(cur(p), "expected '}}', found %s", describe(cur(p)));
       advance(p);
     } else if (t->kind == JT_BLOCK_BEGIN) {
       jinja_tok *kw = peek(p, 1);
@@ -791,9 +850,11 @@ static atlas_status parse_body(parser *p, const char *const *ends, size_t n_ends
           return ATLAS_OK;
         }
       }
-      if (kw->kind == JT_NAME && (!strncmp(kw->name, "end", 3) || !strcmp(kw->name, "elif") ||
-                                  !strcmp(kw->name, "else"))) {
-        return perr(kw, "unexpected '%s'%s%s", kw->name, n_ends ? " inside " : "", n_ends ? opener : "");
+      if (kw->kind == JT_NAME &&
+          (!strncmp(kw->name, "end", 3) || !strcmp(kw->name, "elif") ||
+           !strcmp(kw->name, "else"))) {
+        return perr(kw, "unexpected '%s'%s%s", kw->name,
+                    n_ends ? " inside " : "", n_ends ? opener : "");
       }
       jinja_node *n = NULL;
       ATLAS_RETURN_IF_ERROR(parse_statement(p, &n));
@@ -804,7 +865,8 @@ static atlas_status parse_body(parser *p, const char *const *ends, size_t n_ends
   }
 }
 
-atlas_status atlas_jinja_parse(const char *source, size_t len, jinja_template **out_template) {
+atlas_status atlas_jinja_parse(const char *source, size_t len,
+                               jinja_template **out_template) {
   *out_template = NULL;
   jinja_template *tpl = calloc(1, sizeof(*tpl));
   if (!tpl) return oom();

@@ -25,7 +25,9 @@ static atlas_status undefined_error(const jinja_node *n, jv v) {
   return fail(n, "'%s' is undefined", v.name ? v.name : "value");
 }
 
-atlas_status atlas_jinja_str(jinja_ctx *ctx, jv v, jinja_buf *out) { return atlas_jv_str(v, ctx->tuples, out); }
+atlas_status atlas_jinja_str(jinja_ctx *ctx, jv v, jinja_buf *out) {
+  return atlas_jv_str(v, ctx->tuples, out);
+}
 
 atlas_status atlas_jinja_mark_tuple(jinja_ctx *ctx, json_t *arr) {
   char key[32];
@@ -33,13 +35,15 @@ atlas_status atlas_jinja_mark_tuple(jinja_ctx *ctx, json_t *arr) {
   return json_object_set(ctx->tuples, key, arr) == 0 ? ATLAS_OK : oom();
 }
 
-atlas_status atlas_jinja_iterate(jinja_ctx *ctx, jv v, const char *what, json_t **out) {
+atlas_status atlas_jinja_iterate(jinja_ctx *ctx, jv v, const char *what,
+                                 json_t **out) {
   if (v.kind == JV_UNDEFINED) {
     *out = json_array();
     return *out ? ATLAS_OK : oom();
   }
   if (v.kind != JV_DATA) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "%s: '%s' object is not iterable", what,
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: '%s' object is not iterable", what,
                              atlas_jv_type_name(v));
   }
   json_t *j = v.json;
@@ -48,10 +52,11 @@ atlas_status atlas_jinja_iterate(jinja_ctx *ctx, jv v, const char *what, json_t 
       char key[32];
       atlas_jinja_tuple_key(j, key);
       if (json_object_get(ctx->consumed, key)) {
-        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                                 "%s: a generator (the result of a filter such as map or select) is "
-                                 "used a second time; Jinja would find it empty. Not supported",
-                                 what);
+        return atlas_status_make(
+            ATLAS_STATUS_INVALID_ARGUMENT,
+            "%s: a generator (the result of a filter such as map or select) is "
+            "used a second time; Jinja would find it empty. Not supported",
+            what);
       }
       if (json_object_set(ctx->consumed, key, j) != 0) return oom();
     }
@@ -82,7 +87,8 @@ atlas_status atlas_jinja_iterate(jinja_ctx *ctx, jv v, const char *what, json_t 
     }
   } else {
     json_decref(arr);
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "%s: '%s' object is not iterable", what,
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: '%s' object is not iterable", what,
                              atlas_jv_type_name(v));
   }
   *out = arr;
@@ -152,7 +158,8 @@ static atlas_status capture_begin(jinja_ctx *ctx, jinja_buf **out_saved) {
 }
 
 // Restores the output and, when st is OK, turns the captured text into *out.
-static atlas_status capture_end(jinja_ctx *ctx, jinja_buf *saved, atlas_status st, jv *out) {
+static atlas_status capture_end(jinja_ctx *ctx, jinja_buf *saved,
+                                atlas_status st, jv *out) {
   jinja_buf *b = ctx->out;
   ctx->out = saved;
   if (st == ATLAS_OK) st = atlas_jinja_buf_status(b, "rendering");
@@ -191,7 +198,8 @@ static void free_args(jinja_args *a) {
 }
 
 // Evaluates kids[first..] of a call/filter/test node into args.
-static atlas_status eval_args(jinja_ctx *ctx, const jinja_node *n, size_t first, jinja_args *a) {
+static atlas_status eval_args(jinja_ctx *ctx, const jinja_node *n, size_t first,
+                              jinja_args *a) {
   memset(a, 0, sizeof(*a));
   size_t total = n->n_kids - first;
   if (total == 0) return ATLAS_OK;
@@ -220,7 +228,8 @@ static atlas_status eval_args(jinja_ctx *ctx, const jinja_node *n, size_t first,
 
 static atlas_status to_json_element(const jinja_node *n, jv v, json_t **out) {
   if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) {
-    return fail(n, "putting a %s value into a list or dict is not supported", atlas_jv_type_name(v));
+    return fail(n, "putting a %s value into a list or dict is not supported",
+                atlas_jv_type_name(v));
   }
   *out = v.json;
   return ATLAS_OK;
@@ -252,11 +261,15 @@ static atlas_status get_item(const jinja_node *n, jv obj, jv key, jv *out) {
       *out = atlas_jv_undefined("item");
       return ATLAS_OK;
     }
-    json_t *v = json_object_getn(o, json_string_value(key.json), json_string_length(key.json));
+    json_t *v = json_object_getn(o, json_string_value(key.json),
+                                 json_string_length(key.json));
     if (v) {
       *out = atlas_jv_data(json_incref(v));
-    } else if (atlas_jinja_python_attribute(o, json_string_value(key.json)) != NULL) {
-      return fail(n, "d['%s'] of a dict without that key is its method in Jinja; not supported",
+    } else if (atlas_jinja_python_attribute(o, json_string_value(key.json)) !=
+               NULL) {
+      return fail(n,
+                  "d['%s'] of a dict without that key is its method in Jinja; "
+                  "not supported",
                   json_string_value(key.json));
     } else {
       *out = atlas_jv_undefined(json_string_value(key.json));
@@ -264,7 +277,8 @@ static atlas_status get_item(const jinja_node *n, jv obj, jv key, jv *out) {
     return ATLAS_OK;
   }
   if ((json_is_array(o) || json_is_string(o)) && atlas_jv_is_int(key)) {
-    long long i = json_is_boolean(key.json) ? json_is_true(key.json) : json_integer_value(key.json);
+    long long i = json_is_boolean(key.json) ? json_is_true(key.json)
+                                            : json_integer_value(key.json);
     if (json_is_array(o)) {
       long long len = (long long)json_array_size(o);
       if (i < 0) i += len;
@@ -290,29 +304,39 @@ static atlas_status get_item(const jinja_node *n, jv obj, jv key, jv *out) {
   }
   // x['upper'] of a string is its bound method in Jinja (a subscript falls
   // back to the attribute), (1)['real'] the number.
-  const char *python = atlas_jv_is_string(key) ? atlas_jinja_python_attribute(o, json_string_value(key.json)) : NULL;
+  const char *python =
+      atlas_jv_is_string(key)
+          ? atlas_jinja_python_attribute(o, json_string_value(key.json))
+          : NULL;
   if (python != NULL) {
     const char *type = atlas_jv_type_name(obj);
-    return fail(n, "['%s'] of %s %s is its %s in Jinja; not supported", json_string_value(key.json),
-                atlas_jv_type_article(type), type, python);
+    return fail(n, "['%s'] of %s %s is its %s in Jinja; not supported",
+                json_string_value(key.json), atlas_jv_type_article(type), type,
+                python);
   }
   *out = atlas_jv_undefined("item");
   return ATLAS_OK;
 }
 
-static atlas_status slice_bound(const jinja_node *n, jv v, long long *out, bool *given) {
+static atlas_status slice_bound(const jinja_node *n, jv v, long long *out,
+                                bool *given) {
   *given = false;
   if (v.kind == JV_DATA && json_is_null(v.json)) return ATLAS_OK;
   if (v.kind == JV_UNDEFINED && v.name == NULL) return ATLAS_OK;
-  if (!atlas_jv_is_int(v)) return fail(n, "slice indices must be integers, not '%s'", atlas_jv_type_name(v));
-  *out = json_is_boolean(v.json) ? json_is_true(v.json) : json_integer_value(v.json);
+  if (!atlas_jv_is_int(v))
+    return fail(n, "slice indices must be integers, not '%s'",
+                atlas_jv_type_name(v));
+  *out = json_is_boolean(v.json) ? json_is_true(v.json)
+                                 : json_integer_value(v.json);
   *given = true;
   return ATLAS_OK;
 }
 
 // Python's slice.indices + iteration, over a list or a str.
-static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj, jv *out) {
-  jv parts[3] = {{JV_UNDEFINED, NULL, NULL, NULL, JV_SEQ_LIST}, {JV_UNDEFINED, NULL, NULL, NULL, JV_SEQ_LIST},
+static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj,
+                             jv *out) {
+  jv parts[3] = {{JV_UNDEFINED, NULL, NULL, NULL, JV_SEQ_LIST},
+                 {JV_UNDEFINED, NULL, NULL, NULL, JV_SEQ_LIST},
                  {JV_UNDEFINED, NULL, NULL, NULL, JV_SEQ_LIST}};
   const jinja_node *nodes[3] = {n->b, n->c, n->d};
   long long v[3] = {0, 0, 1};
@@ -320,7 +344,8 @@ static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj, jv *ou
   atlas_status st = ATLAS_OK;
   for (int i = 0; i < 3 && st == ATLAS_OK; ++i) {
     if (nodes[i]) st = eval(ctx, nodes[i], &parts[i]);
-    if (st == ATLAS_OK && nodes[i]) st = slice_bound(n, parts[i], &v[i], &given[i]);
+    if (st == ATLAS_OK && nodes[i])
+      st = slice_bound(n, parts[i], &v[i], &given[i]);
   }
   for (int i = 0; i < 3; ++i) atlas_jv_free(&parts[i]);
   ATLAS_RETURN_IF_ERROR(st);
@@ -336,7 +361,8 @@ static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj, jv *ou
   if (step == 0) return fail(n, "slice step cannot be zero");
   const char *s = is_str ? json_string_value(obj.json) : NULL;
   size_t bytes = is_str ? json_string_length(obj.json) : 0;
-  long long len = is_str ? (long long)atlas_jinja_utf8_length(s, bytes) : (long long)json_array_size(obj.json);
+  long long len = is_str ? (long long)atlas_jinja_utf8_length(s, bytes)
+                         : (long long)json_array_size(obj.json);
   long long start, stop;
   if (step > 0) {
     start = given[0] ? v[0] : 0;
@@ -369,7 +395,8 @@ static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj, jv *ou
     offs[len] = bytes;
     jinja_buf b = {0};
     for (long long k = start; step > 0 ? k < stop : k > stop; k += step) {
-      if (k < 0 || k >= len) break;  // cannot happen: start/stop are clamped above
+      if (k < 0 || k >= len)
+        break;  // cannot happen: start/stop are clamped above
       atlas_jinja_buf_append(&b, s + offs[k], offs[k + 1] - offs[k]);
     }
     free(offs);
@@ -393,7 +420,8 @@ static jv loop_attr(const jinja_loop *l, const char *name) {
   if (!strcmp(name, "index")) return atlas_jv_data(json_integer(i0 + 1));
   if (!strcmp(name, "index0")) return atlas_jv_data(json_integer(i0));
   if (!strcmp(name, "revindex")) return atlas_jv_data(json_integer(len - i0));
-  if (!strcmp(name, "revindex0")) return atlas_jv_data(json_integer(len - i0 - 1));
+  if (!strcmp(name, "revindex0"))
+    return atlas_jv_data(json_integer(len - i0 - 1));
   if (!strcmp(name, "first")) return atlas_jv_data(json_boolean(i0 == 0));
   if (!strcmp(name, "last")) return atlas_jv_data(json_boolean(i0 == len - 1));
   if (!strcmp(name, "length")) return atlas_jv_data(json_integer(len));
@@ -411,8 +439,8 @@ static jv loop_attr(const jinja_loop *l, const char *name) {
 }
 
 // obj.name outside a call. *python: what Jinja would return instead of a
-// value of the data ("method": a bound method; atlas_jinja_python_attribute), or
-// NULL.
+// value of the data ("method": a bound method; atlas_jinja_python_attribute),
+// or NULL.
 static jv get_attr(jv obj, const char *name, const char **python) {
   *python = NULL;
   if (obj.kind == JV_LOOP) return loop_attr(obj.ptr, name);
@@ -438,21 +466,28 @@ static jv get_attr(jv obj, const char *name, const char **python) {
 static atlas_status arith_error(const jinja_node *n, char op, jv a, jv b) {
   const char *ops = op == 'F' ? "//" : op == 'P' ? "**" : NULL;
   char o[2] = {op, 0};
-  return fail(n, "unsupported operand types for %s: '%s' and '%s'", ops ? ops : o, atlas_jv_type_name(a),
-              atlas_jv_type_name(b));
+  return fail(n, "unsupported operand types for %s: '%s' and '%s'",
+              ops ? ops : o, atlas_jv_type_name(a), atlas_jv_type_name(b));
 }
 
-static long long as_ll(json_t *j) { return json_is_boolean(j) ? json_is_true(j) : json_integer_value(j); }
-static double as_d(json_t *j) { return json_is_boolean(j) ? json_is_true(j) : json_number_value(j); }
+static long long as_ll(json_t *j) {
+  return json_is_boolean(j) ? json_is_true(j) : json_integer_value(j);
+}
+static double as_d(json_t *j) {
+  return json_is_boolean(j) ? json_is_true(j) : json_number_value(j);
+}
 
-static atlas_status repeat(const jinja_node *n, jv seq, long long times, jv *out) {
+static atlas_status repeat(const jinja_node *n, jv seq, long long times,
+                           jv *out) {
   if (times < 0) times = 0;
   if (json_is_string(seq.json)) {
     size_t len = json_string_length(seq.json);
-    if (len && (unsigned long long)times > JINJA_MAX_BUILT_TEXT / len) return fail(n, "string repetition too large");
+    if (len && (unsigned long long)times > JINJA_MAX_BUILT_TEXT / len)
+      return fail(n, "string repetition too large");
     if (len == 0) times = 0;  // '' * 10**12 is '' at once (a loop took hours)
     jinja_buf b = {0};
-    atlas_jinja_buf_append_repeated(&b, json_string_value(seq.json), len, (size_t)times);
+    atlas_jinja_buf_append_repeated(&b, json_string_value(seq.json), len,
+                                    (size_t)times);
     return atlas_jv_string_of_buf(&b, out);
   }
   json_t *arr = json_array();
@@ -475,7 +510,8 @@ static atlas_status repeat(const jinja_node *n, jv seq, long long times, jv *out
   return ATLAS_OK;
 }
 
-static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a, jv b, jv *out) {
+static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op,
+                              jv a, jv b, jv *out) {
   if (op == '~') {
     jinja_buf buf = {0};
     atlas_status st = atlas_jinja_str(ctx, a, &buf);
@@ -488,12 +524,14 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
   }
   if (a.kind == JV_UNDEFINED) return undefined_error(n, a);
   if (b.kind == JV_UNDEFINED) return undefined_error(n, b);
-  if (a.kind != JV_DATA || b.kind != JV_DATA || a.seq || b.seq) return arith_error(n, op, a, b);
+  if (a.kind != JV_DATA || b.kind != JV_DATA || a.seq || b.seq)
+    return arith_error(n, op, a, b);
   json_t *x = a.json, *y = b.json;
   if (op == '+') {
     if (json_is_string(x) && json_is_string(y)) {
       size_t lx = json_string_length(x), ly = json_string_length(y);
-      if (lx + ly > JINJA_MAX_BUILT_TEXT) return fail(n, "string concatenation too large");
+      if (lx + ly > JINJA_MAX_BUILT_TEXT)
+        return fail(n, "string concatenation too large");
       char *s = malloc(lx + ly + 1);
       if (!s) return oom();
       memcpy(s, json_string_value(x), lx);
@@ -516,19 +554,29 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
     }
   }
   if (op == '*') {
-    if ((json_is_string(x) || json_is_array(x)) && atlas_jv_is_int(b)) return repeat(n, a, as_ll(y), out);
-    if ((json_is_string(y) || json_is_array(y)) && atlas_jv_is_int(a)) return repeat(n, b, as_ll(x), out);
+    if ((json_is_string(x) || json_is_array(x)) && atlas_jv_is_int(b))
+      return repeat(n, a, as_ll(y), out);
+    if ((json_is_string(y) || json_is_array(y)) && atlas_jv_is_int(a))
+      return repeat(n, b, as_ll(x), out);
   }
-  if (op == '%' && json_is_string(x)) return fail(n, "construct 'string %% formatting' is not supported");
-  if (!atlas_jv_is_number(a) || !atlas_jv_is_number(b)) return arith_error(n, op, a, b);
+  if (op == '%' && json_is_string(x))
+    return fail(n, "construct 'string %% formatting' is not supported");
+  if (!atlas_jv_is_number(a) || !atlas_jv_is_number(b))
+    return arith_error(n, op, a, b);
   const bool ints = atlas_jv_is_int(a) && atlas_jv_is_int(b);
   if (ints && op != '/') {
     long long p = as_ll(x), q = as_ll(y), r = 0;
     bool overflow = false;
     switch (op) {
-      case '+': overflow = __builtin_add_overflow(p, q, &r); break;
-      case '-': overflow = __builtin_sub_overflow(p, q, &r); break;
-      case '*': overflow = __builtin_mul_overflow(p, q, &r); break;
+      case '+':
+        overflow = __builtin_add_overflow(p, q, &r);
+        break;
+      case '-':
+        overflow = __builtin_sub_overflow(p, q, &r);
+        break;
+      case '*':
+        overflow = __builtin_mul_overflow(p, q, &r);
+        break;
       case 'F':
       case '%': {
         if (q == 0) return fail(n, "integer division or modulo by zero");
@@ -556,14 +604,17 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
         // means the result does (|base| >= 2; 0 and +-1 never overflow).
         r = 1;
         long long base = p;
-        for (unsigned long long e = (unsigned long long)q; e > 0 && !overflow;) {
+        for (unsigned long long e = (unsigned long long)q;
+             e > 0 && !overflow;) {
           if (e & 1) overflow = __builtin_mul_overflow(r, base, &r);
           e >>= 1;
-          if (e > 0 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
+          if (e > 0 && !overflow)
+            overflow = __builtin_mul_overflow(base, base, &base);
         }
         break;
       }
-      default: return arith_error(n, op, a, b);
+      default:
+        return arith_error(n, op, a, b);
     }
     if (overflow) return fail(n, "integer arithmetic overflows 64 bits");
     *out = atlas_jv_data(json_integer(r));
@@ -571,9 +622,15 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
   }
   double p = as_d(x), q = as_d(y), r;
   switch (op) {
-    case '+': r = p + q; break;
-    case '-': r = p - q; break;
-    case '*': r = p * q; break;
+    case '+':
+      r = p + q;
+      break;
+    case '-':
+      r = p - q;
+      break;
+    case '*':
+      r = p * q;
+      break;
     case '/':
       if (q == 0) return fail(n, "division by zero");
       r = p / q;
@@ -588,36 +645,48 @@ static atlas_status binary_op(jinja_ctx *ctx, const jinja_node *n, char op, jv a
       if (r != 0 && ((r < 0) != (q < 0))) r += q;
       break;
     case 'P':
-      if (p == 0 && q < 0) return fail(n, "0.0 cannot be raised to a negative power");
+      if (p == 0 && q < 0)
+        return fail(n, "0.0 cannot be raised to a negative power");
       r = pow(p, q);
       break;
-    default: return arith_error(n, op, a, b);
+    default:
+      return arith_error(n, op, a, b);
   }
   // Python would print inf or nan; a JSON number (jansson) cannot hold them.
-  if (!isfinite(r)) return fail(n, "float arithmetic gives %s, which Atlas's numbers cannot hold", isnan(r) ? "nan" : "infinity");
+  if (!isfinite(r))
+    return fail(n,
+                "float arithmetic gives %s, which Atlas's numbers cannot hold",
+                isnan(r) ? "nan" : "infinity");
   *out = atlas_jv_data(json_real(r));
   return ATLAS_OK;
 }
 
-static atlas_status contains(jinja_ctx *ctx, const jinja_node *n, jv item, jv container, bool *out) {
+static atlas_status contains(jinja_ctx *ctx, const jinja_node *n, jv item,
+                             jv container, bool *out) {
   *out = false;
-  if (container.kind == JV_UNDEFINED) return ATLAS_OK;  // iterating Undefined yields nothing
+  if (container.kind == JV_UNDEFINED)
+    return ATLAS_OK;  // iterating Undefined yields nothing
   if (container.kind == JV_DATA && container.seq == JV_SEQ_GENERATOR) {
     json_t *items = NULL;
-    ATLAS_RETURN_IF_ERROR(at(n, atlas_jinja_iterate(ctx, container, "in", &items)));
-    for (size_t i = 0; i < json_array_size(items) && !*out; ++i) *out = atlas_jv_equal(item, atlas_jv_data(json_array_get(items, i)));
+    ATLAS_RETURN_IF_ERROR(
+        at(n, atlas_jinja_iterate(ctx, container, "in", &items)));
+    for (size_t i = 0; i < json_array_size(items) && !*out; ++i)
+      *out = atlas_jv_equal(item, atlas_jv_data(json_array_get(items, i)));
     json_decref(items);
     return ATLAS_OK;
   }
   if (container.kind != JV_DATA) {
-    return fail(n, "argument of type '%s' is not iterable", atlas_jv_type_name(container));
+    return fail(n, "argument of type '%s' is not iterable",
+                atlas_jv_type_name(container));
   }
   json_t *c = container.json;
   if (json_is_string(c)) {
     if (!atlas_jv_is_string(item)) {
-      return fail(n, "'in <string>' requires string as left operand, not %s", atlas_jv_type_name(item));
+      return fail(n, "'in <string>' requires string as left operand, not %s",
+                  atlas_jv_type_name(item));
     }
-    *out = memmem(json_string_value(c), json_string_length(c), json_string_value(item.json),
+    *out = memmem(json_string_value(c), json_string_length(c),
+                  json_string_value(item.json),
                   json_string_length(item.json)) != NULL;
     return ATLAS_OK;
   }
@@ -632,38 +701,55 @@ static atlas_status contains(jinja_ctx *ctx, const jinja_node *n, jv item, jv co
   }
   if (json_is_object(c)) {
     *out = atlas_jv_is_string(item) &&
-           json_object_getn(c, json_string_value(item.json), json_string_length(item.json)) != NULL;
+           json_object_getn(c, json_string_value(item.json),
+                            json_string_length(item.json)) != NULL;
     return ATLAS_OK;
   }
-  return fail(n, "argument of type '%s' is not iterable", atlas_jv_type_name(container));
+  return fail(n, "argument of type '%s' is not iterable",
+              atlas_jv_type_name(container));
 }
 
-static atlas_status compare(jinja_ctx *ctx, const jinja_node *n, int op, jv a, jv b, bool *out) {
+static atlas_status compare(jinja_ctx *ctx, const jinja_node *n, int op, jv a,
+                            jv b, bool *out) {
   switch (op) {
-    case JINJA_CMP_EQ: *out = atlas_jv_equal(a, b); return ATLAS_OK;
-    case JINJA_CMP_NE: *out = !atlas_jv_equal(a, b); return ATLAS_OK;
-    case JINJA_CMP_IN: return contains(ctx, n, a, b, out);
+    case JINJA_CMP_EQ:
+      *out = atlas_jv_equal(a, b);
+      return ATLAS_OK;
+    case JINJA_CMP_NE:
+      *out = !atlas_jv_equal(a, b);
+      return ATLAS_OK;
+    case JINJA_CMP_IN:
+      return contains(ctx, n, a, b, out);
     case JINJA_CMP_NOT_IN:
       ATLAS_RETURN_IF_ERROR(contains(ctx, n, a, b, out));
       *out = !*out;
       return ATLAS_OK;
-    default: break;
+    default:
+      break;
   }
   if (a.kind == JV_UNDEFINED) return undefined_error(n, a);
   if (b.kind == JV_UNDEFINED) return undefined_error(n, b);
-  if (a.seq || b.seq) return fail(n, "ordering comparison of a %s is not supported", atlas_jv_type_name(a.seq ? a : b));
+  if (a.seq || b.seq)
+    return fail(n, "ordering comparison of a %s is not supported",
+                atlas_jv_type_name(a.seq ? a : b));
   int c = 0;
   ATLAS_RETURN_IF_ERROR(at(n, atlas_jv_compare(a, b, &c)));
-  *out = op == JINJA_CMP_LT ? c < 0 : op == JINJA_CMP_LE ? c <= 0 : op == JINJA_CMP_GT ? c > 0 : c >= 0;
+  *out = op == JINJA_CMP_LT   ? c < 0
+         : op == JINJA_CMP_LE ? c <= 0
+         : op == JINJA_CMP_GT ? c > 0
+                              : c >= 0;
   return ATLAS_OK;
 }
 
-static atlas_status call_macro(jinja_ctx *ctx, const jinja_node *call, const jinja_node *m,
-                               const jinja_args *args, jv *out) {
+static atlas_status call_macro(jinja_ctx *ctx, const jinja_node *call,
+                               const jinja_node *m, const jinja_args *args,
+                               jv *out) {
   if (args->n_pos > m->n_targets) {
-    return fail(call, "macro '%s' takes not more than %zu argument(s)", m->name, m->n_targets);
+    return fail(call, "macro '%s' takes not more than %zu argument(s)", m->name,
+                m->n_targets);
   }
-  if (ctx->call_depth >= kMaxCallDepth) return fail(call, "macro calls nest deeper than %d", kMaxCallDepth);
+  if (ctx->call_depth >= kMaxCallDepth)
+    return fail(call, "macro calls nest deeper than %d", kMaxCallDepth);
   jinja_scope *scope = scope_new(ctx->top);
   if (!scope) return oom();
   atlas_status st = ATLAS_OK;
@@ -671,8 +757,11 @@ static atlas_status call_macro(jinja_ctx *ctx, const jinja_node *call, const jin
   ctx->scope = scope;
   for (size_t k = 0; k < args->n_kw && st == ATLAS_OK; ++k) {
     bool ok = false;
-    for (size_t i = 0; i < m->n_targets; ++i) ok = ok || !strcmp(m->targets[i], args->kw_names[k]);
-    if (!ok) st = fail(call, "macro '%s' has no parameter '%s'", m->name, args->kw_names[k]);
+    for (size_t i = 0; i < m->n_targets; ++i)
+      ok = ok || !strcmp(m->targets[i], args->kw_names[k]);
+    if (!ok)
+      st = fail(call, "macro '%s' has no parameter '%s'", m->name,
+                args->kw_names[k]);
   }
   for (size_t i = 0; i < m->n_targets && st == ATLAS_OK; ++i) {
     jv v = atlas_jv_undefined(m->targets[i]);
@@ -725,11 +814,14 @@ static atlas_status eval_call(jinja_ctx *ctx, const jinja_node *n, jv *out) {
     bool found = false;
     if (obj.kind == JV_NAMESPACE) {
       // A macro or value stored on a namespace is not callable data here.
-      st = fail(n, "calling '%s' of a namespace is not supported", callee->name);
+      st =
+          fail(n, "calling '%s' of a namespace is not supported", callee->name);
     } else {
-      st = at(n, atlas_jinja_method(ctx, obj, callee->name, &args, out, &found));
+      st =
+          at(n, atlas_jinja_method(ctx, obj, callee->name, &args, out, &found));
       if (st == ATLAS_OK && !found) {
-        st = fail(n, "'%s' object has no supported method '%s'", atlas_jv_type_name(obj), callee->name);
+        st = fail(n, "'%s' object has no supported method '%s'",
+                  atlas_jv_type_name(obj), callee->name);
       }
     }
     free_args(&args);
@@ -807,16 +899,22 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
         jv k, v = atlas_jv_undefined(NULL);
         atlas_status st = eval(ctx, n->kids[i], &k);
         if (st == ATLAS_OK && !atlas_jv_is_string(k)) {
-          st = fail(n->kids[i], "dict keys other than strings are not supported (got '%s')", atlas_jv_type_name(k));
+          st = fail(n->kids[i],
+                    "dict keys other than strings are not supported (got '%s')",
+                    atlas_jv_type_name(k));
         }
         // Keys are C strings everywhere else (lookups, tojson, printing).
-        if (st == ATLAS_OK && strlen(json_string_value(k.json)) != json_string_length(k.json)) {
-          st = fail(n->kids[i], "a dict key holding a NUL character is not supported");
+        if (st == ATLAS_OK &&
+            strlen(json_string_value(k.json)) != json_string_length(k.json)) {
+          st = fail(n->kids[i],
+                    "a dict key holding a NUL character is not supported");
         }
         if (st == ATLAS_OK) st = eval(ctx, n->kids[i + 1], &v);
         json_t *j = NULL;
         if (st == ATLAS_OK) st = to_json_element(n->kids[i + 1], v, &j);
-        if (st == ATLAS_OK && json_object_setn(obj, json_string_value(k.json), json_string_length(k.json), j) != 0) {
+        if (st == ATLAS_OK &&
+            json_object_setn(obj, json_string_value(k.json),
+                             json_string_length(k.json), j) != 0) {
           st = oom();
         }
         atlas_jv_free(&k);
@@ -840,8 +938,9 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
         *out = get_attr(obj, n->name, &python);
         if (python != NULL) {
           const char *type = atlas_jv_type_name(obj);
-          st = fail(n, "'%s' of %s %s is a %s; using it as a value is not supported", n->name,
-                    atlas_jv_type_article(type), type, python);
+          st = fail(
+              n, "'%s' of %s %s is a %s; using it as a value is not supported",
+              n->name, atlas_jv_type_article(type), type, python);
         } else if (!atlas_jv_ok_alloc(*out)) {
           st = oom();
         }
@@ -858,7 +957,8 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
         // An undefined item borrows the key's text as its name, and the key
         // (a constant's copy, or a computed string) goes now: the render
         // keeps it for the error that may name it later.
-        if (st == ATLAS_OK && out->kind == JV_UNDEFINED && atlas_jv_is_string(key) &&
+        if (st == ATLAS_OK && out->kind == JV_UNDEFINED &&
+            atlas_jv_is_string(key) &&
             out->name == json_string_value(key.json) &&
             json_array_append(ctx->names, key.json) != 0) {
           st = oom();
@@ -889,7 +989,8 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
         } else {
           bool r = false;
           st = at(n, atlas_jinja_test(ctx, n->name, value, &args, &r));
-          if (st == ATLAS_OK) *out = atlas_jv_data(json_boolean(n->negated ? !r : r));
+          if (st == ATLAS_OK)
+            *out = atlas_jv_data(json_boolean(n->negated ? !r : r));
         }
         free_args(&args);
       }
@@ -905,9 +1006,11 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
       } else if (v.kind == JV_UNDEFINED) {
         st = undefined_error(n, v);
       } else if (!atlas_jv_is_number(v)) {
-        st = fail(n, "bad operand type for unary %c: '%s'", n->op, atlas_jv_type_name(v));
+        st = fail(n, "bad operand type for unary %c: '%s'", n->op,
+                  atlas_jv_type_name(v));
       } else if (n->op == '+') {
-        *out = atlas_jv_is_int(v) ? atlas_jv_data(json_integer(as_ll(v.json))) : atlas_jv_copy(v);
+        *out = atlas_jv_is_int(v) ? atlas_jv_data(json_integer(as_ll(v.json)))
+                                  : atlas_jv_copy(v);
       } else if (atlas_jv_is_int(v)) {
         *out = atlas_jv_data(json_integer(-as_ll(v.json)));
       } else {
@@ -968,26 +1071,32 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
       return ATLAS_OK;
     }
     default:
-      return fail(n, "internal: statement node where an expression was expected");
+      return fail(n,
+                  "internal: statement node where an expression was expected");
   }
 }
 
 // ---- statements ----
 
-static atlas_status bind_targets(const jinja_node *n, jinja_scope *s, char *const *targets,
-                                 size_t n_targets, jv v) {
+static atlas_status bind_targets(const jinja_node *n, jinja_scope *s,
+                                 char *const *targets, size_t n_targets, jv v) {
   if (n_targets == 1) {
-    if (v.kind == JV_LOOP) return fail(n, "assigning the loop object to a variable is not supported");
+    if (v.kind == JV_LOOP)
+      return fail(n,
+                  "assigning the loop object to a variable is not supported");
     return scope_set(s, targets[0], atlas_jv_copy(v));
   }
   if (!(v.kind == JV_DATA && json_is_array(v.json))) {
-    return fail(n, "cannot unpack a '%s' into %zu names", atlas_jv_type_name(v), n_targets);
+    return fail(n, "cannot unpack a '%s' into %zu names", atlas_jv_type_name(v),
+                n_targets);
   }
   if (json_array_size(v.json) != n_targets) {
-    return fail(n, "cannot unpack %zu values into %zu names", json_array_size(v.json), n_targets);
+    return fail(n, "cannot unpack %zu values into %zu names",
+                json_array_size(v.json), n_targets);
   }
   for (size_t i = 0; i < n_targets; ++i) {
-    ATLAS_RETURN_IF_ERROR(scope_set(s, targets[i], atlas_jv_data(json_incref(json_array_get(v.json, i)))));
+    ATLAS_RETURN_IF_ERROR(scope_set(
+        s, targets[i], atlas_jv_data(json_incref(json_array_get(v.json, i)))));
   }
   return ATLAS_OK;
 }
@@ -1018,7 +1127,9 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
         st = eval(ctx, n->c, &c);
         ctx->scope = saved;
       }
-      if (st == ATLAS_OK && atlas_jv_truthy(c) && json_array_append(kept, item) != 0) st = oom();
+      if (st == ATLAS_OK && atlas_jv_truthy(c) &&
+          json_array_append(kept, item) != 0)
+        st = oom();
       atlas_jv_free(&c);
       scope_delete(s);
     }
@@ -1030,7 +1141,8 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
     items = kept;
   }
   const size_t len = json_array_size(items);
-  // Without recursive loops, loop.depth is 1 at every nesting level (as in Jinja2).
+  // Without recursive loops, loop.depth is 1 at every nesting level (as in
+  // Jinja2).
   jinja_loop loop = {.items = items, .length = len, .depth0 = 0};
   ctx->loop_depth++;
   for (size_t i = 0; i < len && st == ATLAS_OK; ++i) {
@@ -1042,7 +1154,9 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
     }
     jv lv = {JV_LOOP, NULL, &loop, "loop", JV_SEQ_LIST};
     st = scope_set(s, "loop", lv);
-    if (st == ATLAS_OK) st = bind_targets(n, s, n->targets, n->n_targets, atlas_jv_data(json_array_get(items, i)));
+    if (st == ATLAS_OK)
+      st = bind_targets(n, s, n->targets, n->n_targets,
+                        atlas_jv_data(json_array_get(items, i)));
     if (st == ATLAS_OK) {
       jinja_scope *saved = ctx->scope;
       ctx->scope = s;
@@ -1068,10 +1182,13 @@ static atlas_status exec_set(jinja_ctx *ctx, const jinja_node *n) {
   if (n->a) {  // ns.attr = value
     jv obj = lookup(ctx, n->a->a->name);
     if (obj.kind != JV_NAMESPACE) {
-      st = fail(n, "cannot assign attribute '%s' on '%s': it is a %s, not a namespace()", n->a->name,
-                n->a->a->name, atlas_jv_type_name(obj));
+      st = fail(
+          n,
+          "cannot assign attribute '%s' on '%s': it is a %s, not a namespace()",
+          n->a->name, n->a->a->name, atlas_jv_type_name(obj));
     } else if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) {
-      st = fail(n, "storing a %s value on a namespace is not supported", atlas_jv_type_name(v));
+      st = fail(n, "storing a %s value on a namespace is not supported",
+                atlas_jv_type_name(v));
     } else if (json_object_set(obj.json, n->a->name, v.json) != 0) {
       st = oom();
     }
@@ -1092,14 +1209,16 @@ static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
       }
       return ATLAS_OK;
     case JN_TEXT:
-      atlas_jinja_buf_append(ctx->out, json_string_value(n->value), json_string_length(n->value));
+      atlas_jinja_buf_append(ctx->out, json_string_value(n->value),
+                             json_string_length(n->value));
       return atlas_jinja_buf_status(ctx->out, "rendering");
     case JN_OUTPUT: {
       jv v;
       ATLAS_RETURN_IF_ERROR(eval(ctx, n->a, &v));
       atlas_status st = at(n, atlas_jinja_str(ctx, v, ctx->out));
       atlas_jv_free(&v);
-      if (st == ATLAS_OK) st = at(n, atlas_jinja_buf_status(ctx->out, "rendering"));
+      if (st == ATLAS_OK)
+        st = at(n, atlas_jinja_buf_status(ctx->out, "rendering"));
       return st;
     }
     case JN_IF: {
@@ -1133,18 +1252,25 @@ static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
       ctx->control = JINJA_CTL_CONTINUE;
       return ATLAS_OK;
     default:
-      return fail(n, "internal: expression node where a statement was expected");
+      return fail(n,
+                  "internal: expression node where a statement was expected");
   }
 }
 
-atlas_status atlas_jinja_render(const jinja_template *t, json_t *vars, const struct tm *now,
-                          jinja_buf *out) {
+atlas_status atlas_jinja_render(const jinja_template *t, json_t *vars,
+                                const struct tm *now, jinja_buf *out) {
   jinja_scope *top = scope_new(NULL);
-  jinja_ctx ctx = {.out = out, .scope = top, .top = top, .globals = vars, .now = now,
-                   .tuples = json_object(), .consumed = json_object(),
+  jinja_ctx ctx = {.out = out,
+                   .scope = top,
+                   .top = top,
+                   .globals = vars,
+                   .now = now,
+                   .tuples = json_object(),
+                   .consumed = json_object(),
                    .names = json_array()};
-  atlas_status st =
-      top && ctx.tuples && ctx.consumed && ctx.names ? exec(&ctx, t->root) : oom();
+  atlas_status st = top && ctx.tuples && ctx.consumed && ctx.names
+                        ? exec(&ctx, t->root)
+                        : oom();
   scope_delete(top);
   json_decref(ctx.tuples);
   json_decref(ctx.consumed);

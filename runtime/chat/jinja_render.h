@@ -40,10 +40,12 @@ typedef struct jinja_ctx {
   const struct tm *now;  // what strftime_now formats
   int control;           // JINJA_CTL_*: a pending break or continue
   int loop_depth;
-  int call_depth;        // macro recursion guard
-  json_t *tuples;        // arrays that are Python tuples (keys: atlas_jinja_tuple_key), held alive
-  json_t *consumed;      // generators already iterated, held alive the same way
-  json_t *names;         // keys an undefined item is named after, held alive (an array)
+  int call_depth;    // macro recursion guard
+  json_t *tuples;    // arrays that are Python tuples (keys:
+                     // atlas_jinja_tuple_key), held alive
+  json_t *consumed;  // generators already iterated, held alive the same way
+  json_t
+      *names;  // keys an undefined item is named after, held alive (an array)
 } jinja_ctx;
 
 enum { JINJA_CTL_NONE = 0, JINJA_CTL_BREAK, JINJA_CTL_CONTINUE };
@@ -59,8 +61,8 @@ typedef struct jinja_args {
 } jinja_args;
 
 // Renders the template with `vars` (a JSON object) into `out`.
-atlas_status atlas_jinja_render(const jinja_template *t, json_t *vars, const struct tm *now,
-                          jinja_buf *out);
+atlas_status atlas_jinja_render(const jinja_template *t, json_t *vars,
+                                const struct tm *now, jinja_buf *out);
 
 // Python's str() of a value, tuples included.
 atlas_status atlas_jinja_str(jinja_ctx *ctx, jv v, jinja_buf *out);
@@ -70,20 +72,22 @@ atlas_status atlas_jinja_mark_tuple(jinja_ctx *ctx, json_t *arr);
 // generator's) elements, a dict's keys, a string's characters, nothing for
 // Undefined. A generator can be iterated once: a second use is refused
 // rather than seen empty as in Python.
-atlas_status atlas_jinja_iterate(jinja_ctx *ctx, jv v, const char *what, json_t **out_items);
+atlas_status atlas_jinja_iterate(jinja_ctx *ctx, jv v, const char *what,
+                                 json_t **out_items);
 
 // Builtins (jinja_builtins.c). Each returns a status naming what went wrong;
 // the renderer adds the line and column.
-atlas_status atlas_jinja_filter(jinja_ctx *ctx, const char *name, jv value, const jinja_args *args,
-                          jv *out);
-atlas_status atlas_jinja_test(jinja_ctx *ctx, const char *name, jv value, const jinja_args *args,
-                        bool *out);
-atlas_status atlas_jinja_global_call(jinja_ctx *ctx, const char *name, const jinja_args *args, jv *out);
+atlas_status atlas_jinja_filter(jinja_ctx *ctx, const char *name, jv value,
+                                const jinja_args *args, jv *out);
+atlas_status atlas_jinja_test(jinja_ctx *ctx, const char *name, jv value,
+                              const jinja_args *args, bool *out);
+atlas_status atlas_jinja_global_call(jinja_ctx *ctx, const char *name,
+                                     const jinja_args *args, jv *out);
 bool atlas_jinja_global_known(const char *name);
 // A method of a str, dict, list or loop. *found is false when `obj` has no
 // such method (the caller reports it).
-atlas_status atlas_jinja_method(jinja_ctx *ctx, jv obj, const char *name, const jinja_args *args,
-                          jv *out, bool *found);
+atlas_status atlas_jinja_method(jinja_ctx *ctx, jv obj, const char *name,
+                                const jinja_args *args, jv *out, bool *found);
 // Whether `name` is a method of dicts (a.items is the method, not a key).
 bool atlas_jinja_is_dict_method(const char *name);
 // What Jinja's immutable sandbox finds under `name` on the value `v` where

@@ -31,7 +31,8 @@ void atlas_jinja_buf_append(jinja_buf *b, const char *s, size_t n) {
   b->data[b->len] = '\0';
 }
 
-void atlas_jinja_buf_append_repeated(jinja_buf *b, const char *s, size_t n, size_t times) {
+void atlas_jinja_buf_append_repeated(jinja_buf *b, const char *s, size_t n,
+                                     size_t times) {
   size_t total = 0;
   if (n == 0 || times == 0) return;
   if (__builtin_mul_overflow(n, times, &total)) {
@@ -50,9 +51,13 @@ void atlas_jinja_buf_append_repeated(jinja_buf *b, const char *s, size_t n, size
   b->data[b->len] = '\0';
 }
 
-void atlas_jinja_buf_puts(jinja_buf *b, const char *s) { atlas_jinja_buf_append(b, s, strlen(s)); }
+void atlas_jinja_buf_puts(jinja_buf *b, const char *s) {
+  atlas_jinja_buf_append(b, s, strlen(s));
+}
 
-void atlas_jinja_buf_putc(jinja_buf *b, char c) { atlas_jinja_buf_append(b, &c, 1); }
+void atlas_jinja_buf_putc(jinja_buf *b, char c) {
+  atlas_jinja_buf_append(b, &c, 1);
+}
 
 void atlas_jinja_buf_printf(jinja_buf *b, const char *fmt, ...) {
   char small[128];
@@ -84,7 +89,11 @@ uint32_t atlas_jinja_utf8_next(const char *str, size_t n, size_t *i) {
   const unsigned char *s = (const unsigned char *)str;
   const size_t p = *i;
   const unsigned char c = s[p];
-  const size_t extra = c >= 0xf8 ? 0 : c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
+  const size_t extra = c >= 0xf8   ? 0
+                       : c >= 0xf0 ? 3
+                       : c >= 0xe0 ? 2
+                       : c >= 0xc0 ? 1
+                                   : 0;
   if (extra > 0 && p + extra < n) {
     uint32_t cp = c & (0x3fu >> extra);
     bool ok = true;
@@ -143,9 +152,17 @@ size_t atlas_jinja_utf8_offset(const char *s, size_t n, size_t index) {
 }
 
 bool atlas_jinja_is_py_space(uint32_t cp) {
-  if (cp <= 0x20) return (cp >= 0x09 && cp <= 0x0d) || cp >= 0x1c;  // \t..\r, \x1c..\x1f, space
+  if (cp <= 0x20)
+    return (cp >= 0x09 && cp <= 0x0d) ||
+           cp >= 0x1c;  // \t..\r, \x1c..\x1f, space
   switch (cp) {
-    case 0x85: case 0xa0: case 0x1680: case 0x2028: case 0x2029: case 0x202f: case 0x205f:
+    case 0x85:
+    case 0xa0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202f:
+    case 0x205f:
     case 0x3000:
       return true;
     default:

@@ -12,17 +12,19 @@ typedef struct jinja_buf {
   char *data;  // NUL-terminated when not NULL
   size_t len;
   size_t cap;
-  bool oom;    // an append failed; the contents are incomplete
+  bool oom;        // an append failed; the contents are incomplete
   bool too_large;  // with oom: an append would have passed JINJA_MAX_BUILT_TEXT
 } jinja_buf;
 
 void atlas_jinja_buf_append(jinja_buf *b, const char *s, size_t n);
 // `times` copies of s[0..n) (s not inside b), by doubling: a few memcpy
 // calls, not one append a copy ('@' * 60000000 took 5 s that way).
-void atlas_jinja_buf_append_repeated(jinja_buf *b, const char *s, size_t n, size_t times);
+void atlas_jinja_buf_append_repeated(jinja_buf *b, const char *s, size_t n,
+                                     size_t times);
 void atlas_jinja_buf_puts(jinja_buf *b, const char *s);
 void atlas_jinja_buf_putc(jinja_buf *b, char c);
-void atlas_jinja_buf_printf(jinja_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void atlas_jinja_buf_printf(jinja_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 void atlas_jinja_buf_free(jinja_buf *b);
 
 // The most text one buffer may hold: a string the template builds (by

@@ -17,7 +17,9 @@ jv atlas_jv_data(json_t *json) {
   return v;
 }
 
-void atlas_jinja_tuple_key(const json_t *arr, char out[32]) { snprintf(out, 32, "%p", (const void *)arr); }
+void atlas_jinja_tuple_key(const json_t *arr, char out[32]) {
+  snprintf(out, 32, "%p", (const void *)arr);
+}
 
 jv atlas_jv_copy(jv v) {
   if (v.json) json_incref(v.json);
@@ -31,9 +33,13 @@ void atlas_jv_free(jv *v) {
   v->name = "";
 }
 
-bool atlas_jv_ok_alloc(jv v) { return !((v.kind == JV_DATA || v.kind == JV_NAMESPACE) && v.json == NULL); }
+bool atlas_jv_ok_alloc(jv v) {
+  return !((v.kind == JV_DATA || v.kind == JV_NAMESPACE) && v.json == NULL);
+}
 
-jv atlas_jv_string(const char *s, size_t n) { return atlas_jv_data(json_stringn_nocheck(s ? s : "", n)); }
+jv atlas_jv_string(const char *s, size_t n) {
+  return atlas_jv_data(json_stringn_nocheck(s ? s : "", n));
+}
 
 atlas_status atlas_jv_string_of_buf(jinja_buf *b, jv *out) {
   atlas_status st = atlas_jinja_buf_status(b, "rendering");
@@ -45,64 +51,98 @@ atlas_status atlas_jv_string_of_buf(jinja_buf *b, jv *out) {
   return st;
 }
 
-bool atlas_jv_is_string(jv v) { return v.kind == JV_DATA && json_is_string(v.json); }
+bool atlas_jv_is_string(jv v) {
+  return v.kind == JV_DATA && json_is_string(v.json);
+}
 
 bool atlas_jv_is_number(jv v) {
-  return v.kind == JV_DATA && (json_is_number(v.json) || json_is_boolean(v.json));
+  return v.kind == JV_DATA &&
+         (json_is_number(v.json) || json_is_boolean(v.json));
 }
 
 bool atlas_jv_is_int(jv v) {
-  return v.kind == JV_DATA && (json_is_integer(v.json) || json_is_boolean(v.json));
+  return v.kind == JV_DATA &&
+         (json_is_integer(v.json) || json_is_boolean(v.json));
 }
 
 const char *atlas_jv_type_article(const char *type_name) {
-  return type_name[0] != '\0' && strchr("aeiouAEIOU", type_name[0]) != NULL ? "an" : "a";
+  return type_name[0] != '\0' && strchr("aeiouAEIOU", type_name[0]) != NULL
+             ? "an"
+             : "a";
 }
 
 const char *atlas_jv_type_name(jv v) {
   switch (v.kind) {
-    case JV_UNDEFINED: return "Undefined";
-    case JV_NAMESPACE: return "Namespace";
-    case JV_LOOP: return "LoopContext";
-    case JV_MACRO: return "Macro";
-    case JV_FUNC: return "function";
-    case JV_DATA: break;
+    case JV_UNDEFINED:
+      return "Undefined";
+    case JV_NAMESPACE:
+      return "Namespace";
+    case JV_LOOP:
+      return "LoopContext";
+    case JV_MACRO:
+      return "Macro";
+    case JV_FUNC:
+      return "function";
+    case JV_DATA:
+      break;
   }
   switch (v.seq) {
-    case JV_SEQ_GENERATOR: return "generator";
-    case JV_SEQ_VIEW: return "dict_view";
-    case JV_SEQ_RANGE: return "range";
-    case JV_SEQ_LIST: break;
+    case JV_SEQ_GENERATOR:
+      return "generator";
+    case JV_SEQ_VIEW:
+      return "dict_view";
+    case JV_SEQ_RANGE:
+      return "range";
+    case JV_SEQ_LIST:
+      break;
   }
   switch (json_typeof(v.json)) {
-    case JSON_OBJECT: return "dict";
-    case JSON_ARRAY: return "list";
-    case JSON_STRING: return "str";
-    case JSON_INTEGER: return "int";
-    case JSON_REAL: return "float";
+    case JSON_OBJECT:
+      return "dict";
+    case JSON_ARRAY:
+      return "list";
+    case JSON_STRING:
+      return "str";
+    case JSON_INTEGER:
+      return "int";
+    case JSON_REAL:
+      return "float";
     case JSON_TRUE:
-    case JSON_FALSE: return "bool";
-    case JSON_NULL: return "NoneType";
+    case JSON_FALSE:
+      return "bool";
+    case JSON_NULL:
+      return "NoneType";
   }
   return "?";
 }
 
 bool atlas_jv_truthy(jv v) {
   switch (v.kind) {
-    case JV_UNDEFINED: return false;
-    case JV_DATA: break;
-    default: return true;
+    case JV_UNDEFINED:
+      return false;
+    case JV_DATA:
+      break;
+    default:
+      return true;
   }
-  if (v.seq == JV_SEQ_GENERATOR) return true;  // a generator object is always true
+  if (v.seq == JV_SEQ_GENERATOR)
+    return true;  // a generator object is always true
   switch (json_typeof(v.json)) {
-    case JSON_OBJECT: return json_object_size(v.json) > 0;
-    case JSON_ARRAY: return json_array_size(v.json) > 0;
-    case JSON_STRING: return json_string_length(v.json) > 0;
-    case JSON_INTEGER: return json_integer_value(v.json) != 0;
-    case JSON_REAL: return json_real_value(v.json) != 0.0;
-    case JSON_TRUE: return true;
+    case JSON_OBJECT:
+      return json_object_size(v.json) > 0;
+    case JSON_ARRAY:
+      return json_array_size(v.json) > 0;
+    case JSON_STRING:
+      return json_string_length(v.json) > 0;
+    case JSON_INTEGER:
+      return json_integer_value(v.json) != 0;
+    case JSON_REAL:
+      return json_real_value(v.json) != 0.0;
+    case JSON_TRUE:
+      return true;
     case JSON_FALSE:
-    case JSON_NULL: return false;
+    case JSON_NULL:
+      return false;
   }
   return false;
 }
@@ -112,27 +152,35 @@ static double num(json_t *j) {
   return json_number_value(j);
 }
 
-static bool json_num_like(json_t *j) { return json_is_number(j) || json_is_boolean(j); }
+static bool json_num_like(json_t *j) {
+  return json_is_number(j) || json_is_boolean(j);
+}
 
 static bool json_py_equal(json_t *a, json_t *b) {
   if (json_num_like(a) && json_num_like(b)) {
-    if ((json_is_integer(a) || json_is_boolean(a)) && (json_is_integer(b) || json_is_boolean(b))) {
-      long long x = json_is_boolean(a) ? json_is_true(a) : json_integer_value(a);
-      long long y = json_is_boolean(b) ? json_is_true(b) : json_integer_value(b);
+    if ((json_is_integer(a) || json_is_boolean(a)) &&
+        (json_is_integer(b) || json_is_boolean(b))) {
+      long long x =
+          json_is_boolean(a) ? json_is_true(a) : json_integer_value(a);
+      long long y =
+          json_is_boolean(b) ? json_is_true(b) : json_integer_value(b);
       return x == y;
     }
     return num(a) == num(b);
   }
   if (json_typeof(a) != json_typeof(b)) return false;
   switch (json_typeof(a)) {
-    case JSON_NULL: return true;
+    case JSON_NULL:
+      return true;
     case JSON_STRING:
       return json_string_length(a) == json_string_length(b) &&
-             memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) == 0;
+             memcmp(json_string_value(a), json_string_value(b),
+                    json_string_length(a)) == 0;
     case JSON_ARRAY: {
       if (json_array_size(a) != json_array_size(b)) return false;
       for (size_t i = 0; i < json_array_size(a); ++i) {
-        if (!json_py_equal(json_array_get(a, i), json_array_get(b, i))) return false;
+        if (!json_py_equal(json_array_get(a, i), json_array_get(b, i)))
+          return false;
       }
       return true;
     }
@@ -146,7 +194,8 @@ static bool json_py_equal(json_t *a, json_t *b) {
       }
       return true;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -162,9 +211,12 @@ bool atlas_jv_equal(jv a, jv b) {
 
 static int cmp_json(json_t *a, json_t *b, bool *ok) {
   if (json_num_like(a) && json_num_like(b)) {
-    if ((json_is_integer(a) || json_is_boolean(a)) && (json_is_integer(b) || json_is_boolean(b))) {
-      long long x = json_is_boolean(a) ? json_is_true(a) : json_integer_value(a);
-      long long y = json_is_boolean(b) ? json_is_true(b) : json_integer_value(b);
+    if ((json_is_integer(a) || json_is_boolean(a)) &&
+        (json_is_integer(b) || json_is_boolean(b))) {
+      long long x =
+          json_is_boolean(a) ? json_is_true(a) : json_integer_value(a);
+      long long y =
+          json_is_boolean(b) ? json_is_true(b) : json_integer_value(b);
       return (x > y) - (x < y);
     }
     double x = num(a), y = num(b);
@@ -173,7 +225,8 @@ static int cmp_json(json_t *a, json_t *b, bool *ok) {
   if (json_is_string(a) && json_is_string(b)) {
     // UTF-8 byte order is code point order.
     size_t la = json_string_length(a), lb = json_string_length(b);
-    int c = memcmp(json_string_value(a), json_string_value(b), la < lb ? la : lb);
+    int c =
+        memcmp(json_string_value(a), json_string_value(b), la < lb ? la : lb);
     if (c != 0) return c < 0 ? -1 : 1;
     return (la > lb) - (la < lb);
   }
@@ -194,9 +247,10 @@ atlas_status atlas_jv_compare(jv a, jv b, int *out) {
   bool ok = a.kind == JV_DATA && b.kind == JV_DATA;
   *out = ok ? cmp_json(a.json, b.json, &ok) : 0;
   if (!ok) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "ordering comparison between '%s' and '%s' is not supported",
-                             atlas_jv_type_name(a), atlas_jv_type_name(b));
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "ordering comparison between '%s' and '%s' is not supported",
+        atlas_jv_type_name(a), atlas_jv_type_name(b));
   }
   return ATLAS_OK;
 }
@@ -260,7 +314,8 @@ void atlas_jinja_float_repr(double d, jinja_buf *out) {
       atlas_jinja_buf_putc(out, '.');
       atlas_jinja_buf_append(out, digits + 1, nd - 1);
     }
-    atlas_jinja_buf_printf(out, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+    atlas_jinja_buf_printf(out, "e%c%02d", exp10 < 0 ? '-' : '+',
+                           exp10 < 0 ? -exp10 : exp10);
   }
 }
 
@@ -271,17 +326,20 @@ static bool py_unprintable(uint32_t cp) {
   if (cp < 0x20 || cp == 0x7f) return true;
   if (cp < 0x80) return false;
   if (cp <= 0xa0 || cp == 0xad) return true;
-  if (cp == 0x1680 || cp == 0x180e || (cp >= 0x2000 && cp <= 0x200f)) return true;
+  if (cp == 0x1680 || cp == 0x180e || (cp >= 0x2000 && cp <= 0x200f))
+    return true;
   if (cp >= 0x2028 && cp <= 0x202f) return true;
   if (cp >= 0x205f && cp <= 0x206f) return true;
-  if (cp == 0x3000 || cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb)) return true;
+  if (cp == 0x3000 || cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb))
+    return true;
   if (cp >= 0xd800 && cp <= 0xf8ff) return true;
   if (cp >= 0xf0000) return true;
   return false;
 }
 
 static void repr_string(const char *s, size_t n, jinja_buf *out) {
-  bool has_single = memchr(s, '\'', n) != NULL, has_double = memchr(s, '"', n) != NULL;
+  bool has_single = memchr(s, '\'', n) != NULL,
+       has_double = memchr(s, '"', n) != NULL;
   const char q = has_single && !has_double ? '"' : '\'';
   atlas_jinja_buf_putc(out, q);
   for (size_t i = 0; i < n;) {
@@ -317,18 +375,30 @@ static bool is_tuple(const json_t *tuples, const json_t *arr) {
   return json_object_get(tuples, key) != NULL;
 }
 
-static void str_json(json_t *j, const json_t *tuples, jinja_buf *out, bool repr) {
+static void str_json(json_t *j, const json_t *tuples, jinja_buf *out,
+                     bool repr) {
   switch (json_typeof(j)) {
-    case JSON_NULL: atlas_jinja_buf_puts(out, "None"); break;
-    case JSON_TRUE: atlas_jinja_buf_puts(out, "True"); break;
-    case JSON_FALSE: atlas_jinja_buf_puts(out, "False"); break;
-    case JSON_INTEGER: atlas_jinja_buf_printf(out, "%lld", (long long)json_integer_value(j)); break;
-    case JSON_REAL: atlas_jinja_float_repr(json_real_value(j), out); break;
+    case JSON_NULL:
+      atlas_jinja_buf_puts(out, "None");
+      break;
+    case JSON_TRUE:
+      atlas_jinja_buf_puts(out, "True");
+      break;
+    case JSON_FALSE:
+      atlas_jinja_buf_puts(out, "False");
+      break;
+    case JSON_INTEGER:
+      atlas_jinja_buf_printf(out, "%lld", (long long)json_integer_value(j));
+      break;
+    case JSON_REAL:
+      atlas_jinja_float_repr(json_real_value(j), out);
+      break;
     case JSON_STRING:
       if (repr) {
         repr_string(json_string_value(j), json_string_length(j), out);
       } else {
-        atlas_jinja_buf_append(out, json_string_value(j), json_string_length(j));
+        atlas_jinja_buf_append(out, json_string_value(j),
+                               json_string_length(j));
       }
       break;
     case JSON_ARRAY: {
@@ -361,10 +431,12 @@ static void str_json(json_t *j, const json_t *tuples, jinja_buf *out, bool repr)
 }
 
 static atlas_status unprintable_kind(jv v) {
-  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                           "printing a %s object is not supported (Python would print %s)",
-                           atlas_jv_type_name(v),
-                           v.seq == JV_SEQ_RANGE || v.seq == JV_SEQ_VIEW ? "its own form" : "its address");
+  return atlas_status_make(
+      ATLAS_STATUS_INVALID_ARGUMENT,
+      "printing a %s object is not supported (Python would print %s)",
+      atlas_jv_type_name(v),
+      v.seq == JV_SEQ_RANGE || v.seq == JV_SEQ_VIEW ? "its own form"
+                                                    : "its address");
 }
 
 atlas_status atlas_jv_str(jv v, const json_t *tuples, jinja_buf *out) {
@@ -390,24 +462,41 @@ typedef struct dump_opts {
   bool sort_keys;
 } dump_opts;
 
-static void json_string_out(const char *s, size_t n, bool ensure_ascii, jinja_buf *out) {
+static void json_string_out(const char *s, size_t n, bool ensure_ascii,
+                            jinja_buf *out) {
   atlas_jinja_buf_putc(out, '"');
   for (size_t i = 0; i < n;) {
     uint32_t cp = atlas_jinja_utf8_next(s, n, &i);
     switch (cp) {
-      case '"': atlas_jinja_buf_puts(out, "\\\""); continue;
-      case '\\': atlas_jinja_buf_puts(out, "\\\\"); continue;
-      case '\n': atlas_jinja_buf_puts(out, "\\n"); continue;
-      case '\r': atlas_jinja_buf_puts(out, "\\r"); continue;
-      case '\t': atlas_jinja_buf_puts(out, "\\t"); continue;
-      case '\b': atlas_jinja_buf_puts(out, "\\b"); continue;
-      case '\f': atlas_jinja_buf_puts(out, "\\f"); continue;
-      default: break;
+      case '"':
+        atlas_jinja_buf_puts(out, "\\\"");
+        continue;
+      case '\\':
+        atlas_jinja_buf_puts(out, "\\\\");
+        continue;
+      case '\n':
+        atlas_jinja_buf_puts(out, "\\n");
+        continue;
+      case '\r':
+        atlas_jinja_buf_puts(out, "\\r");
+        continue;
+      case '\t':
+        atlas_jinja_buf_puts(out, "\\t");
+        continue;
+      case '\b':
+        atlas_jinja_buf_puts(out, "\\b");
+        continue;
+      case '\f':
+        atlas_jinja_buf_puts(out, "\\f");
+        continue;
+      default:
+        break;
     }
     if (cp < 0x20 || (ensure_ascii && cp > 0x7e)) {
       if (cp >= 0x10000) {
         uint32_t c = cp - 0x10000;
-        atlas_jinja_buf_printf(out, "\\u%04x\\u%04x", 0xd800 + (c >> 10), 0xdc00 + (c & 0x3ff));
+        atlas_jinja_buf_printf(out, "\\u%04x\\u%04x", 0xd800 + (c >> 10),
+                               0xdc00 + (c & 0x3ff));
       } else {
         atlas_jinja_buf_printf(out, "\\u%04x", cp);
       }
@@ -427,12 +516,21 @@ static int key_cmp(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static atlas_status dump(json_t *j, const dump_opts *o, int level, jinja_buf *out) {
+static atlas_status dump(json_t *j, const dump_opts *o, int level,
+                         jinja_buf *out) {
   switch (json_typeof(j)) {
-    case JSON_NULL: atlas_jinja_buf_puts(out, "null"); return ATLAS_OK;
-    case JSON_TRUE: atlas_jinja_buf_puts(out, "true"); return ATLAS_OK;
-    case JSON_FALSE: atlas_jinja_buf_puts(out, "false"); return ATLAS_OK;
-    case JSON_INTEGER: atlas_jinja_buf_printf(out, "%lld", (long long)json_integer_value(j)); return ATLAS_OK;
+    case JSON_NULL:
+      atlas_jinja_buf_puts(out, "null");
+      return ATLAS_OK;
+    case JSON_TRUE:
+      atlas_jinja_buf_puts(out, "true");
+      return ATLAS_OK;
+    case JSON_FALSE:
+      atlas_jinja_buf_puts(out, "false");
+      return ATLAS_OK;
+    case JSON_INTEGER:
+      atlas_jinja_buf_printf(out, "%lld", (long long)json_integer_value(j));
+      return ATLAS_OK;
     case JSON_REAL: {
       double d = json_real_value(j);
       if (isnan(d)) {
@@ -445,7 +543,8 @@ static atlas_status dump(json_t *j, const dump_opts *o, int level, jinja_buf *ou
       return ATLAS_OK;
     }
     case JSON_STRING:
-      json_string_out(json_string_value(j), json_string_length(j), o->ensure_ascii, out);
+      json_string_out(json_string_value(j), json_string_length(j),
+                      o->ensure_ascii, out);
       return ATLAS_OK;
     case JSON_ARRAY: {
       if (json_array_size(j) == 0) {
@@ -469,7 +568,9 @@ static atlas_status dump(json_t *j, const dump_opts *o, int level, jinja_buf *ou
         return ATLAS_OK;
       }
       const char **keys = calloc(n, sizeof(char *));
-      if (!keys) return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "tojson: out of memory");
+      if (!keys)
+        return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                                 "tojson: out of memory");
       size_t k = 0;
       const char *key;
       json_t *v;
@@ -497,12 +598,15 @@ static atlas_status dump(json_t *j, const dump_opts *o, int level, jinja_buf *ou
   return ATLAS_OK;
 }
 
-atlas_status atlas_jv_tojson(jv v, bool ensure_ascii, int indent, const char *indent_str,
-                       const char *item_sep, const char *key_sep, bool sort_keys,
-                       jinja_buf *out) {
+atlas_status atlas_jv_tojson(jv v, bool ensure_ascii, int indent,
+                             const char *indent_str, const char *item_sep,
+                             const char *key_sep, bool sort_keys,
+                             jinja_buf *out) {
   if (v.kind != JV_DATA || v.seq != JV_SEQ_LIST) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "tojson: Object of type %s is not JSON serializable", atlas_jv_type_name(v));
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "tojson: Object of type %s is not JSON serializable",
+        atlas_jv_type_name(v));
   }
   char spaces[64];
   if (indent_str == NULL) {
@@ -511,8 +615,11 @@ atlas_status atlas_jv_tojson(jv v, bool ensure_ascii, int indent, const char *in
     spaces[w] = '\0';
     indent_str = spaces;
   }
-  dump_opts o = {ensure_ascii, indent, indent_str,
-                 item_sep ? item_sep : (indent >= 0 ? "," : ", "), key_sep ? key_sep : ": ",
+  dump_opts o = {ensure_ascii,
+                 indent,
+                 indent_str,
+                 item_sep ? item_sep : (indent >= 0 ? "," : ", "),
+                 key_sep ? key_sep : ": ",
                  sort_keys};
   return dump(v.json, &o, 0, out);
 }

@@ -1,8 +1,9 @@
 // Values of the chat-template engine. Data (None, booleans, numbers, strings,
 // lists, dicts) is a jansson value, so messages and tools passed in as JSON are
 // used as they are; the few things JSON cannot hold (Jinja's Undefined, a
-// namespace(), the loop object, a macro, a global function) get their own kinds.
-// Python's semantics for str(), ==, <, and json.dumps are implemented here.
+// namespace(), the loop object, a macro, a global function) get their own
+// kinds. Python's semantics for str(), ==, <, and json.dumps are implemented
+// here.
 #ifndef ATLAS_RUNTIME_CHAT_JINJA_VALUE_H_
 #define ATLAS_RUNTIME_CHAT_JINJA_VALUE_H_
 
@@ -18,7 +19,7 @@ typedef enum jv_kind {
   JV_NAMESPACE,  // json: the attribute object, shared between copies
   JV_LOOP,       // ptr: the running loop's state (never outlives the loop)
   JV_MACRO,      // ptr: the JN_MACRO node
-  JV_FUNC,       // name: a global function (namespace, range, raise_exception, ...)
+  JV_FUNC,  // name: a global function (namespace, range, raise_exception, ...)
 } jv_kind;
 
 // What a JV_DATA list really is in Python: Jinja's filters return generators,
@@ -42,8 +43,8 @@ typedef struct jv {
 } jv;
 
 jv atlas_jv_undefined(const char *name);
-// Takes ownership of `json` (NULL, from a failed allocation, stays NULL: callers
-// check with atlas_jv_ok_alloc).
+// Takes ownership of `json` (NULL, from a failed allocation, stays NULL:
+// callers check with atlas_jv_ok_alloc).
 jv atlas_jv_data(json_t *json);
 jv atlas_jv_copy(jv v);
 void atlas_jv_free(jv *v);
@@ -54,9 +55,10 @@ jv atlas_jv_string(const char *s, size_t n);
 // fails); frees b either way.
 atlas_status atlas_jv_string_of_buf(jinja_buf *b, jv *out);
 bool atlas_jv_is_string(jv v);
-bool atlas_jv_is_number(jv v);     // int, float or bool (Python's numbers.Number)
-bool atlas_jv_is_int(jv v);        // int or bool
-const char *atlas_jv_type_name(jv v);  // Python-like: 'str', 'int', 'list', 'dict', ...
+bool atlas_jv_is_number(jv v);  // int, float or bool (Python's numbers.Number)
+bool atlas_jv_is_int(jv v);     // int or bool
+const char *atlas_jv_type_name(
+    jv v);  // Python-like: 'str', 'int', 'list', 'dict', ...
 // "a" or "an" before that name in a message ("an int", "a str").
 const char *atlas_jv_type_article(const char *type_name);
 
@@ -69,7 +71,8 @@ atlas_status atlas_jv_compare(jv a, jv b, int *out);
 
 // Python's str() and repr() appended to `out`. Fails for kinds Python would
 // print as an object address. `tuples` (may be NULL) is an object whose keys
-// are atlas_jinja_tuple_key()s of the arrays that are tuples: they print as (a, b).
+// are atlas_jinja_tuple_key()s of the arrays that are tuples: they print as (a,
+// b).
 atlas_status atlas_jv_str(jv v, const json_t *tuples, jinja_buf *out);
 atlas_status atlas_jv_repr(jv v, const json_t *tuples, jinja_buf *out);
 // The key of an array in a set of arrays kept by pointer.
@@ -81,8 +84,9 @@ void atlas_jinja_float_repr(double d, jinja_buf *out);
 // json.dumps(v, ensure_ascii, indent, separators, sort_keys) as transformers'
 // tojson filter calls it. indent < 0: none. item_sep/key_sep NULL: Python's
 // defaults (", " / ": ", or "," with an indent).
-atlas_status atlas_jv_tojson(jv v, bool ensure_ascii, int indent, const char *indent_str,
-                       const char *item_sep, const char *key_sep, bool sort_keys,
-                       jinja_buf *out);
+atlas_status atlas_jv_tojson(jv v, bool ensure_ascii, int indent,
+                             const char *indent_str, const char *item_sep,
+                             const char *key_sep, bool sort_keys,
+                             jinja_buf *out);
 
 #endif  // ATLAS_RUNTIME_CHAT_JINJA_VALUE_H_

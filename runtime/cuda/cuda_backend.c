@@ -21,7 +21,7 @@ typedef struct cuda_backend {
   int sm_count;
   // sm_90+ and not ATLAS_LAUNCH_OVERLAP=0: overlap_prior launches overlap.
   bool overlap;
-  CUstream stream;  // the default stream (non-blocking)
+  CUstream stream;        // the default stream (non-blocking)
   pthread_mutex_t mutex;  // guards streams[]
   CUstream *streams;      // every stream of this backend, default first
   size_t stream_count, stream_capacity;
@@ -161,8 +161,8 @@ static atlas_status raw_alloc(atlas_backend *b, size_t bytes,
     ATLAS_RETURN_IF_ERROR(bind(cb));
   }
   if (r != CUDA_SUCCESS) {
-    return check(cb, r, kind == ATLAS_MEM_MANAGED ? "cuMemAllocManaged"
-                                                  : "cuMemAlloc");
+    return check(
+        cb, r, kind == ATLAS_MEM_MANAGED ? "cuMemAllocManaged" : "cuMemAlloc");
   }
   *out_ptr = (void *)(uintptr_t)p;
   return ATLAS_OK;
@@ -201,9 +201,9 @@ static atlas_status mem_fill(atlas_backend *b, void *dst, uint8_t value,
                              size_t bytes) {
   cuda_backend *cb = as_cuda(b);
   ATLAS_RETURN_IF_ERROR(bind(cb));
-  ATLAS_RETURN_IF_ERROR(check(
-      cb, cb->cu->cuMemsetD8Async(dptr(dst), value, bytes, cb->stream),
-      "filling device memory (cuMemsetD8Async)"));
+  ATLAS_RETURN_IF_ERROR(
+      check(cb, cb->cu->cuMemsetD8Async(dptr(dst), value, bytes, cb->stream),
+            "filling device memory (cuMemsetD8Async)"));
   return check(cb, cb->cu->cuStreamSynchronize(cb->stream),
                "filling device memory (cuStreamSynchronize)");
 }
@@ -216,8 +216,9 @@ static atlas_status cuda_host_ptr_to_device(atlas_backend *b, void *host_ptr,
   *out_device_ptr = NULL;
   ATLAS_RETURN_IF_ERROR(bind(cb));
   CUdeviceptr d = 0;
-  ATLAS_RETURN_IF_ERROR(check(cb, cb->cu->cuMemHostGetDevicePointer(&d, host_ptr, 0),
-                              "cuMemHostGetDevicePointer"));
+  ATLAS_RETURN_IF_ERROR(
+      check(cb, cb->cu->cuMemHostGetDevicePointer(&d, host_ptr, 0),
+            "cuMemHostGetDevicePointer"));
   *out_device_ptr = (void *)(uintptr_t)d;
   return ATLAS_OK;
 }
@@ -374,8 +375,8 @@ static atlas_status track_stream(cuda_backend *cb, CUstream s) {
   pthread_mutex_lock(&cb->mutex);
   if (cb->stream_count == cb->stream_capacity) {
     size_t cap = cb->stream_capacity ? cb->stream_capacity * 2 : 8;
-    // CUstream is a handle (a pointer to an opaque struct): this is one handle's size.
-    // NOLINTNEXTLINE(bugprone-sizeof-expression)
+    // CUstream is a handle (a pointer to an opaque struct): this is one
+    // handle's size. NOLINTNEXTLINE(bugprone-sizeof-expression)
     CUstream *grown = realloc(cb->streams, cap * sizeof(*grown));
     if (grown == NULL) {
       status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -397,8 +398,9 @@ static atlas_status cuda_stream_create(atlas_backend *b,
   *out_stream = NULL;
   ATLAS_RETURN_IF_ERROR(bind(cb));
   CUstream s = NULL;
-  ATLAS_RETURN_IF_ERROR(check(cb, cb->cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING),
-                              "cuStreamCreate"));
+  ATLAS_RETURN_IF_ERROR(
+      check(cb, cb->cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING),
+            "cuStreamCreate"));
   atlas_status status = track_stream(cb, s);
   if (status != ATLAS_OK) {
     cb->cu->cuStreamDestroy(s);
@@ -440,10 +442,11 @@ static atlas_status cuda_stream_synchronize(atlas_backend *b,
   bool capturing = false;
   ATLAS_RETURN_IF_ERROR(is_capturing(cb, s, &capturing));
   if (capturing) {
-    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
-                             "%s: cannot synchronise stream %p while it is "
-                             "capturing a graph; end or abort the capture first",
-                             b->name, (void *)s);
+    return atlas_status_make(
+        ATLAS_STATUS_FAILED_PRECONDITION,
+        "%s: cannot synchronise stream %p while it is "
+        "capturing a graph; end or abort the capture first",
+        b->name, (void *)s);
   }
   return check(cb, cb->cu->cuStreamSynchronize(s), "cuStreamSynchronize");
 }
@@ -461,8 +464,8 @@ static atlas_status cuda_event_create(atlas_backend *b,
   *out_event = NULL;
   ATLAS_RETURN_IF_ERROR(bind(cb));
   CUevent e = NULL;
-  ATLAS_RETURN_IF_ERROR(check(cb, cb->cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING),
-                              "cuEventCreate"));
+  ATLAS_RETURN_IF_ERROR(check(
+      cb, cb->cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
   *out_event = (atlas_event *)e;
   return ATLAS_OK;
 }
@@ -479,9 +482,9 @@ static atlas_status cuda_event_wait(atlas_backend *b, atlas_stream *stream,
                                     atlas_event *event) {
   cuda_backend *cb = as_cuda(b);
   ATLAS_RETURN_IF_ERROR(bind(cb));
-  return check(cb,
-               cb->cu->cuStreamWaitEvent(stream_of(cb, stream), (CUevent)event, 0),
-               "cuStreamWaitEvent");
+  return check(
+      cb, cb->cu->cuStreamWaitEvent(stream_of(cb, stream), (CUevent)event, 0),
+      "cuStreamWaitEvent");
 }
 
 static atlas_status cuda_event_synchronize(atlas_backend *b,
@@ -548,7 +551,8 @@ static atlas_status cuda_end_capture(atlas_backend *b, atlas_stream *stream,
   cuda_graph *g = calloc(1, sizeof(*g));
   if (g == NULL) {
     cb->cu->cuGraphDestroy(graph);
-    atlas_status_free(atlas_cuda_staging_release_graph_arena(cb->staging, arena));
+    atlas_status_free(
+        atlas_cuda_staging_release_graph_arena(cb->staging, arena));
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "%s: no memory for a graph", b->name);
   }
@@ -557,7 +561,8 @@ static atlas_status cuda_end_capture(atlas_backend *b, atlas_stream *stream,
   r = cb->cu->cuGraphInstantiateWithFlags(&g->exec, graph, 0);
   if (r != CUDA_SUCCESS) {
     cb->cu->cuGraphDestroy(graph);
-    atlas_status_free(atlas_cuda_staging_release_graph_arena(cb->staging, arena));
+    atlas_status_free(
+        atlas_cuda_staging_release_graph_arena(cb->staging, arena));
     free(g);
     return check(cb, r, "cuGraphInstantiateWithFlags");
   }
@@ -596,9 +601,8 @@ static atlas_status cuda_abort_capture_if_active(atlas_backend *b,
   return ATLAS_OK;
 }
 
-static atlas_status after_launch(cuda_backend *cb, CUstream s,
-                                 const char *what, const char *module,
-                                 const char *name);
+static atlas_status after_launch(cuda_backend *cb, CUstream s, const char *what,
+                                 const char *module, const char *name);
 
 static atlas_status cuda_launch_graph(atlas_backend *b, atlas_graph *graph,
                                       atlas_stream *stream) {
@@ -626,8 +630,8 @@ static atlas_status cuda_destroy_graph(atlas_backend *b, atlas_graph *graph) {
   if (g->staging != NULL) {
     // Replays already launched may still read it.
     status = atlas_status_join(status, sync_idle_streams(cb));
-    status = atlas_status_join(
-        status, atlas_cuda_staging_release_graph_arena(cb->staging, g->staging));
+    status = atlas_status_join(status, atlas_cuda_staging_release_graph_arena(
+                                           cb->staging, g->staging));
   }
   free(g);
   return status;
@@ -637,9 +641,8 @@ static atlas_status cuda_destroy_graph(atlas_backend *b, atlas_graph *graph) {
 
 // ATLAS_DEBUG_SYNC: wait for the launch and name the kernel that failed.
 // `what` is "kernel" (then module.name is named) or "graph".
-static atlas_status after_launch(cuda_backend *cb, CUstream s,
-                                 const char *what, const char *module,
-                                 const char *name) {
+static atlas_status after_launch(cuda_backend *cb, CUstream s, const char *what,
+                                 const char *module, const char *name) {
   bool capturing = false;
   ATLAS_RETURN_IF_ERROR(is_capturing(cb, s, &capturing));
   if (capturing) return ATLAS_OK;  // nothing runs until the graph does
@@ -661,18 +664,24 @@ static CUresult launch_kernel(cuda_backend *cb, CUfunction fn,
                               const atlas_launch_config *config, CUstream s,
                               void **args) {
   if (!config->overlap_prior || !cb->overlap) {
-    return cb->cu->cuLaunchKernel(fn, config->grid.x, config->grid.y,
-                                  config->grid.z, config->block.x,
-                                  config->block.y, config->block.z,
-                                  config->shared_bytes, s, args, NULL);
+    return cb->cu->cuLaunchKernel(
+        fn, config->grid.x, config->grid.y, config->grid.z, config->block.x,
+        config->block.y, config->block.z, config->shared_bytes, s, args, NULL);
   }
   CUlaunchAttribute attr;
   memset(&attr, 0, sizeof(attr));
   attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
   attr.value.programmaticStreamSerializationAllowed = 1;
-  CUlaunchConfig c = {config->grid.x,  config->grid.y,  config->grid.z,
-                      config->block.x, config->block.y, config->block.z,
-                      config->shared_bytes, s, &attr, 1};
+  CUlaunchConfig c = {config->grid.x,
+                      config->grid.y,
+                      config->grid.z,
+                      config->block.x,
+                      config->block.y,
+                      config->block.z,
+                      config->shared_bytes,
+                      s,
+                      &attr,
+                      1};
   return cb->cu->cuLaunchKernelEx(&c, fn, args, NULL);
 }
 
@@ -819,7 +828,8 @@ static atlas_status cuda_destroy(atlas_backend *b) {
 // back to the host): such a set is never loaded in the background.
 static bool all_images_built(const atlas_module_set *set) {
   for (size_t i = 0; i < set->count; ++i) {
-    const atlas_module_image *image = atlas_module_def_image(set->modules[i], "cuda");
+    const atlas_module_image *image =
+        atlas_module_def_image(set->modules[i], "cuda");
     if (image == NULL || image->size == 0) return false;
   }
   return true;
@@ -833,7 +843,8 @@ atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
   if (options == NULL) options = &defaults;
   const atlas_cuda_driver *cu = NULL;
   CUcontext context = NULL;
-  ATLAS_RETURN_IF_ERROR(atlas_cuda_host_acquire(options->device, &cu, &context));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_cuda_host_acquire(options->device, &cu, &context));
 
   cuda_backend *cb = calloc(1, sizeof(*cb));
   if (cb == NULL) {
@@ -859,18 +870,19 @@ atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
     status = check(cb, cu->cuDeviceGet(&dev, options->device), "cuDeviceGet");
   }
   if (status == ATLAS_OK) {
-    status = check(cb,
-                   cu->cuDeviceGetAttribute(
-                       &cb->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                       dev),
-                   "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+    status =
+        check(cb,
+              cu->cuDeviceGetAttribute(
+                  &cb->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+              "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
   }
   int major = 0;
   if (status == ATLAS_OK) {
-    status = check(cb,
-                   cu->cuDeviceGetAttribute(
-                       &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
-                   "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
+    status =
+        check(cb,
+              cu->cuDeviceGetAttribute(
+                  &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+              "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
   }
   bool overlap_on = true;  // ATLAS_LAUNCH_OVERLAP, read once, here
   if (status == ATLAS_OK) {

@@ -18,15 +18,15 @@ extern "C" {
 // Loads options->modules (or shares options->share_registry). UNAVAILABLE
 // with "CUDA driver not found: ..." or "no CUDA device 3; this machine has 1"
 // where there is no GPU; never crashes.
-ATLAS_MUST_USE atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
-                                       atlas_backend **out_backend);
+ATLAS_MUST_USE atlas_status atlas_cuda_backend_create(
+    const atlas_backend_options *options, atlas_backend **out_backend);
 
 // For benchmarks and tests that compare against the raw driver: the driver
 // table, the context and the CUstream behind an atlas_stream (NULL: the
 // backend's default stream). INVALID_ARGUMENT if `b` is not a CUDA backend.
-ATLAS_MUST_USE atlas_status atlas_cuda_backend_raw(atlas_backend *b,
-                                    const atlas_cuda_driver **out_driver,
-                                    CUcontext *out_context);
+ATLAS_MUST_USE atlas_status
+atlas_cuda_backend_raw(atlas_backend *b, const atlas_cuda_driver **out_driver,
+                       CUcontext *out_context);
 CUstream atlas_cuda_backend_raw_stream(atlas_backend *b, atlas_stream *stream);
 
 #ifdef __cplusplus

@@ -59,36 +59,39 @@ enum {
 };
 
 // (return type, field, exported symbol, parameters)
-#define ATLAS_CUBLASLT_ENTRY_POINTS(X)                                         \
-  X(cublasStatus_t, create, "cublasLtCreate", (cublasLtHandle_t * handle))                    \
-  X(cublasStatus_t, destroy, "cublasLtDestroy", (cublasLtHandle_t handle))                    \
-  X(size_t, version, "cublasLtGetVersion", (void))                                    \
-  X(const char *, status_name, "cublasLtGetStatusName", (cublasStatus_t status))            \
-  X(const char *, status_string, "cublasLtGetStatusString", (cublasStatus_t status))        \
-  X(cublasStatus_t, desc_create, "cublasLtMatmulDescCreate",                                  \
+#define ATLAS_CUBLASLT_ENTRY_POINTS(X)                                        \
+  X(cublasStatus_t, create, "cublasLtCreate", (cublasLtHandle_t * handle))    \
+  X(cublasStatus_t, destroy, "cublasLtDestroy", (cublasLtHandle_t handle))    \
+  X(size_t, version, "cublasLtGetVersion", (void))                            \
+  X(const char *, status_name, "cublasLtGetStatusName",                       \
+    (cublasStatus_t status))                                                  \
+  X(const char *, status_string, "cublasLtGetStatusString",                   \
+    (cublasStatus_t status))                                                  \
+  X(cublasStatus_t, desc_create, "cublasLtMatmulDescCreate",                  \
     (cublasLtMatmulDesc_t * desc, int compute_type, int scale_type))          \
-  X(cublasStatus_t, desc_destroy, "cublasLtMatmulDescDestroy", (cublasLtMatmulDesc_t desc))   \
-  X(cublasStatus_t, desc_set, "cublasLtMatmulDescSetAttribute",                               \
+  X(cublasStatus_t, desc_destroy, "cublasLtMatmulDescDestroy",                \
+    (cublasLtMatmulDesc_t desc))                                              \
+  X(cublasStatus_t, desc_set, "cublasLtMatmulDescSetAttribute",               \
     (cublasLtMatmulDesc_t desc, int attr, const void *buf, size_t bytes))     \
-  X(cublasStatus_t, layout_create, "cublasLtMatrixLayoutCreate",                              \
+  X(cublasStatus_t, layout_create, "cublasLtMatrixLayoutCreate",              \
     (cublasLtMatrixLayout_t * layout, int type, uint64_t rows, uint64_t cols, \
      int64_t ld))                                                             \
-  X(cublasStatus_t, layout_destroy, "cublasLtMatrixLayoutDestroy",                            \
+  X(cublasStatus_t, layout_destroy, "cublasLtMatrixLayoutDestroy",            \
     (cublasLtMatrixLayout_t layout))                                          \
-  X(cublasStatus_t, pref_create, "cublasLtMatmulPreferenceCreate",                            \
+  X(cublasStatus_t, pref_create, "cublasLtMatmulPreferenceCreate",            \
     (cublasLtMatmulPreference_t * pref))                                      \
-  X(cublasStatus_t, pref_destroy, "cublasLtMatmulPreferenceDestroy",                          \
+  X(cublasStatus_t, pref_destroy, "cublasLtMatmulPreferenceDestroy",          \
     (cublasLtMatmulPreference_t pref))                                        \
-  X(cublasStatus_t, pref_set, "cublasLtMatmulPreferenceSetAttribute",                         \
+  X(cublasStatus_t, pref_set, "cublasLtMatmulPreferenceSetAttribute",         \
     (cublasLtMatmulPreference_t pref, int attr, const void *buf,              \
      size_t bytes))                                                           \
-  X(cublasStatus_t, heuristic, "cublasLtMatmulAlgoGetHeuristic",                              \
+  X(cublasStatus_t, heuristic, "cublasLtMatmulAlgoGetHeuristic",              \
     (cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,                      \
      cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,                      \
      cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,                      \
      cublasLtMatmulPreference_t pref, int requested,                          \
      cublasLtMatmulHeuristicResult_t *results, int *returned))                \
-  X(cublasStatus_t, matmul, "cublasLtMatmul",                                                 \
+  X(cublasStatus_t, matmul, "cublasLtMatmul",                                 \
     (cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void *alpha,   \
      const void *a, cublasLtMatrixLayout_t a_desc, const void *b,             \
      cublasLtMatrixLayout_t b_desc, const void *beta, const void *c,          \
@@ -100,7 +103,7 @@ enum {
 // `field` a declarator name; none can take the extra parentheses
 // bugprone-macro-parentheses asks for.
 // NOLINTBEGIN(bugprone-macro-parentheses)
-#define ATLAS_CUBLASLT_FIELD_(ret, field, symbol, params) ret (*field) params;
+#define ATLAS_CUBLASLT_FIELD_(ret, field, symbol, params) ret(*field) params;
 // NOLINTEND(bugprone-macro-parentheses)
 
 typedef struct cublaslt_api {
@@ -138,9 +141,9 @@ struct atlas_cuda_blas {
   bool on_thread;               // started on `thread`, not joined yet
   pthread_t thread;
   bool usable;
-  char why[512];                // why not, when the library did not open
-  atlas_status start_status;    // why not, when it opened but did not start
-  void *library;  // dlopen handle
+  char why[512];              // why not, when the library did not open
+  atlas_status start_status;  // why not, when it opened but did not start
+  void *library;              // dlopen handle
   char library_name[256];
   cublaslt_api api;
   cublasLtHandle_t handle;
@@ -192,16 +195,16 @@ static void *open_library(const char *setting, char *name, size_t name_size,
 }
 
 static atlas_status resolve_symbols(atlas_cuda_blas *blas) {
-#define ATLAS_CUBLASLT_RESOLVE_(ret, field, symbol, params)                       \
-  {                                                                          \
-    void *sym_ = dlsym(blas->library, symbol);                               \
-    if (sym_ == NULL) {                                                      \
-      return atlas_status_make(ATLAS_STATUS_UNAVAILABLE,                     \
+#define ATLAS_CUBLASLT_RESOLVE_(ret, field, symbol, params)                   \
+  {                                                                           \
+    void *sym_ = dlsym(blas->library, symbol);                                \
+    if (sym_ == NULL) {                                                       \
+      return atlas_status_make(ATLAS_STATUS_UNAVAILABLE,                      \
                                "%s does not export %s: not a cuBLASLt Atlas " \
-                               "can use (12.x or 13.x)",                     \
-                               blas->library_name, symbol);                  \
-    }                                                                        \
-    memcpy(&blas->api.field, &sym_, sizeof(sym_));                           \
+                               "can use (12.x or 13.x)",                      \
+                               blas->library_name, symbol);                   \
+    }                                                                         \
+    memcpy(&blas->api.field, &sym_, sizeof(sym_));                            \
   }
   ATLAS_CUBLASLT_ENTRY_POINTS(ATLAS_CUBLASLT_RESOLVE_)
 #undef ATLAS_CUBLASLT_RESOLVE_
@@ -212,10 +215,10 @@ static atlas_status check(const atlas_cuda_blas *blas, cublasStatus_t s,
                           const char *what) {
   if (s == CUBLAS_STATUS_SUCCESS) return ATLAS_OK;
   const char *name = blas->api.status_name ? blas->api.status_name(s) : NULL;
-  return atlas_status_make(ATLAS_STATUS_INTERNAL,
-                           "%s: %s failed: %s (%d) [%s]",
+  return atlas_status_make(ATLAS_STATUS_INTERNAL, "%s: %s failed: %s (%d) [%s]",
                            atlas_backend_name(blas->backend), what,
-                           name ? name : "cuBLAS status", s, blas->library_name);
+                           name ? name : "cuBLAS status", s,
+                           blas->library_name);
 }
 
 atlas_status atlas_cuda_blas_release_workspace(atlas_cuda_blas *blas) {
@@ -244,13 +247,14 @@ static atlas_status release(atlas_cuda_blas *blas) {
     blas->workspace = NULL;
   }
   if (blas->desc != NULL) {
-    status = atlas_status_join(
-        status, check(blas, blas->api.desc_destroy(blas->desc),
-                      "cublasLtMatmulDescDestroy"));
+    status = atlas_status_join(status,
+                               check(blas, blas->api.desc_destroy(blas->desc),
+                                     "cublasLtMatmulDescDestroy"));
   }
   if (blas->handle != NULL) {
     status = atlas_status_join(
-        status, check(blas, blas->api.destroy(blas->handle), "cublasLtDestroy"));
+        status,
+        check(blas, blas->api.destroy(blas->handle), "cublasLtDestroy"));
   }
   if (blas->library != NULL) dlclose(blas->library);
   pthread_mutex_destroy(&blas->mutex);
@@ -290,12 +294,12 @@ typedef struct layouts {
 static atlas_status make_layouts(atlas_cuda_blas *blas, int type, uint64_t m,
                                  uint64_t n, uint64_t k, layouts *out) {
   memset(out, 0, sizeof(*out));
-  ATLAS_RETURN_IF_ERROR(check(
-      blas, blas->api.layout_create(&out->a, type, k, n, (int64_t)k),
-      "cublasLtMatrixLayoutCreate (weights)"));
-  ATLAS_RETURN_IF_ERROR(check(
-      blas, blas->api.layout_create(&out->b, type, k, m, (int64_t)k),
-      "cublasLtMatrixLayoutCreate (inputs)"));
+  ATLAS_RETURN_IF_ERROR(
+      check(blas, blas->api.layout_create(&out->a, type, k, n, (int64_t)k),
+            "cublasLtMatrixLayoutCreate (weights)"));
+  ATLAS_RETURN_IF_ERROR(
+      check(blas, blas->api.layout_create(&out->b, type, k, m, (int64_t)k),
+            "cublasLtMatrixLayoutCreate (inputs)"));
   return check(blas,
                blas->api.layout_create(&out->d, CUDA_R_32F, n, m, (int64_t)n),
                "cublasLtMatrixLayoutCreate (output)");
@@ -329,10 +333,10 @@ static atlas_status choose(atlas_cuda_blas *blas, const layouts *l,
   const uint32_t aligns[] = {key->align_w, key->align_x, key->align_out,
                              key->align_out};
   for (size_t i = 0; status == ATLAS_OK && i < 4; ++i) {
-    status = check(blas,
-                   blas->api.pref_set(pref, align_attrs[i], &aligns[i],
-                                      sizeof(aligns[i])),
-                   "setting the alignment preference");
+    status = check(
+        blas,
+        blas->api.pref_set(pref, align_attrs[i], &aligns[i], sizeof(aligns[i])),
+        "setting the alignment preference");
   }
   int returned = 0;
   if (status == ATLAS_OK) {
@@ -342,7 +346,8 @@ static atlas_status choose(atlas_cuda_blas *blas, const layouts *l,
                                        l->d, l->d, pref, 1, out, &returned),
                    "cublasLtMatmulAlgoGetHeuristic");
   }
-  if (status == ATLAS_OK && (returned < 1 || out->state != CUBLAS_STATUS_SUCCESS)) {
+  if (status == ATLAS_OK &&
+      (returned < 1 || out->state != CUBLAS_STATUS_SUCCESS)) {
     status = atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
                                "%s: cuBLASLt has no algorithm for this product",
                                atlas_backend_name(blas->backend));
@@ -356,8 +361,13 @@ static atlas_status choose(atlas_cuda_blas *blas, const layouts *l,
 // takes off the first prompt. Only a failing call counts: a shape without
 // an algorithm is the product's to meet.
 static atlas_status probe_heuristic(atlas_cuda_blas *blas) {
-  const algo_key key = {.m = 64, .n = 64, .k = 64, .type = CUDA_R_16BF,
-                        .align_w = 256, .align_x = 256, .align_out = 256};
+  const algo_key key = {.m = 64,
+                        .n = 64,
+                        .k = 64,
+                        .type = CUDA_R_16BF,
+                        .align_w = 256,
+                        .align_x = 256,
+                        .align_out = 256};
   layouts l;
   atlas_status status = make_layouts(blas, key.type, key.m, key.n, key.k, &l);
   cublasLtMatmulHeuristicResult_t r;
@@ -373,9 +383,9 @@ static atlas_status probe_heuristic(atlas_cuda_blas *blas) {
 // The start. The library not opening leaves blas->library NULL and `why`;
 // anything else that fails leaves start_status.
 static void start(atlas_cuda_blas *blas) {
-  blas->library = open_library(blas->setting, blas->library_name,
-                               sizeof(blas->library_name), blas->why,
-                               sizeof(blas->why));
+  blas->library =
+      open_library(blas->setting, blas->library_name,
+                   sizeof(blas->library_name), blas->why, sizeof(blas->why));
   if (blas->library == NULL) return;
   atlas_status status = resolve_symbols(blas);
   if (status == ATLAS_OK) {
@@ -383,10 +393,10 @@ static void start(atlas_cuda_blas *blas) {
     if (status != ATLAS_OK) blas->handle = NULL;
   }
   if (status == ATLAS_OK) {
-    status = check(blas,
-                   blas->api.desc_create(&blas->desc, CUBLAS_COMPUTE_32F,
-                                         CUDA_R_32F),
-                   "cublasLtMatmulDescCreate");
+    status = check(
+        blas,
+        blas->api.desc_create(&blas->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+        "cublasLtMatmulDescCreate");
     if (status != ATLAS_OK) blas->desc = NULL;
   }
   // W is stored k x n column-major (row-major n x k): op(A) = T gives n x k.
@@ -409,9 +419,9 @@ static void start(atlas_cuda_blas *blas) {
 static void *start_on_thread(void *p) {
   atlas_cuda_blas *blas = p;
   // cuBLASLt's runtime takes the context current on the thread that starts it.
-  atlas_status status = atlas_status_annotate(
-      atlas_backend_bind_to_thread(blas->backend),
-      "binding the context to cuBLASLt's start thread");
+  atlas_status status =
+      atlas_status_annotate(atlas_backend_bind_to_thread(blas->backend),
+                            "binding the context to cuBLASLt's start thread");
   if (status == ATLAS_OK) {
     start(blas);
     // Only here, off the caller's path: inline, the first product's own
@@ -449,7 +459,8 @@ static void settle(atlas_cuda_blas *blas) {
     atlas_log(sink, ATLAS_LOG_WARNING,
               "%s: cuBLASLt %s (%s); 16-bit matrix products use Atlas's own "
               "kernels",
-              name, blas->library != NULL ? "found but not usable" : "did not start",
+              name,
+              blas->library != NULL ? "found but not usable" : "did not start",
               atlas_status_message(blas->start_status));
   } else {
     blas->usable = true;
@@ -526,7 +537,9 @@ static atlas_status algo_for(atlas_cuda_blas *blas, const algo_key *key,
   }
   cublasLtMatmulHeuristicResult_t r;
   ATLAS_RETURN_IF_ERROR(choose(blas, l, key, &r));
-  algo_entry e = {.used = true, .key = *key, .algo = r.algo,
+  algo_entry e = {.used = true,
+                  .key = *key,
+                  .algo = r.algo,
                   .workspace_bytes = r.workspaceSize};
   blas->cache[blas->next_victim] = e;
   blas->next_victim = (blas->next_victim + 1) % kAlgoCacheSize;
@@ -541,8 +554,12 @@ atlas_status atlas_cuda_blas_matmul(atlas_cuda_blas *blas, CUstream stream,
   int dtype = type == ATLAS_MATMUL_BF16 ? CUDA_R_16BF : CUDA_R_16F;
   // The heuristic only offers algorithms these alignments allow (its
   // default assumes 256 bytes: an input row at an offset would break it).
-  algo_key key = {.m = m, .n = n, .k = k, .type = dtype,
-                  .align_w = alignment(w), .align_x = alignment(x),
+  algo_key key = {.m = m,
+                  .n = n,
+                  .k = k,
+                  .type = dtype,
+                  .align_w = alignment(w),
+                  .align_x = alignment(x),
                   .align_out = alignment(out)};
   layouts l;
   atlas_status status = make_layouts(blas, dtype, m, n, k, &l);

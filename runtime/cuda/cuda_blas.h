@@ -63,16 +63,19 @@ bool atlas_cuda_blas_ready(atlas_cuda_blas *blas);
 // row-major, on `stream` (arguments checked by the front door; m, n, k > 0);
 // ATLAS_MATMUL_ACCUMULATE: out += the product (beta = 1, C = D = out, which
 // cuBLASLt allows in place).
-ATLAS_MUST_USE atlas_status atlas_cuda_blas_matmul(
-    atlas_cuda_blas *blas, CUstream stream, float *out, const void *w,
-    const void *x, atlas_matmul_type type, size_t m, size_t n, size_t k,
-    atlas_matmul_out mode);
+ATLAS_MUST_USE atlas_status atlas_cuda_blas_matmul(atlas_cuda_blas *blas,
+                                                   CUstream stream, float *out,
+                                                   const void *w, const void *x,
+                                                   atlas_matmul_type type,
+                                                   size_t m, size_t n, size_t k,
+                                                   atlas_matmul_out mode);
 
 // Frees the workspace through the backend, destroys the handle and closes
 // the library. The streams that used it must be idle. NULL is fine.
 // Frees the workspace (the backend's release_caches, before a sweep); the
 // next product that needs it allocates it again. NULL: nothing to do.
-ATLAS_MUST_USE atlas_status atlas_cuda_blas_release_workspace(atlas_cuda_blas *blas);
+ATLAS_MUST_USE atlas_status
+atlas_cuda_blas_release_workspace(atlas_cuda_blas *blas);
 ATLAS_MUST_USE atlas_status atlas_cuda_blas_destroy(atlas_cuda_blas *blas);
 
 // The library that was loaded ("libcublasLt.so.13"), for messages.

@@ -127,85 +127,84 @@ typedef struct CUDA_MEMCPY2D {
 
 // The entry points, one field per function; X(field, exported symbol, ret
 // params). The list drives both the struct and the loader in cuda_host.c.
-#define ATLAS_CUDA_DRIVER_ENTRY_POINTS(X)                                     \
-  X(cuInit, "cuInit", (unsigned int flags))                                   \
-  X(cuDriverGetVersion, "cuDriverGetVersion", (int *version))                 \
-  X(cuGetErrorName, "cuGetErrorName", (CUresult error, const char **str))     \
-  X(cuGetErrorString, "cuGetErrorString", (CUresult error, const char **str)) \
-  X(cuDeviceGet, "cuDeviceGet", (CUdevice * device, int ordinal))             \
-  X(cuDeviceGetCount, "cuDeviceGetCount", (int *count))                       \
-  X(cuDeviceGetAttribute, "cuDeviceGetAttribute",                             \
-    (int *value, int attrib, CUdevice dev))                                   \
-  X(cuDeviceGetName, "cuDeviceGetName", (char *name, int len, CUdevice dev))  \
-  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", (size_t * bytes, CUdevice dev))  \
-  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain",                     \
-    (CUcontext * pctx, CUdevice dev))                                         \
-  X(cuCtxSetCurrent, "cuCtxSetCurrent", (CUcontext ctx))                      \
-  X(cuCtxGetCurrent, "cuCtxGetCurrent", (CUcontext * pctx))                   \
-  X(cuCtxSynchronize, "cuCtxSynchronize", (void))                             \
-  X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr * dptr, size_t bytes))          \
-  X(cuMemFree, "cuMemFree_v2", (CUdeviceptr dptr))                            \
-  X(cuMemAllocManaged, "cuMemAllocManaged",                                   \
-    (CUdeviceptr * dptr, size_t bytes, unsigned int flags))                   \
-  X(cuMemAllocHost, "cuMemAllocHost_v2", (void **pp, size_t bytes))           \
-  X(cuMemFreeHost, "cuMemFreeHost", (void *p))                                \
-  X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2",                \
-    (CUdeviceptr * pdptr, void *p, unsigned int flags))                       \
-  X(cuMemGetInfo, "cuMemGetInfo_v2", (size_t * free_bytes, size_t *total))    \
-  X(cuMemcpy, "cuMemcpy", (CUdeviceptr dst, CUdeviceptr src, size_t bytes))   \
-  X(cuMemcpyAsync, "cuMemcpyAsync",                                           \
-    (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))        \
-  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                \
-    (CUdeviceptr dst, const void *src, size_t bytes, CUstream stream))        \
-  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                \
-    (void *dst, CUdeviceptr src, size_t bytes, CUstream stream))              \
-  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                \
-    (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))        \
-  X(cuMemcpy2DAsync, "cuMemcpy2DAsync_v2",                                    \
-    (const CUDA_MEMCPY2D *copy, CUstream stream))                             \
-  X(cuMemsetD8Async, "cuMemsetD8Async",                                       \
-    (CUdeviceptr dst, unsigned char value, size_t n, CUstream stream))        \
+#define ATLAS_CUDA_DRIVER_ENTRY_POINTS(X)                                      \
+  X(cuInit, "cuInit", (unsigned int flags))                                    \
+  X(cuDriverGetVersion, "cuDriverGetVersion", (int *version))                  \
+  X(cuGetErrorName, "cuGetErrorName", (CUresult error, const char **str))      \
+  X(cuGetErrorString, "cuGetErrorString", (CUresult error, const char **str))  \
+  X(cuDeviceGet, "cuDeviceGet", (CUdevice * device, int ordinal))              \
+  X(cuDeviceGetCount, "cuDeviceGetCount", (int *count))                        \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute",                              \
+    (int *value, int attrib, CUdevice dev))                                    \
+  X(cuDeviceGetName, "cuDeviceGetName", (char *name, int len, CUdevice dev))   \
+  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", (size_t * bytes, CUdevice dev))   \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain",                      \
+    (CUcontext * pctx, CUdevice dev))                                          \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent", (CUcontext ctx))                       \
+  X(cuCtxGetCurrent, "cuCtxGetCurrent", (CUcontext * pctx))                    \
+  X(cuCtxSynchronize, "cuCtxSynchronize", (void))                              \
+  X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr * dptr, size_t bytes))           \
+  X(cuMemFree, "cuMemFree_v2", (CUdeviceptr dptr))                             \
+  X(cuMemAllocManaged, "cuMemAllocManaged",                                    \
+    (CUdeviceptr * dptr, size_t bytes, unsigned int flags))                    \
+  X(cuMemAllocHost, "cuMemAllocHost_v2", (void **pp, size_t bytes))            \
+  X(cuMemFreeHost, "cuMemFreeHost", (void *p))                                 \
+  X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2",                 \
+    (CUdeviceptr * pdptr, void *p, unsigned int flags))                        \
+  X(cuMemGetInfo, "cuMemGetInfo_v2", (size_t * free_bytes, size_t * total))    \
+  X(cuMemcpy, "cuMemcpy", (CUdeviceptr dst, CUdeviceptr src, size_t bytes))    \
+  X(cuMemcpyAsync, "cuMemcpyAsync",                                            \
+    (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))         \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                 \
+    (CUdeviceptr dst, const void *src, size_t bytes, CUstream stream))         \
+  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                 \
+    (void *dst, CUdeviceptr src, size_t bytes, CUstream stream))               \
+  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                 \
+    (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))         \
+  X(cuMemcpy2DAsync, "cuMemcpy2DAsync_v2",                                     \
+    (const CUDA_MEMCPY2D *copy, CUstream stream))                              \
+  X(cuMemsetD8Async, "cuMemsetD8Async",                                        \
+    (CUdeviceptr dst, unsigned char value, size_t n, CUstream stream))         \
   X(cuStreamCreate, "cuStreamCreate", (CUstream * stream, unsigned int flags)) \
-  X(cuStreamDestroy, "cuStreamDestroy_v2", (CUstream stream))                 \
-  X(cuStreamSynchronize, "cuStreamSynchronize", (CUstream stream))            \
-  X(cuStreamQuery, "cuStreamQuery", (CUstream stream))                        \
-  X(cuStreamWaitEvent, "cuStreamWaitEvent",                                   \
-    (CUstream stream, CUevent event, unsigned int flags))                     \
-  X(cuEventCreate, "cuEventCreate", (CUevent * event, unsigned int flags))    \
-  X(cuEventRecord, "cuEventRecord", (CUevent event, CUstream stream))         \
-  X(cuEventSynchronize, "cuEventSynchronize", (CUevent event))                \
-  X(cuEventQuery, "cuEventQuery", (CUevent event))                            \
-  X(cuEventDestroy, "cuEventDestroy_v2", (CUevent event))                     \
-  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2",                          \
-    (CUstream stream, CUstreamCaptureMode mode))                              \
-  X(cuStreamEndCapture, "cuStreamEndCapture",                                 \
-    (CUstream stream, CUgraph * graph))                                       \
-  X(cuStreamIsCapturing, "cuStreamIsCapturing",                               \
-    (CUstream stream, CUstreamCaptureStatus * status))                        \
-  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags",               \
-    (CUgraphExec * exec, CUgraph graph, unsigned long long flags))            \
-  X(cuGraphLaunch, "cuGraphLaunch", (CUgraphExec exec, CUstream stream))      \
-  X(cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec exec))             \
-  X(cuGraphDestroy, "cuGraphDestroy", (CUgraph graph))                        \
-  X(cuModuleLoadDataEx, "cuModuleLoadDataEx",                                 \
-    (CUmodule * module, const void *image, unsigned int num_options,          \
-     CUjit_option *options, void **option_values))                            \
-  X(cuModuleGetFunction, "cuModuleGetFunction",                               \
-    (CUfunction * fn, CUmodule module, const char *name))                     \
-  X(cuModuleUnload, "cuModuleUnload", (CUmodule module))                      \
-  X(cuLaunchKernel, "cuLaunchKernel",                                         \
-    (CUfunction f, unsigned int grid_x, unsigned int grid_y,                  \
-     unsigned int grid_z, unsigned int block_x, unsigned int block_y,         \
-     unsigned int block_z, unsigned int shared_bytes, CUstream stream,        \
-     void **params, void **extra))                                            \
-  X(cuLaunchKernelEx, "cuLaunchKernelEx",                                     \
+  X(cuStreamDestroy, "cuStreamDestroy_v2", (CUstream stream))                  \
+  X(cuStreamSynchronize, "cuStreamSynchronize", (CUstream stream))             \
+  X(cuStreamQuery, "cuStreamQuery", (CUstream stream))                         \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent",                                    \
+    (CUstream stream, CUevent event, unsigned int flags))                      \
+  X(cuEventCreate, "cuEventCreate", (CUevent * event, unsigned int flags))     \
+  X(cuEventRecord, "cuEventRecord", (CUevent event, CUstream stream))          \
+  X(cuEventSynchronize, "cuEventSynchronize", (CUevent event))                 \
+  X(cuEventQuery, "cuEventQuery", (CUevent event))                             \
+  X(cuEventDestroy, "cuEventDestroy_v2", (CUevent event))                      \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2",                           \
+    (CUstream stream, CUstreamCaptureMode mode))                               \
+  X(cuStreamEndCapture, "cuStreamEndCapture",                                  \
+    (CUstream stream, CUgraph * graph))                                        \
+  X(cuStreamIsCapturing, "cuStreamIsCapturing",                                \
+    (CUstream stream, CUstreamCaptureStatus * status))                         \
+  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags",                \
+    (CUgraphExec * exec, CUgraph graph, unsigned long long flags))             \
+  X(cuGraphLaunch, "cuGraphLaunch", (CUgraphExec exec, CUstream stream))       \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec exec))              \
+  X(cuGraphDestroy, "cuGraphDestroy", (CUgraph graph))                         \
+  X(cuModuleLoadDataEx, "cuModuleLoadDataEx",                                  \
+    (CUmodule * module, const void *image, unsigned int num_options,           \
+     CUjit_option *options, void **option_values))                             \
+  X(cuModuleGetFunction, "cuModuleGetFunction",                                \
+    (CUfunction * fn, CUmodule module, const char *name))                      \
+  X(cuModuleUnload, "cuModuleUnload", (CUmodule module))                       \
+  X(cuLaunchKernel, "cuLaunchKernel",                                          \
+    (CUfunction f, unsigned int grid_x, unsigned int grid_y,                   \
+     unsigned int grid_z, unsigned int block_x, unsigned int block_y,          \
+     unsigned int block_z, unsigned int shared_bytes, CUstream stream,         \
+     void **params, void **extra))                                             \
+  X(cuLaunchKernelEx, "cuLaunchKernelEx",                                      \
     (const CUlaunchConfig *config, CUfunction f, void **params, void **extra))
 
 // X-macro: `params` is a parenthesized parameter list and `field` a declarator
-// name; neither can take the extra parentheses bugprone-macro-parentheses asks for.
-// NOLINTBEGIN(bugprone-macro-parentheses)
-#define ATLAS_CUDA_DRIVER_FIELD_(field, symbol, params) \
-  CUresult (*field) params;
+// name; neither can take the extra parentheses bugprone-macro-parentheses asks
+// for. NOLINTBEGIN(bugprone-macro-parentheses)
+#define ATLAS_CUDA_DRIVER_FIELD_(field, symbol, params) CUresult(*field) params;
 // NOLINTEND(bugprone-macro-parentheses)
 
 // The loaded driver: filled once by cuda_host.c, then read-only.

@@ -31,7 +31,8 @@ typedef struct atlas_cuda_host {
 // contexts are written under `mutex`. Both latches live in this one object.
 // It also counts the modules loaded through the driver (atomically): module
 // lifetime is the driver's, process-wide, and a swap soak watches the count.
-ATLAS_STATIC(CUDA_HOST) static atlas_cuda_host atlas_cuda_host_ = {
+ATLAS_STATIC(CUDA_HOST)
+static atlas_cuda_host atlas_cuda_host_ = {
     .load_once = PTHREAD_ONCE_INIT,
     .mutex = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -47,16 +48,16 @@ static void atlas_cuda_host_load(void) {
              why ? why : "dlopen(libcuda.so.1) failed");
     return;
   }
-#define ATLAS_CUDA_RESOLVE_(field, symbol, params)                          \
-  {                                                                         \
-    void *sym_ = dlsym(h->library, symbol);                                 \
-    memcpy(&h->driver.field, &sym_, sizeof(sym_));                          \
-  }                                                                         \
-  if (h->driver.field == NULL) {                                            \
-    h->load_code = ATLAS_STATUS_UNAVAILABLE;                                \
-    snprintf(h->load_error, sizeof(h->load_error),                          \
+#define ATLAS_CUDA_RESOLVE_(field, symbol, params)                            \
+  {                                                                           \
+    void *sym_ = dlsym(h->library, symbol);                                   \
+    memcpy(&h->driver.field, &sym_, sizeof(sym_));                            \
+  }                                                                           \
+  if (h->driver.field == NULL) {                                              \
+    h->load_code = ATLAS_STATUS_UNAVAILABLE;                                  \
+    snprintf(h->load_error, sizeof(h->load_error),                            \
              "CUDA driver too old: libcuda.so.1 does not export %s", symbol); \
-    return;                                                                 \
+    return;                                                                   \
   }
   ATLAS_CUDA_DRIVER_ENTRY_POINTS(ATLAS_CUDA_RESOLVE_)
 #undef ATLAS_CUDA_RESOLVE_

@@ -13,7 +13,8 @@ extern "C" {
 
 // Loads libcuda.so.1 and runs cuInit, once per process (thread-safe). Fails
 // with UNAVAILABLE "CUDA driver not found: <dlerror>" when there is no driver.
-ATLAS_MUST_USE atlas_status atlas_cuda_host_driver(const atlas_cuda_driver **out_driver);
+ATLAS_MUST_USE atlas_status
+atlas_cuda_host_driver(const atlas_cuda_driver **out_driver);
 
 // Number of CUDA devices (loads the driver first).
 ATLAS_MUST_USE atlas_status atlas_cuda_host_device_count(int *out_count);
@@ -21,14 +22,14 @@ ATLAS_MUST_USE atlas_status atlas_cuda_host_device_count(int *out_count);
 // Loads the driver and retains `device`'s primary context (first call only;
 // later calls return the same context). UNAVAILABLE "no CUDA device 3; this
 // machine has 1" when the ordinal does not exist.
-ATLAS_MUST_USE atlas_status atlas_cuda_host_acquire(int device,
-                                     const atlas_cuda_driver **out_driver,
-                                     CUcontext *out_context);
+ATLAS_MUST_USE atlas_status atlas_cuda_host_acquire(
+    int device, const atlas_cuda_driver **out_driver, CUcontext *out_context);
 
 // A status for a failed driver call: "<what>: CUDA_ERROR_X (description)",
 // with a code chosen from the CUresult. `what` is printf-style.
-ATLAS_MUST_USE atlas_status atlas_cuda_error(const atlas_cuda_driver *driver, CUresult result,
-                              const char *fmt, ...)
+ATLAS_MUST_USE atlas_status atlas_cuda_error(const atlas_cuda_driver *driver,
+                                             CUresult result, const char *fmt,
+                                             ...)
     __attribute__((format(printf, 3, 4)));
 
 // Modules loaded through Atlas and not yet unloaded, across the process:

@@ -56,8 +56,8 @@ static atlas_status load(void *ctx, const atlas_module_def *def,
                             CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *values[] = {log, (void *)(uintptr_t)ATLAS_CUDA_JIT_LOG_BYTES};
   CUmodule module = NULL;
-  CUresult r = l->cu->cuModuleLoadDataEx(&module, image->data, 2, options,
-                                         values);
+  CUresult r =
+      l->cu->cuModuleLoadDataEx(&module, image->data, 2, options, values);
   atlas_status status = ATLAS_OK;
   if (r == CUDA_SUCCESS) atlas_cuda_host_note_modules(1);
   if (r != CUDA_SUCCESS) {
@@ -65,8 +65,7 @@ static atlas_status load(void *ctx, const atlas_module_def *def,
     status = atlas_cuda_error(l->cu, r,
                               "loading kernel module '%s' (%zu-byte fatbin); "
                               "JIT log: %s",
-                              def->name, image->size,
-                              log[0] ? log : "(empty)");
+                              def->name, image->size, log[0] ? log : "(empty)");
   }
   free(log);
   *out_handle = module;
@@ -75,12 +74,13 @@ static atlas_status load(void *ctx, const atlas_module_def *def,
 
 static atlas_status get_function(void *ctx, void *module_handle,
                                  const atlas_module_def *def,
-                                 const atlas_kernel_def *kernel, void **out_fn) {
+                                 const atlas_kernel_def *kernel,
+                                 void **out_fn) {
   atlas_cuda_loader *l = ctx;
   *out_fn = NULL;
   CUfunction fn = NULL;
-  CUresult r = l->cu->cuModuleGetFunction(&fn, (CUmodule)module_handle,
-                                          kernel->name);
+  CUresult r =
+      l->cu->cuModuleGetFunction(&fn, (CUmodule)module_handle, kernel->name);
   if (r != CUDA_SUCCESS) {
     return atlas_cuda_error(l->cu, r,
                             "kernel module '%s' has no function '%s' in its "

@@ -12,9 +12,9 @@ extern "C" {
 #endif
 
 // A loader bound to `context`. Its state is freed by the registry (destroy).
-ATLAS_MUST_USE atlas_status atlas_cuda_module_loader_make(const atlas_cuda_driver *driver,
-                                           CUcontext context,
-                                           atlas_module_loader *out_loader);
+ATLAS_MUST_USE atlas_status atlas_cuda_module_loader_make(
+    const atlas_cuda_driver *driver, CUcontext context,
+    atlas_module_loader *out_loader);
 
 #ifdef __cplusplus
 }  // extern "C"

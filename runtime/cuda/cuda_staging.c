@@ -72,12 +72,13 @@ atlas_status atlas_cuda_staging_destroy(atlas_cuda_staging *st) {
   atlas_status status = ATLAS_OK;
   for (size_t i = 0; i < st->count; ++i) {
     staging_buffer *b = &st->buffers[i];
-    CUresult r = b->pending ? st->cu->cuEventSynchronize(b->done) : CUDA_SUCCESS;
+    CUresult r =
+        b->pending ? st->cu->cuEventSynchronize(b->done) : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS) {
       status = atlas_status_join(
-          status, atlas_cuda_error(st->cu, r,
-                                   "%s: waiting for an h2d staging buffer",
-                                   st->owner));
+          status,
+          atlas_cuda_error(st->cu, r, "%s: waiting for an h2d staging buffer",
+                           st->owner));
     }
     buffer_release(st, b);
   }
@@ -136,9 +137,8 @@ static atlas_status buffer_acquire(atlas_cuda_staging *st, size_t bytes,
     if (victim->pending) {
       CUresult r = st->cu->cuEventSynchronize(victim->done);
       if (r != CUDA_SUCCESS) {
-        return atlas_cuda_error(st->cu, r,
-                                "%s: waiting for an h2d staging buffer",
-                                st->owner);
+        return atlas_cuda_error(
+            st->cu, r, "%s: waiting for an h2d staging buffer", st->owner);
       }
       victim->pending = false;
     }

@@ -22,25 +22,27 @@ extern "C" {
 typedef struct atlas_cuda_staging atlas_cuda_staging;
 
 // `owner` names the backend in messages ("cuda:0").
-ATLAS_MUST_USE atlas_status atlas_cuda_staging_create(const atlas_cuda_driver *driver,
-                                       const char *owner,
-                                       atlas_cuda_staging **out_staging);
+ATLAS_MUST_USE atlas_status
+atlas_cuda_staging_create(const atlas_cuda_driver *driver, const char *owner,
+                          atlas_cuda_staging **out_staging);
 // Waits for copies in flight, then frees every buffer and arena it holds
 // (not those handed to graphs).
-ATLAS_MUST_USE atlas_status atlas_cuda_staging_destroy(atlas_cuda_staging *staging);
+ATLAS_MUST_USE atlas_status
+atlas_cuda_staging_destroy(atlas_cuda_staging *staging);
 
 // Copies src into a pinned buffer and enqueues the copy to dst on `stream`.
-ATLAS_MUST_USE atlas_status atlas_cuda_staging_h2d(atlas_cuda_staging *staging, void *dst,
-                                    const void *src, size_t bytes,
-                                    CUstream stream);
+ATLAS_MUST_USE atlas_status atlas_cuda_staging_h2d(atlas_cuda_staging *staging,
+                                                   void *dst, const void *src,
+                                                   size_t bytes,
+                                                   CUstream stream);
 
 // Sets an arena aside for a capture about to begin on `stream`.
-ATLAS_MUST_USE atlas_status atlas_cuda_staging_capture_begin(atlas_cuda_staging *staging,
-                                              CUstream stream);
+ATLAS_MUST_USE atlas_status
+atlas_cuda_staging_capture_begin(atlas_cuda_staging *staging, CUstream stream);
 // Stages into the arena of the capture on `stream` and enqueues the copy.
-ATLAS_MUST_USE atlas_status atlas_cuda_staging_h2d_captured(atlas_cuda_staging *staging,
-                                             void *dst, const void *src,
-                                             size_t bytes, CUstream stream);
+ATLAS_MUST_USE atlas_status
+atlas_cuda_staging_h2d_captured(atlas_cuda_staging *staging, void *dst,
+                                const void *src, size_t bytes, CUstream stream);
 // The capture on `stream` ended with a graph: returns the arena the graph
 // must keep and later hand to release_graph_arena (NULL if nothing was
 // staged). With `discard` (no graph: failed or aborted) it returns NULL and
@@ -48,8 +50,8 @@ ATLAS_MUST_USE atlas_status atlas_cuda_staging_h2d_captured(atlas_cuda_staging *
 unsigned char *atlas_cuda_staging_capture_end(atlas_cuda_staging *staging,
                                               CUstream stream, bool discard);
 // Frees a graph's arena once nothing replays the graph any more.
-ATLAS_MUST_USE atlas_status atlas_cuda_staging_release_graph_arena(atlas_cuda_staging *staging,
-                                                    unsigned char *arena);
+ATLAS_MUST_USE atlas_status atlas_cuda_staging_release_graph_arena(
+    atlas_cuda_staging *staging, unsigned char *arena);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -31,8 +31,8 @@ struct atlas_checkpoint {
 };
 
 static atlas_status oom(const char *what) {
-  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                           "%s: out of host memory", what);
+  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "%s: out of host memory",
+                           what);
 }
 
 static char *join_path(const char *dir, const char *name) {
@@ -157,8 +157,8 @@ static atlas_status load_index(const char *path, json_t **out_map,
                              path, atlas_quote(error.text, qe, sizeof(qe)),
                              error.line, error.column);
   }
-  json_t *map = json_is_object(root) ? json_object_get(root, "weight_map")
-                                     : NULL;
+  json_t *map =
+      json_is_object(root) ? json_object_get(root, "weight_map") : NULL;
   if (map == NULL || !json_is_object(map)) {
     json_decref(root);
     return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
@@ -281,14 +281,16 @@ static atlas_status cross_check(atlas_checkpoint *ck, const json_t *map,
     const atlas_safetensors_tensor *t =
         atlas_safetensors_lookup(ck->shards[s], key);
     if (t == NULL) {
-      char qk[ATLAS_QUOTE_BYTES], qs[ATLAS_QUOTE_BYTES], qp[ATLAS_QUOTE_PATH_BYTES];
+      char qk[ATLAS_QUOTE_BYTES], qs[ATLAS_QUOTE_BYTES],
+          qp[ATLAS_QUOTE_PATH_BYTES];
       return atlas_status_make(
           ATLAS_STATUS_DATA_LOSS,
           "%s: weight_map says tensor \"%s\" is in \"%s\", but %s has no "
           "such tensor (missing tensor)",
           ck->source, atlas_quote(key, qk, sizeof(qk)),
           atlas_quote(shard_name, qs, sizeof(qs)),
-          atlas_quote_path(atlas_safetensors_path(ck->shards[s]), qp, sizeof(qp)));
+          atlas_quote_path(atlas_safetensors_path(ck->shards[s]), qp,
+                           sizeof(qp)));
     }
     ck->entries[ck->count++] = (entry){t, s};
     ck->data_bytes += t->bytes;
@@ -307,8 +309,8 @@ static atlas_status cross_check(atlas_checkpoint *ck, const json_t *map,
                                  "list in its weight_map",
                                  qp, qn, ck->source);
       }
-      size_t owner = find_name(names, ck->shard_count,
-                               json_string_value(mapped));
+      size_t owner =
+          find_name(names, ck->shard_count, json_string_value(mapped));
       if (owner >= ck->shard_count) {
         return atlas_status_make(ATLAS_STATUS_INTERNAL,
                                  "%s: shard for tensor \"%s\" was not opened",
@@ -322,7 +324,7 @@ static atlas_status cross_check(atlas_checkpoint *ck, const json_t *map,
             "to the latter)",
             ck->source, qn, qp,
             atlas_quote_path(atlas_safetensors_path(ck->shards[owner]), qo,
-                        sizeof(qo)));
+                             sizeof(qo)));
       }
     }
   }
@@ -391,10 +393,9 @@ atlas_status atlas_checkpoint_open(const char *dir,
     ck = new_checkpoint(dir, index);
     status = ck == NULL ? oom(dir) : open_sharded(ck);
   } else {
-    status = atlas_status_make(ATLAS_STATUS_NOT_FOUND,
-                               "%s: no %s or %s in the checkpoint directory",
-                               dir, ATLAS_CHECKPOINT_SINGLE_FILE,
-                               ATLAS_CHECKPOINT_INDEX_FILE);
+    status = atlas_status_make(
+        ATLAS_STATUS_NOT_FOUND, "%s: no %s or %s in the checkpoint directory",
+        dir, ATLAS_CHECKPOINT_SINGLE_FILE, ATLAS_CHECKPOINT_INDEX_FILE);
   }
   free(single);
   free(index);
@@ -406,9 +407,7 @@ atlas_status atlas_checkpoint_open(const char *dir,
   return ATLAS_OK;
 }
 
-const char *atlas_checkpoint_dir(const atlas_checkpoint *ck) {
-  return ck->dir;
-}
+const char *atlas_checkpoint_dir(const atlas_checkpoint *ck) { return ck->dir; }
 
 const char *atlas_checkpoint_source(const atlas_checkpoint *ck) {
   return ck->source;
@@ -465,12 +464,11 @@ bool atlas_checkpoint_lookup(const atlas_checkpoint *ck, const char *name,
   return false;
 }
 
-atlas_status atlas_checkpoint_find(const atlas_checkpoint *ck,
-                                   const char *name,
+atlas_status atlas_checkpoint_find(const atlas_checkpoint *ck, const char *name,
                                    atlas_checkpoint_tensor *out_tensor) {
   if (atlas_checkpoint_lookup(ck, name, out_tensor)) return ATLAS_OK;
-  return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
-                           "%s: missing tensor \"%s\"", ck->source, name);
+  return atlas_status_make(ATLAS_STATUS_NOT_FOUND, "%s: missing tensor \"%s\"",
+                           ck->source, name);
 }
 
 uint64_t atlas_checkpoint_data_bytes(const atlas_checkpoint *ck) {
@@ -478,8 +476,7 @@ uint64_t atlas_checkpoint_data_bytes(const atlas_checkpoint *ck) {
 }
 
 atlas_status atlas_checkpoint_upload_job(const atlas_checkpoint_tensor *t,
-                                         void *dst,
-                                         atlas_upload_job *out_job) {
+                                         void *dst, atlas_upload_job *out_job) {
   memset(out_job, 0, sizeof(*out_job));
   const atlas_safetensors_tensor *st = t->tensor;
   if (st->bytes > (uint64_t)SIZE_MAX) {
@@ -495,9 +492,15 @@ atlas_status atlas_checkpoint_upload_job(const atlas_checkpoint_tensor *t,
   out_job->file_offset = st->file_offset;
   out_job->file = t->path;
   switch (st->dtype) {
-    case ATLAS_DTYPE_F32: out_job->finite = ATLAS_SCAN_FINITE_F32; break;
-    case ATLAS_DTYPE_F16: out_job->finite = ATLAS_SCAN_FINITE_F16; break;
-    case ATLAS_DTYPE_BF16: out_job->finite = ATLAS_SCAN_FINITE_BF16; break;
+    case ATLAS_DTYPE_F32:
+      out_job->finite = ATLAS_SCAN_FINITE_F32;
+      break;
+    case ATLAS_DTYPE_F16:
+      out_job->finite = ATLAS_SCAN_FINITE_F16;
+      break;
+    case ATLAS_DTYPE_BF16:
+      out_job->finite = ATLAS_SCAN_FINITE_BF16;
+      break;
   }
   out_job->digest = atlas_safetensors_digest_slot(st);
   return ATLAS_OK;
@@ -506,8 +509,8 @@ atlas_status atlas_checkpoint_upload_job(const atlas_checkpoint_tensor *t,
 atlas_status atlas_checkpoint_check_unchanged(const atlas_checkpoint *ck) {
   atlas_status status = ATLAS_OK;
   for (size_t i = 0; i < ck->shard_count; ++i) {
-    status = atlas_status_join(status,
-                               atlas_safetensors_check_unchanged(ck->shards[i]));
+    status = atlas_status_join(
+        status, atlas_safetensors_check_unchanged(ck->shards[i]));
   }
   return status;
 }

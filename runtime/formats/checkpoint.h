@@ -36,14 +36,14 @@ typedef struct atlas_checkpoint_tensor {
 
 // Opens DIR/model.safetensors or DIR/model.safetensors.index.json. On error
 // *out_checkpoint is NULL and nothing stays open, mapped or allocated.
-ATLAS_MUST_USE atlas_status atlas_checkpoint_open(const char *dir,
-                                   atlas_checkpoint **out_checkpoint);
+ATLAS_MUST_USE atlas_status
+atlas_checkpoint_open(const char *dir, atlas_checkpoint **out_checkpoint);
 
 // A single-file checkpoint over a buffer in memory (an embedded model). The
 // buffer is not copied and must outlive the checkpoint.
-ATLAS_MUST_USE atlas_status atlas_checkpoint_open_buffer(const void *data, size_t size,
-                                          const char *name_for_errors,
-                                          atlas_checkpoint **out_checkpoint);
+ATLAS_MUST_USE atlas_status atlas_checkpoint_open_buffer(
+    const void *data, size_t size, const char *name_for_errors,
+    atlas_checkpoint **out_checkpoint);
 
 void atlas_checkpoint_close(atlas_checkpoint *ck);
 
@@ -54,24 +54,22 @@ const char *atlas_checkpoint_source(const atlas_checkpoint *ck);
 
 size_t atlas_checkpoint_shard_count(const atlas_checkpoint *ck);
 // Shards sorted by file name; NULL when index >= count.
-const atlas_safetensors *atlas_checkpoint_shard(
-    const atlas_checkpoint *ck, size_t index);
+const atlas_safetensors *atlas_checkpoint_shard(const atlas_checkpoint *ck,
+                                                size_t index);
 
 // All tensors across shards, sorted by name.
 size_t atlas_checkpoint_tensor_count(const atlas_checkpoint *ck);
 // False when index >= count.
-bool atlas_checkpoint_tensor_at(const atlas_checkpoint *ck,
-                                size_t index,
+bool atlas_checkpoint_tensor_at(const atlas_checkpoint *ck, size_t index,
                                 atlas_checkpoint_tensor *out_tensor);
 
 // False (and *out_tensor zeroed) when absent.
-bool atlas_checkpoint_lookup(const atlas_checkpoint *ck,
-                             const char *name,
+bool atlas_checkpoint_lookup(const atlas_checkpoint *ck, const char *name,
                              atlas_checkpoint_tensor *out_tensor);
 // As lookup; absence is NOT_FOUND naming the tensor and the checkpoint.
-ATLAS_MUST_USE atlas_status atlas_checkpoint_find(const atlas_checkpoint *ck,
-                                   const char *name,
-                                   atlas_checkpoint_tensor *out_tensor);
+ATLAS_MUST_USE atlas_status
+atlas_checkpoint_find(const atlas_checkpoint *ck, const char *name,
+                      atlas_checkpoint_tensor *out_tensor);
 
 // Sum of every tensor's bytes across shards.
 uint64_t atlas_checkpoint_data_bytes(const atlas_checkpoint *ck);
@@ -81,19 +79,20 @@ uint64_t atlas_checkpoint_file_bytes(const atlas_checkpoint *ck);
 // An upload job for tensor `t` into backend memory `dst`: read with pread
 // from its shard (or copied from its buffer), scanned for NaN/Inf of its
 // dtype, its content digest recorded in the checkpoint.
-ATLAS_MUST_USE atlas_status atlas_checkpoint_upload_job(const atlas_checkpoint_tensor *t,
-                                         void *dst, atlas_upload_job *out_job);
+ATLAS_MUST_USE atlas_status atlas_checkpoint_upload_job(
+    const atlas_checkpoint_tensor *t, void *dst, atlas_upload_job *out_job);
 
 // After a load: FAILED_PRECONDITION naming each shard that changed size or
 // was written since it was opened.
-ATLAS_MUST_USE atlas_status atlas_checkpoint_check_unchanged(const atlas_checkpoint *ck);
+ATLAS_MUST_USE atlas_status
+atlas_checkpoint_check_unchanged(const atlas_checkpoint *ck);
 
 // A copy of every shard in host memory, proven to hold the bytes earlier
 // loads read (atlas_safetensors_snapshot): a source for reloading the same
 // weights bit for bit even if the files are then overwritten, truncated or
 // deleted. Refuses (naming file and tensor) when they already changed.
-ATLAS_MUST_USE atlas_status atlas_checkpoint_snapshot(const atlas_checkpoint *ck,
-                                       atlas_checkpoint **out_copy);
+ATLAS_MUST_USE atlas_status atlas_checkpoint_snapshot(
+    const atlas_checkpoint *ck, atlas_checkpoint **out_copy);
 
 #ifdef __cplusplus
 }  // extern "C"

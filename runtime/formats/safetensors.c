@@ -6,9 +6,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 
-#include "atlas/runtime/file_read.h"
-#include "atlas/runtime/formats/json_words.h"
-#include "atlas/runtime/weight_scan.h"
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +13,9 @@
 #include <strings.h>  // strcasecmp
 #include <sys/stat.h>
 #include <unistd.h>
+#include "atlas/runtime/file_read.h"
+#include "atlas/runtime/formats/json_words.h"
+#include "atlas/runtime/weight_scan.h"
 
 struct atlas_safetensors {
   char *path;
@@ -33,7 +33,7 @@ struct atlas_safetensors {
   atlas_safetensors_tensor *tensors;  // file order
   size_t count;
   const atlas_safetensors_tensor **by_name;  // sorted by name
-  char **meta_keys;  // sorted by key
+  char **meta_keys;                          // sorted by key
   char **meta_values;
   size_t meta_count;
 };
@@ -47,16 +47,16 @@ typedef struct dtype_info {
 } dtype_info;
 
 static const dtype_info kDtypes[] = {
-    {"F32", true, ATLAS_DTYPE_F32},     {"F16", true, ATLAS_DTYPE_F16},
-    {"BF16", true, ATLAS_DTYPE_BF16},   {"F64", false, ATLAS_DTYPE_F32},
-    {"I64", false, ATLAS_DTYPE_F32},    {"U64", false, ATLAS_DTYPE_F32},
-    {"I32", false, ATLAS_DTYPE_F32},    {"U32", false, ATLAS_DTYPE_F32},
-    {"I16", false, ATLAS_DTYPE_F32},    {"U16", false, ATLAS_DTYPE_F32},
-    {"I8", false, ATLAS_DTYPE_F32},     {"U8", false, ATLAS_DTYPE_F32},
-    {"BOOL", false, ATLAS_DTYPE_F32},   {"F8_E4M3", false, ATLAS_DTYPE_F32},
+    {"F32", true, ATLAS_DTYPE_F32},      {"F16", true, ATLAS_DTYPE_F16},
+    {"BF16", true, ATLAS_DTYPE_BF16},    {"F64", false, ATLAS_DTYPE_F32},
+    {"I64", false, ATLAS_DTYPE_F32},     {"U64", false, ATLAS_DTYPE_F32},
+    {"I32", false, ATLAS_DTYPE_F32},     {"U32", false, ATLAS_DTYPE_F32},
+    {"I16", false, ATLAS_DTYPE_F32},     {"U16", false, ATLAS_DTYPE_F32},
+    {"I8", false, ATLAS_DTYPE_F32},      {"U8", false, ATLAS_DTYPE_F32},
+    {"BOOL", false, ATLAS_DTYPE_F32},    {"F8_E4M3", false, ATLAS_DTYPE_F32},
     {"F8_E5M2", false, ATLAS_DTYPE_F32}, {"F8_E8M0", false, ATLAS_DTYPE_F32},
     {"F6_E2M3", false, ATLAS_DTYPE_F32}, {"F6_E3M2", false, ATLAS_DTYPE_F32},
-    {"F4", false, ATLAS_DTYPE_F32},     {"C64", false, ATLAS_DTYPE_F32},
+    {"F4", false, ATLAS_DTYPE_F32},      {"C64", false, ATLAS_DTYPE_F32},
 };
 
 const char *atlas_dtype_name(atlas_dtype dtype) {
@@ -72,7 +72,8 @@ const char *atlas_dtype_name(atlas_dtype dtype) {
 }
 
 bool atlas_dtype_from_name(const char *name, atlas_dtype *out_dtype) {
-  const atlas_dtype all[] = {ATLAS_DTYPE_F32, ATLAS_DTYPE_F16, ATLAS_DTYPE_BF16};
+  const atlas_dtype all[] = {ATLAS_DTYPE_F32, ATLAS_DTYPE_F16,
+                             ATLAS_DTYPE_BF16};
   for (size_t i = 0; name != NULL && i < sizeof(all) / sizeof(all[0]); ++i) {
     if (strcasecmp(name, atlas_dtype_name(all[i])) == 0) {
       *out_dtype = all[i];
@@ -174,12 +175,11 @@ static atlas_status parse_dtype(const char *path, const char *tensor,
     *out = kDtypes[i].dtype;
     return ATLAS_OK;
   }
-  return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
-                           "%s: tensor \"%s\" has unknown dtype \"%s\" (not a "
-                           "safetensors dtype)",
-                           path, tensor,
-                           atlas_quote_n(name, json_string_length(v), qd,
-                                         sizeof(qd)));
+  return atlas_status_make(
+      ATLAS_STATUS_DATA_LOSS,
+      "%s: tensor \"%s\" has unknown dtype \"%s\" (not a "
+      "safetensors dtype)",
+      path, tensor, atlas_quote_n(name, json_string_length(v), qd, sizeof(qd)));
 }
 
 static atlas_status parse_shape(const char *path, const char *tensor,
@@ -272,7 +272,8 @@ static atlas_status parse_tensor(const char *path, const char *raw_name,
   }
   ATLAS_RETURN_IF_ERROR(
       parse_dtype(path, name, json_object_get(v, "dtype"), &t->dtype));
-  ATLAS_RETURN_IF_ERROR(parse_shape(path, name, json_object_get(v, "shape"), t));
+  ATLAS_RETURN_IF_ERROR(
+      parse_shape(path, name, json_object_get(v, "shape"), t));
 
   const json_t *offsets = json_object_get(v, "data_offsets");
   if (!json_is_array(offsets) || json_array_size(offsets) != 2 ||
@@ -413,9 +414,8 @@ static atlas_status check_coverage(const char *path, const span *spans,
           ATLAS_STATUS_DATA_LOSS,
           "%s: tensor \"%s\" (bytes %llu..%llu) overlaps tensor \"%s\" "
           "(which ends at %llu)",
-          path, qa, (unsigned long long)s->begin,
-          (unsigned long long)s->end, qb,
-          (unsigned long long)expected);
+          path, qa, (unsigned long long)s->begin, (unsigned long long)s->end,
+          qb, (unsigned long long)expected);
     }
     if (s->begin > expected) {
       if (i == 0) {
@@ -431,8 +431,7 @@ static atlas_status check_coverage(const char *path, const span *spans,
           "%s: gap of %llu unused bytes between tensor \"%s\" (ends at %llu) "
           "and tensor \"%s\" (begins at %llu)",
           path, (unsigned long long)(s->begin - expected), qb,
-          (unsigned long long)expected, qa,
-          (unsigned long long)s->begin);
+          (unsigned long long)expected, qa, (unsigned long long)s->begin);
     }
     expected = s->end;
   }
@@ -540,8 +539,8 @@ static atlas_status adopt_tensors(const char *path,
   file->by_name = calloc(count, sizeof(const atlas_safetensors_tensor *));
   file->digests = calloc(count, sizeof(uint64_t));
   file->digested = calloc(count, 1);
-  if (file->tensors == NULL || file->by_name == NULL ||
-      file->digests == NULL || file->digested == NULL) {
+  if (file->tensors == NULL || file->by_name == NULL || file->digests == NULL ||
+      file->digested == NULL) {
     return oom(path);
   }
   for (size_t i = 0; i < count; ++i) {
@@ -598,7 +597,8 @@ static atlas_status parse_entries(const char *path, const json_t *root,
     qsort(spans, count, sizeof(*spans), compare_spans);
     status = check_coverage(path, spans, count, file->data_bytes);
   }
-  if (status == ATLAS_OK) status = adopt_tensors(path, parsed, spans, count, file);
+  if (status == ATLAS_OK)
+    status = adopt_tensors(path, parsed, spans, count, file);
   free(parsed);
   free(spans);
   return status;
@@ -639,8 +639,9 @@ atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
                                             const char *name_for_errors,
                                             atlas_safetensors **out_file) {
   if (out_file == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_safetensors_parse_buffer: out_file is NULL");
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "atlas_safetensors_parse_buffer: out_file is NULL");
   }
   *out_file = NULL;
   const char *path = name_for_errors != NULL ? name_for_errors : "<buffer>";
@@ -659,8 +660,9 @@ atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
 atlas_status atlas_safetensors_open(const char *path,
                                     atlas_safetensors **out_file) {
   if (out_file == NULL || path == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_safetensors_open: path or out_file is NULL");
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "atlas_safetensors_open: path or out_file is NULL");
   }
   *out_file = NULL;
   int fd = -1;
@@ -708,13 +710,12 @@ atlas_status atlas_safetensors_read(const atlas_safetensors_tensor *tensor,
   const atlas_safetensors *file = tensor->file;
   if (offset > tensor->bytes || bytes > tensor->bytes - offset) {
     char q[ATLAS_QUOTE_BYTES];
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "tensor \"%s\": bytes [%llu, +%llu) are out of "
-                             "range (it has %llu)",
-                             atlas_quote(tensor->name, q, sizeof(q)),
-                             (unsigned long long)offset,
-                             (unsigned long long)bytes,
-                             (unsigned long long)tensor->bytes);
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "tensor \"%s\": bytes [%llu, +%llu) are out of "
+        "range (it has %llu)",
+        atlas_quote(tensor->name, q, sizeof(q)), (unsigned long long)offset,
+        (unsigned long long)bytes, (unsigned long long)tensor->bytes);
   }
   if (tensor->data != NULL || file == NULL || file->fd < 0) {
     if (tensor->data == NULL) {
@@ -728,7 +729,8 @@ atlas_status atlas_safetensors_read(const atlas_safetensors_tensor *tensor,
                                 tensor->file_offset + offset);
 }
 
-uint64_t *atlas_safetensors_digest_slot(const atlas_safetensors_tensor *tensor) {
+uint64_t *atlas_safetensors_digest_slot(
+    const atlas_safetensors_tensor *tensor) {
   const atlas_safetensors *file = tensor->file;
   if (file == NULL || file->digests == NULL) return NULL;
   size_t i = (size_t)(tensor - file->tensors);
@@ -753,8 +755,8 @@ atlas_status atlas_safetensors_snapshot(const atlas_safetensors *file,
   uint8_t *bytes = malloc(file->size > 0 ? (size_t)file->size : 1);
   if (bytes == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "%s: no host memory for a %llu-byte copy",
-                             qpath, (unsigned long long)file->size);
+                             "%s: no host memory for a %llu-byte copy", qpath,
+                             (unsigned long long)file->size);
   }
   atlas_status status = ATLAS_OK;
   if (file->fd >= 0) {
@@ -777,11 +779,11 @@ atlas_status atlas_safetensors_snapshot(const atlas_safetensors *file,
     if (!file->digested[i]) continue;
     const atlas_safetensors_tensor *t = &file->tensors[i];
     const atlas_safetensors_tensor *c = atlas_safetensors_lookup(copy, t->name);
-    uint64_t d = c == NULL || c->file_offset != t->file_offset
-                     ? ~file->digests[i]
-                     : atlas_weight_scan(bytes + t->file_offset,
-                                         (size_t)t->bytes, 0,
-                                         ATLAS_SCAN_FINITE_NONE, NULL);
+    uint64_t d =
+        c == NULL || c->file_offset != t->file_offset
+            ? ~file->digests[i]
+            : atlas_weight_scan(bytes + t->file_offset, (size_t)t->bytes, 0,
+                                ATLAS_SCAN_FINITE_NONE, NULL);
     if (d != file->digests[i]) {
       char qn[ATLAS_QUOTE_BYTES];
       status = atlas_status_make(
@@ -839,9 +841,9 @@ const atlas_safetensors_tensor *atlas_safetensors_lookup(
   return NULL;
 }
 
-atlas_status atlas_safetensors_find(const atlas_safetensors *file,
-                                    const char *name,
-                                    const atlas_safetensors_tensor **out_tensor) {
+atlas_status atlas_safetensors_find(
+    const atlas_safetensors *file, const char *name,
+    const atlas_safetensors_tensor **out_tensor) {
   const atlas_safetensors_tensor *t = atlas_safetensors_lookup(file, name);
   *out_tensor = t;
   if (t == NULL) {

@@ -59,7 +59,7 @@ typedef struct atlas_safetensors_tensor {
   atlas_dtype dtype;
   int rank;  // 0 (a scalar) .. ATLAS_SAFETENSORS_MAX_RANK
   int64_t shape[ATLAS_SAFETENSORS_MAX_RANK];  // entries past rank are 0
-  uint64_t elements;     // product(shape); 1 for a scalar
+  uint64_t elements;                          // product(shape); 1 for a scalar
   uint64_t file_offset;  // absolute byte offset of the data in the file
   uint64_t bytes;        // elements * atlas_dtype_size(dtype)
   // The data, for a file parsed from a buffer: bytes [file_offset,
@@ -76,15 +76,15 @@ typedef struct atlas_safetensors atlas_safetensors;
 // is refused by name, never waited on) and parses its header. The file stays
 // open until closed. On error *out_file is NULL and nothing stays allocated
 // or open.
-ATLAS_MUST_USE atlas_status atlas_safetensors_open(const char *path,
-                                    atlas_safetensors **out_file);
+ATLAS_MUST_USE atlas_status
+atlas_safetensors_open(const char *path, atlas_safetensors **out_file);
 
 // Parses a buffer already in memory. Does not copy or own `data`, which must
 // outlive the result. `name_for_errors` is used in messages and returned by
 // atlas_safetensors_path (it is copied).
-ATLAS_MUST_USE atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
-                                            const char *name_for_errors,
-                                            atlas_safetensors **out_file);
+ATLAS_MUST_USE atlas_status atlas_safetensors_parse_buffer(
+    const void *data, size_t size, const char *name_for_errors,
+    atlas_safetensors **out_file);
 
 // Closes (if opened from a path) and frees. NULL is fine.
 void atlas_safetensors_close(atlas_safetensors *file);
@@ -92,9 +92,9 @@ void atlas_safetensors_close(atlas_safetensors *file);
 // Reads bytes [offset, offset + bytes) of a tensor's data into dst: pread
 // from its file (a short read says the file changed size during the load)
 // or a copy from its buffer.
-ATLAS_MUST_USE atlas_status atlas_safetensors_read(const atlas_safetensors_tensor *tensor,
-                                    uint64_t offset, uint64_t bytes,
-                                    void *dst);
+ATLAS_MUST_USE atlas_status
+atlas_safetensors_read(const atlas_safetensors_tensor *tensor, uint64_t offset,
+                       uint64_t bytes, void *dst);
 
 // The descriptor tensor data is read from (-1 for a buffer).
 int atlas_safetensors_fd(const atlas_safetensors *file);
@@ -106,14 +106,15 @@ uint64_t *atlas_safetensors_digest_slot(const atlas_safetensors_tensor *tensor);
 
 // FAILED_PRECONDITION naming the file when it changed size or was written
 // since it was opened (OK for a buffer).
-ATLAS_MUST_USE atlas_status atlas_safetensors_check_unchanged(const atlas_safetensors *file);
+ATLAS_MUST_USE atlas_status
+atlas_safetensors_check_unchanged(const atlas_safetensors *file);
 
 // A copy of the whole file in host memory that owns its bytes, checked
 // against the digests recorded by earlier loads: FAILED_PRECONDITION naming
 // the file and tensor when any digested tensor's bytes differ now, so the
 // copy is bit for bit what was loaded. OUT_OF_MEMORY when it does not fit.
-ATLAS_MUST_USE atlas_status atlas_safetensors_snapshot(const atlas_safetensors *file,
-                                        atlas_safetensors **out_copy);
+ATLAS_MUST_USE atlas_status atlas_safetensors_snapshot(
+    const atlas_safetensors *file, atlas_safetensors **out_copy);
 
 // The path or name the file was opened with.
 const char *atlas_safetensors_path(const atlas_safetensors *file);
@@ -131,9 +132,9 @@ const atlas_safetensors_tensor *atlas_safetensors_at(
 const atlas_safetensors_tensor *atlas_safetensors_lookup(
     const atlas_safetensors *file, const char *name);
 // As lookup, but absence is a NOT_FOUND status naming the tensor and file.
-ATLAS_MUST_USE atlas_status atlas_safetensors_find(const atlas_safetensors *file,
-                                    const char *name,
-                                    const atlas_safetensors_tensor **out_tensor);
+ATLAS_MUST_USE atlas_status
+atlas_safetensors_find(const atlas_safetensors *file, const char *name,
+                       const atlas_safetensors_tensor **out_tensor);
 
 // "__metadata__" entries, in name order. NULL when index >= count.
 size_t atlas_safetensors_metadata_count(const atlas_safetensors *file);
@@ -147,8 +148,7 @@ const char *atlas_safetensors_metadata_get(const atlas_safetensors *file,
 
 // Writes "[a, b, c]" into buf (always NUL-terminated, truncated if short):
 // for error messages that show a shape.
-void atlas_shape_format(const int64_t *shape, int rank, char *buf,
-                        size_t size);
+void atlas_shape_format(const int64_t *shape, int rank, char *buf, size_t size);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -17,7 +17,7 @@ float atlas_dtype_load_f32(atlas_dtype dtype, const void *data,
   switch (dtype) {
     case ATLAS_DTYPE_F32:
       return atlas_f32_from_bits((uint32_t)p[0] | (uint32_t)p[1] << 8 |
-                       (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+                                 (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
     case ATLAS_DTYPE_F16:
       return atlas_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
     case ATLAS_DTYPE_BF16:
@@ -32,13 +32,12 @@ atlas_status atlas_safetensors_tensor_to_f32(
   char qn[ATLAS_QUOTE_BYTES];
   atlas_quote(tensor->name, qn, sizeof(qn));
   if (first > tensor->elements || count > tensor->elements - first) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "tensor \"%s\": elements [%llu, %llu + %llu) are "
-                             "out of range (it has %llu)",
-                             qn, (unsigned long long)first,
-                             (unsigned long long)first,
-                             (unsigned long long)count,
-                             (unsigned long long)tensor->elements);
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "tensor \"%s\": elements [%llu, %llu + %llu) are "
+        "out of range (it has %llu)",
+        qn, (unsigned long long)first, (unsigned long long)first,
+        (unsigned long long)count, (unsigned long long)tensor->elements);
   }
   size_t elem = atlas_dtype_size(tensor->dtype);
   uint64_t bytes = count * elem;  // <= tensor->bytes, checked at parse

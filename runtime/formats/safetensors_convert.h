@@ -19,9 +19,9 @@ float atlas_dtype_load_f32(atlas_dtype dtype, const void *data, uint64_t index);
 
 // Copies elements [first, first + count) of `tensor` into `out` as f32.
 // INVALID_ARGUMENT (naming the tensor) when the range is out of bounds.
-ATLAS_MUST_USE atlas_status atlas_safetensors_tensor_to_f32(
-    const atlas_safetensors_tensor *tensor, uint64_t first, uint64_t count,
-    float *out);
+ATLAS_MUST_USE atlas_status
+atlas_safetensors_tensor_to_f32(const atlas_safetensors_tensor *tensor,
+                                uint64_t first, uint64_t count, float *out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -24,8 +24,8 @@ atlas_status atlas_eos_parse(const char *text, size_t len,
   const char *path = path_for_errors != NULL ? path_for_errors : "<config>";
   *out_found = false;
   json_error_t error;
-  json_t *root = json_loadb(text != NULL ? text : "", text != NULL ? len : 0, 0,
-                            &error);
+  json_t *root =
+      json_loadb(text != NULL ? text : "", text != NULL ? len : 0, 0, &error);
   if (root == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: not valid JSON: %s at line %d, column %d",
@@ -34,15 +34,16 @@ atlas_status atlas_eos_parse(const char *text, size_t len,
   atlas_status status = ATLAS_OK;
   atlas_eos eos;
   memset(&eos, 0, sizeof(eos));
-  const json_t *v = json_is_object(root) ? json_object_get(root, "eos_token_id")
-                                         : NULL;
+  const json_t *v =
+      json_is_object(root) ? json_object_get(root, "eos_token_id") : NULL;
   if (v != NULL && !json_is_null(v)) {
     if (json_is_array(v)) {
       if (json_array_size(v) > ATLAS_EOS_MAX) {
-        status = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                                   "%s: \"eos_token_id\" lists %zu ids; at most "
-                                   "%d are supported",
-                                   path, json_array_size(v), ATLAS_EOS_MAX);
+        status =
+            atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                              "%s: \"eos_token_id\" lists %zu ids; at most "
+                              "%d are supported",
+                              path, json_array_size(v), ATLAS_EOS_MAX);
       }
       for (size_t i = 0; status == ATLAS_OK && i < json_array_size(v); ++i) {
         status = one_id(path, json_array_get(v, i), &eos.ids[eos.count++]);

@@ -26,8 +26,8 @@ typedef struct atlas_eos {
 // Reads eos_token_id from a JSON object's text. *out_found says whether the
 // key was there (null counts as absent); *out is replaced only when found.
 ATLAS_MUST_USE atlas_status atlas_eos_parse(const char *text, size_t len,
-                             const char *path_for_errors, atlas_eos *out,
-                             bool *out_found);
+                                            const char *path_for_errors,
+                                            atlas_eos *out, bool *out_found);
 
 #ifdef __cplusplus
 }  // extern "C"

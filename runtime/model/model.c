@@ -100,7 +100,8 @@ static atlas_status read_generation_config(const char *dir,
   bool found = false;
   atlas_eos eos;
   memset(&eos, 0, sizeof(eos));
-  if (status == ATLAS_OK) status = atlas_eos_parse(text, len, path, &eos, &found);
+  if (status == ATLAS_OK)
+    status = atlas_eos_parse(text, len, path, &eos, &found);
   if (status == ATLAS_OK && !found && o->eos.count > 0 && log != NULL) {
     atlas_log(log, ATLAS_LOG_WARNING,
               "%s names no eos_token_id, so generation stops only at the step "
@@ -148,7 +149,8 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
     int n = snprintf(path, sizeof(path), "%s/config.json", spec->dir);
     if (n < 0 || (size_t)n >= sizeof(path)) {
       return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                               "model directory path is too long: %s", spec->dir);
+                               "model directory path is too long: %s",
+                               spec->dir);
     }
     char *text = NULL;
     size_t len = 0;
@@ -197,7 +199,8 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
 }
 
 static atlas_status create_backend(const atlas_model_spec *spec,
-                                   const atlas_arch *arch, atlas_backend **out) {
+                                   const atlas_arch *arch,
+                                   atlas_backend **out) {
   atlas_backend_options o;
   memset(&o, 0, sizeof(o));
   o.modules = arch->modules;
@@ -234,10 +237,12 @@ atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
 // A budget holds at open as it does at a swap: the model's required bytes
 // (an upper bound on what the load allocates) must fit, or nothing is
 // allocated.
-static atlas_status check_budget(const atlas_model_spec *spec, const opened *o) {
+static atlas_status check_budget(const atlas_model_spec *spec,
+                                 const opened *o) {
   uint64_t need = 0;
-  ATLAS_RETURN_IF_ERROR(o->arch->required_bytes(o->config, o->ck, spec->max_seq, &need),
-                        "sizing %s", spec_name(spec));
+  ATLAS_RETURN_IF_ERROR(
+      o->arch->required_bytes(o->config, o->ck, spec->max_seq, &need),
+      "sizing %s", spec_name(spec));
   if (need <= spec->device_budget_bytes) return ATLAS_OK;
   char a[32], b[32];
   atlas_format_bytes(need, a, sizeof(a));
@@ -281,17 +286,17 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
       free(m->dir);
       free(m);
       return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                               "out of host memory opening %s", spec_name(spec));
+                               "out of host memory opening %s",
+                               spec_name(spec));
     }
     m->spec.backend = m->backend_name;
   }
   double t0 = now_ms();
   double t_backend = t0, t_load = t0, t_loaded = t0;
   opened o;
-  atlas_arch_load_options lo = {spec->max_seq,      spec->progress,
-                                spec->progress_ctx,  spec->uploader,
-                                spec->prefill_rows, spec->kv_dtype,
-                                spec->kv_dtype_auto};
+  atlas_arch_load_options lo = {
+      spec->max_seq,      spec->progress, spec->progress_ctx, spec->uploader,
+      spec->prefill_rows, spec->kv_dtype, spec->kv_dtype_auto};
   atlas_status status = open_checkpoint(spec, true, &spec->log, &o);
   if (status == ATLAS_OK) {
     m->arch = o.arch;
@@ -378,10 +383,9 @@ atlas_status atlas_model_generate_stream(
   model->generate_options.ignore_eos = model->spec.ignore_eos;
   model->generate_options.on_token = on_token;
   model->generate_options.token_ctx = token_ctx;
-  atlas_status status =
-      model->arch->generate(model->impl, prompt, prompt_len, steps,
-                            &model->generate_options, out_tokens, out_count,
-                            sink, sink_ctx);
+  atlas_status status = model->arch->generate(
+      model->impl, prompt, prompt_len, steps, &model->generate_options,
+      out_tokens, out_count, sink, sink_ctx);
   model->generate_options.on_token = NULL;
   model->generate_options.token_ctx = NULL;
   return status;
@@ -398,9 +402,9 @@ atlas_status atlas_model_generate_hooked(
   o->token_ctx = hooks->token_ctx;
   o->choose = hooks->choose;
   o->choose_ctx = hooks->choose_ctx;
-  atlas_status status =
-      model->arch->generate(model->impl, prompt, prompt_len, steps, o,
-                            out_tokens, out_count, hooks->sink, hooks->sink_ctx);
+  atlas_status status = model->arch->generate(model->impl, prompt, prompt_len,
+                                              steps, o, out_tokens, out_count,
+                                              hooks->sink, hooks->sink_ctx);
   o->ignore_eos = model->spec.ignore_eos;
   o->on_token = NULL;
   o->token_ctx = NULL;
@@ -409,7 +413,9 @@ atlas_status atlas_model_generate_hooked(
   return status;
 }
 
-atlas_backend *atlas_model_backend(atlas_model *model) { return model->backend; }
+atlas_backend *atlas_model_backend(atlas_model *model) {
+  return model->backend;
+}
 const atlas_checkpoint *atlas_model_checkpoint(const atlas_model *model) {
   return model->ck;
 }
@@ -434,5 +440,7 @@ int64_t atlas_model_vocab_size(const atlas_model *model) {
 int64_t atlas_model_max_seq(const atlas_model *model) {
   return model->arch->max_seq(model->impl);
 }
-const atlas_eos *atlas_model_eos(const atlas_model *model) { return &model->eos; }
+const atlas_eos *atlas_model_eos(const atlas_model *model) {
+  return &model->eos;
+}
 atlas_arch_model *atlas_model_impl(atlas_model *model) { return model->impl; }

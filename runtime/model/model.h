@@ -10,10 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "atlas/runtime/backend.h"
-#include "atlas/runtime/host_pool.h"
 #include "atlas/runtime/arch/arch.h"
+#include "atlas/runtime/backend.h"
 #include "atlas/runtime/backends/backend_factory.h"
+#include "atlas/runtime/host_pool.h"
 #include "atlas/runtime/model/eos.h"
 
 #ifdef __cplusplus
@@ -31,8 +31,8 @@ typedef struct atlas_embedded_checkpoint {
 
 // Where a model comes from and where it runs. Copied by atlas_model_open.
 typedef struct atlas_model_spec {
-  const char *dir;                           // or NULL with `embedded`
-  const atlas_embedded_checkpoint *embedded; // must outlive the model
+  const char *dir;                            // or NULL with `embedded`
+  const atlas_embedded_checkpoint *embedded;  // must outlive the model
   const char *backend;         // a backend_factory row, or "auto"/NULL
   int device;                  // CUDA ordinal
   atlas_host_pool *host_pool;  // host backend: the shared budget (NULL: none)
@@ -46,9 +46,10 @@ typedef struct atlas_model_spec {
   // a model whose vocabulary (arch->vocab: config.json vocab_size) is
   // smaller, so a swap to it never happens.
   int64_t vocab_needed;
-  int64_t prefill_rows;        // prompt tokens per batched pass (0: default; < 0: none)
-  atlas_dtype kv_dtype;        // the KV cache's type (zero: F32; F16, BF16)
-  bool kv_dtype_auto;          // instead: the weights' type if 16-bit, else F32
+  int64_t
+      prefill_rows;  // prompt tokens per batched pass (0: default; < 0: none)
+  atlas_dtype kv_dtype;  // the KV cache's type (zero: F32; F16, BF16)
+  bool kv_dtype_auto;    // instead: the weights' type if 16-bit, else F32
   // Most device bytes this process may hold for models (0: all the device
   // has). Leaves headroom for other tenants; swap checks against it.
   uint64_t device_budget_bytes;
@@ -100,17 +101,17 @@ typedef struct atlas_model atlas_model;
 // left over), builds a backend with the architecture's kernels and loads the
 // model onto it. On failure nothing stays allocated.
 ATLAS_MUST_USE atlas_status atlas_model_open(const atlas_model_spec *spec,
-                              atlas_model **out_model);
+                                             atlas_model **out_model);
 
 // Tears the model down (ordered; the sweep must find nothing), destroys its
 // backend. `out_report` may be NULL; else free its sweep.
-ATLAS_MUST_USE atlas_status atlas_model_close(atlas_model *model,
-                               atlas_teardown_report *out_report);
+ATLAS_MUST_USE atlas_status
+atlas_model_close(atlas_model *model, atlas_teardown_report *out_report);
 
 // What opening `spec` would need and what the device could give, without
 // allocating on any device. Used by swap and by tools.
-ATLAS_MUST_USE atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
-                                        uint64_t *out_bytes);
+ATLAS_MUST_USE atlas_status
+atlas_model_required_bytes(const atlas_model_spec *spec, uint64_t *out_bytes);
 
 // Greedy generation: runs the prompt, then up to `steps` new tokens
 // (argmax) into out_tokens; *out_count (may be NULL) says how many. Stops
@@ -119,10 +120,10 @@ ATLAS_MUST_USE atlas_status atlas_model_required_bytes(const atlas_model_spec *s
 // unless the spec says ignore_eos. Forward steps,
 // each passed to `sink` (may be NULL): every prompt token and every
 // generated token but the last, i.e. prompt_len + *out_count - 1.
-ATLAS_MUST_USE atlas_status atlas_model_generate(atlas_model *model, const uint32_t *prompt,
-                                  size_t prompt_len, size_t steps,
-                                  uint32_t *out_tokens, size_t *out_count,
-                                  atlas_logits_sink sink, void *sink_ctx);
+ATLAS_MUST_USE atlas_status
+atlas_model_generate(atlas_model *model, const uint32_t *prompt,
+                     size_t prompt_len, size_t steps, uint32_t *out_tokens,
+                     size_t *out_count, atlas_logits_sink sink, void *sink_ctx);
 
 // The same, calling `on_token` (may be NULL) with each generated token as it
 // is chosen; returning false stops after that token.

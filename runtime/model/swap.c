@@ -70,11 +70,12 @@ static atlas_status close_clean(atlas_model *model) {
   atlas_status status = atlas_model_close(model, &report);
   if (report.sweep.count > 0) {
     status = atlas_status_join(
-        status, atlas_status_make(ATLAS_STATUS_INTERNAL,
-                                  "teardown left %zu allocations (%zu bytes) "
-                                  "that the sweep had to free:\n%s",
-                                  report.sweep.count, report.sweep.bytes,
-                                  report.sweep.sites ? report.sweep.sites : ""));
+        status,
+        atlas_status_make(ATLAS_STATUS_INTERNAL,
+                          "teardown left %zu allocations (%zu bytes) "
+                          "that the sweep had to free:\n%s",
+                          report.sweep.count, report.sweep.bytes,
+                          report.sweep.sites ? report.sweep.sites : ""));
   }
   atlas_sweep_result_free(&report.sweep);
   return status;
@@ -93,14 +94,15 @@ static atlas_status open_proven(const atlas_model_spec *next,
   const uint32_t token = 0;
   uint32_t unused = 0;
   double t0 = now_ms();
-  atlas_status status = atlas_model_generate(fresh, &token, 1, 0, &unused,
-                                             NULL, NULL, NULL);
+  atlas_status status =
+      atlas_model_generate(fresh, &token, 1, 0, &unused, NULL, NULL, NULL);
   atlas_log(&next->log, ATLAS_LOG_DEBUG, "swap: the proving step took %.1f ms",
             now_ms() - t0);
   if (status != ATLAS_OK) {
     return atlas_status_join(
-        atlas_status_annotate(status, "the new model loaded but its first "
-                                      "forward step failed"),
+        atlas_status_annotate(status,
+                              "the new model loaded but its first "
+                              "forward step failed"),
         close_clean(fresh));
   }
   *out = fresh;
@@ -110,7 +112,8 @@ static atlas_status open_proven(const atlas_model_spec *next,
 atlas_status atlas_model_swap(atlas_model **current,
                               const atlas_model_spec *next,
                               atlas_swap_report *out_report) {
-  atlas_swap_report local = {ATLAS_SWAP_REFUSED, 0, 0, 0, false, false, 0, 0, 0};
+  atlas_swap_report local = {
+      ATLAS_SWAP_REFUSED, 0, 0, 0, false, false, 0, 0, 0};
   atlas_swap_report *r = out_report != NULL ? out_report : &local;
   memset(r, 0, sizeof(*r));
   double t0 = now_ms();
@@ -124,15 +127,16 @@ atlas_status atlas_model_swap(atlas_model **current,
       next->dir ? next->dir : (next->embedded ? next->embedded->name : "?")));
   atlas_backend *ob = atlas_model_backend(old);
   size_t free_bytes = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
-      atlas_backend_device_free_memory(ob, &free_bytes),
-      "swap: reading free device memory"));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_status_annotate(atlas_backend_device_free_memory(ob, &free_bytes),
+                            "swap: reading free device memory"));
   r->releasable_bytes = atlas_backend_live_bytes(ob);
   uint64_t budget = next->device_budget_bytes;
   if (budget != 0) {
     // Within a budget, what is free is the budget less what the current
     // model holds (and never more than the device really has).
-    uint64_t left = budget > r->releasable_bytes ? budget - r->releasable_bytes : 0;
+    uint64_t left =
+        budget > r->releasable_bytes ? budget - r->releasable_bytes : 0;
     if (left < free_bytes) free_bytes = (size_t)left;
   }
   r->free_bytes = free_bytes;
@@ -171,8 +175,9 @@ atlas_status atlas_model_swap(atlas_model **current,
     *current = fresh;
     r->swapped = true;
     r->total_ms = now_ms() - t0;
-    return atlas_status_annotate(status, "swap done, but tearing down the old "
-                                         "model reported");
+    return atlas_status_annotate(status,
+                                 "swap done, but tearing down the old "
+                                 "model reported");
   }
 
   // Only one fits: the old model must go first. Its weights come back, if
@@ -240,7 +245,8 @@ atlas_status atlas_model_swap(atlas_model **current,
   atlas_status teardown = close_clean(old);
   r->teardown_ms = now_ms() - tt;
   *current = NULL;
-  if (next->after_teardown != NULL) next->after_teardown(next->after_teardown_ctx);
+  if (next->after_teardown != NULL)
+    next->after_teardown(next->after_teardown_ctx);
   double tl = now_ms();
   atlas_status status = open_proven(&fresh_spec, &fresh);
   r->load_ms = now_ms() - tl;
@@ -254,28 +260,32 @@ atlas_status atlas_model_swap(atlas_model **current,
     free(old_dir);
     free(old_backend);
     r->total_ms = now_ms() - t0;
-    return atlas_status_annotate(teardown, "swap done, but tearing down the "
-                                           "old model reported");
+    return atlas_status_annotate(teardown,
+                                 "swap done, but tearing down the "
+                                 "old model reported");
   }
   // The failed load reclaimed what it allocated; bring the old model back
   // from the snapshot (the model adopts it and keeps it as its source).
   atlas_model *restored = NULL;
   atlas_status restore = atlas_model_open(&old_spec, &restored);
-  const char *old_name = old_dir ? old_dir : (old_spec.embedded ? old_spec.embedded->name : "?");
+  const char *old_name =
+      old_dir ? old_dir : (old_spec.embedded ? old_spec.embedded->name : "?");
   if (restore == ATLAS_OK) {
     *current = restored;
     r->restored = true;
-    status = atlas_status_annotate(status, "swap failed; the old model %s was "
-                                           "restored and is serving (from a "
-                                           "host copy of the bytes it was "
-                                           "loaded from: the same weights, bit "
-                                           "for bit)",
+    status = atlas_status_annotate(status,
+                                   "swap failed; the old model %s was "
+                                   "restored and is serving (from a "
+                                   "host copy of the bytes it was "
+                                   "loaded from: the same weights, bit "
+                                   "for bit)",
                                    old_name);
   } else {
     status = atlas_status_join(
         atlas_status_annotate(status, "swap failed"),
-        atlas_status_annotate(restore, "restoring the old model %s also failed; "
-                                       "no model is loaded",
+        atlas_status_annotate(restore,
+                              "restoring the old model %s also failed; "
+                              "no model is loaded",
                               old_name));
   }
   free(old_config);

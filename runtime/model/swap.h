@@ -39,11 +39,11 @@ typedef enum atlas_swap_path {
 
 typedef struct atlas_swap_report {
   atlas_swap_path path;
-  uint64_t needed_bytes;     // what the new model needs
-  uint64_t free_bytes;       // free on the device before the swap
-  uint64_t releasable_bytes; // what the current model held
-  bool swapped;              // *current is the new model
-  bool restored;             // the new model failed; the old one was reloaded
+  uint64_t needed_bytes;      // what the new model needs
+  uint64_t free_bytes;        // free on the device before the swap
+  uint64_t releasable_bytes;  // what the current model held
+  bool swapped;               // *current is the new model
+  bool restored;              // the new model failed; the old one was reloaded
   double teardown_ms, load_ms, total_ms;
 } atlas_swap_report;
 
@@ -51,8 +51,8 @@ typedef struct atlas_swap_report {
 // new model. On failure *current is a working model (the old one, possibly
 // reloaded) unless even the restore failed, which the status says.
 ATLAS_MUST_USE atlas_status atlas_model_swap(atlas_model **current,
-                              const atlas_model_spec *next,
-                              atlas_swap_report *out_report);
+                                             const atlas_model_spec *next,
+                                             atlas_swap_report *out_report);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -23,37 +23,44 @@ atlas_sampler_config atlas_sampler_config_default(void) {
 atlas_status atlas_sampler_config_check(const atlas_sampler_config *c) {
   if (!(c->temperature >= 0.0f) || isinf(c->temperature)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "sampler: temperature must be a finite number >= 0 (0 = greedy), got %g",
+                             "sampler: temperature must be a finite number >= "
+                             "0 (0 = greedy), got %g",
                              (double)c->temperature);
   }
   if (c->top_k < 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "sampler: top_k must be >= 0 (0 = off), got %d", (int)c->top_k);
+                             "sampler: top_k must be >= 0 (0 = off), got %d",
+                             (int)c->top_k);
   }
   if (!(c->top_p > 0.0f && c->top_p <= 1.0f)) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "sampler: top_p must be in (0, 1] (1 = off), got %g", (double)c->top_p);
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "sampler: top_p must be in (0, 1] (1 = off), got %g", (double)c->top_p);
   }
   if (!(c->min_p >= 0.0f && c->min_p <= 1.0f)) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "sampler: min_p must be in [0, 1] (0 = off), got %g", (double)c->min_p);
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "sampler: min_p must be in [0, 1] (0 = off), got %g", (double)c->min_p);
   }
   if (!(c->repetition_penalty > 0.0f) || isinf(c->repetition_penalty)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "sampler: repetition_penalty must be a finite number > 0 (1 = off), got %g",
+                             "sampler: repetition_penalty must be a finite "
+                             "number > 0 (1 = off), got %g",
                              (double)c->repetition_penalty);
   }
   return ATLAS_OK;
 }
 
-atlas_status atlas_sampler_init(atlas_sampler *sampler, const atlas_sampler_config *config,
+atlas_status atlas_sampler_init(atlas_sampler *sampler,
+                                const atlas_sampler_config *config,
                                 size_t vocab_size) {
   memset(sampler, 0, sizeof(*sampler));
   ATLAS_RETURN_IF_ERROR(atlas_sampler_config_check(config));
   if (vocab_size == 0 || vocab_size > (size_t)INT32_MAX) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "sampler: vocabulary size %zu is out of range (1..%d)", vocab_size,
-                             INT32_MAX);
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "sampler: vocabulary size %zu is out of range (1..%d)", vocab_size,
+        INT32_MAX);
   }
   sampler->config = *config;
   sampler->vocab_size = vocab_size;
@@ -62,9 +69,10 @@ atlas_status atlas_sampler_init(atlas_sampler *sampler, const atlas_sampler_conf
   sampler->seen = calloc(vocab_size, sizeof(uint32_t));
   if (!sampler->logits || !sampler->cands || !sampler->seen) {
     atlas_sampler_deinit(sampler);
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "sampler: no memory for the scratch of a %zu-id vocabulary",
-                             vocab_size);
+    return atlas_status_make(
+        ATLAS_STATUS_OUT_OF_MEMORY,
+        "sampler: no memory for the scratch of a %zu-id vocabulary",
+        vocab_size);
   }
   atlas_rng_seed(&sampler->rng, config->seed);
   return ATLAS_OK;
@@ -98,9 +106,21 @@ static void select_top(struct atlas_sampler_cand *c, size_t n, size_t k) {
   while (hi - lo > 1) {
     // Median of three as the pivot, moved to the end.
     const size_t mid = lo + (hi - lo) / 2, last = hi - 1;
-    if (cand_desc(&c[mid], &c[lo]) < 0) { struct atlas_sampler_cand t = c[mid]; c[mid] = c[lo]; c[lo] = t; }
-    if (cand_desc(&c[last], &c[lo]) < 0) { struct atlas_sampler_cand t = c[last]; c[last] = c[lo]; c[lo] = t; }
-    if (cand_desc(&c[mid], &c[last]) < 0) { struct atlas_sampler_cand t = c[mid]; c[mid] = c[last]; c[last] = t; }
+    if (cand_desc(&c[mid], &c[lo]) < 0) {
+      struct atlas_sampler_cand t = c[mid];
+      c[mid] = c[lo];
+      c[lo] = t;
+    }
+    if (cand_desc(&c[last], &c[lo]) < 0) {
+      struct atlas_sampler_cand t = c[last];
+      c[last] = c[lo];
+      c[lo] = t;
+    }
+    if (cand_desc(&c[mid], &c[last]) < 0) {
+      struct atlas_sampler_cand t = c[mid];
+      c[mid] = c[last];
+      c[last] = t;
+    }
     const struct atlas_sampler_cand pivot = c[last];
     size_t store = lo;
     for (size_t i = lo; i < last; ++i) {
@@ -125,30 +145,34 @@ static void select_top(struct atlas_sampler_cand *c, size_t n, size_t k) {
 static atlas_status load_logits(atlas_sampler *s, const float *logits, size_t n,
                                 const int32_t *history, size_t history_len) {
   if (s->logits == NULL) {
-    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
-                             "sampler: used before atlas_sampler_init succeeded");
+    return atlas_status_make(
+        ATLAS_STATUS_FAILED_PRECONDITION,
+        "sampler: used before atlas_sampler_init succeeded");
   }
   if (n != s->vocab_size) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "sampler: got %zu logits for a vocabulary of %zu ids", n,
-                             s->vocab_size);
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "sampler: got %zu logits for a vocabulary of %zu ids", n,
+        s->vocab_size);
   }
   if (history_len > 0 && history == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "sampler: history has length %zu but no ids", history_len);
+                             "sampler: history has length %zu but no ids",
+                             history_len);
   }
   for (size_t i = 0; i < n; ++i) {
     if (isnan(logits[i])) {
-      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "sampler: logit of id %zu is NaN",
-                               i);
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "sampler: logit of id %zu is NaN", i);
     }
     s->logits[i] = logits[i];
   }
   for (size_t i = 0; i < history_len; ++i) {
     if (history[i] < 0 || (size_t)history[i] >= n) {
-      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                               "sampler: history[%zu] = %d is not an id of a %zu-id vocabulary", i,
-                               (int)history[i], n);
+      return atlas_status_make(
+          ATLAS_STATUS_INVALID_ARGUMENT,
+          "sampler: history[%zu] = %d is not an id of a %zu-id vocabulary", i,
+          (int)history[i], n);
     }
   }
   // Repetition penalty, once per distinct id (transformers gathers and
@@ -199,8 +223,9 @@ static atlas_status warp(atlas_sampler *s, size_t *out_count) {
     }
   }
   if (m == 0) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "sampler: every logit is -inf, there is nothing to sample");
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "sampler: every logit is -inf, there is nothing to sample");
   }
   // top-k: remove logits below the k-th largest (ties with it stay, as
   // `scores < topk(scores, k).values[-1]` keeps them). -inf ids count toward k
@@ -223,7 +248,8 @@ static atlas_status warp(atlas_sampler *s, size_t *out_count) {
     }
     m = keep;
   }
-  if (c->top_k > 0 || c->top_p < 1.0f) qsort(s->cands, m, sizeof(s->cands[0]), cand_desc);
+  if (c->top_k > 0 || c->top_p < 1.0f)
+    qsort(s->cands, m, sizeof(s->cands[0]), cand_desc);
 
   // Probabilities of what is left (the max is cands[0] when sorted).
   double max = -INFINITY;
@@ -283,10 +309,12 @@ static atlas_status warp(atlas_sampler *s, size_t *out_count) {
   return ATLAS_OK;
 }
 
-atlas_status atlas_sampler_distribution(atlas_sampler *sampler, const float *logits,
-                                        size_t n_logits, const int32_t *history,
+atlas_status atlas_sampler_distribution(atlas_sampler *sampler,
+                                        const float *logits, size_t n_logits,
+                                        const int32_t *history,
                                         size_t history_len, double *out_probs) {
-  ATLAS_RETURN_IF_ERROR(load_logits(sampler, logits, n_logits, history, history_len));
+  ATLAS_RETURN_IF_ERROR(
+      load_logits(sampler, logits, n_logits, history, history_len));
   memset(out_probs, 0, n_logits * sizeof(double));
   if (sampler->config.temperature == 0.0f) {
     out_probs[argmax(sampler->logits, n_logits)] = 1.0;
@@ -294,14 +322,16 @@ atlas_status atlas_sampler_distribution(atlas_sampler *sampler, const float *log
   }
   size_t m = 0;
   ATLAS_RETURN_IF_ERROR(warp(sampler, &m));
-  for (size_t i = 0; i < m; ++i) out_probs[sampler->cands[i].id] = sampler->cands[i].logit;
+  for (size_t i = 0; i < m; ++i)
+    out_probs[sampler->cands[i].id] = sampler->cands[i].logit;
   return ATLAS_OK;
 }
 
-atlas_status atlas_sampler_sample(atlas_sampler *sampler, const float *logits, size_t n_logits,
-                                  const int32_t *history, size_t history_len,
-                                  int32_t *out_token) {
-  ATLAS_RETURN_IF_ERROR(load_logits(sampler, logits, n_logits, history, history_len));
+atlas_status atlas_sampler_sample(atlas_sampler *sampler, const float *logits,
+                                  size_t n_logits, const int32_t *history,
+                                  size_t history_len, int32_t *out_token) {
+  ATLAS_RETURN_IF_ERROR(
+      load_logits(sampler, logits, n_logits, history, history_len));
   if (sampler->config.temperature == 0.0f) {
     *out_token = (int32_t)argmax(sampler->logits, n_logits);
     return ATLAS_OK;

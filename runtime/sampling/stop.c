@@ -18,15 +18,18 @@ static size_t first_invalid_utf8(const char *s) {
   return SIZE_MAX;
 }
 
-atlas_status atlas_stop_init(atlas_stop *stop, const int32_t *eos_ids, size_t n_eos,
-                             const char *const *stop_strings, size_t n_stop,
-                             size_t max_tokens) {
+atlas_status atlas_stop_init(atlas_stop *stop, const int32_t *eos_ids,
+                             size_t n_eos, const char *const *stop_strings,
+                             size_t n_stop, size_t max_tokens) {
   memset(stop, 0, sizeof(*stop));
   if (n_eos > 0 && eos_ids == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "stop conditions: %zu EOS ids but no array", n_eos);
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "stop conditions: %zu EOS ids but no array",
+                             n_eos);
   }
   if (n_stop > 0 && stop_strings == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "stop conditions: %zu stop strings but no array",
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "stop conditions: %zu stop strings but no array",
                              n_stop);
   }
   stop->max_tokens = max_tokens;
@@ -44,18 +47,20 @@ atlas_status atlas_stop_init(atlas_stop *stop, const int32_t *eos_ids, size_t n_
     for (size_t i = 0; i < n_stop; ++i) {
       if (stop_strings[i] == NULL || stop_strings[i][0] == '\0') {
         atlas_stop_deinit(stop);
-        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                                 "stop strings: entry %zu is empty; an empty stop string would "
-                                 "stop before the first token",
-                                 i);
+        return atlas_status_make(
+            ATLAS_STATUS_INVALID_ARGUMENT,
+            "stop strings: entry %zu is empty; an empty stop string would "
+            "stop before the first token",
+            i);
       }
       // Matched byte by byte against UTF-8 text: a stop string that is not
       // UTF-8 could match, and end the text, inside a character.
       size_t bad = first_invalid_utf8(stop_strings[i]);
       if (bad != SIZE_MAX) {
         atlas_stop_deinit(stop);
-        return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                                 "stop strings: entry %zu is not UTF-8 (at byte %zu)", i, bad);
+        return atlas_status_make(
+            ATLAS_STATUS_INVALID_ARGUMENT,
+            "stop strings: entry %zu is not UTF-8 (at byte %zu)", i, bad);
       }
       stop->stop_lens[i] = strlen(stop_strings[i]);
       stop->stop_strings[i] = malloc(stop->stop_lens[i] + 1);
@@ -66,12 +71,14 @@ atlas_status atlas_stop_init(atlas_stop *stop, const int32_t *eos_ids, size_t n_
   return ATLAS_OK;
 oom:
   atlas_stop_deinit(stop);
-  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "stop conditions: out of memory");
+  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                           "stop conditions: out of memory");
 }
 
 void atlas_stop_deinit(atlas_stop *stop) {
   free(stop->eos_ids);
-  for (size_t i = 0; stop->stop_strings && i < stop->n_stop; ++i) free(stop->stop_strings[i]);
+  for (size_t i = 0; stop->stop_strings && i < stop->n_stop; ++i)
+    free(stop->stop_strings[i]);
   free(stop->stop_strings);
   free(stop->stop_lens);
   free(stop->buf);
@@ -95,7 +102,8 @@ static size_t find_stop(const atlas_stop *stop, const char *text, size_t len) {
 
 // Length of the longest suffix of text that is a proper prefix of a stop
 // string: that much must wait for the next piece.
-static size_t pending_suffix(const atlas_stop *stop, const char *text, size_t len) {
+static size_t pending_suffix(const atlas_stop *stop, const char *text,
+                             size_t len) {
   size_t best = 0;
   for (size_t s = 0; s < stop->n_stop; ++s) {
     const size_t sl = stop->stop_lens[s];
@@ -111,16 +119,17 @@ static size_t pending_suffix(const atlas_stop *stop, const char *text, size_t le
 
 // buf = the held text then `piece` (NUL-terminated); *out_len its length.
 // The held text must already be at the front (held_from 0).
-static atlas_status append_held(atlas_stop *stop, const char *piece, size_t piece_len,
-                                size_t *out_len) {
+static atlas_status append_held(atlas_stop *stop, const char *piece,
+                                size_t piece_len, size_t *out_len) {
   const size_t len = stop->held_len + piece_len;
   if (len + 1 > stop->cap) {
     size_t cap = stop->cap ? stop->cap : 64;
     while (cap < len + 1) cap *= 2;
     char *grown = realloc(stop->buf, cap);
     if (!grown) {
-      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                               "stop conditions: out of memory holding %zu bytes of text", len);
+      return atlas_status_make(
+          ATLAS_STATUS_OUT_OF_MEMORY,
+          "stop conditions: out of memory holding %zu bytes of text", len);
     }
     stop->buf = grown;
     stop->cap = cap;
@@ -131,12 +140,14 @@ static atlas_status append_held(atlas_stop *stop, const char *piece, size_t piec
   return ATLAS_OK;
 }
 
-bool atlas_stop_would_stop(const atlas_stop *stop, const char *piece, size_t piece_len) {
+bool atlas_stop_would_stop(const atlas_stop *stop, const char *piece,
+                           size_t piece_len) {
   if (stop->n_stop == 0 || piece_len == 0 || piece == NULL) return false;
   const size_t len = stop->held_len + piece_len;
   char *text = malloc(len + 1);
   if (text == NULL) return false;  // seen at the next step instead
-  if (stop->held_len > 0) memcpy(text, stop->buf + stop->held_from, stop->held_len);
+  if (stop->held_len > 0)
+    memcpy(text, stop->buf + stop->held_from, stop->held_len);
   memcpy(text + stop->held_len, piece, piece_len);
   text[len] = '\0';
   const bool found = find_stop(stop, text, len) != SIZE_MAX;
@@ -144,14 +155,15 @@ bool atlas_stop_would_stop(const atlas_stop *stop, const char *piece, size_t pie
   return found;
 }
 
-atlas_status atlas_stop_finish(atlas_stop *stop, const char *piece, size_t piece_len,
-                               atlas_stop_step *out_step) {
+atlas_status atlas_stop_finish(atlas_stop *stop, const char *piece,
+                               size_t piece_len, atlas_stop_step *out_step) {
   out_step->reason = ATLAS_STOP_NONE;
   out_step->emit = "";
   out_step->emit_len = 0;
   if (piece_len > 0 && piece == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "stop conditions: piece has length %zu but no text", piece_len);
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "stop conditions: piece has length %zu but no text", piece_len);
   }
   if (stop->held_from > 0) {
     memmove(stop->buf, stop->buf + stop->held_from, stop->held_len);
@@ -177,16 +189,19 @@ atlas_status atlas_stop_feed(atlas_stop *stop, int32_t token, const char *piece,
   out_step->emit = "";
   out_step->emit_len = 0;
   if (stop->reason != ATLAS_STOP_NONE) {
-    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
-                             "stop conditions: fed a token after generation already stopped");
+    return atlas_status_make(
+        ATLAS_STATUS_FAILED_PRECONDITION,
+        "stop conditions: fed a token after generation already stopped");
   }
   if (piece_len > 0 && piece == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "stop conditions: piece has length %zu but no text", piece_len);
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "stop conditions: piece has length %zu but no text", piece_len);
   }
   stop->n_tokens++;
   bool eos = false;
-  for (size_t i = 0; i < stop->n_eos; ++i) eos = eos || stop->eos_ids[i] == token;
+  for (size_t i = 0; i < stop->n_eos; ++i)
+    eos = eos || stop->eos_ids[i] == token;
   // The last call's emitted text is no longer needed: the held tail moves
   // to the front.
   if (stop->held_from > 0) {

@@ -20,10 +20,10 @@ extern "C" {
 #endif
 
 typedef enum atlas_stop_reason {
-  ATLAS_STOP_NONE = 0,     // keep generating
-  ATLAS_STOP_EOS,          // the token is one of the EOS ids
-  ATLAS_STOP_STRING,       // a stop string appeared in the text
-  ATLAS_STOP_MAX_TOKENS,   // max_tokens tokens have been generated
+  ATLAS_STOP_NONE = 0,    // keep generating
+  ATLAS_STOP_EOS,         // the token is one of the EOS ids
+  ATLAS_STOP_STRING,      // a stop string appeared in the text
+  ATLAS_STOP_MAX_TOKENS,  // max_tokens tokens have been generated
 } atlas_stop_reason;
 
 typedef struct atlas_stop {
@@ -32,19 +32,21 @@ typedef struct atlas_stop {
   char **stop_strings;  // NUL-free, non-empty
   size_t *stop_lens;
   size_t n_stop;
-  size_t max_tokens;    // 0: no limit
-  size_t n_tokens;      // tokens seen so far
-  char *buf;            // text held back (could start a stop string) lives at
-  size_t held_from;     //   buf[held_from .. held_from + held_len); the text
-  size_t held_len;      //   before it was emitted by the last call
+  size_t max_tokens;  // 0: no limit
+  size_t n_tokens;    // tokens seen so far
+  char *buf;          // text held back (could start a stop string) lives at
+  size_t held_from;   //   buf[held_from .. held_from + held_len); the text
+  size_t held_len;    //   before it was emitted by the last call
   size_t cap;
   atlas_stop_reason reason;  // set once generation has stopped
 } atlas_stop;
 
 // Copies the lists. `stop_strings` may be NULL when n_stop is 0.
-ATLAS_MUST_USE atlas_status atlas_stop_init(atlas_stop *stop, const int32_t *eos_ids, size_t n_eos,
-                             const char *const *stop_strings, size_t n_stop,
-                             size_t max_tokens);
+ATLAS_MUST_USE atlas_status atlas_stop_init(atlas_stop *stop,
+                                            const int32_t *eos_ids,
+                                            size_t n_eos,
+                                            const char *const *stop_strings,
+                                            size_t n_stop, size_t max_tokens);
 void atlas_stop_deinit(atlas_stop *stop);
 
 // What the caller should do after one token.
@@ -56,20 +58,24 @@ typedef struct atlas_stop_step {
 
 // Feeds one generated token and its decoded text piece (the piece of an EOS
 // token is ignored). Calling again after a stop is a FAILED_PRECONDITION.
-ATLAS_MUST_USE atlas_status atlas_stop_feed(atlas_stop *stop, int32_t token, const char *piece,
-                             size_t piece_len, atlas_stop_step *out_step);
+ATLAS_MUST_USE atlas_status atlas_stop_feed(atlas_stop *stop, int32_t token,
+                                            const char *piece, size_t piece_len,
+                                            atlas_stop_step *out_step);
 
 // Whether the held text followed by `piece` holds a stop string (nothing
 // changes): for text known to be coming (whole characters a stream still
 // holds back), so a stop string is seen at the token that completes it.
-bool atlas_stop_would_stop(const atlas_stop *stop, const char *piece, size_t piece_len);
+bool atlas_stop_would_stop(const atlas_stop *stop, const char *piece,
+                           size_t piece_len);
 
 // Generation ended (EOS, the token limit, or the caller): `piece` is the last
 // text the stream held back (may be empty). Everything held is released up
 // to the earliest stop string in it (reason ATLAS_STOP_STRING), else all of
 // it. Callable once, whatever the stop's reason.
-ATLAS_MUST_USE atlas_status atlas_stop_finish(atlas_stop *stop, const char *piece,
-                                              size_t piece_len, atlas_stop_step *out_step);
+ATLAS_MUST_USE atlas_status atlas_stop_finish(atlas_stop *stop,
+                                              const char *piece,
+                                              size_t piece_len,
+                                              atlas_stop_step *out_step);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -10,8 +10,7 @@ static atlas_status oom(void) {
                            "tokenizer: out of memory for added tokens");
 }
 
-static atlas_status trie_node(atlas_trie *t, unsigned char byte,
-                              int32_t *out) {
+static atlas_status trie_node(atlas_trie *t, unsigned char byte, int32_t *out) {
   if (t->count == t->cap) {
     size_t cap = t->cap ? t->cap * 2 : 256;
     atlas_trie_node *n = realloc(t->nodes, cap * sizeof(*n));
@@ -85,12 +84,14 @@ static atlas_status parse_defs(json_t *arr, const atlas_tj_at *at,
     uint64_t id;
     if (!json_is_object(v)) return atlas_tj_error(&ki, "expected an object");
     ATLAS_RETURN_IF_ERROR(atlas_tj_uint(v, &ki, "id", UINT32_MAX - 1, &id));
-    ATLAS_RETURN_IF_ERROR(atlas_tj_string(v, &ki, "content", &d->content,
-                                          &d->len));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_tj_string(v, &ki, "content", &d->content, &d->len));
     ATLAS_RETURN_IF_ERROR(
         atlas_tj_bool(v, &ki, "special", false, &d->flags.special));
-    ATLAS_RETURN_IF_ERROR(atlas_tj_bool(v, &ki, "lstrip", false, &d->flags.lstrip));
-    ATLAS_RETURN_IF_ERROR(atlas_tj_bool(v, &ki, "rstrip", false, &d->flags.rstrip));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_tj_bool(v, &ki, "lstrip", false, &d->flags.lstrip));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_tj_bool(v, &ki, "rstrip", false, &d->flags.rstrip));
     ATLAS_RETURN_IF_ERROR(atlas_tj_bool(v, &ki, "normalized", !d->flags.special,
                                         &d->flags.normalized));
     ATLAS_RETURN_IF_ERROR(
@@ -120,8 +121,8 @@ static atlas_status assign(atlas_added_vocab *out, const added_def *d,
     return ATLAS_OK;
   }
   uint32_t id;
-  const atlas_strmap_entry *m = atlas_strmap_get(model_vocab, d->content,
-                                                 d->len);
+  const atlas_strmap_entry *m =
+      atlas_strmap_get(model_vocab, d->content, d->len);
   uint32_t vocab_size = (uint32_t)model_vocab->count;
   if (m) {
     id = m->a;
@@ -264,10 +265,10 @@ atlas_status atlas_added_vocab_split(const atlas_added_vocab *av,
     p = stop;  // the search resumes after the match, kept or not
     if (t->single_word) {
       size_t cl;
-      bool start_space = start == 0 || !atlas_utf8_is_word_char(last_cp(s, start));
-      bool stop_space =
-          stop == len ||
-          !atlas_utf8_is_word_char(atlas_utf8_decode(s + stop, &cl));
+      bool start_space =
+          start == 0 || !atlas_utf8_is_word_char(last_cp(s, start));
+      bool stop_space = stop == len || !atlas_utf8_is_word_char(
+                                           atlas_utf8_decode(s + stop, &cl));
       if (!start_space || !stop_space) continue;
     }
     if (t->lstrip) {

@@ -56,19 +56,19 @@ typedef struct atlas_added_vocab {
 // Loads the "added_tokens" array, assigning ids the way tokenizers does
 // (from the model's vocabulary, not the file). `normalizer` (may be NULL)
 // normalizes the patterns of normalized tokens.
-ATLAS_MUST_USE atlas_status atlas_added_vocab_load(json_t *arr, const atlas_tj_at *at,
-                                    const atlas_strmap *model_vocab,
-                                    const atlas_normalizer *normalizer,
-                                    atlas_text_matcher *m,
-                                    atlas_added_vocab *out);
+ATLAS_MUST_USE atlas_status atlas_added_vocab_load(
+    json_t *arr, const atlas_tj_at *at, const atlas_strmap *model_vocab,
+    const atlas_normalizer *normalizer, atlas_text_matcher *m,
+    atlas_added_vocab *out);
 void atlas_added_vocab_free(atlas_added_vocab *av);
 
 // Splits s[0..len) on the tokens of `trie`, appending text pieces and token
 // pieces to out. Empty text pieces are dropped.
 ATLAS_MUST_USE atlas_status atlas_added_vocab_split(const atlas_added_vocab *av,
-                                     const atlas_trie *trie, const char *s,
-                                     size_t len, bool first,
-                                     atlas_text_pieces *out);
+                                                    const atlas_trie *trie,
+                                                    const char *s, size_t len,
+                                                    bool first,
+                                                    atlas_text_pieces *out);
 
 // The added token with this id, or NULL.
 const atlas_added_token *atlas_added_vocab_by_id(const atlas_added_vocab *av,

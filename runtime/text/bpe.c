@@ -48,8 +48,9 @@ static atlas_status check_unset(json_t *model, const atlas_tj_at *at,
   ATLAS_RETURN_IF_ERROR(atlas_tj_opt_string(model, at, key, &s, &n));
   if (s && n > 0) {
     atlas_tj_at k = atlas_tj_key(at, key);
-    return atlas_tj_unsupported(&k, "\"%s\" is not supported (only null or "
-                                    "empty)",
+    return atlas_tj_unsupported(&k,
+                                "\"%s\" is not supported (only null or "
+                                "empty)",
                                 s);
   }
   return ATLAS_OK;
@@ -127,10 +128,12 @@ atlas_status atlas_bpe_load(json_t *model, const atlas_tj_at *at,
   memset(out, 0, sizeof(*out));
   atlas_status st = ATLAS_OK;
   json_t *dropout = atlas_tj_member(model, "dropout");
-  if (dropout && !(json_is_number(dropout) && json_number_value(dropout) == 0)) {
+  if (dropout &&
+      !(json_is_number(dropout) && json_number_value(dropout) == 0)) {
     atlas_tj_at k = atlas_tj_key(at, "dropout");
-    return atlas_tj_unsupported(&k, "BPE dropout is not supported (only null "
-                                    "or 0): it makes encoding random");
+    return atlas_tj_unsupported(&k,
+                                "BPE dropout is not supported (only null "
+                                "or 0): it makes encoding random");
   }
   ATLAS_RETURN_IF_ERROR(check_unset(model, at, "continuing_subword_prefix"));
   ATLAS_RETURN_IF_ERROR(check_unset(model, at, "end_of_word_suffix"));
@@ -165,14 +168,15 @@ atlas_status atlas_bpe_load(json_t *model, const atlas_tj_at *at,
     // Two tokens with one id: the last one met here decodes it (tokenizers
     // keeps an arbitrary one).
     for (size_t i = 0; !st && i < out->vocab.count; i++) {
-      st = atlas_pairmap_put(&out->by_id, out->vocab.entries[i].a, 0, (uint32_t)i, 0);
+      st = atlas_pairmap_put(&out->by_id, out->vocab.entries[i].a, 0,
+                             (uint32_t)i, 0);
     }
   }
   const char *unk = NULL;
   if (!st) st = atlas_tj_opt_string(model, at, "unk_token", &unk, NULL);
   if (!st && unk) {
-    const atlas_strmap_entry *e = atlas_strmap_get(&out->vocab, unk,
-                                                   strlen(unk));
+    const atlas_strmap_entry *e =
+        atlas_strmap_get(&out->vocab, unk, strlen(unk));
     if (!e) {
       atlas_tj_at k = atlas_tj_key(at, "unk_token");
       st = atlas_tj_error(&k, "\"%s\" is not in model.vocab", unk);
@@ -200,7 +204,8 @@ atlas_status atlas_bpe_load(json_t *model, const atlas_tj_at *at,
   return st;
 }
 
-const char *atlas_bpe_token(const atlas_bpe *bpe, uint32_t id, size_t *out_len) {
+const char *atlas_bpe_token(const atlas_bpe *bpe, uint32_t id,
+                            size_t *out_len) {
   uint32_t entry, unused;
   if (!atlas_pairmap_get(&bpe->by_id, id, 0, &entry, &unused)) {
     *out_len = 0;
@@ -267,8 +272,8 @@ static atlas_status add_symbol(atlas_bpe_scratch *s, size_t *n, uint32_t id,
     s->symbols = sym;
     s->symbols_cap = cap;
   }
-  s->symbols[*n] = (atlas_bpe_symbol){id, (int32_t)*n - 1, (int32_t)*n + 1,
-                                      (uint32_t)len};
+  s->symbols[*n] =
+      (atlas_bpe_symbol){id, (int32_t)*n - 1, (int32_t)*n + 1, (uint32_t)len};
   (*n)++;
   return ATLAS_OK;
 }
@@ -298,8 +303,8 @@ static atlas_status merge_word(const atlas_bpe *bpe, atlas_bpe_scratch *s,
         }
         if (all) {
           for (size_t j = 0; j < cl; j++) {
-            ATLAS_RETURN_IF_ERROR(add_symbol(
-                s, &n, bpe->byte_ids[(unsigned char)w[i + j]], 1));
+            ATLAS_RETURN_IF_ERROR(
+                add_symbol(s, &n, bpe->byte_ids[(unsigned char)w[i + j]], 1));
           }
           done = true;
         }
@@ -357,15 +362,12 @@ static atlas_status merge_word(const atlas_bpe *bpe, atlas_bpe_scratch *s,
     if (right.next >= 0) sym[right.next].prev = (int32_t)top.pos;
     // The heap never holds more than one entry per live pair plus stale
     // ones; every push follows a pop, so 2n slots suffice.
-    if (cur->prev >= 0 &&
-        atlas_pairmap_get(&bpe->merges, sym[cur->prev].id, cur->id, &rank,
-                          &id)) {
-      heap_push(s->heap, &hn,
-                (atlas_bpe_merge){rank, (uint32_t)cur->prev, id});
+    if (cur->prev >= 0 && atlas_pairmap_get(&bpe->merges, sym[cur->prev].id,
+                                            cur->id, &rank, &id)) {
+      heap_push(s->heap, &hn, (atlas_bpe_merge){rank, (uint32_t)cur->prev, id});
     }
-    if (cur->next >= 0 &&
-        atlas_pairmap_get(&bpe->merges, cur->id, sym[cur->next].id, &rank,
-                          &id)) {
+    if (cur->next >= 0 && atlas_pairmap_get(&bpe->merges, cur->id,
+                                            sym[cur->next].id, &rank, &id)) {
       heap_push(s->heap, &hn, (atlas_bpe_merge){rank, top.pos, id});
     }
   }
@@ -415,9 +417,8 @@ atlas_status atlas_bpe_tokenize(const atlas_bpe *bpe, atlas_bpe_scratch *s,
   }
   memcpy(s->cache_ids + s->cache_ids_len, out->ids + first,
          count * sizeof(uint32_t));
-  ATLAS_RETURN_IF_ERROR(atlas_strmap_put(&s->cache, word, len,
-                                         (uint32_t)s->cache_ids_len,
-                                         (uint32_t)count));
+  ATLAS_RETURN_IF_ERROR(atlas_strmap_put(
+      &s->cache, word, len, (uint32_t)s->cache_ids_len, (uint32_t)count));
   s->cache_ids_len += count;
   return ATLAS_OK;
 }

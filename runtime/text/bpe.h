@@ -14,13 +14,13 @@
 #include "atlas/runtime/text/json_util.h"
 
 typedef struct atlas_bpe {
-  atlas_strmap vocab;      // token -> id (a)
-  atlas_pairmap merges;    // (left id, right id) -> (rank, merged id)
+  atlas_strmap vocab;    // token -> id (a)
+  atlas_pairmap merges;  // (left id, right id) -> (rank, merged id)
   // (id, 0) -> (vocab entry, 0). A map, not a table by id: a file's ids may
   // be sparse (tokenizers accepts any u32), and a table sized by the largest
   // would let a few bytes of JSON ask for gigabytes.
   atlas_pairmap by_id;
-  size_t id_count;         // max id + 1
+  size_t id_count;  // max id + 1
   bool byte_fallback;
   bool fuse_unk;
   bool ignore_merges;
@@ -54,13 +54,14 @@ typedef struct atlas_id_buf {
 ATLAS_MUST_USE atlas_status atlas_id_buf_push(atlas_id_buf *b, uint32_t id);
 
 ATLAS_MUST_USE atlas_status atlas_bpe_load(json_t *model, const atlas_tj_at *at,
-                            atlas_bpe *out);
+                                           atlas_bpe *out);
 void atlas_bpe_free(atlas_bpe *bpe);
 
 // Appends the ids of one pre-token to out.
-ATLAS_MUST_USE atlas_status atlas_bpe_tokenize(const atlas_bpe *bpe, atlas_bpe_scratch *s,
-                                const char *word, size_t len,
-                                atlas_id_buf *out);
+ATLAS_MUST_USE atlas_status atlas_bpe_tokenize(const atlas_bpe *bpe,
+                                               atlas_bpe_scratch *s,
+                                               const char *word, size_t len,
+                                               atlas_id_buf *out);
 void atlas_bpe_scratch_free(atlas_bpe_scratch *s);
 
 #endif  // ATLAS_RUNTIME_TEXT_BPE_H_

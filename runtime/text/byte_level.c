@@ -21,9 +21,8 @@ void atlas_byte_level_init(atlas_byte_level *bl) {
   }
 }
 
-atlas_status atlas_byte_level_encode(const atlas_byte_level *bl,
-                                     const char *in, size_t len,
-                                     atlas_text_buf *out) {
+atlas_status atlas_byte_level_encode(const atlas_byte_level *bl, const char *in,
+                                     size_t len, atlas_text_buf *out) {
   ATLAS_RETURN_IF_ERROR(atlas_text_buf_reserve(out, 2 * len));
   char *d = out->data + out->len;
   for (size_t i = 0; i < len; i++) {

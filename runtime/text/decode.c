@@ -18,8 +18,8 @@ static atlas_status oom(void) {
 // in this order (a later one sees the result of the earlier ones).
 static atlas_status clean_up(atlas_text_buf *text) {
   const char *const pairs[][2] = {
-      {" .", "."},     {" ?", "?"},     {" !", "!"},     {" ,", ","},
-      {" ' ", "'"},    {" n't", "n't"}, {" 'm", "'m"},   {" 's", "'s"},
+      {" .", "."},     {" ?", "?"},     {" !", "!"},   {" ,", ","},
+      {" ' ", "'"},    {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"},
       {" 've", "'ve"}, {" 're", "'re"},
   };
   atlas_text_buf out = {0};
@@ -29,8 +29,8 @@ static atlas_status clean_up(atlas_text_buf *text) {
     size_t i = 0, copied = 0;
     while (i + flen <= text->len) {
       if (memcmp(text->data + i, pairs[p][0], flen) == 0) {
-        atlas_status st = atlas_text_buf_append(&out, text->data + copied,
-                                                i - copied);
+        atlas_status st =
+            atlas_text_buf_append(&out, text->data + copied, i - copied);
         if (!st) st = atlas_text_buf_append(&out, pairs[p][1], tlen);
         if (st) {
           atlas_text_buf_free(&out);
@@ -43,8 +43,8 @@ static atlas_status clean_up(atlas_text_buf *text) {
       }
     }
     if (copied == 0) continue;  // nothing replaced
-    atlas_status st = atlas_text_buf_append(&out, text->data + copied,
-                                            text->len - copied);
+    atlas_status st =
+        atlas_text_buf_append(&out, text->data + copied, text->len - copied);
     if (st) {
       atlas_text_buf_free(&out);
       return st;
@@ -188,9 +188,8 @@ atlas_status atlas_tokenizer_stream_create(const atlas_tokenizer *t,
   return stream_create(t, skip_special, false, out);
 }
 
-atlas_status atlas_tokenizer_stream_create_resync(const atlas_tokenizer *t,
-                                                  bool skip_special,
-                                                  atlas_tokenizer_stream **out) {
+atlas_status atlas_tokenizer_stream_create_resync(
+    const atlas_tokenizer *t, bool skip_special, atlas_tokenizer_stream **out) {
   return stream_create(t, skip_special, true, out);
 }
 
@@ -204,7 +203,8 @@ void atlas_tokenizer_stream_free(atlas_tokenizer_stream *s) {
 // Characters of well-formed UTF-8 (decode's output always is).
 static size_t count_chars(const atlas_text_buf *b) {
   size_t n = 0;
-  for (size_t i = 0; i < b->len; i++) n += ((unsigned char)b->data[i] & 0xC0) != 0x80;
+  for (size_t i = 0; i < b->len; i++)
+    n += ((unsigned char)b->data[i] & 0xC0) != 0x80;
   return n;
 }
 
@@ -236,9 +236,8 @@ static bool ends_with_replacement(const atlas_text_buf *b) {
 // prefix_index; emit the text beyond the prefix once it does not end in
 // U+FFFD (an incomplete character); then keep only the ids the new prefix
 // needs.
-atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s,
-                                         uint32_t id, char **out_text,
-                                         size_t *out_len) {
+atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s, uint32_t id,
+                                         char **out_text, size_t *out_len) {
   *out_text = NULL;
   *out_len = 0;
   // Ids held with no prefix (they gave no text, or half a character): their
@@ -315,7 +314,8 @@ atlas_status atlas_tokenizer_stream_finish(atlas_tokenizer_stream *s,
   *out_len = 0;
   if (s->count == 0) return ATLAS_OK;
   atlas_text_buf text = {0};
-  atlas_status st = decode_into(s->tokenizer, s->ids, s->count, &s->options, &text);
+  atlas_status st =
+      decode_into(s->tokenizer, s->ids, s->count, &s->options, &text);
   // The incomplete character (and only what decodes to U+FFFD at the end).
   while (!st && ends_with_replacement(&text)) text.len -= 3;
   size_t from = s->prefix.len;

@@ -42,8 +42,8 @@ atlas_status atlas_decoder_load(json_t *v, const atlas_tj_at *at,
     atlas_tj_at k = atlas_tj_key(at, "pattern");
     const char *s;
     size_t n;
-    st = atlas_text_pattern_load(atlas_tj_member(v, "pattern"), &k,
-                                 &d->pattern);
+    st =
+        atlas_text_pattern_load(atlas_tj_member(v, "pattern"), &k, &d->pattern);
     if (!st) st = atlas_tj_string(v, at, "content", &s, &n);
     if (!st) {
       d->with = malloc(n + 1);
@@ -86,7 +86,8 @@ atlas_status atlas_decoder_load(json_t *v, const atlas_tj_at *at,
 
 void atlas_decoder_free(atlas_decoder *d) {
   if (!d) return;
-  for (size_t i = 0; i < d->child_count; i++) atlas_decoder_free(d->children[i]);
+  for (size_t i = 0; i < d->child_count; i++)
+    atlas_decoder_free(d->children[i]);
   free(d->children);
   atlas_text_pattern_free(&d->pattern);
   free(d->with);
@@ -172,12 +173,11 @@ static int byte_token(const char *s, size_t n) {
   return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
-static atlas_status flush_bytes(atlas_text_buf *bytes,
-                                atlas_text_pieces *out) {
+static atlas_status flush_bytes(atlas_text_buf *bytes, atlas_text_pieces *out) {
   if (bytes->len == 0) return ATLAS_OK;
   if (atlas_utf8_first_invalid(bytes->data, bytes->len) == bytes->len) {
-    ATLAS_RETURN_IF_ERROR(atlas_text_pieces_push(out, bytes->data, bytes->len,
-                                                 false));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_text_pieces_push(out, bytes->data, bytes->len, false));
   } else {
     for (size_t i = 0; i < bytes->len; i++) {
       ATLAS_RETURN_IF_ERROR(
@@ -249,18 +249,18 @@ static atlas_status run_replace(const atlas_decoder *d, atlas_text_matcher *m,
     for (;;) {
       bool found;
       size_t ms, me;
-      ATLAS_RETURN_IF_ERROR(
-          atlas_text_pattern_next(&d->pattern, m, s, n, &pos, &found, &ms, &me));
+      ATLAS_RETURN_IF_ERROR(atlas_text_pattern_next(&d->pattern, m, s, n, &pos,
+                                                    &found, &ms, &me));
       if (!found) break;
       if (ms == me) continue;
-      ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(&out->buf, s + copied,
-                                                  ms - copied));
-      ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(&out->buf, d->with,
-                                                  d->with_len));
+      ATLAS_RETURN_IF_ERROR(
+          atlas_text_buf_append(&out->buf, s + copied, ms - copied));
+      ATLAS_RETURN_IF_ERROR(
+          atlas_text_buf_append(&out->buf, d->with, d->with_len));
       copied = me;
     }
-    ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(&out->buf, s + copied,
-                                                n - copied));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_text_buf_append(&out->buf, s + copied, n - copied));
     ATLAS_RETURN_IF_ERROR(
         atlas_text_pieces_push_tail(out, out->buf.len - before, false));
   }

@@ -45,13 +45,13 @@ typedef struct atlas_decoder {
 } atlas_decoder;
 
 ATLAS_MUST_USE atlas_status atlas_decoder_load(json_t *v, const atlas_tj_at *at,
-                                atlas_decoder **out);
+                                               atlas_decoder **out);
 // One decode_chain step: tokens `in` -> tokens `out` (cleared first).
 ATLAS_MUST_USE atlas_status atlas_decoder_run(const atlas_decoder *d,
-                               const atlas_byte_level *bl,
-                               atlas_text_matcher *m,
-                               const atlas_text_pieces *in,
-                               atlas_text_pieces *out);
+                                              const atlas_byte_level *bl,
+                                              atlas_text_matcher *m,
+                                              const atlas_text_pieces *in,
+                                              atlas_text_pieces *out);
 void atlas_decoder_free(atlas_decoder *d);
 
 #endif  // ATLAS_RUNTIME_TEXT_DECODER_H_

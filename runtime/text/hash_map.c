@@ -66,7 +66,8 @@ atlas_status atlas_strmap_put(atlas_strmap *m, const char *key, size_t len,
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "tokenizer: a %zu-byte key is too long", len);
   }
-  atlas_strmap_entry *found = (atlas_strmap_entry *)atlas_strmap_get(m, key, len);
+  atlas_strmap_entry *found =
+      (atlas_strmap_entry *)atlas_strmap_get(m, key, len);
   if (found) {
     found->a = a;
     found->b = b;

@@ -32,8 +32,9 @@ typedef struct atlas_strmap {
 uint32_t atlas_hash_bytes(const void *data, size_t len);
 
 // Inserts key -> (a, b), or overwrites the values of an existing key.
-ATLAS_MUST_USE atlas_status atlas_strmap_put(atlas_strmap *m, const char *key, size_t len,
-                              uint32_t a, uint32_t b);
+ATLAS_MUST_USE atlas_status atlas_strmap_put(atlas_strmap *m, const char *key,
+                                             size_t len, uint32_t a,
+                                             uint32_t b);
 // Returns the entry for key, or NULL.
 const atlas_strmap_entry *atlas_strmap_get(const atlas_strmap *m,
                                            const char *key, size_t len);
@@ -52,8 +53,9 @@ typedef struct atlas_pairmap {
   size_t count;
 } atlas_pairmap;
 
-ATLAS_MUST_USE atlas_status atlas_pairmap_put(atlas_pairmap *m, uint32_t x, uint32_t y,
-                               uint32_t a, uint32_t b);
+ATLAS_MUST_USE atlas_status atlas_pairmap_put(atlas_pairmap *m, uint32_t x,
+                                              uint32_t y, uint32_t a,
+                                              uint32_t b);
 // Returns false when (x, y) is absent.
 static inline bool atlas_pairmap_get(const atlas_pairmap *m, uint32_t x,
                                      uint32_t y, uint32_t *out_a,

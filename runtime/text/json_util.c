@@ -68,8 +68,8 @@ atlas_status atlas_tj_string(json_t *obj, const atlas_tj_at *at,
   return ATLAS_OK;
 }
 
-atlas_status atlas_tj_bool(json_t *obj, const atlas_tj_at *at,
-                           const char *key, bool dflt, bool *out) {
+atlas_status atlas_tj_bool(json_t *obj, const atlas_tj_at *at, const char *key,
+                           bool dflt, bool *out) {
   json_t *v = atlas_tj_member(obj, key);
   *out = dflt;
   if (!v) return ATLAS_OK;
@@ -81,8 +81,8 @@ atlas_status atlas_tj_bool(json_t *obj, const atlas_tj_at *at,
   return ATLAS_OK;
 }
 
-atlas_status atlas_tj_uint(json_t *obj, const atlas_tj_at *at,
-                           const char *key, uint64_t max, uint64_t *out) {
+atlas_status atlas_tj_uint(json_t *obj, const atlas_tj_at *at, const char *key,
+                           uint64_t max, uint64_t *out) {
   json_t *v = atlas_tj_member(obj, key);
   atlas_tj_at k = atlas_tj_key(at, key);
   if (!v) return atlas_tj_error(&k, "missing (an integer is required)");
@@ -95,13 +95,14 @@ atlas_status atlas_tj_uint(json_t *obj, const atlas_tj_at *at,
   return ATLAS_OK;
 }
 
-atlas_status atlas_tj_array(json_t *obj, const atlas_tj_at *at,
-                            const char *key, json_t **out) {
+atlas_status atlas_tj_array(json_t *obj, const atlas_tj_at *at, const char *key,
+                            json_t **out) {
   json_t *v = atlas_tj_member(obj, key);
   if (!json_is_array(v)) {
     atlas_tj_at k = atlas_tj_key(at, key);
-    return atlas_tj_error(&k, v ? "expected an array" : "missing (an array "
-                                                        "is required)");
+    return atlas_tj_error(&k, v ? "expected an array"
+                                : "missing (an array "
+                                  "is required)");
   }
   *out = v;
   return ATLAS_OK;

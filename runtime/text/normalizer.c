@@ -47,8 +47,8 @@ atlas_status atlas_normalizer_load(json_t *v, const atlas_tj_at *at,
     const char *s;
     size_t len;
     atlas_tj_at k = atlas_tj_key(at, "pattern");
-    st = atlas_text_pattern_load(atlas_tj_member(v, "pattern"), &k,
-                                 &n->pattern);
+    st =
+        atlas_text_pattern_load(atlas_tj_member(v, "pattern"), &k, &n->pattern);
     if (!st) st = atlas_tj_string(v, at, "content", &s, &len);
     if (!st) st = dup_string(s, len, &n->content);
     if (!st) n->content_len = len;
@@ -62,12 +62,13 @@ atlas_status atlas_normalizer_load(json_t *v, const atlas_tj_at *at,
     st = atlas_tj_array(v, at, "normalizers", &arr);
     if (!st) {
       atlas_tj_at k = atlas_tj_key(at, "normalizers");
-      n->children = calloc(json_array_size(arr) + 1, sizeof(atlas_normalizer *));
+      n->children =
+          calloc(json_array_size(arr) + 1, sizeof(atlas_normalizer *));
       if (!n->children) st = oom();
       for (size_t i = 0; !st && i < json_array_size(arr); i++) {
         atlas_tj_at ki = atlas_tj_index(&k, i);
-        st = atlas_normalizer_load(json_array_get(arr, i), &ki,
-                                   &n->children[i]);
+        st =
+            atlas_normalizer_load(json_array_get(arr, i), &ki, &n->children[i]);
         if (!st) n->child_count = i + 1;
       }
     }
@@ -109,10 +110,9 @@ static atlas_status map_unicode(int options, const char *in, size_t len,
                                 atlas_text_buf *out) {
   if (len == 0) return ATLAS_OK;
   utf8proc_uint8_t *dst = NULL;
-  utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)in,
-                                    (utf8proc_ssize_t)len, &dst,
-                                    (utf8proc_option_t)(options |
-                                                        UTF8PROC_STABLE));
+  utf8proc_ssize_t n =
+      utf8proc_map((const utf8proc_uint8_t *)in, (utf8proc_ssize_t)len, &dst,
+                   (utf8proc_option_t)(options | UTF8PROC_STABLE));
   if (n < 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "tokenizer: Unicode normalization failed: %s",
@@ -153,8 +153,8 @@ static atlas_status run_replace(const atlas_normalizer *n,
   for (;;) {
     bool found;
     size_t ms, me;
-    ATLAS_RETURN_IF_ERROR(atlas_text_pattern_next(&n->pattern, m, in, len,
-                                                  &pos, &found, &ms, &me));
+    ATLAS_RETURN_IF_ERROR(atlas_text_pattern_next(&n->pattern, m, in, len, &pos,
+                                                  &found, &ms, &me));
     if (!found) break;
     if (ms == me) continue;
     ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(out, in + copied, ms - copied));
@@ -222,8 +222,7 @@ atlas_status atlas_normalizer_run(const atlas_normalizer *n,
       atlas_text_buf tmp = {0};
       atlas_status st = ATLAS_OK;
       for (size_t i = 0; !st && i < n->child_count; i++) {
-        st = atlas_normalizer_run(n->children[i], m, out->data, out->len,
-                                  &tmp);
+        st = atlas_normalizer_run(n->children[i], m, out->data, out->len, &tmp);
         if (!st) {
           atlas_text_buf swap = *out;
           *out = tmp;

@@ -32,12 +32,14 @@ typedef struct atlas_normalizer {
   size_t child_count;
 } atlas_normalizer;
 
-ATLAS_MUST_USE atlas_status atlas_normalizer_load(json_t *v, const atlas_tj_at *at,
-                                   atlas_normalizer **out);
+ATLAS_MUST_USE atlas_status atlas_normalizer_load(json_t *v,
+                                                  const atlas_tj_at *at,
+                                                  atlas_normalizer **out);
 // Normalizes in[0..len) into out (which is overwritten).
 ATLAS_MUST_USE atlas_status atlas_normalizer_run(const atlas_normalizer *n,
-                                  atlas_text_matcher *m, const char *in,
-                                  size_t len, atlas_text_buf *out);
+                                                 atlas_text_matcher *m,
+                                                 const char *in, size_t len,
+                                                 atlas_text_buf *out);
 void atlas_normalizer_free(atlas_normalizer *n);
 
 #endif  // ATLAS_RUNTIME_TEXT_NORMALIZER_H_

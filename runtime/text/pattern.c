@@ -11,7 +11,7 @@
 // Unicode White_Space, which \s means in Oniguruma (what tokenizers runs).
 // PCRE2 10.42's \s with UCP also matches U+180E, so \s and \S are spelled
 // out.
-#define WHITE_SPACE                                                      \
+#define WHITE_SPACE                                                   \
   "\\t-\\r\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}" \
   "\\x{2029}\\x{202f}\\x{205f}\\x{3000}"
 
@@ -31,7 +31,10 @@ static atlas_status spell_property(const char *esc, size_t esc_len,
   } else if (atlas_status_is_ok(st)) {
     char head[24];
     int n = snprintf(head, sizeof(head), "%s\\p{%.*s}",
-                     in_class ? "" : negated ? "[^" : "[", (int)len, name);
+                     in_class  ? ""
+                     : negated ? "[^"
+                               : "[",
+                     (int)len, name);
     st = atlas_text_buf_append(o, head, (size_t)n);
     if (atlas_status_is_ok(st)) {
       st = atlas_text_buf_append(o, added.data, added.len);
@@ -80,8 +83,8 @@ static atlas_status spell_out(const char *re, atlas_text_buf *o) {
           }
           len = (size_t)(close - name);
         }
-        ATLAS_RETURN_IF_ERROR(spell_property(re + i, esc_len, name, len,
-                                             negated, in_class, o));
+        ATLAS_RETURN_IF_ERROR(
+            spell_property(re + i, esc_len, name, len, negated, in_class, o));
         i += esc_len - 1;
         continue;
       } else {
@@ -197,9 +200,9 @@ void atlas_text_matcher_free(atlas_text_matcher *m) {
 }
 
 static atlas_status find_once(const atlas_text_pattern *p,
-                              atlas_text_matcher *m, const char *s,
-                              size_t len, size_t from, bool *found,
-                              size_t *ms, size_t *me) {
+                              atlas_text_matcher *m, const char *s, size_t len,
+                              size_t from, bool *found, size_t *ms,
+                              size_t *me) {
   *found = false;
   if (!p->re) {
     if (p->literal_len == 0) {

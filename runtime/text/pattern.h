@@ -26,12 +26,13 @@ typedef struct atlas_text_matcher {
   bool have_last;
 } atlas_text_matcher;
 
-ATLAS_MUST_USE atlas_status atlas_text_pattern_load(json_t *v, const atlas_tj_at *at,
-                                     atlas_text_pattern *out);
+ATLAS_MUST_USE atlas_status atlas_text_pattern_load(json_t *v,
+                                                    const atlas_tj_at *at,
+                                                    atlas_text_pattern *out);
 // Compiles a regex directly (the ByteLevel pre-tokenizer's GPT-2 pattern).
 ATLAS_MUST_USE atlas_status atlas_text_pattern_compile(const char *regex,
-                                        const atlas_tj_at *at,
-                                        atlas_text_pattern *out);
+                                                       const atlas_tj_at *at,
+                                                       atlas_text_pattern *out);
 void atlas_text_pattern_free(atlas_text_pattern *p);
 
 ATLAS_MUST_USE atlas_status atlas_text_matcher_init(atlas_text_matcher *m);
@@ -40,9 +41,9 @@ void atlas_text_matcher_free(atlas_text_matcher *m);
 // Next match in s[0..len) starting the search at *pos; on a match sets
 // [*out_start, *out_end) and advances *pos. *out_found = false at the end.
 // Reset m->have_last before iterating a new subject.
-ATLAS_MUST_USE atlas_status atlas_text_pattern_next(const atlas_text_pattern *p,
-                                     atlas_text_matcher *m, const char *s,
-                                     size_t len, size_t *pos, bool *out_found,
-                                     size_t *out_start, size_t *out_end);
+ATLAS_MUST_USE atlas_status
+atlas_text_pattern_next(const atlas_text_pattern *p, atlas_text_matcher *m,
+                        const char *s, size_t len, size_t *pos, bool *out_found,
+                        size_t *out_start, size_t *out_end);
 
 #endif  // ATLAS_RUNTIME_TEXT_PATTERN_H_

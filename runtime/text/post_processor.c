@@ -40,15 +40,17 @@ static atlas_status load_template(json_t *v, const atlas_tj_at *at,
       ATLAS_RETURN_IF_ERROR(atlas_tj_string(seq, &kq, "id", &id, NULL));
       if (strcmp(id, "A") != 0) {
         atlas_tj_at kid = atlas_tj_key(&kq, "id");
-        return atlas_tj_error(&kid, "a single-sequence template can only use "
-                                    "sequence \"A\", not \"%s\"",
+        return atlas_tj_error(&kid,
+                              "a single-sequence template can only use "
+                              "sequence \"A\", not \"%s\"",
                               id);
       }
       continue;
     }
     if (!spec) {
-      return atlas_tj_error(&ki, "expected {\"Sequence\": ...} or "
-                                 "{\"SpecialToken\": ...}");
+      return atlas_tj_error(&ki,
+                            "expected {\"Sequence\": ...} or "
+                            "{\"SpecialToken\": ...}");
     }
     atlas_tj_at kp = atlas_tj_key(&ki, "SpecialToken");
     const char *name;
@@ -125,7 +127,8 @@ atlas_status atlas_post_processor_load(json_t *v, const atlas_tj_at *at,
     st = atlas_tj_array(v, at, "processors", &arr);
     if (!st) {
       atlas_tj_at k = atlas_tj_key(at, "processors");
-      p->children = calloc(json_array_size(arr) + 1, sizeof(atlas_post_processor *));
+      p->children =
+          calloc(json_array_size(arr) + 1, sizeof(atlas_post_processor *));
       if (!p->children) st = oom();
       for (size_t i = 0; !st && i < json_array_size(arr); i++) {
         atlas_tj_at ki = atlas_tj_index(&k, i);

@@ -33,12 +33,12 @@ typedef struct atlas_post_processor {
   size_t child_count;
 } atlas_post_processor;
 
-ATLAS_MUST_USE atlas_status atlas_post_processor_load(json_t *v, const atlas_tj_at *at,
-                                       atlas_post_processor **out);
+ATLAS_MUST_USE atlas_status atlas_post_processor_load(
+    json_t *v, const atlas_tj_at *at, atlas_post_processor **out);
 // Rewrites ids[first..] in place: with add_special, per the processor.
-ATLAS_MUST_USE atlas_status atlas_post_processor_run(const atlas_post_processor *p,
-                                      bool add_special, atlas_id_buf *ids,
-                                      size_t first);
+ATLAS_MUST_USE atlas_status
+atlas_post_processor_run(const atlas_post_processor *p, bool add_special,
+                         atlas_id_buf *ids, size_t first);
 void atlas_post_processor_free(atlas_post_processor *p);
 
 #endif  // ATLAS_RUNTIME_TEXT_POST_PROCESSOR_H_

@@ -34,8 +34,8 @@ atlas_status atlas_tj_char(json_t *v, const atlas_tj_at *at, const char *key,
 atlas_status atlas_prepend_scheme_load(json_t *v, const atlas_tj_at *at,
                                        atlas_prepend_scheme *out) {
   const char *scheme;
-  ATLAS_RETURN_IF_ERROR(atlas_tj_opt_string(v, at, "prepend_scheme", &scheme,
-                                            NULL));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_tj_opt_string(v, at, "prepend_scheme", &scheme, NULL));
   if (!scheme) {
     // Files from before prepend_scheme existed say add_prefix_space.
     bool add;
@@ -91,8 +91,8 @@ atlas_status atlas_pretokenizer_load(json_t *v, const atlas_tj_at *at,
   if (strcmp(type, "Split") == 0) {
     p->kind = ATLAS_PRETOKENIZER_SPLIT;
     atlas_tj_at k = atlas_tj_key(at, "pattern");
-    st = atlas_text_pattern_load(atlas_tj_member(v, "pattern"), &k,
-                                 &p->pattern);
+    st =
+        atlas_text_pattern_load(atlas_tj_member(v, "pattern"), &k, &p->pattern);
     if (!st) st = load_behavior(v, at, &p->behavior);
     if (!st) st = atlas_tj_bool(v, at, "invert", false, &p->invert);
   } else if (strcmp(type, "ByteLevel") == 0) {
@@ -110,15 +110,16 @@ atlas_status atlas_pretokenizer_load(json_t *v, const atlas_tj_at *at,
     if (!st) st = atlas_tj_bool(v, at, "split", true, &p->split);
   } else if (strcmp(type, "Digits") == 0) {
     p->kind = ATLAS_PRETOKENIZER_DIGITS;
-    st = atlas_tj_bool(v, at, "individual_digits", false,
-                       &p->individual_digits);
+    st =
+        atlas_tj_bool(v, at, "individual_digits", false, &p->individual_digits);
   } else if (strcmp(type, "Sequence") == 0) {
     p->kind = ATLAS_PRETOKENIZER_SEQUENCE;
     json_t *arr;
     st = atlas_tj_array(v, at, "pretokenizers", &arr);
     if (!st) {
       atlas_tj_at k = atlas_tj_key(at, "pretokenizers");
-      p->children = calloc(json_array_size(arr) + 1, sizeof(atlas_pretokenizer *));
+      p->children =
+          calloc(json_array_size(arr) + 1, sizeof(atlas_pretokenizer *));
       if (!p->children) st = oom();
       for (size_t i = 0; !st && i < json_array_size(arr); i++) {
         atlas_tj_at ki = atlas_tj_index(&k, i);
@@ -178,8 +179,8 @@ static atlas_status ranges_push(range_list *l, size_t s, size_t e, bool m) {
 
 // Applies a SplitDelimiterBehavior to matches (tokenizers'
 // NormalizedString::split), then emits the non-empty pieces.
-static atlas_status emit_behavior(atlas_split_behavior behavior,
-                                  range_list *l, const char *s, bool first,
+static atlas_status emit_behavior(atlas_split_behavior behavior, range_list *l,
+                                  const char *s, bool first,
                                   atlas_text_pieces *out) {
   size_t n = 0;  // compacted into l->r[0..n)
   bool previous_match = false;
@@ -232,9 +233,9 @@ static atlas_status emit_behavior(atlas_split_behavior behavior,
   }
   for (size_t i = 0; i < n; i++) {
     if (l->r[i].end == l->r[i].start) continue;
-    ATLAS_RETURN_IF_ERROR(atlas_text_pieces_push(
-        out, s + l->r[i].start, l->r[i].end - l->r[i].start,
-        first && l->r[i].start == 0));
+    ATLAS_RETURN_IF_ERROR(atlas_text_pieces_push(out, s + l->r[i].start,
+                                                 l->r[i].end - l->r[i].start,
+                                                 first && l->r[i].start == 0));
   }
   return ATLAS_OK;
 }
@@ -342,9 +343,9 @@ static atlas_status metaspace_piece(piece_run *r, const atlas_text_span *sp,
   bool starts = (sp->len > 0 && s[0] == ' ') ||
                 (sp->len >= p->replacement_len &&
                  memcmp(s, p->replacement, p->replacement_len) == 0);
-  bool prepend = !starts && (p->prepend_scheme == ATLAS_PREPEND_ALWAYS ||
-                             (p->prepend_scheme == ATLAS_PREPEND_FIRST &&
-                              sp->first));
+  bool prepend =
+      !starts && (p->prepend_scheme == ATLAS_PREPEND_ALWAYS ||
+                  (p->prepend_scheme == ATLAS_PREPEND_FIRST && sp->first));
   tmp->len = 0;
   if (prepend) {
     st = atlas_text_buf_append(tmp, p->replacement, p->replacement_len);
@@ -363,7 +364,8 @@ static atlas_status metaspace_piece(piece_run *r, const atlas_text_span *sp,
     return emit_behavior(ATLAS_SPLIT_MERGED_WITH_NEXT, &r->l, tmp->data,
                          sp->first, out);
   }
-  if (tmp->len) return atlas_text_pieces_push(out, tmp->data, tmp->len, sp->first);
+  if (tmp->len)
+    return atlas_text_pieces_push(out, tmp->data, tmp->len, sp->first);
   return ATLAS_OK;
 }
 
@@ -390,9 +392,9 @@ static atlas_status digits_piece(piece_run *r, const atlas_text_span *sp,
   if (!st && prev != sp->len) st = ranges_push(l, prev, sp->len, false);
   if (!st && sp->len == 0) st = ranges_push(l, 0, 0, false);
   if (st) return st;
-  return emit_behavior(r->p->individual_digits ? ATLAS_SPLIT_ISOLATED
-                                               : ATLAS_SPLIT_CONTIGUOUS,
-                       l, s, sp->first, out);
+  return emit_behavior(
+      r->p->individual_digits ? ATLAS_SPLIT_ISOLATED : ATLAS_SPLIT_CONTIGUOUS,
+      l, s, sp->first, out);
 }
 
 atlas_status atlas_pretokenizer_run(const atlas_pretokenizer *p,
@@ -424,8 +426,7 @@ atlas_status atlas_pretokenizer_run(const atlas_pretokenizer *p,
       const atlas_text_pieces *src = in;
       atlas_status st = ATLAS_OK;
       for (size_t i = 0; !st && i < p->child_count; i++) {
-        atlas_text_pieces *dst =
-            i + 1 == p->child_count ? out : &tmp[i % 2];
+        atlas_text_pieces *dst = i + 1 == p->child_count ? out : &tmp[i % 2];
         st = atlas_pretokenizer_run(p->children[i], bl, m, src, dst);
         src = dst;
       }

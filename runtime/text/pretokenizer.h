@@ -59,21 +59,23 @@ typedef struct atlas_pretokenizer {
   size_t child_count;
 } atlas_pretokenizer;
 
-ATLAS_MUST_USE atlas_status atlas_pretokenizer_load(json_t *v, const atlas_tj_at *at,
-                                     atlas_pretokenizer **out);
+ATLAS_MUST_USE atlas_status atlas_pretokenizer_load(json_t *v,
+                                                    const atlas_tj_at *at,
+                                                    atlas_pretokenizer **out);
 // Splits `in` into `out` (cleared first).
 ATLAS_MUST_USE atlas_status atlas_pretokenizer_run(const atlas_pretokenizer *p,
-                                    const atlas_byte_level *bl,
-                                    atlas_text_matcher *m,
-                                    const atlas_text_pieces *in,
-                                    atlas_text_pieces *out);
+                                                   const atlas_byte_level *bl,
+                                                   atlas_text_matcher *m,
+                                                   const atlas_text_pieces *in,
+                                                   atlas_text_pieces *out);
 void atlas_pretokenizer_free(atlas_pretokenizer *p);
 
 // Parses a Metaspace prepend_scheme (shared with the Metaspace decoder).
-ATLAS_MUST_USE atlas_status atlas_prepend_scheme_load(json_t *v, const atlas_tj_at *at,
-                                       atlas_prepend_scheme *out);
+ATLAS_MUST_USE atlas_status atlas_prepend_scheme_load(
+    json_t *v, const atlas_tj_at *at, atlas_prepend_scheme *out);
 // Reads a one-character string member (Metaspace's replacement).
-ATLAS_MUST_USE atlas_status atlas_tj_char(json_t *v, const atlas_tj_at *at, const char *key,
-                           char out_utf8[4], size_t *out_len);
+ATLAS_MUST_USE atlas_status atlas_tj_char(json_t *v, const atlas_tj_at *at,
+                                          const char *key, char out_utf8[4],
+                                          size_t *out_len);
 
 #endif  // ATLAS_RUNTIME_TEXT_PRETOKENIZER_H_

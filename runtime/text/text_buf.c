@@ -99,8 +99,8 @@ atlas_status atlas_text_pieces_push(atlas_text_pieces *p, const char *data,
 atlas_status atlas_text_pieces_copy(atlas_text_pieces *out,
                                     const atlas_text_pieces *in, size_t i) {
   const atlas_text_span *s = &in->spans[i];
-  ATLAS_RETURN_IF_ERROR(atlas_text_pieces_push(out, in->buf.data + s->start,
-                                               s->len, s->first));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_text_pieces_push(out, in->buf.data + s->start, s->len, s->first));
   out->spans[out->count - 1].is_token = s->is_token;
   out->spans[out->count - 1].token_id = s->token_id;
   return ATLAS_OK;

@@ -38,23 +38,27 @@ typedef struct atlas_text_pieces {
   size_t cap;
 } atlas_text_pieces;
 
-ATLAS_MUST_USE atlas_status atlas_text_buf_reserve(atlas_text_buf *b, size_t extra);
-ATLAS_MUST_USE atlas_status atlas_text_buf_append(atlas_text_buf *b, const void *data,
-                                   size_t len);
+ATLAS_MUST_USE atlas_status atlas_text_buf_reserve(atlas_text_buf *b,
+                                                   size_t extra);
+ATLAS_MUST_USE atlas_status atlas_text_buf_append(atlas_text_buf *b,
+                                                  const void *data, size_t len);
 // Appends one code point as UTF-8.
-ATLAS_MUST_USE atlas_status atlas_text_buf_append_cp(atlas_text_buf *b, uint32_t cp);
+ATLAS_MUST_USE atlas_status atlas_text_buf_append_cp(atlas_text_buf *b,
+                                                     uint32_t cp);
 void atlas_text_buf_free(atlas_text_buf *b);
 
 void atlas_text_pieces_clear(atlas_text_pieces *p);
 // Appends bytes to the buffer as a new piece.
-ATLAS_MUST_USE atlas_status atlas_text_pieces_push(atlas_text_pieces *p, const char *data,
-                                    size_t len, bool first);
+ATLAS_MUST_USE atlas_status atlas_text_pieces_push(atlas_text_pieces *p,
+                                                   const char *data, size_t len,
+                                                   bool first);
 // Adds a piece covering the last `len` bytes already appended to the buffer.
-ATLAS_MUST_USE atlas_status atlas_text_pieces_push_tail(atlas_text_pieces *p, size_t len,
-                                         bool first);
+ATLAS_MUST_USE atlas_status atlas_text_pieces_push_tail(atlas_text_pieces *p,
+                                                        size_t len, bool first);
 // Copies piece `i` of `in` (bytes and flags) to the end of `out`.
 ATLAS_MUST_USE atlas_status atlas_text_pieces_copy(atlas_text_pieces *out,
-                                    const atlas_text_pieces *in, size_t i);
+                                                   const atlas_text_pieces *in,
+                                                   size_t i);
 void atlas_text_pieces_free(atlas_text_pieces *p);
 
 #ifdef __cplusplus

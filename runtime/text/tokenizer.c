@@ -23,7 +23,8 @@ static atlas_status load_model(atlas_tokenizer *t, json_t *root,
                                const atlas_tj_at *top) {
   json_t *model = atlas_tj_member(root, "model");
   atlas_tj_at km = atlas_tj_key(top, "model");
-  if (!json_is_object(model)) return atlas_tj_error(&km, "missing or not an object");
+  if (!json_is_object(model))
+    return atlas_tj_error(&km, "missing or not an object");
   const char *type = NULL;
   ATLAS_RETURN_IF_ERROR(atlas_tj_opt_string(model, &km, "type", &type, NULL));
   if (!type && atlas_tj_member(model, "merges")) type = "BPE";
@@ -133,10 +134,10 @@ atlas_status atlas_tokenizer_load(const char *path,
   // folder is refused by name, never waited on or read without end.
   char *data = NULL;
   size_t len = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_file_read_small(path, "tokenizer.json",
-                                              ATLAS_TOKENIZER_MAX_BYTES, &data,
-                                              &len));
-  atlas_status st = atlas_tokenizer_load_from_memory(data, len, path, out_tokenizer);
+  ATLAS_RETURN_IF_ERROR(atlas_file_read_small(
+      path, "tokenizer.json", ATLAS_TOKENIZER_MAX_BYTES, &data, &len));
+  atlas_status st =
+      atlas_tokenizer_load_from_memory(data, len, path, out_tokenizer);
   free(data);
   return st;
 }
@@ -167,8 +168,8 @@ static atlas_status encode_locked(atlas_tokenizer *t, const char *text,
   atlas_text_pieces_clear(norm);
   t->encoded.count = 0;
   // 1. Added tokens matched in the raw text.
-  ATLAS_RETURN_IF_ERROR(
-      atlas_added_vocab_split(&t->added, &t->added.raw, text, len, true, split));
+  ATLAS_RETURN_IF_ERROR(atlas_added_vocab_split(&t->added, &t->added.raw, text,
+                                                len, true, split));
   // 2. Each remaining piece normalized, then normalized tokens matched.
   for (size_t i = 0; i < split->count; i++) {
     const atlas_text_span *sp = &split->spans[i];
@@ -261,7 +262,8 @@ size_t atlas_tokenizer_vocab_size(const atlas_tokenizer *t) {
 
 bool atlas_tokenizer_token_to_id(const atlas_tokenizer *t, const char *token,
                                  size_t len, uint32_t *out_id) {
-  const atlas_strmap_entry *e = atlas_strmap_get(&t->added.by_content, token, len);
+  const atlas_strmap_entry *e =
+      atlas_strmap_get(&t->added.by_content, token, len);
   if (e) {
     *out_id = t->added.tokens[e->a].id;
     return true;

@@ -23,21 +23,22 @@ extern "C" {
 typedef struct atlas_tokenizer atlas_tokenizer;
 
 // Loads tokenizer.json from a file.
-ATLAS_MUST_USE atlas_status atlas_tokenizer_load(const char *path,
-                                  atlas_tokenizer **out_tokenizer);
+ATLAS_MUST_USE atlas_status
+atlas_tokenizer_load(const char *path, atlas_tokenizer **out_tokenizer);
 // Loads from JSON text in memory; `name` labels error messages.
-ATLAS_MUST_USE atlas_status atlas_tokenizer_load_from_memory(const char *json, size_t len,
-                                              const char *name,
-                                              atlas_tokenizer **out_tokenizer);
+ATLAS_MUST_USE atlas_status
+atlas_tokenizer_load_from_memory(const char *json, size_t len, const char *name,
+                                 atlas_tokenizer **out_tokenizer);
 void atlas_tokenizer_free(atlas_tokenizer *tokenizer);
 
 // Encodes UTF-8 text (invalid UTF-8 is refused with its byte offset).
 // `add_special` applies the post-processor (e.g. BOS), like tokenizers'
 // add_special_tokens. *out_ids is malloc'd (free() it); may be empty.
 ATLAS_MUST_USE atlas_status atlas_tokenizer_encode(atlas_tokenizer *tokenizer,
-                                    const char *text, size_t len,
-                                    bool add_special, uint32_t **out_ids,
-                                    size_t *out_count);
+                                                   const char *text, size_t len,
+                                                   bool add_special,
+                                                   uint32_t **out_ids,
+                                                   size_t *out_count);
 
 typedef struct atlas_tokenizer_decode_options {
   bool skip_special_tokens;
@@ -58,10 +59,9 @@ typedef struct atlas_tokenizer_decode_options {
 // This is also transformers 5's tokenizer.decode(ids) whatever
 // tokenizer_config.json says (see clean_up_tokenization_spaces above);
 // decode_ex takes transformers' options.
-ATLAS_MUST_USE atlas_status atlas_tokenizer_decode(const atlas_tokenizer *tokenizer,
-                                    const uint32_t *ids, size_t count,
-                                    bool skip_special, char **out_text,
-                                    size_t *out_len);
+ATLAS_MUST_USE atlas_status atlas_tokenizer_decode(
+    const atlas_tokenizer *tokenizer, const uint32_t *ids, size_t count,
+    bool skip_special, char **out_text, size_t *out_len);
 ATLAS_MUST_USE atlas_status atlas_tokenizer_decode_ex(
     const atlas_tokenizer *tokenizer, const uint32_t *ids, size_t count,
     const atlas_tokenizer_decode_options *options, char **out_text,
@@ -72,7 +72,8 @@ ATLAS_MUST_USE atlas_status atlas_tokenizer_decode_ex(
 // " !" -> "!", " ," -> ",", " ' " -> "'", " n't" -> "n't", " 'm" -> "'m",
 // " 's" -> "'s", " 've" -> "'ve", " 're" -> "'re", each over the whole text
 // in that order. *out_text is malloc'd, NUL-terminated.
-ATLAS_MUST_USE atlas_status atlas_tokenizer_clean_up(const char *text, size_t len,
+ATLAS_MUST_USE atlas_status atlas_tokenizer_clean_up(const char *text,
+                                                     size_t len,
                                                      char **out_text,
                                                      size_t *out_len);
 
@@ -84,9 +85,9 @@ ATLAS_MUST_USE atlas_status atlas_tokenizer_clean_up(const char *text, size_t le
 // one U+FFFD a byte, so "\n" already emitted becomes U+FFFD when the model
 // follows it with a stray continuation byte.
 typedef struct atlas_tokenizer_stream atlas_tokenizer_stream;
-ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_create(const atlas_tokenizer *tokenizer,
-                                           bool skip_special,
-                                           atlas_tokenizer_stream **out_stream);
+ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_create(
+    const atlas_tokenizer *tokenizer, bool skip_special,
+    atlas_tokenizer_stream **out_stream);
 // The same, but that mismatch does not fail: the step returns the new text
 // past as many characters as the old ended on (what vLLM's incremental
 // detokenizer returns, slicing by characters) and goes on from there. The
@@ -97,14 +98,14 @@ ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_create_resync(
     atlas_tokenizer_stream **out_stream);
 // Feeds one id. *out_text (malloc'd, NUL-terminated, free() it) is the new
 // text, or NULL with *out_len 0 when the id completed no character yet.
-ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *stream,
-                                         uint32_t id, char **out_text,
-                                         size_t *out_len);
+ATLAS_MUST_USE atlas_status
+atlas_tokenizer_stream_step(atlas_tokenizer_stream *stream, uint32_t id,
+                            char **out_text, size_t *out_len);
 // When no id follows (generation ended): the text the stream still holds
 // back, up to its last whole character (an incomplete one at the end, which
 // a decode shows as U+FFFD, is left out). NULL with *out_len 0 when none.
-ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_finish(atlas_tokenizer_stream *stream,
-                                           char **out_text, size_t *out_len);
+ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_finish(
+    atlas_tokenizer_stream *stream, char **out_text, size_t *out_len);
 void atlas_tokenizer_stream_free(atlas_tokenizer_stream *stream);
 
 // Number of ids: one more than the largest id of the model or added tokens.
@@ -117,8 +118,7 @@ bool atlas_tokenizer_token_to_id(const atlas_tokenizer *tokenizer,
 const char *atlas_tokenizer_id_to_token(const atlas_tokenizer *tokenizer,
                                         uint32_t id, size_t *out_len);
 // Whether id is an added token marked "special" (what skip_special skips).
-bool atlas_tokenizer_is_special(const atlas_tokenizer *tokenizer,
-                                uint32_t id);
+bool atlas_tokenizer_is_special(const atlas_tokenizer *tokenizer, uint32_t id);
 
 // The file's added tokens, in file order.
 typedef struct atlas_tokenizer_added_token {

@@ -50,10 +50,10 @@ bool atlas_unicode_after_9(uint32_t cp) {
 }
 
 // The two-letter names in utf8proc_category_t's order (index = value).
-static const char kNames[][3] = {
-    "Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl",
-    "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk",
-    "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co"};
+static const char kNames[][3] = {"Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc",
+                                 "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe",
+                                 "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs",
+                                 "Zl", "Zp", "Cc", "Cf", "Cs", "Co"};
 
 enum { kNameCount = sizeof(kNames) / sizeof(kNames[0]) };
 
@@ -91,8 +91,7 @@ atlas_status atlas_unicode_append_added(const char *name, size_t len,
   uint32_t lo = 0, hi = 0;
   for (size_t i = 0; i <= kAddedCount; i++) {
     bool last = i == kAddedCount;
-    if (!last &&
-        !in_group(kAdded[i].category[ATLAS_UNICODE_16], name, len)) {
+    if (!last && !in_group(kAdded[i].category[ATLAS_UNICODE_16], name, len)) {
       continue;
     }
     if (!last && open && kAdded[i].lo == hi + 1) {

@@ -23,8 +23,8 @@ size_t atlas_utf8_first_invalid(const char *s, size_t n);
 
 // Appends s to out, replacing each maximal invalid subpart with U+FFFD
 // (Rust's String::from_utf8_lossy).
-ATLAS_MUST_USE atlas_status atlas_utf8_append_lossy(atlas_text_buf *out, const char *s,
-                                     size_t n);
+ATLAS_MUST_USE atlas_status atlas_utf8_append_lossy(atlas_text_buf *out,
+                                                    const char *s, size_t n);
 
 // Rust char::is_whitespace (the White_Space property).
 bool atlas_utf8_is_whitespace(uint32_t cp);

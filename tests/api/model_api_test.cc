@@ -91,8 +91,8 @@ TEST(ModelApi, EarlySwapFailuresSayRefused) {
 
   atlas_open_options bad = HostOptions();
   bad.backend = "tpu";
-  EXPECT_STATUS(atlas_swap(&m, a.c_str(), &bad, &info),
-                ATLAS_STATUS_NOT_FOUND, "backend");
+  EXPECT_STATUS(atlas_swap(&m, a.c_str(), &bad, &info), ATLAS_STATUS_NOT_FOUND,
+                "backend");
   EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_REFUSED);
 
   bad = HostOptions();
@@ -131,10 +131,10 @@ TEST(ModelApi, TestingHookEndsASwapWithNoModel) {
   atlas_model *m = nullptr;
   ASSERT_OK(atlas_open(a.c_str(), &o, &m));
   atlas_swap_info info;
-  EXPECT_STATUS(atlas_testing_swap(&m, b.c_str(), &o,
-                                   ATLAS_TESTING_FAULT_ALLOC_AND_RESTORE, 1,
-                                   &info),
-                ATLAS_STATUS_ABORTED, "no model is loaded");
+  EXPECT_STATUS(
+      atlas_testing_swap(&m, b.c_str(), &o,
+                         ATLAS_TESTING_FAULT_ALLOC_AND_RESTORE, 1, &info),
+      ATLAS_STATUS_ABORTED, "no model is loaded");
   EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_LOST);
   EXPECT_FALSE(info.side_by_side);
   EXPECT_EQ(m, nullptr);
@@ -142,10 +142,10 @@ TEST(ModelApi, TestingHookEndsASwapWithNoModel) {
   atlas_open_options wide = HostOptions();
   ASSERT_OK(atlas_open(a.c_str(), &wide, &m));
   atlas_model *before = m;
-  EXPECT_STATUS(atlas_testing_swap(&m, b.c_str(), &wide,
-                                   ATLAS_TESTING_FAULT_ALLOC_AND_RESTORE, 1,
-                                   &info),
-                ATLAS_STATUS_ABORTED, "never unloaded");
+  EXPECT_STATUS(
+      atlas_testing_swap(&m, b.c_str(), &wide,
+                         ATLAS_TESTING_FAULT_ALLOC_AND_RESTORE, 1, &info),
+      ATLAS_STATUS_ABORTED, "never unloaded");
   EXPECT_EQ(info.outcome, ATLAS_SWAP_OUTCOME_KEPT);
   EXPECT_EQ(m, before);
   atlas_close_report r;
@@ -227,12 +227,14 @@ TEST(ModelApi, OptionsWithoutInitAreRefusedAndNamesTakeAnyCase) {
   memset(&g, 0, sizeof(g));
   g.max_new_tokens = 2;
   EXPECT_STATUS(atlas_generate(m, prompt, 1, &g, out, &n),
-                ATLAS_STATUS_INVALID_ARGUMENT, "atlas_generate_options.struct_size");
+                ATLAS_STATUS_INVALID_ARGUMENT,
+                "atlas_generate_options.struct_size");
   atlas_report_options r;
   memset(&r, 0, sizeof(r));
   char *text = nullptr;
   EXPECT_STATUS(atlas_report(m, ATLAS_REPORT_TEXT, &r, &text),
-                ATLAS_STATUS_INVALID_ARGUMENT, "atlas_report_options.struct_size");
+                ATLAS_STATUS_INVALID_ARGUMENT,
+                "atlas_report_options.struct_size");
   EXPECT_EQ(text, nullptr);
   ASSERT_OK(atlas_close(m, nullptr));
 }
@@ -246,8 +248,10 @@ TEST(ModelApi, MalformedEnvironmentSwitchesFailTheOpen) {
   atlas_model *m = nullptr;
   const struct {
     const char *name, *value;
-  } bad[] = {{"ATLAS_DEBUG_SYNC", "yes"}, {"ATLAS_DEBUG_SYNC", "2"},
-             {"ATLAS_REDZONE", "abc"},    {"ATLAS_FAULT", "alloc"}};
+  } bad[] = {{"ATLAS_DEBUG_SYNC", "yes"},
+             {"ATLAS_DEBUG_SYNC", "2"},
+             {"ATLAS_REDZONE", "abc"},
+             {"ATLAS_FAULT", "alloc"}};
   for (const auto &b : bad) {
     SCOPED_TRACE(std::string(b.name) + "=" + b.value);
     ASSERT_EQ(setenv(b.name, b.value, 1), 0);
@@ -353,7 +357,8 @@ TEST(ModelApi, GreedyRefusesOutOfRangeSamplingOptions) {
       {"top_p", [](atlas_generate_options *g) { g->top_p = 1.5f; }},
       {"min_p", [](atlas_generate_options *g) { g->min_p = -0.1f; }},
       {"top_k", [](atlas_generate_options *g) { g->top_k = -1; }},
-      {"temperature", [](atlas_generate_options *g) { g->temperature = -1.0f; }},
+      {"temperature",
+       [](atlas_generate_options *g) { g->temperature = -1.0f; }},
       {"repetition_penalty",
        [](atlas_generate_options *g) { g->repetition_penalty = 0.0f; }},
   };
@@ -440,7 +445,8 @@ std::string ChainCheckpoint(const std::string &leaf, int64_t vocab,
   EXPECT_NE(header, nullptr) << err.text;
   if (header == nullptr) return dir;
   json_t *embed = json_object_get(header, "model.embed_tokens.weight");
-  int64_t hidden = json_integer_value(json_array_get(json_object_get(embed, "shape"), 1));
+  int64_t hidden =
+      json_integer_value(json_array_get(json_object_get(embed, "shape"), 1));
   std::map<uint32_t, int64_t> dim;
   for (uint32_t t : chain) dim.emplace(t, (int64_t)dim.size());
   EXPECT_LE((int64_t)dim.size(), hidden);
@@ -448,13 +454,15 @@ std::string ChainCheckpoint(const std::string &leaf, int64_t vocab,
   json_t *info;
   json_object_foreach(header, name, info) {
     if (strcmp(name, "__metadata__") == 0) continue;
-    EXPECT_STREQ(json_string_value(json_object_get(info, "dtype")), "F32") << name;
+    EXPECT_STREQ(json_string_value(json_object_get(info, "dtype")), "F32")
+        << name;
     json_t *off = json_object_get(info, "data_offsets");
     size_t begin = 8 + n + (size_t)json_integer_value(json_array_get(off, 0));
     size_t end = 8 + n + (size_t)json_integer_value(json_array_get(off, 1));
     std::vector<float> v((end - begin) / 4, 0.0f);
     std::string key = name;
-    if (key.size() > 11 && key.compare(key.size() - 11, 11, "norm.weight") == 0) {
+    if (key.size() > 11 &&
+        key.compare(key.size() - 11, 11, "norm.weight") == 0) {
       std::fill(v.begin(), v.end(), 1.0f);
     } else if (key == "model.embed_tokens.weight") {
       for (const auto &[t, d] : dim) v[(size_t)(t * hidden + d)] = 1.0f;
@@ -465,7 +473,8 @@ std::string ChainCheckpoint(const std::string &leaf, int64_t vocab,
     }
     memcpy(&bytes[begin], v.data(), end - begin);
   }
-  EXPECT_NE(json_object_get(header, "lm_head.weight"), nullptr) << "tied embeddings";
+  EXPECT_NE(json_object_get(header, "lm_head.weight"), nullptr)
+      << "tied embeddings";
   json_decref(header);
   std::ofstream(path, std::ios::binary) << bytes;
   return dir;
@@ -495,7 +504,10 @@ TEST(ModelApi, TextUpToAnIncompleteCharacterAtTheEnd) {
   ASSERT_OK(atlas_tokenizer_load(g_llama3.c_str(), &tok));
   const uint32_t prompt[] = {1};
   const std::pair<size_t, const char *> cases[] = {
-      {1, "Hello"}, {2, "Hello "}, {3, "Hello "}, {4, "Hello \xE2\x82\xAC"},
+      {1, "Hello"},
+      {2, "Hello "},
+      {3, "Hello "},
+      {4, "Hello \xE2\x82\xAC"},
       {6, "Hello \xE2\x82\xAC world\n"}};
   for (const auto &[steps, want] : cases) {
     SCOPED_TRACE(steps);
@@ -512,7 +524,8 @@ TEST(ModelApi, TextUpToAnIncompleteCharacterAtTheEnd) {
     ASSERT_OK(atlas_generate(m, prompt, 1, &g, out, &n));
     ASSERT_EQ(n, steps);
     EXPECT_EQ(std::vector<uint32_t>(out, out + n),
-              std::vector<uint32_t>(kEuroChain.begin() + 1, kEuroChain.begin() + 1 + steps));
+              std::vector<uint32_t>(kEuroChain.begin() + 1,
+                                    kEuroChain.begin() + 1 + steps));
     EXPECT_EQ(seen.text, want);
   }
   atlas_tokenizer_free(tok);
@@ -554,8 +567,11 @@ TEST(ModelApi, StopStringBeforeAnIncompleteCharacterStopsAtOnce) {
 bool XmlCharacters(const std::string &s, std::string *why) {
   for (size_t i = 0; i < s.size();) {
     unsigned char c = (unsigned char)s[i];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
-                 : (c >> 3) == 30 ? 4 : 0;
+    size_t len = c < 0x80         ? 1
+                 : (c >> 5) == 6  ? 2
+                 : (c >> 4) == 14 ? 3
+                 : (c >> 3) == 30 ? 4
+                                  : 0;
     if (len == 0 || i + len > s.size()) {
       *why = "byte " + std::to_string(i) + " starts no UTF-8 character";
       return false;
@@ -583,11 +599,12 @@ TEST(ModelApi, SvgReportIsWellFormedForAnyModelName) {
   std::string config = ReadFile(a + "/config.json");
   std::string weights = ReadFile(a + "/model.safetensors");
   std::string names[] = {
-      std::string(300, 'x') + [] {
-        std::string s;
-        for (int i = 0; i < 200; ++i) s += "\xc3\xa9";  // é
-        return s;
-      }(),
+      std::string(300, 'x') +
+          [] {
+            std::string s;
+            for (int i = 0; i < 200; ++i) s += "\xc3\xa9";  // é
+            return s;
+          }(),
       std::string("bell\a tab\t <&\"> \xff\xfe half \xe2\x82"),
   };
   for (const std::string &name : names) {
@@ -623,8 +640,8 @@ int main(int argc, char **argv) {
   }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a.find("tokenizer_llama3") != std::string::npos &&
-        a.size() > 15 && a.compare(a.size() - 15, 15, "/tokenizer.json") == 0) {
+    if (a.find("tokenizer_llama3") != std::string::npos && a.size() > 15 &&
+        a.compare(a.size() - 15, 15, "/tokenizer.json") == 0) {
       g_llama3 = a;
     }
   }

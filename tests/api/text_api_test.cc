@@ -42,7 +42,8 @@ std::string Decode(const atlas_tokenizer *tok, const std::vector<uint32_t> &ids,
                    bool skip) {
   char *text = nullptr;
   size_t len = 0;
-  atlas_status st = atlas_tokenizer_decode(tok, ids.data(), ids.size(), skip, &text, &len);
+  atlas_status st =
+      atlas_tokenizer_decode(tok, ids.data(), ids.size(), skip, &text, &len);
   if (st) return "<error: " + TakeMessage(st) + ">";
   std::string s(text, len);
   EXPECT_EQ(text[len], '\0');
@@ -71,20 +72,25 @@ atlas_tokenizer *Open(const std::string &name) {
 // the reference shows), atlas_tokenizer_decode has no such option.
 TEST(TextApi, EncodeDecodeMatchTransformers) {
   json_error_t err;
-  json_t *expected = json_load_file(g_files.expected.c_str(), JSON_ALLOW_NUL, &err);
+  json_t *expected =
+      json_load_file(g_files.expected.c_str(), JSON_ALLOW_NUL, &err);
   ASSERT_NE(expected, nullptr) << g_files.expected << ": " << err.text;
   json_t *corpus = json_load_file(g_files.corpus.c_str(), JSON_ALLOW_NUL, &err);
   ASSERT_NE(corpus, nullptr) << g_files.corpus << ": " << err.text;
-  for (const char *name : {"llama3", "qwen3", "llama2", "llama3_1", "qwen2_5"}) {
+  for (const char *name :
+       {"llama3", "qwen3", "llama2", "llama3_1", "qwen2_5"}) {
     SCOPED_TRACE(name);
-    ASSERT_EQ(g_files.config.count(name), 1u) << "no tokenizer_config.json for " << name;
+    ASSERT_EQ(g_files.config.count(name), 1u)
+        << "no tokenizer_config.json for " << name;
     // model_max_length is often 1e30 written as an integer.
-    json_t *config = json_load_file(g_files.config[name].c_str(), JSON_DECODE_INT_AS_REAL, &err);
+    json_t *config = json_load_file(g_files.config[name].c_str(),
+                                    JSON_DECODE_INT_AS_REAL, &err);
     ASSERT_NE(config, nullptr) << g_files.config[name] << ": " << err.text;
-    bool clean = json_is_true(json_object_get(config, "clean_up_tokenization_spaces"));
+    bool clean =
+        json_is_true(json_object_get(config, "clean_up_tokenization_spaces"));
     json_decref(config);
-    json_t *cases = json_object_get(json_object_get(json_object_get(expected, "models"), name),
-                                    "cases");
+    json_t *cases = json_object_get(
+        json_object_get(json_object_get(expected, "models"), name), "cases");
     ASSERT_EQ(json_array_size(cases), json_array_size(corpus));
     atlas_tokenizer *tok = Open(name);
     ASSERT_NE(tok, nullptr);
@@ -97,12 +103,13 @@ TEST(TextApi, EncodeDecodeMatchTransformers) {
       for (int special = 1; special >= 0; special--) {
         uint32_t *ids = nullptr;
         size_t n = 0;
-        atlas_status st =
-            atlas_tokenizer_encode(tok, text.data(), text.size(), special, &ids, &n);
+        atlas_status st = atlas_tokenizer_encode(tok, text.data(), text.size(),
+                                                 special, &ids, &n);
         ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
         std::vector<uint32_t> got(ids, ids + n);
         atlas_free(ids);
-        bool same = got == Ids(json_object_get(c, special ? "ids" : "ids_no_special"));
+        bool same =
+            got == Ids(json_object_get(c, special ? "ids" : "ids_no_special"));
         failures += !same;
         EXPECT_TRUE(same) << "add_special=" << special;
         for (uint32_t id : got) EXPECT_LT(id, atlas_tokenizer_vocab_size(tok));
@@ -110,9 +117,12 @@ TEST(TextApi, EncodeDecodeMatchTransformers) {
       std::vector<uint32_t> ids = Ids(json_object_get(c, "ids"));
       // AutoTokenizer's own decode when the reference has it (--auto).
       bool have_auto = json_object_get(c, "decode_auto") != nullptr;
-      const char *want_keep = have_auto ? "decode_auto" : clean ? "decode_clean" : "decode";
-      const char *want_skip =
-          have_auto ? "decode_skip_auto" : clean ? "decode_skip_clean" : "decode_skip";
+      const char *want_keep = have_auto ? "decode_auto"
+                              : clean   ? "decode_clean"
+                                        : "decode";
+      const char *want_skip = have_auto ? "decode_skip_auto"
+                              : clean   ? "decode_skip_clean"
+                                        : "decode_skip";
       std::string keep = Decode(tok, ids, false), skip = Decode(tok, ids, true);
       failures += keep != Str(c, want_keep);
       EXPECT_EQ(keep, Str(c, want_keep));
@@ -127,13 +137,15 @@ TEST(TextApi, EncodeDecodeMatchTransformers) {
 // transformers' clean_up_tokenization, as its source lists the replacements;
 // what transformers 4 applied where clean_up_tokenization_spaces was set.
 TEST(TextApi, CleanUpIsTransformersList) {
-  EXPECT_EQ(CleanUp("Hello , world ! Is it ? Yes ."), "Hello, world! Is it? Yes.");
-  EXPECT_EQ(CleanUp("I do n't think I 'm sure it 's what we 've got , they 're out"),
-            "I don't think I'm sure it's what we've got, they're out");
+  EXPECT_EQ(CleanUp("Hello , world ! Is it ? Yes ."),
+            "Hello, world! Is it? Yes.");
+  EXPECT_EQ(
+      CleanUp("I do n't think I 'm sure it 's what we 've got , they 're out"),
+      "I don't think I'm sure it's what we've got, they're out");
   EXPECT_EQ(CleanUp("a ' b"), "a'b");
-  EXPECT_EQ(CleanUp("a ?? b"), "a?? b");      // only the space before goes
+  EXPECT_EQ(CleanUp("a ?? b"), "a?? b");         // only the space before goes
   EXPECT_EQ(CleanUp("x != 2 . 5"), "x!= 2. 5");  // what makes it wrong for code
-  EXPECT_EQ(CleanUp("don 't"), "don 't");     // " 't" is not in the list
+  EXPECT_EQ(CleanUp("don 't"), "don 't");        // " 't" is not in the list
   EXPECT_EQ(CleanUp(""), "");
   EXPECT_EQ(CleanUp("  ..  "), " ..  ");
   std::string nul("a\0 .", 4);
@@ -148,7 +160,8 @@ TEST(TextApi, Transformers4DecodeOnRequest) {
   const std::string text = "Wait , what ? I 'm here .";
   uint32_t *ids = nullptr;
   size_t n = 0;
-  atlas_status st = atlas_tokenizer_encode(tok, text.data(), text.size(), false, &ids, &n);
+  atlas_status st =
+      atlas_tokenizer_encode(tok, text.data(), text.size(), false, &ids, &n);
   ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
   std::vector<uint32_t> v(ids, ids + n);
   atlas_free(ids);
@@ -176,7 +189,8 @@ TEST(TextApi, UnsupportedModelTypeIsNamed) {
     ASSERT_NE(f, nullptr) << path;
     fprintf(f,
             "{\"version\": \"1.0\", \"added_tokens\": [], \"model\": "
-            "{\"type\": \"%s\", \"vocab\": {\"[UNK]\": 0, \"a\": 1}, \"unk_token\": \"[UNK]\"}}",
+            "{\"type\": \"%s\", \"vocab\": {\"[UNK]\": 0, \"a\": 1}, "
+            "\"unk_token\": \"[UNK]\"}}",
             type);
     fclose(f);
     atlas_tokenizer *tok = nullptr;
@@ -210,7 +224,8 @@ TEST(TextApi, BadArgumentsAreRefused) {
   atlas_status_free(st);
   EXPECT_EQ(text, nullptr);
   // Ids the tokenizer does not know are skipped, as tokenizers does.
-  EXPECT_EQ(Decode(tok, {1, 0xFFFFFFF0u, 29874}, true), Decode(tok, {1, 29874}, true));
+  EXPECT_EQ(Decode(tok, {1, 0xFFFFFFF0u, 29874}, true),
+            Decode(tok, {1, 29874}, true));
   atlas_tokenizer_free(tok);
 }
 
@@ -237,9 +252,11 @@ std::string Safetensors(const std::vector<Tensor> &tensors) {
   std::string header = "{", body;
   for (const Tensor &t : tensors) {
     std::string shape;
-    for (int64_t d : t.shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    for (int64_t d : t.shape)
+      shape += (shape.empty() ? "" : ",") + std::to_string(d);
     size_t begin = body.size();
-    body.append(reinterpret_cast<const char *>(t.data.data()), t.data.size() * sizeof(float));
+    body.append(reinterpret_cast<const char *>(t.data.data()),
+                t.data.size() * sizeof(float));
     header += "\"" + t.name + "\":{\"dtype\":\"F32\",\"shape\":[" + shape +
               "],\"data_offsets\":[" + std::to_string(begin) + "," +
               std::to_string(body.size()) + "]},";
@@ -254,7 +271,8 @@ std::string Safetensors(const std::vector<Tensor> &tensors) {
 
 // The chain's successor of each of its tokens, the first (the prompt) left
 // out of the loop.
-std::string ChainCheckpoint(const uint32_t *chain = kChain, size_t chain_len = kChainLen) {
+std::string ChainCheckpoint(const uint32_t *chain = kChain,
+                            size_t chain_len = kChainLen) {
   auto zeros = [](std::string name, std::vector<int64_t> shape) {
     size_t n = 1;
     for (int64_t d : shape) n *= static_cast<size_t>(d);
@@ -288,9 +306,12 @@ std::string ChainCheckpoint(const uint32_t *chain = kChain, size_t chain_len = k
 const char kChainConfig[] =
     "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", "
     "\"hidden_act\": \"silu\", \"vocab_size\": 300, \"hidden_size\": 16, "
-    "\"intermediate_size\": 16, \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
-    "\"num_key_value_heads\": 2, \"head_dim\": 8, \"max_position_embeddings\": 64, "
-    "\"rms_norm_eps\": 1e-06, \"rope_theta\": 10000.0, \"tie_word_embeddings\": false, "
+    "\"intermediate_size\": 16, \"num_hidden_layers\": 1, "
+    "\"num_attention_heads\": 2, "
+    "\"num_key_value_heads\": 2, \"head_dim\": 8, \"max_position_embeddings\": "
+    "64, "
+    "\"rms_norm_eps\": 1e-06, \"rope_theta\": 10000.0, "
+    "\"tie_word_embeddings\": false, "
     "\"torch_dtype\": \"float32\"}";
 
 struct Streamed {
@@ -308,15 +329,15 @@ atlas_status OpenChain(const std::string &weights, atlas_model **model) {
   atlas_open_options oo;
   atlas_open_options_init(&oo);
   oo.backend = "host";
-  return atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1, weights.data(),
-                           weights.size(), &oo, model);
+  return atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1,
+                           weights.data(), weights.size(), &oo, model);
 }
 
 // Greedy generation of `steps` tokens after the one-token prompt, ignoring
 // EOS, its text streamed into *s; the ids into *out.
 atlas_status GenerateStreamed(atlas_model *model, const atlas_tokenizer *tok,
-                              const uint32_t *prompt, size_t steps, std::vector<uint32_t> *out,
-                              Streamed *s) {
+                              const uint32_t *prompt, size_t steps,
+                              std::vector<uint32_t> *out, Streamed *s) {
   atlas_generate_options go;
   atlas_generate_options_init(&go);
   go.max_new_tokens = steps;
@@ -387,7 +408,8 @@ TEST(TextApi, StrayByteDoesNotEndGeneration) {
   std::vector<uint32_t> generated(chain + 1, chain + 4);
   EXPECT_EQ(Decode(tok, generated, true), "\xEF\xBF\xBD\xEF\xBF\xBD t");
 
-  const std::string weights = ChainCheckpoint(chain, 4);  // must outlive the model
+  const std::string weights =
+      ChainCheckpoint(chain, 4);  // must outlive the model
   atlas_model *model = nullptr;
   atlas_status st = OpenChain(weights, &model);
   ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
@@ -396,9 +418,11 @@ TEST(TextApi, StrayByteDoesNotEndGeneration) {
   st = GenerateStreamed(model, tok, chain, 6, &out, &s);
   ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
   ASSERT_EQ(out.size(), 6u);
-  for (size_t i = 0; i < out.size(); i++) EXPECT_EQ(out[i], chain[1 + i % 3]) << "token " << i;
+  for (size_t i = 0; i < out.size(); i++)
+    EXPECT_EQ(out[i], chain[1 + i % 3]) << "token " << i;
   // "\n", then the text past one character (vLLM's slicing), twice round.
-  const std::vector<std::string> want = {"\n", "\xEF\xBF\xBD t", "\n", "\xEF\xBF\xBD t"};
+  const std::vector<std::string> want = {"\n", "\xEF\xBF\xBD t", "\n",
+                                         "\xEF\xBF\xBD t"};
   EXPECT_EQ(s.pieces, want);
   atlas_close_report report;
   st = atlas_close(model, &report);
@@ -430,9 +454,10 @@ TEST(TextApi, MaxNewTokensPastTheContextIsRefused) {
   ASSERT_GT(max_seq, 1u);
   const uint32_t prompt[] = {kChain[0], kChain[1]};
   for (float temperature : {0.0f, 1.0f}) {
-    for (size_t steps : {max_seq, max_seq + 1, SIZE_MAX / 8, SIZE_MAX - 1, SIZE_MAX}) {
-      SCOPED_TRACE("temperature " + std::to_string(temperature) + ", max_new_tokens " +
-                   std::to_string(steps));
+    for (size_t steps :
+         {max_seq, max_seq + 1, SIZE_MAX / 8, SIZE_MAX - 1, SIZE_MAX}) {
+      SCOPED_TRACE("temperature " + std::to_string(temperature) +
+                   ", max_new_tokens " + std::to_string(steps));
       atlas_generate_options go;
       atlas_generate_options_init(&go);
       go.max_new_tokens = steps;
@@ -444,7 +469,8 @@ TEST(TextApi, MaxNewTokensPastTheContextIsRefused) {
       std::vector<uint32_t> out(max_seq);
       size_t count = 0;
       st = atlas_generate(model, prompt, 2, &go, out.data(), &count);
-      // 2 prompt tokens + steps - 1 positions: one more than the cache holds, or far more.
+      // 2 prompt tokens + steps - 1 positions: one more than the cache holds,
+      // or far more.
       EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
       std::string m = TakeMessage(st);
       EXPECT_NE(m.find("max_new_tokens"), std::string::npos) << m;
@@ -471,8 +497,8 @@ TEST(TextApi, MaxNewTokensPastTheContextIsRefused) {
 }
 
 // atlas_open_options.kv_cache_type: each name (any case) chooses the cache's
-// type, which the model's live bytes show; an unknown name is refused, named, with
-// nothing opened.
+// type, which the model's live bytes show; an unknown name is refused, named,
+// with nothing opened.
 size_t LiveBytes(const atlas_model *model) {
   char *json = nullptr;
   atlas_status st = atlas_report(model, ATLAS_REPORT_JSON, nullptr, &json);
@@ -481,10 +507,16 @@ size_t LiveBytes(const atlas_model *model) {
   json_t *root = json ? json_loads(json, 0, &err) : nullptr;
   atlas_free(json);
   EXPECT_NE(root, nullptr);
-  size_t live = root ? (size_t)json_integer_value(json_object_get(root, "live_bytes")) : 0;
+  size_t live =
+      root ? (size_t)json_integer_value(json_object_get(root, "live_bytes"))
+           : 0;
   // Nothing here was refused by the device, and the report says so.
-  EXPECT_TRUE(root && json_is_integer(json_object_get(root, "release_failed_count")));
-  EXPECT_EQ(root ? json_integer_value(json_object_get(root, "release_failed_bytes")) : -1, 0);
+  EXPECT_TRUE(root &&
+              json_is_integer(json_object_get(root, "release_failed_count")));
+  EXPECT_EQ(
+      root ? json_integer_value(json_object_get(root, "release_failed_bytes"))
+           : -1,
+      0);
   json_decref(root);
   return live;
 }
@@ -499,8 +531,9 @@ TEST(TextApi, KvCacheTypeIsChosenByName) {
     oo.max_seq = 64;
     oo.kv_cache_type = name;
     atlas_model *model = nullptr;
-    atlas_status st = atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1,
-                                        weights.data(), weights.size(), &oo, &model);
+    atlas_status st =
+        atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1,
+                          weights.data(), weights.size(), &oo, &model);
     ASSERT_EQ(st, ATLAS_OK) << name << ": " << TakeMessage(st);
     live[name] = LiveBytes(model);
     EXPECT_EQ(atlas_close(model, nullptr), ATLAS_OK);
@@ -518,8 +551,9 @@ TEST(TextApi, KvCacheTypeIsChosenByName) {
   oo.backend = "host";
   oo.kv_cache_type = "f8";
   atlas_model *model = nullptr;
-  atlas_status st = atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1,
-                                      weights.data(), weights.size(), &oo, &model);
+  atlas_status st =
+      atlas_open_memory("chain", kChainConfig, sizeof(kChainConfig) - 1,
+                        weights.data(), weights.size(), &oo, &model);
   EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
   std::string m = TakeMessage(st);
   EXPECT_NE(m.find("kv_cache_type \"f8\""), std::string::npos) << m;

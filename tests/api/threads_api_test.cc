@@ -86,8 +86,8 @@ std::vector<uint32_t> Encode(atlas_tokenizer *tok, const std::string &text,
                              bool special) {
   uint32_t *ids = nullptr;
   size_t n = 0;
-  atlas_status st = atlas_tokenizer_encode(tok, text.data(), text.size(),
-                                           special, &ids, &n);
+  atlas_status st =
+      atlas_tokenizer_encode(tok, text.data(), text.size(), special, &ids, &n);
   EXPECT_EQ(st, ATLAS_OK) << TakeMessage(st);
   std::vector<uint32_t> v(ids, ids + n);
   atlas_free(ids);
@@ -156,9 +156,9 @@ TEST(ThreadsApi, SharedTokenizerEncodesAndDecodesAsOneThreadDoes) {
       for (size_t k = 0; k < n && wrong < 5; ++k) {
         bool same = got[i][k] == alone[k];
         wrong += !same;
-        EXPECT_TRUE(same) << "thread " << i << ", corpus[" << k << "]: "
-                          << atlas_test::Show(got[i][k].ids) << " alone "
-                          << atlas_test::Show(alone[k].ids);
+        EXPECT_TRUE(same) << "thread " << i << ", corpus[" << k
+                          << "]: " << atlas_test::Show(got[i][k].ids)
+                          << " alone " << atlas_test::Show(alone[k].ids);
       }
     }
     atlas_tokenizer_free(tok);
@@ -184,7 +184,8 @@ TEST(ThreadsApi, TokenizersLoadedOnSeveralThreadsAtOnceAgree) {
     }
     atlas_tokenizer_free(mine);
   });
-  for (int i = 0; i < kThreads; ++i) EXPECT_TRUE(got[i] == alone) << "thread " << i;
+  for (int i = 0; i < kThreads; ++i)
+    EXPECT_TRUE(got[i] == alone) << "thread " << i;
 }
 
 // ---- chat templates -------------------------------------------------------------
@@ -221,7 +222,8 @@ TEST(ThreadsApi, SharedChatTemplateRendersAsOneThreadDoes) {
     SCOPED_TRACE(name);
     ASSERT_EQ(g_files.config.count(name), 1u);
     atlas_chat_template *t = nullptr;
-    atlas_status st = atlas_chat_template_load(g_files.config[name].c_str(), &t);
+    atlas_status st =
+        atlas_chat_template_load(g_files.config[name].c_str(), &t);
     ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
     std::vector<std::string> alone;
     for (const auto &c : convs) {
@@ -248,7 +250,8 @@ TEST(ThreadsApi, SharedChatTemplateRendersAsOneThreadDoes) {
         if (ordered != alone) return;  // keep the first difference
       }
     });
-    for (int i = 0; i < kThreads; ++i) EXPECT_EQ(got[i], alone) << "thread " << i;
+    for (int i = 0; i < kThreads; ++i)
+      EXPECT_EQ(got[i], alone) << "thread " << i;
     atlas_chat_template_free(t);
   }
 }
@@ -274,7 +277,7 @@ std::string NoDigits(const std::string &s) {
 
 // What the callbacks of one model saw, and on which thread.
 struct Calls {
-  std::thread::id owner;  // the thread making the current call
+  std::thread::id owner;          // the thread making the current call
   std::atomic<int> elsewhere{0};  // callbacks on another thread
   int log_lines = 0, progress_calls = 0, token_calls = 0, logits_calls = 0;
   // Load progress: how many calls is up to the scheduler (the calling
@@ -402,11 +405,10 @@ void Report(const atlas_model *m, Trace *tr) {
   if (st) {
     tr->steps.push_back("info: error " + TakeMessage(st));
   } else {
-    tr->steps.push_back(std::string("info: ") + info.name + " " +
-                        info.architecture + " " + info.backend + " " +
-                        std::to_string(info.vocab_size) + " " +
-                        std::to_string(info.max_seq) + " " +
-                        std::to_string(info.live_bytes));
+    tr->steps.push_back(
+        std::string("info: ") + info.name + " " + info.architecture + " " +
+        info.backend + " " + std::to_string(info.vocab_size) + " " +
+        std::to_string(info.max_seq) + " " + std::to_string(info.live_bytes));
   }
   for (atlas_report_format f : {ATLAS_REPORT_TEXT, ATLAS_REPORT_JSON}) {
     char *text = nullptr;
@@ -510,8 +512,10 @@ struct Models {
     for (int i = 0; i < 3; ++i) {
       Plan p;
       std::string tag = std::to_string(i);
-      p.first = Checkpoint("threads_a" + tag, i % 2 ? "small" : "tiny", 10 + i, kVocab);
-      p.second = Checkpoint("threads_b" + tag, i % 2 ? "tiny" : "small", 20 + i, kVocab);
+      p.first = Checkpoint("threads_a" + tag, i % 2 ? "small" : "tiny", 10 + i,
+                           kVocab);
+      p.second = Checkpoint("threads_b" + tag, i % 2 ? "tiny" : "small", 20 + i,
+                            kVocab);
       std::string third = Checkpoint("threads_c" + tag, "tiny", 30 + i, kVocab);
       p.third_config = ReadFile(third + "/config.json");
       p.third_weights = ReadFile(third + "/model.safetensors");

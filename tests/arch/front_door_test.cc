@@ -30,7 +30,8 @@ std::string Tmp(const std::string &leaf) {
 }
 
 // A tiny Llama checkpoint (f32, 2 layers) with optional biases.
-std::string Make(const std::string &leaf, bool tied = false, bool bias = false) {
+std::string Make(const std::string &leaf, bool tied = false,
+                 bool bias = false) {
   std::string dir = Tmp(leaf);
   atlas_make_checkpoint_options o{};
   o.out_dir = dir.c_str();
@@ -46,7 +47,8 @@ std::string Make(const std::string &leaf, bool tied = false, bool bias = false) 
 }
 
 // Edits DIR/config.json in place.
-void EditConfig(const std::string &dir, const std::function<void(json_t *)> &edit) {
+void EditConfig(const std::string &dir,
+                const std::function<void(json_t *)> &edit) {
   std::string path = dir + "/config.json";
   json_error_t err;
   json_t *root = json_load_file(path.c_str(), 0, &err);
@@ -194,7 +196,8 @@ TEST(FrontDoor, TableRows) {
   for (size_t i = 0; i < atlas_arch_count(); ++i) {
     names.push_back(atlas_arch_at(i)->name);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"llama", "qwen2", "qwen3", "mistral"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"llama", "qwen2", "qwen3", "mistral"}));
   EXPECT_EQ(atlas_arch_at(4), nullptr);
 }
 
@@ -209,16 +212,18 @@ TEST(FrontDoor, UnknownModelType) {
 TEST(FrontDoor, MissingModelType) {
   std::string dir = Make("no_type");
   EditConfig(dir, [](json_t *root) { json_object_del(root, "model_type"); });
-  ExpectError(Open(dir), ATLAS_STATUS_UNIMPLEMENTED,
-              {dir + "/config.json", "\"model_type\" is missing", "supported:"});
+  ExpectError(
+      Open(dir), ATLAS_STATUS_UNIMPLEMENTED,
+      {dir + "/config.json", "\"model_type\" is missing", "supported:"});
 }
 
 TEST(FrontDoor, ArchitecturesMustMatchModelType) {
   std::string dir = Make("arch_mismatch");
   SetJson(dir, "architectures", "[\"Qwen2ForCausalLM\"]");
-  ExpectError(Open(dir), ATLAS_STATUS_UNIMPLEMENTED,
-              {dir + "/config.json", "\"architectures\"", "\"Qwen2ForCausalLM\"",
-               "model_type \"llama\"", "supported: LlamaForCausalLM"});
+  ExpectError(
+      Open(dir), ATLAS_STATUS_UNIMPLEMENTED,
+      {dir + "/config.json", "\"architectures\"", "\"Qwen2ForCausalLM\"",
+       "model_type \"llama\"", "supported: LlamaForCausalLM"});
   SetJson(dir, "architectures", "[\"LlamaForSequenceClassification\"]");
   ExpectError(Open(dir), ATLAS_STATUS_UNIMPLEMENTED,
               {"LlamaForSequenceClassification"});
@@ -273,9 +278,10 @@ TEST(FrontDoor, TiedCopyOfLmHeadIsIgnored) {
 TEST(FrontDoor, TiedConfigWithADifferentLmHeadIsRefused) {
   std::string dir = Make("tied_different", true);
   AddTensor(dir, "lm_head.weight", 0, "model.embed_tokens.weight", 1.0f);
-  ExpectError(Open(dir), ATLAS_STATUS_UNIMPLEMENTED,
-              {"model.safetensors", "\"tie_word_embeddings\" is true",
-               "\"lm_head.weight\" differs from \"model.embed_tokens.weight\""});
+  ExpectError(
+      Open(dir), ATLAS_STATUS_UNIMPLEMENTED,
+      {"model.safetensors", "\"tie_word_embeddings\" is true",
+       "\"lm_head.weight\" differs from \"model.embed_tokens.weight\""});
   std::string dir2 = Make("tied_wrong_shape", true);
   AddTensor(dir2, "lm_head.weight", 4);
   ExpectError(Open(dir2), ATLAS_STATUS_UNIMPLEMENTED, {"differs"});
@@ -312,8 +318,8 @@ Greedy Generate(const std::string &dir) {
   const uint32_t prompt[] = {1, 2, 3};
   r.ids.resize(6);
   size_t count = 0;
-  atlas_test::Status g(atlas_model_generate(m, prompt, 3, 6, r.ids.data(), &count,
-                                            Keep, &r.logits));
+  atlas_test::Status g(atlas_model_generate(m, prompt, 3, 6, r.ids.data(),
+                                            &count, Keep, &r.logits));
   EXPECT_TRUE(g.ok()) << g.message();
   r.ids.resize(count);
   atlas_status_free(atlas_model_close(m, nullptr));
@@ -368,8 +374,9 @@ TEST(FrontDoor, LlamaSlidingWindowHoldsTheContextToTheWindow) {
     ASSERT_TRUE(s.ok()) << s.message();
   }
   EXPECT_EQ(max_seq, 8);  // the default: min(context, 2048)
-  ExpectError(OpenWith(dir, 0, 9), ATLAS_STATUS_INVALID_ARGUMENT,
-              {"need 9 positions", "context of 8 (config.json sliding_window)"});
+  ExpectError(
+      OpenWith(dir, 0, 9), ATLAS_STATUS_INVALID_ARGUMENT,
+      {"need 9 positions", "context of 8 (config.json sliding_window)"});
   ExpectError(OpenWith(dir, 9, 0), ATLAS_STATUS_INVALID_ARGUMENT,
               {dir, "9 positions", "\"sliding_window\" 8",
                "generate keeps only the last sliding_window - 1 keys"});
@@ -402,31 +409,47 @@ struct Refusal {
 TEST(FrontDoor, MathChangingKeysAreRefusedByName) {
   const std::vector<Refusal> refusals = {
       {"llama", "use_sliding_window", "true", {"\"use_sliding_window\""}},
-      {"llama", "rope_scaling", "{\"rope_type\": \"longrope\", \"factor\": 4}",
+      {"llama",
+       "rope_scaling",
+       "{\"rope_type\": \"longrope\", \"factor\": 4}",
        {"rope_type \"longrope\" is not supported", "yarn, llama3"}},
-      {"llama", "rope_scaling",
+      {"llama",
+       "rope_scaling",
        "{\"type\": \"linear\", \"factor\": 2, \"short_factor\": [1]}",
        {"rope_scaling.\"short_factor\"", "rope_type \"linear\""}},
-      {"llama", "rope_parameters", "{\"rope_type\": \"default\", \"factor\": 2}",
+      {"llama",
+       "rope_parameters",
+       "{\"rope_type\": \"default\", \"factor\": 2}",
        {"rope_parameters.\"factor\""}},
-      {"llama", "rope_scaling", "{\"rope_type\": \"llama3\", \"factor\": 8}",
+      {"llama",
+       "rope_scaling",
+       "{\"rope_type\": \"llama3\", \"factor\": 8}",
        {"\"low_freq_factor\" is required"}},
       {"llama", "partial_rotary_factor", "0.5", {"partial_rotary_factor 0.5"}},
       {"llama", "hidden_act", "\"gelu\"", {"hidden_act \"gelu\""}},
-      {"llama", "attn_logit_softcapping", "50.0", {"\"attn_logit_softcapping\""}},
-      {"llama", "layer_types", "[\"full_attention\", \"sliding_attention\"]",
+      {"llama",
+       "attn_logit_softcapping",
+       "50.0",
+       {"\"attn_logit_softcapping\""}},
+      {"llama",
+       "layer_types",
+       "[\"full_attention\", \"sliding_attention\"]",
        {"layer_types", "sliding_attention"}},
       {"mistral", "mlp_bias", "true", {"\"mlp_bias\"", "mistral"}},
       {"mistral", "attention_bias", "true", {"\"attention_bias\"", "mistral"}},
       {"qwen2", "attention_bias", "true", {"\"attention_bias\"", "qwen2"}},
-      {"qwen2", "layer_types", "[\"sliding_attention\", \"full_attention\"]",
+      {"qwen2",
+       "layer_types",
+       "[\"sliding_attention\", \"full_attention\"]",
        {"full_attention layer 1 after sliding_attention layer 0"}},
   };
   for (const Refusal &r : refusals) {
     SCOPED_TRACE(std::string(r.model_type) + " " + r.key + "=" + r.value);
     std::string dir = Make(std::string("refuse_") + r.model_type + "_" + r.key);
-    SetJson(dir, "model_type", (std::string("\"") + r.model_type + "\"").c_str());
-    EditConfig(dir, [](json_t *root) { json_object_del(root, "architectures"); });
+    SetJson(dir, "model_type",
+            (std::string("\"") + r.model_type + "\"").c_str());
+    EditConfig(dir,
+               [](json_t *root) { json_object_del(root, "architectures"); });
     if (std::string(r.model_type) == "qwen2") {
       SetJson(dir, "use_sliding_window", "true");
       SetJson(dir, "sliding_window", "4");
@@ -482,7 +505,8 @@ TEST(FrontDoor, EosFromConfigAndGenerationConfig) {
   ASSERT_EQ(atlas_model_eos(m)->count, 3u);
   EXPECT_EQ(atlas_model_eos(m)->ids[2], 11u);
   atlas_status_free(atlas_model_close(m, nullptr));
-  atlas_test::WriteFile(dir + "/generation_config.json", "{\"eos_token_id\": \"x\"}");
+  atlas_test::WriteFile(dir + "/generation_config.json",
+                        "{\"eos_token_id\": \"x\"}");
   ExpectError(Open(dir), ATLAS_STATUS_INVALID_ARGUMENT,
               {dir + "/generation_config.json", "\"eos_token_id\""});
 }
@@ -501,7 +525,8 @@ void KeepLines(void *ctx, atlas_log_level level, const char *message) {
 TEST(FrontDoor, GenerationConfigWithoutEosMeansNone) {
   std::string dir = Make("eos_none");
   SetJson(dir, "eos_token_id", "5");
-  for (const char *text : {"{\"bos_token_id\": 1}", "{\"eos_token_id\": null}"}) {
+  for (const char *text :
+       {"{\"bos_token_id\": 1}", "{\"eos_token_id\": null}"}) {
     atlas_test::WriteFile(dir + "/generation_config.json", text);
     std::vector<std::string> lines;
     atlas_model_spec spec{};
@@ -528,7 +553,8 @@ TEST(FrontDoor, GenerationConfigWithoutEosMeansNone) {
     atlas_status_free(atlas_model_close(m, nullptr));
     ASSERT_EQ(lines.size(), 1u) << text;
     EXPECT_NE(lines[0].find("generation_config.json names no eos_token_id"),
-              std::string::npos) << lines[0];
+              std::string::npos)
+        << lines[0];
     EXPECT_NE(lines[0].find("eos_token_id 5 is not used"), std::string::npos)
         << lines[0];
   }
@@ -552,8 +578,8 @@ TEST(FrontDoor, GenerationStopsAtEos) {
   std::vector<uint32_t> ids(8);
   size_t count = 0, floats = 0;
   {
-    atlas_test::Status s(
-        atlas_model_generate(m, prompt, 3, 8, ids.data(), &count, Collect, &floats));
+    atlas_test::Status s(atlas_model_generate(m, prompt, 3, 8, ids.data(),
+                                              &count, Collect, &floats));
     ASSERT_TRUE(s.ok()) << s.message();
   }
   atlas_status_free(atlas_model_close(m, nullptr));
@@ -572,8 +598,8 @@ TEST(FrontDoor, GenerationStopsAtEos) {
   std::vector<uint32_t> again(8);
   floats = 0;
   {
-    atlas_test::Status s(atlas_model_generate(m, prompt, 3, 8, again.data(), &count,
-                                              Collect, &floats));
+    atlas_test::Status s(atlas_model_generate(m, prompt, 3, 8, again.data(),
+                                              &count, Collect, &floats));
     ASSERT_TRUE(s.ok()) << s.message();
   }
   atlas_status_free(atlas_model_close(m, nullptr));
@@ -601,8 +627,8 @@ TEST(FrontDoor, FirstGeneratedTokenStopsOnBothPaths) {
     ASSERT_TRUE(s.ok()) << s.message();
   }
   {
-    atlas_test::Status s(
-        atlas_model_generate(m, prompt, 3, 4, ids.data(), &count, Collect, &floats));
+    atlas_test::Status s(atlas_model_generate(m, prompt, 3, 4, ids.data(),
+                                              &count, Collect, &floats));
     ASSERT_TRUE(s.ok()) << s.message();
   }
   atlas_status_free(atlas_model_close(m, nullptr));
@@ -618,8 +644,9 @@ TEST(FrontDoor, FirstGeneratedTokenStopsOnBothPaths) {
     std::vector<uint32_t> got(4), seen;
     floats = 0;
     {
-      atlas_test::Status s(atlas_model_generate_stream(
-          m, prompt, 3, 4, StopAtOnce, &seen, got.data(), &count, Collect, &floats));
+      atlas_test::Status s(
+          atlas_model_generate_stream(m, prompt, 3, 4, StopAtOnce, &seen,
+                                      got.data(), &count, Collect, &floats));
       ASSERT_TRUE(s.ok()) << s.message();
     }
     atlas_status_free(atlas_model_close(m, nullptr));
@@ -639,8 +666,8 @@ TEST(FrontDoor, FirstGeneratedTokenStopsOnBothPaths) {
     std::vector<uint32_t> got(4);
     floats = 0;
     {
-      atlas_test::Status s(atlas_model_generate(m, prompt, 3, 4, got.data(), &count,
-                                                Collect, &floats));
+      atlas_test::Status s(atlas_model_generate(m, prompt, 3, 4, got.data(),
+                                                &count, Collect, &floats));
       ASSERT_TRUE(s.ok()) << s.message();
     }
     atlas_status_free(atlas_model_close(m, nullptr));

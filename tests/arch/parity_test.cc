@@ -110,9 +110,9 @@ atlas_status Collect(void *ctx, const float *x, size_t n) {
 // (fed a different token) are not compared, and *out_diverged says whether
 // that happened.
 double RunCase(const Case &c, const std::string &backend, int64_t prefill_rows,
-               atlas_dtype kv_dtype, double tolerance, bool ids_must_match = true,
-               bool *out_diverged = nullptr, double *out_margin = nullptr,
-               bool kv_auto = false) {
+               atlas_dtype kv_dtype, double tolerance,
+               bool ids_must_match = true, bool *out_diverged = nullptr,
+               double *out_margin = nullptr, bool kv_auto = false) {
   atlas_model_spec spec{};
   spec.dir = c.dir.c_str();
   spec.backend = backend.c_str();
@@ -169,10 +169,12 @@ double RunCase(const Case &c, const std::string &backend, int64_t prefill_rows,
         err = std::max(err, (double)std::fabs(have[i] - want[i]));
       }
       double margin = (double)want[c.ids[j]] - (double)want[ids[j]];
-      printf("[  PART    ] %-28s step %zu: reference margin %.3g (%.2e of the "
-             "row's largest logit), our max error on the row %.3g\n",
-             c.name.c_str(), j, margin, margin / std::max(scale, 1e-30), err);
-      if (out_margin != nullptr) *out_margin = std::max(*out_margin, margin / std::max(scale, 1e-30));
+      printf(
+          "[  PART    ] %-28s step %zu: reference margin %.3g (%.2e of the "
+          "row's largest logit), our max error on the row %.3g\n",
+          c.name.c_str(), j, margin, margin / std::max(scale, 1e-30), err);
+      if (out_margin != nullptr)
+        *out_margin = std::max(*out_margin, margin / std::max(scale, 1e-30));
     }
   }
   double worst = 0;
@@ -191,11 +193,13 @@ double RunCase(const Case &c, const std::string &backend, int64_t prefill_rows,
     }
   }
   EXPECT_LE(worst, tolerance) << "row " << worst_row;
-  printf("[  PARITY  ] %-28s %-5s prefill %2lld KV %-4s rows %4zu  max rel L2 %.2e  "
-         "ids %s\n",
-         c.name.c_str(), backend.c_str(), (long long)prefill_rows,
-         kv_auto ? "auto" : atlas_dtype_name(kv_dtype), rows, worst,
-         ids == c.ids ? "equal" : "DIFFER");
+  printf(
+      "[  PARITY  ] %-28s %-5s prefill %2lld KV %-4s rows %4zu  max rel L2 "
+      "%.2e  "
+      "ids %s\n",
+      c.name.c_str(), backend.c_str(), (long long)prefill_rows,
+      kv_auto ? "auto" : atlas_dtype_name(kv_dtype), rows, worst,
+      ids == c.ids ? "equal" : "DIFFER");
   EXPECT_OK(atlas_model_close(m, nullptr));
   return worst;
 }
@@ -237,17 +241,21 @@ TEST(ArchParity, SixteenBitKvCache) {
       double worst = 0;
       size_t diverged = 0;
       for (const Case &c : cases) {
-        SCOPED_TRACE(c.name + " on " + backend + ", KV " + atlas_dtype_name(kv));
+        SCOPED_TRACE(c.name + " on " + backend + ", KV " +
+                     atlas_dtype_name(kv));
         bool d = false;
         bool bf16_weights = c.name.size() > 5 &&
                             c.name.compare(c.name.size() - 5, 5, "_bf16") == 0;
         bool f16 = kv == ATLAS_DTYPE_F16 && !bf16_weights;
-        worst = std::max(worst, RunCase(c, backend, 0, kv, f16 ? 5e-3 : 6e-2, f16, &d));
+        worst = std::max(
+            worst, RunCase(c, backend, 0, kv, f16 ? 5e-3 : 6e-2, f16, &d));
         diverged += d;
       }
-      printf("[  KV16    ] %-5s KV %-4s worst row over %zu cases: %.2e relative L2; "
-             "greedy ids part from the reference in %zu\n",
-             backend.c_str(), atlas_dtype_name(kv), cases.size(), worst, diverged);
+      printf(
+          "[  KV16    ] %-5s KV %-4s worst row over %zu cases: %.2e relative "
+          "L2; "
+          "greedy ids part from the reference in %zu\n",
+          backend.c_str(), atlas_dtype_name(kv), cases.size(), worst, diverged);
     }
   }
 }
@@ -265,7 +273,8 @@ TEST(ArchParity, DefaultKvCacheKeepsEveryGreedyId) {
       SCOPED_TRACE(c.name + " on " + backend + ", the default KV cache");
       auto ends = [&](const char *s) {
         size_t n = strlen(s);
-        return c.name.size() > n && c.name.compare(c.name.size() - n, n, s) == 0;
+        return c.name.size() > n &&
+               c.name.compare(c.name.size() - n, n, s) == 0;
       };
       int mode = ends("_bf16") ? 2 : ends("_f16") ? 1 : 0;
       const double tolerance[3] = {kTolerance, 5e-3, 6e-2};
@@ -273,9 +282,10 @@ TEST(ArchParity, DefaultKvCacheKeepsEveryGreedyId) {
           worst[mode], RunCase(c, backend, 0, ATLAS_DTYPE_F32, tolerance[mode],
                                true, nullptr, nullptr, true));
     }
-    printf("[  DEFAULT ] %-5s worst row: f32 models %.2e, f16 %.2e, bf16 %.2e "
-           "relative L2; greedy ids equal on all %zu cases\n",
-           backend.c_str(), worst[0], worst[1], worst[2], cases.size());
+    printf(
+        "[  DEFAULT ] %-5s worst row: f32 models %.2e, f16 %.2e, bf16 %.2e "
+        "relative L2; greedy ids equal on all %zu cases\n",
+        backend.c_str(), worst[0], worst[1], worst[2], cases.size());
   }
 }
 

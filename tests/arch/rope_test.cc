@@ -28,8 +28,8 @@ atlas_llama_config Parse(const std::string &extra) {
   return cfg;
 }
 
-void ExpectInvFreq(const atlas_llama_config &c,
-                   const std::vector<double> &want, double want_factor) {
+void ExpectInvFreq(const atlas_llama_config &c, const std::vector<double> &want,
+                   double want_factor) {
   std::vector<double> inv(want.size(), -1);
   double factor = -1;
   ASSERT_EQ(atlas_rope_rot_dim(&c.rope, c.head_dim) / 2, (int64_t)want.size());
@@ -52,9 +52,10 @@ TEST(Rope, YarnUsesTheExplicitFactor) {
   ExpectInvFreq(c, {1.0, 0.0625, 0.0025, 0.00025}, 1.1386294361119891);
   // Factor 4 with a ratio of 2: the factor scales, the original length
   // places the ramp.
-  c = Parse("\"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
-            "\"rope_theta\": 10000.0, "
-            "\"original_max_position_embeddings\": 32}");
+  c = Parse(
+      "\"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+      "\"rope_theta\": 10000.0, "
+      "\"original_max_position_embeddings\": 32}");
   ExpectInvFreq(c, {1.0, 0.025, 0.0025, 0.00025}, 1.1386294361119891);
 }
 
@@ -67,14 +68,16 @@ TEST(Rope, TopLevelOriginalLengthWins) {
       "\"original_max_position_embeddings\": 64}");
   EXPECT_EQ(c.rope.original_max_positions, 32);
   ExpectInvFreq(c, {1.0, 0.025, 0.0025, 0.00025}, 1.1386294361119891);
-  c = Parse("\"original_max_position_embeddings\": 1000, "
-            "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, "
-            "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
-            "\"original_max_position_embeddings\": 64}");
+  c = Parse(
+      "\"original_max_position_embeddings\": 1000, "
+      "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, "
+      "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+      "\"original_max_position_embeddings\": 64}");
   ExpectInvFreq(c, {1.0, 0.1, 0.0029753525068469469, 0.000125}, 1.0);
   // Other types do not read it.
-  c = Parse("\"original_max_position_embeddings\": 1000, "
-            "\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0}");
+  c = Parse(
+      "\"original_max_position_embeddings\": 1000, "
+      "\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0}");
   ExpectInvFreq(c, {0.5, 0.05, 0.005, 0.0005}, 1.0);
 }
 

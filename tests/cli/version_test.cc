@@ -41,7 +41,8 @@ TEST(Version, ModuleBazelDeclaresTheSameVersion) {
   text << in.rdbuf();
   std::smatch m;
   std::string body = text.str();
-  ASSERT_TRUE(std::regex_search(body, m, std::regex(R"re(module\([^)]*version\s*=\s*"([^"]+)")re")));
+  ASSERT_TRUE(std::regex_search(
+      body, m, std::regex(R"re(module\([^)]*version\s*=\s*"([^"]+)")re")));
   EXPECT_EQ(m[1].str(), ATLAS_VERSION_STRING);
 }
 

@@ -70,7 +70,8 @@ TEST(CudaBackend, ErrorMidCaptureThenAbortThenNormalWork) {
   Cuda b;
   CUDA_CREATE_OR_SKIP(&o, b.out());
   const atlas_kernel *fill = nullptr;
-  ASSERT_OK(atlas_backend_kernel_lookup(b.get(), "contract", "fill_u32", &fill));
+  ASSERT_OK(
+      atlas_backend_kernel_lookup(b.get(), "contract", "fill_u32", &fill));
   const uint32_t n = 1024;
   void *d = nullptr;
   ASSERT_OK(atlas_backend_alloc(b.get(), n * 4, &d));
@@ -84,7 +85,8 @@ TEST(CudaBackend, ErrorMidCaptureThenAbortThenNormalWork) {
   // middle of the capture, then a synchronous copy on the capturing stream.
   atlas_launch_config bad = c;
   bad.block = {1025, 1, 1};
-  StatusResult err = Take(atlas_backend_launch_typed(b.get(), fill, &bad, args, 3));
+  StatusResult err =
+      Take(atlas_backend_launch_typed(b.get(), fill, &bad, args, 3));
   EXPECT_NE(err.code, ATLAS_STATUS_OK);
   EXPECT_NE(err.message.find("contract.fill_u32"), std::string::npos)
       << err.message;
@@ -222,8 +224,9 @@ TEST(CudaBackend, ThousandCreateDestroyCyclesGiveMemoryBack) {
   RecordProperty("free_after", std::to_string(end));
   EXPECT_LE(diff_mib, 2.0) << "driver free memory: " << start << " before, "
                            << end << " after 1000 cycles";
-  printf("1000 create/destroy cycles: driver free %zu -> %zu bytes (%+.3f MiB)\n",
-         start, end, -diff_mib);
+  printf(
+      "1000 create/destroy cycles: driver free %zu -> %zu bytes (%+.3f MiB)\n",
+      start, end, -diff_mib);
 }
 
 TEST(CudaBackend, ModuleSetsAreIsolated) {
@@ -234,11 +237,14 @@ TEST(CudaBackend, ModuleSetsAreIsolated) {
   CUDA_CREATE_OR_SKIP(&oa, a.out());
   CUDA_CREATE_OR_SKIP(&ob, other.out());
   const atlas_kernel *k = nullptr;
-  EXPECT_STATUS(atlas_backend_kernel_lookup(other.get(), "contract", "empty", &k),
-                ATLAS_STATUS_NOT_FOUND, "contract");
-  EXPECT_STATUS(atlas_backend_kernel_lookup(a.get(), "other", "other_fill_u32", &k),
-                ATLAS_STATUS_NOT_FOUND, "other");
-  ASSERT_OK(atlas_backend_kernel_lookup(other.get(), "other", "other_fill_u32", &k));
+  EXPECT_STATUS(
+      atlas_backend_kernel_lookup(other.get(), "contract", "empty", &k),
+      ATLAS_STATUS_NOT_FOUND, "contract");
+  EXPECT_STATUS(
+      atlas_backend_kernel_lookup(a.get(), "other", "other_fill_u32", &k),
+      ATLAS_STATUS_NOT_FOUND, "other");
+  ASSERT_OK(
+      atlas_backend_kernel_lookup(other.get(), "other", "other_fill_u32", &k));
   void *d = nullptr;
   ASSERT_OK(atlas_backend_alloc(a.get(), 64, &d));
   atlas_launch_config c = CudaGrid(16);
@@ -256,7 +262,8 @@ TEST(CudaBackend, ReportDuringCaptureRefusesWithoutBreakingIt) {
   Cuda b;
   CUDA_CREATE_OR_SKIP(&o, b.out());
   const atlas_kernel *fill = nullptr;
-  ASSERT_OK(atlas_backend_kernel_lookup(b.get(), "contract", "fill_u32", &fill));
+  ASSERT_OK(
+      atlas_backend_kernel_lookup(b.get(), "contract", "fill_u32", &fill));
   const uint32_t n = 256;
   void *d = nullptr;
   ASSERT_OK(atlas_backend_alloc(b.get(), n * 4, &d));
@@ -357,7 +364,8 @@ TEST(CudaBackend, BackgroundModulesLoadBeforeTheFirstLookup) {
   ASSERT_OK(atlas_backend_alloc(b.get(), 4096, &dev));
   atlas_backend_modules_start(b.get());
   const atlas_kernel *fill = nullptr;
-  ASSERT_OK(atlas_backend_kernel_lookup(b.get(), "contract", "fill_u32", &fill));
+  ASSERT_OK(
+      atlas_backend_kernel_lookup(b.get(), "contract", "fill_u32", &fill));
   ASSERT_OK(atlas_backend_modules_ready(b.get()));
   atlas_launch_config c = CudaGrid(1024);
   atlas_arg args[3] = {ATLAS_ARG_PTR(dev), ATLAS_ARG_U32(1024),
@@ -398,7 +406,8 @@ TEST(CudaBackend, PinnedMemoryIsReachableFromKernels) {
   Cuda b;
   CUDA_CREATE_OR_SKIP(&o, b.out());
   const atlas_kernel *fill = nullptr;
-  ASSERT_OK(atlas_backend_kernel_lookup(b.get(), "contract", "fill_u32", &fill));
+  ASSERT_OK(
+      atlas_backend_kernel_lookup(b.get(), "contract", "fill_u32", &fill));
   void *pinned = nullptr, *dev = nullptr;
   ASSERT_OK(atlas_backend_pinned_alloc(b.get(), 1024 * 4, &pinned));
   ASSERT_OK(atlas_backend_host_ptr_to_device(b.get(), pinned, &dev));
@@ -417,13 +426,15 @@ TEST(CudaBackend, LaunchFromAnUnboundThreadWorks) {
   Cuda b;
   CUDA_CREATE_OR_SKIP(&o, b.out());
   const atlas_kernel *fill = nullptr;
-  ASSERT_OK(atlas_backend_kernel_lookup(b.get(), "contract", "fill_u32", &fill));
+  ASSERT_OK(
+      atlas_backend_kernel_lookup(b.get(), "contract", "fill_u32", &fill));
   void *d = nullptr;
   ASSERT_OK(atlas_backend_alloc(b.get(), 4096, &d));
   StatusResult launched{}, synced{};
   std::thread t([&] {
     atlas_launch_config c = CudaGrid(1024);
-    atlas_arg args[3] = {ATLAS_ARG_PTR(d), ATLAS_ARG_U32(1024), ATLAS_ARG_U32(11)};
+    atlas_arg args[3] = {ATLAS_ARG_PTR(d), ATLAS_ARG_U32(1024),
+                         ATLAS_ARG_U32(11)};
     launched = Take(atlas_backend_launch_typed(b.get(), fill, &c, args, 3));
     synced = Take(atlas_backend_synchronize(b.get()));
   });
@@ -529,7 +540,8 @@ TEST(CudaBackend, DestroyWhileCapturingAbortsAndSaysSo) {
   if (atlas_cuda_backend_create(&o, &b) != ATLAS_OK) exit(3);
   if (!atlas_backend_debug_sync_kernels(b)) exit(4);
   const atlas_kernel *k = nullptr;
-  if (atlas_backend_kernel_lookup(b, "contract", "write_past", &k) != ATLAS_OK) {
+  if (atlas_backend_kernel_lookup(b, "contract", "write_past", &k) !=
+      ATLAS_OK) {
     exit(5);
   }
   atlas_launch_config c = CudaGrid(1);

@@ -23,7 +23,8 @@ struct Lines {
 };
 
 void Collect(void *ctx, atlas_log_level level, const char *message) {
-  if (level >= ATLAS_LOG_INFO) static_cast<Lines *>(ctx)->info.push_back(message);
+  if (level >= ATLAS_LOG_INFO)
+    static_cast<Lines *>(ctx)->info.push_back(message);
 }
 
 class BlasStart : public ::testing::Test {
@@ -37,9 +38,12 @@ class BlasStart : public ::testing::Test {
   void TearDown() override { EXPECT_OK(atlas_backend_destroy(host_)); }
   void ExpectNotFoundOnce() {
     ASSERT_EQ(lines_.info.size(), 1u);
-    EXPECT_NE(lines_.info[0].find("cuBLASLt not found"), std::string::npos) << lines_.info[0];
-    EXPECT_NE(lines_.info[0].find(kMissing), std::string::npos) << lines_.info[0];
-    EXPECT_NE(lines_.info[0].find("own kernels"), std::string::npos) << lines_.info[0];
+    EXPECT_NE(lines_.info[0].find("cuBLASLt not found"), std::string::npos)
+        << lines_.info[0];
+    EXPECT_NE(lines_.info[0].find(kMissing), std::string::npos)
+        << lines_.info[0];
+    EXPECT_NE(lines_.info[0].find("own kernels"), std::string::npos)
+        << lines_.info[0];
   }
   atlas_backend *host_ = nullptr;
   Lines lines_;
@@ -93,7 +97,8 @@ TEST_F(BlasStart, ThreadsAskingAtOnceGetOneAnswerAndOneLine) {
   std::vector<std::thread> askers;
   std::vector<int> usable(8, -1);
   for (size_t i = 0; i < usable.size(); ++i) {
-    askers.emplace_back([&, i] { usable[i] = atlas_cuda_blas_ready(blas) ? 1 : 0; });
+    askers.emplace_back(
+        [&, i] { usable[i] = atlas_cuda_blas_ready(blas) ? 1 : 0; });
   }
   for (std::thread &t : askers) t.join();
   for (int u : usable) EXPECT_EQ(u, 0);
@@ -109,7 +114,8 @@ TEST_F(BlasStart, DisabledIsNullWhateverTheMode) {
     atlas_cuda_blas_start_background(blas);  // NULL: nothing
   }
   ASSERT_EQ(lines_.info.size(), 2u);
-  EXPECT_NE(lines_.info[1].find("ATLAS_CUBLASLT=0"), std::string::npos) << lines_.info[1];
+  EXPECT_NE(lines_.info[1].find("ATLAS_CUBLASLT=0"), std::string::npos)
+      << lines_.info[1];
   atlas_cuda_blas *blas = nullptr;
   EXPECT_STATUS(atlas_cuda_blas_create(host_, "yes", true, &blas),
                 ATLAS_STATUS_INVALID_ARGUMENT, "ATLAS_CUBLASLT='yes'");

@@ -39,7 +39,8 @@ TEST(CudaHost, ConcurrentFirstUseLoadsOnceAndBackendsWork) {
         const atlas_kernel *fill = nullptr;
         void *dev = nullptr;
         r = Take(atlas_backend_kernel_lookup(b, "contract", "fill_u32", &fill));
-        if (r.code == ATLAS_STATUS_OK) r = Take(atlas_backend_alloc(b, 4096, &dev));
+        if (r.code == ATLAS_STATUS_OK)
+          r = Take(atlas_backend_alloc(b, 4096, &dev));
         if (r.code == ATLAS_STATUS_OK) {
           atlas_launch_config c = CudaGrid(1024);
           atlas_arg args[3] = {ATLAS_ARG_PTR(dev), ATLAS_ARG_U32(1024),
@@ -51,8 +52,8 @@ TEST(CudaHost, ConcurrentFirstUseLoadsOnceAndBackendsWork) {
           r = Take(atlas_backend_d2h(b, &last, (char *)dev + 4092, 4));
         }
         if (r.code == ATLAS_STATUS_OK && last != (uint32_t)(t * 100 + round)) {
-          r = {ATLAS_STATUS_INTERNAL, "thread " + std::to_string(t) +
-                                          " read " + std::to_string(last)};
+          r = {ATLAS_STATUS_INTERNAL,
+               "thread " + std::to_string(t) + " read " + std::to_string(last)};
         }
         if (dev != nullptr) {
           StatusResult f = Take(atlas_backend_free(b, dev));

@@ -26,7 +26,8 @@ struct Lines {
 // INFO and WARNING lines (a cuBLASLt that will not start says so as a
 // WARNING).
 void Collect(void *ctx, atlas_log_level level, const char *message) {
-  if (level >= ATLAS_LOG_INFO) static_cast<Lines *>(ctx)->info.push_back(message);
+  if (level >= ATLAS_LOG_INFO)
+    static_cast<Lines *>(ctx)->info.push_back(message);
 }
 
 // Backend options whose sink collects into *lines; `background`: cuBLASLt's
@@ -47,13 +48,14 @@ struct Shape {
 // buffer (an offset of 1 leaves every operand misaligned for wide loads).
 // With `start`: out starts as *start and the product is accumulated into it
 // in place (ATLAS_MATMUL_ACCUMULATE).
-std::vector<float> Multiply(atlas_backend *b, atlas_matmul_type type, const Shape &sh,
-                       const std::vector<uint16_t> &w,
-                       const std::vector<uint16_t> &x, size_t offset,
-                       atlas_stream *stream,
-                       const std::vector<float> *start = nullptr) {
+std::vector<float> Multiply(atlas_backend *b, atlas_matmul_type type,
+                            const Shape &sh, const std::vector<uint16_t> &w,
+                            const std::vector<uint16_t> &x, size_t offset,
+                            atlas_stream *stream,
+                            const std::vector<float> *start = nullptr) {
   void *dw = nullptr, *dx = nullptr, *dout = nullptr;
-  std::vector<float> got = start ? *start : std::vector<float>(sh.m * sh.n, NAN);
+  std::vector<float> got =
+      start ? *start : std::vector<float>(sh.m * sh.n, NAN);
   EXPECT_OK(atlas_backend_alloc(b, (w.size() + offset) * 2, &dw));
   EXPECT_OK(atlas_backend_alloc(b, (x.size() + offset) * 2, &dx));
   EXPECT_OK(atlas_backend_alloc(b, (got.size() + offset) * 4, &dout));
@@ -61,9 +63,11 @@ std::vector<float> Multiply(atlas_backend *b, atlas_matmul_type type, const Shap
   float *out = (float *)dout + offset;
   EXPECT_OK(atlas_backend_h2d(b, w16, w.data(), w.size() * 2));
   EXPECT_OK(atlas_backend_h2d(b, x16, x.data(), x.size() * 2));
-  EXPECT_OK(atlas_backend_h2d(b, out, got.data(), got.size() * 4));  // NaN or start
-  EXPECT_OK(atlas_backend_matmul(b, stream, out, w16, x16, type, sh.m, sh.n, sh.k,
-                                 start ? ATLAS_MATMUL_ACCUMULATE : ATLAS_MATMUL_WRITE));
+  EXPECT_OK(
+      atlas_backend_h2d(b, out, got.data(), got.size() * 4));  // NaN or start
+  EXPECT_OK(atlas_backend_matmul(
+      b, stream, out, w16, x16, type, sh.m, sh.n, sh.k,
+      start ? ATLAS_MATMUL_ACCUMULATE : ATLAS_MATMUL_WRITE));
   EXPECT_OK(atlas_backend_synchronize(b));
   EXPECT_OK(atlas_backend_d2h(b, got.data(), out, got.size() * 4));
   EXPECT_OK(atlas_backend_free(b, dw));
@@ -79,9 +83,11 @@ void Random16(std::mt19937 *rng, atlas_matmul_type type, size_t n,
   values->resize(n);
   for (size_t i = 0; i < n; ++i) {
     float v = d(*rng);
-    uint16_t h = type == ATLAS_MATMUL_BF16 ? atlas_f32_to_bf16(v) : atlas_f32_to_f16(v);
+    uint16_t h =
+        type == ATLAS_MATMUL_BF16 ? atlas_f32_to_bf16(v) : atlas_f32_to_f16(v);
     (*bits)[i] = h;
-    (*values)[i] = type == ATLAS_MATMUL_BF16 ? atlas_bf16_to_f32(h) : atlas_f16_to_f32(h);
+    (*values)[i] =
+        type == ATLAS_MATMUL_BF16 ? atlas_bf16_to_f32(h) : atlas_f16_to_f32(h);
   }
 }
 
@@ -91,8 +97,9 @@ void Random16(std::mt19937 *rng, atlas_matmul_type type, size_t n,
 // that align before rounding), so they differ by at most 3 * k * 2^-24 *
 // sum |x w|. The largest |got - want| as a fraction of that bound (above 1
 // or NaN: out of it), and where (*at, row-major).
-double WorstOfBound(const Shape &sh, const std::vector<float> &wv, const std::vector<float> &xv,
-                    const std::vector<float> &got, const std::vector<float> &want, size_t *at) {
+double WorstOfBound(const Shape &sh, const std::vector<float> &wv,
+                    const std::vector<float> &xv, const std::vector<float> &got,
+                    const std::vector<float> &want, size_t *at) {
   double worst = 0;
   *at = 0;
   for (size_t i = 0; i < sh.m * sh.n; ++i) {
@@ -101,7 +108,8 @@ double WorstOfBound(const Shape &sh, const std::vector<float> &wv, const std::ve
     for (size_t q = 0; q < sh.k; ++q) {
       mag += std::fabs((double)xv[r * sh.k + q] * (double)wv[c * sh.k + q]);
     }
-    const double bound = 3.0 * (double)sh.k * std::ldexp(1.0, -24) * mag + 1e-30;
+    const double bound =
+        3.0 * (double)sh.k * std::ldexp(1.0, -24) * mag + 1e-30;
     const double ratio = std::fabs((double)got[i] - (double)want[i]) / bound;
     if (std::isnan(ratio) || ratio > worst) {
       worst = ratio;
@@ -117,8 +125,9 @@ TEST(CudaMatmul, CublasLtMatchesTheHostBackend) {
   Lines lines;
   atlas_backend_options o = LinesTo(&lines, false);
   CUDA_CREATE_OR_SKIP(&o, &cuda);
-  StatusResult asked = Take(atlas_backend_matmul(cuda, nullptr, nullptr, nullptr,
-                                                 nullptr, ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE));
+  StatusResult asked = Take(
+      atlas_backend_matmul(cuda, nullptr, nullptr, nullptr, nullptr,
+                           ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE));
   if (asked.code == ATLAS_STATUS_UNIMPLEMENTED) {
     std::string why = lines.info.empty() ? asked.message : lines.info[0];
     EXPECT_OK(atlas_backend_destroy(cuda));
@@ -132,25 +141,30 @@ TEST(CudaMatmul, CublasLtMatchesTheHostBackend) {
   ASSERT_OK(atlas_backend_stream_create(cuda, &side));
   std::mt19937 rng(7);
   for (atlas_matmul_type type : {ATLAS_MATMUL_F16, ATLAS_MATMUL_BF16}) {
-    for (Shape sh : {Shape{1, 1, 1}, Shape{1, 4096, 2048}, Shape{1, 1003, 777},
-                     Shape{7, 129, 65}, Shape{100, 257, 99}, Shape{3, 50, 16384},
-                     Shape{128, 1024, 2048}, Shape{33, 2048, 512}}) {
+    for (Shape sh :
+         {Shape{1, 1, 1}, Shape{1, 4096, 2048}, Shape{1, 1003, 777},
+          Shape{7, 129, 65}, Shape{100, 257, 99}, Shape{3, 50, 16384},
+          Shape{128, 1024, 2048}, Shape{33, 2048, 512}}) {
       for (size_t offset : {0, 1}) {
         std::vector<uint16_t> wb, xb;
         std::vector<float> wv, xv;
         Random16(&rng, type, sh.n * sh.k, &wb, &wv);
         Random16(&rng, type, sh.m * sh.k, &xb, &xv);
         atlas_stream *stream = offset ? side : nullptr;
-        std::vector<float> want = Multiply(host, type, sh, wb, xb, offset, nullptr);
-        std::vector<float> got = Multiply(cuda, type, sh, wb, xb, offset, stream);
+        std::vector<float> want =
+            Multiply(host, type, sh, wb, xb, offset, nullptr);
+        std::vector<float> got =
+            Multiply(cuda, type, sh, wb, xb, offset, stream);
         size_t at = 0;
         const double worst = WorstOfBound(sh, wv, xv, got, want, &at);
-        ASSERT_LE(worst, 1.0) << atlas_matmul_type_name(type) << " " << sh.m << "x" << sh.n
-                              << "x" << sh.k << " offset " << offset << " at " << at
-                              << ": cuda " << got[at] << ", host " << want[at];
-        printf("cuBLASLt %s %zux%zux%zu offset %zu: worst |cuda - host| %.3g of "
-               "the bound\n",
-               atlas_matmul_type_name(type), sh.m, sh.n, sh.k, offset, worst);
+        ASSERT_LE(worst, 1.0)
+            << atlas_matmul_type_name(type) << " " << sh.m << "x" << sh.n << "x"
+            << sh.k << " offset " << offset << " at " << at << ": cuda "
+            << got[at] << ", host " << want[at];
+        printf(
+            "cuBLASLt %s %zux%zux%zu offset %zu: worst |cuda - host| %.3g of "
+            "the bound\n",
+            atlas_matmul_type_name(type), sh.m, sh.n, sh.k, offset, worst);
         // Accumulating in place (beta = 1, C = D = out) onto start values
         // of either sign: the same sums, plus one f32 addition of |c| + sum
         // |x w| at most on each side, in whatever order cuBLASLt folds it in.
@@ -164,15 +178,17 @@ TEST(CudaMatmul, CublasLtMatchesTheHostBackend) {
             size_t o = i * sh.n + j;
             double mag = 0;
             for (size_t q = 0; q < sh.k; ++q) {
-              mag += std::fabs((double)xv[i * sh.k + q] * (double)wv[j * sh.k + q]);
+              mag += std::fabs((double)xv[i * sh.k + q] *
+                               (double)wv[j * sh.k + q]);
             }
             double u = std::ldexp(1.0, -24);
             double bound = 3.0 * (double)sh.k * u * mag +
                            4.0 * u * (mag + std::fabs((double)c[o])) + 1e-30;
             ASSERT_LE(std::fabs((double)got[o] - (double)want[o]), bound)
-                << "accumulate " << atlas_matmul_type_name(type) << " " << sh.m << "x"
-                << sh.n << "x" << sh.k << " offset " << offset << " at (" << i << ", "
-                << j << "): cuda " << got[o] << ", host " << want[o] << ", start " << c[o];
+                << "accumulate " << atlas_matmul_type_name(type) << " " << sh.m
+                << "x" << sh.n << "x" << sh.k << " offset " << offset << " at ("
+                << i << ", " << j << "): cuda " << got[o] << ", host "
+                << want[o] << ", start " << c[o];
           }
         }
       }
@@ -181,7 +197,8 @@ TEST(CudaMatmul, CublasLtMatchesTheHostBackend) {
   // The workspace is the backend's only allocation left, ledgered by name.
   atlas_ledger_entry *entries = nullptr;
   size_t count = 0;
-  ASSERT_OK(atlas_ledger_snapshot(atlas_backend_ledger(cuda), &entries, &count));
+  ASSERT_OK(
+      atlas_ledger_snapshot(atlas_backend_ledger(cuda), &entries, &count));
   EXPECT_LE(count, 1u);
   for (size_t i = 0; i < count; ++i) {
     EXPECT_STREQ(entries[i].site.func, "cublasLt_workspace");
@@ -203,7 +220,8 @@ TEST(CudaMatmul, CublasLtMatchesTheHostBackend) {
     ASSERT_OK(atlas_backend_alloc(cuda, m * n * 4, (void **)&out));
     ASSERT_OK(atlas_backend_memset(cuda, x, 0, m * k * 2));
     ASSERT_OK(atlas_backend_memset(cuda, w, 0, n * k * 2));
-    ASSERT_OK(atlas_backend_matmul(cuda, nullptr, out, w, x, ATLAS_MATMUL_BF16, m, n, k, ATLAS_MATMUL_WRITE));
+    ASSERT_OK(atlas_backend_matmul(cuda, nullptr, out, w, x, ATLAS_MATMUL_BF16,
+                                   m, n, k, ATLAS_MATMUL_WRITE));
     ASSERT_OK(atlas_backend_synchronize(cuda));
     ASSERT_OK(atlas_backend_free(cuda, out));
     ASSERT_OK(atlas_backend_free(cuda, w));
@@ -221,14 +239,18 @@ TEST(CudaMatmul, AtlasCublasLtZeroMeansOwnKernels) {
   atlas_backend_options o = LinesTo(&lines, false);
   CUDA_CREATE_OR_SKIP(&o, &cuda);
   ASSERT_EQ(lines.info.size(), 1u);
-  EXPECT_NE(lines.info[0].find("ATLAS_CUBLASLT=0"), std::string::npos) << lines.info[0];
-  EXPECT_NE(lines.info[0].find("own kernels"), std::string::npos) << lines.info[0];
+  EXPECT_NE(lines.info[0].find("ATLAS_CUBLASLT=0"), std::string::npos)
+      << lines.info[0];
+  EXPECT_NE(lines.info[0].find("own kernels"), std::string::npos)
+      << lines.info[0];
   float out[1];
   uint16_t w[1] = {0x3C00}, x[1] = {0x3C00};
-  EXPECT_STATUS(atlas_backend_matmul(cuda, nullptr, nullptr, nullptr, nullptr,
-                                     ATLAS_MATMUL_F16, 0, 0, 0, ATLAS_MATMUL_WRITE),
-                ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
-  EXPECT_STATUS(atlas_backend_matmul(cuda, nullptr, out, w, x, ATLAS_MATMUL_F16, 1, 1, 1, ATLAS_MATMUL_WRITE),
+  EXPECT_STATUS(
+      atlas_backend_matmul(cuda, nullptr, nullptr, nullptr, nullptr,
+                           ATLAS_MATMUL_F16, 0, 0, 0, ATLAS_MATMUL_WRITE),
+      ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
+  EXPECT_STATUS(atlas_backend_matmul(cuda, nullptr, out, w, x, ATLAS_MATMUL_F16,
+                                     1, 1, 1, ATLAS_MATMUL_WRITE),
                 ATLAS_STATUS_UNIMPLEMENTED, "ATLAS_CUBLASLT=0");
   EXPECT_EQ(atlas_backend_live_alloc_count(cuda), 0u);
   EXPECT_OK(atlas_backend_destroy(cuda));
@@ -241,10 +263,12 @@ TEST(CudaMatmul, AMissingLibraryMeansOwnKernels) {
   atlas_backend_options o = LinesTo(&lines, false);
   CUDA_CREATE_OR_SKIP(&o, &cuda);
   ASSERT_EQ(lines.info.size(), 1u);
-  EXPECT_NE(lines.info[0].find("cuBLASLt not found"), std::string::npos) << lines.info[0];
-  EXPECT_STATUS(atlas_backend_matmul(cuda, nullptr, nullptr, nullptr, nullptr,
-                                     ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE),
-                ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
+  EXPECT_NE(lines.info[0].find("cuBLASLt not found"), std::string::npos)
+      << lines.info[0];
+  EXPECT_STATUS(
+      atlas_backend_matmul(cuda, nullptr, nullptr, nullptr, nullptr,
+                           ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE),
+      ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
   EXPECT_OK(atlas_backend_destroy(cuda));
 }
 
@@ -268,8 +292,9 @@ TEST(CudaMatmul, DeferredStartMultipliesOnceStarted) {
   std::vector<float> wv, xv;
   Random16(&rng, ATLAS_MATMUL_BF16, sh.n * sh.k, &wb, &wv);
   Random16(&rng, ATLAS_MATMUL_BF16, sh.m * sh.k, &xb, &xv);
-  StatusResult asked = Take(atlas_backend_matmul(cuda, nullptr, nullptr, nullptr, nullptr,
-                                                 ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE));
+  StatusResult asked = Take(
+      atlas_backend_matmul(cuda, nullptr, nullptr, nullptr, nullptr,
+                           ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE));
   if (asked.code == ATLAS_STATUS_UNIMPLEMENTED) {
     // The start's line says why, at the first use rather than at create.
     ASSERT_EQ(lines.info.size(), 1u) << asked.message;
@@ -279,8 +304,10 @@ TEST(CudaMatmul, DeferredStartMultipliesOnceStarted) {
   }
   ASSERT_EQ(asked.code, ATLAS_STATUS_OK) << asked.message;
   EXPECT_TRUE(lines.info.empty()) << lines.info[0];
-  std::vector<float> want = Multiply(host, ATLAS_MATMUL_BF16, sh, wb, xb, 0, nullptr);
-  std::vector<float> got = Multiply(cuda, ATLAS_MATMUL_BF16, sh, wb, xb, 0, nullptr);
+  std::vector<float> want =
+      Multiply(host, ATLAS_MATMUL_BF16, sh, wb, xb, 0, nullptr);
+  std::vector<float> got =
+      Multiply(cuda, ATLAS_MATMUL_BF16, sh, wb, xb, 0, nullptr);
   size_t at = 0;
   EXPECT_LE(WorstOfBound(sh, wv, xv, got, want, &at), 1.0)
       << "at " << at << ": cuda " << got[at] << ", host " << want[at];
@@ -299,13 +326,16 @@ TEST(CudaMatmul, DeferredStartOfAMissingLibrary) {
   EXPECT_TRUE(lines.info.empty()) << lines.info[0];
   atlas_backend_modules_start(cuda);
   for (int i = 0; i < 2; ++i) {
-    EXPECT_STATUS(atlas_backend_matmul(cuda, nullptr, nullptr, nullptr, nullptr,
-                                       ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE),
-                  ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
+    EXPECT_STATUS(
+        atlas_backend_matmul(cuda, nullptr, nullptr, nullptr, nullptr,
+                             ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE),
+        ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
   }
   ASSERT_EQ(lines.info.size(), 1u);
-  EXPECT_NE(lines.info[0].find("cuBLASLt not found"), std::string::npos) << lines.info[0];
-  EXPECT_NE(lines.info[0].find("/nonexistent/libcublasLt.so.13"), std::string::npos)
+  EXPECT_NE(lines.info[0].find("cuBLASLt not found"), std::string::npos)
+      << lines.info[0];
+  EXPECT_NE(lines.info[0].find("/nonexistent/libcublasLt.so.13"),
+            std::string::npos)
       << lines.info[0];
   EXPECT_OK(atlas_backend_destroy(cuda));
 

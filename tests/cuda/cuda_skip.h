@@ -28,16 +28,16 @@ inline bool RequireGpu() {
 
 // ATLAS_CUDA_SKIP("CUDA unavailable: " << message): skips the test (returns
 // from the enclosing void function), or fails it under ATLAS_REQUIRE_GPU=1.
-#define ATLAS_CUDA_SKIP(reason)                                            \
-  do {                                                                     \
-    std::ostringstream atlas_skip_why_;                                    \
-    atlas_skip_why_ << reason;                                             \
-    if (::atlas_test::RequireGpu()) {                                      \
-      GTEST_FAIL() << "ATLAS_REQUIRE_GPU is set, so this CUDA test may "   \
-                      "not skip: "                                         \
-                   << atlas_skip_why_.str();                               \
-    }                                                                      \
-    GTEST_SKIP() << "CUDA skip: " << atlas_skip_why_.str();                \
+#define ATLAS_CUDA_SKIP(reason)                                          \
+  do {                                                                   \
+    std::ostringstream atlas_skip_why_;                                  \
+    atlas_skip_why_ << reason;                                           \
+    if (::atlas_test::RequireGpu()) {                                    \
+      GTEST_FAIL() << "ATLAS_REQUIRE_GPU is set, so this CUDA test may " \
+                      "not skip: "                                       \
+                   << atlas_skip_why_.str();                             \
+    }                                                                    \
+    GTEST_SKIP() << "CUDA skip: " << atlas_skip_why_.str();              \
   } while (0)
 
 #endif  // ATLAS_TESTS_CUDA_CUDA_SKIP_H_

@@ -12,13 +12,14 @@
 // Creates a CUDA backend; on UNAVAILABLE (no driver, no GPU, built without
 // nvcc) the test skips with the status message (fails under
 // ATLAS_REQUIRE_GPU=1, see cuda_skip.h).
-#define CUDA_CREATE_OR_SKIP(options, out_backend)                        \
-  do {                                                                   \
-    StatusResult made_ = Take(atlas_cuda_backend_create((options), (out_backend))); \
-    if (made_.code == ATLAS_STATUS_UNAVAILABLE) {                        \
-      ATLAS_CUDA_SKIP("CUDA unavailable: " << made_.message);            \
-    }                                                                    \
-    ASSERT_EQ(made_.code, ATLAS_STATUS_OK) << made_.message;             \
+#define CUDA_CREATE_OR_SKIP(options, out_backend)                  \
+  do {                                                             \
+    StatusResult made_ =                                           \
+        Take(atlas_cuda_backend_create((options), (out_backend))); \
+    if (made_.code == ATLAS_STATUS_UNAVAILABLE) {                  \
+      ATLAS_CUDA_SKIP("CUDA unavailable: " << made_.message);      \
+    }                                                              \
+    ASSERT_EQ(made_.code, ATLAS_STATUS_OK) << made_.message;       \
   } while (0)
 
 // A backend with the contract module set ({contract}) or `module`'s set.

@@ -19,7 +19,8 @@ TEST(FatbinEmbed, ImageIsAnAlignedFatbinOrEmpty) {
   ASSERT_NE(image, nullptr);
   EXPECT_EQ(image->data, atlas_fatbin_contract);
   EXPECT_EQ(image->size, ATLAS_FATBIN_CONTRACT_SIZE);
-  EXPECT_EQ(atlas_module_def_image(&atlas_contract_cuda_module, "host"), nullptr);
+  EXPECT_EQ(atlas_module_def_image(&atlas_contract_cuda_module, "host"),
+            nullptr);
   EXPECT_EQ((uintptr_t)atlas_fatbin_contract % 64, 0u);
   if (ATLAS_FATBIN_CONTRACT_SIZE == 0) {
     ATLAS_CUDA_SKIP("built without nvcc: the contract image is empty");
@@ -51,7 +52,9 @@ std::set<std::string> FatbinEntries(const unsigned char *data, size_t size) {
     memcpy(&entry_header, data + at + 4, 4);
     memcpy(&entry_size, data + at + 8, 8);
     memcpy(&arch, data + at + 28, 4);
-    out.insert((kind == 2 ? "sm_" : kind == 1 ? "compute_" : "kind?_") +
+    out.insert((kind == 2   ? "sm_"
+                : kind == 1 ? "compute_"
+                            : "kind?_") +
                std::to_string(arch));
     if (entry_header == 0) break;
     at += entry_header + entry_size;
@@ -67,13 +70,16 @@ TEST(FatbinEmbed, ImageHoldsSassFromAmpereUpAndPtxForTheNewest) {
       FatbinEntries(atlas_fatbin_contract, ATLAS_FATBIN_CONTRACT_SIZE);
   // What deps.bzl chose: every architecture from sm_80 up by default, or
   // ATLAS_CUDA_ARCHS; PTX of the newest either way.
-  std::set<std::string> expected = {"compute_" + std::to_string(ATLAS_TEST_PTX_ARCH)};
-  for (int arch : {ATLAS_TEST_SASS_ARCHS}) expected.insert("sm_" + std::to_string(arch));
+  std::set<std::string> expected = {"compute_" +
+                                    std::to_string(ATLAS_TEST_PTX_ARCH)};
+  for (int arch : {ATLAS_TEST_SASS_ARCHS})
+    expected.insert("sm_" + std::to_string(arch));
   EXPECT_EQ(entries, expected);
 #if !defined(ATLAS_TEST_NARROWED)
   // The default list (no ATLAS_CUDA_ARCHS; this repository's CI) holds
   // Ampere through Blackwell.
-  for (const char *arch : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"}) {
+  for (const char *arch :
+       {"sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"}) {
     EXPECT_EQ(entries.count(arch), 1u) << arch;
   }
 #endif
@@ -83,10 +89,9 @@ TEST(FatbinEmbed, WithoutNvccTheImageIsEmptyAndLoadingSaysWhy) {
   EXPECT_EQ(ATLAS_FATBIN_NO_NVCC_SIZE, 0u);
   const atlas_module_image no_nvcc_image[] = {
       {"cuda", atlas_fatbin_no_nvcc, ATLAS_FATBIN_NO_NVCC_SIZE}};
-  const atlas_module_def no_nvcc = {
-      "contract", no_nvcc_image, 1,
-      atlas_contract_cuda_module.kernels,
-      atlas_contract_cuda_module.kernel_count};
+  const atlas_module_def no_nvcc = {"contract", no_nvcc_image, 1,
+                                    atlas_contract_cuda_module.kernels,
+                                    atlas_contract_cuda_module.kernel_count};
   atlas_backend *probe = nullptr;
   CUDA_CREATE_OR_SKIP(nullptr, &probe);
   ASSERT_OK(atlas_backend_destroy(probe));

@@ -19,7 +19,8 @@ TEST(FatbinFresh, EmbeddedImageIsTheBuiltFatbin) {
   std::vector<unsigned char> bytes;
   unsigned char buf[1 << 14];
   size_t got;
-  while ((got = fread(buf, 1, sizeof buf, f)) > 0) bytes.insert(bytes.end(), buf, buf + got);
+  while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+    bytes.insert(bytes.end(), buf, buf + got);
   fclose(f);
   ASSERT_EQ(bytes.size(), ATLAS_FATBIN_CONTRACT_SIZE);
   EXPECT_EQ(memcmp(bytes.data(), atlas_fatbin_contract, bytes.size()), 0)

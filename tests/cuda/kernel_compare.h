@@ -59,7 +59,8 @@ class KernelSide {
     return out;
   }
   // Bytes of a KV cache region read back as floats.
-  std::vector<float> DownloadKv(const void *p, size_t n, const std::string &type) {
+  std::vector<float> DownloadKv(const void *p, size_t n,
+                                const std::string &type) {
     std::vector<unsigned char> raw(n * KvSize(type));
     EXPECT_OK(atlas_backend_d2h(b_, raw.data(), p, raw.size()));
     return KvFloats(raw, type);
@@ -134,9 +135,10 @@ class KernelCompare : public ::testing::Test {
   }
 
   // Runs `body` on the host and on CUDA; compares every output it returns.
-  void Compare(const std::string &what,
-               const std::function<std::vector<std::vector<float>>(KernelSide &)> &body,
-               double tolerance = kTolerance) {
+  void Compare(
+      const std::string &what,
+      const std::function<std::vector<std::vector<float>>(KernelSide &)> &body,
+      double tolerance = kTolerance) {
     std::vector<std::vector<float>> want, got;
     {
       KernelSide host(host_, module_);

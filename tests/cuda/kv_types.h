@@ -22,7 +22,8 @@ inline std::vector<unsigned char> KvBytes(const std::vector<float> &v,
     if (type == "f32") {
       memcpy(&out[i * 4], &v[i], 4);
     } else {
-      uint16_t h = type == "f16" ? atlas_f32_to_f16(v[i]) : atlas_f32_to_bf16(v[i]);
+      uint16_t h =
+          type == "f16" ? atlas_f32_to_f16(v[i]) : atlas_f32_to_bf16(v[i]);
       memcpy(&out[i * 2], &h, 2);
     }
   }

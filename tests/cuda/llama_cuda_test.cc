@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "atlas/kernels/llama_kernels.h"
+#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/llama/llama_weights.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/host_backend.h"
-#include "tests/cuda/cuda_skip.h"
-#include "atlas/runtime/arch/llama/llama_weights.h"
-#include "atlas/runtime/arch/llama/llama.h"
-#include "tests/runtime/test_util.h"
 #include "atlas/tools/make_checkpoint_lib.h"
+#include "tests/cuda/cuda_skip.h"
+#include "tests/runtime/test_util.h"
 
 namespace {
 
@@ -65,21 +65,21 @@ void ExpectOnlyTheBackendsOwn(atlas_backend *b) {
   size_t count = 0;
   ASSERT_OK(atlas_ledger_snapshot(atlas_backend_ledger(b), &entries, &count));
   for (size_t i = 0; i < count; ++i) {
-    ADD_FAILURE() << entries[i].site.file << ":" << entries[i].site.line
-                  << " (" << entries[i].site.func << ") left "
-                  << entries[i].bytes << " bytes";
+    ADD_FAILURE() << entries[i].site.file << ":" << entries[i].site.line << " ("
+                  << entries[i].site.func << ") left " << entries[i].bytes
+                  << " bytes";
   }
   EXPECT_EQ(count, 0u);
   free(entries);
 }
 
-#define CUDA_OR_SKIP(out)                                          \
-  do {                                                             \
-    StatusResult made_ = Take(CudaBackend(out));                   \
-    if (made_.code == ATLAS_STATUS_UNAVAILABLE) {                  \
-      ATLAS_CUDA_SKIP("CUDA unavailable: " << made_.message);      \
-    }                                                              \
-    ASSERT_EQ(made_.code, ATLAS_STATUS_OK) << made_.message;       \
+#define CUDA_OR_SKIP(out)                                     \
+  do {                                                        \
+    StatusResult made_ = Take(CudaBackend(out));              \
+    if (made_.code == ATLAS_STATUS_UNAVAILABLE) {             \
+      ATLAS_CUDA_SKIP("CUDA unavailable: " << made_.message); \
+    }                                                         \
+    ASSERT_EQ(made_.code, ATLAS_STATUS_OK) << made_.message;  \
   } while (0)
 
 struct Collected {
@@ -122,15 +122,15 @@ void Generate(atlas_backend *b, const std::string &dir,
 }
 
 // (weights, tied, KV cache type, cuBLASLt allowed)
-class LlamaCuda
-    : public ::testing::TestWithParam<
-          std::tuple<atlas_dtype, bool, atlas_dtype, bool>> {};
+class LlamaCuda : public ::testing::TestWithParam<
+                      std::tuple<atlas_dtype, bool, atlas_dtype, bool>> {};
 
 TEST_P(LlamaCuda, MatchesTheHostStepForStep) {
   atlas_backend *cuda = nullptr;
   {
-    StatusResult made = Take(std::get<3>(GetParam()) ? CudaBackend(&cuda)
-                                                      : CudaBackendWithoutCublasLt(&cuda));
+    StatusResult made =
+        Take(std::get<3>(GetParam()) ? CudaBackend(&cuda)
+                                     : CudaBackendWithoutCublasLt(&cuda));
     if (made.code == ATLAS_STATUS_UNAVAILABLE) {
       ATLAS_CUDA_SKIP("CUDA unavailable: " << made.message);
     }
@@ -153,7 +153,8 @@ TEST_P(LlamaCuda, MatchesTheHostStepForStep) {
   double max_err = 0, max_ref = 0;
   for (size_t s = 0; s < want.steps.size(); ++s) {
     for (size_t i = 0; i < want.steps[s].size(); ++i) {
-      max_err = std::max(max_err, (double)std::fabs(want.steps[s][i] - got.steps[s][i]));
+      max_err = std::max(max_err,
+                         (double)std::fabs(want.steps[s][i] - got.steps[s][i]));
       max_ref = std::max(max_ref, (double)std::fabs(want.steps[s][i]));
     }
   }
@@ -169,10 +170,12 @@ TEST_P(LlamaCuda, MatchesTheHostStepForStep) {
   // than a cache entry rounding the other way, so the same 2e-3 holds.
   double tolerance = kv == ATLAS_DTYPE_F32 ? 1e-4 : 2e-3;
   EXPECT_LT(max_err / max_ref, tolerance) << "max abs error " << max_err;
-  printf("dtype %d, KV %s, cuBLASLt %s: %zu steps, max |cuda - host| / max "
-         "|host| = %.3g\n",
-         (int)dtype, atlas_dtype_name(kv), std::get<3>(GetParam()) ? "allowed" : "off",
-         want.steps.size(), max_err / max_ref);
+  printf(
+      "dtype %d, KV %s, cuBLASLt %s: %zu steps, max |cuda - host| / max "
+      "|host| = %.3g\n",
+      (int)dtype, atlas_dtype_name(kv),
+      std::get<3>(GetParam()) ? "allowed" : "off", want.steps.size(),
+      max_err / max_ref);
   EXPECT_OK(atlas_backend_destroy(host));
   EXPECT_OK(atlas_backend_destroy(cuda));
 }
@@ -205,12 +208,16 @@ TEST(LlamaCudaOverlap, ChangesNoBitOfTheLogitsNorTheIds) {
     // step's argmax feeds the next step's token and position).
     std::vector<uint32_t> quiet(40, 0);
     ASSERT_OK(atlas_llama_generate(model, prompt.data(), prompt.size(),
-                                   quiet.size(), quiet.data(), nullptr, nullptr));
-    EXPECT_EQ(quiet, tokens) << "mode " << mode << ": ids without a sink differ";
+                                   quiet.size(), quiet.data(), nullptr,
+                                   nullptr));
+    EXPECT_EQ(quiet, tokens)
+        << "mode " << mode << ": ids without a sink differ";
   }
   ASSERT_EQ(runs[0].steps.size(), 40u + prompt.size() - 1);
-  EXPECT_TRUE(runs[0].steps == runs[1].steps) << "overlap changed the graph's logits";
-  EXPECT_TRUE(runs[2].steps == runs[1].steps) << "overlap changed the eager logits";
+  EXPECT_TRUE(runs[0].steps == runs[1].steps)
+      << "overlap changed the graph's logits";
+  EXPECT_TRUE(runs[2].steps == runs[1].steps)
+      << "overlap changed the eager logits";
   atlas_teardown_report r;
   EXPECT_OK(atlas_llama_unload(model, &r));
   atlas_sweep_result_free(&r.sweep);
@@ -222,8 +229,8 @@ TEST(LlamaCudaOverlap, ChangesNoBitOfTheLogitsNorTheIds) {
 // this model's head size) to a few blocks, each taking several with a
 // running softmax, or a block a split. Asked for 2, the grid keeps room for
 // a block per query head and split at two splits: 4 blocks here (group 2),
-// the first taking two of the five splits. Both match the host step for step over a 600-token
-// context, f32 and a 16-bit cache.
+// the first taking two of the five splits. Both match the host step for step
+// over a 600-token context, f32 and a 16-bit cache.
 TEST(LlamaCudaDecodeBlocks, FewBlocksOrABlockASplitMatchTheHost) {
   atlas_backend *cuda = nullptr;
   CUDA_OR_SKIP(&cuda);
@@ -233,7 +240,8 @@ TEST(LlamaCudaDecodeBlocks, FewBlocksOrABlockASplitMatchTheHost) {
   ASSERT_OK(atlas_host_backend_create(&o, &host));
   std::string dir = MakeCheckpoint("blocks", ATLAS_DTYPE_BF16, false);
   std::vector<uint32_t> prompt(600);
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = (uint32_t)(i * 7 + 3) % 61;
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = (uint32_t)(i * 7 + 3) % 61;
   for (atlas_dtype kv : {ATLAS_DTYPE_F32, ATLAS_DTYPE_BF16}) {
     std::vector<uint32_t> want_tokens;
     Collected want;
@@ -248,7 +256,8 @@ TEST(LlamaCudaDecodeBlocks, FewBlocksOrABlockASplitMatchTheHost) {
       // The decode steps: the rows after the prompt's.
       for (size_t s = prompt.size(); s < want.steps.size(); ++s) {
         for (size_t i = 0; i < want.steps[s].size(); ++i) {
-          max_err = std::max(max_err, (double)std::fabs(want.steps[s][i] - got.steps[s][i]));
+          max_err = std::max(
+              max_err, (double)std::fabs(want.steps[s][i] - got.steps[s][i]));
           max_ref = std::max(max_ref, (double)std::fabs(want.steps[s][i]));
         }
       }
@@ -256,8 +265,10 @@ TEST(LlamaCudaDecodeBlocks, FewBlocksOrABlockASplitMatchTheHost) {
       double tolerance = kv == ATLAS_DTYPE_F32 ? 1e-4 : 2e-3;
       EXPECT_LT(max_err / max_ref, tolerance)
           << "KV " << atlas_dtype_name(kv) << ", blocks " << blocks;
-      printf("KV %s, decode-attention blocks %u: max |cuda - host| / max |host| = %.3g\n",
-             atlas_dtype_name(kv), blocks, max_err / max_ref);
+      printf(
+          "KV %s, decode-attention blocks %u: max |cuda - host| / max |host| = "
+          "%.3g\n",
+          atlas_dtype_name(kv), blocks, max_err / max_ref);
     }
   }
   EXPECT_OK(atlas_backend_destroy(host));
@@ -266,14 +277,15 @@ TEST(LlamaCudaDecodeBlocks, FewBlocksOrABlockASplitMatchTheHost) {
 
 INSTANTIATE_TEST_SUITE_P(
     Dtypes, LlamaCuda,
-    ::testing::Values(std::make_tuple(ATLAS_DTYPE_F32, false, ATLAS_DTYPE_F32, true),
-                      std::make_tuple(ATLAS_DTYPE_F16, false, ATLAS_DTYPE_F32, true),
-                      std::make_tuple(ATLAS_DTYPE_BF16, true, ATLAS_DTYPE_F32, true),
-                      std::make_tuple(ATLAS_DTYPE_F16, false, ATLAS_DTYPE_F16, true),
-                      std::make_tuple(ATLAS_DTYPE_BF16, true, ATLAS_DTYPE_BF16, true),
-                      std::make_tuple(ATLAS_DTYPE_F16, false, ATLAS_DTYPE_F16, false),
-                      std::make_tuple(ATLAS_DTYPE_BF16, true, ATLAS_DTYPE_BF16, false),
-                      std::make_tuple(ATLAS_DTYPE_BF16, false, ATLAS_DTYPE_F16, true)));
+    ::testing::Values(
+        std::make_tuple(ATLAS_DTYPE_F32, false, ATLAS_DTYPE_F32, true),
+        std::make_tuple(ATLAS_DTYPE_F16, false, ATLAS_DTYPE_F32, true),
+        std::make_tuple(ATLAS_DTYPE_BF16, true, ATLAS_DTYPE_F32, true),
+        std::make_tuple(ATLAS_DTYPE_F16, false, ATLAS_DTYPE_F16, true),
+        std::make_tuple(ATLAS_DTYPE_BF16, true, ATLAS_DTYPE_BF16, true),
+        std::make_tuple(ATLAS_DTYPE_F16, false, ATLAS_DTYPE_F16, false),
+        std::make_tuple(ATLAS_DTYPE_BF16, true, ATLAS_DTYPE_BF16, false),
+        std::make_tuple(ATLAS_DTYPE_BF16, false, ATLAS_DTYPE_F16, true)));
 
 TEST(LlamaCudaFaults, FailedLoadAtEveryFaultLeavesNothingOnTheDevice) {
   atlas_backend *b = nullptr;
@@ -297,7 +309,8 @@ TEST(LlamaCudaFaults, FailedLoadAtEveryFaultLeavesNothingOnTheDevice) {
   for (int kind = 0; kind < 2; ++kind) {
     uint64_t n = kind == 0 ? allocs : copies;
     for (uint64_t k = 1; k <= n; ++k) {
-      atlas_backend_inject_fault(b, kind == 0 ? ATLAS_FAULT_ALLOC : ATLAS_FAULT_COPY, k);
+      atlas_backend_inject_fault(
+          b, kind == 0 ? ATLAS_FAULT_ALLOC : ATLAS_FAULT_COPY, k);
       StatusResult r = Take(atlas_llama_load(b, ck, &config, nullptr, &model));
       ASSERT_EQ(r.code, ATLAS_STATUS_ABORTED) << "k=" << k << ": " << r.message;
       EXPECT_EQ(model, nullptr);

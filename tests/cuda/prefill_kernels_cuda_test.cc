@@ -28,9 +28,9 @@ using Side = atlas_test::KernelSide;
 
 class PrefillKernelsCuda : public atlas_test::KernelCompare {
  protected:
-  PrefillKernelsCuda() : KernelCompare(ATLAS_LLAMA_BATCH_MODULE, &atlas_llama_module_set) {}
+  PrefillKernelsCuda()
+      : KernelCompare(ATLAS_LLAMA_BATCH_MODULE, &atlas_llama_module_set) {}
 };
-
 
 #define P ATLAS_ARG_PTR
 #define U ATLAS_ARG_U32
@@ -55,9 +55,11 @@ TEST_F(PrefillKernelsCuda, EmbedRows) {
 TEST_F(PrefillKernelsCuda, RmsnormRows) {
   for (uint32_t dim : {1u, 300u, 4103u}) {
     const uint32_t n = 5;
-    std::vector<float> x = Floats((size_t)n * dim, -3, 3), w = Floats(dim, 0.5f, 1.5f);
+    std::vector<float> x = Floats((size_t)n * dim, -3, 3),
+                       w = Floats(dim, 0.5f, 1.5f);
     Compare("rmsnorm_rows dim " + std::to_string(dim), [&](Side &s) {
-      void *dx = s.Upload(x.data(), x.size() * 4), *dw = s.Upload(w.data(), dim * 4);
+      void *dx = s.Upload(x.data(), x.size() * 4),
+           *dw = s.Upload(w.data(), dim * 4);
       void *out = s.Poisoned((size_t)n * dim);
       s.Launch("rmsnorm_rows", n, 1, 256,
                {P(out), P(dx), P(dw), U(dim), F(1e-5f), U(n)});
@@ -67,7 +69,9 @@ TEST_F(PrefillKernelsCuda, RmsnormRows) {
 }
 
 TEST_F(PrefillKernelsCuda, Gemm) {
-  struct Shape { uint32_t m, n, k; };
+  struct Shape {
+    uint32_t m, n, k;
+  };
   // Odd shapes take the guarded loads; the last is a real projection.
   for (Shape sh : {Shape{1, 1003, 777}, Shape{7, 130, 64}, Shape{100, 257, 99},
                    Shape{300, 512, 2048}}) {
@@ -99,22 +103,25 @@ TEST_F(PrefillKernelsCuda, Gemm) {
 // is exact in f32 and only the order of the f32 sums differs from the host:
 // well under kTolerance.
 TEST_F(PrefillKernelsCuda, Gemm16) {
-  struct Shape { uint32_t m, n, k; };
+  struct Shape {
+    uint32_t m, n, k;
+  };
   for (Shape sh : {Shape{1, 1003, 777}, Shape{7, 130, 64}, Shape{100, 257, 99},
                    Shape{300, 512, 2048}, Shape{129, 384, 4096}}) {
     for (std::string dtype : {"f16", "bf16"}) {
       std::vector<unsigned char> w = Weights(dtype, (size_t)sh.n * sh.k);
       std::vector<unsigned char> x = Weights(dtype, (size_t)sh.m * sh.k);
-      std::string dims = " " + std::to_string(sh.m) + "x" + std::to_string(sh.n) +
-                         "x" + std::to_string(sh.k);
+      std::string dims = " " + std::to_string(sh.m) + "x" +
+                         std::to_string(sh.n) + "x" + std::to_string(sh.k);
       for (bool tall : {false, true}) {
         std::string name = "gemm16_" + dtype + (tall ? "_m128" : "");
         Compare(name + dims, [&](Side &s) {
           void *dw = s.Upload(w.data(), w.size());
           void *dx = s.Upload(x.data(), x.size());
           void *out = s.Poisoned((size_t)sh.m * sh.n);
-          s.Launch(name.c_str(), Blocks(sh.n, 128), Blocks(sh.m, tall ? 128 : 64),
-                   256, {P(out), P(dw), P(dx), U(sh.m), U(sh.n), U(sh.k)});
+          s.Launch(name.c_str(), Blocks(sh.n, 128),
+                   Blocks(sh.m, tall ? 128 : 64), 256,
+                   {P(out), P(dw), P(dx), U(sh.m), U(sh.n), U(sh.k)});
           return std::vector<std::vector<float>>{
               s.Download(out, (size_t)sh.m * sh.n)};
         });
@@ -130,9 +137,9 @@ TEST_F(PrefillKernelsCuda, RoundRows) {
   std::vector<float> x = Floats(1000, -70000.0f, 70000.0f);
   std::vector<float> small = Floats(1000, -1e-6f, 1e-6f);
   x.insert(x.end(), small.begin(), small.end());
-  for (float v : {0.0f, -0.0f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048,
-                  1.0f + 1.0f / 256, 65520.0f, -65519.0f, 1e-8f, 3.0e38f,
-                  (float)INFINITY, (float)NAN}) {
+  for (float v :
+       {0.0f, -0.0f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 1.0f + 1.0f / 256,
+        65520.0f, -65519.0f, 1e-8f, 3.0e38f, (float)INFINITY, (float)NAN}) {
     x.push_back(v);
   }
   const uint32_t count = (uint32_t)x.size();
@@ -150,8 +157,9 @@ TEST_F(PrefillKernelsCuda, RoundRows) {
       (side == 0 ? want : got) = bits;
     }
     for (uint32_t i = 0; i < count; ++i) {
-      bool nan_want = dtype == "f16" ? (want[i] & 0x7C00) == 0x7C00 && (want[i] & 0x3FF)
-                                     : (want[i] & 0x7F80) == 0x7F80 && (want[i] & 0x7F);
+      bool nan_want = dtype == "f16"
+                          ? (want[i] & 0x7C00) == 0x7C00 && (want[i] & 0x3FF)
+                          : (want[i] & 0x7F80) == 0x7F80 && (want[i] & 0x7F);
       if (nan_want && std::isnan(x[i])) continue;  // any NaN payload
       ASSERT_EQ(got[i], want[i]) << "round_rows_" << dtype << " of " << x[i]
                                  << " (element " << i << ")";
@@ -191,24 +199,29 @@ TEST_F(PrefillKernelsCuda, FusedRoundingKernels) {
         }
         std::string what = "rmsnorm_rows_" + t + " dim " + std::to_string(dim) +
                            (extreme ? " extreme" : "");
-        Compare(what, [&](Side &s) {
-          size_t count = (size_t)n * dim;
-          void *dx = s.Upload(x.data(), x.size() * 4), *dw = s.Upload(w.data(), dim * 4);
-          std::vector<uint16_t> poison(count, 0x7E01);
-          void *fused = s.Upload(poison.data(), count * 2);
-          void *parts = s.Upload(poison.data(), count * 2);
-          void *f32 = s.Poisoned(count);
-          s.Launch(("rmsnorm_rows_" + t).c_str(), n, 1, 256,
-                   {P(fused), P(dx), P(dw), U(dim), F(1e-5f), U(n)});
-          s.Launch("rmsnorm_rows", n, 1, 256,
-                   {P(f32), P(dx), P(dw), U(dim), F(1e-5f), U(n)});
-          s.Launch(("round_rows_" + t).c_str(), Blocks(count, 256), 256,
-                   {P(parts), P(f32), U((uint32_t)count)});
-          std::vector<uint16_t> got = bits(s, fused, count);
-          EXPECT_EQ(got, bits(s, parts, count)) << what << " on " << atlas_backend_name(s.backend());
-          if (extreme) return std::vector<std::vector<float>>{};
-          return std::vector<std::vector<float>>{widened(got, t)};
-        }, unit);
+        Compare(
+            what,
+            [&](Side &s) {
+              size_t count = (size_t)n * dim;
+              void *dx = s.Upload(x.data(), x.size() * 4),
+                   *dw = s.Upload(w.data(), dim * 4);
+              std::vector<uint16_t> poison(count, 0x7E01);
+              void *fused = s.Upload(poison.data(), count * 2);
+              void *parts = s.Upload(poison.data(), count * 2);
+              void *f32 = s.Poisoned(count);
+              s.Launch(("rmsnorm_rows_" + t).c_str(), n, 1, 256,
+                       {P(fused), P(dx), P(dw), U(dim), F(1e-5f), U(n)});
+              s.Launch("rmsnorm_rows", n, 1, 256,
+                       {P(f32), P(dx), P(dw), U(dim), F(1e-5f), U(n)});
+              s.Launch(("round_rows_" + t).c_str(), Blocks(count, 256), 256,
+                       {P(parts), P(f32), U((uint32_t)count)});
+              std::vector<uint16_t> got = bits(s, fused, count);
+              EXPECT_EQ(got, bits(s, parts, count))
+                  << what << " on " << atlas_backend_name(s.backend());
+              if (extreme) return std::vector<std::vector<float>>{};
+              return std::vector<std::vector<float>>{widened(got, t)};
+            },
+            unit);
       }
       for (uint32_t count : {1u, 255u, 257u, 100003u}) {
         std::vector<float> a = Floats(count, -12, 12), b = Floats(count, -3, 3);
@@ -217,24 +230,30 @@ TEST_F(PrefillKernelsCuda, FusedRoundingKernels) {
         }
         std::string what = "silu_mul_round_" + t + " " + std::to_string(count) +
                            (extreme ? " extreme" : "");
-        Compare(what, [&](Side &s) {
-          void *da = s.Upload(a.data(), count * 4), *db = s.Upload(b.data(), count * 4);
-          std::vector<uint16_t> poison(count, 0x7E01);
-          void *fused = s.Upload(poison.data(), count * 2);
-          void *parts = s.Upload(poison.data(), count * 2);
-          s.Launch(("silu_mul_round_" + t).c_str(), Blocks(count, 256), 256,
-                   {P(fused), P(da), P(db), U(count)});
-          EXPECT_EQ(s.Download(da, count), a) << "silu_mul_round leaves a";
-          EXPECT_EQ(s.Download(db, count), b) << "and b";
-          Side one(s.backend(), ATLAS_LLAMA_MODULE);
-          one.Launch("silu_mul", Blocks(count, 256), 256, {P(da), P(db), U(count)});
-          s.Launch(("round_rows_" + t).c_str(), Blocks(count, 256), 256,
-                   {P(parts), P(da), U(count)});
-          std::vector<uint16_t> got = bits(s, fused, count);
-          EXPECT_EQ(got, bits(s, parts, count)) << what << " on " << atlas_backend_name(s.backend());
-          if (extreme) return std::vector<std::vector<float>>{};
-          return std::vector<std::vector<float>>{widened(got, t)};
-        }, unit);
+        Compare(
+            what,
+            [&](Side &s) {
+              void *da = s.Upload(a.data(), count * 4),
+                   *db = s.Upload(b.data(), count * 4);
+              std::vector<uint16_t> poison(count, 0x7E01);
+              void *fused = s.Upload(poison.data(), count * 2);
+              void *parts = s.Upload(poison.data(), count * 2);
+              s.Launch(("silu_mul_round_" + t).c_str(), Blocks(count, 256), 256,
+                       {P(fused), P(da), P(db), U(count)});
+              EXPECT_EQ(s.Download(da, count), a) << "silu_mul_round leaves a";
+              EXPECT_EQ(s.Download(db, count), b) << "and b";
+              Side one(s.backend(), ATLAS_LLAMA_MODULE);
+              one.Launch("silu_mul", Blocks(count, 256), 256,
+                         {P(da), P(db), U(count)});
+              s.Launch(("round_rows_" + t).c_str(), Blocks(count, 256), 256,
+                       {P(parts), P(da), U(count)});
+              std::vector<uint16_t> got = bits(s, fused, count);
+              EXPECT_EQ(got, bits(s, parts, count))
+                  << what << " on " << atlas_backend_name(s.backend());
+              if (extreme) return std::vector<std::vector<float>>{};
+              return std::vector<std::vector<float>>{widened(got, t)};
+            },
+            unit);
       }
     }
   }
@@ -250,15 +269,18 @@ TEST_F(PrefillKernelsCuda, RopeRows) {
       }
       const uint32_t stride = heads * head_dim + 3;  // rows need not be packed
       std::vector<float> x = Floats((size_t)n * stride);
-      Compare("rope_rows rot " + std::to_string(rot) + " pos " + std::to_string(pos0),
-              [&](Side &s) {
-                void *dx = s.Upload(x.data(), x.size() * 4);
-                void *di = s.Upload(inv.data(), inv.size() * 4);
-                s.Launch("rope_rows", Blocks((uint64_t)heads * rot / 2, 256), n, 256,
-                         {P(dx), P(di), U(heads), U(head_dim), U(rot), U(pos0),
-                          U(n), F(1.25f), U(stride)});
-                return std::vector<std::vector<float>>{s.Download(dx, x.size())};
-              });
+      Compare(
+          "rope_rows rot " + std::to_string(rot) + " pos " +
+              std::to_string(pos0),
+          [&](Side &s) {
+            void *dx = s.Upload(x.data(), x.size() * 4);
+            void *di = s.Upload(inv.data(), inv.size() * 4);
+            s.Launch("rope_rows", Blocks((uint64_t)heads * rot / 2, 256), n,
+                     256,
+                     {P(dx), P(di), U(heads), U(head_dim), U(rot), U(pos0),
+                      U(n), F(1.25f), U(stride)});
+            return std::vector<std::vector<float>>{s.Download(dx, x.size())};
+          });
     }
   }
 }
@@ -281,49 +303,62 @@ double AttentionTolerance(const std::string &kv_type, uint32_t head_dim) {
 }
 
 TEST_F(PrefillKernelsCuda, AttentionPrefill) {
-  struct Case { uint32_t heads, kv, dim, pos0, n, window; };
+  struct Case {
+    uint32_t heads, kv, dim, pos0, n, window;
+  };
   // head_dim 64 / 128 (tensor cores, the fragments sized for them), 80 (the
   // 128 fragments cut short), 24 and 40 (not multiples of 16: the SIMT path
   // on every cache type); groups 1, 3, 4, 8; n 1 .. 2048 (partial row and
   // key tiles); chunks after the first (pos0 > 0); windows shorter and
   // longer than a tile.
   const Case cases[] = {
-      {32, 8, 128, 0, 1, 0},   {32, 8, 128, 0, 37, 0},  {32, 8, 64, 0, 300, 0},
-      {12, 4, 128, 100, 77, 0}, {8, 8, 32, 0, 50, 0},   {32, 8, 128, 5, 200, 64},
-      {6, 2, 96, 3, 45, 7},    {8, 8, 64, 0, 17, 0},    {8, 1, 64, 40, 17, 0},
-      {8, 2, 64, 0, 2048, 0},  {4, 1, 128, 0, 2048, 0}, {4, 4, 128, 1000, 300, 0},
-      {16, 2, 80, 0, 300, 0},  {8, 2, 80, 70, 17, 30},  {8, 2, 24, 0, 300, 0},
-      {8, 8, 40, 9, 17, 5},    {8, 2, 64, 500, 300, 100}, {8, 1, 128, 0, 2048, 1000},
-      {32, 8, 64, 0, 1, 0},    {8, 2, 64, 3000, 1, 0},  {8, 8, 64, 130, 300, 64},
+      {32, 8, 128, 0, 1, 0},     {32, 8, 128, 0, 37, 0},
+      {32, 8, 64, 0, 300, 0},    {12, 4, 128, 100, 77, 0},
+      {8, 8, 32, 0, 50, 0},      {32, 8, 128, 5, 200, 64},
+      {6, 2, 96, 3, 45, 7},      {8, 8, 64, 0, 17, 0},
+      {8, 1, 64, 40, 17, 0},     {8, 2, 64, 0, 2048, 0},
+      {4, 1, 128, 0, 2048, 0},   {4, 4, 128, 1000, 300, 0},
+      {16, 2, 80, 0, 300, 0},    {8, 2, 80, 70, 17, 30},
+      {8, 2, 24, 0, 300, 0},     {8, 8, 40, 9, 17, 5},
+      {8, 2, 64, 500, 300, 100}, {8, 1, 128, 0, 2048, 1000},
+      {32, 8, 64, 0, 1, 0},      {8, 2, 64, 3000, 1, 0},
+      {8, 8, 64, 130, 300, 64},
   };
   for (std::string kv_type : {"f32", "f16", "bf16"}) {
-  for (Case c : cases) {
-    uint32_t seq = c.pos0 + c.n, q_dim = c.heads * c.dim, kv_dim = c.kv * c.dim;
-    std::vector<float> q = Floats((size_t)c.n * q_dim);
-    std::vector<unsigned char> kc =
-        atlas_test::KvBytes(Floats((size_t)seq * kv_dim, -2, 2), kv_type);
-    std::vector<unsigned char> vc =
-        atlas_test::KvBytes(Floats((size_t)seq * kv_dim), kv_type);
-    char what[96];
-    snprintf(what, sizeof(what), "attention_prefill_%s h%u kv%u d%u pos%u n%u w%u",
-             kv_type.c_str(), c.heads, c.kv, c.dim, c.pos0, c.n, c.window);
-    // Rows a block takes, as llama_prefill.c sizes the grid.
-    uint32_t rows = atlas_llama_prefill_attention_rows(kv_type != "f32", c.dim);
-    Compare(what, [&](Side &s) {
-      void *dq = s.Upload(q.data(), q.size() * 4);
-      void *dk = s.Upload(kc.data(), kc.size());
-      void *dv = s.Upload(vc.data(), vc.size());
-      void *out = s.Poisoned((size_t)c.n * q_dim);
-      char name[ATLAS_LLAMA_KERNEL_NAME_MAX];
-      atlas_llama_prefill_attention_kernel(name, kv_type.c_str(), c.dim);
-      s.Launch(name,
-               Blocks((uint64_t)c.n * (c.heads / c.kv), rows) * c.kv,
-               1, 128,
-               {P(out), P(dq), P(dk), P(dv), U(c.heads), U(c.kv), U(c.dim),
-                U(c.pos0), U(c.n), U(c.window)});
-      return std::vector<std::vector<float>>{s.Download(out, (size_t)c.n * q_dim)};
-    }, AttentionTolerance(kv_type, c.dim));
-  }
+    for (Case c : cases) {
+      uint32_t seq = c.pos0 + c.n, q_dim = c.heads * c.dim,
+               kv_dim = c.kv * c.dim;
+      std::vector<float> q = Floats((size_t)c.n * q_dim);
+      std::vector<unsigned char> kc =
+          atlas_test::KvBytes(Floats((size_t)seq * kv_dim, -2, 2), kv_type);
+      std::vector<unsigned char> vc =
+          atlas_test::KvBytes(Floats((size_t)seq * kv_dim), kv_type);
+      char what[96];
+      snprintf(what, sizeof(what),
+               "attention_prefill_%s h%u kv%u d%u pos%u n%u w%u",
+               kv_type.c_str(), c.heads, c.kv, c.dim, c.pos0, c.n, c.window);
+      // Rows a block takes, as llama_prefill.c sizes the grid.
+      uint32_t rows =
+          atlas_llama_prefill_attention_rows(kv_type != "f32", c.dim);
+      Compare(
+          what,
+          [&](Side &s) {
+            void *dq = s.Upload(q.data(), q.size() * 4);
+            void *dk = s.Upload(kc.data(), kc.size());
+            void *dv = s.Upload(vc.data(), vc.size());
+            void *out = s.Poisoned((size_t)c.n * q_dim);
+            char name[ATLAS_LLAMA_KERNEL_NAME_MAX];
+            atlas_llama_prefill_attention_kernel(name, kv_type.c_str(), c.dim);
+            s.Launch(name,
+                     Blocks((uint64_t)c.n * (c.heads / c.kv), rows) * c.kv, 1,
+                     128,
+                     {P(out), P(dq), P(dk), P(dv), U(c.heads), U(c.kv),
+                      U(c.dim), U(c.pos0), U(c.n), U(c.window)});
+            return std::vector<std::vector<float>>{
+                s.Download(out, (size_t)c.n * q_dim)};
+          },
+          AttentionTolerance(kv_type, c.dim));
+    }
   }
 }
 
@@ -331,16 +366,20 @@ TEST_F(PrefillKernelsCuda, AttentionPrefill) {
 // host rounds; the rows around them keep their poison.
 TEST_F(PrefillKernelsCuda, KvStoreRows) {
   const uint32_t kv_dim = 1024, rows = 40, pos0 = 7, n = 29;
-  std::vector<float> k = Floats((size_t)n * kv_dim, -3, 3), v = Floats((size_t)n * kv_dim);
+  std::vector<float> k = Floats((size_t)n * kv_dim, -3, 3),
+                     v = Floats((size_t)n * kv_dim);
   for (std::string kv_type : {"f32", "f16", "bf16"}) {
     size_t es = atlas_test::KvSize(kv_type);
     Compare("kv_store_rows_" + kv_type, [&](Side &s) {
       std::vector<unsigned char> nan = atlas_test::KvBytes(
           std::vector<float>((size_t)rows * kv_dim, NAN), kv_type);
-      void *kc = s.Upload(nan.data(), nan.size()), *vc = s.Upload(nan.data(), nan.size());
-      void *dk = s.Upload(k.data(), k.size() * 4), *dv = s.Upload(v.data(), v.size() * 4);
-      s.Launch(("kv_store_rows_" + kv_type).c_str(), Blocks((uint64_t)n * kv_dim, 256), 1,
-               256, {P(kc), P(vc), P(dk), P(dv), U(kv_dim), U(pos0), U(n)});
+      void *kc = s.Upload(nan.data(), nan.size()),
+           *vc = s.Upload(nan.data(), nan.size());
+      void *dk = s.Upload(k.data(), k.size() * 4),
+           *dv = s.Upload(v.data(), v.size() * 4);
+      s.Launch(("kv_store_rows_" + kv_type).c_str(),
+               Blocks((uint64_t)n * kv_dim, 256), 1, 256,
+               {P(kc), P(vc), P(dk), P(dv), U(kv_dim), U(pos0), U(n)});
       std::vector<unsigned char> kb((size_t)rows * kv_dim * es), vb(kb.size());
       EXPECT_OK(atlas_backend_d2h(s.backend(), kb.data(), kc, kb.size()));
       EXPECT_OK(atlas_backend_d2h(s.backend(), vb.data(), vc, vb.size()));
@@ -362,9 +401,10 @@ TEST_F(PrefillKernelsCuda, KvStoreRows) {
 // The split decode attention, launched as llama_prefill.c launches it.
 std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
                                    const std::vector<float> &kc_f,
-                                   const std::vector<float> &vc_f, uint32_t heads,
-                                   uint32_t kv, uint32_t dim, uint32_t seq,
-                                   uint32_t window, const std::string &kv_type = "f32",
+                                   const std::vector<float> &vc_f,
+                                   uint32_t heads, uint32_t kv, uint32_t dim,
+                                   uint32_t seq, uint32_t window,
+                                   const std::string &kv_type = "f32",
                                    uint32_t blocks = UINT32_MAX) {
   std::vector<unsigned char> kc = atlas_test::KvBytes(kc_f, kv_type);
   std::vector<unsigned char> vc = atlas_test::KvBytes(vc_f, kv_type);
@@ -377,7 +417,8 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
   // more (a few: each takes several splits), or (blocks 0) one split per
   // column, a block per KV head whatever the context.
   uint32_t grid_x =
-      blocks > 0 ? atlas_llama_decode_grid_x(splits, heads / kv, blocks, dim) : splits;
+      blocks > 0 ? atlas_llama_decode_grid_x(splits, heads / kv, blocks, dim)
+                 : splits;
   void *dq = s.Upload(q.data(), q.size() * 4);
   void *dk = s.Upload(kc.data(), kc.size());
   void *dv = s.Upload(vc.data(), vc.size());
@@ -402,7 +443,9 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
 }
 
 TEST_F(PrefillKernelsCuda, AttentionDecodeSplitOverTheContext) {
-  struct Case { uint32_t heads, kv, dim, seq, window; };
+  struct Case {
+    uint32_t heads, kv, dim, seq, window;
+  };
   for (Case c : {Case{32, 8, 128, 1, 0}, Case{32, 8, 128, 7, 0},
                  Case{32, 8, 64, 300, 0}, Case{32, 8, 128, 1500, 0},
                  Case{32, 8, 128, 8192, 0}, Case{28, 4, 128, 700, 0},
@@ -417,18 +460,20 @@ TEST_F(PrefillKernelsCuda, AttentionDecodeSplitOverTheContext) {
                  Case{32, 8, 128, 200, 0}, Case{32, 8, 128, 257, 0}}) {
     size_t kv_dim = (size_t)c.kv * c.dim;
     std::vector<float> q = Floats((size_t)c.heads * c.dim);
-    std::vector<float> kc = Floats(c.seq * kv_dim, -2, 2), vc = Floats(c.seq * kv_dim);
+    std::vector<float> kc = Floats(c.seq * kv_dim, -2, 2),
+                       vc = Floats(c.seq * kv_dim);
     for (std::string kv_type : {"f32", "f16", "bf16"}) {
       char what[96];
       snprintf(what, sizeof(what), "attention_decode_%s h%u kv%u d%u seq%u w%u",
                kv_type.c_str(), c.heads, c.kv, c.dim, c.seq, c.window);
       Compare(what, [&](Side &s) {
         return std::vector<std::vector<float>>{
-            DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window, kv_type),
-            DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window, kv_type,
-                            0),
-            DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window, kv_type,
-                            3)};
+            DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window,
+                            kv_type),
+            DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window,
+                            kv_type, 0),
+            DecodeAttention(s, q, kc, vc, c.heads, c.kv, c.dim, c.seq, c.window,
+                            kv_type, 3)};
       });
     }
   }
@@ -444,7 +489,8 @@ TEST(PrefillKernelsHost, DecodeSplitsMatchOnePassAttention) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> d(-1, 1);
   const uint32_t heads = 8, kv = 2;
-  // 128-key splits (head_dim 16) and 64-key splits (128): atlas_llama_decode_chunk.
+  // 128-key splits (head_dim 16) and 64-key splits (128):
+  // atlas_llama_decode_chunk.
   for (uint32_t dim : {16u, 128u}) {
     for (uint32_t seq : {1u, 255u, 256u, 257u, 700u}) {
       for (uint32_t window : {0u, 100u}) {
@@ -462,16 +508,24 @@ TEST(PrefillKernelsHost, DecodeSplitsMatchOnePassAttention) {
         uint32_t n = seq - lo;
         std::vector<float> want(heads * dim), att(heads * n);
         const atlas_kernel *k = nullptr;
-        ASSERT_OK(atlas_backend_kernel_lookup(host, ATLAS_LLAMA_MODULE, "attention_f32", &k));
+        ASSERT_OK(atlas_backend_kernel_lookup(host, ATLAS_LLAMA_MODULE,
+                                              "attention_f32", &k));
         atlas_launch_config c{};
         c.grid = {heads, 1, 1};
         c.block = {256, 1, 1};
         uint32_t step[2] = {0, n - 1};
-        std::vector<atlas_arg> args = {P(want.data()), P(q.data()),
+        std::vector<atlas_arg> args = {P(want.data()),
+                                       P(q.data()),
                                        P(kc.data() + lo * kv_dim),
-                                       P(vc.data() + lo * kv_dim), P(att.data()),
-                                       U(heads), U(kv), U(dim), P(step), U(0)};
-        ASSERT_OK(atlas_backend_launch_typed(host, k, &c, args.data(), args.size()));
+                                       P(vc.data() + lo * kv_dim),
+                                       P(att.data()),
+                                       U(heads),
+                                       U(kv),
+                                       U(dim),
+                                       P(step),
+                                       U(0)};
+        ASSERT_OK(
+            atlas_backend_launch_typed(host, k, &c, args.data(), args.size()));
         ASSERT_OK(atlas_backend_synchronize(host));
         double diff = 0, ref = 0;
         for (size_t i = 0; i < want.size(); ++i) {

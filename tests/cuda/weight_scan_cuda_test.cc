@@ -38,7 +38,8 @@ class WeightScanCuda : public ::testing::Test {
   }
   // Digest and first bad element of `c` copied to the device at `shift`
   // bytes past an allocation's start.
-  void Scan(const ScanCase &c, size_t shift, uint64_t *digest, uint64_t *first) {
+  void Scan(const ScanCase &c, size_t shift, uint64_t *digest,
+            uint64_t *first) {
     unsigned char *p = nullptr;
     ASSERT_OK(atlas_backend_alloc(b_, c.bytes.size() + shift, (void **)&p));
     ASSERT_OK(atlas_backend_h2d(b_, p + shift, c.bytes.data(), c.bytes.size()));
@@ -86,8 +87,9 @@ TEST_F(WeightScanCuda, SameDigestAndFirstBadAsTheHost) {
 
 TEST_F(WeightScanCuda, LargeTensorThroughManyGridStrides) {
   std::mt19937 rng(99);
-  ScanCase c{"256 MiB bf16", atlas_test::FiniteBytes((256u << 20) + 4096 + 6,
-                                                     ATLAS_SCAN_FINITE_BF16, rng),
+  ScanCase c{"256 MiB bf16",
+             atlas_test::FiniteBytes((256u << 20) + 4096 + 6,
+                                     ATLAS_SCAN_FINITE_BF16, rng),
              ATLAS_SCAN_FINITE_BF16, 0};
   c.first_bad = c.bytes.size() / 2 - 3;
   atlas_test::PlantBad(c.bytes, c.finite, c.first_bad, true);

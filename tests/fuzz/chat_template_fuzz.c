@@ -18,21 +18,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char kMessages[] =
     "[{\"role\": \"system\", \"content\": \"Be brief.\"},"
-    " {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"Weather in Paris?\"}]},"
-    " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"type\": \"function\","
-    " \"function\": {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}}]},"
+    " {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": "
+    "\"Weather in Paris?\"}]},"
+    " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"type\": "
+    "\"function\","
+    " \"function\": {\"name\": \"get_weather\", \"arguments\": {\"city\": "
+    "\"Paris\"}}}]},"
     " {\"role\": \"tool\", \"content\": \"{\\\"temp\\\": 21}\"},"
-    " {\"role\": \"assistant\", \"content\": \"21 \\u00b0C \\ud83d\\ude00\", \"reasoning_content\": \"x\"}]";
+    " {\"role\": \"assistant\", \"content\": \"21 \\u00b0C \\ud83d\\ude00\", "
+    "\"reasoning_content\": \"x\"}]";
 static const char kTools[] =
-    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"d\","
-    " \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}},"
+    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+    "\"description\": \"d\","
+    " \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": "
+    "{\"type\": \"string\"}},"
     " \"required\": [\"city\"]}}}]";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   atlas_chat_template *t = NULL;
-  atlas_status st = atlas_chat_template_parse((const char *)data, size, "<s>", "</s>", &t);
+  atlas_status st =
+      atlas_chat_template_parse((const char *)data, size, "<s>", "</s>", &t);
   if (st != ATLAS_OK) {
-    if (strstr(atlas_status_message(st), "chat template") == NULL) __builtin_trap();
+    if (strstr(atlas_status_message(st), "chat template") == NULL)
+      __builtin_trap();
     atlas_status_free(st);
     return 0;
   }

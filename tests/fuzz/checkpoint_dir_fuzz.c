@@ -24,8 +24,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void put(const char *dir, const char *name, const uint8_t *p,
-                size_t n) {
+static void put(const char *dir, const char *name, const uint8_t *p, size_t n) {
   char path[512];
   snprintf(path, sizeof(path), "%s/%s", dir, name);
   int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
@@ -110,7 +109,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t i = 0; i < atlas_checkpoint_tensor_count(ck); ++i) {
       atlas_checkpoint_tensor t;
       if (!atlas_checkpoint_tensor_at(ck, i, &t)) __builtin_trap();
-      uint64_t n = t.tensor->bytes < sizeof(buf) ? t.tensor->bytes : sizeof(buf);
+      uint64_t n =
+          t.tensor->bytes < sizeof(buf) ? t.tensor->bytes : sizeof(buf);
       atlas_status_free(atlas_safetensors_read(t.tensor, 0, n, buf));
     }
     atlas_checkpoint_close(ck);

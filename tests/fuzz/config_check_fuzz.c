@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/arch/llama/llama_config.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -34,9 +34,9 @@ static bool plan(const atlas_llama_config *c, planned *t, size_t *out_n) {
       if (per_layer != (layer >= 0)) continue;
       if (!atlas_llama_weight_used(c, (atlas_llama_weight)w)) continue;
       if (n == MAX_TENSORS) return false;
-      atlas_status s = atlas_llama_weight_name(
-          (atlas_llama_weight)w, (int)(layer < 0 ? 0 : layer), t[n].name,
-          sizeof(t[n].name));
+      atlas_status s = atlas_llama_weight_name((atlas_llama_weight)w,
+                                               (int)(layer < 0 ? 0 : layer),
+                                               t[n].name, sizeof(t[n].name));
       if (s != ATLAS_OK) __builtin_trap();
       atlas_llama_weight_shape(c, (atlas_llama_weight)w, t[n].shape,
                                &t[n].rank);
@@ -62,22 +62,23 @@ static uint8_t *build(const planned *t, size_t n, size_t drop, size_t bend,
   for (size_t i = 0; i < n; ++i) {
     if (i == drop) continue;
     int64_t d0 = t[i].shape[0] + (i == bend ? 1 : 0);
-    uint64_t bytes = (uint64_t)d0 * (uint64_t)(t[i].rank == 2 ? t[i].shape[1] : 1) * 2;
+    uint64_t bytes =
+        (uint64_t)d0 * (uint64_t)(t[i].rank == 2 ? t[i].shape[1] : 1) * 2;
     if (t[i].rank == 2) {
-      len += (size_t)snprintf(
-          header + len, cap - len,
-          "%s\"%s\":{\"dtype\":\"F16\",\"shape\":[%lld,%lld],"
-          "\"data_offsets\":[%llu,%llu]}",
-          len > 1 ? "," : "", t[i].name, (long long)d0,
-          (long long)t[i].shape[1], (unsigned long long)offset,
-          (unsigned long long)(offset + bytes));
+      len +=
+          (size_t)snprintf(header + len, cap - len,
+                           "%s\"%s\":{\"dtype\":\"F16\",\"shape\":[%lld,%lld],"
+                           "\"data_offsets\":[%llu,%llu]}",
+                           len > 1 ? "," : "", t[i].name, (long long)d0,
+                           (long long)t[i].shape[1], (unsigned long long)offset,
+                           (unsigned long long)(offset + bytes));
     } else {
-      len += (size_t)snprintf(
-          header + len, cap - len,
-          "%s\"%s\":{\"dtype\":\"F16\",\"shape\":[%lld],"
-          "\"data_offsets\":[%llu,%llu]}",
-          len > 1 ? "," : "", t[i].name, (long long)d0,
-          (unsigned long long)offset, (unsigned long long)(offset + bytes));
+      len += (size_t)snprintf(header + len, cap - len,
+                              "%s\"%s\":{\"dtype\":\"F16\",\"shape\":[%lld],"
+                              "\"data_offsets\":[%llu,%llu]}",
+                              len > 1 ? "," : "", t[i].name, (long long)d0,
+                              (unsigned long long)offset,
+                              (unsigned long long)(offset + bytes));
     }
     offset += bytes;
   }
@@ -110,8 +111,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   uint8_t selector = data[size - 1];
   atlas_llama_config cfg;
-  atlas_status status = atlas_llama_config_parse(
-      (const char *)data, size - 1, "fuzz/config.json", &cfg);
+  atlas_status status = atlas_llama_config_parse((const char *)data, size - 1,
+                                                 "fuzz/config.json", &cfg);
   if (status != ATLAS_OK) {
     atlas_status_free(status);
     return 0;
@@ -147,8 +148,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       __builtin_trap();
     }
     atlas_status_code code = atlas_status_code_of(s);
-    if (code != (drop ? ATLAS_STATUS_NOT_FOUND
-                      : ATLAS_STATUS_INVALID_ARGUMENT)) {
+    if (code !=
+        (drop ? ATLAS_STATUS_NOT_FOUND : ATLAS_STATUS_INVALID_ARGUMENT)) {
       __builtin_trap();
     }
     atlas_status_free(s);

@@ -32,7 +32,8 @@ static bool valid_utf8(const char *s, size_t n) {
   return true;
 }
 
-static void decode_all(const atlas_tokenizer *tok, const uint32_t *ids, size_t n) {
+static void decode_all(const atlas_tokenizer *tok, const uint32_t *ids,
+                       size_t n) {
   for (int skip = 0; skip < 2; skip++) {
     char *text = NULL;
     size_t len = 0;
@@ -67,10 +68,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *text = nul ? (const char *)nul + 1 : "";
   size_t text_len = nul ? size - json_len - 1 : 0;
   atlas_tokenizer *tok = NULL;
-  atlas_status st = atlas_tokenizer_load_from_memory((const char *)data, json_len,
-                                                     "fuzz/tokenizer.json", &tok);
+  atlas_status st = atlas_tokenizer_load_from_memory(
+      (const char *)data, json_len, "fuzz/tokenizer.json", &tok);
   if (st != ATLAS_OK) {
-    if (strstr(atlas_status_message(st), "fuzz/tokenizer.json") == NULL) __builtin_trap();
+    if (strstr(atlas_status_message(st), "fuzz/tokenizer.json") == NULL)
+      __builtin_trap();
     atlas_status_free(st);
     return 0;
   }
@@ -99,8 +101,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint32_t raw[64];
   size_t n = 0;
   for (size_t i = 0; i + 1 < text_len && n < 64; i += 2) {
-    raw[n++] = (uint32_t)(((unsigned char)text[i] << 8 | (unsigned char)text[i + 1]) %
-                          (vocab + 8));
+    raw[n++] =
+        (uint32_t)(((unsigned char)text[i] << 8 | (unsigned char)text[i + 1]) %
+                   (vocab + 8));
   }
   decode_all(tok, raw, n);
   atlas_tokenizer_free(tok);

@@ -61,9 +61,15 @@ std::string WithNonFile(const std::string &leaf, const std::string &name,
   std::string path = dir + "/" + name;
   EXPECT_EQ(unlink(path.c_str()), 0) << path;
   switch (kind) {
-    case kFifo: EXPECT_EQ(mkfifo(path.c_str(), 0644), 0); break;
-    case kDir: EXPECT_EQ(mkdir(path.c_str(), 0755), 0); break;
-    case kDevice: EXPECT_EQ(symlink("/dev/zero", path.c_str()), 0); break;
+    case kFifo:
+      EXPECT_EQ(mkfifo(path.c_str(), 0644), 0);
+      break;
+    case kDir:
+      EXPECT_EQ(mkdir(path.c_str(), 0755), 0);
+      break;
+    case kDevice:
+      EXPECT_EQ(symlink("/dev/zero", path.c_str()), 0);
+      break;
     case kDangling:
       EXPECT_EQ(symlink("../blobs/0123abcd", path.c_str()), 0);
       break;
@@ -73,10 +79,14 @@ std::string WithNonFile(const std::string &leaf, const std::string &name,
 
 const char *Word(Kind k) {
   switch (k) {
-    case kFifo: return "is a FIFO (named pipe)";
-    case kDir: return "is a directory";
-    case kDevice: return "is a character device";
-    case kDangling: return "is a dangling symbolic link";
+    case kFifo:
+      return "is a FIFO (named pipe)";
+    case kDir:
+      return "is a directory";
+    case kDevice:
+      return "is a character device";
+    case kDangling:
+      return "is a dangling symbolic link";
   }
   return "?";
 }
@@ -149,8 +159,8 @@ struct Scribble {
 };
 
 TEST(ChangingFiles, WrittenDuringTheLoadIsAnErrorNamingTheFile) {
-  std::string dir = hostile::Checkpoint("scribble", "small", 5,
-                                        ATLAS_DTYPE_F32);
+  std::string dir =
+      hostile::Checkpoint("scribble", "small", 5, ATLAS_DTYPE_F32);
   Scribble s;
   s.where = hostile::Locate(dir, "model.norm.weight");
   usleep(20000);  // a later mtime than the file's creation
@@ -187,8 +197,8 @@ TEST(Header, AMillionMetadataKeysWithinTheCap) {
   ASSERT_LT(json.size(), ATLAS_SAFETENSORS_MAX_HEADER_BYTES);
   std::string bytes = Header(json, 4);
   atlas_safetensors *f = nullptr;
-  ASSERT_OK(atlas_safetensors_parse_buffer(bytes.data(), bytes.size(), "big",
-                                           &f));
+  ASSERT_OK(
+      atlas_safetensors_parse_buffer(bytes.data(), bytes.size(), "big", &f));
   ASSERT_EQ(atlas_safetensors_metadata_count(f), kKeys);
   EXPECT_STREQ(atlas_safetensors_metadata_key(f, 0), "k0000000");
   EXPECT_STREQ(atlas_safetensors_metadata_key(f, kKeys - 1), "k0999999");
@@ -234,8 +244,9 @@ TEST(Messages, NamesFromFilesAreEscapedAndCut) {
   // JSON escapes: the decoded name holds a raw ESC and a newline.
   std::string evil = "x\\u001b[31mFAKE\\nERROR: ";
   evil += std::string(8 << 20, 'A');  // an 8 MiB name
-  std::string json = "{\"" + evil +
-                     "\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}";
+  std::string json =
+      "{\"" + evil +
+      "\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}";
   std::string bytes = Header(json, 4);
   atlas_safetensors *f = nullptr;
   StatusResult r = Take(atlas_safetensors_parse_buffer(
@@ -287,8 +298,8 @@ TEST(Values, NonFiniteWeightsAreFoundWithTensorAndFirstIndex) {
       for (const char *name : {"model.layers.1.mlp.down_proj.weight",
                                "model.layers.0.input_layernorm.weight"}) {
         SCOPED_TRACE(std::string(name) + " dtype " + std::to_string(dt));
-        std::string dir = hostile::Checkpoint("nan" + std::to_string(n++),
-                                              "small", 6, dt);
+        std::string dir =
+            hostile::Checkpoint("nan" + std::to_string(n++), "small", 6, dt);
         // Two bad elements: the first one is reported.
         Poison(dir, name, 77 % 64 + 40, dt, !nan);
         Poison(dir, name, 37, dt, nan);
@@ -308,10 +319,12 @@ TEST(Values, ConfigFloatsThatOverflowFloat32AreRefused) {
   std::string dir = hostile::Checkpoint("eps", "tiny", 7, ATLAS_DTYPE_F32);
   for (const char *v : {"1e39", "1e-50"}) {
     atlas_llama_config c;
-    std::string text = "{\"hidden_size\":32,\"intermediate_size\":64,"
-                       "\"num_attention_heads\":4,\"num_hidden_layers\":2,"
-                       "\"num_key_value_heads\":2,\"vocab_size\":64,"
-                       "\"rms_norm_eps\":" + std::string(v) + "}";
+    std::string text =
+        "{\"hidden_size\":32,\"intermediate_size\":64,"
+        "\"num_attention_heads\":4,\"num_hidden_layers\":2,"
+        "\"num_key_value_heads\":2,\"vocab_size\":64,"
+        "\"rms_norm_eps\":" +
+        std::string(v) + "}";
     StatusResult r = Take(
         atlas_llama_config_parse(text.data(), text.size(), "cfg.json", &c));
     EXPECT_EQ(r.code, ATLAS_STATUS_INVALID_ARGUMENT) << r.message;
@@ -326,9 +339,11 @@ TEST(Sizes, CraftedSparseCheckpointCannotWrapTheRequiredBytes) {
   std::string dir = hostile::TmpDir("sparse");
   const int64_t hd = int64_t{1} << 30, seq = ATLAS_LLAMA_MAX_DIM;
   std::string cfg =
-      "{\"model_type\":\"llama\",\"hidden_size\":2,\"intermediate_size\":2,\"num_attention_heads\":2,"
+      "{\"model_type\":\"llama\",\"hidden_size\":2,\"intermediate_size\":2,"
+      "\"num_attention_heads\":2,"
       "\"num_key_value_heads\":2,\"num_hidden_layers\":1,\"vocab_size\":2,"
-      "\"head_dim\":" + std::to_string(hd) +
+      "\"head_dim\":" +
+      std::to_string(hd) +
       ",\"max_position_embeddings\":" + std::to_string(seq) +
       ",\"tie_word_embeddings\":true}";
   FILE *fc = fopen((dir + "/config.json").c_str(), "wb");
@@ -422,9 +437,11 @@ TEST(Values, LayersBeyondNumHiddenLayersAreRefusedByName) {
                 r.message.find("tensor model.layers.7.") != std::string::npos)
         << r.message;
     EXPECT_NE(r.message.find("config.json num_hidden_layers = 6"),
-              std::string::npos) << r.message;
+              std::string::npos)
+        << r.message;
     EXPECT_NE(r.message.find("18 tensor(s) of layers up to 7"),
-              std::string::npos) << r.message;
+              std::string::npos)
+        << r.message;
   }
 }
 
@@ -444,10 +461,12 @@ TEST(Values, ContextIsCheckedBeforeAnyAllocation) {
     StatusResult r = Take(atlas_model_open(&s, &m));
     EXPECT_EQ(m, nullptr);
     EXPECT_EQ(r.code, ATLAS_STATUS_INVALID_ARGUMENT) << r.message;
-    EXPECT_NE(r.message.find("need 129 positions"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("need 129 positions"), std::string::npos)
+        << r.message;
     EXPECT_NE(r.message.find("has a context of 128 (config.json "
                              "max_position_embeddings)"),
-              std::string::npos) << r.message;
+              std::string::npos)
+        << r.message;
     EXPECT_EQ(r.message.find("injected fault"), std::string::npos) << r.message;
     uint64_t bytes = 0;
     EXPECT_NE(Take(atlas_model_required_bytes(&s, &bytes)).code,
@@ -485,9 +504,9 @@ TEST(Values, OverflowingLogitsAreAnErrorNamingTheStep) {
     const uint32_t prompt[] = {1};
     std::vector<uint32_t> ids(4);
     size_t count = 99, floats = 0;
-    StatusResult r = Take(atlas_model_generate(
-        m, prompt, 1, 4, ids.data(), &count, sink ? CountFloats : nullptr,
-        &floats));
+    StatusResult r =
+        Take(atlas_model_generate(m, prompt, 1, 4, ids.data(), &count,
+                                  sink ? CountFloats : nullptr, &floats));
     EXPECT_EQ(r.code, ATLAS_STATUS_DATA_LOSS) << r.message;
     EXPECT_NE(r.message.find("forward step 0 produced a non-finite logit"),
               std::string::npos)

@@ -54,7 +54,8 @@ class SwapPromise : public ::testing::TestWithParam<int> {
     atlas_model *probe = nullptr;
     EXPECT_OK(atlas_model_open(&s, &probe));
     if (probe == nullptr) return 0;
-    uint64_t n = atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_ALLOC);
+    uint64_t n =
+        atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_ALLOC);
     EXPECT_OK(atlas_model_close(probe, nullptr));
     return n;
   }
@@ -127,8 +128,7 @@ void Vandalize(void *p) {
 TEST_P(SwapPromise, FailedSwapRestoresTheSameWeightsWhateverHappensToTheFiles) {
   OneAtATime();
   uint64_t last = LoadAllocs(Spec(new_));
-  for (Vandalism how :
-       {kOverwrite, kRewriteOtherWeights, kTruncate, kDelete}) {
+  for (Vandalism how : {kOverwrite, kRewriteOtherWeights, kTruncate, kDelete}) {
     SCOPED_TRACE("vandalism " + std::to_string(how));
     // Fresh old files for each case.
     old_ = hostile::Checkpoint("old" + std::to_string(shards_), "tiny", 21,

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "tests/runtime/test_util.h"
 #include "atlas/tools/make_checkpoint_lib.h"
+#include "tests/runtime/test_util.h"
 
 // TEST_TMPDIR/leaf with config.json and the weights of `preset` ("tiny" or
 // "small"), with `vocab` ids where it is above 0; the same arguments give the
@@ -16,7 +16,8 @@
 inline std::string MakeCheckpoint(const std::string &leaf, const char *preset,
                                   uint64_t seed, atlas_dtype dtype,
                                   bool tied = false, int shards = 1,
-                                  int64_t vocab = 0, bool mixed_dtypes = false) {
+                                  int64_t vocab = 0,
+                                  bool mixed_dtypes = false) {
   const char *tmp = getenv("TEST_TMPDIR");
   std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + leaf;
   atlas_make_checkpoint_options o{};

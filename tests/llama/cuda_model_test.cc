@@ -13,11 +13,10 @@
 #include "atlas/runtime/cuda/cuda_host.h"
 #include "atlas/runtime/model/swap.h"
 #include "tests/cuda/cuda_skip.h"
-#include "tests/runtime/test_util.h"
 #include "tests/llama/checkpoint_fixture.h"
+#include "tests/runtime/test_util.h"
 
 namespace {
-
 
 // Skips unless a CUDA backend can be built here.
 #define REQUIRE_CUDA()                                                   \
@@ -44,7 +43,8 @@ atlas_status AddLogits(void *ctx, const float *x, size_t n) {
   return ATLAS_OK;
 }
 
-std::vector<float> Logits(atlas_model *m, std::vector<uint32_t> *tokens = nullptr) {
+std::vector<float> Logits(atlas_model *m,
+                          std::vector<uint32_t> *tokens = nullptr) {
   std::vector<uint32_t> prompt = {1, 2, 3}, out(5);
   std::vector<float> all;
   EXPECT_OK(atlas_model_generate(m, prompt.data(), 3, 5, out.data(), nullptr,
@@ -86,8 +86,9 @@ class CudaModel : public ::testing::TestWithParam<atlas_dtype> {};
 
 TEST_P(CudaModel, MatchesTheHostBackend) {
   REQUIRE_CUDA();
-  std::string dir = MakeCheckpoint("atlas_cuda_match" + std::to_string(GetParam()), "small",
-                                   5, GetParam(), GetParam() == ATLAS_DTYPE_BF16);
+  std::string dir =
+      MakeCheckpoint("atlas_cuda_match" + std::to_string(GetParam()), "small",
+                     5, GetParam(), GetParam() == ATLAS_DTYPE_BF16);
   atlas_teardown_report r{};
   ExpectCudaMatchesHost(dir, 1e-4, &r);
   if (HasFatalFailure()) return;
@@ -99,8 +100,9 @@ TEST_P(CudaModel, MatchesTheHostBackend) {
 // products (matvec, the norm a warp at a time), against the host backend.
 TEST_P(CudaModel, MixedWeightTypesMatchTheHostBackend) {
   REQUIRE_CUDA();
-  std::string dir = MakeCheckpoint("atlas_cuda_mixed" + std::to_string(GetParam()), "small",
-                                   6, GetParam(), false, 1, 0, true);
+  std::string dir =
+      MakeCheckpoint("atlas_cuda_mixed" + std::to_string(GetParam()), "small",
+                     6, GetParam(), false, 1, 0, true);
   ExpectCudaMatchesHost(dir, 1e-4, nullptr);
 }
 
@@ -117,22 +119,25 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CudaModel,
 TEST(CudaModelWide, BothSidesOfTheFoldedNormLimitMatchTheHostBackend) {
   REQUIRE_CUDA();
   for (bool qk_norm : {false, true}) {
-  for (int64_t hidden : {12256, 12288}) {
-    SCOPED_TRACE("hidden " + std::to_string(hidden) + (qk_norm ? ", q/k norm" : ""));
-    std::string dir = MakeWideCheckpoint(
-        "atlas_cuda_wide" + std::to_string(hidden) + (qk_norm ? "_qk" : ""), hidden, 3,
-        ATLAS_DTYPE_BF16, qk_norm);
-    // 3e-4, not the small models' 1e-4: sums over 12256 terms (the H200
-    // measured 1.2e-4 at 12256 and under 1e-4 at 12288).
-    ExpectCudaMatchesHost(dir, 3e-4, nullptr);
-  }
+    for (int64_t hidden : {12256, 12288}) {
+      SCOPED_TRACE("hidden " + std::to_string(hidden) +
+                   (qk_norm ? ", q/k norm" : ""));
+      std::string dir = MakeWideCheckpoint(
+          "atlas_cuda_wide" + std::to_string(hidden) + (qk_norm ? "_qk" : ""),
+          hidden, 3, ATLAS_DTYPE_BF16, qk_norm);
+      // 3e-4, not the small models' 1e-4: sums over 12256 terms (the H200
+      // measured 1.2e-4 at 12256 and under 1e-4 at 12288).
+      ExpectCudaMatchesHost(dir, 3e-4, nullptr);
+    }
   }
 }
 
 TEST(CudaSwap, FaultAtEveryPointRestoresTheOldModel) {
   REQUIRE_CUDA();
-  std::string a_dir = MakeCheckpoint("atlas_cuda_fa", "tiny", 1, ATLAS_DTYPE_F32);
-  std::string b_dir = MakeCheckpoint("atlas_cuda_fb", "small", 2, ATLAS_DTYPE_BF16);
+  std::string a_dir =
+      MakeCheckpoint("atlas_cuda_fa", "tiny", 1, ATLAS_DTYPE_F32);
+  std::string b_dir =
+      MakeCheckpoint("atlas_cuda_fb", "small", 2, ATLAS_DTYPE_BF16);
   atlas_model_spec a = Spec(a_dir, "cuda"), b = Spec(b_dir, "cuda");
   uint64_t need_a = 0, need_b = 0;
   ASSERT_OK(atlas_model_required_bytes(&a, &need_a));
@@ -142,8 +147,10 @@ TEST(CudaSwap, FaultAtEveryPointRestoresTheOldModel) {
   a.device_budget_bytes = b.device_budget_bytes = budget;
   atlas_model *probe = nullptr;
   ASSERT_OK(atlas_model_open(&b, &probe));
-  uint64_t allocs = atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_ALLOC);
-  uint64_t copies = atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_COPY);
+  uint64_t allocs =
+      atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_ALLOC);
+  uint64_t copies =
+      atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_COPY);
   ASSERT_OK(atlas_model_close(probe, nullptr));
 
   atlas_model *m = nullptr;
@@ -170,7 +177,8 @@ TEST(CudaSwap, FaultAtEveryPointRestoresTheOldModel) {
       ASSERT_EQ(r.path, ATLAS_SWAP_REPLACE);
       ASSERT_TRUE(r.restored) << s.message;
       ASSERT_NE(m, nullptr);
-      ASSERT_EQ(atlas_backend_live_alloc_count(atlas_model_backend(m)), live_count);
+      ASSERT_EQ(atlas_backend_live_alloc_count(atlas_model_backend(m)),
+                live_count);
       ASSERT_EQ(atlas_backend_live_bytes(atlas_model_backend(m)), live_bytes);
       ASSERT_EQ(Logits(m), before) << "kind " << kind << " k " << k;
       long long drift = (long long)DriverFree(m) - (long long)free_before;
@@ -180,16 +188,19 @@ TEST(CudaSwap, FaultAtEveryPointRestoresTheOldModel) {
       ++runs;
     }
   }
-  printf("%d failed swaps on CUDA (allocs %llu, copies %llu, module load 1): "
-         "all restored\n",
-         runs, (unsigned long long)allocs, (unsigned long long)copies);
+  printf(
+      "%d failed swaps on CUDA (allocs %llu, copies %llu, module load 1): "
+      "all restored\n",
+      runs, (unsigned long long)allocs, (unsigned long long)copies);
   ASSERT_OK(atlas_model_close(m, nullptr));
 }
 
 TEST(CudaSwap, SeedScenarioRestoreUsesNearlyAllTheBudget) {
   REQUIRE_CUDA();
-  std::string big_dir = MakeCheckpoint("atlas_cuda_seed_big", "small", 3, ATLAS_DTYPE_F32);
-  std::string small_dir = MakeCheckpoint("atlas_cuda_seed_small", "tiny", 4, ATLAS_DTYPE_F32);
+  std::string big_dir =
+      MakeCheckpoint("atlas_cuda_seed_big", "small", 3, ATLAS_DTYPE_F32);
+  std::string small_dir =
+      MakeCheckpoint("atlas_cuda_seed_small", "tiny", 4, ATLAS_DTYPE_F32);
   atlas_model_spec big = Spec(big_dir, "cuda");
   atlas_model_spec other = Spec(small_dir, "cuda");
   uint64_t need = 0;
@@ -199,7 +210,8 @@ TEST(CudaSwap, SeedScenarioRestoreUsesNearlyAllTheBudget) {
   // (KV cache and scratch, one allocation) fail.
   atlas_model *probe = nullptr;
   ASSERT_OK(atlas_model_open(&other, &probe));
-  uint64_t last = atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_ALLOC);
+  uint64_t last =
+      atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_ALLOC);
   ASSERT_OK(atlas_model_close(probe, nullptr));
   atlas_model *m = nullptr;
   ASSERT_OK(atlas_model_open(&big, &m));
@@ -219,10 +231,11 @@ TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
   REQUIRE_CUDA();
   const char *env = getenv("ATLAS_SOAK_SWAPS");
   int swaps = env ? atoi(env) : 1000;
-  std::string a_dir = MakeCheckpoint("atlas_cuda_soak_a", "tiny", 6, ATLAS_DTYPE_F32);
-  std::string b_dir = MakeCheckpoint("atlas_cuda_soak_b", "small", 7, ATLAS_DTYPE_BF16);
-  atlas_model_spec specs[2] = {Spec(a_dir, "cuda"),
-                               Spec(b_dir, "cuda")};
+  std::string a_dir =
+      MakeCheckpoint("atlas_cuda_soak_a", "tiny", 6, ATLAS_DTYPE_F32);
+  std::string b_dir =
+      MakeCheckpoint("atlas_cuda_soak_b", "small", 7, ATLAS_DTYPE_BF16);
+  atlas_model_spec specs[2] = {Spec(a_dir, "cuda"), Spec(b_dir, "cuda")};
   atlas_model *m = nullptr;
   ASSERT_OK(atlas_model_open(&specs[0], &m));
   std::vector<float> first[2];
@@ -242,7 +255,8 @@ TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
     ASSERT_EQ(modules, atlas_llama_module_set.count) << "swap " << i;
     // Process-wide: the old model's modules were unloaded, none pile up.
     if (i == 1) modules_after_first = atlas_cuda_host_loaded_modules();
-    ASSERT_EQ(atlas_cuda_host_loaded_modules(), modules_after_first) << "swap " << i;
+    ASSERT_EQ(atlas_cuda_host_loaded_modules(), modules_after_first)
+        << "swap " << i;
     size_t f = DriverFree(m);
     if (i <= 2) {
       baseline[i % 2] = f;  // level after the first swap into each model
@@ -260,9 +274,10 @@ TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
       ASSERT_EQ(Logits(m), first[i % 2]);
     }
   }
-  printf("soak: %d swaps, worst driver-free drift %lld bytes, %ld modules "
-         "loaded process-wide after every swap, mean swap %.3f ms\n",
-         swaps, worst, modules_after_first, total_ms / swaps);
+  printf(
+      "soak: %d swaps, worst driver-free drift %lld bytes, %ld modules "
+      "loaded process-wide after every swap, mean swap %.3f ms\n",
+      swaps, worst, modules_after_first, total_ms / swaps);
   ASSERT_OK(atlas_model_close(m, nullptr));
 }
 

@@ -5,24 +5,23 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "atlas/kernels/llama_host.h"
 #include "atlas/kernels/llama_kernels.h"
 #include "atlas/kernels/prefill_kernels.h"
-#include "atlas/runtime/half.h"
-#include "atlas/runtime/host_backend.h"
+#include "atlas/runtime/arch/llama/llama_model.h"
 #include "atlas/runtime/arch/llama/llama_prefill.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
-#include "atlas/runtime/arch/llama/llama_model.h"
-#include "tests/runtime/test_util.h"
+#include "atlas/runtime/half.h"
+#include "atlas/runtime/host_backend.h"
 #include "tests/llama/checkpoint_fixture.h"
+#include "tests/runtime/test_util.h"
 
 namespace {
-
 
 // ---- an independent reference: plain loops in double --------------------
 
@@ -88,7 +87,8 @@ struct RefModel {
     return out;
   }
 
-  void HeadNorm(std::vector<double> &v, size_t heads, const std::vector<double> &w) const {
+  void HeadNorm(std::vector<double> &v, size_t heads,
+                const std::vector<double> &w) const {
     size_t hd = (size_t)c.head_dim;
     for (size_t h = 0; h < heads; ++h) {
       std::vector<double> one(v.begin() + h * hd, v.begin() + (h + 1) * hd);
@@ -111,9 +111,11 @@ struct RefModel {
   }
 
   // Logits for every position of `tokens` (full causal attention).
-  std::vector<std::vector<double>> Run(const std::vector<uint32_t> &tokens) const {
+  std::vector<std::vector<double>> Run(
+      const std::vector<uint32_t> &tokens) const {
     size_t H = (size_t)c.hidden_size, hd = (size_t)c.head_dim;
-    size_t nh = (size_t)c.num_attention_heads, nkv = (size_t)c.num_key_value_heads;
+    size_t nh = (size_t)c.num_attention_heads,
+           nkv = (size_t)c.num_key_value_heads;
     std::vector<double> emb = Tensor("model.embed_tokens.weight");
     std::vector<double> head =
         c.tie_word_embeddings ? emb : Tensor("lm_head.weight");
@@ -124,10 +126,14 @@ struct RefModel {
       std::vector<double> x(emb.begin() + tokens[pos] * H,
                             emb.begin() + (tokens[pos] + 1) * H);
       for (int l = 0; l < c.num_hidden_layers; ++l) {
-        std::vector<double> xb = Norm(x, Tensor(L(l, "input_layernorm.weight")));
-        std::vector<double> q = MatVec(Tensor(L(l, "self_attn.q_proj.weight")), xb, nh * hd);
-        std::vector<double> k = MatVec(Tensor(L(l, "self_attn.k_proj.weight")), xb, nkv * hd);
-        std::vector<double> v = MatVec(Tensor(L(l, "self_attn.v_proj.weight")), xb, nkv * hd);
+        std::vector<double> xb =
+            Norm(x, Tensor(L(l, "input_layernorm.weight")));
+        std::vector<double> q =
+            MatVec(Tensor(L(l, "self_attn.q_proj.weight")), xb, nh * hd);
+        std::vector<double> k =
+            MatVec(Tensor(L(l, "self_attn.k_proj.weight")), xb, nkv * hd);
+        std::vector<double> v =
+            MatVec(Tensor(L(l, "self_attn.v_proj.weight")), xb, nkv * hd);
         if (c.qk_norm) {  // Qwen3: each head's q and k RMSNorm'd before RoPE
           HeadNorm(q, nh, Tensor(L(l, "self_attn.q_norm.weight")));
           HeadNorm(k, nkv, Tensor(L(l, "self_attn.k_norm.weight")));
@@ -143,7 +149,8 @@ struct RefModel {
           double mx = -1e300;
           for (size_t t = 0; t <= pos; ++t) {
             double d = 0;
-            for (size_t i = 0; i < hd; ++i) d += q[h * hd + i] * K[l][t][kvh * hd + i];
+            for (size_t i = 0; i < hd; ++i)
+              d += q[h * hd + i] * K[l][t][kvh * hd + i];
             s[t] = d / std::sqrt((double)hd);
             mx = std::max(mx, s[t]);
           }
@@ -153,14 +160,19 @@ struct RefModel {
             for (size_t i = 0; i < hd; ++i)
               att[h * hd + i] += s[t] / sum * V[l][t][kvh * hd + i];
         }
-        std::vector<double> o = MatVec(Tensor(L(l, "self_attn.o_proj.weight")), att, H);
+        std::vector<double> o =
+            MatVec(Tensor(L(l, "self_attn.o_proj.weight")), att, H);
         for (size_t i = 0; i < H; ++i) x[i] += o[i];
         xb = Norm(x, Tensor(L(l, "post_attention_layernorm.weight")));
         size_t I = (size_t)c.intermediate_size;
-        std::vector<double> g = MatVec(Tensor(L(l, "mlp.gate_proj.weight")), xb, I);
-        std::vector<double> u = MatVec(Tensor(L(l, "mlp.up_proj.weight")), xb, I);
-        for (size_t i = 0; i < I; ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
-        std::vector<double> d = MatVec(Tensor(L(l, "mlp.down_proj.weight")), g, H);
+        std::vector<double> g =
+            MatVec(Tensor(L(l, "mlp.gate_proj.weight")), xb, I);
+        std::vector<double> u =
+            MatVec(Tensor(L(l, "mlp.up_proj.weight")), xb, I);
+        for (size_t i = 0; i < I; ++i)
+          g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+        std::vector<double> d =
+            MatVec(Tensor(L(l, "mlp.down_proj.weight")), g, H);
         for (size_t i = 0; i < H; ++i) x[i] += d[i];
       }
       x = Norm(x, Tensor("model.norm.weight"));
@@ -186,7 +198,8 @@ struct Loaded {
     o.modules = &atlas_llama_module_set;
     ASSERT_OK(atlas_host_backend_create(&o, &backend));
     ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
-    ASSERT_OK(atlas_llama_config_load_family(family, (dir + "/config.json").c_str(), &config));
+    ASSERT_OK(atlas_llama_config_load_family(
+        family, (dir + "/config.json").c_str(), &config));
     atlas_llama_load_options lo{};
     lo.max_seq = 32;
     lo.prefill_rows = prefill_rows;
@@ -218,8 +231,9 @@ atlas_status Collect(void *ctx, const float *logits, size_t n) {
 
 // Generates from the checkpoint in `dir` and checks every step's logits
 // and every greedy id against RefModel.
-void ExpectMatchesReference(const std::string &dir,
-                            atlas_llama_family family = ATLAS_LLAMA_FAMILY_LLAMA) {
+void ExpectMatchesReference(
+    const std::string &dir,
+    atlas_llama_family family = ATLAS_LLAMA_FAMILY_LLAMA) {
   Loaded m;
   m.Open(dir, 0, ATLAS_DTYPE_F32, family);
   ASSERT_NE(m.model, nullptr);
@@ -252,14 +266,15 @@ void ExpectMatchesReference(const std::string &dir,
   }
 }
 
-class LlamaForward : public ::testing::TestWithParam<std::tuple<atlas_dtype, bool>> {};
+class LlamaForward
+    : public ::testing::TestWithParam<std::tuple<atlas_dtype, bool>> {};
 
 TEST_P(LlamaForward, MatchesDoublePrecisionReference) {
   atlas_dtype dtype = std::get<0>(GetParam());
   bool tied = std::get<1>(GetParam());
-  ExpectMatchesReference(MakeCheckpoint("ref_" + std::to_string(dtype) +
-                                            (tied ? "_tied" : ""),
-                                        "tiny", 7, dtype, tied));
+  ExpectMatchesReference(
+      MakeCheckpoint("ref_" + std::to_string(dtype) + (tied ? "_tied" : ""),
+                     "tiny", 7, dtype, tied));
 }
 
 // The launches of one eager decode step of the model in `dir`.
@@ -279,12 +294,13 @@ void StepLaunches(const std::string &dir, uint64_t *out,
 // `launches` gets each one's launches a step.
 void WideHiddenStates(bool qk_norm, uint64_t (&launches)[2]) {
   const int64_t hiddens[2] = {12256, 12288};
-  atlas_llama_family family = qk_norm ? ATLAS_LLAMA_FAMILY_QWEN3 : ATLAS_LLAMA_FAMILY_LLAMA;
+  atlas_llama_family family =
+      qk_norm ? ATLAS_LLAMA_FAMILY_QWEN3 : ATLAS_LLAMA_FAMILY_LLAMA;
   for (int i = 0; i < 2; ++i) {
     SCOPED_TRACE("hidden " + std::to_string(hiddens[i]));
-    std::string dir =
-        MakeWideCheckpoint((qk_norm ? "wide_qk_" : "wide_") + std::to_string(hiddens[i]),
-                           hiddens[i], qk_norm ? 4 : 3, ATLAS_DTYPE_BF16, qk_norm);
+    std::string dir = MakeWideCheckpoint(
+        (qk_norm ? "wide_qk_" : "wide_") + std::to_string(hiddens[i]),
+        hiddens[i], qk_norm ? 4 : 3, ATLAS_DTYPE_BF16, qk_norm);
     ExpectMatchesReference(dir, family);
     StepLaunches(dir, &launches[i], family);
   }
@@ -323,12 +339,13 @@ TEST(Llama, LayersOfMixedWeightTypesMatchTheReference) {
     uint64_t launches[2] = {0, 0};
     for (bool mixed : {false, true}) {
       std::string dir = MakeCheckpoint(
-          "mixed_" + std::to_string(dtype) + (mixed ? "_yes" : "_no"), "tiny", 11, dtype,
-          false, 1, 0, mixed);
+          "mixed_" + std::to_string(dtype) + (mixed ? "_yes" : "_no"), "tiny",
+          11, dtype, false, 1, 0, mixed);
       ExpectMatchesReference(dir);
       StepLaunches(dir, &launches[mixed]);
     }
-    EXPECT_GT(launches[1], launches[0]) << "the mixed layers took the separate products";
+    EXPECT_GT(launches[1], launches[0])
+        << "the mixed layers took the separate products";
   }
 }
 
@@ -387,14 +404,16 @@ TEST(Llama, FailedLoadAtEveryAllocationLeavesNothing) {
   uint64_t before[4], ops[4];
   for (int i = 0; i < 4; ++i) before[i] = atlas_backend_op_count(b, kinds[i]);
   ASSERT_OK(atlas_llama_load(b, ck, &config, nullptr, &model));
-  for (int i = 0; i < 4; ++i) ops[i] = atlas_backend_op_count(b, kinds[i]) - before[i];
+  for (int i = 0; i < 4; ++i)
+    ops[i] = atlas_backend_op_count(b, kinds[i]) - before[i];
   ASSERT_OK(atlas_llama_unload(model, nullptr));
   ASSERT_GE(ops[0], 3u);  // weights, the scan's results, the buffers
   ASSERT_GE(ops[2], 2u);  // the decode_ahead events
   ASSERT_GE(ops[3], 1u);  // the decode_ahead ring (and the upload's staging)
   for (int i = 0; i < 4; ++i) {
     for (uint64_t k = 1; k <= ops[i]; ++k) {
-      SCOPED_TRACE(std::string(atlas_fault_kind_name(kinds[i])) + " " + std::to_string(k));
+      SCOPED_TRACE(std::string(atlas_fault_kind_name(kinds[i])) + " " +
+                   std::to_string(k));
       atlas_backend_inject_fault(b, kinds[i], k);
       StatusResult r = Take(atlas_llama_load(b, ck, &config, nullptr, &model));
       atlas_backend_inject_fault(b, kinds[i], 0);
@@ -481,8 +500,8 @@ TEST(Llama, FailedLoadWhoseCleanupFailsReportsBoth) {
 // the end of the load) and the buffers. The figure the swap budgets with
 // still covers what the load leaves live, padding included.
 struct LoadCount {
-  uint64_t allocs = 0;    // backend allocations the load made
-  size_t live = 0;        // left live by it
+  uint64_t allocs = 0;  // backend allocations the load made
+  size_t live = 0;      // left live by it
   size_t live_bytes = 0;
   uint64_t required = 0;  // atlas_llama_required_bytes
   std::string report;     // the ledger's report by site
@@ -516,7 +535,8 @@ LoadCount CountLoad(const std::string &leaf, int layers, atlas_dtype dtype) {
   // A step over every buffer, then the guard bands (when there are any).
   std::vector<float> logits((size_t)m.config.vocab_size);
   uint32_t prompt[3] = {1, 2, 3};
-  EXPECT_OK(atlas_llama_prefill(m.model, prompt, 3, 0, nullptr, nullptr, nullptr));
+  EXPECT_OK(
+      atlas_llama_prefill(m.model, prompt, 3, 0, nullptr, nullptr, nullptr));
   EXPECT_OK(atlas_llama_forward(m.model, 4, 3, logits.data()));
   EXPECT_OK(atlas_backend_scan_redzones(m.backend, nullptr, 0,
                                         &out.redzone_violations));
@@ -533,7 +553,8 @@ TEST(Llama, LoadAllocationsDoNotGrowWithLayers) {
     EXPECT_LE(twelve.allocs, 4u) << twelve.report;
     // weights, buffers, the decode_ahead ring (pinned host memory)
     EXPECT_EQ(twelve.live, 3u) << twelve.report;
-    EXPECT_NE(twelve.report.find("make_ahead"), std::string::npos) << twelve.report;
+    EXPECT_NE(twelve.report.find("make_ahead"), std::string::npos)
+        << twelve.report;
     EXPECT_NE(twelve.report.find("kv_cache, scratch, prefill_scratch"),
               std::string::npos)
         << twelve.report;
@@ -558,7 +579,9 @@ TEST(Llama, RedZonesKeepOneAllocationPerBuffer) {
   EXPECT_EQ(two.redzone_violations, 0u);
   EXPECT_GE(two.required, two.live_bytes);
   // A load that fails at any of those allocations leaves none behind.
-  std::string dir = std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") + "/rz2";
+  std::string dir =
+      std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") +
+      "/rz2";
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
   atlas_llama_config config;
@@ -584,8 +607,8 @@ TEST(Llama, RedZonesKeepOneAllocationPerBuffer) {
 // cache rows), and token by token must give the same logits for every row.
 TEST(Llama, BatchedPrefillMatchesTokenByToken) {
   for (atlas_dtype dtype : {ATLAS_DTYPE_F32, ATLAS_DTYPE_BF16}) {
-    std::string dir = MakeCheckpoint("prefill_" + std::to_string(dtype), "tiny",
-                                     11, dtype);
+    std::string dir =
+        MakeCheckpoint("prefill_" + std::to_string(dtype), "tiny", 11, dtype);
     std::vector<uint32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6};
     std::vector<std::vector<std::vector<float>>> runs;
     std::vector<std::vector<uint32_t>> outs;
@@ -623,8 +646,8 @@ TEST(Llama, BatchedPrefillMatchesTokenByToken) {
 // host's argmax of the copied logits.
 TEST(Llama, CapturedDecodeStepMatchesEagerLaunches) {
   for (atlas_dtype dtype : {ATLAS_DTYPE_F32, ATLAS_DTYPE_BF16}) {
-    std::string dir = MakeCheckpoint("graph_" + std::to_string(dtype), "tiny",
-                                     13, dtype);
+    std::string dir =
+        MakeCheckpoint("graph_" + std::to_string(dtype), "tiny", 13, dtype);
     std::vector<uint32_t> prompt = {3, 1, 4, 1, 5};
     for (int64_t rows : {-1, 0}) {
       std::vector<std::vector<float>> logits[2];
@@ -636,8 +659,8 @@ TEST(Llama, CapturedDecodeStepMatchesEagerLaunches) {
         ASSERT_OK(atlas_llama_set_decode_graph(m.model, eager == 0));
         Collected got;
         ids[eager].resize(6);
-        ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(),
-                                       6, ids[eager].data(), Collect, &got));
+        ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
+                                       ids[eager].data(), Collect, &got));
         logits[eager] = got.steps;
         if (eager == 0) {
           // No sink: only ids cross back, chosen on the device.
@@ -650,7 +673,8 @@ TEST(Llama, CapturedDecodeStepMatchesEagerLaunches) {
       EXPECT_EQ(quiet, ids[0]);
       for (size_t s = prompt.size() - 1; s < logits[1].size(); ++s) {
         const std::vector<float> &row = logits[1][s];
-        uint32_t best = (uint32_t)(std::max_element(row.begin(), row.end()) - row.begin());
+        uint32_t best =
+            (uint32_t)(std::max_element(row.begin(), row.end()) - row.begin());
         EXPECT_EQ(ids[1][s - (prompt.size() - 1)], best) << "step " << s;
       }
     }
@@ -691,19 +715,21 @@ TEST(Llama, DeviceRunningAheadEqualsHostReadingEachId) {
       for (size_t steps : {size_t{1}, size_t{2}, size_t{12}}) {
         std::vector<uint32_t> ids(steps);
         size_t count = 0;
-        ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), steps,
-                                          nullptr, ids.data(), &count, nullptr,
-                                          nullptr));
+        ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(),
+                                          steps, nullptr, ids.data(), &count,
+                                          nullptr, nullptr));
         EXPECT_EQ(count, steps);
-        EXPECT_EQ(ids, std::vector<uint32_t>(want.begin(), want.begin() + steps));
+        EXPECT_EQ(ids,
+                  std::vector<uint32_t>(want.begin(), want.begin() + steps));
       }
       atlas_arch_generate_options o{};
       o.eos = eos;
       o.eos_count = 1;
       std::vector<uint32_t> ids(12, 0xFFFFFFFFu);
       size_t count = 0;
-      ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), 12, &o,
-                                        ids.data(), &count, nullptr, nullptr));
+      ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(),
+                                        12, &o, ids.data(), &count, nullptr,
+                                        nullptr));
       EXPECT_EQ(count, first_eos + 1);
       EXPECT_EQ(std::vector<uint32_t>(ids.begin(), ids.begin() + count),
                 std::vector<uint32_t>(want.begin(), want.begin() + count));
@@ -712,31 +738,34 @@ TEST(Llama, DeviceRunningAheadEqualsHostReadingEachId) {
       atlas_arch_generate_options stop{};
       stop.on_token = StopAfterTwo;
       stop.token_ctx = &seen;
-      ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), 12,
-                                        &stop, ids.data(), &count, nullptr, nullptr));
+      ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(),
+                                        12, &stop, ids.data(), &count, nullptr,
+                                        nullptr));
       EXPECT_EQ(count, 2u);
       EXPECT_EQ(seen, std::vector<uint32_t>(want.begin(), want.begin() + 2));
       // The decode loop alone, from the prompt's last token.
       std::vector<uint32_t> loop(6);
       std::vector<float> logits(m.config.vocab_size);
       for (size_t i = 0; i + 1 < prompt.size(); ++i) {
-        ASSERT_OK(atlas_llama_forward(m.model, prompt[i], (uint32_t)i, logits.data()));
+        ASSERT_OK(atlas_llama_forward(m.model, prompt[i], (uint32_t)i,
+                                      logits.data()));
       }
-      ASSERT_OK(atlas_llama_decode_greedy(m.model, prompt.back(),
-                                          (uint32_t)prompt.size() - 1, 6, loop.data()));
+      ASSERT_OK(atlas_llama_decode_greedy(
+          m.model, prompt.back(), (uint32_t)prompt.size() - 1, 6, loop.data()));
       EXPECT_EQ(loop, std::vector<uint32_t>(want.begin(), want.begin() + 6));
     }
     // Afterwards, with a sink again: the same logits as the first run.
     Collected again;
     std::vector<uint32_t> ids(12);
-    ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 12, ids.data(),
-                                   Collect, &again));
+    ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 12,
+                                   ids.data(), Collect, &again));
     EXPECT_EQ(ids, want);
     EXPECT_EQ(again.steps, got.steps);
   }
 }
 
-atlas_status ChooseZero(void *ctx, const float *logits, size_t vocab, uint32_t *out) {
+atlas_status ChooseZero(void *ctx, const float *logits, size_t vocab,
+                        uint32_t *out) {
   (void)logits;
   (void)vocab;
   ++*static_cast<size_t *>(ctx);
@@ -750,11 +779,11 @@ atlas_status ChooseZero(void *ctx, const float *logits, size_t vocab, uint32_t *
 // turned into text that `run --prompt TEXT --steps 0` printed.
 TEST(Llama, StepsZeroGeneratesNoToken) {
   std::string dir = MakeCheckpoint("steps0", "tiny", 23, ATLAS_DTYPE_F32);
-  for (const std::vector<uint32_t> &prompt : {std::vector<uint32_t>{5},
-                                              std::vector<uint32_t>{7, 3, 9}}) {
+  for (const std::vector<uint32_t> &prompt :
+       {std::vector<uint32_t>{5}, std::vector<uint32_t>{7, 3, 9}}) {
     for (int64_t rows : {-1, 0}) {
-      SCOPED_TRACE("prompt " + std::to_string(prompt.size()) + ", prefill_rows " +
-                   std::to_string(rows));
+      SCOPED_TRACE("prompt " + std::to_string(prompt.size()) +
+                   ", prefill_rows " + std::to_string(rows));
       Loaded m;
       m.Open(dir, rows);
       ASSERT_NE(m.model, nullptr);
@@ -773,15 +802,19 @@ TEST(Llama, StepsZeroGeneratesNoToken) {
             o.choose_ctx = &chosen;
           }
           size_t count = 99;
-          ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), 0, &o,
-                                            nullptr, &count, nullptr, nullptr));
+          ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(),
+                                            prompt.size(), 0, &o, nullptr,
+                                            &count, nullptr, nullptr));
           EXPECT_EQ(count, 0u);
-          EXPECT_TRUE(seen.empty()) << "on_token saw " << seen.size() << " token(s)";
+          EXPECT_TRUE(seen.empty())
+              << "on_token saw " << seen.size() << " token(s)";
           EXPECT_EQ(chosen, 0u);
           Collected rows_seen;
-          ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), 0, &o,
-                                            nullptr, &count, Collect, &rows_seen));
-          EXPECT_EQ(rows_seen.steps.size(), prompt.size()) << "one logits row a prompt token";
+          ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(),
+                                            prompt.size(), 0, &o, nullptr,
+                                            &count, Collect, &rows_seen));
+          EXPECT_EQ(rows_seen.steps.size(), prompt.size())
+              << "one logits row a prompt token";
           EXPECT_TRUE(seen.empty());
           EXPECT_EQ(chosen, 0u);
         }
@@ -803,8 +836,9 @@ TEST(Llama, StepsPastTheCacheAreRefusedWithoutWrapping) {
     SCOPED_TRACE("steps " + std::to_string(steps));
     std::vector<uint32_t> ids(4, 0xFFFFFFFFu);
     size_t count = 99;
-    atlas_status st = atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), steps,
-                                              nullptr, ids.data(), &count, nullptr, nullptr);
+    atlas_status st =
+        atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), steps,
+                                nullptr, ids.data(), &count, nullptr, nullptr);
     EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
     atlas_status_free(st);
     EXPECT_EQ(count, 0u);
@@ -829,8 +863,9 @@ TEST(Llama, DeviceRunningAheadFailsCleanlyAtEveryFault) {
     std::vector<uint32_t> want(6);
     ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
                                    want.data(), nullptr, nullptr));
-    for (atlas_fault_kind kind : {ATLAS_FAULT_COPY, ATLAS_FAULT_EVENT, ATLAS_FAULT_LAUNCH,
-                                  ATLAS_FAULT_HOST_ALLOC, ATLAS_FAULT_ALLOC}) {
+    for (atlas_fault_kind kind :
+         {ATLAS_FAULT_COPY, ATLAS_FAULT_EVENT, ATLAS_FAULT_LAUNCH,
+          ATLAS_FAULT_HOST_ALLOC, ATLAS_FAULT_ALLOC}) {
       uint64_t before = atlas_backend_op_count(m.backend, kind);
       std::vector<uint32_t> ids(6);
       ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
@@ -839,10 +874,12 @@ TEST(Llama, DeviceRunningAheadFailsCleanlyAtEveryFault) {
       bool makes = kind == ATLAS_FAULT_COPY || kind == ATLAS_FAULT_LAUNCH;
       ASSERT_EQ(ops > 0, makes) << atlas_fault_kind_name(kind) << ": " << ops;
       for (uint64_t k = 1; k <= ops; ++k) {
-        SCOPED_TRACE(std::string(atlas_fault_kind_name(kind)) + " " + std::to_string(k));
+        SCOPED_TRACE(std::string(atlas_fault_kind_name(kind)) + " " +
+                     std::to_string(k));
         atlas_backend_inject_fault(m.backend, kind, k);
-        StatusResult r = Take(atlas_llama_generate(m.model, prompt.data(), prompt.size(),
-                                                   6, ids.data(), nullptr, nullptr));
+        StatusResult r =
+            Take(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
+                                      ids.data(), nullptr, nullptr));
         atlas_backend_inject_fault(m.backend, kind, 0);
         EXPECT_EQ(r.code, ATLAS_STATUS_ABORTED) << r.message;
         std::fill(ids.begin(), ids.end(), 0u);
@@ -891,8 +928,10 @@ TEST(Llama, SixteenBitKvCache) {
   EXPECT_FALSE(atlas_llama_prefill_one_term(ATLAS_DTYPE_F32));
   EXPECT_TRUE(atlas_llama_prefill_one_term(ATLAS_DTYPE_F16));
   EXPECT_TRUE(atlas_llama_prefill_one_term(ATLAS_DTYPE_BF16));
-  for (atlas_dtype weights : {ATLAS_DTYPE_BF16, ATLAS_DTYPE_F16, ATLAS_DTYPE_F32}) {
-    std::string dir = MakeCheckpoint("kv16_" + std::to_string(weights), "tiny", 19, weights);
+  for (atlas_dtype weights :
+       {ATLAS_DTYPE_BF16, ATLAS_DTYPE_F16, ATLAS_DTYPE_F32}) {
+    std::string dir =
+        MakeCheckpoint("kv16_" + std::to_string(weights), "tiny", 19, weights);
     auto run = [&](int64_t rows, atlas_dtype kv, std::vector<uint32_t> *ids) {
       Loaded m;
       m.Open(dir, rows, kv);
@@ -918,7 +957,8 @@ TEST(Llama, SixteenBitKvCache) {
       double apart = worst(batched, stepped);
       // f32 weights: no product rounds its input, the paths agree as in f32.
       EXPECT_LE(apart, weights == ATLAS_DTYPE_F32 ? 1e-5 : rounding)
-          << atlas_dtype_name(weights) << " weights, KV " << atlas_dtype_name(kv);
+          << atlas_dtype_name(weights) << " weights, KV "
+          << atlas_dtype_name(kv);
       if (weights != ATLAS_DTYPE_F32) {
         EXPECT_GT(apart, 1e-6) << "inputs were rounded";
       }
@@ -926,13 +966,15 @@ TEST(Llama, SixteenBitKvCache) {
       double kv_cost = kv == ATLAS_DTYPE_BF16 ? 5e-3 : 1e-3;
       EXPECT_GT(err, 0.0) << "a 16-bit cache rounds something";
       EXPECT_LE(err, kv_cost + rounding)
-          << atlas_dtype_name(weights) << " weights, KV " << atlas_dtype_name(kv);
+          << atlas_dtype_name(weights) << " weights, KV "
+          << atlas_dtype_name(kv);
       EXPECT_EQ(ids_a, ids32) << atlas_dtype_name(kv);
-      printf("%s weights, KV %s: batched vs stepped %.3g (allowed %.3g), worst "
-             "row %.3g relative L2 against an f32 cache, ids %s\n",
-             atlas_dtype_name(weights), atlas_dtype_name(kv), apart,
-             weights == ATLAS_DTYPE_F32 ? 1e-5 : rounding, err,
-             ids_a == ids32 ? "equal" : "differ");
+      printf(
+          "%s weights, KV %s: batched vs stepped %.3g (allowed %.3g), worst "
+          "row %.3g relative L2 against an f32 cache, ids %s\n",
+          atlas_dtype_name(weights), atlas_dtype_name(kv), apart,
+          weights == ATLAS_DTYPE_F32 ? 1e-5 : rounding, err,
+          ids_a == ids32 ? "equal" : "differ");
     }
   }
 }
@@ -948,7 +990,8 @@ struct LogLines {
 // aborted, the stream works again, and decoding falls back to separate
 // launches with one log line, computing the same logits.
 TEST(Llama, FailedCaptureFallsBackToEagerWithOneLogLine) {
-  std::string dir = MakeCheckpoint("graph_fallback", "tiny", 17, ATLAS_DTYPE_F32);
+  std::string dir =
+      MakeCheckpoint("graph_fallback", "tiny", 17, ATLAS_DTYPE_F32);
   LogLines log;
   atlas_backend_options o{};
   o.modules = &atlas_llama_module_set;
@@ -972,11 +1015,13 @@ TEST(Llama, FailedCaptureFallsBackToEagerWithOneLogLine) {
   ASSERT_OK(atlas_llama_forward(model, 9, 0, got.data()));
   ASSERT_NE(got, want);
   ASSERT_OK(atlas_llama_set_decode_graph(model, true));
-  ASSERT_OK(atlas_backend_begin_capture(backend, atlas_backend_default_stream(backend)));
+  ASSERT_OK(atlas_backend_begin_capture(backend,
+                                        atlas_backend_default_stream(backend)));
   ASSERT_OK(atlas_llama_forward(model, 3, 0, got.data()));
   EXPECT_EQ(got, want);
   ASSERT_EQ(log.lines.size(), 1u);
-  EXPECT_NE(log.lines[0].find("capturing it as a graph failed"), std::string::npos)
+  EXPECT_NE(log.lines[0].find("capturing it as a graph failed"),
+            std::string::npos)
       << log.lines[0];
   bool capturing = true;
   ASSERT_OK(atlas_backend_stream_is_capturing(
@@ -1017,7 +1062,8 @@ TEST(Llama, OneTermHostTwinsMatchTheBackendMatmul) {
   ASSERT_OK(atlas_host_backend_create(&o, &b));
   const uint32_t m = 5, n = 7, k = 33;
   std::vector<float> x(m * k), w(n * k);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * (double)i) * 3.0f;
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = std::sin(0.37 * (double)i) * 3.0f;
   for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.11 * (double)i);
   for (const char *t : {"f16", "bf16"}) {
     bool bf = std::string(t) == "bf16";
@@ -1026,10 +1072,12 @@ TEST(Llama, OneTermHostTwinsMatchTheBackendMatmul) {
       w16[i] = bf ? atlas_f32_to_bf16(w[i]) : atlas_f32_to_f16(w[i]);
     }
     const atlas_kernel *round = nullptr, *gemm = nullptr;
+    ASSERT_OK(atlas_backend_kernel_lookup(
+        b, ATLAS_LLAMA_BATCH_MODULE, (std::string("round_rows_") + t).c_str(),
+        &round));
     ASSERT_OK(atlas_backend_kernel_lookup(b, ATLAS_LLAMA_BATCH_MODULE,
-                                          (std::string("round_rows_") + t).c_str(), &round));
-    ASSERT_OK(atlas_backend_kernel_lookup(b, ATLAS_LLAMA_BATCH_MODULE,
-                                          (std::string("gemm16_") + t).c_str(), &gemm));
+                                          (std::string("gemm16_") + t).c_str(),
+                                          &gemm));
     atlas_launch_config c{};
     c.grid = {1, 1, 1};
     c.block = {256, 1, 1};
@@ -1037,15 +1085,18 @@ TEST(Llama, OneTermHostTwinsMatchTheBackendMatmul) {
                       ATLAS_ARG_U32(m * k)};
     ASSERT_OK(atlas_backend_launch_typed(b, round, &c, ra, 3));
     for (size_t i = 0; i < x.size(); ++i) {
-      ASSERT_EQ(x16[i], bf ? atlas_f32_to_bf16(x[i]) : atlas_f32_to_f16(x[i])) << t << " " << i;
+      ASSERT_EQ(x16[i], bf ? atlas_f32_to_bf16(x[i]) : atlas_f32_to_f16(x[i]))
+          << t << " " << i;
     }
     std::vector<float> got(m * n, NAN), want(m * n, NAN);
     atlas_arg ga[] = {ATLAS_ARG_PTR(got.data()), ATLAS_ARG_PTR(w16.data()),
-                      ATLAS_ARG_PTR(x16.data()), ATLAS_ARG_U32(m), ATLAS_ARG_U32(n),
-                      ATLAS_ARG_U32(k)};
+                      ATLAS_ARG_PTR(x16.data()), ATLAS_ARG_U32(m),
+                      ATLAS_ARG_U32(n),          ATLAS_ARG_U32(k)};
     ASSERT_OK(atlas_backend_launch_typed(b, gemm, &c, ga, 6));
-    ASSERT_OK(atlas_backend_matmul(b, nullptr, want.data(), w16.data(), x16.data(),
-                                   bf ? ATLAS_MATMUL_BF16 : ATLAS_MATMUL_F16, m, n, k, ATLAS_MATMUL_WRITE));
+    ASSERT_OK(atlas_backend_matmul(b, nullptr, want.data(), w16.data(),
+                                   x16.data(),
+                                   bf ? ATLAS_MATMUL_BF16 : ATLAS_MATMUL_F16, m,
+                                   n, k, ATLAS_MATMUL_WRITE));
     EXPECT_EQ(got, want) << t;
   }
   ASSERT_OK(atlas_backend_destroy(b));
@@ -1073,8 +1124,10 @@ TEST(Llama, FusedRoundingKernelsEqualTheLaunchesTheyReplace) {
     for (uint32_t dim : {1u, 31u, 32u, 257u, 4099u}) {
       const uint32_t n = 3;
       std::vector<float> x((size_t)n * dim), w(dim);
-      for (size_t i = 0; i < x.size(); ++i) x[i] = (float)(std::sin(0.7 * (double)i) * 40.0);
-      for (size_t i = 0; i < w.size(); ++i) w[i] = (float)(0.5 + std::cos(0.3 * (double)i));
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] = (float)(std::sin(0.7 * (double)i) * 40.0);
+      for (size_t i = 0; i < w.size(); ++i)
+        w[i] = (float)(0.5 + std::cos(0.3 * (double)i));
       if (dim > 4) {
         w[1] = 1e4f;   // past F16's range once normalised
         w[2] = 1e-7f;  // subnormal in F16
@@ -1083,14 +1136,16 @@ TEST(Llama, FusedRoundingKernelsEqualTheLaunchesTheyReplace) {
       std::vector<uint16_t> want(x.size(), 0x7E01), got(x.size(), 0x7E01);
       float eps = 1e-5f;
       run(ATLAS_LLAMA_BATCH_MODULE, "rmsnorm_rows",
-          {ATLAS_ARG_PTR(f32.data()), ATLAS_ARG_PTR(x.data()), ATLAS_ARG_PTR(w.data()),
-           ATLAS_ARG_U32(dim), ATLAS_ARG_F32(eps), ATLAS_ARG_U32(n)});
+          {ATLAS_ARG_PTR(f32.data()), ATLAS_ARG_PTR(x.data()),
+           ATLAS_ARG_PTR(w.data()), ATLAS_ARG_U32(dim), ATLAS_ARG_F32(eps),
+           ATLAS_ARG_U32(n)});
       run(ATLAS_LLAMA_BATCH_MODULE, std::string("round_rows_") + t,
           {ATLAS_ARG_PTR(want.data()), ATLAS_ARG_PTR(f32.data()),
            ATLAS_ARG_U32(n * dim)});
       run(ATLAS_LLAMA_BATCH_MODULE, std::string("rmsnorm_rows_") + t,
-          {ATLAS_ARG_PTR(got.data()), ATLAS_ARG_PTR(x.data()), ATLAS_ARG_PTR(w.data()),
-           ATLAS_ARG_U32(dim), ATLAS_ARG_F32(eps), ATLAS_ARG_U32(n)});
+          {ATLAS_ARG_PTR(got.data()), ATLAS_ARG_PTR(x.data()),
+           ATLAS_ARG_PTR(w.data()), ATLAS_ARG_U32(dim), ATLAS_ARG_F32(eps),
+           ATLAS_ARG_U32(n)});
       EXPECT_EQ(got, want) << "rmsnorm_rows_" << t << " dim " << dim;
     }
     for (uint32_t count : {1u, 255u, 1000u}) {
@@ -1102,14 +1157,16 @@ TEST(Llama, FusedRoundingKernelsEqualTheLaunchesTheyReplace) {
       const std::vector<float> a0 = a, b0 = bb;
       std::vector<uint16_t> want(count, 0x7E01), got(count, 0x7E01);
       run(ATLAS_LLAMA_BATCH_MODULE, std::string("silu_mul_round_") + t,
-          {ATLAS_ARG_PTR(got.data()), ATLAS_ARG_PTR(a.data()), ATLAS_ARG_PTR(bb.data()),
-           ATLAS_ARG_U32(count)});
+          {ATLAS_ARG_PTR(got.data()), ATLAS_ARG_PTR(a.data()),
+           ATLAS_ARG_PTR(bb.data()), ATLAS_ARG_U32(count)});
       EXPECT_EQ(a, a0) << "silu_mul_round leaves its inputs";
       EXPECT_EQ(bb, b0);
       run(ATLAS_LLAMA_MODULE, "silu_mul",
-          {ATLAS_ARG_PTR(a.data()), ATLAS_ARG_PTR(bb.data()), ATLAS_ARG_U32(count)});
+          {ATLAS_ARG_PTR(a.data()), ATLAS_ARG_PTR(bb.data()),
+           ATLAS_ARG_U32(count)});
       run(ATLAS_LLAMA_BATCH_MODULE, std::string("round_rows_") + t,
-          {ATLAS_ARG_PTR(want.data()), ATLAS_ARG_PTR(a.data()), ATLAS_ARG_U32(count)});
+          {ATLAS_ARG_PTR(want.data()), ATLAS_ARG_PTR(a.data()),
+           ATLAS_ARG_U32(count)});
       EXPECT_EQ(got, want) << "silu_mul_round_" << t << " count " << count;
     }
   }
@@ -1131,7 +1188,8 @@ class HostLlamaKernels {
   void Run(const std::string &name, std::vector<atlas_arg> args) {
     ASSERT_NE(b_, nullptr);
     const atlas_kernel *k = nullptr;
-    ASSERT_OK(atlas_backend_kernel_lookup(b_, ATLAS_LLAMA_MODULE, name.c_str(), &k));
+    ASSERT_OK(
+        atlas_backend_kernel_lookup(b_, ATLAS_LLAMA_MODULE, name.c_str(), &k));
     atlas_launch_config c{};
     c.grid = {1, 1, 1};
     c.block = {256, 1, 1};
@@ -1152,8 +1210,10 @@ TEST(Llama, NormFoldedProductsEqualRmsnormThenTheProduct) {
   auto run = [&](const std::string &name, std::vector<atlas_arg> args) {
     host.Run(name, std::move(args));
   };
-  auto same_bits = [](const std::vector<float> &a, const std::vector<float> &b) {
-    return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * 4) == 0;
+  auto same_bits = [](const std::vector<float> &a,
+                      const std::vector<float> &b) {
+    return a.size() == b.size() &&
+           memcmp(a.data(), b.data(), a.size() * 4) == 0;
   };
   const float eps = 1e-5f;
   const uint32_t rq = 12, rkv = 5, rows = 9;
@@ -1161,7 +1221,8 @@ TEST(Llama, NormFoldedProductsEqualRmsnormThenTheProduct) {
     const char *dtype;
     size_t weight_offset;  // bytes past an aligned start
   };
-  for (Case cs : {Case{"f32", 0}, Case{"f32", 1}, Case{"f16", 0}, Case{"bf16", 0}}) {
+  for (Case cs :
+       {Case{"f32", 0}, Case{"f32", 1}, Case{"f16", 0}, Case{"bf16", 0}}) {
     const std::string t = cs.dtype;
     const size_t es = t == "f32" ? 4 : 2;
     for (uint32_t cols : {1u, 31u, 777u, 2048u}) {
@@ -1180,11 +1241,13 @@ TEST(Llama, NormFoldedProductsEqualRmsnormThenTheProduct) {
         std::vector<unsigned char> bytes(v.size() * es + cs.weight_offset + 16);
         unsigned char *at = bytes.data() + cs.weight_offset;
         for (size_t i = 0; i < v.size(); ++i) {
-          float f = (float)std::cos(0.013 * (double)(i + wval.size() * 7919) + 0.5);
+          float f =
+              (float)std::cos(0.013 * (double)(i + wval.size() * 7919) + 0.5);
           if (t == "f32") {
             memcpy(at + i * 4, &f, 4);
           } else {
-            uint16_t h = t == "f16" ? atlas_f32_to_f16(f) : atlas_f32_to_bf16(f);
+            uint16_t h =
+                t == "f16" ? atlas_f32_to_f16(f) : atlas_f32_to_bf16(f);
             f = t == "f16" ? atlas_f16_to_f32(h) : atlas_bf16_to_f32(h);
             memcpy(at + i * 2, &h, 2);
           }
@@ -1200,22 +1263,27 @@ TEST(Llama, NormFoldedProductsEqualRmsnormThenTheProduct) {
       void *wg = matrix(rows), *wu = matrix(rows);
       std::vector<float> bq(rq), bk(rkv), bv(rkv), bg(rows), bu(rows);
       for (uint32_t i = 0; i < rq; ++i) bq[i] = 0.01f * (float)i;
-      for (uint32_t i = 0; i < rkv; ++i) bk[i] = -0.02f * (float)i, bv[i] = 0.03f;
-      for (uint32_t i = 0; i < rows; ++i) bg[i] = 0.1f, bu[i] = -0.05f * (float)i;
+      for (uint32_t i = 0; i < rkv; ++i)
+        bk[i] = -0.02f * (float)i, bv[i] = 0.03f;
+      for (uint32_t i = 0; i < rows; ++i)
+        bg[i] = 0.1f, bu[i] = -0.05f * (float)i;
 
       std::vector<float> xb(cols, NAN);
-      run("rmsnorm", {ATLAS_ARG_PTR(xb.data()), ATLAS_ARG_PTR(x.data()),
-                      ATLAS_ARG_PTR(nw.data()), ATLAS_ARG_U32(cols), ATLAS_ARG_F32(eps)});
+      run("rmsnorm",
+          {ATLAS_ARG_PTR(xb.data()), ATLAS_ARG_PTR(x.data()),
+           ATLAS_ARG_PTR(nw.data()), ATLAS_ARG_U32(cols), ATLAS_ARG_F32(eps)});
       const std::vector<float> x0 = x;
 
       // matvec: plain on rmsnorm's output, and with the norm folded in.
       std::vector<float> want(rows, NAN), got(rows, NAN);
-      run("matvec_" + t, {ATLAS_ARG_PTR(want.data()), ATLAS_ARG_PTR(wg),
-                          ATLAS_ARG_PTR(xb.data()), ATLAS_ARG_U32(rows),
-                          ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(nullptr), ATLAS_ARG_F32(eps)});
-      run("matvec_" + t, {ATLAS_ARG_PTR(got.data()), ATLAS_ARG_PTR(wg),
-                          ATLAS_ARG_PTR(x.data()), ATLAS_ARG_U32(rows),
-                          ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(nw.data()), ATLAS_ARG_F32(eps)});
+      run("matvec_" + t,
+          {ATLAS_ARG_PTR(want.data()), ATLAS_ARG_PTR(wg),
+           ATLAS_ARG_PTR(xb.data()), ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols),
+           ATLAS_ARG_PTR(nullptr), ATLAS_ARG_F32(eps)});
+      run("matvec_" + t,
+          {ATLAS_ARG_PTR(got.data()), ATLAS_ARG_PTR(wg),
+           ATLAS_ARG_PTR(x.data()), ATLAS_ARG_U32(rows), ATLAS_ARG_U32(cols),
+           ATLAS_ARG_PTR(nw.data()), ATLAS_ARG_F32(eps)});
       EXPECT_TRUE(same_bits(got, want)) << "matvec " << what;
       EXPECT_EQ(x, x0) << "the folded norm leaves x as it was";
       // The independent reference: RMSNorm and the product in double.
@@ -1230,7 +1298,8 @@ TEST(Llama, NormFoldedProductsEqualRmsnormThenTheProduct) {
         diff += (got[r] - acc) * (got[r] - acc);
         ref += acc * acc;
       }
-      EXPECT_LE(std::sqrt(diff / ref), 1e-5) << "matvec against double " << what;
+      EXPECT_LE(std::sqrt(diff / ref), 1e-5)
+          << "matvec against double " << what;
 
       // matvec_qkv, biases included.
       std::vector<float> q0(rq, NAN), k0(rkv, NAN), v0(rkv, NAN);
@@ -1255,7 +1324,8 @@ TEST(Llama, NormFoldedProductsEqualRmsnormThenTheProduct) {
       for (int fold = 0; fold < 2; ++fold) {
         run("gate_up_" + t,
             {ATLAS_ARG_PTR(fold ? h1.data() : h0.data()), ATLAS_ARG_PTR(wg),
-             ATLAS_ARG_PTR(wu), ATLAS_ARG_PTR(bg.data()), ATLAS_ARG_PTR(bu.data()),
+             ATLAS_ARG_PTR(wu), ATLAS_ARG_PTR(bg.data()),
+             ATLAS_ARG_PTR(bu.data()),
              ATLAS_ARG_PTR(fold ? x.data() : xb.data()), ATLAS_ARG_U32(rows),
              ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(fold ? nw.data() : nullptr),
              ATLAS_ARG_F32(eps)});
@@ -1310,33 +1380,40 @@ TEST(Llama, QkvRopeEqualsTheProductsThenRopeStore) {
         for (uint32_t i = 0; i < rot / 2; ++i) {
           inv[i] = (float)(1.0 / std::pow(10000.0, 2.0 * i / rot));
         }
-        std::string what = wt + " weights, " + kt + " cache, rot " + std::to_string(rot);
+        std::string what =
+            wt + " weights, " + kt + " cache, rot " + std::to_string(rot);
         uint32_t step[2] = {0, pos};
         // Two launches: matvec_qkv, rope_store.
         std::vector<float> q0(rq, NAN), k0(rkv, NAN), v0(rkv, NAN);
         std::vector<unsigned char> kc0((size_t)seq * rkv * ks, 0xA5), vc0 = kc0;
         run("matvec_qkv_" + wt,
-            {ATLAS_ARG_PTR(q0.data()), ATLAS_ARG_PTR(k0.data()), ATLAS_ARG_PTR(v0.data()),
-             ATLAS_ARG_PTR(wq.data()), ATLAS_ARG_PTR(wk.data()), ATLAS_ARG_PTR(wv.data()),
-             ATLAS_ARG_PTR(bq.data()), ATLAS_ARG_PTR(bk.data()), ATLAS_ARG_PTR(bv.data()),
-             ATLAS_ARG_PTR(x.data()), ATLAS_ARG_U32(rq), ATLAS_ARG_U32(rkv),
-             ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(nw.data()), ATLAS_ARG_F32(eps)});
+            {ATLAS_ARG_PTR(q0.data()), ATLAS_ARG_PTR(k0.data()),
+             ATLAS_ARG_PTR(v0.data()), ATLAS_ARG_PTR(wq.data()),
+             ATLAS_ARG_PTR(wk.data()), ATLAS_ARG_PTR(wv.data()),
+             ATLAS_ARG_PTR(bq.data()), ATLAS_ARG_PTR(bk.data()),
+             ATLAS_ARG_PTR(bv.data()), ATLAS_ARG_PTR(x.data()),
+             ATLAS_ARG_U32(rq), ATLAS_ARG_U32(rkv), ATLAS_ARG_U32(cols),
+             ATLAS_ARG_PTR(nw.data()), ATLAS_ARG_F32(eps)});
         run("rope_store_" + kt,
-            {ATLAS_ARG_PTR(q0.data()), ATLAS_ARG_PTR(k0.data()), ATLAS_ARG_PTR(v0.data()),
-             ATLAS_ARG_PTR(kc0.data()), ATLAS_ARG_PTR(vc0.data()), ATLAS_ARG_PTR(inv.data()),
+            {ATLAS_ARG_PTR(q0.data()), ATLAS_ARG_PTR(k0.data()),
+             ATLAS_ARG_PTR(v0.data()), ATLAS_ARG_PTR(kc0.data()),
+             ATLAS_ARG_PTR(vc0.data()), ATLAS_ARG_PTR(inv.data()),
              ATLAS_ARG_U32(n_heads), ATLAS_ARG_U32(n_kv), ATLAS_ARG_U32(hd),
              ATLAS_ARG_U32(rot), ATLAS_ARG_PTR(step), ATLAS_ARG_F32(1.25f)});
         // One launch.
         std::vector<float> q1(rq, NAN);
         std::vector<unsigned char> kc1((size_t)seq * rkv * ks, 0xA5), vc1 = kc1;
         run("qkv_rope_" + wt + "_" + kt,
-            {ATLAS_ARG_PTR(q1.data()), ATLAS_ARG_PTR(kc1.data()), ATLAS_ARG_PTR(vc1.data()),
-             ATLAS_ARG_PTR(wq.data()), ATLAS_ARG_PTR(wk.data()), ATLAS_ARG_PTR(wv.data()),
-             ATLAS_ARG_PTR(bq.data()), ATLAS_ARG_PTR(bk.data()), ATLAS_ARG_PTR(bv.data()),
-             ATLAS_ARG_PTR(x.data()), ATLAS_ARG_U32(rq), ATLAS_ARG_U32(rkv),
-             ATLAS_ARG_U32(cols), ATLAS_ARG_PTR(nw.data()), ATLAS_ARG_F32(eps),
-             ATLAS_ARG_PTR(inv.data()), ATLAS_ARG_U32(hd), ATLAS_ARG_U32(rot),
-             ATLAS_ARG_PTR(step), ATLAS_ARG_F32(1.25f)});
+            {ATLAS_ARG_PTR(q1.data()),  ATLAS_ARG_PTR(kc1.data()),
+             ATLAS_ARG_PTR(vc1.data()), ATLAS_ARG_PTR(wq.data()),
+             ATLAS_ARG_PTR(wk.data()),  ATLAS_ARG_PTR(wv.data()),
+             ATLAS_ARG_PTR(bq.data()),  ATLAS_ARG_PTR(bk.data()),
+             ATLAS_ARG_PTR(bv.data()),  ATLAS_ARG_PTR(x.data()),
+             ATLAS_ARG_U32(rq),         ATLAS_ARG_U32(rkv),
+             ATLAS_ARG_U32(cols),       ATLAS_ARG_PTR(nw.data()),
+             ATLAS_ARG_F32(eps),        ATLAS_ARG_PTR(inv.data()),
+             ATLAS_ARG_U32(hd),         ATLAS_ARG_U32(rot),
+             ATLAS_ARG_PTR(step),       ATLAS_ARG_F32(1.25f)});
         EXPECT_EQ(memcmp(q1.data(), q0.data(), rq * 4), 0) << "q, " << what;
         EXPECT_EQ(kc1, kc0) << "k cache, " << what;
         EXPECT_EQ(vc1, vc0) << "v cache, " << what;

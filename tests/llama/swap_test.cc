@@ -14,11 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "tests/runtime/test_util.h"
 #include "tests/llama/checkpoint_fixture.h"
+#include "tests/runtime/test_util.h"
 
 namespace {
-
 
 class Swap : public ::testing::Test {
  protected:
@@ -52,7 +51,8 @@ class Swap : public ::testing::Test {
     atlas_model *probe = nullptr;
     EXPECT_OK(atlas_model_open(&s, &probe));
     if (probe == nullptr) return 0;
-    uint64_t n = atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_ALLOC);
+    uint64_t n =
+        atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_ALLOC);
     EXPECT_OK(atlas_model_close(probe, nullptr));
     return n;
   }
@@ -106,7 +106,8 @@ TEST_F(Swap, RefusesUpFrontWithFigures) {
   atlas_swap_report r;
   StatusResult s = Take(atlas_model_swap(&m, &b, &r));
   EXPECT_EQ(s.code, ATLAS_STATUS_RESOURCE_EXHAUSTED) << s.message;
-  EXPECT_NE(s.message.find("refused before touching anything"), std::string::npos);
+  EXPECT_NE(s.message.find("refused before touching anything"),
+            std::string::npos);
   EXPECT_NE(s.message.find("still serving"), std::string::npos) << s.message;
   EXPECT_EQ(r.path, ATLAS_SWAP_REFUSED);
   EXPECT_EQ(r.needed_bytes, need_small);
@@ -124,8 +125,10 @@ TEST_F(Swap, FaultAtEveryPointRestoresTheOldModel) {
   // How many allocations and copies does loading the new model make?
   atlas_model *probe = nullptr;
   ASSERT_OK(atlas_model_open(&b, &probe));
-  uint64_t allocs = atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_ALLOC);
-  uint64_t copies = atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_COPY);
+  uint64_t allocs =
+      atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_ALLOC);
+  uint64_t copies =
+      atlas_backend_op_count(atlas_model_backend(probe), ATLAS_FAULT_COPY);
   ASSERT_OK(atlas_model_close(probe, nullptr));
   // Few allocations (the weights' arena, the scan's results, the buffers:
   // LoadAllocationsDoNotGrowWithLayers), many copies.
@@ -145,8 +148,10 @@ TEST_F(Swap, FaultAtEveryPointRestoresTheOldModel) {
     size_t module_at;
   };
   std::vector<Fault> faults;
-  for (uint64_t k = 1; k <= allocs; ++k) faults.push_back({ATLAS_FAULT_ALLOC, k, 0});
-  for (uint64_t k = 1; k <= copies; ++k) faults.push_back({ATLAS_FAULT_COPY, k, 0});
+  for (uint64_t k = 1; k <= allocs; ++k)
+    faults.push_back({ATLAS_FAULT_ALLOC, k, 0});
+  for (uint64_t k = 1; k <= copies; ++k)
+    faults.push_back({ATLAS_FAULT_COPY, k, 0});
   faults.push_back({ATLAS_FAULT_ALLOC, 0, 1});  // the module load
   for (const Fault &f : faults) {
     atlas_model_spec bad = b;
@@ -156,7 +161,8 @@ TEST_F(Swap, FaultAtEveryPointRestoresTheOldModel) {
     atlas_swap_report r;
     StatusResult s = Take(atlas_model_swap(&m, &bad, &r));
     std::string where = "fault kind " + std::to_string(f.kind) + " at " +
-                        std::to_string(f.at) + "/" + std::to_string(f.module_at);
+                        std::to_string(f.at) + "/" +
+                        std::to_string(f.module_at);
     ASSERT_EQ(s.code, ATLAS_STATUS_ABORTED) << where << ": " << s.message;
     EXPECT_NE(s.message.find("was restored and is serving"), std::string::npos)
         << s.message;
@@ -244,7 +250,8 @@ TEST_F(Swap, BrokenCheckpointIsRefusedAndOldModelKept) {
   ASSERT_OK(atlas_model_open(&a, &m));
   StatusResult s = Take(atlas_model_swap(&m, &b, nullptr));
   EXPECT_NE(s.code, ATLAS_STATUS_OK);
-  EXPECT_NE(s.message.find("model.safetensors"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("model.safetensors"), std::string::npos)
+      << s.message;
   ASSERT_NE(m, nullptr);
   EXPECT_STREQ(atlas_model_name(m), tiny_.c_str());
   ASSERT_OK(atlas_model_close(m, nullptr));

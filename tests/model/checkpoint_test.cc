@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "atlas/tools/safetensors_write.h"
+#include "gtest/gtest.h"
 #include "tests/model/test_util.h"
 
 namespace {
@@ -40,9 +40,9 @@ std::string ShardedDir(const std::string &weight_map =
   std::string dir = atlas_test::TempDir("ck");
   WriteShard(dir + "/model-1.safetensors", {{"a", 2}, {"b", 3}});
   WriteShard(dir + "/model-2.safetensors", {{"c", 4}});
-  atlas_test::WriteFile(dir + "/model.safetensors.index.json",
-                        "{\"metadata\":{\"total_size\":36},\"weight_map\":" +
-                            weight_map + "}");
+  atlas_test::WriteFile(
+      dir + "/model.safetensors.index.json",
+      "{\"metadata\":{\"total_size\":36},\"weight_map\":" + weight_map + "}");
   return dir;
 }
 
@@ -138,8 +138,9 @@ TEST(Checkpoint, FromBuffer) {
 TEST(CheckpointErrors, NoModelFiles) {
   std::string dir = atlas_test::TempDir("empty");
   ExpectOpenFails(dir, ATLAS_STATUS_NOT_FOUND,
-                  {dir, "no model.safetensors or "
-                        "model.safetensors.index.json"});
+                  {dir,
+                   "no model.safetensors or "
+                   "model.safetensors.index.json"});
 }
 
 TEST(CheckpointErrors, NotADirectory) {
@@ -191,11 +192,10 @@ TEST(CheckpointErrors, WeightMapValueNotAString) {
 }
 
 TEST(CheckpointErrors, ShardOutsideTheDirectory) {
-  for (const char *shard : {"../model-1.safetensors", "sub/x.safetensors",
-                            "..", ""}) {
+  for (const char *shard :
+       {"../model-1.safetensors", "sub/x.safetensors", "..", ""}) {
     SCOPED_TRACE(shard);
-    std::string dir =
-        ShardedDir(std::string("{\"a\":\"") + shard + "\"}");
+    std::string dir = ShardedDir(std::string("{\"a\":\"") + shard + "\"}");
     ExpectOpenFails(dir, ATLAS_STATUS_DATA_LOSS,
                     {IndexPath(dir), "not a file name inside"});
   }
@@ -205,9 +205,9 @@ TEST(CheckpointErrors, MissingShardFile) {
   std::string dir = ShardedDir(
       "{\"a\":\"model-1.safetensors\",\"b\":\"model-1.safetensors\","
       "\"c\":\"model-3.safetensors\"}");
-  ExpectOpenFails(dir, ATLAS_STATUS_NOT_FOUND,
-                  {IndexPath(dir), dir + "/model-3.safetensors",
-                   "cannot open"});
+  ExpectOpenFails(
+      dir, ATLAS_STATUS_NOT_FOUND,
+      {IndexPath(dir), dir + "/model-3.safetensors", "cannot open"});
 }
 
 TEST(CheckpointErrors, MalformedShard) {
@@ -226,8 +226,8 @@ TEST(CheckpointErrors, MappedTensorMissingFromShard) {
       "{\"a\":\"model-1.safetensors\",\"b\":\"model-1.safetensors\","
       "\"c\":\"model-2.safetensors\",\"d\":\"model-2.safetensors\"}");
   ExpectOpenFails(dir, ATLAS_STATUS_DATA_LOSS,
-                  {IndexPath(dir), dir + "/model-2.safetensors",
-                   "tensor \"d\"", "missing tensor"});
+                  {IndexPath(dir), dir + "/model-2.safetensors", "tensor \"d\"",
+                   "missing tensor"});
 }
 
 TEST(CheckpointErrors, TensorInTwoShards) {
@@ -236,8 +236,7 @@ TEST(CheckpointErrors, TensorInTwoShards) {
   WriteShard(dir + "/model-2.safetensors", {{"c", 4}, {"a", 2}});
   ExpectOpenFails(dir, ATLAS_STATUS_DATA_LOSS,
                   {IndexPath(dir), "tensor \"a\" is in two shards",
-                   dir + "/model-1.safetensors",
-                   dir + "/model-2.safetensors"});
+                   dir + "/model-1.safetensors", dir + "/model-2.safetensors"});
 }
 
 TEST(CheckpointErrors, ShardTensorNotInIndex) {

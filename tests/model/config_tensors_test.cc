@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
-#include "atlas/tools/safetensors_write.h"
-#include "tests/model/test_util.h"
 #include "atlas/tools/make_checkpoint_lib.h"
+#include "atlas/tools/safetensors_write.h"
+#include "gtest/gtest.h"
+#include "tests/model/test_util.h"
 
 namespace {
 
@@ -141,8 +141,8 @@ TEST(LlamaCheck, TiedBf16) {
   EXPECT_TRUE(tied);
   atlas_checkpoint_tensor t;
   EXPECT_FALSE(atlas_checkpoint_lookup(g.ck(), "lm_head.weight", &t));
-  ATLAS_ASSERT_OK(atlas_checkpoint_find(g.ck(), "model.embed_tokens.weight",
-                                        &t));
+  ATLAS_ASSERT_OK(
+      atlas_checkpoint_find(g.ck(), "model.embed_tokens.weight", &t));
   EXPECT_EQ(t.tensor->dtype, ATLAS_DTYPE_BF16);
   uint64_t bytes = 0;
   ATLAS_ASSERT_OK(atlas_llama_weight_bytes(&c, g.ck(), &bytes));
@@ -282,8 +282,8 @@ TEST(LlamaCheckErrors, WrongShapeNamesTheShard) {
   wrong.intermediate_size = 96;
   // Layer 0's gate_proj is the 8th of 21 tensors: the second shard.
   atlas_checkpoint_tensor t;
-  ATLAS_ASSERT_OK(atlas_checkpoint_find(
-      g.ck(), "model.layers.0.mlp.gate_proj.weight", &t));
+  ATLAS_ASSERT_OK(
+      atlas_checkpoint_find(g.ck(), "model.layers.0.mlp.gate_proj.weight", &t));
   EXPECT_NE(std::string(t.path).find("model-00002-of-00003.safetensors"),
             std::string::npos);
   ExpectError(atlas_llama_check_checkpoint(&wrong, g.ck(), nullptr),

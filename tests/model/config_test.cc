@@ -88,19 +88,20 @@ TEST(LlamaConfig, ExplicitValues) {
 }
 
 TEST(LlamaConfig, NullMeansDefault) {
-  atlas_llama_config c = ParseOk(Config(
-      "\"head_dim\": null, \"num_key_value_heads\": null, "
-      "\"rope_scaling\": null, \"rope_parameters\": null"));
+  atlas_llama_config c =
+      ParseOk(Config("\"head_dim\": null, \"num_key_value_heads\": null, "
+                     "\"rope_scaling\": null, \"rope_parameters\": null"));
   EXPECT_EQ(c.head_dim, 8);
   EXPECT_EQ(c.num_key_value_heads, 4);
 }
 
 TEST(LlamaConfig, RopeThetaUnderRopeParameters) {
-  atlas_llama_config c = ParseOk(Config(
-      "\"rope_parameters\": {\"rope_type\": \"default\", "
-      "\"rope_theta\": 1000000.0}"));
+  atlas_llama_config c =
+      ParseOk(Config("\"rope_parameters\": {\"rope_type\": \"default\", "
+                     "\"rope_theta\": 1000000.0}"));
   EXPECT_DOUBLE_EQ(c.rope_theta, 1000000.0);
-  c = ParseOk(Config("\"rope_theta\": 5e5, \"rope_parameters\": "
+  c =
+      ParseOk(Config("\"rope_theta\": 5e5, \"rope_parameters\": "
                      "{\"rope_theta\": 500000}"));
   EXPECT_DOUBLE_EQ(c.rope_theta, 500000.0);
   ExpectBad(Config("\"rope_theta\": 10000, \"rope_parameters\": "
@@ -127,11 +128,9 @@ TEST(LlamaConfig, WrongTypes) {
   ExpectBad(Config("\"num_key_value_heads\": 2.0"),
             ATLAS_STATUS_INVALID_ARGUMENT,
             {"\"num_key_value_heads\" must be an integer, not a real number"});
-  ExpectBad(Config("\"rms_norm_eps\": \"1e-5\""),
-            ATLAS_STATUS_INVALID_ARGUMENT,
+  ExpectBad(Config("\"rms_norm_eps\": \"1e-5\""), ATLAS_STATUS_INVALID_ARGUMENT,
             {"\"rms_norm_eps\" must be a number"});
-  ExpectBad(Config("\"tie_word_embeddings\": 1"),
-            ATLAS_STATUS_INVALID_ARGUMENT,
+  ExpectBad(Config("\"tie_word_embeddings\": 1"), ATLAS_STATUS_INVALID_ARGUMENT,
             {"\"tie_word_embeddings\" must be true or false"});
   ExpectBad(Config("\"rope_parameters\": 5"), ATLAS_STATUS_INVALID_ARGUMENT,
             {"\"rope_parameters\" must be an object"});
@@ -157,8 +156,7 @@ TEST(LlamaConfig, HeadArithmetic) {
       "\"num_hidden_layers\": 2, \"num_attention_heads\": 4}",
       ATLAS_STATUS_INVALID_ARGUMENT,
       {"hidden_size 30 is not divisible by num_attention_heads 4"});
-  ExpectBad(Config("\"num_key_value_heads\": 3"),
-            ATLAS_STATUS_INVALID_ARGUMENT,
+  ExpectBad(Config("\"num_key_value_heads\": 3"), ATLAS_STATUS_INVALID_ARGUMENT,
             {"num_attention_heads 4 is not a multiple of num_key_value_heads "
              "3"});
   ExpectBad(Config("\"head_dim\": 7"), ATLAS_STATUS_INVALID_ARGUMENT,
@@ -184,15 +182,17 @@ TEST(LlamaConfig, UnsupportedFeatures) {
 // keys; H200, transformers 5.17). Every layer attends to all positions and
 // the context is held to the window; it was refused.
 TEST(LlamaConfig, SlidingWindowHoldsTheContext) {
-  atlas_llama_config c = ParseOk(Config("\"max_position_embeddings\": 4096, "
-                                        "\"sliding_window\": 128"));
+  atlas_llama_config c =
+      ParseOk(Config("\"max_position_embeddings\": 4096, "
+                     "\"sliding_window\": 128"));
   EXPECT_EQ(c.sliding_window, 0);
   EXPECT_EQ(atlas_llama_layer_window(&c, 0), 0);
   EXPECT_EQ(c.context_window, 128);
   const char *key = nullptr;
   EXPECT_EQ(atlas_llama_context(&c, &key), 128);
   EXPECT_STREQ(key, "sliding_window");
-  c = ParseOk(Config("\"max_position_embeddings\": 64, \"sliding_window\": 128"));
+  c = ParseOk(
+      Config("\"max_position_embeddings\": 64, \"sliding_window\": 128"));
   EXPECT_EQ(atlas_llama_context(&c, &key), 64);
   EXPECT_STREQ(key, "max_position_embeddings");
   c = ParseOk(Config("\"sliding_window\": null"));
@@ -202,7 +202,8 @@ TEST(LlamaConfig, SlidingWindowHoldsTheContext) {
   ExpectBad(Config("\"sliding_window\": 1.5"), ATLAS_STATUS_INVALID_ARGUMENT,
             {"\"sliding_window\" must be an integer"});
   // The other families keep their own windows and no context limit.
-  std::string mistral = Config("\"num_key_value_heads\": 2, \"sliding_window\": 128");
+  std::string mistral =
+      Config("\"num_key_value_heads\": 2, \"sliding_window\": 128");
   c = {};
   atlas_test::Status s(atlas_llama_config_parse_family(
       ATLAS_LLAMA_FAMILY_MISTRAL, mistral.data(), mistral.size(), kPath, &c));
@@ -214,10 +215,11 @@ TEST(LlamaConfig, SlidingWindowHoldsTheContext) {
 // A quantized checkpoint's config: transformers loads it quantized; Atlas
 // ran any float tensors it found as plain weights (exit 0).
 TEST(LlamaConfig, QuantizationConfigRefused) {
-  ExpectBad(Config("\"quantization_config\": {\"quant_method\": \"fp8\", "
-                   "\"activation_scheme\": \"dynamic\"}"),
-            ATLAS_STATUS_UNIMPLEMENTED,
-            {"\"quantization_config\" (quant_method \"fp8\") is not supported"});
+  ExpectBad(
+      Config("\"quantization_config\": {\"quant_method\": \"fp8\", "
+             "\"activation_scheme\": \"dynamic\"}"),
+      ATLAS_STATUS_UNIMPLEMENTED,
+      {"\"quantization_config\" (quant_method \"fp8\") is not supported"});
   ExpectBad(Config("\"quantization_config\": {\"bits\": 4}"),
             ATLAS_STATUS_UNIMPLEMENTED,
             {"\"quantization_config\" (quant_method missing)"});
@@ -248,10 +250,10 @@ TEST(LlamaConfig, BiasesAndRopeTypes) {
       "\"rope_theta\": 5e5, \"rope_scaling\": {\"rope_type\": \"llama3\", "
       "\"factor\": 8, \"low_freq_factor\": 1, \"high_freq_factor\": 4, "
       "\"original_max_position_embeddings\": 8192}"));
-  atlas_llama_config d = ParseOk(Config(
-      "\"rope_theta\": 5e5, \"rope_scaling\": {\"type\": \"llama3\", "
-      "\"factor\": 8, \"low_freq_factor\": 1, \"high_freq_factor\": 4, "
-      "\"original_max_position_embeddings\": 8192}"));
+  atlas_llama_config d = ParseOk(
+      Config("\"rope_theta\": 5e5, \"rope_scaling\": {\"type\": \"llama3\", "
+             "\"factor\": 8, \"low_freq_factor\": 1, \"high_freq_factor\": 4, "
+             "\"original_max_position_embeddings\": 8192}"));
   for (const atlas_llama_config *x : {&a, &b, &d}) {
     EXPECT_EQ(x->rope.type, ATLAS_ROPE_LLAMA3);
     EXPECT_DOUBLE_EQ(x->rope.theta, 5e5);
@@ -293,8 +295,8 @@ namespace {
 
 atlas_llama_config ParseFamily(atlas_llama_family f, const std::string &text) {
   atlas_llama_config cfg = {};
-  atlas_test::Status s(atlas_llama_config_parse_family(f, text.data(), text.size(),
-                                                       kPath, &cfg));
+  atlas_test::Status s(atlas_llama_config_parse_family(
+      f, text.data(), text.size(), kPath, &cfg));
   EXPECT_TRUE(s.ok()) << s.message();
   return cfg;
 }
@@ -308,29 +310,35 @@ std::string FamilyConfig(const std::string &extra = "") {
 
 TEST(FamilyConfig, SlidingWindows) {
   // Mistral: every layer; absent means MistralConfig's 4096, null none.
-  atlas_llama_config c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL, FamilyConfig());
+  atlas_llama_config c =
+      ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL, FamilyConfig());
   EXPECT_EQ(c.sliding_window, 4096);
   EXPECT_EQ(atlas_llama_layer_window(&c, 0), 4096);
-  c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL, FamilyConfig("\"sliding_window\": null"));
+  c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL,
+                  FamilyConfig("\"sliding_window\": null"));
   EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
   // Qwen2: only with use_sliding_window, from max_window_layers on.
-  c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN2, FamilyConfig("\"sliding_window\": 64"));
-  EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
   c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN2,
-                  FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": 64, "
-                         "\"max_window_layers\": 1"));
+                  FamilyConfig("\"sliding_window\": 64"));
+  EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
+  c = ParseFamily(
+      ATLAS_LLAMA_FAMILY_QWEN2,
+      FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": 64, "
+                   "\"max_window_layers\": 1"));
   EXPECT_EQ(atlas_llama_layer_window(&c, 0), 0);
   EXPECT_EQ(atlas_llama_layer_window(&c, 1), 64);
   EXPECT_TRUE(c.qkv_bias);
   EXPECT_FALSE(c.o_bias);
-  c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN2,
-                  FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": null"));
+  c = ParseFamily(
+      ATLAS_LLAMA_FAMILY_QWEN2,
+      FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": null"));
   EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
   // layer_types, when given, decides.
-  c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN3,
-                  FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": 8, "
-                         "\"layer_types\": [\"sliding_attention\", "
-                         "\"sliding_attention\"]"));
+  c = ParseFamily(
+      ATLAS_LLAMA_FAMILY_QWEN3,
+      FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": 8, "
+                   "\"layer_types\": [\"sliding_attention\", "
+                   "\"sliding_attention\"]"));
   EXPECT_EQ(atlas_llama_layer_window(&c, 0), 8);
   EXPECT_TRUE(c.qk_norm);
   EXPECT_EQ(c.head_dim, 128);  // Qwen3Config's default
@@ -343,17 +351,18 @@ TEST(FamilyConfig, MistralLayerTypesCannotUnslideLayers) {
   std::string text = FamilyConfig(
       "\"sliding_window\": 8, "
       "\"layer_types\": [\"full_attention\", \"sliding_attention\"]");
-  ExpectError(atlas_llama_config_parse_family(ATLAS_LLAMA_FAMILY_MISTRAL,
-                                              text.data(), text.size(), kPath,
-                                              &c),
-              ATLAS_STATUS_UNIMPLEMENTED,
-              {kPath, "layer_types", "model_type mistral",
-               "sliding_window 8 to every layer"});
+  ExpectError(
+      atlas_llama_config_parse_family(ATLAS_LLAMA_FAMILY_MISTRAL, text.data(),
+                                      text.size(), kPath, &c),
+      ATLAS_STATUS_UNIMPLEMENTED,
+      {kPath, "layer_types", "model_type mistral",
+       "sliding_window 8 to every layer"});
   // A list that agrees with transformers is fine; without a window the
   // list changes nothing.
-  c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL,
-                  FamilyConfig("\"sliding_window\": 8, \"layer_types\": "
-                               "[\"sliding_attention\", \"sliding_attention\"]"));
+  c = ParseFamily(
+      ATLAS_LLAMA_FAMILY_MISTRAL,
+      FamilyConfig("\"sliding_window\": 8, \"layer_types\": "
+                   "[\"sliding_attention\", \"sliding_attention\"]"));
   EXPECT_EQ(atlas_llama_layer_window(&c, 0), 8);
   c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL,
                   FamilyConfig("\"sliding_window\": null, \"layer_types\": "
@@ -387,11 +396,10 @@ TEST(FamilyConfig, FamilyDefaults) {
   // group 4 heads (transformers cannot build it either).
   atlas_llama_config c = {};
   std::string text = Config();
-  ExpectError(atlas_llama_config_parse_family(ATLAS_LLAMA_FAMILY_QWEN2,
-                                              text.data(), text.size(), kPath,
-                                              &c),
-              ATLAS_STATUS_INVALID_ARGUMENT,
-              {kPath, "num_key_value_heads 32"});
+  ExpectError(
+      atlas_llama_config_parse_family(ATLAS_LLAMA_FAMILY_QWEN2, text.data(),
+                                      text.size(), kPath, &c),
+      ATLAS_STATUS_INVALID_ARGUMENT, {kPath, "num_key_value_heads 32"});
 }
 
 }  // namespace

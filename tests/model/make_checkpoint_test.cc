@@ -1,7 +1,7 @@
 // The checkpoint generator: bit-exact conversions, byte-identical output for
 // a seed on every machine, and the two demo models the build embeds.
-#include "atlas/tools/make_checkpoint_lib.h"
 #include "atlas/tools/make_checkpoint_demo_models.h"
+#include "atlas/tools/make_checkpoint_lib.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
-#include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/arch/llama/llama_config.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/formats/checkpoint.h"
+#include "gtest/gtest.h"
 #include "tests/model/test_util.h"
 
 namespace {
@@ -55,7 +55,9 @@ float HalfToFloat(uint16_t h) {
   return static_cast<float>((h & 0x8000) ? -v : v);
 }
 
-float Bf16ToFloat(uint16_t b) { return FromBits(static_cast<uint32_t>(b) << 16); }
+float Bf16ToFloat(uint16_t b) {
+  return FromBits(static_cast<uint32_t>(b) << 16);
+}
 
 TEST(MakeCheckpointConvert, F16KnownValues) {
   EXPECT_EQ(atlas_make_checkpoint_f32_to_f16(1.0f), 0x3c00);
@@ -80,10 +82,10 @@ TEST(MakeCheckpointConvert, F16KnownValues) {
 TEST(MakeCheckpointConvert, F16RoundTripsEveryHalf) {
   for (uint32_t h = 0; h < 0x10000; ++h) {
     if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0) continue;  // NaN
-    if ((h & 0x7c00) == 0x7c00) continue;                       // inf
-    ASSERT_EQ(atlas_make_checkpoint_f32_to_f16(HalfToFloat(
-                  static_cast<uint16_t>(h))),
-              h)
+    if ((h & 0x7c00) == 0x7c00) continue;                      // inf
+    ASSERT_EQ(
+        atlas_make_checkpoint_f32_to_f16(HalfToFloat(static_cast<uint16_t>(h))),
+        h)
         << std::hex << h;
   }
 }
@@ -119,9 +121,10 @@ TEST(MakeCheckpointConvert, Bf16) {
 }
 
 // `edit` (may be empty) changes the preset's config before the write.
-std::string Generate(const std::string &leaf, uint64_t seed, const char *preset,
-                     atlas_dtype dtype, int shards, bool tied,
-                     const std::function<void(atlas_llama_config &)> &edit = {}) {
+std::string Generate(
+    const std::string &leaf, uint64_t seed, const char *preset,
+    atlas_dtype dtype, int shards, bool tied,
+    const std::function<void(atlas_llama_config &)> &edit = {}) {
   std::string dir = atlas_test::TempDir(leaf);
   atlas_make_checkpoint_options o = {};
   o.out_dir = dir.c_str();
@@ -169,8 +172,10 @@ TEST(MakeCheckpoint, ShardingDoesNotChangeValues) {
     ASSERT_STREQ(ta.tensor->name, tb.tensor->name);
     ASSERT_EQ(ta.tensor->bytes, tb.tensor->bytes);
     std::vector<unsigned char> ba(ta.tensor->bytes), bb(tb.tensor->bytes);
-    ATLAS_ASSERT_OK(atlas_safetensors_read(ta.tensor, 0, ta.tensor->bytes, ba.data()));
-    ATLAS_ASSERT_OK(atlas_safetensors_read(tb.tensor, 0, tb.tensor->bytes, bb.data()));
+    ATLAS_ASSERT_OK(
+        atlas_safetensors_read(ta.tensor, 0, ta.tensor->bytes, ba.data()));
+    ATLAS_ASSERT_OK(
+        atlas_safetensors_read(tb.tensor, 0, tb.tensor->bytes, bb.data()));
     EXPECT_EQ(ba, bb) << ta.tensor->name;
   }
   atlas_checkpoint_close(a);
@@ -186,7 +191,8 @@ TEST(MakeCheckpoint, ValuesLookLikeWeights) {
     ASSERT_TRUE(atlas_checkpoint_tensor_at(ck, i, &t));
     double sum = 0, sq = 0;
     std::vector<float> v(t.tensor->elements);
-    ATLAS_ASSERT_OK(atlas_safetensors_read(t.tensor, 0, t.tensor->bytes, v.data()));
+    ATLAS_ASSERT_OK(
+        atlas_safetensors_read(t.tensor, 0, t.tensor->bytes, v.data()));
     for (float x : v) {
       sum += x;
       sq += static_cast<double>(x) * x;
@@ -224,16 +230,17 @@ TEST(MakeCheckpoint, ConfigRoundTrips) {
 TEST(MakeCheckpoint, QkNormWritesAQwen3Checkpoint) {
   for (bool bias : {false, true}) {
     SCOPED_TRACE(bias ? "attention bias" : "no bias");
-    std::string dir = Generate(bias ? "qwen3_bias" : "qwen3", 4, "tiny", ATLAS_DTYPE_F32, 1,
-                               false, [&](atlas_llama_config &c) {
-                                 c.qk_norm = true;
-                                 c.qkv_bias = c.o_bias = bias;
-                               });
+    std::string dir =
+        Generate(bias ? "qwen3_bias" : "qwen3", 4, "tiny", ATLAS_DTYPE_F32, 1,
+                 false, [&](atlas_llama_config &c) {
+                   c.qk_norm = true;
+                   c.qkv_bias = c.o_bias = bias;
+                 });
     std::string text = ReadAll(dir + "/config.json");
     EXPECT_NE(text.find("\"Qwen3ForCausalLM\""), std::string::npos) << text;
     atlas_llama_config c = {};
-    ATLAS_ASSERT_OK(atlas_llama_config_parse_family(ATLAS_LLAMA_FAMILY_QWEN3, text.data(),
-                                                    text.size(), "config.json", &c));
+    ATLAS_ASSERT_OK(atlas_llama_config_parse_family(
+        ATLAS_LLAMA_FAMILY_QWEN3, text.data(), text.size(), "config.json", &c));
     EXPECT_TRUE(c.qk_norm);
     EXPECT_EQ(c.qkv_bias, bias);
     EXPECT_EQ(c.o_bias, bias);
@@ -242,9 +249,11 @@ TEST(MakeCheckpoint, QkNormWritesAQwen3Checkpoint) {
     ATLAS_ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
     ATLAS_ASSERT_OK(atlas_llama_check_checkpoint(&c, ck, nullptr));
     atlas_checkpoint_tensor t;
-    ATLAS_ASSERT_OK(atlas_checkpoint_find(ck, "model.layers.1.self_attn.k_norm.weight", &t));
+    ATLAS_ASSERT_OK(atlas_checkpoint_find(
+        ck, "model.layers.1.self_attn.k_norm.weight", &t));
     std::vector<float> v(t.tensor->elements);
-    ATLAS_ASSERT_OK(atlas_safetensors_read(t.tensor, 0, t.tensor->bytes, v.data()));
+    ATLAS_ASSERT_OK(
+        atlas_safetensors_read(t.tensor, 0, t.tensor->bytes, v.data()));
     EXPECT_EQ(v.size(), 8u);
     for (float x : v) EXPECT_NEAR(x, 1.0, 0.1);
     atlas_checkpoint_close(ck);
@@ -334,8 +343,8 @@ TEST(DemoModels, EmbeddedCopiesMatchTheFiles) {
     ATLAS_ASSERT_OK(
         atlas_llama_config_parse(m->config_json, m->config_bytes, name, &c));
     atlas_checkpoint *ck = nullptr;
-    ATLAS_ASSERT_OK(atlas_checkpoint_open_buffer(m->weights, m->weights_bytes,
-                                                 name, &ck));
+    ATLAS_ASSERT_OK(
+        atlas_checkpoint_open_buffer(m->weights, m->weights_bytes, name, &ck));
     ATLAS_ASSERT_OK(atlas_llama_check_checkpoint(&c, ck, nullptr));
     atlas_checkpoint_close(ck);
   }

@@ -95,8 +95,7 @@ TEST(SafetensorsMalformed, OverlappingOffsets) {
 TEST(SafetensorsMalformed, IdenticalOffsetsOverlap) {
   std::string header = "{" + Entry("a", "F32", "[1]", 0, 4) + "," +
                        Entry("b", "F32", "[1]", 0, 4) + "}";
-  ExpectMalformed(Safetensors(header, 4), ATLAS_STATUS_DATA_LOSS,
-                  {"overlaps"});
+  ExpectMalformed(Safetensors(header, 4), ATLAS_STATUS_DATA_LOSS, {"overlaps"});
 }
 
 TEST(SafetensorsMalformed, GapBetweenTensors) {
@@ -130,9 +129,8 @@ TEST(SafetensorsMalformed, OffsetsPastTheEnd) {
 }
 
 TEST(SafetensorsMalformed, HugeOffsetsPastTheEnd) {
-  std::string header =
-      OneF32(Entry("a", "F32", "[1]", 9223372036854775800ull,
-                   9223372036854775804ull));
+  std::string header = OneF32(
+      Entry("a", "F32", "[1]", 9223372036854775800ull, 9223372036854775804ull));
   ExpectMalformed(Safetensors(header, 4), ATLAS_STATUS_DATA_LOSS,
                   {"run past the end"});
 }
@@ -144,8 +142,8 @@ TEST(SafetensorsMalformed, SizeDoesNotMatchShape) {
 }
 
 TEST(SafetensorsMalformed, ShapeOverflow) {
-  std::string header = OneF32(
-      Entry("a", "F32", "[4294967296,4294967296,16]", 0, 4));
+  std::string header =
+      OneF32(Entry("a", "F32", "[4294967296,4294967296,16]", 0, 4));
   ExpectMalformed(Safetensors(header, 4), ATLAS_STATUS_DATA_LOSS,
                   {"tensor \"a\"", "overflows"});
   // The element count fits but the byte count does not.
@@ -175,8 +173,8 @@ TEST(SafetensorsMalformed, UnknownDtype) {
 }
 
 TEST(SafetensorsMalformed, UnsupportedDtype) {
-  for (const char *dtype : {"F64", "I64", "I32", "I16", "I8", "U8", "BOOL",
-                            "F8_E4M3", "F8_E5M2"}) {
+  for (const char *dtype :
+       {"F64", "I64", "I32", "I16", "I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2"}) {
     SCOPED_TRACE(dtype);
     ExpectMalformed(
         Safetensors(OneF32(Entry("w", dtype, "[1]", 0, 1)), 1),
@@ -227,9 +225,9 @@ TEST(SafetensorsMalformed, NotAnObject) {
 TEST(SafetensorsMalformed, BadTensorEntries) {
   ExpectMalformed(Safetensors("{\"a\":3}", 0), ATLAS_STATUS_DATA_LOSS,
                   {"tensor \"a\" is described by an integer"});
-  ExpectMalformed(
-      Safetensors("{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4),
-      ATLAS_STATUS_DATA_LOSS, {"tensor \"a\" is missing field \"data_offsets\""});
+  ExpectMalformed(Safetensors("{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4),
+                  ATLAS_STATUS_DATA_LOSS,
+                  {"tensor \"a\" is missing field \"data_offsets\""});
   ExpectMalformed(
       Safetensors("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":"
                   "[0,4],\"extra\":1}}",
@@ -249,8 +247,9 @@ TEST(SafetensorsMalformed, BadTensorEntries) {
 TEST(SafetensorsMalformed, BadDataOffsets) {
   for (const char *offsets : {"[0]", "[0,4,8]", "[-4,0]", "[0,\"4\"]", "4"}) {
     SCOPED_TRACE(offsets);
-    std::string header = std::string("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
-                                     "\"data_offsets\":") +
+    std::string header = std::string(
+                             "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
+                             "\"data_offsets\":") +
                          offsets + "}}";
     ExpectMalformed(Safetensors(header, 4), ATLAS_STATUS_DATA_LOSS,
                     {"data_offsets must be two non-negative integers"});
@@ -330,8 +329,8 @@ TEST(SafetensorsParse, TensorsInFileOrderWithAccessors) {
   const atlas_safetensors_tensor *found = nullptr;
   ATLAS_ASSERT_OK(atlas_safetensors_find(f, "z.second", &found));
   EXPECT_EQ(found, t1);
-  ExpectError(atlas_safetensors_find(f, "nope", &found),
-              ATLAS_STATUS_NOT_FOUND, {"ok.safetensors", "\"nope\""});
+  ExpectError(atlas_safetensors_find(f, "nope", &found), ATLAS_STATUS_NOT_FOUND,
+              {"ok.safetensors", "\"nope\""});
 }
 
 TEST(SafetensorsParse, WhitespaceBeforeAndAfterHeader) {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "atlas/runtime/status.h"
+#include "gtest/gtest.h"
 
 namespace atlas_test {
 
@@ -120,10 +120,10 @@ inline void ExpectError(atlas_status raw, atlas_status_code code,
   }
 }
 
-#define ATLAS_ASSERT_OK(expr)                              \
-  do {                                                     \
-    ::atlas_test::Status atlas_s_(expr);                   \
-    ASSERT_TRUE(atlas_s_.ok()) << atlas_s_.message();      \
+#define ATLAS_ASSERT_OK(expr)                         \
+  do {                                                \
+    ::atlas_test::Status atlas_s_(expr);              \
+    ASSERT_TRUE(atlas_s_.ok()) << atlas_s_.message(); \
   } while (0)
 
 }  // namespace atlas_test

@@ -54,13 +54,13 @@ StatusResult Make(const BackendFactory &f, Backend *backend,
 
 // Skips the test when the device is not there (no driver, no GPU): the
 // status says why, and the skip message repeats it.
-#define MAKE_OR_SKIP(backend, ...)                                        \
-  do {                                                                    \
-    StatusResult made_ = Make(GetParam(), &(backend), ##__VA_ARGS__);     \
-    if (made_.code == ATLAS_STATUS_UNAVAILABLE) {                         \
+#define MAKE_OR_SKIP(backend, ...)                                           \
+  do {                                                                       \
+    StatusResult made_ = Make(GetParam(), &(backend), ##__VA_ARGS__);        \
+    if (made_.code == ATLAS_STATUS_UNAVAILABLE) {                            \
       ATLAS_CUDA_SKIP(GetParam().name << " unavailable: " << made_.message); \
-    }                                                                     \
-    ASSERT_EQ(made_.code, ATLAS_STATUS_OK) << made_.message;              \
+    }                                                                        \
+    ASSERT_EQ(made_.code, ATLAS_STATUS_OK) << made_.message;                 \
   } while (0)
 
 std::vector<uint32_t> ReadU32(atlas_backend *b, const void *src, size_t n) {
@@ -116,8 +116,8 @@ TEST_P(BackendContract, CopiesRoundTrip) {
   std::vector<uint32_t> retained(n, 5u);
   void *d3 = nullptr;
   ASSERT_OK(atlas_backend_alloc(b.get(), n * 4, &d3));
-  ASSERT_OK(atlas_backend_h2d_async_retained(b.get(), d3, retained.data(),
-                                             n * 4, s));
+  ASSERT_OK(
+      atlas_backend_h2d_async_retained(b.get(), d3, retained.data(), n * 4, s));
   void *pinned = nullptr;
   ASSERT_OK(atlas_backend_pinned_alloc(b.get(), n * 4, &pinned));
   ASSERT_OK(atlas_backend_d2h_async(b.get(), pinned, d2, n * 4, s));
@@ -165,8 +165,8 @@ TEST_P(BackendContract, MemsetSyncAndAsync) {
   void *d = nullptr;
   ASSERT_OK(atlas_backend_alloc(b.get(), 256, &d));
   ASSERT_OK(atlas_backend_memset(b.get(), d, 0x11, 256));
-  ASSERT_OK(atlas_backend_memset_async(b.get(), (char *)d + 128, 0x22, 128,
-                                       nullptr));
+  ASSERT_OK(
+      atlas_backend_memset_async(b.get(), (char *)d + 128, 0x22, 128, nullptr));
   ASSERT_OK(atlas_backend_synchronize(b.get()));
   unsigned char out[256];
   ASSERT_OK(atlas_backend_d2h(b.get(), out, d, 256));
@@ -456,8 +456,8 @@ TEST_P(BackendContract, RedZonesCatchEveryOverrunLength) {
   for (size_t pad = 1; pad <= 32; ++pad) {
     std::vector<unsigned char> junk(pad, 0x3C);
     for (size_t i = 0; i < count; ++i) {
-      ASSERT_OK(atlas_backend_h2d(b.get(), (char *)bufs[i] + 100 + i + (32 - pad),
-                                  junk.data(), pad));
+      ASSERT_OK(atlas_backend_h2d(
+          b.get(), (char *)bufs[i] + 100 + i + (32 - pad), junk.data(), pad));
     }
     std::vector<atlas_redzone_violation> v(count);
     ASSERT_OK(atlas_backend_scan_redzones(b.get(), v.data(), v.size(), &found));
@@ -567,7 +567,8 @@ TEST_P(BackendContract, OverrunIsReportedWhenTheBufferIsFreedOrSwept) {
   ASSERT_OK(atlas_backend_h2d(b.get(), (char *)swept + 1, &junk, 1));
   EXPECT_STATUS(atlas_backend_free(b.get(), freed), ATLAS_STATUS_DATA_LOSS,
                 "written 7 bytes past its end; found when it was freed");
-  EXPECT_EQ(atlas_backend_live_alloc_count(b.get()), 2u) << "freed all the same";
+  EXPECT_EQ(atlas_backend_live_alloc_count(b.get()), 2u)
+      << "freed all the same";
   EXPECT_OK(atlas_backend_free(b.get(), clean));
   atlas_sweep_result r;
   StatusResult swept_status = Take(atlas_backend_sweep_unreleased(b.get(), &r));
@@ -716,8 +717,10 @@ TEST_P(BackendContract, OpCacheMemoisesAndLedgersScratch) {
   atlas_op_cache *cache = atlas_backend_op_cache(b.get());
   ASSERT_NE(cache, nullptr);
   const atlas_kernel *k1 = nullptr, *k2 = nullptr;
-  ASSERT_OK(atlas_op_cache_kernel(cache, ATLAS_CONTRACT_MODULE, "fill_u32", &k1));
-  ASSERT_OK(atlas_op_cache_kernel(cache, ATLAS_CONTRACT_MODULE, "fill_u32", &k2));
+  ASSERT_OK(
+      atlas_op_cache_kernel(cache, ATLAS_CONTRACT_MODULE, "fill_u32", &k1));
+  ASSERT_OK(
+      atlas_op_cache_kernel(cache, ATLAS_CONTRACT_MODULE, "fill_u32", &k2));
   EXPECT_EQ(k1, k2);
   EXPECT_EQ(atlas_op_cache_kernel_count(cache), 1u);
   void *s1 = nullptr, *s2 = nullptr;
@@ -757,9 +760,11 @@ void Random16(std::mt19937 *rng, atlas_matmul_type type, size_t n,
   values->resize(n);
   for (size_t i = 0; i < n; ++i) {
     float v = d(*rng);
-    uint16_t h = type == ATLAS_MATMUL_BF16 ? atlas_f32_to_bf16(v) : atlas_f32_to_f16(v);
+    uint16_t h =
+        type == ATLAS_MATMUL_BF16 ? atlas_f32_to_bf16(v) : atlas_f32_to_f16(v);
     (*bits)[i] = h;
-    (*values)[i] = type == ATLAS_MATMUL_BF16 ? atlas_bf16_to_f32(h) : atlas_f16_to_f32(h);
+    (*values)[i] =
+        type == ATLAS_MATMUL_BF16 ? atlas_bf16_to_f32(h) : atlas_f16_to_f32(h);
   }
 }
 
@@ -767,9 +772,9 @@ void Random16(std::mt19937 *rng, atlas_matmul_type type, size_t n,
 // backend must have one.
 #define MATMUL_OR_SKIP(b)                                                     \
   do {                                                                        \
-    StatusResult asked_ = Take(atlas_backend_matmul(                          \
-        (b), nullptr, nullptr, nullptr, nullptr, ATLAS_MATMUL_F16, 0, 0, 0,   \
-        ATLAS_MATMUL_WRITE));                                                 \
+    StatusResult asked_ = Take(                                               \
+        atlas_backend_matmul((b), nullptr, nullptr, nullptr, nullptr,         \
+                             ATLAS_MATMUL_F16, 0, 0, 0, ATLAS_MATMUL_WRITE)); \
     if (asked_.code == ATLAS_STATUS_UNIMPLEMENTED &&                          \
         GetParam().name != "host") {                                          \
       GTEST_SKIP() << GetParam().name << ": " << asked_.message;              \
@@ -787,11 +792,14 @@ TEST_P(BackendContract, MatmulMatchesTheReference) {
   Backend b;
   MAKE_OR_SKIP(b);
   MATMUL_OR_SKIP(b.get());
-  struct Shape { size_t m, n, k; };
+  struct Shape {
+    size_t m, n, k;
+  };
   std::mt19937 rng(20261130);
   for (atlas_matmul_type type : {ATLAS_MATMUL_F16, ATLAS_MATMUL_BF16}) {
-    for (Shape sh : {Shape{1, 1, 1}, Shape{1, 257, 64}, Shape{3, 5, 7},
-                     Shape{17, 33, 129}, Shape{64, 96, 256}, Shape{2, 9, 4099}}) {
+    for (Shape sh :
+         {Shape{1, 1, 1}, Shape{1, 257, 64}, Shape{3, 5, 7}, Shape{17, 33, 129},
+          Shape{64, 96, 256}, Shape{2, 9, 4099}}) {
       std::vector<uint16_t> wb, xb;
       std::vector<float> wv, xv;
       Random16(&rng, type, sh.n * sh.k, &wb, &wv);
@@ -802,9 +810,11 @@ TEST_P(BackendContract, MatmulMatchesTheReference) {
       ASSERT_OK(atlas_backend_alloc(b.get(), sh.m * sh.n * 4, &dout));
       ASSERT_OK(atlas_backend_h2d(b.get(), dw, wb.data(), wb.size() * 2));
       ASSERT_OK(atlas_backend_h2d(b.get(), dx, xb.data(), xb.size() * 2));
-      ASSERT_OK(atlas_backend_memset(b.get(), dout, 0xFF, sh.m * sh.n * 4));  // NaN
+      ASSERT_OK(
+          atlas_backend_memset(b.get(), dout, 0xFF, sh.m * sh.n * 4));  // NaN
       ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
-                                     type, sh.m, sh.n, sh.k, ATLAS_MATMUL_WRITE));
+                                     type, sh.m, sh.n, sh.k,
+                                     ATLAS_MATMUL_WRITE));
       ASSERT_OK(atlas_backend_synchronize(b.get()));
       std::vector<float> got(sh.m * sh.n);
       ASSERT_OK(atlas_backend_d2h(b.get(), got.data(), dout, got.size() * 4));
@@ -817,12 +827,13 @@ TEST_P(BackendContract, MatmulMatchesTheReference) {
             ref += p;
             mag += std::fabs(p);
           }
-          double bound = 2.0 * (double)sh.k * std::ldexp(1.0, -24) * mag + 1e-30;
+          double bound =
+              2.0 * (double)sh.k * std::ldexp(1.0, -24) * mag + 1e-30;
           double err = std::fabs((double)got[i * sh.n + j] - ref);
-          ASSERT_LE(err, bound) << atlas_matmul_type_name(type) << " " << sh.m
-                                << "x" << sh.n << "x" << sh.k << " at (" << i
-                                << ", " << j << "): got " << got[i * sh.n + j]
-                                << ", want " << ref;
+          ASSERT_LE(err, bound)
+              << atlas_matmul_type_name(type) << " " << sh.m << "x" << sh.n
+              << "x" << sh.k << " at (" << i << ", " << j << "): got "
+              << got[i * sh.n + j] << ", want " << ref;
           worst = std::max(worst, err / bound);
         }
       }
@@ -845,7 +856,9 @@ TEST_P(BackendContract, MatmulAccumulatesIntoItsOutput) {
   Backend b;
   MAKE_OR_SKIP(b);
   MATMUL_OR_SKIP(b.get());
-  struct Shape { size_t m, n, k; };
+  struct Shape {
+    size_t m, n, k;
+  };
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> start(-50.0f, 50.0f);
   bool host = GetParam().name == "host";
@@ -864,13 +877,16 @@ TEST_P(BackendContract, MatmulAccumulatesIntoItsOutput) {
       ASSERT_OK(atlas_backend_h2d(b.get(), dw, wb.data(), wb.size() * 2));
       ASSERT_OK(atlas_backend_h2d(b.get(), dx, xb.data(), xb.size() * 2));
       std::vector<float> written(sh.m * sh.n), got(sh.m * sh.n);
-      ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx, type,
-                                     sh.m, sh.n, sh.k, ATLAS_MATMUL_WRITE));
+      ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
+                                     type, sh.m, sh.n, sh.k,
+                                     ATLAS_MATMUL_WRITE));
       ASSERT_OK(atlas_backend_synchronize(b.get()));
-      ASSERT_OK(atlas_backend_d2h(b.get(), written.data(), dout, written.size() * 4));
+      ASSERT_OK(
+          atlas_backend_d2h(b.get(), written.data(), dout, written.size() * 4));
       ASSERT_OK(atlas_backend_h2d(b.get(), dout, c.data(), c.size() * 4));
-      ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx, type,
-                                     sh.m, sh.n, sh.k, ATLAS_MATMUL_ACCUMULATE));
+      ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
+                                     type, sh.m, sh.n, sh.k,
+                                     ATLAS_MATMUL_ACCUMULATE));
       ASSERT_OK(atlas_backend_synchronize(b.get()));
       ASSERT_OK(atlas_backend_d2h(b.get(), got.data(), dout, got.size() * 4));
       for (size_t i = 0; i < sh.m; ++i) {
@@ -883,10 +899,11 @@ TEST_P(BackendContract, MatmulAccumulatesIntoItsOutput) {
             mag += std::fabs(p);
           }
           double bound = 2.0 * (double)(sh.k + 1) * std::ldexp(1.0, -24) *
-                             (mag + std::fabs((double)c[o])) + 1e-30;
+                             (mag + std::fabs((double)c[o])) +
+                         1e-30;
           ASSERT_LE(std::fabs((double)got[o] - ref), bound)
-              << atlas_matmul_type_name(type) << " " << sh.m << "x" << sh.n << "x"
-              << sh.k << " at (" << i << ", " << j << "): got " << got[o]
+              << atlas_matmul_type_name(type) << " " << sh.m << "x" << sh.n
+              << "x" << sh.k << " at (" << i << ", " << j << "): got " << got[o]
               << ", want " << ref << " (start " << c[o] << ")";
           if (host) {
             float sum = c[o] + written[o];
@@ -904,15 +921,18 @@ TEST_P(BackendContract, MatmulAccumulatesIntoItsOutput) {
   ASSERT_OK(atlas_backend_alloc(b.get(), sizeof(c), &dout));
   ASSERT_OK(atlas_backend_h2d(b.get(), dout, c, sizeof(c)));
   uint64_t before = atlas_backend_op_count(b.get(), ATLAS_FAULT_LAUNCH);
-  ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, nullptr, nullptr,
-                                 ATLAS_MATMUL_BF16, 2, 3, 0, ATLAS_MATMUL_ACCUMULATE));
+  ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, nullptr,
+                                 nullptr, ATLAS_MATMUL_BF16, 2, 3, 0,
+                                 ATLAS_MATMUL_ACCUMULATE));
   EXPECT_EQ(atlas_backend_op_count(b.get(), ATLAS_FAULT_LAUNCH), before + 1);
   ASSERT_OK(atlas_backend_synchronize(b.get()));
   ASSERT_OK(atlas_backend_d2h(b.get(), got, dout, sizeof(got)));
-  for (int i = 0; i < 6; ++i) EXPECT_EQ(got[i], c[i]) << "an empty sum adds nothing";
-  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dout, dout,
-                                     ATLAS_MATMUL_F16, 1, 1, 1, (atlas_matmul_out)2),
-                ATLAS_STATUS_INVALID_ARGUMENT, "output mode 2");
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(got[i], c[i]) << "an empty sum adds nothing";
+  EXPECT_STATUS(
+      atlas_backend_matmul(b.get(), nullptr, (float *)dout, dout, dout,
+                           ATLAS_MATMUL_F16, 1, 1, 1, (atlas_matmul_out)2),
+      ATLAS_STATUS_INVALID_ARGUMENT, "output mode 2");
   ASSERT_OK(atlas_backend_free(b.get(), dout));
 }
 
@@ -925,28 +945,35 @@ TEST_P(BackendContract, MatmulChecksItsArguments) {
   ASSERT_OK(atlas_backend_alloc(b.get(), 64, &dx));
   ASSERT_OK(atlas_backend_alloc(b.get(), 64, &dout));
   float *out = (float *)dout;
-  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, nullptr, dw, dx,
-                                     ATLAS_MATMUL_F16, 2, 2, 2, ATLAS_MATMUL_WRITE),
-                ATLAS_STATUS_INVALID_ARGUMENT, "NULL output");
-  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, out, nullptr, dx,
-                                     ATLAS_MATMUL_F16, 2, 2, 2, ATLAS_MATMUL_WRITE),
-                ATLAS_STATUS_INVALID_ARGUMENT, "NULL weight matrix");
-  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, out, dw, nullptr,
-                                     ATLAS_MATMUL_BF16, 2, 2, 2, ATLAS_MATMUL_WRITE),
-                ATLAS_STATUS_INVALID_ARGUMENT, "NULL input matrix");
-  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, out, dw, dx,
-                                     (atlas_matmul_type)7, 2, 2, 2, ATLAS_MATMUL_WRITE),
-                ATLAS_STATUS_INVALID_ARGUMENT, "the types are F16 and BF16");
-  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, out, dw, dx,
-                                     ATLAS_MATMUL_F16, 2, (size_t)1 << 31, 2, ATLAS_MATMUL_WRITE),
-                ATLAS_STATUS_INVALID_ARGUMENT, "below 2^31");
+  EXPECT_STATUS(
+      atlas_backend_matmul(b.get(), nullptr, nullptr, dw, dx, ATLAS_MATMUL_F16,
+                           2, 2, 2, ATLAS_MATMUL_WRITE),
+      ATLAS_STATUS_INVALID_ARGUMENT, "NULL output");
+  EXPECT_STATUS(
+      atlas_backend_matmul(b.get(), nullptr, out, nullptr, dx, ATLAS_MATMUL_F16,
+                           2, 2, 2, ATLAS_MATMUL_WRITE),
+      ATLAS_STATUS_INVALID_ARGUMENT, "NULL weight matrix");
+  EXPECT_STATUS(
+      atlas_backend_matmul(b.get(), nullptr, out, dw, nullptr,
+                           ATLAS_MATMUL_BF16, 2, 2, 2, ATLAS_MATMUL_WRITE),
+      ATLAS_STATUS_INVALID_ARGUMENT, "NULL input matrix");
+  EXPECT_STATUS(
+      atlas_backend_matmul(b.get(), nullptr, out, dw, dx, (atlas_matmul_type)7,
+                           2, 2, 2, ATLAS_MATMUL_WRITE),
+      ATLAS_STATUS_INVALID_ARGUMENT, "the types are F16 and BF16");
+  EXPECT_STATUS(
+      atlas_backend_matmul(b.get(), nullptr, out, dw, dx, ATLAS_MATMUL_F16, 2,
+                           (size_t)1 << 31, 2, ATLAS_MATMUL_WRITE),
+      ATLAS_STATUS_INVALID_ARGUMENT, "below 2^31");
   // Nothing to compute: OK, whatever the pointers.
   EXPECT_OK(atlas_backend_matmul(b.get(), nullptr, nullptr, nullptr, nullptr,
-                                 ATLAS_MATMUL_F16, 0, 5, 5, ATLAS_MATMUL_WRITE));
+                                 ATLAS_MATMUL_F16, 0, 5, 5,
+                                 ATLAS_MATMUL_WRITE));
   // An empty sum writes zeros.
   ASSERT_OK(atlas_backend_memset(b.get(), dout, 0xFF, 64));
   ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, out, nullptr, nullptr,
-                                 ATLAS_MATMUL_BF16, 2, 3, 0, ATLAS_MATMUL_WRITE));
+                                 ATLAS_MATMUL_BF16, 2, 3, 0,
+                                 ATLAS_MATMUL_WRITE));
   ASSERT_OK(atlas_backend_synchronize(b.get()));
   float got[6];
   ASSERT_OK(atlas_backend_d2h(b.get(), got, dout, sizeof(got)));
@@ -971,17 +998,21 @@ TEST_P(BackendContract, MatmulIsALaunchForFaultInjection) {
   ASSERT_OK(atlas_backend_h2d(b.get(), dx, &one, 2));
   uint64_t before = atlas_backend_op_count(b.get(), ATLAS_FAULT_LAUNCH);
   EXPECT_OK(atlas_backend_matmul(b.get(), nullptr, nullptr, nullptr, nullptr,
-                                 ATLAS_MATMUL_F16, 0, 0, 0, ATLAS_MATMUL_WRITE));
+                                 ATLAS_MATMUL_F16, 0, 0, 0,
+                                 ATLAS_MATMUL_WRITE));
   EXPECT_EQ(atlas_backend_op_count(b.get(), ATLAS_FAULT_LAUNCH), before);
   atlas_backend_inject_fault(b.get(), ATLAS_FAULT_LAUNCH, 2);
   ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
-                                 ATLAS_MATMUL_F16, 1, 1, 1, ATLAS_MATMUL_WRITE));
-  EXPECT_STATUS(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
-                                     ATLAS_MATMUL_F16, 1, 1, 1, ATLAS_MATMUL_WRITE),
-                ATLAS_STATUS_ABORTED, "injected fault");
+                                 ATLAS_MATMUL_F16, 1, 1, 1,
+                                 ATLAS_MATMUL_WRITE));
+  EXPECT_STATUS(
+      atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
+                           ATLAS_MATMUL_F16, 1, 1, 1, ATLAS_MATMUL_WRITE),
+      ATLAS_STATUS_ABORTED, "injected fault");
   EXPECT_EQ(atlas_backend_op_count(b.get(), ATLAS_FAULT_LAUNCH), before + 2);
   ASSERT_OK(atlas_backend_matmul(b.get(), nullptr, (float *)dout, dw, dx,
-                                 ATLAS_MATMUL_F16, 1, 1, 1, ATLAS_MATMUL_WRITE));
+                                 ATLAS_MATMUL_F16, 1, 1, 1,
+                                 ATLAS_MATMUL_WRITE));
   ASSERT_OK(atlas_backend_synchronize(b.get()));
   float got = 0;
   ASSERT_OK(atlas_backend_d2h(b.get(), &got, dout, 4));

@@ -155,12 +155,12 @@ TEST(BackendFrontDoor, CopyChecksHappenBeforeTheBackend) {
   ASSERT_OK(atlas_backend_h2d(m.get(), d, host, 64));
   EXPECT_EQ(m.calls().h2d, 1);
   // Pitched copies: rows wider than a pitch are refused by name.
-  EXPECT_STATUS(atlas_backend_d2d_2d_async(m.get(), d, 8, d, 16, 12, 2,
-                                           nullptr),
-                ATLAS_STATUS_INVALID_ARGUMENT, "pitch");
-  EXPECT_STATUS(atlas_backend_d2d_2d_async(m.get(), d, SIZE_MAX / 2, d, 8, 8,
-                                           4, nullptr),
-                ATLAS_STATUS_INVALID_ARGUMENT, "address space");
+  EXPECT_STATUS(
+      atlas_backend_d2d_2d_async(m.get(), d, 8, d, 16, 12, 2, nullptr),
+      ATLAS_STATUS_INVALID_ARGUMENT, "pitch");
+  EXPECT_STATUS(
+      atlas_backend_d2d_2d_async(m.get(), d, SIZE_MAX / 2, d, 8, 8, 4, nullptr),
+      ATLAS_STATUS_INVALID_ARGUMENT, "address space");
   ASSERT_OK(atlas_backend_d2d_2d_async(m.get(), d, 16, d, 16, 8, 0, nullptr));
   EXPECT_EQ(m.calls().d2d_2d, 0);
   ASSERT_OK(atlas_backend_d2d_2d_async(m.get(), d, 32, d, 16, 8, 2, nullptr));
@@ -221,16 +221,18 @@ TEST(BackendFrontDoor, MatmulIsOptional) {
   uint64_t launches = atlas_backend_op_count(m.get(), ATLAS_FAULT_LAUNCH);
   float out[4];
   uint16_t w[4] = {}, x[4] = {};
-  EXPECT_STATUS(atlas_backend_matmul(m.get(), nullptr, out, w, x,
-                                     ATLAS_MATMUL_BF16, 2, 2, 2, ATLAS_MATMUL_WRITE),
-                ATLAS_STATUS_UNIMPLEMENTED,
-                "backend minimal does not implement matmul");
-  EXPECT_STATUS(atlas_backend_matmul(m.get(), nullptr, nullptr, nullptr,
-                                     nullptr, ATLAS_MATMUL_F16, 0, 0, 0, ATLAS_MATMUL_WRITE),
-                ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
-  EXPECT_STATUS(atlas_backend_matmul(m.get(), nullptr, nullptr, w, x,
-                                     ATLAS_MATMUL_F16, 2, 2, 2, ATLAS_MATMUL_WRITE),
-                ATLAS_STATUS_INVALID_ARGUMENT, "NULL output");
+  EXPECT_STATUS(
+      atlas_backend_matmul(m.get(), nullptr, out, w, x, ATLAS_MATMUL_BF16, 2, 2,
+                           2, ATLAS_MATMUL_WRITE),
+      ATLAS_STATUS_UNIMPLEMENTED, "backend minimal does not implement matmul");
+  EXPECT_STATUS(
+      atlas_backend_matmul(m.get(), nullptr, nullptr, nullptr, nullptr,
+                           ATLAS_MATMUL_F16, 0, 0, 0, ATLAS_MATMUL_WRITE),
+      ATLAS_STATUS_UNIMPLEMENTED, "does not implement matmul");
+  EXPECT_STATUS(
+      atlas_backend_matmul(m.get(), nullptr, nullptr, w, x, ATLAS_MATMUL_F16, 2,
+                           2, 2, ATLAS_MATMUL_WRITE),
+      ATLAS_STATUS_INVALID_ARGUMENT, "NULL output");
   EXPECT_EQ(atlas_backend_op_count(m.get(), ATLAS_FAULT_LAUNCH), launches);
 }
 

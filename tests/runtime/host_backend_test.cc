@@ -25,7 +25,8 @@ TEST(HostBackend, CapacityGivesOutOfMemoryWithFigures) {
   void *p = nullptr, *q = nullptr;
   ASSERT_OK(atlas_backend_alloc(b, 600, &p));
   EXPECT_STATUS(atlas_backend_alloc(b, 600, &q), ATLAS_STATUS_OUT_OF_MEMORY,
-                "600 bytes (600 B) requested but only 400 B of the 1.00 kB capacity remains");
+                "600 bytes (600 B) requested but only 400 B of the 1.00 kB "
+                "capacity remains");
   size_t free_bytes = 0;
   ASSERT_OK(atlas_backend_free_memory(b, &free_bytes));
   EXPECT_EQ(free_bytes, 400u);

@@ -130,18 +130,17 @@ TEST_F(LedgerTest, ManyEntriesSurviveGrowthAndDeletion) {
   size_t count = 0;
   ASSERT_OK(atlas_ledger_snapshot(l_, &entries, &count));
   ASSERT_EQ(count, n / 2);
-  for (size_t i = 1; i < count; ++i) ASSERT_LT(entries[i - 1].index, entries[i].index);
+  for (size_t i = 1; i < count; ++i)
+    ASSERT_LT(entries[i - 1].index, entries[i].index);
   free(entries);
 }
 
 TEST_F(LedgerTest, ReportFoldsSmallSitesAndSumsToTotal) {
   uintptr_t addr = 0x10000;
   for (int i = 0; i < 48; ++i) {
-    ASSERT_OK(atlas_ledger_insert(l_, addr += 64, 202083334, 0,
-                                  ATLAS_MEM_DEVICE,
-                                  Site("runtime/model/llama.c", 212,
-                                       "llama_load_layers"),
-                                  nullptr));
+    ASSERT_OK(atlas_ledger_insert(
+        l_, addr += 64, 202083334, 0, ATLAS_MEM_DEVICE,
+        Site("runtime/model/llama.c", 212, "llama_load_layers"), nullptr));
   }
   for (int i = 0; i < 5; ++i) {
     ASSERT_OK(atlas_ledger_insert(l_, addr += 64, 1000, 0, ATLAS_MEM_DEVICE,
@@ -151,9 +150,10 @@ TEST_F(LedgerTest, ReportFoldsSmallSitesAndSumsToTotal) {
   ASSERT_OK(atlas_ledger_report_text(l_, 10, 1.0, &text));
   std::string report(text);
   free(text);
-  EXPECT_NE(report.find("9.70 GB across 48 allocations  runtime/model/llama.c:212 "
-                        "(llama_load_layers)"),
-            std::string::npos)
+  EXPECT_NE(
+      report.find("9.70 GB across 48 allocations  runtime/model/llama.c:212 "
+                  "(llama_load_layers)"),
+      std::string::npos)
       << report;
   EXPECT_NE(report.find("5.00 kB across 5 allocations  (5 smaller sites)"),
             std::string::npos)
@@ -183,9 +183,9 @@ TEST_F(LedgerTest, EightThreadsKeepExactTotals) {
     pool.emplace_back([this, t] {
       for (int i = 0; i < per; ++i) {
         uintptr_t a = ((uintptr_t)t << 32) | ((uintptr_t)i << 4);
-        atlas_status_free(atlas_ledger_insert(l_, a, (size_t)(i % 13 + 1), 0,
-                                              ATLAS_MEM_DEVICE,
-                                              Site("t.c", t, "worker"), nullptr));
+        atlas_status_free(atlas_ledger_insert(
+            l_, a, (size_t)(i % 13 + 1), 0, ATLAS_MEM_DEVICE,
+            Site("t.c", t, "worker"), nullptr));
         if (i % 2 == 0) atlas_status_free(atlas_ledger_remove(l_, a, nullptr));
       }
     });

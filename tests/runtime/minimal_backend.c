@@ -9,11 +9,13 @@
 typedef struct minimal_backend {
   atlas_backend base;  // first member: the backend contract
   atlas_minimal_calls calls;
-  int refuse_frees;  // raw_frees still to refuse
+  int refuse_frees;                             // raw_frees still to refuse
   char stream_token, graph_token, event_token;  // addresses as handles
 } minimal_backend;
 
-static minimal_backend *as_min(atlas_backend *b) { return (minimal_backend *)b; }
+static minimal_backend *as_min(atlas_backend *b) {
+  return (minimal_backend *)b;
+}
 
 // ---- required -------------------------------------------------------------------
 
@@ -179,8 +181,8 @@ atlas_status atlas_minimal_backend_create(const atlas_backend_options *options,
   if (m == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "minimal backend");
   }
-  atlas_status status = atlas_backend_base_init(&m->base, &kMinimalVtable,
-                                                "minimal");
+  atlas_status status =
+      atlas_backend_base_init(&m->base, &kMinimalVtable, "minimal");
   if (status != ATLAS_OK) {
     free(m);
     return status;

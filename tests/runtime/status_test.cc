@@ -39,7 +39,9 @@ TEST(Status, RecordsWhereItWasMadeThroughAnnotateAndJoin) {
 }
 
 namespace {
-atlas_status Fails() { return atlas_status_make(ATLAS_STATUS_NOT_FOUND, "gone"); }
+atlas_status Fails() {
+  return atlas_status_make(ATLAS_STATUS_NOT_FOUND, "gone");
+}
 atlas_status Plain() {
   ATLAS_RETURN_IF_ERROR(Fails());
   return ATLAS_OK;

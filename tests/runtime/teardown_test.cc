@@ -134,7 +134,8 @@ TEST(Teardown, OverrunOfAReleasedBufferFailsItsRelease) {
   EXPECT_NE(r.message.find("releasing 'a': host: buffer overrun"),
             std::string::npos)
       << r.message;
-  EXPECT_NE(r.message.find("teardown_test.cc:"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("teardown_test.cc:"), std::string::npos)
+      << r.message;
   EXPECT_EQ(report.released, 1u);
   EXPECT_EQ(report.failed, 1u);
   EXPECT_EQ(report.sweep.count, 0u) << "the overrun buffer was still freed";
@@ -155,11 +156,13 @@ TEST(Teardown, SweepAfterAFailedReleaseStillNamesTheSites) {
   ASSERT_OK(atlas_backend_alloc(backend, 777, &left.ptr));
   atlas_teardown *t = nullptr;
   ASSERT_OK(atlas_teardown_create(&t));
-  ASSERT_OK(atlas_teardown_register(t, "kv_cache", FailLeavingTheBuffer, &left));
+  ASSERT_OK(
+      atlas_teardown_register(t, "kv_cache", FailLeavingTheBuffer, &left));
   atlas_teardown_report report;
   ::testing::internal::CaptureStderr();
   EXPECT_STATUS(atlas_teardown_run(t, SweepBackend, backend, &report),
-                ATLAS_STATUS_INTERNAL, "releasing 'kv_cache': the driver said no");
+                ATLAS_STATUS_INTERNAL,
+                "releasing 'kv_cache': the driver said no");
   std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(report.failed, 1u);
   EXPECT_EQ(report.sweep.count, 1u);

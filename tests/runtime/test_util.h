@@ -22,22 +22,22 @@ inline StatusResult Take(atlas_status s) {
   return r;
 }
 
-#define ASSERT_OK(expr)                                          \
-  do {                                                           \
-    StatusResult r_ = Take(expr);                                \
-    ASSERT_EQ(r_.code, ATLAS_STATUS_OK) << r_.message;           \
+#define ASSERT_OK(expr)                                \
+  do {                                                 \
+    StatusResult r_ = Take(expr);                      \
+    ASSERT_EQ(r_.code, ATLAS_STATUS_OK) << r_.message; \
   } while (0)
 
-#define EXPECT_OK(expr)                                          \
-  do {                                                           \
-    StatusResult r_ = Take(expr);                                \
-    EXPECT_EQ(r_.code, ATLAS_STATUS_OK) << r_.message;           \
+#define EXPECT_OK(expr)                                \
+  do {                                                 \
+    StatusResult r_ = Take(expr);                      \
+    EXPECT_EQ(r_.code, ATLAS_STATUS_OK) << r_.message; \
   } while (0)
 
-#define EXPECT_STATUS(expr, want_code, substring)                          \
-  do {                                                                     \
-    StatusResult r_ = Take(expr);                                          \
-    EXPECT_EQ(r_.code, (want_code)) << r_.message;                         \
+#define EXPECT_STATUS(expr, want_code, substring)                           \
+  do {                                                                      \
+    StatusResult r_ = Take(expr);                                           \
+    EXPECT_EQ(r_.code, (want_code)) << r_.message;                          \
     EXPECT_NE(r_.message.find(substring), std::string::npos) << r_.message; \
   } while (0)
 

@@ -69,8 +69,8 @@ TEST(WeightScan, AnyChangedByteChangesTheDigest) {
   std::mt19937 rng(7);
   std::vector<unsigned char> b = atlas_test::FiniteBytes(
       3 * ATLAS_SCAN_BLOCK_BYTES + 100, ATLAS_SCAN_FINITE_NONE, rng);
-  uint64_t d0 = atlas_weight_scan(b.data(), b.size(), 0, ATLAS_SCAN_FINITE_NONE,
-                                  nullptr);
+  uint64_t d0 =
+      atlas_weight_scan(b.data(), b.size(), 0, ATLAS_SCAN_FINITE_NONE, nullptr);
   for (size_t i = 0; i < b.size(); i += 7) {
     for (int bit = 0; bit < 8; bit += 3) {
       b[i] ^= (unsigned char)(1u << bit);
@@ -83,13 +83,19 @@ TEST(WeightScan, AnyChangedByteChangesTheDigest) {
   }
   // Moving bytes between lanes or blocks changes it too.
   std::swap(b[0], b[16]);
-  EXPECT_NE(atlas_weight_scan(b.data(), b.size(), 0, ATLAS_SCAN_FINITE_NONE, nullptr), d0);
+  EXPECT_NE(
+      atlas_weight_scan(b.data(), b.size(), 0, ATLAS_SCAN_FINITE_NONE, nullptr),
+      d0);
   std::swap(b[0], b[16]);
   std::swap_ranges(b.begin(), b.begin() + 4096, b.begin() + 4096);
-  EXPECT_NE(atlas_weight_scan(b.data(), b.size(), 0, ATLAS_SCAN_FINITE_NONE, nullptr), d0);
+  EXPECT_NE(
+      atlas_weight_scan(b.data(), b.size(), 0, ATLAS_SCAN_FINITE_NONE, nullptr),
+      d0);
   // A trailing zero byte is a different tensor.
   b.push_back(0);
-  EXPECT_NE(atlas_weight_scan(b.data(), b.size(), 0, ATLAS_SCAN_FINITE_NONE, nullptr), d0);
+  EXPECT_NE(
+      atlas_weight_scan(b.data(), b.size(), 0, ATLAS_SCAN_FINITE_NONE, nullptr),
+      d0);
 }
 
 class WeightCheck : public ::testing::Test {
@@ -113,7 +119,8 @@ TEST_F(WeightCheck, DigestsAndTheFirstBadTensorAsTheLoadReportsThem) {
   for (size_t i = 0; i < cases.size(); ++i) {
     void *p = nullptr;
     ASSERT_OK(atlas_backend_alloc(b_, cases[i].bytes.size(), &p));
-    ASSERT_OK(atlas_backend_h2d(b_, p, cases[i].bytes.data(), cases[i].bytes.size()));
+    ASSERT_OK(
+        atlas_backend_h2d(b_, p, cases[i].bytes.data(), cases[i].bytes.size()));
     dev.push_back(p);
     atlas_upload_job j{};
     j.dst = p;
@@ -127,9 +134,9 @@ TEST_F(WeightCheck, DigestsAndTheFirstBadTensorAsTheLoadReportsThem) {
   // Digests only: every job's digest is the host scan's.
   ASSERT_OK(atlas_weight_check_run(b_, jobs.data(), jobs.size()));
   for (size_t i = 0; i < cases.size(); ++i) {
-    EXPECT_EQ(digests[i], atlas_weight_scan(cases[i].bytes.data(),
-                                            cases[i].bytes.size(), 0,
-                                            ATLAS_SCAN_FINITE_NONE, nullptr))
+    EXPECT_EQ(digests[i],
+              atlas_weight_scan(cases[i].bytes.data(), cases[i].bytes.size(), 0,
+                                ATLAS_SCAN_FINITE_NONE, nullptr))
         << cases[i].name;
   }
   // With the NaN/Inf search: the first job holding one is named.

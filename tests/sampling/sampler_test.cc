@@ -36,15 +36,22 @@ std::vector<Case> LoadCases() {
     k.name = json_string_value(json_object_get(c, "name"));
     size_t j;
     json_t *v;
-    json_array_foreach(json_object_get(c, "logits"), j, v) k.logits.push_back((float)json_number_value(v));
-    json_array_foreach(json_object_get(c, "history"), j, v) k.history.push_back((int32_t)json_integer_value(v));
-    json_array_foreach(json_object_get(c, "probs"), j, v) k.probs.push_back(json_number_value(v));
+    json_array_foreach(json_object_get(c, "logits"), j, v)
+        k.logits.push_back((float)json_number_value(v));
+    json_array_foreach(json_object_get(c, "history"), j, v)
+        k.history.push_back((int32_t)json_integer_value(v));
+    json_array_foreach(json_object_get(c, "probs"), j, v)
+        k.probs.push_back(json_number_value(v));
     k.config = atlas_sampler_config_default();
     json_t *o = json_object_get(c, "options");
-    if (json_t *x = json_object_get(o, "temperature")) k.config.temperature = (float)json_number_value(x);
-    if (json_t *x = json_object_get(o, "top_k")) k.config.top_k = (int32_t)json_integer_value(x);
-    if (json_t *x = json_object_get(o, "top_p")) k.config.top_p = (float)json_number_value(x);
-    if (json_t *x = json_object_get(o, "min_p")) k.config.min_p = (float)json_number_value(x);
+    if (json_t *x = json_object_get(o, "temperature"))
+      k.config.temperature = (float)json_number_value(x);
+    if (json_t *x = json_object_get(o, "top_k"))
+      k.config.top_k = (int32_t)json_integer_value(x);
+    if (json_t *x = json_object_get(o, "top_p"))
+      k.config.top_p = (float)json_number_value(x);
+    if (json_t *x = json_object_get(o, "min_p"))
+      k.config.min_p = (float)json_number_value(x);
     if (json_t *x = json_object_get(o, "repetition_penalty"))
       k.config.repetition_penalty = (float)json_number_value(x);
     out.push_back(k);
@@ -61,17 +68,20 @@ struct Sampler {
     atlas_status_free(st);
   }
   ~Sampler() { atlas_sampler_deinit(&s); }
-  int32_t Draw(const std::vector<float> &logits, const std::vector<int32_t> &hist) {
+  int32_t Draw(const std::vector<float> &logits,
+               const std::vector<int32_t> &hist) {
     int32_t t = -1;
-    atlas_status st = atlas_sampler_sample(&s, logits.data(), logits.size(), hist.data(), hist.size(), &t);
+    atlas_status st = atlas_sampler_sample(&s, logits.data(), logits.size(),
+                                           hist.data(), hist.size(), &t);
     EXPECT_EQ(st, ATLAS_OK) << atlas_status_message(st);
     atlas_status_free(st);
     return t;
   }
-  std::vector<double> Dist(const std::vector<float> &logits, const std::vector<int32_t> &hist) {
+  std::vector<double> Dist(const std::vector<float> &logits,
+                           const std::vector<int32_t> &hist) {
     std::vector<double> p(logits.size());
-    atlas_status st =
-        atlas_sampler_distribution(&s, logits.data(), logits.size(), hist.data(), hist.size(), p.data());
+    atlas_status st = atlas_sampler_distribution(
+        &s, logits.data(), logits.size(), hist.data(), hist.size(), p.data());
     EXPECT_EQ(st, ATLAS_OK) << atlas_status_message(st);
     atlas_status_free(st);
     return p;
@@ -80,7 +90,8 @@ struct Sampler {
 
 // Chi-square critical values at p = 0.001 for 1..10 degrees of freedom.
 double ChiSquareCritical(size_t dof) {
-  static const double kTable[] = {10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32, 26.12, 27.88, 29.59};
+  static const double kTable[] = {10.83, 13.82, 16.27, 18.47, 20.52,
+                                  22.46, 24.32, 26.12, 27.88, 29.59};
   return kTable[dof - 1];
 }
 
@@ -159,7 +170,8 @@ TEST(Sampler, TemperatureZeroIsArgmaxFirstOnTies) {
   c.temperature = 0;
   Sampler s(c, 5);
   EXPECT_EQ(s.Draw({0.f, 3.f, 1.f, 3.f, -2.f}, {}), 1);
-  // The repetition penalty still applies to greedy (it is a processor, not a warper).
+  // The repetition penalty still applies to greedy (it is a processor, not a
+  // warper).
   c.repetition_penalty = 2.0f;
   Sampler p(c, 5);
   EXPECT_EQ(p.Draw({0.f, 3.f, 1.f, 2.f, -2.f}, {1}), 3);
@@ -181,7 +193,8 @@ TEST(Sampler, TemperatureSharpensAndFlattens) {
 
 TEST(Sampler, TopKNeverEmitsBeyondK) {
   std::vector<float> logits(100);
-  for (size_t i = 0; i < logits.size(); ++i) logits[i] = (float)i * 0.01f;  // distinct, nearly flat
+  for (size_t i = 0; i < logits.size(); ++i)
+    logits[i] = (float)i * 0.01f;  // distinct, nearly flat
   atlas_sampler_config c = atlas_sampler_config_default();
   c.top_k = 7;
   c.seed = 9;
@@ -212,7 +225,8 @@ TEST(Sampler, TopKOnALargeVocabularyFollowsTheDefinition) {
   std::sort(sorted.begin(), sorted.end(), std::greater<float>());
   for (int k : {1, 7, 100, 4999, 5000, 6000}) {
     for (float top_p : {1.0f, 0.5f}) {
-      SCOPED_TRACE("k=" + std::to_string(k) + " top_p=" + std::to_string(top_p));
+      SCOPED_TRACE("k=" + std::to_string(k) +
+                   " top_p=" + std::to_string(top_p));
       atlas_sampler_config c = atlas_sampler_config_default();
       c.top_k = k;
       c.top_p = top_p;
@@ -229,14 +243,20 @@ TEST(Sampler, TopKOnALargeVocabularyFollowsTheDefinition) {
       if (top_p < 1.0f) {
         std::vector<size_t> order(v);
         for (size_t i = 0; i < v; ++i) order[i] = i;
-        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+          return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+        });
         double cum = 0, kept = 0;
         std::vector<bool> remove(v, false);
         for (size_t r = v; r-- > 1;) {  // ascending walk
           cum += e[order[r]];
-          if (cum <= 1.0 - (double)top_p) remove[order[r]] = true; else break;
+          if (cum <= 1.0 - (double)top_p)
+            remove[order[r]] = true;
+          else
+            break;
         }
-        for (size_t i = 0; i < v; ++i) if (!remove[i]) kept += e[i];
+        for (size_t i = 0; i < v; ++i)
+          if (!remove[i]) kept += e[i];
         for (size_t i = 0; i < v; ++i) e[i] = remove[i] ? 0 : e[i] / kept;
       }
       size_t nonzero = 0;
@@ -284,7 +304,8 @@ TEST(Sampler, RefusesBadOptionsByName) {
       {"top_k", [](atlas_sampler_config *c) { c->top_k = -3; }},
       {"top_p", [](atlas_sampler_config *c) { c->top_p = 0; }},
       {"min_p", [](atlas_sampler_config *c) { c->min_p = 1.5f; }},
-      {"repetition_penalty", [](atlas_sampler_config *c) { c->repetition_penalty = 0; }},
+      {"repetition_penalty",
+       [](atlas_sampler_config *c) { c->repetition_penalty = 0; }},
   };
   for (const Bad &b : bad) {
     atlas_sampler_config c = atlas_sampler_config_default();
@@ -292,7 +313,8 @@ TEST(Sampler, RefusesBadOptionsByName) {
     atlas_sampler s;
     atlas_status st = atlas_sampler_init(&s, &c, 10);
     ASSERT_NE(st, ATLAS_OK);
-    EXPECT_NE(std::string(atlas_status_message(st)).find(b.word), std::string::npos)
+    EXPECT_NE(std::string(atlas_status_message(st)).find(b.word),
+              std::string::npos)
         << atlas_status_message(st);
     atlas_status_free(st);
     atlas_sampler_deinit(&s);
@@ -307,11 +329,13 @@ TEST(Sampler, RefusesBadOptionsByName) {
   std::vector<float> three = {1.f, 2.f, 3.f};
   int32_t hist[] = {5};
   st = atlas_sampler_sample(&s.s, three.data(), 3, hist, 1, &t);
-  EXPECT_NE(std::string(atlas_status_message(st)).find("history[0] = 5"), std::string::npos);
+  EXPECT_NE(std::string(atlas_status_message(st)).find("history[0] = 5"),
+            std::string::npos);
   atlas_status_free(st);
   std::vector<float> nan = {1.f, NAN, 3.f};
   st = atlas_sampler_sample(&s.s, nan.data(), 3, nullptr, 0, &t);
-  EXPECT_NE(std::string(atlas_status_message(st)).find("id 1 is NaN"), std::string::npos);
+  EXPECT_NE(std::string(atlas_status_message(st)).find("id 1 is NaN"),
+            std::string::npos);
   atlas_status_free(st);
   std::vector<float> dead = {-INFINITY, -INFINITY, -INFINITY};
   st = atlas_sampler_sample(&s.s, dead.data(), 3, nullptr, 0, &t);

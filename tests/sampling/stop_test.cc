@@ -16,11 +16,13 @@ struct Outcome {
 };
 
 // Feeds (id, piece) pairs until a stop; collects what the user would see.
-Outcome Feed(atlas_stop *stop, const std::vector<std::pair<int32_t, std::string>> &tokens) {
+Outcome Feed(atlas_stop *stop,
+             const std::vector<std::pair<int32_t, std::string>> &tokens) {
   Outcome r;
   for (const auto &t : tokens) {
     atlas_stop_step step;
-    atlas_status st = atlas_stop_feed(stop, t.first, t.second.data(), t.second.size(), &step);
+    atlas_status st =
+        atlas_stop_feed(stop, t.first, t.second.data(), t.second.size(), &step);
     EXPECT_EQ(st, ATLAS_OK) << atlas_status_message(st);
     atlas_status_free(st);
     r.shown.append(step.emit, step.emit_len);
@@ -36,7 +38,8 @@ Outcome Feed(atlas_stop *stop, const std::vector<std::pair<int32_t, std::string>
 struct Stop {
   atlas_stop s;
   Stop(std::vector<int32_t> eos, std::vector<const char *> strs, size_t max) {
-    atlas_status st = atlas_stop_init(&s, eos.data(), eos.size(), strs.data(), strs.size(), max);
+    atlas_status st = atlas_stop_init(&s, eos.data(), eos.size(), strs.data(),
+                                      strs.size(), max);
     EXPECT_EQ(st, ATLAS_OK) << atlas_status_message(st);
     atlas_status_free(st);
   }
@@ -66,7 +69,9 @@ TEST(Stop, StopStringSplitAcrossTokensIsNotShown) {
 
 TEST(Stop, HeldTextIsReleasedWhenItIsNotAStopString) {
   Stop s({}, {"\n\nUser:"}, 0);
-  Outcome r = Feed(&s.s, {{1, "a\n"}, {1, "\nUs"}, {1, "ually"}, {1, " b\n\nUser:"}, {1, "x"}});
+  Outcome r = Feed(
+      &s.s,
+      {{1, "a\n"}, {1, "\nUs"}, {1, "ually"}, {1, " b\n\nUser:"}, {1, "x"}});
   EXPECT_EQ(r.reason, ATLAS_STOP_STRING);
   EXPECT_EQ(r.shown, "a\n\nUsually b");
 }
@@ -102,7 +107,8 @@ TEST(Stop, EmptyStopStringIsRefused) {
   const char *strs[] = {"ok", ""};
   atlas_status st = atlas_stop_init(&s, nullptr, 0, strs, 2, 0);
   ASSERT_NE(st, ATLAS_OK);
-  EXPECT_NE(std::string(atlas_status_message(st)).find("entry 1 is empty"), std::string::npos);
+  EXPECT_NE(std::string(atlas_status_message(st)).find("entry 1 is empty"),
+            std::string::npos);
   atlas_status_free(st);
 }
 
@@ -123,7 +129,8 @@ TEST(Stop, StopStringThatIsNotUtf8IsRefused) {
   atlas_status st = atlas_stop_init(&s, nullptr, 0, strs, 2, 0);
   ASSERT_NE(st, ATLAS_OK);
   EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(atlas_status_message(st)).find("entry 1 is not UTF-8 (at byte 0)"),
+  EXPECT_NE(std::string(atlas_status_message(st))
+                .find("entry 1 is not UTF-8 (at byte 0)"),
             std::string::npos)
       << atlas_status_message(st);
   atlas_status_free(st);

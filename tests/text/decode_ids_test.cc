@@ -18,27 +18,29 @@ namespace {
 atlas_test::ReferenceFiles g_files;
 using atlas_test::Ids;
 using atlas_test::Show;
+using atlas_test::Str;
 using atlas_test::StreamPieces;
 using atlas_test::TakeMessage;
-using atlas_test::Str;
 using atlas_test::ValidUtf8;
-
 
 // DecodeStream's pieces: a JSON array of strings and nulls (no new text).
 std::vector<std::string> Pieces(json_t *array) {
   std::vector<std::string> v;
   for (size_t i = 0; i < json_array_size(array); i++) {
     json_t *p = json_array_get(array, i);
-    v.push_back(json_is_string(p) ? std::string(json_string_value(p), json_string_length(p))
-                                  : std::string("<null>"));
+    v.push_back(json_is_string(p)
+                    ? std::string(json_string_value(p), json_string_length(p))
+                    : std::string("<null>"));
   }
   return v;
 }
 
-void CheckModel(const std::string &name, json_t *model, size_t *streams, size_t *resyncs) {
+void CheckModel(const std::string &name, json_t *model, size_t *streams,
+                size_t *resyncs) {
   SCOPED_TRACE(name);
   auto it = g_files.tokenizer.find(name);
-  ASSERT_NE(it, g_files.tokenizer.end()) << "no tokenizer.json given for " << name;
+  ASSERT_NE(it, g_files.tokenizer.end())
+      << "no tokenizer.json given for " << name;
   atlas_tokenizer *tok = nullptr;
   atlas_status st = atlas_tokenizer_load(it->second.c_str(), &tok);
   ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
@@ -52,7 +54,8 @@ void CheckModel(const std::string &name, json_t *model, size_t *streams, size_t 
     for (int skip = 0; skip < 2; skip++) {
       char *text = nullptr;
       size_t len = 0;
-      st = atlas_tokenizer_decode(tok, ids.data(), ids.size(), skip, &text, &len);
+      st = atlas_tokenizer_decode(tok, ids.data(), ids.size(), skip, &text,
+                                  &len);
       ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
       std::string got(text, len);
       free(text);
@@ -65,25 +68,33 @@ void CheckModel(const std::string &name, json_t *model, size_t *streams, size_t 
       ++*streams;
       // Where tokenizers' step() raised (InvalidPrefix), ours must fail at
       // the same id, after the same pieces.
-      json_t *error_at = json_object_get(c, skip ? "stream_skip_error_at" : "stream_error_at");
-      size_t fail_at = error_at ? static_cast<size_t>(json_integer_value(error_at)) : ids.size();
+      json_t *error_at =
+          json_object_get(c, skip ? "stream_skip_error_at" : "stream_error_at");
+      size_t fail_at = error_at
+                           ? static_cast<size_t>(json_integer_value(error_at))
+                           : ids.size();
       size_t failed = 0;
-      std::vector<std::string> pieces = StreamPieces(tok, ids, skip, false, &failed);
+      std::vector<std::string> pieces =
+          StreamPieces(tok, ids, skip, false, &failed);
       for (const std::string &p : pieces) EXPECT_TRUE(ValidUtf8(p));
-      EXPECT_EQ(failed, fail_at) << "ours failed at id " << failed << ", tokenizers' at " << fail_at
-                                 << " (" << ids.size() << ": none)";
+      EXPECT_EQ(failed, fail_at)
+          << "ours failed at id " << failed << ", tokenizers' at " << fail_at
+          << " (" << ids.size() << ": none)";
       if (pieces != Pieces(want_stream) || failed != fail_at) failures++;
       EXPECT_EQ(pieces, Pieces(want_stream)) << "stream skip_special=" << skip;
 
       // The resyncing stream (generation's) never fails, and gives
       // tokenizers' pieces wherever tokenizers' stream does not raise.
       size_t resync_failed = 0;
-      std::vector<std::string> resync = StreamPieces(tok, ids, skip, true, &resync_failed);
-      EXPECT_EQ(resync_failed, ids.size()) << "the resync stream failed at id " << resync_failed;
-      for (const std::string &p : resync) EXPECT_TRUE(ValidUtf8(p) && !p.empty());
+      std::vector<std::string> resync =
+          StreamPieces(tok, ids, skip, true, &resync_failed);
+      EXPECT_EQ(resync_failed, ids.size())
+          << "the resync stream failed at id " << resync_failed;
+      for (const std::string &p : resync)
+        EXPECT_TRUE(ValidUtf8(p) && !p.empty());
       ASSERT_EQ(resync.size(), ids.size());
-      std::vector<std::string> head(resync.begin(),
-                                    resync.begin() + static_cast<long>(pieces.size()));
+      std::vector<std::string> head(
+          resync.begin(), resync.begin() + static_cast<long>(pieces.size()));
       EXPECT_EQ(head, pieces) << "resync stream skip_special=" << skip;
       if (!error_at) {
         EXPECT_EQ(resync, pieces);
@@ -98,7 +109,8 @@ void CheckModel(const std::string &name, json_t *model, size_t *streams, size_t 
 TEST(DecodeIds, EveryModelMatches) {
   for (const auto &e : g_files.fetch_errors) ADD_FAILURE() << e;
   json_error_t err;
-  json_t *expected = json_load_file(g_files.expected.c_str(), JSON_ALLOW_NUL, &err);
+  json_t *expected =
+      json_load_file(g_files.expected.c_str(), JSON_ALLOW_NUL, &err);
   ASSERT_NE(expected, nullptr) << g_files.expected << ": " << err.text;
   json_t *models = json_object_get(expected, "models");
   const char *name;
@@ -133,13 +145,18 @@ TEST(DecodeIds, ResyncSlicesByCharacters) {
   atlas_tokenizer *tok = nullptr;
   atlas_status st = atlas_tokenizer_load(it->second.c_str(), &tok);
   ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
-  const std::vector<uint32_t> ids = {17384, 71, 154, 29010};  // series <0x44> <0x97> 在
+  const std::vector<uint32_t> ids = {17384, 71, 154,
+                                     29010};  // series <0x44> <0x97> 在
   char *text = nullptr;
   size_t len = 0;
-  ASSERT_EQ(atlas_tokenizer_decode(tok, ids.data(), ids.size(), false, &text, &len), ATLAS_OK);
-  EXPECT_EQ(std::string(text, len), "series\xEF\xBF\xBD\xEF\xBF\xBD\xE5\x9C\xA8");
+  ASSERT_EQ(
+      atlas_tokenizer_decode(tok, ids.data(), ids.size(), false, &text, &len),
+      ATLAS_OK);
+  EXPECT_EQ(std::string(text, len),
+            "series\xEF\xBF\xBD\xEF\xBF\xBD\xE5\x9C\xA8");
   free(text);
-  std::vector<std::string> want = {"series", "D", "<null>", "\xEF\xBF\xBD\xE5\x9C\xA8"};
+  std::vector<std::string> want = {"series", "D", "<null>",
+                                   "\xEF\xBF\xBD\xE5\x9C\xA8"};
   size_t failed = 0;
   EXPECT_EQ(StreamPieces(tok, ids, false, true, &failed), want);
   EXPECT_EQ(failed, ids.size());
@@ -154,7 +171,8 @@ TEST(DecodeIds, ResyncSlicesByCharacters) {
       EXPECT_EQ(st, ATLAS_OK) << TakeMessage(st);
     } else {
       ASSERT_NE(st, ATLAS_OK);
-      EXPECT_NE(std::string(atlas_status_message(st)).find("id 29010"), std::string::npos)
+      EXPECT_NE(std::string(atlas_status_message(st)).find("id 29010"),
+                std::string::npos)
           << atlas_status_message(st);
       atlas_status_free(st);
     }
@@ -176,10 +194,12 @@ TEST(DecodeIds, FinishReleasesWholeCharactersBeforeAnIncompleteOne) {
   const std::vector<uint32_t> ids = {9906, 2928, 224, 105};
   char *text = nullptr;
   size_t len = 0;
-  ASSERT_EQ(atlas_tokenizer_decode(tok, ids.data(), 2, true, &text, &len), ATLAS_OK);
+  ASSERT_EQ(atlas_tokenizer_decode(tok, ids.data(), 2, true, &text, &len),
+            ATLAS_OK);
   EXPECT_EQ(std::string(text, len), "Hello \xEF\xBF\xBD");
   free(text);
-  ASSERT_EQ(atlas_tokenizer_decode(tok, ids.data(), 4, true, &text, &len), ATLAS_OK);
+  ASSERT_EQ(atlas_tokenizer_decode(tok, ids.data(), 4, true, &text, &len),
+            ATLAS_OK);
   EXPECT_EQ(std::string(text, len), "Hello \xE2\x82\xAC");
   free(text);
   for (size_t stop_after : {size_t{1}, size_t{2}, size_t{3}, size_t{4}}) {
@@ -189,7 +209,8 @@ TEST(DecodeIds, FinishReleasesWholeCharactersBeforeAnIncompleteOne) {
     std::string streamed;
     for (size_t k = 0; k < stop_after; k++) {
       char *piece = nullptr;
-      ASSERT_EQ(atlas_tokenizer_stream_step(stream, ids[k], &piece, &len), ATLAS_OK);
+      ASSERT_EQ(atlas_tokenizer_stream_step(stream, ids[k], &piece, &len),
+                ATLAS_OK);
       if (piece != nullptr) streamed.append(piece, len);
       free(piece);
     }
@@ -198,7 +219,9 @@ TEST(DecodeIds, FinishReleasesWholeCharactersBeforeAnIncompleteOne) {
     if (tail != nullptr) streamed.append(tail, len);
     free(tail);
     // The whole decode less its incomplete character at the end, if any.
-    EXPECT_EQ(streamed, stop_after == 1 ? "Hello" : stop_after < 4 ? "Hello " : "Hello \xE2\x82\xAC");
+    EXPECT_EQ(streamed, stop_after == 1  ? "Hello"
+                        : stop_after < 4 ? "Hello "
+                                         : "Hello \xE2\x82\xAC");
     atlas_tokenizer_stream_free(stream);
   }
   atlas_tokenizer_free(tok);

@@ -21,7 +21,8 @@ std::string File(const std::string &model_extra, const std::string &rest,
                  const std::string &type = "\"BPE\"") {
   return "{\"version\": \"1.0\", \"added_tokens\": [], " + rest +
          (rest.empty() ? "" : ", ") + "\"model\": {\"type\": " + type +
-         ", \"vocab\": " + vocab + ", \"merges\": " + merges + model_extra + "}}";
+         ", \"vocab\": " + vocab + ", \"merges\": " + merges + model_extra +
+         "}}";
 }
 
 struct Loaded {
@@ -48,7 +49,9 @@ void ExpectEncodes(atlas_tokenizer *tok, const std::string &text,
                    const std::vector<uint32_t> &want) {
   uint32_t *ids = nullptr;
   size_t n = 0;
-  ASSERT_EQ(atlas_tokenizer_encode(tok, text.data(), text.size(), true, &ids, &n), ATLAS_OK);
+  ASSERT_EQ(
+      atlas_tokenizer_encode(tok, text.data(), text.size(), true, &ids, &n),
+      ATLAS_OK);
   EXPECT_EQ(std::vector<uint32_t>(ids, ids + n), want);
   free(ids);
 }
@@ -65,8 +68,9 @@ void ExpectRefused(const std::string &json, atlas_status_code code,
 TEST(LoadErrors, ValidFileLoadsAndEncodes) {
   std::string json = File("", "");
   atlas_tokenizer *tok = nullptr;
-  ASSERT_EQ(atlas_tokenizer_load_from_memory(json.data(), json.size(), "t", &tok),
-            ATLAS_OK);
+  ASSERT_EQ(
+      atlas_tokenizer_load_from_memory(json.data(), json.size(), "t", &tok),
+      ATLAS_OK);
   ExpectEncodes(tok, "abab", {2, 2});
   EXPECT_EQ(atlas_tokenizer_vocab_size(tok), 3u);
   atlas_tokenizer_free(tok);
@@ -79,7 +83,8 @@ TEST(LoadErrors, ValidFileLoadsAndEncodes) {
 TEST(LoadErrors, SparseIdsLoadAndDecode) {
   std::string json = File("", "", "{\"a\": 0, \"b\": 4000000000, \"ab\": 2}");
   atlas_tokenizer *tok = nullptr;
-  atlas_status st = atlas_tokenizer_load_from_memory(json.data(), json.size(), "t", &tok);
+  atlas_status st =
+      atlas_tokenizer_load_from_memory(json.data(), json.size(), "t", &tok);
   ASSERT_EQ(st, ATLAS_OK) << atlas_status_message(st);
   EXPECT_EQ(atlas_tokenizer_vocab_size(tok), 4000000001u);
   size_t len = 0;
@@ -94,7 +99,8 @@ TEST(LoadErrors, SparseIdsLoadAndDecode) {
   const uint32_t back[] = {4000000000u, 2, 1};
   char *text = nullptr;
   size_t text_len = 0;
-  ASSERT_EQ(atlas_tokenizer_decode(tok, back, 3, false, &text, &text_len), ATLAS_OK);
+  ASSERT_EQ(atlas_tokenizer_decode(tok, back, 3, false, &text, &text_len),
+            ATLAS_OK);
   EXPECT_EQ(std::string(text, text_len), "b ab");
   free(text);
   atlas_tokenizer_free(tok);
@@ -110,14 +116,18 @@ TEST(LoadErrors, UnsupportedModelsByName) {
 TEST(LoadErrors, UnsupportedPartsByNameAndPath) {
   ExpectRefused(File("", "\"normalizer\": {\"type\": \"Lowercase\"}"),
                 ATLAS_STATUS_UNIMPLEMENTED, "normalizer.type", "Lowercase");
-  ExpectRefused(File("", "\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": "
-                         "[{\"type\": \"NFC\"}, {\"type\": \"BertNormalizer\"}]}"),
-                ATLAS_STATUS_UNIMPLEMENTED, "normalizer.normalizers[1].type",
-                "BertNormalizer");
-  ExpectRefused(File("", "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": "
-                         "[{\"type\": \"Digits\"}, {\"type\": \"Whitespace\"}]}"),
-                ATLAS_STATUS_UNIMPLEMENTED, "pre_tokenizer.pretokenizers[1].type",
-                "Whitespace");
+  ExpectRefused(
+      File("",
+           "\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": "
+           "[{\"type\": \"NFC\"}, {\"type\": \"BertNormalizer\"}]}"),
+      ATLAS_STATUS_UNIMPLEMENTED, "normalizer.normalizers[1].type",
+      "BertNormalizer");
+  ExpectRefused(
+      File("",
+           "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": "
+           "[{\"type\": \"Digits\"}, {\"type\": \"Whitespace\"}]}"),
+      ATLAS_STATUS_UNIMPLEMENTED, "pre_tokenizer.pretokenizers[1].type",
+      "Whitespace");
   ExpectRefused(File("", "\"decoder\": {\"type\": \"WordPiece\"}"),
                 ATLAS_STATUS_UNIMPLEMENTED, "decoder.type", "WordPiece");
   ExpectRefused(File("", "\"post_processor\": {\"type\": \"Mystery\"}"),
@@ -125,71 +135,90 @@ TEST(LoadErrors, UnsupportedPartsByNameAndPath) {
   ExpectRefused(File(", \"dropout\": 0.1", ""), ATLAS_STATUS_UNIMPLEMENTED,
                 "model.dropout", "dropout");
   ExpectRefused(File(", \"continuing_subword_prefix\": \"##\"", ""),
-                ATLAS_STATUS_UNIMPLEMENTED, "model.continuing_subword_prefix", "##");
+                ATLAS_STATUS_UNIMPLEMENTED, "model.continuing_subword_prefix",
+                "##");
   ExpectRefused(File(", \"end_of_word_suffix\": \"</w>\"", ""),
                 ATLAS_STATUS_UNIMPLEMENTED, "model.end_of_word_suffix", "</w>");
   ExpectRefused(File("", "\"truncation\": {\"max_length\": 8}"),
                 ATLAS_STATUS_UNIMPLEMENTED, "truncation", "truncation");
-  ExpectRefused(File("", "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
-                         "{\"Regex\": \"a\"}, \"behavior\": \"Sideways\"}"),
-                ATLAS_STATUS_UNIMPLEMENTED, "pre_tokenizer.behavior", "Sideways");
-  ExpectRefused(File("", "\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": "
-                         "\"_\", \"prepend_scheme\": \"sometimes\"}"),
-                ATLAS_STATUS_UNIMPLEMENTED, "pre_tokenizer.prepend_scheme", "sometimes");
+  ExpectRefused(File("",
+                     "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
+                     "{\"Regex\": \"a\"}, \"behavior\": \"Sideways\"}"),
+                ATLAS_STATUS_UNIMPLEMENTED, "pre_tokenizer.behavior",
+                "Sideways");
+  ExpectRefused(
+      File("",
+           "\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": "
+           "\"_\", \"prepend_scheme\": \"sometimes\"}"),
+      ATLAS_STATUS_UNIMPLEMENTED, "pre_tokenizer.prepend_scheme", "sometimes");
 }
 
 TEST(LoadErrors, NullPathIsAnArgumentError) {
   atlas_tokenizer *t = nullptr;
   atlas_status st = atlas_tokenizer_load(nullptr, &t);
   EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(atlas_status_message(st)).find("no path"), std::string::npos);
+  EXPECT_NE(std::string(atlas_status_message(st)).find("no path"),
+            std::string::npos);
   atlas_status_free(st);
   EXPECT_EQ(t, nullptr);
 }
 
 TEST(LoadErrors, NullAndZeroOptionsAreAccepted) {
-  EXPECT_EQ(Load(File(", \"dropout\": null, \"continuing_subword_prefix\": \"\", "
-                      "\"end_of_word_suffix\": null",
-                      "\"truncation\": null, \"padding\": null"))
-                .code,
-            ATLAS_STATUS_OK);
+  EXPECT_EQ(
+      Load(File(", \"dropout\": null, \"continuing_subword_prefix\": \"\", "
+                "\"end_of_word_suffix\": null",
+                "\"truncation\": null, \"padding\": null"))
+          .code,
+      ATLAS_STATUS_OK);
   EXPECT_EQ(Load(File(", \"dropout\": 0.0", "")).code, ATLAS_STATUS_OK);
 }
 
 TEST(LoadErrors, MalformedFilesNameFileAndKey) {
   Loaded r = Load("{\"model\": ");
   EXPECT_EQ(r.code, ATLAS_STATUS_DATA_LOSS);
-  EXPECT_NE(r.message.find("test.json: not valid JSON at line 1"), std::string::npos)
+  EXPECT_NE(r.message.find("test.json: not valid JSON at line 1"),
+            std::string::npos)
       << r.message;
-  ExpectRefused("{\"added_tokens\": []}", ATLAS_STATUS_DATA_LOSS, "model", "missing");
+  ExpectRefused("{\"added_tokens\": []}", ATLAS_STATUS_DATA_LOSS, "model",
+                "missing");
   ExpectRefused(File("", "", "[1, 2]"), ATLAS_STATUS_DATA_LOSS, "model.vocab",
                 "expected an object");
   ExpectRefused(File("", "", "{\"a\": -1}", "[]"), ATLAS_STATUS_DATA_LOSS,
                 "model.vocab.a", "token id");
   ExpectRefused(File("", "", "{\"a\": 0, \"b\": 1}", "[\"a b\"]"),
-                ATLAS_STATUS_DATA_LOSS, "model.merges[0]", "\"ab\" is not in model.vocab");
+                ATLAS_STATUS_DATA_LOSS, "model.merges[0]",
+                "\"ab\" is not in model.vocab");
   ExpectRefused(File("", "", "{\"a\": 0}", "[\"a\"]"), ATLAS_STATUS_DATA_LOSS,
                 "model.merges[0]", "one space");
-  ExpectRefused(File("", "", "{\"a\": 0}", "[[\"a\", 3]]"), ATLAS_STATUS_DATA_LOSS,
-                "model.merges[0]", "[left, right]");
+  ExpectRefused(File("", "", "{\"a\": 0}", "[[\"a\", 3]]"),
+                ATLAS_STATUS_DATA_LOSS, "model.merges[0]", "[left, right]");
   ExpectRefused(File(", \"unk_token\": \"<unk>\"", ""), ATLAS_STATUS_DATA_LOSS,
                 "model.unk_token", "<unk>");
-  ExpectRefused("{\"added_tokens\": [{\"content\": \"x\"}], \"model\": {\"type\": \"BPE\", "
-                "\"vocab\": {}, \"merges\": []}}",
-                ATLAS_STATUS_DATA_LOSS, "added_tokens[0].id", "missing");
-  ExpectRefused(File("", "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
-                         "{\"Regex\": \"(unclosed\"}, \"behavior\": \"Isolated\"}"),
-                ATLAS_STATUS_DATA_LOSS, "pre_tokenizer.pattern.Regex", "does not compile");
-  ExpectRefused(File("", "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
-                         "{\"Glob\": \"*\"}, \"behavior\": \"Isolated\"}"),
+  ExpectRefused(
+      "{\"added_tokens\": [{\"content\": \"x\"}], \"model\": {\"type\": "
+      "\"BPE\", "
+      "\"vocab\": {}, \"merges\": []}}",
+      ATLAS_STATUS_DATA_LOSS, "added_tokens[0].id", "missing");
+  ExpectRefused(File("",
+                     "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
+                     "{\"Regex\": \"(unclosed\"}, \"behavior\": \"Isolated\"}"),
+                ATLAS_STATUS_DATA_LOSS, "pre_tokenizer.pattern.Regex",
+                "does not compile");
+  ExpectRefused(File("",
+                     "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
+                     "{\"Glob\": \"*\"}, \"behavior\": \"Isolated\"}"),
                 ATLAS_STATUS_DATA_LOSS, "pre_tokenizer.pattern", "Regex");
-  ExpectRefused(File("", "\"decoder\": {\"type\": \"Strip\", \"content\": \"ab\", "
-                         "\"start\": 1, \"stop\": 0}"),
+  ExpectRefused(File("",
+                     "\"decoder\": {\"type\": \"Strip\", \"content\": \"ab\", "
+                     "\"start\": 1, \"stop\": 0}"),
                 ATLAS_STATUS_DATA_LOSS, "decoder.content", "one character");
-  ExpectRefused(File("", "\"post_processor\": {\"type\": \"TemplateProcessing\", "
-                         "\"single\": [{\"SpecialToken\": {\"id\": \"<s>\", \"type_id\": 0}}], "
-                         "\"special_tokens\": {}}"),
-                ATLAS_STATUS_DATA_LOSS, "post_processor.special_tokens.<s>", "missing");
+  ExpectRefused(File("",
+                     "\"post_processor\": {\"type\": \"TemplateProcessing\", "
+                     "\"single\": [{\"SpecialToken\": {\"id\": \"<s>\", "
+                     "\"type_id\": 0}}], "
+                     "\"special_tokens\": {}}"),
+                ATLAS_STATUS_DATA_LOSS, "post_processor.special_tokens.<s>",
+                "missing");
   ExpectRefused("[]", ATLAS_STATUS_DATA_LOSS, "(top level)", "object");
 }
 
@@ -197,8 +226,9 @@ TEST(LoadErrors, MissingFileIsNotFound) {
   atlas_tokenizer *tok = nullptr;
   atlas_status st = atlas_tokenizer_load("/nonexistent/tokenizer.json", &tok);
   EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_NOT_FOUND);
-  EXPECT_NE(std::string(atlas_status_message(st)).find("/nonexistent/tokenizer.json"),
-            std::string::npos);
+  EXPECT_NE(
+      std::string(atlas_status_message(st)).find("/nonexistent/tokenizer.json"),
+      std::string::npos);
   atlas_status_free(st);
   EXPECT_EQ(tok, nullptr);
 }
@@ -231,13 +261,15 @@ TEST(LoadErrors, OnlyARegularFileIsRead) {
 TEST(LoadErrors, InvalidUtf8InputIsRefused) {
   std::string json = File("", "");
   atlas_tokenizer *tok = nullptr;
-  ASSERT_EQ(atlas_tokenizer_load_from_memory(json.data(), json.size(), "t", &tok),
-            ATLAS_OK);
+  ASSERT_EQ(
+      atlas_tokenizer_load_from_memory(json.data(), json.size(), "t", &tok),
+      ATLAS_OK);
   uint32_t *ids = nullptr;
   size_t n = 0;
   atlas_status st = atlas_tokenizer_encode(tok, "ab\xC3(", 4, false, &ids, &n);
   EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(atlas_status_message(st)).find("byte 2"), std::string::npos)
+  EXPECT_NE(std::string(atlas_status_message(st)).find("byte 2"),
+            std::string::npos)
       << atlas_status_message(st);
   atlas_status_free(st);
   EXPECT_EQ(ids, nullptr);

@@ -10,7 +10,8 @@ namespace atlas_test {
 namespace {
 
 bool EndsWith(const std::string &a, const std::string &s) {
-  return a.size() >= s.size() && a.compare(a.size() - s.size(), s.size(), s) == 0;
+  return a.size() >= s.size() &&
+         a.compare(a.size() - s.size(), s.size(), s) == 0;
 }
 
 }  // namespace
@@ -47,12 +48,14 @@ std::string ReadFile(const std::string &path) {
 }
 
 bool ValidUtf8(const std::string &s) {
-  // utf8proc is strict: no overlong forms, surrogates or code points past U+10FFFF.
+  // utf8proc is strict: no overlong forms, surrogates or code points past
+  // U+10FFFF.
   size_t i = 0;
   while (i < s.size()) {
     utf8proc_int32_t cp;
-    utf8proc_ssize_t n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t *>(s.data()) + i,
-                                          static_cast<utf8proc_ssize_t>(s.size() - i), &cp);
+    utf8proc_ssize_t n = utf8proc_iterate(
+        reinterpret_cast<const utf8proc_uint8_t *>(s.data()) + i,
+        static_cast<utf8proc_ssize_t>(s.size() - i), &cp);
     if (n <= 0) return false;
     i += static_cast<size_t>(n);
   }
@@ -62,14 +65,16 @@ bool ValidUtf8(const std::string &s) {
 std::vector<uint32_t> Ids(json_t *array) {
   std::vector<uint32_t> v;
   for (size_t i = 0; i < json_array_size(array); i++) {
-    v.push_back(static_cast<uint32_t>(json_integer_value(json_array_get(array, i))));
+    v.push_back(
+        static_cast<uint32_t>(json_integer_value(json_array_get(array, i))));
   }
   return v;
 }
 
 std::string Show(const std::vector<uint32_t> &ids) {
   std::string s = "[";
-  for (size_t i = 0; i < ids.size(); i++) s += (i ? "," : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); i++)
+    s += (i ? "," : "") + std::to_string(ids[i]);
   return s + "]";
 }
 
@@ -79,13 +84,16 @@ std::string TakeMessage(atlas_status st) {
   return m;
 }
 
-std::vector<std::string> StreamPieces(const atlas_tokenizer *tok, const std::vector<uint32_t> &ids,
-                                      bool skip_special, bool resync, size_t *failed_at) {
+std::vector<std::string> StreamPieces(const atlas_tokenizer *tok,
+                                      const std::vector<uint32_t> &ids,
+                                      bool skip_special, bool resync,
+                                      size_t *failed_at) {
   std::vector<std::string> pieces;
   *failed_at = 0;
   atlas_tokenizer_stream *stream = nullptr;
-  atlas_status st = resync ? atlas_tokenizer_stream_create_resync(tok, skip_special, &stream)
-                           : atlas_tokenizer_stream_create(tok, skip_special, &stream);
+  atlas_status st =
+      resync ? atlas_tokenizer_stream_create_resync(tok, skip_special, &stream)
+             : atlas_tokenizer_stream_create(tok, skip_special, &stream);
   for (size_t k = 0; st == ATLAS_OK && k < ids.size(); k++) {
     char *piece = nullptr;
     size_t n = 0;

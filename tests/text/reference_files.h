@@ -19,8 +19,8 @@ namespace atlas_test {
 struct ReferenceFiles {
   std::string expected, corpus;
   std::map<std::string, std::string> tokenizer;  // model -> tokenizer.json
-  std::map<std::string, std::string> config;     // model -> tokenizer_config.json
-  std::vector<std::string> fetch_errors;         // error.txt of failed fetches
+  std::map<std::string, std::string> config;  // model -> tokenizer_config.json
+  std::vector<std::string> fetch_errors;      // error.txt of failed fetches
 };
 
 // --expected FILE --corpus FILE, then per model --model=NAME followed by its
@@ -40,8 +40,10 @@ std::string TakeMessage(atlas_status st);
 // the resyncing stream) and returns each step's piece, "<null>" where a step
 // gave no text, up to the first step that fails: its index goes to
 // *failed_at (ids.size() when none did).
-std::vector<std::string> StreamPieces(const atlas_tokenizer *tok, const std::vector<uint32_t> &ids,
-                                      bool skip_special, bool resync, size_t *failed_at);
+std::vector<std::string> StreamPieces(const atlas_tokenizer *tok,
+                                      const std::vector<uint32_t> &ids,
+                                      bool skip_special, bool resync,
+                                      size_t *failed_at);
 std::string Str(json_t *object, const char *key);
 
 }  // namespace atlas_test

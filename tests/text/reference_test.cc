@@ -25,13 +25,12 @@ namespace {
 
 atlas_test::ReferenceFiles g_files;
 using atlas_test::Ids;
+using atlas_test::ReadFile;
 using atlas_test::Show;
+using atlas_test::Str;
 using atlas_test::StreamPieces;
 using atlas_test::TakeMessage;
-using atlas_test::ReadFile;
-using atlas_test::Str;
 using atlas_test::ValidUtf8;
-
 
 class Reference : public ::testing::Test {
  protected:
@@ -54,7 +53,8 @@ class Reference : public ::testing::Test {
 void CheckModel(const std::string &name, json_t *model, json_t *corpus) {
   SCOPED_TRACE(name);
   auto it = g_files.tokenizer.find(name);
-  ASSERT_NE(it, g_files.tokenizer.end()) << "no tokenizer.json given for " << name;
+  ASSERT_NE(it, g_files.tokenizer.end())
+      << "no tokenizer.json given for " << name;
   atlas_tokenizer *tok = nullptr;
   atlas_status st = atlas_tokenizer_load(it->second.c_str(), &tok);
   ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
@@ -74,7 +74,8 @@ void CheckModel(const std::string &name, json_t *model, json_t *corpus) {
     for (int special = 1; special >= 0; special--) {
       uint32_t *ids = nullptr;
       size_t n = 0;
-      st = atlas_tokenizer_encode(tok, text.data(), text.size(), special, &ids, &n);
+      st = atlas_tokenizer_encode(tok, text.data(), text.size(), special, &ids,
+                                  &n);
       ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
       std::vector<uint32_t> got(ids, ids + n);
       free(ids);
@@ -84,7 +85,8 @@ void CheckModel(const std::string &name, json_t *model, json_t *corpus) {
       EXPECT_EQ(Show(got), Show(want)) << "add_special=" << special;
     }
     std::vector<uint32_t> ids = Ids(json_object_get(c, "ids"));
-    const char *keys[4] = {"decode", "decode_skip", "decode_clean", "decode_skip_clean"};
+    const char *keys[4] = {"decode", "decode_skip", "decode_clean",
+                           "decode_skip_clean"};
     // The clean columns are transformers' decode(..., clean_up_tokenization_
     // spaces=True) where the model's config sets it (`clean`), the plain
     // decode elsewhere; transformers 5 ignores the flag for BPE, so they
@@ -93,7 +95,8 @@ void CheckModel(const std::string &name, json_t *model, json_t *corpus) {
       atlas_tokenizer_decode_options opt = {k % 2 == 1, k >= 2, false};
       char *text_out = nullptr;
       size_t len = 0;
-      st = atlas_tokenizer_decode_ex(tok, ids.data(), ids.size(), &opt, &text_out, &len);
+      st = atlas_tokenizer_decode_ex(tok, ids.data(), ids.size(), &opt,
+                                     &text_out, &len);
       ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
       std::string got(text_out, len);
       free(text_out);
@@ -103,10 +106,12 @@ void CheckModel(const std::string &name, json_t *model, json_t *corpus) {
     // transformers' AutoTokenizer on the model's own folder (gen_reference.py
     // --auto): its default decode is atlas_tokenizer_decode's.
     const char *auto_keys[2] = {"decode_auto", "decode_skip_auto"};
-    for (int skip = 0; skip < 2 && json_object_get(c, auto_keys[skip]); skip++) {
+    for (int skip = 0; skip < 2 && json_object_get(c, auto_keys[skip]);
+         skip++) {
       char *text_out = nullptr;
       size_t len = 0;
-      st = atlas_tokenizer_decode(tok, ids.data(), ids.size(), skip, &text_out, &len);
+      st = atlas_tokenizer_decode(tok, ids.data(), ids.size(), skip, &text_out,
+                                  &len);
       ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
       std::string got(text_out, len);
       free(text_out);
@@ -120,15 +125,18 @@ void CheckModel(const std::string &name, json_t *model, json_t *corpus) {
     for (int skip = 0; skip < 2 && name != "split_behaviors"; skip++) {
       size_t failed = 0;
       std::string all;
-      for (const std::string &p : StreamPieces(tok, ids, skip, false, &failed)) {
+      for (const std::string &p :
+           StreamPieces(tok, ids, skip, false, &failed)) {
         EXPECT_TRUE(ValidUtf8(p));
         if (p != "<null>") all += p;
       }
       ASSERT_EQ(failed, ids.size()) << "the stream failed at id " << failed;
       std::string full = Str(c, skip ? "decode_skip" : "decode");
-      bool incomplete = full.size() >= 3 && full.compare(full.size() - 3, 3, "\xEF\xBF\xBD") == 0;
+      bool incomplete = full.size() >= 3 &&
+                        full.compare(full.size() - 3, 3, "\xEF\xBF\xBD") == 0;
       if (incomplete) {
-        EXPECT_EQ(full.compare(0, all.size(), all), 0) << "stream is not a prefix";
+        EXPECT_EQ(full.compare(0, all.size(), all), 0)
+            << "stream is not a prefix";
       } else {
         EXPECT_EQ(all, full) << "stream skip=" << skip;
       }
@@ -165,11 +173,13 @@ TEST_F(Reference, SharedHandleAcrossThreads) {
       json_t *t = json_array_get(corpus_, i);
       texts.emplace_back(json_string_value(t), json_string_length(t));
     }
-    auto encode_all = [&](std::vector<std::vector<uint32_t>> *out, std::vector<std::string> *dec) {
+    auto encode_all = [&](std::vector<std::vector<uint32_t>> *out,
+                          std::vector<std::string> *dec) {
       for (const std::string &text : texts) {
         uint32_t *ids = nullptr;
         size_t n = 0;
-        atlas_status s = atlas_tokenizer_encode(tok, text.data(), text.size(), true, &ids, &n);
+        atlas_status s = atlas_tokenizer_encode(tok, text.data(), text.size(),
+                                                true, &ids, &n);
         if (s) {
           atlas_status_free(s);
           out->emplace_back();

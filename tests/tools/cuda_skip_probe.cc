@@ -8,7 +8,8 @@
 namespace {
 
 TEST(CudaSkipProbe, CannotRunHere) {
-  ATLAS_CUDA_SKIP("CUDA unavailable: " << "probe reason " << 42);
+  ATLAS_CUDA_SKIP("CUDA unavailable: "
+                  << "probe reason " << 42);
   ADD_FAILURE() << "the skip must return from the test";
 }
 

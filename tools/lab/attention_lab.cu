@@ -6,7 +6,8 @@
 // the SIMT body up to 2048 tokens. From the repository root
 // (kernels/prefill.cu pre-included: the kernels themselves, and the SIMT
 // body as a template):
-//   nvcc -O3 -arch=sm_90 -I. -include kernels/prefill.cu -o attention_lab tools/lab/attention_lab.cu && ./attention_lab [N...]
+//   nvcc -O3 -arch=sm_90 -I. -include kernels/prefill.cu -o attention_lab
+//   tools/lab/attention_lab.cu && ./attention_lab [N...]
 // Causal prompts of n tokens at pos0 0, no window; ms per launch (CUDA
 // events, mean of kReps after a warm-up) and TFLOPS counting 4 * n^2 / 2 *
 // head_dim * heads. Outputs are checked first (max |a - b| / max |b|;
@@ -24,23 +25,32 @@
 #include <type_traits>
 #include <vector>
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-  printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
+#define CK(x)                                        \
+  do {                                               \
+    cudaError_t e = (x);                             \
+    if (e != cudaSuccess) {                          \
+      printf("%s: %s\n", #x, cudaGetErrorString(e)); \
+      return 1;                                      \
+    }                                                \
+  } while (0)
 
 // The SIMT body as it ran before the tensor-core path (grid (ceil(pairs /
 // 16), n_kv), block 128).
 template <typename C>
 __global__ void __launch_bounds__(128)
     simt(float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,
-         uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n, uint32_t window) {
+         uint32_t n_kv, uint32_t head_dim, uint32_t pos0, uint32_t n,
+         uint32_t window) {
   __shared__ PrefillSimtShared sh;
-  attention_prefill(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n, window);
+  attention_prefill(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos0, n,
+                    window);
 }
 
 template <typename C, int HD>
 __global__ void __launch_bounds__(128, HD == 64 ? 4 : 3)
-    flash_db(float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,
-             uint32_t n_kv, uint32_t pos0, uint32_t n, uint32_t window) {
+    flash_db(float *out, const float *q, const C *kc, const C *vc,
+             uint32_t n_heads, uint32_t n_kv, uint32_t pos0, uint32_t n,
+             uint32_t window) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   C *sm = reinterpret_cast<C *>(smem_raw);
   constexpr uint32_t hd = HD;
@@ -66,7 +76,8 @@ __global__ void __launch_bounds__(128, HD == 64 ? 4 : 3)
     for (uint32_t i = tid; i < kFlashKeys * chunks; i += 32 * kFlashWarps) {
       const uint32_t key = i / chunks, c = (i % chunks) * 8, t = t0 + key;
       const bool ok = t <= hi;
-      cp_async16(dst + key * LD + c, ok ? src + (size_t)t * kv_dim + c : src, ok);
+      cp_async16(dst + key * LD + c, ok ? src + (size_t)t * kv_dim + c : src,
+                 ok);
     }
   };
   load_tile(ks, kbase, t_begin);
@@ -81,7 +92,8 @@ __global__ void __launch_bounds__(128, HD == 64 ? 4 : 3)
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (p < pairs) {
       v = *reinterpret_cast<const float4 *>(
-          q + (size_t)(p / group) * q_dim + (size_t)(kvh * group + p % group) * hd + d);
+          q + (size_t)(p / group) * q_dim +
+          (size_t)(kvh * group + p % group) * hd + d);
     }
     uint2 h;
     h.x = Pack2<C>::rn(v.x, v.y);
@@ -93,7 +105,8 @@ __global__ void __launch_bounds__(128, HD == 64 ? 4 : 3)
 #pragma unroll
   for (int kk = 0; kk < KT; ++kk) {
     if (kk * 16 < (int)hd) {
-      ldmatrix_x4(qf[kk], qstage + (warp * 16 + lane % 16) * LD + kk * 16 + (lane / 16) * 8);
+      ldmatrix_x4(qf[kk], qstage + (warp * 16 + lane % 16) * LD + kk * 16 +
+                              (lane / 16) * 8);
     }
   }
 
@@ -103,7 +116,8 @@ __global__ void __launch_bounds__(128, HD == 64 ? 4 : 3)
   const uint32_t wfirst = first + warp * 16;
   const bool warp_live = wfirst < pairs;
   const uint32_t wlast = min(wfirst + 15, pairs - 1);
-  const uint32_t w_pos_first = pos0 + wfirst / group, w_pos_last = pos0 + wlast / group;
+  const uint32_t w_pos_first = pos0 + wfirst / group,
+                 w_pos_last = pos0 + wlast / group;
   const uint32_t w_lo_first = lo_of(w_pos_first), w_lo_last = lo_of(w_pos_last);
   uint32_t rpos[2], rlo[2];
 #pragma unroll
@@ -120,7 +134,8 @@ __global__ void __launch_bounds__(128, HD == 64 ? 4 : 3)
   uint32_t cur = 0;
   for (uint32_t t0 = t_begin; t0 <= hi; t0 += kFlashKeys, cur ^= 1) {
     cp_async_wait_all();
-    __syncthreads();  // K(t0), V(t0) are in; every warp is done with the other buffers
+    __syncthreads();  // K(t0), V(t0) are in; every warp is done with the other
+                      // buffers
     ks = sm + cur * TILE;
     vs = sm + (2 + cur) * TILE;
     if (t0 + kFlashKeys <= hi) {
@@ -130,13 +145,15 @@ __global__ void __launch_bounds__(128, HD == 64 ? 4 : 3)
     }
     // Warp-uniform: does any row see a key of the tile; do all see all?
     // (Pairs past the end may count as seeing all: they are never written.)
-    const bool act = warp_live && t0 <= w_pos_last && t0 + (kFlashKeys - 1) >= w_lo_first;
+    const bool act =
+        warp_live && t0 <= w_pos_last && t0 + (kFlashKeys - 1) >= w_lo_first;
     const bool full = t0 + (kFlashKeys - 1) <= w_pos_first && t0 >= w_lo_last;
     uint32_t pf[KS][4];  // P as A fragments, keys 16 * k .. + 15
     if (act) {
       float s[2 * KS][4];
 #pragma unroll
-      for (int i = 0; i < 2 * KS; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+      for (int i = 0; i < 2 * KS; ++i)
+        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < KT; ++kk) {
         if (kk * 16 < (int)hd) {
@@ -145,15 +162,16 @@ __global__ void __launch_bounds__(128, HD == 64 ? 4 : 3)
             // B fragments of keys np * 16 .. + 7 and + 8 .. + 15 (K rows are
             // the n index; ldmatrix's matrices: k 0-7, k 8-15 of each).
             uint32_t b[4];
-            ldmatrix_x4(b, ks + (np * 16 + lane % 8 + (lane / 16) * 8) * LD + kk * 16 +
-                               ((lane / 8) % 2) * 8);
+            ldmatrix_x4(b, ks + (np * 16 + lane % 8 + (lane / 16) * 8) * LD +
+                               kk * 16 + ((lane / 8) % 2) * 8);
             Mma<C>::run(s[2 * np], qf[kk], b);
             Mma<C>::run(s[2 * np + 1], qf[kk], b + 2);
           }
         }
       }
-      // s[i][e]: row lane / 4 + 8 * (e / 2), key t0 + 8 * i + 2 * (lane % 4) + e % 2.
-      // Unscaled (scale_log2 > 0 keeps the max); the exponent is one fma.
+      // s[i][e]: row lane / 4 + 8 * (e / 2), key t0 + 8 * i + 2 * (lane % 4) +
+      // e % 2. Unscaled (scale_log2 > 0 keeps the max); the exponent is one
+      // fma.
       if (!full) {
 #pragma unroll
         for (int i = 0; i < 2 * KS; ++i) {
@@ -169,7 +187,8 @@ __global__ void __launch_bounds__(128, HD == 64 ? 4 : 3)
       for (int j = 0; j < 2; ++j) {
         float mx = -INFINITY;
 #pragma unroll
-        for (int i = 0; i < 2 * KS; ++i) mx = fmaxf(mx, fmaxf(s[i][2 * j], s[i][2 * j + 1]));
+        for (int i = 0; i < 2 * KS; ++i)
+          mx = fmaxf(mx, fmaxf(s[i][2 * j], s[i][2 * j + 1]));
         // A row's 64 keys are spread over the 4 lanes of a quad.
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
@@ -195,7 +214,8 @@ __global__ void __launch_bounds__(128, HD == 64 ? 4 : 3)
         for (int h = 0; h < 2; ++h) {
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
-            e[h][c] = exp2_ftz(fmaf(s[2 * k + h][c], scale_log2, -m_use[c / 2]));
+            e[h][c] =
+                exp2_ftz(fmaf(s[2 * k + h][c], scale_log2, -m_use[c / 2]));
           }
           l[0] += e[h][0] + e[h][1];
           l[1] += e[h][2] + e[h][3];
@@ -215,8 +235,9 @@ __global__ void __launch_bounds__(128, HD == 64 ? 4 : 3)
             // V is [key][d]: .trans gives the B fragment (k = key, n = d);
             // matrices keys 0-7 / 8-15 of d 0-7, then of d 8-15.
             uint32_t b[4];
-            ldmatrix_x4_trans(b, vs + (k * 16 + lane % 8 + ((lane / 8) % 2) * 8) * LD +
-                                     dp * 16 + (lane / 16) * 8);
+            ldmatrix_x4_trans(
+                b, vs + (k * 16 + lane % 8 + ((lane / 8) % 2) * 8) * LD +
+                       dp * 16 + (lane / 16) * 8);
             Mma<C>::run(o[2 * dp], pf[k], b);
             Mma<C>::run(o[2 * dp + 1], pf[k], b + 2);
           }
@@ -235,7 +256,8 @@ __global__ void __launch_bounds__(128, HD == 64 ? 4 : 3)
     const uint32_t p = wfirst + lane / 4 + 8 * j;
     if (p >= pairs) continue;
     const float inv = 1.0f / l[j];  // > 0: a row sees at least its own key
-    float *orow = out + (size_t)(p / group) * q_dim + (size_t)(kvh * group + p % group) * hd;
+    float *orow = out + (size_t)(p / group) * q_dim +
+                  (size_t)(kvh * group + p % group) * hd;
 #pragma unroll
     for (int i = 0; i < NT; ++i) {
       if (i * 8 < (int)hd) {
@@ -257,16 +279,20 @@ struct Shape {
   uint32_t heads, kv, dim;
 };
 
-using Flash = void (*)(float *, const float *, const __nv_bfloat16 *, const __nv_bfloat16 *,
-                      uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);
-using FlashH = void (*)(float *, const float *, const __half *, const __half *, uint32_t,
-                        uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);
+using Flash = void (*)(float *, const float *, const __nv_bfloat16 *,
+                       const __nv_bfloat16 *, uint32_t, uint32_t, uint32_t,
+                       uint32_t, uint32_t, uint32_t);
+using FlashH = void (*)(float *, const float *, const __half *, const __half *,
+                        uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
+                        uint32_t);
 template <typename C>
 auto flash_kernel(uint32_t dim) {
   if constexpr (sizeof(C) == 2 && std::is_same<C, __nv_bfloat16>::value) {
-    return dim == 64 ? (Flash)attention_prefill_bf16_d64 : (Flash)attention_prefill_bf16_d128;
+    return dim == 64 ? (Flash)attention_prefill_bf16_d64
+                     : (Flash)attention_prefill_bf16_d128;
   } else {
-    return dim == 64 ? (FlashH)attention_prefill_f16_d64 : (FlashH)attention_prefill_f16_d128;
+    return dim == 64 ? (FlashH)attention_prefill_f16_d64
+                     : (FlashH)attention_prefill_f16_d128;
   }
 }
 
@@ -300,17 +326,22 @@ int run(const char *type, const Shape &sh, uint32_t n, std::mt19937 &rng) {
   CK(cudaMemcpy(q, hq.data(), hq.size() * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(k, hk.data(), hk.size() * sizeof(C), cudaMemcpyHostToDevice));
   CK(cudaMemcpy(v, hv.data(), hv.size() * sizeof(C), cudaMemcpyHostToDevice));
-  for (float *p : o) CK(cudaMemset(p, 0xFF, hq.size() * 4));  // NaN: unwritten shows
+  for (float *p : o)
+    CK(cudaMemset(p, 0xFF, hq.size() * 4));  // NaN: unwritten shows
   dim3 g_flash((pairs + 63) / 64 * sh.kv), g_simt((pairs + 15) / 16 * sh.kv);
   auto flash = flash_kernel<C>(sh.dim);
   auto db = sh.dim == 64 ? flash_db<C, 64> : flash_db<C, 128>;
   const int db_smem = 4 * kFlashKeys * (sh.dim + 8) * (int)sizeof(C);
-  CK(cudaFuncSetAttribute(db, cudaFuncAttributeMaxDynamicSharedMemorySize, db_smem));
+  CK(cudaFuncSetAttribute(db, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          db_smem));
   const bool with_simt = n <= 2048;
   auto launch = [&](int which) {
-    if (which == 0) flash<<<g_flash, 128>>>(o[0], q, k, v, sh.heads, sh.kv, sh.dim, 0, n, 0);
-    if (which == 1) db<<<g_flash, 128, db_smem>>>(o[1], q, k, v, sh.heads, sh.kv, 0, n, 0);
-    if (which == 2) simt<C><<<g_simt, 128>>>(o[2], q, k, v, sh.heads, sh.kv, sh.dim, 0, n, 0);
+    if (which == 0)
+      flash<<<g_flash, 128>>>(o[0], q, k, v, sh.heads, sh.kv, sh.dim, 0, n, 0);
+    if (which == 1)
+      db<<<g_flash, 128, db_smem>>>(o[1], q, k, v, sh.heads, sh.kv, 0, n, 0);
+    if (which == 2)
+      simt<C><<<g_simt, 128>>>(o[2], q, k, v, sh.heads, sh.kv, sh.dim, 0, n, 0);
   };
   for (int w = 0; w < (with_simt ? 3 : 2); ++w) launch(w);
   CK(cudaGetLastError());
@@ -341,13 +372,16 @@ int run(const char *type, const Shape &sh, uint32_t n, std::mt19937 &rng) {
   const double flops = 4.0 * n * n / 2.0 * sh.dim * sh.heads;
   const bool broken = !(err_db < 0.05) || !(err_simt < 0.05);
   if (broken) {
-    printf("%-4s %-8s n %5u  BROKEN: DB vs runtime %.3g, runtime vs SIMT %.3g\n", type, sh.name,
-           n, err_db, err_simt);
+    printf(
+        "%-4s %-8s n %5u  BROKEN: DB vs runtime %.3g, runtime vs SIMT %.3g\n",
+        type, sh.name, n, err_db, err_simt);
   } else {
-    printf("%-4s %-8s n %5u  runtime %8.3f ms %6.1f TFLOPS   DB %8.3f ms %6.1f TFLOPS   DB/runtime %.3f"
-           "   err DB %.2g, SIMT %.2g\n",
-           type, sh.name, n, ms[0], flops / ms[0] / 1e9, ms[1], flops / ms[1] / 1e9,
-           ms[1] / ms[0], err_db, err_simt);
+    printf(
+        "%-4s %-8s n %5u  runtime %8.3f ms %6.1f TFLOPS   DB %8.3f ms %6.1f "
+        "TFLOPS   DB/runtime %.3f"
+        "   err DB %.2g, SIMT %.2g\n",
+        type, sh.name, n, ms[0], flops / ms[0] / 1e9, ms[1],
+        flops / ms[1] / 1e9, ms[1] / ms[0], err_db, err_simt);
   }
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));

@@ -28,21 +28,21 @@ static double now_ms() {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-#define CU(x)                                                   \
-  do {                                                          \
-    CUresult r_ = (x);                                          \
-    if (r_ != CUDA_SUCCESS) {                                   \
+#define CU(x)                                                      \
+  do {                                                             \
+    CUresult r_ = (x);                                             \
+    if (r_ != CUDA_SUCCESS) {                                      \
       printf("%s:%d %s failed: %d\n", __FILE__, __LINE__, #x, r_); \
-      exit(1);                                                  \
-    }                                                           \
+      exit(1);                                                     \
+    }                                                              \
   } while (0)
-#define LT(x)                                                   \
-  do {                                                          \
-    cublasStatus_t s_ = (x);                                    \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                          \
+#define LT(x)                                                      \
+  do {                                                             \
+    cublasStatus_t s_ = (x);                                       \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                             \
       printf("%s:%d %s failed: %d\n", __FILE__, __LINE__, #x, s_); \
-      exit(1);                                                  \
-    }                                                           \
+      exit(1);                                                     \
+    }                                                              \
   } while (0)
 
 #define SYM(name) decltype(&name) p_##name = (decltype(&name))dlsym(lib, #name)
@@ -63,8 +63,11 @@ int main(int argc, char **argv) {
   CU(cuCtxSetCurrent(ctx));
   printf("%-44s %8.2f ms\n", "driver: init, primary context", now_ms() - t);
   t = now_ms();
-  void *lib = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (!lib) lib = dlopen("/usr/local/cuda/lib64/libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
+  void *lib =
+      dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!lib)
+    lib = dlopen("/usr/local/cuda/lib64/libcublasLt.so.13",
+                 RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     printf("dlopen: %s\n", dlerror());
     return 1;
@@ -85,16 +88,21 @@ int main(int argc, char **argv) {
   cublasLtMatmulDesc_t desc;
   LT(p_cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   int32_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  LT(p_cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  LT(p_cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  LT(p_cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                      sizeof(ta)));
+  LT(p_cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                      sizeof(tb)));
   printf("%-44s %8.2f ms\n", "cublasLtCreate, descriptor", now_ms() - t);
 
   SYM(cublasLtMatmulAlgoCheck);
   struct Shape {
     const char *name;
     long n, k;
-  } shapes[] = {{"qkv", 3072, 2048}, {"o", 2048, 2048}, {"gate/up", 8192, 2048},
-                {"down", 2048, 8192}, {"lm_head", 128256, 2048}};
+  } shapes[] = {{"qkv", 3072, 2048},
+                {"o", 2048, 2048},
+                {"gate/up", 8192, 2048},
+                {"down", 2048, 8192},
+                {"lm_head", 128256, 2048}};
   const long max_m = 2048;
   CUdeviceptr w, x, d, ws;
   CU(cuMemAlloc(&w, 128256L * 2048 * 2));
@@ -115,41 +123,48 @@ int main(int argc, char **argv) {
       LT(p_cublasLtMatrixLayoutCreate(&l[1], CUDA_R_16BF, s.k, m, s.k));
       LT(p_cublasLtMatrixLayoutCreate(&l[2], CUDA_R_32F, s.n, m, s.n));
     };
-    auto choose = [&](long m, const Shape &s, cublasLtMatmulHeuristicResult_t *res) {
+    auto choose = [&](long m, const Shape &s,
+                      cublasLtMatmulHeuristicResult_t *res) {
       cublasLtMatrixLayout_t l[3];
       layouts(m, s, l);
       cublasLtMatmulPreference_t pref;
       LT(p_cublasLtMatmulPreferenceCreate(&pref));
-      LT(p_cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                &wsb, sizeof(wsb)));
+      LT(p_cublasLtMatmulPreferenceSetAttribute(
+          pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb)));
       int got = 0;
       double t0 = now_ms();
-      LT(p_cublasLtMatmulAlgoGetHeuristic(h, desc, l[0], l[1], l[2], l[2], pref, 1, res, &got));
+      LT(p_cublasLtMatmulAlgoGetHeuristic(h, desc, l[0], l[1], l[2], l[2], pref,
+                                          1, res, &got));
       return now_ms() - t0;
     };
-    auto run = [&](long m, const Shape &s, const cublasLtMatmulAlgo_t *algo, double *check_ms) {
+    auto run = [&](long m, const Shape &s, const cublasLtMatmulAlgo_t *algo,
+                   double *check_ms) {
       cublasLtMatrixLayout_t l[3];
       layouts(m, s, l);
       cublasLtMatmulHeuristicResult_t chk;
       double t0 = now_ms();
-      cublasStatus_t ok = p_cublasLtMatmulAlgoCheck(h, desc, l[0], l[1], l[2], l[2], algo, &chk);
+      cublasStatus_t ok = p_cublasLtMatmulAlgoCheck(h, desc, l[0], l[1], l[2],
+                                                    l[2], algo, &chk);
       *check_ms = now_ms() - t0;
       if (ok != CUBLAS_STATUS_SUCCESS) return -1.0;
       for (int r = 0; r < 3; ++r) {
-        LT(p_cublasLtMatmul(h, desc, &one, (void *)w, l[0], (void *)x, l[1], &zero, (void *)d,
-                            l[2], (void *)d, l[2], algo, (void *)ws, ws_bytes, st));
+        LT(p_cublasLtMatmul(h, desc, &one, (void *)w, l[0], (void *)x, l[1],
+                            &zero, (void *)d, l[2], (void *)d, l[2], algo,
+                            (void *)ws, ws_bytes, st));
       }
       CU(cuStreamSynchronize(st));
       t0 = now_ms();
       for (int r = 0; r < 50; ++r) {
-        LT(p_cublasLtMatmul(h, desc, &one, (void *)w, l[0], (void *)x, l[1], &zero, (void *)d,
-                            l[2], (void *)d, l[2], algo, (void *)ws, ws_bytes, st));
+        LT(p_cublasLtMatmul(h, desc, &one, (void *)w, l[0], (void *)x, l[1],
+                            &zero, (void *)d, l[2], (void *)d, l[2], algo,
+                            (void *)ws, ws_bytes, st));
       }
       CU(cuStreamSynchronize(st));
       return (now_ms() - t0) / 50;
     };
     double sum_exact = 0, sum_bucket = 0;
-    for (long m : {17L, 33L, 100L, 129L, 200L, 300L, 500L, 700L, 1000L, 1500L, 2000L}) {
+    for (long m :
+         {17L, 33L, 100L, 129L, 200L, 300L, 500L, 700L, 1000L, 1500L, 2000L}) {
       long b = 16;
       while (b < m) b *= 2;
       for (const Shape &s : shapes) {
@@ -160,15 +175,17 @@ int main(int argc, char **argv) {
         double tc = 0, tc2 = 0;
         const double te = run(m, s, &re.algo, &tc);
         const double tb = run(m, s, &rb.algo, &tc2);
-        printf("M %5ld (bucket %5ld) %-8s heuristic %.3f ms, check %.3f ms; exact %.4f ms, "
-               "bucket's %s%.4f ms (%.3fx)\n",
-               m, b, s.name, th, tc2, te, tb < 0 ? "REFUSED " : "", tb, tb / te);
+        printf(
+            "M %5ld (bucket %5ld) %-8s heuristic %.3f ms, check %.3f ms; exact "
+            "%.4f ms, "
+            "bucket's %s%.4f ms (%.3fx)\n",
+            m, b, s.name, th, tc2, te, tb < 0 ? "REFUSED " : "", tb, tb / te);
         sum_exact += te;
         sum_bucket += tb < 0 ? te : tb;
       }
     }
-    printf("all products: exact %.3f ms, bucket's %.3f ms (%.3fx)\n", sum_exact, sum_bucket,
-           sum_bucket / sum_exact);
+    printf("all products: exact %.3f ms, bucket's %.3f ms (%.3fx)\n", sum_exact,
+           sum_bucket, sum_bucket / sum_exact);
     return 0;
   }
   double total = 0;
@@ -183,29 +200,33 @@ int main(int argc, char **argv) {
       cublasLtMatmulPreference_t pref;
       LT(p_cublasLtMatmulPreferenceCreate(&pref));
       uint64_t wsb = ws_bytes;
-      LT(p_cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                &wsb, sizeof(wsb)));
+      LT(p_cublasLtMatmulPreferenceSetAttribute(
+          pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb)));
       cublasLtMatmulHeuristicResult_t res;
       int got = 0;
       t = now_ms();
-      LT(p_cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, ld, ld, pref, 1, &res, &got));
+      LT(p_cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, ld, ld, pref, 1,
+                                          &res, &got));
       const double th = now_ms() - t;
       double tr[2];
       for (int r = 0; r < 2; ++r) {
         t = now_ms();
-        LT(p_cublasLtMatmul(h, desc, &one, (void *)w, la, (void *)x, lb, &zero, (void *)d, ld,
-                            (void *)d, ld, &res.algo, (void *)ws, ws_bytes, st));
+        LT(p_cublasLtMatmul(h, desc, &one, (void *)w, la, (void *)x, lb, &zero,
+                            (void *)d, ld, (void *)d, ld, &res.algo, (void *)ws,
+                            ws_bytes, st));
         CU(cuStreamSynchronize(st));
         tr[r] = now_ms() - t;
       }
-      printf("  M %5ld %-8s heuristic %7.2f  first %7.2f  second %6.2f ms\n", m, s.name, th,
-             tr[0], tr[1]);
+      printf("  M %5ld %-8s heuristic %7.2f  first %7.2f  second %6.2f ms\n", m,
+             s.name, th, tr[0], tr[1]);
       sum_h += th;
       sum_1 += tr[0];
       sum_2 += tr[1];
     }
-    printf("M %5ld all five: heuristic %.2f, first products %.2f, second %.2f ms\n", m, sum_h,
-           sum_1, sum_2);
+    printf(
+        "M %5ld all five: heuristic %.2f, first products %.2f, second %.2f "
+        "ms\n",
+        m, sum_h, sum_1, sum_2);
     total += sum_h + sum_1;
   }
   printf("%-44s %8.2f ms\n", "every heuristic and first product", total);

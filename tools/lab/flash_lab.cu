@@ -1,7 +1,8 @@
 // Variants of the tensor-core prefill attention (attention_flash in
 // kernels/prefill.cu) timed against the runtime's kernel, for issue 13's
 // head_dim-128 gap (a lab, not part of the runtime). From the repository root:
-//   nvcc -O3 -arch=sm_90 -lineinfo -I. -include kernels/prefill.cu -o flash_lab tools/lab/flash_lab.cu && ./flash_lab
+//   nvcc -O3 -arch=sm_90 -lineinfo -I. -include kernels/prefill.cu -o flash_lab
+//   tools/lab/flash_lab.cu && ./flash_lab
 // Knobs: KEYS (keys per K/V tile), STAGES (1: K and V alternate as in the
 // runtime; 2: the next tile's K and V both load while this one computes),
 // ORDER (0: the runtime's grid, heavy tiles first within a KV head; 1: the
@@ -17,17 +18,26 @@
 #include <random>
 #include <vector>
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-  printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
+#define CK(x)                                        \
+  do {                                               \
+    cudaError_t e = (x);                             \
+    if (e != cudaSuccess) {                          \
+      printf("%s: %s\n", #x, cudaGetErrorString(e)); \
+      return 1;                                      \
+    }                                                \
+  } while (0)
 
-template <typename T, bool NV> struct LabMma;
-template <typename T> struct LabMma<T, false> {
+template <typename T, bool NV>
+struct LabMma;
+template <typename T>
+struct LabMma<T, false> {
   static __device__ __forceinline__ void run(float *c, const uint32_t *a,
                                              const uint32_t *b) {
     Mma<T>::run(c, a, b);
   }
 };
-template <> struct LabMma<__nv_bfloat16, true> {
+template <>
+struct LabMma<__nv_bfloat16, true> {
   static __device__ __forceinline__ void run(float *c, const uint32_t *a,
                                              const uint32_t *b) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
@@ -36,7 +46,8 @@ template <> struct LabMma<__nv_bfloat16, true> {
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
 };
-template <> struct LabMma<__half, true> {
+template <>
+struct LabMma<__half, true> {
   static __device__ __forceinline__ void run(float *c, const uint32_t *a,
                                              const uint32_t *b) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
@@ -52,10 +63,12 @@ __device__ __forceinline__ void lab_wait_group1() {
 
 template <typename C, int HD, int KEYS, int STAGES, int ORDER, bool NV>
 __global__ void __launch_bounds__(128)
-    variant(float *out, const float *q, const C *kc, const C *vc, uint32_t n_heads,
-            uint32_t n_kv, uint32_t hd, uint32_t pos0, uint32_t n, uint32_t window) {
+    variant(float *out, const float *q, const C *kc, const C *vc,
+            uint32_t n_heads, uint32_t n_kv, uint32_t hd, uint32_t pos0,
+            uint32_t n, uint32_t window) {
   extern __shared__ __align__(16) unsigned char dyn[];
-  constexpr int ROWS = 64, LD = HD + 8, KT = HD / 16, NT = HD / 8, KS = KEYS / 16;
+  constexpr int ROWS = 64, LD = HD + 8, KT = HD / 16, NT = HD / 8,
+                KS = KEYS / 16;
   constexpr int TILE = KEYS * LD;
   using M = LabMma<C, NV>;
   C *sm = reinterpret_cast<C *>(dyn);
@@ -87,7 +100,8 @@ __global__ void __launch_bounds__(128)
     for (uint32_t i = tid; i < KEYS * chunks; i += 128) {
       const uint32_t key = i / chunks, c = (i % chunks) * 8, t = t0 + key;
       const bool ok = t <= hi;
-      cp_async16(dst + key * LD + c, ok ? src + (size_t)t * kv_dim + c : src, ok);
+      cp_async16(dst + key * LD + c, ok ? src + (size_t)t * kv_dim + c : src,
+                 ok);
     }
   };
   // The first tile loads while Q is staged (in buffers it does not use).
@@ -102,7 +116,8 @@ __global__ void __launch_bounds__(128)
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (p < pairs) {
       v = *reinterpret_cast<const float4 *>(
-          q + (size_t)(p / group) * q_dim + (size_t)(kvh * group + p % group) * hd + d);
+          q + (size_t)(p / group) * q_dim +
+          (size_t)(kvh * group + p % group) * hd + d);
     }
     uint2 h;
     h.x = Pack2<C>::rn(v.x, v.y);
@@ -113,13 +128,15 @@ __global__ void __launch_bounds__(128)
   uint32_t qf[KT][4];
 #pragma unroll
   for (int kk = 0; kk < KT; ++kk) {
-    ldmatrix_x4(qf[kk], qs + (warp * 16 + lane % 16) * LD + kk * 16 + (lane / 16) * 8);
+    ldmatrix_x4(qf[kk],
+                qs + (warp * 16 + lane % 16) * LD + kk * 16 + (lane / 16) * 8);
   }
   __syncthreads();  // Q's area is a K/V buffer from here
   const uint32_t wfirst = first + warp * 16;
   const bool warp_live = wfirst < pairs;
   const uint32_t wlast = min(wfirst + 15, pairs - 1);
-  const uint32_t w_pos_first = pos0 + wfirst / group, w_pos_last = pos0 + wlast / group;
+  const uint32_t w_pos_first = pos0 + wfirst / group,
+                 w_pos_last = pos0 + wlast / group;
   const uint32_t w_lo_first = lo_of(w_pos_first), w_lo_last = lo_of(w_pos_last);
   uint32_t rpos[2], rlo[2];
 #pragma unroll
@@ -133,18 +150,19 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
   for (int i = 0; i < NT; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
 
-  auto scores = [&](const C *ks, uint32_t t0, uint32_t (&pf)[KS][4]) {
+  auto scores = [&](const C *ks, uint32_t t0, uint32_t(&pf)[KS][4]) {
     const bool full = t0 + (KEYS - 1) <= w_pos_first && t0 >= w_lo_last;
     float s[2 * KS][4];
 #pragma unroll
-    for (int i = 0; i < 2 * KS; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+    for (int i = 0; i < 2 * KS; ++i)
+      s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < KT; ++kk) {
 #pragma unroll
       for (int np = 0; np < KS; ++np) {
         uint32_t b[4];
-        ldmatrix_x4(b, ks + (np * 16 + lane % 8 + (lane / 16) * 8) * LD + kk * 16 +
-                           ((lane / 8) % 2) * 8);
+        ldmatrix_x4(b, ks + (np * 16 + lane % 8 + (lane / 16) * 8) * LD +
+                           kk * 16 + ((lane / 8) % 2) * 8);
         M::run(s[2 * np], qf[kk], b);
         M::run(s[2 * np + 1], qf[kk], b + 2);
       }
@@ -164,7 +182,8 @@ __global__ void __launch_bounds__(128)
     for (int j = 0; j < 2; ++j) {
       float mx = -INFINITY;
 #pragma unroll
-      for (int i = 0; i < 2 * KS; ++i) mx = fmaxf(mx, fmaxf(s[i][2 * j], s[i][2 * j + 1]));
+      for (int i = 0; i < 2 * KS; ++i)
+        mx = fmaxf(mx, fmaxf(s[i][2 * j], s[i][2 * j + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       const float m_new = fmaxf(m[j], mx * scale_log2);
@@ -196,14 +215,15 @@ __global__ void __launch_bounds__(128)
       pf[k][3] = Pack2<C>::rn(e[1][2], e[1][3]);
     }
   };
-  auto values = [&](const C *vs, const uint32_t (&pf)[KS][4]) {
+  auto values = [&](const C *vs, const uint32_t(&pf)[KS][4]) {
 #pragma unroll
     for (int k = 0; k < KS; ++k) {
 #pragma unroll
       for (int dp = 0; dp < HD / 16; ++dp) {
         uint32_t b[4];
-        ldmatrix_x4_trans(b, vs + (k * 16 + lane % 8 + ((lane / 8) % 2) * 8) * LD +
-                                 dp * 16 + (lane / 16) * 8);
+        ldmatrix_x4_trans(
+            b, vs + (k * 16 + lane % 8 + ((lane / 8) % 2) * 8) * LD + dp * 16 +
+                   (lane / 16) * 8);
         M::run(o[2 * dp], pf[k], b);
         M::run(o[2 * dp + 1], pf[k], b + 2);
       }
@@ -259,7 +279,8 @@ __global__ void __launch_bounds__(128)
     const uint32_t p = wfirst + lane / 4 + 8 * j;
     if (p >= pairs) continue;
     const float inv = 1.0f / l[j];
-    float *orow = out + (size_t)(p / group) * q_dim + (size_t)(kvh * group + p % group) * hd;
+    float *orow = out + (size_t)(p / group) * q_dim +
+                  (size_t)(kvh * group + p % group) * hd;
 #pragma unroll
     for (int i = 0; i < NT; ++i) {
       float2 v;
@@ -280,8 +301,8 @@ struct Shape {
 };
 
 typedef void (*Kern)(float *, const float *, const __nv_bfloat16 *,
-                     const __nv_bfloat16 *, uint32_t, uint32_t, uint32_t, uint32_t,
-                     uint32_t, uint32_t);
+                     const __nv_bfloat16 *, uint32_t, uint32_t, uint32_t,
+                     uint32_t, uint32_t, uint32_t);
 
 struct Variant {
   const char *name;
@@ -292,7 +313,8 @@ struct Variant {
 
 template <int HD, int KEYS, int STAGES, int ORDER, bool NV>
 Variant make(const char *name) {
-  return {name, variant<__nv_bfloat16, HD, KEYS, STAGES, ORDER, NV>, KEYS, STAGES,
+  return {name,  variant<__nv_bfloat16, HD, KEYS, STAGES, ORDER, NV>,
+          KEYS,  STAGES,
           ORDER, HD};
 }
 
@@ -319,7 +341,8 @@ int run(const Shape &sh, uint32_t n, const std::vector<Variant> &vars,
   CK(cudaMemcpy(v, hv.data(), hv.size() * sizeof(C), cudaMemcpyHostToDevice));
   const uint32_t tiles = (pairs + 63) / 64;
   dim3 g_ref(tiles * sh.kv);
-  attention_prefill_bf16<<<g_ref, 128>>>(o_ref, q, k, v, sh.heads, sh.kv, sh.dim, 0, n, 0);
+  attention_prefill_bf16<<<g_ref, 128>>>(o_ref, q, k, v, sh.heads, sh.kv,
+                                         sh.dim, 0, n, 0);
   CK(cudaGetLastError());
   std::vector<float> a(hq.size()), b(hq.size());
   CK(cudaMemcpy(b.data(), o_ref, b.size() * 4, cudaMemcpyDeviceToHost));
@@ -339,17 +362,22 @@ int run(const Shape &sh, uint32_t n, const std::vector<Variant> &vars,
     return ms / kReps;
   };
   float base = time_it([&] {
-    attention_prefill_bf16<<<g_ref, 128>>>(o_ref, q, k, v, sh.heads, sh.kv, sh.dim, 0, n, 0);
+    attention_prefill_bf16<<<g_ref, 128>>>(o_ref, q, k, v, sh.heads, sh.kv,
+                                           sh.dim, 0, n, 0);
   });
-  printf("%-8s n %5u  %-28s %8.4f ms %6.1f TFLOPS\n", sh.name, n, "runtime kernel", base,
-         flops / base / 1e9);
+  printf("%-8s n %5u  %-28s %8.4f ms %6.1f TFLOPS\n", sh.name, n,
+         "runtime kernel", base, flops / base / 1e9);
   for (const Variant &var : vars) {
     if (var.dim != sh.dim) continue;
     const int ld = (int)sh.dim + 8;
     size_t smem = (size_t)(var.stages == 2 ? 4 : 2) * var.keys * ld * sizeof(C);
-    if ((size_t)64 * ld * sizeof(C) + (var.stages == 2 ? 2 : 1) * var.keys * ld * sizeof(C) > smem)
-      smem = (size_t)64 * ld * sizeof(C) + (size_t)(var.stages == 2 ? 2 : 1) * var.keys * ld * sizeof(C);
-    CK(cudaFuncSetAttribute(var.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    if ((size_t)64 * ld * sizeof(C) +
+            (var.stages == 2 ? 2 : 1) * var.keys * ld * sizeof(C) >
+        smem)
+      smem = (size_t)64 * ld * sizeof(C) +
+             (size_t)(var.stages == 2 ? 2 : 1) * var.keys * ld * sizeof(C);
+    CK(cudaFuncSetAttribute(var.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)smem));
     dim3 g = var.order == 0 ? dim3(tiles, sh.kv) : dim3(tiles * sh.kv, 1);
     CK(cudaMemset(o, 0xFF, hq.size() * 4));
     var.fn<<<g, 128, smem>>>(o, q, k, v, sh.heads, sh.kv, sh.dim, 0, n, 0);
@@ -365,16 +393,19 @@ int run(const Shape &sh, uint32_t n, const std::vector<Variant> &vars,
     cudaFuncAttributes attr;
     CK(cudaFuncGetAttributes(&attr, var.fn));
     int per_sm = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, var.fn, 128, smem));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, var.fn, 128,
+                                                     smem));
     float ms = time_it([&] {
       var.fn<<<g, 128, smem>>>(o, q, k, v, sh.heads, sh.kv, sh.dim, 0, n, 0);
     });
     const bool broken = !(diff / ref < 1e-3);
     if (broken) status = 2;
-    printf("%-8s n %5u  %-28s %8.4f ms %6.1f TFLOPS  x%.2f  regs %d  blocks/SM %d  "
-           "smem %zu  diff %.2g%s\n",
-           sh.name, n, var.name, ms, flops / ms / 1e9, base / ms, attr.numRegs, per_sm,
-           smem, diff / ref, broken ? "  BROKEN" : "");
+    printf(
+        "%-8s n %5u  %-28s %8.4f ms %6.1f TFLOPS  x%.2f  regs %d  blocks/SM %d "
+        " "
+        "smem %zu  diff %.2g%s\n",
+        sh.name, n, var.name, ms, flops / ms / 1e9, base / ms, attr.numRegs,
+        per_sm, smem, diff / ref, broken ? "  BROKEN" : "");
   }
   cudaFree(q);
   cudaFree(o_ref);

@@ -1,6 +1,7 @@
 // What does a dataflow decode step's hand-off cost while HBM streams, and can
 // it be made cheaper? (a lab for issue 13, not part of the runtime):
-//   nvcc -O3 -arch=sm_90 -o handoff_lab tools/lab/handoff_lab.cu && ./handoff_lab
+//   nvcc -O3 -arch=sm_90 -o handoff_lab tools/lab/handoff_lab.cu &&
+//   ./handoff_lab
 // sm_stream_lab measured a step's all-to-all wait at 0.6-0.85 us on an idle
 // H200 and 3.4-3.6 us while every SM's TMA ring streams (4 slots of 32 KiB):
 // the bound the README gives for a megakernel rests on that figure. Two
@@ -36,7 +37,7 @@
 #include "lab_sync.cuh"
 #include "lab_tma.cuh"
 
-constexpr uint32_t kWords = 1024;     // LL words a step: 4 KiB of data
+constexpr uint32_t kWords = 1024;  // LL words a step: 4 KiB of data
 constexpr uint32_t kPerLane = kWords / 32;
 constexpr uint32_t kMaxSlots = 8;
 
@@ -46,9 +47,10 @@ enum Mode : uint32_t { kCounter = 0, kCounterData = 1, kLL = 2 };
 // (all zero at launch). out[0]: the steps' span (ns, block 0); out[1]: the
 // stream's span (ns, block 0); sink keeps the data loads.
 __global__ void __launch_bounds__(96, 1)
-    handoff(uint32_t mode, uint32_t steps, uint32_t *ctr, uint32_t *data, uint64_t *ll,
-            const unsigned char *buf, size_t bytes_a_block, uint32_t slots, uint32_t slot,
-            unsigned long long *out, uint32_t *sink) {
+    handoff(uint32_t mode, uint32_t steps, uint32_t *ctr, uint32_t *data,
+            uint64_t *ll, const unsigned char *buf, size_t bytes_a_block,
+            uint32_t slots, uint32_t slot, unsigned long long *out,
+            uint32_t *sink) {
   extern __shared__ __align__(128) unsigned char ring[];
   __shared__ __align__(8) uint64_t full[kMaxSlots], empty[kMaxSlots];
   ring_init(full, empty, slots, 1);
@@ -66,11 +68,13 @@ __global__ void __launch_bounds__(96, 1)
     if (mode == kLL) {
       uint64_t *words = ll + (size_t)k * kWords;
       for (uint32_t w = w0 + lane; w < w1; w += 32) {
-        st_relaxed64(words + w, ((uint64_t)(k + 1) << 32) | (uint32_t)(acc + w));
+        st_relaxed64(words + w,
+                     ((uint64_t)(k + 1) << 32) | (uint32_t)(acc + w));
       }
       uint64_t v[kPerLane];
 #pragma unroll
-      for (uint32_t j = 0; j < kPerLane; ++j) v[j] = ld_relaxed64(words + lane + 32 * j);
+      for (uint32_t j = 0; j < kPerLane; ++j)
+        v[j] = ld_relaxed64(words + lane + 32 * j);
       for (;;) {
         bool stale = false;
 #pragma unroll
@@ -93,7 +97,8 @@ __global__ void __launch_bounds__(96, 1)
         __syncwarp();
       }
       if (lane == 0) {
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ctr + k) : "memory");
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ctr + k)
+                     : "memory");
         while (ld_acquire(ctr + k) < S) {
         }
       }
@@ -102,7 +107,8 @@ __global__ void __launch_bounds__(96, 1)
         const uint32_t *d = data + (size_t)k * kWords;
         uint32_t v[kPerLane];
 #pragma unroll
-        for (uint32_t j = 0; j < kPerLane; ++j) v[j] = __ldcg(d + lane + 32 * j);
+        for (uint32_t j = 0; j < kPerLane; ++j)
+          v[j] = __ldcg(d + lane + 32 * j);
         uint32_t x = 0;
 #pragma unroll
         for (uint32_t j = 0; j < kPerLane; ++j) x += v[j];
@@ -131,28 +137,32 @@ int main() {
   CK(cudaMalloc(&out, 16));
   CK(cudaMalloc(&sink, 1024 * 4));
   const uint32_t smem_max = 200u << 10;
-  CK(cudaFuncSetAttribute(handoff, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_max));
+  CK(cudaFuncSetAttribute(handoff, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          (int)smem_max));
   // Rings: {slots, KiB a slot}. Dynamic shared memory is at least 120 KiB so
   // two blocks never share an SM.
   const uint32_t rings[][2] = {{4, 32}, {2, 32}, {4, 16}, {2, 16}, {4, 8}};
   const char *names[] = {"counter", "counter+data", "LL"};
   const int S = sms;
-  printf("%-14s %-10s %10s %12s %16s\n", "hand-off", "ring", "us a step", "stream GB/s",
-         "stream only GB/s");
+  printf("%-14s %-10s %10s %12s %16s\n", "hand-off", "ring", "us a step",
+         "stream GB/s", "stream only GB/s");
   for (uint32_t mode = 0; mode < 3; ++mode) {
     for (int r = -1; r < (int)(sizeof(rings) / sizeof(rings[0])); ++r) {
       const bool loaded = r >= 0;
-      const uint32_t slots = loaded ? rings[r][0] : 1, slot = loaded ? rings[r][1] << 10 : 8192;
+      const uint32_t slots = loaded ? rings[r][0] : 1,
+                     slot = loaded ? rings[r][1] << 10 : 8192;
       const size_t share = loaded ? total / (size_t)S / slot * slot : 0;
       // Loaded: 120 steps, so that the steps end before the 4 GiB stream does
       // (checked: the stream's span is printed against the steps').
       const uint32_t steps = loaded ? 120 : max_steps;
-      const uint32_t smem = slots * slot > (120u << 10) ? slots * slot : (120u << 10);
+      const uint32_t smem =
+          slots * slot > (120u << 10) ? slots * slot : (120u << 10);
       unsigned long long best = ~0ull, stream_ns = 0, only_ns = ~0ull;
       for (int rep = 0; rep < 4; ++rep) {
         CK(cudaMemset(ctr, 0, max_steps * 4));
         CK(cudaMemset(ll, 0, (size_t)max_steps * kWords * 8));
-        handoff<<<S, 96, smem>>>(mode, steps, ctr, data, ll, buf, share, slots, slot, out, sink);
+        handoff<<<S, 96, smem>>>(mode, steps, ctr, data, ll, buf, share, slots,
+                                 slot, out, sink);
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
         unsigned long long h[2];
@@ -162,7 +172,8 @@ int main() {
           stream_ns = h[1];
         }
         if (loaded) {  // the stream alone, for its rate without the steps
-          handoff<<<S, 96, smem>>>(mode, 0, ctr, data, ll, buf, share, slots, slot, out, sink);
+          handoff<<<S, 96, smem>>>(mode, 0, ctr, data, ll, buf, share, slots,
+                                   slot, out, sink);
           CK(cudaGetLastError());
           CK(cudaDeviceSynchronize());
           CK(cudaMemcpy(h, out, 16, cudaMemcpyDeviceToHost));

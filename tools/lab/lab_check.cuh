@@ -6,13 +6,13 @@
 
 #include <stdio.h>
 
-#define CK(x)                                          \
-  do {                                                 \
-    cudaError_t e = (x);                               \
-    if (e != cudaSuccess) {                            \
-      printf("%s: %s\n", #x, cudaGetErrorString(e));   \
-      return 1;                                        \
-    }                                                  \
+#define CK(x)                                        \
+  do {                                               \
+    cudaError_t e = (x);                             \
+    if (e != cudaSuccess) {                          \
+      printf("%s: %s\n", #x, cudaGetErrorString(e)); \
+      return 1;                                      \
+    }                                                \
   } while (0)
 
 #endif  // ATLAS_TOOLS_LAB_LAB_CHECK_CUH_

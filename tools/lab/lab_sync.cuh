@@ -9,12 +9,18 @@
 
 __device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p) {
   uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+               : "=r"(v)
+               : "l"(p)
+               : "memory");
   return v;
 }
 __device__ __forceinline__ uint64_t ld_relaxed64(const uint64_t *p) {
   uint64_t v;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];"
+               : "=l"(v)
+               : "l"(p)
+               : "memory");
   return v;
 }
 // Two 8-byte words at once; each is read whole (single-copy atomic).
@@ -27,7 +33,8 @@ __device__ __forceinline__ ulonglong2 ld_relaxed64x2(const uint64_t *p) {
   return v;
 }
 __device__ __forceinline__ void st_relaxed64(uint64_t *p, uint64_t v) {
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v)
+               : "memory");
 }
 __device__ __forceinline__ uint64_t global_ns() {
   uint64_t t;

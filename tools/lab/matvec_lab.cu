@@ -10,8 +10,14 @@
 
 #include "lab_dot.cuh"
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-  printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
+#define CK(x)                                        \
+  do {                                               \
+    cudaError_t e = (x);                             \
+    if (e != cudaSuccess) {                          \
+      printf("%s: %s\n", #x, cudaGetErrorString(e)); \
+      return 1;                                      \
+    }                                                \
+  } while (0)
 
 // R rows per warp, U loads per lane in flight per row, W warps per block.
 template <int R, int U>
@@ -46,13 +52,19 @@ __global__ void mv(float *out, const __nv_bfloat16 *w, const float *x,
   }
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+    for (int o = 16; o > 0; o >>= 1)
+      acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
     if (lane == 0 && row0 + r < rows) out[row0 + r] = acc[r];
   }
 }
 
-typedef void (*kern)(float *, const __nv_bfloat16 *, const float *, uint32_t, uint32_t);
-struct Variant { const char *name; kern k; int rows_per_warp, block; };
+typedef void (*kern)(float *, const __nv_bfloat16 *, const float *, uint32_t,
+                     uint32_t);
+struct Variant {
+  const char *name;
+  kern k;
+  int rows_per_warp, block;
+};
 
 int main() {
   Variant vs[] = {
@@ -64,11 +76,18 @@ int main() {
       {"4 rows/warp, U2, 128", mv<4, 2>, 4, 128},
       {"4 rows/warp, U2, 256", mv<4, 2>, 4, 256},
   };
-  struct Shape { const char *name; uint32_t rows, cols; } shapes[] = {
-      {"1B qkv 3072x2048", 3072, 2048},    {"1B o 2048x2048", 2048, 2048},
-      {"1B gate+up 16384x2048", 16384, 2048}, {"1B down 2048x8192", 2048, 8192},
-      {"1B lm_head 128256x2048", 128256, 2048}, {"8B qkv 6144x4096", 6144, 4096},
-      {"8B o 4096x4096", 4096, 4096},      {"8B gate+up 28672x4096", 28672, 4096},
+  struct Shape {
+    const char *name;
+    uint32_t rows, cols;
+  } shapes[] = {
+      {"1B qkv 3072x2048", 3072, 2048},
+      {"1B o 2048x2048", 2048, 2048},
+      {"1B gate+up 16384x2048", 16384, 2048},
+      {"1B down 2048x8192", 2048, 8192},
+      {"1B lm_head 128256x2048", 128256, 2048},
+      {"8B qkv 6144x4096", 6144, 4096},
+      {"8B o 4096x4096", 4096, 4096},
+      {"8B gate+up 28672x4096", 28672, 4096},
       {"8B down 4096x14336", 4096, 14336},
   };
   const int kLaunches = 64;

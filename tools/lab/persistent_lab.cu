@@ -75,13 +75,14 @@
 #include "lab_sync.cuh"
 #include "lab_tma.cuh"
 
-#define CK(x)                                                                 \
-  do {                                                                        \
-    cudaError_t e_ = (x);                                                     \
-    if (e_ != cudaSuccess) {                                                  \
-      printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                \
-    }                                                                         \
+#define CK(x)                                          \
+  do {                                                 \
+    cudaError_t e_ = (x);                              \
+    if (e_ != cudaSuccess) {                           \
+      printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, \
+             cudaGetErrorString(e_));                  \
+      exit(1);                                         \
+    }                                                  \
   } while (0)
 
 enum Kind { MATVEC, ADD, GATE_UP, STUB, FFN };
@@ -129,8 +130,8 @@ struct Seg {
   uint32_t n4;
 };
 
-__device__ __forceinline__ void seg_pre(const Seg &g, Pre &p, uint32_t lane, int first,
-                                        int count) {
+__device__ __forceinline__ void seg_pre(const Seg &g, Pre &p, uint32_t lane,
+                                        int first, int count) {
 #pragma unroll
   for (int j = 0; j < kAhead; ++j) {
     if (j < first || j >= first + count) continue;
@@ -139,8 +140,8 @@ __device__ __forceinline__ void seg_pre(const Seg &g, Pre &p, uint32_t lane, int
   }
 }
 
-__device__ __forceinline__ float seg_dot(const Seg &g, const Pre &p, uint32_t lane,
-                                         int first, int count) {
+__device__ __forceinline__ float seg_dot(const Seg &g, const Pre &p,
+                                         uint32_t lane, int first, int count) {
   float acc = 0.0f;
 #pragma unroll
   for (int j = 0; j < kAhead; ++j) {
@@ -158,12 +159,13 @@ __device__ __forceinline__ float seg_dot(const Seg &g, const Pre &p, uint32_t la
 
 // The task's segments: one (MATVEC, ADD) or two (GATE_UP); x read from
 // `xin` (s.in itself, or the block's copy of it in shared memory).
-__device__ __forceinline__ void task_segs(const Step &s, uint32_t t, Seg &a, Seg &b,
-                                          const float *xin) {
+__device__ __forceinline__ void task_segs(const Step &s, uint32_t t, Seg &a,
+                                          Seg &b, const float *xin) {
   uint32_t row = s.kind == ADD ? t / s.splits : t;
   uint32_t part = s.kind == ADD ? t % s.splits : 0;
   uint32_t span = s.kind == ADD ? s.cols / s.splits : s.cols;
-  a.w4 = reinterpret_cast<const uint4 *>(s.w + (size_t)row * s.cols + (size_t)part * span);
+  a.w4 = reinterpret_cast<const uint4 *>(s.w + (size_t)row * s.cols +
+                                         (size_t)part * span);
   a.x = xin + (size_t)part * span;
   a.n4 = span / 8;
   b = a;
@@ -172,7 +174,8 @@ __device__ __forceinline__ void task_segs(const Step &s, uint32_t t, Seg &a, Seg
   }
 }
 
-__device__ __forceinline__ void task_pre(const Step &s, uint32_t t, Pre &p, uint32_t lane) {
+__device__ __forceinline__ void task_pre(const Step &s, uint32_t t, Pre &p,
+                                         uint32_t lane) {
   if (s.kind == STUB || t >= tasks_of(s)) return;
   Seg a, b;
   task_segs(s, t, a, b, s.in);
@@ -184,8 +187,9 @@ __device__ __forceinline__ void task_pre(const Step &s, uint32_t t, Pre &p, uint
   }
 }
 
-__device__ __forceinline__ void task_run(const Step &s, uint32_t t, const Pre &p,
-                                         uint32_t lane, const float *xin) {
+__device__ __forceinline__ void task_run(const Step &s, uint32_t t,
+                                         const Pre &p, uint32_t lane,
+                                         const float *xin) {
   Seg a, b;
   task_segs(s, t, a, b, xin);
   if (s.kind == GATE_UP) {
@@ -205,8 +209,10 @@ __device__ __forceinline__ void task_run(const Step &s, uint32_t t, const Pre &p
   }
 }
 
-__device__ __forceinline__ void stub_run(const Step &s, uint32_t gthread, uint32_t nthreads) {
-  for (uint32_t i = gthread; i < s.rows; i += nthreads) s.out[i] = 0.5f * __ldcg(s.in + i);
+__device__ __forceinline__ void stub_run(const Step &s, uint32_t gthread,
+                                         uint32_t nthreads) {
+  for (uint32_t i = gthread; i < s.rows; i += nthreads)
+    s.out[i] = 0.5f * __ldcg(s.in + i);
 }
 
 // This block's share of the step's L2 prefetch (P): 32 KiB pieces, a piece
@@ -215,13 +221,15 @@ __device__ __forceinline__ void stub_prefetch(const Step &s) {
   if (s.pf_bytes == 0 || threadIdx.x >= 32) return;
   constexpr uint32_t kPiece = 32 * 1024;
   const uint32_t pieces = (s.pf_bytes + kPiece - 1) / kPiece;
-  for (uint32_t i = blockIdx.x * 32 + threadIdx.x; i < 2 * pieces; i += gridDim.x * 32) {
+  for (uint32_t i = blockIdx.x * 32 + threadIdx.x; i < 2 * pieces;
+       i += gridDim.x * 32) {
     const char *base = (const char *)(i < pieces ? s.pf0 : s.pf1);
     const uint32_t k = i < pieces ? i : i - pieces;
     const uint32_t off = k * kPiece;
     const uint32_t n = min(kPiece, s.pf_bytes - off) & ~15u;
     if (n == 0) continue;
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + off), "r"(n)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + off),
+                 "r"(n)
                  : "memory");
   }
 }
@@ -235,12 +243,14 @@ template <bool early_trigger, bool loop = false>
 __global__ void step_kernel_t(Step s) {
   const uint32_t lane = threadIdx.x % 32;
   const uint32_t t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  if (early_trigger) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (early_trigger)
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   Pre p;
   task_pre(s, t, p, lane);
   if (s.kind == STUB && s.pf_early) stub_prefetch(s);
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  if (!early_trigger) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (!early_trigger)
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   if (s.kind == STUB && !s.pf_early) stub_prefetch(s);
   if (s.zero != nullptr) {
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < s.zero_n;
@@ -330,17 +340,21 @@ __global__ void __launch_bounds__(256) ffn_kernel(Step s) {
 template <int HV>
 const void *ffn_kernel_for(uint32_t c) {
   switch (c) {
-    case 8: return (const void *)ffn_kernel<HV, 8>;
-    case 16: return (const void *)ffn_kernel<HV, 16>;
-    case 32: return (const void *)ffn_kernel<HV, 32>;
-    default: return (const void *)ffn_kernel<HV, 64>;
+    case 8:
+      return (const void *)ffn_kernel<HV, 8>;
+    case 16:
+      return (const void *)ffn_kernel<HV, 16>;
+    case 32:
+      return (const void *)ffn_kernel<HV, 32>;
+    default:
+      return (const void *)ffn_kernel<HV, 64>;
   }
 }
 
-__global__ void transpose_bf16(__nv_bfloat16 *out, const __nv_bfloat16 *in, uint32_t rows,
-                               uint32_t cols) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (size_t)rows * cols;
-       i += (size_t)gridDim.x * blockDim.x) {
+__global__ void transpose_bf16(__nv_bfloat16 *out, const __nv_bfloat16 *in,
+                               uint32_t rows, uint32_t cols) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+       i < (size_t)rows * cols; i += (size_t)gridDim.x * blockDim.x) {
     const size_t r = i / cols, c = i % cols;
     out[c * rows + r] = in[i];
   }
@@ -358,16 +372,19 @@ __device__ __forceinline__ uint32_t task_bytes(const Step &s) {
 __global__ void step_kernel_bulk(Step s) {
   extern __shared__ __align__(128) unsigned char wbuf[];
   __shared__ __align__(8) uint64_t mbar;
-  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, wpb = blockDim.x / 32;
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32,
+                 wpb = blockDim.x / 32;
   const uint32_t t0 = blockIdx.x * wpb, t = t0 + warp;
   const bool stub = s.kind == STUB;
   const uint32_t n = stub ? 0 : tasks_of(s);
   const uint32_t tb = stub ? 0 : task_bytes(s);
   if (!stub && threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&mbar)));
+    asm volatile(
+        "mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&mbar)));
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     uint32_t valid = n > t0 ? min(wpb, n - t0) : 0;
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(&mbar)),
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                     smem_addr(&mbar)),
                  "r"(valid * tb)
                  : "memory");
     for (uint32_t i = 0; i < valid; ++i) {
@@ -376,14 +393,14 @@ __global__ void step_kernel_bulk(Step s) {
       uint32_t seg = a.n4 * 16;
       unsigned char *dst = wbuf + (size_t)i * tb;
       asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-              "r"(smem_addr(dst)),
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+          "[%0], [%1], %2, [%3];" ::"r"(smem_addr(dst)),
           "l"(a.w4), "r"(seg), "r"(smem_addr(&mbar))
           : "memory");
       if (s.kind == GATE_UP) {
         asm volatile(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-                "r"(smem_addr(dst + seg)),
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+            "[%0], [%1], %2, [%3];" ::"r"(smem_addr(dst + seg)),
             "l"(b.w4), "r"(seg), "r"(smem_addr(&mbar))
             : "memory");
       }
@@ -399,7 +416,8 @@ __global__ void step_kernel_bulk(Step s) {
   uint32_t done = 0;
   while (!done) {
     asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; "
+        "selp.u32 %0, 1, 0, p; }"
         : "=r"(done)
         : "r"(smem_addr(&mbar))
         : "memory");
@@ -409,9 +427,11 @@ __global__ void step_kernel_bulk(Step s) {
   task_segs(s, t, a, b, s.in);
   const uint4 *w = reinterpret_cast<const uint4 *>(wbuf + (size_t)warp * tb);
   float acc = 0.0f, acc2 = 0.0f;
-  for (uint32_t i = lane; i < a.n4; i += 32) acc += dot8(w[i], a.x + 8 * (size_t)i);
+  for (uint32_t i = lane; i < a.n4; i += 32)
+    acc += dot8(w[i], a.x + 8 * (size_t)i);
   if (s.kind == GATE_UP) {
-    for (uint32_t i = lane; i < a.n4; i += 32) acc2 += dot8(w[a.n4 + i], a.x + 8 * (size_t)i);
+    for (uint32_t i = lane; i < a.n4; i += 32)
+      acc2 += dot8(w[a.n4 + i], a.x + 8 * (size_t)i);
   }
   for (int o = 16; o > 0; o >>= 1) {
     acc += __shfl_xor_sync(0xffffffffu, acc, o);
@@ -443,7 +463,8 @@ __global__ void step_kernel_bulk(Step s) {
 // as every matrix of the two shapes is.
 constexpr int kHWarps = 16, kHU = 4;
 
-__device__ __forceinline__ void h_write(const Step &s, uint32_t t, float g, float u) {
+__device__ __forceinline__ void h_write(const Step &s, uint32_t t, float g,
+                                        float u) {
   if (s.kind == GATE_UP) {
     s.out[t] = g / (1.0f + expf(-g)) * u;
   } else if (s.kind == MATVEC) {
@@ -454,7 +475,8 @@ __device__ __forceinline__ void h_write(const Step &s, uint32_t t, float g, floa
 }
 
 // This block's even, contiguous share [t0, t1) of the step's tasks.
-__device__ __forceinline__ void h_share(const Step &s, uint32_t &t0, uint32_t &t1) {
+__device__ __forceinline__ void h_share(const Step &s, uint32_t &t0,
+                                        uint32_t &t1) {
   t0 = (uint32_t)((uint64_t)s.rows * blockIdx.x / gridDim.x);
   t1 = (uint32_t)((uint64_t)s.rows * (blockIdx.x + 1) / gridDim.x);
 }
@@ -463,10 +485,12 @@ __device__ __forceinline__ void h_share(const Step &s, uint32_t &t0, uint32_t &t
 __device__ __forceinline__ void h_stage_x(const Step &s, float *xs) {
   const float4 *in4 = reinterpret_cast<const float4 *>(s.in);
   float4 *xs4 = reinterpret_cast<float4 *>(xs);
-  for (uint32_t i = threadIdx.x; i < s.cols / 4; i += blockDim.x) xs4[i] = __ldcg(in4 + i);
+  for (uint32_t i = threadIdx.x; i < s.cols / 4; i += blockDim.x)
+    xs4[i] = __ldcg(in4 + i);
 }
 
-__global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h(Step s, uint32_t hs) {
+__global__ void __launch_bounds__(kHWarps * 32, 2)
+    step_kernel_h(Step s, uint32_t hs) {
   extern __shared__ __align__(128) unsigned char hbuf[];
   __shared__ __align__(8) uint64_t mbar;
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
@@ -483,7 +507,9 @@ __global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h(Step s, uint32_
     if (k > 0) {
       mbar_expect(&mbar, k * task_bytes);
       bulk_copy(hbuf, s.w + (size_t)t0 * s.cols, k * row_bytes, &mbar);
-      if (nseg == 2) bulk_copy(hbuf + k * row_bytes, s.w2 + (size_t)t0 * s.cols, k * row_bytes, &mbar);
+      if (nseg == 2)
+        bulk_copy(hbuf + k * row_bytes, s.w2 + (size_t)t0 * s.cols,
+                  k * row_bytes, &mbar);
     }
   }
   // This warp's streamed tasks: t0 + k + warp, + kHWarps, ... < t1, each
@@ -493,9 +519,11 @@ __global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h(Step s, uint32_
   const uint32_t count = first < t1 ? (t1 - first + kHWarps - 1) / kHWarps : 0;
   const uint32_t total = count * per_task;
   auto round_ptr = [&](uint32_t idx) {
-    const uint32_t ti = idx / per_task, r = idx % per_task, seg = r / cpr, c = r % cpr;
+    const uint32_t ti = idx / per_task, r = idx % per_task, seg = r / cpr,
+                   c = r % cpr;
     const __nv_bfloat16 *w = seg ? s.w2 : s.w;
-    return reinterpret_cast<const uint4 *>(w + (size_t)(first + ti * kHWarps) * s.cols) +
+    return reinterpret_cast<const uint4 *>(w + (size_t)(first + ti * kHWarps) *
+                                                   s.cols) +
            c * 32 * kHU + lane;
   };
   uint4 cur[kHU];
@@ -512,12 +540,13 @@ __global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h(Step s, uint32_
     for (uint32_t i = warp; i < k; i += kHWarps) {
       float a[2] = {0.0f, 0.0f};
       for (uint32_t seg = 0; seg < nseg; ++seg) {
-        const uint4 *w = reinterpret_cast<const uint4 *>(hbuf + (size_t)seg * k * row_bytes +
-                                                         (size_t)i * row_bytes);
+        const uint4 *w = reinterpret_cast<const uint4 *>(
+            hbuf + (size_t)seg * k * row_bytes + (size_t)i * row_bytes);
         float acc = 0.0f;
 #pragma unroll 4
         for (uint32_t j = lane; j < n4; j += 32) acc += dot8(w[j], xs + 8 * j);
-        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        for (int o = 16; o > 0; o >>= 1)
+          acc += __shfl_xor_sync(0xffffffffu, acc, o);
         a[seg] = acc;
       }
       if (lane == 0) h_write(s, t0 + i, a[0], a[1]);
@@ -536,7 +565,8 @@ __global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h(Step s, uint32_
 #pragma unroll
     for (int u = 0; u < kHU; ++u) acc += dot8(cur[u], xs + 8 * (base + 32 * u));
     if (c == cpr - 1) {
-      for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+      for (int o = 16; o > 0; o >>= 1)
+        acc += __shfl_xor_sync(0xffffffffu, acc, o);
       if (seg + 1 < nseg) {
         g = acc;
       } else if (lane == 0) {
@@ -560,10 +590,14 @@ __global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h(Step s, uint32_
 // issued before the wait: the bytes in flight cost no registers, and the
 // ring filled while the product before streams is the head start.
 __device__ __forceinline__ void cp_async16(void *dst, const void *src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src)
-               : "memory");
+  asm volatile(
+      "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)),
+      "l"(src)
+      : "memory");
 }
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
 template <int N>
 __device__ __forceinline__ void cp_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
@@ -583,7 +617,8 @@ __global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h2(Step s) {
   const uint32_t count = first < t1 ? (t1 - first + kHWarps - 1) / kHWarps : 0;
   const uint32_t total = count * per_task;
   uint4 *ring = reinterpret_cast<uint4 *>(hbuf) + (size_t)warp * S * 32 * kHU;
-  float *xs = reinterpret_cast<float *>(hbuf + (size_t)kHWarps * S * 32 * kHU * 16);
+  float *xs =
+      reinterpret_cast<float *>(hbuf + (size_t)kHWarps * S * 32 * kHU * 16);
   // The copies' place in the warp's rounds, kept incrementally (no
   // divisions a round): task, row (seg) and round in the row (c).
   struct It {
@@ -600,8 +635,9 @@ __global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h2(Step s) {
   auto issue = [&]() {
     if (issued < total) {
       const __nv_bfloat16 *w = in_it.seg ? s.w2 : s.w;
-      const uint4 *src = reinterpret_cast<const uint4 *>(w + (size_t)in_it.t * s.cols) +
-                         in_it.c * 32 * kHU + lane;
+      const uint4 *src =
+          reinterpret_cast<const uint4 *>(w + (size_t)in_it.t * s.cols) +
+          in_it.c * 32 * kHU + lane;
       uint4 *dst = ring + (size_t)(issued % S) * 32 * kHU + lane;
 #pragma unroll
       for (int u = 0; u < kHU; ++u) cp_async16(dst + 32 * u, src + 32 * u);
@@ -623,7 +659,8 @@ __global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h2(Step s) {
   float old = 0.0f;
   if (s.kind == ADD && lane == 0 && total > 0) old = __ldcg(s.out + first);
   h_stage_x(s, xs);
-  if (s.ts != nullptr && threadIdx.x == 0) s.ts[3 * blockIdx.x + 1] = global_ns();
+  if (s.ts != nullptr && threadIdx.x == 0)
+    s.ts[3 * blockIdx.x + 1] = global_ns();
   __syncthreads();
   float acc[kHU], g = 0.0f;
 #pragma unroll
@@ -637,7 +674,8 @@ __global__ void __launch_bounds__(kHWarps * 32, 2) step_kernel_h2(Step s) {
     issue();
     const uint32_t base = out_it.c * 32 * kHU + lane;
 #pragma unroll
-    for (int u = 0; u < kHU; ++u) acc[u] += dot8(cur[u], xs + 8 * (base + 32 * u));
+    for (int u = 0; u < kHU; ++u)
+      acc[u] += dot8(cur[u], xs + 8 * (base + 32 * u));
     if (out_it.c == cpr - 1) {
       float a = 0.0f;
 #pragma unroll
@@ -677,7 +715,8 @@ __device__ __forceinline__ void grid_barrier(uint32_t *count, uint32_t target) {
   __syncthreads();
 }
 
-__global__ void persistent_kernel(const Step *steps, uint32_t n_steps, uint32_t *count) {
+__global__ void persistent_kernel(const Step *steps, uint32_t n_steps,
+                                  uint32_t *count) {
   const uint32_t lane = threadIdx.x % 32, wpb = blockDim.x / 32;
   const uint32_t gwarp = blockIdx.x * wpb + threadIdx.x / 32;
   const uint32_t nwarps = gridDim.x * wpb;
@@ -687,13 +726,15 @@ __global__ void persistent_kernel(const Step *steps, uint32_t n_steps, uint32_t 
   for (uint32_t k = 0; k < n_steps; ++k) {
     const Step s = steps[k];
     if (s.kind == STUB) {
-      stub_run(s, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
+      stub_run(s, blockIdx.x * blockDim.x + threadIdx.x,
+               gridDim.x * blockDim.x);
     } else {
       // L1 is not coherent within a kernel: x comes from L2 (cg) into the
       // block's shared copy, which every warp then reads.
       const float4 *in4 = reinterpret_cast<const float4 *>(s.in);
       float4 *xs4 = reinterpret_cast<float4 *>(xs);
-      for (uint32_t i = threadIdx.x; i < s.cols / 4; i += blockDim.x) xs4[i] = __ldcg(in4 + i);
+      for (uint32_t i = threadIdx.x; i < s.cols / 4; i += blockDim.x)
+        xs4[i] = __ldcg(in4 + i);
       __syncthreads();
       const uint32_t n = tasks_of(s);
       for (uint32_t t = gwarp; t < n; t += nwarps) {
@@ -762,8 +803,9 @@ __device__ __forceinline__ BlockTiles block_tiles(const CStep &s) {
   }
   return t;
 }
-__device__ __forceinline__ void tile_at(const CStep &s, const BlockTiles &t, uint32_t i,
-                                        uint32_t &row0, uint32_t &r) {
+__device__ __forceinline__ void tile_at(const CStep &s, const BlockTiles &t,
+                                        uint32_t i, uint32_t &row0,
+                                        uint32_t &r) {
   if (s.split) {
     row0 = t.lo + i * s.rt;
     r = min(s.rt, t.hi - row0);
@@ -786,7 +828,8 @@ struct PartClock {
     sum[p] += t - t0;
     t0 = t;
   }
-  __device__ __forceinline__ void flush(unsigned long long *stats, uint32_t lane) const {
+  __device__ __forceinline__ void flush(unsigned long long *stats,
+                                        uint32_t lane) const {
     if (stats == nullptr || lane != 0) return;
     for (int i = 0; i < 4; ++i) atomicAdd(stats + i, sum[i]);
   }
@@ -796,11 +839,11 @@ struct PartClock {
 // with x's slice from base8 (in shared memory or in xa / xb): a and b, the
 // same in every lane.
 template <bool XS>
-__device__ __forceinline__ void rows_dot(const uint4 *w, uint32_t q0, uint32_t q1, bool second,
-                                         uint32_t base8, uint32_t c8, uint32_t lane,
-                                         const float4 *xs_lo, const float4 *xs_hi,
-                                         const float4 (&xa)[kCMaxChunks],
-                                         const float4 (&xb)[kCMaxChunks], float &a, float &b) {
+__device__ __forceinline__ void rows_dot(
+    const uint4 *w, uint32_t q0, uint32_t q1, bool second, uint32_t base8,
+    uint32_t c8, uint32_t lane, const float4 *xs_lo, const float4 *xs_hi,
+    const float4 (&xa)[kCMaxChunks], const float4 (&xb)[kCMaxChunks], float &a,
+    float &b) {
   const uint4 *row = w + (size_t)q0 * c8 + base8;
   const uint4 *row2 = w + (size_t)q1 * c8 + base8;
   // Every load first (they overlap), then the sums.
@@ -816,10 +859,16 @@ __device__ __forceinline__ void rows_dot(const uint4 *w, uint32_t q0, uint32_t q
     const uint32_t xi = base8 + lane + 32 * c;
     const float4 pa = XS ? xs_lo[xi] : xa[c], pb = XS ? xs_hi[xi] : xb[c];
     const float v = dot8x(wv[c], pa, pb);
-    if (c % 2 == 0) a0 += v; else a1 += v;
+    if (c % 2 == 0)
+      a0 += v;
+    else
+      a1 += v;
     if (second) {
       const float u = dot8x(uv[c], pa, pb);
-      if (c % 2 == 0) b0 += u; else b1 += u;
+      if (c % 2 == 0)
+        b0 += u;
+      else
+        b1 += u;
     }
   }
   a = a0 + a1;
@@ -833,9 +882,11 @@ __device__ __forceinline__ void rows_dot(const uint4 *w, uint32_t q0, uint32_t q
 // A consumer warp's share of a tile `w` (rows row0 .. row0 + r of step s):
 // its rows' dot products with x, written as the step's kind says.
 template <bool XS>
-__device__ __forceinline__ void tile_dot(const CStep &s, const uint4 *w, uint32_t row0,
-                                         uint32_t r, uint32_t q, uint32_t base8, uint32_t c8,
-                                         uint32_t lane, const float4 *xs_lo, const float4 *xs_hi,
+__device__ __forceinline__ void tile_dot(const CStep &s, const uint4 *w,
+                                         uint32_t row0, uint32_t r, uint32_t q,
+                                         uint32_t base8, uint32_t c8,
+                                         uint32_t lane, const float4 *xs_lo,
+                                         const float4 *xs_hi,
                                          const float4 (&xa)[kCMaxChunks],
                                          const float4 (&xb)[kCMaxChunks]) {
   // The warp's rows: one, and its up row (GATE_UP), or s.rw = 2
@@ -845,7 +896,8 @@ __device__ __forceinline__ void tile_dot(const CStep &s, const uint4 *w, uint32_
   const bool second = gu || (s.rw == 2 && q1 < r);
   if (q0 < r) {
     float a, b;
-    rows_dot<XS>(w, q0, q1, second, base8, c8, lane, xs_lo, xs_hi, xa, xb, a, b);
+    rows_dot<XS>(w, q0, q1, second, base8, c8, lane, xs_lo, xs_hi, xa, xb, a,
+                 b);
     const uint32_t out_row = row0 + q0;
     if (lane == 0) {
       if (gu) {
@@ -869,9 +921,11 @@ __device__ __forceinline__ void tile_dot(const CStep &s, const uint4 *w, uint32_
 // read from shared memory serves all of them, so the consumers' shared
 // traffic is the tile plus a quarter of it or less, not twice the tile.
 template <int RWN>
-__device__ __forceinline__ void tile_dot_n(const CStep &s, const uint4 *w, uint32_t row0,
-                                           uint32_t r, uint32_t q, uint32_t base8, uint32_t c8,
-                                           uint32_t lane, const float4 *xs_lo,
+__device__ __forceinline__ void tile_dot_n(const CStep &s, const uint4 *w,
+                                           uint32_t row0, uint32_t r,
+                                           uint32_t q, uint32_t base8,
+                                           uint32_t c8, uint32_t lane,
+                                           const float4 *xs_lo,
                                            const float4 *xs_hi) {
   const bool gu = s.kind == GATE_UP;
   const uint32_t q0 = q * RWN;
@@ -887,7 +941,9 @@ __device__ __forceinline__ void tile_dot_n(const CStep &s, const uint4 *w, uint3
     for (int j = 0; j < RWN; ++j) {
       if (q0 + j < r) {
         a[j] += dot8x(w[(size_t)(q0 + j) * c8 + base8 + lane + 32 * c], pa, pb);
-        if (gu) b[j] += dot8x(w[(size_t)(r + q0 + j) * c8 + base8 + lane + 32 * c], pa, pb);
+        if (gu)
+          b[j] += dot8x(w[(size_t)(r + q0 + j) * c8 + base8 + lane + 32 * c],
+                        pa, pb);
       }
     }
   }
@@ -954,7 +1010,8 @@ struct TileCursor {
     uint32_t row0, r;
     tile_at(s, bt, i, row0, r);
     const uint32_t bytes = r * s.cols * 2;
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(s.w + (size_t)row0 * s.cols),
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
+                     s.w + (size_t)row0 * s.cols),
                  "r"(bytes)
                  : "memory");
     if (s.kind == GATE_UP) {
@@ -969,8 +1026,8 @@ struct TileCursor {
 // XS: x in shared memory (split in halves of each 8-entry chunk, so a
 // warp's 16-byte reads are contiguous) rather than in each warp's registers.
 constexpr uint32_t kXsMax = 8192;
-__device__ __forceinline__ void stage_x(const CStep &s, float4 *xs_lo, float4 *xs_hi,
-                                        uint32_t nthreads) {
+__device__ __forceinline__ void stage_x(const CStep &s, float4 *xs_lo,
+                                        float4 *xs_hi, uint32_t nthreads) {
   const float4 *in4 = reinterpret_cast<const float4 *>(s.in);
   for (uint32_t i = threadIdx.x; i < s.cols / 8; i += nthreads) {
     xs_lo[i] = __ldcg(in4 + 2 * i);
@@ -980,10 +1037,9 @@ __device__ __forceinline__ void stage_x(const CStep &s, float4 *xs_lo, float4 *x
 }
 // The producer (one thread): the block's weight tiles, in the order the
 // block uses them, through the ring.
-__device__ __forceinline__ void produce_tiles(const CStep *steps, uint32_t n_steps,
-                                              unsigned char *ring, uint64_t *full,
-                                              uint64_t *empty, uint32_t slots,
-                                              uint32_t slot_bytes, uint32_t nodep) {
+__device__ __forceinline__ void produce_tiles(
+    const CStep *steps, uint32_t n_steps, unsigned char *ring, uint64_t *full,
+    uint64_t *empty, uint32_t slots, uint32_t slot_bytes, uint32_t nodep) {
   // `pre` runs ahead = (nodep >> 8) & 255 tiles ahead of the copies,
   // prefetching each into L2: the stream goes on while the ring is full at
   // a step's wait. Q: with cap = nodep >> 16 > 0, at most `cap` copies are
@@ -993,11 +1049,13 @@ __device__ __forceinline__ void produce_tiles(const CStep *steps, uint32_t n_ste
   TileCursor cur, pre;
   cur.begin(steps, n_steps);
   pre.begin(steps, n_steps);
-  for (uint32_t p = 0; p < ahead && pre.ok(); ++p, pre.next()) pre.prefetch_l2();
+  for (uint32_t p = 0; p < ahead && pre.ok(); ++p, pre.next())
+    pre.prefetch_l2();
   for (uint32_t n = 0; cur.ok(); cur.next(), ++n) {
     const uint32_t slot = n % slots, round = n / slots;
     if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
-    if (cap > 0 && n >= cap) mbar_wait(&full[(n - cap) % slots], ((n - cap) / slots) & 1);
+    if (cap > 0 && n >= cap)
+      mbar_wait(&full[(n - cap) % slots], ((n - cap) / slots) & 1);
     uint32_t row0, r;
     tile_at(cur.s, cur.bt, cur.i, row0, r);
     const uint32_t bytes = r * cur.s.cols * 2;
@@ -1008,7 +1066,8 @@ __device__ __forceinline__ void produce_tiles(const CStep *steps, uint32_t n_ste
     unsigned char *dst = ring + (size_t)slot * slot_bytes;
     bulk_copy(dst, cur.s.w + (size_t)row0 * cur.s.cols, bytes, &full[slot]);
     if (cur.s.kind == GATE_UP) {
-      bulk_copy(dst + bytes, cur.s.w2 + (size_t)row0 * cur.s.cols, bytes, &full[slot]);
+      bulk_copy(dst + bytes, cur.s.w2 + (size_t)row0 * cur.s.cols, bytes,
+                &full[slot]);
     }
     if (ahead > 0 && pre.ok()) {
       pre.prefetch_l2();
@@ -1019,8 +1078,9 @@ __device__ __forceinline__ void produce_tiles(const CStep *steps, uint32_t n_ste
 
 template <int NW, int G, bool XS>
 __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
-    dataflow_kernel(const CStep *steps, uint32_t n_steps, uint32_t *ctr, uint32_t slots,
-                    uint32_t slot_bytes, uint32_t nodep, unsigned long long *stats) {
+    dataflow_kernel(const CStep *steps, uint32_t n_steps, uint32_t *ctr,
+                    uint32_t slots, uint32_t slot_bytes, uint32_t nodep,
+                    unsigned long long *stats) {
   extern __shared__ __align__(128) unsigned char ring[];
   __shared__ __align__(8) uint64_t full[kCMaxSlots], empty[kCMaxSlots];
   // G groups of NW consumer warps take the tiles in turn (tile n: group
@@ -1029,7 +1089,9 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
   const uint32_t warp = cwarp % NW, group = cwarp / NW;
   ring_init(full, empty, slots, NW);
   if (cwarp == NW * G) {  // the producer
-    if (lane == 0) produce_tiles(steps, n_steps, ring, full, empty, slots, slot_bytes, nodep);
+    if (lane == 0)
+      produce_tiles(steps, n_steps, ring, full, empty, slots, slot_bytes,
+                    nodep);
     return;
   }
   const uint32_t nthreads = NW * G * 32;
@@ -1041,7 +1103,9 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
     const BlockTiles bt = block_tiles(s);
     if (bt.count > 0) {
       clk.start();
-      if (k > 0 && (nodep & 1) == 0) {  // this step's input: every block done with step k - 1
+      if (k > 0 &&
+          (nodep & 1) ==
+              0) {  // this step's input: every block done with step k - 1
         if (threadIdx.x == 0) {
           while (ld_acquire(&ctr[k - 1]) < gridDim.x) {
           }
@@ -1064,14 +1128,16 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
         const uint32_t c8 = s.cols / 8, slice8 = c8 / s.wr;
         const uint32_t q = warp / s.wr, base8 = (warp % s.wr) * slice8;
         float4 xa[kCMaxChunks], xb[kCMaxChunks];
-        float4 *xs_lo = reinterpret_cast<float4 *>(ring + (size_t)slots * slot_bytes);
+        float4 *xs_lo =
+            reinterpret_cast<float4 *>(ring + (size_t)slots * slot_bytes);
         float4 *xs_hi = xs_lo + kXsMax / 8;
         if (XS) stage_x(s, xs_lo, xs_hi, nthreads);
 #pragma unroll
         for (int c = 0; c < kCMaxChunks; ++c) {
           const uint32_t i = lane + 32 * c;
           if (!XS && i < slice8) {
-            const float4 *p = reinterpret_cast<const float4 *>(s.in + 8 * (size_t)(base8 + i));
+            const float4 *p = reinterpret_cast<const float4 *>(
+                s.in + 8 * (size_t)(base8 + i));
             xa[c] = __ldcg(p);
             xb[c] = __ldcg(p + 1);
           }
@@ -1083,14 +1149,16 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
           clk.lap(kFull);
           uint32_t row0, r;
           tile_at(s, bt, i, row0, r);
-          const uint4 *w = reinterpret_cast<const uint4 *>(ring + (size_t)slot * slot_bytes);
+          const uint4 *w =
+              reinterpret_cast<const uint4 *>(ring + (size_t)slot * slot_bytes);
           if ((nodep & 2) == 0) {
             if (XS && s.rw == 4) {
               tile_dot_n<4>(s, w, row0, r, q, base8, c8, lane, xs_lo, xs_hi);
             } else if (XS && s.rw == 2 && s.kind == GATE_UP) {
               tile_dot_n<2>(s, w, row0, r, q, base8, c8, lane, xs_lo, xs_hi);
             } else {
-              tile_dot<XS>(s, w, row0, r, q, base8, c8, lane, xs_lo, xs_hi, xa, xb);
+              tile_dot<XS>(s, w, row0, r, q, base8, c8, lane, xs_lo, xs_hi, xa,
+                           xb);
             }
           }
           __syncwarp();
@@ -1102,13 +1170,13 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
     clk.start();
     consumers_sync(nthreads);  // the block's writes of step k, then its signal
     if (threadIdx.x == 0) {
-      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ctr + k) : "memory");
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ctr + k)
+                   : "memory");
     }
     clk.lap(kStepEnd);
   }
   clk.flush(stats, lane);
 }
-
 
 // ---- L: C with LL hand-offs -----------------------------------------------
 // Every vector a step writes (q/k/v, the stub's, the residual, gate/up's)
@@ -1124,8 +1192,12 @@ __global__ void __launch_bounds__((NW * G + 1) * 32, 1)
 __device__ __forceinline__ uint64_t ll_pack(float v, uint32_t tag) {
   return ((uint64_t)tag << 32) | __float_as_uint(v);
 }
-__device__ __forceinline__ float ll_value(uint64_t w) { return __uint_as_float((uint32_t)w); }
-__device__ __forceinline__ uint32_t ll_tag(uint64_t w) { return (uint32_t)(w >> 32); }
+__device__ __forceinline__ float ll_value(uint64_t w) {
+  return __uint_as_float((uint32_t)w);
+}
+__device__ __forceinline__ uint32_t ll_tag(uint64_t w) {
+  return (uint32_t)(w >> 32);
+}
 // The value at p once its tag is `tag`.
 __device__ __forceinline__ float ll_wait(const uint64_t *p, uint32_t tag) {
   uint64_t w = ld_relaxed64(p);
@@ -1136,8 +1208,9 @@ __device__ __forceinline__ float ll_wait(const uint64_t *p, uint32_t tag) {
 // The step's input (cols LL words tagged `tag`) into xs as stage_x lays it
 // out. Every load first, then only the stale ones again.
 constexpr int kLLPer = 4;  // 8-word chunks a thread: cols <= 8 * 4 * nthreads
-__device__ __forceinline__ void stage_x_ll(const uint64_t *in, uint32_t cols, uint32_t tag,
-                                           float4 *xs_lo, float4 *xs_hi, uint32_t nthreads,
+__device__ __forceinline__ void stage_x_ll(const uint64_t *in, uint32_t cols,
+                                           uint32_t tag, float4 *xs_lo,
+                                           float4 *xs_hi, uint32_t nthreads,
                                            uint32_t backoff_ns) {
   const uint32_t chunks = cols / 8;
   ulonglong2 v[kLLPer][4];
@@ -1146,7 +1219,8 @@ __device__ __forceinline__ void stage_x_ll(const uint64_t *in, uint32_t cols, ui
     const uint32_t i = threadIdx.x + j * nthreads;
     if (i < chunks) {
 #pragma unroll
-      for (int h = 0; h < 4; ++h) v[j][h] = ld_relaxed64x2(in + 8 * (size_t)i + 2 * h);
+      for (int h = 0; h < 4; ++h)
+        v[j][h] = ld_relaxed64x2(in + 8 * (size_t)i + 2 * h);
     }
   }
   for (;;) {
@@ -1171,21 +1245,21 @@ __device__ __forceinline__ void stage_x_ll(const uint64_t *in, uint32_t cols, ui
   for (int j = 0; j < kLLPer; ++j) {
     const uint32_t i = threadIdx.x + j * nthreads;
     if (i < chunks) {
-      xs_lo[i] = make_float4(ll_value(v[j][0].x), ll_value(v[j][0].y), ll_value(v[j][1].x),
-                             ll_value(v[j][1].y));
-      xs_hi[i] = make_float4(ll_value(v[j][2].x), ll_value(v[j][2].y), ll_value(v[j][3].x),
-                             ll_value(v[j][3].y));
+      xs_lo[i] = make_float4(ll_value(v[j][0].x), ll_value(v[j][0].y),
+                             ll_value(v[j][1].x), ll_value(v[j][1].y));
+      xs_hi[i] = make_float4(ll_value(v[j][2].x), ll_value(v[j][2].y),
+                             ll_value(v[j][3].x), ll_value(v[j][3].y));
     }
   }
   consumers_sync(nthreads);
 }
 
 // tile_dot<true> writing LL words (the LM head: plain floats).
-__device__ __forceinline__ void tile_dot_ll(const CStep &s, const uint4 *w, uint32_t row0,
-                                            uint32_t r, uint32_t warp, uint32_t lane,
-                                            const float4 *xs_lo, const float4 *xs_hi,
-                                            float *part, uint32_t *arrived, uint32_t part_place,
-                                            float *resid, uint32_t resid_lo, bool compute) {
+__device__ __forceinline__ void tile_dot_ll(
+    const CStep &s, const uint4 *w, uint32_t row0, uint32_t r, uint32_t warp,
+    uint32_t lane, const float4 *xs_lo, const float4 *xs_hi, float *part,
+    uint32_t *arrived, uint32_t part_place, float *resid, uint32_t resid_lo,
+    bool compute) {
   const uint32_t c8 = s.cols / 8, slice8 = c8 / s.wr;
   const uint32_t q = warp / s.wr, base8 = (warp % s.wr) * slice8;
   const bool gu = s.kind == GATE_UP;
@@ -1194,7 +1268,8 @@ __device__ __forceinline__ void tile_dot_ll(const CStep &s, const uint4 *w, uint
   float a = 0.0f, b = 0.0f;
   if (q0 < r && compute) {
     const float4 unused[kCMaxChunks] = {};
-    rows_dot<true>(w, q0, q1, second, base8, c8, lane, xs_lo, xs_hi, unused, unused, a, b);
+    rows_dot<true>(w, q0, q1, second, base8, c8, lane, xs_lo, xs_hi, unused,
+                   unused, a, b);
   }
   if (s.wr > 1) {
     // The row's parts: each warp adds its own into shared memory (a place
@@ -1227,7 +1302,8 @@ __device__ __forceinline__ void tile_dot_ll(const CStep &s, const uint4 *w, uint
     st_relaxed64(s.lout + out_row, ll_pack(resid[out_row - resid_lo], s.tout));
     if (second) {
       resid[out_row + 1 - resid_lo] += b;
-      st_relaxed64(s.lout + out_row + 1, ll_pack(resid[out_row + 1 - resid_lo], s.tout));
+      st_relaxed64(s.lout + out_row + 1,
+                   ll_pack(resid[out_row + 1 - resid_lo], s.tout));
     }
   }
 }
@@ -1235,7 +1311,8 @@ __device__ __forceinline__ void tile_dot_ll(const CStep &s, const uint4 *w, uint
 template <int NW>
 __global__ void __launch_bounds__((NW + 1) * 32, 1)
     dataflow_ll_kernel(const CStep *steps, uint32_t n_steps, uint32_t slots,
-                       uint32_t slot_bytes, uint32_t nodep, unsigned long long *stats) {
+                       uint32_t slot_bytes, uint32_t nodep,
+                       unsigned long long *stats) {
   extern __shared__ __align__(128) unsigned char ring[];
   __shared__ __align__(8) uint64_t full[kCMaxSlots], empty[kCMaxSlots];
   __shared__ float part[2 * kCMaxSlots * NW];
@@ -1249,7 +1326,8 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
   ring_init(full, empty, slots, NW);
   if (warp == NW) {
     if (lane == 0) {
-      produce_tiles(steps, n_steps, ring, full, empty, slots, slot_bytes, nodep & 0xffffffu);
+      produce_tiles(steps, n_steps, ring, full, empty, slots, slot_bytes,
+                    nodep & 0xffffffu);
     }
     return;
   }
@@ -1259,8 +1337,10 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
   // The residual's rows this block's ADD steps write (hidden = the first
   // step's cols, rows even): their first values, tag 1.
   const uint32_t hidden = steps[0].cols;
-  const uint32_t resid_lo = (uint32_t)((uint64_t)hidden * blockIdx.x / gridDim.x);
-  const uint32_t resid_hi = (uint32_t)((uint64_t)hidden * (blockIdx.x + 1) / gridDim.x);
+  const uint32_t resid_lo =
+      (uint32_t)((uint64_t)hidden * blockIdx.x / gridDim.x);
+  const uint32_t resid_hi =
+      (uint32_t)((uint64_t)hidden * (blockIdx.x + 1) / gridDim.x);
   for (uint32_t i = resid_lo + threadIdx.x; i < resid_hi; i += nthreads) {
     resid[i - resid_lo] = ll_wait(steps[0].lin + i, 1);
   }
@@ -1277,13 +1357,15 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
         uint32_t e0, m;
         tile_at(s, bt, i, e0, m);
         for (uint32_t t = threadIdx.x; t < m; t += nthreads) {
-          st_relaxed64(s.lout + e0 + t, ll_pack(0.5f * ll_wait(s.lin + e0 + t, s.tin), s.tout));
+          st_relaxed64(s.lout + e0 + t,
+                       ll_pack(0.5f * ll_wait(s.lin + e0 + t, s.tin), s.tout));
         }
       }
       clk.lap(kDep);
       continue;
     }
-    stage_x_ll(s.lin, s.cols, s.tin, xs_lo, xs_hi, nthreads, (nodep >> 24) * 16);
+    stage_x_ll(s.lin, s.cols, s.tin, xs_lo, xs_hi, nthreads,
+               (nodep >> 24) * 16);
     clk.lap(kDep);
     for (uint32_t i = 0; i < bt.count; ++i, ++n) {
       const uint32_t slot = n % slots;
@@ -1291,7 +1373,8 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
       clk.lap(kFull);
       uint32_t row0, r;
       tile_at(s, bt, i, row0, r);
-      const uint4 *w = reinterpret_cast<const uint4 *>(ring + (size_t)slot * slot_bytes);
+      const uint4 *w =
+          reinterpret_cast<const uint4 *>(ring + (size_t)slot * slot_bytes);
       tile_dot_ll(s, w, row0, r, warp, lane, xs_lo, xs_hi, part, arrived,
                   slot * NW + warp / s.wr, resid, resid_lo, (nodep & 2) == 0);
       __syncwarp();
@@ -1306,7 +1389,8 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
 
 // L's set-up a token: the LL vectors (x first) with every tag 0 (none a
 // step expects), then x's words the first x with tag 1.
-__global__ void ll_init(uint64_t *ll, const float *x0, uint32_t hidden, size_t total) {
+__global__ void ll_init(uint64_t *ll, const float *x0, uint32_t hidden,
+                        size_t total) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
     ll[i] = i < hidden ? ll_pack(x0[i], 1) : 0;
@@ -1323,8 +1407,9 @@ constexpr uint32_t kEnd = 0xFFFFFFFFu;
 
 template <int NW>
 __global__ void __launch_bounds__((NW + 1) * 32, 1)
-    dataflow_dyn_kernel(const CStep *steps, uint32_t n_steps, uint32_t *claim, uint32_t *done,
-                        uint32_t slots, uint32_t slot_bytes, unsigned long long *stats) {
+    dataflow_dyn_kernel(const CStep *steps, uint32_t n_steps, uint32_t *claim,
+                        uint32_t *done, uint32_t slots, uint32_t slot_bytes,
+                        unsigned long long *stats) {
   extern __shared__ __align__(128) unsigned char ring[];
   __shared__ __align__(8) uint64_t full[kCMaxSlots], empty[kCMaxSlots];
   __shared__ uint32_t hdr_step[kCMaxSlots], hdr_tile[kCMaxSlots];
@@ -1355,13 +1440,16 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
         }
         const uint32_t r = min(s.rt, s.rows - j * s.rt);
         const uint32_t bytes = r * s.cols * 2;
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
-                         smem_addr(&full[slot])),
-                     "r"(s.kind == GATE_UP ? 2 * bytes : bytes)
-                     : "memory");
+        asm volatile(
+            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                smem_addr(&full[slot])),
+            "r"(s.kind == GATE_UP ? 2 * bytes : bytes)
+            : "memory");
         unsigned char *dst = ring + (size_t)slot * slot_bytes;
         bulk_copy(dst, s.w + (size_t)j * s.rt * s.cols, bytes, &full[slot]);
-        if (s.kind == GATE_UP) bulk_copy(dst + bytes, s.w2 + (size_t)j * s.rt * s.cols, bytes, &full[slot]);
+        if (s.kind == GATE_UP)
+          bulk_copy(dst + bytes, s.w2 + (size_t)j * s.rt * s.cols, bytes,
+                    &full[slot]);
       }
     }
     return;
@@ -1372,7 +1460,8 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
   float4 xa[kCMaxChunks], xb[kCMaxChunks];  // unused: x is in shared memory
   PartClock clk;
   clk.start();
-  uint32_t ready = kEnd, count = 0;  // the step whose input is staged; its tiles done here
+  uint32_t ready = kEnd,
+           count = 0;  // the step whose input is staged; its tiles done here
   CStep s = steps[0];
   uint32_t sk = 0;
   for (uint32_t n = 0;; ++n) {
@@ -1389,7 +1478,8 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
       if (lane == 0) mbar_arrive(&empty[slot]);
       consumers_sync(nthreads);  // the block's writes of step k, then its count
       if (threadIdx.x == 0 && count > 0) {
-        asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(done + k), "r"(count)
+        asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(done + k),
+                     "r"(count)
                      : "memory");
       }
       count = 0;
@@ -1418,10 +1508,11 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1)
     } else {
       const uint32_t c8 = s.cols / 8, slice8 = c8 / s.wr;
       const uint32_t q = warp / s.wr, base8 = (warp % s.wr) * slice8;
-      const uint4 *w = reinterpret_cast<const uint4 *>(ring + (size_t)slot * slot_bytes);
+      const uint4 *w =
+          reinterpret_cast<const uint4 *>(ring + (size_t)slot * slot_bytes);
       const uint32_t row0 = j * s.rt;
-      tile_dot<true>(s, w, row0, min(s.rt, s.rows - row0), q, base8, c8, lane, xs_lo, xs_hi,
-                     xa, xb);
+      tile_dot<true>(s, w, row0, min(s.rt, s.rows - row0), q, base8, c8, lane,
+                     xs_lo, xs_hi, xa, xb);
     }
     ++count;
     __syncwarp();
@@ -1450,22 +1541,25 @@ struct Shape {
 
 // A dataflow run's PartClock sums, `per` of them a warp a token.
 void print_cycles(const unsigned long long (&hs)[4], double per) {
-  printf("   cycles a warp a token: input waits %.0f, tile waits %.0f, compute %.0f, step ends %.0f\n",
-         hs[0] * per, hs[1] * per, hs[2] * per, hs[3] * per);
+  printf(
+      "   cycles a warp a token: input waits %.0f, tile waits %.0f, compute "
+      "%.0f, step ends %.0f\n",
+      hs[0] * per, hs[1] * per, hs[2] * per, hs[3] * per);
 }
 
 // C's step table (a tile: a row a consumer warp, or part of one; round-robin
 // bases), its graph and its run, with a ring of `ring_bytes`.
 // DYN: D's kernel instead (G 1, XS, tiles claimed at run time).
-template <int NW, int G, bool XS, int RW = 1, int SPLIT = 0, bool DYN = false, typename Time,
-          typename Report>
-void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x,
-              const float *x0, uint32_t hidden, Time &time_graph, Report &report,
-              uint32_t ring_bytes, uint32_t nodep = 0) {
+template <int NW, int G, bool XS, int RW = 1, int SPLIT = 0, bool DYN = false,
+          typename Time, typename Report>
+void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st,
+              float *x, const float *x0, uint32_t hidden, Time &time_graph,
+              Report &report, uint32_t ring_bytes, uint32_t nodep = 0) {
   std::vector<CStep> cs;
   uint32_t g = 0, slot_bytes = 0;
   for (const Step &s : steps) {
-    CStep c{s.kind, s.w, s.w2, s.in, s.out, s.rows, s.cols, 0, 1, 1, 0, g, SPLIT};
+    CStep c{s.kind, s.w, s.w2, s.in, s.out, s.rows, s.cols,
+            0,      1,   1,    0,    g,     SPLIT};
     if (s.kind == STUB) {
       c.rt = kStubTile;
     } else {
@@ -1478,33 +1572,41 @@ void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x
       if (NW % c.wr != 0) return;
       // RW 4 (XS only): 4 rows a warp, GATE_UP's 2 with their up rows (its
       // tile as many bytes as the others').
-      c.rw = RW == 4 ? (s.kind == GATE_UP ? 2 : 4) : (s.kind == GATE_UP ? 1 : RW);
+      c.rw =
+          RW == 4 ? (s.kind == GATE_UP ? 2 : 4) : (s.kind == GATE_UP ? 1 : RW);
       if (RW == 4 && !XS) return;
       c.rt = NW / c.wr * c.rw;
-      slot_bytes = std::max<uint32_t>(slot_bytes, c.rt * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1));
+      slot_bytes = std::max<uint32_t>(
+          slot_bytes, c.rt * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1));
     }
     c.tiles = (c.rows + c.rt - 1) / c.rt;
     g += c.tiles;
     cs.push_back(c);
   }
-  const uint32_t slots =
-      std::min<uint32_t>(kCMaxSlots, (ring_bytes - (XS ? kXsMax * 4 : 0)) / slot_bytes);
+  const uint32_t slots = std::min<uint32_t>(
+      kCMaxSlots, (ring_bytes - (XS ? kXsMax * 4 : 0)) / slot_bytes);
   if (slots < 2) return;
   CStep *d_cs;
   uint32_t *ctr;
   CK(cudaMalloc(&d_cs, cs.size() * sizeof(CStep)));
-  CK(cudaMemcpy(d_cs, cs.data(), cs.size() * sizeof(CStep), cudaMemcpyHostToDevice));
-  CK(cudaMalloc(&ctr, 2 * cs.size() * 4));  // C: a counter a step; D: claims, then dones
+  CK(cudaMemcpy(d_cs, cs.data(), cs.size() * sizeof(CStep),
+                cudaMemcpyHostToDevice));
+  CK(cudaMalloc(
+      &ctr, 2 * cs.size() * 4));  // C: a counter a step; D: claims, then dones
   unsigned long long *stats;
   CK(cudaMalloc(&stats, 4 * 8));
   const uint32_t smem = slots * slot_bytes + (XS ? kXsMax * 4 : 0);
   static_assert(!DYN || (G == 1 && XS), "D: one group, x in shared memory");
-  const void *kern = DYN ? (const void *)dataflow_dyn_kernel<NW> : (const void *)dataflow_kernel<NW, G, XS>;
-  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  const void *kern = DYN ? (const void *)dataflow_dyn_kernel<NW>
+                         : (const void *)dataflow_kernel<NW, G, XS>;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          (int)smem));
   int occ = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, (NW * G + 1) * 32, smem));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern,
+                                                   (NW * G + 1) * 32, smem));
   if (occ < 1) {
-    printf("C: %d warps, %u x %u KiB: does not fit\n", NW, slots, slot_bytes >> 10);
+    printf("C: %d warps, %u x %u KiB: does not fit\n", NW, slots,
+           slot_bytes >> 10);
     return;
   }
   cudaGraph_t gr;
@@ -1514,7 +1616,8 @@ void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x
   CK(cudaMemsetAsync(ctr, 0, 2 * cs.size() * 4, st));
   if (DYN) {
     dataflow_dyn_kernel<NW><<<sms, (NW + 1) * 32, smem, st>>>(
-        d_cs, (uint32_t)cs.size(), ctr, ctr + cs.size(), slots, slot_bytes, stats);
+        d_cs, (uint32_t)cs.size(), ctr, ctr + cs.size(), slots, slot_bytes,
+        stats);
   } else {
     dataflow_kernel<NW, G, XS><<<sms, (NW * G + 1) * 32, smem, st>>>(
         d_cs, (uint32_t)cs.size(), ctr, slots, slot_bytes, nodep, stats);
@@ -1528,14 +1631,21 @@ void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x
   CK(cudaMemcpy(hs, stats, sizeof(hs), cudaMemcpyDeviceToHost));
   const double per = 1.0 / (53.0 * sms * NW * G);  // runs timed (3 + 50), warps
   char name[96];
-  snprintf(name, sizeof(name), "%s: dataflow%s%s%s, %d x %d warps, %u x %u KiB%s", DYN ? "D" : "C",
-           XS ? " xs" : "",
-           SPLIT ? " even" : "",
-           RW == 2 ? " 2 rows" : RW == 4 ? " 4 rows" : "", G, NW, slots,
-           slot_bytes >> 10, (nodep & 3) == 1 ? ", no waits" : (nodep & 3) == 3 ? ", copies only" : (nodep & 3) == 2 ? ", copies and waits only" : "");
+  snprintf(name, sizeof(name),
+           "%s: dataflow%s%s%s, %d x %d warps, %u x %u KiB%s", DYN ? "D" : "C",
+           XS ? " xs" : "", SPLIT ? " even" : "",
+           RW == 2   ? " 2 rows"
+           : RW == 4 ? " 4 rows"
+                     : "",
+           G, NW, slots, slot_bytes >> 10,
+           (nodep & 3) == 1   ? ", no waits"
+           : (nodep & 3) == 3 ? ", copies only"
+           : (nodep & 3) == 2 ? ", copies and waits only"
+                              : "");
   if (((nodep >> 8) & 255) > 0) {
     const size_t used = strlen(name);
-    snprintf(name + used, sizeof(name) - used, ", L2 %u ahead", (nodep >> 8) & 255);
+    snprintf(name + used, sizeof(name) - used, ", L2 %u ahead",
+             (nodep >> 8) & 255);
   }
   if ((nodep >> 16) > 0) {
     const size_t used = strlen(name);
@@ -1551,34 +1661,50 @@ void run_c_nw(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x
 }
 
 template <typename Time, typename Report>
-void run_c(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x, const float *x0,
-           uint32_t hidden, Time &time_graph, Report &report) {
+void run_c(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x,
+           const float *x0, uint32_t hidden, Time &time_graph, Report &report) {
   // Calls 1-8 of session 10 also ran 4-warp and 12-warp blocks and 2-4
   // groups with x in registers (slower: fewer or spilled registers); 4 x 4
   // warps with x in shared memory failed its launch (not investigated).
   const uint32_t ring = 200u << 10;
-  run_c_nw<8, 1, false>(steps, sms, st, x, x0, hidden, time_graph, report, ring, 3);
-  run_c_nw<8, 1, false>(steps, sms, st, x, x0, hidden, time_graph, report, ring, 1);
-  run_c_nw<8, 1, false>(steps, sms, st, x, x0, hidden, time_graph, report, ring);
-  run_c_nw<8, 1, true>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
+  run_c_nw<8, 1, false>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
+                        3);
+  run_c_nw<8, 1, false>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
+                        1);
+  run_c_nw<8, 1, false>(steps, sms, st, x, x0, hidden, time_graph, report,
+                        ring);
+  run_c_nw<8, 1, true>(steps, sms, st, x, x0, hidden, time_graph, report,
+                       224u << 10);
   run_c_nw<4, 2, true>(steps, sms, st, x, x0, hidden, time_graph, report, ring);
-  run_c_nw<8, 1, true, 2>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
-  run_c_nw<8, 1, true, 2>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10, 1);
-  run_c_nw<8, 1, false, 2>(steps, sms, st, x, x0, hidden, time_graph, report, ring);
-  run_c_nw<4, 2, true, 2>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
-  run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
-  run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10, 1);
-  run_c_nw<4, 2, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
-  run_c_nw<8, 1, true, 1, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
-  run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10, 2);
-  run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10, 3);
-  run_c_nw<8, 1, true, 2, 0, true>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
-  run_c_nw<8, 1, true, 1, 0, true>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10);
+  run_c_nw<8, 1, true, 2>(steps, sms, st, x, x0, hidden, time_graph, report,
+                          224u << 10);
+  run_c_nw<8, 1, true, 2>(steps, sms, st, x, x0, hidden, time_graph, report,
+                          224u << 10, 1);
+  run_c_nw<8, 1, false, 2>(steps, sms, st, x, x0, hidden, time_graph, report,
+                           ring);
+  run_c_nw<4, 2, true, 2>(steps, sms, st, x, x0, hidden, time_graph, report,
+                          224u << 10);
+  run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report,
+                             224u << 10);
+  run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report,
+                             224u << 10, 1);
+  run_c_nw<4, 2, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report,
+                             224u << 10);
+  run_c_nw<8, 1, true, 1, 1>(steps, sms, st, x, x0, hidden, time_graph, report,
+                             224u << 10);
+  run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report,
+                             224u << 10, 2);
+  run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report,
+                             224u << 10, 3);
+  run_c_nw<8, 1, true, 2, 0, true>(steps, sms, st, x, x0, hidden, time_graph,
+                                   report, 224u << 10);
+  run_c_nw<8, 1, true, 1, 0, true>(steps, sms, st, x, x0, hidden, time_graph,
+                                   report, 224u << 10);
   for (uint32_t pf : {2u, 4u, 8u}) {
-    run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10,
-                               pf << 8);
-    run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, 224u << 10,
-                               pf << 8 | 2);
+    run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph,
+                               report, 224u << 10, pf << 8);
+    run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph,
+                               report, 224u << 10, pf << 8 | 2);
   }
 }
 
@@ -1588,42 +1714,47 @@ void run_c(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x, c
 // Each configuration uncapped (0) and capped, whole (compute and waits) and
 // with copies and waits only (the hand-offs' bound).
 template <typename Time, typename Report>
-void run_q(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x, const float *x0,
-           uint32_t hidden, Time &time_graph, Report &report) {
+void run_q(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x,
+           const float *x0, uint32_t hidden, Time &time_graph, Report &report) {
   const uint32_t ring = 224u << 10;
   // One copy in flight an SM, the next tiles prefetched into L2 ahead of it
   // (the prefetches bring nothing back to the SM, so they do not lengthen
   // its queue; the copy then hits L2).
   for (uint32_t only : {0u, 2u}) {
     for (uint32_t ahead : {2u, 4u, 8u}) {
-      run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
-                                 1u << 16 | ahead << 8 | only);
+      run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph,
+                                 report, ring, 1u << 16 | ahead << 8 | only);
     }
   }
-  for (uint32_t cap : {0u, 1u, 2u, 3u}) {  // 2 rows a warp, 4-warp groups, 6 x 32 KiB
+  for (uint32_t cap :
+       {0u, 1u, 2u, 3u}) {  // 2 rows a warp, 4-warp groups, 6 x 32 KiB
     for (uint32_t only : {0u, 2u}) {
-      run_c_nw<4, 2, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
-                                 cap << 16 | only);
-      run_c_nw<4, 3, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
-                                 cap << 16 | only);
+      run_c_nw<4, 2, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph,
+                                 report, ring, cap << 16 | only);
+      run_c_nw<4, 3, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph,
+                                 report, ring, cap << 16 | only);
     }
   }
   if (getenv("LAB_Q_SHORT")) return;
   for (uint32_t cap : {0u, 1u, 2u}) {  // 4 rows a warp
-    run_c_nw<4, 1, true, 4, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring, cap << 16);
-    run_c_nw<4, 2, true, 4, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring, cap << 16);
-    run_c_nw<4, 3, true, 4, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring, cap << 16);
+    run_c_nw<4, 1, true, 4, 1>(steps, sms, st, x, x0, hidden, time_graph,
+                               report, ring, cap << 16);
+    run_c_nw<4, 2, true, 4, 1>(steps, sms, st, x, x0, hidden, time_graph,
+                               report, ring, cap << 16);
+    run_c_nw<4, 3, true, 4, 1>(steps, sms, st, x, x0, hidden, time_graph,
+                               report, ring, cap << 16);
   }
   for (uint32_t only : {0u, 2u}) {
     for (uint32_t cap : {0u, 1u, 2u}) {  // 64 KiB slots
-      run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
-                                 cap << 16 | only);
+      run_c_nw<8, 1, true, 2, 1>(steps, sms, st, x, x0, hidden, time_graph,
+                                 report, ring, cap << 16 | only);
     }
-    for (uint32_t cap : {0u, 1u, 2u, 3u}) {  // 32 KiB slots (16 KiB for most steps)
-      run_c_nw<4, 2, true, 1, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
-                                 cap << 16 | only);
-      run_c_nw<4, 1, true, 1, 1>(steps, sms, st, x, x0, hidden, time_graph, report, ring,
-                                 cap << 16 | only);
+    for (uint32_t cap :
+         {0u, 1u, 2u, 3u}) {  // 32 KiB slots (16 KiB for most steps)
+      run_c_nw<4, 2, true, 1, 1>(steps, sms, st, x, x0, hidden, time_graph,
+                                 report, ring, cap << 16 | only);
+      run_c_nw<4, 1, true, 1, 1>(steps, sms, st, x, x0, hidden, time_graph,
+                                 report, ring, cap << 16 | only);
     }
   }
 }
@@ -1631,8 +1762,8 @@ void run_q(const std::vector<Step> &steps, int sms, cudaStream_t st, float *x, c
 // L: C (x in shared memory, rows even, 2 rows a warp, 8 consumer warps)
 // with LL hand-offs, uncapped and with 1-2 copies in flight.
 template <typename Time, typename Report>
-void run_l(const std::vector<Step> &steps, int sms, cudaStream_t st, const float *x0,
-           uint32_t hidden, Time &time_graph, Report &report) {
+void run_l(const std::vector<Step> &steps, int sms, cudaStream_t st,
+           const float *x0, uint32_t hidden, Time &time_graph, Report &report) {
   constexpr int NW = 8;
   std::vector<CStep> cs;
   uint32_t slot_bytes = 0;
@@ -1643,10 +1774,12 @@ void run_l(const std::vector<Step> &steps, int sms, cudaStream_t st, const float
     } else {
       const uint32_t c8 = s.cols / 8;
       while (c8 % c.wr != 0 || c8 / c.wr > 32u * kCMaxChunks) ++c.wr;
-      if (c8 / c.wr != 32u * kCMaxChunks || NW % c.wr != 0 || s.cols > kXsMax) return;
+      if (c8 / c.wr != 32u * kCMaxChunks || NW % c.wr != 0 || s.cols > kXsMax)
+        return;
       c.rw = s.kind == GATE_UP ? 1 : 2;
       c.rt = NW / c.wr * c.rw;
-      slot_bytes = std::max<uint32_t>(slot_bytes, c.rt * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1));
+      slot_bytes = std::max<uint32_t>(
+          slot_bytes, c.rt * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1));
     }
     c.tiles = (c.rows + c.rt - 1) / c.rt;
     cs.push_back(c);
@@ -1693,14 +1826,17 @@ void run_l(const std::vector<Step> &steps, int sms, cudaStream_t st, const float
     c.tout = (uint32_t)k + 2;
     tag[out] = c.tout;
   }
-  const uint32_t slots = std::min<uint32_t>(kCMaxSlots, ((224u << 10) - kXsMax * 4) / slot_bytes);
+  const uint32_t slots =
+      std::min<uint32_t>(kCMaxSlots, ((224u << 10) - kXsMax * 4) / slot_bytes);
   const uint32_t smem = slots * slot_bytes + kXsMax * 4;
   CStep *d_cs;
   CK(cudaMalloc(&d_cs, cs.size() * sizeof(CStep)));
-  CK(cudaMemcpy(d_cs, cs.data(), cs.size() * sizeof(CStep), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d_cs, cs.data(), cs.size() * sizeof(CStep),
+                cudaMemcpyHostToDevice));
   unsigned long long *stats;
   CK(cudaMalloc(&stats, 4 * 8));
-  CK(cudaFuncSetAttribute(dataflow_ll_kernel<NW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CK(cudaFuncSetAttribute(dataflow_ll_kernel<NW>,
+                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                           (int)smem));
   for (uint32_t only : {0u, 2u}) {
     for (uint32_t cap : {0u, 1u}) {
@@ -1712,8 +1848,8 @@ void run_l(const std::vector<Step> &steps, int sms, cudaStream_t st, const float
         cudaGraphExec_t ge;
         CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
         ll_init<<<16, 256, 0, st>>>(ll, x0, hidden, total);
-        dataflow_ll_kernel<NW><<<sms, (NW + 1) * 32, smem, st>>>(d_cs, (uint32_t)cs.size(), slots,
-                                                                slot_bytes, nodep, stats);
+        dataflow_ll_kernel<NW><<<sms, (NW + 1) * 32, smem, st>>>(
+            d_cs, (uint32_t)cs.size(), slots, slot_bytes, nodep, stats);
         CK(cudaGetLastError());
         CK(cudaStreamEndCapture(st, &gr));
         CK(cudaGraphInstantiate(&ge, gr, 0));
@@ -1723,9 +1859,13 @@ void run_l(const std::vector<Step> &steps, int sms, cudaStream_t st, const float
         CK(cudaMemcpy(hs, stats, sizeof(hs), cudaMemcpyDeviceToHost));
         const double per = 1.0 / (53.0 * sms * NW);
         char name[112];
-        snprintf(name, sizeof(name), "L: LL, %u x %u KiB%s%s, retry sleep %u ns", slots,
+        snprintf(name, sizeof(name),
+                 "L: LL, %u x %u KiB%s%s, retry sleep %u ns", slots,
                  slot_bytes >> 10, only ? ", copies and waits only" : "",
-                 cap == 1 ? ", 1 in flight" : cap == 2 ? ", 2 in flight" : "", backoff);
+                 cap == 1   ? ", 1 in flight"
+                 : cap == 2 ? ", 2 in flight"
+                            : "",
+                 backoff);
         report(name, ms);
         print_cycles(hs, per);
         CK(cudaGraphExecDestroy(ge));
@@ -1775,9 +1915,10 @@ int main(int argc, char **argv) {
   float *x2;
   CK(cudaMalloc(&x2, sh.hidden * 4));
   for (uint32_t l = 0; l < sh.layers; ++l) {
-    float *xc = l % 2 ? x2 : x, *xn = l % 2 ? x : x2;  // F: this layer's x, the next
-    steps.push_back({MATVEC, weights(qkv_rows, sh.hidden, 10 * l + 1), nullptr, x, qkv,
-                     qkv_rows, sh.hidden, 1});
+    float *xc = l % 2 ? x2 : x,
+          *xn = l % 2 ? x : x2;  // F: this layer's x, the next
+    steps.push_back({MATVEC, weights(qkv_rows, sh.hidden, 10 * l + 1), nullptr,
+                     x, qkv, qkv_rows, sh.hidden, 1});
     fsteps.push_back(steps.back());
     fsteps.back().in = xc;
     fsteps.back().zero = xn;
@@ -1790,12 +1931,14 @@ int main(int argc, char **argv) {
                      stubs > 0 ? att : qkv, x, sh.hidden, sh.q, down_splits});
     fsteps.push_back(steps.back());
     fsteps.back().out = xc;
-    if (stubs > 1) steps.push_back({STUB, nullptr, nullptr, x, scratch, sh.hidden, 0, 1});
+    if (stubs > 1)
+      steps.push_back({STUB, nullptr, nullptr, x, scratch, sh.hidden, 0, 1});
     steps.push_back({GATE_UP, weights(sh.inter, sh.hidden, 10 * l + 3),
-                     weights(sh.inter, sh.hidden, 10 * l + 4), x, h, sh.inter, sh.hidden, 1});
+                     weights(sh.inter, sh.hidden, 10 * l + 4), x, h, sh.inter,
+                     sh.hidden, 1});
     const Step gu = steps.back();
-    steps.push_back({ADD, weights(sh.hidden, sh.inter, 10 * l + 5), nullptr, h, x,
-                     sh.hidden, sh.inter, down_splits});
+    steps.push_back({ADD, weights(sh.hidden, sh.inter, 10 * l + 5), nullptr, h,
+                     x, sh.hidden, sh.inter, down_splits});
     if (strchr(which, 'F')) {
       __nv_bfloat16 *dt;
       CK(cudaMalloc(&dt, (size_t)sh.hidden * sh.inter * 2));
@@ -1805,13 +1948,14 @@ int main(int argc, char **argv) {
       fsteps.push_back(f);
     }
   }
-  steps.push_back({MATVEC, weights(sh.vocab, sh.hidden, 7), nullptr, x, logits, sh.vocab,
-                   sh.hidden, 1});
+  steps.push_back({MATVEC, weights(sh.vocab, sh.hidden, 7), nullptr, x, logits,
+                   sh.vocab, sh.hidden, 1});
   fsteps.push_back(steps.back());  // layers even: the last FFN wrote x
   CK(cudaDeviceSynchronize());
   Step *d_steps;
   CK(cudaMalloc(&d_steps, steps.size() * sizeof(Step)));
-  CK(cudaMemcpy(d_steps, steps.data(), steps.size() * sizeof(Step), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d_steps, steps.data(), steps.size() * sizeof(Step),
+                cudaMemcpyHostToDevice));
   uint32_t *count;
   CK(cudaMalloc(&count, 4));
 
@@ -1854,16 +1998,19 @@ int main(int argc, char **argv) {
   };
   auto logits_now = [&]() {
     std::vector<float> v(sh.vocab);
-    CK(cudaMemcpy(v.data(), logits, (size_t)sh.vocab * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(v.data(), logits, (size_t)sh.vocab * 4,
+                  cudaMemcpyDeviceToHost));
     return v;
   };
 
   // A: a kernel a step (bulk: A2, rows through shared memory).
-  CK(cudaFuncSetAttribute(step_kernel_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CK(cudaFuncSetAttribute(step_kernel_bulk,
+                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                           200 * 1024));
-  auto graph_a = [&](bool overlap, bool bulk = false, uint32_t budget = 64 * 1024,
-                     const std::vector<Step> *chain = nullptr, bool early = false,
-                     bool one_wave = false) {
+  auto graph_a = [&](bool overlap, bool bulk = false,
+                     uint32_t budget = 64 * 1024,
+                     const std::vector<Step> *chain = nullptr,
+                     bool early = false, bool one_wave = false) {
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
@@ -1879,11 +2026,12 @@ int main(int argc, char **argv) {
         block = warps * 32;
         smem = warps * tb;
       }
-      uint32_t grid = s.kind == STUB ? (s.rows + 255) / 256 : (tasks + block / 32 - 1) / (block / 32);
+      uint32_t grid = s.kind == STUB ? (s.rows + 255) / 256
+                                     : (tasks + block / 32 - 1) / (block / 32);
       if (one_wave && s.kind != STUB) {
         int occ = 0;
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, step_kernel_t<false, true>,
-                                                         (int)block, 0));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &occ, step_kernel_t<false, true>, (int)block, 0));
         grid = std::min<uint32_t>(grid, (uint32_t)(occ * sms));
       }
       cudaLaunchConfig_t cfg = {};
@@ -1899,7 +2047,8 @@ int main(int argc, char **argv) {
       if (s.kind == FFN) {
         cfg.gridDim = dim3(s.rows / s.splits);
         cfg.blockDim = dim3(256);
-        const void *k = s.cols == 2048 ? ffn_kernel_for<1>(s.splits) : ffn_kernel_for<2>(s.splits);
+        const void *k = s.cols == 2048 ? ffn_kernel_for<1>(s.splits)
+                                       : ffn_kernel_for<2>(s.splits);
         void *args[] = {const_cast<Step *>(&s)};
         CK(cudaLaunchKernelExC(&cfg, k, args));
       } else if (bulk) {
@@ -1932,16 +2081,20 @@ int main(int argc, char **argv) {
   };
 
   const double floor_ms = bytes / (copy_gbs * 1e9) * 1e3;
-  printf("%s shape, %d tiny steps a layer: %.2f GB of weights, %zu steps, %d SMs, copy %.0f GB/s, "
-         "floor %.3f ms\n",
-         big ? "8B" : "1B", stubs, bytes / 1e9, steps.size(), sms, copy_gbs, floor_ms);
+  printf(
+      "%s shape, %d tiny steps a layer: %.2f GB of weights, %zu steps, %d SMs, "
+      "copy %.0f GB/s, "
+      "floor %.3f ms\n",
+      big ? "8B" : "1B", stubs, bytes / 1e9, steps.size(), sms, copy_gbs,
+      floor_ms);
   cudaGraphExec_t a = graph_a(true), a_plain = graph_a(false);
   float ms_a = time_graph(a);
   std::vector<float> ref = logits_now();
   float ms_a_plain = time_graph(a_plain);
-  printf("%-44s %8.3f ms  (%.2fx floor)\n", "A: kernel a step, PDL", ms_a, ms_a / floor_ms);
-  printf("%-44s %8.3f ms  (%.2fx floor)\n", "A: kernel a step, no overlap", ms_a_plain,
-         ms_a_plain / floor_ms);
+  printf("%-44s %8.3f ms  (%.2fx floor)\n", "A: kernel a step, PDL", ms_a,
+         ms_a / floor_ms);
+  printf("%-44s %8.3f ms  (%.2fx floor)\n", "A: kernel a step, no overlap",
+         ms_a_plain, ms_a_plain / floor_ms);
   // A variant's time, and its logits against A's (relative L2).
   auto report = [&](const char *name, float ms) {
     std::vector<float> got = logits_now();
@@ -1950,15 +2103,16 @@ int main(int argc, char **argv) {
       d += (double)(got[i] - ref[i]) * (got[i] - ref[i]);
       r += (double)ref[i] * ref[i];
     }
-    printf("%-44s %8.3f ms  (%.2fx floor)  logits vs A: %.1e rel. L2\n", name, ms,
-           ms / floor_ms, std::sqrt(d / (r > 0 ? r : 1)));
+    printf("%-44s %8.3f ms  (%.2fx floor)  logits vs A: %.1e rel. L2\n", name,
+           ms, ms / floor_ms, std::sqrt(d / (r > 0 ? r : 1)));
   };
   for (uint32_t budget : {16u << 10, 32u << 10, 64u << 10, 128u << 10}) {
     if (!strstr(which, "A2")) break;
     cudaGraphExec_t a2 = graph_a(true, true, budget);
     float ms_a2 = time_graph(a2);
     char name[64];
-    snprintf(name, sizeof(name), "A2: + rows via TMA, %u KiB a block", budget >> 10);
+    snprintf(name, sizeof(name), "A2: + rows via TMA, %u KiB a block",
+             budget >> 10);
     report(name, ms_a2);
     CK(cudaGraphExecDestroy(a2));
   }
@@ -1970,7 +2124,8 @@ int main(int argc, char **argv) {
       std::vector<Step> chain = steps;
       for (size_t i = 0; i + 3 < chain.size(); ++i) {
         if (chain[i].kind != STUB || chain[i + 1].kind != ADD) continue;
-        const Step &gu = chain[i + 2].kind == GATE_UP ? chain[i + 2] : chain[i + 3];
+        const Step &gu =
+            chain[i + 2].kind == GATE_UP ? chain[i + 2] : chain[i + 3];
         if (gu.kind != GATE_UP) continue;
         const uint32_t matrix = gu.rows * gu.cols * 2;
         chain[i].pf0 = gu.w;
@@ -2003,9 +2158,10 @@ int main(int argc, char **argv) {
   // H: A with a head start (step_kernel_h); tiny steps trigger first too.
   // (Session 29's call 1 also set the tiny steps' kernel to carveout 100,
   // which slowed T; it no longer does.)
-  CK(cudaFuncSetAttribute(step_kernel_h, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
-  CK(cudaFuncSetAttribute(step_kernel_h, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                          113 * 1024));
+  CK(cudaFuncSetAttribute(step_kernel_h,
+                          cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+  CK(cudaFuncSetAttribute(
+      step_kernel_h, cudaFuncAttributeMaxDynamicSharedMemorySize, 113 * 1024));
   // The chain as a graph with programmatic dependent launch: tiny steps by
   // step_kernel_t (triggering first when early_stub), each product step
   // by product(cfg, s, its index), which launches it.
@@ -2026,7 +2182,8 @@ int main(int argc, char **argv) {
       if (s.kind == STUB) {
         cfg.gridDim = dim3((s.rows + 255) / 256);
         cfg.blockDim = dim3(256);
-        CK(cudaLaunchKernelEx(&cfg, early_stub ? step_kernel_t<true> : step_kernel_t<false>, s));
+        CK(cudaLaunchKernelEx(
+            &cfg, early_stub ? step_kernel_t<true> : step_kernel_t<false>, s));
         continue;
       }
       product(cfg, s, si);
@@ -2048,48 +2205,53 @@ int main(int argc, char **argv) {
   };
   // H2: S rounds a warp, S as large as 2 blocks an SM allow (at most s_max).
   auto h2_kernel = [&](int S) -> const void * {
-    return S == 1 ? (const void *)step_kernel_h2<1>
-         : S == 2 ? (const void *)step_kernel_h2<2>
-         : S == 3 ? (const void *)step_kernel_h2<3>
-                  : (const void *)step_kernel_h2<4>;
+    return S == 1   ? (const void *)step_kernel_h2<1>
+           : S == 2 ? (const void *)step_kernel_h2<2>
+           : S == 3 ? (const void *)step_kernel_h2<3>
+                    : (const void *)step_kernel_h2<4>;
   };
   for (int S = 1; S <= 4; ++S) {
-    CK(cudaFuncSetAttribute(h2_kernel(S), cudaFuncAttributePreferredSharedMemoryCarveout, 100));
-    CK(cudaFuncSetAttribute(h2_kernel(S), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            113 * 1024));
+    CK(cudaFuncSetAttribute(
+        h2_kernel(S), cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+    CK(cudaFuncSetAttribute(
+        h2_kernel(S), cudaFuncAttributeMaxDynamicSharedMemorySize, 113 * 1024));
   }
   unsigned long long *tl = nullptr;  // H2's timeline: 3 words a block a step
   CK(cudaMalloc(&tl, steps.size() * sms * 3 * 8));
   // min_mb: products of fewer MB run as A's (mixed chains).
-  auto graph_h2 = [&](int s_max, bool early_stub, bool timeline = false, bool late = false,
-                      double min_mb = 0) {
-    return graph_pdl(early_stub, [&](cudaLaunchConfig_t &cfg, Step &s, size_t si) {
-      const double mb = (double)s.rows * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1) / 1e6;
-      if (mb < min_mb) {
-        const uint32_t block = s.kind == GATE_UP ? 64 : 256;
-        cfg.gridDim = dim3((tasks_of(s) + block / 32 - 1) / (block / 32));
-        cfg.blockDim = dim3(block);
-        CK(cudaLaunchKernelEx(&cfg, step_kernel_t<false>, s));
-        return;
-      }
-      if (timeline) s.ts = tl + si * sms * 3;
-      s.late = late;
-      const uint32_t xb = s.cols * 4, stage = kHWarps * 32 * kHU * 16;
-      int S = (int)((227u * 1024 / 2 - 1024 - xb) / stage);
-      S = std::max(1, std::min(S, s_max));
-      cfg.gridDim = dim3(sms);
-      cfg.blockDim = dim3(kHWarps * 32);
-      cfg.dynamicSmemBytes = S * stage + xb;
-      void *args[] = {&s};
-      CK(cudaLaunchKernelExC(&cfg, h2_kernel(S), args));
-    });
+  auto graph_h2 = [&](int s_max, bool early_stub, bool timeline = false,
+                      bool late = false, double min_mb = 0) {
+    return graph_pdl(
+        early_stub, [&](cudaLaunchConfig_t &cfg, Step &s, size_t si) {
+          const double mb =
+              (double)s.rows * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1) / 1e6;
+          if (mb < min_mb) {
+            const uint32_t block = s.kind == GATE_UP ? 64 : 256;
+            cfg.gridDim = dim3((tasks_of(s) + block / 32 - 1) / (block / 32));
+            cfg.blockDim = dim3(block);
+            CK(cudaLaunchKernelEx(&cfg, step_kernel_t<false>, s));
+            return;
+          }
+          if (timeline) s.ts = tl + si * sms * 3;
+          s.late = late;
+          const uint32_t xb = s.cols * 4, stage = kHWarps * 32 * kHU * 16;
+          int S = (int)((227u * 1024 / 2 - 1024 - xb) / stage);
+          S = std::max(1, std::min(S, s_max));
+          cfg.gridDim = dim3(sms);
+          cfg.blockDim = dim3(kHWarps * 32);
+          cfg.dynamicSmemBytes = S * stage + xb;
+          void *args[] = {&s};
+          CK(cudaLaunchKernelExC(&cfg, h2_kernel(S), args));
+        });
   };
   // The timeline of one H2 token (2 rounds, no early stubs; LAB_H2_LATE=1:
-  // none before the wait): per product step, us from the token's first block start: first and last block start,
-  // first and last end of wait, last end; and the step's bytes.
+  // none before the wait): per product step, us from the token's first block
+  // start: first and last block start, first and last end of wait, last end;
+  // and the step's bytes.
   if (strchr(which, 'Y')) {
     CK(cudaMemset(tl, 0, steps.size() * sms * 3 * 8));
-    cudaGraphExec_t g = graph_h2(2, false, true, getenv("LAB_H2_LATE") != nullptr);
+    cudaGraphExec_t g =
+        graph_h2(2, false, true, getenv("LAB_H2_LATE") != nullptr);
     time_graph(g);
     std::vector<unsigned long long> h(steps.size() * sms * 3);
     CK(cudaMemcpy(h.data(), tl, h.size() * 8, cudaMemcpyDeviceToHost));
@@ -2099,8 +2261,10 @@ int main(int argc, char **argv) {
       for (int b = 0; b < sms; ++b) t0 = std::min(t0, h[(i * sms + b) * 3]);
       break;
     }
-    printf("H2 timeline (us): step kind MB | start first..last | waited first..last | end last | "
-           "end - previous end\n");
+    printf(
+        "H2 timeline (us): step kind MB | start first..last | waited "
+        "first..last | end last | "
+        "end - previous end\n");
     double prev_end = 0;
     for (size_t i = 0; i < steps.size() && i < 12; ++i) {
       const Step &s = steps[i];
@@ -2112,9 +2276,10 @@ int main(int argc, char **argv) {
         c = std::min(c, (r[1] - t0) / 1e3), d = std::max(d, (r[1] - t0) / 1e3);
         e = std::max(e, (r[2] - t0) / 1e3);
       }
-      const double mb = (double)s.rows * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1) / 1e6;
-      printf("  %2zu %d %6.1f | %7.2f..%7.2f | %7.2f..%7.2f | %7.2f | %6.2f\n", i, s.kind, mb, a, b,
-             c, d, e, e - prev_end);
+      const double mb =
+          (double)s.rows * s.cols * 2 * (s.kind == GATE_UP ? 2 : 1) / 1e6;
+      printf("  %2zu %d %6.1f | %7.2f..%7.2f | %7.2f..%7.2f | %7.2f | %6.2f\n",
+             i, s.kind, mb, a, b, c, d, e, e - prev_end);
       prev_end = e;
     }
     CK(cudaGraphExecDestroy(g));
@@ -2123,7 +2288,8 @@ int main(int argc, char **argv) {
     for (int S : {2, 3}) {
       for (int e = 0; e < (getenv("LAB_H2_EARLY") ? 2 : 1); ++e) {
         char label[64];
-        snprintf(label, sizeof(label), "H2: %d rounds a warp%s", S, e ? ", stubs first" : "");
+        snprintf(label, sizeof(label), "H2: %d rounds a warp%s", S,
+                 e ? ", stubs first" : "");
         beside_a(label, 2, [&] { return graph_h2(S, e); });
       }
     }
@@ -2131,7 +2297,8 @@ int main(int argc, char **argv) {
              [&] { return graph_h2(2, false, false, true); });
     for (double mb : {20.0, 40.0, 100.0}) {
       char label[64];
-      snprintf(label, sizeof(label), "H2 for products of %.0f MB up, A below", mb);
+      snprintf(label, sizeof(label), "H2 for products of %.0f MB up, A below",
+               mb);
       beside_a(label, 2, [&] { return graph_h2(2, false, false, false, mb); });
     }
   }
@@ -2144,11 +2311,13 @@ int main(int argc, char **argv) {
   }
   // W: A with every product's grid one wave, warps looping over tasks.
   if (strchr(which, 'W')) {
-    beside_a("W: A, one-wave grids", 3, [&] { return graph_a(true, false, 0, nullptr, false, true); });
+    beside_a("W: A, one-wave grids", 3,
+             [&] { return graph_a(true, false, 0, nullptr, false, true); });
   }
   // T: A with each kernel's dependents triggered before its wait.
   if (strchr(which, 'T')) {
-    beside_a("T: A, dependents triggered first", 3, [&] { return graph_a(true, false, 0, nullptr, true); });
+    beside_a("T: A, dependents triggered first", 3,
+             [&] { return graph_a(true, false, 0, nullptr, true); });
   }
   // F: the FFN in one launch, C intermediate rows a block.
   for (uint32_t c : {8u, 16u, 32u, 64u}) {
@@ -2164,23 +2333,29 @@ int main(int argc, char **argv) {
   struct Cfg {
     int threads, per_sm;
   };
-  CK(cudaFuncSetAttribute(persistent_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                          kSmem));
-  for (Cfg c : {Cfg{256, 0}, Cfg{512, 0}, Cfg{256, 1}, Cfg{256, 2}, Cfg{512, 1}}) {
+  CK(cudaFuncSetAttribute(persistent_kernel,
+                          cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  for (Cfg c :
+       {Cfg{256, 0}, Cfg{512, 0}, Cfg{256, 1}, Cfg{256, 2}, Cfg{512, 1}}) {
     if (!strchr(which, 'B')) break;
     int occ = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, persistent_kernel, c.threads, kSmem));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, persistent_kernel,
+                                                     c.threads, kSmem));
     if (occ == 0) continue;
     int per_sm = c.per_sm == 0 ? occ : (c.per_sm < occ ? c.per_sm : occ);
     cudaGraphExec_t b = graph_b(c.threads, per_sm);
     float ms_b = time_graph(b);
     char name[64];
-    snprintf(name, sizeof(name), "B: persistent, %d x %d threads an SM", per_sm, c.threads);
+    snprintf(name, sizeof(name), "B: persistent, %d x %d threads an SM", per_sm,
+             c.threads);
     report(name, ms_b);
     CK(cudaGraphExecDestroy(b));
   }
-  if (strchr(which, 'C')) run_c(steps, sms, st, x, x0, sh.hidden, time_graph, report);
-  if (strchr(which, 'Q')) run_q(steps, sms, st, x, x0, sh.hidden, time_graph, report);
-  if (strchr(which, 'L')) run_l(steps, sms, st, x0, sh.hidden, time_graph, report);
+  if (strchr(which, 'C'))
+    run_c(steps, sms, st, x, x0, sh.hidden, time_graph, report);
+  if (strchr(which, 'Q'))
+    run_q(steps, sms, st, x, x0, sh.hidden, time_graph, report);
+  if (strchr(which, 'L'))
+    run_l(steps, sms, st, x0, sh.hidden, time_graph, report);
   return 0;
 }

@@ -1,6 +1,7 @@
 // How much HBM bandwidth can one SM pull, and is it fungible? (a lab for
 // issue 13, not part of the runtime):
-//   nvcc -O3 -arch=sm_90 -o sm_stream_lab tools/lab/sm_stream_lab.cu && ./sm_stream_lab
+//   nvcc -O3 -arch=sm_90 -o sm_stream_lab tools/lab/sm_stream_lab.cu &&
+//   ./sm_stream_lab
 // A dataflow decode kernel (persistent_lab.cu's C, D) stalls an SM's weight
 // stream whenever that SM waits on a step it cannot start. Whether such a
 // stall costs the whole device depends on whether the other SMs can take the
@@ -38,7 +39,8 @@ __global__ void __launch_bounds__(1024, 1)
   const uint4 *p = buf + words_a_block * blockIdx.x;
   uint32_t acc = 0;
   constexpr int U = 8;
-  for (size_t i0 = threadIdx.x; i0 < words_a_block; i0 += (size_t)U * blockDim.x) {
+  for (size_t i0 = threadIdx.x; i0 < words_a_block;
+       i0 += (size_t)U * blockDim.x) {
     uint4 v[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -48,7 +50,8 @@ __global__ void __launch_bounds__(1024, 1)
 #pragma unroll
     for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
   }
-  if (acc == 0x12345678u) sink[blockIdx.x] = acc + (uint32_t)pad[0].x;  // keeps the loads
+  if (acc == 0x12345678u)
+    sink[blockIdx.x] = acc + (uint32_t)pad[0].x;  // keeps the loads
 }
 
 __global__ void __launch_bounds__(64, 1)
@@ -56,7 +59,8 @@ __global__ void __launch_bounds__(64, 1)
   extern __shared__ __align__(128) unsigned char ring[];
   __shared__ __align__(8) uint64_t full[8], empty[8];
   ring_init(full, empty, slots, 1);
-  stream_share(ring, full, empty, slots, kSlot, buf + bytes_a_block * blockIdx.x,
+  stream_share(ring, full, empty, slots, kSlot,
+               buf + bytes_a_block * blockIdx.x,
                (uint32_t)(bytes_a_block / kSlot));
 }
 
@@ -64,26 +68,31 @@ __global__ void __launch_bounds__(64, 1)
 // `bytes_a_block` > 0, warps 0 and 1 stream the block's share meanwhile
 // (as stream_tma, 4 slots). Block 0 writes the waits' span in ns to *ns.
 __global__ void __launch_bounds__(96, 1)
-    sync_steps(uint32_t *ctr, uint32_t steps, const unsigned char *buf, size_t bytes_a_block,
-               unsigned long long *ns, uint32_t one_producer) {
+    sync_steps(uint32_t *ctr, uint32_t steps, const unsigned char *buf,
+               size_t bytes_a_block, unsigned long long *ns,
+               uint32_t one_producer) {
   extern __shared__ __align__(128) unsigned char ring[];
   __shared__ __align__(8) uint64_t full[4], empty[4];
   constexpr uint32_t slots = 4;
   ring_init(full, empty, slots, 1);
-  stream_share(ring, full, empty, slots, kSlot, buf + bytes_a_block * blockIdx.x,
+  stream_share(ring, full, empty, slots, kSlot,
+               buf + bytes_a_block * blockIdx.x,
                (uint32_t)(bytes_a_block / kSlot));
   if (threadIdx.x == 64) {
     const uint64_t t0 = global_ns();
     for (uint32_t k = 0; k < steps; ++k) {
       if (one_producer) {
-        // A flag one block sets (block k % S), as a chunk's producer would: a chain of hand-offs.
+        // A flag one block sets (block k % S), as a chunk's producer would: a
+        // chain of hand-offs.
         if (blockIdx.x == k % gridDim.x) {
-          asm volatile("st.release.gpu.global.u32 [%0], 1;" ::"l"(ctr + k) : "memory");
+          asm volatile("st.release.gpu.global.u32 [%0], 1;" ::"l"(ctr + k)
+                       : "memory");
         }
         while (ld_acquire(ctr + k) == 0) {
         }
       } else {
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ctr + k) : "memory");
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ctr + k)
+                     : "memory");
         while (ld_acquire(ctr + k) < gridDim.x) {
         }
       }
@@ -102,9 +111,11 @@ int main() {
   CK(cudaMemset(buf, 1, 4 * total));
   uint32_t *sink = nullptr;
   CK(cudaMalloc(&sink, 1024 * 4));
-  CK(cudaFuncSetAttribute(stream_ldg, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CK(cudaFuncSetAttribute(stream_ldg,
+                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                           (int)kOneSmShared));
-  CK(cudaFuncSetAttribute(stream_tma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CK(cudaFuncSetAttribute(stream_tma,
+                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                           (int)(6 * kSlot)));
   cudaEvent_t a, b;
   CK(cudaEventCreate(&a));
@@ -121,11 +132,12 @@ int main() {
         const unsigned char *base = buf + (size_t)(rep % 4) * total;
         CK(cudaEventRecord(a));
         if (mode == 0) {
-          stream_ldg<<<s, 1024, kOneSmShared>>>(reinterpret_cast<const uint4 *>(base),
-                                                share / 16, sink);
+          stream_ldg<<<s, 1024, kOneSmShared>>>(
+              reinterpret_cast<const uint4 *>(base), share / 16, sink);
         } else {
           // At least kOneSmShared, so two rings never share an SM.
-          const uint32_t smem = slots * kSlot > kOneSmShared ? slots * kSlot : kOneSmShared;
+          const uint32_t smem =
+              slots * kSlot > kOneSmShared ? slots * kSlot : kOneSmShared;
           stream_tma<<<s, 64, smem>>>(base, share, slots);
         }
         CK(cudaGetLastError());
@@ -152,14 +164,14 @@ int main() {
   CK(cudaMalloc(&ns, 8));
   // Four ring slots: 128 KiB, more than half an SM's shared memory.
   const uint32_t sync_smem = 4 * kSlot;
-  CK(cudaFuncSetAttribute(sync_steps, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                          (int)sync_smem));
+  CK(cudaFuncSetAttribute(
+      sync_steps, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sync_smem));
   printf("\n%-40s %6s %12s\n", "step waits", "SMs", "us a step");
   for (int mode = 0; mode < 4; ++mode) {
     const int loaded = mode % 2, one = mode / 2;
     for (int s : {sms, sms / 2, 16}) {
-      // Loaded: all 4 GiB (about 1 ms at the device's rate) against 300 steps, so the waits
-      // end before the stream does.
+      // Loaded: all 4 GiB (about 1 ms at the device's rate) against 300 steps,
+      // so the waits end before the stream does.
       const size_t share = loaded ? 4 * total / (size_t)s / kSlot * kSlot : 0;
       const uint32_t n = loaded ? 300 : steps;
       unsigned long long best = ~0ull;
@@ -173,7 +185,8 @@ int main() {
         if (h < best) best = h;
       }
       char how[48];
-      snprintf(how, sizeof(how), "%s, %s", one ? "one block's flag" : "all blocks' counter",
+      snprintf(how, sizeof(how), "%s, %s",
+               one ? "one block's flag" : "all blocks' counter",
                loaded ? "while the rings stream" : "idle");
       printf("%-40s %6d %12.3f\n", how, s, best / 1e3 / n);
     }

@@ -17,8 +17,8 @@
 #include "atlas/runtime/arch/llama/llama_model.h"
 #include "atlas/runtime/arch/weight_check.h"
 #include "atlas/runtime/checked_math.h"
-#include "atlas/runtime/log.h"
 #include "atlas/runtime/formats/safetensors_convert.h"
+#include "atlas/runtime/log.h"
 #include "atlas/runtime/weight_upload.h"
 
 // ---- resources -------------------------------------------------------------
@@ -49,7 +49,8 @@ static atlas_status release_kernels(void *p) {
 static atlas_status release_graph(void *p) {
   atlas_llama_graph *g = p;
   atlas_status status = ATLAS_OK;
-  if (g->graph != NULL) status = atlas_backend_destroy_graph(g->backend, g->graph);
+  if (g->graph != NULL)
+    status = atlas_backend_destroy_graph(g->backend, g->graph);
   free(g);
   return status;
 }
@@ -59,11 +60,13 @@ static atlas_status release_ahead(void *p) {
   atlas_status status = ATLAS_OK;
   for (int i = 0; i < ATLAS_LLAMA_AHEAD; ++i) {
     if (a->done[i] != NULL) {
-      status = atlas_status_join(status, atlas_backend_event_destroy(a->backend, a->done[i]));
+      status = atlas_status_join(
+          status, atlas_backend_event_destroy(a->backend, a->done[i]));
     }
   }
   if (a->ring != NULL) {
-    status = atlas_status_join(status, atlas_backend_pinned_free(a->backend, a->ring));
+    status = atlas_status_join(status,
+                               atlas_backend_pinned_free(a->backend, a->ring));
   }
   free(a);
   return status;
@@ -81,8 +84,8 @@ static atlas_status sweep_backend(void *ctx, atlas_sweep_result *out) {
 // them.
 static atlas_status checked_sizes(const atlas_llama_config *c, int64_t max_seq,
                                   uint64_t *out_kv, uint64_t *out_scratch) {
-  const int64_t kv[] = {2, c->num_hidden_layers, max_seq,
-                        c->num_key_value_heads, c->head_dim, 4};
+  const int64_t kv[] = {
+      2, c->num_hidden_layers, max_seq, c->num_key_value_heads, c->head_dim, 4};
   const int64_t q_dim[] = {c->num_attention_heads, c->head_dim};
   const int64_t kv_dim[] = {2, c->num_key_value_heads, c->head_dim};
   const int64_t att[] = {c->num_attention_heads, max_seq};
@@ -101,11 +104,11 @@ static atlas_status checked_sizes(const atlas_llama_config *c, int64_t max_seq,
          atlas_add_u64(&s, a) && atlas_add_u64(&s, (uint64_t)c->vocab_size) &&
          c->head_dim >= 0 && atlas_add_u64(&s, (uint64_t)c->head_dim / 2) &&
          // this step's key and value, its token/position and argmax words
-         atlas_add_u64(&s, kv2) && atlas_add_u64(&s, 8) &&
-         atlas_mul_u64(&s, 4);
+         atlas_add_u64(&s, kv2) && atlas_add_u64(&s, 8) && atlas_mul_u64(&s, 4);
   }
   // Norms: hidden * (2 * layers + 1) floats.
-  uint64_t norms = (uint64_t)(c->num_hidden_layers < 0 ? 0 : c->num_hidden_layers);
+  uint64_t norms =
+      (uint64_t)(c->num_hidden_layers < 0 ? 0 : c->num_hidden_layers);
   ok = ok && atlas_mul_u64(&norms, 2) && atlas_add_u64(&norms, 1) &&
        atlas_mul_u64(&norms, (uint64_t)c->hidden_size) &&
        atlas_mul_u64(&norms, 4);
@@ -115,9 +118,10 @@ static atlas_status checked_sizes(const atlas_llama_config *c, int64_t max_seq,
   if (!ok) {
     return atlas_status_make(
         ATLAS_STATUS_INVALID_ARGUMENT,
-        "the config's sizes overflow 64 bits when multiplied out (layers %" PRId64
-        " x positions %" PRId64 " x kv heads %" PRId64 " x head_dim %" PRId64
-        ", hidden %" PRId64 ", intermediate %" PRId64 ", vocab %" PRId64 ")",
+        "the config's sizes overflow 64 bits when multiplied out (layers "
+        "%" PRId64 " x positions %" PRId64 " x kv heads %" PRId64
+        " x head_dim %" PRId64 ", hidden %" PRId64 ", intermediate %" PRId64
+        ", vocab %" PRId64 ")",
         c->num_hidden_layers, max_seq, c->num_key_value_heads, c->head_dim,
         c->hidden_size, c->intermediate_size, c->vocab_size);
   }
@@ -164,7 +168,8 @@ static atlas_status check_max_seq(const atlas_llama_config *c,
 static atlas_status take_kv(atlas_llama_kv_cache *kv, atlas_llama_buffers *b,
                             const atlas_llama_config *c, int64_t max_seq) {
   // kv_bytes counts 4-byte elements (the swap budgets for the largest type).
-  size_t half = (size_t)(kv_bytes(c, max_seq) / 2 / 4 * atlas_dtype_size(kv->dtype));
+  size_t half =
+      (size_t)(kv_bytes(c, max_seq) / 2 / 4 * atlas_dtype_size(kv->dtype));
   ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, half, &kv->keys));
   return atlas_llama_buffers_take(b, half, &kv->values);
 }
@@ -193,7 +198,8 @@ static atlas_status take_scratch(atlas_llama_scratch *s, atlas_llama_buffers *b,
   size_t kv_dim = (size_t)(c->num_key_value_heads * c->head_dim) * f;
   ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, kv_dim, &s->k));
   ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, kv_dim, &s->v));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, 2 * sizeof(uint32_t), &s->step));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_llama_buffers_take(b, 2 * sizeof(uint32_t), &s->step));
   // The argmax's answer (2 words) and its cross-block state (4, zeroed).
   return atlas_llama_buffers_take_zeroed(b, 6 * sizeof(uint32_t), &s->result);
 }
@@ -210,7 +216,8 @@ static atlas_status take_buffers(atlas_llama_model *m) {
 // The KV cache (at 4-byte elements, the largest type) and the scratch as a
 // load carves them, alignment included: the sizing pass itself. Call after
 // checked_sizes, which bounds every product.
-static uint64_t kv_and_scratch_bytes(const atlas_llama_config *c, int64_t max_seq) {
+static uint64_t kv_and_scratch_bytes(const atlas_llama_config *c,
+                                     int64_t max_seq) {
   atlas_llama_kv_cache kv;
   atlas_llama_scratch scratch;
   atlas_llama_buffers b;
@@ -262,10 +269,10 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
       !atlas_add_u64(&norm_bytes, (uint64_t)config->hidden_size) ||
       !atlas_mul_u64(&norm_bytes, 4) || !atlas_add_u64(&total, norm_bytes) ||
       !atlas_add_u64(&total, kv_and_scratch_bytes(config, max_seq)) ||
-      !atlas_add_u64(&total, atlas_llama_prefill_bytes(
-                                 config,
-                                 atlas_llama_prefill_rows(config, max_seq, 0),
-                                 max_seq))) {
+      !atlas_add_u64(
+          &total,
+          atlas_llama_prefill_bytes(
+              config, atlas_llama_prefill_rows(config, max_seq, 0), max_seq))) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "the model's required bytes overflow 64 bits");
   }
@@ -291,8 +298,8 @@ static atlas_status weight_alloc(atlas_llama_weights *w, size_t bytes,
   }
   if (w->arena_bytes - w->arena_used < need) {
     return atlas_status_make(ATLAS_STATUS_INTERNAL,
-                             "weight arena: %zu bytes asked past its %zu",
-                             need, w->arena_bytes);
+                             "weight arena: %zu bytes asked past its %zu", need,
+                             w->arena_bytes);
   }
   *out = w->arena + w->arena_used;
   w->arena_used += need;
@@ -311,12 +318,12 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-
 static atlas_status find_tensor(const atlas_checkpoint *ck,
                                 atlas_llama_weight weight, int layer,
                                 atlas_checkpoint_tensor *out) {
   char name[256];
-  ATLAS_RETURN_IF_ERROR(atlas_llama_weight_name(weight, layer, name, sizeof(name)));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_llama_weight_name(weight, layer, name, sizeof(name)));
   return atlas_checkpoint_find(ck, name, out);
 }
 
@@ -330,7 +337,8 @@ typedef struct upload_plan {
   uint64_t vector_floats, vectors_used;
 } upload_plan;
 
-static atlas_status plan_matrix(atlas_llama_weights *w, const atlas_checkpoint *ck,
+static atlas_status plan_matrix(atlas_llama_weights *w,
+                                const atlas_checkpoint *ck,
                                 atlas_llama_weight weight, int layer,
                                 upload_plan *plan, atlas_llama_matrix *out) {
   atlas_checkpoint_tensor t;
@@ -396,38 +404,47 @@ static atlas_status plan_weights(atlas_llama_weights *w,
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
     atlas_llama_layer *L = &w->layers[l];
     int i = (int)l;
-    ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_INPUT_NORM, i, plan,
-                                      &L->attn_norm));
-    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_Q_PROJ, i, plan, &L->wq));
-    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_K_PROJ, i, plan, &L->wk));
-    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_V_PROJ, i, plan, &L->wv));
-    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_O_PROJ, i, plan, &L->wo));
-    ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_POST_NORM, i, plan,
-                                      &L->ffn_norm));
-    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_GATE_PROJ, i, plan,
-                                      &L->w_gate));
-    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_UP_PROJ, i, plan, &L->w_up));
-    ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, ATLAS_LLAMA_DOWN_PROJ, i, plan,
-                                      &L->w_down));
+    ATLAS_RETURN_IF_ERROR(
+        upload_norm(w, ck, ATLAS_LLAMA_INPUT_NORM, i, plan, &L->attn_norm));
+    ATLAS_RETURN_IF_ERROR(
+        plan_matrix(w, ck, ATLAS_LLAMA_Q_PROJ, i, plan, &L->wq));
+    ATLAS_RETURN_IF_ERROR(
+        plan_matrix(w, ck, ATLAS_LLAMA_K_PROJ, i, plan, &L->wk));
+    ATLAS_RETURN_IF_ERROR(
+        plan_matrix(w, ck, ATLAS_LLAMA_V_PROJ, i, plan, &L->wv));
+    ATLAS_RETURN_IF_ERROR(
+        plan_matrix(w, ck, ATLAS_LLAMA_O_PROJ, i, plan, &L->wo));
+    ATLAS_RETURN_IF_ERROR(
+        upload_norm(w, ck, ATLAS_LLAMA_POST_NORM, i, plan, &L->ffn_norm));
+    ATLAS_RETURN_IF_ERROR(
+        plan_matrix(w, ck, ATLAS_LLAMA_GATE_PROJ, i, plan, &L->w_gate));
+    ATLAS_RETURN_IF_ERROR(
+        plan_matrix(w, ck, ATLAS_LLAMA_UP_PROJ, i, plan, &L->w_up));
+    ATLAS_RETURN_IF_ERROR(
+        plan_matrix(w, ck, ATLAS_LLAMA_DOWN_PROJ, i, plan, &L->w_down));
     // Optional vectors (biases, q/k norms), f32 like the norms.
     struct {
       atlas_llama_weight weight;
       float **dst;
     } vectors[] = {
-        {ATLAS_LLAMA_Q_BIAS, &L->q_bias},       {ATLAS_LLAMA_K_BIAS, &L->k_bias},
-        {ATLAS_LLAMA_V_BIAS, &L->v_bias},       {ATLAS_LLAMA_O_BIAS, &L->o_bias},
-        {ATLAS_LLAMA_GATE_BIAS, &L->gate_bias}, {ATLAS_LLAMA_UP_BIAS, &L->up_bias},
-        {ATLAS_LLAMA_DOWN_BIAS, &L->down_bias}, {ATLAS_LLAMA_Q_NORM, &L->q_norm},
+        {ATLAS_LLAMA_Q_BIAS, &L->q_bias},
+        {ATLAS_LLAMA_K_BIAS, &L->k_bias},
+        {ATLAS_LLAMA_V_BIAS, &L->v_bias},
+        {ATLAS_LLAMA_O_BIAS, &L->o_bias},
+        {ATLAS_LLAMA_GATE_BIAS, &L->gate_bias},
+        {ATLAS_LLAMA_UP_BIAS, &L->up_bias},
+        {ATLAS_LLAMA_DOWN_BIAS, &L->down_bias},
+        {ATLAS_LLAMA_Q_NORM, &L->q_norm},
         {ATLAS_LLAMA_K_NORM, &L->k_norm},
     };
     for (size_t v = 0; v < sizeof(vectors) / sizeof(vectors[0]); ++v) {
       if (!atlas_llama_weight_used(c, vectors[v].weight)) continue;
-      ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, vectors[v].weight, i, plan,
-                                        vectors[v].dst));
+      ATLAS_RETURN_IF_ERROR(
+          upload_norm(w, ck, vectors[v].weight, i, plan, vectors[v].dst));
     }
   }
-  ATLAS_RETURN_IF_ERROR(upload_norm(w, ck, ATLAS_LLAMA_FINAL_NORM, 0, plan,
-                                    &w->final_norm));
+  ATLAS_RETURN_IF_ERROR(
+      upload_norm(w, ck, ATLAS_LLAMA_FINAL_NORM, 0, plan, &w->final_norm));
   if (lm_head_is_embedding) {
     w->lm_head = w->embed;
     return ATLAS_OK;
@@ -456,7 +473,8 @@ static atlas_status upload_part(atlas_backend *b, const atlas_checkpoint *ck,
 // with a kept uploader: the scan of the first (7/8 of the bytes) runs on the
 // device while the rest copies, so only the last part's scan adds to the
 // load.
-static atlas_status upload_and_check(atlas_backend *b, const atlas_checkpoint *ck,
+static atlas_status upload_and_check(atlas_backend *b,
+                                     const atlas_checkpoint *ck,
                                      const load_progress *progress,
                                      const atlas_upload_job *jobs,
                                      const atlas_upload_job *bare, size_t n,
@@ -466,10 +484,12 @@ static atlas_status upload_and_check(atlas_backend *b, const atlas_checkpoint *c
   size_t split = 0;
   // A load without a kept uploader makes its staging per upload (pinning
   // costs milliseconds): one upload, then the scan.
-  uint64_t first_part = progress->options->uploader != NULL ? total - total / 8 : total;
+  uint64_t first_part =
+      progress->options->uploader != NULL ? total - total / 8 : total;
   while (split < n && head < first_part) head += jobs[split++].bytes;
   double t0 = now_ms();
-  atlas_status status = upload_part(b, ck, progress, progress->done, bare, split);
+  atlas_status status =
+      upload_part(b, ck, progress, progress->done, bare, split);
   *out_upload_ms = now_ms() - t0;
   atlas_weight_check first, rest;
   if (status != ATLAS_OK) return status;
@@ -486,7 +506,8 @@ static atlas_status upload_and_check(atlas_backend *b, const atlas_checkpoint *c
     }
     // The lowest job first: a bad element in the first part wins.
     status = atlas_weight_check_finish(&first, true);
-    return atlas_status_join(status, atlas_weight_check_finish(&rest, status == ATLAS_OK));
+    return atlas_status_join(
+        status, atlas_weight_check_finish(&rest, status == ATLAS_OK));
   }
   atlas_status_free(atlas_weight_check_finish(&first, false));
   return status;
@@ -504,14 +525,14 @@ static atlas_status load_weights(atlas_llama_weights *w,
   // Pass one sizes the arena, the jobs and the vectors; pass two carves the
   // arena, converts the vectors and plans the copies.
   w->sizing = true;
-  atlas_status status =
-      plan_weights(w, ck, c, lm_head_is_embedding, &plan);
+  atlas_status status = plan_weights(w, ck, c, lm_head_is_embedding, &plan);
   w->sizing = false;
   size_t jobs = plan.count;
   plan.count = 0;
   if (status == ATLAS_OK) {
     plan.jobs = calloc(jobs ? jobs : 1, sizeof(atlas_upload_job));
-    plan.vectors = malloc(plan.vector_floats ? plan.vector_floats * sizeof(float) : 1);
+    plan.vectors =
+        malloc(plan.vector_floats ? plan.vector_floats * sizeof(float) : 1);
     if (plan.jobs == NULL || plan.vectors == NULL) {
       status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                                  "cannot plan the weight upload (%zu tensors)",
@@ -519,7 +540,8 @@ static atlas_status load_weights(atlas_llama_weights *w,
     }
   }
   if (status == ATLAS_OK && w->arena_bytes != 0) {
-    status = atlas_backend_alloc(w->backend, w->arena_bytes, (void **)&w->arena);
+    status =
+        atlas_backend_alloc(w->backend, w->arena_bytes, (void **)&w->arena);
   }
   // The modules' code lands after the weights, the same way every time, and
   // loads while they upload.
@@ -541,7 +563,8 @@ static atlas_status load_weights(atlas_llama_weights *w,
     // to f32) with the matrices: it ends exactly at its total.
     progress->done = 0;
     progress->total = 0;
-    for (size_t i = 0; i < plan.count; ++i) progress->total += plan.jobs[i].bytes;
+    for (size_t i = 0; i < plan.count; ++i)
+      progress->total += plan.jobs[i].bytes;
     atlas_weight_check_strip(plan.jobs, plan.count, bare);
     status = upload_and_check(w->backend, ck, progress, plan.jobs, bare,
                               plan.count, &upload_ms);
@@ -574,14 +597,17 @@ static atlas_status make_ahead(atlas_llama_model *m) {
                              "out of host memory while building the model");
   }
   m->ahead->backend = m->backend;
-  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "decode_ahead", release_ahead, m->ahead));
+  ATLAS_RETURN_IF_ERROR(
+      adopt(m->teardown, "decode_ahead", release_ahead, m->ahead));
   // The report names what it holds (pinned host memory, not the device's).
   atlas_site site = ATLAS_SITE;
   site.func = "make_ahead (decode_ahead ring, pinned host memory)";
   ATLAS_RETURN_IF_ERROR(atlas_backend_pinned_alloc_at(
-      m->backend, sizeof(uint32_t) * 2 * ATLAS_LLAMA_AHEAD, site, (void **)&m->ahead->ring));
+      m->backend, sizeof(uint32_t) * 2 * ATLAS_LLAMA_AHEAD, site,
+      (void **)&m->ahead->ring));
   for (int i = 0; i < ATLAS_LLAMA_AHEAD; ++i) {
-    ATLAS_RETURN_IF_ERROR(atlas_backend_event_create(m->backend, &m->ahead->done[i]));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_backend_event_create(m->backend, &m->ahead->done[i]));
   }
   return ATLAS_OK;
 }
@@ -592,19 +618,22 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   bool tied = false;
   ATLAS_RETURN_IF_ERROR(atlas_llama_check_checkpoint(c, ck, &tied));
   uint64_t kv_total = 0, scratch_total = 0;
-  ATLAS_RETURN_IF_ERROR(checked_sizes(c, m->max_seq, &kv_total, &scratch_total));
+  ATLAS_RETURN_IF_ERROR(
+      checked_sizes(c, m->max_seq, &kv_total, &scratch_total));
 
   m->weights = calloc(1, sizeof(*m->weights));
   if (m->weights == NULL) goto oom;
   m->weights->backend = m->backend;
   m->weights->layer_count = c->num_hidden_layers;
-  m->weights->layers = calloc((size_t)c->num_hidden_layers, sizeof(atlas_llama_layer));
+  m->weights->layers =
+      calloc((size_t)c->num_hidden_layers, sizeof(atlas_llama_layer));
   if (m->weights->layers == NULL) {
     free(m->weights);
     m->weights = NULL;
     goto oom;
   }
-  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "weights", release_weights, m->weights));
+  ATLAS_RETURN_IF_ERROR(
+      adopt(m->teardown, "weights", release_weights, m->weights));
   double t0 = now_ms();
   load_progress progress = {options, 0, 0, 0, 0, 0};
   ATLAS_RETURN_IF_ERROR(load_weights(m->weights, ck, c, tied, &progress));
@@ -628,9 +657,11 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
     // transformers does): half the cache and half the bytes attention reads.
     atlas_dtype w = c->num_hidden_layers > 0 ? m->weights->layers[0].wq.dtype
                                              : ATLAS_DTYPE_F32;
-    m->kv->dtype = w == ATLAS_DTYPE_F16 || w == ATLAS_DTYPE_BF16 ? w : ATLAS_DTYPE_F32;
+    m->kv->dtype =
+        w == ATLAS_DTYPE_F16 || w == ATLAS_DTYPE_BF16 ? w : ATLAS_DTYPE_F32;
   }
-  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "kv_cache", release_host_struct, m->kv));
+  ATLAS_RETURN_IF_ERROR(
+      adopt(m->teardown, "kv_cache", release_host_struct, m->kv));
 
   m->scratch = calloc(1, sizeof(*m->scratch));
   if (m->scratch == NULL) goto oom;
@@ -656,8 +687,8 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   if (m->kernels == NULL) goto oom;
   atlas_kernel_registry_retain(registry);
   m->kernels->registry = registry;
-  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "kernel_registry", release_kernels,
-                              m->kernels));
+  ATLAS_RETURN_IF_ERROR(
+      adopt(m->teardown, "kernel_registry", release_kernels, m->kernels));
   ATLAS_RETURN_IF_ERROR(
       atlas_llama_ctx_make(m->backend, NULL, &m->config, m->scratch, &m->ctx));
   ATLAS_RETURN_IF_ERROR(make_ahead(m));
@@ -666,7 +697,8 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   if (m->graph == NULL) goto oom;
   m->graph->backend = m->backend;
   m->graph->disabled = options->eager_decode;
-  ATLAS_RETURN_IF_ERROR(adopt(m->teardown, "decode_graph", release_graph, m->graph));
+  ATLAS_RETURN_IF_ERROR(
+      adopt(m->teardown, "decode_graph", release_graph, m->graph));
   m->rot_dim = atlas_rope_rot_dim(&c->rope, c->head_dim);
   m->rope_seq_len = -1;
   ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, 1));
@@ -731,10 +763,11 @@ atlas_status atlas_llama_load(atlas_backend *backend,
       // it, and only here (a teardown without a sweep logs nothing).
       atlas_status cleanup = atlas_teardown_run(m->teardown, NULL, NULL, NULL);
       status = atlas_status_join(
-          status, atlas_status_annotate(
-                      cleanup, "then releasing what the failed load had "
-                               "built failed too; what it could not release "
-                               "stays on the backend until its sweep"));
+          status,
+          atlas_status_annotate(cleanup,
+                                "then releasing what the failed load had "
+                                "built failed too; what it could not release "
+                                "stays on the backend until its sweep"));
     }
     free(m);
     return status;
@@ -746,13 +779,14 @@ atlas_status atlas_llama_load(atlas_backend *backend,
 atlas_status atlas_llama_unload(atlas_llama_model *model,
                                 atlas_teardown_report *out_report) {
   if (model == NULL) return ATLAS_OK;
-  atlas_status status =
-      atlas_teardown_run(model->teardown, sweep_backend, model->backend, out_report);
+  atlas_status status = atlas_teardown_run(model->teardown, sweep_backend,
+                                           model->backend, out_report);
   free(model);
   return status;
 }
 
-const atlas_llama_config *atlas_llama_config_of(const atlas_llama_model *model) {
+const atlas_llama_config *atlas_llama_config_of(
+    const atlas_llama_model *model) {
   return &model->config;
 }
 

@@ -55,12 +55,11 @@ atlas_status atlas_llama_arch_load(atlas_backend *backend,
   return status;
 }
 
-atlas_status atlas_llama_arch_generate(atlas_arch_model *model,
-                                       const uint32_t *prompt,
-                                       size_t prompt_len, size_t steps,
-                                       const atlas_arch_generate_options *options,
-                                       uint32_t *out_tokens, size_t *out_count,
-                                       atlas_logits_sink sink, void *sink_ctx) {
+atlas_status atlas_llama_arch_generate(
+    atlas_arch_model *model, const uint32_t *prompt, size_t prompt_len,
+    size_t steps, const atlas_arch_generate_options *options,
+    uint32_t *out_tokens, size_t *out_count, atlas_logits_sink sink,
+    void *sink_ctx) {
   return atlas_llama_generate_ex(llama_of(model), prompt, prompt_len, steps,
                                  options, out_tokens, out_count, sink,
                                  sink_ctx);

@@ -16,27 +16,24 @@ extern "C" {
 extern const char *const atlas_llama_model_types[];
 extern const char *const atlas_llama_architectures[];
 ATLAS_MUST_USE atlas_status atlas_llama_arch_parse(const char *text, size_t len,
-                                    const char *path, void *out_config);
+                                                   const char *path,
+                                                   void *out_config);
 
-ATLAS_MUST_USE atlas_status atlas_llama_arch_check_tensors(const void *config,
-                                            const atlas_checkpoint *ck);
-ATLAS_MUST_USE atlas_status atlas_llama_arch_required_bytes(const void *config,
-                                             const atlas_checkpoint *ck,
-                                             int64_t max_seq,
-                                             uint64_t *out_bytes);
-ATLAS_MUST_USE atlas_status atlas_llama_arch_load(atlas_backend *backend,
-                                   const atlas_checkpoint *ck,
-                                   const void *config,
-                                   const atlas_arch_load_options *options,
-                                   atlas_arch_model **out_model);
-ATLAS_MUST_USE atlas_status atlas_llama_arch_generate(atlas_arch_model *model,
-                                       const uint32_t *prompt,
-                                       size_t prompt_len, size_t steps,
-                                       const atlas_arch_generate_options *options,
-                                       uint32_t *out_tokens, size_t *out_count,
-                                       atlas_logits_sink sink, void *sink_ctx);
-ATLAS_MUST_USE atlas_status atlas_llama_arch_unload(atlas_arch_model *model,
-                                     atlas_teardown_report *out_report);
+ATLAS_MUST_USE atlas_status
+atlas_llama_arch_check_tensors(const void *config, const atlas_checkpoint *ck);
+ATLAS_MUST_USE atlas_status
+atlas_llama_arch_required_bytes(const void *config, const atlas_checkpoint *ck,
+                                int64_t max_seq, uint64_t *out_bytes);
+ATLAS_MUST_USE atlas_status atlas_llama_arch_load(
+    atlas_backend *backend, const atlas_checkpoint *ck, const void *config,
+    const atlas_arch_load_options *options, atlas_arch_model **out_model);
+ATLAS_MUST_USE atlas_status atlas_llama_arch_generate(
+    atlas_arch_model *model, const uint32_t *prompt, size_t prompt_len,
+    size_t steps, const atlas_arch_generate_options *options,
+    uint32_t *out_tokens, size_t *out_count, atlas_logits_sink sink,
+    void *sink_ctx);
+ATLAS_MUST_USE atlas_status atlas_llama_arch_unload(
+    atlas_arch_model *model, atlas_teardown_report *out_report);
 int64_t atlas_llama_arch_vocab_size(const atlas_arch_model *model);
 int64_t atlas_llama_arch_max_seq(const atlas_arch_model *model);
 int64_t atlas_llama_arch_context(const void *config, const char **out_key);
@@ -44,15 +41,15 @@ int64_t atlas_llama_arch_vocab(const void *config);
 
 // A row for a family of this forward pass: its name, its model_type and
 // architectures lists and its config parser.
-#define ATLAS_LLAMA_ARCH_ROW(name_, model_types_, architectures_, parse_) \
-  {                                                                       \
+#define ATLAS_LLAMA_ARCH_ROW(name_, model_types_, architectures_, parse_)  \
+  {                                                                        \
     (name_), (model_types_), (architectures_), sizeof(atlas_llama_config), \
-        (parse_), atlas_llama_arch_check_tensors,                         \
-        atlas_llama_arch_required_bytes, atlas_llama_arch_load,           \
-        atlas_llama_arch_generate, atlas_llama_arch_unload,               \
-        atlas_llama_arch_vocab_size, atlas_llama_arch_max_seq,            \
-        &atlas_llama_module_set, atlas_llama_arch_context,                \
-        atlas_llama_arch_vocab                                            \
+        (parse_), atlas_llama_arch_check_tensors,                          \
+        atlas_llama_arch_required_bytes, atlas_llama_arch_load,            \
+        atlas_llama_arch_generate, atlas_llama_arch_unload,                \
+        atlas_llama_arch_vocab_size, atlas_llama_arch_max_seq,             \
+        &atlas_llama_module_set, atlas_llama_arch_context,                 \
+        atlas_llama_arch_vocab                                             \
   }
 
 #ifdef __cplusplus

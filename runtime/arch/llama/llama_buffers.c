@@ -46,9 +46,9 @@ atlas_status atlas_llama_buffers_take_at(atlas_llama_buffers *b, size_t bytes,
   size_t *used = zeroed ? &b->zero_used : &b->rest_used;
   size_t room = zeroed ? b->zero_bytes : b->rest_bytes;
   if (b->base == NULL || room - *used < need) {
-    return atlas_status_make(ATLAS_STATUS_INTERNAL,
-                             "model buffers: %zu bytes asked past the %zu sized",
-                             need, room);
+    return atlas_status_make(
+        ATLAS_STATUS_INTERNAL,
+        "model buffers: %zu bytes asked past the %zu sized", need, room);
   }
   *out = b->base + (zeroed ? 0 : b->zero_bytes) + *used;
   *used += need;
@@ -85,8 +85,8 @@ atlas_status atlas_llama_buffers_release(void *p) {
   atlas_status status = ATLAS_OK;
   if (b->base != NULL) status = atlas_backend_free(b->backend, b->base);
   for (size_t i = b->piece_count; i > 0; --i) {
-    status = atlas_status_join(status,
-                               atlas_backend_free(b->backend, b->pieces[i - 1]));
+    status = atlas_status_join(
+        status, atlas_backend_free(b->backend, b->pieces[i - 1]));
   }
   free(b->pieces);
   free(b);

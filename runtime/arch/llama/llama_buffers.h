@@ -25,9 +25,9 @@ extern "C" {
 // then one allocation, then a carving pass hands them out in the same order.
 //
 // What carving gives up: the ledger holds one entry (site
-// llama_buffers.c, atlas_llama_buffers_commit) instead of one per buffer, and a red zone
-// guards the whole, not each piece, so a kernel that overruns the KV cache
-// into the scratch would go unseen. A backend built with ATLAS_REDZONE
+// llama_buffers.c, atlas_llama_buffers_commit) instead of one per buffer, and a
+// red zone guards the whole, not each piece, so a kernel that overruns the KV
+// cache into the scratch would go unseen. A backend built with ATLAS_REDZONE
 // therefore gets one allocation per piece, at the piece's own call site,
 // each with its guard band: red zones are a debugging mode, where finding
 // the overrun is the point and 30 allocations cost nothing that matters.
@@ -49,9 +49,11 @@ size_t atlas_llama_buffers_bytes(const atlas_llama_buffers *b);
 // Room for `bytes` (256-byte aligned). In the sizing pass *out is NULL and
 // only the sizes grow. `zeroed` pieces read as zero once
 // atlas_llama_buffers_zero has run.
-ATLAS_MUST_USE atlas_status atlas_llama_buffers_take_at(
-    atlas_llama_buffers *b, size_t bytes, bool zeroed, atlas_site site,
-    void **out);
+ATLAS_MUST_USE atlas_status atlas_llama_buffers_take_at(atlas_llama_buffers *b,
+                                                        size_t bytes,
+                                                        bool zeroed,
+                                                        atlas_site site,
+                                                        void **out);
 #define atlas_llama_buffers_take(b, bytes, out) \
   atlas_llama_buffers_take_at((b), (bytes), false, ATLAS_SITE, (void **)(out))
 #define atlas_llama_buffers_take_zeroed(b, bytes, out) \

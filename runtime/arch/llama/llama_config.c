@@ -6,12 +6,12 @@
 #include <float.h>
 #include <jansson.h>
 
-#include "atlas/runtime/file_read.h"
-#include "atlas/runtime/formats/json_words.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "atlas/runtime/file_read.h"
+#include "atlas/runtime/formats/json_words.h"
 
 // config.json is a few kilobytes; refuse anything absurd before reading it.
 #define MAX_CONFIG_BYTES ((long)16 * 1024 * 1024)
@@ -34,8 +34,8 @@ static atlas_status get_dim(const char *path, const json_t *root,
   }
   if (!json_is_integer(v)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: \"%s\" must be an integer, not %s", path,
-                             key, atlas_json_type_word(v));
+                             "%s: \"%s\" must be an integer, not %s", path, key,
+                             atlas_json_type_word(v));
   }
   json_int_t i = json_integer_value(v);
   if (i <= 0 || i > ATLAS_LLAMA_MAX_DIM) {
@@ -114,20 +114,32 @@ static atlas_status refuse_if_set(const char *path, const json_t *root,
 
 static const char *family_name(atlas_llama_family f) {
   switch (f) {
-    case ATLAS_LLAMA_FAMILY_QWEN2: return "qwen2";
-    case ATLAS_LLAMA_FAMILY_QWEN3: return "qwen3";
-    case ATLAS_LLAMA_FAMILY_MISTRAL: return "mistral";
-    default: return "llama";
+    case ATLAS_LLAMA_FAMILY_QWEN2:
+      return "qwen2";
+    case ATLAS_LLAMA_FAMILY_QWEN3:
+      return "qwen3";
+    case ATLAS_LLAMA_FAMILY_MISTRAL:
+      return "mistral";
+    default:
+      return "llama";
   }
 }
 
 // Keys of other architectures that change the math; none of these families
 // implements them, so their presence (non-null, non-false) is refused.
 static const char *const kForeignKeys[] = {
-    "attn_logit_softcapping", "final_logit_softcapping", "no_rope_layers",
-    "attention_chunk_size",   "embedding_multiplier",    "logits_scaling",
-    "residual_multiplier",    "attention_multiplier",    "use_qk_norm",
-    "qk_layernorm",           "query_pre_attn_scalar",   "use_parallel_residual",
+    "attn_logit_softcapping",
+    "final_logit_softcapping",
+    "no_rope_layers",
+    "attention_chunk_size",
+    "embedding_multiplier",
+    "logits_scaling",
+    "residual_multiplier",
+    "attention_multiplier",
+    "use_qk_norm",
+    "qk_layernorm",
+    "query_pre_attn_scalar",
+    "use_parallel_residual",
 };
 
 static atlas_status check_unsupported(const char *path, const json_t *root,
@@ -173,7 +185,8 @@ static atlas_status check_unsupported(const char *path, const json_t *root,
   if (family != ATLAS_LLAMA_FAMILY_LLAMA) {
     ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, "mlp_bias", why));
   }
-  if (family == ATLAS_LLAMA_FAMILY_QWEN2 || family == ATLAS_LLAMA_FAMILY_MISTRAL) {
+  if (family == ATLAS_LLAMA_FAMILY_QWEN2 ||
+      family == ATLAS_LLAMA_FAMILY_MISTRAL) {
     ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, "attention_bias", why));
   }
   if (family == ATLAS_LLAMA_FAMILY_LLAMA) {
@@ -208,17 +221,19 @@ static atlas_status parse_layer_types(const char *path, const json_t *root,
                                "%s: layer_types[%lld] %s%s%s is not supported "
                                "(only \"full_attention\" and "
                                "\"sliding_attention\")",
-                               path, (long long)i, json_is_string(t) ? "\"" : "",
+                               path, (long long)i,
+                               json_is_string(t) ? "\"" : "",
                                json_is_string(t) ? s : atlas_json_type_word(t),
                                json_is_string(t) ? "\"" : "");
     }
     if (sliding && first == layers) first = i;
     if (!sliding && first != layers) {
-      return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                               "%s: layer_types: full_attention layer %lld "
-                               "after sliding_attention layer %lld is not "
-                               "supported (only full layers, then sliding ones)",
-                               path, (long long)i, (long long)first);
+      return atlas_status_make(
+          ATLAS_STATUS_UNIMPLEMENTED,
+          "%s: layer_types: full_attention layer %lld "
+          "after sliding_attention layer %lld is not "
+          "supported (only full layers, then sliding ones)",
+          path, (long long)i, (long long)first);
     }
   }
   *first_sliding = first;
@@ -236,8 +251,8 @@ static atlas_status parse_window(const char *path, const json_t *root,
   if (cfg->family == ATLAS_LLAMA_FAMILY_LLAMA) {
     bool found = false;
     int64_t first = 0;
-    ATLAS_RETURN_IF_ERROR(parse_layer_types(path, root, cfg->num_hidden_layers,
-                                            &first, &found));
+    ATLAS_RETURN_IF_ERROR(
+        parse_layer_types(path, root, cfg->num_hidden_layers, &first, &found));
     if (found && first < cfg->num_hidden_layers) {
       return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
                                "%s: layer_types asks for sliding_attention, "
@@ -250,8 +265,8 @@ static atlas_status parse_window(const char *path, const json_t *root,
     // steps see fewer keys than its prompt did (checked on the H200,
     // transformers 5.17). Atlas attends to every position and holds the
     // context to the window, where the two agree.
-    ATLAS_RETURN_IF_ERROR(get_dim(path, root, "sliding_window", false,
-                                  &cfg->context_window));
+    ATLAS_RETURN_IF_ERROR(
+        get_dim(path, root, "sliding_window", false, &cfg->context_window));
     return ATLAS_OK;
   }
   // 4096 is MistralConfig's and Qwen2Config's default when the key is
@@ -264,13 +279,15 @@ static atlas_status parse_window(const char *path, const json_t *root,
     ATLAS_RETURN_IF_ERROR(get_bool(path, root, "use_sliding_window", &use));
   }
   if (present(root, "sliding_window") != NULL) {
-    ATLAS_RETURN_IF_ERROR(get_dim(path, root, "sliding_window", false, &window));
+    ATLAS_RETURN_IF_ERROR(
+        get_dim(path, root, "sliding_window", false, &window));
   }
   if (!use || window == 0) return ATLAS_OK;
   int64_t first = 0;
   if (cfg->family != ATLAS_LLAMA_FAMILY_MISTRAL) {
     first = 28;  // Qwen2Config's default max_window_layers
-    ATLAS_RETURN_IF_ERROR(get_dim(path, root, "max_window_layers", false, &first));
+    ATLAS_RETURN_IF_ERROR(
+        get_dim(path, root, "max_window_layers", false, &first));
   }
   bool found = false;
   int64_t listed_first = 0;
@@ -283,14 +300,15 @@ static atlas_status parse_window(const char *path, const json_t *root,
     // and, with rope_theta at the top level, failed to build the model
     // (TypeError; H200, session 24). Full layers in the list ask for
     // another model; kept refused rather than guess which answer is meant.
-    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                             "%s: layer_types lists full_attention layers, "
-                             "which model_type mistral does not have "
-                             "(MistralForCausalLM does not follow layer_types: "
-                             "transformers applies sliding_window %lld to every "
-                             "layer or, with rope_theta at the top level, "
-                             "fails to build the model)",
-                             path, (long long)window);
+    return atlas_status_make(
+        ATLAS_STATUS_UNIMPLEMENTED,
+        "%s: layer_types lists full_attention layers, "
+        "which model_type mistral does not have "
+        "(MistralForCausalLM does not follow layer_types: "
+        "transformers applies sliding_window %lld to every "
+        "layer or, with rope_theta at the top level, "
+        "fails to build the model)",
+        path, (long long)window);
   }
   if (found) first = listed_first;  // transformers prefers the explicit list
   cfg->sliding_window = window;
@@ -303,7 +321,8 @@ static atlas_status parse_features(const char *path, const json_t *root,
   bool attention_bias = false;
   switch (cfg->family) {
     case ATLAS_LLAMA_FAMILY_LLAMA:
-      ATLAS_RETURN_IF_ERROR(get_bool(path, root, "attention_bias", &attention_bias));
+      ATLAS_RETURN_IF_ERROR(
+          get_bool(path, root, "attention_bias", &attention_bias));
       ATLAS_RETURN_IF_ERROR(get_bool(path, root, "mlp_bias", &cfg->mlp_bias));
       cfg->qkv_bias = cfg->o_bias = attention_bias;
       break;
@@ -311,7 +330,8 @@ static atlas_status parse_features(const char *path, const json_t *root,
       cfg->qkv_bias = true;  // Qwen2Attention: q/k/v with bias, o without
       break;
     case ATLAS_LLAMA_FAMILY_QWEN3:
-      ATLAS_RETURN_IF_ERROR(get_bool(path, root, "attention_bias", &attention_bias));
+      ATLAS_RETURN_IF_ERROR(
+          get_bool(path, root, "attention_bias", &attention_bias));
       cfg->qkv_bias = cfg->o_bias = attention_bias;
       cfg->qk_norm = true;
       break;
@@ -326,9 +346,12 @@ static atlas_status parse_features(const char *path, const json_t *root,
 static int64_t default_max_positions(atlas_llama_family f) {
   switch (f) {
     case ATLAS_LLAMA_FAMILY_QWEN2:
-    case ATLAS_LLAMA_FAMILY_QWEN3: return 32768;
-    case ATLAS_LLAMA_FAMILY_MISTRAL: return 131072;  // MistralConfig: 4096 * 32
-    default: return 2048;
+    case ATLAS_LLAMA_FAMILY_QWEN3:
+      return 32768;
+    case ATLAS_LLAMA_FAMILY_MISTRAL:
+      return 131072;  // MistralConfig: 4096 * 32
+    default:
+      return 2048;
   }
 }
 
@@ -337,9 +360,12 @@ static int64_t default_kv_heads(atlas_llama_family f, const json_t *root,
   if (json_object_get(root, "num_key_value_heads") != NULL) return heads;
   switch (f) {
     case ATLAS_LLAMA_FAMILY_QWEN2:
-    case ATLAS_LLAMA_FAMILY_QWEN3: return 32;
-    case ATLAS_LLAMA_FAMILY_MISTRAL: return 8;
-    default: return heads;
+    case ATLAS_LLAMA_FAMILY_QWEN3:
+      return 32;
+    case ATLAS_LLAMA_FAMILY_MISTRAL:
+      return 8;
+    default:
+      return heads;
   }
 }
 
@@ -354,22 +380,21 @@ static atlas_status parse_root(const char *path, const json_t *root,
   cfg->max_position_embeddings = default_max_positions(family);
   cfg->rms_norm_eps = 1e-6;
   cfg->rope_theta = 10000.0;
-  ATLAS_RETURN_IF_ERROR(get_dim(path, root, "vocab_size", true,
-                                &cfg->vocab_size));
-  ATLAS_RETURN_IF_ERROR(get_dim(path, root, "hidden_size", true,
-                                &cfg->hidden_size));
-  ATLAS_RETURN_IF_ERROR(get_dim(path, root, "intermediate_size", true,
-                                &cfg->intermediate_size));
-  ATLAS_RETURN_IF_ERROR(get_dim(path, root, "num_hidden_layers", true,
-                                &cfg->num_hidden_layers));
+  ATLAS_RETURN_IF_ERROR(
+      get_dim(path, root, "vocab_size", true, &cfg->vocab_size));
+  ATLAS_RETURN_IF_ERROR(
+      get_dim(path, root, "hidden_size", true, &cfg->hidden_size));
+  ATLAS_RETURN_IF_ERROR(
+      get_dim(path, root, "intermediate_size", true, &cfg->intermediate_size));
+  ATLAS_RETURN_IF_ERROR(
+      get_dim(path, root, "num_hidden_layers", true, &cfg->num_hidden_layers));
   ATLAS_RETURN_IF_ERROR(get_dim(path, root, "num_attention_heads", true,
                                 &cfg->num_attention_heads));
   cfg->num_key_value_heads =
       default_kv_heads(family, root, cfg->num_attention_heads);
   ATLAS_RETURN_IF_ERROR(get_dim(path, root, "num_key_value_heads", false,
                                 &cfg->num_key_value_heads));
-  ATLAS_RETURN_IF_ERROR(get_dim(path, root, "head_dim", false,
-                                &cfg->head_dim));
+  ATLAS_RETURN_IF_ERROR(get_dim(path, root, "head_dim", false, &cfg->head_dim));
   ATLAS_RETURN_IF_ERROR(get_dim(path, root, "max_position_embeddings", false,
                                 &cfg->max_position_embeddings));
   bool found = false;
@@ -384,8 +409,8 @@ static atlas_status parse_root(const char *path, const json_t *root,
                              path, cfg->rope.partial_rotary_factor,
                              family_name(family));
   }
-  ATLAS_RETURN_IF_ERROR(get_bool(path, root, "tie_word_embeddings",
-                                 &cfg->tie_word_embeddings));
+  ATLAS_RETURN_IF_ERROR(
+      get_bool(path, root, "tie_word_embeddings", &cfg->tie_word_embeddings));
   ATLAS_RETURN_IF_ERROR(check_unsupported(path, root, family));
   ATLAS_RETURN_IF_ERROR(parse_features(path, root, cfg));
   // get_dim guarantees these; the check keeps the divisions below visibly safe.
@@ -468,7 +493,8 @@ atlas_status atlas_llama_config_parse_family(atlas_llama_family family,
 
 atlas_status atlas_llama_config_load(const char *path,
                                      atlas_llama_config *out_config) {
-  return atlas_llama_config_load_family(ATLAS_LLAMA_FAMILY_LLAMA, path, out_config);
+  return atlas_llama_config_load_family(ATLAS_LLAMA_FAMILY_LLAMA, path,
+                                        out_config);
 }
 
 atlas_status atlas_llama_config_load_family(atlas_llama_family family,

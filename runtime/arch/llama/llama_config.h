@@ -29,23 +29,23 @@ typedef enum atlas_llama_family {
 
 typedef struct atlas_llama_config {
   atlas_llama_family family;
-  int64_t vocab_size;               // required
-  int64_t hidden_size;              // required
-  int64_t intermediate_size;        // required
-  int64_t num_hidden_layers;        // required
-  int64_t num_attention_heads;      // required
-  int64_t num_key_value_heads;      // absent: 32 (Qwen), 8 (Mistral), else heads
-  int64_t head_dim;                 // default: hidden_size / heads
+  int64_t vocab_size;           // required
+  int64_t hidden_size;          // required
+  int64_t intermediate_size;    // required
+  int64_t num_hidden_layers;    // required
+  int64_t num_attention_heads;  // required
+  int64_t num_key_value_heads;  // absent: 32 (Qwen), 8 (Mistral), else heads
+  int64_t head_dim;             // default: hidden_size / heads
   int64_t max_position_embeddings;  // default: 2048; Qwen 32768; Mistral 131072
   double rms_norm_eps;              // default: 1e-6
   double rope_theta;  // default 10000; top level or rope_parameters.rope_theta
-  atlas_rope_config rope;           // type and scaling (theta == rope_theta)
-  bool tie_word_embeddings;         // default: false
-  bool qkv_bias;       // q_proj, k_proj, v_proj carry .bias tensors
-  bool o_bias;         // o_proj carries a .bias
-  bool mlp_bias;       // gate/up/down_proj carry .bias tensors
-  bool qk_norm;        // per-head RMSNorm of q and k before RoPE (Qwen3)
-  int64_t sliding_window;      // 0: every layer attends to all positions
+  atlas_rope_config rope;    // type and scaling (theta == rope_theta)
+  bool tie_word_embeddings;  // default: false
+  bool qkv_bias;             // q_proj, k_proj, v_proj carry .bias tensors
+  bool o_bias;               // o_proj carries a .bias
+  bool mlp_bias;             // gate/up/down_proj carry .bias tensors
+  bool qk_norm;              // per-head RMSNorm of q and k before RoPE (Qwen3)
+  int64_t sliding_window;    // 0: every layer attends to all positions
   int64_t window_first_layer;  // layers >= this attend to the last
                                // sliding_window positions only
   // model_type llama's sliding_window (0: none): every layer still attends
@@ -60,19 +60,18 @@ typedef struct atlas_llama_config {
 // non-positive values, heads not dividing hidden_size (when head_dim is
 // defaulted), kv heads not dividing heads, odd head_dim (RoPE pairs halves),
 // and features the runtime does not implement (unknown rope types,
-// use_sliding_window, activations other than silu, ...) with UNIMPLEMENTED. Messages
-// name `path_for_errors`.
-ATLAS_MUST_USE atlas_status atlas_llama_config_parse(const char *text, size_t len,
-                                      const char *path_for_errors,
-                                      atlas_llama_config *out_config);
+// use_sliding_window, activations other than silu, ...) with UNIMPLEMENTED.
+// Messages name `path_for_errors`.
+ATLAS_MUST_USE atlas_status atlas_llama_config_parse(
+    const char *text, size_t len, const char *path_for_errors,
+    atlas_llama_config *out_config);
 
 // As atlas_llama_config_parse for one family: the keys that family
 // implements are read, every math-changing key it does not implement is
 // refused by name (UNIMPLEMENTED).
-ATLAS_MUST_USE atlas_status atlas_llama_config_parse_family(atlas_llama_family family,
-                                             const char *text, size_t len,
-                                             const char *path_for_errors,
-                                             atlas_llama_config *out_config);
+ATLAS_MUST_USE atlas_status atlas_llama_config_parse_family(
+    atlas_llama_family family, const char *text, size_t len,
+    const char *path_for_errors, atlas_llama_config *out_config);
 
 // Sliding window of layer `layer` (0: none).
 static inline int64_t atlas_llama_layer_window(const atlas_llama_config *c,
@@ -85,8 +84,8 @@ static inline int64_t atlas_llama_layer_window(const atlas_llama_config *c,
 // NULL) gets the config.json key that sets it.
 static inline int64_t atlas_llama_context(const atlas_llama_config *c,
                                           const char **out_key) {
-  bool window = c->context_window > 0 &&
-                c->context_window < c->max_position_embeddings;
+  bool window =
+      c->context_window > 0 && c->context_window < c->max_position_embeddings;
   if (out_key != NULL) {
     *out_key = window ? "sliding_window" : "max_position_embeddings";
   }
@@ -94,12 +93,12 @@ static inline int64_t atlas_llama_context(const atlas_llama_config *c,
 }
 
 // Reads and parses a config.json file (as Llama's: atlas_llama_config_parse).
-ATLAS_MUST_USE atlas_status atlas_llama_config_load(const char *path,
-                                     atlas_llama_config *out_config);
+ATLAS_MUST_USE atlas_status
+atlas_llama_config_load(const char *path, atlas_llama_config *out_config);
 // The same as `family`'s (atlas_llama_config_parse_family).
-ATLAS_MUST_USE atlas_status atlas_llama_config_load_family(atlas_llama_family family,
-                                            const char *path,
-                                            atlas_llama_config *out_config);
+ATLAS_MUST_USE atlas_status
+atlas_llama_config_load_family(atlas_llama_family family, const char *path,
+                               atlas_llama_config *out_config);
 
 #ifdef __cplusplus
 }  // extern "C"

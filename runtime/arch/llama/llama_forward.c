@@ -35,8 +35,9 @@ static atlas_status launch(const atlas_llama_ctx *ctx, const atlas_kernel *k,
   return launch_shared(ctx, k, grid, block, 0, args, count);
 }
 
-static atlas_status elementwise(const atlas_llama_ctx *ctx, const atlas_kernel *k,
-                                float *a, const float *b, uint32_t n) {
+static atlas_status elementwise(const atlas_llama_ctx *ctx,
+                                const atlas_kernel *k, float *a, const float *b,
+                                uint32_t n) {
   atlas_arg args[] = {P(a), P(b), U(n)};
   return launch(ctx, k, blocks(n, 256), 256, args, COUNT(args));
 }
@@ -89,7 +90,8 @@ static atlas_status norm_input(const atlas_llama_ctx *ctx, const float *norm,
 // RMSNorm(x) with the weights `norm` for gate_up, qkv_rope and matvec:
 // each warp normalises in the same pass as its dot products (llama.cu,
 // rows_dot_norm), so nothing is staged and no launch comes between.
-static product_input norm_in_warps(const atlas_llama_ctx *ctx, const float *norm) {
+static product_input norm_in_warps(const atlas_llama_ctx *ctx,
+                                   const float *norm) {
   return (product_input){ctx->scratch->x, norm, 0};
 }
 
@@ -144,10 +146,12 @@ static atlas_status rope_store(const atlas_llama_model *m, void *kc, void *vc) {
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
   uint32_t n_kv = (uint32_t)c->num_key_value_heads;
   uint32_t hd = (uint32_t)c->head_dim;
-  atlas_arg args[] = {P(s->q),     P(s->k),   P(s->v),     P(kc),
-                      P(vc),       P(s->inv_freq), U(n_heads), U(n_kv),
-                      U(hd),       U((uint32_t)m->rot_dim), P(s->step),
-                      F(m->attention_factor)};
+  atlas_arg args[] = {P(s->q),    P(s->k),
+                      P(s->v),    P(kc),
+                      P(vc),      P(s->inv_freq),
+                      U(n_heads), U(n_kv),
+                      U(hd),      U((uint32_t)m->rot_dim),
+                      P(s->step), F(m->attention_factor)};
   uint64_t threads = (uint64_t)(n_heads + n_kv) * half + (uint64_t)n_kv * hd;
   return launch(ctx, ctx->ops.rope_store[atlas_llama_wtype_of(m->kv->dtype)],
                 blocks(threads, 256), 256, args, COUNT(args));
@@ -156,7 +160,8 @@ static atlas_status rope_store(const atlas_llama_model *m, void *kc, void *vc) {
 // q, k and v with their biases (and the norm), RoPE at this step's position,
 // and k and v into that position's rows of kc / vc: one launch where
 // matvec_qkv and rope_store were two.
-static atlas_status qkv_rope(const atlas_llama_model *m, const atlas_llama_layer *L,
+static atlas_status qkv_rope(const atlas_llama_model *m,
+                             const atlas_llama_layer *L,
                              const product_input *in, void *kc, void *vc) {
   const atlas_llama_ctx *ctx = &m->ctx;
   const atlas_llama_config *c = ctx->config;
@@ -164,13 +169,25 @@ static atlas_status qkv_rope(const atlas_llama_model *m, const atlas_llama_layer
   uint32_t hd = (uint32_t)c->head_dim;
   uint32_t q_dim = (uint32_t)c->num_attention_heads * hd;
   uint32_t kv_dim = (uint32_t)c->num_key_value_heads * hd;
-  atlas_arg args[] = {P(s->q),        P(kc),         P(vc),
-                      P(L->wq.data),  P(L->wk.data), P(L->wv.data),
-                      P(L->q_bias),   P(L->k_bias),  P(L->v_bias),
-                      P(in->x),       U(q_dim),      U(kv_dim),
-                      U((uint32_t)c->hidden_size), P(in->norm),
-                      F((float)c->rms_norm_eps),   P(s->inv_freq),
-                      U(hd),          U((uint32_t)m->rot_dim), P(s->step),
+  atlas_arg args[] = {P(s->q),
+                      P(kc),
+                      P(vc),
+                      P(L->wq.data),
+                      P(L->wk.data),
+                      P(L->wv.data),
+                      P(L->q_bias),
+                      P(L->k_bias),
+                      P(L->v_bias),
+                      P(in->x),
+                      U(q_dim),
+                      U(kv_dim),
+                      U((uint32_t)c->hidden_size),
+                      P(in->norm),
+                      F((float)c->rms_norm_eps),
+                      P(s->inv_freq),
+                      U(hd),
+                      U((uint32_t)m->rot_dim),
+                      P(s->step),
                       F(m->attention_factor)};
   const atlas_kernel *k = ctx->ops.qkv_rope[atlas_llama_wtype_of(m->kv->dtype)]
                                            [atlas_llama_wtype_of(L->wq.dtype)];
@@ -183,8 +200,9 @@ static atlas_status residual(const atlas_llama_ctx *ctx, float *x,
                              const atlas_llama_matrix *w, const float *in,
                              const float *bias, int64_t rows, int64_t cols,
                              uint32_t splits) {
-  atlas_arg args[] = {P(x), P(w->data), P(in), P(bias), U((uint32_t)rows),
-                      U((uint32_t)cols), U(splits)};
+  atlas_arg args[] = {P(x),     P(w->data),        P(in),
+                      P(bias),  U((uint32_t)rows), U((uint32_t)cols),
+                      U(splits)};
   return launch(ctx, ctx->ops.matvec_add[atlas_llama_wtype_of(w->dtype)],
                 blocks((uint64_t)rows * splits, 8), 256, args, COUNT(args));
 }
@@ -192,8 +210,8 @@ static atlas_status residual(const atlas_llama_ctx *ctx, float *x,
 // One decoder layer of the decode step. Nothing here depends on the token or
 // the position (the kernels read them from scratch->step), so the same
 // launches replay as a graph at every step.
-static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L,
-                          int64_t l) {
+static atlas_status layer(const atlas_llama_model *m,
+                          const atlas_llama_layer *L, int64_t l) {
   const atlas_llama_ctx *ctx = &m->ctx;
   const atlas_llama_config *c = ctx->config;
   atlas_llama_scratch *s = ctx->scratch;
@@ -214,16 +232,27 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   bool fused = qkv_one && L->q_norm == NULL && L->k_norm == NULL &&
                head_dim % 2 == 0 && m->rot_dim % 2 == 0;
   product_input in = norm_in_warps(ctx, L->attn_norm);
-  if (qkv_one && !fused) ATLAS_RETURN_IF_ERROR(norm_input(ctx, L->attn_norm, &in));
+  if (qkv_one && !fused)
+    ATLAS_RETURN_IF_ERROR(norm_input(ctx, L->attn_norm, &in));
   if (fused) {
     ATLAS_RETURN_IF_ERROR(qkv_rope(m, L, &in, kc, vc));
   } else if (qkv_one) {
     // q, k and v with their biases (and the norm): one launch.
-    atlas_arg qkv[] = {P(s->q),        P(s->k),       P(s->v),
-                       P(L->wq.data),  P(L->wk.data), P(L->wv.data),
-                       P(L->q_bias),   P(L->k_bias),  P(L->v_bias),
-                       P(in.x),        U((uint32_t)q_dim), U((uint32_t)kv_dim),
-                       U((uint32_t)hidden), P(in.norm), F(eps)};
+    atlas_arg qkv[] = {P(s->q),
+                       P(s->k),
+                       P(s->v),
+                       P(L->wq.data),
+                       P(L->wk.data),
+                       P(L->wv.data),
+                       P(L->q_bias),
+                       P(L->k_bias),
+                       P(L->v_bias),
+                       P(in.x),
+                       U((uint32_t)q_dim),
+                       U((uint32_t)kv_dim),
+                       U((uint32_t)hidden),
+                       P(in.norm),
+                       F(eps)};
     ATLAS_RETURN_IF_ERROR(launch_shared(
         ctx, ctx->ops.matvec_qkv[atlas_llama_wtype_of(L->wq.dtype)],
         blocks((uint64_t)(q_dim + 2 * kv_dim), 8), 256, in.shared, qkv,
@@ -238,8 +267,10 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
   }
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
   if (!fused) {
-    ATLAS_RETURN_IF_ERROR(head_norm(ctx, s->q, L->q_norm, c->num_attention_heads));
-    ATLAS_RETURN_IF_ERROR(head_norm(ctx, s->k, L->k_norm, c->num_key_value_heads));
+    ATLAS_RETURN_IF_ERROR(
+        head_norm(ctx, s->q, L->q_norm, c->num_attention_heads));
+    ATLAS_RETURN_IF_ERROR(
+        head_norm(ctx, s->k, L->k_norm, c->num_key_value_heads));
     ATLAS_RETURN_IF_ERROR(rope_store(m, kc, vc));
   }
   uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
@@ -248,16 +279,23 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
     ATLAS_RETURN_IF_ERROR(
         atlas_llama_decode_attention(m, l, window, s->xb2, s->q));
   } else {
-    atlas_arg att_args[] = {P(s->xb2), P(s->q), P(kc), P(vc), P(s->att),
-                            U(n_heads), U((uint32_t)c->num_key_value_heads),
-                            U((uint32_t)head_dim), P(s->step), U(window)};
-    ATLAS_RETURN_IF_ERROR(launch(ctx,
-                                 ctx->ops.attention[atlas_llama_wtype_of(m->kv->dtype)],
-                                 n_heads, 256, att_args, COUNT(att_args)));
+    atlas_arg att_args[] = {P(s->xb2),
+                            P(s->q),
+                            P(kc),
+                            P(vc),
+                            P(s->att),
+                            U(n_heads),
+                            U((uint32_t)c->num_key_value_heads),
+                            U((uint32_t)head_dim),
+                            P(s->step),
+                            U(window)};
+    ATLAS_RETURN_IF_ERROR(
+        launch(ctx, ctx->ops.attention[atlas_llama_wtype_of(m->kv->dtype)],
+               n_heads, 256, att_args, COUNT(att_args)));
   }
   // The output projection and the residual add in one pass.
-  ATLAS_RETURN_IF_ERROR(residual(ctx, s->x, &L->wo, s->xb2, L->o_bias, hidden, q_dim,
-                                 ctx->o_splits));
+  ATLAS_RETURN_IF_ERROR(residual(ctx, s->x, &L->wo, s->xb2, L->o_bias, hidden,
+                                 q_dim, ctx->o_splits));
 
   int64_t inter = c->intermediate_size;
   bool gate_up_one = L->w_up.dtype == L->w_gate.dtype;
@@ -271,10 +309,11 @@ static atlas_status layer(const atlas_llama_model *m, const atlas_llama_layer *L
     // rows a block (H200, context 128, calls 5 and 6: 8B 4.50-4.52 ms, 1B
     // 0.943-0.953 vs 4.546 and 0.956 at eight rows: the last wave's tail is
     // smaller).
-    atlas_arg gu[] = {P(s->hb),        P(L->w_gate.data), P(L->w_up.data),
-                      P(L->gate_bias), P(L->up_bias),     P(in.x),
-                      U((uint32_t)inter), U((uint32_t)hidden), P(in.norm),
-                      F(eps)};
+    atlas_arg gu[] = {P(s->hb),           P(L->w_gate.data),
+                      P(L->w_up.data),    P(L->gate_bias),
+                      P(L->up_bias),      P(in.x),
+                      U((uint32_t)inter), U((uint32_t)hidden),
+                      P(in.norm),         F(eps)};
     ATLAS_RETURN_IF_ERROR(launch_shared(
         ctx, ctx->ops.gate_up[atlas_llama_wtype_of(L->w_gate.dtype)],
         blocks((uint64_t)inter, 2), 64, in.shared, gu, COUNT(gu)));
@@ -308,8 +347,8 @@ static atlas_status step_body(const atlas_llama_model *m) {
   // times its row's bytes, from L1).
   product_input in;
   ATLAS_RETURN_IF_ERROR(norm_launch(&m->ctx, w->final_norm, &in));
-  ATLAS_RETURN_IF_ERROR(
-      matvec(&m->ctx, s->logits, &w->lm_head, &in, c->vocab_size, c->hidden_size));
+  ATLAS_RETURN_IF_ERROR(matvec(&m->ctx, s->logits, &w->lm_head, &in,
+                               c->vocab_size, c->hidden_size));
   // The argmax also writes the next step's token and position, so greedy
   // decoding can queue that step before this one's id reaches the host.
   atlas_arg args[] = {P(s->result), P(s->logits), U((uint32_t)c->vocab_size),
@@ -342,16 +381,19 @@ static atlas_status run_step_body(atlas_llama_model *m) {
       cap = atlas_backend_end_capture(b, stream, &graph);
       if (body != ATLAS_OK) {
         atlas_status_free(cap);
-        if (graph != NULL) atlas_status_free(atlas_backend_destroy_graph(b, graph));
+        if (graph != NULL)
+          atlas_status_free(atlas_backend_destroy_graph(b, graph));
         bool aborted = false;
-        atlas_status_free(atlas_backend_abort_capture_if_active(b, stream, &aborted));
+        atlas_status_free(
+            atlas_backend_abort_capture_if_active(b, stream, &aborted));
         return body;
       }
       if (cap == ATLAS_OK) g->graph = graph;
     }
     if (cap != ATLAS_OK) {
       bool aborted = false;
-      atlas_status_free(atlas_backend_abort_capture_if_active(b, stream, &aborted));
+      atlas_status_free(
+          atlas_backend_abort_capture_if_active(b, stream, &aborted));
       // A capture someone else left open took the step's upload with it.
       ATLAS_RETURN_IF_ERROR(upload_step(m));
       atlas_log(atlas_backend_log_sink(b), ATLAS_LOG_WARNING,
@@ -395,7 +437,8 @@ atlas_status atlas_llama_set_decode_graph(atlas_llama_model *m, bool enabled) {
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_set_decode_overlap(atlas_llama_model *m, bool enabled) {
+atlas_status atlas_llama_set_decode_overlap(atlas_llama_model *m,
+                                            bool enabled) {
   if (m->graph == NULL) {
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                              "this model has no decode graph state");
@@ -409,7 +452,8 @@ atlas_status atlas_llama_set_decode_overlap(atlas_llama_model *m, bool enabled) 
 // max_position_embeddings depends on it.
 static int64_t rope_key(const atlas_llama_model *m, int64_t seq_len) {
   const atlas_llama_config *c = &m->config;
-  return c->rope.type == ATLAS_ROPE_DYNAMIC && seq_len > c->max_position_embeddings
+  return c->rope.type == ATLAS_ROPE_DYNAMIC &&
+                 seq_len > c->max_position_embeddings
              ? seq_len
              : 0;
 }
@@ -453,7 +497,8 @@ atlas_status atlas_llama_rope_update(atlas_llama_model *m, int64_t seq_len) {
     for (size_t i = 0; i < half; ++i) f[i] = (float)inv[i];
     m->attention_factor = (float)factor;
     status = atlas_status_annotate(
-        atlas_backend_h2d(m->backend, m->scratch->inv_freq, f, half * sizeof(float)),
+        atlas_backend_h2d(m->backend, m->scratch->inv_freq, f,
+                          half * sizeof(float)),
         "uploading RoPE frequencies");
   }
   free(inv);
@@ -464,7 +509,8 @@ atlas_status atlas_llama_rope_update(atlas_llama_model *m, int64_t seq_len) {
 
 // A NaN or Inf logit makes argmax meaningless: an error naming the step,
 // never a silent token 0. `what`: "NaN", "Inf", or "a non-finite value".
-static atlas_status non_finite_logit(size_t step, const char *what, size_t index) {
+static atlas_status non_finite_logit(size_t step, const char *what,
+                                     size_t index) {
   return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                            "forward step %zu produced a non-finite logit "
                            "(%s at index %zu); refusing to pick a token",
@@ -481,9 +527,10 @@ atlas_status atlas_llama_decode_step(atlas_llama_model *m, uint32_t token,
                              token, (long long)c->vocab_size);
   }
   if ((int64_t)pos >= m->max_seq) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "position %u is past the KV cache (%lld positions)",
-                             pos, (long long)m->max_seq);
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "position %u is past the KV cache (%lld positions)", pos,
+        (long long)m->max_seq);
   }
   if (seq_len <= (int64_t)pos) seq_len = (int64_t)pos + 1;
   ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, seq_len));
@@ -494,12 +541,12 @@ atlas_status atlas_llama_decode_step(atlas_llama_model *m, uint32_t token,
   ATLAS_RETURN_IF_ERROR(upload_step(m));
   ATLAS_RETURN_IF_ERROR(run_step(m));
   uint32_t result[2] = {0, 0};
-  ATLAS_RETURN_IF_ERROR(atlas_backend_d2h_on_stream(m->backend, result, s->result,
-                                                    sizeof(result), stream));
+  ATLAS_RETURN_IF_ERROR(atlas_backend_d2h_on_stream(
+      m->backend, result, s->result, sizeof(result), stream));
   if (out_logits != NULL) {
     ATLAS_RETURN_IF_ERROR(atlas_backend_d2h_on_stream(
-        m->backend, out_logits, s->logits, (size_t)c->vocab_size * sizeof(float),
-        stream));
+        m->backend, out_logits, s->logits,
+        (size_t)c->vocab_size * sizeof(float), stream));
   }
   if (result[1] != UINT32_MAX) {
     const char *what = "a non-finite value";
@@ -611,12 +658,14 @@ static bool can_run_ahead(const atlas_llama_model *m, int64_t first_len,
 static atlas_status greedy_ahead(atlas_llama_model *m,
                                  const atlas_arch_generate_options *options,
                                  uint32_t token, size_t pos, size_t forwards,
-                                 int64_t seq_len_min, size_t vocab, size_t steps,
-                                 uint32_t *out_tokens, size_t *generated) {
+                                 int64_t seq_len_min, size_t vocab,
+                                 size_t steps, uint32_t *out_tokens,
+                                 size_t *generated) {
   atlas_backend *b = m->backend;
   atlas_stream *stream = m->ctx.core.stream;
   atlas_llama_scratch *s = m->scratch;
-  int64_t first_len = (int64_t)pos + 1 > seq_len_min ? (int64_t)pos + 1 : seq_len_min;
+  int64_t first_len =
+      (int64_t)pos + 1 > seq_len_min ? (int64_t)pos + 1 : seq_len_min;
   ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, first_len));
   uint32_t *ring = m->ahead->ring;
   atlas_event *const *done = m->ahead->done;
@@ -626,16 +675,19 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
   size_t queued = pos;
   bool stop = false;
   while (status == ATLAS_OK && !stop && pos < forwards) {
-    while (status == ATLAS_OK && queued < forwards && queued - pos < ATLAS_LLAMA_AHEAD) {
+    while (status == ATLAS_OK && queued < forwards &&
+           queued - pos < ATLAS_LLAMA_AHEAD) {
       size_t slot = queued % ATLAS_LLAMA_AHEAD;
       status = run_step(m);
       if (status == ATLAS_OK) {
         status = atlas_backend_d2h_async(b, ring + 2 * slot, s->result,
                                          2 * sizeof(uint32_t), stream);
       }
-      if (status == ATLAS_OK) status = atlas_backend_event_record(b, done[slot], stream);
+      if (status == ATLAS_OK)
+        status = atlas_backend_event_record(b, done[slot], stream);
       if (status != ATLAS_OK) {
-        status = atlas_status_annotate(status, "queueing decode step %zu", queued);
+        status =
+            atlas_status_annotate(status, "queueing decode step %zu", queued);
       }
       ++queued;
     }
@@ -643,7 +695,8 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
     size_t slot = pos % ATLAS_LLAMA_AHEAD;
     status = atlas_backend_event_synchronize(b, done[slot]);
     if (status != ATLAS_OK) {
-      status = atlas_status_annotate(status, "waiting for decode step %zu", pos);
+      status =
+          atlas_status_annotate(status, "waiting for decode step %zu", pos);
       break;
     }
     if (ring[2 * slot + 1] != UINT32_MAX) {
@@ -659,8 +712,8 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
 }
 
 atlas_status atlas_llama_decode_greedy(atlas_llama_model *m, uint32_t token,
-                                      uint32_t pos, size_t count,
-                                      uint32_t *out_tokens) {
+                                       uint32_t pos, size_t count,
+                                       uint32_t *out_tokens) {
   size_t end = (size_t)pos + count, generated = 0;
   if ((int64_t)end > m->max_seq) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -671,8 +724,8 @@ atlas_status atlas_llama_decode_greedy(atlas_llama_model *m, uint32_t token,
   size_t vocab = (size_t)m->config.vocab_size;
   if (token >= vocab) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "token %u is outside the vocabulary (%zu ids)", token,
-                             vocab);
+                             "token %u is outside the vocabulary (%zu ids)",
+                             token, vocab);
   }
   if (count == 0) return ATLAS_OK;
   if (can_run_ahead(m, (int64_t)pos + 1, (int64_t)end)) {
@@ -680,8 +733,8 @@ atlas_status atlas_llama_decode_greedy(atlas_llama_model *m, uint32_t token,
                         &generated);
   }
   for (size_t i = 0; i < count; ++i) {
-    ATLAS_RETURN_IF_ERROR(atlas_llama_decode_step(m, token, pos + (uint32_t)i, 0,
-                                                  NULL, &token));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_llama_decode_step(m, token, pos + (uint32_t)i, 0, NULL, &token));
     out_tokens[i] = token;
   }
   return ATLAS_OK;
@@ -700,7 +753,8 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
   }
   // Compared without the sum, which a steps near SIZE_MAX would wrap.
   size_t later = steps > 0 ? steps - 1 : 0;
-  if (prompt_len > (uint64_t)m->max_seq || later > (uint64_t)m->max_seq - prompt_len) {
+  if (prompt_len > (uint64_t)m->max_seq ||
+      later > (uint64_t)m->max_seq - prompt_len) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%zu prompt tokens and %zu steps need more "
                              "positions than there are: the KV cache holds "
@@ -724,10 +778,12 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     // token goes through the decode step: its matrix-vector products read
     // the weights at full bandwidth where the prompt's tiles would not (a
     // swap's proving step took 15 ms on the H200 for a 4.8 GB model).
-    status = atlas_llama_prefill(m, prompt, prompt_len, 0, logits, sink, sink_ctx);
+    status =
+        atlas_llama_prefill(m, prompt, prompt_len, 0, logits, sink, sink_ctx);
     pos = prompt_len;
     // The first generated token, under the same EOS and on_token rules.
-    if (status == ATLAS_OK) status = check_finite_logits(logits, vocab, prompt_len - 1);
+    if (status == ATLAS_OK)
+      status = check_finite_logits(logits, vocab, prompt_len - 1);
     if (status == ATLAS_OK) {
       status = take(options, logits, 0, vocab, steps, out_tokens, &generated,
                     &token, &stop);
@@ -739,8 +795,9 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     // RoPE frequencies fixed to the end: the device runs ahead.
     if (pos + 1 >= prompt_len && sink == NULL && !chooser &&
         can_run_ahead(m, (int64_t)(pos + 1), (int64_t)forwards)) {
-      status = greedy_ahead(m, options, token, pos, forwards, (int64_t)prompt_len,
-                            vocab, steps, out_tokens, &generated);
+      status =
+          greedy_ahead(m, options, token, pos, forwards, (int64_t)prompt_len,
+                       vocab, steps, out_tokens, &generated);
       break;
     }
     // transformers' generate runs the prompt as one forward, so dynamic
@@ -753,7 +810,8 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     uint32_t device_id = 0;
     status = atlas_llama_decode_step(m, token, (uint32_t)pos, seq_len, want,
                                      &device_id);
-    if (status == ATLAS_OK && sink != NULL) status = sink(sink_ctx, logits, vocab);
+    if (status == ATLAS_OK && sink != NULL)
+      status = sink(sink_ctx, logits, vocab);
     if (status != ATLAS_OK) break;
     if (in_prompt) {
       token = prompt[pos + 1];
@@ -763,7 +821,8 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     }
   }
   free(logits);
-  if (out_count != NULL) *out_count = generated;  // on failure too: what on_token saw
+  if (out_count != NULL)
+    *out_count = generated;  // on failure too: what on_token saw
   return status;
 }
 
@@ -796,11 +855,12 @@ atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
                                   atlas_llama_ctx *out_ctx) {
   memset(out_ctx, 0, sizeof(*out_ctx));
   if (config == NULL || scratch == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "llama context: no %s",
-                             config == NULL ? "model configuration" : "scratch");
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT, "llama context: no %s",
+        config == NULL ? "model configuration" : "scratch");
   }
-  ATLAS_RETURN_IF_ERROR(atlas_forward_ctx_make(backend, stream, &out_ctx->core));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_forward_ctx_make(backend, stream, &out_ctx->core));
   out_ctx->config = config;
   out_ctx->scratch = scratch;
   int sms = 1;
@@ -814,6 +874,6 @@ atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
                        ? (uint32_t)(config->num_attention_heads /
                                     config->num_key_value_heads)
                        : 1;
-  return atlas_llama_ops_resolve(&out_ctx->core, group, (uint32_t)config->head_dim,
-                                 &out_ctx->ops);
+  return atlas_llama_ops_resolve(&out_ctx->core, group,
+                                 (uint32_t)config->head_dim, &out_ctx->ops);
 }

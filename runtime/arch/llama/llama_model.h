@@ -3,13 +3,13 @@
 #ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_
 #define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_
 
-#include "atlas/runtime/forward.h"
-#include "atlas/runtime/arch/llama/llama_weights.h"
-#include "atlas/runtime/arch/llama/llama_buffers.h"
 #include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/llama/llama_buffers.h"
 #include "atlas/runtime/arch/llama/llama_ops.h"
 #include "atlas/runtime/arch/llama/llama_prefill.h"
+#include "atlas/runtime/arch/llama/llama_weights.h"
 #include "atlas/runtime/formats/safetensors.h"
+#include "atlas/runtime/forward.h"
 
 // A weight matrix on the device in its checkpoint dtype.
 typedef struct atlas_llama_matrix {
@@ -31,15 +31,15 @@ typedef struct atlas_llama_layer {
   atlas_llama_matrix w_up;    // (hidden_dim, dim)
   atlas_llama_matrix w_down;  // (dim, hidden_dim)
   // Optional, NULL unless the config asks for them:
-  float *q_bias;              // (q_dim)        qkv_bias
-  float *k_bias;              // (kv_dim)       qkv_bias
-  float *v_bias;              // (kv_dim)       qkv_bias
-  float *o_bias;              // (dim)          o_bias
-  float *gate_bias;           // (hidden_dim)   mlp_bias
-  float *up_bias;             // (hidden_dim)   mlp_bias
-  float *down_bias;           // (dim)          mlp_bias
-  float *q_norm;              // (head_dim)     qk_norm
-  float *k_norm;              // (head_dim)     qk_norm
+  float *q_bias;     // (q_dim)        qkv_bias
+  float *k_bias;     // (kv_dim)       qkv_bias
+  float *v_bias;     // (kv_dim)       qkv_bias
+  float *o_bias;     // (dim)          o_bias
+  float *gate_bias;  // (hidden_dim)   mlp_bias
+  float *up_bias;    // (hidden_dim)   mlp_bias
+  float *down_bias;  // (dim)          mlp_bias
+  float *q_norm;     // (head_dim)     qk_norm
+  float *k_norm;     // (head_dim)     qk_norm
 } atlas_llama_layer;
 
 // Teardown resource "weights": every weight allocation of the model.
@@ -79,19 +79,19 @@ static inline void *atlas_llama_kv_layer(const atlas_llama_kv_cache *kv,
 // inverse frequencies, carved from the model's buffers like the KV cache.
 typedef struct atlas_llama_scratch {
   atlas_backend *backend;
-  float *x;         // (dim) the residual stream
-  float *xb;        // (max(dim, q_dim))
-  float *xb2;       // (max(dim, q_dim))
-  float *q;         // (q_dim)
-  float *hb;        // (hidden_dim)
-  float *hb2;       // (hidden_dim)
-  float *att;       // (n_heads, max_seq)
-  float *logits;    // (vocab_size)
-  float *inv_freq;  // (rot_dim / 2) from the rope config, see rope.h
-  float *k;         // (kv_dim) this step's key, before kv_store
-  float *v;         // (kv_dim) this step's value, before kv_store
-  uint32_t *step;   // (2) this step's token and position, read by kernels
-  uint32_t *result; // (2) argmax id, first non-finite logit (or UINT32_MAX)
+  float *x;          // (dim) the residual stream
+  float *xb;         // (max(dim, q_dim))
+  float *xb2;        // (max(dim, q_dim))
+  float *q;          // (q_dim)
+  float *hb;         // (hidden_dim)
+  float *hb2;        // (hidden_dim)
+  float *att;        // (n_heads, max_seq)
+  float *logits;     // (vocab_size)
+  float *inv_freq;   // (rot_dim / 2) from the rope config, see rope.h
+  float *k;          // (kv_dim) this step's key, before kv_store
+  float *v;          // (kv_dim) this step's value, before kv_store
+  uint32_t *step;    // (2) this step's token and position, read by kernels
+  uint32_t *result;  // (2) argmax id, first non-finite logit (or UINT32_MAX)
 } atlas_llama_scratch;
 
 // Teardown resource "decode_graph": the decode step captured once and
@@ -100,9 +100,9 @@ typedef struct atlas_llama_scratch {
 // changes (dynamic RoPE), and never tried again after a capture failed.
 typedef struct atlas_llama_graph {
   atlas_backend *backend;
-  atlas_graph *graph;   // NULL until captured
-  bool disabled;        // a load option, or a capture failed (logged once)
-  bool no_overlap;      // launches wait for the one before (benchmarks)
+  atlas_graph *graph;  // NULL until captured
+  bool disabled;       // a load option, or a capture failed (logged once)
+  bool no_overlap;     // launches wait for the one before (benchmarks)
 } atlas_llama_graph;
 
 // Teardown resource "decode_ahead": what greedy decoding with the device a
@@ -134,10 +134,10 @@ typedef struct atlas_llama_ctx {
 } atlas_llama_ctx;
 
 // Fails when a piece is missing rather than letting a dispatch site find out.
-ATLAS_MUST_USE atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
-                                  const atlas_llama_config *config,
-                                  atlas_llama_scratch *scratch,
-                                  atlas_llama_ctx *out_ctx);
+ATLAS_MUST_USE atlas_status
+atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
+                     const atlas_llama_config *config,
+                     atlas_llama_scratch *scratch, atlas_llama_ctx *out_ctx);
 
 // Teardown resource "kernel_registry": the model's reference to its kernels.
 typedef struct atlas_llama_kernels {
@@ -164,13 +164,14 @@ struct atlas_llama_model {
   bool no_ahead;
   // RoPE on the host: what scratch->inv_freq was computed for.
   int64_t rot_dim;
-  int64_t rope_seq_len;     // -1: not uploaded yet; 0: static (seq-free)
-  float attention_factor;   // YaRN's cos/sin scale; 1 otherwise
+  int64_t rope_seq_len;    // -1: not uploaded yet; 0: static (seq-free)
+  float attention_factor;  // YaRN's cos/sin scale; 1 otherwise
 };
 
 // Makes scratch->inv_freq right for a forward whose last position is
 // seq_len - 1 (only `dynamic` RoPE depends on it; see rope.h). Uploads only
 // when the frequencies change.
-ATLAS_MUST_USE atlas_status atlas_llama_rope_update(atlas_llama_model *m, int64_t seq_len);
+ATLAS_MUST_USE atlas_status atlas_llama_rope_update(atlas_llama_model *m,
+                                                    int64_t seq_len);
 
 #endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_

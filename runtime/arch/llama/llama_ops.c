@@ -8,9 +8,12 @@
 
 atlas_llama_wtype atlas_llama_wtype_of(atlas_dtype dtype) {
   switch (dtype) {
-    case ATLAS_DTYPE_F16: return ATLAS_LLAMA_W_F16;
-    case ATLAS_DTYPE_BF16: return ATLAS_LLAMA_W_BF16;
-    default: return ATLAS_LLAMA_W_F32;
+    case ATLAS_DTYPE_F16:
+      return ATLAS_LLAMA_W_F16;
+    case ATLAS_DTYPE_BF16:
+      return ATLAS_LLAMA_W_BF16;
+    default:
+      return ATLAS_LLAMA_W_F32;
   }
 }
 
@@ -51,25 +54,30 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
       {batch, "rope_rows", &o->rope_rows},
   };
   for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); ++i) {
-    ATLAS_RETURN_IF_ERROR(
-        atlas_forward_kernel(ctx, plain[i].module, plain[i].name, plain[i].slot),
-        "resolving the Llama kernels");
+    ATLAS_RETURN_IF_ERROR(atlas_forward_kernel(ctx, plain[i].module,
+                                               plain[i].name, plain[i].slot),
+                          "resolving the Llama kernels");
   }
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "embed", "", o->embed, 0));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "matvec", "", o->matvec, 0));
-  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "matvec_qkv", "", o->matvec_qkv, 0));
-  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "matvec_add", "", o->matvec_add, 0));
+  ATLAS_RETURN_IF_ERROR(
+      resolve_typed(ctx, one, "matvec_qkv", "", o->matvec_qkv, 0));
+  ATLAS_RETURN_IF_ERROR(
+      resolve_typed(ctx, one, "matvec_add", "", o->matvec_add, 0));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "gate_up", "", o->gate_up, 0));
-  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "embed_rows", "", o->embed_rows, 0));
+  ATLAS_RETURN_IF_ERROR(
+      resolve_typed(ctx, batch, "embed_rows", "", o->embed_rows, 0));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm", "", o->gemm, 0));
-  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "rope_store", "", o->rope_store, 0));
+  ATLAS_RETURN_IF_ERROR(
+      resolve_typed(ctx, one, "rope_store", "", o->rope_store, 0));
   for (int c = 0; c < ATLAS_LLAMA_W_COUNT; ++c) {
     char cache[8];
     snprintf(cache, sizeof(cache), "_%s", kSuffix[c]);
     ATLAS_RETURN_IF_ERROR(
         resolve_typed(ctx, one, "qkv_rope", cache, o->qkv_rope[c], 0));
   }
-  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, one, "attention", "", o->attention, 0));
+  ATLAS_RETURN_IF_ERROR(
+      resolve_typed(ctx, one, "attention", "", o->attention, 0));
   ATLAS_RETURN_IF_ERROR(
       resolve_typed(ctx, batch, "kv_store_rows", "", o->kv_store_rows, 0));
   for (int c = 0; c < ATLAS_LLAMA_W_COUNT; ++c) {
@@ -78,10 +86,11 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
     ATLAS_RETURN_IF_ERROR(
         atlas_forward_kernel(ctx, batch, name, &o->attention_prefill[c]));
     atlas_llama_decode_kernel(name, kSuffix[c], group, head_dim);
-    ATLAS_RETURN_IF_ERROR(atlas_forward_kernel(ctx, batch, name, &o->decode[c]));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_forward_kernel(ctx, batch, name, &o->decode[c]));
   }
-  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm16", "", o->gemm16,
-                                      ATLAS_LLAMA_W_F16));
+  ATLAS_RETURN_IF_ERROR(
+      resolve_typed(ctx, batch, "gemm16", "", o->gemm16, ATLAS_LLAMA_W_F16));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm16", "_m128",
                                       o->gemm16_m128, ATLAS_LLAMA_W_F16));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "round_rows", "",

@@ -3,8 +3,8 @@
 #ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_OPS_H_
 #define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_OPS_H_
 
-#include "atlas/runtime/forward.h"
 #include "atlas/runtime/formats/safetensors.h"
+#include "atlas/runtime/forward.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,9 +58,9 @@ typedef struct atlas_llama_ops {
 // Resolves every kernel above in the context's registry (`group`: query
 // heads per KV head, and `head_dim`, which pick the decode attention
 // kernel); fails naming the first one missing.
-ATLAS_MUST_USE atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
-                                                    uint32_t group, uint32_t head_dim,
-                                                    atlas_llama_ops *out_ops);
+ATLAS_MUST_USE atlas_status
+atlas_llama_ops_resolve(const atlas_forward_ctx *ctx, uint32_t group,
+                        uint32_t head_dim, atlas_llama_ops *out_ops);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -45,7 +45,8 @@ int64_t atlas_llama_prefill_rows(const atlas_llama_config *c, int64_t max_seq,
                                  int64_t requested) {
   if (requested < 0) return 0;
   if (c->head_dim > ATLAS_LLAMA_BATCH_MAX_HEAD_DIM || c->head_dim % 2 != 0 ||
-      c->num_attention_heads / c->num_key_value_heads > ATLAS_LLAMA_BATCH_MAX_GROUP) {
+      c->num_attention_heads / c->num_key_value_heads >
+          ATLAS_LLAMA_BATCH_MAX_GROUP) {
     return 0;  // the one-token kernels serve these shapes
   }
   int64_t rows = requested > 0 ? requested : kDefaultRows;
@@ -61,7 +62,8 @@ static uint64_t wide_dim(const atlas_llama_config *c) {
 // q_dim (o) or intermediate (down).
 static uint64_t input_dim(const atlas_llama_config *c) {
   uint64_t w = wide_dim(c);
-  return (uint64_t)c->intermediate_size > w ? (uint64_t)c->intermediate_size : w;
+  return (uint64_t)c->intermediate_size > w ? (uint64_t)c->intermediate_size
+                                            : w;
 }
 
 bool atlas_llama_prefill_one_term(atlas_dtype kv_dtype) {
@@ -162,8 +164,9 @@ static atlas_status release_prefill(void *p) {
 // UNIMPLEMENTED means the model's own one-term kernels.
 static atlas_status probe_matmul(atlas_backend *b, bool *out_matmul) {
   *out_matmul = false;
-  atlas_status status = atlas_backend_matmul(
-      b, NULL, NULL, NULL, NULL, ATLAS_MATMUL_BF16, 0, 0, 0, ATLAS_MATMUL_WRITE);
+  atlas_status status =
+      atlas_backend_matmul(b, NULL, NULL, NULL, NULL, ATLAS_MATMUL_BF16, 0, 0,
+                           0, ATLAS_MATMUL_WRITE);
   if (status == ATLAS_OK) {
     *out_matmul = true;
     return ATLAS_OK;
@@ -185,14 +188,14 @@ atlas_status atlas_llama_prefill_setup(atlas_llama_model *m, int64_t rows) {
   }
   s->rows = rows;
   s->one_term = atlas_llama_prefill_one_term(m->kv->dtype);
-  atlas_status status = s->one_term ? probe_matmul(m->backend, &s->matmul)
-                                    : ATLAS_OK;
+  atlas_status status =
+      s->one_term ? probe_matmul(m->backend, &s->matmul) : ATLAS_OK;
   if (status != ATLAS_OK) {
     free(s);
     return status;
   }
-  status =
-      atlas_teardown_register(m->teardown, "prefill_scratch", release_prefill, s);
+  status = atlas_teardown_register(m->teardown, "prefill_scratch",
+                                   release_prefill, s);
   if (status != ATLAS_OK) {
     atlas_status_free(release_prefill(s));
     return status;
@@ -240,8 +243,8 @@ static atlas_status gemm_one_term(const atlas_llama_model *mdl, float *out,
                              "an accumulating product without the backend's "
                              "matmul (the gemm16 kernels overwrite)");
   }
-  atlas_arg args[] = {P(out), P(w->data), P(s->x16), U(m), U((uint32_t)n),
-                      U((uint32_t)k)};
+  atlas_arg args[] = {P(out), P(w->data),     P(s->x16),
+                      U(m),   U((uint32_t)n), U((uint32_t)k)};
   if ((uint64_t)blocks((uint64_t)n, 128) * blocks(m, 128) >= kTall) {
     return launch(ctx, ctx->ops.gemm16_m128[t],
                   d3(blocks((uint64_t)n, 128), blocks(m, 128)), 256, args,
@@ -265,11 +268,12 @@ static atlas_status gemm_x(const atlas_llama_model *mdl, float *out,
     return gemm_one_term(mdl, out, w, x, m, n, k, same_x, ATLAS_MATMUL_WRITE);
   }
   mdl->prefill->x16_type = ATLAS_LLAMA_W_F32;  // the next product rounds
-  atlas_arg args[] = {P(out), P(w->data), P(x), U(m), U((uint32_t)n),
-                      U((uint32_t)k)};
+  atlas_arg args[] = {P(out), P(w->data),     P(x),
+                      U(m),   U((uint32_t)n), U((uint32_t)k)};
   if (t == ATLAS_LLAMA_W_F32) {
-    return launch(ctx, ctx->ops.gemm[t], d3(blocks((uint64_t)n, 64), blocks(m, 64)),
-                  256, args, COUNT(args));
+    return launch(ctx, ctx->ops.gemm[t],
+                  d3(blocks((uint64_t)n, 64), blocks(m, 64)), 256, args,
+                  COUNT(args));
   }
   if ((uint64_t)blocks((uint64_t)n, 128) * blocks(m, 128) >= kTall) {
     // Enough 128 x 128 tiles to fill a large GPU: the taller tile reuses
@@ -278,8 +282,9 @@ static atlas_status gemm_x(const atlas_llama_model *mdl, float *out,
                   d3(blocks((uint64_t)n, 128), blocks(m, 128)), 256, args,
                   COUNT(args));
   }
-  return launch(ctx, ctx->ops.gemm[t], d3(blocks((uint64_t)n, 128), blocks(m, 64)),
-                256, args, COUNT(args));
+  return launch(ctx, ctx->ops.gemm[t],
+                d3(blocks((uint64_t)n, 128), blocks(m, 64)), 256, args,
+                COUNT(args));
 }
 
 static atlas_status gemm(const atlas_llama_model *mdl, float *out,
@@ -298,8 +303,12 @@ static atlas_status gemm_same_x(const atlas_llama_model *mdl, float *out,
 
 static atlas_status rmsnorm_rows(const atlas_llama_ctx *ctx, float *out,
                                  const float *x, const float *w, uint32_t n) {
-  atlas_arg args[] = {P(out), P(x), P(w), U((uint32_t)ctx->config->hidden_size),
-                      F((float)ctx->config->rms_norm_eps), U(n)};
+  atlas_arg args[] = {P(out),
+                      P(x),
+                      P(w),
+                      U((uint32_t)ctx->config->hidden_size),
+                      F((float)ctx->config->rms_norm_eps),
+                      U(n)};
   return launch(ctx, ctx->ops.rmsnorm_rows, d3(n, 1), 256, args, COUNT(args));
 }
 
@@ -331,17 +340,21 @@ static atlas_status norm_for(const atlas_llama_model *m, const float *norm_w,
   atlas_llama_wtype t = shared_16bit(s, w, count);
   s->x16_type = ATLAS_LLAMA_W_F32;  // nothing valid until the launch is in
   if (t == ATLAS_LLAMA_W_F32) return rmsnorm_rows(ctx, s->xb, s->x, norm_w, n);
-  atlas_arg args[] = {P(s->x16), P(s->x), P(norm_w),
+  atlas_arg args[] = {P(s->x16),
+                      P(s->x),
+                      P(norm_w),
                       U((uint32_t)ctx->config->hidden_size),
-                      F((float)ctx->config->rms_norm_eps), U(n)};
+                      F((float)ctx->config->rms_norm_eps),
+                      U(n)};
   ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.rmsnorm_rows16[t], d3(n, 1), 256,
                                args, COUNT(args)));
   s->x16_type = t;
   return ATLAS_OK;
 }
 
-static atlas_status elementwise(const atlas_llama_ctx *ctx, const atlas_kernel *k,
-                                float *a, const float *b, uint64_t n) {
+static atlas_status elementwise(const atlas_llama_ctx *ctx,
+                                const atlas_kernel *k, float *a, const float *b,
+                                uint64_t n) {
   atlas_arg args[] = {P(a), P(b), U((uint32_t)n)};
   return launch(ctx, k, d3(blocks(n, 256), 1), 256, args, COUNT(args));
 }
@@ -377,9 +390,9 @@ static atlas_status rope_rows(const atlas_llama_model *m, float *x,
   const atlas_llama_ctx *ctx = &m->ctx;
   uint32_t hd = (uint32_t)ctx->config->head_dim;
   uint32_t rot = (uint32_t)m->rot_dim;
-  atlas_arg args[] = {P(x),     P(ctx->scratch->inv_freq), U(heads),
-                      U(hd),    U(rot),                    U(pos0),
-                      U(n),     F(m->attention_factor),    U(row_stride)};
+  atlas_arg args[] = {
+      P(x), P(ctx->scratch->inv_freq), U(heads),     U(hd), U(rot), U(pos0),
+      U(n), F(m->attention_factor),    U(row_stride)};
   return launch(ctx, ctx->ops.rope_rows,
                 d3(blocks((uint64_t)heads * (rot / 2), 256), n), 256, args,
                 COUNT(args));
@@ -469,7 +482,8 @@ atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
                       P(out),
                       P(m->prefill->counters)};
   return launch(ctx, ctx->ops.decode[atlas_llama_wtype_of(m->kv->dtype)],
-                d3(atlas_llama_decode_grid_x(splits, n_heads / n_kv, ctx->decode_blocks, hd),
+                d3(atlas_llama_decode_grid_x(splits, n_heads / n_kv,
+                                             ctx->decode_blocks, hd),
                    n_kv),
                 ATLAS_LLAMA_DECODE_THREADS, args, COUNT(args));
 }
@@ -506,28 +520,35 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   ATLAS_RETURN_IF_ERROR(rope_rows(m, s->q, n_heads, pos0, n, (uint32_t)q_dim));
   ATLAS_RETURN_IF_ERROR(rope_rows(m, k, n_kv, pos0, n, (uint32_t)kv_dim));
   atlas_llama_wtype kvt = atlas_llama_wtype_of(m->kv->dtype);
-  atlas_arg store[] = {P(kc), P(vc), P(k), P(v), U((uint32_t)kv_dim), U(pos0), U(n)};
-  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.kv_store_rows[kvt],
-                               d3(blocks((uint64_t)n * (uint64_t)kv_dim, 256), 1),
-                               256, store, COUNT(store)));
+  atlas_arg store[] = {P(kc),   P(vc), P(k), P(v), U((uint32_t)kv_dim),
+                       U(pos0), U(n)};
+  ATLAS_RETURN_IF_ERROR(
+      launch(ctx, ctx->ops.kv_store_rows[kvt],
+             d3(blocks((uint64_t)n * (uint64_t)kv_dim, 256), 1), 256, store,
+             COUNT(store)));
   uint32_t group = n_heads / n_kv;
   uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
-  atlas_arg att[] = {P(s->xb2), P(s->q), P(kc),     P(vc), U(n_heads),
-                     U(n_kv),   U(hd),   U(pos0),   U(n),  U(window)};
-  uint32_t rows = atlas_llama_prefill_attention_rows(kvt != ATLAS_LLAMA_W_F32, (uint32_t)hd);
+  atlas_arg att[] = {P(s->xb2), P(s->q), P(kc),   P(vc), U(n_heads),
+                     U(n_kv),   U(hd),   U(pos0), U(n),  U(window)};
+  uint32_t rows = atlas_llama_prefill_attention_rows(kvt != ATLAS_LLAMA_W_F32,
+                                                     (uint32_t)hd);
   ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention_prefill[kvt],
-                               d3(blocks((uint64_t)n * group, rows) * n_kv, 1), 128,
-                               att, COUNT(att)));
-  ATLAS_RETURN_IF_ERROR(add_product(m, &L->wo, s->xb2, L->o_bias, n, q_dim, false));
+                               d3(blocks((uint64_t)n * group, rows) * n_kv, 1),
+                               128, att, COUNT(att)));
+  ATLAS_RETURN_IF_ERROR(
+      add_product(m, &L->wo, s->xb2, L->o_bias, n, q_dim, false));
 
   const atlas_llama_matrix *const gate_up[] = {&L->w_gate, &L->w_up};
   ATLAS_RETURN_IF_ERROR(norm_for(m, L->ffn_norm, gate_up, COUNT(gate_up), n));
   int64_t inter = c->intermediate_size;
-  ATLAS_RETURN_IF_ERROR(gemm_same_x(m, s->hb, &L->w_gate, s->xb, n, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(
+      gemm_same_x(m, s->hb, &L->w_gate, s->xb, n, inter, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb, L->gate_bias, n, inter));
-  ATLAS_RETURN_IF_ERROR(gemm_same_x(m, s->hb2, &L->w_up, s->xb, n, inter, hidden));
+  ATLAS_RETURN_IF_ERROR(
+      gemm_same_x(m, s->hb2, &L->w_up, s->xb, n, inter, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb2, L->up_bias, n, inter));
-  ATLAS_RETURN_IF_ERROR(silu_mul_for(m, &L->w_down, (uint64_t)n * (uint64_t)inter));
+  ATLAS_RETURN_IF_ERROR(
+      silu_mul_for(m, &L->w_down, (uint64_t)n * (uint64_t)inter));
   return add_product(m, &L->w_down, s->hb, L->down_bias, n, inter, true);
 }
 
@@ -542,8 +563,8 @@ static atlas_status logits(atlas_llama_model *m, uint32_t first, uint32_t count,
   for (uint32_t r = 0; r < count; r += kLogitRows) {
     uint32_t rows = count - r < kLogitRows ? count - r : kLogitRows;
     const float *x = s->xb + (size_t)(first + r) * (size_t)c->hidden_size;
-    ATLAS_RETURN_IF_ERROR(gemm(m, s->logits, &m->weights->lm_head, x,
-                               rows, c->vocab_size, c->hidden_size));
+    ATLAS_RETURN_IF_ERROR(gemm(m, s->logits, &m->weights->lm_head, x, rows,
+                               c->vocab_size, c->hidden_size));
     ATLAS_RETURN_IF_ERROR(atlas_backend_d2h_on_stream(
         m->backend, host, s->logits, (size_t)rows * vocab * sizeof(float),
         m->ctx.core.stream));
@@ -554,15 +575,17 @@ static atlas_status logits(atlas_llama_model *m, uint32_t first, uint32_t count,
     }
     bool has_last = last_chunk && r + rows == count;
     if (has_last && out_last != NULL) {
-      memcpy(out_last, host + (size_t)(rows - 1) * vocab, vocab * sizeof(float));
+      memcpy(out_last, host + (size_t)(rows - 1) * vocab,
+             vocab * sizeof(float));
     }
   }
   return ATLAS_OK;
 }
 
 atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
-                                 size_t n, uint32_t pos0, float *out_last_logits,
-                                 atlas_logits_sink sink, void *sink_ctx) {
+                                 size_t n, uint32_t pos0,
+                                 float *out_last_logits, atlas_logits_sink sink,
+                                 void *sink_ctx) {
   const atlas_llama_config *c = &m->config;
   atlas_llama_prefill_scratch *s = m->prefill;
   if (s == NULL) {
@@ -598,7 +621,8 @@ atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
   atlas_status status = ATLAS_OK;
   const atlas_llama_weights *w = m->weights;
   for (size_t done = 0; status == ATLAS_OK && done < n;) {
-    uint32_t rows = (uint32_t)(n - done < (size_t)s->rows ? n - done : (size_t)s->rows);
+    uint32_t rows =
+        (uint32_t)(n - done < (size_t)s->rows ? n - done : (size_t)s->rows);
     uint32_t pos = pos0 + (uint32_t)done;
     bool last_chunk = done + rows == n;
     uint32_t dim = (uint32_t)c->hidden_size;
@@ -607,9 +631,9 @@ atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
     if (status == ATLAS_OK) {
       atlas_arg args[] = {P(s->x), P(w->embed.data), P(s->tokens), U(rows),
                           U(dim)};
-      status = launch(&m->ctx,
-                      m->ctx.ops.embed_rows[atlas_llama_wtype_of(w->embed.dtype)],
-                      d3(blocks(dim, 256), rows), 256, args, COUNT(args));
+      status = launch(
+          &m->ctx, m->ctx.ops.embed_rows[atlas_llama_wtype_of(w->embed.dtype)],
+          d3(blocks(dim, 256), rows), 256, args, COUNT(args));
     }
     for (int64_t l = 0; status == ATLAS_OK && l < c->num_hidden_layers; ++l) {
       status = atlas_status_annotate(layer(m, &w->layers[l], l, pos, rows),
@@ -619,9 +643,9 @@ atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
     uint32_t first = sink != NULL ? 0 : rows - 1;
     bool wanted = sink != NULL || (last_chunk && out_last_logits != NULL);
     if (status == ATLAS_OK && wanted) {
-      status = rmsnorm_rows(&m->ctx, s->xb + (size_t)first * dim,
-                            s->x + (size_t)first * dim, w->final_norm,
-                            rows - first);
+      status =
+          rmsnorm_rows(&m->ctx, s->xb + (size_t)first * dim,
+                       s->x + (size_t)first * dim, w->final_norm, rows - first);
       if (status == ATLAS_OK) {
         status = logits(m, first, rows - first, host, last_chunk,
                         out_last_logits, sink, sink_ctx);

@@ -20,10 +20,10 @@ typedef struct atlas_llama_prefill_scratch {
   int64_t rows;
   uint32_t *tokens;
   float *x, *xb, *xb2, *q, *hb, *hb2, *logits;
-  float *part;  // flash-decoding partials (one-token steps use them too)
+  float *part;         // flash-decoding partials (one-token steps use them too)
   uint32_t *counters;  // per query head: splits done this step (zero between;
                        // a zeroed piece of the buffers)
-  float *k, *v; // (rows, kv_dim) the chunk's keys and values before the cache
+  float *k, *v;  // (rows, kv_dim) the chunk's keys and values before the cache
   // The 16-bit mode (atlas_llama_prefill_one_term): a product's input rows
   // rounded to its weights' type, (rows, max(hidden, q_dim, intermediate));
   // NULL in the f32 mode.
@@ -57,21 +57,21 @@ uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *config,
 // Makes the scratch a teardown resource of `model` (none for rows 0),
 // registered after the model's buffers; allocates no device memory: its
 // pieces come from atlas_llama_prefill_take in the load's two passes.
-ATLAS_MUST_USE atlas_status atlas_llama_prefill_setup(atlas_llama_model *model, int64_t rows);
+ATLAS_MUST_USE atlas_status atlas_llama_prefill_setup(atlas_llama_model *model,
+                                                      int64_t rows);
 
 // Takes the scratch's pieces from `buffers` (sizing or carving pass); the
 // split counters are a zeroed piece.
-ATLAS_MUST_USE atlas_status atlas_llama_prefill_take(atlas_llama_prefill_scratch *s,
-                                                     atlas_llama_buffers *buffers,
-                                                     const atlas_llama_config *config,
-                                                     int64_t max_seq);
+ATLAS_MUST_USE atlas_status atlas_llama_prefill_take(
+    atlas_llama_prefill_scratch *s, atlas_llama_buffers *buffers,
+    const atlas_llama_config *config, int64_t max_seq);
 
 // One token's attention for layer `l` (sliding `window`, 0: none) at the
 // position in the model's scratch->step, split over the context
 // (flash-decoding); needs the scratch (model->prefill != NULL).
-ATLAS_MUST_USE atlas_status atlas_llama_decode_attention(
-    const atlas_llama_model *model, int64_t l, uint32_t window, float *out,
-    const float *q);
+ATLAS_MUST_USE atlas_status
+atlas_llama_decode_attention(const atlas_llama_model *model, int64_t l,
+                             uint32_t window, float *out, const float *q);
 
 #ifdef __cplusplus
 }  // extern "C"

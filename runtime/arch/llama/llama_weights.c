@@ -32,18 +32,25 @@ static const char *const kSuffixes[ATLAS_LLAMA_WEIGHT_COUNT] = {
 bool atlas_llama_weight_used(const atlas_llama_config *c,
                              atlas_llama_weight weight) {
   switch (weight) {
-    case ATLAS_LLAMA_LM_HEAD: return !c->tie_word_embeddings;
+    case ATLAS_LLAMA_LM_HEAD:
+      return !c->tie_word_embeddings;
     case ATLAS_LLAMA_Q_BIAS:
     case ATLAS_LLAMA_K_BIAS:
-    case ATLAS_LLAMA_V_BIAS: return c->qkv_bias;
-    case ATLAS_LLAMA_O_BIAS: return c->o_bias;
+    case ATLAS_LLAMA_V_BIAS:
+      return c->qkv_bias;
+    case ATLAS_LLAMA_O_BIAS:
+      return c->o_bias;
     case ATLAS_LLAMA_GATE_BIAS:
     case ATLAS_LLAMA_UP_BIAS:
-    case ATLAS_LLAMA_DOWN_BIAS: return c->mlp_bias;
+    case ATLAS_LLAMA_DOWN_BIAS:
+      return c->mlp_bias;
     case ATLAS_LLAMA_Q_NORM:
-    case ATLAS_LLAMA_K_NORM: return c->qk_norm;
-    case ATLAS_LLAMA_WEIGHT_COUNT: return false;
-    default: return true;
+    case ATLAS_LLAMA_K_NORM:
+      return c->qk_norm;
+    case ATLAS_LLAMA_WEIGHT_COUNT:
+      return false;
+    default:
+      return true;
   }
 }
 
@@ -133,15 +140,25 @@ void atlas_llama_weight_shape(const atlas_llama_config *c,
       rows = c->hidden_size;
       cols = c->intermediate_size;
       break;
-    case ATLAS_LLAMA_Q_BIAS: rows = q; break;
+    case ATLAS_LLAMA_Q_BIAS:
+      rows = q;
+      break;
     case ATLAS_LLAMA_K_BIAS:
-    case ATLAS_LLAMA_V_BIAS: rows = kv; break;
+    case ATLAS_LLAMA_V_BIAS:
+      rows = kv;
+      break;
     case ATLAS_LLAMA_O_BIAS:
-    case ATLAS_LLAMA_DOWN_BIAS: rows = c->hidden_size; break;
+    case ATLAS_LLAMA_DOWN_BIAS:
+      rows = c->hidden_size;
+      break;
     case ATLAS_LLAMA_GATE_BIAS:
-    case ATLAS_LLAMA_UP_BIAS: rows = c->intermediate_size; break;
+    case ATLAS_LLAMA_UP_BIAS:
+      rows = c->intermediate_size;
+      break;
     case ATLAS_LLAMA_Q_NORM:
-    case ATLAS_LLAMA_K_NORM: rows = c->head_dim; break;
+    case ATLAS_LLAMA_K_NORM:
+      rows = c->head_dim;
+      break;
     case ATLAS_LLAMA_WEIGHT_COUNT:
       break;
   }
@@ -156,8 +173,8 @@ void atlas_llama_weight_shape(const atlas_llama_config *c,
   *out_rank = 2;
 }
 
-static bool same_shape(const atlas_safetensors_tensor *t,
-                       const int64_t *shape, int rank) {
+static bool same_shape(const atlas_safetensors_tensor *t, const int64_t *shape,
+                       int rank) {
   if (t->rank != rank) return false;
   for (int i = 0; i < rank; ++i) {
     if (t->shape[i] != shape[i]) return false;
@@ -165,8 +182,8 @@ static bool same_shape(const atlas_safetensors_tensor *t,
   return true;
 }
 
-atlas_llama_weight atlas_llama_embedding_weight(const atlas_llama_config *config,
-                                                const atlas_checkpoint *checkpoint) {
+atlas_llama_weight atlas_llama_embedding_weight(
+    const atlas_llama_config *config, const atlas_checkpoint *checkpoint) {
   atlas_checkpoint_tensor t;
   if (config->tie_word_embeddings &&
       !atlas_checkpoint_lookup(checkpoint, ATLAS_LLAMA_EMBED_TOKENS_NAME, &t) &&
@@ -180,8 +197,7 @@ atlas_llama_weight atlas_llama_embedding_weight(const atlas_llama_config *config
 static atlas_status check_one(const atlas_llama_config *config,
                               const atlas_checkpoint *ck,
                               atlas_llama_weight weight, int layer,
-                              bool optional, bool *out_found,
-                              uint64_t *bytes) {
+                              bool optional, bool *out_found, uint64_t *bytes) {
   char name[256];
   ATLAS_RETURN_IF_ERROR(
       atlas_llama_weight_name(weight, layer, name, sizeof(name)));
@@ -203,8 +219,7 @@ static atlas_status check_one(const atlas_llama_config *config,
   }
   if (!same_shape(view.tensor, shape, rank)) {
     char got[256];
-    atlas_shape_format(view.tensor->shape, view.tensor->rank, got,
-                       sizeof(got));
+    atlas_shape_format(view.tensor->shape, view.tensor->rank, got, sizeof(got));
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: tensor \"%s\" has shape %s, but the config "
                              "implies %s (wrong shape, or a config that does "
@@ -225,7 +240,8 @@ static bool ignored(const atlas_llama_config *config, const char *name) {
   if (tail != NULL && tail[strlen(".rotary_emb.inv_freq")] == '\0') return true;
   // A tied model may still carry lm_head.weight; an equal copy is never
   // read (check_tied_copy refuses a different one).
-  if (config->tie_word_embeddings && strcmp(name, ATLAS_LLAMA_LM_HEAD_NAME) == 0) {
+  if (config->tie_word_embeddings &&
+      strcmp(name, ATLAS_LLAMA_LM_HEAD_NAME) == 0) {
     return true;
   }
   return false;
@@ -249,7 +265,8 @@ static bool consumed(const atlas_llama_config *c, const char *name) {
     if (layer >= c->num_hidden_layers) return false;
   }
   if (*p++ != '.') return false;
-  for (int w = ATLAS_LLAMA_FIRST_LAYER_WEIGHT; w < ATLAS_LLAMA_WEIGHT_COUNT; ++w) {
+  for (int w = ATLAS_LLAMA_FIRST_LAYER_WEIGHT; w < ATLAS_LLAMA_WEIGHT_COUNT;
+       ++w) {
     if (atlas_llama_weight_used(c, (atlas_llama_weight)w) &&
         strcmp(p, kSuffixes[w]) == 0) {
       return true;
@@ -303,13 +320,12 @@ static atlas_status check_leftovers(const atlas_llama_config *config,
         "checkpoint has %zu tensor(s) of layers up to %lld; a checkpoint "
         "whose layers would be ignored is refused",
         atlas_checkpoint_source(ck), first_beyond,
-        (long long)layer_of(first_beyond),
-        (long long)config->num_hidden_layers,
-        (long long)config->num_hidden_layers - 1, beyond,
-        (long long)top_layer);
+        (long long)layer_of(first_beyond), (long long)config->num_hidden_layers,
+        (long long)config->num_hidden_layers - 1, beyond, (long long)top_layer);
   }
   char more[48] = "";
-  if (leftovers > 1) snprintf(more, sizeof(more), " (and %zu more)", leftovers - 1);
+  if (leftovers > 1)
+    snprintf(more, sizeof(more), " (and %zu more)", leftovers - 1);
   return atlas_status_make(
       ATLAS_STATUS_INVALID_ARGUMENT,
       "%s: tensor %s%s is not used by this model (config.json: %lld layers, "
@@ -331,15 +347,16 @@ static atlas_status same_bytes(const atlas_safetensors_tensor *a,
   char *buf = malloc(2 * (size_t)kPiece);
   if (buf == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "out of host memory comparing %s with %s",
-                             a->name, b->name);
+                             "out of host memory comparing %s with %s", a->name,
+                             b->name);
   }
   atlas_status status = ATLAS_OK;
   for (uint64_t off = 0; status == ATLAS_OK && *out && off < a->bytes;
        off += kPiece) {
     uint64_t n = a->bytes - off < kPiece ? a->bytes - off : kPiece;
     status = atlas_safetensors_read(a, off, n, buf);
-    if (status == ATLAS_OK) status = atlas_safetensors_read(b, off, n, buf + kPiece);
+    if (status == ATLAS_OK)
+      status = atlas_safetensors_read(b, off, n, buf + kPiece);
     if (status == ATLAS_OK) *out = memcmp(buf, buf + kPiece, (size_t)n) == 0;
   }
   free(buf);

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/arch/llama/llama_config.h"
+#include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
@@ -35,15 +35,15 @@ typedef enum atlas_llama_weight {
   ATLAS_LLAMA_UP_PROJ,           // [intermediate, hidden]
   ATLAS_LLAMA_DOWN_PROJ,         // [hidden, intermediate]
   // Present only when the config asks for them (atlas_llama_weight_used):
-  ATLAS_LLAMA_Q_BIAS,            // [heads * head_dim]     qkv_bias
-  ATLAS_LLAMA_K_BIAS,            // [kv_heads * head_dim]  qkv_bias
-  ATLAS_LLAMA_V_BIAS,            // [kv_heads * head_dim]  qkv_bias
-  ATLAS_LLAMA_O_BIAS,            // [hidden]               o_bias
-  ATLAS_LLAMA_GATE_BIAS,         // [intermediate]         mlp_bias
-  ATLAS_LLAMA_UP_BIAS,           // [intermediate]         mlp_bias
-  ATLAS_LLAMA_DOWN_BIAS,         // [hidden]               mlp_bias
-  ATLAS_LLAMA_Q_NORM,            // [head_dim]             qk_norm
-  ATLAS_LLAMA_K_NORM,            // [head_dim]             qk_norm
+  ATLAS_LLAMA_Q_BIAS,     // [heads * head_dim]     qkv_bias
+  ATLAS_LLAMA_K_BIAS,     // [kv_heads * head_dim]  qkv_bias
+  ATLAS_LLAMA_V_BIAS,     // [kv_heads * head_dim]  qkv_bias
+  ATLAS_LLAMA_O_BIAS,     // [hidden]               o_bias
+  ATLAS_LLAMA_GATE_BIAS,  // [intermediate]         mlp_bias
+  ATLAS_LLAMA_UP_BIAS,    // [intermediate]         mlp_bias
+  ATLAS_LLAMA_DOWN_BIAS,  // [hidden]               mlp_bias
+  ATLAS_LLAMA_Q_NORM,     // [head_dim]             qk_norm
+  ATLAS_LLAMA_K_NORM,     // [head_dim]             qk_norm
   ATLAS_LLAMA_WEIGHT_COUNT,
 } atlas_llama_weight;
 
@@ -65,12 +65,14 @@ const char *atlas_llama_weight_suffix(atlas_llama_weight weight);
 
 // Writes "model.layers.{layer}.{suffix}" into buf. Fails (INVALID_ARGUMENT)
 // when it does not fit or layer < 0.
-ATLAS_MUST_USE atlas_status atlas_llama_tensor_name(char *buf, size_t size, int layer,
-                                     const char *suffix);
+ATLAS_MUST_USE atlas_status atlas_llama_tensor_name(char *buf, size_t size,
+                                                    int layer,
+                                                    const char *suffix);
 
 // The name of `weight` in `layer` (layer ignored for global weights).
-ATLAS_MUST_USE atlas_status atlas_llama_weight_name(atlas_llama_weight weight, int layer,
-                                     char *buf, size_t size);
+ATLAS_MUST_USE atlas_status atlas_llama_weight_name(atlas_llama_weight weight,
+                                                    int layer, char *buf,
+                                                    size_t size);
 
 // The shape the config implies: rank 1 or 2, dims in shape[0..rank).
 void atlas_llama_weight_shape(const atlas_llama_config *config,
@@ -91,24 +93,24 @@ void atlas_llama_weight_shape(const atlas_llama_config *config,
 // model.embed_tokens.weight is read as transformers 5 loads it: that one
 // tensor is both (atlas_llama_embedding_weight). `out_lm_head_is_embedding`
 // (may be NULL) says which tensor the output projection should read.
-ATLAS_MUST_USE atlas_status atlas_llama_check_checkpoint(const atlas_llama_config *config,
-                                          const atlas_checkpoint *checkpoint,
-                                          bool *out_lm_head_is_embedding);
+ATLAS_MUST_USE atlas_status atlas_llama_check_checkpoint(
+    const atlas_llama_config *config, const atlas_checkpoint *checkpoint,
+    bool *out_lm_head_is_embedding);
 
 // The tensor that holds the token embedding: ATLAS_LLAMA_EMBED_TOKENS, or
 // ATLAS_LLAMA_LM_HEAD for a tied config whose checkpoint holds
 // lm_head.weight and no model.embed_tokens.weight (transformers 5.17 then
 // loads lm_head.weight into both, reporting no missing key; checked on the
 // H200).
-atlas_llama_weight atlas_llama_embedding_weight(const atlas_llama_config *config,
-                                                const atlas_checkpoint *checkpoint);
+atlas_llama_weight atlas_llama_embedding_weight(
+    const atlas_llama_config *config, const atlas_checkpoint *checkpoint);
 
 // Bytes of the tensors the model uses (extra tensors in the checkpoint are
 // not counted; a tied or absent lm_head counts once, as the embedding).
 // Runs the same checks as atlas_llama_check_checkpoint but that comparison.
-ATLAS_MUST_USE atlas_status atlas_llama_weight_bytes(const atlas_llama_config *config,
-                                      const atlas_checkpoint *checkpoint,
-                                      uint64_t *out_bytes);
+ATLAS_MUST_USE atlas_status atlas_llama_weight_bytes(
+    const atlas_llama_config *config, const atlas_checkpoint *checkpoint,
+    uint64_t *out_bytes);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -15,8 +15,10 @@ extern "C" {
 extern const char *const atlas_mistral_model_types[];
 extern const char *const atlas_mistral_architectures[];
 // Parses into an atlas_llama_config of family mistral.
-ATLAS_MUST_USE atlas_status atlas_mistral_config_parse(const char *text, size_t len,
-                                        const char *path, void *out_config);
+ATLAS_MUST_USE atlas_status atlas_mistral_config_parse(const char *text,
+                                                       size_t len,
+                                                       const char *path,
+                                                       void *out_config);
 
 #ifdef __cplusplus
 }  // extern "C"

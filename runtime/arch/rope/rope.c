@@ -10,8 +10,8 @@
 // pi to double precision (ROPE_PI is not C11).
 #define ROPE_PI 3.14159265358979323846
 
-static const char *const kTypeNames[] = {"default", "linear", "dynamic",
-                                         "yarn", "llama3"};
+static const char *const kTypeNames[] = {"default", "linear", "dynamic", "yarn",
+                                         "llama3"};
 #define TYPE_COUNT (sizeof(kTypeNames) / sizeof(kTypeNames[0]))
 
 // Keys each type reads from the rope object, beyond the common ones.
@@ -19,8 +19,10 @@ static const char *const kCommonKeys[] = {"rope_type", "type", "rope_theta",
                                           "partial_rotary_factor"};
 static const char *const kScaledKeys[] = {"factor"};
 static const char *const kYarnKeys[] = {
-    "factor",    "original_max_position_embeddings", "attention_factor",
-    "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"};
+    "factor",           "original_max_position_embeddings",
+    "attention_factor", "beta_fast",
+    "beta_slow",        "mscale",
+    "mscale_all_dim",   "truncate"};
 static const char *const kLlama3Keys[] = {"factor", "low_freq_factor",
                                           "high_freq_factor",
                                           "original_max_position_embeddings"};
@@ -48,8 +50,8 @@ static atlas_status number(const char *path, const char *where,
   double d = json_number_value(v);
   if (!isfinite(d) || (positive ? !(d > 0) : d < 0)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: %s\"%s\" is %g; it must be a %s number",
-                             path, where, key, d,
+                             "%s: %s\"%s\" is %g; it must be a %s number", path,
+                             where, key, d,
                              positive ? "positive" : "non-negative");
   }
   *out = d;
@@ -74,9 +76,8 @@ static atlas_status positions(const char *path, const char *where,
                               const json_t *obj, int64_t *out) {
   bool found = false;
   double d = 0;
-  ATLAS_RETURN_IF_ERROR(number(path, where, obj,
-                               "original_max_position_embeddings", true,
-                               &found, &d));
+  ATLAS_RETURN_IF_ERROR(number(
+      path, where, obj, "original_max_position_embeddings", true, &found, &d));
   if (!found) return ATLAS_OK;
   if (d != floor(d) || d > 2147483647.0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -153,10 +154,11 @@ static atlas_status parse_type(const char *path, const char *where,
       return ATLAS_OK;
     }
   }
-  return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                           "%s: %srope_type \"%s\" is not supported (supported: "
-                           "default, linear, dynamic, yarn, llama3)",
-                           path, where, name);
+  return atlas_status_make(
+      ATLAS_STATUS_UNIMPLEMENTED,
+      "%s: %srope_type \"%s\" is not supported (supported: "
+      "default, linear, dynamic, yarn, llama3)",
+      path, where, name);
 }
 
 static atlas_status parse_object(const char *path, const char *where,
@@ -169,18 +171,20 @@ static atlas_status parse_object(const char *path, const char *where,
       break;
     case ATLAS_ROPE_LINEAR:
     case ATLAS_ROPE_DYNAMIC:
-      ATLAS_RETURN_IF_ERROR(require(path, where, obj, "factor", c->type, &c->factor));
+      ATLAS_RETURN_IF_ERROR(
+          require(path, where, obj, "factor", c->type, &c->factor));
       break;
     case ATLAS_ROPE_YARN:
-      ATLAS_RETURN_IF_ERROR(require(path, where, obj, "factor", c->type, &c->factor));
+      ATLAS_RETURN_IF_ERROR(
+          require(path, where, obj, "factor", c->type, &c->factor));
       ATLAS_RETURN_IF_ERROR(
           positions(path, where, obj, &c->original_max_positions));
       ATLAS_RETURN_IF_ERROR(number(path, where, obj, "attention_factor", true,
                                    &found, &c->attention_factor));
-      ATLAS_RETURN_IF_ERROR(number(path, where, obj, "beta_fast", true, &found,
-                                   &c->beta_fast));
-      ATLAS_RETURN_IF_ERROR(number(path, where, obj, "beta_slow", true, &found,
-                                   &c->beta_slow));
+      ATLAS_RETURN_IF_ERROR(
+          number(path, where, obj, "beta_fast", true, &found, &c->beta_fast));
+      ATLAS_RETURN_IF_ERROR(
+          number(path, where, obj, "beta_slow", true, &found, &c->beta_slow));
       ATLAS_RETURN_IF_ERROR(
           number(path, where, obj, "mscale", false, &found, &c->mscale));
       ATLAS_RETURN_IF_ERROR(number(path, where, obj, "mscale_all_dim", false,
@@ -197,9 +201,10 @@ static atlas_status parse_object(const char *path, const char *where,
       }
       break;
     case ATLAS_ROPE_LLAMA3:
-      ATLAS_RETURN_IF_ERROR(require(path, where, obj, "factor", c->type, &c->factor));
-      ATLAS_RETURN_IF_ERROR(require(path, where, obj, "low_freq_factor", c->type,
-                                    &c->low_freq_factor));
+      ATLAS_RETURN_IF_ERROR(
+          require(path, where, obj, "factor", c->type, &c->factor));
+      ATLAS_RETURN_IF_ERROR(require(path, where, obj, "low_freq_factor",
+                                    c->type, &c->low_freq_factor));
       ATLAS_RETURN_IF_ERROR(require(path, where, obj, "high_freq_factor",
                                     c->type, &c->high_freq_factor));
       // Absent: transformers fills in max_position_embeddings.
@@ -241,9 +246,10 @@ atlas_status atlas_rope_config_parse(const char *path, const json_t *root,
   const json_t *params = present(root, "rope_parameters");
   const json_t *scaling = present(root, "rope_scaling");
   if (params != NULL && !json_is_object(params)) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: \"rope_parameters\" must be an object, not %s",
-                             path, atlas_json_type_word(params));
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "%s: \"rope_parameters\" must be an object, not %s", path,
+        atlas_json_type_word(params));
   }
   if (scaling != NULL && !json_is_object(scaling)) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -327,8 +333,8 @@ static void yarn(const atlas_rope_config *c, int64_t dim, double base,
   if (c->attention_factor > 0) {
     *out_factor = c->attention_factor;
   } else if (c->mscale != 0 && c->mscale_all_dim != 0) {
-    *out_factor = yarn_mscale(factor, c->mscale) /
-                  yarn_mscale(factor, c->mscale_all_dim);
+    *out_factor =
+        yarn_mscale(factor, c->mscale) / yarn_mscale(factor, c->mscale_all_dim);
   } else {
     *out_factor = yarn_mscale(factor, 1.0);
   }
@@ -378,8 +384,8 @@ void atlas_rope_inv_freq(const atlas_rope_config *config, int64_t head_dim,
   double base = c->theta;
   *out_attention_factor = 1.0;
   if (c->type == ATLAS_ROPE_DYNAMIC && seq_len > max_positions) {
-    double s = c->factor * (double)seq_len / (double)max_positions -
-               (c->factor - 1);
+    double s =
+        c->factor * (double)seq_len / (double)max_positions - (c->factor - 1);
     base = base * pow(s, (double)dim / (double)(dim - 2));
   }
   if (c->type == ATLAS_ROPE_YARN) {

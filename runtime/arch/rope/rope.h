@@ -26,16 +26,16 @@ typedef enum atlas_rope_type {
 
 typedef struct atlas_rope_config {
   atlas_rope_type type;
-  double theta;                     // default 10000
-  double factor;                    // linear, dynamic, yarn, llama3
-  double low_freq_factor;           // llama3
-  double high_freq_factor;          // llama3
-  int64_t original_max_positions;   // llama3, yarn (0: max_position_embeddings)
-  double attention_factor;          // yarn: given (0: derived from mscale)
-  double beta_fast, beta_slow;      // yarn: 32 and 1
-  double mscale, mscale_all_dim;    // yarn: 0 when absent
-  bool truncate;                    // yarn: true
-  double partial_rotary_factor;     // 1: the whole head rotates
+  double theta;                    // default 10000
+  double factor;                   // linear, dynamic, yarn, llama3
+  double low_freq_factor;          // llama3
+  double high_freq_factor;         // llama3
+  int64_t original_max_positions;  // llama3, yarn (0: max_position_embeddings)
+  double attention_factor;         // yarn: given (0: derived from mscale)
+  double beta_fast, beta_slow;     // yarn: 32 and 1
+  double mscale, mscale_all_dim;   // yarn: 0 when absent
+  bool truncate;                   // yarn: true
+  double partial_rotary_factor;    // 1: the whole head rotates
 } atlas_rope_config;
 
 // Plain RoPE with base `theta` (every other field at transformers' default).
@@ -45,8 +45,8 @@ void atlas_rope_config_init(atlas_rope_config *config, double theta);
 // unknown keys inside the rope object and parameters a type does not use
 // are refused by name (UNIMPLEMENTED or INVALID_ARGUMENT); nothing is
 // ignored. Messages start with `path`.
-ATLAS_MUST_USE atlas_status atlas_rope_config_parse(const char *path, const json_t *root,
-                                     atlas_rope_config *out_config);
+ATLAS_MUST_USE atlas_status atlas_rope_config_parse(
+    const char *path, const json_t *root, atlas_rope_config *out_config);
 
 const char *atlas_rope_type_name(atlas_rope_type type);
 
