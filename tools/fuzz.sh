@@ -4,7 +4,7 @@
 #
 #   tools/fuzz.sh [RUNS] [TARGET...]     RUNS default 1000000 per target
 #   targets: safetensors config config_check checkpoint_dir tokenizer
-#            chat_template (default: all)
+#            chat_template oai_request (default: all)
 # Work dirs (grown corpus, crash files) go to ${FUZZ_OUT:-/tmp/atlas-fuzz}.
 # FUZZ_SECONDS (optional) also caps each target's run time; -print_final_stats
 # then says how many executions it reached. Every target runs even when one
@@ -60,7 +60,7 @@ set -eu
 cd "$(dirname "$0")/.."
 RUNS=${1:-1000000}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-safetensors config config_check checkpoint_dir tokenizer chat_template}
+TARGETS=${*:-safetensors config config_check checkpoint_dir tokenizer chat_template oai_request}
 OUT=${FUZZ_OUT:-/tmp/atlas-fuzz}
 mkdir -p "$OUT"
 CC=${CC:-clang}
@@ -76,12 +76,14 @@ LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
   runtime/weight_scan.c runtime/arch/rope/rope.c"
 TEXT_LIB="$(echo runtime/text/*.c) runtime/file_read.c -lpcre2-8 -lutf8proc -pthread"
 CHAT_LIB="$(echo runtime/chat/*.c) runtime/file_read.c -lutf8proc"
+OAI_LIB="$(echo runtime/serve/openai/*.c) -lutf8proc"
 # Each target's sources, and the longest input (a tokenizer.json or chat
 # template seed is a few KiB).
 target_lib() {
   case "$1" in
     tokenizer) echo "$TEXT_LIB" ;;
     chat_template) echo "$CHAT_LIB" ;;
+    oai_request) echo "$OAI_LIB" ;;
     *) echo "$LIB" ;;
   esac
 }

@@ -10,6 +10,7 @@ The layers, lowest first (docs/ARCHITECTURE.md explains each):
   3 text      runtime/text/, runtime/chat/, runtime/sampling/
   4 arch      runtime/arch/            one folder per architecture family
   5 model     runtime/model/           serving: a model on its own backend, swap
+  5 serve     runtime/serve/           the scheduler, OpenAI request/response JSON
   6 api       runtime/api/             the public C API (atlas/atlas.h)
   7 tools     tools/                   the CLI, benchmarks, writers
 
@@ -33,6 +34,7 @@ LAYERS = [  # (group, level, path prefix); longest prefix wins
     ("text", 3, "runtime/sampling/"),
     ("arch", 4, "runtime/arch/"),
     ("model", 5, "runtime/model/"),
+    ("serve", 5, "runtime/serve/"),
     ("api", 6, "runtime/api/"),
     ("tools", 7, "tools/"),
 ]
