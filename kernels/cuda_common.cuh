@@ -8,6 +8,11 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+// The largest head_dim the attention kernels take (prefill_kernels.h).
+namespace {
+constexpr int kMaxD = 128;
+}  // namespace
+
 // Weights and KV cache entries: F32, F16 or BF16, read as f32.
 __device__ __forceinline__ float load_w(const float *w, size_t i) {
   return w[i];
@@ -19,14 +24,15 @@ __device__ __forceinline__ float load_w(const __nv_bfloat16 *w, size_t i) {
   return __bfloat162float(w[i]);
 }
 
-// The KV cache holds F32, F16 or BF16 (round to nearest even).
-__device__ __forceinline__ void store_kv(float *p, size_t i, float v) {
+// v into element i of an F32, F16 or BF16 array (the KV cache, 16-bit
+// product inputs), rounded to nearest even.
+__device__ __forceinline__ void store_rn(float *p, size_t i, float v) {
   p[i] = v;
 }
-__device__ __forceinline__ void store_kv(__half *p, size_t i, float v) {
+__device__ __forceinline__ void store_rn(__half *p, size_t i, float v) {
   p[i] = __float2half_rn(v);
 }
-__device__ __forceinline__ void store_kv(__nv_bfloat16 *p, size_t i, float v) {
+__device__ __forceinline__ void store_rn(__nv_bfloat16 *p, size_t i, float v) {
   p[i] = __float2bfloat16_rn(v);
 }
 

@@ -9,7 +9,7 @@
 //       NULL, else RMSNorm(x) with weights norm_w (cols f32) and eps, each
 //       element norm_w[c] * (x[c] * scale) as rmsnorm forms it: the host
 //       twin equals rmsnorm then the product bit for bit; CUDA normalises
-//       in each warp beside its dots and scales after them (llama.cu,
+//       in each warp beside its dots and scales after them (llama_matvec.cuh,
 //       rows_dot_norm: no shared memory)
 //   matvec_qkv_{t}(q, k, v, wq, wk, wv, bq, bk, bv, x, rows_q, rows_kv, cols,
 //                  norm_w, eps)                         "ppppppppppuuupf"

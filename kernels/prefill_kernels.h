@@ -85,18 +85,18 @@ extern "C" {
 #define ATLAS_LLAMA_BATCH_MAX_HEAD_DIM 128
 #define ATLAS_LLAMA_BATCH_MAX_GROUP 16
 #define ATLAS_LLAMA_DECODE_THREADS 512
-// Keys a decode-attention split holds, by head size (kernels/prefill.cu:
-// kChunkOf): 64 for head_dim 128, else 128. On the H200 64-key splits took
-// the 8B shape (head_dim 128) 1-3% faster a token at 512-8192 keys (fewer
-// registers a thread; twice the blocks at 512-1024 keys), while the 1B
-// shape (head_dim 64) was 4.6% slower at 8192 keys (twice the barriers a
-// key) and the same below.
+// Keys a decode-attention split holds, by head size
+// (kernels/decode_attention.cuh: kChunkOf): 64 for head_dim 128, else 128. On
+// the H200 64-key splits took the 8B shape (head_dim 128) 1-3% faster a token
+// at 512-8192 keys (fewer registers a thread; twice the blocks at 512-1024
+// keys), while the 1B shape (head_dim 64) was 4.6% slower at 8192 keys (twice
+// the barriers a key) and the same below.
 static inline uint32_t atlas_llama_decode_chunk(uint32_t head_dim) {
   return head_dim == 128 ? 64 : 128;
 }
 #define ATLAS_LLAMA_DECODE_CHUNK_MAX 128
 // Contexts of up to this many keys take a decode-attention block per query
-// head (not per KV head) and split (kernels/prefill.cu: kHeadKeys).
+// head (not per KV head) and split (kernels/decode_attention.cuh: kHeadKeys).
 #define ATLAS_LLAMA_DECODE_HEAD_KEYS 256
 
 // Query rows ((token, head) pairs of one KV head) an attention_prefill block
