@@ -168,6 +168,20 @@ struct atlas_llama_model {
   float attention_factor;  // YaRN's cos/sin scale; 1 otherwise
 };
 
+// The whole decode step on the context's stream (llama_forward.c):
+// embedding, layers, final norm, logits and the argmax (into
+// scratch->result). llama_decode.c runs it eagerly or captured as a graph.
+ATLAS_MUST_USE atlas_status atlas_llama_step_body(const atlas_llama_model *m);
+
+// Destroys the captured decode step, if any (it is captured again at the
+// next step): its launches bake in RoPE's attention factor and the launch
+// shapes, so a change to either drops it.
+ATLAS_MUST_USE atlas_status atlas_llama_drop_graph(atlas_llama_model *m);
+
+// What the RoPE frequencies depend on at seq_len (llama_rope.c): only
+// dynamic RoPE past max_position_embeddings depends on it.
+int64_t atlas_llama_rope_key(const atlas_llama_model *m, int64_t seq_len);
+
 // Makes scratch->inv_freq right for a forward whose last position is
 // seq_len - 1 (only `dynamic` RoPE depends on it; see rope.h). Uploads only
 // when the frequencies change.
