@@ -68,6 +68,46 @@ typedef struct atlas_arch_load_options {
 // A loaded model of some architecture; only its row knows its layout.
 typedef struct atlas_arch_model atlas_arch_model;
 
+// The paged KV pool a batch step reads and writes (runtime/serve/kv_pool.h
+// owns it): keys and values, each [layer][slot][kv_dim] in `dtype`, a slot
+// being block * block_tokens + offset.
+typedef struct atlas_arch_kv_pages {
+  void *keys, *values;
+  size_t layer_elements;  // elements between layers
+  atlas_dtype dtype;
+  uint32_t block_tokens;
+} atlas_arch_kv_pages;
+
+// What a pool for this model must hold: layers, elements a position and
+// layer (keys or values), and the type (the model's KV type).
+typedef struct atlas_arch_kv_shape {
+  int64_t layers, kv_dim;
+  atlas_dtype dtype;
+} atlas_arch_kv_shape;
+
+// One forward over many sequences: `rows` new tokens in all (host arrays),
+// row r being token tokens[r] at position positions[r] of sequence
+// row_seq[r], its key and value stored at slot slots[r]; each sequence's
+// block table is tables[s * table_stride ..] (enough entries to cover its
+// last position), and last_row[s] the row whose logits (or argmax) it wants.
+// A sequence's rows are in position order, and every position before a
+// row's is in the pool already or among the rows before it.
+typedef struct atlas_arch_batch {
+  const atlas_arch_kv_pages *kv;
+  size_t rows;
+  const uint32_t *tokens, *positions, *slots, *row_seq;
+  size_t seqs;
+  const uint32_t *tables;
+  uint32_t table_stride;
+  const uint32_t *last_row;
+} atlas_arch_batch;
+
+// The most one forward_batch takes: rows, sequences, block-table entries a
+// sequence (block_tokens given).
+typedef struct atlas_arch_batch_limits {
+  size_t rows, seqs, table_stride;
+} atlas_arch_batch_limits;
+
 typedef struct atlas_arch {
   const char *name;
   const char *const *model_types;    // NULL-terminated
@@ -112,6 +152,19 @@ typedef struct atlas_arch {
   // The token ids the model knows (config.json's vocab_size for the Llama
   // family), from a parsed config: a prompt is checked before loading.
   int64_t (*vocab)(const void *config);
+  // The batch step (NULL where the architecture has none): the pool's
+  // shape, the limits of one step for a block size, and the forward.
+  // forward_batch writes, per sequence, its last row's logits into
+  // out_logits (seqs x vocab, host; may be NULL) and/or the argmax computed
+  // on the device into out_ids (seqs; may be NULL). A non-finite logit is an
+  // error naming the sequence; nothing outside the rows' slots is written.
+  void (*kv_shape)(const atlas_arch_model *model,
+                   atlas_arch_kv_shape *out_shape);
+  void (*batch_limits)(const atlas_arch_model *model, uint32_t block_tokens,
+                       atlas_arch_batch_limits *out_limits);
+  atlas_status (*forward_batch)(atlas_arch_model *model,
+                                const atlas_arch_batch *batch,
+                                float *out_logits, uint32_t *out_ids);
 } atlas_arch;
 
 #ifdef __cplusplus

@@ -10,9 +10,11 @@ The layers, lowest first (docs/ARCHITECTURE.md explains each):
   3 text      runtime/text/, runtime/chat/, runtime/sampling/
   4 arch      runtime/arch/            one folder per architecture family
   5 model     runtime/model/           serving: a model on its own backend, swap
-  5 serve     runtime/serve/           the scheduler, OpenAI request/response JSON
-  6 api       runtime/api/             the public C API (atlas/atlas.h)
-  7 tools     tools/                   the CLI, benchmarks, writers
+  6 generate  runtime/generate/        the step loop: sampling, stop strings, EOS, text
+  7 serve     runtime/serve/           the scheduler, the KV pool, the prefix cache,
+                                       OpenAI request/response JSON
+  8 api       runtime/api/             the public C API (atlas/atlas.h)
+  9 tools     tools/                   the CLI, benchmarks, writers
 
 A file may include a file of a lower layer, or of its own group. Groups on
 one level (kernels and cuda; formats and text) never include each other.
@@ -34,9 +36,10 @@ LAYERS = [  # (group, level, path prefix); longest prefix wins
     ("text", 3, "runtime/sampling/"),
     ("arch", 4, "runtime/arch/"),
     ("model", 5, "runtime/model/"),
-    ("serve", 5, "runtime/serve/"),
-    ("api", 6, "runtime/api/"),
-    ("tools", 7, "tools/"),
+    ("generate", 6, "runtime/generate/"),
+    ("serve", 7, "runtime/serve/"),
+    ("api", 8, "runtime/api/"),
+    ("tools", 9, "tools/"),
 ]
 # Within core, backend and teardown never depend on each other.
 FORBIDDEN = [

@@ -148,6 +148,16 @@ ATLAS_MUST_USE atlas_status atlas_llama_generate_ex(
     uint32_t *out_tokens, size_t *out_count, atlas_logits_sink sink,
     void *sink_ctx);
 
+// The batch step over a paged KV pool (llama_batch.c; arch.h's kv_shape,
+// batch_limits and forward_batch).
+void atlas_llama_kv_shape(const atlas_llama_model *m,
+                          atlas_arch_kv_shape *out_shape);
+void atlas_llama_batch_limits(const atlas_llama_model *m, uint32_t block_tokens,
+                              atlas_arch_batch_limits *out_limits);
+ATLAS_MUST_USE atlas_status
+atlas_llama_forward_batch(atlas_llama_model *m, const atlas_arch_batch *batch,
+                          float *out_logits, uint32_t *out_ids);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -85,3 +85,21 @@ int64_t atlas_llama_arch_context(const void *config, const char **out_key) {
 int64_t atlas_llama_arch_vocab(const void *config) {
   return ((const atlas_llama_config *)config)->vocab_size;
 }
+
+void atlas_llama_arch_kv_shape(const atlas_arch_model *model,
+                               atlas_arch_kv_shape *out_shape) {
+  atlas_llama_kv_shape(const_llama_of(model), out_shape);
+}
+
+void atlas_llama_arch_batch_limits(const atlas_arch_model *model,
+                                   uint32_t block_tokens,
+                                   atlas_arch_batch_limits *out_limits) {
+  atlas_llama_batch_limits(const_llama_of(model), block_tokens, out_limits);
+}
+
+atlas_status atlas_llama_arch_forward_batch(atlas_arch_model *model,
+                                            const atlas_arch_batch *batch,
+                                            float *out_logits,
+                                            uint32_t *out_ids) {
+  return atlas_llama_forward_batch(llama_of(model), batch, out_logits, out_ids);
+}

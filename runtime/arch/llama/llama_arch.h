@@ -38,6 +38,14 @@ int64_t atlas_llama_arch_vocab_size(const atlas_arch_model *model);
 int64_t atlas_llama_arch_max_seq(const atlas_arch_model *model);
 int64_t atlas_llama_arch_context(const void *config, const char **out_key);
 int64_t atlas_llama_arch_vocab(const void *config);
+void atlas_llama_arch_kv_shape(const atlas_arch_model *model,
+                               atlas_arch_kv_shape *out_shape);
+void atlas_llama_arch_batch_limits(const atlas_arch_model *model,
+                                   uint32_t block_tokens,
+                                   atlas_arch_batch_limits *out_limits);
+ATLAS_MUST_USE atlas_status atlas_llama_arch_forward_batch(
+    atlas_arch_model *model, const atlas_arch_batch *batch, float *out_logits,
+    uint32_t *out_ids);
 
 // A row for a family of this forward pass: its name, its model_type and
 // architectures lists and its config parser.
@@ -49,7 +57,8 @@ int64_t atlas_llama_arch_vocab(const void *config);
         atlas_llama_arch_generate, atlas_llama_arch_unload,                \
         atlas_llama_arch_vocab_size, atlas_llama_arch_max_seq,             \
         &atlas_llama_module_set, atlas_llama_arch_context,                 \
-        atlas_llama_arch_vocab                                             \
+        atlas_llama_arch_vocab, atlas_llama_arch_kv_shape,                 \
+        atlas_llama_arch_batch_limits, atlas_llama_arch_forward_batch      \
   }
 
 #ifdef __cplusplus

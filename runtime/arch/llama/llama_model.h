@@ -157,6 +157,8 @@ struct atlas_llama_model {
   atlas_llama_prefill_scratch *prefill;  // NULL: prompts run token by token
   atlas_llama_graph *graph;
   atlas_llama_ahead *ahead;
+  // The batch step's scratch (llama_batch.c), made at the first step.
+  struct atlas_llama_batch_scratch *batch;
   atlas_llama_ctx ctx;
   uint32_t host_step[2];  // the source of scratch->step's upload
   // Greedy steps wait for the host to read each id before the next is

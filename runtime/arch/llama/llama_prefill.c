@@ -490,8 +490,54 @@ atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
 
 // ---- the chunk -----------------------------------------------------------------
 
+static atlas_status after_attention(atlas_llama_model *m,
+                                    const atlas_llama_layer *L, uint32_t n);
+
+// The paged variant's RoPE, store and attention (llama_batch.c): rows at
+// positions pg->pos of the sequences pg->row_seq, keys and values in the
+// pool's slots.
+static atlas_status paged_rope(const atlas_llama_model *m,
+                               const atlas_llama_paged *pg, float *x,
+                               uint32_t heads, uint32_t n,
+                               uint32_t row_stride) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  uint32_t hd = (uint32_t)ctx->config->head_dim;
+  uint32_t rot = (uint32_t)m->rot_dim;
+  atlas_arg args[] = {
+      P(x), P(ctx->scratch->inv_freq), U(heads),     U(hd), U(rot), P(pg->pos),
+      U(n), F(m->attention_factor),    U(row_stride)};
+  return launch(ctx, pg->rope_at,
+                d3(blocks((uint64_t)heads * (rot / 2), 256), n), 256, args,
+                COUNT(args));
+}
+
+static atlas_status paged_attention(const atlas_llama_model *m,
+                                    const atlas_llama_paged *pg, int64_t l,
+                                    uint32_t n, float *out, const float *q,
+                                    const float *k, const float *v) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  const atlas_llama_config *c = ctx->config;
+  uint32_t n_heads = (uint32_t)c->num_attention_heads;
+  uint32_t n_kv = (uint32_t)c->num_key_value_heads;
+  uint32_t hd = (uint32_t)c->head_dim, kv_dim = n_kv * hd;
+  atlas_llama_wtype kvt = atlas_llama_wtype_of(m->kv->dtype);
+  size_t off = (size_t)l * pg->layer_elements * atlas_dtype_size(m->kv->dtype);
+  void *kc = (char *)pg->keys + off, *vc = (char *)pg->values + off;
+  atlas_arg store[] = {P(kc), P(vc), P(k), P(v), U(kv_dim), P(pg->slots), U(n)};
+  ATLAS_RETURN_IF_ERROR(launch(ctx, pg->store[kvt],
+                               d3(blocks((uint64_t)n * kv_dim, 256), 1), 256,
+                               store, COUNT(store)));
+  uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
+  atlas_arg att[] = {P(out),         P(q),          P(kc),         P(vc),
+                     U(n_heads),     U(n_kv),       U(hd),         P(pg->pos),
+                     P(pg->row_seq), P(pg->tables), U(pg->stride), U(pg->bt),
+                     U(n),           U(window)};
+  return launch(ctx, pg->attention[kvt], d3(n_heads, n), 128, att, COUNT(att));
+}
+
 static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
-                          int64_t l, uint32_t pos0, uint32_t n) {
+                          int64_t l, uint32_t pos0, uint32_t n,
+                          const atlas_llama_paged *pg) {
   const atlas_llama_ctx *ctx = &m->ctx;
   const atlas_llama_config *c = ctx->config;
   atlas_llama_prefill_scratch *s = m->prefill;
@@ -517,6 +563,12 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, v, L->v_bias, n, kv_dim));
   ATLAS_RETURN_IF_ERROR(head_norm_rows(ctx, s->q, L->q_norm, n, n_heads));
   ATLAS_RETURN_IF_ERROR(head_norm_rows(ctx, k, L->k_norm, n, n_kv));
+  if (pg != NULL) {
+    ATLAS_RETURN_IF_ERROR(paged_rope(m, pg, s->q, n_heads, n, (uint32_t)q_dim));
+    ATLAS_RETURN_IF_ERROR(paged_rope(m, pg, k, n_kv, n, (uint32_t)kv_dim));
+    ATLAS_RETURN_IF_ERROR(paged_attention(m, pg, l, n, s->xb2, s->q, k, v));
+    return after_attention(m, L, n);
+  }
   ATLAS_RETURN_IF_ERROR(rope_rows(m, s->q, n_heads, pos0, n, (uint32_t)q_dim));
   ATLAS_RETURN_IF_ERROR(rope_rows(m, k, n_kv, pos0, n, (uint32_t)kv_dim));
   atlas_llama_wtype kvt = atlas_llama_wtype_of(m->kv->dtype);
@@ -535,6 +587,18 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention_prefill[kvt],
                                d3(blocks((uint64_t)n * group, rows) * n_kv, 1),
                                128, att, COUNT(att)));
+  return after_attention(m, L, n);
+}
+
+// The layer from the attention's output (s->xb2) on: the o product and the
+// residual, then the MLP.
+static atlas_status after_attention(atlas_llama_model *m,
+                                    const atlas_llama_layer *L, uint32_t n) {
+  const atlas_llama_ctx *ctx = &m->ctx;
+  const atlas_llama_config *c = ctx->config;
+  atlas_llama_prefill_scratch *s = m->prefill;
+  int64_t hidden = c->hidden_size;
+  int64_t q_dim = c->num_attention_heads * c->head_dim;
   ATLAS_RETURN_IF_ERROR(
       add_product(m, &L->wo, s->xb2, L->o_bias, n, q_dim, false));
 
@@ -636,8 +700,9 @@ atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
           d3(blocks(dim, 256), rows), 256, args, COUNT(args));
     }
     for (int64_t l = 0; status == ATLAS_OK && l < c->num_hidden_layers; ++l) {
-      status = atlas_status_annotate(layer(m, &w->layers[l], l, pos, rows),
-                                     "prefill, layer %lld", (long long)l);
+      status =
+          atlas_status_annotate(layer(m, &w->layers[l], l, pos, rows, NULL),
+                                "prefill, layer %lld", (long long)l);
     }
     // Logits: every row for a sink, else only the prompt's last row.
     uint32_t first = sink != NULL ? 0 : rows - 1;
@@ -655,4 +720,19 @@ atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
   }
   free(host);
   return status;
+}
+
+// ---- the paged batch step's entry points (llama_batch.c) ----------------------
+
+atlas_status atlas_llama_prefill_layer(atlas_llama_model *m, int64_t l,
+                                       uint32_t n,
+                                       const atlas_llama_paged *paged) {
+  return layer(m, &m->weights->layers[l], l, 0, n, paged);
+}
+
+atlas_status atlas_llama_prefill_gemm(const atlas_llama_model *m, float *out,
+                                      const atlas_llama_matrix *w,
+                                      const float *x, uint32_t rows, int64_t n,
+                                      int64_t k) {
+  return gemm(m, out, w, x, rows, n, k);
 }

@@ -69,6 +69,32 @@ ATLAS_MUST_USE atlas_status atlas_llama_prefill_take(
 // One token's attention for layer `l` (sliding `window`, 0: none) at the
 // position in the model's scratch->step, split over the context
 // (flash-decoding); needs the scratch (model->prefill != NULL).
+// A batch step's rows over the paged KV pool (llama_batch.c): device arrays
+// of the step, the pool, and the paged kernels (kernels/paged_kernels.h).
+typedef struct atlas_llama_paged {
+  void *keys, *values;    // the pool (kv_pool.h layout)
+  size_t layer_elements;  // elements between layers
+  uint32_t bt;            // positions a block
+  uint32_t stride;        // block-table entries a sequence
+  const uint32_t *pos, *slots, *row_seq, *tables;  // device
+  const atlas_kernel *rope_at;
+  const atlas_kernel *store[ATLAS_LLAMA_W_COUNT];      // by the KV type
+  const atlas_kernel *attention[ATLAS_LLAMA_W_COUNT];  // by the KV type
+} atlas_llama_paged;
+
+// Layer l over the n rows of m->prefill->x (the residual stream), their
+// keys and values into the pool: the prompt chunk's layer, step for step,
+// with RoPE, the store and the attention of the paged kernels.
+ATLAS_MUST_USE atlas_status
+atlas_llama_prefill_layer(atlas_llama_model *m, int64_t l, uint32_t n,
+                          const atlas_llama_paged *paged);
+
+// out (rows x n) = x (rows x k) times w^T in the prompt path's precision.
+struct atlas_llama_matrix;
+ATLAS_MUST_USE atlas_status atlas_llama_prefill_gemm(
+    const atlas_llama_model *m, float *out, const struct atlas_llama_matrix *w,
+    const float *x, uint32_t rows, int64_t n, int64_t k);
+
 ATLAS_MUST_USE atlas_status
 atlas_llama_decode_attention(const atlas_llama_model *model, int64_t l,
                              uint32_t window, float *out, const float *q);

@@ -1,0 +1,285 @@
+// The scheduler (runtime/serve/scheduler.h) on the host backend: every
+// request's greedy tokens equal the one-sequence run of the same prompt
+// whatever else is queued or running; cancellation before and during
+// generation; refusals at submit; destroy with requests left; many
+// submitting threads and one driving thread (run under TSan in CI).
+#include "atlas/runtime/serve/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/llama/checkpoint_fixture.h"
+#include "tests/runtime/test_util.h"
+
+namespace {
+
+struct Result {
+  std::mutex mu;
+  std::vector<uint32_t> tokens;
+  std::vector<float> logprobs;
+  int finals = 0;
+  atlas_sched_finish finish = ATLAS_SCHED_ERROR;
+  std::string error;
+  size_t prompt_tokens = 0, completion_tokens = 0;
+  // Cancel from inside the callback after this many tokens (0: never).
+  size_t cancel_after = 0;
+  atlas_scheduler *sched = nullptr;
+  uint64_t id = 0;
+};
+
+void OnEvent(void *ctx, const atlas_sched_event *e) {
+  auto *r = static_cast<Result *>(ctx);
+  std::lock_guard<std::mutex> lock(r->mu);
+  EXPECT_EQ(r->finals, 0) << "an event after the final one";
+  if (e->has_token) {
+    r->tokens.push_back(e->token);
+    r->logprobs.push_back(e->logprob);
+  }
+  r->prompt_tokens = e->prompt_tokens;
+  r->completion_tokens = e->completion_tokens;
+  if (e->finished) {
+    r->finals++;
+    r->finish = e->finish;
+    if (e->status != ATLAS_OK) r->error = atlas_status_message(e->status);
+  } else if (r->cancel_after > 0 && r->tokens.size() == r->cancel_after) {
+    EXPECT_OK(atlas_scheduler_cancel(r->sched, e->request_id));
+  }
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeCheckpoint("sched_small", "small", 21, ATLAS_DTYPE_F32);
+    atlas_model_spec s{};
+    s.dir = dir_.c_str();
+    s.backend = "host";
+    s.max_seq = 64;
+    s.ignore_eos = true;
+    ASSERT_OK(atlas_model_open(&s, &model_));
+  }
+  void TearDown() override {
+    if (sched_ != nullptr) EXPECT_OK(atlas_scheduler_destroy(sched_));
+    atlas_teardown_report rep{};
+    EXPECT_OK(atlas_model_close(model_, &rep));
+    EXPECT_EQ(rep.sweep.count, 0u) << (rep.sweep.sites ? rep.sweep.sites : "");
+    atlas_sweep_result_free(&rep.sweep);
+  }
+  void MakeScheduler(const atlas_scheduler_options *o = nullptr) {
+    ASSERT_OK(atlas_scheduler_create(model_, o, &sched_));
+  }
+  // The one-sequence run (the model's own loop).
+  std::vector<uint32_t> Alone(const std::vector<uint32_t> &prompt, size_t n) {
+    std::vector<uint32_t> out(n);
+    size_t count = 0;
+    EXPECT_OK(atlas_model_generate(model_, prompt.data(), prompt.size(), n,
+                                   out.data(), &count, nullptr, nullptr));
+    out.resize(count);
+    return out;
+  }
+  uint64_t Submit(const std::vector<uint32_t> &prompt, size_t max_tokens,
+                  Result *r) {
+    atlas_request_options o;
+    atlas_request_options_init(&o);
+    o.max_tokens = max_tokens;
+    o.ignore_eos = true;
+    o.on_event = OnEvent;
+    o.ctx = r;
+    r->sched = sched_;
+    uint64_t id = 0;
+    EXPECT_OK(
+        atlas_scheduler_submit(sched_, prompt.data(), prompt.size(), &o, &id));
+    r->id = id;
+    return id;
+  }
+  void Drain() {
+    for (int i = 0; i < 100000; ++i) {
+      bool worked = false;
+      ASSERT_OK(atlas_scheduler_step(sched_, &worked));
+      if (!worked) return;
+    }
+    FAIL() << "the scheduler never ran out of work";
+  }
+  static std::vector<uint32_t> Prompt(uint32_t seed, size_t n) {
+    std::vector<uint32_t> p(n);
+    for (size_t i = 0; i < n; ++i) p[i] = (seed * 31 + i * 7) % 256;
+    return p;
+  }
+
+  std::string dir_;
+  atlas_model *model_ = nullptr;
+  atlas_scheduler *sched_ = nullptr;
+};
+
+TEST_F(SchedulerTest, GreedyTokensEqualTheOneSequenceRun) {
+  const size_t lens[] = {1, 3, 17, 40};
+  const size_t outs[] = {9, 20, 5, 12};
+  std::vector<std::vector<uint32_t>> want;
+  for (int i = 0; i < 4; ++i)
+    want.push_back(Alone(Prompt(i, lens[i]), outs[i]));
+  MakeScheduler();
+  Result res[4];
+  for (int i = 0; i < 4; ++i) Submit(Prompt(i, lens[i]), outs[i], &res[i]);
+  atlas_scheduler_stats st;
+  atlas_scheduler_stats_get(sched_, &st);
+  EXPECT_EQ(st.waiting, 4u);
+  Drain();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(res[i].finals, 1);
+    EXPECT_EQ(res[i].finish, ATLAS_SCHED_LENGTH) << res[i].error;
+    EXPECT_EQ(res[i].tokens, want[i]) << "request " << i;
+    EXPECT_EQ(res[i].prompt_tokens, lens[i]);
+    EXPECT_EQ(res[i].completion_tokens, outs[i]);
+  }
+  atlas_scheduler_stats_get(sched_, &st);
+  EXPECT_EQ(st.waiting, 0u);
+  EXPECT_EQ(st.running, 0u);
+  EXPECT_EQ(st.tokens, 9u + 20 + 5 + 12);
+}
+
+TEST_F(SchedulerTest, LogprobsAreLogSoftmaxOfTheChosenToken) {
+  MakeScheduler();
+  Result r;
+  atlas_request_options o;
+  atlas_request_options_init(&o);
+  o.max_tokens = 4;
+  o.ignore_eos = true;
+  o.logprobs = true;
+  o.on_event = OnEvent;
+  o.ctx = &r;
+  std::vector<uint32_t> p = Prompt(5, 6);
+  ASSERT_OK(atlas_scheduler_submit(sched_, p.data(), p.size(), &o, nullptr));
+  Drain();
+  ASSERT_EQ(r.tokens.size(), 4u);
+  EXPECT_EQ(r.tokens, Alone(p, 4));
+  for (float lp : r.logprobs) {
+    EXPECT_LE(lp, 0.0f);
+    EXPECT_GT(lp, -30.0f);
+  }
+}
+
+TEST_F(SchedulerTest, CancelBeforeAndDuringGeneration) {
+  MakeScheduler();
+  Result before, during, after;
+  uint64_t a = Submit(Prompt(1, 5), 10, &before);
+  during.cancel_after = 3;
+  Submit(Prompt(2, 5), 10, &during);
+  Submit(Prompt(3, 5), 4, &after);
+  ASSERT_OK(atlas_scheduler_cancel(sched_, a));
+  Drain();
+  EXPECT_EQ(before.finals, 1);
+  EXPECT_EQ(before.finish, ATLAS_SCHED_ABORT);
+  EXPECT_TRUE(before.tokens.empty());
+  EXPECT_EQ(during.finals, 1);
+  EXPECT_EQ(during.finish, ATLAS_SCHED_ABORT);
+  EXPECT_EQ(during.tokens.size(), 3u);
+  std::vector<uint32_t> want = Alone(Prompt(2, 5), 3);
+  EXPECT_EQ(during.tokens, want);
+  EXPECT_EQ(after.finish, ATLAS_SCHED_LENGTH);
+  EXPECT_EQ(after.tokens, Alone(Prompt(3, 5), 4));
+  // Finished requests are no longer known.
+  EXPECT_STATUS(atlas_scheduler_cancel(sched_, a), ATLAS_STATUS_NOT_FOUND,
+                "no request");
+}
+
+TEST_F(SchedulerTest, BadRequestsAreRefusedAtSubmit) {
+  MakeScheduler();
+  atlas_request_options o;
+  atlas_request_options_init(&o);
+  uint32_t bad[] = {1, 999};
+  EXPECT_STATUS(atlas_scheduler_submit(sched_, bad, 2, &o, nullptr),
+                ATLAS_STATUS_INVALID_ARGUMENT, "outside the vocabulary");
+  EXPECT_STATUS(atlas_scheduler_submit(sched_, bad, 0, &o, nullptr),
+                ATLAS_STATUS_INVALID_ARGUMENT, "empty");
+  o.max_tokens = 65;  // 1 + 65 - 1 positions: one past the 64
+  EXPECT_STATUS(atlas_scheduler_submit(sched_, bad, 1, &o, nullptr),
+                ATLAS_STATUS_INVALID_ARGUMENT, "positions");
+  o.max_tokens = 4;
+  o.top_p = 0.0f;
+  EXPECT_STATUS(atlas_scheduler_submit(sched_, bad, 1, &o, nullptr),
+                ATLAS_STATUS_INVALID_ARGUMENT, "top_p");
+  o.top_p = 1.0f;
+  const char *stops[] = {"x"};
+  o.stop_strings = stops;
+  o.stop_count = 1;
+  EXPECT_STATUS(atlas_scheduler_submit(sched_, bad, 1, &o, nullptr),
+                ATLAS_STATUS_INVALID_ARGUMENT, "tokenizer");
+  atlas_scheduler_stats st;
+  atlas_scheduler_stats_get(sched_, &st);
+  EXPECT_EQ(st.waiting, 0u);
+}
+
+TEST_F(SchedulerTest, DestroyFinishesWhatIsLeft) {
+  MakeScheduler();
+  Result a, b;
+  Submit(Prompt(1, 4), 5, &a);
+  Submit(Prompt(2, 4), 5, &b);
+  ASSERT_OK(atlas_scheduler_destroy(sched_));
+  sched_ = nullptr;
+  EXPECT_EQ(a.finals, 1);
+  EXPECT_EQ(a.finish, ATLAS_SCHED_ABORT);
+  EXPECT_EQ(b.finals, 1);
+  EXPECT_EQ(b.finish, ATLAS_SCHED_ABORT);
+}
+
+// Four threads submit while one thread drives; a fifth cancels some. Every
+// request ends exactly once; the greedy ones that ran to their length equal
+// the one-sequence run.
+TEST_F(SchedulerTest, ManySubmittersOneDriver) {
+  constexpr int kThreads = 4, kPer = 3;
+  std::vector<std::vector<uint32_t>> want;
+  for (int i = 0; i < kThreads * kPer; ++i) {
+    want.push_back(Alone(Prompt(100 + i, 3 + i % 5), 6));
+  }
+  MakeScheduler();
+  std::vector<Result> res(kThreads * kPer);
+  std::thread driver([&] { EXPECT_OK(atlas_scheduler_run(sched_)); });
+  std::vector<std::thread> submitters;
+  for (int t = 0; t < kThreads; ++t) {
+    submitters.emplace_back([&, t] {
+      for (int k = 0; k < kPer; ++k) {
+        int i = t * kPer + k;
+        Submit(Prompt(100 + i, 3 + i % 5), 6, &res[i]);
+      }
+    });
+  }
+  for (auto &t : submitters) t.join();
+  // Cancel a few; some may have finished already (NOT_FOUND is fine).
+  for (int i = 0; i < kThreads * kPer; i += 5) {
+    atlas_status s = atlas_scheduler_cancel(sched_, res[i].id);
+    atlas_status_free(s);
+  }
+  // Wait for every final event, then shut down.
+  for (;;) {
+    int done = 0;
+    for (auto &r : res) {
+      std::lock_guard<std::mutex> lock(r.mu);
+      done += r.finals;
+    }
+    if (done == kThreads * kPer) break;
+    std::this_thread::yield();
+  }
+  atlas_scheduler_shutdown(sched_);
+  driver.join();
+  for (int i = 0; i < kThreads * kPer; ++i) {
+    std::lock_guard<std::mutex> lock(res[i].mu);
+    EXPECT_EQ(res[i].finals, 1);
+    if (res[i].finish == ATLAS_SCHED_LENGTH) {
+      EXPECT_EQ(res[i].tokens, want[i]) << "request " << i;
+    } else {
+      EXPECT_EQ(res[i].finish, ATLAS_SCHED_ABORT) << res[i].error;
+    }
+  }
+  uint32_t p = 1;
+  atlas_request_options o;
+  atlas_request_options_init(&o);
+  EXPECT_STATUS(atlas_scheduler_submit(sched_, &p, 1, &o, nullptr),
+                ATLAS_STATUS_FAILED_PRECONDITION, "shutting down");
+}
+
+}  // namespace
