@@ -5,6 +5,7 @@ The layers, lowest first (docs/ARCHITECTURE.md explains each):
   0 core      runtime/*.{c,h}          status, ledger, backend, teardown, ...
   1 kernels   kernels/                 kernel modules (host C + CUDA images)
   1 cuda      runtime/cuda/            the CUDA backend
+  1 lifecycle runtime/lifecycle/       the process's exit: the shutdown signal flag
   2 backends  runtime/backends/        the backend table
   3 formats   runtime/formats/         safetensors, checkpoints (no model)
   3 text      runtime/text/, runtime/chat/, runtime/sampling/
@@ -27,6 +28,7 @@ import sys
 LAYERS = [  # (group, level, path prefix); longest prefix wins
     ("core", 0, "runtime/"),
     ("core", 0, "lint/atlas_static.h"),
+    ("lifecycle", 1, "runtime/lifecycle/"),
     ("kernels", 1, "kernels/"),
     ("cuda", 1, "runtime/cuda/"),
     ("backends", 2, "runtime/backends/"),
