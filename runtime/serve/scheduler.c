@@ -2,38 +2,13 @@
 // mutex; the driving thread runs the model with no lock held.
 #include "atlas/runtime/serve/scheduler.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/generate/gen_state.h"
 #include "atlas/runtime/log.h"
+#include "atlas/runtime/serve/scheduler_impl.h"
 
 enum { kDefaultRunning = 64, kDefaultStepTokens = 2048 };
-
-typedef struct sched_request {
-  uint64_t id;
-  uint32_t *prompt;
-  size_t prompt_len;
-  atlas_request_options options;
-  char **stops;  // copies of options.stop_strings
-  atomic_bool cancelled;
-  struct sched_request *next;
-} sched_request;
-
-struct atlas_scheduler {
-  atlas_model *model;
-  atlas_scheduler_options options;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  sched_request *head, *tail;  // waiting, FCFS
-  size_t waiting;
-  sched_request *current;  // running (driving thread owns it)
-  uint64_t next_id;
-  bool shutdown;
-  uint64_t steps, tokens;
-};
 
 void atlas_scheduler_options_init(atlas_scheduler_options *o) {
   memset(o, 0, sizeof(*o));
@@ -79,6 +54,50 @@ static atlas_status copy_sized(void *dst, size_t dst_size, const void *src,
   return ATLAS_OK;
 }
 
+// The step API's engine and the running set, sized by the engine's limits;
+// a model without a batch step runs one request at a time (no engine).
+static atlas_status engine_make(atlas_scheduler *s) {
+  atlas_batch_engine_options eo;
+  memset(&eo, 0, sizeof(eo));
+  eo.kv_budget_bytes = s->options.kv_budget_bytes;
+  eo.prefix_cache = s->options.prefix_cache;
+  eo.default_sequences =
+      s->options.max_running < 8 ? s->options.max_running : 8;
+  atlas_status st = atlas_batch_engine_create(s->model, &eo, &s->engine);
+  if (st != ATLAS_OK &&
+      atlas_status_code_of(st) == ATLAS_STATUS_UNIMPLEMENTED) {
+    atlas_log(&atlas_model_spec_of(s->model)->log, ATLAS_LOG_INFO,
+              "scheduler: %s; requests run one at a time",
+              atlas_status_message(st));
+    atlas_status_free(st);
+    s->engine = NULL;
+    st = ATLAS_OK;
+  }
+  ATLAS_RETURN_IF_ERROR(st);
+  size_t seqs = 1;
+  if (s->engine != NULL) {
+    seqs = atlas_batch_engine_max_seqs(s->engine);
+    if (s->options.max_running > seqs) s->options.max_running = seqs;
+    size_t rows = atlas_batch_engine_max_rows(s->engine);
+    if (s->options.max_step_tokens > rows) s->options.max_step_tokens = rows;
+    s->block_tokens =
+        atlas_kv_pool_block_tokens(atlas_batch_engine_pool(s->engine));
+    atlas_kv_pool_stats_get(atlas_batch_engine_pool(s->engine), &s->kv);
+  } else {
+    s->options.max_running = 1;
+  }
+  s->running = calloc(s->options.max_running, sizeof(sched_request *));
+  s->items = calloc(seqs, sizeof(atlas_batch_item));
+  s->item_req = calloc(seqs, sizeof(sched_request *));
+  if (s->running == NULL || s->items == NULL || s->item_req == NULL) {
+    atlas_status_free(atlas_batch_engine_destroy(s->engine));
+    s->engine = NULL;
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "atlas_scheduler_create: no memory");
+  }
+  return ATLAS_OK;
+}
+
 atlas_status atlas_scheduler_create(atlas_model *model,
                                     const atlas_scheduler_options *options,
                                     atlas_scheduler **out_scheduler) {
@@ -103,30 +122,41 @@ atlas_status atlas_scheduler_create(atlas_model *model,
   s->model = model;
   s->options = o;
   s->next_id = 1;
+  s->vocab = (size_t)atlas_model_vocab_size(model);
+  atlas_status st = engine_make(s);
+  if (st != ATLAS_OK) {
+    free(s->running);
+    free(s->items);
+    free(s->item_req);
+    free(s);
+    return st;
+  }
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   *out_scheduler = s;
   return ATLAS_OK;
 }
 
-static void request_free(sched_request *r) {
+void atlas_sched_request_free(sched_request *r) {
   if (r == NULL) return;
+  if (r->g_ready) atlas_gen_state_deinit(&r->g);
+  free(r->input);
   for (size_t i = 0; i < r->options.stop_count; ++i) free(r->stops[i]);
   free(r->stops);
   free(r->prompt);
   free(r);
 }
 
-static void emit(sched_request *r, atlas_sched_event *e) {
+void atlas_sched_emit(sched_request *r, atlas_sched_event *e) {
   e->request_id = r->id;
   e->prompt_tokens = r->prompt_len;
   if (r->options.on_event != NULL) r->options.on_event(r->options.ctx, e);
 }
 
 // The final event of a request that produced no token in this call.
-static void finish_request(sched_request *r, atlas_sched_finish why,
-                           atlas_status status, const char *text, size_t len,
-                           size_t generated) {
+void atlas_sched_finish_request(sched_request *r, atlas_sched_finish why,
+                                atlas_status status, const char *text,
+                                size_t len, size_t generated) {
   atlas_sched_event e;
   memset(&e, 0, sizeof(e));
   e.text = text != NULL ? text : "";
@@ -135,22 +165,28 @@ static void finish_request(sched_request *r, atlas_sched_finish why,
   e.finish = why;
   e.status = status;
   e.completion_tokens = generated;
-  emit(r, &e);
+  atlas_sched_emit(r, &e);
 }
 
 atlas_status atlas_scheduler_destroy(atlas_scheduler *sched) {
   if (sched == NULL) return ATLAS_OK;
+  atlas_sched_batch_abort_all(sched);
   sched_request *r = sched->head;
   while (r != NULL) {
     sched_request *next = r->next;
-    finish_request(r, ATLAS_SCHED_ABORT, ATLAS_OK, "", 0, 0);
-    request_free(r);
+    atlas_sched_finish_request(r, ATLAS_SCHED_ABORT, ATLAS_OK, "", 0, 0);
+    atlas_sched_request_free(r);
     r = next;
   }
+  atlas_status st = atlas_batch_engine_destroy(sched->engine);
   pthread_cond_destroy(&sched->cv);
   pthread_mutex_destroy(&sched->mu);
+  free(sched->running);
+  free(sched->items);
+  free(sched->item_req);
+  free(sched->logits);
   free(sched);
-  return ATLAS_OK;
+  return st;
 }
 
 static atlas_status check_request(atlas_scheduler *sched,
@@ -239,7 +275,7 @@ static atlas_status request_make(const uint32_t *prompt, size_t prompt_len,
 oom:
   if (r != NULL) {
     r->options.stop_count = o->stop_count;
-    request_free(r);
+    atlas_sched_request_free(r);
   }
   return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                            "request: no memory to queue %zu prompt tokens",
@@ -289,7 +325,7 @@ atlas_status atlas_scheduler_submit(atlas_scheduler *sched,
     pthread_cond_broadcast(&sched->cv);
   }
   pthread_mutex_unlock(&sched->mu);
-  if (s != ATLAS_OK) request_free(r);
+  if (s != ATLAS_OK) atlas_sched_request_free(r);
   return s;
 }
 
@@ -307,9 +343,11 @@ atlas_status atlas_scheduler_cancel(atlas_scheduler *sched,
       found = true;
     }
   }
-  if (!found && sched->current != NULL && sched->current->id == request_id) {
-    atomic_store(&sched->current->cancelled, true);
-    found = true;
+  for (size_t i = 0; i < sched->running_count && !found; ++i) {
+    if (sched->running[i]->id == request_id) {
+      atomic_store(&sched->running[i]->cancelled, true);
+      found = true;
+    }
   }
   pthread_cond_broadcast(&sched->cv);
   pthread_mutex_unlock(&sched->mu);
@@ -366,8 +404,30 @@ static bool serial_token(void *ctx, uint32_t token) {
   pthread_mutex_lock(&run->sched->mu);
   run->sched->tokens++;
   pthread_mutex_unlock(&run->sched->mu);
-  emit(run->r, &e);
+  atlas_sched_emit(run->r, &e);
   return !e.finished;
+}
+
+void atlas_sched_gen_config(const atlas_scheduler *sched,
+                            const sched_request *r, atlas_gen_config *c) {
+  const atlas_request_options *o = &r->options;
+  memset(c, 0, sizeof(*c));
+  c->max_tokens = o->max_tokens;
+  c->sampling = atlas_sampler_config_default();
+  c->sampling.temperature = o->temperature;
+  c->sampling.top_k = o->top_k;
+  c->sampling.top_p = o->top_p;
+  c->sampling.min_p = o->min_p;
+  c->sampling.repetition_penalty = o->repetition_penalty;
+  c->sampling.seed = o->seed;
+  const atlas_eos *eos = atlas_model_eos(sched->model);
+  c->eos = eos->ids;
+  c->eos_count = eos->count;
+  c->ignore_eos = o->ignore_eos;
+  c->tokenizer = o->tokenizer;
+  c->stop_strings = o->stop_strings;
+  c->stop_count = o->stop_count;
+  c->logprobs = o->logprobs;
 }
 
 static atlas_status serial_request(atlas_scheduler *sched, sched_request *r) {
@@ -377,23 +437,7 @@ static atlas_status serial_request(atlas_scheduler *sched, sched_request *r) {
   run.r = r;
   const atlas_request_options *o = &r->options;
   atlas_gen_config c;
-  memset(&c, 0, sizeof(c));
-  c.max_tokens = o->max_tokens;
-  c.sampling = atlas_sampler_config_default();
-  c.sampling.temperature = o->temperature;
-  c.sampling.top_k = o->top_k;
-  c.sampling.top_p = o->top_p;
-  c.sampling.min_p = o->min_p;
-  c.sampling.repetition_penalty = o->repetition_penalty;
-  c.sampling.seed = o->seed;
-  const atlas_eos *eos = atlas_model_eos(sched->model);
-  c.eos = eos->ids;
-  c.eos_count = eos->count;
-  c.ignore_eos = o->ignore_eos;
-  c.tokenizer = o->tokenizer;
-  c.stop_strings = o->stop_strings;
-  c.stop_count = o->stop_count;
-  c.logprobs = o->logprobs;
+  atlas_sched_gen_config(sched, r, &c);
   atlas_status s =
       atlas_gen_state_init(&run.g, &c, r->prompt, r->prompt_len,
                            (size_t)atlas_model_vocab_size(sched->model));
@@ -424,7 +468,7 @@ static atlas_status serial_request(atlas_scheduler *sched, sched_request *r) {
   }
   atlas_status step_failure = ATLAS_OK;
   if (s != ATLAS_OK) {
-    finish_request(r, ATLAS_SCHED_ERROR, s, "", 0, run.g.generated);
+    atlas_sched_finish_request(r, ATLAS_SCHED_ERROR, s, "", 0, run.g.generated);
     step_failure = s;
   } else if (run.g.finish == ATLAS_GEN_RUNNING) {
     // Cancelled (or the loop ended early): what was held back is the
@@ -432,8 +476,9 @@ static atlas_status serial_request(atlas_scheduler *sched, sched_request *r) {
     const char *text = "";
     size_t len = 0;
     s = atlas_gen_state_end(&run.g, ATLAS_GEN_CALLER, &text, &len);
-    finish_request(r, s == ATLAS_OK ? ATLAS_SCHED_ABORT : ATLAS_SCHED_ERROR, s,
-                   text, len, run.g.generated);
+    atlas_sched_finish_request(
+        r, s == ATLAS_OK ? ATLAS_SCHED_ABORT : ATLAS_SCHED_ERROR, s, text, len,
+        run.g.generated);
     atlas_status_free(s);
   }
   free(out);
@@ -441,8 +486,8 @@ static atlas_status serial_request(atlas_scheduler *sched, sched_request *r) {
   return step_failure;
 }
 
-atlas_status atlas_scheduler_step(atlas_scheduler *sched, bool *out_worked) {
-  if (out_worked != NULL) *out_worked = false;
+// One request run to its end (a model without a batch step).
+static atlas_status serial_step(atlas_scheduler *sched, bool *out_worked) {
   pthread_mutex_lock(&sched->mu);
   sched_request *r = sched->head;
   if (r != NULL) {
@@ -450,43 +495,37 @@ atlas_status atlas_scheduler_step(atlas_scheduler *sched, bool *out_worked) {
     if (sched->head == NULL) sched->tail = NULL;
     sched->waiting--;
     r->next = NULL;
-    sched->current = r;
+    sched->running[0] = r;
+    sched->running_count = 1;
   }
   pthread_mutex_unlock(&sched->mu);
   if (r == NULL) return ATLAS_OK;
-  if (out_worked != NULL) *out_worked = true;
+  *out_worked = true;
   atlas_status s = ATLAS_OK;
   if (atomic_load(&r->cancelled)) {
-    finish_request(r, ATLAS_SCHED_ABORT, ATLAS_OK, "", 0, 0);
+    atlas_sched_finish_request(r, ATLAS_SCHED_ABORT, ATLAS_OK, "", 0, 0);
   } else {
     s = serial_request(sched, r);
   }
   pthread_mutex_lock(&sched->mu);
-  sched->current = NULL;
+  sched->running_count = 0;
   sched->steps++;
   pthread_mutex_unlock(&sched->mu);
-  request_free(r);
+  atlas_sched_request_free(r);
   return s;
 }
 
-atlas_status atlas_scheduler_run(atlas_scheduler *sched) {
-  for (;;) {
-    pthread_mutex_lock(&sched->mu);
-    while (!sched->shutdown && sched->head == NULL) {
-      pthread_cond_wait(&sched->cv, &sched->mu);
-    }
-    bool stop = sched->shutdown;
-    pthread_mutex_unlock(&sched->mu);
-    if (stop) break;
-    bool worked = false;
-    atlas_status s = atlas_scheduler_step(sched, &worked);
-    if (s != ATLAS_OK) {
-      atlas_log(&atlas_model_spec_of(sched->model)->log, ATLAS_LOG_ERROR,
-                "scheduler step: %s", atlas_status_message(s));
-      atlas_status_free(s);
-    }
-  }
-  // Queued requests end now; the caller destroys the scheduler.
+atlas_status atlas_scheduler_step(atlas_scheduler *sched, bool *out_worked) {
+  bool worked = false;
+  atlas_status s = sched->engine != NULL
+                       ? atlas_sched_batch_step(sched, &worked)
+                       : serial_step(sched, &worked);
+  if (out_worked != NULL) *out_worked = worked;
+  return s;
+}
+
+// Every queued request ends with ABORT.
+static void abort_waiting(atlas_scheduler *sched) {
   pthread_mutex_lock(&sched->mu);
   sched_request *r = sched->head;
   sched->head = sched->tail = NULL;
@@ -494,9 +533,31 @@ atlas_status atlas_scheduler_run(atlas_scheduler *sched) {
   pthread_mutex_unlock(&sched->mu);
   while (r != NULL) {
     sched_request *next = r->next;
-    finish_request(r, ATLAS_SCHED_ABORT, ATLAS_OK, "", 0, 0);
-    request_free(r);
+    atlas_sched_finish_request(r, ATLAS_SCHED_ABORT, ATLAS_OK, "", 0, 0);
+    atlas_sched_request_free(r);
     r = next;
+  }
+}
+
+atlas_status atlas_scheduler_run(atlas_scheduler *sched) {
+  for (;;) {
+    pthread_mutex_lock(&sched->mu);
+    while (!sched->shutdown && sched->head == NULL &&
+           sched->running_count == 0) {
+      pthread_cond_wait(&sched->cv, &sched->mu);
+    }
+    bool stop = sched->shutdown;
+    pthread_mutex_unlock(&sched->mu);
+    // After shutdown: the queue ends now, the running requests run out.
+    if (stop) abort_waiting(sched);
+    if (stop && sched->running_count == 0) break;
+    bool worked = false;
+    atlas_status s = atlas_scheduler_step(sched, &worked);
+    if (s != ATLAS_OK) {
+      atlas_log(&atlas_model_spec_of(sched->model)->log, ATLAS_LOG_ERROR,
+                "scheduler step: %s", atlas_status_message(s));
+      atlas_status_free(s);
+    }
   }
   return ATLAS_OK;
 }
@@ -513,8 +574,16 @@ void atlas_scheduler_stats_get(atlas_scheduler *sched,
   memset(out_stats, 0, sizeof(*out_stats));
   pthread_mutex_lock(&sched->mu);
   out_stats->waiting = sched->waiting;
-  out_stats->running = sched->current != NULL ? 1 : 0;
+  out_stats->running = sched->running_count;
   out_stats->steps = sched->steps;
   out_stats->tokens = sched->tokens;
+  out_stats->kv_blocks_total = sched->kv.total;
+  out_stats->kv_blocks_used = sched->kv.used;
+  out_stats->kv_blocks_cached = sched->kv.cached;
+  out_stats->kv_blocks_free = sched->kv.free;
+  out_stats->kv_block_tokens = sched->block_tokens;
+  out_stats->kv_pool_bytes = sched->kv.bytes;
+  out_stats->prefix_hit_tokens = sched->prefix_hits;
+  out_stats->preempted = sched->preempted;
   pthread_mutex_unlock(&sched->mu);
 }

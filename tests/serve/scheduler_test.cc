@@ -282,4 +282,121 @@ TEST_F(SchedulerTest, ManySubmittersOneDriver) {
                 ATLAS_STATUS_FAILED_PRECONDITION, "shutting down");
 }
 
+// Requests run together: fewer forwards than tokens, the same tokens.
+TEST_F(SchedulerTest, RequestsShareSteps) {
+  const int kN = 6;
+  std::vector<std::vector<uint32_t>> want;
+  for (int i = 0; i < kN; ++i) want.push_back(Alone(Prompt(50 + i, 4 + i), 10));
+  MakeScheduler();
+  std::vector<Result> res(kN);
+  for (int i = 0; i < kN; ++i) Submit(Prompt(50 + i, 4 + i), 10, &res[i]);
+  Drain();
+  atlas_scheduler_stats st;
+  atlas_scheduler_stats_get(sched_, &st);
+  EXPECT_EQ(st.tokens, 60u);
+  EXPECT_LE(st.steps, 11u);  // one prefill step, then 9 decode steps
+  for (int i = 0; i < kN; ++i) {
+    EXPECT_EQ(res[i].finish, ATLAS_SCHED_LENGTH) << res[i].error;
+    EXPECT_EQ(res[i].tokens, want[i]) << "request " << i;
+  }
+  EXPECT_EQ(st.kv_blocks_used, 0u);
+  EXPECT_GT(st.kv_blocks_total, 0u);
+}
+
+// 8 requests sharing a 40-token prompt: the later ones take the first's
+// full blocks, and their tokens are the same.
+TEST_F(SchedulerTest, SharedPromptsHitThePrefixCache) {
+  std::vector<uint32_t> p = Prompt(9, 40);
+  std::vector<uint32_t> want = Alone(p, 6);
+  MakeScheduler();
+  Result first;
+  Submit(p, 6, &first);
+  Drain();
+  std::vector<Result> res(8);
+  for (auto &r : res) Submit(p, 6, &r);
+  Drain();
+  EXPECT_EQ(first.tokens, want);
+  for (auto &r : res) EXPECT_EQ(r.tokens, want);
+  atlas_scheduler_stats st;
+  atlas_scheduler_stats_get(sched_, &st);
+  EXPECT_EQ(st.prefix_hit_tokens, 8u * 32);
+  EXPECT_GT(st.kv_blocks_cached, 0u);
+  EXPECT_EQ(st.kv_blocks_used, 0u);
+}
+
+// A pool of one sequence's blocks (64 positions: 4 blocks of 16) and four
+// requests that together need more: they are preempted and re-prefilled,
+// and still give the one-sequence tokens.
+TEST_F(SchedulerTest, ASmallPoolPreemptsAndStillAnswersRight) {
+  const int kN = 4;
+  std::vector<std::vector<uint32_t>> want;
+  for (int i = 0; i < kN; ++i) want.push_back(Alone(Prompt(70 + i, 10), 20));
+  atlas_scheduler_options o;
+  atlas_scheduler_options_init(&o);
+  atlas_arch_kv_shape shape;
+  atlas_model_arch(model_)->kv_shape(atlas_model_impl(model_), &shape);
+  o.kv_budget_bytes = 2ull * shape.layers * 16 * shape.kv_dim * 4 * 4;
+  o.prefix_cache = false;
+  MakeScheduler(&o);
+  std::vector<Result> res(kN);
+  for (int i = 0; i < kN; ++i) Submit(Prompt(70 + i, 10), 20, &res[i]);
+  Drain();
+  for (int i = 0; i < kN; ++i) {
+    EXPECT_EQ(res[i].finish, ATLAS_SCHED_LENGTH) << res[i].error;
+    EXPECT_EQ(res[i].tokens, want[i]) << "request " << i;
+  }
+  atlas_scheduler_stats st;
+  atlas_scheduler_stats_get(sched_, &st);
+  EXPECT_EQ(st.kv_blocks_total, 4u);
+  EXPECT_GT(st.preempted, 0u);
+  EXPECT_EQ(st.kv_blocks_used, 0u);
+}
+
+// A fault at every copy and launch of the batched steps: every request
+// ends exactly once (its tokens, or ERROR with a status), the scheduler
+// stays usable, and nothing leaks (checked when the model closes).
+TEST_F(SchedulerTest, AFaultAtEveryOperationEndsEveryRequestOnce) {
+  atlas_backend *be = atlas_model_backend(model_);
+  MakeScheduler();
+  // A first run makes the model's batch scratch; count one run's ops.
+  auto run = [&](atlas_fault_kind kind, uint64_t at, int *errors) {
+    std::vector<Result> res(3);
+    for (int i = 0; i < 3; ++i) Submit(Prompt(90 + i, 3 + 7 * i), 4, &res[i]);
+    uint64_t start = atlas_backend_op_count(be, kind);
+    if (at > 0) atlas_backend_inject_fault(be, kind, at);
+    for (int k = 0; k < 1000; ++k) {
+      bool worked = false;
+      atlas_status s = atlas_scheduler_step(sched_, &worked);
+      atlas_status_free(s);
+      if (!worked) break;
+    }
+    atlas_backend_inject_fault(be, kind, 0);
+    *errors = 0;
+    for (auto &r : res) {
+      EXPECT_EQ(r.finals, 1);
+      if (r.finish == ATLAS_SCHED_ERROR) {
+        ++*errors;
+        EXPECT_NE(r.error.find("injected"), std::string::npos) << r.error;
+      } else {
+        EXPECT_EQ(r.finish, ATLAS_SCHED_LENGTH);
+      }
+    }
+    atlas_scheduler_stats st;
+    atlas_scheduler_stats_get(sched_, &st);
+    EXPECT_EQ(st.running, 0u);
+    EXPECT_EQ(st.kv_blocks_used, 0u);
+    return atlas_backend_op_count(be, kind) - start;
+  };
+  int errors = 0;
+  run(ATLAS_FAULT_LAUNCH, 0, &errors);
+  for (atlas_fault_kind kind : {ATLAS_FAULT_COPY, ATLAS_FAULT_LAUNCH}) {
+    uint64_t n = run(kind, 0, &errors);
+    EXPECT_EQ(errors, 0);
+    for (uint64_t k = 1; k <= n; k += (kind == ATLAS_FAULT_LAUNCH ? 3 : 1)) {
+      run(kind, k, &errors);
+      EXPECT_GT(errors, 0) << atlas_fault_kind_name(kind) << " " << k;
+    }
+  }
+}
+
 }  // namespace
