@@ -296,6 +296,97 @@ atlas_generate(atlas_model *model, const uint32_t *prompt, size_t prompt_len,
                const atlas_generate_options *options, uint32_t *out_tokens,
                size_t *out_count);
 
+// ---- sequences and the batch step ------------------------------------------------
+//
+// Many sequences on one model (llama.h's context and batch split, as one
+// model handle): each sequence owns its KV blocks, from one pool of
+// fixed-size blocks per model, and its position. One call runs ONE forward
+// over any mix of sequences, each with a chunk of new tokens (a prompt
+// chunk or the token it generated last), and returns each one's last row's
+// logits and/or the argmax computed on the device. Sampling, stop strings
+// and text stay with the caller (atlas_generate does them for one
+// sequence; runtime/serve's scheduler for many).
+//
+// Threads: as the model (one thread at a time). The pool and every sequence
+// go when the model closes; atlas_swap is refused while the pool exists
+// (free it with atlas_kv_close).
+
+typedef struct atlas_seq atlas_seq;
+
+typedef struct atlas_kv_options {
+  size_t struct_size;
+  // Bytes of the pool; 0: what fits beside the weights (CUDA: the free
+  // device memory within the model's device budget, less a margin; host:
+  // 8 sequences of max_seq positions).
+  uint64_t budget_bytes;
+  uint32_t block_tokens;  // positions a block (default 16)
+  // Full blocks of a prompt stay keyed by their tokens and everything
+  // before them, for atlas_seq_reuse_prefix (default true).
+  bool prefix_cache;
+} atlas_kv_options;
+
+void atlas_kv_options_init(atlas_kv_options *options);
+
+// Makes the model's pool (one ledgered allocation, shown by atlas_report).
+// FAILED_PRECONDITION when it exists already; RESOURCE_EXHAUSTED when the
+// budget holds less than one sequence of max_seq positions; UNIMPLEMENTED
+// for a model without a batch step. atlas_seq_create makes it with the
+// defaults when none exists.
+ATLAS_MUST_USE atlas_status atlas_kv_open(atlas_model *model,
+                                          const atlas_kv_options *options);
+// Frees the pool and every sequence still alive (their handles go).
+ATLAS_MUST_USE atlas_status atlas_kv_close(atlas_model *model);
+
+typedef struct atlas_kv_stats {
+  size_t struct_size;
+  size_t blocks_total, blocks_used, blocks_cached, blocks_free;
+  size_t block_tokens;
+  uint64_t bytes;
+  size_t sequences;  // alive
+} atlas_kv_stats;
+
+ATLAS_MUST_USE atlas_status atlas_kv_stats_get(atlas_model *model,
+                                               atlas_kv_stats *out_stats);
+
+ATLAS_MUST_USE atlas_status atlas_seq_create(atlas_model *model,
+                                             atlas_seq **out_seq);
+// A new sequence with the parent's tokens, sharing its blocks (a block is
+// copied when either writes into it).
+ATLAS_MUST_USE atlas_status atlas_seq_fork(atlas_model *model,
+                                           const atlas_seq *parent,
+                                           atlas_seq **out_seq);
+// Gives its blocks back (NULL: no-op); others keep running.
+void atlas_seq_free(atlas_model *model, atlas_seq *seq);
+// Positions computed so far.
+size_t atlas_seq_length(const atlas_seq *seq);
+// For an empty sequence about to take `prompt`: the longest run of its
+// full blocks the prefix cache holds becomes the sequence's (at least one
+// token is left to run). *out_reused: positions now computed; feed
+// prompt + *out_reused next.
+ATLAS_MUST_USE atlas_status atlas_seq_reuse_prefix(atlas_model *model,
+                                                   atlas_seq *seq,
+                                                   const uint32_t *prompt,
+                                                   size_t prompt_len,
+                                                   size_t *out_reused);
+
+typedef struct atlas_batch_entry {
+  atlas_seq *seq;
+  const uint32_t *tokens;  // positions length .. length + count - 1
+  size_t count;            // > 0
+  float *logits;           // vocab_size floats of its last row (or NULL)
+  uint32_t *argmax;        // its last row's first largest logit (or NULL)
+} atlas_batch_entry;
+
+// One forward over the entries (distinct sequences). Errors:
+// INVALID_ARGUMENT (an id outside the vocabulary, past max_seq positions,
+// more tokens or sequences than one step takes, a sequence twice);
+// RESOURCE_EXHAUSTED when the pool cannot hold the new positions (nothing
+// runs, no block is taken: free or wait for a sequence and call again).
+// When the forward fails, no sequence grows.
+ATLAS_MUST_USE atlas_status atlas_decode(atlas_model *model,
+                                         atlas_batch_entry *entries,
+                                         size_t count);
+
 // ---- hot swap ----------------------------------------------------------------
 
 typedef enum atlas_swap_outcome {

@@ -13,6 +13,7 @@
 #include "atlas/runtime/api/memory_json.h"
 #include "atlas/runtime/api/memory_svg.h"
 #include "atlas/runtime/backends/backend_factory.h"
+#include "atlas/runtime/generate/gen_state.h"
 #include "atlas/runtime/ledger_report.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/runtime/model/swap.h"
@@ -239,19 +240,13 @@ atlas_status atlas_model_info_get(const atlas_model *model,
   return ATLAS_OK;
 }
 
-// The state of one atlas_generate: the caller's options, the sampler and
-// its history, the streaming decoder and the stop conditions.
+// The state of one atlas_generate: the caller's options and the sequence's
+// decisions (runtime/generate/gen_state.h: sampling, EOS, stop strings,
+// text), fed by the model's one-sequence loop.
 typedef struct generate_state {
   const atlas_generate_options *options;
-  bool sampling;
-  atlas_sampler sampler;
-  int32_t *history;  // prompt + generated ids (the repetition penalty's view)
-  size_t history_len;
-  bool text;  // decoding text (a tokenizer was given)
-  atlas_tokenizer_stream *stream;
-  atlas_stop stop;
-  bool stop_ready;
-  bool stopped;        // on_text or a stop string ended it
+  atlas_gen_state g;
+  bool stopped;        // on_token, on_text or a stop ended it
   atlas_status error;  // from a callback that can only return bool
 } generate_state;
 
@@ -264,12 +259,7 @@ static atlas_status bridge_logits(void *ctx, const float *logits,
 static atlas_status choose_token(void *ctx, const float *logits,
                                  size_t vocab_size, uint32_t *out_token) {
   generate_state *g = ctx;
-  int32_t token = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_sampler_sample(
-      &g->sampler, logits, vocab_size, g->history, g->history_len, &token));
-  g->history[g->history_len++] = token;
-  *out_token = (uint32_t)token;
-  return ATLAS_OK;
+  return atlas_gen_state_choose(&g->g, logits, vocab_size, out_token, NULL);
 }
 
 static bool emit_text(generate_state *g, const char *text, size_t len) {
@@ -277,75 +267,20 @@ static bool emit_text(generate_state *g, const char *text, size_t len) {
   return g->options->on_text(g->options->ctx, text, len);
 }
 
-// The stream holds back text that ends in an incomplete character, whole
-// characters before it included: a stop string among those is known now,
-// not when the character completes tokens later. Then generation ends here,
-// with the text up to the stop string (*step, which emitted nothing yet).
-static atlas_status stop_in_held_text(generate_state *g,
-                                      atlas_stop_step *step) {
-  if (g->stop.n_stop == 0) return ATLAS_OK;
-  char *held = NULL;
-  size_t held_len = 0;
-  ATLAS_RETURN_IF_ERROR(
-      atlas_tokenizer_stream_finish(g->stream, &held, &held_len));
-  atlas_status s = ATLAS_OK;
-  if (atlas_stop_would_stop(&g->stop, held, held_len)) {
-    // The step's own text first: the finish reuses the buffer it points into.
-    if (!emit_text(g, step->emit, step->emit_len)) g->stopped = true;
-    s = atlas_stop_finish(&g->stop, held, held_len, step);
-  }
-  free(held);
-  return s;
-}
-
 static bool bridge_token(void *ctx, uint32_t token) {
   generate_state *g = ctx;
-  if (g->text) {
-    char *piece = NULL;
-    size_t len = 0;
-    atlas_stop_step step = {ATLAS_STOP_NONE, NULL, 0};
-    g->error = atlas_tokenizer_stream_step(g->stream, token, &piece, &len);
-    if (g->error == ATLAS_OK) {
-      g->error = atlas_stop_feed(&g->stop, (int32_t)token,
-                                 piece != NULL ? piece : "", len, &step);
-    }
-    free(piece);
-    if (g->error == ATLAS_OK && step.reason == ATLAS_STOP_NONE) {
-      g->error = stop_in_held_text(g, &step);
-    }
-    if (g->error != ATLAS_OK) return false;
-    if (!emit_text(g, step.emit, step.emit_len) ||
-        step.reason != ATLAS_STOP_NONE) {
-      g->stopped = true;
-    }
+  const char *text = "";
+  size_t len = 0;
+  g->error = atlas_gen_state_accept(&g->g, token, &text, &len);
+  if (g->error != ATLAS_OK) return false;
+  if (!emit_text(g, text, len) || g->g.finish == ATLAS_GEN_EOS ||
+      g->g.finish == ATLAS_GEN_STRING) {
+    g->stopped = true;
   }
   // The token is in out_tokens either way: on_token sees it too.
   const atlas_generate_options *o = g->options;
   bool go_on = o->on_token == NULL || o->on_token(o->ctx, token);
-  return go_on && !g->stopped;
-}
-
-static atlas_status check_generate_options(const atlas_generate_options *o) {
-  if (o->stop_count > 0 && o->tokenizer == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_generate_options.stop_strings need a "
-                             "tokenizer to match against the text");
-  }
-  if (o->stop_count > 0 && o->stop_strings == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_generate_options.stop_strings is NULL "
-                             "but stop_count is %zu",
-                             o->stop_count);
-  }
-  for (size_t i = 0; i < o->stop_count; ++i) {
-    if (o->stop_strings[i] == NULL || o->stop_strings[i][0] == '\0') {
-      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                               "atlas_generate_options.stop_strings[%zu] is "
-                               "empty",
-                               i);
-    }
-  }
-  return ATLAS_OK;
+  return go_on && g->g.finish == ATLAS_GEN_RUNNING && !g->stopped;
 }
 
 static atlas_status generate_state_init(generate_state *g, atlas_model *model,
@@ -354,58 +289,32 @@ static atlas_status generate_state_init(generate_state *g, atlas_model *model,
                                         size_t prompt_len) {
   memset(g, 0, sizeof(*g));
   g->options = o;
-  ATLAS_RETURN_IF_ERROR(check_generate_options(o));
-  atlas_sampler_config c = atlas_sampler_config_default();
-  c.temperature = o->temperature;
-  c.top_k = o->top_k;
-  c.top_p = o->top_p;
-  c.min_p = o->min_p;
-  c.repetition_penalty = o->repetition_penalty;
-  c.seed = o->seed;
-  // Checked even when greedy: an option out of range is refused whatever
-  // the temperature, as atlas.h promises.
-  ATLAS_RETURN_IF_ERROR(atlas_sampler_config_check(&c),
-                        "atlas_generate_options");
-  // Plain greedy stays on the runtime's own argmax (the same ids).
-  g->sampling = o->temperature != 0.0f || o->repetition_penalty != 1.0f;
-  if (g->sampling) {
-    ATLAS_RETURN_IF_ERROR(
-        atlas_sampler_init(&g->sampler, &c,
+  atlas_gen_config c;
+  memset(&c, 0, sizeof(c));
+  // At least one, so that max_new_tokens 0 runs as before (no token).
+  c.max_tokens = o->max_new_tokens > 0 ? o->max_new_tokens : 1;
+  c.sampling = atlas_sampler_config_default();
+  c.sampling.temperature = o->temperature;
+  c.sampling.top_k = o->top_k;
+  c.sampling.top_p = o->top_p;
+  c.sampling.min_p = o->min_p;
+  c.sampling.repetition_penalty = o->repetition_penalty;
+  c.sampling.seed = o->seed;
+  const atlas_eos *eos = atlas_model_eos(model);
+  c.eos = eos->ids;
+  c.eos_count = eos->count;
+  c.ignore_eos = o->ignore_eos;
+  c.tokenizer = o->tokenizer;
+  c.stop_strings = (const char *const *)o->stop_strings;
+  c.stop_count = o->stop_count;
+  return atlas_status_annotate(
+      atlas_gen_state_init(&g->g, &c, prompt, prompt_len,
                            (size_t)atlas_model_vocab_size(model)),
-        "atlas_generate_options");
-    g->history = malloc((prompt_len + o->max_new_tokens + 1) * sizeof(int32_t));
-    if (g->history == NULL) {
-      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                               "atlas_generate: no memory for the history");
-    }
-    for (size_t i = 0; i < prompt_len; ++i) g->history[i] = (int32_t)prompt[i];
-    g->history_len = prompt_len;
-  }
-  if (o->tokenizer != NULL) {
-    g->text = true;
-    // Resyncing: a byte-fallback model's stray byte id must not end the
-    // text (tokenizers' DecodeStream would raise; see tokenizer.h).
-    ATLAS_RETURN_IF_ERROR(
-        atlas_tokenizer_stream_create_resync(o->tokenizer, true, &g->stream));
-    // The runtime stops at EOS itself; the stop conditions only need to
-    // know EOS ids to keep their text out (none when ignore_eos).
-    const atlas_eos *eos = atlas_model_eos(model);
-    int32_t ids[ATLAS_EOS_MAX];
-    size_t n = o->ignore_eos ? 0 : eos->count;
-    for (size_t i = 0; i < n; ++i) ids[i] = (int32_t)eos->ids[i];
-    ATLAS_RETURN_IF_ERROR(atlas_stop_init(&g->stop, ids, n,
-                                          (const char *const *)o->stop_strings,
-                                          o->stop_count, 0));
-    g->stop_ready = true;
-  }
-  return ATLAS_OK;
+      "atlas_generate_options");
 }
 
 static void generate_state_deinit(generate_state *g) {
-  if (g->sampling) atlas_sampler_deinit(&g->sampler);
-  free(g->history);
-  atlas_tokenizer_stream_free(g->stream);
-  if (g->stop_ready) atlas_stop_deinit(&g->stop);
+  atlas_gen_state_deinit(&g->g);
 }
 
 atlas_status atlas_generate(atlas_model *model, const uint32_t *prompt,
@@ -451,16 +360,16 @@ atlas_status atlas_generate(atlas_model *model, const uint32_t *prompt,
   }
   atlas_model_generate_hooks hooks;
   memset(&hooks, 0, sizeof(hooks));
-  hooks.ignore_eos = o.ignore_eos;
-  if (o.on_token != NULL || g.text) {
-    hooks.on_token = bridge_token;
-    hooks.token_ctx = &g;
-  }
+  // The generation state decides every end but max_new_tokens (EOS, stop
+  // strings, the callbacks); the loop only runs.
+  hooks.ignore_eos = true;
+  hooks.on_token = bridge_token;
+  hooks.token_ctx = &g;
   if (o.on_logits != NULL) {
     hooks.sink = bridge_logits;
     hooks.sink_ctx = &g;
   }
-  if (g.sampling) {
+  if (!atlas_gen_state_greedy(&g.g)) {
     hooks.choose = choose_token;
     hooks.choose_ctx = &g;
   }
@@ -469,17 +378,13 @@ atlas_status atlas_generate(atlas_model *model, const uint32_t *prompt,
                                   &hooks, out_tokens, &count);
   s = atlas_status_join(s, g.error);
   // Text held back as a possible stop string start is the user's after all
-  // when generation ended some other way (EOS, max_new_tokens).
-  // The stream's own held text too: whole characters before one the model
-  // left incomplete (a stop string may still end in it).
-  if (s == ATLAS_OK && g.text && !g.stopped) {
-    char *tail = NULL;
-    size_t tail_len = 0;
-    atlas_stop_step step;
-    s = atlas_tokenizer_stream_finish(g.stream, &tail, &tail_len);
-    if (s == ATLAS_OK) s = atlas_stop_finish(&g.stop, tail, tail_len, &step);
-    free(tail);
-    if (s == ATLAS_OK) emit_text(&g, step.emit, step.emit_len);
+  // when generation ended some other way (max_new_tokens, a callback).
+  if (s == ATLAS_OK && !g.stopped && g.g.finish == ATLAS_GEN_RUNNING &&
+      count > 0) {
+    const char *text = "";
+    size_t len = 0;
+    s = atlas_gen_state_end(&g.g, ATLAS_GEN_LENGTH, &text, &len);
+    if (s == ATLAS_OK) emit_text(&g, text, len);
   }
   generate_state_deinit(&g);
   if (out_count != NULL) *out_count = count;
@@ -549,6 +454,13 @@ static atlas_status swap_impl(atlas_model **model, const char *dir,
     free(holder);
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "atlas_swap: NULL model or directory");
+  }
+  if (atlas_model_attachment(*model) != NULL) {
+    free(holder);
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "atlas_swap: %s has a KV pool and sequences "
+                             "(atlas_kv_close first)",
+                             atlas_model_name(*model));
   }
   atlas_model_spec next;
   if (options != NULL) {

@@ -32,6 +32,10 @@ struct atlas_model {
   // restore them bit for bit).
   void *config;
   atlas_checkpoint *ck;
+  // What a layer above keeps per model (the step API's KV pool), released
+  // first at close.
+  void *attachment;
+  atlas_status (*release_attachment)(void *attachment);
 };
 
 static double now_ms(void) {
@@ -354,7 +358,13 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
 atlas_status atlas_model_close(atlas_model *model,
                                atlas_teardown_report *out_report) {
   if (model == NULL) return ATLAS_OK;
-  atlas_status status = model->arch->unload(model->impl, out_report);
+  atlas_status status = ATLAS_OK;
+  if (model->attachment != NULL) {
+    status = model->release_attachment(model->attachment);
+    model->attachment = NULL;
+  }
+  status =
+      atlas_status_join(status, model->arch->unload(model->impl, out_report));
   status = atlas_status_join(status, atlas_backend_destroy(model->backend));
   atlas_checkpoint_close(model->ck);
   free(model->config);
@@ -444,3 +454,13 @@ const atlas_eos *atlas_model_eos(const atlas_model *model) {
   return &model->eos;
 }
 atlas_arch_model *atlas_model_impl(atlas_model *model) { return model->impl; }
+
+void atlas_model_attach(atlas_model *model, void *attachment,
+                        atlas_status (*release)(void *attachment)) {
+  model->attachment = attachment;
+  model->release_attachment = release;
+}
+
+void *atlas_model_attachment(const atlas_model *model) {
+  return model->attachment;
+}

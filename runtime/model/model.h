@@ -168,6 +168,12 @@ const atlas_eos *atlas_model_eos(const atlas_model *model);
 // points (bench prefill/decode drive the Llama row's batched prefill).
 atlas_arch_model *atlas_model_impl(atlas_model *model);
 const atlas_model_spec *atlas_model_spec_of(const atlas_model *model);
+// One object a layer above keeps per model (the public step API's KV pool
+// and sequences), released by `release` first when the model closes. NULL
+// detaches (without releasing).
+void atlas_model_attach(atlas_model *model, void *attachment,
+                        atlas_status (*release)(void *attachment));
+void *atlas_model_attachment(const atlas_model *model);
 // "DIR" or the embedded checkpoint's name.
 const char *atlas_model_name(const atlas_model *model);
 

@@ -179,6 +179,9 @@ atlas_kv_pool *atlas_batch_engine_pool(atlas_batch_engine *e) {
 size_t atlas_batch_engine_max_rows(const atlas_batch_engine *e) {
   return e->limits.rows;
 }
+size_t atlas_batch_engine_live(const atlas_batch_engine *e) {
+  return e->live_count;
+}
 size_t atlas_batch_engine_max_seqs(const atlas_batch_engine *e) {
   return e->limits.seqs;
 }
@@ -255,6 +258,10 @@ void atlas_batch_seq_free(atlas_batch_engine *e, atlas_batch_seq *s) {
   free(s->table);
   free(s->tokens);
   free(s);
+}
+
+void atlas_batch_seq_free_all(atlas_batch_engine *e) {
+  while (e->live != NULL) atlas_batch_seq_free(e, e->live);
 }
 
 size_t atlas_batch_seq_length(const atlas_batch_seq *s) { return s->length; }

@@ -46,6 +46,8 @@ typedef struct atlas_batch_engine_options {
 ATLAS_MUST_USE atlas_status atlas_batch_engine_create(
     atlas_model *model, const atlas_batch_engine_options *options,
     atlas_batch_engine **out_engine);
+// Frees every sequence still alive (their handles go).
+void atlas_batch_seq_free_all(atlas_batch_engine *e);
 // Frees the pool. Sequences still alive are freed first (their handles are
 // then invalid); the status names them as a caller's leak.
 ATLAS_MUST_USE atlas_status atlas_batch_engine_destroy(atlas_batch_engine *e);
@@ -55,6 +57,8 @@ atlas_kv_pool *atlas_batch_engine_pool(atlas_batch_engine *e);
 // Most rows (tokens) and sequences one step takes.
 size_t atlas_batch_engine_max_rows(const atlas_batch_engine *e);
 size_t atlas_batch_engine_max_seqs(const atlas_batch_engine *e);
+// Sequences alive.
+size_t atlas_batch_engine_live(const atlas_batch_engine *e);
 
 ATLAS_MUST_USE atlas_status atlas_batch_seq_create(atlas_batch_engine *e,
                                                    atlas_batch_seq **out_seq);
