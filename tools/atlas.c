@@ -6,6 +6,8 @@
 //   atlas swap --model DIR --to DIR2 --tokens 1,2 --steps N [options]
 //   atlas tokenize --tokenizer FILE [--add-special] < TEXT
 //   atlas detokenize --tokenizer FILE --ids 1,2,3 [--skip-special]
+//   atlas batch --model DIR --input FILE.jsonl --output FILE.jsonl
+//   atlas serve --model DIR [--port 8080] [--api-key KEY]
 //   atlas help [CMD] | atlas --help | atlas CMD --help | atlas --version
 //
 // Each command parses its options with getopt_long (tools/cli_options.h) into
@@ -28,6 +30,8 @@
 #include "atlas/tools/cli_stdio.h"
 #include "atlas/tools/make_checkpoint_demo_models.h"
 #include "atlas/tools/progress.h"
+#include "atlas/tools/serve/batch.h"
+#include "atlas/tools/serve/serve.h"
 
 // ---- shared option values ----------------------------------------------------
 
@@ -1346,6 +1350,10 @@ static const command_entry kCommands[] = {
     {"swap", &kSwapCommand, "run one checkpoint, hot-swap to another, run it"},
     {"tokenize", &kTokenizeCommand, "text on stdin -> token ids"},
     {"detokenize", &kDetokenizeCommand, "token ids -> text"},
+    {"batch", &atlas_cli_batch_command,
+     "run an OpenAI Batch file (JSON Lines), many requests at once"},
+    {"serve", &atlas_cli_serve_command,
+     "an OpenAI-compatible HTTP server with hot swap"},
 };
 enum { kCommandCount = sizeof(kCommands) / sizeof(kCommands[0]) };
 
@@ -1418,6 +1426,12 @@ static int run_command(int argc, char **argv) {
     return main_text(argc - 1, argv + 1, true);
   if (strcmp(first, "detokenize") == 0) {
     return main_text(argc - 1, argv + 1, false);
+  }
+  if (strcmp(first, "batch") == 0) {
+    return atlas_cli_batch_main(argc - 1, argv + 1);
+  }
+  if (strcmp(first, "serve") == 0) {
+    return atlas_cli_serve_main(argc - 1, argv + 1);
   }
   if (first[0] == '-') {
     return atlas_cli_usage_error("atlas", "unknown option '%s'", first);

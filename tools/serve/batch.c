@@ -1,0 +1,346 @@
+// atlas batch: an OpenAI Batch file (JSON Lines) through the scheduler.
+//
+// Every line is parsed first; a bad one gets its own 400 line naming the
+// field and the others still run. All good lines are queued at once on one
+// scheduler (--parallel caps how many run together) and the main thread
+// steps it until every request has ended. The output is written in input
+// order to a temporary name and renamed into place only when complete.
+#define _GNU_SOURCE  // getrandom
+#include "atlas/tools/serve/batch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "atlas/atlas.h"
+#include "atlas/runtime/serve/openai/oai_batch.h"
+#include "atlas/runtime/serve/openai/oai_job.h"
+#include "atlas/runtime/serve/openai/oai_response.h"
+#include "atlas/runtime/serve/scheduler.h"
+#include "atlas/tools/cli_files.h"
+#include "atlas/tools/cli_options.h"
+#include "atlas/tools/serve/serve_model.h"
+
+enum {
+  BATCH_MODEL,
+  BATCH_INPUT,
+  BATCH_OUTPUT,
+  BATCH_PARALLEL,
+  BATCH_BACKEND,
+  BATCH_KV_DTYPE,
+  BATCH_MAX_SEQ,
+};
+
+static const atlas_cli_option kBatchOptions[] = {
+    [BATCH_MODEL] = {"model", "DIR", true, NULL,
+                     "checkpoint folder with tokenizer.json (and "
+                     "tokenizer_config.json's chat_template for chat lines)"},
+    [BATCH_INPUT] = {"input", "FILE", true, NULL,
+                     "OpenAI Batch input: one request a line, {\"custom_id\", "
+                     "\"method\": \"POST\", \"url\", \"body\"} (- for stdin)"},
+    [BATCH_OUTPUT] = {"output", "FILE", true, NULL,
+                      "one line a request, in input order: {\"id\", "
+                      "\"custom_id\", \"response\": {\"status_code\", "
+                      "\"request_id\", \"body\"}, \"error\"}; written to a "
+                      "temporary name, renamed when complete"},
+    [BATCH_PARALLEL] = {"parallel", "N", false, "64",
+                        "requests (choices) running at once"},
+    [BATCH_BACKEND] = {"backend", "KIND", false, "auto",
+                       "host, cuda, or auto (cuda when a GPU is usable)"},
+    [BATCH_KV_DTYPE] = {"kv-dtype", "TYPE", false, "auto",
+                        "the KV cache's element type: auto, f32, f16, bf16"},
+    [BATCH_MAX_SEQ] = {"max-seq", "N", false, "min(context, 2048)",
+                       "positions one sequence may use (prompt + output)"},
+};
+
+const atlas_cli_command atlas_cli_batch_command = {
+    "atlas batch",
+    "--model DIR --input FILE.jsonl --output FILE.jsonl [opts]",
+    "Runs every request of an OpenAI Batch file (/v1/completions and\n"
+    "/v1/chat/completions lines) on one model, many at once, and writes one\n"
+    "output line each. A bad line gets a 400 line naming the field; the\n"
+    "others still run. Exit 0 when the output was written, whatever the\n"
+    "lines' statuses (a summary goes to stderr).",
+    kBatchOptions,
+    sizeof(kBatchOptions) / sizeof(kBatchOptions[0]),
+    0,
+    NULL};
+
+typedef struct batch_options {
+  char model[ATLAS_CLI_PATH_MAX];
+  char input[ATLAS_CLI_PATH_MAX];
+  char output[ATLAS_CLI_PATH_MAX];
+  long parallel;
+  const char *backend;
+  const char *kv_dtype;
+  long max_seq;
+} batch_options;
+
+static atlas_status set_batch(void *opts, size_t index, const char *value) {
+  batch_options *o = opts;
+  switch (index) {
+    case BATCH_MODEL:
+      return atlas_cli_resolve_path("--model", value, o->model);
+    case BATCH_INPUT:
+      if (strcmp(value, "-") == 0) {
+        snprintf(o->input, sizeof o->input, "-");
+        return ATLAS_OK;
+      }
+      return atlas_cli_resolve_path("--input", value, o->input);
+    case BATCH_OUTPUT:
+      return atlas_cli_resolve_path("--output", value, o->output);
+    case BATCH_PARALLEL:
+      return atlas_cli_parse_long("--parallel", value, 1, 4096, &o->parallel);
+    case BATCH_BACKEND:
+      o->backend = value;
+      return ATLAS_OK;
+    case BATCH_KV_DTYPE:
+      o->kv_dtype = value;
+      return ATLAS_OK;
+    case BATCH_MAX_SEQ:
+      return atlas_cli_parse_long("--max-seq", value, 1, 1L << 30, &o->max_seq);
+  }
+  return ATLAS_OK;
+}
+
+// One input line and what became of it.
+typedef struct batch_item {
+  atlas_oai_batch_line line;
+  atlas_oai_job *job;  // NULL when the line was refused
+  int http;            // refused: its status
+  char *error;         // refused: the message
+  char param[ATLAS_OAI_MAX_PARAM];
+} batch_item;
+
+// The checkpoint folder's name: the model's name in responses.
+static const char *base_name(const char *dir) {
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/') --n;
+  const char *p = dir + n;
+  while (p > dir && p[-1] != '/') --p;
+  return p;
+}
+
+static void random_hex(char *out, size_t bytes) {
+  unsigned char r[16] = {0};
+  if (bytes > sizeof r) bytes = sizeof r;
+  if (getrandom(r, bytes, 0) != (ssize_t)bytes) {
+    // No entropy source: a clock-derived id still tells lines apart.
+    uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)out;
+    memcpy(r, &t, bytes < sizeof t ? bytes : sizeof t);
+  }
+  for (size_t i = 0; i < bytes; ++i) sprintf(out + 2 * i, "%02x", r[i]);
+}
+
+static void refuse(batch_item *it, int http, atlas_status s,
+                   const char *param) {
+  it->http = http;
+  it->error = strdup(atlas_status_message(s));
+  // A path longer than the field is cut (the message keeps it whole).
+  if (snprintf(it->param, sizeof it->param, "%s", param ? param : "") < 0) {
+    it->param[0] = '\0';
+  }
+  atlas_status_free(s);
+}
+
+// Parses a line and, if it is good, submits it.
+static void start_item(batch_item *it, const char *text, size_t len,
+                       const atlas_oai_env *env) {
+  atlas_oai_error err;
+  atlas_status s = atlas_oai_batch_line_parse(text, len, &it->line, &err);
+  if (s != ATLAS_OK) {
+    refuse(it, 400, s, err.param);
+    return;
+  }
+  char id[64], hex[17];
+  random_hex(hex, 8);
+  snprintf(id, sizeof id, "%s-%s",
+           it->line.endpoint == ATLAS_OAI_CHAT ? "chatcmpl" : "cmpl", hex);
+  uint64_t seed = 0;
+  if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) seed = 0;
+  s = atlas_oai_job_create(it->line.request, id, (int64_t)time(NULL), seed,
+                           &it->job);
+  it->line.request = NULL;  // the job has it
+  if (s != ATLAS_OK) {
+    refuse(it, 500, s, NULL);
+    return;
+  }
+  int http = 500;
+  s = atlas_oai_job_submit(it->job, env, &err, &http);
+  if (s != ATLAS_OK) {
+    char param[ATLAS_OAI_MAX_PARAM + 8];
+    snprintf(param, sizeof param, "body.%s", err.param);
+    if (atlas_oai_job_state_get(it->job) == ATLAS_OAI_JOB_NEW) {
+      atlas_oai_job_free(it->job);
+      it->job = NULL;
+      refuse(it, http, s, err.param[0] ? param : NULL);
+    } else {
+      atlas_status_free(s);  // the job ends with the refusal as its result
+    }
+  }
+}
+
+// The output line of one item, with its newline.
+static atlas_status item_line(batch_item *it, FILE *out, size_t *answered) {
+  char id[40], req[40], hex[17];
+  random_hex(hex, 8);
+  snprintf(id, sizeof id, "batch_req_%s", hex);
+  random_hex(hex, 8);
+  snprintf(req, sizeof req, "req_%s", hex);
+  char *body = NULL, *line = NULL;
+  int http = it->http;
+  atlas_status s = ATLAS_OK;
+  if (it->job != NULL) {
+    s = atlas_oai_job_result(it->job, &http, &body);
+  } else {
+    s = atlas_oai_error_body(http, it->error, NULL, it->param, NULL, &body);
+  }
+  if (s == ATLAS_OK && http == 200) {
+    ++*answered;
+    s = atlas_oai_batch_output_line(id, it->line.custom_id, 200, req, body,
+                                    NULL, NULL, &line);
+  } else if (s == ATLAS_OK) {
+    // The error's message is the body's; the code names the field.
+    const char *msg = it->error ? it->error : "the request failed (see body)";
+    s = atlas_oai_batch_output_line(id, it->line.custom_id, http, req, body,
+                                    it->param[0] ? it->param : NULL, msg,
+                                    &line);
+  }
+  if (s == ATLAS_OK && (fputs(line, out) < 0 || fputc('\n', out) < 0)) {
+    s = atlas_status_make(ATLAS_STATUS_IO, "--output: a write failed");
+  }
+  free(body);
+  free(line);
+  return s;
+}
+
+// Steps the scheduler until every job has ended.
+static atlas_status drive(atlas_scheduler *sched, batch_item *items,
+                          size_t count) {
+  for (;;) {
+    bool pending = false;
+    for (size_t i = 0; i < count && !pending; ++i) {
+      pending = items[i].job != NULL &&
+                atlas_oai_job_state_get(items[i].job) != ATLAS_OAI_JOB_DONE;
+    }
+    if (!pending) return ATLAS_OK;
+    bool worked = false;
+    // A failed step is delivered to its requests (ERROR lines); go on.
+    atlas_status_free(atlas_scheduler_step(sched, &worked));
+    if (!worked) {
+      return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                               "the scheduler stopped with requests still "
+                               "open (nothing left to step)");
+    }
+  }
+}
+
+// Splits the input into lines (blank ones skipped) and runs them.
+static atlas_status run_lines(char *text, size_t len, const atlas_oai_env *env,
+                              atlas_scheduler *sched, FILE *out,
+                              size_t *out_count, size_t *out_answered) {
+  size_t cap = 1;
+  for (size_t i = 0; i < len; ++i) cap += text[i] == '\n';
+  batch_item *items = calloc(cap, sizeof *items);
+  if (items == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "no memory for %zu "
+                             "lines",
+                             cap);
+  }
+  size_t count = 0;
+  for (char *p = text, *end = text + len; p < end;) {
+    char *nl = memchr(p, '\n', (size_t)(end - p));
+    char *stop = nl ? nl : end;
+    size_t n = (size_t)(stop - p);
+    if (n > 0 && p[n - 1] == '\r') --n;
+    bool blank = strspn(p, " \t\r") >= n;
+    if (!blank) start_item(&items[count++], p, n, env);
+    p = stop + 1;
+  }
+  atlas_status s = drive(sched, items, count);
+  size_t answered = 0;
+  for (size_t i = 0; s == ATLAS_OK && i < count; ++i) {
+    s = item_line(&items[i], out, &answered);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (items[i].job != NULL &&
+        atlas_oai_job_state_get(items[i].job) == ATLAS_OAI_JOB_RUNNING) {
+      continue;  // still owned by the scheduler: destroy aborts it
+    }
+    atlas_oai_job_free(items[i].job);
+    atlas_oai_batch_line_clear(&items[i].line);
+    free(items[i].error);
+  }
+  free(items);
+  *out_count = count;
+  *out_answered = answered;
+  return s;
+}
+
+static atlas_status batch(const batch_options *o) {
+  atlas_cli_output out;
+  ATLAS_RETURN_IF_ERROR(atlas_cli_output_open("--output", o->output, &out));
+  atlas_status s = atlas_cli_output_check_input(&out, "--input", o->input);
+  if (s == ATLAS_OK) {
+    s = atlas_cli_output_check_input(&out, "--model", o->model);
+  }
+  char *text = NULL;
+  size_t len = 0;
+  if (s == ATLAS_OK) {
+    s = atlas_cli_read_all(o->input, (size_t)1 << 32, &text, &len);
+  }
+  atlas_serve_model sm;
+  memset(&sm, 0, sizeof sm);
+  if (s == ATLAS_OK) {
+    atlas_serve_model_config cfg = {
+        o->model, o->backend, o->kv_dtype, o->max_seq, (size_t)o->parallel, 0};
+    s = atlas_serve_model_open(&cfg, &sm);
+  }
+  size_t count = 0, answered = 0;
+  if (s == ATLAS_OK) {
+    atlas_oai_env env;
+    atlas_serve_model_env(&sm, &env);
+    env.model_name = base_name(o->model);
+    s = run_lines(text, len, &env, sm.sched, out.f, &count, &answered);
+  }
+  free(text);
+  s = atlas_status_join(s, atlas_serve_model_close(&sm, true));
+  if (s == ATLAS_OK) s = atlas_cli_output_commit(&out);
+  if (s != ATLAS_OK) {
+    atlas_cli_output_abort(&out);
+    return s;
+  }
+  fprintf(stderr,
+          "atlas batch: %zu requests: %zu answered, %zu refused or "
+          "failed\n",
+          count, answered, count - answered);
+  return ATLAS_OK;
+}
+
+int atlas_cli_batch_main(int argc, char **argv) {
+  batch_options *o = calloc(1, sizeof *o);
+  if (o == NULL) {
+    fprintf(stderr, "atlas batch: no memory\n");
+    return ATLAS_CLI_EXIT_FAILURE;
+  }
+  o->parallel = 64;
+  o->backend = "auto";
+  int next = 0;
+  atlas_cli_parse_result r = atlas_cli_parse(&atlas_cli_batch_command, argc,
+                                             argv, set_batch, o, &next);
+  int rc = r == ATLAS_CLI_HELP ? ATLAS_CLI_EXIT_OK : ATLAS_CLI_EXIT_USAGE;
+  if (r == ATLAS_CLI_PARSED) {
+    atlas_status s = batch(o);
+    rc = ATLAS_CLI_EXIT_OK;
+    if (s != ATLAS_OK) {
+      fprintf(stderr, "atlas batch: %s\n", atlas_status_message(s));
+      atlas_status_free(s);
+      rc = ATLAS_CLI_EXIT_FAILURE;
+    }
+  }
+  free(o);
+  return rc;
+}
