@@ -88,7 +88,7 @@ static void env_of(atlas_server *s, atlas_oai_env *env) {
 // Stops the scheduler's admissions and waits for the driving thread to
 // leave run: at most drain_s for the running sequences, then they are
 // cancelled (server locked on entry and exit).
-static void drain(atlas_server *s, double drain_s) {
+static void drain(atlas_server *s, double drain_s, const char *why) {
   if (s->sm.sched == NULL) return;
   atlas_scheduler_shutdown(s->sm.sched);
   double deadline = atlas_oai_now() + drain_s;
@@ -97,9 +97,7 @@ static void drain(atlas_server *s, double drain_s) {
     if (!cut && atlas_oai_now() >= deadline) {
       cut = true;
       for (atlas_serve_job_link *l = s->jobs.next; l != &s->jobs; l = l->next) {
-        atlas_oai_job_cancel(l->job, 503,
-                             "the model was swapped while this request ran; "
-                             "it was cut after the swap's drain");
+        atlas_oai_job_cancel(l->job, 503, why);
       }
     }
     timed_wait(s, cut ? 0 : deadline);
@@ -112,6 +110,12 @@ static void requeue(atlas_server *s) {
   env_of(s, &env);
   for (atlas_serve_job_link *l = s->jobs.next; l != &s->jobs; l = l->next) {
     if (atlas_oai_job_state_get(l->job) != ATLAS_OAI_JOB_REQUEUE) continue;
+    if (s->stopping) {
+      // A shutdown came during the swap: nothing will drive this job.
+      atlas_oai_job_fail(l->job, 503, "the server is shutting down",
+                         "model_unavailable");
+      continue;
+    }
     if (env.sched == NULL) {
       atlas_oai_job_fail(l->job, 503, s->lost_why, "model_unavailable");
       continue;
@@ -183,7 +187,9 @@ void atlas_serve_swap(atlas_server *s, const char *dir, int *out_http,
   }
   s->swap_busy = true;
   atomic_store(&s->swapping, true);
-  drain(s, s->config.drain_s);
+  drain(s, s->config.drain_s,
+        "the model was swapped while this request ran; it was cut after the "
+        "swap's drain (--drain-s)");
   atlas_status st = atlas_serve_model_stop(&s->sm);  // nothing left in it
   // The swap works on a copy: readers under the lock see no half-swapped
   // bundle (and refuse what needs the model while `swapping` is set).
@@ -310,9 +316,11 @@ void atlas_serve_engine_stop(atlas_server *s) {
   pthread_mutex_lock(&s->mu);
   s->stopping = true;
   // Running streams finish; new work was refused already. Bounded by the
-  // drain time, then cut.
-  atomic_store(&s->swapping, false);
-  drain(s, s->config.drain_s);
+  // drain time, then cut. (A swap under way finishes on its own thread; its
+  // requeued requests then get 503.)
+  drain(s, s->config.drain_s,
+        "the server is shutting down; the request was cut after the drain "
+        "(--drain-s)");
   s->driver_exit = true;
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
