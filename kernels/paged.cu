@@ -35,15 +35,15 @@ __device__ void kv_store_slots(C *kc, C *vc, const float *k, const float *v,
   if (i >= (size_t)n * kv_dim) return;
   size_t r = i / kv_dim, c = i % kv_dim;
   size_t at = (size_t)slots[r] * kv_dim + c;
-  store_kv(kc, at, k[i]);
-  store_kv(vc, at, v[i]);
+  store_rn(kc, at, k[i]);
+  store_rn(vc, at, v[i]);
 }
 
 // ---- attention_paged -------------------------------------------------------------
 // One block a (query head, row): keys in tiles of 128 positions, each thread
 // one key's score, then an online softmax over the tiles; the output's
 // head_dim values spread over the threads.
-enum { kTile = 128, kMaxD = 256 };
+enum { kTile = 128, kPagedMaxD = 256 };
 
 template <typename C>
 __device__ void attention_paged(float *out, const float *q, const C *kc,
@@ -52,7 +52,7 @@ __device__ void attention_paged(float *out, const float *q, const C *kc,
                                 const uint32_t *row_seq, const uint32_t *tables,
                                 uint32_t stride, uint32_t bt, uint32_t n,
                                 uint32_t window) {
-  __shared__ float qs[kMaxD];
+  __shared__ float qs[kPagedMaxD];
   __shared__ float ps[kTile];
   __shared__ size_t rows[kTile];
   __shared__ float red[32];
