@@ -8,6 +8,7 @@
 #define _GNU_SOURCE  // getrandom
 #include "atlas/tools/serve/batch.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,10 +204,17 @@ static atlas_status item_line(batch_item *it, FILE *out, size_t *answered) {
                                     NULL, NULL, &line);
   } else if (s == ATLAS_OK) {
     // The error's message is the body's; the code names the field.
-    const char *msg = it->error ? it->error : "the request failed (see body)";
+    // A job's own failure (a refused submit, a failed step) is in its body.
+    json_t *root = it->error ? NULL : json_loads(body, 0, NULL);
+    const char *from_body = json_string_value(
+        json_object_get(json_object_get(root, "error"), "message"));
+    const char *msg = it->error   ? it->error
+                      : from_body ? from_body
+                                  : "the request failed";
     s = atlas_oai_batch_output_line(id, it->line.custom_id, http, req, body,
                                     it->param[0] ? it->param : NULL, msg,
                                     &line);
+    json_decref(root);
   }
   if (s == ATLAS_OK && (fputs(line, out) < 0 || fputc('\n', out) < 0)) {
     s = atlas_status_make(ATLAS_STATUS_IO, "--output: a write failed");
