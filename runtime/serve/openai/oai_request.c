@@ -523,6 +523,10 @@ atlas_status atlas_oai_request_parse(const char *body, size_t len,
                                      atlas_oai_error *out_error) {
   *out_request = NULL;
   if (out_error != NULL) out_error->param[0] = '\0';
+  if (len == 0) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "the request body is empty: send a JSON object");
+  }
   json_error_t je;
   // Duplicate keys are refused: which one counts would be a guess.
   json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
