@@ -68,6 +68,7 @@ TEST(OaiResponse, CompletionBody) {
   EXPECT_EQ(json_integer_value(json_object_get(usage, "prompt_tokens")), 4);
   EXPECT_EQ(json_integer_value(json_object_get(usage, "completion_tokens")), 7);
   EXPECT_EQ(json_integer_value(json_object_get(usage, "total_tokens")), 11);
+  EXPECT_EQ(json_object_get(usage, "prompt_tokens_details"), nullptr);
   json_decref(j);
 }
 
@@ -167,13 +168,16 @@ TEST(OaiResponse, ChatChunks) {
   EXPECT_EQ(json_object_size(json_object_get(c0, "delta")), 0u);
   EXPECT_STREQ(Str(c0, "finish_reason"), "abort");
   json_decref(j);
-  atlas_oai_usage u = {2, 3};
+  atlas_oai_usage u = {2, 3, true, 1};
   ASSERT_EQ(atlas_oai_response_usage_chunk(&m, &u, &out), ATLAS_OK);
   j = LoadEvent(out);
   EXPECT_EQ(json_array_size(json_object_get(j, "choices")), 0u);
-  EXPECT_EQ(json_integer_value(
-                json_object_get(json_object_get(j, "usage"), "total_tokens")),
-            5);
+  json_t *usage = json_object_get(j, "usage");
+  EXPECT_EQ(json_integer_value(json_object_get(usage, "total_tokens")), 5);
+  EXPECT_EQ(
+      json_integer_value(json_object_get(
+          json_object_get(usage, "prompt_tokens_details"), "cached_tokens")),
+      1);
   json_decref(j);
   EXPECT_STREQ(atlas_oai_done_event, "data: [DONE]\n\n");
 }

@@ -168,6 +168,7 @@ def case_endpoints(m, m2):
               st == 200 and body["choices"][0]["text"] == want, (body, want))
         check("completion: object and usage",
               st == 200 and body["object"] == "text_completion"
+              and isinstance(body["usage"]["prompt_tokens_details"]["cached_tokens"], int)
               and body["usage"]["completion_tokens"] == 12
               and body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + 12, body)
         # The same as a stream, with usage.
@@ -262,7 +263,8 @@ def case_endpoints(m, m2):
         for name in ("atlas_requests_total{endpoint=\"/v1/completions\",status=\"200\"}",
                      "atlas_time_to_first_token_seconds_count", "atlas_kv_blocks{state=\"free\"}",
                      "atlas_sequences{state=\"running\"}", "atlas_swaps_total{outcome=\"lost\"}",
-                     "atlas_ledger_live_bytes_total", "atlas_generation_tokens_total"):
+                     "atlas_ledger_live_bytes_total", "atlas_generation_tokens_total",
+                     "atlas_prefix_cache_hit_tokens_total", "atlas_preempted_total"):
             check(f"/metrics has {name}", st == 200 and name in text)
         check("/metrics counts the 401s",
               'endpoint="/v1/completions",status="401"} 3' in text)

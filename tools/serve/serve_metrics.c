@@ -195,6 +195,16 @@ static void engine_gauges(text *t, atlas_server *s) {
       "atlas_kv_blocks{state=\"free\"} %zu\n",
       st.kv_blocks_used, st.kv_blocks_cached, st.kv_blocks_free);
   put(t,
+      "# HELP atlas_prefix_cache_hit_tokens_total Prompt tokens the prefix "
+      "cache supplied (this model).\n"
+      "# TYPE atlas_prefix_cache_hit_tokens_total counter\n"
+      "atlas_prefix_cache_hit_tokens_total %llu\n"
+      "# HELP atlas_preempted_total Sequences preempted to free KV blocks "
+      "(this model).\n# TYPE atlas_preempted_total counter\n"
+      "atlas_preempted_total %llu\n",
+      (unsigned long long)st.prefix_hit_tokens,
+      (unsigned long long)st.preempted);
+  put(t,
       "# HELP atlas_model_serving 1 while a model serves.\n"
       "# TYPE atlas_model_serving gauge\natlas_model_serving %d\n",
       have ? 1 : 0);

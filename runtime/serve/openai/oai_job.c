@@ -63,6 +63,7 @@ struct atlas_oai_job {
   size_t prompt_len;
   choice *choices;
   size_t n, finals;
+  size_t cached_tokens;  // choice 0's prompt tokens from the prefix cache
   atlas_oai_job_state state;
   double submitted_at;
   // Why it ended early: a cancel (http status and words), a failed step or
@@ -217,7 +218,8 @@ static void job_complete(atlas_oai_job *j) {
     if (j->error_why != NULL) push_error_event(j);
     if (j->req->include_usage) {
       atlas_oai_meta m = meta_of(j);
-      atlas_oai_usage u = {j->prompt_len, completion_tokens(j)};
+      atlas_oai_usage u = {j->prompt_len, completion_tokens(j), true,
+                           j->cached_tokens};
       char *event = NULL;
       atlas_status s = atlas_oai_response_usage_chunk(&m, &u, &event);
       push_event(j, s, event);
@@ -274,6 +276,7 @@ static void on_event(void *ctx, const atlas_sched_event *e) {
   if (j->req->stream && (e->text_len > 0 || c->lp_count > lp_before)) {
     push_chunk(j, c, e->text, e->text_len, NULL, lp_before);
   }
+  if (c->index == 0) j->cached_tokens = e->cached_tokens;
   if (e->finished) {
     c->final = true;
     c->finish = e->finish;
@@ -614,7 +617,8 @@ static atlas_status result_body(atlas_oai_job *j, char **out_body) {
       at += c->lp_count;
     }
     atlas_oai_meta m = meta_of(j);
-    atlas_oai_usage u = {j->prompt_len, completion_tokens(j)};
+    atlas_oai_usage u = {j->prompt_len, completion_tokens(j), true,
+                         j->cached_tokens};
     s = atlas_oai_response_body(&m, views, j->n, &u, out_body);
   }
   free(views);

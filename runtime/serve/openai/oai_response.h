@@ -58,6 +58,10 @@ typedef struct atlas_oai_choice {
 typedef struct atlas_oai_usage {
   uint64_t prompt_tokens;
   uint64_t completion_tokens;
+  // Prompt tokens the prefix cache supplied (OpenAI's
+  // prompt_tokens_details.cached_tokens, written when has_cached).
+  bool has_cached;
+  uint64_t cached_tokens;
 } atlas_oai_usage;
 
 // The whole response to a request that did not stream.
