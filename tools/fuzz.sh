@@ -80,7 +80,8 @@ LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
   runtime/weight_scan.c runtime/arch/rope/rope.c"
 TEXT_LIB="$(echo runtime/text/*.c) runtime/file_read.c -lpcre2-8 -lutf8proc -pthread"
 CHAT_LIB="$(echo runtime/chat/*.c) runtime/file_read.c -lutf8proc"
-OAI_LIB="$(echo runtime/serve/openai/*.c) -lutf8proc"
+OAI_LIB="runtime/serve/openai/oai_request.c runtime/serve/openai/oai_response.c \
+  runtime/serve/openai/oai_batch.c -lutf8proc"
 # Each target's sources, and the longest input (a tokenizer.json or chat
 # template seed is a few KiB).
 target_lib() {
