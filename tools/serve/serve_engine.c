@@ -77,10 +77,16 @@ atlas_status atlas_serve_engine_start(atlas_server *s) {
   return ATLAS_OK;
 }
 
+static bool is_swapping(void *ctx) {
+  atlas_server *s = ctx;
+  return atomic_load(&s->swapping);
+}
+
 static void env_of(atlas_server *s, atlas_oai_env *env) {
   atlas_serve_model_env(&s->sm, env);
   env->model_name = s->served_name;
-  env->swapping = &s->swapping;
+  env->swapping = is_swapping;
+  env->swapping_ctx = s;
   env->observe = atlas_serve_metrics_observe;
   env->observe_ctx = &s->metrics;
 }

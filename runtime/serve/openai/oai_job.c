@@ -208,7 +208,8 @@ static void job_complete(atlas_oai_job *j) {
   for (size_t i = 0; i < j->n; ++i) {
     all_abort = all_abort && j->choices[i].finish == ATLAS_SCHED_ABORT;
   }
-  bool swapping = j->env.swapping != NULL && atomic_load(j->env.swapping);
+  bool swapping =
+      j->env.swapping != NULL && j->env.swapping(j->env.swapping_ctx);
   if (all_abort && swapping && !j->cancelled && completion_tokens(j) == 0) {
     j->state = ATLAS_OAI_JOB_REQUEUE;
     return;
@@ -287,7 +288,8 @@ static void on_event(void *ctx, const atlas_sched_event *e) {
     if (j->out_of_memory) {
       set_error(j, 500, "no memory to record the response", NULL);
     }
-    bool swapping = j->env.swapping != NULL && atomic_load(j->env.swapping);
+    bool swapping =
+        j->env.swapping != NULL && j->env.swapping(j->env.swapping_ctx);
     // A choice that may yet be requeued keeps its final chunk back.
     bool hold = swapping && e->finish == ATLAS_SCHED_ABORT && c->tokens == 0;
     if (j->req->stream && !hold) push_final_chunk(j, c);

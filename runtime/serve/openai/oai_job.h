@@ -11,7 +11,6 @@
 #ifndef ATLAS_RUNTIME_SERVE_OPENAI_OAI_JOB_H_
 #define ATLAS_RUNTIME_SERVE_OPENAI_OAI_JOB_H_
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,10 +33,12 @@ typedef struct atlas_oai_env {
   size_t vocab_size;
   int64_t max_seq;         // positions a sequence may use
   const char *model_name;  // answered in "model"
-  // While set, a job whose choices were all aborted before their first
-  // token (the scheduler was shut down for a swap) waits to be submitted
-  // again (ATLAS_OAI_JOB_REQUEUE) instead of failing. May be NULL.
-  const atomic_bool *swapping;
+  // While it says true, a job whose choices were all aborted before their
+  // first token (the scheduler was shut down for a swap) waits to be
+  // submitted again (ATLAS_OAI_JOB_REQUEUE) instead of failing. May be
+  // NULL (never). Called on the driving thread, with the job's lock held.
+  bool (*swapping)(void *ctx);
+  void *swapping_ctx;
   // Latency observations (may be NULL): the first token's delay after
   // submit (first = true), then each gap between tokens, in seconds.
   void (*observe)(void *ctx, bool first, double seconds);

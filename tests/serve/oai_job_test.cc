@@ -1,0 +1,305 @@
+// oai_job (runtime/serve/openai/oai_job.h) on a real scheduler and a tiny
+// host model: a body's text is the one-sequence run's, a stream's chunks
+// make the same text, a swap's shutdown requeues a request that had no
+// token yet and it then runs whole on the next scheduler, a refusal part-way
+// through n choices ends the job with the refusal, bad fields are named.
+#include "atlas/runtime/serve/openai/oai_job.h"
+
+#include <gtest/gtest.h>
+#include <jansson.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "atlas/runtime/model/model.h"
+#include "tests/llama/checkpoint_fixture.h"
+#include "tests/runtime/test_util.h"
+
+namespace {
+
+const char kTokenizer[] = "tests/text/synthetic/gpt2_style.json";
+
+class OaiJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeCheckpoint("oai_job", "tiny", 3, ATLAS_DTYPE_F32, false, 1, 665);
+    atlas_model_spec s{};
+    s.dir = dir_.c_str();
+    s.backend = "host";
+    s.max_seq = 64;
+    ASSERT_OK(atlas_model_open(&s, &model_));
+    ASSERT_OK(atlas_tokenizer_load(kTokenizer, &tok_));
+  }
+  void TearDown() override {
+    StopDriver();
+    if (sched_ != nullptr) EXPECT_OK(atlas_scheduler_destroy(sched_));
+    atlas_tokenizer_free(tok_);
+    atlas_teardown_report rep{};
+    EXPECT_OK(atlas_model_close(model_, &rep));
+    EXPECT_EQ(rep.sweep.count, 0u);
+    atlas_sweep_result_free(&rep.sweep);
+  }
+  void MakeScheduler(size_t max_waiting = 0) {
+    atlas_scheduler_options o;
+    atlas_scheduler_options_init(&o);
+    o.max_waiting = max_waiting;
+    ASSERT_OK(atlas_scheduler_create(model_, &o, &sched_));
+  }
+  void StartDriver() {
+    driver_ = std::thread([this] { EXPECT_OK(atlas_scheduler_run(sched_)); });
+  }
+  void StopDriver() {
+    if (!driver_.joinable()) return;
+    atlas_scheduler_shutdown(sched_);
+    driver_.join();
+  }
+  atlas_oai_env Env() {
+    atlas_oai_env e{};
+    e.sched = sched_;
+    e.tokenizer = tok_;
+    e.vocab_size = 665;
+    e.max_seq = 64;
+    e.model_name = "tiny";
+    e.swapping = [](void *ctx) {
+      return static_cast<std::atomic<bool> *>(ctx)->load();
+    };
+    e.swapping_ctx = &swapping_;
+    return e;
+  }
+  atlas_oai_job *Job(const std::string &body,
+                     atlas_oai_endpoint ep = ATLAS_OAI_COMPLETIONS) {
+    atlas_oai_request *r = nullptr;
+    atlas_oai_error err;
+    EXPECT_OK(atlas_oai_request_parse(body.data(), body.size(), ep, &r, &err));
+    atlas_oai_job *j = nullptr;
+    EXPECT_OK(atlas_oai_job_create(r, "cmpl-test", 1, 42, &j));
+    return j;
+  }
+  // The greedy text the model's own loop makes for `prompt`, as a stream
+  // shows it (a character still incomplete at the end left out).
+  std::string Alone(const std::vector<uint32_t> &prompt, size_t n) {
+    std::vector<uint32_t> out(n);
+    size_t count = 0;
+    EXPECT_OK(atlas_model_generate(model_, prompt.data(), prompt.size(), n,
+                                   out.data(), &count, nullptr, nullptr));
+    char *text = nullptr;
+    size_t len = 0;
+    EXPECT_OK(
+        atlas_tokenizer_decode(tok_, out.data(), count, true, &text, &len));
+    std::string s(text, len);
+    free(text);
+    while (s.size() >= 3 && s.compare(s.size() - 3, 3, "\xEF\xBF\xBD") == 0) {
+      s.resize(s.size() - 3);
+    }
+    return s;
+  }
+  // The body of a finished job: status and parsed JSON (the caller's).
+  json_t *Result(atlas_oai_job *j, int *http) {
+    char *body = nullptr;
+    EXPECT_OK(atlas_oai_job_result(j, http, &body));
+    json_t *root = json_loads(body ? body : "", JSON_ALLOW_NUL, nullptr);
+    free(body);
+    return root;
+  }
+
+  std::string dir_;
+  atlas_model *model_ = nullptr;
+  atlas_tokenizer *tok_ = nullptr;
+  atlas_scheduler *sched_ = nullptr;
+  std::thread driver_;
+  std::atomic<bool> swapping_{false};
+};
+
+// A choice's text, NUL bytes included (a random model may pick byte 0).
+std::string ChoiceText(json_t *root, size_t i) {
+  json_t *t = json_object_get(
+      json_array_get(json_object_get(root, "choices"), i), "text");
+  return std::string(json_string_value(t), json_string_length(t));
+}
+
+TEST_F(OaiJobTest, BodyIsTheOneSequenceRun) {
+  MakeScheduler();
+  StartDriver();
+  atlas_oai_job *j =
+      Job(R"({"prompt":[1,2,3],"max_tokens":8,"temperature":0,"n":2})");
+  atlas_oai_env env = Env();
+  atlas_oai_error err;
+  int http = 0;
+  ASSERT_OK(atlas_oai_job_submit(j, &env, &err, &http));
+  EXPECT_EQ(atlas_oai_job_wait_end(j), ATLAS_OAI_JOB_DONE);
+  json_t *root = Result(j, &http);
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(http, 200);
+  std::string want = Alone({1, 2, 3}, 8);
+  EXPECT_EQ(ChoiceText(root, 0), want);
+  EXPECT_EQ(ChoiceText(root, 1), want);  // greedy: both choices alike
+  json_t *usage = json_object_get(root, "usage");
+  EXPECT_EQ(json_integer_value(json_object_get(usage, "prompt_tokens")), 3);
+  EXPECT_EQ(json_integer_value(json_object_get(usage, "completion_tokens")),
+            16);
+  json_decref(root);
+  atlas_oai_job_free(j);
+}
+
+TEST_F(OaiJobTest, StreamChunksMakeTheSameText) {
+  MakeScheduler();
+  StartDriver();
+  atlas_oai_job *j =
+      Job(R"({"prompt":[1,2,3],"max_tokens":8,"temperature":0,"stream":true,)"
+          R"("stream_options":{"include_usage":true}})");
+  atlas_oai_env env = Env();
+  atlas_oai_error err;
+  int http = 0;
+  ASSERT_OK(atlas_oai_job_submit(j, &env, &err, &http));
+  std::string sse;
+  bool complete = false;
+  for (int i = 0; i < 10000 && !complete; ++i) {
+    atlas_oai_job_wait(j, atlas_oai_now() + 1);
+    char *out = nullptr;
+    size_t len = 0;
+    ASSERT_OK(atlas_oai_job_take_stream(j, &out, &len, &complete));
+    if (out != nullptr) sse.append(out, len);
+    free(out);
+  }
+  ASSERT_TRUE(complete);
+  std::string text, last;
+  size_t at = 0;
+  json_t *usage_chunk = nullptr;
+  while ((at = sse.find("data: ", at)) != std::string::npos) {
+    size_t end = sse.find("\n\n", at);
+    ASSERT_NE(end, std::string::npos);
+    last = sse.substr(at + 6, end - at - 6);
+    at = end + 2;
+    if (last == "[DONE]") continue;
+    json_t *chunk = json_loads(last.c_str(), JSON_ALLOW_NUL, nullptr);
+    ASSERT_NE(chunk, nullptr) << last;
+    json_t *choices = json_object_get(chunk, "choices");
+    if (json_array_size(choices) == 0) {
+      json_decref(usage_chunk);
+      usage_chunk = chunk;
+      continue;
+    }
+    text += ChoiceText(chunk, 0);
+    json_decref(chunk);
+  }
+  EXPECT_EQ(last, "[DONE]");
+  EXPECT_EQ(text, Alone({1, 2, 3}, 8));
+  ASSERT_NE(usage_chunk, nullptr);
+  EXPECT_EQ(json_integer_value(json_object_get(
+                json_object_get(usage_chunk, "usage"), "completion_tokens")),
+            8);
+  json_decref(usage_chunk);
+  atlas_oai_job_free(j);
+}
+
+TEST_F(OaiJobTest, ASwapsShutdownRequeuesARequestWithoutTokens) {
+  MakeScheduler();  // no driver yet: the request stays queued
+  atlas_oai_job *j = Job(R"({"prompt":[4,5],"max_tokens":6,"temperature":0})");
+  atlas_oai_env env = Env();
+  atlas_oai_error err;
+  int http = 0;
+  ASSERT_OK(atlas_oai_job_submit(j, &env, &err, &http));
+  swapping_ = true;
+  atlas_scheduler_shutdown(sched_);
+  ASSERT_OK(atlas_scheduler_run(sched_));  // aborts what is queued
+  EXPECT_EQ(atlas_oai_job_state_get(j), ATLAS_OAI_JOB_REQUEUE);
+  ASSERT_OK(atlas_scheduler_destroy(sched_));
+  sched_ = nullptr;
+  swapping_ = false;
+  MakeScheduler();  // "the model serving after the swap"
+  StartDriver();
+  env = Env();
+  ASSERT_OK(atlas_oai_job_submit(j, &env, &err, &http));
+  EXPECT_EQ(atlas_oai_job_wait_end(j), ATLAS_OAI_JOB_DONE);
+  json_t *root = Result(j, &http);
+  EXPECT_EQ(http, 200);
+  EXPECT_EQ(ChoiceText(root, 0), Alone({4, 5}, 6));
+  json_decref(root);
+  atlas_oai_job_free(j);
+}
+
+TEST_F(OaiJobTest, ACancelledRequeueEndsWithItsReason) {
+  MakeScheduler();
+  atlas_oai_job *j = Job(R"({"prompt":[4,5],"max_tokens":6})");
+  atlas_oai_env env = Env();
+  atlas_oai_error err;
+  int http = 0;
+  ASSERT_OK(atlas_oai_job_submit(j, &env, &err, &http));
+  swapping_ = true;
+  atlas_scheduler_shutdown(sched_);
+  ASSERT_OK(atlas_scheduler_run(sched_));
+  ASSERT_EQ(atlas_oai_job_state_get(j), ATLAS_OAI_JOB_REQUEUE);
+  atlas_oai_job_cancel(j, 504, "too slow");
+  EXPECT_EQ(atlas_oai_job_state_get(j), ATLAS_OAI_JOB_DONE);
+  json_t *root = Result(j, &http);
+  EXPECT_EQ(http, 504);
+  EXPECT_STREQ(json_string_value(
+                   json_object_get(json_object_get(root, "error"), "message")),
+               "too slow");
+  json_decref(root);
+  atlas_oai_job_free(j);
+}
+
+TEST_F(OaiJobTest, ARefusalPartWayEndsTheJobWithIt) {
+  MakeScheduler(/*max_waiting=*/1);  // room for one of the three choices
+  atlas_oai_job *j = Job(R"({"prompt":[1],"max_tokens":4,"n":3})");
+  atlas_oai_env env = Env();
+  atlas_oai_error err;
+  int http = 0;
+  atlas_status s = atlas_oai_job_submit(j, &env, &err, &http);
+  EXPECT_EQ(atlas_status_code_of(s), ATLAS_STATUS_RESOURCE_EXHAUSTED);
+  atlas_status_free(s);
+  EXPECT_EQ(http, 429);
+  StartDriver();  // the queued choice ends (cancelled) at the next step
+  EXPECT_EQ(atlas_oai_job_wait_end(j), ATLAS_OAI_JOB_DONE);
+  json_t *root = Result(j, &http);
+  EXPECT_EQ(http, 429);
+  EXPECT_NE(json_object_get(root, "error"), nullptr);
+  json_decref(root);
+  atlas_oai_job_free(j);
+}
+
+TEST_F(OaiJobTest, BadFieldsAreNamedAndLeaveTheJobNew) {
+  MakeScheduler();
+  struct {
+    const char *body;
+    const char *param;
+  } cases[] = {
+      {R"({"prompt":[1,665]})", "prompt[1]"},
+      {R"({"prompt":[1,2],"max_tokens":64})", "max_tokens"},
+      {R"({"prompt":[1],"logprobs":2})", "logprobs"},
+  };
+  for (const auto &c : cases) {
+    atlas_oai_job *j = Job(c.body);
+    atlas_oai_env env = Env();
+    atlas_oai_error err;
+    int http = 0;
+    atlas_status s = atlas_oai_job_submit(j, &env, &err, &http);
+    EXPECT_EQ(atlas_status_code_of(s), ATLAS_STATUS_INVALID_ARGUMENT) << c.body;
+    EXPECT_NE(std::string(atlas_status_message(s)).find(c.param),
+              std::string::npos)
+        << atlas_status_message(s);
+    atlas_status_free(s);
+    EXPECT_EQ(http, 400);
+    EXPECT_STREQ(err.param, c.param);
+    EXPECT_EQ(atlas_oai_job_state_get(j), ATLAS_OAI_JOB_NEW);
+    atlas_oai_job_free(j);
+  }
+  // Chat without a template is refused by name.
+  atlas_oai_job *j =
+      Job(R"({"messages":[{"role":"user","content":"hi"}]})", ATLAS_OAI_CHAT);
+  atlas_oai_env env = Env();
+  atlas_oai_error err;
+  int http = 0;
+  atlas_status s = atlas_oai_job_submit(j, &env, &err, &http);
+  EXPECT_EQ(http, 400);
+  EXPECT_STREQ(err.param, "messages");
+  atlas_status_free(s);
+  atlas_oai_job_free(j);
+}
+
+}  // namespace
