@@ -236,6 +236,34 @@ TEST(OaiResponse, Models) {
   json_decref(j);
 }
 
+// A generated text may hold a NUL byte (JSON's \u0000): the line keeps it.
+TEST(OaiBatchOutput, ABodyWithANulByte) {
+  atlas_oai_meta m = {ATLAS_OAI_COMPLETIONS, "c", "t", 0};
+  atlas_oai_choice c = {};
+  c.text = "a\0b";
+  c.text_len = 3;
+  c.finish_reason = "length";
+  atlas_oai_usage u = {1, 1};
+  char *body = nullptr, *line = nullptr;
+  ASSERT_EQ(atlas_oai_response_body(&m, &c, 1, &u, &body), ATLAS_OK);
+  atlas_status s = atlas_oai_batch_output_line("b", "r", 200, "q", body,
+                                               nullptr, nullptr, &line);
+  free(body);
+  ASSERT_EQ(s, ATLAS_OK) << atlas_status_message(s);
+  json_t *j = json_loads(line, JSON_ALLOW_NUL, nullptr);
+  free(line);
+  json_t *t = json_object_get(
+      json_array_get(
+          json_object_get(
+              json_object_get(json_object_get(j, "response"), "body"),
+              "choices"),
+          0),
+      "text");
+  EXPECT_EQ(std::string(json_string_value(t), json_string_length(t)),
+            std::string("a\0b", 3));
+  json_decref(j);
+}
+
 TEST(OaiBatchOutput, AnsweredAndRefused) {
   char *line = nullptr;
   ASSERT_EQ(atlas_oai_batch_output_line("b-1", "r1", 200, "req-1",

@@ -205,7 +205,7 @@ static atlas_status item_line(batch_item *it, FILE *out, size_t *answered) {
   } else if (s == ATLAS_OK) {
     // The error's message is the body's; the code names the field.
     // A job's own failure (a refused submit, a failed step) is in its body.
-    json_t *root = it->error ? NULL : json_loads(body, 0, NULL);
+    json_t *root = it->error ? NULL : json_loads(body, JSON_ALLOW_NUL, NULL);
     const char *from_body = json_string_value(
         json_object_get(json_object_get(root, "error"), "message"));
     const char *msg = it->error   ? it->error

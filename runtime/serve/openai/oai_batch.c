@@ -95,7 +95,8 @@ atlas_status atlas_oai_batch_output_line(
     const char *error_message, char **out_line) {
   *out_line = NULL;
   json_error_t je;
-  json_t *body = body_json ? json_loads(body_json, 0, &je) : json_null();
+  json_t *body =
+      body_json ? json_loads(body_json, JSON_ALLOW_NUL, &je) : json_null();
   if (body == NULL) {
     return atlas_status_make(ATLAS_STATUS_INTERNAL,
                              "a response body is not JSON: %s", je.text);
