@@ -1,7 +1,7 @@
 // Atlas test hooks (atlas/atlas_testing.h, target //runtime/api:atlas_testing).
 //
 // Fault injection for tests, for the CLI's `swap --fail-alloc` and for the
-// ATLAS_FAULT sweep of `atlas swap` (tools/fault_sweep.sh): never part of
+// ATLAS_FAULT sweep of `atlas swap` (tools/fuzz/fault_sweep.sh): never part of
 // atlas/atlas.h, never for production use. The functions live in the
 // same library as the public API; this header only declares them.
 #ifndef ATLAS_ATLAS_TESTING_H_

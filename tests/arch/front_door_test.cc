@@ -15,8 +15,8 @@
 #include "atlas/runtime/arch/registry.h"
 #include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/model/model.h"
-#include "atlas/tools/make_checkpoint_lib.h"
-#include "atlas/tools/safetensors_write.h"
+#include "atlas/tools/checkpoint/make_checkpoint_lib.h"
+#include "atlas/tools/checkpoint/safetensors_write.h"
 #include "gtest/gtest.h"
 #include "tests/model/test_util.h"
 

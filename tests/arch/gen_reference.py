@@ -164,7 +164,7 @@ def small_cases():
     # list; config.json names another id (generation_config wins).
     cases.append(dict(name="llama_eos_f32", dtype="f32", prompt=10, steps=10,
                       config=tiny("llama"), eos_at=3))
-    # Session 24 (appended, so the cases above keep their seeds): configs
+    # Added 2026-12-04 (appended, so the cases above keep their seeds): configs
     # Atlas refused where transformers runs them.
     # Llama with a sliding_window key: LlamaAttention never windows; the 17
     # positions fed (10 + 8 - 1) fit the window, where generate's cache

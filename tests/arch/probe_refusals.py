@@ -1,4 +1,4 @@
-# Session 24's probe, as it ran on the H200 (transformers 5.17.0, torch
+# The probe as it ran on the H200 on 2026-12-04 (transformers 5.17.0, torch
 # 2.11.0): the device call sends the lead's checkout, so it went there
 # gzip'd and base64'd inside the command (2,000 characters at most), hence
 # the density. Run from the repository root:

@@ -379,7 +379,7 @@ TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
        "float: non-ASCII text is not supported"},
       // A keyword argument that fails after another was evaluated: this
       // crashed (the failed call freed its keywords through a NULL pointer;
-      // tools/fuzz.sh chat_template found it). The second leaked a string.
+      // tools/fuzz/fuzz.sh chat_template found it). The second leaked a string.
       {"{{ [1]|tojson(indent=4, sort_keys=x.e) }}", "{}", "'x' is undefined"},
       {"{{ [1]|tojson(indent='  ' ~ 1, sort_keys=x.e) }}", "{}",
        "'x' is undefined"},

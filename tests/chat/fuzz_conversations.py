@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random conversations for the chat-template fuzz (tools/fuzz_chat.sh
+"""Random conversations for the chat-template fuzz (tools/fuzz/fuzz_chat.sh
 --conversations): every template of the committed reference.json (the real
 Llama 3, Llama 3.1, Qwen3, Qwen2.5, Llama 2 and Mixtral templates and the
 synthetic one) rendered with random messages, tools and options by Jinja2

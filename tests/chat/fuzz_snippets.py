@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random engine snippets for the chat-template fuzz (tools/fuzz_chat.sh):
+"""Random engine snippets for the chat-template fuzz (tools/fuzz/fuzz_chat.sh):
 filters and tests over random JSON values (strings with quotes, escapes,
 controls and template syntax; floats of every magnitude; 64-bit integers;
 nested lists and dicts), over number-like text, and attribute paths over

@@ -1,7 +1,7 @@
 // How a CUDA test that cannot run here says so.
 //
 // Without a driver, a GPU or nvcc, a CUDA test skips with the reason, its
-// message starting "CUDA skip: " (tools/cuda_skip_summary.sh counts those
+// message starting "CUDA skip: " (tools/gpu/cuda_skip_summary.sh counts those
 // lines in the test logs and prints one summary after `tools/bazel test`).
 // Someone who expected a GPU sets ATLAS_REQUIRE_GPU=1 (the GPU runners do;
 // under Bazel pass --test_env=ATLAS_REQUIRE_GPU=1, which tools/bazel adds when

@@ -14,7 +14,7 @@
 
 #include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/model/model.h"
-#include "atlas/tools/make_checkpoint_lib.h"
+#include "atlas/tools/checkpoint/make_checkpoint_lib.h"
 #include "tests/runtime/test_util.h"
 
 namespace hostile {

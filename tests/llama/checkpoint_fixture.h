@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "atlas/tools/make_checkpoint_lib.h"
+#include "atlas/tools/checkpoint/make_checkpoint_lib.h"
 #include "tests/runtime/test_util.h"
 
 // TEST_TMPDIR/leaf with config.json and the weights of `preset` ("tiny" or

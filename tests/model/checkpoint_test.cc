@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "atlas/tools/safetensors_write.h"
+#include "atlas/tools/checkpoint/safetensors_write.h"
 #include "gtest/gtest.h"
 #include "tests/model/test_util.h"
 

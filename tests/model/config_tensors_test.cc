@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "atlas/tools/make_checkpoint_lib.h"
-#include "atlas/tools/safetensors_write.h"
+#include "atlas/tools/checkpoint/make_checkpoint_lib.h"
+#include "atlas/tools/checkpoint/safetensors_write.h"
 #include "gtest/gtest.h"
 #include "tests/model/test_util.h"
 

@@ -1,7 +1,7 @@
 // The checkpoint generator: bit-exact conversions, byte-identical output for
 // a seed on every machine, and the two demo models the build embeds.
-#include "atlas/tools/make_checkpoint_demo_models.h"
-#include "atlas/tools/make_checkpoint_lib.h"
+#include "atlas/tools/checkpoint/make_checkpoint_demo_models.h"
+#include "atlas/tools/checkpoint/make_checkpoint_lib.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -297,8 +297,10 @@ TEST(DemoModels, LoadAndDiffer) {
     atlas_dtype dtype;
   };
   const Demo demos[] = {
-      {"tools/demo_models/tiny-a", 64, 32, 2, false, ATLAS_DTYPE_F32},
-      {"tools/demo_models/tiny-b", 96, 48, 3, true, ATLAS_DTYPE_BF16},
+      {"tools/checkpoint/demo_models/tiny-a", 64, 32, 2, false,
+       ATLAS_DTYPE_F32},
+      {"tools/checkpoint/demo_models/tiny-b", 96, 48, 3, true,
+       ATLAS_DTYPE_BF16},
   };
   for (const Demo &d : demos) {
     SCOPED_TRACE(d.dir);
@@ -319,8 +321,9 @@ TEST(DemoModels, LoadAndDiffer) {
     atlas_checkpoint_close(ck);
   }
   // tiny-a is the tiny preset with seed 1: the same bytes as generated here.
-  EXPECT_EQ(Fnv1a(ReadAll("tools/demo_models/tiny-a/model.safetensors")),
-            kTinyF32Seed1Hash);
+  EXPECT_EQ(
+      Fnv1a(ReadAll("tools/checkpoint/demo_models/tiny-a/model.safetensors")),
+      kTinyF32Seed1Hash);
 }
 
 TEST(DemoModels, EmbeddedCopiesMatchTheFiles) {
@@ -331,7 +334,7 @@ TEST(DemoModels, EmbeddedCopiesMatchTheFiles) {
     SCOPED_TRACE(name);
     const atlas_demo_model *m = atlas_demo_model_find(name);
     ASSERT_NE(m, nullptr);
-    std::string dir = std::string("tools/demo_models/") + name;
+    std::string dir = std::string("tools/checkpoint/demo_models/") + name;
     EXPECT_EQ(std::string(m->config_json, m->config_bytes),
               ReadAll(dir + "/config.json"));
     EXPECT_EQ(m->config_json[m->config_bytes], '\0');

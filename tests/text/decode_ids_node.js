@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Decodes of arbitrary id sequences (fuzz_ids.py) by the Rust `tokenizers`
 // library through its Node bindings (npm tokenizers@0.23.2): the local
-// oracle of tools/fuzz_tokenizer.sh --ids. The Node bindings have no
+// oracle of tools/fuzz/fuzz_tokenizer.sh --ids. The Node bindings have no
 // DecodeStream, so the stream columns come only from gen_decode_ids.py
 // (Python tokenizers, run on the H200 for the committed decode_ids.json).
 //

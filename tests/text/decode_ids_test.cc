@@ -125,7 +125,7 @@ TEST(DecodeIds, EveryModelMatches) {
   std::cout << n << " models, " << streams << " streams compared, " << resyncs
             << " of them resynced where tokenizers' raised\n";
   // The committed file has the streams (its oracle says so); the Node
-  // bindings' files of tools/fuzz_tokenizer.sh --ids have none.
+  // bindings' files of tools/fuzz/fuzz_tokenizer.sh --ids have none.
   const char *oracle = json_string_value(json_object_get(expected, "oracle"));
   if (oracle && std::string(oracle).find("DecodeStream") != std::string::npos) {
     EXPECT_EQ(streams, 2 * n_cases);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random texts for the tokenizer's differential fuzz (tools/fuzz_tokenizer.sh):
+"""Random texts for the tokenizer's differential fuzz (tools/fuzz/fuzz_tokenizer.sh):
 a JSON list like corpus.json, the same for the same seed.
 
   fuzz_corpus.py --seed N --count K --kind mixed|unicode|long --out FILE

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random token id sequences for the decode fuzz (tools/fuzz_tokenizer.sh
+"""Random token id sequences for the decode fuzz (tools/fuzz/fuzz_tokenizer.sh
 --ids) and the committed decode reference (decode_ids.json): the same for the
 same seed and tokenizer files.
 

@@ -2,7 +2,7 @@
 """decode_ids.json for tests/text/decode_ids_test: the id sequences of
 fuzz_ids.py decoded by Hugging Face tokenizers (Rust, Python bindings), with
 and without special tokens, and streamed through its DecodeStream one id at
-a time. Run where `tokenizers` is installed (tools/tokenizer_h200_stage.sh
+a time. Run where `tokenizers` is installed (tools/gpu/tokenizer_h200_stage.sh
 stages it for the H200):
 
   python3 gen_decode_ids.py --ids ids.json --out decode_ids.json NAME=PATH ...

@@ -3,7 +3,7 @@
 bindings) and transformers for tests/text/reference_test and
 tests/api/text_api_test: writes expected.json in the same format as
 gen_reference_node.js. No network; run where `tokenizers` and `transformers`
-are installed (tools/tokenizer_h200_stage.sh stages it for the H200):
+are installed (tools/gpu/tokenizer_h200_stage.sh stages it for the H200):
 
   python3 gen_reference.py --corpus corpus.json --out expected.json \\
       llama3=DIR/llama3.json:clean qwen3=DIR/qwen3.json llama2=DIR/llama2.json \\

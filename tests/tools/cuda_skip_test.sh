@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ATLAS_REQUIRE_GPU turns a CUDA skip into a failure (tests/cuda/cuda_skip.h),
-# and tools/cuda_skip_summary.sh counts skips by reason.
+# and tools/gpu/cuda_skip_summary.sh counts skips by reason.
 #   cuda_skip_test.sh PROBE SUMMARY
 set -uo pipefail
 probe="$1"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/gpu_decode_ab.sh here, without a GPU: fake bench binaries and a fake
+# tools/gpu/gpu_decode_ab.sh here, without a GPU: fake bench binaries and a fake
 # checkpoint maker beside a copy of the script.
 #   gpu_decode_ab_test.sh SCRIPT
 set -uo pipefail

@@ -20,8 +20,8 @@
 #include "atlas/runtime/serve/openai/oai_job.h"
 #include "atlas/runtime/serve/openai/oai_response.h"
 #include "atlas/runtime/serve/scheduler.h"
-#include "atlas/tools/cli_files.h"
-#include "atlas/tools/cli_options.h"
+#include "atlas/tools/atlas/cli_files.h"
+#include "atlas/tools/atlas/cli_options.h"
 #include "atlas/tools/serve/serve_model.h"
 
 enum {

@@ -2,7 +2,7 @@
 #ifndef ATLAS_TOOLS_SERVE_BATCH_H_
 #define ATLAS_TOOLS_SERVE_BATCH_H_
 
-#include "atlas/tools/cli_options.h"
+#include "atlas/tools/atlas/cli_options.h"
 
 extern const atlas_cli_command atlas_cli_batch_command;
 

@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "atlas/runtime/lifecycle/shutdown_signal.h"
-#include "atlas/tools/cli_files.h"
+#include "atlas/tools/atlas/cli_files.h"
 #include "atlas/tools/serve/serve_state.h"
 
 enum {

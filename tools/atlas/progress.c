@@ -1,0 +1,57 @@
+#define _POSIX_C_SOURCE 200809L  // clock_gettime
+#include "atlas/tools/atlas/progress.h"
+
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+double atlas_progress_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+// "1.23 GB" (the CLI links only the public API, so it formats its own).
+static void format_bytes(uint64_t bytes, char *buf, size_t buf_size) {
+  double b = (double)bytes;
+  if (b >= 1e9) {
+    snprintf(buf, buf_size, "%.2f GB", b / 1e9);
+  } else if (b >= 1e6) {
+    snprintf(buf, buf_size, "%.2f MB", b / 1e6);
+  } else if (b >= 1e3) {
+    snprintf(buf, buf_size, "%.2f kB", b / 1e3);
+  } else {
+    snprintf(buf, buf_size, "%llu B", (unsigned long long)bytes);
+  }
+}
+
+void atlas_progress_init(atlas_progress *p, const char *label) {
+  p->label = label;
+  p->enabled = isatty(STDERR_FILENO) != 0;
+  p->drawn = false;
+  p->start_ms = atlas_progress_now_ms();
+}
+
+void atlas_progress_update(void *ctx, uint64_t done, uint64_t total) {
+  atlas_progress *p = ctx;
+  // Quick loads stay quiet: a bar that flashes for 50 ms is noise.
+  if (!p->enabled || total == 0 ||
+      atlas_progress_now_ms() - p->start_ms < 300.0)
+    return;
+  const int width = 30;
+  int filled = (int)((double)done / (double)total * width);
+  char a[32], b[32];
+  format_bytes(done, a, sizeof(a));
+  format_bytes(total, b, sizeof(b));
+  fprintf(stderr, "\r%s [", p->label);
+  for (int i = 0; i < width; ++i) fputc(i < filled ? '#' : ' ', stderr);
+  double secs = (atlas_progress_now_ms() - p->start_ms) / 1e3;
+  fprintf(stderr, "] %3d%% %s / %s  %.2f GB/s ", (int)(100.0 * done / total), a,
+          b, secs > 0 ? done / secs / 1e9 : 0.0);
+  p->drawn = true;
+}
+
+void atlas_progress_finish(atlas_progress *p) {
+  if (p->drawn) fputc('\n', stderr);
+  p->drawn = false;
+}

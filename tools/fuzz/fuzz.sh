@@ -1,0 +1,124 @@
+#!/bin/sh
+# Builds the model-loading fuzzers with clang + libFuzzer (ASan, UBSan) and
+# runs each. Bazel 4.2.3 here defaults to gcc, so this builds directly.
+#
+#   tools/fuzz/fuzz.sh [RUNS] [TARGET...]     RUNS default 1000000 per target
+#   targets: safetensors config config_check checkpoint_dir tokenizer
+#            chat_template oai_request (default: all)
+# Work dirs (grown corpus, crash files) go to ${FUZZ_OUT:-/tmp/atlas-fuzz}.
+# FUZZ_SECONDS (optional) also caps each target's run time; -print_final_stats
+# then says how many executions it reached. Every target runs even when one
+# finds a crash; the exit status is 1 if any did.
+#
+# Last full runs (2026-11-30, 2 shared cores, nice 19, -max_len="$(target_max_len "$t")"):
+#   safetensors     10,000,000 executions (18.8k/s), no crash (an earlier,
+#                   contended run: 3,384,830 at 1.9k/s, no crash)
+#   config          10,000,000 (9.2k/s), no crash
+#   config_check    10,000,000 (21.3k/s), no crash once the oracle stopped
+#                   calling an untied model's lm_head.weight optional (the
+#                   crash it found; corpus/config_check/untied_lm_head_dropped.bin)
+#   checkpoint_dir  10,000,000 as two 5,000,000-run workers on one corpus
+#                   (3.2k/s each), no crash (before: 2,351,365 at 0.65k/s)
+#   2026-12-04 (tree 95c714c, FUZZ_SECONDS=600, nice 19, fresh work dirs):
+#                   safetensors 13,762,745 (22.9k/s), config 57,680,080
+#                   (96.0k/s), config_check 23,164,530 (38.5k/s),
+#                   checkpoint_dir 1,447,570 (2.4k/s); no crash
+#   tokenizer       (2026-12-02, 2 shared cores, 10 minutes) 79,678
+#                   executions (130/s: each loads a tokenizer.json); found
+#                   null-pointer arithmetic on all-empty decoded pieces and
+#                   on an empty lossy UTF-8 run (UBSan; fixed). 2026-12-04:
+#                   after 39,085 executions, a vocab id of 726553673 made
+#                   the table by id ask for 5.8 GB (ids now in a map;
+#                   corpus/tokenizer/sparse_vocab_id.bin); after 30,697 more,
+#                   the harness's own UTF-8 check took the overlong E0 91 A0
+#                   for UTF-8 (now utf8proc's; overlong_utf8_text.bin); then
+#                   182,274 in 20 minutes (151/s), no crash
+#   chat_template   (2026-12-02, three runs of 10-25 minutes, about 5,000
+#                   executions/s) found: a segfault when a keyword argument
+#                   failed after another (atlas run --chat crashed), a leak
+#                   when a loop filter failed, dict keys with NUL cut short,
+#                   a number literal past the lexer's buffer (a stack write),
+#                   NULL + 1 in map/select without arguments, and
+#                   '' * 3046609909900 looping for hours; each fixed, with a
+#                   test and a seed in corpus/chat_template. Later:
+#                   'a'|indent(3e14) ran out of memory after about 72,000
+#                   executions (indent now capped as repetition); then 6
+#                   minutes, 888,170 executions, no crash. Then
+#                   786,850 executions in 20 minutes, one slow unit:
+#                   1 ** 55555555555 multiplied 5.6e10 times (powers now
+#                   by squaring; corpus/chat_template/integer_power_slow.jinja);
+#                   then 1,727,612 in 15 minutes, no crash; after the
+#                   Unicode names, 1,014,725 in 17 minutes, no crash (one
+#                   unit reported slow, '@'*+++0469499900: 0.56 s alone; the
+#                   run shared the cores with CI). 2026-12-04: after
+#                   1,775,186 executions, [1] * 777777 * 5555 asked for
+#                   4.3e9 list items (lists now capped by their items, every
+#                   text buffer at 64 MiB; list_repetition_items.bin); then
+#                   1,614,451 in 20 minutes, no crash (one unit reported
+#                   slow, 776 * tools * 555: 1.6 s alone without sanitizers)
+#   oai_request     (2026-12-07, tree 89883a9, FUZZ_SECONDS=600, nice 19,
+#                   beside builds on the 2 shared cores) 1,213,912 executions
+#                   (2.0k/s) over both endpoints' bodies and Batch lines, no
+#                   crash, no leak
+set -eu
+cd "$(dirname "$0")/../.."
+RUNS=${1:-1000000}
+[ $# -gt 0 ] && shift
+TARGETS=${*:-safetensors config config_check checkpoint_dir tokenizer chat_template oai_request}
+OUT=${FUZZ_OUT:-/tmp/atlas-fuzz}
+mkdir -p "$OUT"
+CC=${CC:-clang}
+# Atlas's sources include each other as atlas/...: a link named atlas to
+# the tree gives plain compilers that prefix.
+INC=$(mktemp -d)
+ln -s "$PWD" "$INC/atlas"
+CFLAGS="-std=c11 -Wall -Wextra -Werror -g -O1 -I. -I$INC \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
+LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
+  runtime/arch/llama/llama_config.c runtime/arch/llama/llama_weights.c \
+  runtime/formats/json_words.c runtime/file_read.c \
+  runtime/weight_scan.c runtime/arch/rope/rope.c"
+TEXT_LIB="$(echo runtime/text/*.c) runtime/file_read.c -lpcre2-8 -lutf8proc -pthread"
+CHAT_LIB="$(echo runtime/chat/*.c) runtime/file_read.c -lutf8proc"
+OAI_LIB="runtime/serve/openai/oai_request.c runtime/serve/openai/oai_response.c \
+  runtime/serve/openai/oai_batch.c -lutf8proc"
+# Each target's sources, and the longest input (a tokenizer.json or chat
+# template seed is a few KiB).
+target_lib() {
+  case "$1" in
+    tokenizer) echo "$TEXT_LIB" ;;
+    chat_template) echo "$CHAT_LIB" ;;
+    oai_request) echo "$OAI_LIB" ;;
+    *) echo "$LIB" ;;
+  esac
+}
+target_max_len() {
+  case "$1" in
+    tokenizer|chat_template) echo 16384 ;;
+    *) echo 4096 ;;
+  esac
+}
+# status.c is built once and linked into every fuzzer.
+# shellcheck disable=SC2086
+$CC $CFLAGS -c -o "$OUT/status.o" runtime/status.c
+SECONDS_FLAG=""
+[ -n "${FUZZ_SECONDS:-}" ] && SECONDS_FLAG="-max_total_time=$FUZZ_SECONDS"
+failed=0
+for t in $TARGETS; do
+  echo "== building ${t}_fuzz"
+  # shellcheck disable=SC2086
+  $CC $CFLAGS -o "$OUT/${t}_fuzz" "tests/fuzz/${t}_fuzz.c" $(target_lib "$t") \
+    "$OUT/status.o" -ljansson -lm
+  mkdir -p "$OUT/${t}_corpus"
+  echo "== running ${t}_fuzz for $RUNS executions"
+  # shellcheck disable=SC2086
+  if ! (cd "$OUT" && ASAN_OPTIONS=detect_leaks=1 \
+    "./${t}_fuzz" -runs="$RUNS" $SECONDS_FLAG -max_len="$(target_max_len "$t")" \
+    -print_final_stats=1 -dict="$OLDPWD/tests/fuzz/$t.dict" \
+    -artifact_prefix="$OUT/${t}_" "${t}_corpus" \
+    "$OLDPWD/tests/fuzz/corpus/$t"); then
+    echo "== ${t}_fuzz FAILED (crash files: $OUT/${t}_*)"
+    failed=1
+  fi
+done
+exit "$failed"
