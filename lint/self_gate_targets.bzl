@@ -93,5 +93,8 @@ SELF_GATE_TARGETS = [
     "//tools/checkpoint:make_checkpoint_embed",
     "//tools/checkpoint:make_checkpoint_lib",
     "//tools/checkpoint:safetensors_write",
+    "//tools/serve:batch",
+    "//tools/serve:serve",
+    "//tools/serve:serve_model",
     "//lint:atlas_statics_plugin.so",
 ]
