@@ -81,7 +81,7 @@ static atlas_status parse_config(const char *text, size_t len, const char *path,
 
 // Where generation_config.json exists, transformers' generate() takes its
 // EOS ids and nothing of config.json's: a file without eos_token_id (or with
-// null) means no EOS at all (transformers 5.x on the H200, session 26), so
+// null) means no EOS at all (transformers 5.x on the H200, 2026-12-04), so
 // generation runs to the step limit. Atlas does the same, and says so
 // through `log` (NULL: silent, for a look that sizes the model before the
 // open that serves it, so a swap warns once).

@@ -9,7 +9,7 @@
 // pre-tokenizer's \p{L} and the ids differ; one assigned since 9.0 would be
 // normalized where tokenizers leaves it alone.
 // The tables come from the Unicode Character Database:
-// tools/gen_unicode_added.sh.
+// tools/dev/gen_unicode_added.sh.
 #ifndef ATLAS_RUNTIME_TEXT_UNICODE_H_
 #define ATLAS_RUNTIME_TEXT_UNICODE_H_
 

@@ -328,7 +328,7 @@ Greedy Generate(const std::string &dir) {
 
 // tie_word_embeddings true and only lm_head.weight in the checkpoint:
 // transformers 5.17 loads that tensor into the embedding and the head (one
-// tensor, no missing key; H200, session 24), where Atlas refused the missing
+// tensor, no missing key; H200, 2026-12-04), where Atlas refused the missing
 // model.embed_tokens.weight. Untied, the embedding is still required.
 TEST(FrontDoor, TiedCheckpointWithOnlyLmHeadUsesItAsTheEmbedding) {
   std::string tied = Make("tied_whole", true);
@@ -519,7 +519,7 @@ void KeepLines(void *ctx, atlas_log_level level, const char *message) {
 
 // A generation_config.json without eos_token_id (or with null) means no EOS:
 // transformers 5.x's generate() then uses nothing of config.json's and runs
-// to max_new_tokens (tests/arch/eos_reference.py on the H200, session 26:
+// to max_new_tokens (tests/arch/eos_reference.py on the H200, 2026-12-04:
 // transformers 5.x). Atlas does the same, with one warning naming
 // config.json's unused id.
 TEST(FrontDoor, GenerationConfigWithoutEosMeansNone) {

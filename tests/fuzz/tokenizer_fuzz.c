@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 // Strict UTF-8 (utf8proc: no overlong forms, surrogates or code points past
 // U+10FFFF). A hand-written check that took E0 91 A0 for UTF-8 called the
-// tokenizer's refusal of it a failure (the fuzzer, session 28).
+// tokenizer's refusal of it a failure (the fuzzer, 2026-12-04).
 static bool valid_utf8(const char *s, size_t n) {
   size_t i = 0;
   while (i < n) {

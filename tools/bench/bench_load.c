@@ -73,7 +73,7 @@ static void free_all(atlas_backend *b, tensors *t) {
 }
 
 // Where the digest and NaN/Inf scan runs: not at all, on the host over the
-// staged bytes (session 3's path), or on the device after the copy (now).
+// staged bytes (the earlier path), or on the device after the copy (now).
 typedef enum scan_mode { SCAN_NONE, SCAN_HOST, SCAN_DEVICE } scan_mode;
 
 // GB/s of one upload and its scan. With `kept`, the staging was made
@@ -251,8 +251,8 @@ static void add_tensor(tensors *t, const atlas_safetensors_tensor *st,
 // switch to pread), for a side-by-side figure. Maps stay until exit.
 static int map_sources(const tensors *t, atlas_upload_job *out) {
   // Digest slots and the NaN/Inf encoding stay: the scan rows must scan
-  // (session 3 stripped them here, so its "mmap + memcpy + scan" row scanned
-  // nothing).
+  // (an earlier version stripped them here, so its "mmap + memcpy + scan" row
+  // scanned nothing).
   for (size_t i = 0; i < t->count; ++i) out[i] = t->jobs[i];
   for (size_t i = 0; i < t->count; ++i) {
     if (out[i].src != NULL) continue;
@@ -288,7 +288,7 @@ static int compare_sources(atlas_backend *b, tensors *t) {
   } rows[] = {
       {"mmap + memcpy, no scan (before)", &m, SCAN_NONE},
       {"pread, no scan", t, SCAN_NONE},
-      {"pread + scan on the host (session 3)", t, SCAN_HOST},
+      {"pread + scan on the host (earlier)", t, SCAN_HOST},
       {"pread + scan on the device (now)", t, SCAN_DEVICE},
       {"mmap + memcpy + scan on the host", &m, SCAN_HOST},
   };
@@ -310,7 +310,7 @@ static int compare_sources(atlas_backend *b, tensors *t) {
     printf("%-44s %10.2f\n", rows[r].name, best[r]);
   printf(
       "scan cost on the pread path: %.1f%% of load time on the device "
-      "(now), %.1f%% on the host (session 3); pread vs mmap: %.3fx\n",
+      "(now), %.1f%% on the host (earlier); pread vs mmap: %.3fx\n",
       100.0 * (best[1] / best[3] - 1.0), 100.0 * (best[1] / best[2] - 1.0),
       best[1] / best[0]);
   free(mapped);

@@ -1,4 +1,4 @@
-# Sourced by tools/fuzz_*.sh: reads [--seeds A-B] [--count N] (also
+# Sourced by tools/fuzz/fuzz_*.sh: reads [--seeds A-B] [--count N] (also
 # --opt=value) into $seeds and $count, which the caller sets to its defaults
 # first; --help prints the caller's header comment. Exit 2 on a usage error.
 fuzz_usage() {

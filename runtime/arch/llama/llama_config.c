@@ -298,7 +298,7 @@ static atlas_status parse_window(const char *path, const json_t *root,
     // layer windowed (and a warning). It is not simply ignored, though:
     // transformers 5.17 builds per-layer-type RoPE parameters from the list
     // and, with rope_theta at the top level, failed to build the model
-    // (TypeError; H200, session 24). Full layers in the list ask for
+    // (TypeError; H200, 2026-12-04). Full layers in the list ask for
     // another model; kept refused rather than guess which answer is meant.
     return atlas_status_make(
         ATLAS_STATUS_UNIMPLEMENTED,
