@@ -444,7 +444,9 @@ typedef struct atlas_report_options {
 void atlas_report_options_init(atlas_report_options *options);
 
 // The model's live device (or host) memory grouped by allocation call site,
-// largest first, as text, JSON or an SVG chart. *out_text is NUL-terminated;
+// largest first, as text, JSON or an SVG chart. With a KV pool
+// (atlas_kv_open), the text ends with a line counting its blocks used,
+// cached and free. *out_text is NUL-terminated;
 // release it with atlas_free.
 ATLAS_MUST_USE atlas_status atlas_report(const atlas_model *model,
                                          atlas_report_format format,

@@ -590,6 +590,32 @@ static atlas_status svg_text(const atlas_model *model,
   return ATLAS_OK;
 }
 
+// The KV pool's blocks after the text report, when the model has a pool
+// (atlas_kv_open): used by sequences, cached (reusable prefixes), free.
+static atlas_status kv_report_line(const atlas_model *model, char **text) {
+  atlas_kv_stats st;
+  memset(&st, 0, sizeof(st));
+  st.struct_size = sizeof(st);
+  atlas_status s = atlas_kv_stats_get((atlas_model *)model, &st);
+  if (s != ATLAS_OK || st.blocks_total == 0) return s;
+  char line[256];
+  int n =
+      snprintf(line, sizeof(line),
+               "KV pool: %zu blocks of %zu positions (%.1f MB): used %zu, "
+               "cached %zu, free %zu; %zu sequences\n",
+               st.blocks_total, st.block_tokens, (double)st.bytes / 1e6,
+               st.blocks_used, st.blocks_cached, st.blocks_free, st.sequences);
+  size_t len = strlen(*text);
+  char *p = realloc(*text, len + (size_t)n + 1);
+  if (p == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "atlas_report: no memory for the KV line");
+  }
+  memcpy(p + len, line, (size_t)n + 1);
+  *text = p;
+  return ATLAS_OK;
+}
+
 atlas_status atlas_report(const atlas_model *model, atlas_report_format format,
                           const atlas_report_options *options,
                           char **out_text) {
@@ -609,7 +635,9 @@ atlas_status atlas_report(const atlas_model *model, atlas_report_format format,
   }
   atlas_backend *b = atlas_model_backend((atlas_model *)model);
   if (format == ATLAS_REPORT_TEXT) {
-    return atlas_backend_alloc_report(b, o.top, o.min_mb, out_text);
+    ATLAS_RETURN_IF_ERROR(
+        atlas_backend_alloc_report(b, o.top, o.min_mb, out_text));
+    return kv_report_line(model, out_text);
   }
   if (format != ATLAS_REPORT_JSON && format != ATLAS_REPORT_SVG) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,

@@ -85,7 +85,7 @@ static atlas_status admit_one(atlas_scheduler *sched, sched_request *r) {
 // full, so an admission never overcommits).
 static size_t blocks_for(const atlas_scheduler *sched, const sched_request *r) {
   size_t bt = sched->block_tokens;
-  return (r->prompt_len + bt) / bt;
+  return (r->prompt_len + bt - 1) / bt;
 }
 
 // Admits waiting requests while the running set, the pool and FCFS allow.

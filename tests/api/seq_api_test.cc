@@ -111,6 +111,17 @@ TEST_F(SeqApiTest, DecodeMatchesGenerateForEverySequence) {
   EXPECT_GT(st.blocks_used, 0u);
   EXPECT_EQ(st.blocks_used + st.blocks_cached + st.blocks_free,
             st.blocks_total);
+  // The text report counts the pool's blocks, and its allocation is on the
+  // ledger (site kv_pool.c).
+  char *text = nullptr;
+  ASSERT_OK(atlas_report(model_, ATLAS_REPORT_TEXT, nullptr, &text));
+  std::string report = text;
+  atlas_free(text);
+  char line[128];
+  snprintf(line, sizeof(line), "used %zu, cached %zu, free %zu; 3 sequences",
+           st.blocks_used, st.blocks_cached, st.blocks_free);
+  EXPECT_NE(report.find(line), std::string::npos) << report;
+  EXPECT_NE(report.find("kv_pool.c"), std::string::npos) << report;
   // Closing the model with live sequences frees them (TearDown checks the
   // sweep found nothing).
 }

@@ -303,6 +303,19 @@ TEST_F(SchedulerTest, RequestsShareSteps) {
   EXPECT_GT(st.kv_blocks_total, 0u);
 }
 
+// A prompt of every position the model has, and one token: admitted (the
+// pool holds one such sequence) and answered as the one-sequence run.
+TEST_F(SchedulerTest, APromptOfEveryPositionRuns) {
+  std::vector<uint32_t> p = Prompt(3, 64);
+  std::vector<uint32_t> want = Alone(p, 1);
+  MakeScheduler();
+  Result r;
+  Submit(p, 1, &r);
+  Drain();
+  EXPECT_EQ(r.finish, ATLAS_SCHED_LENGTH) << r.error;
+  EXPECT_EQ(r.tokens, want);
+}
+
 // 8 requests sharing a 40-token prompt: the later ones take the first's
 // full blocks, and their tokens are the same.
 TEST_F(SchedulerTest, SharedPromptsHitThePrefixCache) {

@@ -16,7 +16,7 @@
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 // Sequences one step takes (the scheduler's cap on running ones is below).
-enum { kMaxSeqs = 256, kLogitRows = 16, kMinBlockTokens = 1 };
+enum { kMaxSeqs = 256, kMinBlockTokens = 1 };
 
 // Teardown resource "batch_scratch": the step's device arrays and the paged
 // kernels, made at the first batch step (a model that never batches pays
@@ -25,6 +25,9 @@ typedef struct atlas_llama_batch_scratch {
   atlas_backend *backend;
   size_t rows, seqs, stride;
   uint32_t *d_pos, *d_slots, *d_row_seq, *d_tables, *d_last, *d_ids;
+  // Every sequence's logits at once: one lm_head product a step (16 rows
+  // at a time read the head 16 times over at 256 sequences).
+  float *d_logits;
   uint32_t *h_ids;
   atlas_llama_paged paged;
   const atlas_kernel *gather, *argmax;
@@ -75,6 +78,10 @@ static atlas_status scratch_release(void *p) {
           atlas_status_join(status, atlas_backend_free(s->backend, ptrs[i]));
     }
   }
+  if (s->d_logits != NULL) {
+    status =
+        atlas_status_join(status, atlas_backend_free(s->backend, s->d_logits));
+  }
   free(s->h_ids);
   free(s);
   return status;
@@ -112,7 +119,7 @@ static atlas_status scratch_make(atlas_llama_model *m, size_t stride,
   }
   s->backend = m->backend;
   s->rows = (size_t)m->prefill->rows;
-  s->seqs = kMaxSeqs;
+  s->seqs = s->rows < kMaxSeqs ? s->rows : kMaxSeqs;
   s->stride = stride;
   s->h_ids = malloc(2 * kMaxSeqs * sizeof(uint32_t));
   atlas_status st = s->h_ids == NULL
@@ -139,6 +146,11 @@ static atlas_status scratch_make(atlas_llama_model *m, size_t stride,
   if (st == ATLAS_OK) {
     st = atlas_backend_alloc(m->backend, 2 * kMaxSeqs * sizeof(uint32_t),
                              (void **)&s->d_ids);
+  }
+  if (st == ATLAS_OK) {
+    st = atlas_backend_alloc(
+        m->backend, s->seqs * (size_t)m->config.vocab_size * sizeof(float),
+        (void **)&s->d_logits);
   }
   if (st == ATLAS_OK) {
     st = atlas_teardown_register(m->teardown, "batch_scratch", scratch_release,
@@ -198,8 +210,8 @@ static atlas_status check_batch(const atlas_llama_model *m,
   return ATLAS_OK;
 }
 
-// Final norm of each sequence's last row, then its logits kLogitRows rows
-// at a time: to the host, and/or their argmax on the device.
+// Final norm of each sequence's last row, then their logits in one lm_head
+// product: to the host, and/or their argmax on the device.
 static atlas_status heads(atlas_llama_model *m, llama_batch_scratch *bs,
                           size_t seqs, float *out_logits, uint32_t *out_ids) {
   const atlas_llama_config *c = &m->config;
@@ -220,21 +232,21 @@ static atlas_status heads(atlas_llama_model *m, llama_batch_scratch *bs,
   ATLAS_RETURN_IF_ERROR(atlas_forward_launch(&ctx->core, ctx->ops.rmsnorm_rows,
                                              d3((uint32_t)seqs, 1), d3(256, 1),
                                              nrm, COUNT(nrm)));
-  size_t chunk = s->rows < kLogitRows ? (size_t)s->rows : kLogitRows;
+  size_t chunk = bs->seqs;
   for (size_t i = 0; i < seqs; i += chunk) {
     uint32_t rows = (uint32_t)(seqs - i < chunk ? seqs - i : chunk);
     ATLAS_RETURN_IF_ERROR(atlas_llama_prefill_gemm(
-        m, s->logits, &m->weights->lm_head, s->x + i * dim, rows, c->vocab_size,
-        c->hidden_size));
+        m, bs->d_logits, &m->weights->lm_head, s->x + i * dim, rows,
+        c->vocab_size, c->hidden_size));
     if (out_ids != NULL) {
-      atlas_arg a[] = {P(bs->d_ids + 2 * i), P(s->logits), U(rows),
+      atlas_arg a[] = {P(bs->d_ids + 2 * i), P(bs->d_logits), U(rows),
                        U((uint32_t)vocab)};
       ATLAS_RETURN_IF_ERROR(atlas_forward_launch(
           &ctx->core, bs->argmax, d3(rows, 1), d3(256, 1), a, COUNT(a)));
     }
     if (out_logits != NULL) {
       ATLAS_RETURN_IF_ERROR(atlas_backend_d2h_on_stream(
-          m->backend, out_logits + i * vocab, s->logits,
+          m->backend, out_logits + i * vocab, bs->d_logits,
           rows * vocab * sizeof(float), ctx->core.stream));
     }
   }
