@@ -4,7 +4,7 @@
 //   ./handoff_lab
 // sm_stream_lab measured a step's all-to-all wait at 0.6-0.85 us on an idle
 // H200 and 3.4-3.6 us while every SM's TMA ring streams (4 slots of 32 KiB):
-// the bound the README gives for a megakernel rests on that figure. Two
+// the bound PERFORMANCE.md gives for a megakernel rests on that figure. Two
 // things could make it smaller, and this measures both:
 //   - the hand-off's form. A step's consumers need every producer's share of
 //     the output vector (2048 bf16 values: 4 KiB), so the real kernel waits

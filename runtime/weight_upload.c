@@ -194,7 +194,7 @@ static void *run_worker(void *arg) {
 
 // min(16, online CPUs): with the NaN/Inf + digest scan on, 16 threads x
 // 2 MiB (kept staging) measured 49.4 GB/s on the H200 machine against 27.6
-// with 8 (tools/GPU_RESULTS.md); without the scan 8 threads were enough.
+// with 8 (docs/PERFORMANCE.md); without the scan 8 threads were enough.
 static int default_threads(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   if (n < 1) n = 1;
@@ -242,7 +242,7 @@ atlas_status atlas_uploader_create(atlas_backend *backend,
   }
   u->backend = backend;
   if (options != NULL) u->options = *options;
-  // Defaults measured on an H200 (tools/GPU_RESULTS.md): 2 MiB chunks beat
+  // Defaults measured on an H200 (docs/PERFORMANCE.md): 2 MiB chunks beat
   // larger chunks (less to pin); threads: default_threads.
   if (u->options.chunk_bytes == 0) u->options.chunk_bytes = 2u << 20;
   u->staging_bytes = u->options.chunk_bytes;

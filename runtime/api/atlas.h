@@ -28,7 +28,7 @@
 //   the default. ATLAS_REDZONE=BYTES guard bands after (and, rounded up to
 //   256, before) every device allocation (default 0: none);
 //   ATLAS_DEBUG_SYNC=1 a synchronize after every launch (default 0);
-//   ATLAS_FAULT=kind:n fails the n-th operation of a kind (tests; README,
+//   ATLAS_FAULT=kind:n fails the n-th operation of a kind (tests; docs/CLI.md,
 //   "Fault sweep"). CUDA only: ATLAS_CUBLASLT=0
 //   keeps cuBLASLt out (default 1; a path names the library),
 //   ATLAS_LAUNCH_OVERLAP=0 launch overlap off (default 1). A malformed
@@ -79,7 +79,7 @@ typedef struct atlas_open_options {
   // The KV cache's element type: "auto" (or NULL: the weights' type for F16
   // and BF16 models, else f32), "f32", "f16" or "bf16" (any case). A 16-bit
   // cache halves its memory and the bytes attention reads, and is the fast
-  // mode: prompts multiply 16-bit activations (README, "Precision"). "f32" is
+  // mode: prompts multiply 16-bit activations (docs/CLI.md). "f32" is
   // the faithful mode: CUDA matches the host reference to 1e-5.
   const char *kv_cache_type;
   // One more than the largest token id the caller will feed (its prompt's

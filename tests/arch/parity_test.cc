@@ -228,7 +228,7 @@ TEST(ArchParity, MatchesTransformers) {
 // up to the first id that differs, and the cases where that happens are
 // counted (one reason the cache stays F32 unless asked).
 // A 16-bit cache is also the prefill's stated-error mode: each product with
-// 16-bit weights rounds its input rows to the weights' type (README, KV
+// 16-bit weights rounds its input rows to the weights' type (docs/CLI.md, KV
 // cache dtype), as a bf16 transformers run rounds at every op. With BF16
 // weights that is 8 bits even under an F16 cache: such a case is judged as a
 // BF16 one. Measured worst: 5.4e-2 (llama_dynamic_bf16, F16 cache); 6e-2

@@ -298,7 +298,7 @@ static void print_top_help(void) {
       "  cuda     the CUDA backend vs the raw driver (needs a GPU)\n"
       "  load     FILE|DIR to the device: ours vs pinned, pageable, PyTorch\n"
       "  prefill  DIR: batched prompt time, against transformers "
-      "(GPU_RESULTS)\n"
+      "(docs/PERFORMANCE.md)\n"
       "  decode   DIR: ms per generated token after a context\n"
       "\nExit status: 0 done, 1 failed, 2 usage error.\n",
       atlas_version());

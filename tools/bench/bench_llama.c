@@ -3,7 +3,7 @@
 //
 // Prefill: the median wall time of atlas_llama_prefill over a random prompt
 // (the last token's logits copied back, as generation needs them); a 16-bit
-// --kv-dtype selects the 16-bit prefill products (README, KV cache dtype).
+// --kv-dtype selects the 16-bit prefill products (docs/CLI.md, --kv-dtype).
 // Decode: after a prefill of `context` tokens, ms per atlas_llama_forward step
 // (one token, greedy on the device, the id copied back) over `steps` steps,
 // with the step replayed as a captured graph and then launched kernel by

@@ -6,7 +6,7 @@
 #   bash tools/gpu/gpu_load_pread.sh [.gpu]
 # It writes into $OUT (default /tmp): big.log, bench_load.log, sweep.log and
 # summary.txt. Commit summary.txt and bench_load.log to
-# tools/gpu/gpu_results/issue16/ and quote the figures in tools/GPU_RESULTS.md.
+# tools/gpu/gpu_results/issue16/ and quote the figures in docs/PERFORMANCE.md.
 #
 # bench load prints, in one run on the same page-cached 4.78 GB checkpoint:
 #   - "mmap + memcpy, no scan (before)"  the load path before this change
