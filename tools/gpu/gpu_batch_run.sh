@@ -1,24 +1,24 @@
 #!/usr/bin/env bash
 # Many sequences on the GPU: the batch step's CUDA tests, then bench_batch
-# on the random 1B and 8B shapes (tools/gpu_speed.py's, written by
-# tools/gpu_profile_decode.py's checkpoint()).
+# on the random 1B and 8B shapes (tools/gpu/gpu_speed.py's, written by
+# tools/gpu/gpu_profile_decode.py's checkpoint()).
 #
 # Here (Bazel, nvcc):
 #   ATLAS_CUDA_ARCHS=90 tools/bazel build -c opt //tests/cuda:batch_cuda_test \
-#     //tests/cuda:llama_cuda_test //tools:bench_batch
-#   tools/gpu_batch_run.sh --stage          # copies them into .gpu_batch/
+#     //tests/cuda:llama_cuda_test //tools/bench:bench_batch
+#   tools/gpu/gpu_batch_run.sh --stage          # copies them into .gpu_batch/
 # On the GPU machine (the folder carried):
-#   bash tools/gpu_batch_run.sh [--shapes 1b,8b] [--seqs 1,8,32,64,128,256]
+#   bash tools/gpu/gpu_batch_run.sh [--shapes 1b,8b] [--seqs 1,8,32,64,128,256]
 #        [--steps 32]
 # Logs and RESULT lines go to $OUT (else /tmp/gpu_batch).
 set -uo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dir="$root/.gpu_batch"
 if [ "${1:-}" = "--stage" ]; then
   bin="$(cd "$root" && tools/bazel info -c opt bazel-bin 2>/dev/null)"
   rm -rf "$dir" && mkdir -p "$dir"
   for t in tests/cuda/batch_cuda_test tests/cuda/llama_cuda_test \
-    tools/bench_batch; do
+    tools/bench/bench_batch; do
     install -m 0755 "$bin/$t" "$dir/" || exit 1
   done
   git -C "$root" rev-parse --short HEAD >"$dir/COMMIT"
@@ -50,7 +50,7 @@ for t in batch_cuda_test llama_cuda_test; do
 done
 IFS=, read -r -a shape_list <<<"$shapes"
 for s in "${shape_list[@]}"; do
-  ck="$(cd "$root/tools" && python3 -c "import gpu_profile_decode as g; print(g.checkpoint('$s'))" 2>"$out/ck_$s.err")" ||
+  ck="$(cd "$root/tools/gpu" && python3 -c "import gpu_profile_decode as g; print(g.checkpoint('$s'))" 2>"$out/ck_$s.err")" ||
     { echo "could not write the $s checkpoint"; tail -5 "$out/ck_$s.err"; status=1; continue; }
   echo "== $s ($ck)"
   timeout 300 "$dir/bench_batch" "$ck" --seqs "$seqs" --steps "$steps" \
