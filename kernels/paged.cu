@@ -40,10 +40,118 @@ __device__ void kv_store_slots(C *kc, C *vc, const float *k, const float *v,
 }
 
 // ---- attention_paged -------------------------------------------------------------
-// One block a (query head, row): keys in tiles of 128 positions, each thread
-// one key's score, then an online softmax over the tiles; the output's
-// head_dim values spread over the threads.
-enum { kTile = 128, kPagedMaxD = 256 };
+// One block a (KV head, row): every query head of the KV head's group at
+// once, so each key and value row is read once for the group. Keys in tiles
+// of 128 positions, each thread one key's scores (a dot product a head),
+// then an online softmax a head over the tiles; the output's head_dim values
+// spread over the threads.
+enum { kTile = 128, kPagedMaxD = 256, kMaxGroup = 16 };
+
+// qs: kMaxGroup x kPagedMaxD, ps: kMaxGroup x kTile, rows: kTile, red: 32
+// (the caller's shared memory: one copy for every group size).
+struct PagedShared {
+  float *qs, *ps, *red;
+  size_t *rows;
+};
+
+template <typename C, int G>
+__device__ void attention_paged_g(const PagedShared &sh, float *out,
+                                  const float *q, const C *kc, const C *vc,
+                                  uint32_t n_heads, uint32_t n_kv,
+                                  uint32_t head_dim, const uint32_t *pos,
+                                  const uint32_t *row_seq,
+                                  const uint32_t *tables, uint32_t stride,
+                                  uint32_t bt, uint32_t n, uint32_t window) {
+  float *red = sh.red;
+  size_t *rows = sh.rows;
+  uint32_t kvh = blockIdx.x, r = blockIdx.y;
+  if (r >= n) return;
+  const uint32_t group = n_heads / n_kv;  // <= G
+  uint32_t kv_dim = n_kv * head_dim, q_dim = n_heads * head_dim;
+  uint32_t p = pos[r];
+  uint32_t lo = (window != 0 && p + 1 > window) ? p + 1 - window : 0;
+  const uint32_t *table = tables + (size_t)row_seq[r] * stride;
+  _Pragma("unroll") for (int g = 0; g < G; ++g) if (g < (int)group) {
+    const float *qh =
+        q + (size_t)r * q_dim + (size_t)(kvh * group + g) * head_dim;
+    for (uint32_t i = threadIdx.x; i < head_dim; i += blockDim.x)
+      sh.qs[g * kPagedMaxD + i] = qh[i];
+  }
+  float scale = 1.0f / sqrtf((float)head_dim);
+  float acc0[G], acc1[G], m[G], l[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    acc0[g] = acc1[g] = 0.0f;
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+  }
+  uint32_t d0 = threadIdx.x, d1 = threadIdx.x + blockDim.x;
+  __syncthreads();
+  for (uint32_t t0 = lo; t0 <= p; t0 += kTile) {
+    uint32_t t = t0 + threadIdx.x;
+    bool live = threadIdx.x < kTile && t <= p;
+    if (live) {
+      size_t row = ((size_t)table[t / bt] * bt + t % bt) * kv_dim +
+                   (size_t)kvh * head_dim;
+      rows[threadIdx.x] = row;
+      float d[G];
+      _Pragma("unroll") for (int g = 0; g < G; ++g) if (g < (int)group) d[g] =
+          0.0f;
+      for (uint32_t i = 0; i < head_dim; ++i) {
+        float k = load_w(kc, row + i);
+        _Pragma("unroll") for (int g = 0; g < G; ++g) if (g < (int)group)
+            d[g] += sh.qs[g * kPagedMaxD + i] * k;
+      }
+      _Pragma("unroll") for (int g = 0; g < G; ++g) if (g < (int)group)
+          sh.ps[g * kTile + threadIdx.x] = d[g] * scale;
+    }
+    uint32_t count = p - t0 + 1 < kTile ? p - t0 + 1 : kTile;
+    __syncthreads();
+    float corr[G];
+    _Pragma("unroll") for (int g = 0; g < G; ++g) if (g < (int)group) {
+      float s = live ? sh.ps[g * kTile + threadIdx.x] : -INFINITY;
+      float mx = s;
+      for (int o = 16; o > 0; o >>= 1)
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
+      __syncthreads();
+      mx = -INFINITY;
+      for (uint32_t w = 0; w < (blockDim.x + 31) / 32; ++w)
+        mx = fmaxf(mx, red[w]);
+      __syncthreads();
+      float new_m = fmaxf(m[g], mx);
+      float e = live ? expf(s - new_m) : 0.0f;
+      float sum = block_sum(e, red);
+      if (threadIdx.x < kTile) sh.ps[g * kTile + threadIdx.x] = e;
+      corr[g] = expf(m[g] - new_m);
+      l[g] = l[g] * corr[g] + sum;
+      m[g] = new_m;
+      __syncthreads();
+    }
+    float a0[G], a1[G];
+    _Pragma("unroll") for (int g = 0; g < G; ++g) if (g < (int)group) a0[g] =
+        a1[g] = 0.0f;
+    for (uint32_t j = 0; j < count; ++j) {
+      size_t row = rows[j];
+      float v0 = d0 < head_dim ? load_w(vc, row + d0) : 0.0f;
+      float v1 = d1 < head_dim ? load_w(vc, row + d1) : 0.0f;
+      _Pragma("unroll") for (int g = 0; g < G; ++g) if (g < (int)group) {
+        a0[g] += sh.ps[g * kTile + j] * v0;
+        a1[g] += sh.ps[g * kTile + j] * v1;
+      }
+    }
+    _Pragma("unroll") for (int g = 0; g < G; ++g) if (g < (int)group) {
+      acc0[g] = acc0[g] * corr[g] + a0[g];
+      acc1[g] = acc1[g] * corr[g] + a1[g];
+    }
+    __syncthreads();
+  }
+  _Pragma("unroll") for (int g = 0; g < G; ++g) if (g < (int)group) {
+    float *oh = out + (size_t)r * q_dim + (size_t)(kvh * group + g) * head_dim;
+    if (d0 < head_dim) oh[d0] = acc0[g] / l[g];
+    if (d1 < head_dim) oh[d1] = acc1[g] / l[g];
+  }
+}
 
 template <typename C>
 __device__ void attention_paged(float *out, const float *q, const C *kc,
@@ -52,69 +160,30 @@ __device__ void attention_paged(float *out, const float *q, const C *kc,
                                 const uint32_t *row_seq, const uint32_t *tables,
                                 uint32_t stride, uint32_t bt, uint32_t n,
                                 uint32_t window) {
-  __shared__ float qs[kPagedMaxD];
-  __shared__ float ps[kTile];
+  // The group size picks registers for that many heads (a runtime bound
+  // would put the per-head arrays in local memory).
+  __shared__ float qs[kMaxGroup * kPagedMaxD];
+  __shared__ float ps[kMaxGroup * kTile];
   __shared__ size_t rows[kTile];
   __shared__ float red[32];
-  uint32_t h = blockIdx.x, r = blockIdx.y;
-  if (r >= n) return;
-  uint32_t kv_dim = n_kv * head_dim, q_dim = n_heads * head_dim;
-  uint32_t kvh = h / (n_heads / n_kv);
-  uint32_t p = pos[r];
-  uint32_t lo = (window != 0 && p + 1 > window) ? p + 1 - window : 0;
-  const uint32_t *table = tables + (size_t)row_seq[r] * stride;
-  const float *qh = q + (size_t)r * q_dim + (size_t)h * head_dim;
-  for (uint32_t i = threadIdx.x; i < head_dim; i += blockDim.x) qs[i] = qh[i];
-  float scale = 1.0f / sqrtf((float)head_dim);
-  // Each thread owns output dims threadIdx.x, + blockDim.x (head_dim <= 256).
-  float acc0 = 0.0f, acc1 = 0.0f;
-  float m = -INFINITY, l = 0.0f;
-  __syncthreads();
-  for (uint32_t t0 = lo; t0 <= p; t0 += kTile) {
-    uint32_t t = t0 + threadIdx.x;
-    float s = -INFINITY;
-    if (threadIdx.x < kTile && t <= p) {
-      size_t row = ((size_t)table[t / bt] * bt + t % bt) * kv_dim +
-                   (size_t)kvh * head_dim;
-      rows[threadIdx.x] = row;
-      float d = 0.0f;
-      for (uint32_t i = 0; i < head_dim; ++i) d += qs[i] * load_w(kc, row + i);
-      s = d * scale;
-    }
-    // The tile's max.
-    float mx = s;
-    for (int o = 16; o > 0; o >>= 1)
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
-    __syncthreads();
-    mx = -INFINITY;
-    for (uint32_t w = 0; w < (blockDim.x + 31) / 32; ++w)
-      mx = fmaxf(mx, red[w]);
-    __syncthreads();
-    float new_m = fmaxf(m, mx);
-    float e = (threadIdx.x < kTile && t <= p) ? expf(s - new_m) : 0.0f;
-    if (threadIdx.x < kTile) ps[threadIdx.x] = e;
-    float sum = block_sum(e, red);
-    float corr = expf(m - new_m);
-    l = l * corr + sum;
-    m = new_m;
-    uint32_t count = p - t0 + 1 < kTile ? p - t0 + 1 : kTile;
-    __syncthreads();
-    float a0 = 0.0f, a1 = 0.0f;
-    uint32_t d0 = threadIdx.x, d1 = threadIdx.x + blockDim.x;
-    for (uint32_t j = 0; j < count; ++j) {
-      size_t row = rows[j];
-      if (d0 < head_dim) a0 += ps[j] * load_w(vc, row + d0);
-      if (d1 < head_dim) a1 += ps[j] * load_w(vc, row + d1);
-    }
-    acc0 = acc0 * corr + a0;
-    acc1 = acc1 * corr + a1;
-    __syncthreads();
+  PagedShared sh = {qs, ps, red, rows};
+  uint32_t group = n_heads / n_kv;
+  if (group <= 1) {
+    attention_paged_g<C, 1>(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos,
+                            row_seq, tables, stride, bt, n, window);
+  } else if (group <= 2) {
+    attention_paged_g<C, 2>(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos,
+                            row_seq, tables, stride, bt, n, window);
+  } else if (group <= 4) {
+    attention_paged_g<C, 4>(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos,
+                            row_seq, tables, stride, bt, n, window);
+  } else if (group <= 8) {
+    attention_paged_g<C, 8>(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos,
+                            row_seq, tables, stride, bt, n, window);
+  } else {
+    attention_paged_g<C, 16>(sh, out, q, kc, vc, n_heads, n_kv, head_dim, pos,
+                             row_seq, tables, stride, bt, n, window);
   }
-  float *oh = out + (size_t)r * q_dim + (size_t)h * head_dim;
-  if (threadIdx.x < head_dim) oh[threadIdx.x] = acc0 / l;
-  if (threadIdx.x + blockDim.x < head_dim)
-    oh[threadIdx.x + blockDim.x] = acc1 / l;
 }
 
 #define ATLAS_PAGED_KV_KERNELS(S, C)                                           \

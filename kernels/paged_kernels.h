@@ -22,7 +22,8 @@
 //       attention_prefill's window), position t read from cache row
 //       tables[row_seq[r] * table_stride + t / block_tokens] * block_tokens
 //       + t % block_tokens; q and out [n][n_heads * head_dim]
-//       CUDA: grid (n_heads, n), block 128, head_dim <= 256
+//       CUDA: grid (n_kv_heads, n), block 128 (a block serves the query
+//       heads of its KV head: n_heads / n_kv_heads <= 16), head_dim <= 256
 //   gather_rows(out, x, rows, n, dim)                             "pppuu"
 //       out[i][:] = x[rows[i]][:] for i < n (f32 rows of dim)
 //       CUDA: grid (ceil(dim / 256), n), block 256
@@ -41,6 +42,7 @@ extern "C" {
 
 #define ATLAS_LLAMA_PAGED_MODULE "llama_paged"
 #define ATLAS_LLAMA_PAGED_MAX_HEAD_DIM 256
+#define ATLAS_LLAMA_PAGED_MAX_GROUP 16
 
 // Sized so that adding a kernel without updating the count fails to compile.
 #define ATLAS_LLAMA_PAGED_KERNEL_COUNT 9

@@ -58,7 +58,9 @@ void atlas_llama_batch_limits(const atlas_llama_model *m, uint32_t block_tokens,
                               atlas_arch_batch_limits *out) {
   memset(out, 0, sizeof(*out));
   if (m->prefill == NULL || block_tokens < kMinBlockTokens ||
-      m->config.head_dim > ATLAS_LLAMA_PAGED_MAX_HEAD_DIM) {
+      m->config.head_dim > ATLAS_LLAMA_PAGED_MAX_HEAD_DIM ||
+      m->config.num_attention_heads / m->config.num_key_value_heads >
+          ATLAS_LLAMA_PAGED_MAX_GROUP) {
     return;  // no batch step for this model (rows 0)
   }
   out->rows = (size_t)m->prefill->rows;

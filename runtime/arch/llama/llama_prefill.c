@@ -532,7 +532,7 @@ static atlas_status paged_attention(const atlas_llama_model *m,
                      U(n_heads),     U(n_kv),       U(hd),         P(pg->pos),
                      P(pg->row_seq), P(pg->tables), U(pg->stride), U(pg->bt),
                      U(n),           U(window)};
-  return launch(ctx, pg->attention[kvt], d3(n_heads, n), 128, att, COUNT(att));
+  return launch(ctx, pg->attention[kvt], d3(n_kv, n), 128, att, COUNT(att));
 }
 
 static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
