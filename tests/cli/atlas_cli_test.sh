@@ -79,7 +79,7 @@ done
 declare -A opts=(
   [demo]="backend"
   [run]="model tokens steps backend max-seq logits kv-dtype"
-  [report]="model backend max-seq top min-mb json svg"
+  [report]="model backend max-seq top min-mb json svg kv-budget-mb"
   [swap]="model to tokens steps backend max-seq logits kv-dtype budget-mb fail-alloc"
 )
 for c in demo run report swap; do
@@ -195,6 +195,12 @@ read -r msites mother _ _ < <(json_summary "$tmp/m.json")
 check "JSON: --min-mb keeps only big sites" [ "$msites" = 1 -a "$mother" = True ]
 check "SVG: --min-mb keeps only big sites" [ "$(grep -c 'height="22"' "$tmp/m.svg")" -eq 2 ]
 check "text: --min-mb keeps only big sites" [ "$(grep -cE '^ +[0-9.]+ [kMG]?B across ' "$tmp/m.txt")" -eq 2 ]
+# --kv-budget-mb: the paged KV pool is one more site, and a last line counts
+# its blocks (none used or cached by a report).
+"$atlas" report --model "$tmp/a" --backend host --top 0 --kv-budget-mb 1 >"$tmp/kv.txt" 2>&1; rc=$?
+check "report --kv-budget-mb exits 0" [ "$rc" -eq 0 ]
+check "report shows the KV pool's site" grep -q "kv_pool.c" "$tmp/kv.txt"
+check "report counts the KV pool's blocks" grep -qE "^KV pool: [0-9]+ blocks of 16 positions .*used 0, cached 0, free [0-9]+; 0 sequences$" "$tmp/kv.txt"
 # report and run size the KV cache alike when given the same --max-seq.
 "$atlas" swap --model "$tmp/a" --to "$tmp/a" --backend host --tokens 1,2,3 --steps 4 >"$tmp/s.txt" 2>/dev/null
 "$atlas" report --model "$tmp/a" --backend host --max-seq 7 >"$tmp/r7.txt" 2>/dev/null
