@@ -175,7 +175,7 @@ static const char *base_name(const char *dir) {
 
 static void wait_for_signal(atlas_server *s) {
   (void)s;
-  struct timespec ts = {0, 50 * 1000 * 1000};
+  struct timespec ts = {0, 50L * 1000 * 1000};
   while (!atlas_lifecycle_shutdown_requested()) nanosleep(&ts, NULL);
 }
 
@@ -188,7 +188,7 @@ static void shut_down(atlas_server *s) {
   pthread_mutex_lock(&s->mu);
   while (s->connections > 0 && atlas_oai_now() < deadline) {
     pthread_mutex_unlock(&s->mu);
-    struct timespec ts = {0, 20 * 1000 * 1000};
+    struct timespec ts = {0, 20L * 1000 * 1000};
     nanosleep(&ts, NULL);
     pthread_mutex_lock(&s->mu);
   }

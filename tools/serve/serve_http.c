@@ -136,7 +136,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     if (r->deadline > 0 && !r->cut && r->deadline < wake) wake = r->deadline;
     atlas_oai_job_state st = atlas_oai_job_wait(r->job, wake);
     if (st == ATLAS_OAI_JOB_REQUEUE) {
-      struct timespec ts = {0, 10 * 1000 * 1000};
+      struct timespec ts = {0, 10L * 1000 * 1000};
       nanosleep(&ts, NULL);  // a swap is about to submit it again
     }
     atlas_status_free(atlas_oai_job_take_stream(r->job, &r->pending,
@@ -203,7 +203,7 @@ static enum MHD_Result completion(struct MHD_Connection *c, serve_request *r,
     r->job = job;
     r->deadline = deadline;
     struct MHD_Response *resp = MHD_create_response_from_callback(
-        MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, r, stream_free);
+        MHD_SIZE_UNKNOWN, (size_t)16 * 1024, stream_read, r, stream_free);
     if (resp == NULL) return MHD_NO;
     MHD_add_response_header(resp, "Content-Type", "text/event-stream");
     MHD_add_response_header(resp, "Cache-Control", "no-cache");

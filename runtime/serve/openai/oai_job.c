@@ -378,6 +378,11 @@ static atlas_status encode_prompt(atlas_oai_job *j, const atlas_oai_env *env,
                                          i, r->prompt_ids[i], env->vocab_size));
     }
   }
+  if (r->prompt_id_count == 0) {  // the parser refuses it; never malloc(0)
+    return bad_field(err, http, "prompt",
+                     atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                                       "prompt: no token ids"));
+  }
   j->prompt = malloc(r->prompt_id_count * sizeof *j->prompt);
   if (j->prompt == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory for ids");
@@ -605,7 +610,7 @@ atlas_status atlas_oai_job_take_stream(atlas_oai_job *j, char **out,
 static atlas_status result_body(atlas_oai_job *j, char **out_body) {
   size_t total_lps = 0;
   for (size_t i = 0; i < j->n; ++i) total_lps += j->choices[i].lp_count;
-  atlas_oai_choice *views = calloc(j->n, sizeof *views);
+  atlas_oai_choice *views = calloc(j->n ? j->n : 1, sizeof *views);
   atlas_oai_logprob *lps = calloc(total_lps + 1, sizeof *lps);
   atlas_status s = ATLAS_OK;
   if (views == NULL || lps == NULL) {

@@ -34,6 +34,7 @@ static void path_of(char *buf, const char *fmt, ...) {
 }
 
 static const char *type_name(const json_t *v) {
+  if (v == NULL) return "nothing";
   switch (json_typeof(v)) {
     case JSON_OBJECT:
       return "an object";
@@ -272,7 +273,7 @@ static atlas_status message_content(const json_t *c, const char *param,
     if (!json_is_object(part)) {
       return field_error(err, at, "must be an object, not %s", type_name(part));
     }
-    if (!json_is_string(type) || strcmp(json_string_value(type), "text")) {
+    if (!json_is_string(type) || strcmp(json_string_value(type), "text") != 0) {
       return field_error(
           err, at,
           "a content part of type %s; Atlas takes "

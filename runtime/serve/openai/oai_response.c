@@ -167,10 +167,10 @@ static json_t *finish_json(const atlas_oai_choice *c) {
 }
 
 static json_t *usage_json(const atlas_oai_usage *u) {
-  json_t *o = json_pack("{sI sI sI}", "prompt_tokens",
-                        (json_int_t)u->prompt_tokens, "completion_tokens",
-                        (json_int_t)u->completion_tokens, "total_tokens",
-                        (json_int_t)(u->prompt_tokens + u->completion_tokens));
+  json_t *o = json_pack(
+      "{sI sI sI}", "prompt_tokens", (json_int_t)u->prompt_tokens,
+      "completion_tokens", (json_int_t)u->completion_tokens, "total_tokens",
+      (json_int_t)u->prompt_tokens + (json_int_t)u->completion_tokens);
   if (o != NULL && u->has_cached &&
       !put(o, "prompt_tokens_details",
            json_pack("{sI}", "cached_tokens", (json_int_t)u->cached_tokens))) {
