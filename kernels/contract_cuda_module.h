@@ -4,7 +4,7 @@
 #ifndef ATLAS_KERNELS_CONTRACT_CUDA_MODULE_H_
 #define ATLAS_KERNELS_CONTRACT_CUDA_MODULE_H_
 
-#include "atlas/runtime/kernel_module.h"
+#include "atlas/runtime/device/kernel_module.h"
 
 #ifdef __cplusplus
 extern "C" {

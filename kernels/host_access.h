@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "atlas/runtime/half.h"
+#include "atlas/runtime/base/half.h"
 
 typedef float (*atlas_host_load_fn)(const void *p, size_t i);
 typedef void (*atlas_host_store_fn)(void *p, size_t i, float v);

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "atlas/runtime/kernel_module.h"
+#include "atlas/runtime/device/kernel_module.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -61,7 +61,7 @@
 #ifndef ATLAS_KERNELS_LLAMA_KERNELS_H_
 #define ATLAS_KERNELS_LLAMA_KERNELS_H_
 
-#include "atlas/runtime/kernel_module.h"
+#include "atlas/runtime/device/kernel_module.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -34,7 +34,7 @@
 #ifndef ATLAS_KERNELS_PAGED_KERNELS_H_
 #define ATLAS_KERNELS_PAGED_KERNELS_H_
 
-#include "atlas/runtime/kernel_module.h"
+#include "atlas/runtime/device/kernel_module.h"
 
 #ifdef __cplusplus
 extern "C" {

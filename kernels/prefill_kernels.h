@@ -75,7 +75,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "atlas/runtime/kernel_module.h"
+#include "atlas/runtime/device/kernel_module.h"
 
 #ifdef __cplusplus
 extern "C" {

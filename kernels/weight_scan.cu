@@ -1,7 +1,8 @@
 // CUDA weight scan (module "weight_scan"): the content digest and first
 // non-finite element of a tensor already on the device, the same values
-// runtime/weight_scan.c computes on the host (its constants and lane layout
-// are repeated here; tests/cuda/weight_scan_cuda_test.cc compares the two).
+// runtime/base/weight_scan.c computes on the host (its constants and lane
+// layout are repeated here; tests/cuda/weight_scan_cuda_test.cc compares the
+// two).
 //
 // weight_scan(data, bytes, finite, result): result[0] += the digest,
 // result[1] = min(result[1], first non-finite element index). The caller

@@ -3,14 +3,14 @@
 //
 //   weight_scan(data, bytes, finite, result)                 "plup"
 //       result[0] += the digest of data[0..bytes) as a whole tensor
-//       (runtime/weight_scan.h); result[1] = min(result[1], its first
+//       (runtime/base/weight_scan.h); result[1] = min(result[1], its first
 //       non-finite element index, UINT64_MAX if none). finite is an
 //       atlas_scan_finite. CUDA launch: block 256, any grid (see
 //       weight_scan.cu); the host runs it in one call.
 #ifndef ATLAS_KERNELS_WEIGHT_SCAN_KERNELS_H_
 #define ATLAS_KERNELS_WEIGHT_SCAN_KERNELS_H_
 
-#include "atlas/runtime/kernel_module.h"
+#include "atlas/runtime/device/kernel_module.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,10 +1,10 @@
-// The `weight_scan` module: the host twin calls runtime/weight_scan.c; CUDA
-// loads weight_scan.cu's fatbin and finds the same name.
+// The `weight_scan` module: the host twin calls runtime/base/weight_scan.c;
+// CUDA loads weight_scan.cu's fatbin and finds the same name.
 #include <stdint.h>
 
 #include "atlas/kernels/weight_scan_fatbin.h"
 #include "atlas/kernels/weight_scan_kernels.h"
-#include "atlas/runtime/weight_scan.h"
+#include "atlas/runtime/base/weight_scan.h"
 
 static void weight_scan_host(const atlas_launch_config *config, void **args) {
   (void)config;

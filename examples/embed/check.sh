@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The embedding example, as CI runs it: its test (model A, generate, swap to
 # B, generate, report, close with 0 leaked bytes), then proof that Atlas's
-# internals are out of reach: depending on @atlas//runtime:backend must fail
+# internals are out of reach: depending on @atlas//runtime/device:backend must fail
 # with "is not visible".
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -21,4 +21,4 @@ if ! grep -q "is not visible" <<<"$out"; then
   echo "embed: FAILED: the build failed, but not for visibility"
   exit 1
 fi
-echo "embed: PASSED (the test; @atlas//runtime:backend is not visible)"
+echo "embed: PASSED (the test; @atlas//runtime/device:backend is not visible)"

@@ -40,9 +40,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "atlas/runtime/log_sink.h"
-#include "atlas/runtime/status.h"
-#include "atlas/runtime/version.h"
+#include "atlas/runtime/base/log_sink.h"
+#include "atlas/runtime/base/status.h"
+#include "atlas/runtime/base/version.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -14,7 +14,7 @@
 #include "atlas/runtime/api/memory_svg.h"
 #include "atlas/runtime/backends/backend_factory.h"
 #include "atlas/runtime/generate/gen_state.h"
-#include "atlas/runtime/ledger_report.h"
+#include "atlas/runtime/base/ledger_report.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/runtime/model/swap.h"
 // atlas.h repeats its tokenizer declarations: including both checks they agree.

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 
 #ifdef __cplusplus
 extern "C" {

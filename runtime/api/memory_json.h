@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "atlas/runtime/ledger_report.h"
+#include "atlas/runtime/base/ledger_report.h"
 
 // {"live_bytes", "live_count", "top", "min_mb",
 //  "sites": [{"file", "line", "func", "bytes", "count"}...],

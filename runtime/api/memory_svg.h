@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "atlas/runtime/ledger_report.h"
+#include "atlas/runtime/base/ledger_report.h"
 
 ATLAS_MUST_USE atlas_status atlas_memory_svg_write(
     const atlas_site_report *report, const char *title, FILE *out);

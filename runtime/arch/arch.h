@@ -14,11 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "atlas/runtime/backend.h"
+#include "atlas/runtime/base/status.h"
+#include "atlas/runtime/base/teardown.h"
+#include "atlas/runtime/device/backend.h"
+#include "atlas/runtime/device/kernel_module.h"
 #include "atlas/runtime/formats/checkpoint.h"
-#include "atlas/runtime/kernel_module.h"
-#include "atlas/runtime/status.h"
-#include "atlas/runtime/teardown.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "atlas/kernels/weight_scan_kernels.h"
-#include "atlas/runtime/weight_scan.h"
+#include "atlas/runtime/base/weight_scan.h"
 
 static bool wanted(const atlas_upload_job *job) {
   return job->bytes != 0 &&

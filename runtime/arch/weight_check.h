@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "atlas/runtime/backend.h"
-#include "atlas/runtime/status.h"
-#include "atlas/runtime/weight_upload.h"
+#include "atlas/runtime/base/status.h"
+#include "atlas/runtime/device/backend.h"
+#include "atlas/runtime/device/weight_upload.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -3,9 +3,9 @@
 
 #include <string.h>
 
+#include "atlas/runtime/base/log.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
-#include "atlas/runtime/host_backend.h"
-#include "atlas/runtime/log.h"
+#include "atlas/runtime/device/host_backend.h"
 
 static const atlas_backend_factory_row kRows[] = {
     {"cuda", atlas_cuda_backend_create, 1},

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/chat/jinja_ast.h"
 #include "atlas/runtime/chat/jinja_error.h"
 #include "atlas/runtime/chat/jinja_render.h"
-#include "atlas/runtime/file_read.h"
 
 struct atlas_chat_template {
   jinja_template *main;

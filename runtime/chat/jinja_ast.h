@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 
 typedef enum jinja_node_kind {
   // Expressions.

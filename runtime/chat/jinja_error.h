@@ -4,8 +4,8 @@
 #ifndef ATLAS_RUNTIME_CHAT_JINJA_ERROR_H_
 #define ATLAS_RUNTIME_CHAT_JINJA_ERROR_H_
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/chat/jinja_text.h"
-#include "atlas/runtime/status.h"
 
 // INVALID_ARGUMENT at a template position (1-based line and column).
 atlas_status atlas_jinja_error_at(int line, int col, const char *fmt, ...)

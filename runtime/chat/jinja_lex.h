@@ -8,7 +8,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 
 typedef enum jinja_tok_kind {
   JT_TEXT,         // value: string

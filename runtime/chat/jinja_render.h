@@ -7,10 +7,10 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/chat/jinja_ast.h"
 #include "atlas/runtime/chat/jinja_text.h"
 #include "atlas/runtime/chat/jinja_value.h"
-#include "atlas/runtime/status.h"
 
 typedef struct jinja_var {
   const char *name;  // points into the template (or a literal): not owned

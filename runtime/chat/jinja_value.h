@@ -10,8 +10,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/chat/jinja_text.h"
-#include "atlas/runtime/status.h"
 
 typedef enum jv_kind {
   JV_UNDEFINED,  // name: what was looked up (for messages)

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/backend_impl.h"
 #include "atlas/runtime/cuda/cuda_blas.h"
 #include "atlas/runtime/cuda/cuda_host.h"
 #include "atlas/runtime/cuda/cuda_module_loader.h"
 #include "atlas/runtime/cuda/cuda_staging.h"
+#include "atlas/runtime/device/backend_impl.h"
 
 typedef struct cuda_backend {
   atlas_backend base;  // first: atlas_backend* <-> cuda_backend*

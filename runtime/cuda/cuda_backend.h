@@ -7,8 +7,8 @@
 #ifndef ATLAS_RUNTIME_CUDA_CUDA_BACKEND_H_
 #define ATLAS_RUNTIME_CUDA_CUDA_BACKEND_H_
 
-#include "atlas/runtime/backend.h"
 #include "atlas/runtime/cuda/cuda_driver.h"
+#include "atlas/runtime/device/backend.h"
 
 #ifdef __cplusplus
 extern "C" {

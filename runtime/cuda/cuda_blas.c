@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/log.h"
+#include "atlas/runtime/base/log.h"
 
 // ---- the slice of cublasLt.h Atlas uses --------------------------------------
 // Values and layouts copied from cublasLt.h, cublas_api.h and library_types.h

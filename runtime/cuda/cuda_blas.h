@@ -19,8 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "atlas/runtime/backend.h"
 #include "atlas/runtime/cuda/cuda_driver.h"
+#include "atlas/runtime/device/backend.h"
 
 #ifdef __cplusplus
 extern "C" {

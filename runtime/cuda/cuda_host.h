@@ -4,8 +4,8 @@
 #ifndef ATLAS_RUNTIME_CUDA_CUDA_HOST_H_
 #define ATLAS_RUNTIME_CUDA_CUDA_HOST_H_
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/cuda/cuda_driver.h"
-#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -3,9 +3,9 @@
 #ifndef ATLAS_RUNTIME_CUDA_CUDA_MODULE_LOADER_H_
 #define ATLAS_RUNTIME_CUDA_CUDA_MODULE_LOADER_H_
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/cuda/cuda_driver.h"
-#include "atlas/runtime/kernel_registry.h"
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/device/kernel_registry.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -12,8 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/cuda/cuda_driver.h"
-#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,9 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atlas/runtime/base/status.h"
+#include "atlas/runtime/device/weight_upload.h"
 #include "atlas/runtime/formats/safetensors.h"
-#include "atlas/runtime/status.h"
-#include "atlas/runtime/weight_upload.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,9 +13,9 @@
 #include <strings.h>  // strcasecmp
 #include <sys/stat.h>
 #include <unistd.h>
-#include "atlas/runtime/file_read.h"
+#include "atlas/runtime/base/file_read.h"
+#include "atlas/runtime/base/weight_scan.h"
 #include "atlas/runtime/formats/json_words.h"
-#include "atlas/runtime/weight_scan.h"
 
 struct atlas_safetensors {
   char *path;

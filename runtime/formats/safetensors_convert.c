@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/file_read.h"
-#include "atlas/runtime/weight_scan.h"
+#include "atlas/runtime/base/file_read.h"
+#include "atlas/runtime/base/weight_scan.h"
 
-#include "atlas/runtime/half.h"
+#include "atlas/runtime/base/half.h"
 
 float atlas_dtype_load_f32(atlas_dtype dtype, const void *data,
                            uint64_t index) {

@@ -6,9 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atlas/runtime/base/half.h"  // atlas_f16_to_f32, atlas_bf16_to_f32
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/formats/safetensors.h"
-#include "atlas/runtime/half.h"  // atlas_f16_to_f32, atlas_bf16_to_f32
-#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {

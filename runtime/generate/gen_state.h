@@ -14,7 +14,7 @@
 
 #include "atlas/runtime/sampling/sampler.h"
 #include "atlas/runtime/sampling/stop.h"
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/tokenizer.h"
 
 #ifdef __cplusplus

@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -11,9 +11,9 @@
 #include <time.h>
 
 #include "atlas/runtime/arch/registry.h"
-#include "atlas/runtime/file_read.h"
-#include "atlas/runtime/ledger.h"
-#include "atlas/runtime/log.h"
+#include "atlas/runtime/base/file_read.h"
+#include "atlas/runtime/base/ledger.h"
+#include "atlas/runtime/base/log.h"
 
 // config.json is a few kilobytes; refuse anything absurd before reading it.
 #define MAX_CONFIG_BYTES ((size_t)16 * 1024 * 1024)

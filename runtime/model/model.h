@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 #include "atlas/runtime/arch/arch.h"
-#include "atlas/runtime/backend.h"
 #include "atlas/runtime/backends/backend_factory.h"
-#include "atlas/runtime/host_pool.h"
+#include "atlas/runtime/device/backend.h"
+#include "atlas/runtime/device/host_pool.h"
 #include "atlas/runtime/model/eos.h"
 
 #ifdef __cplusplus

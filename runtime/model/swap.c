@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "atlas/runtime/ledger.h"
-#include "atlas/runtime/log.h"
+#include "atlas/runtime/base/ledger.h"
+#include "atlas/runtime/base/log.h"
 
 // MemAvailable from /proc/meminfo (0 when unknown). procfs files report
 // size 0, so this reads lines rather than a size.

@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/sampling/rng.h"
-#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {

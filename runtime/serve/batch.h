@@ -20,7 +20,7 @@
 
 #include "atlas/runtime/model/model.h"
 #include "atlas/runtime/serve/kv_pool.h"
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 
 #ifdef __cplusplus
 extern "C" {

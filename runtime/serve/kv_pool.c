@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/checked_math.h"
+#include "atlas/runtime/base/checked_math.h"
 
 enum { kDefaultBlockTokens = 16 };
 

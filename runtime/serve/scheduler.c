@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/log.h"
+#include "atlas/runtime/base/log.h"
 #include "atlas/runtime/serve/scheduler_impl.h"
 
 enum { kDefaultRunning = 64, kDefaultStepTokens = 2048 };

@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #include "atlas/runtime/model/model.h"
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/tokenizer.h"
 
 #ifdef __cplusplus

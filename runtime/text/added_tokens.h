@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/hash_map.h"
 #include "atlas/runtime/text/json_util.h"
 #include "atlas/runtime/text/normalizer.h"

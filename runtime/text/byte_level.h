@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/text_buf.h"
 
 #define ATLAS_BYTE_LEVEL_MAX_CP 324

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/byte_level.h"
 #include "atlas/runtime/text/json_util.h"
 #include "atlas/runtime/text/pattern.h"

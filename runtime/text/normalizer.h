@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/json_util.h"
 #include "atlas/runtime/text/pattern.h"
 #include "atlas/runtime/text/text_buf.h"

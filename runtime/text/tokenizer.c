@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/file_read.h"
+#include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/text/tokenizer_impl.h"
 #include "atlas/runtime/text/utf8.h"
 

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <utf8proc.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/text_buf.h"
 
 #ifdef __cplusplus

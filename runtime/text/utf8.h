@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/text_buf.h"
 
 // Length in bytes of the valid UTF-8 sequence at s[0..n), or 0 if invalid.

@@ -104,7 +104,7 @@ for c in demo run report swap; do
   check "$c: every option states its default" [ -z "$undocumented" ]
 done
 
-# ---- version: the macros of runtime/version.h ----
+# ---- version: the macros of runtime/base/version.h ----
 major=$(sed -n 's/^#define ATLAS_VERSION_MAJOR \([0-9]*\)$/\1/p' "$version_h")
 minor=$(sed -n 's/^#define ATLAS_VERSION_MINOR \([0-9]*\)$/\1/p' "$version_h")
 patch=$(sed -n 's/^#define ATLAS_VERSION_PATCH \([0-9]*\)$/\1/p' "$version_h")

@@ -1,5 +1,5 @@
-// runtime/version.h: the macros, the string and the linked library agree.
-#include "atlas/runtime/version.h"
+// runtime/base/version.h: the macros, the string and the linked library agree.
+#include "atlas/runtime/base/version.h"
 
 #include <gtest/gtest.h>
 

@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "atlas/runtime/backend.h"
 #include "atlas/runtime/cuda/cuda_blas.h"
-#include "atlas/runtime/host_backend.h"
+#include "atlas/runtime/device/backend.h"
+#include "atlas/runtime/device/host_backend.h"
 #include "tests/runtime/test_util.h"
 
 namespace {

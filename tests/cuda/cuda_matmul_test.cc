@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "atlas/runtime/backend.h"
+#include "atlas/runtime/base/half.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
-#include "atlas/runtime/half.h"
-#include "atlas/runtime/host_backend.h"
+#include "atlas/runtime/device/backend.h"
+#include "atlas/runtime/device/host_backend.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/runtime/test_util.h"
 

@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "atlas/runtime/backend.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
-#include "atlas/runtime/host_backend.h"
+#include "atlas/runtime/device/backend.h"
+#include "atlas/runtime/device/host_backend.h"
 #include "tests/cuda/cuda_skip.h"
 #include "tests/cuda/kv_types.h"
 #include "tests/runtime/test_util.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "atlas/runtime/half.h"
+#include "atlas/runtime/base/half.h"
 
 namespace atlas_test {
 

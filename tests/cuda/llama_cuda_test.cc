@@ -14,7 +14,7 @@
 #include "atlas/runtime/arch/llama/llama.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
-#include "atlas/runtime/host_backend.h"
+#include "atlas/runtime/device/host_backend.h"
 #include "atlas/tools/checkpoint/make_checkpoint_lib.h"
 #include "tests/cuda/cuda_skip.h"
 #include "tests/runtime/test_util.h"

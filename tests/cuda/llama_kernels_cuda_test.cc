@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "atlas/kernels/llama_kernels.h"
-#include "atlas/runtime/backend.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
-#include "atlas/runtime/host_backend.h"
+#include "atlas/runtime/device/backend.h"
+#include "atlas/runtime/device/host_backend.h"
 #include "tests/cuda/kernel_compare.h"
 #include "tests/cuda/kv_types.h"
 #include "tests/runtime/test_util.h"

@@ -1,5 +1,5 @@
 // The `weight_scan` CUDA kernel against the host definition
-// (runtime/weight_scan.c): the same digest and the same first non-finite
+// (runtime/base/weight_scan.c): the same digest and the same first non-finite
 // element for every case, from aligned and unaligned device addresses, and a
 // large tensor through many strides of the grid. Skips where there is no GPU.
 #include <stdint.h>
@@ -12,8 +12,8 @@
 
 #include "atlas/kernels/weight_scan_kernels.h"
 #include "atlas/runtime/arch/weight_check.h"
+#include "atlas/runtime/base/weight_scan.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
-#include "atlas/runtime/weight_scan.h"
 #include "tests/cuda/cuda_skip.h"
 #include "tests/runtime/test_util.h"
 #include "tests/runtime/weight_scan_cases.h"

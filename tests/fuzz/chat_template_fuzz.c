@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/chat/chat_template.h"
-#include "atlas/runtime/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

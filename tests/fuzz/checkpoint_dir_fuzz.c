@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/formats/checkpoint.h"
-#include "atlas/runtime/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,8 +11,8 @@
 
 #include "atlas/runtime/arch/llama/llama_config.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/formats/checkpoint.h"
-#include "atlas/runtime/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

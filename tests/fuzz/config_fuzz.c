@@ -7,7 +7,7 @@
 
 #include "atlas/runtime/arch/llama/llama_config.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/formats/safetensors.h"
-#include "atlas/runtime/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "atlas/runtime/arch/llama/llama.h"
-#include "atlas/runtime/file_read.h"
+#include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/formats/safetensors.h"
 #include "atlas/runtime/model/model.h"
 #include "tests/hostile/hostile_util.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "atlas/runtime/host_pool.h"
+#include "atlas/runtime/device/host_pool.h"
 #include "atlas/runtime/model/swap.h"
 #include "tests/hostile/hostile_util.h"
 

@@ -9,17 +9,27 @@ python3 "$checker" "$root"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/runtime/formats" "$tmp/runtime/arch/llama" "$tmp/kernels" "$tmp/runtime/cuda"
+mkdir -p "$tmp/runtime/formats" "$tmp/runtime/arch/llama" "$tmp/kernels" "$tmp/runtime/cuda" \
+  "$tmp/runtime/base" "$tmp/runtime/device"
 printf '#include "atlas/runtime/arch/llama/llama.h"\n' > "$tmp/runtime/formats/up.c"
 printf '#include "atlas/runtime/cuda/cuda_backend.h"\n' > "$tmp/kernels/sideways.c"
 printf '#include "runtime/status.h"\n' > "$tmp/runtime/cuda/unprefixed.c"
+# Within the core: base looks up at device; the device's backend reaches
+# for teardown (a forbidden pair, though device sits above base); a file
+# sits in runtime/ itself, outside every level.
+printf '#include "atlas/runtime/device/backend.h"\n' > "$tmp/runtime/base/ledger.c"
+printf '#include "atlas/runtime/base/teardown.h"\n' > "$tmp/runtime/device/backend.c"
+: > "$tmp/runtime/loose.c"
 : > "$tmp/runtime/arch/llama/llama.h"
 if out=$(python3 "$checker" "$tmp"); then
   echo "FAIL: planted upward includes passed:"; echo "$out"; exit 1
 fi
-for want in "runtime/formats/up.c (formats, layer 3) includes runtime/arch/llama/llama.h" \
-            "kernels/sideways.c (kernels, layer 1) includes runtime/cuda/cuda_backend.h" \
-            "runtime/cuda/unprefixed.c: includes runtime/status.h without the atlas/ prefix"; do
+for want in "runtime/formats/up.c (formats, layer 4) includes runtime/arch/llama/llama.h" \
+            "kernels/sideways.c (kernels, layer 2) includes runtime/cuda/cuda_backend.h" \
+            "runtime/cuda/unprefixed.c: includes runtime/status.h without the atlas/ prefix" \
+            "runtime/base/ledger.c (base, layer 0) includes runtime/device/backend.h" \
+            "runtime/device/backend.c includes runtime/base/teardown.h: runtime/device/backend and runtime/base/teardown never depend on each other" \
+            "runtime/loose.c: its folder has no layer"; do
   grep -qF "$want" <<<"$out" || { echo "FAIL: missing: $want"; echo "$out"; exit 1; }
 done
 echo "layering: planted violations caught"

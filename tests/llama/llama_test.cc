@@ -16,8 +16,8 @@
 #include "atlas/runtime/arch/llama/llama_model.h"
 #include "atlas/runtime/arch/llama/llama_prefill.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
-#include "atlas/runtime/half.h"
-#include "atlas/runtime/host_backend.h"
+#include "atlas/runtime/base/half.h"
+#include "atlas/runtime/device/host_backend.h"
 #include "tests/llama/checkpoint_fixture.h"
 #include "tests/runtime/test_util.h"
 

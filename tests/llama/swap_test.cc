@@ -3,8 +3,8 @@
 // allocation/copy/module load of the new model, and the seed's scenario.
 #include "atlas/runtime/model/swap.h"
 
-#include "atlas/runtime/host_backend.h"
-#include "atlas/runtime/weight_upload.h"
+#include "atlas/runtime/device/host_backend.h"
+#include "atlas/runtime/device/weight_upload.h"
 
 #include <gtest/gtest.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 #include "gtest/gtest.h"
 
 namespace atlas_test {

@@ -11,14 +11,14 @@ tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 prefix="$tmp/prefix"
 
 "$install_bin" "$prefix"
-for f in include/atlas/atlas.h include/atlas/runtime/status.h include/atlas/runtime/log_sink.h \
-         include/atlas/runtime/version.h lib/libatlas.so lib/libatlas.a lib/pkgconfig/atlas.pc; do
+for f in include/atlas/atlas.h include/atlas/runtime/base/status.h include/atlas/runtime/base/log_sink.h \
+         include/atlas/runtime/base/version.h lib/libatlas.so lib/libatlas.a lib/pkgconfig/atlas.pc; do
   [ -f "$prefix/$f" ] || { echo "FAIL: install did not write $f"; exit 1; }
 done
 
 # 1. Exported symbols == declared functions (nothing internal leaks out,
 #    nothing declared is missing).
-python3 "$symbols_py" "$prefix"/include/atlas/atlas.h "$prefix"/include/atlas/runtime/*.h \
+python3 "$symbols_py" "$prefix"/include/atlas/atlas.h "$prefix"/include/atlas/runtime/base/*.h \
   > "$tmp/declared"
 nm -D --defined-only "$prefix/lib/libatlas.so" | awk '{print $3}' | sed 's/@.*//' | sort -u \
   > "$tmp/exported"
@@ -58,7 +58,7 @@ grep -q '^leaked: 0 bytes' "$tmp/out_shared" || { echo "FAIL: shared build leake
 # It records the versioned soname (libatlas.so.MAJOR.MINOR while MAJOR is 0),
 # not the bare name a later, incompatible libatlas.so would also answer to.
 read -r major minor < <(awk '/^#define ATLAS_VERSION_(MAJOR|MINOR) /{printf "%s ", $3} END {print ""}' \
-  "$prefix/include/atlas/runtime/version.h")
+  "$prefix/include/atlas/runtime/base/version.h")
 want_soname="libatlas.so.$major"
 [ "$major" = 0 ] && want_soname="libatlas.so.0.$minor"
 if ! readelf -d "$tmp/embed_shared" | grep -q "NEEDED.*\[$want_soname\]"; then

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "atlas/runtime/half.h"
-#include "atlas/runtime/op_cache.h"
+#include "atlas/runtime/base/half.h"
+#include "atlas/runtime/device/op_cache.h"
 #include "tests/cuda/cuda_skip.h"
 #include "tests/runtime/contract_kernels.h"
 #include "tests/runtime/test_util.h"

@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "atlas/runtime/backend.h"
+#include "atlas/runtime/device/backend.h"
 
 struct BackendFactory {
   std::string name;

@@ -1,4 +1,4 @@
-// The front door (runtime/backend.c) on a backend that fills only the
+// The front door (runtime/device/backend.c) on a backend that fills only the
 // required entries and a few counted ones: the shared work (ledger, reports,
 // red zones, sweep, kernel lookup, argument packing) needs nothing more from
 // a backend, and every argument check happens before any entry is reached.
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "atlas/runtime/backend_impl.h"
+#include "atlas/runtime/device/backend_impl.h"
 #include "tests/runtime/contract_kernels.h"
 #include "tests/runtime/minimal_backend.h"
 #include "tests/runtime/test_util.h"

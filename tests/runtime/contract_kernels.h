@@ -9,7 +9,7 @@
 #ifndef ATLAS_TESTS_RUNTIME_CONTRACT_KERNELS_H_
 #define ATLAS_TESTS_RUNTIME_CONTRACT_KERNELS_H_
 
-#include "atlas/runtime/kernel_module.h"
+#include "atlas/runtime/device/kernel_module.h"
 
 #ifdef __cplusplus
 extern "C" {

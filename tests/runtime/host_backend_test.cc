@@ -1,7 +1,7 @@
 // The backend contract on the host backend, plus what only the host has.
-#include "atlas/runtime/host_backend.h"
+#include "atlas/runtime/device/host_backend.h"
 
-#include "atlas/runtime/host_pool.h"
+#include "atlas/runtime/device/host_pool.h"
 
 #include "tests/runtime/backend_contract.h"
 #include "tests/runtime/contract_kernels.h"

@@ -1,4 +1,4 @@
-#include "atlas/runtime/ledger.h"
+#include "atlas/runtime/base/ledger.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "atlas/runtime/ledger_report.h"
+#include "atlas/runtime/base/ledger_report.h"
 #include "tests/runtime/test_util.h"
 
 namespace {

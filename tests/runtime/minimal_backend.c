@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/backend_impl.h"
+#include "atlas/runtime/device/backend_impl.h"
 
 typedef struct minimal_backend {
   atlas_backend base;  // first member: the backend contract

@@ -1,11 +1,11 @@
-// A backend with the least a backend must fill (runtime/backend_impl.h), plus
-// a few optional entries that count their calls. Tests use it to show that
+// A backend with the least a backend must fill (runtime/device/backend_impl.h),
+// plus a few optional entries that count their calls. Tests use it to show that
 // the front door does the shared work and every argument check before any
 // entry is reached.
 #ifndef ATLAS_TESTS_RUNTIME_MINIMAL_BACKEND_H_
 #define ATLAS_TESTS_RUNTIME_MINIMAL_BACKEND_H_
 
-#include "atlas/runtime/backend.h"
+#include "atlas/runtime/device/backend.h"
 
 #ifdef __cplusplus
 extern "C" {

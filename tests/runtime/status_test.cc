@@ -1,4 +1,4 @@
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 
 #include <gtest/gtest.h>
 

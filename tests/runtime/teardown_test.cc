@@ -1,11 +1,11 @@
-#include "atlas/runtime/teardown.h"
+#include "atlas/runtime/base/teardown.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "atlas/runtime/host_backend.h"
+#include "atlas/runtime/device/host_backend.h"
 #include "tests/runtime/test_util.h"
 
 namespace {

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 
 // Takes ownership of the status; returns its message and code.
 struct StatusResult {

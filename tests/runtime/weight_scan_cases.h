@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "atlas/runtime/weight_scan.h"
+#include "atlas/runtime/base/weight_scan.h"
 
 namespace atlas_test {
 

@@ -13,8 +13,8 @@
 
 #include "atlas/kernels/weight_scan_kernels.h"
 #include "atlas/runtime/arch/weight_check.h"
-#include "atlas/runtime/host_backend.h"
-#include "atlas/runtime/weight_scan.h"
+#include "atlas/runtime/base/weight_scan.h"
+#include "atlas/runtime/device/host_backend.h"
 #include "tests/runtime/test_util.h"
 #include "tests/runtime/weight_scan_cases.h"
 

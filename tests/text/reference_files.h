@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/tokenizer.h"
 
 #include <cstdint>

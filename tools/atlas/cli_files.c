@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "atlas/runtime/file_read.h"
+#include "atlas/runtime/base/file_read.h"
 
 atlas_status atlas_cli_read_all(const char *path, size_t max_bytes, char **out,
                                 size_t *out_len) {

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "atlas/runtime/file_read.h"
+#include "atlas/runtime/base/file_read.h"
 
 // The thread that removes the temporary folder when the process is told to
 // stop. `lock` orders its removal against the commit's rename: whichever

@@ -6,7 +6,7 @@
 #ifndef ATLAS_TOOLS_CLI_OUTPUT_DIR_H_
 #define ATLAS_TOOLS_CLI_OUTPUT_DIR_H_
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "atlas/runtime/file_read.h"
+#include "atlas/runtime/base/file_read.h"
 #include "atlas/tools/atlas/cli_options.h"
 
 void atlas_cli_keep_standard_fds(void) {

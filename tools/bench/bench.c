@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "atlas/runtime/backends/backend_factory.h"
-#include "atlas/runtime/version.h"
+#include "atlas/runtime/base/version.h"
 #include "atlas/tools/atlas/cli_options.h"
 #include "atlas/tools/atlas/cli_stdio.h"
 #include "atlas/tools/bench/bench_cuda.h"

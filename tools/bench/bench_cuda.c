@@ -11,10 +11,10 @@
 #include <time.h>
 
 #include "atlas/kernels/contract_cuda_module.h"
-#include "atlas/runtime/backend.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/cuda/cuda_host.h"
 #include "atlas/runtime/cuda/cuda_module_loader.h"
+#include "atlas/runtime/device/backend.h"
 
 typedef struct bench_ctx {
   atlas_backend *b;

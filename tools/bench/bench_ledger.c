@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "atlas/runtime/backend.h"
-#include "atlas/runtime/host_backend.h"
+#include "atlas/runtime/device/backend.h"
+#include "atlas/runtime/device/host_backend.h"
 
 static double now_ns(void) {
   struct timespec ts;

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/tokenizer.h"
 
 static double clock_s(clockid_t id) {

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 
 #include "atlas/runtime/arch/llama/llama_weights.h"
-#include "atlas/runtime/file_read.h"
-#include "atlas/runtime/half.h"
+#include "atlas/runtime/base/file_read.h"
+#include "atlas/runtime/base/half.h"
 #include "atlas/tools/checkpoint/safetensors_write.h"
 
 atlas_status atlas_make_checkpoint_preset(const char *name,

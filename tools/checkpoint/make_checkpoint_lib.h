@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 #include "atlas/runtime/arch/llama/llama_config.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/formats/safetensors.h"
-#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {

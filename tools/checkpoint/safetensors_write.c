@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/file_read.h"
+#include "atlas/runtime/base/file_read.h"
 
 static atlas_status tensor_bytes(const char *path,
                                  const atlas_safetensors_write_tensor *t,

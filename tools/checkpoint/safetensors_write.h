@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/formats/safetensors.h"
-#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {

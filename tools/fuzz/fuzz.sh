@@ -77,10 +77,10 @@ CFLAGS="-std=c11 -Wall -Wextra -Werror -g -O1 -I. -I$INC \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
   runtime/arch/llama/llama_config.c runtime/arch/llama/llama_weights.c \
-  runtime/formats/json_words.c runtime/file_read.c \
-  runtime/weight_scan.c runtime/arch/rope/rope.c"
-TEXT_LIB="$(echo runtime/text/*.c) runtime/file_read.c -lpcre2-8 -lutf8proc -pthread"
-CHAT_LIB="$(echo runtime/chat/*.c) runtime/file_read.c -lutf8proc"
+  runtime/formats/json_words.c runtime/base/file_read.c \
+  runtime/base/weight_scan.c runtime/arch/rope/rope.c"
+TEXT_LIB="$(echo runtime/text/*.c) runtime/base/file_read.c -lpcre2-8 -lutf8proc -pthread"
+CHAT_LIB="$(echo runtime/chat/*.c) runtime/base/file_read.c -lutf8proc"
 OAI_LIB="runtime/serve/openai/oai_request.c runtime/serve/openai/oai_response.c \
   runtime/serve/openai/oai_batch.c -lutf8proc"
 # Each target's sources, and the longest input (a tokenizer.json or chat
@@ -101,7 +101,7 @@ target_max_len() {
 }
 # status.c is built once and linked into every fuzzer.
 # shellcheck disable=SC2086
-$CC $CFLAGS -c -o "$OUT/status.o" runtime/status.c
+$CC $CFLAGS -c -o "$OUT/status.o" runtime/base/status.c
 SECONDS_FLAG=""
 [ -n "${FUZZ_SECONDS:-}" ] && SECONDS_FLAG="-max_total_time=$FUZZ_SECONDS"
 failed=0

@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "atlas/runtime/file_read.h"
+#include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/serve/openai/oai_response.h"
 #include "atlas/tools/serve/serve_state.h"
 

@@ -118,7 +118,7 @@ static void histogram(text *t, const char *name, const char *help,
 }
 
 // The folder a call site lives in: runtime/arch/llama/x.c -> "arch",
-// runtime/ledger.c -> "core", kernels/x.cu -> "kernels".
+// runtime/base/ledger.c -> "core", kernels/x.cu -> "kernels".
 static void site_category(const char *file, char *out, size_t cap) {
   const char *p = strncmp(file, "runtime/", 8) == 0 ? file + 8 : file;
   const char *slash = strchr(p, '/');

@@ -6,7 +6,8 @@
 #define EMBED_RUNTIME_STATUS_H_
 
 #ifndef EMBED_OWN_CODE
-#error "examples/embed/runtime/status.h shadowed Atlas's atlas/runtime/status.h"
+#error \
+    "examples/embed/runtime/status.h shadowed Atlas's atlas/runtime/base/status.h"
 #endif
 
 typedef enum embed_status { EMBED_OK = 0, EMBED_FAILED = 1 } embed_status;

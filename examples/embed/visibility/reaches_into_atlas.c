@@ -1,3 +1,3 @@
 // Would use Atlas's private backend vtable; the build must refuse the
 // dependency.
-#include "atlas/runtime/backend_impl.h"
+#include "atlas/runtime/device/backend_impl.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bazel run //:install -- PREFIX
-# Installs include/atlas/atlas.h (+ atlas/runtime/{status,log_sink,version}.h),
+# Installs include/atlas/atlas.h (+ atlas/runtime/base/{status,log_sink,version}.h),
 # lib/libatlas.so.VERSION (with its soname link and libatlas.so), lib/libatlas.a
 # and lib/pkgconfig/atlas.pc under PREFIX.
 set -euo pipefail
@@ -12,7 +12,7 @@ for r in "${RUNFILES_DIR:-}" "$0.runfiles" "${TEST_SRCDIR:-}"; do
 done
 api="$root/runtime/api"; dist="$api/dist"
 so="$dist/libatlas.so" a="$dist/libatlas.a" pc="$dist/atlas.pc.in"
-headers=("$root/runtime/status.h" "$root/runtime/log_sink.h" "$root/runtime/version.h")
+headers=("$root/runtime/base/status.h" "$root/runtime/base/log_sink.h" "$root/runtime/base/version.h")
 if [ $# -ne 1 ] || [ -z "$1" ]; then
   echo "usage: bazel run //:install -- PREFIX" >&2
   exit 2
@@ -23,7 +23,7 @@ case "$prefix" in
   *) prefix="${BUILD_WORKING_DIRECTORY:-$PWD}/$prefix" ;;
 esac
 v=$(awk '/^#define ATLAS_VERSION_(MAJOR|MINOR|PATCH) /{printf "%s%s", s, $3; s="."}' \
-  "$root/runtime/version.h")
+  "$root/runtime/base/version.h")
 # atlas.pc first, into a temporary file, so a failure installs nothing. The
 # prefix goes in as text (awk's index/substr: no sed or gsub metacharacters,
 # '&' and '|' stay themselves), with spaces escaped as pkg-config expects
@@ -38,10 +38,10 @@ PC_PREFIX="${prefix// /\\ }" PC_VERSION="$v" awk '
   }
   { print put(put($0, "@PREFIX@", ENVIRON["PC_PREFIX"]), "@VERSION@", ENVIRON["PC_VERSION"]) }
 ' "$pc" > "$pc_tmp"
-install -d "$prefix/include/atlas/runtime" "$prefix/lib/pkgconfig"
+install -d "$prefix/include/atlas/runtime/base" "$prefix/lib/pkgconfig"
 install -m 0644 "$api/atlas.h" "$prefix/include/atlas/atlas.h"
 for h in "${headers[@]}"; do
-  install -m 0644 "$h" "$prefix/include/atlas/runtime/$(basename "$h")"
+  install -m 0644 "$h" "$prefix/include/atlas/runtime/base/$(basename "$h")"
 done
 # The file by its full version, the soname programs record, and the name
 # the linker looks for (-latlas).

@@ -16,10 +16,10 @@
 
 #include "atlas/runtime/arch/llama/llama_model.h"
 #include "atlas/runtime/arch/weight_check.h"
-#include "atlas/runtime/checked_math.h"
+#include "atlas/runtime/base/checked_math.h"
+#include "atlas/runtime/base/log.h"
+#include "atlas/runtime/device/weight_upload.h"
 #include "atlas/runtime/formats/safetensors_convert.h"
-#include "atlas/runtime/log.h"
-#include "atlas/runtime/weight_upload.h"
 
 // ---- resources -------------------------------------------------------------
 

@@ -9,9 +9,9 @@
 
 #include "atlas/runtime/arch/arch.h"
 #include "atlas/runtime/arch/llama/llama_config.h"
-#include "atlas/runtime/backend.h"
+#include "atlas/runtime/base/teardown.h"
+#include "atlas/runtime/device/backend.h"
 #include "atlas/runtime/formats/checkpoint.h"
-#include "atlas/runtime/teardown.h"
 
 #ifdef __cplusplus
 extern "C" {

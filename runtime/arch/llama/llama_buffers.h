@@ -7,9 +7,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "atlas/runtime/backend.h"
-#include "atlas/runtime/site.h"
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/site.h"
+#include "atlas/runtime/base/status.h"
+#include "atlas/runtime/device/backend.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "atlas/runtime/file_read.h"
+#include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/formats/json_words.h"
 
 // config.json is a few kilobytes; refuse anything absurd before reading it.

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "atlas/runtime/arch/llama/llama_model.h"
-#include "atlas/runtime/log.h"
+#include "atlas/runtime/base/log.h"
 
 // This step's token and position, to scratch->step (the backend stages the
 // source, so host_step may change as soon as this returns).

@@ -9,7 +9,7 @@
 #include "atlas/kernels/llama_kernels.h"
 #include "atlas/kernels/prefill_kernels.h"
 #include "atlas/runtime/arch/llama/llama_model.h"
-#include "atlas/runtime/log.h"
+#include "atlas/runtime/base/log.h"
 
 #define P(x) ATLAS_ARG_PTR(x)
 #define U(x) ATLAS_ARG_U32(x)

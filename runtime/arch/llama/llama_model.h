@@ -8,8 +8,8 @@
 #include "atlas/runtime/arch/llama/llama_ops.h"
 #include "atlas/runtime/arch/llama/llama_prefill.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/device/forward.h"
 #include "atlas/runtime/formats/safetensors.h"
-#include "atlas/runtime/forward.h"
 
 // A weight matrix on the device in its checkpoint dtype.
 typedef struct atlas_llama_matrix {

@@ -3,8 +3,8 @@
 #ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_OPS_H_
 #define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_OPS_H_
 
+#include "atlas/runtime/device/forward.h"
 #include "atlas/runtime/formats/safetensors.h"
-#include "atlas/runtime/forward.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -12,7 +12,7 @@
 #include "atlas/kernels/prefill_kernels.h"
 #include "atlas/runtime/arch/llama/llama_model.h"
 #include "atlas/runtime/arch/llama/llama_prefill.h"
-#include "atlas/runtime/checked_math.h"
+#include "atlas/runtime/base/checked_math.h"
 
 #define P(x) ATLAS_ARG_PTR(x)
 #define U(x) ATLAS_ARG_U32(x)

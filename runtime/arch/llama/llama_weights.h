@@ -8,8 +8,8 @@
 #include <stdint.h>
 
 #include "atlas/runtime/arch/llama/llama_config.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/formats/checkpoint.h"
-#include "atlas/runtime/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -18,7 +18,7 @@
 #include "atlas/runtime/chat/chat_template.h"
 #include "atlas/runtime/serve/openai/oai_request.h"
 #include "atlas/runtime/serve/scheduler.h"
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/tokenizer.h"
 
 #ifdef __cplusplus

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "atlas/runtime/serve/openai/oai_request.h"
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 
 #ifdef __cplusplus
 extern "C" {

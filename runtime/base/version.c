@@ -1,0 +1,3 @@
+#include "atlas/runtime/base/version.h"
+
+const char *atlas_version(void) { return ATLAS_VERSION_STRING; }

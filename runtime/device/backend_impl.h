@@ -1,0 +1,276 @@
+// For backend implementers: the vtable and the state every backend shares.
+//
+// A backend embeds `atlas_backend` as its first member, fills one vtable and
+// calls atlas_backend_base_init / atlas_backend_base_deinit. The vtable holds
+// only what differs between devices. The front door (backend.c) does the
+// rest once, for every backend: ledger keeping, red zones, fault injection,
+// the sweep, reports, kernel lookup, typed-argument packing, and every
+// argument check (NULL pointers, zero sizes, pitches, NULL graphs and events,
+// the default stream, kernels from another registry, argument limits). An
+// entry is only reached with arguments that passed those checks.
+//
+// A new backend fills:
+//   required  destroy, raw_alloc, raw_free, raw_read, raw_fill
+//   optional  quiesce (device work the host must wait for before touching
+//             backend memory), host_ptr_to_device, the copies and memsets,
+//             streams, events, capture and graphs, launch (raw argument
+//             pointers), matmul (16-bit matrix products), the memory
+//             facts, release_caches, start_background, bind_to_thread
+// A NULL optional entry makes its operation return UNIMPLEMENTED naming the
+// backend and the operation; atlas_backend_base_init refuses a vtable that
+// lacks a required entry.
+#ifndef ATLAS_RUNTIME_BACKEND_IMPL_H_
+#define ATLAS_RUNTIME_BACKEND_IMPL_H_
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "atlas/runtime/device/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct atlas_backend_vtable {
+  // ---- lifetime and raw memory (required) ----
+  // Releases the device state and calls atlas_backend_base_deinit.
+  atlas_status (*destroy)(atlas_backend *b);
+  // The primitives the shared ledger code is built on. Addresses are what the
+  // backend hands out (device addresses as void*). `bytes` includes the red
+  // zones; raw_free gets the address raw_alloc returned (not the one past the
+  // leading band that callers hold) and the bytes it was asked for.
+  atlas_status (*raw_alloc)(atlas_backend *b, size_t bytes, atlas_mem_kind kind,
+                            void **out_ptr);
+  atlas_status (*raw_free)(atlas_backend *b, void *ptr, size_t bytes,
+                           atlas_mem_kind kind);
+  // Synchronous reads and fills of backend memory from the host, for red
+  // zones; they run after quiesce.
+  atlas_status (*raw_read)(atlas_backend *b, void *dst_host, const void *src,
+                           size_t bytes);
+  atlas_status (*raw_fill)(atlas_backend *b, void *dst, uint8_t value,
+                           size_t bytes);
+
+  // ---- optional ----
+  // Before the host reads or frees backend memory behind the streams' backs
+  // (red-zone scan and poisoning, the sweep): refuse while a capture is open
+  // (naming `what`), then wait for queued work. NULL: nothing to wait for.
+  atlas_status (*quiesce)(atlas_backend *b, const char *what);
+  // `host_ptr` is pinned memory of this backend (checked by the front door).
+  atlas_status (*host_ptr_to_device)(atlas_backend *b, void *host_ptr,
+                                     void **out_device_ptr);
+
+  // Copies and memsets: pointers are non-NULL and `bytes` > 0 (a zero-byte
+  // copy is counted as a copy and returns OK at the front door).
+  atlas_status (*h2d)(atlas_backend *b, void *dst, const void *src,
+                      size_t bytes);
+  atlas_status (*d2h)(atlas_backend *b, void *dst, const void *src,
+                      size_t bytes);
+  atlas_status (*d2h_on_stream)(atlas_backend *b, void *dst, const void *src,
+                                size_t bytes, atlas_stream *stream);
+  atlas_status (*d2h_async)(atlas_backend *b, void *dst, const void *src,
+                            size_t bytes, atlas_stream *stream);
+  atlas_status (*d2d)(atlas_backend *b, void *dst, const void *src,
+                      size_t bytes);
+  atlas_status (*h2d_async)(atlas_backend *b, void *dst, const void *src,
+                            size_t bytes, atlas_stream *stream);
+  atlas_status (*h2d_async_retained)(atlas_backend *b, void *dst,
+                                     const void *src, size_t bytes,
+                                     atlas_stream *stream);
+  atlas_status (*d2d_async)(atlas_backend *b, void *dst, const void *src,
+                            size_t bytes, atlas_stream *stream);
+  // width_bytes > 0, height > 0, width_bytes <= both pitches.
+  atlas_status (*d2d_2d_async)(atlas_backend *b, void *dst, size_t dst_pitch,
+                               const void *src, size_t src_pitch,
+                               size_t width_bytes, size_t height,
+                               atlas_stream *stream);
+  atlas_status (*memset)(atlas_backend *b, void *dst, uint8_t value,
+                         size_t bytes);
+  atlas_status (*memset_async)(atlas_backend *b, void *dst, uint8_t value,
+                               size_t bytes, atlas_stream *stream);
+
+  // Streams, events, capture. A NULL stream means the default stream; events
+  // and graphs are non-NULL; stream_destroy never gets the default stream.
+  atlas_stream *(*default_stream)(atlas_backend *b);
+  atlas_status (*stream_create)(atlas_backend *b, atlas_stream **out_stream);
+  atlas_status (*stream_destroy)(atlas_backend *b, atlas_stream *stream);
+  atlas_status (*stream_synchronize)(atlas_backend *b, atlas_stream *stream);
+  atlas_status (*synchronize)(atlas_backend *b);
+  atlas_status (*event_create)(atlas_backend *b, atlas_event **out_event);
+  atlas_status (*event_record)(atlas_backend *b, atlas_event *event,
+                               atlas_stream *stream);
+  atlas_status (*event_wait)(atlas_backend *b, atlas_stream *stream,
+                             atlas_event *event);
+  atlas_status (*event_synchronize)(atlas_backend *b, atlas_event *event);
+  atlas_status (*event_destroy)(atlas_backend *b, atlas_event *event);
+  atlas_status (*stream_is_capturing)(atlas_backend *b, atlas_stream *stream,
+                                      bool *out_capturing);
+  atlas_status (*begin_capture)(atlas_backend *b, atlas_stream *stream);
+  atlas_status (*end_capture)(atlas_backend *b, atlas_stream *stream,
+                              atlas_graph **out_graph);
+  atlas_status (*abort_capture_if_active)(atlas_backend *b,
+                                          atlas_stream *stream,
+                                          bool *out_aborted);
+  atlas_status (*launch_graph)(atlas_backend *b, atlas_graph *graph,
+                               atlas_stream *stream);
+  atlas_status (*destroy_graph)(atlas_backend *b, atlas_graph *graph);
+
+  // Raw launch: the kernel came from this backend's registry, `config` is
+  // non-NULL and args[i] points to argument i (typed arguments were checked
+  // against the signature and packed by the front door).
+  atlas_status (*launch)(atlas_backend *b, const atlas_kernel *kernel,
+                         const atlas_launch_config *config, void **args);
+
+  // out = x w^T (see atlas_backend_matmul): the type F16 or BF16, each
+  // dimension below 2^31 (checked by the front door). m = n = k = 0 is the
+  // question "do you multiply?": answer OK or UNIMPLEMENTED, touch nothing.
+  // Otherwise m, n, k > 0, the pointers are non-NULL and `mode` is one of
+  // the two (ACCUMULATE: out += the product).
+  atlas_status (*matmul)(atlas_backend *b, atlas_stream *stream, float *out,
+                         const void *w, const void *x, atlas_matmul_type type,
+                         size_t m, size_t n, size_t k, atlas_matmul_out mode);
+  // Frees the memory the backend keeps for itself between calls (cuBLASLt's
+  // workspace), remade when next needed: the sweep calls it first, so that
+  // what it then finds is what nobody released, not the backend's own.
+  atlas_status (*release_caches)(atlas_backend *b);
+  // Starts, on a thread of its own, start-up work the backend would
+  // otherwise do at its first use (CUDA: loading cuBLASLt), so that it
+  // overlaps what the caller does next; called by atlas_backend_modules_start.
+  // The backend waits for it where it needs the result, and at destroy.
+  void (*start_background)(atlas_backend *b);
+
+  // Device facts.
+  atlas_status (*total_memory)(atlas_backend *b, size_t *out_bytes);
+  atlas_status (*free_memory)(atlas_backend *b, size_t *out_bytes);
+  atlas_status (*device_free_memory)(atlas_backend *b, size_t *out_bytes);
+  atlas_status (*sm_count)(atlas_backend *b, int *out_count);
+  atlas_status (*bind_to_thread)(atlas_backend *b);
+} atlas_backend_vtable;
+
+// The layout is pinned. The front door and every backend must agree on it, and
+// a backend written against an older header must break at compile time, not
+// call the wrong slot: a removed entry fails its designated initializer, and
+// any added, removed or reordered entry (or a member that is not a function
+// pointer) fails these assertions until the count and the last entry are
+// updated on purpose, together with every backend and the list above.
+#define ATLAS_BACKEND_VTABLE_ENTRIES 43
+#ifdef __cplusplus
+#define ATLAS_BACKEND_STATIC_ASSERT_ static_assert
+#else
+#define ATLAS_BACKEND_STATIC_ASSERT_ _Static_assert
+#endif
+ATLAS_BACKEND_STATIC_ASSERT_(sizeof(atlas_backend_vtable) ==
+                                 ATLAS_BACKEND_VTABLE_ENTRIES *
+                                     sizeof(void (*)(void)),
+                             "atlas_backend_vtable changed size: update "
+                             "ATLAS_BACKEND_VTABLE_ENTRIES and every backend");
+ATLAS_BACKEND_STATIC_ASSERT_(offsetof(atlas_backend_vtable, destroy) == 0,
+                             "destroy must stay the first vtable entry");
+ATLAS_BACKEND_STATIC_ASSERT_(offsetof(atlas_backend_vtable, bind_to_thread) ==
+                                 (ATLAS_BACKEND_VTABLE_ENTRIES - 1) *
+                                     sizeof(void (*)(void)),
+                             "bind_to_thread must stay the last vtable entry");
+#undef ATLAS_BACKEND_STATIC_ASSERT_
+
+// Modules loading on a thread of their own (backend_modules.c).
+typedef struct atlas_module_job atlas_module_job;
+
+typedef struct atlas_fault_state {
+  uint64_t count[ATLAS_FAULT_KIND_COUNT];  // operations attempted so far
+  uint64_t
+      fail_at[ATLAS_FAULT_KIND_COUNT];  // absolute op number to fail (0: none)
+} atlas_fault_state;
+
+struct atlas_backend {
+  const atlas_backend_vtable *vtable;
+  char name[32];  // "host", "cuda:0"
+  atlas_ledger *ledger;
+  size_t redzone_bytes;           // ATLAS_REDZONE, read once at creation
+  bool debug_sync;                // ATLAS_DEBUG_SYNC, read once at creation
+  pthread_mutex_t state_mutex;    // guards poison
+  atlas_fault_state faults;       // atomics (__atomic builtins)
+  bool poison_active;             // poison_redzones was called:
+  uint64_t poison_lo, poison_hi;  // zones in [lo, hi) hold 0xEE, others 0x00
+  atlas_op_cache *op_cache;
+  atlas_kernel_registry *registry;  // set once modules_job is joined
+  atlas_module_job *modules_job;    // background_modules: loading now
+  atlas_status modules_error;       // its failure, kept until deinit
+  atlas_log_sink log;               // from the options; zeroed: stderr
+};
+
+// Fills the shared fields: name, ledger, environment switches, op cache.
+// Refuses a vtable without one of the required entries. On failure
+// everything it made is released.
+ATLAS_MUST_USE atlas_status atlas_backend_base_init(
+    atlas_backend *b, const atlas_backend_vtable *vtable, const char *name);
+// An on/off environment switch, read when a backend is made: unset or empty
+// leaves *out_on as it is (the caller's default), "0" is off, "1" on;
+// anything else is INVALID_ARGUMENT naming the variable.
+ATLAS_MUST_USE atlas_status atlas_backend_read_switch_env(const char *name,
+                                                          bool *out_on);
+// Releases the op cache's scratch, sweeps the ledger (reporting what it had to
+// free as a leak), drops the registry reference and frees the ledger.
+ATLAS_MUST_USE atlas_status atlas_backend_base_deinit(atlas_backend *b);
+
+// Holds `set` for atlas_backend_modules_start to load into b->registry on a
+// thread of its own (the option background_modules); `loader` is handed
+// over. Never started, the first join loads them.
+ATLAS_MUST_USE atlas_status atlas_backend_base_load_modules_async(
+    atlas_backend *b, const atlas_module_set *set, atlas_module_loader loader,
+    size_t fail_load_at);
+// Waits for that thread, if any, and returns the load's status (a failure
+// stays: every later call returns it again). Thread-safe.
+ATLAS_MUST_USE atlas_status atlas_backend_base_join_modules(atlas_backend *b);
+// For destroy: a load never started is dropped unloaded; one under way is
+// waited for (its status was reported, or is of no use now).
+void atlas_backend_base_drop_modules(atlas_backend *b);
+
+// ---- shared code behind the front door (backend.c); backends need none of it
+
+// Counts one operation of `kind`; returns ABORTED if it is the injected one.
+ATLAS_MUST_USE atlas_status atlas_backend_base_fault_check(
+    atlas_backend *b, atlas_fault_kind kind, const char *what);
+
+// The fill a zone should hold: 0xA5 until poison_redzones is first called,
+// then 0xEE inside the poisoned range and 0x00 outside it.
+uint8_t atlas_backend_base_redzone_fill(atlas_backend *b, uint64_t index);
+
+// Under ATLAS_REDZONE=<pad> each allocation has `pad` guard bytes after it
+// and atlas_redzone_lead_bytes(pad) before it: pad rounded up to a multiple
+// of ATLAS_REDZONE_ALIGN, so the address a caller gets keeps the alignment
+// raw_alloc gave (cuMemAlloc's 256 bytes; malloc's 16 on the host).
+#define ATLAS_REDZONE_ALIGN ((size_t)256)
+static inline size_t atlas_redzone_lead_bytes(size_t pad) {
+  // pad <= 2^30 (ATLAS_REDZONE's limit): no overflow.
+  return (pad + ATLAS_REDZONE_ALIGN - 1) / ATLAS_REDZONE_ALIGN *
+         ATLAS_REDZONE_ALIGN;
+}
+
+// Ledgered allocation and free on top of raw_alloc / raw_free, with red zones
+// and the alloc / host-alloc / free fault points.
+ATLAS_MUST_USE atlas_status atlas_backend_base_alloc(atlas_backend *b,
+                                                     size_t bytes,
+                                                     atlas_mem_kind kind,
+                                                     atlas_site site,
+                                                     void **out_ptr);
+ATLAS_MUST_USE atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
+                                                    atlas_mem_kind kind);
+// Frees everything on the ledger, newest first (no quiesce: callers do it).
+ATLAS_MUST_USE atlas_status atlas_backend_base_sweep_unreleased(
+    atlas_backend *b, atlas_sweep_result *out_result);
+// Red zones (runtime/device/redzone.c), through raw_read / raw_fill.
+ATLAS_MUST_USE atlas_status atlas_backend_base_scan_redzones(
+    atlas_backend *b, atlas_redzone_violation *out_violations,
+    size_t max_violations, size_t *out_count);
+ATLAS_MUST_USE atlas_status atlas_backend_base_poison_redzones(atlas_backend *b,
+                                                               uint64_t lo,
+                                                               uint64_t hi);
+// Reads one allocation's band back before its memory goes (`when`: "when it
+// was freed", ...): DATA_LOSS naming the allocation if anything wrote to it.
+ATLAS_MUST_USE atlas_status atlas_backend_base_check_redzone(
+    atlas_backend *b, const atlas_ledger_entry *entry, const char *when);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_BACKEND_IMPL_H_

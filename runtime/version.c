@@ -1,3 +1,0 @@
-#include "atlas/runtime/version.h"
-
-const char *atlas_version(void) { return ATLAS_VERSION_STRING; }
