@@ -12,6 +12,7 @@
 #include "atlas/runtime/cuda/cuda_module_loader.h"
 #include "atlas/runtime/cuda/cuda_staging.h"
 #include "atlas/runtime/device/backend_impl.h"
+#include "atlas/runtime/device/backend_modules.h"
 
 typedef struct cuda_backend {
   atlas_backend base;  // first: atlas_backend* <-> cuda_backend*
@@ -912,7 +913,7 @@ atlas_status atlas_cuda_backend_create(const atlas_backend_options *options,
       if (status == ATLAS_OK && options->background_modules &&
           all_images_built(options->modules)) {
         // Last step of create: nothing after it can fail.
-        status = atlas_backend_base_load_modules_async(
+        status = atlas_backend_modules_load_async(
             &cb->base, options->modules, loader, options->fail_module_load_at);
       } else if (status == ATLAS_OK) {
         status = atlas_kernel_registry_create(options->modules, loader,

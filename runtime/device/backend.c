@@ -1,7 +1,8 @@
 // The front door: every backend call comes through here.
 //
 // What is the same for every backend is done here, once: argument checks,
-// fault points, ledger keeping (backend_base.c), red zones (redzone.c),
+// fault points (fault.c), ledger keeping (backend_memory.c), red zones
+// (redzone.c),
 // reports, kernel lookup and typed-argument packing. Only what differs
 // between devices goes through the vtable (runtime/device/backend_impl.h). A
 // NULL optional entry means the backend does not offer that operation; the
@@ -13,6 +14,10 @@
 
 #include "atlas/runtime/base/ledger_report.h"
 #include "atlas/runtime/device/backend_impl.h"
+#include "atlas/runtime/device/backend_memory.h"
+#include "atlas/runtime/device/backend_modules.h"
+#include "atlas/runtime/device/fault.h"
+#include "atlas/runtime/device/redzone.h"
 
 static atlas_status unimplemented(const atlas_backend *b, const char *op) {
   return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
@@ -22,6 +27,12 @@ static atlas_status unimplemented(const atlas_backend *b, const char *op) {
 #define DISPATCH(b, op, ...)                                   \
   ((b)->vtable->op != NULL ? (b)->vtable->op((b), __VA_ARGS__) \
                            : unimplemented((b), #op))
+// Counts one operation of `kind` (a fault point).
+static atlas_status fault_check(atlas_backend *b, atlas_fault_kind kind,
+                                const char *what) {
+  return atlas_fault_check(&b->faults, kind, what, b->name);
+}
+
 #define DISPATCH0(b, op) \
   ((b)->vtable->op != NULL ? (b)->vtable->op((b)) : unimplemented((b), #op))
 
@@ -37,7 +48,7 @@ static atlas_status before_copy(atlas_backend *b, const void *dst,
         ATLAS_STATUS_INVALID_ARGUMENT, "%s: %s of %zu bytes with a NULL %s",
         b->name, what, bytes, dst == NULL ? "destination" : "source");
   }
-  return atlas_backend_base_fault_check(b, ATLAS_FAULT_COPY, what);
+  return fault_check(b, ATLAS_FAULT_COPY, what);
 }
 
 static atlas_status check_memset(const atlas_backend *b, const void *dst,
@@ -148,32 +159,32 @@ const char *atlas_backend_name(const atlas_backend *backend) {
 atlas_status atlas_backend_destroy(atlas_backend *backend) {
   if (backend == NULL) return ATLAS_OK;
   // A module thread uses the device: it ends before anything is released.
-  atlas_backend_base_drop_modules(backend);
+  atlas_backend_modules_drop(backend);
   return backend->vtable->destroy(backend);
 }
 
 atlas_status atlas_backend_alloc_at(atlas_backend *b, size_t bytes,
                                     atlas_site site, void **out_ptr) {
-  return atlas_backend_base_alloc(b, bytes, ATLAS_MEM_DEVICE, site, out_ptr);
+  return atlas_backend_memory_alloc(b, bytes, ATLAS_MEM_DEVICE, site, out_ptr);
 }
 
 atlas_status atlas_backend_alloc_managed_at(atlas_backend *b, size_t bytes,
                                             atlas_site site, void **out_ptr) {
-  return atlas_backend_base_alloc(b, bytes, ATLAS_MEM_MANAGED, site, out_ptr);
+  return atlas_backend_memory_alloc(b, bytes, ATLAS_MEM_MANAGED, site, out_ptr);
 }
 
 atlas_status atlas_backend_pinned_alloc_at(atlas_backend *b, size_t bytes,
                                            atlas_site site, void **out_ptr) {
-  return atlas_backend_base_alloc(b, bytes, ATLAS_MEM_PINNED_HOST, site,
-                                  out_ptr);
+  return atlas_backend_memory_alloc(b, bytes, ATLAS_MEM_PINNED_HOST, site,
+                                    out_ptr);
 }
 
 atlas_status atlas_backend_free(atlas_backend *b, void *ptr) {
-  return atlas_backend_base_free(b, ptr, ATLAS_MEM_DEVICE);
+  return atlas_backend_memory_free(b, ptr, ATLAS_MEM_DEVICE);
 }
 
 atlas_status atlas_backend_pinned_free(atlas_backend *b, void *ptr) {
-  return atlas_backend_base_free(b, ptr, ATLAS_MEM_PINNED_HOST);
+  return atlas_backend_memory_free(b, ptr, ATLAS_MEM_PINNED_HOST);
 }
 
 atlas_status atlas_backend_host_ptr_to_device(atlas_backend *b, void *host_ptr,
@@ -230,7 +241,7 @@ atlas_status atlas_backend_sweep_unreleased(atlas_backend *b,
   if (b->vtable->release_caches != NULL) {
     ATLAS_RETURN_IF_ERROR(b->vtable->release_caches(b));
   }
-  return atlas_backend_base_sweep_unreleased(b, out_result);
+  return atlas_backend_memory_sweep(b, out_result);
 }
 
 size_t atlas_backend_redzone_bytes(const atlas_backend *b) {
@@ -244,8 +255,7 @@ atlas_status atlas_backend_scan_redzones(
   if (b->vtable->quiesce != NULL) {
     ATLAS_RETURN_IF_ERROR(b->vtable->quiesce(b, "red-zone scan"));
   }
-  return atlas_backend_base_scan_redzones(b, out_violations, max_violations,
-                                          out_count);
+  return atlas_redzone_scan(b, out_violations, max_violations, out_count);
 }
 
 atlas_status atlas_backend_poison_redzones(atlas_backend *b, uint64_t lo,
@@ -253,7 +263,7 @@ atlas_status atlas_backend_poison_redzones(atlas_backend *b, uint64_t lo,
   if (b->vtable->quiesce != NULL) {
     ATLAS_RETURN_IF_ERROR(b->vtable->quiesce(b, "red-zone poisoning"));
   }
-  return atlas_backend_base_poison_redzones(b, lo, hi);
+  return atlas_redzone_poison(b, lo, hi);
 }
 
 atlas_status atlas_backend_h2d(atlas_backend *b, void *dst, const void *src,
@@ -368,8 +378,7 @@ atlas_stream *atlas_backend_default_stream(atlas_backend *b) {
 atlas_status atlas_backend_stream_create(atlas_backend *b,
                                          atlas_stream **out_stream) {
   *out_stream = NULL;
-  ATLAS_RETURN_IF_ERROR(
-      atlas_backend_base_fault_check(b, ATLAS_FAULT_STREAM, "stream creation"));
+  ATLAS_RETURN_IF_ERROR(fault_check(b, ATLAS_FAULT_STREAM, "stream creation"));
   return DISPATCH(b, stream_create, out_stream);
 }
 
@@ -396,8 +405,7 @@ atlas_status atlas_backend_synchronize(atlas_backend *b) {
 atlas_status atlas_backend_event_create(atlas_backend *b,
                                         atlas_event **out_event) {
   *out_event = NULL;
-  ATLAS_RETURN_IF_ERROR(
-      atlas_backend_base_fault_check(b, ATLAS_FAULT_EVENT, "event creation"));
+  ATLAS_RETURN_IF_ERROR(fault_check(b, ATLAS_FAULT_EVENT, "event creation"));
   return DISPATCH(b, event_create, out_event);
 }
 
@@ -457,8 +465,7 @@ atlas_status atlas_backend_launch_graph(atlas_backend *b, atlas_graph *graph,
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: launch of a NULL graph", b->name);
   }
-  ATLAS_RETURN_IF_ERROR(
-      atlas_backend_base_fault_check(b, ATLAS_FAULT_LAUNCH, "graph launch"));
+  ATLAS_RETURN_IF_ERROR(fault_check(b, ATLAS_FAULT_LAUNCH, "graph launch"));
   return DISPATCH(b, launch_graph, graph, stream);
 }
 
@@ -468,38 +475,26 @@ atlas_status atlas_backend_destroy_graph(atlas_backend *b, atlas_graph *graph) {
 }
 
 atlas_kernel_registry *atlas_backend_kernel_registry(atlas_backend *b) {
-  atlas_status_free(atlas_backend_base_join_modules(b));  // NULL on failure
+  atlas_status_free(atlas_backend_modules_join(b));  // NULL on failure
   return b->registry;
 }
 
 atlas_status atlas_backend_modules_ready(atlas_backend *b) {
-  return atlas_status_annotate(atlas_backend_base_join_modules(b),
+  return atlas_status_annotate(atlas_backend_modules_join(b),
                                "%s: loading kernel modules", b->name);
 }
 
 atlas_status atlas_backend_kernel_lookup(atlas_backend *b, const char *module,
                                          const char *function,
                                          const atlas_kernel **out_kernel) {
-  *out_kernel = NULL;
-  ATLAS_RETURN_IF_ERROR(atlas_backend_modules_ready(b));
-  if (b->registry == NULL) {
-    return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
-                             "%s: no kernel modules loaded (the backend was "
-                             "created without a module set), so %s.%s is "
-                             "not available",
-                             b->name, module, function);
-  }
-  return atlas_status_annotate(
-      atlas_kernel_registry_lookup(b->registry, module, function, out_kernel),
-      "%s", b->name);
+  return atlas_backend_modules_lookup(b, module, function, out_kernel);
 }
 
 atlas_status atlas_backend_launch(atlas_backend *b, const atlas_kernel *kernel,
                                   const atlas_launch_config *config,
                                   void **args) {
   ATLAS_RETURN_IF_ERROR(check_launch(b, kernel, config));
-  ATLAS_RETURN_IF_ERROR(
-      atlas_backend_base_fault_check(b, ATLAS_FAULT_LAUNCH, "kernel launch"));
+  ATLAS_RETURN_IF_ERROR(fault_check(b, ATLAS_FAULT_LAUNCH, "kernel launch"));
   return DISPATCH(b, launch, kernel, config, args);
 }
 
@@ -511,8 +506,7 @@ atlas_status atlas_backend_launch_typed(atlas_backend *b,
   ATLAS_RETURN_IF_ERROR(check_launch(b, kernel, config));
   void *ptrs[ATLAS_KERNEL_MAX_ARGS];
   ATLAS_RETURN_IF_ERROR(pack_args(b, kernel, args, arg_count, ptrs));
-  ATLAS_RETURN_IF_ERROR(
-      atlas_backend_base_fault_check(b, ATLAS_FAULT_LAUNCH, "kernel launch"));
+  ATLAS_RETURN_IF_ERROR(fault_check(b, ATLAS_FAULT_LAUNCH, "kernel launch"));
   return DISPATCH(b, launch, kernel, config, ptrs);
 }
 
@@ -584,8 +578,7 @@ atlas_status atlas_backend_matmul(atlas_backend *b, atlas_stream *stream,
         b->vtable->matmul(b, stream, out, w, x, type, 0, 0, 0, mode));
     if (m == 0 || n == 0) return ATLAS_OK;
   }
-  ATLAS_RETURN_IF_ERROR(
-      atlas_backend_base_fault_check(b, ATLAS_FAULT_LAUNCH, "matmul"));
+  ATLAS_RETURN_IF_ERROR(fault_check(b, ATLAS_FAULT_LAUNCH, "matmul"));
   if (k == 0) {  // an empty sum: zeros, or nothing to add
     if (mode == ATLAS_MATMUL_ACCUMULATE) return ATLAS_OK;
     return atlas_backend_memset_async(b, out, 0, m * n * sizeof(float), stream);
@@ -623,3 +616,12 @@ atlas_status atlas_backend_bind_to_thread(atlas_backend *b) {
 }
 
 atlas_op_cache *atlas_backend_op_cache(atlas_backend *b) { return b->op_cache; }
+
+void atlas_backend_inject_fault(atlas_backend *b, atlas_fault_kind kind,
+                                uint64_t k) {
+  atlas_fault_arm(&b->faults, kind, k);
+}
+
+uint64_t atlas_backend_op_count(const atlas_backend *b, atlas_fault_kind kind) {
+  return atlas_fault_count(&b->faults, kind);
+}

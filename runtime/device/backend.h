@@ -7,94 +7,19 @@
 // macros, which capture __FILE__/__LINE__/__func__ at the call. Operations a
 // backend does not offer return UNIMPLEMENTED naming the backend and the
 // operation; nothing crashes.
-#ifndef ATLAS_RUNTIME_BACKEND_H_
-#define ATLAS_RUNTIME_BACKEND_H_
+#ifndef ATLAS_RUNTIME_DEVICE_BACKEND_H_
+#define ATLAS_RUNTIME_DEVICE_BACKEND_H_
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "atlas/runtime/base/ledger.h"
-#include "atlas/runtime/base/log_sink.h"
-#include "atlas/runtime/base/site.h"
-#include "atlas/runtime/base/status.h"
-#include "atlas/runtime/device/kernel_module.h"
-#include "atlas/runtime/device/kernel_registry.h"
+#include "atlas/runtime/device/backend_types.h"
+#include "atlas/runtime/device/fault.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct atlas_backend atlas_backend;
-typedef struct atlas_event atlas_event;
-typedef struct atlas_graph atlas_graph;
-typedef struct atlas_op_cache atlas_op_cache;
-
-// Fault injection: make the k-th operation of a kind (counted from the time
-// the fault is set) fail with ABORTED. Per backend, never global. From the
-// outside: ATLAS_FAULT=kind:n[,kind:n...] (kinds: alloc, copy, stream,
-// event, launch, host-alloc, free), read once when a backend is built, fails
-// the n-th operation of that kind on every backend built while it is set.
-typedef enum atlas_fault_kind {
-  ATLAS_FAULT_ALLOC = 0,   // alloc, alloc_managed (device memory)
-  ATLAS_FAULT_COPY,        // every h2d/d2h/d2d copy, sync or async
-  ATLAS_FAULT_STREAM,      // stream_create
-  ATLAS_FAULT_EVENT,       // event_create
-  ATLAS_FAULT_LAUNCH,      // launch, launch_typed, launch_graph, matmul
-  ATLAS_FAULT_HOST_ALLOC,  // pinned_alloc (host memory)
-  // free, pinned_free of a live allocation: the device's release is not
-  // called (as if it refused), so the allocation stays live on the ledger.
-  ATLAS_FAULT_FREE,
-  ATLAS_FAULT_KIND_COUNT,
-} atlas_fault_kind;
-
-// "alloc", "copy", "stream", "event", "launch", "host-alloc", "free".
-const char *atlas_fault_kind_name(atlas_fault_kind kind);
-
-// Options read when a backend is built. Environment switches are read once at
-// creation (ATLAS_REDZONE, ATLAS_DEBUG_SYNC) and stored in the backend.
-typedef struct atlas_backend_options {
-  // Kernels of the model this backend serves; NULL for none.
-  const atlas_module_set *modules;
-  // Share another backend's registry (same model) instead of loading `modules`.
-  atlas_kernel_registry *share_registry;
-  // Device ordinal (CUDA only).
-  int device;
-  // Host backend only: refuse allocations past this many live bytes
-  // (0: unlimited). Lets CI exercise out-of-memory and budget paths.
-  size_t capacity_bytes;
-  // Host backend only: draw from a pool shared with other host backends
-  // (one simulated device); overrides capacity_bytes.
-  struct atlas_host_pool *host_pool;
-  // > 0: the k-th module load while building the backend fails.
-  size_t fail_module_load_at;
-  // Load `modules` on a thread of their own, started by
-  // atlas_backend_modules_start, so that what the caller does next (a
-  // weight upload) overlaps them; the first kernel lookup (or
-  // atlas_backend_modules_ready, or destroy) waits, and a load failure is
-  // reported there instead of by create. CUDA only (the host's are tables).
-  // On CUDA it also defers cuBLASLt's start (opening the library, its
-  // handle, its first heuristic query: 0.1-0.3 s once a process) to a
-  // thread of its own started at the same point; the first matmul (or
-  // capture, or destroy) waits for it, and the lines that say cuBLASLt is
-  // absent or unusable come there instead of at create.
-  bool background_modules;
-  // Where this backend's log lines go (zeroed: stderr).
-  atlas_log_sink log;
-} atlas_backend_options;
-
-// One allocation with a violated red zone (either band, or both).
-typedef struct atlas_redzone_violation {
-  uint64_t index;  // creation index of the allocation
-  uintptr_t addr;
-  size_t bytes;         // allocation size
-  size_t first_offset;  // offset of the first changed byte past `bytes`
-                        // (SIZE_MAX: the band after is intact)
-  atlas_site site;
-  size_t underrun;  // how many bytes before `addr` the changed byte
-                    // nearest to it lies (1: addr - 1; 0: the band
-                    // before is intact)
-} atlas_redzone_violation;
 
 // ---- identity and lifetime -------------------------------------------------
 const char *atlas_backend_name(const atlas_backend *backend);
@@ -264,65 +189,17 @@ ATLAS_MUST_USE atlas_status atlas_backend_modules_ready(atlas_backend *b);
 ATLAS_MUST_USE atlas_status atlas_backend_kernel_lookup(
     atlas_backend *b, const char *module, const char *function,
     const atlas_kernel **out_kernel);
-// The most arguments a kernel launch passes (typed or raw).
-#define ATLAS_KERNEL_MAX_ARGS 64
 
 // Raw launch: args[i] points to argument i (as cuLaunchKernel).
 ATLAS_MUST_USE atlas_status
 atlas_backend_launch(atlas_backend *b, const atlas_kernel *kernel,
                      const atlas_launch_config *config, void **args);
 
-// Typed arguments, checked against the kernel's signature before launch.
-typedef struct atlas_arg {
-  char type;  // 'p', 'i', 'u', 'l', 'f' (see atlas_kernel_def.signature)
-  union {
-    void *p;
-    int32_t i;
-    uint32_t u;
-    int64_t l;
-    float f;
-  } v;
-} atlas_arg;
-
-#ifdef __cplusplus
-#define ATLAS_ARG_INIT_(t, field, x) \
-  ([&] {                             \
-    atlas_arg a_{};                  \
-    a_.type = (t);                   \
-    a_.v.field = (x);                \
-    return a_;                       \
-  }())
-#define ATLAS_ARG_PTR(x) ATLAS_ARG_INIT_('p', p, (void *)(x))
-#define ATLAS_ARG_I32(x) ATLAS_ARG_INIT_('i', i, (int32_t)(x))
-#define ATLAS_ARG_U32(x) ATLAS_ARG_INIT_('u', u, (uint32_t)(x))
-#define ATLAS_ARG_I64(x) ATLAS_ARG_INIT_('l', l, (int64_t)(x))
-#define ATLAS_ARG_F32(x) ATLAS_ARG_INIT_('f', f, (float)(x))
-#else
-#define ATLAS_ARG_PTR(x) ((atlas_arg){.type = 'p', .v.p = (void *)(x)})
-#define ATLAS_ARG_I32(x) ((atlas_arg){.type = 'i', .v.i = (int32_t)(x)})
-#define ATLAS_ARG_U32(x) ((atlas_arg){.type = 'u', .v.u = (uint32_t)(x)})
-#define ATLAS_ARG_I64(x) ((atlas_arg){.type = 'l', .v.l = (int64_t)(x)})
-#define ATLAS_ARG_F32(x) ((atlas_arg){.type = 'f', .v.f = (float)(x)})
-#endif
-
 ATLAS_MUST_USE atlas_status atlas_backend_launch_typed(
     atlas_backend *b, const atlas_kernel *kernel,
     const atlas_launch_config *config, const atlas_arg *args, size_t arg_count);
 
 // ---- matrix products (optional) --------------------------------------------
-// The 16-bit types a matmul multiplies.
-typedef enum atlas_matmul_type {
-  ATLAS_MATMUL_F16 = 1,
-  ATLAS_MATMUL_BF16 = 2,
-} atlas_matmul_type;
-
-// What a matmul does with `out`: overwrite it with the product, or add the
-// product to what it holds (a residual connection, x += W h, without a
-// separate pass over x).
-typedef enum atlas_matmul_out {
-  ATLAS_MATMUL_WRITE = 0,       // out = x w^T
-  ATLAS_MATMUL_ACCUMULATE = 1,  // out += x w^T
-} atlas_matmul_out;
 
 // out[i][j] = sum_c x[i][c] * w[j][c] for i < m, j < n, c < k: x (m x k) and
 // w (n x k) both `type`, row-major; out (m x n) f32, row-major; products and
@@ -375,4 +252,4 @@ uint64_t atlas_backend_op_count(const atlas_backend *b, atlas_fault_kind kind);
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_BACKEND_H_
+#endif  // ATLAS_RUNTIME_DEVICE_BACKEND_H_

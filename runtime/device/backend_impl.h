@@ -25,7 +25,8 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "atlas/runtime/device/backend.h"
+#include "atlas/runtime/device/backend_types.h"
+#include "atlas/runtime/device/fault.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -174,12 +175,6 @@ ATLAS_BACKEND_STATIC_ASSERT_(offsetof(atlas_backend_vtable, bind_to_thread) ==
 // Modules loading on a thread of their own (backend_modules.c).
 typedef struct atlas_module_job atlas_module_job;
 
-typedef struct atlas_fault_state {
-  uint64_t count[ATLAS_FAULT_KIND_COUNT];  // operations attempted so far
-  uint64_t
-      fail_at[ATLAS_FAULT_KIND_COUNT];  // absolute op number to fail (0: none)
-} atlas_fault_state;
-
 struct atlas_backend {
   const atlas_backend_vtable *vtable;
   char name[32];  // "host", "cuda:0"
@@ -209,65 +204,10 @@ ATLAS_MUST_USE atlas_status atlas_backend_read_switch_env(const char *name,
                                                           bool *out_on);
 // Releases the op cache's scratch, sweeps the ledger (reporting what it had to
 // free as a leak), drops the registry reference and frees the ledger.
+// Both live in backend_lifecycle.c; the shared code they build on is in
+// fault.h, redzone.h, backend_memory.h and backend_modules.h, one concept
+// each, below it.
 ATLAS_MUST_USE atlas_status atlas_backend_base_deinit(atlas_backend *b);
-
-// Holds `set` for atlas_backend_modules_start to load into b->registry on a
-// thread of its own (the option background_modules); `loader` is handed
-// over. Never started, the first join loads them.
-ATLAS_MUST_USE atlas_status atlas_backend_base_load_modules_async(
-    atlas_backend *b, const atlas_module_set *set, atlas_module_loader loader,
-    size_t fail_load_at);
-// Waits for that thread, if any, and returns the load's status (a failure
-// stays: every later call returns it again). Thread-safe.
-ATLAS_MUST_USE atlas_status atlas_backend_base_join_modules(atlas_backend *b);
-// For destroy: a load never started is dropped unloaded; one under way is
-// waited for (its status was reported, or is of no use now).
-void atlas_backend_base_drop_modules(atlas_backend *b);
-
-// ---- shared code behind the front door (backend.c); backends need none of it
-
-// Counts one operation of `kind`; returns ABORTED if it is the injected one.
-ATLAS_MUST_USE atlas_status atlas_backend_base_fault_check(
-    atlas_backend *b, atlas_fault_kind kind, const char *what);
-
-// The fill a zone should hold: 0xA5 until poison_redzones is first called,
-// then 0xEE inside the poisoned range and 0x00 outside it.
-uint8_t atlas_backend_base_redzone_fill(atlas_backend *b, uint64_t index);
-
-// Under ATLAS_REDZONE=<pad> each allocation has `pad` guard bytes after it
-// and atlas_redzone_lead_bytes(pad) before it: pad rounded up to a multiple
-// of ATLAS_REDZONE_ALIGN, so the address a caller gets keeps the alignment
-// raw_alloc gave (cuMemAlloc's 256 bytes; malloc's 16 on the host).
-#define ATLAS_REDZONE_ALIGN ((size_t)256)
-static inline size_t atlas_redzone_lead_bytes(size_t pad) {
-  // pad <= 2^30 (ATLAS_REDZONE's limit): no overflow.
-  return (pad + ATLAS_REDZONE_ALIGN - 1) / ATLAS_REDZONE_ALIGN *
-         ATLAS_REDZONE_ALIGN;
-}
-
-// Ledgered allocation and free on top of raw_alloc / raw_free, with red zones
-// and the alloc / host-alloc / free fault points.
-ATLAS_MUST_USE atlas_status atlas_backend_base_alloc(atlas_backend *b,
-                                                     size_t bytes,
-                                                     atlas_mem_kind kind,
-                                                     atlas_site site,
-                                                     void **out_ptr);
-ATLAS_MUST_USE atlas_status atlas_backend_base_free(atlas_backend *b, void *ptr,
-                                                    atlas_mem_kind kind);
-// Frees everything on the ledger, newest first (no quiesce: callers do it).
-ATLAS_MUST_USE atlas_status atlas_backend_base_sweep_unreleased(
-    atlas_backend *b, atlas_sweep_result *out_result);
-// Red zones (runtime/device/redzone.c), through raw_read / raw_fill.
-ATLAS_MUST_USE atlas_status atlas_backend_base_scan_redzones(
-    atlas_backend *b, atlas_redzone_violation *out_violations,
-    size_t max_violations, size_t *out_count);
-ATLAS_MUST_USE atlas_status atlas_backend_base_poison_redzones(atlas_backend *b,
-                                                               uint64_t lo,
-                                                               uint64_t hi);
-// Reads one allocation's band back before its memory goes (`when`: "when it
-// was freed", ...): DATA_LOSS naming the allocation if anything wrote to it.
-ATLAS_MUST_USE atlas_status atlas_backend_base_check_redzone(
-    atlas_backend *b, const atlas_ledger_entry *entry, const char *when);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -2,11 +2,11 @@
 // background_modules): a model's load allocates its weights, starts the
 // modules (atlas_backend_modules_start) and uploads while the driver parses
 // the module images; the first kernel lookup waits.
+#include "atlas/runtime/device/backend_modules.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
-
-#include "atlas/runtime/device/backend_impl.h"
 
 struct atlas_module_job {
   pthread_t thread;
@@ -25,10 +25,10 @@ static void *load_modules(void *p) {
   return NULL;
 }
 
-atlas_status atlas_backend_base_load_modules_async(atlas_backend *b,
-                                                   const atlas_module_set *set,
-                                                   atlas_module_loader loader,
-                                                   size_t fail_load_at) {
+atlas_status atlas_backend_modules_load_async(atlas_backend *b,
+                                              const atlas_module_set *set,
+                                              atlas_module_loader loader,
+                                              size_t fail_load_at) {
   atlas_module_job *job = calloc(1, sizeof(*job));
   if (job == NULL) {
     if (loader.destroy != NULL) loader.destroy(loader.ctx);
@@ -55,7 +55,7 @@ void atlas_backend_modules_start(atlas_backend *b) {
   if (b->vtable->start_background != NULL) b->vtable->start_background(b);
 }
 
-void atlas_backend_base_drop_modules(atlas_backend *b) {
+void atlas_backend_modules_drop(atlas_backend *b) {
   pthread_mutex_lock(&b->state_mutex);
   atlas_module_job *job = b->modules_job;
   bool pending = job != NULL && !job->started;
@@ -65,10 +65,10 @@ void atlas_backend_base_drop_modules(atlas_backend *b) {
     free(job);
   }
   pthread_mutex_unlock(&b->state_mutex);
-  if (!pending) atlas_status_free(atlas_backend_base_join_modules(b));
+  if (!pending) atlas_status_free(atlas_backend_modules_join(b));
 }
 
-atlas_status atlas_backend_base_join_modules(atlas_backend *b) {
+atlas_status atlas_backend_modules_join(atlas_backend *b) {
   pthread_mutex_lock(&b->state_mutex);
   atlas_module_job *job = b->modules_job;
   b->modules_job = NULL;
@@ -90,4 +90,22 @@ atlas_status atlas_backend_base_join_modules(atlas_backend *b) {
   }
   pthread_mutex_unlock(&b->state_mutex);
   return status;
+}
+
+atlas_status atlas_backend_modules_lookup(atlas_backend *b, const char *module,
+                                          const char *function,
+                                          const atlas_kernel **out_kernel) {
+  *out_kernel = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
+      atlas_backend_modules_join(b), "%s: loading kernel modules", b->name));
+  if (b->registry == NULL) {
+    return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
+                             "%s: no kernel modules loaded (the backend was "
+                             "created without a module set), so %s.%s is "
+                             "not available",
+                             b->name, module, function);
+  }
+  return atlas_status_annotate(
+      atlas_kernel_registry_lookup(b->registry, module, function, out_kernel),
+      "%s", b->name);
 }

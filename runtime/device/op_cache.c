@@ -1,9 +1,15 @@
 // Op cache: small arrays scanned linearly; a model has tens of kernels.
+// Built on the shared memory and module code (backend_memory.h,
+// backend_modules.h), not the front door: the backend's lifecycle owns the
+// cache, and the front door sits above both.
 #define _POSIX_C_SOURCE 200809L  // strdup
 #include "atlas/runtime/device/op_cache.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "atlas/runtime/device/backend_memory.h"
+#include "atlas/runtime/device/backend_modules.h"
 
 typedef struct kernel_memo {
   char *module;
@@ -44,7 +50,8 @@ atlas_status atlas_op_cache_destroy(atlas_op_cache *cache) {
     if (s->ptr != NULL) {
       status = atlas_status_join(
           status,
-          atlas_status_annotate(atlas_backend_free(cache->backend, s->ptr),
+          atlas_status_annotate(atlas_backend_memory_free(
+                                    cache->backend, s->ptr, ATLAS_MEM_DEVICE),
                                 "op cache: freeing scratch '%s'", s->name));
     }
     free(s->name);
@@ -82,7 +89,7 @@ atlas_status atlas_op_cache_kernel(atlas_op_cache *cache, const char *module,
   *out_kernel = NULL;
   const atlas_kernel *kernel = NULL;
   ATLAS_RETURN_IF_ERROR(
-      atlas_backend_kernel_lookup(cache->backend, module, function, &kernel));
+      atlas_backend_modules_lookup(cache->backend, module, function, &kernel));
   if (!grow((void **)&cache->kernels, &cache->kernel_cap, cache->kernel_count,
             sizeof(kernel_memo))) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -134,12 +141,14 @@ atlas_status atlas_op_cache_scratch(atlas_op_cache *cache, const char *name,
     void *old = s->ptr;
     s->ptr = NULL;
     s->bytes = 0;
-    ATLAS_RETURN_IF_ERROR(atlas_backend_free(cache->backend, old),
-                          "op cache: growing scratch '%s'", name);
+    ATLAS_RETURN_IF_ERROR(
+        atlas_backend_memory_free(cache->backend, old, ATLAS_MEM_DEVICE),
+        "op cache: growing scratch '%s'", name);
   }
-  ATLAS_RETURN_IF_ERROR(
-      atlas_status_annotate(atlas_backend_alloc(cache->backend, bytes, &s->ptr),
-                            "op cache: scratch '%s'", name));
+  ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
+      atlas_backend_memory_alloc(cache->backend, bytes, ATLAS_MEM_DEVICE,
+                                 ATLAS_SITE, &s->ptr),
+      "op cache: scratch '%s'", name));
   s->bytes = bytes;
   *out_ptr = s->ptr;
   return ATLAS_OK;

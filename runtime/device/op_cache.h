@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "atlas/runtime/device/backend.h"
+#include "atlas/runtime/device/backend_types.h"
 
 #ifdef __cplusplus
 extern "C" {

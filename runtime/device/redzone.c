@@ -9,11 +9,41 @@
 // creation index. A free and the sweep read the bands of what they release,
 // so an underrun or overrun is reported even when no scan ran before the
 // memory went.
+#include "atlas/runtime/device/redzone.h"
+
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/device/backend_impl.h"
+// Parses ATLAS_REDZONE once, at creation: hot paths never call getenv.
+atlas_status atlas_redzone_read_env(size_t *out_bytes) {
+  *out_bytes = 0;
+  const char *text = getenv("ATLAS_REDZONE");
+  if (text == NULL || text[0] == '\0') return ATLAS_OK;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || text[0] == '-' ||
+      v > (1ull << 30)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "ATLAS_REDZONE='%s' is not a byte count between 0 "
+                             "and 1073741824",
+                             text);
+  }
+  *out_bytes = (size_t)v;
+  return ATLAS_OK;
+}
+
+uint8_t atlas_redzone_fill(atlas_backend *b, uint64_t index) {
+  pthread_mutex_lock(&b->state_mutex);
+  uint8_t fill = 0xA5;
+  if (b->poison_active) {
+    fill = (index >= b->poison_lo && index < b->poison_hi) ? 0xEE : 0x00;
+  }
+  pthread_mutex_unlock(&b->state_mutex);
+  return fill;
+}
 
 // Offset of the first byte of `band` that is not `fill` (`bytes` if none).
 static size_t first_changed(const unsigned char *band, uint8_t fill,
@@ -58,9 +88,8 @@ static size_t band_buffer_bytes(const atlas_ledger_entry *e) {
   return e->lead_bytes > e->redzone_bytes ? e->lead_bytes : e->redzone_bytes;
 }
 
-atlas_status atlas_backend_base_check_redzone(atlas_backend *b,
-                                              const atlas_ledger_entry *e,
-                                              const char *when) {
+atlas_status atlas_redzone_check(atlas_backend *b, const atlas_ledger_entry *e,
+                                 const char *when) {
   if (e->redzone_bytes == 0) return ATLAS_OK;
   unsigned char *band = malloc(band_buffer_bytes(e));
   if (band == NULL) {
@@ -71,8 +100,7 @@ atlas_status atlas_backend_base_check_redzone(atlas_backend *b,
   }
   size_t before = 0, after = e->redzone_bytes;
   atlas_status status =
-      read_bands(b, e, atlas_backend_base_redzone_fill(b, e->index), band,
-                 &before, &after);
+      read_bands(b, e, atlas_redzone_fill(b, e->index), band, &before, &after);
   free(band);
   if (status != ATLAS_OK) {
     return atlas_status_annotate(status,
@@ -115,9 +143,14 @@ static atlas_status fill_bands(atlas_backend *b, const atlas_ledger_entry *e,
                              e->redzone_bytes);
 }
 
-atlas_status atlas_backend_base_scan_redzones(
-    atlas_backend *b, atlas_redzone_violation *out_violations,
-    size_t max_violations, size_t *out_count) {
+atlas_status atlas_redzone_arm(atlas_backend *b, const atlas_ledger_entry *e) {
+  if (e->redzone_bytes == 0) return ATLAS_OK;
+  return fill_bands(b, e, atlas_redzone_fill(b, e->index));
+}
+
+atlas_status atlas_redzone_scan(atlas_backend *b,
+                                atlas_redzone_violation *out_violations,
+                                size_t max_violations, size_t *out_count) {
   *out_count = 0;
   if (b->redzone_bytes == 0) return ATLAS_OK;
   atlas_ledger_entry *entries = NULL;
@@ -140,7 +173,7 @@ atlas_status atlas_backend_base_scan_redzones(
   for (size_t i = 0; status == ATLAS_OK && i < count; ++i) {
     const atlas_ledger_entry *e = &entries[i];
     if (e->redzone_bytes == 0) continue;
-    uint8_t fill = atlas_backend_base_redzone_fill(b, e->index);
+    uint8_t fill = atlas_redzone_fill(b, e->index);
     size_t before = 0, after = e->redzone_bytes;
     status = read_bands(b, e, fill, band, &before, &after);
     if (status != ATLAS_OK) break;
@@ -160,8 +193,7 @@ atlas_status atlas_backend_base_scan_redzones(
   return atlas_status_annotate(status, "%s: red-zone scan", b->name);
 }
 
-atlas_status atlas_backend_base_poison_redzones(atlas_backend *b, uint64_t lo,
-                                                uint64_t hi) {
+atlas_status atlas_redzone_poison(atlas_backend *b, uint64_t lo, uint64_t hi) {
   if (b->redzone_bytes == 0) return ATLAS_OK;
   pthread_mutex_lock(&b->state_mutex);
   b->poison_active = true;

@@ -20,6 +20,10 @@ The layers, lowest first (docs/ARCHITECTURE.md explains each):
 
 A file may include a file of a lower layer, or of its own group. Groups on
 one level (kernels and cuda; formats and text) never include each other.
+Within the core (base and device) every concept has a level of its own
+(CORE_LEVELS): a file includes only concepts of a lower level, or its own
+concept (its .c includes its .h), so no two core files depend on each other
+in a circle.
 Usage: check_layers.py [ROOT]; exit 1 listing every upward include.
 """
 import os
@@ -51,6 +55,29 @@ FORBIDDEN = [
     ("runtime/device/backend", "runtime/base/teardown"),
     ("runtime/base/teardown", "runtime/device/backend"),
 ]
+# The core's concepts by level, lowest first; a concept is a file stem (its
+# .c and .h). A new core file must be placed here.
+CORE_LEVELS = {
+    "runtime/base/": [
+        ["status", "site", "log_sink", "half", "version"],
+        ["log", "checked_math", "file_read", "weight_scan"],
+        ["ledger"],
+        ["ledger_report"],
+        ["teardown"],
+    ],
+    "runtime/device/": [
+        ["kernel_module", "fault", "host_pool"],
+        ["kernel_registry"],
+        ["backend_types"],     # handles, options, typed arguments
+        ["backend_impl"],      # the vtable and the state every backend shares
+        ["redzone"],           # guard bands, through raw_read / raw_fill
+        ["backend_memory", "backend_modules"],  # ledgered memory; modules
+        ["op_cache"],          # built on memory and modules, not the front door
+        ["backend_lifecycle"],  # base_init / base_deinit (owns the op cache)
+        ["backend"],           # the front door
+        ["host_backend", "forward", "weight_upload"],
+    ],
+}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -60,6 +87,30 @@ def layer_of(path):
         if path.startswith(prefix) and (best is None or len(prefix) > len(best[2])):
             best = (group, level, prefix)
     return best  # None: a folder missing from LAYERS, reported by main
+
+
+def core_level(path):
+    """(folder, level, concept) of a core file; level None if unlisted."""
+    for folder, levels in CORE_LEVELS.items():
+        if path.startswith(folder) and "/" not in path[len(folder):]:
+            stem = os.path.splitext(os.path.basename(path))[0]
+            for level, concepts in enumerate(levels):
+                if stem in concepts:
+                    return folder, level, stem
+            return folder, None, stem
+    return None
+
+
+def check_core(path, target, problems):
+    src, dst = core_level(path), core_level(target)
+    if src is None or dst is None or src[0] != dst[0] or src[2] == dst[2]:
+        return
+    if src[1] is None or dst[1] is None:
+        return  # reported once per file by main
+    if dst[1] >= src[1]:
+        problems.append(f"{path} ({src[2]}, core level {src[1]}) includes {target} "
+                        f"({dst[2]}, core level {dst[1]}): within the core, files "
+                        "include only lower levels")
 
 
 def main():
@@ -77,6 +128,10 @@ def main():
                     problems.append(f"{path}: its folder has no layer; add it to "
                                     "tests/layering/check_layers.py and docs/ARCHITECTURE.md")
                     continue
+                core = core_level(path)
+                if core is not None and core[1] is None:
+                    problems.append(f"{path}: {core[2]} has no level in the core; add it to "
+                                    "CORE_LEVELS in tests/layering/check_layers.py")
                 with open(os.path.join(root, path), encoding="utf-8") as f:
                     text = f.read()
                 for inc in INCLUDE.findall(text):
@@ -96,6 +151,7 @@ def main():
                     if dst[0] != src[0] and dst[1] >= src[1]:
                         problems.append(f"{path} ({src[0]}, layer {src[1]}) includes "
                                         f"{target} ({dst[0]}, layer {dst[1]})")
+                    check_core(path, target, problems)
                     for a, b in FORBIDDEN:
                         if path.startswith(a + ".") and target.startswith(b + ".") or \
                            path.startswith(a + "_") and target.startswith(b + "."):
