@@ -185,30 +185,6 @@ static atlas_status raw_free(atlas_backend *b, void *ptr, size_t bytes,
   return check(cb, r, "cuMemFree");
 }
 
-// Red-zone reads: ordered after the default stream (the scan synchronises the
-// others first).
-static atlas_status mem_read(atlas_backend *b, void *dst_host, const void *src,
-                             size_t bytes) {
-  cuda_backend *cb = as_cuda(b);
-  ATLAS_RETURN_IF_ERROR(bind(cb));
-  ATLAS_RETURN_IF_ERROR(check(
-      cb, cb->cu->cuMemcpyAsync(dptr(dst_host), dptr(src), bytes, cb->stream),
-      "reading device memory (cuMemcpyAsync)"));
-  return check(cb, cb->cu->cuStreamSynchronize(cb->stream),
-               "reading device memory (cuStreamSynchronize)");
-}
-
-static atlas_status mem_fill(atlas_backend *b, void *dst, uint8_t value,
-                             size_t bytes) {
-  cuda_backend *cb = as_cuda(b);
-  ATLAS_RETURN_IF_ERROR(bind(cb));
-  ATLAS_RETURN_IF_ERROR(
-      check(cb, cb->cu->cuMemsetD8Async(dptr(dst), value, bytes, cb->stream),
-            "filling device memory (cuMemsetD8Async)"));
-  return check(cb, cb->cu->cuStreamSynchronize(cb->stream),
-               "filling device memory (cuStreamSynchronize)");
-}
-
 // ---- memory ----------------------------------------------------------------------
 
 static atlas_status cuda_host_ptr_to_device(atlas_backend *b, void *host_ptr,
@@ -254,92 +230,6 @@ static atlas_status copy_on(cuda_backend *cb, const char *what, void *dst,
   return ATLAS_OK;
 }
 
-static atlas_status cuda_h2d(atlas_backend *b, void *dst, const void *src,
-                             size_t bytes) {
-  cuda_backend *cb = as_cuda(b);
-  return copy_on(cb, "h2d copy", dst, src, bytes, cb->stream, true);
-}
-
-static atlas_status cuda_d2h(atlas_backend *b, void *dst, const void *src,
-                             size_t bytes) {
-  cuda_backend *cb = as_cuda(b);
-  return copy_on(cb, "d2h copy", dst, src, bytes, cb->stream, true);
-}
-
-static atlas_status cuda_d2h_on_stream(atlas_backend *b, void *dst,
-                                       const void *src, size_t bytes,
-                                       atlas_stream *stream) {
-  cuda_backend *cb = as_cuda(b);
-  return copy_on(cb, "d2h copy", dst, src, bytes, stream_of(cb, stream), true);
-}
-
-static atlas_status cuda_d2h_async(atlas_backend *b, void *dst, const void *src,
-                                   size_t bytes, atlas_stream *stream) {
-  cuda_backend *cb = as_cuda(b);
-  return copy_on(cb, "async d2h copy", dst, src, bytes, stream_of(cb, stream),
-                 false);
-}
-
-static atlas_status cuda_d2d(atlas_backend *b, void *dst, const void *src,
-                             size_t bytes) {
-  cuda_backend *cb = as_cuda(b);
-  return copy_on(cb, "d2d copy", dst, src, bytes, cb->stream, true);
-}
-
-static atlas_status cuda_d2d_async(atlas_backend *b, void *dst, const void *src,
-                                   size_t bytes, atlas_stream *stream) {
-  cuda_backend *cb = as_cuda(b);
-  return copy_on(cb, "async d2d copy", dst, src, bytes, stream_of(cb, stream),
-                 false);
-}
-
-static atlas_status cuda_h2d_async_retained(atlas_backend *b, void *dst,
-                                            const void *src, size_t bytes,
-                                            atlas_stream *stream) {
-  cuda_backend *cb = as_cuda(b);
-  return copy_on(cb, "async h2d copy", dst, src, bytes, stream_of(cb, stream),
-                 false);
-}
-
-static atlas_status cuda_h2d_async(atlas_backend *b, void *dst, const void *src,
-                                   size_t bytes, atlas_stream *stream) {
-  cuda_backend *cb = as_cuda(b);
-  CUstream s = stream_of(cb, stream);
-  ATLAS_RETURN_IF_ERROR(bind(cb));
-  bool capturing = false;
-  ATLAS_RETURN_IF_ERROR(is_capturing(cb, s, &capturing));
-  if (capturing) {
-    return atlas_cuda_staging_h2d_captured(cb->staging, dst, src, bytes, s);
-  }
-  return atlas_cuda_staging_h2d(cb->staging, dst, src, bytes, s);
-}
-
-static atlas_status cuda_d2d_2d_async(atlas_backend *b, void *dst,
-                                      size_t dst_pitch, const void *src,
-                                      size_t src_pitch, size_t width_bytes,
-                                      size_t height, atlas_stream *stream) {
-  cuda_backend *cb = as_cuda(b);
-  ATLAS_RETURN_IF_ERROR(bind(cb));
-  CUDA_MEMCPY2D copy;
-  memset(&copy, 0, sizeof(copy));
-  copy.srcMemoryType = CU_MEMORYTYPE_UNIFIED;  // device, managed or pinned
-  copy.srcDevice = dptr(src);
-  copy.srcPitch = src_pitch;
-  copy.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
-  copy.dstDevice = dptr(dst);
-  copy.dstPitch = dst_pitch;
-  copy.WidthInBytes = width_bytes;
-  copy.Height = height;
-  CUresult r = cb->cu->cuMemcpy2DAsync(&copy, stream_of(cb, stream));
-  if (r != CUDA_SUCCESS) {
-    return atlas_cuda_error(cb->cu, r,
-                            "%s: 2D copy of %zu rows x %zu bytes (pitches %zu "
-                            "-> %zu)",
-                            b->name, height, width_bytes, src_pitch, dst_pitch);
-  }
-  return ATLAS_OK;
-}
-
 static atlas_status memset_on(cuda_backend *cb, void *dst, uint8_t value,
                               size_t bytes, CUstream s, bool sync) {
   ATLAS_RETURN_IF_ERROR(bind(cb));
@@ -352,17 +242,67 @@ static atlas_status memset_on(cuda_backend *cb, void *dst, uint8_t value,
   return check(cb, cb->cu->cuStreamSynchronize(s), "memset: waiting for it");
 }
 
-static atlas_status cuda_memset(atlas_backend *b, void *dst, uint8_t value,
-                                size_t bytes) {
-  cuda_backend *cb = as_cuda(b);
-  return memset_on(cb, dst, value, bytes, cb->stream, true);
+// An h2d whose source may go at return goes through the staging buffers
+// (inside a capture, through ones the graph keeps).
+static atlas_status staged_h2d(cuda_backend *cb, const atlas_copy_op *op,
+                               CUstream s) {
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  bool capturing = false;
+  ATLAS_RETURN_IF_ERROR(is_capturing(cb, s, &capturing));
+  size_t bytes = op->width_bytes;
+  if (capturing) {
+    return atlas_cuda_staging_h2d_captured(cb->staging, op->dst, op->src, bytes,
+                                           s);
+  }
+  return atlas_cuda_staging_h2d(cb->staging, op->dst, op->src, bytes, s);
 }
 
-static atlas_status cuda_memset_async(atlas_backend *b, void *dst,
-                                      uint8_t value, size_t bytes,
-                                      atlas_stream *stream) {
+// Rows of a pitched copy; unified addressing finds each side's memory.
+static atlas_status copy_2d(cuda_backend *cb, const atlas_copy_op *op,
+                            CUstream s) {
+  ATLAS_RETURN_IF_ERROR(bind(cb));
+  CUDA_MEMCPY2D copy;
+  memset(&copy, 0, sizeof(copy));
+  copy.srcMemoryType = CU_MEMORYTYPE_UNIFIED;  // device, managed or pinned
+  copy.srcDevice = dptr(op->src);
+  copy.srcPitch = op->src_pitch;
+  copy.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+  copy.dstDevice = dptr(op->dst);
+  copy.dstPitch = op->dst_pitch;
+  copy.WidthInBytes = op->width_bytes;
+  copy.Height = op->height;
+  CUresult r = cb->cu->cuMemcpy2DAsync(&copy, s);
+  if (r != CUDA_SUCCESS) {
+    return atlas_cuda_error(cb->cu, r,
+                            "%s: 2D copy of %zu rows x %zu bytes (pitches %zu "
+                            "-> %zu)",
+                            cb->base.name, op->height, op->width_bytes,
+                            op->src_pitch, op->dst_pitch);
+  }
+  return ATLAS_OK;
+}
+
+// Synchronous forms run on their stream (the red zones' and the plain ones
+// on the default stream) and wait for it; asynchronous ones only queue.
+static atlas_status cuda_copy(atlas_backend *b, const atlas_copy_op *op) {
   cuda_backend *cb = as_cuda(b);
-  return memset_on(cb, dst, value, bytes, stream_of(cb, stream), false);
+  CUstream s = stream_of(cb, op->stream);
+  bool sync = op->when == ATLAS_XFER_HOST_NOW || op->when == ATLAS_XFER_SYNC;
+  bool plain = op->height == 1;
+  if (!plain) {
+    if (sync) return atlas_backend_unimplemented(b, op->name);
+    return copy_2d(cb, op, s);
+  }
+  if (op->kind == ATLAS_COPY_H2D && op->when == ATLAS_XFER_ASYNC) {
+    return staged_h2d(cb, op, s);
+  }
+  return copy_on(cb, op->name, op->dst, op->src, op->width_bytes, s, sync);
+}
+
+static atlas_status cuda_fill(atlas_backend *b, const atlas_fill_op *op) {
+  cuda_backend *cb = as_cuda(b);
+  return memset_on(cb, op->dst, op->value, op->bytes, stream_of(cb, op->stream),
+                   op->when != ATLAS_XFER_ASYNC);
 }
 
 // ---- streams and events -----------------------------------------------------------
@@ -758,19 +698,11 @@ static atlas_status mem_info(cuda_backend *cb, size_t *out_free,
   return ATLAS_OK;
 }
 
-static atlas_status cuda_total_memory(atlas_backend *b, size_t *out_bytes) {
-  *out_bytes = 0;
-  return mem_info(as_cuda(b), NULL, out_bytes);
-}
-
-static atlas_status cuda_free_memory(atlas_backend *b, size_t *out_bytes) {
-  *out_bytes = 0;
-  return mem_info(as_cuda(b), out_bytes, NULL);
-}
-
-static atlas_status cuda_sm_count(atlas_backend *b, int *out_count) {
-  *out_count = as_cuda(b)->sm_count;
-  return ATLAS_OK;
+static atlas_status cuda_device_facts(atlas_backend *b,
+                                      atlas_device_facts *out) {
+  cuda_backend *cb = as_cuda(b);
+  out->sm_count = cb->sm_count;
+  return mem_info(cb, &out->free_bytes, &out->total_bytes);
 }
 
 static atlas_status cuda_bind_to_thread(atlas_backend *b) {
@@ -958,21 +890,10 @@ static const atlas_backend_vtable cuda_vtable = {
     .destroy = cuda_destroy,
     .raw_alloc = raw_alloc,
     .raw_free = raw_free,
-    .raw_read = mem_read,
-    .raw_fill = mem_fill,
+    .copy = cuda_copy,
+    .fill = cuda_fill,
     .quiesce = cuda_quiesce,
     .host_ptr_to_device = cuda_host_ptr_to_device,
-    .h2d = cuda_h2d,
-    .d2h = cuda_d2h,
-    .d2h_on_stream = cuda_d2h_on_stream,
-    .d2h_async = cuda_d2h_async,
-    .d2d = cuda_d2d,
-    .h2d_async = cuda_h2d_async,
-    .h2d_async_retained = cuda_h2d_async_retained,
-    .d2d_async = cuda_d2d_async,
-    .d2d_2d_async = cuda_d2d_2d_async,
-    .memset = cuda_memset,
-    .memset_async = cuda_memset_async,
     .default_stream = cuda_default_stream,
     .stream_create = cuda_stream_create,
     .stream_destroy = cuda_stream_destroy,
@@ -992,10 +913,7 @@ static const atlas_backend_vtable cuda_vtable = {
     .launch = cuda_launch,
     .matmul = cuda_matmul,
     .release_caches = cuda_release_caches,
-    .total_memory = cuda_total_memory,
-    .free_memory = cuda_free_memory,
-    .device_free_memory = cuda_free_memory,
-    .sm_count = cuda_sm_count,
+    .device_facts = cuda_device_facts,
     .start_background = cuda_start_background,
     .bind_to_thread = cuda_bind_to_thread,
 };

@@ -20,8 +20,7 @@
 #include "atlas/runtime/device/redzone.h"
 
 static atlas_status unimplemented(const atlas_backend *b, const char *op) {
-  return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                           "backend %s does not implement %s", b->name, op);
+  return atlas_backend_unimplemented(b, op);
 }
 
 #define DISPATCH(b, op, ...)                                   \
@@ -37,26 +36,6 @@ static atlas_status fault_check(atlas_backend *b, atlas_fault_kind kind,
   ((b)->vtable->op != NULL ? (b)->vtable->op((b)) : unimplemented((b), #op))
 
 // ---- argument checks, once for every backend ---------------------------------
-
-// Every copy: both pointers must be real when anything moves; then the copy
-// is counted (a fault point), a zero-byte one too.
-static atlas_status before_copy(atlas_backend *b, const void *dst,
-                                const void *src, size_t bytes,
-                                const char *what) {
-  if (bytes > 0 && (dst == NULL || src == NULL)) {
-    return atlas_status_make(
-        ATLAS_STATUS_INVALID_ARGUMENT, "%s: %s of %zu bytes with a NULL %s",
-        b->name, what, bytes, dst == NULL ? "destination" : "source");
-  }
-  return fault_check(b, ATLAS_FAULT_COPY, what);
-}
-
-static atlas_status check_memset(const atlas_backend *b, const void *dst,
-                                 size_t bytes) {
-  if (bytes == 0 || dst != NULL) return ATLAS_OK;
-  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                           "%s: memset of %zu bytes at NULL", b->name, bytes);
-}
 
 static atlas_status check_event(const atlas_backend *b, const atlas_event *e,
                                 const char *what) {
@@ -266,67 +245,67 @@ atlas_status atlas_backend_poison_redzones(atlas_backend *b, uint64_t lo,
   return atlas_redzone_poison(b, lo, hi);
 }
 
-atlas_status atlas_backend_h2d(atlas_backend *b, void *dst, const void *src,
-                               size_t bytes) {
-  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "h2d copy"));
-  if (bytes == 0) return ATLAS_OK;
-  return DISPATCH(b, h2d, dst, src, bytes);
+// ---- copies and fills: one path each, the public forms generated ------------
+
+// Every copy: both pointers must be real when anything moves; then the copy
+// is counted (a fault point), a zero-byte one too, and only a non-empty one
+// reaches the backend.
+static atlas_status copy(atlas_backend *b, atlas_copy_op op, const char *what) {
+  size_t span = op.width_bytes > 0 && op.height > 0 ? op.width_bytes : 0;
+  if (span > 0 && (op.dst == NULL || op.src == NULL)) {
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT, "%s: %s of %zu bytes with a NULL %s",
+        b->name, what, span, op.dst == NULL ? "destination" : "source");
+  }
+  ATLAS_RETURN_IF_ERROR(fault_check(b, ATLAS_FAULT_COPY, what));
+  if (span == 0) return ATLAS_OK;
+  return b->vtable->copy(b, &op);
 }
 
-atlas_status atlas_backend_d2h(atlas_backend *b, void *dst, const void *src,
-                               size_t bytes) {
-  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "d2h copy"));
-  if (bytes == 0) return ATLAS_OK;
-  return DISPATCH(b, d2h, dst, src, bytes);
+static atlas_status fill(atlas_backend *b, atlas_fill_op op) {
+  if (op.bytes > 0 && op.dst == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: memset of %zu bytes at NULL", b->name,
+                             op.bytes);
+  }
+  if (op.bytes == 0) return ATLAS_OK;
+  return b->vtable->fill(b, &op);
 }
 
-atlas_status atlas_backend_d2h_on_stream(atlas_backend *b, void *dst,
-                                         const void *src, size_t bytes,
-                                         atlas_stream *stream) {
-  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "d2h copy"));
-  if (bytes == 0) return ATLAS_OK;
-  return DISPATCH(b, d2h_on_stream, dst, src, bytes, stream);
-}
+// A plain copy of `bytes`: one row.
+#define PLAIN_COPY(KIND, WHEN, STREAM, NAME)                                   \
+  (atlas_copy_op) {                                                            \
+    .kind = (KIND), .when = (WHEN), .dst = dst, .src = src,                    \
+    .width_bytes = bytes, .height = 1, .dst_pitch = bytes, .src_pitch = bytes, \
+    .stream = (STREAM), .name = (NAME)                                         \
+  }
+// The public copies differ only in direction, completion and wording.
+// The public copies differ only in direction, completion and wording:
+// atlas_backend_<NAME>(b, dst, src, bytes[, stream]).
+#define DEFINE_COPY(NAME, KIND, WHEN, WHAT)                          \
+  atlas_status atlas_backend_##NAME(atlas_backend *b, void *dst,     \
+                                    const void *src, size_t bytes) { \
+    return copy(b, PLAIN_COPY(KIND, WHEN, NULL, #NAME), WHAT);       \
+  }
+#define DEFINE_STREAM_COPY(NAME, KIND, WHEN, WHAT)                 \
+  atlas_status atlas_backend_##NAME(atlas_backend *b, void *dst,   \
+                                    const void *src, size_t bytes, \
+                                    atlas_stream *stream) {        \
+    return copy(b, PLAIN_COPY(KIND, WHEN, stream, #NAME), WHAT);   \
+  }
 
-atlas_status atlas_backend_d2h_async(atlas_backend *b, void *dst,
-                                     const void *src, size_t bytes,
-                                     atlas_stream *stream) {
-  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "async d2h copy"));
-  if (bytes == 0) return ATLAS_OK;
-  return DISPATCH(b, d2h_async, dst, src, bytes, stream);
-}
-
-atlas_status atlas_backend_d2d(atlas_backend *b, void *dst, const void *src,
-                               size_t bytes) {
-  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "d2d copy"));
-  if (bytes == 0) return ATLAS_OK;
-  return DISPATCH(b, d2d, dst, src, bytes);
-}
-
-atlas_status atlas_backend_h2d_async(atlas_backend *b, void *dst,
-                                     const void *src, size_t bytes,
-                                     atlas_stream *stream) {
-  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "async h2d copy"));
-  if (bytes == 0) return ATLAS_OK;
-  return DISPATCH(b, h2d_async, dst, src, bytes, stream);
-}
-
-atlas_status atlas_backend_h2d_async_retained(atlas_backend *b, void *dst,
-                                              const void *src, size_t bytes,
-                                              atlas_stream *stream) {
-  ATLAS_RETURN_IF_ERROR(
-      before_copy(b, dst, src, bytes, "async h2d copy (retained)"));
-  if (bytes == 0) return ATLAS_OK;
-  return DISPATCH(b, h2d_async_retained, dst, src, bytes, stream);
-}
-
-atlas_status atlas_backend_d2d_async(atlas_backend *b, void *dst,
-                                     const void *src, size_t bytes,
-                                     atlas_stream *stream) {
-  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, bytes, "async d2d copy"));
-  if (bytes == 0) return ATLAS_OK;
-  return DISPATCH(b, d2d_async, dst, src, bytes, stream);
-}
+DEFINE_COPY(h2d, ATLAS_COPY_H2D, ATLAS_XFER_SYNC, "h2d copy")
+DEFINE_COPY(d2h, ATLAS_COPY_D2H, ATLAS_XFER_SYNC, "d2h copy")
+DEFINE_COPY(d2d, ATLAS_COPY_D2D, ATLAS_XFER_SYNC, "d2d copy")
+DEFINE_STREAM_COPY(d2h_on_stream, ATLAS_COPY_D2H, ATLAS_XFER_SYNC, "d2h copy")
+DEFINE_STREAM_COPY(d2h_async, ATLAS_COPY_D2H, ATLAS_XFER_ASYNC,
+                   "async d2h copy")
+DEFINE_STREAM_COPY(h2d_async, ATLAS_COPY_H2D, ATLAS_XFER_ASYNC,
+                   "async h2d copy")
+DEFINE_STREAM_COPY(h2d_async_retained, ATLAS_COPY_H2D,
+                   ATLAS_XFER_ASYNC_RETAINED, "async h2d copy (retained)")
+DEFINE_STREAM_COPY(d2d_async, ATLAS_COPY_D2D, ATLAS_XFER_ASYNC,
+                   "async d2d copy")
 
 atlas_status atlas_backend_d2d_2d_async(atlas_backend *b, void *dst,
                                         size_t dst_pitch, const void *src,
@@ -349,26 +328,37 @@ atlas_status atlas_backend_d2d_2d_async(atlas_backend *b, void *dst,
                              "and %zu (dst) spans more than the address space",
                              b->name, height, src_pitch, dst_pitch);
   }
-  size_t span = width_bytes > 0 && height > 0 ? width_bytes : 0;
-  ATLAS_RETURN_IF_ERROR(before_copy(b, dst, src, span, "2D d2d copy"));
-  if (span == 0) return ATLAS_OK;
-  return DISPATCH(b, d2d_2d_async, dst, dst_pitch, src, src_pitch, width_bytes,
-                  height, stream);
+  atlas_copy_op op = {.kind = ATLAS_COPY_D2D,
+                      .when = ATLAS_XFER_ASYNC,
+                      .dst = dst,
+                      .src = src,
+                      .width_bytes = width_bytes,
+                      .height = height,
+                      .dst_pitch = dst_pitch,
+                      .src_pitch = src_pitch,
+                      .stream = stream,
+                      .name = "d2d_2d_async"};
+  return copy(b, op, "2D d2d copy");
 }
 
 atlas_status atlas_backend_memset(atlas_backend *b, void *dst, uint8_t value,
                                   size_t bytes) {
-  ATLAS_RETURN_IF_ERROR(check_memset(b, dst, bytes));
-  if (bytes == 0) return ATLAS_OK;
-  return DISPATCH(b, memset, dst, value, bytes);
+  return fill(b, (atlas_fill_op){.when = ATLAS_XFER_SYNC,
+                                 .dst = dst,
+                                 .value = value,
+                                 .bytes = bytes,
+                                 .name = "memset"});
 }
 
 atlas_status atlas_backend_memset_async(atlas_backend *b, void *dst,
                                         uint8_t value, size_t bytes,
                                         atlas_stream *stream) {
-  ATLAS_RETURN_IF_ERROR(check_memset(b, dst, bytes));
-  if (bytes == 0) return ATLAS_OK;
-  return DISPATCH(b, memset_async, dst, value, bytes, stream);
+  return fill(b, (atlas_fill_op){.when = ATLAS_XFER_ASYNC,
+                                 .dst = dst,
+                                 .value = value,
+                                 .bytes = bytes,
+                                 .stream = stream,
+                                 .name = "memset_async"});
 }
 
 atlas_stream *atlas_backend_default_stream(atlas_backend *b) {
@@ -590,25 +580,41 @@ bool atlas_backend_debug_sync_kernels(const atlas_backend *b) {
   return b->debug_sync;
 }
 
+// The facts come in one entry; each public question reads its field.
+static atlas_status facts(atlas_backend *b, const char *what,
+                          atlas_device_facts *out) {
+  memset(out, 0, sizeof(*out));
+  if (b->vtable->device_facts == NULL) return unimplemented(b, what);
+  return b->vtable->device_facts(b, out);
+}
+
 atlas_status atlas_backend_total_memory(atlas_backend *b, size_t *out_bytes) {
-  *out_bytes = 0;
-  return DISPATCH(b, total_memory, out_bytes);
+  atlas_device_facts f;
+  atlas_status status = facts(b, "total_memory", &f);
+  *out_bytes = f.total_bytes;
+  return status;
 }
 
 atlas_status atlas_backend_free_memory(atlas_backend *b, size_t *out_bytes) {
-  *out_bytes = 0;
-  return DISPATCH(b, free_memory, out_bytes);
+  atlas_device_facts f;
+  atlas_status status = facts(b, "free_memory", &f);
+  *out_bytes = f.free_bytes;
+  return status;
 }
 
 atlas_status atlas_backend_device_free_memory(atlas_backend *b,
                                               size_t *out_bytes) {
-  *out_bytes = 0;
-  return DISPATCH(b, device_free_memory, out_bytes);
+  atlas_device_facts f;
+  atlas_status status = facts(b, "device_free_memory", &f);
+  *out_bytes = f.free_bytes;
+  return status;
 }
 
 atlas_status atlas_backend_sm_count(atlas_backend *b, int *out_count) {
-  *out_count = 0;
-  return DISPATCH(b, sm_count, out_count);
+  atlas_device_facts f;
+  atlas_status status = facts(b, "sm_count", &f);
+  *out_count = f.sm_count;
+  return status;
 }
 
 atlas_status atlas_backend_bind_to_thread(atlas_backend *b) {

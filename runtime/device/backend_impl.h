@@ -10,12 +10,12 @@
 // entry is only reached with arguments that passed those checks.
 //
 // A new backend fills:
-//   required  destroy, raw_alloc, raw_free, raw_read, raw_fill
+//   required  destroy, raw_alloc, raw_free, copy, fill
 //   optional  quiesce (device work the host must wait for before touching
-//             backend memory), host_ptr_to_device, the copies and memsets,
-//             streams, events, capture and graphs, launch (raw argument
-//             pointers), matmul (16-bit matrix products), the memory
-//             facts, release_caches, start_background, bind_to_thread
+//             backend memory), host_ptr_to_device, streams, events, capture
+//             and graphs, launch (raw argument pointers), matmul (16-bit
+//             matrix products), device_facts, release_caches,
+//             start_background, bind_to_thread
 // A NULL optional entry makes its operation return UNIMPLEMENTED naming the
 // backend and the operation; atlas_backend_base_init refuses a vtable that
 // lacks a required entry.
@@ -32,8 +32,64 @@
 extern "C" {
 #endif
 
+// Which way a copy goes. Pointers are what the caller holds: host memory
+// (pageable or pinned) and backend memory (device addresses as void*).
+typedef enum atlas_copy_kind {
+  ATLAS_COPY_H2D,
+  ATLAS_COPY_D2H,
+  ATLAS_COPY_D2D,
+} atlas_copy_kind;
+
+// When a copy or a fill completes.
+typedef enum atlas_xfer_when {
+  // The host touches backend memory now, outside every stream's order (red
+  // zones, after quiesce): never recorded into a capture.
+  ATLAS_XFER_HOST_NOW,
+  // Done when the call returns, ordered after the work queued on `stream`
+  // (NULL: the default stream).
+  ATLAS_XFER_SYNC,
+  // Queued on `stream`; an h2d's source may be freed at return (the backend
+  // stages it).
+  ATLAS_XFER_ASYNC,
+  // Queued on `stream`; an h2d's source is read later: the caller keeps it
+  // until the stream is synchronised.
+  ATLAS_XFER_ASYNC_RETAINED,
+} atlas_xfer_when;
+
+// One copy: `height` rows of `width_bytes`, `*_pitch` bytes apart (a plain
+// copy is one row, pitches equal to the width). The front door has checked
+// it: pointers non-NULL, width and height > 0, width <= both pitches, the
+// span addressable.
+typedef struct atlas_copy_op {
+  atlas_copy_kind kind;
+  atlas_xfer_when when;
+  void *dst;
+  const void *src;
+  size_t width_bytes, height;
+  size_t dst_pitch, src_pitch;
+  atlas_stream *stream;  // NULL: the default stream
+  const char *name;      // the public operation, "d2h_async": for messages
+} atlas_copy_op;
+
+// One fill of `bytes` > 0 at a non-NULL `dst` with `value`.
+typedef struct atlas_fill_op {
+  atlas_xfer_when when;  // never ASYNC_RETAINED
+  void *dst;
+  uint8_t value;
+  size_t bytes;
+  atlas_stream *stream;  // NULL: the default stream
+  const char *name;      // "memset_async", for messages
+} atlas_fill_op;
+
+// What a device says of itself (see atlas_backend_total_memory and the rest).
+typedef struct atlas_device_facts {
+  size_t total_bytes;
+  size_t free_bytes;  // what the device (or the host pool) has free now
+  int sm_count;       // streaming multiprocessors; CPUs on the host
+} atlas_device_facts;
+
 typedef struct atlas_backend_vtable {
-  // ---- lifetime and raw memory (required) ----
+  // ---- lifetime, raw memory, copies and fills (required) ----
   // Releases the device state and calls atlas_backend_base_deinit.
   atlas_status (*destroy)(atlas_backend *b);
   // The primitives the shared ledger code is built on. Addresses are what the
@@ -44,12 +100,11 @@ typedef struct atlas_backend_vtable {
                             void **out_ptr);
   atlas_status (*raw_free)(atlas_backend *b, void *ptr, size_t bytes,
                            atlas_mem_kind kind);
-  // Synchronous reads and fills of backend memory from the host, for red
-  // zones; they run after quiesce.
-  atlas_status (*raw_read)(atlas_backend *b, void *dst_host, const void *src,
-                           size_t bytes);
-  atlas_status (*raw_fill)(atlas_backend *b, void *dst, uint8_t value,
-                           size_t bytes);
+  // Every copy and fill, the public ones and the red zones' (HOST_NOW). A
+  // form the backend does not offer answers atlas_backend_unimplemented(b,
+  // op->name); HOST_NOW d2h copies and fills must work.
+  atlas_status (*copy)(atlas_backend *b, const atlas_copy_op *op);
+  atlas_status (*fill)(atlas_backend *b, const atlas_fill_op *op);
 
   // ---- optional ----
   // Before the host reads or frees backend memory behind the streams' backs
@@ -59,35 +114,6 @@ typedef struct atlas_backend_vtable {
   // `host_ptr` is pinned memory of this backend (checked by the front door).
   atlas_status (*host_ptr_to_device)(atlas_backend *b, void *host_ptr,
                                      void **out_device_ptr);
-
-  // Copies and memsets: pointers are non-NULL and `bytes` > 0 (a zero-byte
-  // copy is counted as a copy and returns OK at the front door).
-  atlas_status (*h2d)(atlas_backend *b, void *dst, const void *src,
-                      size_t bytes);
-  atlas_status (*d2h)(atlas_backend *b, void *dst, const void *src,
-                      size_t bytes);
-  atlas_status (*d2h_on_stream)(atlas_backend *b, void *dst, const void *src,
-                                size_t bytes, atlas_stream *stream);
-  atlas_status (*d2h_async)(atlas_backend *b, void *dst, const void *src,
-                            size_t bytes, atlas_stream *stream);
-  atlas_status (*d2d)(atlas_backend *b, void *dst, const void *src,
-                      size_t bytes);
-  atlas_status (*h2d_async)(atlas_backend *b, void *dst, const void *src,
-                            size_t bytes, atlas_stream *stream);
-  atlas_status (*h2d_async_retained)(atlas_backend *b, void *dst,
-                                     const void *src, size_t bytes,
-                                     atlas_stream *stream);
-  atlas_status (*d2d_async)(atlas_backend *b, void *dst, const void *src,
-                            size_t bytes, atlas_stream *stream);
-  // width_bytes > 0, height > 0, width_bytes <= both pitches.
-  atlas_status (*d2d_2d_async)(atlas_backend *b, void *dst, size_t dst_pitch,
-                               const void *src, size_t src_pitch,
-                               size_t width_bytes, size_t height,
-                               atlas_stream *stream);
-  atlas_status (*memset)(atlas_backend *b, void *dst, uint8_t value,
-                         size_t bytes);
-  atlas_status (*memset_async)(atlas_backend *b, void *dst, uint8_t value,
-                               size_t bytes, atlas_stream *stream);
 
   // Streams, events, capture. A NULL stream means the default stream; events
   // and graphs are non-NULL; stream_destroy never gets the default stream.
@@ -139,11 +165,8 @@ typedef struct atlas_backend_vtable {
   // The backend waits for it where it needs the result, and at destroy.
   void (*start_background)(atlas_backend *b);
 
-  // Device facts.
-  atlas_status (*total_memory)(atlas_backend *b, size_t *out_bytes);
-  atlas_status (*free_memory)(atlas_backend *b, size_t *out_bytes);
-  atlas_status (*device_free_memory)(atlas_backend *b, size_t *out_bytes);
-  atlas_status (*sm_count)(atlas_backend *b, int *out_count);
+  // Device facts: memory and compute units.
+  atlas_status (*device_facts)(atlas_backend *b, atlas_device_facts *out);
   atlas_status (*bind_to_thread)(atlas_backend *b);
 } atlas_backend_vtable;
 
@@ -153,7 +176,7 @@ typedef struct atlas_backend_vtable {
 // any added, removed or reordered entry (or a member that is not a function
 // pointer) fails these assertions until the count and the last entry are
 // updated on purpose, together with every backend and the list above.
-#define ATLAS_BACKEND_VTABLE_ENTRIES 43
+#define ATLAS_BACKEND_VTABLE_ENTRIES 29
 #ifdef __cplusplus
 #define ATLAS_BACKEND_STATIC_ASSERT_ static_assert
 #else
@@ -191,6 +214,14 @@ struct atlas_backend {
   atlas_status modules_error;       // its failure, kept until deinit
   atlas_log_sink log;               // from the options; zeroed: stderr
 };
+
+// UNIMPLEMENTED naming the backend and the operation: what the front door
+// answers for a NULL entry, and a copy or fill entry for a form it lacks.
+static inline atlas_status atlas_backend_unimplemented(const atlas_backend *b,
+                                                       const char *op) {
+  return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                           "backend %s does not implement %s", b->name, op);
+}
 
 // Fills the shared fields: name, ledger, environment switches, op cache.
 // Refuses a vtable without one of the required entries. On failure

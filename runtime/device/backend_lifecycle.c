@@ -33,8 +33,8 @@ static atlas_status check_required(const atlas_backend_vtable *v,
                         : v->destroy == NULL   ? "destroy"
                         : v->raw_alloc == NULL ? "raw_alloc"
                         : v->raw_free == NULL  ? "raw_free"
-                        : v->raw_read == NULL  ? "raw_read"
-                        : v->raw_fill == NULL  ? "raw_fill"
+                        : v->copy == NULL      ? "copy"
+                        : v->fill == NULL      ? "fill"
                                                : NULL;
   if (missing == NULL) return ATLAS_OK;
   return atlas_status_make(

@@ -85,20 +85,6 @@ static atlas_status host_raw_free(atlas_backend *b, void *ptr, size_t bytes,
   return ATLAS_OK;
 }
 
-static atlas_status host_read(atlas_backend *b, void *dst, const void *src,
-                              size_t bytes) {
-  (void)b;
-  memcpy(dst, src, bytes);
-  return ATLAS_OK;
-}
-
-static atlas_status host_fill(atlas_backend *b, void *dst, uint8_t value,
-                              size_t bytes) {
-  (void)b;
-  memset(dst, value, bytes);
-  return ATLAS_OK;
-}
-
 // ---- streams and capture ---------------------------------------------------
 
 static atlas_stream *resolve(atlas_backend *b, atlas_stream *stream) {
@@ -306,82 +292,47 @@ static atlas_status copy_now_or_record(atlas_backend *b, void *dst,
   return ATLAS_OK;
 }
 
-static atlas_status host_h2d(atlas_backend *b, void *dst, const void *src,
-                             size_t bytes) {
-  return copy_now_or_record(b, dst, src, bytes, NULL, true, "h2d copy");
-}
-
-static atlas_status host_d2h(atlas_backend *b, void *dst, const void *src,
-                             size_t bytes) {
-  (void)b;
-  memmove(dst, src, bytes);
-  return ATLAS_OK;
-}
-
-static atlas_status host_d2h_on_stream(atlas_backend *b, void *dst,
-                                       const void *src, size_t bytes,
-                                       atlas_stream *s) {
-  if (resolve(b, s)->capturing) {
+// One row at a time; a plain copy is one row. A synchronous d2h on a stream
+// that is capturing cannot wait for what the graph will do; a synchronous
+// d2h on the default stream, and the red zones' reads, copy at once.
+static atlas_status host_copy(atlas_backend *b, const atlas_copy_op *op) {
+  bool now = op->when == ATLAS_XFER_HOST_NOW ||
+             (op->kind == ATLAS_COPY_D2H && op->when == ATLAS_XFER_SYNC);
+  if (op->kind == ATLAS_COPY_D2H && op->when == ATLAS_XFER_SYNC &&
+      op->stream != NULL && resolve(b, op->stream)->capturing) {
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                              "%s: a synchronous d2h cannot run on a stream "
                              "that is capturing",
                              b->name);
   }
-  return host_d2h(b, dst, src, bytes);
-}
-
-static atlas_status host_d2h_async(atlas_backend *b, void *dst, const void *src,
-                                   size_t bytes, atlas_stream *s) {
-  return copy_now_or_record(b, dst, src, bytes, s, false, "d2h async copy");
-}
-
-static atlas_status host_d2d(atlas_backend *b, void *dst, const void *src,
-                             size_t bytes) {
-  return copy_now_or_record(b, dst, src, bytes, NULL, false, "d2d copy");
-}
-
-static atlas_status host_h2d_async(atlas_backend *b, void *dst, const void *src,
-                                   size_t bytes, atlas_stream *s) {
-  return copy_now_or_record(b, dst, src, bytes, s, true, "h2d async copy");
-}
-
-static atlas_status host_h2d_async_retained(atlas_backend *b, void *dst,
-                                            const void *src, size_t bytes,
-                                            atlas_stream *s) {
-  return copy_now_or_record(b, dst, src, bytes, s, false,
-                            "h2d async (retained) copy");
-}
-
-static atlas_status host_d2d_async(atlas_backend *b, void *dst, const void *src,
-                                   size_t bytes, atlas_stream *s) {
-  return copy_now_or_record(b, dst, src, bytes, s, false, "d2d async copy");
-}
-
-static atlas_status host_d2d_2d_async(atlas_backend *b, void *dst,
-                                      size_t dst_pitch, const void *src,
-                                      size_t src_pitch, size_t width,
-                                      size_t height, atlas_stream *s) {
-  for (size_t row = 0; row < height; ++row) {
-    ATLAS_RETURN_IF_ERROR(copy_now_or_record(
-        b, (char *)dst + row * dst_pitch, (const char *)src + row * src_pitch,
-        width, s, false, "d2d 2D async copy"));
+  // An h2d whose source may go at return is staged when recorded.
+  bool stage = op->kind == ATLAS_COPY_H2D &&
+               (op->when == ATLAS_XFER_SYNC || op->when == ATLAS_XFER_ASYNC);
+  for (size_t row = 0; row < op->height; ++row) {
+    char *dst = (char *)op->dst + row * op->dst_pitch;
+    const char *src = (const char *)op->src + row * op->src_pitch;
+    if (now) {
+      memmove(dst, src, op->width_bytes);
+      continue;
+    }
+    ATLAS_RETURN_IF_ERROR(copy_now_or_record(b, dst, src, op->width_bytes,
+                                             op->stream, stage, op->name));
   }
   return ATLAS_OK;
 }
 
-static atlas_status host_memset_async(atlas_backend *b, void *dst,
-                                      uint8_t value, size_t bytes,
-                                      atlas_stream *s) {
-  s = resolve(b, s);
-  graph_node node = {
-      .kind = NODE_MEMSET, .dst = dst, .bytes = bytes, .value = value};
-  if (!record_if_capturing(s, &node)) memset(dst, value, bytes);
+static atlas_status host_fill(atlas_backend *b, const atlas_fill_op *op) {
+  if (op->when == ATLAS_XFER_HOST_NOW) {
+    memset(op->dst, op->value, op->bytes);
+    return ATLAS_OK;
+  }
+  atlas_stream *s = resolve(b, op->stream);
+  graph_node node = {.kind = NODE_MEMSET,
+                     .dst = op->dst,
+                     .bytes = op->bytes,
+                     .value = op->value};
+  if (!record_if_capturing(s, &node)) memset(op->dst, op->value, op->bytes);
   return ATLAS_OK;
-}
-
-static atlas_status host_memset(atlas_backend *b, void *dst, uint8_t value,
-                                size_t bytes) {
-  return host_memset_async(b, dst, value, bytes, NULL);
 }
 
 // ---- kernels ---------------------------------------------------------------
@@ -504,31 +455,20 @@ static size_t physical_bytes(int name) {
   return (pages > 0 && page > 0) ? (size_t)pages * (size_t)page : 0;
 }
 
-static atlas_status host_total_memory(atlas_backend *b, size_t *out) {
-  host_backend *h = as_host(b);
-  *out = h->pool ? atlas_host_pool_capacity(h->pool)
-                 : physical_bytes(_SC_PHYS_PAGES);
-  return ATLAS_OK;
-}
-
-static atlas_status host_device_free_memory(atlas_backend *b, size_t *out) {
+// With a pool, the pool is the device: its capacity, less what its backends
+// hold; without one, the machine's memory. CPUs stand in for SMs.
+static atlas_status host_device_facts(atlas_backend *b,
+                                      atlas_device_facts *out) {
   host_backend *h = as_host(b);
   if (h->pool != NULL) {
-    *out = atlas_host_pool_capacity(h->pool) - atlas_host_pool_used(h->pool);
+    out->total_bytes = atlas_host_pool_capacity(h->pool);
+    out->free_bytes = out->total_bytes - atlas_host_pool_used(h->pool);
   } else {
-    *out = physical_bytes(_SC_AVPHYS_PAGES);
+    out->total_bytes = physical_bytes(_SC_PHYS_PAGES);
+    out->free_bytes = physical_bytes(_SC_AVPHYS_PAGES);
   }
-  return ATLAS_OK;
-}
-
-static atlas_status host_free_memory(atlas_backend *b, size_t *out) {
-  return host_device_free_memory(b, out);
-}
-
-static atlas_status host_sm_count(atlas_backend *b, int *out) {
-  (void)b;
   long n = sysconf(_SC_NPROCESSORS_ONLN);
-  *out = n > 0 ? (int)n : 1;
+  out->sm_count = n > 0 ? (int)n : 1;
   return ATLAS_OK;
 }
 
@@ -592,20 +532,9 @@ static const atlas_backend_vtable kHostVtable = {
     .destroy = host_destroy,
     .raw_alloc = host_raw_alloc,
     .raw_free = host_raw_free,
-    .raw_read = host_read,
-    .raw_fill = host_fill,
+    .copy = host_copy,
+    .fill = host_fill,
     .host_ptr_to_device = host_ptr_to_device,
-    .h2d = host_h2d,
-    .d2h = host_d2h,
-    .d2h_on_stream = host_d2h_on_stream,
-    .d2h_async = host_d2h_async,
-    .d2d = host_d2d,
-    .h2d_async = host_h2d_async,
-    .h2d_async_retained = host_h2d_async_retained,
-    .d2d_async = host_d2d_async,
-    .d2d_2d_async = host_d2d_2d_async,
-    .memset = host_memset,
-    .memset_async = host_memset_async,
     .default_stream = host_default_stream,
     .stream_create = host_stream_create,
     .stream_destroy = host_stream_destroy,
@@ -624,10 +553,7 @@ static const atlas_backend_vtable kHostVtable = {
     .destroy_graph = host_destroy_graph,
     .launch = host_launch,
     .matmul = host_matmul,
-    .total_memory = host_total_memory,
-    .free_memory = host_free_memory,
-    .device_free_memory = host_device_free_memory,
-    .sm_count = host_sm_count,
+    .device_facts = host_device_facts,
     .bind_to_thread = host_bind_to_thread,
 };
 

@@ -45,6 +45,31 @@ uint8_t atlas_redzone_fill(atlas_backend *b, uint64_t index) {
   return fill;
 }
 
+// The host's own reads and fills of backend memory (the device is quiet).
+static atlas_status host_read(atlas_backend *b, void *dst_host, const void *src,
+                              size_t bytes) {
+  atlas_copy_op op = {.kind = ATLAS_COPY_D2H,
+                      .when = ATLAS_XFER_HOST_NOW,
+                      .dst = dst_host,
+                      .src = src,
+                      .width_bytes = bytes,
+                      .height = 1,
+                      .dst_pitch = bytes,
+                      .src_pitch = bytes,
+                      .name = "red-zone read"};
+  return b->vtable->copy(b, &op);
+}
+
+static atlas_status host_fill(atlas_backend *b, void *dst, uint8_t value,
+                              size_t bytes) {
+  atlas_fill_op op = {.when = ATLAS_XFER_HOST_NOW,
+                      .dst = dst,
+                      .value = value,
+                      .bytes = bytes,
+                      .name = "red-zone fill"};
+  return b->vtable->fill(b, &op);
+}
+
 // Offset of the first byte of `band` that is not `fill` (`bytes` if none).
 static size_t first_changed(const unsigned char *band, uint8_t fill,
                             size_t bytes) {
@@ -74,12 +99,12 @@ static atlas_status read_bands(atlas_backend *b, const atlas_ledger_entry *e,
   *out_before = 0;
   *out_after = e->redzone_bytes;
   if (e->lead_bytes > 0) {
-    ATLAS_RETURN_IF_ERROR(b->vtable->raw_read(
+    ATLAS_RETURN_IF_ERROR(host_read(
         b, scratch, (const char *)(e->addr - e->lead_bytes), e->lead_bytes));
     *out_before = last_changed_from_end(scratch, fill, e->lead_bytes);
   }
-  ATLAS_RETURN_IF_ERROR(b->vtable->raw_read(
-      b, scratch, (const char *)e->addr + e->bytes, e->redzone_bytes));
+  ATLAS_RETURN_IF_ERROR(host_read(b, scratch, (const char *)e->addr + e->bytes,
+                                  e->redzone_bytes));
   *out_after = first_changed(scratch, fill, e->redzone_bytes);
   return ATLAS_OK;
 }
@@ -136,11 +161,10 @@ atlas_status atlas_redzone_check(atlas_backend *b, const atlas_ledger_entry *e,
 static atlas_status fill_bands(atlas_backend *b, const atlas_ledger_entry *e,
                                uint8_t fill) {
   if (e->lead_bytes > 0) {
-    ATLAS_RETURN_IF_ERROR(b->vtable->raw_fill(
-        b, (char *)(e->addr - e->lead_bytes), fill, e->lead_bytes));
+    ATLAS_RETURN_IF_ERROR(
+        host_fill(b, (char *)(e->addr - e->lead_bytes), fill, e->lead_bytes));
   }
-  return b->vtable->raw_fill(b, (char *)e->addr + e->bytes, fill,
-                             e->redzone_bytes);
+  return host_fill(b, (char *)e->addr + e->bytes, fill, e->redzone_bytes);
 }
 
 atlas_status atlas_redzone_arm(atlas_backend *b, const atlas_ledger_entry *e) {

@@ -1,7 +1,7 @@
 // Red zones: guard bands before and after each buffer of a backend built
 // with ATLAS_REDZONE=<pad>, read back by a scan, a free and the sweep, and
 // poisoned to bisect a stray write to one allocation. Works through the
-// vtable's raw_read / raw_fill only; callers quiesce the device first.
+// vtable's copy and fill (HOST_NOW); callers quiesce the device first.
 #ifndef ATLAS_RUNTIME_DEVICE_REDZONE_H_
 #define ATLAS_RUNTIME_DEVICE_REDZONE_H_
 

@@ -70,7 +70,7 @@ CORE_LEVELS = {
         ["kernel_registry"],
         ["backend_types"],     # handles, options, typed arguments
         ["backend_impl"],      # the vtable and the state every backend shares
-        ["redzone"],           # guard bands, through raw_read / raw_fill
+        ["redzone"],           # guard bands, through the copy and fill entries
         ["backend_memory", "backend_modules"],  # ledgered memory; modules
         ["op_cache"],          # built on memory and modules, not the front door
         ["backend_lifecycle"],  # base_init / base_deinit (owns the op cache)

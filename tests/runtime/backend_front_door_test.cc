@@ -41,7 +41,7 @@ atlas_status AllocNothing(atlas_backend *, size_t, atlas_mem_kind, void **) {
 atlas_status FreeNothing(atlas_backend *, void *, size_t, atlas_mem_kind) {
   return ATLAS_OK;
 }
-atlas_status ReadNothing(atlas_backend *, void *, const void *, size_t) {
+atlas_status CopyNothing(atlas_backend *, const atlas_copy_op *) {
   return ATLAS_OK;
 }
 
@@ -50,10 +50,10 @@ TEST(BackendFrontDoor, RefusesAVtableWithoutARequiredEntry) {
   v.destroy = DestroyNothing;
   v.raw_alloc = AllocNothing;
   v.raw_free = FreeNothing;
-  v.raw_read = ReadNothing;  // raw_fill missing
+  v.copy = CopyNothing;  // fill missing
   atlas_backend b{};
   EXPECT_STATUS(atlas_backend_base_init(&b, &v, "partial"),
-                ATLAS_STATUS_INVALID_ARGUMENT, "lacks raw_fill");
+                ATLAS_STATUS_INVALID_ARGUMENT, "lacks fill");
   EXPECT_EQ(b.ledger, nullptr) << "nothing made";
 }
 
@@ -169,7 +169,7 @@ TEST(BackendFrontDoor, CopyChecksHappenBeforeTheBackend) {
                 ATLAS_STATUS_INVALID_ARGUMENT, "memset of 4 bytes at NULL");
   ASSERT_OK(atlas_backend_memset(m.get(), d, 0, 0));
   EXPECT_EQ(m.calls().memset, 0);
-  // A NULL entry is named, after the checks.
+  // A form the backend's copy lacks is named, after the checks.
   EXPECT_STATUS(atlas_backend_d2h_async(m.get(), host, d, 8, nullptr),
                 ATLAS_STATUS_UNIMPLEMENTED,
                 "backend minimal does not implement d2h_async");

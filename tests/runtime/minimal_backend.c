@@ -47,45 +47,29 @@ static atlas_status min_raw_free(atlas_backend *b, void *ptr, size_t bytes,
   return ATLAS_OK;
 }
 
-static atlas_status min_raw_read(atlas_backend *b, void *dst, const void *src,
-                                 size_t bytes) {
-  (void)b;
-  memcpy(dst, src, bytes);
-  return ATLAS_OK;
-}
-
-static atlas_status min_raw_fill(atlas_backend *b, void *dst, uint8_t value,
-                                 size_t bytes) {
-  (void)b;
-  memset(dst, value, bytes);
-  return ATLAS_OK;
-}
-
-// ---- counted optional entries -----------------------------------------------------
-
-static atlas_status min_h2d(atlas_backend *b, void *dst, const void *src,
-                            size_t bytes) {
-  as_min(b)->calls.h2d++;
-  memcpy(dst, src, bytes);
-  return ATLAS_OK;
-}
-
-static atlas_status min_d2d_2d(atlas_backend *b, void *dst, size_t dst_pitch,
-                               const void *src, size_t src_pitch, size_t width,
-                               size_t height, atlas_stream *stream) {
-  (void)stream;
-  as_min(b)->calls.d2d_2d++;
-  for (size_t r = 0; r < height; ++r) {
-    memcpy((char *)dst + r * dst_pitch, (const char *)src + r * src_pitch,
-           width);
+// Copies: the red zones' reads (required), and two counted public forms,
+// h2d and the 2D d2d; every other form is UNIMPLEMENTED.
+static atlas_status min_copy(atlas_backend *b, const atlas_copy_op *op) {
+  bool read = op->when == ATLAS_XFER_HOST_NOW;
+  bool h2d = op->kind == ATLAS_COPY_H2D && op->when == ATLAS_XFER_SYNC;
+  bool d2d_2d = op->kind == ATLAS_COPY_D2D && op->when == ATLAS_XFER_ASYNC &&
+                strcmp(op->name, "d2d_2d_async") == 0;
+  if (!read && !h2d && !d2d_2d) return atlas_backend_unimplemented(b, op->name);
+  if (h2d) as_min(b)->calls.h2d++;
+  if (d2d_2d) as_min(b)->calls.d2d_2d++;
+  for (size_t r = 0; r < op->height; ++r) {
+    memcpy((char *)op->dst + r * op->dst_pitch,
+           (const char *)op->src + r * op->src_pitch, op->width_bytes);
   }
   return ATLAS_OK;
 }
 
-static atlas_status min_memset(atlas_backend *b, void *dst, uint8_t value,
-                               size_t bytes) {
-  as_min(b)->calls.memset++;
-  memset(dst, value, bytes);
+// Fills: the red zones' (required) and the synchronous memset, counted.
+static atlas_status min_fill(atlas_backend *b, const atlas_fill_op *op) {
+  if (op->when == ATLAS_XFER_ASYNC)
+    return atlas_backend_unimplemented(b, op->name);
+  if (op->when == ATLAS_XFER_SYNC) as_min(b)->calls.memset++;
+  memset(op->dst, op->value, op->bytes);
   return ATLAS_OK;
 }
 
@@ -135,11 +119,8 @@ static const atlas_backend_vtable kMinimalVtable = {
     .destroy = min_destroy,
     .raw_alloc = min_raw_alloc,
     .raw_free = min_raw_free,
-    .raw_read = min_raw_read,
-    .raw_fill = min_raw_fill,
-    .h2d = min_h2d,
-    .d2d_2d_async = min_d2d_2d,
-    .memset = min_memset,
+    .copy = min_copy,
+    .fill = min_fill,
     .default_stream = min_default_stream,
     .stream_destroy = min_stream_destroy,
     .event_record = min_event_record,

@@ -19,8 +19,8 @@ typedef struct atlas_minimal_calls {
 } atlas_minimal_calls;
 
 // Memory is malloc'ed host memory; options->modules gives kernels whose
-// launches are counted, never run. A NULL entry (d2h_async, for one) answers
-// UNIMPLEMENTED at the front door.
+// launches are counted, never run. A copy form it lacks (d2h_async, for one)
+// answers UNIMPLEMENTED naming it.
 ATLAS_MUST_USE atlas_status atlas_minimal_backend_create(
     const atlas_backend_options *options, atlas_backend **out_backend);
 const atlas_minimal_calls *atlas_minimal_backend_calls(atlas_backend *b);
