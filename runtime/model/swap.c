@@ -109,19 +109,17 @@ static atlas_status open_proven(const atlas_model_spec *next,
   return ATLAS_OK;
 }
 
-atlas_status atlas_model_swap(atlas_model **current,
-                              const atlas_model_spec *next,
-                              atlas_swap_report *out_report) {
-  atlas_swap_report local = {
-      ATLAS_SWAP_REFUSED, 0, 0, 0, false, false, 0, 0, 0};
-  atlas_swap_report *r = out_report != NULL ? out_report : &local;
-  memset(r, 0, sizeof(*r));
-  double t0 = now_ms();
-  atlas_model *old = *current;
-  if (old == NULL) {
-    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
-                             "swap: there is no current model");
-  }
+// The words a refusal quotes: what the new model needs, what is free.
+typedef struct swap_words {
+  char need[32], have[32];
+} swap_words;
+
+// Sizes the new model against what is free on the device (within the
+// budget, if one is set) plus what the current model would release, and
+// fills r's byte counts. RESOURCE_EXHAUSTED, before anything is touched,
+// when it cannot fit either way.
+static atlas_status check_fits(atlas_model *old, const atlas_model_spec *next,
+                               atlas_swap_report *r, swap_words *w) {
   ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
       atlas_model_required_bytes(next, &r->needed_bytes), "swap: sizing %s",
       next->dir ? next->dir : (next->embedded ? next->embedded->name : "?")));
@@ -140,49 +138,149 @@ atlas_status atlas_model_swap(atlas_model **current,
     if (left < free_bytes) free_bytes = (size_t)left;
   }
   r->free_bytes = free_bytes;
-  char need[32], have[32], rel[32], avail[32];
-  atlas_format_bytes(r->needed_bytes, need, sizeof(need));
-  atlas_format_bytes(r->free_bytes, have, sizeof(have));
+  char rel[32], avail[32];
+  atlas_format_bytes(r->needed_bytes, w->need, sizeof(w->need));
+  atlas_format_bytes(r->free_bytes, w->have, sizeof(w->have));
   atlas_format_bytes(r->releasable_bytes, rel, sizeof(rel));
   atlas_format_bytes(r->free_bytes + r->releasable_bytes, avail, sizeof(avail));
-  if (r->needed_bytes > r->free_bytes + r->releasable_bytes) {
-    r->path = ATLAS_SWAP_REFUSED;
-    return atlas_status_make(
-        ATLAS_STATUS_RESOURCE_EXHAUSTED,
-        "swap refused before touching anything: the new model needs %s but "
-        "only %s can be made available (%s free on the device + %s the "
-        "current model %s would release); still serving %s",
-        need, avail, have, rel, atlas_model_name(old), atlas_model_name(old));
-  }
+  if (r->needed_bytes <= r->free_bytes + r->releasable_bytes) return ATLAS_OK;
+  r->path = ATLAS_SWAP_REFUSED;
+  return atlas_status_make(
+      ATLAS_STATUS_RESOURCE_EXHAUSTED,
+      "swap refused before touching anything: the new model needs %s but "
+      "only %s can be made available (%s free on the device + %s the "
+      "current model %s would release); still serving %s",
+      w->need, avail, w->have, rel, atlas_model_name(old),
+      atlas_model_name(old));
+}
 
-  atlas_model *fresh = NULL;
-  if (r->needed_bytes <= r->free_bytes) {
-    // Both fit: the old model serves until the new one is ready.
-    r->path = ATLAS_SWAP_SIDE_BY_SIDE;
-    double tl = now_ms();
-    atlas_status status = open_proven(next, &fresh);
-    r->load_ms = now_ms() - tl;
-    if (status != ATLAS_OK) {
-      r->total_ms = now_ms() - t0;
-      return atlas_status_annotate(status,
-                                   "swap failed; the old model %s was never "
-                                   "unloaded and is still serving",
-                                   atlas_model_name(old));
-    }
-    double tt = now_ms();
-    status = close_clean(old);
-    r->teardown_ms = now_ms() - tt;
-    *current = fresh;
-    r->swapped = true;
+// Both fit: the old model serves until the new one is ready.
+static atlas_status swap_side_by_side(atlas_model **current,
+                                      const atlas_model_spec *next,
+                                      atlas_swap_report *r, double t0) {
+  atlas_model *old = *current, *fresh = NULL;
+  r->path = ATLAS_SWAP_SIDE_BY_SIDE;
+  double tl = now_ms();
+  atlas_status status = open_proven(next, &fresh);
+  r->load_ms = now_ms() - tl;
+  if (status != ATLAS_OK) {
     r->total_ms = now_ms() - t0;
     return atlas_status_annotate(status,
-                                 "swap done, but tearing down the old "
-                                 "model reported");
+                                 "swap failed; the old model %s was never "
+                                 "unloaded and is still serving",
+                                 atlas_model_name(old));
   }
+  double tt = now_ms();
+  status = close_clean(old);
+  r->teardown_ms = now_ms() - tt;
+  *current = fresh;
+  r->swapped = true;
+  r->total_ms = now_ms() - t0;
+  return atlas_status_annotate(status,
+                               "swap done, but tearing down the old "
+                               "model reported");
+}
 
-  // Only one fits: the old model must go first. Its weights come back, if
-  // the new one fails, from a host copy of its files checked against what
-  // was loaded; without one the swap is refused now.
+// What replacing needs beyond the old model's close: the spec that brings it
+// back from the snapshot (its row, parsed config and EOS ids outlive its
+// close, so the restore reads nothing from the files), and the new spec with
+// strings of its own (the caller's may point into the old model: its own
+// spec passed back, or atlas_model_info's name).
+typedef struct replace_plan {
+  atlas_model_spec old_spec, fresh_spec;
+  atlas_eos old_eos;
+  void *old_config;
+  char *old_dir, *old_backend, *next_dir, *next_backend;
+} replace_plan;
+
+static void plan_free(replace_plan *p) {
+  free(p->old_config);
+  free(p->old_dir);
+  free(p->old_backend);
+  free(p->next_dir);
+  free(p->next_backend);
+  memset(p, 0, sizeof(*p));
+}
+
+// Fills `p`; OUT_OF_MEMORY (nothing kept) when a copy cannot be made.
+static atlas_status plan_replace(atlas_model *old, const atlas_model_spec *next,
+                                 atlas_checkpoint *snapshot, replace_plan *p) {
+  memset(p, 0, sizeof(*p));
+  p->old_spec = *atlas_model_spec_of(old);
+  const atlas_arch *old_arch = atlas_model_arch(old);
+  p->old_eos = *atlas_model_eos(old);
+  p->old_config = malloc(old_arch->config_size);
+  if (p->old_config != NULL) {
+    memcpy(p->old_config, atlas_model_config(old), old_arch->config_size);
+  }
+  p->old_dir = dup_or_null(p->old_spec.dir);
+  p->old_backend = dup_or_null(p->old_spec.backend);
+  p->fresh_spec = *next;
+  p->next_dir = dup_or_null(next->dir);
+  p->next_backend = dup_or_null(next->backend);
+  if (p->old_config == NULL || (p->old_spec.dir != NULL && !p->old_dir) ||
+      (p->old_spec.backend != NULL && !p->old_backend) ||
+      (next->dir != NULL && !p->next_dir) ||
+      (next->backend != NULL && !p->next_backend)) {
+    plan_free(p);
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "swap: out of host memory; nothing was changed");
+  }
+  atlas_model_spec *o = &p->old_spec;
+  o->dir = p->old_dir;
+  o->backend = p->old_backend;
+  o->adopt_checkpoint = snapshot;
+  o->adopt_arch = old_arch;
+  o->adopt_config = p->old_config;
+  o->adopt_eos = &p->old_eos;
+  o->ignore_env_fault = true;
+  // A restore never re-injects the new model's fault; a test may fail it on
+  // purpose (fail_restore) to see a swap end with no model.
+  o->fault_kind = ATLAS_FAULT_ALLOC;
+  o->fault_at = next->fail_restore ? 1 : 0;
+  o->fail_module_load_at = 0;
+  p->fresh_spec.dir = p->next_dir;
+  p->fresh_spec.backend = p->next_backend;
+  return ATLAS_OK;
+}
+
+// The new model failed to load after the old one went (the failed load
+// reclaimed what it allocated): bring the old one back from the snapshot,
+// which the model adopts and keeps as its source.
+static atlas_status restore_old(atlas_model **current, replace_plan *p,
+                                atlas_swap_report *r, atlas_status failure) {
+  atlas_model *restored = NULL;
+  atlas_status restore = atlas_model_open(&p->old_spec, &restored);
+  const char *old_name =
+      p->old_dir ? p->old_dir
+                 : (p->old_spec.embedded ? p->old_spec.embedded->name : "?");
+  if (restore == ATLAS_OK) {
+    *current = restored;
+    r->restored = true;
+    return atlas_status_annotate(failure,
+                                 "swap failed; the old model %s was "
+                                 "restored and is serving (from a "
+                                 "host copy of the bytes it was "
+                                 "loaded from: the same weights, bit "
+                                 "for bit)",
+                                 old_name);
+  }
+  return atlas_status_join(
+      atlas_status_annotate(failure, "swap failed"),
+      atlas_status_annotate(restore,
+                            "restoring the old model %s also failed; "
+                            "no model is loaded",
+                            old_name));
+}
+
+// Only one fits: the old model must go first. Its weights come back, if the
+// new one fails, from a host copy of its files checked against what was
+// loaded; without one the swap is refused now.
+static atlas_status swap_replace(atlas_model **current,
+                                 const atlas_model_spec *next,
+                                 atlas_swap_report *r, double t0,
+                                 const swap_words *w) {
+  atlas_model *old = *current, *fresh = NULL;
   atlas_checkpoint *snapshot = NULL;
   atlas_status snap = snapshot_old(old, next, &snapshot);
   if (snap != ATLAS_OK) {
@@ -194,53 +292,15 @@ atlas_status atlas_model_swap(atlas_model **current,
         "model needs %s, %s is free), so the current model %s would be torn "
         "down first, and it could not be restored bit for bit if the new one "
         "failed; still serving %s",
-        need, have, atlas_model_name(old), atlas_model_name(old));
+        w->need, w->have, atlas_model_name(old), atlas_model_name(old));
   }
   r->path = ATLAS_SWAP_REPLACE;
-  atlas_model_spec old_spec = *atlas_model_spec_of(old);
-  // The old model's row, parsed config and EOS ids outlive its close: the
-  // restore reads nothing from the files.
-  const atlas_arch *old_arch = atlas_model_arch(old);
-  atlas_eos old_eos = *atlas_model_eos(old);
-  void *old_config = malloc(old_arch->config_size);
-  if (old_config != NULL) {
-    memcpy(old_config, atlas_model_config(old), old_arch->config_size);
-  }
-  // The model owns its strings; keep copies past its close. The new spec's
-  // may point into the old model too (a caller passing its own spec back,
-  // or atlas_model_info's name).
-  char *old_dir = dup_or_null(old_spec.dir);
-  char *old_backend = dup_or_null(old_spec.backend);
-  atlas_model_spec fresh_spec = *next;
-  char *next_dir = dup_or_null(next->dir);
-  char *next_backend = dup_or_null(next->backend);
-  if (old_config == NULL || (old_spec.dir != NULL && old_dir == NULL) ||
-      (old_spec.backend != NULL && old_backend == NULL) ||
-      (next->dir != NULL && next_dir == NULL) ||
-      (next->backend != NULL && next_backend == NULL)) {
+  replace_plan plan;
+  atlas_status status = plan_replace(old, next, snapshot, &plan);
+  if (status != ATLAS_OK) {
     atlas_checkpoint_close(snapshot);
-    free(old_config);
-    free(old_dir);
-    free(old_backend);
-    free(next_dir);
-    free(next_backend);
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "swap: out of host memory; nothing was changed");
+    return status;
   }
-  old_spec.dir = old_dir;
-  old_spec.backend = old_backend;
-  old_spec.adopt_checkpoint = snapshot;
-  old_spec.adopt_arch = old_arch;
-  old_spec.adopt_config = old_config;
-  old_spec.adopt_eos = &old_eos;
-  old_spec.ignore_env_fault = true;
-  // A restore never re-injects the new model's fault; a test may fail it on
-  // purpose (fail_restore) to see a swap end with no model.
-  old_spec.fault_kind = ATLAS_FAULT_ALLOC;
-  old_spec.fault_at = next->fail_restore ? 1 : 0;
-  old_spec.fail_module_load_at = 0;
-  fresh_spec.dir = next_dir;
-  fresh_spec.backend = next_backend;
   double tt = now_ms();
   atlas_status teardown = close_clean(old);
   r->teardown_ms = now_ms() - tt;
@@ -248,49 +308,40 @@ atlas_status atlas_model_swap(atlas_model **current,
   if (next->after_teardown != NULL)
     next->after_teardown(next->after_teardown_ctx);
   double tl = now_ms();
-  atlas_status status = open_proven(&fresh_spec, &fresh);
+  status = open_proven(&plan.fresh_spec, &fresh);
   r->load_ms = now_ms() - tl;
-  free(next_dir);  // the model keeps copies of its own
-  free(next_backend);
   if (status == ATLAS_OK) {
     *current = fresh;
     r->swapped = true;
     atlas_checkpoint_close(snapshot);
-    free(old_config);
-    free(old_dir);
-    free(old_backend);
-    r->total_ms = now_ms() - t0;
-    return atlas_status_annotate(teardown,
-                                 "swap done, but tearing down the "
-                                 "old model reported");
-  }
-  // The failed load reclaimed what it allocated; bring the old model back
-  // from the snapshot (the model adopts it and keeps it as its source).
-  atlas_model *restored = NULL;
-  atlas_status restore = atlas_model_open(&old_spec, &restored);
-  const char *old_name =
-      old_dir ? old_dir : (old_spec.embedded ? old_spec.embedded->name : "?");
-  if (restore == ATLAS_OK) {
-    *current = restored;
-    r->restored = true;
-    status = atlas_status_annotate(status,
-                                   "swap failed; the old model %s was "
-                                   "restored and is serving (from a "
-                                   "host copy of the bytes it was "
-                                   "loaded from: the same weights, bit "
-                                   "for bit)",
-                                   old_name);
+    status = atlas_status_annotate(teardown,
+                                   "swap done, but tearing down the "
+                                   "old model reported");
   } else {
-    status = atlas_status_join(
-        atlas_status_annotate(status, "swap failed"),
-        atlas_status_annotate(restore,
-                              "restoring the old model %s also failed; "
-                              "no model is loaded",
-                              old_name));
+    status =
+        atlas_status_join(restore_old(current, &plan, r, status), teardown);
   }
-  free(old_config);
-  free(old_dir);
-  free(old_backend);
+  plan_free(&plan);
   r->total_ms = now_ms() - t0;
-  return atlas_status_join(status, teardown);
+  return status;
+}
+
+atlas_status atlas_model_swap(atlas_model **current,
+                              const atlas_model_spec *next,
+                              atlas_swap_report *out_report) {
+  atlas_swap_report local = {
+      ATLAS_SWAP_REFUSED, 0, 0, 0, false, false, 0, 0, 0};
+  atlas_swap_report *r = out_report != NULL ? out_report : &local;
+  memset(r, 0, sizeof(*r));
+  double t0 = now_ms();
+  if (*current == NULL) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "swap: there is no current model");
+  }
+  swap_words words;
+  ATLAS_RETURN_IF_ERROR(check_fits(*current, next, r, &words));
+  if (r->needed_bytes <= r->free_bytes) {
+    return swap_side_by_side(current, next, r, t0);
+  }
+  return swap_replace(current, next, r, t0, &words);
 }

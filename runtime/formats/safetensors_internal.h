@@ -1,0 +1,53 @@
+// Inside a safetensors file object: shared by the header parser
+// (safetensors_header.c) and the file access (safetensors.c). Private to
+// runtime/formats.
+#ifndef ATLAS_RUNTIME_FORMATS_SAFETENSORS_INTERNAL_H_
+#define ATLAS_RUNTIME_FORMATS_SAFETENSORS_INTERNAL_H_
+
+#include <stdint.h>
+
+#include "atlas/runtime/base/file_read.h"
+#include "atlas/runtime/formats/safetensors.h"
+
+struct atlas_safetensors {
+  char *path;
+  const uint8_t *base;  // the buffer; NULL for a file (read with pread)
+  uint64_t size;
+  int fd;  // >= 0 for a file: kept open so its data stays readable
+  atlas_file_identity identity;  // what the file was when opened
+  void *owned;  // a buffer this object frees (a snapshot), or NULL
+  // Content digests of tensors read through a digest slot (weight_scan.h),
+  // and which tensors have one: what a snapshot is checked against.
+  uint64_t *digests;
+  unsigned char *digested;
+  uint64_t data_start;  // 8 + header length
+  uint64_t data_bytes;
+  atlas_safetensors_tensor *tensors;  // file order
+  size_t count;
+  const atlas_safetensors_tensor **by_name;  // sorted by name
+  char **meta_keys;                          // sorted by key
+  char **meta_values;
+  size_t meta_count;
+};
+
+// OUT_OF_MEMORY naming the file (`path` already quoted).
+static inline atlas_status atlas_safetensors_oom(const char *path) {
+  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                           "%s: out of host memory while parsing the header",
+                           path);
+}
+
+// Reads the 8-byte length prefix of a file of `size` bytes starting at
+// `base` and checks it against the size and ATLAS_SAFETENSORS_MAX_HEADER_BYTES.
+ATLAS_MUST_USE atlas_status atlas_safetensors_header_length(const char *path,
+                                                            const uint8_t *base,
+                                                            uint64_t size,
+                                                            uint64_t *out_len);
+// Parses a header already read into a new file object. `base` is the buffer
+// holding the whole file (data is read from it) or NULL for a file read with
+// pread; the caller sets fd and identity for a file.
+ATLAS_MUST_USE atlas_status atlas_safetensors_parse_header(
+    const char *path, const uint8_t *header, uint64_t header_len, uint64_t size,
+    const uint8_t *base, atlas_safetensors **out_file);
+
+#endif  // ATLAS_RUNTIME_FORMATS_SAFETENSORS_INTERNAL_H_
