@@ -13,8 +13,8 @@
 #include "atlas/runtime/api/memory_json.h"
 #include "atlas/runtime/api/memory_svg.h"
 #include "atlas/runtime/backends/backend_factory.h"
-#include "atlas/runtime/generate/gen_state.h"
 #include "atlas/runtime/base/ledger_report.h"
+#include "atlas/runtime/generate/gen_state.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/runtime/model/swap.h"
 // atlas.h repeats its tokenizer declarations: including both checks they agree.
@@ -88,18 +88,18 @@ static atlas_status spec_from(const atlas_open_options *in,
                              "none of auto, f32, f16, bf16",
                              o.kv_cache_type);
   }
-  memset(spec, 0, sizeof(*spec));
-  spec->kv_dtype = kv;
-  spec->kv_dtype_auto = kv_auto;
-  spec->backend = o.backend;
-  spec->device = o.device;
-  spec->device_budget_bytes = o.device_budget_bytes;
-  spec->max_seq = o.max_seq;
-  spec->context_needed = o.context_needed;
-  spec->vocab_needed = o.vocab_needed;
-  spec->log = o.log;
-  spec->progress = o.progress;
-  spec->progress_ctx = o.progress_ctx;
+  // Every other field of the spec starts at zero.
+  *spec = (atlas_model_spec){.kv_dtype = kv,
+                             .kv_dtype_auto = kv_auto,
+                             .backend = o.backend,
+                             .device = o.device,
+                             .device_budget_bytes = o.device_budget_bytes,
+                             .max_seq = o.max_seq,
+                             .context_needed = o.context_needed,
+                             .vocab_needed = o.vocab_needed,
+                             .log = o.log,
+                             .progress = o.progress,
+                             .progress_ctx = o.progress_ctx};
   return ATLAS_OK;
 }
 
@@ -289,24 +289,24 @@ static atlas_status generate_state_init(generate_state *g, atlas_model *model,
                                         size_t prompt_len) {
   memset(g, 0, sizeof(*g));
   g->options = o;
-  atlas_gen_config c;
-  memset(&c, 0, sizeof(c));
-  // At least one, so that max_new_tokens 0 runs as before (no token).
-  c.max_tokens = o->max_new_tokens > 0 ? o->max_new_tokens : 1;
-  c.sampling = atlas_sampler_config_default();
-  c.sampling.temperature = o->temperature;
-  c.sampling.top_k = o->top_k;
-  c.sampling.top_p = o->top_p;
-  c.sampling.min_p = o->min_p;
-  c.sampling.repetition_penalty = o->repetition_penalty;
-  c.sampling.seed = o->seed;
   const atlas_eos *eos = atlas_model_eos(model);
-  c.eos = eos->ids;
-  c.eos_count = eos->count;
-  c.ignore_eos = o->ignore_eos;
-  c.tokenizer = o->tokenizer;
-  c.stop_strings = (const char *const *)o->stop_strings;
-  c.stop_count = o->stop_count;
+  // The sampling comes whole from the options (atlas.h states their
+  // defaults); at least one token, so that max_new_tokens 0 runs as before
+  // (no token).
+  atlas_gen_config c = {
+      .max_tokens = o->max_new_tokens > 0 ? o->max_new_tokens : 1,
+      .sampling = {.temperature = o->temperature,
+                   .top_k = o->top_k,
+                   .top_p = o->top_p,
+                   .min_p = o->min_p,
+                   .repetition_penalty = o->repetition_penalty,
+                   .seed = o->seed},
+      .eos = eos->ids,
+      .eos_count = eos->count,
+      .ignore_eos = o->ignore_eos,
+      .tokenizer = o->tokenizer,
+      .stop_strings = (const char *const *)o->stop_strings,
+      .stop_count = o->stop_count};
   return atlas_status_annotate(
       atlas_gen_state_init(&g->g, &c, prompt, prompt_len,
                            (size_t)atlas_model_vocab_size(model)),
@@ -442,6 +442,16 @@ static void swap_info_refused(atlas_swap_info *out_info) {
 
 // One swap for atlas_swap, atlas_swap_memory and atlas_testing_swap:
 // `holder` (may be NULL) is the new in-memory checkpoint, owned from here on.
+// What a swap came to, from the swap's own report and what serves now.
+static atlas_swap_outcome swap_outcome(const atlas_swap_report *r,
+                                       const atlas_model *now) {
+  if (r->swapped) return ATLAS_SWAP_OUTCOME_SWAPPED;
+  if (r->restored) return ATLAS_SWAP_OUTCOME_RESTORED;
+  if (now == NULL) return ATLAS_SWAP_OUTCOME_LOST;
+  if (r->path == ATLAS_SWAP_SIDE_BY_SIDE) return ATLAS_SWAP_OUTCOME_KEPT;
+  return ATLAS_SWAP_OUTCOME_REFUSED;
+}
+
 static atlas_status swap_impl(atlas_model **model, const char *dir,
                               embedded_holder *holder,
                               const atlas_open_options *options,
@@ -494,24 +504,15 @@ static atlas_status swap_impl(atlas_model **model, const char *dir,
     if (*model == NULL) free(old_holder);
   }
   if (out_info != NULL) {
-    out_info->side_by_side = r.path == ATLAS_SWAP_SIDE_BY_SIDE;
-    out_info->needed_bytes = r.needed_bytes;
-    out_info->free_bytes = r.free_bytes;
-    out_info->releasable_bytes = r.releasable_bytes;
-    out_info->teardown_ms = r.teardown_ms;
-    out_info->load_ms = r.load_ms;
-    out_info->total_ms = r.total_ms;
-    if (r.swapped) {
-      out_info->outcome = ATLAS_SWAP_OUTCOME_SWAPPED;
-    } else if (r.restored) {
-      out_info->outcome = ATLAS_SWAP_OUTCOME_RESTORED;
-    } else if (*model == NULL) {
-      out_info->outcome = ATLAS_SWAP_OUTCOME_LOST;
-    } else if (r.path == ATLAS_SWAP_SIDE_BY_SIDE) {
-      out_info->outcome = ATLAS_SWAP_OUTCOME_KEPT;
-    } else {
-      out_info->outcome = ATLAS_SWAP_OUTCOME_REFUSED;
-    }
+    *out_info =
+        (atlas_swap_info){.outcome = swap_outcome(&r, *model),
+                          .side_by_side = r.path == ATLAS_SWAP_SIDE_BY_SIDE,
+                          .needed_bytes = r.needed_bytes,
+                          .free_bytes = r.free_bytes,
+                          .releasable_bytes = r.releasable_bytes,
+                          .teardown_ms = r.teardown_ms,
+                          .load_ms = r.load_ms,
+                          .total_ms = r.total_ms};
   }
   return s;
 }

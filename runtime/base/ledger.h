@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atlas/runtime/base/format_bytes.h"
 #include "atlas/runtime/base/site.h"
 #include "atlas/runtime/base/status.h"
 
@@ -132,9 +133,6 @@ typedef struct atlas_sweep_result {
 } atlas_sweep_result;
 
 void atlas_sweep_result_free(atlas_sweep_result *result);
-
-// Formats a byte count as "9.70 GB" / "12.0 MB" / "512 B" into buf.
-void atlas_format_bytes(size_t bytes, char *buf, size_t buf_size);
 
 #ifdef __cplusplus
 }  // extern "C"

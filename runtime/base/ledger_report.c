@@ -130,19 +130,6 @@ void atlas_site_report_free(atlas_site_report *report) {
   memset(report, 0, sizeof(*report));
 }
 
-void atlas_format_bytes(size_t bytes, char *buf, size_t buf_size) {
-  double b = (double)bytes;
-  if (b >= 1e9) {
-    snprintf(buf, buf_size, "%.2f GB", b / 1e9);
-  } else if (b >= 1e6) {
-    snprintf(buf, buf_size, "%.2f MB", b / 1e6);
-  } else if (b >= 1e3) {
-    snprintf(buf, buf_size, "%.2f kB", b / 1e3);
-  } else {
-    snprintf(buf, buf_size, "%zu B", bytes);
-  }
-}
-
 // Appends to a growing string; returns false when out of memory.
 typedef struct strbuf {
   char *data;
@@ -212,17 +199,25 @@ atlas_status atlas_site_report_text(const atlas_site_report *report,
   return ATLAS_OK;
 }
 
-atlas_status atlas_ledger_report_text(atlas_ledger *ledger, size_t top_n,
-                                      double min_mb, char **out_text) {
-  *out_text = NULL;
+// The ledger's live entries grouped by site (see atlas_site_report_build).
+static atlas_status report_of(atlas_ledger *ledger, size_t top_n, double min_mb,
+                              atlas_site_report *out_report) {
+  memset(out_report, 0, sizeof(*out_report));  // freeable whatever happens
   atlas_ledger_entry *entries = NULL;
   size_t count = 0;
   ATLAS_RETURN_IF_ERROR(
       atlas_ledger_snapshot_unordered(ledger, &entries, &count));
-  atlas_site_report report;
   atlas_status status =
-      atlas_site_report_build(entries, count, top_n, min_mb, &report);
+      atlas_site_report_build(entries, count, top_n, min_mb, out_report);
   free(entries);
+  return status;
+}
+
+atlas_status atlas_ledger_report_text(atlas_ledger *ledger, size_t top_n,
+                                      double min_mb, char **out_text) {
+  *out_text = NULL;
+  atlas_site_report report;
+  atlas_status status = report_of(ledger, top_n, min_mb, &report);
   if (status == ATLAS_OK) status = atlas_site_report_text(&report, out_text);
   atlas_site_report_free(&report);
   return status;
@@ -230,15 +225,8 @@ atlas_status atlas_ledger_report_text(atlas_ledger *ledger, size_t top_n,
 
 atlas_status atlas_ledger_report_json(atlas_ledger *ledger, char **out_json) {
   *out_json = NULL;
-  atlas_ledger_entry *entries = NULL;
-  size_t count = 0;
-  ATLAS_RETURN_IF_ERROR(
-      atlas_ledger_snapshot_unordered(ledger, &entries, &count));
   atlas_site_report report;
-  atlas_status status =
-      atlas_site_report_build(entries, count, 0, 0.0, &report);
-  free(entries);
-  if (status != ATLAS_OK) return status;
+  ATLAS_RETURN_IF_ERROR(report_of(ledger, 0, 0.0, &report));
   json_t *root = json_object();
   json_t *sites = json_array();
   bool ok = root != NULL && sites != NULL;

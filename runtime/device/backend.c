@@ -588,34 +588,19 @@ static atlas_status facts(atlas_backend *b, const char *what,
   return b->vtable->device_facts(b, out);
 }
 
-atlas_status atlas_backend_total_memory(atlas_backend *b, size_t *out_bytes) {
-  atlas_device_facts f;
-  atlas_status status = facts(b, "total_memory", &f);
-  *out_bytes = f.total_bytes;
-  return status;
-}
+// Each public question reads one field of that answer.
+#define DEFINE_FACT(NAME, TYPE, FIELD)                             \
+  atlas_status atlas_backend_##NAME(atlas_backend *b, TYPE *out) { \
+    atlas_device_facts f;                                          \
+    atlas_status status = facts(b, #NAME, &f);                     \
+    *out = f.FIELD;                                                \
+    return status;                                                 \
+  }
 
-atlas_status atlas_backend_free_memory(atlas_backend *b, size_t *out_bytes) {
-  atlas_device_facts f;
-  atlas_status status = facts(b, "free_memory", &f);
-  *out_bytes = f.free_bytes;
-  return status;
-}
-
-atlas_status atlas_backend_device_free_memory(atlas_backend *b,
-                                              size_t *out_bytes) {
-  atlas_device_facts f;
-  atlas_status status = facts(b, "device_free_memory", &f);
-  *out_bytes = f.free_bytes;
-  return status;
-}
-
-atlas_status atlas_backend_sm_count(atlas_backend *b, int *out_count) {
-  atlas_device_facts f;
-  atlas_status status = facts(b, "sm_count", &f);
-  *out_count = f.sm_count;
-  return status;
-}
+DEFINE_FACT(total_memory, size_t, total_bytes)
+DEFINE_FACT(free_memory, size_t, free_bytes)
+DEFINE_FACT(device_free_memory, size_t, free_bytes)
+DEFINE_FACT(sm_count, int, sm_count)
 
 atlas_status atlas_backend_bind_to_thread(atlas_backend *b) {
   return DISPATCH0(b, bind_to_thread);

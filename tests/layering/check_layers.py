@@ -59,7 +59,7 @@ FORBIDDEN = [
 # .c and .h). A new core file must be placed here.
 CORE_LEVELS = {
     "runtime/base/": [
-        ["status", "site", "log_sink", "half", "version"],
+        ["status", "site", "log_sink", "half", "version", "format_bytes"],
         ["log", "checked_math", "file_read", "weight_scan"],
         ["ledger"],
         ["ledger_report"],

@@ -12,7 +12,7 @@ prefix="$tmp/prefix"
 
 "$install_bin" "$prefix"
 for f in include/atlas/atlas.h include/atlas/runtime/base/status.h include/atlas/runtime/base/log_sink.h \
-         include/atlas/runtime/base/version.h lib/libatlas.so lib/libatlas.a lib/pkgconfig/atlas.pc; do
+         include/atlas/runtime/base/version.h include/atlas/runtime/base/format_bytes.h lib/libatlas.so lib/libatlas.a lib/pkgconfig/atlas.pc; do
   [ -f "$prefix/$f" ] || { echo "FAIL: install did not write $f"; exit 1; }
 done
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bazel run //:install -- PREFIX
-# Installs include/atlas/atlas.h (+ atlas/runtime/base/{status,log_sink,version}.h),
+# Installs include/atlas/atlas.h (+ atlas/runtime/base/{status,log_sink,version,format_bytes}.h),
 # lib/libatlas.so.VERSION (with its soname link and libatlas.so), lib/libatlas.a
 # and lib/pkgconfig/atlas.pc under PREFIX.
 set -euo pipefail
@@ -12,7 +12,8 @@ for r in "${RUNFILES_DIR:-}" "$0.runfiles" "${TEST_SRCDIR:-}"; do
 done
 api="$root/runtime/api"; dist="$api/dist"
 so="$dist/libatlas.so" a="$dist/libatlas.a" pc="$dist/atlas.pc.in"
-headers=("$root/runtime/base/status.h" "$root/runtime/base/log_sink.h" "$root/runtime/base/version.h")
+headers=("$root/runtime/base/status.h" "$root/runtime/base/log_sink.h" "$root/runtime/base/version.h"
+  "$root/runtime/base/format_bytes.h")
 if [ $# -ne 1 ] || [ -z "$1" ]; then
   echo "usage: bazel run //:install -- PREFIX" >&2
   exit 2
