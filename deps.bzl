@@ -77,8 +77,14 @@ cc_library(
     includes = ["include"],
     defines = {defines},
 )
-""".format(prefix = prefix, pkg = rctx.attr.debian_package, name = rctx.attr.target,
-           lib = rctx.attr.static_lib, hdrs = repr(hdrs), defines = repr(rctx.attr.defines)))
+""".format(
+        prefix = prefix,
+        pkg = rctx.attr.debian_package,
+        name = rctx.attr.target,
+        lib = rctx.attr.static_lib,
+        hdrs = repr(hdrs),
+        defines = repr(rctx.attr.defines),
+    ))
 
 # A C library found on the host (Debian's -dev package), as one cc_library.
 atlas_system_library = repository_rule(

@@ -10,6 +10,7 @@ load("@rules_cc//cc:defs.bzl", "cc_library")
 ATLAS_CUDA_SASS_ARCHS = SASS_ARCHS
 ATLAS_CUDA_PTX_ARCH = PTX_ARCH
 ATLAS_CUDA_NARROWED = SASS_ARCHS != DEFAULT_SASS_ARCHS
+
 # The kernels branch on __CUDA_ARCH__ at these levels only (900:
 # griddepcontrol, cuda_common.cuh); a new branch adds its level here. Each
 # SASS architecture is compiled from the PTX of the highest level at or below
@@ -48,8 +49,15 @@ def _repository_root():
     repo = native.repository_name()
     return "." if repo == "@" else "external/" + repo.lstrip("@")
 
-def atlas_cuda_fatbin(name, src, symbol, hdrs = [], ptx_only = False,
-                      nvcc_opts = [], nvcc = None, **kwargs):
+def atlas_cuda_fatbin(
+        name,
+        src,
+        symbol,
+        hdrs = [],
+        ptx_only = False,
+        nvcc_opts = [],
+        nvcc = None,
+        **kwargs):
     """Compiles `src` to a fatbin and wraps it in a cc_library `name`.
 
     The library's header is `<package>/<name>.h`; it declares `symbol` (the
@@ -84,6 +92,7 @@ def atlas_cuda_fatbin(name, src, symbol, hdrs = [], ptx_only = False,
         ]),
         message = "nvcc " + src,
     )
+
     # The image goes in by the assembler's .incbin: a C array of a 34 MB
     # fatbin was 200 MB of source and two minutes of gcc in every build
     # configuration (fastbuild, asan, tsan, an embedder's).

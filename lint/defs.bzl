@@ -264,8 +264,17 @@ def _impl(target, ctx, mode):
         stamp = ctx.actions.declare_file("%s.statics/gate.ok" % ctx.label.name)
         manifest = ctx.actions.declare_file("%s.statics/reports" % ctx.label.name)
         ctx.actions.write(manifest, "\n".join([f.path for f in text]) + "\n")
-        gate_args = ["-I", ctx.file._gate.path, "--manifest", manifest.path, "--check", "atlas-stray-statics",
-                     "--no-stale", "--stamp", stamp.path]
+        gate_args = [
+            "-I",
+            ctx.file._gate.path,
+            "--manifest",
+            manifest.path,
+            "--check",
+            "atlas-stray-statics",
+            "--no-stale",
+            "--stamp",
+            stamp.path,
+        ]
         gate_inputs = [ctx.file._gate, ctx.file._sarif, manifest] + text
         if ctx.file._baseline:
             gate_args += ["--baseline", ctx.file._baseline.path]
@@ -354,8 +363,21 @@ def _gate_test_impl(ctx, check, update = False):
     ctx.actions.write(via, "\n".join(depset(transitive = [i.via_includers for i in infos]).to_list()) + "\n")
     excluded = ctx.actions.declare_file(name + ".excluded")
     ctx.actions.write(excluded, "\n".join(depset(transitive = [i.excluded for i in infos]).to_list()) + "\n")
-    cmd = [_PYTHON, "-I", ctx.file._gate.short_path, "--manifest", manifest.short_path, "--name", name,
-           "--skipped", skipped.short_path, "--via-includers", via.short_path, "--excluded", excluded.short_path]
+    cmd = [
+        _PYTHON,
+        "-I",
+        ctx.file._gate.short_path,
+        "--manifest",
+        manifest.short_path,
+        "--name",
+        name,
+        "--skipped",
+        skipped.short_path,
+        "--via-includers",
+        via.short_path,
+        "--excluded",
+        excluded.short_path,
+    ]
     runfiles = [ctx.file._gate, ctx.file._sarif, manifest, visited, skipped, via, excluded]
     if check:
         cmd += ["--check", check]
@@ -445,8 +467,17 @@ def _reports_impl(ctx):
     merged = ctx.actions.declare_file(ctx.label.name + ".sarif")
     manifest = ctx.actions.declare_file(ctx.label.name + ".sarif.reports")
     ctx.actions.write(manifest, "\n".join([f.path for f in texts]) + "\n")
-    args = ["-I", ctx.file._gate.path, "--manifest", manifest.path, "--check", "atlas-stray-statics",
-            "--sarif", merged.path, "--report-only"]
+    args = [
+        "-I",
+        ctx.file._gate.path,
+        "--manifest",
+        manifest.path,
+        "--check",
+        "atlas-stray-statics",
+        "--sarif",
+        merged.path,
+        "--report-only",
+    ]
     inputs = [ctx.file._gate, ctx.file._sarif, manifest] + texts
     if ctx.file.baseline:
         args += ["--baseline", ctx.file.baseline.path]

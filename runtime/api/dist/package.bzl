@@ -63,6 +63,7 @@ def _atlas_shared_library_impl(ctx):
     cc = ctx.attr._cc_toolchain[cc_common.CcToolchainInfo]
     archives, system, flags = _inputs(ctx)
     out = ctx.actions.declare_file(ctx.attr.out)
+
     # -lNAME for each Debian archive, searched beside it first (the prefix
     # deps.bzl found) and then where the linker looks by default.
     syslibs = " ".join([
