@@ -182,11 +182,21 @@ def atlas_system_libraries(prefix, skip = {}):
                 defines = defines,
             )
 
+# buildifier: disable=unnamed-macro
 def atlas_dependencies(
         system_prefix = "/usr",
         llvm_prefix = "/usr/lib/llvm-14",
         rules_java_path = "/usr/share/bazel/rules/java"):
-    """Declares what Atlas needs; skips any repository the workspace already has."""
+    """Declares what Atlas needs; skips any repository the workspace already has.
+
+    A WORKSPACE macro that embedders call with no arguments (the README's two
+    lines), so it takes no name.
+
+    Args:
+      system_prefix: where Debian's static jansson, PCRE2 and utf8proc live.
+      llvm_prefix: the LLVM 14 whose clang-tidy and headers the gate uses.
+      rules_java_path: Debian's bazel-bootstrap copy of rules_java.
+    """
     existing = native.existing_rules()
     if "rules_cc" not in existing:
         atlas_vendored_repository(name = "rules_cc", subdir = "rules_cc")

@@ -69,6 +69,16 @@ def atlas_cuda_fatbin(
     missing path to build the no-nvcc image). `hdrs` are the headers `src`
     includes, spelled from the repository root
     (`#include "kernels/cuda_common.cuh"`).
+
+    Args:
+      name: the cc_library's name; the image's genrule is `<name>_image`.
+      src: the .cu file.
+      symbol: the C name of the image's bytes.
+      hdrs: the .cuh headers `src` includes.
+      ptx_only: PTX of the newest architecture only (no SASS).
+      nvcc_opts: more options for nvcc.
+      nvcc: the compiler; None takes the one deps.bzl found.
+      **kwargs: passed to the cc_library.
     """
     if nvcc == None:
         nvcc = NVCC or "/nonexistent/nvcc"

@@ -63,6 +63,9 @@ def _flag_ok(flag):
     # Other flags clang does not know are dropped by the runner, with a note.
     return not (flag.startswith("-W") or flag.startswith("-pedantic") or "$(" in flag)
 
+# buildifier: disable=native-cc-info
+# CcInfo is built into Bazel 4.2.3, and loading it would tie the gate to one
+# rules_cc; consumers bring their own.
 def _merge_contexts(target, ctx):
     contexts = []
     if CcInfo in target:
@@ -115,8 +118,11 @@ def _compile_args(ctx, cc, lang, mode):
     return args
 
 def _lint_files(ctx, is_cc, via_includers):
-    """(files, generated): (file, lang) for every source and header of this target that lives in this
-    workspace, and the generated ones that are not checked."""
+    """The files of this target to check, and the generated ones that are not.
+
+    Returns (files, generated): (file, lang) for every source and header of this
+    target that lives in this workspace, and the generated ones.
+    """
     srcs, generated = [], []
     for attr_name in ["srcs", "hdrs", "textual_hdrs"] if is_cc else ["srcs"]:
         for f in getattr(ctx.rule.files, attr_name, []):

@@ -26,8 +26,17 @@ pkg=tools/dev/buildifier
 want=$(sed -n 's/.*"@bazel\/buildifier": "\([0-9.]*\)".*/\1/p' "$pkg/package.json")
 bin="$pkg/node_modules/.bin/buildifier"
 if ! "$bin" --version 2>/dev/null | grep -q "version: $want\b"; then
-  command -v npm >/dev/null 2>&1 ||
-    { echo "tools/dev/buildifier.sh: npm not found (Debian package npm)" >&2; exit 1; }
+  if ! command -v npm >/dev/null 2>&1; then
+    # A fresh Debian 12 has none: Debian's npm, as tools/bazel installs the
+    # build's packages (not in tools/debian-packages.txt: a machine whose
+    # Node.js comes from elsewhere would have apt replace it on every build).
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    command -v apt-get >/dev/null 2>&1 ||
+      { echo "tools/dev/buildifier.sh: npm not found (Debian package npm)" >&2; exit 1; }
+    echo "tools/dev/buildifier.sh: apt-get install npm" >&2
+    $sudo apt-get install -y --no-install-recommends npm >&2 ||
+      { echo "tools/dev/buildifier.sh: could not install npm (Debian package npm)" >&2; exit 1; }
+  fi
   echo "tools/dev/buildifier.sh: installing @bazel/buildifier $want (npm ci)" >&2
   npm ci --prefix "$pkg" --no-audit --no-fund --loglevel=error >&2
   "$bin" --version | grep -q "version: $want\b" ||
