@@ -31,13 +31,26 @@ check "=1: nothing skipped" bash -c "! grep -q 'SKIPPED' '$tmp/fail.log'"
 # The summary: one count, grouped by reason (the "CUDA unavailable:" prefix
 # and its case do not split a reason), nothing when nothing skipped.
 "$summary" "$tmp/skip.log" "$tmp/zero.log" >"$tmp/one" 2>&1
-check "summary: one line for one reason" [ "$(wc -l <"$tmp/one")" -eq 1 ]
+check "summary: one line for one reason, then one a log" [ "$(wc -l <"$tmp/one")" -eq 3 ]
 check "summary: counts both logs" grep -q '^CUDA: 2 test cases SKIPPED on this machine, not run: probe reason 42 (ATLAS_REQUIRE_GPU=1 makes a skip fail)$' "$tmp/one"
+check "summary: each log's share of its cases" grep -qx "  $tmp/skip.log: 1 of 2 cases SKIPPED" "$tmp/one"
+# A target whose every case skipped is named as such, by its label (Bazel's
+# testlogs/PKG/NAME/test.log), beside one that ran some of its cases.
+mkdir -p "$tmp/testlogs/tests/cuda/all_skip_test" "$tmp/testlogs/tests/cuda/some_skip_test"
+printf '[==========] Running 3 tests from 1 test suite.\nCUDA skip: CUDA unavailable: no driver\nCUDA skip: CUDA unavailable: no driver\nCUDA skip: CUDA unavailable: no driver\n[==========] 3 tests from 1 test suite ran. (0 ms total)\n[  PASSED  ] 0 tests.\n' \
+  >"$tmp/testlogs/tests/cuda/all_skip_test/test.log"
+printf 'CUDA skip: CUDA unavailable: no driver\n[==========] 4 tests from 2 test suites ran. (1 ms total)\n[  PASSED  ] 3 tests.\n' \
+  >"$tmp/testlogs/tests/cuda/some_skip_test/test.log"
+"$summary" "$tmp/testlogs/tests/cuda/some_skip_test/test.log" "$tmp/testlogs/tests/cuda/all_skip_test/test.log" >"$tmp/targets" 2>&1
+check "summary: all skipped, by label" grep -qx '  //tests/cuda:all_skip_test: all 3 cases SKIPPED, none ran' "$tmp/targets"
+check "summary: some skipped, by label" grep -qx '  //tests/cuda:some_skip_test: 1 of 4 cases SKIPPED' "$tmp/targets"
+check "summary: the total over targets" grep -q '^CUDA: 4 test cases SKIPPED on this machine, not run: no driver ' "$tmp/targets"
 printf 'x\nCUDA skip: cuda unavailable: no driver\nCUDA skip: CUDA unavailable: no driver\nCUDA skip: built without nvcc\n' >"$tmp/mixed.log"
 "$summary" "$tmp/mixed.log" >"$tmp/two" 2>&1
 check "summary: total over reasons" grep -q '^CUDA: 3 test cases SKIPPED on this machine, not run (ATLAS_REQUIRE_GPU=1 makes a skip fail):$' "$tmp/two"
 check "summary: biggest reason first" [ "$(sed -n 2p "$tmp/two")" = "  2 x no driver" ]
 check "summary: then the next" [ "$(sed -n 3p "$tmp/two")" = "  1 x built without nvcc" ]
+check "summary: then the log, with no case count it can read" [ "$(sed -n 4p "$tmp/two")" = "  $tmp/mixed.log: 3 cases SKIPPED" ]
 "$summary" "$tmp/fail.log" >"$tmp/none" 2>&1; rc=$?
 check "summary: silent when nothing skipped" [ "$rc" -eq 0 -a ! -s "$tmp/none" ]
 

@@ -6,8 +6,10 @@
 #   tools/gpu/cuda_skip_summary.sh TEST.LOG...  # test logs directly
 #
 # Counts the lines that tests/cuda/cuda_skip.h puts in the logs ("CUDA skip:
-# REASON", under gtest's "Skipped" line), by reason. Prints nothing when no
-# case skipped. tools/bazel runs it after every `test` command.
+# REASON", under gtest's "Skipped" line), by reason, then names each test
+# target that skipped cases, with how many of its cases ran: a target whose
+# every case skipped ran nothing, whatever Bazel's PASSED says. Prints nothing
+# when no case skipped. tools/bazel runs it after every `test` command.
 set -uo pipefail
 
 logs=()
@@ -39,3 +41,20 @@ else
     "(ATLAS_REQUIRE_GPU=1 makes a skip fail):"
   sed 's/^ *\([0-9]*\) /  \1 x /' <<<"$reasons"
 fi
+# One line a target: .../testlogs/PKG/NAME/test.log is //PKG:NAME.
+for log in "${logs[@]}"; do
+  n=$(grep -c '^CUDA skip: ' -- "$log" 2>/dev/null) || continue
+  [ "$n" -gt 0 ] || continue
+  label="$log"
+  if [[ "$log" =~ /testlogs/(.+)/([^/]+)/test\.log$ ]]; then
+    label="//${BASH_REMATCH[1]}:${BASH_REMATCH[2]}"
+  fi
+  total=$(sed -n 's/^\[==========\] \([0-9]*\) tests\{0,1\} from .* ran\..*/\1/p' -- "$log" | tail -1)
+  if [ -n "$total" ] && [ "$n" -ge "$total" ]; then
+    echo "  $label: all $total cases SKIPPED, none ran"
+  elif [ -n "$total" ]; then
+    echo "  $label: $n of $total cases SKIPPED"
+  else
+    echo "  $label: $n cases SKIPPED"
+  fi
+done | sort

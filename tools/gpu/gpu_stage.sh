@@ -8,7 +8,8 @@
 #   bash DIR/run_all.sh               # runs every test binary, then the bench
 #
 # The binaries dlopen libcuda.so.1 at run time and link everything but libc and
-# libstdc++ statically, so they need no CUDA toolkit on either machine.
+# libstdc++ statically, so they need no CUDA toolkit on either machine; a
+# binary that needs any other shared library is refused (check_static.sh).
 # BAZEL overrides the Bazel command (default: bazel); GPU_STAGE_TARGETS adds
 # more test targets and GPU_STAGE_BINS more programs for bin/ (space-separated
 # labels; run_all.sh runs only the tests and the bench).
@@ -56,6 +57,18 @@ done
 for b in "${bins[@]}"; do
   install -m 0755 "$bin_root/$(label_path "$b")" "$dir/bin/"
 done
+# A binary that needs a Bazel-built shared library would not start there:
+# refuse to stage it (GPU_STAGE_ALLOW_DYNAMIC=1 stages it with a warning).
+if ! problems=$(tools/gpu/check_static.sh "$dir"/tests/* "$dir"/bin/*); then
+  printf '%s\n' "$problems" >&2
+  if [ "${GPU_STAGE_ALLOW_DYNAMIC:-0}" = 1 ]; then
+    echo "gpu_stage: WARNING: staged anyway (GPU_STAGE_ALLOW_DYNAMIC=1); those binaries will not start on the GPU machine" >&2
+  else
+    echo "gpu_stage: refusing to stage binaries that would not start on a machine without Bazel; add linkstatic = True to their targets" >&2
+    rm -rf "$dir"
+    exit 1
+  fi
+fi
 git rev-parse --short HEAD >"$dir/COMMIT" 2>/dev/null || true
 install -m 0755 tools/gpu/gpu_run_all.sh "$dir/run_all.sh"
 echo "gpu_stage: staged in $dir ($(du -sh "$dir" | cut -f1)):" >&2
