@@ -11,20 +11,6 @@ double atlas_progress_now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-// "1.23 GB" (the CLI links only the public API, so it formats its own).
-static void format_bytes(uint64_t bytes, char *buf, size_t buf_size) {
-  double b = (double)bytes;
-  if (b >= 1e9) {
-    snprintf(buf, buf_size, "%.2f GB", b / 1e9);
-  } else if (b >= 1e6) {
-    snprintf(buf, buf_size, "%.2f MB", b / 1e6);
-  } else if (b >= 1e3) {
-    snprintf(buf, buf_size, "%.2f kB", b / 1e3);
-  } else {
-    snprintf(buf, buf_size, "%llu B", (unsigned long long)bytes);
-  }
-}
-
 void atlas_progress_init(atlas_progress *p, const char *label) {
   p->label = label;
   p->enabled = isatty(STDERR_FILENO) != 0;
@@ -40,14 +26,15 @@ void atlas_progress_update(void *ctx, uint64_t done, uint64_t total) {
     return;
   const int width = 30;
   int filled = (int)((double)done / (double)total * width);
-  char a[32], b[32];
-  format_bytes(done, a, sizeof(a));
-  format_bytes(total, b, sizeof(b));
   fprintf(stderr, "\r%s [", p->label);
   for (int i = 0; i < width; ++i) fputc(i < filled ? '#' : ' ', stderr);
   double secs = (atlas_progress_now_ms() - p->start_ms) / 1e3;
-  fprintf(stderr, "] %3d%% %s / %s  %.2f GB/s ", (int)(100.0 * done / total), a,
-          b, secs > 0 ? done / secs / 1e9 : 0.0);
+  // In GB throughout, as the rate: a bar is only drawn for loads that take
+  // a while, so the sizes are large (and the CLI links only the public API,
+  // which has no byte formatter).
+  fprintf(stderr, "] %3d%% %.2f / %.2f GB  %.2f GB/s ",
+          (int)(100.0 * done / total), (double)done / 1e9, (double)total / 1e9,
+          secs > 0 ? done / secs / 1e9 : 0.0);
   p->drawn = true;
 }
 

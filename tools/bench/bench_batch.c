@@ -28,6 +28,7 @@
 #include "atlas/runtime/model/model.h"
 #include "atlas/runtime/serve/batch.h"
 #include "atlas/runtime/serve/scheduler.h"
+#include "atlas/tools/bench/bench_stats.h"
 
 enum { kMaxCounts = 16 };
 
@@ -38,27 +39,11 @@ typedef struct options {
   long prompt, steps, ttft_requests, ttft_prompt;
 } options;
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static int check(atlas_status s, const char *what) {
   if (s == ATLAS_OK) return 0;
   fprintf(stderr, "bench_batch: %s: %s\n", what, atlas_status_message(s));
   atlas_status_free(s);
   return 1;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n) {
-  qsort(v, n, sizeof(double), cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static uint32_t next_rand(uint64_t *s) {
@@ -128,15 +113,15 @@ static double bandwidth(atlas_backend *b) {
   }
   double t[6];
   for (int i = 0; i < 6; ++i) {
-    double t0 = now_ms();
+    double t0 = atlas_bench_now_ms();
     atlas_status s = atlas_backend_d2d(b, dst, src, bytes);
     if (s == ATLAS_OK) s = atlas_backend_synchronize(b);
     atlas_status_free(s);
-    t[i] = now_ms() - t0;
+    t[i] = atlas_bench_now_ms() - t0;
   }
   atlas_status_free(atlas_backend_free(b, dst));
   atlas_status_free(atlas_backend_free(b, src));
-  return 2.0 * (double)bytes / median(t + 1, 5) / 1e6;
+  return 2.0 * (double)bytes / atlas_bench_median(t + 1, 5) / 1e6;
 }
 
 // Bytes of the weights a decode step reads (every matrix once; the
@@ -181,7 +166,7 @@ static int run_batch(const options *o, atlas_model *model, long n, double gbps,
   // Prefill: as many whole prompts a step as the step's rows hold.
   size_t rows = atlas_batch_engine_max_rows(e);
   size_t per = rows / (size_t)o->prompt ? rows / (size_t)o->prompt : 1;
-  double p0 = now_ms();
+  double p0 = atlas_bench_now_ms();
   for (long i = 0; rc == 0 && i < n; i += (long)per) {
     size_t k = 0;
     for (long j = i; j < n && k < per; ++j, ++k) {
@@ -194,17 +179,17 @@ static int run_batch(const options *o, atlas_model *model, long n, double gbps,
     }
     rc = check(atlas_batch_step(e, items, k), "prefill");
   }
-  double prefill_ms = now_ms() - p0;
+  double prefill_ms = atlas_bench_now_ms() - p0;
   for (long s = 0; rc == 0 && s < o->steps; ++s) {
     for (long i = 0; i < n; ++i) {
       items[i] = (atlas_batch_item){seqs[i], &tok[i], 1, NULL, &tok[i]};
     }
-    double t0 = now_ms();
+    double t0 = atlas_bench_now_ms();
     rc = check(atlas_batch_step(e, items, (size_t)n), "decode step");
-    t[s] = now_ms() - t0;
+    t[s] = atlas_bench_now_ms() - t0;
   }
   if (rc == 0) {
-    double ms = median(t, (size_t)o->steps);
+    double ms = atlas_bench_median(t, (size_t)o->steps);
     double ctx = (double)o->prompt + (double)o->steps / 2;
     double floor_ms = (wbytes + kvpos * ctx * (double)n) / (gbps * 1e6);
     printf(
@@ -242,11 +227,11 @@ static int run_single(const options *o, atlas_model *model) {
       "one-sequence prefill");
   double best = 0;
   for (int round = 0; rc == 0 && round < 3; ++round) {
-    double t0 = now_ms();
+    double t0 = atlas_bench_now_ms();
     rc = check(atlas_llama_decode_greedy(m, 1, (uint32_t)o->prompt,
                                          (size_t)o->steps, out),
                "one-sequence decode");
-    double ms = (now_ms() - t0) / (double)o->steps;
+    double ms = (atlas_bench_now_ms() - t0) / (double)o->steps;
     if (round == 0 || ms < best) best = ms;
   }
   if (rc == 0) {
@@ -267,7 +252,7 @@ static void on_event(void *ctx, const atlas_sched_event *e) {
   ttft_state *t = ctx;
   if (e->has_token && !t->got) {
     t->got = true;
-    t->first_ms = now_ms();
+    t->first_ms = atlas_bench_now_ms();
   }
 }
 
@@ -300,7 +285,7 @@ static int run_ttft(const options *o, atlas_model *model, bool prefix,
       }
     }
     ro.ctx = &st[r + 1];
-    st[r + 1].submit_ms = now_ms();
+    st[r + 1].submit_ms = atlas_bench_now_ms();
     rc = check(atlas_scheduler_submit(s, p, len, &ro, NULL), "submit");
     // The first request runs alone: the shared prompt is then cached.
     for (bool worked = true; rc == 0 && worked && r < 0;) {

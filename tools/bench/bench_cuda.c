@@ -15,6 +15,7 @@
 #include "atlas/runtime/cuda/cuda_host.h"
 #include "atlas/runtime/cuda/cuda_module_loader.h"
 #include "atlas/runtime/device/backend.h"
+#include "atlas/tools/bench/bench_stats.h"
 
 typedef struct bench_ctx {
   atlas_backend *b;
@@ -31,14 +32,8 @@ static double now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof(double), cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return atlas_bench_median(v, (size_t)n);
 }
 
 // Prints a failed status and frees it; returns 1 on failure.

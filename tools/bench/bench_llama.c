@@ -22,12 +22,7 @@
 #include "atlas/runtime/arch/llama/llama_model.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/tools/bench/bench_llama.h"
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "atlas/tools/bench/bench_stats.h"
 
 static int check(const atlas_bench_llama_options *a, atlas_status s,
                  const char *what) {
@@ -35,16 +30,6 @@ static int check(const atlas_bench_llama_options *a, atlas_status s,
   fprintf(stderr, "%s: %s: %s\n", a->program, what, atlas_status_message(s));
   atlas_status_free(s);
   return 1;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n) {
-  qsort(v, n, sizeof(double), cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static int open_model(const atlas_bench_llama_options *a, int64_t max_seq,
@@ -56,7 +41,7 @@ static int open_model(const atlas_bench_llama_options *a, int64_t max_seq,
   spec.max_seq = max_seq;
   spec.kv_dtype = a->kv_dtype;
   spec.kv_dtype_auto = a->kv_auto;
-  double t0 = now_ms();
+  double t0 = atlas_bench_now_ms();
   char what[4200];  // a path, as bench.c resolved it (PATH_MAX)
   snprintf(what, sizeof(what), "opening %s", a->dir);
   if (check(a, atlas_model_open(&spec, out), what)) return 1;
@@ -72,9 +57,9 @@ static int open_model(const atlas_bench_llama_options *a, int64_t max_seq,
   const atlas_llama_model *m =
       (const atlas_llama_model *)(void *)atlas_model_impl(*out);
   printf("loaded %s on %s in %.1f ms (KV cache %lld positions, %s%s)\n", a->dir,
-         atlas_backend_name(atlas_model_backend(*out)), now_ms() - t0,
-         (long long)atlas_model_max_seq(*out), atlas_dtype_name(m->kv->dtype),
-         a->kv_auto ? ", the default" : "");
+         atlas_backend_name(atlas_model_backend(*out)),
+         atlas_bench_now_ms() - t0, (long long)atlas_model_max_seq(*out),
+         atlas_dtype_name(m->kv->dtype), a->kv_auto ? ", the default" : "");
   return 0;
 }
 
@@ -97,14 +82,14 @@ static int print_bandwidth(const atlas_bench_llama_options *a,
   double t[6];
   int rc = 0;
   for (int i = 0; rc == 0 && i < 6; ++i) {
-    double t0 = now_ms();
+    double t0 = atlas_bench_now_ms();
     atlas_status s = atlas_backend_d2d(b, dst, src, bytes);
     if (s == ATLAS_OK) s = atlas_backend_synchronize(b);
     rc = check(a, s, "d2d copy");
-    t[i] = now_ms() - t0;
+    t[i] = atlas_bench_now_ms() - t0;
   }
   if (rc == 0) {
-    double ms = median(t + 1, 5);
+    double ms = atlas_bench_median(t + 1, 5);
     printf("device copy bandwidth: %.0f GB/s (1 GiB d2d, read + write)\n",
            2.0 * (double)bytes / ms / 1e6);
     printf("RESULT copy_gbps %.1f\n", 2.0 * (double)bytes / ms / 1e6);
@@ -171,13 +156,13 @@ int atlas_bench_prefill(const atlas_bench_llama_options *a) {
   for (size_t s = 0; rc == 0 && s < a->size_count; ++s) {
     size_t n = (size_t)a->sizes[s];
     for (long r = 0; rc == 0 && r <= a->count; ++r) {  // r == 0: warm-up
-      double t0 = now_ms();
+      double t0 = atlas_bench_now_ms();
       rc = check(a, atlas_llama_prefill(m, tokens, n, 0, logits, NULL, NULL),
                  "prefill");
-      t[r] = now_ms() - t0;
+      t[r] = atlas_bench_now_ms() - t0;
     }
     if (rc) break;
-    double ms = median(t + 1, (size_t)a->count);
+    double ms = atlas_bench_median(t + 1, (size_t)a->count);
     printf(
         "atlas prefill %5zu tokens: %9.2f ms (median of %ld; %.0f tokens/s)\n",
         n, ms, a->count, (double)n / ms * 1e3);
@@ -255,7 +240,7 @@ int atlas_bench_decode(const atlas_bench_llama_options *a) {
                                              3, ids),
                    "decode");
       }
-      double t0 = now_ms();
+      double t0 = atlas_bench_now_ms();
       if (rc == 0) {
         rc = check(a,
                    atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx,
@@ -263,7 +248,7 @@ int atlas_bench_decode(const atlas_bench_llama_options *a) {
                    "decode");
       }
       if (rc) break;
-      double ms = (now_ms() - t0) / (double)a->count;
+      double ms = (atlas_bench_now_ms() - t0) / (double)a->count;
       printf("atlas decode at context %5zu: %7.3f ms/token (%ld steps, %s)\n",
              ctx, ms, a->count, modes[mode].name);
       printf("RESULT decode%s_%zu_ms %.4f\n", modes[mode].key, ctx, ms);
