@@ -165,7 +165,7 @@ static int run_batch(const options *o, atlas_model *model, long n, double gbps,
   }
   // Prefill: as many whole prompts a step as the step's rows hold.
   size_t rows = atlas_batch_engine_max_rows(e);
-  size_t per = rows / (size_t)o->prompt ? rows / (size_t)o->prompt : 1;
+  size_t per = (rows / (size_t)o->prompt) ? rows / (size_t)o->prompt : 1;
   double p0 = atlas_bench_now_ms();
   for (long i = 0; rc == 0 && i < n; i += (long)per) {
     size_t k = 0;
