@@ -28,6 +28,7 @@
 #include "atlas/runtime/model/model.h"
 #include "atlas/runtime/serve/batch.h"
 #include "atlas/runtime/serve/scheduler.h"
+#include "atlas/tools/atlas/cli_options.h"
 #include "atlas/tools/bench/bench_stats.h"
 
 enum { kMaxCounts = 16 };
@@ -75,13 +76,19 @@ static int parse(int argc, char **argv, options *o) {
     if (strcmp(a, "--backend") == 0) {
       o->backend = v;
     } else if (strcmp(a, "--prompt") == 0) {
-      o->prompt = atol(v);
+      if (check(atlas_cli_parse_long(a, v, 1, 1L << 30, &o->prompt), "options"))
+        return 1;
     } else if (strcmp(a, "--steps") == 0) {
-      o->steps = atol(v);
+      if (check(atlas_cli_parse_long(a, v, 1, 1L << 30, &o->steps), "options"))
+        return 1;
     } else if (strcmp(a, "--ttft-requests") == 0) {
-      o->ttft_requests = atol(v);
+      if (check(atlas_cli_parse_long(a, v, 1, 1L << 30, &o->ttft_requests),
+                "options"))
+        return 1;
     } else if (strcmp(a, "--ttft-prompt") == 0) {
-      o->ttft_prompt = atol(v);
+      if (check(atlas_cli_parse_long(a, v, 1, 1L << 30, &o->ttft_prompt),
+                "options"))
+        return 1;
     } else if (strcmp(a, "--seqs") == 0) {
       o->seq_count = 0;
       for (const char *p = v; *p && o->seq_count < kMaxCounts;) {
@@ -153,7 +160,7 @@ static int run_batch(const options *o, atlas_model *model, long n, double gbps,
   }
   int rc = 0;
   size_t vocab = (size_t)atlas_model_vocab_size(model);
-  atlas_batch_seq **seqs = calloc((size_t)n, sizeof(*seqs));
+  atlas_batch_seq **seqs = calloc((size_t)n, sizeof(atlas_batch_seq *));
   atlas_batch_item *items = calloc((size_t)n, sizeof(*items));
   uint32_t *tok = calloc((size_t)n, sizeof(uint32_t));
   size_t rows_max = atlas_batch_engine_max_rows(e);
