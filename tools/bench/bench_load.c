@@ -17,11 +17,11 @@
 
 #include "atlas/kernels/weight_scan_kernels.h"
 #include "atlas/runtime/arch/weight_check.h"
-#include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/base/file_read.h"
+#include "atlas/runtime/cuda/cuda_backend.h"
+#include "atlas/runtime/device/weight_upload.h"
 #include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/model/swap.h"
-#include "atlas/runtime/device/weight_upload.h"
 #include "atlas/tools/checkpoint/make_checkpoint_demo_models.h"
 
 static double now_s(void) {

@@ -12,9 +12,9 @@
 
 #include "atlas/runtime/arch/llama/llama_config.h"
 #include "atlas/runtime/arch/llama/llama_weights.h"
-#include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/base/status.h"
 #include "atlas/runtime/base/version.h"
+#include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/tools/atlas/cli_options.h"
 #include "atlas/tools/atlas/cli_output_dir.h"
 #include "atlas/tools/atlas/cli_stdio.h"
