@@ -12,9 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/sampling/sampler.h"
 #include "atlas/runtime/sampling/stop.h"
-#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/tokenizer.h"
 
 #ifdef __cplusplus

@@ -18,9 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/runtime/serve/kv_pool.h"
-#include "atlas/runtime/base/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -23,9 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/device/backend.h"
 #include "atlas/runtime/formats/safetensors.h"
-#include "atlas/runtime/base/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -35,8 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "atlas/runtime/model/model.h"
 #include "atlas/runtime/base/status.h"
+#include "atlas/runtime/model/model.h"
 #include "atlas/runtime/text/tokenizer.h"
 
 #ifdef __cplusplus

@@ -15,10 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/chat/chat_template.h"
 #include "atlas/runtime/serve/openai/oai_request.h"
 #include "atlas/runtime/serve/scheduler.h"
-#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/tokenizer.h"
 
 #ifdef __cplusplus

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "atlas/runtime/serve/openai/oai_request.h"
 #include "atlas/runtime/base/status.h"
+#include "atlas/runtime/serve/openai/oai_request.h"
 
 #ifdef __cplusplus
 extern "C" {
