@@ -31,8 +31,6 @@ ALLOWED = [
      "being split: the decode attention kernel"),
     ("runtime/chat/jinja_*.c", "*", "being split: the template engine"),
     ("lint/stray_statics_check.cc", "*", "being split: the statics check"),
-    ("tools/atlas.c", "*", "being split: the CLI by command"),
-    ("tools/atlas/*.c", "*", "being split: the CLI by command"),
 ]
 
 
