@@ -17,7 +17,7 @@ checked on their own, and again through every file that includes them (the gate 
 static in a textual include (.inc, .def) is reported at its spelling location. Tags on a target:
 `no-atlas-statics` skips it (the gate's summary lists it), `atlas-statics-headers-via-includers` checks
 its headers only through their includers (for headers that do not compile on their own). Generated files
-are not checked; the summary lists them.
+are checked like written ones (reported at their package paths); assembly files are listed in the summary.
 
 The aspects can run over a package pattern without any list of targets:
 
@@ -30,6 +30,8 @@ The only things taken from the host are /usr/bin/python3, which runs the small r
 (standard library only), and, for the cppcheck gate, /usr/bin/cppcheck. lint/README.md says why.
 """
 
+load(":settings.bzl", "AtlasSettingInfo", "gate_options_transition")
+
 AtlasLintInfo = provider(
     doc = "Reports of one lint mode for a target and everything it depends on in this workspace.",
     fields = {
@@ -39,7 +41,7 @@ AtlasLintInfo = provider(
         "visited": "depset of labels (strings) of the targets whose files were checked",
         "skipped": "depset of labels of targets tagged no-atlas-statics",
         "via_includers": "depset of labels of targets whose headers are checked only through includers",
-        "excluded": "depset of workspace files that are compiled but not checked (generated files)",
+        "excluded": "depset of workspace files that are compiled but not parsed (assembly)",
     },
 )
 
@@ -51,6 +53,7 @@ _CXX_EXTS = ["cc", "cpp", "cxx", "c++", "C"]
 _CU_EXTS = ["cu"]
 _HDR_EXTS = ["h", "hh", "hpp", "hxx", "cuh"]  # .inc/.def are textual: checked through their includers
 _CXX_HDR_EXTS = ["hh", "hpp", "hxx"]
+_ASM_EXTS = ["S", "s", "asm"]  # not parsed: listed in the gate's summary
 _CC_KINDS = ["cc_library", "cc_binary", "cc_test"]
 _SKIP_TAG = "no-atlas-statics"
 _VIA_INCLUDERS_TAG = "atlas-statics-headers-via-includers"
@@ -118,19 +121,20 @@ def _compile_args(ctx, cc, lang, mode):
     return args
 
 def _lint_files(ctx, is_cc, via_includers):
-    """The files of this target to check, and the generated ones that are not.
+    """The files of this target to check, and the assembly files, which are not.
 
-    Returns (files, generated): (file, lang) for every source and header of this
-    target that lives in this workspace, and the generated ones.
+    Returns (files, unchecked): (file, lang) for every source and header of this
+    target that lives in this workspace, written or generated, and the assembly
+    files, which are listed but not parsed.
     """
-    srcs, generated = [], []
+    srcs, unchecked = [], []
     for attr_name in ["srcs", "hdrs", "textual_hdrs"] if is_cc else ["srcs"]:
         for f in getattr(ctx.rule.files, attr_name, []):
             if f.owner.workspace_root:
                 continue
-            if not f.is_source:
-                if f.extension in _C_EXTS + _CXX_EXTS + _CU_EXTS + _HDR_EXTS:
-                    generated.append(f.short_path)
+            if f.extension in _ASM_EXTS:
+                if is_cc:
+                    unchecked.append(f.short_path)
                 continue
             if attr_name == "textual_hdrs":
                 continue  # checked through its includers
@@ -150,7 +154,94 @@ def _lint_files(ctx, is_cc, via_includers):
                 out.append((f, "cuda"))
             else:
                 out.append((f, "c++" if (has_cxx or f.extension in _CXX_HDR_EXTS) else "c"))
-    return out, generated
+    return out, unchecked
+
+def _statics_options(ctx):
+    """The runner's arguments for the check options and CUDA parses the gate's build settings name."""
+    args = []
+    for option, attr_name in [("LifecycleFiles", "_lifecycle_files"), ("CudaHostFiles", "_cuda_host_files")]:
+        value = getattr(ctx.attr, attr_name)[AtlasSettingInfo].value
+        if value:
+            args += ["--option", "%s=%s" % (option, value)]
+    for arch in ctx.attr._cuda_archs[AtlasSettingInfo].value:
+        args += ["--cuda-arch", arch]
+    return args
+
+def _declare_batch(ctx, mode, files, cc):
+    """One action for the files of a target: one Python start, one tool process per file (per parse for
+    CUDA: host side and each architecture's device side). Returns (text, fixes, sarif) report lists."""
+    text, fixes, sarif = [], [], []
+    runner = ctx.file._runner
+    tool_inputs = [runner, ctx.file._sarif]
+    if mode != "cppcheck":
+        tool_inputs += [ctx.file._clang_tidy, ctx.file._config, ctx.file._version]
+    plugin = None
+    if mode == "statics":
+        plugin = [f for f in ctx.attr._plugin.files.to_list() if f.extension == "so"][0]
+        tool_inputs.append(plugin)
+    cuda_files = ctx.files._cuda_stub
+    stand_ins = ctx.files._cuda_stand_ins if mode == "statics" else []
+    cuda_dir = cuda_files[0].dirname if cuda_files else "lint/cuda"
+    units, outputs, srcs, seen, has_cuda = [], [], [], {}, False
+    for src, lang in files:
+        # The standard gates cover Atlas's written C sources; the statics gate covers C, C++ and CUDA,
+        # written or generated (a generated file is data, or another tool's code, to the standard ones).
+        if src.path in seen or (mode != "statics" and (lang != "c" or not src.is_source)):
+            continue
+
+        # cppcheck sees a header through the sources that include it: alone, every struct member of an
+        # interface header would read as unused.
+        if mode == "cppcheck" and src.extension not in _C_EXTS:
+            continue
+        seen[src.path] = True
+        stem = "%s.%s/%s" % (ctx.label.name, mode, src.short_path)
+        out_text = ctx.actions.declare_file(stem + ".txt")
+        out_sarif = ctx.actions.declare_file(stem + ".sarif")
+        outputs += [out_text, out_sarif]
+        out_fixes = None
+        if mode != "cppcheck":
+            out_fixes = ctx.actions.declare_file(stem + ".fixes.yaml")
+            outputs.append(out_fixes)
+            fixes.append(out_fixes)
+        has_cuda = has_cuda or lang == "cuda"
+        units.append(struct(
+            src = src.path,
+            text = out_text.path,
+            sarif = out_sarif.path,
+            fixes = out_fixes.path if out_fixes else "",
+            args = _compile_args(ctx, cc, lang, mode),
+        ))
+        srcs.append(src)
+        text.append(out_text)
+        sarif.append(out_sarif)
+    if not units:
+        return text, fixes, sarif
+    batch = ctx.actions.declare_file("%s.%s/batch.json" % (ctx.label.name, mode))
+    ctx.actions.write(batch, struct(units = units).to_json())
+    args = ["-I", runner.path, "--mode", mode, "--batch", batch.path]  # -I: no user site, no PYTHON*
+    if mode == "cppcheck":
+        args += ["--tool", _CPPCHECK]
+    else:
+        args += ["--tool", ctx.file._clang_tidy.path, "--config", ctx.file._config.path,
+                 "--version-file", ctx.file._version.path]
+    if plugin:
+        args += ["--plugin", plugin.path] + _statics_options(ctx)
+    if has_cuda:
+        # The stand-in for the toolkit's headers: the runner keeps it a system directory (it is the gate's
+        # own, and only its declared files are inputs); a consumer's stand-ins are searched first.
+        args += ["--cuda-stub", cuda_dir]
+        for d in sorted({f.dirname: True for f in stand_ins}.keys()):
+            args += ["--cuda-extra", d]
+    ctx.actions.run(
+        executable = _PYTHON,
+        arguments = args,
+        inputs = depset(srcs + tool_inputs + [batch] + (cuda_files + stand_ins if has_cuda else []),
+                        transitive = [cc.headers]),
+        outputs = outputs,
+        mnemonic = {"statics": "AtlasStatics", "tidy": "AtlasClangTidy", "cppcheck": "AtlasCppcheck"}[mode],
+        progress_message = "%s %s (%d file%s)" % (mode, ctx.label, len(units), "" if len(units) == 1 else "s"),
+    )
+    return text, fixes, sarif
 
 def _impl(target, ctx, mode):
     transitive = []
@@ -159,6 +250,7 @@ def _impl(target, ctx, mode):
             if type(dep) == "Target" and AtlasLintInfo in dep:
                 transitive.append(dep[AtlasLintInfo])
     text, fixes, sarif, visited, skipped, via, excluded = [], [], [], [], [], [], []
+    cc = None
     tags = getattr(ctx.rule.attr, "tags", [])
     is_cc = ctx.rule.kind in _CC_KINDS
     label = str(ctx.label)
@@ -173,7 +265,6 @@ def _impl(target, ctx, mode):
         if not is_cc:
             # Another rule (a genrule running nvcc): its CUDA sources, with its other inputs as headers.
             files = [(f, lang) for f, lang in files if lang == "cuda"]
-            generated = [g for g in generated if g.endswith(".cu")]
         if is_cc:
             visited.append(label)
             if via_includers:
@@ -189,65 +280,7 @@ def _impl(target, ctx, mode):
                 quote_includes = [".", ctx.bin_dir.path],
                 system_includes = [],
             )
-        runner = ctx.file._runner
-        tool_inputs = [runner, ctx.file._sarif]
-        if mode != "cppcheck":
-            tool_inputs += [ctx.file._clang_tidy, ctx.file._config]
-        plugin = None
-        if mode == "statics":
-            plugin = [f for f in ctx.attr._plugin.files.to_list() if f.extension == "so"][0]
-            tool_inputs.append(plugin)
-        cuda_files = ctx.files._cuda_stub
-        cuda_dir = cuda_files[0].dirname if cuda_files else "lint/cuda"
-        seen = {}
-        for src, lang in files:
-            # The standard gates cover Atlas's C sources; the statics gate covers C, C++ and CUDA.
-            if src.path in seen or (mode != "statics" and lang != "c"):
-                continue
-
-            # cppcheck sees a header through the sources that include it: alone, every struct member of
-            # an interface header would read as unused.
-            if mode == "cppcheck" and src.extension not in _C_EXTS:
-                continue
-            seen[src.path] = True
-            stem = "%s.%s/%s" % (ctx.label.name, mode, src.short_path)
-            out_text = ctx.actions.declare_file(stem + ".txt")
-            out_sarif = ctx.actions.declare_file(stem + ".sarif")
-            outputs = [out_text, out_sarif]
-            args = ctx.actions.args()
-            args.add("-I")  # isolated: no user site, no PYTHON* variables
-            args.add(runner)
-            args.add("--mode", mode)
-            args.add("--src", src)
-            args.add("--text", out_text)
-            args.add("--sarif", out_sarif)
-            if mode == "cppcheck":
-                args.add("--tool", _CPPCHECK)
-            else:
-                out_fixes = ctx.actions.declare_file(stem + ".fixes.yaml")
-                outputs.append(out_fixes)
-                fixes.append(out_fixes)
-                args.add("--tool", ctx.file._clang_tidy)
-                args.add("--config", ctx.file._config)
-                args.add("--fixes", out_fixes)
-            if plugin:
-                args.add("--plugin", plugin)
-            if lang == "cuda":
-                # The stand-in for the toolkit's headers: the runner keeps it a system directory (it is the
-                # gate's own, and only its declared files are inputs).
-                args.add("--cuda-stub", cuda_dir)
-            args.add("--")
-            args.add_all(_compile_args(ctx, cc, lang, mode))
-            ctx.actions.run(
-                executable = _PYTHON,
-                arguments = [args],
-                inputs = depset([src] + tool_inputs + (cuda_files if lang == "cuda" else []), transitive = [cc.headers]),
-                outputs = outputs,
-                mnemonic = {"statics": "AtlasStatics", "tidy": "AtlasClangTidy", "cppcheck": "AtlasCppcheck"}[mode],
-                progress_message = "%s %s" % (mode, src.short_path),
-            )
-            text.append(out_text)
-            sarif.append(out_sarif)
+        text, fixes, sarif = _declare_batch(ctx, mode, files, cc)
     info = AtlasLintInfo(
         text = depset(text, transitive = [t.text for t in transitive]),
         fixes = depset(fixes, transitive = [t.fixes for t in transitive]),
@@ -312,6 +345,7 @@ _SARIF = attr.label(default = Label("//lint:sarif.py"), allow_single_file = True
 _GATE = attr.label(default = Label("//lint:statics_gate.py"), allow_single_file = True)
 _CUDA_STUB = attr.label(default = Label("//lint:cuda_stub"))
 _CLANG_TIDY = attr.label(default = Label("@atlas_llvm//:bin/clang-tidy"), allow_single_file = True)
+_VERSION = attr.label(default = Label("//lint:clang_tidy_version"), allow_single_file = True)
 
 _ATTR_ASPECTS = ["deps", "srcs", "hdrs"]
 
@@ -329,6 +363,11 @@ atlas_statics_aspect = aspect(
         "_clang_tidy": _CLANG_TIDY,
         "_plugin": attr.label(default = Label("//lint:atlas_statics_plugin"), cfg = "exec"),
         "_config": attr.label(default = Label("//lint:statics_config"), allow_single_file = True),
+        "_version": _VERSION,
+        "_lifecycle_files": attr.label(default = Label("//lint:lifecycle_files")),
+        "_cuda_host_files": attr.label(default = Label("//lint:cuda_host_files")),
+        "_cuda_archs": attr.label(default = Label("//lint:cuda_archs")),
+        "_cuda_stand_ins": attr.label(default = Label("//lint:cuda_stand_ins")),
     },
     doc = "Runs clang-tidy with only atlas-stray-statics over every cc target it visits.",
 )
@@ -343,6 +382,7 @@ atlas_tidy_aspect = aspect(
         "_cuda_stub": _CUDA_STUB,
         "_clang_tidy": _CLANG_TIDY,
         "_config": attr.label(default = Label("//lint:standard_checks.clang-tidy"), allow_single_file = True),
+        "_version": _VERSION,
     },
     doc = "Runs clang-tidy with Atlas's curated standard checks over every cc target it visits.",
 )
@@ -387,6 +427,10 @@ def _gate_test_impl(ctx, check, update = False):
     runfiles = [ctx.file._gate, ctx.file._sarif, manifest, visited, skipped, via, excluded]
     if check:
         cmd += ["--check", check]
+    version = getattr(ctx.file, "_version", None)
+    if version:
+        cmd += ["--tool-version-file", version.short_path]
+        runfiles.append(version)
     baseline = getattr(ctx.file, "baseline", None)
     if baseline:
         cmd += ["--baseline", baseline.short_path]
@@ -418,12 +462,33 @@ def _statics_update_impl(ctx):
 def _tidy_test_impl(ctx):
     return _gate_test_impl(ctx, None)
 
-_STATICS_ATTRS = {
-    "targets": attr.label_list(aspects = [atlas_statics_aspect], doc = "cc targets to gate (their deps too)"),
+# The check's options a gate rule takes, merged over the build settings of the same names (lint/BUILD), which
+# default to the configuration file's values: an empty attribute keeps them.
+_OPTION_ATTRS = {
+    "lifecycle_files": attr.string(doc = "regex of the workspace-relative paths where LIFECYCLE marks are " +
+                                         "allowed (the check's LifecycleFiles)"),
+    "cuda_host_files": attr.string(doc = "regex of the workspace-relative paths where CUDA_HOST marks are " +
+                                         "allowed (the check's CudaHostFiles)"),
+    "cuda_archs": attr.string_list(doc = "sm_NN architectures whose device-side code is parsed too " +
+                                         "(default: sm_80, sm_90)"),
+    "cuda_stand_ins": attr.label(allow_files = True, doc = "the workspace's own stand-in headers for CUDA " +
+                                                           "toolkit headers (searched before lint/cuda/)"),
+    "_allowlist_function_transition": attr.label(
+        default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
+    ),
+}
+
+_STATICS_ATTRS = dict({
+    "targets": attr.label_list(
+        aspects = [atlas_statics_aspect],
+        cfg = gate_options_transition,
+        doc = "cc targets to gate (their deps too)",
+    ),
     "baseline": attr.label(allow_single_file = True, doc = "legacy stragglers: lines `file function name`"),
     "_gate": _GATE,
     "_sarif": _SARIF,
-}
+    "_version": _VERSION,
+}, **_OPTION_ATTRS)
 
 atlas_statics_baseline_update = rule(
     implementation = _statics_update_impl,
@@ -483,8 +548,10 @@ def _reports_impl(ctx):
         "--sarif",
         merged.path,
         "--report-only",
+        "--tool-version-file",
+        ctx.file._version.path,
     ]
-    inputs = [ctx.file._gate, ctx.file._sarif, manifest] + texts
+    inputs = [ctx.file._gate, ctx.file._sarif, manifest, ctx.file._version] + texts
     if ctx.file.baseline:
         args += ["--baseline", ctx.file.baseline.path]
         inputs.append(ctx.file.baseline)
@@ -504,12 +571,13 @@ def _reports_impl(ctx):
 
 atlas_statics_reports = rule(
     implementation = _reports_impl,
-    attrs = {
-        "targets": attr.label_list(aspects = [atlas_statics_aspect]),
+    attrs = dict({
+        "targets": attr.label_list(aspects = [atlas_statics_aspect], cfg = gate_options_transition),
         "baseline": attr.label(allow_single_file = True, doc = "findings to mark as suppressed in the SARIF"),
         "_gate": _GATE,
         "_sarif": _SARIF,
-    },
+        "_version": _VERSION,
+    }, **_OPTION_ATTRS),
     doc = "The atlas-stray-statics reports (text, fixes YAML, per-file SARIF) of targets and one merged " +
           "SARIF 2.1.0 log `<name>.sarif`, as files: CI artifacts, or data for a test.",
 )

@@ -109,6 +109,15 @@ def read_lines(path):
         return [l.strip() for l in f if l.strip()]
 
 
+def tool_version(path):
+    """The version number in a tool's --version output (clang-tidy: "LLVM version 14.0.6"), or ""."""
+    if not path or not os.path.exists(path):
+        return ""
+    with open(path, encoding="utf-8") as f:
+        m = re.search(r"version (\d+\.\d+\.\d+)", f.read())
+    return m.group(1) if m else ""
+
+
 def main(argv):
     p = argparse.ArgumentParser()
     p.add_argument("--manifest", required=True, help="file listing the text reports, one a line")
@@ -116,12 +125,13 @@ def main(argv):
     p.add_argument("--baseline", help="legacy stragglers the gate lets pass (with --check)")
     p.add_argument("--skipped", help="file listing targets tagged no-atlas-statics")
     p.add_argument("--via-includers", help="file listing targets whose headers are checked via includers")
-    p.add_argument("--excluded", help="file listing compiled files that are not checked (generated)")
+    p.add_argument("--excluded", help="file listing compiled files that are not parsed (assembly)")
     p.add_argument("--no-stale", action="store_true", help="do not judge baseline entries (one target's run)")
     p.add_argument("--stamp", help="on success, write this file (a build action's output)")
     p.add_argument("--report-only", action="store_true", help="write the SARIF log, never fail")
     p.add_argument("--sarif", help="write the merged SARIF log here")
     p.add_argument("--name", default="gate", help="name of the merged SARIF file in test outputs")
+    p.add_argument("--tool-version-file", help="the tool's --version output (the SARIF log's driver.version)")
     p.add_argument("--update-baseline", metavar="FILE", help="rewrite FILE to list the current stragglers")
     a = p.parse_args(argv)
 
@@ -193,7 +203,8 @@ def main(argv):
         tool = "clang-tidy" if a.check or not any("cppcheck" in (f["m"]["check"] or "") for f in findings) \
             else "cppcheck"
         with open(sarif_path, "w", encoding="utf-8") as f:
-            json.dump(sarif.log(diags, tool, "", "https://clang.llvm.org/extra/clang-tidy/", suppressed=kept),
+            json.dump(sarif.log(diags, tool, tool_version(a.tool_version_file),
+                                "https://clang.llvm.org/extra/clang-tidy/", suppressed=kept),
                       f, indent=1, sort_keys=True)
             f.write("\n")
 
@@ -214,7 +225,8 @@ def main(argv):
     if via:
         print("headers checked only through their includers: %s" % ", ".join(sorted(set(via))))
     if excluded:
-        print("not checked (generated files): %s" % ", ".join(sorted(set(excluded))))
+        print("not checked (assembly files, not parsed; a straggler there is not seen): %s"
+              % ", ".join(sorted(set(excluded))))
     for n in notes:
         print("note: " + n)
     if sarif_path:

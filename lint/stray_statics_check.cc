@@ -35,6 +35,10 @@
 #include "clang/Lex/MacroInfo.h"
 #include "clang/Lex/PPCallbacks.h"
 #include "clang/Lex/Preprocessor.h"
+#include "lint/statics/check.h"
+#include "lint/statics/pp_facts.h"
+#include "lint/statics/source_text.h"
+#include "lint/statics/type_shapes.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -43,41 +47,6 @@
 #include "llvm/Support/Regex.h"
 
 namespace atlas_lint {
-namespace {
-
-using clang::ASTContext;
-using clang::QualType;
-using clang::SourceLocation;
-using clang::SourceManager;
-using clang::VarDecl;
-using llvm::StringRef;
-
-constexpr char kCheckName[] = "atlas-stray-statics";
-constexpr char kAnnotationPrefix[] = "atlas_static:";
-constexpr char kMarkMacro[] = "ATLAS_STATIC";
-// Searched in the file's path with . and .. resolved (a path spelled through
-// runtime/lifecycle/../ is not in it).
-constexpr char kDefaultCudaHostFiles[] = "(^|/)runtime/cuda/cuda_host\\.c$";
-constexpr char kDefaultLifecycleFiles[] = "(^|/)runtime/lifecycle(/|\\.c$)";
-constexpr char kDefaultCategories[] =
-    "CUDA_HOST,LOG_ONCE,DIAG_ONCE,CONST_TABLE,LIFECYCLE";
-constexpr char kDefaultStrayAdvice[] =
-    "make it const, keep the state in the object that owns it and pass that "
-    "object, or mark it ATLAS_STATIC(CATEGORY) with a comment arguing its case";
-// The comment the mark fix-it inserts: it argues nothing until its author
-// replaces it, so applying the fix alone never passes the gate.
-constexpr char kCommentTemplate[] =
-    "TODO(atlas-stray-statics): argue why this static may stay";
-
-enum class Category {
-  kNone,
-  kCudaHost,
-  kLogOnce,
-  kDiagOnce,
-  kConstTable,
-  kLifecycle,
-  kCustom
-};
 
 Category BuiltinCategory(StringRef Name) {
   return llvm::StringSwitch<Category>(Name)
@@ -88,557 +57,6 @@ Category BuiltinCategory(StringRef Name) {
       .Case("LIFECYCLE", Category::kLifecycle)
       .Default(Category::kCustom);
 }
-
-bool IsImmutableRecord(const clang::RecordDecl *RD, const ASTContext &Ctx,
-                       int Depth);
-
-// A member (or a member's member, an element, a base) declared volatile.
-bool HasVolatileMember(const clang::RecordDecl *RD, const ASTContext &Ctx,
-                       int Depth) {
-  const clang::RecordDecl *Def = RD->getDefinition();
-  if (Def == nullptr || Depth > 16) return false;
-  if (const auto *CRD = llvm::dyn_cast<clang::CXXRecordDecl>(Def)) {
-    for (const auto &B : CRD->bases()) {
-      const clang::RecordDecl *BD = B.getType()->getAsRecordDecl();
-      if (BD != nullptr && HasVolatileMember(BD, Ctx, Depth + 1)) return true;
-    }
-  }
-  for (const clang::FieldDecl *F : Def->fields()) {
-    QualType FT = Ctx.getBaseElementType(F->getType());
-    if (FT.isVolatileQualified()) return true;
-    const clang::RecordDecl *FR = FT->getAsRecordDecl();
-    if (FR != nullptr && HasVolatileMember(FR, Ctx, Depth + 1)) return true;
-  }
-  return false;
-}
-
-// True when the object itself can be written after initialization: not const
-// at the top level (arrays: their elements), volatile, a C++ class with
-// mutable fields, or a reference to a mutable object. A record none of whose
-// members can be written (all const, or none at all: a lambda with no
-// captures, a tag type) is not mutable even when the object is not const.
-bool IsMutableObject(QualType T, const ASTContext &Ctx, int Depth = 0) {
-  if (Depth > 16) return true;
-  if (T->isReferenceType()) {
-    QualType P = T->getPointeeType();
-    if (P->isFunctionType()) return false;
-    return IsMutableObject(P, Ctx, Depth + 1);
-  }
-  QualType Base = Ctx.getBaseElementType(T);
-  if (Base.isVolatileQualified()) return true;
-  if (const auto *RD = Base->getAsRecordDecl()) {
-    if (const auto *CRD = llvm::dyn_cast<clang::CXXRecordDecl>(RD)) {
-      if (CRD->hasDefinition() && CRD->hasMutableFields()) return true;
-    }
-    // const volatile is flagged as a scalar; so in a const record.
-    if (Base.isConstQualified()) return HasVolatileMember(RD, Ctx, Depth + 1);
-    return !IsImmutableRecord(RD, Ctx, Depth + 1);
-  }
-  return !Base.isConstQualified();
-}
-
-bool IsImmutableRecord(const clang::RecordDecl *RD, const ASTContext &Ctx,
-                       int Depth) {
-  const clang::RecordDecl *Def = RD->getDefinition();
-  if (Def == nullptr) return false;
-  if (const auto *CRD = llvm::dyn_cast<clang::CXXRecordDecl>(Def)) {
-    // A lambda whose call operator is const cannot change its captures (its
-    // copy assignment is deleted); a `mutable` one can.
-    if (CRD->isLambda()) {
-      const clang::CXXMethodDecl *Call = CRD->getLambdaCallOperator();
-      if (Call != nullptr && !Call->isConst()) return false;
-      for (const clang::FieldDecl *F : Def->fields()) {
-        if (F->getType()->isReferenceType())
-          continue;  // the referent is checked itself
-        if (F->getType().isVolatileQualified()) return false;
-      }
-      return true;
-    }
-    if (CRD->hasMutableFields() || CRD->isPolymorphic()) return false;
-    for (const auto &B : CRD->bases()) {
-      const clang::RecordDecl *BD = B.getType()->getAsRecordDecl();
-      if (BD == nullptr || !IsImmutableRecord(BD, Ctx, Depth + 1)) return false;
-    }
-  }
-  for (const clang::FieldDecl *F : Def->fields()) {
-    QualType FT = F->getType();
-    if (FT->isReferenceType()) continue;  // a reference cannot be reseated
-    if (IsMutableObject(FT, Ctx, Depth + 1)) return false;
-  }
-  return true;
-}
-
-// CONST_TABLE shape: const at every level, from the element up through every
-// pointer (const char *const t[]); functions are immutable.
-bool IsConstAllTheWay(QualType T, const ASTContext &Ctx) {
-  QualType Cur = T;
-  for (int Depth = 0; Depth < 64; ++Depth) {
-    if (Cur->isReferenceType()) {
-      Cur = Cur->getPointeeType();
-      continue;
-    }
-    Cur = Ctx.getBaseElementType(Cur);
-    if (Cur->isFunctionType()) return true;
-    if (Cur.isVolatileQualified()) return false;
-    if (!Cur.isConstQualified() && IsMutableObject(Cur, Ctx)) return false;
-    if (const auto *RD = Cur->getAsCXXRecordDecl()) {
-      if (RD->hasDefinition() && RD->hasMutableFields()) return false;
-    }
-    if (Cur->isPointerType() || Cur->isMemberPointerType()) {
-      Cur = Cur->getPointeeType();
-      continue;
-    }
-    return true;
-  }
-  return true;
-}
-
-// LIFECYCLE shape: no pointer, reference or floating-point value at any depth,
-// so the object cannot hold or point at model-derived data (a device pointer,
-// a table, a scale); a terminal guard, a shutdown flag or a log ring of
-// characters and indices fit.
-bool HoldsPointerOrFloat(QualType T, const ASTContext &Ctx, int Depth = 0) {
-  if (Depth > 16) return true;
-  QualType C = Ctx.getBaseElementType(T.getCanonicalType());
-  if (C->isReferenceType() || C->isPointerType() || C->isMemberPointerType() ||
-      C->isBlockPointerType() || C->isNullPtrType()) {
-    return true;
-  }
-  if (const auto *AT = C->getAs<clang::AtomicType>()) {
-    return HoldsPointerOrFloat(AT->getValueType(), Ctx, Depth + 1);
-  }
-  if (C->isRealFloatingType() || C->isAnyComplexType()) return true;
-  if (const auto *VT =
-          C->getAs<clang::VectorType>()) {  // vector_size, ext_vector
-    return HoldsPointerOrFloat(VT->getElementType(), Ctx, Depth + 1);
-  }
-  if (const auto *RD = C->getAsRecordDecl()) {
-    const clang::RecordDecl *Def = RD->getDefinition();
-    if (Def == nullptr) return true;
-    if (const auto *CRD = llvm::dyn_cast<clang::CXXRecordDecl>(Def)) {
-      if (CRD->isPolymorphic()) return true;  // a vtable pointer
-      for (const auto &B : CRD->bases()) {
-        if (HoldsPointerOrFloat(B.getType(), Ctx, Depth + 1)) return true;
-      }
-    }
-    for (const clang::FieldDecl *F : Def->fields()) {
-      if (HoldsPointerOrFloat(F->getType(), Ctx, Depth + 1)) return true;
-    }
-  }
-  return false;
-}
-
-enum class LatchKind { kNotLatch, kFlag, kBoolLike };
-
-// A file name as the category patterns see it: . and .. resolved
-// ("runtime/lifecycle/../../kernels/x.inc" is kernels/x.inc), no leading ./.
-std::string NormalPath(StringRef Name) {
-  llvm::SmallString<256> P(Name);
-  llvm::sys::path::remove_dots(P, /*remove_dot_dot=*/true);
-  return std::string(P.str());
-}
-
-// Whether Loc's file was found in a system include directory (-isystem, the
-// compiler's own). The characteristic the header search gave the file when it
-// was entered, not SourceManager::isInSystemHeader's: that one follows line
-// markers ('# 1 "x.c" 3') and '#pragma GCC system_header', which any file can
-// write to hide what follows.
-bool FoundInSystemDir(SourceLocation Loc, const SourceManager &SM) {
-  if (Loc.isInvalid()) return false;
-  Loc = SM.getExpansionLoc(Loc);
-  bool Invalid = false;
-  const clang::SrcMgr::SLocEntry &E =
-      SM.getSLocEntry(SM.getFileID(Loc), &Invalid);
-  if (Invalid || !E.isFile()) return false;
-  return clang::SrcMgr::isSystem(E.getFile().getFileCharacteristic());
-}
-
-bool InSystemHeader(const clang::Decl *D, const SourceManager &SM) {
-  return D != nullptr && FoundInSystemDir(D->getLocation(), SM);
-}
-
-bool InStd(const clang::Decl *D) {
-  const clang::DeclContext *DC = D->getDeclContext();
-  while (DC != nullptr && (DC->isInlineNamespace() || DC->isRecord())) {
-    DC = DC->getParent();
-  }
-  return DC != nullptr && DC->isStdNamespace();
-}
-
-// The latch types LOG_ONCE and DIAG_ONCE accept: bool, atomic_bool,
-// atomic_flag, once_flag (C or C++), each from the standard headers (a type of
-// the same name declared elsewhere can hold anything), or a type that wraps
-// exactly one of them and nothing else. Never an integer or an array: a latch
-// cannot hold a count or a pointer.
-LatchKind ClassifyLatch(QualType T, const SourceManager &SM,
-                        const ASTContext &Ctx, int Depth = 0) {
-  if (Depth > 8 || T->isArrayType()) return LatchKind::kNotLatch;
-  // Typedef names first: glibc's once_flag is a typedef of an anonymous struct.
-  QualType Cur = T;
-  for (int Step = 0; Step < 32; ++Step) {
-    const clang::Type *Ty = Cur.getTypePtr();
-    if (const auto *TT = llvm::dyn_cast<clang::TypedefType>(Ty)) {
-      const clang::TypedefNameDecl *TD = TT->getDecl();
-      StringRef N = TD->getName();
-      if (InSystemHeader(TD, SM)) {
-        if (N == "once_flag" || N == "atomic_flag") return LatchKind::kFlag;
-        if (N == "atomic_bool") return LatchKind::kBoolLike;
-      }
-      Cur = TT->desugar();
-      continue;
-    }
-    if (const auto *ET = llvm::dyn_cast<clang::ElaboratedType>(Ty)) {
-      Cur = ET->getNamedType();
-      continue;
-    }
-    break;
-  }
-  QualType C = T.getCanonicalType().getUnqualifiedType();
-  if (C->isBooleanType()) return LatchKind::kBoolLike;
-  if (const auto *AT = C->getAs<clang::AtomicType>()) {
-    return AT->getValueType()->isBooleanType() ? LatchKind::kBoolLike
-                                               : LatchKind::kNotLatch;
-  }
-  const clang::RecordDecl *RD = C->getAsRecordDecl();
-  if (RD == nullptr) return LatchKind::kNotLatch;
-  StringRef N = RD->getName();
-  if (InSystemHeader(RD, SM)) {
-    const bool Cxx =
-        llvm::isa<clang::CXXRecordDecl>(RD) && Ctx.getLangOpts().CPlusPlus;
-    if ((N == "once_flag" || N == "atomic_flag") && (!Cxx || InStd(RD))) {
-      return LatchKind::kFlag;
-    }
-    if (const auto *Spec =
-            llvm::dyn_cast<clang::ClassTemplateSpecializationDecl>(RD)) {
-      if (N == "atomic" && InStd(RD) && Spec->getTemplateArgs().size() == 1 &&
-          Spec->getTemplateArgs()[0].getKind() ==
-              clang::TemplateArgument::Type &&
-          Spec->getTemplateArgs()[0].getAsType()->isBooleanType()) {
-        return LatchKind::kBoolLike;
-      }
-    }
-    return LatchKind::kNotLatch;
-  }
-  // A wrapper: exactly one member, no bases, no virtual functions.
-  const clang::RecordDecl *Def = RD->getDefinition();
-  if (Def == nullptr) return LatchKind::kNotLatch;
-  if (const auto *CRD = llvm::dyn_cast<clang::CXXRecordDecl>(Def)) {
-    if (CRD->getNumBases() != 0 || CRD->isPolymorphic())
-      return LatchKind::kNotLatch;
-  }
-  const clang::FieldDecl *Only = nullptr;
-  for (const clang::FieldDecl *F : Def->fields()) {
-    if (Only != nullptr) return LatchKind::kNotLatch;
-    Only = F;
-  }
-  if (Only == nullptr || Only->isBitField()) return LatchKind::kNotLatch;
-  return ClassifyLatch(Only->getType(), SM, Ctx, Depth + 1);
-}
-
-StringRef RTrim(StringRef S) { return S.rtrim(" \t\r\f\v"); }
-
-// The text of the line starting at LineStart, without its newline.
-StringRef LineText(StringRef Buf, size_t LineStart) {
-  size_t End = Buf.find('\n', LineStart);
-  if (End == StringRef::npos) End = Buf.size();
-  return Buf.slice(LineStart, End);
-}
-
-// Offset of the start of the line before the one starting at LineStart, or
-// npos when LineStart is the first line.
-size_t PrevLineStart(StringRef Buf, size_t LineStart) {
-  if (LineStart == 0) return StringRef::npos;
-  size_t NlBefore = LineStart - 1;          // the '\n' ending the previous line
-  size_t Prev = Buf.rfind('\n', NlBefore);  // searches [0, NlBefore)
-  return Prev == StringRef::npos ? 0 : Prev + 1;
-}
-
-StringRef StripCommentLeader(StringRef S) {
-  S = S.ltrim();
-  S = S.ltrim("/*!<");
-  return RTrim(S.trim());
-}
-
-bool HasArgument(StringRef Text) {
-  // A comment that only says NOLINT, or the fix-it's template, argues nothing.
-  if (Text.contains("TODO(atlas-stray-statics)")) return false;
-  std::string Rest;
-  for (char Ch : Text) {
-    if ((Ch >= 'a' && Ch <= 'z') || (Ch >= 'A' && Ch <= 'Z'))
-      Rest.push_back(Ch);
-  }
-  StringRef R(Rest);
-  while (R.consume_front("NOLINTNEXTLINE") || R.consume_front("NOLINTBEGIN") ||
-         R.consume_front("NOLINTEND") || R.consume_front("NOLINT") ||
-         R.consume_front("atlasstraystatics")) {
-  }
-  return !R.empty();
-}
-
-// Finds the comment that starts on its own line and ends on the line directly
-// above the line starting at DeclLineStart. Returns false when there is none;
-// on success sets FirstLine to the first line of its text.
-bool FindArguingComment(StringRef Buf, size_t DeclLineStart,
-                        std::string *FirstLine) {
-  size_t Prev = PrevLineStart(Buf, DeclLineStart);
-  if (Prev == StringRef::npos) return false;
-  StringRef Line = RTrim(LineText(Buf, Prev));
-  StringRef Lead = Line.ltrim();
-  if (Lead.startswith("//")) {
-    // A run of // lines; every one of them is on its own line.
-    size_t Top = Prev;
-    for (;;) {
-      size_t Up = PrevLineStart(Buf, Top);
-      if (Up == StringRef::npos) break;
-      if (!LineText(Buf, Up).ltrim().startswith("//")) break;
-      Top = Up;
-    }
-    std::string All;
-    bool Found = false;
-    for (size_t At = Top; At <= Prev && At < Buf.size();) {
-      StringRef L = LineText(Buf, At);
-      StringRef Text = StripCommentLeader(L.ltrim().drop_front(2));
-      if (!Found && !Text.empty()) {
-        *FirstLine = Text.str();
-        Found = true;
-      }
-      All += Text.str();
-      All += ' ';
-      At += L.size() + 1;
-    }
-    return Found && HasArgument(All);
-  }
-  if (Line.endswith("*/")) {
-    size_t EndAbs = Prev + Line.size() - 2;
-    size_t Open = Buf.substr(0, EndAbs).rfind("/*");
-    if (Open == StringRef::npos) return false;
-    size_t OpenLineStart = Buf.rfind('\n', Open);
-    OpenLineStart = OpenLineStart == StringRef::npos ? 0 : OpenLineStart + 1;
-    if (!Buf.slice(OpenLineStart, Open).trim().empty()) return false;
-    StringRef Body = Buf.slice(Open + 2, EndAbs);
-    if (!HasArgument(Body)) return false;
-    StringRef Rest = Body;
-    while (!Rest.empty()) {
-      std::pair<StringRef, StringRef> Split = Rest.split('\n');
-      StringRef Text = StripCommentLeader(Split.first);
-      if (!Text.empty()) {
-        *FirstLine = Text.str();
-        return true;
-      }
-      Rest = Split.second;
-    }
-    return false;
-  }
-  return false;
-}
-
-// What the preprocessor saw that the AST no longer shows: each expansion of
-// ATLAS_STATIC (and whether it used the genuine definition from
-// lint/atlas_static.h), and the lines of `#pragma clang attribute`.
-struct PPFacts {
-  std::map<unsigned, bool> MarkExpansions;  // spelling of the name -> genuine
-  std::set<std::pair<unsigned, unsigned>>
-      PragmaAttributeLines;  // (FileID hash, line)
-};
-
-// The genuine ATLAS_STATIC: defined in a file named atlas_static.h as exactly
-// __attribute__((annotate("atlas_static:" #CATEGORY))).
-bool IsGenuineMark(const clang::MacroInfo *MI, const SourceManager &SM) {
-  if (MI == nullptr) return false;
-  StringRef File = SM.getFilename(SM.getSpellingLoc(MI->getDefinitionLoc()));
-  if (!File.endswith("atlas_static.h")) return false;
-  static const char *const kBody[] = {
-      "__attribute__", "(", "(", "annotate", "(", "\"atlas_static:\"", "#",
-      "CATEGORY",      ")", ")", ")"};
-  if (MI->getNumParams() != 1 || MI->getNumTokens() != 11) return false;
-  unsigned I = 0;
-  for (const clang::Token &Tok : MI->tokens()) {
-    std::string Spelled;
-    if (const clang::IdentifierInfo *II = Tok.getIdentifierInfo()) {
-      Spelled = II->getName().str();
-    } else if (Tok.isLiteral()) {
-      Spelled = std::string(Tok.getLiteralData(), Tok.getLength());
-    } else if (const char *P =
-                   clang::tok::getPunctuatorSpelling(Tok.getKind())) {
-      Spelled = P;
-    }
-    if (Spelled != kBody[I++]) return false;
-  }
-  return true;
-}
-
-class MarkTracker : public clang::PPCallbacks {
- public:
-  MarkTracker(const SourceManager &SM, PPFacts *Facts) : SM(SM), Facts(Facts) {}
-
-  void MacroExpands(const clang::Token &Name, const clang::MacroDefinition &MD,
-                    clang::SourceRange, const clang::MacroArgs *) override {
-    const clang::IdentifierInfo *II = Name.getIdentifierInfo();
-    if (II == nullptr || II->getName() != kMarkMacro) return;
-    Facts->MarkExpansions[SM.getSpellingLoc(Name.getLocation())
-                              .getRawEncoding()] =
-        IsGenuineMark(MD.getMacroInfo(), SM);
-  }
-
-  // Every physical line of a `#pragma clang attribute` directive, however it
-  // is spelled: any white space, comments, line continuations.
-  void PragmaDirective(SourceLocation Loc,
-                       clang::PragmaIntroducerKind) override {
-    if (!Loc.isFileID()) return;
-    bool Invalid = false;
-    std::pair<clang::FileID, unsigned> D = SM.getDecomposedLoc(Loc);
-    StringRef Buf = SM.getBufferData(D.first, &Invalid);
-    if (Invalid) return;
-    // The logical line: up to a newline not escaped by a backslash.
-    size_t End = D.second;
-    while (End < Buf.size() && Buf[End] != '\n') {
-      if (Buf[End] == '\\') {
-        size_t Next = End + 1;
-        if (Next < Buf.size() && Buf[Next] == '\r') ++Next;
-        if (Next < Buf.size() && Buf[Next] == '\n') {
-          End = Next + 1;
-          continue;
-        }
-      }
-      ++End;
-    }
-    StringRef Line = Buf.slice(D.second, End);
-    // Words, with continuations, comments and any white space as separators.
-    std::string Words;
-    for (size_t I = 0; I < Line.size(); ++I) {
-      char C = Line[I];
-      if (C == '/' && I + 1 < Line.size() && Line[I + 1] == '*') {
-        size_t Close = Line.find("*/", I + 2);
-        I = Close == StringRef::npos ? Line.size() : Close + 1;
-        C = ' ';
-      } else if (C == '/' && I + 1 < Line.size() && Line[I + 1] == '/') {
-        break;
-      } else if (C == '\\' || isspace(static_cast<unsigned char>(C))) {
-        C = ' ';
-      }
-      if (C == ' ' && (Words.empty() || Words.back() == ' ')) continue;
-      Words += C;
-    }
-    StringRef J(Words);
-    J = J.ltrim();
-    J.consume_front("#");
-    J = J.ltrim();
-    if (!J.consume_front("pragma ")) return;
-    J = J.ltrim();
-    if (!J.consume_front("clang ")) return;
-    if (!J.ltrim().startswith("attribute")) return;
-    unsigned First = SM.getLineNumber(D.first, D.second);
-    unsigned Last = SM.getLineNumber(D.first, End > D.second ? End - 1 : End);
-    for (unsigned L = First; L <= Last; ++L) {
-      Facts->PragmaAttributeLines.insert({D.first.getHashValue(), L});
-    }
-  }
-
- private:
-  const SourceManager &SM;
-  PPFacts *Facts;
-};
-
-class StrayStaticsCheck : public clang::tidy::ClangTidyCheck {
- public:
-  StrayStaticsCheck(StringRef Name, clang::tidy::ClangTidyContext *Context)
-      : ClangTidyCheck(Name, Context),
-        CudaHostFiles(Options.get("CudaHostFiles", kDefaultCudaHostFiles)),
-        CudaHostRegex(CudaHostFiles),
-        LifecycleFiles(Options.get("LifecycleFiles", kDefaultLifecycleFiles)),
-        LifecycleRegex(LifecycleFiles),
-        CategoriesOption(Options.get("Categories", kDefaultCategories)),
-        StrayAdvice(Options.get("StrayAdvice", kDefaultStrayAdvice)),
-        // Options are read as strings: the bool overloads of get/store are not
-        // exported by the clang-tidy executable a plugin resolves against.
-        SkipSystemHeaders(
-            llvm::StringRef(Options.get("SkipSystemHeaders", "true"))
-                .equals_insensitive("true")) {
-    llvm::SmallVector<StringRef, 8> Parts;
-    StringRef(CategoriesOption).split(Parts, ',', -1, false);
-    for (StringRef P : Parts) {
-      if (!P.trim().empty()) Categories.push_back(P.trim().str());
-    }
-  }
-
-  void storeOptions(clang::tidy::ClangTidyOptions::OptionMap &Opts) override {
-    Options.store(Opts, "CudaHostFiles", CudaHostFiles);
-    Options.store(Opts, "LifecycleFiles", LifecycleFiles);
-    Options.store(Opts, "Categories", CategoriesOption);
-    Options.store(Opts, "StrayAdvice", StrayAdvice);
-    Options.store(Opts, "SkipSystemHeaders",
-                  SkipSystemHeaders ? "true" : "false");
-  }
-
-  void registerPPCallbacks(const SourceManager &SM, clang::Preprocessor *PP,
-                           clang::Preprocessor *) override {
-    Facts = PPFacts();
-    PP->addPPCallbacks(std::make_unique<MarkTracker>(SM, &Facts));
-  }
-
-  void registerMatchers(clang::ast_matchers::MatchFinder *Finder) override {
-    using namespace clang::ast_matchers;
-    if (SkipSystemHeaders) {
-      Finder->addMatcher(translationUnitDecl().bind("tu"), this);
-    }
-    Finder->addMatcher(
-        varDecl(unless(isImplicit()), unless(parmVarDecl())).bind("var"), this);
-  }
-
-  void check(
-      const clang::ast_matchers::MatchFinder::MatchResult &Result) override;
-  void onEndOfTranslationUnit() override;
-
- private:
-  struct Subject {
-    std::string Name;      // 'counter', or C++ qualified name at file scope
-    std::string Function;  // enclosing function for static locals, or empty
-    std::string Quoted() const {
-      std::string S = "'" + Name + "'";
-      if (!Function.empty()) S += " in function '" + Function + "'";
-      return S;
-    }
-  };
-
-  // A finding, emitted at the end of the translation unit (when the const
-  // fix-it can know whether anything writes the variable).
-  struct Finding {
-    const VarDecl *VD = nullptr;
-    SourceLocation At;
-    std::string Message;
-    bool Stray = false;        // unmarked and mutable: fix-its apply
-    std::string FitsCategory;  // the one category whose shape it fits
-  };
-
-  void Report(const VarDecl *VD, SourceLocation At, std::string Message,
-              bool Stray = false, std::string Fits = "");
-  void Emit(const Finding &F, bool OfferConst);
-  void LimitTraversal(const clang::TranslationUnitDecl *TU, ASTContext *Ctx,
-                      const SourceManager &SM);
-  bool CategoryAllowed(StringRef Name) const;
-  std::string FittingCategory(const VarDecl *VD, const SourceManager &SM,
-                              const ASTContext &Ctx) const;
-  void CheckCompoundLiterals(const VarDecl *VD, const SourceManager &SM,
-                             const ASTContext &Ctx);
-  void CheckInstantiation(const VarDecl *VD, const VarDecl *Pattern,
-                          const SourceManager &SM, const ASTContext &Ctx);
-
-  const std::string CudaHostFiles;
-  const llvm::Regex CudaHostRegex;
-  const std::string LifecycleFiles;
-  const llvm::Regex LifecycleRegex;
-  const std::string CategoriesOption;
-  std::vector<std::string> Categories;
-  const std::string StrayAdvice;
-  // Restrict the AST traversal of the run to declarations outside system
-  // headers: statics there are not ours, and walking libc's declarations cost
-  // more than the check itself. Off when combined with checks that need them.
-  const bool SkipSystemHeaders;
-
-  PPFacts Facts;
-  std::vector<Finding> Findings;
-  ASTContext *Context = nullptr;
-};
 
 bool StrayStaticsCheck::CategoryAllowed(StringRef Name) const {
   for (const std::string &C : Categories) {
@@ -704,158 +122,6 @@ void StrayStaticsCheck::Report(const VarDecl *VD, SourceLocation At,
   Findings.push_back(std::move(F));
 }
 
-// Statics the const fix-it may touch: nothing outside this translation unit
-// can write them (internal linkage, or a static local).
-bool ConstCandidate(const VarDecl *VD, const ASTContext &Ctx) {
-  if (VD->getLocation().isMacroID() || VD->getTypeSpecStartLoc().isMacroID()) {
-    return false;
-  }
-  if (!VD->isLocalVarDecl() && VD->isExternallyVisible()) return false;
-  QualType T = VD->getType();
-  if (T->isReferenceType() || T.isVolatileQualified()) return false;
-  QualType Base = Ctx.getBaseElementType(T);
-  if (Base->isPointerType() || Base.isVolatileQualified() ||
-      Base->isAtomicType() || Base->getAs<clang::AtomicType>() != nullptr) {
-    return false;
-  }
-  if (const auto *RD = Base->getAsCXXRecordDecl()) {
-    // A class may write itself in a const-less member call: leave it alone.
-    if (RD->hasDefinition() && !RD->isAggregate()) return false;
-  }
-  // C++ const objects need an initializer.
-  if (Ctx.getLangOpts().CPlusPlus && !VD->hasInit()) return false;
-  return true;
-}
-
-// Whether anything in the translation unit may write VD: ExprMutationAnalyzer
-// over each function body that names it; a reference outside any function
-// (an initializer taking its address) counts as a write.
-class WriteFinder : public clang::RecursiveASTVisitor<WriteFinder> {
- public:
-  WriteFinder(ASTContext &Ctx, const std::set<const VarDecl *> &Vars)
-      : Ctx(Ctx), Vars(Vars) {}
-
-  bool TraverseFunctionDecl(clang::FunctionDecl *FD) {
-    if (InFunction || !FD->doesThisDeclarationHaveABody()) {
-      return clang::RecursiveASTVisitor<WriteFinder>::TraverseFunctionDecl(FD);
-    }
-    InFunction = true;
-    Named.clear();
-    clang::RecursiveASTVisitor<WriteFinder>::TraverseFunctionDecl(FD);
-    InFunction = false;
-    if (!Named.empty()) {
-      clang::ExprMutationAnalyzer A(*FD->getBody(), Ctx);
-      for (const VarDecl *V : Named) {
-        if (Written.count(V) == 0 && A.isMutated(V)) Written.insert(V);
-      }
-    }
-    return true;
-  }
-  bool TraverseCXXMethodDecl(clang::CXXMethodDecl *MD) {
-    return TraverseFunctionDecl(MD);
-  }
-
-  bool VisitDeclRefExpr(clang::DeclRefExpr *E) {
-    const auto *V = llvm::dyn_cast<VarDecl>(E->getDecl());
-    if (V == nullptr) return true;
-    for (const VarDecl *Want : Vars) {
-      if (Want->getCanonicalDecl() != V->getCanonicalDecl()) continue;
-      if (InFunction) {
-        Named.insert(Want);
-      } else {
-        Written.insert(Want);  // e.g. an initializer taking its address
-      }
-    }
-    return true;
-  }
-
-  std::set<const VarDecl *> Written;
-
- private:
-  ASTContext &Ctx;
-  const std::set<const VarDecl *> &Vars;
-  std::set<const VarDecl *> Named;
-  bool InFunction = false;
-};
-
-void StrayStaticsCheck::Emit(const Finding &F, bool OfferConst) {
-  const SourceManager &SM = Context->getSourceManager();
-  const clang::LangOptions &LO = Context->getLangOpts();
-  const VarDecl *VD = F.VD;
-  {
-    auto D = diag(F.At, F.Message, clang::DiagnosticIDs::Error);
-    if (OfferConst) {
-      D << clang::FixItHint::CreateInsertion(VD->getTypeSpecStartLoc(),
-                                             "const ");
-    } else if (!F.FitsCategory.empty() && VD->getBeginLoc().isFileID()) {
-      // Insert the mark and a comment template at the start of the line.
-      SourceLocation Begin = VD->getBeginLoc();
-      std::pair<clang::FileID, unsigned> Dec = SM.getDecomposedLoc(Begin);
-      bool Invalid = false;
-      StringRef Buf = SM.getBufferData(Dec.first, &Invalid);
-      if (!Invalid) {
-        size_t LineStart = Buf.rfind('\n', Dec.second);
-        LineStart = LineStart == StringRef::npos ? 0 : LineStart + 1;
-        StringRef Indent = Buf.slice(LineStart, Dec.second);
-        if (Indent.trim().empty()) {
-          SourceLocation LineLoc =
-              Begin.getLocWithOffset(-static_cast<int>(Dec.second - LineStart));
-          D << clang::FixItHint::CreateInsertion(
-              LineLoc, Indent.str() + "// " + kCommentTemplate + " (" +
-                           F.FitsCategory + ").\n");
-          D << clang::FixItHint::CreateInsertion(
-              Begin, "ATLAS_STATIC(" + F.FitsCategory + ") ");
-        }
-      }
-    }
-  }
-  if (VD->getLocation().isMacroID()) {
-    std::string Macro = OutermostMacro(VD->getLocation(), SM, LO);
-    diag(SM.getSpellingLoc(VD->getLocation()),
-         "'%0' is declared by macro '%1'; it is reported at each expansion",
-         clang::DiagnosticIDs::Note)
-        << VD->getName() << Macro;
-  }
-  // Spelled in a file other than the one being checked (a textual include,
-  // a header): say through which include it was reached.
-  clang::FileID FID = SM.getFileID(F.At);
-  if (FID != SM.getMainFileID()) {
-    SourceLocation Inc = SM.getIncludeLoc(FID);
-    while (Inc.isValid()) {
-      diag(Inc, "the static is spelled in '%0', included here",
-           clang::DiagnosticIDs::Note)
-          << SM.getFilename(F.At);
-      clang::FileID Up = SM.getFileID(Inc);
-      if (Up == SM.getMainFileID()) break;
-      Inc = SM.getIncludeLoc(Up);
-    }
-  }
-}
-
-void StrayStaticsCheck::onEndOfTranslationUnit() {
-  if (Context == nullptr) {
-    Findings.clear();
-    return;
-  }
-  std::set<const VarDecl *> Candidates;
-  for (const Finding &F : Findings) {
-    if (F.Stray && F.VD != nullptr && ConstCandidate(F.VD, *Context)) {
-      Candidates.insert(F.VD);
-    }
-  }
-  std::set<const VarDecl *> Written;
-  if (!Candidates.empty()) {
-    WriteFinder W(*Context, Candidates);
-    W.TraverseDecl(Context->getTranslationUnitDecl());
-    Written = std::move(W.Written);
-  }
-  for (const Finding &F : Findings) {
-    Emit(F, Candidates.count(F.VD) != 0 && Written.count(F.VD) == 0);
-  }
-  Findings.clear();
-  Context = nullptr;
-}
-
 // C++: `T *const p = new T` (or any initializer run at startup): the pointer
 // cannot change, but what it points at is a mutable object that exists once
 // per process, made by the initializer. A constant initializer (&x, nullptr)
@@ -873,6 +139,19 @@ bool PointsAtStartupHeap(const VarDecl *VD, const ASTContext &Ctx) {
     return false;
   }
   return !VD->hasConstantInitialization();
+}
+
+// C++: a const object whose type holds a pointer, a reference, a smart pointer,
+// std::function or another type-erased handle (at any depth) and whose
+// initializer runs at startup: the handle cannot change, but it reaches state
+// made or chosen when the process started. Deep-const values stay quiet.
+bool HoldsStartupHandle(const VarDecl *VD, const ASTContext &Ctx,
+                        std::string *Handle) {
+  if (!Ctx.getLangOpts().CPlusPlus || !VD->hasInit() ||
+      VD->getType()->isDependentType() || VD->hasConstantInitialization()) {
+    return false;
+  }
+  return HoldsHandle(VD->getType(), Ctx, Handle);
 }
 
 // The static local of a function template's pattern that `VD`, a static
@@ -936,7 +215,7 @@ std::string StrayStaticsCheck::FittingCategory(const VarDecl *VD,
     if (DiagName && CategoryAllowed("DIAG_ONCE")) Fits.push_back("DIAG_ONCE");
   }
   std::string Path =
-      NormalPath(SM.getFilename(SM.getExpansionLoc(VD->getLocation())));
+      WorkspacePath(SM.getFilename(SM.getExpansionLoc(VD->getLocation())));
   if (CategoryAllowed("CUDA_HOST") && CudaHostRegex.match(Path)) {
     Fits.push_back("CUDA_HOST");
   }
@@ -976,62 +255,13 @@ void StrayStaticsCheck::CheckCompoundLiterals(const VarDecl *VD,
   }
 }
 
-void StrayStaticsCheck::check(
-    const clang::ast_matchers::MatchFinder::MatchResult &Result) {
-  Context = Result.Context;
-  if (const auto *TU =
-          Result.Nodes.getNodeAs<clang::TranslationUnitDecl>("tu")) {
-    LimitTraversal(TU, Result.Context, *Result.SourceManager);
-    return;
-  }
-  const auto *VD = Result.Nodes.getNodeAs<VarDecl>("var");
-  if (VD == nullptr) return;
-  const SourceManager &SM = *Result.SourceManager;
-  const ASTContext &Ctx = *Result.Context;
-  // Templates are checked at their pattern, as written; an instantiation
-  // only for what the pattern cannot show (no isInstantiated() matcher: it
-  // builds the parent map, which costs more than the whole check).
-  bool Instantiated = false;
-  const VarDecl *Pattern = nullptr;
-  if (clang::isTemplateInstantiation(VD->getTemplateSpecializationKind())) {
-    Instantiated = true;
-    Pattern = VD->getTemplateInstantiationPattern();
-  }
-  for (const clang::DeclContext *DC = VD->getDeclContext();
-       DC != nullptr && !Instantiated; DC = DC->getParent()) {
-    if (const auto *FD = llvm::dyn_cast<clang::FunctionDecl>(DC)) {
-      if (FD->isTemplateInstantiation()) {
-        Instantiated = true;
-        Pattern = LocalPattern(VD, FD);
-      }
-    } else if (const auto *RD = llvm::dyn_cast<clang::CXXRecordDecl>(DC)) {
-      if (clang::isTemplateInstantiation(RD->getTemplateSpecializationKind())) {
-        Instantiated = true;
-      }
-    }
-  }
-  if (Instantiated) {
-    CheckInstantiation(VD, Pattern, SM, Ctx);
-    return;
-  }
-
-  SourceLocation At = SM.getExpansionLoc(VD->getLocation());
-  if (At.isInvalid() || FoundInSystemDir(At, SM)) return;
-
-  Subject Subj;
-  const bool Local = VD->isLocalVarDecl();
-  Subj.Name = Local || !Ctx.getLangOpts().CPlusPlus
-                  ? VD->getNameAsString()
-                  : VD->getQualifiedNameAsString();
-  if (Local) Subj.Function = EnclosingFunction(VD);
-
-  // Collect the marks: only the genuine ATLAS_STATIC macro, spelled at the
-  // declaration, counts.
-  std::string CategoryName;
-  Category Cat = Category::kNone;
-  SourceLocation FirstLoc = SM.getExpansionLoc(VD->getBeginLoc());
-  bool Conflict = false;
-  std::string BadMark;
+// The marks of a declaration: only the genuine ATLAS_STATIC macro, spelled at
+// the declaration, counts; anything else that looks like one is a bad mark.
+StrayStaticsCheck::Mark StrayStaticsCheck::ReadMark(const VarDecl *VD,
+                                                    const SourceManager &SM,
+                                                    const ASTContext &Ctx) {
+  Mark M;
+  M.FirstLoc = SM.getExpansionLoc(VD->getBeginLoc());
   for (const auto *A : VD->specific_attrs<clang::AnnotateAttr>()) {
     StringRef Ann = A->getAnnotation();
     if (!Ann.startswith(kAnnotationPrefix)) continue;
@@ -1059,17 +289,17 @@ void StrayStaticsCheck::check(
                                 {SD.first.getHashValue(),
                                  SM.getLineNumber(SD.first, SD.second)}) != 0;
     if (FromPragma) {
-      BadMark =
+      M.BadMark =
           "its atlas_static annotation is applied by '#pragma clang "
           "attribute'";
       continue;
     }
     if (A->isInherited()) {
-      BadMark = "its ATLAS_STATIC mark is on another declaration of it";
+      M.BadMark = "its ATLAS_STATIC mark is on another declaration of it";
       continue;
     }
     if (!MarkTok.isValid()) {
-      BadMark =
+      M.BadMark =
           "its atlas_static annotation is a raw attribute, not the "
           "ATLAS_STATIC macro";
       continue;
@@ -1077,7 +307,7 @@ void StrayStaticsCheck::check(
     auto It =
         Facts.MarkExpansions.find(SM.getSpellingLoc(MarkTok).getRawEncoding());
     if (It == Facts.MarkExpansions.end() || !It->second) {
-      BadMark =
+      M.BadMark =
           "its ATLAS_STATIC is not the macro from lint/atlas_static.h "
           "(redefined)";
       continue;
@@ -1094,18 +324,84 @@ void StrayStaticsCheck::check(
       L = SM.getImmediateSpellingLoc(L);
     }
     if (InBody) {
-      BadMark = "its ATLAS_STATIC mark comes from the body of macro '" +
-                OutermostMacro(MarkTok, SM, Ctx.getLangOpts()) +
-                "', not from the declaration";
+      M.BadMark = "its ATLAS_STATIC mark comes from the body of macro '" +
+                  OutermostMacro(MarkTok, SM, Ctx.getLangOpts()) +
+                  "', not from the declaration";
       continue;
     }
     SourceLocation ML = SM.getExpansionLoc(MarkTok);
-    if (ML.isValid() && SM.isBeforeInTranslationUnit(ML, FirstLoc))
-      FirstLoc = ML;
-    if (Cat != Category::kNone && Name != CategoryName) Conflict = true;
-    CategoryName = Name.str();
-    Cat = BuiltinCategory(Name);
+    if (ML.isValid() && SM.isBeforeInTranslationUnit(ML, M.FirstLoc))
+      M.FirstLoc = ML;
+    if (M.Cat != Category::kNone && Name != M.CategoryName) M.Conflict = true;
+    M.CategoryName = Name.str();
+    M.Cat = BuiltinCategory(Name);
   }
+
+  return M;
+}
+
+void StrayStaticsCheck::check(
+    const clang::ast_matchers::MatchFinder::MatchResult &Result) {
+  Context = Result.Context;
+  if (const auto *TU =
+          Result.Nodes.getNodeAs<clang::TranslationUnitDecl>("tu")) {
+    if (SkipSystemHeaders) {
+      LimitTraversal(TU, Result.Context, *Result.SourceManager);
+    }
+    return;
+  }
+  const auto *VD = Result.Nodes.getNodeAs<VarDecl>("var");
+  if (VD == nullptr) return;
+  const SourceManager &SM = *Result.SourceManager;
+  const ASTContext &Ctx = *Result.Context;
+  // Templates are checked at their pattern, as written; an instantiation
+  // only for what the pattern cannot show (no isInstantiated() matcher: it
+  // builds the parent map, which costs more than the whole check).
+  bool Instantiated = false;
+  const VarDecl *Pattern = nullptr;
+  if (clang::isTemplateInstantiation(VD->getTemplateSpecializationKind())) {
+    Instantiated = true;
+    Pattern = VD->getTemplateInstantiationPattern();
+  }
+  // An explicit specialization is written code, checked as such, also when
+  // the class around it is an instantiation.
+  bool Written =
+      VD->getTemplateSpecializationKind() == clang::TSK_ExplicitSpecialization;
+  for (const clang::DeclContext *DC = VD->getDeclContext();
+       DC != nullptr && !Instantiated && !Written; DC = DC->getParent()) {
+    if (const auto *FD = llvm::dyn_cast<clang::FunctionDecl>(DC)) {
+      if (FD->getTemplateSpecializationKind() ==
+          clang::TSK_ExplicitSpecialization) {
+        Written = true;
+      } else if (FD->isTemplateInstantiation()) {
+        Instantiated = true;
+        Pattern = LocalPattern(VD, FD);
+      }
+    } else if (const auto *RD = llvm::dyn_cast<clang::CXXRecordDecl>(DC)) {
+      if (clang::isTemplateInstantiation(RD->getTemplateSpecializationKind())) {
+        Instantiated = true;
+      }
+    }
+  }
+  if (Instantiated) {
+    CheckInstantiation(VD, Pattern, SM, Ctx);
+    return;
+  }
+
+  SourceLocation At = SM.getExpansionLoc(VD->getLocation());
+  if (At.isInvalid() || FoundInSystemDir(At, SM)) return;
+
+  Subject Subj;
+  const bool Local = VD->isLocalVarDecl();
+  Subj.Name = Local || !Ctx.getLangOpts().CPlusPlus
+                  ? VD->getNameAsString()
+                  : VD->getQualifiedNameAsString();
+  if (Local) Subj.Function = EnclosingFunction(VD);
+
+  const Mark M = ReadMark(VD, SM, Ctx);
+  const std::string &CategoryName = M.CategoryName;
+  const Category Cat = M.Cat;
+  const std::string &BadMark = M.BadMark;
 
   if (VD->hasAttr<clang::CUDASharedAttr>() && VD->isFileVarDecl() &&
       VD->isThisDeclarationADefinition() != VarDecl::DeclarationOnly) {
@@ -1169,13 +465,62 @@ void StrayStaticsCheck::check(
                  StrayAdvice);
       return;
     }
+    std::string Handle;
+    if (!Mutable && HoldsStartupHandle(VD, Ctx, &Handle)) {
+      Report(VD, At,
+             "static " + Subj.Quoted() + " is const but holds " + Handle +
+                 " that its initializer sets at startup (not a constant): "
+                 "what it reaches is global state; " +
+                 StrayAdvice);
+      return;
+    }
     if (!Mutable) return;
     Report(VD, At,
            What + " is in none of the allowed categories: " + StrayAdvice,
            /*Stray=*/true, FittingCategory(VD, SM, Ctx));
     return;
   }
-  if (Conflict) {
+  if (CheckIncludedSource(VD, Subj, M, At, SM)) return;
+  CheckShape(VD, Subj, M, At, Mutable, SM, Ctx);
+  CheckComment(Subj, M, VD, At, SM);
+}
+
+// A marked static spelled in a source file (.c, .cc, .cu) that another file
+// includes: the includer gets its own copy, so "one per process" no longer
+// holds. Reported at the #include, in the including file.
+bool StrayStaticsCheck::CheckIncludedSource(const VarDecl *VD,
+                                            const Subject &Subj, const Mark &M,
+                                            SourceLocation At,
+                                            const SourceManager &SM) {
+  clang::FileID FID = SM.getFileID(At);
+  if (FID == SM.getMainFileID()) return false;
+  StringRef Ext = llvm::sys::path::extension(SM.getFilename(At));
+  if (Ext != ".c" && Ext != ".cc" && Ext != ".cpp" && Ext != ".cxx" &&
+      Ext != ".cu") {
+    return false;
+  }
+  SourceLocation Inc = SM.getIncludeLoc(FID);
+  while (Inc.isValid() && SM.getFileID(Inc) != SM.getMainFileID()) {
+    Inc = SM.getIncludeLoc(SM.getFileID(Inc));
+  }
+  if (Inc.isInvalid()) return false;
+  Report(VD, Inc,
+         "static " + Subj.Quoted() + " marked " + M.CategoryName + " in '" +
+             WorkspacePath(SM.getFilename(At)) +
+             "' is included into this file, which gets its own copy of it: "
+             "include a header that declares it, and link the file that "
+             "defines it");
+  return true;
+}
+
+// The shape the static's category requires.
+void StrayStaticsCheck::CheckShape(const VarDecl *VD, const Subject &Subj,
+                                   const Mark &M, SourceLocation At,
+                                   bool Mutable, const SourceManager &SM,
+                                   const ASTContext &Ctx) {
+  const std::string &CategoryName = M.CategoryName;
+  const Category Cat = M.Cat;
+  if (M.Conflict) {
     Report(VD, At,
            "static " + Subj.Quoted() +
                " is marked with more than one category: keep exactly "
@@ -1190,7 +535,7 @@ void StrayStaticsCheck::check(
                CategoryName + "': use one of " + List);
     return;
   }
-  const std::string Path = NormalPath(SM.getFilename(At));
+  const std::string Path = WorkspacePath(SM.getFilename(At));
   switch (Cat) {
     case Category::kCudaHost:
       if (!CudaHostRegex.match(Path)) {
@@ -1258,9 +603,14 @@ void StrayStaticsCheck::check(
     case Category::kNone:
       break;
   }
+}
 
-  // The comment arguing its case: starts on its own line and ends on the
-  // line directly above the declaration's first line.
+// The comment arguing its case: starts on its own line and ends on the line
+// directly above the declaration's first line.
+void StrayStaticsCheck::CheckComment(const Subject &Subj, const Mark &M,
+                                     const VarDecl *VD, SourceLocation At,
+                                     const SourceManager &SM) {
+  const SourceLocation FirstLoc = M.FirstLoc;
   std::pair<clang::FileID, unsigned> Decomposed = SM.getDecomposedLoc(FirstLoc);
   bool Invalid = false;
   StringRef Buf = SM.getBufferData(Decomposed.first, &Invalid);
@@ -1276,6 +626,8 @@ void StrayStaticsCheck::check(
                "declaration");
   }
 }
+
+namespace {
 
 class AtlasModule : public clang::tidy::ClangTidyModule {
  public:

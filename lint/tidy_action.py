@@ -28,6 +28,7 @@ Standard library only.
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -44,6 +45,8 @@ DIAG = re.compile(
 )
 UNKNOWN_ARG = re.compile(r"unknown argument:? '([^']+)'")
 OUR_CHECK = "atlas-stray-statics"
+# The finding for a static in a preprocessor branch the parse skipped.
+INACTIVE = "is not checked: it is in a preprocessor branch this parse skipped"
 SYSTEM_DIR_CHECK = "atlas-lint-system-dir"
 
 # Flags that put an include directory in a system group, with the flag that searches it as a user one.
@@ -127,14 +130,18 @@ def main_workspace_dir(path, roots):
 def source_path(path, roots):
     """The workspace-relative path of a source file of the main workspace that clang named as path, or
     None. A link under bazel-out (Bazel's _virtual_includes for include_prefix and strip_include_prefix)
-    stands for the file it points to: one file, one path, which a baseline can list."""
+    stands for the file it points to: one file, one path, which a baseline can list. A file generated in this
+workspace is named by its package path (bazel-out/k8-fastbuild/bin/gen/x.c is gen/x.c)."""
     if path.startswith("<"):
         return None
     rel = main_workspace_dir(path, roots)
     if rel is not None and (rel == "bazel-out" or rel.startswith("bazel-out/")):
-        rel = main_workspace_dir(os.path.realpath(path), roots)
-        if rel is not None and (rel == "bazel-out" or rel.startswith("bazel-out/")):
-            return None  # a generated file: not checked
+        real = main_workspace_dir(os.path.realpath(path), roots)
+        if real is not None and not (real == "bazel-out" or real.startswith("bazel-out/")):
+            return real
+        # A file generated in this workspace: named by its package path, as Bazel's short_path.
+        m = re.match(r"bazel-out/[^/]+/(?:bin|genfiles)/(.+)$", rel)
+        return m.group(1) if m else None
     return rel
 
 
@@ -299,6 +306,264 @@ def first_errors(err, limit=8):
     return " | ".join(picked[:limit])[:1500]
 
 
+# clang 14 knows CUDA architectures up to sm_86: a newer one is parsed for sm_86 with __CUDA_ARCH__ set to
+# its own value, so its `#if __CUDA_ARCH__ >= 900` branches are what the parse sees.
+CLANG14_CUDA_ARCHS = {20, 21, 30, 32, 35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86}
+
+
+def device_args(args, arch):
+    """The CUDA compile arguments of a device-side parse for arch (sm_NN) instead of the host-side one."""
+    m = re.fullmatch(r"sm_(\d+)a?", arch)
+    if not m:
+        raise ValueError("CUDA architecture '%s' is not of the form sm_NN" % arch)
+    number = int(m.group(1))
+    mode = ["--cuda-device-only", "--cuda-gpu-arch=" + arch]
+    if number not in CLANG14_CUDA_ARCHS:
+        mode = ["--cuda-device-only", "--cuda-gpu-arch=sm_86", "-U__CUDA_ARCH__", "-D__CUDA_ARCH__=%d" % (number * 10)]
+    out = []
+    for x in args:
+        out += mode if x == "--cuda-host-only" else [x]
+    return out
+
+
+def merge_findings(lines, more):
+    """lines and the findings of more that lines does not hold yet, each with its notes (the host and the
+    device parses of a CUDA file see most declarations alike)."""
+    groups = []
+    for line in more:
+        if DIAG.match(line)["level"] == "note" and groups:
+            groups[-1].append(line)
+        else:
+            groups.append([line])
+    out = list(lines)
+    for group in groups:
+        if group[0] not in lines:
+            out += group
+    return out
+
+
+def inactive_key(line):
+    m = DIAG.match(line)
+    return (m["file"], m["line"], m["col"]) if m else None
+
+
+def drop_findings(lines, drop):
+    """lines without the findings drop(line) selects, and without their notes."""
+    out, dropping = [], False
+    for line in lines:
+        m = DIAG.match(line)
+        if m and m["level"] != "note":
+            dropping = drop(line)
+        if not dropping:
+            out.append(line)
+    return out
+
+
+def merged_config(path, options, out_path):
+    """A copy of the clang-tidy configuration at path with the check options given as KEY=VALUE appended at
+    the end of its CheckOptions (a later entry wins), or path itself when there are none."""
+    if not options:
+        return path
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    entries = []
+    for option in options:
+        key, _, value = option.partition("=")
+        if "." not in key:
+            key = OUR_CHECK + "." + key
+        entries += ["  - key: %s" % key, "    value: '%s'" % value.replace("'", "''")]
+    at = next((i for i, l in enumerate(lines) if re.match(r"^CheckOptions:\s*(#.*)?$", l)), None)
+    if at is None:
+        lines += ["CheckOptions:"] + entries
+    else:
+        end = at + 1
+        while end < len(lines) and (not lines[end].strip() or lines[end][0] in " \t#-"):
+            end += 1
+        lines[end:end] = entries
+    with open(out_path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return out_path
+
+
+def tool_version(a, env):
+    """The tool's version: from --version-file (one action wrote it for the whole build), else asked once."""
+    if a.mode == "cppcheck":
+        return ""
+    if a.version_file:
+        with open(a.version_file, encoding="utf-8") as f:
+            text = f.read()
+    else:
+        text = subprocess.run([a.tool, "--version"], stdout=subprocess.PIPE, env=env,
+                              check=False).stdout.decode()
+    m = re.search(r"version (\d+\.\d+\.\d+)", text)
+    return m.group(1) if m else text.strip()
+
+
+class Runner:
+    """Runs the tool for the files of one action, sharing what does not change between them."""
+
+    def __init__(self, a):
+        self.a = a
+        self.env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
+        self.roots = execution_roots([a.plugin, a.config] + [u["src"] for u in a.units])
+        self.version = tool_version(a, self.env)
+
+    def command(self, src, config, fixes_tmp, args):
+        a = self.a
+        if a.mode == "cppcheck":
+            cmd = [a.tool, "--enable=warning,style,performance,portability", "--error-exitcode=1",
+                   "--inline-suppr", "--quiet",
+                   # constParameter: our handles are pointer typedefs (atlas_status, CUstream) that cannot be
+                   # spelled pointer-to-const, and vtable callbacks must match their function pointer type;
+                   # cppcheck 2.10 asks for const on both.
+                   "--suppress=constParameter",
+                   "--template={file}:{line}:{column}: {severity}: {message} [cppcheck-{id}]"]
+            return cmd + args + [src]
+        cmd = [a.tool, "--quiet", "--config-file=" + config, "--export-fixes=" + fixes_tmp]
+        if a.mode == "statics":
+            # Our check decides what to report in headers and textual includes; the runner keeps the
+            # workspace's files.
+            cmd.append("--header-filter=.*")
+        if a.plugin:
+            cmd.append("--load=" + a.plugin)
+        return cmd + [src, "--"] + args
+
+    def run(self, src, config, fixes_tmp, args, notes):
+        """(proc, out, err, args): one tool process; an unknown compiler flag is dropped and the file run
+        again (each drop is a note)."""
+        proc, out, err = None, "", ""
+        for _ in range(8):
+            proc = subprocess.run(self.command(src, config, fixes_tmp, args), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=self.env, check=False)
+            out = relativize(proc.stdout.decode("utf-8", "replace"), self.roots)
+            err = relativize(proc.stderr.decode("utf-8", "replace"), self.roots)
+            if self.a.mode == "cppcheck":
+                break
+            unknown = [u for u in UNKNOWN_ARG.findall(out + err) if u in args]
+            if not unknown:
+                break
+            for flag in unknown:
+                args = [x for x in args if x != flag]
+                notes.append("# note: %s: dropped compiler flag '%s': the clang frontend does not know it"
+                             % (src, flag))
+        return proc, out, err, args
+
+    def check_unit(self, unit):
+        a, roots = self.a, self.roots
+        src = unit["src"]
+        notes, errors = [], []
+        fixes_tmp = (unit.get("fixes") or unit["text"]) + ".raw"
+        config = merged_config(a.config, a.option, unit["text"] + ".clang-tidy") if a.config else None
+        args = expand_response_files(list(unit["args"]), errors)
+        if a.mode != "cppcheck":
+            args, dir_errors = user_include_dirs(args, roots)
+            errors += dir_errors
+        if a.mode == "statics":
+            # clang-tidy defines __clang_analyzer__; a compiler does not. Parse what the compiler builds.
+            args = args + ["-U__clang_analyzer__"]
+        cuda = "--cuda-host-only" in args
+        if cuda and a.cuda_stub:
+            stubs = []
+            for extra in a.cuda_extra:  # the consumer's own stand-ins, searched first
+                stubs += ["-isystem", extra]
+            args = stubs + ["-isystem", a.cuda_stub, "-include", "atlas_cuda_lint.h"] + args
+        parses = [None] + (a.cuda_arch if cuda else [])
+        proc, out, err, lines, inactive = None, "", "", [], []
+        for arch in (parses if not errors else []):
+            try:
+                parse_args = args if arch is None else device_args(args, arch)
+            except ValueError as e:
+                errors.append(str(e))
+                break
+            proc, out, err, parse_args = self.run(src, config, fixes_tmp + (arch or ""), parse_args, notes)
+            if arch is None:
+                args = parse_args
+                proc, out, err = self.retry_header_as_cxx(src, config, fixes_tmp, args, proc, out, err, notes)
+            found = self.report_lines(src, proc, out, err)
+            inactive.append({inactive_key(l) for l in found if INACTIVE in l})
+            lines = merge_findings(lines, found)
+            if arch is not None and os.path.exists(fixes_tmp + arch):
+                os.remove(fixes_tmp + arch)  # the host parse's fix-its stand for all
+        if len(inactive) > 1:
+            # A static is unchecked only when every parse skipped its branch (host and device sides of
+            # a CUDA file take different ones).
+            everywhere = set.intersection(*inactive)
+            lines = drop_findings(lines, lambda l: INACTIVE in l and inactive_key(l) not in everywhere)
+        if errors:
+            # Not run: its findings could not be trusted. An error fails the gate; no baseline hides it.
+            lines = ["%s:1:1: error: %s [%s]" % (src, e, SYSTEM_DIR_CHECK) for e in errors]
+        if config and config != a.config:
+            os.remove(config)
+        self.write_reports(unit, list(dict.fromkeys(notes)) + lines, fixes_tmp)
+
+    def retry_header_as_cxx(self, src, config, fixes_tmp, args, proc, out, err, notes):
+        if (self.a.mode != "cppcheck" and src.endswith(".h") and "-x" in args and args[args.index("-x") + 1] == "c"
+                and re.search(r": (fatal )?error: .*\[clang-diagnostic-error\]", out)):
+            # A header of a target without C++ sources that does not compile as C: often a C++ header of
+            # a header-only library. Check it as C++ and say so.
+            cxx = ["-x", "c++", "-std=c++17"] + [x for x in args[args.index("-x") + 2:] if not x.startswith("-std=")]
+            retry = subprocess.run(self.command(src, config, fixes_tmp, cxx), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, env=self.env, check=False)
+            rout = relativize(retry.stdout.decode("utf-8", "replace"), self.roots)
+            if not re.search(r": (fatal )?error: .*\[clang-diagnostic-error\]", rout):
+                notes.append("# note: %s: checked as C++: it does not compile as C" % src)
+                return retry, rout, relativize(retry.stderr.decode("utf-8", "replace"), self.roots)
+        return proc, out, err
+
+    def report_lines(self, src, proc, out, err):
+        a = self.a
+        if a.mode == "cppcheck":
+            diags = parse_diagnostics(out + err)
+            # Severities become clang levels so every report reads (and parses) the same way.
+            lines = ["%s:%d:%d: %s: %s [%s]" % (f, l, c, "error" if lvl == "error" else "warning", msg, chk)
+                     for f, l, c, lvl, msg, chk in diags]
+            failed = proc.returncode not in (0, 1) or (proc.returncode == 1 and not diags)
+        else:
+            lines = statics_report(out, self.roots) if a.mode == "statics" else \
+                [l for l in out.splitlines() if DIAG.match(l)]
+            clang_errors = [l for l in lines if DIAG.match(l)["level"] in ("error", "fatal error")]
+            failed = proc.returncode != 0 and not clang_errors and not any(
+                DIAG.match(l)["check"] == OUR_CHECK for l in lines)
+        if failed:
+            lines.append("%s:1:1: error: %s exited with status %d: %s [atlas-lint-tool-failure]" % (
+                src, self.tool_name(), proc.returncode, first_errors(out + "\n" + err) or "no output"))
+        return lines
+
+    def tool_name(self):
+        return "cppcheck" if self.a.mode == "cppcheck" else "clang-tidy"
+
+    def write_reports(self, unit, lines, fixes_tmp):
+        a, roots = self.a, self.roots
+        text = "\n".join(lines) + ("\n" if lines else "")
+        with open(unit["text"], "w", encoding="utf-8") as f:
+            f.write(text)
+        if unit.get("fixes"):
+            if os.path.exists(fixes_tmp):
+                with open(fixes_tmp, encoding="utf-8") as f:
+                    yaml_text = f.read()
+                os.remove(fixes_tmp)
+                yaml_text = relativize(yaml_text, roots)
+                for root in roots:
+                    yaml_text = yaml_text.replace("'" + root + "'", "'.'")
+                # Fixes in a header reached through a link apply to the header itself.
+                yaml_text = re.sub(r"^(\s*FilePath:\s+)'([^']*)'$", lambda q: "%s'%s'" % (
+                    q.group(1), spelled(q.group(2), roots)), yaml_text, flags=re.M)
+                if a.mode == "statics":
+                    yaml_text = yaml_text.replace("    Level:           Error", "    Level:           Warning")
+            else:
+                yaml_text = "---\nMainSourceFile:  '%s'\nDiagnostics:     []\n...\n" % unit["src"]
+            with open(unit["fixes"], "w", encoding="utf-8") as f:
+                f.write(yaml_text)
+        elif os.path.exists(fixes_tmp):
+            os.remove(fixes_tmp)
+        info_uri = "https://cppcheck.sourceforge.io/" if a.mode == "cppcheck" else \
+            "https://clang.llvm.org/extra/clang-tidy/"
+        with open(unit["sarif"], "w", encoding="utf-8") as f:
+            json.dump(sarif.log(parse_diagnostics(text), self.tool_name(), self.version, info_uri), f,
+                      indent=1, sort_keys=True)
+            f.write("\n")
+
+
 def main(argv):
     if "--" in argv:
         split = argv.index("--")
@@ -308,130 +573,38 @@ def main(argv):
     p = argparse.ArgumentParser()
     p.add_argument("--mode", choices=["statics", "tidy", "cppcheck"], required=True)
     p.add_argument("--tool", required=True)
-    p.add_argument("--src", required=True)
-    p.add_argument("--text", required=True)
-    p.add_argument("--sarif", required=True)
+    p.add_argument("--src", help="one file (with --text, --sarif, --fixes and the compile arguments after --)")
+    p.add_argument("--text")
+    p.add_argument("--sarif")
     p.add_argument("--fixes")
+    p.add_argument("--batch", help="a JSON file: {units: [{src, text, sarif, fixes, args}]}, one unit a file")
     p.add_argument("--config")
+    p.add_argument("--option", action="append", default=[],
+                   help="KEY=VALUE: a check option over the configuration's (atlas-stray-statics.KEY)")
     p.add_argument("--plugin")
+    p.add_argument("--version-file", help="the tool's --version output, written once for the build")
     p.add_argument("--cuda-stub", help="the gate's stand-in for the CUDA toolkit's headers: force-included "
                    "from a directory that stays a system one")
+    p.add_argument("--cuda-extra", action="append", default=[],
+                   help="a directory of the consumer's own stand-in headers, searched before the gate's")
+    p.add_argument("--cuda-arch", action="append", default=[],
+                   help="sm_NN: also parse CUDA files device-side for this architecture")
     a = p.parse_args(argv)
-
-    roots = execution_roots([a.src, a.plugin, a.config])
-    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
-    notes = []
-    fixes_tmp = (a.fixes or a.text) + ".raw"
-
-    def command(args):
-        if a.mode == "cppcheck":
-            cmd = [a.tool, "--enable=warning,style,performance,portability", "--error-exitcode=1",
-                   "--inline-suppr", "--quiet",
-                   # constParameter: our handles are pointer typedefs (atlas_status, CUstream) that cannot be
-                   # spelled pointer-to-const, and vtable callbacks must match their function pointer type;
-                   # cppcheck 2.10 asks for const on both.
-                   "--suppress=constParameter",
-                   "--template={file}:{line}:{column}: {severity}: {message} [cppcheck-{id}]"]
-            return cmd + args + [a.src]
-        cmd = [a.tool, "--quiet", "--config-file=" + a.config, "--export-fixes=" + fixes_tmp]
-        if a.mode == "statics":
-            # Our check decides what to report in headers and textual includes; the runner keeps the
-            # workspace's files.
-            cmd.append("--header-filter=.*")
-        if a.plugin:
-            cmd.append("--load=" + a.plugin)
-        return cmd + [a.src, "--"] + args
-
-    errors = []
-    args = expand_response_files(list(compile_args), errors)
-    if a.mode != "cppcheck":
-        args, dir_errors = user_include_dirs(args, roots)
-        errors += dir_errors
-    if a.cuda_stub:
-        args = ["-isystem", a.cuda_stub, "-include", "atlas_cuda_lint.h"] + args
-    proc, out, err = None, "", ""
-    for _ in range(0 if errors else 8):
-        proc = subprocess.run(command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                              check=False)
-        out = relativize(proc.stdout.decode("utf-8", "replace"), roots)
-        err = relativize(proc.stderr.decode("utf-8", "replace"), roots)
-        if a.mode == "cppcheck":
-            break
-        unknown = [u for u in UNKNOWN_ARG.findall(out + err) if u in args]
-        if not unknown:
-            break
-        for flag in unknown:
-            args = [x for x in args if x != flag]
-            notes.append("# note: %s: dropped compiler flag '%s': the clang frontend does not know it"
-                         % (a.src, flag))
-
-    if (proc and a.mode != "cppcheck" and a.src.endswith(".h") and "-x" in args and args[args.index("-x") + 1] == "c"
-            and re.search(r": (fatal )?error: .*\[clang-diagnostic-error\]", out)):
-        # A header of a target without C++ sources that does not compile as C: often a C++ header of a
-        # header-only library. Check it as C++ and say so.
-        cxx = ["-x", "c++", "-std=c++17"] + [x for x in args[args.index("-x") + 2:] if not x.startswith("-std=")]
-        retry = subprocess.run(command(cxx), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, check=False)
-        rout = relativize(retry.stdout.decode("utf-8", "replace"), roots)
-        if not re.search(r": (fatal )?error: .*\[clang-diagnostic-error\]", rout):
-            proc, out, err = retry, rout, relativize(retry.stderr.decode("utf-8", "replace"), roots)
-            notes.append("# note: %s: checked as C++: it does not compile as C" % a.src)
-
-    if errors:
-        # Not run: its findings could not be trusted. An error fails the gate; no baseline hides it.
-        lines = ["%s:1:1: error: %s [%s]" % (a.src, e, SYSTEM_DIR_CHECK) for e in errors]
-        failed = False
-        tool_name, info_uri = ("cppcheck", "https://cppcheck.sourceforge.io/") if a.mode == "cppcheck" else \
-            ("clang-tidy", "https://clang.llvm.org/extra/clang-tidy/")
-    elif a.mode == "cppcheck":
-        diags = parse_diagnostics(out + err)
-        # Severities become clang levels so every report reads (and parses) the same way.
-        lines = ["%s:%d:%d: %s: %s [%s]" % (f, l, c, "error" if lvl == "error" else "warning", msg, chk)
-                 for f, l, c, lvl, msg, chk in diags]
-        failed = proc.returncode not in (0, 1) or (proc.returncode == 1 and not diags)
-        tool_name, info_uri = "cppcheck", "https://cppcheck.sourceforge.io/"
+    if a.batch:
+        with open(a.batch, encoding="utf-8") as f:
+            data = json.load(f)
+        a.units = data["units"] if isinstance(data, dict) else data
+    elif a.src and a.text and a.sarif:
+        a.units = [{"src": a.src, "text": a.text, "sarif": a.sarif, "fixes": a.fixes, "args": compile_args}]
     else:
-        lines = statics_report(out, roots) if a.mode == "statics" else \
-            [l for l in out.splitlines() if DIAG.match(l)]
-        clang_errors = [l for l in lines if DIAG.match(l)["level"] in ("error", "fatal error")]
-        failed = proc.returncode != 0 and not clang_errors and not any(
-            DIAG.match(l)["check"] == OUR_CHECK for l in lines)
-        tool_name, info_uri = "clang-tidy", "https://clang.llvm.org/extra/clang-tidy/"
-    if failed:
-        lines.append("%s:1:1: error: %s exited with status %d: %s [atlas-lint-tool-failure]" % (
-            a.src, tool_name, proc.returncode, first_errors(out + "\n" + err) or "no output"))
-    text = "\n".join(notes + lines) + ("\n" if notes or lines else "")
-    with open(a.text, "w", encoding="utf-8") as f:
-        f.write(text)
-
-    if a.fixes:
-        if os.path.exists(fixes_tmp):
-            with open(fixes_tmp, encoding="utf-8") as f:
-                yaml_text = f.read()
-            os.remove(fixes_tmp)
-            yaml_text = relativize(yaml_text, roots)
-            for root in roots:
-                yaml_text = yaml_text.replace("'" + root + "'", "'.'")
-            # Fixes in a header reached through a link apply to the header itself.
-            yaml_text = re.sub(r"^(\s*FilePath:\s+)'([^']*)'$", lambda q: "%s'%s'" % (
-                q.group(1), spelled(q.group(2), roots)), yaml_text, flags=re.M)
-            if a.mode == "statics":
-                yaml_text = yaml_text.replace("    Level:           Error", "    Level:           Warning")
-        else:
-            yaml_text = "---\nMainSourceFile:  '%s'\nDiagnostics:     []\n...\n" % a.src
-        with open(a.fixes, "w", encoding="utf-8") as f:
-            f.write(yaml_text)
-    elif os.path.exists(fixes_tmp):
-        os.remove(fixes_tmp)
-
-    version = ""
-    if a.mode != "cppcheck":
-        m = re.search(r"version (\d+\.\d+\.\d+)", subprocess.run(
-            [a.tool, "--version"], stdout=subprocess.PIPE, env=env, check=False).stdout.decode())
-        version = m.group(1) if m else ""
-    with open(a.sarif, "w", encoding="utf-8") as f:
-        json.dump(sarif.log(parse_diagnostics(text), tool_name, version, info_uri), f, indent=1,
-                  sort_keys=True)
-        f.write("\n")
+        p.error("give --batch, or --src with --text and --sarif")
+    runner = Runner(a)
+    # The files of a batch are independent: a few tool processes at a time (each is one process, and
+    # Python only waits for them).
+    workers = max(1, min(len(a.units), os.cpu_count() or 1, 4))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        for _ in pool.map(runner.check_unit, a.units):
+            pass
     return 0
 
 

@@ -22,8 +22,8 @@ diags() { grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error|note): ' "$1" || true; }
 run_fixture() {  # FILE LANG_ARGS...  (STUB=lint/cuda: the CUDA stand-in, as the aspect passes it)
   local src=$1; shift
   local out="$WORK/$(echo "$src" | tr / _)"
-  $PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" ${STUB:+--cuda-stub "$STUB"} \
-    --config lint/atlas_statics.clang-tidy --src "$src" --text "$out.txt" --fixes "$out.yaml" \
+  $PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" ${STUB:+--cuda-stub "$STUB"} ${EXTRA:-} \
+    --config tests/lint/fixtures.clang-tidy --src "$src" --text "$out.txt" --fixes "$out.yaml" \
     --sarif "$out.sarif" -- "$@" -I. || fail "runner failed on $src"
   local expected="$EXP/$(basename "$src").expected"
   if diff -u "$expected" <(diags "$out.txt") >"$out.diff"; then
@@ -45,6 +45,7 @@ if "$CLANG_TIDY" --load="$PLUGIN" -checks=-*,atlas-stray-statics --dump-config 2
 else fail "plugin does not load: $("$CLANG_TIDY" --load="$PLUGIN" --list-checks 2>&1 | tail -3)"; fi
 
 C=(-x c -std=c11)
+TIDY_VERSION=$("$CLANG_TIDY" --version | sed -n 's/.*version \([0-9][0-9.]*\).*/\1/p' | head -1)
 CXX=(-x c++ -std=c++17)
 # CUDA as the aspect parses it: clang's CUDA mode, host side, no toolkit (lint/cuda stands in: STUB).
 CU=(-x cuda --cuda-host-only -nocudainc -nocudalib --cuda-path=/nonexistent-atlas-no-cuda -std=c++17)
@@ -69,7 +70,18 @@ run_fixture $FIX/false_positives.cc "${CXX[@]}"
 # C++ names with blanks (baseline round trip below), CUDA globals, a textual include, fix-its.
 run_fixture $FIX/cxx_keys.cc "${CXX[@]}"
 STUB=lint/cuda run_fixture $FIX/cuda/device.cu "${CU[@]}"
+# Host code that launches kernels, a consumer's own stand-in header, and device-side parses for sm_80 and
+# sm_90 (newer than clang 14 knows: parsed for sm_86 with __CUDA_ARCH__ 900).
+STUB=lint/cuda EXTRA="--cuda-extra $FIX/cuda/stand_in --cuda-arch sm_80 --cuda-arch sm_90" \
+  run_fixture $FIX/cuda/launch.cu "${CU[@]}"
 run_fixture $FIX/textual/commands.c "${C[@]}"
+# Every branch: __clang_analyzer__ undefined as a compiler has it; statics in skipped branches and data in
+# top-level asm reported as not checked.
+run_fixture $FIX/branches.c "${C[@]}"
+# C++: const handles on startup state, deep-const values, explicit specializations.
+run_fixture $FIX/cxx_handles.cc "${CXX[@]}"
+# A .c file holding marked statics included into another: a finding at the #include.
+run_fixture $FIX/included/unity.c "${C[@]}"
 run_fixture $FIX/fixits.c "${C[@]}"
 
 # Fix-its: const where nothing writes the variable, the mark + comment template where one category fits.
@@ -81,7 +93,7 @@ else fail "fix-its"; cat "$Y"; fi
 # Applying the mark fix-it alone does not pass: its comment template argues nothing.
 sed 's|^static bool g_deprecated_WARNED;.*|// TODO(atlas-stray-statics): argue why this static may stay (LOG_ONCE).\nATLAS_STATIC(LOG_ONCE) static bool g_deprecated_WARNED;|' \
   $FIX/fixits.c > "$WORK/fixits_applied.c"
-"$CLANG_TIDY" --quiet --load="$PLUGIN" --config-file=lint/atlas_statics.clang-tidy "$WORK/fixits_applied.c" \
+"$CLANG_TIDY" --quiet --load="$PLUGIN" --config-file=tests/lint/fixtures.clang-tidy "$WORK/fixits_applied.c" \
   -- "${C[@]}" -I. 2>/dev/null > "$WORK/fixits_applied.txt"
 grep -q "g_deprecated_WARNED' has no comment arguing its case" "$WORK/fixits_applied.txt" \
   && pass "the comment template alone does not argue a case" || { fail "template passes"; cat "$WORK/fixits_applied.txt"; }
@@ -102,6 +114,10 @@ Checks: '-*,atlas-stray-statics'
 CheckOptions:
   - key: atlas-stray-statics.SkipSystemHeaders
     value: 'false'
+  - key: atlas-stray-statics.CudaHostFiles
+    value: '^tests/lint/fixtures/runtime/cuda/cuda_host\.c$'
+  - key: atlas-stray-statics.LifecycleFiles
+    value: '^tests/lint/fixtures/runtime/lifecycle(/|\.c$)'
 CFG
 for f in storage_forms.c categories.c; do
   "$CLANG_TIDY" --quiet --load="$PLUGIN" --config-file="$WORK/full_walk.clang-tidy" $FIX/$f \
@@ -127,6 +143,22 @@ else
   pass "CudaHostFiles option moves the CUDA host"
 fi
 
+# Options over the configuration file (what atlas_statics_test's lifecycle_files and cuda_host_files pass),
+# anchored at the workspace root: the default configuration names Atlas's own files, so the fixture's CUDA
+# host is judged by the option alone.
+$PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" --config lint/atlas_statics.clang-tidy \
+  --option 'CudaHostFiles=^tests/lint/fixtures/runtime/cuda/cuda_host\.c$' --src $FIX/runtime/cuda/cuda_host.c \
+  --text "$WORK/opt_host.txt" --sarif "$WORK/opt_host.sarif" --fixes "$WORK/opt_host.yaml" -- "${C[@]}" -I.
+if diff -u $EXP/cuda_host.c.expected <(diags "$WORK/opt_host.txt"); then
+  pass "an anchored CudaHostFiles option over the configuration file"
+else fail "CudaHostFiles option through the runner"; fi
+$PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" --config lint/atlas_statics.clang-tidy \
+  --src $FIX/runtime/cuda/cuda_host.c --text "$WORK/default_host.txt" --sarif "$WORK/default_host.sarif" \
+  --fixes "$WORK/default_host.yaml" -- "${C[@]}" -I.
+grep -q "g_libcuda' is marked CUDA_HOST outside the CUDA host (files matching CudaHostFiles '^runtime/cuda/cuda_host" \
+  "$WORK/default_host.txt" && pass "the default names Atlas's own CUDA host exactly, not any folder named like it" \
+  || { fail "default CudaHostFiles matches a look-alike folder"; cat "$WORK/default_host.txt"; }
+
 # A static in a header included from two files is reported once.
 "$CLANG_TIDY" --quiet --load="$PLUGIN" -checks=-*,atlas-stray-statics --header-filter='.*' \
   $FIX/header/user_a.c $FIX/header/user_b.c -- "${C[@]}" >"$WORK/header.txt" 2>/dev/null
@@ -135,11 +167,11 @@ n=$(grep -cE "shared.h:4:12: (warning|error): mutable static 'shared_counter'" "
 # And through the gate, which merges the reports of several actions: still one finding.
 for f in user_a user_b; do
   $PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" \
-    --config lint/atlas_statics.clang-tidy --src $FIX/header/$f.c --text "$WORK/$f.txt" \
+    --config tests/lint/fixtures.clang-tidy --src $FIX/header/$f.c --text "$WORK/$f.txt" \
     --fixes "$WORK/$f.yaml" --sarif "$WORK/$f.sarif" -- "${C[@]}"
 done
 $PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" \
-  --config lint/atlas_statics.clang-tidy --src $FIX/header/shared.h --text "$WORK/shared.txt" \
+  --config tests/lint/fixtures.clang-tidy --src $FIX/header/shared.h --text "$WORK/shared.txt" \
   --fixes "$WORK/shared.yaml" --sarif "$WORK/shared.sarif" -- "${C[@]}"
 cat "$WORK/user_a.txt" "$WORK/user_b.txt" "$WORK/shared.txt" > "$WORK/shared_twice.txt"
 printf '%s\n' "$WORK/shared.txt" "$WORK/shared_twice.txt" "$WORK/user_a.txt" > "$WORK/header.manifest"
@@ -171,7 +203,7 @@ else pass "stragglers without a baseline fail"; fi
 # A file clang-tidy cannot parse fails the gate, never passes silently.
 printf 'int broken(void) { return ; \n' > "$WORK/broken.c"
 $PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" \
-  --config lint/atlas_statics.clang-tidy --src "$WORK/broken.c" --text "$WORK/broken.txt" \
+  --config tests/lint/fixtures.clang-tidy --src "$WORK/broken.c" --text "$WORK/broken.txt" \
   --fixes "$WORK/broken.yaml" --sarif "$WORK/broken.sarif" -- "${C[@]}"
 echo "$WORK/broken.txt" > "$WORK/broken.manifest"
 if $PY lint/statics_gate.py --manifest "$WORK/broken.manifest" --check atlas-stray-statics >/dev/null; then
@@ -209,6 +241,10 @@ if grep -q "c_only.h.*'new'" "$AR/c_only.h.txt" && grep -q "^  - DiagnosticName:
   && grep -q "FilePath:        'tests/lint/fixtures/aspect/c_lib.c'" "$AR/c_lib.c.fixes.yaml"; then
   pass "aspect fixes YAML is workspace-relative"
 else fail "aspect fixes YAML"; cat "$AR/c_lib.c.fixes.yaml"; fi
+# A generated C file is checked like a written one, and reported at its package path.
+GR=tests/lint/fixtures/aspect/gate_lib.statics/tests/lint/fixtures/aspect/gen_state.c.txt
+grep -q "^tests/lint/fixtures/aspect/gen_state.c:1:5: warning: mutable static 'g_generated_counter'" "$GR" \
+  && pass "a generated .c file is checked, at its package path" || { fail "generated .c"; cat "$GR"; }
 # Coverage: the genrule's CUDA source is checked; the opted-out target is not; the fragment header is
 # checked only through its includer; the gcc-only copt is dropped with a note.
 KR=tests/lint/fixtures/aspect/kernel_image.statics/tests/lint/fixtures/aspect/kernel.cu.txt
@@ -251,7 +287,7 @@ run_fixture $FIX/sysinc_abs/sysinc_abs_user.c "${C[@]}" -isystem "$SRC_TREE/abs_
 run_fixture $FIX/sysinc_rsp/sysinc_rsp_user.c "${C[@]}" @$FIX/sysinc_rsp/flags.rsp
 # A sysroot in the workspace would make its headers system ones; the runner refuses it, naming the flag.
 $PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" \
-  --config lint/atlas_statics.clang-tidy --src $FIX/sysinc_abs/sysinc_abs_user.c --text "$WORK/sysroot.txt" \
+  --config tests/lint/fixtures.clang-tidy --src $FIX/sysinc_abs/sysinc_abs_user.c --text "$WORK/sysroot.txt" \
   --fixes "$WORK/sysroot.yaml" --sarif "$WORK/sysroot.sarif" -- "${C[@]}" --sysroot=$FIX/sysinc_abs
 grep -q "error: --sysroot names 'tests/lint/fixtures/sysinc_abs', a directory of the main workspace" "$WORK/sysroot.txt" \
   && pass "a sysroot in the workspace fails, naming the flag and the directory" || { fail "sysroot in the workspace"; cat "$WORK/sysroot.txt"; }
@@ -275,27 +311,29 @@ TEST_UNDECLARED_OUTPUTS_DIR="$WORK/gate_out" tests/lint/fixture_gate.sh > "$WORK
   || { fail "fixture gate"; cat "$WORK/fixture_gate.txt"; }
 for want in "not checked (tagged no-atlas-statics): //tests/lint/fixtures/aspect:opted_out" \
     "headers checked only through their includers: //tests/lint/fixtures/aspect:fragment_lib" \
-    "not checked (generated files): tests/lint/fixtures/aspect/kernel_image.c" \
-    "dropped compiler flag '-fno-gcc-only-flag-for-the-fixture'" "4 finding(s), 4 baselined"; do
+    "not checked (assembly files, not parsed; a straggler there is not seen): tests/lint/fixtures/aspect/data.S" \
+    "dropped compiler flag '-fno-gcc-only-flag-for-the-fixture'" "5 finding(s), 5 baselined"; do
   grep -qF "$want" "$WORK/fixture_gate.txt" && pass "gate summary: $want" || { fail "gate summary lacks: $want"; cat "$WORK/fixture_gate.txt"; }
 done
 for merged in "$WORK/gate_out/fixture_gate.sarif" tests/lint/aspect_reports.sarif; do
   $PY lint/sarif_check.py "$merged" || fail "merged SARIF structure $merged"
-  $PY - "$merged" <<'PYEOF' && pass "merged SARIF: one run, suppressions external, rule help ($merged)" || fail "merged SARIF content $merged"
+  $PY - "$merged" "$TIDY_VERSION" <<'PYEOF' && pass "merged SARIF: one run, tool version, suppressions accepted, rule help ($merged)" || fail "merged SARIF content $merged"
 import json, sys
 log = json.load(open(sys.argv[1]))
 assert len(log["runs"]) == 1
 run = log["runs"][0]
 res = run["results"]
-assert len(res) == 4, res
+assert len(res) == 5, res
 rules = run["tool"]["driver"]["rules"]
 for r in res:
     assert r["ruleId"] and rules[r["ruleIndex"]]["id"] == r["ruleId"]
     assert rules[r["ruleIndex"]]["help"]["text"]
-    assert r["suppressions"] == [{"kind": "external", "justification": "listed in the gate's baseline"}], r
+    assert r["suppressions"] == [{"kind": "external", "status": "accepted", "justification": "listed in the gate's baseline"}], r
+    assert run["tool"]["driver"]["version"] == sys.argv[2], run["tool"]["driver"]
 uris = sorted(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in res)
 assert uris == ["tests/lint/fixtures/aspect/c_lib.c", "tests/lint/fixtures/aspect/c_only.h",
-                "tests/lint/fixtures/aspect/fragment.h", "tests/lint/fixtures/aspect/kernel.cu"], uris
+                "tests/lint/fixtures/aspect/fragment.h", "tests/lint/fixtures/aspect/gen_state.c",
+                "tests/lint/fixtures/aspect/kernel.cu"], uris
 PYEOF
 done
 
@@ -333,7 +371,7 @@ grep -q "commands.def:3:16: warning: mutable static 'g_commands'" "$WORK/textual
 # When clang cannot compile a file, the gate's output shows clang's first error lines.
 printf 'int broken(void) { return undeclared_thing; }\n' > "$WORK/broken2.c"
 $PY lint/tidy_action.py --mode statics --tool "$CLANG_TIDY" --plugin "$PLUGIN" \
-  --config lint/atlas_statics.clang-tidy --src "$WORK/broken2.c" --text "$WORK/broken2.txt" \
+  --config tests/lint/fixtures.clang-tidy --src "$WORK/broken2.c" --text "$WORK/broken2.txt" \
   --fixes "$WORK/broken2.yaml" --sarif "$WORK/broken2.sarif" -- "${C[@]}"
 echo "$WORK/broken2.txt" > "$WORK/broken2.manifest"
 $PY lint/statics_gate.py --manifest "$WORK/broken2.manifest" --check atlas-stray-statics > "$WORK/broken2_gate.txt"
