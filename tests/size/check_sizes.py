@@ -30,7 +30,6 @@ ALLOWED = [
     ("kernels/decode_attention.cuh", "attention_decode_g",
      "being split: the decode attention kernel"),
     ("runtime/chat/jinja_*.c", "*", "being split: the template engine"),
-    ("lint/stray_statics_check.cc", "*", "being split: the statics check"),
 ]
 
 
