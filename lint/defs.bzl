@@ -168,8 +168,13 @@ def _statics_options(ctx):
     return args
 
 def _declare_batch(ctx, mode, files, cc):
-    """One action for the files of a target: one Python start, one tool process per file (per parse for
-    CUDA: host side and each architecture's device side). Returns (text, fixes, sarif) report lists."""
+    """Declares one lint action for the files of a target.
+
+    One Python start, one tool process per file (per parse for CUDA: host side
+    and each architecture's device side).
+
+    Returns (text, fixes, sarif): the report files.
+    """
     text, fixes, sarif = [], [], []
     runner = ctx.file._runner
     tool_inputs = [runner, ctx.file._sarif]
@@ -222,8 +227,14 @@ def _declare_batch(ctx, mode, files, cc):
     if mode == "cppcheck":
         args += ["--tool", _CPPCHECK]
     else:
-        args += ["--tool", ctx.file._clang_tidy.path, "--config", ctx.file._config.path,
-                 "--version-file", ctx.file._version.path]
+        args += [
+            "--tool",
+            ctx.file._clang_tidy.path,
+            "--config",
+            ctx.file._config.path,
+            "--version-file",
+            ctx.file._version.path,
+        ]
     if plugin:
         args += ["--plugin", plugin.path] + _statics_options(ctx)
     if has_cuda:
@@ -235,8 +246,10 @@ def _declare_batch(ctx, mode, files, cc):
     ctx.actions.run(
         executable = _PYTHON,
         arguments = args,
-        inputs = depset(srcs + tool_inputs + [batch] + (cuda_files + stand_ins if has_cuda else []),
-                        transitive = [cc.headers]),
+        inputs = depset(
+            srcs + tool_inputs + [batch] + (cuda_files + stand_ins if has_cuda else []),
+            transitive = [cc.headers],
+        ),
         outputs = outputs,
         mnemonic = {"statics": "AtlasStatics", "tidy": "AtlasClangTidy", "cppcheck": "AtlasCppcheck"}[mode],
         progress_message = "%s %s (%d file%s)" % (mode, ctx.label, len(units), "" if len(units) == 1 else "s"),
