@@ -193,6 +193,9 @@ void atlas_serve_swap(atlas_server *s, const char *dir, int *out_http,
   }
   s->swap_busy = true;
   atomic_store(&s->swapping, true);
+  // Prompts being encoded with the old tokenizer finish first (admissions
+  // start no new ones while `swapping` is set).
+  while (s->encoders > 0) pthread_cond_wait(&s->cv, &s->mu);
   drain(s, s->config.drain_s,
         "the model was swapped while this request ran; it was cut after the "
         "swap's drain (--drain-s)");
@@ -247,50 +250,85 @@ int atlas_serve_health(atlas_server *s, char **out_body) {
   return swapping || serving ? 200 : 503;
 }
 
+// Why a request cannot be admitted now (server locked), or OK.
+static atlas_status refusal(atlas_server *s, int *http) {
+  if (s->stopping) {
+    *http = 503;
+    return atlas_status_make(ATLAS_STATUS_UNAVAILABLE,
+                             "the server is shutting down");
+  }
+  if (atomic_load(&s->swapping)) {
+    *http = 503;
+    return atlas_status_make(ATLAS_STATUS_UNAVAILABLE,
+                             "a swap outlasted --timeout-s");
+  }
+  if (s->sm.sched == NULL) {
+    *http = 503;
+    return atlas_status_make(ATLAS_STATUS_UNAVAILABLE, "%s", s->lost_why);
+  }
+  if (s->config.max_waiting > 0 && s->job_count >= s->config.max_waiting) {
+    *http = 429;
+    return atlas_status_make(ATLAS_STATUS_RESOURCE_EXHAUSTED,
+                             "the queue is full (%zu requests); retry later",
+                             s->job_count);
+  }
+  return ATLAS_OK;
+}
+
+static void list_add(atlas_server *s, atlas_oai_job *job) {
+  atlas_serve_job_link *l = calloc(1, sizeof *l);
+  if (l == NULL) {
+    atlas_oai_job_cancel(job, 500, "no memory");
+    return;
+  }
+  l->job = job;
+  l->next = &s->jobs;
+  l->prev = s->jobs.prev;
+  s->jobs.prev->next = l;
+  s->jobs.prev = l;
+  s->job_count++;
+}
+
+// The prompt is encoded (and the chat template rendered) outside the lock,
+// so a long prompt holds up no other request: `encoders` counts those under
+// way, and a swap waits for them before it replaces the tokenizer. Should a
+// swap start meanwhile, the job is prepared again for what serves after it.
 atlas_status atlas_serve_admit(atlas_server *s, atlas_oai_job *job,
                                double deadline, atlas_oai_error *err,
                                int *http) {
   err->param[0] = '\0';
   pthread_mutex_lock(&s->mu);
-  while (atomic_load(&s->swapping) && !s->stopping &&
-         (deadline <= 0 || atlas_oai_now() < deadline)) {
-    timed_wait(s, deadline);
-  }
   atlas_status st = ATLAS_OK;
-  if (s->stopping) {
-    *http = 503;
-    st = atlas_status_make(ATLAS_STATUS_UNAVAILABLE,
-                           "the server is shutting down");
-  } else if (atomic_load(&s->swapping)) {
-    *http = 503;
-    st = atlas_status_make(ATLAS_STATUS_UNAVAILABLE,
-                           "a swap outlasted --timeout-s");
-  } else if (s->sm.sched == NULL) {
-    *http = 503;
-    st = atlas_status_make(ATLAS_STATUS_UNAVAILABLE, "%s", s->lost_why);
-  } else if (s->config.max_waiting > 0 &&
-             s->job_count >= s->config.max_waiting) {
-    *http = 429;
-    st = atlas_status_make(ATLAS_STATUS_RESOURCE_EXHAUSTED,
-                           "the queue is full (%zu requests); retry later",
-                           s->job_count);
-  } else {
+  for (int tries = 0;; ++tries) {
+    while (atomic_load(&s->swapping) && !s->stopping &&
+           (deadline <= 0 || atlas_oai_now() < deadline)) {
+      timed_wait(s, deadline);
+    }
+    st = refusal(s, http);
+    if (st != ATLAS_OK) break;
     atlas_oai_env env;
     env_of(s, &env);
-    st = atlas_oai_job_submit(job, &env, err, http);
-    if (st == ATLAS_OK || atlas_oai_job_state_get(job) != ATLAS_OAI_JOB_NEW) {
+    uint64_t gen = s->sched_gen;
+    s->encoders++;
+    pthread_mutex_unlock(&s->mu);
+    st = atlas_oai_job_prepare(job, &env, err, http);
+    pthread_mutex_lock(&s->mu);
+    s->encoders--;
+    pthread_cond_broadcast(&s->cv);
+    if (st != ATLAS_OK) break;
+    if (!atomic_load(&s->swapping) && s->sched_gen == gen) {
+      st = atlas_oai_job_enqueue(job, &env, http);
       // On the list even when refused part-way: release waits for it.
-      atlas_serve_job_link *l = calloc(1, sizeof *l);
-      if (l == NULL) {
-        atlas_oai_job_cancel(job, 500, "no memory");
-      } else {
-        l->job = job;
-        l->next = &s->jobs;
-        l->prev = s->jobs.prev;
-        s->jobs.prev->next = l;
-        s->jobs.prev = l;
-        s->job_count++;
+      if (st == ATLAS_OK || atlas_oai_job_state_get(job) != ATLAS_OAI_JOB_NEW) {
+        list_add(s, job);
       }
+      break;
+    }
+    if (tries >= 100) {  // swaps back to back, a hundred times
+      *http = 503;
+      st = atlas_status_make(ATLAS_STATUS_UNAVAILABLE,
+                             "the model kept being swapped; retry later");
+      break;
     }
   }
   pthread_mutex_unlock(&s->mu);

@@ -80,6 +80,7 @@ struct atlas_server {
   bool driver_exit;      // the driving thread should end
   uint64_t sched_gen;    // bumped when a swap installs a scheduler
   size_t connections;    // open HTTP requests (shutdown waits for them)
+  size_t encoders;       // admissions encoding a prompt outside the lock
   pthread_t driver;
   atlas_serve_job_link jobs;  // sentinel of the live jobs
   size_t job_count;

@@ -61,6 +61,8 @@ struct atlas_oai_job {
   atlas_oai_env env;
   uint32_t *prompt;
   size_t prompt_len;
+  size_t max_tokens;  // planned by prepare for the env it was given
+  bool prepared;
   choice *choices;
   size_t n, finals;
   size_t cached_tokens;  // choice 0's prompt tokens from the prefix cache
@@ -516,19 +518,39 @@ static atlas_status submit_choices(atlas_oai_job *j, size_t max_tokens,
   return ATLAS_OK;
 }
 
-atlas_status atlas_oai_job_submit(atlas_oai_job *j, const atlas_oai_env *env,
-                                  atlas_oai_error *err, int *http) {
+atlas_status atlas_oai_job_prepare(atlas_oai_job *j, const atlas_oai_env *env,
+                                   atlas_oai_error *err, int *http) {
   if (err != NULL) err->param[0] = '\0';
   *http = 500;
-  if (j->state != ATLAS_OAI_JOB_NEW && j->state != ATLAS_OAI_JOB_REQUEUE) {
+  j->prepared = false;
+  if (atlas_oai_job_state_get(j) != ATLAS_OAI_JOB_NEW &&
+      atlas_oai_job_state_get(j) != ATLAS_OAI_JOB_REQUEUE) {
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                              "a job is submitted once (or again after a "
                              "swap's requeue)");
   }
   ATLAS_RETURN_IF_ERROR(check_logprobs(j->req, err, http));
   ATLAS_RETURN_IF_ERROR(encode_prompt(j, env, err, http));
-  size_t max_tokens = 0;
-  ATLAS_RETURN_IF_ERROR(plan_tokens(j, env, err, http, &max_tokens));
+  ATLAS_RETURN_IF_ERROR(plan_tokens(j, env, err, http, &j->max_tokens));
+  j->prepared = true;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_oai_job_submit(atlas_oai_job *j, const atlas_oai_env *env,
+                                  atlas_oai_error *err, int *http) {
+  ATLAS_RETURN_IF_ERROR(atlas_oai_job_prepare(j, env, err, http));
+  return atlas_oai_job_enqueue(j, env, http);
+}
+
+atlas_status atlas_oai_job_enqueue(atlas_oai_job *j, const atlas_oai_env *env,
+                                   int *http) {
+  *http = 500;
+  if (!j->prepared) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "a job is prepared before it is enqueued");
+  }
+  j->prepared = false;
+  size_t max_tokens = j->max_tokens;
   pthread_mutex_lock(&j->mu);
   j->env = *env;
   j->finals = 0;

@@ -75,6 +75,19 @@ ATLAS_MUST_USE atlas_status atlas_oai_job_submit(atlas_oai_job *job,
                                                  atlas_oai_error *out_error,
                                                  int *out_http);
 
+// atlas_oai_job_submit in two steps, so that a server can encode (the slow
+// part) outside its own lock: prepare encodes the prompt and plans the
+// tokens against env (failures as submit's 400s, the job left as it was);
+// enqueue then submits the prepared job on the same env (its refusals as
+// submit's). Prepare again when the env changed in between.
+ATLAS_MUST_USE atlas_status atlas_oai_job_prepare(atlas_oai_job *job,
+                                                  const atlas_oai_env *env,
+                                                  atlas_oai_error *out_error,
+                                                  int *out_http);
+ATLAS_MUST_USE atlas_status atlas_oai_job_enqueue(atlas_oai_job *job,
+                                                  const atlas_oai_env *env,
+                                                  int *out_http);
+
 atlas_oai_job_state atlas_oai_job_state_get(atlas_oai_job *job);
 
 // Waits until the job has output to take or changes state, at most until
