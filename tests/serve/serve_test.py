@@ -494,6 +494,26 @@ def case_sigterm_during_swap(m, long_model):
     check("SIGTERM during a swap: leaked: 0 bytes", "leaked: 0 bytes" in s.stderr())
 
 
+def case_key_file(m):
+    path = os.path.join(TMP, "key.txt")
+    with open(path, "w") as f:
+        f.write(KEY + "  \nsecond line ignored\n")
+    s = Server(m, "--api-key-file", path)
+    try:
+        st, _ = s.request("GET", "/v1/models")
+        check("--api-key-file: its first line is the key", st == 200, st)
+        st, _ = s.request("GET", "/v1/models", headers={"Authorization": "Bearer second"})
+        check("--api-key-file: another key is a 401", st == 401, st)
+        check("--api-key-file: the key never reaches the log", KEY not in s.stderr())
+    finally:
+        rc = s.stop()
+    check("--api-key-file: exit 0", rc == 0, rc)
+    r = subprocess.run([ATLAS, "serve", "--model", m, "--api-key", "k", "--api-key-file", path],
+                       capture_output=True, timeout=60)
+    check("--api-key with --api-key-file is a usage error (exit 2)", r.returncode == 2,
+          r.returncode)
+
+
 def case_lost(m, m2):
     # Every allocation of a backend built after the first fails: the swap's
     # new model cannot load, nor can the restore... unless the swap restores
@@ -535,6 +555,7 @@ def main():
         "swap100": lambda: case_swap_under_load(m, m2, rounds=10),
         "sigterm_swap": lambda: case_sigterm_during_swap(m, long_model),
         "lost": lambda: case_lost(m, m2),
+        "keyfile": lambda: case_key_file(m),
     }
     for name, run in cases.items():
         # By default every case, the swaps 100 times (swap: 10, for TSan).
