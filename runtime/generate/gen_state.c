@@ -123,6 +123,7 @@ static float log_softmax_at(const float *logits, size_t n, uint32_t id) {
   for (size_t i = 0; i < n; ++i) mx = logits[i] > mx ? logits[i] : mx;
   double sum = 0;
   for (size_t i = 0; i < n; ++i) sum += exp((double)logits[i] - mx);
+  if (!(sum > 0)) return -INFINITY;  // no finite logit
   return (float)((double)logits[id] - mx - log(sum));
 }
 
@@ -188,7 +189,7 @@ static atlas_status release_held(atlas_gen_state *g) {
   if (g->stream != NULL) {
     s = atlas_tokenizer_stream_finish(g->stream, &tail, &tail_len);
   }
-  atlas_stop_step step;
+  atlas_stop_step step = {0};
   if (s == ATLAS_OK) s = atlas_stop_finish(&g->stop, tail, tail_len, &step);
   free(tail);
   if (s == ATLAS_OK) s = text_append(g, step.emit, step.emit_len);
