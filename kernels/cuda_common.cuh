@@ -1,6 +1,10 @@
 // Device helpers the CUDA kernel modules share (llama.cu, prefill.cu):
 // element loads and stores by dtype and a block-wide sum. Included into each
 // .cu (atlas_cuda_fatbin's `hdrs`), so every fatbin carries its own copy.
+//
+// Kernel code uses no anonymous namespaces: nvcc names what they hold with a
+// hash of the source's absolute path, so the PTX would differ from one
+// checkout to the next (kernels/images/ is compared byte for byte).
 #ifndef ATLAS_KERNELS_CUDA_COMMON_CUH_
 #define ATLAS_KERNELS_CUDA_COMMON_CUH_
 
@@ -9,9 +13,7 @@
 #include <stdint.h>
 
 // The largest head_dim the attention kernels take (prefill_kernels.h).
-namespace {
 constexpr int kMaxD = 128;
-}  // namespace
 
 // Weights and KV cache entries: F32, F16 or BF16, read as f32.
 __device__ __forceinline__ float load_w(const float *w, size_t i) {

@@ -8,8 +8,6 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-namespace {
-
 // mma.sync m16n8k16 with f32 accumulate for one 16-bit type, and the
 // conversions to and from it.
 template <typename T>
@@ -114,7 +112,5 @@ __device__ __forceinline__ void cp_async_commit() {
 __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 }
-
-}  // namespace
 
 #endif  // ATLAS_KERNELS_CUDA_MMA_CUH_

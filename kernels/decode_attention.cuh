@@ -36,7 +36,6 @@
 // cache rows before this step's position are loaded before the wait (the
 // previous launch writes only row `pos`), and a chunk's keys need no merge.
 
-namespace {
 // kDecWarps * 32: ATLAS_LLAMA_DECODE_THREADS (prefill_kernels.h).
 constexpr int kChunkMax = 128, kMaxGroup = 16, kDecWarps = 16;
 // Keys a split holds for head size D (0: any other), which sizes `splits`:
@@ -46,7 +45,6 @@ constexpr int kChunkOf = D == 128 ? 64 : 128;
 // ATLAS_LLAMA_DECODE_HEAD_KEYS: contexts of this many keys or fewer take a
 // block per query head.
 constexpr uint32_t kHeadKeys = 256;
-}  // namespace
 
 // Four cache entries as stored (registers: two words for 16-bit caches).
 template <typename C>
@@ -405,6 +403,34 @@ __device__ __forceinline__ void decode_merge_splits(
   }
 }
 
+// attention_decode_g's loads of chunk c's key rows (into kr) and value rows
+// (into vr), over its locals. (Written out at each use, not as lambdas over
+// kr and vr: those put the arrays in local memory.)
+#define ATLAS_DECODE_LOAD_K(c)                                                 \
+  do {                                                                         \
+    const uint32_t t0_ = first_key(c), count_ = keys_in(c);                    \
+    _Pragma("unroll") for (int p = 0; p < kPerWarp; ++p) {                     \
+      const uint32_t j = key_of(p);                                            \
+      kr[p] = Raw{};                                                           \
+      if (j < count_ && qd < quads && t0_ + j != pos) {                        \
+        kr[p] =                                                                \
+            kv_raw(kbase + (size_t)(t0_ + j) * kv_dim, 4 * qd, head_dim, vec); \
+      }                                                                        \
+    }                                                                          \
+  } while (0)
+// skip_pos: row pos comes from vpos (kEarlyV); else every row loads.
+#define ATLAS_DECODE_LOAD_V(c, skip_pos)                                       \
+  do {                                                                         \
+    const uint32_t t0_ = first_key(c), count_ = keys_in(c);                    \
+    _Pragma("unroll") for (int t = 0; t < kSlices; ++t) {                      \
+      const uint32_t j = slice + t * slices;                                   \
+      vr[t] = Raw{};                                                           \
+      if (j < count_ && qd < quads && !((skip_pos) && t0_ + j == pos)) {       \
+        vr[t] =                                                                \
+            kv_raw(vbase + (size_t)(t0_ + j) * kv_dim, 4 * qd, head_dim, vec); \
+      }                                                                        \
+    }                                                                          \
+  } while (0)
 // G: the group size rounded up to a power of two (registers for G heads);
 // `group` <= G is the real one. D: head_dim as a constant (64, 128), or 0
 // (read at run time). With head_dim at run time the lane segments' shuffles
@@ -462,33 +488,6 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
   // from kpos / vpos (the first chunk's rows load before the wait, and the
   // launch before it writes row pos).
   Raw kr[kPerWarp], vr[kSlices];
-  // (Written out at each use, not as lambdas over kr and vr: those put the
-  // arrays in local memory.)
-#define ATLAS_DECODE_LOAD_K(c)                                                 \
-  do {                                                                         \
-    const uint32_t t0_ = first_key(c), count_ = keys_in(c);                    \
-    _Pragma("unroll") for (int p = 0; p < kPerWarp; ++p) {                     \
-      const uint32_t j = key_of(p);                                            \
-      kr[p] = Raw{};                                                           \
-      if (j < count_ && qd < quads && t0_ + j != pos) {                        \
-        kr[p] =                                                                \
-            kv_raw(kbase + (size_t)(t0_ + j) * kv_dim, 4 * qd, head_dim, vec); \
-      }                                                                        \
-    }                                                                          \
-  } while (0)
-  // skip_pos: row pos comes from vpos (kEarlyV); else every row loads.
-#define ATLAS_DECODE_LOAD_V(c, skip_pos)                                       \
-  do {                                                                         \
-    const uint32_t t0_ = first_key(c), count_ = keys_in(c);                    \
-    _Pragma("unroll") for (int t = 0; t < kSlices; ++t) {                      \
-      const uint32_t j = slice + t * slices;                                   \
-      vr[t] = Raw{};                                                           \
-      if (j < count_ && qd < quads && !((skip_pos) && t0_ + j == pos)) {       \
-        vr[t] =                                                                \
-            kv_raw(vbase + (size_t)(t0_ + j) * kv_dim, 4 * qd, head_dim, vec); \
-      }                                                                        \
-    }                                                                          \
-  } while (0)
   // This block takes chunks split, split + used, ... of `chunks` (`used`
   // blocks share them); the last chunk holds row pos.
   ATLAS_DECODE_LOAD_K(split);

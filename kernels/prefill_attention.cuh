@@ -25,9 +25,7 @@
 // grid (ceil(pairs / 64), n_kv), block 128): see attention_flash below.
 // prefill_kernels.h's atlas_llama_prefill_attention_rows() picks the grid.
 
-namespace {
 constexpr int kRows = 16, kKeys = 32;
-}  // namespace
 
 // The SIMT kernel's shared memory (a struct: the 16-bit kernels share its
 // bytes with the tensor-core path's tiles).
@@ -162,7 +160,6 @@ __device__ void attention_prefill(PrefillSimtShared &sh, float *out,
 // costs about 2^-8 relative (BF16), 2^-11 (F16), what a 16-bit cache's own
 // rounding costs; an F16 cache also needs |q| < 65504, as it needs |k|.
 
-namespace {
 constexpr int kFlashWarps = 4, kFlashRows = 16 * kFlashWarps, kFlashKeys = 64;
 // K and V tiles, kFlashKeys rows of up to kMaxD (+8: ldmatrix without bank
 // conflicts), in elements; Q is staged in V's (kFlashRows == kFlashKeys).
@@ -171,7 +168,6 @@ static_assert(kFlashRows == kFlashKeys, "Q is staged in the V tile");
 constexpr size_t kPrefillShared = sizeof(PrefillSimtShared) > 2 * kFlashTile * 2
                                       ? sizeof(PrefillSimtShared)
                                       : 2 * kFlashTile * 2;
-}  // namespace
 
 // One K tile (keys t0 ..) for a warp's rows (this lane's: lane / 4 and
 // lane / 4 + 8): S = Q K^T, masked to each row's keys rlo .. rpos unless

@@ -17,8 +17,6 @@
 // decode path and the host reference to ~1e-6. Two terms (16 bits) left
 // 3e-5 on 1000-token BF16 prompts measured on the H200.
 
-namespace {
-
 constexpr int kBN = 128, kBK = 32, kLds = kBK + 8;  // +8: no conflicts
 
 // Shared by the product kernels below: 8 consecutive 16-bit values of row
@@ -297,8 +295,6 @@ __device__ void gemm_f32_tiled(float *out, const float *w, const float *x,
     }
   }
 }
-
-}  // namespace
 
 extern "C" __global__ void __launch_bounds__(256)
     gemm_f32(float *out, const float *w, const float *x, uint32_t m, uint32_t n,
