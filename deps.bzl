@@ -104,10 +104,10 @@ atlas_system_library = repository_rule(
 
 # SASS for every architecture nvcc 13 supports from Ampere up (A100, A10/30xx,
 # L4/40xx, H100/H200, B200, 50xx/RTX Pro), so each loads without a JIT; the
-# fatbins add PTX of the newest, so a GPU newer than all of them can still
-# JIT the modules. ATLAS_CUDA_ARCHS narrows the list (as CMake's
-# CUDA_ARCHITECTURES does): each architecture costs ptxas about a minute of
-# prefill.cu on one core (kernels/cuda_fatbin.bzl).
+# fatbins add PTX (of each code level and the newest), so a GPU newer than
+# all of them can still JIT the modules. ATLAS_CUDA_ARCHS narrows the list
+# (as CMake's CUDA_ARCHITECTURES does): each architecture costs ptxas about a
+# minute of prefill.cu on one core (kernels/cuda_fatbin.bzl).
 _DEFAULT_CUDA_ARCHS = ["80", "86", "89", "90", "100", "120"]
 
 def _as_int(text):
@@ -136,8 +136,9 @@ def _atlas_cuda_impl(rctx):
         fail("atlas: ATLAS_NVCC=%s does not exist" % nvcc)
     if not nvcc:
         # buildifier: disable=print
-        print("WARNING: atlas: nvcc not found (PATH, %s, ATLAS_NVCC): CUDA kernel images " %
-              rctx.attr.default_nvcc + "will be empty and the CUDA backend will say so at load.")
+        print("WARNING: atlas: nvcc not found (PATH, %s, ATLAS_NVCC): the CUDA kernels " %
+              rctx.attr.default_nvcc + "come from the committed PTX of kernels/images/, which " +
+              "the driver compiles at first load (kernels/images/README.md).")
     rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
     rctx.file("BUILD", "exports_files([\"nvcc.bzl\"])\n")
     archs = _cuda_archs(rctx)
@@ -151,8 +152,8 @@ def _atlas_cuda_impl(rctx):
         "",
     ]))
 
-# Where nvcc is ("" when absent: the build still works, images are empty),
-# and the architectures the fatbins hold.
+# Where nvcc is ("" when absent: the build embeds the committed PTX images of
+# kernels/images/), and the architectures the fatbins hold.
 atlas_cuda_configure = repository_rule(
     implementation = _atlas_cuda_impl,
     attrs = {"default_nvcc": attr.string(default = "/usr/local/cuda/bin/nvcc")},

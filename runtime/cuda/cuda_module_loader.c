@@ -27,6 +27,30 @@ static atlas_status bind(atlas_cuda_loader *l) {
   return ATLAS_OK;
 }
 
+// What to do when the driver cannot use an image (`atlas --version` lists
+// what each holds): PTX newer than the driver, or no entry for the GPU.
+static const char *load_advice(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+      return ": the driver is older than the PTX, which nvcc made for a "
+             "newer CUDA (`atlas --version` names the PTX ISA and the "
+             "nvcc). Update the NVIDIA driver (nvcc 13 needs 580 or newer), "
+             "or build with an nvcc no newer than the CUDA version "
+             "`nvidia-smi` shows";
+    case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case CUDA_ERROR_INVALID_IMAGE:
+      return ": it holds no code this GPU can run. Atlas's kernels need "
+             "sm_80 (Ampere) or newer; `atlas --version` lists the "
+             "architectures built in (ATLAS_CUDA_ARCHS chooses them)";
+    case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
+      return ": the driver's PTX compiler (libnvidia-ptxjitcompiler) is "
+             "missing: install the driver's full package, or build with "
+             "nvcc for this GPU";
+    default:
+      return "";
+  }
+}
+
 static atlas_status load(void *ctx, const atlas_module_def *def,
                          void **out_handle) {
   atlas_cuda_loader *l = ctx;
@@ -41,8 +65,11 @@ static atlas_status load(void *ctx, const atlas_module_def *def,
   if (image->size == 0) {
     return atlas_status_make(
         ATLAS_STATUS_UNAVAILABLE,
-        "kernel module '%s' was built without nvcc: its CUDA image is empty. "
-        "Rebuild on a machine with /usr/local/cuda/bin/nvcc",
+        "kernel module '%s' was built without nvcc, and no committed image "
+        "(kernels/images/) matched its sources, so its CUDA image is empty "
+        "(the build printed a WARNING saying why). Install the CUDA toolkit "
+        "(nvcc) or set ATLAS_NVCC, run `tools/bazel clean`, and build again; "
+        "or remake the images with tools/dev/kernel_images.sh where nvcc is",
         def->name);
   }
   ATLAS_RETURN_IF_ERROR(bind(l));
@@ -63,9 +90,10 @@ static atlas_status load(void *ctx, const atlas_module_def *def,
   if (r != CUDA_SUCCESS) {
     log[ATLAS_CUDA_JIT_LOG_BYTES - 1] = '\0';
     status = atlas_cuda_error(l->cu, r,
-                              "loading kernel module '%s' (%zu-byte fatbin); "
+                              "loading kernel module '%s' (%zu-byte fatbin%s); "
                               "JIT log: %s",
-                              def->name, image->size, log[0] ? log : "(empty)");
+                              def->name, image->size, load_advice(r),
+                              log[0] ? log : "(empty)");
   }
   free(log);
   *out_handle = module;
