@@ -110,7 +110,13 @@ minor=$(sed -n 's/^#define ATLAS_VERSION_MINOR \([0-9]*\)$/\1/p' "$version_h")
 patch=$(sed -n 's/^#define ATLAS_VERSION_PATCH \([0-9]*\)$/\1/p' "$version_h")
 out=$("$atlas" --version); rc=$?
 check "--version exits 0" [ "$rc" -eq 0 ]
-check "--version prints the header's version ($major.$minor.$patch)" [ "$out" = "atlas $major.$minor.$patch" ]
+check "--version prints the header's version ($major.$minor.$patch)" [ "$(head -n 1 <<<"$out")" = "atlas $major.$minor.$patch" ]
+# Then the CUDA images built in: every module of the Llama set, each with
+# the architectures it holds (compute_90 PTX whether nvcc built it or not).
+for m in llama llama_batch weight_scan; do
+  check "--version lists the $m image with compute_90" grep -qE "^  $m +[0-9]+ KiB  .*compute_90" <<<"$out"
+done
+check "--version says where the images came from" grep -qE '^CUDA kernels: (compiled by nvcc [0-9.]+ at build time|no nvcc at build time; the committed PTX)' <<<"$out"
 check "the version is 0.2.0 or later" [ $((major * 10000 + minor * 100 + patch)) -ge 200 ]
 
 # ---- usage errors: one line naming the problem and the help, exit 2 ----

@@ -15,11 +15,16 @@
 // struct, then does the work with that struct.
 // Exit status: 0 done; 1 the work failed (message on stderr); 2 usage error.
 // It uses only the public API (atlas/atlas.h; atlas/atlas_testing.h for
-// swap --fail-alloc): that proves the API is enough.
+// swap --fail-alloc): that proves the API is enough. The one exception is
+// --version's list of the CUDA images built in (kernels/images_report.h).
+#define _POSIX_C_SOURCE 200809L  // setenv
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "atlas/atlas.h"
+#include "atlas/kernels/images_report.h"
+#include "atlas/kernels/llama_kernels.h"
 #include "atlas/tools/atlas/cli_options.h"
 #include "atlas/tools/atlas/cli_stdio.h"
 #include "atlas/tools/atlas/cmd_run.h"
@@ -90,6 +95,9 @@ static int run_command(int argc, char **argv) {
   }
   if (strcmp(first, "--version") == 0) {
     printf("atlas %s\n", atlas_version());
+    // The CUDA images built in, and the GPUs they serve.
+    if (atlas_kernel_images_report(stdout, &atlas_llama_module_set) != 0)
+      return ATLAS_CLI_EXIT_FAILURE;
     return ATLAS_CLI_EXIT_OK;
   }
   if (strcmp(first, "help") == 0) {
@@ -137,7 +145,26 @@ static int run_command(int argc, char **argv) {
   return atlas_cli_usage_error("atlas", "unknown command '%s'", first);
 }
 
+// The driver keeps what it JIT-compiles from PTX (the committed kernel
+// images of a build without nvcc: tens of seconds the first time) in
+// CUDA_CACHE_PATH. Unless the user chose a place, the CLI's goes under the
+// user's cache folder, ${XDG_CACHE_HOME:-$HOME/.cache}/atlas/cuda, before
+// anything starts the driver (kernels/images/README.md).
+static void default_cuda_cache(void) {
+  if (getenv("CUDA_CACHE_PATH") != NULL) return;
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  char path[4096];
+  int n = -1;
+  if (xdg != NULL && xdg[0] == '/') {
+    n = snprintf(path, sizeof(path), "%s/atlas/cuda", xdg);
+  } else if (home != NULL && home[0] == '/') {
+    n = snprintf(path, sizeof(path), "%s/.cache/atlas/cuda", home);
+  }
+  if (n > 0 && (size_t)n < sizeof(path)) setenv("CUDA_CACHE_PATH", path, 0);
+}
+
 int main(int argc, char **argv) {
   atlas_cli_keep_standard_fds();
+  default_cuda_cache();
   return atlas_cli_finish_stdout("atlas", run_command(argc, argv));
 }
