@@ -227,10 +227,19 @@ TEST(CudaSwap, SeedScenarioRestoreUsesNearlyAllTheBudget) {
   ASSERT_OK(atlas_model_close(m, nullptr));
 }
 
+// Memory after many swaps, told apart by who holds it. Atlas's ledger (what
+// Atlas allocated and still holds) must come back to the same bytes after
+// every swap into the same model: a leak in Atlas shows there. The driver's
+// free memory also counts what the driver keeps for itself (module code,
+// its allocator's pools): on an H100 it stepped down once by 4 MiB at swap
+// 5 and stayed. That is the driver pooling, not a leak, so it is reported;
+// a leak outside the ledger keeps falling, so the second half of the soak
+// must leave the driver's free memory where it was.
 TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
   REQUIRE_CUDA();
   const char *env = getenv("ATLAS_SOAK_SWAPS");
   int swaps = env ? atoi(env) : 1000;
+  ASSERT_GE(swaps, 8) << "ATLAS_SOAK_SWAPS: at least 8 swaps";
   std::string a_dir =
       MakeCheckpoint("atlas_cuda_soak_a", "tiny", 6, ATLAS_DTYPE_F32);
   std::string b_dir =
@@ -240,44 +249,65 @@ TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
   ASSERT_OK(atlas_model_open(&specs[0], &m));
   std::vector<float> first[2];
   first[0] = Logits(m);
-  size_t baseline[2] = {0, 0};
+  // Per model (i % 2), after the first swap into it: the ledger's live bytes
+  // and the driver's free memory; then the free memory at mid-soak.
+  size_t live0[2] = {0, 0}, free0[2] = {0, 0}, free_mid[2] = {0, 0};
+  const int mid = swaps / 2;
   long modules_after_first = 0;
   long long worst = 0;
+  int worst_at = 0;
   double total_ms = 0;
   for (int i = 1; i <= swaps; ++i) {
     atlas_swap_report r;
     StatusResult sw = Take(atlas_model_swap(&m, &specs[i % 2], &r));
     ASSERT_EQ(sw.code, ATLAS_STATUS_OK) << "swap " << i << ": " << sw.message;
     total_ms += r.total_ms;
-    size_t modules = atlas_kernel_registry_module_count(
-        atlas_backend_kernel_registry(atlas_model_backend(m)));
+    atlas_backend *b = atlas_model_backend(m);
+    size_t modules =
+        atlas_kernel_registry_module_count(atlas_backend_kernel_registry(b));
     // One registry holding the Llama module set (llama + llama_batch).
     ASSERT_EQ(modules, atlas_llama_module_set.count) << "swap " << i;
     // Process-wide: the old model's modules were unloaded, none pile up.
     if (i == 1) modules_after_first = atlas_cuda_host_loaded_modules();
     ASSERT_EQ(atlas_cuda_host_loaded_modules(), modules_after_first)
         << "swap " << i;
-    size_t f = DriverFree(m);
+    size_t live = atlas_backend_live_bytes(b), f = DriverFree(m);
     if (i <= 2) {
-      baseline[i % 2] = f;  // level after the first swap into each model
+      live0[i % 2] = live;
+      free0[i % 2] = f;
       if (i == 1) first[1] = Logits(m);
-    } else {
-      long long drift = (long long)f - (long long)baseline[i % 2];
-      worst = std::max(worst, std::llabs(drift));
+      continue;
+    }
+    ASSERT_EQ(live, live0[i % 2])
+        << "swap " << i << ": Atlas's ledger holds "
+        << (long long)live - (long long)live0[i % 2]
+        << " bytes more than after the first swap into this model: a leak "
+           "in Atlas";
+    long long drift = (long long)f - (long long)free0[i % 2];
+    if (std::llabs(drift) > worst) worst = std::llabs(drift), worst_at = i;
+    if (i == mid || i == mid + 1) free_mid[i % 2] = f;
+    if (i > mid + 1) {
       // Driver free memory is the device's: run this test alone on its GPU
       // (another process's allocations move it too).
-      ASSERT_LE(std::llabs(drift), 2ll << 20)
-          << "swap " << i << " drift " << drift
-          << " (device-wide: was another process using this GPU?)";
+      long long moved = (long long)f - (long long)free_mid[i % 2];
+      ASSERT_LE(std::llabs(moved), 2ll << 20)
+          << "swap " << i << ": the driver's free memory moved " << moved
+          << " bytes since swap " << mid << " while Atlas's ledger held "
+          << live
+          << " bytes, as after the first swap: a leak outside the ledger "
+             "(driver objects per swap), or another process on this GPU";
     }
     if (i == swaps - 1 || i == swaps) {
       ASSERT_EQ(Logits(m), first[i % 2]);
     }
   }
   printf(
-      "soak: %d swaps, worst driver-free drift %lld bytes, %ld modules "
-      "loaded process-wide after every swap, mean swap %.3f ms\n",
-      swaps, worst, modules_after_first, total_ms / swaps);
+      "soak: %d swaps; Atlas's ledger flat at %zu / %zu bytes; driver free "
+      "memory: worst drift %lld bytes (swap %d), flat from swap %d on "
+      "(driver pooling, not a leak); %ld modules loaded process-wide after "
+      "every swap; mean swap %.3f ms\n",
+      swaps, live0[0], live0[1], worst, worst_at, mid, modules_after_first,
+      total_ms / swaps);
   ASSERT_OK(atlas_model_close(m, nullptr));
 }
 
