@@ -231,10 +231,11 @@ TEST(CudaSwap, SeedScenarioRestoreUsesNearlyAllTheBudget) {
 // Atlas allocated and still holds) must come back to the same bytes after
 // every swap into the same model: a leak in Atlas shows there. The driver's
 // free memory also counts what the driver keeps for itself (module code,
-// its allocator's pools): on an H100 it stepped down once by 4 MiB at swap
-// 5 and stayed. That is the driver pooling, not a leak, so it is reported;
-// a leak outside the ledger keeps falling, so the second half of the soak
-// must leave the driver's free memory where it was.
+// its allocator's pools): on an H100 (2026-12-07, 4f54801) it was 4 MiB
+// lower at swap 5 than after swap 1, which failed the old per-swap 2 MiB
+// bound. A driver pool steps and then stays, so that is reported, not
+// failed; a leak outside the ledger keeps falling, so the second half of
+// the soak must leave the driver's free memory where it was.
 TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
   REQUIRE_CUDA();
   const char *env = getenv("ATLAS_SOAK_SWAPS");
