@@ -10,6 +10,7 @@
 #include "atlas/runtime/arch/mistral/mistral.h"
 #include "atlas/runtime/arch/qwen2/qwen2.h"
 #include "atlas/runtime/arch/qwen3/qwen3.h"
+#include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/formats/json_words.h"
 
 // One row per architecture.
@@ -114,9 +115,12 @@ atlas_status atlas_arch_select(const char *text, size_t len, const char *path,
   json_t *root = json_loadb(text != NULL ? text : "", text != NULL ? len : 0,
                             JSON_REJECT_DUPLICATES, &error);
   if (root == NULL) {
+    char qe[ATLAS_QUOTE_BYTES];
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: not valid JSON: %s at line %d, column %d",
-                             path, error.text, error.line, error.column);
+                             path,
+                             atlas_quote_json_error(error.text, qe, sizeof(qe)),
+                             error.line, error.column);
   }
   atlas_status status =
       json_is_object(root)

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
 #include "atlas/runtime/base/file_read.h"
 
+#include "atlas/runtime/base/escape.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -195,54 +197,26 @@ atlas_status atlas_file_read_small(const char *path, const char *role,
   return ATLAS_OK;
 }
 
-// Escapes for a message: control bytes, DEL, quote and backslash always;
-// bytes >= 0x80 too when `escape_high`. Shows at most `shown` input bytes.
-static const char *quote_impl(const char *s, size_t n, size_t shown_limit,
-                              bool escape_high, char *buf, size_t size) {
-  if (size == 0) return buf;
-  if (s == NULL) {
-    s = "(null)";
-    n = 6;
-  }
-  static const char kHex[] = "0123456789abcdef";
-  size_t used = 0;
-  size_t shown = n < shown_limit ? n : shown_limit;
-  size_t i = 0;
-  // Leave room for the "...(N more bytes)" tail.
-  size_t room = size > 32 ? size - 32 : size;
-  for (; i < shown; ++i) {
-    unsigned char c = (unsigned char)s[i];
-    bool plain =
-        c >= 0x20 && c != 0x7f && c != '\\' && (c < 0x80 || !escape_high);
-    size_t need = plain ? 1 : 4;
-    if (used + need + 1 > room) break;
-    if (plain) {
-      buf[used++] = (char)c;
-    } else {
-      buf[used++] = '\\';
-      buf[used++] = 'x';
-      buf[used++] = kHex[c >> 4];
-      buf[used++] = kHex[c & 15];
-    }
-  }
-  buf[used] = '\0';
-  if (i < n) {
-    snprintf(buf + used, size - used, "...(%zu more bytes)", n - i);
-  }
-  return buf;
-}
-
 const char *atlas_quote_n(const char *s, size_t n, char *buf, size_t size) {
-  return quote_impl(s, n, ATLAS_QUOTE_SHOWN, true, buf, size);
+  return atlas_escape(s, n, ATLAS_ESCAPE_BACKSLASH, ATLAS_QUOTE_SHOWN, buf,
+                      size);
 }
 
 const char *atlas_quote(const char *s, char *buf, size_t size) {
   return atlas_quote_n(s, s != NULL ? strlen(s) : 0, buf, size);
 }
 
+const char *atlas_quote_json_error(const char *text, char *buf, size_t size) {
+  if (text == NULL) text = "";
+  const char *near = strstr(text, " near ");
+  size_t n = near != NULL ? (size_t)(near - text) : strlen(text);
+  return atlas_escape(text, n, 0, ATLAS_QUOTE_SHOWN, buf, size);
+}
+
 const char *atlas_quote_path(const char *path, char *buf, size_t size) {
-  return quote_impl(path, path != NULL ? strlen(path) : 0,
-                    ATLAS_QUOTE_PATH_SHOWN, false, buf, size);
+  return atlas_escape(path, path != NULL ? strlen(path) : 0,
+                      ATLAS_ESCAPE_BACKSLASH, ATLAS_QUOTE_PATH_SHOWN, buf,
+                      size);
 }
 
 // strerror_r is glibc's where _GNU_SOURCE is defined, as in this file

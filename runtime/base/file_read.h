@@ -51,18 +51,24 @@ ATLAS_MUST_USE atlas_status atlas_file_read_small(const char *path,
                                                   char **out_data,
                                                   size_t *out_size);
 
-// Writes `s` (at most `n` bytes of it) into buf for a message: control bytes,
-// backslashes and bytes >= 0x7f as \xNN, cut to ATLAS_QUOTE_SHOWN
-// bytes of input with "...(N more bytes)". Returns buf.
+// Writes `s` (at most `n` bytes of it) into buf for a message, escaped by
+// atlas_escape (runtime/base/escape.h: controls, backslashes and bytes that are
+// not UTF-8 as \xNN), cut to ATLAS_QUOTE_SHOWN bytes of input with
+// "...(N more bytes)". Returns buf.
 #define ATLAS_QUOTE_SHOWN 200
 #define ATLAS_QUOTE_BYTES (4 * ATLAS_QUOTE_SHOWN + 48)
 const char *atlas_quote_n(const char *s, size_t n, char *buf, size_t size);
 const char *atlas_quote(const char *s, char *buf, size_t size);
 // For paths (which the user typed, but may end in a name from a file):
-// control bytes escaped, UTF-8 kept, cut at ATLAS_QUOTE_PATH_SHOWN bytes.
+// escaped the same way, cut at ATLAS_QUOTE_PATH_SHOWN bytes.
 #define ATLAS_QUOTE_PATH_SHOWN 1024
 #define ATLAS_QUOTE_PATH_BYTES (4 * ATLAS_QUOTE_PATH_SHOWN + 48)
 const char *atlas_quote_path(const char *path, char *buf, size_t size);
+// A JSON parser's error text (jansson's json_error_t.text) for a message,
+// without the "near '...'" part that quotes the file's own bytes: a message
+// says where (line, column) and what, never what a file says (a config may be
+// a symbolic link to anything). Escaped and cut as atlas_quote.
+const char *atlas_quote_json_error(const char *text, char *buf, size_t size);
 
 // strerror(err)'s text without strerror's buffer, which POSIX lets another
 // thread's call overwrite (weights upload on worker threads): the text goes

@@ -4,9 +4,12 @@
 #include "atlas/runtime/base/status.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "atlas/runtime/base/escape.h"
 
 struct atlas_status_s {
   atlas_status_code code;
@@ -33,18 +36,33 @@ static atlas_status fixed_oom(void) {
   return (atlas_status)&kOutOfMemoryStatus;
 }
 
+// The most bytes of text a message keeps (joined failures included): the
+// rest is cut with "...(N more bytes)", so that one bad string quoted whole
+// cannot make a message megabytes long.
+enum { MESSAGE_SHOWN = 16384 };
+
+// Every message goes through atlas_escape here, whatever its callers quoted:
+// control bytes other than the newlines that separate joined failures, and
+// bytes that are not UTF-8, never reach a terminal or a log through a status.
 static atlas_status status_from_text(atlas_status_code code, size_t count,
                                      const char *file, int line,
                                      const char *text) {
   size_t len = strlen(text);
-  atlas_status s = malloc(sizeof(*s) + len + 1);
+  const unsigned flags = ATLAS_ESCAPE_KEEP_NEWLINE;
+  bool clean = len <= MESSAGE_SHOWN && atlas_escape_is_clean(text, len, flags);
+  size_t room = clean ? len + 1 : ATLAS_ESCAPE_BYTES(MESSAGE_SHOWN);
+  atlas_status s = malloc(sizeof(*s) + room);
   if (s == NULL) return fixed_oom();
   s->code = code;
   s->count = count;
   s->is_fixed = false;
   s->file = file;
   s->line = line;
-  memcpy(s->storage, text, len + 1);
+  if (clean) {
+    memcpy(s->storage, text, len + 1);
+  } else {
+    atlas_escape(text, len, flags, MESSAGE_SHOWN, s->storage, room);
+  }
   s->message = s->storage;
   return s;
 }

@@ -154,7 +154,8 @@ static atlas_status load_index(const char *path, json_t **out_map,
     return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                              "%s: not a valid JSON checkpoint index: %s at "
                              "line %d, column %d",
-                             path, atlas_quote(error.text, qe, sizeof(qe)),
+                             path,
+                             atlas_quote_json_error(error.text, qe, sizeof(qe)),
                              error.line, error.column);
   }
   json_t *map =

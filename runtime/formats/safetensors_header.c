@@ -456,7 +456,7 @@ static atlas_status load_header_json(const char *path, const uint8_t *header,
                                path, (unsigned long long)n);
     }
     char qe[ATLAS_QUOTE_BYTES];
-    atlas_quote(error.text, qe, sizeof(qe));
+    atlas_quote_json_error(error.text, qe, sizeof(qe));
     const char *hint = "";
     if (strstr(error.text, "duplicate") != NULL) {
       hint = " (duplicate names are not allowed)";

@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <string.h>
 
+#include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/formats/json_words.h"
 
 static atlas_status one_id(const char *path, const json_t *v, uint32_t *out) {
@@ -27,9 +28,12 @@ atlas_status atlas_eos_parse(const char *text, size_t len,
   json_t *root =
       json_loadb(text != NULL ? text : "", text != NULL ? len : 0, 0, &error);
   if (root == NULL) {
+    char qe[ATLAS_QUOTE_BYTES];
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: not valid JSON: %s at line %d, column %d",
-                             path, error.text, error.line, error.column);
+                             path,
+                             atlas_quote_json_error(error.text, qe, sizeof(qe)),
+                             error.line, error.column);
   }
   atlas_status status = ATLAS_OK;
   atlas_eos eos;

@@ -98,9 +98,11 @@ atlas_status atlas_tokenizer_load_from_memory(const char *json, size_t len,
   json_error_t err;
   json_t *root = json_loadb(json, len, 0, &err);
   if (!root) {
+    char qe[ATLAS_QUOTE_BYTES];
     return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
                              "%s: not valid JSON at line %d column %d: %s",
-                             name, err.line, err.column, err.text);
+                             name, err.line, err.column,
+                             atlas_quote_json_error(err.text, qe, sizeof(qe)));
   }
   atlas_tokenizer *t = calloc(1, sizeof(*t));
   if (!t) {

@@ -200,7 +200,7 @@ atlas_status atlas_cli_close_model(atlas_model *m, bool say) {
 
 int atlas_cli_finish(const char *program, atlas_status s) {
   if (s == ATLAS_OK) return ATLAS_CLI_EXIT_OK;
-  fprintf(stderr, "%s: %s\n", program, atlas_status_message(s));
+  atlas_cli_print_error(program, atlas_status_message(s), "");
   atlas_status_free(s);
   return ATLAS_CLI_EXIT_FAILURE;
 }

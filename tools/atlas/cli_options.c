@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atlas/runtime/base/escape.h"
+
 // getopt_long returns an option's table index plus ID_BASE, so no index can
 // be mistaken for a short option character or for 0 (an unknown option).
 enum {
@@ -18,13 +20,38 @@ enum {
   VERSION_ID,
 };
 
+void atlas_cli_print_error(const char *program, const char *message,
+                           const char *tail) {
+  const unsigned flags = ATLAS_ESCAPE_KEEP_NEWLINE;
+  size_t n = strlen(message);
+  if (n <= ATLAS_CLI_MESSAGE_SHOWN &&
+      atlas_escape_is_clean(message, n, flags)) {
+    fprintf(stderr, "%s: %s%s\n", program, message, tail);
+    return;
+  }
+  size_t size = ATLAS_ESCAPE_BYTES(ATLAS_CLI_MESSAGE_SHOWN);
+  char *shown = malloc(size);
+  if (shown == NULL) {
+    fprintf(stderr,
+            "%s: (a message of %zu bytes that could not be escaped)%s\n",
+            program, n, tail);
+    return;
+  }
+  atlas_escape(message, n, flags, ATLAS_CLI_MESSAGE_SHOWN, shown, size);
+  fprintf(stderr, "%s: %s%s\n", program, shown, tail);
+  free(shown);
+}
+
 int atlas_cli_usage_error(const char *program, const char *fmt, ...) {
-  char message[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(message, sizeof(message), fmt, ap);
+  char *message = NULL;
+  int n = vasprintf(&message, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "%s: %s; see `%s --help`\n", program, message, program);
+  char tail[256];
+  snprintf(tail, sizeof(tail), "; see `%s --help`", program);
+  atlas_cli_print_error(program, n >= 0 ? message : fmt, tail);
+  if (n >= 0) free(message);
   return ATLAS_CLI_EXIT_USAGE;
 }
 

@@ -6,6 +6,10 @@
 #   targets: safetensors config config_check checkpoint_dir tokenizer
 #            chat_template oai_request (default: all)
 # Work dirs (grown corpus, crash files) go to ${FUZZ_OUT:-/tmp/atlas-fuzz}.
+# A unit slower than FUZZ_TIMEOUT seconds (default 2) or a process past
+# FUZZ_RSS_MB (default 512; ASan's quarantine is kept at 16 MB so that the
+# limit measures Atlas) is a finding too: a slow or large input is the
+# denial of service a server must not have.
 # FUZZ_SECONDS (optional) also caps each target's run time; -print_final_stats
 # then says how many executions it reached. Every target runs even when one
 # finds a crash; the exit status is 1 if any did.
@@ -99,9 +103,12 @@ target_max_len() {
     *) echo 4096 ;;
   esac
 }
-# status.c is built once and linked into every fuzzer.
+# status.c (and the escaping it uses) is built once and linked into every
+# fuzzer.
 # shellcheck disable=SC2086
 $CC $CFLAGS -c -o "$OUT/status.o" runtime/base/status.c
+# shellcheck disable=SC2086
+$CC $CFLAGS -c -o "$OUT/escape.o" runtime/base/escape.c
 SECONDS_FLAG=""
 [ -n "${FUZZ_SECONDS:-}" ] && SECONDS_FLAG="-max_total_time=$FUZZ_SECONDS"
 failed=0
@@ -109,12 +116,13 @@ for t in $TARGETS; do
   echo "== building ${t}_fuzz"
   # shellcheck disable=SC2086
   $CC $CFLAGS -o "$OUT/${t}_fuzz" "tests/fuzz/${t}_fuzz.c" $(target_lib "$t") \
-    "$OUT/status.o" -ljansson -lm
+    "$OUT/status.o" "$OUT/escape.o" -ljansson -lm
   mkdir -p "$OUT/${t}_corpus"
   echo "== running ${t}_fuzz for $RUNS executions"
   # shellcheck disable=SC2086
-  if ! (cd "$OUT" && ASAN_OPTIONS=detect_leaks=1 \
+  if ! (cd "$OUT" && ASAN_OPTIONS=detect_leaks=1:quarantine_size_mb=16 \
     "./${t}_fuzz" -runs="$RUNS" $SECONDS_FLAG -max_len="$(target_max_len "$t")" \
+    -timeout="${FUZZ_TIMEOUT:-2}" -rss_limit_mb="${FUZZ_RSS_MB:-512}" \
     -print_final_stats=1 -dict="$OLDPWD/tests/fuzz/$t.dict" \
     -artifact_prefix="$OUT/${t}_" "${t}_corpus" \
     "$OLDPWD/tests/fuzz/corpus/$t"); then

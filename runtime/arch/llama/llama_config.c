@@ -474,7 +474,8 @@ atlas_status atlas_llama_config_parse_family(atlas_llama_family family,
     char qe[ATLAS_QUOTE_BYTES];
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: not valid JSON: %s at line %d, column %d",
-                             path, atlas_quote(error.text, qe, sizeof(qe)),
+                             path,
+                             atlas_quote_json_error(error.text, qe, sizeof(qe)),
                              error.line, error.column);
   }
   atlas_status status = ATLAS_OK;
