@@ -22,7 +22,35 @@ struct atlas_chat_template {
   char *eos_token;
   char *path;  // the tokenizer_config.json it came from (NULL: parsed from
                // memory)
+  atlas_chat_budget budget;
 };
+
+atlas_chat_budget atlas_chat_budget_default(void) {
+  return (atlas_chat_budget){
+      ATLAS_CHAT_DEFAULT_MAX_STEPS, ATLAS_CHAT_DEFAULT_MAX_OUTPUT,
+      ATLAS_CHAT_DEFAULT_MAX_STRING, ATLAS_CHAT_DEFAULT_MAX_DEPTH};
+}
+
+atlas_status atlas_chat_template_set_budget(atlas_chat_template *tmpl,
+                                            const atlas_chat_budget *b) {
+  if (b->max_steps == 0 || b->max_output == 0 || b->max_string == 0 ||
+      b->max_depth <= 0) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "chat template limits: max_steps, max_output, "
+                             "max_string and max_depth must be positive");
+  }
+  if (b->max_output > JINJA_MAX_BUILT_TEXT ||
+      b->max_string > JINJA_MAX_BUILT_TEXT ||
+      b->max_depth > ATLAS_CHAT_MAX_DEPTH_CEILING) {
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "chat template limits: max_output and max_string may be at most %llu "
+        "bytes, max_depth at most %d",
+        (unsigned long long)JINJA_MAX_BUILT_TEXT, ATLAS_CHAT_MAX_DEPTH_CEILING);
+  }
+  tmpl->budget = *b;
+  return ATLAS_OK;
+}
 
 static atlas_status oom(void) {
   return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -42,6 +70,7 @@ static atlas_status parse_impl(const char *source, size_t len,
   *out_template = NULL;
   atlas_chat_template *t = calloc(1, sizeof(*t));
   if (!t) return oom();
+  t->budget = atlas_chat_budget_default();
   atlas_status st = atlas_jinja_parse(source, len, &t->main);
   if (st == ATLAS_OK) st = dup_opt(bos_token, &t->bos_token);
   if (st == ATLAS_OK) st = dup_opt(eos_token, &t->eos_token);
@@ -94,9 +123,10 @@ static atlas_status load_impl(const char *path,
   json_t *cfg = json_loadb(text, text_len, JSON_DECODE_INT_AS_REAL, &jerr);
   free(text);
   if (!cfg) {
-    return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
-                             "%s: not readable JSON (line %d: %s)", path,
-                             jerr.line, jerr.text);
+    char qe[ATLAS_QUOTE_BYTES];
+    return atlas_status_make(
+        ATLAS_STATUS_DATA_LOSS, "%s: not readable JSON (line %d: %s)", path,
+        jerr.line, atlas_quote_json_error(jerr.text, qe, sizeof(qe)));
   }
   atlas_status st = ATLAS_OK;
   const char *bos = NULL, *eos = NULL;
@@ -228,7 +258,9 @@ static atlas_status render_impl(const atlas_chat_template *t,
   }
   const jinja_template *which = o->tools && t->tool_use ? t->tool_use : t->main;
   jinja_buf out = {0};
-  atlas_status st = atlas_jinja_render(which, vars, o->now, &out);
+  const jinja_limits limits = {t->budget.max_steps, t->budget.max_output,
+                               t->budget.max_string, t->budget.max_depth};
+  atlas_status st = atlas_jinja_render(which, vars, o->now, &limits, &out);
   json_decref(vars);
   if (st == ATLAS_OK) st = atlas_jinja_buf_status(&out, "rendering");
   if (st != ATLAS_OK) {

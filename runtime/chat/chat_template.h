@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "atlas/runtime/base/status.h"
@@ -34,6 +35,35 @@ ATLAS_MUST_USE atlas_status atlas_chat_template_load(
     const char *tokenizer_config_path, atlas_chat_template **out_template);
 
 void atlas_chat_template_free(atlas_chat_template *tmpl);
+
+// What one render may spend. A template that asks for more is refused with
+// RESOURCE_EXHAUSTED naming the limit, at the template's line and column:
+// never a hang, an exhausted stack or gigabytes of memory, whatever the
+// template and the messages (a server's clients send those). The defaults
+// suit a server; real templates use a small part of each.
+typedef struct atlas_chat_budget {
+  uint64_t max_steps;  // evaluations, plus a step per item or 64 bytes a
+                       // builtin walks or builds
+  size_t max_output;   // bytes of rendered text
+  size_t max_string;   // bytes of any one string the template builds
+  int max_depth;  // nesting of evaluation (syntax, macro calls) and of values
+} atlas_chat_budget;
+
+#define ATLAS_CHAT_DEFAULT_MAX_STEPS 4000000ull
+#define ATLAS_CHAT_DEFAULT_MAX_OUTPUT (16u << 20)
+#define ATLAS_CHAT_DEFAULT_MAX_STRING (16u << 20)
+#define ATLAS_CHAT_DEFAULT_MAX_DEPTH 256
+// The most each may be raised to (the string and output caps stay below the
+// engine's own ceiling, JINJA_MAX_BUILT_TEXT; deeper nesting would risk the
+// stack).
+#define ATLAS_CHAT_MAX_DEPTH_CEILING 4096
+
+atlas_chat_budget atlas_chat_budget_default(void);
+// Replaces the template's budget (every later render uses it). Not while
+// another thread renders the template. INVALID_ARGUMENT when a value is 0
+// or above its ceiling.
+ATLAS_MUST_USE atlas_status atlas_chat_template_set_budget(
+    atlas_chat_template *tmpl, const atlas_chat_budget *budget);
 
 typedef struct atlas_chat_render_options {
   const json_t *messages;   // array of {role, content, ...}; required

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,6 +29,22 @@ static const char *const kTests[] = {
     "string",  "true",     "undefined", "upper",       "==",     "!=",
     "<",       "<=",       ">",         ">=",
 };
+// What a builtin may walk of `v`: its items, or a step per 64 bytes.
+static uint64_t walk_cost(jv v) {
+  if (v.kind != JV_DATA || v.json == NULL) return 1;
+  if (json_is_array(v.json)) return 1 + json_array_size(v.json);
+  if (json_is_object(v.json)) return 1 + json_object_size(v.json);
+  if (json_is_string(v.json)) return 1 + json_string_length(v.json) / 64;
+  return 1;
+}
+
+static uint64_t args_cost(const jinja_args *a) {
+  uint64_t c = 0;
+  for (size_t i = 0; i < a->n_pos; ++i) c += walk_cost(a->pos[i]);
+  for (size_t i = 0; i < a->n_kw; ++i) c += walk_cost(a->kw[i]);
+  return c;
+}
+
 static const char *const kGlobals[] = {"namespace", "range", "raise_exception",
                                        "strftime_now", "dict"};
 static const char *const kDictMethods[] = {
@@ -552,8 +569,8 @@ static atlas_status dict_items(jinja_ctx *ctx, json_t *o, int what, jv_seq seq,
 
 atlas_status atlas_jinja_method(jinja_ctx *ctx, jv obj, const char *name,
                                 const jinja_args *a, jv *out, bool *found) {
-  (void)ctx;
   *found = true;
+  ATLAS_RETURN_IF_ERROR(atlas_jinja_spend(ctx, walk_cost(obj) + args_cost(a)));
   if (obj.kind == JV_LOOP) {
     if (!strcmp(name, "cycle")) {
       if (a->n_pos == 0) return err("loop.cycle() needs at least one value");
@@ -605,7 +622,7 @@ atlas_status atlas_jinja_method(jinja_ctx *ctx, jv obj, const char *name,
 
 atlas_status atlas_jinja_test(jinja_ctx *ctx, const char *name, jv v,
                               const jinja_args *a, bool *out) {
-  (void)ctx;
+  ATLAS_RETURN_IF_ERROR(atlas_jinja_spend(ctx, walk_cost(v) + args_cost(a)));
   const bool data = v.kind == JV_DATA;
   json_t *j = v.json;
   if (!strcmp(name, "defined"))
@@ -1144,6 +1161,7 @@ static atlas_status round_filter(jv v, const jinja_args *a, jv *out) {
 
 atlas_status atlas_jinja_filter(jinja_ctx *ctx, const char *name, jv v,
                                 const jinja_args *a, jv *out) {
+  ATLAS_RETURN_IF_ERROR(atlas_jinja_spend(ctx, walk_cost(v) + args_cost(a)));
   if (!strcmp(name, "default") || !strcmp(name, "d")) {
     CHECK_ARGS(name, a, "default_value", "boolean");
     const jv *d = arg(a, 0, "default_value"), *b = arg(a, 1, "boolean");
@@ -1341,6 +1359,8 @@ atlas_status atlas_jinja_filter(jinja_ctx *ctx, const char *name, jv v,
     if (atlas_jv_is_int(v)) {
       long long x = json_is_boolean(v.json) ? json_is_true(v.json)
                                             : json_integer_value(v.json);
+      if (x == LLONG_MIN)
+        return err("abs: integer arithmetic overflows 64 bits");
       *out = atlas_jv_data(json_integer(x < 0 ? -x : x));
     } else {
       *out = atlas_jv_data(json_real(fabs(json_real_value(v.json))));
@@ -1402,6 +1422,16 @@ atlas_status atlas_jinja_filter(jinja_ctx *ctx, const char *name, jv v,
     atlas_status st = r ? ATLAS_OK : oom();
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
       json_t *x = json_array_get(items, i);
+      // Jinja2 keeps the items it saw in a set: lists and dicts are
+      // unhashable there.
+      if (json_is_array(x) || json_is_object(x)) {
+        st = err("unique: unhashable type: '%s'",
+                 atlas_jv_type_name(atlas_jv_data(x)));
+        break;
+      }
+      // Each item is compared with those kept so far.
+      st = atlas_jinja_spend(ctx, 1 + json_array_size(r));
+      if (st != ATLAS_OK) break;
       if (json_is_string(x) &&
           !is_ascii(json_string_value(x), json_string_length(x))) {
         st =
@@ -1527,6 +1557,7 @@ static atlas_status strftime_now(jinja_ctx *ctx, const jinja_args *a, jv *out) {
 
 atlas_status atlas_jinja_global_call(jinja_ctx *ctx, const char *name,
                                      const jinja_args *a, jv *out) {
+  ATLAS_RETURN_IF_ERROR(atlas_jinja_spend(ctx, args_cost(a)));
   if (!strcmp(name, "raise_exception")) {
     const char *msg = "";
     size_t n = 0;
@@ -1578,15 +1609,20 @@ atlas_status atlas_jinja_global_call(jinja_ctx *ctx, const char *name,
               stop = a->n_pos == 1 ? p[0] : p[1];
     long long step = a->n_pos == 3 ? p[2] : 1;
     if (step == 0) return err("range() arg 3 must not be zero");
+    // The item count in 128 bits: start + k * step never overflows, however
+    // near INT64_MAX or INT64_MIN the bounds are.
+    __int128 span = step > 0 ? (__int128)stop - start : (__int128)start - stop;
+    __int128 stride = step > 0 ? (__int128)step : -(__int128)step;
+    __int128 count = span <= 0 ? 0 : (span - 1) / stride + 1;
+    // Jinja's sandbox caps ranges at 100000 items.
+    if (count > 100000) {
+      return err("range too big: the sandbox allows at most 100000 items");
+    }
+    ATLAS_RETURN_IF_ERROR(atlas_jinja_spend(ctx, (uint64_t)count));
     json_t *arr = json_array();
     if (!arr) return oom();
-    long long count = 0;
-    for (long long x = start; step > 0 ? x < stop : x > stop; x += step) {
-      // Jinja's sandbox caps ranges at 100000 items.
-      if (++count > 100000) {
-        json_decref(arr);
-        return err("range too big: the sandbox allows at most 100000 items");
-      }
+    for (long long k = 0; k < (long long)count; ++k) {
+      long long x = (long long)((__int128)start + (__int128)k * step);
       if (json_array_append_new(arr, json_integer(x)) != 0) {
         json_decref(arr);
         return oom();

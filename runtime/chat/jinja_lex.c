@@ -186,6 +186,18 @@ static atlas_status lex_string(lexer *lx, size_t start) {
                               ? h - '0'
                               : (tolower((unsigned char)h) - 'a' + 10));
         }
+        // Python's unicode-escape codec refuses a code point past U+10FFFF
+        // ("illegal Unicode character"); a surrogate decodes to a lone one
+        // that transformers' prompt could not encode as UTF-8.
+        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+          atlas_jinja_buf_free(&b);
+          return err_at(lx, i - (size_t)digits - 2,
+                        cp > 0x10FFFF
+                            ? "illegal Unicode character in a \\U escape "
+                              "(past U+10FFFF)"
+                            : "a \\u or \\U escape names a surrogate "
+                              "(U+D800..U+DFFF), which is not a character");
+        }
         atlas_jinja_utf8_put(&b, cp);
         break;
       }

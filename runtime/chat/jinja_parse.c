@@ -611,13 +611,19 @@ static atlas_status parse_tuple_expr(parser *p, bool with_cond,
 }
 
 // Assignment targets: a, or a, b, or (a, b).
-static atlas_status parse_targets(parser *p, jinja_node *n) {
+// `for_target`: the names a for loop binds. There, and in a set inside a
+// for body, Jinja2 refuses the name `loop` (TemplateAssertionError).
+static atlas_status parse_targets(parser *p, jinja_node *n, bool for_target) {
   bool paren = is_op(cur(p), "(");
   if (paren) advance(p);
   for (;;) {
     jinja_tok *t = cur(p);
     if (t->kind != JT_NAME)
       return perr(t, "expected a variable name, found %s", describe(t));
+    if ((for_target || p->loop_depth > 0) && !strcmp(t->name, "loop")) {
+      return perr(t,
+                  "can't assign to special loop variable in for-loop target");
+    }
     if (!add_target(n, t->name)) return oom();
     advance(p);
     if (!is_op(cur(p), ",")) break;
@@ -679,7 +685,7 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
   if (!strcmp(k, "for")) {
     jinja_node *n = mk(p, JN_FOR, kw);
     if (!n) return oom();
-    ATLAS_RETURN_IF_ERROR(parse_targets(p, n));
+    ATLAS_RETURN_IF_ERROR(parse_targets(p, n, true));
     if (!is_name(cur(p), "in"))
       return perr(cur(p), "expected 'in' in a for loop, found %s",
                   describe(cur(p)));
@@ -733,7 +739,7 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
     }
     jinja_node *n = mk(p, JN_SET, kw);
     if (!n) return oom();
-    ATLAS_RETURN_IF_ERROR(parse_targets(p, n));
+    ATLAS_RETURN_IF_ERROR(parse_targets(p, n, false));
     if (is_op(cur(p), "=")) {
       advance(p);
       ATLAS_RETURN_IF_ERROR(parse_tuple_expr(p, true, &n->b));

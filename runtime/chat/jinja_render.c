@@ -363,26 +363,39 @@ static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj,
   size_t bytes = is_str ? json_string_length(obj.json) : 0;
   long long len = is_str ? (long long)atlas_jinja_utf8_length(s, bytes)
                          : (long long)json_array_size(obj.json);
+  // Python's slice.indices: a bound past either end is clamped to it
+  // (compared before adding len, which could overflow near INT64_MIN).
   long long start, stop;
   if (step > 0) {
     start = given[0] ? v[0] : 0;
     stop = given[1] ? v[1] : len;
-    if (start < 0) start = start + len < 0 ? 0 : start + len;
+    if (start < 0) start = start < -len ? 0 : start + len;
     if (start > len) start = len;
-    if (stop < 0) stop = stop + len < 0 ? 0 : stop + len;
+    if (stop < 0) stop = stop < -len ? 0 : stop + len;
     if (stop > len) stop = len;
   } else {
     start = given[0] ? v[0] : len - 1;
-    stop = given[1] ? v[1] : -1 - len;  // "before the first"
-    if (start < 0) start = start + len < 0 ? -1 : start + len;
+    if (start < 0) start = start < -len ? -1 : start + len;
     if (start >= len) start = len - 1;
+    stop = -1;  // "before the first" unless given
     if (given[1]) {
-      if (stop < 0) stop = stop + len < 0 ? -1 : stop + len;
+      stop = v[1];
+      if (stop < 0) stop = stop < -len ? -1 : stop + len;
       if (stop >= len) stop = len - 1;
-    } else {
-      stop = -1;
     }
   }
+  // How many items, without stepping past the bounds: a huge step ends the
+  // slice after one item instead of overflowing start + step.
+  long long count = 0;
+  if (step > 0 && start < stop) {
+    count = (stop - start - 1) / step + 1;
+  } else if (step < 0 && start > stop) {
+    unsigned long long stride = step == LLONG_MIN
+                                    ? (unsigned long long)LLONG_MAX + 1
+                                    : (unsigned long long)-step;
+    count = (long long)((unsigned long long)(start - stop - 1) / stride + 1);
+  }
+  ATLAS_RETURN_IF_ERROR(at(n, atlas_jinja_spend(ctx, (uint64_t)count)));
   if (is_str) {
     // Code point offsets, then the pieces in slice order.
     size_t *offs = malloc(((size_t)len + 1) * sizeof(size_t));
@@ -394,7 +407,8 @@ static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj,
     }
     offs[len] = bytes;
     jinja_buf b = {0};
-    for (long long k = start; step > 0 ? k < stop : k > stop; k += step) {
+    for (long long i = 0; i < count; ++i) {
+      long long k = (long long)((__int128)start + (__int128)i * step);
       if (k < 0 || k >= len)
         break;  // cannot happen: start/stop are clamped above
       atlas_jinja_buf_append(&b, s + offs[k], offs[k + 1] - offs[k]);
@@ -404,7 +418,8 @@ static atlas_status do_slice(jinja_ctx *ctx, const jinja_node *n, jv obj,
   }
   json_t *arr = json_array();
   if (!arr) return oom();
-  for (long long k = start; step > 0 ? k < stop : k > stop; k += step) {
+  for (long long i = 0; i < count; ++i) {
+    long long k = (long long)((__int128)start + (__int128)i * step);
     if (json_array_append(arr, json_array_get(obj.json, (size_t)k)) != 0) {
       json_decref(arr);
       return oom();
@@ -851,7 +866,7 @@ static atlas_status eval_call(jinja_ctx *ctx, const jinja_node *n, jv *out) {
 
 // On failure *out holds nothing owned (it starts as Undefined), so callers
 // may free it either way.
-static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
+static atlas_status eval_node(jinja_ctx *ctx, const jinja_node *n, jv *out) {
   *out = atlas_jv_undefined(NULL);
   switch (n->kind) {
     case JN_CONST:
@@ -1012,7 +1027,12 @@ static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
         *out = atlas_jv_is_int(v) ? atlas_jv_data(json_integer(as_ll(v.json)))
                                   : atlas_jv_copy(v);
       } else if (atlas_jv_is_int(v)) {
-        *out = atlas_jv_data(json_integer(-as_ll(v.json)));
+        long long r = 0;
+        if (__builtin_sub_overflow(0LL, as_ll(v.json), &r)) {
+          st = fail(n, "integer arithmetic overflows 64 bits");
+        } else {
+          *out = atlas_jv_data(json_integer(r));
+        }
       } else {
         *out = atlas_jv_data(json_real(-json_real_value(v.json)));
       }
@@ -1200,7 +1220,7 @@ static atlas_status exec_set(jinja_ctx *ctx, const jinja_node *n) {
   return st;
 }
 
-static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
+static atlas_status exec_node(jinja_ctx *ctx, const jinja_node *n) {
   switch (n->kind) {
     case JN_BODY:
       for (size_t i = 0; i < n->n_kids; ++i) {
@@ -1257,10 +1277,126 @@ static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
   }
 }
 
+// ---- budgets -------------------------------------------------------------------
+
+atlas_status atlas_jinja_spend(jinja_ctx *ctx, uint64_t steps) {
+  uint64_t max = ctx->limits.max_steps;
+  if (steps > max || ctx->steps > max - steps) {
+    ctx->steps = max;
+    return atlas_status_make(
+        ATLAS_STATUS_RESOURCE_EXHAUSTED,
+        "the template needs more than %llu steps to render (the max_steps "
+        "limit of atlas_chat_limits)",
+        (unsigned long long)max);
+  }
+  ctx->steps += steps;
+  return ATLAS_OK;
+}
+
+static bool deeper_than(json_t *v, int limit, uint64_t *visited) {
+  ++*visited;
+  if (json_is_array(v)) {
+    if (limit == 0) return true;
+    for (size_t i = 0; i < json_array_size(v); ++i) {
+      if (deeper_than(json_array_get(v, i), limit - 1, visited)) return true;
+    }
+  } else if (json_is_object(v)) {
+    if (limit == 0) return true;
+    const char *k;
+    json_t *x;
+    json_object_foreach(v, k, x) {
+      if (deeper_than(x, limit - 1, visited)) return true;
+    }
+  }
+  return false;
+}
+
+atlas_status atlas_jinja_check_depth(jinja_ctx *ctx, json_t *v,
+                                     const char *what) {
+  if (!json_is_array(v) && !json_is_object(v)) return ATLAS_OK;
+  uint64_t visited = 0;
+  bool deep = deeper_than(v, ctx->limits.max_depth, &visited);
+  ATLAS_RETURN_IF_ERROR(atlas_jinja_spend(ctx, visited));
+  if (!deep) return ATLAS_OK;
+  return atlas_status_make(ATLAS_STATUS_RESOURCE_EXHAUSTED,
+                           "%s nests lists and dicts more than %d deep (the "
+                           "max_depth limit of atlas_chat_limits)",
+                           what, ctx->limits.max_depth);
+}
+
+// What a string costs to build: a step per 64 bytes.
+static uint64_t text_steps(size_t len) { return (uint64_t)len / 64; }
+
+// A limit reached at node n.
+#define exhausted(n, ...) \
+  at((n), atlas_status_make(ATLAS_STATUS_RESOURCE_EXHAUSTED, __VA_ARGS__))
+
+static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
+  *out = atlas_jv_undefined(NULL);
+  if (ctx->depth >= ctx->limits.max_depth) {
+    return exhausted(n,
+                     "expressions and statements nest more than %d deep (the "
+                     "max_depth limit of atlas_chat_limits)",
+                     ctx->limits.max_depth);
+  }
+  ATLAS_RETURN_IF_ERROR(at(n, atlas_jinja_spend(ctx, 1)));
+  ++ctx->depth;
+  atlas_status st = eval_node(ctx, n, out);
+  --ctx->depth;
+  // A list or dict the template builds may hold what it built before
+  // ({% set ns.x = [ns.x] %} in a loop): bounded here, before printing,
+  // comparing or freeing it would recurse that deep.
+  if (st == ATLAS_OK &&
+      (n->kind == JN_LIST || n->kind == JN_DICT || n->kind == JN_CALL)) {
+    st = at(n, atlas_jinja_check_depth(ctx, out->json, "a value it builds"));
+  }
+  if (st == ATLAS_OK && out->json != NULL && json_is_string(out->json)) {
+    size_t len = json_string_length(out->json);
+    if (len > ctx->limits.max_string) {
+      st = exhausted(
+          n,
+          "the template builds a string of %zu bytes, more than %zu (the "
+          "max_string limit of atlas_chat_limits)",
+          len, ctx->limits.max_string);
+    } else {
+      st = at(n, atlas_jinja_spend(ctx, text_steps(len)));
+    }
+  }
+  if (st != ATLAS_OK) atlas_jv_free(out);
+  return st;
+}
+
+static atlas_status exec(jinja_ctx *ctx, const jinja_node *n) {
+  if (ctx->depth >= ctx->limits.max_depth) {
+    return exhausted(
+        n,
+        "statements nest more than %d deep (the max_depth limit of "
+        "atlas_chat_limits)",
+        ctx->limits.max_depth);
+  }
+  ATLAS_RETURN_IF_ERROR(at(n, atlas_jinja_spend(ctx, 1)));
+  size_t before = ctx->out->len;
+  ++ctx->depth;
+  atlas_status st = exec_node(ctx, n);
+  --ctx->depth;
+  if (st != ATLAS_OK) return st;
+  if (ctx->out->len > ctx->limits.max_output) {
+    return exhausted(
+        n,
+        "the rendered text passes %zu bytes (the max_output limit of "
+        "atlas_chat_limits)",
+        ctx->limits.max_output);
+  }
+  size_t grown = ctx->out->len > before ? ctx->out->len - before : 0;
+  return at(n, atlas_jinja_spend(ctx, text_steps(grown)));
+}
+
 atlas_status atlas_jinja_render(const jinja_template *t, json_t *vars,
-                                const struct tm *now, jinja_buf *out) {
+                                const struct tm *now,
+                                const jinja_limits *limits, jinja_buf *out) {
   jinja_scope *top = scope_new(NULL);
   jinja_ctx ctx = {.out = out,
+                   .limits = *limits,
                    .scope = top,
                    .top = top,
                    .globals = vars,
@@ -1269,8 +1405,9 @@ atlas_status atlas_jinja_render(const jinja_template *t, json_t *vars,
                    .consumed = json_object(),
                    .names = json_array()};
   atlas_status st = top && ctx.tuples && ctx.consumed && ctx.names
-                        ? exec(&ctx, t->root)
+                        ? atlas_jinja_check_depth(&ctx, vars, "the input")
                         : oom();
+  if (st == ATLAS_OK) st = exec(&ctx, t->root);
   scope_delete(top);
   json_decref(ctx.tuples);
   json_decref(ctx.consumed);

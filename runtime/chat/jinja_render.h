@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "atlas/runtime/base/status.h"
@@ -32,8 +33,22 @@ typedef struct jinja_loop {
   int depth0;
 } jinja_loop;
 
+// What one render may spend (atlas_chat_limits in atlas.h; chat_template.h
+// gives the defaults). A template that asks for more is refused with the
+// limit's name and the template's line and column, never run to the end.
+typedef struct jinja_limits {
+  uint64_t max_steps;  // expression and statement evaluations, plus one per
+                       // item or 64 bytes a builtin walks or builds
+  size_t max_output;   // bytes of rendered text
+  size_t max_string;   // bytes of any one string a template builds
+  int max_depth;       // nesting of the template's syntax and of its values
+} jinja_limits;
+
 typedef struct jinja_ctx {
   jinja_buf *out;
+  jinja_limits limits;
+  uint64_t steps;        // spent so far
+  int depth;             // evaluations under way (the C stack's depth)
   jinja_scope *scope;    // innermost
   jinja_scope *top;      // the template's own scope (macros see it)
   json_t *globals;       // the render variables: messages, bos_token, ...
@@ -60,9 +75,20 @@ typedef struct jinja_args {
   size_t n_kw;
 } jinja_args;
 
-// Renders the template with `vars` (a JSON object) into `out`.
+// Renders the template with `vars` (a JSON object) into `out`, within
+// `limits`.
 atlas_status atlas_jinja_render(const jinja_template *t, json_t *vars,
-                                const struct tm *now, jinja_buf *out);
+                                const struct tm *now,
+                                const jinja_limits *limits, jinja_buf *out);
+// Spends `steps` of the render's budget: RESOURCE_EXHAUSTED naming the limit
+// once it is spent (the caller adds the position). Builtins call it for the
+// items and bytes they walk, so that a loop over a costly filter is bounded
+// too.
+atlas_status atlas_jinja_spend(jinja_ctx *ctx, uint64_t steps);
+// Whether `v` nests deeper than `max_depth` (a list in a list is depth 2),
+// looking no deeper than that; the items visited are spent from the budget.
+atlas_status atlas_jinja_check_depth(jinja_ctx *ctx, json_t *v,
+                                     const char *what);
 
 // Python's str() of a value, tuples included.
 atlas_status atlas_jinja_str(jinja_ctx *ctx, jv v, jinja_buf *out);

@@ -185,7 +185,10 @@ atlas_status atlas_added_vocab_load(json_t *arr, const atlas_tj_at *at,
     st = assign(out, &defs[i], model_vocab);
   }
   // Patterns: special tokens first (first definition of each), then the
-  // others, as tokenizers' refresh_added_tokens orders them.
+  // others, as tokenizers' refresh_added_tokens orders them. `seen` holds the
+  // special contents inserted so far (a hash, not a scan of the earlier
+  // definitions: 120k special tokens took minutes that way).
+  atlas_strmap seen = {0};
   for (int pass = 0; !st && pass < 2; pass++) {
     for (size_t i = 0; !st && i < n; i++) {
       if (defs[i].len == 0) continue;
@@ -193,17 +196,15 @@ atlas_status atlas_added_vocab_load(json_t *arr, const atlas_tj_at *at,
           atlas_strmap_get(&out->by_content, defs[i].content, defs[i].len);
       bool special = out->tokens[e->a].special;
       if (pass == 0 && defs[i].flags.special) {
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++) {
-          seen = defs[j].flags.special && defs[j].len == defs[i].len &&
-                 memcmp(defs[j].content, defs[i].content, defs[i].len) == 0;
-        }
-        if (!seen) st = insert_pattern(out, &defs[i], normalizer, m, &norm);
+        if (atlas_strmap_get(&seen, defs[i].content, defs[i].len)) continue;
+        st = atlas_strmap_put(&seen, defs[i].content, defs[i].len, 0, 0);
+        if (!st) st = insert_pattern(out, &defs[i], normalizer, m, &norm);
       } else if (pass == 1 && !special) {
         st = insert_pattern(out, &defs[i], normalizer, m, &norm);
       }
     }
   }
+  atlas_strmap_free(&seen);
   free(defs);
   atlas_text_buf_free(&norm);
   if (st) atlas_added_vocab_free(out);
@@ -272,8 +273,11 @@ atlas_status atlas_added_vocab_split(const atlas_added_vocab *av,
       if (!start_space || !stop_space) continue;
     }
     if (t->lstrip) {
+      // Never back past the end of the previous match: the result is
+      // clamped there anyway, and walking further made each match over a
+      // long run of spaces walk all of it again.
       size_t ns = start;
-      while (ns > 0 && atlas_utf8_is_whitespace(last_cp(s, ns))) {
+      while (ns > start_offset && atlas_utf8_is_whitespace(last_cp(s, ns))) {
         size_t b = ns - 1;
         while (b > 0 && ((unsigned char)s[b] & 0xC0) == 0x80) b--;
         ns = b;

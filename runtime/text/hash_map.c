@@ -1,7 +1,10 @@
+#define _GNU_SOURCE  // getrandom, clock_gettime
 #include "atlas/runtime/text/hash_map.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 static atlas_status oom(const char *what, size_t n) {
   return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -9,9 +12,21 @@ static atlas_status oom(const char *what, size_t n) {
                            n);
 }
 
-uint32_t atlas_hash_bytes(const void *data, size_t len) {
+uint64_t atlas_hash_seed(const void *map) {
+  uint64_t seed = 0;
+  if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed)) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    seed = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_sec ^
+           (uint64_t)(uintptr_t)map;
+  }
+  return seed;
+}
+
+uint32_t atlas_hash_bytes(uint64_t seed, const void *data, size_t len) {
   const unsigned char *p = data;
-  uint64_t h = 0x243F6A8885A308D3ull ^ (len * 0x9E3779B97F4A7C15ull);
+  uint64_t h = seed ^ 0x243F6A8885A308D3ull ^ (len * 0x9E3779B97F4A7C15ull);
+  h = (h ^ (h >> 31)) * 0xBF58476D1CE4E5B9ull;
   while (len >= 8) {
     uint64_t w;
     memcpy(&w, p, 8);
@@ -25,10 +40,13 @@ uint32_t atlas_hash_bytes(const void *data, size_t len) {
   h = (h ^ w) * 0xC4CEB9FE1A85EC53ull;
   h ^= h >> 29;
   h *= 0x9E3779B97F4A7C15ull;
+  h ^= seed >> 17;
+  h = (h ^ (h >> 29)) * 0x94D049BB133111EBull;
   return (uint32_t)(h >> 32);
 }
 
 static atlas_status strmap_grow_slots(atlas_strmap *m) {
+  if (!m->slots && m->count == 0) m->seed = atlas_hash_seed(m);
   size_t n = m->slots ? (m->slot_mask + 1) * 2 : 64;
   uint32_t *slots = calloc(n, sizeof(*slots));
   if (!slots) return oom("a hash table", n);
@@ -46,7 +64,7 @@ static atlas_status strmap_grow_slots(atlas_strmap *m) {
 const atlas_strmap_entry *atlas_strmap_get(const atlas_strmap *m,
                                            const char *key, size_t len) {
   if (!m->slots) return NULL;
-  uint32_t h = atlas_hash_bytes(key, len);
+  uint32_t h = atlas_hash_bytes(m->seed, key, len);
   size_t i = h & m->slot_mask;
   for (;;) {
     uint32_t s = m->slots[i];
@@ -93,7 +111,7 @@ atlas_status atlas_strmap_put(atlas_strmap *m, const char *key, size_t len,
   }
   memcpy(m->keys + m->keys_len, key, len);
   m->keys[m->keys_len + len] = '\0';
-  uint32_t h = atlas_hash_bytes(key, len);
+  uint32_t h = atlas_hash_bytes(m->seed, key, len);
   atlas_strmap_entry *e = &m->entries[m->count];
   e->key_off = m->keys_len;
   e->key_len = (uint32_t)len;
@@ -122,6 +140,7 @@ void atlas_strmap_free(atlas_strmap *m) {
 }
 
 static atlas_status pairmap_grow(atlas_pairmap *m) {
+  if (!m->keys) m->seed = atlas_hash_seed(m);
   size_t n = m->keys ? (m->mask + 1) * 2 : 1024;
   uint64_t *keys = malloc(n * sizeof(*keys));
   uint32_t *a = malloc(n * sizeof(*a));
@@ -136,7 +155,7 @@ static atlas_status pairmap_grow(atlas_pairmap *m) {
   if (m->keys) {
     for (size_t i = 0; i <= m->mask; i++) {
       if (m->keys[i] == UINT64_MAX) continue;
-      size_t j = (size_t)((m->keys[i] * 0x9E3779B97F4A7C15ull) >> 32) & (n - 1);
+      size_t j = atlas_pairmap_slot(m, m->keys[i]) & (n - 1);
       while (keys[j] != UINT64_MAX) j = (j + 1) & (n - 1);
       keys[j] = m->keys[i];
       a[j] = m->a[i];
@@ -159,7 +178,7 @@ atlas_status atlas_pairmap_put(atlas_pairmap *m, uint32_t x, uint32_t y,
     ATLAS_RETURN_IF_ERROR(pairmap_grow(m));
   }
   uint64_t key = ((uint64_t)x << 32) | y;
-  size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & m->mask;
+  size_t i = atlas_pairmap_slot(m, key) & m->mask;
   while (m->keys[i] != UINT64_MAX && m->keys[i] != key) i = (i + 1) & m->mask;
   if (m->keys[i] == UINT64_MAX) m->count++;
   m->keys[i] = key;

@@ -1,6 +1,11 @@
 // Open-addressing hash maps the tokenizer looks things up in on every token:
 // byte string -> two u32 values (vocab, added tokens, the word cache) and
 // (u32, u32) pair -> two u32 values (BPE merge ranks).
+//
+// The keys come from files and prompts an attacker may write, so each map
+// hashes with its own random seed (getrandom, drawn when the map first
+// grows): keys chosen to collide under one seed do not collide under another,
+// and lookups stay O(1) expected whatever the tokenizer.json or the prompt.
 #ifndef ATLAS_RUNTIME_TEXT_HASH_MAP_H_
 #define ATLAS_RUNTIME_TEXT_HASH_MAP_H_
 
@@ -27,9 +32,13 @@ typedef struct atlas_strmap {
   char *keys;  // every key, back to back
   size_t keys_len;
   size_t keys_cap;
+  uint64_t seed;
 } atlas_strmap;
 
-uint32_t atlas_hash_bytes(const void *data, size_t len);
+uint32_t atlas_hash_bytes(uint64_t seed, const void *data, size_t len);
+// A random seed for a map (getrandom; a mix of the clock and addresses if
+// that fails).
+uint64_t atlas_hash_seed(const void *map);
 
 // Inserts key -> (a, b), or overwrites the values of an existing key.
 ATLAS_MUST_USE atlas_status atlas_strmap_put(atlas_strmap *m, const char *key,
@@ -51,7 +60,20 @@ typedef struct atlas_pairmap {
   uint32_t *b;
   size_t mask;
   size_t count;
+  uint64_t seed;
 } atlas_pairmap;
+
+// The slot a pair hashes to (murmur3's 64-bit finalizer over the seeded key:
+// a bijection, so distinct pairs never share a full hash).
+static inline size_t atlas_pairmap_slot(const atlas_pairmap *m, uint64_t key) {
+  uint64_t h = key ^ m->seed;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return (size_t)h;
+}
 
 ATLAS_MUST_USE atlas_status atlas_pairmap_put(atlas_pairmap *m, uint32_t x,
                                               uint32_t y, uint32_t a,
@@ -62,8 +84,7 @@ static inline bool atlas_pairmap_get(const atlas_pairmap *m, uint32_t x,
                                      uint32_t *out_b) {
   if (!m->keys) return false;
   uint64_t key = ((uint64_t)x << 32) | y;
-  uint64_t h = key * 0x9E3779B97F4A7C15ull;
-  size_t i = (size_t)(h >> 32) & m->mask;
+  size_t i = atlas_pairmap_slot(m, key) & m->mask;
   for (;;) {
     uint64_t k = m->keys[i];
     if (k == key) {

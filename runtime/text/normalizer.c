@@ -1,5 +1,6 @@
 #include "atlas/runtime/text/normalizer.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -144,6 +145,28 @@ static atlas_status run_unicode(int options, const char *in, size_t len,
   return map_unicode(options, in + run, len - run, out);
 }
 
+// The most bytes normalizing `len` bytes may make: NFKD grows text at most
+// about 12 times (U+FDFA), Prepend by its content; a Replace whose content is
+// long or a Sequence of Replaces that each double the text would otherwise
+// grow it without bound (a tokenizer.json doubling it 40 times asked for
+// terabytes).
+#define NORMALIZE_GROWTH 16u
+#define NORMALIZE_SLACK ((size_t)64 << 10)
+
+static size_t growth_cap(size_t len) {
+  return len > (SIZE_MAX - NORMALIZE_SLACK) / NORMALIZE_GROWTH
+             ? SIZE_MAX
+             : len * NORMALIZE_GROWTH + NORMALIZE_SLACK;
+}
+
+static atlas_status too_long(size_t cap) {
+  return atlas_status_make(
+      ATLAS_STATUS_RESOURCE_EXHAUSTED,
+      "tokenizer: the normalizer makes more than %zu bytes of text (%u times "
+      "the input plus %zu): a Replace grows the text without bound",
+      cap, NORMALIZE_GROWTH, NORMALIZE_SLACK);
+}
+
 static atlas_status run_replace(const atlas_normalizer *n,
                                 atlas_text_matcher *m, const char *in,
                                 size_t len, atlas_text_buf *out) {
@@ -157,6 +180,9 @@ static atlas_status run_replace(const atlas_normalizer *n,
                                                   &found, &ms, &me));
     if (!found) break;
     if (ms == me) continue;
+    if (out->len + (ms - copied) + n->content_len > m->norm_cap) {
+      return too_long(m->norm_cap);
+    }
     ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(out, in + copied, ms - copied));
     ATLAS_RETURN_IF_ERROR(
         atlas_text_buf_append(out, n->content, n->content_len));
@@ -190,9 +216,22 @@ static atlas_status run_strip(const atlas_normalizer *n, const char *in,
   return atlas_text_buf_append(out, in + start, end - start);
 }
 
+static atlas_status run_one(const atlas_normalizer *n, atlas_text_matcher *m,
+                            const char *in, size_t len, atlas_text_buf *out);
+
 atlas_status atlas_normalizer_run(const atlas_normalizer *n,
                                   atlas_text_matcher *m, const char *in,
                                   size_t len, atlas_text_buf *out) {
+  if (m->norm_cap != 0) return run_one(n, m, in, len, out);  // nested
+  m->norm_cap = growth_cap(len);
+  atlas_status st = run_one(n, m, in, len, out);
+  if (st == ATLAS_OK && out->len > m->norm_cap) st = too_long(m->norm_cap);
+  m->norm_cap = 0;
+  return st;
+}
+
+static atlas_status run_one(const atlas_normalizer *n, atlas_text_matcher *m,
+                            const char *in, size_t len, atlas_text_buf *out) {
   if (len == 0) {  // every normalizer maps "" to "" (Prepend included)
     out->len = 0;
     return ATLAS_OK;
@@ -222,7 +261,8 @@ atlas_status atlas_normalizer_run(const atlas_normalizer *n,
       atlas_text_buf tmp = {0};
       atlas_status st = ATLAS_OK;
       for (size_t i = 0; !st && i < n->child_count; i++) {
-        st = atlas_normalizer_run(n->children[i], m, out->data, out->len, &tmp);
+        st = run_one(n->children[i], m, out->data, out->len, &tmp);
+        if (!st && tmp.len > m->norm_cap) st = too_long(m->norm_cap);
         if (!st) {
           atlas_text_buf swap = *out;
           *out = tmp;

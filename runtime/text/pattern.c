@@ -187,16 +187,23 @@ void atlas_text_pattern_free(atlas_text_pattern *p) {
 atlas_status atlas_text_matcher_init(atlas_text_matcher *m) {
   memset(m, 0, sizeof(*m));
   m->md = pcre2_match_data_create(1, NULL);
-  if (!m->md) {
+  m->mc = pcre2_match_context_create(NULL);
+  if (!m->md || !m->mc) {
+    atlas_text_matcher_free(m);
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "tokenizer: out of memory for regex match data");
   }
+  pcre2_set_match_limit(m->mc, ATLAS_TEXT_REGEX_MATCH_LIMIT);
+  pcre2_set_depth_limit(m->mc, ATLAS_TEXT_REGEX_DEPTH_LIMIT);
+  pcre2_set_heap_limit(m->mc, ATLAS_TEXT_REGEX_HEAP_LIMIT_KIB);
   return ATLAS_OK;
 }
 
 void atlas_text_matcher_free(atlas_text_matcher *m) {
   if (m->md) pcre2_match_data_free(m->md);
+  if (m->mc) pcre2_match_context_free(m->mc);
   m->md = NULL;
+  m->mc = NULL;
 }
 
 static atlas_status find_once(const atlas_text_pattern *p,
@@ -219,8 +226,24 @@ static atlas_status find_once(const atlas_text_pattern *p,
     return ATLAS_OK;
   }
   int rc = pcre2_match(p->re, (PCRE2_SPTR)s, len, from, PCRE2_NO_UTF_CHECK,
-                       m->md, NULL);
+                       m->md, m->mc);
   if (rc == PCRE2_ERROR_NOMATCH) return ATLAS_OK;
+  if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+      rc == PCRE2_ERROR_HEAPLIMIT) {
+    const char *which = rc == PCRE2_ERROR_MATCHLIMIT   ? "match limit"
+                        : rc == PCRE2_ERROR_DEPTHLIMIT ? "depth limit"
+                                                       : "heap limit";
+    unsigned long value =
+        rc == PCRE2_ERROR_MATCHLIMIT   ? ATLAS_TEXT_REGEX_MATCH_LIMIT
+        : rc == PCRE2_ERROR_DEPTHLIMIT ? ATLAS_TEXT_REGEX_DEPTH_LIMIT
+                                       : ATLAS_TEXT_REGEX_HEAP_LIMIT_KIB;
+    return atlas_status_make(
+        ATLAS_STATUS_RESOURCE_EXHAUSTED,
+        "tokenizer: a regex of the tokenizer.json needs more than its %s "
+        "(%lu%s) to search the text from byte %zu: the regex backtracks "
+        "catastrophically on this input",
+        which, value, rc == PCRE2_ERROR_HEAPLIMIT ? " KiB" : " steps", from);
+  }
   if (rc < 0) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(rc, msg, sizeof(msg));

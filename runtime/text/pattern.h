@@ -19,9 +19,22 @@ typedef struct atlas_text_pattern {
   size_t literal_len;
 } atlas_text_pattern;
 
-// Per-call state for matching: PCRE2 match data (never a static).
+// What one regex search (one pcre2_match call, which finds one match) may
+// spend: PCRE2's match limit (backtracking steps) and depth limit (nested
+// backtracking points). A regex from a tokenizer.json that needs more, such
+// as a catastrophic (a+)+b, is refused with RESOURCE_EXHAUSTED naming the
+// limit, instead of running up to PCRE2's defaults (10 million steps) on
+// every call: a few hundred such calls took 28 s.
+#define ATLAS_TEXT_REGEX_MATCH_LIMIT 1000000u
+#define ATLAS_TEXT_REGEX_DEPTH_LIMIT 10000u
+#define ATLAS_TEXT_REGEX_HEAP_LIMIT_KIB (64u << 10)
+
+// Per-call state for matching: PCRE2 match data and the limits (never a
+// static).
 typedef struct atlas_text_matcher {
   pcre2_match_data *md;
+  pcre2_match_context *mc;
+  size_t norm_cap;  // while a normalizer runs: the most bytes it may make
   size_t last_match_end;
   bool have_last;
 } atlas_text_matcher;

@@ -442,26 +442,26 @@ TEST(ChatTemplate, RunTimeRefusalsNameTheConstruct) {
        "list repetition too large"},
       {"{{ ([1, 2] * 600000)|length }}", "{}", "list repetition too large"},
       // Doubling in a loop, by each way a string or list grows: refused at
-      // 64 MiB (strings and the output) or 2^20 items, not run out of memory.
+      // the max_string and max_output limits (16 MiB by default) or 2^20
+      // items, not run out of memory.
       {"{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = "
        "ns.s ~ ns.s %}"
        "{% endfor %}{{ ns.s|length }}",
-       "{}",
-       "text too large while rendering: the engine builds at most 64 MiB"},
+       "{}", "more than 16777216 (the max_string limit"},
       {"{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = "
        "ns.s + ns.s %}"
        "{% endfor %}{{ ns.s|length }}",
-       "{}", "string concatenation too large"},
+       "{}", "more than 16777216 (the max_string limit"},
       {"{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = "
        "[ns.s, ns.s]|join %}"
        "{% endfor %}{{ ns.s|length }}",
-       "{}", "text too large while rendering"},
+       "{}", "the max_string limit"},
       {"{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = "
        "ns.l + ns.l %}"
        "{% endfor %}{{ ns.l|length }}",
        "{}", "list concatenation too large"},
       {"{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", "{}",
-       "text too large while rendering"},
+       "passes 16777216 bytes (the max_output limit"},
   };
   for (const Bad &b : bad) {
     std::string out;

@@ -3,7 +3,11 @@
 // to render cleanly, a fixed conversation with tools (a system, user,
 // assistant tool-call and tool turn) with and without the generation prompt.
 // Errors must say where (a "chat template" line and column, or the
-// function that refused); nothing may crash or leak.
+// function that refused) and be escaped (no control bytes, nothing that is
+// not UTF-8: runtime/escape.h); nothing may crash or leak. The render budget
+// is a tenth of the default so that each unit is quick: with tools/fuzz.sh's
+// -timeout, a unit that is slow within it is a finding.
+
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,8 +17,16 @@
 
 #include "atlas/runtime/base/status.h"
 #include "atlas/runtime/chat/chat_template.h"
+#include "atlas/runtime/base/escape.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+// A message as atlas_escape leaves it: what a terminal or log may show.
+static void check_message(atlas_status st) {
+  const char *m = atlas_status_message(st);
+  if (!atlas_escape_is_clean(m, strlen(m), ATLAS_ESCAPE_KEEP_NEWLINE))
+    __builtin_trap();
+}
 
 static const char kMessages[] =
     "[{\"role\": \"system\", \"content\": \"Be brief.\"},"
@@ -41,9 +53,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (st != ATLAS_OK) {
     if (strstr(atlas_status_message(st), "chat template") == NULL)
       __builtin_trap();
+    check_message(st);
     atlas_status_free(st);
     return 0;
   }
+  atlas_chat_budget budget = atlas_chat_budget_default();
+  budget.max_steps /= 10;
+  st = atlas_chat_template_set_budget(t, &budget);
+  if (st != ATLAS_OK) __builtin_trap();
   json_t *messages = json_loads(kMessages, 0, NULL);
   json_t *tools = json_loads(kTools, 0, NULL);
   json_t *extra = json_pack("{s:b}", "enable_thinking", 0);
@@ -61,6 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     st = atlas_chat_template_render(t, &o, &out, &len);
     if (st != ATLAS_OK) {
       if (out != NULL) __builtin_trap();
+      check_message(st);
       atlas_status_free(st);
     } else if (out == NULL || out[len] != '\0') {
       __builtin_trap();

@@ -12,6 +12,7 @@
 
 #include <utf8proc.h>
 
+#include "atlas/runtime/base/escape.h"
 #include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/tokenizer.h"
 
@@ -72,6 +73,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       (const char *)data, json_len, "fuzz/tokenizer.json", &tok);
   if (st != ATLAS_OK) {
     if (strstr(atlas_status_message(st), "fuzz/tokenizer.json") == NULL)
+      __builtin_trap();
+    // Escaped: no control bytes, nothing that is not UTF-8.
+    const char *m = atlas_status_message(st);
+    if (!atlas_escape_is_clean(m, strlen(m), ATLAS_ESCAPE_KEEP_NEWLINE))
       __builtin_trap();
     atlas_status_free(st);
     return 0;

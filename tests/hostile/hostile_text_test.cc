@@ -1,0 +1,350 @@
+// Issue 57: chat templates and tokenizer.json files an attacker writes (a
+// server's clients send messages and tools; model folders come from the Hub).
+// Each case either renders / encodes correctly or is refused by a named limit
+// with the template's line and column; never a hang, an exhausted stack or
+// gigabytes of memory. Expected outputs were checked against Jinja2 3.1
+// (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks).
+#include <gtest/gtest.h>
+#include <jansson.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "atlas/runtime/chat/chat_template.h"
+#include "atlas/runtime/text/tokenizer.h"
+
+namespace {
+
+struct Rendered {
+  atlas_status_code code = ATLAS_STATUS_OK;
+  std::string text;  // the output, or the error message
+};
+
+Rendered Render(const std::string &src, const atlas_chat_budget *budget) {
+  Rendered r;
+  atlas_chat_template *t = nullptr;
+  atlas_status s =
+      atlas_chat_template_parse(src.data(), src.size(), nullptr, nullptr, &t);
+  if (s == ATLAS_OK && budget != nullptr) {
+    s = atlas_chat_template_set_budget(t, budget);
+  }
+  if (s == ATLAS_OK) {
+    json_t *messages = json_array();
+    atlas_chat_render_options o = {};
+    o.messages = messages;
+    char *text = nullptr;
+    size_t len = 0;
+    s = atlas_chat_template_render(t, &o, &text, &len);
+    if (s == ATLAS_OK) r.text.assign(text, len);
+    free(text);
+    json_decref(messages);
+  }
+  atlas_chat_template_free(t);
+  r.code = atlas_status_code_of(s);
+  if (s != ATLAS_OK) r.text = atlas_status_message(s);
+  atlas_status_free(s);
+  return r;
+}
+
+Rendered Render(const std::string &src) { return Render(src, nullptr); }
+
+std::string Repeat(const std::string &s, size_t n) {
+  std::string out;
+  out.reserve(s.size() * n);
+  for (size_t i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+#define EXPECT_REFUSED(r, code_, words)                         \
+  do {                                                          \
+    EXPECT_EQ((r).code, (code_)) << (r).text.substr(0, 300);    \
+    EXPECT_NE((r).text.find(words), std::string::npos)          \
+        << (r).text.substr(0, 300);                             \
+    EXPECT_NE((r).text.find("line "), std::string::npos)        \
+        << "no template position: " << (r).text.substr(0, 300); \
+  } while (0)
+
+TEST(HostileTemplates, LoopsAndMacroFanOutRunOutOfSteps) {
+  EXPECT_REFUSED(Render("{% for i in range(100000) %}{% for j in "
+                        "range(100000) %}{% endfor %}{% endfor %}"),
+                 ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_steps");
+  EXPECT_REFUSED(Render("{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{{ f(n - "
+                        "1) }}{% endif %}{% endmacro %}{{ f(40) }}"),
+                 ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_steps");
+  // A costly filter in a loop is charged by what it walks.
+  EXPECT_REFUSED(Render("{% set r = range(100000)|list %}{% for i in "
+                        "range(100000) %}{{ r|length }}{% endfor %}"),
+                 ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_steps");
+  EXPECT_REFUSED(Render("{% set s = 'x' * 1000000 %}{% for i in range(100000) "
+                        "%}{% set t = s[1:] %}{% endfor %}"),
+                 ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_steps");
+}
+
+TEST(HostileTemplates, LimitsCanBeRaisedAndLowered) {
+  const std::string src =
+      "{% for i in range(300) %}{% for j in range(300) %}{% endfor %}"
+      "{% endfor %}done";
+  EXPECT_EQ(Render(src).text, "done");
+  atlas_chat_budget low = atlas_chat_budget_default();
+  low.max_steps = 1000;
+  EXPECT_REFUSED(Render(src, &low), ATLAS_STATUS_RESOURCE_EXHAUSTED,
+                 "more than 1000 steps");
+  low = atlas_chat_budget_default();
+  low.max_output = 3;
+  EXPECT_REFUSED(Render(src, &low), ATLAS_STATUS_RESOURCE_EXHAUSTED,
+                 "max_output");
+  low = atlas_chat_budget_default();
+  low.max_string = 10;
+  EXPECT_REFUSED(Render("{{ 'a' ~ 'bcdefghijkl' }}", &low),
+                 ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_string");
+  const std::string deep = "{{ x" + Repeat("|string", 400) + " }}";
+  EXPECT_REFUSED(Render(deep), ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_depth");
+  atlas_chat_budget high = atlas_chat_budget_default();
+  high.max_depth = 1000;
+  Rendered r = Render(deep, &high);
+  EXPECT_EQ(r.code, ATLAS_STATUS_OK) << r.text;
+  EXPECT_EQ(r.text, "");  // an undefined x prints as nothing
+  high.max_depth = 0;
+  atlas_chat_template *t = nullptr;
+  ASSERT_EQ(atlas_status_consume(
+                atlas_chat_template_parse("x", 1, nullptr, nullptr, &t)),
+            ATLAS_STATUS_OK);
+  EXPECT_EQ(atlas_status_consume(atlas_chat_template_set_budget(t, &high)),
+            ATLAS_STATUS_INVALID_ARGUMENT);
+  atlas_chat_template_free(t);
+}
+
+TEST(HostileTemplates, DeepChainsAndValuesStopAtTheDepthLimit) {
+  // 100k chained filters or attribute lookups: a recursion as deep in the
+  // evaluator, which overflowed the C stack.
+  EXPECT_REFUSED(Render("{{ x" + Repeat("|string", 100000) + " }}"),
+                 ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_depth");
+  EXPECT_REFUSED(Render("{{ x" + Repeat(".a", 100000) + " }}"),
+                 ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_depth");
+  EXPECT_REFUSED(Render("{{ 1" + Repeat(" + 1", 100000) + " }}"),
+                 ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_depth");
+  // A value nested by the template itself, then printed, compared, freed.
+  EXPECT_REFUSED(Render("{% set ns = namespace(x=[]) %}{% for i in "
+                        "range(100000) %}{% set ns.x = [ns.x] %}{% endfor "
+                        "%}{{ ns.x|tojson }}"),
+                 ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_depth");
+  EXPECT_REFUSED(Render("{% set ns = namespace(x={}) %}{% for i in "
+                        "range(100000) %}{% set ns.x = {'a': ns.x} %}{% endfor "
+                        "%}{{ ns.x }}"),
+                 ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_depth");
+  // Literals nested in the source: the parser's own bound.
+  EXPECT_REFUSED(
+      Render("{{ " + Repeat("[", 100000) + Repeat("]", 100000) + " }}"),
+      ATLAS_STATUS_INVALID_ARGUMENT, "nest deeper");
+}
+
+TEST(HostileTemplates, MessagesNestedTooDeepAreRefused) {
+  atlas_chat_template *t = nullptr;
+  ASSERT_EQ(atlas_status_consume(atlas_chat_template_parse(
+                "{{ messages|tojson }}", 21, nullptr, nullptr, &t)),
+            ATLAS_STATUS_OK);
+  json_t *v = json_object();
+  for (int i = 0; i < 1000; ++i) {
+    json_t *outer = json_array();
+    json_array_append_new(outer, v);
+    v = outer;
+  }
+  json_t *messages = json_array();
+  json_array_append_new(messages, v);
+  atlas_chat_render_options o = {};
+  o.messages = messages;
+  char *text = nullptr;
+  size_t len = 0;
+  atlas_status s = atlas_chat_template_render(t, &o, &text, &len);
+  EXPECT_EQ(atlas_status_code_of(s), ATLAS_STATUS_RESOURCE_EXHAUSTED);
+  EXPECT_NE(std::string(atlas_status_message(s)).find("the input nests"),
+            std::string::npos)
+      << atlas_status_message(s);
+  atlas_status_free(s);
+  free(text);
+  json_decref(messages);
+  atlas_chat_template_free(t);
+}
+
+TEST(HostileTemplates, SixtyFourBitEdgesAsJinja2OrRefused) {
+  EXPECT_EQ(Render("{{ range(9223372036854775806, 9223372036854775807)|list "
+                   "}}")
+                .text,
+            "[9223372036854775806]");
+  EXPECT_EQ(Render("{{ range(-9223372036854775807 - 1, -9223372036854775807 "
+                   "+ 1)|list }}")
+                .text,
+            "[-9223372036854775808, -9223372036854775807]");
+  EXPECT_EQ(Render("{{ range(0, 9223372036854775807, "
+                   "4611686018427387904)|list }}")
+                .text,
+            "[0, 4611686018427387904]");
+  EXPECT_EQ(Render("{{ [1, 2, 3][::9223372036854775807] }}").text, "[1]");
+  EXPECT_EQ(Render("{{ [1, 2, 3][::-9223372036854775807 - 1] }}").text, "[3]");
+  EXPECT_EQ(Render("{{ 'abc'[-9223372036854775807 - 1:] }}").text, "abc");
+  EXPECT_EQ(Render("{{ 'abcdef'[9223372036854775807:-9223372036854775807 - "
+                   "1:-2] }}")
+                .text,
+            "fdb");
+  // Python's ints have no 64-bit bound; Atlas's do: refused, never wrapped.
+  EXPECT_REFUSED(Render("{{ (-9223372036854775807 - 1)|abs }}"),
+                 ATLAS_STATUS_INVALID_ARGUMENT, "overflows 64 bits");
+  EXPECT_REFUSED(Render("{{ -(-9223372036854775807 - 1) }}"),
+                 ATLAS_STATUS_INVALID_ARGUMENT, "overflows 64 bits");
+}
+
+TEST(HostileTemplates, RefusedWhereJinja2Raises) {
+  EXPECT_REFUSED(Render("{{ [{'a': 1}, {'a': 1}]|unique|list }}"),
+                 ATLAS_STATUS_INVALID_ARGUMENT, "unhashable type: 'dict'");
+  EXPECT_REFUSED(Render("{{ [[1], [1]]|unique|list }}"),
+                 ATLAS_STATUS_INVALID_ARGUMENT, "unhashable type: 'list'");
+  EXPECT_REFUSED(Render("{{ '\\U00110000' }}"), ATLAS_STATUS_INVALID_ARGUMENT,
+                 "illegal Unicode character");
+  EXPECT_REFUSED(Render("{{ '\\ud800' }}"), ATLAS_STATUS_INVALID_ARGUMENT,
+                 "surrogate");
+  EXPECT_REFUSED(Render("{% for loop in [1] %}{% endfor %}"),
+                 ATLAS_STATUS_INVALID_ARGUMENT, "special loop variable");
+  EXPECT_REFUSED(Render("{% for a, loop in [(1, 2)] %}{% endfor %}"),
+                 ATLAS_STATUS_INVALID_ARGUMENT, "special loop variable");
+  EXPECT_REFUSED(Render("{% for x in [1] %}{% set loop = 2 %}{% endfor %}"),
+                 ATLAS_STATUS_INVALID_ARGUMENT, "special loop variable");
+  // Outside a loop Jinja2 lets `loop` be set.
+  EXPECT_EQ(Render("{% set loop = 1 %}{{ loop }}").text, "1");
+  // NUL kept in literals and join, as Jinja2 does.
+  EXPECT_EQ(Render("{{ ['a\\x00b', 'c']|join('\\x00') }}").text,
+            std::string("a\0b\0c", 5));
+}
+
+// ---- tokenizer.json ------------------------------------------------------------
+
+struct Encoded {
+  atlas_status_code code = ATLAS_STATUS_OK;
+  std::string message;
+  std::vector<uint32_t> ids;
+};
+
+Encoded Encode(json_t *tokenizer_json, const std::string &text) {
+  Encoded e;
+  char *dump = json_dumps(tokenizer_json, JSON_COMPACT);
+  json_decref(tokenizer_json);
+  atlas_tokenizer *t = nullptr;
+  atlas_status s =
+      atlas_tokenizer_load_from_memory(dump, strlen(dump), "crafted.json", &t);
+  free(dump);
+  uint32_t *ids = nullptr;
+  size_t n = 0;
+  if (s == ATLAS_OK) {
+    s = atlas_tokenizer_encode(t, text.data(), text.size(), false, &ids, &n);
+  }
+  if (s == ATLAS_OK) e.ids.assign(ids, ids + n);
+  free(ids);
+  atlas_tokenizer_free(t);
+  e.code = atlas_status_code_of(s);
+  if (s != ATLAS_OK) e.message = atlas_status_message(s);
+  atlas_status_free(s);
+  return e;
+}
+
+// A BPE model over the single characters of `chars` (id = position).
+json_t *CharModel(const std::string &chars) {
+  json_t *vocab = json_object();
+  for (size_t i = 0; i < chars.size(); ++i) {
+    json_object_set_new(vocab, chars.substr(i, 1).c_str(), json_integer(i));
+  }
+  return json_pack("{s:{s:s, s:o, s:[]}}", "model", "type", "BPE", "vocab",
+                   vocab, "merges");
+}
+
+json_t *Replace(const std::string &from, const std::string &to) {
+  return json_pack("{s:s, s:{s:s#}, s:s#}", "type", "Replace", "pattern",
+                   "String", from.data(), (int)from.size(), "content",
+                   to.data(), (int)to.size());
+}
+
+TEST(HostileTokenizers, ReplaceThatGrowsWithoutBoundIsRefused) {
+  json_t *seq = json_array();
+  for (int i = 0; i < 40; ++i) json_array_append_new(seq, Replace("a", "aa"));
+  json_t *t = CharModel("ab");
+  json_object_set_new(
+      t, "normalizer",
+      json_pack("{s:s, s:o}", "type", "Sequence", "normalizers", seq));
+  Encoded e = Encode(t, "aaaa");
+  EXPECT_EQ(e.code, ATLAS_STATUS_RESOURCE_EXHAUSTED) << e.message;
+  EXPECT_NE(e.message.find("normalizer"), std::string::npos) << e.message;
+  // A 1 MB content: refused once the text passes the cap, not built.
+  t = CharModel("ab");
+  json_object_set_new(t, "normalizer", Replace("a", std::string(1 << 20, 'b')));
+  e = Encode(t, std::string(1000, 'a'));
+  EXPECT_EQ(e.code, ATLAS_STATUS_RESOURCE_EXHAUSTED) << e.message;
+  // Growth within the bound still works: "ab" -> "bbb".
+  t = CharModel("ab");
+  json_object_set_new(t, "normalizer", Replace("a", "bb"));
+  e = Encode(t, "ab");
+  EXPECT_EQ(e.code, ATLAS_STATUS_OK) << e.message;
+  EXPECT_EQ(e.ids, (std::vector<uint32_t>{1, 1, 1}));
+}
+
+TEST(HostileTokenizers, CatastrophicRegexHitsTheMatchLimit) {
+  json_t *t = CharModel("ab");
+  json_object_set_new(
+      t, "pre_tokenizer",
+      json_pack("{s:s, s:{s:s}, s:s, s:b}", "type", "Split", "pattern", "Regex",
+                "(a|aa)+$", "behavior", "Isolated", "invert", 0));
+  Encoded e = Encode(t, std::string(60, 'a') + "b");
+  EXPECT_EQ(e.code, ATLAS_STATUS_RESOURCE_EXHAUSTED) << e.message;
+  EXPECT_NE(e.message.find("limit"), std::string::npos) << e.message;
+}
+
+TEST(HostileTokenizers, ManyAddedTokensAndLongLstripRunsStayCorrect) {
+  // 120k special added tokens (their de-duplication scanned every earlier
+  // one), then a text using the first and the last.
+  json_t *t = CharModel("<>t0123456789 x");
+  json_t *added = json_array();
+  const int kAdded = 120000;
+  for (int i = 0; i < kAdded; ++i) {
+    std::string c = "<t" + std::to_string(i) + ">";
+    json_array_append_new(
+        added, json_pack("{s:i, s:s, s:b, s:b, s:b, s:b, s:b}", "id", 100 + i,
+                         "content", c.c_str(), "special", 1, "lstrip", 0,
+                         "rstrip", 0, "normalized", 0, "single_word", 0));
+  }
+  json_object_set_new(t, "added_tokens", added);
+  Encoded e = Encode(t, "<t0>x<t119999>");
+  ASSERT_EQ(e.code, ATLAS_STATUS_OK) << e.message;
+  // Added ids follow the vocabulary (15 characters): 15 + index.
+  EXPECT_EQ(e.ids, (std::vector<uint32_t>{15, 14, 15 + kAdded - 1}));
+
+  // An lstrip token over 300k spaces: every space is a match that strips
+  // back to the previous one (each used to walk back over all of them).
+  t = CharModel("x");
+  json_object_set_new(
+      t, "added_tokens",
+      json_pack("[{s:i, s:s, s:b, s:b, s:b, s:b, s:b}]", "id", 1, "content",
+                " ", "special", 1, "lstrip", 1, "rstrip", 0, "normalized", 0,
+                "single_word", 0));
+  e = Encode(t, std::string(300000, ' ') + "x");
+  ASSERT_EQ(e.code, ATLAS_STATUS_OK) << e.message;
+  ASSERT_EQ(e.ids.size(), 300001u);
+  EXPECT_EQ(e.ids[0], 1u);
+  EXPECT_EQ(e.ids[299999], 1u);
+  EXPECT_EQ(e.ids[300000], 0u);
+}
+
+TEST(HostileTokenizers, ALargeVocabularyLoadsAndAnswers) {
+  // 400k entries: with a fixed hash, keys chosen to collide made loading
+  // quadratic; each map now draws its own seed.
+  json_t *vocab = json_object();
+  for (int i = 0; i < 400000; ++i) {
+    json_object_set_new(vocab, ("v" + std::to_string(i)).c_str(),
+                        json_integer(i));
+  }
+  json_object_set_new(vocab, "a", json_integer(400000));
+  json_t *t = json_pack("{s:{s:s, s:o, s:[]}}", "model", "type", "BPE", "vocab",
+                        vocab, "merges");
+  Encoded e = Encode(t, "aaa");
+  ASSERT_EQ(e.code, ATLAS_STATUS_OK) << e.message;
+  EXPECT_EQ(e.ids, (std::vector<uint32_t>{400000, 400000, 400000}));
+}
+
+}  // namespace
