@@ -239,6 +239,28 @@ ATLAS_MUST_USE atlas_status atlas_chat_template_apply(
     const atlas_chat_template *tmpl, const atlas_chat_message *messages,
     size_t count, bool add_generation_prompt, char **out_text);
 
+// What one render of a template may spend. A template (or messages) asking
+// for more is refused with RESOURCE_EXHAUSTED naming the limit and the
+// template's line and column: never a hang, an exhausted stack or gigabytes
+// of memory. The defaults (atlas_chat_limits_init) suit a server and are far
+// above what real templates use.
+typedef struct atlas_chat_limits {
+  size_t struct_size;
+  uint64_t max_steps;         // evaluations (plus one per item or 64 bytes a
+                              // filter walks or builds); default 4000000
+  uint64_t max_output_bytes;  // rendered text; default 16 MiB, at most 64 MiB
+  uint64_t max_string_bytes;  // any one string built; default 16 MiB, <= 64 MiB
+  uint32_t max_depth;  // nesting of evaluation and of values; default 256,
+                       // at most 4096
+} atlas_chat_limits;
+
+void atlas_chat_limits_init(atlas_chat_limits *limits);
+
+// Sets the limits every later render of `tmpl` uses (not while another thread
+// renders it). INVALID_ARGUMENT for a 0 or a value above its ceiling.
+ATLAS_MUST_USE atlas_status atlas_chat_template_set_limits(
+    atlas_chat_template *tmpl, const atlas_chat_limits *limits);
+
 // ---- generation --------------------------------------------------------------
 
 typedef struct atlas_generate_options {

@@ -12,6 +12,7 @@
 
 #include "atlas/runtime/api/memory_json.h"
 #include "atlas/runtime/api/memory_svg.h"
+#include "atlas/runtime/api/struct_size.h"
 #include "atlas/runtime/backends/backend_factory.h"
 #include "atlas/runtime/base/ledger_report.h"
 #include "atlas/runtime/generate/gen_state.h"
@@ -23,22 +24,77 @@
 #include "atlas/runtime/sampling/stop.h"
 #include "atlas/runtime/text/tokenizer.h"
 
+// The public structs' layouts, for atlas_struct_size_check: every field in
+// order, and how many the first version of atlas.h had. Appending a field
+// means appending it here too (tests/api/struct_size_test.cc checks that the
+// last field ends the struct).
+#define F_(type, member) ATLAS_STRUCT_FIELD(type, member)
+static const atlas_struct_field kOpenFields[] = {
+    F_(atlas_open_options, struct_size),
+    F_(atlas_open_options, backend),
+    F_(atlas_open_options, device),
+    F_(atlas_open_options, device_budget_bytes),
+    F_(atlas_open_options, max_seq),
+    F_(atlas_open_options, log),
+    F_(atlas_open_options, progress),
+    F_(atlas_open_options, progress_ctx),  // the first version ends here
+    F_(atlas_open_options, context_needed),
+    F_(atlas_open_options, kv_cache_type),
+    F_(atlas_open_options, vocab_needed),
+};
+static const atlas_struct_field kGenerateFields[] = {
+    F_(atlas_generate_options, struct_size),
+    F_(atlas_generate_options, max_new_tokens),
+    F_(atlas_generate_options, ignore_eos),
+    F_(atlas_generate_options, on_logits),
+    F_(atlas_generate_options, on_token),
+    F_(atlas_generate_options, ctx),  // the first version ends here
+    F_(atlas_generate_options, temperature),
+    F_(atlas_generate_options, top_k),
+    F_(atlas_generate_options, top_p),
+    F_(atlas_generate_options, min_p),
+    F_(atlas_generate_options, repetition_penalty),
+    F_(atlas_generate_options, seed),
+    F_(atlas_generate_options, tokenizer),
+    F_(atlas_generate_options, on_text),
+    F_(atlas_generate_options, stop_strings),
+    F_(atlas_generate_options, stop_count),
+};
+static const atlas_struct_field kReportFields[] = {
+    F_(atlas_report_options, struct_size),
+    F_(atlas_report_options, top),
+    F_(atlas_report_options, min_mb),
+};
+static const atlas_struct_field kInfoFields[] = {
+    F_(atlas_model_info, struct_size),  F_(atlas_model_info, name),
+    F_(atlas_model_info, architecture), F_(atlas_model_info, backend),
+    F_(atlas_model_info, vocab_size),   F_(atlas_model_info, max_seq),
+    F_(atlas_model_info, live_bytes),
+};
+#undef F_
+#define LAYOUT_(type, fields, first) \
+  { #type, fields, sizeof(fields) / sizeof(fields[0]), first, sizeof(type) }
+static const atlas_struct_layout kOpenLayout =
+    LAYOUT_(atlas_open_options, kOpenFields, 8);
+static const atlas_struct_layout kGenerateLayout =
+    LAYOUT_(atlas_generate_options, kGenerateFields, 6);
+static const atlas_struct_layout kReportLayout =
+    LAYOUT_(atlas_report_options, kReportFields, 3);
+static const atlas_struct_layout kInfoLayout =
+    LAYOUT_(atlas_model_info, kInfoFields, 7);
+#undef LAYOUT_
+
 // An options struct from a caller built against an older header is shorter:
-// copy what it has over the defaults.
-// A struct_size too small to be any version's (0: the caller skipped the
-// init function) is refused rather than read as "no fields".
-#define ATLAS_COPY_SIZED_(dst, src, what)                                \
-  do {                                                                   \
-    size_t n_ = (src)->struct_size;                                      \
-    if (n_ <= sizeof(size_t)) {                                          \
-      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,            \
-                               "%s.struct_size is %zu: fill the struct " \
-                               "with %s_init first",                     \
-                               what, n_, what);                          \
-    }                                                                    \
-    if (n_ > sizeof(*(dst))) n_ = sizeof(*(dst));                        \
-    memcpy((dst), (src), n_);                                            \
-    (dst)->struct_size = sizeof(*(dst));                                 \
+// copy what it has over the defaults. A struct_size no version of the struct
+// has (0: the caller skipped the init function; torn; too small; too large
+// with fields set this build does not know) is refused.
+#define ATLAS_COPY_SIZED_(dst, src, layout)                                  \
+  do {                                                                       \
+    size_t n_ = 0;                                                           \
+    ATLAS_RETURN_IF_ERROR(                                                   \
+        atlas_struct_size_check(&(layout), (src)->struct_size, (src), &n_)); \
+    memcpy((dst), (src), n_);                                                \
+    (dst)->struct_size = sizeof(*(dst));                                     \
   } while (0)
 
 void atlas_open_options_init(atlas_open_options *options) {
@@ -68,7 +124,7 @@ static atlas_status spec_from(const atlas_open_options *in,
                               atlas_model_spec *spec) {
   atlas_open_options o;
   atlas_open_options_init(&o);
-  if (in != NULL) ATLAS_COPY_SIZED_(&o, in, "atlas_open_options");
+  if (in != NULL) ATLAS_COPY_SIZED_(&o, in, kOpenLayout);
   ATLAS_RETURN_IF_ERROR(atlas_backend_factory_check_name(o.backend),
                         "atlas_open_options.backend");
   if (o.max_seq < 0 || o.context_needed < 0 || o.vocab_needed < 0) {
@@ -221,11 +277,9 @@ atlas_status atlas_model_info_get(const atlas_model *model,
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "atlas_model_info_get: NULL model or info");
   }
-  size_t size = out_info->struct_size;
-  if (size < sizeof(size_t)) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_model_info_get: struct_size is not set");
-  }
+  size_t size = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_struct_size_check(
+      &kInfoLayout, out_info->struct_size, NULL, &size));
   atlas_model_info info;
   memset(&info, 0, sizeof(info));
   atlas_model *m = (atlas_model *)model;
@@ -328,7 +382,7 @@ atlas_status atlas_generate(atlas_model *model, const uint32_t *prompt,
   }
   atlas_generate_options o;
   atlas_generate_options_init(&o);
-  if (options != NULL) ATLAS_COPY_SIZED_(&o, options, "atlas_generate_options");
+  if (options != NULL) ATLAS_COPY_SIZED_(&o, options, kGenerateLayout);
   int64_t vocab = atlas_model_vocab_size(model);
   for (size_t i = 0; i < prompt_len; ++i) {
     if ((int64_t)prompt[i] >= vocab) {
@@ -429,7 +483,72 @@ atlas_status atlas_chat_template_apply(const atlas_chat_template *tmpl,
   size_t len = 0;
   atlas_status s = atlas_chat_template_render(tmpl, &ro, out_text, &len);
   json_decref(list);
+  // The text is returned NUL-terminated without a length: a NUL inside it
+  // (a template's '\x00', Jinja2 keeps it) would silently cut the prompt.
+  const char *nul = s == ATLAS_OK ? memchr(*out_text, '\0', len) : NULL;
+  if (nul != NULL) {
+    size_t at = (size_t)(nul - *out_text);
+    free(*out_text);
+    *out_text = NULL;
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_chat_template_apply: the rendered prompt "
+                             "has a NUL character at byte %zu, which a "
+                             "NUL-terminated result cannot carry",
+                             at);
+  }
   return s;
+}
+
+static const atlas_struct_field kChatLimitsFields[] = {
+    ATLAS_STRUCT_FIELD(atlas_chat_limits, struct_size),
+    ATLAS_STRUCT_FIELD(atlas_chat_limits, max_steps),
+    ATLAS_STRUCT_FIELD(atlas_chat_limits, max_output_bytes),
+    ATLAS_STRUCT_FIELD(atlas_chat_limits, max_string_bytes),
+    ATLAS_STRUCT_FIELD(atlas_chat_limits, max_depth),
+};
+static const atlas_struct_layout kChatLimitsLayout = {
+    "atlas_chat_limits", kChatLimitsFields,
+    sizeof(kChatLimitsFields) / sizeof(kChatLimitsFields[0]), 5,
+    sizeof(atlas_chat_limits)};
+
+const atlas_struct_layout *atlas_api_struct_layout(const char *name) {
+  const atlas_struct_layout *all[] = {&kOpenLayout, &kGenerateLayout,
+                                      &kReportLayout, &kInfoLayout,
+                                      &kChatLimitsLayout};
+  for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); ++i) {
+    if (strcmp(all[i]->name, name) == 0) return all[i];
+  }
+  return NULL;
+}
+
+void atlas_chat_limits_init(atlas_chat_limits *limits) {
+  memset(limits, 0, sizeof(*limits));
+  limits->struct_size = sizeof(*limits);
+  atlas_chat_budget b = atlas_chat_budget_default();
+  limits->max_steps = b.max_steps;
+  limits->max_output_bytes = b.max_output;
+  limits->max_string_bytes = b.max_string;
+  limits->max_depth = (uint32_t)b.max_depth;
+}
+
+atlas_status atlas_chat_template_set_limits(atlas_chat_template *tmpl,
+                                            const atlas_chat_limits *limits) {
+  if (tmpl == NULL || limits == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_chat_template_set_limits: NULL template or "
+                             "limits");
+  }
+  atlas_chat_limits l;
+  atlas_chat_limits_init(&l);
+  ATLAS_COPY_SIZED_(&l, limits, kChatLimitsLayout);
+  if (l.max_output_bytes > SIZE_MAX || l.max_string_bytes > SIZE_MAX ||
+      l.max_depth > INT32_MAX) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_chat_limits: a limit is out of range");
+  }
+  atlas_chat_budget b = {l.max_steps, (size_t)l.max_output_bytes,
+                         (size_t)l.max_string_bytes, (int)l.max_depth};
+  return atlas_chat_template_set_budget(tmpl, &b);
 }
 
 // What an out_info says before anything happened: zeroed, and REFUSED (the
@@ -627,7 +746,7 @@ atlas_status atlas_report(const atlas_model *model, atlas_report_format format,
   }
   atlas_report_options o;
   atlas_report_options_init(&o);
-  if (options != NULL) ATLAS_COPY_SIZED_(&o, options, "atlas_report_options");
+  if (options != NULL) ATLAS_COPY_SIZED_(&o, options, kReportLayout);
   if (!isfinite(o.min_mb) || o.min_mb < 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "atlas_report_options.min_mb must be a finite "
