@@ -10,6 +10,9 @@ static atlas_status oom(void) {
                            "tokenizer: out of memory for added tokens");
 }
 
+// Positions whose longest match a split finds per backward scan.
+#define SPLIT_WINDOW ((size_t)1 << 16)
+
 static atlas_status trie_node(atlas_trie *t, unsigned char byte, int32_t *out) {
   if (t->count == t->cap) {
     size_t cap = t->cap ? t->cap * 2 : 256;
@@ -23,6 +26,7 @@ static atlas_status trie_node(atlas_trie *t, unsigned char byte, int32_t *out) {
   return ATLAS_OK;
 }
 
+// Inserts s[0..len) reversed.
 static atlas_status trie_insert(atlas_trie *t, const char *s, size_t len,
                                 int32_t token) {
   if (t->count == 0) {
@@ -31,9 +35,9 @@ static atlas_status trie_insert(atlas_trie *t, const char *s, size_t len,
   }
   if (len == 0) return ATLAS_OK;  // an empty pattern never matches
   t->empty = false;
-  t->first_byte[(unsigned char)s[0]] = true;
+  if (len > t->max_len) t->max_len = len;
   int32_t node = 0;
-  for (size_t i = 0; i < len; i++) {
+  for (size_t i = len; i-- > 0;) {
     unsigned char b = (unsigned char)s[i];
     int32_t c = t->nodes[node].first_child;
     while (c >= 0 && t->nodes[c].byte != b) c = t->nodes[c].next_sibling;
@@ -49,23 +53,117 @@ static atlas_status trie_insert(atlas_trie *t, const char *s, size_t len,
   return ATLAS_OK;
 }
 
-// Longest pattern starting at s[0..len): its token index, or -1.
-static int32_t trie_longest(const atlas_trie *t, const char *s, size_t len,
-                            size_t *out_len) {
-  int32_t best = -1;
-  int32_t node = 0;
-  for (size_t i = 0; i < len; i++) {
-    unsigned char b = (unsigned char)s[i];
-    int32_t c = t->nodes[node].first_child;
-    while (c >= 0 && t->nodes[c].byte != b) c = t->nodes[c].next_sibling;
-    if (c < 0) break;
-    node = c;
-    if (t->nodes[node].token >= 0) {
-      best = t->nodes[node].token;
-      *out_len = i + 1;
+// The child of automaton node u on byte b, or -1 (binary search).
+static int32_t ac_child(const atlas_trie *t, int32_t u, unsigned char b) {
+  uint32_t lo = t->child_start[u], hi = t->child_start[u + 1];
+  const uint32_t end = hi;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (t->child_byte[mid] < b) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
     }
   }
-  return best;
+  return lo < end && t->child_byte[lo] == b ? t->child_node[lo] : -1;
+}
+
+// The state after byte b from state u.
+static int32_t ac_step(const atlas_trie *t, int32_t u, unsigned char b) {
+  while (u != 0) {
+    int32_t c = ac_child(t, u, b);
+    if (c >= 0) return c;
+    u = t->fail[u];
+  }
+  return t->root_next[b];
+}
+
+// Sorts the children ids[0..n) of one node by byte (insertion sort: at most
+// 256 children).
+static void sort_children(const atlas_trie_node *nodes, int32_t *ids,
+                          size_t n) {
+  for (size_t i = 1; i < n; i++) {
+    int32_t x = ids[i];
+    size_t j = i;
+    while (j > 0 && nodes[ids[j - 1]].byte > nodes[x].byte) {
+      ids[j] = ids[j - 1];
+      j--;
+    }
+    ids[j] = x;
+  }
+}
+
+// Builds the automaton from the trie: children sorted by byte, failure
+// links breadth first, and each node's longest pattern among its suffixes.
+static atlas_status trie_finish(atlas_trie *t) {
+  size_t n = t->count;
+  size_t m = n ? n : 1;
+  t->child_start = calloc(m + 1, sizeof(*t->child_start));
+  t->child_byte = malloc(m * sizeof(*t->child_byte));
+  t->child_node = malloc(m * sizeof(*t->child_node));
+  t->fail = calloc(m, sizeof(*t->fail));
+  t->out_token = malloc(m * sizeof(*t->out_token));
+  t->out_len = calloc(m, sizeof(*t->out_len));
+  uint32_t *depth = calloc(m, sizeof(*depth));
+  int32_t *queue = malloc(m * sizeof(*queue));
+  if (!t->child_start || !t->child_byte || !t->child_node || !t->fail ||
+      !t->out_token || !t->out_len || !depth || !queue) {
+    free(depth);
+    free(queue);
+    return oom();
+  }
+  uint32_t k = 0;
+  for (size_t u = 0; u < n; u++) {
+    t->child_start[u] = k;
+    uint32_t first = k;
+    for (int32_t c = t->nodes[u].first_child; c >= 0;
+         c = t->nodes[c].next_sibling) {
+      t->child_node[k++] = c;
+    }
+    sort_children(t->nodes, t->child_node + first, k - first);
+    for (uint32_t i = first; i < k; i++) {
+      t->child_byte[i] = t->nodes[t->child_node[i]].byte;
+    }
+  }
+  t->child_start[n] = k;
+  for (int b = 0; b < 256; b++) t->root_next[b] = 0;
+  t->out_token[0] = -1;
+  size_t head = 0, tail = 0;
+  for (uint32_t i = t->child_start[0]; n > 0 && i < t->child_start[1]; i++) {
+    int32_t c = t->child_node[i];
+    t->root_next[t->child_byte[i]] = c;
+    t->fail[c] = 0;
+    depth[c] = 1;
+    queue[tail++] = c;
+  }
+  while (head < tail) {
+    int32_t v = queue[head++];
+    int32_t tok = t->nodes[v].token;
+    t->out_token[v] = tok >= 0 ? tok : t->out_token[t->fail[v]];
+    t->out_len[v] = tok >= 0 ? depth[v] : t->out_len[t->fail[v]];
+    for (uint32_t i = t->child_start[v]; i < t->child_start[v + 1]; i++) {
+      int32_t c = t->child_node[i];
+      depth[c] = depth[v] + 1;
+      t->fail[c] = ac_step(t, t->fail[v], t->child_byte[i]);
+      queue[tail++] = c;
+    }
+  }
+  free(depth);
+  free(queue);
+  free(t->nodes);  // the building trie is no longer needed
+  t->nodes = NULL;
+  return ATLAS_OK;
+}
+
+static void trie_free(atlas_trie *t) {
+  free(t->nodes);
+  free(t->child_start);
+  free(t->child_byte);
+  free(t->child_node);
+  free(t->fail);
+  free(t->out_token);
+  free(t->out_len);
+  memset(t, 0, sizeof(*t));
 }
 
 // One entry of the file's "added_tokens", before ids are assigned.
@@ -207,6 +305,8 @@ atlas_status atlas_added_vocab_load(json_t *arr, const atlas_tj_at *at,
   atlas_strmap_free(&seen);
   free(defs);
   atlas_text_buf_free(&norm);
+  if (!st) st = trie_finish(&out->raw);
+  if (!st) st = trie_finish(&out->norm);
   if (st) atlas_added_vocab_free(out);
   return st;
 }
@@ -216,8 +316,8 @@ void atlas_added_vocab_free(atlas_added_vocab *av) {
   free(av->tokens);
   atlas_strmap_free(&av->by_content);
   atlas_pairmap_free(&av->by_id);
-  free(av->raw.nodes);
-  free(av->norm.nodes);
+  trie_free(&av->raw);
+  trie_free(&av->norm);
   memset(av, 0, sizeof(*av));
 }
 
@@ -248,16 +348,41 @@ atlas_status atlas_added_vocab_split(const atlas_added_vocab *av,
                                      size_t len, bool first,
                                      atlas_text_pieces *out) {
   if (trie->empty) return push_text(out, s, 0, len, first);
+  // The longest pattern starting at each position of a window [w0, w1),
+  // found by scanning backwards from w1 + max_len (the state at a byte
+  // depends on at most max_len bytes after it): about two passes over the
+  // text in all, whatever the patterns.
+  size_t window = len < SPLIT_WINDOW ? len : SPLIT_WINDOW;
+  if (window < trie->max_len)
+    window = trie->max_len < len ? trie->max_len : len;
+  uint32_t *lp = malloc((window + 1) * sizeof(*lp));
+  int32_t *lt = malloc((window + 1) * sizeof(*lt));
+  if (!lp || !lt) {
+    free(lp);
+    free(lt);
+    return oom();
+  }
+  size_t w0 = 0, w1 = 0;
+  atlas_status st = ATLAS_OK;
   size_t start_offset = 0;
   size_t p = 0;
-  while (p < len) {
-    if (!trie->first_byte[(unsigned char)s[p]]) {
-      p++;
-      continue;
+  while (p < len && st == ATLAS_OK) {
+    if (p >= w1) {
+      w0 = p;
+      w1 = len - p < window ? len : p + window;
+      size_t from = len - w1 < trie->max_len ? len : w1 + trie->max_len;
+      int32_t u = 0;
+      for (size_t i = from; i-- > w0;) {
+        u = ac_step(trie, u, (unsigned char)s[i]);
+        if (i < w1) {
+          lp[i - w0] = trie->out_len[u];
+          lt[i - w0] = trie->out_token[u];
+        }
+      }
     }
-    size_t mlen = 0;
-    int32_t idx = trie_longest(trie, s + p, len - p, &mlen);
-    if (idx < 0) {
+    size_t mlen = lp[p - w0];
+    int32_t idx = lt[p - w0];
+    if (mlen == 0 || idx < 0) {
       p++;
       continue;
     }
@@ -293,13 +418,19 @@ atlas_status atlas_added_vocab_split(const atlas_added_vocab *av,
       }
     }
     if (start_offset < start) {
-      ATLAS_RETURN_IF_ERROR(push_text(out, s, start_offset, start, first));
+      st = push_text(out, s, start_offset, start, first);
     }
-    ATLAS_RETURN_IF_ERROR(atlas_text_pieces_push(out, s + start, stop - start,
-                                                 first && start == 0));
+    if (st == ATLAS_OK) {
+      st = atlas_text_pieces_push(out, s + start, stop - start,
+                                  first && start == 0);
+    }
+    if (st != ATLAS_OK) break;
     out->spans[out->count - 1].is_token = true;
     out->spans[out->count - 1].token_id = t->id;
     start_offset = stop;
   }
+  free(lp);
+  free(lt);
+  if (st != ATLAS_OK) return st;
   return push_text(out, s, start_offset, len, first);
 }

@@ -1,5 +1,6 @@
 // Added tokens (tokenizer.json "added_tokens"): matched in the text before
-// anything else splits it, leftmost-longest like tokenizers' Aho-Corasick,
+// anything else splits it, leftmost-longest like tokenizers' Aho-Corasick
+// (an automaton over the reversed patterns here: linear in the text),
 // honouring single_word, lstrip, rstrip and normalized (normalized tokens
 // are matched, in their normalized form, in the normalized text).
 #ifndef ATLAS_RUNTIME_TEXT_ADDED_TOKENS_H_
@@ -33,13 +34,27 @@ typedef struct atlas_trie_node {
   unsigned char byte;
 } atlas_trie_node;
 
-// A byte trie of the patterns of one class of tokens.
+// The patterns of one class of tokens, as an Aho-Corasick automaton over
+// the patterns reversed. Scanning a text backwards, the state at byte i names
+// the longest pattern that starts at i (out_len, out_token): leftmost-longest
+// matching then takes each position's answer in O(1), so a split is linear in
+// the text whatever the patterns (walking a forward trie from each position
+// cost up to the longest pattern's length per byte).
 typedef struct atlas_trie {
-  atlas_trie_node *nodes;
+  atlas_trie_node *nodes;  // the trie of reversed patterns, while building
   size_t count;
   size_t cap;
-  bool first_byte[256];
-  bool empty;  // no patterns
+  bool empty;      // no patterns
+  size_t max_len;  // the longest pattern
+  // The automaton (atlas_trie_finish): children of node u are
+  // child_node[child_start[u] .. child_start[u + 1]), sorted by child_byte.
+  uint32_t *child_start;
+  unsigned char *child_byte;
+  int32_t *child_node;
+  int32_t *fail;
+  int32_t *out_token;  // the longest pattern that is a suffix, or -1
+  uint32_t *out_len;
+  int32_t root_next[256];
 } atlas_trie;
 
 typedef struct atlas_added_vocab {

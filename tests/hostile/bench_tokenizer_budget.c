@@ -5,6 +5,7 @@
 // of the text's size. A program, not a test: it times things.
 //
 //   bench_tokenizer_budget --tokenizer tokenizer.json [--sizes 1,10,100]
+//       [--kinds ordinary,flood,spaces,word]
 //
 // Kinds of text:
 //   ordinary  English-like sentences with numbers and punctuation
@@ -124,9 +125,11 @@ static int run_one(const char *path, const char *kind, size_t mb) {
 int main(int argc, char **argv) {
   const char *path = NULL;
   char sizes[256] = "1,10,100";
+  char kinds[256] = "ordinary,flood,spaces,word";
   static const struct option kOptions[] = {
       {"tokenizer", required_argument, NULL, 't'},
       {"sizes", required_argument, NULL, 's'},
+      {"kinds", required_argument, NULL, 'k'},
       {NULL, 0, NULL, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", kOptions, NULL)) != -1) {
@@ -134,6 +137,8 @@ int main(int argc, char **argv) {
       path = optarg;
     } else if (c == 's') {
       snprintf(sizes, sizeof(sizes), "%s", optarg);
+    } else if (c == 'k') {
+      snprintf(kinds, sizeof(kinds), "%s", optarg);
     } else {
       return 2;
     }
@@ -147,6 +152,7 @@ int main(int argc, char **argv) {
   static const char *const kKinds[] = {"ordinary", "flood", "spaces", "word"};
   int rc = 0;
   for (size_t k = 0; k < sizeof(kKinds) / sizeof(kKinds[0]); ++k) {
+    if (strstr(kinds, kKinds[k]) == NULL) continue;
     char list[256];
     snprintf(list, sizeof(list), "%s", sizes);
     for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok != NULL;

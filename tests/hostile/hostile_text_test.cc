@@ -331,6 +331,34 @@ TEST(HostileTokenizers, ManyAddedTokensAndLongLstripRunsStayCorrect) {
   EXPECT_EQ(e.ids[300000], 0u);
 }
 
+// A long added token and a text of its prefix: matching walked the whole
+// pattern from every position (quadratic); the automaton reads each byte
+// about twice. The match must still be found where it is, across the
+// windows the split scans in.
+TEST(HostileTokenizers, LongAddedTokensMatchInLinearTime) {
+  const std::string pattern = std::string(20000, 'a') + "b";
+  auto tokenizer = [&] {
+    json_t *t = CharModel("ab");
+    json_object_set_new(
+        t, "added_tokens",
+        json_pack("[{s:i, s:s, s:b, s:b, s:b, s:b, s:b}]", "id", 2, "content",
+                  pattern.c_str(), "special", 1, "lstrip", 0, "rstrip", 0,
+                  "normalized", 0, "single_word", 0));
+    return t;
+  };
+  Encoded e = Encode(tokenizer(), std::string(1000000, 'a'));
+  ASSERT_EQ(e.code, ATLAS_STATUS_OK) << e.message;
+  EXPECT_EQ(e.ids, std::vector<uint32_t>(1000000, 0));
+  // 100000 a's, then the token (its last 20000 a's and the b), then "ab".
+  e = Encode(tokenizer(), std::string(120000, 'a') + "bab");
+  ASSERT_EQ(e.code, ATLAS_STATUS_OK) << e.message;
+  std::vector<uint32_t> want(100000, 0);
+  want.push_back(2);
+  want.push_back(0);
+  want.push_back(1);
+  EXPECT_EQ(e.ids, want);
+}
+
 TEST(HostileTokenizers, ALargeVocabularyLoadsAndAnswers) {
   // 400k entries: with a fixed hash, keys chosen to collide made loading
   // quadratic; each map now draws its own seed.
