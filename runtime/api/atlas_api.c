@@ -26,7 +26,7 @@
 
 // The public structs' layouts, for atlas_struct_size_check: every field in
 // order, and how many the first version of atlas.h had. Appending a field
-// means appending it here too (tests/api/struct_size_test.cc checks that the
+// means appending it here too (tests/hostile/struct_size_test.cc checks that the
 // last field ends the struct).
 #define F_(type, member) ATLAS_STRUCT_FIELD(type, member)
 static const atlas_struct_field kOpenFields[] = {
@@ -65,6 +65,18 @@ static const atlas_struct_field kReportFields[] = {
     F_(atlas_report_options, top),
     F_(atlas_report_options, min_mb),
 };
+static const atlas_struct_field kKvOptionsFields[] = {
+    F_(atlas_kv_options, struct_size),
+    F_(atlas_kv_options, budget_bytes),
+    F_(atlas_kv_options, block_tokens),
+    F_(atlas_kv_options, prefix_cache),
+};
+static const atlas_struct_field kKvStatsFields[] = {
+    F_(atlas_kv_stats, struct_size), F_(atlas_kv_stats, blocks_total),
+    F_(atlas_kv_stats, blocks_used), F_(atlas_kv_stats, blocks_cached),
+    F_(atlas_kv_stats, blocks_free), F_(atlas_kv_stats, block_tokens),
+    F_(atlas_kv_stats, bytes),       F_(atlas_kv_stats, sequences),
+};
 static const atlas_struct_field kInfoFields[] = {
     F_(atlas_model_info, struct_size),  F_(atlas_model_info, name),
     F_(atlas_model_info, architecture), F_(atlas_model_info, backend),
@@ -82,6 +94,10 @@ static const atlas_struct_layout kReportLayout =
     LAYOUT_(atlas_report_options, kReportFields, 3);
 static const atlas_struct_layout kInfoLayout =
     LAYOUT_(atlas_model_info, kInfoFields, 7);
+static const atlas_struct_layout kKvOptionsLayout =
+    LAYOUT_(atlas_kv_options, kKvOptionsFields, 4);
+static const atlas_struct_layout kKvStatsLayout =
+    LAYOUT_(atlas_kv_stats, kKvStatsFields, 8);
 #undef LAYOUT_
 
 // An options struct from a caller built against an older header is shorter:
@@ -512,9 +528,9 @@ static const atlas_struct_layout kChatLimitsLayout = {
     sizeof(atlas_chat_limits)};
 
 const atlas_struct_layout *atlas_api_struct_layout(const char *name) {
-  const atlas_struct_layout *all[] = {&kOpenLayout, &kGenerateLayout,
-                                      &kReportLayout, &kInfoLayout,
-                                      &kChatLimitsLayout};
+  const atlas_struct_layout *all[] = {
+      &kOpenLayout,       &kGenerateLayout,  &kReportLayout, &kInfoLayout,
+      &kChatLimitsLayout, &kKvOptionsLayout, &kKvStatsLayout};
   for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); ++i) {
     if (strcmp(all[i]->name, name) == 0) return all[i];
   }

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "atlas/atlas.h"
+
+#include "atlas/runtime/api/struct_size.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/runtime/serve/batch.h"
 
@@ -46,14 +48,12 @@ atlas_status atlas_kv_open(atlas_model *model,
   atlas_kv_options o;
   atlas_kv_options_init(&o);
   if (options != NULL) {
-    size_t n = options->struct_size;
-    if (n < sizeof(size_t)) {
-      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                               "atlas_kv_options.struct_size is %zu: fill it "
-                               "with atlas_kv_options_init",
-                               n);
-    }
-    memcpy(&o, options, n < sizeof(o) ? n : sizeof(o));
+    size_t n = 0;
+    ATLAS_RETURN_IF_ERROR(
+        atlas_struct_size_check(atlas_api_struct_layout("atlas_kv_options"),
+                                options->struct_size, options, &n));
+    memcpy(&o, options, n);
+    o.struct_size = sizeof(o);
   }
   atlas_batch_engine_options eo;
   memset(&eo, 0, sizeof(eo));
@@ -93,12 +93,10 @@ atlas_status atlas_kv_stats_get(atlas_model *model, atlas_kv_stats *out) {
     st.block_tokens = atlas_kv_pool_block_tokens(atlas_batch_engine_pool(e));
     st.sequences = atlas_batch_engine_live(e);
   }
-  size_t n = out->struct_size;
-  if (n < sizeof(size_t)) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_kv_stats.struct_size is %zu", n);
-  }
-  memcpy(out, &st, n < sizeof(st) ? n : sizeof(st));
+  size_t n = out->struct_size, bytes = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_struct_size_check(
+      atlas_api_struct_layout("atlas_kv_stats"), n, NULL, &bytes));
+  memcpy(out, &st, bytes);
   out->struct_size = n;
   return ATLAS_OK;
 }

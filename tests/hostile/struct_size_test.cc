@@ -16,9 +16,10 @@
 
 namespace {
 
-const char *const kStructs[] = {"atlas_open_options", "atlas_generate_options",
-                                "atlas_report_options", "atlas_model_info",
-                                "atlas_chat_limits"};
+const char *const kStructs[] = {
+    "atlas_open_options", "atlas_generate_options", "atlas_report_options",
+    "atlas_model_info",   "atlas_chat_limits",      "atlas_kv_options",
+    "atlas_kv_stats"};
 
 size_t Sizeof(const std::string &name) {
   if (name == "atlas_open_options") return sizeof(atlas_open_options);
@@ -26,6 +27,8 @@ size_t Sizeof(const std::string &name) {
   if (name == "atlas_report_options") return sizeof(atlas_report_options);
   if (name == "atlas_model_info") return sizeof(atlas_model_info);
   if (name == "atlas_chat_limits") return sizeof(atlas_chat_limits);
+  if (name == "atlas_kv_options") return sizeof(atlas_kv_options);
+  if (name == "atlas_kv_stats") return sizeof(atlas_kv_stats);
   return 0;
 }
 
