@@ -26,8 +26,8 @@
 
 // The public structs' layouts, for atlas_struct_size_check: every field in
 // order, and how many the first version of atlas.h had. Appending a field
-// means appending it here too (tests/hostile/struct_size_test.cc checks that the
-// last field ends the struct).
+// means appending it here too (tests/hostile/struct_size_test.cc checks that
+// the last field ends the struct).
 #define F_(type, member) ATLAS_STRUCT_FIELD(type, member)
 static const atlas_struct_field kOpenFields[] = {
     F_(atlas_open_options, struct_size),
