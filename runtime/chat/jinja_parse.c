@@ -649,6 +649,96 @@ static atlas_status parse_statement(parser *p, jinja_node **out) {
   return st;
 }
 
+// {% set targets = value %}, {% set ns.attr = value %} and
+// {% set name %}...{% endset %}.
+static atlas_status parse_set(parser *p, jinja_tok *kw, jinja_node **out) {
+  jinja_tok *t = cur(p);
+  if (t->kind == JT_NAME && is_op(peek(p, 1), ".")) {
+    // set ns.attr = value
+    jinja_node *n = mk(p, JN_SET, kw);
+    jinja_node *target = mk(p, JN_ATTR, t), *obj = mk(p, JN_NAME, t);
+    if (!n || !target || !obj || !(obj->name = strdup(t->name))) return oom();
+    advance(p);
+    advance(p);
+    if (cur(p)->kind != JT_NAME)
+      return perr(cur(p), "expected an attribute name after '.'");
+    if (!(target->name = strdup(cur(p)->name))) return oom();
+    target->a = obj;
+    advance(p);
+    if (!is_op(cur(p), "="))
+      return perr(cur(p),
+                  "construct 'block set of an attribute' is not supported");
+    advance(p);
+    n->a = target;
+    ATLAS_RETURN_IF_ERROR(parse_tuple_expr(p, true, &n->b));
+    ATLAS_RETURN_IF_ERROR(expect_end(p, "set"));
+    *out = n;
+    return ATLAS_OK;
+  }
+  jinja_node *n = mk(p, JN_SET, kw);
+  if (!n) return oom();
+  ATLAS_RETURN_IF_ERROR(parse_targets(p, n, false));
+  if (is_op(cur(p), "=")) {
+    advance(p);
+    ATLAS_RETURN_IF_ERROR(parse_tuple_expr(p, true, &n->b));
+    ATLAS_RETURN_IF_ERROR(expect_end(p, "set"));
+    *out = n;
+    return ATLAS_OK;
+  }
+  if (is_op(cur(p), "|"))
+    return perr(cur(p), "construct 'filtered block set' is not supported");
+  if (n->n_targets != 1) return perr(kw, "a block set assigns one name");
+  ATLAS_RETURN_IF_ERROR(expect_end(p, "set"));
+  n->kind = JN_SET_BLOCK;
+  static const char *const kEnds[] = {"endset"};
+  const char *end = "";
+  ATLAS_RETURN_IF_ERROR(parse_body(p, kEnds, 1, "set", kw, &n->b, &end));
+  ATLAS_RETURN_IF_ERROR(expect_end(p, "endset"));
+  *out = n;
+  return ATLAS_OK;
+}
+
+// {% macro name(params, with=defaults) %}...{% endmacro %}.
+static atlas_status parse_macro(parser *p, jinja_tok *kw, jinja_node **out) {
+  jinja_node *n = mk(p, JN_MACRO, kw);
+  if (!n) return oom();
+  if (cur(p)->kind != JT_NAME) return perr(cur(p), "expected a macro name");
+  if (!(n->name = strdup(cur(p)->name))) return oom();
+  advance(p);
+  ATLAS_RETURN_IF_ERROR(expect_op(p, "("));
+  while (!is_op(cur(p), ")")) {
+    if (cur(p)->kind != JT_NAME)
+      return perr(cur(p), "expected a parameter name, found %s",
+                  describe(cur(p)));
+    if (!add_target(n, cur(p)->name)) return oom();
+    advance(p);
+    jinja_node *def = NULL;
+    if (is_op(cur(p), "=")) {
+      advance(p);
+      ATLAS_RETURN_IF_ERROR(parse_expr(p, &def));
+    }
+    if (!add_kid(n, def)) return oom();
+    if (is_op(cur(p), ",")) {
+      advance(p);
+    } else if (!is_op(cur(p), ")")) {
+      return perr(cur(p), "expected ',' or ')' in macro parameters, found %s",
+                  describe(cur(p)));
+    }
+  }
+  advance(p);
+  ATLAS_RETURN_IF_ERROR(expect_end(p, "macro"));
+  static const char *const kEnds[] = {"endmacro"};
+  const char *end = "";
+  const int saved = p->loop_depth;
+  p->loop_depth = 0;
+  atlas_status st = parse_body(p, kEnds, 1, "macro", kw, &n->b, &end);
+  p->loop_depth = saved;
+  ATLAS_RETURN_IF_ERROR(st);
+  ATLAS_RETURN_IF_ERROR(expect_end(p, "endmacro"));
+  *out = n;
+  return ATLAS_OK;
+}
+
 static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
   advance(p);  // '{%'
   jinja_tok *kw = cur(p);
@@ -713,91 +803,8 @@ static atlas_status parse_statement_inner(parser *p, jinja_node **out) {
     *out = n;
     return ATLAS_OK;
   }
-  if (!strcmp(k, "set")) {
-    jinja_tok *t = cur(p);
-    if (t->kind == JT_NAME && is_op(peek(p, 1), ".")) {
-      // set ns.attr = value
-      jinja_node *n = mk(p, JN_SET, kw);
-      jinja_node *target = mk(p, JN_ATTR, t), *obj = mk(p, JN_NAME, t);
-      if (!n || !target || !obj || !(obj->name = strdup(t->name))) return oom();
-      advance(p);
-      advance(p);
-      if (cur(p)->kind != JT_NAME)
-        return perr(cur(p), "expected an attribute name after '.'");
-      if (!(target->name = strdup(cur(p)->name))) return oom();
-      target->a = obj;
-      advance(p);
-      if (!is_op(cur(p), "="))
-        return perr(cur(p),
-                    "construct 'block set of an attribute' is not supported");
-      advance(p);
-      n->a = target;
-      ATLAS_RETURN_IF_ERROR(parse_tuple_expr(p, true, &n->b));
-      ATLAS_RETURN_IF_ERROR(expect_end(p, "set"));
-      *out = n;
-      return ATLAS_OK;
-    }
-    jinja_node *n = mk(p, JN_SET, kw);
-    if (!n) return oom();
-    ATLAS_RETURN_IF_ERROR(parse_targets(p, n, false));
-    if (is_op(cur(p), "=")) {
-      advance(p);
-      ATLAS_RETURN_IF_ERROR(parse_tuple_expr(p, true, &n->b));
-      ATLAS_RETURN_IF_ERROR(expect_end(p, "set"));
-      *out = n;
-      return ATLAS_OK;
-    }
-    if (is_op(cur(p), "|"))
-      return perr(cur(p), "construct 'filtered block set' is not supported");
-    if (n->n_targets != 1) return perr(kw, "a block set assigns one name");
-    ATLAS_RETURN_IF_ERROR(expect_end(p, "set"));
-    n->kind = JN_SET_BLOCK;
-    static const char *const kEnds[] = {"endset"};
-    const char *end = "";
-    ATLAS_RETURN_IF_ERROR(parse_body(p, kEnds, 1, "set", kw, &n->b, &end));
-    ATLAS_RETURN_IF_ERROR(expect_end(p, "endset"));
-    *out = n;
-    return ATLAS_OK;
-  }
-  if (!strcmp(k, "macro")) {
-    jinja_node *n = mk(p, JN_MACRO, kw);
-    if (!n) return oom();
-    if (cur(p)->kind != JT_NAME) return perr(cur(p), "expected a macro name");
-    if (!(n->name = strdup(cur(p)->name))) return oom();
-    advance(p);
-    ATLAS_RETURN_IF_ERROR(expect_op(p, "("));
-    while (!is_op(cur(p), ")")) {
-      if (cur(p)->kind != JT_NAME)
-        return perr(cur(p), "expected a parameter name, found %s",
-                    describe(cur(p)));
-      if (!add_target(n, cur(p)->name)) return oom();
-      advance(p);
-      jinja_node *def = NULL;
-      if (is_op(cur(p), "=")) {
-        advance(p);
-        ATLAS_RETURN_IF_ERROR(parse_expr(p, &def));
-      }
-      if (!add_kid(n, def)) return oom();
-      if (is_op(cur(p), ",")) {
-        advance(p);
-      } else if (!is_op(cur(p), ")")) {
-        return perr(cur(p), "expected ',' or ')' in macro parameters, found %s",
-                    describe(cur(p)));
-      }
-    }
-    advance(p);
-    ATLAS_RETURN_IF_ERROR(expect_end(p, "macro"));
-    static const char *const kEnds[] = {"endmacro"};
-    const char *end = "";
-    const int saved = p->loop_depth;
-    p->loop_depth = 0;
-    atlas_status st = parse_body(p, kEnds, 1, "macro", kw, &n->b, &end);
-    p->loop_depth = saved;
-    ATLAS_RETURN_IF_ERROR(st);
-    ATLAS_RETURN_IF_ERROR(expect_end(p, "endmacro"));
-    *out = n;
-    return ATLAS_OK;
-  }
+  if (!strcmp(k, "set")) return parse_set(p, kw, out);
+  if (!strcmp(k, "macro")) return parse_macro(p, kw, out);
   if (!strcmp(k, "break") || !strcmp(k, "continue")) {
     if (p->loop_depth == 0) return perr(kw, "'%s' outside a for loop", k);
     jinja_node *n = mk(p, k[0] == 'b' ? JN_BREAK : JN_CONTINUE, kw);
