@@ -28,6 +28,9 @@
 // order, and how many the first version of atlas.h had. Appending a field
 // means appending it here too (tests/hostile/struct_size_test.cc checks that
 // the last field ends the struct).
+// sizeof of a pointer member (backend, tokenizer, ...) is the field's size
+// here, not a mistaken sizeof of what it points to.
+// NOLINTBEGIN(bugprone-sizeof-expression)
 #define F_(type, member) ATLAS_STRUCT_FIELD(type, member)
 static const atlas_struct_field kOpenFields[] = {
     F_(atlas_open_options, struct_size),
@@ -84,8 +87,12 @@ static const atlas_struct_field kInfoFields[] = {
     F_(atlas_model_info, live_bytes),
 };
 #undef F_
-#define LAYOUT_(type, fields, first) \
-  { #type, fields, sizeof(fields) / sizeof(fields[0]), first, sizeof(type) }
+// NOLINTEND(bugprone-sizeof-expression)
+#define LAYOUT_(type, fields, first)                                \
+  {                                                                 \
+#type, (fields), sizeof(fields) / sizeof((fields)[0]), (first), \
+        sizeof(type)                                                \
+  }
 static const atlas_struct_layout kOpenLayout =
     LAYOUT_(atlas_open_options, kOpenFields, 8);
 static const atlas_struct_layout kGenerateLayout =

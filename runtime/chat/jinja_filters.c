@@ -207,7 +207,7 @@ static atlas_status map_filter(jinja_ctx *ctx, jv v, const jinja_args *a,
                         a->n_pos > 0 ? a->n_pos - 1 : 0, a->kw_names, a->kw,
                         a->n_kw};
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
-      jv x;
+      jv x = atlas_jv_undefined(NULL);
       st = atlas_jinja_filter(ctx, f, atlas_jv_data(json_array_get(items, i)),
                               &fargs, &x);
       if (st == ATLAS_OK) {

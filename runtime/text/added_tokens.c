@@ -355,8 +355,8 @@ atlas_status atlas_added_vocab_split(const atlas_added_vocab *av,
   size_t window = len < SPLIT_WINDOW ? len : SPLIT_WINDOW;
   if (window < trie->max_len)
     window = trie->max_len < len ? trie->max_len : len;
-  uint32_t *lp = malloc((window + 1) * sizeof(*lp));
-  int32_t *lt = malloc((window + 1) * sizeof(*lt));
+  uint32_t *lp = calloc(window + 1, sizeof(*lp));
+  int32_t *lt = calloc(window + 1, sizeof(*lt));
   if (!lp || !lt) {
     free(lp);
     free(lt);
