@@ -65,6 +65,17 @@
 #                   (2.0k/s) over both endpoints' bodies and Batch lines, no
 #                   crash, no leak; again (tree 2dbc2ee, a fresh work dir)
 #                   2,023,614 (3.4k/s), no crash
+#   tokenizer and chat_template with -timeout and -rss_limit_mb (2026-12-07,
+#                   tree 344c2e4, 2 shared cores under load, nice 19): at
+#                   -timeout 2, chat_template stopped after about 2 minutes
+#                   on {{7, 737777 * tools}}, whose depth check walked 700k
+#                   shared references without spending the step budget
+#                   (fixed; repeated_tools_depth_walk.jinja), and tokenizer
+#                   after 7,609 executions on a unit that takes 0.47 s alone
+#                   (the load's, not a finding); then, at -timeout 10 and
+#                   -rss_limit_mb 512, chat_template 604,832 executions in
+#                   600 s (1.0k/s, peak RSS 187 MB) and tokenizer 95,435 in
+#                   600 s (158/s, 75 MB), no finding
 set -eu
 cd "$(dirname "$0")/../.."
 RUNS=${1:-1000000}
