@@ -22,8 +22,9 @@ static void emit(const atlas_log_sink *sink, atlas_log_level level,
   }
 }
 
-// Every line is escaped (runtime/base/escape.h) before a sink sees it: a server's
-// log must not carry a client's control bytes or text that is not UTF-8.
+// Every line is escaped (runtime/base/escape.h) before a sink sees it: a
+// server's log must not carry a client's control bytes or text that is not
+// UTF-8.
 void atlas_log(const atlas_log_sink *sink, atlas_log_level level,
                const char *fmt, ...) {
   bool to_stderr = sink == NULL || sink->fn == NULL;

@@ -4,8 +4,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/chat/jinja_render.h"
-#include "atlas/runtime/status.h"
 
 atlas_status atlas_jinja_spend(jinja_ctx *ctx, uint64_t steps) {
   uint64_t max = ctx->limits.max_steps;

@@ -8,10 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/chat/jinja_render.h"
 #include "atlas/runtime/chat/jinja_text.h"
 #include "atlas/runtime/chat/jinja_value.h"
-#include "atlas/runtime/status.h"
 
 // INVALID_ARGUMENT with the message (the renderer adds the position).
 atlas_status atlas_jinja_err(const char *fmt, ...)

@@ -7,10 +7,10 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/chat/jinja_ast.h"
 #include "atlas/runtime/chat/jinja_render.h"
 #include "atlas/runtime/chat/jinja_value.h"
-#include "atlas/runtime/status.h"
 
 // Evaluates an expression node within the render's budget (jinja_render.c).
 atlas_status atlas_jinja_eval(jinja_ctx *ctx, const jinja_node *n, jv *out);

@@ -4,7 +4,7 @@
 // assistant tool-call and tool turn) with and without the generation prompt.
 // Errors must say where (a "chat template" line and column, or the
 // function that refused) and be escaped (no control bytes, nothing that is
-// not UTF-8: runtime/escape.h); nothing may crash or leak. The render budget
+// not UTF-8: runtime/base/escape.h); nothing may crash or leak. The render budget
 // is a tenth of the default so that each unit is quick: with tools/fuzz.sh's
 // -timeout, a unit that is slow within it is a finding.
 
@@ -15,9 +15,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "atlas/runtime/base/escape.h"
 #include "atlas/runtime/base/status.h"
 #include "atlas/runtime/chat/chat_template.h"
-#include "atlas/runtime/base/escape.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

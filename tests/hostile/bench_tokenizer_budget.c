@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "atlas/runtime/status.h"
+#include "atlas/runtime/base/status.h"
 #include "atlas/runtime/text/tokenizer.h"
 
 static double cpu_s(void) {

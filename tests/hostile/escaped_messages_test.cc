@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "atlas/runtime/chat/chat_template.h"
 #include "atlas/runtime/base/escape.h"
 #include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/base/log.h"
 #include "atlas/runtime/base/status.h"
+#include "atlas/runtime/chat/chat_template.h"
 #include "atlas/runtime/text/tokenizer.h"
 
 namespace {

@@ -59,6 +59,7 @@ FORBIDDEN = [
 # .c and .h). A new core file must be placed here.
 CORE_LEVELS = {
     "runtime/base/": [
+        ["escape"],  # what statuses, logs and messages escape text with
         ["status", "site", "log_sink", "half", "version", "format_bytes"],
         ["log", "checked_math", "file_read", "weight_scan"],
         ["ledger"],
