@@ -68,8 +68,8 @@ void atlas_cli_print_help(const atlas_cli_command *command, FILE *out);
 // "PROG: MESSAGE; see `PROG --help`" on stderr. Returns ATLAS_CLI_EXIT_USAGE.
 // The message is escaped and cut as atlas_cli_print_error's.
 // "PROG: MESSAGE" and then `tail` ("" for none) and a newline on stderr, the
-// message escaped by atlas_escape (runtime/base/escape.h: no control bytes other
-// than newlines, nothing that is not UTF-8) and cut after
+// message escaped by atlas_escape (runtime/base/escape.h: no control bytes
+// other than newlines, nothing that is not UTF-8) and cut after
 // ATLAS_CLI_MESSAGE_SHOWN bytes: every message a tool prints goes through it.
 #define ATLAS_CLI_MESSAGE_SHOWN 16384
 void atlas_cli_print_error(const char *program, const char *message,
