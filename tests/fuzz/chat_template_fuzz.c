@@ -4,9 +4,9 @@
 // assistant tool-call and tool turn) with and without the generation prompt.
 // Errors must say where (a "chat template" line and column, or the
 // function that refused) and be escaped (no control bytes, nothing that is
-// not UTF-8: runtime/base/escape.h); nothing may crash or leak. The render budget
-// is a tenth of the default so that each unit is quick: with tools/fuzz.sh's
-// -timeout, a unit that is slow within it is a finding.
+// not UTF-8: runtime/base/escape.h); nothing may crash or leak. The render
+// budget is a tenth of the default so that each unit is quick: with
+// tools/fuzz.sh's -timeout, a unit that is slow within it is a finding.
 
 #include <jansson.h>
 #include <stddef.h>
