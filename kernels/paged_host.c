@@ -143,8 +143,8 @@ static void argmax_rows(const atlas_launch_config *c, void **args) {
       if (!isfinite(r[j]) && bad == UINT32_MAX) bad = j;
       if (r[j] > r[best]) best = j;
     }
-    out[2 * i] = best;
-    out[2 * i + 1] = bad;
+    out[(size_t)2 * i] = best;
+    out[(size_t)2 * i + 1] = bad;
   }
 }
 

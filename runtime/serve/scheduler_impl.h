@@ -63,7 +63,7 @@ void atlas_sched_finish_request(sched_request *r, atlas_sched_finish why,
                                 size_t len, size_t generated);
 // The generation state's configuration from a request's options.
 void atlas_sched_gen_config(const atlas_scheduler *sched,
-                            const sched_request *r, atlas_gen_config *out);
+                            const sched_request *r, atlas_gen_config *c);
 
 // One continuous-batching step (scheduler_batch.c).
 ATLAS_MUST_USE atlas_status atlas_sched_batch_step(atlas_scheduler *sched,

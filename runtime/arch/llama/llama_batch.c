@@ -123,7 +123,7 @@ static atlas_status scratch_make(atlas_llama_model *m, size_t stride,
   s->rows = (size_t)m->prefill->rows;
   s->seqs = s->rows < kMaxSeqs ? s->rows : kMaxSeqs;
   s->stride = stride;
-  s->h_ids = malloc(2 * kMaxSeqs * sizeof(uint32_t));
+  s->h_ids = malloc((size_t)2 * kMaxSeqs * sizeof(uint32_t));
   atlas_status st = s->h_ids == NULL
                         ? atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                                             "no host memory for the batch ids")
@@ -146,8 +146,9 @@ static atlas_status scratch_make(atlas_llama_model *m, size_t stride,
                              (void **)&s->d_last);
   }
   if (st == ATLAS_OK) {
-    st = atlas_backend_alloc(m->backend, 2 * kMaxSeqs * sizeof(uint32_t),
-                             (void **)&s->d_ids);
+    st =
+        atlas_backend_alloc(m->backend, (size_t)2 * kMaxSeqs * sizeof(uint32_t),
+                            (void **)&s->d_ids);
   }
   if (st == ATLAS_OK) {
     st = atlas_backend_alloc(
@@ -281,6 +282,10 @@ static atlas_status scratch_of(atlas_llama_model *m, size_t stride,
 atlas_status atlas_llama_forward_batch(atlas_llama_model *m,
                                        const atlas_arch_batch *b,
                                        float *out_logits, uint32_t *out_ids) {
+  if (b->kv == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "batch step without a KV pool");
+  }
   atlas_arch_batch_limits lim;
   atlas_llama_batch_limits(m, b->kv ? b->kv->block_tokens : 0, &lim);
   ATLAS_RETURN_IF_ERROR(check_batch(m, b, &lim));
