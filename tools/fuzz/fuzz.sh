@@ -66,7 +66,7 @@
 #                   crash, no leak; again (tree 2dbc2ee, a fresh work dir)
 #                   2,023,614 (3.4k/s), no crash
 #   tokenizer and chat_template with -timeout and -rss_limit_mb (2026-12-07,
-#                   tree 344c2e4, 2 shared cores under load, nice 19): at
+#                   tree 5a99206, 2 shared cores under load, nice 19): at
 #                   -timeout 2, chat_template stopped after about 2 minutes
 #                   on {{7, 737777 * tools}}, whose depth check walked 700k
 #                   shared references without spending the step budget
