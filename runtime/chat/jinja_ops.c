@@ -199,10 +199,10 @@ atlas_status atlas_jinja_slice(jinja_ctx *ctx, const jinja_node *n, jv obj,
     // Code point offsets, then the pieces in slice order.
     size_t *offs = malloc(((size_t)len + 1) * sizeof(size_t));
     if (!offs) return oom();
-    size_t i = 0;
+    size_t at_byte = 0;
     for (long long k = 0; k < len; ++k) {
-      offs[k] = i;
-      atlas_jinja_utf8_next(s, bytes, &i);
+      offs[k] = at_byte;
+      atlas_jinja_utf8_next(s, bytes, &at_byte);
     }
     offs[len] = bytes;
     jinja_buf b = {0};
