@@ -196,8 +196,10 @@ TEST(SafetensorsMalformed, NonStringMetadata) {
 TEST(SafetensorsMalformed, DuplicateNames) {
   std::string header = "{" + Entry("a", "F32", "[1]", 0, 4) + "," +
                        Entry("a", "F32", "[1]", 4, 8) + "}";
+  // The message places the second key by line and column; it does not quote
+  // the header's bytes (they are the file's contents).
   ExpectMalformed(Safetensors(header, 8), ATLAS_STATUS_DATA_LOSS,
-                  {"duplicate", "\"a\""});
+                  {"duplicate object key", "line 1, column"});
 }
 
 TEST(SafetensorsMalformed, InvalidUtf8) {
