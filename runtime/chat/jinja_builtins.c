@@ -260,9 +260,11 @@ atlas_status atlas_jinja_global_call(jinja_ctx *ctx, const char *name,
     if (step == 0) return atlas_jinja_err("range() arg 3 must not be zero");
     // The item count in 128 bits: start + k * step never overflows, however
     // near INT64_MAX or INT64_MIN the bounds are.
-    __int128 span = step > 0 ? (__int128)stop - start : (__int128)start - stop;
-    __int128 stride = step > 0 ? (__int128)step : -(__int128)step;
-    __int128 count = span <= 0 ? 0 : (span - 1) / stride + 1;
+    atlas_jinja_i128 span = step > 0 ? (atlas_jinja_i128)stop - start
+                                     : (atlas_jinja_i128)start - stop;
+    atlas_jinja_i128 stride =
+        step > 0 ? (atlas_jinja_i128)step : -(atlas_jinja_i128)step;
+    atlas_jinja_i128 count = span <= 0 ? 0 : (span - 1) / stride + 1;
     // Jinja's sandbox caps ranges at 100000 items.
     if (count > 100000) {
       return atlas_jinja_err(
@@ -272,7 +274,8 @@ atlas_status atlas_jinja_global_call(jinja_ctx *ctx, const char *name,
     json_t *arr = json_array();
     if (!arr) return oom();
     for (long long k = 0; k < (long long)count; ++k) {
-      long long x = (long long)((__int128)start + (__int128)k * step);
+      long long x =
+          (long long)((atlas_jinja_i128)start + (atlas_jinja_i128)k * step);
       if (json_array_append_new(arr, json_integer(x)) != 0) {
         json_decref(arr);
         return oom();

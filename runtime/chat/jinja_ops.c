@@ -207,7 +207,8 @@ atlas_status atlas_jinja_slice(jinja_ctx *ctx, const jinja_node *n, jv obj,
     offs[len] = bytes;
     jinja_buf b = {0};
     for (long long i = 0; i < count; ++i) {
-      long long k = (long long)((__int128)start + (__int128)i * step);
+      long long k =
+          (long long)((atlas_jinja_i128)start + (atlas_jinja_i128)i * step);
       if (k < 0 || k >= len)
         break;  // cannot happen: start/stop are clamped above
       atlas_jinja_buf_append(&b, s + offs[k], offs[k + 1] - offs[k]);
@@ -218,7 +219,8 @@ atlas_status atlas_jinja_slice(jinja_ctx *ctx, const jinja_node *n, jv obj,
   json_t *arr = json_array();
   if (!arr) return oom();
   for (long long i = 0; i < count; ++i) {
-    long long k = (long long)((__int128)start + (__int128)i * step);
+    long long k =
+        (long long)((atlas_jinja_i128)start + (atlas_jinja_i128)i * step);
     if (json_array_append(arr, json_array_get(obj.json, (size_t)k)) != 0) {
       json_decref(arr);
       return oom();
