@@ -274,6 +274,94 @@ static atlas_status tojson_filter(jv v, const jinja_args *a, jv *out) {
   return atlas_jv_string_of_buf(&b, out);
 }
 
+// join(d, attribute): the items' text between copies of d.
+static atlas_status join_filter(jinja_ctx *ctx, const char *name, jv v,
+                                const jinja_args *a, jv *out) {
+  CHECK_ARGS(name, a, "d", "attribute");
+  const jv *sep = atlas_jinja_arg(a, 0, "d"),
+           *attr = atlas_jinja_arg(a, 1, "attribute");
+  const char *s = "";
+  size_t ns = 0;
+  if (sep) ATLAS_RETURN_IF_ERROR(atlas_jinja_want_str("join", sep, &s, &ns));
+  const char *path = NULL;
+  size_t np = 0;
+  if (attr)
+    ATLAS_RETURN_IF_ERROR(
+        atlas_jinja_want_str("join attribute", attr, &path, &np));
+  json_t *items;
+  ATLAS_RETURN_IF_ERROR(atlas_jinja_iterate(ctx, v, name, &items));
+  jinja_buf b = {0};
+  atlas_status st = ATLAS_OK;
+  for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
+    if (i) atlas_jinja_buf_append(&b, s, ns);
+    jv x = atlas_jv_undefined("attribute");
+    if (path) {
+      st = attr_path(json_array_get(items, i), path, NULL, &x);
+    } else {
+      x = atlas_jv_data(json_incref(json_array_get(items, i)));
+    }
+    if (st == ATLAS_OK) st = atlas_jinja_str_of(ctx, x, &b);
+    atlas_jv_free(&x);
+  }
+  json_decref(items);
+  if (st != ATLAS_OK) {
+    atlas_jinja_buf_free(&b);
+    return st;
+  }
+  return atlas_jv_string_of_buf(&b, out);
+}
+
+// unique: the first of each run of equal items (strings compared
+// case-insensitively), as Jinja2 keeps them in a set.
+static atlas_status unique_filter(jinja_ctx *ctx, const char *name, jv v,
+                                  const jinja_args *a, jv *out) {
+  CHECK_ARGS(name, a, "case_sensitive", "attribute");
+  if (a->n_pos || a->n_kw)
+    return atlas_jinja_err("unique: arguments are not supported");
+  json_t *items;
+  ATLAS_RETURN_IF_ERROR(atlas_jinja_iterate(ctx, v, name, &items));
+  json_t *r = json_array();
+  atlas_status st = r ? ATLAS_OK : oom();
+  for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
+    json_t *x = json_array_get(items, i);
+    // Jinja2 keeps the items it saw in a set: lists and dicts are
+    // unhashable there.
+    if (json_is_array(x) || json_is_object(x)) {
+      st = atlas_jinja_err("unique: unhashable type: '%s'",
+                           atlas_jv_type_name(atlas_jv_data(x)));
+      break;
+    }
+    // Each item is compared with those kept so far.
+    st = atlas_jinja_spend(ctx, 1 + json_array_size(r));
+    if (st != ATLAS_OK) break;
+    if (json_is_string(x) &&
+        !atlas_jinja_is_ascii(json_string_value(x), json_string_length(x))) {
+      st = atlas_jinja_err(
+          "unique of non-ASCII strings is not supported (it compares "
+          "case-insensitively)");
+      break;
+    }
+    bool dup = false;
+    for (size_t k = 0; k < json_array_size(r) && !dup; ++k) {
+      json_t *y = json_array_get(r, k);
+      dup = json_is_string(x) && json_is_string(y)
+                ? json_string_length(x) == json_string_length(y) &&
+                      strncasecmp(json_string_value(x), json_string_value(y),
+                                  json_string_length(x)) == 0
+                : atlas_jv_equal(atlas_jv_data(x), atlas_jv_data(y));
+    }
+    if (!dup && json_array_append(r, x) != 0) st = oom();
+  }
+  json_decref(items);
+  if (st != ATLAS_OK) {
+    json_decref(r);
+    return st;
+  }
+  *out = atlas_jv_data(r);
+  out->seq = JV_SEQ_GENERATOR;
+  return ATLAS_OK;
+}
+
 // Filters of lists, dicts and other sequences. *found is false when `name` is
 // none of them.
 static atlas_status sequence_filter(jinja_ctx *ctx, const char *name, jv v,
@@ -374,38 +462,7 @@ static atlas_status sequence_filter(jinja_ctx *ctx, const char *name, jv v,
     return atlas_jv_string_of_buf(&b, out);
   }
   if (!strcmp(name, "join")) {
-    CHECK_ARGS(name, a, "d", "attribute");
-    const jv *sep = atlas_jinja_arg(a, 0, "d"),
-             *attr = atlas_jinja_arg(a, 1, "attribute");
-    const char *s = "";
-    size_t ns = 0;
-    if (sep) ATLAS_RETURN_IF_ERROR(atlas_jinja_want_str("join", sep, &s, &ns));
-    const char *path = NULL;
-    size_t np = 0;
-    if (attr)
-      ATLAS_RETURN_IF_ERROR(
-          atlas_jinja_want_str("join attribute", attr, &path, &np));
-    json_t *items;
-    ATLAS_RETURN_IF_ERROR(atlas_jinja_iterate(ctx, v, name, &items));
-    jinja_buf b = {0};
-    atlas_status st = ATLAS_OK;
-    for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
-      if (i) atlas_jinja_buf_append(&b, s, ns);
-      jv x = atlas_jv_undefined("attribute");
-      if (path) {
-        st = attr_path(json_array_get(items, i), path, NULL, &x);
-      } else {
-        x = atlas_jv_data(json_incref(json_array_get(items, i)));
-      }
-      if (st == ATLAS_OK) st = atlas_jinja_str_of(ctx, x, &b);
-      atlas_jv_free(&x);
-    }
-    json_decref(items);
-    if (st != ATLAS_OK) {
-      atlas_jinja_buf_free(&b);
-      return st;
-    }
-    return atlas_jv_string_of_buf(&b, out);
+    return join_filter(ctx, name, v, a, out);
   }
   if (!strcmp(name, "map")) return map_filter(ctx, v, a, out);
   if (!strcmp(name, "select") || !strcmp(name, "reject") ||
@@ -413,51 +470,7 @@ static atlas_status sequence_filter(jinja_ctx *ctx, const char *name, jv v,
     return select_filter(ctx, name, v, a, out);
   }
   if (!strcmp(name, "unique")) {
-    CHECK_ARGS(name, a, "case_sensitive", "attribute");
-    if (a->n_pos || a->n_kw)
-      return atlas_jinja_err("unique: arguments are not supported");
-    json_t *items;
-    ATLAS_RETURN_IF_ERROR(atlas_jinja_iterate(ctx, v, name, &items));
-    json_t *r = json_array();
-    atlas_status st = r ? ATLAS_OK : oom();
-    for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
-      json_t *x = json_array_get(items, i);
-      // Jinja2 keeps the items it saw in a set: lists and dicts are
-      // unhashable there.
-      if (json_is_array(x) || json_is_object(x)) {
-        st = atlas_jinja_err("unique: unhashable type: '%s'",
-                             atlas_jv_type_name(atlas_jv_data(x)));
-        break;
-      }
-      // Each item is compared with those kept so far.
-      st = atlas_jinja_spend(ctx, 1 + json_array_size(r));
-      if (st != ATLAS_OK) break;
-      if (json_is_string(x) &&
-          !atlas_jinja_is_ascii(json_string_value(x), json_string_length(x))) {
-        st = atlas_jinja_err(
-            "unique of non-ASCII strings is not supported (it compares "
-            "case-insensitively)");
-        break;
-      }
-      bool dup = false;
-      for (size_t k = 0; k < json_array_size(r) && !dup; ++k) {
-        json_t *y = json_array_get(r, k);
-        dup = json_is_string(x) && json_is_string(y)
-                  ? json_string_length(x) == json_string_length(y) &&
-                        strncasecmp(json_string_value(x), json_string_value(y),
-                                    json_string_length(x)) == 0
-                  : atlas_jv_equal(atlas_jv_data(x), atlas_jv_data(y));
-      }
-      if (!dup && json_array_append(r, x) != 0) st = oom();
-    }
-    json_decref(items);
-    if (st != ATLAS_OK) {
-      json_decref(r);
-      return st;
-    }
-    *out = atlas_jv_data(r);
-    out->seq = JV_SEQ_GENERATOR;
-    return ATLAS_OK;
+    return unique_filter(ctx, name, v, a, out);
   }
   *found = false;
   return ATLAS_OK;

@@ -11,6 +11,19 @@
 static atlas_status parse_or(parser *p, jinja_node **out);
 static atlas_status parse_unary(parser *p, bool with_filter, jinja_node **out);
 
+// After an item of a bracketed list: a ',' (consumed) or the closer (left
+// for the caller's loop to see), else an error naming what was found.
+static atlas_status item_separator(parser *p, const char *close,
+                                   const char *what) {
+  if (is_op(cur(p), ",")) {
+    advance(p);
+    return ATLAS_OK;
+  }
+  if (is_op(cur(p), close)) return ATLAS_OK;
+  return perr(cur(p), "expected ',' or '%s' in %s, found %s", close, what,
+              describe(cur(p)));
+}
+
 // Call arguments after '(' up to ')': positional, then name=value.
 static atlas_status parse_args(parser *p, jinja_node *n) {
   ATLAS_RETURN_IF_ERROR(expect_op(p, "("));
@@ -36,12 +49,7 @@ static atlas_status parse_args(parser *p, jinja_node *n) {
       ATLAS_RETURN_IF_ERROR(atlas_jinja_parse_expr(p, &arg));
     }
     if (!add_kid(n, arg)) return oom();
-    if (is_op(cur(p), ",")) {
-      advance(p);
-    } else if (!is_op(cur(p), ")")) {
-      return perr(cur(p), "expected ',' or ')' in an argument list, found %s",
-                  describe(cur(p)));
-    }
+    ATLAS_RETURN_IF_ERROR(item_separator(p, ")", "an argument list"));
   }
   advance(p);
   return ATLAS_OK;
@@ -121,12 +129,7 @@ static atlas_status parse_primary(parser *p, jinja_node **out) {
       jinja_node *e = NULL;
       ATLAS_RETURN_IF_ERROR(atlas_jinja_parse_expr(p, &e));
       if (!add_kid(n, e)) return oom();
-      if (is_op(cur(p), ",")) {
-        advance(p);
-      } else if (!is_op(cur(p), "]")) {
-        return perr(cur(p), "expected ',' or ']' in a list, found %s",
-                    describe(cur(p)));
-      }
+      ATLAS_RETURN_IF_ERROR(item_separator(p, "]", "a list"));
     }
     advance(p);
   } else if (is_op(t, "{")) {
@@ -139,12 +142,7 @@ static atlas_status parse_primary(parser *p, jinja_node **out) {
       ATLAS_RETURN_IF_ERROR(expect_op(p, ":"));
       ATLAS_RETURN_IF_ERROR(atlas_jinja_parse_expr(p, &v));
       if (!add_kid(n, k) || !add_kid(n, v)) return oom();
-      if (is_op(cur(p), ",")) {
-        advance(p);
-      } else if (!is_op(cur(p), "}")) {
-        return perr(cur(p), "expected ',' or '}' in a dict, found %s",
-                    describe(cur(p)));
-      }
+      ATLAS_RETURN_IF_ERROR(item_separator(p, "}", "a dict"));
     }
     advance(p);
   } else {

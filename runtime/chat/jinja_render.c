@@ -36,97 +36,6 @@ atlas_status atlas_jinja_mark_tuple(jinja_ctx *ctx, json_t *arr) {
   return json_object_set(ctx->tuples, key, arr) == 0 ? ATLAS_OK : oom();
 }
 
-// ---- scopes ----
-
-static jinja_var *scope_find(jinja_scope *s, const char *name) {
-  for (size_t i = 0; i < s->n; ++i) {
-    if (strcmp(s->vars[i].name, name) == 0) return &s->vars[i];
-  }
-  return NULL;
-}
-
-// Binds `name` in scope `s`; takes ownership of `v`.
-static atlas_status scope_set(jinja_scope *s, const char *name, jv v) {
-  jinja_var *var = scope_find(s, name);
-  if (var) {
-    atlas_jv_free(&var->value);
-    var->value = v;
-    return ATLAS_OK;
-  }
-  if (s->n == s->cap) {
-    size_t cap = s->cap ? s->cap * 2 : 8;
-    jinja_var *vars = realloc(s->vars, cap * sizeof(*vars));
-    if (!vars) {
-      atlas_jv_free(&v);
-      return oom();
-    }
-    s->vars = vars;
-    s->cap = cap;
-  }
-  s->vars[s->n].name = name;
-  s->vars[s->n].value = v;
-  s->n++;
-  return ATLAS_OK;
-}
-
-static void scope_clear(jinja_scope *s) {
-  for (size_t i = 0; i < s->n; ++i) atlas_jv_free(&s->vars[i].value);
-  free(s->vars);
-  memset(s, 0, sizeof(*s));
-}
-
-// Scopes and capture buffers live on the heap while ctx points at them, so
-// the context never holds the address of a local.
-static jinja_scope *scope_new(jinja_scope *parent) {
-  jinja_scope *s = calloc(1, sizeof(*s));
-  if (s) s->parent = parent;
-  return s;
-}
-
-static void scope_delete(jinja_scope *s) {
-  if (!s) return;
-  scope_clear(s);
-  free(s);
-}
-
-// Redirects output into a fresh buffer; *out_saved receives the old one.
-static atlas_status capture_begin(jinja_ctx *ctx, jinja_buf **out_saved) {
-  jinja_buf *b = calloc(1, sizeof(*b));
-  if (!b) return oom();
-  *out_saved = ctx->out;
-  ctx->out = b;
-  return ATLAS_OK;
-}
-
-// Restores the output and, when st is OK, turns the captured text into *out.
-static atlas_status capture_end(jinja_ctx *ctx, jinja_buf *saved,
-                                atlas_status st, jv *out) {
-  jinja_buf *b = ctx->out;
-  ctx->out = saved;
-  if (st == ATLAS_OK) st = atlas_jinja_buf_status(b, "rendering");
-  if (st == ATLAS_OK) {
-    *out = atlas_jv_string(b->data, b->len);
-    if (!atlas_jv_ok_alloc(*out)) st = oom();
-  }
-  atlas_jinja_buf_free(b);
-  free(b);
-  return st;
-}
-
-static jv lookup(jinja_ctx *ctx, const char *name) {
-  for (jinja_scope *s = ctx->scope; s; s = s->parent) {
-    jinja_var *v = scope_find(s, name);
-    if (v) return atlas_jv_copy(v->value);
-  }
-  json_t *g = json_object_get(ctx->globals, name);
-  if (g) return atlas_jv_data(json_incref(g));
-  if (atlas_jinja_global_known(name)) {
-    jv f = {JV_FUNC, NULL, NULL, name, JV_SEQ_LIST};
-    return f;
-  }
-  return atlas_jv_undefined(name);
-}
-
 // ---- expressions ----
 
 static atlas_status eval(jinja_ctx *ctx, const jinja_node *n, jv *out);
@@ -176,7 +85,7 @@ static atlas_status call_macro(jinja_ctx *ctx, const jinja_node *call,
   }
   if (ctx->call_depth >= kMaxCallDepth)
     return fail(call, "macro calls nest deeper than %d", kMaxCallDepth);
-  jinja_scope *scope = scope_new(ctx->top);
+  jinja_scope *scope = atlas_jinja_scope_new(ctx->top);
   if (!scope) return oom();
   atlas_status st = ATLAS_OK;
   jinja_scope *saved_scope = ctx->scope;
@@ -203,21 +112,21 @@ static atlas_status call_macro(jinja_ctx *ctx, const jinja_node *call,
       }
     }
     if (!have && m->kids[i]) st = eval(ctx, m->kids[i], &v);
-    if (st == ATLAS_OK) st = scope_set(scope, m->targets[i], v);
+    if (st == ATLAS_OK) st = atlas_jinja_scope_set(scope, m->targets[i], v);
   }
   const int saved_loop = ctx->loop_depth;
   jinja_buf *saved_out = NULL;
-  if (st == ATLAS_OK) st = capture_begin(ctx, &saved_out);
+  if (st == ATLAS_OK) st = atlas_jinja_capture_begin(ctx, &saved_out);
   if (st == ATLAS_OK) {
     ctx->loop_depth = 0;
     ctx->call_depth++;
     st = exec(ctx, m->b);
     ctx->call_depth--;
     ctx->loop_depth = saved_loop;
-    st = capture_end(ctx, saved_out, st, out);
+    st = atlas_jinja_capture_end(ctx, saved_out, st, out);
   }
   ctx->scope = saved_scope;
-  scope_delete(scope);
+  atlas_jinja_scope_delete(scope);
   return st;
 }
 
@@ -403,7 +312,7 @@ static atlas_status eval_node(jinja_ctx *ctx, const jinja_node *n, jv *out) {
       *out = atlas_jv_data(json_copy(n->value));
       return atlas_jv_ok_alloc(*out) ? ATLAS_OK : oom();
     case JN_NAME:
-      *out = lookup(ctx, n->name);
+      *out = atlas_jinja_lookup(ctx, n->name);
       return ATLAS_OK;
     case JN_LIST:
     case JN_DICT:
@@ -530,7 +439,7 @@ static atlas_status bind_targets(const jinja_node *n, jinja_scope *s,
     if (v.kind == JV_LOOP)
       return fail(n,
                   "assigning the loop object to a variable is not supported");
-    return scope_set(s, targets[0], atlas_jv_copy(v));
+    return atlas_jinja_scope_set(s, targets[0], atlas_jv_copy(v));
   }
   if (!(v.kind == JV_DATA && json_is_array(v.json))) {
     return fail(n, "cannot unpack a '%s' into %zu names", atlas_jv_type_name(v),
@@ -541,7 +450,7 @@ static atlas_status bind_targets(const jinja_node *n, jinja_scope *s,
                 json_array_size(v.json), n_targets);
   }
   for (size_t i = 0; i < n_targets; ++i) {
-    ATLAS_RETURN_IF_ERROR(scope_set(
+    ATLAS_RETURN_IF_ERROR(atlas_jinja_scope_set(
         s, targets[i], atlas_jv_data(json_incref(json_array_get(v.json, i)))));
   }
   return ATLAS_OK;
@@ -559,7 +468,7 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
     json_t *kept = json_array();
     if (!kept) st = oom();
     for (size_t i = 0; st == ATLAS_OK && i < json_array_size(items); ++i) {
-      jinja_scope *s = scope_new(ctx->scope);
+      jinja_scope *s = atlas_jinja_scope_new(ctx->scope);
       if (!s) {
         st = oom();
         break;
@@ -577,7 +486,7 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
           json_array_append(kept, item) != 0)
         st = oom();
       atlas_jv_free(&c);
-      scope_delete(s);
+      atlas_jinja_scope_delete(s);
     }
     json_decref(items);
     if (st != ATLAS_OK) {
@@ -593,13 +502,13 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
   ctx->loop_depth++;
   for (size_t i = 0; i < len && st == ATLAS_OK; ++i) {
     loop.index0 = i;
-    jinja_scope *s = scope_new(ctx->scope);
+    jinja_scope *s = atlas_jinja_scope_new(ctx->scope);
     if (!s) {
       st = oom();
       break;
     }
     jv lv = {JV_LOOP, NULL, &loop, "loop", JV_SEQ_LIST};
-    st = scope_set(s, "loop", lv);
+    st = atlas_jinja_scope_set(s, "loop", lv);
     if (st == ATLAS_OK)
       st = bind_targets(n, s, n->targets, n->n_targets,
                         atlas_jv_data(json_array_get(items, i)));
@@ -609,7 +518,7 @@ static atlas_status exec_for(jinja_ctx *ctx, const jinja_node *n) {
       st = exec(ctx, n->b);
       ctx->scope = saved;
     }
-    scope_delete(s);
+    atlas_jinja_scope_delete(s);
     const int control = ctx->control;
     ctx->control = JINJA_CTL_NONE;
     if (control == JINJA_CTL_BREAK) break;
@@ -626,7 +535,7 @@ static atlas_status exec_set(jinja_ctx *ctx, const jinja_node *n) {
   ATLAS_RETURN_IF_ERROR(eval(ctx, n->b, &v));
   atlas_status st = ATLAS_OK;
   if (n->a) {  // ns.attr = value
-    jv obj = lookup(ctx, n->a->a->name);
+    jv obj = atlas_jinja_lookup(ctx, n->a->a->name);
     if (obj.kind != JV_NAMESPACE) {
       st = fail(
           n,
@@ -681,15 +590,17 @@ static atlas_status exec_node(jinja_ctx *ctx, const jinja_node *n) {
       return exec_set(ctx, n);
     case JN_SET_BLOCK: {
       jinja_buf *saved = NULL;
-      ATLAS_RETURN_IF_ERROR(capture_begin(ctx, &saved));
+      ATLAS_RETURN_IF_ERROR(atlas_jinja_capture_begin(ctx, &saved));
       jv v = atlas_jv_undefined(NULL);
-      atlas_status st = capture_end(ctx, saved, exec(ctx, n->b), &v);
-      if (st == ATLAS_OK) st = scope_set(ctx->scope, n->targets[0], v);
+      atlas_status st =
+          atlas_jinja_capture_end(ctx, saved, exec(ctx, n->b), &v);
+      if (st == ATLAS_OK)
+        st = atlas_jinja_scope_set(ctx->scope, n->targets[0], v);
       return st;
     }
     case JN_MACRO: {
       jv m = {JV_MACRO, NULL, n, n->name, JV_SEQ_LIST};
-      return scope_set(ctx->scope, n->name, m);
+      return atlas_jinja_scope_set(ctx->scope, n->name, m);
     }
     case JN_BREAK:
       ctx->control = JINJA_CTL_BREAK;
@@ -781,7 +692,7 @@ atlas_status atlas_jinja_eval(jinja_ctx *ctx, const jinja_node *n, jv *out) {
 atlas_status atlas_jinja_render(const jinja_template *t, json_t *vars,
                                 const struct tm *now,
                                 const jinja_limits *limits, jinja_buf *out) {
-  jinja_scope *top = scope_new(NULL);
+  jinja_scope *top = atlas_jinja_scope_new(NULL);
   jinja_ctx ctx = {.out = out,
                    .limits = *limits,
                    .scope = top,
@@ -795,7 +706,7 @@ atlas_status atlas_jinja_render(const jinja_template *t, json_t *vars,
                         ? atlas_jinja_check_depth(&ctx, vars, "the input")
                         : oom();
   if (st == ATLAS_OK) st = exec(&ctx, t->root);
-  scope_delete(top);
+  atlas_jinja_scope_delete(top);
   json_decref(ctx.tuples);
   json_decref(ctx.consumed);
   json_decref(ctx.names);

@@ -116,6 +116,23 @@ atlas_status atlas_jinja_method(jinja_ctx *ctx, jv obj, const char *name,
                                 const jinja_args *args, jv *out, bool *found);
 // Whether `name` is a method of dicts (a.items is the method, not a key).
 bool atlas_jinja_is_dict_method(const char *name);
+
+// Scopes (jinja_scope.c). scope_set takes ownership of `v`; scopes live on
+// the heap while ctx points at them, so the context never holds the address
+// of a local.
+jinja_var *atlas_jinja_scope_find(jinja_scope *s, const char *name);
+atlas_status atlas_jinja_scope_set(jinja_scope *s, const char *name, jv v);
+void atlas_jinja_scope_clear(jinja_scope *s);
+jinja_scope *atlas_jinja_scope_new(jinja_scope *parent);
+void atlas_jinja_scope_delete(jinja_scope *s);
+// A name's value: the innermost scope's, else a render variable, else a
+// global function, else undefined.
+jv atlas_jinja_lookup(jinja_ctx *ctx, const char *name);
+// Output redirected into a fresh buffer (*out_saved: the old one), then
+// restored, the captured text becoming *out when st is OK.
+atlas_status atlas_jinja_capture_begin(jinja_ctx *ctx, jinja_buf **out_saved);
+atlas_status atlas_jinja_capture_end(jinja_ctx *ctx, jinja_buf *saved,
+                                     atlas_status st, jv *out);
 // What Jinja's immutable sandbox finds under `name` on the value `v` where
 // a key or index lookup found nothing: "method" (a bound method),
 // "number's attribute" (an int's or float's real, imag, numerator,

@@ -462,35 +462,24 @@ typedef struct dump_opts {
   bool sort_keys;
 } dump_opts;
 
+// Python json.dumps's two-character escapes, or NULL.
+static const char *json_short_escape(uint32_t cp) {
+  // Each character of kFrom is written as the two at its index * 2 in kTo.
+  static const char kFrom[] = "\"\\\n\r\t\b\f";
+  static const char kTo[] = "\\\"\\\\\\n\\r\\t\\b\\f";
+  const char *hit = cp != 0 && cp < 0x80 ? strchr(kFrom, (int)cp) : NULL;
+  return hit == NULL ? NULL : kTo + (hit - kFrom) * 2;
+}
+
 static void json_string_out(const char *s, size_t n, bool ensure_ascii,
                             jinja_buf *out) {
   atlas_jinja_buf_putc(out, '"');
   for (size_t i = 0; i < n;) {
     uint32_t cp = atlas_jinja_utf8_next(s, n, &i);
-    switch (cp) {
-      case '"':
-        atlas_jinja_buf_puts(out, "\\\"");
-        continue;
-      case '\\':
-        atlas_jinja_buf_puts(out, "\\\\");
-        continue;
-      case '\n':
-        atlas_jinja_buf_puts(out, "\\n");
-        continue;
-      case '\r':
-        atlas_jinja_buf_puts(out, "\\r");
-        continue;
-      case '\t':
-        atlas_jinja_buf_puts(out, "\\t");
-        continue;
-      case '\b':
-        atlas_jinja_buf_puts(out, "\\b");
-        continue;
-      case '\f':
-        atlas_jinja_buf_puts(out, "\\f");
-        continue;
-      default:
-        break;
+    const char *esc = json_short_escape(cp);
+    if (esc != NULL) {
+      atlas_jinja_buf_append(out, esc, 2);
+      continue;
     }
     if (cp < 0x20 || (ensure_ascii && cp > 0x7e)) {
       if (cp >= 0x10000) {
