@@ -52,6 +52,11 @@ static atlas_status check_config(const atlas_gen_config *c) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "eos is NULL but eos_count is %zu", c->eos_count);
   }
+  if (c->top_logprobs > ATLAS_GEN_MAX_TOP_LOGPROBS) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "top_logprobs is %zu: at most %d", c->top_logprobs,
+                             ATLAS_GEN_MAX_TOP_LOGPROBS);
+  }
   // Checked even when greedy: an option out of range is refused whatever
   // the temperature.
   return atlas_sampler_config_check(&c->sampling);
@@ -118,13 +123,47 @@ bool atlas_gen_state_greedy(const atlas_gen_state *g) {
   return !g->sampling && !g->config.logprobs;
 }
 
-static float log_softmax_at(const float *logits, size_t n, uint32_t id) {
+// log(sum(exp(logits - mx))) over the whole vocabulary, in double; -inf
+// when no logit is finite.
+static double log_sum_exp(const float *logits, size_t n, float *out_max) {
   float mx = -INFINITY;
   for (size_t i = 0; i < n; ++i) mx = logits[i] > mx ? logits[i] : mx;
+  *out_max = mx;
   double sum = 0;
   for (size_t i = 0; i < n; ++i) sum += exp((double)logits[i] - mx);
-  if (!(sum > 0)) return -INFINITY;  // no finite logit
-  return (float)((double)logits[id] - mx - log(sum));
+  return sum > 0 ? log(sum) : -INFINITY;
+}
+
+// Whether id a ranks before id b: the larger logit, then the lower id.
+static bool ranks_before(const float *logits, uint32_t a, uint32_t b) {
+  return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+}
+
+// The chosen id's log-probability and the top k alternatives (an insertion
+// into a list of at most k, one pass over the vocabulary).
+static void log_probs(atlas_gen_state *g, const float *logits, size_t n,
+                      uint32_t id, float *out_logprob) {
+  float mx = 0;
+  double lse = log_sum_exp(logits, n, &mx);
+  bool none = !isfinite(lse) && lse < 0;
+  *out_logprob = none ? -INFINITY : (float)((double)logits[id] - mx - lse);
+  size_t k = g->config.top_logprobs < n ? g->config.top_logprobs : n;
+  size_t have = 0;
+  for (size_t i = 0; i < n && k > 0; ++i) {
+    uint32_t v = (uint32_t)i;
+    if (have == k && !ranks_before(logits, v, g->top_ids[k - 1])) continue;
+    size_t at = have < k ? have++ : k - 1;
+    while (at > 0 && ranks_before(logits, v, g->top_ids[at - 1])) {
+      g->top_ids[at] = g->top_ids[at - 1];
+      --at;
+    }
+    g->top_ids[at] = v;
+  }
+  g->top_count = have;
+  for (size_t t = 0; t < have; ++t) {
+    g->top_logprobs[t] =
+        none ? -INFINITY : (float)((double)logits[g->top_ids[t]] - mx - lse);
+  }
 }
 
 atlas_status atlas_gen_state_choose(atlas_gen_state *g, const float *logits,
@@ -152,8 +191,11 @@ atlas_status atlas_gen_state_choose(atlas_gen_state *g, const float *logits,
                                id);
     }
   }
-  if (g->config.logprobs && out_logprob != NULL) {
-    *out_logprob = log_softmax_at(logits, vocab_size, id);
+  g->top_count = 0;
+  if (g->config.logprobs) {
+    float lp = 0;
+    log_probs(g, logits, vocab_size, id, &lp);
+    if (out_logprob != NULL) *out_logprob = lp;
   }
   *out_token = id;
   return ATLAS_OK;

@@ -44,7 +44,12 @@ typedef struct atlas_gen_config {
   const char *const *stop_strings;  // need a tokenizer; non-empty each
   size_t stop_count;
   bool logprobs;  // choose() computes the chosen id's log-probability
+  // With logprobs: the most likely ids and their log-probabilities too
+  // (0..ATLAS_GEN_MAX_TOP_LOGPROBS), largest first.
+  size_t top_logprobs;
 } atlas_gen_config;
+
+#define ATLAS_GEN_MAX_TOP_LOGPROBS 20
 
 typedef struct atlas_gen_state {
   atlas_gen_config config;
@@ -59,6 +64,11 @@ typedef struct atlas_gen_state {
   atlas_gen_finish finish;
   char *text;  // what the last call made visible
   size_t text_len, text_cap;
+  // The last choose()'s alternatives (config.top_logprobs of them): ids by
+  // logit, largest first (ties: the lower id), and log softmax at each.
+  uint32_t top_ids[ATLAS_GEN_MAX_TOP_LOGPROBS];
+  float top_logprobs[ATLAS_GEN_MAX_TOP_LOGPROBS];
+  size_t top_count;
 } atlas_gen_state;
 
 // Checks the configuration (the bad option named) and builds the state for
@@ -76,7 +86,10 @@ void atlas_gen_state_deinit(atlas_gen_state *g);
 bool atlas_gen_state_greedy(const atlas_gen_state *g);
 
 // Chooses the next id from its step's logits. `out_logprob` (may be NULL)
-// gets log softmax(logits)[id] when config.logprobs, else 0.
+// gets log softmax(logits)[id] when config.logprobs, else 0; with
+// config.top_logprobs, g->top_* hold the alternatives. Log-probabilities
+// are of the raw logits (no temperature, penalty or truncation), as OpenAI
+// reports them.
 ATLAS_MUST_USE atlas_status atlas_gen_state_choose(atlas_gen_state *g,
                                                    const float *logits,
                                                    size_t vocab_size,

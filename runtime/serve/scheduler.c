@@ -144,7 +144,20 @@ void atlas_sched_request_free(sched_request *r) {
   for (size_t i = 0; i < r->options.stop_count; ++i) free(r->stops[i]);
   free(r->stops);
   free(r->prompt);
+  free(r->followers);
   free(r);
+}
+
+// A queued request ends with ABORT, and the group it leads with it.
+static void finish_queued(sched_request *r) {
+  for (size_t i = 0; i < r->follower_count; ++i) {
+    atlas_sched_finish_request(r->followers[i], ATLAS_SCHED_ABORT, ATLAS_OK, "",
+                               0, 0);
+    atlas_sched_request_free(r->followers[i]);
+  }
+  r->follower_count = 0;
+  atlas_sched_finish_request(r, ATLAS_SCHED_ABORT, ATLAS_OK, "", 0, 0);
+  atlas_sched_request_free(r);
 }
 
 void atlas_sched_emit(sched_request *r, atlas_sched_event *e) {
@@ -174,8 +187,7 @@ atlas_status atlas_scheduler_destroy(atlas_scheduler *sched) {
   sched_request *r = sched->head;
   while (r != NULL) {
     sched_request *next = r->next;
-    atlas_sched_finish_request(r, ATLAS_SCHED_ABORT, ATLAS_OK, "", 0, 0);
-    atlas_sched_request_free(r);
+    finish_queued(r);
     r = next;
   }
   atlas_status st = atlas_batch_engine_destroy(sched->engine);
@@ -233,6 +245,7 @@ static atlas_status check_request(atlas_scheduler *sched,
   c.tokenizer = o->tokenizer;
   c.stop_strings = o->stop_strings;
   c.stop_count = o->stop_count;
+  c.top_logprobs = o->top_logprobs;
   atlas_gen_state g;
   atlas_status s = atlas_gen_state_init(&g, &c, prompt, 0,
                                         (size_t)atlas_model_vocab_size(m));
@@ -286,46 +299,109 @@ atlas_status atlas_scheduler_submit(atlas_scheduler *sched,
                                     const uint32_t *prompt, size_t prompt_len,
                                     const atlas_request_options *options,
                                     uint64_t *out_id) {
-  if (out_id != NULL) *out_id = 0;
-  if (sched == NULL) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_scheduler_submit: NULL scheduler");
-  }
+  uint64_t id = 0;
   atlas_request_options o;
-  atlas_request_options_init(&o);
-  if (options != NULL) {
-    ATLAS_RETURN_IF_ERROR(
-        copy_sized(&o, sizeof(o), options, "atlas_request_options"));
+  if (options == NULL) {
+    atlas_request_options_init(&o);
+    options = &o;
   }
-  ATLAS_RETURN_IF_ERROR(check_request(sched, prompt, prompt_len, &o));
-  sched_request *r = NULL;
-  ATLAS_RETURN_IF_ERROR(request_make(prompt, prompt_len, &o, &r));
+  atlas_status s =
+      atlas_scheduler_submit_n(sched, prompt, prompt_len, options, 1, &id);
+  if (out_id != NULL) *out_id = id;
+  return s;
+}
+
+// The requests of a group, made and checked (all or none).
+static atlas_status group_make(atlas_scheduler *sched, const uint32_t *prompt,
+                               size_t prompt_len,
+                               const atlas_request_options *options, size_t n,
+                               sched_request **rs) {
+  // The caller's array steps by the caller's struct size.
+  size_t stride = *(const size_t *)options;
+  for (size_t i = 0; i < n; ++i) {
+    const atlas_request_options *in =
+        (const atlas_request_options *)((const char *)options + i * stride);
+    atlas_request_options o;
+    atlas_request_options_init(&o);
+    ATLAS_RETURN_IF_ERROR(
+        copy_sized(&o, sizeof(o), in, "atlas_request_options"));
+    ATLAS_RETURN_IF_ERROR(check_request(sched, prompt, prompt_len, &o));
+    ATLAS_RETURN_IF_ERROR(request_make(prompt, prompt_len, &o, &rs[i]));
+  }
+  if (sched->engine == NULL) return ATLAS_OK;  // one after another
+  // Linked: only a leader queues; the others wait for its fork. Groups of
+  // at most max_running (they are admitted whole).
+  size_t cap = sched->options.max_running;
+  for (size_t g = 0; g < n; g += cap) {
+    size_t end = g + cap < n ? g + cap : n;
+    if (end - g < 2) break;
+    sched_request *l = rs[g];
+    l->followers = malloc((end - g - 1) * sizeof(sched_request *));
+    if (l->followers == NULL) {
+      return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                               "request: no memory for %zu choices", n);
+    }
+    for (size_t i = g + 1; i < end; ++i) {
+      l->followers[l->follower_count++] = rs[i];
+      rs[i]->leader = l;
+    }
+  }
+  return ATLAS_OK;
+}
+
+static void queue_push(atlas_scheduler *sched, sched_request *r) {
+  if (sched->tail != NULL) {
+    sched->tail->next = r;
+  } else {
+    sched->head = r;
+  }
+  sched->tail = r;
+}
+
+atlas_status atlas_scheduler_submit_n(atlas_scheduler *sched,
+                                      const uint32_t *prompt, size_t prompt_len,
+                                      const atlas_request_options *options,
+                                      size_t n, uint64_t *out_ids) {
+  for (size_t i = 0; out_ids != NULL && i < n; ++i) out_ids[i] = 0;
+  if (sched == NULL || options == NULL || n == 0) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_scheduler_submit_n: NULL scheduler or "
+                             "options, or n 0");
+  }
+  sched_request **rs = calloc(n, sizeof(sched_request *));
+  if (rs == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "request: no memory for %zu choices", n);
+  }
+  atlas_status s = group_make(sched, prompt, prompt_len, options, n, rs);
   pthread_mutex_lock(&sched->mu);
-  atlas_status s = ATLAS_OK;
-  if (sched->shutdown) {
+  if (s == ATLAS_OK && sched->shutdown) {
     s = atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                           "atlas_scheduler_submit: the scheduler is shutting "
                           "down");
-  } else if (sched->options.max_waiting > 0 &&
-             sched->waiting >= sched->options.max_waiting) {
+  } else if (s == ATLAS_OK && sched->options.max_waiting > 0 &&
+             sched->waiting + n > sched->options.max_waiting) {
     s = atlas_status_make(ATLAS_STATUS_RESOURCE_EXHAUSTED,
                           "atlas_scheduler_submit: %zu requests are waiting "
                           "(max_waiting)",
                           sched->waiting);
-  } else {
-    r->id = sched->next_id++;
-    if (sched->tail != NULL) {
-      sched->tail->next = r;
-    } else {
-      sched->head = r;
+  } else if (s == ATLAS_OK) {
+    for (size_t i = 0; i < n; ++i) {
+      rs[i]->id = sched->next_id++;
+      if (out_ids != NULL) out_ids[i] = rs[i]->id;
+      if (rs[i]->leader == NULL) queue_push(sched, rs[i]);
     }
-    sched->tail = r;
-    sched->waiting++;
-    if (out_id != NULL) *out_id = r->id;
+    sched->waiting += n;
     pthread_cond_broadcast(&sched->cv);
   }
   pthread_mutex_unlock(&sched->mu);
-  if (s != ATLAS_OK) atlas_sched_request_free(r);
+  if (s != ATLAS_OK) {
+    for (size_t i = 0; i < n; ++i) {
+      if (rs[i] != NULL) rs[i]->follower_count = 0;
+      atlas_sched_request_free(rs[i]);
+    }
+  }
+  free(rs);
   return s;
 }
 
@@ -341,6 +417,12 @@ atlas_status atlas_scheduler_cancel(atlas_scheduler *sched,
     if (r->id == request_id) {
       atomic_store(&r->cancelled, true);
       found = true;
+    }
+    for (size_t i = 0; i < r->follower_count && !found; ++i) {
+      if (r->followers[i]->id == request_id) {
+        atomic_store(&r->followers[i]->cancelled, true);
+        found = true;
+      }
     }
   }
   for (size_t i = 0; i < sched->running_count && !found; ++i) {
@@ -393,6 +475,9 @@ static bool serial_token(void *ctx, uint32_t token) {
   e.has_token = true;
   e.token = token;
   e.logprob = run->logprob;
+  e.top_ids = run->g.top_ids;
+  e.top_logprobs = run->g.top_logprobs;
+  e.top_count = run->g.top_count;
   e.text = text;
   e.text_len = len;
   e.completion_tokens = run->g.generated;
@@ -428,6 +513,7 @@ void atlas_sched_gen_config(const atlas_scheduler *sched,
   c->stop_strings = o->stop_strings;
   c->stop_count = o->stop_count;
   c->logprobs = o->logprobs;
+  c->top_logprobs = o->logprobs ? o->top_logprobs : 0;
 }
 
 static atlas_status serial_request(atlas_scheduler *sched, sched_request *r) {
@@ -533,8 +619,7 @@ static void abort_waiting(atlas_scheduler *sched) {
   pthread_mutex_unlock(&sched->mu);
   while (r != NULL) {
     sched_request *next = r->next;
-    atlas_sched_finish_request(r, ATLAS_SCHED_ABORT, ATLAS_OK, "", 0, 0);
-    atlas_sched_request_free(r);
+    finish_queued(r);
     r = next;
   }
 }
@@ -585,5 +670,6 @@ void atlas_scheduler_stats_get(atlas_scheduler *sched,
   out_stats->kv_pool_bytes = sched->kv.bytes;
   out_stats->prefix_hit_tokens = sched->prefix_hits;
   out_stats->preempted = sched->preempted;
+  out_stats->prompt_tokens_computed = sched->prompt_computed;
   pthread_mutex_unlock(&sched->mu);
 }

@@ -83,6 +83,11 @@ typedef struct atlas_sched_event {
   bool has_token;
   uint32_t token;
   float logprob;
+  // With the request's top_logprobs: the most likely ids of the step by
+  // logit (largest first) and log softmax at each; top_count of them.
+  const uint32_t *top_ids;
+  const float *top_logprobs;
+  size_t top_count;
   // Text made visible by this event (whole UTF-8 characters, a stop string
   // and what follows it never shown); empty without a tokenizer. A final
   // event may carry text (held back until the end) and no token.
@@ -123,6 +128,8 @@ typedef struct atlas_request_options {
   // be NULL: the request runs and its results are dropped).
   atlas_sched_callback on_event;
   void *ctx;
+  // With logprobs: also the step's most likely ids (0..20), in the events.
+  size_t top_logprobs;
 } atlas_request_options;
 
 void atlas_request_options_init(atlas_request_options *options);
@@ -150,6 +157,21 @@ ATLAS_MUST_USE atlas_status atlas_scheduler_destroy(atlas_scheduler *sched);
 ATLAS_MUST_USE atlas_status atlas_scheduler_submit(
     atlas_scheduler *sched, const uint32_t *prompt, size_t prompt_len,
     const atlas_request_options *options, uint64_t *out_id);
+
+// Queues `n` requests on one prompt (OpenAI's n choices): options[i] is
+// request i's (its own seed, callback, ...; every option that decides the
+// forward or the text the same: only seed, on_event and ctx may differ).
+// The prompt is prefilled ONCE: the group is admitted together, the first
+// request computes the prompt, and the others are forked from its sequence
+// (sharing its KV blocks, copied on write) at its last prompt row, each
+// drawing its first token from that row's logits (n past the running cap:
+// groups of at most max_running, each prefilling once). Checks and
+// refusals as atlas_scheduler_submit, for all or none; the n count against
+// max_waiting. out_ids gets n ids (may be NULL). A model without a batch
+// step runs them one after another.
+ATLAS_MUST_USE atlas_status atlas_scheduler_submit_n(
+    atlas_scheduler *sched, const uint32_t *prompt, size_t prompt_len,
+    const atlas_request_options *options, size_t n, uint64_t *out_ids);
 
 // Asks for a request to end: its final event (ABORT) comes from the driving
 // thread at the next step, before any further token. NOT_FOUND when no such
@@ -187,6 +209,9 @@ typedef struct atlas_scheduler_stats {
   uint64_t kv_pool_bytes;
   uint64_t prefix_hit_tokens;  // prompt tokens the cache supplied so far
   uint64_t preempted;          // sequences preempted to free blocks
+  // Prompt positions computed by forwards so far (what a prefill cost:
+  // the prefix cache's and a fork's shared positions are not computed).
+  uint64_t prompt_tokens_computed;
 } atlas_scheduler_stats;
 
 void atlas_scheduler_stats_get(atlas_scheduler *sched,

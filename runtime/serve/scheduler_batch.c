@@ -38,11 +38,32 @@ static void unrun(atlas_scheduler *sched, size_t i) {
   pthread_mutex_unlock(&sched->mu);
 }
 
+// A request leaving its group before the fork: a follower leaves its
+// leader's list; a leader's followers go on alone (each prefills the
+// prompt itself, with the prefix cache's help).
+static void ungroup(sched_request *r) {
+  sched_request *l = r->leader;
+  for (size_t i = 0; l != NULL && i < l->follower_count; ++i) {
+    if (l->followers[i] == r) {
+      memmove(&l->followers[i], &l->followers[i + 1],
+              (l->follower_count - i - 1) * sizeof(sched_request *));
+      l->follower_count--;
+      break;
+    }
+  }
+  r->leader = NULL;
+  for (size_t i = 0; i < r->follower_count; ++i) {
+    r->followers[i]->leader = NULL;
+  }
+  r->follower_count = 0;
+}
+
 // Ends running request i: blocks back to the pool, the final event, freed.
 static void end_running(atlas_scheduler *sched, size_t i,
                         atlas_sched_finish why, atlas_status status) {
   sched_request *r = sched->running[i];
   unrun(sched, i);
+  ungroup(r);
   atlas_batch_seq_free(sched->engine, r->seq);
   r->seq = NULL;
   const char *text = "";
@@ -84,8 +105,39 @@ static atlas_status admit_one(atlas_scheduler *sched, sched_request *r) {
 // prefix cache may supply (not known until the sequence is made: counted in
 // full, so an admission never overcommits).
 static size_t blocks_for(const atlas_scheduler *sched, const sched_request *r) {
+  if (r->leader != NULL) return 1;  // a fork: a copy of the shared last block
   size_t bt = sched->block_tokens;
   return (r->prompt_len + bt - 1) / bt;
+}
+
+// A queued request with the group it leads: requests and blocks.
+static size_t group_size(const sched_request *r) {
+  return 1 + r->follower_count;
+}
+static size_t group_blocks(const atlas_scheduler *sched,
+                           const sched_request *r) {
+  size_t b = blocks_for(sched, r);
+  for (size_t i = 0; i < r->follower_count; ++i) {
+    b += blocks_for(sched, r->followers[i]);
+  }
+  return b;
+}
+
+// Makes a popped request running (its generation state first); false when
+// it ended instead.
+static bool run_admitted(atlas_scheduler *sched, sched_request *r) {
+  atlas_status s = admit_one(sched, r);
+  if (s != ATLAS_OK) {
+    ungroup(r);
+    atlas_sched_finish_request(r, ATLAS_SCHED_ERROR, s, "", 0, 0);
+    atlas_status_free(s);
+    atlas_sched_request_free(r);
+    return false;
+  }
+  pthread_mutex_lock(&sched->mu);
+  sched->running[sched->running_count++] = r;
+  pthread_mutex_unlock(&sched->mu);
+  return true;
 }
 
 // Admits waiting requests while the running set, the pool and FCFS allow.
@@ -105,14 +157,19 @@ static void admit(atlas_scheduler *sched) {
   for (;;) {
     pthread_mutex_lock(&sched->mu);
     sched_request *r = sched->head;
-    bool cancelled = r != NULL && atomic_load(&r->cancelled);
-    bool fits = r != NULL &&
-                sched->running_count < sched->options.max_running &&
-                blocks_for(sched, r) <= room;
+    // A group's leader cancelled while queued still runs (and ends at the
+    // next step), so that its followers are admitted with it.
+    bool cancelled =
+        r != NULL && r->follower_count == 0 && atomic_load(&r->cancelled);
+    size_t need = r != NULL ? group_blocks(sched, r) : 0;
+    bool fits =
+        r != NULL &&
+        sched->running_count + group_size(r) <= sched->options.max_running &&
+        need <= room;
     if (r != NULL && (cancelled || fits)) {
       sched->head = r->next;
       if (sched->head == NULL) sched->tail = NULL;
-      sched->waiting--;
+      sched->waiting -= cancelled ? 1 : group_size(r);
       r->next = NULL;
     }
     pthread_mutex_unlock(&sched->mu);
@@ -122,17 +179,24 @@ static void admit(atlas_scheduler *sched) {
       atlas_sched_request_free(r);
       continue;
     }
-    atlas_status s = admit_one(sched, r);
-    if (s != ATLAS_OK) {
-      atlas_sched_finish_request(r, ATLAS_SCHED_ERROR, s, "", 0, 0);
-      atlas_status_free(s);
-      atlas_sched_request_free(r);
-      continue;
+    room -= need;
+    // The leader first: should it fail, its followers go on alone.
+    sched_request **f = r->followers;
+    size_t k = r->follower_count;
+    r->followers = NULL;
+    r->follower_count = 0;
+    bool led = run_admitted(sched, r);
+    if (led) {
+      r->followers = f;
+      r->follower_count = k;
     }
-    room -= blocks_for(sched, r);
-    pthread_mutex_lock(&sched->mu);
-    sched->running[sched->running_count++] = r;
-    pthread_mutex_unlock(&sched->mu);
+    // Backwards: a follower that fails leaves the list (order kept) behind
+    // the ones still to come.
+    for (size_t i = k; i-- > 0;) {
+      if (!led) f[i]->leader = NULL;
+      run_admitted(sched, f[i]);
+    }
+    if (!led) free(f);
   }
 }
 
@@ -206,7 +270,12 @@ static atlas_status outputs(atlas_scheduler *sched, size_t n) {
     sched_request *r = sched->item_req[i];
     atlas_batch_item *it = &sched->items[i];
     if (r->fed + it->count < r->input_len) continue;
-    if (atlas_gen_state_greedy(&r->g)) {
+    // Followers about to fork draw from the same row.
+    bool greedy = atlas_gen_state_greedy(&r->g);
+    for (size_t f = 0; f < r->follower_count; ++f) {
+      greedy = greedy && atlas_gen_state_greedy(&r->followers[f]->g);
+    }
+    if (greedy) {
       it->out_id = &r->id_out;
       continue;
     }
@@ -232,19 +301,16 @@ static size_t index_of(const atlas_scheduler *sched, const sched_request *r) {
   return sched->running_count;
 }
 
-// The token of an item whose chunk ended its input: chosen, accepted,
-// delivered; the request ends when the generation state says so.
-static void deliver(atlas_scheduler *sched, size_t item) {
-  sched_request *r = sched->item_req[item];
-  const atlas_batch_item *it = &sched->items[item];
-  r->fed += it->count;
-  if (r->fed < r->input_len) return;
-  uint32_t token = r->id_out;
+// Request r's next token, from its step's logits (NULL: greedy, `id` the
+// device's argmax): chosen, accepted, delivered; the request ends when the
+// generation state says so.
+static void deliver_token(atlas_scheduler *sched, sched_request *r,
+                          const float *logits, uint32_t id) {
+  uint32_t token = id;
   float logprob = 0.0f;
   atlas_status s = ATLAS_OK;
-  if (it->out_logits != NULL) {
-    s = atlas_gen_state_choose(&r->g, it->out_logits, sched->vocab, &token,
-                               &logprob);
+  if (logits != NULL) {
+    s = atlas_gen_state_choose(&r->g, logits, sched->vocab, &token, &logprob);
   }
   const char *text = "";
   size_t len = 0;
@@ -262,6 +328,9 @@ static void deliver(atlas_scheduler *sched, size_t item) {
   e.has_token = true;
   e.token = token;
   e.logprob = logprob;
+  e.top_ids = r->g.top_ids;
+  e.top_logprobs = r->g.top_logprobs;
+  e.top_count = r->g.top_count;
   e.text = text;
   e.text_len = len;
   e.completion_tokens = r->g.generated;
@@ -277,11 +346,45 @@ static void deliver(atlas_scheduler *sched, size_t item) {
   pthread_mutex_unlock(&sched->mu);
   if (done) {
     unrun(sched, index_of(sched, r));
+    ungroup(r);
     atlas_batch_seq_free(sched->engine, r->seq);
     r->seq = NULL;
   }
   atlas_sched_emit(r, &e);
   if (done) atlas_sched_request_free(r);
+}
+
+// The leader's prompt is in the pool: each follower forks its sequence
+// (sharing every block) and draws its first token from the same row.
+static void fork_followers(atlas_scheduler *sched, sched_request *leader,
+                           const float *logits, uint32_t id) {
+  while (leader->follower_count > 0) {
+    sched_request *f = leader->followers[0];
+    memmove(&leader->followers[0], &leader->followers[1],
+            (leader->follower_count - 1) * sizeof(sched_request *));
+    leader->follower_count--;
+    f->leader = NULL;
+    atlas_status s = atlas_batch_seq_fork(sched->engine, leader->seq, &f->seq);
+    if (s != ATLAS_OK) {
+      end_running(sched, index_of(sched, f), ATLAS_SCHED_ERROR, s);
+      atlas_status_free(s);
+      continue;
+    }
+    f->fed = leader->fed;
+    f->cached = leader->cached;
+    deliver_token(sched, f, logits, id);
+  }
+}
+
+// An item's chunk ran: when it ended the input, the request's next token
+// (and its followers' first).
+static void deliver(atlas_scheduler *sched, size_t item) {
+  sched_request *r = sched->item_req[item];
+  const atlas_batch_item *it = &sched->items[item];
+  r->fed += it->count;
+  if (r->fed < r->input_len) return;
+  if (r->g.generated == 0) fork_followers(sched, r, it->out_logits, r->id_out);
+  deliver_token(sched, r, it->out_logits, r->id_out);
 }
 
 // Cancelled running requests end before the step.
@@ -306,7 +409,7 @@ static void snapshot(atlas_scheduler *sched) {
 static atlas_status seat(atlas_scheduler *sched) {
   for (size_t i = 0; i < sched->running_count; ++i) {
     sched_request *r = sched->running[i];
-    if (r->seq != NULL) continue;
+    if (r->seq != NULL || r->leader != NULL) continue;  // a fork comes
     atlas_status s = ensure_seq(sched, r);
     if (s != ATLAS_OK) {
       end_running(sched, i, ATLAS_SCHED_ERROR, s);
@@ -348,8 +451,14 @@ atlas_status atlas_sched_batch_step(atlas_scheduler *sched, bool *out_worked) {
   *out_worked = true;
   atlas_status s = outputs(sched, n);
   if (s == ATLAS_OK) s = atlas_batch_step(sched->engine, sched->items, n);
+  uint64_t prompt_rows = 0;
+  for (size_t i = 0; s == ATLAS_OK && i < n; ++i) {
+    if (sched->item_req[i]->g.generated == 0)
+      prompt_rows += sched->items[i].count;
+  }
   pthread_mutex_lock(&sched->mu);
   sched->steps++;
+  sched->prompt_computed += prompt_rows;
   pthread_mutex_unlock(&sched->mu);
   if (s != ATLAS_OK) {
     // The step failed: every request in it ends with the status.

@@ -29,6 +29,12 @@ typedef struct sched_request {
   size_t cached;  // prompt tokens the prefix cache supplied
   uint32_t id_out;
   float logprob;
+  // A group (atlas_scheduler_submit_n): the first request (the leader)
+  // holds the others, queued and admitted with it; each waits, admitted
+  // but with no sequence, for the fork at the leader's last prompt row.
+  struct sched_request **followers;  // the leader's, still waiting to fork
+  size_t follower_count;
+  struct sched_request *leader;  // a follower's, until forked or released
 } sched_request;
 
 struct atlas_scheduler {
@@ -44,7 +50,7 @@ struct atlas_scheduler {
   size_t running_count;
   uint64_t next_id;
   bool shutdown;
-  uint64_t steps, tokens, prefix_hits, preempted;
+  uint64_t steps, tokens, prefix_hits, preempted, prompt_computed;
   atlas_kv_pool_stats kv;  // as of the last step (the pool is the driver's)
   uint32_t block_tokens;
   // Batching (NULL: the model has no batch step; one request at a time).

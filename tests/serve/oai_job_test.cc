@@ -1,14 +1,17 @@
 // oai_job (runtime/serve/openai/oai_job.h) on a real scheduler and a tiny
 // host model: a body's text is the one-sequence run's, a stream's chunks
 // make the same text, a swap's shutdown requeues a request that had no
-// token yet and it then runs whole on the next scheduler, a refusal part-way
-// through n choices ends the job with the refusal, bad fields are named.
+// token yet and it then runs whole on the next scheduler, a refusal of n
+// choices refuses them all, top logprobs are the one-sequence run's log
+// softmax, bad fields are named.
 #include "atlas/runtime/serve/openai/oai_job.h"
 
 #include <gtest/gtest.h>
 #include <jansson.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "atlas/runtime/model/model.h"
+#include "atlas/runtime/serve/openai/oai_response.h"
 #include "tests/llama/checkpoint_fixture.h"
 #include "tests/runtime/test_util.h"
 
@@ -244,8 +248,8 @@ TEST_F(OaiJobTest, ACancelledRequeueEndsWithItsReason) {
   atlas_oai_job_free(j);
 }
 
-TEST_F(OaiJobTest, ARefusalPartWayEndsTheJobWithIt) {
-  MakeScheduler(/*max_waiting=*/1);  // room for one of the three choices
+TEST_F(OaiJobTest, ARefusalRefusesEveryChoice) {
+  MakeScheduler(/*max_waiting=*/2);  // room for two of the three choices
   atlas_oai_job *j = Job(R"({"prompt":[1],"max_tokens":4,"n":3})");
   atlas_oai_env env = Env();
   atlas_oai_error err;
@@ -254,11 +258,121 @@ TEST_F(OaiJobTest, ARefusalPartWayEndsTheJobWithIt) {
   EXPECT_EQ(atlas_status_code_of(s), ATLAS_STATUS_RESOURCE_EXHAUSTED);
   atlas_status_free(s);
   EXPECT_EQ(http, 429);
-  StartDriver();  // the queued choice ends (cancelled) at the next step
-  EXPECT_EQ(atlas_oai_job_wait_end(j), ATLAS_OAI_JOB_DONE);
+  // Nothing was queued: the job is over at once.
+  EXPECT_EQ(atlas_oai_job_state_get(j), ATLAS_OAI_JOB_DONE);
+  atlas_scheduler_stats st;
+  atlas_scheduler_stats_get(sched_, &st);
+  EXPECT_EQ(st.waiting, 0u);
   json_t *root = Result(j, &http);
   EXPECT_EQ(http, 429);
   EXPECT_NE(json_object_get(root, "error"), nullptr);
+  json_decref(root);
+  atlas_oai_job_free(j);
+}
+
+// The one-sequence run's logits at each step (the model's own loop, not
+// the batch step), choosing the first largest.
+struct StepLogits {
+  std::vector<std::vector<float>> rows;
+};
+atlas_status KeepLogits(void *ctx, const float *logits, size_t n,
+                        uint32_t *out_token) {
+  auto *k = static_cast<StepLogits *>(ctx);
+  k->rows.emplace_back(logits, logits + n);
+  uint32_t best = 0;
+  for (size_t i = 1; i < n; ++i) {
+    if (logits[i] > logits[best]) best = static_cast<uint32_t>(i);
+  }
+  *out_token = best;
+  return ATLAS_OK;
+}
+
+// log softmax in double over the whole vocabulary.
+std::vector<double> LogSoftmax(const std::vector<float> &row) {
+  double mx = -INFINITY;
+  for (float v : row) mx = v > mx ? v : mx;
+  double sum = 0;
+  for (float v : row) sum += std::exp(static_cast<double>(v) - mx);
+  std::vector<double> out(row.size());
+  for (size_t i = 0; i < row.size(); ++i) out[i] = row[i] - mx - std::log(sum);
+  return out;
+}
+
+// logprobs: 5 on completions, n 2: each choice's tokens are the greedy
+// run's; each token_logprob and each of the 5 alternatives (keyed by their
+// text, OpenAI's shape) is log softmax of that step's logits from an
+// independent run, within 1e-5.
+TEST_F(OaiJobTest, TopLogprobsAreLogSoftmaxOfTheOneSequenceLogits) {
+  const std::vector<uint32_t> prompt = {5, 9, 2, 7};
+  const size_t kSteps = 6;
+  StepLogits keep;
+  atlas_model_generate_hooks hooks{};
+  hooks.choose = KeepLogits;
+  hooks.choose_ctx = &keep;
+  std::vector<uint32_t> ids(kSteps);
+  size_t count = 0;
+  ASSERT_OK(atlas_model_generate_hooked(model_, prompt.data(), prompt.size(),
+                                        kSteps, &hooks, ids.data(), &count));
+  ASSERT_GT(count, 0u);
+  MakeScheduler();
+  StartDriver();
+  atlas_oai_job *j =
+      Job(R"({"prompt":[5,9,2,7],"max_tokens":6,"temperature":0,"logprobs":5,)"
+          R"("n":2})");
+  atlas_oai_env env = Env();
+  atlas_oai_error err;
+  int http = 0;
+  ASSERT_OK(atlas_oai_job_submit(j, &env, &err, &http));
+  EXPECT_EQ(atlas_oai_job_wait_end(j), ATLAS_OAI_JOB_DONE);
+  json_t *root = Result(j, &http);
+  ASSERT_NE(root, nullptr);
+  ASSERT_EQ(http, 200);
+  for (size_t c = 0; c < 2; ++c) {
+    json_t *lp = json_object_get(
+        json_array_get(json_object_get(root, "choices"), c), "logprobs");
+    json_t *chosen = json_object_get(lp, "token_logprobs");
+    json_t *tops = json_object_get(lp, "top_logprobs");
+    ASSERT_EQ(json_array_size(chosen), count) << "choice " << c;
+    ASSERT_EQ(json_array_size(tops), count);
+    for (size_t t = 0; t < count; ++t) {
+      std::vector<double> want = LogSoftmax(keep.rows[t]);
+      EXPECT_NEAR(json_real_value(json_array_get(chosen, t)), want[ids[t]],
+                  1e-5)
+          << "choice " << c << " token " << t;
+      // The five largest, by logit then id.
+      std::vector<uint32_t> order(want.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = (uint32_t)i;
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+        return keep.rows[t][a] > keep.rows[t][b];
+      });
+      json_t *top = json_array_get(tops, t);
+      // Keys as the response writes them (invalid UTF-8 as U+FFFD); a key
+      // two alternatives share holds one of them, so it is not compared.
+      std::vector<std::string> keys;
+      for (size_t k = 0; k < 5; ++k) {
+        char *text = nullptr;
+        size_t len = 0;
+        ASSERT_OK(
+            atlas_tokenizer_decode(tok_, &order[k], 1, false, &text, &len));
+        char *lossy = atlas_oai_utf8_lossy(text, len);
+        keys.emplace_back(lossy);
+        free(lossy);
+        free(text);
+      }
+      size_t distinct = 0;
+      for (size_t k = 0; k < 5; ++k) {
+        size_t same = std::count(keys.begin(), keys.end(), keys[k]);
+        distinct +=
+            std::find(keys.begin(), keys.end(), keys[k]) == keys.begin() + k;
+        if (same > 1) continue;
+        json_t *v = json_object_getn(top, keys[k].data(), keys[k].size());
+        ASSERT_NE(v, nullptr) << "token " << t << ": no " << keys[k];
+        EXPECT_NEAR(json_real_value(v), want[order[k]], 1e-5)
+            << "token " << t << " alternative " << k;
+      }
+      EXPECT_EQ(json_object_size(top), distinct) << "token " << t;
+    }
+  }
   json_decref(root);
   atlas_oai_job_free(j);
 }
@@ -271,7 +385,6 @@ TEST_F(OaiJobTest, BadFieldsAreNamedAndLeaveTheJobNew) {
   } cases[] = {
       {R"({"prompt":[1,665]})", "prompt[1]"},
       {R"({"prompt":[1,2],"max_tokens":64})", "max_tokens"},
-      {R"({"prompt":[1],"logprobs":2})", "logprobs"},
   };
   for (const auto &c : cases) {
     atlas_oai_job *j = Job(c.body);

@@ -339,6 +339,134 @@ TEST_F(SchedulerTest, SamplingIsTheSameWhateverSharesTheBatch) {
   EXPECT_TRUE(differ);
 }
 
+// n choices on one prompt (atlas_scheduler_submit_n): options for each.
+std::vector<atlas_request_options> Choices(size_t n, size_t max_tokens,
+                                           std::vector<Result> *res,
+                                           float temperature = 0.0f) {
+  std::vector<atlas_request_options> o(n);
+  for (size_t i = 0; i < n; ++i) {
+    atlas_request_options_init(&o[i]);
+    o[i].max_tokens = max_tokens;
+    o[i].ignore_eos = true;
+    o[i].temperature = temperature;
+    o[i].top_k = temperature > 0 ? 40 : 0;
+    o[i].seed = 500 + i;
+    o[i].on_event = OnEvent;
+    o[i].ctx = &(*res)[i];
+  }
+  return o;
+}
+
+// The choices fork from one prefill: the prompt's positions are computed
+// once (21 of them: a part-full last block, copied on the first write),
+// every greedy choice is the one-sequence run, and every block comes back.
+TEST_F(SchedulerTest, ForkedChoicesPrefillThePromptOnce) {
+  std::vector<uint32_t> p = Prompt(11, 21);
+  std::vector<uint32_t> want = Alone(p, 9);
+  atlas_scheduler_options so;
+  atlas_scheduler_options_init(&so);
+  so.prefix_cache = false;  // no other way to skip the prompt
+  MakeScheduler(&so);
+  const size_t kN = 4;
+  std::vector<Result> res(kN);
+  auto o = Choices(kN, 9, &res);
+  uint64_t ids[kN] = {};
+  ASSERT_OK(
+      atlas_scheduler_submit_n(sched_, p.data(), p.size(), o.data(), kN, ids));
+  atlas_scheduler_stats st;
+  atlas_scheduler_stats_get(sched_, &st);
+  EXPECT_EQ(st.waiting, kN);
+  Drain();
+  for (size_t i = 0; i < kN; ++i) {
+    EXPECT_NE(ids[i], 0u);
+    EXPECT_EQ(res[i].finals, 1);
+    EXPECT_EQ(res[i].finish, ATLAS_SCHED_LENGTH) << res[i].error;
+    EXPECT_EQ(res[i].tokens, want) << "choice " << i;
+    EXPECT_EQ(res[i].prompt_tokens, p.size());
+  }
+  atlas_scheduler_stats_get(sched_, &st);
+  EXPECT_EQ(st.prompt_tokens_computed, p.size());
+  EXPECT_EQ(st.tokens, kN * 9);
+  EXPECT_EQ(st.kv_blocks_used, 0u);
+  EXPECT_EQ(st.kv_blocks_free, st.kv_blocks_total);
+  // The same four as separate requests compute the prompt four times.
+  std::vector<Result> apart(kN);
+  for (size_t i = 0; i < kN; ++i) Submit(p, 9, &apart[i]);
+  Drain();
+  atlas_scheduler_stats st2;
+  atlas_scheduler_stats_get(sched_, &st2);
+  EXPECT_EQ(st2.prompt_tokens_computed - st.prompt_tokens_computed,
+            kN * p.size());
+}
+
+// Sampled choices draw with their own seeds from the shared prefill: each
+// is what a request alone with that seed draws, and they differ.
+TEST_F(SchedulerTest, ForkedSampledChoicesAreTheRequestsAlone) {
+  std::vector<uint32_t> p = Prompt(12, 19);
+  atlas_scheduler_options so;
+  atlas_scheduler_options_init(&so);
+  so.prefix_cache = false;
+  MakeScheduler(&so);
+  const size_t kN = 5;
+  std::vector<Result> forked(kN), alone(kN);
+  auto o = Choices(kN, 10, &forked, 0.9f);
+  ASSERT_OK(atlas_scheduler_submit_n(sched_, p.data(), p.size(), o.data(), kN,
+                                     nullptr));
+  Drain();
+  auto a = Choices(kN, 10, &alone, 0.9f);
+  for (size_t i = 0; i < kN; ++i) {
+    ASSERT_OK(
+        atlas_scheduler_submit(sched_, p.data(), p.size(), &a[i], nullptr));
+    Drain();
+  }
+  bool differ = false;
+  for (size_t i = 0; i < kN; ++i) {
+    EXPECT_EQ(forked[i].tokens.size(), 10u) << forked[i].error;
+    EXPECT_EQ(forked[i].tokens, alone[i].tokens) << "choice " << i;
+    differ = differ || forked[i].tokens != forked[0].tokens;
+  }
+  EXPECT_TRUE(differ);
+}
+
+// The leader cancelled before it ran, a follower cancelled too: the others
+// still run (prefilling themselves), nothing hangs or leaks. And n past the
+// running cap: groups of max_running, one prefill each.
+TEST_F(SchedulerTest, ForkedGroupsSurviveCancelsAndTheRunningCap) {
+  std::vector<uint32_t> p = Prompt(13, 18);
+  std::vector<uint32_t> want = Alone(p, 6);
+  atlas_scheduler_options so;
+  atlas_scheduler_options_init(&so);
+  so.prefix_cache = false;
+  so.max_running = 2;
+  MakeScheduler(&so);
+  std::vector<Result> res(3);
+  auto o = Choices(3, 6, &res);
+  uint64_t ids[3] = {};
+  ASSERT_OK(
+      atlas_scheduler_submit_n(sched_, p.data(), p.size(), o.data(), 3, ids));
+  EXPECT_OK(atlas_scheduler_cancel(sched_, ids[0]));
+  EXPECT_OK(atlas_scheduler_cancel(sched_, ids[2]));  // the second group's
+  Drain();
+  EXPECT_EQ(res[0].finish, ATLAS_SCHED_ABORT);
+  EXPECT_EQ(res[2].finish, ATLAS_SCHED_ABORT);
+  EXPECT_EQ(res[1].finish, ATLAS_SCHED_LENGTH) << res[1].error;
+  EXPECT_EQ(res[1].tokens, want);
+  for (auto &r : res) EXPECT_EQ(r.finals, 1);
+  atlas_scheduler_stats st;
+  atlas_scheduler_stats_get(sched_, &st);
+  uint64_t before = st.prompt_tokens_computed;
+  std::vector<Result> five(5);
+  auto o5 = Choices(5, 6, &five);
+  ASSERT_OK(atlas_scheduler_submit_n(sched_, p.data(), p.size(), o5.data(), 5,
+                                     nullptr));
+  Drain();
+  for (auto &r : five) EXPECT_EQ(r.tokens, want) << r.error;
+  atlas_scheduler_stats_get(sched_, &st);
+  EXPECT_EQ(st.prompt_tokens_computed - before, 3 * p.size());  // 2 + 2 + 1
+  EXPECT_EQ(st.kv_blocks_used, 0u);
+  EXPECT_EQ(st.running + st.waiting, 0u);
+}
+
 // A prompt of every position the model has, and one token: admitted (the
 // pool holds one such sequence) and answered as the one-sequence run.
 TEST_F(SchedulerTest, APromptOfEveryPositionRuns) {

@@ -227,8 +227,8 @@ def case_endpoints(m, m2):
         check("chat logprobs: one entry a token, each <= 0",
               len(lp) == 5 and all(e["logprob"] <= 0 for e in lp), body)
         st, body = s.request("POST", "/v1/chat/completions",
-                             {"messages": msgs, "logprobs": True, "top_logprobs": 3})
-        check("top_logprobs > 0 is a 400 naming it",
+                             {"messages": msgs, "logprobs": True, "top_logprobs": 21})
+        check("top_logprobs past 20 is a 400 naming it",
               st == 400 and body["error"]["param"] == "top_logprobs", body)
         # Errors.
         st, body = s.request("POST", "/v1/completions", "{not json")
@@ -273,6 +273,82 @@ def case_endpoints(m, m2):
         rc = s.stop()
     check("SIGTERM: exit 0", rc == 0, rc)
     check("SIGTERM: leaked: 0 bytes in the log", "leaked: 0 bytes" in s.stderr(), s.stderr()[-500:])
+
+
+def case_n_and_logprobs(m):
+    """n choices fork from one prefill; logprobs with alternatives."""
+    s = Server(m)
+    try:
+        prompt = "Forked choices share one prompt"
+        st, one = s.request("POST", "/v1/completions",
+                            {"prompt": prompt, "max_tokens": 8, "temperature": 0})
+        before = s.metric("atlas_prompt_tokens_computed_total")
+        st, body = s.request("POST", "/v1/completions",
+                             {"prompt": prompt + "!", "max_tokens": 8, "temperature": 0,
+                              "n": 4})
+        after = s.metric("atlas_prompt_tokens_computed_total")
+        usage = body.get("usage", {}) if isinstance(body, dict) else {}
+        want = usage.get("prompt_tokens", 0) - \
+            usage.get("prompt_tokens_details", {}).get("cached_tokens", 0)
+        check("n=4: the prompt is computed once (the choices fork from it)",
+              st == 200 and after - before == want, (before, after, usage))
+        st2, one2 = s.request("POST", "/v1/completions",
+                              {"prompt": prompt + "!", "max_tokens": 8, "temperature": 0})
+        check("n=4 greedy: every choice is the n=1 answer",
+              st == 200 and st2 == 200 and
+              [c["text"] for c in body["choices"]] == [one2["choices"][0]["text"]] * 4,
+              (body, one2))
+        chunks, done, errors = collect(s.stream(
+            "/v1/completions", {"prompt": prompt + "!", "max_tokens": 8, "temperature": 0,
+                                "n": 3, "stream": True}))
+        texts = ["", "", ""]
+        for c in chunks:
+            for ch in c["choices"]:
+                texts[ch["index"]] += ch["text"]
+        check("n=3 streamed: each index's chunks make the n=1 answer",
+              done and not errors and texts == [one2["choices"][0]["text"]] * 3, texts)
+        req = {"prompt": prompt, "max_tokens": 8, "temperature": 0.8, "seed": 11, "n": 3}
+        st, a = s.request("POST", "/v1/completions", req)
+        singles = []
+        for i in range(3):
+            st_i, b = s.request("POST", "/v1/completions",
+                                dict(req, n=1, seed=11 + i))
+            singles.append(b["choices"][0]["text"] if st_i == 200 else None)
+        check("n=3 sampled: choice i draws as a request with seed + i",
+              st == 200 and [c["text"] for c in a["choices"]] == singles, (a, singles))
+        # Chat: logprobs with 5 alternatives, whole and streamed, alike.
+        msgs = [{"role": "user", "content": "say something"}]
+        req = {"messages": msgs, "max_tokens": 6, "temperature": 0, "logprobs": True,
+               "top_logprobs": 5}
+        st, body = s.request("POST", "/v1/chat/completions", req)
+        content = body["choices"][0]["logprobs"]["content"] if st == 200 else []
+        ok = len(content) == 6
+        for e in content:
+            lps = [t["logprob"] for t in e["top_logprobs"]]
+            ok = ok and len(lps) == 5 and lps == sorted(lps, reverse=True) \
+                and all(v <= 0 for v in lps) and abs(e["logprob"] - lps[0]) < 1e-6 \
+                and isinstance(e["top_logprobs"][0]["bytes"], list)
+        check("chat top_logprobs: 5 alternatives a token, largest first; greedy "
+              "picks the first", ok, content[:1])
+        chunks, done, errors = collect(s.stream("/v1/chat/completions",
+                                                dict(req, stream=True)))
+        streamed = [e for c in chunks if c["choices"] and c["choices"][0].get("logprobs")
+                    for e in c["choices"][0]["logprobs"]["content"]]
+        check("chat top_logprobs streamed: the same entries",
+              done and not errors and streamed == content, (streamed[:1], content[:1]))
+        st, body = s.request("POST", "/v1/completions",
+                             {"prompt": prompt, "max_tokens": 4, "temperature": 0,
+                              "logprobs": 3})
+        lp = body["choices"][0]["logprobs"] if st == 200 else {}
+        check("completions logprobs 3: a dict of 3 alternatives a token",
+              st == 200 and len(lp["top_logprobs"]) == 4 and
+              all(1 <= len(t) <= 3 for t in lp["top_logprobs"]) and
+              all(abs(max(t.values()) - c) < 1e-6
+                  for t, c in zip(lp["top_logprobs"], lp["token_logprobs"])), lp)
+    finally:
+        rc = s.stop()
+    check("n and logprobs: exit 0, nothing leaked",
+          rc == 0 and "leaked: 0 bytes" in s.stderr(), rc)
 
 
 def raw(port, data, timeout=30):
@@ -547,6 +623,7 @@ def main():
     long_model = checkpoint("long", 5, max_pos=4096)
     cases = {
         "endpoints": lambda: case_endpoints(m, m2),
+        "n_logprobs": lambda: case_n_and_logprobs(m),
         "limits": lambda: case_limits(m),
         "disconnect": lambda: case_disconnect_and_queue(long_model),
         "timeout": lambda: case_timeout(long_model),

@@ -201,9 +201,14 @@ static void engine_gauges(text *t, atlas_server *s) {
       "atlas_prefix_cache_hit_tokens_total %llu\n"
       "# HELP atlas_preempted_total Sequences preempted to free KV blocks "
       "(this model).\n# TYPE atlas_preempted_total counter\n"
-      "atlas_preempted_total %llu\n",
+      "atlas_preempted_total %llu\n"
+      "# HELP atlas_prompt_tokens_computed_total Prompt positions forwards "
+      "computed (this model; prefix-cache hits and n's forked choices share "
+      "theirs).\n# TYPE atlas_prompt_tokens_computed_total counter\n"
+      "atlas_prompt_tokens_computed_total %llu\n",
       (unsigned long long)st.prefix_hit_tokens,
-      (unsigned long long)st.preempted);
+      (unsigned long long)st.preempted,
+      (unsigned long long)st.prompt_tokens_computed);
   put(t,
       "# HELP atlas_model_serving 1 while a model serves.\n"
       "# TYPE atlas_model_serving gauge\natlas_model_serving %d\n",

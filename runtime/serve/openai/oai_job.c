@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "atlas/runtime/serve/openai/oai_lp_log.h"
 #include "atlas/runtime/serve/openai/oai_response.h"
 
 // A growable byte buffer.
@@ -32,11 +33,6 @@ static bool bytes_add(bytes *b, const char *s, size_t n) {
   return true;
 }
 
-typedef struct token_lp {
-  size_t at, len;  // the token's bytes in choice.token_text
-  float logprob;
-} token_lp;
-
 typedef struct choice {
   atlas_oai_job *job;
   size_t index;
@@ -45,9 +41,7 @@ typedef struct choice {
   atlas_sched_finish finish;
   bytes text;
   size_t tokens;
-  bytes token_text;  // logprobs: each token's bytes, one after another
-  token_lp *lps;
-  size_t lp_count, lp_cap;
+  atlas_oai_lp_log lp;  // logprobs: each token's, with its alternatives
   double last_token_at;
 } choice;
 
@@ -119,22 +113,21 @@ static atlas_oai_meta meta_of(const atlas_oai_job *j) {
   return m;
 }
 
+// The choice as a response builder sees it; with `lps` (room for every
+// token) and `alts` (for their alternatives), its logprobs too.
 static void choice_view(const choice *c, const atlas_oai_request *r,
-                        atlas_oai_logprob *lps, atlas_oai_choice *out) {
+                        atlas_oai_logprob *lps, atlas_oai_alt *alts,
+                        atlas_oai_choice *out) {
   memset(out, 0, sizeof *out);
   out->index = c->index;
   out->text = c->text.data;
   out->text_len = c->text.len;
   out->has_logprobs = r->logprobs;
-  for (size_t i = 0; lps != NULL && i < c->lp_count; ++i) {
-    lps[i].chosen.token = c->token_text.data + c->lps[i].at;
-    lps[i].chosen.token_len = c->lps[i].len;
-    lps[i].chosen.logprob = c->lps[i].logprob;
-    lps[i].top = NULL;
-    lps[i].top_count = 0;
+  if (lps != NULL) {
+    atlas_oai_lp_log_view(&c->lp, 0, c->lp.token_count, lps, alts);
+    out->logprobs = lps;
+    out->logprob_count = c->lp.token_count;
   }
-  out->logprobs = lps;
-  out->logprob_count = lps ? c->lp_count : 0;
 }
 
 // Appends an SSE event to the stream (job locked); takes `event`.
@@ -150,17 +143,16 @@ static void push_chunk(atlas_oai_job *j, choice *c, const char *text,
                        size_t text_len, const char *finish, size_t lp_from) {
   atlas_oai_meta m = meta_of(j);
   atlas_oai_choice view;
-  choice_view(c, j->req, NULL, &view);
+  choice_view(c, j->req, NULL, NULL, &view);
   view.text = text;
   view.text_len = text_len;
   view.finish_reason = finish;
+  // An event carries at most one token.
   atlas_oai_logprob lp[1];
-  if (j->req->logprobs && lp_from < c->lp_count) {
-    lp[0].chosen.token = c->token_text.data + c->lps[lp_from].at;
-    lp[0].chosen.token_len = c->lps[lp_from].len;
-    lp[0].chosen.logprob = c->lps[lp_from].logprob;
-    lp[0].top = NULL;
-    lp[0].top_count = 0;
+  atlas_oai_alt alts[ATLAS_OAI_MAX_TOP_LOGPROBS];
+  if (j->req->logprobs && lp_from < c->lp.token_count &&
+      atlas_oai_lp_log_alts(&c->lp, lp_from, 1) <= ATLAS_OAI_MAX_TOP_LOGPROBS) {
+    atlas_oai_lp_log_view(&c->lp, lp_from, 1, lp, alts);
     view.logprobs = lp;
     view.logprob_count = 1;
   }
@@ -243,40 +235,21 @@ static void record_token(atlas_oai_job *j, choice *c,
                    now - (first ? j->submitted_at : c->last_token_at));
   }
   c->last_token_at = now;
-  if (!j->req->logprobs) return;
-  char *piece = NULL;
-  size_t len = 0;
-  atlas_status s = atlas_tokenizer_decode(j->env.tokenizer, &e->token, 1, false,
-                                          &piece, &len);
-  if (c->lp_count == c->lp_cap) {
-    size_t cap = c->lp_cap ? 2 * c->lp_cap : 16;
-    token_lp *grown = realloc(c->lps, cap * sizeof *grown);
-    if (grown != NULL) {
-      c->lps = grown;
-      c->lp_cap = cap;
-    }
-  }
-  if (s != ATLAS_OK || c->lp_count == c->lp_cap ||
-      !bytes_add(&c->token_text, piece, len)) {
+  if (j->req->logprobs && !atlas_oai_lp_log_add(&c->lp, j->env.tokenizer, e)) {
     j->out_of_memory = true;
-  } else {
-    c->lps[c->lp_count++] =
-        (token_lp){c->token_text.len - len, len, e->logprob};
   }
-  atlas_status_free(s);
-  free(piece);
 }
 
 static void on_event(void *ctx, const atlas_sched_event *e) {
   choice *c = ctx;
   atlas_oai_job *j = c->job;
   pthread_mutex_lock(&j->mu);
-  size_t lp_before = c->lp_count;
+  size_t lp_before = c->lp.token_count;
   if (e->has_token) record_token(j, c, e);
   if (e->text_len > 0 && !bytes_add(&c->text, e->text, e->text_len)) {
     j->out_of_memory = true;
   }
-  if (j->req->stream && (e->text_len > 0 || c->lp_count > lp_before)) {
+  if (j->req->stream && (e->text_len > 0 || c->lp.token_count > lp_before)) {
     push_chunk(j, c, e->text, e->text_len, NULL, lp_before);
   }
   if (c->index == 0) j->cached_tokens = e->cached_tokens;
@@ -437,19 +410,6 @@ static atlas_status plan_tokens(const atlas_oai_job *j,
   return ATLAS_OK;
 }
 
-static atlas_status check_logprobs(const atlas_oai_request *r,
-                                   atlas_oai_error *err, int *http) {
-  if (r->top_logprobs == 0) return ATLAS_OK;
-  const char *param =
-      r->endpoint == ATLAS_OAI_CHAT ? "top_logprobs" : "logprobs";
-  return bad_field(err, http, param,
-                   atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                                     "%s: Atlas returns the chosen token's "
-                                     "log-probability only; ask for 0 "
-                                     "alternatives",
-                                     param));
-}
-
 static void fill_options(const atlas_oai_job *j, choice *c, size_t max_tokens,
                          atlas_request_options *o) {
   const atlas_oai_request *r = j->req;
@@ -465,57 +425,65 @@ static void fill_options(const atlas_oai_job *j, choice *c, size_t max_tokens,
   o->stop_strings = (const char *const *)r->stop;
   o->stop_count = r->stop_count;
   o->logprobs = r->logprobs;
+  o->top_logprobs = r->logprobs ? (size_t)r->top_logprobs : 0;
   o->on_event = on_event;
   o->ctx = c;
 }
 
-// Submits each choice; on a refusal cancels those already queued (the job
-// then ends with that refusal once their final events have come).
+// Submits the choices as one group (the prompt prefilled once, each
+// choice forked from it); a refusal refuses them all, and the job ends
+// with it.
 static atlas_status submit_choices(atlas_oai_job *j, size_t max_tokens,
                                    int *http) {
-  for (size_t i = 0; i < j->n; ++i) {
-    choice *c = &j->choices[i];
-    atlas_request_options o;
-    fill_options(j, c, max_tokens, &o);
-    pthread_mutex_lock(&j->mu);
-    c->final = c->final_sent = c->submitted = false;
-    pthread_mutex_unlock(&j->mu);
-    uint64_t rid = 0;
-    atlas_status s = atlas_scheduler_submit(j->env.sched, j->prompt,
-                                            j->prompt_len, &o, &rid);
-    if (s == ATLAS_OK) {
-      pthread_mutex_lock(&j->mu);  // a cancel from another thread reads them
-      c->rid = rid;
-      c->submitted = true;
-      pthread_mutex_unlock(&j->mu);
-      continue;
-    }
-    atlas_status_code code = atlas_status_code_of(s);
-    *http = code == ATLAS_STATUS_RESOURCE_EXHAUSTED    ? 429
-            : code == ATLAS_STATUS_FAILED_PRECONDITION ? 503
-            : code == ATLAS_STATUS_INVALID_ARGUMENT    ? 400
-                                                       : 500;
-    // Choices never submitted count as ended; those queued are cancelled.
-    pthread_mutex_lock(&j->mu);
-    set_error(j, *http, atlas_status_message(s), NULL);
-    j->cancelled = true;
-    j->finals += j->n - i;
-    for (size_t k = i; k < j->n; ++k) {
-      j->choices[k].final = j->choices[k].final_sent = true;
-      j->choices[k].finish = ATLAS_SCHED_ABORT;
-    }
-    for (size_t k = 0; k < i; ++k) {
-      if (!j->choices[k].final) {
-        atlas_status_free(
-            atlas_scheduler_cancel(j->env.sched, j->choices[k].rid));
-      }
-    }
-    j->state = ATLAS_OAI_JOB_RUNNING;
-    if (j->finals == j->n) job_complete(j);
-    pthread_mutex_unlock(&j->mu);
-    return s;
+  atlas_request_options *o = calloc(j->n, sizeof *o);
+  uint64_t *rids = calloc(j->n, sizeof *rids);
+  atlas_status s = ATLAS_OK;
+  if (o == NULL || rids == NULL) {
+    s = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                          "no memory to submit %zu choices", j->n);
   }
-  return ATLAS_OK;
+  for (size_t i = 0; s == ATLAS_OK && i < j->n; ++i) {
+    fill_options(j, &j->choices[i], max_tokens, &o[i]);
+  }
+  pthread_mutex_lock(&j->mu);
+  for (size_t i = 0; i < j->n; ++i) {
+    j->choices[i].final = j->choices[i].final_sent = false;
+    j->choices[i].submitted = false;
+  }
+  pthread_mutex_unlock(&j->mu);
+  if (s == ATLAS_OK) {
+    s = atlas_scheduler_submit_n(j->env.sched, j->prompt, j->prompt_len, o,
+                                 j->n, rids);
+  }
+  free(o);
+  pthread_mutex_lock(&j->mu);  // a cancel from another thread reads them
+  if (s == ATLAS_OK) {
+    for (size_t i = 0; i < j->n; ++i) {
+      j->choices[i].rid = rids[i];
+      j->choices[i].submitted = true;
+    }
+    free(rids);
+    pthread_mutex_unlock(&j->mu);
+    return ATLAS_OK;
+  }
+  free(rids);
+  atlas_status_code code = atlas_status_code_of(s);
+  *http = code == ATLAS_STATUS_RESOURCE_EXHAUSTED    ? 429
+          : code == ATLAS_STATUS_FAILED_PRECONDITION ? 503
+          : code == ATLAS_STATUS_INVALID_ARGUMENT    ? 400
+                                                     : 500;
+  // No choice was queued: each ends now, and the job with the refusal.
+  set_error(j, *http, atlas_status_message(s), NULL);
+  j->cancelled = true;
+  j->finals = j->n;
+  for (size_t k = 0; k < j->n; ++k) {
+    j->choices[k].final = j->choices[k].final_sent = true;
+    j->choices[k].finish = ATLAS_SCHED_ABORT;
+  }
+  job_complete(j);
+  pthread_cond_broadcast(&j->cv);
+  pthread_mutex_unlock(&j->mu);
+  return s;
 }
 
 atlas_status atlas_oai_job_prepare(atlas_oai_job *j, const atlas_oai_env *env,
@@ -529,7 +497,6 @@ atlas_status atlas_oai_job_prepare(atlas_oai_job *j, const atlas_oai_env *env,
                              "a job is submitted once (or again after a "
                              "swap's requeue)");
   }
-  ATLAS_RETURN_IF_ERROR(check_logprobs(j->req, err, http));
   ATLAS_RETURN_IF_ERROR(encode_prompt(j, env, err, http));
   ATLAS_RETURN_IF_ERROR(plan_tokens(j, env, err, http, &j->max_tokens));
   j->prepared = true;
@@ -630,20 +597,26 @@ atlas_status atlas_oai_job_take_stream(atlas_oai_job *j, char **out,
 }
 
 static atlas_status result_body(atlas_oai_job *j, char **out_body) {
-  size_t total_lps = 0;
-  for (size_t i = 0; i < j->n; ++i) total_lps += j->choices[i].lp_count;
+  size_t total_lps = 0, total_alts = 0;
+  for (size_t i = 0; i < j->n; ++i) {
+    const atlas_oai_lp_log *lp = &j->choices[i].lp;
+    total_lps += lp->token_count;
+    total_alts += atlas_oai_lp_log_alts(lp, 0, lp->token_count);
+  }
   atlas_oai_choice *views = calloc(j->n ? j->n : 1, sizeof *views);
   atlas_oai_logprob *lps = calloc(total_lps + 1, sizeof *lps);
+  atlas_oai_alt *alts = calloc(total_alts + 1, sizeof *alts);
   atlas_status s = ATLAS_OK;
-  if (views == NULL || lps == NULL) {
+  if (views == NULL || lps == NULL || alts == NULL) {
     s = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory for a body");
   } else {
-    size_t at = 0;
+    size_t at = 0, alt_at = 0;
     for (size_t i = 0; i < j->n; ++i) {
       choice *c = &j->choices[i];
-      choice_view(c, j->req, lps + at, &views[i]);
+      choice_view(c, j->req, lps + at, alts + alt_at, &views[i]);
       views[i].finish_reason = atlas_sched_finish_name(c->finish);
-      at += c->lp_count;
+      at += c->lp.token_count;
+      alt_at += atlas_oai_lp_log_alts(&c->lp, 0, c->lp.token_count);
     }
     atlas_oai_meta m = meta_of(j);
     atlas_oai_usage u = {j->prompt_len, completion_tokens(j), true,
@@ -652,6 +625,7 @@ static atlas_status result_body(atlas_oai_job *j, char **out_body) {
   }
   free(views);
   free(lps);
+  free(alts);
   return s;
 }
 
@@ -727,8 +701,7 @@ void atlas_oai_job_free(atlas_oai_job *j) {
   if (j == NULL) return;
   for (size_t i = 0; i < j->n; ++i) {
     free(j->choices[i].text.data);
-    free(j->choices[i].token_text.data);
-    free(j->choices[i].lps);
+    atlas_oai_lp_log_free(&j->choices[i].lp);
   }
   free(j->choices);
   free(j->stream.data);

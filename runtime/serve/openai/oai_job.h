@@ -1,6 +1,7 @@
 // One OpenAI request in flight on a scheduler: its prompt encoded (the chat
-// template for chat), its n choices submitted as n scheduler requests, their
-// events gathered into a response body or a stream of SSE events.
+// template for chat), its n choices submitted as one group of scheduler
+// requests (forked from one prefill), their events gathered into a
+// response body or a stream of SSE events.
 // `atlas serve` and `atlas batch` both run requests through it.
 //
 // Threading: a job is created and submitted by one thread (a connection, or
@@ -67,9 +68,11 @@ ATLAS_MUST_USE atlas_status atlas_oai_job_create(atlas_oai_request *request,
 // must outlive the job's requests). On failure *out_http says which status
 // the client gets. A bad field (400: the prompt's length against the
 // model's context, a token id, the chat template; named in out_error and
-// the message) leaves the job as it was. A refusal by the scheduler (429:
-// the queue is full; 503: shut down) leaves it RUNNING until the choices
-// already queued are cancelled, then DONE with the refusal as its result.
+// the message) leaves the job as it was. The n choices are submitted as
+// one group (atlas_scheduler_submit_n: the prompt is prefilled once and
+// each choice forked from it). A refusal by the scheduler (429: the queue
+// is full; 503: shut down) refuses them all:
+// the job is then DONE with the refusal as its result.
 ATLAS_MUST_USE atlas_status atlas_oai_job_submit(atlas_oai_job *job,
                                                  const atlas_oai_env *env,
                                                  atlas_oai_error *out_error,

@@ -45,12 +45,39 @@ check("completions stream: finish_reason and usage",
 
 const msgs = [{ role: "user", content: "hi there" }];
 const chat = await client.chat.completions.create(
-  { model, messages: msgs, max_completion_tokens: 6, temperature: 0, logprobs: true, n: 2 });
+  { model, messages: msgs, max_completion_tokens: 6, temperature: 0, logprobs: true,
+    top_logprobs: 4, n: 2 });
 check("chat.completions.create: two choices",
   chat.choices.length === 2 && chat.choices[0].message.role === "assistant", chat);
 check("chat.completions.create: greedy choices agree",
   chat.choices[0].message.content === chat.choices[1].message.content, chat.choices);
 check("chat logprobs", chat.choices[0].logprobs.content.length === 6, chat.choices[0].logprobs);
+const tops = chat.choices[0].logprobs.content.map((e) => e.top_logprobs);
+check("chat top_logprobs: 4 alternatives a token, largest first, the greedy pick first",
+  tops.every((t, i) => t.length === 4 &&
+    t.every((a, k) => k === 0 || a.logprob <= t[k - 1].logprob) &&
+    Math.abs(t[0].logprob - chat.choices[0].logprobs.content[i].logprob) < 1e-6),
+  tops[0]);
+check("n=2 forked choices: the same logprobs (one prefill, greedy)",
+  JSON.stringify(chat.choices[0].logprobs) === JSON.stringify(chat.choices[1].logprobs));
+
+let streamedLps = [];
+const lpStream = await client.chat.completions.create(
+  { model, messages: msgs, max_completion_tokens: 6, temperature: 0, logprobs: true,
+    top_logprobs: 4, stream: true });
+for await (const chunk of lpStream) {
+  for (const ch of chunk.choices) streamedLps.push(...(ch.logprobs?.content ?? []));
+}
+check("chat top_logprobs streamed: the same entries",
+  JSON.stringify(streamedLps) === JSON.stringify(chat.choices[0].logprobs.content),
+  streamedLps[0]);
+
+const cl = await client.completions.create(
+  { model, prompt: "Hello wörld", max_tokens: 4, temperature: 0, logprobs: 2, n: 3 });
+check("completions logprobs 2, n 3: three choices with a token_logprob and alternatives each",
+  cl.choices.length === 3 && cl.choices.every((c) =>
+    c.logprobs.token_logprobs.length === 4 && c.logprobs.top_logprobs.length === 4),
+  cl.choices[0].logprobs);
 
 let delta = "";
 let roleSeen = false;
@@ -84,7 +111,7 @@ const health = await fetch(`${base}/health`);
 check("/health 200", health.status === 200);
 const metrics = await (await fetch(`${base}/metrics`)).text();
 check("/metrics counts the client's requests",
-  /atlas_requests_total\{endpoint="\/v1\/chat\/completions",status="200"\} 2/.test(metrics));
+  /atlas_requests_total\{endpoint="\/v1\/chat\/completions",status="200"\} 3/.test(metrics));
 const report = await fetch(`${base}/admin/report`, { headers: { Authorization: `Bearer ${key}` } });
 check("/admin/report 200", report.status === 200 && (await report.json()).live_bytes > 0);
 
