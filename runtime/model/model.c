@@ -14,6 +14,7 @@
 #include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/base/ledger.h"
 #include "atlas/runtime/base/log.h"
+#include "atlas/runtime/quant/quant_config.h"
 
 // config.json is a few kilobytes; refuse anything absurd before reading it.
 #define MAX_CONFIG_BYTES ((size_t)16 * 1024 * 1024)
@@ -66,8 +67,31 @@ static void opened_close(opened *o) {
   memset(o, 0, sizeof(*o));
 }
 
+// A quantized checkpoint is named before anything else reads its config:
+// formats Atlas does not read are refused there, naming the field, and the
+// ones it reads are not loaded into a model yet (their kernels are, module
+// "quant"), so they are refused too rather than run as if unquantized.
+static atlas_status check_quantization(const char *text, size_t len,
+                                       const char *path) {
+  atlas_quant_config q;
+  ATLAS_RETURN_IF_ERROR(atlas_quant_config_parse(text, len, path, &q));
+  atlas_status status = ATLAS_OK;
+  if (q.method != ATLAS_QUANT_NONE) {
+    char what[128];
+    atlas_quant_config_describe(&q, what, sizeof(what));
+    status = atlas_status_make(
+        ATLAS_STATUS_UNIMPLEMENTED,
+        "%s: quantization_config describes %s weights, a format Atlas "
+        "recognises but does not load into a model yet",
+        path, what);
+  }
+  atlas_quant_config_free(&q);
+  return status;
+}
+
 static atlas_status parse_config(const char *text, size_t len, const char *path,
                                  opened *o) {
+  ATLAS_RETURN_IF_ERROR(check_quantization(text, len, path));
   ATLAS_RETURN_IF_ERROR(atlas_arch_select(text, len, path, &o->arch));
   o->config = calloc(1, o->arch->config_size);
   if (o->config == NULL) {

@@ -9,6 +9,7 @@ The layers, lowest first (docs/ARCHITECTURE.md explains each):
   2 lifecycle runtime/lifecycle/       the process's exit: the shutdown signal flag
   3 backends  runtime/backends/        the backend table
   4 formats   runtime/formats/         safetensors, checkpoints (no model)
+              runtime/quant/           quantized formats (quantization_config)
   4 text      runtime/text/, runtime/chat/, runtime/sampling/
   5 arch      runtime/arch/            one folder per architecture family
   6 model     runtime/model/           serving: a model on its own backend, swap
@@ -39,6 +40,7 @@ LAYERS = [  # (group, level, path prefix); longest prefix wins
     ("lifecycle", 2, "runtime/lifecycle/"),
     ("backends", 3, "runtime/backends/"),
     ("formats", 4, "runtime/formats/"),
+    ("formats", 4, "runtime/quant/"),
     ("text", 4, "runtime/text/"),
     ("text", 4, "runtime/chat/"),
     ("text", 4, "runtime/sampling/"),
