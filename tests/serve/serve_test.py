@@ -464,6 +464,94 @@ def case_sigterm_mid_stream(long_model):
     check("SIGTERM mid-stream: leaked: 0 bytes", "leaked: 0 bytes" in s.stderr(), s.stderr()[-400:])
 
 
+def case_swap_faults_under_load(m, m2, clients=16, swaps=20):
+    """The issue's test, CI-sized: streaming clients while swaps alternate
+    between two models, two of them faulted (--fail-swaps: the new model's
+    n-th allocation fails, at two points) and one to a corrupt checkpoint.
+    Every stream ends complete or with an OpenAI error event, none hangs,
+    and the ledger ends at one model's bytes."""
+    corrupt = os.path.join(TMP, "corrupt_f")
+    os.makedirs(corrupt, exist_ok=True)
+    for f in os.listdir(m2):
+        with open(os.path.join(m2, f), "rb") as a, open(os.path.join(corrupt, f), "wb") as b:
+            data = a.read()
+            b.write(data[:len(data) // 2] if f == "model.safetensors" else data)
+    faulted = {5: 1, 12: 3}  # swap number: the allocation that fails (the
+    # first and the last of the new model's load; the 4th is its KV pool's)
+    spec = ",".join(f"{k}:alloc:{n}" for k, n in faulted.items())
+    s = Server(m, "--drain-s", "1", "--fail-swaps", spec)
+    st, before = s.request("GET", "/admin/report")
+    results, stop = [], threading.Event()
+
+    def client(i):
+        k = 0
+        while not stop.is_set() and k < 200:
+            k += 1
+            try:
+                chunks, done, errors = collect(s.stream(
+                    "/v1/completions", {"prompt": f"client {i} {k}", "max_tokens": 24,
+                                        "stream": True, "temperature": 0}, timeout=60))
+                reasons = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
+                complete = not errors and reasons and reasons[-1] in ("length", "stop")
+                openai_error = errors and all(
+                    isinstance(e, dict) and set(e["error"]) >= {"message", "type", "code"}
+                    for e in errors if not isinstance(e, tuple)) and \
+                    all(e[0] in (503, 504) for e in errors if isinstance(e, tuple))
+                results.append(bool(done and (complete or openai_error)) or
+                               (not done and errors and errors[0][0] == 503))
+            except Exception as e:  # a hang shows as a timeout here
+                results.append(False)
+                print("client error:", repr(e))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    outcomes = []
+    try:
+        targets = [m2 if i % 2 == 0 else m for i in range(swaps)]
+        targets[8] = corrupt  # the 9th
+        targets[-1] = m  # ends on the model it started with
+        for t in targets:
+            st, body = s.request("POST", "/admin/swap", {"model": t}, timeout=120)
+            outcomes.append((len(outcomes) + 1, os.path.basename(t), st, body.get("outcome")))
+        stop.set()
+        for t in threads:
+            t.join(120)
+        check("swap faults: every client ended (none hangs)",
+              not any(t.is_alive() for t in threads))
+        print("swaps:", outcomes)
+        print("streams:", len(results), "bad:", results.count(False))
+        check("swap faults: every stream ended complete or with an OpenAI error",
+              results and all(results), results.count(False))
+        check("swap faults: the two faulted swaps kept the old model (500)",
+              [(o[2], o[3]) for o in outcomes if o[0] in faulted] == [(500, "kept")] * 2,
+              outcomes)
+        check("swap faults: the corrupt checkpoint was refused or restored",
+              outcomes[8][3] in ("refused", "restored", "kept") and outcomes[8][2] != 200,
+              outcomes[8])
+        check("swap faults: every other swap swapped",
+              all(o[2] == 200 and o[3] == "swapped" for o in outcomes
+                  if o[0] not in faulted and o[0] != 9), outcomes)
+        st, after = s.request("GET", "/admin/report")
+        # One model: the same checkpoint's bytes as before the load (the
+        # batch scratch may have grown with the load, never to a second
+        # model's weights).
+        weights = before["live_bytes"]
+        check("swap faults: the ledger ends at one model",
+              st == 200 and after["live_bytes"] < 1.5 * weights,
+              (before["live_bytes"], after.get("live_bytes")))
+        st, text = s.request("GET", "/metrics")
+        check("swap faults: /metrics counts 2 kept",
+              'atlas_swaps_total{outcome="kept"} 2' in text, text[-400:])
+        st, health = s.request("GET", "/health")
+        check("swap faults: /health 200 after", st == 200, health)
+    finally:
+        stop.set()
+        rc = s.stop()
+    check("swap faults: exit 0, nothing leaked", rc == 0 and "leaked: 0 bytes" in s.stderr(),
+          (rc, s.stderr()[-300:]))
+
+
 def case_swap_under_load(m, m2, rounds=1):
     corrupt = os.path.join(TMP, "corrupt")
     os.makedirs(corrupt, exist_ok=True)
@@ -590,37 +678,114 @@ def case_key_file(m):
           r.returncode)
 
 
-def case_lost(m, m2):
-    # Every allocation of a backend built after the first fails: the swap's
-    # new model cannot load, nor can the restore... unless the swap restores
-    # unfaulted. Whatever the outcome, the server answers for it.
+def swap_budget(m, m2, *args):
+    """--budget-mb that fits one model but not two: a swap replaces."""
+    s = Server(m, *args)
+    try:
+        st, body = s.request("POST", "/admin/swap", {"model": m2})
+    finally:
+        s.stop()
+    need, rel = body["needed_bytes"], body["releasable_bytes"]
+    return (need + rel // 2) / 1e6
+
+
+def case_lost(m, m2, long_model, long2):
+    # ATLAS_FAULT=alloc:1 fails the new model's first allocation; both fit,
+    # so the old one never left: KEPT, and it serves.
     s = Server(m, env={"ATLAS_FAULT": "alloc:1"})
     try:
         st, body = s.request("POST", "/admin/swap", {"model": m2})
-        outcome = body.get("outcome") if isinstance(body, dict) else None
-        check("a faulted swap answers its outcome", outcome in (
-            "restored", "kept", "lost", "refused", "swapped"), body)
-        st, health = s.request("GET", "/health")
-        st2, comp = s.request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 2})
-        if outcome == "lost":
-            check("LOST: /health is 503", st == 503, health)
-            check("LOST: requests get 503", st2 == 503 and
-                  comp["error"]["code"] == "model_unavailable", comp)
-            s.request("POST", "/admin/swap", {"model": m})
-            st, health = s.request("GET", "/health")
-            check("a later swap brings a model back", st == 200, health)
-        else:
-            check("the old model serves after a failed swap", st == 200 and st2 == 200,
-                  (health, comp))
+        check("ATLAS_FAULT swap side by side: 500, kept",
+              st == 500 and body.get("outcome") == "kept" and "injected fault" in body["error"],
+              (st, body))
+        st, comp = s.request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 2})
+        check("kept: the old model serves", st == 200, comp)
     finally:
         rc = s.stop()
-    check("faulted swap: exit 0", rc == 0, rc)
+    check("kept: exit 0", rc == 0, rc)
+    # Only one fits: the swap replaces the old model, the new one fails and
+    # so does the restore (--fail-swaps 1:lost:1): no model is left.
+    m, m2 = long_model, long2  # long streams, the same shape
+    budget = swap_budget(m, m2, "--max-seq", "4096")
+    s = Server(m, "--budget-mb", f"{budget:.6f}", "--fail-swaps",
+               "1:lost:1,3:alloc:1", "--drain-s", "1", "--max-seq", "4096")
+    try:
+        events = s.stream("/v1/completions", {"prompt": "Once", "max_tokens": 4000,
+                                              "stream": True})
+        first = next(events)
+        check("LOST: a stream runs before the swap", first[0] == 200, first)
+        swap = {}
+        t = threading.Thread(target=lambda: swap.update(
+            r=s.request("POST", "/admin/swap", {"model": m2}, timeout=120)))
+        t.start()
+        swapping = wait_until(lambda: s.request("GET", "/health")[1].get("status") ==
+                              "swapping", tries=400, pause=0.01)
+        waiter = {}
+        w = threading.Thread(target=lambda: waiter.update(
+            r=s.request("POST", "/v1/completions", {"prompt": "y", "max_tokens": 2})))
+        if swapping:
+            w.start()
+        chunks, done, errors = collect(events)
+        reasons = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
+        check("LOST: the running stream is cut (abort, an error event, [DONE])",
+              done and "abort" in reasons and errors, (reasons[-2:], errors))
+        t.join(120)
+        if swapping:
+            w.join(120)
+        st, body = swap.get("r", (None, {}))
+        check("LOST: the swap answers 503, outcome lost, saying why",
+              st == 503 and body.get("outcome") == "lost" and body.get("serving") is None and
+              "no model is loaded" in (body.get("error") or ""), (st, body))
+        st, body = waiter.get("r", (None, {}))
+        check("LOST: a request queued during the swap gets 503 model_unavailable",
+              swapping and st == 503 and body["error"]["code"] == "model_unavailable",
+              (swapping, st, body))
+        st, health = s.request("GET", "/health")
+        check("LOST: /health is 503 and says why",
+              st == 503 and health["status"] == "unavailable" and
+              "POST /admin/swap" in health["reason"], (st, health))
+        for path, req in (("/v1/completions", {"prompt": "x", "max_tokens": 2}),
+                          ("/v1/chat/completions",
+                           {"messages": [{"role": "user", "content": "x"}], "stream": True})):
+            st, body = s.request("POST", path, req)
+            check(f"LOST: {path} gets 503 in OpenAI's shape (model_unavailable)",
+                  st == 503 and body["error"]["code"] == "model_unavailable" and
+                  body["error"]["type"] == "server_error" and
+                  "no model is serving" in body["error"]["message"], (st, body))
+        st, _ = s.request("GET", "/admin/report")
+        check("LOST: /admin/report is 503", st == 503, st)
+        st, text = s.request("GET", "/metrics")
+        check("LOST: /metrics counts the lost swap, no model serving",
+              'atlas_swaps_total{outcome="lost"} 1' in text and
+              "atlas_model_serving 0" in text, text[-300:])
+        st, body = s.request("POST", "/admin/swap", {"model": m2}, timeout=120)
+        check("a later swap brings serving back", st == 200 and body["outcome"] == "swapped",
+              (st, body))
+        st, health = s.request("GET", "/health")
+        st2, comp = s.request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 2})
+        check("after it: /health 200 and requests 200", st == 200 and st2 == 200,
+              (health, comp))
+        st, body = s.request("POST", "/admin/swap", {"model": m}, timeout=120)
+        check("a replace swap that fails restores the old model (--fail-swaps 3:alloc:1)",
+              st == 500 and body["outcome"] == "restored" and not body["side_by_side"],
+              (st, body))
+        st, comp = s.request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 2})
+        check("restored: it serves", st == 200, comp)
+        st, text = s.request("GET", "/metrics")
+        check("/metrics: lost 1, swapped 1, restored 1",
+              all(f'atlas_swaps_total{{outcome="{o}"}} 1' in text
+                  for o in ("lost", "swapped", "restored")), text[-400:])
+    finally:
+        rc = s.stop()
+    check("LOST then back: exit 0, nothing leaked",
+          rc == 0 and "leaked: 0 bytes" in s.stderr(), (rc, s.stderr()[-300:]))
 
 
 def main():
     m = checkpoint("m", 3)
     m2 = checkpoint("m2", 4)
     long_model = checkpoint("long", 5, max_pos=4096)
+    long2 = checkpoint("long2", 6, max_pos=4096)
     cases = {
         "endpoints": lambda: case_endpoints(m, m2),
         "n_logprobs": lambda: case_n_and_logprobs(m),
@@ -630,8 +795,9 @@ def main():
         "sigterm": lambda: case_sigterm_mid_stream(long_model),
         "swap": lambda: case_swap_under_load(m, m2),
         "swap100": lambda: case_swap_under_load(m, m2, rounds=10),
+        "swap_faults": lambda: case_swap_faults_under_load(m, m2),
         "sigterm_swap": lambda: case_sigterm_during_swap(m, long_model),
-        "lost": lambda: case_lost(m, m2),
+        "lost": lambda: case_lost(m, m2, long_model, long2),
         "keyfile": lambda: case_key_file(m),
     }
     for name, run in cases.items():

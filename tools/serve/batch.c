@@ -20,24 +20,19 @@
 #include "atlas/runtime/serve/openai/oai_job.h"
 #include "atlas/runtime/serve/openai/oai_response.h"
 #include "atlas/runtime/serve/scheduler.h"
-#include "atlas/tools/atlas/cli_files.h"
-#include "atlas/tools/atlas/cli_options.h"
+#include "atlas/tools/serve/serve_cli.h"
 #include "atlas/tools/serve/serve_model.h"
 
 enum {
-  BATCH_MODEL,
-  BATCH_INPUT,
+  BATCH_INPUT = ATLAS_SERVE_CLI_SHARED,
   BATCH_OUTPUT,
   BATCH_PARALLEL,
-  BATCH_BACKEND,
-  BATCH_KV_DTYPE,
-  BATCH_MAX_SEQ,
 };
 
 static const atlas_cli_option kBatchOptions[] = {
-    [BATCH_MODEL] = {"model", "DIR", true, NULL,
-                     "checkpoint folder with tokenizer.json (and "
-                     "tokenizer_config.json's chat_template for chat lines)"},
+    ATLAS_SERVE_CLI_OPTIONS("checkpoint folder with tokenizer.json (and "
+                            "tokenizer_config.json's chat_template for chat "
+                            "lines)"),
     [BATCH_INPUT] = {"input", "FILE", true, NULL,
                      "OpenAI Batch input: one request a line, {\"custom_id\", "
                      "\"method\": \"POST\", \"url\", \"body\"} (- for stdin)"},
@@ -48,12 +43,6 @@ static const atlas_cli_option kBatchOptions[] = {
                       "temporary name, renamed when complete"},
     [BATCH_PARALLEL] = {"parallel", "N", false, "64",
                         "requests (choices) running at once"},
-    [BATCH_BACKEND] = {"backend", "KIND", false, "auto",
-                       "host, cuda, or auto (cuda when a GPU is usable)"},
-    [BATCH_KV_DTYPE] = {"kv-dtype", "TYPE", false, "auto",
-                        "the KV cache's element type: auto, f32, f16, bf16"},
-    [BATCH_MAX_SEQ] = {"max-seq", "N", false, "min(context, 2048)",
-                       "positions one sequence may use (prompt + output)"},
 };
 
 const atlas_cli_command atlas_cli_batch_command = {
@@ -70,20 +59,15 @@ const atlas_cli_command atlas_cli_batch_command = {
     NULL};
 
 typedef struct batch_options {
-  char model[ATLAS_CLI_PATH_MAX];
+  atlas_serve_cli_model m;  // first: the shared options
   char input[ATLAS_CLI_PATH_MAX];
   char output[ATLAS_CLI_PATH_MAX];
   long parallel;
-  const char *backend;
-  const char *kv_dtype;
-  long max_seq;
 } batch_options;
 
 static atlas_status set_batch(void *opts, size_t index, const char *value) {
   batch_options *o = opts;
   switch (index) {
-    case BATCH_MODEL:
-      return atlas_cli_resolve_path("--model", value, o->model);
     case BATCH_INPUT:
       if (strcmp(value, "-") == 0) {
         snprintf(o->input, sizeof o->input, "-");
@@ -94,14 +78,6 @@ static atlas_status set_batch(void *opts, size_t index, const char *value) {
       return atlas_cli_resolve_path("--output", value, o->output);
     case BATCH_PARALLEL:
       return atlas_cli_parse_long("--parallel", value, 1, 4096, &o->parallel);
-    case BATCH_BACKEND:
-      o->backend = value;
-      return ATLAS_OK;
-    case BATCH_KV_DTYPE:
-      o->kv_dtype = value;
-      return ATLAS_OK;
-    case BATCH_MAX_SEQ:
-      return atlas_cli_parse_long("--max-seq", value, 1, 1L << 30, &o->max_seq);
   }
   return ATLAS_OK;
 }
@@ -114,15 +90,6 @@ typedef struct batch_item {
   char *error;         // refused: the message
   char param[ATLAS_OAI_MAX_PARAM];
 } batch_item;
-
-// The checkpoint folder's name: the model's name in responses.
-static const char *base_name(const char *dir) {
-  size_t n = strlen(dir);
-  while (n > 1 && dir[n - 1] == '/') --n;
-  const char *p = dir + n;
-  while (p > dir && p[-1] != '/') --p;
-  return p;
-}
 
 static void random_hex(char *out, size_t bytes) {
   unsigned char r[16] = {0};
@@ -293,7 +260,7 @@ static atlas_status batch(const batch_options *o) {
   ATLAS_RETURN_IF_ERROR(atlas_cli_output_open("--output", o->output, &out));
   atlas_status s = atlas_cli_output_check_input(&out, "--input", o->input);
   if (s == ATLAS_OK) {
-    s = atlas_cli_output_check_input(&out, "--model", o->model);
+    s = atlas_cli_output_check_input(&out, "--model", o->m.model);
   }
   char *text = NULL;
   size_t len = 0;
@@ -303,15 +270,15 @@ static atlas_status batch(const batch_options *o) {
   atlas_serve_model sm;
   memset(&sm, 0, sizeof sm);
   if (s == ATLAS_OK) {
-    atlas_serve_model_config cfg = {
-        o->model, o->backend, o->kv_dtype, o->max_seq, (size_t)o->parallel, 0};
+    atlas_serve_model_config cfg;
+    atlas_serve_cli_model_config(&o->m, (size_t)o->parallel, &cfg);
     s = atlas_serve_model_open(&cfg, &sm);
   }
   size_t count = 0, answered = 0;
   if (s == ATLAS_OK) {
     atlas_oai_env env;
     atlas_serve_model_env(&sm, &env);
-    env.model_name = base_name(o->model);
+    env.model_name = atlas_serve_cli_base_name(o->m.model);
     s = run_lines(text, len, &env, sm.sched, out.f, &count, &answered);
   }
   free(text);
@@ -328,27 +295,17 @@ static atlas_status batch(const batch_options *o) {
   return ATLAS_OK;
 }
 
+static void batch_defaults(void *opts) {
+  ((batch_options *)opts)->parallel = 64;
+}
+
+static atlas_status run_batch(void *opts, bool *out_usage) {
+  *out_usage = false;
+  return batch(opts);
+}
+
 int atlas_cli_batch_main(int argc, char **argv) {
-  batch_options *o = calloc(1, sizeof *o);
-  if (o == NULL) {
-    fprintf(stderr, "atlas batch: no memory\n");
-    return ATLAS_CLI_EXIT_FAILURE;
-  }
-  o->parallel = 64;
-  o->backend = "auto";
-  int next = 0;
-  atlas_cli_parse_result r = atlas_cli_parse(&atlas_cli_batch_command, argc,
-                                             argv, set_batch, o, &next);
-  int rc = r == ATLAS_CLI_HELP ? ATLAS_CLI_EXIT_OK : ATLAS_CLI_EXIT_USAGE;
-  if (r == ATLAS_CLI_PARSED) {
-    atlas_status s = batch(o);
-    rc = ATLAS_CLI_EXIT_OK;
-    if (s != ATLAS_OK) {
-      fprintf(stderr, "atlas batch: %s\n", atlas_status_message(s));
-      atlas_status_free(s);
-      rc = ATLAS_CLI_EXIT_FAILURE;
-    }
-  }
-  free(o);
-  return rc;
+  return atlas_serve_cli_main(&atlas_cli_batch_command, argc, argv,
+                              sizeof(batch_options), batch_defaults, set_batch,
+                              run_batch);
 }

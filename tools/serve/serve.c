@@ -17,13 +17,12 @@
 
 #include "atlas/runtime/lifecycle/shutdown_signal.h"
 #include "atlas/tools/atlas/cli_files.h"
+#include "atlas/tools/serve/serve_cli.h"
 #include "atlas/tools/serve/serve_state.h"
 
 enum {
-  SERVE_MODEL,
-  SERVE_HOST,
+  SERVE_HOST = ATLAS_SERVE_CLI_SHARED,
   SERVE_PORT,
-  SERVE_BACKEND,
   SERVE_API_KEY,
   SERVE_API_KEY_FILE,
   SERVE_NAME,
@@ -32,21 +31,18 @@ enum {
   SERVE_KV_BUDGET,
   SERVE_TIMEOUT,
   SERVE_DRAIN,
-  SERVE_KV_DTYPE,
-  SERVE_MAX_SEQ,
+  SERVE_BUDGET,
+  SERVE_FAIL_SWAPS,
 };
 
 static const atlas_cli_option kServeOptions[] = {
-    [SERVE_MODEL] = {"model", "DIR", true, NULL,
-                     "checkpoint folder with tokenizer.json (and "
-                     "tokenizer_config.json's chat_template for chat)"},
+    ATLAS_SERVE_CLI_OPTIONS("checkpoint folder with tokenizer.json (and "
+                            "tokenizer_config.json's chat_template for chat)"),
     [SERVE_HOST] = {"host", "ADDR", false, "127.0.0.1",
                     "address to listen on (0.0.0.0 or :: for every "
                     "interface: mind --api-key)"},
     [SERVE_PORT] = {"port", "N", false, "8080",
                     "TCP port; 0 picks a free one (printed on stdout)"},
-    [SERVE_BACKEND] = {"backend", "KIND", false, "auto",
-                       "host, cuda, or auto (cuda when a GPU is usable)"},
     [SERVE_API_KEY] = {"api-key", "KEY", false, "none",
                        "require \"Authorization: Bearer KEY\" on /v1 and "
                        "/admin (never logged)"},
@@ -68,10 +64,14 @@ static const atlas_cli_option kServeOptions[] = {
     [SERVE_DRAIN] = {"drain-s", "S", false, "10",
                      "a swap or shutdown lets running requests finish for "
                      "S seconds, then aborts them"},
-    [SERVE_KV_DTYPE] = {"kv-dtype", "TYPE", false, "auto",
-                        "the KV cache's element type: auto, f32, f16, bf16"},
-    [SERVE_MAX_SEQ] = {"max-seq", "N", false, "min(context, 2048)",
-                       "positions one sequence may use (prompt + output)"},
+    [SERVE_BUDGET] = {"budget-mb", "MB", false, "0 (the whole device)",
+                      "most device MB (1e6 bytes) the model may hold; a swap "
+                      "whose new model fits only without the old one "
+                      "replaces it (restored if the new one fails)"},
+    [SERVE_FAIL_SWAPS] = {"fail-swaps", "K:KIND:N,...", false, "none",
+                          "tests only: the K-th /admin/swap fails its new "
+                          "model's N-th allocation (KIND alloc), and also its "
+                          "restore (KIND lost)"},
 };
 
 const atlas_cli_command atlas_cli_serve_command = {
@@ -88,31 +88,25 @@ const atlas_cli_command atlas_cli_serve_command = {
     NULL};
 
 typedef struct serve_options {
-  char model[ATLAS_CLI_PATH_MAX];
+  atlas_serve_cli_model m;  // first: the shared options
   const char *host;
   long port;
-  const char *backend;
   const char *api_key;
   char key_file[ATLAS_CLI_PATH_MAX];
   const char *name;
-  long max_running, max_waiting, max_seq;
-  double kv_budget_mb, timeout_s, drain_s;
-  const char *kv_dtype;
+  long max_running, max_waiting;
+  double kv_budget_mb, timeout_s, drain_s, budget_mb;
+  const char *fail_swaps;
 } serve_options;
 
 static atlas_status set_serve(void *opts, size_t index, const char *value) {
   serve_options *o = opts;
   switch (index) {
-    case SERVE_MODEL:
-      return atlas_cli_resolve_path("--model", value, o->model);
     case SERVE_HOST:
       o->host = value;
       return ATLAS_OK;
     case SERVE_PORT:
       return atlas_cli_parse_long("--port", value, 0, 65535, &o->port);
-    case SERVE_BACKEND:
-      o->backend = value;
-      return ATLAS_OK;
     case SERVE_API_KEY:
       if (value[0] == '\0') {
         return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -138,11 +132,11 @@ static atlas_status set_serve(void *opts, size_t index, const char *value) {
       return atlas_cli_parse_double("--timeout-s", value, 0, &o->timeout_s);
     case SERVE_DRAIN:
       return atlas_cli_parse_double("--drain-s", value, 0, &o->drain_s);
-    case SERVE_KV_DTYPE:
-      o->kv_dtype = value;
+    case SERVE_BUDGET:
+      return atlas_cli_parse_double("--budget-mb", value, 0, &o->budget_mb);
+    case SERVE_FAIL_SWAPS:
+      o->fail_swaps = value;
       return ATLAS_OK;
-    case SERVE_MAX_SEQ:
-      return atlas_cli_parse_long("--max-seq", value, 1, 1L << 30, &o->max_seq);
   }
   return ATLAS_OK;
 }
@@ -163,14 +157,6 @@ static atlas_status read_key(const char *path, char **out) {
   }
   *out = text;
   return ATLAS_OK;
-}
-
-static const char *base_name(const char *dir) {
-  size_t n = strlen(dir);
-  while (n > 1 && dir[n - 1] == '/') --n;
-  const char *p = dir + n;
-  while (p > dir && p[-1] != '/') --p;
-  return p;
 }
 
 static void wait_for_signal(atlas_server *s) {
@@ -210,13 +196,13 @@ static atlas_status serve(const serve_options *o) {
   s->config.timeout_s = o->timeout_s;
   s->config.drain_s = o->drain_s;
   s->config.max_waiting = (size_t)o->max_waiting;
-  atlas_serve_model_config mc = {o->model,
-                                 o->backend,
-                                 o->kv_dtype,
-                                 o->max_seq,
-                                 (size_t)o->max_running,
-                                 (uint64_t)(o->kv_budget_mb * 1048576.0)};
-  s->served_name = strdup(o->name ? o->name : base_name(o->model));
+  atlas_serve_model_config mc;
+  atlas_serve_cli_model_config(&o->m, (size_t)o->max_running, &mc);
+  mc.kv_budget_bytes = (uint64_t)(o->kv_budget_mb * 1048576.0);
+  mc.device_budget_bytes = (uint64_t)(o->budget_mb * 1e6 + 0.5);
+  mc.fail_swaps = o->fail_swaps;
+  s->served_name =
+      strdup(o->name ? o->name : atlas_serve_cli_base_name(o->m.model));
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   atomic_init(&s->swapping, false);
@@ -233,8 +219,8 @@ static atlas_status serve(const serve_options *o) {
   }
   if (st == ATLAS_OK) st = atlas_serve_http_start(s);
   if (st == ATLAS_OK) {
-    printf("atlas serve: serving %s as \"%s\" on http://%s%s%s:%u\n", o->model,
-           s->served_name, strchr(o->host, ':') ? "[" : "", o->host,
+    printf("atlas serve: serving %s as \"%s\" on http://%s%s%s:%u\n",
+           o->m.model, s->served_name, strchr(o->host, ':') ? "[" : "", o->host,
            strchr(o->host, ':') ? "]" : "", (unsigned)s->bound_port);
     fflush(stdout);
     wait_for_signal(s);
@@ -252,34 +238,28 @@ static atlas_status serve(const serve_options *o) {
   return st;
 }
 
-int atlas_cli_serve_main(int argc, char **argv) {
-  serve_options *o = calloc(1, sizeof *o);
-  if (o == NULL) {
-    fprintf(stderr, "atlas serve: no memory\n");
-    return ATLAS_CLI_EXIT_FAILURE;
-  }
+static void serve_defaults(void *opts) {
+  serve_options *o = opts;
   o->host = "127.0.0.1";
   o->port = 8080;
-  o->backend = "auto";
   o->max_running = 64;
   o->max_waiting = 1024;
   o->drain_s = ATLAS_SERVE_DRAIN_S_DEFAULT;
-  int next = 0;
-  atlas_cli_parse_result r = atlas_cli_parse(&atlas_cli_serve_command, argc,
-                                             argv, set_serve, o, &next);
-  int rc = r == ATLAS_CLI_HELP ? ATLAS_CLI_EXIT_OK : ATLAS_CLI_EXIT_USAGE;
-  if (r == ATLAS_CLI_PARSED && o->api_key != NULL && o->key_file[0] != '\0') {
-    rc = atlas_cli_usage_error("atlas serve",
-                               "give --api-key or --api-key-file, not both");
-  } else if (r == ATLAS_CLI_PARSED) {
-    atlas_status s = serve(o);
-    rc = ATLAS_CLI_EXIT_OK;
-    if (s != ATLAS_OK) {
-      fprintf(stderr, "atlas serve: %s\n", atlas_status_message(s));
-      atlas_status_free(s);
-      rc = ATLAS_CLI_EXIT_FAILURE;
-    }
+}
+
+static atlas_status run_serve(void *opts, bool *out_usage) {
+  const serve_options *o = opts;
+  *out_usage = o->api_key != NULL && o->key_file[0] != '\0';
+  if (*out_usage) {
+    atlas_cli_usage_error("atlas serve",
+                          "give --api-key or --api-key-file, not both");
+    return ATLAS_OK;
   }
-  free(o);
-  return rc;
+  return serve(o);
+}
+
+int atlas_cli_serve_main(int argc, char **argv) {
+  return atlas_serve_cli_main(&atlas_cli_serve_command, argc, argv,
+                              sizeof(serve_options), serve_defaults, set_serve,
+                              run_serve);
 }

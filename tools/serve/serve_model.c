@@ -60,6 +60,30 @@ static void open_options(const atlas_serve_model_config *c,
   o->backend = c->backend;
   o->kv_cache_type = c->kv_dtype;
   o->max_seq = c->max_seq;
+  o->device_budget_bytes = c->device_budget_bytes;
+}
+
+// --fail-swaps: "K:KIND:N" entries, comma-separated.
+static atlas_status parse_fail_swaps(const char *spec, atlas_serve_model *sm) {
+  sm->fault_count = 0;
+  for (const char *p = spec; p != NULL && *p != '\0';) {
+    unsigned long long k = 0, n = 0;
+    char kind[8] = {0};
+    int used = 0;
+    if (sm->fault_count == ATLAS_SERVE_MAX_FAIL_SWAPS ||
+        sscanf(p, "%llu:%7[a-z]:%llu%n", &k, kind, &n, &used) != 3 || k == 0 ||
+        n == 0 || (strcmp(kind, "alloc") != 0 && strcmp(kind, "lost") != 0) ||
+        (p[used] != ',' && p[used] != '\0')) {
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "--fail-swaps: '%.100s' is not K:KIND:N[,...] "
+                               "(K, N >= 1; KIND alloc or lost; at most %d)",
+                               spec, ATLAS_SERVE_MAX_FAIL_SWAPS);
+    }
+    sm->faults[sm->fault_count++] =
+        (atlas_serve_swap_fault){k, strcmp(kind, "lost") == 0, n};
+    p += used + (p[used] == ',');
+  }
+  return ATLAS_OK;
 }
 
 static atlas_status start_scheduler(atlas_serve_model *sm) {
@@ -85,7 +109,9 @@ atlas_status atlas_serve_model_open(const atlas_serve_model_config *config,
   if (out->dir == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory");
   }
-  atlas_status s = load_text(config->dir, &out->tokenizer, &out->chat);
+  atlas_status s = parse_fail_swaps(config->fail_swaps, out);
+  out->config.fail_swaps = NULL;  // parsed: the caller's string may go
+  if (s == ATLAS_OK) s = load_text(config->dir, &out->tokenizer, &out->chat);
   atlas_open_options o;
   open_options(config, &o);
   // As `atlas swap` does, with ATLAS_FAULT set the first model loads
@@ -130,10 +156,25 @@ static void take_text(atlas_serve_model *sm, char *dir, atlas_tokenizer *tok,
   sm->config.dir = dir;
 }
 
+// The swap itself, failing as --fail-swaps asks for this one.
+static atlas_status swap_model(atlas_serve_model *sm, const char *dir,
+                               atlas_swap_info *info) {
+  for (size_t i = 0; i < sm->fault_count; ++i) {
+    const atlas_serve_swap_fault *f = &sm->faults[i];
+    if (f->swap != sm->swaps) continue;
+    return atlas_testing_swap(&sm->model, dir, NULL,
+                              f->lost ? ATLAS_TESTING_FAULT_ALLOC_AND_RESTORE
+                                      : ATLAS_TESTING_FAULT_ALLOC,
+                              f->at, info);
+  }
+  return atlas_swap(&sm->model, dir, NULL, info);
+}
+
 atlas_status atlas_serve_model_swap(atlas_serve_model *sm, const char *dir,
                                     atlas_swap_info *info) {
   memset(info, 0, sizeof *info);
   info->outcome = ATLAS_SWAP_OUTCOME_REFUSED;
+  sm->swaps++;
   if (sm->sched != NULL) {
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                              "swap: the scheduler is still running");
@@ -152,7 +193,7 @@ atlas_status atlas_serve_model_swap(atlas_serve_model *sm, const char *dir,
     info->outcome =
         s == ATLAS_OK ? ATLAS_SWAP_OUTCOME_SWAPPED : ATLAS_SWAP_OUTCOME_LOST;
   } else if (s == ATLAS_OK) {
-    s = atlas_swap(&sm->model, dir, NULL, info);
+    s = swap_model(sm, dir, info);
   }
   if (s == ATLAS_OK) {
     take_text(sm, dir_copy, tok, chat);

@@ -19,12 +19,27 @@ extern "C" {
 
 typedef struct atlas_serve_model_config {
   const char *dir;
-  const char *backend;       // NULL: auto
-  const char *kv_dtype;      // NULL: auto
-  long max_seq;              // 0: the open default
-  size_t max_running;        // 0: the scheduler's default
-  uint64_t kv_budget_bytes;  // 0: what fits beside the weights
+  const char *backend;           // NULL: auto
+  const char *kv_dtype;          // NULL: auto
+  long max_seq;                  // 0: the open default
+  size_t max_running;            // 0: the scheduler's default
+  uint64_t kv_budget_bytes;      // 0: what fits beside the weights
+  uint64_t device_budget_bytes;  // 0: the whole device (atlas_open_options)
+  // Tests only: "K:KIND:N,..." (NULL: none): the K-th swap fails its new
+  // model's N-th allocation (KIND alloc: KEPT side by side, RESTORED when it
+  // replaced the old one), and with KIND lost the restore's first too
+  // (LOST). atlas_testing_swap's faults: ATLAS_FAULT arms every backend the
+  // process builds, so it cannot pick one swap of many.
+  const char *fail_swaps;
 } atlas_serve_model_config;
+
+#define ATLAS_SERVE_MAX_FAIL_SWAPS 16
+
+typedef struct atlas_serve_swap_fault {
+  uint64_t swap;  // 1: the first swap
+  bool lost;      // the restore fails too
+  uint64_t at;    // the new model's allocation that fails
+} atlas_serve_swap_fault;
 
 typedef struct atlas_serve_model {
   atlas_model *model;          // NULL when a swap lost it
@@ -35,6 +50,9 @@ typedef struct atlas_serve_model {
   size_t vocab_size;
   int64_t max_seq;
   atlas_serve_model_config config;  // dir, backend, kv_dtype: copies
+  uint64_t swaps;                   // swaps tried so far
+  atlas_serve_swap_fault faults[ATLAS_SERVE_MAX_FAIL_SWAPS];
+  size_t fault_count;
 } atlas_serve_model;
 
 // Opens the checkpoint, its tokenizer (required) and chat template

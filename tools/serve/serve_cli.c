@@ -1,0 +1,82 @@
+// The command line `atlas serve` and `atlas batch` share (serve_cli.h).
+#include "atlas/tools/serve/serve_cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+atlas_status atlas_serve_cli_set(atlas_serve_cli_model *m, size_t index,
+                                 const char *value) {
+  if (index == ATLAS_SERVE_CLI_MODEL) {
+    return atlas_cli_resolve_path("--model", value, m->model);
+  }
+  if (index == ATLAS_SERVE_CLI_MAX_SEQ) {
+    return atlas_cli_parse_long("--max-seq", value, 1, 1L << 30, &m->max_seq);
+  }
+  // --backend and --kv-dtype: names the open checks.
+  *(index == ATLAS_SERVE_CLI_BACKEND ? &m->backend : &m->kv_dtype) = value;
+  return ATLAS_OK;
+}
+
+void atlas_serve_cli_model_config(const atlas_serve_cli_model *m,
+                                  size_t max_running,
+                                  atlas_serve_model_config *out) {
+  memset(out, 0, sizeof *out);
+  out->dir = m->model;
+  out->backend = m->backend;
+  out->kv_dtype = m->kv_dtype;
+  out->max_seq = m->max_seq;
+  out->max_running = max_running;
+}
+
+// The shared options, then the command's own.
+typedef struct set_both {
+  atlas_cli_set_fn own;
+  void *opts;
+} set_both;
+
+static atlas_status set_any(void *ctx, size_t index, const char *value) {
+  set_both *b = ctx;
+  return index < ATLAS_SERVE_CLI_SHARED
+             ? atlas_serve_cli_set((atlas_serve_cli_model *)b->opts, index,
+                                   value)
+             : b->own(b->opts, index, value);
+}
+
+const char *atlas_serve_cli_base_name(const char *dir) {
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/') --n;
+  const char *p = dir + n;
+  while (p > dir && p[-1] != '/') --p;
+  return p;
+}
+
+int atlas_serve_cli_main(const atlas_cli_command *command, int argc,
+                         char **argv, size_t opts_size,
+                         void (*init)(void *opts), atlas_cli_set_fn set,
+                         atlas_serve_cli_run_fn run) {
+  void *o = calloc(1, opts_size);
+  if (o == NULL) {
+    fprintf(stderr, "%s: no memory\n", command->program);
+    return ATLAS_CLI_EXIT_FAILURE;
+  }
+  ((atlas_serve_cli_model *)o)->backend = "auto";
+  init(o);
+  int next = 0;
+  set_both both = {set, o};
+  atlas_cli_parse_result r =
+      atlas_cli_parse(command, argc, argv, set_any, &both, &next);
+  int rc = r == ATLAS_CLI_HELP ? ATLAS_CLI_EXIT_OK : ATLAS_CLI_EXIT_USAGE;
+  if (r == ATLAS_CLI_PARSED) {
+    bool usage = false;
+    atlas_status s = run(o, &usage);
+    rc = usage ? ATLAS_CLI_EXIT_USAGE : ATLAS_CLI_EXIT_OK;
+    if (s != ATLAS_OK) {
+      atlas_cli_print_error(command->program, atlas_status_message(s), "");
+      atlas_status_free(s);
+      rc = ATLAS_CLI_EXIT_FAILURE;
+    }
+  }
+  free(o);
+  return rc;
+}
