@@ -421,12 +421,10 @@ atlas_status atlas_added_vocab_split(const atlas_added_vocab *av,
       st = push_text(out, s, start_offset, start, first);
     }
     if (st == ATLAS_OK) {
-      st = atlas_text_pieces_push(out, s + start, stop - start,
-                                  first && start == 0);
+      st = atlas_text_pieces_push_token(out, s + start, stop - start,
+                                        first && start == 0, t->id);
     }
     if (st != ATLAS_OK) break;
-    out->spans[out->count - 1].is_token = true;
-    out->spans[out->count - 1].token_id = t->id;
     start_offset = stop;
   }
   free(lp);

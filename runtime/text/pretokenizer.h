@@ -62,12 +62,15 @@ typedef struct atlas_pretokenizer {
 ATLAS_MUST_USE atlas_status atlas_pretokenizer_load(json_t *v,
                                                     const atlas_tj_at *at,
                                                     atlas_pretokenizer **out);
-// Splits `in` into `out` (cleared first).
-ATLAS_MUST_USE atlas_status atlas_pretokenizer_run(const atlas_pretokenizer *p,
-                                                   const atlas_byte_level *bl,
-                                                   atlas_text_matcher *m,
-                                                   const atlas_text_pieces *in,
-                                                   atlas_text_pieces *out);
+// Splits the pieces of `in` and hands the result to `sink` in batches (it
+// may be called several times, each with pieces that follow the last
+// batch's; the list is cleared after each call). `batch` (0: the defaults)
+// is how many pieces, and ranges of one piece, a stage holds at once; any
+// batch gives the same pieces (tests compare 1 with the default).
+ATLAS_MUST_USE atlas_status atlas_pretokenizer_stream(
+    const atlas_pretokenizer *p, const atlas_byte_level *bl,
+    atlas_text_matcher *m, const atlas_text_pieces *in,
+    atlas_text_pieces_full_fn sink, void *sink_ctx, size_t batch);
 void atlas_pretokenizer_free(atlas_pretokenizer *p);
 
 // Parses a Metaspace prepend_scheme (shared with the Metaspace decoder).

@@ -64,11 +64,10 @@ void atlas_text_pieces_clear(atlas_text_pieces *p) {
   p->count = 0;
 }
 
-atlas_status atlas_text_pieces_push_tail(atlas_text_pieces *p, size_t len,
-                                         bool first) {
-  // A list with a piece has a buffer, even when every piece is empty:
-  // readers form buf.data + start.
-  ATLAS_RETURN_IF_ERROR(atlas_text_buf_reserve(&p->buf, 1));
+// Adds the span [start, start + len) and hands a full batch to the list's
+// consumer (after which the list is empty: callers never look back).
+static atlas_status push_span(atlas_text_pieces *p, size_t start, size_t len,
+                              bool first, bool is_token, uint32_t token_id) {
   if (p->count == p->cap) {
     size_t cap = p->cap ? p->cap * 2 : 64;
     atlas_text_span *spans = realloc(p->spans, cap * sizeof(*spans));
@@ -81,34 +80,74 @@ atlas_status atlas_text_pieces_push_tail(atlas_text_pieces *p, size_t len,
     p->spans = spans;
     p->cap = cap;
   }
-  p->spans[p->count].start = p->buf.len - len;
+  p->spans[p->count].start = start;
   p->spans[p->count].len = len;
   p->spans[p->count].first = first;
-  p->spans[p->count].is_token = false;
-  p->spans[p->count].token_id = 0;
+  p->spans[p->count].is_token = is_token;
+  p->spans[p->count].token_id = token_id;
   p->count++;
+  bool full = p->batch != 0 ? p->count >= p->batch
+                            : p->count >= ATLAS_TEXT_BATCH_PIECES ||
+                                  p->buf.len >= ATLAS_TEXT_BATCH_BYTES;
+  if (p->full != NULL && full) {
+    return atlas_text_pieces_flush(p);
+  }
   return ATLAS_OK;
+}
+
+atlas_status atlas_text_pieces_flush(atlas_text_pieces *p) {
+  if (p->full == NULL || p->count == 0) return ATLAS_OK;
+  atlas_status st = p->full(p->full_ctx, p);
+  atlas_text_pieces_clear(p);
+  return st;
+}
+
+atlas_status atlas_text_pieces_push_tail(atlas_text_pieces *p, size_t len,
+                                         bool first) {
+  // A list with a piece has a buffer, even when every piece is empty:
+  // readers form buf.data + start.
+  ATLAS_RETURN_IF_ERROR(atlas_text_buf_reserve(&p->buf, 1));
+  return push_span(p, p->buf.len - len, len, first, false, 0);
+}
+
+static atlas_status push_piece(atlas_text_pieces *p, const char *data,
+                               size_t len, bool first, bool is_token,
+                               uint32_t token_id) {
+  if (p->base != NULL && data >= p->base &&
+      (size_t)(data - p->base) <= p->base_len &&
+      len <= p->base_len - (size_t)(data - p->base)) {
+    return push_span(p, (size_t)(data - p->base), len, first, is_token,
+                     token_id);
+  }
+  if (p->base != NULL) {
+    return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                             "tokenizer: a piece outside the borrowed text");
+  }
+  ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(&p->buf, data, len));
+  ATLAS_RETURN_IF_ERROR(atlas_text_buf_reserve(&p->buf, 1));
+  return push_span(p, p->buf.len - len, len, first, is_token, token_id);
 }
 
 atlas_status atlas_text_pieces_push(atlas_text_pieces *p, const char *data,
                                     size_t len, bool first) {
-  ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(&p->buf, data, len));
-  return atlas_text_pieces_push_tail(p, len, first);
+  return push_piece(p, data, len, first, false, 0);
+}
+
+atlas_status atlas_text_pieces_push_token(atlas_text_pieces *p,
+                                          const char *data, size_t len,
+                                          bool first, uint32_t id) {
+  return push_piece(p, data, len, first, true, id);
 }
 
 atlas_status atlas_text_pieces_copy(atlas_text_pieces *out,
                                     const atlas_text_pieces *in, size_t i) {
   const atlas_text_span *s = &in->spans[i];
-  ATLAS_RETURN_IF_ERROR(
-      atlas_text_pieces_push(out, in->buf.data + s->start, s->len, s->first));
-  out->spans[out->count - 1].is_token = s->is_token;
-  out->spans[out->count - 1].token_id = s->token_id;
-  return ATLAS_OK;
+  return push_piece(out, atlas_text_pieces_bytes(in) + s->start, s->len,
+                    s->first, s->is_token, s->token_id);
 }
 
 void atlas_text_pieces_free(atlas_text_pieces *p) {
   atlas_text_buf_free(&p->buf);
   free(p->spans);
-  p->spans = NULL;
-  p->count = p->cap = 0;
+  memset(p, 0, sizeof(*p));
 }

@@ -155,7 +155,6 @@ void atlas_tokenizer_free(atlas_tokenizer *t) {
   atlas_text_matcher_free(&t->matcher);
   atlas_text_pieces_free(&t->pieces[0]);
   atlas_text_pieces_free(&t->pieces[1]);
-  atlas_text_pieces_free(&t->pieces[2]);
   atlas_text_buf_free(&t->normalized);
   atlas_bpe_scratch_free(&t->bpe_scratch);
   free(t->encoded.ids);
@@ -163,52 +162,61 @@ void atlas_tokenizer_free(atlas_tokenizer *t) {
   free(t);
 }
 
-static atlas_status encode_locked(atlas_tokenizer *t, const char *text,
-                                  size_t len, bool add_special) {
-  atlas_text_pieces *split = &t->pieces[0], *norm = &t->pieces[1];
-  atlas_text_pieces_clear(split);
-  atlas_text_pieces_clear(norm);
-  t->encoded.count = 0;
-  // 1. Added tokens matched in the raw text.
-  ATLAS_RETURN_IF_ERROR(atlas_added_vocab_split(&t->added, &t->added.raw, text,
-                                                len, true, split));
-  // 2. Each remaining piece normalized, then normalized tokens matched.
-  for (size_t i = 0; i < split->count; i++) {
-    const atlas_text_span *sp = &split->spans[i];
-    if (sp->is_token) {
-      ATLAS_RETURN_IF_ERROR(atlas_text_pieces_copy(norm, split, i));
-      continue;
-    }
-    const char *s = split->buf.data + sp->start;
-    size_t n = sp->len;
-    if (t->normalizer) {
-      ATLAS_RETURN_IF_ERROR(atlas_normalizer_run(t->normalizer, &t->matcher, s,
-                                                 n, &t->normalized));
-      s = t->normalized.data;
-      n = t->normalized.len;
-    }
-    ATLAS_RETURN_IF_ERROR(atlas_added_vocab_split(&t->added, &t->added.norm, s,
-                                                  n, sp->first, norm));
-  }
-  // 3. Pre-tokenization.
-  const atlas_text_pieces *words = norm;
-  if (t->pretokenizer) {
-    ATLAS_RETURN_IF_ERROR(atlas_pretokenizer_run(
-        t->pretokenizer, &t->byte_level, &t->matcher, norm, &t->pieces[2]));
-    words = &t->pieces[2];
-  }
-  // 4. The model, word by word.
+// The model, word by word: the sink the pre-tokenizer streams into.
+static atlas_status encode_words(void *ctx, atlas_text_pieces *words) {
+  atlas_tokenizer *t = ctx;
+  const char *bytes = atlas_text_pieces_bytes(words);
   for (size_t i = 0; i < words->count; i++) {
     const atlas_text_span *sp = &words->spans[i];
-    if (sp->is_token) {
-      ATLAS_RETURN_IF_ERROR(atlas_id_buf_push(&t->encoded, sp->token_id));
-    } else {
-      ATLAS_RETURN_IF_ERROR(atlas_bpe_tokenize(&t->bpe, &t->bpe_scratch,
-                                               words->buf.data + sp->start,
-                                               sp->len, &t->encoded));
-    }
+    ATLAS_RETURN_IF_ERROR(sp->is_token
+                              ? atlas_id_buf_push(&t->encoded, sp->token_id)
+                              : atlas_bpe_tokenize(&t->bpe, &t->bpe_scratch,
+                                                   bytes + sp->start, sp->len,
+                                                   &t->encoded));
   }
-  // 5. Special tokens the template adds.
+  return ATLAS_OK;
+}
+
+// One piece of the input between added tokens: normalized, split on the
+// normalized added tokens, pre-tokenized and encoded. The splits borrow the
+// text they split (no copy of the input), and the pre-tokenizer hands words
+// on in batches: memory is the input, its normalized form and the ids.
+static atlas_status encode_text(atlas_tokenizer *t, const char *s, size_t n,
+                                bool first) {
+  if (t->normalizer) {
+    ATLAS_RETURN_IF_ERROR(
+        atlas_normalizer_run(t->normalizer, &t->matcher, s, n, &t->normalized));
+    s = t->normalized.data;
+    n = t->normalized.len;
+  }
+  atlas_text_pieces *norm = &t->pieces[1];
+  atlas_text_pieces_clear(norm);
+  norm->base = s != NULL ? s : "";
+  norm->base_len = n;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_added_vocab_split(&t->added, &t->added.norm, s, n, first, norm));
+  if (!t->pretokenizer) return encode_words(t, norm);
+  return atlas_pretokenizer_stream(t->pretokenizer, &t->byte_level, &t->matcher,
+                                   norm, encode_words, t, t->batch);
+}
+
+static atlas_status encode_locked(atlas_tokenizer *t, const char *text,
+                                  size_t len, bool add_special) {
+  atlas_text_pieces *split = &t->pieces[0];
+  atlas_text_pieces_clear(split);
+  split->base = text;
+  split->base_len = len;
+  t->encoded.count = 0;
+  // Added tokens matched in the raw text, then each piece between them.
+  ATLAS_RETURN_IF_ERROR(atlas_added_vocab_split(&t->added, &t->added.raw, text,
+                                                len, true, split));
+  for (size_t i = 0; i < split->count; i++) {
+    const atlas_text_span *sp = &split->spans[i];
+    ATLAS_RETURN_IF_ERROR(
+        sp->is_token ? atlas_id_buf_push(&t->encoded, sp->token_id)
+                     : encode_text(t, text + sp->start, sp->len, sp->first));
+  }
+  // Special tokens the template adds.
   if (t->post) {
     ATLAS_RETURN_IF_ERROR(
         atlas_post_processor_run(t->post, add_special, &t->encoded, 0));
@@ -236,7 +244,13 @@ atlas_status atlas_tokenizer_encode(atlas_tokenizer *t, const char *text,
   atlas_status st = encode_locked(t, len ? text : "", len, add_special);
   uint32_t *ids = NULL;
   size_t n = t->encoded.count;
-  if (!st) {
+  if (!st && n > (1u << 20)) {
+    // A large result is handed over, not copied (the copy would double the
+    // ids' memory at the end of a long prompt).
+    ids = realloc(t->encoded.ids, n * sizeof(*ids));
+    if (ids != NULL) memset(&t->encoded, 0, sizeof(t->encoded));
+  }
+  if (!st && ids == NULL) {
     ids = malloc((n ? n : 1) * sizeof(*ids));
     if (!ids) {
       st = oom();
@@ -244,10 +258,17 @@ atlas_status atlas_tokenizer_encode(atlas_tokenizer *t, const char *text,
       memcpy(ids, t->encoded.ids, n * sizeof(*ids));
     }
   }
-  // Do not let one huge input pin memory in the handle for its lifetime.
-  if (t->pieces[0].buf.cap > (64u << 20)) {
-    for (int i = 0; i < 3; i++) atlas_text_pieces_free(&t->pieces[i]);
-    atlas_text_buf_free(&t->normalized);
+  // The splits borrowed the caller's text: forget it. Do not let one huge
+  // input pin memory in the handle for its lifetime.
+  for (int i = 0; i < 2; i++) {
+    t->pieces[i].base = NULL;
+    t->pieces[i].base_len = 0;
+    if (t->pieces[i].cap > (1u << 20) || t->pieces[i].buf.cap > (64u << 20)) {
+      atlas_text_pieces_free(&t->pieces[i]);
+    }
+  }
+  if (t->normalized.cap > (64u << 20)) atlas_text_buf_free(&t->normalized);
+  if (t->encoded.cap > (16u << 20)) {
     free(t->encoded.ids);
     memset(&t->encoded, 0, sizeof(t->encoded));
   }
@@ -256,6 +277,10 @@ atlas_status atlas_tokenizer_encode(atlas_tokenizer *t, const char *text,
   *out_ids = ids;
   *out_count = n;
   return ATLAS_OK;
+}
+
+void atlas_tokenizer_set_batch_for_testing(atlas_tokenizer *t, size_t batch) {
+  t->batch = batch;
 }
 
 size_t atlas_tokenizer_vocab_size(const atlas_tokenizer *t) {

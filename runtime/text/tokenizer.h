@@ -108,6 +108,11 @@ ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_finish(
     atlas_tokenizer_stream *stream, char **out_text, size_t *out_len);
 void atlas_tokenizer_stream_free(atlas_tokenizer_stream *stream);
 
+// How many pieces the pre-tokenizer's stages hand on at a time (0: the
+// default). Only tests change it: every batch size gives the same ids.
+void atlas_tokenizer_set_batch_for_testing(atlas_tokenizer *tokenizer,
+                                           size_t batch);
+
 // Number of ids: one more than the largest id of the model or added tokens.
 size_t atlas_tokenizer_vocab_size(const atlas_tokenizer *tokenizer);
 // Id of a token string (added tokens first, then the model's vocab).

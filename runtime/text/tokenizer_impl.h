@@ -28,10 +28,11 @@ struct atlas_tokenizer {
   // Encode's scratch and word cache, guarded by `lock`.
   pthread_mutex_t lock;
   atlas_text_matcher matcher;
-  atlas_text_pieces pieces[3];
+  atlas_text_pieces pieces[2];  // the added-token splits: raw, normalized
   atlas_text_buf normalized;
   atlas_bpe_scratch bpe_scratch;
   atlas_id_buf encoded;
+  size_t batch;  // the pre-tokenizer's batch (0: its default); for tests
 };
 
 #endif  // ATLAS_RUNTIME_TEXT_TOKENIZER_IMPL_H_

@@ -83,6 +83,19 @@ void CheckModel(const std::string &name, json_t *model, json_t *corpus) {
           Ids(json_object_get(c, special ? "ids" : "ids_no_special"));
       if (got != want) failures++;
       EXPECT_EQ(Show(got), Show(want)) << "add_special=" << special;
+      // The pre-tokenizer's stages hand pieces on in batches: a batch of one
+      // or two pieces (every merge carried across a batch) gives the same.
+      for (size_t batch : {1, 2}) {
+        atlas_tokenizer_set_batch_for_testing(tok, batch);
+        st = atlas_tokenizer_encode(tok, text.data(), text.size(), special,
+                                    &ids, &n);
+        atlas_tokenizer_set_batch_for_testing(tok, 0);
+        ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
+        std::vector<uint32_t> batched(ids, ids + n);
+        free(ids);
+        if (batched != want) failures++;
+        EXPECT_EQ(Show(batched), Show(want)) << "batch " << batch;
+      }
     }
     std::vector<uint32_t> ids = Ids(json_object_get(c, "ids"));
     const char *keys[4] = {"decode", "decode_skip", "decode_clean",
@@ -157,6 +170,47 @@ TEST_F(Reference, EveryModelMatches) {
     n++;
   }
   EXPECT_GE(n, 3u);
+}
+
+// The whole corpus as one text, six times over (tens of thousands of
+// pieces: many batches of the pre-tokenizer's stages, and the regex's
+// matches taken a batch at a time): the ids are the same whatever the
+// batch, down to a piece at a time, as with no batching at all.
+TEST_F(Reference, LongTextSameIdsInAnyBatch) {
+  std::string text;
+  for (int round = 0; round < 6; round++) {
+    for (size_t i = 0; i < json_array_size(corpus_); i++) {
+      json_t *t = json_array_get(corpus_, i);
+      std::string s(json_string_value(t), json_string_length(t));
+      // Atlas refuses text that is not UTF-8, as the whole text would be.
+      if (!ValidUtf8(s)) continue;
+      text += s;
+      text += round % 2 ? "\n" : " ";
+    }
+  }
+  ASSERT_GT(text.size(), 80000u);
+  for (const auto &entry : g_files.tokenizer) {
+    SCOPED_TRACE(entry.first);
+    atlas_tokenizer *tok = nullptr;
+    atlas_status st = atlas_tokenizer_load(entry.second.c_str(), &tok);
+    ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
+    std::vector<std::vector<uint32_t>> got;
+    for (size_t batch : {size_t{0}, size_t{1}, size_t{3}, size_t{1} << 40}) {
+      atlas_tokenizer_set_batch_for_testing(tok, batch);
+      uint32_t *ids = nullptr;
+      size_t n = 0;
+      st =
+          atlas_tokenizer_encode(tok, text.data(), text.size(), true, &ids, &n);
+      ASSERT_EQ(st, ATLAS_OK) << TakeMessage(st);
+      got.emplace_back(ids, ids + n);
+      free(ids);
+    }
+    EXPECT_GT(got[0].size(), 10000u);
+    for (size_t k = 1; k < got.size(); k++) {
+      EXPECT_TRUE(got[k] == got[0]) << "batch variant " << k << " differs";
+    }
+    atlas_tokenizer_free(tok);
+  }
 }
 
 // One handle shared by threads: encode locks its word cache, decode and
