@@ -4,7 +4,7 @@
 #
 #   tools/fuzz/fuzz.sh [RUNS] [TARGET...]     RUNS default 1000000 per target
 #   targets: safetensors config config_check checkpoint_dir tokenizer
-#            chat_template oai_request (default: all)
+#            chat_template oai_request gguf (default: all)
 # Work dirs (grown corpus, crash files) go to ${FUZZ_OUT:-/tmp/atlas-fuzz}.
 # A unit slower than FUZZ_TIMEOUT seconds (default 2) or a process past
 # FUZZ_RSS_MB (default 512; ASan's quarantine is kept at 16 MB so that the
@@ -80,7 +80,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 RUNS=${1:-1000000}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-safetensors config config_check checkpoint_dir tokenizer chat_template oai_request}
+TARGETS=${*:-safetensors config config_check checkpoint_dir tokenizer chat_template oai_request gguf}
 OUT=${FUZZ_OUT:-/tmp/atlas-fuzz}
 mkdir -p "$OUT"
 CC=${CC:-clang}
@@ -96,6 +96,7 @@ LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
   runtime/base/weight_scan.c runtime/arch/rope/rope.c"
 TEXT_LIB="$(echo runtime/text/*.c) runtime/base/file_read.c -lpcre2-8 -lutf8proc -pthread"
 CHAT_LIB="$(echo runtime/chat/*.c) runtime/base/file_read.c -lutf8proc"
+GGUF_LIB="runtime/formats/gguf.c runtime/base/file_read.c"
 OAI_LIB="runtime/serve/openai/oai_request.c runtime/serve/openai/oai_response.c \
   runtime/serve/openai/oai_batch.c -lutf8proc"
 # Each target's sources, and the longest input (a tokenizer.json or chat
@@ -105,6 +106,7 @@ target_lib() {
     tokenizer) echo "$TEXT_LIB" ;;
     chat_template) echo "$CHAT_LIB" ;;
     oai_request) echo "$OAI_LIB" ;;
+    gguf) echo "$GGUF_LIB" ;;
     *) echo "$LIB" ;;
   esac
 }
