@@ -219,7 +219,7 @@ TEST_F(QuantMatvec, HandPackedWordsReadAsTheFormatsSay) {
     s.scales.resize(scales.size() * 4);
     memcpy(s.scales.data(), scales.data(), s.scales.size());
     s.zeros.resize(zeros.size() * 4);
-    memcpy(s.zeros.data(), zeros.data(), s.zeros.size());
+    if (!zeros.empty()) memcpy(s.zeros.data(), zeros.data(), s.zeros.size());
     return RunMatvec(b, m, s, x);
   };
   // AWQ: one word holds rows 0..7 of column 0 in the order 0 2 4 6 1 3 5 7;
