@@ -1,4 +1,4 @@
-// Device helpers the CUDA kernel modules share (llama.cu, prefill.cu):
+// Device helpers the CUDA kernel modules share (token.cu, prefill.cu):
 // element loads and stores by dtype and a block-wide sum. Included into each
 // .cu (atlas_cuda_fatbin's `hdrs`), so every fatbin carries its own copy.
 //

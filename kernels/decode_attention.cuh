@@ -1,4 +1,4 @@
-// Flash-decoding (module "llama_batch"): one query token's attention over
+// Flash-decoding (module "prefill"): one query token's attention over
 // the KV cache, the context split in chunks across blocks and merged.
 #ifndef ATLAS_KERNELS_DECODE_ATTENTION_CUH_
 #define ATLAS_KERNELS_DECODE_ATTENTION_CUH_
@@ -13,8 +13,8 @@
 // The position comes from device memory (step[1], seq_len = step[1] + 1), so
 // the grid is sized for the longest context (`max_splits`) and splits past
 // this step's context return at once: one captured graph serves every step.
-// attention_decode: grid (atlas_llama_decode_grid_x(max_splits, group,
-// blocks), n_kv), block ATLAS_LLAMA_DECODE_THREADS. With `used` = min(this
+// attention_decode: grid (atlas_decoder_decode_grid_x(max_splits, group,
+// blocks), n_kv), block ATLAS_DECODER_DECODE_THREADS. With `used` = min(this
 // step's splits, grid width) blocks a KV head, block (b, kvh) takes splits
 // b, b + used, ... (split s: keys lo + s * chunk .., chunk = kChunkOf<D>,
 // lo: the window's start)
@@ -36,13 +36,13 @@
 // cache rows before this step's position are loaded before the wait (the
 // previous launch writes only row `pos`), and a chunk's keys need no merge.
 
-// kDecWarps * 32: ATLAS_LLAMA_DECODE_THREADS (prefill_kernels.h).
+// kDecWarps * 32: ATLAS_DECODER_DECODE_THREADS (prefill_kernels.h).
 constexpr int kChunkMax = 128, kMaxGroup = 16, kDecWarps = 16;
 // Keys a split holds for head size D (0: any other), which sizes `splits`:
-// atlas_llama_decode_chunk (prefill_kernels.h says why).
+// atlas_decoder_decode_chunk (prefill_kernels.h says why).
 template <int D>
 constexpr int kChunkOf = D == 128 ? 64 : 128;
-// ATLAS_LLAMA_DECODE_HEAD_KEYS: contexts of this many keys or fewer take a
+// ATLAS_DECODER_DECODE_HEAD_KEYS: contexts of this many keys or fewer take a
 // block per query head.
 constexpr uint32_t kHeadKeys = 256;
 
@@ -565,7 +565,7 @@ __device__ void attention_decode_g(DecodeShared<G> &sh, float *part,
 
 // The block's split and heads, then the body for this head size. A context
 // of up to kHeadKeys keys (and room in the grid:
-// atlas_llama_decode_grid_x) takes a block per query head and split, so
+// atlas_decoder_decode_grid_x) takes a block per query head and split, so
 // more SMs share the latency-bound work; longer ones a block per KV head and
 // split (K and V read once). On the H200 (8B shape, captured step) per-head
 // blocks took two splits (context 129-192) from 4.82 to 4.61 ms a token,

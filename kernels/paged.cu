@@ -1,4 +1,4 @@
-// CUDA kernels of the paged-KV batch step (module "llama_paged"); names,
+// CUDA kernels of the paged-KV batch step (module "paged"); names,
 // signatures and grids in paged_kernels.h, host twins in paged_host.c.
 #include <math.h>
 #include <stdint.h>

@@ -152,7 +152,7 @@ ATLAS_HOST_BY_DTYPE(kv_store_slots, store)
 ATLAS_HOST_BY_DTYPE(attention_paged, load)
 
 const atlas_kernel_def
-    atlas_llama_paged_kernel_defs[ATLAS_LLAMA_PAGED_KERNEL_COUNT] = {
+    atlas_decoder_paged_kernel_defs[ATLAS_DECODER_PAGED_KERNEL_COUNT] = {
         {"rope_rows_at", "ppuuupufu", rope_rows_at},
         {"kv_store_slots_f32", "ppppupu", kv_store_slots_f32},
         {"kv_store_slots_f16", "ppppupu", kv_store_slots_f16},

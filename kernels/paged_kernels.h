@@ -1,4 +1,4 @@
-// The paged-KV kernels (module "llama_paged"): a batch step over many
+// The paged-KV kernels (module "paged"): a batch step over many
 // sequences whose keys and values live in blocks of a shared pool
 // (runtime/serve/kv_pool.h). Rows of one launch may belong to different
 // sequences at different positions. Names and signatures are shared by the
@@ -40,16 +40,16 @@
 extern "C" {
 #endif
 
-#define ATLAS_LLAMA_PAGED_MODULE "llama_paged"
-#define ATLAS_LLAMA_PAGED_MAX_HEAD_DIM 256
-#define ATLAS_LLAMA_PAGED_MAX_GROUP 16
+#define ATLAS_DECODER_PAGED_MODULE "paged"
+#define ATLAS_DECODER_PAGED_MAX_HEAD_DIM 256
+#define ATLAS_DECODER_PAGED_MAX_GROUP 16
 
 // Sized so that adding a kernel without updating the count fails to compile.
-#define ATLAS_LLAMA_PAGED_KERNEL_COUNT 9
+#define ATLAS_DECODER_PAGED_KERNEL_COUNT 9
 extern const atlas_kernel_def
-    atlas_llama_paged_kernel_defs[ATLAS_LLAMA_PAGED_KERNEL_COUNT];
+    atlas_decoder_paged_kernel_defs[ATLAS_DECODER_PAGED_KERNEL_COUNT];
 
-extern const atlas_module_def atlas_llama_paged_module;
+extern const atlas_module_def atlas_decoder_paged_module;
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,4 +1,4 @@
-// CUDA batched-prefill kernels (module "llama_batch"): a whole prompt chunk
+// CUDA batched-prefill kernels (module "prefill"): a whole prompt chunk
 // of `n` tokens per launch. Names and signatures match prefill_host.c; see
 // prefill_kernels.h for the contract and the launch shapes.
 #include <cuda_bf16.h>

@@ -1,4 +1,4 @@
-// The prompt attention of the batched prefill (module "llama_batch"):
+// The prompt attention of the batched prefill (module "prefill"):
 // causal, tiled, online softmax, GQA-aware; SIMT for f32 caches, tensor
 // cores (FlashAttention-2) for 16-bit ones.
 #ifndef ATLAS_KERNELS_PREFILL_ATTENTION_CUH_
@@ -23,7 +23,7 @@
 //
 // F16/BF16 caches with head_dim % 16 == 0 (tensor cores, FlashAttention-2;
 // grid (ceil(pairs / 64), n_kv), block 128): see attention_flash below.
-// prefill_kernels.h's atlas_llama_prefill_attention_rows() picks the grid.
+// prefill_kernels.h's atlas_decoder_prefill_attention_rows() picks the grid.
 
 constexpr int kRows = 16, kKeys = 32;
 
@@ -405,7 +405,7 @@ __device__ __forceinline__ void attention_flash(C *sm, float *out,
 
 // The kernel bodies: f32 caches take the SIMT kernel whatever the head size;
 // 16-bit caches take the tensor cores when head_dim % 16 == 0 (the host
-// sizes the grid the same way: atlas_llama_prefill_attention_rows). D: the
+// sizes the grid the same way: atlas_decoder_prefill_attention_rows). D: the
 // kernel's head size (64, 128; 0: any other). A constant head_dim leaves no
 // run-time divisions or guards in the loop: 1.77x faster than the general
 // body at 2048 tokens on the H200 (head_dim 128).

@@ -1,4 +1,4 @@
-// The batched prefill's products (module "llama_batch"): out = x W^T for a
+// The batched prefill's products (module "prefill"): out = x W^T for a
 // prompt chunk, on tensor cores for 16-bit weights.
 #ifndef ATLAS_KERNELS_PREFILL_GEMM_CUH_
 #define ATLAS_KERNELS_PREFILL_GEMM_CUH_

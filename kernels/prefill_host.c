@@ -52,7 +52,7 @@ static void rmsnorm_rows(const atlas_launch_config *c, void **args) {
 ATLAS_HOST_ENTRY(rmsnorm_rows_to, store, f16)
 ATLAS_HOST_ENTRY(rmsnorm_rows_to, store, bf16)
 
-// silu(a) * b, the one-token silu_mul's expression (llama_host.c), rounded
+// silu(a) * b, the one-token silu_mul's expression (token_host.c), rounded
 // as round_rows rounds; a and b are left as they were.
 static void silu_mul_round(void **args, store_fn store) {
   void *out = ARG(void *, 0);
@@ -188,7 +188,7 @@ static void decode_combine(float *out, const float *part, uint32_t n_heads,
                            uint32_t head_dim, uint32_t seq_len, uint32_t window,
                            uint32_t max_splits) {
   uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
-  uint32_t chunk = atlas_llama_decode_chunk(head_dim);
+  uint32_t chunk = atlas_decoder_decode_chunk(head_dim);
   uint32_t splits = (seq_len - lo + chunk - 1) / chunk;
   if (splits > max_splits) splits = max_splits;
   size_t stride = head_dim + 2;
@@ -225,10 +225,10 @@ static void attention_decode(void **args, load_fn load) {
   uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv;
   uint32_t lo = (window != 0 && seq_len > window) ? seq_len - window : 0;
   // `splits` is the layout (rows per head); this step fills the first `used`.
-  uint32_t chunk = atlas_llama_decode_chunk(head_dim);
+  uint32_t chunk = atlas_decoder_decode_chunk(head_dim);
   uint32_t used = (seq_len - lo + chunk - 1) / chunk;
   float scale = 1.0f / sqrtf((float)head_dim);
-  float s[ATLAS_LLAMA_DECODE_CHUNK_MAX];
+  float s[ATLAS_DECODER_DECODE_CHUNK_MAX];
   size_t stride = head_dim + 2;
   for (uint32_t h = 0; h < n_heads; ++h) {
     const float *qh = q + (size_t)h * head_dim;
@@ -288,7 +288,7 @@ ATLAS_HOST_BY_DTYPE(attention_decode, load)
 
 // Names and signatures must match prefill.cu and prefill_kernels.h.
 // The prompt attention's entries of one cache type S: every head size
-// (atlas_llama_prefill_attention_kernel's names), one host twin.
+// (atlas_decoder_prefill_attention_kernel's names), one host twin.
 #define ATLAS_PREFILL_ATTENTION_DEF(S, D) \
   { "attention_prefill_" #S "_" #D, "ppppuuuuuu", attention_prefill_##S }
 #define ATLAS_PREFILL_ATTENTION_DEFS(S)                                      \
@@ -296,7 +296,7 @@ ATLAS_HOST_BY_DTYPE(attention_decode, load)
       ATLAS_PREFILL_ATTENTION_DEF(S, dany)
 
 // The decode attention's entries of one cache type S: every group size and
-// head size (atlas_llama_decode_kernel's names), one host twin.
+// head size (atlas_decoder_decode_kernel's names), one host twin.
 #define ATLAS_DECODE_DEF(S, G, D)                          \
   {                                                        \
     "attention_decode_" #S "_g" #G "_" #D, "ppppuuupuupp", \
@@ -311,7 +311,7 @@ ATLAS_HOST_BY_DTYPE(attention_decode, load)
       ATLAS_DECODE_DEFS_G(S, 16)
 
 const atlas_kernel_def
-    atlas_llama_batch_kernel_defs[ATLAS_LLAMA_BATCH_KERNEL_COUNT] = {
+    atlas_decoder_batch_kernel_defs[ATLAS_DECODER_BATCH_KERNEL_COUNT] = {
         {"embed_rows_f32", "pppuu", embed_rows_f32},
         {"embed_rows_f16", "pppuu", embed_rows_f16},
         {"embed_rows_bf16", "pppuu", embed_rows_bf16},

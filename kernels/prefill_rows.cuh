@@ -1,4 +1,4 @@
-// Row-wise kernels of the batched prefill (module "llama_batch"): embedding
+// Row-wise kernels of the batched prefill (module "prefill"): embedding
 // rows, RMSNorm, SiLU, RoPE, rounding to 16 bits and KV cache stores, each
 // row of the chunk independent of the others.
 #ifndef ATLAS_KERNELS_PREFILL_ROWS_CUH_
@@ -76,7 +76,7 @@ extern "C" __global__ void rmsnorm_rows_bf16(__nv_bfloat16 *out, const float *x,
 }
 
 // ---- silu_mul_round: silu(a) * b rounded to 16 bits --------------------------
-// The down product's input: the one-token silu_mul's expression (llama.cu),
+// The down product's input: the one-token silu_mul's expression (token.cu),
 // rounded as round_rows; a and b are left as they were.
 template <typename O>
 __device__ void silu_mul_round(O *out, const float *a, const float *b,

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "atlas/runtime/arch/llama/llama_arch.h"
+#include "atlas/runtime/arch/decoder/decoder_arch.h"
 #include "atlas/runtime/arch/mistral/mistral.h"
 #include "atlas/runtime/arch/qwen2/qwen2.h"
 #include "atlas/runtime/arch/qwen3/qwen3.h"
@@ -15,15 +15,16 @@
 
 // One row per architecture.
 static const atlas_arch kArchs[] = {
-    ATLAS_LLAMA_ARCH_ROW("llama", atlas_llama_model_types,
-                         atlas_llama_architectures, atlas_llama_arch_parse),
-    ATLAS_LLAMA_ARCH_ROW("qwen2", atlas_qwen2_model_types,
-                         atlas_qwen2_architectures, atlas_qwen2_config_parse),
-    ATLAS_LLAMA_ARCH_ROW("qwen3", atlas_qwen3_model_types,
-                         atlas_qwen3_architectures, atlas_qwen3_config_parse),
-    ATLAS_LLAMA_ARCH_ROW("mistral", atlas_mistral_model_types,
-                         atlas_mistral_architectures,
-                         atlas_mistral_config_parse),
+    ATLAS_DECODER_ARCH_ROW("llama", atlas_decoder_model_types,
+                           atlas_decoder_architectures,
+                           atlas_decoder_arch_parse),
+    ATLAS_DECODER_ARCH_ROW("qwen2", atlas_qwen2_model_types,
+                           atlas_qwen2_architectures, atlas_qwen2_config_parse),
+    ATLAS_DECODER_ARCH_ROW("qwen3", atlas_qwen3_model_types,
+                           atlas_qwen3_architectures, atlas_qwen3_config_parse),
+    ATLAS_DECODER_ARCH_ROW("mistral", atlas_mistral_model_types,
+                           atlas_mistral_architectures,
+                           atlas_mistral_config_parse),
 };
 
 #define ARCH_COUNT (sizeof(kArchs) / sizeof(kArchs[0]))

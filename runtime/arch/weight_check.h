@@ -20,7 +20,7 @@ extern "C" {
 // the digest to *job->digest (when non-NULL) and, when job->finite is set,
 // fails naming the tensor, the file and the first non-finite element (the
 // lowest job, then the lowest index), as atlas_upload_run would have. The
-// backend must have the `weight_scan` module (atlas_llama_module_set has).
+// backend must have the `weight_scan` module (atlas_decoder_module_set has).
 ATLAS_MUST_USE atlas_status atlas_weight_check_run(atlas_backend *backend,
                                                    const atlas_upload_job *jobs,
                                                    size_t job_count);

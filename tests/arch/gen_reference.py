@@ -43,6 +43,9 @@ ARCH = {
     "qwen2": "Qwen2ForCausalLM",
     "qwen3": "Qwen3ForCausalLM",
     "mistral": "MistralForCausalLM",
+    "gemma2": "Gemma2ForCausalLM",
+    "gemma3_text": "Gemma3ForCausalLM",
+    "phi3": "Phi3ForCausalLM",
 }
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
@@ -82,6 +85,49 @@ def tiny(family, **kw):
     }
     if family == "qwen3":
         c["head_dim"] = 16  # not hidden_size / heads (8), as in Qwen3
+    if family in ("gemma2", "gemma3_text"):
+        # Gemma's keys: gelu_pytorch_tanh under hidden_activation, tied
+        # embeddings, an explicit head_dim and the query scale.
+        del c["hidden_act"]
+        c.update(hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True,
+                 head_dim=16, query_pre_attn_scalar=24)
+    c.update(kw)
+    return c
+
+
+def gemma2(**kw):
+    """Gemma 2: sandwich norms, (1 + w) norms, the embedding scaled by
+    sqrt(hidden), soft-capped attention scores and logits, windows on the
+    even layers (transformers' layer_types), head_dim 256. The caps are set
+    low enough that they change the logits (ref.json: softcap_effect)."""
+    c = tiny("gemma2", head_dim=256, query_pre_attn_scalar=256, sliding_window=4,
+             attn_logit_softcapping=2.0, final_logit_softcapping=3.0)
+    c.update(kw)
+    return c
+
+
+def gemma3(**kw):
+    """Gemma 3 text: q/k norms, 5 local layers to 1 global, the local RoPE
+    base on the sliding layers and linear RoPE scaling on the global ones."""
+    c = tiny("gemma3_text", num_hidden_layers=6, sliding_window=4,
+             sliding_window_pattern=6, rope_theta=1000000.0,
+             rope_local_base_freq=10000.0,
+             rope_scaling={"rope_type": "linear", "factor": 8.0})
+    c.update(kw)
+    return c
+
+
+def phi3(rot=0.75, orig=16, **kw):
+    """Phi-3 / Phi-4: fused qkv_proj and gate_up_proj, partial rotary and
+    LongRoPE (short factors up to original_max_position_embeddings, long
+    ones past it)."""
+    hd = 16
+    half = int(hd * rot) // 2
+    c = tiny("phi3", hidden_size=64, intermediate_size=96, partial_rotary_factor=rot,
+             original_max_position_embeddings=orig, max_position_embeddings=4 * orig,
+             rope_scaling={"type": "longrope",
+                           "short_factor": [1.0 + 0.05 * i for i in range(half)],
+                           "long_factor": [1.0 + 0.9 * i for i in range(half)]})
     c.update(kw)
     return c
 
@@ -178,6 +224,35 @@ def small_cases():
     cases.append(dict(name="llama_tied_head_only_f32", dtype="f32", prompt=10, steps=8,
                       config=tiny("llama", tie_word_embeddings=True), head_only=True,
                       seed=1034))
+    # Added 2026-12-07 (appended, so the cases above keep their seeds): the
+    # families read from a descriptor.
+    for dt in ["f32", "bf16"]:
+        cases.append(dict(name=f"gemma2_{dt}", dtype=dt, prompt=12, steps=8,
+                          config=gemma2(), scale={"q_proj": 3.0, "k_proj": 3.0,
+                                                  "embed_tokens": 3.0}))
+        cases.append(dict(name=f"gemma3_text_{dt}", dtype=dt, prompt=12, steps=8,
+                          config=gemma3()))
+        # prompt 10 (short factors), decoding past 16 (long ones)
+        cases.append(dict(name=f"phi3_{dt}", dtype=dt, prompt=10, steps=12,
+                          config=phi3()))
+    # Gemma 2 as published (caps 50 / 30), head_dim 256 with heads * head_dim
+    # != hidden, windows by layer_types as transformers 5 writes them.
+    cases.append(dict(name="gemma2_published_caps_f32", dtype="f32", prompt=12,
+                      steps=8, config=gemma2(attn_logit_softcapping=50.0,
+                                             final_logit_softcapping=30.0,
+                                             query_pre_attn_scalar=224,
+                                             num_hidden_layers=3),
+                      keep_saved=True))
+    # Gemma 3 in transformers 5's spelling (rope_parameters per layer type,
+    # layer_types), as save_pretrained writes it; a q scale of head_dim.
+    cases.append(dict(name="gemma3_text_saved_f32", dtype="f32", prompt=12, steps=8,
+                      config=gemma3(query_pre_attn_scalar=16), keep_saved=True))
+    # The prompt alone past original_max_position_embeddings (long factors
+    # from the first forward); a window; the whole head rotated.
+    cases.append(dict(name="phi3_long_prompt_f32", dtype="f32", prompt=20, steps=6,
+                      config=phi3()))
+    cases.append(dict(name="phi3_window_full_rot_f32", dtype="f32", prompt=12, steps=8,
+                      config=phi3(rot=1.0, sliding_window=5, tie_word_embeddings=True)))
     return cases
 
 
@@ -205,6 +280,16 @@ def long_cases():
                                   max_position_embeddings=2048)))
     cases.append(dict(name="long_qwen3_bf16", dtype="bf16", prompt=1000, steps=40,
                       config=tiny("qwen3", max_position_embeddings=2048)))
+    # Added 2026-12-07: the descriptor's families past their windows and
+    # past LongRoPE's switch.
+    cases.append(dict(name="long_gemma2_f32", dtype="f32", prompt=1000, steps=40,
+                      config=gemma2(sliding_window=64, max_position_embeddings=2048,
+                                    head_dim=32, attn_logit_softcapping=50.0,
+                                    final_logit_softcapping=30.0)))
+    cases.append(dict(name="long_gemma3_text_bf16", dtype="bf16", prompt=1000, steps=40,
+                      config=gemma3(sliding_window=100, max_position_embeddings=2048)))
+    cases.append(dict(name="long_phi3_f32", dtype="f32", prompt=1000, steps=40,
+                      config=phi3(orig=256, sliding_window=300)))
     return cases
 
 
@@ -280,6 +365,13 @@ def make_case(case, out_dir, seed):
     hf_cfg = AutoConfig.from_pretrained(path)
     model = AutoModelForCausalLM.from_config(hf_cfg, attn_implementation="eager")
     randomize(model, seed)
+    if case.get("scale"):
+        # Larger weights, so that soft-capping changes the scores and logits.
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                for part, f in case["scale"].items():
+                    if ("." + part + ".") in name:
+                        p.mul_(f)
     model = model.to(DTYPES[case["dtype"]])
     model.save_pretrained(path)
     if case.get("head_only"):
@@ -291,7 +383,9 @@ def make_case(case, out_dir, seed):
         sd.setdefault("lm_head.weight", embed)
         save_file(sd, st, metadata={"format": "pt"})
     saved_cfg = json.load(open(os.path.join(path, "config.json")))
-    spelled_v5 = "rope_parameters" in cfg
+    spelled_v5 = "rope_parameters" in cfg or case.get("keep_saved")
+    if case.get("keep_saved"):
+        cfg = dict(saved_cfg)
     if not spelled_v5:
         # Keep the Hub spelling we wrote (save_pretrained writes v5's).
         cfg["torch_dtype"] = {"f32": "float32", "bf16": "bfloat16",
@@ -348,6 +442,30 @@ def make_case(case, out_dir, seed):
         gen_ids = g_out[0, len(prompt):].tolist()
     except Exception as e:  # recorded, not fatal
         gen_ids = "generate failed: %r" % (e,)
+    softcap_effect = None
+    caps = [k for k in ("attn_logit_softcapping", "final_logit_softcapping")
+            if getattr(ref.config, k, None)]
+    if caps and case["prompt"] <= 64:
+        # How much the caps change the prompt's logits (0: they never bite).
+        # The attention modules copy the cap at construction: set both.
+        holders = [ref.config] + [m for m in ref.modules()
+                                  if hasattr(m, "attn_logit_softcapping")]
+        saved_caps = [(h, k, getattr(h, k)) for h in holders for k in caps
+                      if hasattr(h, k)]
+        try:
+            rebuild_rotary(ref)
+            with f64_everywhere(), torch.no_grad():
+                capped = ref(input_ids=torch.tensor([prompt])).logits[0].double()
+                for h, k, _ in saved_caps:
+                    setattr(h, k, None)
+                rebuild_rotary(ref)
+                free = ref(input_ids=torch.tensor([prompt])).logits[0].double()
+            softcap_effect = float(((capped - free).norm(dim=-1) /
+                                    capped.norm(dim=-1)).max())
+        except Exception as e:  # recorded, not fatal
+            softcap_effect = "failed: %r" % (e,)
+        for h, k, v in saved_caps:
+            setattr(h, k, v)
     with open(os.path.join(path, "logits.f32"), "wb") as f:
         f.write(logits.to(torch.float32).contiguous().numpy().astype("<f4").tobytes())
     meta = {
@@ -359,6 +477,7 @@ def make_case(case, out_dir, seed):
         "rope_before": before, "rope_after": after,
         "f32_internals_rel_l2": unpatched,
         "saved_config_keys": sorted(saved_cfg.keys()),
+        "saved_config": saved_cfg, "softcap_effect": softcap_effect,
         "transformers": transformers.__version__, "torch": torch.__version__,
     }
     with open(os.path.join(path, "ref.json"), "w") as f:

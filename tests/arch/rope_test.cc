@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "atlas/runtime/arch/llama/llama_config.h"
+#include "atlas/runtime/arch/decoder/decoder_config.h"
 #include "atlas/runtime/arch/rope/rope.h"
 #include "gtest/gtest.h"
 #include "tests/model/test_util.h"
@@ -15,21 +15,21 @@ namespace {
 const char kPath[] = "ckpt/config.json";
 
 // hidden 32, 4 heads: head_dim 8, so four inverse frequencies.
-atlas_llama_config Parse(const std::string &extra) {
+atlas_decoder_config Parse(const std::string &extra) {
   std::string text =
       "{\"vocab_size\": 64, \"hidden_size\": 32, \"intermediate_size\": 64, "
       "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
       "\"max_position_embeddings\": 64, " +
       extra + "}";
-  atlas_llama_config cfg = {};
+  atlas_decoder_config cfg = {};
   atlas_test::Status s(
-      atlas_llama_config_parse(text.data(), text.size(), kPath, &cfg));
+      atlas_decoder_config_parse(text.data(), text.size(), kPath, &cfg));
   EXPECT_TRUE(s.ok()) << s.message();
   return cfg;
 }
 
-void ExpectInvFreq(const atlas_llama_config &c, const std::vector<double> &want,
-                   double want_factor) {
+void ExpectInvFreq(const atlas_decoder_config &c,
+                   const std::vector<double> &want, double want_factor) {
   std::vector<double> inv(want.size(), -1);
   double factor = -1;
   ASSERT_EQ(atlas_rope_rot_dim(&c.rope, c.head_dim) / 2, (int64_t)want.size());
@@ -46,7 +46,7 @@ void ExpectInvFreq(const atlas_llama_config &c, const std::vector<double> &want,
 // explicit factor 4 (attention factor 0.1 ln 4 + 1). Atlas used the ratio
 // (no scaling at all) before.
 TEST(Rope, YarnUsesTheExplicitFactor) {
-  atlas_llama_config c = Parse(
+  atlas_decoder_config c = Parse(
       "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
       "\"original_max_position_embeddings\": 64}");
   ExpectInvFreq(c, {1.0, 0.0625, 0.0025, 0.00025}, 1.1386294361119891);
@@ -62,7 +62,7 @@ TEST(Rope, YarnUsesTheExplicitFactor) {
 // A top-level original_max_position_embeddings takes priority over the rope
 // object's (standardize_rope_params), for yarn and llama3.
 TEST(Rope, TopLevelOriginalLengthWins) {
-  atlas_llama_config c = Parse(
+  atlas_decoder_config c = Parse(
       "\"original_max_position_embeddings\": 32, "
       "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
       "\"original_max_position_embeddings\": 64}");
@@ -84,7 +84,7 @@ TEST(Rope, TopLevelOriginalLengthWins) {
 // llama3 without original_max_position_embeddings anywhere: transformers
 // fills in max_position_embeddings (Atlas refused it as missing).
 TEST(Rope, Llama3DefaultsTheOriginalLength) {
-  atlas_llama_config c = Parse(
+  atlas_decoder_config c = Parse(
       "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, "
       "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0}");
   ExpectInvFreq(c, {1.0, 0.013042256043820465, 0.00125, 0.000125}, 1.0);
@@ -96,9 +96,9 @@ TEST(Rope, OriginalLengthMustBeAPositiveInteger) {
       "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
       "\"original_max_position_embeddings\": 12.5, \"rope_scaling\": "
       "{\"rope_type\": \"yarn\", \"factor\": 2.0}}";
-  atlas_llama_config cfg = {};
+  atlas_decoder_config cfg = {};
   atlas_test::ExpectError(
-      atlas_llama_config_parse(text.data(), text.size(), kPath, &cfg),
+      atlas_decoder_config_parse(text.data(), text.size(), kPath, &cfg),
       ATLAS_STATUS_INVALID_ARGUMENT,
       {kPath, "\"original_max_position_embeddings\" is 12.5"});
 }

@@ -13,8 +13,8 @@
 #include "atlas/kernels/contract_fatbin.h"
 #include "atlas/kernels/fatbin_info.h"
 #include "atlas/kernels/images_report.h"
-#include "atlas/kernels/llama_kernels.h"
 #include "atlas/kernels/nvcc_info.h"
+#include "atlas/kernels/token_kernels.h"
 #include "atlas/tests/cuda/contract_no_nvcc_fatbin.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -132,7 +132,7 @@ TEST(ImagesReport, ListsEveryModuleWithItsArchitectures) {
   size_t len = 0;
   FILE *out = open_memstream(&text, &len);
   ASSERT_NE(out, nullptr);
-  EXPECT_EQ(atlas_kernel_images_report(out, &atlas_llama_module_set), 0);
+  EXPECT_EQ(atlas_kernel_images_report(out, &atlas_decoder_module_set), 0);
   fclose(out);
   std::string report(text, len);
   free(text);
@@ -141,8 +141,8 @@ TEST(ImagesReport, ListsEveryModuleWithItsArchitectures) {
                             : "the committed PTX of kernels/images/"),
             std::string::npos)
       << report;
-  for (size_t m = 0; m < atlas_llama_module_set.count; ++m) {
-    const atlas_module_def *def = atlas_llama_module_set.modules[m];
+  for (size_t m = 0; m < atlas_decoder_module_set.count; ++m) {
+    const atlas_module_def *def = atlas_decoder_module_set.modules[m];
     const atlas_module_image *img = atlas_module_def_image(def, "cuda");
     ASSERT_NE(img, nullptr) << def->name;
     char entries[512];

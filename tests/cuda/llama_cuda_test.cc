@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "atlas/kernels/llama_kernels.h"
-#include "atlas/runtime/arch/llama/llama.h"
-#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/kernels/token_kernels.h"
+#include "atlas/runtime/arch/decoder/decoder.h"
+#include "atlas/runtime/arch/decoder/decoder_weights.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/device/host_backend.h"
 #include "atlas/tools/checkpoint/make_checkpoint_lib.h"
@@ -38,7 +38,7 @@ std::string MakeCheckpoint(const std::string &leaf, atlas_dtype dtype,
 
 atlas_status CudaBackend(atlas_backend **out) {
   atlas_backend_options o{};
-  o.modules = &atlas_llama_module_set;
+  o.modules = &atlas_decoder_module_set;
   return atlas_cuda_backend_create(&o, out);
 }
 
@@ -99,21 +99,22 @@ void Generate(atlas_backend *b, const std::string &dir,
               uint32_t attention_blocks = 0) {
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
-  atlas_llama_config config;
-  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
-  atlas_llama_load_options lo{};
+  atlas_decoder_config config;
+  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
+  atlas_decoder_load_options lo{};
   lo.max_seq = max_seq;
   lo.kv_dtype = kv_dtype;
-  atlas_llama_model *model = nullptr;
-  ASSERT_OK(atlas_llama_load(b, ck, &config, &lo, &model));
+  atlas_decoder_model *model = nullptr;
+  ASSERT_OK(atlas_decoder_model_load(b, ck, &config, &lo, &model));
   if (attention_blocks != 0) {
-    ASSERT_OK(atlas_llama_set_decode_attention_blocks(model, attention_blocks));
+    ASSERT_OK(
+        atlas_decoder_set_decode_attention_blocks(model, attention_blocks));
   }
   out->assign(steps, 0);
-  EXPECT_OK(atlas_llama_generate(model, prompt.data(), prompt.size(), steps,
-                                 out->data(), Collect, logits));
+  EXPECT_OK(atlas_decoder_generate(model, prompt.data(), prompt.size(), steps,
+                                   out->data(), Collect, logits));
   atlas_teardown_report r;
-  EXPECT_OK(atlas_llama_unload(model, &r));
+  EXPECT_OK(atlas_decoder_model_unload(model, &r));
   EXPECT_EQ(r.sweep.count, 0u) << (r.sweep.sites ? r.sweep.sites : "");
   EXPECT_EQ(r.failed, 0u);
   atlas_sweep_result_free(&r.sweep);
@@ -141,7 +142,7 @@ TEST_P(LlamaCuda, MatchesTheHostStepForStep) {
   std::string dir = MakeCheckpoint("fwd_" + std::to_string(dtype), dtype, tied);
   atlas_backend *host = nullptr;
   atlas_backend_options o{};
-  o.modules = &atlas_llama_module_set;
+  o.modules = &atlas_decoder_module_set;
   ASSERT_OK(atlas_host_backend_create(&o, &host));
   std::vector<uint32_t> prompt = {1, 5, 9, 2}, want_tokens, got_tokens;
   Collected want, got;
@@ -189,27 +190,27 @@ TEST(LlamaCudaOverlap, ChangesNoBitOfTheLogitsNorTheIds) {
   std::string dir = MakeCheckpoint("overlap", ATLAS_DTYPE_BF16, false);
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
-  atlas_llama_config config;
-  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
-  atlas_llama_load_options lo{};
+  atlas_decoder_config config;
+  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
+  atlas_decoder_load_options lo{};
   lo.max_seq = 64;
-  atlas_llama_model *model = nullptr;
-  ASSERT_OK(atlas_llama_load(cuda, ck, &config, &lo, &model));
+  atlas_decoder_model *model = nullptr;
+  ASSERT_OK(atlas_decoder_model_load(cuda, ck, &config, &lo, &model));
   std::vector<uint32_t> prompt = {3, 1, 4, 1, 5};
   std::vector<Collected> runs(3);
   for (int mode = 0; mode < 3; ++mode) {  // overlap+graph, graph, overlap+eager
-    ASSERT_OK(atlas_llama_set_decode_graph(model, mode != 2));
-    ASSERT_OK(atlas_llama_set_decode_overlap(model, mode != 1));
+    ASSERT_OK(atlas_decoder_set_decode_graph(model, mode != 2));
+    ASSERT_OK(atlas_decoder_set_decode_overlap(model, mode != 1));
     std::vector<uint32_t> tokens(40, 0);
-    ASSERT_OK(atlas_llama_generate(model, prompt.data(), prompt.size(),
-                                   tokens.size(), tokens.data(), Collect,
-                                   &runs[mode]));
+    ASSERT_OK(atlas_decoder_generate(model, prompt.data(), prompt.size(),
+                                     tokens.size(), tokens.data(), Collect,
+                                     &runs[mode]));
     // No sink: ids only, the device running a step ahead of the host (each
     // step's argmax feeds the next step's token and position).
     std::vector<uint32_t> quiet(40, 0);
-    ASSERT_OK(atlas_llama_generate(model, prompt.data(), prompt.size(),
-                                   quiet.size(), quiet.data(), nullptr,
-                                   nullptr));
+    ASSERT_OK(atlas_decoder_generate(model, prompt.data(), prompt.size(),
+                                     quiet.size(), quiet.data(), nullptr,
+                                     nullptr));
     EXPECT_EQ(quiet, tokens)
         << "mode " << mode << ": ids without a sink differ";
   }
@@ -219,7 +220,7 @@ TEST(LlamaCudaOverlap, ChangesNoBitOfTheLogitsNorTheIds) {
   EXPECT_TRUE(runs[2].steps == runs[1].steps)
       << "overlap changed the eager logits";
   atlas_teardown_report r;
-  EXPECT_OK(atlas_llama_unload(model, &r));
+  EXPECT_OK(atlas_decoder_model_unload(model, &r));
   atlas_sweep_result_free(&r.sweep);
   atlas_checkpoint_close(ck);
   EXPECT_OK(atlas_backend_destroy(cuda));
@@ -236,7 +237,7 @@ TEST(LlamaCudaDecodeBlocks, FewBlocksOrABlockASplitMatchTheHost) {
   CUDA_OR_SKIP(&cuda);
   atlas_backend *host = nullptr;
   atlas_backend_options o{};
-  o.modules = &atlas_llama_module_set;
+  o.modules = &atlas_decoder_module_set;
   ASSERT_OK(atlas_host_backend_create(&o, &host));
   std::string dir = MakeCheckpoint("blocks", ATLAS_DTYPE_BF16, false);
   std::vector<uint32_t> prompt(600);
@@ -293,16 +294,16 @@ TEST(LlamaCudaFaults, FailedLoadAtEveryFaultLeavesNothingOnTheDevice) {
   std::string dir = MakeCheckpoint("faults", ATLAS_DTYPE_BF16, false);
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
-  atlas_llama_config config;
-  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
+  atlas_decoder_config config;
+  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
   // A clean load counts the operations (and warms the driver's pools).
-  atlas_llama_model *model = nullptr;
+  atlas_decoder_model *model = nullptr;
   uint64_t a0 = atlas_backend_op_count(b, ATLAS_FAULT_ALLOC);
   uint64_t c0 = atlas_backend_op_count(b, ATLAS_FAULT_COPY);
-  ASSERT_OK(atlas_llama_load(b, ck, &config, nullptr, &model));
+  ASSERT_OK(atlas_decoder_model_load(b, ck, &config, nullptr, &model));
   uint64_t allocs = atlas_backend_op_count(b, ATLAS_FAULT_ALLOC) - a0;
   uint64_t copies = atlas_backend_op_count(b, ATLAS_FAULT_COPY) - c0;
-  ASSERT_OK(atlas_llama_unload(model, nullptr));
+  ASSERT_OK(atlas_decoder_model_unload(model, nullptr));
   size_t free_before = 0, free_after = 0;
   ASSERT_OK(atlas_backend_device_free_memory(b, &free_before));
   ASSERT_GE(allocs, 3u);  // weights, the scan's results, the buffers
@@ -311,7 +312,8 @@ TEST(LlamaCudaFaults, FailedLoadAtEveryFaultLeavesNothingOnTheDevice) {
     for (uint64_t k = 1; k <= n; ++k) {
       atlas_backend_inject_fault(
           b, kind == 0 ? ATLAS_FAULT_ALLOC : ATLAS_FAULT_COPY, k);
-      StatusResult r = Take(atlas_llama_load(b, ck, &config, nullptr, &model));
+      StatusResult r =
+          Take(atlas_decoder_model_load(b, ck, &config, nullptr, &model));
       ASSERT_EQ(r.code, ATLAS_STATUS_ABORTED) << "k=" << k << ": " << r.message;
       EXPECT_EQ(model, nullptr);
       ASSERT_EQ(atlas_backend_live_alloc_count(b), 0u) << "fault " << k;

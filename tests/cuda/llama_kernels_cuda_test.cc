@@ -1,5 +1,5 @@
 // The `llama` module's CUDA kernels against its host C kernels: the same
-// definition, the same random inputs, the launch shapes of llama_forward.c;
+// definition, the same random inputs, the launch shapes of decoder_forward.c;
 // outputs poisoned first (every element must be written) and compared by
 // relative L2 error. Skips where there is no GPU.
 #include <math.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "atlas/kernels/llama_kernels.h"
+#include "atlas/kernels/token_kernels.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/device/backend.h"
 #include "atlas/runtime/device/host_backend.h"
@@ -28,7 +28,7 @@ using Side = atlas_test::KernelSide;
 class LlamaKernelsCuda : public atlas_test::KernelCompare {
  protected:
   LlamaKernelsCuda()
-      : KernelCompare(ATLAS_LLAMA_MODULE, &atlas_llama_module_set) {}
+      : KernelCompare(ATLAS_DECODER_MODULE, &atlas_decoder_module_set) {}
 };
 
 TEST_F(LlamaKernelsCuda, Embed) {
@@ -523,7 +523,7 @@ TEST_F(LlamaKernelsCuda, Argmax) {
     std::vector<uint32_t> got[2];
     atlas_backend *backends[2] = {host_, cuda_};
     for (int i = 0; i < 2; ++i) {
-      Side s(backends[i], ATLAS_LLAMA_MODULE);
+      Side s(backends[i], ATLAS_DECODER_MODULE);
       void *dl = s.Upload(logits.data(), n * 4);
       // The answer poisoned, the cross-block state zeroed (as allocated).
       uint32_t words[6] = {0xDEADBEEF, 0xDEADBEEF, 0, 0, 0, 0};

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "atlas/kernels/fatbin_info.h"
-#include "atlas/kernels/llama_kernels.h"
+#include "atlas/kernels/token_kernels.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/device/backend.h"
 
@@ -43,7 +43,7 @@ static int create_ms(const atlas_module_set *set, double *out_ms) {
 
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 2;
-  const atlas_module_set *all = &atlas_llama_module_set;
+  const atlas_module_set *all = &atlas_decoder_module_set;
   double base = 0.0;
   if (create_ms(NULL, &base) != 0 || create_ms(NULL, &base) != 0) return 1;
   printf("backend_without_modules_ms=%.1f\n", base);

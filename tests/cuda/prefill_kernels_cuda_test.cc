@@ -1,5 +1,5 @@
 // The `llama_batch` (prefill) module's CUDA kernels against their host C
-// twins: the same random inputs, the launch shapes of llama_prefill.c;
+// twins: the same random inputs, the launch shapes of decoder_prefill.c;
 // outputs poisoned first (every element must be written) and compared by
 // relative L2 error. Skips where there is no GPU.
 #include <math.h>
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "atlas/kernels/llama_kernels.h"
 #include "atlas/kernels/prefill_kernels.h"
+#include "atlas/kernels/token_kernels.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/device/backend.h"
 #include "atlas/runtime/device/host_backend.h"
@@ -29,7 +29,7 @@ using Side = atlas_test::KernelSide;
 class PrefillKernelsCuda : public atlas_test::KernelCompare {
  protected:
   PrefillKernelsCuda()
-      : KernelCompare(ATLAS_LLAMA_BATCH_MODULE, &atlas_llama_module_set) {}
+      : KernelCompare(ATLAS_DECODER_BATCH_MODULE, &atlas_decoder_module_set) {}
 };
 
 #define P ATLAS_ARG_PTR
@@ -146,7 +146,7 @@ TEST_F(PrefillKernelsCuda, RoundRows) {
   for (std::string dtype : {"f16", "bf16"}) {
     std::vector<uint16_t> want, got;
     for (int side = 0; side < 2; ++side) {
-      Side s(side == 0 ? host_ : cuda_, ATLAS_LLAMA_BATCH_MODULE);
+      Side s(side == 0 ? host_ : cuda_, ATLAS_DECODER_BATCH_MODULE);
       void *dx = s.Upload(x.data(), x.size() * 4);
       std::vector<uint16_t> poison(count, 0x7E01);
       void *out = s.Upload(poison.data(), count * 2);
@@ -242,7 +242,7 @@ TEST_F(PrefillKernelsCuda, FusedRoundingKernels) {
                        {P(fused), P(da), P(db), U(count)});
               EXPECT_EQ(s.Download(da, count), a) << "silu_mul_round leaves a";
               EXPECT_EQ(s.Download(db, count), b) << "and b";
-              Side one(s.backend(), ATLAS_LLAMA_MODULE);
+              Side one(s.backend(), ATLAS_DECODER_MODULE);
               one.Launch("silu_mul", Blocks(count, 256), 256,
                          {P(da), P(db), U(count)});
               s.Launch(("round_rows_" + t).c_str(), Blocks(count, 256), 256,
@@ -337,9 +337,9 @@ TEST_F(PrefillKernelsCuda, AttentionPrefill) {
       snprintf(what, sizeof(what),
                "attention_prefill_%s h%u kv%u d%u pos%u n%u w%u",
                kv_type.c_str(), c.heads, c.kv, c.dim, c.pos0, c.n, c.window);
-      // Rows a block takes, as llama_prefill.c sizes the grid.
+      // Rows a block takes, as decoder_prefill.c sizes the grid.
       uint32_t rows =
-          atlas_llama_prefill_attention_rows(kv_type != "f32", c.dim);
+          atlas_decoder_prefill_attention_rows(kv_type != "f32", c.dim);
       Compare(
           what,
           [&](Side &s) {
@@ -347,8 +347,9 @@ TEST_F(PrefillKernelsCuda, AttentionPrefill) {
             void *dk = s.Upload(kc.data(), kc.size());
             void *dv = s.Upload(vc.data(), vc.size());
             void *out = s.Poisoned((size_t)c.n * q_dim);
-            char name[ATLAS_LLAMA_KERNEL_NAME_MAX];
-            atlas_llama_prefill_attention_kernel(name, kv_type.c_str(), c.dim);
+            char name[ATLAS_DECODER_KERNEL_NAME_MAX];
+            atlas_decoder_prefill_attention_kernel(name, kv_type.c_str(),
+                                                   c.dim);
             s.Launch(name,
                      Blocks((uint64_t)c.n * (c.heads / c.kv), rows) * c.kv, 1,
                      128,
@@ -398,7 +399,7 @@ TEST_F(PrefillKernelsCuda, KvStoreRows) {
   }
 }
 
-// The split decode attention, launched as llama_prefill.c launches it.
+// The split decode attention, launched as decoder_prefill.c launches it.
 std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
                                    const std::vector<float> &kc_f,
                                    const std::vector<float> &vc_f,
@@ -411,13 +412,13 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
   uint32_t lo = (window != 0 && seq > window) ? seq - window : 0;
   // The grid is sized for a longer context than this step's, as in a
   // captured decode step: the splits past it must return untouched.
-  uint32_t splits = Blocks(seq - lo, atlas_llama_decode_chunk(dim)) + 3;
+  uint32_t splits = Blocks(seq - lo, atlas_decoder_decode_chunk(dim)) + 3;
   // As launched (room for a block per query head at short contexts) with at
   // most `blocks` blocks a KV head at long ones, or 2 * group where that is
   // more (a few: each takes several splits), or (blocks 0) one split per
   // column, a block per KV head whatever the context.
   uint32_t grid_x =
-      blocks > 0 ? atlas_llama_decode_grid_x(splits, heads / kv, blocks, dim)
+      blocks > 0 ? atlas_decoder_decode_grid_x(splits, heads / kv, blocks, dim)
                  : splits;
   void *dq = s.Upload(q.data(), q.size() * 4);
   void *dk = s.Upload(kc.data(), kc.size());
@@ -432,9 +433,9 @@ std::vector<float> DecodeAttention(Side &s, const std::vector<float> &q,
   for (int rep = 0; rep < 2; ++rep) {
     // The kernel compiled for the smallest group size that holds heads / kv
     // and for this head size.
-    char name[ATLAS_LLAMA_KERNEL_NAME_MAX];
-    atlas_llama_decode_kernel(name, kv_type.c_str(), heads / kv, dim);
-    s.Launch(name, grid_x, kv, ATLAS_LLAMA_DECODE_THREADS,
+    char name[ATLAS_DECODER_KERNEL_NAME_MAX];
+    atlas_decoder_decode_kernel(name, kv_type.c_str(), heads / kv, dim);
+    s.Launch(name, grid_x, kv, ATLAS_DECODER_DECODE_THREADS,
              {P(part), P(dq), P(dk), P(dv), U(heads), U(kv), U(dim), P(dstep),
               U(window), U(splits), P(out), P(counters)});
   }
@@ -483,14 +484,14 @@ TEST_F(PrefillKernelsCuda, AttentionDecodeSplitOverTheContext) {
 // module's one-pass attention kernel, several splits and a window.
 TEST(PrefillKernelsHost, DecodeSplitsMatchOnePassAttention) {
   atlas_backend_options o{};
-  o.modules = &atlas_llama_module_set;
+  o.modules = &atlas_decoder_module_set;
   atlas_backend *host = nullptr;
   ASSERT_OK(atlas_host_backend_create(&o, &host));
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> d(-1, 1);
   const uint32_t heads = 8, kv = 2;
   // 128-key splits (head_dim 16) and 64-key splits (128):
-  // atlas_llama_decode_chunk.
+  // atlas_decoder_decode_chunk.
   for (uint32_t dim : {16u, 128u}) {
     for (uint32_t seq : {1u, 255u, 256u, 257u, 700u}) {
       for (uint32_t window : {0u, 100u}) {
@@ -501,14 +502,14 @@ TEST(PrefillKernelsHost, DecodeSplitsMatchOnePassAttention) {
         for (float &x : vc) x = d(rng);
         std::vector<float> split;
         {
-          Side s(host, ATLAS_LLAMA_BATCH_MODULE);
+          Side s(host, ATLAS_DECODER_BATCH_MODULE);
           split = DecodeAttention(s, q, kc, vc, heads, kv, dim, seq, window);
         }
         uint32_t lo = (window != 0 && seq > window) ? seq - window : 0;
         uint32_t n = seq - lo;
         std::vector<float> want(heads * dim), att(heads * n);
         const atlas_kernel *k = nullptr;
-        ASSERT_OK(atlas_backend_kernel_lookup(host, ATLAS_LLAMA_MODULE,
+        ASSERT_OK(atlas_backend_kernel_lookup(host, ATLAS_DECODER_MODULE,
                                               "attention_f32", &k));
         atlas_launch_config c{};
         c.grid = {heads, 1, 1};

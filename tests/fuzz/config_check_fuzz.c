@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/arch/llama/llama_config.h"
-#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/arch/decoder/decoder_config.h"
+#include "atlas/runtime/arch/decoder/decoder_weights.h"
 #include "atlas/runtime/base/status.h"
 #include "atlas/runtime/formats/checkpoint.h"
 
@@ -26,20 +26,21 @@ typedef struct planned {
 } planned;
 
 // Lists the tensors the config implies; false when too big to build.
-static bool plan(const atlas_llama_config *c, planned *t, size_t *out_n) {
+static bool plan(const atlas_decoder_config *c, planned *t, size_t *out_n) {
   size_t n = 0;
   for (int64_t layer = -1; layer < c->num_hidden_layers; ++layer) {
-    for (int w = 0; w < ATLAS_LLAMA_WEIGHT_COUNT; ++w) {
-      bool per_layer = atlas_llama_weight_is_per_layer((atlas_llama_weight)w);
+    for (int w = 0; w < ATLAS_DECODER_WEIGHT_COUNT; ++w) {
+      bool per_layer =
+          atlas_decoder_weight_is_per_layer((atlas_decoder_weight)w);
       if (per_layer != (layer >= 0)) continue;
-      if (!atlas_llama_weight_used(c, (atlas_llama_weight)w)) continue;
+      if (!atlas_decoder_weight_used(c, (atlas_decoder_weight)w)) continue;
       if (n == MAX_TENSORS) return false;
-      atlas_status s = atlas_llama_weight_name((atlas_llama_weight)w,
-                                               (int)(layer < 0 ? 0 : layer),
-                                               t[n].name, sizeof(t[n].name));
+      atlas_status s = atlas_decoder_weight_name((atlas_decoder_weight)w,
+                                                 (int)(layer < 0 ? 0 : layer),
+                                                 t[n].name, sizeof(t[n].name));
       if (s != ATLAS_OK) __builtin_trap();
-      atlas_llama_weight_shape(c, (atlas_llama_weight)w, t[n].shape,
-                               &t[n].rank);
+      atlas_decoder_weight_shape(c, (atlas_decoder_weight)w, t[n].shape,
+                                 &t[n].rank);
       int64_t e = t[n].shape[0] * (t[n].rank == 2 ? t[n].shape[1] : 1);
       if (e > MAX_ELEMENTS) return false;
       ++n;
@@ -97,12 +98,12 @@ static uint8_t *build(const planned *t, size_t n, size_t drop, size_t bend,
 }
 
 // Runs the check on a built buffer; returns the status (caller frees).
-static atlas_status check(const atlas_llama_config *c, const uint8_t *buf,
+static atlas_status check(const atlas_decoder_config *c, const uint8_t *buf,
                           size_t size, uint64_t *out_bytes) {
   atlas_checkpoint *ck = NULL;
   atlas_status s = atlas_checkpoint_open_buffer(buf, size, "oracle", &ck);
   if (s != ATLAS_OK) __builtin_trap();  // we built it well-formed
-  s = atlas_llama_weight_bytes(c, ck, out_bytes);
+  s = atlas_decoder_weight_bytes(c, ck, out_bytes);
   atlas_checkpoint_close(ck);
   return s;
 }
@@ -110,9 +111,9 @@ static atlas_status check(const atlas_llama_config *c, const uint8_t *buf,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   uint8_t selector = data[size - 1];
-  atlas_llama_config cfg;
-  atlas_status status = atlas_llama_config_parse((const char *)data, size - 1,
-                                                 "fuzz/config.json", &cfg);
+  atlas_decoder_config cfg;
+  atlas_status status = atlas_decoder_config_parse((const char *)data, size - 1,
+                                                   "fuzz/config.json", &cfg);
   if (status != ATLAS_OK) {
     atlas_status_free(status);
     return 0;

@@ -5,16 +5,16 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "atlas/runtime/arch/llama/llama_config.h"
-#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/arch/decoder/decoder_config.h"
+#include "atlas/runtime/arch/decoder/decoder_weights.h"
 #include "atlas/runtime/base/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  atlas_llama_config cfg;
-  atlas_status status = atlas_llama_config_parse((const char *)data, size,
-                                                 "fuzz/config.json", &cfg);
+  atlas_decoder_config cfg;
+  atlas_status status = atlas_decoder_config_parse((const char *)data, size,
+                                                   "fuzz/config.json", &cfg);
   if (status != ATLAS_OK) {
     if (strstr(atlas_status_message(status), "fuzz/config.json") == NULL) {
       __builtin_trap();
@@ -30,10 +30,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       !(cfg.rms_norm_eps > 0) || !(cfg.rope_theta > 0)) {
     __builtin_trap();
   }
-  for (int w = 0; w < ATLAS_LLAMA_WEIGHT_COUNT; ++w) {
+  for (int w = 0; w < ATLAS_DECODER_WEIGHT_COUNT; ++w) {
     int64_t shape[2];
     int rank = 0;
-    atlas_llama_weight_shape(&cfg, (atlas_llama_weight)w, shape, &rank);
+    atlas_decoder_weight_shape(&cfg, (atlas_decoder_weight)w, shape, &rank);
     for (int i = 0; i < rank; ++i) {
       if (shape[i] <= 0) __builtin_trap();
     }

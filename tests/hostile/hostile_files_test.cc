@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/decoder/decoder.h"
 #include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/formats/safetensors.h"
 #include "atlas/runtime/model/model.h"
@@ -321,7 +321,7 @@ TEST(Values, NonFiniteWeightsAreFoundWithTensorAndFirstIndex) {
 TEST(Values, ConfigFloatsThatOverflowFloat32AreRefused) {
   std::string dir = hostile::Checkpoint("eps", "tiny", 7, ATLAS_DTYPE_F32);
   for (const char *v : {"1e39", "1e-50"}) {
-    atlas_llama_config c;
+    atlas_decoder_config c;
     std::string text =
         "{\"hidden_size\":32,\"intermediate_size\":64,"
         "\"num_attention_heads\":4,\"num_hidden_layers\":2,"
@@ -329,7 +329,7 @@ TEST(Values, ConfigFloatsThatOverflowFloat32AreRefused) {
         "\"rms_norm_eps\":" +
         std::string(v) + "}";
     StatusResult r = Take(
-        atlas_llama_config_parse(text.data(), text.size(), "cfg.json", &c));
+        atlas_decoder_config_parse(text.data(), text.size(), "cfg.json", &c));
     EXPECT_EQ(r.code, ATLAS_STATUS_INVALID_ARGUMENT) << r.message;
     EXPECT_NE(r.message.find("rms_norm_eps"), std::string::npos) << r.message;
     EXPECT_NE(r.message.find("float32"), std::string::npos) << r.message;
@@ -340,7 +340,7 @@ TEST(Values, ConfigFloatsThatOverflowFloat32AreRefused) {
 // figure 2*L*max_seq*kv_dim*4 reach 2^66: refused, never wrapped.
 TEST(Sizes, CraftedSparseCheckpointCannotWrapTheRequiredBytes) {
   std::string dir = hostile::TmpDir("sparse");
-  const int64_t hd = int64_t{1} << 30, seq = ATLAS_LLAMA_MAX_DIM;
+  const int64_t hd = int64_t{1} << 30, seq = ATLAS_DECODER_MAX_DIM;
   std::string cfg =
       "{\"model_type\":\"llama\",\"hidden_size\":2,\"intermediate_size\":2,"
       "\"num_attention_heads\":2,"

@@ -9,9 +9,9 @@ python3 "$checker" "$root"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/runtime/formats" "$tmp/runtime/arch/llama" "$tmp/kernels" "$tmp/runtime/cuda" \
+mkdir -p "$tmp/runtime/formats" "$tmp/runtime/arch/decoder" "$tmp/kernels" "$tmp/runtime/cuda" \
   "$tmp/runtime/base" "$tmp/runtime/device"
-printf '#include "atlas/runtime/arch/llama/llama.h"\n' > "$tmp/runtime/formats/up.c"
+printf '#include "atlas/runtime/arch/decoder/decoder.h"\n' > "$tmp/runtime/formats/up.c"
 printf '#include "atlas/runtime/cuda/cuda_backend.h"\n' > "$tmp/kernels/sideways.c"
 printf '#include "runtime/status.h"\n' > "$tmp/runtime/cuda/unprefixed.c"
 # Within the core: base looks up at device; the device's backend reaches
@@ -28,11 +28,11 @@ printf '#include "atlas/runtime/device/backend_modules.h"\n' > "$tmp/runtime/dev
 : > "$tmp/runtime/device/backend.h"
 : > "$tmp/runtime/device/backend_modules.h"
 : > "$tmp/runtime/device/unlisted.c"
-: > "$tmp/runtime/arch/llama/llama.h"
+: > "$tmp/runtime/arch/decoder/decoder.h"
 if out=$(python3 "$checker" "$tmp"); then
   echo "FAIL: planted upward includes passed:"; echo "$out"; exit 1
 fi
-for want in "runtime/formats/up.c (formats, layer 4) includes runtime/arch/llama/llama.h" \
+for want in "runtime/formats/up.c (formats, layer 4) includes runtime/arch/decoder/decoder.h" \
             "kernels/sideways.c (kernels, layer 2) includes runtime/cuda/cuda_backend.h" \
             "runtime/cuda/unprefixed.c: includes runtime/status.h without the atlas/ prefix" \
             "runtime/base/ledger.c (base, layer 0) includes runtime/device/backend.h" \

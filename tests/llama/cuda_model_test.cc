@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "atlas/kernels/llama_kernels.h"
+#include "atlas/kernels/token_kernels.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/cuda/cuda_host.h"
 #include "atlas/runtime/model/swap.h"
@@ -267,7 +267,7 @@ TEST(CudaSwap, SoakOfManySwapsKeepsMemoryFlat) {
     size_t modules =
         atlas_kernel_registry_module_count(atlas_backend_kernel_registry(b));
     // One registry holding the Llama module set (llama + llama_batch).
-    ASSERT_EQ(modules, atlas_llama_module_set.count) << "swap " << i;
+    ASSERT_EQ(modules, atlas_decoder_module_set.count) << "swap " << i;
     // Process-wide: the old model's modules were unloaded, none pile up.
     if (i == 1) modules_after_first = atlas_cuda_host_loaded_modules();
     ASSERT_EQ(atlas_cuda_host_loaded_modules(), modules_after_first)

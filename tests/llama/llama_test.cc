@@ -1,6 +1,6 @@
 // The Llama forward pass on the host backend against an independent
 // double-precision reference, plus loading, teardown and determinism.
-#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/decoder/decoder.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "atlas/kernels/llama_host.h"
-#include "atlas/kernels/llama_kernels.h"
 #include "atlas/kernels/prefill_kernels.h"
-#include "atlas/runtime/arch/llama/llama_model.h"
-#include "atlas/runtime/arch/llama/llama_prefill.h"
-#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/kernels/token_host.h"
+#include "atlas/kernels/token_kernels.h"
+#include "atlas/runtime/arch/decoder/decoder_model.h"
+#include "atlas/runtime/arch/decoder/decoder_prefill.h"
+#include "atlas/runtime/arch/decoder/decoder_weights.h"
 #include "atlas/runtime/base/half.h"
 #include "atlas/runtime/device/host_backend.h"
 #include "tests/llama/checkpoint_fixture.h"
@@ -26,7 +26,7 @@ namespace {
 // ---- an independent reference: plain loops in double --------------------
 
 struct RefModel {
-  atlas_llama_config c;
+  atlas_decoder_config c;
   const atlas_checkpoint *ck;
 
   std::vector<double> Tensor(const std::string &name) const {
@@ -186,30 +186,30 @@ struct RefModel {
 struct Loaded {
   atlas_backend *backend = nullptr;
   atlas_checkpoint *ck = nullptr;
-  atlas_llama_config config{};
-  atlas_llama_model *model = nullptr;
+  atlas_decoder_config config{};
+  atlas_decoder_model *model = nullptr;
 
   // `family`: how config.json is read (the front door picks it by
   // model_type; this test links the Llama code alone).
   void Open(const std::string &dir, int64_t prefill_rows = 0,
             atlas_dtype kv_dtype = ATLAS_DTYPE_F32,
-            atlas_llama_family family = ATLAS_LLAMA_FAMILY_LLAMA) {
+            atlas_decoder_family family = ATLAS_DECODER_FAMILY_LLAMA) {
     atlas_backend_options o{};
-    o.modules = &atlas_llama_module_set;
+    o.modules = &atlas_decoder_module_set;
     ASSERT_OK(atlas_host_backend_create(&o, &backend));
     ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
-    ASSERT_OK(atlas_llama_config_load_family(
+    ASSERT_OK(atlas_decoder_config_load_family(
         family, (dir + "/config.json").c_str(), &config));
-    atlas_llama_load_options lo{};
+    atlas_decoder_load_options lo{};
     lo.max_seq = 32;
     lo.prefill_rows = prefill_rows;
     lo.kv_dtype = kv_dtype;
-    ASSERT_OK(atlas_llama_load(backend, ck, &config, &lo, &model));
+    ASSERT_OK(atlas_decoder_model_load(backend, ck, &config, &lo, &model));
   }
   ~Loaded() {
     if (model) {
       atlas_teardown_report r;
-      EXPECT_OK(atlas_llama_unload(model, &r));
+      EXPECT_OK(atlas_decoder_model_unload(model, &r));
       EXPECT_EQ(r.sweep.count, 0u) << (r.sweep.sites ? r.sweep.sites : "");
       EXPECT_EQ(r.failed, 0u);
       atlas_sweep_result_free(&r.sweep);
@@ -233,7 +233,7 @@ atlas_status Collect(void *ctx, const float *logits, size_t n) {
 // and every greedy id against RefModel.
 void ExpectMatchesReference(
     const std::string &dir,
-    atlas_llama_family family = ATLAS_LLAMA_FAMILY_LLAMA) {
+    atlas_decoder_family family = ATLAS_DECODER_FAMILY_LLAMA) {
   Loaded m;
   m.Open(dir, 0, ATLAS_DTYPE_F32, family);
   ASSERT_NE(m.model, nullptr);
@@ -241,8 +241,8 @@ void ExpectMatchesReference(
   const size_t steps = 6;
   std::vector<uint32_t> out(steps);
   Collected got;
-  ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), steps,
-                                 out.data(), Collect, &got));
+  ASSERT_OK(atlas_decoder_generate(m.model, prompt.data(), prompt.size(), steps,
+                                   out.data(), Collect, &got));
   ASSERT_EQ(got.steps.size(), prompt.size() + steps - 1);
   // Feed the reference the same token sequence the model consumed.
   std::vector<uint32_t> seq = prompt;
@@ -279,14 +279,14 @@ TEST_P(LlamaForward, MatchesDoublePrecisionReference) {
 
 // The launches of one eager decode step of the model in `dir`.
 void StepLaunches(const std::string &dir, uint64_t *out,
-                  atlas_llama_family family = ATLAS_LLAMA_FAMILY_LLAMA) {
+                  atlas_decoder_family family = ATLAS_DECODER_FAMILY_LLAMA) {
   Loaded m;
   m.Open(dir, 0, ATLAS_DTYPE_F32, family);
   ASSERT_NE(m.model, nullptr);
-  ASSERT_OK(atlas_llama_set_decode_graph(m.model, false));  // eager launches
+  ASSERT_OK(atlas_decoder_set_decode_graph(m.model, false));  // eager launches
   std::vector<float> logits(m.config.vocab_size);
   uint64_t before = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH);
-  ASSERT_OK(atlas_llama_forward(m.model, 1, 0, logits.data()));
+  ASSERT_OK(atlas_decoder_forward(m.model, 1, 0, logits.data()));
   *out = atlas_backend_op_count(m.backend, ATLAS_FAULT_LAUNCH) - before;
 }
 
@@ -294,8 +294,8 @@ void StepLaunches(const std::string &dir, uint64_t *out,
 // `launches` gets each one's launches a step.
 void WideHiddenStates(bool qk_norm, uint64_t (&launches)[2]) {
   const int64_t hiddens[2] = {12256, 12288};
-  atlas_llama_family family =
-      qk_norm ? ATLAS_LLAMA_FAMILY_QWEN3 : ATLAS_LLAMA_FAMILY_LLAMA;
+  atlas_decoder_family family =
+      qk_norm ? ATLAS_DECODER_FAMILY_QWEN3 : ATLAS_DECODER_FAMILY_LLAMA;
   for (int i = 0; i < 2; ++i) {
     SCOPED_TRACE("hidden " + std::to_string(hiddens[i]));
     std::string dir = MakeWideCheckpoint(
@@ -362,14 +362,14 @@ TEST(Llama, GenerationIsDeterministicAcrossLoads) {
   {
     Loaded m;
     m.Open(dir);
-    ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), 2, 8, a.data(),
-                                   nullptr, nullptr));
+    ASSERT_OK(atlas_decoder_generate(m.model, prompt.data(), 2, 8, a.data(),
+                                     nullptr, nullptr));
   }
   {
     Loaded m;
     m.Open(dir);
-    ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), 2, 8, b.data(),
-                                   nullptr, nullptr));
+    ASSERT_OK(atlas_decoder_generate(m.model, prompt.data(), 2, 8, b.data(),
+                                     nullptr, nullptr));
   }
   EXPECT_EQ(a, b);
 }
@@ -378,35 +378,36 @@ TEST(Llama, BadTokensAndPositionsAreClearErrors) {
   Loaded m;
   m.Open(MakeCheckpoint("bad", "tiny", 7, ATLAS_DTYPE_F32));
   std::vector<float> logits(m.config.vocab_size);
-  EXPECT_STATUS(atlas_llama_forward(m.model, 64, 0, logits.data()),
+  EXPECT_STATUS(atlas_decoder_forward(m.model, 64, 0, logits.data()),
                 ATLAS_STATUS_INVALID_ARGUMENT, "outside the vocabulary");
-  EXPECT_STATUS(atlas_llama_forward(m.model, 1, 32, logits.data()),
+  EXPECT_STATUS(atlas_decoder_forward(m.model, 1, 32, logits.data()),
                 ATLAS_STATUS_INVALID_ARGUMENT, "past the KV cache");
   uint32_t p = 1, out[64];
-  EXPECT_STATUS(atlas_llama_generate(m.model, &p, 1, 40, out, nullptr, nullptr),
-                ATLAS_STATUS_INVALID_ARGUMENT, "the KV cache holds 32");
+  EXPECT_STATUS(
+      atlas_decoder_generate(m.model, &p, 1, 40, out, nullptr, nullptr),
+      ATLAS_STATUS_INVALID_ARGUMENT, "the KV cache holds 32");
 }
 
 TEST(Llama, FailedLoadAtEveryAllocationLeavesNothing) {
   std::string dir = MakeCheckpoint("faults", "tiny", 7, ATLAS_DTYPE_BF16);
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
-  atlas_llama_config config;
-  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
+  atlas_decoder_config config;
+  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
   atlas_backend_options o{};
-  o.modules = &atlas_llama_module_set;
+  o.modules = &atlas_decoder_module_set;
   atlas_backend *b = nullptr;
   ASSERT_OK(atlas_host_backend_create(&o, &b));
   // Count what a clean load does.
-  atlas_llama_model *model = nullptr;
+  atlas_decoder_model *model = nullptr;
   const atlas_fault_kind kinds[] = {ATLAS_FAULT_ALLOC, ATLAS_FAULT_COPY,
                                     ATLAS_FAULT_EVENT, ATLAS_FAULT_HOST_ALLOC};
   uint64_t before[4], ops[4];
   for (int i = 0; i < 4; ++i) before[i] = atlas_backend_op_count(b, kinds[i]);
-  ASSERT_OK(atlas_llama_load(b, ck, &config, nullptr, &model));
+  ASSERT_OK(atlas_decoder_model_load(b, ck, &config, nullptr, &model));
   for (int i = 0; i < 4; ++i)
     ops[i] = atlas_backend_op_count(b, kinds[i]) - before[i];
-  ASSERT_OK(atlas_llama_unload(model, nullptr));
+  ASSERT_OK(atlas_decoder_model_unload(model, nullptr));
   ASSERT_GE(ops[0], 3u);  // weights, the scan's results, the buffers
   ASSERT_GE(ops[2], 2u);  // the decode_ahead events
   ASSERT_GE(ops[3], 1u);  // the decode_ahead ring (and the upload's staging)
@@ -415,7 +416,8 @@ TEST(Llama, FailedLoadAtEveryAllocationLeavesNothing) {
       SCOPED_TRACE(std::string(atlas_fault_kind_name(kinds[i])) + " " +
                    std::to_string(k));
       atlas_backend_inject_fault(b, kinds[i], k);
-      StatusResult r = Take(atlas_llama_load(b, ck, &config, nullptr, &model));
+      StatusResult r =
+          Take(atlas_decoder_model_load(b, ck, &config, nullptr, &model));
       atlas_backend_inject_fault(b, kinds[i], 0);
       ASSERT_EQ(r.code, ATLAS_STATUS_ABORTED) << r.message;
       EXPECT_NE(r.message.find(dir), std::string::npos) << r.message;
@@ -439,26 +441,26 @@ TEST(Llama, FailedLoadWhoseCleanupFailsReportsBoth) {
   std::string dir = MakeCheckpoint("cleanup_fault", "tiny", 7, ATLAS_DTYPE_F32);
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
-  atlas_llama_config config;
-  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
+  atlas_decoder_config config;
+  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
   std::vector<std::string> lines;
   atlas_backend_options o{};
-  o.modules = &atlas_llama_module_set;
+  o.modules = &atlas_decoder_module_set;
   o.log = atlas_log_sink{CollectLines, &lines, ATLAS_LOG_INFO};
   atlas_backend *b = nullptr;
   ASSERT_OK(atlas_host_backend_create(&o, &b));
   // The last allocation of a clean load fails; by then the weights are
   // built, so the cleanup has frees to make. Its last one (the weights, the
   // first resource registered) is refused.
-  atlas_llama_model *model = nullptr;
+  atlas_decoder_model *model = nullptr;
   uint64_t before = atlas_backend_op_count(b, ATLAS_FAULT_ALLOC);
-  ASSERT_OK(atlas_llama_load(b, ck, &config, nullptr, &model));
+  ASSERT_OK(atlas_decoder_model_load(b, ck, &config, nullptr, &model));
   uint64_t allocs = atlas_backend_op_count(b, ATLAS_FAULT_ALLOC) - before;
-  ASSERT_OK(atlas_llama_unload(model, nullptr));
+  ASSERT_OK(atlas_decoder_model_unload(model, nullptr));
   ASSERT_GE(allocs, 2u);
   before = atlas_backend_op_count(b, ATLAS_FAULT_FREE);
   atlas_backend_inject_fault(b, ATLAS_FAULT_ALLOC, allocs);
-  EXPECT_STATUS(atlas_llama_load(b, ck, &config, nullptr, &model),
+  EXPECT_STATUS(atlas_decoder_model_load(b, ck, &config, nullptr, &model),
                 ATLAS_STATUS_ABORTED, "injected fault: allocation");
   uint64_t frees = atlas_backend_op_count(b, ATLAS_FAULT_FREE) - before;
   ASSERT_GE(frees, 1u);
@@ -466,7 +468,8 @@ TEST(Llama, FailedLoadWhoseCleanupFailsReportsBoth) {
   lines.clear();
   atlas_backend_inject_fault(b, ATLAS_FAULT_ALLOC, allocs);
   atlas_backend_inject_fault(b, ATLAS_FAULT_FREE, frees);
-  StatusResult r = Take(atlas_llama_load(b, ck, &config, nullptr, &model));
+  StatusResult r =
+      Take(atlas_decoder_model_load(b, ck, &config, nullptr, &model));
   atlas_backend_inject_fault(b, ATLAS_FAULT_FREE, 0);
   EXPECT_EQ(model, nullptr);
   EXPECT_EQ(r.code, ATLAS_STATUS_ABORTED) << r.message;
@@ -486,7 +489,7 @@ TEST(Llama, FailedLoadWhoseCleanupFailsReportsBoth) {
   atlas_sweep_result swept;
   ASSERT_OK(atlas_backend_sweep_unreleased(b, &swept));
   EXPECT_EQ(swept.count, 1u);
-  EXPECT_NE(std::string(swept.sites ? swept.sites : "").find("llama"),
+  EXPECT_NE(std::string(swept.sites ? swept.sites : "").find("decoder"),
             std::string::npos);
   atlas_sweep_result_free(&swept);
   atlas_checkpoint_close(ck);
@@ -503,7 +506,7 @@ struct LoadCount {
   uint64_t allocs = 0;  // backend allocations the load made
   size_t live = 0;      // left live by it
   size_t live_bytes = 0;
-  uint64_t required = 0;  // atlas_llama_required_bytes
+  uint64_t required = 0;  // atlas_decoder_required_bytes
   std::string report;     // the ledger's report by site
   size_t redzone_violations = 0;
 };
@@ -527,7 +530,7 @@ LoadCount CountLoad(const std::string &leaf, int layers, atlas_dtype dtype) {
   out.allocs = atlas_backend_op_count(m.backend, ATLAS_FAULT_ALLOC);
   out.live = atlas_backend_live_alloc_count(m.backend);
   out.live_bytes = atlas_backend_live_bytes(m.backend);
-  EXPECT_OK(atlas_llama_required_bytes(&m.config, m.ck, 32, &out.required));
+  EXPECT_OK(atlas_decoder_required_bytes(&m.config, m.ck, 32, &out.required));
   char *text = nullptr;
   EXPECT_OK(atlas_backend_alloc_report(m.backend, 0, 0, &text));
   if (text != nullptr) out.report = text;
@@ -536,8 +539,8 @@ LoadCount CountLoad(const std::string &leaf, int layers, atlas_dtype dtype) {
   std::vector<float> logits((size_t)m.config.vocab_size);
   uint32_t prompt[3] = {1, 2, 3};
   EXPECT_OK(
-      atlas_llama_prefill(m.model, prompt, 3, 0, nullptr, nullptr, nullptr));
-  EXPECT_OK(atlas_llama_forward(m.model, 4, 3, logits.data()));
+      atlas_decoder_prefill(m.model, prompt, 3, 0, nullptr, nullptr, nullptr));
+  EXPECT_OK(atlas_decoder_forward(m.model, 4, 3, logits.data()));
   EXPECT_OK(atlas_backend_scan_redzones(m.backend, nullptr, 0,
                                         &out.redzone_violations));
   return out;
@@ -564,7 +567,7 @@ TEST(Llama, LoadAllocationsDoNotGrowWithLayers) {
 }
 
 // With ATLAS_REDZONE the buffers keep one allocation per piece, each at its
-// own call site with its own guard band (llama_buffers.h says why).
+// own call site with its own guard band (decoder_buffers.h says why).
 TEST(Llama, RedZonesKeepOneAllocationPerBuffer) {
   ScopedEnv redzone("ATLAS_REDZONE", "64");
   LoadCount two = CountLoad("rz2", 2, ATLAS_DTYPE_F32);
@@ -574,7 +577,7 @@ TEST(Llama, RedZonesKeepOneAllocationPerBuffer) {
   EXPECT_EQ(two.live, 29u) << two.report;
   EXPECT_EQ(four.live, two.live);
   EXPECT_NE(two.report.find("take_scratch"), std::string::npos) << two.report;
-  EXPECT_NE(two.report.find("atlas_llama_prefill_take"), std::string::npos)
+  EXPECT_NE(two.report.find("atlas_decoder_prefill_take"), std::string::npos)
       << two.report;
   EXPECT_EQ(two.redzone_violations, 0u);
   EXPECT_GE(two.required, two.live_bytes);
@@ -584,16 +587,17 @@ TEST(Llama, RedZonesKeepOneAllocationPerBuffer) {
       "/rz2";
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
-  atlas_llama_config config;
-  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
+  atlas_decoder_config config;
+  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
   atlas_backend_options o{};
-  o.modules = &atlas_llama_module_set;
+  o.modules = &atlas_decoder_module_set;
   atlas_backend *b = nullptr;
   ASSERT_OK(atlas_host_backend_create(&o, &b));
   for (uint64_t k = 1; k <= two.allocs; ++k) {
     atlas_backend_inject_fault(b, ATLAS_FAULT_ALLOC, k);
-    atlas_llama_model *model = nullptr;
-    StatusResult r = Take(atlas_llama_load(b, ck, &config, nullptr, &model));
+    atlas_decoder_model *model = nullptr;
+    StatusResult r =
+        Take(atlas_decoder_model_load(b, ck, &config, nullptr, &model));
     ASSERT_EQ(r.code, ATLAS_STATUS_ABORTED) << "k=" << k << ": " << r.message;
     ASSERT_EQ(atlas_backend_live_alloc_count(b), 0u) << "fault " << k;
   }
@@ -618,8 +622,8 @@ TEST(Llama, BatchedPrefillMatchesTokenByToken) {
       ASSERT_NE(m.model, nullptr);
       Collected got;
       std::vector<uint32_t> out(4);
-      ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(),
-                                     out.size(), out.data(), Collect, &got));
+      ASSERT_OK(atlas_decoder_generate(m.model, prompt.data(), prompt.size(),
+                                       out.size(), out.data(), Collect, &got));
       ASSERT_EQ(got.steps.size(), prompt.size() + out.size() - 1);
       runs.push_back(got.steps);
       outs.push_back(out);
@@ -656,16 +660,17 @@ TEST(Llama, CapturedDecodeStepMatchesEagerLaunches) {
         Loaded m;
         m.Open(dir, rows);
         ASSERT_NE(m.model, nullptr);
-        ASSERT_OK(atlas_llama_set_decode_graph(m.model, eager == 0));
+        ASSERT_OK(atlas_decoder_set_decode_graph(m.model, eager == 0));
         Collected got;
         ids[eager].resize(6);
-        ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
-                                       ids[eager].data(), Collect, &got));
+        ASSERT_OK(atlas_decoder_generate(m.model, prompt.data(), prompt.size(),
+                                         6, ids[eager].data(), Collect, &got));
         logits[eager] = got.steps;
         if (eager == 0) {
           // No sink: only ids cross back, chosen on the device.
-          ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(),
-                                         6, quiet.data(), nullptr, nullptr));
+          ASSERT_OK(atlas_decoder_generate(m.model, prompt.data(),
+                                           prompt.size(), 6, quiet.data(),
+                                           nullptr, nullptr));
         }
       }
       EXPECT_EQ(logits[0], logits[1]) << "dtype " << dtype << " rows " << rows;
@@ -704,20 +709,20 @@ TEST(Llama, DeviceRunningAheadEqualsHostReadingEachId) {
     // The reference: ids with a sink (the host reads every step).
     std::vector<uint32_t> want(12);
     Collected got;
-    ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 12,
-                                   want.data(), Collect, &got));
+    ASSERT_OK(atlas_decoder_generate(m.model, prompt.data(), prompt.size(), 12,
+                                     want.data(), Collect, &got));
     const uint32_t eos[] = {want[4]};
     size_t first_eos = 0;
     while (want[first_eos] != eos[0]) ++first_eos;
     for (bool ahead : {true, false}) {
       SCOPED_TRACE(ahead ? "ahead" : "host reads each id");
-      ASSERT_OK(atlas_llama_set_decode_ahead(m.model, ahead));
+      ASSERT_OK(atlas_decoder_set_decode_ahead(m.model, ahead));
       for (size_t steps : {size_t{1}, size_t{2}, size_t{12}}) {
         std::vector<uint32_t> ids(steps);
         size_t count = 0;
-        ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(),
-                                          steps, nullptr, ids.data(), &count,
-                                          nullptr, nullptr));
+        ASSERT_OK(atlas_decoder_generate_ex(
+            m.model, prompt.data(), prompt.size(), steps, nullptr, ids.data(),
+            &count, nullptr, nullptr));
         EXPECT_EQ(count, steps);
         EXPECT_EQ(ids,
                   std::vector<uint32_t>(want.begin(), want.begin() + steps));
@@ -727,9 +732,9 @@ TEST(Llama, DeviceRunningAheadEqualsHostReadingEachId) {
       o.eos_count = 1;
       std::vector<uint32_t> ids(12, 0xFFFFFFFFu);
       size_t count = 0;
-      ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(),
-                                        12, &o, ids.data(), &count, nullptr,
-                                        nullptr));
+      ASSERT_OK(atlas_decoder_generate_ex(m.model, prompt.data(), prompt.size(),
+                                          12, &o, ids.data(), &count, nullptr,
+                                          nullptr));
       EXPECT_EQ(count, first_eos + 1);
       EXPECT_EQ(std::vector<uint32_t>(ids.begin(), ids.begin() + count),
                 std::vector<uint32_t>(want.begin(), want.begin() + count));
@@ -738,27 +743,27 @@ TEST(Llama, DeviceRunningAheadEqualsHostReadingEachId) {
       atlas_arch_generate_options stop{};
       stop.on_token = StopAfterTwo;
       stop.token_ctx = &seen;
-      ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(),
-                                        12, &stop, ids.data(), &count, nullptr,
-                                        nullptr));
+      ASSERT_OK(atlas_decoder_generate_ex(m.model, prompt.data(), prompt.size(),
+                                          12, &stop, ids.data(), &count,
+                                          nullptr, nullptr));
       EXPECT_EQ(count, 2u);
       EXPECT_EQ(seen, std::vector<uint32_t>(want.begin(), want.begin() + 2));
       // The decode loop alone, from the prompt's last token.
       std::vector<uint32_t> loop(6);
       std::vector<float> logits(m.config.vocab_size);
       for (size_t i = 0; i + 1 < prompt.size(); ++i) {
-        ASSERT_OK(atlas_llama_forward(m.model, prompt[i], (uint32_t)i,
-                                      logits.data()));
+        ASSERT_OK(atlas_decoder_forward(m.model, prompt[i], (uint32_t)i,
+                                        logits.data()));
       }
-      ASSERT_OK(atlas_llama_decode_greedy(
+      ASSERT_OK(atlas_decoder_decode_greedy(
           m.model, prompt.back(), (uint32_t)prompt.size() - 1, 6, loop.data()));
       EXPECT_EQ(loop, std::vector<uint32_t>(want.begin(), want.begin() + 6));
     }
     // Afterwards, with a sink again: the same logits as the first run.
     Collected again;
     std::vector<uint32_t> ids(12);
-    ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 12,
-                                   ids.data(), Collect, &again));
+    ASSERT_OK(atlas_decoder_generate(m.model, prompt.data(), prompt.size(), 12,
+                                     ids.data(), Collect, &again));
     EXPECT_EQ(ids, want);
     EXPECT_EQ(again.steps, got.steps);
   }
@@ -788,7 +793,7 @@ TEST(Llama, StepsZeroGeneratesNoToken) {
       m.Open(dir, rows);
       ASSERT_NE(m.model, nullptr);
       for (bool ahead : {true, false}) {
-        ASSERT_OK(atlas_llama_set_decode_ahead(m.model, ahead));
+        ASSERT_OK(atlas_decoder_set_decode_ahead(m.model, ahead));
         for (bool chooser : {false, true}) {
           SCOPED_TRACE(std::string(ahead ? "ahead" : "host reads") +
                        (chooser ? ", chooser" : ", argmax"));
@@ -802,17 +807,17 @@ TEST(Llama, StepsZeroGeneratesNoToken) {
             o.choose_ctx = &chosen;
           }
           size_t count = 99;
-          ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(),
-                                            prompt.size(), 0, &o, nullptr,
-                                            &count, nullptr, nullptr));
+          ASSERT_OK(atlas_decoder_generate_ex(m.model, prompt.data(),
+                                              prompt.size(), 0, &o, nullptr,
+                                              &count, nullptr, nullptr));
           EXPECT_EQ(count, 0u);
           EXPECT_TRUE(seen.empty())
               << "on_token saw " << seen.size() << " token(s)";
           EXPECT_EQ(chosen, 0u);
           Collected rows_seen;
-          ASSERT_OK(atlas_llama_generate_ex(m.model, prompt.data(),
-                                            prompt.size(), 0, &o, nullptr,
-                                            &count, Collect, &rows_seen));
+          ASSERT_OK(atlas_decoder_generate_ex(m.model, prompt.data(),
+                                              prompt.size(), 0, &o, nullptr,
+                                              &count, Collect, &rows_seen));
           EXPECT_EQ(rows_seen.steps.size(), prompt.size())
               << "one logits row a prompt token";
           EXPECT_TRUE(seen.empty());
@@ -836,9 +841,9 @@ TEST(Llama, StepsPastTheCacheAreRefusedWithoutWrapping) {
     SCOPED_TRACE("steps " + std::to_string(steps));
     std::vector<uint32_t> ids(4, 0xFFFFFFFFu);
     size_t count = 99;
-    atlas_status st =
-        atlas_llama_generate_ex(m.model, prompt.data(), prompt.size(), steps,
-                                nullptr, ids.data(), &count, nullptr, nullptr);
+    atlas_status st = atlas_decoder_generate_ex(
+        m.model, prompt.data(), prompt.size(), steps, nullptr, ids.data(),
+        &count, nullptr, nullptr);
     EXPECT_EQ(atlas_status_code_of(st), ATLAS_STATUS_INVALID_ARGUMENT);
     atlas_status_free(st);
     EXPECT_EQ(count, 0u);
@@ -861,15 +866,15 @@ TEST(Llama, DeviceRunningAheadFailsCleanlyAtEveryFault) {
     m.Open(dir, rows);
     ASSERT_NE(m.model, nullptr);
     std::vector<uint32_t> want(6);
-    ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
-                                   want.data(), nullptr, nullptr));
+    ASSERT_OK(atlas_decoder_generate(m.model, prompt.data(), prompt.size(), 6,
+                                     want.data(), nullptr, nullptr));
     for (atlas_fault_kind kind :
          {ATLAS_FAULT_COPY, ATLAS_FAULT_EVENT, ATLAS_FAULT_LAUNCH,
           ATLAS_FAULT_HOST_ALLOC, ATLAS_FAULT_ALLOC}) {
       uint64_t before = atlas_backend_op_count(m.backend, kind);
       std::vector<uint32_t> ids(6);
-      ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
-                                     ids.data(), nullptr, nullptr));
+      ASSERT_OK(atlas_decoder_generate(m.model, prompt.data(), prompt.size(), 6,
+                                       ids.data(), nullptr, nullptr));
       uint64_t ops = atlas_backend_op_count(m.backend, kind) - before;
       bool makes = kind == ATLAS_FAULT_COPY || kind == ATLAS_FAULT_LAUNCH;
       ASSERT_EQ(ops > 0, makes) << atlas_fault_kind_name(kind) << ": " << ops;
@@ -878,13 +883,13 @@ TEST(Llama, DeviceRunningAheadFailsCleanlyAtEveryFault) {
                      std::to_string(k));
         atlas_backend_inject_fault(m.backend, kind, k);
         StatusResult r =
-            Take(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
-                                      ids.data(), nullptr, nullptr));
+            Take(atlas_decoder_generate(m.model, prompt.data(), prompt.size(),
+                                        6, ids.data(), nullptr, nullptr));
         atlas_backend_inject_fault(m.backend, kind, 0);
         EXPECT_EQ(r.code, ATLAS_STATUS_ABORTED) << r.message;
         std::fill(ids.begin(), ids.end(), 0u);
-        ASSERT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
-                                       ids.data(), nullptr, nullptr));
+        ASSERT_OK(atlas_decoder_generate(m.model, prompt.data(), prompt.size(),
+                                         6, ids.data(), nullptr, nullptr));
         EXPECT_EQ(ids, want);
       }
     }
@@ -892,7 +897,7 @@ TEST(Llama, DeviceRunningAheadFailsCleanlyAtEveryFault) {
 }
 
 // A 16-bit KV cache is also the prefill's stated-error mode
-// (atlas_llama_prefill_one_term): each product with 16-bit weights rounds its
+// (atlas_decoder_prefill_one_term): each product with 16-bit weights rounds its
 // input rows once to the weights' type. The token-by-token steps keep f32
 // inputs, so batched and stepped logits now differ by that rounding, and
 // against an f32 cache the logits move by it plus what rounding keys and
@@ -925,9 +930,9 @@ TEST(Llama, SixteenBitKvCache) {
     }
     return w;
   };
-  EXPECT_FALSE(atlas_llama_prefill_one_term(ATLAS_DTYPE_F32));
-  EXPECT_TRUE(atlas_llama_prefill_one_term(ATLAS_DTYPE_F16));
-  EXPECT_TRUE(atlas_llama_prefill_one_term(ATLAS_DTYPE_BF16));
+  EXPECT_FALSE(atlas_decoder_prefill_one_term(ATLAS_DTYPE_F32));
+  EXPECT_TRUE(atlas_decoder_prefill_one_term(ATLAS_DTYPE_F16));
+  EXPECT_TRUE(atlas_decoder_prefill_one_term(ATLAS_DTYPE_BF16));
   for (atlas_dtype weights :
        {ATLAS_DTYPE_BF16, ATLAS_DTYPE_F16, ATLAS_DTYPE_F32}) {
     std::string dir =
@@ -937,8 +942,8 @@ TEST(Llama, SixteenBitKvCache) {
       m.Open(dir, rows, kv);
       Collected got;
       ids->assign(6, 0);
-      EXPECT_OK(atlas_llama_generate(m.model, prompt.data(), prompt.size(), 6,
-                                     ids->data(), Collect, &got));
+      EXPECT_OK(atlas_decoder_generate(m.model, prompt.data(), prompt.size(), 6,
+                                       ids->data(), Collect, &got));
       return got.steps;
     };
     const double layers = 2;  // the "tiny" preset
@@ -994,7 +999,7 @@ TEST(Llama, FailedCaptureFallsBackToEagerWithOneLogLine) {
       MakeCheckpoint("graph_fallback", "tiny", 17, ATLAS_DTYPE_F32);
   LogLines log;
   atlas_backend_options o{};
-  o.modules = &atlas_llama_module_set;
+  o.modules = &atlas_decoder_module_set;
   o.log.fn = LogLines::Add;
   o.log.ctx = &log;
   o.log.min_level = ATLAS_LOG_INFO;  // the load's DEBUG phase line aside
@@ -1002,22 +1007,22 @@ TEST(Llama, FailedCaptureFallsBackToEagerWithOneLogLine) {
   ASSERT_OK(atlas_host_backend_create(&o, &backend));
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
-  atlas_llama_config config{};
-  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
-  atlas_llama_load_options lo{};
+  atlas_decoder_config config{};
+  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
+  atlas_decoder_load_options lo{};
   lo.max_seq = 16;
-  atlas_llama_model *model = nullptr;
-  ASSERT_OK(atlas_llama_load(backend, ck, &config, &lo, &model));
+  atlas_decoder_model *model = nullptr;
+  ASSERT_OK(atlas_decoder_model_load(backend, ck, &config, &lo, &model));
   std::vector<float> want((size_t)config.vocab_size), got(want.size());
-  ASSERT_OK(atlas_llama_set_decode_graph(model, false));
-  ASSERT_OK(atlas_llama_forward(model, 3, 0, want.data()));
+  ASSERT_OK(atlas_decoder_set_decode_graph(model, false));
+  ASSERT_OK(atlas_decoder_forward(model, 3, 0, want.data()));
   // Another token last, so a lost upload of the next step would show.
-  ASSERT_OK(atlas_llama_forward(model, 9, 0, got.data()));
+  ASSERT_OK(atlas_decoder_forward(model, 9, 0, got.data()));
   ASSERT_NE(got, want);
-  ASSERT_OK(atlas_llama_set_decode_graph(model, true));
+  ASSERT_OK(atlas_decoder_set_decode_graph(model, true));
   ASSERT_OK(atlas_backend_begin_capture(backend,
                                         atlas_backend_default_stream(backend)));
-  ASSERT_OK(atlas_llama_forward(model, 3, 0, got.data()));
+  ASSERT_OK(atlas_decoder_forward(model, 3, 0, got.data()));
   EXPECT_EQ(got, want);
   ASSERT_EQ(log.lines.size(), 1u);
   EXPECT_NE(log.lines[0].find("capturing it as a graph failed"),
@@ -1027,11 +1032,11 @@ TEST(Llama, FailedCaptureFallsBackToEagerWithOneLogLine) {
   ASSERT_OK(atlas_backend_stream_is_capturing(
       backend, atlas_backend_default_stream(backend), &capturing));
   EXPECT_FALSE(capturing);
-  ASSERT_OK(atlas_llama_forward(model, 3, 0, got.data()));
+  ASSERT_OK(atlas_decoder_forward(model, 3, 0, got.data()));
   EXPECT_EQ(got, want);
   EXPECT_EQ(log.lines.size(), 1u) << "the fallback is logged once";
   atlas_teardown_report r;
-  EXPECT_OK(atlas_llama_unload(model, &r));
+  EXPECT_OK(atlas_decoder_model_unload(model, &r));
   EXPECT_EQ(r.sweep.count, 0u);
   atlas_sweep_result_free(&r.sweep);
   atlas_checkpoint_close(ck);
@@ -1043,12 +1048,12 @@ TEST(Llama, PrefillRefusesBadTokensAndOverlongPrompts) {
   m.Open(MakeCheckpoint("bad_prefill", "tiny", 7, ATLAS_DTYPE_F32));
   std::vector<float> logits(m.config.vocab_size);
   std::vector<uint32_t> bad = {1, 64};
-  EXPECT_STATUS(atlas_llama_prefill(m.model, bad.data(), bad.size(), 0,
-                                    logits.data(), nullptr, nullptr),
+  EXPECT_STATUS(atlas_decoder_prefill(m.model, bad.data(), bad.size(), 0,
+                                      logits.data(), nullptr, nullptr),
                 ATLAS_STATUS_INVALID_ARGUMENT, "outside the vocabulary");
   std::vector<uint32_t> many(33, 1);
-  EXPECT_STATUS(atlas_llama_prefill(m.model, many.data(), many.size(), 0,
-                                    logits.data(), nullptr, nullptr),
+  EXPECT_STATUS(atlas_decoder_prefill(m.model, many.data(), many.size(), 0,
+                                      logits.data(), nullptr, nullptr),
                 ATLAS_STATUS_INVALID_ARGUMENT, "holds 32 positions");
 }
 
@@ -1058,7 +1063,7 @@ TEST(Llama, PrefillRefusesBadTokensAndOverlongPrompts) {
 TEST(Llama, OneTermHostTwinsMatchTheBackendMatmul) {
   atlas_backend *b = nullptr;
   atlas_backend_options o{};
-  o.modules = &atlas_llama_module_set;
+  o.modules = &atlas_decoder_module_set;
   ASSERT_OK(atlas_host_backend_create(&o, &b));
   const uint32_t m = 5, n = 7, k = 33;
   std::vector<float> x(m * k), w(n * k);
@@ -1073,9 +1078,9 @@ TEST(Llama, OneTermHostTwinsMatchTheBackendMatmul) {
     }
     const atlas_kernel *round = nullptr, *gemm = nullptr;
     ASSERT_OK(atlas_backend_kernel_lookup(
-        b, ATLAS_LLAMA_BATCH_MODULE, (std::string("round_rows_") + t).c_str(),
+        b, ATLAS_DECODER_BATCH_MODULE, (std::string("round_rows_") + t).c_str(),
         &round));
-    ASSERT_OK(atlas_backend_kernel_lookup(b, ATLAS_LLAMA_BATCH_MODULE,
+    ASSERT_OK(atlas_backend_kernel_lookup(b, ATLAS_DECODER_BATCH_MODULE,
                                           (std::string("gemm16_") + t).c_str(),
                                           &gemm));
     atlas_launch_config c{};
@@ -1109,7 +1114,7 @@ TEST(Llama, OneTermHostTwinsMatchTheBackendMatmul) {
 TEST(Llama, FusedRoundingKernelsEqualTheLaunchesTheyReplace) {
   atlas_backend *b = nullptr;
   atlas_backend_options o{};
-  o.modules = &atlas_llama_module_set;
+  o.modules = &atlas_decoder_module_set;
   ASSERT_OK(atlas_host_backend_create(&o, &b));
   auto run = [&](const char *module, const std::string &name,
                  std::vector<atlas_arg> args) {
@@ -1135,14 +1140,14 @@ TEST(Llama, FusedRoundingKernelsEqualTheLaunchesTheyReplace) {
       std::vector<float> f32(x.size(), NAN);
       std::vector<uint16_t> want(x.size(), 0x7E01), got(x.size(), 0x7E01);
       float eps = 1e-5f;
-      run(ATLAS_LLAMA_BATCH_MODULE, "rmsnorm_rows",
+      run(ATLAS_DECODER_BATCH_MODULE, "rmsnorm_rows",
           {ATLAS_ARG_PTR(f32.data()), ATLAS_ARG_PTR(x.data()),
            ATLAS_ARG_PTR(w.data()), ATLAS_ARG_U32(dim), ATLAS_ARG_F32(eps),
            ATLAS_ARG_U32(n)});
-      run(ATLAS_LLAMA_BATCH_MODULE, std::string("round_rows_") + t,
+      run(ATLAS_DECODER_BATCH_MODULE, std::string("round_rows_") + t,
           {ATLAS_ARG_PTR(want.data()), ATLAS_ARG_PTR(f32.data()),
            ATLAS_ARG_U32(n * dim)});
-      run(ATLAS_LLAMA_BATCH_MODULE, std::string("rmsnorm_rows_") + t,
+      run(ATLAS_DECODER_BATCH_MODULE, std::string("rmsnorm_rows_") + t,
           {ATLAS_ARG_PTR(got.data()), ATLAS_ARG_PTR(x.data()),
            ATLAS_ARG_PTR(w.data()), ATLAS_ARG_U32(dim), ATLAS_ARG_F32(eps),
            ATLAS_ARG_U32(n)});
@@ -1156,15 +1161,15 @@ TEST(Llama, FusedRoundingKernelsEqualTheLaunchesTheyReplace) {
       }
       const std::vector<float> a0 = a, b0 = bb;
       std::vector<uint16_t> want(count, 0x7E01), got(count, 0x7E01);
-      run(ATLAS_LLAMA_BATCH_MODULE, std::string("silu_mul_round_") + t,
+      run(ATLAS_DECODER_BATCH_MODULE, std::string("silu_mul_round_") + t,
           {ATLAS_ARG_PTR(got.data()), ATLAS_ARG_PTR(a.data()),
            ATLAS_ARG_PTR(bb.data()), ATLAS_ARG_U32(count)});
       EXPECT_EQ(a, a0) << "silu_mul_round leaves its inputs";
       EXPECT_EQ(bb, b0);
-      run(ATLAS_LLAMA_MODULE, "silu_mul",
+      run(ATLAS_DECODER_MODULE, "silu_mul",
           {ATLAS_ARG_PTR(a.data()), ATLAS_ARG_PTR(bb.data()),
            ATLAS_ARG_U32(count)});
-      run(ATLAS_LLAMA_BATCH_MODULE, std::string("round_rows_") + t,
+      run(ATLAS_DECODER_BATCH_MODULE, std::string("round_rows_") + t,
           {ATLAS_ARG_PTR(want.data()), ATLAS_ARG_PTR(a.data()),
            ATLAS_ARG_U32(count)});
       EXPECT_EQ(got, want) << "silu_mul_round_" << t << " count " << count;
@@ -1179,7 +1184,7 @@ class HostLlamaKernels {
  public:
   HostLlamaKernels() {
     atlas_backend_options o{};
-    o.modules = &atlas_llama_module_set;
+    o.modules = &atlas_decoder_module_set;
     EXPECT_OK(atlas_host_backend_create(&o, &b_));
   }
   ~HostLlamaKernels() {
@@ -1188,8 +1193,8 @@ class HostLlamaKernels {
   void Run(const std::string &name, std::vector<atlas_arg> args) {
     ASSERT_NE(b_, nullptr);
     const atlas_kernel *k = nullptr;
-    ASSERT_OK(
-        atlas_backend_kernel_lookup(b_, ATLAS_LLAMA_MODULE, name.c_str(), &k));
+    ASSERT_OK(atlas_backend_kernel_lookup(b_, ATLAS_DECODER_MODULE,
+                                          name.c_str(), &k));
     atlas_launch_config c{};
     c.grid = {1, 1, 1};
     c.block = {256, 1, 1};
@@ -1427,16 +1432,16 @@ TEST(Llama, QkvRopeEqualsTheProductsThenRopeStore) {
 }
 
 TEST(Llama, BatchKernelTableIsComplete) {
-  for (size_t i = 0; i < ATLAS_LLAMA_BATCH_KERNEL_COUNT; ++i) {
-    EXPECT_NE(atlas_llama_batch_kernel_defs[i].name, nullptr) << i;
-    EXPECT_NE(atlas_llama_batch_kernel_defs[i].host_fn, nullptr) << i;
+  for (size_t i = 0; i < ATLAS_DECODER_BATCH_KERNEL_COUNT; ++i) {
+    EXPECT_NE(atlas_decoder_batch_kernel_defs[i].name, nullptr) << i;
+    EXPECT_NE(atlas_decoder_batch_kernel_defs[i].host_fn, nullptr) << i;
   }
 }
 
 TEST(Llama, KernelTableIsComplete) {
-  for (size_t i = 0; i < ATLAS_LLAMA_KERNEL_COUNT; ++i) {
-    EXPECT_NE(atlas_llama_kernel_defs[i].name, nullptr) << i;
-    EXPECT_NE(atlas_llama_kernel_defs[i].host_fn, nullptr) << i;
+  for (size_t i = 0; i < ATLAS_DECODER_KERNEL_COUNT; ++i) {
+    EXPECT_NE(atlas_decoder_kernel_defs[i].name, nullptr) << i;
+    EXPECT_NE(atlas_decoder_kernel_defs[i].host_fn, nullptr) << i;
   }
 }
 

@@ -1,5 +1,5 @@
 // Llama config.json parsing: defaults, rope_parameters, and every rejection.
-#include "atlas/runtime/arch/llama/llama_config.h"
+#include "atlas/runtime/arch/decoder/decoder_config.h"
 
 #include <string>
 
@@ -21,27 +21,27 @@ std::string Config(const std::string &extra = "") {
          "}";
 }
 
-atlas_llama_config ParseOk(const std::string &text) {
-  atlas_llama_config cfg = {};
+atlas_decoder_config ParseOk(const std::string &text) {
+  atlas_decoder_config cfg = {};
   atlas_test::Status s(
-      atlas_llama_config_parse(text.data(), text.size(), kPath, &cfg));
+      atlas_decoder_config_parse(text.data(), text.size(), kPath, &cfg));
   EXPECT_TRUE(s.ok()) << s.message();
   return cfg;
 }
 
 void ExpectBad(const std::string &text, atlas_status_code code,
                const std::vector<std::string> &needles) {
-  atlas_llama_config cfg = {};
+  atlas_decoder_config cfg = {};
   cfg.vocab_size = 12345;
   std::vector<std::string> n = needles;
   n.push_back(kPath);
-  ExpectError(atlas_llama_config_parse(text.data(), text.size(), kPath, &cfg),
+  ExpectError(atlas_decoder_config_parse(text.data(), text.size(), kPath, &cfg),
               code, n);
   EXPECT_EQ(cfg.vocab_size, 12345) << "output written on failure";
 }
 
 TEST(LlamaConfig, Defaults) {
-  atlas_llama_config c = ParseOk(Config());
+  atlas_decoder_config c = ParseOk(Config());
   EXPECT_EQ(c.vocab_size, 64);
   EXPECT_EQ(c.hidden_size, 32);
   EXPECT_EQ(c.intermediate_size, 64);
@@ -67,7 +67,7 @@ TEST(LlamaConfig, HuggingFaceLlamaConfig) {
     "transformers_version": "4.35.0", "use_cache": true, "vocab_size": 32000,
     "attention_bias": false
   })";
-  atlas_llama_config c = ParseOk(text);
+  atlas_decoder_config c = ParseOk(text);
   EXPECT_EQ(c.vocab_size, 32000);
   EXPECT_EQ(c.num_key_value_heads, 4);
   EXPECT_EQ(c.head_dim, 64);
@@ -75,7 +75,7 @@ TEST(LlamaConfig, HuggingFaceLlamaConfig) {
 }
 
 TEST(LlamaConfig, ExplicitValues) {
-  atlas_llama_config c = ParseOk(Config(
+  atlas_decoder_config c = ParseOk(Config(
       "\"num_key_value_heads\": 2, \"head_dim\": 16, \"rms_norm_eps\": 1e-5, "
       "\"rope_theta\": 500000, \"tie_word_embeddings\": true, "
       "\"max_position_embeddings\": 4096"));
@@ -88,7 +88,7 @@ TEST(LlamaConfig, ExplicitValues) {
 }
 
 TEST(LlamaConfig, NullMeansDefault) {
-  atlas_llama_config c =
+  atlas_decoder_config c =
       ParseOk(Config("\"head_dim\": null, \"num_key_value_heads\": null, "
                      "\"rope_scaling\": null, \"rope_parameters\": null"));
   EXPECT_EQ(c.head_dim, 8);
@@ -96,7 +96,7 @@ TEST(LlamaConfig, NullMeansDefault) {
 }
 
 TEST(LlamaConfig, RopeThetaUnderRopeParameters) {
-  atlas_llama_config c =
+  atlas_decoder_config c =
       ParseOk(Config("\"rope_parameters\": {\"rope_type\": \"default\", "
                      "\"rope_theta\": 1000000.0}"));
   EXPECT_DOUBLE_EQ(c.rope_theta, 1000000.0);
@@ -182,18 +182,18 @@ TEST(LlamaConfig, UnsupportedFeatures) {
 // keys; H200, transformers 5.17). Every layer attends to all positions and
 // the context is held to the window; it was refused.
 TEST(LlamaConfig, SlidingWindowHoldsTheContext) {
-  atlas_llama_config c =
+  atlas_decoder_config c =
       ParseOk(Config("\"max_position_embeddings\": 4096, "
                      "\"sliding_window\": 128"));
   EXPECT_EQ(c.sliding_window, 0);
-  EXPECT_EQ(atlas_llama_layer_window(&c, 0), 0);
+  EXPECT_EQ(atlas_decoder_layer_window(&c, 0), 0);
   EXPECT_EQ(c.context_window, 128);
   const char *key = nullptr;
-  EXPECT_EQ(atlas_llama_context(&c, &key), 128);
+  EXPECT_EQ(atlas_decoder_context(&c, &key), 128);
   EXPECT_STREQ(key, "sliding_window");
   c = ParseOk(
       Config("\"max_position_embeddings\": 64, \"sliding_window\": 128"));
-  EXPECT_EQ(atlas_llama_context(&c, &key), 64);
+  EXPECT_EQ(atlas_decoder_context(&c, &key), 64);
   EXPECT_STREQ(key, "max_position_embeddings");
   c = ParseOk(Config("\"sliding_window\": null"));
   EXPECT_EQ(c.context_window, 0);
@@ -205,8 +205,8 @@ TEST(LlamaConfig, SlidingWindowHoldsTheContext) {
   std::string mistral =
       Config("\"num_key_value_heads\": 2, \"sliding_window\": 128");
   c = {};
-  atlas_test::Status s(atlas_llama_config_parse_family(
-      ATLAS_LLAMA_FAMILY_MISTRAL, mistral.data(), mistral.size(), kPath, &c));
+  atlas_test::Status s(atlas_decoder_config_parse_family(
+      ATLAS_DECODER_FAMILY_MISTRAL, mistral.data(), mistral.size(), kPath, &c));
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(c.sliding_window, 128);
   EXPECT_EQ(c.context_window, 0);
@@ -234,7 +234,7 @@ TEST(LlamaConfig, SwishIsSilu) {
 }
 
 TEST(LlamaConfig, BiasesAndRopeTypes) {
-  atlas_llama_config c = ParseOk(Config("\"attention_bias\": true"));
+  atlas_decoder_config c = ParseOk(Config("\"attention_bias\": true"));
   EXPECT_TRUE(c.qkv_bias);
   EXPECT_TRUE(c.o_bias);
   EXPECT_FALSE(c.mlp_bias);
@@ -242,19 +242,19 @@ TEST(LlamaConfig, BiasesAndRopeTypes) {
   EXPECT_TRUE(c.mlp_bias);
   EXPECT_FALSE(c.qkv_bias);
   // The three spellings of one rope config agree.
-  atlas_llama_config a = ParseOk(Config(
+  atlas_decoder_config a = ParseOk(Config(
       "\"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 5e5, "
       "\"factor\": 8, \"low_freq_factor\": 1, \"high_freq_factor\": 4, "
       "\"original_max_position_embeddings\": 8192}"));
-  atlas_llama_config b = ParseOk(Config(
+  atlas_decoder_config b = ParseOk(Config(
       "\"rope_theta\": 5e5, \"rope_scaling\": {\"rope_type\": \"llama3\", "
       "\"factor\": 8, \"low_freq_factor\": 1, \"high_freq_factor\": 4, "
       "\"original_max_position_embeddings\": 8192}"));
-  atlas_llama_config d = ParseOk(
+  atlas_decoder_config d = ParseOk(
       Config("\"rope_theta\": 5e5, \"rope_scaling\": {\"type\": \"llama3\", "
              "\"factor\": 8, \"low_freq_factor\": 1, \"high_freq_factor\": 4, "
              "\"original_max_position_embeddings\": 8192}"));
-  for (const atlas_llama_config *x : {&a, &b, &d}) {
+  for (const atlas_decoder_config *x : {&a, &b, &d}) {
     EXPECT_EQ(x->rope.type, ATLAS_ROPE_LLAMA3);
     EXPECT_DOUBLE_EQ(x->rope.theta, 5e5);
     EXPECT_DOUBLE_EQ(x->rope.factor, 8);
@@ -278,14 +278,14 @@ TEST(LlamaConfig, LoadFromFile) {
   std::string dir = atlas_test::TempDir("");
   std::string path = dir + "/config.json";
   atlas_test::WriteFile(path, Config("\"num_key_value_heads\": 1"));
-  atlas_llama_config c = {};
-  ATLAS_ASSERT_OK(atlas_llama_config_load(path.c_str(), &c));
+  atlas_decoder_config c = {};
+  ATLAS_ASSERT_OK(atlas_decoder_config_load(path.c_str(), &c));
   EXPECT_EQ(c.num_key_value_heads, 1);
   atlas_test::WriteFile(path, "{\"vocab_size\": true}");
-  ExpectError(atlas_llama_config_load(path.c_str(), &c),
+  ExpectError(atlas_decoder_config_load(path.c_str(), &c),
               ATLAS_STATUS_INVALID_ARGUMENT, {path, "\"vocab_size\""});
   std::string missing = dir + "/nope.json";
-  ExpectError(atlas_llama_config_load(missing.c_str(), &c),
+  ExpectError(atlas_decoder_config_load(missing.c_str(), &c),
               ATLAS_STATUS_NOT_FOUND, {missing, "cannot open"});
 }
 
@@ -293,9 +293,10 @@ TEST(LlamaConfig, LoadFromFile) {
 
 namespace {
 
-atlas_llama_config ParseFamily(atlas_llama_family f, const std::string &text) {
-  atlas_llama_config cfg = {};
-  atlas_test::Status s(atlas_llama_config_parse_family(
+atlas_decoder_config ParseFamily(atlas_decoder_family f,
+                                 const std::string &text) {
+  atlas_decoder_config cfg = {};
+  atlas_test::Status s(atlas_decoder_config_parse_family(
       f, text.data(), text.size(), kPath, &cfg));
   EXPECT_TRUE(s.ok()) << s.message();
   return cfg;
@@ -310,36 +311,36 @@ std::string FamilyConfig(const std::string &extra = "") {
 
 TEST(FamilyConfig, SlidingWindows) {
   // Mistral: every layer; absent means MistralConfig's 4096, null none.
-  atlas_llama_config c =
-      ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL, FamilyConfig());
+  atlas_decoder_config c =
+      ParseFamily(ATLAS_DECODER_FAMILY_MISTRAL, FamilyConfig());
   EXPECT_EQ(c.sliding_window, 4096);
-  EXPECT_EQ(atlas_llama_layer_window(&c, 0), 4096);
-  c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL,
+  EXPECT_EQ(atlas_decoder_layer_window(&c, 0), 4096);
+  c = ParseFamily(ATLAS_DECODER_FAMILY_MISTRAL,
                   FamilyConfig("\"sliding_window\": null"));
-  EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
+  EXPECT_EQ(atlas_decoder_layer_window(&c, 1), 0);
   // Qwen2: only with use_sliding_window, from max_window_layers on.
-  c = ParseFamily(ATLAS_LLAMA_FAMILY_QWEN2,
+  c = ParseFamily(ATLAS_DECODER_FAMILY_QWEN2,
                   FamilyConfig("\"sliding_window\": 64"));
-  EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
+  EXPECT_EQ(atlas_decoder_layer_window(&c, 1), 0);
   c = ParseFamily(
-      ATLAS_LLAMA_FAMILY_QWEN2,
+      ATLAS_DECODER_FAMILY_QWEN2,
       FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": 64, "
                    "\"max_window_layers\": 1"));
-  EXPECT_EQ(atlas_llama_layer_window(&c, 0), 0);
-  EXPECT_EQ(atlas_llama_layer_window(&c, 1), 64);
+  EXPECT_EQ(atlas_decoder_layer_window(&c, 0), 0);
+  EXPECT_EQ(atlas_decoder_layer_window(&c, 1), 64);
   EXPECT_TRUE(c.qkv_bias);
   EXPECT_FALSE(c.o_bias);
   c = ParseFamily(
-      ATLAS_LLAMA_FAMILY_QWEN2,
+      ATLAS_DECODER_FAMILY_QWEN2,
       FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": null"));
-  EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
+  EXPECT_EQ(atlas_decoder_layer_window(&c, 1), 0);
   // layer_types, when given, decides.
   c = ParseFamily(
-      ATLAS_LLAMA_FAMILY_QWEN3,
+      ATLAS_DECODER_FAMILY_QWEN3,
       FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": 8, "
                    "\"layer_types\": [\"sliding_attention\", "
                    "\"sliding_attention\"]"));
-  EXPECT_EQ(atlas_llama_layer_window(&c, 0), 8);
+  EXPECT_EQ(atlas_decoder_layer_window(&c, 0), 8);
   EXPECT_TRUE(c.qk_norm);
   EXPECT_EQ(c.head_dim, 128);  // Qwen3Config's default
 }
@@ -347,27 +348,27 @@ TEST(FamilyConfig, SlidingWindows) {
 // MistralForCausalLM ignores layer_types and slides every layer; Atlas
 // followed the list (layer 0 attended to everything, exit 0).
 TEST(FamilyConfig, MistralLayerTypesCannotUnslideLayers) {
-  atlas_llama_config c = {};
+  atlas_decoder_config c = {};
   std::string text = FamilyConfig(
       "\"sliding_window\": 8, "
       "\"layer_types\": [\"full_attention\", \"sliding_attention\"]");
   ExpectError(
-      atlas_llama_config_parse_family(ATLAS_LLAMA_FAMILY_MISTRAL, text.data(),
-                                      text.size(), kPath, &c),
+      atlas_decoder_config_parse_family(ATLAS_DECODER_FAMILY_MISTRAL,
+                                        text.data(), text.size(), kPath, &c),
       ATLAS_STATUS_UNIMPLEMENTED,
       {kPath, "layer_types", "model_type mistral",
        "sliding_window 8 to every layer"});
   // A list that agrees with transformers is fine; without a window the
   // list changes nothing.
   c = ParseFamily(
-      ATLAS_LLAMA_FAMILY_MISTRAL,
+      ATLAS_DECODER_FAMILY_MISTRAL,
       FamilyConfig("\"sliding_window\": 8, \"layer_types\": "
                    "[\"sliding_attention\", \"sliding_attention\"]"));
-  EXPECT_EQ(atlas_llama_layer_window(&c, 0), 8);
-  c = ParseFamily(ATLAS_LLAMA_FAMILY_MISTRAL,
+  EXPECT_EQ(atlas_decoder_layer_window(&c, 0), 8);
+  c = ParseFamily(ATLAS_DECODER_FAMILY_MISTRAL,
                   FamilyConfig("\"sliding_window\": null, \"layer_types\": "
                                "[\"full_attention\", \"sliding_attention\"]"));
-  EXPECT_EQ(atlas_llama_layer_window(&c, 1), 0);
+  EXPECT_EQ(atlas_decoder_layer_window(&c, 1), 0);
 }
 
 // Keys a config leaves out take each family's config-class default:
@@ -378,14 +379,14 @@ TEST(FamilyConfig, FamilyDefaults) {
       "{\"vocab_size\": 64, \"hidden_size\": 256, \"intermediate_size\": 64, "
       "\"num_hidden_layers\": 2, \"num_attention_heads\": 32";
   struct Row {
-    atlas_llama_family family;
+    atlas_decoder_family family;
     int64_t max_positions, kv_heads;
-  } rows[] = {{ATLAS_LLAMA_FAMILY_LLAMA, 2048, 32},
-              {ATLAS_LLAMA_FAMILY_QWEN2, 32768, 32},
-              {ATLAS_LLAMA_FAMILY_QWEN3, 32768, 32},
-              {ATLAS_LLAMA_FAMILY_MISTRAL, 131072, 8}};
+  } rows[] = {{ATLAS_DECODER_FAMILY_LLAMA, 2048, 32},
+              {ATLAS_DECODER_FAMILY_QWEN2, 32768, 32},
+              {ATLAS_DECODER_FAMILY_QWEN3, 32768, 32},
+              {ATLAS_DECODER_FAMILY_MISTRAL, 131072, 8}};
   for (const Row &r : rows) {
-    atlas_llama_config c = ParseFamily(r.family, heads32 + "}");
+    atlas_decoder_config c = ParseFamily(r.family, heads32 + "}");
     EXPECT_EQ(c.max_position_embeddings, r.max_positions) << r.family;
     EXPECT_EQ(c.num_key_value_heads, r.kv_heads) << r.family;
     // An explicit null derives it from the heads, as every class does.
@@ -394,11 +395,11 @@ TEST(FamilyConfig, FamilyDefaults) {
   }
   // Qwen2 with 4 heads and no num_key_value_heads: Qwen2Config's 32 cannot
   // group 4 heads (transformers cannot build it either).
-  atlas_llama_config c = {};
+  atlas_decoder_config c = {};
   std::string text = Config();
   ExpectError(
-      atlas_llama_config_parse_family(ATLAS_LLAMA_FAMILY_QWEN2, text.data(),
-                                      text.size(), kPath, &c),
+      atlas_decoder_config_parse_family(ATLAS_DECODER_FAMILY_QWEN2, text.data(),
+                                        text.size(), kPath, &c),
       ATLAS_STATUS_INVALID_ARGUMENT, {kPath, "num_key_value_heads 32"});
 }
 

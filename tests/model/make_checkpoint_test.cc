@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "atlas/runtime/arch/llama/llama_config.h"
-#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/arch/decoder/decoder_config.h"
+#include "atlas/runtime/arch/decoder/decoder_weights.h"
 #include "atlas/runtime/formats/checkpoint.h"
 #include "gtest/gtest.h"
 #include "tests/model/test_util.h"
@@ -124,7 +124,7 @@ TEST(MakeCheckpointConvert, Bf16) {
 std::string Generate(
     const std::string &leaf, uint64_t seed, const char *preset,
     atlas_dtype dtype, int shards, bool tied,
-    const std::function<void(atlas_llama_config &)> &edit = {}) {
+    const std::function<void(atlas_decoder_config &)> &edit = {}) {
   std::string dir = atlas_test::TempDir(leaf);
   atlas_make_checkpoint_options o = {};
   o.out_dir = dir.c_str();
@@ -209,8 +209,9 @@ TEST(MakeCheckpoint, ValuesLookLikeWeights) {
 
 TEST(MakeCheckpoint, ConfigRoundTrips) {
   std::string dir = Generate("m", 1, "small", ATLAS_DTYPE_F16, 2, true);
-  atlas_llama_config c = {};
-  ATLAS_ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &c));
+  atlas_decoder_config c = {};
+  ATLAS_ASSERT_OK(
+      atlas_decoder_config_load((dir + "/config.json").c_str(), &c));
   EXPECT_EQ(c.vocab_size, 256);
   EXPECT_EQ(c.num_hidden_layers, 4);
   EXPECT_EQ(c.num_key_value_heads, 2);
@@ -220,7 +221,7 @@ TEST(MakeCheckpoint, ConfigRoundTrips) {
   atlas_checkpoint *ck = nullptr;
   ATLAS_ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
   bool tied = false;
-  ATLAS_ASSERT_OK(atlas_llama_check_checkpoint(&c, ck, &tied));
+  ATLAS_ASSERT_OK(atlas_decoder_check_checkpoint(&c, ck, &tied));
   EXPECT_TRUE(tied);
   atlas_checkpoint_close(ck);
 }
@@ -232,22 +233,23 @@ TEST(MakeCheckpoint, QkNormWritesAQwen3Checkpoint) {
     SCOPED_TRACE(bias ? "attention bias" : "no bias");
     std::string dir =
         Generate(bias ? "qwen3_bias" : "qwen3", 4, "tiny", ATLAS_DTYPE_F32, 1,
-                 false, [&](atlas_llama_config &c) {
+                 false, [&](atlas_decoder_config &c) {
                    c.qk_norm = true;
                    c.qkv_bias = c.o_bias = bias;
                  });
     std::string text = ReadAll(dir + "/config.json");
     EXPECT_NE(text.find("\"Qwen3ForCausalLM\""), std::string::npos) << text;
-    atlas_llama_config c = {};
-    ATLAS_ASSERT_OK(atlas_llama_config_parse_family(
-        ATLAS_LLAMA_FAMILY_QWEN3, text.data(), text.size(), "config.json", &c));
+    atlas_decoder_config c = {};
+    ATLAS_ASSERT_OK(atlas_decoder_config_parse_family(
+        ATLAS_DECODER_FAMILY_QWEN3, text.data(), text.size(), "config.json",
+        &c));
     EXPECT_TRUE(c.qk_norm);
     EXPECT_EQ(c.qkv_bias, bias);
     EXPECT_EQ(c.o_bias, bias);
     EXPECT_EQ(c.head_dim, 8);  // written: Qwen3's default would be 128
     atlas_checkpoint *ck = nullptr;
     ATLAS_ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
-    ATLAS_ASSERT_OK(atlas_llama_check_checkpoint(&c, ck, nullptr));
+    ATLAS_ASSERT_OK(atlas_decoder_check_checkpoint(&c, ck, nullptr));
     atlas_checkpoint_tensor t;
     ATLAS_ASSERT_OK(atlas_checkpoint_find(
         ck, "model.layers.1.self_attn.k_norm.weight", &t));
@@ -280,10 +282,10 @@ TEST(MakeCheckpoint, RejectsBadOptions) {
   atlas_test::ExpectError(atlas_make_checkpoint_write(&o),
                           ATLAS_STATUS_INVALID_ARGUMENT, {"MLP bias"});
   atlas_status_consume(atlas_make_checkpoint_preset("tiny", &o.config));
-  o.config.family = ATLAS_LLAMA_FAMILY_MISTRAL;
+  o.config.family = ATLAS_DECODER_FAMILY_MISTRAL;
   atlas_test::ExpectError(atlas_make_checkpoint_write(&o),
                           ATLAS_STATUS_INVALID_ARGUMENT, {"no other family"});
-  atlas_llama_config c;
+  atlas_decoder_config c;
   atlas_test::ExpectError(atlas_make_checkpoint_preset("huge", &c),
                           ATLAS_STATUS_INVALID_ARGUMENT, {"\"huge\""});
 }
@@ -304,8 +306,8 @@ TEST(DemoModels, LoadAndDiffer) {
   };
   for (const Demo &d : demos) {
     SCOPED_TRACE(d.dir);
-    atlas_llama_config c = {};
-    ATLAS_ASSERT_OK(atlas_llama_config_load(
+    atlas_decoder_config c = {};
+    ATLAS_ASSERT_OK(atlas_decoder_config_load(
         (std::string(d.dir) + "/config.json").c_str(), &c));
     EXPECT_EQ(c.vocab_size, d.vocab);
     EXPECT_EQ(c.hidden_size, d.hidden);
@@ -313,7 +315,7 @@ TEST(DemoModels, LoadAndDiffer) {
     EXPECT_EQ(c.tie_word_embeddings, d.tied);
     atlas_checkpoint *ck = nullptr;
     ATLAS_ASSERT_OK(atlas_checkpoint_open(d.dir, &ck));
-    ATLAS_ASSERT_OK(atlas_llama_check_checkpoint(&c, ck, nullptr));
+    ATLAS_ASSERT_OK(atlas_decoder_check_checkpoint(&c, ck, nullptr));
     atlas_checkpoint_tensor t;
     ATLAS_ASSERT_OK(atlas_checkpoint_find(ck, "model.norm.weight", &t));
     EXPECT_EQ(t.tensor->dtype, d.dtype);
@@ -342,13 +344,13 @@ TEST(DemoModels, EmbeddedCopiesMatchTheFiles) {
                           m->weights_bytes),
               ReadAll(dir + "/model.safetensors"));
     EXPECT_EQ(reinterpret_cast<uintptr_t>(m->weights) % 64, 0u);
-    atlas_llama_config c = {};
+    atlas_decoder_config c = {};
     ATLAS_ASSERT_OK(
-        atlas_llama_config_parse(m->config_json, m->config_bytes, name, &c));
+        atlas_decoder_config_parse(m->config_json, m->config_bytes, name, &c));
     atlas_checkpoint *ck = nullptr;
     ATLAS_ASSERT_OK(
         atlas_checkpoint_open_buffer(m->weights, m->weights_bytes, name, &ck));
-    ATLAS_ASSERT_OK(atlas_llama_check_checkpoint(&c, ck, nullptr));
+    ATLAS_ASSERT_OK(atlas_decoder_check_checkpoint(&c, ck, nullptr));
     atlas_checkpoint_close(ck);
   }
 }

@@ -24,7 +24,7 @@
 
 #include "atlas/atlas.h"
 #include "atlas/kernels/images_report.h"
-#include "atlas/kernels/llama_kernels.h"
+#include "atlas/kernels/token_kernels.h"
 #include "atlas/tools/atlas/cli_options.h"
 #include "atlas/tools/atlas/cli_stdio.h"
 #include "atlas/tools/atlas/cmd_run.h"
@@ -96,7 +96,7 @@ static int run_command(int argc, char **argv) {
   if (strcmp(first, "--version") == 0) {
     printf("atlas %s\n", atlas_version());
     // The CUDA images built in, and the GPUs they serve.
-    if (atlas_kernel_images_report(stdout, &atlas_llama_module_set) != 0)
+    if (atlas_kernel_images_report(stdout, &atlas_decoder_module_set) != 0)
       return ATLAS_CLI_EXIT_FAILURE;
     return ATLAS_CLI_EXIT_OK;
   }

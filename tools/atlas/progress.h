@@ -14,7 +14,7 @@ typedef struct atlas_progress {
 } atlas_progress;
 
 void atlas_progress_init(atlas_progress *p, const char *label);
-// Matches atlas_llama_load_options.progress.
+// Matches atlas_decoder_load_options.progress.
 void atlas_progress_update(void *ctx, uint64_t done, uint64_t total);
 void atlas_progress_finish(atlas_progress *p);
 // The monotonic clock the bar measures with, in milliseconds (run --stats).

@@ -8,7 +8,7 @@
 //   (greedy, ids on the device): the median step time, aggregate tokens/s,
 //   and the roofline (weight bytes + KV bytes read per step) / the measured
 //   copy bandwidth;
-// - batch 1 on today's one-sequence path (atlas_llama_decode_greedy, the
+// - batch 1 on today's one-sequence path (atlas_decoder_decode_greedy, the
 //   captured step, the device running ahead) at the same context;
 // - prefix caching: --ttft-requests requests sharing a --ttft-prompt-token
 //   prompt (each with 8 tokens of its own) through the scheduler, after one
@@ -23,8 +23,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "atlas/runtime/arch/llama/llama.h"
-#include "atlas/runtime/arch/llama/llama_model.h"
+#include "atlas/runtime/arch/decoder/decoder.h"
+#include "atlas/runtime/arch/decoder/decoder_model.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/runtime/serve/batch.h"
 #include "atlas/runtime/serve/scheduler.h"
@@ -133,8 +133,8 @@ static double bandwidth(atlas_backend *b) {
 
 // Bytes of the weights a decode step reads (every matrix once; the
 // embedding's one row is nothing).
-static double weight_bytes(const atlas_llama_model *m) {
-  const atlas_llama_config *c = &m->config;
+static double weight_bytes(const atlas_decoder_model *m) {
+  const atlas_decoder_config *c = &m->config;
   double h = (double)c->hidden_size,
          q = (double)c->num_attention_heads * (double)c->head_dim;
   double kv = (double)c->num_key_value_heads * (double)c->head_dim;
@@ -143,8 +143,8 @@ static double weight_bytes(const atlas_llama_model *m) {
   return (per * (double)c->num_hidden_layers + h * (double)c->vocab_size) * elt;
 }
 
-static double kv_bytes_per_position(const atlas_llama_model *m) {
-  const atlas_llama_config *c = &m->config;
+static double kv_bytes_per_position(const atlas_decoder_model *m) {
+  const atlas_decoder_config *c = &m->config;
   return 2.0 * (double)c->num_hidden_layers * (double)c->num_key_value_heads *
          (double)c->head_dim * (double)atlas_dtype_size(m->kv->dtype);
 }
@@ -221,7 +221,8 @@ static int run_batch(const options *o, atlas_model *model, long n, double gbps,
 // Today's one-sequence path at the same context: prefill, then the greedy
 // loop (captured step, device ahead).
 static int run_single(const options *o, atlas_model *model) {
-  atlas_llama_model *m = (atlas_llama_model *)(void *)atlas_model_impl(model);
+  atlas_decoder_model *m =
+      (atlas_decoder_model *)(void *)atlas_model_impl(model);
   size_t vocab = (size_t)atlas_model_vocab_size(model);
   uint32_t *prompt = malloc((size_t)o->prompt * sizeof(uint32_t));
   uint32_t *out = malloc((size_t)o->steps * sizeof(uint32_t));
@@ -230,13 +231,13 @@ static int run_single(const options *o, atlas_model *model) {
     prompt[p] = next_rand(&rng) % (uint32_t)vocab;
   }
   int rc = check(
-      atlas_llama_prefill(m, prompt, (size_t)o->prompt, 0, NULL, NULL, NULL),
+      atlas_decoder_prefill(m, prompt, (size_t)o->prompt, 0, NULL, NULL, NULL),
       "one-sequence prefill");
   double best = 0;
   for (int round = 0; rc == 0 && round < 3; ++round) {
     double t0 = atlas_bench_now_ms();
-    rc = check(atlas_llama_decode_greedy(m, 1, (uint32_t)o->prompt,
-                                         (size_t)o->steps, out),
+    rc = check(atlas_decoder_decode_greedy(m, 1, (uint32_t)o->prompt,
+                                           (size_t)o->steps, out),
                "one-sequence decode");
     double ms = (atlas_bench_now_ms() - t0) / (double)o->steps;
     if (round == 0 || ms < best) best = ms;
@@ -325,7 +326,8 @@ int main(int argc, char **argv) {
   spec.ignore_eos = true;
   atlas_model *model = NULL;
   if (check(atlas_model_open(&spec, &model), "opening the model")) return 1;
-  atlas_llama_model *m = (atlas_llama_model *)(void *)atlas_model_impl(model);
+  atlas_decoder_model *m =
+      (atlas_decoder_model *)(void *)atlas_model_impl(model);
   atlas_backend *b = atlas_model_backend(model);
   double gbps = bandwidth(b);
   double wbytes = weight_bytes(m), kvpos = kv_bytes_per_position(m);

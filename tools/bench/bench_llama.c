@@ -1,12 +1,12 @@
 // bench prefill DIR [--tokens 512,2048] [--reps N] [--backend B] [--kv-dtype T]
 // bench decode DIR [--context 128] [--steps N] [--backend B] [--kv-dtype T]
 //
-// Prefill: the median wall time of atlas_llama_prefill over a random prompt
+// Prefill: the median wall time of atlas_decoder_prefill over a random prompt
 // (the last token's logits copied back, as generation needs them); a 16-bit
 // --kv-dtype selects the 16-bit prefill products (docs/CLI.md, --kv-dtype).
-// Decode: after a prefill of `context` tokens, ms per atlas_llama_forward step
-// (one token, greedy on the device, the id copied back) over `steps` steps,
-// with the step replayed as a captured graph and then launched kernel by
+// Decode: after a prefill of `context` tokens, ms per atlas_decoder_forward
+// step (one token, greedy on the device, the id copied back) over `steps`
+// steps, with the step replayed as a captured graph and then launched kernel by
 // kernel. Both print the device's copy bandwidth (a 1 GiB device-to-device
 // copy, bytes read + written) so a caller can form the bandwidth floor. Lines
 // starting with RESULT are for tools/gpu/gpu_speed.py; the rest is for people.
@@ -17,9 +17,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "atlas/runtime/arch/llama/llama.h"
-#include "atlas/runtime/arch/llama/llama_arch.h"
-#include "atlas/runtime/arch/llama/llama_model.h"
+#include "atlas/runtime/arch/decoder/decoder.h"
+#include "atlas/runtime/arch/decoder/decoder_arch.h"
+#include "atlas/runtime/arch/decoder/decoder_model.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/tools/bench/bench_llama.h"
 #include "atlas/tools/bench/bench_stats.h"
@@ -45,7 +45,7 @@ static int open_model(const atlas_bench_llama_options *a, int64_t max_seq,
   char what[4200];  // a path, as bench.c resolved it (PATH_MAX)
   snprintf(what, sizeof(what), "opening %s", a->dir);
   if (check(a, atlas_model_open(&spec, out), what)) return 1;
-  if (atlas_model_arch(*out)->load != atlas_llama_arch_load) {
+  if (atlas_model_arch(*out)->load != atlas_decoder_arch_load) {
     fprintf(stderr,
             "%s: %s is a %s model; prefill and decode bench the "
             "Llama forward pass (llama, qwen2, qwen3, mistral)\n",
@@ -54,8 +54,8 @@ static int open_model(const atlas_bench_llama_options *a, int64_t max_seq,
     *out = NULL;
     return 1;
   }
-  const atlas_llama_model *m =
-      (const atlas_llama_model *)(void *)atlas_model_impl(*out);
+  const atlas_decoder_model *m =
+      (const atlas_decoder_model *)(void *)atlas_model_impl(*out);
   printf("loaded %s on %s in %.1f ms (KV cache %lld positions, %s%s)\n", a->dir,
          atlas_backend_name(atlas_model_backend(*out)),
          atlas_bench_now_ms() - t0, (long long)atlas_model_max_seq(*out),
@@ -64,8 +64,8 @@ static int open_model(const atlas_bench_llama_options *a, int64_t max_seq,
 }
 
 // The Llama-family model under `model` (open_model checked the row).
-static atlas_llama_model *llama_of(atlas_model *model) {
-  return (atlas_llama_model *)(void *)atlas_model_impl(model);
+static atlas_decoder_model *llama_of(atlas_model *model) {
+  return (atlas_decoder_model *)(void *)atlas_model_impl(model);
 }
 
 // A 1 GiB device-to-device copy, median of 5: GB/s counting read + write.
@@ -139,14 +139,14 @@ int atlas_bench_prefill(const atlas_bench_llama_options *a) {
   if (check_options(a, &longest)) return 1;
   atlas_model *model = NULL;
   if (open_model(a, longest, &model)) return 1;
-  atlas_llama_model *m = llama_of(model);
-  int64_t vocab = atlas_llama_config_of(m)->vocab_size;
+  atlas_decoder_model *m = llama_of(model);
+  int64_t vocab = atlas_decoder_config_of(m)->vocab_size;
   uint32_t *tokens = random_tokens((size_t)longest, vocab);
   float *logits = malloc((size_t)vocab * sizeof(float));
   double *t = calloc((size_t)a->count + 1, sizeof(double));
   int rc = tokens == NULL || logits == NULL || t == NULL;
   if (rc) fprintf(stderr, "%s: out of host memory\n", a->program);
-  const atlas_llama_prefill_scratch *ps = m->prefill;
+  const atlas_decoder_prefill_scratch *ps = m->prefill;
   printf("prefill products with 16-bit weights: %s\n",
          ps == NULL      ? "none (prompts run token by token)"
          : !ps->one_term ? "f32 inputs, three 16-bit terms (f32 KV cache)"
@@ -157,7 +157,7 @@ int atlas_bench_prefill(const atlas_bench_llama_options *a) {
     size_t n = (size_t)a->sizes[s];
     for (long r = 0; rc == 0 && r <= a->count; ++r) {  // r == 0: warm-up
       double t0 = atlas_bench_now_ms();
-      rc = check(a, atlas_llama_prefill(m, tokens, n, 0, logits, NULL, NULL),
+      rc = check(a, atlas_decoder_prefill(m, tokens, n, 0, logits, NULL, NULL),
                  "prefill");
       t[r] = atlas_bench_now_ms() - t0;
     }
@@ -183,8 +183,8 @@ int atlas_bench_decode(const atlas_bench_llama_options *a) {
   long decoded = a->count > 3 ? a->count : 3;
   atlas_model *model = NULL;
   if (open_model(a, longest + decoded + 1, &model)) return 1;
-  atlas_llama_model *m = llama_of(model);
-  int64_t vocab = atlas_llama_config_of(m)->vocab_size;
+  atlas_decoder_model *m = llama_of(model);
+  int64_t vocab = atlas_decoder_config_of(m)->vocab_size;
   uint32_t *tokens = random_tokens((size_t)longest, vocab);
   float *logits = malloc((size_t)vocab * sizeof(float));
   uint32_t *ids = malloc((size_t)decoded * sizeof(uint32_t));
@@ -193,7 +193,7 @@ int atlas_bench_decode(const atlas_bench_llama_options *a) {
   if (rc == 0) rc = print_bandwidth(a, atlas_model_backend(model));
   for (size_t s = 0; rc == 0 && s < a->size_count; ++s) {
     size_t ctx = (size_t)a->sizes[s];
-    rc = check(a, atlas_llama_prefill(m, tokens, ctx, 0, logits, NULL, NULL),
+    rc = check(a, atlas_decoder_prefill(m, tokens, ctx, 0, logits, NULL, NULL),
                "prefill of the context");
     // The captured step with the device a step ahead of the host (what
     // generation does without a sampler or a logits sink: only the id comes
@@ -216,19 +216,19 @@ int atlas_bench_decode(const atlas_bench_llama_options *a) {
     };
     for (size_t mode = 0; rc == 0 && mode < sizeof(modes) / sizeof(modes[0]);
          ++mode) {
-      rc = check(a, atlas_llama_set_decode_graph(m, modes[mode].graph),
+      rc = check(a, atlas_decoder_set_decode_graph(m, modes[mode].graph),
                  "decode mode");
       if (rc == 0) {
-        rc = check(a, atlas_llama_set_decode_overlap(m, modes[mode].overlap),
+        rc = check(a, atlas_decoder_set_decode_overlap(m, modes[mode].overlap),
                    "decode mode");
       }
       if (rc == 0) {
-        rc = check(a, atlas_llama_set_decode_ahead(m, modes[mode].ahead),
+        rc = check(a, atlas_decoder_set_decode_ahead(m, modes[mode].ahead),
                    "decode mode");
       }
       if (rc == 0) {
         rc = check(a,
-                   atlas_llama_set_decode_attention_blocks(
+                   atlas_decoder_set_decode_attention_blocks(
                        m, modes[mode].split_blocks ? UINT32_MAX : 0),
                    "decode mode");
       }
@@ -236,16 +236,17 @@ int atlas_bench_decode(const atlas_bench_llama_options *a) {
       // (rewritten: positions ctx .. ctx + steps - 1).
       if (rc == 0) {
         rc = check(a,
-                   atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx,
-                                             3, ids),
+                   atlas_decoder_decode_greedy(m, tokens[ctx - 1],
+                                               (uint32_t)ctx, 3, ids),
                    "decode");
       }
       double t0 = atlas_bench_now_ms();
       if (rc == 0) {
-        rc = check(a,
-                   atlas_llama_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx,
-                                             (size_t)a->count, ids),
-                   "decode");
+        rc =
+            check(a,
+                  atlas_decoder_decode_greedy(m, tokens[ctx - 1], (uint32_t)ctx,
+                                              (size_t)a->count, ids),
+                  "decode");
       }
       if (rc) break;
       double ms = (atlas_bench_now_ms() - t0) / (double)a->count;

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "atlas/runtime/arch/llama/llama_config.h"
-#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/arch/decoder/decoder_config.h"
+#include "atlas/runtime/arch/decoder/decoder_weights.h"
 #include "atlas/runtime/base/status.h"
 #include "atlas/runtime/base/version.h"
 #include "atlas/runtime/formats/checkpoint.h"
@@ -106,7 +106,7 @@ static atlas_status set_option(void *opts, size_t index, const char *value) {
     case OPT_SEED:
       return atlas_cli_parse_u64(flag, value, ~0ull, &o->seed);
     case OPT_PRESET: {
-      atlas_llama_config probe;
+      atlas_decoder_config probe;
       atlas_status s = atlas_make_checkpoint_preset(value, &probe);
       if (s != ATLAS_OK) {
         atlas_status_free(s);
@@ -132,7 +132,7 @@ static atlas_status set_option(void *opts, size_t index, const char *value) {
       o->qk_norm = true;
       return ATLAS_OK;
     default:  // a dimension
-      return atlas_cli_parse_long(flag, value, 1, (long)ATLAS_LLAMA_MAX_DIM,
+      return atlas_cli_parse_long(flag, value, 1, (long)ATLAS_DECODER_MAX_DIM,
                                   &o->dims[index]);
   }
 }
@@ -145,14 +145,14 @@ static int fail(atlas_status status) {
 
 // Loads what was written and checks it the way the runtime will (config.json
 // read as `family`'s, as the front door picks it by model_type).
-static atlas_status verify(const char *dir, atlas_llama_family family,
+static atlas_status verify(const char *dir, atlas_decoder_family family,
                            atlas_checkpoint **out_ck) {
   char path[ATLAS_CLI_PATH_MAX + 16];
   snprintf(path, sizeof(path), "%s/config.json", dir);
-  atlas_llama_config cfg;
-  ATLAS_RETURN_IF_ERROR(atlas_llama_config_load_family(family, path, &cfg));
+  atlas_decoder_config cfg;
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_config_load_family(family, path, &cfg));
   ATLAS_RETURN_IF_ERROR(atlas_checkpoint_open(dir, out_ck));
-  return atlas_llama_check_checkpoint(&cfg, *out_ck, NULL);
+  return atlas_decoder_check_checkpoint(&cfg, *out_ck, NULL);
 }
 
 static unsigned long long file_bytes(const char *dir, const char *name) {
@@ -167,7 +167,8 @@ static const char *dtype_name(atlas_dtype d) {
 }
 
 // What was written, in one paragraph on stdout.
-static void say_what_was_written(const options *o, const atlas_llama_config *c,
+static void say_what_was_written(const options *o,
+                                 const atlas_decoder_config *c,
                                  atlas_checkpoint *ck) {
   size_t shards = atlas_checkpoint_shard_count(ck);
   unsigned long long weights = 0;
@@ -207,7 +208,7 @@ static int make(const options *o) {
   m.shards = (int)o->shards;
   atlas_status status = atlas_make_checkpoint_preset(o->preset, &m.config);
   if (status != ATLAS_OK) return fail(status);
-  atlas_llama_config *c = &m.config;
+  atlas_decoder_config *c = &m.config;
   int64_t *fields[OPT_COUNT] = {
       [OPT_VOCAB] = &c->vocab_size,
       [OPT_HIDDEN] = &c->hidden_size,
@@ -256,8 +257,8 @@ static int make(const options *o) {
   status = atlas_make_checkpoint_write(&m);
   atlas_checkpoint *ck = NULL;
   if (status == ATLAS_OK) {
-    atlas_llama_family family =
-        o->qk_norm ? ATLAS_LLAMA_FAMILY_QWEN3 : ATLAS_LLAMA_FAMILY_LLAMA;
+    atlas_decoder_family family =
+        o->qk_norm ? ATLAS_DECODER_FAMILY_QWEN3 : ATLAS_DECODER_FAMILY_LLAMA;
     status =
         atlas_status_annotate(verify(dir.tmp, family, &ck),
                               "%s failed its check and was not kept", o->out);

@@ -4,7 +4,7 @@
 // make_checkpoint (see //tools/checkpoint:demo_models).
 //
 // Load one without touching the file system:
-//   atlas_llama_config_parse(m->config_json, m->config_bytes, m->name, &cfg);
+//   atlas_decoder_config_parse(m->config_json, m->config_bytes, m->name, &cfg);
 //   atlas_checkpoint_open_buffer(m->weights, m->weights_bytes, m->name, &ck);
 #ifndef ATLAS_TOOLS_MAKE_CHECKPOINT_DEMO_MODELS_H_
 #define ATLAS_TOOLS_MAKE_CHECKPOINT_DEMO_MODELS_H_

@@ -8,14 +8,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/arch/decoder/decoder_weights.h"
 #include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/base/half.h"
 #include "atlas/tools/checkpoint/safetensors_write.h"
 
 atlas_status atlas_make_checkpoint_preset(const char *name,
-                                          atlas_llama_config *out) {
-  atlas_llama_config c = {0};
+                                          atlas_decoder_config *out) {
+  atlas_decoder_config c = {0};
   c.rms_norm_eps = 1e-5;
   c.rope_theta = 10000.0;
   atlas_rope_config_init(&c.rope, c.rope_theta);
@@ -73,62 +73,62 @@ uint16_t atlas_make_checkpoint_f32_to_f16(float value) {
 
 typedef struct gen_tensor {
   char name[128];
-  atlas_llama_weight weight;
+  atlas_decoder_weight weight;
   atlas_dtype dtype;
   int64_t shape[2];
   int rank;
   void *data;
 } gen_tensor;
 
-size_t atlas_make_checkpoint_tensor_count(const atlas_llama_config *c) {
+size_t atlas_make_checkpoint_tensor_count(const atlas_decoder_config *c) {
   size_t per_layer = 0;
-  for (int w = ATLAS_LLAMA_FIRST_LAYER_WEIGHT; w < ATLAS_LLAMA_WEIGHT_COUNT;
+  for (int w = ATLAS_DECODER_FIRST_LAYER_WEIGHT; w < ATLAS_DECODER_WEIGHT_COUNT;
        ++w) {
-    per_layer += atlas_llama_weight_used(c, (atlas_llama_weight)w);
+    per_layer += atlas_decoder_weight_used(c, (atlas_decoder_weight)w);
   }
   return 2 + (size_t)c->num_hidden_layers * per_layer +
          (c->tie_word_embeddings ? 0 : 1);
 }
 
 // Canonical order: embedding, layers in order, final norm, lm_head.
-static atlas_status list_tensors(const atlas_llama_config *c, gen_tensor **out,
-                                 size_t *out_count) {
+static atlas_status list_tensors(const atlas_decoder_config *c,
+                                 gen_tensor **out, size_t *out_count) {
   size_t count = atlas_make_checkpoint_tensor_count(c);
   gen_tensor *t = calloc(count, sizeof(*t));
   if (t == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "out of memory");
   }
   size_t n = 0;
-  t[n++].weight = ATLAS_LLAMA_EMBED_TOKENS;
+  t[n++].weight = ATLAS_DECODER_EMBED_TOKENS;
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
-    for (int w = ATLAS_LLAMA_FIRST_LAYER_WEIGHT; w < ATLAS_LLAMA_WEIGHT_COUNT;
-         ++w) {
-      if (!atlas_llama_weight_used(c, (atlas_llama_weight)w)) continue;
-      t[n].weight = (atlas_llama_weight)w;
+    for (int w = ATLAS_DECODER_FIRST_LAYER_WEIGHT;
+         w < ATLAS_DECODER_WEIGHT_COUNT; ++w) {
+      if (!atlas_decoder_weight_used(c, (atlas_decoder_weight)w)) continue;
+      t[n].weight = (atlas_decoder_weight)w;
       t[n].rank = (int)l;  // layer, until the shape overwrites it below
       ++n;
     }
   }
-  t[n++].weight = ATLAS_LLAMA_FINAL_NORM;
-  if (!c->tie_word_embeddings) t[n++].weight = ATLAS_LLAMA_LM_HEAD;
+  t[n++].weight = ATLAS_DECODER_FINAL_NORM;
+  if (!c->tie_word_embeddings) t[n++].weight = ATLAS_DECODER_LM_HEAD;
   for (size_t i = 0; i < n; ++i) {
-    atlas_status s = atlas_llama_weight_name(t[i].weight, t[i].rank, t[i].name,
-                                             sizeof(t[i].name));
+    atlas_status s = atlas_decoder_weight_name(t[i].weight, t[i].rank,
+                                               t[i].name, sizeof(t[i].name));
     if (s != ATLAS_OK) {
       free(t);
       return s;
     }
-    atlas_llama_weight_shape(c, t[i].weight, t[i].shape, &t[i].rank);
+    atlas_decoder_weight_shape(c, t[i].weight, t[i].shape, &t[i].rank);
   }
   *out = t;
   *out_count = n;
   return ATLAS_OK;
 }
 
-static bool is_norm(atlas_llama_weight w) {
-  return w == ATLAS_LLAMA_FINAL_NORM || w == ATLAS_LLAMA_INPUT_NORM ||
-         w == ATLAS_LLAMA_POST_NORM || w == ATLAS_LLAMA_Q_NORM ||
-         w == ATLAS_LLAMA_K_NORM;
+static bool is_norm(atlas_decoder_weight w) {
+  return w == ATLAS_DECODER_FINAL_NORM || w == ATLAS_DECODER_INPUT_NORM ||
+         w == ATLAS_DECODER_POST_NORM || w == ATLAS_DECODER_Q_NORM ||
+         w == ATLAS_DECODER_K_NORM;
 }
 
 // Fills one tensor from its own stream, so values do not depend on sharding.
@@ -188,7 +188,7 @@ static atlas_status write_json(const char *path, json_t *root) {
 
 static atlas_status write_config(const char *path,
                                  const atlas_make_checkpoint_options *o) {
-  const atlas_llama_config *c = &o->config;
+  const atlas_decoder_config *c = &o->config;
   json_t *root = json_pack(
       "{s:[s], s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, "
       "s:b, s:s}",
@@ -299,9 +299,9 @@ atlas_status atlas_make_checkpoint_write(
   }
   // Qwen3's config has one attention_bias for q, k, v and o, and no
   // mlp_bias; Qwen2's and Mistral's configs are not written.
-  const atlas_llama_config *c = &o->config;
-  bool family_ok = c->family == ATLAS_LLAMA_FAMILY_LLAMA ||
-                   (c->family == ATLAS_LLAMA_FAMILY_QWEN3 && c->qk_norm);
+  const atlas_decoder_config *c = &o->config;
+  bool family_ok = c->family == ATLAS_DECODER_FAMILY_LLAMA ||
+                   (c->family == ATLAS_DECODER_FAMILY_QWEN3 && c->qk_norm);
   if (!family_ok || (c->qk_norm && (c->qkv_bias != c->o_bias || c->mlp_bias))) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "make_checkpoint: writes Llama checkpoints and "
@@ -322,8 +322,8 @@ atlas_status atlas_make_checkpoint_write(
   atlas_dtype other =
       o->dtype == ATLAS_DTYPE_F32 ? ATLAS_DTYPE_BF16 : ATLAS_DTYPE_F32;
   for (size_t i = 0; status == ATLAS_OK && i < count; ++i) {
-    bool mixed = o->mixed_dtypes && (t[i].weight == ATLAS_LLAMA_K_PROJ ||
-                                     t[i].weight == ATLAS_LLAMA_UP_PROJ);
+    bool mixed = o->mixed_dtypes && (t[i].weight == ATLAS_DECODER_K_PROJ ||
+                                     t[i].weight == ATLAS_DECODER_UP_PROJ);
     t[i].dtype = mixed ? other : o->dtype;
     status = fill_tensor(&t[i], o->seed, i);
   }

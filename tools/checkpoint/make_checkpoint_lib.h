@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "atlas/runtime/arch/llama/llama_config.h"
+#include "atlas/runtime/arch/decoder/decoder_config.h"
 #include "atlas/runtime/base/status.h"
 #include "atlas/runtime/formats/safetensors.h"
 
@@ -28,7 +28,7 @@ typedef struct atlas_make_checkpoint_options {
   // (q_norm and k_norm a layer; config.json says qwen3, its attention_bias
   // qkv_bias, which must equal o_bias); otherwise a Llama one. Other
   // families (family QWEN2, MISTRAL) are refused.
-  atlas_llama_config config;
+  atlas_decoder_config config;
   atlas_dtype dtype;
   // k_proj and up_proj in another type (F32; BF16 when dtype is F32): the
   // layers then run q/k/v and gate/up as separate products.
@@ -40,11 +40,11 @@ typedef struct atlas_make_checkpoint_options {
 // 2 kv heads, intermediate 64) or "small" (vocab 256, hidden 64, 4 layers,
 // 8 heads, 2 kv heads, intermediate 128). INVALID_ARGUMENT for other names.
 ATLAS_MUST_USE atlas_status
-atlas_make_checkpoint_preset(const char *name, atlas_llama_config *out);
+atlas_make_checkpoint_preset(const char *name, atlas_decoder_config *out);
 
 // How many tensors a checkpoint of `config` holds: the most shards it can be
 // split into.
-size_t atlas_make_checkpoint_tensor_count(const atlas_llama_config *config);
+size_t atlas_make_checkpoint_tensor_count(const atlas_decoder_config *config);
 
 // Writes out_dir/config.json and the weights. More shards than tensors is
 // INVALID_ARGUMENT.

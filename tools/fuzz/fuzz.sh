@@ -91,7 +91,7 @@ ln -s "$PWD" "$INC/atlas"
 CFLAGS="-std=c11 -Wall -Wextra -Werror -g -O1 -I. -I$INC \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
-  runtime/arch/llama/llama_config.c runtime/arch/llama/llama_weights.c \
+  runtime/arch/decoder/decoder_config.c runtime/arch/decoder/decoder_weights.c \
   runtime/formats/json_words.c runtime/base/file_read.c \
   runtime/base/weight_scan.c runtime/arch/rope/rope.c"
 TEXT_LIB="$(echo runtime/text/*.c) runtime/base/file_read.c -lpcre2-8 -lutf8proc -pthread"

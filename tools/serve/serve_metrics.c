@@ -117,7 +117,7 @@ static void histogram(text *t, const char *name, const char *help,
       (unsigned long long)h->count);
 }
 
-// The folder a call site lives in: runtime/arch/llama/x.c -> "arch",
+// The folder a call site lives in: runtime/arch/decoder/x.c -> "arch",
 // runtime/base/ledger.c -> "core", kernels/x.cu -> "kernels".
 static void site_category(const char *file, char *out, size_t cap) {
   const char *p = strncmp(file, "runtime/", 8) == 0 ? file + 8 : file;

@@ -14,7 +14,7 @@ extern "C" {
 
 extern const char *const atlas_mistral_model_types[];
 extern const char *const atlas_mistral_architectures[];
-// Parses into an atlas_llama_config of family mistral.
+// Parses into an atlas_decoder_config of family mistral.
 ATLAS_MUST_USE atlas_status atlas_mistral_config_parse(const char *text,
                                                        size_t len,
                                                        const char *path,

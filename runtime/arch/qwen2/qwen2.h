@@ -14,7 +14,7 @@ extern "C" {
 
 extern const char *const atlas_qwen2_model_types[];
 extern const char *const atlas_qwen2_architectures[];
-// Parses into an atlas_llama_config of family qwen2.
+// Parses into an atlas_decoder_config of family qwen2.
 ATLAS_MUST_USE atlas_status atlas_qwen2_config_parse(const char *text,
                                                      size_t len,
                                                      const char *path,

@@ -1,23 +1,24 @@
-#include "atlas/runtime/arch/llama/llama_ops.h"
+#include "atlas/runtime/arch/decoder/decoder_ops.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "atlas/kernels/llama_kernels.h"
 #include "atlas/kernels/prefill_kernels.h"
+#include "atlas/kernels/token_kernels.h"
 
-atlas_llama_wtype atlas_llama_wtype_of(atlas_dtype dtype) {
+atlas_decoder_wtype atlas_decoder_wtype_of(atlas_dtype dtype) {
   switch (dtype) {
     case ATLAS_DTYPE_F16:
-      return ATLAS_LLAMA_W_F16;
+      return ATLAS_DECODER_W_F16;
     case ATLAS_DTYPE_BF16:
-      return ATLAS_LLAMA_W_BF16;
+      return ATLAS_DECODER_W_BF16;
     default:
-      return ATLAS_LLAMA_W_F32;
+      return ATLAS_DECODER_W_F32;
   }
 }
 
-static const char *const kSuffix[ATLAS_LLAMA_W_COUNT] = {"f32", "f16", "bf16"};
+static const char *const kSuffix[ATLAS_DECODER_W_COUNT] = {"f32", "f16",
+                                                           "bf16"};
 
 typedef struct named {
   const char *module;
@@ -29,7 +30,7 @@ static atlas_status resolve_typed(const atlas_forward_ctx *ctx,
                                   const char *module, const char *prefix,
                                   const char *suffix_tail,
                                   const atlas_kernel **slots, int first) {
-  for (int t = first; t < ATLAS_LLAMA_W_COUNT; ++t) {
+  for (int t = first; t < ATLAS_DECODER_W_COUNT; ++t) {
     char name[48];
     snprintf(name, sizeof(name), "%s_%s%s", prefix, kSuffix[t], suffix_tail);
     ATLAS_RETURN_IF_ERROR(atlas_forward_kernel(ctx, module, name, &slots[t]));
@@ -37,12 +38,12 @@ static atlas_status resolve_typed(const atlas_forward_ctx *ctx,
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
-                                     uint32_t group, uint32_t head_dim,
-                                     atlas_llama_ops *out_ops) {
+atlas_status atlas_decoder_ops_resolve(const atlas_forward_ctx *ctx,
+                                       uint32_t group, uint32_t head_dim,
+                                       atlas_decoder_ops *out_ops) {
   memset(out_ops, 0, sizeof(*out_ops));
-  atlas_llama_ops *o = out_ops;
-  const char *one = ATLAS_LLAMA_MODULE, *batch = ATLAS_LLAMA_BATCH_MODULE;
+  atlas_decoder_ops *o = out_ops;
+  const char *one = ATLAS_DECODER_MODULE, *batch = ATLAS_DECODER_BATCH_MODULE;
   const named plain[] = {
       {one, "rmsnorm", &o->rmsnorm},
       {one, "argmax", &o->argmax},
@@ -70,7 +71,7 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm", "", o->gemm, 0));
   ATLAS_RETURN_IF_ERROR(
       resolve_typed(ctx, one, "rope_store", "", o->rope_store, 0));
-  for (int c = 0; c < ATLAS_LLAMA_W_COUNT; ++c) {
+  for (int c = 0; c < ATLAS_DECODER_W_COUNT; ++c) {
     char cache[8];
     snprintf(cache, sizeof(cache), "_%s", kSuffix[c]);
     ATLAS_RETURN_IF_ERROR(
@@ -80,25 +81,25 @@ atlas_status atlas_llama_ops_resolve(const atlas_forward_ctx *ctx,
       resolve_typed(ctx, one, "attention", "", o->attention, 0));
   ATLAS_RETURN_IF_ERROR(
       resolve_typed(ctx, batch, "kv_store_rows", "", o->kv_store_rows, 0));
-  for (int c = 0; c < ATLAS_LLAMA_W_COUNT; ++c) {
-    char name[ATLAS_LLAMA_KERNEL_NAME_MAX];
-    atlas_llama_prefill_attention_kernel(name, kSuffix[c], head_dim);
+  for (int c = 0; c < ATLAS_DECODER_W_COUNT; ++c) {
+    char name[ATLAS_DECODER_KERNEL_NAME_MAX];
+    atlas_decoder_prefill_attention_kernel(name, kSuffix[c], head_dim);
     ATLAS_RETURN_IF_ERROR(
         atlas_forward_kernel(ctx, batch, name, &o->attention_prefill[c]));
-    atlas_llama_decode_kernel(name, kSuffix[c], group, head_dim);
+    atlas_decoder_decode_kernel(name, kSuffix[c], group, head_dim);
     ATLAS_RETURN_IF_ERROR(
         atlas_forward_kernel(ctx, batch, name, &o->decode[c]));
   }
   ATLAS_RETURN_IF_ERROR(
-      resolve_typed(ctx, batch, "gemm16", "", o->gemm16, ATLAS_LLAMA_W_F16));
+      resolve_typed(ctx, batch, "gemm16", "", o->gemm16, ATLAS_DECODER_W_F16));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm16", "_m128",
-                                      o->gemm16_m128, ATLAS_LLAMA_W_F16));
+                                      o->gemm16_m128, ATLAS_DECODER_W_F16));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "round_rows", "",
-                                      o->round_rows, ATLAS_LLAMA_W_F16));
+                                      o->round_rows, ATLAS_DECODER_W_F16));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "rmsnorm_rows", "",
-                                      o->rmsnorm_rows16, ATLAS_LLAMA_W_F16));
+                                      o->rmsnorm_rows16, ATLAS_DECODER_W_F16));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "silu_mul_round", "",
-                                      o->silu_mul_round, ATLAS_LLAMA_W_F16));
+                                      o->silu_mul_round, ATLAS_DECODER_W_F16));
   return resolve_typed(ctx, batch, "gemm", "_m128", o->gemm_m128,
-                       ATLAS_LLAMA_W_F16);
+                       ATLAS_DECODER_W_F16);
 }

@@ -1,6 +1,6 @@
 // The batch step of the Llama row (arch.h, forward_batch): many sequences'
 // new tokens as the rows of one prompt-style pass, their keys and values in
-// the paged pool. Each layer is the prompt chunk's layer (llama_prefill.c)
+// the paged pool. Each layer is the prompt chunk's layer (decoder_prefill.c)
 // with RoPE, the store and the attention of the paged kernels; the logits
 // of each sequence's last row come from one lm_head product per 16 rows.
 #include <stdlib.h>
@@ -8,8 +8,8 @@
 
 #include "atlas/kernels/paged_kernels.h"
 #include "atlas/kernels/prefill_kernels.h"
-#include "atlas/runtime/arch/llama/llama_model.h"
-#include "atlas/runtime/arch/llama/llama_prefill.h"
+#include "atlas/runtime/arch/decoder/decoder_model.h"
+#include "atlas/runtime/arch/decoder/decoder_prefill.h"
 
 #define P(x) ATLAS_ARG_PTR(x)
 #define U(x) ATLAS_ARG_U32(x)
@@ -21,7 +21,7 @@ enum { kMaxSeqs = 256, kMinBlockTokens = 1 };
 // Teardown resource "batch_scratch": the step's device arrays and the paged
 // kernels, made at the first batch step (a model that never batches pays
 // nothing) and released before the buffers.
-typedef struct atlas_llama_batch_scratch {
+typedef struct atlas_decoder_batch_scratch {
   atlas_backend *backend;
   size_t rows, seqs, stride;
   uint32_t *d_pos, *d_slots, *d_row_seq, *d_tables, *d_last, *d_ids;
@@ -29,7 +29,7 @@ typedef struct atlas_llama_batch_scratch {
   // at a time read the head 16 times over at 256 sequences).
   float *d_logits;
   uint32_t *h_ids;
-  atlas_llama_paged paged;
+  atlas_decoder_paged paged;
   const atlas_kernel *gather, *argmax;
 } llama_batch_scratch;
 
@@ -40,9 +40,9 @@ static uint32_t blocks(uint64_t n, uint32_t per) {
   return (uint32_t)((n + per - 1) / per);
 }
 
-void atlas_llama_kv_shape(const atlas_llama_model *m,
-                          atlas_arch_kv_shape *out) {
-  const atlas_llama_config *c = &m->config;
+void atlas_decoder_kv_shape(const atlas_decoder_model *m,
+                            atlas_arch_kv_shape *out) {
+  const atlas_decoder_config *c = &m->config;
   out->layers = c->num_hidden_layers;
   out->kv_dim = c->num_key_value_heads * c->head_dim;
   out->dtype = m->kv->dtype;
@@ -50,17 +50,18 @@ void atlas_llama_kv_shape(const atlas_llama_model *m,
 
 // Whether RoPE's frequencies depend on the sequence's length (dynamic
 // RoPE): then one step takes one sequence.
-static bool rope_by_length(const atlas_llama_model *m) {
+static bool rope_by_length(const atlas_decoder_model *m) {
   return m->rope_seq_len != 0;
 }
 
-void atlas_llama_batch_limits(const atlas_llama_model *m, uint32_t block_tokens,
-                              atlas_arch_batch_limits *out) {
+void atlas_decoder_batch_limits(const atlas_decoder_model *m,
+                                uint32_t block_tokens,
+                                atlas_arch_batch_limits *out) {
   memset(out, 0, sizeof(*out));
   if (m->prefill == NULL || block_tokens < kMinBlockTokens ||
-      m->config.head_dim > ATLAS_LLAMA_PAGED_MAX_HEAD_DIM ||
+      m->config.head_dim > ATLAS_DECODER_PAGED_MAX_HEAD_DIM ||
       m->config.num_attention_heads / m->config.num_key_value_heads >
-          ATLAS_LLAMA_PAGED_MAX_GROUP) {
+          ATLAS_DECODER_PAGED_MAX_GROUP) {
     return;  // no batch step for this model (rows 0)
   }
   out->rows = (size_t)m->prefill->rows;
@@ -89,18 +90,19 @@ static atlas_status scratch_release(void *p) {
   return status;
 }
 
-static atlas_status resolve(const atlas_llama_model *m,
+static atlas_status resolve(const atlas_decoder_model *m,
                             llama_batch_scratch *s) {
   const atlas_forward_ctx *ctx = &m->ctx.core;
-  const char *mod = ATLAS_LLAMA_PAGED_MODULE;
-  static const char *const kTypes[ATLAS_LLAMA_W_COUNT] = {"f32", "f16", "bf16"};
+  const char *mod = ATLAS_DECODER_PAGED_MODULE;
+  static const char *const kTypes[ATLAS_DECODER_W_COUNT] = {"f32", "f16",
+                                                            "bf16"};
   ATLAS_RETURN_IF_ERROR(
       atlas_forward_kernel(ctx, mod, "rope_rows_at", &s->paged.rope_at));
   ATLAS_RETURN_IF_ERROR(
       atlas_forward_kernel(ctx, mod, "gather_rows", &s->gather));
   ATLAS_RETURN_IF_ERROR(
       atlas_forward_kernel(ctx, mod, "argmax_rows", &s->argmax));
-  for (int t = 0; t < ATLAS_LLAMA_W_COUNT; ++t) {
+  for (int t = 0; t < ATLAS_DECODER_W_COUNT; ++t) {
     char name[64];
     snprintf(name, sizeof(name), "kv_store_slots_%s", kTypes[t]);
     ATLAS_RETURN_IF_ERROR(
@@ -112,7 +114,7 @@ static atlas_status resolve(const atlas_llama_model *m,
   return ATLAS_OK;
 }
 
-static atlas_status scratch_make(atlas_llama_model *m, size_t stride,
+static atlas_status scratch_make(atlas_decoder_model *m, size_t stride,
                                  llama_batch_scratch **out) {
   llama_batch_scratch *s = calloc(1, sizeof(*s));
   if (s == NULL) {
@@ -167,7 +169,7 @@ static atlas_status scratch_make(atlas_llama_model *m, size_t stride,
   return ATLAS_OK;
 }
 
-static atlas_status check_batch(const atlas_llama_model *m,
+static atlas_status check_batch(const atlas_decoder_model *m,
                                 const atlas_arch_batch *b,
                                 const atlas_arch_batch_limits *lim) {
   if (lim->rows == 0) {
@@ -175,7 +177,7 @@ static atlas_status check_batch(const atlas_llama_model *m,
                              "this model has no batch step (no prompt "
                              "scratch, or head_dim %lld above %d)",
                              (long long)m->config.head_dim,
-                             ATLAS_LLAMA_PAGED_MAX_HEAD_DIM);
+                             ATLAS_DECODER_PAGED_MAX_HEAD_DIM);
   }
   if (b->rows == 0 || b->rows > lim->rows || b->seqs == 0 ||
       b->seqs > lim->seqs || b->table_stride > lim->table_stride) {
@@ -215,11 +217,11 @@ static atlas_status check_batch(const atlas_llama_model *m,
 
 // Final norm of each sequence's last row, then their logits in one lm_head
 // product: to the host, and/or their argmax on the device.
-static atlas_status heads(atlas_llama_model *m, llama_batch_scratch *bs,
+static atlas_status heads(atlas_decoder_model *m, llama_batch_scratch *bs,
                           size_t seqs, float *out_logits, uint32_t *out_ids) {
-  const atlas_llama_config *c = &m->config;
-  atlas_llama_prefill_scratch *s = m->prefill;
-  const atlas_llama_ctx *ctx = &m->ctx;
+  const atlas_decoder_config *c = &m->config;
+  atlas_decoder_prefill_scratch *s = m->prefill;
+  const atlas_decoder_ctx *ctx = &m->ctx;
   uint32_t dim = (uint32_t)c->hidden_size;
   size_t vocab = (size_t)c->vocab_size;
   atlas_arg g[] = {P(s->xb), P(s->x), P(bs->d_last), U((uint32_t)seqs), U(dim)};
@@ -238,7 +240,7 @@ static atlas_status heads(atlas_llama_model *m, llama_batch_scratch *bs,
   size_t chunk = bs->seqs;
   for (size_t i = 0; i < seqs; i += chunk) {
     uint32_t rows = (uint32_t)(seqs - i < chunk ? seqs - i : chunk);
-    ATLAS_RETURN_IF_ERROR(atlas_llama_prefill_gemm(
+    ATLAS_RETURN_IF_ERROR(atlas_decoder_prefill_gemm(
         m, bs->d_logits, &m->weights->lm_head, s->x + i * dim, rows,
         c->vocab_size, c->hidden_size));
     if (out_ids != NULL) {
@@ -270,7 +272,7 @@ static atlas_status heads(atlas_llama_model *m, llama_batch_scratch *bs,
 }
 
 // The batch scratch of the model, made at its first step.
-static atlas_status scratch_of(atlas_llama_model *m, size_t stride,
+static atlas_status scratch_of(atlas_decoder_model *m, size_t stride,
                                llama_batch_scratch **out) {
   if (m->batch == NULL) {
     ATLAS_RETURN_IF_ERROR(scratch_make(m, stride, &m->batch));
@@ -279,22 +281,22 @@ static atlas_status scratch_of(atlas_llama_model *m, size_t stride,
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_forward_batch(atlas_llama_model *m,
-                                       const atlas_arch_batch *b,
-                                       float *out_logits, uint32_t *out_ids) {
+atlas_status atlas_decoder_forward_batch(atlas_decoder_model *m,
+                                         const atlas_arch_batch *b,
+                                         float *out_logits, uint32_t *out_ids) {
   if (b->kv == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "batch step without a KV pool");
   }
   atlas_arch_batch_limits lim;
-  atlas_llama_batch_limits(m, b->kv ? b->kv->block_tokens : 0, &lim);
+  atlas_decoder_batch_limits(m, b->kv ? b->kv->block_tokens : 0, &lim);
   ATLAS_RETURN_IF_ERROR(check_batch(m, b, &lim));
   // RoPE's table for the longest sequence (static RoPE: the same for all).
   uint32_t longest = 0;
   for (size_t r = 0; r < b->rows; ++r) {
     if (b->positions[r] + 1 > longest) longest = b->positions[r] + 1;
   }
-  ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, longest));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_rope_update(m, longest));
   if (rope_by_length(m) && b->seqs > 1) {
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
                              "dynamic RoPE scales by each sequence's length: "
@@ -302,7 +304,7 @@ atlas_status atlas_llama_forward_batch(atlas_llama_model *m,
   }
   llama_batch_scratch *bs = NULL;
   ATLAS_RETURN_IF_ERROR(scratch_of(m, lim.table_stride, &bs));
-  atlas_llama_prefill_scratch *s = m->prefill;
+  atlas_decoder_prefill_scratch *s = m->prefill;
   size_t r4 = b->rows * sizeof(uint32_t);
   ATLAS_RETURN_IF_ERROR(
       atlas_backend_h2d(m->backend, s->tokens, b->tokens, r4));
@@ -317,7 +319,7 @@ atlas_status atlas_llama_forward_batch(atlas_llama_model *m,
                         b->seqs * b->table_stride * sizeof(uint32_t)));
   ATLAS_RETURN_IF_ERROR(atlas_backend_h2d(m->backend, bs->d_last, b->last_row,
                                           b->seqs * sizeof(uint32_t)));
-  atlas_llama_paged pg = bs->paged;
+  atlas_decoder_paged pg = bs->paged;
   pg.keys = b->kv->keys;
   pg.values = b->kv->values;
   pg.layer_elements = b->kv->layer_elements;
@@ -327,16 +329,17 @@ atlas_status atlas_llama_forward_batch(atlas_llama_model *m,
   pg.slots = bs->d_slots;
   pg.row_seq = bs->d_row_seq;
   pg.tables = bs->d_tables;
-  const atlas_llama_config *c = &m->config;
-  const atlas_llama_weights *w = m->weights;
+  const atlas_decoder_config *c = &m->config;
+  const atlas_decoder_weights *w = m->weights;
   uint32_t dim = (uint32_t)c->hidden_size;
   uint32_t rows = (uint32_t)b->rows;
   atlas_arg e[] = {P(s->x), P(w->embed.data), P(s->tokens), U(rows), U(dim)};
   ATLAS_RETURN_IF_ERROR(atlas_forward_launch(
-      &m->ctx.core, m->ctx.ops.embed_rows[atlas_llama_wtype_of(w->embed.dtype)],
+      &m->ctx.core,
+      m->ctx.ops.embed_rows[atlas_decoder_wtype_of(w->embed.dtype)],
       d3(blocks(dim, 256), rows), d3(256, 1), e, COUNT(e)));
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
-    ATLAS_RETURN_IF_ERROR(atlas_llama_prefill_layer(m, l, rows, &pg),
+    ATLAS_RETURN_IF_ERROR(atlas_decoder_prefill_layer(m, l, rows, &pg),
                           "batch step, layer %lld", (long long)l);
   }
   return heads(m, bs, b->seqs, out_logits, out_ids);

@@ -1,7 +1,7 @@
-// The one-token step's elementwise kernels (module "llama"): the embedding
+// The one-token step's elementwise kernels (module "token"): the embedding
 // lookup, RMSNorm (whole vector, per head), SiLU and the adds.
-#ifndef ATLAS_KERNELS_LLAMA_ELEMENTWISE_CUH_
-#define ATLAS_KERNELS_LLAMA_ELEMENTWISE_CUH_
+#ifndef ATLAS_KERNELS_ELEMENTWISE_CUH_
+#define ATLAS_KERNELS_ELEMENTWISE_CUH_
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -114,4 +114,4 @@ extern "C" __global__ void head_rmsnorm(float *x, const float *w,
     v[i] = w[i] * (v[i] * scale);
 }
 
-#endif  // ATLAS_KERNELS_LLAMA_ELEMENTWISE_CUH_
+#endif  // ATLAS_KERNELS_ELEMENTWISE_CUH_

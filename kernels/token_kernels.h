@@ -1,6 +1,6 @@
-// The Llama kernels: names and signatures shared by the host C and CUDA
-// implementations (module "llama"). All math is f32; weights may be F32, F16
-// or BF16 (one kernel per weight type where a kernel reads weights).
+// The decoder's one-token kernels: names and signatures shared by the host C
+// and CUDA implementations (module "token"). All math is f32; weights may be
+// F32, F16 or BF16 (one kernel per weight type where a kernel reads weights).
 //
 //   embed_{f32,f16,bf16}(out, table, token, dim)           "ppuu"
 //   rmsnorm(out, x, weight_f32, dim, eps)                    "pppuf"
@@ -9,7 +9,7 @@
 //       NULL, else RMSNorm(x) with weights norm_w (cols f32) and eps, each
 //       element norm_w[c] * (x[c] * scale) as rmsnorm forms it: the host
 //       twin equals rmsnorm then the product bit for bit; CUDA normalises
-//       in each warp beside its dots and scales after them (llama_matvec.cuh,
+//       in each warp beside its dots and scales after them (matvec.cuh,
 //       rows_dot_norm: no shared memory)
 //   matvec_qkv_{t}(q, k, v, wq, wk, wv, bq, bk, bv, x, rows_q, rows_kv, cols,
 //                  norm_w, eps)                         "ppppppppppuuupf"
@@ -57,9 +57,9 @@
 //       zero between launches); next (may be NULL): next[0] = result[0],
 //       next[1] += 1 (the decode step's token and position, chained)
 //
-// CUDA launch shapes (host kernels ignore them): see llama.cu.
-#ifndef ATLAS_KERNELS_LLAMA_KERNELS_H_
-#define ATLAS_KERNELS_LLAMA_KERNELS_H_
+// CUDA launch shapes (host kernels ignore them): see token.cu.
+#ifndef ATLAS_KERNELS_TOKEN_KERNELS_H_
+#define ATLAS_KERNELS_TOKEN_KERNELS_H_
 
 #include "atlas/runtime/device/kernel_module.h"
 
@@ -67,15 +67,15 @@
 extern "C" {
 #endif
 
-#define ATLAS_LLAMA_MODULE "llama"
+#define ATLAS_DECODER_MODULE "token"
 
 // Host C implementations and the CUDA fatbin, in one module definition.
-extern const atlas_module_def atlas_llama_module;
-// The module set a Llama model's backend is created with.
-extern const atlas_module_set atlas_llama_module_set;
+extern const atlas_module_def atlas_decoder_module;
+// The module set a decoder model's backend is created with.
+extern const atlas_module_set atlas_decoder_module_set;
 
 #ifdef __cplusplus
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_KERNELS_LLAMA_KERNELS_H_
+#endif  // ATLAS_KERNELS_TOKEN_KERNELS_H_

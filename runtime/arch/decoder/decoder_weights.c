@@ -1,165 +1,167 @@
 // Llama tensor names and shapes, and the checkpoint-against-config check.
-#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/arch/decoder/decoder_weights.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kSuffixes[ATLAS_LLAMA_WEIGHT_COUNT] = {
-    [ATLAS_LLAMA_EMBED_TOKENS] = ATLAS_LLAMA_EMBED_TOKENS_NAME,
-    [ATLAS_LLAMA_FINAL_NORM] = ATLAS_LLAMA_FINAL_NORM_NAME,
-    [ATLAS_LLAMA_LM_HEAD] = ATLAS_LLAMA_LM_HEAD_NAME,
-    [ATLAS_LLAMA_INPUT_NORM] = "input_layernorm.weight",
-    [ATLAS_LLAMA_Q_PROJ] = "self_attn.q_proj.weight",
-    [ATLAS_LLAMA_K_PROJ] = "self_attn.k_proj.weight",
-    [ATLAS_LLAMA_V_PROJ] = "self_attn.v_proj.weight",
-    [ATLAS_LLAMA_O_PROJ] = "self_attn.o_proj.weight",
-    [ATLAS_LLAMA_POST_NORM] = "post_attention_layernorm.weight",
-    [ATLAS_LLAMA_GATE_PROJ] = "mlp.gate_proj.weight",
-    [ATLAS_LLAMA_UP_PROJ] = "mlp.up_proj.weight",
-    [ATLAS_LLAMA_DOWN_PROJ] = "mlp.down_proj.weight",
-    [ATLAS_LLAMA_Q_BIAS] = "self_attn.q_proj.bias",
-    [ATLAS_LLAMA_K_BIAS] = "self_attn.k_proj.bias",
-    [ATLAS_LLAMA_V_BIAS] = "self_attn.v_proj.bias",
-    [ATLAS_LLAMA_O_BIAS] = "self_attn.o_proj.bias",
-    [ATLAS_LLAMA_GATE_BIAS] = "mlp.gate_proj.bias",
-    [ATLAS_LLAMA_UP_BIAS] = "mlp.up_proj.bias",
-    [ATLAS_LLAMA_DOWN_BIAS] = "mlp.down_proj.bias",
-    [ATLAS_LLAMA_Q_NORM] = "self_attn.q_norm.weight",
-    [ATLAS_LLAMA_K_NORM] = "self_attn.k_norm.weight",
+static const char *const kSuffixes[ATLAS_DECODER_WEIGHT_COUNT] = {
+    [ATLAS_DECODER_EMBED_TOKENS] = ATLAS_DECODER_EMBED_TOKENS_NAME,
+    [ATLAS_DECODER_FINAL_NORM] = ATLAS_DECODER_FINAL_NORM_NAME,
+    [ATLAS_DECODER_LM_HEAD] = ATLAS_DECODER_LM_HEAD_NAME,
+    [ATLAS_DECODER_INPUT_NORM] = "input_layernorm.weight",
+    [ATLAS_DECODER_Q_PROJ] = "self_attn.q_proj.weight",
+    [ATLAS_DECODER_K_PROJ] = "self_attn.k_proj.weight",
+    [ATLAS_DECODER_V_PROJ] = "self_attn.v_proj.weight",
+    [ATLAS_DECODER_O_PROJ] = "self_attn.o_proj.weight",
+    [ATLAS_DECODER_POST_NORM] = "post_attention_layernorm.weight",
+    [ATLAS_DECODER_GATE_PROJ] = "mlp.gate_proj.weight",
+    [ATLAS_DECODER_UP_PROJ] = "mlp.up_proj.weight",
+    [ATLAS_DECODER_DOWN_PROJ] = "mlp.down_proj.weight",
+    [ATLAS_DECODER_Q_BIAS] = "self_attn.q_proj.bias",
+    [ATLAS_DECODER_K_BIAS] = "self_attn.k_proj.bias",
+    [ATLAS_DECODER_V_BIAS] = "self_attn.v_proj.bias",
+    [ATLAS_DECODER_O_BIAS] = "self_attn.o_proj.bias",
+    [ATLAS_DECODER_GATE_BIAS] = "mlp.gate_proj.bias",
+    [ATLAS_DECODER_UP_BIAS] = "mlp.up_proj.bias",
+    [ATLAS_DECODER_DOWN_BIAS] = "mlp.down_proj.bias",
+    [ATLAS_DECODER_Q_NORM] = "self_attn.q_norm.weight",
+    [ATLAS_DECODER_K_NORM] = "self_attn.k_norm.weight",
 };
 
-bool atlas_llama_weight_used(const atlas_llama_config *c,
-                             atlas_llama_weight weight) {
+bool atlas_decoder_weight_used(const atlas_decoder_config *c,
+                               atlas_decoder_weight weight) {
   switch (weight) {
-    case ATLAS_LLAMA_LM_HEAD:
+    case ATLAS_DECODER_LM_HEAD:
       return !c->tie_word_embeddings;
-    case ATLAS_LLAMA_Q_BIAS:
-    case ATLAS_LLAMA_K_BIAS:
-    case ATLAS_LLAMA_V_BIAS:
+    case ATLAS_DECODER_Q_BIAS:
+    case ATLAS_DECODER_K_BIAS:
+    case ATLAS_DECODER_V_BIAS:
       return c->qkv_bias;
-    case ATLAS_LLAMA_O_BIAS:
+    case ATLAS_DECODER_O_BIAS:
       return c->o_bias;
-    case ATLAS_LLAMA_GATE_BIAS:
-    case ATLAS_LLAMA_UP_BIAS:
-    case ATLAS_LLAMA_DOWN_BIAS:
+    case ATLAS_DECODER_GATE_BIAS:
+    case ATLAS_DECODER_UP_BIAS:
+    case ATLAS_DECODER_DOWN_BIAS:
       return c->mlp_bias;
-    case ATLAS_LLAMA_Q_NORM:
-    case ATLAS_LLAMA_K_NORM:
+    case ATLAS_DECODER_Q_NORM:
+    case ATLAS_DECODER_K_NORM:
       return c->qk_norm;
-    case ATLAS_LLAMA_WEIGHT_COUNT:
+    case ATLAS_DECODER_WEIGHT_COUNT:
       return false;
     default:
       return true;
   }
 }
 
-const char *atlas_llama_weight_suffix(atlas_llama_weight weight) {
-  if ((int)weight < 0 || weight >= ATLAS_LLAMA_WEIGHT_COUNT) return NULL;
+const char *atlas_decoder_weight_suffix(atlas_decoder_weight weight) {
+  if ((int)weight < 0 || weight >= ATLAS_DECODER_WEIGHT_COUNT) return NULL;
   return kSuffixes[weight];
 }
 
-atlas_status atlas_llama_tensor_name(char *buf, size_t size, int layer,
-                                     const char *suffix) {
+atlas_status atlas_decoder_tensor_name(char *buf, size_t size, int layer,
+                                       const char *suffix) {
   if (buf == NULL || suffix == NULL || layer < 0) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_llama_tensor_name: bad argument (layer %d)",
-                             layer);
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "atlas_decoder_tensor_name: bad argument (layer %d)", layer);
   }
   int n = snprintf(buf, size, "model.layers.%d.%s", layer, suffix);
   if (n < 0 || (size_t)n >= size) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_llama_tensor_name: %zu bytes is too small "
-                             "for the name of layer %d's %s",
-                             size, layer, suffix);
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "atlas_decoder_tensor_name: %zu bytes is too small "
+        "for the name of layer %d's %s",
+        size, layer, suffix);
   }
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_weight_name(atlas_llama_weight weight, int layer,
-                                     char *buf, size_t size) {
-  const char *suffix = atlas_llama_weight_suffix(weight);
+atlas_status atlas_decoder_weight_name(atlas_decoder_weight weight, int layer,
+                                       char *buf, size_t size) {
+  const char *suffix = atlas_decoder_weight_suffix(weight);
   if (suffix == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_llama_weight_name: no weight %d",
+                             "atlas_decoder_weight_name: no weight %d",
                              (int)weight);
   }
-  if (atlas_llama_weight_is_per_layer(weight)) {
-    return atlas_llama_tensor_name(buf, size, layer, suffix);
+  if (atlas_decoder_weight_is_per_layer(weight)) {
+    return atlas_decoder_tensor_name(buf, size, layer, suffix);
   }
   int n = snprintf(buf, size, "%s", suffix);
   if (n < 0 || (size_t)n >= size) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "atlas_llama_weight_name: %zu bytes is too small "
-                             "for %s",
-                             size, suffix);
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "atlas_decoder_weight_name: %zu bytes is too small "
+        "for %s",
+        size, suffix);
   }
   return ATLAS_OK;
 }
 
-void atlas_llama_weight_shape(const atlas_llama_config *c,
-                              atlas_llama_weight weight, int64_t shape[2],
-                              int *out_rank) {
-  // Each dimension is at most ATLAS_LLAMA_MAX_DIM, so these products fit.
+void atlas_decoder_weight_shape(const atlas_decoder_config *c,
+                                atlas_decoder_weight weight, int64_t shape[2],
+                                int *out_rank) {
+  // Each dimension is at most ATLAS_DECODER_MAX_DIM, so these products fit.
   int64_t q = c->num_attention_heads * c->head_dim;
   int64_t kv = c->num_key_value_heads * c->head_dim;
   int64_t rows = 0;
   int64_t cols = 0;
   switch (weight) {
-    case ATLAS_LLAMA_EMBED_TOKENS:
-    case ATLAS_LLAMA_LM_HEAD:
+    case ATLAS_DECODER_EMBED_TOKENS:
+    case ATLAS_DECODER_LM_HEAD:
       rows = c->vocab_size;
       cols = c->hidden_size;
       break;
-    case ATLAS_LLAMA_FINAL_NORM:
-    case ATLAS_LLAMA_INPUT_NORM:
-    case ATLAS_LLAMA_POST_NORM:
+    case ATLAS_DECODER_FINAL_NORM:
+    case ATLAS_DECODER_INPUT_NORM:
+    case ATLAS_DECODER_POST_NORM:
       shape[0] = c->hidden_size;
       shape[1] = 0;
       *out_rank = 1;
       return;
-    case ATLAS_LLAMA_Q_PROJ:
+    case ATLAS_DECODER_Q_PROJ:
       rows = q;
       cols = c->hidden_size;
       break;
-    case ATLAS_LLAMA_K_PROJ:
-    case ATLAS_LLAMA_V_PROJ:
+    case ATLAS_DECODER_K_PROJ:
+    case ATLAS_DECODER_V_PROJ:
       rows = kv;
       cols = c->hidden_size;
       break;
-    case ATLAS_LLAMA_O_PROJ:
+    case ATLAS_DECODER_O_PROJ:
       rows = c->hidden_size;
       cols = q;
       break;
-    case ATLAS_LLAMA_GATE_PROJ:
-    case ATLAS_LLAMA_UP_PROJ:
+    case ATLAS_DECODER_GATE_PROJ:
+    case ATLAS_DECODER_UP_PROJ:
       rows = c->intermediate_size;
       cols = c->hidden_size;
       break;
-    case ATLAS_LLAMA_DOWN_PROJ:
+    case ATLAS_DECODER_DOWN_PROJ:
       rows = c->hidden_size;
       cols = c->intermediate_size;
       break;
-    case ATLAS_LLAMA_Q_BIAS:
+    case ATLAS_DECODER_Q_BIAS:
       rows = q;
       break;
-    case ATLAS_LLAMA_K_BIAS:
-    case ATLAS_LLAMA_V_BIAS:
+    case ATLAS_DECODER_K_BIAS:
+    case ATLAS_DECODER_V_BIAS:
       rows = kv;
       break;
-    case ATLAS_LLAMA_O_BIAS:
-    case ATLAS_LLAMA_DOWN_BIAS:
+    case ATLAS_DECODER_O_BIAS:
+    case ATLAS_DECODER_DOWN_BIAS:
       rows = c->hidden_size;
       break;
-    case ATLAS_LLAMA_GATE_BIAS:
-    case ATLAS_LLAMA_UP_BIAS:
+    case ATLAS_DECODER_GATE_BIAS:
+    case ATLAS_DECODER_UP_BIAS:
       rows = c->intermediate_size;
       break;
-    case ATLAS_LLAMA_Q_NORM:
-    case ATLAS_LLAMA_K_NORM:
+    case ATLAS_DECODER_Q_NORM:
+    case ATLAS_DECODER_K_NORM:
       rows = c->head_dim;
       break;
-    case ATLAS_LLAMA_WEIGHT_COUNT:
+    case ATLAS_DECODER_WEIGHT_COUNT:
       break;
   }
   if (cols == 0) {  // a vector
@@ -182,28 +184,29 @@ static bool same_shape(const atlas_safetensors_tensor *t, const int64_t *shape,
   return true;
 }
 
-atlas_llama_weight atlas_llama_embedding_weight(
-    const atlas_llama_config *config, const atlas_checkpoint *checkpoint) {
+atlas_decoder_weight atlas_decoder_embedding_weight(
+    const atlas_decoder_config *config, const atlas_checkpoint *checkpoint) {
   atlas_checkpoint_tensor t;
   if (config->tie_word_embeddings &&
-      !atlas_checkpoint_lookup(checkpoint, ATLAS_LLAMA_EMBED_TOKENS_NAME, &t) &&
-      atlas_checkpoint_lookup(checkpoint, ATLAS_LLAMA_LM_HEAD_NAME, &t)) {
-    return ATLAS_LLAMA_LM_HEAD;
+      !atlas_checkpoint_lookup(checkpoint, ATLAS_DECODER_EMBED_TOKENS_NAME,
+                               &t) &&
+      atlas_checkpoint_lookup(checkpoint, ATLAS_DECODER_LM_HEAD_NAME, &t)) {
+    return ATLAS_DECODER_LM_HEAD;
   }
-  return ATLAS_LLAMA_EMBED_TOKENS;
+  return ATLAS_DECODER_EMBED_TOKENS;
 }
 
 // Finds one expected tensor and checks its shape; adds its bytes.
-static atlas_status check_one(const atlas_llama_config *config,
+static atlas_status check_one(const atlas_decoder_config *config,
                               const atlas_checkpoint *ck,
-                              atlas_llama_weight weight, int layer,
+                              atlas_decoder_weight weight, int layer,
                               bool optional, bool *out_found, uint64_t *bytes) {
   char name[256];
   ATLAS_RETURN_IF_ERROR(
-      atlas_llama_weight_name(weight, layer, name, sizeof(name)));
+      atlas_decoder_weight_name(weight, layer, name, sizeof(name)));
   int64_t shape[2];
   int rank = 0;
-  atlas_llama_weight_shape(config, weight, shape, &rank);
+  atlas_decoder_weight_shape(config, weight, shape, &rank);
   char want[64];
   atlas_shape_format(shape, rank, want, sizeof(want));
   atlas_checkpoint_tensor view;
@@ -233,7 +236,7 @@ static atlas_status check_one(const atlas_llama_config *config,
 
 // Tensors some exporters write that carry no weights of their own; each is
 // skipped by name, with the reason.
-static bool ignored(const atlas_llama_config *config, const char *name) {
+static bool ignored(const atlas_decoder_config *config, const char *name) {
   // Older transformers saved RoPE's inv_freq buffer with the weights; it is
   // a function of the config, which the runtime computes itself.
   const char *tail = strstr(name, ".rotary_emb.inv_freq");
@@ -241,16 +244,16 @@ static bool ignored(const atlas_llama_config *config, const char *name) {
   // A tied model may still carry lm_head.weight; an equal copy is never
   // read (check_tied_copy refuses a different one).
   if (config->tie_word_embeddings &&
-      strcmp(name, ATLAS_LLAMA_LM_HEAD_NAME) == 0) {
+      strcmp(name, ATLAS_DECODER_LM_HEAD_NAME) == 0) {
     return true;
   }
   return false;
 }
 
 // Whether the model reads `name`.
-static bool consumed(const atlas_llama_config *c, const char *name) {
-  for (int w = 0; w < ATLAS_LLAMA_FIRST_LAYER_WEIGHT; ++w) {
-    if (atlas_llama_weight_used(c, (atlas_llama_weight)w) &&
+static bool consumed(const atlas_decoder_config *c, const char *name) {
+  for (int w = 0; w < ATLAS_DECODER_FIRST_LAYER_WEIGHT; ++w) {
+    if (atlas_decoder_weight_used(c, (atlas_decoder_weight)w) &&
         strcmp(name, kSuffixes[w]) == 0) {
       return true;
     }
@@ -265,9 +268,9 @@ static bool consumed(const atlas_llama_config *c, const char *name) {
     if (layer >= c->num_hidden_layers) return false;
   }
   if (*p++ != '.') return false;
-  for (int w = ATLAS_LLAMA_FIRST_LAYER_WEIGHT; w < ATLAS_LLAMA_WEIGHT_COUNT;
+  for (int w = ATLAS_DECODER_FIRST_LAYER_WEIGHT; w < ATLAS_DECODER_WEIGHT_COUNT;
        ++w) {
-    if (atlas_llama_weight_used(c, (atlas_llama_weight)w) &&
+    if (atlas_decoder_weight_used(c, (atlas_decoder_weight)w) &&
         strcmp(p, kSuffixes[w]) == 0) {
       return true;
     }
@@ -291,7 +294,7 @@ static int64_t layer_of(const char *name) {
 }
 
 // Every tensor of the checkpoint must be read by the model.
-static atlas_status check_leftovers(const atlas_llama_config *config,
+static atlas_status check_leftovers(const atlas_decoder_config *config,
                                     const atlas_checkpoint *ck) {
   size_t n = atlas_checkpoint_tensor_count(ck), leftovers = 0, beyond = 0;
   const char *first = NULL, *first_beyond = NULL;
@@ -367,12 +370,12 @@ static atlas_status same_bytes(const atlas_safetensors_tensor *a,
 // does not tie tensors the checkpoint holds both of, so it uses that copy;
 // the runtime reads the embedding. An equal copy changes nothing and is
 // skipped; a different one is refused.
-static atlas_status check_tied_copy(const atlas_llama_config *config,
+static atlas_status check_tied_copy(const atlas_decoder_config *config,
                                     const atlas_checkpoint *ck) {
   atlas_checkpoint_tensor head, embed;
   if (!config->tie_word_embeddings ||
-      !atlas_checkpoint_lookup(ck, ATLAS_LLAMA_LM_HEAD_NAME, &head) ||
-      !atlas_checkpoint_lookup(ck, ATLAS_LLAMA_EMBED_TOKENS_NAME, &embed)) {
+      !atlas_checkpoint_lookup(ck, ATLAS_DECODER_LM_HEAD_NAME, &head) ||
+      !atlas_checkpoint_lookup(ck, ATLAS_DECODER_EMBED_TOKENS_NAME, &embed)) {
     return ATLAS_OK;
   }
   bool same = false;
@@ -384,29 +387,29 @@ static atlas_status check_tied_copy(const atlas_llama_config *config,
       "\"%s\" differs from \"%s\"; transformers then uses %s as the "
       "output head (it does not tie them) and the runtime would use the "
       "embedding: set \"tie_word_embeddings\" to false to use it",
-      head.path, ATLAS_LLAMA_LM_HEAD_NAME, ATLAS_LLAMA_EMBED_TOKENS_NAME,
-      ATLAS_LLAMA_LM_HEAD_NAME);
+      head.path, ATLAS_DECODER_LM_HEAD_NAME, ATLAS_DECODER_EMBED_TOKENS_NAME,
+      ATLAS_DECODER_LM_HEAD_NAME);
 }
 
-static atlas_status check_all(const atlas_llama_config *config,
+static atlas_status check_all(const atlas_decoder_config *config,
                               const atlas_checkpoint *ck,
                               bool *out_lm_head_is_embedding,
                               uint64_t *out_bytes) {
   uint64_t bytes = 0;
-  for (int w = 0; w < ATLAS_LLAMA_FIRST_LAYER_WEIGHT; ++w) {
-    if (!atlas_llama_weight_used(config, (atlas_llama_weight)w)) continue;
-    atlas_llama_weight which = (atlas_llama_weight)w;
+  for (int w = 0; w < ATLAS_DECODER_FIRST_LAYER_WEIGHT; ++w) {
+    if (!atlas_decoder_weight_used(config, (atlas_decoder_weight)w)) continue;
+    atlas_decoder_weight which = (atlas_decoder_weight)w;
     // A tied checkpoint may hold its embedding as lm_head.weight alone.
-    if (which == ATLAS_LLAMA_EMBED_TOKENS) {
-      which = atlas_llama_embedding_weight(config, ck);
+    if (which == ATLAS_DECODER_EMBED_TOKENS) {
+      which = atlas_decoder_embedding_weight(config, ck);
     }
     ATLAS_RETURN_IF_ERROR(check_one(config, ck, which, 0, false, NULL, &bytes));
   }
   for (int64_t layer = 0; layer < config->num_hidden_layers; ++layer) {
-    for (int w = ATLAS_LLAMA_FIRST_LAYER_WEIGHT; w < ATLAS_LLAMA_WEIGHT_COUNT;
-         ++w) {
-      if (!atlas_llama_weight_used(config, (atlas_llama_weight)w)) continue;
-      ATLAS_RETURN_IF_ERROR(check_one(config, ck, (atlas_llama_weight)w,
+    for (int w = ATLAS_DECODER_FIRST_LAYER_WEIGHT;
+         w < ATLAS_DECODER_WEIGHT_COUNT; ++w) {
+      if (!atlas_decoder_weight_used(config, (atlas_decoder_weight)w)) continue;
+      ATLAS_RETURN_IF_ERROR(check_one(config, ck, (atlas_decoder_weight)w,
                                       (int)layer, false, NULL, &bytes));
     }
   }
@@ -418,16 +421,16 @@ static atlas_status check_all(const atlas_llama_config *config,
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_check_checkpoint(const atlas_llama_config *config,
-                                          const atlas_checkpoint *checkpoint,
-                                          bool *out_lm_head_is_embedding) {
+atlas_status atlas_decoder_check_checkpoint(const atlas_decoder_config *config,
+                                            const atlas_checkpoint *checkpoint,
+                                            bool *out_lm_head_is_embedding) {
   ATLAS_RETURN_IF_ERROR(
       check_all(config, checkpoint, out_lm_head_is_embedding, NULL));
   return check_tied_copy(config, checkpoint);
 }
 
-atlas_status atlas_llama_weight_bytes(const atlas_llama_config *config,
-                                      const atlas_checkpoint *checkpoint,
-                                      uint64_t *out_bytes) {
+atlas_status atlas_decoder_weight_bytes(const atlas_decoder_config *config,
+                                        const atlas_checkpoint *checkpoint,
+                                        uint64_t *out_bytes) {
   return check_all(config, checkpoint, NULL, out_bytes);
 }

@@ -25,13 +25,14 @@ extern "C" {
 // then one allocation, then a carving pass hands them out in the same order.
 //
 // What carving gives up: the ledger holds one entry (site
-// llama_buffers.c, atlas_llama_buffers_commit) instead of one per buffer, and a
-// red zone guards the whole, not each piece, so a kernel that overruns the KV
-// cache into the scratch would go unseen. A backend built with ATLAS_REDZONE
-// therefore gets one allocation per piece, at the piece's own call site,
-// each with its guard band: red zones are a debugging mode, where finding
-// the overrun is the point and 30 allocations cost nothing that matters.
-typedef struct atlas_llama_buffers {
+// decoder_buffers.c, atlas_decoder_buffers_commit) instead of one per buffer,
+// and a red zone guards the whole, not each piece, so a kernel that overruns
+// the KV cache into the scratch would go unseen. A backend built with
+// ATLAS_REDZONE therefore gets one allocation per piece, at the piece's own
+// call site, each with its guard band: red zones are a debugging mode, where
+// finding the overrun is the point and 30 allocations cost nothing that
+// matters.
+typedef struct atlas_decoder_buffers {
   atlas_backend *backend;
   bool sizing;    // the sizing pass: pieces are counted, none handed out
   bool separate;  // red zones on: one backend allocation per piece
@@ -41,33 +42,33 @@ typedef struct atlas_llama_buffers {
   char *base;                     // the one allocation (not separate)
   void **pieces;                  // separate: every allocation, in order
   size_t piece_count, piece_cap;
-} atlas_llama_buffers;
+} atlas_decoder_buffers;
 
 // Bytes the sizing pass found (both parts, aligned).
-size_t atlas_llama_buffers_bytes(const atlas_llama_buffers *b);
+size_t atlas_decoder_buffers_bytes(const atlas_decoder_buffers *b);
 
 // Room for `bytes` (256-byte aligned). In the sizing pass *out is NULL and
 // only the sizes grow. `zeroed` pieces read as zero once
-// atlas_llama_buffers_zero has run.
-ATLAS_MUST_USE atlas_status atlas_llama_buffers_take_at(atlas_llama_buffers *b,
-                                                        size_t bytes,
-                                                        bool zeroed,
-                                                        atlas_site site,
-                                                        void **out);
-#define atlas_llama_buffers_take(b, bytes, out) \
-  atlas_llama_buffers_take_at((b), (bytes), false, ATLAS_SITE, (void **)(out))
-#define atlas_llama_buffers_take_zeroed(b, bytes, out) \
-  atlas_llama_buffers_take_at((b), (bytes), true, ATLAS_SITE, (void **)(out))
+// atlas_decoder_buffers_zero has run.
+ATLAS_MUST_USE atlas_status
+atlas_decoder_buffers_take_at(atlas_decoder_buffers *b, size_t bytes,
+                              bool zeroed, atlas_site site, void **out);
+#define atlas_decoder_buffers_take(b, bytes, out) \
+  atlas_decoder_buffers_take_at((b), (bytes), false, ATLAS_SITE, (void **)(out))
+#define atlas_decoder_buffers_take_zeroed(b, bytes, out) \
+  atlas_decoder_buffers_take_at((b), (bytes), true, ATLAS_SITE, (void **)(out))
 
 // Ends the sizing pass: makes the one allocation (or, separate, room to
 // record the pieces' allocations).
-ATLAS_MUST_USE atlas_status atlas_llama_buffers_commit(atlas_llama_buffers *b);
+ATLAS_MUST_USE atlas_status
+atlas_decoder_buffers_commit(atlas_decoder_buffers *b);
 
 // After the carving pass: zeroes the zeroed pieces (one memset in the arena).
-ATLAS_MUST_USE atlas_status atlas_llama_buffers_zero(atlas_llama_buffers *b);
+ATLAS_MUST_USE atlas_status
+atlas_decoder_buffers_zero(atlas_decoder_buffers *b);
 
 // The teardown release: frees the allocation(s) and the struct.
-ATLAS_MUST_USE atlas_status atlas_llama_buffers_release(void *buffers);
+ATLAS_MUST_USE atlas_status atlas_decoder_buffers_release(void *buffers);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -16,19 +16,19 @@ extern "C" {
 
 // Every integer dimension is at most this, so products of two or three of
 // them fit comfortably in int64 (and any one fits in an int).
-#define ATLAS_LLAMA_MAX_DIM ((int64_t)0x7fffffff)
+#define ATLAS_DECODER_MAX_DIM ((int64_t)0x7fffffff)
 
 // The decoder families that share this forward pass; each is its own folder
 // and table row (runtime/arch/<family>/) that picks one of these.
-typedef enum atlas_llama_family {
-  ATLAS_LLAMA_FAMILY_LLAMA = 0,  // Llama 2/3: attention_bias, mlp_bias
-  ATLAS_LLAMA_FAMILY_QWEN2,      // q/k/v biases; sliding window by layer
-  ATLAS_LLAMA_FAMILY_QWEN3,      // per-head q_norm/k_norm; head_dim 128
-  ATLAS_LLAMA_FAMILY_MISTRAL,    // sliding_window on every layer
-} atlas_llama_family;
+typedef enum atlas_decoder_family {
+  ATLAS_DECODER_FAMILY_LLAMA = 0,  // Llama 2/3: attention_bias, mlp_bias
+  ATLAS_DECODER_FAMILY_QWEN2,      // q/k/v biases; sliding window by layer
+  ATLAS_DECODER_FAMILY_QWEN3,      // per-head q_norm/k_norm; head_dim 128
+  ATLAS_DECODER_FAMILY_MISTRAL,    // sliding_window on every layer
+} atlas_decoder_family;
 
-typedef struct atlas_llama_config {
-  atlas_llama_family family;
+typedef struct atlas_decoder_config {
+  atlas_decoder_family family;
   int64_t vocab_size;           // required
   int64_t hidden_size;          // required
   int64_t intermediate_size;    // required
@@ -53,7 +53,7 @@ typedef struct atlas_llama_config {
   // this many positions (past it transformers' generate, whose cache keeps
   // the last sliding_window - 1 keys, parts from its own forward).
   int64_t context_window;
-} atlas_llama_config;
+} atlas_decoder_config;
 
 // Parses config.json text (`len` bytes, need not be NUL-terminated).
 // Family Llama. Rejects: missing required keys, wrong JSON types,
@@ -62,28 +62,28 @@ typedef struct atlas_llama_config {
 // and features the runtime does not implement (unknown rope types,
 // use_sliding_window, activations other than silu, ...) with UNIMPLEMENTED.
 // Messages name `path_for_errors`.
-ATLAS_MUST_USE atlas_status atlas_llama_config_parse(
+ATLAS_MUST_USE atlas_status atlas_decoder_config_parse(
     const char *text, size_t len, const char *path_for_errors,
-    atlas_llama_config *out_config);
+    atlas_decoder_config *out_config);
 
-// As atlas_llama_config_parse for one family: the keys that family
+// As atlas_decoder_config_parse for one family: the keys that family
 // implements are read, every math-changing key it does not implement is
 // refused by name (UNIMPLEMENTED).
-ATLAS_MUST_USE atlas_status atlas_llama_config_parse_family(
-    atlas_llama_family family, const char *text, size_t len,
-    const char *path_for_errors, atlas_llama_config *out_config);
+ATLAS_MUST_USE atlas_status atlas_decoder_config_parse_family(
+    atlas_decoder_family family, const char *text, size_t len,
+    const char *path_for_errors, atlas_decoder_config *out_config);
 
 // Sliding window of layer `layer` (0: none).
-static inline int64_t atlas_llama_layer_window(const atlas_llama_config *c,
-                                               int64_t layer) {
+static inline int64_t atlas_decoder_layer_window(const atlas_decoder_config *c,
+                                                 int64_t layer) {
   return layer >= c->window_first_layer ? c->sliding_window : 0;
 }
 
 // The positions the model may use: max_position_embeddings, or a smaller
 // context_window (model_type llama's sliding_window). `out_key` (may be
 // NULL) gets the config.json key that sets it.
-static inline int64_t atlas_llama_context(const atlas_llama_config *c,
-                                          const char **out_key) {
+static inline int64_t atlas_decoder_context(const atlas_decoder_config *c,
+                                            const char **out_key) {
   bool window =
       c->context_window > 0 && c->context_window < c->max_position_embeddings;
   if (out_key != NULL) {
@@ -92,13 +92,13 @@ static inline int64_t atlas_llama_context(const atlas_llama_config *c,
   return window ? c->context_window : c->max_position_embeddings;
 }
 
-// Reads and parses a config.json file (as Llama's: atlas_llama_config_parse).
+// Reads and parses a config.json file (as Llama's: atlas_decoder_config_parse).
 ATLAS_MUST_USE atlas_status
-atlas_llama_config_load(const char *path, atlas_llama_config *out_config);
-// The same as `family`'s (atlas_llama_config_parse_family).
+atlas_decoder_config_load(const char *path, atlas_decoder_config *out_config);
+// The same as `family`'s (atlas_decoder_config_parse_family).
 ATLAS_MUST_USE atlas_status
-atlas_llama_config_load_family(atlas_llama_family family, const char *path,
-                               atlas_llama_config *out_config);
+atlas_decoder_config_load_family(atlas_decoder_family family, const char *path,
+                                 atlas_decoder_config *out_config);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,10 +1,10 @@
-// CUDA Llama kernels (module "llama"): f32 math, F32/F16/BF16 weights.
-// Names and signatures match llama_host.c; see llama_kernels.h.
+// CUDA one-token decoder kernels (module "token"): f32 math, F32/F16/BF16
+// weights. Names and signatures match token_host.c; see token_kernels.h.
 //
 // The decode step reads its token and position from device memory,
 // step[0] and step[1] (so one captured graph serves every step).
 //
-// Launch shapes used by runtime/arch/llama/llama_forward.c:
+// Launch shapes used by runtime/arch/decoder/decoder_forward.c:
 //   embed_*, silu_mul, add: grid ceil(n / 256), block 256
 //   rope_store: grid ceil((n_heads + n_kv) * rot_dim / 2 + kv_dim) / 256)
 //   argmax: grid ceil(n / 2048), block 256 (result: 6 words; next: 2 or NULL)
@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 // One translation unit (one image): each kernel family lives in a header.
-#include "kernels/llama_argmax.cuh"
-#include "kernels/llama_attention.cuh"
-#include "kernels/llama_elementwise.cuh"
-#include "kernels/llama_matvec.cuh"
+#include "kernels/argmax.cuh"
+#include "kernels/elementwise.cuh"
+#include "kernels/matvec.cuh"
+#include "kernels/token_attention.cuh"

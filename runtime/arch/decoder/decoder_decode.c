@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/runtime/arch/llama/llama_model.h"
+#include "atlas/runtime/arch/decoder/decoder_model.h"
 #include "atlas/runtime/base/log.h"
 
 // This step's token and position, to scratch->step (the backend stages the
 // source, so host_step may change as soon as this returns).
-static atlas_status upload_step(atlas_llama_model *m) {
+static atlas_status upload_step(atlas_decoder_model *m) {
   return atlas_backend_h2d_async(m->backend, m->scratch->step, m->host_step,
                                  sizeof(m->host_step), m->ctx.core.stream);
 }
@@ -20,15 +20,15 @@ static atlas_status upload_step(atlas_llama_model *m) {
 // failing (a backend or driver that cannot capture) makes the step fall
 // back to eager launches, with one log line; a kernel that fails while
 // being captured is an error, as it would be eagerly.
-static atlas_status run_step_body(atlas_llama_model *m) {
-  atlas_llama_graph *g = m->graph;
-  if (g == NULL || g->disabled) return atlas_llama_step_body(m);
+static atlas_status run_step_body(atlas_decoder_model *m) {
+  atlas_decoder_graph *g = m->graph;
+  if (g == NULL || g->disabled) return atlas_decoder_step_body(m);
   atlas_backend *b = m->backend;
   atlas_stream *stream = m->ctx.core.stream;
   if (g->graph == NULL) {
     atlas_status cap = atlas_backend_begin_capture(b, stream);
     if (cap == ATLAS_OK) {
-      atlas_status body = atlas_llama_step_body(m);
+      atlas_status body = atlas_decoder_step_body(m);
       atlas_graph *graph = NULL;
       cap = atlas_backend_end_capture(b, stream, &graph);
       if (body != ATLAS_OK) {
@@ -54,7 +54,7 @@ static atlas_status run_step_body(atlas_llama_model *m) {
                 atlas_status_message(cap));
       atlas_status_free(cap);
       g->disabled = true;
-      return atlas_llama_step_body(m);
+      return atlas_decoder_step_body(m);
     }
   }
   return atlas_backend_launch_graph(b, g->graph, stream);
@@ -63,36 +63,38 @@ static atlas_status run_step_body(atlas_llama_model *m) {
 // Every kernel of the step waits for its inputs (atlas_overlap_begin), so
 // each may start while the one before it ends: the launch gaps and the
 // first loads of each product overlap the previous kernel's tail.
-static atlas_status run_step(atlas_llama_model *m) {
+static atlas_status run_step(atlas_decoder_model *m) {
   m->ctx.core.overlap = m->graph == NULL || !m->graph->no_overlap;
   atlas_status status = run_step_body(m);
   m->ctx.core.overlap = false;
   return status;
 }
 
-atlas_status atlas_llama_set_decode_graph(atlas_llama_model *m, bool enabled) {
-  if (m->graph == NULL) {
-    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
-                             "this model has no decode graph state");
-  }
-  if (!enabled) ATLAS_RETURN_IF_ERROR(atlas_llama_drop_graph(m));
-  m->graph->disabled = !enabled;
-  return ATLAS_OK;
-}
-
-atlas_status atlas_llama_set_decode_overlap(atlas_llama_model *m,
+atlas_status atlas_decoder_set_decode_graph(atlas_decoder_model *m,
                                             bool enabled) {
   if (m->graph == NULL) {
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                              "this model has no decode graph state");
   }
+  if (!enabled) ATLAS_RETURN_IF_ERROR(atlas_decoder_drop_graph(m));
+  m->graph->disabled = !enabled;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_decoder_set_decode_overlap(atlas_decoder_model *m,
+                                              bool enabled) {
+  if (m->graph == NULL) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "this model has no decode graph state");
+  }
   ATLAS_RETURN_IF_ERROR(
-      atlas_llama_drop_graph(m));  // captured with the other launches
+      atlas_decoder_drop_graph(m));  // captured with the other launches
   m->graph->no_overlap = !enabled;
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_set_decode_ahead(atlas_llama_model *m, bool enabled) {
+atlas_status atlas_decoder_set_decode_ahead(atlas_decoder_model *m,
+                                            bool enabled) {
   m->no_ahead = !enabled;
   return ATLAS_OK;
 }
@@ -107,10 +109,10 @@ static atlas_status non_finite_logit(size_t step, const char *what,
                            step, what, index);
 }
 
-atlas_status atlas_llama_decode_step(atlas_llama_model *m, uint32_t token,
-                                     uint32_t pos, int64_t seq_len,
-                                     float *out_logits, uint32_t *out_token) {
-  const atlas_llama_config *c = &m->config;
+atlas_status atlas_decoder_decode_step(atlas_decoder_model *m, uint32_t token,
+                                       uint32_t pos, int64_t seq_len,
+                                       float *out_logits, uint32_t *out_token) {
+  const atlas_decoder_config *c = &m->config;
   if ((int64_t)token >= c->vocab_size) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "token %u is outside the vocabulary (%lld ids)",
@@ -123,8 +125,8 @@ atlas_status atlas_llama_decode_step(atlas_llama_model *m, uint32_t token,
         (long long)m->max_seq);
   }
   if (seq_len <= (int64_t)pos) seq_len = (int64_t)pos + 1;
-  ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, seq_len));
-  atlas_llama_scratch *s = m->scratch;
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_rope_update(m, seq_len));
+  atlas_decoder_scratch *s = m->scratch;
   atlas_stream *stream = m->ctx.core.stream;
   m->host_step[0] = token;
   m->host_step[1] = pos;
@@ -149,15 +151,16 @@ atlas_status atlas_llama_decode_step(atlas_llama_model *m, uint32_t token,
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_forward_step(atlas_llama_model *m, uint32_t token,
-                                      uint32_t pos, int64_t seq_len,
-                                      float *out_logits) {
-  return atlas_llama_decode_step(m, token, pos, seq_len, out_logits, NULL);
+atlas_status atlas_decoder_forward_step(atlas_decoder_model *m, uint32_t token,
+                                        uint32_t pos, int64_t seq_len,
+                                        float *out_logits) {
+  return atlas_decoder_decode_step(m, token, pos, seq_len, out_logits, NULL);
 }
 
-atlas_status atlas_llama_forward(atlas_llama_model *m, uint32_t token,
-                                 uint32_t pos, float *out_logits) {
-  return atlas_llama_forward_step(m, token, pos, (int64_t)pos + 1, out_logits);
+atlas_status atlas_decoder_forward(atlas_decoder_model *m, uint32_t token,
+                                   uint32_t pos, float *out_logits) {
+  return atlas_decoder_forward_step(m, token, pos, (int64_t)pos + 1,
+                                    out_logits);
 }
 
 static uint32_t argmax(const float *v, size_t n) {
@@ -230,23 +233,23 @@ static atlas_status take(const atlas_arch_generate_options *options,
 // Whether steps at sequence lengths first_len .. last_len may run ahead: not
 // switched off, and the RoPE frequencies (uploaded once, before the first
 // step) the same for all of them.
-static bool can_run_ahead(const atlas_llama_model *m, int64_t first_len,
+static bool can_run_ahead(const atlas_decoder_model *m, int64_t first_len,
                           int64_t last_len) {
-  return !m->no_ahead && atlas_llama_rope_key(m, first_len) ==
-                             atlas_llama_rope_key(m, last_len);
+  return !m->no_ahead && atlas_decoder_rope_key(m, first_len) ==
+                             atlas_decoder_rope_key(m, last_len);
 }
 
 // Greedy steps with the host behind the device: each step's argmax writes
-// the next step's token and position (atlas_llama_step_body), so step pos + 1
+// the next step's token and position (atlas_decoder_step_body), so step pos + 1
 // is queued before step pos's id is read. The device runs ahead by
-// ATLAS_LLAMA_AHEAD - 1 steps (the model's ring and events, llama_model.h);
+// ATLAS_DECODER_AHEAD - 1 steps (the model's ring and events, decoder_model.h);
 // after a stop (EOS, on_token) the steps already queued finish and their ids
 // are dropped. Consecutive steps are separated by the copy of the id, so no
 // step's kernels overlap the one before (the step kernels read the token and
 // position before they wait: kernels/llama_*.cuh). In a captured step on the
 // H200 the host round trip between steps (the id's copy and sync, the upload,
 // the graph launch) otherwise leaves the GPU idle.
-static atlas_status greedy_ahead(atlas_llama_model *m,
+static atlas_status greedy_ahead(atlas_decoder_model *m,
                                  const atlas_arch_generate_options *options,
                                  uint32_t token, size_t pos, size_t forwards,
                                  int64_t seq_len_min, size_t vocab,
@@ -254,10 +257,10 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
                                  size_t *generated) {
   atlas_backend *b = m->backend;
   atlas_stream *stream = m->ctx.core.stream;
-  atlas_llama_scratch *s = m->scratch;
+  atlas_decoder_scratch *s = m->scratch;
   int64_t first_len =
       (int64_t)pos + 1 > seq_len_min ? (int64_t)pos + 1 : seq_len_min;
-  ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, first_len));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_rope_update(m, first_len));
   uint32_t *ring = m->ahead->ring;
   atlas_event *const *done = m->ahead->done;
   m->host_step[0] = token;
@@ -267,8 +270,8 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
   bool stop = false;
   while (status == ATLAS_OK && !stop && pos < forwards) {
     while (status == ATLAS_OK && queued < forwards &&
-           queued - pos < ATLAS_LLAMA_AHEAD) {
-      size_t slot = queued % ATLAS_LLAMA_AHEAD;
+           queued - pos < ATLAS_DECODER_AHEAD) {
+      size_t slot = queued % ATLAS_DECODER_AHEAD;
       status = run_step(m);
       if (status == ATLAS_OK) {
         status = atlas_backend_d2h_async(b, ring + 2 * slot, s->result,
@@ -283,7 +286,7 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
       ++queued;
     }
     if (status != ATLAS_OK) break;
-    size_t slot = pos % ATLAS_LLAMA_AHEAD;
+    size_t slot = pos % ATLAS_DECODER_AHEAD;
     status = atlas_backend_event_synchronize(b, done[slot]);
     if (status != ATLAS_OK) {
       status =
@@ -302,9 +305,9 @@ static atlas_status greedy_ahead(atlas_llama_model *m,
   return atlas_status_join(status, atlas_backend_stream_synchronize(b, stream));
 }
 
-atlas_status atlas_llama_decode_greedy(atlas_llama_model *m, uint32_t token,
-                                       uint32_t pos, size_t count,
-                                       uint32_t *out_tokens) {
+atlas_status atlas_decoder_decode_greedy(atlas_decoder_model *m, uint32_t token,
+                                         uint32_t pos, size_t count,
+                                         uint32_t *out_tokens) {
   size_t end = (size_t)pos + count, generated = 0;
   if ((int64_t)end > m->max_seq) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -324,19 +327,18 @@ atlas_status atlas_llama_decode_greedy(atlas_llama_model *m, uint32_t token,
                         &generated);
   }
   for (size_t i = 0; i < count; ++i) {
-    ATLAS_RETURN_IF_ERROR(
-        atlas_llama_decode_step(m, token, pos + (uint32_t)i, 0, NULL, &token));
+    ATLAS_RETURN_IF_ERROR(atlas_decoder_decode_step(m, token, pos + (uint32_t)i,
+                                                    0, NULL, &token));
     out_tokens[i] = token;
   }
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
-                                     const uint32_t *prompt, size_t prompt_len,
-                                     size_t steps,
-                                     const atlas_arch_generate_options *options,
-                                     uint32_t *out_tokens, size_t *out_count,
-                                     atlas_logits_sink sink, void *sink_ctx) {
+atlas_status atlas_decoder_generate_ex(
+    atlas_decoder_model *m, const uint32_t *prompt, size_t prompt_len,
+    size_t steps, const atlas_arch_generate_options *options,
+    uint32_t *out_tokens, size_t *out_count, atlas_logits_sink sink,
+    void *sink_ctx) {
   if (out_count != NULL) *out_count = 0;
   if (prompt_len == 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -370,7 +372,7 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     // the weights at full bandwidth where the prompt's tiles would not (a
     // swap's proving step took 15 ms on the H200 for a 4.8 GB model).
     status =
-        atlas_llama_prefill(m, prompt, prompt_len, 0, logits, sink, sink_ctx);
+        atlas_decoder_prefill(m, prompt, prompt_len, 0, logits, sink, sink_ctx);
     pos = prompt_len;
     // The first generated token, under the same EOS and on_token rules.
     if (status == ATLAS_OK)
@@ -399,8 +401,8 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
     // decoding brings back the id alone.
     float *want = sink != NULL || (!in_prompt && chooser) ? logits : NULL;
     uint32_t device_id = 0;
-    status = atlas_llama_decode_step(m, token, (uint32_t)pos, seq_len, want,
-                                     &device_id);
+    status = atlas_decoder_decode_step(m, token, (uint32_t)pos, seq_len, want,
+                                       &device_id);
     if (status == ATLAS_OK && sink != NULL)
       status = sink(sink_ctx, logits, vocab);
     if (status != ATLAS_OK) break;
@@ -417,10 +419,10 @@ atlas_status atlas_llama_generate_ex(atlas_llama_model *m,
   return status;
 }
 
-atlas_status atlas_llama_generate(atlas_llama_model *m, const uint32_t *prompt,
-                                  size_t prompt_len, size_t steps,
-                                  uint32_t *out_tokens, atlas_logits_sink sink,
-                                  void *sink_ctx) {
-  return atlas_llama_generate_ex(m, prompt, prompt_len, steps, NULL, out_tokens,
-                                 NULL, sink, sink_ctx);
+atlas_status atlas_decoder_generate(atlas_decoder_model *m,
+                                    const uint32_t *prompt, size_t prompt_len,
+                                    size_t steps, uint32_t *out_tokens,
+                                    atlas_logits_sink sink, void *sink_ctx) {
+  return atlas_decoder_generate_ex(m, prompt, prompt_len, steps, NULL,
+                                   out_tokens, NULL, sink, sink_ctx);
 }

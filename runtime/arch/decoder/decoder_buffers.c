@@ -1,12 +1,12 @@
-// The model's working memory as one device allocation (llama_buffers.h).
-#include "atlas/runtime/arch/llama/llama_buffers.h"
+// The model's working memory as one device allocation (decoder_buffers.h).
+#include "atlas/runtime/arch/decoder/decoder_buffers.h"
 
 #include <stdlib.h>
 
 // As the weight arena and the driver: every piece starts 256-byte aligned.
 enum { kAlign = 256 };
 
-size_t atlas_llama_buffers_bytes(const atlas_llama_buffers *b) {
+size_t atlas_decoder_buffers_bytes(const atlas_decoder_buffers *b) {
   return b->zero_bytes + b->rest_bytes;
 }
 
@@ -17,9 +17,9 @@ static atlas_status overflow(size_t bytes) {
                            bytes);
 }
 
-atlas_status atlas_llama_buffers_take_at(atlas_llama_buffers *b, size_t bytes,
-                                         bool zeroed, atlas_site site,
-                                         void **out) {
+atlas_status atlas_decoder_buffers_take_at(atlas_decoder_buffers *b,
+                                           size_t bytes, bool zeroed,
+                                           atlas_site site, void **out) {
   *out = NULL;
   size_t need = (bytes + kAlign - 1) / kAlign * kAlign;
   if (need < bytes) return overflow(bytes);
@@ -55,7 +55,7 @@ atlas_status atlas_llama_buffers_take_at(atlas_llama_buffers *b, size_t bytes,
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_buffers_commit(atlas_llama_buffers *b) {
+atlas_status atlas_decoder_buffers_commit(atlas_decoder_buffers *b) {
   b->sizing = false;
   b->separate = atlas_backend_redzone_bytes(b->backend) > 0;
   if (b->separate) {
@@ -67,21 +67,22 @@ atlas_status atlas_llama_buffers_commit(atlas_llama_buffers *b) {
     }
     return ATLAS_OK;
   }
-  size_t bytes = atlas_llama_buffers_bytes(b);
+  size_t bytes = atlas_decoder_buffers_bytes(b);
   if (bytes == 0) return ATLAS_OK;
   // One site for the whole: the report names what it holds.
   atlas_site site = ATLAS_SITE;
-  site.func = "atlas_llama_buffers_commit (kv_cache, scratch, prefill_scratch)";
+  site.func =
+      "atlas_decoder_buffers_commit (kv_cache, scratch, prefill_scratch)";
   return atlas_backend_alloc_at(b->backend, bytes, site, (void **)&b->base);
 }
 
-atlas_status atlas_llama_buffers_zero(atlas_llama_buffers *b) {
+atlas_status atlas_decoder_buffers_zero(atlas_decoder_buffers *b) {
   if (b->separate || b->zero_bytes == 0) return ATLAS_OK;  // zeroed at take
   return atlas_backend_memset(b->backend, b->base, 0, b->zero_bytes);
 }
 
-atlas_status atlas_llama_buffers_release(void *p) {
-  atlas_llama_buffers *b = p;
+atlas_status atlas_decoder_buffers_release(void *p) {
+  atlas_decoder_buffers *b = p;
   atlas_status status = ATLAS_OK;
   if (b->base != NULL) status = atlas_backend_free(b->backend, b->base);
   for (size_t i = b->piece_count; i > 0; --i) {

@@ -2,11 +2,11 @@
 // captured decode step that bakes them in.
 #include <stdlib.h>
 
-#include "atlas/runtime/arch/llama/llama_model.h"
+#include "atlas/runtime/arch/decoder/decoder_model.h"
 
 // The captured step bakes RoPE's attention factor in: drop it when that
 // changes (dynamic RoPE past max_position_embeddings).
-atlas_status atlas_llama_drop_graph(atlas_llama_model *m) {
+atlas_status atlas_decoder_drop_graph(atlas_decoder_model *m) {
   if (m->graph == NULL || m->graph->graph == NULL) return ATLAS_OK;
   atlas_graph *graph = m->graph->graph;
   m->graph->graph = NULL;
@@ -15,19 +15,20 @@ atlas_status atlas_llama_drop_graph(atlas_llama_model *m) {
 
 // What the RoPE frequencies depend on at seq_len: only dynamic RoPE past
 // max_position_embeddings depends on it.
-int64_t atlas_llama_rope_key(const atlas_llama_model *m, int64_t seq_len) {
-  const atlas_llama_config *c = &m->config;
+int64_t atlas_decoder_rope_key(const atlas_decoder_model *m, int64_t seq_len) {
+  const atlas_decoder_config *c = &m->config;
   return c->rope.type == ATLAS_ROPE_DYNAMIC &&
                  seq_len > c->max_position_embeddings
              ? seq_len
              : 0;
 }
 
-atlas_status atlas_llama_rope_update(atlas_llama_model *m, int64_t seq_len) {
-  const atlas_llama_config *c = &m->config;
-  int64_t key = atlas_llama_rope_key(m, seq_len);
+atlas_status atlas_decoder_rope_update(atlas_decoder_model *m,
+                                       int64_t seq_len) {
+  const atlas_decoder_config *c = &m->config;
+  int64_t key = atlas_decoder_rope_key(m, seq_len);
   if (key == m->rope_seq_len) return ATLAS_OK;
-  ATLAS_RETURN_IF_ERROR(atlas_llama_drop_graph(m));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_drop_graph(m));
   size_t half = (size_t)(m->rot_dim / 2);
   double *inv = malloc((half ? half : 1) * sizeof(double));
   float *f = malloc((half ? half : 1) * sizeof(float));

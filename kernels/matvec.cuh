@@ -1,8 +1,8 @@
-// The one-token step's matrix-vector products (module "llama"): a warp per
+// The one-token step's matrix-vector products (module "token"): a warp per
 // row, 16-byte loads, the first ones issued before the launch before
 // finishes; the RMSNorm folded into the products that follow it.
-#ifndef ATLAS_KERNELS_LLAMA_MATVEC_CUH_
-#define ATLAS_KERNELS_LLAMA_MATVEC_CUH_
+#ifndef ATLAS_KERNELS_MATVEC_CUH_
+#define ATLAS_KERNELS_MATVEC_CUH_
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -173,7 +173,7 @@ __device__ __forceinline__ void rows_dot_norm(float (&out)[N],
 
 // 32 floats of shared memory a block: staged_x's block reduction;
 // matvec_add's row parts. One array for all, so a folded launch needs no
-// more than x and these 32 floats (llama_forward.c sizes the fold's limit
+// more than x and these 32 floats (decoder_forward.c sizes the fold's limit
 // by them).
 __device__ __forceinline__ float *block_scratch() {
   __shared__ float scratch[32];
@@ -457,4 +457,4 @@ extern "C" __global__ void matvec_bf16(float *out, const __nv_bfloat16 *w,
   matvec(out, w, x, rows, cols, norm_w, eps);
 }
 
-#endif  // ATLAS_KERNELS_LLAMA_MATVEC_CUH_
+#endif  // ATLAS_KERNELS_MATVEC_CUH_

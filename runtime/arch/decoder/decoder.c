@@ -7,14 +7,14 @@
 // fails part-way releases exactly what it allocated by running the teardown
 // built so far.
 #define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
-#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/decoder/decoder.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "atlas/runtime/arch/llama/llama_model.h"
+#include "atlas/runtime/arch/decoder/decoder_model.h"
 #include "atlas/runtime/arch/weight_check.h"
 #include "atlas/runtime/base/checked_math.h"
 #include "atlas/runtime/base/log.h"
@@ -24,7 +24,7 @@
 // ---- resources -------------------------------------------------------------
 
 static atlas_status release_weights(void *p) {
-  atlas_llama_weights *w = p;
+  atlas_decoder_weights *w = p;
   atlas_status status = ATLAS_OK;
   if (w->arena != NULL) status = atlas_backend_free(w->backend, w->arena);
   free(w->layers);
@@ -40,14 +40,14 @@ static atlas_status release_host_struct(void *p) {
 }
 
 static atlas_status release_kernels(void *p) {
-  atlas_llama_kernels *k = p;
+  atlas_decoder_kernels *k = p;
   atlas_status status = atlas_kernel_registry_release(k->registry);
   free(k);
   return status;
 }
 
 static atlas_status release_graph(void *p) {
-  atlas_llama_graph *g = p;
+  atlas_decoder_graph *g = p;
   atlas_status status = ATLAS_OK;
   if (g->graph != NULL)
     status = atlas_backend_destroy_graph(g->backend, g->graph);
@@ -56,9 +56,9 @@ static atlas_status release_graph(void *p) {
 }
 
 static atlas_status release_ahead(void *p) {
-  atlas_llama_ahead *a = p;
+  atlas_decoder_ahead *a = p;
   atlas_status status = ATLAS_OK;
-  for (int i = 0; i < ATLAS_LLAMA_AHEAD; ++i) {
+  for (int i = 0; i < ATLAS_DECODER_AHEAD; ++i) {
     if (a->done[i] != NULL) {
       status = atlas_status_join(
           status, atlas_backend_event_destroy(a->backend, a->done[i]));
@@ -82,8 +82,9 @@ static atlas_status sweep_backend(void *ctx, atlas_sweep_result *out) {
 // config must not wrap the figure the swap budgets with (2·L·seq·kv·4 can
 // reach 2^64). Once these pass, the unchecked sizes below are bounded by
 // them.
-static atlas_status checked_sizes(const atlas_llama_config *c, int64_t max_seq,
-                                  uint64_t *out_kv, uint64_t *out_scratch) {
+static atlas_status checked_sizes(const atlas_decoder_config *c,
+                                  int64_t max_seq, uint64_t *out_kv,
+                                  uint64_t *out_scratch) {
   const int64_t kv[] = {
       2, c->num_hidden_layers, max_seq, c->num_key_value_heads, c->head_dim, 4};
   const int64_t q_dim[] = {c->num_attention_heads, c->head_dim};
@@ -130,7 +131,7 @@ static atlas_status checked_sizes(const atlas_llama_config *c, int64_t max_seq,
   return ATLAS_OK;
 }
 
-static uint64_t kv_bytes(const atlas_llama_config *c, int64_t max_seq) {
+static uint64_t kv_bytes(const atlas_decoder_config *c, int64_t max_seq) {
   return 2ull * (uint64_t)c->num_hidden_layers * (uint64_t)max_seq *
          (uint64_t)(c->num_key_value_heads * c->head_dim) * 4u;
 }
@@ -138,8 +139,9 @@ static uint64_t kv_bytes(const atlas_llama_config *c, int64_t max_seq) {
 // A requested length is honoured even past max_position_embeddings, as
 // transformers does (dynamic RoPE exists for exactly that); the default is
 // min(context, 2048).
-static int64_t resolve_max_seq(const atlas_llama_config *c, int64_t requested) {
-  int64_t limit = atlas_llama_context(c, NULL);
+static int64_t resolve_max_seq(const atlas_decoder_config *c,
+                               int64_t requested) {
+  int64_t limit = atlas_decoder_context(c, NULL);
   if (requested > 0) return requested;
   return limit < 2048 ? limit : 2048;
 }
@@ -147,7 +149,7 @@ static int64_t resolve_max_seq(const atlas_llama_config *c, int64_t requested) {
 // model_type llama's sliding_window bounds every length: past it
 // transformers' generate (its cache keeps the last sliding_window - 1 keys)
 // and its forward (every position) disagree, and Atlas attends to all.
-static atlas_status check_max_seq(const atlas_llama_config *c,
+static atlas_status check_max_seq(const atlas_decoder_config *c,
                                   int64_t requested, const char *where) {
   if (c->context_window <= 0 || requested <= c->context_window) return ATLAS_OK;
   return atlas_status_make(
@@ -163,64 +165,67 @@ static atlas_status check_max_seq(const atlas_llama_config *c,
 
 // ---- KV cache and scratch ----------------------------------------------------
 
-// Both take their pieces from the model's buffers (llama_buffers.h): in the
+// Both take their pieces from the model's buffers (decoder_buffers.h): in the
 // sizing pass they only count, in the carving pass they get addresses.
-static atlas_status take_kv(atlas_llama_kv_cache *kv, atlas_llama_buffers *b,
-                            const atlas_llama_config *c, int64_t max_seq) {
+static atlas_status take_kv(atlas_decoder_kv_cache *kv,
+                            atlas_decoder_buffers *b,
+                            const atlas_decoder_config *c, int64_t max_seq) {
   // kv_bytes counts 4-byte elements (the swap budgets for the largest type).
   size_t half =
       (size_t)(kv_bytes(c, max_seq) / 2 / 4 * atlas_dtype_size(kv->dtype));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, half, &kv->keys));
-  return atlas_llama_buffers_take(b, half, &kv->values);
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, half, &kv->keys));
+  return atlas_decoder_buffers_take(b, half, &kv->values);
 }
 
-static atlas_status take_scratch(atlas_llama_scratch *s, atlas_llama_buffers *b,
-                                 const atlas_llama_config *c, int64_t max_seq) {
+static atlas_status take_scratch(atlas_decoder_scratch *s,
+                                 atlas_decoder_buffers *b,
+                                 const atlas_decoder_config *c,
+                                 int64_t max_seq) {
   size_t f = sizeof(float);
   size_t hidden = (size_t)c->hidden_size * f;
   size_t q_dim = (size_t)(c->num_attention_heads * c->head_dim) * f;
   size_t inter = (size_t)c->intermediate_size * f;
   // xb and xb2 hold either a hidden vector or an attention output.
   size_t wide = hidden > q_dim ? hidden : q_dim;
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, hidden, &s->x));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, wide, &s->xb));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, wide, &s->xb2));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, q_dim, &s->q));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, inter, &s->hb));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, inter, &s->hb2));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, hidden, &s->x));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, wide, &s->xb));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, wide, &s->xb2));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, q_dim, &s->q));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, inter, &s->hb));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, inter, &s->hb2));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(
       b, (size_t)(c->num_attention_heads * max_seq) * f, &s->att));
   ATLAS_RETURN_IF_ERROR(
-      atlas_llama_buffers_take(b, (size_t)c->vocab_size * f, &s->logits));
+      atlas_decoder_buffers_take(b, (size_t)c->vocab_size * f, &s->logits));
   size_t half = (size_t)atlas_rope_rot_dim(&c->rope, c->head_dim) / 2;
   ATLAS_RETURN_IF_ERROR(
-      atlas_llama_buffers_take(b, (half ? half : 1) * f, &s->inv_freq));
+      atlas_decoder_buffers_take(b, (half ? half : 1) * f, &s->inv_freq));
   size_t kv_dim = (size_t)(c->num_key_value_heads * c->head_dim) * f;
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, kv_dim, &s->k));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, kv_dim, &s->v));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, kv_dim, &s->k));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, kv_dim, &s->v));
   ATLAS_RETURN_IF_ERROR(
-      atlas_llama_buffers_take(b, 2 * sizeof(uint32_t), &s->step));
+      atlas_decoder_buffers_take(b, 2 * sizeof(uint32_t), &s->step));
   // The argmax's answer (2 words) and its cross-block state (4, zeroed).
-  return atlas_llama_buffers_take_zeroed(b, 6 * sizeof(uint32_t), &s->result);
+  return atlas_decoder_buffers_take_zeroed(b, 6 * sizeof(uint32_t), &s->result);
 }
 
 // Every piece of the model's buffers, in one order for both passes.
-static atlas_status take_buffers(atlas_llama_model *m) {
-  atlas_llama_buffers *b = m->buffers;
+static atlas_status take_buffers(atlas_decoder_model *m) {
+  atlas_decoder_buffers *b = m->buffers;
   ATLAS_RETURN_IF_ERROR(take_kv(m->kv, b, &m->config, m->max_seq));
   ATLAS_RETURN_IF_ERROR(take_scratch(m->scratch, b, &m->config, m->max_seq));
   if (m->prefill == NULL) return ATLAS_OK;
-  return atlas_llama_prefill_take(m->prefill, b, &m->config, m->max_seq);
+  return atlas_decoder_prefill_take(m->prefill, b, &m->config, m->max_seq);
 }
 
 // The KV cache (at 4-byte elements, the largest type) and the scratch as a
 // load carves them, alignment included: the sizing pass itself. Call after
 // checked_sizes, which bounds every product.
-static uint64_t kv_and_scratch_bytes(const atlas_llama_config *c,
+static uint64_t kv_and_scratch_bytes(const atlas_decoder_config *c,
                                      int64_t max_seq) {
-  atlas_llama_kv_cache kv;
-  atlas_llama_scratch scratch;
-  atlas_llama_buffers b;
+  atlas_decoder_kv_cache kv;
+  atlas_decoder_scratch scratch;
+  atlas_decoder_buffers b;
   memset(&kv, 0, sizeof(kv));
   memset(&scratch, 0, sizeof(scratch));
   memset(&b, 0, sizeof(b));
@@ -232,15 +237,17 @@ static uint64_t kv_and_scratch_bytes(const atlas_llama_config *c,
     atlas_status_free(status);
     return UINT64_MAX;  // overflows the caller's sum: refused there
   }
-  return atlas_llama_buffers_bytes(&b);
+  return atlas_decoder_buffers_bytes(&b);
 }
 
-atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
-                                        const atlas_checkpoint *checkpoint,
-                                        int64_t max_seq, uint64_t *out_bytes) {
+atlas_status atlas_decoder_required_bytes(const atlas_decoder_config *config,
+                                          const atlas_checkpoint *checkpoint,
+                                          int64_t max_seq,
+                                          uint64_t *out_bytes) {
   *out_bytes = 0;
   uint64_t weights = 0;
-  ATLAS_RETURN_IF_ERROR(atlas_llama_weight_bytes(config, checkpoint, &weights));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_decoder_weight_bytes(config, checkpoint, &weights));
   ATLAS_RETURN_IF_ERROR(
       check_max_seq(config, max_seq, atlas_checkpoint_dir(checkpoint)));
   max_seq = resolve_max_seq(config, max_seq);
@@ -269,10 +276,10 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
       !atlas_add_u64(&norm_bytes, (uint64_t)config->hidden_size) ||
       !atlas_mul_u64(&norm_bytes, 4) || !atlas_add_u64(&total, norm_bytes) ||
       !atlas_add_u64(&total, kv_and_scratch_bytes(config, max_seq)) ||
-      !atlas_add_u64(
-          &total,
-          atlas_llama_prefill_bytes(
-              config, atlas_llama_prefill_rows(config, max_seq, 0), max_seq))) {
+      !atlas_add_u64(&total,
+                     atlas_decoder_prefill_bytes(
+                         config, atlas_decoder_prefill_rows(config, max_seq, 0),
+                         max_seq))) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "the model's required bytes overflow 64 bits");
   }
@@ -284,7 +291,7 @@ atlas_status atlas_llama_required_bytes(const atlas_llama_config *config,
 
 // Room for `bytes` in the arena (256-byte aligned, as the driver aligns), or
 // in the sizing pass just counted.
-static atlas_status weight_alloc(atlas_llama_weights *w, size_t bytes,
+static atlas_status weight_alloc(atlas_decoder_weights *w, size_t bytes,
                                  void **out) {
   size_t need = (bytes + 255) / 256 * 256;
   *out = NULL;
@@ -307,7 +314,7 @@ static atlas_status weight_alloc(atlas_llama_weights *w, size_t bytes,
 }
 
 typedef struct load_progress {
-  const atlas_llama_load_options *options;
+  const atlas_decoder_load_options *options;
   uint64_t done, total;
   double plan_ms, upload_ms, check_ms;  // phases, for the DEBUG load line
 } load_progress;
@@ -319,11 +326,11 @@ static double now_ms(void) {
 }
 
 static atlas_status find_tensor(const atlas_checkpoint *ck,
-                                atlas_llama_weight weight, int layer,
+                                atlas_decoder_weight weight, int layer,
                                 atlas_checkpoint_tensor *out) {
   char name[256];
   ATLAS_RETURN_IF_ERROR(
-      atlas_llama_weight_name(weight, layer, name, sizeof(name)));
+      atlas_decoder_weight_name(weight, layer, name, sizeof(name)));
   return atlas_checkpoint_find(ck, name, out);
 }
 
@@ -337,10 +344,10 @@ typedef struct upload_plan {
   uint64_t vector_floats, vectors_used;
 } upload_plan;
 
-static atlas_status plan_matrix(atlas_llama_weights *w,
+static atlas_status plan_matrix(atlas_decoder_weights *w,
                                 const atlas_checkpoint *ck,
-                                atlas_llama_weight weight, int layer,
-                                upload_plan *plan, atlas_llama_matrix *out) {
+                                atlas_decoder_weight weight, int layer,
+                                upload_plan *plan, atlas_decoder_matrix *out) {
   atlas_checkpoint_tensor t;
   ATLAS_RETURN_IF_ERROR(find_tensor(ck, weight, layer, &t));
   void *dst = NULL;
@@ -359,9 +366,9 @@ static atlas_status plan_matrix(atlas_llama_weights *w,
 
 // Norm weights are small and read every token: convert to f32 once, into
 // the plan's host buffer, and upload them with the matrices.
-static atlas_status upload_norm(atlas_llama_weights *w,
+static atlas_status upload_norm(atlas_decoder_weights *w,
                                 const atlas_checkpoint *ck,
-                                atlas_llama_weight weight, int layer,
+                                atlas_decoder_weight weight, int layer,
                                 upload_plan *plan, float **out) {
   atlas_checkpoint_tensor t;
   ATLAS_RETURN_IF_ERROR(find_tensor(ck, weight, layer, &t));
@@ -394,62 +401,62 @@ static atlas_status upload_norm(atlas_llama_weights *w,
   return ATLAS_OK;
 }
 
-static atlas_status plan_weights(atlas_llama_weights *w,
+static atlas_status plan_weights(atlas_decoder_weights *w,
                                  const atlas_checkpoint *ck,
-                                 const atlas_llama_config *c,
+                                 const atlas_decoder_config *c,
                                  bool lm_head_is_embedding, upload_plan *plan) {
   // model.embed_tokens.weight, or a tied checkpoint's lone lm_head.weight.
-  ATLAS_RETURN_IF_ERROR(plan_matrix(w, ck, atlas_llama_embedding_weight(c, ck),
-                                    0, plan, &w->embed));
+  ATLAS_RETURN_IF_ERROR(plan_matrix(
+      w, ck, atlas_decoder_embedding_weight(c, ck), 0, plan, &w->embed));
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
-    atlas_llama_layer *L = &w->layers[l];
+    atlas_decoder_layer *L = &w->layers[l];
     int i = (int)l;
     ATLAS_RETURN_IF_ERROR(
-        upload_norm(w, ck, ATLAS_LLAMA_INPUT_NORM, i, plan, &L->attn_norm));
+        upload_norm(w, ck, ATLAS_DECODER_INPUT_NORM, i, plan, &L->attn_norm));
     ATLAS_RETURN_IF_ERROR(
-        plan_matrix(w, ck, ATLAS_LLAMA_Q_PROJ, i, plan, &L->wq));
+        plan_matrix(w, ck, ATLAS_DECODER_Q_PROJ, i, plan, &L->wq));
     ATLAS_RETURN_IF_ERROR(
-        plan_matrix(w, ck, ATLAS_LLAMA_K_PROJ, i, plan, &L->wk));
+        plan_matrix(w, ck, ATLAS_DECODER_K_PROJ, i, plan, &L->wk));
     ATLAS_RETURN_IF_ERROR(
-        plan_matrix(w, ck, ATLAS_LLAMA_V_PROJ, i, plan, &L->wv));
+        plan_matrix(w, ck, ATLAS_DECODER_V_PROJ, i, plan, &L->wv));
     ATLAS_RETURN_IF_ERROR(
-        plan_matrix(w, ck, ATLAS_LLAMA_O_PROJ, i, plan, &L->wo));
+        plan_matrix(w, ck, ATLAS_DECODER_O_PROJ, i, plan, &L->wo));
     ATLAS_RETURN_IF_ERROR(
-        upload_norm(w, ck, ATLAS_LLAMA_POST_NORM, i, plan, &L->ffn_norm));
+        upload_norm(w, ck, ATLAS_DECODER_POST_NORM, i, plan, &L->ffn_norm));
     ATLAS_RETURN_IF_ERROR(
-        plan_matrix(w, ck, ATLAS_LLAMA_GATE_PROJ, i, plan, &L->w_gate));
+        plan_matrix(w, ck, ATLAS_DECODER_GATE_PROJ, i, plan, &L->w_gate));
     ATLAS_RETURN_IF_ERROR(
-        plan_matrix(w, ck, ATLAS_LLAMA_UP_PROJ, i, plan, &L->w_up));
+        plan_matrix(w, ck, ATLAS_DECODER_UP_PROJ, i, plan, &L->w_up));
     ATLAS_RETURN_IF_ERROR(
-        plan_matrix(w, ck, ATLAS_LLAMA_DOWN_PROJ, i, plan, &L->w_down));
+        plan_matrix(w, ck, ATLAS_DECODER_DOWN_PROJ, i, plan, &L->w_down));
     // Optional vectors (biases, q/k norms), f32 like the norms.
     struct {
-      atlas_llama_weight weight;
+      atlas_decoder_weight weight;
       float **dst;
     } vectors[] = {
-        {ATLAS_LLAMA_Q_BIAS, &L->q_bias},
-        {ATLAS_LLAMA_K_BIAS, &L->k_bias},
-        {ATLAS_LLAMA_V_BIAS, &L->v_bias},
-        {ATLAS_LLAMA_O_BIAS, &L->o_bias},
-        {ATLAS_LLAMA_GATE_BIAS, &L->gate_bias},
-        {ATLAS_LLAMA_UP_BIAS, &L->up_bias},
-        {ATLAS_LLAMA_DOWN_BIAS, &L->down_bias},
-        {ATLAS_LLAMA_Q_NORM, &L->q_norm},
-        {ATLAS_LLAMA_K_NORM, &L->k_norm},
+        {ATLAS_DECODER_Q_BIAS, &L->q_bias},
+        {ATLAS_DECODER_K_BIAS, &L->k_bias},
+        {ATLAS_DECODER_V_BIAS, &L->v_bias},
+        {ATLAS_DECODER_O_BIAS, &L->o_bias},
+        {ATLAS_DECODER_GATE_BIAS, &L->gate_bias},
+        {ATLAS_DECODER_UP_BIAS, &L->up_bias},
+        {ATLAS_DECODER_DOWN_BIAS, &L->down_bias},
+        {ATLAS_DECODER_Q_NORM, &L->q_norm},
+        {ATLAS_DECODER_K_NORM, &L->k_norm},
     };
     for (size_t v = 0; v < sizeof(vectors) / sizeof(vectors[0]); ++v) {
-      if (!atlas_llama_weight_used(c, vectors[v].weight)) continue;
+      if (!atlas_decoder_weight_used(c, vectors[v].weight)) continue;
       ATLAS_RETURN_IF_ERROR(
           upload_norm(w, ck, vectors[v].weight, i, plan, vectors[v].dst));
     }
   }
   ATLAS_RETURN_IF_ERROR(
-      upload_norm(w, ck, ATLAS_LLAMA_FINAL_NORM, 0, plan, &w->final_norm));
+      upload_norm(w, ck, ATLAS_DECODER_FINAL_NORM, 0, plan, &w->final_norm));
   if (lm_head_is_embedding) {
     w->lm_head = w->embed;
     return ATLAS_OK;
   }
-  return plan_matrix(w, ck, ATLAS_LLAMA_LM_HEAD, 0, plan, &w->lm_head);
+  return plan_matrix(w, ck, ATLAS_DECODER_LM_HEAD, 0, plan, &w->lm_head);
 }
 
 // Copies the jobs[0..n) that `bare` strips, into w's backend.
@@ -515,9 +522,9 @@ static atlas_status upload_and_check(atlas_backend *b,
 
 // Allocates every weight, then uploads the matrices in one staged,
 // multi-threaded pass (the norms, small and converted, went directly).
-static atlas_status load_weights(atlas_llama_weights *w,
+static atlas_status load_weights(atlas_decoder_weights *w,
                                  const atlas_checkpoint *ck,
-                                 const atlas_llama_config *c,
+                                 const atlas_decoder_config *c,
                                  bool lm_head_is_embedding,
                                  load_progress *progress) {
   upload_plan plan = {NULL, 0, NULL, 0, 0};
@@ -589,8 +596,8 @@ static atlas_status adopt(atlas_teardown *t, const char *name,
   return status;
 }
 
-// The ring and events of greedy decoding a step ahead (llama_model.h).
-static atlas_status make_ahead(atlas_llama_model *m) {
+// The ring and events of greedy decoding a step ahead (decoder_model.h).
+static atlas_status make_ahead(atlas_decoder_model *m) {
   m->ahead = calloc(1, sizeof(*m->ahead));
   if (m->ahead == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
@@ -603,20 +610,20 @@ static atlas_status make_ahead(atlas_llama_model *m) {
   atlas_site site = ATLAS_SITE;
   site.func = "make_ahead (decode_ahead ring, pinned host memory)";
   ATLAS_RETURN_IF_ERROR(atlas_backend_pinned_alloc_at(
-      m->backend, sizeof(uint32_t) * 2 * ATLAS_LLAMA_AHEAD, site,
+      m->backend, sizeof(uint32_t) * 2 * ATLAS_DECODER_AHEAD, site,
       (void **)&m->ahead->ring));
-  for (int i = 0; i < ATLAS_LLAMA_AHEAD; ++i) {
+  for (int i = 0; i < ATLAS_DECODER_AHEAD; ++i) {
     ATLAS_RETURN_IF_ERROR(
         atlas_backend_event_create(m->backend, &m->ahead->done[i]));
   }
   return ATLAS_OK;
 }
 
-static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
-                          const atlas_llama_load_options *options) {
-  const atlas_llama_config *c = &m->config;
+static atlas_status build(atlas_decoder_model *m, const atlas_checkpoint *ck,
+                          const atlas_decoder_load_options *options) {
+  const atlas_decoder_config *c = &m->config;
   bool tied = false;
-  ATLAS_RETURN_IF_ERROR(atlas_llama_check_checkpoint(c, ck, &tied));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_check_checkpoint(c, ck, &tied));
   uint64_t kv_total = 0, scratch_total = 0;
   ATLAS_RETURN_IF_ERROR(
       checked_sizes(c, m->max_seq, &kv_total, &scratch_total));
@@ -626,7 +633,7 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   m->weights->backend = m->backend;
   m->weights->layer_count = c->num_hidden_layers;
   m->weights->layers =
-      calloc((size_t)c->num_hidden_layers, sizeof(atlas_llama_layer));
+      calloc((size_t)c->num_hidden_layers, sizeof(atlas_decoder_layer));
   if (m->weights->layers == NULL) {
     free(m->weights);
     m->weights = NULL;
@@ -646,7 +653,7 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   m->buffers->backend = m->backend;
   m->buffers->sizing = true;
   ATLAS_RETURN_IF_ERROR(
-      adopt(m->teardown, "buffers", atlas_llama_buffers_release, m->buffers));
+      adopt(m->teardown, "buffers", atlas_decoder_buffers_release, m->buffers));
 
   m->kv = calloc(1, sizeof(*m->kv));
   if (m->kv == NULL) goto oom;
@@ -668,19 +675,19 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   m->scratch->backend = m->backend;
   ATLAS_RETURN_IF_ERROR(
       adopt(m->teardown, "scratch", release_host_struct, m->scratch));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_prefill_setup(
-      m, atlas_llama_prefill_rows(c, m->max_seq, options->prefill_rows)));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_prefill_setup(
+      m, atlas_decoder_prefill_rows(c, m->max_seq, options->prefill_rows)));
   ATLAS_RETURN_IF_ERROR(take_buffers(m));  // sizing
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_commit(m->buffers));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_commit(m->buffers));
   ATLAS_RETURN_IF_ERROR(take_buffers(m));  // carving
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_zero(m->buffers));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_zero(m->buffers));
 
   ATLAS_RETURN_IF_ERROR(atlas_backend_modules_ready(m->backend));
   atlas_kernel_registry *registry = atlas_backend_kernel_registry(m->backend);
   if (registry == NULL) {
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                              "backend %s has no kernels: create it with "
-                             "atlas_llama_module_set",
+                             "atlas_decoder_module_set",
                              atlas_backend_name(m->backend));
   }
   m->kernels = calloc(1, sizeof(*m->kernels));
@@ -689,8 +696,8 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
   m->kernels->registry = registry;
   ATLAS_RETURN_IF_ERROR(
       adopt(m->teardown, "kernel_registry", release_kernels, m->kernels));
-  ATLAS_RETURN_IF_ERROR(
-      atlas_llama_ctx_make(m->backend, NULL, &m->config, m->scratch, &m->ctx));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_ctx_make(m->backend, NULL, &m->config,
+                                               m->scratch, &m->ctx));
   ATLAS_RETURN_IF_ERROR(make_ahead(m));
   // Last: the graph is released first, before the buffers it launches on.
   m->graph = calloc(1, sizeof(*m->graph));
@@ -701,7 +708,7 @@ static atlas_status build(atlas_llama_model *m, const atlas_checkpoint *ck,
       adopt(m->teardown, "decode_graph", release_graph, m->graph));
   m->rot_dim = atlas_rope_rot_dim(&c->rope, c->head_dim);
   m->rope_seq_len = -1;
-  ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, 1));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_rope_update(m, 1));
   atlas_log(atlas_backend_log_sink(m->backend), ATLAS_LOG_DEBUG,
             "load: %.1f ms: weights allocated and norms copied %.1f ms, "
             "uploaded %.1f ms, scanned %.1f ms; the rest %.1f ms",
@@ -716,13 +723,13 @@ oom:
                            "out of host memory while building the model");
 }
 
-atlas_status atlas_llama_load(atlas_backend *backend,
-                              const atlas_checkpoint *checkpoint,
-                              const atlas_llama_config *config,
-                              const atlas_llama_load_options *options,
-                              atlas_llama_model **out_model) {
+atlas_status atlas_decoder_model_load(atlas_backend *backend,
+                                      const atlas_checkpoint *checkpoint,
+                                      const atlas_decoder_config *config,
+                                      const atlas_decoder_load_options *options,
+                                      atlas_decoder_model **out_model) {
   *out_model = NULL;
-  atlas_llama_load_options defaults = {0};
+  atlas_decoder_load_options defaults = {0};
   if (options == NULL) options = &defaults;
   if (atlas_dtype_size(options->kv_dtype) == 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -738,9 +745,9 @@ atlas_status atlas_llama_load(atlas_backend *backend,
               "held to %lld positions",
               atlas_checkpoint_dir(checkpoint),
               (long long)config->context_window,
-              (long long)atlas_llama_context(config, NULL));
+              (long long)atlas_decoder_context(config, NULL));
   }
-  atlas_llama_model *m = calloc(1, sizeof(*m));
+  atlas_decoder_model *m = calloc(1, sizeof(*m));
   if (m == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "out of host memory while loading %s",
@@ -776,8 +783,8 @@ atlas_status atlas_llama_load(atlas_backend *backend,
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_unload(atlas_llama_model *model,
-                                atlas_teardown_report *out_report) {
+atlas_status atlas_decoder_model_unload(atlas_decoder_model *model,
+                                        atlas_teardown_report *out_report) {
   if (model == NULL) return ATLAS_OK;
   atlas_status status = atlas_teardown_run(model->teardown, sweep_backend,
                                            model->backend, out_report);
@@ -785,11 +792,11 @@ atlas_status atlas_llama_unload(atlas_llama_model *model,
   return status;
 }
 
-const atlas_llama_config *atlas_llama_config_of(
-    const atlas_llama_model *model) {
+const atlas_decoder_config *atlas_decoder_config_of(
+    const atlas_decoder_model *model) {
   return &model->config;
 }
 
-int64_t atlas_llama_max_seq(const atlas_llama_model *model) {
+int64_t atlas_decoder_max_seq(const atlas_decoder_model *model) {
   return model->max_seq;
 }

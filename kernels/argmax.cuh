@@ -1,6 +1,6 @@
-// The decode step's greedy choice on the device (module "llama").
-#ifndef ATLAS_KERNELS_LLAMA_ARGMAX_CUH_
-#define ATLAS_KERNELS_LLAMA_ARGMAX_CUH_
+// The decode step's greedy choice on the device (module "token").
+#ifndef ATLAS_KERNELS_ARGMAX_CUH_
+#define ATLAS_KERNELS_ARGMAX_CUH_
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -81,4 +81,4 @@ extern "C" __global__ void argmax(uint32_t *result, const float *logits,
   }
 }
 
-#endif  // ATLAS_KERNELS_LLAMA_ARGMAX_CUH_
+#endif  // ATLAS_KERNELS_ARGMAX_CUH_

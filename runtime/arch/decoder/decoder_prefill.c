@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/kernels/llama_kernels.h"
 #include "atlas/kernels/prefill_kernels.h"
-#include "atlas/runtime/arch/llama/llama_model.h"
-#include "atlas/runtime/arch/llama/llama_prefill.h"
+#include "atlas/kernels/token_kernels.h"
+#include "atlas/runtime/arch/decoder/decoder_model.h"
+#include "atlas/runtime/arch/decoder/decoder_prefill.h"
 #include "atlas/runtime/base/checked_math.h"
 
 #define P(x) ATLAS_ARG_PTR(x)
@@ -36,47 +36,47 @@ static uint32_t blocks(uint64_t n, uint32_t per) {
 
 // The batched path implements every feature of the one-token layer: RoPE
 // from the model's own inv_freq table, rot_dim and attention_factor (every
-// RoPE type; dynamic RoPE at the chunk's seq_len, see atlas_llama_prefill),
+// RoPE type; dynamic RoPE at the chunk's seq_len, see atlas_decoder_prefill),
 // attention/MLP biases, q/k norms and per-layer sliding windows. Only shapes
 // the batched kernels cannot hold fall back to the one-token path. A new
 // feature of the one-token layer must be added to layer() below, or refused
 // here, so that the two paths never compute different things.
-int64_t atlas_llama_prefill_rows(const atlas_llama_config *c, int64_t max_seq,
-                                 int64_t requested) {
+int64_t atlas_decoder_prefill_rows(const atlas_decoder_config *c,
+                                   int64_t max_seq, int64_t requested) {
   if (requested < 0) return 0;
-  if (c->head_dim > ATLAS_LLAMA_BATCH_MAX_HEAD_DIM || c->head_dim % 2 != 0 ||
+  if (c->head_dim > ATLAS_DECODER_BATCH_MAX_HEAD_DIM || c->head_dim % 2 != 0 ||
       c->num_attention_heads / c->num_key_value_heads >
-          ATLAS_LLAMA_BATCH_MAX_GROUP) {
+          ATLAS_DECODER_BATCH_MAX_GROUP) {
     return 0;  // the one-token kernels serve these shapes
   }
   int64_t rows = requested > 0 ? requested : kDefaultRows;
   return rows < max_seq ? rows : max_seq;
 }
 
-static uint64_t wide_dim(const atlas_llama_config *c) {
+static uint64_t wide_dim(const atlas_decoder_config *c) {
   uint64_t q_dim = (uint64_t)(c->num_attention_heads * c->head_dim);
   return q_dim > (uint64_t)c->hidden_size ? q_dim : (uint64_t)c->hidden_size;
 }
 
 // The widest input a product takes: hidden (q, k, v, gate, up, lm_head),
 // q_dim (o) or intermediate (down).
-static uint64_t input_dim(const atlas_llama_config *c) {
+static uint64_t input_dim(const atlas_decoder_config *c) {
   uint64_t w = wide_dim(c);
   return (uint64_t)c->intermediate_size > w ? (uint64_t)c->intermediate_size
                                             : w;
 }
 
-bool atlas_llama_prefill_one_term(atlas_dtype kv_dtype) {
+bool atlas_decoder_prefill_one_term(atlas_dtype kv_dtype) {
   return kv_dtype == ATLAS_DTYPE_F16 || kv_dtype == ATLAS_DTYPE_BF16;
 }
 
 static uint64_t max_splits(int64_t max_seq, int64_t head_dim) {
-  uint64_t chunk = atlas_llama_decode_chunk((uint32_t)head_dim);
+  uint64_t chunk = atlas_decoder_decode_chunk((uint32_t)head_dim);
   return ((uint64_t)max_seq + chunk - 1) / chunk;
 }
 
 // Flash-decoding partials: per head and split, max, sum and head_dim values.
-static uint64_t part_floats(const atlas_llama_config *c, int64_t max_seq) {
+static uint64_t part_floats(const atlas_decoder_config *c, int64_t max_seq) {
   return (uint64_t)c->num_attention_heads * max_splits(max_seq, c->head_dim) *
          ((uint64_t)c->head_dim + 2);
 }
@@ -97,61 +97,61 @@ static atlas_status rows_bytes(uint64_t rows, uint64_t n, uint64_t elt,
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_prefill_take(atlas_llama_prefill_scratch *s,
-                                      atlas_llama_buffers *b,
-                                      const atlas_llama_config *c,
-                                      int64_t max_seq) {
+atlas_status atlas_decoder_prefill_take(atlas_decoder_prefill_scratch *s,
+                                        atlas_decoder_buffers *b,
+                                        const atlas_decoder_config *c,
+                                        int64_t max_seq) {
   uint64_t r = (uint64_t)s->rows, f = sizeof(float);
   uint64_t q_dim = (uint64_t)(c->num_attention_heads * c->head_dim);
   uint64_t kv_dim = (uint64_t)(c->num_key_value_heads * c->head_dim);
   uint64_t logit_rows = r < kLogitRows ? r : kLogitRows;
   size_t n = 0;
   ATLAS_RETURN_IF_ERROR(rows_bytes(r, 1, 4, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->tokens));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->tokens));
   ATLAS_RETURN_IF_ERROR(rows_bytes(r, (uint64_t)c->hidden_size, f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->x));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->x));
   ATLAS_RETURN_IF_ERROR(rows_bytes(r, wide_dim(c), f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->xb));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->xb));
   ATLAS_RETURN_IF_ERROR(rows_bytes(r, q_dim, f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->xb2));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->q));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->xb2));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->q));
   ATLAS_RETURN_IF_ERROR(rows_bytes(r, (uint64_t)c->intermediate_size, f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->hb));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->hb2));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->hb));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->hb2));
   ATLAS_RETURN_IF_ERROR(rows_bytes(logit_rows, (uint64_t)c->vocab_size, f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->logits));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->logits));
   // RoPE's inverse frequencies are the one-token scratch's (m->scratch),
-  // which atlas_llama_rope_update keeps right for every RoPE type.
+  // which atlas_decoder_rope_update keeps right for every RoPE type.
   ATLAS_RETURN_IF_ERROR(rows_bytes(part_floats(c, max_seq), 1, f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->part));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take_zeroed(
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->part));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take_zeroed(
       b, (size_t)c->num_attention_heads * sizeof(uint32_t), &s->counters));
   ATLAS_RETURN_IF_ERROR(rows_bytes(r, kv_dim, f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->k));
-  ATLAS_RETURN_IF_ERROR(atlas_llama_buffers_take(b, n, &s->v));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->k));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->v));
   if (!s->one_term) return ATLAS_OK;
   ATLAS_RETURN_IF_ERROR(rows_bytes(r, input_dim(c), 2, &n));
-  return atlas_llama_buffers_take(b, n, &s->x16);
+  return atlas_decoder_buffers_take(b, n, &s->x16);
 }
 
-// The sizing pass of atlas_llama_prefill_take itself, so that the figure is
+// The sizing pass of atlas_decoder_prefill_take itself, so that the figure is
 // what a load carves (alignment included), never a formula beside it.
-uint64_t atlas_llama_prefill_bytes(const atlas_llama_config *c, int64_t rows,
-                                   int64_t max_seq) {
+uint64_t atlas_decoder_prefill_bytes(const atlas_decoder_config *c,
+                                     int64_t rows, int64_t max_seq) {
   if (rows <= 0) return 0;
-  atlas_llama_prefill_scratch s;
+  atlas_decoder_prefill_scratch s;
   memset(&s, 0, sizeof(s));
   s.rows = rows;
   s.one_term = true;  // x16 counted whatever the KV type: an upper bound
-  atlas_llama_buffers b;
+  atlas_decoder_buffers b;
   memset(&b, 0, sizeof(b));
   b.sizing = true;
-  atlas_status status = atlas_llama_prefill_take(&s, &b, c, max_seq);
+  atlas_status status = atlas_decoder_prefill_take(&s, &b, c, max_seq);
   if (status != ATLAS_OK) {
     atlas_status_free(status);
     return UINT64_MAX;  // overflows the caller's sum: refused there
   }
-  return atlas_llama_buffers_bytes(&b);
+  return atlas_decoder_buffers_bytes(&b);
 }
 
 // The device memory is the model's buffers' (released by "buffers").
@@ -178,16 +178,16 @@ static atlas_status probe_matmul(atlas_backend *b, bool *out_matmul) {
   return status;
 }
 
-atlas_status atlas_llama_prefill_setup(atlas_llama_model *m, int64_t rows) {
+atlas_status atlas_decoder_prefill_setup(atlas_decoder_model *m, int64_t rows) {
   m->prefill = NULL;
   if (rows <= 0) return ATLAS_OK;
-  atlas_llama_prefill_scratch *s = calloc(1, sizeof(*s));
+  atlas_decoder_prefill_scratch *s = calloc(1, sizeof(*s));
   if (s == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "out of host memory for the prefill scratch");
   }
   s->rows = rows;
-  s->one_term = atlas_llama_prefill_one_term(m->kv->dtype);
+  s->one_term = atlas_decoder_prefill_one_term(m->kv->dtype);
   atlas_status status =
       s->one_term ? probe_matmul(m->backend, &s->matmul) : ATLAS_OK;
   if (status != ATLAS_OK) {
@@ -200,13 +200,13 @@ atlas_status atlas_llama_prefill_setup(atlas_llama_model *m, int64_t rows) {
     atlas_status_free(release_prefill(s));
     return status;
   }
-  m->prefill = s;  // its pieces come from atlas_llama_prefill_take
+  m->prefill = s;  // its pieces come from atlas_decoder_prefill_take
   return ATLAS_OK;
 }
 
 // ---- dispatch helpers ----------------------------------------------------------
 
-static atlas_status launch(const atlas_llama_ctx *ctx, const atlas_kernel *k,
+static atlas_status launch(const atlas_decoder_ctx *ctx, const atlas_kernel *k,
                            atlas_dim3 grid, uint32_t block,
                            const atlas_arg *args, size_t count) {
   return atlas_forward_launch(&ctx->core, k, grid, d3(block, 1), args, count);
@@ -216,15 +216,15 @@ static atlas_status launch(const atlas_llama_ctx *ctx, const atlas_kernel *k,
 // into s->x16 (unless `rounded`: the previous product's input, already
 // there), then one term, through the backend's matmul or gemm16_*.
 // ATLAS_MATMUL_ACCUMULATE (out += the product) only through the matmul.
-static atlas_status gemm_one_term(const atlas_llama_model *mdl, float *out,
-                                  const atlas_llama_matrix *w, const float *x,
+static atlas_status gemm_one_term(const atlas_decoder_model *mdl, float *out,
+                                  const atlas_decoder_matrix *w, const float *x,
                                   uint32_t m, int64_t n, int64_t k,
                                   bool rounded, atlas_matmul_out mode) {
-  const atlas_llama_ctx *ctx = &mdl->ctx;
-  atlas_llama_prefill_scratch *s = mdl->prefill;
-  atlas_llama_wtype t = atlas_llama_wtype_of(w->dtype);
+  const atlas_decoder_ctx *ctx = &mdl->ctx;
+  atlas_decoder_prefill_scratch *s = mdl->prefill;
+  atlas_decoder_wtype t = atlas_decoder_wtype_of(w->dtype);
   if (!rounded || s->x16_type != t) {
-    s->x16_type = ATLAS_LLAMA_W_F32;  // nothing valid until the launch is in
+    s->x16_type = ATLAS_DECODER_W_F32;  // nothing valid until the launch is in
     uint64_t count = (uint64_t)m * (uint64_t)k;
     atlas_arg args[] = {P(s->x16), P(x), U((uint32_t)count)};
     ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.round_rows[t],
@@ -235,7 +235,7 @@ static atlas_status gemm_one_term(const atlas_llama_model *mdl, float *out,
   if (s->matmul) {
     return atlas_backend_matmul(
         ctx->core.backend, ctx->core.stream, out, w->data, s->x16,
-        t == ATLAS_LLAMA_W_F16 ? ATLAS_MATMUL_F16 : ATLAS_MATMUL_BF16, m,
+        t == ATLAS_DECODER_W_F16 ? ATLAS_MATMUL_F16 : ATLAS_MATMUL_BF16, m,
         (size_t)n, (size_t)k, mode);
   }
   if (mode != ATLAS_MATMUL_WRITE) {
@@ -256,21 +256,21 @@ static atlas_status gemm_one_term(const atlas_llama_model *mdl, float *out,
 }
 
 // out (m x n) = x (m x k, f32 rows) times w^T, in the precision
-// atlas_llama_prefill_one_term chose. `same_x`: x is the previous product's
+// atlas_decoder_prefill_one_term chose. `same_x`: x is the previous product's
 // input, unchanged since (q, k, v; gate, up), so the 16-bit mode need not
 // round it again.
-static atlas_status gemm_x(const atlas_llama_model *mdl, float *out,
-                           const atlas_llama_matrix *w, const float *x,
+static atlas_status gemm_x(const atlas_decoder_model *mdl, float *out,
+                           const atlas_decoder_matrix *w, const float *x,
                            uint32_t m, int64_t n, int64_t k, bool same_x) {
-  const atlas_llama_ctx *ctx = &mdl->ctx;
-  atlas_llama_wtype t = atlas_llama_wtype_of(w->dtype);
-  if (mdl->prefill->one_term && t != ATLAS_LLAMA_W_F32) {
+  const atlas_decoder_ctx *ctx = &mdl->ctx;
+  atlas_decoder_wtype t = atlas_decoder_wtype_of(w->dtype);
+  if (mdl->prefill->one_term && t != ATLAS_DECODER_W_F32) {
     return gemm_one_term(mdl, out, w, x, m, n, k, same_x, ATLAS_MATMUL_WRITE);
   }
-  mdl->prefill->x16_type = ATLAS_LLAMA_W_F32;  // the next product rounds
+  mdl->prefill->x16_type = ATLAS_DECODER_W_F32;  // the next product rounds
   atlas_arg args[] = {P(out), P(w->data),     P(x),
                       U(m),   U((uint32_t)n), U((uint32_t)k)};
-  if (t == ATLAS_LLAMA_W_F32) {
+  if (t == ATLAS_DECODER_W_F32) {
     return launch(ctx, ctx->ops.gemm[t],
                   d3(blocks((uint64_t)n, 64), blocks(m, 64)), 256, args,
                   COUNT(args));
@@ -287,21 +287,21 @@ static atlas_status gemm_x(const atlas_llama_model *mdl, float *out,
                 COUNT(args));
 }
 
-static atlas_status gemm(const atlas_llama_model *mdl, float *out,
-                         const atlas_llama_matrix *w, const float *x,
+static atlas_status gemm(const atlas_decoder_model *mdl, float *out,
+                         const atlas_decoder_matrix *w, const float *x,
                          uint32_t m, int64_t n, int64_t k) {
   return gemm_x(mdl, out, w, x, m, n, k, false);
 }
 
 // As gemm, with the previous product's input x (see gemm_x); rounds it
 // anyway when the previous product left no rounding of this one's type.
-static atlas_status gemm_same_x(const atlas_llama_model *mdl, float *out,
-                                const atlas_llama_matrix *w, const float *x,
+static atlas_status gemm_same_x(const atlas_decoder_model *mdl, float *out,
+                                const atlas_decoder_matrix *w, const float *x,
                                 uint32_t m, int64_t n, int64_t k) {
   return gemm_x(mdl, out, w, x, m, n, k, true);
 }
 
-static atlas_status rmsnorm_rows(const atlas_llama_ctx *ctx, float *out,
+static atlas_status rmsnorm_rows(const atlas_decoder_ctx *ctx, float *out,
                                  const float *x, const float *w, uint32_t n) {
   atlas_arg args[] = {P(out),
                       P(x),
@@ -314,13 +314,13 @@ static atlas_status rmsnorm_rows(const atlas_llama_ctx *ctx, float *out,
 
 // The 16-bit weights' type every one of `count` products shares, or F32
 // (one-term mode off, F32 weights, or types that differ).
-static atlas_llama_wtype shared_16bit(const atlas_llama_prefill_scratch *s,
-                                      const atlas_llama_matrix *const *w,
-                                      size_t count) {
-  if (!s->one_term) return ATLAS_LLAMA_W_F32;
-  atlas_llama_wtype t = atlas_llama_wtype_of(w[0]->dtype);
+static atlas_decoder_wtype shared_16bit(const atlas_decoder_prefill_scratch *s,
+                                        const atlas_decoder_matrix *const *w,
+                                        size_t count) {
+  if (!s->one_term) return ATLAS_DECODER_W_F32;
+  atlas_decoder_wtype t = atlas_decoder_wtype_of(w[0]->dtype);
   for (size_t i = 1; i < count; ++i) {
-    if (atlas_llama_wtype_of(w[i]->dtype) != t) return ATLAS_LLAMA_W_F32;
+    if (atlas_decoder_wtype_of(w[i]->dtype) != t) return ATLAS_DECODER_W_F32;
   }
   return t;
 }
@@ -332,14 +332,15 @@ static atlas_llama_wtype shared_16bit(const atlas_llama_prefill_scratch *s,
 // values, rounded to nearest even), and s->xb is left unwritten: those
 // products read x16 only, and nothing else reads this norm's rows. Else f32
 // rows into s->xb, and the first product rounds them if it needs to.
-static atlas_status norm_for(const atlas_llama_model *m, const float *norm_w,
-                             const atlas_llama_matrix *const *w, size_t count,
+static atlas_status norm_for(const atlas_decoder_model *m, const float *norm_w,
+                             const atlas_decoder_matrix *const *w, size_t count,
                              uint32_t n) {
-  const atlas_llama_ctx *ctx = &m->ctx;
-  atlas_llama_prefill_scratch *s = m->prefill;
-  atlas_llama_wtype t = shared_16bit(s, w, count);
-  s->x16_type = ATLAS_LLAMA_W_F32;  // nothing valid until the launch is in
-  if (t == ATLAS_LLAMA_W_F32) return rmsnorm_rows(ctx, s->xb, s->x, norm_w, n);
+  const atlas_decoder_ctx *ctx = &m->ctx;
+  atlas_decoder_prefill_scratch *s = m->prefill;
+  atlas_decoder_wtype t = shared_16bit(s, w, count);
+  s->x16_type = ATLAS_DECODER_W_F32;  // nothing valid until the launch is in
+  if (t == ATLAS_DECODER_W_F32)
+    return rmsnorm_rows(ctx, s->xb, s->x, norm_w, n);
   atlas_arg args[] = {P(s->x16),
                       P(s->x),
                       P(norm_w),
@@ -352,7 +353,7 @@ static atlas_status norm_for(const atlas_llama_model *m, const float *norm_w,
   return ATLAS_OK;
 }
 
-static atlas_status elementwise(const atlas_llama_ctx *ctx,
+static atlas_status elementwise(const atlas_decoder_ctx *ctx,
                                 const atlas_kernel *k, float *a, const float *b,
                                 uint64_t n) {
   atlas_arg args[] = {P(a), P(b), U((uint32_t)n)};
@@ -364,14 +365,14 @@ static atlas_status elementwise(const atlas_llama_ctx *ctx,
 // rounded to the weights' type as gemm_one_term would round them (bit for
 // bit: the same f32 expression, rounded to nearest even); s->hb is then
 // left as it was (the down product reads x16 only).
-static atlas_status silu_mul_for(const atlas_llama_model *m,
-                                 const atlas_llama_matrix *w_down,
+static atlas_status silu_mul_for(const atlas_decoder_model *m,
+                                 const atlas_decoder_matrix *w_down,
                                  uint64_t count) {
-  const atlas_llama_ctx *ctx = &m->ctx;
-  atlas_llama_prefill_scratch *s = m->prefill;
-  atlas_llama_wtype t = shared_16bit(s, &w_down, 1);
-  s->x16_type = ATLAS_LLAMA_W_F32;
-  if (t == ATLAS_LLAMA_W_F32) {
+  const atlas_decoder_ctx *ctx = &m->ctx;
+  atlas_decoder_prefill_scratch *s = m->prefill;
+  atlas_decoder_wtype t = shared_16bit(s, &w_down, 1);
+  s->x16_type = ATLAS_DECODER_W_F32;
+  if (t == ATLAS_DECODER_W_F32) {
     return elementwise(ctx, ctx->ops.silu_mul, s->hb, s->hb2, count);
   }
   atlas_arg args[] = {P(s->x16), P(s->hb), P(s->hb2), U((uint32_t)count)};
@@ -384,10 +385,10 @@ static atlas_status silu_mul_for(const atlas_llama_model *m,
 
 // The model's RoPE (its inv_freq table, rot_dim and attention_factor, as the
 // one-token rope kernel gets them) over n rows at positions pos0...
-static atlas_status rope_rows(const atlas_llama_model *m, float *x,
+static atlas_status rope_rows(const atlas_decoder_model *m, float *x,
                               uint32_t heads, uint32_t pos0, uint32_t n,
                               uint32_t row_stride) {
-  const atlas_llama_ctx *ctx = &m->ctx;
+  const atlas_decoder_ctx *ctx = &m->ctx;
   uint32_t hd = (uint32_t)ctx->config->head_dim;
   uint32_t rot = (uint32_t)m->rot_dim;
   atlas_arg args[] = {
@@ -401,7 +402,7 @@ static atlas_status rope_rows(const atlas_llama_model *m, float *x,
 // x[r] += bias for each of n rows of `cols` (stride `cols`), one add_bias
 // launch per row: the one-token kernel, so the sums are the same. (A
 // broadcast kernel would save the launches.)
-static atlas_status add_bias_rows(const atlas_llama_ctx *ctx, float *x,
+static atlas_status add_bias_rows(const atlas_decoder_ctx *ctx, float *x,
                                   const float *bias, uint32_t n, int64_t cols) {
   if (bias == NULL) return ATLAS_OK;
   for (uint32_t r = 0; r < n; ++r) {
@@ -414,10 +415,10 @@ static atlas_status add_bias_rows(const atlas_llama_ctx *ctx, float *x,
 
 // Qwen3's q_norm / k_norm over n contiguous rows of `heads` heads: the rows
 // are n * heads heads in a row for the one-token head_rmsnorm kernel.
-static atlas_status head_norm_rows(const atlas_llama_ctx *ctx, float *x,
+static atlas_status head_norm_rows(const atlas_decoder_ctx *ctx, float *x,
                                    const float *w, uint32_t n, uint32_t heads) {
   if (w == NULL) return ATLAS_OK;
-  const atlas_llama_config *c = ctx->config;
+  const atlas_decoder_config *c = ctx->config;
   uint32_t total = n * heads;
   atlas_arg args[] = {P(x), P(w), U(total), U((uint32_t)c->head_dim),
                       F((float)c->rms_norm_eps)};
@@ -435,15 +436,15 @@ static atlas_status head_norm_rows(const atlas_llama_ctx *ctx, float *x,
 // changes only the summation order of this one f32 addition. With a bias,
 // or without the matmul (the gemm16 kernels; the f32 mode), the order stays
 // x + ((w h) + bias): the product into s->xb, the bias, then the add.
-static atlas_status add_product(const atlas_llama_model *m,
-                                const atlas_llama_matrix *w, const float *h,
+static atlas_status add_product(const atlas_decoder_model *m,
+                                const atlas_decoder_matrix *w, const float *h,
                                 const float *bias, uint32_t n, int64_t k,
                                 bool same_x) {
-  const atlas_llama_ctx *ctx = &m->ctx;
-  atlas_llama_prefill_scratch *s = m->prefill;
+  const atlas_decoder_ctx *ctx = &m->ctx;
+  atlas_decoder_prefill_scratch *s = m->prefill;
   int64_t hidden = ctx->config->hidden_size;
-  atlas_llama_wtype t = atlas_llama_wtype_of(w->dtype);
-  if (s->matmul && s->one_term && t != ATLAS_LLAMA_W_F32 && bias == NULL) {
+  atlas_decoder_wtype t = atlas_decoder_wtype_of(w->dtype);
+  if (s->matmul && s->one_term && t != ATLAS_DECODER_W_F32 && bias == NULL) {
     return gemm_one_term(m, s->x, w, h, n, hidden, k, same_x,
                          ATLAS_MATMUL_ACCUMULATE);
   }
@@ -455,11 +456,11 @@ static atlas_status add_product(const atlas_llama_model *m,
 
 // ---- one-token attention, split over the context (flash-decoding) ----------
 
-atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
-                                          uint32_t window, float *out,
-                                          const float *q) {
-  const atlas_llama_ctx *ctx = &m->ctx;
-  const atlas_llama_config *c = ctx->config;
+atlas_status atlas_decoder_decode_attention(const atlas_decoder_model *m,
+                                            int64_t l, uint32_t window,
+                                            float *out, const float *q) {
+  const atlas_decoder_ctx *ctx = &m->ctx;
+  const atlas_decoder_config *c = ctx->config;
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
   uint32_t n_kv = (uint32_t)c->num_key_value_heads;
   uint32_t hd = (uint32_t)c->head_dim;
@@ -469,38 +470,39 @@ atlas_status atlas_llama_decode_attention(const atlas_llama_model *m, int64_t l,
   size_t layer_off = (size_t)l * (size_t)m->max_seq * n_kv * hd;
   float *part = m->prefill->part;
   const uint32_t *step = ctx->scratch->step;
-  atlas_arg args[] = {P(part),
-                      P(q),
-                      P(atlas_llama_kv_layer(m->kv, m->kv->keys, layer_off)),
-                      P(atlas_llama_kv_layer(m->kv, m->kv->values, layer_off)),
-                      U(n_heads),
-                      U(n_kv),
-                      U(hd),
-                      P(step),
-                      U(window),
-                      U(splits),
-                      P(out),
-                      P(m->prefill->counters)};
-  return launch(ctx, ctx->ops.decode[atlas_llama_wtype_of(m->kv->dtype)],
-                d3(atlas_llama_decode_grid_x(splits, n_heads / n_kv,
-                                             ctx->decode_blocks, hd),
+  atlas_arg args[] = {
+      P(part),
+      P(q),
+      P(atlas_decoder_kv_layer(m->kv, m->kv->keys, layer_off)),
+      P(atlas_decoder_kv_layer(m->kv, m->kv->values, layer_off)),
+      U(n_heads),
+      U(n_kv),
+      U(hd),
+      P(step),
+      U(window),
+      U(splits),
+      P(out),
+      P(m->prefill->counters)};
+  return launch(ctx, ctx->ops.decode[atlas_decoder_wtype_of(m->kv->dtype)],
+                d3(atlas_decoder_decode_grid_x(splits, n_heads / n_kv,
+                                               ctx->decode_blocks, hd),
                    n_kv),
-                ATLAS_LLAMA_DECODE_THREADS, args, COUNT(args));
+                ATLAS_DECODER_DECODE_THREADS, args, COUNT(args));
 }
 
 // ---- the chunk -----------------------------------------------------------------
 
-static atlas_status after_attention(atlas_llama_model *m,
-                                    const atlas_llama_layer *L, uint32_t n);
+static atlas_status after_attention(atlas_decoder_model *m,
+                                    const atlas_decoder_layer *L, uint32_t n);
 
-// The paged variant's RoPE, store and attention (llama_batch.c): rows at
+// The paged variant's RoPE, store and attention (decoder_batch.c): rows at
 // positions pg->pos of the sequences pg->row_seq, keys and values in the
 // pool's slots.
-static atlas_status paged_rope(const atlas_llama_model *m,
-                               const atlas_llama_paged *pg, float *x,
+static atlas_status paged_rope(const atlas_decoder_model *m,
+                               const atlas_decoder_paged *pg, float *x,
                                uint32_t heads, uint32_t n,
                                uint32_t row_stride) {
-  const atlas_llama_ctx *ctx = &m->ctx;
+  const atlas_decoder_ctx *ctx = &m->ctx;
   uint32_t hd = (uint32_t)ctx->config->head_dim;
   uint32_t rot = (uint32_t)m->rot_dim;
   atlas_arg args[] = {
@@ -511,23 +513,23 @@ static atlas_status paged_rope(const atlas_llama_model *m,
                 COUNT(args));
 }
 
-static atlas_status paged_attention(const atlas_llama_model *m,
-                                    const atlas_llama_paged *pg, int64_t l,
+static atlas_status paged_attention(const atlas_decoder_model *m,
+                                    const atlas_decoder_paged *pg, int64_t l,
                                     uint32_t n, float *out, const float *q,
                                     const float *k, const float *v) {
-  const atlas_llama_ctx *ctx = &m->ctx;
-  const atlas_llama_config *c = ctx->config;
+  const atlas_decoder_ctx *ctx = &m->ctx;
+  const atlas_decoder_config *c = ctx->config;
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
   uint32_t n_kv = (uint32_t)c->num_key_value_heads;
   uint32_t hd = (uint32_t)c->head_dim, kv_dim = n_kv * hd;
-  atlas_llama_wtype kvt = atlas_llama_wtype_of(m->kv->dtype);
+  atlas_decoder_wtype kvt = atlas_decoder_wtype_of(m->kv->dtype);
   size_t off = (size_t)l * pg->layer_elements * atlas_dtype_size(m->kv->dtype);
   void *kc = (char *)pg->keys + off, *vc = (char *)pg->values + off;
   atlas_arg store[] = {P(kc), P(vc), P(k), P(v), U(kv_dim), P(pg->slots), U(n)};
   ATLAS_RETURN_IF_ERROR(launch(ctx, pg->store[kvt],
                                d3(blocks((uint64_t)n * kv_dim, 256), 1), 256,
                                store, COUNT(store)));
-  uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
+  uint32_t window = (uint32_t)atlas_decoder_layer_window(c, l);
   atlas_arg att[] = {P(out),         P(q),          P(kc),         P(vc),
                      U(n_heads),     U(n_kv),       U(hd),         P(pg->pos),
                      P(pg->row_seq), P(pg->tables), U(pg->stride), U(pg->bt),
@@ -535,25 +537,25 @@ static atlas_status paged_attention(const atlas_llama_model *m,
   return launch(ctx, pg->attention[kvt], d3(n_kv, n), 128, att, COUNT(att));
 }
 
-static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
+static atlas_status layer(atlas_decoder_model *m, const atlas_decoder_layer *L,
                           int64_t l, uint32_t pos0, uint32_t n,
-                          const atlas_llama_paged *pg) {
-  const atlas_llama_ctx *ctx = &m->ctx;
-  const atlas_llama_config *c = ctx->config;
-  atlas_llama_prefill_scratch *s = m->prefill;
+                          const atlas_decoder_paged *pg) {
+  const atlas_decoder_ctx *ctx = &m->ctx;
+  const atlas_decoder_config *c = ctx->config;
+  atlas_decoder_prefill_scratch *s = m->prefill;
   int64_t hidden = c->hidden_size, hd = c->head_dim;
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
   uint32_t n_kv = (uint32_t)c->num_key_value_heads;
   int64_t q_dim = (int64_t)n_heads * hd, kv_dim = (int64_t)n_kv * hd;
   size_t layer_off = (size_t)(l * m->max_seq * kv_dim);
-  void *kc = atlas_llama_kv_layer(m->kv, m->kv->keys, layer_off);
-  void *vc = atlas_llama_kv_layer(m->kv, m->kv->values, layer_off);
+  void *kc = atlas_decoder_kv_layer(m->kv, m->kv->keys, layer_off);
+  void *vc = atlas_decoder_kv_layer(m->kv, m->kv->values, layer_off);
   // Keys and values of the chunk in f32 rows, stored into their cache rows
   // (in the cache's type) once RoPE has turned the keys.
   float *k = s->k, *v = s->v;
 
-  // Step for step the one-token layer (llama_forward.c), over n rows.
-  const atlas_llama_matrix *const qkv[] = {&L->wq, &L->wk, &L->wv};
+  // Step for step the one-token layer (decoder_forward.c), over n rows.
+  const atlas_decoder_matrix *const qkv[] = {&L->wq, &L->wk, &L->wv};
   ATLAS_RETURN_IF_ERROR(norm_for(m, L->attn_norm, qkv, COUNT(qkv), n));
   ATLAS_RETURN_IF_ERROR(gemm_same_x(m, s->q, &L->wq, s->xb, n, q_dim, hidden));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->q, L->q_bias, n, q_dim));
@@ -571,7 +573,7 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
   }
   ATLAS_RETURN_IF_ERROR(rope_rows(m, s->q, n_heads, pos0, n, (uint32_t)q_dim));
   ATLAS_RETURN_IF_ERROR(rope_rows(m, k, n_kv, pos0, n, (uint32_t)kv_dim));
-  atlas_llama_wtype kvt = atlas_llama_wtype_of(m->kv->dtype);
+  atlas_decoder_wtype kvt = atlas_decoder_wtype_of(m->kv->dtype);
   atlas_arg store[] = {P(kc),   P(vc), P(k), P(v), U((uint32_t)kv_dim),
                        U(pos0), U(n)};
   ATLAS_RETURN_IF_ERROR(
@@ -579,11 +581,11 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
              d3(blocks((uint64_t)n * (uint64_t)kv_dim, 256), 1), 256, store,
              COUNT(store)));
   uint32_t group = n_heads / n_kv;
-  uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
+  uint32_t window = (uint32_t)atlas_decoder_layer_window(c, l);
   atlas_arg att[] = {P(s->xb2), P(s->q), P(kc),   P(vc), U(n_heads),
                      U(n_kv),   U(hd),   U(pos0), U(n),  U(window)};
-  uint32_t rows = atlas_llama_prefill_attention_rows(kvt != ATLAS_LLAMA_W_F32,
-                                                     (uint32_t)hd);
+  uint32_t rows = atlas_decoder_prefill_attention_rows(
+      kvt != ATLAS_DECODER_W_F32, (uint32_t)hd);
   ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention_prefill[kvt],
                                d3(blocks((uint64_t)n * group, rows) * n_kv, 1),
                                128, att, COUNT(att)));
@@ -592,17 +594,17 @@ static atlas_status layer(atlas_llama_model *m, const atlas_llama_layer *L,
 
 // The layer from the attention's output (s->xb2) on: the o product and the
 // residual, then the MLP.
-static atlas_status after_attention(atlas_llama_model *m,
-                                    const atlas_llama_layer *L, uint32_t n) {
-  const atlas_llama_ctx *ctx = &m->ctx;
-  const atlas_llama_config *c = ctx->config;
-  atlas_llama_prefill_scratch *s = m->prefill;
+static atlas_status after_attention(atlas_decoder_model *m,
+                                    const atlas_decoder_layer *L, uint32_t n) {
+  const atlas_decoder_ctx *ctx = &m->ctx;
+  const atlas_decoder_config *c = ctx->config;
+  atlas_decoder_prefill_scratch *s = m->prefill;
   int64_t hidden = c->hidden_size;
   int64_t q_dim = c->num_attention_heads * c->head_dim;
   ATLAS_RETURN_IF_ERROR(
       add_product(m, &L->wo, s->xb2, L->o_bias, n, q_dim, false));
 
-  const atlas_llama_matrix *const gate_up[] = {&L->w_gate, &L->w_up};
+  const atlas_decoder_matrix *const gate_up[] = {&L->w_gate, &L->w_up};
   ATLAS_RETURN_IF_ERROR(norm_for(m, L->ffn_norm, gate_up, COUNT(gate_up), n));
   int64_t inter = c->intermediate_size;
   ATLAS_RETURN_IF_ERROR(
@@ -618,11 +620,12 @@ static atlas_status after_attention(atlas_llama_model *m,
 
 // Logits of rows [first, first + count) of the chunk's final hidden states
 // (already normalised in s->xb), kLogitRows at a time.
-static atlas_status logits(atlas_llama_model *m, uint32_t first, uint32_t count,
-                           float *host, bool last_chunk, float *out_last,
-                           atlas_logits_sink sink, void *sink_ctx) {
-  const atlas_llama_config *c = &m->config;
-  atlas_llama_prefill_scratch *s = m->prefill;
+static atlas_status logits(atlas_decoder_model *m, uint32_t first,
+                           uint32_t count, float *host, bool last_chunk,
+                           float *out_last, atlas_logits_sink sink,
+                           void *sink_ctx) {
+  const atlas_decoder_config *c = &m->config;
+  atlas_decoder_prefill_scratch *s = m->prefill;
   size_t vocab = (size_t)c->vocab_size;
   for (uint32_t r = 0; r < count; r += kLogitRows) {
     uint32_t rows = count - r < kLogitRows ? count - r : kLogitRows;
@@ -646,12 +649,12 @@ static atlas_status logits(atlas_llama_model *m, uint32_t first, uint32_t count,
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
-                                 size_t n, uint32_t pos0,
-                                 float *out_last_logits, atlas_logits_sink sink,
-                                 void *sink_ctx) {
-  const atlas_llama_config *c = &m->config;
-  atlas_llama_prefill_scratch *s = m->prefill;
+atlas_status atlas_decoder_prefill(atlas_decoder_model *m,
+                                   const uint32_t *tokens, size_t n,
+                                   uint32_t pos0, float *out_last_logits,
+                                   atlas_logits_sink sink, void *sink_ctx) {
+  const atlas_decoder_config *c = &m->config;
+  atlas_decoder_prefill_scratch *s = m->prefill;
   if (s == NULL) {
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                              "this model was loaded without a prefill scratch "
@@ -674,7 +677,8 @@ atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
   }
   // RoPE as the one-token path has it in generation: dynamic RoPE scaled
   // for the whole prompt, pos0 + n (its table stays for the next steps).
-  ATLAS_RETURN_IF_ERROR(atlas_llama_rope_update(m, (int64_t)pos0 + (int64_t)n));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_decoder_rope_update(m, (int64_t)pos0 + (int64_t)n));
   size_t vocab = (size_t)c->vocab_size;
   float *host = malloc((size_t)kLogitRows * vocab * sizeof(float));
   if (host == NULL) {
@@ -683,7 +687,7 @@ atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
                              (int)kLogitRows, vocab);
   }
   atlas_status status = ATLAS_OK;
-  const atlas_llama_weights *w = m->weights;
+  const atlas_decoder_weights *w = m->weights;
   for (size_t done = 0; status == ATLAS_OK && done < n;) {
     uint32_t rows =
         (uint32_t)(n - done < (size_t)s->rows ? n - done : (size_t)s->rows);
@@ -695,9 +699,10 @@ atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
     if (status == ATLAS_OK) {
       atlas_arg args[] = {P(s->x), P(w->embed.data), P(s->tokens), U(rows),
                           U(dim)};
-      status = launch(
-          &m->ctx, m->ctx.ops.embed_rows[atlas_llama_wtype_of(w->embed.dtype)],
-          d3(blocks(dim, 256), rows), 256, args, COUNT(args));
+      status =
+          launch(&m->ctx,
+                 m->ctx.ops.embed_rows[atlas_decoder_wtype_of(w->embed.dtype)],
+                 d3(blocks(dim, 256), rows), 256, args, COUNT(args));
     }
     for (int64_t l = 0; status == ATLAS_OK && l < c->num_hidden_layers; ++l) {
       status =
@@ -722,17 +727,18 @@ atlas_status atlas_llama_prefill(atlas_llama_model *m, const uint32_t *tokens,
   return status;
 }
 
-// ---- the paged batch step's entry points (llama_batch.c) ----------------------
+// ---- the paged batch step's entry points (decoder_batch.c) ----------------------
 
-atlas_status atlas_llama_prefill_layer(atlas_llama_model *m, int64_t l,
-                                       uint32_t n,
-                                       const atlas_llama_paged *paged) {
+atlas_status atlas_decoder_prefill_layer(atlas_decoder_model *m, int64_t l,
+                                         uint32_t n,
+                                         const atlas_decoder_paged *paged) {
   return layer(m, &m->weights->layers[l], l, 0, n, paged);
 }
 
-atlas_status atlas_llama_prefill_gemm(const atlas_llama_model *m, float *out,
-                                      const atlas_llama_matrix *w,
-                                      const float *x, uint32_t rows, int64_t n,
-                                      int64_t k) {
+atlas_status atlas_decoder_prefill_gemm(const atlas_decoder_model *m,
+                                        float *out,
+                                        const atlas_decoder_matrix *w,
+                                        const float *x, uint32_t rows,
+                                        int64_t n, int64_t k) {
   return gemm(m, out, w, x, rows, n, k);
 }

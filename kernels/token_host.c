@@ -1,10 +1,11 @@
-// Host (CPU) implementations of the Llama kernels: plain C, f32 math.
+// Host (CPU) implementations of the one-token decoder kernels: plain C, f32
+// math.
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "atlas/kernels/host_access.h"
-#include "atlas/kernels/llama_host.h"
+#include "atlas/kernels/token_host.h"
 
 #define ARG(type, i) (*(type *)args[i])
 
@@ -397,8 +398,8 @@ static void argmax(const atlas_launch_config *c, void **args) {
   }
 }
 
-// Names and signatures must match llama.cu and llama_kernels.h.
-const atlas_kernel_def atlas_llama_kernel_defs[ATLAS_LLAMA_KERNEL_COUNT] = {
+// Names and signatures must match token.cu and token_kernels.h.
+const atlas_kernel_def atlas_decoder_kernel_defs[ATLAS_DECODER_KERNEL_COUNT] = {
     {"embed_f32", "pppu", embed_f32},
     {"embed_f16", "pppu", embed_f16},
     {"embed_bf16", "pppu", embed_bf16},

@@ -1,35 +1,35 @@
 // The Llama model's parts, shared by loading (llama.c) and the forward pass
-// (llama_forward.c). Private to runtime/model.
+// (decoder_forward.c). Private to runtime/model.
 #ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_
 #define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_
 
-#include "atlas/runtime/arch/llama/llama.h"
-#include "atlas/runtime/arch/llama/llama_buffers.h"
-#include "atlas/runtime/arch/llama/llama_ops.h"
-#include "atlas/runtime/arch/llama/llama_prefill.h"
-#include "atlas/runtime/arch/llama/llama_weights.h"
+#include "atlas/runtime/arch/decoder/decoder.h"
+#include "atlas/runtime/arch/decoder/decoder_buffers.h"
+#include "atlas/runtime/arch/decoder/decoder_ops.h"
+#include "atlas/runtime/arch/decoder/decoder_prefill.h"
+#include "atlas/runtime/arch/decoder/decoder_weights.h"
 #include "atlas/runtime/device/forward.h"
 #include "atlas/runtime/formats/safetensors.h"
 
 // A weight matrix on the device in its checkpoint dtype.
-typedef struct atlas_llama_matrix {
+typedef struct atlas_decoder_matrix {
   void *data;
   atlas_dtype dtype;
-} atlas_llama_matrix;
+} atlas_decoder_matrix;
 
 // One decoder layer. Matrices are row-major (out_features, in_features) as
 // Hugging Face stores them; vectors are f32 whatever the checkpoint held.
 // q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim.
-typedef struct atlas_llama_layer {
-  float *attn_norm;           // (dim)
-  float *ffn_norm;            // (dim)
-  atlas_llama_matrix wq;      // (q_dim, dim)
-  atlas_llama_matrix wk;      // (kv_dim, dim)
-  atlas_llama_matrix wv;      // (kv_dim, dim)
-  atlas_llama_matrix wo;      // (dim, q_dim)
-  atlas_llama_matrix w_gate;  // (hidden_dim, dim)
-  atlas_llama_matrix w_up;    // (hidden_dim, dim)
-  atlas_llama_matrix w_down;  // (dim, hidden_dim)
+typedef struct atlas_decoder_layer {
+  float *attn_norm;             // (dim)
+  float *ffn_norm;              // (dim)
+  atlas_decoder_matrix wq;      // (q_dim, dim)
+  atlas_decoder_matrix wk;      // (kv_dim, dim)
+  atlas_decoder_matrix wv;      // (kv_dim, dim)
+  atlas_decoder_matrix wo;      // (dim, q_dim)
+  atlas_decoder_matrix w_gate;  // (hidden_dim, dim)
+  atlas_decoder_matrix w_up;    // (hidden_dim, dim)
+  atlas_decoder_matrix w_down;  // (dim, hidden_dim)
   // Optional, NULL unless the config asks for them:
   float *q_bias;     // (q_dim)        qkv_bias
   float *k_bias;     // (kv_dim)       qkv_bias
@@ -40,15 +40,15 @@ typedef struct atlas_llama_layer {
   float *down_bias;  // (dim)          mlp_bias
   float *q_norm;     // (head_dim)     qk_norm
   float *k_norm;     // (head_dim)     qk_norm
-} atlas_llama_layer;
+} atlas_decoder_layer;
 
 // Teardown resource "weights": every weight allocation of the model.
-typedef struct atlas_llama_weights {
+typedef struct atlas_decoder_weights {
   atlas_backend *backend;
-  atlas_llama_matrix embed;    // (vocab_size, dim)
-  atlas_llama_matrix lm_head;  // (vocab_size, dim); the embedding when tied
-  float *final_norm;           // (dim)
-  atlas_llama_layer *layers;   // (layer)
+  atlas_decoder_matrix embed;    // (vocab_size, dim)
+  atlas_decoder_matrix lm_head;  // (vocab_size, dim); the embedding when tied
+  float *final_norm;             // (dim)
+  atlas_decoder_layer *layers;   // (layer)
   int64_t layer_count;
   // Every tensor is carved from one allocation (the arena, the only one
   // released): a driver allocation per tensor cost about 50 us each, 5 ms
@@ -56,28 +56,28 @@ typedef struct atlas_llama_weights {
   char *arena;
   size_t arena_used, arena_bytes;
   bool sizing;  // the first pass only adds up arena_bytes
-} atlas_llama_weights;
+} atlas_decoder_weights;
 
 // Teardown resource "kv_cache": keys and values in `dtype` (F32, F16 or
 // BF16; the load option kv_dtype), carved from the model's buffers
-// (llama_buffers.h), which own the memory.
-typedef struct atlas_llama_kv_cache {
+// (decoder_buffers.h), which own the memory.
+typedef struct atlas_decoder_kv_cache {
   atlas_backend *backend;
   atlas_dtype dtype;
   void *keys;    // (layer, max_seq, kv_dim)
   void *values;  // (layer, max_seq, kv_dim)
-} atlas_llama_kv_cache;
+} atlas_decoder_kv_cache;
 
 // Layer l's keys (or values) in the cache: element offset l * max_seq *
 // kv_dim in the cache's type.
-static inline void *atlas_llama_kv_layer(const atlas_llama_kv_cache *kv,
-                                         void *base, size_t elements) {
+static inline void *atlas_decoder_kv_layer(const atlas_decoder_kv_cache *kv,
+                                           void *base, size_t elements) {
   return (char *)base + elements * atlas_dtype_size(kv->dtype);
 }
 
 // Teardown resource "scratch": activations of one token, and RoPE's
 // inverse frequencies, carved from the model's buffers like the KV cache.
-typedef struct atlas_llama_scratch {
+typedef struct atlas_decoder_scratch {
   atlas_backend *backend;
   float *x;          // (dim) the residual stream
   float *xb;         // (max(dim, q_dim))
@@ -92,77 +92,77 @@ typedef struct atlas_llama_scratch {
   float *v;          // (kv_dim) this step's value, before kv_store
   uint32_t *step;    // (2) this step's token and position, read by kernels
   uint32_t *result;  // (2) argmax id, first non-finite logit (or UINT32_MAX)
-} atlas_llama_scratch;
+} atlas_decoder_scratch;
 
 // Teardown resource "decode_graph": the decode step captured once and
 // replayed every token (its token and position are read from device
 // memory). Made at the first step; dropped when RoPE's by-value factor
 // changes (dynamic RoPE), and never tried again after a capture failed.
-typedef struct atlas_llama_graph {
+typedef struct atlas_decoder_graph {
   atlas_backend *backend;
   atlas_graph *graph;  // NULL until captured
   bool disabled;       // a load option, or a capture failed (logged once)
   bool no_overlap;     // launches wait for the one before (benchmarks)
-} atlas_llama_graph;
+} atlas_decoder_graph;
 
 // Teardown resource "decode_ahead": what greedy decoding with the device a
-// step ahead (llama_forward.c, greedy_ahead) reads each step's id through: a
-// ring of ATLAS_LLAMA_AHEAD slots in pinned memory (two words a slot: the id,
+// step ahead (decoder_forward.c, greedy_ahead) reads each step's id through: a
+// ring of ATLAS_DECODER_AHEAD slots in pinned memory (two words a slot: the id,
 // the first non-finite logit's index) and an event a slot. Made at load, so
 // that a generate call allocates nothing (a pinned free may wait for the
 // whole device).
-enum { ATLAS_LLAMA_AHEAD = 2 };
-typedef struct atlas_llama_ahead {
+enum { ATLAS_DECODER_AHEAD = 2 };
+typedef struct atlas_decoder_ahead {
   atlas_backend *backend;
   uint32_t *ring;
-  atlas_event *done[ATLAS_LLAMA_AHEAD];
-} atlas_llama_ahead;
+  atlas_event *done[ATLAS_DECODER_AHEAD];
+} atlas_decoder_ahead;
 
 // The Llama forward context: the core one plus the model-derived values
-// every Llama dispatch site needs. Built by atlas_llama_ctx_make only.
-typedef struct atlas_llama_ctx {
+// every Llama dispatch site needs. Built by atlas_decoder_ctx_make only.
+typedef struct atlas_decoder_ctx {
   atlas_forward_ctx core;
-  const atlas_llama_config *config;
-  atlas_llama_scratch *scratch;
-  atlas_llama_ops ops;  // every kernel, resolved once
+  const atlas_decoder_config *config;
+  atlas_decoder_scratch *scratch;
+  atlas_decoder_ops ops;  // every kernel, resolved once
   // Warps a row of the output and down projections (matvec_add), by the
-  // GPU's size: llama_forward.c, add_splits.
+  // GPU's size: decoder_forward.c, add_splits.
   uint32_t o_splits, down_splits;
   // Decode-attention blocks a KV head at long contexts, by the GPU's size
-  // (atlas_llama_decode_blocks).
+  // (atlas_decoder_decode_blocks).
   uint32_t decode_blocks;
-} atlas_llama_ctx;
+} atlas_decoder_ctx;
 
 // Fails when a piece is missing rather than letting a dispatch site find out.
-ATLAS_MUST_USE atlas_status
-atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
-                     const atlas_llama_config *config,
-                     atlas_llama_scratch *scratch, atlas_llama_ctx *out_ctx);
+ATLAS_MUST_USE atlas_status atlas_decoder_ctx_make(
+    atlas_backend *backend, atlas_stream *stream,
+    const atlas_decoder_config *config, atlas_decoder_scratch *scratch,
+    atlas_decoder_ctx *out_ctx);
 
 // Teardown resource "kernel_registry": the model's reference to its kernels.
-typedef struct atlas_llama_kernels {
+typedef struct atlas_decoder_kernels {
   atlas_kernel_registry *registry;
-} atlas_llama_kernels;
+} atlas_decoder_kernels;
 
-struct atlas_llama_model {
+struct atlas_decoder_model {
   atlas_backend *backend;
-  atlas_llama_config config;
+  atlas_decoder_config config;
   int64_t max_seq;
   atlas_teardown *teardown;
-  atlas_llama_weights *weights;
-  atlas_llama_buffers *buffers;  // the memory of kv, scratch and prefill
-  atlas_llama_kv_cache *kv;
-  atlas_llama_scratch *scratch;
-  atlas_llama_kernels *kernels;
-  atlas_llama_prefill_scratch *prefill;  // NULL: prompts run token by token
-  atlas_llama_graph *graph;
-  atlas_llama_ahead *ahead;
-  // The batch step's scratch (llama_batch.c), made at the first step.
-  struct atlas_llama_batch_scratch *batch;
-  atlas_llama_ctx ctx;
+  atlas_decoder_weights *weights;
+  atlas_decoder_buffers *buffers;  // the memory of kv, scratch and prefill
+  atlas_decoder_kv_cache *kv;
+  atlas_decoder_scratch *scratch;
+  atlas_decoder_kernels *kernels;
+  atlas_decoder_prefill_scratch *prefill;  // NULL: prompts run token by token
+  atlas_decoder_graph *graph;
+  atlas_decoder_ahead *ahead;
+  // The batch step's scratch (decoder_batch.c), made at the first step.
+  struct atlas_decoder_batch_scratch *batch;
+  atlas_decoder_ctx ctx;
   uint32_t host_step[2];  // the source of scratch->step's upload
   // Greedy steps wait for the host to read each id before the next is
-  // queued (atlas_llama_set_decode_ahead: benchmarks and tests).
+  // queued (atlas_decoder_set_decode_ahead: benchmarks and tests).
   bool no_ahead;
   // RoPE on the host: what scratch->inv_freq was computed for.
   int64_t rot_dim;
@@ -170,24 +170,25 @@ struct atlas_llama_model {
   float attention_factor;  // YaRN's cos/sin scale; 1 otherwise
 };
 
-// The whole decode step on the context's stream (llama_forward.c):
+// The whole decode step on the context's stream (decoder_forward.c):
 // embedding, layers, final norm, logits and the argmax (into
-// scratch->result). llama_decode.c runs it eagerly or captured as a graph.
-ATLAS_MUST_USE atlas_status atlas_llama_step_body(const atlas_llama_model *m);
+// scratch->result). decoder_decode.c runs it eagerly or captured as a graph.
+ATLAS_MUST_USE atlas_status
+atlas_decoder_step_body(const atlas_decoder_model *m);
 
 // Destroys the captured decode step, if any (it is captured again at the
 // next step): its launches bake in RoPE's attention factor and the launch
 // shapes, so a change to either drops it.
-ATLAS_MUST_USE atlas_status atlas_llama_drop_graph(atlas_llama_model *m);
+ATLAS_MUST_USE atlas_status atlas_decoder_drop_graph(atlas_decoder_model *m);
 
-// What the RoPE frequencies depend on at seq_len (llama_rope.c): only
+// What the RoPE frequencies depend on at seq_len (decoder_rope.c): only
 // dynamic RoPE past max_position_embeddings depends on it.
-int64_t atlas_llama_rope_key(const atlas_llama_model *m, int64_t seq_len);
+int64_t atlas_decoder_rope_key(const atlas_decoder_model *m, int64_t seq_len);
 
 // Makes scratch->inv_freq right for a forward whose last position is
 // seq_len - 1 (only `dynamic` RoPE depends on it; see rope.h). Uploads only
 // when the frequencies change.
-ATLAS_MUST_USE atlas_status atlas_llama_rope_update(atlas_llama_model *m,
-                                                    int64_t seq_len);
+ATLAS_MUST_USE atlas_status atlas_decoder_rope_update(atlas_decoder_model *m,
+                                                      int64_t seq_len);
 
 #endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_

@@ -1,6 +1,6 @@
 // Llama config.json parsing and validation.
 #define _GNU_SOURCE  // pread, O_NONBLOCK, strdup, clock_gettime
-#include "atlas/runtime/arch/llama/llama_config.h"
+#include "atlas/runtime/arch/decoder/decoder_config.h"
 
 #include <errno.h>
 #include <float.h>
@@ -38,12 +38,12 @@ static atlas_status get_dim(const char *path, const json_t *root,
                              atlas_json_type_word(v));
   }
   json_int_t i = json_integer_value(v);
-  if (i <= 0 || i > ATLAS_LLAMA_MAX_DIM) {
+  if (i <= 0 || i > ATLAS_DECODER_MAX_DIM) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: \"%s\" is %lld; it must be between 1 and "
                              "%lld",
                              path, key, (long long)i,
-                             (long long)ATLAS_LLAMA_MAX_DIM);
+                             (long long)ATLAS_DECODER_MAX_DIM);
   }
   *out = (int64_t)i;
   return ATLAS_OK;
@@ -112,13 +112,13 @@ static atlas_status refuse_if_set(const char *path, const json_t *root,
                            shown, why);
 }
 
-static const char *family_name(atlas_llama_family f) {
+static const char *family_name(atlas_decoder_family f) {
   switch (f) {
-    case ATLAS_LLAMA_FAMILY_QWEN2:
+    case ATLAS_DECODER_FAMILY_QWEN2:
       return "qwen2";
-    case ATLAS_LLAMA_FAMILY_QWEN3:
+    case ATLAS_DECODER_FAMILY_QWEN3:
       return "qwen3";
-    case ATLAS_LLAMA_FAMILY_MISTRAL:
+    case ATLAS_DECODER_FAMILY_MISTRAL:
       return "mistral";
     default:
       return "llama";
@@ -143,7 +143,7 @@ static const char *const kForeignKeys[] = {
 };
 
 static atlas_status check_unsupported(const char *path, const json_t *root,
-                                      atlas_llama_family family) {
+                                      atlas_decoder_family family) {
   // transformers' ACT2FN maps "swish" to the same SiLU.
   const json_t *act = present(root, "hidden_act");
   if (act != NULL && (!json_is_string(act) ||
@@ -182,14 +182,14 @@ static atlas_status check_unsupported(const char *path, const json_t *root,
   char why[96];
   snprintf(why, sizeof(why), "model_type %s has no such feature",
            family_name(family));
-  if (family != ATLAS_LLAMA_FAMILY_LLAMA) {
+  if (family != ATLAS_DECODER_FAMILY_LLAMA) {
     ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, "mlp_bias", why));
   }
-  if (family == ATLAS_LLAMA_FAMILY_QWEN2 ||
-      family == ATLAS_LLAMA_FAMILY_MISTRAL) {
+  if (family == ATLAS_DECODER_FAMILY_QWEN2 ||
+      family == ATLAS_DECODER_FAMILY_MISTRAL) {
     ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, "attention_bias", why));
   }
-  if (family == ATLAS_LLAMA_FAMILY_LLAMA) {
+  if (family == ATLAS_DECODER_FAMILY_LLAMA) {
     // sliding_window itself is read (parse_window); use_sliding_window is
     // refused as before (not checked against transformers).
     ATLAS_RETURN_IF_ERROR(refuse_if_set(path, root, "use_sliding_window", why));
@@ -245,10 +245,10 @@ static atlas_status parse_layer_types(const char *path, const json_t *root,
 //   qwen2/qwen3: sliding_window only when use_sliding_window, on layers
 //     >= max_window_layers (or as layer_types says).
 static atlas_status parse_window(const char *path, const json_t *root,
-                                 atlas_llama_config *cfg) {
+                                 atlas_decoder_config *cfg) {
   cfg->sliding_window = 0;
   cfg->window_first_layer = 0;
-  if (cfg->family == ATLAS_LLAMA_FAMILY_LLAMA) {
+  if (cfg->family == ATLAS_DECODER_FAMILY_LLAMA) {
     bool found = false;
     int64_t first = 0;
     ATLAS_RETURN_IF_ERROR(
@@ -274,8 +274,8 @@ static atlas_status parse_window(const char *path, const json_t *root,
   int64_t window = 4096;
   const json_t *w = json_object_get(root, "sliding_window");
   if (w != NULL && json_is_null(w)) window = 0;
-  bool use = cfg->family == ATLAS_LLAMA_FAMILY_MISTRAL;
-  if (cfg->family != ATLAS_LLAMA_FAMILY_MISTRAL) {
+  bool use = cfg->family == ATLAS_DECODER_FAMILY_MISTRAL;
+  if (cfg->family != ATLAS_DECODER_FAMILY_MISTRAL) {
     ATLAS_RETURN_IF_ERROR(get_bool(path, root, "use_sliding_window", &use));
   }
   if (present(root, "sliding_window") != NULL) {
@@ -284,7 +284,7 @@ static atlas_status parse_window(const char *path, const json_t *root,
   }
   if (!use || window == 0) return ATLAS_OK;
   int64_t first = 0;
-  if (cfg->family != ATLAS_LLAMA_FAMILY_MISTRAL) {
+  if (cfg->family != ATLAS_DECODER_FAMILY_MISTRAL) {
     first = 28;  // Qwen2Config's default max_window_layers
     ATLAS_RETURN_IF_ERROR(
         get_dim(path, root, "max_window_layers", false, &first));
@@ -293,7 +293,8 @@ static atlas_status parse_window(const char *path, const json_t *root,
   int64_t listed_first = 0;
   ATLAS_RETURN_IF_ERROR(parse_layer_types(path, root, cfg->num_hidden_layers,
                                           &listed_first, &found));
-  if (found && cfg->family == ATLAS_LLAMA_FAMILY_MISTRAL && listed_first != 0) {
+  if (found && cfg->family == ATLAS_DECODER_FAMILY_MISTRAL &&
+      listed_first != 0) {
     // MistralAttention never reads layer_types: an earlier probe saw every
     // layer windowed (and a warning). It is not simply ignored, though:
     // transformers 5.17 builds per-layer-type RoPE parameters from the list
@@ -317,25 +318,25 @@ static atlas_status parse_window(const char *path, const json_t *root,
 }
 
 static atlas_status parse_features(const char *path, const json_t *root,
-                                   atlas_llama_config *cfg) {
+                                   atlas_decoder_config *cfg) {
   bool attention_bias = false;
   switch (cfg->family) {
-    case ATLAS_LLAMA_FAMILY_LLAMA:
+    case ATLAS_DECODER_FAMILY_LLAMA:
       ATLAS_RETURN_IF_ERROR(
           get_bool(path, root, "attention_bias", &attention_bias));
       ATLAS_RETURN_IF_ERROR(get_bool(path, root, "mlp_bias", &cfg->mlp_bias));
       cfg->qkv_bias = cfg->o_bias = attention_bias;
       break;
-    case ATLAS_LLAMA_FAMILY_QWEN2:
+    case ATLAS_DECODER_FAMILY_QWEN2:
       cfg->qkv_bias = true;  // Qwen2Attention: q/k/v with bias, o without
       break;
-    case ATLAS_LLAMA_FAMILY_QWEN3:
+    case ATLAS_DECODER_FAMILY_QWEN3:
       ATLAS_RETURN_IF_ERROR(
           get_bool(path, root, "attention_bias", &attention_bias));
       cfg->qkv_bias = cfg->o_bias = attention_bias;
       cfg->qk_norm = true;
       break;
-    case ATLAS_LLAMA_FAMILY_MISTRAL:
+    case ATLAS_DECODER_FAMILY_MISTRAL:
       break;
   }
   return parse_window(path, root, cfg);
@@ -343,26 +344,26 @@ static atlas_status parse_features(const char *path, const json_t *root,
 
 // What each family's config class defaults an absent key to (an explicit
 // null means "derive it": num_attention_heads for the KV heads).
-static int64_t default_max_positions(atlas_llama_family f) {
+static int64_t default_max_positions(atlas_decoder_family f) {
   switch (f) {
-    case ATLAS_LLAMA_FAMILY_QWEN2:
-    case ATLAS_LLAMA_FAMILY_QWEN3:
+    case ATLAS_DECODER_FAMILY_QWEN2:
+    case ATLAS_DECODER_FAMILY_QWEN3:
       return 32768;
-    case ATLAS_LLAMA_FAMILY_MISTRAL:
+    case ATLAS_DECODER_FAMILY_MISTRAL:
       return 131072;  // MistralConfig: 4096 * 32
     default:
       return 2048;
   }
 }
 
-static int64_t default_kv_heads(atlas_llama_family f, const json_t *root,
+static int64_t default_kv_heads(atlas_decoder_family f, const json_t *root,
                                 int64_t heads) {
   if (json_object_get(root, "num_key_value_heads") != NULL) return heads;
   switch (f) {
-    case ATLAS_LLAMA_FAMILY_QWEN2:
-    case ATLAS_LLAMA_FAMILY_QWEN3:
+    case ATLAS_DECODER_FAMILY_QWEN2:
+    case ATLAS_DECODER_FAMILY_QWEN3:
       return 32;
-    case ATLAS_LLAMA_FAMILY_MISTRAL:
+    case ATLAS_DECODER_FAMILY_MISTRAL:
       return 8;
     default:
       return heads;
@@ -370,12 +371,12 @@ static int64_t default_kv_heads(atlas_llama_family f, const json_t *root,
 }
 
 static atlas_status parse_root(const char *path, const json_t *root,
-                               atlas_llama_family family,
-                               atlas_llama_config *cfg) {
-  *cfg = (atlas_llama_config){0};
+                               atlas_decoder_family family,
+                               atlas_decoder_config *cfg) {
+  *cfg = (atlas_decoder_config){0};
   cfg->family = family;
   // Qwen3Config's head_dim default is 128, not hidden_size / heads.
-  if (family == ATLAS_LLAMA_FAMILY_QWEN3) cfg->head_dim = 128;
+  if (family == ATLAS_DECODER_FAMILY_QWEN3) cfg->head_dim = 128;
   // max_position_embeddings sets dynamic and YaRN RoPE, not only the limit.
   cfg->max_position_embeddings = default_max_positions(family);
   cfg->rms_norm_eps = 1e-6;
@@ -447,17 +448,16 @@ static atlas_status parse_root(const char *path, const json_t *root,
   return ATLAS_OK;
 }
 
-atlas_status atlas_llama_config_parse(const char *text, size_t len,
-                                      const char *path_for_errors,
-                                      atlas_llama_config *out_config) {
-  return atlas_llama_config_parse_family(ATLAS_LLAMA_FAMILY_LLAMA, text, len,
-                                         path_for_errors, out_config);
+atlas_status atlas_decoder_config_parse(const char *text, size_t len,
+                                        const char *path_for_errors,
+                                        atlas_decoder_config *out_config) {
+  return atlas_decoder_config_parse_family(ATLAS_DECODER_FAMILY_LLAMA, text,
+                                           len, path_for_errors, out_config);
 }
 
-atlas_status atlas_llama_config_parse_family(atlas_llama_family family,
-                                             const char *text, size_t len,
-                                             const char *path_for_errors,
-                                             atlas_llama_config *out_config) {
+atlas_status atlas_decoder_config_parse_family(
+    atlas_decoder_family family, const char *text, size_t len,
+    const char *path_for_errors, atlas_decoder_config *out_config) {
   const char *path = path_for_errors != NULL ? path_for_errors : "<config>";
   if (text == NULL && len != 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -479,7 +479,7 @@ atlas_status atlas_llama_config_parse_family(atlas_llama_family family,
                              error.line, error.column);
   }
   atlas_status status = ATLAS_OK;
-  atlas_llama_config cfg = {0};
+  atlas_decoder_config cfg = {0};
   if (!json_is_object(root)) {
     status = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                                "%s: config is %s, not a JSON object", path,
@@ -492,15 +492,15 @@ atlas_status atlas_llama_config_parse_family(atlas_llama_family family,
   return status;
 }
 
-atlas_status atlas_llama_config_load(const char *path,
-                                     atlas_llama_config *out_config) {
-  return atlas_llama_config_load_family(ATLAS_LLAMA_FAMILY_LLAMA, path,
-                                        out_config);
+atlas_status atlas_decoder_config_load(const char *path,
+                                       atlas_decoder_config *out_config) {
+  return atlas_decoder_config_load_family(ATLAS_DECODER_FAMILY_LLAMA, path,
+                                          out_config);
 }
 
-atlas_status atlas_llama_config_load_family(atlas_llama_family family,
-                                            const char *path,
-                                            atlas_llama_config *out_config) {
+atlas_status atlas_decoder_config_load_family(
+    atlas_decoder_family family, const char *path,
+    atlas_decoder_config *out_config) {
   // Regular files only (a FIFO would block, a directory or device would
   // report nonsense sizes), read with pread.
   char *text = NULL;
@@ -508,7 +508,7 @@ atlas_status atlas_llama_config_load_family(atlas_llama_family family,
   ATLAS_RETURN_IF_ERROR(atlas_file_read_small(
       path, "config.json", (uint64_t)MAX_CONFIG_BYTES, &text, &len));
   atlas_status status =
-      atlas_llama_config_parse_family(family, text, len, path, out_config);
+      atlas_decoder_config_parse_family(family, text, len, path, out_config);
   free(text);
   return status;
 }

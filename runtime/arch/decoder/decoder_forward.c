@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atlas/kernels/llama_kernels.h"
 #include "atlas/kernels/prefill_kernels.h"
-#include "atlas/runtime/arch/llama/llama_model.h"
+#include "atlas/kernels/token_kernels.h"
+#include "atlas/runtime/arch/decoder/decoder_model.h"
 #include "atlas/runtime/base/log.h"
 
 #define P(x) ATLAS_ARG_PTR(x)
@@ -21,7 +21,7 @@ static uint32_t blocks(uint64_t n, uint32_t per) {
   return (uint32_t)((n + per - 1) / per);
 }
 
-static atlas_status launch_shared(const atlas_llama_ctx *ctx,
+static atlas_status launch_shared(const atlas_decoder_ctx *ctx,
                                   const atlas_kernel *k, uint32_t grid,
                                   uint32_t block, uint32_t shared,
                                   const atlas_arg *args, size_t count) {
@@ -29,20 +29,20 @@ static atlas_status launch_shared(const atlas_llama_ctx *ctx,
                                      shared, args, count);
 }
 
-static atlas_status launch(const atlas_llama_ctx *ctx, const atlas_kernel *k,
+static atlas_status launch(const atlas_decoder_ctx *ctx, const atlas_kernel *k,
                            uint32_t grid, uint32_t block, const atlas_arg *args,
                            size_t count) {
   return launch_shared(ctx, k, grid, block, 0, args, count);
 }
 
-static atlas_status elementwise(const atlas_llama_ctx *ctx,
+static atlas_status elementwise(const atlas_decoder_ctx *ctx,
                                 const atlas_kernel *k, float *a, const float *b,
                                 uint32_t n) {
   atlas_arg args[] = {P(a), P(b), U(n)};
   return launch(ctx, k, blocks(n, 256), 256, args, COUNT(args));
 }
 
-static atlas_status rmsnorm(const atlas_llama_ctx *ctx, float *out,
+static atlas_status rmsnorm(const atlas_decoder_ctx *ctx, float *out,
                             const float *x, const float *w) {
   atlas_arg args[] = {P(out), P(x), P(w), U((uint32_t)ctx->config->hidden_size),
                       F((float)ctx->config->rms_norm_eps)};
@@ -52,7 +52,7 @@ static atlas_status rmsnorm(const atlas_llama_ctx *ctx, float *out,
 // What a product reads: `x` as is (`norm` NULL), or RMSNorm(x) with the
 // weights `norm`, formed inside the product's launch: by each warp beside
 // its dots (matvec, gate_up, qkv_rope: `shared` 0), or by each block into
-// `shared` bytes of dynamic shared memory (matvec_qkv: llama_matvec.cuh,
+// `shared` bytes of dynamic shared memory (matvec_qkv: matvec.cuh,
 // staged_x).
 typedef struct product_input {
   const float *x, *norm;
@@ -66,9 +66,9 @@ typedef struct product_input {
 #define NORM_OWN_SHARED ((uint64_t)32 * sizeof(float))
 
 // RMSNorm(scratch->x) by the rmsnorm launch into scratch->xb, read as is.
-static atlas_status norm_launch(const atlas_llama_ctx *ctx, const float *norm,
+static atlas_status norm_launch(const atlas_decoder_ctx *ctx, const float *norm,
                                 product_input *out) {
-  atlas_llama_scratch *s = ctx->scratch;
+  atlas_decoder_scratch *s = ctx->scratch;
   *out = (product_input){s->xb, NULL, 0};
   return rmsnorm(ctx, s->xb, s->x, norm);
 }
@@ -77,9 +77,9 @@ static atlas_status norm_launch(const atlas_llama_ctx *ctx, const float *norm,
 // by each block where x fits in shared memory, which saves a launch and a
 // round trip through memory; otherwise the rmsnorm launch into scratch->xb,
 // read as is.
-static atlas_status norm_input(const atlas_llama_ctx *ctx, const float *norm,
+static atlas_status norm_input(const atlas_decoder_ctx *ctx, const float *norm,
                                product_input *out) {
-  atlas_llama_scratch *s = ctx->scratch;
+  atlas_decoder_scratch *s = ctx->scratch;
   uint64_t bytes = (uint64_t)ctx->config->hidden_size * sizeof(float);
   if (bytes + NORM_OWN_SHARED <= SHARED_PLAIN_MAX) {
     *out = (product_input){s->x, norm, (uint32_t)bytes};
@@ -89,16 +89,17 @@ static atlas_status norm_input(const atlas_llama_ctx *ctx, const float *norm,
 }
 
 // RMSNorm(x) with the weights `norm` for gate_up, qkv_rope and matvec:
-// each warp normalises in the same pass as its dot products (llama_matvec.cuh,
+// each warp normalises in the same pass as its dot products (matvec.cuh,
 // rows_dot_norm), so nothing is staged and no launch comes between.
-static product_input norm_in_warps(const atlas_llama_ctx *ctx,
+static product_input norm_in_warps(const atlas_decoder_ctx *ctx,
                                    const float *norm) {
   return (product_input){ctx->scratch->x, norm, 0};
 }
 
-static atlas_status matvec(const atlas_llama_ctx *ctx, float *out,
-                           const atlas_llama_matrix *w, const product_input *in,
-                           int64_t rows, int64_t cols) {
+static atlas_status matvec(const atlas_decoder_ctx *ctx, float *out,
+                           const atlas_decoder_matrix *w,
+                           const product_input *in, int64_t rows,
+                           int64_t cols) {
   atlas_arg args[] = {P(out),
                       P(w->data),
                       P(in->x),
@@ -106,31 +107,31 @@ static atlas_status matvec(const atlas_llama_ctx *ctx, float *out,
                       U((uint32_t)cols),
                       P(in->norm),
                       F((float)ctx->config->rms_norm_eps)};
-  return launch_shared(ctx, ctx->ops.matvec[atlas_llama_wtype_of(w->dtype)],
+  return launch_shared(ctx, ctx->ops.matvec[atlas_decoder_wtype_of(w->dtype)],
                        blocks((uint64_t)rows, 8), 256, in->shared, args,
                        COUNT(args));
 }
 
 // The row of this step's token (scratch->step[0]).
-static atlas_status embed(const atlas_llama_ctx *ctx, float *out,
-                          const atlas_llama_matrix *table) {
+static atlas_status embed(const atlas_decoder_ctx *ctx, float *out,
+                          const atlas_decoder_matrix *table) {
   uint32_t dim = (uint32_t)ctx->config->hidden_size;
   atlas_arg args[] = {P(out), P(table->data), P(ctx->scratch->step), U(dim)};
-  return launch(ctx, ctx->ops.embed[atlas_llama_wtype_of(table->dtype)],
+  return launch(ctx, ctx->ops.embed[atlas_decoder_wtype_of(table->dtype)],
                 blocks(dim, 256), 256, args, COUNT(args));
 }
 
-static atlas_status add_bias(const atlas_llama_ctx *ctx, float *x,
+static atlas_status add_bias(const atlas_decoder_ctx *ctx, float *x,
                              const float *bias, int64_t n) {
   if (bias == NULL) return ATLAS_OK;
   return elementwise(ctx, ctx->ops.add_bias, x, bias, (uint32_t)n);
 }
 
 // x[h] = q_or_k_norm(x[h]) for each head (Qwen3), before RoPE.
-static atlas_status head_norm(const atlas_llama_ctx *ctx, float *x,
+static atlas_status head_norm(const atlas_decoder_ctx *ctx, float *x,
                               const float *w, int64_t heads) {
   if (w == NULL) return ATLAS_OK;
-  const atlas_llama_config *c = ctx->config;
+  const atlas_decoder_config *c = ctx->config;
   atlas_arg args[] = {P(x), P(w), U((uint32_t)heads), U((uint32_t)c->head_dim),
                       F((float)c->rms_norm_eps)};
   return launch(ctx, ctx->ops.head_rmsnorm, (uint32_t)heads, 32, args,
@@ -139,10 +140,11 @@ static atlas_status head_norm(const atlas_llama_ctx *ctx, float *x,
 
 // RoPE at this step's position (scratch->step[1]) on q and k, and k and v
 // into that position's cache rows of layer cache kc / vc, in one launch.
-static atlas_status rope_store(const atlas_llama_model *m, void *kc, void *vc) {
-  const atlas_llama_ctx *ctx = &m->ctx;
-  const atlas_llama_config *c = ctx->config;
-  atlas_llama_scratch *s = ctx->scratch;
+static atlas_status rope_store(const atlas_decoder_model *m, void *kc,
+                               void *vc) {
+  const atlas_decoder_ctx *ctx = &m->ctx;
+  const atlas_decoder_config *c = ctx->config;
+  atlas_decoder_scratch *s = ctx->scratch;
   uint32_t half = (uint32_t)(m->rot_dim / 2);
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
   uint32_t n_kv = (uint32_t)c->num_key_value_heads;
@@ -154,19 +156,19 @@ static atlas_status rope_store(const atlas_llama_model *m, void *kc, void *vc) {
                       U(hd),      U((uint32_t)m->rot_dim),
                       P(s->step), F(m->attention_factor)};
   uint64_t threads = (uint64_t)(n_heads + n_kv) * half + (uint64_t)n_kv * hd;
-  return launch(ctx, ctx->ops.rope_store[atlas_llama_wtype_of(m->kv->dtype)],
+  return launch(ctx, ctx->ops.rope_store[atlas_decoder_wtype_of(m->kv->dtype)],
                 blocks(threads, 256), 256, args, COUNT(args));
 }
 
 // q, k and v with their biases (and the norm), RoPE at this step's position,
 // and k and v into that position's rows of kc / vc: one launch where
 // matvec_qkv and rope_store were two.
-static atlas_status qkv_rope(const atlas_llama_model *m,
-                             const atlas_llama_layer *L,
+static atlas_status qkv_rope(const atlas_decoder_model *m,
+                             const atlas_decoder_layer *L,
                              const product_input *in, void *kc, void *vc) {
-  const atlas_llama_ctx *ctx = &m->ctx;
-  const atlas_llama_config *c = ctx->config;
-  atlas_llama_scratch *s = ctx->scratch;
+  const atlas_decoder_ctx *ctx = &m->ctx;
+  const atlas_decoder_config *c = ctx->config;
+  atlas_decoder_scratch *s = ctx->scratch;
   uint32_t hd = (uint32_t)c->head_dim;
   uint32_t q_dim = (uint32_t)c->num_attention_heads * hd;
   uint32_t kv_dim = (uint32_t)c->num_key_value_heads * hd;
@@ -190,38 +192,39 @@ static atlas_status qkv_rope(const atlas_llama_model *m,
                       U((uint32_t)m->rot_dim),
                       P(s->step),
                       F(m->attention_factor)};
-  const atlas_kernel *k = ctx->ops.qkv_rope[atlas_llama_wtype_of(m->kv->dtype)]
-                                           [atlas_llama_wtype_of(L->wq.dtype)];
+  const atlas_kernel *k =
+      ctx->ops.qkv_rope[atlas_decoder_wtype_of(m->kv->dtype)]
+                       [atlas_decoder_wtype_of(L->wq.dtype)];
   return launch(ctx, k, blocks((uint64_t)q_dim + 2 * (uint64_t)kv_dim, 16), 256,
                 args, COUNT(args));
 }
 
 // x += W in (+ bias), one launch; `splits` warps a row (add_splits).
-static atlas_status residual(const atlas_llama_ctx *ctx, float *x,
-                             const atlas_llama_matrix *w, const float *in,
+static atlas_status residual(const atlas_decoder_ctx *ctx, float *x,
+                             const atlas_decoder_matrix *w, const float *in,
                              const float *bias, int64_t rows, int64_t cols,
                              uint32_t splits) {
   atlas_arg args[] = {P(x),     P(w->data),        P(in),
                       P(bias),  U((uint32_t)rows), U((uint32_t)cols),
                       U(splits)};
-  return launch(ctx, ctx->ops.matvec_add[atlas_llama_wtype_of(w->dtype)],
+  return launch(ctx, ctx->ops.matvec_add[atlas_decoder_wtype_of(w->dtype)],
                 blocks((uint64_t)rows * splits, 8), 256, args, COUNT(args));
 }
 
 // One decoder layer of the decode step. Nothing here depends on the token or
 // the position (the kernels read them from scratch->step), so the same
 // launches replay as a graph at every step.
-static atlas_status layer(const atlas_llama_model *m,
-                          const atlas_llama_layer *L, int64_t l) {
-  const atlas_llama_ctx *ctx = &m->ctx;
-  const atlas_llama_config *c = ctx->config;
-  atlas_llama_scratch *s = ctx->scratch;
+static atlas_status layer(const atlas_decoder_model *m,
+                          const atlas_decoder_layer *L, int64_t l) {
+  const atlas_decoder_ctx *ctx = &m->ctx;
+  const atlas_decoder_config *c = ctx->config;
+  atlas_decoder_scratch *s = ctx->scratch;
   int64_t hidden = c->hidden_size, head_dim = c->head_dim;
   int64_t q_dim = c->num_attention_heads * head_dim;
   int64_t kv_dim = c->num_key_value_heads * head_dim;
   size_t layer_off = (size_t)(l * m->max_seq * kv_dim);
-  void *kc = atlas_llama_kv_layer(m->kv, m->kv->keys, layer_off);
-  void *vc = atlas_llama_kv_layer(m->kv, m->kv->values, layer_off);
+  void *kc = atlas_decoder_kv_layer(m->kv, m->kv->keys, layer_off);
+  void *vc = atlas_decoder_kv_layer(m->kv, m->kv->values, layer_off);
 
   float eps = (float)c->rms_norm_eps;
   // matvec_qkv (q, k and v of one dtype, RoPE apart) stages the norm a
@@ -255,7 +258,7 @@ static atlas_status layer(const atlas_llama_model *m,
                        P(in.norm),
                        F(eps)};
     ATLAS_RETURN_IF_ERROR(launch_shared(
-        ctx, ctx->ops.matvec_qkv[atlas_llama_wtype_of(L->wq.dtype)],
+        ctx, ctx->ops.matvec_qkv[atlas_decoder_wtype_of(L->wq.dtype)],
         blocks((uint64_t)(q_dim + 2 * kv_dim), 8), 256, in.shared, qkv,
         COUNT(qkv)));
   } else {
@@ -274,11 +277,11 @@ static atlas_status layer(const atlas_llama_model *m,
         head_norm(ctx, s->k, L->k_norm, c->num_key_value_heads));
     ATLAS_RETURN_IF_ERROR(rope_store(m, kc, vc));
   }
-  uint32_t window = (uint32_t)atlas_llama_layer_window(c, l);
+  uint32_t window = (uint32_t)atlas_decoder_layer_window(c, l);
   if (m->prefill != NULL) {
     // Split over the context (flash-decoding) where the batch scratch exists.
     ATLAS_RETURN_IF_ERROR(
-        atlas_llama_decode_attention(m, l, window, s->xb2, s->q));
+        atlas_decoder_decode_attention(m, l, window, s->xb2, s->q));
   } else {
     atlas_arg att_args[] = {P(s->xb2),
                             P(s->q),
@@ -291,7 +294,7 @@ static atlas_status layer(const atlas_llama_model *m,
                             P(s->step),
                             U(window)};
     ATLAS_RETURN_IF_ERROR(
-        launch(ctx, ctx->ops.attention[atlas_llama_wtype_of(m->kv->dtype)],
+        launch(ctx, ctx->ops.attention[atlas_decoder_wtype_of(m->kv->dtype)],
                n_heads, 256, att_args, COUNT(att_args)));
   }
   // The output projection and the residual add in one pass.
@@ -316,7 +319,7 @@ static atlas_status layer(const atlas_llama_model *m,
                       U((uint32_t)inter), U((uint32_t)hidden),
                       P(in.norm),         F(eps)};
     ATLAS_RETURN_IF_ERROR(launch_shared(
-        ctx, ctx->ops.gate_up[atlas_llama_wtype_of(L->w_gate.dtype)],
+        ctx, ctx->ops.gate_up[atlas_decoder_wtype_of(L->w_gate.dtype)],
         blocks((uint64_t)inter, 2), 64, in.shared, gu, COUNT(gu)));
   } else {
     ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb, &L->w_gate, &in, inter, hidden));
@@ -332,10 +335,10 @@ static atlas_status layer(const atlas_llama_model *m,
 
 // The whole decode step on the context's stream: embedding, layers, final
 // norm, logits and the argmax (into scratch->result).
-atlas_status atlas_llama_step_body(const atlas_llama_model *m) {
-  const atlas_llama_config *c = &m->config;
-  atlas_llama_scratch *s = m->scratch;
-  const atlas_llama_weights *w = m->weights;
+atlas_status atlas_decoder_step_body(const atlas_decoder_model *m) {
+  const atlas_decoder_config *c = &m->config;
+  atlas_decoder_scratch *s = m->scratch;
+  const atlas_decoder_weights *w = m->weights;
   ATLAS_RETURN_IF_ERROR(embed(&m->ctx, s->x, &w->embed));
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
     ATLAS_RETURN_IF_ERROR(atlas_status_annotate(layer(m, &w->layers[l], l),
@@ -358,16 +361,16 @@ atlas_status atlas_llama_step_body(const atlas_llama_model *m) {
                 blocks((uint64_t)c->vocab_size, 2048), 256, args, COUNT(args));
 }
 
-static uint32_t default_decode_blocks(const atlas_llama_config *c, int sms) {
-  return atlas_llama_decode_blocks(sms, (uint32_t)c->num_key_value_heads,
-                                   (uint32_t)c->head_dim);
+static uint32_t default_decode_blocks(const atlas_decoder_config *c, int sms) {
+  return atlas_decoder_decode_blocks(sms, (uint32_t)c->num_key_value_heads,
+                                     (uint32_t)c->head_dim);
 }
 
-atlas_status atlas_llama_set_decode_attention_blocks(atlas_llama_model *m,
-                                                     uint32_t blocks) {
+atlas_status atlas_decoder_set_decode_attention_blocks(atlas_decoder_model *m,
+                                                       uint32_t blocks) {
   // Captured with the old launch shape.
-  ATLAS_RETURN_IF_ERROR(atlas_llama_drop_graph(m));
-  const atlas_llama_config *c = &m->config;
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_drop_graph(m));
+  const atlas_decoder_config *c = &m->config;
   int sms = 1;
   ATLAS_RETURN_IF_ERROR(atlas_backend_sm_count(m->backend, &sms));
   m->ctx.decode_blocks = blocks != 0 ? blocks : default_decode_blocks(c, sms);
@@ -389,10 +392,11 @@ static uint32_t add_splits(int64_t rows, int64_t cols, int sms) {
   return s;
 }
 
-atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
-                                  const atlas_llama_config *config,
-                                  atlas_llama_scratch *scratch,
-                                  atlas_llama_ctx *out_ctx) {
+atlas_status atlas_decoder_ctx_make(atlas_backend *backend,
+                                    atlas_stream *stream,
+                                    const atlas_decoder_config *config,
+                                    atlas_decoder_scratch *scratch,
+                                    atlas_decoder_ctx *out_ctx) {
   memset(out_ctx, 0, sizeof(*out_ctx));
   if (config == NULL || scratch == NULL) {
     return atlas_status_make(
@@ -414,6 +418,6 @@ atlas_status atlas_llama_ctx_make(atlas_backend *backend, atlas_stream *stream,
                        ? (uint32_t)(config->num_attention_heads /
                                     config->num_key_value_heads)
                        : 1;
-  return atlas_llama_ops_resolve(&out_ctx->core, group,
-                                 (uint32_t)config->head_dim, &out_ctx->ops);
+  return atlas_decoder_ops_resolve(&out_ctx->core, group,
+                                   (uint32_t)config->head_dim, &out_ctx->ops);
 }

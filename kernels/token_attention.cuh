@@ -1,14 +1,14 @@
 // The one-token step's RoPE, KV cache stores and attention (module
-// "llama"), per cache type; qkv_rope also does the q, k, v products.
-#ifndef ATLAS_KERNELS_LLAMA_ATTENTION_CUH_
-#define ATLAS_KERNELS_LLAMA_ATTENTION_CUH_
+// "token"), per cache type; qkv_rope also does the q, k, v products.
+#ifndef ATLAS_KERNELS_TOKEN_ATTENTION_CUH_
+#define ATLAS_KERNELS_TOKEN_ATTENTION_CUH_
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
 
 #include "kernels/cuda_common.cuh"
-#include "kernels/llama_matvec.cuh"
+#include "kernels/matvec.cuh"
 
 // RoPE at this step's position (step[1]) on q (in place) and on k, and k
 // and v stored into that position's cache rows: one launch where there were
@@ -229,4 +229,4 @@ ATLAS_QKV_ROPE_KERNELS(f32, float)
 ATLAS_QKV_ROPE_KERNELS(f16, __half)
 ATLAS_QKV_ROPE_KERNELS(bf16, __nv_bfloat16)
 
-#endif  // ATLAS_KERNELS_LLAMA_ATTENTION_CUH_
+#endif  // ATLAS_KERNELS_TOKEN_ATTENTION_CUH_
