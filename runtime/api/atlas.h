@@ -209,6 +209,30 @@ ATLAS_MUST_USE atlas_status atlas_tokenizer_clean_up(const char *text,
 // One more than the largest id the tokenizer knows.
 size_t atlas_tokenizer_vocab_size(const atlas_tokenizer *tokenizer);
 
+// What one encode may spend. Text or a tokenizer.json asking for more is
+// refused with RESOURCE_EXHAUSTED naming the limit: never a hang or
+// gigabytes of memory. The defaults (atlas_tokenizer_limits_init) suit a
+// server; raise them for a trusted tokenizer and text.
+typedef struct atlas_tokenizer_limits {
+  size_t struct_size;
+  uint64_t max_input_bytes;       // text one encode takes; default 256 MiB
+  uint64_t max_word_bytes;        // one word after pre-tokenization (BPE merges
+                                  // it whole: about 30 bytes of memory a byte,
+                                  // time above linear); default 1 MiB
+  uint32_t regex_match_limit;     // PCRE2's match limit per search of a
+                                  // tokenizer.json regex; default 1000000
+  uint32_t regex_depth_limit;     // PCRE2's depth limit; default 10000
+  uint32_t max_normalize_growth;  // the normalizer may make this times the
+                                  // input plus 64 KiB; default 16
+} atlas_tokenizer_limits;
+
+void atlas_tokenizer_limits_init(atlas_tokenizer_limits *limits);
+
+// Sets the limits of every later encode with `tokenizer` (not while another
+// thread encodes with it). INVALID_ARGUMENT for a 0 or a torn struct_size.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_set_limits(
+    atlas_tokenizer *tokenizer, const atlas_tokenizer_limits *limits);
+
 // ---- text: chat templates -----------------------------------------------------
 //
 // The Jinja chat template of a model's tokenizer_config.json, rendered as

@@ -482,8 +482,10 @@ static const atlas_struct_layout kChatLimitsLayout = {
 
 const atlas_struct_layout *atlas_api_struct_layout(const char *name) {
   const atlas_struct_layout *all[] = {
-      &kOpenLayout,       &kGenerateLayout,  &kReportLayout, &kInfoLayout,
-      &kChatLimitsLayout, &kKvOptionsLayout, &kKvStatsLayout};
+      &kOpenLayout,       &kGenerateLayout,
+      &kReportLayout,     &kInfoLayout,
+      &kChatLimitsLayout, &kKvOptionsLayout,
+      &kKvStatsLayout,    &atlas_tokenizer_limits_layout};
   for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); ++i) {
     if (strcmp(all[i]->name, name) == 0) return all[i];
   }

@@ -53,6 +53,9 @@ atlas_struct_size_check(const atlas_struct_layout *layout, size_t struct_size,
 // NULL: the API's own tables (atlas_api.c), for tests.
 const atlas_struct_layout *atlas_api_struct_layout(const char *name);
 
+// Defined beside the functions that take the struct (text_api.c).
+extern const atlas_struct_layout atlas_tokenizer_limits_layout;
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

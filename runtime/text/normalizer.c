@@ -150,21 +150,21 @@ static atlas_status run_unicode(int options, const char *in, size_t len,
 // long or a Sequence of Replaces that each double the text would otherwise
 // grow it without bound (a tokenizer.json doubling it 40 times asked for
 // terabytes).
-#define NORMALIZE_GROWTH 16u
 #define NORMALIZE_SLACK ((size_t)64 << 10)
 
-static size_t growth_cap(size_t len) {
-  return len > (SIZE_MAX - NORMALIZE_SLACK) / NORMALIZE_GROWTH
+static size_t growth_cap(size_t len, uint32_t growth) {
+  return len > (SIZE_MAX - NORMALIZE_SLACK) / growth
              ? SIZE_MAX
-             : len * NORMALIZE_GROWTH + NORMALIZE_SLACK;
+             : len * growth + NORMALIZE_SLACK;
 }
 
-static atlas_status too_long(size_t cap) {
+static atlas_status too_long(const atlas_text_matcher *m) {
   return atlas_status_make(
       ATLAS_STATUS_RESOURCE_EXHAUSTED,
       "tokenizer: the normalizer makes more than %zu bytes of text (%u times "
-      "the input plus %zu): a Replace grows the text without bound",
-      cap, NORMALIZE_GROWTH, NORMALIZE_SLACK);
+      "the input plus %zu, the limit max_normalize_growth): a Replace grows "
+      "the text without bound",
+      m->norm_cap, m->norm_growth, NORMALIZE_SLACK);
 }
 
 static atlas_status run_replace(const atlas_normalizer *n,
@@ -181,7 +181,7 @@ static atlas_status run_replace(const atlas_normalizer *n,
     if (!found) break;
     if (ms == me) continue;
     if (out->len + (ms - copied) + n->content_len > m->norm_cap) {
-      return too_long(m->norm_cap);
+      return too_long(m);
     }
     ATLAS_RETURN_IF_ERROR(atlas_text_buf_append(out, in + copied, ms - copied));
     ATLAS_RETURN_IF_ERROR(
@@ -223,9 +223,9 @@ atlas_status atlas_normalizer_run(const atlas_normalizer *n,
                                   atlas_text_matcher *m, const char *in,
                                   size_t len, atlas_text_buf *out) {
   if (m->norm_cap != 0) return run_one(n, m, in, len, out);  // nested
-  m->norm_cap = growth_cap(len);
+  m->norm_cap = growth_cap(len, m->norm_growth);
   atlas_status st = run_one(n, m, in, len, out);
-  if (st == ATLAS_OK && out->len > m->norm_cap) st = too_long(m->norm_cap);
+  if (st == ATLAS_OK && out->len > m->norm_cap) st = too_long(m);
   m->norm_cap = 0;
   return st;
 }
@@ -262,7 +262,7 @@ static atlas_status run_one(const atlas_normalizer *n, atlas_text_matcher *m,
       atlas_status st = ATLAS_OK;
       for (size_t i = 0; !st && i < n->child_count; i++) {
         st = run_one(n->children[i], m, out->data, out->len, &tmp);
-        if (!st && tmp.len > m->norm_cap) st = too_long(m->norm_cap);
+        if (!st && tmp.len > m->norm_cap) st = too_long(m);
         if (!st) {
           atlas_text_buf swap = *out;
           *out = tmp;

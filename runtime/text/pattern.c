@@ -193,10 +193,18 @@ atlas_status atlas_text_matcher_init(atlas_text_matcher *m) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "tokenizer: out of memory for regex match data");
   }
-  pcre2_set_match_limit(m->mc, ATLAS_TEXT_REGEX_MATCH_LIMIT);
-  pcre2_set_depth_limit(m->mc, ATLAS_TEXT_REGEX_DEPTH_LIMIT);
+  m->norm_growth = ATLAS_TEXT_NORMALIZE_GROWTH;
+  atlas_text_matcher_set_limits(m, 0, 0);
   pcre2_set_heap_limit(m->mc, ATLAS_TEXT_REGEX_HEAP_LIMIT_KIB);
   return ATLAS_OK;
+}
+
+void atlas_text_matcher_set_limits(atlas_text_matcher *m, uint32_t match_limit,
+                                   uint32_t depth_limit) {
+  m->match_limit = match_limit ? match_limit : ATLAS_TEXT_REGEX_MATCH_LIMIT;
+  m->depth_limit = depth_limit ? depth_limit : ATLAS_TEXT_REGEX_DEPTH_LIMIT;
+  pcre2_set_match_limit(m->mc, m->match_limit);
+  pcre2_set_depth_limit(m->mc, m->depth_limit);
 }
 
 void atlas_text_matcher_free(atlas_text_matcher *m) {
@@ -230,13 +238,13 @@ static atlas_status find_once(const atlas_text_pattern *p,
   if (rc == PCRE2_ERROR_NOMATCH) return ATLAS_OK;
   if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
       rc == PCRE2_ERROR_HEAPLIMIT) {
-    const char *which = rc == PCRE2_ERROR_MATCHLIMIT   ? "match limit"
-                        : rc == PCRE2_ERROR_DEPTHLIMIT ? "depth limit"
+    const char *which = rc == PCRE2_ERROR_MATCHLIMIT   ? "regex_match_limit"
+                        : rc == PCRE2_ERROR_DEPTHLIMIT ? "regex_depth_limit"
                                                        : "heap limit";
-    unsigned long value =
-        rc == PCRE2_ERROR_MATCHLIMIT   ? ATLAS_TEXT_REGEX_MATCH_LIMIT
-        : rc == PCRE2_ERROR_DEPTHLIMIT ? ATLAS_TEXT_REGEX_DEPTH_LIMIT
-                                       : ATLAS_TEXT_REGEX_HEAP_LIMIT_KIB;
+    unsigned long value = rc == PCRE2_ERROR_MATCHLIMIT ? m->match_limit
+                          : rc == PCRE2_ERROR_DEPTHLIMIT
+                              ? m->depth_limit
+                              : ATLAS_TEXT_REGEX_HEAP_LIMIT_KIB;
     return atlas_status_make(
         ATLAS_STATUS_RESOURCE_EXHAUSTED,
         "tokenizer: a regex of the tokenizer.json needs more than its %s "

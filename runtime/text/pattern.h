@@ -34,7 +34,11 @@ typedef struct atlas_text_pattern {
 typedef struct atlas_text_matcher {
   pcre2_match_data *md;
   pcre2_match_context *mc;
-  size_t norm_cap;  // while a normalizer runs: the most bytes it may make
+  uint32_t match_limit;  // as set in mc (the defaults above unless raised)
+  uint32_t depth_limit;
+  uint32_t norm_growth;  // a normalizer makes at most this times its input
+                         // plus 64 KiB (ATLAS_TEXT_NORMALIZE_GROWTH)
+  size_t norm_cap;       // while a normalizer runs: the most bytes it may make
   size_t last_match_end;
   bool have_last;
 } atlas_text_matcher;
@@ -48,7 +52,12 @@ ATLAS_MUST_USE atlas_status atlas_text_pattern_compile(const char *regex,
                                                        atlas_text_pattern *out);
 void atlas_text_pattern_free(atlas_text_pattern *p);
 
+#define ATLAS_TEXT_NORMALIZE_GROWTH 16u
+
 ATLAS_MUST_USE atlas_status atlas_text_matcher_init(atlas_text_matcher *m);
+// Sets the regex limits of later searches (0 for either: its default).
+void atlas_text_matcher_set_limits(atlas_text_matcher *m, uint32_t match_limit,
+                                   uint32_t depth_limit);
 void atlas_text_matcher_free(atlas_text_matcher *m);
 
 // Next match in s[0..len) starting the search at *pos; on a match sets

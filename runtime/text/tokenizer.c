@@ -111,6 +111,7 @@ atlas_status atlas_tokenizer_load_from_memory(const char *json, size_t len,
   }
   pthread_mutex_init(&t->lock, NULL);
   atlas_byte_level_init(&t->byte_level);
+  t->budget = atlas_tokenizer_budget_default();
   atlas_status st = atlas_text_matcher_init(&t->matcher);
   if (!st) st = load_root(t, root, name);
   json_decref(root);
@@ -168,6 +169,13 @@ static atlas_status encode_words(void *ctx, atlas_text_pieces *words) {
   const char *bytes = atlas_text_pieces_bytes(words);
   for (size_t i = 0; i < words->count; i++) {
     const atlas_text_span *sp = &words->spans[i];
+    if (!sp->is_token && sp->len > t->budget.max_word) {
+      return atlas_status_make(
+          ATLAS_STATUS_RESOURCE_EXHAUSTED,
+          "tokenizer: a word of %zu bytes (no split by the pre-tokenizer) is "
+          "longer than the limit max_word_bytes (%zu)",
+          sp->len, t->budget.max_word);
+    }
     ATLAS_RETURN_IF_ERROR(sp->is_token
                               ? atlas_id_buf_push(&t->encoded, sp->token_id)
                               : atlas_bpe_tokenize(&t->bpe, &t->bpe_scratch,
@@ -233,6 +241,12 @@ atlas_status atlas_tokenizer_encode(atlas_tokenizer *t, const char *text,
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "atlas_tokenizer_encode: NULL argument");
   }
+  if (len > t->budget.max_input) {
+    return atlas_status_make(ATLAS_STATUS_RESOURCE_EXHAUSTED,
+                             "tokenizer: %zu bytes of text, more than the "
+                             "limit max_input_bytes (%zu)",
+                             len, t->budget.max_input);
+  }
   size_t bad = atlas_utf8_first_invalid(text, len);
   if (bad != len) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -276,6 +290,39 @@ atlas_status atlas_tokenizer_encode(atlas_tokenizer *t, const char *text,
   if (st) return st;
   *out_ids = ids;
   *out_count = n;
+  return ATLAS_OK;
+}
+
+atlas_tokenizer_budget atlas_tokenizer_budget_default(void) {
+  atlas_tokenizer_budget b = {
+      ATLAS_TOKENIZER_MAX_INPUT_DEFAULT, ATLAS_TOKENIZER_MAX_WORD_DEFAULT,
+      ATLAS_TEXT_REGEX_MATCH_LIMIT, ATLAS_TEXT_REGEX_DEPTH_LIMIT,
+      ATLAS_TEXT_NORMALIZE_GROWTH};
+  return b;
+}
+
+atlas_status atlas_tokenizer_set_budget(atlas_tokenizer *t,
+                                        const atlas_tokenizer_budget *b) {
+  if (t == NULL || b == NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_tokenizer_set_limits: NULL argument");
+  }
+  const char *zero = b->max_input == 0              ? "max_input_bytes"
+                     : b->max_word == 0             ? "max_word_bytes"
+                     : b->regex_match_limit == 0    ? "regex_match_limit"
+                     : b->regex_depth_limit == 0    ? "regex_depth_limit"
+                     : b->max_normalize_growth == 0 ? "max_normalize_growth"
+                                                    : NULL;
+  if (zero != NULL) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_tokenizer_limits.%s is 0", zero);
+  }
+  pthread_mutex_lock(&t->lock);
+  t->budget = *b;
+  atlas_text_matcher_set_limits(&t->matcher, b->regex_match_limit,
+                                b->regex_depth_limit);
+  t->matcher.norm_growth = b->max_normalize_growth;
+  pthread_mutex_unlock(&t->lock);
   return ATLAS_OK;
 }
 

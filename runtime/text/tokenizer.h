@@ -108,6 +108,28 @@ ATLAS_MUST_USE atlas_status atlas_tokenizer_stream_finish(
     atlas_tokenizer_stream *stream, char **out_text, size_t *out_len);
 void atlas_tokenizer_stream_free(atlas_tokenizer_stream *stream);
 
+// What one encode may spend (atlas_tokenizer_limits in atlas.h). Text or a
+// tokenizer.json asking for more is refused with RESOURCE_EXHAUSTED naming
+// the limit. The defaults suit a server.
+typedef struct atlas_tokenizer_budget {
+  size_t max_input;            // bytes of text; default 256 MiB
+  size_t max_word;             // bytes of one pre-tokenized word the model
+                               // merges (its cost is ~30 bytes a byte and
+                               // grows faster than its length); default 1 MiB
+  uint32_t regex_match_limit;  // PCRE2's, per search; default 1000000
+  uint32_t regex_depth_limit;  // default 10000
+  uint32_t max_normalize_growth;  // normalized text <= this x input + 64 KiB;
+                                  // default 16
+} atlas_tokenizer_budget;
+
+#define ATLAS_TOKENIZER_MAX_INPUT_DEFAULT ((size_t)256 << 20)
+#define ATLAS_TOKENIZER_MAX_WORD_DEFAULT ((size_t)1 << 20)
+
+atlas_tokenizer_budget atlas_tokenizer_budget_default(void);
+// INVALID_ARGUMENT for a 0. Not while another thread encodes with t.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_set_budget(
+    atlas_tokenizer *tokenizer, const atlas_tokenizer_budget *budget);
+
 // How many pieces the pre-tokenizer's stages hand on at a time (0: the
 // default). Only tests change it: every batch size gives the same ids.
 void atlas_tokenizer_set_batch_for_testing(atlas_tokenizer *tokenizer,

@@ -33,6 +33,7 @@ struct atlas_tokenizer {
   atlas_bpe_scratch bpe_scratch;
   atlas_id_buf encoded;
   size_t batch;  // the pre-tokenizer's batch (0: its default); for tests
+  atlas_tokenizer_budget budget;
 };
 
 #endif  // ATLAS_RUNTIME_TEXT_TOKENIZER_IMPL_H_

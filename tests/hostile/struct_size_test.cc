@@ -19,7 +19,7 @@ namespace {
 const char *const kStructs[] = {
     "atlas_open_options", "atlas_generate_options", "atlas_report_options",
     "atlas_model_info",   "atlas_chat_limits",      "atlas_kv_options",
-    "atlas_kv_stats"};
+    "atlas_kv_stats",     "atlas_tokenizer_limits"};
 
 size_t Sizeof(const std::string &name) {
   if (name == "atlas_open_options") return sizeof(atlas_open_options);
@@ -29,6 +29,7 @@ size_t Sizeof(const std::string &name) {
   if (name == "atlas_chat_limits") return sizeof(atlas_chat_limits);
   if (name == "atlas_kv_options") return sizeof(atlas_kv_options);
   if (name == "atlas_kv_stats") return sizeof(atlas_kv_stats);
+  if (name == "atlas_tokenizer_limits") return sizeof(atlas_tokenizer_limits);
   return 0;
 }
 
@@ -144,6 +145,45 @@ TEST(StructSize, ChatLimitsThroughTheApi) {
   EXPECT_EQ(atlas_status_consume(atlas_chat_template_set_limits(t, &l)),
             ATLAS_STATUS_INVALID_ARGUMENT);
   atlas_chat_template_free(t);
+}
+
+TEST(StructSize, TokenizerLimitsThroughTheApi) {
+  std::string path =
+      std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") +
+      "/struct_size_tokenizer.json";
+  std::ofstream(path) << "{\"model\": {\"type\": \"BPE\", \"vocab\": "
+                         "{\"a\": 0}, \"merges\": []}}";
+  atlas_tokenizer *t = nullptr;
+  ASSERT_EQ(atlas_status_consume(atlas_tokenizer_load(path.c_str(), &t)),
+            ATLAS_STATUS_OK);
+  atlas_tokenizer_limits l;
+  atlas_tokenizer_limits_init(&l);
+  EXPECT_EQ(l.max_input_bytes, 256u << 20);
+  EXPECT_EQ(l.max_word_bytes, 1u << 20);
+  l.max_input_bytes = 3;
+  ASSERT_EQ(atlas_status_consume(atlas_tokenizer_set_limits(t, &l)),
+            ATLAS_STATUS_OK);
+  uint32_t *ids = nullptr;
+  size_t n = 0;
+  atlas_status s = atlas_tokenizer_encode(t, "aaaa", 4, false, &ids, &n);
+  EXPECT_EQ(atlas_status_code_of(s), ATLAS_STATUS_RESOURCE_EXHAUSTED);
+  EXPECT_NE(std::string(atlas_status_message(s)).find("max_input_bytes (3)"),
+            std::string::npos)
+      << atlas_status_message(s);
+  atlas_status_free(s);
+  EXPECT_EQ(atlas_status_consume(
+                atlas_tokenizer_encode(t, "aaa", 3, false, &ids, &n)),
+            ATLAS_STATUS_OK);
+  EXPECT_EQ(n, 3u);
+  atlas_free(ids);
+  l.struct_size = 5;
+  EXPECT_EQ(atlas_status_consume(atlas_tokenizer_set_limits(t, &l)),
+            ATLAS_STATUS_INVALID_ARGUMENT);
+  atlas_tokenizer_limits_init(&l);
+  l.regex_match_limit = 0;
+  EXPECT_EQ(atlas_status_consume(atlas_tokenizer_set_limits(t, &l)),
+            ATLAS_STATUS_INVALID_ARGUMENT);
+  atlas_tokenizer_free(t);
 }
 
 }  // namespace

@@ -19,6 +19,12 @@
 
 atlas_status atlas_cli_read_all(const char *path, size_t max_bytes, char **out,
                                 size_t *out_len) {
+  return atlas_cli_read_limited(path, max_bytes, NULL, out, out_len);
+}
+
+atlas_status atlas_cli_read_limited(const char *path, size_t max_bytes,
+                                    const char *limit_flag, char **out,
+                                    size_t *out_len) {
   *out = NULL;
   *out_len = 0;
   bool is_stdin = strcmp(path, "-") == 0;
@@ -31,20 +37,32 @@ atlas_status atlas_cli_read_all(const char *path, size_t max_bytes, char **out,
         "%s: cannot open: %s", name, atlas_strerror(errno, text, sizeof(text)));
   }
   struct stat st;
-  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (fstat(fileno(f), &st) != 0) memset(&st, 0, sizeof(st));
+  if (S_ISDIR(st.st_mode)) {
     if (!is_stdin) fclose(f);
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "%s: is a folder, not a file", name);
   }
+  // A regular file is read into one buffer of its size (one copy of the
+  // text in memory); a pipe into one that doubles (realloc moves a large
+  // block by remapping its pages, not copying them).
   size_t cap = 4096, len = 0;
+  if (S_ISREG(st.st_mode) && st.st_size > 0) {
+    size_t size = (size_t)st.st_size;
+    cap = (size < max_bytes ? size : max_bytes) + 2;
+  }
   char *buf = malloc(cap);
+  // Never more than one byte past the limit is read (an endless source
+  // such as /dev/zero costs max_bytes, not twice that).
+  const size_t most = max_bytes < SIZE_MAX - 2 ? max_bytes + 2 : SIZE_MAX;
   while (buf != NULL) {
     len += fread(buf + len, 1, cap - len - 1, f);
     if (len < cap - 1 || len > max_bytes) break;
-    char *bigger = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+    size_t next = cap > most / 2 ? most : cap * 2;
+    char *bigger = next <= cap ? NULL : realloc(buf, next);
     if (bigger == NULL) free(buf);
     buf = bigger;
-    cap *= 2;
+    cap = next;
   }
   bool read_failed = ferror(f) != 0;
   int read_errno = errno;
@@ -55,8 +73,10 @@ atlas_status atlas_cli_read_all(const char *path, size_t max_bytes, char **out,
   }
   if (len > max_bytes) {
     free(buf);
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: more than %zu bytes", name, max_bytes);
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT, "%s: more than %zu bytes%s%s%s", name,
+        max_bytes, limit_flag ? " (the limit " : "",
+        limit_flag ? limit_flag : "", limit_flag ? " raises)" : "");
   }
   if (read_failed) {
     free(buf);

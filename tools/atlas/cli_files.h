@@ -21,6 +21,12 @@ extern "C" {
 ATLAS_MUST_USE atlas_status atlas_cli_read_all(const char *path,
                                                size_t max_bytes, char **out,
                                                size_t *out_len);
+// The same, naming the option that raises `max_bytes` (e.g.
+// "--max-input-bytes") when the input is longer.
+ATLAS_MUST_USE atlas_status atlas_cli_read_limited(const char *path,
+                                                   size_t max_bytes,
+                                                   const char *limit_flag,
+                                                   char **out, size_t *out_len);
 
 // An output written to a temporary name beside `path` and renamed over it
 // only on success: a failed run leaves no partial file, nor does a killed

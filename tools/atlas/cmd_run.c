@@ -33,7 +33,13 @@ static atlas_status load_tokenizer(const run_options *o,
                                    atlas_tokenizer **out_t) {
   char path[ATLAS_CLI_PATH_MAX];
   ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer.json", path));
-  return atlas_tokenizer_load(path, out_t);
+  ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(path, out_t));
+  atlas_status s = atlas_tokenizer_set_limits(*out_t, &o->limits.tokenizer);
+  if (s != ATLAS_OK) {
+    atlas_tokenizer_free(*out_t);
+    *out_t = NULL;
+  }
+  return s;
 }
 
 // Where the prompt text came from, for messages.
@@ -61,6 +67,11 @@ static atlas_status encode_prompt(const run_options *o, atlas_tokenizer *t,
   ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer_config.json", path));
   atlas_chat_template *tmpl = NULL;
   ATLAS_RETURN_IF_ERROR(atlas_chat_template_load(path, &tmpl));
+  atlas_status limited = atlas_chat_template_set_limits(tmpl, &o->limits.chat);
+  if (limited != ATLAS_OK) {
+    atlas_chat_template_free(tmpl);
+    return limited;
+  }
   atlas_chat_message messages[2] = {{"system", o->system}, {"user", o->text}};
   bool system = o->system != NULL;
   char *text = NULL;
@@ -136,8 +147,9 @@ static atlas_status run_or_swap(run_options *o, bool swap) {
     s = load_tokenizer(o, &tokenizer);
   }
   if (s == ATLAS_OK && o->prompt_file[0] != '\0') {
-    s = atlas_cli_read_all(o->prompt_file, kMaxPromptFileBytes, &o->file_text,
-                           &o->text_len);
+    s = atlas_cli_read_limited(
+        o->prompt_file, (size_t)o->limits.tokenizer.max_input_bytes,
+        "--max-input-bytes", &o->file_text, &o->text_len);
     o->text = o->file_text;
   }
   if (s == ATLAS_OK && o->text != NULL) {
@@ -216,6 +228,7 @@ int atlas_cli_run_main(int argc, char **argv, bool swap) {
   o->backend = "auto";
   o->top_p = 1.0;
   o->repetition_penalty = 1.0;
+  atlas_cli_limits_init(&o->limits);
   int next = 0;
   atlas_cli_parse_result r = atlas_cli_parse(
       c, argc, argv, swap ? atlas_cli_set_swap : atlas_cli_set_run, o, &next);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "atlas/atlas.h"
+#include "atlas/tools/atlas/cli_limits.h"
 #include "atlas/tools/atlas/cli_options.h"
 
 enum { kMaxStops = 16 };
@@ -40,9 +41,9 @@ typedef struct run_options {
   unsigned long long seed;
   const char *stops[kMaxStops];  // --stop (argv's)
   size_t stop_count;
+  atlas_cli_limits limits;  // the tokenizer's and the chat template's;
+                            // max_input_bytes also ends an endless source
 } run_options;
-// Far past any context a prompt could fill; what ends an endless source.
-enum { kMaxPromptFileBytes = 256 << 20 };
 // The KV cache positions a generation uses: every prompt token and every
 // generated token but the last (which is never fed back).
 static inline long atlas_cli_positions_needed(size_t prompt_len, long steps) {

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "atlas/tools/atlas/cli_common.h"
+#include "atlas/tools/atlas/cli_limits.h"
 #include "atlas/tools/atlas/cmd_run.h"
 
 // ---- run and swap ---------------------------------------------------------------
@@ -39,7 +40,8 @@ enum {
   RUN_REPETITION_PENALTY,
   RUN_SEED,
   RUN_STOP,
-  RUN_STATS
+  RUN_STATS,
+  RUN_LIMITS,  // ATLAS_CLI_LIMIT_COUNT options from here (cli_limits.h)
 };
 #define RUN_ONLY(option) (RUN_OPTION_COUNT + (option)-RUN_PROMPT)
 
@@ -123,6 +125,9 @@ static const atlas_cli_option kRunOptions[] = {
                              "print to stderr the prompt's length and time "
                              "to the first token, then the tokens a second "
                              "of the rest"},
+    ATLAS_CLI_TEXT_LIMIT_OPTIONS(RUN_ONLY(RUN_LIMITS)),
+    ATLAS_CLI_CHAT_LIMIT_OPTIONS(RUN_ONLY(RUN_LIMITS) +
+                                 ATLAS_CLI_TOKENIZER_LIMIT_COUNT),
 };
 
 const atlas_cli_command atlas_cli_run_command = {
@@ -289,6 +294,10 @@ static atlas_status set_run_swap(run_options *o, size_t index, const char *name,
       o->stops[o->stop_count++] = value;
       return ATLAS_OK;
     default:
+      if (index >= RUN_LIMITS && index < RUN_LIMITS + ATLAS_CLI_LIMIT_COUNT) {
+        return atlas_cli_limits_set(&o->limits, index - RUN_LIMITS, name,
+                                    value);
+      }
       return atlas_status_make(ATLAS_STATUS_INTERNAL, "option %s unhandled",
                                flag);
   }

@@ -7,6 +7,7 @@
 #include "atlas/atlas.h"
 #include "atlas/tools/atlas/cli_common.h"
 #include "atlas/tools/atlas/cli_files.h"
+#include "atlas/tools/atlas/cli_limits.h"
 #include "atlas/tools/atlas/commands.h"
 
 typedef struct text_options {
@@ -14,9 +15,15 @@ typedef struct text_options {
   bool special;   // tokenize: --add-special; detokenize: --skip-special
   uint32_t *ids;  // detokenize; owned
   size_t id_count;
+  atlas_cli_limits limits;  // tokenize
 } text_options;
 
-enum { TOK_TOKENIZER, TOK_SPECIAL, TOK_OPTION_COUNT };
+enum {
+  TOK_TOKENIZER,
+  TOK_SPECIAL,
+  TOK_LIMITS,
+  TOK_OPTION_COUNT = TOK_LIMITS + ATLAS_CLI_TOKENIZER_LIMIT_COUNT
+};
 enum { DETOK_TOKENIZER, DETOK_IDS, DETOK_SPECIAL, DETOK_OPTION_COUNT };
 
 static const atlas_cli_option kTokenizeOptions[] = {
@@ -25,6 +32,7 @@ static const atlas_cli_option kTokenizeOptions[] = {
     [TOK_SPECIAL] = {"add-special", NULL, false, "off",
                      "add the tokenizer's special tokens (BOS, ...) as its "
                      "post-processor says"},
+    ATLAS_CLI_TEXT_LIMIT_OPTIONS(TOK_LIMITS),
 };
 
 const atlas_cli_command atlas_cli_tokenize_command = {
@@ -60,6 +68,10 @@ static atlas_status set_tokenize(void *opts, size_t index, const char *value) {
   if (index == TOK_TOKENIZER) {
     return atlas_cli_resolve_path("--tokenizer", value, o->tokenizer);
   }
+  if (index >= TOK_LIMITS) {
+    return atlas_cli_limits_set(&o->limits, index - TOK_LIMITS,
+                                kTokenizeOptions[index].name, value);
+  }
   o->special = true;
   return ATLAS_OK;
 }
@@ -85,7 +97,11 @@ static atlas_status tokenize(const text_options *o) {
   ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(o->tokenizer, &t));
   char *text = NULL;
   size_t len = 0;
-  atlas_status s = atlas_cli_read_all("-", SIZE_MAX, &text, &len);
+  atlas_status s = atlas_tokenizer_set_limits(t, &o->limits.tokenizer);
+  if (s == ATLAS_OK) {
+    s = atlas_cli_read_limited("-", (size_t)o->limits.tokenizer.max_input_bytes,
+                               "--max-input-bytes", &text, &len);
+  }
   uint32_t *ids = NULL;
   size_t count = 0;
   if (s == ATLAS_OK) {
@@ -125,6 +141,7 @@ int atlas_cli_text_main(int argc, char **argv, bool encode) {
   if (o == NULL)
     return atlas_cli_finish(
         c->program, atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
+  atlas_cli_limits_init(&o->limits);
   int next = 0;
   atlas_cli_parse_result r = atlas_cli_parse(
       c, argc, argv, encode ? set_tokenize : set_detokenize, o, &next);

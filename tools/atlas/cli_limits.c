@@ -1,0 +1,66 @@
+// Options for the limits on text (see cli_limits.h).
+#include "atlas/tools/atlas/cli_limits.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+void atlas_cli_limits_init(atlas_cli_limits *limits) {
+  atlas_tokenizer_limits_init(&limits->tokenizer);
+  atlas_chat_limits_init(&limits->chat);
+}
+
+atlas_status atlas_cli_limits_set(atlas_cli_limits *limits, size_t which,
+                                  const char *name, const char *value) {
+  char flag[64];
+  snprintf(flag, sizeof(flag), "--%s", name);
+  // The chat caps are the API's ceilings (64 MiB, depth 4096); the rest
+  // anything from 1 to what the field holds.
+  unsigned long long max = which == ATLAS_CLI_LIMIT_CHAT_OUTPUT ||
+                                   which == ATLAS_CLI_LIMIT_CHAT_STRING
+                               ? 64ull << 20
+                           : which == ATLAS_CLI_LIMIT_CHAT_DEPTH ? 4096
+                           : which == ATLAS_CLI_LIMIT_REGEX_MATCH ||
+                                   which == ATLAS_CLI_LIMIT_REGEX_DEPTH ||
+                                   which == ATLAS_CLI_LIMIT_NORMALIZE_GROWTH
+                               ? UINT32_MAX
+                               : UINT64_MAX;
+  unsigned long long v = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_cli_parse_u64(flag, value, max, &v));
+  if (v == 0) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s wants a number from 1 to %llu, not 0", flag,
+                             max);
+  }
+  switch (which) {
+    case ATLAS_CLI_LIMIT_MAX_INPUT:
+      limits->tokenizer.max_input_bytes = v;
+      return ATLAS_OK;
+    case ATLAS_CLI_LIMIT_MAX_WORD:
+      limits->tokenizer.max_word_bytes = v;
+      return ATLAS_OK;
+    case ATLAS_CLI_LIMIT_REGEX_MATCH:
+      limits->tokenizer.regex_match_limit = (uint32_t)v;
+      return ATLAS_OK;
+    case ATLAS_CLI_LIMIT_REGEX_DEPTH:
+      limits->tokenizer.regex_depth_limit = (uint32_t)v;
+      return ATLAS_OK;
+    case ATLAS_CLI_LIMIT_NORMALIZE_GROWTH:
+      limits->tokenizer.max_normalize_growth = (uint32_t)v;
+      return ATLAS_OK;
+    case ATLAS_CLI_LIMIT_CHAT_STEPS:
+      limits->chat.max_steps = v;
+      return ATLAS_OK;
+    case ATLAS_CLI_LIMIT_CHAT_OUTPUT:
+      limits->chat.max_output_bytes = v;
+      return ATLAS_OK;
+    case ATLAS_CLI_LIMIT_CHAT_STRING:
+      limits->chat.max_string_bytes = v;
+      return ATLAS_OK;
+    case ATLAS_CLI_LIMIT_CHAT_DEPTH:
+      limits->chat.max_depth = (uint32_t)v;
+      return ATLAS_OK;
+    default:
+      return atlas_status_make(ATLAS_STATUS_INTERNAL, "option %s unhandled",
+                               flag);
+  }
+}
