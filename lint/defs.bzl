@@ -256,6 +256,24 @@ def _declare_batch(ctx, mode, files, cc):
     )
     return text, fixes, sarif
 
+def _run_gate(ctx, reports, manifest_name, args, baseline, output, mnemonic, progress, extra_inputs = []):
+    """Runs lint/statics_gate.py over `reports` (listed in a manifest file) for atlas-stray-statics."""
+    manifest = ctx.actions.declare_file(manifest_name)
+    ctx.actions.write(manifest, "\n".join([f.path for f in reports]) + "\n")
+    gate_args = ["-I", ctx.file._gate.path, "--manifest", manifest.path, "--check", "atlas-stray-statics"] + args
+    inputs = [ctx.file._gate, ctx.file._sarif, manifest] + extra_inputs + reports
+    if baseline:
+        gate_args += ["--baseline", baseline.path]
+        inputs.append(baseline)
+    ctx.actions.run(
+        executable = _PYTHON,
+        arguments = gate_args,
+        inputs = inputs,
+        outputs = [output],
+        mnemonic = mnemonic,
+        progress_message = progress,
+    )
+
 def _impl(target, ctx, mode):
     transitive = []
     for attr_name in ["deps", "srcs", "hdrs"]:
@@ -314,30 +332,15 @@ def _impl(target, ctx, mode):
         # Pattern mode (bazel build //... --aspects=... --output_groups=atlas_statics_gate): this target's
         # own files judged against the baseline; the build fails on a straggler it does not list.
         stamp = ctx.actions.declare_file("%s.statics/gate.ok" % ctx.label.name)
-        manifest = ctx.actions.declare_file("%s.statics/reports" % ctx.label.name)
-        ctx.actions.write(manifest, "\n".join([f.path for f in text]) + "\n")
-        gate_args = [
-            "-I",
-            ctx.file._gate.path,
-            "--manifest",
-            manifest.path,
-            "--check",
-            "atlas-stray-statics",
-            "--no-stale",
-            "--stamp",
-            stamp.path,
-        ]
-        gate_inputs = [ctx.file._gate, ctx.file._sarif, manifest] + text
-        if ctx.file._baseline:
-            gate_args += ["--baseline", ctx.file._baseline.path]
-            gate_inputs.append(ctx.file._baseline)
-        ctx.actions.run(
-            executable = _PYTHON,
-            arguments = gate_args,
-            inputs = gate_inputs,
-            outputs = [stamp],
+        _run_gate(
+            ctx,
+            reports = text,
+            manifest_name = "%s.statics/reports" % ctx.label.name,
+            args = ["--no-stale", "--stamp", stamp.path],
+            baseline = ctx.file._baseline,
+            output = stamp,
             mnemonic = "AtlasStaticsGate",
-            progress_message = "atlas-stray-statics gate %s" % label,
+            progress = "atlas-stray-statics gate %s" % label,
         )
         groups["atlas_statics_gate"] = depset([stamp])
     elif mode == "statics":
@@ -549,32 +552,16 @@ def _reports_impl(ctx):
     # One merged SARIF 2.1.0 log (what GitHub code scanning wants from one upload), with the baseline's
     # findings marked as suppressed.
     merged = ctx.actions.declare_file(ctx.label.name + ".sarif")
-    manifest = ctx.actions.declare_file(ctx.label.name + ".sarif.reports")
-    ctx.actions.write(manifest, "\n".join([f.path for f in texts]) + "\n")
-    args = [
-        "-I",
-        ctx.file._gate.path,
-        "--manifest",
-        manifest.path,
-        "--check",
-        "atlas-stray-statics",
-        "--sarif",
-        merged.path,
-        "--report-only",
-        "--tool-version-file",
-        ctx.file._version.path,
-    ]
-    inputs = [ctx.file._gate, ctx.file._sarif, manifest, ctx.file._version] + texts
-    if ctx.file.baseline:
-        args += ["--baseline", ctx.file.baseline.path]
-        inputs.append(ctx.file.baseline)
-    ctx.actions.run(
-        executable = _PYTHON,
-        arguments = args,
-        inputs = inputs,
-        outputs = [merged],
+    _run_gate(
+        ctx,
+        reports = texts,
+        manifest_name = ctx.label.name + ".sarif.reports",
+        args = ["--sarif", merged.path, "--report-only", "--tool-version-file", ctx.file._version.path],
+        extra_inputs = [ctx.file._version],
+        baseline = ctx.file.baseline,
+        output = merged,
         mnemonic = "AtlasStaticsSarif",
-        progress_message = "merging SARIF for %s" % ctx.label,
+        progress = "merging SARIF for %s" % ctx.label,
     )
     all_files = depset([merged], transitive = [files])
     return [

@@ -8,6 +8,9 @@
 #ifndef ATLAS_LINT_CUDA_ATLAS_CUDA_LINT_H_
 #define ATLAS_LINT_CUDA_ATLAS_CUDA_LINT_H_
 
+// nvcc and clang's CUDA wrapper (left out by -nocudainc) both define it;
+// headers shared by C and CUDA test it to pick their attributes.
+#define __CUDACC__ 1
 #define __device__ __attribute__((device))
 #define __global__ __attribute__((global))
 #define __host__ __attribute__((host))

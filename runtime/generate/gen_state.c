@@ -136,7 +136,9 @@ static double log_sum_exp(const float *logits, size_t n, float *out_max) {
 
 // Whether id a ranks before id b: the larger logit, then the lower id.
 static bool ranks_before(const float *logits, uint32_t a, uint32_t b) {
-  return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  const float la = logits[a], lb = logits[b];
+  if (la != lb) return la > lb;
+  return a < b;
 }
 
 // The chosen id's log-probability and the top k alternatives (an insertion

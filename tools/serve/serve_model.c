@@ -4,6 +4,9 @@
 
 #include "atlas/atlas_testing.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,25 +66,41 @@ static void open_options(const atlas_serve_model_config *c,
   o->device_budget_bytes = c->device_budget_bytes;
 }
 
-// --fail-swaps: "K:KIND:N" entries, comma-separated.
+static atlas_status bad_fail_swaps(const char *spec) {
+  return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                           "--fail-swaps: '%.100s' is not K:KIND:N[,...] "
+                           "(K, N >= 1; KIND alloc or lost; at most %d)",
+                           spec, ATLAS_SERVE_MAX_FAIL_SWAPS);
+}
+
+// --fail-swaps: "K:KIND:N" entries, comma-separated (strtoull: sscanf's %llu
+// cannot report an overflow).
 static atlas_status parse_fail_swaps(const char *spec, atlas_serve_model *sm) {
   sm->fault_count = 0;
   for (const char *p = spec; p != NULL && *p != '\0';) {
-    unsigned long long k = 0, n = 0;
-    char kind[8] = {0};
-    int used = 0;
-    if (sm->fault_count == ATLAS_SERVE_MAX_FAIL_SWAPS ||
-        sscanf(p, "%llu:%7[a-z]:%llu%n", &k, kind, &n, &used) != 3 || k == 0 ||
-        n == 0 || (strcmp(kind, "alloc") != 0 && strcmp(kind, "lost") != 0) ||
-        (p[used] != ',' && p[used] != '\0')) {
-      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                               "--fail-swaps: '%.100s' is not K:KIND:N[,...] "
-                               "(K, N >= 1; KIND alloc or lost; at most %d)",
-                               spec, ATLAS_SERVE_MAX_FAIL_SWAPS);
+    if (sm->fault_count == ATLAS_SERVE_MAX_FAIL_SWAPS)
+      return bad_fail_swaps(spec);
+    char *end = NULL;
+    errno = 0;
+    unsigned long long k =
+        isdigit((unsigned char)*p) ? strtoull(p, &end, 10) : 0;
+    const char *kind = end != NULL && *end == ':' ? end + 1 : NULL;
+    size_t kind_len =
+        kind != NULL ? strspn(kind, "abcdefghijklmnopqrstuvwxyz") : 0;
+    unsigned long long n = 0;
+    end = NULL;
+    if (kind != NULL && kind[kind_len] == ':' &&
+        isdigit((unsigned char)kind[kind_len + 1])) {
+      n = strtoull(kind + kind_len + 1, &end, 10);
     }
-    sm->faults[sm->fault_count++] =
-        (atlas_serve_swap_fault){k, strcmp(kind, "lost") == 0, n};
-    p += used + (p[used] == ',');
+    bool alloc = kind_len == 5 && strncmp(kind, "alloc", 5) == 0;
+    bool lost = kind_len == 4 && strncmp(kind, "lost", 4) == 0;
+    if (errno != 0 || end == NULL || k == 0 || n == 0 || !(alloc || lost) ||
+        (*end != ',' && *end != '\0')) {
+      return bad_fail_swaps(spec);
+    }
+    sm->faults[sm->fault_count++] = (atlas_serve_swap_fault){k, lost, n};
+    p = end + (*end == ',');
   }
   return ATLAS_OK;
 }

@@ -147,8 +147,10 @@ static void push_chunk(atlas_oai_job *j, choice *c, const char *text,
   view.text = text;
   view.text_len = text_len;
   view.finish_reason = finish;
-  // An event carries at most one token.
+  // An event carries at most one token. Its entry points into alts, so alts
+  // lives as long as the view (cppcheck does not follow the pointer).
   atlas_oai_logprob lp[1];
+  // cppcheck-suppress variableScope
   atlas_oai_alt alts[ATLAS_OAI_MAX_TOP_LOGPROBS];
   if (j->req->logprobs && lp_from < c->lp.token_count &&
       atlas_oai_lp_log_alts(&c->lp, lp_from, 1) <= ATLAS_OAI_MAX_TOP_LOGPROBS) {
