@@ -121,9 +121,13 @@ std::vector<QuantMatrix> Cases() {
   return c;
 }
 
-// Runs quant_matvec on `b` and returns out.
-std::vector<float> RunMatvec(atlas_backend *b, const QuantMatrix &m,
-                             const Stored &s, const std::vector<float> &x) {
+// Runs quant_matvec (count 0) or quant_matmul (count rows of x) on `b`;
+// returns out (count x rows), which starts as `start` (NaN: every element
+// must be written) and is added to with `accumulate`.
+std::vector<float> RunKernel(atlas_backend *b, const QuantMatrix &m,
+                             const Stored &s, const std::vector<float> &x,
+                             uint32_t count = 0, uint32_t accumulate = 0,
+                             float start = NAN) {
   std::vector<void *> bufs;
   auto upload = [&](const void *data, size_t bytes) -> void * {
     if (bytes == 0) return nullptr;
@@ -133,7 +137,8 @@ std::vector<float> RunMatvec(atlas_backend *b, const QuantMatrix &m,
     bufs.push_back(p);
     return p;
   };
-  std::vector<float> poison(m.rows, NAN), out(m.rows, 0.0f);
+  const size_t n_out = (size_t)m.rows * (count ? count : 1);
+  std::vector<float> poison(n_out, start), out(n_out, 0.0f);
   void *d_out = upload(poison.data(), poison.size() * 4);
   void *d_x = upload(x.data(), x.size() * 4);
   void *d_w = upload(s.w.data(), s.w.size());
@@ -141,26 +146,25 @@ std::vector<float> RunMatvec(atlas_backend *b, const QuantMatrix &m,
   void *d_z = upload(s.zeros.data(), s.zeros.size());
   void *d_g = upload(s.g_idx.data(), s.g_idx.size() * 4);
   const atlas_kernel *k = nullptr;
-  EXPECT_OK(atlas_backend_kernel_lookup(b, ATLAS_QUANT_MODULE,
-                                        ATLAS_QUANT_MATVEC_KERNEL, &k));
+  EXPECT_OK(atlas_backend_kernel_lookup(
+      b, ATLAS_QUANT_MODULE,
+      count ? ATLAS_QUANT_MATMUL_KERNEL : ATLAS_QUANT_MATVEC_KERNEL, &k));
   atlas_launch_config c{};
   c.grid = {(m.rows + ATLAS_QUANT_MATVEC_ROWS_PER_BLOCK - 1) /
                 ATLAS_QUANT_MATVEC_ROWS_PER_BLOCK,
-            1, 1};
+            count ? (count + ATLAS_QUANT_MATMUL_X_ROWS - 1) /
+                        ATLAS_QUANT_MATMUL_X_ROWS
+                  : 1,
+            1};
   c.block = {ATLAS_QUANT_MATVEC_BLOCK, 1, 1};
-  std::vector<atlas_arg> args = {ATLAS_ARG_PTR(d_out),
-                                 ATLAS_ARG_PTR(d_x),
-                                 ATLAS_ARG_PTR(d_w),
-                                 ATLAS_ARG_PTR(d_s),
-                                 ATLAS_ARG_PTR(d_z),
-                                 ATLAS_ARG_PTR(d_g),
-                                 ATLAS_ARG_U32(m.rows),
-                                 ATLAS_ARG_U32(m.cols),
-                                 ATLAS_ARG_U32(LayoutOf(m.format)),
-                                 ATLAS_ARG_U32(m.bits),
-                                 ATLAS_ARG_U32(m.group_k),
-                                 ATLAS_ARG_U32(m.block_n),
-                                 ATLAS_ARG_U32(FlagsOf(m))};
+  std::vector<atlas_arg> args = {ATLAS_ARG_PTR(d_out), ATLAS_ARG_PTR(d_x),
+                                 ATLAS_ARG_PTR(d_w),   ATLAS_ARG_PTR(d_s),
+                                 ATLAS_ARG_PTR(d_z),   ATLAS_ARG_PTR(d_g)};
+  if (count) args.push_back(ATLAS_ARG_U32(count));
+  for (uint32_t v : {m.rows, m.cols, LayoutOf(m.format), m.bits, m.group_k,
+                     m.block_n, FlagsOf(m), accumulate}) {
+    args.push_back(ATLAS_ARG_U32(v));
+  }
   if (k != nullptr) {
     EXPECT_OK(atlas_backend_launch_typed(b, k, &c, args.data(), args.size()));
     EXPECT_OK(atlas_backend_synchronize(b));
@@ -168,6 +172,11 @@ std::vector<float> RunMatvec(atlas_backend *b, const QuantMatrix &m,
   EXPECT_OK(atlas_backend_d2h(b, out.data(), d_out, out.size() * 4));
   for (void *p : bufs) EXPECT_OK(atlas_backend_free(b, p));
   return out;
+}
+
+std::vector<float> RunMatvec(atlas_backend *b, const QuantMatrix &m,
+                             const Stored &s, const std::vector<float> &x) {
+  return RunKernel(b, m, s, x);
 }
 
 std::vector<float> RandomX(uint32_t n, std::mt19937 &rng) {
@@ -269,6 +278,38 @@ TEST_F(QuantMatvec, HostEqualsTheReferenceDequantizer) {
   EXPECT_OK(atlas_backend_destroy(b));
 }
 
+// quant_matmul on the host: row i of the product equals the reference's
+// sum for x[i] bit for bit; accumulate adds one f32 sum to what out held.
+TEST_F(QuantMatvec, HostMatmulEqualsTheReferenceRowByRow) {
+  atlas_backend *b = nullptr;
+  atlas_backend_options o{};
+  o.modules = &set_;
+  ASSERT_OK(atlas_host_backend_create(&o, &b));
+  std::mt19937 rng(11);
+  std::vector<QuantMatrix> cases = Cases();
+  for (size_t ci = 0; ci < cases.size(); ci += 3) {
+    const QuantMatrix &m = cases[ci];
+    Stored s = quant_ref::Pack(m);
+    std::vector<float> w = quant_ref::Dequantize(quant_ref::Unpack(m, s));
+    const uint32_t count = 11;
+    std::vector<float> x = RandomX(m.cols * count, rng);
+    std::vector<float> got = RunKernel(b, m, s, x, count);
+    std::vector<float> acc = RunKernel(b, m, s, x, count, 1, 0.5f);
+    for (uint32_t i = 0; i < count; ++i) {
+      for (uint32_t r = 0; r < m.rows; ++r) {
+        float want = 0.0f;
+        for (uint32_t k = 0; k < m.cols; ++k) {
+          want += w[(size_t)r * m.cols + k] * x[(size_t)i * m.cols + k];
+        }
+        ASSERT_EQ(got[(size_t)i * m.rows + r], want)
+            << quant_ref::Describe(m) << " x row " << i << " row " << r;
+        ASSERT_EQ(acc[(size_t)i * m.rows + r], 0.5f + want);
+      }
+    }
+  }
+  EXPECT_OK(atlas_backend_destroy(b));
+}
+
 TEST_F(QuantMatvec, CudaMatchesTheReferenceDequantizer) {
   atlas_backend *b = nullptr;
   atlas_backend_options o{};
@@ -298,7 +339,26 @@ TEST_F(QuantMatvec, CudaMatchesTheReferenceDequantizer) {
       if (err > worst) worst = err;
       ASSERT_LE(err, 1e-5) << quant_ref::Describe(m) << " row " << row;
     }
-    printf("quant_matvec (cuda): %-60s worst %.3g\n",
+    // The product over 11 rows of x (two blocks of 8 along y), added to 0.5.
+    const uint32_t count = 11;
+    std::vector<float> xs = RandomX(m.cols * count, rng);
+    std::vector<float> got2 = RunKernel(b, m, s, xs, count, 1, 0.5f);
+    for (uint32_t i = 0; i < count; ++i) {
+      for (uint32_t row = 0; row < m.rows; ++row) {
+        double want = 0.5, mag = 0.5;
+        for (uint32_t k = 0; k < m.cols; ++k) {
+          double p =
+              (double)w[(size_t)row * m.cols + k] * xs[(size_t)i * m.cols + k];
+          want += p;
+          mag += fabs(p);
+        }
+        double err = fabs(got2[(size_t)i * m.rows + row] - want) / mag;
+        if (err > worst) worst = err;
+        ASSERT_LE(err, 1e-5) << quant_ref::Describe(m) << " matmul x row " << i
+                             << " row " << row;
+      }
+    }
+    printf("quant_matvec, quant_matmul (cuda): %-60s worst %.3g\n",
            quant_ref::Describe(m).c_str(), worst);
     ++n;
   }

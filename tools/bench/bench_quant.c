@@ -103,10 +103,12 @@ static int run_one(atlas_backend *b, const atlas_kernel *k, const shape *s,
   err |= check(atlas_backend_alloc(b, (size_t)s->rows * 4, &out), "alloc");
   err |= check(atlas_backend_alloc(b, bytes, &copy), "alloc");
   uint32_t rows = s->rows, cols = s->cols, layout = f->layout, bits = f->bits,
-           group_k = f->group_k, block_n = f->block_n, flags = f->flags;
+           group_k = f->group_k, block_n = f->block_n, flags = f->flags,
+           accumulate = 0;
   void *g_idx = NULL;
-  void *args[] = {&out,  &x,      &w,    &sc,      &z,       &g_idx, &rows,
-                  &cols, &layout, &bits, &group_k, &block_n, &flags};
+  void *args[] = {&out,     &x,       &w,     &sc,        &z,
+                  &g_idx,   &rows,    &cols,  &layout,    &bits,
+                  &group_k, &block_n, &flags, &accumulate};
   atlas_launch_config c;
   memset(&c, 0, sizeof(c));
   c.grid.x = (rows + ATLAS_QUANT_MATVEC_ROWS_PER_BLOCK - 1) /
