@@ -28,6 +28,7 @@ struct atlas_checkpoint {
   entry *entries;  // sorted by tensor name
   size_t count;
   uint64_t data_bytes;
+  unsigned flags;  // ATLAS_SAFETENSORS_* its shards are opened with
 };
 
 static atlas_status oom(const char *what) {
@@ -110,11 +111,18 @@ static atlas_status adopt_single(atlas_checkpoint *ck,
 atlas_status atlas_checkpoint_open_buffer(const void *data, size_t size,
                                           const char *name_for_errors,
                                           atlas_checkpoint **out_checkpoint) {
+  return atlas_checkpoint_open_buffer_with(data, size, name_for_errors, 0,
+                                           out_checkpoint);
+}
+
+atlas_status atlas_checkpoint_open_buffer_with(
+    const void *data, size_t size, const char *name_for_errors, unsigned flags,
+    atlas_checkpoint **out_checkpoint) {
   *out_checkpoint = NULL;
   const char *name = name_for_errors != NULL ? name_for_errors : "<buffer>";
   atlas_safetensors *file = NULL;
   ATLAS_RETURN_IF_ERROR(
-      atlas_safetensors_parse_buffer(data, size, name, &file));
+      atlas_safetensors_parse_buffer_with(data, size, name, flags, &file));
   atlas_checkpoint *ck = new_checkpoint(name, name);
   if (ck == NULL) {
     atlas_safetensors_close(file);
@@ -246,7 +254,8 @@ static atlas_status open_shards(atlas_checkpoint *ck, const char *const *names,
   for (size_t i = 0; i < count; ++i) {
     char *path = join_path(ck->dir, names[i]);
     if (path == NULL) return oom(ck->source);
-    atlas_status status = atlas_safetensors_open(path, &ck->shards[i]);
+    atlas_status status =
+        atlas_safetensors_open_with(path, ck->flags, &ck->shards[i]);
     free(path);
     if (status != ATLAS_OK) {
       char qs[ATLAS_QUOTE_BYTES];
@@ -356,6 +365,11 @@ static bool exists(const char *path) {
 
 atlas_status atlas_checkpoint_open(const char *dir,
                                    atlas_checkpoint **out_checkpoint) {
+  return atlas_checkpoint_open_with(dir, 0, out_checkpoint);
+}
+
+atlas_status atlas_checkpoint_open_with(const char *dir, unsigned flags,
+                                        atlas_checkpoint **out_checkpoint) {
   *out_checkpoint = NULL;
   struct stat st;
   if (stat(dir, &st) != 0) {
@@ -380,7 +394,7 @@ atlas_status atlas_checkpoint_open(const char *dir,
     status = oom(dir);
   } else if (exists(single)) {
     atlas_safetensors *file = NULL;
-    status = atlas_safetensors_open(single, &file);
+    status = atlas_safetensors_open_with(single, flags, &file);
     if (status == ATLAS_OK) {
       ck = new_checkpoint(dir, single);
       if (ck == NULL) {
@@ -392,6 +406,7 @@ atlas_status atlas_checkpoint_open(const char *dir,
     }
   } else if (exists(index)) {
     ck = new_checkpoint(dir, index);
+    if (ck != NULL) ck->flags = flags;
     status = ck == NULL ? oom(dir) : open_sharded(ck);
   } else {
     status = atlas_status_make(
@@ -501,6 +516,13 @@ atlas_status atlas_checkpoint_upload_job(const atlas_checkpoint_tensor *t,
       break;
     case ATLAS_DTYPE_BF16:
       out_job->finite = ATLAS_SCAN_FINITE_BF16;
+      break;
+    case ATLAS_DTYPE_I32:
+    case ATLAS_DTYPE_I64:
+    case ATLAS_DTYPE_F8_E4M3:
+      // Packed words and indices have no NaN; FP8's (0x7f, 0xff) are not
+      // searched for yet.
+      out_job->finite = ATLAS_SCAN_FINITE_NONE;
       break;
   }
   out_job->digest = atlas_safetensors_digest_slot(st);

@@ -45,6 +45,15 @@ ATLAS_MUST_USE atlas_status atlas_checkpoint_open_buffer(
     const void *data, size_t size, const char *name_for_errors,
     atlas_checkpoint **out_checkpoint);
 
+// As atlas_checkpoint_open / open_buffer, its shards opened with `flags`
+// (ATLAS_SAFETENSORS_QUANTIZED: a quantized checkpoint's I32, I64 and
+// F8_E4M3 tensors are read; without it they are refused, as before).
+ATLAS_MUST_USE atlas_status atlas_checkpoint_open_with(
+    const char *dir, unsigned flags, atlas_checkpoint **out_checkpoint);
+ATLAS_MUST_USE atlas_status atlas_checkpoint_open_buffer_with(
+    const void *data, size_t size, const char *name_for_errors, unsigned flags,
+    atlas_checkpoint **out_checkpoint);
+
 void atlas_checkpoint_close(atlas_checkpoint *ck);
 
 // The directory (or buffer name) it was opened with.

@@ -43,6 +43,14 @@ void atlas_safetensors_close(atlas_safetensors *file) {
 atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
                                             const char *name_for_errors,
                                             atlas_safetensors **out_file) {
+  return atlas_safetensors_parse_buffer_with(data, size, name_for_errors, 0,
+                                             out_file);
+}
+
+atlas_status atlas_safetensors_parse_buffer_with(const void *data, size_t size,
+                                                 const char *name_for_errors,
+                                                 unsigned flags,
+                                                 atlas_safetensors **out_file) {
   if (out_file == NULL) {
     return atlas_status_make(
         ATLAS_STATUS_INVALID_ARGUMENT,
@@ -61,11 +69,16 @@ atlas_status atlas_safetensors_parse_buffer(const void *data, size_t size,
   ATLAS_RETURN_IF_ERROR(
       atlas_safetensors_header_length(qpath, base, size, &header_len));
   return atlas_safetensors_parse_header(path, base + 8, header_len, size, base,
-                                        out_file);
+                                        flags, out_file);
 }
 
 atlas_status atlas_safetensors_open(const char *path,
                                     atlas_safetensors **out_file) {
+  return atlas_safetensors_open_with(path, 0, out_file);
+}
+
+atlas_status atlas_safetensors_open_with(const char *path, unsigned flags,
+                                         atlas_safetensors **out_file) {
   if (out_file == NULL || path == NULL) {
     return atlas_status_make(
         ATLAS_STATUS_INVALID_ARGUMENT,
@@ -98,7 +111,7 @@ atlas_status atlas_safetensors_open(const char *path,
   atlas_safetensors *file = NULL;
   if (status == ATLAS_OK) {
     status = atlas_safetensors_parse_header(path, header, header_len, id.size,
-                                            NULL, &file);
+                                            NULL, flags, &file);
   }
   free(header);
   if (status != ATLAS_OK) {
@@ -180,8 +193,8 @@ atlas_status atlas_safetensors_snapshot(const atlas_safetensors *file,
   }
   atlas_safetensors *copy = NULL;
   if (status == ATLAS_OK) {
-    status = atlas_safetensors_parse_buffer(bytes, (size_t)file->size,
-                                            file->path, &copy);
+    status = atlas_safetensors_parse_buffer_with(
+        bytes, (size_t)file->size, file->path, file->flags, &copy);
   }
   // The copy must hold the very bytes the loads digested.
   for (size_t i = 0; status == ATLAS_OK && i < file->count; ++i) {

@@ -40,14 +40,27 @@ typedef enum atlas_dtype {
   ATLAS_DTYPE_F32 = 0,
   ATLAS_DTYPE_F16,
   ATLAS_DTYPE_BF16,
+  // The stored types of quantized checkpoints (packed words, g_idx and
+  // shapes, FP8 weights): only in files opened with
+  // ATLAS_SAFETENSORS_QUANTIZED; every other open refuses them as before.
+  ATLAS_DTYPE_I32,
+  ATLAS_DTYPE_I64,
+  ATLAS_DTYPE_F8_E4M3,
 } atlas_dtype;
 
-// "F32", "F16", "BF16" (the safetensors spelling); "?" for anything else.
+// Flags of atlas_safetensors_open_with / parse_buffer_with.
+#define ATLAS_SAFETENSORS_QUANTIZED 1u
+
+// F32, F16 or BF16: a dtype the architectures compute with.
+bool atlas_dtype_is_float(atlas_dtype dtype);
+
+// "F32", "F16", "BF16", "I32", "I64", "F8_E4M3" (the safetensors
+// spelling); "?" for anything else.
 const char *atlas_dtype_name(atlas_dtype dtype);
 // The dtype named "f32", "f16" or "bf16" (any case: the command lines' and
 // the public API's spelling, or atlas_dtype_name's); false for anything else.
 bool atlas_dtype_from_name(const char *name, atlas_dtype *out_dtype);
-// Bytes per element (4 or 2); 0 for an invalid value.
+// Bytes per element (8, 4, 2 or 1); 0 for an invalid value.
 size_t atlas_dtype_size(atlas_dtype dtype);
 
 // One tensor as the header describes it. Borrowed from its file: valid until
@@ -84,6 +97,14 @@ atlas_safetensors_open(const char *path, atlas_safetensors **out_file);
 // atlas_safetensors_path (it is copied).
 ATLAS_MUST_USE atlas_status atlas_safetensors_parse_buffer(
     const void *data, size_t size, const char *name_for_errors,
+    atlas_safetensors **out_file);
+
+// As atlas_safetensors_open / parse_buffer, with `flags`
+// (ATLAS_SAFETENSORS_QUANTIZED: I32, I64 and F8_E4M3 tensors are read).
+ATLAS_MUST_USE atlas_status atlas_safetensors_open_with(
+    const char *path, unsigned flags, atlas_safetensors **out_file);
+ATLAS_MUST_USE atlas_status atlas_safetensors_parse_buffer_with(
+    const void *data, size_t size, const char *name_for_errors, unsigned flags,
     atlas_safetensors **out_file);
 
 // Closes (if opened from a path) and frees. NULL is fine.

@@ -22,6 +22,10 @@ float atlas_dtype_load_f32(atlas_dtype dtype, const void *data,
       return atlas_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
     case ATLAS_DTYPE_BF16:
       return atlas_bf16_to_f32((uint16_t)(p[0] | p[1] << 8));
+    case ATLAS_DTYPE_I32:
+    case ATLAS_DTYPE_I64:
+    case ATLAS_DTYPE_F8_E4M3:
+      break;  // not values a float conversion reads (refused by callers)
   }
   return 0.0f;
 }
@@ -31,6 +35,11 @@ atlas_status atlas_safetensors_tensor_to_f32(
     float *out) {
   char qn[ATLAS_QUOTE_BYTES];
   atlas_quote(tensor->name, qn, sizeof(qn));
+  if (!atlas_dtype_is_float(tensor->dtype)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "tensor \"%s\" is %s, not a float tensor", qn,
+                             atlas_dtype_name(tensor->dtype));
+  }
   if (first > tensor->elements || count > tensor->elements - first) {
     return atlas_status_make(
         ATLAS_STATUS_INVALID_ARGUMENT,

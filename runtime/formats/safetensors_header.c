@@ -21,16 +21,26 @@ typedef struct dtype_info {
 } dtype_info;
 
 static const dtype_info kDtypes[] = {
-    {"F32", true, ATLAS_DTYPE_F32},      {"F16", true, ATLAS_DTYPE_F16},
-    {"BF16", true, ATLAS_DTYPE_BF16},    {"F64", false, ATLAS_DTYPE_F32},
-    {"I64", false, ATLAS_DTYPE_F32},     {"U64", false, ATLAS_DTYPE_F32},
-    {"I32", false, ATLAS_DTYPE_F32},     {"U32", false, ATLAS_DTYPE_F32},
-    {"I16", false, ATLAS_DTYPE_F32},     {"U16", false, ATLAS_DTYPE_F32},
-    {"I8", false, ATLAS_DTYPE_F32},      {"U8", false, ATLAS_DTYPE_F32},
-    {"BOOL", false, ATLAS_DTYPE_F32},    {"F8_E4M3", false, ATLAS_DTYPE_F32},
-    {"F8_E5M2", false, ATLAS_DTYPE_F32}, {"F8_E8M0", false, ATLAS_DTYPE_F32},
-    {"F6_E2M3", false, ATLAS_DTYPE_F32}, {"F6_E3M2", false, ATLAS_DTYPE_F32},
-    {"F4", false, ATLAS_DTYPE_F32},      {"C64", false, ATLAS_DTYPE_F32},
+    {"F32", true, ATLAS_DTYPE_F32},
+    {"F16", true, ATLAS_DTYPE_F16},
+    {"BF16", true, ATLAS_DTYPE_BF16},
+    {"F64", false, ATLAS_DTYPE_F32},
+    {"I64", false, ATLAS_DTYPE_I64},
+    {"U64", false, ATLAS_DTYPE_F32},
+    {"I32", false, ATLAS_DTYPE_I32},
+    {"U32", false, ATLAS_DTYPE_F32},
+    {"I16", false, ATLAS_DTYPE_F32},
+    {"U16", false, ATLAS_DTYPE_F32},
+    {"I8", false, ATLAS_DTYPE_F32},
+    {"U8", false, ATLAS_DTYPE_F32},
+    {"BOOL", false, ATLAS_DTYPE_F32},
+    {"F8_E4M3", false, ATLAS_DTYPE_F8_E4M3},
+    {"F8_E5M2", false, ATLAS_DTYPE_F32},
+    {"F8_E8M0", false, ATLAS_DTYPE_F32},
+    {"F6_E2M3", false, ATLAS_DTYPE_F32},
+    {"F6_E3M2", false, ATLAS_DTYPE_F32},
+    {"F4", false, ATLAS_DTYPE_F32},
+    {"C64", false, ATLAS_DTYPE_F32},
 };
 
 const char *atlas_dtype_name(atlas_dtype dtype) {
@@ -41,8 +51,19 @@ const char *atlas_dtype_name(atlas_dtype dtype) {
       return "F16";
     case ATLAS_DTYPE_BF16:
       return "BF16";
+    case ATLAS_DTYPE_I32:
+      return "I32";
+    case ATLAS_DTYPE_I64:
+      return "I64";
+    case ATLAS_DTYPE_F8_E4M3:
+      return "F8_E4M3";
   }
   return "?";
+}
+
+bool atlas_dtype_is_float(atlas_dtype dtype) {
+  return dtype == ATLAS_DTYPE_F32 || dtype == ATLAS_DTYPE_F16 ||
+         dtype == ATLAS_DTYPE_BF16;
 }
 
 bool atlas_dtype_from_name(const char *name, atlas_dtype *out_dtype) {
@@ -64,6 +85,12 @@ size_t atlas_dtype_size(atlas_dtype dtype) {
     case ATLAS_DTYPE_F16:
     case ATLAS_DTYPE_BF16:
       return 2;
+    case ATLAS_DTYPE_I32:
+      return 4;
+    case ATLAS_DTYPE_I64:
+      return 8;
+    case ATLAS_DTYPE_F8_E4M3:
+      return 1;
   }
   return 0;
 }
@@ -101,8 +128,15 @@ static bool get_u64(const json_t *v, uint64_t *out) {
   return true;
 }
 
+// The stored types of quantized checkpoints (ATLAS_SAFETENSORS_QUANTIZED).
+static bool quantized_dtype(atlas_dtype d) {
+  return d == ATLAS_DTYPE_I32 || d == ATLAS_DTYPE_I64 ||
+         d == ATLAS_DTYPE_F8_E4M3;
+}
+
 static atlas_status parse_dtype(const char *path, const char *tensor,
-                                const json_t *v, atlas_dtype *out) {
+                                const json_t *v, unsigned flags,
+                                atlas_dtype *out) {
   char qd[ATLAS_QUOTE_BYTES];
   if (!json_is_string(v)) {
     return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
@@ -112,6 +146,11 @@ static atlas_status parse_dtype(const char *path, const char *tensor,
   const char *name = json_string_value(v);
   for (size_t i = 0; i < sizeof(kDtypes) / sizeof(kDtypes[0]); ++i) {
     if (strcmp(kDtypes[i].name, name) != 0) continue;
+    if ((flags & ATLAS_SAFETENSORS_QUANTIZED) &&
+        quantized_dtype(kDtypes[i].dtype)) {
+      *out = kDtypes[i].dtype;
+      return ATLAS_OK;
+    }
     if (!kDtypes[i].supported) {
       return atlas_status_make(
           ATLAS_STATUS_UNIMPLEMENTED,
@@ -186,7 +225,8 @@ static atlas_status parse_shape(const char *path, const char *tensor,
 
 // Parses one tensor entry; sets begin/end (relative to the data region).
 static atlas_status parse_tensor(const char *path, const char *raw_name,
-                                 const json_t *v, uint64_t data_size,
+                                 const json_t *v, unsigned flags,
+                                 uint64_t data_size,
                                  atlas_safetensors_tensor *t, uint64_t *begin,
                                  uint64_t *end) {
   char name[ATLAS_QUOTE_BYTES];  // the name as messages show it
@@ -218,7 +258,7 @@ static atlas_status parse_tensor(const char *path, const char *raw_name,
     }
   }
   ATLAS_RETURN_IF_ERROR(
-      parse_dtype(path, name, json_object_get(v, "dtype"), &t->dtype));
+      parse_dtype(path, name, json_object_get(v, "dtype"), flags, &t->dtype));
   ATLAS_RETURN_IF_ERROR(
       parse_shape(path, name, json_object_get(v, "shape"), t));
 
@@ -536,8 +576,8 @@ static atlas_status parse_entries(const char *path, const json_t *root,
     if (strcmp(key, "__metadata__") == 0) continue;
     uint64_t begin = 0;
     uint64_t end = 0;
-    status = parse_tensor(path, key, value, file->data_bytes, &parsed[n],
-                          &begin, &end);
+    status = parse_tensor(path, key, value, file->flags, file->data_bytes,
+                          &parsed[n], &begin, &end);
     if (status != ATLAS_OK) break;
     spans[n] = (span){begin, end, key, n};
     ++n;
@@ -558,7 +598,7 @@ static atlas_status parse_entries(const char *path, const json_t *root,
 atlas_status atlas_safetensors_parse_header(const char *path,
                                             const uint8_t *header,
                                             uint64_t header_len, uint64_t size,
-                                            const uint8_t *base,
+                                            const uint8_t *base, unsigned flags,
                                             atlas_safetensors **out_file) {
   char qpath[ATLAS_QUOTE_PATH_BYTES];  // the path as messages show it
   atlas_quote_path(path, qpath, sizeof(qpath));
@@ -571,6 +611,7 @@ atlas_status atlas_safetensors_parse_header(const char *path,
     return atlas_safetensors_oom(qpath);
   }
   file->fd = -1;
+  file->flags = flags;
   file->base = base;
   file->size = size;
   file->data_start = 8 + header_len;

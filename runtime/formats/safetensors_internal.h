@@ -28,6 +28,7 @@ struct atlas_safetensors {
   char **meta_keys;                          // sorted by key
   char **meta_values;
   size_t meta_count;
+  unsigned flags;  // what it was opened with (a snapshot keeps them)
 };
 
 // OUT_OF_MEMORY naming the file (`path` already quoted).
@@ -48,6 +49,6 @@ ATLAS_MUST_USE atlas_status atlas_safetensors_header_length(const char *path,
 // pread; the caller sets fd and identity for a file.
 ATLAS_MUST_USE atlas_status atlas_safetensors_parse_header(
     const char *path, const uint8_t *header, uint64_t header_len, uint64_t size,
-    const uint8_t *base, atlas_safetensors **out_file);
+    const uint8_t *base, unsigned flags, atlas_safetensors **out_file);
 
 #endif  // ATLAS_RUNTIME_FORMATS_SAFETENSORS_INTERNAL_H_

@@ -169,6 +169,10 @@ static const char *torch_dtype(atlas_dtype d) {
       return "float16";
     case ATLAS_DTYPE_BF16:
       return "bfloat16";
+    case ATLAS_DTYPE_I32:
+    case ATLAS_DTYPE_I64:
+    case ATLAS_DTYPE_F8_E4M3:
+      break;  // never a checkpoint's compute dtype
   }
   return "float32";
 }
