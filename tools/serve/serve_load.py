@@ -11,6 +11,12 @@ Every wait is bounded.
 
   serve_load.py ATLAS MODEL_DIR [--clients 64] [--requests 4] [--max-tokens 128]
                 [--prompt-words 64] [--backend auto] [--timeout 600]
+                [--url http://HOST:PORT] [--no-batch] [--json FILE] [--label NAME]
+
+--url drives a server already listening there instead (another OpenAI-compatible server, such
+as llama-server, under the same load); --no-batch skips the `atlas batch` run; --json writes the
+figures as one JSON object. A server that sends no usage chunk has its tokens counted as the
+chunks that carried text (one token each for llama-server).
 
 Prints one block of results; exit 1 if any request failed. Measurements belong in
 docs/PERFORMANCE.md with the date, the commit, the GPU and this command line.
@@ -26,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 
 def percentile(values, p):
@@ -42,12 +49,13 @@ def prompts(count, words):
     return [" ".join(base[(i + j) % len(base)] for j in range(words)) for i in range(count)]
 
 
-def client(port, reqs, max_tokens, deadline, out, lock):
+def client(host, port, reqs, max_tokens, deadline, out, lock):
     for prompt in reqs:
         start = time.monotonic()
         stamps, error = [], None
+        tokens = None
         try:
-            c = http.client.HTTPConnection("127.0.0.1", port,
+            c = http.client.HTTPConnection(host, port,
                                            timeout=max(1.0, deadline - time.monotonic()))
             c.request("POST", "/v1/completions", body=json.dumps(
                 {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
@@ -55,7 +63,6 @@ def client(port, reqs, max_tokens, deadline, out, lock):
             r = c.getresponse()
             if r.status != 200:
                 error = f"HTTP {r.status}"
-            tokens = 0
             for raw in r:
                 line = raw.decode("utf-8", "replace").strip()
                 if not line.startswith("data: ") or line == "data: [DONE]":
@@ -64,18 +71,21 @@ def client(port, reqs, max_tokens, deadline, out, lock):
                 if "error" in o:
                     error = o["error"]["message"]
                 elif o.get("choices"):
-                    stamps.append(time.monotonic())
+                    if o["choices"][0].get("text"):
+                        stamps.append(time.monotonic())
                 elif o.get("usage"):
                     tokens = o["usage"]["completion_tokens"]
             c.close()
         except Exception as e:  # noqa: BLE001 - counted as a failed request
             error = repr(e)
             tokens = 0
+        if tokens is None:  # no usage chunk: a chunk a token
+            tokens = len(stamps)
         with lock:
             out.append((start, stamps, tokens, error))
 
 
-def run_server(args, reqs):
+def start_atlas(args):
     proc = subprocess.Popen([args.atlas, "serve", "--model", args.model, "--port", "0",
                              "--backend", args.backend, "--max-running", str(args.clients),
                              "--max-waiting", str(args.clients * 4)],
@@ -85,10 +95,19 @@ def run_server(args, reqs):
     if not m:
         proc.kill()
         sys.exit(f"serve_load: the server did not start ({line!r})")
-    port = int(m.group(1))
+    return proc, "127.0.0.1", int(m.group(1))
+
+
+def run_server(args, reqs):
+    proc = None
+    if args.url:
+        u = urllib.parse.urlsplit(args.url)
+        host, port = u.hostname, u.port or 80
+    else:
+        proc, host, port = start_atlas(args)
     deadline = time.monotonic() + args.timeout
     results, lock = [], threading.Lock()
-    threads = [threading.Thread(target=client, args=(port, reqs[i::args.clients],
+    threads = [threading.Thread(target=client, args=(host, port, reqs[i::args.clients],
                                                      args.max_tokens, deadline, results, lock))
                for i in range(args.clients)]
     t0 = time.monotonic()
@@ -97,11 +116,12 @@ def run_server(args, reqs):
     for t in threads:
         t.join(max(0.0, deadline - time.monotonic()))
     wall = time.monotonic() - t0
-    proc.terminate()
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    if proc is not None:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
     return results, wall
 
 
@@ -140,6 +160,10 @@ def main():
     ap.add_argument("--prompt-words", type=int, default=64)
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--url", help="drive the server listening there instead")
+    ap.add_argument("--no-batch", action="store_true", help="skip atlas batch")
+    ap.add_argument("--json", help="write the figures here as JSON")
+    ap.add_argument("--label", default="atlas serve")
     args = ap.parse_args()
     reqs = prompts(args.clients * args.requests, args.prompt_words)
     results, wall = run_server(args, reqs)
@@ -147,24 +171,40 @@ def main():
     itl = [b - a for _, s, _, err in results if not err for a, b in zip(s, s[1:])]
     errors = [err for *_, err in results if err]
     tokens = sum(t for _, _, t, err in results if not err)
-    b_tokens, b_wall = run_batch(args, reqs)
-    _, load_wall = run_batch(args, reqs[:1], max_tokens=1)  # the load and setup
-    b_wall = max(1e-9, b_wall - load_wall)
-    s_rate, b_rate = tokens / wall if wall else 0, b_tokens / b_wall if b_wall else 0
-    print(f"serve_load: {args.clients} clients x {args.requests} requests, "
+    s_rate = tokens / wall if wall else 0
+    fig = {"label": args.label, "clients": args.clients, "requests": len(reqs),
+           "done": len(results), "failed": len(errors),
+           "first_error": errors[0] if errors else None,
+           "max_tokens": args.max_tokens, "prompt_words": args.prompt_words,
+           "backend": args.backend,
+           "ttft_ms": {"p50": percentile(ttft, 50) * 1e3, "p99": percentile(ttft, 99) * 1e3},
+           "itl_ms": {"p50": percentile(itl, 50) * 1e3, "p99": percentile(itl, 99) * 1e3,
+                      "mean": statistics.mean(itl) * 1e3 if itl else float("nan")},
+           "tokens": tokens, "wall_s": wall, "tokens_per_s": s_rate}
+    print(f"serve_load: {args.label}: {args.clients} clients x {args.requests} requests, "
           f"max_tokens {args.max_tokens}, backend {args.backend}")
     print(f"  requests: {len(results)} done, {len(errors)} failed"
           + (f" (first: {errors[0]})" if errors else ""))
-    print(f"  time to first token: p50 {percentile(ttft, 50) * 1e3:.1f} ms, "
-          f"p99 {percentile(ttft, 99) * 1e3:.1f} ms")
-    print(f"  inter-token latency: p50 {percentile(itl, 50) * 1e3:.2f} ms, "
-          f"p99 {percentile(itl, 99) * 1e3:.2f} ms"
-          + (f", mean {statistics.mean(itl) * 1e3:.2f} ms" if itl else ""))
+    print(f"  time to first token: p50 {fig['ttft_ms']['p50']:.1f} ms, "
+          f"p99 {fig['ttft_ms']['p99']:.1f} ms")
+    print(f"  inter-token latency: p50 {fig['itl_ms']['p50']:.2f} ms, "
+          f"p99 {fig['itl_ms']['p99']:.2f} ms, mean {fig['itl_ms']['mean']:.2f} ms")
     print(f"  serve: {tokens} tokens in {wall:.2f} s = {s_rate:.1f} tokens/s")
-    print(f"  batch: {b_tokens} tokens in {b_wall:.2f} s = {b_rate:.1f} tokens/s "
-          f"(less {load_wall:.2f} s for a one-token batch: the load)")
-    if b_rate:
-        print(f"  serve / batch throughput: {s_rate / b_rate:.3f}")
+    if not args.no_batch:
+        b_tokens, b_wall = run_batch(args, reqs)
+        _, load_wall = run_batch(args, reqs[:1], max_tokens=1)  # the load and setup
+        b_wall = max(1e-9, b_wall - load_wall)
+        b_rate = b_tokens / b_wall if b_wall else 0
+        fig["batch"] = {"tokens": b_tokens, "wall_s": b_wall, "load_s": load_wall,
+                        "tokens_per_s": b_rate,
+                        "serve_over_batch": s_rate / b_rate if b_rate else None}
+        print(f"  batch: {b_tokens} tokens in {b_wall:.2f} s = {b_rate:.1f} tokens/s "
+              f"(less {load_wall:.2f} s for a one-token batch: the load)")
+        if b_rate:
+            print(f"  serve / batch throughput: {s_rate / b_rate:.3f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(fig, f, indent=1)
     return 1 if errors or len(results) < len(reqs) else 0
 
 
