@@ -101,6 +101,16 @@ class OaiJobTest : public ::testing::Test {
     }
     return s;
   }
+  // Submits a job and waits for its end; its body as Result gives it.
+  json_t *RunWhole(atlas_oai_job *j, int *http) {
+    atlas_oai_env env = Env();
+    atlas_oai_error err;
+    atlas_status s = atlas_oai_job_submit(j, &env, &err, http);
+    EXPECT_OK(s);
+    if (s != ATLAS_OK) return nullptr;
+    EXPECT_EQ(atlas_oai_job_wait_end(j), ATLAS_OAI_JOB_DONE);
+    return Result(j, http);
+  }
   // The body of a finished job: status and parsed JSON (the caller's).
   json_t *Result(atlas_oai_job *j, int *http) {
     char *body = nullptr;
@@ -130,12 +140,8 @@ TEST_F(OaiJobTest, BodyIsTheOneSequenceRun) {
   StartDriver();
   atlas_oai_job *j =
       Job(R"({"prompt":[1,2,3],"max_tokens":8,"temperature":0,"n":2})");
-  atlas_oai_env env = Env();
-  atlas_oai_error err;
   int http = 0;
-  ASSERT_OK(atlas_oai_job_submit(j, &env, &err, &http));
-  EXPECT_EQ(atlas_oai_job_wait_end(j), ATLAS_OAI_JOB_DONE);
-  json_t *root = Result(j, &http);
+  json_t *root = RunWhole(j, &http);
   ASSERT_NE(root, nullptr);
   EXPECT_EQ(http, 200);
   std::string want = Alone({1, 2, 3}, 8);
@@ -319,12 +325,8 @@ TEST_F(OaiJobTest, TopLogprobsAreLogSoftmaxOfTheOneSequenceLogits) {
   atlas_oai_job *j =
       Job(R"({"prompt":[5,9,2,7],"max_tokens":6,"temperature":0,"logprobs":5,)"
           R"("n":2})");
-  atlas_oai_env env = Env();
-  atlas_oai_error err;
   int http = 0;
-  ASSERT_OK(atlas_oai_job_submit(j, &env, &err, &http));
-  EXPECT_EQ(atlas_oai_job_wait_end(j), ATLAS_OAI_JOB_DONE);
-  json_t *root = Result(j, &http);
+  json_t *root = RunWhole(j, &http);
   ASSERT_NE(root, nullptr);
   ASSERT_EQ(http, 200);
   for (size_t c = 0; c < 2; ++c) {

@@ -10,8 +10,9 @@
 # else converted with $LLAMA_CPP_SRC/convert_hf_to_gguf.py (default
 # /tmp/llama.cpp, where gpu_llamacpp.sh unpacks it).
 #
-# Here (Bazel):
-#   tools/gpu/gpu_serve_run.sh --stage     # -> .gpu_serve/ (carry it)
+# Here (Bazel; -c opt, or STAGE_MODE=fastbuild for the everyday -O2 build;
+# ATLAS_CUDA_ARCHS=90 keeps the fatbins, and the folder, small):
+#   ATLAS_CUDA_ARCHS=90 tools/gpu/gpu_serve_run.sh --stage   # -> .gpu_serve/
 # There (no Bazel, no network):
 #   bash tools/gpu/gpu_serve_run.sh [--shape 1b] [--clients 64] [--requests 4]
 #        [--max-tokens 128] [--prompt-words 64] [--backend cuda]
@@ -39,8 +40,10 @@ stage() {
   rm -rf "$dir" && mkdir -p "$dir/lib" "$dir/tokenizer" || return 1
   install -m 0755 "$bin/tools/atlas/atlas" "$bin/tools/checkpoint/make_checkpoint" \
     "$root/tools/serve/serve_load.py" "$dir/" || return 1
-  cp "$ext/tokenizer_llama3/pkg/models/tokenizer.json" \
-    "$ext/tokenizer_llama3/pkg/models/tokenizer_config.json" "$dir/tokenizer/" || return 1
+  # The 9 MB tokenizer.json travels compressed (the carried folder's limit).
+  xz -T2 -c "$ext/tokenizer_llama3/pkg/models/tokenizer.json" \
+    >"$dir/tokenizer/tokenizer.json.xz" || return 1
+  cp "$ext/tokenizer_llama3/pkg/models/tokenizer_config.json" "$dir/tokenizer/" || return 1
   # What check_static.sh refuses (GnuTLS and its chain) goes along.
   "$root/tools/gpu/check_static.sh" "$dir/make_checkpoint" || return 1
   local lib
@@ -52,7 +55,8 @@ stage() {
     esac
   done
   git -C "$root" rev-parse --short HEAD >"$dir/COMMIT"
-  echo "staged in $dir: $(ls "$dir" | tr '\n' ' ') lib: $(ls "$dir/lib" | tr '\n' ' ')"
+  echo "staged in $dir ($(du -sh "$dir" | cut -f1)): $(ls "$dir" | tr '\n' ' ')" \
+    "lib: $(ls "$dir/lib" | tr '\n' ' ')"
 }
 
 if [ "${1:-}" = "--stage" ]; then
@@ -104,7 +108,12 @@ if [ ! -f "$ck/model.safetensors" ]; then
   "$make_ck" --out "$ck" --seed 7 "${ck_args[@]}" >"$out/checkpoint.log" 2>&1 ||
     { echo "make_checkpoint failed"; tail -5 "$out/checkpoint.log"; exit 1; }
 fi
-cp "$tok/tokenizer.json" "$ck/" || exit 1
+if [ -f "$tok/tokenizer.json.xz" ]; then
+  python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' \
+    "$tok/tokenizer.json.xz" >"$ck/tokenizer.json" || exit 1
+else
+  cp "$tok/tokenizer.json" "$ck/" || exit 1
+fi
 [ -f "$tok/tokenizer_config.json" ] && cp "$tok/tokenizer_config.json" "$ck/"
 
 common=(--clients "$clients" --requests "$requests" --max-tokens "$max_tokens"
