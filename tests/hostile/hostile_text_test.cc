@@ -4,10 +4,21 @@
 // with the template's line and column; never a hang, an exhausted stack or
 // gigabytes of memory. Expected outputs were checked against Jinja2 3.1
 // (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks).
+//
+// Every case runs in a child process (InChild) that builds its input there,
+// at test time, and the child's peak RSS (wait4's rusage) must stay under
+// 512 MB. Time is not asserted (tools/bench's tokenizer_budget measures it).
 #include <gtest/gtest.h>
 #include <jansson.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,12 +27,86 @@
 
 namespace {
 
+std::string g_llama3;  // the Llama 3 tokenizer.json (argv)
+
+constexpr size_t kMaxRss = 512u << 20;
+
+// What a child sends back: a status code, a text (the output or the error
+// message) and ids.
+struct Outcome {
+  int code = 0;
+  std::string text;
+  std::vector<uint32_t> ids;
+  size_t peak = 0;  // the child's peak RSS, bytes
+};
+
+bool WriteAll(int fd, const void *p, size_t n) {
+  const char *c = static_cast<const char *>(p);
+  while (n > 0) {
+    ssize_t w = write(fd, c, n);
+    if (w <= 0) return false;
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// Runs fn in a child process; its outcome comes back through a pipe and
+// its peak RSS from wait4. A child that dies gives code -1.
+Outcome InChild(const std::function<Outcome()> &fn) {
+  int p[2];
+  Outcome r;
+  r.code = -1;
+  if (pipe(p) != 0) return r;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(p[0]);
+    Outcome o = fn();
+    uint64_t n[2] = {o.text.size(), o.ids.size()};
+    int32_t code = o.code;
+    bool ok = WriteAll(p[1], &code, sizeof(code)) &&
+              WriteAll(p[1], n, sizeof(n)) &&
+              WriteAll(p[1], o.text.data(), o.text.size()) &&
+              WriteAll(p[1], o.ids.data(), o.ids.size() * sizeof(uint32_t));
+    _exit(ok ? 0 : 3);
+  }
+  close(p[1]);
+  std::string bytes;
+  char buf[1 << 16];
+  ssize_t got;
+  while ((got = read(p[0], buf, sizeof(buf))) > 0) bytes.append(buf, got);
+  close(p[0]);
+  int status = 0;
+  struct rusage ru = {};
+  if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
+    r.text = "the child died (status " + std::to_string(status) + ")";
+    return r;
+  }
+  r.peak = static_cast<size_t>(ru.ru_maxrss) * 1024;
+  int32_t code = 0;
+  uint64_t n[2] = {0, 0};
+  if (bytes.size() < sizeof(code) + sizeof(n)) return r;
+  memcpy(&code, bytes.data(), sizeof(code));
+  memcpy(n, bytes.data() + sizeof(code), sizeof(n));
+  size_t at = sizeof(code) + sizeof(n);
+  if (bytes.size() != at + n[0] + n[1] * sizeof(uint32_t)) return r;
+  r.code = code;
+  r.text = bytes.substr(at, n[0]);
+  r.ids.resize(n[1]);
+  memcpy(r.ids.data(), bytes.data() + at + n[0], n[1] * sizeof(uint32_t));
+  return r;
+}
+
+#define EXPECT_BOUNDED(o) \
+  EXPECT_LT((o).peak, kMaxRss) << "peak RSS " << ((o).peak >> 20) << " MB"
+
 struct Rendered {
   atlas_status_code code = ATLAS_STATUS_OK;
   std::string text;  // the output, or the error message
 };
 
-Rendered Render(const std::string &src, const atlas_chat_budget *budget) {
+Rendered RenderHere(const std::string &src, const atlas_chat_budget *budget) {
   Rendered r;
   atlas_chat_template *t = nullptr;
   atlas_status s =
@@ -44,6 +129,22 @@ Rendered Render(const std::string &src, const atlas_chat_budget *budget) {
   r.code = atlas_status_code_of(s);
   if (s != ATLAS_OK) r.text = atlas_status_message(s);
   atlas_status_free(s);
+  return r;
+}
+
+// Renders in a child process: the peak RSS is asserted here.
+Rendered Render(const std::string &src, const atlas_chat_budget *budget) {
+  Outcome o = InChild([&] {
+    Rendered r = RenderHere(src, budget);
+    Outcome x;
+    x.code = r.code;
+    x.text = r.text;
+    return x;
+  });
+  EXPECT_BOUNDED(o) << " rendering " << src.substr(0, 80);
+  Rendered r;
+  r.code = static_cast<atlas_status_code>(o.code);
+  r.text = o.text;
   return r;
 }
 
@@ -224,14 +325,12 @@ struct Encoded {
   std::vector<uint32_t> ids;
 };
 
-Encoded Encode(json_t *tokenizer_json, const std::string &text) {
+// Loads the tokenizer.json text and encodes `text`, in this process.
+Encoded EncodeHere(const char *dump, const std::string &text) {
   Encoded e;
-  char *dump = json_dumps(tokenizer_json, JSON_COMPACT);
-  json_decref(tokenizer_json);
   atlas_tokenizer *t = nullptr;
   atlas_status s =
       atlas_tokenizer_load_from_memory(dump, strlen(dump), "crafted.json", &t);
-  free(dump);
   uint32_t *ids = nullptr;
   size_t n = 0;
   if (s == ATLAS_OK) {
@@ -244,6 +343,37 @@ Encoded Encode(json_t *tokenizer_json, const std::string &text) {
   if (s != ATLAS_OK) e.message = atlas_status_message(s);
   atlas_status_free(s);
   return e;
+}
+
+// Builds the tokenizer.json (make) and the text (text) and encodes, in a
+// child process: the input is made there, at test time, and the peak RSS of
+// all of it is asserted.
+Encoded EncodeMade(const std::function<std::string()> &make,
+                   const std::function<std::string()> &text) {
+  Outcome o = InChild([&] {
+    std::string json = make();
+    Encoded e = EncodeHere(json.c_str(), text());
+    Outcome x;
+    x.code = e.code;
+    x.text = e.message;
+    x.ids = e.ids;
+    return x;
+  });
+  EXPECT_BOUNDED(o);
+  Encoded e;
+  e.code = static_cast<atlas_status_code>(o.code);
+  e.message = o.text;
+  e.ids = o.ids;
+  return e;
+}
+
+// The same for a tokenizer.json built with jansson (freed here).
+Encoded Encode(json_t *tokenizer_json, const std::string &text) {
+  char *dump = json_dumps(tokenizer_json, JSON_COMPACT);
+  json_decref(tokenizer_json);
+  std::string json(dump);
+  free(dump);
+  return EncodeMade([&] { return json; }, [&] { return text; });
 }
 
 // A BPE model over the single characters of `chars` (id = position).
@@ -361,18 +491,153 @@ TEST(HostileTokenizers, LongAddedTokensMatchInLinearTime) {
 
 TEST(HostileTokenizers, ALargeVocabularyLoadsAndAnswers) {
   // 400k entries: with a fixed hash, keys chosen to collide made loading
-  // quadratic; each map now draws its own seed.
-  json_t *vocab = json_object();
-  for (int i = 0; i < 400000; ++i) {
-    json_object_set_new(vocab, ("v" + std::to_string(i)).c_str(),
-                        json_integer(i));
-  }
-  json_object_set_new(vocab, "a", json_integer(400000));
-  json_t *t = json_pack("{s:{s:s, s:o, s:[]}}", "model", "type", "BPE", "vocab",
-                        vocab, "merges");
-  Encoded e = Encode(t, "aaa");
+  // quadratic; each map now draws its own seed, so no key set is chosen
+  // against it. Built in the child as text.
+  Encoded e = EncodeMade(
+      [] {
+        std::string j =
+            "{\"model\": {\"type\": \"BPE\", \"merges\": [], "
+            "\"vocab\": {";
+        for (int i = 0; i < 400000; ++i) {
+          j += "\"v" + std::to_string(i) + "\": " + std::to_string(i) + ", ";
+        }
+        return j + "\"a\": 400000}}}";
+      },
+      [] { return std::string("aaa"); });
   ASSERT_EQ(e.code, ATLAS_STATUS_OK) << e.message;
   EXPECT_EQ(e.ids, (std::vector<uint32_t>{400000, 400000, 400000}));
 }
 
+// One character of 1000 (CJK ideographs from U+4E00), as UTF-8.
+std::string Ideograph(int i) {
+  const uint32_t cp = 0x4E00 + static_cast<uint32_t>(i);
+  std::string s;
+  s += static_cast<char>(0xE0 | (cp >> 12));
+  s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+  s += static_cast<char>(0x80 | (cp & 0x3F));
+  return s;
+}
+
+TEST(HostileTokenizers, AMillionMergesLoadAndMerge) {
+  // 1000 characters and the merge of every ordered pair of them: 1,000,000
+  // merges and as many vocabulary entries (34 s and 1.5 GB before).
+  Encoded e = EncodeMade(
+      [] {
+        std::string vocab, merges;
+        vocab.reserve(24u << 20);
+        merges.reserve(16u << 20);
+        int id = 0;
+        for (int i = 0; i < 1000; ++i) {
+          vocab += "\"" + Ideograph(i) + "\": " + std::to_string(id++) + ",";
+        }
+        for (int i = 0; i < 1000; ++i) {
+          for (int k = 0; k < 1000; ++k) {
+            vocab += "\"" + Ideograph(i) + Ideograph(k) +
+                     "\": " + std::to_string(id++) + ",";
+            merges += "\"" + Ideograph(i) + " " + Ideograph(k) + "\",";
+          }
+        }
+        vocab.pop_back();
+        merges.pop_back();
+        return "{\"model\": {\"type\": \"BPE\", \"vocab\": {" + vocab +
+               "}, \"merges\": [" + merges + "]}}";
+      },
+      // The lowest rank merges first: (0,1) rank 1, then (998,2) rank 998002
+      // before (999,998) rank 999998, which then no longer exists.
+      [] {
+        return Ideograph(0) + Ideograph(1) + Ideograph(999) + Ideograph(998) +
+               Ideograph(2);
+      });
+  ASSERT_EQ(e.code, ATLAS_STATUS_OK) << e.message;
+  EXPECT_EQ(e.ids, (std::vector<uint32_t>{1000 + 0 * 1000 + 1, 999,
+                                          1000 + 998 * 1000 + 2}));
+}
+
+// Distinct random words of 8-200 letters: each misses the BPE word cache
+// and enters it (a fixed hash let crafted words collide there).
+std::string FloodText(size_t n) {
+  std::string t;
+  t.reserve(n + 256);
+  uint64_t s = 0x9E3779B97F4A7C15ull;
+  auto next = [&s] {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  };
+  while (t.size() < n) {
+    size_t len = 8 + next() % 193;
+    for (size_t j = 0; j < len; ++j) t += static_cast<char>('a' + next() % 26);
+    t += ' ';
+  }
+  t.resize(n);
+  return t;
+}
+
+TEST(HostileTokenizers, AFiveMegabyteCacheFloodEncodesAndRoundTrips) {
+  // Llama 3's tokenizer.json (byte-level: decoding the ids gives the text
+  // back exactly, which checks them).
+  Outcome o = InChild([] {
+    Outcome x;
+    atlas_tokenizer *t = nullptr;
+    atlas_status s = atlas_tokenizer_load(g_llama3.c_str(), &t);
+    const std::string text = FloodText(5u << 20);
+    uint32_t *ids = nullptr;
+    size_t n = 0;
+    if (s == ATLAS_OK) {
+      s = atlas_tokenizer_encode(t, text.data(), text.size(), false, &ids, &n);
+    }
+    char *back = nullptr;
+    size_t len = 0;
+    if (s == ATLAS_OK)
+      s = atlas_tokenizer_decode(t, ids, n, false, &back, &len);
+    x.code = atlas_status_code_of(s);
+    if (s != ATLAS_OK) x.text = atlas_status_message(s);
+    if (s == ATLAS_OK && std::string(back, len) != text) {
+      x.code = -2;
+      x.text = "the ids do not decode to the text";
+    }
+    x.ids.assign(1, static_cast<uint32_t>(n));
+    free(back);
+    free(ids);
+    atlas_status_free(s);
+    atlas_tokenizer_free(t);
+    return x;
+  });
+  EXPECT_BOUNDED(o);
+  ASSERT_EQ(o.code, ATLAS_STATUS_OK) << o.text;
+  ASSERT_EQ(o.ids.size(), 1u);
+  EXPECT_GT(o.ids[0], 1000000u);  // about 2.8 bytes an id
+}
+
+TEST(HostileTemplates, HugeStringsAndStructuresAreRefusedByName) {
+  // 60 MB strings (over 4 GB before), and tojson of a structure the
+  // template builds: refused by a named limit, never built whole.
+  EXPECT_REFUSED(Render("{% set s = 'x' * 60000000 %}{{ s|length }}"),
+                 ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_string");
+  EXPECT_REFUSED(Render("{% set s = 'x' * 1000000 %}{% set ns = "
+                        "namespace(t='') %}{% for i in range(100) %}{% set "
+                        "ns.t = ns.t ~ s %}{% endfor %}{{ ns.t|length }}"),
+                 ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_");
+  EXPECT_REFUSED(Render("{% set l = range(100000)|list %}{% set ns = "
+                        "namespace(x=[]) %}{% for i in range(1000) %}{% set "
+                        "ns.x = ns.x + [l] %}{% endfor %}{{ ns.x|tojson }}"),
+                 ATLAS_STATUS_RESOURCE_EXHAUSTED, "max_");
+}
+
 }  // namespace
+
+int main(int argc, char **argv) {
+  testing::InitGoogleTest(&argc, argv);
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.size() >= 14 && a.compare(a.size() - 14, 14, "tokenizer.json") == 0) {
+      g_llama3 = a;
+    }
+  }
+  if (g_llama3.empty()) {
+    std::fprintf(stderr, "usage: hostile_text_test LLAMA3_PACKAGE_FILES...\n");
+    return 2;
+  }
+  return RUN_ALL_TESTS();
+}
