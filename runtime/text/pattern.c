@@ -194,6 +194,7 @@ atlas_status atlas_text_matcher_init(atlas_text_matcher *m) {
                              "tokenizer: out of memory for regex match data");
   }
   m->norm_growth = ATLAS_TEXT_NORMALIZE_GROWTH;
+  m->steps_left = m->steps_budget = UINT64_MAX;  // until an encode sets it
   atlas_text_matcher_set_limits(m, 0, 0);
   pcre2_set_heap_limit(m->mc, ATLAS_TEXT_REGEX_HEAP_LIMIT_KIB);
   return ATLAS_OK;
@@ -205,6 +206,13 @@ void atlas_text_matcher_set_limits(atlas_text_matcher *m, uint32_t match_limit,
   m->depth_limit = depth_limit ? depth_limit : ATLAS_TEXT_REGEX_DEPTH_LIMIT;
   pcre2_set_match_limit(m->mc, m->match_limit);
   pcre2_set_depth_limit(m->mc, m->depth_limit);
+}
+
+void atlas_text_matcher_budget(atlas_text_matcher *m, size_t len) {
+  uint64_t kib = (uint64_t)len / 1024 + 1;
+  uint64_t limit = m->match_limit;
+  m->steps_budget = kib > UINT64_MAX / limit ? UINT64_MAX : kib * limit;
+  m->steps_left = m->steps_budget;
 }
 
 void atlas_text_matcher_free(atlas_text_matcher *m) {
@@ -233,8 +241,36 @@ static atlas_status find_once(const atlas_text_pattern *p,
     *me = *ms + p->literal_len;
     return ATLAS_OK;
   }
-  int rc = pcre2_match(p->re, (PCRE2_SPTR)s, len, from, PCRE2_NO_UTF_CHECK,
-                       m->md, m->mc);
+  // A limit ladder: 100 steps, then ten times more a try, up to the
+  // search's limit and what the encode has left. The search is charged the
+  // limit it ended under (at most ten times what it spent), so a text whose
+  // every search backtracks runs out of the encode's budget, not of time.
+  int rc = PCRE2_ERROR_MATCHLIMIT;
+  uint32_t tried = 0;
+  bool budget_hit = false;
+  for (uint64_t limit = 100; rc == PCRE2_ERROR_MATCHLIMIT; limit *= 10) {
+    if (limit > m->match_limit) limit = m->match_limit;
+    if (limit >= m->steps_left) {
+      limit = m->steps_left;
+      budget_hit = true;
+    }
+    if (limit <= tried) break;
+    pcre2_set_match_limit(m->mc, (uint32_t)limit);
+    rc = pcre2_match(p->re, (PCRE2_SPTR)s, len, from, PCRE2_NO_UTF_CHECK, m->md,
+                     m->mc);
+    tried = (uint32_t)limit;
+    if (limit == m->match_limit && !budget_hit) break;
+  }
+  m->steps_left -= tried < m->steps_left ? tried : m->steps_left;
+  if (rc == PCRE2_ERROR_MATCHLIMIT && budget_hit) {
+    return atlas_status_make(
+        ATLAS_STATUS_RESOURCE_EXHAUSTED,
+        "tokenizer: the regexes of the tokenizer.json need more than %llu "
+        "steps in all for this text (the limit regex_match_limit, %lu, for "
+        "each KiB), by byte %zu: they backtrack on every search",
+        (unsigned long long)m->steps_budget, (unsigned long)m->match_limit,
+        from);
+  }
   if (rc == PCRE2_ERROR_NOMATCH) return ATLAS_OK;
   if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
       rc == PCRE2_ERROR_HEAPLIMIT) {

@@ -38,7 +38,12 @@ typedef struct atlas_text_matcher {
   uint32_t depth_limit;
   uint32_t norm_growth;  // a normalizer makes at most this times its input
                          // plus 64 KiB (ATLAS_TEXT_NORMALIZE_GROWTH)
-  size_t norm_cap;       // while a normalizer runs: the most bytes it may make
+  // Regex steps one encode may still spend (atlas_text_matcher_budget): a
+  // search that needs just under match_limit, repeated a search every few
+  // bytes, would otherwise cost match_limit per few bytes of text.
+  uint64_t steps_left;
+  uint64_t steps_budget;  // what the encode started with, for messages
+  size_t norm_cap;        // while a normalizer runs: the most bytes it may make
   size_t last_match_end;
   bool have_last;
 } atlas_text_matcher;
@@ -55,6 +60,11 @@ void atlas_text_pattern_free(atlas_text_pattern *p);
 #define ATLAS_TEXT_NORMALIZE_GROWTH 16u
 
 ATLAS_MUST_USE atlas_status atlas_text_matcher_init(atlas_text_matcher *m);
+// The regex steps an encode of `len` bytes may spend in all: match_limit
+// for each KiB of text, and one match_limit at least (ordinary tokenizer
+// regexes spend a few steps a byte). Each search is charged what it was
+// allowed when it ended (limits tried from 100 up, ten times a try).
+void atlas_text_matcher_budget(atlas_text_matcher *m, size_t len);
 // Sets the regex limits of later searches (0 for either: its default).
 void atlas_text_matcher_set_limits(atlas_text_matcher *m, uint32_t match_limit,
                                    uint32_t depth_limit);

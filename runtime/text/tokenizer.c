@@ -215,6 +215,7 @@ static atlas_status encode_locked(atlas_tokenizer *t, const char *text,
   split->base = text;
   split->base_len = len;
   t->encoded.count = 0;
+  atlas_text_matcher_budget(&t->matcher, len);
   // Added tokens matched in the raw text, then each piece between them.
   ATLAS_RETURN_IF_ERROR(atlas_added_vocab_split(&t->added, &t->added.raw, text,
                                                 len, true, split));

@@ -426,6 +426,62 @@ TEST(HostileTokenizers, CatastrophicRegexHitsTheMatchLimit) {
   EXPECT_NE(e.message.find("limit"), std::string::npos) << e.message;
 }
 
+TEST(HostileTokenizers, RegexJustUnderTheMatchLimitOnEverySearch) {
+  // (a+)+c|b over runs of a's each ended by b: every search backtracks
+  // through 2^n ways of splitting the run (just under the limit at n = 16)
+  // before it matches the b, and a search every 17 bytes made the whole
+  // text cost the match limit that often (28 s). The encode's budget (the
+  // limit for each KiB of text) ends it, naming the limit.
+  auto tokenizer = [] {
+    json_t *t = CharModel("abc");
+    json_object_set_new(
+        t, "pre_tokenizer",
+        json_pack("{s:s, s:{s:s}, s:s, s:b}", "type", "Split", "pattern",
+                  "Regex", "(a+)+c|b", "behavior", "Isolated", "invert", 0));
+    return t;
+  };
+  std::string run;
+  for (int i = 0; i < 16; ++i) run += 'a';
+  run += 'b';
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += run;
+  Encoded e = Encode(tokenizer(), text);
+  EXPECT_EQ(e.code, ATLAS_STATUS_RESOURCE_EXHAUSTED) << e.message;
+  EXPECT_NE(e.message.find("steps in all"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("regex_match_limit"), std::string::npos)
+      << e.message;
+  // The same regex on a text that does not backtrack: the right ids.
+  e = Encode(tokenizer(), "acbab");
+  ASSERT_EQ(e.code, ATLAS_STATUS_OK) << e.message;
+  EXPECT_EQ(e.ids, (std::vector<uint32_t>{0, 2, 1, 0, 1}));
+}
+
+// Ordinary regexes stay far inside the budget, even where every piece is a
+// byte: a megabyte of "a1" through Llama 3's pattern (a piece a byte).
+TEST(HostileTokenizers, APieceEveryByteStaysWithinTheRegexBudget) {
+  Outcome o = InChild([] {
+    Outcome x;
+    atlas_tokenizer *t = nullptr;
+    atlas_status s = atlas_tokenizer_load(g_llama3.c_str(), &t);
+    std::string text;
+    for (int i = 0; i < (1 << 19); ++i) text += "a1";
+    uint32_t *ids = nullptr;
+    size_t n = 0;
+    if (s == ATLAS_OK) {
+      s = atlas_tokenizer_encode(t, text.data(), text.size(), false, &ids, &n);
+    }
+    x.code = atlas_status_code_of(s);
+    if (s != ATLAS_OK) x.text = atlas_status_message(s);
+    x.ids.assign(1, static_cast<uint32_t>(n));
+    free(ids);
+    atlas_status_free(s);
+    atlas_tokenizer_free(t);
+    return x;
+  });
+  EXPECT_BOUNDED(o);
+  EXPECT_EQ(o.code, ATLAS_STATUS_OK) << o.text;
+}
+
 TEST(HostileTokenizers, ManyAddedTokensAndLongLstripRunsStayCorrect) {
   // 120k special added tokens (their de-duplication scanned every earlier
   // one), then a text using the first and the last.
