@@ -86,9 +86,10 @@ static void end_running(atlas_scheduler *sched, size_t i,
 static atlas_status admit_one(atlas_scheduler *sched, sched_request *r) {
   atlas_gen_config c;
   atlas_sched_gen_config(sched, r, &c);
-  ATLAS_RETURN_IF_ERROR(
-      atlas_gen_state_init(&r->g, &c, r->prompt, r->prompt_len, sched->vocab));
-  r->g_ready = true;
+  atlas_status s =
+      atlas_gen_state_init(&r->g, &c, r->prompt, r->prompt_len, sched->vocab);
+  r->g_ready = true;  // deinit even after a failed init
+  ATLAS_RETURN_IF_ERROR(s);
   r->input_cap = r->prompt_len + 16;
   r->input = malloc(r->input_cap * sizeof(uint32_t));
   if (r->input == NULL) {
@@ -123,23 +124,6 @@ static size_t group_blocks(const atlas_scheduler *sched,
   return b;
 }
 
-// Makes a popped request running (its generation state first); false when
-// it ended instead.
-static bool run_admitted(atlas_scheduler *sched, sched_request *r) {
-  atlas_status s = admit_one(sched, r);
-  if (s != ATLAS_OK) {
-    ungroup(r);
-    atlas_sched_finish_request(r, ATLAS_SCHED_ERROR, s, "", 0, 0);
-    atlas_status_free(s);
-    atlas_sched_request_free(r);
-    return false;
-  }
-  pthread_mutex_lock(&sched->mu);
-  sched->running[sched->running_count++] = r;
-  pthread_mutex_unlock(&sched->mu);
-  return true;
-}
-
 // Admits waiting requests while the running set, the pool and FCFS allow.
 // Cancelled ones end here.
 static void admit(atlas_scheduler *sched) {
@@ -156,6 +140,7 @@ static void admit(atlas_scheduler *sched) {
   }
   for (;;) {
     pthread_mutex_lock(&sched->mu);
+    size_t base = sched->running_count;
     sched_request *r = sched->head;
     // A group's leader cancelled while queued still runs (and ends at the
     // next step), so that its followers are admitted with it.
@@ -172,6 +157,11 @@ static void admit(atlas_scheduler *sched) {
       sched->waiting -= cancelled ? 1 : group_size(r);
       r->next = NULL;
     }
+    // Running at once (the leader first), so that a cancel finds every
+    // member from the moment it leaves the queue.
+    for (size_t i = 0; fits && !cancelled && i < group_size(r); ++i) {
+      sched->running[sched->running_count++] = i ? r->followers[i - 1] : r;
+    }
     pthread_mutex_unlock(&sched->mu);
     if (r == NULL || (!cancelled && !fits)) return;
     if (cancelled) {
@@ -180,23 +170,15 @@ static void admit(atlas_scheduler *sched) {
       continue;
     }
     room -= need;
-    // The leader first: should it fail, its followers go on alone.
-    sched_request **f = r->followers;
-    size_t k = r->follower_count;
-    r->followers = NULL;
-    r->follower_count = 0;
-    bool led = run_admitted(sched, r);
-    if (led) {
-      r->followers = f;
-      r->follower_count = k;
+    // Their generation states; one that fails ends (a failed leader's
+    // followers go on alone). Backwards: ending one moves only those after.
+    for (size_t i = sched->running_count; i-- > base;) {
+      atlas_status s = admit_one(sched, sched->running[i]);
+      if (s != ATLAS_OK) {
+        end_running(sched, i, ATLAS_SCHED_ERROR, s);
+        atlas_status_free(s);
+      }
     }
-    // Backwards: a follower that fails leaves the list (order kept) behind
-    // the ones still to come.
-    for (size_t i = k; i-- > 0;) {
-      if (!led) f[i]->leader = NULL;
-      run_admitted(sched, f[i]);
-    }
-    if (!led) free(f);
   }
 }
 
@@ -364,6 +346,10 @@ static void fork_followers(atlas_scheduler *sched, sched_request *leader,
             (leader->follower_count - 1) * sizeof(sched_request *));
     leader->follower_count--;
     f->leader = NULL;
+    if (atomic_load(&f->cancelled)) {  // cancelled before this step: no token
+      end_running(sched, index_of(sched, f), ATLAS_SCHED_ABORT, ATLAS_OK);
+      continue;
+    }
     atlas_status s = atlas_batch_seq_fork(sched->engine, leader->seq, &f->seq);
     if (s != ATLAS_OK) {
       end_running(sched, index_of(sched, f), ATLAS_SCHED_ERROR, s);

@@ -452,6 +452,18 @@ TEST_F(SchedulerTest, ForkedGroupsSurviveCancelsAndTheRunningCap) {
   EXPECT_EQ(res[1].finish, ATLAS_SCHED_LENGTH) << res[1].error;
   EXPECT_EQ(res[1].tokens, want);
   for (auto &r : res) EXPECT_EQ(r.finals, 1);
+  // A follower cancelled while queued ends with no token.
+  std::vector<Result> two(2);
+  auto o2 = Choices(2, 6, &two);
+  uint64_t ids2[2] = {};
+  ASSERT_OK(
+      atlas_scheduler_submit_n(sched_, p.data(), p.size(), o2.data(), 2, ids2));
+  EXPECT_OK(atlas_scheduler_cancel(sched_, ids2[1]));
+  Drain();
+  EXPECT_EQ(two[0].tokens, want);
+  EXPECT_EQ(two[1].finish, ATLAS_SCHED_ABORT);
+  EXPECT_TRUE(two[1].tokens.empty());
+  EXPECT_EQ(two[1].finals, 1);
   atlas_scheduler_stats st;
   atlas_scheduler_stats_get(sched_, &st);
   uint64_t before = st.prompt_tokens_computed;
