@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -105,6 +106,11 @@ class SchedulerTest : public ::testing::Test {
     }
     FAIL() << "the scheduler never ran out of work";
   }
+  // n choices of 6 greedy tokens on `prompt` (n = res->size()), the listed
+  // ones cancelled while queued, run to the end.
+  void SubmitAndCancel(const std::vector<uint32_t> &prompt,
+                       std::vector<Result> *res,
+                       std::initializer_list<size_t> cancel);
   static std::vector<uint32_t> Prompt(uint32_t seed, size_t n) {
     std::vector<uint32_t> p(n);
     for (size_t i = 0; i < n; ++i) p[i] = (seed * 31 + i * 7) % 256;
@@ -357,6 +363,17 @@ std::vector<atlas_request_options> Choices(size_t n, size_t max_tokens,
   return o;
 }
 
+void SchedulerTest::SubmitAndCancel(const std::vector<uint32_t> &prompt,
+                                    std::vector<Result> *res,
+                                    std::initializer_list<size_t> cancel) {
+  auto o = Choices(res->size(), 6, res);
+  std::vector<uint64_t> ids(res->size());
+  ASSERT_OK(atlas_scheduler_submit_n(sched_, prompt.data(), prompt.size(),
+                                     o.data(), res->size(), ids.data()));
+  for (size_t i : cancel) EXPECT_OK(atlas_scheduler_cancel(sched_, ids[i]));
+  Drain();
+}
+
 // The choices fork from one prefill: the prompt's positions are computed
 // once (21 of them: a part-full last block, copied on the first write),
 // every greedy choice is the one-sequence run, and every block comes back.
@@ -440,13 +457,7 @@ TEST_F(SchedulerTest, ForkedGroupsSurviveCancelsAndTheRunningCap) {
   so.max_running = 2;
   MakeScheduler(&so);
   std::vector<Result> res(3);
-  auto o = Choices(3, 6, &res);
-  uint64_t ids[3] = {};
-  ASSERT_OK(
-      atlas_scheduler_submit_n(sched_, p.data(), p.size(), o.data(), 3, ids));
-  EXPECT_OK(atlas_scheduler_cancel(sched_, ids[0]));
-  EXPECT_OK(atlas_scheduler_cancel(sched_, ids[2]));  // the second group's
-  Drain();
+  SubmitAndCancel(p, &res, {0, 2});  // 2: the second group's leader
   EXPECT_EQ(res[0].finish, ATLAS_SCHED_ABORT);
   EXPECT_EQ(res[2].finish, ATLAS_SCHED_ABORT);
   EXPECT_EQ(res[1].finish, ATLAS_SCHED_LENGTH) << res[1].error;
@@ -454,12 +465,7 @@ TEST_F(SchedulerTest, ForkedGroupsSurviveCancelsAndTheRunningCap) {
   for (auto &r : res) EXPECT_EQ(r.finals, 1);
   // A follower cancelled while queued ends with no token.
   std::vector<Result> two(2);
-  auto o2 = Choices(2, 6, &two);
-  uint64_t ids2[2] = {};
-  ASSERT_OK(
-      atlas_scheduler_submit_n(sched_, p.data(), p.size(), o2.data(), 2, ids2));
-  EXPECT_OK(atlas_scheduler_cancel(sched_, ids2[1]));
-  Drain();
+  SubmitAndCancel(p, &two, {1});
   EXPECT_EQ(two[0].tokens, want);
   EXPECT_EQ(two[1].finish, ATLAS_SCHED_ABORT);
   EXPECT_TRUE(two[1].tokens.empty());
