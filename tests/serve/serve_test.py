@@ -383,18 +383,26 @@ def case_limits(m):
                    b"\r\n\r\n")
         check("headers over the limit: 431 (or 413/414), never 500",
               code in (413, 414, 431), code)
-        # Slowloris: a client sending a byte at a time does not block others.
-        so = socket.create_connection(("127.0.0.1", s.port), timeout=30)
-        so.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le")
+        # Slowloris: eight clients sending one byte a second do not block
+        # others: each second a completion and /health are answered.
+        slow = [socket.create_connection(("127.0.0.1", s.port), timeout=30) for _ in range(8)]
+        for so in slow:
+            so.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le")
         answered = []
         tail = b"ngth: 5\r\n"
-        for i in range(5):
-            so.sendall(tail[i:i + 1])  # one byte, then others are served
-            st, body = s.request("GET", "/health", timeout=10)
-            answered.append(st)
-            time.sleep(0.2)
-        check("a slow client does not block others", answered == [200] * 5, answered)
-        so.close()
+        for i in range(4):
+            for so in slow:
+                so.sendall(tail[i:i + 1])  # one byte a second each
+            t0 = time.monotonic()
+            st, body = s.request("POST", "/v1/completions",
+                                 {"prompt": "still here", "max_tokens": 2}, timeout=10)
+            st2, _ = s.request("GET", "/health", timeout=10)
+            answered.append((st, st2))
+            time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
+        check("slow clients (a byte a second) do not block others",
+              answered == [(200, 200)] * 4, answered)
+        for so in slow:
+            so.close()
         st, _ = s.request("GET", "/health")
         check("the server still answers after the slow client", st == 200)
     finally:
