@@ -76,6 +76,9 @@
 #                   -rss_limit_mb 512, chat_template 604,832 executions in
 #                   600 s (1.0k/s, peak RSS 187 MB) and tokenizer 95,435 in
 #                   600 s (158/s, 75 MB), no finding
+#   gguf            (2026-12-07, tree 099c373, 2 shared cores under load,
+#                   nice 19, -max_len 4096) 10,000,000 executions in 851 s
+#                   (11.8k/s), peak RSS 59 MB, no crash
 set -eu
 cd "$(dirname "$0")/../.."
 RUNS=${1:-1000000}
