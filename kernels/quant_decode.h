@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
 
 #ifdef __CUDACC__
 #define ATLAS_QD __device__ __forceinline__
@@ -34,6 +37,14 @@
 //   nibble ATLAS_QD_AWQ_SLOT(r % 8) (AWQ packs rows 0 2 4 6 1 3 5 7);
 //   scales [G][rows]; zeros int32 [G][rows/8] in the same order.
 #define ATLAS_QUANT_LAYOUT_AWQ 4u
+// GGUF_*: llama.cpp's blocks (ggml-common.h), w [rows][cols / block]
+//   blocks, each row's blocks in order (a GGUF tensor of ne = {cols, rows});
+//   the scales live in the blocks (scales, zeros, g_idx unused).
+#define ATLAS_QUANT_LAYOUT_GGUF_Q8_0 5u  // 32 per block: f16 d, int8 q[32]
+#define ATLAS_QUANT_LAYOUT_GGUF_Q4_0 6u  // 32: f16 d, q[16] nibbles (-8)
+#define ATLAS_QUANT_LAYOUT_GGUF_Q4_K 7u  // 256: d, dmin, 6-bit scales
+#define ATLAS_QUANT_LAYOUT_GGUF_Q5_K 8u  // 256: Q4_K plus a high bit
+#define ATLAS_QUANT_LAYOUT_GGUF_Q6_K 9u  // 256: 6-bit q, int8 scales, d
 // Where g_idx (int32 [cols]) is given, it names each column's group (GPTQ's
 // desc_act, compressed-tensors' actorder); else the group is k / group_k.
 
@@ -103,10 +114,90 @@ ATLAS_QD uint32_t atlas_qd_field(uint32_t word, uint32_t slot, uint32_t bits) {
   return (word >> (slot * bits)) & ((1u << bits) - 1u);
 }
 
-// W[n][k], dequantized in f32: (q - zero) * scale, or fp8(q) * scale. The
-// product is one f32 rounding of exact operands.
+ATLAS_QD float atlas_qd_f16_at(const uint8_t *p) {
+  return atlas_qd_f16((uint16_t)(p[0] | (uint16_t)p[1] << 8));
+}
+
+// Sub-block j's 6-bit scale and min of a Q4_K / Q5_K block's 12 bytes.
+ATLAS_QD void atlas_qd_k4_scale(const uint8_t *q, uint32_t j, uint32_t *sc,
+                                uint32_t *mn) {
+  if (j < 4) {
+    *sc = q[j] & 63u;
+    *mn = q[j + 4] & 63u;
+  } else {
+    *sc = (q[j + 4] & 0xfu) | ((uint32_t)(q[j - 4] >> 6) << 4);
+    *mn = (uint32_t)(q[j + 4] >> 4) | ((uint32_t)(q[j] >> 6) << 4);
+  }
+}
+
+// Element j of a GGUF block at `b`, in f32 as ggml's dequantize_row_* forms
+// it (the same operations in the same order).
+ATLAS_QD float atlas_qd_gguf(uint32_t layout, const uint8_t *b, uint32_t j) {
+  if (layout == ATLAS_QUANT_LAYOUT_GGUF_Q8_0) {
+    return (float)(int8_t)b[2 + j] * atlas_qd_f16_at(b);
+  }
+  if (layout == ATLAS_QUANT_LAYOUT_GGUF_Q4_0) {
+    const uint32_t q =
+        j < 16 ? (b[2 + j] & 0xfu) : (uint32_t)(b[2 + j - 16] >> 4);
+    return (float)((int32_t)q - 8) * atlas_qd_f16_at(b);
+  }
+  if (layout == ATLAS_QUANT_LAYOUT_GGUF_Q6_K) {
+    const uint8_t *ql = b, *qh = b + 128;
+    const int8_t *sc = (const int8_t *)(b + 192);
+    const uint32_t h = j / 128, r = j % 128, quarter = r / 32, l = r % 32;
+    ql += 64 * h, qh += 32 * h, sc += 8 * h;
+    const uint32_t lo = quarter & 1u ? ql[l + 32] : ql[l];
+    const uint32_t nib = quarter < 2 ? (lo & 0xfu) : (lo >> 4);
+    const int32_t q =
+        (int32_t)(nib | (((uint32_t)(qh[l] >> (2 * quarter)) & 3u) << 4)) - 32;
+    return atlas_qd_f16_at(b + 208) * (float)sc[l / 16 + 2 * quarter] *
+           (float)q;
+  }
+  // Q4_K and Q5_K: 8 sub-blocks of 32, chunks of 64 sharing a byte.
+  const uint32_t c = j / 64, within = j % 64, l = within % 32;
+  const bool high = within >= 32;
+  uint32_t sc = 0, mn = 0;
+  atlas_qd_k4_scale(b + 4, 2 * c + (high ? 1u : 0u), &sc, &mn);
+  const float d1 = atlas_qd_f16_at(b) * (float)sc;
+  const float m1 = atlas_qd_f16_at(b + 2) * (float)mn;
+  const uint8_t *qs = b + (layout == ATLAS_QUANT_LAYOUT_GGUF_Q5_K ? 48 : 16);
+  uint32_t q = high ? (uint32_t)(qs[32 * c + l] >> 4) : (qs[32 * c + l] & 0xfu);
+  if (layout == ATLAS_QUANT_LAYOUT_GGUF_Q5_K &&
+      ((b[16 + l] >> (2 * c + (high ? 1u : 0u))) & 1u)) {
+    q += 16;
+  }
+  return d1 * (float)q - m1;
+}
+
+// Elements and bytes of a GGUF layout's block.
+ATLAS_QD uint32_t atlas_qd_gguf_block(uint32_t layout) {
+  return layout <= ATLAS_QUANT_LAYOUT_GGUF_Q4_0 ? 32u : 256u;
+}
+ATLAS_QD uint32_t atlas_qd_gguf_bytes(uint32_t layout) {
+  switch (layout) {
+    case ATLAS_QUANT_LAYOUT_GGUF_Q8_0:
+      return 34u;
+    case ATLAS_QUANT_LAYOUT_GGUF_Q4_0:
+      return 18u;
+    case ATLAS_QUANT_LAYOUT_GGUF_Q4_K:
+      return 144u;
+    case ATLAS_QUANT_LAYOUT_GGUF_Q5_K:
+      return 176u;
+    default:
+      return 210u;
+  }
+}
+
+// W[n][k], dequantized in f32: (q - zero) * scale, or fp8(q) * scale (one
+// f32 rounding of exact operands), or a GGUF block's element.
 ATLAS_QD float atlas_qd_weight(const atlas_qd_matrix *m, uint32_t n,
                                uint32_t k) {
+  if (m->layout >= ATLAS_QUANT_LAYOUT_GGUF_Q8_0) {
+    const uint32_t block = atlas_qd_gguf_block(m->layout);
+    const size_t at = ((size_t)n * (m->cols / block) + k / block) *
+                      atlas_qd_gguf_bytes(m->layout);
+    return atlas_qd_gguf(m->layout, (const uint8_t *)m->w + at, k % block);
+  }
   const uint32_t stype = m->flags & ATLAS_QUANT_FLAG_SCALE_MASK;
   const uint32_t gk = m->group_k ? m->group_k : m->cols;
   const uint32_t groups = (m->cols + gk - 1) / gk;

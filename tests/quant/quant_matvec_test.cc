@@ -19,6 +19,7 @@
 #include "atlas/runtime/device/backend.h"
 #include "atlas/runtime/device/host_backend.h"
 #include "tests/cuda/cuda_skip.h"
+#include "tests/quant/gguf_blocks_reference.h"
 #include "tests/quant/quant_reference.h"
 #include "tests/runtime/test_util.h"
 
@@ -127,7 +128,7 @@ std::vector<QuantMatrix> Cases() {
 std::vector<float> RunKernel(atlas_backend *b, const QuantMatrix &m,
                              const Stored &s, const std::vector<float> &x,
                              uint32_t count = 0, uint32_t accumulate = 0,
-                             float start = NAN) {
+                             float start = NAN, uint32_t layout = 0) {
   std::vector<void *> bufs;
   auto upload = [&](const void *data, size_t bytes) -> void * {
     if (bytes == 0) return nullptr;
@@ -161,8 +162,8 @@ std::vector<float> RunKernel(atlas_backend *b, const QuantMatrix &m,
                                  ATLAS_ARG_PTR(d_w),   ATLAS_ARG_PTR(d_s),
                                  ATLAS_ARG_PTR(d_z),   ATLAS_ARG_PTR(d_g)};
   if (count) args.push_back(ATLAS_ARG_U32(count));
-  for (uint32_t v : {m.rows, m.cols, LayoutOf(m.format), m.bits, m.group_k,
-                     m.block_n, FlagsOf(m), accumulate}) {
+  for (uint32_t v : {m.rows, m.cols, layout ? layout : LayoutOf(m.format),
+                     m.bits, m.group_k, m.block_n, FlagsOf(m), accumulate}) {
     args.push_back(ATLAS_ARG_U32(v));
   }
   if (k != nullptr) {
@@ -184,6 +185,46 @@ std::vector<float> RandomX(uint32_t n, std::mt19937 &rng) {
   std::vector<float> x(n);
   for (float &v : x) v = d(rng);
   return x;
+}
+
+// A GGUF matrix through the quant kernels: out (count x rows; count 0: one
+// vector) from `x`, added to `start` with accumulate.
+uint32_t GgufLayout(gguf_ref::Type t) {
+  switch (t) {
+    case gguf_ref::Type::kQ8_0:
+      return ATLAS_QUANT_LAYOUT_GGUF_Q8_0;
+    case gguf_ref::Type::kQ4_0:
+      return ATLAS_QUANT_LAYOUT_GGUF_Q4_0;
+    case gguf_ref::Type::kQ4_K:
+      return ATLAS_QUANT_LAYOUT_GGUF_Q4_K;
+    case gguf_ref::Type::kQ5_K:
+      return ATLAS_QUANT_LAYOUT_GGUF_Q5_K;
+    case gguf_ref::Type::kQ6_K:
+      return ATLAS_QUANT_LAYOUT_GGUF_Q6_K;
+  }
+  return 0;
+}
+
+std::vector<float> RunGguf(atlas_backend *b, const gguf_ref::Matrix &g,
+                           const std::vector<float> &x, uint32_t count,
+                           uint32_t accumulate, float start) {
+  QuantMatrix m;
+  m.format = Format::kFp8;  // unused: the layout is given
+  m.rows = g.rows, m.cols = g.cols, m.bits = 8, m.group_k = 0, m.block_n = 0;
+  Stored s;
+  s.w = g.bytes;
+  return RunKernel(b, m, s, x, count, accumulate, start, GgufLayout(g.type));
+}
+
+std::vector<gguf_ref::Matrix> GgufCases() {
+  std::mt19937 rng(77);
+  std::vector<gguf_ref::Matrix> c;
+  for (gguf_ref::Type t :
+       {gguf_ref::Type::kQ8_0, gguf_ref::Type::kQ4_0, gguf_ref::Type::kQ4_K,
+        gguf_ref::Type::kQ5_K, gguf_ref::Type::kQ6_K}) {
+    c.push_back(gguf_ref::Random(t, 40, 512, rng));
+  }
+  return c;
 }
 
 class QuantMatvec : public ::testing::Test {
@@ -363,6 +404,72 @@ TEST_F(QuantMatvec, CudaMatchesTheReferenceDequantizer) {
     ++n;
   }
   printf("quant_matvec (cuda): %d layouts match the reference\n", n);
+  EXPECT_OK(atlas_backend_destroy(b));
+}
+
+// GGUF blocks on the host: one vector and 11 rows with accumulate, each
+// output equal bit for bit to the reference's f32 sum in column order.
+TEST_F(QuantMatvec, HostGgufBlocksEqualTheReference) {
+  atlas_backend *b = nullptr;
+  atlas_backend_options o{};
+  o.modules = &set_;
+  ASSERT_OK(atlas_host_backend_create(&o, &b));
+  std::mt19937 rng(8);
+  for (const gguf_ref::Matrix &g : GgufCases()) {
+    const uint32_t count = 11;
+    std::vector<float> x = RandomX(g.cols * count, rng);
+    std::vector<float> v = RunGguf(b, g, x, 0, 0, NAN);
+    std::vector<float> mm = RunGguf(b, g, x, count, 1, 0.5f);
+    for (uint32_t i = 0; i < count; ++i) {
+      for (uint32_t r = 0; r < g.rows; ++r) {
+        float want = 0.0f;
+        for (uint32_t k = 0; k < g.cols; ++k) {
+          want += g.value[(size_t)r * g.cols + k] * x[(size_t)i * g.cols + k];
+        }
+        if (i == 0) ASSERT_EQ(v[r], want) << gguf_ref::Name(g.type);
+        ASSERT_EQ(mm[(size_t)i * g.rows + r], 0.5f + want)
+            << gguf_ref::Name(g.type) << " x row " << i << " row " << r;
+      }
+    }
+  }
+  EXPECT_OK(atlas_backend_destroy(b));
+}
+
+TEST_F(QuantMatvec, CudaGgufBlocksMatchTheReference) {
+  atlas_backend *b = nullptr;
+  atlas_backend_options o{};
+  o.modules = &set_;
+  StatusResult r = Take(atlas_cuda_backend_create(&o, &b));
+  if (r.code == ATLAS_STATUS_UNAVAILABLE) {
+    ATLAS_CUDA_SKIP("CUDA unavailable: " << r.message);
+  }
+  ASSERT_EQ(r.code, ATLAS_STATUS_OK) << r.message;
+  std::mt19937 rng(8);
+  for (const gguf_ref::Matrix &g : GgufCases()) {
+    const uint32_t count = 11;
+    std::vector<float> x = RandomX(g.cols * count, rng);
+    std::vector<float> v = RunGguf(b, g, x, 0, 0, NAN);
+    std::vector<float> mm = RunGguf(b, g, x, count, 1, 0.5f);
+    double worst = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      for (uint32_t row = 0; row < g.rows; ++row) {
+        double want = 0, mag = 0;
+        for (uint32_t k = 0; k < g.cols; ++k) {
+          double p = (double)g.value[(size_t)row * g.cols + k] *
+                     x[(size_t)i * g.cols + k];
+          want += p;
+          mag += fabs(p);
+        }
+        double e =
+            fabs(mm[(size_t)i * g.rows + row] - (0.5 + want)) / (mag + 0.5);
+        if (i == 0) e = fmax(e, fabs(v[row] - want) / mag);
+        worst = fmax(worst, e);
+        ASSERT_LE(e, 1e-5) << gguf_ref::Name(g.type) << " row " << row;
+      }
+    }
+    printf("quant_matvec, quant_matmul (cuda): gguf %s %ux%u worst %.3g\n",
+           gguf_ref::Name(g.type), g.rows, g.cols, worst);
+  }
   EXPECT_OK(atlas_backend_destroy(b));
 }
 

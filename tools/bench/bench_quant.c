@@ -50,6 +50,9 @@ static const format kFormats[] = {
      2, true},
     {"awq int4 g128", ATLAS_QUANT_LAYOUT_AWQ, 4, 128, 1,
      ATLAS_QUANT_SCALE_F16 | ATLAS_QUANT_FLAG_ZEROS, 2, true},
+    {"gguf Q8_0", ATLAS_QUANT_LAYOUT_GGUF_Q8_0, 8, 0, 0, 0, 0, false},
+    {"gguf Q4_K", ATLAS_QUANT_LAYOUT_GGUF_Q4_K, 4, 0, 0, 0, 0, false},
+    {"gguf Q6_K", ATLAS_QUANT_LAYOUT_GGUF_Q6_K, 6, 0, 0, 0, 0, false},
 };
 
 static int check(atlas_status s, const char *what) {
@@ -62,7 +65,8 @@ static int check(atlas_status s, const char *what) {
 static void *device_random(atlas_backend *b, size_t bytes, unsigned seed,
                            int *err) {
   void *d = NULL;
-  unsigned char *h = malloc(bytes ? bytes : 1);
+  if (bytes == 0) return NULL;
+  unsigned char *h = malloc(bytes);
   if (h == NULL) {
     *err = 1;
     return NULL;
@@ -80,11 +84,15 @@ static void *device_random(atlas_backend *b, size_t bytes, unsigned seed,
 
 static int run_one(atlas_backend *b, const atlas_kernel *k, const shape *s,
                    const format *f, int reps) {
-  const uint32_t ppw = 32 / f->bits;
+  const uint32_t ppw = 32 / (f->bits == 6 ? 8 : f->bits);
   const uint32_t gk = f->group_k ? f->group_k : s->cols;
   const size_t groups = (s->cols + gk - 1) / gk;
   size_t w_bytes, scale_count, zero_bytes = 0;
-  if (f->layout == ATLAS_QUANT_LAYOUT_FP8) {
+  if (f->layout >= ATLAS_QUANT_LAYOUT_GGUF_Q8_0) {
+    w_bytes = (size_t)s->rows * (s->cols / atlas_qd_gguf_block(f->layout)) *
+              atlas_qd_gguf_bytes(f->layout);
+    scale_count = 0;
+  } else if (f->layout == ATLAS_QUANT_LAYOUT_FP8) {
     w_bytes = (size_t)s->rows * s->cols;
     const uint32_t bn = f->block_n ? f->block_n : s->rows;
     scale_count = (size_t)((s->rows + bn - 1) / bn) * groups;
