@@ -2,10 +2,13 @@
 // attacker writes (issue 57): encodes 1, 10 and 100 MB (by default) of
 // ordinary text and of adversarial text, each in a child process, and prints
 // the CPU seconds per MB and the peak memory the encode added, as a multiple
-// of the text's size. A program, not a test: it times things.
+// of the text's size, and for each kind the time per MB at each size over
+// that at the smallest (1.00 is linear). A program, not a test: it times
+// things. --merges N also times loading a tokenizer.json of N merges (the
+// merges of every pair of sqrt(N) characters, as many vocabulary entries).
 //
 //   bench_tokenizer_budget --tokenizer tokenizer.json [--sizes 1,10,100]
-//       [--kinds ordinary,flood,spaces,word]
+//       [--kinds ordinary,flood,spaces,word] [--merges 1000000]
 //
 // Kinds of text:
 //   ordinary  English-like sentences with numbers and punctuation
@@ -15,7 +18,7 @@
 //   spaces    runs of spaces and newlines (the pre-tokenizers' whitespace
 //             branches and lstrip)
 //   word      one word of letters without end (BPE merges over the whole
-//             length: n log n, with a symbol per byte)
+//             length: refused past the limit max_word_bytes, 1 MiB)
 #define _GNU_SOURCE  // wait4
 #include <getopt.h>
 #include <stdint.h>
@@ -86,7 +89,7 @@ static char *make_text(const char *kind, size_t n) {
 }
 
 // Child: load, make the text, encode; prints one line. Exit 0 on success.
-static int run_one(const char *path, const char *kind, size_t mb) {
+static int run_one(const char *path, const char *kind, size_t mb, int fd) {
   atlas_tokenizer *tok = NULL;
   atlas_status st = atlas_tokenizer_load(path, &tok);
   if (st != ATLAS_OK) {
@@ -111,14 +114,73 @@ static int run_one(const char *path, const char *kind, size_t mb) {
     printf("%-9s %5zu MB  refused after %.2f s: %s\n", kind, mb, secs,
            atlas_status_message(st));
     atlas_status_free(st);
+    secs = -1.0;
   } else {
     printf("%-9s %5zu MB  %10zu ids  %7.3f s  %6.3f s/MB  peak +%.2f x text\n",
            kind, mb, count, secs, secs / (double)mb, added / (double)n);
   }
   fflush(stdout);
+  if (write(fd, &secs, sizeof(secs)) != (ssize_t)sizeof(secs)) return 1;
   free(ids);
   free(text);
   atlas_tokenizer_free(tok);
+  return 0;
+}
+
+// Child: builds a tokenizer.json of n merges and loads it.
+static int run_merges(size_t n) {
+  size_t side = 1;
+  while ((side + 1) * (side + 1) <= n) side++;
+  size_t cap = side * side * 40 + side * 24 + 256, len = 0;
+  char *j = malloc(cap);
+  if (j == NULL) return 1;
+  // Characters from U+4E00, 3 bytes each in UTF-8.
+  char c[4] = {0};
+#define CH(i)                                            \
+  (c[0] = (char)(0xE0 | ((0x4E00 + (i)) >> 12)),         \
+   c[1] = (char)(0x80 | (((0x4E00 + (i)) >> 6) & 0x3F)), \
+   c[2] = (char)(0x80 | ((0x4E00 + (i)) & 0x3F)), c)
+  len += (size_t)sprintf(j + len, "{\"model\":{\"type\":\"BPE\",\"vocab\":{");
+  size_t id = 0;
+  for (size_t i = 0; i < side; i++) {
+    len += (size_t)sprintf(j + len, "\"%s\":%zu,", CH(i), id++);
+  }
+  for (size_t i = 0; i < side; i++) {
+    for (size_t k = 0; k < side; k++) {
+      len += (size_t)sprintf(j + len, "\"%s", CH(i));
+      len += (size_t)sprintf(j + len, "%s\":%zu,", CH(k), id++);
+    }
+  }
+  len--;  // the last comma
+  len += (size_t)sprintf(j + len, "},\"merges\":[");
+  for (size_t i = 0; i < side; i++) {
+    for (size_t k = 0; k < side; k++) {
+      len += (size_t)sprintf(j + len, "\"%s ", CH(i));
+      len += (size_t)sprintf(j + len, "%s\",", CH(k));
+    }
+  }
+  len--;
+  len += (size_t)sprintf(j + len, "]}}");
+#undef CH
+  size_t before = rss_now();
+  double t0 = cpu_s();
+  atlas_tokenizer *tok = NULL;
+  atlas_status st =
+      atlas_tokenizer_load_from_memory(j, len, "merges.json", &tok);
+  double secs = cpu_s() - t0;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  size_t peak = (size_t)ru.ru_maxrss * 1024;
+  printf(
+      "merges %9zu  load %.3f s  (%.2f us a merge; JSON %.1f MB)  peak +%zu "
+      "MB\n",
+      side * side, secs, secs * 1e6 / (double)(side * side), (double)len / 1e6,
+      (peak > before ? peak - before : 0) >> 20);
+  if (st != ATLAS_OK) printf("  refused: %s\n", atlas_status_message(st));
+  fflush(stdout);
+  atlas_status_free(st);
+  atlas_tokenizer_free(tok);
+  free(j);
   return 0;
 }
 
@@ -126,10 +188,12 @@ int main(int argc, char **argv) {
   const char *path = NULL;
   char sizes[256] = "1,10,100";
   char kinds[256] = "ordinary,flood,spaces,word";
+  char merges[256] = "";
   static const struct option kOptions[] = {
       {"tokenizer", required_argument, NULL, 't'},
       {"sizes", required_argument, NULL, 's'},
       {"kinds", required_argument, NULL, 'k'},
+      {"merges", required_argument, NULL, 'm'},
       {NULL, 0, NULL, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", kOptions, NULL)) != -1) {
@@ -139,6 +203,8 @@ int main(int argc, char **argv) {
       snprintf(sizes, sizeof(sizes), "%s", optarg);
     } else if (c == 'k') {
       snprintf(kinds, sizeof(kinds), "%s", optarg);
+    } else if (c == 'm') {
+      snprintf(merges, sizeof(merges), "%s", optarg);
     } else {
       return 2;
     }
@@ -155,18 +221,52 @@ int main(int argc, char **argv) {
     if (strstr(kinds, kKinds[k]) == NULL) continue;
     char list[256];
     snprintf(list, sizeof(list), "%s", sizes);
+    double first_per_mb = 0.0;
+    size_t first_mb = 0;
     for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok != NULL;
          tok = strtok_r(NULL, ",", &save)) {
       size_t mb = (size_t)strtoul(tok, NULL, 10);
       if (mb == 0) continue;
+      int p[2];
+      if (pipe(p) != 0) return 1;
+      fflush(stdout);  // a child must not print the parent's lines again
       pid_t pid = fork();
-      if (pid == 0) _exit(run_one(path, kKinds[k], mb));
+      if (pid == 0) {
+        close(p[0]);
+        _exit(run_one(path, kKinds[k], mb, p[1]));
+      }
+      close(p[1]);
+      double secs = -1.0;
+      if (read(p[0], &secs, sizeof(secs)) != (ssize_t)sizeof(secs)) secs = -1;
+      close(p[0]);
       int status = 0;
       if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
           WEXITSTATUS(status) != 0) {
         printf("%-9s %5zu MB  FAILED (status %d)\n", kKinds[k], mb, status);
         rc = 1;
+      } else if (secs >= 0.0 && first_mb == 0) {
+        first_mb = mb;
+        first_per_mb = secs / (double)mb;
+      } else if (secs >= 0.0 && first_per_mb > 0.0) {
+        printf("%-9s %5zu MB  time a MB %.2f x that at %zu MB\n", kKinds[k], mb,
+               secs / (double)mb / first_per_mb, first_mb);
       }
+    }
+  }
+  char list[256];
+  snprintf(list, sizeof(list), "%s", merges);
+  for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok != NULL;
+       tok = strtok_r(NULL, ",", &save)) {
+    size_t n = (size_t)strtoul(tok, NULL, 10);
+    if (n == 0) continue;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) _exit(run_merges(n));
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+      printf("merges %zu FAILED (status %d)\n", n, status);
+      rc = 1;
     }
   }
   return rc;
