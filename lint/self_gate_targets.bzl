@@ -22,6 +22,8 @@ SELF_GATE_TARGETS = [
     "//kernels:quant",
     "//kernels:quant_decode",
     "//kernels:quant_fatbin",
+    "//kernels:moe",
+    "//kernels:moe_fatbin",
     "//kernels:weight_scan",
     "//kernels:weight_scan_fatbin",
     "//lint:atlas_static",
