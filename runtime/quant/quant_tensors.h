@@ -42,8 +42,7 @@ ATLAS_MUST_USE atlas_status atlas_quant_module_kept(
 // tensor and what was expected.
 ATLAS_MUST_USE atlas_status atlas_quant_matrix_find(
     const atlas_quant_config *config, const atlas_checkpoint *ck,
-    const char *module, uint32_t rows, uint32_t cols,
-    atlas_quant_matrix *out);
+    const char *module, uint32_t rows, uint32_t cols, atlas_quant_matrix *out);
 
 #ifdef __cplusplus
 }  // extern "C"
