@@ -28,9 +28,10 @@ static atlas_dtype ScaleDtype(ScaleType t) {
 }
 
 // The tensors a checkpoint of `method` stores for `m` (via the packer).
-std::vector<Tensor> Layer(atlas_quant_method method, const QuantMatrix &m) {
+std::vector<Tensor> Layer(atlas_quant_method method, const QuantMatrix &m,
+                          const char *module) {
   Stored s = quant_ref::Pack(m);
-  const std::string p = std::string(kModule) + ".";
+  const std::string p = std::string(module) + ".";
   const int64_t rows = m.rows, cols = m.cols, ppw = 32 / m.bits;
   const int64_t groups = m.Groups();
   std::vector<Tensor> t;

@@ -25,9 +25,10 @@ struct Tensor {
   std::vector<uint8_t> bytes;
 };
 
-// The tensors a checkpoint of `method` stores for `m`.
+// The tensors a checkpoint of `method` stores for `m` as layer `module`.
 std::vector<Tensor> Layer(atlas_quant_method method,
-                          const quant_ref::QuantMatrix &m);
+                          const quant_ref::QuantMatrix &m,
+                          const char *module = kModule);
 // TEST_TMPDIR/<leaf>/model.safetensors holding `ts`; returns the directory.
 std::string Write(const std::string &leaf, const std::vector<Tensor> &ts);
 // The quantization_config that describes `m`.
