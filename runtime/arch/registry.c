@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "atlas/runtime/arch/decoder/decoder_arch.h"
+#include "atlas/runtime/arch/llama/llama.h"
 #include "atlas/runtime/arch/mistral/mistral.h"
 #include "atlas/runtime/arch/qwen2/qwen2.h"
 #include "atlas/runtime/arch/qwen3/qwen3.h"
@@ -15,9 +16,8 @@
 
 // One row per architecture.
 static const atlas_arch kArchs[] = {
-    ATLAS_DECODER_ARCH_ROW("llama", atlas_decoder_model_types,
-                           atlas_decoder_architectures,
-                           atlas_decoder_arch_parse),
+    ATLAS_DECODER_ARCH_ROW("llama", atlas_llama_model_types,
+                           atlas_llama_architectures, atlas_llama_parse),
     ATLAS_DECODER_ARCH_ROW("qwen2", atlas_qwen2_model_types,
                            atlas_qwen2_architectures, atlas_qwen2_config_parse),
     ATLAS_DECODER_ARCH_ROW("qwen3", atlas_qwen3_model_types,

@@ -289,7 +289,8 @@ def long_cases():
     cases.append(dict(name="long_gemma3_text_bf16", dtype="bf16", prompt=1000, steps=40,
                       config=gemma3(sliding_window=100, max_position_embeddings=2048)))
     cases.append(dict(name="long_phi3_f32", dtype="f32", prompt=1000, steps=40,
-                      config=phi3(orig=256, sliding_window=300)))
+                      config=phi3(orig=256, sliding_window=300,
+                                max_position_embeddings=2048)))
     return cases
 
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "atlas/runtime/arch/decoder/decoder_config.h"
+#include "atlas/runtime/arch/llama/llama.h"
 #include "atlas/runtime/arch/rope/rope.h"
 #include "gtest/gtest.h"
 #include "tests/model/test_util.h"
@@ -23,7 +24,7 @@ atlas_decoder_config Parse(const std::string &extra) {
       extra + "}";
   atlas_decoder_config cfg = {};
   atlas_test::Status s(
-      atlas_decoder_config_parse(text.data(), text.size(), kPath, &cfg));
+      atlas_llama_config_parse(text.data(), text.size(), kPath, &cfg));
   EXPECT_TRUE(s.ok()) << s.message();
   return cfg;
 }
@@ -98,7 +99,7 @@ TEST(Rope, OriginalLengthMustBeAPositiveInteger) {
       "{\"rope_type\": \"yarn\", \"factor\": 2.0}}";
   atlas_decoder_config cfg = {};
   atlas_test::ExpectError(
-      atlas_decoder_config_parse(text.data(), text.size(), kPath, &cfg),
+      atlas_llama_config_parse(text.data(), text.size(), kPath, &cfg),
       ATLAS_STATUS_INVALID_ARGUMENT,
       {kPath, "\"original_max_position_embeddings\" is 12.5"});
 }

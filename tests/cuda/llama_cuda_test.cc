@@ -13,6 +13,7 @@
 #include "atlas/kernels/token_kernels.h"
 #include "atlas/runtime/arch/decoder/decoder.h"
 #include "atlas/runtime/arch/decoder/decoder_weights.h"
+#include "atlas/runtime/arch/llama/llama.h"
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/device/host_backend.h"
 #include "atlas/tools/checkpoint/make_checkpoint_lib.h"
@@ -100,7 +101,7 @@ void Generate(atlas_backend *b, const std::string &dir,
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
   atlas_decoder_config config;
-  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
   atlas_decoder_load_options lo{};
   lo.max_seq = max_seq;
   lo.kv_dtype = kv_dtype;
@@ -191,7 +192,7 @@ TEST(LlamaCudaOverlap, ChangesNoBitOfTheLogitsNorTheIds) {
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
   atlas_decoder_config config;
-  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
   atlas_decoder_load_options lo{};
   lo.max_seq = 64;
   atlas_decoder_model *model = nullptr;
@@ -295,7 +296,7 @@ TEST(LlamaCudaFaults, FailedLoadAtEveryFaultLeavesNothingOnTheDevice) {
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
   atlas_decoder_config config;
-  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
   // A clean load counts the operations (and warms the driver's pools).
   atlas_decoder_model *model = nullptr;
   uint64_t a0 = atlas_backend_op_count(b, ATLAS_FAULT_ALLOC);

@@ -11,6 +11,7 @@
 
 #include "atlas/runtime/arch/decoder/decoder_config.h"
 #include "atlas/runtime/arch/decoder/decoder_weights.h"
+#include "atlas/runtime/arch/llama/llama.h"
 #include "atlas/runtime/base/status.h"
 #include "atlas/runtime/formats/checkpoint.h"
 
@@ -35,7 +36,7 @@ static bool plan(const atlas_decoder_config *c, planned *t, size_t *out_n) {
       if (per_layer != (layer >= 0)) continue;
       if (!atlas_decoder_weight_used(c, (atlas_decoder_weight)w)) continue;
       if (n == MAX_TENSORS) return false;
-      atlas_status s = atlas_decoder_weight_name((atlas_decoder_weight)w,
+      atlas_status s = atlas_decoder_weight_name(c, (atlas_decoder_weight)w,
                                                  (int)(layer < 0 ? 0 : layer),
                                                  t[n].name, sizeof(t[n].name));
       if (s != ATLAS_OK) __builtin_trap();
@@ -112,8 +113,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   uint8_t selector = data[size - 1];
   atlas_decoder_config cfg;
-  atlas_status status = atlas_decoder_config_parse((const char *)data, size - 1,
-                                                   "fuzz/config.json", &cfg);
+  atlas_status status = atlas_llama_config_parse((const char *)data, size - 1,
+                                                 "fuzz/config.json", &cfg);
   if (status != ATLAS_OK) {
     atlas_status_free(status);
     return 0;

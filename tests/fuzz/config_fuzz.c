@@ -7,14 +7,15 @@
 
 #include "atlas/runtime/arch/decoder/decoder_config.h"
 #include "atlas/runtime/arch/decoder/decoder_weights.h"
+#include "atlas/runtime/arch/llama/llama.h"
 #include "atlas/runtime/base/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   atlas_decoder_config cfg;
-  atlas_status status = atlas_decoder_config_parse((const char *)data, size,
-                                                   "fuzz/config.json", &cfg);
+  atlas_status status = atlas_llama_config_parse((const char *)data, size,
+                                                 "fuzz/config.json", &cfg);
   if (status != ATLAS_OK) {
     if (strstr(atlas_status_message(status), "fuzz/config.json") == NULL) {
       __builtin_trap();

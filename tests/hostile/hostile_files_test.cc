@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "atlas/runtime/arch/decoder/decoder.h"
+#include "atlas/runtime/arch/llama/llama.h"
 #include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/formats/safetensors.h"
 #include "atlas/runtime/model/model.h"
@@ -329,7 +330,7 @@ TEST(Values, ConfigFloatsThatOverflowFloat32AreRefused) {
         "\"rms_norm_eps\":" +
         std::string(v) + "}";
     StatusResult r = Take(
-        atlas_decoder_config_parse(text.data(), text.size(), "cfg.json", &c));
+        atlas_llama_config_parse(text.data(), text.size(), "cfg.json", &c));
     EXPECT_EQ(r.code, ATLAS_STATUS_INVALID_ARGUMENT) << r.message;
     EXPECT_NE(r.message.find("rms_norm_eps"), std::string::npos) << r.message;
     EXPECT_NE(r.message.find("float32"), std::string::npos) << r.message;

@@ -1,6 +1,8 @@
 // The Llama forward pass on the host backend against an independent
 // double-precision reference, plus loading, teardown and determinism.
+#include "atlas/runtime/arch/llama/llama.h"
 #include "atlas/runtime/arch/decoder/decoder.h"
+#include "atlas/runtime/arch/qwen3/qwen3.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -193,13 +195,13 @@ struct Loaded {
   // model_type; this test links the Llama code alone).
   void Open(const std::string &dir, int64_t prefill_rows = 0,
             atlas_dtype kv_dtype = ATLAS_DTYPE_F32,
-            atlas_decoder_family family = ATLAS_DECODER_FAMILY_LLAMA) {
+            const atlas_decoder_family *family = &atlas_llama_family) {
     atlas_backend_options o{};
     o.modules = &atlas_decoder_module_set;
     ASSERT_OK(atlas_host_backend_create(&o, &backend));
     ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
-    ASSERT_OK(atlas_decoder_config_load_family(
-        family, (dir + "/config.json").c_str(), &config));
+    ASSERT_OK(atlas_decoder_config_load(family, (dir + "/config.json").c_str(),
+                                        &config));
     atlas_decoder_load_options lo{};
     lo.max_seq = 32;
     lo.prefill_rows = prefill_rows;
@@ -233,7 +235,7 @@ atlas_status Collect(void *ctx, const float *logits, size_t n) {
 // and every greedy id against RefModel.
 void ExpectMatchesReference(
     const std::string &dir,
-    atlas_decoder_family family = ATLAS_DECODER_FAMILY_LLAMA) {
+    const atlas_decoder_family *family = &atlas_llama_family) {
   Loaded m;
   m.Open(dir, 0, ATLAS_DTYPE_F32, family);
   ASSERT_NE(m.model, nullptr);
@@ -279,7 +281,7 @@ TEST_P(LlamaForward, MatchesDoublePrecisionReference) {
 
 // The launches of one eager decode step of the model in `dir`.
 void StepLaunches(const std::string &dir, uint64_t *out,
-                  atlas_decoder_family family = ATLAS_DECODER_FAMILY_LLAMA) {
+                  const atlas_decoder_family *family = &atlas_llama_family) {
   Loaded m;
   m.Open(dir, 0, ATLAS_DTYPE_F32, family);
   ASSERT_NE(m.model, nullptr);
@@ -294,8 +296,8 @@ void StepLaunches(const std::string &dir, uint64_t *out,
 // `launches` gets each one's launches a step.
 void WideHiddenStates(bool qk_norm, uint64_t (&launches)[2]) {
   const int64_t hiddens[2] = {12256, 12288};
-  atlas_decoder_family family =
-      qk_norm ? ATLAS_DECODER_FAMILY_QWEN3 : ATLAS_DECODER_FAMILY_LLAMA;
+  const atlas_decoder_family *family =
+      qk_norm ? &atlas_qwen3_family : &atlas_llama_family;
   for (int i = 0; i < 2; ++i) {
     SCOPED_TRACE("hidden " + std::to_string(hiddens[i]));
     std::string dir = MakeWideCheckpoint(
@@ -393,7 +395,7 @@ TEST(Llama, FailedLoadAtEveryAllocationLeavesNothing) {
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
   atlas_decoder_config config;
-  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
   atlas_backend_options o{};
   o.modules = &atlas_decoder_module_set;
   atlas_backend *b = nullptr;
@@ -442,7 +444,7 @@ TEST(Llama, FailedLoadWhoseCleanupFailsReportsBoth) {
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
   atlas_decoder_config config;
-  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
   std::vector<std::string> lines;
   atlas_backend_options o{};
   o.modules = &atlas_decoder_module_set;
@@ -588,7 +590,7 @@ TEST(Llama, RedZonesKeepOneAllocationPerBuffer) {
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
   atlas_decoder_config config;
-  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
   atlas_backend_options o{};
   o.modules = &atlas_decoder_module_set;
   atlas_backend *b = nullptr;
@@ -1008,7 +1010,7 @@ TEST(Llama, FailedCaptureFallsBackToEagerWithOneLogLine) {
   atlas_checkpoint *ck = nullptr;
   ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
   atlas_decoder_config config{};
-  ASSERT_OK(atlas_decoder_config_load((dir + "/config.json").c_str(), &config));
+  ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &config));
   atlas_decoder_load_options lo{};
   lo.max_seq = 16;
   atlas_decoder_model *model = nullptr;

@@ -52,24 +52,25 @@ TEST(LlamaTensors, Names) {
   ATLAS_ASSERT_OK(atlas_decoder_tensor_name(buf, sizeof(buf), 3,
                                             "self_attn.q_proj.weight"));
   EXPECT_STREQ(buf, "model.layers.3.self_attn.q_proj.weight");
-  ATLAS_ASSERT_OK(
-      atlas_decoder_weight_name(ATLAS_DECODER_DOWN_PROJ, 11, buf, sizeof(buf)));
+  ATLAS_ASSERT_OK(atlas_decoder_weight_name(NULL, ATLAS_DECODER_DOWN_PROJ, 11,
+                                            buf, sizeof(buf)));
   EXPECT_STREQ(buf, "model.layers.11.mlp.down_proj.weight");
-  ATLAS_ASSERT_OK(
-      atlas_decoder_weight_name(ATLAS_DECODER_POST_NORM, 0, buf, sizeof(buf)));
+  ATLAS_ASSERT_OK(atlas_decoder_weight_name(NULL, ATLAS_DECODER_FFN_NORM, 0,
+                                            buf, sizeof(buf)));
   EXPECT_STREQ(buf, "model.layers.0.post_attention_layernorm.weight");
-  ATLAS_ASSERT_OK(atlas_decoder_weight_name(ATLAS_DECODER_EMBED_TOKENS, 5, buf,
-                                            sizeof(buf)));
+  ATLAS_ASSERT_OK(atlas_decoder_weight_name(NULL, ATLAS_DECODER_EMBED_TOKENS, 5,
+                                            buf, sizeof(buf)));
   EXPECT_STREQ(buf, "model.embed_tokens.weight");
-  ATLAS_ASSERT_OK(
-      atlas_decoder_weight_name(ATLAS_DECODER_LM_HEAD, 0, buf, sizeof(buf)));
+  ATLAS_ASSERT_OK(atlas_decoder_weight_name(NULL, ATLAS_DECODER_LM_HEAD, 0, buf,
+                                            sizeof(buf)));
   EXPECT_STREQ(buf, "lm_head.weight");
-  ATLAS_ASSERT_OK(
-      atlas_decoder_weight_name(ATLAS_DECODER_FINAL_NORM, 0, buf, sizeof(buf)));
+  ATLAS_ASSERT_OK(atlas_decoder_weight_name(NULL, ATLAS_DECODER_FINAL_NORM, 0,
+                                            buf, sizeof(buf)));
   EXPECT_STREQ(buf, "model.norm.weight");
-  EXPECT_STREQ(atlas_decoder_weight_suffix(ATLAS_DECODER_GATE_PROJ),
+  EXPECT_STREQ(atlas_decoder_weight_suffix(NULL, ATLAS_DECODER_GATE_PROJ),
                "mlp.gate_proj.weight");
-  EXPECT_EQ(atlas_decoder_weight_suffix(ATLAS_DECODER_WEIGHT_COUNT), nullptr);
+  EXPECT_EQ(atlas_decoder_weight_suffix(NULL, ATLAS_DECODER_WEIGHT_COUNT),
+            nullptr);
   EXPECT_TRUE(atlas_decoder_weight_is_per_layer(ATLAS_DECODER_Q_PROJ));
   EXPECT_FALSE(atlas_decoder_weight_is_per_layer(ATLAS_DECODER_LM_HEAD));
 
@@ -96,13 +97,13 @@ TEST(LlamaTensors, ShapesWithGroupedQueryAttention) {
       {ATLAS_DECODER_K_PROJ, 2, 32, 32},
       {ATLAS_DECODER_V_PROJ, 2, 32, 32},
       {ATLAS_DECODER_O_PROJ, 2, 32, 64},
-      {ATLAS_DECODER_POST_NORM, 1, 32, 0},
+      {ATLAS_DECODER_FFN_NORM, 1, 32, 0},
       {ATLAS_DECODER_GATE_PROJ, 2, 64, 32},
       {ATLAS_DECODER_UP_PROJ, 2, 64, 32},
       {ATLAS_DECODER_DOWN_PROJ, 2, 32, 64},
   };
   for (const Want &w : wants) {
-    SCOPED_TRACE(atlas_decoder_weight_suffix(w.w));
+    SCOPED_TRACE(atlas_decoder_weight_suffix(NULL, w.w));
     int64_t shape[2];
     int rank = 0;
     atlas_decoder_weight_shape(&c, w.w, shape, &rank);
@@ -193,8 +194,9 @@ TEST(LlamaCheck, ExtraTensorsAreNotCounted) {
         continue;
       }
       char name[128];
-      ATLAS_ASSERT_OK(atlas_decoder_weight_name(
-          static_cast<atlas_decoder_weight>(k), layer, name, sizeof(name)));
+      ATLAS_ASSERT_OK(
+          atlas_decoder_weight_name(NULL, static_cast<atlas_decoder_weight>(k),
+                                    layer, name, sizeof(name)));
       names.push_back(name);
     }
   }
@@ -205,8 +207,9 @@ TEST(LlamaCheck, ExtraTensorsAreNotCounted) {
     t.dtype = ATLAS_DTYPE_F32;
     bool found = false;
     for (int k = 0; k < ATLAS_DECODER_WEIGHT_COUNT && !found; ++k) {
-      const char *suffix =
-          atlas_decoder_weight_suffix(static_cast<atlas_decoder_weight>(k));
+      const char *suffix = atlas_decoder_weight_suffix(
+          NULL, static_cast<atlas_decoder_weight>(k));
+      if (suffix == nullptr) continue;  // not in the Llama layout
       if (n.size() >= strlen(suffix) &&
           n.compare(n.size() - strlen(suffix), strlen(suffix), suffix) == 0) {
         atlas_decoder_weight_shape(&c, static_cast<atlas_decoder_weight>(k),

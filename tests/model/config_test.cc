@@ -1,5 +1,9 @@
 // Llama config.json parsing: defaults, rope_parameters, and every rejection.
 #include "atlas/runtime/arch/decoder/decoder_config.h"
+#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/mistral/mistral.h"
+#include "atlas/runtime/arch/qwen2/qwen2.h"
+#include "atlas/runtime/arch/qwen3/qwen3.h"
 
 #include <string>
 
@@ -24,7 +28,7 @@ std::string Config(const std::string &extra = "") {
 atlas_decoder_config ParseOk(const std::string &text) {
   atlas_decoder_config cfg = {};
   atlas_test::Status s(
-      atlas_decoder_config_parse(text.data(), text.size(), kPath, &cfg));
+      atlas_llama_config_parse(text.data(), text.size(), kPath, &cfg));
   EXPECT_TRUE(s.ok()) << s.message();
   return cfg;
 }
@@ -35,7 +39,7 @@ void ExpectBad(const std::string &text, atlas_status_code code,
   cfg.vocab_size = 12345;
   std::vector<std::string> n = needles;
   n.push_back(kPath);
-  ExpectError(atlas_decoder_config_parse(text.data(), text.size(), kPath, &cfg),
+  ExpectError(atlas_llama_config_parse(text.data(), text.size(), kPath, &cfg),
               code, n);
   EXPECT_EQ(cfg.vocab_size, 12345) << "output written on failure";
 }
@@ -205,8 +209,8 @@ TEST(LlamaConfig, SlidingWindowHoldsTheContext) {
   std::string mistral =
       Config("\"num_key_value_heads\": 2, \"sliding_window\": 128");
   c = {};
-  atlas_test::Status s(atlas_decoder_config_parse_family(
-      ATLAS_DECODER_FAMILY_MISTRAL, mistral.data(), mistral.size(), kPath, &c));
+  atlas_test::Status s(atlas_decoder_config_parse(
+      &atlas_mistral_family, mistral.data(), mistral.size(), kPath, &c));
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(c.sliding_window, 128);
   EXPECT_EQ(c.context_window, 0);
@@ -279,13 +283,13 @@ TEST(LlamaConfig, LoadFromFile) {
   std::string path = dir + "/config.json";
   atlas_test::WriteFile(path, Config("\"num_key_value_heads\": 1"));
   atlas_decoder_config c = {};
-  ATLAS_ASSERT_OK(atlas_decoder_config_load(path.c_str(), &c));
+  ATLAS_ASSERT_OK(atlas_llama_config_load(path.c_str(), &c));
   EXPECT_EQ(c.num_key_value_heads, 1);
   atlas_test::WriteFile(path, "{\"vocab_size\": true}");
-  ExpectError(atlas_decoder_config_load(path.c_str(), &c),
+  ExpectError(atlas_llama_config_load(path.c_str(), &c),
               ATLAS_STATUS_INVALID_ARGUMENT, {path, "\"vocab_size\""});
   std::string missing = dir + "/nope.json";
-  ExpectError(atlas_decoder_config_load(missing.c_str(), &c),
+  ExpectError(atlas_llama_config_load(missing.c_str(), &c),
               ATLAS_STATUS_NOT_FOUND, {missing, "cannot open"});
 }
 
@@ -293,11 +297,11 @@ TEST(LlamaConfig, LoadFromFile) {
 
 namespace {
 
-atlas_decoder_config ParseFamily(atlas_decoder_family f,
+atlas_decoder_config ParseFamily(const atlas_decoder_family *f,
                                  const std::string &text) {
   atlas_decoder_config cfg = {};
-  atlas_test::Status s(atlas_decoder_config_parse_family(
-      f, text.data(), text.size(), kPath, &cfg));
+  atlas_test::Status s(
+      atlas_decoder_config_parse(f, text.data(), text.size(), kPath, &cfg));
   EXPECT_TRUE(s.ok()) << s.message();
   return cfg;
 }
@@ -311,19 +315,17 @@ std::string FamilyConfig(const std::string &extra = "") {
 
 TEST(FamilyConfig, SlidingWindows) {
   // Mistral: every layer; absent means MistralConfig's 4096, null none.
-  atlas_decoder_config c =
-      ParseFamily(ATLAS_DECODER_FAMILY_MISTRAL, FamilyConfig());
+  atlas_decoder_config c = ParseFamily(&atlas_mistral_family, FamilyConfig());
   EXPECT_EQ(c.sliding_window, 4096);
   EXPECT_EQ(atlas_decoder_layer_window(&c, 0), 4096);
-  c = ParseFamily(ATLAS_DECODER_FAMILY_MISTRAL,
+  c = ParseFamily(&atlas_mistral_family,
                   FamilyConfig("\"sliding_window\": null"));
   EXPECT_EQ(atlas_decoder_layer_window(&c, 1), 0);
   // Qwen2: only with use_sliding_window, from max_window_layers on.
-  c = ParseFamily(ATLAS_DECODER_FAMILY_QWEN2,
-                  FamilyConfig("\"sliding_window\": 64"));
+  c = ParseFamily(&atlas_qwen2_family, FamilyConfig("\"sliding_window\": 64"));
   EXPECT_EQ(atlas_decoder_layer_window(&c, 1), 0);
   c = ParseFamily(
-      ATLAS_DECODER_FAMILY_QWEN2,
+      &atlas_qwen2_family,
       FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": 64, "
                    "\"max_window_layers\": 1"));
   EXPECT_EQ(atlas_decoder_layer_window(&c, 0), 0);
@@ -331,12 +333,12 @@ TEST(FamilyConfig, SlidingWindows) {
   EXPECT_TRUE(c.qkv_bias);
   EXPECT_FALSE(c.o_bias);
   c = ParseFamily(
-      ATLAS_DECODER_FAMILY_QWEN2,
+      &atlas_qwen2_family,
       FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": null"));
   EXPECT_EQ(atlas_decoder_layer_window(&c, 1), 0);
   // layer_types, when given, decides.
   c = ParseFamily(
-      ATLAS_DECODER_FAMILY_QWEN3,
+      &atlas_qwen3_family,
       FamilyConfig("\"use_sliding_window\": true, \"sliding_window\": 8, "
                    "\"layer_types\": [\"sliding_attention\", "
                    "\"sliding_attention\"]"));
@@ -352,20 +354,19 @@ TEST(FamilyConfig, MistralLayerTypesCannotUnslideLayers) {
   std::string text = FamilyConfig(
       "\"sliding_window\": 8, "
       "\"layer_types\": [\"full_attention\", \"sliding_attention\"]");
-  ExpectError(
-      atlas_decoder_config_parse_family(ATLAS_DECODER_FAMILY_MISTRAL,
-                                        text.data(), text.size(), kPath, &c),
-      ATLAS_STATUS_UNIMPLEMENTED,
-      {kPath, "layer_types", "model_type mistral",
-       "sliding_window 8 to every layer"});
+  ExpectError(atlas_decoder_config_parse(&atlas_mistral_family, text.data(),
+                                         text.size(), kPath, &c),
+              ATLAS_STATUS_UNIMPLEMENTED,
+              {kPath, "layer_types", "model_type mistral",
+               "sliding_window 8 to every layer"});
   // A list that agrees with transformers is fine; without a window the
   // list changes nothing.
   c = ParseFamily(
-      ATLAS_DECODER_FAMILY_MISTRAL,
+      &atlas_mistral_family,
       FamilyConfig("\"sliding_window\": 8, \"layer_types\": "
                    "[\"sliding_attention\", \"sliding_attention\"]"));
   EXPECT_EQ(atlas_decoder_layer_window(&c, 0), 8);
-  c = ParseFamily(ATLAS_DECODER_FAMILY_MISTRAL,
+  c = ParseFamily(&atlas_mistral_family,
                   FamilyConfig("\"sliding_window\": null, \"layer_types\": "
                                "[\"full_attention\", \"sliding_attention\"]"));
   EXPECT_EQ(atlas_decoder_layer_window(&c, 1), 0);
@@ -379,12 +380,12 @@ TEST(FamilyConfig, FamilyDefaults) {
       "{\"vocab_size\": 64, \"hidden_size\": 256, \"intermediate_size\": 64, "
       "\"num_hidden_layers\": 2, \"num_attention_heads\": 32";
   struct Row {
-    atlas_decoder_family family;
+    const atlas_decoder_family *family;
     int64_t max_positions, kv_heads;
-  } rows[] = {{ATLAS_DECODER_FAMILY_LLAMA, 2048, 32},
-              {ATLAS_DECODER_FAMILY_QWEN2, 32768, 32},
-              {ATLAS_DECODER_FAMILY_QWEN3, 32768, 32},
-              {ATLAS_DECODER_FAMILY_MISTRAL, 131072, 8}};
+  } rows[] = {{&atlas_llama_family, 2048, 32},
+              {&atlas_qwen2_family, 32768, 32},
+              {&atlas_qwen3_family, 32768, 32},
+              {&atlas_mistral_family, 131072, 8}};
   for (const Row &r : rows) {
     atlas_decoder_config c = ParseFamily(r.family, heads32 + "}");
     EXPECT_EQ(c.max_position_embeddings, r.max_positions) << r.family;
@@ -397,10 +398,9 @@ TEST(FamilyConfig, FamilyDefaults) {
   // group 4 heads (transformers cannot build it either).
   atlas_decoder_config c = {};
   std::string text = Config();
-  ExpectError(
-      atlas_decoder_config_parse_family(ATLAS_DECODER_FAMILY_QWEN2, text.data(),
-                                        text.size(), kPath, &c),
-      ATLAS_STATUS_INVALID_ARGUMENT, {kPath, "num_key_value_heads 32"});
+  ExpectError(atlas_decoder_config_parse(&atlas_qwen2_family, text.data(),
+                                         text.size(), kPath, &c),
+              ATLAS_STATUS_INVALID_ARGUMENT, {kPath, "num_key_value_heads 32"});
 }
 
 }  // namespace

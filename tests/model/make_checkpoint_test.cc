@@ -14,6 +14,9 @@
 
 #include "atlas/runtime/arch/decoder/decoder_config.h"
 #include "atlas/runtime/arch/decoder/decoder_weights.h"
+#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/mistral/mistral.h"
+#include "atlas/runtime/arch/qwen3/qwen3.h"
 #include "atlas/runtime/formats/checkpoint.h"
 #include "gtest/gtest.h"
 #include "tests/model/test_util.h"
@@ -210,8 +213,7 @@ TEST(MakeCheckpoint, ValuesLookLikeWeights) {
 TEST(MakeCheckpoint, ConfigRoundTrips) {
   std::string dir = Generate("m", 1, "small", ATLAS_DTYPE_F16, 2, true);
   atlas_decoder_config c = {};
-  ATLAS_ASSERT_OK(
-      atlas_decoder_config_load((dir + "/config.json").c_str(), &c));
+  ATLAS_ASSERT_OK(atlas_llama_config_load((dir + "/config.json").c_str(), &c));
   EXPECT_EQ(c.vocab_size, 256);
   EXPECT_EQ(c.num_hidden_layers, 4);
   EXPECT_EQ(c.num_key_value_heads, 2);
@@ -240,9 +242,8 @@ TEST(MakeCheckpoint, QkNormWritesAQwen3Checkpoint) {
     std::string text = ReadAll(dir + "/config.json");
     EXPECT_NE(text.find("\"Qwen3ForCausalLM\""), std::string::npos) << text;
     atlas_decoder_config c = {};
-    ATLAS_ASSERT_OK(atlas_decoder_config_parse_family(
-        ATLAS_DECODER_FAMILY_QWEN3, text.data(), text.size(), "config.json",
-        &c));
+    ATLAS_ASSERT_OK(atlas_decoder_config_parse(&atlas_qwen3_family, text.data(),
+                                               text.size(), "config.json", &c));
     EXPECT_TRUE(c.qk_norm);
     EXPECT_EQ(c.qkv_bias, bias);
     EXPECT_EQ(c.o_bias, bias);
@@ -282,7 +283,7 @@ TEST(MakeCheckpoint, RejectsBadOptions) {
   atlas_test::ExpectError(atlas_make_checkpoint_write(&o),
                           ATLAS_STATUS_INVALID_ARGUMENT, {"MLP bias"});
   atlas_status_consume(atlas_make_checkpoint_preset("tiny", &o.config));
-  o.config.family = ATLAS_DECODER_FAMILY_MISTRAL;
+  o.config.family = &atlas_mistral_family;
   atlas_test::ExpectError(atlas_make_checkpoint_write(&o),
                           ATLAS_STATUS_INVALID_ARGUMENT, {"no other family"});
   atlas_decoder_config c;
@@ -307,7 +308,7 @@ TEST(DemoModels, LoadAndDiffer) {
   for (const Demo &d : demos) {
     SCOPED_TRACE(d.dir);
     atlas_decoder_config c = {};
-    ATLAS_ASSERT_OK(atlas_decoder_config_load(
+    ATLAS_ASSERT_OK(atlas_llama_config_load(
         (std::string(d.dir) + "/config.json").c_str(), &c));
     EXPECT_EQ(c.vocab_size, d.vocab);
     EXPECT_EQ(c.hidden_size, d.hidden);
@@ -346,7 +347,7 @@ TEST(DemoModels, EmbeddedCopiesMatchTheFiles) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(m->weights) % 64, 0u);
     atlas_decoder_config c = {};
     ATLAS_ASSERT_OK(
-        atlas_decoder_config_parse(m->config_json, m->config_bytes, name, &c));
+        atlas_llama_config_parse(m->config_json, m->config_bytes, name, &c));
     atlas_checkpoint *ck = nullptr;
     ATLAS_ASSERT_OK(
         atlas_checkpoint_open_buffer(m->weights, m->weights_bytes, name, &ck));

@@ -12,6 +12,8 @@
 
 #include "atlas/runtime/arch/decoder/decoder_config.h"
 #include "atlas/runtime/arch/decoder/decoder_weights.h"
+#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/qwen3/qwen3.h"
 #include "atlas/runtime/base/status.h"
 #include "atlas/runtime/base/version.h"
 #include "atlas/runtime/formats/checkpoint.h"
@@ -145,12 +147,12 @@ static int fail(atlas_status status) {
 
 // Loads what was written and checks it the way the runtime will (config.json
 // read as `family`'s, as the front door picks it by model_type).
-static atlas_status verify(const char *dir, atlas_decoder_family family,
+static atlas_status verify(const char *dir, const atlas_decoder_family *family,
                            atlas_checkpoint **out_ck) {
   char path[ATLAS_CLI_PATH_MAX + 16];
   snprintf(path, sizeof(path), "%s/config.json", dir);
   atlas_decoder_config cfg;
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_config_load_family(family, path, &cfg));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_config_load(family, path, &cfg));
   ATLAS_RETURN_IF_ERROR(atlas_checkpoint_open(dir, out_ck));
   return atlas_decoder_check_checkpoint(&cfg, *out_ck, NULL);
 }
@@ -257,8 +259,8 @@ static int make(const options *o) {
   status = atlas_make_checkpoint_write(&m);
   atlas_checkpoint *ck = NULL;
   if (status == ATLAS_OK) {
-    atlas_decoder_family family =
-        o->qk_norm ? ATLAS_DECODER_FAMILY_QWEN3 : ATLAS_DECODER_FAMILY_LLAMA;
+    const atlas_decoder_family *family =
+        o->qk_norm ? &atlas_qwen3_family : &atlas_llama_family;
     status =
         atlas_status_annotate(verify(dir.tmp, family, &ck),
                               "%s failed its check and was not kept", o->out);

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include "atlas/runtime/arch/decoder/decoder_weights.h"
+#include "atlas/runtime/arch/llama/llama.h"
+#include "atlas/runtime/arch/qwen3/qwen3.h"
 #include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/base/half.h"
 #include "atlas/tools/checkpoint/safetensors_write.h"
@@ -112,7 +114,7 @@ static atlas_status list_tensors(const atlas_decoder_config *c,
   t[n++].weight = ATLAS_DECODER_FINAL_NORM;
   if (!c->tie_word_embeddings) t[n++].weight = ATLAS_DECODER_LM_HEAD;
   for (size_t i = 0; i < n; ++i) {
-    atlas_status s = atlas_decoder_weight_name(t[i].weight, t[i].rank,
+    atlas_status s = atlas_decoder_weight_name(c, t[i].weight, t[i].rank,
                                                t[i].name, sizeof(t[i].name));
     if (s != ATLAS_OK) {
       free(t);
@@ -127,7 +129,7 @@ static atlas_status list_tensors(const atlas_decoder_config *c,
 
 static bool is_norm(atlas_decoder_weight w) {
   return w == ATLAS_DECODER_FINAL_NORM || w == ATLAS_DECODER_INPUT_NORM ||
-         w == ATLAS_DECODER_POST_NORM || w == ATLAS_DECODER_Q_NORM ||
+         w == ATLAS_DECODER_FFN_NORM || w == ATLAS_DECODER_Q_NORM ||
          w == ATLAS_DECODER_K_NORM;
 }
 
@@ -304,8 +306,8 @@ atlas_status atlas_make_checkpoint_write(
   // Qwen3's config has one attention_bias for q, k, v and o, and no
   // mlp_bias; Qwen2's and Mistral's configs are not written.
   const atlas_decoder_config *c = &o->config;
-  bool family_ok = c->family == ATLAS_DECODER_FAMILY_LLAMA ||
-                   (c->family == ATLAS_DECODER_FAMILY_QWEN3 && c->qk_norm);
+  bool family_ok = c->family == NULL || c->family == &atlas_llama_family ||
+                   (c->family == &atlas_qwen3_family && c->qk_norm);
   if (!family_ok || (c->qk_norm && (c->qkv_bias != c->o_bias || c->mlp_bias))) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "make_checkpoint: writes Llama checkpoints and "

@@ -27,7 +27,7 @@ typedef struct atlas_make_checkpoint_options {
   // tie_word_embeddings: lm_head omitted. qk_norm: a Qwen3 checkpoint
   // (q_norm and k_norm a layer; config.json says qwen3, its attention_bias
   // qkv_bias, which must equal o_bias); otherwise a Llama one. Other
-  // families (family QWEN2, MISTRAL) are refused.
+  // families (qwen2, mistral) are refused.
   atlas_decoder_config config;
   atlas_dtype dtype;
   // k_proj and up_proj in another type (F32; BF16 when dtype is F32): the

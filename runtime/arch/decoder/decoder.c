@@ -257,7 +257,8 @@ atlas_status atlas_decoder_required_bytes(const atlas_decoder_config *config,
   ATLAS_RETURN_IF_ERROR(checked_sizes(config, max_seq, &kv, &scratch));
   // Norms and biases are held as f32; count them at 4 bytes per element
   // (weight_bytes counted them at their checkpoint size, at most 4).
-  uint64_t per_layer = 2ull * (uint64_t)config->hidden_size;
+  uint64_t per_layer =
+      (config->sandwich ? 4ull : 2ull) * (uint64_t)config->hidden_size;
   uint64_t q_dim = (uint64_t)(config->num_attention_heads * config->head_dim);
   uint64_t kv_dim = (uint64_t)(config->num_key_value_heads * config->head_dim);
   if (config->qkv_bias) per_layer += q_dim + 2 * kv_dim;
@@ -325,12 +326,13 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static atlas_status find_tensor(const atlas_checkpoint *ck,
+static atlas_status find_tensor(const atlas_decoder_config *config,
+                                const atlas_checkpoint *ck,
                                 atlas_decoder_weight weight, int layer,
                                 atlas_checkpoint_tensor *out) {
   char name[256];
   ATLAS_RETURN_IF_ERROR(
-      atlas_decoder_weight_name(weight, layer, name, sizeof(name)));
+      atlas_decoder_weight_name(config, weight, layer, name, sizeof(name)));
   return atlas_checkpoint_find(ck, name, out);
 }
 
@@ -349,7 +351,7 @@ static atlas_status plan_matrix(atlas_decoder_weights *w,
                                 atlas_decoder_weight weight, int layer,
                                 upload_plan *plan, atlas_decoder_matrix *out) {
   atlas_checkpoint_tensor t;
-  ATLAS_RETURN_IF_ERROR(find_tensor(ck, weight, layer, &t));
+  ATLAS_RETURN_IF_ERROR(find_tensor(w->config, ck, weight, layer, &t));
   void *dst = NULL;
   ATLAS_RETURN_IF_ERROR(weight_alloc(w, t.tensor->bytes, &dst));
   if (w->sizing) {
@@ -366,12 +368,13 @@ static atlas_status plan_matrix(atlas_decoder_weights *w,
 
 // Norm weights are small and read every token: convert to f32 once, into
 // the plan's host buffer, and upload them with the matrices.
-static atlas_status upload_norm(atlas_decoder_weights *w,
-                                const atlas_checkpoint *ck,
-                                atlas_decoder_weight weight, int layer,
-                                upload_plan *plan, float **out) {
+static atlas_status upload_vector(atlas_decoder_weights *w,
+                                  const atlas_checkpoint *ck,
+                                  atlas_decoder_weight weight, int layer,
+                                  bool norm_one_plus, upload_plan *plan,
+                                  float **out) {
   atlas_checkpoint_tensor t;
-  ATLAS_RETURN_IF_ERROR(find_tensor(ck, weight, layer, &t));
+  ATLAS_RETURN_IF_ERROR(find_tensor(w->config, ck, weight, layer, &t));
   uint64_t n = t.tensor->elements;
   void *dst = NULL;
   if (w->sizing) {
@@ -387,6 +390,10 @@ static atlas_status upload_norm(atlas_decoder_weights *w,
   }
   float *host = plan->vectors + plan->vectors_used;
   ATLAS_RETURN_IF_ERROR(atlas_safetensors_tensor_to_f32(t.tensor, 0, n, host));
+  if (norm_one_plus) {
+    // (1 + w) RMSNorm (Gemma): the kernels scale by the stored weights.
+    for (uint64_t i = 0; i < n; ++i) host[i] += 1.0f;
+  }
   ATLAS_RETURN_IF_ERROR(weight_alloc(w, n * sizeof(float), &dst));
   plan->vectors_used += n;
   atlas_upload_job *job = &plan->jobs[plan->count++];
@@ -398,6 +405,65 @@ static atlas_status upload_norm(atlas_decoder_weights *w,
   job->fd = -1;
   job->file = t.path;
   *out = dst;
+  return ATLAS_OK;
+}
+
+// A norm's weights: as stored, or 1 + w where the descriptor says so.
+static atlas_status upload_norm(atlas_decoder_weights *w,
+                                const atlas_checkpoint *ck,
+                                atlas_decoder_weight weight, int layer,
+                                upload_plan *plan, float **out) {
+  return upload_vector(w, ck, weight, layer, w->config->norm_one_plus, plan,
+                       out);
+}
+
+// A fused tensor's parts are views of it: rows [0, rows_a) and the rest
+// (q, then k and v; gate, then up), each row `cols` elements.
+static void split_rows(const atlas_decoder_matrix *whole, int64_t rows_a,
+                       int64_t cols, atlas_decoder_matrix *a,
+                       atlas_decoder_matrix *b) {
+  size_t off = (size_t)rows_a * (size_t)cols * atlas_dtype_size(whole->dtype);
+  *a = *whole;
+  *b = *whole;
+  if (whole->data != NULL) b->data = (char *)whole->data + off;
+}
+
+// q, k and v: three tensors, or views of one qkv_proj.
+static atlas_status plan_qkv(atlas_decoder_weights *w,
+                             const atlas_checkpoint *ck, int layer,
+                             upload_plan *plan, atlas_decoder_layer *L) {
+  const atlas_decoder_config *c = w->config;
+  if (!c->fused_qkv) {
+    ATLAS_RETURN_IF_ERROR(
+        plan_matrix(w, ck, ATLAS_DECODER_Q_PROJ, layer, plan, &L->wq));
+    ATLAS_RETURN_IF_ERROR(
+        plan_matrix(w, ck, ATLAS_DECODER_K_PROJ, layer, plan, &L->wk));
+    return plan_matrix(w, ck, ATLAS_DECODER_V_PROJ, layer, plan, &L->wv);
+  }
+  atlas_decoder_matrix qkv = {0}, kv = {0};
+  ATLAS_RETURN_IF_ERROR(
+      plan_matrix(w, ck, ATLAS_DECODER_QKV_PROJ, layer, plan, &qkv));
+  int64_t q_rows = c->num_attention_heads * c->head_dim;
+  int64_t kv_rows = c->num_key_value_heads * c->head_dim;
+  split_rows(&qkv, q_rows, c->hidden_size, &L->wq, &kv);
+  split_rows(&kv, kv_rows, c->hidden_size, &L->wk, &L->wv);
+  return ATLAS_OK;
+}
+
+// gate and up: two tensors, or views of one gate_up_proj.
+static atlas_status plan_gate_up(atlas_decoder_weights *w,
+                                 const atlas_checkpoint *ck, int layer,
+                                 upload_plan *plan, atlas_decoder_layer *L) {
+  const atlas_decoder_config *c = w->config;
+  if (!c->fused_gate_up) {
+    ATLAS_RETURN_IF_ERROR(
+        plan_matrix(w, ck, ATLAS_DECODER_GATE_PROJ, layer, plan, &L->w_gate));
+    return plan_matrix(w, ck, ATLAS_DECODER_UP_PROJ, layer, plan, &L->w_up);
+  }
+  atlas_decoder_matrix both = {0};
+  ATLAS_RETURN_IF_ERROR(
+      plan_matrix(w, ck, ATLAS_DECODER_GATE_UP_PROJ, layer, plan, &both));
+  split_rows(&both, c->intermediate_size, c->hidden_size, &L->w_gate, &L->w_up);
   return ATLAS_OK;
 }
 
@@ -413,41 +479,38 @@ static atlas_status plan_weights(atlas_decoder_weights *w,
     int i = (int)l;
     ATLAS_RETURN_IF_ERROR(
         upload_norm(w, ck, ATLAS_DECODER_INPUT_NORM, i, plan, &L->attn_norm));
-    ATLAS_RETURN_IF_ERROR(
-        plan_matrix(w, ck, ATLAS_DECODER_Q_PROJ, i, plan, &L->wq));
-    ATLAS_RETURN_IF_ERROR(
-        plan_matrix(w, ck, ATLAS_DECODER_K_PROJ, i, plan, &L->wk));
-    ATLAS_RETURN_IF_ERROR(
-        plan_matrix(w, ck, ATLAS_DECODER_V_PROJ, i, plan, &L->wv));
+    ATLAS_RETURN_IF_ERROR(plan_qkv(w, ck, i, plan, L));
     ATLAS_RETURN_IF_ERROR(
         plan_matrix(w, ck, ATLAS_DECODER_O_PROJ, i, plan, &L->wo));
     ATLAS_RETURN_IF_ERROR(
-        upload_norm(w, ck, ATLAS_DECODER_POST_NORM, i, plan, &L->ffn_norm));
-    ATLAS_RETURN_IF_ERROR(
-        plan_matrix(w, ck, ATLAS_DECODER_GATE_PROJ, i, plan, &L->w_gate));
-    ATLAS_RETURN_IF_ERROR(
-        plan_matrix(w, ck, ATLAS_DECODER_UP_PROJ, i, plan, &L->w_up));
+        upload_norm(w, ck, ATLAS_DECODER_FFN_NORM, i, plan, &L->ffn_norm));
+    ATLAS_RETURN_IF_ERROR(plan_gate_up(w, ck, i, plan, L));
     ATLAS_RETURN_IF_ERROR(
         plan_matrix(w, ck, ATLAS_DECODER_DOWN_PROJ, i, plan, &L->w_down));
-    // Optional vectors (biases, q/k norms), f32 like the norms.
+    // Optional vectors (biases, q/k norms, sandwich norms), f32 like the
+    // norms.
     struct {
       atlas_decoder_weight weight;
       float **dst;
+      bool norm;  // (1 + w) where the descriptor says so; a bias never
     } vectors[] = {
-        {ATLAS_DECODER_Q_BIAS, &L->q_bias},
-        {ATLAS_DECODER_K_BIAS, &L->k_bias},
-        {ATLAS_DECODER_V_BIAS, &L->v_bias},
-        {ATLAS_DECODER_O_BIAS, &L->o_bias},
-        {ATLAS_DECODER_GATE_BIAS, &L->gate_bias},
-        {ATLAS_DECODER_UP_BIAS, &L->up_bias},
-        {ATLAS_DECODER_DOWN_BIAS, &L->down_bias},
-        {ATLAS_DECODER_Q_NORM, &L->q_norm},
-        {ATLAS_DECODER_K_NORM, &L->k_norm},
+        {ATLAS_DECODER_ATTN_OUT_NORM, &L->attn_out_norm, true},
+        {ATLAS_DECODER_FFN_OUT_NORM, &L->ffn_out_norm, true},
+        {ATLAS_DECODER_Q_BIAS, &L->q_bias, false},
+        {ATLAS_DECODER_K_BIAS, &L->k_bias, false},
+        {ATLAS_DECODER_V_BIAS, &L->v_bias, false},
+        {ATLAS_DECODER_O_BIAS, &L->o_bias, false},
+        {ATLAS_DECODER_GATE_BIAS, &L->gate_bias, false},
+        {ATLAS_DECODER_UP_BIAS, &L->up_bias, false},
+        {ATLAS_DECODER_DOWN_BIAS, &L->down_bias, false},
+        {ATLAS_DECODER_Q_NORM, &L->q_norm, true},
+        {ATLAS_DECODER_K_NORM, &L->k_norm, true},
     };
     for (size_t v = 0; v < sizeof(vectors) / sizeof(vectors[0]); ++v) {
       if (!atlas_decoder_weight_used(c, vectors[v].weight)) continue;
-      ATLAS_RETURN_IF_ERROR(
-          upload_norm(w, ck, vectors[v].weight, i, plan, vectors[v].dst));
+      ATLAS_RETURN_IF_ERROR(upload_vector(w, ck, vectors[v].weight, i,
+                                          vectors[v].norm && c->norm_one_plus,
+                                          plan, vectors[v].dst));
     }
   }
   ATLAS_RETURN_IF_ERROR(
@@ -631,6 +694,7 @@ static atlas_status build(atlas_decoder_model *m, const atlas_checkpoint *ck,
   m->weights = calloc(1, sizeof(*m->weights));
   if (m->weights == NULL) goto oom;
   m->weights->backend = m->backend;
+  m->weights->config = &m->config;
   m->weights->layer_count = c->num_hidden_layers;
   m->weights->layers =
       calloc((size_t)c->num_hidden_layers, sizeof(atlas_decoder_layer));

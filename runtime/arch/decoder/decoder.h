@@ -1,8 +1,8 @@
 // A Llama-family decoder on any backend: weights, KV cache and scratch are
 // ledgered allocations and teardown resources; every kernel is dispatched
 // through the model's ForwardContext.
-#ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_H_
-#define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_H_
+#ifndef ATLAS_RUNTIME_ARCH_DECODER_DECODER_H_
+#define ATLAS_RUNTIME_ARCH_DECODER_DECODER_H_
 
 #include <stddef.h>
 #include <stdint.h>
@@ -164,4 +164,4 @@ ATLAS_MUST_USE atlas_status atlas_decoder_forward_batch(
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_H_
+#endif  // ATLAS_RUNTIME_ARCH_DECODER_DECODER_H_

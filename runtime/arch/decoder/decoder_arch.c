@@ -1,23 +1,15 @@
-// The Llama row's functions: the llama.h API behind the arch.h signatures.
+// The decoder's row functions: the decoder.h API behind the arch.h
+// signatures.
 #include "atlas/runtime/arch/decoder/decoder_arch.h"
 
 #include "atlas/runtime/arch/decoder/decoder.h"
 #include "atlas/runtime/arch/decoder/decoder_weights.h"
 
-const char *const atlas_decoder_model_types[] = {"llama", NULL};
-const char *const atlas_decoder_architectures[] = {"LlamaForCausalLM", NULL};
-
-atlas_status atlas_decoder_arch_parse(const char *text, size_t len,
-                                      const char *path, void *out_config) {
-  return atlas_decoder_config_parse_family(ATLAS_DECODER_FAMILY_LLAMA, text,
-                                           len, path, out_config);
-}
-
-static atlas_decoder_model *llama_of(atlas_arch_model *m) {
+static atlas_decoder_model *model_of(atlas_arch_model *m) {
   return (atlas_decoder_model *)(void *)m;
 }
 
-static const atlas_decoder_model *const_llama_of(const atlas_arch_model *m) {
+static const atlas_decoder_model *const_model_of(const atlas_arch_model *m) {
   return (const atlas_decoder_model *)(const void *)m;
 }
 
@@ -60,22 +52,22 @@ atlas_status atlas_decoder_arch_generate(
     size_t steps, const atlas_arch_generate_options *options,
     uint32_t *out_tokens, size_t *out_count, atlas_logits_sink sink,
     void *sink_ctx) {
-  return atlas_decoder_generate_ex(llama_of(model), prompt, prompt_len, steps,
+  return atlas_decoder_generate_ex(model_of(model), prompt, prompt_len, steps,
                                    options, out_tokens, out_count, sink,
                                    sink_ctx);
 }
 
 atlas_status atlas_decoder_arch_unload(atlas_arch_model *model,
                                        atlas_teardown_report *out_report) {
-  return atlas_decoder_model_unload(llama_of(model), out_report);
+  return atlas_decoder_model_unload(model_of(model), out_report);
 }
 
 int64_t atlas_decoder_arch_vocab_size(const atlas_arch_model *model) {
-  return atlas_decoder_config_of(const_llama_of(model))->vocab_size;
+  return atlas_decoder_config_of(const_model_of(model))->vocab_size;
 }
 
 int64_t atlas_decoder_arch_max_seq(const atlas_arch_model *model) {
-  return atlas_decoder_max_seq(const_llama_of(model));
+  return atlas_decoder_max_seq(const_model_of(model));
 }
 
 int64_t atlas_decoder_arch_context(const void *config, const char **out_key) {
@@ -88,19 +80,19 @@ int64_t atlas_decoder_arch_vocab(const void *config) {
 
 void atlas_decoder_arch_kv_shape(const atlas_arch_model *model,
                                  atlas_arch_kv_shape *out_shape) {
-  atlas_decoder_kv_shape(const_llama_of(model), out_shape);
+  atlas_decoder_kv_shape(const_model_of(model), out_shape);
 }
 
 void atlas_decoder_arch_batch_limits(const atlas_arch_model *model,
                                      uint32_t block_tokens,
                                      atlas_arch_batch_limits *out_limits) {
-  atlas_decoder_batch_limits(const_llama_of(model), block_tokens, out_limits);
+  atlas_decoder_batch_limits(const_model_of(model), block_tokens, out_limits);
 }
 
 atlas_status atlas_decoder_arch_forward_batch(atlas_arch_model *model,
                                               const atlas_arch_batch *batch,
                                               float *out_logits,
                                               uint32_t *out_ids) {
-  return atlas_decoder_forward_batch(llama_of(model), batch, out_logits,
+  return atlas_decoder_forward_batch(model_of(model), batch, out_logits,
                                      out_ids);
 }

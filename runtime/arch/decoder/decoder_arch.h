@@ -1,9 +1,10 @@
-// The Llama forward pass as an architecture row (see runtime/arch/arch.h).
-// The families that share it (llama, qwen2, qwen3, mistral) differ only in
-// how config.json is read; each has its folder with its parse function and
-// its names, and fills its row with ATLAS_DECODER_ARCH_ROW.
-#ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_ARCH_H_
-#define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_ARCH_H_
+// The decoder as an architecture row (see runtime/arch/arch.h). The families
+// that share it differ only in their descriptor (atlas_decoder_family: how
+// config.json is read, what the layers compute, the tensors' names); each has
+// its folder with its descriptor and parse function, and fills its row with
+// ATLAS_DECODER_ARCH_ROW.
+#ifndef ATLAS_RUNTIME_ARCH_DECODER_DECODER_ARCH_H_
+#define ATLAS_RUNTIME_ARCH_DECODER_DECODER_ARCH_H_
 
 #include "atlas/kernels/token_kernels.h"
 #include "atlas/runtime/arch/arch.h"
@@ -12,13 +13,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-extern const char *const atlas_decoder_model_types[];
-extern const char *const atlas_decoder_architectures[];
-ATLAS_MUST_USE atlas_status atlas_decoder_arch_parse(const char *text,
-                                                     size_t len,
-                                                     const char *path,
-                                                     void *out_config);
 
 ATLAS_MUST_USE atlas_status atlas_decoder_arch_check_tensors(
     const void *config, const atlas_checkpoint *ck);
@@ -66,4 +60,4 @@ ATLAS_MUST_USE atlas_status atlas_decoder_arch_forward_batch(
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_ARCH_H_
+#endif  // ATLAS_RUNTIME_ARCH_DECODER_DECODER_ARCH_H_

@@ -1,8 +1,8 @@
 // The model's working memory (KV cache, scratch, prefill scratch) as one
 // device allocation carved in 256-byte-aligned pieces. Private to the Llama
 // architecture.
-#ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_BUFFERS_H_
-#define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_BUFFERS_H_
+#ifndef ATLAS_RUNTIME_ARCH_DECODER_DECODER_BUFFERS_H_
+#define ATLAS_RUNTIME_ARCH_DECODER_DECODER_BUFFERS_H_
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -74,4 +74,4 @@ ATLAS_MUST_USE atlas_status atlas_decoder_buffers_release(void *buffers);
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_BUFFERS_H_
+#endif  // ATLAS_RUNTIME_ARCH_DECODER_DECODER_BUFFERS_H_

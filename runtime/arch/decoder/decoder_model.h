@@ -1,7 +1,7 @@
 // The Llama model's parts, shared by loading (llama.c) and the forward pass
 // (decoder_forward.c). Private to runtime/model.
-#ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_
-#define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_
+#ifndef ATLAS_RUNTIME_ARCH_DECODER_DECODER_MODEL_H_
+#define ATLAS_RUNTIME_ARCH_DECODER_DECODER_MODEL_H_
 
 #include "atlas/runtime/arch/decoder/decoder.h"
 #include "atlas/runtime/arch/decoder/decoder_buffers.h"
@@ -31,21 +31,24 @@ typedef struct atlas_decoder_layer {
   atlas_decoder_matrix w_up;    // (hidden_dim, dim)
   atlas_decoder_matrix w_down;  // (dim, hidden_dim)
   // Optional, NULL unless the config asks for them:
-  float *q_bias;     // (q_dim)        qkv_bias
-  float *k_bias;     // (kv_dim)       qkv_bias
-  float *v_bias;     // (kv_dim)       qkv_bias
-  float *o_bias;     // (dim)          o_bias
-  float *gate_bias;  // (hidden_dim)   mlp_bias
-  float *up_bias;    // (hidden_dim)   mlp_bias
-  float *down_bias;  // (dim)          mlp_bias
-  float *q_norm;     // (head_dim)     qk_norm
-  float *k_norm;     // (head_dim)     qk_norm
+  float *q_bias;         // (q_dim)        qkv_bias
+  float *k_bias;         // (kv_dim)       qkv_bias
+  float *v_bias;         // (kv_dim)       qkv_bias
+  float *o_bias;         // (dim)          o_bias
+  float *gate_bias;      // (hidden_dim)   mlp_bias
+  float *up_bias;        // (hidden_dim)   mlp_bias
+  float *down_bias;      // (dim)          mlp_bias
+  float *q_norm;         // (head_dim)     qk_norm
+  float *k_norm;         // (head_dim)     qk_norm
+  float *attn_out_norm;  // (dim)      sandwich: attention's output
+  float *ffn_out_norm;   // (dim)      sandwich: the MLP's output
 } atlas_decoder_layer;
 
 // Teardown resource "weights": every weight allocation of the model.
 typedef struct atlas_decoder_weights {
   atlas_backend *backend;
-  atlas_decoder_matrix embed;    // (vocab_size, dim)
+  const atlas_decoder_config *config;  // the model's
+  atlas_decoder_matrix embed;          // (vocab_size, dim)
   atlas_decoder_matrix lm_head;  // (vocab_size, dim); the embedding when tied
   float *final_norm;             // (dim)
   atlas_decoder_layer *layers;   // (layer)
@@ -191,4 +194,4 @@ int64_t atlas_decoder_rope_key(const atlas_decoder_model *m, int64_t seq_len);
 ATLAS_MUST_USE atlas_status atlas_decoder_rope_update(atlas_decoder_model *m,
                                                       int64_t seq_len);
 
-#endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_MODEL_H_
+#endif  // ATLAS_RUNTIME_ARCH_DECODER_DECODER_MODEL_H_

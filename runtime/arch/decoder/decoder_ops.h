@@ -1,7 +1,7 @@
 // The Llama kernels as handles, resolved once when the model's forward
 // context is made: dispatch sites launch a handle, never look a name up.
-#ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_OPS_H_
-#define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_OPS_H_
+#ifndef ATLAS_RUNTIME_ARCH_DECODER_DECODER_OPS_H_
+#define ATLAS_RUNTIME_ARCH_DECODER_DECODER_OPS_H_
 
 #include "atlas/runtime/device/forward.h"
 #include "atlas/runtime/formats/safetensors.h"
@@ -66,4 +66,4 @@ atlas_decoder_ops_resolve(const atlas_forward_ctx *ctx, uint32_t group,
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_OPS_H_
+#endif  // ATLAS_RUNTIME_ARCH_DECODER_DECODER_OPS_H_

@@ -1,7 +1,7 @@
 // Batched prefill (decoder_prefill.c): the prompt chunk scratch, sized at load,
 // and its teardown resource. Private to the Llama architecture.
-#ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_PREFILL_H_
-#define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_PREFILL_H_
+#ifndef ATLAS_RUNTIME_ARCH_DECODER_DECODER_PREFILL_H_
+#define ATLAS_RUNTIME_ARCH_DECODER_DECODER_PREFILL_H_
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -104,4 +104,4 @@ atlas_decoder_decode_attention(const atlas_decoder_model *model, int64_t l,
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_PREFILL_H_
+#endif  // ATLAS_RUNTIME_ARCH_DECODER_DECODER_PREFILL_H_

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kSuffixes[ATLAS_DECODER_WEIGHT_COUNT] = {
+const char *const atlas_decoder_llama_names[ATLAS_DECODER_WEIGHT_COUNT] = {
     [ATLAS_DECODER_EMBED_TOKENS] = ATLAS_DECODER_EMBED_TOKENS_NAME,
     [ATLAS_DECODER_FINAL_NORM] = ATLAS_DECODER_FINAL_NORM_NAME,
     [ATLAS_DECODER_LM_HEAD] = ATLAS_DECODER_LM_HEAD_NAME,
@@ -14,7 +14,7 @@ static const char *const kSuffixes[ATLAS_DECODER_WEIGHT_COUNT] = {
     [ATLAS_DECODER_K_PROJ] = "self_attn.k_proj.weight",
     [ATLAS_DECODER_V_PROJ] = "self_attn.v_proj.weight",
     [ATLAS_DECODER_O_PROJ] = "self_attn.o_proj.weight",
-    [ATLAS_DECODER_POST_NORM] = "post_attention_layernorm.weight",
+    [ATLAS_DECODER_FFN_NORM] = "post_attention_layernorm.weight",
     [ATLAS_DECODER_GATE_PROJ] = "mlp.gate_proj.weight",
     [ATLAS_DECODER_UP_PROJ] = "mlp.up_proj.weight",
     [ATLAS_DECODER_DOWN_PROJ] = "mlp.down_proj.weight",
@@ -27,11 +27,39 @@ static const char *const kSuffixes[ATLAS_DECODER_WEIGHT_COUNT] = {
     [ATLAS_DECODER_DOWN_BIAS] = "mlp.down_proj.bias",
     [ATLAS_DECODER_Q_NORM] = "self_attn.q_norm.weight",
     [ATLAS_DECODER_K_NORM] = "self_attn.k_norm.weight",
+    [ATLAS_DECODER_QKV_PROJ] = NULL,
+    [ATLAS_DECODER_GATE_UP_PROJ] = NULL,
+    [ATLAS_DECODER_ATTN_OUT_NORM] = NULL,
+    [ATLAS_DECODER_FFN_OUT_NORM] = NULL,
 };
+
+static const char *const *names_of(const atlas_decoder_config *c) {
+  return c != NULL && c->family != NULL && c->family->tensor_names != NULL
+             ? c->family->tensor_names
+             : atlas_decoder_llama_names;
+}
 
 bool atlas_decoder_weight_used(const atlas_decoder_config *c,
                                atlas_decoder_weight weight) {
+  if ((int)weight < 0 || weight >= ATLAS_DECODER_WEIGHT_COUNT ||
+      names_of(c)[weight] == NULL) {
+    return false;
+  }
   switch (weight) {
+    case ATLAS_DECODER_Q_PROJ:
+    case ATLAS_DECODER_K_PROJ:
+    case ATLAS_DECODER_V_PROJ:
+      return !c->fused_qkv;
+    case ATLAS_DECODER_QKV_PROJ:
+      return c->fused_qkv;
+    case ATLAS_DECODER_GATE_PROJ:
+    case ATLAS_DECODER_UP_PROJ:
+      return !c->fused_gate_up;
+    case ATLAS_DECODER_GATE_UP_PROJ:
+      return c->fused_gate_up;
+    case ATLAS_DECODER_ATTN_OUT_NORM:
+    case ATLAS_DECODER_FFN_OUT_NORM:
+      return c->sandwich;
     case ATLAS_DECODER_LM_HEAD:
       return !c->tie_word_embeddings;
     case ATLAS_DECODER_Q_BIAS:
@@ -54,9 +82,10 @@ bool atlas_decoder_weight_used(const atlas_decoder_config *c,
   }
 }
 
-const char *atlas_decoder_weight_suffix(atlas_decoder_weight weight) {
+const char *atlas_decoder_weight_suffix(const atlas_decoder_config *c,
+                                        atlas_decoder_weight weight) {
   if ((int)weight < 0 || weight >= ATLAS_DECODER_WEIGHT_COUNT) return NULL;
-  return kSuffixes[weight];
+  return names_of(c)[weight];
 }
 
 atlas_status atlas_decoder_tensor_name(char *buf, size_t size, int layer,
@@ -77,9 +106,10 @@ atlas_status atlas_decoder_tensor_name(char *buf, size_t size, int layer,
   return ATLAS_OK;
 }
 
-atlas_status atlas_decoder_weight_name(atlas_decoder_weight weight, int layer,
+atlas_status atlas_decoder_weight_name(const atlas_decoder_config *config,
+                                       atlas_decoder_weight weight, int layer,
                                        char *buf, size_t size) {
-  const char *suffix = atlas_decoder_weight_suffix(weight);
+  const char *suffix = atlas_decoder_weight_suffix(config, weight);
   if (suffix == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "atlas_decoder_weight_name: no weight %d",
@@ -115,7 +145,9 @@ void atlas_decoder_weight_shape(const atlas_decoder_config *c,
       break;
     case ATLAS_DECODER_FINAL_NORM:
     case ATLAS_DECODER_INPUT_NORM:
-    case ATLAS_DECODER_POST_NORM:
+    case ATLAS_DECODER_FFN_NORM:
+    case ATLAS_DECODER_ATTN_OUT_NORM:
+    case ATLAS_DECODER_FFN_OUT_NORM:
       shape[0] = c->hidden_size;
       shape[1] = 0;
       *out_rank = 1;
@@ -141,6 +173,14 @@ void atlas_decoder_weight_shape(const atlas_decoder_config *c,
     case ATLAS_DECODER_DOWN_PROJ:
       rows = c->hidden_size;
       cols = c->intermediate_size;
+      break;
+    case ATLAS_DECODER_QKV_PROJ:
+      rows = q + 2 * kv;
+      cols = c->hidden_size;
+      break;
+    case ATLAS_DECODER_GATE_UP_PROJ:
+      rows = 2 * c->intermediate_size;
+      cols = c->hidden_size;
       break;
     case ATLAS_DECODER_Q_BIAS:
       rows = q;
@@ -203,7 +243,7 @@ static atlas_status check_one(const atlas_decoder_config *config,
                               bool optional, bool *out_found, uint64_t *bytes) {
   char name[256];
   ATLAS_RETURN_IF_ERROR(
-      atlas_decoder_weight_name(weight, layer, name, sizeof(name)));
+      atlas_decoder_weight_name(config, weight, layer, name, sizeof(name)));
   int64_t shape[2];
   int rank = 0;
   atlas_decoder_weight_shape(config, weight, shape, &rank);
@@ -254,7 +294,7 @@ static bool ignored(const atlas_decoder_config *config, const char *name) {
 static bool consumed(const atlas_decoder_config *c, const char *name) {
   for (int w = 0; w < ATLAS_DECODER_FIRST_LAYER_WEIGHT; ++w) {
     if (atlas_decoder_weight_used(c, (atlas_decoder_weight)w) &&
-        strcmp(name, kSuffixes[w]) == 0) {
+        strcmp(name, names_of(c)[w]) == 0) {
       return true;
     }
   }
@@ -271,7 +311,7 @@ static bool consumed(const atlas_decoder_config *c, const char *name) {
   for (int w = ATLAS_DECODER_FIRST_LAYER_WEIGHT; w < ATLAS_DECODER_WEIGHT_COUNT;
        ++w) {
     if (atlas_decoder_weight_used(c, (atlas_decoder_weight)w) &&
-        strcmp(p, kSuffixes[w]) == 0) {
+        strcmp(p, names_of(c)[w]) == 0) {
       return true;
     }
   }

@@ -1,7 +1,7 @@
 // The tensors a Llama config implies: their Hugging Face names, their
 // shapes, and a check of a checkpoint against them.
-#ifndef ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_WEIGHTS_H_
-#define ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_WEIGHTS_H_
+#ifndef ATLAS_RUNTIME_ARCH_DECODER_DECODER_WEIGHTS_H_
+#define ATLAS_RUNTIME_ARCH_DECODER_DECODER_WEIGHTS_H_
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,7 +30,7 @@ typedef enum atlas_decoder_weight {
   ATLAS_DECODER_K_PROJ,            // [kv_heads * head_dim, hidden]
   ATLAS_DECODER_V_PROJ,            // [kv_heads * head_dim, hidden]
   ATLAS_DECODER_O_PROJ,            // [hidden, heads * head_dim]
-  ATLAS_DECODER_POST_NORM,         // [hidden]
+  ATLAS_DECODER_FFN_NORM,          // [hidden] the MLP's input norm
   ATLAS_DECODER_GATE_PROJ,         // [intermediate, hidden]
   ATLAS_DECODER_UP_PROJ,           // [intermediate, hidden]
   ATLAS_DECODER_DOWN_PROJ,         // [hidden, intermediate]
@@ -44,6 +44,11 @@ typedef enum atlas_decoder_weight {
   ATLAS_DECODER_DOWN_BIAS,  // [hidden]               mlp_bias
   ATLAS_DECODER_Q_NORM,     // [head_dim]             qk_norm
   ATLAS_DECODER_K_NORM,     // [head_dim]             qk_norm
+  // Fused tensors (q, k, v rows; gate, up rows) and sandwich norms:
+  ATLAS_DECODER_QKV_PROJ,       // [(heads + 2 kv_heads) * head_dim, hidden]
+  ATLAS_DECODER_GATE_UP_PROJ,   // [2 * intermediate, hidden]
+  ATLAS_DECODER_ATTN_OUT_NORM,  // [hidden] of attention's output (sandwich)
+  ATLAS_DECODER_FFN_OUT_NORM,   // [hidden] of the MLP's output (sandwich)
   ATLAS_DECODER_WEIGHT_COUNT,
 } atlas_decoder_weight;
 
@@ -59,10 +64,16 @@ static inline bool atlas_decoder_weight_is_per_layer(atlas_decoder_weight w) {
 bool atlas_decoder_weight_used(const atlas_decoder_config *config,
                                atlas_decoder_weight weight);
 
-// For per-layer weights the suffix after "model.layers.{i}." (for example
-// "self_attn.q_proj.weight"); for global ones the full name. NULL when out
-// of range.
-const char *atlas_decoder_weight_suffix(atlas_decoder_weight weight);
+// The Llama layout's names: per role, the suffix after "model.layers.{i}."
+// (for example "self_attn.q_proj.weight"), for global ones the full name.
+// A family's descriptor names its own (atlas_decoder_family.tensor_names).
+extern const char *const atlas_decoder_llama_names[ATLAS_DECODER_WEIGHT_COUNT];
+
+// The name of `weight` in the config's family (the suffix for per-layer
+// ones; config NULL: the Llama layout's); NULL when out of range or not in
+// the family's layout.
+const char *atlas_decoder_weight_suffix(const atlas_decoder_config *config,
+                                        atlas_decoder_weight weight);
 
 // Writes "model.layers.{layer}.{suffix}" into buf. Fails (INVALID_ARGUMENT)
 // when it does not fit or layer < 0.
@@ -72,7 +83,8 @@ ATLAS_MUST_USE atlas_status atlas_decoder_tensor_name(char *buf, size_t size,
 
 // The name of `weight` in `layer` (layer ignored for global weights).
 ATLAS_MUST_USE atlas_status atlas_decoder_weight_name(
-    atlas_decoder_weight weight, int layer, char *buf, size_t size);
+    const atlas_decoder_config *config, atlas_decoder_weight weight, int layer,
+    char *buf, size_t size);
 
 // The shape the config implies: rank 1 or 2, dims in shape[0..rank).
 void atlas_decoder_weight_shape(const atlas_decoder_config *config,
@@ -116,4 +128,4 @@ ATLAS_MUST_USE atlas_status atlas_decoder_weight_bytes(
 }  // extern "C"
 #endif
 
-#endif  // ATLAS_RUNTIME_ARCH_LLAMA_LLAMA_WEIGHTS_H_
+#endif  // ATLAS_RUNTIME_ARCH_DECODER_DECODER_WEIGHTS_H_
