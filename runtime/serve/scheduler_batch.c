@@ -370,6 +370,12 @@ static void deliver(atlas_scheduler *sched, size_t item) {
   r->fed += it->count;
   if (r->fed < r->input_len) return;
   if (r->g.generated == 0) fork_followers(sched, r, it->out_logits, r->id_out);
+  // Cancelled since the step began (or, a group's leader, while queued): it
+  // ends before any further token.
+  if (atomic_load(&r->cancelled)) {
+    end_running(sched, index_of(sched, r), ATLAS_SCHED_ABORT, ATLAS_OK);
+    return;
+  }
   deliver_token(sched, r, it->out_logits, r->id_out);
 }
 

@@ -460,6 +460,8 @@ TEST_F(SchedulerTest, ForkedGroupsSurviveCancelsAndTheRunningCap) {
   SubmitAndCancel(p, &res, {0, 2});  // 2: the second group's leader
   EXPECT_EQ(res[0].finish, ATLAS_SCHED_ABORT);
   EXPECT_EQ(res[2].finish, ATLAS_SCHED_ABORT);
+  EXPECT_TRUE(res[0].tokens.empty());  // cancelled before it ran: no token
+  EXPECT_TRUE(res[2].tokens.empty());
   EXPECT_EQ(res[1].finish, ATLAS_SCHED_LENGTH) << res[1].error;
   EXPECT_EQ(res[1].tokens, want);
   for (auto &r : res) EXPECT_EQ(r.finals, 1);
