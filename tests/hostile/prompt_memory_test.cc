@@ -26,6 +26,12 @@ namespace {
 std::string g_atlas;
 std::string g_tokenizer;
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAsan = true;
+#else
+constexpr bool kAsan = false;
+#endif
+
 std::string TmpDir() {
   const char *t = getenv("TEST_TMPDIR");
   return t ? t : "/tmp";
@@ -159,7 +165,10 @@ TEST(PromptMemory, FiftyMegabytesStayWithinFourTimesTheText) {
         static_cast<double>(c.peak_bytes - base.peak_bytes) /
             static_cast<double>(n),
         base.peak_bytes >> 20, bound >> 20);
-    EXPECT_LT(c.peak_bytes, bound);
+    // Under AddressSanitizer (CI's --config=asan, which builds atlas the
+    // same way) the shadow memory and quarantine are most of the RSS: the
+    // bound is Atlas's, so it is asserted without ASan only.
+    if (!kAsan) EXPECT_LT(c.peak_bytes, bound);
   }
   unlink(path.c_str());
 }
@@ -172,13 +181,13 @@ TEST(PromptMemory, AnEndlessStdinIsRefusedByTheInputLimit) {
             std::string::npos)
       << c.err;
   EXPECT_LT(c.err.size(), 400u) << c.err;
-  EXPECT_LT(c.peak_bytes, 200u << 20);
+  if (!kAsan) EXPECT_LT(c.peak_bytes, 200u << 20);
   // The default limit, directly on /dev/zero (a character device).
   c = RunTokenize("/dev/zero", false, {});
   EXPECT_EQ(c.exit_code, 1);
   EXPECT_NE(c.err.find("stdin: more than 268435456 bytes"), std::string::npos)
       << c.err;
-  EXPECT_LT(c.peak_bytes, 512u << 20);
+  if (!kAsan) EXPECT_LT(c.peak_bytes, 512u << 20);
 }
 
 // The help's defaults are the API's (cli_limits.h writes them as text).
