@@ -24,6 +24,8 @@ SELF_GATE_TARGETS = [
     "//kernels:quant_fatbin",
     "//kernels:moe",
     "//kernels:moe_fatbin",
+    "//kernels:deltanet",
+    "//kernels:deltanet_fatbin",
     "//kernels:weight_scan",
     "//kernels:weight_scan_fatbin",
     "//lint:atlas_static",
