@@ -1,0 +1,243 @@
+// A GGUF file's model in transformers terms (gguf_model.h).
+#include "atlas/runtime/formats/gguf_model.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atlas/runtime/base/file_read.h"
+
+typedef struct name_pair {
+  const char *gguf, *hf;
+} name_pair;
+
+// Global tensors, then the per-layer suffixes after "blk.N." and
+// "model.layers.N.".
+static const name_pair kGlobal[] = {
+    {"token_embd.weight", "model.embed_tokens.weight"},
+    {"output_norm.weight", "model.norm.weight"},
+    {"output.weight", "lm_head.weight"},
+};
+static const name_pair kLayer[] = {
+    {"attn_norm.weight", "input_layernorm.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},
+    {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"},
+    {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_q.bias", "self_attn.q_proj.bias"},
+    {"attn_k.bias", "self_attn.k_proj.bias"},
+    {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_output.bias", "self_attn.o_proj.bias"},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+    {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"},
+};
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static atlas_status no_name(const char *name) {
+  char q[ATLAS_QUOTE_BYTES];
+  return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
+                           "GGUF tensor \"%s\" has no transformers name",
+                           atlas_quote_n(name, strlen(name), q, sizeof(q)));
+}
+
+atlas_status atlas_gguf_hf_name(const char *gguf_name, char *buf, size_t size) {
+  for (size_t i = 0; i < COUNT(kGlobal); ++i) {
+    if (strcmp(gguf_name, kGlobal[i].gguf) == 0) {
+      int n = snprintf(buf, size, "%s", kGlobal[i].hf);
+      return n >= 0 && (size_t)n < size ? ATLAS_OK : no_name(gguf_name);
+    }
+  }
+  unsigned long layer = 0;
+  int used = 0;
+  if (sscanf(gguf_name, "blk.%lu.%n", &layer, &used) != 1 || used == 0 ||
+      gguf_name[4] < '0' || gguf_name[4] > '9') {
+    return no_name(gguf_name);
+  }
+  // Digits only between "blk." and the dot (sscanf takes a sign or spaces).
+  for (const char *p = gguf_name + 4; p < gguf_name + used - 1; ++p) {
+    if (*p < '0' || *p > '9') return no_name(gguf_name);
+  }
+  const char *suffix = gguf_name + used;
+  for (size_t i = 0; i < COUNT(kLayer); ++i) {
+    if (strcmp(suffix, kLayer[i].gguf) == 0) {
+      int n = snprintf(buf, size, "model.layers.%lu.%s", layer, kLayer[i].hf);
+      return n >= 0 && (size_t)n < size ? ATLAS_OK : no_name(gguf_name);
+    }
+  }
+  return no_name(gguf_name);
+}
+
+uint64_t atlas_gguf_qk_source_row(uint64_t hf_row, uint64_t head_dim) {
+  // The converter stores head h's row t * (head_dim / 2) + j (t: which
+  // rotary half, j < head_dim / 2) at h * head_dim + 2 j + t.
+  const uint64_t half = head_dim / 2, h = hf_row / head_dim,
+                 i = hf_row % head_dim;
+  const uint64_t t = i / half, j = i % half;
+  return h * head_dim + 2 * j + t;
+}
+
+int atlas_gguf_is_permuted(const char *arch, const char *gguf_name) {
+  if (strcmp(arch, "llama") != 0) return 0;
+  size_t n = strlen(gguf_name);
+  return (n > 14 && strcmp(gguf_name + n - 14, ".attn_q.weight") == 0) ||
+         (n > 14 && strcmp(gguf_name + n - 14, ".attn_k.weight") == 0);
+}
+
+// `key` under the architecture's prefix ("llama.block_count").
+static void arch_key(char *buf, size_t size, const char *arch,
+                     const char *key) {
+  snprintf(buf, size, "%s.%s", arch, key);
+}
+
+static atlas_status get_count(const atlas_gguf *g, const char *arch,
+                              const char *key, bool required, uint64_t *out) {
+  char k[160];
+  arch_key(k, sizeof(k), arch, key);
+  if (!required && atlas_gguf_find_kv(g, k) == NULL) return ATLAS_OK;
+  return atlas_gguf_get_u64(g, k, out);
+}
+
+static atlas_status get_real(const atlas_gguf *g, const char *arch,
+                             const char *key, double *out) {
+  char k[160];
+  arch_key(k, sizeof(k), arch, key);
+  if (atlas_gguf_find_kv(g, k) == NULL) return ATLAS_OK;
+  return atlas_gguf_get_f64(g, k, out);
+}
+
+static atlas_status refuse(const atlas_gguf *g, const char *what) {
+  (void)g;
+  return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED, "GGUF: %s", what);
+}
+
+// The hyperparameters, read and checked.
+typedef struct hparams {
+  uint64_t ctx, hidden, layers, ffn, heads, kv_heads, head_dim, vocab;
+  double eps, theta;
+  bool tied, bias;
+} hparams;
+
+static atlas_status read_hparams(const atlas_gguf *g, const char *arch,
+                                 hparams *h) {
+  memset(h, 0, sizeof(*h));
+  h->theta = 10000.0;
+  h->eps = 1e-6;
+  ATLAS_RETURN_IF_ERROR(get_count(g, arch, "context_length", true, &h->ctx));
+  ATLAS_RETURN_IF_ERROR(
+      get_count(g, arch, "embedding_length", true, &h->hidden));
+  ATLAS_RETURN_IF_ERROR(get_count(g, arch, "block_count", true, &h->layers));
+  ATLAS_RETURN_IF_ERROR(
+      get_count(g, arch, "feed_forward_length", true, &h->ffn));
+  ATLAS_RETURN_IF_ERROR(
+      get_count(g, arch, "attention.head_count", true, &h->heads));
+  h->kv_heads = h->heads;
+  ATLAS_RETURN_IF_ERROR(
+      get_count(g, arch, "attention.head_count_kv", false, &h->kv_heads));
+  if (h->heads == 0 || h->kv_heads == 0 || h->hidden % h->heads != 0) {
+    return refuse(g, "attention.head_count does not divide embedding_length");
+  }
+  h->head_dim = h->hidden / h->heads;
+  ATLAS_RETURN_IF_ERROR(
+      get_count(g, arch, "attention.key_length", false, &h->head_dim));
+  ATLAS_RETURN_IF_ERROR(
+      get_real(g, arch, "attention.layer_norm_rms_epsilon", &h->eps));
+  ATLAS_RETURN_IF_ERROR(get_real(g, arch, "rope.freq_base", &h->theta));
+  const atlas_gguf_kv *tokens = atlas_gguf_find_kv(g, "tokenizer.ggml.tokens");
+  h->vocab = tokens != NULL ? tokens->count : 0;
+  ATLAS_RETURN_IF_ERROR(get_count(g, arch, "vocab_size", false, &h->vocab));
+  if (h->vocab == 0) {
+    return refuse(g,
+                  "the vocabulary size is missing (no "
+                  "tokenizer.ggml.tokens nor <arch>.vocab_size)");
+  }
+  char k[160];
+  arch_key(k, sizeof(k), arch, "rope.scaling.type");
+  if (atlas_gguf_find_kv(g, k) != NULL) {
+    const char *s = NULL;
+    size_t n = 0;
+    ATLAS_RETURN_IF_ERROR(atlas_gguf_get_string(g, k, &s, &n));
+    if (!(n == 4 && memcmp(s, "none", 4) == 0)) {
+      return refuse(g,
+                    "<arch>.rope.scaling.type is set: rope scaling from "
+                    "GGUF metadata is not read yet");
+    }
+  }
+  if (atlas_gguf_find_tensor(g, "rope_freqs.weight") != NULL) {
+    return refuse(g,
+                  "a rope_freqs.weight tensor (llama 3.1's rope scaling "
+                  "factors) is not read yet");
+  }
+  h->tied = atlas_gguf_find_tensor(g, "output.weight") == NULL;
+  h->bias = atlas_gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
+  return ATLAS_OK;
+}
+
+static int set_int(json_t *o, const char *k, uint64_t v) {
+  return json_object_set_new(o, k, json_integer((json_int_t)v));
+}
+
+atlas_status atlas_gguf_config_json(const atlas_gguf *g, char **out_json) {
+  *out_json = NULL;
+  const char *arch_s = NULL;
+  size_t arch_n = 0;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_gguf_get_string(g, "general.architecture", &arch_s, &arch_n));
+  char arch[16] = {0};
+  if (arch_n == 0 || arch_n >= sizeof(arch)) {
+    return refuse(g, "general.architecture is not llama, qwen2 or qwen3");
+  }
+  memcpy(arch, arch_s, arch_n);
+  if (strcmp(arch, "llama") != 0 && strcmp(arch, "qwen2") != 0 &&
+      strcmp(arch, "qwen3") != 0) {
+    char q[ATLAS_QUOTE_BYTES];
+    return atlas_status_make(
+        ATLAS_STATUS_UNIMPLEMENTED,
+        "GGUF: general.architecture \"%s\" is not one Atlas runs (llama, "
+        "qwen2, qwen3)",
+        atlas_quote_n(arch_s, arch_n, q, sizeof(q)));
+  }
+  hparams h;
+  ATLAS_RETURN_IF_ERROR(read_hparams(g, arch, &h));
+  json_t *o = json_object();
+  int bad = o == NULL;
+  bad |= json_object_set_new(o, "model_type", json_string(arch));
+  bad |= set_int(o, "hidden_size", h.hidden);
+  bad |= set_int(o, "intermediate_size", h.ffn);
+  bad |= set_int(o, "num_hidden_layers", h.layers);
+  bad |= set_int(o, "num_attention_heads", h.heads);
+  bad |= set_int(o, "num_key_value_heads", h.kv_heads);
+  bad |= set_int(o, "head_dim", h.head_dim);
+  bad |= set_int(o, "max_position_embeddings", h.ctx);
+  bad |= set_int(o, "vocab_size", h.vocab);
+  bad |= json_object_set_new(o, "rms_norm_eps", json_real(h.eps));
+  bad |= json_object_set_new(o, "rope_theta", json_real(h.theta));
+  bad |= json_object_set_new(o, "tie_word_embeddings", json_boolean(h.tied));
+  bad |= json_object_set_new(o, "hidden_act", json_string("silu"));
+  if (strcmp(arch, "llama") == 0 && h.bias) {
+    bad |= json_object_set_new(o, "attention_bias", json_true());
+  }
+  uint64_t id = 0;
+  if (atlas_gguf_find_kv(g, "tokenizer.ggml.bos_token_id") != NULL) {
+    ATLAS_RETURN_IF_ERROR(
+        atlas_gguf_get_u64(g, "tokenizer.ggml.bos_token_id", &id));
+    bad |= set_int(o, "bos_token_id", id);
+  }
+  if (atlas_gguf_find_kv(g, "tokenizer.ggml.eos_token_id") != NULL) {
+    ATLAS_RETURN_IF_ERROR(
+        atlas_gguf_get_u64(g, "tokenizer.ggml.eos_token_id", &id));
+    bad |= set_int(o, "eos_token_id", id);
+  }
+  char *text = bad ? NULL : json_dumps(o, JSON_INDENT(1) | JSON_SORT_KEYS);
+  json_decref(o);
+  if (text == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "GGUF: out of host memory writing config.json");
+  }
+  *out_json = text;
+  return ATLAS_OK;
+}

@@ -1,0 +1,49 @@
+// A GGUF file's model in Hugging Face terms, so the checkpoint path Atlas
+// already has can read it: llama.cpp's tensor names mapped to the
+// transformers names ("blk.3.attn_q.weight" -> "model.layers.3.self_attn.
+// q_proj.weight"), the rows llama.cpp's converter permutes in a llama
+// model's q and k (it interleaves each head's two rotary halves; qwen2 and
+// qwen3 are stored as they are), and a config.json written from the
+// metadata (general.architecture and its hyperparameters).
+#ifndef ATLAS_RUNTIME_FORMATS_GGUF_MODEL_H_
+#define ATLAS_RUNTIME_FORMATS_GGUF_MODEL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atlas/runtime/base/status.h"
+#include "atlas/runtime/formats/gguf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// The transformers name of a llama.cpp tensor name, into buf. NOT_FOUND for
+// a name with no counterpart (e.g. rope_freqs.weight).
+ATLAS_MUST_USE atlas_status atlas_gguf_hf_name(const char *gguf_name, char *buf,
+                                               size_t size);
+
+// Which rows the converter permuted: for a llama model's q (heads =
+// head_count) and k (heads = head_count_kv), row `hf_row` of the
+// transformers weight is row atlas_gguf_qk_source_row(...) of the GGUF
+// tensor; every other tensor keeps its rows.
+uint64_t atlas_gguf_qk_source_row(uint64_t hf_row, uint64_t head_dim);
+// Whether `gguf_name` is permuted in a file of `arch` ("llama": attn_q and
+// attn_k weights; "qwen2", "qwen3": none).
+int atlas_gguf_is_permuted(const char *arch, const char *gguf_name);
+
+// config.json text (malloc'd, NUL-terminated) for the file's model:
+// model_type, hidden_size, intermediate_size, num_hidden_layers,
+// num_attention_heads, num_key_value_heads, head_dim, max_position_embeddings,
+// rms_norm_eps, rope_theta, vocab_size, tie_word_embeddings, bos/eos ids.
+// An architecture other than llama, qwen2, qwen3, or metadata Atlas cannot
+// express (rope scaling it does not read, a rope_freqs tensor), is refused
+// naming the key.
+ATLAS_MUST_USE atlas_status atlas_gguf_config_json(const atlas_gguf *g,
+                                                   char **out_json);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_FORMATS_GGUF_MODEL_H_
