@@ -466,27 +466,46 @@ TEST(HostileTokenizers, RegexJustUnderTheMatchLimitOnEverySearch) {
   EXPECT_EQ(e.ids, (std::vector<uint32_t>{0, 2, 1, 0, 1}));
 }
 
-// Ordinary regexes stay far inside the budget, even where every piece is a
-// byte: a megabyte of "a1" through Llama 3's pattern (a piece a byte).
-TEST(HostileTokenizers, APieceEveryByteStaysWithinTheRegexBudget) {
-  Outcome o = InChild([] {
+// Encodes make()'s text with Llama 3's tokenizer.json in a child, then
+// decodes the ids: byte-level, so they must give the text back exactly,
+// which checks them (code -2 when not). ids holds the id count.
+Outcome EncodeWithLlama3(const std::function<std::string()> &make) {
+  return InChild([&] {
     Outcome x;
     atlas_tokenizer *t = nullptr;
     atlas_status s = atlas_tokenizer_load(g_llama3.c_str(), &t);
-    std::string text;
-    for (int i = 0; i < (1 << 19); ++i) text += "a1";
+    const std::string text = make();
     uint32_t *ids = nullptr;
     size_t n = 0;
     if (s == ATLAS_OK) {
       s = atlas_tokenizer_encode(t, text.data(), text.size(), false, &ids, &n);
     }
+    char *back = nullptr;
+    size_t len = 0;
+    if (s == ATLAS_OK)
+      s = atlas_tokenizer_decode(t, ids, n, false, &back, &len);
     x.code = atlas_status_code_of(s);
     if (s != ATLAS_OK) x.text = atlas_status_message(s);
+    if (s == ATLAS_OK && std::string(back, len) != text) {
+      x.code = -2;
+      x.text = "the ids do not decode to the text";
+    }
     x.ids.assign(1, static_cast<uint32_t>(n));
+    free(back);
     free(ids);
     atlas_status_free(s);
     atlas_tokenizer_free(t);
     return x;
+  });
+}
+
+// Ordinary regexes stay far inside the budget, even where every piece is a
+// byte: a megabyte of "a1" through Llama 3's pattern (a piece a byte).
+TEST(HostileTokenizers, APieceEveryByteStaysWithinTheRegexBudget) {
+  Outcome o = EncodeWithLlama3([] {
+    std::string text;
+    for (int i = 0; i < (1 << 19); ++i) text += "a1";
+    return text;
   });
   EXPECT_BOUNDED(o);
   EXPECT_EQ(o.code, ATLAS_STATUS_OK) << o.text;
@@ -641,35 +660,7 @@ std::string FloodText(size_t n) {
 }
 
 TEST(HostileTokenizers, AFiveMegabyteCacheFloodEncodesAndRoundTrips) {
-  // Llama 3's tokenizer.json (byte-level: decoding the ids gives the text
-  // back exactly, which checks them).
-  Outcome o = InChild([] {
-    Outcome x;
-    atlas_tokenizer *t = nullptr;
-    atlas_status s = atlas_tokenizer_load(g_llama3.c_str(), &t);
-    const std::string text = FloodText(5u << 20);
-    uint32_t *ids = nullptr;
-    size_t n = 0;
-    if (s == ATLAS_OK) {
-      s = atlas_tokenizer_encode(t, text.data(), text.size(), false, &ids, &n);
-    }
-    char *back = nullptr;
-    size_t len = 0;
-    if (s == ATLAS_OK)
-      s = atlas_tokenizer_decode(t, ids, n, false, &back, &len);
-    x.code = atlas_status_code_of(s);
-    if (s != ATLAS_OK) x.text = atlas_status_message(s);
-    if (s == ATLAS_OK && std::string(back, len) != text) {
-      x.code = -2;
-      x.text = "the ids do not decode to the text";
-    }
-    x.ids.assign(1, static_cast<uint32_t>(n));
-    free(back);
-    free(ids);
-    atlas_status_free(s);
-    atlas_tokenizer_free(t);
-    return x;
-  });
+  Outcome o = EncodeWithLlama3([] { return FloodText(5u << 20); });
   EXPECT_BOUNDED(o);
   ASSERT_EQ(o.code, ATLAS_STATUS_OK) << o.text;
   ASSERT_EQ(o.ids.size(), 1u);

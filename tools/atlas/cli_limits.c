@@ -31,36 +31,29 @@ atlas_status atlas_cli_limits_set(atlas_cli_limits *limits, size_t which,
                              "%s wants a number from 1 to %llu, not 0", flag,
                              max);
   }
-  switch (which) {
-    case ATLAS_CLI_LIMIT_MAX_INPUT:
-      limits->tokenizer.max_input_bytes = v;
-      return ATLAS_OK;
-    case ATLAS_CLI_LIMIT_MAX_WORD:
-      limits->tokenizer.max_word_bytes = v;
-      return ATLAS_OK;
-    case ATLAS_CLI_LIMIT_REGEX_MATCH:
-      limits->tokenizer.regex_match_limit = (uint32_t)v;
-      return ATLAS_OK;
-    case ATLAS_CLI_LIMIT_REGEX_DEPTH:
-      limits->tokenizer.regex_depth_limit = (uint32_t)v;
-      return ATLAS_OK;
-    case ATLAS_CLI_LIMIT_NORMALIZE_GROWTH:
-      limits->tokenizer.max_normalize_growth = (uint32_t)v;
-      return ATLAS_OK;
-    case ATLAS_CLI_LIMIT_CHAT_STEPS:
-      limits->chat.max_steps = v;
-      return ATLAS_OK;
-    case ATLAS_CLI_LIMIT_CHAT_OUTPUT:
-      limits->chat.max_output_bytes = v;
-      return ATLAS_OK;
-    case ATLAS_CLI_LIMIT_CHAT_STRING:
-      limits->chat.max_string_bytes = v;
-      return ATLAS_OK;
-    case ATLAS_CLI_LIMIT_CHAT_DEPTH:
-      limits->chat.max_depth = (uint32_t)v;
-      return ATLAS_OK;
-    default:
-      return atlas_status_make(ATLAS_STATUS_INTERNAL, "option %s unhandled",
-                               flag);
+  // Where each option goes: a 64-bit field or a 32-bit one (the bounds
+  // above keep a value within its field).
+  uint64_t *wide[ATLAS_CLI_LIMIT_COUNT] = {
+      [ATLAS_CLI_LIMIT_MAX_INPUT] = &limits->tokenizer.max_input_bytes,
+      [ATLAS_CLI_LIMIT_MAX_WORD] = &limits->tokenizer.max_word_bytes,
+      [ATLAS_CLI_LIMIT_CHAT_STEPS] = &limits->chat.max_steps,
+      [ATLAS_CLI_LIMIT_CHAT_OUTPUT] = &limits->chat.max_output_bytes,
+      [ATLAS_CLI_LIMIT_CHAT_STRING] = &limits->chat.max_string_bytes,
+  };
+  uint32_t *narrow[ATLAS_CLI_LIMIT_COUNT] = {
+      [ATLAS_CLI_LIMIT_REGEX_MATCH] = &limits->tokenizer.regex_match_limit,
+      [ATLAS_CLI_LIMIT_REGEX_DEPTH] = &limits->tokenizer.regex_depth_limit,
+      [ATLAS_CLI_LIMIT_NORMALIZE_GROWTH] =
+          &limits->tokenizer.max_normalize_growth,
+      [ATLAS_CLI_LIMIT_CHAT_DEPTH] = &limits->chat.max_depth,
+  };
+  if (which < ATLAS_CLI_LIMIT_COUNT && wide[which] != NULL) {
+    *wide[which] = v;
+  } else if (which < ATLAS_CLI_LIMIT_COUNT && narrow[which] != NULL) {
+    *narrow[which] = (uint32_t)v;
+  } else {
+    return atlas_status_make(ATLAS_STATUS_INTERNAL, "option %s unhandled",
+                             flag);
   }
+  return ATLAS_OK;
 }
