@@ -190,9 +190,12 @@ TEST(PromptMemory, AnEndlessStdinIsRefusedByTheInputLimit) {
   if (!kAsan) EXPECT_LT(c.peak_bytes, 512u << 20);
 }
 
-// The help's defaults are the API's (cli_limits.h writes them as text).
-TEST(PromptMemory, HelpShowsTheApiDefaults) {
-  std::string cmd = g_atlas + " run --help";
+// The help's defaults are the API's (cli_limits.h writes them as text), in
+// every command that encodes prompts or renders chat templates.
+class HelpDefaults : public testing::TestWithParam<const char *> {};
+
+TEST_P(HelpDefaults, AreTheApis) {
+  std::string cmd = g_atlas + " " + GetParam() + " --help";
   FILE *p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string help;
@@ -230,6 +233,9 @@ TEST(PromptMemory, HelpShowsTheApiDefaults) {
         << w.first;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Commands, HelpDefaults,
+                         testing::Values("run", "serve", "batch"));
 
 }  // namespace
 

@@ -11,6 +11,11 @@ void atlas_cli_limits_init(atlas_cli_limits *limits) {
 
 atlas_status atlas_cli_limits_set(atlas_cli_limits *limits, size_t which,
                                   const char *name, const char *value) {
+  static const char *const kNames[ATLAS_CLI_LIMIT_COUNT] = {
+      "max-input-bytes",       "max-word-bytes",        "regex-match-limit",
+      "regex-depth-limit",     "max-normalize-growth",  "chat-max-steps",
+      "chat-max-output-bytes", "chat-max-string-bytes", "chat-max-depth"};
+  if (name == NULL) name = which < ATLAS_CLI_LIMIT_COUNT ? kNames[which] : "?";
   char flag[64];
   snprintf(flag, sizeof(flag), "--%s", name);
   // The chat caps are the API's ceilings (64 MiB, depth 4096); the rest

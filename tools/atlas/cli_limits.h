@@ -82,7 +82,7 @@ typedef struct atlas_cli_limits {
 void atlas_cli_limits_init(atlas_cli_limits *limits);
 
 // Reads option `which` (ATLAS_CLI_LIMIT_*) from `value`; a usage error
-// names `--name` on a bad value.
+// names `--name` on a bad value (NULL: the name the option macros give it).
 ATLAS_MUST_USE atlas_status atlas_cli_limits_set(atlas_cli_limits *limits, size_t which,
                                                  const char *name, const char *value);
 

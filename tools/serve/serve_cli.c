@@ -13,6 +13,10 @@ atlas_status atlas_serve_cli_set(atlas_serve_cli_model *m, size_t index,
   if (index == ATLAS_SERVE_CLI_MAX_SEQ) {
     return atlas_cli_parse_long("--max-seq", value, 1, 1L << 30, &m->max_seq);
   }
+  if (index >= ATLAS_SERVE_CLI_LIMITS) {
+    return atlas_cli_limits_set(&m->limits, index - ATLAS_SERVE_CLI_LIMITS,
+                                NULL, value);
+  }
   // --backend and --kv-dtype: names the open checks.
   *(index == ATLAS_SERVE_CLI_BACKEND ? &m->backend : &m->kv_dtype) = value;
   return ATLAS_OK;
@@ -27,6 +31,8 @@ void atlas_serve_cli_model_config(const atlas_serve_cli_model *m,
   out->kv_dtype = m->kv_dtype;
   out->max_seq = m->max_seq;
   out->max_running = max_running;
+  out->tokenizer_limits = &m->limits.tokenizer;
+  out->chat_limits = &m->limits.chat;
 }
 
 // The shared options, then the command's own.
@@ -61,6 +67,7 @@ int atlas_serve_cli_main(const atlas_cli_command *command, int argc,
     return ATLAS_CLI_EXIT_FAILURE;
   }
   ((atlas_serve_cli_model *)o)->backend = "auto";
+  atlas_cli_limits_init(&((atlas_serve_cli_model *)o)->limits);
   init(o);
   int next = 0;
   set_both both = {set, o};

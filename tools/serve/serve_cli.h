@@ -8,6 +8,7 @@
 
 #include "atlas/runtime/base/status.h"
 #include "atlas/tools/atlas/cli_files.h"
+#include "atlas/tools/atlas/cli_limits.h"
 #include "atlas/tools/atlas/cli_options.h"
 #include "atlas/tools/serve/serve_model.h"
 
@@ -21,7 +22,9 @@ enum {
   ATLAS_SERVE_CLI_BACKEND,
   ATLAS_SERVE_CLI_KV_DTYPE,
   ATLAS_SERVE_CLI_MAX_SEQ,
-  ATLAS_SERVE_CLI_SHARED,  // the command's own options start here
+  ATLAS_SERVE_CLI_LIMITS,  // ATLAS_CLI_LIMIT_COUNT options (cli_limits.h)
+  // the command's own options start here
+  ATLAS_SERVE_CLI_SHARED = ATLAS_SERVE_CLI_LIMITS + ATLAS_CLI_LIMIT_COUNT,
 };
 
 // The table's first entries; `model_help` says what the folder holds.
@@ -35,13 +38,17 @@ enum {
                                 "f16, bf16"},                               \
   [ATLAS_SERVE_CLI_MAX_SEQ] = {"max-seq", "N", false, "min(context, 2048)", \
                                "positions one sequence may use (prompt + "  \
-                               "output)"}
+                               "output)"},                                  \
+  ATLAS_CLI_TEXT_LIMIT_OPTIONS(ATLAS_SERVE_CLI_LIMITS),                     \
+  ATLAS_CLI_CHAT_LIMIT_OPTIONS(ATLAS_SERVE_CLI_LIMITS +                     \
+                               ATLAS_CLI_TOKENIZER_LIMIT_COUNT)
 
 typedef struct atlas_serve_cli_model {
   char model[ATLAS_CLI_PATH_MAX];
-  const char *backend;   // "auto" unless given
-  const char *kv_dtype;  // NULL: auto
-  long max_seq;          // 0: the open default
+  const char *backend;      // "auto" unless given
+  const char *kv_dtype;     // NULL: auto
+  long max_seq;             // 0: the open default
+  atlas_cli_limits limits;  // the tokenizer's and the chat template's
 } atlas_serve_cli_model;
 
 // Sets shared option `index` (< ATLAS_SERVE_CLI_SHARED).

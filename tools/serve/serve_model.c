@@ -26,7 +26,9 @@ static atlas_status path_in(const char *dir, const char *name, char **out) {
 
 // DIR/tokenizer.json (required) and DIR/tokenizer_config.json's chat
 // template (optional: without one, chat requests are refused by name).
-static atlas_status load_text(const char *dir, atlas_tokenizer **out_tok,
+static atlas_status load_text(const char *dir,
+                              const atlas_serve_model_config *c,
+                              atlas_tokenizer **out_tok,
                               atlas_chat_template **out_chat) {
   *out_tok = NULL;
   *out_chat = NULL;
@@ -34,6 +36,13 @@ static atlas_status load_text(const char *dir, atlas_tokenizer **out_tok,
   ATLAS_RETURN_IF_ERROR(path_in(dir, "tokenizer.json", &path));
   atlas_status s = atlas_tokenizer_load(path, out_tok);
   free(path);
+  if (s == ATLAS_OK && c->tokenizer_limits != NULL) {
+    s = atlas_tokenizer_set_limits(*out_tok, c->tokenizer_limits);
+    if (s != ATLAS_OK) {
+      atlas_tokenizer_free(*out_tok);
+      *out_tok = NULL;
+    }
+  }
   if (s != ATLAS_OK) {
     return atlas_status_annotate(s,
                                  "serving needs the checkpoint's "
@@ -43,6 +52,17 @@ static atlas_status load_text(const char *dir, atlas_tokenizer **out_tok,
   struct stat st;
   if (stat(path, &st) == 0) {
     s = atlas_chat_template_load(path, out_chat);
+    if (s == ATLAS_OK && c->chat_limits != NULL) {
+      s = atlas_chat_template_set_limits(*out_chat, c->chat_limits);
+      if (s != ATLAS_OK) {  // a bad limit is the command line's error
+        atlas_chat_template_free(*out_chat);
+        *out_chat = NULL;
+        atlas_tokenizer_free(*out_tok);
+        *out_tok = NULL;
+        free(path);
+        return s;
+      }
+    }
     if (s != ATLAS_OK) {
       // Completions still work; chat requests say there is no template.
       fprintf(stderr,
@@ -130,7 +150,8 @@ atlas_status atlas_serve_model_open(const atlas_serve_model_config *config,
   }
   atlas_status s = parse_fail_swaps(config->fail_swaps, out);
   out->config.fail_swaps = NULL;  // parsed: the caller's string may go
-  if (s == ATLAS_OK) s = load_text(config->dir, &out->tokenizer, &out->chat);
+  if (s == ATLAS_OK)
+    s = load_text(config->dir, config, &out->tokenizer, &out->chat);
   atlas_open_options o;
   open_options(config, &o);
   // As `atlas swap` does, with ATLAS_FAULT set the first model loads
@@ -202,7 +223,7 @@ atlas_status atlas_serve_model_swap(atlas_serve_model *sm, const char *dir,
   atlas_chat_template *chat = NULL;
   char *dir_copy = strdup(dir);
   atlas_status s =
-      dir_copy ? load_text(dir, &tok, &chat)
+      dir_copy ? load_text(dir, &sm->config, &tok, &chat)
                : atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory");
   if (s == ATLAS_OK && sm->model == NULL) {
     // Nothing serves (a lost swap): this swap is an open.

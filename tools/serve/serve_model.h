@@ -31,6 +31,10 @@ typedef struct atlas_serve_model_config {
   // (LOST). atlas_testing_swap's faults: ATLAS_FAULT arms every backend the
   // process builds, so it cannot pick one swap of many.
   const char *fail_swaps;
+  // The limits on text each model's tokenizer and chat template get (NULL:
+  // the defaults); they must outlive the model (swaps use them again).
+  const atlas_tokenizer_limits *tokenizer_limits;
+  const atlas_chat_limits *chat_limits;
 } atlas_serve_model_config;
 
 #define ATLAS_SERVE_MAX_FAIL_SWAPS 16
