@@ -2,7 +2,8 @@
 // (moe_reference.h): the router (top-k ties, norm_topk_prob on and off,
 // k = 1, 2, 8), the counting sort by expert, the grouped (prefill) and
 // per-assignment (decode) expert products, the shared expert with its
-// sigmoid gate, and an expert no token picks. Outputs within 1e-5 of the
+// sigmoid gate, an expert no token picks, and expert weights one tensor
+// per expert or slices of the fused 3-D tensors. Outputs within 1e-5 of the
 // reference's row (largest difference over the row's largest magnitude).
 // CUDA cases skip where there is no GPU.
 #include <math.h>
@@ -192,6 +193,29 @@ class Device {
     }
     return Upload(addr);
   }
+  // Tables into one fused 3-D tensor [n][a.size() + b.size()] per expert
+  // (transformers' gate_up_proj: gate rows, then up rows): *out_a points
+  // at each expert's first part, *out_b (b not empty) at its second.
+  void FusedTables(const std::vector<const std::vector<float> *> &a,
+                   const std::vector<const std::vector<float> *> &b, Dtype d,
+                   void **out_a, void **out_b) {
+    std::vector<float> fused;
+    for (size_t e = 0; e < a.size(); ++e) {
+      fused.insert(fused.end(), a[e]->begin(), a[e]->end());
+      if (!b.empty()) fused.insert(fused.end(), b[e]->begin(), b[e]->end());
+    }
+    const size_t es = d == Dtype::kF32 ? 4 : 2;
+    const size_t na = a[0]->size(), nb = b.empty() ? 0 : b[0]->size();
+    uint8_t *base = (uint8_t *)Upload(Encode(fused, d));
+    std::vector<uint64_t> ta, tb;
+    for (size_t e = 0; e < a.size(); ++e) {
+      uint8_t *first = base + e * (na + nb) * es;
+      ta.push_back((uint64_t)(uintptr_t)first);
+      tb.push_back((uint64_t)(uintptr_t)(first + na * es));
+    }
+    *out_a = Upload(ta);
+    if (out_b != nullptr) *out_b = Upload(tb);
+  }
   atlas_backend *b_;
   std::vector<void *> bufs_;
 };
@@ -253,8 +277,10 @@ void Experts(Device &d, Dtype dt, bool grouped, void *d_x, void *d_ids,
 }
 
 // The whole block on `b`: out = residual + MoE(x).
+// fused: the experts' weights as the fused 3-D tensors newer transformers
+// writes (gate_up_proj [E][2 inter][hidden], down_proj [E][hidden][inter]).
 Result Forward(atlas_backend *b, const Case &k, const Inputs &in, Dtype dt,
-               bool grouped) {
+               bool grouped, bool fused) {
   const Config &c = k.c;
   const uint32_t t_n = k.n_tokens, a_n = t_n * c.k;
   Device d(b);
@@ -262,7 +288,13 @@ Result Forward(atlas_backend *b, const Case &k, const Inputs &in, Dtype dt,
   for (const auto &f : in.w.experts) {
     g.push_back(&f.gate), u.push_back(&f.up), dn.push_back(&f.down);
   }
-  void *gate = d.Table(g, dt), *up = d.Table(u, dt), *down = d.Table(dn, dt);
+  void *gate = nullptr, *up = nullptr, *down = nullptr;
+  if (fused) {
+    d.FusedTables(g, u, dt, &gate, &up);
+    d.FusedTables(dn, {}, dt, &down, nullptr);
+  } else {
+    gate = d.Table(g, dt), up = d.Table(u, dt), down = d.Table(dn, dt);
+  }
   void *d_router = d.Upload(Encode(in.w.router, dt));
   void *d_sgw =
       c.shared_inter ? d.Upload(Encode(in.w.shared_gate, dt)) : nullptr;
@@ -378,10 +410,16 @@ void RunAll(atlas_backend *b, const char *backend) {
   for (const Case &k : Cases()) {
     Inputs in = MakeInputs(k, seed++);
     for (Dtype dt : {Dtype::kF32, Dtype::kF16, Dtype::kBf16}) {
-      for (bool grouped : {true, false}) {
+      for (int path = 0; path < 3; ++path) {
+        // Grouped (prefill), per assignment (decode), and grouped over
+        // fused 3-D expert tensors.
+        const bool grouped = path != 1, fused = path == 2;
         std::string what = std::string(backend) + " " + k.name + " " +
-                           Suffix(dt) + (grouped ? " grouped" : " decode");
-        Result r = Forward(b, k, in, dt, grouped);
+                           Suffix(dt) +
+                           (fused     ? " grouped fused"
+                            : grouped ? " grouped"
+                                      : " decode");
+        Result r = Forward(b, k, in, dt, grouped, fused);
         double worst = Check(k, in, r, grouped, what, &tied_pairs);
         printf("moe (%s): worst row error %.3g\n", what.c_str(), worst);
         ++n;
