@@ -14,6 +14,7 @@
 #include "atlas/runtime/text/post_processor.h"
 #include "atlas/runtime/text/pretokenizer.h"
 #include "atlas/runtime/text/text_buf.h"
+#include "atlas/runtime/text/tokenizer.h"
 
 struct atlas_tokenizer {
   // Read-only after load.
