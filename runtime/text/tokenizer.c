@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +114,9 @@ atlas_status atlas_tokenizer_load_from_memory(const char *json, size_t len,
   atlas_byte_level_init(&t->byte_level);
   t->budget = atlas_tokenizer_budget_default();
   atlas_status st = atlas_text_matcher_init(&t->matcher);
+  // Kept cut to fit: messages say which file a limit came from (the CLI
+  // escapes them).
+  snprintf(t->name, sizeof(t->name), "%s", name);
   if (!st) st = load_root(t, root, name);
   json_decref(root);
   if (st) {
@@ -288,6 +292,10 @@ atlas_status atlas_tokenizer_encode(atlas_tokenizer *t, const char *text,
     memset(&t->encoded, 0, sizeof(t->encoded));
   }
   pthread_mutex_unlock(&t->lock);
+  // A limit the text ran into: which tokenizer.json set the rules.
+  if (atlas_status_code_of(st) == ATLAS_STATUS_RESOURCE_EXHAUSTED) {
+    st = atlas_status_annotate(st, "%s", t->name);
+  }
   if (st) return st;
   *out_ids = ids;
   *out_count = n;

@@ -26,6 +26,7 @@ struct atlas_tokenizer {
   atlas_added_vocab added;
   atlas_byte_level byte_level;
   size_t vocab_size;
+  char name[256];  // the file (or the name given), for encode's limits
   // Encode's scratch and word cache, guarded by `lock`.
   pthread_mutex_t lock;
   atlas_text_matcher matcher;

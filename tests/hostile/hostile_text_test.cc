@@ -458,6 +458,8 @@ TEST(HostileTokenizers, RegexJustUnderTheMatchLimitOnEverySearch) {
   Encoded e = Encode(tokenizer(), text);
   EXPECT_EQ(e.code, ATLAS_STATUS_RESOURCE_EXHAUSTED) << e.message;
   EXPECT_NE(e.message.find("steps in all"), std::string::npos) << e.message;
+  // Which tokenizer.json set the rules.
+  EXPECT_EQ(e.message.rfind("crafted.json: ", 0), 0u) << e.message;
   EXPECT_NE(e.message.find("regex_match_limit"), std::string::npos)
       << e.message;
   // The same regex on a text that does not backtrack: the right ids.
