@@ -108,6 +108,7 @@ SELF_GATE_TARGETS = [
     "//tools/bench:bench_ledger",
     "//tools/bench:bench_llama",
     "//tools/bench:bench_load",
+    "//tools/bench:bench_moe",
     "//tools/bench:bench_stats",
     "//tools/bench:bench_tokenizer",
     "//tools/checkpoint:demo_models_embedded",
