@@ -79,6 +79,14 @@
 #   gguf            (2026-12-07, tree 099c373, 2 shared cores under load,
 #                   nice 19, -max_len 4096) 10,000,000 executions in 851 s
 #                   (11.8k/s), peak RSS 59 MB, no crash
+#   tokenizer and chat_template after the streaming encode, the per-encode
+#                   regex budget and the limits' API (2026-12-07, tree
+#                   d9f5e26's runtime/text and runtime/chat, the 2 shared
+#                   cores under load, nice 19, fuzz_many_cores.sh with 2 jobs
+#                   each, -timeout 10, -rss_limit_mb 512): chat_template
+#                   140,800 executions in 150 s, tokenizer 98,656 in 150 s,
+#                   no finding. Not the issue's 10M each: that needs the
+#                   16-core machine (fuzz_many_cores.sh there), not run yet.
 set -eu
 cd "$(dirname "$0")/../.."
 RUNS=${1:-1000000}
