@@ -81,7 +81,7 @@
 #                   (11.8k/s), peak RSS 59 MB, no crash
 #   tokenizer and chat_template after the streaming encode, the per-encode
 #                   regex budget and the limits' API (2026-12-07, tree
-#                   d9f5e26's runtime/text and runtime/chat, the 2 shared
+#                   6079ca0's runtime/text and runtime/chat, the 2 shared
 #                   cores under load, nice 19, fuzz_many_cores.sh with 2 jobs
 #                   each, -timeout 10, -rss_limit_mb 512): chat_template
 #                   140,800 executions in 150 s, tokenizer 98,656 in 150 s,
