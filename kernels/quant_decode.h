@@ -144,14 +144,16 @@ ATLAS_QD float atlas_qd_gguf(uint32_t layout, const uint8_t *b, uint32_t j) {
   if (layout == ATLAS_QUANT_LAYOUT_GGUF_Q6_K) {
     const uint8_t *ql = b, *qh = b + 128;
     const int8_t *sc = (const int8_t *)(b + 192);
-    const uint32_t h = j / 128, r = j % 128, quarter = r / 32, l = r % 32;
+    const size_t h = j / 128;
+    const uint32_t r = j % 128, quarter = r / 32, l = r % 32;
     ql += 64 * h, qh += 32 * h, sc += 8 * h;
     const uint32_t lo = quarter & 1u ? ql[l + 32] : ql[l];
     const uint32_t nib = quarter < 2 ? (lo & 0xfu) : (lo >> 4);
     const int32_t q =
         (int32_t)(nib | (((uint32_t)(qh[l] >> (2 * quarter)) & 3u) << 4)) - 32;
-    return atlas_qd_f16_at(b + 208) * (float)sc[l / 16 + 2 * quarter] *
-           (float)q;
+    const uint32_t sub = l / 16 + 2 * quarter;  // the 16-element sub-block
+    const float scale = (float)sc[sub];
+    return atlas_qd_f16_at(b + 208) * scale * (float)q;
   }
   // Q4_K and Q5_K: 8 sub-blocks of 32, chunks of 64 sharing a byte.
   const uint32_t c = j / 64, within = j % 64, l = within % 32;

@@ -8,27 +8,12 @@
 #include <unistd.h>
 
 #include "atlas/runtime/base/file_read.h"
+#include "atlas/runtime/formats/gguf_internal.h"
 
 // Longest key and string value read (a chat template is a few kilobytes;
 // keys are dotted names).
 #define MAX_KEY_BYTES ((uint64_t)1024)
 #define MAX_STRING_BYTES ((uint64_t)1 << 28)
-
-struct atlas_gguf {
-  char *name;
-  const uint8_t *buf;  // the file's first buf_size bytes (all of a buffer)
-  uint8_t *owned;      // buf, when read from a file
-  uint64_t buf_size, file_size;
-  int fd;  // -1 for a buffer
-  atlas_file_identity identity;
-  uint32_t version;
-  uint64_t alignment, data_offset;
-  atlas_gguf_kv *kvs;
-  uint64_t **str_offsets;  // per kv: string arrays' element offsets
-  size_t kv_count, kv_alloc;
-  atlas_gguf_tensor *tensors;
-  size_t tensor_count;
-};
 
 typedef struct type_info {
   const char *name;
@@ -59,6 +44,10 @@ static const char *const kValueTypes[] = {
     "bool", "string", "array", "u64", "i64", "f64"};
 static const uint32_t kValueSizes[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
 #define VALUE_TYPE_COUNT (sizeof(kValueSizes) / sizeof(kValueSizes[0]))
+
+uint32_t atlas_gguf_value_size(uint32_t type) {
+  return type < VALUE_TYPE_COUNT ? kValueSizes[type] : 0;
+}
 
 const char *atlas_gguf_type_name(uint32_t type) {
   return type < TYPE_COUNT && kTypes[type].bytes ? kTypes[type].name : "?";
@@ -321,7 +310,8 @@ static atlas_status tensor_error(const atlas_gguf *g, const char *name,
   char q[ATLAS_QUOTE_BYTES];
   return atlas_status_make(
       ATLAS_STATUS_DATA_LOSS, "%s: tensor \"%s\": %s", g->name,
-      atlas_quote_n(name, strlen(name), q, sizeof(q)), why);
+      name != NULL ? atlas_quote_n(name, strlen(name), q, sizeof(q)) : "?",
+      why);
 }
 
 static atlas_status read_tensor(cursor *c, atlas_gguf_tensor *t) {
@@ -375,15 +365,19 @@ static atlas_status read_tensor(cursor *c, atlas_gguf_tensor *t) {
   return ATLAS_OK;
 }
 
-static int compare_offsets(const void *a, const void *b) {
-  const atlas_gguf_tensor *x = *(const atlas_gguf_tensor *const *)a;
-  const atlas_gguf_tensor *y = *(const atlas_gguf_tensor *const *)b;
-  return x->file_offset < y->file_offset ? -1 : x->file_offset > y->file_offset;
+// A tensor's bytes in the file, for the overlap check.
+typedef struct span {
+  uint64_t begin, end;
+  size_t tensor;
+} span;
+
+static int compare_spans(const void *a, const void *b) {
+  const span *x = a, *y = b;
+  return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
 // Absolute offsets: inside the file, no two overlapping.
 static atlas_status place_tensors(atlas_gguf *g) {
-  const atlas_gguf_tensor **by = NULL;
   char why[400];
   for (size_t i = 0; i < g->tensor_count; ++i) {
     atlas_gguf_tensor *t = &g->tensors[i];
@@ -401,21 +395,24 @@ static atlas_status place_tensors(atlas_gguf *g) {
     t->file_offset = g->data_offset + rel;
   }
   if (g->tensor_count < 2) return ATLAS_OK;
-  by = malloc(g->tensor_count * sizeof(*by));
-  if (by == NULL) return oom(g);
-  for (size_t i = 0; i < g->tensor_count; ++i) by[i] = &g->tensors[i];
-  qsort(by, g->tensor_count, sizeof(*by), compare_offsets);
+  span *spans = malloc(g->tensor_count * sizeof(span));
+  if (spans == NULL) return oom(g);
+  for (size_t i = 0; i < g->tensor_count; ++i) {
+    const atlas_gguf_tensor *t = &g->tensors[i];
+    spans[i] = (span){t->file_offset, t->file_offset + t->bytes, i};
+  }
+  qsort(spans, g->tensor_count, sizeof(span), compare_spans);
   atlas_status status = ATLAS_OK;
   for (size_t i = 1; i < g->tensor_count && status == ATLAS_OK; ++i) {
-    const atlas_gguf_tensor *a = by[i - 1], *b = by[i];
-    if (a->file_offset + a->bytes > b->file_offset) {
+    if (spans[i - 1].end > spans[i].begin) {
+      const char *a = g->tensors[spans[i - 1].tensor].name;
       char q[ATLAS_QUOTE_BYTES];
       snprintf(why, sizeof(why), "its bytes overlap those of \"%s\"",
-               atlas_quote_n(a->name, strlen(a->name), q, sizeof(q)));
-      status = tensor_error(g, b->name, why);
+               a != NULL ? atlas_quote_n(a, strlen(a), q, sizeof(q)) : "?");
+      status = tensor_error(g, g->tensors[spans[i].tensor].name, why);
     }
   }
-  free(by);
+  free(spans);
   return status;
 }
 
@@ -497,11 +494,11 @@ static atlas_status parse(atlas_gguf *g, bool *more, uint64_t *needed) {
     names = malloc(n * sizeof(*names));
     if (names == NULL) status = oom(g);
   }
-  if (status == ATLAS_OK && g->kv_count > 1) {
+  if (status == ATLAS_OK && names != NULL && g->kv_count > 1) {
     for (size_t i = 0; i < g->kv_count; ++i) names[i] = g->kvs[i].key;
     status = check_unique(g, names, g->kv_count, "metadata key");
   }
-  if (status == ATLAS_OK && g->tensor_count > 1) {
+  if (status == ATLAS_OK && names != NULL && g->tensor_count > 1) {
     for (size_t i = 0; i < g->tensor_count; ++i) names[i] = g->tensors[i].name;
     status = check_unique(g, names, g->tensor_count, "tensor");
   }
@@ -634,7 +631,9 @@ const atlas_gguf_tensor *atlas_gguf_tensor_at(const atlas_gguf *g, size_t i) {
 
 const atlas_gguf_kv *atlas_gguf_find_kv(const atlas_gguf *g, const char *key) {
   for (size_t i = 0; i < g->kv_count; ++i) {
-    if (strcmp(g->kvs[i].key, key) == 0) return &g->kvs[i];
+    if (g->kvs[i].key != NULL && strcmp(g->kvs[i].key, key) == 0) {
+      return &g->kvs[i];
+    }
   }
   return NULL;
 }
@@ -642,207 +641,11 @@ const atlas_gguf_kv *atlas_gguf_find_kv(const atlas_gguf *g, const char *key) {
 const atlas_gguf_tensor *atlas_gguf_find_tensor(const atlas_gguf *g,
                                                 const char *name) {
   for (size_t i = 0; i < g->tensor_count; ++i) {
-    if (strcmp(g->tensors[i].name, name) == 0) return &g->tensors[i];
+    if (g->tensors[i].name != NULL && strcmp(g->tensors[i].name, name) == 0) {
+      return &g->tensors[i];
+    }
   }
   return NULL;
-}
-
-static atlas_status lookup(const atlas_gguf *g, const char *key,
-                           const atlas_gguf_kv **out) {
-  *out = atlas_gguf_find_kv(g, key);
-  if (*out != NULL) return ATLAS_OK;
-  return atlas_status_make(ATLAS_STATUS_NOT_FOUND,
-                           "%s: metadata key \"%s\" is missing", g->name, key);
-}
-
-static atlas_status wrong_type(const atlas_gguf *g, const atlas_gguf_kv *kv,
-                               const char *want) {
-  return atlas_status_make(
-      ATLAS_STATUS_INVALID_ARGUMENT, "%s: metadata key \"%s\" is %s%s, not %s",
-      g->name, kv->key, atlas_gguf_value_type_name(kv->type),
-      kv->type == ATLAS_GGUF_ARRAY ? " (an array)" : "", want);
-}
-
-// A number of `type` at byte `at` as a double; *is_int / *neg describe it.
-static double number_at(const atlas_gguf *g, uint32_t type, uint64_t at,
-                        bool *is_int, int64_t *as_int, uint64_t *as_uint) {
-  const uint8_t *p = g->buf + at;
-  uint64_t u = 0;
-  int64_t i = 0;
-  double d = 0;
-  *is_int = true;
-  switch (type) {
-    case ATLAS_GGUF_U8:
-      u = p[0];
-      break;
-    case ATLAS_GGUF_I8:
-      i = (int8_t)p[0];
-      break;
-    case ATLAS_GGUF_U16: {
-      uint16_t v;
-      memcpy(&v, p, 2);
-      u = v;
-      break;
-    }
-    case ATLAS_GGUF_I16: {
-      int16_t v;
-      memcpy(&v, p, 2);
-      i = v;
-      break;
-    }
-    case ATLAS_GGUF_U32: {
-      uint32_t v;
-      memcpy(&v, p, 4);
-      u = v;
-      break;
-    }
-    case ATLAS_GGUF_I32: {
-      int32_t v;
-      memcpy(&v, p, 4);
-      i = v;
-      break;
-    }
-    case ATLAS_GGUF_U64:
-      memcpy(&u, p, 8);
-      break;
-    case ATLAS_GGUF_I64:
-      memcpy(&i, p, 8);
-      break;
-    case ATLAS_GGUF_F32: {
-      float v;
-      memcpy(&v, p, 4);
-      d = v;
-      *is_int = false;
-      break;
-    }
-    case ATLAS_GGUF_F64:
-      memcpy(&d, p, 8);
-      *is_int = false;
-      break;
-    default:
-      *is_int = false;
-      return 0;
-  }
-  bool signed_type = type == ATLAS_GGUF_I8 || type == ATLAS_GGUF_I16 ||
-                     type == ATLAS_GGUF_I32 || type == ATLAS_GGUF_I64;
-  if (*is_int) {
-    if (signed_type) {
-      *as_int = i;
-      *as_uint = i < 0 ? UINT64_MAX : (uint64_t)i;
-      d = (double)i;
-    } else {
-      *as_int = u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u;
-      *as_uint = u;
-      d = (double)u;
-    }
-  }
-  return d;
-}
-
-static bool is_number(uint32_t type) {
-  return type <= ATLAS_GGUF_F32 || type == ATLAS_GGUF_U64 ||
-         type == ATLAS_GGUF_I64 || type == ATLAS_GGUF_F64;
-}
-
-atlas_status atlas_gguf_get_u64(const atlas_gguf *g, const char *key,
-                                uint64_t *out) {
-  const atlas_gguf_kv *kv = NULL;
-  ATLAS_RETURN_IF_ERROR(lookup(g, key, &kv));
-  bool is_int = false;
-  int64_t i = 0;
-  uint64_t u = 0;
-  if (is_number(kv->type))
-    number_at(g, kv->type, kv->value_at, &is_int, &i, &u);
-  if (!is_int) return wrong_type(g, kv, "an integer");
-  if (i < 0) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: metadata key \"%s\" is %lld, not a count",
-                             g->name, key, (long long)i);
-  }
-  *out = u;
-  return ATLAS_OK;
-}
-
-atlas_status atlas_gguf_get_f64(const atlas_gguf *g, const char *key,
-                                double *out) {
-  const atlas_gguf_kv *kv = NULL;
-  ATLAS_RETURN_IF_ERROR(lookup(g, key, &kv));
-  if (!is_number(kv->type) || kv->type == ATLAS_GGUF_BOOL) {
-    return wrong_type(g, kv, "a number");
-  }
-  bool is_int = false;
-  int64_t i = 0;
-  uint64_t u = 0;
-  *out = number_at(g, kv->type, kv->value_at, &is_int, &i, &u);
-  return ATLAS_OK;
-}
-
-atlas_status atlas_gguf_get_bool(const atlas_gguf *g, const char *key,
-                                 bool *out) {
-  const atlas_gguf_kv *kv = NULL;
-  ATLAS_RETURN_IF_ERROR(lookup(g, key, &kv));
-  if (kv->type != ATLAS_GGUF_BOOL) return wrong_type(g, kv, "a bool");
-  *out = g->buf[kv->value_at] != 0;
-  return ATLAS_OK;
-}
-
-static void string_at(const atlas_gguf *g, uint64_t at, const char **out,
-                      size_t *out_len) {
-  uint64_t len = 0;
-  memcpy(&len, g->buf + at, 8);
-  *out = (const char *)g->buf + at + 8;
-  *out_len = (size_t)len;
-}
-
-atlas_status atlas_gguf_get_string(const atlas_gguf *g, const char *key,
-                                   const char **out, size_t *out_len) {
-  const atlas_gguf_kv *kv = NULL;
-  ATLAS_RETURN_IF_ERROR(lookup(g, key, &kv));
-  if (kv->type != ATLAS_GGUF_STRING) return wrong_type(g, kv, "a string");
-  string_at(g, kv->value_at, out, out_len);
-  return ATLAS_OK;
-}
-
-static atlas_status check_element(const atlas_gguf *g, const atlas_gguf_kv *kv,
-                                  uint64_t i, bool string) {
-  if (kv->type != ATLAS_GGUF_ARRAY ||
-      (string
-           ? kv->elem_type != ATLAS_GGUF_STRING
-           : !is_number(kv->elem_type) || kv->elem_type == ATLAS_GGUF_BOOL)) {
-    return atlas_status_make(
-        ATLAS_STATUS_INVALID_ARGUMENT, "%s: metadata key \"%s\" is not %s",
-        g->name, kv->key,
-        string ? "an array of strings" : "an array of numbers");
-  }
-  if (i >= kv->count) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "%s: metadata key \"%s\" has %llu elements, not "
-                             "%llu",
-                             g->name, kv->key, (unsigned long long)kv->count,
-                             (unsigned long long)i + 1);
-  }
-  return ATLAS_OK;
-}
-
-atlas_status atlas_gguf_array_string(const atlas_gguf *g,
-                                     const atlas_gguf_kv *kv, uint64_t i,
-                                     const char **out, size_t *out_len) {
-  ATLAS_RETURN_IF_ERROR(check_element(g, kv, i, true));
-  string_at(g, g->str_offsets[kv - g->kvs][i], out, out_len);
-  return ATLAS_OK;
-}
-
-atlas_status atlas_gguf_array_number(const atlas_gguf *g,
-                                     const atlas_gguf_kv *kv, uint64_t i,
-                                     double *out) {
-  ATLAS_RETURN_IF_ERROR(check_element(g, kv, i, false));
-  bool is_int = false;
-  int64_t s = 0;
-  uint64_t u = 0;
-  *out =
-      number_at(g, kv->elem_type, kv->value_at + i * kValueSizes[kv->elem_type],
-                &is_int, &s, &u);
-  return ATLAS_OK;
 }
 
 atlas_status atlas_gguf_read(const atlas_gguf *g, const atlas_gguf_tensor *t,

@@ -52,16 +52,16 @@ atlas_status atlas_gguf_hf_name(const char *gguf_name, char *buf, size_t size) {
       return n >= 0 && (size_t)n < size ? ATLAS_OK : no_name(gguf_name);
     }
   }
+  // "blk." then decimal digits then ".".
+  if (strncmp(gguf_name, "blk.", 4) != 0) return no_name(gguf_name);
+  const char *p = gguf_name + 4;
   unsigned long layer = 0;
-  int used = 0;
-  if (sscanf(gguf_name, "blk.%lu.%n", &layer, &used) != 1 || used == 0 ||
-      gguf_name[4] < '0' || gguf_name[4] > '9') {
-    return no_name(gguf_name);
+  size_t digits = 0;
+  for (; *p >= '0' && *p <= '9' && digits < 9; ++p, ++digits) {
+    layer = layer * 10 + (unsigned long)(*p - '0');
   }
-  // Digits only between "blk." and the dot (sscanf takes a sign or spaces).
-  for (const char *p = gguf_name + 4; p < gguf_name + used - 1; ++p) {
-    if (*p < '0' || *p > '9') return no_name(gguf_name);
-  }
+  if (digits == 0 || *p != '.') return no_name(gguf_name);
+  const size_t used = (size_t)(p + 1 - gguf_name);
   const char *suffix = gguf_name + used;
   for (size_t i = 0; i < COUNT(kLayer); ++i) {
     if (strcmp(suffix, kLayer[i].gguf) == 0) {

@@ -82,9 +82,10 @@ atlas_status atlas_quant_linear_free(atlas_backend *b, atlas_quant_linear *l) {
   return s;
 }
 
+// `out` is written by the kernel: passed on as an address only.
 static atlas_status launch(atlas_backend *b, const atlas_kernel *kernel,
                            atlas_stream *stream, const atlas_quant_linear *l,
-                           const float *x, uint32_t count, float *out,
+                           const float *x, uint32_t count, void *out,
                            bool accumulate) {
   if (kernel == NULL) {
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,

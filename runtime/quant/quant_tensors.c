@@ -83,7 +83,7 @@ static atlas_status find(const atlas_checkpoint *ck, const char *module,
     return required ? mismatch(module, w->suffix, "is missing") : ATLAS_OK;
   }
   const atlas_safetensors_tensor *t = out->tensor;
-  char why[320], shape[128], want_shape[128];
+  char why[320];
   bool dtype_ok =
       w->float_scale ? atlas_dtype_is_float(t->dtype)
       : w->int_any ? t->dtype == ATLAS_DTYPE_I32 || t->dtype == ATLAS_DTYPE_I64
@@ -104,6 +104,7 @@ static atlas_status find(const atlas_checkpoint *ck, const char *module,
     shape_ok = true;
   }
   if (!shape_ok) {
+    char shape[128], want_shape[128];
     atlas_shape_format(t->shape, t->rank, shape, sizeof(shape));
     atlas_shape_format(w->dims, w->rank, want_shape, sizeof(want_shape));
     snprintf(why, sizeof(why), "has shape %s, not %s", shape, want_shape);

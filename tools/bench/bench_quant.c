@@ -163,7 +163,7 @@ int main(int argc, char **argv) {
     if (o == 'b') {
       backend = optarg;
     } else if (o == 'r') {
-      reps = atoi(optarg);
+      reps = (int)strtol(optarg, NULL, 10);
     } else {
       fprintf(stderr, "usage: bench_quant [--backend cuda|host] [--reps N]\n");
       return 2;
