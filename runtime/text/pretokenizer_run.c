@@ -387,7 +387,8 @@ atlas_status atlas_pretokenizer_stream(const atlas_pretokenizer *p,
     atlas_text_pieces_free(&copy);
     return st;
   }
-  const atlas_pretokenizer **leaf = calloc(n, sizeof(*leaf));
+  const atlas_pretokenizer **leaf =
+      calloc(n, sizeof(const atlas_pretokenizer *));
   stage *stages = calloc(n, sizeof(*stages));
   if (leaf == NULL || stages == NULL) {
     free(leaf);

@@ -113,7 +113,7 @@ check "--version exits 0" [ "$rc" -eq 0 ]
 check "--version prints the header's version ($major.$minor.$patch)" [ "$(head -n 1 <<<"$out")" = "atlas $major.$minor.$patch" ]
 # Then the CUDA images built in: every module of the Llama set, each with
 # the architectures it holds (compute_90 PTX whether nvcc built it or not).
-for m in llama llama_batch weight_scan; do
+for m in token prefill paged weight_scan; do
   check "--version lists the $m image with compute_90" grep -qE "^  $m +[0-9]+ KiB  .*compute_90" <<<"$out"
 done
 check "--version says where the images came from" grep -qE '^CUDA kernels: (compiled by nvcc [0-9.]+ at build time|no nvcc at build time; the committed PTX)' <<<"$out"

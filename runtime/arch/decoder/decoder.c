@@ -490,21 +490,21 @@ static atlas_status plan_weights(atlas_decoder_weights *w,
     // Optional vectors (biases, q/k norms, sandwich norms), f32 like the
     // norms.
     struct {
-      atlas_decoder_weight weight;
       float **dst;
+      atlas_decoder_weight weight;
       bool norm;  // (1 + w) where the descriptor says so; a bias never
     } vectors[] = {
-        {ATLAS_DECODER_ATTN_OUT_NORM, &L->attn_out_norm, true},
-        {ATLAS_DECODER_FFN_OUT_NORM, &L->ffn_out_norm, true},
-        {ATLAS_DECODER_Q_BIAS, &L->q_bias, false},
-        {ATLAS_DECODER_K_BIAS, &L->k_bias, false},
-        {ATLAS_DECODER_V_BIAS, &L->v_bias, false},
-        {ATLAS_DECODER_O_BIAS, &L->o_bias, false},
-        {ATLAS_DECODER_GATE_BIAS, &L->gate_bias, false},
-        {ATLAS_DECODER_UP_BIAS, &L->up_bias, false},
-        {ATLAS_DECODER_DOWN_BIAS, &L->down_bias, false},
-        {ATLAS_DECODER_Q_NORM, &L->q_norm, true},
-        {ATLAS_DECODER_K_NORM, &L->k_norm, true},
+        {&L->attn_out_norm, ATLAS_DECODER_ATTN_OUT_NORM, true},
+        {&L->ffn_out_norm, ATLAS_DECODER_FFN_OUT_NORM, true},
+        {&L->q_bias, ATLAS_DECODER_Q_BIAS, false},
+        {&L->k_bias, ATLAS_DECODER_K_BIAS, false},
+        {&L->v_bias, ATLAS_DECODER_V_BIAS, false},
+        {&L->o_bias, ATLAS_DECODER_O_BIAS, false},
+        {&L->gate_bias, ATLAS_DECODER_GATE_BIAS, false},
+        {&L->up_bias, ATLAS_DECODER_UP_BIAS, false},
+        {&L->down_bias, ATLAS_DECODER_DOWN_BIAS, false},
+        {&L->q_norm, ATLAS_DECODER_Q_NORM, true},
+        {&L->k_norm, ATLAS_DECODER_K_NORM, true},
     };
     for (size_t v = 0; v < sizeof(vectors) / sizeof(vectors[0]); ++v) {
       if (!atlas_decoder_weight_used(c, vectors[v].weight)) continue;

@@ -30,14 +30,14 @@ atlas_status atlas_qwen2_read_window(const char *path, const json_t *root,
   for (int64_t l = 1; found && l < cfg->num_hidden_layers; ++l) {
     if (atlas_decoder_layer_sliding(cfg, l - 1) &&
         !atlas_decoder_layer_sliding(cfg, l)) {
-      int64_t first = 0;
-      while (!atlas_decoder_layer_sliding(cfg, first)) ++first;
+      int64_t first_sliding = 0;
+      while (!atlas_decoder_layer_sliding(cfg, first_sliding)) ++first_sliding;
       return atlas_status_make(
           ATLAS_STATUS_UNIMPLEMENTED,
           "%s: layer_types: full_attention layer %lld "
           "after sliding_attention layer %lld is not "
           "supported (only full layers, then sliding ones)",
-          path, (long long)l, (long long)first);
+          path, (long long)l, (long long)first_sliding);
     }
   }
   return ATLAS_OK;
