@@ -114,8 +114,8 @@ atlas_status atlas_tokenizer_load_from_memory(const char *json, size_t len,
   atlas_byte_level_init(&t->byte_level);
   t->budget = atlas_tokenizer_budget_default();
   atlas_status st = atlas_text_matcher_init(&t->matcher);
-  // Kept cut to fit: messages say which file a limit came from (the CLI
-  // escapes them).
+  // Kept cut to fit: messages say which file a limit came from (every
+  // status escapes its message).
   snprintf(t->name, sizeof(t->name), "%s", name);
   if (!st) st = load_root(t, root, name);
   json_decref(root);
