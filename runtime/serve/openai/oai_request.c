@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atlas/runtime/formats/json_words.h"
+
 // Fails naming `param` (the field's path): the message starts with it, and
 // out_error keeps it for the error body's "param".
 ATLAS_PRINTF_LIKE(3, 4)
@@ -31,28 +33,6 @@ static void path_of(char *buf, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf, ATLAS_OAI_MAX_PARAM, fmt, ap);
   va_end(ap);
-}
-
-static const char *type_name(const json_t *v) {
-  if (v == NULL) return "nothing";
-  switch (json_typeof(v)) {
-    case JSON_OBJECT:
-      return "an object";
-    case JSON_ARRAY:
-      return "an array";
-    case JSON_STRING:
-      return "a string";
-    case JSON_INTEGER:
-      return "an integer";
-    case JSON_REAL:
-      return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-      return "a boolean";
-    case JSON_NULL:
-      return "null";
-  }
-  return "a value";
 }
 
 // The member `key`, NULL when absent or null (OpenAI clients send null for
@@ -80,7 +60,8 @@ static atlas_status get_number(const json_t *body, const char *key, double *out,
   json_t *v = member(body, key);
   if (v == NULL) return ATLAS_OK;
   if (!json_is_number(v)) {
-    return field_error(err, key, "must be a number, not %s", type_name(v));
+    return field_error(err, key, "must be a number, not %s",
+                       atlas_json_type_word(v));
   }
   *out = json_number_value(v);
   return ATLAS_OK;
@@ -92,7 +73,8 @@ static atlas_status get_integer(const json_t *body, const char *key, int64_t lo,
   json_t *v = member(body, key);
   if (v == NULL) return ATLAS_OK;
   if (!json_is_integer(v)) {
-    return field_error(err, key, "must be an integer, not %s", type_name(v));
+    return field_error(err, key, "must be an integer, not %s",
+                       atlas_json_type_word(v));
   }
   json_int_t x = json_integer_value(v);
   if (x < lo || x > hi) {
@@ -109,7 +91,8 @@ static atlas_status get_bool(const json_t *body, const char *key, bool *out,
   json_t *v = member(body, key);
   if (v == NULL) return ATLAS_OK;
   if (!json_is_boolean(v)) {
-    return field_error(err, key, "must be true or false, not %s", type_name(v));
+    return field_error(err, key, "must be true or false, not %s",
+                       atlas_json_type_word(v));
   }
   *out = json_is_true(v);
   return ATLAS_OK;
@@ -152,7 +135,8 @@ static atlas_status parse_sampling(const json_t *body, atlas_oai_request *r,
 static atlas_status add_stop(atlas_oai_request *r, const json_t *v,
                              const char *param, atlas_oai_error *err) {
   if (!json_is_string(v)) {
-    return field_error(err, param, "must be a string, not %s", type_name(v));
+    return field_error(err, param, "must be a string, not %s",
+                       atlas_json_type_word(v));
   }
   size_t n = json_string_length(v);
   if (n == 0) return field_error(err, param, "is empty");
@@ -175,7 +159,7 @@ static atlas_status parse_stop(const json_t *body, atlas_oai_request *r,
     return field_error(err, "stop",
                        "must be a string or a list of strings, "
                        "not %s",
-                       type_name(v));
+                       atlas_json_type_word(v));
   }
   size_t count = json_is_string(v) ? 1 : json_array_size(v);
   if (count > ATLAS_OAI_MAX_STOP) {
@@ -210,7 +194,7 @@ static atlas_status parse_ids(const json_t *arr, const char *param,
       return field_error(err, at,
                          "must be a token id (an integer in [0, "
                          "%u)), not %s",
-                         UINT32_MAX, type_name(id));
+                         UINT32_MAX, atlas_json_type_word(id));
     }
     r->prompt_ids[i] = (uint32_t)x;
   }
@@ -246,7 +230,7 @@ static atlas_status parse_prompt(const json_t *body, atlas_oai_request *r,
   return field_error(err, param,
                      "must be a string or a list of token ids, "
                      "not %s",
-                     type_name(v));
+                     atlas_json_type_word(v));
 }
 
 // A message's content: a string, or a list of {"type": "text", "text": ...}
@@ -261,7 +245,7 @@ static atlas_status message_content(const json_t *c, const char *param,
     return field_error(err, param,
                        "must be a string or a list of text "
                        "parts, not %s",
-                       type_name(c));
+                       atlas_json_type_word(c));
   }
   size_t total = 0;
   char at[ATLAS_OAI_MAX_PARAM];
@@ -271,7 +255,8 @@ static atlas_status message_content(const json_t *c, const char *param,
     json_t *text = json_object_get(part, "text");
     path_of(at, "%s[%zu]", param, i);
     if (!json_is_object(part)) {
-      return field_error(err, at, "must be an object, not %s", type_name(part));
+      return field_error(err, at, "must be an object, not %s",
+                         atlas_json_type_word(part));
     }
     if (!json_is_string(type) || strcmp(json_string_value(type), "text") != 0) {
       return field_error(
@@ -304,7 +289,8 @@ static atlas_status parse_message(const json_t *m, size_t i,
   char at[ATLAS_OAI_MAX_PARAM];
   path_of(at, "messages[%zu]", i);
   if (!json_is_object(m)) {
-    return field_error(err, at, "must be an object, not %s", type_name(m));
+    return field_error(err, at, "must be an object, not %s",
+                       atlas_json_type_word(m));
   }
   static const char *const kRoles[] = {"system", "developer", "user",
                                        "assistant"};
@@ -340,7 +326,7 @@ static atlas_status parse_messages(const json_t *body, atlas_oai_request *r,
   if (v == NULL) return field_error(err, "messages", "is required");
   if (!json_is_array(v)) {
     return field_error(err, "messages", "must be a list of messages, not %s",
-                       type_name(v));
+                       atlas_json_type_word(v));
   }
   size_t n = json_array_size(v);
   if (n == 0) return field_error(err, "messages", "is an empty list");
@@ -423,14 +409,14 @@ static atlas_status parse_stream(const json_t *body, atlas_oai_request *r,
   }
   if (!json_is_object(so)) {
     return field_error(err, "stream_options", "must be an object, not %s",
-                       type_name(so));
+                       atlas_json_type_word(so));
   }
   json_t *u = member(so, "include_usage");
   if (u != NULL && !json_is_boolean(u)) {
     return field_error(err, "stream_options.include_usage",
                        "must be true or "
                        "false, not %s",
-                       type_name(u));
+                       atlas_json_type_word(u));
   }
   r->include_usage = json_is_true(u);
   return ATLAS_OK;
@@ -462,7 +448,7 @@ static atlas_status parse_fields(const json_t *body, atlas_oai_request *r,
   json_t *model = member(body, "model");
   if (model != NULL && !json_is_string(model)) {
     return field_error(err, "model", "must be a string, not %s",
-                       type_name(model));
+                       atlas_json_type_word(model));
   }
   if (model != NULL) {
     r->model = dup_n(json_string_value(model), json_string_length(model));
@@ -498,9 +484,10 @@ atlas_status atlas_oai_request_from_json(const void *json,
   if (out_error != NULL) out_error->param[0] = '\0';
   const json_t *body = json;
   if (!json_is_object(body)) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "the request body must be a JSON object, not %s",
-                             body == NULL ? "nothing" : type_name(body));
+    return atlas_status_make(
+        ATLAS_STATUS_INVALID_ARGUMENT,
+        "the request body must be a JSON object, not %s",
+        body == NULL ? "nothing" : atlas_json_type_word(body));
   }
   atlas_oai_request *r = calloc(1, sizeof *r);
   if (r == NULL) return no_memory("fields");
