@@ -120,6 +120,8 @@ SELF_GATE_TARGETS = [
     "//tools/bench:bench_tokenizer",
     "//tools/bench:bench_tokenizer_budget",
     "//tools/checkpoint:demo_models_embedded",
+    "//tools/checkpoint:gguf_convert",
+    "//tools/checkpoint:gguf_to_safetensors",
     "//tools/checkpoint:make_checkpoint",
     "//tools/checkpoint:make_checkpoint_embed",
     "//tools/checkpoint:make_checkpoint_lib",
