@@ -43,11 +43,15 @@ static double cpu_s(void) {
 // The resident set now, in bytes (from /proc/self/statm).
 static size_t rss_now(void) {
   FILE *f = fopen("/proc/self/statm", "r");
-  unsigned long pages = 0, resident = 0;
+  char line[128] = "";
   if (f != NULL) {
-    if (fscanf(f, "%lu %lu", &pages, &resident) != 2) resident = 0;
+    if (fgets(line, sizeof(line), f) == NULL) line[0] = '\0';
     fclose(f);
   }
+  // "size resident shared ...", in pages.
+  char *end = NULL;
+  (void)strtoul(line, &end, 10);
+  unsigned long resident = end != NULL ? strtoul(end, NULL, 10) : 0;
   return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
