@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "atlas/kernels/attention_host.h"
 #include "atlas/kernels/host_access.h"
 #include "atlas/kernels/paged_kernels.h"
 
@@ -56,7 +57,8 @@ static void kv_store_slots(void **args, store_fn store) {
   }
 }
 
-static void attention_paged(void **args, load_fn load) {
+void atlas_host_attention_paged(void **args, load_fn load, float scale,
+                                float cap) {
   float *out = ARG(float *, 0);
   const float *q = ARG(const float *, 1);
   const void *kc = ARG(const void *, 2);
@@ -70,7 +72,6 @@ static void attention_paged(void **args, load_fn load) {
   uint32_t n = ARG(uint32_t, 12), window = ARG(uint32_t, 13);
   uint32_t kv_dim = n_kv * head_dim, q_dim = n_heads * head_dim;
   uint32_t group = n_heads / n_kv;
-  float scale = 1.0f / sqrtf((float)head_dim);
   uint32_t longest = 0;
   for (uint32_t r = 0; r < n; ++r)
     longest = pos[r] > longest ? pos[r] : longest;
@@ -97,7 +98,7 @@ static void attention_paged(void **args, load_fn load) {
         size_t kt = row[t] + (size_t)kvh * head_dim;
         float s = 0.0f;
         for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * load(kc, kt + i);
-        att[t] = s * scale;
+        att[t] = atlas_host_score(s, scale, cap);
         if (att[t] > max) max = att[t];
       }
       float sum = 0.0f;
@@ -149,6 +150,11 @@ static void argmax_rows(const atlas_launch_config *c, void **args) {
 }
 
 ATLAS_HOST_BY_DTYPE(kv_store_slots, store)
+// The base attention: scores scaled by 1 / sqrt(head_dim), no cap.
+static void attention_paged(void **args, load_fn load) {
+  atlas_host_attention_paged(args, load, 1.0f / sqrtf((float)ARG(uint32_t, 6)),
+                             0);
+}
 ATLAS_HOST_BY_DTYPE(attention_paged, load)
 
 const atlas_kernel_def

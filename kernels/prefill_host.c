@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atlas/kernels/attention_host.h"
 #include "atlas/kernels/host_access.h"
 #include "atlas/kernels/prefill_kernels.h"
 
@@ -136,7 +137,8 @@ static void rope_rows(const atlas_launch_config *c, void **args) {
   }
 }
 
-static void attention_prefill(void **args, load_fn load) {
+void atlas_host_attention_prefill(void **args, load_fn load, float scale,
+                                  float cap) {
   float *out = ARG(float *, 0);
   const float *q = ARG(const float *, 1);
   const void *kc = ARG(const void *, 2);
@@ -146,7 +148,6 @@ static void attention_prefill(void **args, load_fn load) {
   uint32_t n = ARG(uint32_t, 8), window = ARG(uint32_t, 9);
   uint32_t kv_dim = n_kv * head_dim, q_dim = n_heads * head_dim;
   uint32_t group = n_heads / n_kv;
-  float scale = 1.0f / sqrtf((float)head_dim);
   float *att = malloc((size_t)(pos0 + n) * sizeof(float));
   if (att == NULL) {
     for (size_t i = 0; i < (size_t)n * q_dim; ++i) out[i] = NAN;
@@ -163,7 +164,7 @@ static void attention_prefill(void **args, load_fn load) {
         size_t kt = (size_t)t * kv_dim + (size_t)kvh * head_dim;
         float s = 0.0f;
         for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * load(kc, kt + i);
-        att[t] = s * scale;
+        att[t] = atlas_host_score(s, scale, cap);
         if (att[t] > max) max = att[t];
       }
       float sum = 0.0f;
@@ -213,7 +214,8 @@ static void decode_combine(float *out, const float *part, uint32_t n_heads,
 
 // Flash-decoding, split by split exactly as defined in prefill_kernels.h,
 // then the merge into out (counters are the CUDA kernel's; unused here).
-static void attention_decode(void **args, load_fn load) {
+void atlas_host_attention_decode(void **args, load_fn load, float scale,
+                                 float cap) {
   float *part = ARG(float *, 0);
   const float *q = ARG(const float *, 1);
   const void *kc = ARG(const void *, 2);
@@ -227,7 +229,6 @@ static void attention_decode(void **args, load_fn load) {
   // `splits` is the layout (rows per head); this step fills the first `used`.
   uint32_t chunk = atlas_decoder_decode_chunk(head_dim);
   uint32_t used = (seq_len - lo + chunk - 1) / chunk;
-  float scale = 1.0f / sqrtf((float)head_dim);
   float s[ATLAS_DECODER_DECODE_CHUNK_MAX];
   size_t stride = head_dim + 2;
   for (uint32_t h = 0; h < n_heads; ++h) {
@@ -243,7 +244,7 @@ static void attention_decode(void **args, load_fn load) {
         size_t kt = (size_t)(begin + j) * kv_dim + (size_t)kvh * head_dim;
         float d = 0.0f;
         for (uint32_t i = 0; i < head_dim; ++i) d += qh[i] * load(kc, kt + i);
-        s[j] = d * scale;
+        s[j] = atlas_host_score(d, scale, cap);
         if (s[j] > max) max = s[j];
       }
       float sum = 0.0f;
@@ -279,6 +280,16 @@ static void kv_store_rows(void **args, store_fn store) {
     store(kc, base + i, k[i]);
     store(vc, base + i, v[i]);
   }
+}
+
+// The base attentions: scores scaled by 1 / sqrt(head_dim), no cap.
+static void attention_prefill(void **args, load_fn load) {
+  atlas_host_attention_prefill(args, load,
+                               1.0f / sqrtf((float)ARG(uint32_t, 6)), 0);
+}
+static void attention_decode(void **args, load_fn load) {
+  atlas_host_attention_decode(args, load, 1.0f / sqrtf((float)ARG(uint32_t, 6)),
+                              0);
 }
 
 // The kernels that touch the KV cache, per cache type.

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "atlas/kernels/attention_host.h"
 #include "atlas/kernels/host_access.h"
 #include "atlas/kernels/token_host.h"
 
@@ -290,7 +291,7 @@ QKV_ROPE_ENTRIES(f32)
 QKV_ROPE_ENTRIES(f16)
 QKV_ROPE_ENTRIES(bf16)
 
-static void attention(void **args, load_fn load) {
+void atlas_host_attention(void **args, load_fn load, float scale, float cap) {
   float *out = ARG(float *, 0);
   const float *q = ARG(const float *, 1);
   const void *kc = ARG(const void *, 2);
@@ -304,7 +305,6 @@ static void attention(void **args, load_fn load) {
   // positions (Mistral's sliding window); 0 means no limit.
   uint32_t first = window != 0 && seq_len > window ? seq_len - window : 0;
   uint32_t kv_dim = n_kv * head_dim, group = n_heads / n_kv;
-  float scale = 1.0f / sqrtf((float)head_dim);
   for (uint32_t h = 0; h < n_heads; ++h) {
     const float *qh = q + (size_t)h * head_dim;
     uint32_t kvh = h / group;
@@ -314,7 +314,7 @@ static void attention(void **args, load_fn load) {
       size_t kt = (size_t)t * kv_dim + (size_t)kvh * head_dim;
       float s = 0.0f;
       for (uint32_t i = 0; i < head_dim; ++i) s += qh[i] * load(kc, kt + i);
-      a[t] = s * scale;
+      a[t] = atlas_host_score(s, scale, cap);
       if (a[t] > max) max = a[t];
     }
     float sum = 0.0f;
@@ -330,6 +330,11 @@ static void attention(void **args, load_fn load) {
       for (uint32_t i = 0; i < head_dim; ++i) oh[i] += w * load(vc, vt + i);
     }
   }
+}
+
+// The base attention: scores scaled by 1 / sqrt(head_dim), no cap.
+static void attention(void **args, load_fn load) {
+  atlas_host_attention(args, load, 1.0f / sqrtf((float)ARG(uint32_t, 7)), 0);
 }
 
 // The kernels that touch the KV cache, per cache type.

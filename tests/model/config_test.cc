@@ -168,10 +168,16 @@ TEST(LlamaConfig, HeadArithmetic) {
 }
 
 TEST(LlamaConfig, UnsupportedFeatures) {
-  ExpectBad(Config("\"rope_scaling\": {\"rope_type\": \"longrope\", "
+  ExpectBad(Config("\"rope_scaling\": {\"rope_type\": \"mrope\", "
                    "\"factor\": 8.0}"),
             ATLAS_STATUS_UNIMPLEMENTED,
-            {"rope_scaling.rope_type \"longrope\" is not supported"});
+            {"rope_scaling.rope_type \"mrope\" is not supported"});
+  // LongRoPE is Phi-3's (runtime/arch/phi3); not checked against
+  // transformers for model_type llama, so refused there.
+  ExpectBad(Config("\"rope_scaling\": {\"rope_type\": \"longrope\", "
+                   "\"short_factor\": [1, 1], \"long_factor\": [2, 2]}"),
+            ATLAS_STATUS_UNIMPLEMENTED,
+            {"rope type \"longrope\"", "model_type llama"});
   ExpectBad(Config("\"rope_parameters\": {\"rope_type\": \"yarn\"}"),
             ATLAS_STATUS_INVALID_ARGUMENT,
             {"rope_parameters.\"factor\" is required for rope_type \"yarn\""});

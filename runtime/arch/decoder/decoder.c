@@ -200,6 +200,10 @@ static atlas_status take_scratch(atlas_decoder_scratch *s,
   size_t half = (size_t)atlas_rope_rot_dim(&c->rope, c->head_dim) / 2;
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_buffers_take(b, (half ? half : 1) * f, &s->inv_freq));
+  if (c->local_rope) {
+    ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, (half ? half : 1) * f,
+                                                     &s->inv_freq_local));
+  }
   size_t kv_dim = (size_t)(c->num_key_value_heads * c->head_dim) * f;
   ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, kv_dim, &s->k));
   ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, kv_dim, &s->v));

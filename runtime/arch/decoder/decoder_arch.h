@@ -6,6 +6,7 @@
 #ifndef ATLAS_RUNTIME_ARCH_DECODER_DECODER_ARCH_H_
 #define ATLAS_RUNTIME_ARCH_DECODER_DECODER_ARCH_H_
 
+#include "atlas/kernels/ext_kernels.h"
 #include "atlas/kernels/token_kernels.h"
 #include "atlas/runtime/arch/arch.h"
 #include "atlas/runtime/arch/decoder/decoder_config.h"
@@ -42,19 +43,28 @@ ATLAS_MUST_USE atlas_status atlas_decoder_arch_forward_batch(
     atlas_arch_model *model, const atlas_arch_batch *batch, float *out_logits,
     uint32_t *out_ids);
 
-// A row for a family of this forward pass: its name, its model_type and
-// architectures lists and its config parser.
-#define ATLAS_DECODER_ARCH_ROW(name_, model_types_, architectures_, parse_)  \
-  {                                                                          \
-    (name_), (model_types_), (architectures_), sizeof(atlas_decoder_config), \
-        (parse_), atlas_decoder_arch_check_tensors,                          \
-        atlas_decoder_arch_required_bytes, atlas_decoder_arch_load,          \
-        atlas_decoder_arch_generate, atlas_decoder_arch_unload,              \
-        atlas_decoder_arch_vocab_size, atlas_decoder_arch_max_seq,           \
-        &atlas_decoder_module_set, atlas_decoder_arch_context,               \
-        atlas_decoder_arch_vocab, atlas_decoder_arch_kv_shape,               \
-        atlas_decoder_arch_batch_limits, atlas_decoder_arch_forward_batch    \
+// A row for a family of this decoder: its name, its model_type and
+// architectures lists and its config parser; its backend gets `modules_`.
+#define ATLAS_DECODER_ROW_WITH(name_, model_types_, architectures_, parse_,    \
+                               modules_)                                       \
+  {                                                                            \
+    (name_), (model_types_), (architectures_), sizeof(atlas_decoder_config),   \
+        (parse_), atlas_decoder_arch_check_tensors,                            \
+        atlas_decoder_arch_required_bytes, atlas_decoder_arch_load,            \
+        atlas_decoder_arch_generate, atlas_decoder_arch_unload,                \
+        atlas_decoder_arch_vocab_size, atlas_decoder_arch_max_seq, (modules_), \
+        atlas_decoder_arch_context, atlas_decoder_arch_vocab,                  \
+        atlas_decoder_arch_kv_shape, atlas_decoder_arch_batch_limits,          \
+        atlas_decoder_arch_forward_batch                                       \
   }
+// The base ops (every family whose descriptor needs no decoder_ext op).
+#define ATLAS_DECODER_ARCH_ROW(name_, model_types_, architectures_, parse_) \
+  ATLAS_DECODER_ROW_WITH(name_, model_types_, architectures_, parse_,       \
+                         &atlas_decoder_module_set)
+// With the decoder_ext module (GELU, soft-caps, query and embedding scales).
+#define ATLAS_DECODER_EXT_ROW(name_, model_types_, architectures_, parse_) \
+  ATLAS_DECODER_ROW_WITH(name_, model_types_, architectures_, parse_,      \
+                         &atlas_decoder_ext_module_set)
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -243,6 +243,8 @@ static atlas_status heads(atlas_decoder_model *m, llama_batch_scratch *bs,
     ATLAS_RETURN_IF_ERROR(atlas_decoder_prefill_gemm(
         m, bs->d_logits, &m->weights->lm_head, s->x + i * dim, rows,
         c->vocab_size, c->hidden_size));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_decoder_softcap(&m->ctx, bs->d_logits, (uint64_t)rows * vocab));
     if (out_ids != NULL) {
       atlas_arg a[] = {P(bs->d_ids + 2 * i), P(bs->d_logits), U(rows),
                        U((uint32_t)vocab)};
@@ -338,6 +340,8 @@ atlas_status atlas_decoder_forward_batch(atlas_decoder_model *m,
       &m->ctx.core,
       m->ctx.ops.embed_rows[atlas_decoder_wtype_of(w->embed.dtype)],
       d3(blocks(dim, 256), rows), d3(256, 1), e, COUNT(e)));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_decoder_scale(&m->ctx, s->x, (uint64_t)rows * dim));
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
     ATLAS_RETURN_IF_ERROR(atlas_decoder_prefill_layer(m, l, rows, &pg),
                           "batch step, layer %lld", (long long)l);

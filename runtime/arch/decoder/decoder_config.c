@@ -161,6 +161,15 @@ atlas_status atlas_decoder_json_act(const char *path, const json_t *root,
       gelu_ok ? ", and \"gelu_pytorch_tanh\"" : "");
 }
 
+atlas_status atlas_decoder_refuse_longrope(const char *path,
+                                           const atlas_decoder_config *cfg) {
+  if (cfg->rope.type != ATLAS_ROPE_LONGROPE) return ATLAS_OK;
+  return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                           "%s: rope type \"longrope\" is not supported by "
+                           "model_type %s (Atlas reads it for phi3 only)",
+                           path, cfg->family->name);
+}
+
 atlas_status atlas_decoder_window_from(const char *path,
                                        atlas_decoder_config *cfg,
                                        int64_t window, int64_t first) {
@@ -260,7 +269,7 @@ static atlas_status parse_root(const char *path, const json_t *root,
   cfg->head_dim = family->head_dim;
   // max_position_embeddings sets dynamic and YaRN RoPE, not only the limit.
   cfg->max_position_embeddings = family->max_positions;
-  cfg->rms_norm_eps = 1e-6;
+  cfg->rms_norm_eps = family->rms_norm_eps > 0 ? family->rms_norm_eps : 1e-6;
   cfg->rope_theta = 10000.0;
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_json_dim(path, root, "vocab_size", true, &cfg->vocab_size));
@@ -287,7 +296,9 @@ static atlas_status parse_root(const char *path, const json_t *root,
   bool found = false;
   ATLAS_RETURN_IF_ERROR(atlas_decoder_json_positive(
       path, root, "rms_norm_eps", &found, &cfg->rms_norm_eps));
-  ATLAS_RETURN_IF_ERROR(atlas_rope_config_parse(path, root, &cfg->rope));
+  ATLAS_RETURN_IF_ERROR(family->read_rope != NULL
+                            ? family->read_rope(path, root, cfg)
+                            : atlas_rope_config_parse(path, root, &cfg->rope));
   cfg->rope_theta = cfg->rope.theta;
   ATLAS_RETURN_IF_ERROR(atlas_decoder_json_bool(
       path, root, "tie_word_embeddings", &cfg->tie_word_embeddings));
@@ -331,8 +342,22 @@ static atlas_status parse_root(const char *path, const json_t *root,
                              "head dimension",
                              path, (long long)cfg->head_dim);
   }
-  if (cfg->query_scale == 0) {
-    cfg->query_scale = 1.0 / sqrt((double)cfg->head_dim);
+  int64_t half = atlas_rope_rot_dim(&cfg->rope, cfg->head_dim) / 2;
+  if (cfg->local_rope &&
+      atlas_rope_rot_dim(&cfg->rope_local, cfg->head_dim) != 2 * half) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "%s: the local and global RoPE rotate different "
+                             "parts of the head (partial_rotary_factor)",
+                             path);
+  }
+  if (cfg->rope.type == ATLAS_ROPE_LONGROPE && cfg->rope.factor_count != half) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: longrope's short_factor and long_factor "
+                             "hold %lld factors; the rotated head (head_dim "
+                             "%lld x partial_rotary_factor %g) needs %lld",
+                             path, (long long)cfg->rope.factor_count,
+                             (long long)cfg->head_dim,
+                             cfg->rope.partial_rotary_factor, (long long)half);
   }
   return ATLAS_OK;
 }

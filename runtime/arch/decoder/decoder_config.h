@@ -86,6 +86,7 @@ typedef struct atlas_decoder_family {
   // What its config class gives absent keys (0: derived: heads, hidden /
   // heads).
   int64_t max_positions, kv_heads, head_dim;
+  double rms_norm_eps;  // 0: 1e-6
   // The tensor of each role (atlas_decoder_weight), relative to
   // "model.layers.{i}." for per-layer ones; NULL entries: not in this
   // family's layout. NULL: the Llama layout (atlas_decoder_llama_names).
@@ -93,6 +94,10 @@ typedef struct atlas_decoder_family {
   // Keys of other architectures (decoder_config.c, kForeignKeys) this family
   // reads itself, NULL-terminated (NULL: none): the rest are refused.
   const char *const *keys;
+  // Reads the RoPE keys into cfg->rope (and cfg->rope_local) where the
+  // family spells them its own way (NULL: atlas_rope_config_parse).
+  atlas_status (*read_rope)(const char *path, const json_t *root,
+                            atlas_decoder_config *cfg);
   // Reads the family's own keys into the descriptor, after the shared ones
   // (dimensions, RoPE, quantization_config), refusing by name every
   // math-changing key it does not implement (UNIMPLEMENTED).
@@ -161,6 +166,11 @@ ATLAS_MUST_USE atlas_status atlas_decoder_window_from(const char *path,
                                                       atlas_decoder_config *cfg,
                                                       int64_t window,
                                                       int64_t first);
+
+// LongRoPE where the family has not been checked against transformers with
+// it: refused naming the family.
+ATLAS_MUST_USE atlas_status atlas_decoder_refuse_longrope(
+    const char *path, const atlas_decoder_config *cfg);
 
 // Marks layer `layer` sliding (or not).
 static inline void atlas_decoder_set_sliding(atlas_decoder_config *c,

@@ -140,8 +140,8 @@ static atlas_status head_norm(const atlas_decoder_ctx *ctx, float *x,
 
 // RoPE at this step's position (scratch->step[1]) on q and k, and k and v
 // into that position's cache rows of layer cache kc / vc, in one launch.
-static atlas_status rope_store(const atlas_decoder_model *m, void *kc,
-                               void *vc) {
+static atlas_status rope_store(const atlas_decoder_model *m, int64_t l,
+                               void *kc, void *vc) {
   const atlas_decoder_ctx *ctx = &m->ctx;
   const atlas_decoder_config *c = ctx->config;
   atlas_decoder_scratch *s = ctx->scratch;
@@ -149,12 +149,12 @@ static atlas_status rope_store(const atlas_decoder_model *m, void *kc,
   uint32_t n_heads = (uint32_t)c->num_attention_heads;
   uint32_t n_kv = (uint32_t)c->num_key_value_heads;
   uint32_t hd = (uint32_t)c->head_dim;
-  atlas_arg args[] = {P(s->q),    P(s->k),
-                      P(s->v),    P(kc),
-                      P(vc),      P(s->inv_freq),
-                      U(n_heads), U(n_kv),
-                      U(hd),      U((uint32_t)m->rot_dim),
-                      P(s->step), F(m->attention_factor)};
+  float factor = 1;
+  const float *inv_freq = atlas_decoder_rope_table(m, l, &factor);
+  atlas_arg args[] = {
+      P(s->q),     P(s->k),    P(s->v), P(kc), P(vc),
+      P(inv_freq), U(n_heads), U(n_kv), U(hd), U((uint32_t)m->rot_dim),
+      P(s->step),  F(factor)};
   uint64_t threads = (uint64_t)(n_heads + n_kv) * half + (uint64_t)n_kv * hd;
   return launch(ctx, ctx->ops.rope_store[atlas_decoder_wtype_of(m->kv->dtype)],
                 blocks(threads, 256), 256, args, COUNT(args));
@@ -164,7 +164,7 @@ static atlas_status rope_store(const atlas_decoder_model *m, void *kc,
 // and k and v into that position's rows of kc / vc: one launch where
 // matvec_qkv and rope_store were two.
 static atlas_status qkv_rope(const atlas_decoder_model *m,
-                             const atlas_decoder_layer *L,
+                             const atlas_decoder_layer *L, int64_t l,
                              const product_input *in, void *kc, void *vc) {
   const atlas_decoder_ctx *ctx = &m->ctx;
   const atlas_decoder_config *c = ctx->config;
@@ -172,6 +172,8 @@ static atlas_status qkv_rope(const atlas_decoder_model *m,
   uint32_t hd = (uint32_t)c->head_dim;
   uint32_t q_dim = (uint32_t)c->num_attention_heads * hd;
   uint32_t kv_dim = (uint32_t)c->num_key_value_heads * hd;
+  float factor = 1;
+  const float *inv_freq = atlas_decoder_rope_table(m, l, &factor);
   atlas_arg args[] = {P(s->q),
                       P(kc),
                       P(vc),
@@ -187,11 +189,11 @@ static atlas_status qkv_rope(const atlas_decoder_model *m,
                       U((uint32_t)c->hidden_size),
                       P(in->norm),
                       F((float)c->rms_norm_eps),
-                      P(s->inv_freq),
+                      P(inv_freq),
                       U(hd),
                       U((uint32_t)m->rot_dim),
                       P(s->step),
-                      F(m->attention_factor)};
+                      F(factor)};
   const atlas_kernel *k =
       ctx->ops.qkv_rope[atlas_decoder_wtype_of(m->kv->dtype)]
                        [atlas_decoder_wtype_of(L->wq.dtype)];
@@ -209,6 +211,24 @@ static atlas_status residual(const atlas_decoder_ctx *ctx, float *x,
                       U(splits)};
   return launch(ctx, ctx->ops.matvec_add[atlas_decoder_wtype_of(w->dtype)],
                 blocks((uint64_t)rows * splits, 8), 256, args, COUNT(args));
+}
+
+// x += W in (+ bias), or with a sandwich norm (`norm` not NULL, Gemma):
+// x += norm(W in + bias), the product into xb and the norm into xb2.
+static atlas_status out_norm(const atlas_decoder_ctx *ctx,
+                             const atlas_decoder_matrix *w, const float *in,
+                             const float *bias, const float *norm, int64_t cols,
+                             uint32_t splits) {
+  atlas_decoder_scratch *s = ctx->scratch;
+  int64_t hidden = ctx->config->hidden_size;
+  if (norm == NULL) {
+    return residual(ctx, s->x, w, in, bias, hidden, cols, splits);
+  }
+  product_input plain = {in, NULL, 0};
+  ATLAS_RETURN_IF_ERROR(matvec(ctx, s->xb, w, &plain, hidden, cols));
+  ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->xb, bias, hidden));
+  ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb2, s->xb, norm));
+  return elementwise(ctx, ctx->ops.add, s->x, s->xb2, (uint32_t)hidden);
 }
 
 // One decoder layer of the decode step. Nothing here depends on the token or
@@ -239,7 +259,7 @@ static atlas_status layer(const atlas_decoder_model *m,
   if (qkv_one && !fused)
     ATLAS_RETURN_IF_ERROR(norm_input(ctx, L->attn_norm, &in));
   if (fused) {
-    ATLAS_RETURN_IF_ERROR(qkv_rope(m, L, &in, kc, vc));
+    ATLAS_RETURN_IF_ERROR(qkv_rope(m, L, l, &in, kc, vc));
   } else if (qkv_one) {
     // q, k and v with their biases (and the norm): one launch.
     atlas_arg qkv[] = {P(s->q),
@@ -275,7 +295,7 @@ static atlas_status layer(const atlas_decoder_model *m,
         head_norm(ctx, s->q, L->q_norm, c->num_attention_heads));
     ATLAS_RETURN_IF_ERROR(
         head_norm(ctx, s->k, L->k_norm, c->num_key_value_heads));
-    ATLAS_RETURN_IF_ERROR(rope_store(m, kc, vc));
+    ATLAS_RETURN_IF_ERROR(rope_store(m, l, kc, vc));
   }
   uint32_t window = (uint32_t)atlas_decoder_layer_window(c, l);
   if (m->prefill != NULL) {
@@ -283,23 +303,27 @@ static atlas_status layer(const atlas_decoder_model *m,
     ATLAS_RETURN_IF_ERROR(
         atlas_decoder_decode_attention(m, l, window, s->xb2, s->q));
   } else {
-    atlas_arg att_args[] = {P(s->xb2),
-                            P(s->q),
-                            P(kc),
-                            P(vc),
-                            P(s->att),
-                            U(n_heads),
-                            U((uint32_t)c->num_key_value_heads),
-                            U((uint32_t)head_dim),
-                            P(s->step),
-                            U(window)};
-    ATLAS_RETURN_IF_ERROR(
-        launch(ctx, ctx->ops.attention[atlas_decoder_wtype_of(m->kv->dtype)],
-               n_heads, 256, att_args, COUNT(att_args)));
+    atlas_arg att_args[12] = {P(s->xb2),
+                              P(s->q),
+                              P(kc),
+                              P(vc),
+                              P(s->att),
+                              U(n_heads),
+                              U((uint32_t)c->num_key_value_heads),
+                              U((uint32_t)head_dim),
+                              P(s->step),
+                              U(window)};
+    size_t count = 10;
+    atlas_decoder_wtype kvt = atlas_decoder_wtype_of(m->kv->dtype);
+    const atlas_kernel *k = atlas_decoder_pick_attention(
+        &ctx->ops, ctx->ops.attention[kvt], ctx->ops.attention_ext[kvt],
+        att_args, &count);
+    ATLAS_RETURN_IF_ERROR(launch(ctx, k, n_heads, 256, att_args, count));
   }
-  // The output projection and the residual add in one pass.
-  ATLAS_RETURN_IF_ERROR(residual(ctx, s->x, &L->wo, s->xb2, L->o_bias, hidden,
-                                 q_dim, ctx->o_splits));
+  // The output projection and the residual add in one pass (a sandwich
+  // norm between them: out_norm).
+  ATLAS_RETURN_IF_ERROR(out_norm(ctx, &L->wo, s->xb2, L->o_bias,
+                                 L->attn_out_norm, q_dim, ctx->o_splits));
 
   int64_t inter = c->intermediate_size;
   bool gate_up_one = L->w_up.dtype == L->w_gate.dtype;
@@ -308,7 +332,15 @@ static atlas_status layer(const atlas_decoder_model *m,
   // 8B 4.162 against 4.239; staged a block at a time it cost, 8B 4.90
   // against 4.82).
   in = norm_in_warps(ctx, L->ffn_norm);
-  if (gate_up_one) {
+  if (ctx->ops.gelu_mul != NULL) {
+    // act(gate) * up with GELU: the products, then gelu_tanh_mul.
+    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb, &L->w_gate, &in, inter, hidden));
+    ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb, L->gate_bias, inter));
+    ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb2, &L->w_up, &in, inter, hidden));
+    ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->hb2, L->up_bias, inter));
+    ATLAS_RETURN_IF_ERROR(
+        elementwise(ctx, ctx->ops.gelu_mul, s->hb, s->hb2, (uint32_t)inter));
+  } else if (gate_up_one) {
     // Gate and up with their biases, SiLU (and the norm): one launch, two
     // rows a block (H200, context 128, calls 5 and 6: 8B 4.50-4.52 ms, 1B
     // 0.943-0.953 vs 4.546 and 0.956 at eight rows: the last wave's tail is
@@ -329,7 +361,7 @@ static atlas_status layer(const atlas_decoder_model *m,
     ATLAS_RETURN_IF_ERROR(
         elementwise(ctx, ctx->ops.silu_mul, s->hb, s->hb2, (uint32_t)inter));
   }
-  return residual(ctx, s->x, &L->w_down, s->hb, L->down_bias, hidden, inter,
+  return out_norm(ctx, &L->w_down, s->hb, L->down_bias, L->ffn_out_norm, inter,
                   ctx->down_splits);
 }
 
@@ -340,6 +372,7 @@ atlas_status atlas_decoder_step_body(const atlas_decoder_model *m) {
   atlas_decoder_scratch *s = m->scratch;
   const atlas_decoder_weights *w = m->weights;
   ATLAS_RETURN_IF_ERROR(embed(&m->ctx, s->x, &w->embed));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_scale(&m->ctx, s->x, c->hidden_size));
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
     ATLAS_RETURN_IF_ERROR(atlas_status_annotate(layer(m, &w->layers[l], l),
                                                 "layer %lld", (long long)l));
@@ -353,12 +386,29 @@ atlas_status atlas_decoder_step_body(const atlas_decoder_model *m) {
   ATLAS_RETURN_IF_ERROR(norm_launch(&m->ctx, w->final_norm, &in));
   ATLAS_RETURN_IF_ERROR(matvec(&m->ctx, s->logits, &w->lm_head, &in,
                                c->vocab_size, c->hidden_size));
+  ATLAS_RETURN_IF_ERROR(
+      atlas_decoder_softcap(&m->ctx, s->logits, (uint64_t)c->vocab_size));
   // The argmax also writes the next step's token and position, so greedy
   // decoding can queue that step before this one's id reaches the host.
   atlas_arg args[] = {P(s->result), P(s->logits), U((uint32_t)c->vocab_size),
                       P(s->step)};
   return launch(&m->ctx, m->ctx.ops.argmax,
                 blocks((uint64_t)c->vocab_size, 2048), 256, args, COUNT(args));
+}
+
+atlas_status atlas_decoder_scale(const atlas_decoder_ctx *ctx, float *x,
+                                 uint64_t n) {
+  if (ctx->ops.scale == NULL) return ATLAS_OK;
+  atlas_arg args[] = {P(x), U((uint32_t)n), F((float)ctx->config->embed_scale)};
+  return launch(ctx, ctx->ops.scale, blocks(n, 256), 256, args, COUNT(args));
+}
+
+atlas_status atlas_decoder_softcap(const atlas_decoder_ctx *ctx, float *x,
+                                   uint64_t n) {
+  if (ctx->ops.softcap == NULL) return ATLAS_OK;
+  atlas_arg args[] = {P(x), U((uint32_t)n),
+                      F((float)ctx->config->final_softcap)};
+  return launch(ctx, ctx->ops.softcap, blocks(n, 256), 256, args, COUNT(args));
 }
 
 static uint32_t default_decode_blocks(const atlas_decoder_config *c, int sms) {
@@ -414,10 +464,5 @@ atlas_status atlas_decoder_ctx_make(atlas_backend *backend,
   out_ctx->down_splits =
       add_splits(config->hidden_size, config->intermediate_size, sms);
   out_ctx->decode_blocks = default_decode_blocks(config, sms);
-  uint32_t group = config->num_key_value_heads > 0
-                       ? (uint32_t)(config->num_attention_heads /
-                                    config->num_key_value_heads)
-                       : 1;
-  return atlas_decoder_ops_resolve(&out_ctx->core, group,
-                                   (uint32_t)config->head_dim, &out_ctx->ops);
+  return atlas_decoder_ops_resolve(&out_ctx->core, config, &out_ctx->ops);
 }

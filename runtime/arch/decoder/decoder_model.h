@@ -82,18 +82,19 @@ static inline void *atlas_decoder_kv_layer(const atlas_decoder_kv_cache *kv,
 // inverse frequencies, carved from the model's buffers like the KV cache.
 typedef struct atlas_decoder_scratch {
   atlas_backend *backend;
-  float *x;          // (dim) the residual stream
-  float *xb;         // (max(dim, q_dim))
-  float *xb2;        // (max(dim, q_dim))
-  float *q;          // (q_dim)
-  float *hb;         // (hidden_dim)
-  float *hb2;        // (hidden_dim)
-  float *att;        // (n_heads, max_seq)
-  float *logits;     // (vocab_size)
-  float *inv_freq;   // (rot_dim / 2) from the rope config, see rope.h
-  float *k;          // (kv_dim) this step's key, before kv_store
-  float *v;          // (kv_dim) this step's value, before kv_store
-  uint32_t *step;    // (2) this step's token and position, read by kernels
+  float *x;               // (dim) the residual stream
+  float *xb;              // (max(dim, q_dim))
+  float *xb2;             // (max(dim, q_dim))
+  float *q;               // (q_dim)
+  float *hb;              // (hidden_dim)
+  float *hb2;             // (hidden_dim)
+  float *att;             // (n_heads, max_seq)
+  float *logits;          // (vocab_size)
+  float *inv_freq;        // (rot_dim / 2) from the rope config, see rope.h
+  float *inv_freq_local;  // (rot_dim / 2) the sliding layers' (local_rope)
+  float *k;               // (kv_dim) this step's key, before kv_store
+  float *v;               // (kv_dim) this step's value, before kv_store
+  uint32_t *step;         // (2) this step's token and position, read by kernels
   uint32_t *result;  // (2) argmax id, first non-finite logit (or UINT32_MAX)
 } atlas_decoder_scratch;
 
@@ -169,15 +170,45 @@ struct atlas_decoder_model {
   bool no_ahead;
   // RoPE on the host: what scratch->inv_freq was computed for.
   int64_t rot_dim;
-  int64_t rope_seq_len;    // -1: not uploaded yet; 0: static (seq-free)
-  float attention_factor;  // YaRN's cos/sin scale; 1 otherwise
+  int64_t rope_seq_len;          // -1: not uploaded yet; 0: static (seq-free)
+  float attention_factor;        // YaRN's cos/sin scale; 1 otherwise
+  float attention_factor_local;  // the same for the local RoPE
 };
+
+// Layer l's RoPE table (scratch->inv_freq, or inv_freq_local on a sliding
+// layer of a family with a local RoPE) and its cos/sin factor.
+static inline const float *atlas_decoder_rope_table(
+    const atlas_decoder_model *m, int64_t l, float *out_factor) {
+  bool local =
+      m->config.local_rope && atlas_decoder_layer_sliding(&m->config, l);
+  *out_factor = local ? m->attention_factor_local : m->attention_factor;
+  return local ? m->scratch->inv_freq_local : m->scratch->inv_freq;
+}
+
+// The attention kernel a launch takes, by the descriptor: the base one, or
+// (ops->ext_attention) its decoder_ext twin, whose scale and cap are
+// appended to `args` (room for two more) here.
+static inline const atlas_kernel *atlas_decoder_pick_attention(
+    const atlas_decoder_ops *o, const atlas_kernel *base,
+    const atlas_kernel *ext, atlas_arg *args, size_t *count) {
+  if (!o->ext_attention) return base;
+  args[(*count)++] = ATLAS_ARG_F32(o->query_scale);
+  args[(*count)++] = ATLAS_ARG_F32(o->attn_cap);
+  return ext;
+}
 
 // The whole decode step on the context's stream (decoder_forward.c):
 // embedding, layers, final norm, logits and the argmax (into
 // scratch->result). decoder_decode.c runs it eagerly or captured as a graph.
 ATLAS_MUST_USE atlas_status
 atlas_decoder_step_body(const atlas_decoder_model *m);
+
+// The descriptor's embedding scale (x *= embed_scale) and final soft-cap
+// (x = cap * tanh(x / cap)) over n floats; nothing where it has none.
+ATLAS_MUST_USE atlas_status atlas_decoder_scale(const atlas_decoder_ctx *ctx,
+                                                float *x, uint64_t n);
+ATLAS_MUST_USE atlas_status atlas_decoder_softcap(const atlas_decoder_ctx *ctx,
+                                                  float *x, uint64_t n);
 
 // Destroys the captured decode step, if any (it is captured again at the
 // next step): its launches bake in RoPE's attention factor and the launch

@@ -1,10 +1,13 @@
 #include "atlas/runtime/arch/decoder/decoder_ops.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "atlas/kernels/ext_kernels.h"
 #include "atlas/kernels/prefill_kernels.h"
 #include "atlas/kernels/token_kernels.h"
+#include "atlas/runtime/arch/decoder/decoder_config.h"
 
 atlas_decoder_wtype atlas_decoder_wtype_of(atlas_dtype dtype) {
   switch (dtype) {
@@ -38,10 +41,56 @@ static atlas_status resolve_typed(const atlas_forward_ctx *ctx,
   return ATLAS_OK;
 }
 
+// The decoder_ext kernels the descriptor asks for (decoder_ops.h).
+static atlas_status resolve_ext(const atlas_forward_ctx *ctx,
+                                const atlas_decoder_config *c,
+                                atlas_decoder_ops *o) {
+  const char *ext = ATLAS_DECODER_EXT_MODULE;
+  const char *why = "resolving the descriptor's optional kernels";
+  if (c->embed_scale != 1.0) {
+    ATLAS_RETURN_IF_ERROR(atlas_forward_kernel(ctx, ext, "scale", &o->scale),
+                          "%s", why);
+  }
+  if (c->final_softcap > 0) {
+    ATLAS_RETURN_IF_ERROR(
+        atlas_forward_kernel(ctx, ext, "softcap", &o->softcap), "%s", why);
+  }
+  if (c->act == ATLAS_DECODER_ACT_GELU_TANH) {
+    ATLAS_RETURN_IF_ERROR(
+        atlas_forward_kernel(ctx, ext, "gelu_tanh_mul", &o->gelu_mul), "%s",
+        why);
+    ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, ext, "gelu_tanh_mul_round", "",
+                                        o->gelu_mul_round, ATLAS_DECODER_W_F16),
+                          "%s", why);
+  }
+  o->ext_attention = c->attn_softcap > 0 || c->query_scale > 0;
+  if (!o->ext_attention) return ATLAS_OK;
+  o->query_scale = c->query_scale > 0 ? (float)c->query_scale
+                                      : 1.0f / sqrtf((float)c->head_dim);
+  o->attn_cap = (float)c->attn_softcap;
+  ATLAS_RETURN_IF_ERROR(
+      resolve_typed(ctx, ext, "attention_ext", "", o->attention_ext, 0), "%s",
+      why);
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, ext, "attention_prefill_ext", "",
+                                      o->attention_prefill_ext, 0),
+                        "%s", why);
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, ext, "attention_decode_ext", "",
+                                      o->attention_decode_ext, 0),
+                        "%s", why);
+  return atlas_status_annotate(resolve_typed(ctx, ext, "attention_paged_ext",
+                                             "", o->attention_paged_ext, 0),
+                               "%s", why);
+}
+
 atlas_status atlas_decoder_ops_resolve(const atlas_forward_ctx *ctx,
-                                       uint32_t group, uint32_t head_dim,
+                                       const atlas_decoder_config *config,
                                        atlas_decoder_ops *out_ops) {
   memset(out_ops, 0, sizeof(*out_ops));
+  uint32_t group = config->num_key_value_heads > 0
+                       ? (uint32_t)(config->num_attention_heads /
+                                    config->num_key_value_heads)
+                       : 1;
+  uint32_t head_dim = (uint32_t)config->head_dim;
   atlas_decoder_ops *o = out_ops;
   const char *one = ATLAS_DECODER_MODULE, *batch = ATLAS_DECODER_BATCH_MODULE;
   const named plain[] = {
@@ -100,6 +149,7 @@ atlas_status atlas_decoder_ops_resolve(const atlas_forward_ctx *ctx,
                                       o->rmsnorm_rows16, ATLAS_DECODER_W_F16));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "silu_mul_round", "",
                                       o->silu_mul_round, ATLAS_DECODER_W_F16));
-  return resolve_typed(ctx, batch, "gemm", "_m128", o->gemm_m128,
-                       ATLAS_DECODER_W_F16);
+  ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm", "_m128", o->gemm_m128,
+                                      ATLAS_DECODER_W_F16));
+  return resolve_ext(ctx, config, o);
 }

@@ -53,14 +53,29 @@ typedef struct atlas_decoder_ops {
   const atlas_kernel *decode[ATLAS_DECODER_W_COUNT];
   // q, k, v and RoPE into the cache at once: [cache type][weight type].
   const atlas_kernel *qkv_rope[ATLAS_DECODER_W_COUNT][ATLAS_DECODER_W_COUNT];
+  // The descriptor's optional ops (module "decoder_ext"), resolved only for
+  // a model whose descriptor needs them, else NULL: the embedding's scale,
+  // the logits' soft-cap, GELU's products (act gelu_tanh) and, where the
+  // scores are scaled otherwise or capped (ext_attention), the attentions
+  // that take the scale and cap, in place of the base ones.
+  bool ext_attention;
+  float query_scale, attn_cap;
+  const atlas_kernel *scale, *softcap, *gelu_mul;
+  const atlas_kernel *gelu_mul_round[ATLAS_DECODER_W_COUNT];  // F32: NULL
+  const atlas_kernel *attention_ext[ATLAS_DECODER_W_COUNT];
+  const atlas_kernel *attention_prefill_ext[ATLAS_DECODER_W_COUNT];
+  const atlas_kernel *attention_decode_ext[ATLAS_DECODER_W_COUNT];
+  const atlas_kernel *attention_paged_ext[ATLAS_DECODER_W_COUNT];
 } atlas_decoder_ops;
 
-// Resolves every kernel above in the context's registry (`group`: query
-// heads per KV head, and `head_dim`, which pick the decode attention
-// kernel); fails naming the first one missing.
-ATLAS_MUST_USE atlas_status
-atlas_decoder_ops_resolve(const atlas_forward_ctx *ctx, uint32_t group,
-                          uint32_t head_dim, atlas_decoder_ops *out_ops);
+struct atlas_decoder_config;
+
+// Resolves every kernel above that `config`'s descriptor needs in the
+// context's registry (query heads per KV head and head_dim pick the decode
+// attention kernel); fails naming the first one missing.
+ATLAS_MUST_USE atlas_status atlas_decoder_ops_resolve(
+    const atlas_forward_ctx *ctx, const struct atlas_decoder_config *config,
+    atlas_decoder_ops *out_ops);
 
 #ifdef __cplusplus
 }  // extern "C"

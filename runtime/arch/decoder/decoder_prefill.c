@@ -372,28 +372,32 @@ static atlas_status silu_mul_for(const atlas_decoder_model *m,
   atlas_decoder_prefill_scratch *s = m->prefill;
   atlas_decoder_wtype t = shared_16bit(s, &w_down, 1);
   s->x16_type = ATLAS_DECODER_W_F32;
+  // The descriptor's activation: GELU's kernels where it asks for them.
+  bool gelu = ctx->ops.gelu_mul != NULL;
   if (t == ATLAS_DECODER_W_F32) {
-    return elementwise(ctx, ctx->ops.silu_mul, s->hb, s->hb2, count);
+    return elementwise(ctx, gelu ? ctx->ops.gelu_mul : ctx->ops.silu_mul, s->hb,
+                       s->hb2, count);
   }
   atlas_arg args[] = {P(s->x16), P(s->hb), P(s->hb2), U((uint32_t)count)};
-  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.silu_mul_round[t],
-                               d3(blocks(count, 256), 1), 256, args,
-                               COUNT(args)));
+  ATLAS_RETURN_IF_ERROR(launch(
+      ctx, gelu ? ctx->ops.gelu_mul_round[t] : ctx->ops.silu_mul_round[t],
+      d3(blocks(count, 256), 1), 256, args, COUNT(args)));
   s->x16_type = t;
   return ATLAS_OK;
 }
 
 // The model's RoPE (its inv_freq table, rot_dim and attention_factor, as the
 // one-token rope kernel gets them) over n rows at positions pos0...
-static atlas_status rope_rows(const atlas_decoder_model *m, float *x,
+static atlas_status rope_rows(const atlas_decoder_model *m, int64_t l, float *x,
                               uint32_t heads, uint32_t pos0, uint32_t n,
                               uint32_t row_stride) {
   const atlas_decoder_ctx *ctx = &m->ctx;
   uint32_t hd = (uint32_t)ctx->config->head_dim;
   uint32_t rot = (uint32_t)m->rot_dim;
-  atlas_arg args[] = {
-      P(x), P(ctx->scratch->inv_freq), U(heads),     U(hd), U(rot), U(pos0),
-      U(n), F(m->attention_factor),    U(row_stride)};
+  float factor = 1;
+  const float *inv_freq = atlas_decoder_rope_table(m, l, &factor);
+  atlas_arg args[] = {P(x),    P(inv_freq), U(heads),  U(hd),        U(rot),
+                      U(pos0), U(n),        F(factor), U(row_stride)};
   return launch(ctx, ctx->ops.rope_rows,
                 d3(blocks((uint64_t)heads * (rot / 2), 256), n), 256, args,
                 COUNT(args));
@@ -454,6 +458,24 @@ static atlas_status add_product(const atlas_decoder_model *m,
                      (uint64_t)n * (uint64_t)hidden);
 }
 
+// s->x += norm(w h + bias) with a sandwich norm (Gemma), else add_product.
+// The product's rows are normalised in place in s->xb.
+static atlas_status add_product_normed(const atlas_decoder_model *m,
+                                       const atlas_decoder_matrix *w,
+                                       const float *h, const float *bias,
+                                       const float *norm, uint32_t n, int64_t k,
+                                       bool same_x) {
+  if (norm == NULL) return add_product(m, w, h, bias, n, k, same_x);
+  const atlas_decoder_ctx *ctx = &m->ctx;
+  atlas_decoder_prefill_scratch *s = m->prefill;
+  int64_t hidden = ctx->config->hidden_size;
+  ATLAS_RETURN_IF_ERROR(gemm_x(m, s->xb, w, h, n, hidden, k, same_x));
+  ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, bias, n, hidden));
+  ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->xb, norm, n));
+  return elementwise(ctx, ctx->ops.add, s->x, s->xb,
+                     (uint64_t)n * (uint64_t)hidden);
+}
+
 // ---- one-token attention, split over the context (flash-decoding) ----------
 
 atlas_status atlas_decoder_decode_attention(const atlas_decoder_model *m,
@@ -470,7 +492,7 @@ atlas_status atlas_decoder_decode_attention(const atlas_decoder_model *m,
   size_t layer_off = (size_t)l * (size_t)m->max_seq * n_kv * hd;
   float *part = m->prefill->part;
   const uint32_t *step = ctx->scratch->step;
-  atlas_arg args[] = {
+  atlas_arg args[14] = {
       P(part),
       P(q),
       P(atlas_decoder_kv_layer(m->kv, m->kv->keys, layer_off)),
@@ -483,11 +505,16 @@ atlas_status atlas_decoder_decode_attention(const atlas_decoder_model *m,
       U(splits),
       P(out),
       P(m->prefill->counters)};
-  return launch(ctx, ctx->ops.decode[atlas_decoder_wtype_of(m->kv->dtype)],
+  size_t count = 12;
+  atlas_decoder_wtype kvt = atlas_decoder_wtype_of(m->kv->dtype);
+  const atlas_kernel *k = atlas_decoder_pick_attention(
+      &ctx->ops, ctx->ops.decode[kvt], ctx->ops.attention_decode_ext[kvt], args,
+      &count);
+  return launch(ctx, k,
                 d3(atlas_decoder_decode_grid_x(splits, n_heads / n_kv,
                                                ctx->decode_blocks, hd),
                    n_kv),
-                ATLAS_DECODER_DECODE_THREADS, args, COUNT(args));
+                ATLAS_DECODER_DECODE_THREADS, args, count);
 }
 
 // ---- the chunk -----------------------------------------------------------------
@@ -499,15 +526,16 @@ static atlas_status after_attention(atlas_decoder_model *m,
 // positions pg->pos of the sequences pg->row_seq, keys and values in the
 // pool's slots.
 static atlas_status paged_rope(const atlas_decoder_model *m,
-                               const atlas_decoder_paged *pg, float *x,
-                               uint32_t heads, uint32_t n,
+                               const atlas_decoder_paged *pg, int64_t l,
+                               float *x, uint32_t heads, uint32_t n,
                                uint32_t row_stride) {
   const atlas_decoder_ctx *ctx = &m->ctx;
   uint32_t hd = (uint32_t)ctx->config->head_dim;
   uint32_t rot = (uint32_t)m->rot_dim;
-  atlas_arg args[] = {
-      P(x), P(ctx->scratch->inv_freq), U(heads),     U(hd), U(rot), P(pg->pos),
-      U(n), F(m->attention_factor),    U(row_stride)};
+  float factor = 1;
+  const float *inv_freq = atlas_decoder_rope_table(m, l, &factor);
+  atlas_arg args[] = {P(x),       P(inv_freq), U(heads),  U(hd),        U(rot),
+                      P(pg->pos), U(n),        F(factor), U(row_stride)};
   return launch(ctx, pg->rope_at,
                 d3(blocks((uint64_t)heads * (rot / 2), 256), n), 256, args,
                 COUNT(args));
@@ -530,11 +558,15 @@ static atlas_status paged_attention(const atlas_decoder_model *m,
                                d3(blocks((uint64_t)n * kv_dim, 256), 1), 256,
                                store, COUNT(store)));
   uint32_t window = (uint32_t)atlas_decoder_layer_window(c, l);
-  atlas_arg att[] = {P(out),         P(q),          P(kc),         P(vc),
-                     U(n_heads),     U(n_kv),       U(hd),         P(pg->pos),
-                     P(pg->row_seq), P(pg->tables), U(pg->stride), U(pg->bt),
-                     U(n),           U(window)};
-  return launch(ctx, pg->attention[kvt], d3(n_kv, n), 128, att, COUNT(att));
+  atlas_arg att[16] = {P(out),         P(q),          P(kc),         P(vc),
+                       U(n_heads),     U(n_kv),       U(hd),         P(pg->pos),
+                       P(pg->row_seq), P(pg->tables), U(pg->stride), U(pg->bt),
+                       U(n),           U(window)};
+  size_t count = 14;
+  const atlas_kernel *attend = atlas_decoder_pick_attention(
+      &ctx->ops, pg->attention[kvt], ctx->ops.attention_paged_ext[kvt], att,
+      &count);
+  return launch(ctx, attend, d3(n_kv, n), 128, att, count);
 }
 
 static atlas_status layer(atlas_decoder_model *m, const atlas_decoder_layer *L,
@@ -566,13 +598,15 @@ static atlas_status layer(atlas_decoder_model *m, const atlas_decoder_layer *L,
   ATLAS_RETURN_IF_ERROR(head_norm_rows(ctx, s->q, L->q_norm, n, n_heads));
   ATLAS_RETURN_IF_ERROR(head_norm_rows(ctx, k, L->k_norm, n, n_kv));
   if (pg != NULL) {
-    ATLAS_RETURN_IF_ERROR(paged_rope(m, pg, s->q, n_heads, n, (uint32_t)q_dim));
-    ATLAS_RETURN_IF_ERROR(paged_rope(m, pg, k, n_kv, n, (uint32_t)kv_dim));
+    ATLAS_RETURN_IF_ERROR(
+        paged_rope(m, pg, l, s->q, n_heads, n, (uint32_t)q_dim));
+    ATLAS_RETURN_IF_ERROR(paged_rope(m, pg, l, k, n_kv, n, (uint32_t)kv_dim));
     ATLAS_RETURN_IF_ERROR(paged_attention(m, pg, l, n, s->xb2, s->q, k, v));
     return after_attention(m, L, n);
   }
-  ATLAS_RETURN_IF_ERROR(rope_rows(m, s->q, n_heads, pos0, n, (uint32_t)q_dim));
-  ATLAS_RETURN_IF_ERROR(rope_rows(m, k, n_kv, pos0, n, (uint32_t)kv_dim));
+  ATLAS_RETURN_IF_ERROR(
+      rope_rows(m, l, s->q, n_heads, pos0, n, (uint32_t)q_dim));
+  ATLAS_RETURN_IF_ERROR(rope_rows(m, l, k, n_kv, pos0, n, (uint32_t)kv_dim));
   atlas_decoder_wtype kvt = atlas_decoder_wtype_of(m->kv->dtype);
   atlas_arg store[] = {P(kc),   P(vc), P(k), P(v), U((uint32_t)kv_dim),
                        U(pos0), U(n)};
@@ -582,13 +616,17 @@ static atlas_status layer(atlas_decoder_model *m, const atlas_decoder_layer *L,
              COUNT(store)));
   uint32_t group = n_heads / n_kv;
   uint32_t window = (uint32_t)atlas_decoder_layer_window(c, l);
-  atlas_arg att[] = {P(s->xb2), P(s->q), P(kc),   P(vc), U(n_heads),
-                     U(n_kv),   U(hd),   U(pos0), U(n),  U(window)};
+  atlas_arg att[12] = {P(s->xb2), P(s->q), P(kc),   P(vc), U(n_heads),
+                       U(n_kv),   U(hd),   U(pos0), U(n),  U(window)};
+  size_t count = 10;
+  const atlas_kernel *attend = atlas_decoder_pick_attention(
+      &ctx->ops, ctx->ops.attention_prefill[kvt],
+      ctx->ops.attention_prefill_ext[kvt], att, &count);
   uint32_t rows = atlas_decoder_prefill_attention_rows(
       kvt != ATLAS_DECODER_W_F32, (uint32_t)hd);
-  ATLAS_RETURN_IF_ERROR(launch(ctx, ctx->ops.attention_prefill[kvt],
+  ATLAS_RETURN_IF_ERROR(launch(ctx, attend,
                                d3(blocks((uint64_t)n * group, rows) * n_kv, 1),
-                               128, att, COUNT(att)));
+                               128, att, count));
   return after_attention(m, L, n);
 }
 
@@ -601,8 +639,8 @@ static atlas_status after_attention(atlas_decoder_model *m,
   atlas_decoder_prefill_scratch *s = m->prefill;
   int64_t hidden = c->hidden_size;
   int64_t q_dim = c->num_attention_heads * c->head_dim;
-  ATLAS_RETURN_IF_ERROR(
-      add_product(m, &L->wo, s->xb2, L->o_bias, n, q_dim, false));
+  ATLAS_RETURN_IF_ERROR(add_product_normed(m, &L->wo, s->xb2, L->o_bias,
+                                           L->attn_out_norm, n, q_dim, false));
 
   const atlas_decoder_matrix *const gate_up[] = {&L->w_gate, &L->w_up};
   ATLAS_RETURN_IF_ERROR(norm_for(m, L->ffn_norm, gate_up, COUNT(gate_up), n));
@@ -615,7 +653,8 @@ static atlas_status after_attention(atlas_decoder_model *m,
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->hb2, L->up_bias, n, inter));
   ATLAS_RETURN_IF_ERROR(
       silu_mul_for(m, &L->w_down, (uint64_t)n * (uint64_t)inter));
-  return add_product(m, &L->w_down, s->hb, L->down_bias, n, inter, true);
+  return add_product_normed(m, &L->w_down, s->hb, L->down_bias, L->ffn_out_norm,
+                            n, inter, true);
 }
 
 // Logits of rows [first, first + count) of the chunk's final hidden states
@@ -632,6 +671,8 @@ static atlas_status logits(atlas_decoder_model *m, uint32_t first,
     const float *x = s->xb + (size_t)(first + r) * (size_t)c->hidden_size;
     ATLAS_RETURN_IF_ERROR(gemm(m, s->logits, &m->weights->lm_head, x, rows,
                                c->vocab_size, c->hidden_size));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_decoder_softcap(&m->ctx, s->logits, (uint64_t)rows * vocab));
     ATLAS_RETURN_IF_ERROR(atlas_backend_d2h_on_stream(
         m->backend, host, s->logits, (size_t)rows * vocab * sizeof(float),
         m->ctx.core.stream));
@@ -703,6 +744,9 @@ atlas_status atlas_decoder_prefill(atlas_decoder_model *m,
           launch(&m->ctx,
                  m->ctx.ops.embed_rows[atlas_decoder_wtype_of(w->embed.dtype)],
                  d3(blocks(dim, 256), rows), 256, args, COUNT(args));
+    }
+    if (status == ATLAS_OK) {
+      status = atlas_decoder_scale(&m->ctx, s->x, (uint64_t)rows * dim);
     }
     for (int64_t l = 0; status == ATLAS_OK && l < c->num_hidden_layers; ++l) {
       status =

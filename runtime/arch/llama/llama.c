@@ -16,6 +16,7 @@ static atlas_status read_llama(const char *path, const json_t *root,
                              "(model_type llama rotates the whole head)",
                              path, cfg->rope.partial_rotary_factor);
   }
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_refuse_longrope(path, cfg));
   bool attention_bias = false;
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_json_bool(path, root, "attention_bias", &attention_bias));

@@ -19,6 +19,7 @@ static atlas_status read_mistral(const char *path, const json_t *root,
       atlas_decoder_json_refuse(path, root, "mlp_bias", kWhy));
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_json_refuse(path, root, "attention_bias", kWhy));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_refuse_longrope(path, cfg));
   // 4096 is MistralConfig's default when the key is absent; an explicit
   // null means no window. Every layer windows.
   int64_t window = 4096;

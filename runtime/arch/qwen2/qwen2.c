@@ -58,6 +58,7 @@ static atlas_status read_qwen2(const char *path, const json_t *root,
       atlas_decoder_json_refuse(path, root, "mlp_bias", kWhy));
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_json_refuse(path, root, "attention_bias", kWhy));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_refuse_longrope(path, cfg));
   cfg->qkv_bias = true;  // Qwen2Attention: q/k/v with bias, o without
   return atlas_qwen2_read_window(path, root, cfg);
 }

@@ -23,6 +23,7 @@ static atlas_status read_qwen3(const char *path, const json_t *root,
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_json_bool(path, root, "attention_bias", &attention_bias));
   cfg->qkv_bias = cfg->o_bias = attention_bias;
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_refuse_longrope(path, cfg));
   cfg->qk_norm = true;
   return atlas_qwen2_read_window(path, root, cfg);
 }

@@ -10,8 +10,8 @@
 // pi to double precision (ROPE_PI is not C11).
 #define ROPE_PI 3.14159265358979323846
 
-static const char *const kTypeNames[] = {"default", "linear", "dynamic", "yarn",
-                                         "llama3"};
+static const char *const kTypeNames[] = {"default", "linear", "dynamic",
+                                         "yarn",    "llama3", "longrope"};
 #define TYPE_COUNT (sizeof(kTypeNames) / sizeof(kTypeNames[0]))
 
 // Keys each type reads from the rope object, beyond the common ones.
@@ -26,6 +26,9 @@ static const char *const kYarnKeys[] = {
 static const char *const kLlama3Keys[] = {"factor", "low_freq_factor",
                                           "high_freq_factor",
                                           "original_max_position_embeddings"};
+static const char *const kLongKeys[] = {"factor", "short_factor", "long_factor",
+                                        "attention_factor",
+                                        "original_max_position_embeddings"};
 
 const char *atlas_rope_type_name(atlas_rope_type type) {
   return (size_t)type < TYPE_COUNT ? kTypeNames[type] : "?";
@@ -116,6 +119,9 @@ static atlas_status check_keys(const char *path, const char *where,
       case ATLAS_ROPE_LLAMA3:
         ok = listed(key, kLlama3Keys, 4);
         break;
+      case ATLAS_ROPE_LONGROPE:
+        ok = listed(key, kLongKeys, sizeof(kLongKeys) / sizeof(kLongKeys[0]));
+        break;
       case ATLAS_ROPE_DEFAULT:
         break;
     }
@@ -157,8 +163,41 @@ static atlas_status parse_type(const char *path, const char *where,
   return atlas_status_make(
       ATLAS_STATUS_UNIMPLEMENTED,
       "%s: %srope_type \"%s\" is not supported (supported: "
-      "default, linear, dynamic, yarn, llama3)",
+      "default, linear, dynamic, yarn, llama3, longrope)",
       path, where, name);
+}
+
+// A list of positive numbers (longrope's factors) into out[], *count of them.
+static atlas_status factors(const char *path, const char *where,
+                            const json_t *obj, const char *key, double *out,
+                            int64_t *count) {
+  const json_t *v = present(obj, key);
+  if (v == NULL || !json_is_array(v) || json_array_size(v) == 0 ||
+      json_array_size(v) > ATLAS_ROPE_MAX_FACTORS) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: %s\"%s\" must be a list of 1 to %d numbers "
+                             "for rope_type \"longrope\"",
+                             path, where, key, ATLAS_ROPE_MAX_FACTORS);
+  }
+  for (size_t i = 0; i < json_array_size(v); ++i) {
+    const json_t *e = json_array_get(v, i);
+    double d = json_is_number(e) ? json_number_value(e) : -1;
+    if (!(d > 0) || !isfinite(d)) {
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "%s: %s%s[%zu] must be a positive number", path,
+                               where, key, i);
+    }
+    out[i] = d;
+  }
+  if (*count != 0 && *count != (int64_t)json_array_size(v)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "%s: %sshort_factor and long_factor differ in "
+                             "length (%lld and %zu)",
+                             path, where, (long long)*count,
+                             json_array_size(v));
+  }
+  *count = (int64_t)json_array_size(v);
+  return ATLAS_OK;
 }
 
 static atlas_status parse_object(const char *path, const char *where,
@@ -199,6 +238,18 @@ static atlas_status parse_object(const char *path, const char *where,
         }
         if (t != NULL) c->truncate = json_is_true(t);
       }
+      break;
+    case ATLAS_ROPE_LONGROPE:
+      ATLAS_RETURN_IF_ERROR(factors(path, where, obj, "short_factor",
+                                    c->short_factor, &c->factor_count));
+      ATLAS_RETURN_IF_ERROR(factors(path, where, obj, "long_factor",
+                                    c->long_factor, &c->factor_count));
+      ATLAS_RETURN_IF_ERROR(number(path, where, obj, "factor", true,
+                                   &c->factor_given, &c->factor));
+      ATLAS_RETURN_IF_ERROR(number(path, where, obj, "attention_factor", true,
+                                   &found, &c->attention_factor));
+      ATLAS_RETURN_IF_ERROR(
+          positions(path, where, obj, &c->original_max_positions));
       break;
     case ATLAS_ROPE_LLAMA3:
       ATLAS_RETURN_IF_ERROR(
@@ -291,7 +342,8 @@ atlas_status atlas_rope_config_parse(const char *path, const json_t *root,
   }
   if (top_found) c.theta = top;
   if (nested_found) c.theta = nested;
-  if (c.type == ATLAS_ROPE_YARN || c.type == ATLAS_ROPE_LLAMA3) {
+  if (c.type == ATLAS_ROPE_YARN || c.type == ATLAS_ROPE_LLAMA3 ||
+      c.type == ATLAS_ROPE_LONGROPE) {
     // transformers gives a top-level original_max_position_embeddings
     // priority over the rope object's (Phi-3 style configs).
     ATLAS_RETURN_IF_ERROR(positions(path, "", root, &c.original_max_positions));
@@ -375,6 +427,29 @@ static void llama3(const atlas_rope_config *c, int64_t dim,
   }
 }
 
+// transformers' _compute_longrope_parameters and its update: the short or
+// long factors by the forward's length, and the attention factor from
+// max_position_embeddings / original_max_position_embeddings where the
+// config has an original length (Phi-3), else from `factor`.
+static void longrope(const atlas_rope_config *c, int64_t dim, double base,
+                     int64_t max_positions, int64_t seq_len, double *inv,
+                     double *out_factor) {
+  int64_t orig = atlas_rope_original_positions(c, max_positions);
+  double factor = c->original_max_positions > 0
+                      ? (double)max_positions / (double)orig
+                      : (c->factor_given ? c->factor : 1.0);
+  if (c->attention_factor > 0) {
+    *out_factor = c->attention_factor;
+  } else {
+    *out_factor =
+        factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log((double)orig));
+  }
+  const double *ext = seq_len > orig ? c->long_factor : c->short_factor;
+  for (int64_t i = 0; i < dim / 2; ++i) {
+    inv[i] = 1.0 / (ext[i] * pow(base, (double)(2 * i) / (double)dim));
+  }
+}
+
 void atlas_rope_inv_freq(const atlas_rope_config *config, int64_t head_dim,
                          int64_t max_positions, int64_t seq_len,
                          double *out_inv_freq, double *out_attention_factor) {
@@ -390,6 +465,10 @@ void atlas_rope_inv_freq(const atlas_rope_config *config, int64_t head_dim,
   }
   if (c->type == ATLAS_ROPE_YARN) {
     yarn(c, dim, base, max_positions, inv, out_attention_factor);
+    return;
+  }
+  if (c->type == ATLAS_ROPE_LONGROPE) {
+    longrope(c, dim, base, max_positions, seq_len, inv, out_attention_factor);
     return;
   }
   for (int64_t i = 0; i < dim / 2; ++i) {
