@@ -7,11 +7,8 @@
 #include <string.h>
 
 #include "atlas/runtime/arch/decoder/decoder_arch.h"
-#include "atlas/runtime/arch/gemma2/gemma2.h"
-#include "atlas/runtime/arch/gemma3/gemma3.h"
 #include "atlas/runtime/arch/llama/llama.h"
 #include "atlas/runtime/arch/mistral/mistral.h"
-#include "atlas/runtime/arch/phi3/phi3.h"
 #include "atlas/runtime/arch/qwen2/qwen2.h"
 #include "atlas/runtime/arch/qwen3/qwen3.h"
 #include "atlas/runtime/base/file_read.h"
@@ -28,14 +25,6 @@ static const atlas_arch kArchs[] = {
     ATLAS_DECODER_ARCH_ROW("mistral", atlas_mistral_model_types,
                            atlas_mistral_architectures,
                            atlas_mistral_config_parse),
-    ATLAS_DECODER_EXT_ROW("gemma2", atlas_gemma2_model_types,
-                          atlas_gemma2_architectures,
-                          atlas_gemma2_config_parse),
-    ATLAS_DECODER_EXT_ROW("gemma3_text", atlas_gemma3_model_types,
-                          atlas_gemma3_architectures,
-                          atlas_gemma3_config_parse),
-    ATLAS_DECODER_ARCH_ROW("phi3", atlas_phi3_model_types,
-                           atlas_phi3_architectures, atlas_phi3_config_parse),
 };
 
 #define ARCH_COUNT (sizeof(kArchs) / sizeof(kArchs[0]))
