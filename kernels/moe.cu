@@ -283,6 +283,33 @@ __device__ void moe_grouped(float *out, const float *in, const uint32_t *rows,
   }
 }
 
+// This lane's part of row w . x over cols: 16 bytes of weights a load
+// where the row and x allow it (the decode kernels read nothing but
+// weights, so the load width is their speed), else one element a load.
+template <typename T>
+__device__ __forceinline__ float moe_row_part(const T *w, const float *x,
+                                              uint32_t cols, uint32_t lane) {
+  constexpr uint32_t kPer = 16u / sizeof(T);
+  float acc = 0.0f;
+  if (cols % kPer == 0 && ((uintptr_t)w & 15u) == 0 &&
+      ((uintptr_t)x & 15u) == 0) {
+    const uint4 *w4 = reinterpret_cast<const uint4 *>(w);
+    const float4 *x4 = reinterpret_cast<const float4 *>(x);
+    for (uint32_t i = lane; i < cols / kPer; i += 32u) {
+      uint4 raw = __ldg(w4 + i);
+      const T *v = reinterpret_cast<const T *>(&raw);
+      for (uint32_t j = 0; j < kPer / 4u; ++j) {
+        float4 xx = x4[i * (kPer / 4u) + j];
+        acc += moe_w(v, 4u * j) * xx.x + moe_w(v, 4u * j + 1u) * xx.y +
+               moe_w(v, 4u * j + 2u) * xx.z + moe_w(v, 4u * j + 3u) * xx.w;
+      }
+    }
+    return acc;
+  }
+  for (uint32_t c = lane; c < cols; c += 32u) acc += moe_w(w, c) * x[c];
+  return acc;
+}
+
 // Decode: a warp per output row of one assignment's expert.
 template <typename T, bool kGate>
 __device__ void moe_vec(float *out, const float *in, const uint32_t *ids,
@@ -294,18 +321,11 @@ __device__ void moe_vec(float *out, const float *in, const uint32_t *ids,
   if (a >= n_assign || r >= outs) return;
   const uint32_t e = ids[a];
   const float *x = in + (size_t)(kGate ? a / k : a) * cols;
-  const T *wa = (const T *)(uintptr_t)w_a[e];
-  float acc_a = 0.0f, acc_b = 0.0f;
-  for (uint32_t c = lane; c < cols; c += 32u) {
-    acc_a += moe_w(wa, (size_t)r * cols + c) * x[c];
-  }
-  acc_a = moe_warp_sum(acc_a);
+  const T *wa = (const T *)(uintptr_t)w_a[e] + (size_t)r * cols;
+  float acc_a = moe_warp_sum(moe_row_part(wa, x, cols, lane)), acc_b = 0.0f;
   if (kGate) {
-    const T *wb = (const T *)(uintptr_t)w_b[e];
-    for (uint32_t c = lane; c < cols; c += 32u) {
-      acc_b += moe_w(wb, (size_t)r * cols + c) * x[c];
-    }
-    acc_b = moe_warp_sum(acc_b);
+    const T *wb = (const T *)(uintptr_t)w_b[e] + (size_t)r * cols;
+    acc_b = moe_warp_sum(moe_row_part(wb, x, cols, lane));
   }
   if (lane == 0) {
     out[(size_t)a * outs + r] = kGate ? moe_silu(acc_a) * acc_b : acc_a;

@@ -95,8 +95,10 @@ std::vector<Case> Cases() {
   v.push_back({"qwen2moe_k8_shared", c, 37, true});
   c.norm_topk = true;
   v.push_back({"qwen2moe_k8_shared_norm", c, 21, false});
-  // Few experts, many tokens: experts with several tiles of rows.
+  // Few experts, many tokens: experts with several tiles of rows; rows
+  // not a whole number of 16-byte loads (the decode kernels' other path).
   c.n_experts = 4, c.k = 2, c.shared_inter = 0, c.norm_topk = false;
+  c.hidden = 70, c.inter = 60;
   v.push_back({"multi_tile", c, 70, false});
   return v;
 }
