@@ -4,7 +4,8 @@
 // token, in one batched prompt pass and in chunks of 3 rows. The three paths
 // run different kernels for the same math (one-token products and
 // attentions; batched products, prompt attention; flash-decoding), so their
-// logits must agree to f32 rounding, with every greedy id equal; and Gemma
+// logits must agree to f32 rounding, with every greedy id equal, and so must
+// the paged batch step (the serving path) fed the same tokens; and Gemma
 // 2's final cap must hold every logit inside it. (Parity with transformers
 // is tests/arch's; these cases check the decoder's paths agree.)
 #include <math.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "atlas/kernels/ext_kernels.h"
+#include "atlas/runtime/arch/arch.h"
 #include "atlas/runtime/arch/decoder/decoder.h"
 #include "atlas/runtime/arch/decoder/decoder_weights.h"
 #include "atlas/runtime/arch/gemma2/gemma2.h"
@@ -115,6 +117,73 @@ atlas_status Collect(void *ctx, const float *logits, size_t n) {
   return ATLAS_OK;
 }
 
+// The 14 prompt tokens: past every window, and past phi3's original length
+// (10) from the prompt on.
+std::vector<uint32_t> Prompt() {
+  std::vector<uint32_t> prompt;
+  for (uint32_t i = 0; i < 14; ++i) prompt.push_back((i * 37 + 5) % 64);
+  return prompt;
+}
+
+// The paged batch step (arch.h's forward_batch) as one sequence: the prompt
+// in one step, then each id of `ids` fed back, one step each; the logits of
+// every step's last row into *logits.
+void Paged(const std::string &dir, const atlas_decoder_config &c,
+           const std::vector<uint32_t> &ids, std::vector<float> *logits) {
+  atlas_backend_options o{};
+  o.modules = &atlas_decoder_ext_module_set;
+  atlas_backend *b = nullptr;
+  ASSERT_OK(atlas_host_backend_create(&o, &b));
+  atlas_checkpoint *ck = nullptr;
+  ASSERT_OK(atlas_checkpoint_open(dir.c_str(), &ck));
+  atlas_decoder_load_options lo{};
+  lo.max_seq = 32;
+  atlas_decoder_model *m = nullptr;
+  ASSERT_OK(atlas_decoder_model_load(b, ck, &c, &lo, &m));
+  const uint32_t bt = 16, slots = 32;
+  size_t kv_dim = (size_t)(c.num_key_value_heads * c.head_dim);
+  size_t bytes = (size_t)c.num_hidden_layers * slots * kv_dim * sizeof(float);
+  atlas_arch_kv_pages kv{};
+  ASSERT_OK(atlas_backend_alloc(b, bytes, &kv.keys));
+  ASSERT_OK(atlas_backend_alloc(b, bytes, &kv.values));
+  kv.layer_elements = slots * kv_dim;
+  kv.dtype = ATLAS_DTYPE_F32;
+  kv.block_tokens = bt;
+  const uint32_t table[] = {1, 0};  // the second block first: paged for real
+  std::vector<uint32_t> tokens = Prompt();
+  uint32_t pos = 0;
+  for (size_t step = 0; step < ids.size(); ++step) {
+    std::vector<uint32_t> positions, slot, seq(tokens.size(), 0);
+    for (size_t r = 0; r < tokens.size(); ++r, ++pos) {
+      positions.push_back(pos);
+      slot.push_back(table[pos / bt] * bt + pos % bt);
+    }
+    uint32_t last = (uint32_t)tokens.size() - 1;
+    atlas_arch_batch batch{};
+    batch.kv = &kv;
+    batch.rows = tokens.size();
+    batch.tokens = tokens.data();
+    batch.positions = positions.data();
+    batch.slots = slot.data();
+    batch.row_seq = seq.data();
+    batch.seqs = 1;
+    batch.tables = table;
+    batch.table_stride = 2;
+    batch.last_row = &last;
+    std::vector<float> out((size_t)c.vocab_size);
+    ASSERT_OK(atlas_decoder_forward_batch(m, &batch, out.data(), nullptr));
+    logits->insert(logits->end(), out.begin(), out.end());
+    tokens = {ids[step]};
+  }
+  EXPECT_OK(atlas_backend_free(b, kv.keys));
+  EXPECT_OK(atlas_backend_free(b, kv.values));
+  atlas_teardown_report r;
+  EXPECT_OK(atlas_decoder_model_unload(m, &r));
+  atlas_sweep_result_free(&r.sweep);
+  atlas_checkpoint_close(ck);
+  ASSERT_OK(atlas_backend_destroy(b));
+}
+
 // Greedy generation's logits (every forward step) and ids.
 void Generate(const std::string &dir, const atlas_decoder_config &c,
               int64_t rows, std::vector<float> *logits,
@@ -130,10 +199,7 @@ void Generate(const std::string &dir, const atlas_decoder_config &c,
   lo.prefill_rows = rows;
   atlas_decoder_model *m = nullptr;
   ASSERT_OK(atlas_decoder_model_load(b, ck, &c, &lo, &m));
-  // 14 prompt tokens: past every window, and past phi3's original length
-  // (10) from the prompt on.
-  std::vector<uint32_t> prompt;
-  for (uint32_t i = 0; i < 14; ++i) prompt.push_back((i * 37 + 5) % 64);
+  std::vector<uint32_t> prompt = Prompt();
   ids->assign(12, 0);
   ASSERT_OK(atlas_decoder_generate(m, prompt.data(), prompt.size(), 12,
                                    ids->data(), Collect, logits));
@@ -173,6 +239,23 @@ TEST(FamilyPaths, TokenByTokenBatchedAndChunkedAgree) {
         }
         worst = fmax(worst, sqrt(diff / fmax(ref, 1e-30)));
       }
+    }
+    // The paged batch step: the prompt's last row, then each decode step.
+    std::vector<float> paged, want;
+    Paged(dir, c, ids_one, &paged);
+    for (size_t r = 13; r < one.size() / 64; ++r) {
+      want.insert(want.end(), one.begin() + (long)(r * 64),
+                  one.begin() + (long)((r + 1) * 64));
+    }
+    ASSERT_EQ(paged.size(), want.size());
+    for (size_t r = 0; r < want.size() / 64; ++r) {
+      double diff = 0, ref = 0;
+      for (size_t i = 0; i < 64; ++i) {
+        double a = want[r * 64 + i], b = paged[r * 64 + i];
+        diff += (a - b) * (a - b);
+        ref += a * a;
+      }
+      worst = fmax(worst, sqrt(diff / fmax(ref, 1e-30)));
     }
     EXPECT_LE(worst, 1e-5);
     printf("  %-12s worst row %.2e relative L2, largest |logit| %.3f\n", f.name,
