@@ -116,6 +116,7 @@ SELF_GATE_TARGETS = [
     "//tools/bench:bench_cuda",
     "//tools/bench:bench_ledger",
     "//tools/bench:bench_llama",
+    "//tools/bench:bench_deltanet",
     "//tools/bench:bench_load",
     "//tools/bench:bench_moe",
     "//tools/bench:bench_quant",
