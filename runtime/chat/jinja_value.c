@@ -343,6 +343,18 @@ static void repr_string(const char *s, size_t n, jinja_buf *out) {
   const char q = has_single && !has_double ? '"' : '\'';
   atlas_jinja_buf_putc(out, q);
   for (size_t i = 0; i < n;) {
+    // A run of printable ASCII other than the quote and the backslash is
+    // itself: appended whole, not a character at a time.
+    size_t run = i;
+    while (run < n && (unsigned char)s[run] >= 0x20 &&
+           (unsigned char)s[run] < 0x7f && s[run] != q && s[run] != '\\') {
+      run++;
+    }
+    if (run > i) {
+      atlas_jinja_buf_append(out, s + i, run - i);
+      i = run;
+      continue;
+    }
     uint32_t cp = atlas_jinja_utf8_next(s, n, &i);
     if (cp == (uint32_t)q || cp == '\\') {
       atlas_jinja_buf_putc(out, '\\');

@@ -85,8 +85,16 @@
 #                   cores under load, nice 19, fuzz_many_cores.sh with 2 jobs
 #                   each, -timeout 10, -rss_limit_mb 512): chat_template
 #                   140,800 executions in 150 s, tokenizer 98,656 in 150 s,
-#                   no finding. Not the issue's 10M each: that needs the
-#                   16-core machine (fuzz_many_cores.sh there), not run yet.
+#                   no finding. Then 540 s each: chat_template 186,473
+#                   executions and one slow unit (14 s under ASan, nice 19
+#                   and load 8: the repr of a 12.5 MB string inside a tuple,
+#                   a character at a time: 3.1 s alone under the fuzzer's
+#                   instrumentation, 0.2 s without; printable ASCII runs are
+#                   now appended whole, 0.39 s;
+#                   corpus/chat_template/repr_long_string_slow.jinja),
+#                   tokenizer 157,555, no finding. Not the issue's 10M
+#                   each: that needs the 16-core machine
+#                   (fuzz_many_cores.sh there), not run.
 set -eu
 cd "$(dirname "$0")/../.."
 RUNS=${1:-1000000}
