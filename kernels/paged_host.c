@@ -8,6 +8,7 @@
 #include "atlas/kernels/attention_host.h"
 #include "atlas/kernels/host_access.h"
 #include "atlas/kernels/paged_kernels.h"
+#include "atlas/kernels/rope_host.h"
 
 #define ARG(type, i) (*(type *)args[i])
 
@@ -24,19 +25,9 @@ static void rope_rows_at(const atlas_launch_config *c, void **args) {
   uint32_t n = ARG(uint32_t, 6);
   double factor = ARG(float, 7);
   uint32_t stride = ARG(uint32_t, 8);
-  uint32_t half = rot_dim / 2;
   for (uint32_t r = 0; r < n; ++r) {
-    for (uint32_t i = 0; i < half; ++i) {
-      double angle = (double)pos[r] * (double)inv_freq[i];
-      float cs = (float)(cos(angle) * factor),
-            sn = (float)(sin(angle) * factor);
-      for (uint32_t h = 0; h < n_heads; ++h) {
-        float *v = x + (size_t)r * stride + (size_t)h * head_dim;
-        float x0 = v[i], x1 = v[i + half];
-        v[i] = x0 * cs - x1 * sn;
-        v[i + half] = x1 * cs + x0 * sn;
-      }
-    }
+    atlas_host_rope_row(x + (size_t)r * stride, inv_freq, n_heads, head_dim,
+                        rot_dim, pos[r], factor);
   }
 }
 
