@@ -115,6 +115,12 @@ def atlas_cuda_fatbin(
       **kwargs: passed to the cc_library.
     """
 
+    # A machine without nvcc runs Atlas's own modules from their committed
+    # images, so none may go without one (tests build modules of their own).
+    if native.package_name() == "kernels" and not committed:
+        fail("atlas_cuda_fatbin %s: a module of kernels/ keeps a committed image: set " % name +
+             "committed = True, add it to COMMITTED_MODULES and run tools/dev/kernel_images.sh")
+
     # Without nvcc (known when the repository rule ran), a committed image
     # stands in; deciding here keeps images/ out of the nvcc action's inputs
     # (regenerating them recompiles nothing).
