@@ -117,7 +117,7 @@ TEXT_LIB="$(echo runtime/text/*.c) runtime/base/file_read.c -lpcre2-8 -lutf8proc
 CHAT_LIB="$(echo runtime/chat/*.c) runtime/base/file_read.c -lutf8proc"
 GGUF_LIB="runtime/formats/gguf.c runtime/formats/gguf_values.c runtime/base/file_read.c"
 OAI_LIB="runtime/serve/openai/oai_request.c runtime/serve/openai/oai_response.c \
-  runtime/serve/openai/oai_batch.c -lutf8proc"
+  runtime/serve/openai/oai_batch.c runtime/formats/json_words.c -lutf8proc"
 # Each target's sources, and the longest input (a tokenizer.json or chat
 # template seed is a few KiB).
 target_lib() {
