@@ -2,6 +2,7 @@
 // the C functions, CUDA loads the fatbin and finds the same names).
 #include "atlas/kernels/paged_kernels.h"
 #include "atlas/kernels/prefill_kernels.h"
+#include "atlas/kernels/quant_kernels.h"
 #include "atlas/kernels/token_fatbin.h"
 #include "atlas/kernels/token_host.h"
 #include "atlas/kernels/token_kernels.h"
@@ -16,9 +17,11 @@ const atlas_module_def atlas_decoder_module = {
     ATLAS_DECODER_KERNEL_COUNT};
 
 // weight_scan: the load checks the uploaded weights where they landed;
-// paged: the batch step over the paged KV pool.
+// paged: the batch step over the paged KV pool; quant: a quantized
+// checkpoint's products.
 static const atlas_module_def *const kDecoderModules[] = {
     &atlas_decoder_module, &atlas_decoder_batch_module,
-    &atlas_weight_scan_module, &atlas_decoder_paged_module};
+    &atlas_weight_scan_module, &atlas_decoder_paged_module,
+    &atlas_quant_module};
 
-const atlas_module_set atlas_decoder_module_set = {kDecoderModules, 4};
+const atlas_module_set atlas_decoder_module_set = {kDecoderModules, 5};

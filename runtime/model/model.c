@@ -59,6 +59,7 @@ typedef struct opened {
   atlas_eos eos;
   atlas_checkpoint *ck;
   bool ck_borrowed;  // an adopted checkpoint the caller still owns
+  bool quantized;    // config.json has a quantization_config Atlas reads
 } opened;
 
 static void opened_close(opened *o) {
@@ -68,30 +69,22 @@ static void opened_close(opened *o) {
 }
 
 // A quantized checkpoint is named before anything else reads its config:
-// formats Atlas does not read are refused there, naming the field, and the
-// ones it reads are not loaded into a model yet (their kernels are, module
-// "quant"), so they are refused too rather than run as if unquantized.
+// formats Atlas does not read are refused there, naming the field. The ones
+// it reads run through the decoder's quantized products (its config reader
+// refuses what of them does not run), and their checkpoint is opened with
+// the quantized dtypes allowed: never as plain weights.
 static atlas_status check_quantization(const char *text, size_t len,
-                                       const char *path) {
+                                       const char *path, bool *out_quantized) {
   atlas_quant_config q;
   ATLAS_RETURN_IF_ERROR(atlas_quant_config_parse(text, len, path, &q));
-  atlas_status status = ATLAS_OK;
-  if (q.method != ATLAS_QUANT_NONE) {
-    char what[128];
-    atlas_quant_config_describe(&q, what, sizeof(what));
-    status = atlas_status_make(
-        ATLAS_STATUS_UNIMPLEMENTED,
-        "%s: quantization_config describes %s weights, a format Atlas "
-        "recognises but does not load into a model yet",
-        path, what);
-  }
+  *out_quantized = q.method != ATLAS_QUANT_NONE;
   atlas_quant_config_free(&q);
-  return status;
+  return ATLAS_OK;
 }
 
 static atlas_status parse_config(const char *text, size_t len, const char *path,
                                  opened *o) {
-  ATLAS_RETURN_IF_ERROR(check_quantization(text, len, path));
+  ATLAS_RETURN_IF_ERROR(check_quantization(text, len, path, &o->quantized));
   ATLAS_RETURN_IF_ERROR(atlas_arch_select(text, len, path, &o->arch));
   o->config = calloc(1, o->arch->config_size);
   if (o->config == NULL) {
@@ -187,7 +180,10 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
     if (status == ATLAS_OK) status = parse_config(text, len, path, o);
     free(text);
     if (status == ATLAS_OK) status = read_generation_config(spec->dir, log, o);
-    if (status == ATLAS_OK) status = atlas_checkpoint_open(spec->dir, &o->ck);
+    if (status == ATLAS_OK) {
+      status = atlas_checkpoint_open_with(
+          spec->dir, o->quantized ? ATLAS_SAFETENSORS_QUANTIZED : 0, &o->ck);
+    }
   } else if (spec->embedded == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "model spec names neither a directory nor an "
@@ -196,8 +192,9 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
     const atlas_embedded_checkpoint *e = spec->embedded;
     status = parse_config(e->config_json, e->config_size, e->name, o);
     if (status == ATLAS_OK) {
-      status = atlas_checkpoint_open_buffer(e->safetensors, e->safetensors_size,
-                                            e->name, &o->ck);
+      status = atlas_checkpoint_open_buffer_with(
+          e->safetensors, e->safetensors_size, e->name,
+          o->quantized ? ATLAS_SAFETENSORS_QUANTIZED : 0, &o->ck);
     }
   }
   if (status == ATLAS_OK) status = o->arch->check_tensors(o->config, o->ck);

@@ -223,17 +223,34 @@ TEST(LlamaConfig, SlidingWindowHoldsTheContext) {
 }
 
 // A quantized checkpoint's config: transformers loads it quantized; Atlas
-// ran any float tensors it found as plain weights (exit 0).
-TEST(LlamaConfig, QuantizationConfigRefused) {
-  ExpectBad(
-      Config("\"quantization_config\": {\"quant_method\": \"fp8\", "
-             "\"activation_scheme\": \"dynamic\"}"),
-      ATLAS_STATUS_UNIMPLEMENTED,
-      {"\"quantization_config\" (quant_method \"fp8\") is not supported"});
+// ran any float tensors it found as plain weights (exit 0). Formats Atlas
+// does not read are refused naming the field; the ones it reads go into the
+// config (the projections then load quantized).
+TEST(LlamaConfig, QuantizationConfigReadOrRefused) {
+  ExpectBad(Config("\"quantization_config\": {\"quant_method\": \"fp8\", "
+                   "\"activation_scheme\": \"dynamic\"}"),
+            ATLAS_STATUS_INVALID_ARGUMENT,
+            {"quant_method \"fp8\"", "weight_block_size is missing"});
   ExpectBad(Config("\"quantization_config\": {\"bits\": 4}"),
+            ATLAS_STATUS_INVALID_ARGUMENT,
+            {"quantization_config has no quant_method"});
+  atlas_decoder_config c =
+      ParseOk(Config("\"quantization_config\": {\"quant_method\": \"gptq\", "
+                     "\"bits\": 4, \"group_size\": 128, \"sym\": true, "
+                     "\"desc_act\": false}"));
+  EXPECT_EQ(c.quant.method, ATLAS_QUANT_GPTQ);
+  EXPECT_EQ(c.quant.group_k, 128u);
+  EXPECT_EQ(c.quant.keep, nullptr);
+  // A projection kept in its stored type would mix plain and quantized
+  // matrices: refused by name.
+  ExpectBad(Config("\"quantization_config\": {\"quant_method\": \"gptq\", "
+                   "\"bits\": 4, \"group_size\": 128, \"sym\": true, "
+                   "\"desc_act\": false, \"modules_to_not_convert\": "
+                   "[\"mlp.down_proj\"]}"),
             ATLAS_STATUS_UNIMPLEMENTED,
-            {"\"quantization_config\" (quant_method missing)"});
-  ParseOk(Config("\"quantization_config\": null"));
+            {"keeps model.layers.0.mlp.down_proj in its stored type"});
+  EXPECT_EQ(ParseOk(Config("\"quantization_config\": null")).quant.method,
+            ATLAS_QUANT_NONE);
 }
 
 // "swish" is SiLU in transformers (ACT2FN); Atlas refused it.

@@ -1,6 +1,7 @@
-// atlas_model_open on a checkpoint whose config.json has quantization_config:
-// refused before anything is loaded, whether Atlas reads the format or not,
-// so that a quantized checkpoint never runs as if it were unquantized.
+// atlas_model_open on a checkpoint whose config.json has quantization_config
+// but plain tensors: refused before anything is loaded, whether Atlas reads
+// the format or not, so that a quantized checkpoint never runs as if it were
+// unquantized.
 #include <jansson.h>
 #include <stdlib.h>
 
@@ -58,14 +59,14 @@ TEST(QuantModel, UnreadFormatsAreRefusedNamingTheField) {
               {"quantization_config.bits", "is 3"});
 }
 
-// F32 tensors beside a quantization_config Atlas reads: still refused (the
-// weights would be read as plain ones otherwise).
+// F32 tensors beside a quantization_config Atlas reads: refused (the
+// projections are looked for in the format, never read as plain weights).
 TEST(QuantModel, ReadFormatsAreNotRunAsPlainWeights) {
   std::string dir = MakeTiny("gptq", R"({"quant_method": "gptq", "bits": 4,
-                                         "group_size": 128, "desc_act": false,
+                                         "group_size": 32, "desc_act": false,
                                          "sym": true})");
-  ExpectError(Open(dir), ATLAS_STATUS_UNIMPLEMENTED,
-              {"gptq int4 group 128", "does not load into a model yet"});
+  ExpectError(Open(dir), ATLAS_STATUS_DATA_LOSS,
+              {"model.layers.0.self_attn.q_proj.qweight", "is missing"});
 }
 
 }  // namespace

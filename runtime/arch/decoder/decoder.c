@@ -28,6 +28,11 @@ static atlas_status release_weights(void *p) {
   atlas_decoder_weights *w = p;
   atlas_status status = ATLAS_OK;
   if (w->arena != NULL) status = atlas_backend_free(w->backend, w->arena);
+  for (size_t i = 0; i < w->quant_count; ++i) {
+    status = atlas_status_join(
+        status, atlas_quant_linear_free(w->backend, &w->quant[i]));
+  }
+  free(w->quant);
   free(w->layers);
   free(w);
   return status;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/formats/json_words.h"
+#include "atlas/runtime/quant/quant_tensors.h"
 
 // config.json is a few kilobytes; refuse anything absurd before reading it.
 #define MAX_CONFIG_BYTES ((long)16 * 1024 * 1024)
@@ -193,24 +194,6 @@ atlas_status atlas_decoder_window_from(const char *path,
 // The keys every family refuses or reads the same way.
 static atlas_status check_unsupported(const char *path, const json_t *root,
                                       const atlas_decoder_family *family) {
-  // transformers reads a checkpoint with quantization_config as quantized
-  // (packed weights, scales, quantized products); Atlas would run whatever
-  // float tensors it finds as plain weights.
-  const json_t *quant = present(root, "quantization_config");
-  if (quant != NULL) {
-    const json_t *method =
-        json_is_object(quant) ? json_object_get(quant, "quant_method") : NULL;
-    char qm[ATLAS_QUOTE_BYTES];
-    bool named = json_is_string(method);
-    return atlas_status_make(
-        ATLAS_STATUS_UNIMPLEMENTED,
-        "%s: \"quantization_config\" (quant_method %s%s%s) is not "
-        "supported: Atlas runs unquantized F32, F16 and BF16 checkpoints only",
-        path, named ? "\"" : "",
-        named ? atlas_quote(json_string_value(method), qm, sizeof(qm))
-              : atlas_json_type_word(method),
-        named ? "\"" : "");
-  }
   for (size_t i = 0; i < sizeof(kForeignKeys) / sizeof(kForeignKeys[0]); ++i) {
     if (family_reads(family, kForeignKeys[i])) continue;
     ATLAS_RETURN_IF_ERROR(atlas_decoder_json_refuse(
@@ -362,6 +345,62 @@ static atlas_status parse_root(const char *path, const json_t *root,
   return ATLAS_OK;
 }
 
+// The projections a quantized checkpoint stores in its format.
+static const char *const kQuantModules[] = {
+    "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+    "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
+    "mlp.down_proj"};
+
+// quantization_config (formats Atlas does not read: refused, naming the
+// field). What the decoder runs quantized: every projection of every layer
+// in the one format, q/k/v and gate/up as separate tensors; a fused
+// checkpoint or a projection kept in its stored type is refused by name.
+static atlas_status read_quantization(const char *text, size_t len,
+                                      const char *path,
+                                      atlas_decoder_config *cfg) {
+  atlas_quant_config q;
+  ATLAS_RETURN_IF_ERROR(atlas_quant_config_parse(text, len, path, &q));
+  atlas_status status = ATLAS_OK;
+  char what[128];
+  atlas_quant_config_describe(&q, what, sizeof(what));
+  if (q.method != ATLAS_QUANT_NONE && (cfg->fused_qkv || cfg->fused_gate_up)) {
+    status = atlas_status_make(
+        ATLAS_STATUS_UNIMPLEMENTED,
+        "%s: quantization_config (%s) with fused %s projections is not "
+        "supported: quantized q/k/v and gate/up run as separate matrices",
+        path, what, cfg->fused_qkv ? "qkv_proj" : "gate_up_proj");
+  }
+  for (int64_t l = 0;
+       status == ATLAS_OK && q.keep_count > 0 && l < cfg->num_hidden_layers;
+       ++l) {
+    for (size_t i = 0; status == ATLAS_OK &&
+                       i < sizeof(kQuantModules) / sizeof(kQuantModules[0]);
+         ++i) {
+      char module[128];
+      snprintf(module, sizeof(module), "model.layers.%lld.%s", (long long)l,
+               kQuantModules[i]);
+      bool kept = false;
+      status = atlas_quant_module_kept(&q, module, &kept);
+      if (status == ATLAS_OK && kept) {
+        status = atlas_status_make(
+            ATLAS_STATUS_UNIMPLEMENTED,
+            "%s: quantization_config (%s) keeps %s in its stored type; a "
+            "checkpoint mixing quantized and plain projections is not "
+            "supported",
+            path, what, module);
+      }
+    }
+  }
+  // The modules kept are all outside the projections (lm_head, ...), which
+  // are read in their stored type anyway.
+  atlas_quant_config plain = q;
+  plain.keep = NULL;
+  plain.keep_count = 0;
+  atlas_quant_config_free(&q);
+  if (status == ATLAS_OK) cfg->quant = plain;
+  return status;
+}
+
 atlas_status atlas_decoder_config_parse(const atlas_decoder_family *family,
                                         const char *text, size_t len,
                                         const char *path_for_errors,
@@ -396,6 +435,7 @@ atlas_status atlas_decoder_config_parse(const atlas_decoder_family *family,
     status = parse_root(path, root, family, &cfg);
   }
   json_decref(root);
+  if (status == ATLAS_OK) status = read_quantization(text, len, path, &cfg);
   if (status == ATLAS_OK) *out_config = cfg;
   return status;
 }

@@ -13,6 +13,7 @@
 
 #include "atlas/runtime/arch/rope/rope.h"
 #include "atlas/runtime/base/status.h"
+#include "atlas/runtime/quant/quant_config.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,6 +78,11 @@ typedef struct atlas_decoder_config {
   // this many positions (past it transformers' generate, whose cache keeps
   // the last sliding_window - 1 keys, parts from its own forward).
   int64_t context_window;
+  // config.json's quantization_config (method ATLAS_QUANT_NONE: none): every
+  // *_proj matrix of every layer is stored in this format (a module kept in
+  // its stored type is refused when the config is read, so `keep` is always
+  // empty here and the config stays a plain value).
+  atlas_quant_config quant;
 } atlas_decoder_config;
 
 // A family of this decoder (Llama, Qwen2, Gemma 2, ...): a constant in its

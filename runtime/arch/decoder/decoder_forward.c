@@ -100,6 +100,18 @@ static atlas_status matvec(const atlas_decoder_ctx *ctx, float *out,
                            const atlas_decoder_matrix *w,
                            const product_input *in, int64_t rows,
                            int64_t cols) {
+  if (w->quant != NULL) {
+    // The quantized products read x as is: the caller normalised it
+    // (norm_launch) for them.
+    if (in->norm != NULL) {
+      return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                               "a quantized product was handed an "
+                               "unnormalised input");
+    }
+    return atlas_quant_linear_matvec(ctx->core.backend, &ctx->quant,
+                                     ctx->core.stream, w->quant, in->x, out,
+                                     false);
+  }
   atlas_arg args[] = {P(out),
                       P(w->data),
                       P(in->x),
@@ -206,6 +218,13 @@ static atlas_status residual(const atlas_decoder_ctx *ctx, float *x,
                              const atlas_decoder_matrix *w, const float *in,
                              const float *bias, int64_t rows, int64_t cols,
                              uint32_t splits) {
+  if (w->quant != NULL) {
+    // x += W in through the product's accumulate flag, then the bias.
+    ATLAS_RETURN_IF_ERROR(
+        atlas_quant_linear_matvec(ctx->core.backend, &ctx->quant,
+                                  ctx->core.stream, w->quant, in, x, true));
+    return add_bias(ctx, x, bias, rows);
+  }
   atlas_arg args[] = {P(x),     P(w->data),        P(in),
                       P(bias),  U((uint32_t)rows), U((uint32_t)cols),
                       U(splits)};
@@ -250,7 +269,11 @@ static atlas_status layer(const atlas_decoder_model *m,
   // matvec_qkv (q, k and v of one dtype, RoPE apart) stages the norm a
   // block at a time; qkv_rope and separate products (mixed dtypes)
   // normalise a warp at a time.
-  bool qkv_one = L->wk.dtype == L->wq.dtype && L->wv.dtype == L->wq.dtype;
+  // Quantized q, k and v: the norm into scratch, then a product each.
+  bool qkv_quant =
+      L->wq.quant != NULL || L->wk.quant != NULL || L->wv.quant != NULL;
+  bool qkv_one =
+      !qkv_quant && L->wk.dtype == L->wq.dtype && L->wv.dtype == L->wq.dtype;
   // RoPE joins the products' launch unless a per-head norm (Qwen3's q_norm,
   // k_norm) must come between.
   bool fused = qkv_one && L->q_norm == NULL && L->k_norm == NULL &&
@@ -258,6 +281,7 @@ static atlas_status layer(const atlas_decoder_model *m,
   product_input in = norm_in_warps(ctx, L->attn_norm);
   if (qkv_one && !fused)
     ATLAS_RETURN_IF_ERROR(norm_input(ctx, L->attn_norm, &in));
+  if (qkv_quant) ATLAS_RETURN_IF_ERROR(norm_launch(ctx, L->attn_norm, &in));
   if (fused) {
     ATLAS_RETURN_IF_ERROR(qkv_rope(m, L, l, &in, kc, vc));
   } else if (qkv_one) {
@@ -326,12 +350,14 @@ static atlas_status layer(const atlas_decoder_model *m,
                                  L->attn_out_norm, q_dim, ctx->o_splits));
 
   int64_t inter = c->intermediate_size;
-  bool gate_up_one = L->w_up.dtype == L->w_gate.dtype;
+  bool gate_up_quant = L->w_gate.quant != NULL || L->w_up.quant != NULL;
+  bool gate_up_one = !gate_up_quant && L->w_up.dtype == L->w_gate.dtype;
   // The FFN norm a warp at a time, in gate_up's pass (H200, context 128,
   // H200, 2026-12-04: 1B 0.832 ms a step against 0.855 with the rmsnorm launch,
   // 8B 4.162 against 4.239; staged a block at a time it cost, 8B 4.90
   // against 4.82).
   in = norm_in_warps(ctx, L->ffn_norm);
+  if (gate_up_quant) ATLAS_RETURN_IF_ERROR(norm_launch(ctx, L->ffn_norm, &in));
   if (ctx->ops.gelu_mul != NULL) {
     // act(gate) * up with GELU: the products, then gelu_tanh_mul.
     ATLAS_RETURN_IF_ERROR(matvec(ctx, s->hb, &L->w_gate, &in, inter, hidden));
@@ -464,5 +490,9 @@ atlas_status atlas_decoder_ctx_make(atlas_backend *backend,
   out_ctx->down_splits =
       add_splits(config->hidden_size, config->intermediate_size, sms);
   out_ctx->decode_blocks = default_decode_blocks(config, sms);
+  if (config->quant.method != ATLAS_QUANT_NONE) {
+    ATLAS_RETURN_IF_ERROR(
+        atlas_quant_kernels_resolve(backend, &out_ctx->quant));
+  }
   return atlas_decoder_ops_resolve(&out_ctx->core, config, &out_ctx->ops);
 }

@@ -65,10 +65,45 @@ typedef struct upload_plan {
   uint64_t vector_floats, vectors_used;
 } upload_plan;
 
+// A quantized projection: its own block (quant_linear), whose uploads join
+// the plan; the sizing pass counts the most jobs one can take.
+static atlas_status plan_quant(atlas_decoder_weights *w,
+                               const atlas_checkpoint *ck,
+                               atlas_decoder_weight weight, int layer,
+                               upload_plan *plan, atlas_decoder_matrix *out) {
+  if (w->sizing) {
+    plan->count += 4;
+    w->quant_cap++;
+    return ATLAS_OK;
+  }
+  if (w->quant_count >= w->quant_cap) {
+    return atlas_status_make(
+        ATLAS_STATUS_INTERNAL,
+        "layer %d: quantized matrices past the %zu planned", layer,
+        w->quant_cap);
+  }
+  atlas_quant_matrix m;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_decoder_quant_find(w->config, ck, weight, layer, &m));
+  atlas_quant_linear *l = &w->quant[w->quant_count];
+  size_t n = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_quant_linear_alloc(w->backend, &m, l,
+                                                 &plan->jobs[plan->count], &n));
+  w->quant_count++;
+  plan->count += n;
+  out->data = NULL;
+  out->dtype = ATLAS_DTYPE_F32;
+  out->quant = l;
+  return ATLAS_OK;
+}
+
 static atlas_status plan_matrix(atlas_decoder_weights *w,
                                 const atlas_checkpoint *ck,
                                 atlas_decoder_weight weight, int layer,
                                 upload_plan *plan, atlas_decoder_matrix *out) {
+  if (atlas_decoder_weight_quantized(w->config, weight)) {
+    return plan_quant(w, ck, weight, layer, plan, out);
+  }
   atlas_checkpoint_tensor t;
   ATLAS_RETURN_IF_ERROR(find_tensor(w->config, ck, weight, layer, &t));
   void *dst = NULL;
@@ -321,7 +356,8 @@ atlas_status atlas_decoder_load_weights(atlas_decoder_weights *w,
     plan.jobs = calloc(jobs ? jobs : 1, sizeof(atlas_upload_job));
     plan.vectors =
         malloc(plan.vector_floats ? plan.vector_floats * sizeof(float) : 1);
-    if (plan.jobs == NULL || plan.vectors == NULL) {
+    w->quant = calloc(w->quant_cap ? w->quant_cap : 1, sizeof(*w->quant));
+    if (plan.jobs == NULL || plan.vectors == NULL || w->quant == NULL) {
       status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                                  "cannot plan the weight upload (%zu tensors)",
                                  jobs);

@@ -10,11 +10,15 @@
 #include "atlas/runtime/arch/decoder/decoder_weights.h"
 #include "atlas/runtime/device/forward.h"
 #include "atlas/runtime/formats/safetensors.h"
+#include "atlas/runtime/quant/quant_linear.h"
 
-// A weight matrix on the device in its checkpoint dtype.
+// A weight matrix on the device in its checkpoint dtype, or (quant not
+// NULL: data NULL, dtype F32, so that the 16-bit paths stay out) a
+// quantized projection whose products go through module "quant".
 typedef struct atlas_decoder_matrix {
   void *data;
   atlas_dtype dtype;
+  const atlas_quant_linear *quant;
 } atlas_decoder_matrix;
 
 // One decoder layer. Matrices are row-major (out_features, in_features) as
@@ -59,6 +63,10 @@ typedef struct atlas_decoder_weights {
   char *arena;
   size_t arena_used, arena_bytes;
   bool sizing;  // the first pass only adds up arena_bytes
+  // A quantized checkpoint's projections: a block each (ledgered by format),
+  // outside the arena, freed with it.
+  atlas_quant_linear *quant;
+  size_t quant_count, quant_cap;
 } atlas_decoder_weights;
 
 // Teardown resource "kv_cache": keys and values in `dtype` (F32, F16 or
@@ -129,6 +137,8 @@ typedef struct atlas_decoder_ctx {
   const atlas_decoder_config *config;
   atlas_decoder_scratch *scratch;
   atlas_decoder_ops ops;  // every kernel, resolved once
+  // Module "quant"'s products, resolved for a quantized checkpoint only.
+  atlas_quant_kernels quant;
   // Warps a row of the output and down projections (matvec_add), by the
   // GPU's size: decoder_forward.c, add_splits.
   uint32_t o_splits, down_splits;

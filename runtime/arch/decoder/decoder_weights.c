@@ -129,6 +129,46 @@ atlas_status atlas_decoder_weight_name(const atlas_decoder_config *config,
   return ATLAS_OK;
 }
 
+bool atlas_decoder_weight_quantized(const atlas_decoder_config *c,
+                                    atlas_decoder_weight weight) {
+  if (c == NULL || c->quant.method == ATLAS_QUANT_NONE) return false;
+  switch (weight) {
+    case ATLAS_DECODER_Q_PROJ:
+    case ATLAS_DECODER_K_PROJ:
+    case ATLAS_DECODER_V_PROJ:
+    case ATLAS_DECODER_O_PROJ:
+    case ATLAS_DECODER_GATE_PROJ:
+    case ATLAS_DECODER_UP_PROJ:
+    case ATLAS_DECODER_DOWN_PROJ:
+      return true;
+    default:
+      return false;
+  }
+}
+
+atlas_status atlas_decoder_quant_find(const atlas_decoder_config *c,
+                                      const atlas_checkpoint *ck,
+                                      atlas_decoder_weight weight, int layer,
+                                      atlas_quant_matrix *out) {
+  char name[256];
+  ATLAS_RETURN_IF_ERROR(
+      atlas_decoder_weight_name(c, weight, layer, name, sizeof(name)));
+  // The module: the weight's name without ".weight".
+  size_t n = strlen(name);
+  if (n < 7 || strcmp(name + n - 7, ".weight") != 0) {
+    return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                             "%s: a quantized projection's name must end in "
+                             "\".weight\"",
+                             name);
+  }
+  name[n - 7] = '\0';
+  int64_t shape[2];
+  int rank = 0;
+  atlas_decoder_weight_shape(c, weight, shape, &rank);
+  return atlas_quant_matrix_find(&c->quant, ck, name, (uint32_t)shape[0],
+                                 (uint32_t)shape[1], out);
+}
+
 void atlas_decoder_weight_shape(const atlas_decoder_config *c,
                                 atlas_decoder_weight weight, int64_t shape[2],
                                 int *out_rank) {
@@ -241,6 +281,14 @@ static atlas_status check_one(const atlas_decoder_config *config,
                               const atlas_checkpoint *ck,
                               atlas_decoder_weight weight, int layer,
                               bool optional, bool *out_found, uint64_t *bytes) {
+  if (atlas_decoder_weight_quantized(config, weight)) {
+    atlas_quant_matrix m;
+    ATLAS_RETURN_IF_ERROR(
+        atlas_decoder_quant_find(config, ck, weight, layer, &m));
+    if (out_found != NULL) *out_found = true;
+    *bytes += m.bytes;
+    return ATLAS_OK;
+  }
   char name[256];
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_weight_name(config, weight, layer, name, sizeof(name)));
@@ -290,6 +338,46 @@ static bool ignored(const atlas_decoder_config *config, const char *name) {
   return false;
 }
 
+// Whether `tail` ("self_attn.q_proj.qweight") is one of the tensors of the
+// quantized projection `suffix` ("self_attn.q_proj.weight") that config's
+// format stores (what atlas_quant_matrix_find reads, and compressed-tensors'
+// weight_shape, which it checks).
+static bool quant_tensor_of(const atlas_decoder_config *c, const char *suffix,
+                            const char *tail) {
+  size_t n = strlen(suffix);
+  if (n < 7 || strncmp(tail, suffix, n - 6) != 0) return false;
+  const char *part = tail + (n - 6);  // past "<module>."
+  static const char *const kFp8[] = {"weight", "weight_scale_inv", NULL};
+  static const char *const kCtFloat[] = {"weight", "weight_scale", NULL};
+  static const char *const kCtPacked[] = {"weight_packed",     "weight_scale",
+                                          "weight_zero_point", "weight_g_idx",
+                                          "weight_shape",      NULL};
+  static const char *const kGptq[] = {"qweight", "qzeros", "scales", "g_idx",
+                                      NULL};
+  static const char *const kAwq[] = {"qweight", "qzeros", "scales", NULL};
+  const char *const *parts = NULL;
+  switch (c->quant.method) {
+    case ATLAS_QUANT_FP8:
+      parts = kFp8;
+      break;
+    case ATLAS_QUANT_COMPRESSED_TENSORS:
+      parts = c->quant.layout == ATLAS_QUANT_LAYOUT_FP8 ? kCtFloat : kCtPacked;
+      break;
+    case ATLAS_QUANT_GPTQ:
+      parts = kGptq;
+      break;
+    case ATLAS_QUANT_AWQ:
+      parts = kAwq;
+      break;
+    case ATLAS_QUANT_NONE:
+      return false;
+  }
+  for (size_t i = 0; parts[i] != NULL; ++i) {
+    if (strcmp(part, parts[i]) == 0) return true;
+  }
+  return false;
+}
+
 // Whether the model reads `name`.
 static bool consumed(const atlas_decoder_config *c, const char *name) {
   for (int w = 0; w < ATLAS_DECODER_FIRST_LAYER_WEIGHT; ++w) {
@@ -310,8 +398,10 @@ static bool consumed(const atlas_decoder_config *c, const char *name) {
   if (*p++ != '.') return false;
   for (int w = ATLAS_DECODER_FIRST_LAYER_WEIGHT; w < ATLAS_DECODER_WEIGHT_COUNT;
        ++w) {
-    if (atlas_decoder_weight_used(c, (atlas_decoder_weight)w) &&
-        strcmp(p, names_of(c)[w]) == 0) {
+    if (!atlas_decoder_weight_used(c, (atlas_decoder_weight)w)) continue;
+    if (atlas_decoder_weight_quantized(c, (atlas_decoder_weight)w)) {
+      if (quant_tensor_of(c, names_of(c)[w], p)) return true;
+    } else if (strcmp(p, names_of(c)[w]) == 0) {
       return true;
     }
   }

@@ -10,6 +10,7 @@
 #include "atlas/runtime/arch/decoder/decoder_config.h"
 #include "atlas/runtime/base/status.h"
 #include "atlas/runtime/formats/checkpoint.h"
+#include "atlas/runtime/quant/quant_tensors.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -87,6 +88,17 @@ ATLAS_MUST_USE atlas_status atlas_decoder_weight_name(
     char *buf, size_t size);
 
 // The shape the config implies: rank 1 or 2, dims in shape[0..rank).
+// Whether `weight` is stored in config->quant's format: every projection
+// (q, k, v, o, gate, up, down) of a quantized checkpoint.
+bool atlas_decoder_weight_quantized(const atlas_decoder_config *config,
+                                    atlas_decoder_weight weight);
+
+// A quantized projection's tensors in the checkpoint ("<module>.qweight",
+// ...), checked against its [rows, cols] (atlas_quant_matrix_find).
+ATLAS_MUST_USE atlas_status atlas_decoder_quant_find(
+    const atlas_decoder_config *config, const atlas_checkpoint *checkpoint,
+    atlas_decoder_weight weight, int layer, atlas_quant_matrix *out);
+
 void atlas_decoder_weight_shape(const atlas_decoder_config *config,
                                 atlas_decoder_weight weight, int64_t shape[2],
                                 int *out_rank);
