@@ -131,6 +131,28 @@ TEST(QuantDecoderParity, EverySchemeMatchesItsTwinOnTheHost) {
   ParityOn("host");
 }
 
+// The paged batch step is not done for quantized projections: refused by
+// name before it reads anything.
+TEST(QuantDecoderParity, TheBatchStepRefusesAQuantizedModel) {
+  const std::string src = TinyF32();
+  const quant_writer::Scheme s = quant_writer::AllSchemes().back();
+  const std::string qdir = Tmp("batch_" + s.Name());
+  std::string error;
+  ASSERT_TRUE(quant_writer::Write(s, src, qdir, qdir + "_twin", &error))
+      << error;
+  atlas_model_spec spec{};
+  spec.dir = qdir.c_str();
+  spec.backend = "host";
+  spec.max_seq = 32;
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_model_open(&spec, &m));
+  atlas_arch_batch b{};
+  EXPECT_STATUS(atlas_model_arch(m)->forward_batch(atlas_model_impl(m), &b,
+                                                   nullptr, nullptr),
+                ATLAS_STATUS_UNIMPLEMENTED, "does not run quantized");
+  ASSERT_OK(atlas_model_close(m, nullptr));
+}
+
 TEST(QuantDecoderParity, EverySchemeMatchesItsTwinOnCuda) {
   atlas_backend *probe = nullptr;
   StatusResult r = Take(atlas_cuda_backend_create(nullptr, &probe));

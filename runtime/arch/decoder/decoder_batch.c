@@ -172,13 +172,6 @@ static atlas_status scratch_make(atlas_decoder_model *m, size_t stride,
 static atlas_status check_batch(const atlas_decoder_model *m,
                                 const atlas_arch_batch *b,
                                 const atlas_arch_batch_limits *lim) {
-  if (m->config.quant.method != ATLAS_QUANT_NONE) {
-    // Not yet tested with quantized products: refused rather than run.
-    return atlas_status_make(
-        ATLAS_STATUS_UNIMPLEMENTED,
-        "the batch step does not run quantized (%s) checkpoints yet",
-        atlas_quant_method_name(m->config.quant.method));
-  }
   if (lim->rows == 0) {
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
                              "this model has no batch step (no prompt "
@@ -293,6 +286,14 @@ static atlas_status scratch_of(atlas_decoder_model *m, size_t stride,
 atlas_status atlas_decoder_forward_batch(atlas_decoder_model *m,
                                          const atlas_arch_batch *b,
                                          float *out_logits, uint32_t *out_ids) {
+  if (m->config.quant.method != ATLAS_QUANT_NONE) {
+    // The paged path is not tested with quantized products yet: refused
+    // rather than run.
+    return atlas_status_make(
+        ATLAS_STATUS_UNIMPLEMENTED,
+        "the batch step does not run quantized (%s) checkpoints yet",
+        atlas_quant_method_name(m->config.quant.method));
+  }
   if (b->kv == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "batch step without a KV pool");

@@ -263,10 +263,7 @@ static atlas_status gemm_x(const atlas_decoder_model *mdl, float *out,
                            const atlas_decoder_matrix *w, const float *x,
                            uint32_t m, int64_t n, int64_t k, bool same_x) {
   const atlas_decoder_ctx *ctx = &mdl->ctx;
-  if (w->quant != NULL) {
-    // A quantized projection: f32 rows through module "quant" (its dtype
-    // reads F32, so the norms before it leave f32 rows in s->xb).
-    mdl->prefill->x16_type = ATLAS_DECODER_W_F32;
+  if (w->quant != NULL) {  // f32 rows (its dtype reads F32) through "quant"
     return atlas_quant_linear_matmul(ctx->core.backend, &ctx->quant,
                                      ctx->core.stream, w->quant, x, m, out,
                                      false);
@@ -455,9 +452,7 @@ static atlas_status add_product(const atlas_decoder_model *m,
   const atlas_decoder_ctx *ctx = &m->ctx;
   atlas_decoder_prefill_scratch *s = m->prefill;
   int64_t hidden = ctx->config->hidden_size;
-  if (w->quant != NULL) {
-    // x += W h through the product's accumulate flag, then the bias.
-    s->x16_type = ATLAS_DECODER_W_F32;
+  if (w->quant != NULL) {  // x += W h (the accumulate flag), then the bias
     ATLAS_RETURN_IF_ERROR(atlas_quant_linear_matmul(
         ctx->core.backend, &ctx->quant, ctx->core.stream, w->quant, h, n, s->x,
         true));
