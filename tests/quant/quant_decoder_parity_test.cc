@@ -19,6 +19,7 @@
 #include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/device/backend.h"
 #include "atlas/runtime/model/model.h"
+#include "atlas/runtime/serve/batch.h"
 #include "atlas/tools/checkpoint/make_checkpoint_lib.h"
 #include "tests/cuda/cuda_skip.h"
 #include "tests/quant/quant_model_writer.h"
@@ -150,6 +151,12 @@ TEST(QuantDecoderParity, TheBatchStepRefusesAQuantizedModel) {
   EXPECT_STATUS(atlas_model_arch(m)->forward_batch(atlas_model_impl(m), &b,
                                                    nullptr, nullptr),
                 ATLAS_STATUS_UNIMPLEMENTED, "does not run quantized");
+  // A serving engine is refused when it is built, not at its first step.
+  atlas_batch_engine_options eo{};
+  atlas_batch_engine *e = nullptr;
+  EXPECT_STATUS(atlas_batch_engine_create(m, &eo, &e),
+                ATLAS_STATUS_UNIMPLEMENTED, "quantized weights");
+  EXPECT_EQ(e, nullptr);
   ASSERT_OK(atlas_model_close(m, nullptr));
 }
 

@@ -58,7 +58,11 @@ void atlas_decoder_batch_limits(const atlas_decoder_model *m,
                                 uint32_t block_tokens,
                                 atlas_arch_batch_limits *out) {
   memset(out, 0, sizeof(*out));
+  // Quantized weights: forward_batch refuses them (not tested on the paged
+  // path yet), so a serving engine is refused when it is built, not at its
+  // first step.
   if (m->prefill == NULL || block_tokens < kMinBlockTokens ||
+      m->config.quant.method != ATLAS_QUANT_NONE ||
       m->config.head_dim > ATLAS_DECODER_PAGED_MAX_HEAD_DIM ||
       m->config.num_attention_heads / m->config.num_key_value_heads >
           ATLAS_DECODER_PAGED_MAX_GROUP) {
