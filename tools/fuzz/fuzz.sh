@@ -64,7 +64,10 @@
 #                   beside builds on the 2 shared cores) 1,213,912 executions
 #                   (2.0k/s) over both endpoints' bodies and Batch lines, no
 #                   crash, no leak; again (tree 2dbc2ee, a fresh work dir)
-#                   2,023,614 (3.4k/s), no crash
+#                   2,023,614 (3.4k/s), no crash; 10,000,000 (tree 3a767a1,
+#                   a fresh work dir, nice 19 beside CI on the 2 shared
+#                   cores: 1,541 s, 6.5k/s), no crash, slowest unit under
+#                   1 s, peak RSS 76 MB
 #   tokenizer and chat_template with -timeout and -rss_limit_mb (2026-12-07,
 #                   tree 5a99206, 2 shared cores under load, nice 19): at
 #                   -timeout 2, chat_template stopped after about 2 minutes
