@@ -18,6 +18,7 @@
 #include "atlas/kernels/moe_kernels.h"
 #include "atlas/runtime/backends/backend_factory.h"
 #include "atlas/runtime/device/backend.h"
+#include "atlas/tools/bench/bench_device.h"
 #include "atlas/tools/bench/bench_stats.h"
 
 enum { kHidden = 2048, kInter = 768, kExperts = 128, kTopK = 8 };
@@ -37,26 +38,6 @@ static int check(atlas_status s, const char *what) {
   fprintf(stderr, "bench_moe: %s: %s\n", what, atlas_status_message(s));
   atlas_status_free(s);
   return 1;
-}
-
-// Random bytes with every byte below 0x3c: BF16 and f32 values small and
-// finite.
-static void *device_random(atlas_backend *b, size_t bytes, unsigned seed,
-                           int *err) {
-  void *d = NULL;
-  unsigned char *h = malloc(bytes);
-  if (h == NULL) {
-    *err = 1;
-    return NULL;
-  }
-  for (size_t i = 0; i < bytes; ++i) {
-    seed = seed * 1103515245u + 12345u;
-    h[i] = (unsigned char)((seed >> 16) & 0x3b);
-  }
-  *err |= check(atlas_backend_alloc(b, bytes, &d), "alloc");
-  if (!*err) *err |= check(atlas_backend_h2d(b, d, h, bytes), "h2d");
-  free(h);
-  return d;
 }
 
 static void *device_alloc(atlas_backend *b, size_t bytes, int *err) {
@@ -83,15 +64,18 @@ static int setup(moe_bench *m, uint32_t max_tokens) {
   atlas_backend *b = m->b;
   const size_t mat = (size_t)kInter * kHidden * 2;
   m->max_tokens = max_tokens;
-  m->gate_up = device_random(b, (size_t)kExperts * 2 * mat, 1, &err);
-  m->down = device_random(b, (size_t)kExperts * mat, 2, &err);
-  m->router = device_random(b, (size_t)kExperts * kHidden * 2, 3, &err);
+  m->gate_up =
+      atlas_bench_device_random(b, (size_t)kExperts * 2 * mat, 1, &err);
+  m->down = atlas_bench_device_random(b, (size_t)kExperts * mat, 2, &err);
+  m->router =
+      atlas_bench_device_random(b, (size_t)kExperts * kHidden * 2, 3, &err);
   if (err) return err;
   m->t_gate = table(b, m->gate_up, 2 * mat, 0, &err);
   m->t_up = table(b, m->gate_up, 2 * mat, mat, &err);
   m->t_down = table(b, m->down, mat, 0, &err);
   const size_t a = (size_t)max_tokens * kTopK;
-  m->x = device_random(b, (size_t)max_tokens * kHidden * 4, 4, &err);
+  m->x =
+      atlas_bench_device_random(b, (size_t)max_tokens * kHidden * 4, 4, &err);
   m->ids = device_alloc(b, a * 4, &err);
   m->weights = device_alloc(b, a * 4, &err);
   m->act = device_alloc(b, a * kInter * 4, &err);

@@ -15,6 +15,7 @@
 #include "atlas/kernels/quant_kernels.h"
 #include "atlas/runtime/backends/backend_factory.h"
 #include "atlas/runtime/device/backend.h"
+#include "atlas/tools/bench/bench_device.h"
 #include "atlas/tools/bench/bench_stats.h"
 
 typedef struct shape {
@@ -62,26 +63,6 @@ static int check(atlas_status s, const char *what) {
   return 1;
 }
 
-static void *device_random(atlas_backend *b, size_t bytes, unsigned seed,
-                           int *err) {
-  void *d = NULL;
-  if (bytes == 0) return NULL;
-  unsigned char *h = malloc(bytes);
-  if (h == NULL) {
-    *err = 1;
-    return NULL;
-  }
-  for (size_t i = 0; i < bytes; ++i) {
-    seed = seed * 1103515245u + 12345u;
-    // Small values keep FP8 and the scales finite.
-    h[i] = (unsigned char)((seed >> 16) & 0x3b);
-  }
-  *err |= check(atlas_backend_alloc(b, bytes, &d), "alloc");
-  if (!*err) *err |= check(atlas_backend_h2d(b, d, h, bytes), "h2d");
-  free(h);
-  return d;
-}
-
 static int run_one(atlas_backend *b, const atlas_kernel *k, const shape *s,
                    const format *f, int reps) {
   const uint32_t ppw = 32 / (f->bits == 6 ? 8 : f->bits);
@@ -103,10 +84,11 @@ static int run_one(atlas_backend *b, const atlas_kernel *k, const shape *s,
   }
   const size_t bytes = w_bytes + scale_count * f->scale_bytes + zero_bytes;
   int err = 0;
-  void *w = device_random(b, w_bytes, 1, &err);
-  void *sc = device_random(b, scale_count * f->scale_bytes, 2, &err);
-  void *z = f->zeros ? device_random(b, zero_bytes, 3, &err) : NULL;
-  void *x = device_random(b, (size_t)s->cols * 4, 4, &err);
+  void *w = atlas_bench_device_random(b, w_bytes, 1, &err);
+  void *sc =
+      atlas_bench_device_random(b, scale_count * f->scale_bytes, 2, &err);
+  void *z = f->zeros ? atlas_bench_device_random(b, zero_bytes, 3, &err) : NULL;
+  void *x = atlas_bench_device_random(b, (size_t)s->cols * 4, 4, &err);
   void *out = NULL, *copy = NULL;
   err |= check(atlas_backend_alloc(b, (size_t)s->rows * 4, &out), "alloc");
   err |= check(atlas_backend_alloc(b, bytes, &copy), "alloc");
