@@ -66,7 +66,8 @@ TEST(QuantModel, ReadFormatsAreNotRunAsPlainWeights) {
                                          "group_size": 32, "desc_act": false,
                                          "sym": true})");
   ExpectError(Open(dir), ATLAS_STATUS_DATA_LOSS,
-              {"model.layers.0.self_attn.q_proj.qweight", "is missing"});
+              {dir + "/model.safetensors",
+               "model.layers.0.self_attn.q_proj.qweight", "is missing"});
 }
 
 }  // namespace

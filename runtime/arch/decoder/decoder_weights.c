@@ -165,8 +165,10 @@ atlas_status atlas_decoder_quant_find(const atlas_decoder_config *c,
   int64_t shape[2];
   int rank = 0;
   atlas_decoder_weight_shape(c, weight, shape, &rank);
-  return atlas_quant_matrix_find(&c->quant, ck, name, (uint32_t)shape[0],
-                                 (uint32_t)shape[1], out);
+  return atlas_status_annotate(
+      atlas_quant_matrix_find(&c->quant, ck, name, (uint32_t)shape[0],
+                              (uint32_t)shape[1], out),
+      "%s", atlas_checkpoint_source(ck));
 }
 
 void atlas_decoder_weight_shape(const atlas_decoder_config *c,
