@@ -162,6 +162,16 @@ atlas_status atlas_decoder_json_act(const char *path, const json_t *root,
       gelu_ok ? ", and \"gelu_pytorch_tanh\"" : "");
 }
 
+atlas_status atlas_decoder_refuse_partial_rotary(
+    const char *path, const atlas_decoder_config *cfg) {
+  if (cfg->rope.partial_rotary_factor == 1.0) return ATLAS_OK;
+  return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                           "%s: partial_rotary_factor %g is not supported "
+                           "(model_type %s rotates the whole head)",
+                           path, cfg->rope.partial_rotary_factor,
+                           cfg->family->name);
+}
+
 atlas_status atlas_decoder_refuse_longrope(const char *path,
                                            const atlas_decoder_config *cfg) {
   if (cfg->rope.type != ATLAS_ROPE_LONGROPE) return ATLAS_OK;

@@ -173,6 +173,11 @@ ATLAS_MUST_USE atlas_status atlas_decoder_window_from(const char *path,
                                                       int64_t window,
                                                       int64_t first);
 
+// partial_rotary_factor other than 1 where the family rotates the whole
+// head: refused naming the family.
+ATLAS_MUST_USE atlas_status atlas_decoder_refuse_partial_rotary(
+    const char *path, const atlas_decoder_config *cfg);
+
 // LongRoPE where the family has not been checked against transformers with
 // it: refused naming the family.
 ATLAS_MUST_USE atlas_status atlas_decoder_refuse_longrope(

@@ -50,13 +50,7 @@ atlas_status atlas_gemma_read(const char *path, const json_t *root,
   cfg->act = ATLAS_DECODER_ACT_GELU_TANH;
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_json_act(path, root, "hidden_activation", true, &cfg->act));
-  if (cfg->rope.partial_rotary_factor != 1.0) {
-    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                             "%s: partial_rotary_factor %g is not supported "
-                             "(model_type %s rotates the whole head)",
-                             path, cfg->rope.partial_rotary_factor,
-                             cfg->family->name);
-  }
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_refuse_partial_rotary(path, cfg));
   ATLAS_RETURN_IF_ERROR(atlas_decoder_refuse_longrope(path, cfg));
   // The config classes default to tied embeddings.
   if (atlas_decoder_json_present(root, "tie_word_embeddings") == NULL) {

@@ -10,12 +10,7 @@ static atlas_status read_llama(const char *path, const json_t *root,
                                atlas_decoder_config *cfg) {
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_json_act(path, root, "hidden_act", false, &cfg->act));
-  if (cfg->rope.partial_rotary_factor != 1.0) {
-    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                             "%s: partial_rotary_factor %g is not supported "
-                             "(model_type llama rotates the whole head)",
-                             path, cfg->rope.partial_rotary_factor);
-  }
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_refuse_partial_rotary(path, cfg));
   ATLAS_RETURN_IF_ERROR(atlas_decoder_refuse_longrope(path, cfg));
   bool attention_bias = false;
   ATLAS_RETURN_IF_ERROR(

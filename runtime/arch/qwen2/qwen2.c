@@ -48,12 +48,7 @@ static atlas_status read_qwen2(const char *path, const json_t *root,
   static const char kWhy[] = "model_type qwen2 has no such feature";
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_json_act(path, root, "hidden_act", false, &cfg->act));
-  if (cfg->rope.partial_rotary_factor != 1.0) {
-    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                             "%s: partial_rotary_factor %g is not supported "
-                             "(model_type qwen2 rotates the whole head)",
-                             path, cfg->rope.partial_rotary_factor);
-  }
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_refuse_partial_rotary(path, cfg));
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_json_refuse(path, root, "mlp_bias", kWhy));
   ATLAS_RETURN_IF_ERROR(
