@@ -367,7 +367,10 @@ static void repr_string(const char *s, size_t n, jinja_buf *out) {
       atlas_jinja_buf_puts(out, "\\t");
     } else if (py_unprintable(cp)) {
       if (cp < 0x100) {
-        atlas_jinja_buf_printf(out, "\\x%02x", cp);
+        // A byte at a time for invalid UTF-8 too: no printf on that path.
+        static const char kHex[] = "0123456789abcdef";
+        const char esc[4] = {'\\', 'x', kHex[cp >> 4], kHex[cp & 15]};
+        atlas_jinja_buf_append(out, esc, sizeof esc);
       } else if (cp < 0x10000) {
         atlas_jinja_buf_printf(out, "\\u%04x", cp);
       } else {
