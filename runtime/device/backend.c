@@ -625,3 +625,8 @@ void atlas_backend_inject_fault(atlas_backend *b, atlas_fault_kind kind,
 uint64_t atlas_backend_op_count(const atlas_backend *b, atlas_fault_kind kind) {
   return atlas_fault_count(&b->faults, kind);
 }
+
+atlas_status atlas_backend_fault_point(atlas_backend *b, atlas_fault_kind kind,
+                                       const char *what) {
+  return atlas_fault_check(&b->faults, kind, what, b->name);
+}

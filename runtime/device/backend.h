@@ -247,6 +247,12 @@ void atlas_backend_inject_fault(atlas_backend *b, atlas_fault_kind kind,
                                 uint64_t k);
 // Operations of `kind` attempted so far (for sizing a fault sweep).
 uint64_t atlas_backend_op_count(const atlas_backend *b, atlas_fault_kind kind);
+// Counts one operation of `kind` made on this backend's behalf outside it
+// (a communicator's collective): ABORTED naming `what` and the backend when
+// it is the armed one, as the backend's own operations fail.
+ATLAS_MUST_USE atlas_status atlas_backend_fault_point(atlas_backend *b,
+                                                      atlas_fault_kind kind,
+                                                      const char *what);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -23,6 +23,8 @@ const char *atlas_fault_kind_name(atlas_fault_kind kind) {
       return "host-alloc";
     case ATLAS_FAULT_FREE:
       return "free";
+    case ATLAS_FAULT_COLLECTIVE:
+      return "collective";
     case ATLAS_FAULT_KIND_COUNT:
       break;
   }
@@ -53,7 +55,8 @@ atlas_status atlas_fault_read_env(atlas_fault_state *faults) {
       return atlas_status_make(
           ATLAS_STATUS_INVALID_ARGUMENT,
           "ATLAS_FAULT='%.200s' is not kind:n[,kind:n...] with kind one of "
-          "alloc, copy, stream, event, launch, host-alloc, free and n >= 1",
+          "alloc, copy, stream, event, launch, host-alloc, free, collective "
+          "and n >= 1",
           text);
     }
     faults->fail_at[kind] = (uint64_t)n;

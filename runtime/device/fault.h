@@ -13,9 +13,9 @@ extern "C" {
 #endif
 
 // From the outside: ATLAS_FAULT=kind:n[,kind:n...] (kinds: alloc, copy,
-// stream, event, launch, host-alloc, free), read once when a backend is
-// built, fails the n-th operation of that kind on every backend built while
-// it is set.
+// stream, event, launch, host-alloc, free, collective), read once when a
+// backend is built, fails the n-th operation of that kind on every backend
+// built while it is set.
 typedef enum atlas_fault_kind {
   ATLAS_FAULT_ALLOC = 0,   // alloc, alloc_managed (device memory)
   ATLAS_FAULT_COPY,        // every h2d/d2h/d2d copy, sync or async
@@ -26,10 +26,14 @@ typedef enum atlas_fault_kind {
   // free, pinned_free of a live allocation: the device's release is not
   // called (as if it refused), so the allocation stays live on the ledger.
   ATLAS_FAULT_FREE,
+  // all_reduce, all_gather, broadcast, argmax of a communicator
+  // (runtime/parallel), counted on the rank's backend.
+  ATLAS_FAULT_COLLECTIVE,
   ATLAS_FAULT_KIND_COUNT,
 } atlas_fault_kind;
 
-// "alloc", "copy", "stream", "event", "launch", "host-alloc", "free".
+// "alloc", "copy", "stream", "event", "launch", "host-alloc", "free",
+// "collective".
 const char *atlas_fault_kind_name(atlas_fault_kind kind);
 
 // Counters and armed points of one backend; updated with atomics.

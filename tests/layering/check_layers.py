@@ -8,6 +8,7 @@ The layers, lowest first (docs/ARCHITECTURE.md explains each):
   2 cuda      runtime/cuda/            the CUDA backend
   2 lifecycle runtime/lifecycle/       the process's exit: the shutdown signal flag
   3 backends  runtime/backends/        the backend table
+  3 parallel  runtime/parallel/        communicators (host, NCCL) over N backends
   4 formats   runtime/formats/         safetensors, checkpoints (no model)
               runtime/quant/           quantized formats (quantization_config)
   4 text      runtime/text/, runtime/chat/, runtime/sampling/
@@ -39,6 +40,7 @@ LAYERS = [  # (group, level, path prefix); longest prefix wins
     ("cuda", 2, "runtime/cuda/"),
     ("lifecycle", 2, "runtime/lifecycle/"),
     ("backends", 3, "runtime/backends/"),
+    ("parallel", 3, "runtime/parallel/"),
     ("formats", 4, "runtime/formats/"),
     ("formats", 4, "runtime/quant/"),
     ("text", 4, "runtime/text/"),
