@@ -73,6 +73,8 @@ extern "C" {
 extern const atlas_module_def atlas_decoder_module;
 // The module set a decoder model's backend is created with.
 extern const atlas_module_set atlas_decoder_module_set;
+// The same with module "moe" (moe_kernels.h): a mixture-of-experts model's.
+extern const atlas_module_set atlas_decoder_moe_module_set;
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,5 +1,6 @@
 // The `token` module: one definition serving both backends (the host calls
 // the C functions, CUDA loads the fatbin and finds the same names).
+#include "atlas/kernels/moe_kernels.h"
 #include "atlas/kernels/paged_kernels.h"
 #include "atlas/kernels/prefill_kernels.h"
 #include "atlas/kernels/quant_kernels.h"
@@ -25,3 +26,10 @@ static const atlas_module_def *const kDecoderModules[] = {
     &atlas_quant_module};
 
 const atlas_module_set atlas_decoder_module_set = {kDecoderModules, 5};
+
+static const atlas_module_def *const kMoeDecoderModules[] = {
+    &atlas_decoder_module,     &atlas_decoder_batch_module,
+    &atlas_weight_scan_module, &atlas_decoder_paged_module,
+    &atlas_quant_module,       &atlas_moe_module};
+
+const atlas_module_set atlas_decoder_moe_module_set = {kMoeDecoderModules, 6};

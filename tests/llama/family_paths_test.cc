@@ -1,4 +1,5 @@
-// The descriptor's families (gemma2, gemma3_text, phi3) on the host backend:
+// The descriptor's families (gemma2, gemma3_text, phi3, and the
+// mixture-of-experts qwen3_moe and mixtral) on the host backend:
 // random checkpoints laid out as each family names its tensors (fused q/k/v
 // and gate/up, sandwich norms, q/k norms), loaded and decoded token by
 // token, in one batched prompt pass and in chunks of 3 rows. The three paths
@@ -6,20 +7,32 @@
 // attentions; batched products, prompt attention; flash-decoding), so their
 // logits must agree to f32 rounding, with every greedy id equal, and so must
 // the paged batch step (the serving path) fed the same tokens; and Gemma
-// 2's final cap must hold every logit inside it. (Parity with transformers
-// is tests/arch's; these cases check the decoder's paths agree.)
+// 2's final cap must hold every logit inside it. The MoE families run the
+// moe module's per-token kernels in one path and its grouped ones (the
+// counting sort by expert) in the others, with a dense layer among them.
+// (Parity with transformers is tests/arch's; these cases check the decoder's
+// paths agree.)
 #include <math.h>
 
 #include <string>
 #include <vector>
 
 #include "atlas/kernels/ext_kernels.h"
+#include "atlas/kernels/moe_kernels.h"
+#include "atlas/kernels/paged_kernels.h"
+#include "atlas/kernels/prefill_kernels.h"
+#include "atlas/kernels/quant_kernels.h"
+#include "atlas/kernels/token_kernels.h"
+#include "atlas/kernels/weight_scan_kernels.h"
 #include "atlas/runtime/arch/arch.h"
 #include "atlas/runtime/arch/decoder/decoder.h"
+#include "atlas/runtime/arch/decoder/decoder_moe_weights.h"
 #include "atlas/runtime/arch/decoder/decoder_weights.h"
 #include "atlas/runtime/arch/gemma2/gemma2.h"
 #include "atlas/runtime/arch/gemma3/gemma3.h"
+#include "atlas/runtime/arch/mixtral/mixtral.h"
 #include "atlas/runtime/arch/phi3/phi3.h"
+#include "atlas/runtime/arch/qwen3_moe/qwen3_moe.h"
 #include "atlas/runtime/device/host_backend.h"
 #include "gtest/gtest.h"
 #include "tests/model/test_util.h"
@@ -27,6 +40,14 @@
 #include "tools/checkpoint/safetensors_write.h"
 
 namespace {
+
+// Every module the families here need: the base ops, decoder_ext's and moe's.
+const atlas_module_def *const kModules[] = {
+    &atlas_decoder_module,     &atlas_decoder_batch_module,
+    &atlas_weight_scan_module, &atlas_decoder_paged_module,
+    &atlas_decoder_ext_module, &atlas_quant_module,
+    &atlas_moe_module};
+const atlas_module_set kModuleSet = {kModules, 7};
 
 struct Family {
   const char *name;
@@ -63,6 +84,19 @@ std::vector<Family> Families() {
            "\"rope_scaling\": {\"type\": \"longrope\", "
            "\"short_factor\": [1.0, 1.1, 1.2], "
            "\"long_factor\": [1.5, 3.0, 6.0]}}"},
+      // Layer 1 keeps a dense MLP (mlp_only_layers); 6 experts, 2 a token.
+      {"qwen3_moe", &atlas_qwen3_moe_family,
+       "{" + d +
+           "\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 3, "
+           "\"head_dim\": 16, \"num_experts\": 6, "
+           "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 12, "
+           "\"norm_topk_prob\": true, \"mlp_only_layers\": [1]}"},
+      // 4 experts of intermediate_size, 2 a token, a window on every layer.
+      {"mixtral", &atlas_mixtral_family,
+       "{" + d +
+           "\"model_type\": \"mixtral\", \"num_hidden_layers\": 2, "
+           "\"num_local_experts\": 4, \"num_experts_per_tok\": 2, "
+           "\"sliding_window\": 9, \"rope_theta\": 10000.0}"},
   };
 }
 
@@ -75,6 +109,31 @@ std::string Write(const Family &f, const atlas_decoder_config &c) {
   std::vector<std::string> names;
   std::vector<atlas_safetensors_write_tensor> ts;
   uint32_t seed = 12345;
+  auto add = [&](const char *name, const atlas_safetensors_write_tensor &t) {
+    size_t n = (size_t)t.shape[0] * (size_t)(t.rank == 2 ? t.shape[1] : 1);
+    std::vector<float> v(n);
+    bool norm = strstr(name, "norm") != nullptr;
+    for (float &x : v) {
+      seed = seed * 1664525u + 1013904223u;
+      float u = (float)(seed >> 8) / 16777216.0f - 0.5f;
+      x = norm ? (c.norm_one_plus ? 0.5f * u : 1.0f + 0.5f * u) : 0.6f * u;
+    }
+    data.push_back(std::move(v));
+    names.push_back(name);
+    ts.push_back(t);
+  };
+  for (int l = 0; l < (int)c.num_hidden_layers; ++l) {
+    size_t count = atlas_decoder_moe_tensor_count(&c, l);
+    for (size_t i = 0; i < count; ++i) {
+      atlas_decoder_moe_tensor mt;
+      EXPECT_EQ(atlas_decoder_moe_tensor_at(&c, l, i, &mt), ATLAS_OK);
+      atlas_safetensors_write_tensor t{};
+      t.shape[0] = mt.shape[0];
+      t.shape[1] = mt.shape[1];
+      t.rank = mt.rank;
+      add(mt.name, t);
+    }
+  }
   for (int w = 0; w < ATLAS_DECODER_WEIGHT_COUNT; ++w) {
     auto weight = static_cast<atlas_decoder_weight>(w);
     if (!atlas_decoder_weight_used(&c, weight)) continue;
@@ -82,22 +141,13 @@ std::string Write(const Family &f, const atlas_decoder_config &c) {
                      ? (int)c.num_hidden_layers
                      : 1;
     for (int l = 0; l < layers; ++l) {
+      if (!atlas_decoder_weight_in_layer(&c, weight, l)) continue;
       char name[256];
       EXPECT_EQ(atlas_decoder_weight_name(&c, weight, l, name, sizeof(name)),
                 ATLAS_OK);
       atlas_safetensors_write_tensor t{};
       atlas_decoder_weight_shape(&c, weight, t.shape, &t.rank);
-      size_t n = (size_t)t.shape[0] * (size_t)(t.rank == 2 ? t.shape[1] : 1);
-      std::vector<float> v(n);
-      bool norm = strstr(name, "norm") != nullptr;
-      for (float &x : v) {
-        seed = seed * 1664525u + 1013904223u;
-        float u = (float)(seed >> 8) / 16777216.0f - 0.5f;
-        x = norm ? (c.norm_one_plus ? 0.5f * u : 1.0f + 0.5f * u) : 0.6f * u;
-      }
-      data.push_back(std::move(v));
-      names.push_back(name);
-      ts.push_back(t);
+      add(name, t);
     }
   }
   for (size_t i = 0; i < ts.size(); ++i) {
@@ -131,7 +181,7 @@ std::vector<uint32_t> Prompt() {
 void Paged(const std::string &dir, const atlas_decoder_config &c,
            const std::vector<uint32_t> &ids, std::vector<float> *logits) {
   atlas_backend_options o{};
-  o.modules = &atlas_decoder_ext_module_set;
+  o.modules = &kModuleSet;
   atlas_backend *b = nullptr;
   ASSERT_OK(atlas_host_backend_create(&o, &b));
   atlas_checkpoint *ck = nullptr;
@@ -189,7 +239,7 @@ void Generate(const std::string &dir, const atlas_decoder_config &c,
               int64_t rows, std::vector<float> *logits,
               std::vector<uint32_t> *ids) {
   atlas_backend_options o{};
-  o.modules = &atlas_decoder_ext_module_set;
+  o.modules = &kModuleSet;
   atlas_backend *b = nullptr;
   ASSERT_OK(atlas_host_backend_create(&o, &b));
   atlas_checkpoint *ck = nullptr;

@@ -213,6 +213,7 @@ static atlas_status take_scratch(atlas_decoder_scratch *s,
   size_t kv_dim = (size_t)(c->num_key_value_heads * c->head_dim) * f;
   ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, kv_dim, &s->k));
   ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, kv_dim, &s->v));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_moe_take(&s->moe, b, c, 1));
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_buffers_take(b, 2 * sizeof(uint32_t), &s->step));
   // The argmax's answer (2 words) and its cross-block state (4, zeroed).

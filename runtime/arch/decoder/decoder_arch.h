@@ -61,6 +61,10 @@ ATLAS_MUST_USE atlas_status atlas_decoder_arch_forward_batch(
 #define ATLAS_DECODER_ARCH_ROW(name_, model_types_, architectures_, parse_) \
   ATLAS_DECODER_ROW_WITH(name_, model_types_, architectures_, parse_,       \
                          &atlas_decoder_module_set)
+// With module "moe" (a mixture-of-experts family).
+#define ATLAS_DECODER_MOE_ROW(name_, model_types_, architectures_, parse_) \
+  ATLAS_DECODER_ROW_WITH(name_, model_types_, architectures_, parse_,      \
+                         &atlas_decoder_moe_module_set)
 // With the decoder_ext module (GELU, soft-caps, query and embedding scales).
 #define ATLAS_DECODER_EXT_ROW(name_, model_types_, architectures_, parse_) \
   ATLAS_DECODER_ROW_WITH(name_, model_types_, architectures_, parse_,      \

@@ -78,12 +78,36 @@ typedef struct atlas_decoder_config {
   // this many positions (past it transformers' generate, whose cache keeps
   // the last sliding_window - 1 keys, parts from its own forward).
   int64_t context_window;
+  // Mixture-of-experts FFN (num_experts 0: every layer's MLP is dense). On
+  // the layers `moe_layers` names (decoder_sparse_step, mlp_only_layers),
+  // the MLP is a router over num_experts experts of moe_intermediate_size,
+  // num_experts_per_tok of them a token, their weights divided by their sum
+  // where norm_topk_prob, plus a shared expert of
+  // shared_expert_intermediate_size (0: none) scaled by sigmoid(a gate);
+  // the other layers keep the dense MLP of intermediate_size.
+  int64_t num_experts, num_experts_per_tok, moe_intermediate_size;
+  int64_t shared_expert_intermediate_size;
+  bool norm_topk_prob;
+  uint64_t moe_layers[ATLAS_DECODER_MAX_PATTERN_LAYERS / 64];
   // config.json's quantization_config (method ATLAS_QUANT_NONE: none): every
   // *_proj matrix of every layer is stored in this format (a module kept in
   // its stored type is refused when the config is read, so `keep` is always
   // empty here and the config stays a plain value).
   atlas_quant_config quant;
 } atlas_decoder_config;
+
+// A mixture-of-experts family's tensor names, relative to
+// "model.layers.{i}.": the router ([num_experts, hidden]); each expert's
+// gate, up and down as "<expert_prefix><N>.<gate>" (Qwen3-MoE:
+// "mlp.experts.", "gate_proj.weight"; Mixtral: "block_sparse_moe.experts.",
+// "w1.weight"); the shared expert's three and its gate ([1, hidden]), NULL
+// where the family has none.
+typedef struct atlas_decoder_moe_names {
+  const char *router;
+  const char *expert_prefix;
+  const char *gate, *up, *down;
+  const char *shared_gate, *shared_up, *shared_down, *shared_expert_gate;
+} atlas_decoder_moe_names;
 
 // A family of this decoder (Llama, Qwen2, Gemma 2, ...): a constant in its
 // folder (runtime/arch/<family>/), named by its registry row's parser.
@@ -97,6 +121,8 @@ typedef struct atlas_decoder_family {
   // "model.layers.{i}." for per-layer ones; NULL entries: not in this
   // family's layout. NULL: the Llama layout (atlas_decoder_llama_names).
   const char *const *tensor_names;
+  // A mixture-of-experts family's expert tensors (NULL: none).
+  const atlas_decoder_moe_names *moe_names;
   // Keys of other architectures (decoder_config.c, kForeignKeys) this family
   // reads itself, NULL-terminated (NULL: none): the rest are refused.
   const char *const *keys;
@@ -182,6 +208,30 @@ ATLAS_MUST_USE atlas_status atlas_decoder_refuse_partial_rotary(
 // it: refused naming the family.
 ATLAS_MUST_USE atlas_status atlas_decoder_refuse_longrope(
     const char *path, const atlas_decoder_config *cfg);
+
+// The mixture-of-experts keys shared by Qwen2-MoE, Qwen3-MoE and Qwen3-Next
+// (num_experts, num_experts_per_tok, norm_topk_prob, moe_intermediate_size,
+// decoder_sparse_step, mlp_only_layers), with their config class's defaults
+// (`experts`, `per_tok`), into cfg; checks the router's limits
+// (kernels/moe_kernels.h) and refuses what the MoE FFN does not run with
+// (quantized weights, a GELU or sandwich MLP) by name.
+ATLAS_MUST_USE atlas_status atlas_decoder_json_moe(const char *path,
+                                                   const json_t *root,
+                                                   atlas_decoder_config *cfg,
+                                                   int64_t experts,
+                                                   int64_t per_tok);
+// The router's limits and the features the MoE FFN does not combine with,
+// for a config whose MoE fields are filled (atlas_decoder_json_moe calls it).
+ATLAS_MUST_USE atlas_status
+atlas_decoder_moe_validate(const char *path, const atlas_decoder_config *cfg);
+
+// Whether layer `layer`'s MLP is the mixture of experts.
+static inline bool atlas_decoder_layer_moe(const atlas_decoder_config *c,
+                                           int64_t layer) {
+  return c->num_experts > 0 && layer >= 0 &&
+         layer < ATLAS_DECODER_MAX_PATTERN_LAYERS &&
+         ((c->moe_layers[layer / 64] >> (layer % 64)) & 1) != 0;
+}
 
 // Marks layer `layer` sliding (or not).
 static inline void atlas_decoder_set_sliding(atlas_decoder_config *c,

@@ -348,6 +348,7 @@ static atlas_status layer(const atlas_decoder_model *m,
   // norm between them: out_norm).
   ATLAS_RETURN_IF_ERROR(out_norm(ctx, &L->wo, s->xb2, L->o_bias,
                                  L->attn_out_norm, q_dim, ctx->o_splits));
+  if (L->moe.router.data != NULL) return atlas_decoder_moe_token(m, L);
 
   int64_t inter = c->intermediate_size;
   bool gate_up_quant = L->w_gate.quant != NULL || L->w_up.quant != NULL;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "atlas/runtime/arch/decoder/decoder_moe_weights.h"
 #include "atlas/runtime/arch/weight_check.h"
 #include "atlas/runtime/device/weight_upload.h"
 #include "atlas/runtime/formats/safetensors_convert.h"
@@ -63,6 +64,9 @@ typedef struct upload_plan {
   // upload as the matrices (one copy each used to wait in the plan).
   float *vectors;
   uint64_t vector_floats, vectors_used;
+  // The experts' address tables, built on the host and uploaded the same way.
+  uint64_t *tables;
+  uint64_t table_entries, tables_used;
 } upload_plan;
 
 // A quantized projection: its own block (quant_linear), whose uploads join
@@ -97,6 +101,24 @@ static atlas_status plan_quant(atlas_decoder_weights *w,
   return ATLAS_OK;
 }
 
+// A matrix as stored, into the arena, its upload queued.
+static atlas_status plan_tensor(atlas_decoder_weights *w,
+                                const atlas_checkpoint_tensor *t,
+                                upload_plan *plan, atlas_decoder_matrix *out) {
+  void *dst = NULL;
+  ATLAS_RETURN_IF_ERROR(weight_alloc(w, t->tensor->bytes, &dst));
+  if (w->sizing) {
+    plan->count++;
+    return ATLAS_OK;
+  }
+  ATLAS_RETURN_IF_ERROR(
+      atlas_checkpoint_upload_job(t, dst, &plan->jobs[plan->count]));
+  plan->count++;
+  out->data = dst;
+  out->dtype = t->tensor->dtype;
+  return ATLAS_OK;
+}
+
 static atlas_status plan_matrix(atlas_decoder_weights *w,
                                 const atlas_checkpoint *ck,
                                 atlas_decoder_weight weight, int layer,
@@ -106,18 +128,7 @@ static atlas_status plan_matrix(atlas_decoder_weights *w,
   }
   atlas_checkpoint_tensor t;
   ATLAS_RETURN_IF_ERROR(find_tensor(w->config, ck, weight, layer, &t));
-  void *dst = NULL;
-  ATLAS_RETURN_IF_ERROR(weight_alloc(w, t.tensor->bytes, &dst));
-  if (w->sizing) {
-    plan->count++;
-    return ATLAS_OK;
-  }
-  ATLAS_RETURN_IF_ERROR(
-      atlas_checkpoint_upload_job(&t, dst, &plan->jobs[plan->count]));
-  plan->count++;
-  out->data = dst;
-  out->dtype = t.tensor->dtype;
-  return ATLAS_OK;
+  return plan_tensor(w, &t, plan, out);
 }
 
 // Norm weights are small and read every token: convert to f32 once, into
@@ -221,6 +232,77 @@ static atlas_status plan_gate_up(atlas_decoder_weights *w,
   return ATLAS_OK;
 }
 
+// Where a MoE tensor's address goes in the layer's table (-1: none).
+static int64_t table_slot(const atlas_decoder_moe_tensor *t, int64_t experts) {
+  switch (t->role) {
+    case ATLAS_DECODER_MOE_GATE:
+    case ATLAS_DECODER_MOE_UP:
+    case ATLAS_DECODER_MOE_DOWN:
+      return (t->role - ATLAS_DECODER_MOE_GATE) * experts + t->expert;
+    case ATLAS_DECODER_MOE_SHARED_GATE:
+    case ATLAS_DECODER_MOE_SHARED_UP:
+    case ATLAS_DECODER_MOE_SHARED_DOWN:
+      return 3 * experts + (t->role - ATLAS_DECODER_MOE_SHARED_GATE);
+    default:
+      return -1;
+  }
+}
+
+// A mixture-of-experts layer: the router, every expert's tensors as
+// stored, and the table of their addresses (decoder_model.h), uploaded
+// from the plan's host tables.
+static atlas_status plan_moe(atlas_decoder_weights *w,
+                             const atlas_checkpoint *ck, int layer,
+                             upload_plan *plan, atlas_decoder_moe_layer *moe) {
+  const atlas_decoder_config *c = w->config;
+  uint64_t entries = 3 * (uint64_t)c->num_experts + 3;
+  void *tables = NULL;
+  ATLAS_RETURN_IF_ERROR(weight_alloc(w, entries * sizeof(uint64_t), &tables));
+  uint64_t *host = NULL;
+  if (w->sizing) {
+    plan->table_entries += entries;
+  } else if (plan->tables == NULL ||
+             plan->table_entries - plan->tables_used < entries) {
+    return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                             "layer %d: expert tables past the planned", layer);
+  } else {
+    host = plan->tables + plan->tables_used;
+    memset(host, 0, entries * sizeof(uint64_t));
+  }
+  size_t count = atlas_decoder_moe_tensor_count(c, layer);
+  for (size_t i = 0; i < count; ++i) {
+    atlas_decoder_moe_tensor t;
+    ATLAS_RETURN_IF_ERROR(atlas_decoder_moe_tensor_at(c, layer, i, &t));
+    atlas_checkpoint_tensor ct;
+    ATLAS_RETURN_IF_ERROR(atlas_checkpoint_find(ck, t.name, &ct));
+    atlas_decoder_matrix m = {0};
+    ATLAS_RETURN_IF_ERROR(plan_tensor(w, &ct, plan, &m));
+    if (w->sizing) continue;
+    int64_t slot = table_slot(&t, c->num_experts);
+    if (slot >= 0) host[slot] = (uint64_t)(uintptr_t)m.data;
+    if (t.role == ATLAS_DECODER_MOE_ROUTER) moe->router = m;
+    if (t.role == ATLAS_DECODER_MOE_SHARED_EXPERT_GATE) {
+      moe->shared_expert_gate = m;
+    }
+    if (t.expert >= 0) moe->expert_dtype = m.dtype;
+    if (t.role == ATLAS_DECODER_MOE_SHARED_GATE) moe->shared_dtype = m.dtype;
+  }
+  plan->count++;  // the table's upload
+  if (w->sizing) return ATLAS_OK;
+  atlas_upload_job *job = &plan->jobs[plan->count - 1];
+  memset(job, 0, sizeof(*job));
+  job->dst = tables;
+  job->src = host;
+  job->bytes = entries * sizeof(uint64_t);
+  job->what = "an expert address table";
+  job->fd = -1;
+  job->file = atlas_checkpoint_source(ck);
+  job->finite = ATLAS_SCAN_FINITE_NONE;  // addresses, not numbers
+  plan->tables_used += entries;
+  moe->tables = tables;
+  return ATLAS_OK;
+}
+
 static atlas_status plan_weights(atlas_decoder_weights *w,
                                  const atlas_checkpoint *ck,
                                  const atlas_decoder_config *c,
@@ -238,9 +320,13 @@ static atlas_status plan_weights(atlas_decoder_weights *w,
         plan_matrix(w, ck, ATLAS_DECODER_O_PROJ, i, plan, &L->wo));
     ATLAS_RETURN_IF_ERROR(
         upload_norm(w, ck, ATLAS_DECODER_FFN_NORM, i, plan, &L->ffn_norm));
-    ATLAS_RETURN_IF_ERROR(plan_gate_up(w, ck, i, plan, L));
-    ATLAS_RETURN_IF_ERROR(
-        plan_matrix(w, ck, ATLAS_DECODER_DOWN_PROJ, i, plan, &L->w_down));
+    if (atlas_decoder_layer_moe(c, l)) {
+      ATLAS_RETURN_IF_ERROR(plan_moe(w, ck, i, plan, &L->moe));
+    } else {
+      ATLAS_RETURN_IF_ERROR(plan_gate_up(w, ck, i, plan, L));
+      ATLAS_RETURN_IF_ERROR(
+          plan_matrix(w, ck, ATLAS_DECODER_DOWN_PROJ, i, plan, &L->w_down));
+    }
     // Optional vectors (biases, q/k norms, sandwich norms), f32 like the
     // norms.
     struct {
@@ -261,7 +347,7 @@ static atlas_status plan_weights(atlas_decoder_weights *w,
         {&L->k_norm, ATLAS_DECODER_K_NORM, true},
     };
     for (size_t v = 0; v < sizeof(vectors) / sizeof(vectors[0]); ++v) {
-      if (!atlas_decoder_weight_used(c, vectors[v].weight)) continue;
+      if (!atlas_decoder_weight_in_layer(c, vectors[v].weight, l)) continue;
       ATLAS_RETURN_IF_ERROR(upload_vector(w, ck, vectors[v].weight, i,
                                           vectors[v].norm && c->norm_one_plus,
                                           plan, vectors[v].dst));
@@ -343,7 +429,7 @@ atlas_status atlas_decoder_load_weights(atlas_decoder_weights *w,
                                         const atlas_decoder_config *c,
                                         bool lm_head_is_embedding,
                                         atlas_decoder_load_progress *progress) {
-  upload_plan plan = {NULL, 0, NULL, 0, 0};
+  upload_plan plan = {NULL, 0, NULL, 0, 0, NULL, 0, 0};
   double t0 = atlas_decoder_now_ms();
   // Pass one sizes the arena, the jobs and the vectors; pass two carves the
   // arena, converts the vectors and plans the copies.
@@ -357,7 +443,10 @@ atlas_status atlas_decoder_load_weights(atlas_decoder_weights *w,
     plan.vectors =
         malloc(plan.vector_floats ? plan.vector_floats * sizeof(float) : 1);
     w->quant = calloc(w->quant_cap ? w->quant_cap : 1, sizeof(*w->quant));
-    if (plan.jobs == NULL || plan.vectors == NULL || w->quant == NULL) {
+    plan.tables =
+        malloc(plan.table_entries ? plan.table_entries * sizeof(uint64_t) : 1);
+    if (plan.jobs == NULL || plan.vectors == NULL || w->quant == NULL ||
+        plan.tables == NULL) {
       status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                                  "cannot plan the weight upload (%zu tensors)",
                                  jobs);
@@ -396,6 +485,7 @@ atlas_status atlas_decoder_load_weights(atlas_decoder_weights *w,
   progress->upload_ms = upload_ms;
   progress->check_ms = atlas_decoder_now_ms() - t1 - upload_ms;
   free(bare);
+  free(plan.tables);
   free(plan.vectors);
   free(plan.jobs);
   return status;

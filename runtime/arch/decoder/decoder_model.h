@@ -5,6 +5,7 @@
 
 #include "atlas/runtime/arch/decoder/decoder.h"
 #include "atlas/runtime/arch/decoder/decoder_buffers.h"
+#include "atlas/runtime/arch/decoder/decoder_moe.h"
 #include "atlas/runtime/arch/decoder/decoder_ops.h"
 #include "atlas/runtime/arch/decoder/decoder_prefill.h"
 #include "atlas/runtime/arch/decoder/decoder_weights.h"
@@ -21,6 +22,18 @@ typedef struct atlas_decoder_matrix {
   const atlas_quant_linear *quant;
 } atlas_decoder_matrix;
 
+// A mixture-of-experts layer's weights (router.data NULL: a dense layer).
+// The experts are reached through `tables`, device arrays of 64-bit
+// addresses (kernels/moe_kernels.h): gate[experts], up[experts],
+// down[experts], then the shared expert's gate, up and down (0 where there
+// is none), built at load into the weight arena.
+typedef struct atlas_decoder_moe_layer {
+  atlas_decoder_matrix router;              // (experts, dim)
+  atlas_decoder_matrix shared_expert_gate;  // (1, dim), the router's dtype
+  atlas_dtype expert_dtype, shared_dtype;   // what the tables point at
+  uint64_t *tables;
+} atlas_decoder_moe_layer;
+
 // One decoder layer. Matrices are row-major (out_features, in_features) as
 // Hugging Face stores them; vectors are f32 whatever the checkpoint held.
 // q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim.
@@ -35,17 +48,18 @@ typedef struct atlas_decoder_layer {
   atlas_decoder_matrix w_up;    // (hidden_dim, dim)
   atlas_decoder_matrix w_down;  // (dim, hidden_dim)
   // Optional, NULL unless the config asks for them:
-  float *q_bias;         // (q_dim)        qkv_bias
-  float *k_bias;         // (kv_dim)       qkv_bias
-  float *v_bias;         // (kv_dim)       qkv_bias
-  float *o_bias;         // (dim)          o_bias
-  float *gate_bias;      // (hidden_dim)   mlp_bias
-  float *up_bias;        // (hidden_dim)   mlp_bias
-  float *down_bias;      // (dim)          mlp_bias
-  float *q_norm;         // (head_dim)     qk_norm
-  float *k_norm;         // (head_dim)     qk_norm
-  float *attn_out_norm;  // (dim)      sandwich: attention's output
-  float *ffn_out_norm;   // (dim)      sandwich: the MLP's output
+  float *q_bias;                // (q_dim)        qkv_bias
+  float *k_bias;                // (kv_dim)       qkv_bias
+  float *v_bias;                // (kv_dim)       qkv_bias
+  float *o_bias;                // (dim)          o_bias
+  float *gate_bias;             // (hidden_dim)   mlp_bias
+  float *up_bias;               // (hidden_dim)   mlp_bias
+  float *down_bias;             // (dim)          mlp_bias
+  float *q_norm;                // (head_dim)     qk_norm
+  float *k_norm;                // (head_dim)     qk_norm
+  float *attn_out_norm;         // (dim)      sandwich: attention's output
+  float *ffn_out_norm;          // (dim)      sandwich: the MLP's output
+  atlas_decoder_moe_layer moe;  // a mixture of experts in place of the MLP
 } atlas_decoder_layer;
 
 // Teardown resource "weights": every weight allocation of the model.
@@ -104,6 +118,7 @@ typedef struct atlas_decoder_scratch {
   float *v;               // (kv_dim) this step's value, before kv_store
   uint32_t *step;         // (2) this step's token and position, read by kernels
   uint32_t *result;  // (2) argmax id, first non-finite logit (or UINT32_MAX)
+  atlas_decoder_moe_buffers moe;  // the experts' activations, one token
 } atlas_decoder_scratch;
 
 // Teardown resource "decode_graph": the decode step captured once and

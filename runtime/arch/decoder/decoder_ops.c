@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "atlas/kernels/ext_kernels.h"
+#include "atlas/kernels/moe_kernels.h"
 #include "atlas/kernels/prefill_kernels.h"
 #include "atlas/kernels/token_kernels.h"
 #include "atlas/runtime/arch/decoder/decoder_config.h"
@@ -82,6 +83,40 @@ static atlas_status resolve_ext(const atlas_forward_ctx *ctx,
                                "%s", why);
 }
 
+// Module "moe"'s kernels, for a descriptor with experts.
+static atlas_status resolve_moe(const atlas_forward_ctx *ctx,
+                                const atlas_decoder_config *c,
+                                atlas_decoder_ops *o) {
+  if (c->num_experts == 0) return ATLAS_OK;
+  const char *moe = ATLAS_MOE_MODULE;
+  const named plain[] = {
+      {moe, "moe_count", &o->moe_count},
+      {moe, "moe_scatter", &o->moe_scatter},
+      {moe, "moe_combine", &o->moe_combine},
+  };
+  for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); ++i) {
+    ATLAS_RETURN_IF_ERROR(atlas_forward_kernel(ctx, plain[i].module,
+                                               plain[i].name, plain[i].slot),
+                          "resolving the mixture-of-experts kernels");
+  }
+  struct {
+    const char *prefix;
+    const atlas_kernel **slots;
+  } typed[] = {
+      {"moe_router", o->moe_router},
+      {"moe_gate_up", o->moe_gate_up},
+      {"moe_down", o->moe_down},
+      {"moe_gate_up_vec", o->moe_gate_up_vec},
+      {"moe_down_vec", o->moe_down_vec},
+  };
+  for (size_t i = 0; i < sizeof(typed) / sizeof(typed[0]); ++i) {
+    ATLAS_RETURN_IF_ERROR(
+        resolve_typed(ctx, moe, typed[i].prefix, "", typed[i].slots, 0),
+        "resolving the mixture-of-experts kernels");
+  }
+  return ATLAS_OK;
+}
+
 atlas_status atlas_decoder_ops_resolve(const atlas_forward_ctx *ctx,
                                        const atlas_decoder_config *config,
                                        atlas_decoder_ops *out_ops) {
@@ -151,5 +186,6 @@ atlas_status atlas_decoder_ops_resolve(const atlas_forward_ctx *ctx,
                                       o->silu_mul_round, ATLAS_DECODER_W_F16));
   ATLAS_RETURN_IF_ERROR(resolve_typed(ctx, batch, "gemm", "_m128", o->gemm_m128,
                                       ATLAS_DECODER_W_F16));
+  ATLAS_RETURN_IF_ERROR(resolve_moe(ctx, config, o));
   return resolve_ext(ctx, config, o);
 }

@@ -66,6 +66,14 @@ typedef struct atlas_decoder_ops {
   const atlas_kernel *attention_prefill_ext[ATLAS_DECODER_W_COUNT];
   const atlas_kernel *attention_decode_ext[ATLAS_DECODER_W_COUNT];
   const atlas_kernel *attention_paged_ext[ATLAS_DECODER_W_COUNT];
+  // Module "moe" (kernels/moe_kernels.h), resolved only for a descriptor
+  // with experts, else NULL: by the router's or the experts' weight type.
+  const atlas_kernel *moe_router[ATLAS_DECODER_W_COUNT];
+  const atlas_kernel *moe_gate_up[ATLAS_DECODER_W_COUNT];
+  const atlas_kernel *moe_down[ATLAS_DECODER_W_COUNT];
+  const atlas_kernel *moe_gate_up_vec[ATLAS_DECODER_W_COUNT];
+  const atlas_kernel *moe_down_vec[ATLAS_DECODER_W_COUNT];
+  const atlas_kernel *moe_count, *moe_scatter, *moe_combine;
 } atlas_decoder_ops;
 
 struct atlas_decoder_config;

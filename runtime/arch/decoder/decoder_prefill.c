@@ -129,6 +129,7 @@ atlas_status atlas_decoder_prefill_take(atlas_decoder_prefill_scratch *s,
   ATLAS_RETURN_IF_ERROR(rows_bytes(r, kv_dim, f, &n));
   ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->k));
   ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->v));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_moe_take(&s->moe, b, c, s->rows));
   if (!s->one_term) return ATLAS_OK;
   ATLAS_RETURN_IF_ERROR(rows_bytes(r, input_dim(c), 2, &n));
   return atlas_decoder_buffers_take(b, n, &s->x16);
@@ -652,7 +653,7 @@ static atlas_status after_attention(atlas_decoder_model *m,
   int64_t q_dim = c->num_attention_heads * c->head_dim;
   ATLAS_RETURN_IF_ERROR(add_product_normed(m, &L->wo, s->xb2, L->o_bias,
                                            L->attn_out_norm, n, q_dim, false));
-
+  if (L->moe.router.data != NULL) return atlas_decoder_moe_rows(m, L, n);
   const atlas_decoder_matrix *const gate_up[] = {&L->w_gate, &L->w_up};
   ATLAS_RETURN_IF_ERROR(norm_for(m, L->ffn_norm, gate_up, COUNT(gate_up), n));
   int64_t inter = c->intermediate_size;

@@ -8,6 +8,7 @@
 
 #include "atlas/runtime/arch/decoder/decoder.h"
 #include "atlas/runtime/arch/decoder/decoder_buffers.h"
+#include "atlas/runtime/arch/decoder/decoder_moe.h"
 #include "atlas/runtime/arch/decoder/decoder_ops.h"
 
 #ifdef __cplusplus
@@ -33,6 +34,7 @@ typedef struct atlas_decoder_prefill_scratch {
   // The weights' type x16 holds the last input rounded to (F32: nothing
   // valid), so that q, k, v (gate, up) round their shared input once.
   atlas_decoder_wtype x16_type;
+  atlas_decoder_moe_buffers moe;  // the experts' activations, `rows` tokens
 } atlas_decoder_prefill_scratch;
 
 // The prefill's precision, decided here and only here: with a 16-bit KV

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atlas/runtime/arch/decoder/decoder_moe_weights.h"
+
 const char *const atlas_decoder_llama_names[ATLAS_DECODER_WEIGHT_COUNT] = {
     [ATLAS_DECODER_EMBED_TOKENS] = ATLAS_DECODER_EMBED_TOKENS_NAME,
     [ATLAS_DECODER_FINAL_NORM] = ATLAS_DECODER_FINAL_NORM_NAME,
@@ -76,6 +78,24 @@ bool atlas_decoder_weight_used(const atlas_decoder_config *c,
     case ATLAS_DECODER_K_NORM:
       return c->qk_norm;
     case ATLAS_DECODER_WEIGHT_COUNT:
+      return false;
+    default:
+      return true;
+  }
+}
+
+bool atlas_decoder_weight_in_layer(const atlas_decoder_config *c,
+                                   atlas_decoder_weight weight, int64_t layer) {
+  if (!atlas_decoder_weight_used(c, weight)) return false;
+  if (!atlas_decoder_layer_moe(c, layer)) return true;
+  switch (weight) {  // the dense MLP's, which a MoE layer has not
+    case ATLAS_DECODER_GATE_PROJ:
+    case ATLAS_DECODER_UP_PROJ:
+    case ATLAS_DECODER_DOWN_PROJ:
+    case ATLAS_DECODER_GATE_UP_PROJ:
+    case ATLAS_DECODER_GATE_BIAS:
+    case ATLAS_DECODER_UP_BIAS:
+    case ATLAS_DECODER_DOWN_BIAS:
       return false;
     default:
       return true;
@@ -398,9 +418,12 @@ static bool consumed(const atlas_decoder_config *c, const char *name) {
     if (layer >= c->num_hidden_layers) return false;
   }
   if (*p++ != '.') return false;
+  if (atlas_decoder_moe_consumed(c, layer, p)) return true;
   for (int w = ATLAS_DECODER_FIRST_LAYER_WEIGHT; w < ATLAS_DECODER_WEIGHT_COUNT;
        ++w) {
-    if (!atlas_decoder_weight_used(c, (atlas_decoder_weight)w)) continue;
+    if (!atlas_decoder_weight_in_layer(c, (atlas_decoder_weight)w, layer)) {
+      continue;
+    }
     if (atlas_decoder_weight_quantized(c, (atlas_decoder_weight)w)) {
       if (quant_tensor_of(c, names_of(c)[w], p)) return true;
     } else if (strcmp(p, names_of(c)[w]) == 0) {
@@ -540,10 +563,14 @@ static atlas_status check_all(const atlas_decoder_config *config,
   for (int64_t layer = 0; layer < config->num_hidden_layers; ++layer) {
     for (int w = ATLAS_DECODER_FIRST_LAYER_WEIGHT;
          w < ATLAS_DECODER_WEIGHT_COUNT; ++w) {
-      if (!atlas_decoder_weight_used(config, (atlas_decoder_weight)w)) continue;
+      if (!atlas_decoder_weight_in_layer(config, (atlas_decoder_weight)w,
+                                         layer)) {
+        continue;
+      }
       ATLAS_RETURN_IF_ERROR(check_one(config, ck, (atlas_decoder_weight)w,
                                       (int)layer, false, NULL, &bytes));
     }
+    ATLAS_RETURN_IF_ERROR(atlas_decoder_moe_check(config, ck, layer, &bytes));
   }
   ATLAS_RETURN_IF_ERROR(check_leftovers(config, ck));
   if (out_lm_head_is_embedding != NULL) {

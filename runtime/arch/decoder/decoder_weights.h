@@ -65,6 +65,12 @@ static inline bool atlas_decoder_weight_is_per_layer(atlas_decoder_weight w) {
 bool atlas_decoder_weight_used(const atlas_decoder_config *config,
                                atlas_decoder_weight weight);
 
+// Whether layer `layer` reads `weight`: atlas_decoder_weight_used, less the
+// dense MLP's tensors on a mixture-of-experts layer (decoder_moe_weights.h
+// names that layer's experts).
+bool atlas_decoder_weight_in_layer(const atlas_decoder_config *config,
+                                   atlas_decoder_weight weight, int64_t layer);
+
 // The Llama layout's names: per role, the suffix after "model.layers.{i}."
 // (for example "self_attn.q_proj.weight"), for global ones the full name.
 // A family's descriptor names its own (atlas_decoder_family.tensor_names).
