@@ -1,0 +1,165 @@
+// The decoder's mixture-of-experts FFN against a reference written apart
+// from its kernels: tests/arch/moe_reference.py, a whole qwen3_moe and a
+// whole mixtral decoder in plain Python float64 (data_moe/: config.json,
+// model.safetensors, logits.f32 and ref.json in the parity format). The
+// routing there covers an expert no token picks and two experts of equal
+// probability at every token, one of which must lose to the other's lower
+// index where only one fits (ref.json counts both). Host backend, loaded
+// through each family's descriptor (their registry rows wait for
+// transformers' references); token by token (the moe module's per-token
+// kernels), in one prompt pass and in chunks of 5 rows (its grouped
+// kernels): every row within 1e-5 relative L2 and every greedy id equal.
+#include <dirent.h>
+#include <math.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "atlas/kernels/token_kernels.h"
+#include "atlas/runtime/arch/decoder/decoder.h"
+#include "atlas/runtime/arch/mixtral/mixtral.h"
+#include "atlas/runtime/arch/qwen3_moe/qwen3_moe.h"
+#include "atlas/runtime/device/host_backend.h"
+#include "gtest/gtest.h"
+#include "jansson.h"
+#include "tests/runtime/test_util.h"
+
+namespace {
+
+constexpr double kTolerance = 1e-5;
+const char kRoot[] = "tests/arch/data_moe";
+
+struct Case {
+  std::string dir, name, family;
+  std::vector<uint32_t> prompt, ids;
+  size_t steps = 0, rows = 0, vocab = 0;
+  long long unpicked_picks = -1, tie_straddles = 0;
+  std::vector<float> logits;
+};
+
+bool LoadCase(const std::string &dir, Case *c) {
+  json_error_t err;
+  json_t *root = json_load_file((dir + "/ref.json").c_str(), 0, &err);
+  if (root == nullptr) return false;
+  c->dir = dir;
+  c->name = json_string_value(json_object_get(root, "name"));
+  c->family = json_string_value(json_object_get(root, "family"));
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(root, "prompt"), i, v) {
+    c->prompt.push_back((uint32_t)json_integer_value(v));
+  }
+  json_array_foreach(json_object_get(root, "ids"), i, v) {
+    c->ids.push_back((uint32_t)json_integer_value(v));
+  }
+  c->steps = (size_t)json_integer_value(json_object_get(root, "steps"));
+  c->rows = (size_t)json_integer_value(json_object_get(root, "rows"));
+  c->vocab = (size_t)json_integer_value(json_object_get(root, "vocab"));
+  json_t *routing = json_object_get(root, "routing");
+  json_t *picks = json_object_get(routing, "picks");
+  c->unpicked_picks =
+      json_integer_value(json_array_get(picks, json_array_size(picks) - 1));
+  c->tie_straddles =
+      json_integer_value(json_object_get(routing, "tie_straddles"));
+  json_decref(root);
+  std::ifstream f(dir + "/logits.f32", std::ios::binary);
+  c->logits.resize(c->rows * c->vocab);
+  f.read(reinterpret_cast<char *>(c->logits.data()),
+         (std::streamsize)(c->logits.size() * sizeof(float)));
+  return (size_t)f.gcount() == c->logits.size() * sizeof(float);
+}
+
+const atlas_decoder_family *FamilyOf(const std::string &name) {
+  if (name == "qwen3_moe") return &atlas_qwen3_moe_family;
+  if (name == "mixtral") return &atlas_mixtral_family;
+  return nullptr;
+}
+
+atlas_status Collect(void *ctx, const float *x, size_t n) {
+  auto *v = static_cast<std::vector<float> *>(ctx);
+  v->insert(v->end(), x, x + n);
+  return ATLAS_OK;
+}
+
+// Greedy generation of the case's steps with `rows` prefill rows (-1: token
+// by token); every forward row's logits and the ids.
+void Generate(const Case &c, const atlas_decoder_config &config, int64_t rows,
+              std::vector<float> *logits, std::vector<uint32_t> *ids) {
+  atlas_backend_options o{};
+  o.modules = &atlas_decoder_moe_module_set;
+  atlas_backend *b = nullptr;
+  ASSERT_OK(atlas_host_backend_create(&o, &b));
+  atlas_checkpoint *ck = nullptr;
+  ASSERT_OK(atlas_checkpoint_open(c.dir.c_str(), &ck));
+  atlas_decoder_load_options lo{};
+  lo.max_seq = 48;
+  lo.prefill_rows = rows;
+  atlas_decoder_model *m = nullptr;
+  ASSERT_OK(atlas_decoder_model_load(b, ck, &config, &lo, &m));
+  ids->assign(c.steps, 0);
+  ASSERT_OK(atlas_decoder_generate(m, c.prompt.data(), c.prompt.size(), c.steps,
+                                   ids->data(), Collect, logits));
+  atlas_teardown_report r;
+  EXPECT_OK(atlas_decoder_model_unload(m, &r));
+  EXPECT_EQ(r.sweep.count, 0u);
+  atlas_sweep_result_free(&r.sweep);
+  atlas_checkpoint_close(ck);
+  ASSERT_OK(atlas_backend_destroy(b));
+}
+
+TEST(MoeReference, DecoderMatchesThePlainPythonModel) {
+  std::vector<std::string> dirs;
+  if (DIR *d = opendir(kRoot)) {
+    while (dirent *e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name[0] != '.') dirs.push_back(std::string(kRoot) + "/" + name);
+    }
+    closedir(d);
+  }
+  std::sort(dirs.begin(), dirs.end());
+  ASSERT_EQ(dirs.size(), 2u) << "the qwen3_moe and mixtral cases in " << kRoot;
+  for (const std::string &dir : dirs) {
+    Case c;
+    ASSERT_TRUE(LoadCase(dir, &c)) << dir;
+    SCOPED_TRACE(c.name);
+    // The routing the case was built to cover (moe_reference.py).
+    EXPECT_EQ(c.unpicked_picks, 0);
+    EXPECT_GT(c.tie_straddles, 0);
+    const atlas_decoder_family *family = FamilyOf(c.family);
+    ASSERT_NE(family, nullptr) << c.family;
+    std::ifstream cf(dir + "/config.json");
+    std::stringstream text;
+    text << cf.rdbuf();
+    std::string json = text.str();
+    atlas_decoder_config config{};
+    ASSERT_OK(atlas_decoder_config_parse(family, json.data(), json.size(),
+                                         "config.json", &config));
+    ASSERT_GT(config.num_experts, 0);
+    for (int64_t rows : {-1, 0, 5}) {
+      SCOPED_TRACE(rows);
+      std::vector<float> logits;
+      std::vector<uint32_t> ids;
+      Generate(c, config, rows, &logits, &ids);
+      EXPECT_EQ(ids, c.ids);
+      ASSERT_EQ(logits.size(), c.logits.size());
+      double worst = 0;
+      for (size_t r = 0; r < c.rows; ++r) {
+        double diff = 0, ref = 0;
+        for (size_t i = 0; i < c.vocab; ++i) {
+          double a = c.logits[r * c.vocab + i], b = logits[r * c.vocab + i];
+          diff += (a - b) * (a - b);
+          ref += a * a;
+        }
+        worst = fmax(worst, sqrt(diff / fmax(ref, 1e-30)));
+      }
+      EXPECT_LE(worst, kTolerance);
+      printf("  %-20s prefill rows %2lld: worst row %.2e relative L2\n",
+             c.name.c_str(), (long long)rows, worst);
+    }
+  }
+}
+
+}  // namespace
