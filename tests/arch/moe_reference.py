@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """A mixture-of-experts decoder written out in plain Python, for the host check.
 
+Families: qwen3_moe, mixtral and qwen2_moe (its shared expert and gate).
+
 Independent of Atlas's kernels (kernels/moe_host.c) and of transformers: every
 sum is a Python float (float64), the model is read from the dictionaries this
 script builds, and the routing is written from the model classes' definition
@@ -101,6 +103,10 @@ def forward_token(cfg, model, token, pos, cache, stats):
     for li, L in enumerate(model["layers"]):
         h = rmsnorm(x, L["input_norm"], eps)
         q, k, v = matvec(L["q"], h), matvec(L["k"], h), matvec(L["v"], h)
+        if "q_bias" in L:
+            q = [a + b for a, b in zip(q, L["q_bias"])]
+            k = [a + b for a, b in zip(k, L["k_bias"])]
+            v = [a + b for a, b in zip(v, L["v_bias"])]
         qs = [q[i * hd:(i + 1) * hd] for i in range(nh)]
         ks = [k[i * hd:(i + 1) * hd] for i in range(nkv)]
         vs = [v[i * hd:(i + 1) * hd] for i in range(nkv)]
@@ -131,6 +137,10 @@ def forward_token(cfg, model, token, pos, cache, stats):
             for e, wgt in zip(chosen, w):
                 ye = expert(L["experts"][e], h)
                 y = [a + wgt * b for a, b in zip(y, ye)]
+            if "shared" in L:
+                g = sum(a * b for a, b in zip(L["shared_gate"], h))
+                g = 1.0 / (1.0 + math.exp(-g))
+                y = [a + g * b for a, b in zip(y, expert(L["shared"], h))]
         else:
             y = expert(L["mlp"], h)
         x = [a + b for a, b in zip(x, y)]
@@ -167,6 +177,11 @@ def build(cfg, seed):
              "v": mat(p + "self_attn.v_proj.weight", nkv * hd, hidden),
              "o": mat(p + "self_attn.o_proj.weight", hidden, nh * hd),
              "post_norm": vec(p + "post_attention_layernorm.weight", hidden)}
+        if cfg.get("qkv_bias"):
+            for part, n in (("q", nh * hd), ("k", nkv * hd), ("v", nkv * hd)):
+                b = [f32(0.4 * (rng.random() - 0.5)) for _ in range(n)]
+                tensors[p + "self_attn.%s_proj.bias" % part] = [b]
+                L[part + "_bias"] = b
         if cfg["qk_norm"]:
             L["q_norm"] = vec(p + "self_attn.q_norm.weight", hd)
             L["k_norm"] = vec(p + "self_attn.k_norm.weight", hd)
@@ -192,6 +207,14 @@ def build(cfg, seed):
                     "gate": mat(q + names["gate"], inter, hidden),
                     "up": mat(q + names["up"], inter, hidden),
                     "down": mat(q + names["down"], hidden, inter)})
+            if cfg.get("shared_inter"):
+                si = cfg["shared_inter"]
+                q = p + "mlp.shared_expert."
+                L["shared"] = {"gate": mat(q + "gate_proj.weight", si, hidden),
+                               "up": mat(q + "up_proj.weight", si, hidden),
+                               "down": mat(q + "down_proj.weight", hidden, si)}
+                L["shared_gate"] = mat(p + "mlp.shared_expert_gate.weight", 1,
+                                       hidden, 2.0)[0]
         model["layers"].append(L)
     model["final_norm"] = vec("model.norm.weight", hidden)
     model["lm_head"] = mat("lm_head.weight", cfg["vocab"], hidden)
@@ -205,7 +228,7 @@ def write_safetensors(path, tensors):
         flat = [v for r in rows for v in r]
         blob = struct.pack("<%df" % len(flat), *flat)
         shape = [len(rows[0])] if len(rows) == 1 and name.endswith(
-            ("norm.weight", "layernorm.weight")) else [len(rows), len(rows[0])]
+            ("norm.weight", ".bias")) else [len(rows), len(rows[0])]
         header[name] = {"dtype": "F32", "shape": shape,
                         "data_offsets": [off, off + len(blob)]}
         blobs.append(blob)
@@ -256,7 +279,25 @@ def cases():
         "num_experts_per_tok": 2, "max_position_embeddings": 64,
         "tie_word_embeddings": False, "hidden_act": "silu",
         "router_jitter_noise": 0.0, "router_aux_loss_coef": 0.02}
-    return [("qwen3_moe_host_f32", q, 7), ("mixtral_host_f32", m, 11)]
+    # Qwen2-MoE: q/k/v biases, a shared expert with its sigmoid gate, the
+    # router's top k as they are (norm_topk_prob false), dense layers 0, 2
+    # (decoder_sparse_step 2 leaves layers 1 and 3 sparse).
+    w = dict(base, **QWEN3_MOE, family="qwen2_moe", head_dim=8, layers=4,
+             dense_layers=[0, 2], experts=7, moe_inter=10, inter=24,
+             shared_inter=14, tie=(4, 5), qk_norm=False, qkv_bias=True,
+             theta=10000.0, norm_topk_prob=False)
+    w["config"] = {
+        "model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"],
+        "vocab_size": 64, "hidden_size": 32, "intermediate_size": 24,
+        "moe_intermediate_size": 10, "shared_expert_intermediate_size": 14,
+        "num_hidden_layers": 4, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "num_experts": 7, "num_experts_per_tok": 2,
+        "norm_topk_prob": False, "decoder_sparse_step": 2,
+        "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+        "max_position_embeddings": 64, "tie_word_embeddings": False,
+        "hidden_act": "silu", "use_sliding_window": False}
+    return [("qwen3_moe_host_f32", q, 7), ("mixtral_host_f32", m, 11),
+            ("qwen2_moe_host_f32", w, 13)]
 
 
 def make(name, cfg, seed, out):

@@ -1,6 +1,7 @@
 // The decoder's mixture-of-experts FFN against a reference written apart
-// from its kernels: tests/arch/moe_reference.py, a whole qwen3_moe and a
-// whole mixtral decoder in plain Python float64 (data_moe/: config.json,
+// from its kernels: tests/arch/moe_reference.py, whole qwen3_moe, mixtral
+// and qwen2_moe (a shared expert and its gate) decoders in plain Python
+// float64 (data_moe/: config.json,
 // model.safetensors, logits.f32 and ref.json in the parity format). The
 // routing there covers an expert no token picks and two experts of equal
 // probability at every token, one of which must lose to the other's lower
@@ -21,6 +22,7 @@
 #include "atlas/kernels/token_kernels.h"
 #include "atlas/runtime/arch/decoder/decoder.h"
 #include "atlas/runtime/arch/mixtral/mixtral.h"
+#include "atlas/runtime/arch/qwen2_moe/qwen2_moe.h"
 #include "atlas/runtime/arch/qwen3_moe/qwen3_moe.h"
 #include "atlas/runtime/device/host_backend.h"
 #include "gtest/gtest.h"
@@ -75,6 +77,7 @@ bool LoadCase(const std::string &dir, Case *c) {
 const atlas_decoder_family *FamilyOf(const std::string &name) {
   if (name == "qwen3_moe") return &atlas_qwen3_moe_family;
   if (name == "mixtral") return &atlas_mixtral_family;
+  if (name == "qwen2_moe") return &atlas_qwen2_moe_family;
   return nullptr;
 }
 
@@ -120,7 +123,8 @@ TEST(MoeReference, DecoderMatchesThePlainPythonModel) {
     closedir(d);
   }
   std::sort(dirs.begin(), dirs.end());
-  ASSERT_EQ(dirs.size(), 2u) << "the qwen3_moe and mixtral cases in " << kRoot;
+  ASSERT_EQ(dirs.size(), 3u)
+      << "the qwen3_moe, mixtral and qwen2_moe cases in " << kRoot;
   for (const std::string &dir : dirs) {
     Case c;
     ASSERT_TRUE(LoadCase(dir, &c)) << dir;

@@ -1,5 +1,5 @@
 // The descriptor's families (gemma2, gemma3_text, phi3, and the
-// mixture-of-experts qwen3_moe and mixtral) on the host backend:
+// mixture-of-experts qwen3_moe, mixtral and qwen2_moe) on the host backend:
 // random checkpoints laid out as each family names its tensors (fused q/k/v
 // and gate/up, sandwich norms, q/k norms), loaded and decoded token by
 // token, in one batched prompt pass and in chunks of 3 rows. The three paths
@@ -32,6 +32,7 @@
 #include "atlas/runtime/arch/gemma3/gemma3.h"
 #include "atlas/runtime/arch/mixtral/mixtral.h"
 #include "atlas/runtime/arch/phi3/phi3.h"
+#include "atlas/runtime/arch/qwen2_moe/qwen2_moe.h"
 #include "atlas/runtime/arch/qwen3_moe/qwen3_moe.h"
 #include "atlas/runtime/device/host_backend.h"
 #include "gtest/gtest.h"
@@ -97,6 +98,14 @@ std::vector<Family> Families() {
            "\"model_type\": \"mixtral\", \"num_hidden_layers\": 2, "
            "\"num_local_experts\": 4, \"num_experts_per_tok\": 2, "
            "\"sliding_window\": 9, \"rope_theta\": 10000.0}"},
+      // A shared expert and its gate, q/k/v biases, MoE on layers 1 and 3.
+      {"qwen2_moe", &atlas_qwen2_moe_family,
+       "{" + d +
+           "\"model_type\": \"qwen2_moe\", \"num_hidden_layers\": 4, "
+           "\"num_experts\": 5, \"num_experts_per_tok\": 3, "
+           "\"moe_intermediate_size\": 10, "
+           "\"shared_expert_intermediate_size\": 20, "
+           "\"decoder_sparse_step\": 2}"},
   };
 }
 
