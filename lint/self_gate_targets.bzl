@@ -82,6 +82,7 @@ SELF_GATE_TARGETS = [
     "//runtime/device:weight_upload",
     "//runtime/formats:checkpoint",
     "//runtime/formats:gguf",
+    "//runtime/formats:gguf_checkpoint",
     "//runtime/formats:gguf_model",
     "//runtime/formats:json_words",
     "//runtime/formats:safetensors",

@@ -137,6 +137,26 @@ atlas_status atlas_checkpoint_open_buffer_with(
   return ATLAS_OK;
 }
 
+atlas_status atlas_checkpoint_adopt_file(const char *name,
+                                         atlas_safetensors *file,
+                                         unsigned flags,
+                                         atlas_checkpoint **out_checkpoint) {
+  *out_checkpoint = NULL;
+  atlas_checkpoint *ck = new_checkpoint(name, name);
+  if (ck == NULL) {
+    atlas_safetensors_close(file);
+    return oom(name);
+  }
+  ck->flags = flags;
+  atlas_status status = adopt_single(ck, file);
+  if (status != ATLAS_OK) {
+    atlas_checkpoint_close(ck);
+    return status;
+  }
+  *out_checkpoint = ck;
+  return ATLAS_OK;
+}
+
 static bool is_plain_file_name(const char *s) {
   return s[0] != '\0' && strchr(s, '/') == NULL && strcmp(s, ".") != 0 &&
          strcmp(s, "..") != 0;
@@ -520,8 +540,13 @@ atlas_status atlas_checkpoint_upload_job(const atlas_checkpoint_tensor *t,
     case ATLAS_DTYPE_I32:
     case ATLAS_DTYPE_I64:
     case ATLAS_DTYPE_F8_E4M3:
-      // Packed words and indices have no NaN; FP8's (0x7f, 0xff) are not
-      // searched for yet.
+    case ATLAS_DTYPE_GGUF_Q8_0:
+    case ATLAS_DTYPE_GGUF_Q4_0:
+    case ATLAS_DTYPE_GGUF_Q4_K:
+    case ATLAS_DTYPE_GGUF_Q5_K:
+    case ATLAS_DTYPE_GGUF_Q6_K:
+      // Packed words and indices have no NaN; FP8's (0x7f, 0xff) and the
+      // f16 scales inside GGUF blocks are not searched for yet.
       out_job->finite = ATLAS_SCAN_FINITE_NONE;
       break;
   }

@@ -54,6 +54,13 @@ ATLAS_MUST_USE atlas_status atlas_checkpoint_open_buffer_with(
     const void *data, size_t size, const char *name_for_errors, unsigned flags,
     atlas_checkpoint **out_checkpoint);
 
+// A checkpoint whose one shard is `file`, already built (a GGUF file's view,
+// gguf_checkpoint.h), named `name`. Takes ownership of `file`, success or
+// not.
+ATLAS_MUST_USE atlas_status
+atlas_checkpoint_adopt_file(const char *name, atlas_safetensors *file,
+                            unsigned flags, atlas_checkpoint **out_checkpoint);
+
 void atlas_checkpoint_close(atlas_checkpoint *ck);
 
 // The directory (or buffer name) it was opened with.

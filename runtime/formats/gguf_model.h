@@ -29,7 +29,8 @@ ATLAS_MUST_USE atlas_status atlas_gguf_hf_name(const char *gguf_name, char *buf,
 // tensor; every other tensor keeps its rows.
 uint64_t atlas_gguf_qk_source_row(uint64_t hf_row, uint64_t head_dim);
 // Whether `gguf_name` is permuted in a file of `arch` ("llama": attn_q and
-// attn_k weights; "qwen2", "qwen3": none).
+// attn_k weights and biases, a bias's elements as a weight's rows; "qwen2",
+// "qwen3": none).
 int atlas_gguf_is_permuted(const char *arch, const char *gguf_name);
 
 // config.json text (malloc'd, NUL-terminated) for the file's model:

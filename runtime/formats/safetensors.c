@@ -173,6 +173,12 @@ atlas_status atlas_safetensors_snapshot(const atlas_safetensors *file,
   *out_copy = NULL;
   char qpath[ATLAS_QUOTE_PATH_BYTES];
   atlas_quote_path(file->path, qpath, sizeof(qpath));
+  if (file->flags & ATLAS_SAFETENSORS_VIEW) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "%s: a host copy of a GGUF model (what a swap "
+                             "keeps to restore it) is not made yet",
+                             qpath);
+  }
   if (file->size > (uint64_t)SIZE_MAX) return atlas_safetensors_oom(qpath);
   uint8_t *bytes = malloc(file->size > 0 ? (size_t)file->size : 1);
   if (bytes == NULL) {

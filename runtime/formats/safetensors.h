@@ -46,6 +46,15 @@ typedef enum atlas_dtype {
   ATLAS_DTYPE_I32,
   ATLAS_DTYPE_I64,
   ATLAS_DTYPE_F8_E4M3,
+  // llama.cpp's blocks (kernels/quant_decode.h's GGUF layouts): only in a
+  // GGUF file's checkpoint view (gguf_checkpoint.h); a safetensors file
+  // never holds them. No per-element size: a row is a whole number of
+  // blocks.
+  ATLAS_DTYPE_GGUF_Q8_0,
+  ATLAS_DTYPE_GGUF_Q4_0,
+  ATLAS_DTYPE_GGUF_Q4_K,
+  ATLAS_DTYPE_GGUF_Q5_K,
+  ATLAS_DTYPE_GGUF_Q6_K,
 } atlas_dtype;
 
 // Flags of atlas_safetensors_open_with / parse_buffer_with.
@@ -55,12 +64,14 @@ typedef enum atlas_dtype {
 bool atlas_dtype_is_float(atlas_dtype dtype);
 
 // "F32", "F16", "BF16", "I32", "I64", "F8_E4M3" (the safetensors
-// spelling); "?" for anything else.
+// spelling), "Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K" (ggml's); "?" for
+// anything else.
 const char *atlas_dtype_name(atlas_dtype dtype);
 // The dtype named "f32", "f16" or "bf16" (any case: the command lines' and
 // the public API's spelling, or atlas_dtype_name's); false for anything else.
 bool atlas_dtype_from_name(const char *name, atlas_dtype *out_dtype);
-// Bytes per element (8, 4, 2 or 1); 0 for an invalid value.
+// Bytes per element (8, 4, 2 or 1); 0 for an invalid value and for GGUF
+// blocks.
 size_t atlas_dtype_size(atlas_dtype dtype);
 
 // One tensor as the header describes it. Borrowed from its file: valid until

@@ -25,6 +25,11 @@ float atlas_dtype_load_f32(atlas_dtype dtype, const void *data,
     case ATLAS_DTYPE_I32:
     case ATLAS_DTYPE_I64:
     case ATLAS_DTYPE_F8_E4M3:
+    case ATLAS_DTYPE_GGUF_Q8_0:
+    case ATLAS_DTYPE_GGUF_Q4_0:
+    case ATLAS_DTYPE_GGUF_Q4_K:
+    case ATLAS_DTYPE_GGUF_Q5_K:
+    case ATLAS_DTYPE_GGUF_Q6_K:
       break;  // not values a float conversion reads (refused by callers)
   }
   return 0.0f;

@@ -57,6 +57,16 @@ const char *atlas_dtype_name(atlas_dtype dtype) {
       return "I64";
     case ATLAS_DTYPE_F8_E4M3:
       return "F8_E4M3";
+    case ATLAS_DTYPE_GGUF_Q8_0:
+      return "Q8_0";
+    case ATLAS_DTYPE_GGUF_Q4_0:
+      return "Q4_0";
+    case ATLAS_DTYPE_GGUF_Q4_K:
+      return "Q4_K";
+    case ATLAS_DTYPE_GGUF_Q5_K:
+      return "Q5_K";
+    case ATLAS_DTYPE_GGUF_Q6_K:
+      return "Q6_K";
   }
   return "?";
 }
@@ -91,6 +101,12 @@ size_t atlas_dtype_size(atlas_dtype dtype) {
       return 8;
     case ATLAS_DTYPE_F8_E4M3:
       return 1;
+    case ATLAS_DTYPE_GGUF_Q8_0:
+    case ATLAS_DTYPE_GGUF_Q4_0:
+    case ATLAS_DTYPE_GGUF_Q4_K:
+    case ATLAS_DTYPE_GGUF_Q5_K:
+    case ATLAS_DTYPE_GGUF_Q6_K:
+      return 0;  // blocks, not elements
   }
   return 0;
 }

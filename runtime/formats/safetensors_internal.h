@@ -31,6 +31,12 @@ struct atlas_safetensors {
   unsigned flags;  // what it was opened with (a snapshot keeps them)
 };
 
+// A flag of `flags` no caller passes: the object is a view of another
+// format's file (a GGUF file's, gguf_checkpoint.c) whose tensors need not
+// tile a safetensors data region; some of its tensors' data live in
+// `owned`, the rest are read from `fd`.
+#define ATLAS_SAFETENSORS_VIEW 0x100u
+
 // OUT_OF_MEMORY naming the file (`path` already quoted).
 static inline atlas_status atlas_safetensors_oom(const char *path) {
   return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,

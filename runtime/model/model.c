@@ -14,6 +14,7 @@
 #include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/base/ledger.h"
 #include "atlas/runtime/base/log.h"
+#include "atlas/runtime/formats/gguf_checkpoint.h"
 #include "atlas/runtime/quant/quant_config.h"
 
 // config.json is a few kilobytes; refuse anything absurd before reading it.
@@ -165,7 +166,15 @@ static atlas_status open_checkpoint(const atlas_model_spec *spec, bool take,
     return open_adopted(spec, take, o);
   }
   atlas_status status = ATLAS_OK;
-  if (spec->dir != NULL) {
+  if (spec->dir != NULL && atlas_gguf_is_path(spec->dir)) {
+    // A GGUF file: its tensors and the config.json its metadata says.
+    char *text = NULL;
+    status = atlas_gguf_checkpoint_open(spec->dir, &o->ck, &text);
+    if (status == ATLAS_OK) {
+      status = parse_config(text, strlen(text), spec->dir, o);
+    }
+    free(text);
+  } else if (spec->dir != NULL) {
     char path[4096];
     int n = snprintf(path, sizeof(path), "%s/config.json", spec->dir);
     if (n < 0 || (size_t)n >= sizeof(path)) {

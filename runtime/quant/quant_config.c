@@ -493,11 +493,17 @@ static atlas_status parse_method(const char *path, const json_t *qc,
     out->method = ATLAS_QUANT_GPTQ;
     return parse_gptq(path, qc, out);
   }
+  if (strcmp(name, "gguf") == 0) {
+    // Nothing to read: each tensor's type is its layout.
+    out->method = ATLAS_QUANT_GGUF;
+    out->bits = 8;
+    return ATLAS_OK;
+  }
   return atlas_status_make(
       ATLAS_STATUS_INVALID_ARGUMENT,
       "%s: " QC
       ".quant_method \"%.64s\" is not a format Atlas reads (it "
-      "reads fp8, compressed-tensors, awq and gptq); Atlas refuses the "
+      "reads fp8, compressed-tensors, awq, gptq and gguf); Atlas refuses the "
       "checkpoint rather than run quantized weights as if they were not",
       path, name);
 }
@@ -559,6 +565,8 @@ const char *atlas_quant_method_name(atlas_quant_method method) {
       return "awq";
     case ATLAS_QUANT_GPTQ:
       return "gptq";
+    case ATLAS_QUANT_GGUF:
+      return "gguf";
   }
   return "unknown";
 }
@@ -571,6 +579,10 @@ void atlas_quant_config_describe(const atlas_quant_config *c, char *buf,
     return;
   }
   const char *name = atlas_quant_method_name(c->method);
+  if (c->method == ATLAS_QUANT_GGUF) {
+    snprintf(buf, size, "gguf blocks");
+    return;
+  }
   if (c->layout == ATLAS_QUANT_LAYOUT_FP8) {
     if (c->block_n == 0 && c->group_k == 0) {
       snprintf(buf, size, "%s fp8 tensor", name);

@@ -12,7 +12,10 @@
 //   quant_method "awq"                 version gemm, 4 bits, zero points;
 //   quant_method "gptq"                4 or 8 bits, desc_act true or false,
 //                                      sym, checkpoint_format gptq or
-//                                      gptq_v2.
+//                                      gptq_v2;
+//   quant_method "gguf"                the config a GGUF file's checkpoint
+//                                      view writes: llama.cpp's blocks, one
+//                                      type per tensor.
 // Anything else (bitsandbytes, hqq, mxfp4, another bit width, another
 // packing, static activation scales) is refused here, naming the method and
 // the field: a quantized checkpoint never runs as if it were BF16.
@@ -36,6 +39,11 @@ typedef enum atlas_quant_method {
   ATLAS_QUANT_COMPRESSED_TENSORS,
   ATLAS_QUANT_AWQ,
   ATLAS_QUANT_GPTQ,
+  // A GGUF file's blocks (its config.json view says quant_method "gguf";
+  // runtime/formats/gguf_checkpoint.h): each projection's layout is its
+  // tensor's type (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), the scales inside the
+  // blocks.
+  ATLAS_QUANT_GGUF,
 } atlas_quant_method;
 
 typedef struct atlas_quant_config {
@@ -67,7 +75,7 @@ ATLAS_MUST_USE atlas_status atlas_quant_config_parse(const char *text,
                                                      atlas_quant_config *out);
 void atlas_quant_config_free(atlas_quant_config *config);
 
-// "fp8", "compressed-tensors", "awq", "gptq" or "none".
+// "fp8", "compressed-tensors", "awq", "gptq", "gguf" or "none".
 const char *atlas_quant_method_name(atlas_quant_method method);
 
 // One line for reports and messages: "gptq int4 group 128 desc_act",

@@ -17,6 +17,16 @@ const char *atlas_quant_ledger_label(uint32_t layout) {
       return "quantized weights (gptq)";
     case ATLAS_QUANT_LAYOUT_AWQ:
       return "quantized weights (awq)";
+    case ATLAS_QUANT_LAYOUT_GGUF_Q8_0:
+      return "quantized weights (gguf Q8_0)";
+    case ATLAS_QUANT_LAYOUT_GGUF_Q4_0:
+      return "quantized weights (gguf Q4_0)";
+    case ATLAS_QUANT_LAYOUT_GGUF_Q4_K:
+      return "quantized weights (gguf Q4_K)";
+    case ATLAS_QUANT_LAYOUT_GGUF_Q5_K:
+      return "quantized weights (gguf Q5_K)";
+    case ATLAS_QUANT_LAYOUT_GGUF_Q6_K:
+      return "quantized weights (gguf Q6_K)";
     default:
       return "quantized weights";
   }

@@ -165,6 +165,51 @@ static atlas_status check_g_idx(const atlas_checkpoint_tensor *t,
   return status;
 }
 
+// A GGUF projection: "<module>.weight" of a block type, [rows, cols]; its
+// layout is that type.
+static atlas_status gguf_matrix(const atlas_checkpoint *ck, const char *module,
+                                uint32_t rows, uint32_t cols,
+                                atlas_quant_matrix *out) {
+  want w = {"weight", false, ATLAS_DTYPE_F32, false, 2, {rows, cols}};
+  char name[512];
+  snprintf(name, sizeof(name), "%s.weight", module);
+  atlas_checkpoint_tensor t;
+  if (atlas_checkpoint_lookup(ck, name, &t)) w.dtype = t.tensor->dtype;
+  ATLAS_RETURN_IF_ERROR(find(ck, module, &w, true, &out->w));
+  switch (w.dtype) {
+    case ATLAS_DTYPE_GGUF_Q8_0:
+      out->layout = ATLAS_QUANT_LAYOUT_GGUF_Q8_0;
+      break;
+    case ATLAS_DTYPE_GGUF_Q4_0:
+      out->layout = ATLAS_QUANT_LAYOUT_GGUF_Q4_0;
+      break;
+    case ATLAS_DTYPE_GGUF_Q4_K:
+      out->layout = ATLAS_QUANT_LAYOUT_GGUF_Q4_K;
+      break;
+    case ATLAS_DTYPE_GGUF_Q5_K:
+      out->layout = ATLAS_QUANT_LAYOUT_GGUF_Q5_K;
+      break;
+    case ATLAS_DTYPE_GGUF_Q6_K:
+      out->layout = ATLAS_QUANT_LAYOUT_GGUF_Q6_K;
+      break;
+    default: {
+      char why[160];
+      snprintf(why, sizeof(why),
+               "is %s while the file's other projections are GGUF blocks: "
+               "a GGUF mixing plain and quantized projections is not read",
+               atlas_dtype_name(w.dtype));
+      return mismatch(module, "weight", why);
+    }
+  }
+  if (cols % atlas_qd_gguf_block(out->layout) != 0) {
+    return mismatch(module, "weight", "has rows that are not whole blocks");
+  }
+  out->bits = 8, out->group_k = 0, out->block_n = 0, out->flags = 0;
+  out->rows = rows, out->cols = cols;
+  out->bytes = out->w.tensor->bytes;
+  return ATLAS_OK;
+}
+
 atlas_status atlas_quant_matrix_find(const atlas_quant_config *c,
                                      const atlas_checkpoint *ck,
                                      const char *module, uint32_t rows,
@@ -172,6 +217,9 @@ atlas_status atlas_quant_matrix_find(const atlas_quant_config *c,
   memset(out, 0, sizeof(*out));
   if (rows == 0 || cols == 0 || c->bits == 0) {
     return mismatch(module, "*", "has no rows, columns or bit width");
+  }
+  if (c->method == ATLAS_QUANT_GGUF) {
+    return gguf_matrix(ck, module, rows, cols, out);
   }
   out->layout = c->layout, out->bits = c->bits, out->group_k = c->group_k;
   out->block_n = c->block_n, out->rows = rows, out->cols = cols;

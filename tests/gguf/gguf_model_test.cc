@@ -92,7 +92,10 @@ TEST(GgufModel, QkRowsPutBack) {
   EXPECT_TRUE(atlas_gguf_is_permuted("llama", "blk.0.attn_q.weight"));
   EXPECT_TRUE(atlas_gguf_is_permuted("llama", "blk.10.attn_k.weight"));
   EXPECT_FALSE(atlas_gguf_is_permuted("llama", "blk.0.attn_v.weight"));
-  EXPECT_FALSE(atlas_gguf_is_permuted("llama", "blk.0.attn_q.bias"));
+  // convert_hf_to_gguf permutes q_proj and k_proj biases as it does weights.
+  EXPECT_TRUE(atlas_gguf_is_permuted("llama", "blk.0.attn_q.bias"));
+  EXPECT_TRUE(atlas_gguf_is_permuted("llama", "blk.0.attn_k.bias"));
+  EXPECT_FALSE(atlas_gguf_is_permuted("llama", "blk.0.attn_v.bias"));
   EXPECT_FALSE(atlas_gguf_is_permuted("qwen2", "blk.0.attn_q.weight"));
   EXPECT_FALSE(atlas_gguf_is_permuted("qwen3", "blk.0.attn_k.weight"));
 }
@@ -191,9 +194,17 @@ TEST(GgufModel, ConfigRefusals) {
             std::string::npos)
       << r.message;
   Writer w = Model("llama", false, false);
+  w.KvString("llama.rope.scaling.type", "su");
+  EXPECT_EQ(Config(w, &r), nullptr);
+  EXPECT_NE(r.message.find("llama.rope.scaling.type is \"su\""),
+            std::string::npos)
+      << r.message;
+  // Linear scaling is read, its factor required.
+  w = Model("llama", false, false);
   w.KvString("llama.rope.scaling.type", "linear");
   EXPECT_EQ(Config(w, &r), nullptr);
-  EXPECT_NE(r.message.find("rope.scaling.type"), std::string::npos);
+  EXPECT_NE(r.message.find("llama.rope.scaling.factor"), std::string::npos)
+      << r.message;
   w = Model("llama", false, false);
   w.Tensor("rope_freqs.weight", {4}, 0, std::string(16, '\0'));
   EXPECT_EQ(Config(w, &r), nullptr);

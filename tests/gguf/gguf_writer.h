@@ -56,6 +56,23 @@ class Writer {
     for (const std::string &x : v) Str(b, x);
     Kv(key, 9, b);
   }
+  void KvBool(const std::string &key, bool v) {
+    Kv(key, 7, std::string(1, v ? '\1' : '\0'));
+  }
+  void KvI32s(const std::string &key, const std::vector<int32_t> &v) {
+    std::string b;
+    U32(b, 5);
+    U64(b, v.size());
+    b.append((const char *)v.data(), v.size() * 4);
+    Kv(key, 9, b);
+  }
+  void KvF32s(const std::string &key, const std::vector<float> &v) {
+    std::string b;
+    U32(b, 6);
+    U64(b, v.size());
+    b.append((const char *)v.data(), v.size() * 4);
+    Kv(key, 9, b);
+  }
   // A tensor whose data (`data`, placed at the next aligned offset unless
   // `offset` is given) follows the header.
   void Tensor(const std::string &name, std::vector<uint64_t> dims,

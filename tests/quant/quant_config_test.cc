@@ -211,7 +211,7 @@ TEST(QuantConfig, Gptq) {
 TEST(QuantConfig, OtherMethodsAreRefusedByName) {
   for (const char *m : {"bitsandbytes", "hqq", "mxfp4", "quanto", "eetq",
                         "aqlm", "exl2", "torchao", "fbgemm_fp8", "bitnet",
-                        "vptq", "higgs", "gguf", "FP8", "AWQ", ""}) {
+                        "vptq", "higgs", "GGUF", "FP8", "AWQ", ""}) {
     ExpectRefused(
         Cfg(std::string("{\"quant_method\": \"") + m + "\"}"),
         {std::string("quantization_config.quant_method \"") + m + "\"",

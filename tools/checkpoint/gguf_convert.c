@@ -84,6 +84,38 @@ static atlas_status write_config(const atlas_gguf *g, const char *out_dir) {
             : atlas_status_make(ATLAS_STATUS_IO, "%s: cannot write", path);
 }
 
+// A permuted bias (F32, F16 or BF16 elements) as F32 in transformers order.
+static atlas_status convert_bias(const atlas_gguf *g, uint64_t head_dim,
+                                 const atlas_gguf_tensor *t,
+                                 atlas_safetensors_write_tensor *w,
+                                 const char *name) {
+  const uint64_t n = t->ne[0];
+  float *all = malloc((size_t)n * 4 + 4), *data = malloc((size_t)n * 4 + 4);
+  uint8_t *scratch = malloc((size_t)t->bytes + 1);
+  atlas_status status = ATLAS_OK;
+  if (all == NULL || data == NULL || scratch == NULL) {
+    status =
+        atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                          "GGUF tensor \"%s\": out of host memory", t->name);
+  }
+  if (status == ATLAS_OK) status = row_f32(g, t, 0, all, scratch);
+  for (uint64_t r = 0; status == ATLAS_OK && r < n; ++r) {
+    data[r] = all[atlas_gguf_qk_source_row(r, head_dim)];
+  }
+  free(all);
+  free(scratch);
+  if (status != ATLAS_OK) {
+    free(data);
+    return status;
+  }
+  w->name = name;
+  w->dtype = ATLAS_DTYPE_F32;
+  w->rank = 1;
+  w->shape[0] = (int64_t)n;
+  w->data = data;
+  return ATLAS_OK;
+}
+
 // Tensor i as F32 in transformers order, into w (names and data owned by
 // the caller's arrays).
 static atlas_status convert_tensor(const atlas_gguf *g, const char *arch,
@@ -93,6 +125,11 @@ static atlas_status convert_tensor(const atlas_gguf *g, const char *arch,
                                    char *name, size_t name_size) {
   ATLAS_RETURN_IF_ERROR(atlas_gguf_hf_name(t->name, name, name_size));
   const uint64_t cols = t->ne[0], rows = t->elements / t->ne[0];
+  const bool permuted = atlas_gguf_is_permuted(arch, t->name);
+  if (permuted && t->n_dims == 1) {
+    // A bias: its elements are the rows put back in order.
+    return convert_bias(g, head_dim, t, w, name);
+  }
   float *data = malloc((size_t)t->elements * 4);
   uint8_t *scratch = malloc((size_t)(t->bytes / rows) + 1);
   atlas_status status = ATLAS_OK;
@@ -101,7 +138,6 @@ static atlas_status convert_tensor(const atlas_gguf *g, const char *arch,
         atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                           "GGUF tensor \"%s\": out of host memory", t->name);
   }
-  const bool permuted = atlas_gguf_is_permuted(arch, t->name);
   for (uint64_t r = 0; status == ATLAS_OK && r < rows; ++r) {
     uint64_t src = permuted ? atlas_gguf_qk_source_row(r, head_dim) : r;
     status = row_f32(g, t, src, data + r * cols, scratch);

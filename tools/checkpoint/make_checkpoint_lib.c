@@ -174,6 +174,11 @@ static const char *torch_dtype(atlas_dtype d) {
     case ATLAS_DTYPE_I32:
     case ATLAS_DTYPE_I64:
     case ATLAS_DTYPE_F8_E4M3:
+    case ATLAS_DTYPE_GGUF_Q8_0:
+    case ATLAS_DTYPE_GGUF_Q4_0:
+    case ATLAS_DTYPE_GGUF_Q4_K:
+    case ATLAS_DTYPE_GGUF_Q5_K:
+    case ATLAS_DTYPE_GGUF_Q6_K:
       break;  // never a checkpoint's compute dtype
   }
   return "float32";

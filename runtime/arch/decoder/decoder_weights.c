@@ -377,6 +377,7 @@ static bool quant_tensor_of(const atlas_decoder_config *c, const char *suffix,
   static const char *const kGptq[] = {"qweight", "qzeros", "scales", "g_idx",
                                       NULL};
   static const char *const kAwq[] = {"qweight", "qzeros", "scales", NULL};
+  static const char *const kGguf[] = {"weight", NULL};
   const char *const *parts = NULL;
   switch (c->quant.method) {
     case ATLAS_QUANT_FP8:
@@ -390,6 +391,9 @@ static bool quant_tensor_of(const atlas_decoder_config *c, const char *suffix,
       break;
     case ATLAS_QUANT_AWQ:
       parts = kAwq;
+      break;
+    case ATLAS_QUANT_GGUF:
+      parts = kGguf;
       break;
     case ATLAS_QUANT_NONE:
       return false;
