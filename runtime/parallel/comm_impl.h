@@ -30,8 +30,6 @@ typedef struct atlas_comm_vtable {
   atlas_status (*destroy)(atlas_comm *c);
 } atlas_comm_vtable;
 
-enum { ATLAS_COMM_MAX_RANKS = 64 };
-
 struct atlas_comm {
   const atlas_comm_vtable *vtable;
   const char *name;

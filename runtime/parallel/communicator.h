@@ -28,6 +28,9 @@ extern "C" {
 
 typedef struct atlas_comm atlas_comm;
 
+// The most ranks a communicator (and a model's split) has.
+enum { ATLAS_COMM_MAX_RANKS = 64 };
+
 // Element types of a collective: f32 and the decoder's 16-bit types.
 // Sums of 16-bit values are formed in f32 and rounded once (host) or as
 // NCCL does.

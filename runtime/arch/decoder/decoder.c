@@ -393,7 +393,9 @@ static atlas_status build(atlas_decoder_model *m, const atlas_checkpoint *ck,
   ATLAS_RETURN_IF_ERROR(
       adopt(m->teardown, "scratch", release_host_struct, m->scratch));
   ATLAS_RETURN_IF_ERROR(atlas_decoder_prefill_setup(
-      m, atlas_decoder_prefill_rows(c, m->max_seq, options->prefill_rows)));
+      m,
+      atlas_decoder_prefill_rows(
+          c, m->max_seq, options->shard != NULL ? -1 : options->prefill_rows)));
   ATLAS_RETURN_IF_ERROR(take_buffers(m));  // sizing
   ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_commit(m->buffers));
   ATLAS_RETURN_IF_ERROR(take_buffers(m));  // carving
@@ -415,12 +417,14 @@ static atlas_status build(atlas_decoder_model *m, const atlas_checkpoint *ck,
       adopt(m->teardown, "kernel_registry", release_kernels, m->kernels));
   ATLAS_RETURN_IF_ERROR(atlas_decoder_ctx_make(m->backend, NULL, &m->config,
                                                m->scratch, &m->ctx));
+  m->ctx.shard = options->shard;
   ATLAS_RETURN_IF_ERROR(make_ahead(m));
   // Last: the graph is released first, before the buffers it launches on.
   m->graph = calloc(1, sizeof(*m->graph));
   if (m->graph == NULL) goto oom;
   m->graph->backend = m->backend;
-  m->graph->disabled = options->eager_decode;
+  // A shard's collectives run on the host between launches: never captured.
+  m->graph->disabled = options->eager_decode || options->shard != NULL;
   ATLAS_RETURN_IF_ERROR(
       adopt(m->teardown, "decode_graph", release_graph, m->graph));
   m->rot_dim = atlas_rope_rot_dim(&c->rope, c->head_dim);

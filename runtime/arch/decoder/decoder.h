@@ -18,6 +18,7 @@ extern "C" {
 #endif
 
 typedef struct atlas_decoder_model atlas_decoder_model;
+struct atlas_decoder_shard;
 
 typedef struct atlas_decoder_load_options {
   // Positions the KV cache holds (0: min(max_position_embeddings, 2048));
@@ -39,6 +40,9 @@ typedef struct atlas_decoder_load_options {
   atlas_dtype kv_dtype;
   // Instead: the type of the layers' weights where it is 16-bit, else F32.
   bool kv_dtype_auto;
+  // This model is one rank of a tensor-parallel split (decoder_shard.h;
+  // borrowed, outlives the model); NULL: the whole model.
+  const struct atlas_decoder_shard *shard;
 } atlas_decoder_load_options;
 
 // Bytes the model will hold on its backend: weights (norms as f32), KV cache

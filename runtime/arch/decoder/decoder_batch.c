@@ -290,6 +290,12 @@ static atlas_status scratch_of(atlas_decoder_model *m, size_t stride,
 atlas_status atlas_decoder_forward_batch(atlas_decoder_model *m,
                                          const atlas_arch_batch *b,
                                          float *out_logits, uint32_t *out_ids) {
+  if (m->ctx.shard != NULL) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "the batch step does not run a tensor-parallel "
+                             "rank yet (rank %d)",
+                             m->ctx.shard->rank);
+  }
   if (m->config.quant.method != ATLAS_QUANT_NONE) {
     // The paged path is not tested with quantized products yet: refused
     // rather than run.

@@ -240,12 +240,19 @@ static atlas_status out_norm(const atlas_decoder_ctx *ctx,
                              uint32_t splits) {
   atlas_decoder_scratch *s = ctx->scratch;
   int64_t hidden = ctx->config->hidden_size;
-  if (norm == NULL) {
+  if (norm == NULL && ctx->shard == NULL) {
     return residual(ctx, s->x, w, in, bias, hidden, cols, splits);
   }
   product_input plain = {in, NULL, 0};
   ATLAS_RETURN_IF_ERROR(matvec(ctx, s->xb, w, &plain, hidden, cols));
   ATLAS_RETURN_IF_ERROR(add_bias(ctx, s->xb, bias, hidden));
+  // A rank's product (its rows of W, its bias or zeros) is its part of
+  // the sum.
+  ATLAS_RETURN_IF_ERROR(
+      atlas_decoder_shard_sum(ctx->shard, ctx->core.stream, s->xb, hidden));
+  if (norm == NULL) {
+    return elementwise(ctx, ctx->ops.add, s->x, s->xb, (uint32_t)hidden);
+  }
   ATLAS_RETURN_IF_ERROR(rmsnorm(ctx, s->xb2, s->xb, norm));
   return elementwise(ctx, ctx->ops.add, s->x, s->xb2, (uint32_t)hidden);
 }
@@ -400,6 +407,8 @@ atlas_status atlas_decoder_step_body(const atlas_decoder_model *m) {
   const atlas_decoder_weights *w = m->weights;
   ATLAS_RETURN_IF_ERROR(embed(&m->ctx, s->x, &w->embed));
   ATLAS_RETURN_IF_ERROR(atlas_decoder_scale(&m->ctx, s->x, c->hidden_size));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_shard_embed(
+      m->ctx.shard, m->ctx.core.stream, s->x, c->hidden_size));
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
     ATLAS_RETURN_IF_ERROR(atlas_status_annotate(layer(m, &w->layers[l], l),
                                                 "layer %lld", (long long)l));

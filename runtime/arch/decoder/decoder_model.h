@@ -8,6 +8,7 @@
 #include "atlas/runtime/arch/decoder/decoder_moe.h"
 #include "atlas/runtime/arch/decoder/decoder_ops.h"
 #include "atlas/runtime/arch/decoder/decoder_prefill.h"
+#include "atlas/runtime/arch/decoder/decoder_shard.h"
 #include "atlas/runtime/arch/decoder/decoder_weights.h"
 #include "atlas/runtime/device/forward.h"
 #include "atlas/runtime/formats/safetensors.h"
@@ -160,6 +161,8 @@ typedef struct atlas_decoder_ctx {
   // Decode-attention blocks a KV head at long contexts, by the GPU's size
   // (atlas_decoder_decode_blocks).
   uint32_t decode_blocks;
+  // A rank of a split (decoder_shard.h); NULL: the whole model.
+  const atlas_decoder_shard *shard;
 } atlas_decoder_ctx;
 
 // Fails when a piece is missing rather than letting a dispatch site find out.

@@ -1,0 +1,352 @@
+// The tensor-parallel model (tp_model.h): N backends, N decoder ranks, one
+// communicator; a thread per rank for every step.
+#include "atlas/runtime/arch/tensor_parallel/tp_model.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atlas/runtime/arch/decoder/decoder_arch.h"
+#include "atlas/runtime/arch/decoder/decoder_shard.h"
+#include "atlas/runtime/arch/registry.h"
+#include "atlas/runtime/arch/tensor_parallel/tp_split.h"
+#include "atlas/runtime/backends/backend_factory.h"
+#include "atlas/runtime/base/file_read.h"
+#include "atlas/runtime/parallel/comm_host.h"
+#include "atlas/runtime/parallel/comm_nccl.h"
+
+enum { TP_MAX_RANKS = 64 };
+
+struct atlas_tp_model {
+  int ranks;
+  atlas_decoder_config config;  // the whole model's
+  atlas_backend *backends[TP_MAX_RANKS];
+  atlas_comm *comm;  // NULL when ranks == 1
+  atlas_decoder_shard shards[TP_MAX_RANKS];
+  atlas_decoder_model *models[TP_MAX_RANKS];
+  float *scratch_logits[TP_MAX_RANKS];  // a rank's logits when the caller
+                                        // wants none (host memory)
+};
+
+int atlas_tp_model_ranks(const atlas_tp_model *m) { return m->ranks; }
+
+const atlas_decoder_config *atlas_tp_model_config(const atlas_tp_model *m) {
+  return &m->config;
+}
+
+atlas_backend *atlas_tp_model_backend(atlas_tp_model *m, int rank) {
+  return rank >= 0 && rank < m->ranks ? m->backends[rank] : NULL;
+}
+
+// config.json through the registry: a decoder family's row only.
+static atlas_status read_config(const char *dir, atlas_decoder_config *out,
+                                const atlas_module_set **out_modules) {
+  char path[4096];
+  int n = snprintf(path, sizeof(path), "%s/config.json", dir);
+  if (n < 0 || (size_t)n >= sizeof(path)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "model directory path is too long: %s", dir);
+  }
+  char *text = NULL;
+  size_t len = 0;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_file_read_small(path, "config.json", 1u << 20, &text, &len));
+  const atlas_arch *arch = NULL;
+  atlas_status s = atlas_arch_select(text, len, path, &arch);
+  if (s == ATLAS_OK && (arch->load != atlas_decoder_arch_load ||
+                        arch->config_size != sizeof(*out))) {
+    s = atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                          "%s: tensor parallelism splits the decoder "
+                          "families; %s is not one",
+                          path, arch->name);
+  }
+  if (s == ATLAS_OK) s = arch->parse_config(text, len, path, out);
+  free(text);
+  if (s == ATLAS_OK) *out_modules = arch->modules;
+  return s;
+}
+
+static bool is_cuda(const char *backend) {
+  return backend != NULL && strcmp(backend, "cuda") == 0;
+}
+
+static atlas_status make_backends(atlas_tp_model *m, const atlas_tp_options *o,
+                                  const atlas_module_set *modules) {
+  const char *name = o->backend != NULL ? o->backend : "host";
+  if (m->ranks > 1 && strcmp(name, "host") != 0 && !is_cuda(name)) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "tensor parallel %d needs the backend named: "
+                             "\"host\" (simulated devices) or \"cuda\", not "
+                             "\"%s\"",
+                             m->ranks, name);
+  }
+  for (int r = 0; r < m->ranks; ++r) {
+    atlas_backend_options bo;
+    memset(&bo, 0, sizeof(bo));
+    bo.modules = modules;
+    bo.device = o->devices != NULL ? o->devices[r] : r;
+    ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
+        atlas_backend_factory_create(name, &bo, &m->backends[r]),
+        "tensor parallel rank %d", r));
+  }
+  if (m->ranks == 1) return ATLAS_OK;
+  if (is_cuda(name)) {
+    int devices[TP_MAX_RANKS];
+    for (int r = 0; r < m->ranks; ++r) {
+      devices[r] = o->devices != NULL ? o->devices[r] : r;
+    }
+    return atlas_comm_nccl_create(m->ranks, m->backends, devices,
+                                  o->nccl_library, &m->comm);
+  }
+  return atlas_comm_host_create(m->ranks, m->backends, &m->comm);
+}
+
+// Rank r's shard: its tensors written in memory, loaded by the decoder.
+static atlas_status load_rank(atlas_tp_model *m, const atlas_checkpoint *ck,
+                              const atlas_tp_options *o, int r) {
+  atlas_decoder_load_options lo = o->load;
+  if (m->ranks == 1) {
+    lo.shard = NULL;
+    return atlas_decoder_model_load(m->backends[0], ck, &m->config, &lo,
+                                    &m->models[0]);
+  }
+  atlas_decoder_config rank_config;
+  atlas_tp_shard_config(&m->config, m->ranks, &rank_config);
+  m->shards[r] = (atlas_decoder_shard){m->comm, r, 0};
+  lo.shard = &m->shards[r];
+  void *data = NULL;
+  size_t size = 0;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_tp_shard_write(&m->config, ck, m->ranks, r, &data, &size));
+  char name[64];
+  snprintf(name, sizeof(name), "tensor parallel rank %d of %d", r, m->ranks);
+  atlas_checkpoint *shard_ck = NULL;
+  atlas_status s = atlas_checkpoint_open_buffer(data, size, name, &shard_ck);
+  if (s == ATLAS_OK) {
+    s = atlas_decoder_model_load(m->backends[r], shard_ck, &rank_config, &lo,
+                                 &m->models[r]);
+  }
+  atlas_checkpoint_close(shard_ck);
+  free(data);
+  if (s == ATLAS_OK) {
+    m->scratch_logits[r] = malloc((size_t)rank_config.vocab_size * 4);
+    if (m->scratch_logits[r] == NULL) {
+      s = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                            "rank %d: its logits (%lld floats)", r,
+                            (long long)rank_config.vocab_size);
+    }
+  }
+  return s;
+}
+
+atlas_status atlas_tp_model_open(const char *dir, const atlas_tp_options *o,
+                                 atlas_tp_model **out_model) {
+  *out_model = NULL;
+  if (o == NULL || o->ranks < 1 || o->ranks > TP_MAX_RANKS) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "tensor parallel %d (1 to %d)",
+                             o != NULL ? o->ranks : 0, TP_MAX_RANKS);
+  }
+  atlas_tp_model *m = calloc(1, sizeof(*m));
+  if (m == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "tensor parallel model of %d ranks", o->ranks);
+  }
+  m->ranks = o->ranks;
+  const atlas_module_set *modules = NULL;
+  atlas_checkpoint *ck = NULL;
+  atlas_status s = read_config(dir, &m->config, &modules);
+  // Refused before any device is touched.
+  if (s == ATLAS_OK) s = atlas_tp_check_split(&m->config, m->ranks, dir);
+  if (s == ATLAS_OK) s = atlas_checkpoint_open(dir, &ck);
+  if (s == ATLAS_OK) s = make_backends(m, o, modules);
+  for (int r = 0; s == ATLAS_OK && r < m->ranks; ++r) {
+    s = atlas_status_annotate(load_rank(m, ck, o, r), "rank %d of %d", r,
+                              m->ranks);
+  }
+  atlas_checkpoint_close(ck);
+  if (s != ATLAS_OK) {
+    atlas_status_free(atlas_tp_model_unload(m, NULL));
+    return s;
+  }
+  *out_model = m;
+  return ATLAS_OK;
+}
+
+// One rank's part of a step, on a thread of its own.
+typedef struct rank_job {
+  atlas_tp_model *m;
+  int rank;
+  uint32_t token, pos;
+  int64_t seq_len;
+  float *logits;  // this rank's vocabulary rows
+  bool want_id;
+  uint32_t id;
+  atlas_status status;
+} rank_job;
+
+static atlas_status rank_step(rank_job *j) {
+  atlas_tp_model *m = j->m;
+  int r = j->rank;
+  // A CUDA rank's context is made current on this thread (the host has
+  // nothing to bind).
+  atlas_status bind = atlas_backend_bind_to_thread(m->backends[r]);
+  if (atlas_status_code_of(bind) == ATLAS_STATUS_UNIMPLEMENTED) {
+    atlas_status_free(bind);
+    bind = ATLAS_OK;
+  }
+  ATLAS_RETURN_IF_ERROR(bind);
+  int64_t per = m->config.vocab_size / m->ranks;
+  int root = m->shards[r].embed_root;
+  // The rank that holds the token's row embeds it; the others any row of
+  // theirs, which the broadcast overwrites.
+  uint32_t local =
+      r == root ? (uint32_t)(j->token - (uint32_t)(per * root)) : 0;
+  uint32_t local_id = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_decode_step(
+      m->models[r], local, j->pos, j->seq_len, j->logits, &local_id));
+  if (!j->want_id) return ATLAS_OK;
+  float best = 0;
+  return atlas_comm_argmax(m->comm, r, NULL, j->logits[local_id],
+                           local_id + (uint32_t)(per * r), &best, &j->id);
+}
+
+static void *rank_thread(void *arg) {
+  rank_job *j = arg;
+  j->status = rank_step(j);
+  // Peers waiting in a collective for this rank return instead of hanging.
+  if (j->status != ATLAS_OK) {
+    atlas_comm_abort(j->m->comm, j->rank, atlas_status_message(j->status));
+  }
+  return NULL;
+}
+
+atlas_status atlas_tp_model_step(atlas_tp_model *m, uint32_t token,
+                                 uint32_t pos, int64_t seq_len,
+                                 float *out_logits, uint32_t *out_token) {
+  if (m->ranks == 1) {
+    return atlas_decoder_decode_step(m->models[0], token, pos, seq_len,
+                                     out_logits, out_token);
+  }
+  if (atlas_comm_aborted(m->comm)) {
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "a rank of this tensor-parallel model failed "
+                             "earlier; the model can only be unloaded");
+  }
+  if ((int64_t)token >= m->config.vocab_size) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "token %u is outside the vocabulary (%lld ids)",
+                             token, (long long)m->config.vocab_size);
+  }
+  int64_t per = m->config.vocab_size / m->ranks;
+  rank_job jobs[TP_MAX_RANKS];
+  pthread_t threads[TP_MAX_RANKS];
+  bool started[TP_MAX_RANKS] = {false};
+  for (int r = 0; r < m->ranks; ++r) {
+    m->shards[r].embed_root = (int)((int64_t)token / per);
+    jobs[r] = (rank_job){
+        m,
+        r,
+        token,
+        pos,
+        seq_len,
+        out_logits != NULL ? out_logits + per * r : m->scratch_logits[r],
+        out_token != NULL,
+        0,
+        ATLAS_OK};
+  }
+  atlas_status status = ATLAS_OK;
+  for (int r = 0; r < m->ranks; ++r) {
+    if (pthread_create(&threads[r], NULL, rank_thread, &jobs[r]) != 0) {
+      status = atlas_status_make(ATLAS_STATUS_RESOURCE_EXHAUSTED,
+                                 "cannot start the thread of rank %d", r);
+      atlas_comm_abort(m->comm, r, "its thread did not start");
+      break;
+    }
+    started[r] = true;
+  }
+  for (int r = 0; r < m->ranks; ++r) {
+    if (!started[r]) continue;
+    pthread_join(threads[r], NULL);
+    status = atlas_status_join(
+        status,
+        atlas_status_annotate(jobs[r].status, "rank %d of %d", r, m->ranks));
+  }
+  if (status == ATLAS_OK && out_token != NULL) *out_token = jobs[0].id;
+  return status;
+}
+
+atlas_status atlas_tp_model_generate(atlas_tp_model *m, const uint32_t *prompt,
+                                     size_t prompt_len, size_t steps,
+                                     uint32_t *out_tokens,
+                                     atlas_logits_sink sink, void *sink_ctx) {
+  if (prompt_len == 0) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "empty prompt");
+  }
+  size_t vocab = (size_t)m->config.vocab_size;
+  float *logits = malloc(vocab * sizeof(float));
+  if (logits == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "%zu logits for generation", vocab);
+  }
+  atlas_status s = ATLAS_OK;
+  uint32_t next = 0;
+  size_t total = prompt_len + steps;
+  for (size_t i = 0; s == ATLAS_OK && i + 1 < total; ++i) {
+    uint32_t token = i < prompt_len ? prompt[i] : out_tokens[i - prompt_len];
+    int64_t seq_len = i < prompt_len ? (int64_t)prompt_len : (int64_t)i + 1;
+    bool last_prompt = i + 1 >= prompt_len;
+    s = atlas_tp_model_step(m, token, (uint32_t)i, seq_len,
+                            sink != NULL || last_prompt ? logits : NULL,
+                            last_prompt ? &next : NULL);
+    if (s == ATLAS_OK && sink != NULL) s = sink(sink_ctx, logits, vocab);
+    if (s == ATLAS_OK && last_prompt) out_tokens[i + 1 - prompt_len] = next;
+  }
+  free(logits);
+  return s;
+}
+
+atlas_status atlas_tp_model_unload(atlas_tp_model *m,
+                                   atlas_tp_unload_report *out) {
+  if (out != NULL) {
+    memset(out, 0, sizeof(*out));
+    out->ranks = m != NULL ? m->ranks : 0;
+  }
+  if (m == NULL) return ATLAS_OK;
+  // The communicator first: it may hold buffers on the backends, which the
+  // ranks' sweeps would otherwise report.
+  atlas_status status = atlas_comm_destroy(m->comm);
+  for (int r = 0; r < m->ranks; ++r) {
+    atlas_teardown_report rep;
+    memset(&rep, 0, sizeof(rep));
+    if (m->models[r] != NULL) {
+      status = atlas_status_join(
+          status,
+          atlas_status_annotate(atlas_decoder_model_unload(m->models[r], &rep),
+                                "unloading rank %d of %d", r, m->ranks));
+    }
+    if (out != NULL) {
+      out->rank[r] = rep;
+      out->leaked[r] = rep.sweep.count - rep.sweep.refused_count;
+    } else {
+      atlas_sweep_result_free(&rep.sweep);
+    }
+    free(m->scratch_logits[r]);
+  }
+  for (int r = 0; r < m->ranks; ++r) {
+    if (m->backends[r] == NULL) continue;
+    status = atlas_status_join(
+        status, atlas_status_annotate(atlas_backend_destroy(m->backends[r]),
+                                      "destroying rank %d's backend", r));
+  }
+  free(m);
+  return status;
+}
+
+void atlas_tp_unload_report_free(atlas_tp_unload_report *report) {
+  if (report == NULL) return;
+  for (int r = 0; r < report->ranks; ++r) {
+    atlas_sweep_result_free(&report->rank[r].sweep);
+  }
+}

@@ -1,0 +1,89 @@
+// A decoder split over N devices (tensor parallelism): N backends, each with
+// its own ledger, one decoder rank on each (tp_split.h, decoder_shard.h),
+// and one communicator, all owned by the model and released by its unload.
+// A step runs every rank on a thread of its own (docs/PARALLELISM.md says
+// why); a rank that fails aborts the communicator, so the others return
+// instead of waiting, and the model then only unloads.
+//
+// On host backends the N devices are simulated in one process (the
+// in-process communicator), which is how CI tests the split; on CUDA the
+// communicator is NCCL, and where libnccl.so.2 does not open, N > 1 is
+// refused naming it. N = 1 is the plain decoder, with no communicator.
+#ifndef ATLAS_RUNTIME_ARCH_TENSOR_PARALLEL_TP_MODEL_H_
+#define ATLAS_RUNTIME_ARCH_TENSOR_PARALLEL_TP_MODEL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atlas/runtime/arch/decoder/decoder.h"
+#include "atlas/runtime/base/teardown.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct atlas_tp_model atlas_tp_model;
+
+typedef struct atlas_tp_options {
+  int ranks;            // N >= 1
+  const char *backend;  // "host", "cuda" or "auto" (NULL: "host")
+  // N device ordinals (NULL: 0 .. N-1); CUDA only.
+  const int *devices;
+  // The NCCL library to open (NULL: libnccl.so.2); CUDA with N > 1 only.
+  const char *nccl_library;
+  // Per rank; `shard`, prefill and the decode graph are the model's to set.
+  atlas_decoder_load_options load;
+} atlas_tp_options;
+
+// Opens the checkpoint directory `dir` (a decoder family's config.json and
+// weights) split over options->ranks devices. Refuses a split that does
+// not divide, naming the field (tp_split.h). On failure nothing stays
+// allocated on any device.
+ATLAS_MUST_USE atlas_status atlas_tp_model_open(const char *dir,
+                                                const atlas_tp_options *options,
+                                                atlas_tp_model **out_model);
+
+int atlas_tp_model_ranks(const atlas_tp_model *m);
+// The whole model's config (not a rank's share).
+const atlas_decoder_config *atlas_tp_model_config(const atlas_tp_model *m);
+// Rank r's backend (for reports and fault injection).
+atlas_backend *atlas_tp_model_backend(atlas_tp_model *m, int rank);
+
+// One token at `pos` through every rank, as atlas_decoder_decode_step:
+// `out_logits` (may be NULL) receives all vocab_size logits (each rank
+// writes its vocabulary rows); `out_token` (may be NULL) the argmax,
+// reduced over the ranks (a tie: the lowest id).
+ATLAS_MUST_USE atlas_status atlas_tp_model_step(atlas_tp_model *m,
+                                                uint32_t token, uint32_t pos,
+                                                int64_t seq_len,
+                                                float *out_logits,
+                                                uint32_t *out_token);
+
+// Greedy decoding: the prompt token by token (seq_len the prompt's length,
+// as a batched prefill sees it), then `steps` tokens into out_tokens, each
+// fed back. `sink` (may be NULL) gets every step's logits, as
+// atlas_decoder_generate gives them.
+ATLAS_MUST_USE atlas_status atlas_tp_model_generate(
+    atlas_tp_model *m, const uint32_t *prompt, size_t prompt_len, size_t steps,
+    uint32_t *out_tokens, atlas_logits_sink sink, void *sink_ctx);
+
+// What an unload found on each device.
+typedef struct atlas_tp_unload_report {
+  int ranks;
+  atlas_teardown_report rank[64];
+  size_t leaked[64];  // allocations nobody released, by rank
+} atlas_tp_unload_report;
+
+// Releases the communicator, then each rank's decoder in rank order (each
+// ending with its backend's sweep), then the backends; keeps going past a
+// failure and reports every one, naming the rank. `out_report` may be
+// NULL; otherwise free it with atlas_tp_unload_report_free.
+ATLAS_MUST_USE atlas_status
+atlas_tp_model_unload(atlas_tp_model *m, atlas_tp_unload_report *out_report);
+void atlas_tp_unload_report_free(atlas_tp_unload_report *report);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ATLAS_RUNTIME_ARCH_TENSOR_PARALLEL_TP_MODEL_H_
