@@ -179,6 +179,10 @@ TEST(TensorParallel, ASplitThatDoesNotDivideIsRefusedByName) {
                 ATLAS_STATUS_INVALID_ARGUMENT, "does not split vocab_size 130");
   cfg.vocab_size = 128;
   EXPECT_OK(atlas_tp_check_split(&cfg, 4, "cfg"));
+  cfg.num_experts = 8;
+  EXPECT_STATUS(atlas_tp_check_split(&cfg, 2, "cfg"),
+                ATLAS_STATUS_UNIMPLEMENTED,
+                "mixture-of-experts layers (num_experts 8) are not split yet");
 }
 
 Case DefaultCase() {

@@ -32,6 +32,14 @@ atlas_status atlas_tp_check_split(const atlas_decoder_config *c, int ranks,
                              "are not split yet",
                              where, ranks);
   }
+  if (c->num_experts > 0 && ranks > 1) {
+    // Experts split by expert (or their FFNs by columns) is a design of its
+    // own: refused until it is built.
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "%s: tensor parallel %d: mixture-of-experts "
+                             "layers (num_experts %lld) are not split yet",
+                             where, ranks, (long long)c->num_experts);
+  }
   if (c->num_attention_heads % ranks != 0) {
     return refuse(where, "num_attention_heads", c->num_attention_heads, ranks,
                   "whole heads per rank");
