@@ -44,6 +44,9 @@ size_t atlas_jinja_utf8_length(const char *s, size_t n);
 // Byte offset of code point `index` (n if past the end).
 size_t atlas_jinja_utf8_offset(const char *s, size_t n, size_t index);
 
+// Python's repr() of a str: quoted, with escapes where Python writes them.
+void atlas_jinja_repr_string(const char *s, size_t n, jinja_buf *out);
+
 // Python's str.isspace() for one code point.
 bool atlas_jinja_is_py_space(uint32_t cp);
 

@@ -319,70 +319,6 @@ void atlas_jinja_float_repr(double d, jinja_buf *out) {
   }
 }
 
-// Code points Python's str.isprintable() rejects beyond ASCII controls:
-// C1 controls, the no-break and other separators, format characters and
-// private use. (Unassigned code points are not tracked.)
-static bool py_unprintable(uint32_t cp) {
-  if (cp < 0x20 || cp == 0x7f) return true;
-  if (cp < 0x80) return false;
-  if (cp <= 0xa0 || cp == 0xad) return true;
-  if (cp == 0x1680 || cp == 0x180e || (cp >= 0x2000 && cp <= 0x200f))
-    return true;
-  if (cp >= 0x2028 && cp <= 0x202f) return true;
-  if (cp >= 0x205f && cp <= 0x206f) return true;
-  if (cp == 0x3000 || cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb))
-    return true;
-  if (cp >= 0xd800 && cp <= 0xf8ff) return true;
-  if (cp >= 0xf0000) return true;
-  return false;
-}
-
-static void repr_string(const char *s, size_t n, jinja_buf *out) {
-  bool has_single = memchr(s, '\'', n) != NULL,
-       has_double = memchr(s, '"', n) != NULL;
-  const char q = has_single && !has_double ? '"' : '\'';
-  atlas_jinja_buf_putc(out, q);
-  for (size_t i = 0; i < n;) {
-    // A run of printable ASCII other than the quote and the backslash is
-    // itself: appended whole, not a character at a time.
-    size_t run = i;
-    while (run < n && (unsigned char)s[run] >= 0x20 &&
-           (unsigned char)s[run] < 0x7f && s[run] != q && s[run] != '\\') {
-      run++;
-    }
-    if (run > i) {
-      atlas_jinja_buf_append(out, s + i, run - i);
-      i = run;
-      continue;
-    }
-    uint32_t cp = atlas_jinja_utf8_next(s, n, &i);
-    if (cp == (uint32_t)q || cp == '\\') {
-      atlas_jinja_buf_putc(out, '\\');
-      atlas_jinja_buf_putc(out, (char)cp);
-    } else if (cp == '\n') {
-      atlas_jinja_buf_puts(out, "\\n");
-    } else if (cp == '\r') {
-      atlas_jinja_buf_puts(out, "\\r");
-    } else if (cp == '\t') {
-      atlas_jinja_buf_puts(out, "\\t");
-    } else if (py_unprintable(cp)) {
-      if (cp < 0x100) {
-        // A byte at a time for invalid UTF-8 too: no printf on that path.
-        static const char kHex[] = "0123456789abcdef";
-        const char esc[4] = {'\\', 'x', kHex[cp >> 4], kHex[cp & 15]};
-        atlas_jinja_buf_append(out, esc, sizeof esc);
-      } else if (cp < 0x10000) {
-        atlas_jinja_buf_printf(out, "\\u%04x", cp);
-      } else {
-        atlas_jinja_buf_printf(out, "\\U%08x", cp);
-      }
-    } else {
-      atlas_jinja_utf8_put(out, cp);
-    }
-  }
-  atlas_jinja_buf_putc(out, q);
-}
-
 static bool is_tuple(const json_t *tuples, const json_t *arr) {
   if (!tuples) return false;
   char key[32];
@@ -410,7 +346,8 @@ static void str_json(json_t *j, const json_t *tuples, jinja_buf *out,
       break;
     case JSON_STRING:
       if (repr) {
-        repr_string(json_string_value(j), json_string_length(j), out);
+        atlas_jinja_repr_string(json_string_value(j), json_string_length(j),
+                                out);
       } else {
         atlas_jinja_buf_append(out, json_string_value(j),
                                json_string_length(j));
@@ -435,7 +372,7 @@ static void str_json(json_t *j, const json_t *tuples, jinja_buf *out,
       json_object_foreach(j, k, v) {
         if (!first) atlas_jinja_buf_puts(out, ", ");
         first = false;
-        repr_string(k, strlen(k), out);
+        atlas_jinja_repr_string(k, strlen(k), out);
         atlas_jinja_buf_puts(out, ": ");
         str_json(v, tuples, out, true);
       }

@@ -98,6 +98,17 @@
 #                   tokenizer 157,555, no finding. Not the issue's 10M
 #                   each: that needs the 16-core machine
 #                   (fuzz_many_cores.sh there), not run.
+#   chat_template's repr of long strings (2026-12-08, 2 shared cores under
+#                   load, stage_fuzzers.sh's build; CPU seconds of one
+#                   execution, user+sys, best of 3): a tuple holding 9 MB
+#                   of bytes that are not UTF-8 took 2.08 s at tree 7743ed1,
+#                   0.62 s with repr a table lookup a byte (the commit that
+#                   adds this line; libFuzzer's comparison tracing was the
+#                   cost: about 30 traced comparisons a byte before);
+#                   9 MB of text in Latin, symbols and CJK 0.84 s -> 0.45 s;
+#                   12.5 MB of ASCII 0.37 s -> 0.42 s. Seeds:
+#                   corpus/chat_template/repr_{invalid_utf8,non_ascii}_slow.jinja
+#                   (/usr/bin/time -f %U+%S ./chat_template_fuzz SEED)
 set -eu
 cd "$(dirname "$0")/../.."
 RUNS=${1:-1000000}
