@@ -46,6 +46,9 @@ ARCH = {
     "gemma2": "Gemma2ForCausalLM",
     "gemma3_text": "Gemma3ForCausalLM",
     "phi3": "Phi3ForCausalLM",
+    "qwen3_moe": "Qwen3MoeForCausalLM",
+    "mixtral": "MixtralForCausalLM",
+    "qwen2_moe": "Qwen2MoeForCausalLM",
 }
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
@@ -128,6 +131,36 @@ def phi3(rot=0.75, orig=16, **kw):
              rope_scaling={"type": "longrope",
                            "short_factor": [1.0 + 0.05 * i for i in range(half)],
                            "long_factor": [1.0 + 0.9 * i for i in range(half)]})
+    c.update(kw)
+    return c
+
+
+def qwen3_moe(**kw):
+    """Qwen3-MoE: 8 experts, 2 a token, renormalised, layer 1 dense
+    (mlp_only_layers), q/k norms. Routing as moe_routing sets it."""
+    c = tiny("qwen3_moe", head_dim=16, num_hidden_layers=3, num_experts=8,
+             num_experts_per_tok=2, moe_intermediate_size=16, norm_topk_prob=True,
+             decoder_sparse_step=1, mlp_only_layers=[1], max_position_embeddings=128)
+    c.update(kw)
+    return c
+
+
+def mixtral(**kw):
+    """Mixtral: 7 experts of intermediate_size, 2 a token (always
+    renormalised), every layer sparse."""
+    c = tiny("mixtral", num_local_experts=7, num_experts_per_tok=2,
+             intermediate_size=32, max_position_embeddings=128)
+    c.update(kw)
+    return c
+
+
+def qwen2_moe(**kw):
+    """Qwen2-MoE: a shared expert with its sigmoid gate, q/k/v biases, the
+    top k not renormalised, layers 1 and 3 sparse (decoder_sparse_step 2)."""
+    c = tiny("qwen2_moe", num_hidden_layers=4, num_experts=7, num_experts_per_tok=2,
+             moe_intermediate_size=16, shared_expert_intermediate_size=24,
+             norm_topk_prob=False, decoder_sparse_step=2, use_sliding_window=False,
+             max_position_embeddings=128)
     c.update(kw)
     return c
 
@@ -253,6 +286,16 @@ def small_cases():
                       config=phi3()))
     cases.append(dict(name="phi3_window_full_rot_f32", dtype="f32", prompt=12, steps=8,
                       config=phi3(rot=1.0, sliding_window=5, tie_word_embeddings=True)))
+    # Added 2026-12-08 (appended, so the cases above keep their seeds): the
+    # mixture-of-experts families, prompts of a few dozen tokens, routing
+    # with an expert nobody picks and a tie at every token (moe_routing).
+    for dt in ["f32", "bf16"]:
+        cases.append(dict(name=f"qwen3_moe_{dt}", dtype=dt, prompt=30, steps=8,
+                          config=qwen3_moe(), moe=True))
+        cases.append(dict(name=f"mixtral_{dt}", dtype=dt, prompt=30, steps=8,
+                          config=mixtral(), moe=True))
+        cases.append(dict(name=f"qwen2_moe_{dt}", dtype=dt, prompt=30, steps=8,
+                          config=qwen2_moe(), moe=True))
     return cases
 
 
@@ -304,6 +347,108 @@ def randomize(model, seed):
                 p.copy_(0.5 + torch.rand(p.shape, generator=g, dtype=p.dtype))
             elif name.endswith(".bias"):
                 p.copy_(0.2 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+
+
+def moe_routing(model, cfg, seed):
+    """Routers the checks can count on, whatever the random weights: experts
+    0/1 and 2/3 get opposite router rows (one of each pair has a logit > 0 at
+    every token), the last expert a zero row (with k = 2 never picked), and
+    experts 4 and 5 one shared row and the same weights (equal probabilities
+    at every token; which of the two torch.topk keeps where only one fits is
+    unspecified on the CPU, and with equal experts it changes nothing).
+    Returns the routers' modules, for moe_stats."""
+    n = cfg.get("num_experts") or cfg.get("num_local_experts")
+    g = torch.Generator().manual_seed(seed + 3)
+    routers = []
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".gate.weight") and p.dim() == 2 and p.shape[0] == n:
+                a, b, t = (3.0 * (torch.rand(p.shape[1], generator=g) - 0.5)
+                           for _ in range(3))
+                rows = [a, -a, b, -b, t, t]
+                while len(rows) < n - 1:
+                    rows.append(3.0 * (torch.rand(p.shape[1], generator=g) - 0.5))
+                rows.append(torch.zeros(p.shape[1]))
+                p.copy_(torch.stack(rows).to(p.dtype))
+                routers.append(name[:-len(".weight")])
+        params = dict(model.named_parameters())
+        for name, p in params.items():
+            if ".experts.5." in name:  # one module per expert
+                p.copy_(params[name.replace(".experts.5.", ".experts.4.")])
+            elif ".experts." in name and p.dim() == 3 and p.shape[0] == n:
+                p[5].copy_(p[4])  # fused 3-D experts (transformers 5)
+    modules = dict(model.named_modules())
+    return [modules[r] for r in routers], n
+
+
+def moe_stats(ref, cfg, prompt, steps):
+    """Runs the prompt and counts, from the routers' own inputs, the picks of
+    each expert (largest probability first, ties to the lower index) and the
+    tokens where experts 4 and 5 tie across the top k's edge."""
+    n = cfg.get("num_experts") or cfg.get("num_local_experts")
+    k = cfg["num_experts_per_tok"]
+    routers = [m for name, m in ref.named_modules()
+               if name.endswith(".gate") and hasattr(m, "weight")
+               and m.weight.dim() == 2 and m.weight.shape[0] == n]
+    stats = {"picks": [0] * n, "tie_straddles": 0, "tie_both": 0}
+
+    def hook(mod, inputs, _out):
+        x = inputs[0].reshape(-1, inputs[0].shape[-1]).double()
+        p = torch.softmax(x @ mod.weight.double().t(), dim=-1)
+        for row in p.tolist():
+            order = sorted(range(n), key=lambda e: (-row[e], e))[:k]
+            for e in order:
+                stats["picks"][e] += 1
+            if (4 in order) != (5 in order):
+                stats["tie_straddles"] += 1
+            if 4 in order and 5 in order:
+                stats["tie_both"] += 1
+    handles = [m.register_forward_hook(hook) for m in routers]
+    try:
+        rebuild_rotary(ref)
+        with f64_everywhere(), torch.no_grad():
+            ref(input_ids=torch.tensor([prompt]))
+    finally:
+        for h in handles:
+            h.remove()
+    return stats
+
+
+def hub_layout(path, family, n):
+    """The experts as the Hub publishes them, one tensor each: where
+    save_pretrained wrote fused 3-D tensors (gate_up_proj [E, 2I, H], gate
+    rows first, and down_proj [E, H, I]) or another module name, they are
+    split and renamed. Returns what it found."""
+    from safetensors.torch import load_file, save_file
+    st = os.path.join(path, "model.safetensors")
+    sd = load_file(st)
+    if family == "mixtral":
+        prefix, parts = "block_sparse_moe.", ("w1", "w3", "w2")
+    else:
+        prefix, parts = "mlp.", ("gate_proj", "up_proj", "down_proj")
+    out, fused = {}, False
+    for name, t in sd.items():
+        base = name[:-len(".weight")] if name.endswith(".weight") else name
+        if base.endswith(".experts.gate_up_proj") and t.dim() == 3:
+            fused = True
+            layer = base[:base.index(".experts.")].rsplit(".", 1)[0]
+            inter = t.shape[1] // 2
+            for e in range(n):
+                out[f"{layer}.{prefix}experts.{e}.{parts[0]}.weight"] = t[e, :inter].clone()
+                out[f"{layer}.{prefix}experts.{e}.{parts[1]}.weight"] = t[e, inter:].clone()
+        elif base.endswith(".experts.down_proj") and t.dim() == 3:
+            fused = True
+            layer = base[:base.index(".experts.")].rsplit(".", 1)[0]
+            for e in range(n):
+                out[f"{layer}.{prefix}experts.{e}.{parts[2]}.weight"] = t[e].clone()
+        elif family == "mixtral" and ".mlp." in name:
+            out[name.replace(".mlp.", ".block_sparse_moe.")] = t
+        else:
+            out[name] = t
+    if out.keys() != sd.keys():
+        save_file(out, st, metadata={"format": "pt"})
+    return {"fused_3d": fused, "renamed": out.keys() != sd.keys(),
+            "saved_keys": sorted(k for k in sd if "expert" in k or ".gate." in k)[:12]}
 
 
 def load_f64(path):
@@ -373,8 +518,14 @@ def make_case(case, out_dir, seed):
                 for part, f in case["scale"].items():
                     if ("." + part + ".") in name:
                         p.mul_(f)
+    if case.get("moe"):
+        moe_routing(model, cfg, seed)
     model = model.to(DTYPES[case["dtype"]])
     model.save_pretrained(path)
+    layout = None
+    if case.get("moe"):
+        layout = hub_layout(path, cfg["model_type"],
+                            cfg.get("num_experts") or cfg.get("num_local_experts"))
     if case.get("head_only"):
         # Keep the embedding's values under lm_head.weight alone.
         from safetensors.torch import load_file, save_file
@@ -467,6 +618,7 @@ def make_case(case, out_dir, seed):
             softcap_effect = "failed: %r" % (e,)
         for h, k, v in saved_caps:
             setattr(h, k, v)
+    routing = moe_stats(ref, cfg, prompt, case["steps"]) if case.get("moe") else None
     with open(os.path.join(path, "logits.f32"), "wb") as f:
         f.write(logits.to(torch.float32).contiguous().numpy().astype("<f4").tobytes())
     meta = {
@@ -479,6 +631,7 @@ def make_case(case, out_dir, seed):
         "f32_internals_rel_l2": unpatched,
         "saved_config_keys": sorted(saved_cfg.keys()),
         "saved_config": saved_cfg, "softcap_effect": softcap_effect,
+        "routing": routing, "moe_layout": layout,
         "transformers": transformers.__version__, "torch": torch.__version__,
     }
     with open(os.path.join(path, "ref.json"), "w") as f:

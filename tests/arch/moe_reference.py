@@ -39,6 +39,13 @@ def f32(v):
     return struct.unpack("<f", struct.pack("<f", v))[0]
 
 
+def bf16(v):
+    """Rounds to bfloat16 (nearest even), as a float."""
+    b = struct.unpack("<I", struct.pack("<f", v))[0]
+    b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+    return struct.unpack("<f", struct.pack("<I", b))[0]
+
+
 def matvec(w, x):
     return [sum(a * b for a, b in zip(row, x)) for row in w]
 
@@ -151,6 +158,7 @@ def forward_token(cfg, model, token, pos, cache, stats):
 def build(cfg, seed):
     """The model's tensors (float32 values) and their checkpoint names."""
     rng = random.Random(seed)
+    f32 = bf16 if cfg.get("dtype") == "bf16" else globals()["f32"]
     hidden, hd = cfg["hidden"], cfg["head_dim"]
     nh, nkv = cfg["heads"], cfg["kv_heads"]
     tensors = {}
@@ -221,15 +229,17 @@ def build(cfg, seed):
     return model, tensors
 
 
-def write_safetensors(path, tensors):
+def write_safetensors(path, tensors, dtype):
     header, blobs, off = {}, [], 0
     for name in sorted(tensors):
         rows = tensors[name]
         flat = [v for r in rows for v in r]
         blob = struct.pack("<%df" % len(flat), *flat)
+        if dtype == "BF16":  # the upper halves (the values are bf16 already)
+            blob = b"".join(blob[i + 2:i + 4] for i in range(0, len(blob), 4))
         shape = [len(rows[0])] if len(rows) == 1 and name.endswith(
             ("norm.weight", ".bias")) else [len(rows), len(rows[0])]
-        header[name] = {"dtype": "F32", "shape": shape,
+        header[name] = {"dtype": dtype, "shape": shape,
                         "data_offsets": [off, off + len(blob)]}
         blobs.append(blob)
         off += len(blob)
@@ -296,15 +306,19 @@ def cases():
         "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
         "max_position_embeddings": 64, "tie_word_embeddings": False,
         "hidden_act": "silu", "use_sliding_window": False}
+    # The same in bf16: every tensor stored BF16 (the reference computes with
+    # the rounded values), so the experts' bf16 kernels and the 16-bit mode.
+    wb = dict(w, dtype="bf16")
     return [("qwen3_moe_host_f32", q, 7), ("mixtral_host_f32", m, 11),
-            ("qwen2_moe_host_f32", w, 13)]
+            ("qwen2_moe_host_f32", w, 13), ("qwen2_moe_host_bf16", wb, 17)]
 
 
 def make(name, cfg, seed, out):
     path = os.path.join(out, name)
     os.makedirs(path, exist_ok=True)
     model, tensors = build(cfg, seed)
-    write_safetensors(os.path.join(path, "model.safetensors"), tensors)
+    write_safetensors(os.path.join(path, "model.safetensors"), tensors,
+                      "BF16" if cfg.get("dtype") == "bf16" else "F32")
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump(cfg["config"], f, indent=1)
     rng = random.Random(seed + 2)
@@ -327,7 +341,7 @@ def make(name, cfg, seed, out):
     # What the routing covered: a token can fall on no side of a check.
     assert stats["picks"][-1] == 0, stats
     assert stats["tie_straddles"] > 0, stats
-    meta = {"name": name, "family": cfg["family"], "dtype": "f32",
+    meta = {"name": name, "family": cfg["family"], "dtype": cfg.get("dtype", "f32"),
             "prompt": prompt, "steps": cfg["steps"], "ids": ids,
             "rows": len(rows), "vocab": cfg["vocab"], "eos": [],
             "routing": stats,
