@@ -28,6 +28,7 @@
 
 #include "atlas/kernels/token_kernels.h"
 #include "atlas/runtime/arch/decoder/decoder.h"
+#include "atlas/runtime/arch/decoder/decoder_weights.h"
 #include "atlas/runtime/arch/mixtral/mixtral.h"
 #include "atlas/runtime/arch/qwen2_moe/qwen2_moe.h"
 #include "atlas/runtime/arch/qwen3_moe/qwen3_moe.h"
@@ -213,6 +214,134 @@ TEST(MoeReference, DecoderMatchesTheReference) {
       }
     }
   }
+}
+
+// Config keys that change the MoE's math and are not implemented, refused
+// by name; the routing's keys read as the config classes default them.
+std::string Qwen3Moe(const std::string &extra) {
+  return "{\"model_type\": \"qwen3_moe\", \"vocab_size\": 64, "
+         "\"hidden_size\": 32, \"intermediate_size\": 20, "
+         "\"num_hidden_layers\": 4, \"num_attention_heads\": 4, "
+         "\"moe_intermediate_size\": 12" +
+         extra + "}";
+}
+
+atlas_status Parse(const atlas_decoder_family *f, const std::string &text,
+                   atlas_decoder_config *out) {
+  return atlas_decoder_config_parse(f, text.data(), text.size(), "config.json",
+                                    out);
+}
+
+TEST(MoeConfig, ReadsTheRoutingKeysAndRefusesWhatItDoesNotRun) {
+  atlas_decoder_config c{};
+  ASSERT_OK(Parse(&atlas_qwen3_moe_family, Qwen3Moe(""), &c));
+  EXPECT_EQ(c.num_experts, 128);  // Qwen3MoeConfig's defaults
+  EXPECT_EQ(c.num_experts_per_tok, 8);
+  EXPECT_FALSE(c.norm_topk_prob);
+  for (int l = 0; l < 4; ++l) EXPECT_TRUE(atlas_decoder_layer_moe(&c, l));
+  // decoder_sparse_step 2: layers 1 and 3; mlp_only_layers takes 3 away
+  // (an index past the last layer names none, as in transformers).
+  ASSERT_OK(Parse(&atlas_qwen3_moe_family,
+                  Qwen3Moe(", \"num_experts\": 4, \"num_experts_per_tok\": 1, "
+                           "\"decoder_sparse_step\": 2, "
+                           "\"mlp_only_layers\": [3, 9], "
+                           "\"router_aux_loss_coef\": 0.5, "
+                           "\"output_router_logits\": true"),
+                  &c));
+  EXPECT_FALSE(atlas_decoder_layer_moe(&c, 0));
+  EXPECT_TRUE(atlas_decoder_layer_moe(&c, 1));
+  EXPECT_FALSE(atlas_decoder_layer_moe(&c, 2));
+  EXPECT_FALSE(atlas_decoder_layer_moe(&c, 3));
+  // num_experts 0: every MLP dense.
+  ASSERT_OK(
+      Parse(&atlas_qwen3_moe_family, Qwen3Moe(", \"num_experts\": 0"), &c));
+  EXPECT_FALSE(atlas_decoder_layer_moe(&c, 0));
+  EXPECT_STATUS(Parse(&atlas_qwen3_moe_family,
+                      Qwen3Moe(", \"num_experts\": 4, "
+                               "\"num_experts_per_tok\": 5"),
+                      &c),
+                ATLAS_STATUS_UNIMPLEMENTED, "num_experts_per_tok 5");
+  EXPECT_STATUS(Parse(&atlas_qwen3_moe_family,
+                      Qwen3Moe(", \"quantization_config\": {\"quant_method\": "
+                               "\"awq\", \"bits\": 4, \"group_size\": 32, "
+                               "\"version\": \"gemm\", \"zero_point\": true}"),
+                      &c),
+                ATLAS_STATUS_UNIMPLEMENTED, "quantized experts");
+  EXPECT_STATUS(Parse(&atlas_qwen3_moe_family,
+                      Qwen3Moe(", \"shared_expert_intermediate_size\": 8"), &c),
+                ATLAS_STATUS_UNIMPLEMENTED, "shared_expert_intermediate_size");
+  EXPECT_STATUS(Parse(&atlas_qwen3_moe_family,
+                      Qwen3Moe(", \"mlp_only_layers\": [\"1\"]"), &c),
+                ATLAS_STATUS_INVALID_ARGUMENT, "mlp_only_layers");
+  EXPECT_STATUS(Parse(&atlas_qwen3_moe_family,
+                      "{\"model_type\": "
+                      "\"qwen3_moe\", \"vocab_size\": 64, "
+                      "\"hidden_size\": 32, \"intermediate_size\": 20, "
+                      "\"num_hidden_layers\": 4, \"num_attention_heads\": 4}",
+                      &c),
+                ATLAS_STATUS_INVALID_ARGUMENT, "moe_intermediate_size");
+  // Mixtral: every layer, always renormalised, its config's defaults.
+  std::string mixtral =
+      "{\"model_type\": \"mixtral\", \"vocab_size\": 64, "
+      "\"hidden_size\": 32, \"intermediate_size\": 20, "
+      "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+      "\"num_key_value_heads\": 2";
+  ASSERT_OK(Parse(&atlas_mixtral_family, mixtral + "}", &c));
+  EXPECT_EQ(c.num_experts, 8);
+  EXPECT_EQ(c.num_experts_per_tok, 2);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_EQ(c.moe_intermediate_size, 20);
+  EXPECT_EQ(c.rope.theta, 1000000.0);
+  EXPECT_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_STATUS(Parse(&atlas_mixtral_family,
+                      mixtral + ", \"layer_types\": [\"full_attention\", "
+                                "\"full_attention\"]}",
+                      &c),
+                ATLAS_STATUS_UNIMPLEMENTED, "layer_types");
+  EXPECT_STATUS(
+      Parse(&atlas_mixtral_family, mixtral + ", \"hidden_act\": \"gelu\"}", &c),
+      ATLAS_STATUS_UNIMPLEMENTED, "gelu");
+}
+
+// A checkpoint whose router or experts the config does not imply, or that
+// holds expert tensors the config would not read, is refused naming them.
+TEST(MoeConfig, ChecksTheExpertTensors) {
+  std::string src = std::string(kRoot) + "/qwen3_moe_host_f32";
+  std::ifstream cf(src + "/config.json");
+  std::stringstream text;
+  text << cf.rdbuf();
+  std::string json = text.str();
+  atlas_checkpoint *ck = nullptr;
+  ASSERT_OK(atlas_checkpoint_open(src.c_str(), &ck));
+  atlas_decoder_config c{};
+  ASSERT_OK(Parse(&atlas_qwen3_moe_family, json, &c));
+  EXPECT_OK(atlas_decoder_check_checkpoint(&c, ck, nullptr));
+  c.num_experts = 9;  // one more than the checkpoint has
+  EXPECT_STATUS(atlas_decoder_check_checkpoint(&c, ck, nullptr),
+                ATLAS_STATUS_INVALID_ARGUMENT,
+                "\"model.layers.0.mlp.gate.weight\" has shape [8, 32], but "
+                "the config implies [9, 32]");
+  atlas_checkpoint_close(ck);
+  // Layer 1 is dense in the config; called MoE, its experts are missing.
+  ASSERT_OK(Parse(&atlas_qwen3_moe_family, json, &c));
+  c.moe_layers[0] |= 1u << 1;
+  ASSERT_OK(atlas_checkpoint_open(src.c_str(), &ck));
+  EXPECT_STATUS(atlas_decoder_check_checkpoint(&c, ck, nullptr),
+                ATLAS_STATUS_NOT_FOUND, "model.layers.1.mlp.gate.weight");
+  atlas_checkpoint_close(ck);
+  // qwen2_moe without its shared expert: those tensors would be ignored.
+  src = std::string(kRoot) + "/qwen2_moe_host_f32";
+  std::ifstream qf(src + "/config.json");
+  std::stringstream qtext;
+  qtext << qf.rdbuf();
+  ASSERT_OK(Parse(&atlas_qwen2_moe_family, qtext.str(), &c));
+  ASSERT_OK(atlas_checkpoint_open(src.c_str(), &ck));
+  EXPECT_OK(atlas_decoder_check_checkpoint(&c, ck, nullptr));
+  c.shared_expert_intermediate_size = 0;
+  EXPECT_STATUS(atlas_decoder_check_checkpoint(&c, ck, nullptr),
+                ATLAS_STATUS_INVALID_ARGUMENT, "mlp.shared_expert");
+  atlas_checkpoint_close(ck);
 }
 
 }  // namespace

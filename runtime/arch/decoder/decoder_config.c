@@ -373,7 +373,14 @@ static atlas_status read_quantization(const char *text, size_t len,
   atlas_status status = ATLAS_OK;
   char what[128];
   atlas_quant_config_describe(&q, what, sizeof(what));
-  if (q.method != ATLAS_QUANT_NONE && (cfg->fused_qkv || cfg->fused_gate_up)) {
+  if (q.method != ATLAS_QUANT_NONE && cfg->num_experts > 0) {
+    status = atlas_status_make(
+        ATLAS_STATUS_UNIMPLEMENTED,
+        "%s: quantization_config (%s) with a mixture of experts is not "
+        "supported (quantized experts are not implemented)",
+        path, what);
+  } else if (q.method != ATLAS_QUANT_NONE &&
+             (cfg->fused_qkv || cfg->fused_gate_up)) {
     status = atlas_status_make(
         ATLAS_STATUS_UNIMPLEMENTED,
         "%s: quantization_config (%s) with fused %s projections is not "

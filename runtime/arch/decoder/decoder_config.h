@@ -214,7 +214,8 @@ ATLAS_MUST_USE atlas_status atlas_decoder_refuse_longrope(
 // decoder_sparse_step, mlp_only_layers), with their config class's defaults
 // (`experts`, `per_tok`), into cfg; checks the router's limits
 // (kernels/moe_kernels.h) and refuses what the MoE FFN does not run with
-// (quantized weights, a GELU or sandwich MLP) by name.
+// (a GELU or sandwich MLP; quantized weights are refused when
+// quantization_config is read) by name.
 ATLAS_MUST_USE atlas_status atlas_decoder_json_moe(const char *path,
                                                    const json_t *root,
                                                    atlas_decoder_config *cfg,
