@@ -9,8 +9,11 @@
 #include "atlas/runtime/arch/decoder/decoder_arch.h"
 #include "atlas/runtime/arch/llama/llama.h"
 #include "atlas/runtime/arch/mistral/mistral.h"
+#include "atlas/runtime/arch/mixtral/mixtral.h"
 #include "atlas/runtime/arch/qwen2/qwen2.h"
+#include "atlas/runtime/arch/qwen2_moe/qwen2_moe.h"
 #include "atlas/runtime/arch/qwen3/qwen3.h"
+#include "atlas/runtime/arch/qwen3_moe/qwen3_moe.h"
 #include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/formats/json_words.h"
 
@@ -25,6 +28,13 @@ static const atlas_arch kArchs[] = {
     ATLAS_DECODER_ARCH_ROW("mistral", atlas_mistral_model_types,
                            atlas_mistral_architectures,
                            atlas_mistral_config_parse),
+    // The mixture-of-experts families' rows wait for transformers' reference
+    // cases (tests/arch/gpu_moe_refs.sh, committed under tests/arch/data);
+    // each is then this one row, their headers and targets being in already:
+    //   ATLAS_DECODER_MOE_ROW("qwen3_moe", atlas_qwen3_moe_model_types,
+    //                         atlas_qwen3_moe_architectures,
+    //                         atlas_qwen3_moe_config_parse),
+    // and the same with mixtral and qwen2_moe.
 };
 
 #define ARCH_COUNT (sizeof(kArchs) / sizeof(kArchs[0]))
