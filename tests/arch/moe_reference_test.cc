@@ -128,6 +128,13 @@ void Generate(const Case &c, const atlas_decoder_config &config,
   lo.kv_dtype_auto = kv_auto;
   atlas_decoder_model *m = nullptr;
   ASSERT_OK(atlas_decoder_model_load(b, ck, &config, &lo, &m));
+  // The experts, their address tables and activations come from the load's
+  // few allocations (weights, buffers, the pinned ring), and the figure a
+  // swap budgets with covers them.
+  EXPECT_EQ(atlas_backend_live_alloc_count(b), 3u);
+  uint64_t required = 0;
+  EXPECT_OK(atlas_decoder_required_bytes(&config, ck, lo.max_seq, &required));
+  EXPECT_GE(required, atlas_backend_live_bytes(b));
   ids->assign(c.steps, 0);
   ASSERT_OK(atlas_decoder_generate(m, c.prompt.data(), c.prompt.size(), c.steps,
                                    ids->data(), Collect, logits));

@@ -283,6 +283,12 @@ atlas_status atlas_decoder_required_bytes(const atlas_decoder_config *config,
   // The weight arena starts each tensor 256-byte aligned: at most 255
   // bytes of padding per tensor (every tensor it holds is one of these).
   uint64_t padding = 255u * (uint64_t)atlas_checkpoint_tensor_count(checkpoint);
+  // A mixture-of-experts layer's table of expert addresses, in the arena.
+  for (int64_t l = 0; l < config->num_hidden_layers; ++l) {
+    if (atlas_decoder_layer_moe(config, l)) {
+      padding += (3u * (uint64_t)config->num_experts + 3u) * 8u + 255u;
+    }
+  }
   if (!atlas_add_u64(&total, padding) ||
       !atlas_mul_u64(&norm_bytes, (uint64_t)config->num_hidden_layers) ||
       !atlas_add_u64(&norm_bytes, (uint64_t)config->hidden_size) ||

@@ -15,15 +15,17 @@ static uint32_t blocks(uint64_t n, uint32_t per) {
   return (uint32_t)((n + per - 1) / per);
 }
 
-// `count` elements of `elt` bytes, checked (rows come from a load option).
+// count x width 4-byte elements, checked (rows come from a load option).
 static atlas_status take_n(atlas_decoder_buffers *b, uint64_t count,
-                           uint64_t elt, bool zeroed, void **out) {
+                           uint64_t width, bool zeroed, void **out) {
   uint64_t bytes = count;
-  if (!atlas_mul_u64(&bytes, elt) || bytes > SIZE_MAX) {
+  if (!atlas_mul_u64(&bytes, width) || !atlas_mul_u64(&bytes, 4) ||
+      bytes > SIZE_MAX) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "the mixture-of-experts scratch's sizes overflow "
-                             "64 bits (%llu elements)",
-                             (unsigned long long)count);
+                             "64 bits (%llu rows of %llu)",
+                             (unsigned long long)count,
+                             (unsigned long long)width);
   }
   return zeroed ? atlas_decoder_buffers_take_zeroed(b, (size_t)bytes, out)
                 : atlas_decoder_buffers_take(b, (size_t)bytes, out);
@@ -34,36 +36,37 @@ atlas_status atlas_decoder_moe_take(atlas_decoder_moe_buffers *mb,
                                     const atlas_decoder_config *c,
                                     int64_t rows) {
   if (c->num_experts == 0 || rows <= 0) return ATLAS_OK;
+  // Each dimension is at most ATLAS_DECODER_MAX_DIM and k at most
+  // ATLAS_MOE_MAX_K, so rows * k fits; take_n checks the rest.
   uint64_t r = (uint64_t)rows, e = (uint64_t)c->num_experts;
   uint64_t assign = r * (uint64_t)c->num_experts_per_tok;
   uint64_t hidden = (uint64_t)c->hidden_size;
   uint64_t shared = (uint64_t)c->shared_expert_intermediate_size;
   struct {
     void **out;
-    uint64_t count, elt;
+    uint64_t count, width;
     bool zeroed;
   } parts[] = {
-      {(void **)&mb->ids, assign, 4, false},
-      {(void **)&mb->weights, assign, 4, false},
-      {(void **)&mb->shared_gate, r, 4, false},
-      {(void **)&mb->counts, e, 4, false},
-      {(void **)&mb->offsets, e + 1, 4, false},
-      {(void **)&mb->tiles, e + 1, 4, false},
-      {(void **)&mb->order, assign, 4, false},
-      {(void **)&mb->act, assign * (uint64_t)c->moe_intermediate_size, 4,
-       false},
-      {(void **)&mb->y, assign * hidden, 4, false},
-      {(void **)&mb->zero_ids, r, 4, true},
-      {(void **)&mb->s_counts, 1, 4, false},
-      {(void **)&mb->s_offsets, 2, 4, false},
-      {(void **)&mb->s_tiles, 2, 4, false},
-      {(void **)&mb->s_order, r, 4, false},
-      {(void **)&mb->s_act, r * (shared ? shared : 1), 4, false},
-      {(void **)&mb->s_y, r * hidden, 4, false},
+      {(void **)&mb->ids, assign, 1, false},
+      {(void **)&mb->weights, assign, 1, false},
+      {(void **)&mb->shared_gate, r, 1, false},
+      {(void **)&mb->counts, e, 1, false},
+      {(void **)&mb->offsets, e + 1, 1, false},
+      {(void **)&mb->tiles, e + 1, 1, false},
+      {(void **)&mb->order, assign, 1, false},
+      {(void **)&mb->act, assign, (uint64_t)c->moe_intermediate_size, false},
+      {(void **)&mb->y, assign, hidden, false},
+      {(void **)&mb->zero_ids, r, 1, true},
+      {(void **)&mb->s_counts, 1, 1, false},
+      {(void **)&mb->s_offsets, 2, 1, false},
+      {(void **)&mb->s_tiles, 2, 1, false},
+      {(void **)&mb->s_order, r, 1, false},
+      {(void **)&mb->s_act, r, shared ? shared : 1, false},
+      {(void **)&mb->s_y, r, hidden, false},
   };
   for (size_t i = 0; i < COUNT(parts); ++i) {
-    ATLAS_RETURN_IF_ERROR(
-        take_n(b, parts[i].count, parts[i].elt, parts[i].zeroed, parts[i].out));
+    ATLAS_RETURN_IF_ERROR(take_n(b, parts[i].count, parts[i].width,
+                                 parts[i].zeroed, parts[i].out));
   }
   return ATLAS_OK;
 }
