@@ -88,6 +88,17 @@ typedef struct atlas_open_options {
   // allocating anything; a swap's outcome is REFUSED and the old model
   // serves) a checkpoint whose config.json vocab_size is smaller.
   int64_t vocab_needed;
+  // Devices to split the model over (tensor parallelism, docs/PARALLELISM.md;
+  // 0 or 1: one device). Over 1: a decoder family's checkpoint directory on
+  // backend "host" (that many devices simulated in one process) or "cuda"
+  // (through NCCL: libnccl.so.2, refused by name where it does not open),
+  // on CUDA devices devices[0..tensor_parallel) (NULL: 0, 1, ...). A split
+  // that does not divide the heads, KV heads, intermediate size or
+  // vocabulary is refused naming the field. A split model generates and
+  // reports each device's ledger; atlas_swap, atlas_kv_open and JSON or SVG
+  // reports refuse it (not built yet).
+  int tensor_parallel;
+  const int *devices;
 } atlas_open_options;
 
 // Fills `options` with the defaults above.

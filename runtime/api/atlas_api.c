@@ -44,6 +44,8 @@ static const atlas_struct_field kOpenFields[] = {
     F_(atlas_open_options, context_needed),
     F_(atlas_open_options, kv_cache_type),
     F_(atlas_open_options, vocab_needed),
+    F_(atlas_open_options, tensor_parallel),
+    F_(atlas_open_options, devices),
 };
 static const atlas_struct_field kGenerateFields[] = {
     F_(atlas_generate_options, struct_size),
@@ -150,6 +152,12 @@ static atlas_status spec_from(const atlas_open_options *in,
   if (in != NULL) ATLAS_COPY_SIZED_(&o, in, kOpenLayout);
   ATLAS_RETURN_IF_ERROR(atlas_backend_factory_check_name(o.backend),
                         "atlas_open_options.backend");
+  if (o.tensor_parallel < 0) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "atlas_open_options.tensor_parallel (%d) is "
+                             "negative",
+                             o.tensor_parallel);
+  }
   if (o.max_seq < 0 || o.context_needed < 0 || o.vocab_needed < 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "atlas_open_options.max_seq (%lld), "
@@ -178,7 +186,9 @@ static atlas_status spec_from(const atlas_open_options *in,
                              .vocab_needed = o.vocab_needed,
                              .log = o.log,
                              .progress = o.progress,
-                             .progress_ctx = o.progress_ctx};
+                             .progress_ctx = o.progress_ctx,
+                             .tensor_parallel = o.tensor_parallel,
+                             .devices = o.devices};
   return ATLAS_OK;
 }
 
@@ -312,7 +322,10 @@ atlas_status atlas_model_info_get(const atlas_model *model,
   info.backend = atlas_backend_name(atlas_model_backend(m));
   info.vocab_size = (size_t)atlas_model_vocab_size(model);
   info.max_seq = atlas_model_max_seq(model);
-  info.live_bytes = atlas_backend_live_bytes(atlas_model_backend(m));
+  // Every device's, for a model split over several.
+  for (int r = 0; r < atlas_model_tensor_parallel(model); ++r) {
+    info.live_bytes += atlas_backend_live_bytes(atlas_model_rank_backend(m, r));
+  }
   memcpy(out_info, &info, info.struct_size);
   return ATLAS_OK;
 }
@@ -707,6 +720,47 @@ static atlas_status kv_report_line(const atlas_model *model, char **text) {
   return ATLAS_OK;
 }
 
+// A split model's text report: each device's ledger report under a line
+// naming it, then the total over the devices.
+static atlas_status split_report(atlas_model *model,
+                                 const atlas_report_options *o,
+                                 char **out_text) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (f == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "atlas_report: cannot open a memory stream");
+  }
+  int ranks = atlas_model_tensor_parallel(model);
+  uint64_t total = 0, allocations = 0;
+  atlas_status s = ATLAS_OK;
+  for (int r = 0; s == ATLAS_OK && r < ranks; ++r) {
+    atlas_backend *b = atlas_model_rank_backend(model, r);
+    char *text = NULL;
+    s = atlas_backend_alloc_report(b, o->top, o->min_mb, &text);
+    if (s != ATLAS_OK) break;
+    uint64_t live = atlas_backend_live_bytes(b);
+    total += live;
+    allocations += atlas_backend_live_alloc_count(b);
+    fprintf(f, "device %d of %d (%s): %llu bytes live\n%s", r, ranks,
+            atlas_backend_name(b), (unsigned long long)live, text);
+    free(text);
+  }
+  fprintf(f, "total over %d devices: %llu bytes live in %llu allocations\n",
+          ranks, (unsigned long long)total, (unsigned long long)allocations);
+  if (fclose(f) != 0 && s == ATLAS_OK) {
+    s = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                          "atlas_report: writing the report failed");
+  }
+  if (s != ATLAS_OK) {
+    free(buf);
+    return s;
+  }
+  *out_text = buf;
+  return ATLAS_OK;
+}
+
 atlas_status atlas_report(const atlas_model *model, atlas_report_format format,
                           const atlas_report_options *options,
                           char **out_text) {
@@ -725,10 +779,20 @@ atlas_status atlas_report(const atlas_model *model, atlas_report_format format,
                              o.min_mb);
   }
   atlas_backend *b = atlas_model_backend((atlas_model *)model);
+  if (format == ATLAS_REPORT_TEXT && atlas_model_tensor_parallel(model) > 1) {
+    return split_report((atlas_model *)model, &o, out_text);
+  }
   if (format == ATLAS_REPORT_TEXT) {
     ATLAS_RETURN_IF_ERROR(
         atlas_backend_alloc_report(b, o.top, o.min_mb, out_text));
     return kv_report_line(model, out_text);
+  }
+  if (atlas_model_tensor_parallel(model) > 1) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "atlas_report: the JSON and SVG reports of a "
+                             "model split over %d devices are not built; the "
+                             "text report covers each device",
+                             atlas_model_tensor_parallel(model));
   }
   if (format != ATLAS_REPORT_JSON && format != ATLAS_REPORT_SVG) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "atlas/runtime/arch/registry.h"
+#include "atlas/runtime/arch/tensor_parallel/tp_model.h"
 #include "atlas/runtime/base/file_read.h"
 #include "atlas/runtime/base/ledger.h"
 #include "atlas/runtime/base/log.h"
@@ -38,6 +39,9 @@ struct atlas_model {
   // first at close.
   void *attachment;
   atlas_status (*release_attachment)(void *attachment);
+  // A model split over devices (spec.tensor_parallel > 1) instead of impl:
+  // it owns its backends; `backend` is rank 0's.
+  atlas_tp_model *tp;
 };
 
 static double now_ms(void) {
@@ -288,6 +292,67 @@ static atlas_status check_budget(const atlas_model_spec *spec,
                            (unsigned long long)spec->device_budget_bytes);
 }
 
+// The model split over spec->tensor_parallel devices (tp_model.h), whose
+// ranks re-read `dir` (the checks above ran on the whole checkpoint).
+static atlas_status open_split(const atlas_model_spec *spec,
+                               const atlas_arch_load_options *lo,
+                               atlas_model *m) {
+  if (spec->dir == NULL || spec->adopt_checkpoint != NULL) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "tensor parallel %d: %s is not a checkpoint "
+                             "directory; only those are split",
+                             spec->tensor_parallel, spec_name(spec));
+  }
+  atlas_tp_options o;
+  memset(&o, 0, sizeof(o));
+  o.ranks = spec->tensor_parallel;
+  o.backend = spec->backend;
+  o.devices = spec->devices;
+  o.load.max_seq = lo->max_seq;
+  o.load.kv_dtype = lo->kv_dtype;
+  o.load.kv_dtype_auto = lo->kv_dtype_auto;
+  ATLAS_RETURN_IF_ERROR(atlas_tp_model_open(spec->dir, &o, &m->tp));
+  m->backend = atlas_tp_model_backend(m->tp, 0);
+  return ATLAS_OK;
+}
+
+// A split model's unload, reported as one teardown: the ranks' counts
+// added, their sweeps' sites one after another.
+static atlas_status close_split(atlas_model *model,
+                                atlas_teardown_report *out_report) {
+  atlas_tp_unload_report r;
+  atlas_status status = atlas_tp_model_unload(model->tp, &r);
+  model->tp = NULL;
+  if (out_report != NULL) {
+    memset(out_report, 0, sizeof(*out_report));
+    size_t sites = 0;
+    for (int i = 0; i < r.ranks; ++i) {
+      const atlas_teardown_report *t = &r.rank[i];
+      out_report->released += t->released;
+      out_report->failed += t->failed;
+      out_report->sweep.count += t->sweep.count;
+      out_report->sweep.bytes += t->sweep.bytes;
+      out_report->sweep.unfreed_count += t->sweep.unfreed_count;
+      out_report->sweep.unfreed_bytes += t->sweep.unfreed_bytes;
+      out_report->sweep.refused_count += t->sweep.refused_count;
+      out_report->sweep.refused_bytes += t->sweep.refused_bytes;
+      if (t->sweep.sites != NULL) sites += strlen(t->sweep.sites) + 32;
+    }
+    if (sites > 0 && (out_report->sweep.sites = malloc(sites + 1)) != NULL) {
+      size_t at = 0;
+      out_report->sweep.sites[0] = '\0';
+      for (int i = 0; i < r.ranks; ++i) {
+        const char *part = r.rank[i].sweep.sites;
+        if (part == NULL) continue;
+        at += (size_t)snprintf(out_report->sweep.sites + at, sites + 1 - at,
+                               "rank %d: %s", i, part);
+      }
+    }
+  }
+  atlas_tp_unload_report_free(&r);
+  return status;
+}
+
 atlas_status atlas_model_open(const atlas_model_spec *spec,
                               atlas_model **out_model) {
   *out_model = NULL;
@@ -341,11 +406,17 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
                                       .ignore_eos = spec->ignore_eos};
     if (spec->device_budget_bytes != 0) status = check_budget(spec, &o);
   }
-  if (status == ATLAS_OK) {
+  bool split = spec->tensor_parallel > 1;
+  if (status == ATLAS_OK && split) {
+    t_backend = t_load = now_ms();
+    status = open_split(spec, &lo, m);
+    t_loaded = now_ms();
+  }
+  if (status == ATLAS_OK && !split) {
     t_backend = now_ms();
     status = create_backend(spec, o.arch, &m->backend);
   }
-  if (status == ATLAS_OK) {
+  if (status == ATLAS_OK && !split) {
     t_load = now_ms();
     status = o.arch->load(m->backend, o.ck, o.config, &lo, &m->impl);
     t_loaded = now_ms();
@@ -356,8 +427,11 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
     if (status != ATLAS_OK) {
       status = atlas_status_join(
           atlas_status_annotate(status, "loading %s", spec_name(spec)),
-          o.arch->unload(m->impl, NULL));
+          split ? atlas_tp_model_unload(m->tp, NULL)
+                : o.arch->unload(m->impl, NULL));
       m->impl = NULL;
+      m->tp = NULL;
+      if (split) m->backend = NULL;  // went with the split model
     }
   }
   if (status != ATLAS_OK) {
@@ -393,9 +467,13 @@ atlas_status atlas_model_close(atlas_model *model,
     status = model->release_attachment(model->attachment);
     model->attachment = NULL;
   }
-  status =
-      atlas_status_join(status, model->arch->unload(model->impl, out_report));
-  status = atlas_status_join(status, atlas_backend_destroy(model->backend));
+  if (model->tp != NULL) {
+    status = atlas_status_join(status, close_split(model, out_report));
+  } else {
+    status =
+        atlas_status_join(status, model->arch->unload(model->impl, out_report));
+    status = atlas_status_join(status, atlas_backend_destroy(model->backend));
+  }
   atlas_checkpoint_close(model->ck);
   free(model->config);
   free(model->dir);
@@ -423,9 +501,14 @@ atlas_status atlas_model_generate_stream(
   model->generate_options.ignore_eos = model->spec.ignore_eos;
   model->generate_options.on_token = on_token;
   model->generate_options.token_ctx = token_ctx;
-  atlas_status status = model->arch->generate(
-      model->impl, prompt, prompt_len, steps, &model->generate_options,
-      out_tokens, out_count, sink, sink_ctx);
+  atlas_status status =
+      model->tp != NULL
+          ? atlas_tp_model_generate_ex(model->tp, prompt, prompt_len, steps,
+                                       &model->generate_options, out_tokens,
+                                       out_count, sink, sink_ctx)
+          : model->arch->generate(model->impl, prompt, prompt_len, steps,
+                                  &model->generate_options, out_tokens,
+                                  out_count, sink, sink_ctx);
   model->generate_options.on_token = NULL;
   model->generate_options.token_ctx = NULL;
   return status;
@@ -442,9 +525,14 @@ atlas_status atlas_model_generate_hooked(
   o->token_ctx = hooks->token_ctx;
   o->choose = hooks->choose;
   o->choose_ctx = hooks->choose_ctx;
-  atlas_status status = model->arch->generate(model->impl, prompt, prompt_len,
-                                              steps, o, out_tokens, out_count,
-                                              hooks->sink, hooks->sink_ctx);
+  atlas_status status =
+      model->tp != NULL
+          ? atlas_tp_model_generate_ex(model->tp, prompt, prompt_len, steps, o,
+                                       out_tokens, out_count, hooks->sink,
+                                       hooks->sink_ctx)
+          : model->arch->generate(model->impl, prompt, prompt_len, steps, o,
+                                  out_tokens, out_count, hooks->sink,
+                                  hooks->sink_ctx);
   o->ignore_eos = model->spec.ignore_eos;
   o->on_token = NULL;
   o->token_ctx = NULL;
@@ -475,10 +563,19 @@ const char *atlas_model_arch_name(const atlas_model *model) {
   return model->arch->name;
 }
 int64_t atlas_model_vocab_size(const atlas_model *model) {
+  if (model->tp != NULL) return atlas_tp_model_config(model->tp)->vocab_size;
   return model->arch->vocab_size(model->impl);
 }
 int64_t atlas_model_max_seq(const atlas_model *model) {
+  if (model->tp != NULL) return atlas_tp_model_max_seq(model->tp);
   return model->arch->max_seq(model->impl);
+}
+int atlas_model_tensor_parallel(const atlas_model *model) {
+  return model->tp != NULL ? atlas_tp_model_ranks(model->tp) : 1;
+}
+atlas_backend *atlas_model_rank_backend(atlas_model *model, int rank) {
+  if (model->tp != NULL) return atlas_tp_model_backend(model->tp, rank);
+  return rank == 0 ? model->backend : NULL;
 }
 const atlas_eos *atlas_model_eos(const atlas_model *model) {
   return &model->eos;

@@ -91,6 +91,12 @@ typedef struct atlas_model_spec {
   // allocation (atlas_testing_swap's ALLOC_AND_RESTORE), so that what a
   // caller does when no model is left can be tested.
   bool fail_restore;
+  // Devices the model is split over (tensor parallelism,
+  // runtime/arch/tensor_parallel; 0 or 1: one). Over 1: a decoder family
+  // from `dir`, on backend "host" (simulated devices) or "cuda" (NCCL),
+  // devices[0..tensor_parallel) (NULL: 0, 1, ...); no swap, no batch step.
+  int tensor_parallel;
+  const int *devices;
 } atlas_model_spec;
 
 typedef struct atlas_model atlas_model;
@@ -151,7 +157,11 @@ ATLAS_MUST_USE atlas_status atlas_model_generate_hooked(
     const atlas_model_generate_hooks *hooks, uint32_t *out_tokens,
     size_t *out_count);
 
+// The model's backend; of a split model, rank 0's.
 atlas_backend *atlas_model_backend(atlas_model *model);
+// Devices the model is split over (1: a whole model) and rank r's backend.
+int atlas_model_tensor_parallel(const atlas_model *model);
+atlas_backend *atlas_model_rank_backend(atlas_model *model, int rank);
 // The checkpoint the weights were read from, kept open while the model
 // serves (with the content digests the load recorded).
 const atlas_checkpoint *atlas_model_checkpoint(const atlas_model *model);
@@ -166,6 +176,7 @@ int64_t atlas_model_max_seq(const atlas_model *model);
 const atlas_eos *atlas_model_eos(const atlas_model *model);
 // That row's loaded model, for tools that drive one architecture's own entry
 // points (bench prefill/decode drive the Llama row's batched prefill).
+// NULL for a split model.
 atlas_arch_model *atlas_model_impl(atlas_model *model);
 const atlas_model_spec *atlas_model_spec_of(const atlas_model *model);
 // One object a layer above keeps per model (the public step API's KV pool

@@ -77,6 +77,12 @@ atlas_status atlas_batch_engine_create(atlas_model *model,
                                        const atlas_batch_engine_options *o,
                                        atlas_batch_engine **out) {
   *out = NULL;
+  if (atlas_model_tensor_parallel(model) > 1) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "the batch step does not run a model split over "
+                             "%d devices yet",
+                             atlas_model_tensor_parallel(model));
+  }
   const atlas_arch *arch = atlas_model_arch(model);
   if (arch->forward_batch == NULL) {
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,

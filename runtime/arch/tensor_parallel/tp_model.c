@@ -277,10 +277,52 @@ atlas_status atlas_tp_model_step(atlas_tp_model *m, uint32_t token,
   return status;
 }
 
+int64_t atlas_tp_model_max_seq(const atlas_tp_model *m) {
+  return atlas_decoder_max_seq(m->models[0]);
+}
+
 atlas_status atlas_tp_model_generate(atlas_tp_model *m, const uint32_t *prompt,
                                      size_t prompt_len, size_t steps,
                                      uint32_t *out_tokens,
                                      atlas_logits_sink sink, void *sink_ctx) {
+  return atlas_tp_model_generate_ex(m, prompt, prompt_len, steps, NULL,
+                                    out_tokens, NULL, sink, sink_ctx);
+}
+
+static bool is_eos(const atlas_arch_generate_options *o, uint32_t token) {
+  if (o == NULL || o->ignore_eos) return false;
+  for (size_t i = 0; i < o->eos_count; ++i) {
+    if (o->eos[i] == token) return true;
+  }
+  return false;
+}
+
+// The token a generating step chose: the options' choice from the logits,
+// or the reduced argmax.
+static atlas_status choose(const atlas_tp_model *m,
+                           const atlas_arch_generate_options *o,
+                           const float *logits, uint32_t argmax,
+                           uint32_t *out) {
+  if (o == NULL || o->choose == NULL) {
+    *out = argmax;
+    return ATLAS_OK;
+  }
+  size_t vocab = (size_t)m->config.vocab_size;
+  ATLAS_RETURN_IF_ERROR(o->choose(o->choose_ctx, logits, vocab, out));
+  if (*out >= vocab) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "the chooser picked id %u, outside the "
+                             "vocabulary (%zu ids)",
+                             *out, vocab);
+  }
+  return ATLAS_OK;
+}
+
+atlas_status atlas_tp_model_generate_ex(
+    atlas_tp_model *m, const uint32_t *prompt, size_t prompt_len, size_t steps,
+    const atlas_arch_generate_options *o, uint32_t *out_tokens,
+    size_t *out_count, atlas_logits_sink sink, void *sink_ctx) {
+  if (out_count != NULL) *out_count = 0;
   if (prompt_len == 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "empty prompt");
   }
@@ -291,19 +333,30 @@ atlas_status atlas_tp_model_generate(atlas_tp_model *m, const uint32_t *prompt,
                              "%zu logits for generation", vocab);
   }
   atlas_status s = ATLAS_OK;
-  uint32_t next = 0;
-  size_t total = prompt_len + steps;
-  for (size_t i = 0; s == ATLAS_OK && i + 1 < total; ++i) {
+  size_t count = 0;
+  bool want_logits = sink != NULL || (o != NULL && o->choose != NULL);
+  // Position i feeds the prompt's token i, then each generated one; the
+  // last generated token is never fed back.
+  for (size_t i = 0; s == ATLAS_OK && count < steps; ++i) {
     uint32_t token = i < prompt_len ? prompt[i] : out_tokens[i - prompt_len];
     int64_t seq_len = i < prompt_len ? (int64_t)prompt_len : (int64_t)i + 1;
-    bool last_prompt = i + 1 >= prompt_len;
+    bool generating = i + 1 >= prompt_len;
+    uint32_t argmax = 0;
     s = atlas_tp_model_step(m, token, (uint32_t)i, seq_len,
-                            sink != NULL || last_prompt ? logits : NULL,
-                            last_prompt ? &next : NULL);
+                            want_logits ? logits : NULL,
+                            generating ? &argmax : NULL);
     if (s == ATLAS_OK && sink != NULL) s = sink(sink_ctx, logits, vocab);
-    if (s == ATLAS_OK && last_prompt) out_tokens[i + 1 - prompt_len] = next;
+    if (s != ATLAS_OK || !generating) continue;
+    uint32_t next = 0;
+    s = choose(m, o, logits, argmax, &next);
+    if (s != ATLAS_OK) break;
+    out_tokens[count++] = next;
+    bool go_on =
+        o == NULL || o->on_token == NULL || o->on_token(o->token_ctx, next);
+    if (!go_on || is_eos(o, next)) break;
   }
   free(logits);
+  if (out_count != NULL) *out_count = count;
   return s;
 }
 

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atlas/runtime/arch/arch.h"
 #include "atlas/runtime/arch/decoder/decoder.h"
 #include "atlas/runtime/base/teardown.h"
 
@@ -59,6 +60,9 @@ ATLAS_MUST_USE atlas_status atlas_tp_model_step(atlas_tp_model *m,
                                                 float *out_logits,
                                                 uint32_t *out_token);
 
+// Positions each rank's KV cache holds.
+int64_t atlas_tp_model_max_seq(const atlas_tp_model *m);
+
 // Greedy decoding: the prompt token by token (seq_len the prompt's length,
 // as a batched prefill sees it), then `steps` tokens into out_tokens, each
 // fed back. `sink` (may be NULL) gets every step's logits, as
@@ -66,6 +70,14 @@ ATLAS_MUST_USE atlas_status atlas_tp_model_step(atlas_tp_model *m,
 ATLAS_MUST_USE atlas_status atlas_tp_model_generate(
     atlas_tp_model *m, const uint32_t *prompt, size_t prompt_len, size_t steps,
     uint32_t *out_tokens, atlas_logits_sink sink, void *sink_ctx);
+
+// As the architecture rows generate (arch.h): `options` (may be NULL:
+// greedy, no EOS) may choose each token from its logits, stop at an EOS and
+// see each token; *out_count (may be NULL) says how many were written.
+ATLAS_MUST_USE atlas_status atlas_tp_model_generate_ex(
+    atlas_tp_model *m, const uint32_t *prompt, size_t prompt_len, size_t steps,
+    const atlas_arch_generate_options *options, uint32_t *out_tokens,
+    size_t *out_count, atlas_logits_sink sink, void *sink_ctx);
 
 // What an unload found on each device.
 typedef struct atlas_tp_unload_report {
