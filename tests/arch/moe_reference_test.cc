@@ -9,7 +9,9 @@
 // through each family's descriptor (their registry rows wait for
 // transformers' references); token by token (the moe module's per-token
 // kernels), in one prompt pass and in chunks of 5 rows (its grouped
-// kernels): every row within 1e-5 relative L2 and every greedy id equal.
+// kernels): every row within 1e-5 relative L2 and every greedy id equal;
+// and the paged batch step with a second sequence beside the case's, their
+// tokens grouped by expert together.
 //
 // The same harness checks transformers' cases for these families (written
 // by gen_reference.py, parity format) while their registry rows wait:
@@ -220,6 +222,138 @@ TEST(MoeReference, DecoderMatchesTheReference) {
         }
       }
     }
+  }
+}
+
+// The paged batch step (arch.h's forward_batch) over `prompts.size()`
+// sequences at once: their prompts in one step, then feeds[s][step] fed to
+// sequence s, one token a sequence a step; every step's logits of each
+// sequence's last row into (*out)[s]. The sequences' blocks interleave in
+// the pool.
+void PagedRun(const Case &c, const atlas_decoder_config &config,
+              const std::vector<std::vector<uint32_t>> &prompts,
+              const std::vector<std::vector<uint32_t>> &feeds,
+              std::vector<std::vector<float>> *out) {
+  atlas_backend_options o{};
+  o.modules = &atlas_decoder_moe_module_set;
+  atlas_backend *b = nullptr;
+  ASSERT_OK(atlas_backend_factory_create("host", &o, &b));
+  atlas_checkpoint *ck = nullptr;
+  ASSERT_OK(atlas_checkpoint_open(c.dir.c_str(), &ck));
+  atlas_decoder_load_options lo{};
+  lo.max_seq = 64;
+  atlas_decoder_model *m = nullptr;
+  ASSERT_OK(atlas_decoder_model_load(b, ck, &config, &lo, &m));
+  const uint32_t bt = 16, per_seq = 4;  // blocks a sequence
+  size_t seqs = prompts.size(), blocks = seqs * per_seq;
+  size_t kv_dim = (size_t)(config.num_key_value_heads * config.head_dim);
+  size_t bytes =
+      (size_t)config.num_hidden_layers * blocks * bt * kv_dim * sizeof(float);
+  atlas_arch_kv_pages kv{};
+  ASSERT_OK(atlas_backend_alloc(b, bytes, &kv.keys));
+  ASSERT_OK(atlas_backend_alloc(b, bytes, &kv.values));
+  kv.layer_elements = blocks * bt * kv_dim;
+  kv.dtype = ATLAS_DTYPE_F32;
+  kv.block_tokens = bt;
+  std::vector<uint32_t> table;  // sequence s: blocks s, s + seqs, ...
+  for (size_t s = 0; s < seqs; ++s) {
+    for (uint32_t j = 0; j < per_seq; ++j) {
+      table.push_back((uint32_t)(seqs - 1 - s + j * seqs));
+    }
+  }
+  std::vector<uint32_t> pos(seqs, 0);
+  out->assign(seqs, {});
+  for (size_t step = 0; step <= feeds[0].size(); ++step) {
+    std::vector<uint32_t> tokens, positions, slots, row_seq, last;
+    for (size_t s = 0; s < seqs; ++s) {
+      std::vector<uint32_t> in =
+          step == 0 ? prompts[s] : std::vector<uint32_t>{feeds[s][step - 1]};
+      for (uint32_t t : in) {
+        tokens.push_back(t);
+        positions.push_back(pos[s]);
+        slots.push_back(table[s * per_seq + pos[s] / bt] * bt + pos[s] % bt);
+        row_seq.push_back((uint32_t)s);
+        ++pos[s];
+      }
+      last.push_back((uint32_t)tokens.size() - 1);
+    }
+    atlas_arch_batch batch{};
+    batch.kv = &kv;
+    batch.rows = tokens.size();
+    batch.tokens = tokens.data();
+    batch.positions = positions.data();
+    batch.slots = slots.data();
+    batch.row_seq = row_seq.data();
+    batch.seqs = seqs;
+    batch.tables = table.data();
+    batch.table_stride = per_seq;
+    batch.last_row = last.data();
+    std::vector<float> logits(seqs * c.vocab);
+    ASSERT_OK(atlas_decoder_forward_batch(m, &batch, logits.data(), nullptr));
+    for (size_t s = 0; s < seqs; ++s) {
+      (*out)[s].insert((*out)[s].end(), logits.begin() + (long)(s * c.vocab),
+                       logits.begin() + (long)((s + 1) * c.vocab));
+    }
+  }
+  EXPECT_OK(atlas_backend_free(b, kv.keys));
+  EXPECT_OK(atlas_backend_free(b, kv.values));
+  atlas_teardown_report r;
+  EXPECT_OK(atlas_decoder_model_unload(m, &r));
+  atlas_sweep_result_free(&r.sweep);
+  atlas_checkpoint_close(ck);
+  ASSERT_OK(atlas_backend_destroy(b));
+}
+
+double RelL2(const float *a, const float *b, size_t n) {
+  double diff = 0, ref = 0;
+  for (size_t i = 0; i < n; ++i) {
+    diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    ref += (double)a[i] * a[i];
+  }
+  return sqrt(diff / fmax(ref, 1e-30));
+}
+
+// Two sequences in one paged batch step, their tokens grouped by expert
+// together: the case's prompt gives the reference's rows, and a second
+// sequence beside it gives what it gives alone (a sequence's output does not
+// depend on what shares its batch).
+TEST(MoeReference, BatchedSequencesMatchTheirOwnRuns) {
+  for (const char *name : {"qwen3_moe_host_f32", "qwen2_moe_host_f32"}) {
+    SCOPED_TRACE(name);
+    Case c;
+    ASSERT_TRUE(LoadCase(std::string(kRoot) + "/" + name, &c));
+    std::ifstream cf(c.dir + "/config.json");
+    std::stringstream text;
+    text << cf.rdbuf();
+    std::string json = text.str();
+    atlas_decoder_config config{};
+    ASSERT_OK(atlas_decoder_config_parse(FamilyOf(c.family), json.data(),
+                                         json.size(), "config.json", &config));
+    std::vector<uint32_t> other, feed_a(c.ids.begin(), c.ids.end() - 1);
+    for (uint32_t i = 0; i < 13; ++i) other.push_back((i * 29 + 3) % 64);
+    std::vector<uint32_t> feed_b;
+    for (size_t i = 0; i < feed_a.size(); ++i) {
+      feed_b.push_back((uint32_t)(i * 11 + 7) % 64);
+    }
+    std::vector<std::vector<float>> both, alone;
+    PagedRun(c, config, {c.prompt, other}, {feed_a, feed_b}, &both);
+    PagedRun(c, config, {other}, {feed_b}, &alone);
+    ASSERT_EQ(both.size(), 2u);
+    ASSERT_EQ(both[0].size(), c.ids.size() * c.vocab);
+    double worst = 0;
+    for (size_t step = 0; step < c.ids.size(); ++step) {
+      // Row prompt - 1 + step of the reference: the prompt's last, then
+      // each generated token's.
+      size_t row = c.prompt.size() - 1 + step;
+      worst = fmax(worst, RelL2(&c.logits[row * c.vocab],
+                                &both[0][step * c.vocab], c.vocab));
+    }
+    EXPECT_LE(worst, kTolerance);
+    ASSERT_EQ(alone[0].size(), both[1].size());
+    EXPECT_LE(RelL2(alone[0].data(), both[1].data(), alone[0].size()),
+              kTolerance);
+    printf("  %-20s paged, two sequences: worst row %.2e relative L2\n", name,
+           worst);
   }
 }
 
