@@ -87,6 +87,7 @@ SELF_GATE_TARGETS = [
     "//runtime/formats:gguf",
     "//runtime/formats:gguf_checkpoint",
     "//runtime/formats:gguf_model",
+    "//runtime/formats:gguf_tokenizer",
     "//runtime/formats:json_words",
     "//runtime/formats:safetensors",
     "//runtime/formats:safetensors_convert",

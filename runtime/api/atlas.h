@@ -182,6 +182,14 @@ ATLAS_MUST_USE atlas_status
 atlas_tokenizer_load(const char *path, atlas_tokenizer **out_tokenizer);
 void atlas_tokenizer_free(atlas_tokenizer *tokenizer);
 
+// The tokenizer a GGUF file (llama.cpp's format) carries in its
+// tokenizer.ggml.* metadata: byte-level BPE ("gpt2" with pre-tokenizer
+// "llama-bpe" or "qwen2") or SentencePiece BPE ("llama"), its added tokens
+// and whether it adds BOS/EOS. Another model or pre-tokenizer is refused
+// naming the key. Release with atlas_tokenizer_free.
+ATLAS_MUST_USE atlas_status atlas_tokenizer_load_gguf(
+    const char *gguf_path, atlas_tokenizer **out_tokenizer);
+
 // Encodes `len` bytes of UTF-8 `text` (invalid UTF-8 is refused with its
 // byte offset). `add_special` applies the tokenizer's post-processor (BOS and
 // the like), as tokenizers' add_special_tokens. *out_ids (possibly empty) is
@@ -259,6 +267,9 @@ typedef struct atlas_chat_template atlas_chat_template;
 // FIFO, device or folder is refused by kind, never waited on.
 ATLAS_MUST_USE atlas_status atlas_chat_template_load(
     const char *tokenizer_config_path, atlas_chat_template **out_template);
+// A GGUF file's tokenizer.chat_template, with its BOS and EOS token texts.
+ATLAS_MUST_USE atlas_status atlas_chat_template_load_gguf(
+    const char *gguf_path, atlas_chat_template **out_template);
 void atlas_chat_template_free(atlas_chat_template *tmpl);
 
 typedef struct atlas_chat_message {

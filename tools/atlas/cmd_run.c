@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "atlas/atlas.h"
 #include "atlas/atlas_testing.h"
@@ -23,17 +24,29 @@ static atlas_status path_in(const char *dir, const char *name, char *out) {
   return ATLAS_OK;
 }
 
+// A GGUF file rather than a checkpoint directory: its tokenizer and chat
+// template come from its metadata.
+static bool is_gguf(const char *model) {
+  size_t n = strlen(model);
+  return n > 5 && strcasecmp(model + n - 5, ".gguf") == 0;
+}
+
 // --prompt / --prompt-file: DIR/tokenizer.json encodes the text (with the
 // tokenizer's special tokens), or with --chat the text rendered as a user
 // message (after --system's, if given) by DIR/tokenizer_config.json's chat
-// template (the template writes them).
+// template (the template writes them). For a GGUF file, its tokenizer.ggml.*
+// metadata and tokenizer.chat_template serve instead.
 // The model's tokenizer.json, loaded before any prompt is read (a wrong
 // --model fails before stdin is consumed).
 static atlas_status load_tokenizer(const run_options *o,
                                    atlas_tokenizer **out_t) {
-  char path[ATLAS_CLI_PATH_MAX];
-  ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer.json", path));
-  ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(path, out_t));
+  if (is_gguf(o->model)) {
+    ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load_gguf(o->model, out_t));
+  } else {
+    char path[ATLAS_CLI_PATH_MAX];
+    ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer.json", path));
+    ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(path, out_t));
+  }
   atlas_status s = atlas_tokenizer_set_limits(*out_t, &o->limits.tokenizer);
   if (s != ATLAS_OK) {
     atlas_tokenizer_free(*out_t);
@@ -63,10 +76,14 @@ static atlas_status encode_prompt(const run_options *o, atlas_tokenizer *t,
                              "is text without NUL bytes",
                              prompt_source(o), (size_t)(nul - o->text));
   }
-  char path[ATLAS_CLI_PATH_MAX];
-  ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer_config.json", path));
   atlas_chat_template *tmpl = NULL;
-  ATLAS_RETURN_IF_ERROR(atlas_chat_template_load(path, &tmpl));
+  if (is_gguf(o->model)) {
+    ATLAS_RETURN_IF_ERROR(atlas_chat_template_load_gguf(o->model, &tmpl));
+  } else {
+    char path[ATLAS_CLI_PATH_MAX];
+    ATLAS_RETURN_IF_ERROR(path_in(o->model, "tokenizer_config.json", path));
+    ATLAS_RETURN_IF_ERROR(atlas_chat_template_load(path, &tmpl));
+  }
   atlas_status limited = atlas_chat_template_set_limits(tmpl, &o->limits.chat);
   if (limited != ATLAS_OK) {
     atlas_chat_template_free(tmpl);
