@@ -32,6 +32,29 @@ atlas_status atlas_cli_parse_backend(const char *value, const char **out) {
 }
 
 // "1,2,3" -> token ids (the caller frees *out).
+atlas_status atlas_cli_parse_devices(const char *flag, const char *value,
+                                     int devices[64], size_t *out_count) {
+  *out_count = 0;
+  uint32_t *ids = NULL;
+  size_t n = 0;
+  ATLAS_RETURN_IF_ERROR(atlas_cli_parse_ids(flag, value, &ids, &n));
+  atlas_status s = ATLAS_OK;
+  if (n > 64) {
+    s = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                          "%s: %zu devices, at most 64", flag, n);
+  }
+  for (size_t i = 0; s == ATLAS_OK && i < n; ++i) {
+    if (ids[i] > 1024) {
+      s = atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                            "%s: %u is not a device ordinal", flag, ids[i]);
+    }
+    devices[i] = (int)ids[i];
+  }
+  free(ids);
+  if (s == ATLAS_OK) *out_count = n;
+  return s;
+}
+
 atlas_status atlas_cli_parse_ids(const char *flag, const char *text,
                                  uint32_t **out, size_t *n) {
   *out = NULL;

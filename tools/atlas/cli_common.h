@@ -22,6 +22,12 @@ ATLAS_MUST_USE atlas_status atlas_cli_parse_backend(const char *value,
                                                     const char **out);
 
 // "1,2,3" -> token ids (the caller frees *out); flag names the option.
+// --devices LIST: up to 64 device ordinals, comma-separated, into
+// devices[0..*out_count).
+ATLAS_MUST_USE atlas_status atlas_cli_parse_devices(const char *flag,
+                                                    const char *value,
+                                                    int devices[64],
+                                                    size_t *out_count);
 ATLAS_MUST_USE atlas_status atlas_cli_parse_ids(const char *flag,
                                                 const char *text,
                                                 uint32_t **out, size_t *n);

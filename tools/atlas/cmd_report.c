@@ -20,7 +20,10 @@ typedef struct report_options {
   long top;
   double min_mb;
   long max_seq;  // 0: the runtime's default (the model's context, <= 2048)
-  double kv_budget_mb;  // > 0: open the paged KV pool of this size first
+  double kv_budget_mb;   // > 0: open the paged KV pool of this size first
+  long tensor_parallel;  // devices to split over (1: one)
+  int devices[64];       // --devices (device_count of them)
+  size_t device_count;
 } report_options;
 // ---- report --------------------------------------------------------------------
 
@@ -33,6 +36,8 @@ enum {
   REPORT_JSON,
   REPORT_SVG,
   REPORT_KV_BUDGET,
+  REPORT_TENSOR_PARALLEL,
+  REPORT_DEVICES,
   REPORT_OPTION_COUNT
 };
 
@@ -60,6 +65,12 @@ static const atlas_cli_option kReportOptions[] = {
                           "MB (1e6 bytes): its allocation is a site, and a "
                           "last line counts its blocks used, cached and "
                           "free"},
+    [REPORT_TENSOR_PARALLEL] = {"tensor-parallel", "N", false, "1",
+                                "split the model over N devices (as atlas "
+                                "run): the text report then shows each "
+                                "device's ledger and their total"},
+    [REPORT_DEVICES] = {"devices", "LIST", false, "0,1,...",
+                        "with --tensor-parallel N: the N CUDA devices"},
 };
 
 const atlas_cli_command atlas_cli_report_command = {
@@ -94,6 +105,10 @@ static atlas_status set_report(void *opts, size_t index, const char *value) {
       return atlas_cli_parse_double(flag, value, 0.0, &o->min_mb);
     case REPORT_KV_BUDGET:
       return atlas_cli_parse_double(flag, value, 0.0, &o->kv_budget_mb);
+    case REPORT_TENSOR_PARALLEL:
+      return atlas_cli_parse_long(flag, value, 1, 64, &o->tensor_parallel);
+    case REPORT_DEVICES:
+      return atlas_cli_parse_devices(flag, value, o->devices, &o->device_count);
     default:
       return atlas_status_make(ATLAS_STATUS_INTERNAL, "option %s unhandled",
                                flag);
@@ -145,8 +160,15 @@ static atlas_status report(const report_options *o) {
   atlas_progress_init(&progress, "loading");
   atlas_open_options oo;
   atlas_cli_open_options_for(o->backend, o->max_seq, &progress, &oo);
+  oo.tensor_parallel = (int)o->tensor_parallel;
+  oo.devices = o->device_count > 0 ? o->devices : NULL;
   atlas_model *m = NULL;
-  s = atlas_open(o->model, &oo, &m);
+  s = o->device_count != 0 && o->device_count != (size_t)o->tensor_parallel
+          ? atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                              "--devices names %zu devices but "
+                              "--tensor-parallel is %ld",
+                              o->device_count, o->tensor_parallel)
+          : atlas_open(o->model, &oo, &m);
   atlas_progress_finish(&progress);
   if (s == ATLAS_OK && o->kv_budget_mb > 0) {
     atlas_kv_options ko;

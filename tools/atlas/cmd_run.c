@@ -195,6 +195,8 @@ static atlas_status run_or_swap(run_options *o, bool swap) {
   atlas_open_options oo;
   atlas_cli_open_options_for(o->backend, max_seq, &progress, &oo);
   oo.kv_cache_type = o->kv_dtype;
+  oo.tensor_parallel = (int)o->tensor_parallel;
+  oo.devices = o->device_count > 0 ? o->devices : NULL;
   // --steps against the model's context, checked while opening, before
   // anything is allocated: forward steps are every prompt token and every
   // generated token but the last.
@@ -243,6 +245,7 @@ int atlas_cli_run_main(int argc, char **argv, bool swap) {
     return atlas_cli_finish(
         c->program, atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "no memory"));
   o->backend = "auto";
+  o->tensor_parallel = 1;
   o->top_p = 1.0;
   o->repetition_penalty = 1.0;
   atlas_cli_limits_init(&o->limits);
@@ -265,6 +268,12 @@ int atlas_cli_run_main(int argc, char **argv, bool swap) {
                                o->chat ? "--chat" : "--stop");
   } else if (o->system != NULL && !o->chat) {
     rc = atlas_cli_usage_error(c->program, "--system needs --chat");
+  } else if (o->device_count != 0 &&
+             o->device_count != (size_t)o->tensor_parallel) {
+    rc = atlas_cli_usage_error(c->program,
+                               "--devices names %zu devices but "
+                               "--tensor-parallel is %ld",
+                               o->device_count, o->tensor_parallel);
   } else if (o->fail_restore && o->fail_alloc == 0) {
     rc = atlas_cli_usage_error(c->program,
                                "--fail-restore needs --fail-alloc N");

@@ -43,6 +43,9 @@ typedef struct run_options {
   size_t stop_count;
   atlas_cli_limits limits;  // the tokenizer's and the chat template's;
                             // max_input_bytes also ends an endless source
+  long tensor_parallel;     // run only: devices to split over (1: one)
+  int devices[64];          // run only: --devices (device_count of them)
+  size_t device_count;
 } run_options;
 // The KV cache positions a generation uses: every prompt token and every
 // generated token but the last (which is never fed back).

@@ -41,6 +41,8 @@ enum {
   RUN_SEED,
   RUN_STOP,
   RUN_STATS,
+  RUN_TENSOR_PARALLEL,
+  RUN_DEVICES,
   RUN_LIMITS,  // ATLAS_CLI_LIMIT_COUNT options from here (cli_limits.h)
 };
 #define RUN_ONLY(option) (RUN_OPTION_COUNT + (option)-RUN_PROMPT)
@@ -125,6 +127,15 @@ static const atlas_cli_option kRunOptions[] = {
                              "print to stderr the prompt's length and time "
                              "to the first token, then the tokens a second "
                              "of the rest"},
+    [RUN_ONLY(RUN_TENSOR_PARALLEL)] =
+        {"tensor-parallel", "N", false, "1",
+         "split the model over N devices (docs/PARALLELISM.md): --backend "
+         "host simulates them in one process, --backend cuda needs NCCL "
+         "(libnccl.so.2); N must divide the heads, KV heads, intermediate "
+         "size and vocabulary"},
+    [RUN_ONLY(RUN_DEVICES)] = {"devices", "LIST", false, "0,1,...",
+                               "with --tensor-parallel N: the N CUDA devices, "
+                               "comma-separated, e.g. 0,1"},
     ATLAS_CLI_TEXT_LIMIT_OPTIONS(RUN_ONLY(RUN_LIMITS)),
     ATLAS_CLI_CHAT_LIMIT_OPTIONS(RUN_ONLY(RUN_LIMITS) +
                                  ATLAS_CLI_TOKENIZER_LIMIT_COUNT),
@@ -282,6 +293,10 @@ static atlas_status set_run_swap(run_options *o, size_t index, const char *name,
                                       &o->repetition_penalty);
     case RUN_SEED:
       return atlas_cli_parse_u64(flag, value, UINT64_MAX, &o->seed);
+    case RUN_TENSOR_PARALLEL:
+      return atlas_cli_parse_long(flag, value, 1, 64, &o->tensor_parallel);
+    case RUN_DEVICES:
+      return atlas_cli_parse_devices(flag, value, o->devices, &o->device_count);
     case RUN_STOP:
       if (o->stop_count == kMaxStops) {
         return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
