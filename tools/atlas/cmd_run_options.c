@@ -70,7 +70,9 @@ enum {
 static const atlas_cli_option kRunOptions[] = {
     [RUN_MODEL] = {"model", "DIR", true, NULL,
                    "checkpoint folder: config.json + model.safetensors (or "
-                   "model.safetensors.index.json and its shards)"},
+                   "model.safetensors.index.json and its shards), or a "
+                   "llama.cpp GGUF file (FILE.gguf: weights, tokenizer and "
+                   "chat template in one)"},
     [RUN_TOKENS] = {"tokens", "IDS", false, "none: --prompt",
                     "prompt token ids, comma-separated, e.g. 1,2,3; prints "
                     "the generated ids"},
