@@ -414,6 +414,19 @@ def moe_stats(ref, cfg, prompt, steps):
     return stats
 
 
+def eager_experts(model):
+    """transformers 5 may run the experts through torch._grouped_mm or a
+    batched product (config._experts_implementation); the reference runs
+    its eager loop, in float64. Returns what was set before."""
+    before = None
+    for m in [model] + list(model.modules()):
+        cfg = getattr(m, "config", None)
+        if cfg is not None and hasattr(cfg, "_experts_implementation"):
+            before = before or cfg._experts_implementation
+            cfg._experts_implementation = "eager"
+    return before
+
+
 def hub_layout(path, family, n):
     """The experts as the Hub publishes them, one tensor each: where
     save_pretrained wrote fused 3-D tensors (gate_up_proj [E, 2I, H], gate
@@ -548,6 +561,7 @@ def make_case(case, out_dir, seed):
     prompt = torch.randint(0, cfg["vocab_size"], (case["prompt"],), generator=g).tolist()
     ref = load_f64(path)
     ref.eval()
+    experts_impl = eager_experts(ref) if case.get("moe") else None
     eos_list = []
     if case.get("eos_at") is not None:
         rebuild_rotary(ref)
@@ -632,6 +646,7 @@ def make_case(case, out_dir, seed):
         "saved_config_keys": sorted(saved_cfg.keys()),
         "saved_config": saved_cfg, "softcap_effect": softcap_effect,
         "routing": routing, "moe_layout": layout,
+        "experts_implementation_before": experts_impl,
         "transformers": transformers.__version__, "torch": torch.__version__,
     }
     with open(os.path.join(path, "ref.json"), "w") as f:
