@@ -229,16 +229,41 @@ def build(cfg, seed):
     return model, tensors
 
 
+def fuse_experts(tensors, cfg):
+    """transformers 5's layout: each MoE layer's experts as two 3-D tensors,
+    gate_up_proj [E, 2I, H] (gate rows first) and down_proj [E, H, I]."""
+    names, E = cfg["names"], cfg["experts"]
+    for li in range(cfg["layers"]):
+        p = "model.layers.%d." % li
+        first = p + names["prefix"] + "0." + names["gate"]
+        if first not in tensors:
+            continue
+        gu, dn = [], []
+        for e in range(E):
+            q = p + names["prefix"] + "%d." % e
+            g, u, d = (tensors.pop(q + names[k]) for k in ("gate", "up", "down"))
+            gu.extend(v for r in g + u for v in r)
+            dn.extend(v for r in d for v in r)
+        inter, hidden = cfg["moe_inter"], cfg["hidden"]
+        tensors[p + "mlp.experts.gate_up_proj"] = {"shape": [E, 2 * inter, hidden],
+                                                  "flat": gu}
+        tensors[p + "mlp.experts.down_proj"] = {"shape": [E, hidden, inter],
+                                               "flat": dn}
+
+
 def write_safetensors(path, tensors, dtype):
     header, blobs, off = {}, [], 0
     for name in sorted(tensors):
         rows = tensors[name]
-        flat = [v for r in rows for v in r]
+        if isinstance(rows, dict):  # a 3-D tensor, flat
+            flat, shape = rows["flat"], rows["shape"]
+        else:
+            flat = [v for r in rows for v in r]
+            shape = [len(rows[0])] if len(rows) == 1 and name.endswith(
+                ("norm.weight", ".bias")) else [len(rows), len(rows[0])]
         blob = struct.pack("<%df" % len(flat), *flat)
         if dtype == "BF16":  # the upper halves (the values are bf16 already)
             blob = b"".join(blob[i + 2:i + 4] for i in range(0, len(blob), 4))
-        shape = [len(rows[0])] if len(rows) == 1 and name.endswith(
-            ("norm.weight", ".bias")) else [len(rows), len(rows[0])]
         header[name] = {"dtype": dtype, "shape": shape,
                         "data_offsets": [off, off + len(blob)]}
         blobs.append(blob)
@@ -309,14 +334,20 @@ def cases():
     # The same in bf16: every tensor stored BF16 (the reference computes with
     # the rounded values), so the experts' bf16 kernels and the 16-bit mode.
     wb = dict(w, dtype="bf16")
+    # The first case's model with its experts as transformers 5 holds them
+    # (fused 3-D tensors): the same logits, read through views of them.
+    qf = dict(q, fused=True)
     return [("qwen3_moe_host_f32", q, 7), ("mixtral_host_f32", m, 11),
-            ("qwen2_moe_host_f32", w, 13), ("qwen2_moe_host_bf16", wb, 17)]
+            ("qwen2_moe_host_f32", w, 13), ("qwen2_moe_host_bf16", wb, 17),
+            ("qwen3_moe_host_fused_f32", qf, 7)]
 
 
 def make(name, cfg, seed, out):
     path = os.path.join(out, name)
     os.makedirs(path, exist_ok=True)
     model, tensors = build(cfg, seed)
+    if cfg.get("fused"):
+        fuse_experts(tensors, cfg)
     write_safetensors(os.path.join(path, "model.safetensors"), tensors,
                       "BF16" if cfg.get("dtype") == "bf16" else "F32")
     with open(os.path.join(path, "config.json"), "w") as f:

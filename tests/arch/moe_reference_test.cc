@@ -176,9 +176,10 @@ TEST(MoeReference, DecoderMatchesTheReference) {
   }
   std::sort(dirs.begin(), dirs.end());
   if (env == nullptr) {
-    ASSERT_EQ(dirs.size(), 4u) << "the qwen3_moe, mixtral and qwen2_moe (f32 "
-                                  "and bf16) cases in "
-                               << root;
+    ASSERT_EQ(dirs.size(), 5u)
+        << "the qwen3_moe (and its fused experts), mixtral and qwen2_moe (f32 "
+           "and bf16) cases in "
+        << root;
   }
   ASSERT_FALSE(dirs.empty()) << "no cases in " << root;
   for (const std::string &dir : dirs) {

@@ -132,10 +132,10 @@ std::string Write(const Family &f, const atlas_decoder_config &c) {
     ts.push_back(t);
   };
   for (int l = 0; l < (int)c.num_hidden_layers; ++l) {
-    size_t count = atlas_decoder_moe_tensor_count(&c, l);
+    size_t count = atlas_decoder_moe_tensor_count(&c, nullptr, l);
     for (size_t i = 0; i < count; ++i) {
       atlas_decoder_moe_tensor mt;
-      EXPECT_EQ(atlas_decoder_moe_tensor_at(&c, l, i, &mt), ATLAS_OK);
+      EXPECT_EQ(atlas_decoder_moe_tensor_at(&c, nullptr, l, i, &mt), ATLAS_OK);
       atlas_safetensors_write_tensor t{};
       t.shape[0] = mt.shape[0];
       t.shape[1] = mt.shape[1];

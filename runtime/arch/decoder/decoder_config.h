@@ -100,12 +100,15 @@ typedef struct atlas_decoder_config {
 // "model.layers.{i}.": the router ([num_experts, hidden]); each expert's
 // gate, up and down as "<expert_prefix><N>.<gate>" (Qwen3-MoE:
 // "mlp.experts.", "gate_proj.weight"; Mixtral: "block_sparse_moe.experts.",
-// "w1.weight"); the shared expert's three and its gate ([1, hidden]), NULL
-// where the family has none.
+// "w1.weight"), or a checkpoint's fused 3-D tensors where the family names
+// them (fused_gate_up [experts, 2 * moe_inter, hidden], gate rows first;
+// fused_down [experts, hidden, moe_inter]; NULL: not read); the shared
+// expert's three and its gate ([1, hidden]), NULL where the family has none.
 typedef struct atlas_decoder_moe_names {
   const char *router;
   const char *expert_prefix;
   const char *gate, *up, *down;
+  const char *fused_gate_up, *fused_down;
   const char *shared_gate, *shared_up, *shared_down, *shared_expert_gate;
 } atlas_decoder_moe_names;
 

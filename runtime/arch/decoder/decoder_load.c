@@ -248,6 +248,25 @@ static int64_t table_slot(const atlas_decoder_moe_tensor *t, int64_t experts) {
   }
 }
 
+// A fused 3-D tensor's experts, as views of it (no copy): gate_up's
+// expert e is rows [e * 2I, e * 2I + I) (gate) then the next I (up); down's
+// is its e-th [hidden, I] slice.
+static void fused_slots(const atlas_decoder_moe_tensor *t,
+                        const atlas_decoder_matrix *m, int64_t experts,
+                        uint64_t *host) {
+  uint64_t elt = atlas_dtype_size(m->dtype);
+  uint64_t base = (uint64_t)(uintptr_t)m->data;
+  uint64_t slice = (uint64_t)t->shape[1] * (uint64_t)t->shape[2] * elt;
+  for (int64_t e = 0; e < experts; ++e) {
+    if (t->role == ATLAS_DECODER_MOE_FUSED_GATE_UP) {
+      host[e] = base + (uint64_t)e * slice;
+      host[experts + e] = base + (uint64_t)e * slice + slice / 2;
+    } else {
+      host[2 * experts + e] = base + (uint64_t)e * slice;
+    }
+  }
+}
+
 // A mixture-of-experts layer: the router, every expert's tensors as
 // stored, and the table of their addresses (decoder_model.h), uploaded
 // from the plan's host tables.
@@ -269,10 +288,10 @@ static atlas_status plan_moe(atlas_decoder_weights *w,
     host = plan->tables + plan->tables_used;
     memset(host, 0, entries * sizeof(uint64_t));
   }
-  size_t count = atlas_decoder_moe_tensor_count(c, layer);
+  size_t count = atlas_decoder_moe_tensor_count(c, ck, layer);
   for (size_t i = 0; i < count; ++i) {
     atlas_decoder_moe_tensor t;
-    ATLAS_RETURN_IF_ERROR(atlas_decoder_moe_tensor_at(c, layer, i, &t));
+    ATLAS_RETURN_IF_ERROR(atlas_decoder_moe_tensor_at(c, ck, layer, i, &t));
     atlas_checkpoint_tensor ct;
     ATLAS_RETURN_IF_ERROR(atlas_checkpoint_find(ck, t.name, &ct));
     atlas_decoder_matrix m = {0};
@@ -284,7 +303,13 @@ static atlas_status plan_moe(atlas_decoder_weights *w,
     if (t.role == ATLAS_DECODER_MOE_SHARED_EXPERT_GATE) {
       moe->shared_expert_gate = m;
     }
-    if (t.expert >= 0) moe->expert_dtype = m.dtype;
+    if (t.role == ATLAS_DECODER_MOE_FUSED_GATE_UP ||
+        t.role == ATLAS_DECODER_MOE_FUSED_DOWN) {
+      fused_slots(&t, &m, c->num_experts, host);
+    }
+    if (t.expert >= 0 || t.role == ATLAS_DECODER_MOE_FUSED_GATE_UP) {
+      moe->expert_dtype = m.dtype;
+    }
     if (t.role == ATLAS_DECODER_MOE_SHARED_GATE) moe->shared_dtype = m.dtype;
   }
   plan->count++;  // the table's upload

@@ -15,10 +15,42 @@ static bool has_shared(const atlas_decoder_config *c) {
          names_of(c)->shared_gate != NULL;
 }
 
+// "model.layers.{layer}.{suffix}" into buf.
+static bool layer_name(char *buf, size_t size, int64_t layer,
+                       const char *suffix) {
+  int w = snprintf(buf, size, "model.layers.%lld.%s", (long long)layer, suffix);
+  return w >= 0 && (size_t)w < size;
+}
+
+bool atlas_decoder_moe_fused(const atlas_decoder_config *c,
+                             const atlas_checkpoint *ck, int64_t layer) {
+  const atlas_decoder_moe_names *n = names_of(c);
+  if (ck == NULL || n == NULL || n->fused_gate_up == NULL ||
+      !atlas_decoder_layer_moe(c, layer)) {
+    return false;
+  }
+  char name[256], first[300];
+  atlas_checkpoint_tensor t;
+  if (!layer_name(name, sizeof(name), layer, n->fused_gate_up) ||
+      !atlas_checkpoint_lookup(ck, name, &t)) {
+    return false;
+  }
+  snprintf(first, sizeof(first), "%s0.%s", n->expert_prefix, n->gate);
+  return layer_name(name, sizeof(name), layer, first) &&
+         !atlas_checkpoint_lookup(ck, name, &t);
+}
+
+// Tensors a layer's experts take: three each, or the two fused ones.
+static size_t expert_tensors(const atlas_decoder_config *c,
+                             const atlas_checkpoint *ck, int64_t layer) {
+  return atlas_decoder_moe_fused(c, ck, layer) ? 2 : 3 * (size_t)c->num_experts;
+}
+
 size_t atlas_decoder_moe_tensor_count(const atlas_decoder_config *c,
+                                      const atlas_checkpoint *ck,
                                       int64_t layer) {
   if (!atlas_decoder_layer_moe(c, layer) || names_of(c) == NULL) return 0;
-  return 1 + 3 * (size_t)c->num_experts + (has_shared(c) ? 4 : 0);
+  return 1 + expert_tensors(c, ck, layer) + (has_shared(c) ? 4 : 0);
 }
 
 static void shape2(atlas_decoder_moe_tensor *t, int64_t rows, int64_t cols) {
@@ -27,10 +59,20 @@ static void shape2(atlas_decoder_moe_tensor *t, int64_t rows, int64_t cols) {
   t->rank = 2;
 }
 
+static void shape3(atlas_decoder_moe_tensor *t, int64_t a, int64_t b,
+                   int64_t c) {
+  t->shape[0] = a;
+  t->shape[1] = b;
+  t->shape[2] = c;
+  t->rank = 3;
+}
+
 atlas_status atlas_decoder_moe_tensor_at(const atlas_decoder_config *c,
+                                         const atlas_checkpoint *ck,
                                          int64_t layer, size_t index,
                                          atlas_decoder_moe_tensor *out) {
-  size_t count = atlas_decoder_moe_tensor_count(c, layer);
+  size_t count = atlas_decoder_moe_tensor_count(c, ck, layer);
+  size_t experts = expert_tensors(c, ck, layer);
   if (index >= count) {
     return atlas_status_make(ATLAS_STATUS_INTERNAL,
                              "layer %lld: MoE tensor %zu of %zu",
@@ -46,7 +88,17 @@ atlas_status atlas_decoder_moe_tensor_at(const atlas_decoder_config *c,
     out->role = ATLAS_DECODER_MOE_ROUTER;
     suffix = n->router;
     shape2(out, c->num_experts, hidden);
-  } else if (index <= 3 * (size_t)c->num_experts) {
+  } else if (index <= experts && experts == 2) {  // fused
+    bool gate_up = index == 1;
+    out->role = gate_up ? ATLAS_DECODER_MOE_FUSED_GATE_UP
+                        : ATLAS_DECODER_MOE_FUSED_DOWN;
+    suffix = gate_up ? n->fused_gate_up : n->fused_down;
+    if (gate_up) {
+      shape3(out, c->num_experts, 2 * inter, hidden);
+    } else {
+      shape3(out, c->num_experts, hidden, inter);
+    }
+  } else if (index <= experts) {
     size_t i = index - 1;
     out->expert = (int64_t)(i / 3);
     out->role = (atlas_decoder_moe_role)(ATLAS_DECODER_MOE_GATE + i % 3);
@@ -67,7 +119,7 @@ atlas_status atlas_decoder_moe_tensor_at(const atlas_decoder_config *c,
     }
     return ATLAS_OK;
   } else {
-    size_t i = index - 1 - 3 * (size_t)c->num_experts;
+    size_t i = index - 1 - experts;
     out->role = (atlas_decoder_moe_role)(ATLAS_DECODER_MOE_SHARED_GATE + i);
     const char *const parts[] = {n->shared_gate, n->shared_up, n->shared_down,
                                  n->shared_expert_gate};
@@ -90,11 +142,20 @@ atlas_status atlas_decoder_moe_tensor_at(const atlas_decoder_config *c,
   return ATLAS_OK;
 }
 
-bool atlas_decoder_moe_consumed(const atlas_decoder_config *c, int64_t layer,
+bool atlas_decoder_moe_consumed(const atlas_decoder_config *c,
+                                const atlas_checkpoint *ck, int64_t layer,
                                 const char *suffix) {
-  if (atlas_decoder_moe_tensor_count(c, layer) == 0) return false;
+  if (atlas_decoder_moe_tensor_count(c, ck, layer) == 0) return false;
   const atlas_decoder_moe_names *n = names_of(c);
   if (strcmp(suffix, n->router) == 0) return true;
+  if (atlas_decoder_moe_fused(c, ck, layer)) {
+    return strcmp(suffix, n->fused_gate_up) == 0 ||
+           strcmp(suffix, n->fused_down) == 0 ||
+           (has_shared(c) && (strcmp(suffix, n->shared_gate) == 0 ||
+                              strcmp(suffix, n->shared_up) == 0 ||
+                              strcmp(suffix, n->shared_down) == 0 ||
+                              strcmp(suffix, n->shared_expert_gate) == 0));
+  }
   if (has_shared(c)) {
     const char *const parts[] = {n->shared_gate, n->shared_up, n->shared_down,
                                  n->shared_expert_gate};
@@ -124,7 +185,7 @@ static bool kernel_dtype(atlas_dtype d) {
 atlas_status atlas_decoder_moe_check(const atlas_decoder_config *c,
                                      const atlas_checkpoint *ck, int64_t layer,
                                      uint64_t *bytes) {
-  size_t count = atlas_decoder_moe_tensor_count(c, layer);
+  size_t count = atlas_decoder_moe_tensor_count(c, ck, layer);
   // The dtype each group's kernel reads: router and shared gate; experts;
   // the shared expert. ATLAS_DTYPE_COUNT-like sentinel: not seen yet.
   const char *first[3] = {NULL, NULL, NULL};
@@ -132,8 +193,8 @@ atlas_status atlas_decoder_moe_check(const atlas_decoder_config *c,
   char first_names[3][256];
   for (size_t i = 0; i < count; ++i) {
     atlas_decoder_moe_tensor t;
-    ATLAS_RETURN_IF_ERROR(atlas_decoder_moe_tensor_at(c, layer, i, &t));
-    char want[64];
+    ATLAS_RETURN_IF_ERROR(atlas_decoder_moe_tensor_at(c, ck, layer, i, &t));
+    char want[96];
     atlas_shape_format(t.shape, t.rank, want, sizeof(want));
     atlas_checkpoint_tensor view;
     if (!atlas_checkpoint_lookup(ck, t.name, &view)) {
@@ -143,8 +204,9 @@ atlas_status atlas_decoder_moe_check(const atlas_decoder_config *c,
                                atlas_checkpoint_source(ck), t.name, want);
     }
     const atlas_safetensors_tensor *st = view.tensor;
-    if (st->rank != t.rank || st->shape[0] != t.shape[0] ||
-        st->shape[1] != t.shape[1]) {
+    bool same = st->rank == t.rank;
+    for (int d = 0; same && d < t.rank; ++d) same = st->shape[d] == t.shape[d];
+    if (!same) {
       char got[256];
       atlas_shape_format(st->shape, st->rank, got, sizeof(got));
       return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -161,8 +223,10 @@ atlas_status atlas_decoder_moe_check(const atlas_decoder_config *c,
     int group = t.role == ATLAS_DECODER_MOE_ROUTER ||
                         t.role == ATLAS_DECODER_MOE_SHARED_EXPERT_GATE
                     ? 0
-                : t.expert >= 0 ? 1
-                                : 2;
+                : t.expert >= 0 || t.role == ATLAS_DECODER_MOE_FUSED_GATE_UP ||
+                        t.role == ATLAS_DECODER_MOE_FUSED_DOWN
+                    ? 1
+                    : 2;
     if (first[group] == NULL) {
       snprintf(first_names[group], sizeof(first_names[group]), "%s", t.name);
       first[group] = first_names[group];

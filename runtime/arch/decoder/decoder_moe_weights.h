@@ -2,7 +2,9 @@
 // atlas_decoder_moe_names): their names in the family's layout, their
 // shapes, and their check against a checkpoint. Experts are one tensor
 // each, as the Hub publishes them (mlp.experts.N.gate_proj.weight,
-// block_sparse_moe.experts.N.w1.weight).
+// block_sparse_moe.experts.N.w1.weight), or fused 3-D tensors of every
+// expert (mlp.experts.gate_up_proj, as transformers 5 holds them) where the
+// family names those.
 #ifndef ATLAS_RUNTIME_ARCH_DECODER_DECODER_MOE_WEIGHTS_H_
 #define ATLAS_RUNTIME_ARCH_DECODER_DECODER_MOE_WEIGHTS_H_
 
@@ -27,31 +29,43 @@ typedef enum atlas_decoder_moe_role {
   ATLAS_DECODER_MOE_SHARED_UP,           // [shared_inter, hidden]
   ATLAS_DECODER_MOE_SHARED_DOWN,         // [hidden, shared_inter]
   ATLAS_DECODER_MOE_SHARED_EXPERT_GATE,  // [1, hidden]
+  ATLAS_DECODER_MOE_FUSED_GATE_UP,       // [experts, 2 * moe_inter, hidden]
+  ATLAS_DECODER_MOE_FUSED_DOWN,          // [experts, hidden, moe_inter]
 } atlas_decoder_moe_role;
 
-// One tensor of a MoE layer: its role, its expert (-1: not an expert's),
+// One tensor of a MoE layer: its role, its expert (-1: not one expert's),
 // its name and its shape.
 typedef struct atlas_decoder_moe_tensor {
   atlas_decoder_moe_role role;
   int64_t expert;
   char name[256];
-  int64_t shape[2];
+  int64_t shape[3];
   int rank;
 } atlas_decoder_moe_tensor;
 
-// The MoE tensors of layer `layer`: 0 for a dense layer; else the router,
-// then each expert's gate, up and down, then the shared expert's four.
+// Whether layer `layer`'s experts are fused 3-D tensors in `checkpoint`
+// (the family names them, and the checkpoint holds fused_gate_up and not
+// expert 0's gate); false for a NULL checkpoint.
+bool atlas_decoder_moe_fused(const atlas_decoder_config *config,
+                             const atlas_checkpoint *checkpoint, int64_t layer);
+
+// The MoE tensors of layer `layer` in `checkpoint`'s layout (NULL: one
+// tensor per expert): 0 for a dense layer; else the router, then each
+// expert's gate, up and down (or the two fused tensors), then the shared
+// expert's four.
 size_t atlas_decoder_moe_tensor_count(const atlas_decoder_config *config,
+                                      const atlas_checkpoint *checkpoint,
                                       int64_t layer);
 
 // The index-th of them (index < atlas_decoder_moe_tensor_count).
-ATLAS_MUST_USE atlas_status
-atlas_decoder_moe_tensor_at(const atlas_decoder_config *config, int64_t layer,
-                            size_t index, atlas_decoder_moe_tensor *out);
+ATLAS_MUST_USE atlas_status atlas_decoder_moe_tensor_at(
+    const atlas_decoder_config *config, const atlas_checkpoint *checkpoint,
+    int64_t layer, size_t index, atlas_decoder_moe_tensor *out);
 
 // Whether `suffix` (the name after "model.layers.{layer}.") is one of
-// layer `layer`'s MoE tensors.
+// layer `layer`'s MoE tensors in `checkpoint`'s layout.
 bool atlas_decoder_moe_consumed(const atlas_decoder_config *config,
+                                const atlas_checkpoint *checkpoint,
                                 int64_t layer, const char *suffix);
 
 // Checks every MoE tensor of `layer` is in the checkpoint with its shape,

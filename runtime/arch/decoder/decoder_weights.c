@@ -405,7 +405,8 @@ static bool quant_tensor_of(const atlas_decoder_config *c, const char *suffix,
 }
 
 // Whether the model reads `name`.
-static bool consumed(const atlas_decoder_config *c, const char *name) {
+static bool consumed(const atlas_decoder_config *c, const atlas_checkpoint *ck,
+                     const char *name) {
   for (int w = 0; w < ATLAS_DECODER_FIRST_LAYER_WEIGHT; ++w) {
     if (atlas_decoder_weight_used(c, (atlas_decoder_weight)w) &&
         strcmp(name, names_of(c)[w]) == 0) {
@@ -422,7 +423,7 @@ static bool consumed(const atlas_decoder_config *c, const char *name) {
     if (layer >= c->num_hidden_layers) return false;
   }
   if (*p++ != '.') return false;
-  if (atlas_decoder_moe_consumed(c, layer, p)) return true;
+  if (atlas_decoder_moe_consumed(c, ck, layer, p)) return true;
   for (int w = ATLAS_DECODER_FIRST_LAYER_WEIGHT; w < ATLAS_DECODER_WEIGHT_COUNT;
        ++w) {
     if (!atlas_decoder_weight_in_layer(c, (atlas_decoder_weight)w, layer)) {
@@ -462,7 +463,7 @@ static atlas_status check_leftovers(const atlas_decoder_config *config,
     atlas_checkpoint_tensor t;
     if (!atlas_checkpoint_tensor_at(ck, i, &t)) break;
     const char *name = t.tensor->name;
-    if (consumed(config, name) || ignored(config, name)) continue;
+    if (consumed(config, ck, name) || ignored(config, name)) continue;
     if (first == NULL) first = name;
     ++leftovers;
     int64_t layer = layer_of(name);

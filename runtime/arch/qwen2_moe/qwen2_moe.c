@@ -15,6 +15,10 @@ static const atlas_decoder_moe_names kNames = {
     .gate = "gate_proj.weight",
     .up = "up_proj.weight",
     .down = "down_proj.weight",
+    // transformers 5's Qwen*MoeExperts parameters, where a checkpoint holds
+    // them.
+    .fused_gate_up = "mlp.experts.gate_up_proj",
+    .fused_down = "mlp.experts.down_proj",
     .shared_gate = "mlp.shared_expert.gate_proj.weight",
     .shared_up = "mlp.shared_expert.up_proj.weight",
     .shared_down = "mlp.shared_expert.down_proj.weight",

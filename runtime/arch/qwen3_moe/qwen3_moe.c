@@ -14,6 +14,10 @@ static const atlas_decoder_moe_names kNames = {
     .gate = "gate_proj.weight",
     .up = "up_proj.weight",
     .down = "down_proj.weight",
+    // transformers 5's Qwen*MoeExperts parameters, where a checkpoint holds
+    // them.
+    .fused_gate_up = "mlp.experts.gate_up_proj",
+    .fused_down = "mlp.experts.down_proj",
 };
 
 static atlas_status read_qwen3_moe(const char *path, const json_t *root,
