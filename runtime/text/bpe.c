@@ -56,11 +56,15 @@ static atlas_status check_unset(json_t *model, const atlas_tj_at *at,
   return ATLAS_OK;
 }
 
+// merges[i]'s piece s, or an error naming it (at is merges: the index is
+// written into the path only then, not for each of a million merges).
 static atlas_status lookup_piece(const atlas_bpe *bpe, const atlas_tj_at *at,
-                                 const char *s, size_t n, uint32_t *out) {
+                                 size_t i, const char *s, size_t n,
+                                 uint32_t *out) {
   const atlas_strmap_entry *e = atlas_strmap_get(&bpe->vocab, s, n);
   if (!e) {
-    return atlas_tj_error(at, "merge piece \"%.*s\" is not in model.vocab",
+    atlas_tj_at ki = atlas_tj_index(at, i);
+    return atlas_tj_error(&ki, "merge piece \"%.*s\" is not in model.vocab",
                           (int)(n > 64 ? 64 : n), s);
   }
   *out = e->a;
@@ -71,10 +75,10 @@ static atlas_status load_merges(json_t *merges, const atlas_tj_at *at,
                                 atlas_bpe *bpe) {
   char *joined = NULL;
   size_t joined_cap = 0;
-  atlas_status st = ATLAS_OK;
+  atlas_status st =
+      atlas_pairmap_reserve(&bpe->merges, json_array_size(merges));
   for (size_t i = 0; !st && i < json_array_size(merges); i++) {
     json_t *m = json_array_get(merges, i);
-    atlas_tj_at ki = atlas_tj_index(at, i);
     const char *a, *b;
     size_t alen, blen;
     if (json_is_string(m)) {
@@ -83,6 +87,7 @@ static atlas_status load_merges(json_t *merges, const atlas_tj_at *at,
       size_t n = json_string_length(m);
       const char *sp = memchr(s, ' ', n);
       if (!sp || memchr(sp + 1, ' ', n - (size_t)(sp + 1 - s))) {
+        atlas_tj_at ki = atlas_tj_index(at, i);
         st = atlas_tj_error(&ki, "expected \"left right\" with one space");
         break;
       }
@@ -98,12 +103,13 @@ static atlas_status load_merges(json_t *merges, const atlas_tj_at *at,
       b = json_string_value(json_array_get(m, 1));
       blen = json_string_length(json_array_get(m, 1));
     } else {
+      atlas_tj_at ki = atlas_tj_index(at, i);
       st = atlas_tj_error(&ki, "expected \"left right\" or [left, right]");
       break;
     }
     uint32_t ida = 0, idb = 0, idm = 0;
-    st = lookup_piece(bpe, &ki, a, alen, &ida);
-    if (!st) st = lookup_piece(bpe, &ki, b, blen, &idb);
+    st = lookup_piece(bpe, at, i, a, alen, &ida);
+    if (!st) st = lookup_piece(bpe, at, i, b, blen, &idb);
     if (st) break;
     if (!joined || alen + blen > joined_cap) {
       joined_cap = (alen + blen) * 2 + 16;
@@ -116,11 +122,42 @@ static atlas_status load_merges(json_t *merges, const atlas_tj_at *at,
     }
     memcpy(joined, a, alen);
     memcpy(joined + alen, b, blen);
-    st = lookup_piece(bpe, &ki, joined, alen + blen, &idm);
+    st = lookup_piece(bpe, at, i, joined, alen + blen, &idm);
     if (!st) st = atlas_pairmap_put(&bpe->merges, ida, idb, (uint32_t)i, idm);
   }
   free(joined);
   return st;
+}
+
+// model.vocab: token -> id, and id -> token.
+static atlas_status load_vocab(json_t *vocab, const atlas_tj_at *kv,
+                               atlas_bpe *out) {
+  const size_t n = json_object_size(vocab);
+  ATLAS_RETURN_IF_ERROR(atlas_strmap_reserve(&out->vocab, n, 0));
+  ATLAS_RETURN_IF_ERROR(atlas_pairmap_reserve(&out->by_id, n));
+  uint64_t max_id = 0;
+  const char *key;
+  json_t *val;
+  json_object_foreach(vocab, key, val) {
+    if (!json_is_integer(val) || json_integer_value(val) < 0 ||
+        json_integer_value(val) >= (json_int_t)UINT32_MAX) {
+      atlas_tj_at k = atlas_tj_key(kv, key);
+      return atlas_tj_error(&k, "expected a token id (a non-negative integer)");
+    }
+    uint64_t id = (uint64_t)json_integer_value(val);
+    if (id > max_id) max_id = id;
+    ATLAS_RETURN_IF_ERROR(
+        atlas_strmap_put(&out->vocab, key, strlen(key), (uint32_t)id, 0));
+  }
+  if (out->vocab.count == 0) return ATLAS_OK;
+  out->id_count = (size_t)max_id + 1;
+  // Two tokens with one id: the last one met here decodes it (tokenizers
+  // keeps an arbitrary one).
+  for (size_t i = 0; i < out->vocab.count; i++) {
+    ATLAS_RETURN_IF_ERROR(atlas_pairmap_put(
+        &out->by_id, out->vocab.entries[i].a, 0, (uint32_t)i, 0));
+  }
+  return ATLAS_OK;
 }
 
 atlas_status atlas_bpe_load(json_t *model, const atlas_tj_at *at,
@@ -148,30 +185,7 @@ atlas_status atlas_bpe_load(json_t *model, const atlas_tj_at *at,
   if (!json_is_object(vocab)) {
     return atlas_tj_error(&kv, "expected an object of token -> id");
   }
-  uint64_t max_id = 0;
-  const char *key;
-  json_t *val;
-  json_object_foreach(vocab, key, val) {
-    if (!json_is_integer(val) || json_integer_value(val) < 0 ||
-        json_integer_value(val) >= (json_int_t)UINT32_MAX) {
-      atlas_tj_at k = atlas_tj_key(&kv, key);
-      st = atlas_tj_error(&k, "expected a token id (a non-negative integer)");
-      break;
-    }
-    uint64_t id = (uint64_t)json_integer_value(val);
-    if (id > max_id) max_id = id;
-    st = atlas_strmap_put(&out->vocab, key, strlen(key), (uint32_t)id, 0);
-    if (st) break;
-  }
-  if (!st && out->vocab.count > 0) {
-    out->id_count = (size_t)max_id + 1;
-    // Two tokens with one id: the last one met here decodes it (tokenizers
-    // keeps an arbitrary one).
-    for (size_t i = 0; !st && i < out->vocab.count; i++) {
-      st = atlas_pairmap_put(&out->by_id, out->vocab.entries[i].a, 0,
-                             (uint32_t)i, 0);
-    }
-  }
+  st = load_vocab(vocab, &kv, out);
   const char *unk = NULL;
   if (!st) st = atlas_tj_opt_string(model, at, "unk_token", &unk, NULL);
   if (!st && unk) {

@@ -45,15 +45,17 @@ uint32_t atlas_hash_bytes(uint64_t seed, const void *data, size_t len) {
   return (uint32_t)(h >> 32);
 }
 
-static atlas_status strmap_grow_slots(atlas_strmap *m) {
+// Rehashes into n slots (a power of two) from the entries' stored hashes.
+static atlas_status strmap_rehash(atlas_strmap *m, size_t n) {
   if (!m->slots && m->count == 0) m->seed = atlas_hash_seed(m);
-  size_t n = m->slots ? (m->slot_mask + 1) * 2 : 64;
-  uint32_t *slots = calloc(n, sizeof(*slots));
+  atlas_strmap_slot *slots = calloc(n, sizeof(*slots));
   if (!slots) return oom("a hash table", n);
   for (size_t i = 0; i < m->count; i++) {
-    size_t j = m->entries[i].hash & (n - 1);
-    while (slots[j]) j = (j + 1) & (n - 1);
-    slots[j] = (uint32_t)(i + 1);
+    const uint32_t h = m->entries[i].hash;
+    size_t j = h & (n - 1);
+    while (slots[j].entry) j = (j + 1) & (n - 1);
+    slots[j].entry = (uint32_t)(i + 1);
+    slots[j].hash = h;
   }
   free(m->slots);
   m->slots = slots;
@@ -61,21 +63,66 @@ static atlas_status strmap_grow_slots(atlas_strmap *m) {
   return ATLAS_OK;
 }
 
-const atlas_strmap_entry *atlas_strmap_get(const atlas_strmap *m,
-                                           const char *key, size_t len) {
-  if (!m->slots) return NULL;
-  uint32_t h = atlas_hash_bytes(m->seed, key, len);
+static atlas_status strmap_grow_entries(atlas_strmap *m, size_t n) {
+  atlas_strmap_entry *e = realloc(m->entries, n * sizeof(*e));
+  if (!e) return oom("a hash table's entries", n);
+  m->entries = e;
+  m->entries_cap = n;
+  return ATLAS_OK;
+}
+
+static atlas_status strmap_grow_keys(atlas_strmap *m, size_t n) {
+  char *k = realloc(m->keys, n);
+  if (!k) return oom("a hash table's keys", n);
+  m->keys = k;
+  m->keys_cap = n;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_strmap_reserve(atlas_strmap *m, size_t count,
+                                  size_t key_bytes) {
+  if (count > UINT32_MAX - 1) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "tokenizer: %zu keys are too many for a table",
+                             count);
+  }
+  size_t n = m->slots ? m->slot_mask + 1 : 64;
+  while (count * 4 > n * 3) n *= 2;  // at most 3/4 full, as put keeps it
+  if (!m->slots || n > m->slot_mask + 1) {
+    ATLAS_RETURN_IF_ERROR(strmap_rehash(m, n));
+  }
+  if (count > m->entries_cap) {
+    ATLAS_RETURN_IF_ERROR(strmap_grow_entries(m, count));
+  }
+  if (m->keys_len + key_bytes > m->keys_cap) {
+    ATLAS_RETURN_IF_ERROR(strmap_grow_keys(m, m->keys_len + key_bytes));
+  }
+  return ATLAS_OK;
+}
+
+// The slot holding key, or the empty slot where it would go.
+static size_t strmap_find(const atlas_strmap *m, const char *key, size_t len,
+                          uint32_t h) {
   size_t i = h & m->slot_mask;
   for (;;) {
-    uint32_t s = m->slots[i];
-    if (!s) return NULL;
-    const atlas_strmap_entry *e = &m->entries[s - 1];
-    if (e->hash == h && e->key_len == len &&
-        memcmp(m->keys + e->key_off, key, len) == 0) {
-      return e;
+    const atlas_strmap_slot s = m->slots[i];
+    if (!s.entry) return i;
+    if (s.hash == h) {
+      const atlas_strmap_entry *e = &m->entries[s.entry - 1];
+      if (e->key_len == len && memcmp(m->keys + e->key_off, key, len) == 0) {
+        return i;
+      }
     }
     i = (i + 1) & m->slot_mask;
   }
+}
+
+const atlas_strmap_entry *atlas_strmap_get(const atlas_strmap *m,
+                                           const char *key, size_t len) {
+  if (!m->slots) return NULL;
+  const uint32_t h = atlas_hash_bytes(m->seed, key, len);
+  const atlas_strmap_slot s = m->slots[strmap_find(m, key, len, h)];
+  return s.entry ? &m->entries[s.entry - 1] : NULL;
 }
 
 atlas_status atlas_strmap_put(atlas_strmap *m, const char *key, size_t len,
@@ -84,34 +131,29 @@ atlas_status atlas_strmap_put(atlas_strmap *m, const char *key, size_t len,
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "tokenizer: a %zu-byte key is too long", len);
   }
-  atlas_strmap_entry *found =
-      (atlas_strmap_entry *)atlas_strmap_get(m, key, len);
-  if (found) {
+  if (!m->slots || (m->count + 1) * 4 > (m->slot_mask + 1) * 3) {
+    ATLAS_RETURN_IF_ERROR(
+        strmap_rehash(m, m->slots ? (m->slot_mask + 1) * 2 : 64));
+  }
+  const uint32_t h = atlas_hash_bytes(m->seed, key, len);
+  const size_t i = strmap_find(m, key, len, h);
+  if (m->slots[i].entry) {
+    atlas_strmap_entry *found = &m->entries[m->slots[i].entry - 1];
     found->a = a;
     found->b = b;
     return ATLAS_OK;
   }
-  if (!m->slots || (m->count + 1) * 4 > (m->slot_mask + 1) * 3) {
-    ATLAS_RETURN_IF_ERROR(strmap_grow_slots(m));
-  }
   if (m->count == m->entries_cap) {
-    size_t n = m->entries_cap ? m->entries_cap * 2 : 64;
-    atlas_strmap_entry *e = realloc(m->entries, n * sizeof(*e));
-    if (!e) return oom("a hash table's entries", n);
-    m->entries = e;
-    m->entries_cap = n;
+    ATLAS_RETURN_IF_ERROR(
+        strmap_grow_entries(m, m->entries_cap ? m->entries_cap * 2 : 64));
   }
   if (m->keys_len + len + 1 > m->keys_cap) {
     size_t n = m->keys_cap ? m->keys_cap : 1024;
     while (n < m->keys_len + len + 1) n *= 2;
-    char *k = realloc(m->keys, n);
-    if (!k) return oom("a hash table's keys", n);
-    m->keys = k;
-    m->keys_cap = n;
+    ATLAS_RETURN_IF_ERROR(strmap_grow_keys(m, n));
   }
   memcpy(m->keys + m->keys_len, key, len);
   m->keys[m->keys_len + len] = '\0';
-  uint32_t h = atlas_hash_bytes(m->seed, key, len);
   atlas_strmap_entry *e = &m->entries[m->count];
   e->key_off = m->keys_len;
   e->key_len = (uint32_t)len;
@@ -119,9 +161,8 @@ atlas_status atlas_strmap_put(atlas_strmap *m, const char *key, size_t len,
   e->a = a;
   e->b = b;
   m->keys_len += len + 1;
-  size_t i = h & m->slot_mask;
-  while (m->slots[i]) i = (i + 1) & m->slot_mask;
-  m->slots[i] = (uint32_t)(m->count + 1);
+  m->slots[i].entry = (uint32_t)(m->count + 1);
+  m->slots[i].hash = h;
   m->count++;
   return ATLAS_OK;
 }
@@ -139,57 +180,55 @@ void atlas_strmap_free(atlas_strmap *m) {
   memset(m, 0, sizeof(*m));
 }
 
-static atlas_status pairmap_grow(atlas_pairmap *m) {
-  if (!m->keys) m->seed = atlas_hash_seed(m);
-  size_t n = m->keys ? (m->mask + 1) * 2 : 1024;
-  uint64_t *keys = malloc(n * sizeof(*keys));
-  uint32_t *a = malloc(n * sizeof(*a));
-  uint32_t *b = malloc(n * sizeof(*b));
-  if (!keys || !a || !b) {
-    free(keys);
-    free(a);
-    free(b);
-    return oom("the merge table", n);
-  }
-  for (size_t i = 0; i < n; i++) keys[i] = UINT64_MAX;
-  if (m->keys) {
+// Rehashes into n slots (a power of two).
+static atlas_status pairmap_rehash(atlas_pairmap *m, size_t n) {
+  if (!m->slots) m->seed = atlas_hash_seed(m);
+  atlas_pairmap_cell *slots = malloc(n * sizeof(*slots));
+  if (!slots) return oom("the merge table", n);
+  for (size_t i = 0; i < n; i++) slots[i].key = UINT64_MAX;
+  if (m->slots) {
     for (size_t i = 0; i <= m->mask; i++) {
-      if (m->keys[i] == UINT64_MAX) continue;
-      size_t j = atlas_pairmap_slot(m, m->keys[i]) & (n - 1);
-      while (keys[j] != UINT64_MAX) j = (j + 1) & (n - 1);
-      keys[j] = m->keys[i];
-      a[j] = m->a[i];
-      b[j] = m->b[i];
+      if (m->slots[i].key == UINT64_MAX) continue;
+      size_t j = atlas_pairmap_slot(m, m->slots[i].key) & (n - 1);
+      while (slots[j].key != UINT64_MAX) j = (j + 1) & (n - 1);
+      slots[j] = m->slots[i];
     }
   }
-  free(m->keys);
-  free(m->a);
-  free(m->b);
-  m->keys = keys;
-  m->a = a;
-  m->b = b;
+  free(m->slots);
+  m->slots = slots;
   m->mask = n - 1;
+  return ATLAS_OK;
+}
+
+atlas_status atlas_pairmap_reserve(atlas_pairmap *m, size_t count) {
+  if (count > (SIZE_MAX / sizeof(atlas_pairmap_cell)) / 4) {
+    return oom("the merge table", count);
+  }
+  size_t n = m->slots ? m->mask + 1 : 1024;
+  while (count * 2 > n) n *= 2;  // at most half full, as put keeps it
+  if (!m->slots || n > m->mask + 1) return pairmap_rehash(m, n);
   return ATLAS_OK;
 }
 
 atlas_status atlas_pairmap_put(atlas_pairmap *m, uint32_t x, uint32_t y,
                                uint32_t a, uint32_t b) {
-  if (!m->keys || (m->count + 1) * 2 > m->mask + 1) {
-    ATLAS_RETURN_IF_ERROR(pairmap_grow(m));
+  if (!m->slots || (m->count + 1) * 2 > m->mask + 1) {
+    ATLAS_RETURN_IF_ERROR(
+        pairmap_rehash(m, m->slots ? (m->mask + 1) * 2 : 1024));
   }
   uint64_t key = ((uint64_t)x << 32) | y;
   size_t i = atlas_pairmap_slot(m, key) & m->mask;
-  while (m->keys[i] != UINT64_MAX && m->keys[i] != key) i = (i + 1) & m->mask;
-  if (m->keys[i] == UINT64_MAX) m->count++;
-  m->keys[i] = key;
-  m->a[i] = a;
-  m->b[i] = b;
+  while (m->slots[i].key != UINT64_MAX && m->slots[i].key != key) {
+    i = (i + 1) & m->mask;
+  }
+  if (m->slots[i].key == UINT64_MAX) m->count++;
+  m->slots[i].key = key;
+  m->slots[i].a = a;
+  m->slots[i].b = b;
   return ATLAS_OK;
 }
 
 void atlas_pairmap_free(atlas_pairmap *m) {
-  free(m->keys);
-  free(m->a);
-  free(m->b);
+  free(m->slots);
   memset(m, 0, sizeof(*m));
 }

@@ -23,8 +23,15 @@ typedef struct atlas_strmap_entry {
   uint32_t b;
 } atlas_strmap_entry;
 
+// A slot holds its entry's hash too: a probe past other keys reads only the
+// slot array, not their entries (a cache miss each in a large vocabulary).
+typedef struct atlas_strmap_slot {
+  uint32_t entry;  // entry index + 1; 0 = empty
+  uint32_t hash;
+} atlas_strmap_slot;
+
 typedef struct atlas_strmap {
-  uint32_t *slots;  // entry index + 1; 0 = empty
+  atlas_strmap_slot *slots;
   size_t slot_mask;
   atlas_strmap_entry *entries;
   size_t count;
@@ -40,6 +47,10 @@ uint32_t atlas_hash_bytes(uint64_t seed, const void *data, size_t len);
 // that fails).
 uint64_t atlas_hash_seed(const void *map);
 
+// Makes room for `count` entries in all (and key_bytes more bytes of keys)
+// at once, instead of growing by doubling as a loader inserts them.
+ATLAS_MUST_USE atlas_status atlas_strmap_reserve(atlas_strmap *m, size_t count,
+                                                 size_t key_bytes);
 // Inserts key -> (a, b), or overwrites the values of an existing key.
 ATLAS_MUST_USE atlas_status atlas_strmap_put(atlas_strmap *m, const char *key,
                                              size_t len, uint32_t a,
@@ -54,10 +65,15 @@ static inline const char *atlas_strmap_key(const atlas_strmap *m,
 void atlas_strmap_clear(atlas_strmap *m);
 void atlas_strmap_free(atlas_strmap *m);
 
+// A pair's key and values side by side: one cache line a probe.
+typedef struct atlas_pairmap_cell {
+  uint64_t key;  // UINT64_MAX = empty
+  uint32_t a;
+  uint32_t b;
+} atlas_pairmap_cell;
+
 typedef struct atlas_pairmap {
-  uint64_t *keys;  // UINT64_MAX = empty
-  uint32_t *a;
-  uint32_t *b;
+  atlas_pairmap_cell *slots;
   size_t mask;
   size_t count;
   uint64_t seed;
@@ -75,6 +91,9 @@ static inline size_t atlas_pairmap_slot(const atlas_pairmap *m, uint64_t key) {
   return (size_t)h;
 }
 
+// Makes room for `count` pairs in all at once.
+ATLAS_MUST_USE atlas_status atlas_pairmap_reserve(atlas_pairmap *m,
+                                                  size_t count);
 ATLAS_MUST_USE atlas_status atlas_pairmap_put(atlas_pairmap *m, uint32_t x,
                                               uint32_t y, uint32_t a,
                                               uint32_t b);
@@ -82,14 +101,14 @@ ATLAS_MUST_USE atlas_status atlas_pairmap_put(atlas_pairmap *m, uint32_t x,
 static inline bool atlas_pairmap_get(const atlas_pairmap *m, uint32_t x,
                                      uint32_t y, uint32_t *out_a,
                                      uint32_t *out_b) {
-  if (!m->keys) return false;
+  if (!m->slots) return false;
   uint64_t key = ((uint64_t)x << 32) | y;
   size_t i = atlas_pairmap_slot(m, key) & m->mask;
   for (;;) {
-    uint64_t k = m->keys[i];
+    uint64_t k = m->slots[i].key;
     if (k == key) {
-      *out_a = m->a[i];
-      *out_b = m->b[i];
+      *out_a = m->slots[i].a;
+      *out_b = m->slots[i].b;
       return true;
     }
     if (k == UINT64_MAX) return false;

@@ -188,6 +188,10 @@ TEST(LoadErrors, MalformedFilesNameFileAndKey) {
   ExpectRefused(File("", "", "{\"a\": 0, \"b\": 1}", "[\"a b\"]"),
                 ATLAS_STATUS_DATA_LOSS, "model.merges[0]",
                 "\"ab\" is not in model.vocab");
+  ExpectRefused(
+      File("", "", "{\"a\": 0, \"b\": 1, \"ab\": 2}", "[\"a b\", \"b a\"]"),
+      ATLAS_STATUS_DATA_LOSS, "model.merges[1]",
+      "\"ba\" is not in model.vocab");
   ExpectRefused(File("", "", "{\"a\": 0}", "[\"a\"]"), ATLAS_STATUS_DATA_LOSS,
                 "model.merges[0]", "one space");
   ExpectRefused(File("", "", "{\"a\": 0}", "[[\"a\", 3]]"),
