@@ -233,6 +233,9 @@ def fuse_experts(tensors, cfg):
     """transformers 5's layout: each MoE layer's experts as two 3-D tensors,
     gate_up_proj [E, 2I, H] (gate rows first) and down_proj [E, H, I]."""
     names, E = cfg["names"], cfg["experts"]
+    # Mixtral's block sits at "mlp" there, its router too.
+    router = cfg["names"]["router"]
+    fused_router = "mlp.gate.weight"
     for li in range(cfg["layers"]):
         p = "model.layers.%d." % li
         first = p + names["prefix"] + "0." + names["gate"]
@@ -249,6 +252,7 @@ def fuse_experts(tensors, cfg):
                                                   "flat": gu}
         tensors[p + "mlp.experts.down_proj"] = {"shape": [E, hidden, inter],
                                                "flat": dn}
+        tensors[p + fused_router] = tensors.pop(p + router)
 
 
 def write_safetensors(path, tensors, dtype):
@@ -337,9 +341,10 @@ def cases():
     # The first case's model with its experts as transformers 5 holds them
     # (fused 3-D tensors): the same logits, read through views of them.
     qf = dict(q, fused=True)
+    mf = dict(m, fused=True)
     return [("qwen3_moe_host_f32", q, 7), ("mixtral_host_f32", m, 11),
             ("qwen2_moe_host_f32", w, 13), ("qwen2_moe_host_bf16", wb, 17),
-            ("qwen3_moe_host_fused_f32", qf, 7)]
+            ("qwen3_moe_host_fused_f32", qf, 7), ("mixtral_host_fused_f32", mf, 11)]
 
 
 def make(name, cfg, seed, out):

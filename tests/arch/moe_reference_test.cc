@@ -176,9 +176,9 @@ TEST(MoeReference, DecoderMatchesTheReference) {
   }
   std::sort(dirs.begin(), dirs.end());
   if (env == nullptr) {
-    ASSERT_EQ(dirs.size(), 5u)
-        << "the qwen3_moe (and its fused experts), mixtral and qwen2_moe (f32 "
-           "and bf16) cases in "
+    ASSERT_EQ(dirs.size(), 6u)
+        << "the qwen3_moe and mixtral (and both with fused experts) and "
+           "qwen2_moe (f32 and bf16) cases in "
         << root;
   }
   ASSERT_FALSE(dirs.empty()) << "no cases in " << root;

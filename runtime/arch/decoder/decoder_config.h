@@ -102,13 +102,14 @@ typedef struct atlas_decoder_config {
 // "mlp.experts.", "gate_proj.weight"; Mixtral: "block_sparse_moe.experts.",
 // "w1.weight"), or a checkpoint's fused 3-D tensors where the family names
 // them (fused_gate_up [experts, 2 * moe_inter, hidden], gate rows first;
-// fused_down [experts, hidden, moe_inter]; NULL: not read); the shared
-// expert's three and its gate ([1, hidden]), NULL where the family has none.
+// fused_down [experts, hidden, moe_inter]; NULL: not read; fused_router:
+// the router's name in that layout, NULL: `router`); the shared expert's
+// three and its gate ([1, hidden]), NULL where the family has none.
 typedef struct atlas_decoder_moe_names {
   const char *router;
   const char *expert_prefix;
   const char *gate, *up, *down;
-  const char *fused_gate_up, *fused_down;
+  const char *fused_gate_up, *fused_down, *fused_router;
   const char *shared_gate, *shared_up, *shared_down, *shared_expert_gate;
 } atlas_decoder_moe_names;
 

@@ -46,6 +46,15 @@ static size_t expert_tensors(const atlas_decoder_config *c,
   return atlas_decoder_moe_fused(c, ck, layer) ? 2 : 3 * (size_t)c->num_experts;
 }
 
+// The router's name in the layer's layout.
+static const char *router_of(const atlas_decoder_config *c,
+                             const atlas_checkpoint *ck, int64_t layer) {
+  const atlas_decoder_moe_names *n = names_of(c);
+  return n->fused_router != NULL && atlas_decoder_moe_fused(c, ck, layer)
+             ? n->fused_router
+             : n->router;
+}
+
 size_t atlas_decoder_moe_tensor_count(const atlas_decoder_config *c,
                                       const atlas_checkpoint *ck,
                                       int64_t layer) {
@@ -86,7 +95,7 @@ atlas_status atlas_decoder_moe_tensor_at(const atlas_decoder_config *c,
   const char *suffix = NULL;
   if (index == 0) {
     out->role = ATLAS_DECODER_MOE_ROUTER;
-    suffix = n->router;
+    suffix = router_of(c, ck, layer);
     shape2(out, c->num_experts, hidden);
   } else if (index <= experts && experts == 2) {  // fused
     bool gate_up = index == 1;
@@ -147,7 +156,7 @@ bool atlas_decoder_moe_consumed(const atlas_decoder_config *c,
                                 const char *suffix) {
   if (atlas_decoder_moe_tensor_count(c, ck, layer) == 0) return false;
   const atlas_decoder_moe_names *n = names_of(c);
-  if (strcmp(suffix, n->router) == 0) return true;
+  if (strcmp(suffix, router_of(c, ck, layer)) == 0) return true;
   if (atlas_decoder_moe_fused(c, ck, layer)) {
     return strcmp(suffix, n->fused_gate_up) == 0 ||
            strcmp(suffix, n->fused_down) == 0 ||

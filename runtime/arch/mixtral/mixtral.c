@@ -10,6 +10,11 @@ static const atlas_decoder_moe_names kNames = {
     .gate = "w1.weight",
     .up = "w3.weight",
     .down = "w2.weight",
+    // transformers 5's MixtralSparseMoeBlock sits at "mlp": its router and
+    // fused 3-D experts, where a checkpoint holds them.
+    .fused_gate_up = "mlp.experts.gate_up_proj",
+    .fused_down = "mlp.experts.down_proj",
+    .fused_router = "mlp.gate.weight",
 };
 
 // MixtralConfig's rope_theta default is 1e6, not 10000.
