@@ -296,6 +296,12 @@ def small_cases():
                           config=mixtral(), moe=True))
         cases.append(dict(name=f"qwen2_moe_{dt}", dtype=dt, prompt=30, steps=8,
                           config=qwen2_moe(), moe=True))
+    # As transformers 5 saves them (its config spelling, and its experts'
+    # layout, fused 3-D or not), unconverted.
+    cases.append(dict(name="qwen3_moe_saved_f32", dtype="f32", prompt=30, steps=8,
+                      config=qwen3_moe(), moe=True, keep_saved=True))
+    cases.append(dict(name="mixtral_saved_f32", dtype="f32", prompt=30, steps=8,
+                      config=mixtral(), moe=True, keep_saved=True))
     return cases
 
 
@@ -536,9 +542,14 @@ def make_case(case, out_dir, seed):
     model = model.to(DTYPES[case["dtype"]])
     model.save_pretrained(path)
     layout = None
-    if case.get("moe"):
+    if case.get("moe") and not case.get("keep_saved"):
         layout = hub_layout(path, cfg["model_type"],
                             cfg.get("num_experts") or cfg.get("num_local_experts"))
+    elif case.get("moe"):  # as save_pretrained wrote them, fused or not
+        from safetensors.torch import load_file
+        keys = load_file(os.path.join(path, "model.safetensors")).keys()
+        layout = {"kept": True, "saved_keys": sorted(
+            k for k in keys if ".experts." in k or ".gate." in k)[:12]}
     if case.get("head_only"):
         # Keep the embedding's values under lm_head.weight alone.
         from safetensors.torch import load_file, save_file

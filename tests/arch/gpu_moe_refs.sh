@@ -5,11 +5,12 @@
 # root, with moe_reference_test built here statically (tools/bazel build -c
 # opt //tests/arch:moe_reference_test; ATLAS_CUDA_ARCHS=90 keeps the fatbins
 # small) and staged as STAGE/moe_reference_test.xz (xz -c):
-#   1. gen_reference.py writes the six small cases (CPU, float64), a family
-#      per process; each ref.json records the routing the case covers (an
-#      expert no token picks, two experts tied at every token) and whether
-#      save_pretrained wrote fused 3-D experts (split into the Hub's one
-#      tensor per expert before transformers reloads them);
+#   1. gen_reference.py writes the eight small cases (CPU, float64), a
+#      family per process; each ref.json records the routing the case covers
+#      (an expert no token picks, two experts tied at every token) and
+#      whether save_pretrained wrote fused 3-D experts (split into the Hub's
+#      one tensor per expert before transformers reloads them, except in the
+#      *_saved_f32 cases, which keep what transformers wrote);
 #   2. moe_reference_test runs the committed plain-Python cases
 #      (tests/arch/data_moe) on CUDA, then transformers' cases on host and
 #      CUDA: every row within 1e-5 relative L2 with an f32 KV cache, ids
@@ -31,7 +32,7 @@ python3 -c 'import transformers,torch;print(transformers.__version__, torch.__ve
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$OUT/env.log" 2>&1
 g() {
   timeout 240 python3 tests/arch/gen_reference.py --set small --out "$T/small_$1" \
-    --only "$1_f32,$1_bf16" >"$T/logs/gen_$1.log" 2>&1
+    --only "$1_f32,$1_bf16,$1_saved_f32" >"$T/logs/gen_$1.log" 2>&1
 }
 g qwen3_moe &
 g mixtral &
