@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A mixture-of-experts decoder written out in plain Python, for the host check.
 
-Families: qwen3_moe, mixtral and qwen2_moe (its shared expert and gate).
+Families: qwen3_moe, mixtral and qwen2_moe (its shared expert and gate); the
+qwen3_moe and mixtral models are written a second time with their experts as
+transformers 5 holds them (fused 3-D gate_up_proj and down_proj).
 
 Independent of Atlas's kernels (kernels/moe_host.c) and of transformers: every
 sum is a Python float (float64), the model is read from the dictionaries this
