@@ -61,11 +61,12 @@ std::vector<Case> Cases() {
   return out;
 }
 
-atlas_tp_options Options(int ranks, const Case &c) {
+atlas_tp_options Options(int ranks, const Case &c, int64_t prefill_rows = 0) {
   atlas_tp_options o{};
   o.ranks = ranks;
   o.backend = "host";
   o.load.max_seq = (int64_t)(c.prompt.size() + c.steps - 1);
+  o.load.prefill_rows = prefill_rows;
   return o;
 }
 
@@ -93,8 +94,8 @@ struct Decoded {
   std::vector<float> logits;
 };
 
-bool Generate(const Case &c, int ranks, Decoded *out) {
-  atlas_tp_options o = Options(ranks, c);
+bool Generate(const Case &c, int ranks, int64_t prefill_rows, Decoded *out) {
+  atlas_tp_options o = Options(ranks, c, prefill_rows);
   atlas_tp_model *m = nullptr;
   StatusResult open = Take(atlas_tp_model_open(c.dir.c_str(), &o, &m));
   EXPECT_EQ(open.code, ATLAS_STATUS_OK)
@@ -122,30 +123,33 @@ double RelativeL2(const float *a, const float *b, size_t n) {
 TEST(TensorParallel, SplitDecodesAsTheWholeModel) {
   std::vector<Case> cases = Cases();
   ASSERT_GE(cases.size(), 20u);
-  for (const Case &c : cases) {
-    SCOPED_TRACE(c.name);
-    Decoded whole;
-    if (!Generate(c, 1, &whole)) continue;
-    bool f32 = c.name.find("_f32") != std::string::npos;
-    if (f32) {
-      // N = 1 is the plain decoder: transformers' ids (up to an EOS stop).
-      size_t n = std::min(c.ids.size(), whole.ids.size());
-      for (size_t i = 0; i < n; ++i) EXPECT_EQ(whole.ids[i], c.ids[i]) << i;
-    }
-    for (int ranks : {2, 4}) {
-      Decoded split;
-      if (!Generate(c, ranks, &split)) continue;
-      EXPECT_EQ(split.ids, whole.ids) << "N=" << ranks;
-      ASSERT_EQ(split.logits.size(), whole.logits.size());
-      if (!f32) continue;
-      size_t vocab = 128, rows = whole.logits.size() / vocab;
-      for (size_t row = 0; row < rows; ++row) {
-        double err = RelativeL2(&split.logits[row * vocab],
-                                &whole.logits[row * vocab], vocab);
-        EXPECT_LE(err, 1e-5) << "N=" << ranks << " step " << row;
+  // The prompt in one batched prefill, in chunks of 3 rows, and token by
+  // token.
+  for (int64_t prefill_rows : {0, 3, -1})
+    for (const Case &c : cases) {
+      SCOPED_TRACE(c.name + " prefill rows " + std::to_string(prefill_rows));
+      Decoded whole;
+      if (!Generate(c, 1, prefill_rows, &whole)) continue;
+      bool f32 = c.name.find("_f32") != std::string::npos;
+      if (f32) {
+        // N = 1 is the plain decoder: transformers' ids (up to an EOS stop).
+        size_t n = std::min(c.ids.size(), whole.ids.size());
+        for (size_t i = 0; i < n; ++i) EXPECT_EQ(whole.ids[i], c.ids[i]) << i;
+      }
+      for (int ranks : {2, 4}) {
+        Decoded split;
+        if (!Generate(c, ranks, prefill_rows, &split)) continue;
+        EXPECT_EQ(split.ids, whole.ids) << "N=" << ranks;
+        ASSERT_EQ(split.logits.size(), whole.logits.size());
+        if (!f32) continue;
+        size_t vocab = 128, rows = whole.logits.size() / vocab;
+        for (size_t row = 0; row < rows; ++row) {
+          double err = RelativeL2(&split.logits[row * vocab],
+                                  &whole.logits[row * vocab], vocab);
+          EXPECT_LE(err, 1e-5) << "N=" << ranks << " step " << row;
+        }
       }
     }
-  }
 }
 
 TEST(TensorParallel, ASplitThatDoesNotDivideIsRefusedByName) {
@@ -231,6 +235,40 @@ TEST(TensorParallel, AFaultInACollectiveFailsEveryRankAndLeaksNothing) {
 
 TEST(TensorParallel, ALaunchFaultOnOneRankReleasesThePeers) {
   FaultFailsCleanly(ATLAS_FAULT_LAUNCH, 1, 40, "injected fault: ");
+}
+
+// The sweep: every collective of a short generation, on every rank, fails
+// the generation and leaves nothing behind on any device.
+TEST(TensorParallel, EveryCollectiveFaultOnEveryRankFailsCleanly) {
+  Case c = DefaultCase();
+  const int ranks = 2;
+  const size_t prompt = 3, steps = 3;
+  atlas_tp_options o = Options(ranks, c);
+  std::vector<uint32_t> ids(steps);
+  atlas_tp_model *m = nullptr;
+  ASSERT_OK(atlas_tp_model_open(c.dir.c_str(), &o, &m));
+  ASSERT_OK(atlas_tp_model_generate(m, c.prompt.data(), prompt, steps,
+                                    ids.data(), nullptr, nullptr));
+  uint64_t count = atlas_backend_op_count(atlas_tp_model_backend(m, 0),
+                                          ATLAS_FAULT_COLLECTIVE);
+  // The prompt's batched prefill: an all-reduce of the embedded rows and
+  // two a layer; then each step fed back: a broadcast, two all-reduces a
+  // layer and the argmax.
+  EXPECT_EQ(count, 5 + (steps - 1) * 6);
+  UnloadClean(m, ranks);
+  for (int rank = 0; rank < ranks; ++rank) {
+    for (uint64_t k = 1; k <= count; ++k) {
+      SCOPED_TRACE("rank " + std::to_string(rank) + " collective " +
+                   std::to_string(k));
+      ASSERT_OK(atlas_tp_model_open(c.dir.c_str(), &o, &m));
+      atlas_backend_inject_fault(atlas_tp_model_backend(m, rank),
+                                 ATLAS_FAULT_COLLECTIVE, k);
+      EXPECT_STATUS(atlas_tp_model_generate(m, c.prompt.data(), prompt, steps,
+                                            ids.data(), nullptr, nullptr),
+                    ATLAS_STATUS_ABORTED, "injected fault: ");
+      UnloadClean(m, ranks);
+    }
+  }
 }
 
 TEST(TensorParallel, AtlasFaultReachesTheCollectives) {

@@ -399,9 +399,7 @@ static atlas_status build(atlas_decoder_model *m, const atlas_checkpoint *ck,
   ATLAS_RETURN_IF_ERROR(
       adopt(m->teardown, "scratch", release_host_struct, m->scratch));
   ATLAS_RETURN_IF_ERROR(atlas_decoder_prefill_setup(
-      m,
-      atlas_decoder_prefill_rows(
-          c, m->max_seq, options->shard != NULL ? -1 : options->prefill_rows)));
+      m, atlas_decoder_prefill_rows(c, m->max_seq, options->prefill_rows)));
   ATLAS_RETURN_IF_ERROR(take_buffers(m));  // sizing
   ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_commit(m->buffers));
   ATLAS_RETURN_IF_ERROR(take_buffers(m));  // carving
@@ -526,4 +524,8 @@ const atlas_decoder_config *atlas_decoder_config_of(
 
 int64_t atlas_decoder_max_seq(const atlas_decoder_model *model) {
   return model->max_seq;
+}
+
+bool atlas_decoder_has_prefill(const atlas_decoder_model *model) {
+  return model->prefill != NULL;
 }

@@ -68,6 +68,8 @@ ATLAS_MUST_USE atlas_status atlas_decoder_model_unload(
 const atlas_decoder_config *atlas_decoder_config_of(
     const atlas_decoder_model *model);
 int64_t atlas_decoder_max_seq(const atlas_decoder_model *model);
+// Whether atlas_decoder_prefill can run (the model has a prefill scratch).
+bool atlas_decoder_has_prefill(const atlas_decoder_model *model);
 
 // One token at position `pos`; writes vocab_size logits to host memory.
 ATLAS_MUST_USE atlas_status atlas_decoder_forward(atlas_decoder_model *model,

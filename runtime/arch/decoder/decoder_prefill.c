@@ -460,12 +460,16 @@ static atlas_status add_product(const atlas_decoder_model *m,
     return add_bias_rows(ctx, s->x, bias, n, hidden);
   }
   atlas_decoder_wtype t = atlas_decoder_wtype_of(w->dtype);
-  if (s->matmul && s->one_term && t != ATLAS_DECODER_W_F32 && bias == NULL) {
+  if (s->matmul && s->one_term && t != ATLAS_DECODER_W_F32 && bias == NULL &&
+      ctx->shard == NULL) {
     return gemm_one_term(m, s->x, w, h, n, hidden, k, same_x,
                          ATLAS_MATMUL_ACCUMULATE);
   }
   ATLAS_RETURN_IF_ERROR(gemm_x(m, s->xb, w, h, n, hidden, k, same_x));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, bias, n, hidden));
+  // A rank's rows are its part of the sum (decoder_shard.h).
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_shard_sum(
+      ctx->shard, ctx->core.stream, s->xb, (uint64_t)n * (uint64_t)hidden));
   return elementwise(ctx, ctx->ops.add, s->x, s->xb,
                      (uint64_t)n * (uint64_t)hidden);
 }
@@ -483,6 +487,8 @@ static atlas_status add_product_normed(const atlas_decoder_model *m,
   int64_t hidden = ctx->config->hidden_size;
   ATLAS_RETURN_IF_ERROR(gemm_x(m, s->xb, w, h, n, hidden, k, same_x));
   ATLAS_RETURN_IF_ERROR(add_bias_rows(ctx, s->xb, bias, n, hidden));
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_shard_sum(
+      ctx->shard, ctx->core.stream, s->xb, (uint64_t)n * (uint64_t)hidden));
   ATLAS_RETURN_IF_ERROR(rmsnorm_rows(ctx, s->xb, s->xb, norm, n));
   return elementwise(ctx, ctx->ops.add, s->x, s->xb,
                      (uint64_t)n * (uint64_t)hidden);
@@ -759,6 +765,10 @@ atlas_status atlas_decoder_prefill(atlas_decoder_model *m,
     }
     if (status == ATLAS_OK) {
       status = atlas_decoder_scale(&m->ctx, s->x, (uint64_t)rows * dim);
+    }
+    if (status == ATLAS_OK) {
+      status = atlas_decoder_shard_embed_rows(
+          m->ctx.shard, m->backend, m->ctx.core.stream, s->x, done, rows, dim);
     }
     for (int64_t l = 0; status == ATLAS_OK && l < c->num_hidden_layers; ++l) {
       status =

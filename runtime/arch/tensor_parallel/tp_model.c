@@ -113,7 +113,7 @@ static atlas_status load_rank(atlas_tp_model *m, const atlas_checkpoint *ck,
   }
   atlas_decoder_config rank_config;
   atlas_tp_shard_config(&m->config, m->ranks, &rank_config);
-  m->shards[r] = (atlas_decoder_shard){m->comm, r, 0};
+  m->shards[r] = (atlas_decoder_shard){m->comm, r, 0, NULL};
   lo.shard = &m->shards[r];
   void *data = NULL;
   size_t size = 0;
@@ -174,19 +174,35 @@ atlas_status atlas_tp_model_open(const char *dir, const atlas_tp_options *o,
   return ATLAS_OK;
 }
 
-// One rank's part of a step, on a thread of its own.
+// One rank's part of a step or of a prompt, on a thread of its own.
 typedef struct rank_job {
   atlas_tp_model *m;
   int rank;
+  bool prefill;
+  // A step: the token at pos (seq_len as decode_step has it).
   uint32_t token, pos;
   int64_t seq_len;
-  float *logits;  // this rank's vocabulary rows
+  float *logits;  // this rank's vocabulary rows (a prefill: the last row's)
   bool want_id;
   uint32_t id;
+  // A prefill: the rank's ids of the prompt (0 where another rank holds
+  // the token) and, when a sink wants every row, its vocabulary rows of
+  // each, one after another.
+  const uint32_t *local;
+  size_t n;
+  float *rows;
+  size_t rows_filled;
   atlas_status status;
 } rank_job;
 
-static atlas_status rank_step(rank_job *j) {
+static atlas_status collect_rows(void *ctx, const float *logits, size_t n) {
+  rank_job *j = ctx;
+  memcpy(j->rows + j->rows_filled, logits, n * sizeof(float));
+  j->rows_filled += n;
+  return ATLAS_OK;
+}
+
+static atlas_status rank_work(rank_job *j) {
   atlas_tp_model *m = j->m;
   int r = j->rank;
   // A CUDA rank's context is made current on this thread (the host has
@@ -197,6 +213,10 @@ static atlas_status rank_step(rank_job *j) {
     bind = ATLAS_OK;
   }
   ATLAS_RETURN_IF_ERROR(bind);
+  if (j->prefill) {
+    return atlas_decoder_prefill(m->models[r], j->local, j->n, 0, j->logits,
+                                 j->rows != NULL ? collect_rows : NULL, j);
+  }
   int64_t per = m->config.vocab_size / m->ranks;
   int root = m->shards[r].embed_root;
   // The rank that holds the token's row embeds it; the others any row of
@@ -214,7 +234,7 @@ static atlas_status rank_step(rank_job *j) {
 
 static void *rank_thread(void *arg) {
   rank_job *j = arg;
-  j->status = rank_step(j);
+  j->status = rank_work(j);
   // Peers waiting in a collective for this rank return instead of hanging.
   if (j->status != ATLAS_OK) {
     atlas_comm_abort(j->m->comm, j->rank, atlas_status_message(j->status));
@@ -222,40 +242,15 @@ static void *rank_thread(void *arg) {
   return NULL;
 }
 
-atlas_status atlas_tp_model_step(atlas_tp_model *m, uint32_t token,
-                                 uint32_t pos, int64_t seq_len,
-                                 float *out_logits, uint32_t *out_token) {
-  if (m->ranks == 1) {
-    return atlas_decoder_decode_step(m->models[0], token, pos, seq_len,
-                                     out_logits, out_token);
-  }
+// Every rank's job on a thread of its own; every failure, by rank.
+static atlas_status run_ranks(atlas_tp_model *m, rank_job *jobs) {
   if (atlas_comm_aborted(m->comm)) {
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                              "a rank of this tensor-parallel model failed "
                              "earlier; the model can only be unloaded");
   }
-  if ((int64_t)token >= m->config.vocab_size) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "token %u is outside the vocabulary (%lld ids)",
-                             token, (long long)m->config.vocab_size);
-  }
-  int64_t per = m->config.vocab_size / m->ranks;
-  rank_job jobs[TP_MAX_RANKS];
   pthread_t threads[TP_MAX_RANKS];
   bool started[TP_MAX_RANKS] = {false};
-  for (int r = 0; r < m->ranks; ++r) {
-    m->shards[r].embed_root = (int)((int64_t)token / per);
-    jobs[r] = (rank_job){
-        m,
-        r,
-        token,
-        pos,
-        seq_len,
-        out_logits != NULL ? out_logits + per * r : m->scratch_logits[r],
-        out_token != NULL,
-        0,
-        ATLAS_OK};
-  }
   atlas_status status = ATLAS_OK;
   for (int r = 0; r < m->ranks; ++r) {
     if (pthread_create(&threads[r], NULL, rank_thread, &jobs[r]) != 0) {
@@ -273,8 +268,129 @@ atlas_status atlas_tp_model_step(atlas_tp_model *m, uint32_t token,
         status,
         atlas_status_annotate(jobs[r].status, "rank %d of %d", r, m->ranks));
   }
+  return status;
+}
+
+atlas_status atlas_tp_model_step(atlas_tp_model *m, uint32_t token,
+                                 uint32_t pos, int64_t seq_len,
+                                 float *out_logits, uint32_t *out_token) {
+  if (m->ranks == 1) {
+    return atlas_decoder_decode_step(m->models[0], token, pos, seq_len,
+                                     out_logits, out_token);
+  }
+  if ((int64_t)token >= m->config.vocab_size) {
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "token %u is outside the vocabulary (%lld ids)",
+                             token, (long long)m->config.vocab_size);
+  }
+  int64_t per = m->config.vocab_size / m->ranks;
+  rank_job jobs[TP_MAX_RANKS];
+  for (int r = 0; r < m->ranks; ++r) {
+    m->shards[r].embed_root = (int)((int64_t)token / per);
+    memset(&jobs[r], 0, sizeof(jobs[r]));
+    jobs[r].m = m;
+    jobs[r].rank = r;
+    jobs[r].token = token;
+    jobs[r].pos = pos;
+    jobs[r].seq_len = seq_len;
+    jobs[r].logits =
+        out_logits != NULL ? out_logits + per * r : m->scratch_logits[r];
+    jobs[r].want_id = out_token != NULL;
+  }
+  atlas_status status = run_ranks(m, jobs);
   if (status == ATLAS_OK && out_token != NULL) *out_token = jobs[0].id;
   return status;
+}
+
+// The prompt through every rank in one batched prefill: out_last (vocab
+// floats) gets its last row's logits; `sink` (may be NULL) every row's,
+// the ranks' vocabulary rows put together.
+static atlas_status prefill_ranks(atlas_tp_model *m, const uint32_t *prompt,
+                                  size_t n, float *out_last,
+                                  atlas_logits_sink sink, void *sink_ctx) {
+  size_t vocab = (size_t)m->config.vocab_size;
+  size_t per = vocab / (size_t)m->ranks;
+  rank_job jobs[TP_MAX_RANKS];
+  // Per rank: n local ids, n owner flags and (for a sink) n rows of `per`.
+  size_t each = (n * sizeof(uint32_t) + n +
+                 (sink != NULL ? n * per * sizeof(float) : 0) + 15) /
+                16 * 16;  // each rank's part aligned for its floats
+  char *buf = malloc(each * (size_t)m->ranks);
+  if (buf == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "a prompt of %zu tokens over %d ranks", n,
+                             m->ranks);
+  }
+  for (int r = 0; r < m->ranks; ++r) {
+    char *mine = buf + each * (size_t)r;
+    float *rows = (float *)(void *)mine;
+    uint32_t *local =
+        (uint32_t *)(void *)(mine +
+                             (sink != NULL ? n * per * sizeof(float) : 0));
+    uint8_t *owned = (uint8_t *)(local + n);
+    for (size_t i = 0; i < n; ++i) {
+      owned[i] = prompt[i] / per == (size_t)r;
+      local[i] = owned[i] ? prompt[i] - (uint32_t)(per * (size_t)r) : 0;
+    }
+    m->shards[r].owned_rows = owned;
+    memset(&jobs[r], 0, sizeof(jobs[r]));
+    jobs[r].m = m;
+    jobs[r].rank = r;
+    jobs[r].prefill = true;
+    jobs[r].local = local;
+    jobs[r].n = n;
+    jobs[r].logits = out_last + per * (size_t)r;
+    jobs[r].rows = sink != NULL ? rows : NULL;
+  }
+  atlas_status s = run_ranks(m, jobs);
+  for (int r = 0; r < m->ranks; ++r) m->shards[r].owned_rows = NULL;
+  // Each row whole, for the sink: the ranks' slices side by side.
+  float *row =
+      sink != NULL && s == ATLAS_OK ? malloc(vocab * sizeof(float)) : NULL;
+  if (sink != NULL && s == ATLAS_OK && row == NULL) {
+    s = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, "a row of %zu logits",
+                          vocab);
+  }
+  for (size_t i = 0; row != NULL && s == ATLAS_OK && i < n; ++i) {
+    for (int r = 0; r < m->ranks; ++r) {
+      memcpy(row + per * (size_t)r, jobs[r].rows + i * per,
+             per * sizeof(float));
+    }
+    s = sink(sink_ctx, row, vocab);
+  }
+  free(row);
+  free(buf);
+  return s;
+}
+
+// The prompt in one batched prefill where every rank has its scratch, else
+// token by token; out_last gets the last row's logits.
+static atlas_status run_prompt(atlas_tp_model *m, const uint32_t *prompt,
+                               size_t n, float *out_last,
+                               atlas_logits_sink sink, void *sink_ctx) {
+  for (size_t i = 0; i < n; ++i) {
+    if ((int64_t)prompt[i] >= m->config.vocab_size) {
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "prompt token %zu is id %u, outside the "
+                               "vocabulary (%lld ids)",
+                               i, prompt[i], (long long)m->config.vocab_size);
+    }
+  }
+  if (atlas_decoder_has_prefill(m->models[0])) {
+    if (m->ranks == 1) {
+      return atlas_decoder_prefill(m->models[0], prompt, n, 0, out_last, sink,
+                                   sink_ctx);
+    }
+    return prefill_ranks(m, prompt, n, out_last, sink, sink_ctx);
+  }
+  size_t vocab = (size_t)m->config.vocab_size;
+  for (size_t i = 0; i < n; ++i) {
+    ATLAS_RETURN_IF_ERROR(atlas_tp_model_step(
+        m, prompt[i], (uint32_t)i, (int64_t)n,
+        sink != NULL || i + 1 == n ? out_last : NULL, NULL));
+    if (sink != NULL) ATLAS_RETURN_IF_ERROR(sink(sink_ctx, out_last, vocab));
+  }
+  return ATLAS_OK;
 }
 
 int64_t atlas_tp_model_max_seq(const atlas_tp_model *m) {
@@ -326,34 +442,36 @@ atlas_status atlas_tp_model_generate_ex(
   if (prompt_len == 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "empty prompt");
   }
+  if (steps == 0) return ATLAS_OK;
   size_t vocab = (size_t)m->config.vocab_size;
   float *logits = malloc(vocab * sizeof(float));
   if (logits == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "%zu logits for generation", vocab);
   }
-  atlas_status s = ATLAS_OK;
+  atlas_status s = run_prompt(m, prompt, prompt_len, logits, sink, sink_ctx);
+  // The first token from the prompt's last logits: the first largest, as
+  // the argmax reduction picks.
+  uint32_t argmax = 0;
+  for (size_t v = 1; s == ATLAS_OK && v < vocab; ++v) {
+    if (logits[v] > logits[argmax]) argmax = (uint32_t)v;
+  }
   size_t count = 0;
   bool want_logits = sink != NULL || (o != NULL && o->choose != NULL);
-  // Position i feeds the prompt's token i, then each generated one; the
-  // last generated token is never fed back.
-  for (size_t i = 0; s == ATLAS_OK && count < steps; ++i) {
-    uint32_t token = i < prompt_len ? prompt[i] : out_tokens[i - prompt_len];
-    int64_t seq_len = i < prompt_len ? (int64_t)prompt_len : (int64_t)i + 1;
-    bool generating = i + 1 >= prompt_len;
-    uint32_t argmax = 0;
-    s = atlas_tp_model_step(m, token, (uint32_t)i, seq_len,
-                            want_logits ? logits : NULL,
-                            generating ? &argmax : NULL);
-    if (s == ATLAS_OK && sink != NULL) s = sink(sink_ctx, logits, vocab);
-    if (s != ATLAS_OK || !generating) continue;
+  // Each generated token but the last is fed back, at position
+  // prompt_len + count - 1.
+  for (;;) {
     uint32_t next = 0;
-    s = choose(m, o, logits, argmax, &next);
+    if (s == ATLAS_OK) s = choose(m, o, logits, argmax, &next);
     if (s != ATLAS_OK) break;
     out_tokens[count++] = next;
     bool go_on =
         o == NULL || o->on_token == NULL || o->on_token(o->token_ctx, next);
-    if (!go_on || is_eos(o, next)) break;
+    if (!go_on || is_eos(o, next) || count == steps) break;
+    size_t pos = prompt_len + count - 1;
+    s = atlas_tp_model_step(m, next, (uint32_t)pos, (int64_t)pos + 1,
+                            want_logits ? logits : NULL, &argmax);
+    if (s == ATLAS_OK && sink != NULL) s = sink(sink_ctx, logits, vocab);
   }
   free(logits);
   if (out_count != NULL) *out_count = count;

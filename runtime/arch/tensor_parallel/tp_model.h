@@ -32,7 +32,8 @@ typedef struct atlas_tp_options {
   const int *devices;
   // The NCCL library to open (NULL: libnccl.so.2); CUDA with N > 1 only.
   const char *nccl_library;
-  // Per rank; `shard`, prefill and the decode graph are the model's to set.
+  // Per rank; `shard` is the model's to set (and a shard never captures
+  // its decode step).
   atlas_decoder_load_options load;
 } atlas_tp_options;
 
@@ -63,10 +64,10 @@ ATLAS_MUST_USE atlas_status atlas_tp_model_step(atlas_tp_model *m,
 // Positions each rank's KV cache holds.
 int64_t atlas_tp_model_max_seq(const atlas_tp_model *m);
 
-// Greedy decoding: the prompt token by token (seq_len the prompt's length,
-// as a batched prefill sees it), then `steps` tokens into out_tokens, each
-// fed back. `sink` (may be NULL) gets every step's logits, as
-// atlas_decoder_generate gives them.
+// Greedy decoding: the prompt in a batched prefill on every rank (token by
+// token where the ranks have no prefill scratch: load.prefill_rows < 0),
+// then `steps` tokens into out_tokens, each fed back. `sink` (may be NULL) gets
+// every step's logits, as atlas_decoder_generate gives them.
 ATLAS_MUST_USE atlas_status atlas_tp_model_generate(
     atlas_tp_model *m, const uint32_t *prompt, size_t prompt_len, size_t steps,
     uint32_t *out_tokens, atlas_logits_sink sink, void *sink_ctx);
