@@ -231,3 +231,13 @@ int atlas_cli_finish(const char *program, atlas_status s) {
 int atlas_cli_parsed_exit(atlas_cli_parse_result r) {
   return r == ATLAS_CLI_HELP ? ATLAS_CLI_EXIT_OK : ATLAS_CLI_EXIT_USAGE;
 }
+
+bool atlas_cli_is_gguf(const char *path) {
+  size_t n = strlen(path);
+  return n > 5 && strcasecmp(path + n - 5, ".gguf") == 0;
+}
+
+atlas_status atlas_cli_load_tokenizer(const char *path, atlas_tokenizer **out) {
+  return atlas_cli_is_gguf(path) ? atlas_tokenizer_load_gguf(path, out)
+                                 : atlas_tokenizer_load(path, out);
+}

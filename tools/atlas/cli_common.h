@@ -18,6 +18,14 @@ enum { ATLAS_CLI_MAX_STEPS = 1 << 20, ATLAS_CLI_MAX_SEQ = 1 << 24 };
 extern const char atlas_cli_backend_help[];
 
 // One of atlas_backend_names() ("cuda,host,auto"); *out points at value.
+// Whether `path` names a GGUF file (it ends in ".gguf", any case): its
+// tokenizer and chat template come from its metadata.
+bool atlas_cli_is_gguf(const char *path);
+
+// The tokenizer of a tokenizer.json file or of a GGUF file.
+ATLAS_MUST_USE atlas_status atlas_cli_load_tokenizer(const char *path,
+                                                     atlas_tokenizer **out);
+
 ATLAS_MUST_USE atlas_status atlas_cli_parse_backend(const char *value,
                                                     const char **out);
 

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "atlas/atlas.h"
 #include "atlas/atlas_testing.h"
@@ -24,13 +23,6 @@ static atlas_status path_in(const char *dir, const char *name, char *out) {
   return ATLAS_OK;
 }
 
-// A GGUF file rather than a checkpoint directory: its tokenizer and chat
-// template come from its metadata.
-static bool is_gguf(const char *model) {
-  size_t n = strlen(model);
-  return n > 5 && strcasecmp(model + n - 5, ".gguf") == 0;
-}
-
 // --prompt / --prompt-file: DIR/tokenizer.json encodes the text (with the
 // tokenizer's special tokens), or with --chat the text rendered as a user
 // message (after --system's, if given) by DIR/tokenizer_config.json's chat
@@ -40,7 +32,7 @@ static bool is_gguf(const char *model) {
 // --model fails before stdin is consumed).
 static atlas_status load_tokenizer(const run_options *o,
                                    atlas_tokenizer **out_t) {
-  if (is_gguf(o->model)) {
+  if (atlas_cli_is_gguf(o->model)) {
     ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load_gguf(o->model, out_t));
   } else {
     char path[ATLAS_CLI_PATH_MAX];
@@ -77,7 +69,7 @@ static atlas_status encode_prompt(const run_options *o, atlas_tokenizer *t,
                              prompt_source(o), (size_t)(nul - o->text));
   }
   atlas_chat_template *tmpl = NULL;
-  if (is_gguf(o->model)) {
+  if (atlas_cli_is_gguf(o->model)) {
     ATLAS_RETURN_IF_ERROR(atlas_chat_template_load_gguf(o->model, &tmpl));
   } else {
     char path[ATLAS_CLI_PATH_MAX];

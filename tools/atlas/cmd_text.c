@@ -28,7 +28,7 @@ enum { DETOK_TOKENIZER, DETOK_IDS, DETOK_SPECIAL, DETOK_OPTION_COUNT };
 
 static const atlas_cli_option kTokenizeOptions[] = {
     [TOK_TOKENIZER] = {"tokenizer", "FILE", true, NULL,
-                       "a Hugging Face tokenizer.json"},
+                       "a Hugging Face tokenizer.json, or a GGUF file"},
     [TOK_SPECIAL] = {"add-special", NULL, false, "off",
                      "add the tokenizer's special tokens (BOS, ...) as its "
                      "post-processor says"},
@@ -47,7 +47,7 @@ const atlas_cli_command atlas_cli_tokenize_command = {
 
 static const atlas_cli_option kDetokenizeOptions[] = {
     [DETOK_TOKENIZER] = {"tokenizer", "FILE", true, NULL,
-                         "a Hugging Face tokenizer.json"},
+                         "a Hugging Face tokenizer.json, or a GGUF file"},
     [DETOK_IDS] = {"ids", "IDS", true, NULL,
                    "token ids, comma-separated, e.g. 1,2,3"},
     [DETOK_SPECIAL] = {"skip-special", NULL, false, "off",
@@ -94,7 +94,7 @@ static atlas_status set_detokenize(void *opts, size_t index,
 static atlas_status tokenize(const text_options *o) {
   // The tokenizer first: a wrong --tokenizer fails before stdin is read.
   atlas_tokenizer *t = NULL;
-  ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(o->tokenizer, &t));
+  ATLAS_RETURN_IF_ERROR(atlas_cli_load_tokenizer(o->tokenizer, &t));
   char *text = NULL;
   size_t len = 0;
   atlas_status s = atlas_tokenizer_set_limits(t, &o->limits.tokenizer);
@@ -121,7 +121,7 @@ static atlas_status tokenize(const text_options *o) {
 
 static atlas_status detokenize(const text_options *o) {
   atlas_tokenizer *t = NULL;
-  ATLAS_RETURN_IF_ERROR(atlas_tokenizer_load(o->tokenizer, &t));
+  ATLAS_RETURN_IF_ERROR(atlas_cli_load_tokenizer(o->tokenizer, &t));
   char *text = NULL;
   size_t len = 0;
   atlas_status s =
