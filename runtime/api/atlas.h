@@ -94,9 +94,10 @@ typedef struct atlas_open_options {
   // (through NCCL: libnccl.so.2, refused by name where it does not open),
   // on CUDA devices devices[0..tensor_parallel) (NULL: 0, 1, ...). A split
   // that does not divide the heads, KV heads, intermediate size or
-  // vocabulary is refused naming the field. A split model generates and
-  // reports each device's ledger; atlas_swap, atlas_kv_open and JSON or SVG
-  // reports refuse it (not built yet).
+  // vocabulary is refused naming the field. A split model generates,
+  // swaps (to the split the swap's options ask for) and reports each
+  // device's ledger; atlas_kv_open and JSON or SVG reports refuse it (not
+  // built yet).
   int tensor_parallel;
   const int *devices;
 } atlas_open_options;

@@ -292,26 +292,27 @@ static atlas_status check_budget(const atlas_model_spec *spec,
                            (unsigned long long)spec->device_budget_bytes);
 }
 
-// The model split over spec->tensor_parallel devices (tp_model.h), whose
-// ranks re-read `dir` (the checks above ran on the whole checkpoint).
+// The model split over spec->tensor_parallel devices (tp_model.h), from
+// the checkpoint and config open_checkpoint read (a directory, a buffer or
+// a swap's snapshot).
 static atlas_status open_split(const atlas_model_spec *spec,
                                const atlas_arch_load_options *lo,
-                               atlas_model *m) {
-  if (spec->dir == NULL || spec->adopt_checkpoint != NULL) {
-    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                             "tensor parallel %d: %s is not a checkpoint "
-                             "directory; only those are split",
-                             spec->tensor_parallel, spec_name(spec));
-  }
+                               const opened *src, atlas_model *m) {
   atlas_tp_options o;
   memset(&o, 0, sizeof(o));
   o.ranks = spec->tensor_parallel;
   o.backend = spec->backend;
   o.devices = spec->devices;
   o.load.max_seq = lo->max_seq;
+  o.load.prefill_rows = lo->prefill_rows;
   o.load.kv_dtype = lo->kv_dtype;
   o.load.kv_dtype_auto = lo->kv_dtype_auto;
-  ATLAS_RETURN_IF_ERROR(atlas_tp_model_open(spec->dir, &o, &m->tp));
+  o.fault_rank = spec->fault_rank;
+  o.fault_kind = spec->fault_kind;
+  o.fault_at = spec->fault_at;
+  o.ignore_env_fault = spec->ignore_env_fault;
+  ATLAS_RETURN_IF_ERROR(atlas_tp_model_open_checkpoint(
+      src->ck, src->arch, src->config, &o, &m->tp));
   m->backend = atlas_tp_model_backend(m->tp, 0);
   return ATLAS_OK;
 }
@@ -409,7 +410,7 @@ atlas_status atlas_model_open(const atlas_model_spec *spec,
   bool split = spec->tensor_parallel > 1;
   if (status == ATLAS_OK && split) {
     t_backend = t_load = now_ms();
-    status = open_split(spec, &lo, m);
+    status = open_split(spec, &lo, &o, m);
     t_loaded = now_ms();
   }
   if (status == ATLAS_OK && !split) {

@@ -93,10 +93,12 @@ typedef struct atlas_model_spec {
   bool fail_restore;
   // Devices the model is split over (tensor parallelism,
   // runtime/arch/tensor_parallel; 0 or 1: one). Over 1: a decoder family
-  // from `dir`, on backend "host" (simulated devices) or "cuda" (NCCL),
-  // devices[0..tensor_parallel) (NULL: 0, 1, ...); no swap, no batch step.
+  // on backend "host" (simulated devices) or "cuda" (NCCL), devices
+  // [0..tensor_parallel) (NULL: 0, 1, ...); no batch step.
   int tensor_parallel;
   const int *devices;
+  // A split model: the rank whose backend fault_kind / fault_at arm.
+  int fault_rank;
 } atlas_model_spec;
 
 typedef struct atlas_model atlas_model;

@@ -338,15 +338,6 @@ atlas_status atlas_model_swap(atlas_model **current,
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                              "swap: there is no current model");
   }
-  if (atlas_model_tensor_parallel(*current) > 1 || next->tensor_parallel > 1) {
-    // r->outcome stays REFUSED: the current model serves on.
-    return atlas_status_make(
-        ATLAS_STATUS_UNIMPLEMENTED,
-        "swap: a model split over devices (tensor "
-        "parallel %d to %d) is not swapped yet",
-        atlas_model_tensor_parallel(*current),
-        next->tensor_parallel > 1 ? next->tensor_parallel : 1);
-  }
   swap_words words;
   ATLAS_RETURN_IF_ERROR(check_fits(*current, next, r, &words));
   if (r->needed_bytes <= r->free_bytes) {

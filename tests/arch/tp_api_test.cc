@@ -1,8 +1,8 @@
 // Tensor parallelism through the public API: atlas_open with
 // tensor_parallel 2 and 4 on host backends generates what one device
 // generates (greedy and sampled, the logits within 1e-5), reports each
-// device's ledger and a total, refuses what a split model cannot do yet
-// (swap, the batch step, JSON reports) while it keeps serving, and closes
+// device's ledger and a total, swaps, refuses what a split model cannot do
+// yet (the batch step, JSON reports) while it keeps serving, and closes
 // with nothing leaked.
 #include <cmath>
 #include <string>
@@ -109,11 +109,14 @@ TEST(TensorParallelApi, ReportsEachDeviceAndRefusesWhatItCannotDo) {
       << report;
   EXPECT_STATUS(atlas_report(m, ATLAS_REPORT_JSON, nullptr, &text),
                 ATLAS_STATUS_UNIMPLEMENTED, "split over 2 devices");
+  // A swap keeps the split (the options: the current model's).
   atlas_swap_info swap;
-  EXPECT_STATUS(atlas_swap(&m, kDir, nullptr, &swap),
-                ATLAS_STATUS_UNIMPLEMENTED, "is not swapped yet");
+  EXPECT_OK(atlas_swap(&m, kDir, nullptr, &swap));
   ASSERT_NE(m, nullptr);
-  EXPECT_EQ(swap.outcome, ATLAS_SWAP_OUTCOME_REFUSED);
+  EXPECT_EQ(swap.outcome, ATLAS_SWAP_OUTCOME_SWAPPED);
+  ASSERT_OK(atlas_report(m, ATLAS_REPORT_TEXT, nullptr, &text));
+  EXPECT_NE(std::string(text).find("total over 2 devices"), std::string::npos);
+  atlas_free(text);
   EXPECT_STATUS(atlas_kv_open(m, nullptr), ATLAS_STATUS_UNIMPLEMENTED,
                 "split over 2 devices");
   // Still serving.

@@ -89,6 +89,14 @@ static atlas_status make_backends(atlas_tp_model *m, const atlas_tp_options *o,
     ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
         atlas_backend_factory_create(name, &bo, &m->backends[r]),
         "tensor parallel rank %d", r));
+    if (o->ignore_env_fault) {
+      for (int k = 0; k < ATLAS_FAULT_KIND_COUNT; ++k) {
+        atlas_backend_inject_fault(m->backends[r], (atlas_fault_kind)k, 0);
+      }
+    }
+    if (o->fault_at != 0 && r == o->fault_rank) {
+      atlas_backend_inject_fault(m->backends[r], o->fault_kind, o->fault_at);
+    }
   }
   if (m->ranks == 1) return ATLAS_OK;
   if (is_cuda(name)) {
@@ -140,38 +148,72 @@ static atlas_status load_rank(atlas_tp_model *m, const atlas_checkpoint *ck,
   return s;
 }
 
-atlas_status atlas_tp_model_open(const char *dir, const atlas_tp_options *o,
-                                 atlas_tp_model **out_model) {
+// The model over `ck` (not kept) with the whole model's `config`.
+static atlas_status open_split(const atlas_checkpoint *ck,
+                               const atlas_decoder_config *config,
+                               const atlas_module_set *modules,
+                               const atlas_tp_options *o,
+                               atlas_tp_model **out_model) {
   *out_model = NULL;
   if (o == NULL || o->ranks < 1 || o->ranks > TP_MAX_RANKS) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "tensor parallel %d (1 to %d)",
                              o != NULL ? o->ranks : 0, TP_MAX_RANKS);
   }
+  // Refused before any device is touched.
+  ATLAS_RETURN_IF_ERROR(
+      atlas_tp_check_split(config, o->ranks, atlas_checkpoint_source(ck)));
   atlas_tp_model *m = calloc(1, sizeof(*m));
   if (m == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "tensor parallel model of %d ranks", o->ranks);
   }
   m->ranks = o->ranks;
-  const atlas_module_set *modules = NULL;
-  atlas_checkpoint *ck = NULL;
-  atlas_status s = read_config(dir, &m->config, &modules);
-  // Refused before any device is touched.
-  if (s == ATLAS_OK) s = atlas_tp_check_split(&m->config, m->ranks, dir);
-  if (s == ATLAS_OK) s = atlas_checkpoint_open(dir, &ck);
-  if (s == ATLAS_OK) s = make_backends(m, o, modules);
+  m->config = *config;
+  atlas_status s = make_backends(m, o, modules);
   for (int r = 0; s == ATLAS_OK && r < m->ranks; ++r) {
     s = atlas_status_annotate(load_rank(m, ck, o, r), "rank %d of %d", r,
                               m->ranks);
   }
-  atlas_checkpoint_close(ck);
   if (s != ATLAS_OK) {
     atlas_status_free(atlas_tp_model_unload(m, NULL));
     return s;
   }
   *out_model = m;
   return ATLAS_OK;
+}
+
+atlas_status atlas_tp_model_open(const char *dir, const atlas_tp_options *o,
+                                 atlas_tp_model **out_model) {
+  *out_model = NULL;
+  const atlas_module_set *modules = NULL;
+  atlas_decoder_config config;
+  ATLAS_RETURN_IF_ERROR(read_config(dir, &config, &modules));
+  if (o != NULL) {
+    // Refused before the checkpoint is opened.
+    ATLAS_RETURN_IF_ERROR(atlas_tp_check_split(&config, o->ranks, dir));
+  }
+  atlas_checkpoint *ck = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_checkpoint_open(dir, &ck));
+  atlas_status s = open_split(ck, &config, modules, o, out_model);
+  atlas_checkpoint_close(ck);
+  return s;
+}
+
+atlas_status atlas_tp_model_open_checkpoint(const atlas_checkpoint *ck,
+                                            const atlas_arch *arch,
+                                            const void *config,
+                                            const atlas_tp_options *o,
+                                            atlas_tp_model **out_model) {
+  *out_model = NULL;
+  if (arch->load != atlas_decoder_arch_load ||
+      arch->config_size != sizeof(atlas_decoder_config)) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "%s: tensor parallelism splits the decoder "
+                             "families; %s is not one",
+                             atlas_checkpoint_source(ck), arch->name);
+  }
+  return open_split(ck, config, arch->modules, o, out_model);
 }
 
 // One rank's part of a step or of a prompt, on a thread of its own.
@@ -442,7 +484,6 @@ atlas_status atlas_tp_model_generate_ex(
   if (prompt_len == 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "empty prompt");
   }
-  if (steps == 0) return ATLAS_OK;
   size_t vocab = (size_t)m->config.vocab_size;
   float *logits = malloc(vocab * sizeof(float));
   if (logits == NULL) {
@@ -450,6 +491,10 @@ atlas_status atlas_tp_model_generate_ex(
                              "%zu logits for generation", vocab);
   }
   atlas_status s = run_prompt(m, prompt, prompt_len, logits, sink, sink_ctx);
+  if (steps == 0) {  // the prompt alone (a swap proves a model with it)
+    free(logits);
+    return s;
+  }
   // The first token from the prompt's last logits: the first largest, as
   // the argmax reduction picks.
   uint32_t argmax = 0;

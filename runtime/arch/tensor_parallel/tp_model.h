@@ -32,6 +32,13 @@ typedef struct atlas_tp_options {
   const int *devices;
   // The NCCL library to open (NULL: libnccl.so.2); CUDA with N > 1 only.
   const char *nccl_library;
+  // Testing: the fault_at-th operation of fault_kind on rank fault_rank's
+  // backend fails (0: none); ignore_env_fault: no backend takes
+  // ATLAS_FAULT (a swap's restore).
+  int fault_rank;
+  atlas_fault_kind fault_kind;
+  uint64_t fault_at;
+  bool ignore_env_fault;
   // Per rank; `shard` is the model's to set (and a shard never captures
   // its decode step).
   atlas_decoder_load_options load;
@@ -44,6 +51,12 @@ typedef struct atlas_tp_options {
 ATLAS_MUST_USE atlas_status atlas_tp_model_open(const char *dir,
                                                 const atlas_tp_options *options,
                                                 atlas_tp_model **out_model);
+
+// The same from an open checkpoint (read only while this runs: a swap's
+// host snapshot) and the config `arch` (a decoder family's row) parsed.
+ATLAS_MUST_USE atlas_status atlas_tp_model_open_checkpoint(
+    const atlas_checkpoint *ck, const atlas_arch *arch, const void *config,
+    const atlas_tp_options *options, atlas_tp_model **out_model);
 
 int atlas_tp_model_ranks(const atlas_tp_model *m);
 // The whole model's config (not a rank's share).
