@@ -114,4 +114,92 @@ TEST(TensorParallelSwap, AFailureOnDevice3RestoresTheOldModelOnAllFour) {
   FailOnDevice3(true);
 }
 
+// The sweep: every allocation and collective of the new model's load and
+// proving step on each of its four devices, and every copy and launch on
+// the last one, fails the swap; the old model serves on (kept or restored) with
+// its own ids, and every close finds nothing left on any device.
+TEST(TensorParallelSwap, EveryFaultOfTheNewModelOnEveryDevice) {
+  std::vector<uint32_t> old_ids = IdsOf(kOld, 1);
+  // How many operations of each kind the new model makes on rank 3 by the
+  // end of a swap to it (the same on every rank).
+  const atlas_fault_kind kinds[] = {ATLAS_FAULT_ALLOC, ATLAS_FAULT_COPY,
+                                    ATLAS_FAULT_LAUNCH, ATLAS_FAULT_COLLECTIVE};
+  uint64_t counts[4] = {0, 0, 0, 0};
+  {
+    atlas_model_spec s = Spec(kOld, 4);
+    atlas_model *m = nullptr;
+    ASSERT_OK(atlas_model_open(&s, &m));
+    atlas_model_spec next = Spec(kNew, 4);
+    atlas_swap_report r;
+    ASSERT_OK(atlas_model_swap(&m, &next, &r));
+    for (int k = 0; k < 4; ++k) {
+      counts[k] =
+          atlas_backend_op_count(atlas_model_rank_backend(m, 3), kinds[k]);
+      EXPECT_GT(counts[k], 0u) << atlas_fault_kind_name(kinds[k]);
+    }
+    CloseClean(m);
+  }
+  for (bool only_one_fits : {false, true}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      for (int rank = 0; rank < 4; ++rank) {
+        // Copies and launches (about 90 a device) on the last device only,
+        // to keep the sweep to a few seconds.
+        bool every_device = kinds[kind] == ATLAS_FAULT_ALLOC ||
+                            kinds[kind] == ATLAS_FAULT_COLLECTIVE;
+        if (!every_device && rank != 3) continue;
+        for (uint64_t at = 1; at <= counts[kind]; ++at) {
+          SCOPED_TRACE(std::string(atlas_fault_kind_name(kinds[kind])) + " #" +
+                       std::to_string(at) + " on rank " + std::to_string(rank) +
+                       (only_one_fits ? ", replace" : ", side by side"));
+          atlas_model_spec s = Spec(kOld, 4);
+          atlas_model *m = nullptr;
+          ASSERT_OK(atlas_model_open(&s, &m));
+          atlas_model_spec next = Spec(kNew, 4);
+          next.fault_rank = rank;
+          next.fault_kind = kinds[kind];
+          next.fault_at = at;
+          if (only_one_fits) {
+            uint64_t need = 0;
+            ASSERT_OK(atlas_model_required_bytes(&next, &need));
+            next.device_budget_bytes = need;
+          }
+          atlas_swap_report r;
+          StatusResult st = Take(atlas_model_swap(&m, &next, &r));
+          EXPECT_NE(st.code, ATLAS_STATUS_OK);
+          EXPECT_FALSE(r.swapped);
+          EXPECT_EQ(r.restored, only_one_fits) << st.message;
+          ASSERT_NE(m, nullptr) << st.message;
+          EXPECT_EQ(Ids(m), old_ids);
+          CloseClean(m);
+        }
+      }
+    }
+  }
+}
+
+TEST(TensorParallelSwap, EveryDevicesTeardownFailureIsReported) {
+  atlas_model_spec s = Spec(kOld, 4);
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_model_open(&s, &m));
+  // Devices 1 and 3 refuse their first free.
+  atlas_backend_inject_fault(atlas_model_rank_backend(m, 1), ATLAS_FAULT_FREE,
+                             1);
+  atlas_backend_inject_fault(atlas_model_rank_backend(m, 3), ATLAS_FAULT_FREE,
+                             1);
+  atlas_teardown_report r;
+  StatusResult st = Take(atlas_model_close(m, &r));
+  EXPECT_NE(st.code, ATLAS_STATUS_OK);
+  EXPECT_NE(st.message.find("unloading rank 1 of 4"), std::string::npos)
+      << st.message;
+  EXPECT_NE(st.message.find("unloading rank 3 of 4"), std::string::npos)
+      << st.message;
+  EXPECT_EQ(st.message.find("unloading rank 0 of 4"), std::string::npos)
+      << st.message;
+  // The refused frees were released by the sweeps: held, not leaked.
+  EXPECT_EQ(r.failed, 2u);
+  EXPECT_EQ(r.sweep.count, r.sweep.refused_count);
+  EXPECT_EQ(r.sweep.refused_count, 2u);
+  atlas_sweep_result_free(&r.sweep);
+}
+
 }  // namespace
