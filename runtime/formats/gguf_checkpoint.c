@@ -237,6 +237,7 @@ static atlas_status build_view(const atlas_gguf *g, const char *path,
   }
   if (status == ATLAS_OK && owned_bytes > 0) {
     f->owned = owned_bytes <= SIZE_MAX ? malloc((size_t)owned_bytes) : NULL;
+    f->owned_bytes = owned_bytes;
     if (f->owned == NULL) {
       status = atlas_status_make(
           ATLAS_STATUS_OUT_OF_MEMORY,

@@ -174,10 +174,7 @@ atlas_status atlas_safetensors_snapshot(const atlas_safetensors *file,
   char qpath[ATLAS_QUOTE_PATH_BYTES];
   atlas_quote_path(file->path, qpath, sizeof(qpath));
   if (file->flags & ATLAS_SAFETENSORS_VIEW) {
-    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                             "%s: a host copy of a GGUF model (what a swap "
-                             "keeps to restore it) is not made yet",
-                             qpath);
+    return atlas_safetensors_view_snapshot(file, out_copy);
   }
   if (file->size > (uint64_t)SIZE_MAX) return atlas_safetensors_oom(qpath);
   uint8_t *bytes = malloc(file->size > 0 ? (size_t)file->size : 1);
@@ -236,7 +233,7 @@ const char *atlas_safetensors_path(const atlas_safetensors *file) {
 }
 
 uint64_t atlas_safetensors_file_bytes(const atlas_safetensors *file) {
-  return file->size;
+  return file->size + file->owned_bytes;
 }
 
 uint64_t atlas_safetensors_data_bytes(const atlas_safetensors *file) {

@@ -150,7 +150,8 @@ ATLAS_MUST_USE atlas_status atlas_safetensors_snapshot(
 
 // The path or name the file was opened with.
 const char *atlas_safetensors_path(const atlas_safetensors *file);
-// Total size of the file or buffer, header included.
+// Total size of the file or buffer, header included (a GGUF file's view:
+// with the tensors it holds in host memory, what a snapshot holds).
 uint64_t atlas_safetensors_file_bytes(const atlas_safetensors *file);
 // Sum of all tensors' bytes (the data region's size).
 uint64_t atlas_safetensors_data_bytes(const atlas_safetensors *file);

@@ -28,7 +28,8 @@ struct atlas_safetensors {
   char **meta_keys;                          // sorted by key
   char **meta_values;
   size_t meta_count;
-  unsigned flags;  // what it was opened with (a snapshot keeps them)
+  unsigned flags;        // what it was opened with (a snapshot keeps them)
+  uint64_t owned_bytes;  // a view's: the bytes of `owned` its tensors use
 };
 
 // A flag of `flags` no caller passes: the object is a view of another
@@ -36,6 +37,12 @@ struct atlas_safetensors {
 // tile a safetensors data region; some of its tensors' data live in
 // `owned`, the rest are read from `fd`.
 #define ATLAS_SAFETENSORS_VIEW 0x100u
+
+// A view's snapshot (atlas_safetensors_snapshot's, safetensors_view.c): the
+// viewed file read whole into memory and the view's own tensors after it,
+// checked against the digests earlier loads recorded.
+ATLAS_MUST_USE atlas_status atlas_safetensors_view_snapshot(
+    const atlas_safetensors *file, atlas_safetensors **out_copy);
 
 // OUT_OF_MEMORY naming the file (`path` already quoted).
 static inline atlas_status atlas_safetensors_oom(const char *path) {

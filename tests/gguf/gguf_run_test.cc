@@ -399,6 +399,53 @@ TEST(GgufRunQuantized, BlocksMatchTheirDequantizedTwin) {
   }
 }
 
+Outcome GenerateOn(atlas_model *m, const std::vector<uint32_t> &prompt) {
+  Outcome r;
+  r.ids.resize(8);
+  size_t count = 0;
+  EXPECT_OK(atlas_model_generate(m, prompt.data(), prompt.size(), r.ids.size(),
+                                 r.ids.data(), &count, AddLogits, &r.logits));
+  r.ids.resize(count);
+  return r;
+}
+
+// What a swap keeps to restore a model it tore down: a host copy of the
+// GGUF view (the file's bytes and the view's reordered and dequantized
+// tensors) that loads the same model after the file is gone, and that is
+// refused once the file changed under the loaded model.
+TEST(GgufRunQuantized, AHostSnapshotRestoresTheModelBitForBit) {
+  QuantFiles f = WriteQuantized("snapshot");
+  const std::vector<uint32_t> prompt = {4, 8, 15, 16, 23, 42};
+  atlas_model_spec spec{};
+  spec.dir = f.gguf.c_str();
+  spec.backend = "host";
+  spec.max_seq = 32;
+  spec.ignore_eos = true;
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_model_open(&spec, &m));
+  Outcome before = GenerateOn(m, prompt);
+  atlas_checkpoint *copy = nullptr;
+  ASSERT_OK(atlas_checkpoint_snapshot(atlas_model_checkpoint(m), &copy));
+  // The file goes: the copy alone must serve.
+  WriteFile(f.gguf, "not a GGUF file any more");
+  atlas_checkpoint *late = nullptr;
+  EXPECT_STATUS(atlas_checkpoint_snapshot(atlas_model_checkpoint(m), &late),
+                ATLAS_STATUS_FAILED_PRECONDITION, "snapshot.gguf");
+  EXPECT_EQ(late, nullptr);
+  atlas_model_spec again = spec;
+  again.adopt_checkpoint = copy;
+  again.adopt_arch = atlas_model_arch(m);
+  again.adopt_config = atlas_model_config(m);
+  again.adopt_eos = atlas_model_eos(m);
+  atlas_model *restored = nullptr;
+  ASSERT_OK(atlas_model_open(&again, &restored));
+  Outcome after = GenerateOn(restored, prompt);
+  EXPECT_OK(atlas_model_close(restored, nullptr));
+  EXPECT_OK(atlas_model_close(m, nullptr));
+  ASSERT_EQ(before.ids, after.ids);
+  ASSERT_EQ(before.logits, after.logits);
+}
+
 // quant_method "gguf" is what a GGUF file's view says; a safetensors
 // directory claiming it holds no blocks and is refused, naming the tensor.
 TEST(GgufRunQuantized, ASafetensorsDirectoryClaimingGgufIsRefused) {
