@@ -1,8 +1,8 @@
 // A GGUF file run by the decoder directly (runtime/formats/gguf_checkpoint.h
 // through atlas_model_open), on the host backend:
-// - F32 GGUF files written here from the reference checkpoints in
-//   tests/arch/data (transformers names mapped to llama.cpp's by the test's
-//   own table, a llama model's q/k rows and biases permuted as
+// - F32, F16 and BF16 GGUF files written here from the reference
+//   checkpoints in tests/arch/data (transformers names mapped to llama.cpp's
+//   by the test's own table, a llama model's q/k rows and biases permuted as
 //   convert_hf_to_gguf's LlamaModel.permute does, hyperparameters and rope
 //   scaling as its writer keys them) give the very logits and ids of the
 //   safetensors checkpoint;
@@ -28,6 +28,7 @@
 
 #include <gtest/gtest.h>
 
+#include "atlas/runtime/base/half.h"
 #include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/formats/gguf_checkpoint.h"
 #include "atlas/runtime/formats/safetensors_convert.h"
@@ -178,6 +179,8 @@ std::string GgufOfCheckpoint(const std::string &name) {
     EXPECT_NE(g, "") << hf;
     std::vector<float> v(t.tensor->elements);
     EXPECT_OK(atlas_safetensors_tensor_to_f32(t.tensor, 0, v.size(), v.data()));
+    // The converter keeps a matrix's 16-bit type and writes vectors in F32.
+    const bool half = t.tensor->rank == 2 && t.tensor->dtype != ATLAS_DTYPE_F32;
     const bool qk = hf.find("q_proj") != std::string::npos ||
                     hf.find("k_proj") != std::string::npos;
     const uint64_t rows = t.tensor->rank == 2 ? t.tensor->shape[0] : 1,
@@ -189,8 +192,19 @@ std::string GgufOfCheckpoint(const std::string &name) {
                               : Permute(v, cols, 1, head_dim);
     }
     std::string bytes((const char *)v.data(), v.size() * 4);
+    if (half) {
+      bytes.clear();
+      for (float x : v) {  // exact: the values came from this type
+        uint16_t h = t.tensor->dtype == ATLAS_DTYPE_F16 ? atlas_f32_to_f16(x)
+                                                        : atlas_f32_to_bf16(x);
+        bytes.append((const char *)&h, 2);
+      }
+    }
+    const uint32_t type = !half                                ? 0
+                          : t.tensor->dtype == ATLAS_DTYPE_F16 ? 1
+                                                               : 30;
     if (t.tensor->rank == 2) {
-      w.Tensor(g, {cols, rows}, 0, bytes);
+      w.Tensor(g, {cols, rows}, type, bytes);
     } else {
       w.Tensor(g, {cols}, 0, bytes);
     }
