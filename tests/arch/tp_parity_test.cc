@@ -271,6 +271,32 @@ TEST(TensorParallel, EveryCollectiveFaultOnEveryRankFailsCleanly) {
   }
 }
 
+// Red zones on every device: a split generation (prefill, steps, the
+// collectives' copies) writes nothing past any allocation on any rank.
+TEST(TensorParallel, RedZonesHoldOnEveryDevice) {
+  ScopedEnv env("ATLAS_REDZONE", "64");
+  for (const Case &c : Cases()) {
+    if (c.name != "llama_bias_f32" && c.name != "qwen3_bf16") continue;
+    SCOPED_TRACE(c.name);
+    const int ranks = 4;
+    atlas_tp_options o = Options(ranks, c, 3);
+    atlas_tp_model *m = nullptr;
+    ASSERT_OK(atlas_tp_model_open(c.dir.c_str(), &o, &m));
+    std::vector<uint32_t> ids(c.steps);
+    std::vector<float> logits;
+    EXPECT_OK(atlas_tp_model_generate(m, c.prompt.data(), c.prompt.size(),
+                                      c.steps, ids.data(), Collect, &logits));
+    for (int r = 0; r < ranks; ++r) {
+      atlas_backend *b = atlas_tp_model_backend(m, r);
+      EXPECT_EQ(atlas_backend_redzone_bytes(b), 64u) << "rank " << r;
+      size_t violations = 1;
+      EXPECT_OK(atlas_backend_scan_redzones(b, nullptr, 0, &violations));
+      EXPECT_EQ(violations, 0u) << "rank " << r;
+    }
+    UnloadClean(m, ranks);
+  }
+}
+
 TEST(TensorParallel, AtlasFaultReachesTheCollectives) {
   ScopedEnv env("ATLAS_FAULT", "collective:3");
   Case c = DefaultCase();
