@@ -94,7 +94,9 @@ typedef struct atlas_open_options {
   // (through NCCL: libnccl.so.2, refused by name where it does not open),
   // on CUDA devices devices[0..tensor_parallel) (NULL: 0, 1, ...). A split
   // that does not divide the heads, KV heads, intermediate size or
-  // vocabulary is refused naming the field. A split model generates,
+  // vocabulary is refused naming the field; device_budget_bytes is then
+  // each device's (checked against the busiest device's share). A split
+  // model generates,
   // swaps (to the split the swap's options ask for) and reports each
   // device's ledger; atlas_kv_open and JSON or SVG reports refuse it (not
   // built yet).

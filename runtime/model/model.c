@@ -261,13 +261,24 @@ static atlas_status create_backend(const atlas_model_spec *spec,
   return status;
 }
 
+// One device's bytes: the whole model's, or for a split the busiest
+// device's share.
+static atlas_status device_bytes(const atlas_model_spec *spec, const opened *o,
+                                 uint64_t *out_bytes) {
+  if (spec->tensor_parallel > 1) {
+    return atlas_tp_required_bytes(o->ck, o->arch, o->config,
+                                   spec->tensor_parallel, spec->max_seq,
+                                   out_bytes);
+  }
+  return o->arch->required_bytes(o->config, o->ck, spec->max_seq, out_bytes);
+}
+
 atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
                                         uint64_t *out_bytes) {
   *out_bytes = 0;
   opened o;
   ATLAS_RETURN_IF_ERROR(open_checkpoint(spec, false, NULL, &o));
-  atlas_status status =
-      o.arch->required_bytes(o.config, o.ck, spec->max_seq, out_bytes);
+  atlas_status status = device_bytes(spec, &o, out_bytes);
   opened_close(&o);
   return status;
 }
@@ -278,9 +289,8 @@ atlas_status atlas_model_required_bytes(const atlas_model_spec *spec,
 static atlas_status check_budget(const atlas_model_spec *spec,
                                  const opened *o) {
   uint64_t need = 0;
-  ATLAS_RETURN_IF_ERROR(
-      o->arch->required_bytes(o->config, o->ck, spec->max_seq, &need),
-      "sizing %s", spec_name(spec));
+  ATLAS_RETURN_IF_ERROR(device_bytes(spec, o, &need), "sizing %s",
+                        spec_name(spec));
   if (need <= spec->device_budget_bytes) return ATLAS_OK;
   char a[32], b[32];
   atlas_format_bytes(need, a, sizeof(a));

@@ -117,7 +117,8 @@ ATLAS_MUST_USE atlas_status
 atlas_model_close(atlas_model *model, atlas_teardown_report *out_report);
 
 // What opening `spec` would need and what the device could give, without
-// allocating on any device. Used by swap and by tools.
+// allocating on any device. Used by swap and by tools. A split model's is
+// one device's: the busiest rank's share (budgets are per device).
 ATLAS_MUST_USE atlas_status
 atlas_model_required_bytes(const atlas_model_spec *spec, uint64_t *out_bytes);
 

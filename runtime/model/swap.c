@@ -123,21 +123,35 @@ static atlas_status check_fits(atlas_model *old, const atlas_model_spec *next,
   ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
       atlas_model_required_bytes(next, &r->needed_bytes), "swap: sizing %s",
       next->dir ? next->dir : (next->embedded ? next->embedded->name : "?")));
-  atlas_backend *ob = atlas_model_backend(old);
-  size_t free_bytes = 0;
-  ATLAS_RETURN_IF_ERROR(
-      atlas_status_annotate(atlas_backend_device_free_memory(ob, &free_bytes),
-                            "swap: reading free device memory"));
-  r->releasable_bytes = atlas_backend_live_bytes(ob);
-  uint64_t budget = next->device_budget_bytes;
-  if (budget != 0) {
-    // Within a budget, what is free is the budget less what the current
-    // model holds (and never more than the device really has).
-    uint64_t left =
-        budget > r->releasable_bytes ? budget - r->releasable_bytes : 0;
-    if (left < free_bytes) free_bytes = (size_t)left;
+  // Per device: each device of a split model holds a share, and the new
+  // model's need is one device's (atlas_model_required_bytes); the
+  // tightest device decides.
+  bool first = true;
+  uint64_t min_free = 0, min_avail = 0;
+  for (int d = 0; d < atlas_model_tensor_parallel(old); ++d) {
+    atlas_backend *ob = atlas_model_rank_backend(old, d);
+    size_t free_bytes = 0;
+    ATLAS_RETURN_IF_ERROR(
+        atlas_status_annotate(atlas_backend_device_free_memory(ob, &free_bytes),
+                              "swap: reading free device memory"));
+    uint64_t releasable = atlas_backend_live_bytes(ob);
+    uint64_t budget = next->device_budget_bytes;
+    if (budget != 0) {
+      // Within a budget, what is free is the budget less what the current
+      // model holds (and never more than the device really has).
+      uint64_t left = budget > releasable ? budget - releasable : 0;
+      if (left < free_bytes) free_bytes = (size_t)left;
+    }
+    // Side by side needs `free` on every device, replacing `free +
+    // releasable` on every device: the least of each (equal on one device).
+    if (first || free_bytes < min_free) min_free = free_bytes;
+    if (first || free_bytes + releasable < min_avail) {
+      min_avail = free_bytes + releasable;
+    }
+    first = false;
   }
-  r->free_bytes = free_bytes;
+  r->free_bytes = min_free;
+  r->releasable_bytes = min_avail - min_free;
   char rel[32], avail[32];
   atlas_format_bytes(r->needed_bytes, w->need, sizeof(w->need));
   atlas_format_bytes(r->free_bytes, w->have, sizeof(w->have));

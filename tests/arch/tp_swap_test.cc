@@ -54,6 +54,27 @@ void CloseClean(atlas_model *m) {
   atlas_sweep_result_free(&r.sweep);
 }
 
+// Budgets are per device: a split model needs its busiest device's share,
+// an upper bound on what each device then holds.
+TEST(TensorParallelSwap, ABudgetIsPerDevice) {
+  atlas_model_spec whole = Spec(kOld, 1), split = Spec(kOld, 4);
+  uint64_t need1 = 0, need4 = 0;
+  ASSERT_OK(atlas_model_required_bytes(&whole, &need1));
+  ASSERT_OK(atlas_model_required_bytes(&split, &need4));
+  EXPECT_LT(need4, need1 / 2);
+  split.device_budget_bytes = need4;
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_model_open(&split, &m));
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_LE(atlas_backend_live_bytes(atlas_model_rank_backend(m, r)), need4)
+        << "rank " << r;
+  }
+  CloseClean(m);
+  whole.device_budget_bytes = need4;
+  EXPECT_STATUS(atlas_model_open(&whole, &m), ATLAS_STATUS_RESOURCE_EXHAUSTED,
+                "but the device budget is");
+}
+
 TEST(TensorParallelSwap, SwapsToAnotherSplitModel) {
   std::vector<uint32_t> old_ids = IdsOf(kOld, 1), new_ids = IdsOf(kNew, 1);
   ASSERT_EQ(old_ids.size(), 6u);

@@ -259,8 +259,18 @@ atlas_status atlas_decoder_required_bytes(const atlas_decoder_config *config,
   uint64_t weights = 0;
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_weight_bytes(config, checkpoint, &weights));
-  ATLAS_RETURN_IF_ERROR(
-      check_max_seq(config, max_seq, atlas_checkpoint_dir(checkpoint)));
+  return atlas_decoder_required_bytes_of(
+      config, weights, atlas_checkpoint_tensor_count(checkpoint), max_seq,
+      atlas_checkpoint_dir(checkpoint), out_bytes);
+}
+
+atlas_status atlas_decoder_required_bytes_of(const atlas_decoder_config *config,
+                                             uint64_t weights,
+                                             size_t tensor_count,
+                                             int64_t max_seq, const char *where,
+                                             uint64_t *out_bytes) {
+  *out_bytes = 0;
+  ATLAS_RETURN_IF_ERROR(check_max_seq(config, max_seq, where));
   max_seq = resolve_max_seq(config, max_seq);
   uint64_t kv = 0, scratch = 0, total = weights;
   // Bounds every product below (heads x head_dim, intermediate, ...); the
@@ -282,7 +292,7 @@ atlas_status atlas_decoder_required_bytes(const atlas_decoder_config *config,
   uint64_t norm_bytes = per_layer;
   // The weight arena starts each tensor 256-byte aligned: at most 255
   // bytes of padding per tensor (every tensor it holds is one of these).
-  uint64_t padding = 255u * (uint64_t)atlas_checkpoint_tensor_count(checkpoint);
+  uint64_t padding = 255u * (uint64_t)tensor_count;
   // A mixture-of-experts layer's table of expert addresses, in the arena.
   for (int64_t l = 0; l < config->num_hidden_layers; ++l) {
     if (atlas_decoder_layer_moe(config, l)) {

@@ -51,6 +51,14 @@ ATLAS_MUST_USE atlas_status atlas_decoder_required_bytes(
     const atlas_decoder_config *config, const atlas_checkpoint *checkpoint,
     int64_t max_seq, uint64_t *out_bytes);
 
+// The same from the weights' bytes (as atlas_decoder_weight_bytes counts
+// them) and how many tensors the checkpoint holds: the share of one rank of
+// a split (runtime/arch/tensor_parallel), whose checkpoint is not written
+// yet. `where` names the model in messages.
+ATLAS_MUST_USE atlas_status atlas_decoder_required_bytes_of(
+    const atlas_decoder_config *config, uint64_t weights, size_t tensor_count,
+    int64_t max_seq, const char *where, uint64_t *out_bytes);
+
 // Loads weights onto `backend` (created with atlas_decoder_module_set), then
 // the KV cache and scratch. On failure everything this call allocated has
 // been released and the status names the file and what went wrong. The

@@ -31,6 +31,34 @@ struct atlas_tp_model {
 
 int atlas_tp_model_ranks(const atlas_tp_model *m) { return m->ranks; }
 
+atlas_status atlas_tp_required_bytes(const atlas_checkpoint *ck,
+                                     const atlas_arch *arch, const void *config,
+                                     int ranks, int64_t max_seq,
+                                     uint64_t *out_bytes) {
+  *out_bytes = 0;
+  if (arch->load != atlas_decoder_arch_load ||
+      arch->config_size != sizeof(atlas_decoder_config)) {
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "%s: tensor parallelism splits the decoder "
+                             "families; %s is not one",
+                             atlas_checkpoint_source(ck), arch->name);
+  }
+  const atlas_decoder_config *c = config;
+  atlas_decoder_config rank_config;
+  atlas_tp_shard_config(c, ranks, &rank_config);
+  for (int r = 0; r < ranks; ++r) {
+    uint64_t weights = 0, bytes = 0;
+    size_t tensors = 0;
+    ATLAS_RETURN_IF_ERROR(
+        atlas_tp_shard_size(c, ck, ranks, r, &weights, &tensors));
+    ATLAS_RETURN_IF_ERROR(
+        atlas_decoder_required_bytes_of(&rank_config, weights, tensors, max_seq,
+                                        atlas_checkpoint_source(ck), &bytes));
+    if (bytes > *out_bytes) *out_bytes = bytes;
+  }
+  return ATLAS_OK;
+}
+
 const atlas_decoder_config *atlas_tp_model_config(const atlas_tp_model *m) {
   return &m->config;
 }

@@ -58,6 +58,15 @@ ATLAS_MUST_USE atlas_status atlas_tp_model_open_checkpoint(
     const atlas_checkpoint *ck, const atlas_arch *arch, const void *config,
     const atlas_tp_options *options, atlas_tp_model **out_model);
 
+// The bytes the busiest device of a split over `ranks` will hold (every
+// rank's share: weights, KV cache, scratch), as atlas_decoder_required_bytes
+// counts one device's: what a budget per device is checked against.
+ATLAS_MUST_USE atlas_status atlas_tp_required_bytes(const atlas_checkpoint *ck,
+                                                    const atlas_arch *arch,
+                                                    const void *config,
+                                                    int ranks, int64_t max_seq,
+                                                    uint64_t *out_bytes);
+
 int atlas_tp_model_ranks(const atlas_tp_model *m);
 // The whole model's config (not a rank's share).
 const atlas_decoder_config *atlas_tp_model_config(const atlas_tp_model *m);

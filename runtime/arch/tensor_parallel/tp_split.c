@@ -288,6 +288,36 @@ static atlas_status header_of(const piece *pieces, size_t count,
   return ATLAS_OK;
 }
 
+atlas_status atlas_tp_shard_size(const atlas_decoder_config *c,
+                                 const atlas_checkpoint *ck, int ranks,
+                                 int rank, uint64_t *out_weight_bytes,
+                                 size_t *out_tensor_count) {
+  *out_weight_bytes = 0;
+  *out_tensor_count = 0;
+  const char *where = atlas_checkpoint_source(ck);
+  ATLAS_RETURN_IF_ERROR(atlas_tp_check_split(c, ranks, where));
+  bool lm_head_is_embedding = false;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_decoder_check_checkpoint(c, ck, &lm_head_is_embedding));
+  size_t count = 0;
+  ATLAS_RETURN_IF_ERROR(
+      plan_all(c, ck, ranks, rank, lm_head_is_embedding, NULL, &count));
+  piece *pieces = calloc(count ? count : 1, sizeof(*pieces));
+  if (pieces == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "%s: sizing rank %d's %zu tensors", where, rank,
+                             count);
+  }
+  atlas_status s =
+      plan_all(c, ck, ranks, rank, lm_head_is_embedding, pieces, &count);
+  for (size_t i = 0; s == ATLAS_OK && i < count; ++i) {
+    *out_weight_bytes += pieces[i].bytes;
+  }
+  free(pieces);
+  if (s == ATLAS_OK) *out_tensor_count = count;
+  return s;
+}
+
 atlas_status atlas_tp_shard_write(const atlas_decoder_config *c,
                                   const atlas_checkpoint *ck, int ranks,
                                   int rank, void **out_data, size_t *out_size) {

@@ -38,6 +38,14 @@ void atlas_tp_shard_config(const atlas_decoder_config *c, int ranks,
 int64_t atlas_tp_vocab_first(const atlas_decoder_config *c, int ranks,
                              int rank);
 
+// What rank `rank`'s tensors of `ck` will hold, without reading them: their
+// bytes as stored and how many there are (atlas_decoder_required_bytes_of).
+ATLAS_MUST_USE atlas_status atlas_tp_shard_size(const atlas_decoder_config *c,
+                                                const atlas_checkpoint *ck,
+                                                int ranks, int rank,
+                                                uint64_t *out_weight_bytes,
+                                                size_t *out_tensor_count);
+
 // Rank `rank`'s tensors of `ck` (checked against `c` first) as a
 // safetensors file in memory: *out_data (free() it) of *out_size bytes, for
 // atlas_checkpoint_open_buffer. Errors name the tensor and the file.
