@@ -27,7 +27,26 @@ struct atlas_tp_model {
   atlas_decoder_model *models[TP_MAX_RANKS];
   float *scratch_logits[TP_MAX_RANKS];  // a rank's logits when the caller
                                         // wants none (host memory)
+  // A worker thread per rank (ranks > 1), started at open and joined by
+  // the unload: each step hands every worker its job (`jobs`, a new
+  // `generation`) and waits until `pending` falls to 0.
+  struct rank_worker {
+    struct atlas_tp_model *m;
+    int rank;
+    pthread_t thread;
+  } workers[TP_MAX_RANKS];
+  int workers_started;
+  pthread_mutex_t work_mutex;  // guards what follows
+  pthread_cond_t work_cv, done_cv;
+  uint64_t generation;
+  int pending;
+  bool stopping;
+  struct rank_job *jobs;
 };
+
+// The rank workers (below, with the steps they run).
+static atlas_status start_workers(atlas_tp_model *m);
+static void stop_workers(atlas_tp_model *m);
 
 int atlas_tp_model_ranks(const atlas_tp_model *m) { return m->ranks; }
 
@@ -198,11 +217,15 @@ static atlas_status open_split(const atlas_checkpoint *ck,
   }
   m->ranks = o->ranks;
   m->config = *config;
+  pthread_mutex_init(&m->work_mutex, NULL);
+  pthread_cond_init(&m->work_cv, NULL);
+  pthread_cond_init(&m->done_cv, NULL);
   atlas_status s = make_backends(m, o, modules);
   for (int r = 0; s == ATLAS_OK && r < m->ranks; ++r) {
     s = atlas_status_annotate(load_rank(m, ck, o, r), "rank %d of %d", r,
                               m->ranks);
   }
+  if (s == ATLAS_OK && m->ranks > 1) s = start_workers(m);
   if (s != ATLAS_OK) {
     atlas_status_free(atlas_tp_model_unload(m, NULL));
     return s;
@@ -312,28 +335,71 @@ static void *rank_thread(void *arg) {
   return NULL;
 }
 
-// Every rank's job on a thread of its own; every failure, by rank.
+// A rank's worker: each new generation's job, until the unload stops it.
+static void *worker_main(void *arg) {
+  struct rank_worker *w = arg;
+  atlas_tp_model *m = w->m;
+  uint64_t seen = 0;
+  pthread_mutex_lock(&m->work_mutex);
+  for (;;) {
+    while (!m->stopping && m->generation == seen) {
+      pthread_cond_wait(&m->work_cv, &m->work_mutex);
+    }
+    if (m->stopping) break;
+    seen = m->generation;
+    rank_job *j = &m->jobs[w->rank];
+    pthread_mutex_unlock(&m->work_mutex);
+    rank_thread(j);
+    pthread_mutex_lock(&m->work_mutex);
+    if (--m->pending == 0) pthread_cond_signal(&m->done_cv);
+  }
+  pthread_mutex_unlock(&m->work_mutex);
+  return NULL;
+}
+
+static atlas_status start_workers(atlas_tp_model *m) {
+  for (int r = 0; r < m->ranks; ++r) {
+    m->workers[r].m = m;
+    m->workers[r].rank = r;
+    if (pthread_create(&m->workers[r].thread, NULL, worker_main,
+                       &m->workers[r]) != 0) {
+      return atlas_status_make(ATLAS_STATUS_RESOURCE_EXHAUSTED,
+                               "cannot start the thread of rank %d of %d", r,
+                               m->ranks);
+    }
+    m->workers_started = r + 1;
+  }
+  return ATLAS_OK;
+}
+
+static void stop_workers(atlas_tp_model *m) {
+  pthread_mutex_lock(&m->work_mutex);
+  m->stopping = true;
+  pthread_cond_broadcast(&m->work_cv);
+  pthread_mutex_unlock(&m->work_mutex);
+  for (int r = 0; r < m->workers_started; ++r) {
+    pthread_join(m->workers[r].thread, NULL);
+  }
+  m->workers_started = 0;
+}
+
+// Every rank's job on its worker; every failure, by rank.
 static atlas_status run_ranks(atlas_tp_model *m, rank_job *jobs) {
   if (atlas_comm_aborted(m->comm)) {
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                              "a rank of this tensor-parallel model failed "
                              "earlier; the model can only be unloaded");
   }
-  pthread_t threads[TP_MAX_RANKS];
-  bool started[TP_MAX_RANKS] = {false};
+  pthread_mutex_lock(&m->work_mutex);
+  m->jobs = jobs;
+  m->pending = m->ranks;
+  m->generation++;
+  pthread_cond_broadcast(&m->work_cv);
+  while (m->pending > 0) pthread_cond_wait(&m->done_cv, &m->work_mutex);
+  m->jobs = NULL;
+  pthread_mutex_unlock(&m->work_mutex);
   atlas_status status = ATLAS_OK;
   for (int r = 0; r < m->ranks; ++r) {
-    if (pthread_create(&threads[r], NULL, rank_thread, &jobs[r]) != 0) {
-      status = atlas_status_make(ATLAS_STATUS_RESOURCE_EXHAUSTED,
-                                 "cannot start the thread of rank %d", r);
-      atlas_comm_abort(m->comm, r, "its thread did not start");
-      break;
-    }
-    started[r] = true;
-  }
-  for (int r = 0; r < m->ranks; ++r) {
-    if (!started[r]) continue;
-    pthread_join(threads[r], NULL);
     status = atlas_status_join(
         status,
         atlas_status_annotate(jobs[r].status, "rank %d of %d", r, m->ranks));
@@ -558,8 +624,13 @@ atlas_status atlas_tp_model_unload(atlas_tp_model *m,
     out->ranks = m != NULL ? m->ranks : 0;
   }
   if (m == NULL) return ATLAS_OK;
-  // The communicator first: it may hold buffers on the backends, which the
-  // ranks' sweeps would otherwise report.
+  // The workers first (idle between steps), then the communicator: it may
+  // hold buffers on the backends, which the ranks' sweeps would otherwise
+  // report.
+  stop_workers(m);
+  pthread_cond_destroy(&m->done_cv);
+  pthread_cond_destroy(&m->work_cv);
+  pthread_mutex_destroy(&m->work_mutex);
   atlas_status status = atlas_comm_destroy(m->comm);
   for (int r = 0; r < m->ranks; ++r) {
     atlas_teardown_report rep;

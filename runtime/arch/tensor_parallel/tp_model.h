@@ -1,9 +1,10 @@
 // A decoder split over N devices (tensor parallelism): N backends, each with
 // its own ledger, one decoder rank on each (tp_split.h, decoder_shard.h),
 // and one communicator, all owned by the model and released by its unload.
-// A step runs every rank on a thread of its own (docs/PARALLELISM.md says
-// why); a rank that fails aborts the communicator, so the others return
-// instead of waiting, and the model then only unloads.
+// A step runs every rank on its worker thread, one a rank, started with
+// the model (docs/PARALLELISM.md says why); a rank that fails aborts the
+// communicator, so the others return instead of waiting, and the model then
+// only unloads.
 //
 // On host backends the N devices are simulated in one process (the
 // in-process communicator), which is how CI tests the split; on CUDA the
