@@ -76,6 +76,13 @@ atlas_status atlas_decoder_set_decode_graph(atlas_decoder_model *m,
     return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
                              "this model has no decode graph state");
   }
+  if (enabled && m->ctx.shard != NULL) {
+    // Its collectives run on the host between launches (decoder_shard.h).
+    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
+                             "rank %d of a split model does not capture its "
+                             "decode step yet",
+                             m->ctx.shard->rank);
+  }
   if (!enabled) ATLAS_RETURN_IF_ERROR(atlas_decoder_drop_graph(m));
   m->graph->disabled = !enabled;
   return ATLAS_OK;
@@ -340,6 +347,14 @@ atlas_status atlas_decoder_generate_ex(
     uint32_t *out_tokens, size_t *out_count, atlas_logits_sink sink,
     void *sink_ctx) {
   if (out_count != NULL) *out_count = 0;
+  if (m->ctx.shard != NULL) {
+    // Its ids and logits are its vocabulary slice's: the split model
+    // (runtime/arch/tensor_parallel) generates.
+    return atlas_status_make(ATLAS_STATUS_FAILED_PRECONDITION,
+                             "rank %d of a split model generates only "
+                             "through the split model",
+                             m->ctx.shard->rank);
+  }
   if (prompt_len == 0) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
                              "generation needs at least one prompt token");
