@@ -381,8 +381,11 @@ atlas_status atlas_gguf_config_json(const atlas_gguf *g, char **out_json) {
   }
   uint64_t id = 0;
   if (atlas_gguf_find_kv(g, "tokenizer.ggml.bos_token_id") != NULL) {
-    ATLAS_RETURN_IF_ERROR(
-        atlas_gguf_get_u64(g, "tokenizer.ggml.bos_token_id", &id));
+    atlas_status s = atlas_gguf_get_u64(g, "tokenizer.ggml.bos_token_id", &id);
+    if (s != ATLAS_OK) {
+      json_decref(o);
+      return s;
+    }
     bad |= set_int(o, "bos_token_id", id);
   }
   // llama.cpp stops at the end-of-text and the end-of-turn token alike.

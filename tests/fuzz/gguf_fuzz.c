@@ -1,7 +1,9 @@
 // libFuzzer entry over the GGUF parser: whatever the bytes, parsing fails
 // cleanly (the message naming the buffer) or yields metadata that reads back
 // within the buffer and tensors that lie inside it, aligned, sized by their
-// type and shape, none overlapping another.
+// type and shape, none overlapping another. Then what a model reads from
+// the metadata (config.json, tokenizer.json, the chat template) is built:
+// it succeeds with its text or fails with a status, never both.
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,6 +11,8 @@
 
 #include "atlas/runtime/base/status.h"
 #include "atlas/runtime/formats/gguf.h"
+#include "atlas/runtime/formats/gguf_model.h"
+#include "atlas/runtime/formats/gguf_tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -84,12 +88,37 @@ static void check_tensors(const atlas_gguf *g, size_t size) {
   free(all);
 }
 
+// What the model and tokenizer builders make of the metadata.
+static void check_builders(const atlas_gguf *g) {
+  char *text = NULL;
+  atlas_status st = atlas_gguf_config_json(g, &text);
+  if ((st == ATLAS_OK) != (text != NULL)) __builtin_trap();
+  atlas_status_free(st);
+  free(text);
+  text = NULL;
+  size_t len = 0;
+  st = atlas_gguf_tokenizer_json(g, &text, &len);
+  if ((st == ATLAS_OK) != (text != NULL)) __builtin_trap();
+  if (text != NULL && strlen(text) != len) __builtin_trap();
+  atlas_status_free(st);
+  free(text);
+  char *bos = NULL, *eos = NULL;
+  text = NULL;
+  st = atlas_gguf_chat_template(g, &text, &bos, &eos);
+  if ((st == ATLAS_OK) != (text != NULL)) __builtin_trap();
+  atlas_status_free(st);
+  free(text);
+  free(bos);
+  free(eos);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   atlas_gguf *g = NULL;
   atlas_status status = atlas_gguf_parse_buffer(data, size, "fuzz.gguf", &g);
   if (status == ATLAS_OK) {
     check_metadata(g, data, size);
     check_tensors(g, size);
+    check_builders(g);
     atlas_gguf_close(g);
   } else {
     if (g != NULL) __builtin_trap();

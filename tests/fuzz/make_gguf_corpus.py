@@ -58,7 +58,50 @@ META = [
     kv("tokenizer.ggml.token_type", 9, struct.pack("<IQ", 5, 3) + struct.pack("<3i", 1, 1, 3)),
 ]
 
+
+def u32(key, v):
+    return kv(key, 4, struct.pack("<I", v))
+
+
+def f32s(key, items):
+    return kv(key, 9, struct.pack("<IQ", 6, len(items)) + b"".join(struct.pack("<f", x) for x in items))
+
+
+def i32s(key, items):
+    return kv(key, 9, struct.pack("<IQ", 5, len(items)) + b"".join(struct.pack("<i", x) for x in items))
+
+
+# A whole model's metadata, for the config and tokenizer builders the
+# fuzzer runs too (gguf_model.h, gguf_tokenizer.h).
+MODEL = [
+    kv("general.architecture", 8, gstr("llama")),
+    u32("llama.context_length", 64), u32("llama.embedding_length", 32),
+    u32("llama.block_count", 1), u32("llama.feed_forward_length", 64),
+    u32("llama.attention.head_count", 4), u32("llama.attention.head_count_kv", 2),
+    kv("llama.rope.scaling.type", 8, gstr("yarn")),
+    kv("llama.rope.scaling.factor", 6, struct.pack("<f", 4.0)),
+    u32("llama.rope.scaling.original_context_length", 16),
+    u32("tokenizer.ggml.bos_token_id", 0), u32("tokenizer.ggml.eos_token_id", 1),
+    kv("tokenizer.ggml.add_bos_token", 7, b"\x01"),
+    kv("tokenizer.chat_template", 8, gstr("{% for m in messages %}{{ m['content'] }}{% endfor %}")),
+]
+GPT2 = MODEL + [
+    kv("tokenizer.ggml.model", 8, gstr("gpt2")),
+    kv("tokenizer.ggml.pre", 8, gstr("qwen2")),
+    strings("tokenizer.ggml.tokens", ["<|s|>", "<|e|>", "a", "b", "ab", "\u0120a"]),
+    i32s("tokenizer.ggml.token_type", [3, 3, 1, 1, 1, 4]),
+    strings("tokenizer.ggml.merges", ["a b"]),
+]
+SPM = MODEL + [
+    kv("tokenizer.ggml.model", 8, gstr("llama")),
+    strings("tokenizer.ggml.tokens", ["<unk>", "<s>", "\u2581", "a", "\u2581a", "<0x0A>"]),
+    i32s("tokenizer.ggml.token_type", [2, 3, 1, 1, 1, 6]),
+    f32s("tokenizer.ggml.scores", [0, 0, -1, -2, -3, 0]),
+]
+
 SEEDS = {
+    "model_gpt2.bin": gguf(GPT2, [("token_embd.weight", [32, 6], 0)]),
+    "model_spm.bin": gguf(SPM, [("blk.0.attn_q.weight", [32, 32], 8)]),
     "empty_v3.bin": gguf([], []),
     "meta_only.bin": gguf(META, []),
     "f32_tensor.bin": gguf(META[:1], [("token_embd.weight", [4, 2], 0)]),

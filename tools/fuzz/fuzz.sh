@@ -82,6 +82,12 @@
 #   gguf            (2026-12-07, tree 099c373, 2 shared cores under load,
 #                   nice 19, -max_len 4096) 10,000,000 executions in 851 s
 #                   (11.8k/s), peak RSS 59 MB, no crash
+#   gguf with the config.json, tokenizer.json and chat template builders
+#                   (2026-12-08, parent 34e1c28, FUZZ_SECONDS=240, nice 19):
+#                   found a leak of config.json's object when
+#                   tokenizer.ggml.bos_token_id is not an integer (fixed);
+#                   then 4,112,677 executions (17.1k/s), peak RSS 65 MB, no
+#                   crash
 #   tokenizer and chat_template after the streaming encode, the per-encode
 #                   regex budget and the limits' API (2026-12-07, tree
 #                   6079ca0's runtime/text and runtime/chat, the 2 shared
@@ -129,7 +135,8 @@ LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
   runtime/base/weight_scan.c runtime/arch/rope/rope.c"
 TEXT_LIB="$(echo runtime/text/*.c) runtime/base/file_read.c -lpcre2-8 -lutf8proc -pthread"
 CHAT_LIB="$(echo runtime/chat/*.c) runtime/base/file_read.c -lutf8proc"
-GGUF_LIB="runtime/formats/gguf.c runtime/formats/gguf_values.c runtime/base/file_read.c"
+GGUF_LIB="runtime/formats/gguf.c runtime/formats/gguf_values.c runtime/base/file_read.c \
+  runtime/formats/gguf_model.c runtime/formats/gguf_tokenizer.c -ljansson"
 OAI_LIB="runtime/serve/openai/oai_request.c runtime/serve/openai/oai_response.c \
   runtime/serve/openai/oai_batch.c runtime/formats/json_words.c -lutf8proc"
 # Each target's sources, and the longest input (a tokenizer.json or chat
