@@ -4,7 +4,9 @@
 // tests/quant's gguf_blocks_reference), a Q8_0 token embedding and a Q6_K
 // output, and the tokenizer.json given written as llama.cpp's converter
 // writes a gpt2 tokenizer (pre-tokenizer qwen2), with a chat template.
-//   gguf_fixture TOKENIZER_JSON OUT.gguf
+// With "f32" after the paths every tensor is F32 instead (the paged batch
+// step, which atlas serve and atlas batch use, runs plain models only).
+//   gguf_fixture TOKENIZER_JSON OUT.gguf [f32]
 #include <stdio.h>
 
 #include <random>
@@ -15,10 +17,11 @@
 #include "tests/quant/gguf_blocks_reference.h"
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: gguf_fixture TOKENIZER_JSON OUT.gguf\n");
+  if (argc != 3 && !(argc == 4 && std::string(argv[3]) == "f32")) {
+    fprintf(stderr, "usage: gguf_fixture TOKENIZER_JSON OUT.gguf [f32]\n");
     return 2;
   }
+  const bool f32 = argc == 4;
   gguf_test::Writer w;
   gguf_test::TokenizerSource src;
   src.tokenizer_json = argv[1];
@@ -49,6 +52,11 @@ int main(int argc, char **argv) {
   auto quant = [&](const std::string &name, T type, uint32_t type_id,
                    uint32_t rows, uint32_t cols) {
     gguf_ref::Matrix m = gguf_ref::Random(type, rows, cols, rng);
+    if (f32) {  // the same values, as F32
+      w.Tensor(name, {cols, rows}, 0,
+               std::string((const char *)m.value.data(), m.value.size() * 4));
+      return;
+    }
     w.Tensor(name, {cols, rows}, type_id,
              std::string(m.bytes.begin(), m.bytes.end()));
   };

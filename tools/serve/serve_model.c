@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 static atlas_status path_in(const char *dir, const char *name, char **out) {
@@ -24,8 +25,14 @@ static atlas_status path_in(const char *dir, const char *name, char **out) {
   return ATLAS_OK;
 }
 
+static bool is_gguf(const char *path) {
+  size_t n = strlen(path);
+  return n > 5 && strcasecmp(path + n - 5, ".gguf") == 0;
+}
+
 // DIR/tokenizer.json (required) and DIR/tokenizer_config.json's chat
-// template (optional: without one, chat requests are refused by name).
+// template (optional: without one, chat requests are refused by name); a
+// GGUF file's tokenizer.ggml.* and tokenizer.chat_template likewise.
 static atlas_status load_text(const char *dir,
                               const atlas_serve_model_config *c,
                               atlas_tokenizer **out_tok,
@@ -33,9 +40,15 @@ static atlas_status load_text(const char *dir,
   *out_tok = NULL;
   *out_chat = NULL;
   char *path = NULL;
-  ATLAS_RETURN_IF_ERROR(path_in(dir, "tokenizer.json", &path));
-  atlas_status s = atlas_tokenizer_load(path, out_tok);
-  free(path);
+  const bool gguf = is_gguf(dir);
+  atlas_status s = ATLAS_OK;
+  if (gguf) {
+    s = atlas_tokenizer_load_gguf(dir, out_tok);
+  } else {
+    ATLAS_RETURN_IF_ERROR(path_in(dir, "tokenizer.json", &path));
+    s = atlas_tokenizer_load(path, out_tok);
+    free(path);
+  }
   if (s == ATLAS_OK && c->tokenizer_limits != NULL) {
     s = atlas_tokenizer_set_limits(*out_tok, c->tokenizer_limits);
     if (s != ATLAS_OK) {
@@ -44,14 +57,18 @@ static atlas_status load_text(const char *dir,
     }
   }
   if (s != ATLAS_OK) {
-    return atlas_status_annotate(s,
-                                 "serving needs the checkpoint's "
-                                 "tokenizer.json");
+    return atlas_status_annotate(s, gguf ? "serving needs the file's tokenizer"
+                                         : "serving needs the checkpoint's "
+                                           "tokenizer.json");
   }
-  ATLAS_RETURN_IF_ERROR(path_in(dir, "tokenizer_config.json", &path));
+  // The template's file: the GGUF file itself, or tokenizer_config.json.
+  ATLAS_RETURN_IF_ERROR(
+      path_in(dir, gguf ? "" : "tokenizer_config.json", &path));
+  if (gguf) path[strlen(dir)] = '\0';  // DIR, not "DIR/"
   struct stat st;
   if (stat(path, &st) == 0) {
-    s = atlas_chat_template_load(path, out_chat);
+    s = gguf ? atlas_chat_template_load_gguf(path, out_chat)
+             : atlas_chat_template_load(path, out_chat);
     if (s == ATLAS_OK && c->chat_limits != NULL) {
       s = atlas_chat_template_set_limits(*out_chat, c->chat_limits);
       if (s != ATLAS_OK) {  // a bad limit is the command line's error
