@@ -40,6 +40,12 @@ static const pre_tokenizer kPre[] = {
      true, false, false},
 };
 #define PRE_COUNT (sizeof(kPre) / sizeof(kPre[0]))
+static const char *const kAlias[][2] = {
+    {"llama3", "llama-bpe"},
+    {"llama-v3", "llama-bpe"},
+    {"deepseek-r1-qwen", "qwen2"},
+};
+#define ALIAS_COUNT (sizeof(kAlias) / sizeof(kAlias[0]))
 
 static atlas_status refuse(const char *key, const char *why) {
   return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED, "GGUF: %s %s", key, why);
@@ -411,9 +417,19 @@ static atlas_status which(const atlas_gguf *g, bool *out_spm,
       return ATLAS_OK;
     }
   }
+  // The other names llama.cpp gives the same pre-tokenizers.
+  for (size_t i = 0; i < ALIAS_COUNT; ++i) {
+    if (strlen(kAlias[i][0]) == n && memcmp(kAlias[i][0], s, n) == 0) {
+      for (size_t j = 0; j < PRE_COUNT; ++j) {
+        if (strcmp(kPre[j].name, kAlias[i][1]) == 0) *out_pre = &kPre[j];
+      }
+      return ATLAS_OK;
+    }
+  }
   return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
                            "GGUF: tokenizer.ggml.pre \"%s\" is not a "
-                           "pre-tokenizer Atlas reads (llama-bpe, qwen2)",
+                           "pre-tokenizer Atlas reads (llama-bpe, llama3, "
+                           "llama-v3, qwen2, deepseek-r1-qwen)",
                            atlas_quote_n(s, n, q, sizeof(q)));
 }
 

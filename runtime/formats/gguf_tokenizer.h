@@ -7,13 +7,14 @@
 // Read: tokenizer.ggml.model "gpt2" (byte-level BPE; tokens, merges,
 // token_type: CONTROL tokens become special added tokens, USER_DEFINED ones
 // plain added tokens) with tokenizer.ggml.pre naming the pre-tokenizer
-// ("llama-bpe": Llama 3's regex and ignore_merges; "qwen2": Qwen2's regex
-// and NFC), and tokenizer.ggml.model "llama" (SentencePiece BPE: tokens,
-// scores and token_type; merges derived from the scores as transformers'
-// converter derives them, byte fallback, "▁" for spaces);
-// tokenizer.ggml.bos_token_id / eos_token_id with add_bos_token /
-// add_eos_token (what the post-processor adds). Any other model, pre-
-// tokenizer or malformed array is refused naming the key.
+// ("llama-bpe", also named "llama3" and "llama-v3": Llama 3's regex and
+// ignore_merges; "qwen2", also "deepseek-r1-qwen": Qwen2's regex and NFC), and
+// tokenizer.ggml.model "llama" (SentencePiece BPE: tokens, scores and
+// token_type; merges derived from the scores as transformers' converter derives
+// them, byte fallback, "▁" for spaces); tokenizer.ggml.bos_token_id /
+// eos_token_id with add_bos_token / add_eos_token (what the post-processor
+// adds). Any other model, pre- tokenizer or malformed array is refused naming
+// the key.
 #ifndef ATLAS_RUNTIME_FORMATS_GGUF_TOKENIZER_H_
 #define ATLAS_RUNTIME_FORMATS_GGUF_TOKENIZER_H_
 

@@ -179,6 +179,10 @@ StatusResult LoadEdited(const std::string &leaf, const std::string &model,
 
 TEST(GgufTokenizerRefusals, NameTheKey) {
   EXPECT_EQ(LoadEdited("ok", "gpt2", "qwen2").code, ATLAS_STATUS_OK);
+  // llama.cpp's other names for the same two.
+  for (const char *alias : {"llama3", "llama-v3", "deepseek-r1-qwen"}) {
+    EXPECT_EQ(LoadEdited(alias, "gpt2", alias).code, ATLAS_STATUS_OK) << alias;
+  }
   StatusResult r = LoadEdited("bert", "bert", "");
   EXPECT_NE(r.message.find("tokenizer.ggml.model \"bert\""), std::string::npos)
       << r.message;
