@@ -19,6 +19,8 @@
 #include "atlas/runtime/formats/gguf_model.h"
 #include "atlas/runtime/formats/safetensors_internal.h"
 
+#define ROPE_FREQS "rope_freqs.weight"
+
 bool atlas_gguf_is_path(const char *path) {
   size_t n = path != NULL ? strlen(path) : 0;
   return n > 5 && strcasecmp(path + n - 5, ".gguf") == 0;
@@ -248,7 +250,9 @@ static atlas_status build_view(const atlas_gguf *g, const char *path,
   }
   for (size_t i = 0; status == ATLAS_OK && i < n; ++i) {
     const atlas_gguf_tensor *t = atlas_gguf_tensor_at(g, i);
-    atlas_safetensors_tensor *v = &f->tensors[i];
+    // Llama 3's rope factors are read into the config (gguf_model.h).
+    if (strcmp(t->name, ROPE_FREQS) == 0) continue;
+    atlas_safetensors_tensor *v = &f->tensors[f->count];
     char hf[256];
     status = atlas_gguf_hf_name(t->name, hf, sizeof(hf));
     if (status != ATLAS_OK) break;
@@ -258,7 +262,7 @@ static atlas_status build_view(const atlas_gguf *g, const char *path,
                                  "%s: out of host memory", path);
       break;
     }
-    f->count = i + 1;
+    f->by_name[f->count++] = v;
     v->dtype = plans[i].dtype;
     v->rank = (int)t->n_dims;
     for (uint32_t d = 0; d < t->n_dims; ++d) {
@@ -274,13 +278,12 @@ static atlas_status build_view(const atlas_gguf *g, const char *path,
       v->data = dst;
     }
     f->data_bytes += v->bytes;
-    f->by_name[i] = v;
   }
   free(plans);
   if (status == ATLAS_OK) {
-    qsort(f->by_name, n, sizeof(const atlas_safetensors_tensor *),
+    qsort(f->by_name, f->count, sizeof(const atlas_safetensors_tensor *),
           compare_by_name);
-    for (size_t i = 1; status == ATLAS_OK && i < n; ++i) {
+    for (size_t i = 1; status == ATLAS_OK && i < f->count; ++i) {
       if (strcmp(f->by_name[i - 1]->name, f->by_name[i]->name) == 0) {
         status = atlas_status_make(
             ATLAS_STATUS_DATA_LOSS,

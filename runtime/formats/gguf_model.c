@@ -137,6 +137,7 @@ typedef struct hparams {
   double factor, attn_factor, beta_fast, beta_slow;
   uint64_t original_ctx;
   bool has_attn_factor, has_beta_fast, has_beta_slow;
+  atlas_gguf_llama3_rope llama3;  // from rope_freqs.weight
 } hparams;
 
 static atlas_status refuse_key(const char *key, const char *why) {
@@ -302,10 +303,16 @@ static atlas_status read_hparams(const atlas_gguf *g, const char *arch,
   }
   ATLAS_RETURN_IF_ERROR(read_rope_scaling(g, arch, h));
   ATLAS_RETURN_IF_ERROR(check_arch_keys(g, arch, h));
-  if (atlas_gguf_find_tensor(g, "rope_freqs.weight") != NULL) {
+  if (strcmp(arch, "llama") != 0 &&
+      atlas_gguf_find_tensor(g, "rope_freqs.weight") != NULL) {
+    return refuse(g, "a rope_freqs.weight tensor outside a llama model");
+  }
+  ATLAS_RETURN_IF_ERROR(
+      atlas_gguf_llama3_rope_from_freqs(g, h->head_dim, h->theta, &h->llama3));
+  if (h->llama3.present && h->rope_type != NULL) {
     return refuse(g,
-                  "a rope_freqs.weight tensor (llama 3.1's rope scaling "
-                  "factors) is not read yet");
+                  "rope_freqs.weight and <arch>.rope.scaling.type are both "
+                  "set: two rope scalings");
   }
   h->tied = atlas_gguf_find_tensor(g, "output.weight") == NULL;
   h->bias = atlas_gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
@@ -354,6 +361,19 @@ atlas_status atlas_gguf_config_json(const atlas_gguf *g, char **out_json) {
   bad |= json_object_set_new(o, "rope_theta", json_real(h.theta));
   bad |= json_object_set_new(o, "tie_word_embeddings", json_boolean(h.tied));
   bad |= json_object_set_new(o, "hidden_act", json_string("silu"));
+  if (h.llama3.present) {
+    json_t *rs = json_object();
+    bad |= rs == NULL;
+    bad |= json_object_set_new(rs, "rope_type", json_string("llama3"));
+    bad |= json_object_set_new(rs, "factor", json_real(h.llama3.factor));
+    bad |= json_object_set_new(rs, "low_freq_factor",
+                               json_real(h.llama3.low_freq_factor));
+    bad |= json_object_set_new(rs, "high_freq_factor",
+                               json_real(h.llama3.high_freq_factor));
+    bad |= set_int(rs, "original_max_position_embeddings",
+                   h.llama3.original_max_positions);
+    bad |= json_object_set_new(o, "rope_scaling", rs);
+  }
   if (h.rope_type != NULL) {
     json_t *rs = json_object();
     bad |= rs == NULL;

@@ -8,6 +8,7 @@
 #ifndef ATLAS_RUNTIME_FORMATS_GGUF_MODEL_H_
 #define ATLAS_RUNTIME_FORMATS_GGUF_MODEL_H_
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,10 +34,27 @@ uint64_t atlas_gguf_qk_source_row(uint64_t hf_row, uint64_t head_dim);
 // "qwen3": none).
 int atlas_gguf_is_permuted(const char *arch, const char *gguf_name);
 
+// Llama 3's rope scaling, as a llama file's rope_freqs.weight gives it
+// (convert_hf_to_gguf writes the per-frequency factors, not the
+// parameters): present false when the file has no such tensor (or every
+// factor is 1). Parameters that do not give back every stored factor are
+// refused, naming the tensor.
+typedef struct atlas_gguf_llama3_rope {
+  bool present;
+  double factor, low_freq_factor, high_freq_factor;
+  uint64_t original_max_positions;
+} atlas_gguf_llama3_rope;
+
+ATLAS_MUST_USE atlas_status
+atlas_gguf_llama3_rope_from_freqs(const atlas_gguf *g, uint64_t head_dim,
+                                  double theta, atlas_gguf_llama3_rope *out);
+
 // config.json text (malloc'd, NUL-terminated) for the file's model:
 // model_type, hidden_size, intermediate_size, num_hidden_layers,
 // num_attention_heads, num_key_value_heads, head_dim, max_position_embeddings,
-// rms_norm_eps, rope_theta, vocab_size, tie_word_embeddings, bos/eos ids.
+// rms_norm_eps, rope_theta, rope_scaling (linear and yarn from the
+// rope.scaling keys, llama3 from rope_freqs.weight), vocab_size,
+// tie_word_embeddings, bos/eos ids.
 // An architecture other than llama, qwen2, qwen3, or metadata Atlas cannot
 // express (rope scaling it does not read, a rope_freqs tensor), is refused
 // naming the key.

@@ -423,7 +423,7 @@ static atlas_status which(const atlas_gguf *g, bool *out_spm,
       for (size_t j = 0; j < PRE_COUNT; ++j) {
         if (strcmp(kPre[j].name, kAlias[i][1]) == 0) *out_pre = &kPre[j];
       }
-      return ATLAS_OK;
+      if (*out_pre != NULL) return ATLAS_OK;
     }
   }
   return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
@@ -444,7 +444,7 @@ atlas_status atlas_gguf_tokenizer_json(const atlas_gguf *g, char **out_json,
   ATLAS_RETURN_IF_ERROR(read_vocab(g, spm, &v));
   if (atlas_gguf_find_kv(g, "tokenizer.ggml.add_bos_token") == NULL) {
     // llama.cpp's defaults: SentencePiece and Llama 3 add BOS, Qwen2 not.
-    v.add_bos = (spm || pre->add_bos) && v.bos >= 0;
+    v.add_bos = (spm || (pre != NULL && pre->add_bos)) && v.bos >= 0;
   }
   json_t *vocab_obj = json_object(), *added = json_array(),
          *merges = json_array();

@@ -4,6 +4,7 @@
 // here from its description: reshape to (heads, 2, head_dim / 2, cols),
 // swap the middle axes), and config.json written from the metadata.
 #include <jansson.h>
+#include <math.h>
 #include <string.h>
 
 #include <string>
@@ -213,6 +214,77 @@ TEST(GgufModel, ConfigRefusals) {
   bare.KvString("general.architecture", "qwen2");
   EXPECT_EQ(Config(bare, &r), nullptr);
   EXPECT_NE(r.message.find("qwen2.context_length\" is missing"),
+            std::string::npos)
+      << r.message;
+}
+
+}  // namespace
+
+namespace {
+
+// convert_hf_to_gguf's Llama 3 factors (float32) for a head of 128 at
+// theta 500000.
+std::string Llama3Freqs(float factor, float lf, float hf, float old) {
+  std::string out;
+  for (int i = 0; i < 128; i += 2) {
+    float freq = 1.0f / powf(500000.0f, (float)i / 128.0f);
+    float wavelen = 2.0f * (float)M_PI / freq, f = 0;
+    if (wavelen < old / hf) {
+      f = 1.0f;
+    } else if (wavelen > old / lf) {
+      f = factor;
+    } else {
+      float smooth = (old / wavelen - lf) / (hf - lf);
+      f = 1.0f / ((1.0f - smooth) / factor + smooth);
+    }
+    out.append((const char *)&f, 4);
+  }
+  return out;
+}
+
+Writer Llama3Model(const std::string &freqs) {
+  Writer w = Model("llama", false, false);
+  w.KvU32("llama.attention.key_length", 128);
+  w.KvU32("llama.attention.value_length", 128);
+  w.Tensor("rope_freqs.weight", {64}, 0, freqs);
+  return w;
+}
+
+// Llama 3.1's own parameters come back exactly; a ramp of other ends (a
+// context that is no power of two) comes back as parameters that give the
+// same frequencies: the same wavelengths at the ramp's ends.
+TEST(GgufModel, Llama3RopeFromRopeFreqs) {
+  StatusResult r;
+  json_t *c = Config(Llama3Model(Llama3Freqs(8, 1, 4, 8192)), &r);
+  ASSERT_NE(c, nullptr) << r.message;
+  json_t *rs = json_object_get(c, "rope_scaling");
+  EXPECT_STREQ(json_string_value(json_object_get(rs, "rope_type")), "llama3");
+  EXPECT_EQ(json_number_value(json_object_get(rs, "factor")), 8.0);
+  EXPECT_EQ(json_number_value(json_object_get(rs, "low_freq_factor")), 1.0);
+  EXPECT_EQ(json_number_value(json_object_get(rs, "high_freq_factor")), 4.0);
+  EXPECT_EQ(json_integer_value(
+                json_object_get(rs, "original_max_position_embeddings")),
+            8192);
+  json_decref(c);
+
+  c = Config(Llama3Model(Llama3Freqs(16, 1.5f, 3, 6000)), &r);
+  ASSERT_NE(c, nullptr) << r.message;
+  rs = json_object_get(c, "rope_scaling");
+  const double old = (double)json_integer_value(
+      json_object_get(rs, "original_max_position_embeddings"));
+  const double lf = json_number_value(json_object_get(rs, "low_freq_factor"));
+  const double hf = json_number_value(json_object_get(rs, "high_freq_factor"));
+  EXPECT_EQ(json_number_value(json_object_get(rs, "factor")), 16.0);
+  EXPECT_NEAR(old / lf, 6000 / 1.5, 6000 / 1.5 * 1e-4);  // the ramp's ends
+  EXPECT_NEAR(old / hf, 6000 / 3.0, 6000 / 3.0 * 1e-4);
+  json_decref(c);
+
+  // Factors no ramp gives are refused, naming the tensor.
+  std::string bad = Llama3Freqs(8, 1, 4, 8192);
+  float spike = 3;
+  memcpy(&bad[4 * 2], &spike, 4);
+  EXPECT_EQ(Config(Llama3Model(bad), &r), nullptr);
+  EXPECT_NE(r.message.find("rope_freqs.weight is not llama3 rope scaling"),
             std::string::npos)
       << r.message;
 }

@@ -159,7 +159,31 @@ std::string GgufOfCheckpoint(const std::string &name) {
     if (t == nullptr) t = json_object_get(rope, "type");
     type = json_string_value(t);
   }
-  if (type != nullptr && strcmp(type, "default") != 0) {
+  if (type != nullptr && strcmp(type, "llama3") == 0) {
+    // convert_hf_to_gguf writes Llama 3's scaling as a factor a frequency
+    // (LlamaModel.generate_extra_tensors, in float32 as torch computes it).
+    const float theta = (float)Real(rope, "rope_theta", 1e4),
+                factor = (float)Real(rope, "factor", 8),
+                lf = (float)Real(rope, "low_freq_factor", 1),
+                hf = (float)Real(rope, "high_freq_factor", 4),
+                old =
+                    (float)Int(rope, "original_max_position_embeddings", 8192);
+    std::string freqs;
+    for (int64_t i = 0; i < head_dim; i += 2) {
+      float freq = 1.0f / powf(theta, (float)i / (float)head_dim);
+      float wavelen = 2.0f * (float)M_PI / freq, f = 0;
+      if (wavelen < old / hf) {
+        f = 1.0f;
+      } else if (wavelen > old / lf) {
+        f = factor;
+      } else {
+        float smooth = (old / wavelen - lf) / (hf - lf);
+        f = 1.0f / ((1.0f - smooth) / factor + smooth);
+      }
+      freqs.append((const char *)&f, 4);
+    }
+    w.Tensor("rope_freqs.weight", {(uint64_t)head_dim / 2}, 0, freqs);
+  } else if (type != nullptr && strcmp(type, "default") != 0) {
     w.KvString(arch + ".rope.scaling.type", type);
     w.KvF32(arch + ".rope.scaling.factor", (float)Real(rope, "factor", 1));
     if (strcmp(type, "yarn") == 0) {
@@ -567,7 +591,14 @@ TEST(GgufRunRefusals, EachIsNamed) {
        [](Writer &w) {
          w.Tensor("rope_freqs.weight", {4}, 0, std::string(16, '\0'));
        },
-       0, "rope_freqs.weight"},
+       0, "rope_freqs.weight holds a factor below 1"},
+      {"rope_freqs_fit",
+       [](Writer &w) {
+         const float f[4] = {1, 3, 2, 8};  // no llama3 ramp gives these
+         w.Tensor("rope_freqs.weight", {4}, 0,
+                  std::string((const char *)f, 16));
+       },
+       0, "rope_freqs.weight is not llama3 rope scaling"},
       {"q4_1", [](Writer &) {}, 3, "\"blk.0.attn_q.weight\" has type Q4_1"},
       {"mixed", [](Writer &) {}, 8,
        "self_attn.k_proj.weight\" is F32 while the file's other projections "

@@ -177,14 +177,19 @@ atlas_status atlas_gguf_convert(const char *gguf_path, const char *out_dir) {
     status = atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                                "%s: out of host memory", gguf_path);
   }
+  size_t written = 0;
   for (size_t i = 0; status == ATLAS_OK && i < n; ++i) {
-    status = convert_tensor(g, arch, head_dim, atlas_gguf_tensor_at(g, i),
-                            &w[i], names[i], sizeof(names[i]));
+    const atlas_gguf_tensor *t = atlas_gguf_tensor_at(g, i);
+    // Llama 3's rope factors went into config.json's rope_scaling.
+    if (strcmp(t->name, "rope_freqs.weight") == 0) continue;
+    status = convert_tensor(g, arch, head_dim, t, &w[written], names[written],
+                            sizeof(names[written]));
+    if (status == ATLAS_OK) ++written;
   }
   if (status == ATLAS_OK) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/model.safetensors", out_dir);
-    status = atlas_safetensors_write(path, w, n, NULL, 0);
+    status = atlas_safetensors_write(path, w, written, NULL, 0);
   }
   for (size_t i = 0; w != NULL && i < n; ++i) free((void *)w[i].data);
   free(w);
