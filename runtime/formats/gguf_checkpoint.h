@@ -13,7 +13,9 @@
 //   blocks);
 // - a quantized token embedding or output projection: dequantized to F32
 //   in host memory as ggml does (the decoder reads those in F32, F16 or
-//   BF16 only).
+//   BF16 only);
+// - rope_freqs.weight (Llama 3.1's rope factors): not a tensor of the view,
+//   its llama3 parameters are in the config (gguf_model.h).
 // A tensor type or name Atlas does not read, and metadata it cannot express,
 // are refused naming the tensor or the key.
 #ifndef ATLAS_RUNTIME_FORMATS_GGUF_CHECKPOINT_H_

@@ -91,8 +91,8 @@ case "$shape" in
   # Llama-3.2-1B: tied embeddings, GQA 32/8.
   1b) ck_args=(--vocab 128256 --hidden 2048 --intermediate 8192 --layers 16
     --heads 32 --kv-heads 8 --max-pos 8192 --tied --dtype bf16) ;;
-  # Llama-3.1-8B without its rope scaling (a rope_freqs tensor, which Atlas
-  # refuses by name).
+  # Llama-3.1-8B's shape (make_checkpoint writes no rope scaling, so the
+  # file has no rope_freqs tensor).
   8b) ck_args=(--vocab 128256 --hidden 4096 --intermediate 14336 --layers 32
     --heads 32 --kv-heads 8 --max-pos 8192 --dtype bf16) ;;
   *) echo "gpu_gguf_parity: --shape 1b or 8b" >&2; exit 2 ;;
