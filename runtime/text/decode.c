@@ -67,46 +67,75 @@ static bool wants_clean_up(const atlas_tokenizer_decode_options *opt) {
   return opt->clean_up_tokenization_spaces && opt->clean_up_even_for_bpe;
 }
 
+// What a decode works in. A stream keeps one across its steps (each step
+// decodes two or three times, and a server steps once a generated token);
+// a one-shot decode makes and frees its own.
+typedef struct decode_scratch {
+  atlas_text_pieces tokens, decoded;
+  atlas_decoder_scratch chain;
+  atlas_text_matcher m;
+  bool have_matcher;
+} decode_scratch;
+
+static void decode_scratch_free(decode_scratch *s) {
+  atlas_text_pieces_free(&s->tokens);
+  atlas_text_pieces_free(&s->decoded);
+  atlas_decoder_scratch_free(&s->chain);
+  if (s->have_matcher) atlas_text_matcher_free(&s->m);
+  memset(s, 0, sizeof(*s));
+}
+
+// id's token as decoding sees it, or NULL where decoding drops the id: an
+// id tokenizers does not know, or a special token when they are skipped.
+static const char *decoded_token(const atlas_tokenizer *t,
+                                 const atlas_tokenizer_decode_options *opt,
+                                 uint32_t id, size_t *len) {
+  const char *s = atlas_tokenizer_id_to_token(t, id, len);
+  if (s && opt->skip_special_tokens &&
+      atlas_tokenizer_text_is_special(t, s, *len)) {
+    return NULL;
+  }
+  return s;
+}
+
 static atlas_status decode_into(const atlas_tokenizer *t, const uint32_t *ids,
                                 size_t count,
                                 const atlas_tokenizer_decode_options *opt,
-                                atlas_text_buf *out) {
-  atlas_text_pieces tokens, decoded;
-  memset(&tokens, 0, sizeof(tokens));
-  memset(&decoded, 0, sizeof(decoded));
-  atlas_text_matcher m = {0};
-  atlas_status st = atlas_text_matcher_init(&m);
+                                decode_scratch *sc, atlas_text_buf *out) {
+  atlas_text_pieces_clear(&sc->tokens);
+  atlas_status st = ATLAS_OK;
+  if (t->decoder && !sc->have_matcher) {
+    st = atlas_text_matcher_init(&sc->m);
+    sc->have_matcher = st == ATLAS_OK;
+  }
   for (size_t i = 0; !st && i < count; i++) {
     size_t len;
-    const char *s = atlas_tokenizer_id_to_token(t, ids[i], &len);
-    if (!s) continue;  // tokenizers skips ids it does not know
-    if (opt->skip_special_tokens && atlas_tokenizer_is_special(t, ids[i])) {
-      continue;
-    }
-    st = atlas_text_pieces_push(&tokens, s, len, i == 0);
+    const char *s = decoded_token(t, opt, ids[i], &len);
+    if (s) st = atlas_text_pieces_push(&sc->tokens, s, len, i == 0);
   }
   out->len = 0;
+  const atlas_text_pieces *tokens = &sc->tokens, *decoded = &sc->decoded;
   if (!st && t->decoder) {
-    st = atlas_decoder_run(t->decoder, &t->byte_level, &m, &tokens, &decoded);
-    for (size_t i = 0; !st && i < decoded.count; i++) {
-      st = atlas_text_buf_append(out, decoded.buf.data + decoded.spans[i].start,
-                                 decoded.spans[i].len);
+    st = atlas_decoder_run(t->decoder, &t->byte_level, &sc->m, &sc->chain,
+                           tokens, &sc->decoded);
+    for (size_t i = 0; !st && i < decoded->count; i++) {
+      st = atlas_text_buf_append(out,
+                                 decoded->buf.data + decoded->spans[i].start,
+                                 decoded->spans[i].len);
     }
   } else if (!st) {
-    for (size_t i = 0; !st && i < tokens.count; i++) {
+    for (size_t i = 0; !st && i < tokens->count; i++) {
       if (i) st = atlas_text_buf_append(out, " ", 1);
       if (!st) {
-        st = atlas_text_buf_append(out, tokens.buf.data + tokens.spans[i].start,
-                                   tokens.spans[i].len);
+        st = atlas_text_buf_append(out,
+                                   tokens->buf.data + tokens->spans[i].start,
+                                   tokens->spans[i].len);
       }
     }
   }
   if (!st && wants_clean_up(opt)) st = clean_up(out);
   if (!st) st = atlas_text_buf_reserve(out, 1);
   if (!st) out->data[out->len] = '\0';
-  atlas_text_pieces_free(&tokens);
-  atlas_text_pieces_free(&decoded);
-  atlas_text_matcher_free(&m);
   return st;
 }
 
@@ -121,7 +150,9 @@ atlas_status atlas_tokenizer_decode_ex(
                              "atlas_tokenizer_decode: NULL argument");
   }
   atlas_text_buf out = {0};
-  atlas_status st = decode_into(t, ids, count, options, &out);
+  decode_scratch sc = {0};
+  atlas_status st = decode_into(t, ids, count, options, &sc, &out);
+  decode_scratch_free(&sc);
   if (st) {
     atlas_text_buf_free(&out);
     return st;
@@ -170,6 +201,9 @@ struct atlas_tokenizer_stream {
   atlas_text_buf prefix;
   size_t prefix_index;
   bool resync;  // a prefix mismatch emits by characters instead of failing
+  // Reused by every step.
+  decode_scratch scratch;
+  atlas_text_buf text;
 };
 
 static atlas_status stream_create(const atlas_tokenizer *t, bool skip_special,
@@ -197,6 +231,8 @@ void atlas_tokenizer_stream_free(atlas_tokenizer_stream *s) {
   if (!s) return;
   free(s->ids);
   atlas_text_buf_free(&s->prefix);
+  decode_scratch_free(&s->scratch);
+  atlas_text_buf_free(&s->text);
   free(s);
 }
 
@@ -240,20 +276,24 @@ atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s, uint32_t id,
                                          char **out_text, size_t *out_len) {
   *out_text = NULL;
   *out_len = 0;
+  // An id decoding drops changes no decode of any window it would sit in,
+  // so the step is None, as tokenizers' is, and the id is not held: held,
+  // a run of them (special tokens while skipping them, unknown ids) made
+  // every later step decode the whole run again.
+  size_t unused;
+  if (!decoded_token(s->tokenizer, &s->options, id, &unused)) return ATLAS_OK;
   // Ids held with no prefix (they gave no text, or half a character): their
   // text becomes the prefix, and they its ids, once it is whole.
   if (s->prefix.len == 0 && s->count > 0) {
-    atlas_text_buf held = {0};
-    atlas_status st =
-        decode_into(s->tokenizer, s->ids, s->count, &s->options, &held);
-    if (!st && !ends_with_replacement(&held)) {
-      atlas_text_buf old = s->prefix;
+    atlas_status st = decode_into(s->tokenizer, s->ids, s->count, &s->options,
+                                  &s->scratch, &s->text);
+    if (st) return st;
+    if (!ends_with_replacement(&s->text)) {
+      atlas_text_buf held = s->text;
+      s->text = s->prefix;
       s->prefix = held;
-      held = old;
       s->prefix_index = s->count;
     }
-    atlas_text_buf_free(&held);
-    if (st) return st;
   }
   if (s->count == s->cap) {
     size_t cap = s->cap ? s->cap * 2 : 16;
@@ -263,17 +303,17 @@ atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s, uint32_t id,
     s->cap = cap;
   }
   s->ids[s->count++] = id;
-  atlas_text_buf text = {0};
-  atlas_status st =
-      decode_into(s->tokenizer, s->ids, s->count, &s->options, &text);
-  if (!st && text.len > s->prefix.len && !ends_with_replacement(&text)) {
+  atlas_text_buf *text = &s->text;
+  atlas_status st = decode_into(s->tokenizer, s->ids, s->count, &s->options,
+                                &s->scratch, text);
+  if (!st && text->len > s->prefix.len && !ends_with_replacement(text)) {
     // Where the new piece starts: after the prefix, or on a mismatch (when
     // resyncing) after as many characters as the prefix holds.
     size_t from = s->prefix.len;
     if (s->prefix.len > 0 &&
-        memcmp(text.data, s->prefix.data, s->prefix.len) != 0) {
+        memcmp(text->data, s->prefix.data, s->prefix.len) != 0) {
       if (s->resync) {
-        from = skip_chars(&text, count_chars(&s->prefix));
+        from = skip_chars(text, count_chars(&s->prefix));
       } else {
         st = atlas_status_make(ATLAS_STATUS_INTERNAL,
                                "tokenizer stream: the text of the ids since "
@@ -283,8 +323,8 @@ atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s, uint32_t id,
       }
     }
     if (!st) {
-      size_t n = text.len - from;
-      char *piece = copy_piece(&text, from);
+      size_t n = text->len - from;
+      char *piece = copy_piece(text, from);
       if (!piece) {
         st = oom();
       } else {
@@ -293,7 +333,7 @@ atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s, uint32_t id,
                 (s->count - s->prefix_index) * sizeof(*s->ids));
         s->count -= s->prefix_index;
         st = decode_into(s->tokenizer, s->ids, s->count, &s->options,
-                         &s->prefix);
+                         &s->scratch, &s->prefix);
         s->prefix_index = new_prefix_index;
         if (st || n == 0) {
           free(piece);  // n == 0: a resync that ended inside the old text
@@ -304,7 +344,6 @@ atlas_status atlas_tokenizer_stream_step(atlas_tokenizer_stream *s, uint32_t id,
       }
     }
   }
-  atlas_text_buf_free(&text);
   return st;
 }
 
@@ -314,8 +353,8 @@ atlas_status atlas_tokenizer_stream_finish(atlas_tokenizer_stream *s,
   *out_len = 0;
   if (s->count == 0) return ATLAS_OK;
   atlas_text_buf text = {0};
-  atlas_status st =
-      decode_into(s->tokenizer, s->ids, s->count, &s->options, &text);
+  atlas_status st = decode_into(s->tokenizer, s->ids, s->count, &s->options,
+                                &s->scratch, &text);
   // The incomplete character (and only what decodes to U+FFFD at the end).
   while (!st && ends_with_replacement(&text)) text.len -= 3;
   size_t from = s->prefix.len;

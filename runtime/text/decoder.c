@@ -10,6 +10,30 @@ static atlas_status oom(void) {
                            "tokenizer: out of memory in a decoder");
 }
 
+// Appends child c to Sequence d (taking it). A Sequence child gives its own
+// children instead: tokenizers runs a nested Sequence's decoders in turn,
+// as the outer one does, so the chain is the same and a run never nests.
+static atlas_status sequence_add(atlas_decoder *d, atlas_decoder *c) {
+  const bool flat = c->kind == ATLAS_DECODER_SEQUENCE;
+  const size_t add = flat ? c->child_count : 1;
+  atlas_decoder **children =
+      realloc(d->children, (d->child_count + add + 1) * sizeof(*children));
+  if (!children) {
+    atlas_decoder_free(c);
+    return oom();
+  }
+  d->children = children;
+  if (flat) {
+    memcpy(children + d->child_count, c->children, add * sizeof(*children));
+    c->child_count = 0;
+    atlas_decoder_free(c);
+  } else {
+    children[d->child_count] = c;
+  }
+  d->child_count += add;
+  return ATLAS_OK;
+}
+
 atlas_status atlas_decoder_load(json_t *v, const atlas_tj_at *at,
                                 atlas_decoder **out) {
   *out = NULL;
@@ -60,12 +84,11 @@ atlas_status atlas_decoder_load(json_t *v, const atlas_tj_at *at,
     st = atlas_tj_array(v, at, "decoders", &arr);
     if (!st) {
       atlas_tj_at k = atlas_tj_key(at, "decoders");
-      d->children = calloc(json_array_size(arr) + 1, sizeof(atlas_decoder *));
-      if (!d->children) st = oom();
       for (size_t i = 0; !st && i < json_array_size(arr); i++) {
         atlas_tj_at ki = atlas_tj_index(&k, i);
-        st = atlas_decoder_load(json_array_get(arr, i), &ki, &d->children[i]);
-        if (!st) d->child_count = i + 1;
+        atlas_decoder *c = NULL;
+        st = atlas_decoder_load(json_array_get(arr, i), &ki, &c);
+        if (!st) st = sequence_add(d, c);
       }
     }
   } else {
@@ -101,9 +124,11 @@ static const char *tok(const atlas_text_pieces *p, size_t i) {
 // All tokens joined, each mapped back to bytes when every character is a
 // byte-level symbol (else kept as is), then from_utf8_lossy.
 static atlas_status run_byte_level(const atlas_byte_level *bl,
+                                   atlas_text_buf *bytes_buf,
                                    const atlas_text_pieces *in,
                                    atlas_text_pieces *out) {
-  atlas_text_buf bytes = {0};
+  atlas_text_buf bytes = *bytes_buf;
+  bytes.len = 0;
   atlas_status st = ATLAS_OK;
   for (size_t i = 0; !st && i < in->count; i++) {
     const char *s = tok(in, i);
@@ -129,7 +154,7 @@ static atlas_status run_byte_level(const atlas_byte_level *bl,
   }
   if (!st) st = atlas_utf8_append_lossy(&out->buf, bytes.data, bytes.len);
   if (!st) st = atlas_text_pieces_push_tail(out, out->buf.len, false);
-  atlas_text_buf_free(&bytes);
+  *bytes_buf = bytes;  // kept, grown or not, for the next run
   return st;
 }
 
@@ -188,9 +213,11 @@ static atlas_status flush_bytes(atlas_text_buf *bytes, atlas_text_pieces *out) {
   return ATLAS_OK;
 }
 
-static atlas_status run_byte_fallback(const atlas_text_pieces *in,
+static atlas_status run_byte_fallback(atlas_text_buf *bytes_buf,
+                                      const atlas_text_pieces *in,
                                       atlas_text_pieces *out) {
-  atlas_text_buf bytes = {0};
+  atlas_text_buf bytes = *bytes_buf;
+  bytes.len = 0;
   atlas_status st = ATLAS_OK;
   for (size_t i = 0; !st && i < in->count; i++) {
     int b = byte_token(tok(in, i), in->spans[i].len);
@@ -203,7 +230,7 @@ static atlas_status run_byte_fallback(const atlas_text_pieces *in,
     if (!st) st = atlas_text_pieces_copy(out, in, i);
   }
   if (!st) st = flush_bytes(&bytes, out);
-  atlas_text_buf_free(&bytes);
+  *bytes_buf = bytes;
   return st;
 }
 
@@ -267,19 +294,26 @@ static atlas_status run_replace(const atlas_decoder *d, atlas_text_matcher *m,
   return ATLAS_OK;
 }
 
+void atlas_decoder_scratch_free(atlas_decoder_scratch *s) {
+  atlas_text_pieces_free(&s->tmp[0]);
+  atlas_text_pieces_free(&s->tmp[1]);
+  atlas_text_buf_free(&s->bytes);
+}
+
 atlas_status atlas_decoder_run(const atlas_decoder *d,
                                const atlas_byte_level *bl,
                                atlas_text_matcher *m,
+                               atlas_decoder_scratch *scratch,
                                const atlas_text_pieces *in,
                                atlas_text_pieces *out) {
   atlas_text_pieces_clear(out);
   switch (d->kind) {
     case ATLAS_DECODER_BYTE_LEVEL:
-      return run_byte_level(bl, in, out);
+      return run_byte_level(bl, &scratch->bytes, in, out);
     case ATLAS_DECODER_METASPACE:
       return run_metaspace(d, in, out);
     case ATLAS_DECODER_BYTE_FALLBACK:
-      return run_byte_fallback(in, out);
+      return run_byte_fallback(&scratch->bytes, in, out);
     case ATLAS_DECODER_FUSE: {
       for (size_t i = 0; i < in->count; i++) {
         ATLAS_RETURN_IF_ERROR(
@@ -292,13 +326,17 @@ atlas_status atlas_decoder_run(const atlas_decoder *d,
     case ATLAS_DECODER_REPLACE:
       return run_replace(d, m, in, out);
     case ATLAS_DECODER_SEQUENCE: {
-      atlas_text_pieces tmp[2];
-      memset(tmp, 0, sizeof(tmp));
+      // The load flattened nested Sequences: scratch->tmp is this run's.
       atlas_status st = ATLAS_OK;
       const atlas_text_pieces *src = in;
       for (size_t i = 0; !st && i < d->child_count; i++) {
-        atlas_text_pieces *dst = i + 1 == d->child_count ? out : &tmp[i % 2];
-        st = atlas_decoder_run(d->children[i], bl, m, src, dst);
+        if (d->children[i]->kind == ATLAS_DECODER_SEQUENCE) {
+          return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                                   "tokenizer: a nested decoder Sequence");
+        }
+        atlas_text_pieces *dst =
+            i + 1 == d->child_count ? out : &scratch->tmp[i % 2];
+        st = atlas_decoder_run(d->children[i], bl, m, scratch, src, dst);
         src = dst;
       }
       if (!st && d->child_count == 0) {
@@ -306,8 +344,6 @@ atlas_status atlas_decoder_run(const atlas_decoder *d,
           st = atlas_text_pieces_copy(out, in, i);
         }
       }
-      atlas_text_pieces_free(&tmp[0]);
-      atlas_text_pieces_free(&tmp[1]);
       return st;
     }
   }

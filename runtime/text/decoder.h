@@ -46,10 +46,22 @@ typedef struct atlas_decoder {
 
 ATLAS_MUST_USE atlas_status atlas_decoder_load(json_t *v, const atlas_tj_at *at,
                                                atlas_decoder **out);
+// The buffers a decoder chain works in, kept by the caller from one run to
+// the next (a stream runs the chain two or three times a step): a
+// Sequence's two lists between its decoders, the bytes ByteLevel and
+// ByteFallback gather. Zero-initialized; freed with
+// atlas_decoder_scratch_free.
+typedef struct atlas_decoder_scratch {
+  atlas_text_pieces tmp[2];
+  atlas_text_buf bytes;
+} atlas_decoder_scratch;
+void atlas_decoder_scratch_free(atlas_decoder_scratch *s);
+
 // One decode_chain step: tokens `in` -> tokens `out` (cleared first).
 ATLAS_MUST_USE atlas_status atlas_decoder_run(const atlas_decoder *d,
                                               const atlas_byte_level *bl,
                                               atlas_text_matcher *m,
+                                              atlas_decoder_scratch *scratch,
                                               const atlas_text_pieces *in,
                                               atlas_text_pieces *out);
 void atlas_decoder_free(atlas_decoder *d);

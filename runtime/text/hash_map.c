@@ -204,7 +204,7 @@ atlas_status atlas_pairmap_reserve(atlas_pairmap *m, size_t count) {
   if (count > (SIZE_MAX / sizeof(atlas_pairmap_cell)) / 4) {
     return oom("the merge table", count);
   }
-  size_t n = m->slots ? m->mask + 1 : 1024;
+  size_t n = m->slots ? m->mask + 1 : 16;
   while (count * 2 > n) n *= 2;  // at most half full, as put keeps it
   if (!m->slots || n > m->mask + 1) return pairmap_rehash(m, n);
   return ATLAS_OK;
@@ -213,8 +213,7 @@ atlas_status atlas_pairmap_reserve(atlas_pairmap *m, size_t count) {
 atlas_status atlas_pairmap_put(atlas_pairmap *m, uint32_t x, uint32_t y,
                                uint32_t a, uint32_t b) {
   if (!m->slots || (m->count + 1) * 2 > m->mask + 1) {
-    ATLAS_RETURN_IF_ERROR(
-        pairmap_rehash(m, m->slots ? (m->mask + 1) * 2 : 1024));
+    ATLAS_RETURN_IF_ERROR(pairmap_rehash(m, m->slots ? (m->mask + 1) * 2 : 16));
   }
   uint64_t key = ((uint64_t)x << 32) | y;
   size_t i = atlas_pairmap_slot(m, key) & m->mask;

@@ -372,9 +372,7 @@ const char *atlas_tokenizer_id_to_token(const atlas_tokenizer *t, uint32_t id,
 bool atlas_tokenizer_is_special(const atlas_tokenizer *t, uint32_t id) {
   size_t len;
   const char *s = atlas_tokenizer_id_to_token(t, id, &len);
-  if (!s) return false;
-  const atlas_strmap_entry *e = atlas_strmap_get(&t->added.by_content, s, len);
-  return e && t->added.tokens[e->a].special;
+  return s && atlas_tokenizer_text_is_special(t, s, len);
 }
 
 size_t atlas_tokenizer_added_token_count(const atlas_tokenizer *t) {

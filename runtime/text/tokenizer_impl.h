@@ -38,4 +38,12 @@ struct atlas_tokenizer {
   atlas_tokenizer_budget budget;
 };
 
+// Whether a token's text is a special added token's (tokenizers asks by
+// the text, so a vocabulary id with that text counts too).
+static inline bool atlas_tokenizer_text_is_special(const atlas_tokenizer *t,
+                                                   const char *s, size_t len) {
+  const atlas_strmap_entry *e = atlas_strmap_get(&t->added.by_content, s, len);
+  return e && t->added.tokens[e->a].special;
+}
+
 #endif  // ATLAS_RUNTIME_TEXT_TOKENIZER_IMPL_H_

@@ -115,6 +115,20 @@
 #                   12.5 MB of ASCII 0.37 s -> 0.42 s. Seeds:
 #                   corpus/chat_template/repr_{invalid_utf8,non_ascii}_slow.jinja
 #                   (/usr/bin/time -f %U+%S ./chat_template_fuzz SEED)
+#   tokenizer's executions a second (2026-12-08, stage_fuzzers.sh's build,
+#                   2 shared cores under load, CPU seconds with
+#                   ASAN_OPTIONS=quarantine_size_mb=16, tree ee41f91 before,
+#                   the commit that adds this line after): the 9 seeds of
+#                   corpus/tokenizer, 100 runs each (-runs=100 FILES), 3.5 s
+#                   -> 1.1 s (250/s -> 800/s); 74 inputs a 2,000-run
+#                   campaign had grown, 20 runs each, 10.5 s -> 2.9 s
+#                   (140/s -> 500/s); -seed=1 -runs=20000 from the seeds,
+#                   1,176/s -> 1,666/s. The stream the harness steps through
+#                   every id (four ways) allocated about ten buffers a decode
+#                   and held ids decoding drops, decoding each run of them
+#                   again every step; it now keeps its buffers and holds
+#                   only ids with text. What is left is the product's own
+#                   decode work under the sanitizers, and the load.
 set -eu
 cd "$(dirname "$0")/../.."
 RUNS=${1:-1000000}
