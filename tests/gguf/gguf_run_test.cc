@@ -10,7 +10,9 @@
 //   blocks (packed by tests/quant's gguf_blocks_reference), with a Q8_0
 //   token embedding and a Q6_K output, gives the logits of its dequantized
 //   F32 twin within 1e-5 of each row's largest logit, and the same ids,
-//   prompt batched and token by token, its projections ledgered as GGUF;
+//   prompt batched and token by token, its projections ledgered as GGUF
+//   (on the host, and on CUDA where a GPU is: the test binary links
+//   statically for tools/gpu/gpu_stage.sh);
 // - metadata and tensors Atlas cannot run are refused naming the key or
 //   tensor.
 #include <jansson.h>
@@ -29,11 +31,13 @@
 #include <gtest/gtest.h>
 
 #include "atlas/runtime/base/half.h"
+#include "atlas/runtime/cuda/cuda_backend.h"
 #include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/formats/gguf_checkpoint.h"
 #include "atlas/runtime/formats/safetensors_convert.h"
 #include "atlas/runtime/model/model.h"
 #include "atlas/tools/checkpoint/safetensors_write.h"
+#include "tests/cuda/cuda_skip.h"
 #include "tests/gguf/gguf_writer.h"
 #include "tests/quant/gguf_blocks_reference.h"
 #include "tests/runtime/test_util.h"
@@ -252,10 +256,11 @@ struct Outcome {
 };
 
 Outcome Generate(const std::string &model, int64_t prefill_rows,
-                 const std::vector<uint32_t> &prompt) {
+                 const std::vector<uint32_t> &prompt,
+                 const char *backend = "host") {
   atlas_model_spec spec{};
   spec.dir = model.c_str();
-  spec.backend = "host";
+  spec.backend = backend;
   spec.max_seq = 32;
   spec.prefill_rows = prefill_rows;
   spec.ignore_eos = true;
@@ -409,12 +414,12 @@ QuantFiles WriteQuantized(const std::string &leaf) {
   return f;
 }
 
-TEST(GgufRunQuantized, BlocksMatchTheirDequantizedTwin) {
-  QuantFiles f = WriteQuantized("quantized");
+void QuantizedParityOn(const char *backend) {
+  QuantFiles f = WriteQuantized(std::string("quantized_") + backend);
   const std::vector<uint32_t> prompt = {1, 7, 3, 42, 9, 5, 11};
   for (int64_t rows : {0, -1}) {
-    Outcome q = Generate(f.gguf, rows, prompt);
-    Outcome twin = Generate(f.twin, rows, prompt);
+    Outcome q = Generate(f.gguf, rows, prompt, backend);
+    Outcome twin = Generate(f.twin, rows, prompt, backend);
     EXPECT_NE(q.report.find("quantized weights (gguf Q4_K)"), std::string::npos)
         << q.report;
     EXPECT_EQ(twin.report.find("quantized weights"), std::string::npos);
@@ -432,9 +437,26 @@ TEST(GgufRunQuantized, BlocksMatchTheirDequantizedTwin) {
       EXPECT_LE(diff, 1e-5 * scale) << "row " << r;
       worst = fmax(worst, diff / scale);
     }
-    printf("gguf blocks vs twin (%s): worst %.3g of the row's largest logit\n",
-           rows < 0 ? "token by token" : "prefill", worst);
+    printf(
+        "gguf blocks vs twin (%s, %s): worst %.3g of the row's largest "
+        "logit\n",
+        backend, rows < 0 ? "token by token" : "prefill", worst);
   }
+}
+
+TEST(GgufRunQuantized, BlocksMatchTheirDequantizedTwin) {
+  QuantizedParityOn("host");
+}
+
+// The same on CUDA (the quant kernels' GGUF layouts); skips without a GPU.
+TEST(GgufRunQuantized, BlocksMatchTheirDequantizedTwinOnCuda) {
+  atlas_backend *probe = nullptr;
+  StatusResult r = Take(atlas_cuda_backend_create(nullptr, &probe));
+  if (r.code != ATLAS_STATUS_OK) {
+    ATLAS_CUDA_SKIP("CUDA unavailable: " << r.message);
+  }
+  ASSERT_OK(atlas_backend_destroy(probe));
+  QuantizedParityOn("cuda");
 }
 
 Outcome GenerateOn(atlas_model *m, const std::vector<uint32_t> &prompt) {
