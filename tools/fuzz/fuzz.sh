@@ -150,7 +150,8 @@ LIB="runtime/formats/safetensors.c runtime/formats/checkpoint.c \
 TEXT_LIB="$(echo runtime/text/*.c) runtime/base/file_read.c -lpcre2-8 -lutf8proc -pthread"
 CHAT_LIB="$(echo runtime/chat/*.c) runtime/base/file_read.c -lutf8proc"
 GGUF_LIB="runtime/formats/gguf.c runtime/formats/gguf_values.c runtime/base/file_read.c \
-  runtime/formats/gguf_model.c runtime/formats/gguf_tokenizer.c -ljansson"
+  runtime/formats/gguf_model.c runtime/formats/gguf_rope_freqs.c \
+  runtime/formats/gguf_tokenizer.c -ljansson -lm"
 OAI_LIB="runtime/serve/openai/oai_request.c runtime/serve/openai/oai_response.c \
   runtime/serve/openai/oai_batch.c runtime/formats/json_words.c -lutf8proc"
 # Each target's sources, and the longest input (a tokenizer.json or chat
