@@ -132,11 +132,21 @@ static atlas_status plan_tensor(const char *arch, const atlas_gguf_tensor *t,
     return refuse_type(t);
   }
   out->bytes = t->bytes;
+  const bool permuted = atlas_gguf_is_permuted(arch, t->name) != 0;
+  if (permuted && t->n_dims == 1 && is_block_type(t->type)) {
+    // A bias of blocks: its elements cannot be moved one by one.
+    char q[ATLAS_QUOTE_BYTES];
+    return atlas_status_make(
+        ATLAS_STATUS_UNIMPLEMENTED,
+        "GGUF tensor \"%s\" is a %s bias whose elements llama.cpp's "
+        "converter reordered: Atlas reads such a bias in F32, F16 or BF16",
+        atlas_quote(t->name, q, sizeof(q)), atlas_gguf_type_name(t->type));
+  }
   if (is_block_type(t->type) && !is_layer_matrix(t)) {
     out->how = DEQUANTIZED;
     out->dtype = ATLAS_DTYPE_F32;
     out->bytes = t->elements * 4;
-  } else if (atlas_gguf_is_permuted(arch, t->name)) {
+  } else if (permuted) {
     // A head's rows (a bias's elements) come in pairs: whole heads only.
     const uint64_t rows = t->n_dims == 1 ? t->ne[0] : t->elements / t->ne[0];
     if (head_dim < 2 || head_dim % 2 != 0 || rows % head_dim != 0) {
@@ -164,8 +174,10 @@ static atlas_status fill_tensor(const atlas_gguf *g, const atlas_gguf_tensor *t,
     return atlas_status_make(ATLAS_STATUS_INTERNAL,
                              "GGUF tensor \"%s\": no room planned", t->name);
   }
-  const bool one_dim = t->n_dims == 1;
-  const uint64_t rows = one_dim ? t->ne[0] : t->elements / t->ne[0];
+  // A permuted bias (F32/F16/BF16) moves element by element; anything
+  // else by rows of ne[0] elements (whole blocks).
+  const bool by_element = p->how == PERMUTED && t->n_dims == 1;
+  const uint64_t rows = by_element ? t->ne[0] : t->elements / t->ne[0];
   const uint64_t row_bytes = t->bytes / rows;
   if (p->how == PERMUTED) {
     for (uint64_t r = 0; r < rows; ++r) {

@@ -622,6 +622,11 @@ TEST(GgufRunRefusals, EachIsNamed) {
        },
        0, "rope_freqs.weight is not llama3 rope scaling"},
       {"q4_1", [](Writer &) {}, 3, "\"blk.0.attn_q.weight\" has type Q4_1"},
+      {"q8_0_bias",
+       [](Writer &w) {
+         w.Tensor("blk.0.attn_q.bias", {32}, 8, std::string(34, '\0'));
+       },
+       0, "\"blk.0.attn_q.bias\" is a Q8_0 bias"},
       {"mixed", [](Writer &) {}, 8,
        "self_attn.k_proj.weight\" is F32 while the file's other projections "
        "are GGUF blocks"},
