@@ -112,9 +112,12 @@
 #                   adds this line; libFuzzer's comparison tracing was the
 #                   cost: about 30 traced comparisons a byte before);
 #                   9 MB of text in Latin, symbols and CJK 0.84 s -> 0.45 s;
-#                   12.5 MB of ASCII 0.37 s -> 0.42 s. Seeds:
-#                   corpus/chat_template/repr_{invalid_utf8,non_ascii}_slow.jinja
-#                   (/usr/bin/time -f %U+%S ./chat_template_fuzz SEED)
+#                   12.5 MB of ASCII 0.37 s -> 0.42 s (/usr/bin/time -f
+#                   %U+%S ./chat_template_fuzz FILE, on
+#                   corpus/chat_template/repr_{invalid_utf8,non_ascii}.jinja
+#                   with the copies raised to 70000 and 300000: the seeds
+#                   hold a tenth, since a seed of 0.5 s cut a 90 s run
+#                   from 246 to 72 executions/s)
 #   tokenizer's executions a second (2026-12-08, stage_fuzzers.sh's build,
 #                   2 shared cores under load, CPU seconds with
 #                   ASAN_OPTIONS=quarantine_size_mb=16, tree ee41f91 before,
