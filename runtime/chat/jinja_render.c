@@ -233,9 +233,11 @@ static atlas_status eval_container(jinja_ctx *ctx, const jinja_node *n,
     if (st == ATLAS_OK) st = eval(ctx, n->kids[i + 1], &v);
     json_t *j = NULL;
     if (st == ATLAS_OK) st = atlas_jinja_to_json_element(n->kids[i + 1], v, &j);
+    // _nocheck: a key that is not UTF-8 is bytes, as every string here
+    // (json_object_setn refused it, and that read as out of memory).
     if (st == ATLAS_OK &&
-        json_object_setn(obj, json_string_value(k.json),
-                         json_string_length(k.json), j) != 0) {
+        json_object_setn_nocheck(obj, json_string_value(k.json),
+                                 json_string_length(k.json), j) != 0) {
       st = oom();
     }
     atlas_jv_free(&k);

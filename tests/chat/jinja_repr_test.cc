@@ -153,6 +153,11 @@ TEST(JinjaRepr, BytesThatAreNotUtf8ReadAsTheirCodePoints) {
   // Overlong quotes: the one that quotes the string is escaped.
   EXPECT_EQ(Repr("'\xc0\xa7"), "(\"''\",)");
   EXPECT_EQ(Repr("'\xc0\xa2"), "(\"'\\\"\",)");
+  // As dict keys too (a key that is not UTF-8 was refused as out of
+  // memory).
+  EXPECT_EQ(
+      Render("{{ {s: [s]} }}", "\xc3("),
+      "{" + ReferenceRepr("\xc3(") + ": [" + ReferenceRepr("\xc3(") + "]}");
   // Every byte alone, before ASCII and before another byte.
   for (int c = 0; c < 256; ++c) {
     for (const std::string &s :
