@@ -134,7 +134,6 @@ static atlas_status load_vocab(json_t *vocab, const atlas_tj_at *kv,
                                atlas_bpe *out) {
   const size_t n = json_object_size(vocab);
   ATLAS_RETURN_IF_ERROR(atlas_strmap_reserve(&out->vocab, n, 0));
-  ATLAS_RETURN_IF_ERROR(atlas_pairmap_reserve(&out->by_id, n));
   uint64_t max_id = 0;
   const char *key;
   json_t *val;
@@ -153,6 +152,15 @@ static atlas_status load_vocab(json_t *vocab, const atlas_tj_at *kv,
   out->id_count = (size_t)max_id + 1;
   // Two tokens with one id: the last one met here decodes it (tokenizers
   // keeps an arbitrary one).
+  if (out->id_count / 2 <= out->vocab.count) {
+    out->entry_by_id = calloc(out->id_count, sizeof(*out->entry_by_id));
+    if (!out->entry_by_id) return oom();
+    for (size_t i = 0; i < out->vocab.count; i++) {
+      out->entry_by_id[out->vocab.entries[i].a] = (uint32_t)i + 1;
+    }
+    return ATLAS_OK;
+  }
+  ATLAS_RETURN_IF_ERROR(atlas_pairmap_reserve(&out->by_id, out->vocab.count));
   for (size_t i = 0; i < out->vocab.count; i++) {
     ATLAS_RETURN_IF_ERROR(atlas_pairmap_put(
         &out->by_id, out->vocab.entries[i].a, 0, (uint32_t)i, 0));
@@ -220,8 +228,15 @@ atlas_status atlas_bpe_load(json_t *model, const atlas_tj_at *at,
 
 const char *atlas_bpe_token(const atlas_bpe *bpe, uint32_t id,
                             size_t *out_len) {
-  uint32_t entry, unused;
-  if (!atlas_pairmap_get(&bpe->by_id, id, 0, &entry, &unused)) {
+  uint32_t entry = 0, unused;
+  bool found;
+  if (bpe->entry_by_id != NULL) {
+    found = id < bpe->id_count && bpe->entry_by_id[id] != 0;
+    if (found) entry = bpe->entry_by_id[id] - 1;
+  } else {
+    found = atlas_pairmap_get(&bpe->by_id, id, 0, &entry, &unused);
+  }
+  if (!found) {
     *out_len = 0;
     return NULL;
   }
@@ -233,6 +248,7 @@ const char *atlas_bpe_token(const atlas_bpe *bpe, uint32_t id,
 void atlas_bpe_free(atlas_bpe *bpe) {
   atlas_strmap_free(&bpe->vocab);
   atlas_pairmap_free(&bpe->merges);
+  free(bpe->entry_by_id);
   atlas_pairmap_free(&bpe->by_id);
   memset(bpe, 0, sizeof(*bpe));
 }

@@ -16,9 +16,13 @@
 typedef struct atlas_bpe {
   atlas_strmap vocab;    // token -> id (a)
   atlas_pairmap merges;  // (left id, right id) -> (rank, merged id)
-  // (id, 0) -> (vocab entry, 0). A map, not a table by id: a file's ids may
-  // be sparse (tokenizers accepts any u32), and a table sized by the largest
-  // would let a few bytes of JSON ask for gigabytes.
+  // id -> vocab entry + 1 (0: no such id), when the ids are dense (the
+  // largest below twice the vocabulary's size, as in every real file): an
+  // index, not a hash probe, for each token decoded. Else NULL, and by_id,
+  // (id, 0) -> (vocab entry, 0), answers: a file's ids may be sparse
+  // (tokenizers accepts any u32), and a table sized by the largest would let
+  // a few bytes of JSON ask for gigabytes.
+  uint32_t *entry_by_id;
   atlas_pairmap by_id;
   size_t id_count;  // max id + 1
   bool byte_fallback;

@@ -106,6 +106,28 @@ TEST(LoadErrors, SparseIdsLoadAndDecode) {
   atlas_tokenizer_free(tok);
 }
 
+// Dense ids (the largest below twice the vocabulary) are looked up in a
+// table by id: a hole in it and an id past it have no token.
+TEST(LoadErrors, DenseIdsWithAHoleDecode) {
+  std::string json = File("", "", "{\"a\": 0, \"b\": 3, \"ab\": 2}");
+  atlas_tokenizer *tok = nullptr;
+  atlas_status st =
+      atlas_tokenizer_load_from_memory(json.data(), json.size(), "t", &tok);
+  ASSERT_EQ(st, ATLAS_OK) << atlas_status_message(st);
+  EXPECT_EQ(atlas_tokenizer_vocab_size(tok), 4u);
+  size_t len = 7;
+  const char *b = atlas_tokenizer_id_to_token(tok, 3, &len);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(std::string(b, len), "b");
+  for (uint32_t missing : {1u, 4u, 4000000000u}) {
+    len = 7;
+    EXPECT_EQ(atlas_tokenizer_id_to_token(tok, missing, &len), nullptr);
+    EXPECT_EQ(len, 0u);
+  }
+  ExpectEncodes(tok, "abb", {2, 3});
+  atlas_tokenizer_free(tok);
+}
+
 TEST(LoadErrors, UnsupportedModelsByName) {
   for (const char *m : {"WordPiece", "Unigram", "WordLevel", "Mystery"}) {
     ExpectRefused(File("", "", "{}", "[]", std::string("\"") + m + "\""),
