@@ -306,11 +306,19 @@ static atlas_status build_view(const atlas_gguf *g, const char *path,
   }
   if (status == ATLAS_OK) {
     // The view's own descriptor: the checkpoint outlives the GGUF object.
-    f->fd = fcntl(g->fd, F_DUPFD_CLOEXEC, 0);
     f->identity = g->identity;
     f->size = g->file_size;
     f->data_start = g->data_offset;
-    if (f->fd < 0) {
+    // A file parsed from a buffer: its tensors are read where they lie in
+    // it (the caller keeps it alive); else from the view's own descriptor.
+    f->base = g->fd < 0 ? g->buf : NULL;
+    for (size_t i = 0; g->fd < 0 && i < f->count; ++i) {
+      if (f->tensors[i].data == NULL) {
+        f->tensors[i].data = g->buf + f->tensors[i].file_offset;
+      }
+    }
+    f->fd = g->fd < 0 ? -1 : fcntl(g->fd, F_DUPFD_CLOEXEC, 0);
+    if (g->fd >= 0 && f->fd < 0) {
       status = atlas_status_make(ATLAS_STATUS_IO,
                                  "%s: cannot duplicate its descriptor", path);
     }
@@ -362,13 +370,10 @@ static atlas_status config_of(const atlas_gguf *g, const char *path,
   return ATLAS_OK;
 }
 
-atlas_status atlas_gguf_checkpoint_open(const char *path,
-                                        atlas_checkpoint **out_ck,
-                                        char **out_config_json) {
-  *out_ck = NULL;
-  if (out_config_json != NULL) *out_config_json = NULL;
-  atlas_gguf *g = NULL;
-  ATLAS_RETURN_IF_ERROR(atlas_gguf_open(path, &g));
+// The checkpoint of a parsed file (taken: closed here, success or not).
+static atlas_status checkpoint_of(atlas_gguf *g, const char *path,
+                                  atlas_checkpoint **out_ck,
+                                  char **out_config_json) {
   char *config = NULL;
   atlas_status status = config_of(g, path, &config);
   const char *arch_s = NULL;
@@ -393,4 +398,25 @@ atlas_status atlas_gguf_checkpoint_open(const char *path,
     *out_config_json = config;
   }
   return status;
+}
+
+atlas_status atlas_gguf_checkpoint_open(const char *path,
+                                        atlas_checkpoint **out_ck,
+                                        char **out_config_json) {
+  *out_ck = NULL;
+  if (out_config_json != NULL) *out_config_json = NULL;
+  atlas_gguf *g = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_gguf_open(path, &g));
+  return checkpoint_of(g, path, out_ck, out_config_json);
+}
+
+atlas_status atlas_gguf_checkpoint_open_buffer(const void *data, size_t size,
+                                               const char *name,
+                                               atlas_checkpoint **out_ck,
+                                               char **out_config_json) {
+  *out_ck = NULL;
+  if (out_config_json != NULL) *out_config_json = NULL;
+  atlas_gguf *g = NULL;
+  ATLAS_RETURN_IF_ERROR(atlas_gguf_parse_buffer(data, size, name, &g));
+  return checkpoint_of(g, name, out_ck, out_config_json);
 }

@@ -22,6 +22,7 @@
 #define ATLAS_RUNTIME_FORMATS_GGUF_CHECKPOINT_H_
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "atlas/runtime/base/status.h"
 #include "atlas/runtime/formats/checkpoint.h"
@@ -39,6 +40,12 @@ bool atlas_gguf_is_path(const char *path);
 // when not wanted). On error nothing stays open or allocated.
 ATLAS_MUST_USE atlas_status atlas_gguf_checkpoint_open(
     const char *path, atlas_checkpoint **out_ck, char **out_config_json);
+
+// The same over a whole file held in memory (not copied: it must outlive
+// the checkpoint); `name` is used in messages.
+ATLAS_MUST_USE atlas_status atlas_gguf_checkpoint_open_buffer(
+    const void *data, size_t size, const char *name, atlas_checkpoint **out_ck,
+    char **out_config_json);
 
 #ifdef __cplusplus
 }  // extern "C"

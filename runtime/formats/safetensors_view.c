@@ -15,6 +15,11 @@ static int compare_by_name(const void *a, const void *b) {
   return strcmp((*x)->name, (*y)->name);
 }
 
+// A snapshot: the file and the view's own tensors in one owned buffer.
+static bool is_copy(const atlas_safetensors *file) {
+  return file->base != NULL && file->owned == (const void *)file->base;
+}
+
 // The copy's object over `bytes` (taken), tensors pointing into it.
 static atlas_status copy_object(const atlas_safetensors *file, uint8_t *bytes,
                                 atlas_safetensors **out) {
@@ -44,8 +49,8 @@ static atlas_status copy_object(const atlas_safetensors *file, uint8_t *bytes,
     return atlas_safetensors_oom(file->path);
   }
   // The view's own tensors: its owned buffer, or (a copy's) past the file.
-  const uint8_t *own = file->base != NULL ? file->base + file->size
-                                          : (const uint8_t *)file->owned;
+  const uint8_t *own =
+      is_copy(file) ? file->base + file->size : (const uint8_t *)file->owned;
   for (size_t i = 0; i < n; ++i) {
     const atlas_safetensors_tensor *t = &file->tensors[i];
     atlas_safetensors_tensor *d = &c->tensors[i];
@@ -57,9 +62,11 @@ static atlas_status copy_object(const atlas_safetensors *file, uint8_t *bytes,
     }
     c->count = i + 1;
     d->file = c;
-    d->data = t->data != NULL
-                  ? bytes + file->size + ((const uint8_t *)t->data - own)
-                  : bytes + t->file_offset;
+    // The view's own tensors lie in its own region; the rest in the file.
+    const uint8_t *at = t->data;
+    const bool mine = at != NULL && own != NULL && at >= own &&
+                      (uint64_t)(at - own) < file->owned_bytes;
+    d->data = mine ? bytes + file->size + (at - own) : bytes + t->file_offset;
     c->by_name[i] = d;
   }
   qsort(c->by_name, n, sizeof(const atlas_safetensors_tensor *),
@@ -82,8 +89,13 @@ atlas_status atlas_safetensors_view_snapshot(const atlas_safetensors *file,
                              file->path, (unsigned long long)total);
   }
   atlas_status status = ATLAS_OK;
-  if (file->base != NULL) {  // a copy already: all of it in memory
+  if (is_copy(file)) {  // all of it in one buffer already
     memcpy(bytes, file->base, (size_t)total);
+  } else if (file->base != NULL) {  // a view of a file held in memory
+    memcpy(bytes, file->base, (size_t)file->size);
+    if (file->owned_bytes > 0) {
+      memcpy(bytes + file->size, file->owned, (size_t)file->owned_bytes);
+    }
   } else {
     status = atlas_safetensors_check_unchanged(file);
     if (status == ATLAS_OK) {

@@ -3,14 +3,18 @@
 // within the buffer and tensors that lie inside it, aligned, sized by their
 // type and shape, none overlapping another. Then what a model reads from
 // the metadata (config.json, tokenizer.json, the chat template) is built:
-// it succeeds with its text or fails with a status, never both.
+// it succeeds with its text or fails with a status, never both. And the
+// file opens as a checkpoint (names, reordered rows, dequantized blocks)
+// whose every tensor reads back whole, and its snapshot does too.
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "atlas/runtime/base/status.h"
+#include "atlas/runtime/formats/checkpoint.h"
 #include "atlas/runtime/formats/gguf.h"
+#include "atlas/runtime/formats/gguf_checkpoint.h"
 #include "atlas/runtime/formats/gguf_model.h"
 #include "atlas/runtime/formats/gguf_tokenizer.h"
 
@@ -112,6 +116,40 @@ static void check_builders(const atlas_gguf *g) {
   free(eos);
 }
 
+// Every tensor of a checkpoint read whole.
+static void read_all(const atlas_checkpoint *ck) {
+  for (size_t i = 0; i < atlas_checkpoint_tensor_count(ck); ++i) {
+    atlas_checkpoint_tensor t;
+    if (!atlas_checkpoint_tensor_at(ck, i, &t)) __builtin_trap();
+    uint8_t *bytes = malloc(t.tensor->bytes ? (size_t)t.tensor->bytes : 1);
+    if (bytes == NULL) continue;
+    atlas_status st =
+        atlas_safetensors_read(t.tensor, 0, t.tensor->bytes, bytes);
+    if (st != ATLAS_OK) __builtin_trap();
+    free(bytes);
+  }
+}
+
+static void check_checkpoint(const uint8_t *data, size_t size) {
+  atlas_checkpoint *ck = NULL;
+  char *config = NULL;
+  atlas_status st =
+      atlas_gguf_checkpoint_open_buffer(data, size, "fuzz.gguf", &ck, &config);
+  if ((st == ATLAS_OK) != (ck != NULL && config != NULL)) __builtin_trap();
+  atlas_status_free(st);
+  free(config);
+  if (ck == NULL) return;
+  read_all(ck);
+  atlas_checkpoint *copy = NULL;
+  st = atlas_checkpoint_snapshot(ck, &copy);
+  if (st == ATLAS_OK) {
+    read_all(copy);
+    atlas_checkpoint_close(copy);
+  }
+  atlas_status_free(st);
+  atlas_checkpoint_close(ck);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   atlas_gguf *g = NULL;
   atlas_status status = atlas_gguf_parse_buffer(data, size, "fuzz.gguf", &g);
@@ -120,6 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_tensors(g, size);
     check_builders(g);
     atlas_gguf_close(g);
+    check_checkpoint(data, size);
   } else {
     if (g != NULL) __builtin_trap();
     if (strstr(atlas_status_message(status), "fuzz.gguf") == NULL) {

@@ -154,7 +154,10 @@ TEXT_LIB="$(echo runtime/text/*.c) runtime/base/file_read.c -lpcre2-8 -lutf8proc
 CHAT_LIB="$(echo runtime/chat/*.c) runtime/base/file_read.c -lutf8proc"
 GGUF_LIB="runtime/formats/gguf.c runtime/formats/gguf_values.c runtime/base/file_read.c \
   runtime/formats/gguf_model.c runtime/formats/gguf_rope_freqs.c \
-  runtime/formats/gguf_tokenizer.c -ljansson -lm"
+  runtime/formats/gguf_tokenizer.c runtime/formats/gguf_checkpoint.c \
+  runtime/formats/checkpoint.c runtime/formats/safetensors.c \
+  runtime/formats/safetensors_header.c runtime/formats/safetensors_view.c \
+  runtime/formats/json_words.c runtime/base/weight_scan.c -ljansson -lm"
 OAI_LIB="runtime/serve/openai/oai_request.c runtime/serve/openai/oai_response.c \
   runtime/serve/openai/oai_batch.c runtime/formats/json_words.c -lutf8proc"
 # Each target's sources, and the longest input (a tokenizer.json or chat
