@@ -88,6 +88,10 @@
 #                   tokenizer.ggml.bos_token_id is not an integer (fixed);
 #                   then 4,112,677 executions (17.1k/s), peak RSS 65 MB, no
 #                   crash
+#   gguf with the checkpoint view too (each tensor read whole, the
+#                   snapshot; 2026-12-08, commit 51cfb9a, FUZZ_SECONDS=600,
+#                   nice 19, the other core busy): 8,999,843 executions
+#                   (15.0k/s), peak RSS 64 MB, no crash
 #   tokenizer and chat_template after the streaming encode, the per-encode
 #                   regex budget and the limits' API (2026-12-07, tree
 #                   6079ca0's runtime/text and runtime/chat, the 2 shared
