@@ -103,10 +103,8 @@ atlas_status atlas_batch_engine_create(atlas_model *model,
   if (lim.rows == 0) {
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
                              "%s: this model has no batch step (loaded "
-                             "without a prompt scratch, a head size the "
-                             "paged kernels do not take, or quantized "
-                             "weights, which the batch step does not run "
-                             "yet)",
+                             "without a prompt scratch, or a head size or "
+                             "query group the paged kernels do not take)",
                              atlas_model_name(model));
   }
   po.min_blocks = lim.table_stride;

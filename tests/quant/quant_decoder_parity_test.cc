@@ -5,8 +5,8 @@
 // decode steps: the prompt in one batched pass (quant_matmul) and token by
 // token (quant_matvec, the residual through its accumulate flag). On the
 // host backend here; the CUDA form skips without a GPU. Also: the ledger
-// shows the projections under their format, and the batch step refuses a
-// quantized model by name rather than running it.
+// shows the projections under their format, and the paged batch step
+// agrees with the token path on a quantized model, forks included.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,11 +132,15 @@ TEST(QuantDecoderParity, EverySchemeMatchesItsTwinOnTheHost) {
   ParityOn("host");
 }
 
-// The paged batch step is not done for quantized projections: refused by
-// name before it reads anything.
-TEST(QuantDecoderParity, TheBatchStepRefusesAQuantizedModel) {
-  const std::string src = TinyF32();
-  const quant_writer::Scheme s = quant_writer::AllSchemes().back();
+// The paged batch step (atlas serve, atlas batch) on a quantized model:
+// sequences of different lengths prefilled and decoded together in one step
+// give, each, the ids of the model's own token path (atlas_model_generate:
+// the prompt batched, then token by token) and its logits within the
+// tolerance above; a fork's step equals a fresh sequence fed the same
+// tokens, bit for bit (the same products, the host's quant_matmul summing
+// each row in column order).
+void BatchMatchesTokenPath(const quant_writer::Scheme &s,
+                           const std::string &src) {
   const std::string qdir = Tmp("batch_" + s.Name());
   std::string error;
   ASSERT_TRUE(quant_writer::Write(s, src, qdir, qdir + "_twin", &error))
@@ -144,20 +148,106 @@ TEST(QuantDecoderParity, TheBatchStepRefusesAQuantizedModel) {
   atlas_model_spec spec{};
   spec.dir = qdir.c_str();
   spec.backend = "host";
-  spec.max_seq = 32;
+  spec.max_seq = 48;
+  spec.ignore_eos = true;
   atlas_model *m = nullptr;
   ASSERT_OK(atlas_model_open(&spec, &m));
-  atlas_arch_batch b{};
-  EXPECT_STATUS(atlas_model_arch(m)->forward_batch(atlas_model_impl(m), &b,
-                                                   nullptr, nullptr),
-                ATLAS_STATUS_UNIMPLEMENTED, "does not run quantized");
-  // A serving engine is refused when it is built, not at its first step.
+  const size_t vocab = (size_t)atlas_model_vocab_size(m);
+  const size_t kSeqs = 3, kSteps = 8, lens[kSeqs] = {1, 6, 19};
+  std::vector<std::vector<uint32_t>> prompts(kSeqs);
+  std::vector<Run> alone(kSeqs);
+  for (size_t i = 0; i < kSeqs; ++i) {
+    for (size_t t = 0; t < lens[i]; ++t) {
+      prompts[i].push_back((uint32_t)((i * 37 + t * 11 + 5) % vocab));
+    }
+    Run &r = alone[i];
+    r.ids.resize(kSteps + 1);
+    size_t count = 0;
+    ASSERT_OK(atlas_model_generate(m, prompts[i].data(), prompts[i].size(),
+                                   r.ids.size(), r.ids.data(), &count,
+                                   AddLogits, &r.logits));
+    ASSERT_EQ(count, kSteps + 1);
+    // The prompt's rows, then a row a token fed: keep the predicting ones.
+    r.logits.erase(r.logits.begin(), r.logits.begin() + (lens[i] - 1));
+    ASSERT_EQ(r.logits.size(), kSteps + 1);
+  }
   atlas_batch_engine_options eo{};
+  eo.block_tokens = 4;  // sequences over several blocks, partial ones too
   atlas_batch_engine *e = nullptr;
-  EXPECT_STATUS(atlas_batch_engine_create(m, &eo, &e),
-                ATLAS_STATUS_UNIMPLEMENTED, "quantized weights");
-  EXPECT_EQ(e, nullptr);
+  ASSERT_OK(atlas_batch_engine_create(m, &eo, &e));
+  std::vector<atlas_batch_seq *> seqs(kSeqs);
+  for (auto &q : seqs) ASSERT_OK(atlas_batch_seq_create(e, &q));
+  std::vector<Run> together(kSeqs);
+  std::vector<std::vector<uint32_t>> chunk = prompts;
+  for (size_t step = 0; step <= kSteps; ++step) {
+    std::vector<std::vector<float>> logits(kSeqs, std::vector<float>(vocab));
+    std::vector<uint32_t> ids(kSeqs);
+    std::vector<atlas_batch_item> items(kSeqs);
+    for (size_t i = 0; i < kSeqs; ++i) {
+      items[i] = {seqs[i], chunk[i].data(), chunk[i].size(), logits[i].data(),
+                  &ids[i]};
+    }
+    ASSERT_OK(atlas_batch_step(e, items.data(), items.size()));
+    for (size_t i = 0; i < kSeqs; ++i) {
+      together[i].ids.push_back(ids[i]);
+      together[i].logits.push_back(logits[i]);
+      chunk[i] = {ids[i]};
+    }
+  }
+  for (size_t i = 0; i < kSeqs; ++i) {
+    ExpectParity(together[i], alone[i],
+                 "batch step " + s.Name() + " seq " + std::to_string(i));
+  }
+  // Fork the longest after its prompt and steps; parent and child each take
+  // another token in one step.
+  atlas_batch_seq *child = nullptr;
+  ASSERT_OK(atlas_batch_seq_fork(e, seqs[2], &child));
+  uint32_t xa = 9, xb = 50;
+  std::vector<float> la(vocab), lb(vocab);
+  atlas_batch_item pair[2] = {{seqs[2], &xa, 1, la.data(), nullptr},
+                              {child, &xb, 1, lb.data(), nullptr}};
+  ASSERT_OK(atlas_batch_step(e, pair, 2));
+  EXPECT_NE(la, lb);
+  for (int k = 0; k < 2; ++k) {
+    std::vector<uint32_t> fed = prompts[2];
+    fed.insert(fed.end(), together[2].ids.begin(), together[2].ids.end() - 1);
+    fed.push_back(k == 0 ? xa : xb);
+    atlas_batch_seq *f = nullptr;
+    ASSERT_OK(atlas_batch_seq_create(e, &f));
+    std::vector<float> lf(vocab);
+    atlas_batch_item fi{f, fed.data(), fed.size(), lf.data(), nullptr};
+    ASSERT_OK(atlas_batch_step(e, &fi, 1));
+    EXPECT_EQ(lf, k == 0 ? la : lb) << s.Name() << " fork " << k;
+    atlas_batch_seq_free(e, f);
+  }
+  atlas_batch_seq_free(e, child);
+  for (auto &q : seqs) atlas_batch_seq_free(e, q);
+  atlas_kv_pool_stats st;
+  atlas_kv_pool_stats_get(atlas_batch_engine_pool(e), &st);
+  EXPECT_EQ(st.used, 0u);
+  ASSERT_OK(atlas_batch_engine_destroy(e));
   ASSERT_OK(atlas_model_close(m, nullptr));
+}
+
+// fp8 block, compressed-tensors int4 group, gptq with g_idx (desc_act),
+// awq: each weight layout the batch step's products read.
+TEST(QuantDecoderParity, TheBatchStepMatchesTheTokenPathOnTheHost) {
+  const std::string src = TinyF32();
+  const std::vector<quant_writer::Scheme> all = quant_writer::AllSchemes();
+  int seen = 0;
+  for (const quant_writer::Scheme &s : all) {
+    const bool pick = (s.method == ATLAS_QUANT_FP8) ||
+                      (s.method == ATLAS_QUANT_COMPRESSED_TENSORS &&
+                       s.format == quant_ref::Format::kIntRows && s.bits == 4 &&
+                       s.group_k != 0 && !s.asymmetric) ||
+                      (s.method == ATLAS_QUANT_GPTQ && s.desc_act) ||
+                      (s.method == ATLAS_QUANT_AWQ);
+    if (!pick) continue;
+    SCOPED_TRACE(s.Name());
+    BatchMatchesTokenPath(s, src);
+    ++seen;
+  }
+  EXPECT_EQ(seen, 4);
 }
 
 TEST(QuantDecoderParity, EverySchemeMatchesItsTwinOnCuda) {

@@ -58,11 +58,10 @@ void atlas_decoder_batch_limits(const atlas_decoder_model *m,
                                 uint32_t block_tokens,
                                 atlas_arch_batch_limits *out) {
   memset(out, 0, sizeof(*out));
-  // Quantized weights: forward_batch refuses them (not tested on the paged
-  // path yet), so a serving engine is refused when it is built, not at its
-  // first step.
+  // Quantized projections need nothing of their own here: the layer is the
+  // prompt chunk's, whose products go through quant_linear (weight-only, f32
+  // rows in and out, no per-call scratch).
   if (m->prefill == NULL || block_tokens < kMinBlockTokens ||
-      m->config.quant.method != ATLAS_QUANT_NONE ||
       m->config.head_dim > ATLAS_DECODER_PAGED_MAX_HEAD_DIM ||
       m->config.num_attention_heads / m->config.num_key_value_heads >
           ATLAS_DECODER_PAGED_MAX_GROUP) {
@@ -295,14 +294,6 @@ atlas_status atlas_decoder_forward_batch(atlas_decoder_model *m,
                              "the batch step does not run a tensor-parallel "
                              "rank yet (rank %d)",
                              m->ctx.shard->rank);
-  }
-  if (m->config.quant.method != ATLAS_QUANT_NONE) {
-    // The paged path is not tested with quantized products yet: refused
-    // rather than run.
-    return atlas_status_make(
-        ATLAS_STATUS_UNIMPLEMENTED,
-        "the batch step does not run quantized (%s) checkpoints yet",
-        atlas_quant_method_name(m->config.quant.method));
   }
   if (b->kv == NULL) {
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
