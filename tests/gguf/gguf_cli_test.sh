@@ -7,8 +7,8 @@
 # - --prompt: the text of the ids --tokens generates for the prompt's ids
 #   (`atlas tokenize --tokenizer FILE.gguf`), as `atlas detokenize` gives it;
 # - --chat: the prompt the file's chat template renders;
-# - atlas batch on an F32 file: a completion and a chat answer as atlas run
-#   gives them;
+# - atlas batch on the quantized file and on an F32 one: a completion and a
+#   chat answer as atlas run gives them;
 # - a GGUF file whose tokenizer.ggml.pre is not read is refused naming it.
 #   gguf_cli_test.sh ATLAS GGUF_FIXTURE GGUF_TO_SAFETENSORS TOKENIZER_JSON
 set -uo pipefail
@@ -53,30 +53,36 @@ chat_gen=$(run --model "$g" --tokens "$chat_ids" --steps $steps 2>/dev/null)
 streamed_text_of "$chat_gen" >"$tmp/chat_want"
 check "--chat generates from the template's prompt" cmp -s "$tmp/chat" "$tmp/chat_want"
 
-# atlas batch (the paged batch step of atlas serve) on an F32 GGUF file:
-# a completion's text is atlas run's, a chat answer is atlas run --chat's.
+# atlas batch (the paged batch step of atlas serve) on the quantized file
+# and on the same model all F32: a completion's text is atlas run's, a chat
+# answer is atlas run --chat's.
 f="$tmp/plain.gguf"
 "$fixture" "$tokenizer" "$f" f32 || { echo "FAIL gguf_fixture f32"; exit 1; }
 cat >"$tmp/in.jsonl" <<'JSONL'
 {"custom_id": "c", "method": "POST", "url": "/v1/completions", "body": {"model": "m", "prompt": "Hello world", "max_tokens": 8, "temperature": 0}}
 {"custom_id": "chat", "method": "POST", "url": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "hi there"}], "max_completion_tokens": 8, "temperature": 0}}
 JSONL
-"$atlas" batch --model "$f" --input "$tmp/in.jsonl" --output "$tmp/out.jsonl" \
-  --backend host 2>"$tmp/batch_err"; rc=$?
-check "atlas batch --model FILE.gguf exits 0" [ "$rc" -eq 0 ]
 field() {  # field LINE EXPR: of the batch output's line LINE (1-based)
   python3 -c 'import json,sys; o=[json.loads(l) for l in open(sys.argv[1])][int(sys.argv[2])-1]; print(eval(sys.argv[3]))' "$tmp/out.jsonl" "$@"
 }
-run --model "$f" --prompt 'Hello world' --steps 8 >"$tmp/run_c" 2>/dev/null
-field 1 'o["response"]["body"]["choices"][0]["text"]' >"$tmp/batch_c" 2>/dev/null
-check "batch answers the completion" [ "$(field 1 'o["response"]["status_code"]')" = 200 ]
-check "batch's completion is atlas run's text" cmp -s "$tmp/batch_c" "$tmp/run_c"
-run --model "$f" --prompt 'hi there' --chat --steps 8 >"$tmp/run_chat" 2>/dev/null
-field 2 'o["response"]["body"]["choices"][0]["message"]["content"]' >"$tmp/batch_chat" 2>/dev/null
-check "batch answers the chat request" [ "$(field 2 'o["response"]["status_code"]')" = 200 ]
-check "batch's chat answer is atlas run --chat's (the file's template)" \
-  cmp -s "$tmp/batch_chat" "$tmp/run_chat"
-[ "$fails" -eq 0 ] || { cat "$tmp/batch_err"; head -c 600 "$tmp/out.jsonl"; }
+for model in "$g" "$f"; do
+  what="$(basename "$model")"
+  rm -f "$tmp/out.jsonl"
+  "$atlas" batch --model "$model" --input "$tmp/in.jsonl" --output "$tmp/out.jsonl" \
+    --backend host 2>"$tmp/batch_err"; rc=$?
+  check "atlas batch --model $what exits 0" [ "$rc" -eq 0 ]
+  run --model "$model" --prompt 'Hello world' --steps 8 >"$tmp/run_c" 2>/dev/null
+  field 1 'o["response"]["body"]["choices"][0]["text"]' >"$tmp/batch_c" 2>/dev/null
+  check "$what: batch answers the completion" [ "$(field 1 'o["response"]["status_code"]')" = 200 ]
+  check "$what: batch's completion is atlas run's text" cmp -s "$tmp/batch_c" "$tmp/run_c"
+  check "$what: ... and not empty" [ -s "$tmp/run_c" ]
+  run --model "$model" --prompt 'hi there' --chat --steps 8 >"$tmp/run_chat" 2>/dev/null
+  field 2 'o["response"]["body"]["choices"][0]["message"]["content"]' >"$tmp/batch_chat" 2>/dev/null
+  check "$what: batch answers the chat request" [ "$(field 2 'o["response"]["status_code"]')" = 200 ]
+  check "$what: batch's chat answer is atlas run --chat's (the file's template)" \
+    cmp -s "$tmp/batch_chat" "$tmp/run_chat"
+  [ "$fails" -eq 0 ] || { cat "$tmp/batch_err"; head -c 600 "$tmp/out.jsonl"; }
+done
 
 # The same file with an unread pre-tokenizer name (same length, so the
 # metadata keeps its layout): refused, naming the key.

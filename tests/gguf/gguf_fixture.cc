@@ -4,8 +4,8 @@
 // tests/quant's gguf_blocks_reference), a Q8_0 token embedding and a Q6_K
 // output, and the tokenizer.json given written as llama.cpp's converter
 // writes a gpt2 tokenizer (pre-tokenizer qwen2), with a chat template.
-// With "f32" after the paths every tensor is F32 instead (the paged batch
-// step, which atlas serve and atlas batch use, runs plain models only).
+// With "f32" after the paths every tensor is F32 instead (the same model
+// unquantized, for atlas batch on a plain GGUF file).
 //   gguf_fixture TOKENIZER_JSON OUT.gguf [f32]
 #include <stdio.h>
 

@@ -12,7 +12,8 @@
 //   F32 twin within 1e-5 of each row's largest logit, and the same ids,
 //   prompt batched and token by token, its projections ledgered as GGUF
 //   (on the host, and on CUDA where a GPU is: the test binary links
-//   statically for tools/gpu/gpu_stage.sh);
+//   statically for tools/gpu/gpu_stage.sh); the paged batch step gives the
+//   token path's ids and logits for sequences of different lengths at once;
 // - metadata and tensors Atlas cannot run are refused naming the key or
 //   tensor.
 #include <jansson.h>
@@ -36,6 +37,7 @@
 #include "atlas/runtime/formats/gguf_checkpoint.h"
 #include "atlas/runtime/formats/safetensors_convert.h"
 #include "atlas/runtime/model/model.h"
+#include "atlas/runtime/serve/batch.h"
 #include "atlas/tools/checkpoint/safetensors_write.h"
 #include "tests/cuda/cuda_skip.h"
 #include "tests/gguf/gguf_writer.h"
@@ -467,6 +469,77 @@ Outcome GenerateOn(atlas_model *m, const std::vector<uint32_t> &prompt) {
                                  r.ids.data(), &count, AddLogits, &r.logits));
   r.ids.resize(count);
   return r;
+}
+
+// The paged batch step (atlas serve, atlas batch) on the GGUF blocks: three
+// sequences of different lengths prefilled and decoded together give, each,
+// the ids of the model's own token path (atlas_model_generate) and its
+// logits within 1e-5 of the row's largest.
+TEST(GgufRunQuantized, TheBatchStepMatchesTheTokenPath) {
+  QuantFiles f = WriteQuantized("batch");
+  atlas_model_spec spec{};
+  spec.dir = f.gguf.c_str();
+  spec.backend = "host";
+  spec.max_seq = 48;
+  spec.ignore_eos = true;
+  atlas_model *m = nullptr;
+  ASSERT_OK(atlas_model_open(&spec, &m));
+  const size_t kSeqs = 3, kSteps = 8, lens[kSeqs] = {1, 5, 21};
+  std::vector<std::vector<uint32_t>> prompts(kSeqs);
+  std::vector<Outcome> alone(kSeqs);
+  for (size_t i = 0; i < kSeqs; ++i) {
+    for (size_t t = 0; t < lens[i]; ++t) {
+      prompts[i].push_back((uint32_t)((i * 29 + t * 13 + 3) % kVocab));
+    }
+    Outcome &r = alone[i];
+    r.ids.resize(kSteps + 1);
+    size_t count = 0;
+    ASSERT_OK(atlas_model_generate(m, prompts[i].data(), prompts[i].size(),
+                                   r.ids.size(), r.ids.data(), &count,
+                                   AddLogits, &r.logits));
+    ASSERT_EQ(count, kSteps + 1);
+    // A row a prompt token, then a row a token fed: keep the predicting ones.
+    r.logits.erase(r.logits.begin(), r.logits.begin() + (lens[i] - 1));
+    ASSERT_EQ(r.logits.size(), kSteps + 1);
+  }
+  atlas_batch_engine_options eo{};
+  eo.block_tokens = 8;
+  atlas_batch_engine *e = nullptr;
+  ASSERT_OK(atlas_batch_engine_create(m, &eo, &e));
+  std::vector<atlas_batch_seq *> seqs(kSeqs);
+  for (auto &q : seqs) ASSERT_OK(atlas_batch_seq_create(e, &q));
+  std::vector<std::vector<uint32_t>> chunk = prompts;
+  double worst = 0;
+  for (size_t step = 0; step <= kSteps; ++step) {
+    std::vector<std::vector<float>> logits(kSeqs, std::vector<float>(kVocab));
+    std::vector<uint32_t> ids(kSeqs);
+    std::vector<atlas_batch_item> items(kSeqs);
+    for (size_t i = 0; i < kSeqs; ++i) {
+      items[i] = {seqs[i], chunk[i].data(), chunk[i].size(), logits[i].data(),
+                  &ids[i]};
+    }
+    ASSERT_OK(atlas_batch_step(e, items.data(), items.size()));
+    for (size_t i = 0; i < kSeqs; ++i) {
+      ASSERT_EQ(ids[i], alone[i].ids[step]) << "seq " << i << " step " << step;
+      const std::vector<float> &want = alone[i].logits[step];
+      double scale = 0, diff = 0;
+      for (size_t v = 0; v < kVocab; ++v) {
+        scale = fmax(scale, fabs((double)want[v]));
+        diff = fmax(diff, fabs((double)logits[i][v] - want[v]));
+      }
+      ASSERT_GT(scale, 0);
+      EXPECT_LE(diff, 1e-5 * scale) << "seq " << i << " step " << step;
+      worst = fmax(worst, diff / scale);
+      chunk[i] = {ids[i]};
+    }
+  }
+  printf(
+      "gguf blocks, batch step vs token path: worst %.3g of the row's "
+      "largest logit\n",
+      worst);
+  for (auto &q : seqs) atlas_batch_seq_free(e, q);
+  ASSERT_OK(atlas_batch_engine_destroy(e));
+  ASSERT_OK(atlas_model_close(m, nullptr));
 }
 
 // What a swap keeps to restore a model it tore down: a host copy of the
