@@ -98,8 +98,8 @@ typedef struct atlas_open_options {
   // each device's (checked against the busiest device's share). A split
   // model generates,
   // swaps (to the split the swap's options ask for) and reports each
-  // device's ledger; atlas_kv_open and JSON or SVG reports refuse it (not
-  // built yet).
+  // device's ledger, and runs the step API (atlas_kv_open: a pool on every
+  // device); JSON or SVG reports refuse it (not built yet).
   int tensor_parallel;
   const int *devices;
 } atlas_open_options;

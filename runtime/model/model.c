@@ -593,6 +593,37 @@ const atlas_eos *atlas_model_eos(const atlas_model *model) {
 }
 atlas_arch_model *atlas_model_impl(atlas_model *model) { return model->impl; }
 
+bool atlas_model_has_batch(const atlas_model *model) {
+  return model->tp != NULL || model->arch->forward_batch != NULL;
+}
+void atlas_model_kv_shape(atlas_model *model, atlas_arch_kv_shape *out) {
+  if (model->tp != NULL) {
+    atlas_tp_model_kv_shape(model->tp, out);
+  } else {
+    model->arch->kv_shape(model->impl, out);
+  }
+}
+void atlas_model_batch_limits(atlas_model *model, uint32_t block_tokens,
+                              atlas_arch_batch_limits *out) {
+  if (model->tp != NULL) {
+    atlas_tp_model_batch_limits(model->tp, block_tokens, out);
+  } else {
+    model->arch->batch_limits(model->impl, block_tokens, out);
+  }
+}
+atlas_status atlas_model_forward_batch(atlas_model *model,
+                                       const atlas_arch_batch *b,
+                                       const atlas_arch_kv_pages *pages,
+                                       float *out_logits, uint32_t *out_ids) {
+  if (model->tp != NULL) {
+    return atlas_tp_model_forward_batch(model->tp, b, pages, out_logits,
+                                        out_ids);
+  }
+  atlas_arch_batch one = *b;
+  one.kv = &pages[0];
+  return model->arch->forward_batch(model->impl, &one, out_logits, out_ids);
+}
+
 void atlas_model_attach(atlas_model *model, void *attachment,
                         atlas_status (*release)(void *attachment)) {
   model->attachment = attachment;

@@ -94,7 +94,7 @@ typedef struct atlas_model_spec {
   // Devices the model is split over (tensor parallelism,
   // runtime/arch/tensor_parallel; 0 or 1: one). Over 1: a decoder family
   // on backend "host" (simulated devices) or "cuda" (NCCL), devices
-  // [0..tensor_parallel) (NULL: 0, 1, ...); no batch step.
+  // [0..tensor_parallel) (NULL: 0, 1, ...).
   int tensor_parallel;
   const int *devices;
   // A split model: the rank whose backend fault_kind / fault_at arm.
@@ -182,6 +182,18 @@ const atlas_eos *atlas_model_eos(const atlas_model *model);
 // NULL for a split model.
 atlas_arch_model *atlas_model_impl(atlas_model *model);
 const atlas_model_spec *atlas_model_spec_of(const atlas_model *model);
+// The batch step (arch.h), for a whole or a split model: whether the model
+// has one, a pool's shape (of a split model, each rank's pool: its KV
+// heads), its limits, and one forward. `pages` holds one pool per device
+// (atlas_model_tensor_parallel entries; b->kv is not read).
+bool atlas_model_has_batch(const atlas_model *model);
+void atlas_model_kv_shape(atlas_model *model, atlas_arch_kv_shape *out_shape);
+void atlas_model_batch_limits(atlas_model *model, uint32_t block_tokens,
+                              atlas_arch_batch_limits *out_limits);
+ATLAS_MUST_USE atlas_status atlas_model_forward_batch(
+    atlas_model *model, const atlas_arch_batch *b,
+    const atlas_arch_kv_pages *pages, float *out_logits, uint32_t *out_ids);
+
 // One object a layer above keeps per model (the public step API's KV pool
 // and sequences), released by `release` first when the model closes. NULL
 // detaches (without releasing).

@@ -29,8 +29,13 @@ typedef struct reserve_undo {
 struct atlas_batch_engine {
   atlas_model *model;
   const atlas_arch *arch;
+  // Rank 0's pool keeps the books (blocks, references, the prefix cache);
+  // a split model's other ranks hold their heads' keys and values in pools
+  // of the same blocks on their devices (one block table for all).
   atlas_kv_pool *pool;
-  atlas_arch_kv_pages pages;
+  int ranks;
+  atlas_kv_pool **rank_pools;  // ranks entries; [0] is `pool`
+  atlas_arch_kv_pages *pages;  // ranks entries
   atlas_arch_batch_limits limits;
   uint32_t bt;
   size_t vocab;
@@ -73,18 +78,40 @@ static atlas_status default_budget(atlas_model *model,
   return ATLAS_OK;
 }
 
+// One pool per device, each of the same blocks (rank r's on rank r's
+// backend, of its KV heads); rank 0's keeps the books.
+static atlas_status make_pools(atlas_batch_engine *e,
+                               const atlas_kv_pool_options *po,
+                               atlas_dtype dtype) {
+  for (int r = 0; r < e->ranks; ++r) {
+    atlas_kv_pool *p = NULL;
+    ATLAS_RETURN_IF_ERROR(atlas_status_annotate(
+        atlas_kv_pool_create(atlas_model_rank_backend(e->model, r), po, &p),
+        "the KV pool of device %d of %d", r, e->ranks));
+    e->rank_pools[r] = p;
+    if (r == 0) e->pool = p;
+    if (atlas_kv_pool_block_count(p) != atlas_kv_pool_block_count(e->pool)) {
+      return atlas_status_make(ATLAS_STATUS_INTERNAL,
+                               "the KV pools of devices 0 and %d hold %zu and "
+                               "%zu blocks (one block table needs the same)",
+                               r, atlas_kv_pool_block_count(e->pool),
+                               atlas_kv_pool_block_count(p));
+    }
+    e->pages[r].keys = atlas_kv_pool_keys(p);
+    e->pages[r].values = atlas_kv_pool_values(p);
+    e->pages[r].layer_elements = atlas_kv_pool_layer_elements(p);
+    e->pages[r].dtype = dtype;
+    e->pages[r].block_tokens = e->bt;
+  }
+  return ATLAS_OK;
+}
+
 atlas_status atlas_batch_engine_create(atlas_model *model,
                                        const atlas_batch_engine_options *o,
                                        atlas_batch_engine **out) {
   *out = NULL;
-  if (atlas_model_tensor_parallel(model) > 1) {
-    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                             "the batch step does not run a model split over "
-                             "%d devices yet",
-                             atlas_model_tensor_parallel(model));
-  }
   const atlas_arch *arch = atlas_model_arch(model);
-  if (arch->forward_batch == NULL) {
+  if (!atlas_model_has_batch(model)) {
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
                              "the %s architecture has no batch step",
                              arch->name);
@@ -92,14 +119,14 @@ atlas_status atlas_batch_engine_create(atlas_model *model,
   atlas_kv_pool_options po;
   memset(&po, 0, sizeof(po));
   atlas_arch_kv_shape shape;
-  arch->kv_shape(atlas_model_impl(model), &shape);
+  atlas_model_kv_shape(model, &shape);
   po.layers = shape.layers;
   po.kv_dim = shape.kv_dim;
   po.dtype = shape.dtype;
   po.block_tokens = o->block_tokens ? o->block_tokens : 16;
   po.prefix_cache = o->prefix_cache;
   atlas_arch_batch_limits lim;
-  arch->batch_limits(atlas_model_impl(model), po.block_tokens, &lim);
+  atlas_model_batch_limits(model, po.block_tokens, &lim);
   if (lim.rows == 0) {
     return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
                              "%s: this model has no batch step (loaded "
@@ -129,24 +156,21 @@ atlas_status atlas_batch_engine_create(atlas_model *model,
   e->last_row = malloc(s * sizeof(uint32_t));
   e->ids = malloc(s * sizeof(uint32_t));
   e->undo = malloc(s * sizeof(reserve_undo));
+  e->ranks = atlas_model_tensor_parallel(model);
+  e->rank_pools = calloc((size_t)e->ranks, sizeof(*e->rank_pools));
+  e->pages = calloc((size_t)e->ranks, sizeof(*e->pages));
   atlas_status st = ATLAS_OK;
   if (e->tokens == NULL || e->positions == NULL || e->slots == NULL ||
       e->row_seq == NULL || e->tables == NULL || e->last_row == NULL ||
-      e->ids == NULL || e->undo == NULL) {
+      e->ids == NULL || e->undo == NULL || e->rank_pools == NULL ||
+      e->pages == NULL) {
     st = oom("the step's arrays");
   }
-  if (st == ATLAS_OK) {
-    st = atlas_kv_pool_create(atlas_model_backend(model), &po, &e->pool);
-  }
+  if (st == ATLAS_OK) st = make_pools(e, &po, shape.dtype);
   if (st != ATLAS_OK) {
     atlas_status_free(atlas_batch_engine_destroy(e));
     return st;
   }
-  e->pages.keys = atlas_kv_pool_keys(e->pool);
-  e->pages.values = atlas_kv_pool_values(e->pool);
-  e->pages.layer_elements = atlas_kv_pool_layer_elements(e->pool);
-  e->pages.dtype = shape.dtype;
-  e->pages.block_tokens = e->bt;
   *out = e;
   return ATLAS_OK;
 }
@@ -156,6 +180,14 @@ atlas_status atlas_batch_engine_destroy(atlas_batch_engine *e) {
   size_t left = e->live_count;
   while (e->live != NULL) atlas_batch_seq_free(e, e->live);
   atlas_status st = atlas_kv_pool_destroy(e->pool);
+  for (int r = 1; e->rank_pools != NULL && r < e->ranks; ++r) {
+    if (e->rank_pools[r] == NULL) continue;
+    st = atlas_status_join(
+        st, atlas_status_annotate(atlas_kv_pool_destroy(e->rank_pools[r]),
+                                  "the KV pool of device %d", r));
+  }
+  free(e->rank_pools);
+  free(e->pages);
   free(e->tokens);
   free(e->positions);
   free(e->slots);
@@ -315,6 +347,16 @@ size_t atlas_batch_seq_blocks_needed(const atlas_batch_engine *e,
   return n;
 }
 
+// Copy on write, on every device.
+static atlas_status copy_block(atlas_batch_engine *e, uint32_t from,
+                               uint32_t to) {
+  for (int r = 0; r < e->ranks; ++r) {
+    ATLAS_RETURN_IF_ERROR(atlas_kv_pool_copy(e->rank_pools[r], from, to),
+                          "copying a shared KV block on device %d", r);
+  }
+  return ATLAS_OK;
+}
+
 static atlas_status reserve(atlas_batch_engine *e, atlas_batch_seq *s,
                             size_t more, reserve_undo *u) {
   u->seq = s;
@@ -334,7 +376,7 @@ static atlas_status reserve(atlas_batch_engine *e, atlas_batch_seq *s,
     if (atlas_kv_pool_refs(e->pool, old) > 1) {
       uint32_t b = ATLAS_KV_NO_BLOCK;
       ATLAS_RETURN_IF_ERROR(atlas_kv_pool_alloc(e->pool, &b));
-      atlas_status st = atlas_kv_pool_copy(e->pool, old, b);
+      atlas_status st = copy_block(e, old, b);
       if (st != ATLAS_OK) {
         atlas_kv_pool_unref(e->pool, b);
         return st;
@@ -479,7 +521,6 @@ atlas_status atlas_batch_step(atlas_batch_engine *e, atlas_batch_item *items,
   fill_arrays(e, items, count);
   atlas_arch_batch b;
   memset(&b, 0, sizeof(b));
-  b.kv = &e->pages;
   b.rows = rows;
   b.tokens = e->tokens;
   b.positions = e->positions;
@@ -492,9 +533,9 @@ atlas_status atlas_batch_step(atlas_batch_engine *e, atlas_batch_item *items,
   // The status never points into `b` (cppcheck takes it for a pointer that
   // may).
   // cppcheck-suppress returnDanglingLifetime
-  ATLAS_RETURN_IF_ERROR(e->arch->forward_batch(atlas_model_impl(e->model), &b,
-                                               want_logits ? e->logits : NULL,
-                                               want_ids ? e->ids : NULL));
+  ATLAS_RETURN_IF_ERROR(atlas_model_forward_batch(
+      e->model, &b, e->pages, want_logits ? e->logits : NULL,
+      want_ids ? e->ids : NULL));
   for (size_t i = 0; i < count; ++i) {
     if (items[i].out_logits != NULL) {
       memcpy(items[i].out_logits, e->logits + i * e->vocab,

@@ -1,8 +1,8 @@
 // Tensor parallelism through the public API: atlas_open with
 // tensor_parallel 2 and 4 on host backends generates what one device
 // generates (greedy and sampled, the logits within 1e-5), reports each
-// device's ledger and a total, swaps, refuses what a split model cannot do
-// yet (the batch step, JSON reports) while it keeps serving, and closes
+// device's ledger and a total, swaps, runs the step API, refuses what a split
+// model cannot do yet (JSON reports) while it keeps serving, and closes
 // with nothing leaked.
 #include <cmath>
 #include <string>
@@ -117,8 +117,17 @@ TEST(TensorParallelApi, ReportsEachDeviceAndRefusesWhatItCannotDo) {
   ASSERT_OK(atlas_report(m, ATLAS_REPORT_TEXT, nullptr, &text));
   EXPECT_NE(std::string(text).find("total over 2 devices"), std::string::npos);
   atlas_free(text);
-  EXPECT_STATUS(atlas_kv_open(m, nullptr), ATLAS_STATUS_UNIMPLEMENTED,
-                "split over 2 devices");
+  // The step API runs split too (tests/arch/tp_batch_test for parity): a
+  // sequence's first argmax is the generation's first id.
+  ASSERT_OK(atlas_kv_open(m, nullptr));
+  atlas_seq *seq = nullptr;
+  ASSERT_OK(atlas_seq_create(m, &seq));
+  uint32_t first = 0;
+  atlas_batch_entry entry = {seq, kPrompt.data(), kPrompt.size(), nullptr,
+                             &first};
+  ASSERT_OK(atlas_decode(m, &entry, 1));
+  EXPECT_OK(atlas_kv_close(m));
+  EXPECT_EQ(first, Generate(m, 0).ids[0]);
   // Still serving.
   EXPECT_EQ(Generate(m, 0).ids.size(), 10u);
   CloseClean(m);

@@ -289,10 +289,13 @@ static atlas_status scratch_of(atlas_decoder_model *m, size_t stride,
 atlas_status atlas_decoder_forward_batch(atlas_decoder_model *m,
                                          const atlas_arch_batch *b,
                                          float *out_logits, uint32_t *out_ids) {
-  if (m->ctx.shard != NULL) {
-    return atlas_status_make(ATLAS_STATUS_UNIMPLEMENTED,
-                             "the batch step does not run a tensor-parallel "
-                             "rank yet (rank %d)",
+  if (m->ctx.shard != NULL &&
+      (out_ids != NULL || m->ctx.shard->owned_rows == NULL)) {
+    // A rank's logits are its vocabulary slice: the driver
+    // (tensor_parallel) puts them together and picks the ids.
+    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                             "tensor-parallel rank %d: a batch step takes "
+                             "the rows' owners and gives no ids",
                              m->ctx.shard->rank);
   }
   if (b->kv == NULL) {
@@ -351,6 +354,9 @@ atlas_status atlas_decoder_forward_batch(atlas_decoder_model *m,
       d3(blocks(dim, 256), rows), d3(256, 1), e, COUNT(e)));
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_scale(&m->ctx, s->x, (uint64_t)rows * dim));
+  // A rank: the rows whose token another rank holds come from it.
+  ATLAS_RETURN_IF_ERROR(atlas_decoder_shard_embed_rows(
+      m->ctx.shard, m->backend, m->ctx.core.stream, s->x, 0, rows, dim));
   for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
     ATLAS_RETURN_IF_ERROR(atlas_decoder_prefill_layer(m, l, rows, &pg),
                           "batch step, layer %lld", (long long)l);

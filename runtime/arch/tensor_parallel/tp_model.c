@@ -2,6 +2,7 @@
 // communicator; a thread per rank for every step.
 #include "atlas/runtime/arch/tensor_parallel/tp_model.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,6 +286,8 @@ typedef struct rank_job {
   size_t n;
   float *rows;
   size_t rows_filled;
+  // A batch step (tp_batch.c): the rank's batch, its logits in `logits`.
+  const atlas_arch_batch *batch;
   atlas_status status;
 } rank_job;
 
@@ -306,6 +309,9 @@ static atlas_status rank_work(rank_job *j) {
     bind = ATLAS_OK;
   }
   ATLAS_RETURN_IF_ERROR(bind);
+  if (j->batch != NULL) {
+    return atlas_decoder_forward_batch(m->models[r], j->batch, j->logits, NULL);
+  }
   if (j->prefill) {
     return atlas_decoder_prefill(m->models[r], j->local, j->n, 0, j->logits,
                                  j->rows != NULL ? collect_rows : NULL, j);
@@ -495,6 +501,110 @@ static atlas_status prefill_ranks(atlas_tp_model *m, const uint32_t *prompt,
     s = sink(sink_ctx, row, vocab);
   }
   free(row);
+  free(buf);
+  return s;
+}
+
+void atlas_tp_model_kv_shape(const atlas_tp_model *m,
+                             atlas_arch_kv_shape *out) {
+  atlas_decoder_kv_shape(m->models[0], out);
+}
+
+void atlas_tp_model_batch_limits(const atlas_tp_model *m, uint32_t block_tokens,
+                                 atlas_arch_batch_limits *out) {
+  atlas_decoder_batch_limits(m->models[0], block_tokens, out);
+}
+
+// Each sequence's logits, the ranks' slices side by side (`rank_logits`:
+// per rank, seqs rows of `per`), into out_logits and/or their argmax (the
+// first largest, as the argmax reduction picks).
+static atlas_status join_logits(const atlas_tp_model *m, size_t seqs,
+                                float *const *rank_logits, float *row_buf,
+                                float *out_logits, uint32_t *out_ids) {
+  size_t vocab = (size_t)m->config.vocab_size;
+  size_t per = vocab / (size_t)m->ranks;
+  for (size_t i = 0; i < seqs; ++i) {
+    float *row = out_logits != NULL ? out_logits + i * vocab : row_buf;
+    for (int r = 0; r < m->ranks; ++r) {
+      memcpy(row + per * (size_t)r, rank_logits[r] + i * per,
+             per * sizeof(float));
+    }
+    if (out_ids == NULL) continue;
+    uint32_t best = 0;
+    for (size_t v = 0; v < vocab; ++v) {
+      if (!isfinite(row[v])) {
+        return atlas_status_make(ATLAS_STATUS_DATA_LOSS,
+                                 "batch step: sequence %zu's logit %zu is "
+                                 "not finite",
+                                 i, v);
+      }
+      if (row[v] > row[best]) best = (uint32_t)v;
+    }
+    out_ids[i] = best;
+  }
+  return ATLAS_OK;
+}
+
+atlas_status atlas_tp_model_forward_batch(atlas_tp_model *m,
+                                          const atlas_arch_batch *b,
+                                          const atlas_arch_kv_pages *pages,
+                                          float *out_logits,
+                                          uint32_t *out_ids) {
+  atlas_arch_batch rb[TP_MAX_RANKS];
+  rb[0] = *b;
+  rb[0].kv = &pages[0];
+  if (m->ranks == 1) {
+    return atlas_decoder_forward_batch(m->models[0], &rb[0], out_logits,
+                                       out_ids);
+  }
+  size_t vocab = (size_t)m->config.vocab_size;
+  size_t per = vocab / (size_t)m->ranks, n = b->rows;
+  for (size_t i = 0; i < n; ++i) {
+    if (b->tokens[i] >= vocab) {
+      return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
+                               "batch row %zu: token %u is outside the "
+                               "vocabulary (%zu ids)",
+                               i, b->tokens[i], vocab);
+    }
+  }
+  // Per rank: n local ids, n owner flags, then seqs rows of its logits;
+  // and one whole row for the argmax.
+  size_t each =
+      (b->seqs * per * sizeof(float) + n * sizeof(uint32_t) + n + 15) / 16 * 16;
+  char *buf = malloc(each * (size_t)m->ranks + vocab * sizeof(float));
+  if (buf == NULL) {
+    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
+                             "a batch step of %zu rows over %d ranks", n,
+                             m->ranks);
+  }
+  rank_job jobs[TP_MAX_RANKS];
+  float *rank_logits[TP_MAX_RANKS];
+  for (int r = 0; r < m->ranks; ++r) {
+    char *mine = buf + each * (size_t)r;
+    rank_logits[r] = (float *)(void *)mine;
+    uint32_t *local =
+        (uint32_t *)(void *)(mine + b->seqs * per * sizeof(float));
+    uint8_t *owned = (uint8_t *)(local + n);
+    for (size_t i = 0; i < n; ++i) {
+      owned[i] = b->tokens[i] / per == (size_t)r;
+      local[i] = owned[i] ? b->tokens[i] - (uint32_t)(per * (size_t)r) : 0;
+    }
+    m->shards[r].owned_rows = owned;
+    rb[r] = *b;
+    rb[r].kv = &pages[r];
+    rb[r].tokens = local;
+    memset(&jobs[r], 0, sizeof(jobs[r]));
+    jobs[r].m = m;
+    jobs[r].rank = r;
+    jobs[r].batch = &rb[r];
+    jobs[r].logits = rank_logits[r];
+  }
+  atlas_status s = run_ranks(m, jobs);
+  for (int r = 0; r < m->ranks; ++r) m->shards[r].owned_rows = NULL;
+  if (s == ATLAS_OK) {
+    float *row_buf = (float *)(void *)(buf + each * (size_t)m->ranks);
+    s = join_logits(m, b->seqs, rank_logits, row_buf, out_logits, out_ids);
+  }
   free(buf);
   return s;
 }

@@ -84,6 +84,19 @@ ATLAS_MUST_USE atlas_status atlas_tp_model_step(atlas_tp_model *m,
                                                 float *out_logits,
                                                 uint32_t *out_token);
 
+// The batch step over paged KV pools (arch.h's kv_shape, batch_limits and
+// forward_batch): one pool per rank, of the rank's KV heads (kv_shape is a
+// rank's), every rank's holding a sequence's positions in the same blocks
+// (one block table). `pages` holds each rank's pool (b->kv is not read);
+// the logits are the whole vocabulary's and the ids the argmax of them.
+void atlas_tp_model_kv_shape(const atlas_tp_model *m,
+                             atlas_arch_kv_shape *out_shape);
+void atlas_tp_model_batch_limits(const atlas_tp_model *m, uint32_t block_tokens,
+                                 atlas_arch_batch_limits *out_limits);
+ATLAS_MUST_USE atlas_status atlas_tp_model_forward_batch(
+    atlas_tp_model *m, const atlas_arch_batch *b,
+    const atlas_arch_kv_pages *pages, float *out_logits, uint32_t *out_ids);
+
 // Positions each rank's KV cache holds.
 int64_t atlas_tp_model_max_seq(const atlas_tp_model *m);
 
