@@ -1,6 +1,8 @@
 // The command line `atlas serve` and `atlas batch` share (serve_cli.h).
 #include "atlas/tools/serve/serve_cli.h"
 
+#include "atlas/tools/atlas/cli_common.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,14 @@ atlas_status atlas_serve_cli_set(atlas_serve_cli_model *m, size_t index,
   }
   if (index == ATLAS_SERVE_CLI_MAX_SEQ) {
     return atlas_cli_parse_long("--max-seq", value, 1, 1L << 30, &m->max_seq);
+  }
+  if (index == ATLAS_SERVE_CLI_TENSOR_PARALLEL) {
+    return atlas_cli_parse_long("--tensor-parallel", value, 1, 64,
+                                &m->tensor_parallel);
+  }
+  if (index == ATLAS_SERVE_CLI_DEVICES) {
+    return atlas_cli_parse_devices("--devices", value, m->devices,
+                                   &m->device_count);
   }
   if (index >= ATLAS_SERVE_CLI_LIMITS) {
     return atlas_cli_limits_set(&m->limits, index - ATLAS_SERVE_CLI_LIMITS,
@@ -31,6 +41,8 @@ void atlas_serve_cli_model_config(const atlas_serve_cli_model *m,
   out->kv_dtype = m->kv_dtype;
   out->max_seq = m->max_seq;
   out->max_running = max_running;
+  out->tensor_parallel = (int)m->tensor_parallel;
+  out->devices = m->device_count > 0 ? m->devices : NULL;
   out->tokenizer_limits = &m->limits.tokenizer;
   out->chat_limits = &m->limits.chat;
 }
@@ -67,6 +79,7 @@ int atlas_serve_cli_main(const atlas_cli_command *command, int argc,
     return ATLAS_CLI_EXIT_FAILURE;
   }
   ((atlas_serve_cli_model *)o)->backend = "auto";
+  ((atlas_serve_cli_model *)o)->tensor_parallel = 1;
   atlas_cli_limits_init(&((atlas_serve_cli_model *)o)->limits);
   init(o);
   int next = 0;
@@ -74,7 +87,14 @@ int atlas_serve_cli_main(const atlas_cli_command *command, int argc,
   atlas_cli_parse_result r =
       atlas_cli_parse(command, argc, argv, set_any, &both, &next);
   int rc = r == ATLAS_CLI_HELP ? ATLAS_CLI_EXIT_OK : ATLAS_CLI_EXIT_USAGE;
-  if (r == ATLAS_CLI_PARSED) {
+  const atlas_serve_cli_model *sm = o;
+  if (r == ATLAS_CLI_PARSED && sm->device_count != 0 &&
+      sm->device_count != (size_t)sm->tensor_parallel) {
+    rc = atlas_cli_usage_error(command->program,
+                               "--devices names %zu devices but "
+                               "--tensor-parallel is %ld",
+                               sm->device_count, sm->tensor_parallel);
+  } else if (r == ATLAS_CLI_PARSED) {
     bool usage = false;
     atlas_status s = run(o, &usage);
     rc = usage ? ATLAS_CLI_EXIT_USAGE : ATLAS_CLI_EXIT_OK;

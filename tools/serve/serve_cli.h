@@ -22,6 +22,8 @@ enum {
   ATLAS_SERVE_CLI_BACKEND,
   ATLAS_SERVE_CLI_KV_DTYPE,
   ATLAS_SERVE_CLI_MAX_SEQ,
+  ATLAS_SERVE_CLI_TENSOR_PARALLEL,
+  ATLAS_SERVE_CLI_DEVICES,
   ATLAS_SERVE_CLI_LIMITS,  // ATLAS_CLI_LIMIT_COUNT options (cli_limits.h)
   // the command's own options start here
   ATLAS_SERVE_CLI_SHARED = ATLAS_SERVE_CLI_LIMITS + ATLAS_CLI_LIMIT_COUNT,
@@ -39,15 +41,27 @@ enum {
   [ATLAS_SERVE_CLI_MAX_SEQ] = {"max-seq", "N", false, "min(context, 2048)", \
                                "positions one sequence may use (prompt + "  \
                                "output)"},                                  \
+  [ATLAS_SERVE_CLI_TENSOR_PARALLEL] =                                       \
+      {"tensor-parallel", "N", false, "1",                                  \
+       "split the model over N devices (docs/PARALLELISM.md): --backend "   \
+       "host simulates them in one process, --backend cuda needs NCCL "     \
+       "(libnccl.so.2); N must divide the heads, KV heads, intermediate "   \
+       "size and vocabulary"},                                              \
+  [ATLAS_SERVE_CLI_DEVICES] = {"devices", "LIST", false, "0,1,...",         \
+                               "with --tensor-parallel N: the N CUDA "      \
+                               "devices, comma-separated, e.g. 0,1"},       \
   ATLAS_CLI_TEXT_LIMIT_OPTIONS(ATLAS_SERVE_CLI_LIMITS),                     \
   ATLAS_CLI_CHAT_LIMIT_OPTIONS(ATLAS_SERVE_CLI_LIMITS +                     \
                                ATLAS_CLI_TOKENIZER_LIMIT_COUNT)
 
 typedef struct atlas_serve_cli_model {
   char model[ATLAS_CLI_PATH_MAX];
-  const char *backend;      // "auto" unless given
-  const char *kv_dtype;     // NULL: auto
-  long max_seq;             // 0: the open default
+  const char *backend;   // "auto" unless given
+  const char *kv_dtype;  // NULL: auto
+  long max_seq;          // 0: the open default
+  long tensor_parallel;  // devices to split over (1: one)
+  int devices[64];       // --devices (device_count of them)
+  size_t device_count;
   atlas_cli_limits limits;  // the tokenizer's and the chat template's
 } atlas_serve_cli_model;
 

@@ -101,6 +101,8 @@ static void open_options(const atlas_serve_model_config *c,
   o->kv_cache_type = c->kv_dtype;
   o->max_seq = c->max_seq;
   o->device_budget_bytes = c->device_budget_bytes;
+  o->tensor_parallel = c->tensor_parallel;
+  o->devices = c->devices;
 }
 
 static atlas_status bad_fail_swaps(const char *spec) {

@@ -25,6 +25,10 @@ typedef struct atlas_serve_model_config {
   size_t max_running;            // 0: the scheduler's default
   uint64_t kv_budget_bytes;      // 0: what fits beside the weights
   uint64_t device_budget_bytes;  // 0: the whole device (atlas_open_options)
+  // Devices to split over (0 or 1: one) and their ordinals (NULL: 0, 1,
+  // ...), as atlas_open_options has them; kept by swaps.
+  int tensor_parallel;
+  const int *devices;
   // Tests only: "K:KIND:N,..." (NULL: none): the K-th swap fails its new
   // model's N-th allocation (KIND alloc: KEPT side by side, RESTORED when it
   // replaced the old one), and with KIND lost the restore's first too
