@@ -6,11 +6,13 @@
 // sequence would; a fault at a collective fails the step on every rank,
 // leaves each sequence whole and the unload finding nothing on any device.
 #include <cmath>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "atlas/runtime/model/model.h"
 #include "atlas/runtime/serve/batch.h"
+#include "atlas/runtime/serve/scheduler.h"
 #include "gtest/gtest.h"
 #include "tests/runtime/test_util.h"
 
@@ -259,6 +261,110 @@ TEST(TensorParallelBatch, CollectiveFaultFailsTheStepCleanly) {
     // The embedding's sum and two a layer: every one was reached.
     EXPECT_GE(at, 4u) << "N=" << ranks;
     EXPECT_LT(at, 100u) << "N=" << ranks;
+  }
+}
+
+// The scheduler over a split model: each request's greedy tokens are the
+// model's own loop's; with a collective faulted on the last rank at each of
+// the first run's collectives in turn, every request ends exactly once
+// (its tokens, or ERROR with a status), no sequence or block stays, and
+// closing finds nothing on any device.
+struct Result {
+  std::mutex mu;
+  std::vector<uint32_t> tokens;
+  int finals = 0;
+  atlas_sched_finish finish = ATLAS_SCHED_ERROR;
+  std::string error;
+};
+
+void OnEvent(void *ctx, const atlas_sched_event *e) {
+  auto *r = static_cast<Result *>(ctx);
+  std::lock_guard<std::mutex> lock(r->mu);
+  if (e->has_token) r->tokens.push_back(e->token);
+  if (e->finished) {
+    r->finals++;
+    r->finish = e->finish;
+    if (e->status != ATLAS_OK) r->error = atlas_status_message(e->status);
+  }
+}
+
+// Three requests through a scheduler on a split model (faulted as the
+// spec says); returns the collectives the last rank ran.
+uint64_t Schedule(const atlas_model_spec &spec, std::vector<Result> *res) {
+  atlas_model *m = nullptr;
+  EXPECT_OK(atlas_model_open(&spec, &m));
+  if (m == nullptr) return 0;
+  atlas_backend *last = atlas_model_rank_backend(m, spec.tensor_parallel - 1);
+  uint64_t start = atlas_backend_op_count(last, ATLAS_FAULT_COLLECTIVE);
+  atlas_scheduler *sched = nullptr;
+  EXPECT_OK(atlas_scheduler_create(m, nullptr, &sched));
+  for (size_t i = 0; sched != nullptr && i < res->size(); ++i) {
+    atlas_request_options o;
+    atlas_request_options_init(&o);
+    o.max_tokens = 4;
+    o.ignore_eos = true;
+    o.on_event = OnEvent;
+    o.ctx = &(*res)[i];
+    uint64_t id = 0;
+    EXPECT_OK(atlas_scheduler_submit(sched, kPrompts[i].data(),
+                                     kPrompts[i].size(), &o, &id));
+  }
+  for (int k = 0; sched != nullptr && k < 1000; ++k) {
+    bool worked = false;
+    atlas_status_free(atlas_scheduler_step(sched, &worked));
+    if (!worked) break;
+  }
+  if (sched != nullptr) {
+    atlas_scheduler_stats st;
+    atlas_scheduler_stats_get(sched, &st);
+    EXPECT_EQ(st.running, 0u);
+    EXPECT_EQ(st.waiting, 0u);
+    EXPECT_EQ(st.kv_blocks_used, 0u);
+    EXPECT_OK(atlas_scheduler_destroy(sched));
+  }
+  uint64_t ops = atlas_backend_op_count(last, ATLAS_FAULT_COLLECTIVE) - start;
+  CloseClean(m);
+  return ops;
+}
+
+TEST(TensorParallelBatch, SchedulerFaultEndsEveryRequestOnce) {
+  for (int ranks : {2, 4}) {
+    atlas_model_spec s = Spec(kDirs[0], ranks);
+    std::vector<Result> clean(kPrompts.size());
+    uint64_t n = Schedule(s, &clean);
+    ASSERT_GT(n, 0u);
+    for (size_t i = 0; i < clean.size(); ++i) {
+      EXPECT_EQ(clean[i].finals, 1);
+      EXPECT_EQ(clean[i].finish, ATLAS_SCHED_LENGTH) << clean[i].error;
+      // The model's own loop on one device.
+      atlas_model_spec one = Spec(kDirs[0], 1);
+      atlas_model *m = nullptr;
+      ASSERT_OK(atlas_model_open(&one, &m));
+      std::vector<uint32_t> want(4);
+      size_t count = 0;
+      EXPECT_OK(atlas_model_generate(m, kPrompts[i].data(), kPrompts[i].size(),
+                                     4, want.data(), &count, nullptr, nullptr));
+      CloseClean(m);
+      EXPECT_EQ(clean[i].tokens, want) << "N=" << ranks << " request " << i;
+    }
+    s.fault_rank = ranks - 1;
+    s.fault_kind = ATLAS_FAULT_COLLECTIVE;
+    for (uint64_t at = 1; at <= n; at += 2) {
+      s.fault_at = at;
+      std::vector<Result> res(kPrompts.size());
+      Schedule(s, &res);
+      int errors = 0;
+      for (auto &r : res) {
+        EXPECT_EQ(r.finals, 1) << "N=" << ranks << " at " << at;
+        if (r.finish == ATLAS_SCHED_ERROR) {
+          ++errors;
+          EXPECT_FALSE(r.error.empty());
+        } else {
+          EXPECT_EQ(r.finish, ATLAS_SCHED_LENGTH);
+        }
+      }
+      EXPECT_GT(errors, 0) << "N=" << ranks << " at " << at;
+    }
   }
 }
 
