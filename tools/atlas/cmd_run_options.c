@@ -23,6 +23,8 @@ enum {
   RUN_LOGITS,
   RUN_IGNORE_EOS,
   RUN_KV_DTYPE,
+  RUN_TENSOR_PARALLEL,
+  RUN_DEVICES,
   RUN_OPTION_COUNT,
   SWAP_BUDGET_MB = RUN_OPTION_COUNT,
   SWAP_TO,
@@ -41,8 +43,6 @@ enum {
   RUN_SEED,
   RUN_STOP,
   RUN_STATS,
-  RUN_TENSOR_PARALLEL,
-  RUN_DEVICES,
   RUN_LIMITS,  // ATLAS_CLI_LIMIT_COUNT options from here (cli_limits.h)
 };
 #define RUN_ONLY(option) (RUN_OPTION_COUNT + (option)-RUN_PROMPT)
@@ -65,6 +65,22 @@ enum {
         "bf16 "                                                             \
         "models, else f32), f32 (the faithful mode: f32 activations "       \
         "throughout), f16 or bf16 (half the cache memory; the fast mode)"   \
+  }
+
+// A swap keeps the split: both models are split over the same devices.
+#define TENSOR_PARALLEL_OPTION                                             \
+  {                                                                        \
+    "tensor-parallel", "N", false, "1",                                    \
+        "split the model over N devices (docs/PARALLELISM.md): --backend " \
+        "host simulates them in one process, --backend cuda needs NCCL "   \
+        "(libnccl.so.2); N must divide the heads, KV heads, intermediate " \
+        "size and vocabulary"                                              \
+  }
+#define DEVICES_OPTION                                                    \
+  {                                                                       \
+    "devices", "LIST", false, "0,1,...",                                  \
+        "with --tensor-parallel N: the N CUDA devices, comma-separated, " \
+        "e.g. 0,1"                                                        \
   }
 
 static const atlas_cli_option kRunOptions[] = {
@@ -92,6 +108,8 @@ static const atlas_cli_option kRunOptions[] = {
          "success, removed on failure"},
     [RUN_IGNORE_EOS] = IGNORE_EOS_OPTION,
     [RUN_KV_DTYPE] = KV_DTYPE_OPTION,
+    [RUN_TENSOR_PARALLEL] = TENSOR_PARALLEL_OPTION,
+    [RUN_DEVICES] = DEVICES_OPTION,
     // run only (after swap's own options in atlas_cli_set_run's numbering)
     [RUN_ONLY(RUN_PROMPT)] = {"prompt", "TEXT", false, "none: --tokens",
                               "prompt text, encoded with DIR/tokenizer.json; "
@@ -129,15 +147,6 @@ static const atlas_cli_option kRunOptions[] = {
                              "print to stderr the prompt's length and time "
                              "to the first token, then the tokens a second "
                              "of the rest"},
-    [RUN_ONLY(RUN_TENSOR_PARALLEL)] =
-        {"tensor-parallel", "N", false, "1",
-         "split the model over N devices (docs/PARALLELISM.md): --backend "
-         "host simulates them in one process, --backend cuda needs NCCL "
-         "(libnccl.so.2); N must divide the heads, KV heads, intermediate "
-         "size and vocabulary"},
-    [RUN_ONLY(RUN_DEVICES)] = {"devices", "LIST", false, "0,1,...",
-                               "with --tensor-parallel N: the N CUDA devices, "
-                               "comma-separated, e.g. 0,1"},
     ATLAS_CLI_TEXT_LIMIT_OPTIONS(RUN_ONLY(RUN_LIMITS)),
     ATLAS_CLI_CHAT_LIMIT_OPTIONS(RUN_ONLY(RUN_LIMITS) +
                                  ATLAS_CLI_TOKENIZER_LIMIT_COUNT),
@@ -173,6 +182,8 @@ static const atlas_cli_option kSwapOptions[] = {
                     "stays as it was)"},
     [RUN_IGNORE_EOS] = IGNORE_EOS_OPTION,
     [RUN_KV_DTYPE] = KV_DTYPE_OPTION,
+    [RUN_TENSOR_PARALLEL] = TENSOR_PARALLEL_OPTION,
+    [RUN_DEVICES] = DEVICES_OPTION,
     [SWAP_BUDGET_MB] = {"budget-mb", "MB", false, "0 (the whole device)",
                         "most device memory the models may hold, in MB "
                         "(1e6 bytes); the swap is refused up front when the "

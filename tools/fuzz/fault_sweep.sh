@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # ATLAS_FAULT sweep of `atlas swap`: fails the n-th operation of each kind
-# (alloc, copy, stream, event, launch, host-alloc, free) for every n until
-# the fault no longer fires, on both swap paths (side-by-side: both models
-# fit; replace: --budget-mb lets only one fit, so the old model is torn down
-# first and a failure restores it from its host snapshot).
+# (alloc, copy, stream, event, launch, host-alloc, free, collective) for
+# every n until the fault no longer fires, on both swap paths (side-by-side:
+# both models fit; replace: --budget-mb lets only one fit, so the old model
+# is torn down first and a failure restores it from its host snapshot).
+#
+# `collective` is swept with both models split over two devices
+# (--tensor-parallel 2: on the host backend two simulated devices and the
+# in-process communicator), where every rank's n-th collective fails; its
+# references are clean split runs (the same bits every run) and its budget
+# is per device.
 #
 # `atlas swap` loads its first model without ATLAS_FAULT
 # (atlas_testing_open_unfaulted), so each fault lands in the swap: in the new
@@ -42,13 +48,13 @@
 #
 # --short (CI): n = 1..8, then every 7th; a kind stops at n = 120 if it has
 # not ended. Default (full): every n. --kinds limits the kinds swept (default:
-# all seven). Prints, per path and kind, the points swept and how many were
+# all eight). Prints, per path and kind, the points swept and how many were
 # inside the swap (for free also how many the command survived); exits 1 if
 # any point failed a check or if a kind had no point inside the swap.
 set -u
 short=0
 backend=host
-kinds="alloc copy stream event launch host-alloc free"
+kinds="alloc copy stream event launch host-alloc free collective"
 while [ $# -gt 0 ]; do
   case "$1" in
     --short) short=1; shift ;;
@@ -66,20 +72,33 @@ trap 'rm -rf "$work"' EXIT
 "$make_ck" --out "$work/b" --seed 2 --preset small >/dev/null || exit 2
 args=(--backend "$backend" --tokens 1,2,3 --steps 4)
 
-# References: clean runs of each model, and the live bytes of each.
-for m in a b; do
-  "$atlas" run --model "$work/$m" "${args[@]}" --logits "$work/ref_$m" \
-    >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 2; }
+# References: clean runs of each model, and the live bytes of each (of a
+# split model, device 0's), whole (suffix "") and split over two devices
+# (suffix _tp, for collective).
+split=(--tensor-parallel 2)
+for sfx in "" _tp; do
+  extra=()
+  [ "$sfx" = _tp ] && extra=("${split[@]}")
+  for m in a b; do
+    "$atlas" run --model "$work/$m" "${args[@]}" "${extra[@]}" \
+      --logits "$work/ref_$m$sfx" >/dev/null 2>"$work/err" ||
+      { cat "$work/err" >&2; exit 2; }
+  done
+  cat "$work/ref_a$sfx" "$work/ref_a$sfx" >"$work/ref_kept$sfx"  # old model, twice
+  cat "$work/ref_a$sfx" "$work/ref_b$sfx" >"$work/ref_swapped$sfx"
+  "$atlas" swap --model "$work/a" --to "$work/b" "${args[@]}" "${extra[@]}" \
+    >"$work/out" 2>"$work/err" || { cat "$work/err" >&2; exit 2; }
+  if [ "$sfx" = _tp ]; then
+    live() { sed -n 's/^device 0 of 2 ([a-z]*): \([0-9]*\) bytes live$/\1/p' "$work/out" | sed -n "$1p"; }
+  else
+    live() { grep -o '([0-9]* bytes)' "$work/out" | tr -dc '0-9\n' | sed -n "$1p"; }
+  fi
+  live_a=$(live 1)
+  live_b=$(live 2)
+  # Room for the new model and half the old one: only one fits at a time.
+  printf -v "budget_mb$sfx" "%s" \
+    "$(awk -v a="$live_a" -v b="$live_b" 'BEGIN { printf "%.6f", (b + a / 2) / 1e6 }')"
 done
-cat "$work/ref_a" "$work/ref_a" >"$work/ref_kept"  # old model, twice
-cat "$work/ref_a" "$work/ref_b" >"$work/ref_swapped"
-"$atlas" swap --model "$work/a" --to "$work/b" "${args[@]}" >"$work/out" \
-  2>"$work/err" || { cat "$work/err" >&2; exit 2; }
-live() { grep -o '([0-9]* bytes)' "$work/out" | tr -dc '0-9\n' | sed -n "$1p"; }
-live_a=$(live 1)
-live_b=$(live 2)
-# Room for the new model and half the old one: only one fits at a time.
-budget_mb=$(awk -v a="$live_a" -v b="$live_b" 'BEGIN { printf "%.6f", (b + a / 2) / 1e6 }')
 
 failures=0
 summary=""
@@ -103,15 +122,23 @@ check_refused() {  # check_refused WHERE N
   fi
 }
 
-sweep() {  # sweep PATH_NAME [extra swap args...]
+sweep() {  # sweep PATH_NAME
   local path="$1"; shift
   for kind in $kinds; do
-    local n=1 points=0 in_swap=0 survived=0 ended=0
+    local n=1 points=0 in_swap=0 survived=0 ended=0 sfx="" extra=()
+    if [ "$kind" = collective ]; then
+      sfx=_tp
+      extra=("${split[@]}")
+    fi
+    if [ "$path" = replace ]; then
+      local budget_var="budget_mb$sfx"
+      extra+=(--budget-mb "${!budget_var}")
+    fi
     while :; do
       local where="$path ATLAS_FAULT=$kind:$n"
       rm -f "$work/logits"
       ATLAS_FAULT="$kind:$n" "$atlas" swap --model "$work/a" --to "$work/b" \
-        "${args[@]}" --logits "$work/logits" "$@" >"$work/out" 2>"$work/err"
+        "${args[@]}" --logits "$work/logits" "${extra[@]}" >"$work/out" 2>"$work/err"
       local rc=$?
       if ls "$work"/logits.tmp.* >/dev/null 2>&1; then
         fail "$where" "a temporary --logits file was left behind"
@@ -136,7 +163,7 @@ sweep() {  # sweep PATH_NAME [extra swap args...]
       if [ $rc -eq 0 ]; then
         grep -q "now serving.*$path path" "$work/err" ||
           fail "$where" "the swap did not take the $path path"
-        cmp -s "$work/logits" "$work/ref_swapped" ||
+        cmp -s "$work/logits" "$work/ref_swapped$sfx" ||
           fail "$where" "logits differ from clean runs of the old and new model"
         if [ $fired -eq 0 ]; then
           ended=1
@@ -154,7 +181,7 @@ sweep() {  # sweep PATH_NAME [extra swap args...]
             fail "$where" "does not say the old model is serving"
           if [ ! -f "$work/logits" ]; then
             fail "$where" "no --logits file from the old model after the failed swap"
-          elif ! cmp -s "$work/logits" "$work/ref_kept"; then
+          elif ! cmp -s "$work/logits" "$work/ref_kept$sfx"; then
             fail "$where" "the old model's logits after the failed swap differ from a clean run"
           fi
         elif [ -e "$work/logits" ]; then
@@ -177,7 +204,7 @@ sweep() {  # sweep PATH_NAME [extra swap args...]
 }
 
 sweep side-by-side
-sweep replace --budget-mb "$budget_mb"
+sweep replace
 printf "%b" "$summary"
 if [ $failures -ne 0 ]; then
   echo "fault sweep: $failures failures" >&2
