@@ -7,27 +7,33 @@
 // lookup: a branch per class of character made a few MB of bytes that are
 // not UTF-8 take seconds under the fuzzers' comparison tracing.
 #include <string.h>
+#include <utf8proc.h>
 
 #include "atlas/runtime/chat/jinja_text.h"
 
-// Code points Python's str.isprintable() rejects beyond ASCII controls:
-// C1 controls, the no-break and other separators, format characters and
-// private use. (Unassigned code points are not tracked.)
+// Python's str.isprintable() (Py_UNICODE_ISPRINTABLE): a code point is
+// unprintable when its general category is Cc, Cf, Cs, Co, Cn (unassigned),
+// Zl, Zp, or Zs other than the space. Categories come from utf8proc, whose
+// Unicode version may differ from the Python that renders a template (see
+// runtime/chat/README.md). Past U+10FFFF (a 4-byte form that is too large)
+// there is no character: utf8proc says Cn, so it is escaped.
 static bool py_unprintable(uint32_t cp) {
   if (cp < 0x7f) return cp < 0x20;
   if (cp <= 0xa0) return true;
-  // Most letters first: Latin to Mongolian, then CJK to the surrogates.
-  if (cp < 0x1680) return cp == 0xad;
-  if (cp > 0x3000 && cp < 0xd800) return false;
-  if (cp == 0x1680 || cp == 0x180e || (cp >= 0x2000 && cp <= 0x200f))
-    return true;
-  if (cp >= 0x2028 && cp <= 0x202f) return true;
-  if (cp >= 0x205f && cp <= 0x206f) return true;
-  if (cp == 0x3000 || cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb))
-    return true;
-  if (cp >= 0xd800 && cp <= 0xf8ff) return true;
-  if (cp >= 0xf0000) return true;
-  return false;
+  if (cp > 0x10ffff) return true;
+  switch (utf8proc_category((utf8proc_int32_t)cp)) {
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN:
+    case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP:
+    case UTF8PROC_CATEGORY_ZS:
+      return true;
+    default:
+      return false;
+  }
 }
 
 // What repr writes for one byte, taken as the code point of its value, and

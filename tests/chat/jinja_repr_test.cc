@@ -1,8 +1,9 @@
 // Python's repr of a string as templates print it inside a tuple, a list or
-// a dict ({{ (s,) }}): against Python's own output for text, and against a
-// code point at a time restatement of the rule for bytes that are not UTF-8
-// (each such byte reads as the code point of its value), over strings long
-// enough to cross the engine's internal chunks.
+// a dict ({{ (s,) }}): against Python's own output for text and for every
+// code point (python_repr_ranges.txt, from python3), and against a code
+// point at a time restatement of the rule for bytes that are not UTF-8 (each
+// such byte reads as the code point of its value), over strings long enough
+// to cross the engine's internal chunks.
 #include <gtest/gtest.h>
 #include <jansson.h>
 
@@ -10,9 +11,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <utf8proc.h>
 
 #include "atlas/runtime/chat/chat_template.h"
 
@@ -47,19 +51,82 @@ std::string Render(const std::string &src, const std::string &s) {
 
 std::string Repr(const std::string &s) { return Render("{{ (s,) }}", s); }
 
-// Code points str.isprintable() rejects that the engine tracks (controls,
-// separators, format characters, surrogates, private use; not unassigned
-// ones), as inclusive ranges.
-bool Unprintable(uint32_t cp) {
-  static const uint32_t kRanges[][2] = {
-      {0x0, 0x1f},      {0x7f, 0xa0},     {0xad, 0xad},     {0x1680, 0x1680},
-      {0x180e, 0x180e}, {0x2000, 0x200f}, {0x2028, 0x202f}, {0x205f, 0x206f},
-      {0x3000, 0x3000}, {0xd800, 0xf8ff}, {0xfeff, 0xfeff}, {0xfff9, 0xfffb},
-      {0xf0000, ~0u}};
-  for (const auto &r : kRanges) {
-    if (cp >= r[0] && cp <= r[1]) return true;
+// Python's repr of each code point, as runs read from python_repr_ranges.txt
+// (written by gen_printable.py with python3): its general category and the
+// form repr gives it.
+struct PyRun {
+  uint32_t first, last;
+  std::string category, form;
+};
+
+struct PyTable {
+  std::string header;  // the Python and unicodedata versions
+  std::vector<PyRun> runs;
+};
+
+const PyTable &Python() {
+  static const PyTable table = [] {
+    PyTable t;
+    const char *path = "tests/chat/python_repr_ranges.txt";
+    FILE *f = fopen(path, "r");
+    EXPECT_NE(f, nullptr) << path << " is missing from the test's runfiles";
+    if (f == nullptr) return t;
+    char line[256];
+    uint32_t next = 0;
+    while (fgets(line, sizeof line, f) != nullptr) {
+      if (line[0] == '#') {
+        if (t.header.empty())
+          t.header.assign(line + 2, strcspn(line + 2, "\n"));
+        continue;
+      }
+      unsigned first = 0, last = 0;
+      char cat[8], form[8];
+      if (sscanf(line, "%x %x %7s %7s", &first, &last, cat, form) != 4 ||
+          first != next || last < first) {
+        ADD_FAILURE() << path << ": bad run at U+" << std::hex << next << ": "
+                      << line;
+        break;
+      }
+      t.runs.push_back({first, last, cat, form});
+      next = last + 1;
+    }
+    fclose(f);
+    EXPECT_EQ(next, 0x110000u) << path << " does not cover U+0000..U+10FFFF";
+    return t;
+  }();
+  return table;
+}
+
+const PyRun *PythonRun(uint32_t cp) {
+  const auto &runs = Python().runs;
+  auto it =
+      std::upper_bound(runs.begin(), runs.end(), cp,
+                       [](uint32_t c, const PyRun &r) { return c < r.first; });
+  if (it == runs.begin()) return nullptr;
+  --it;
+  return cp <= it->last ? &*it : nullptr;
+}
+
+// Python's rule (Py_UNICODE_ISPRINTABLE) for a code point of category c.
+bool RuleUnprintable(const std::string &c, uint32_t cp) {
+  return c == "Cc" || c == "Cf" || c == "Cs" || c == "Co" || c == "Cn" ||
+         c == "Zl" || c == "Zp" || (c == "Zs" && cp != 0x20);
+}
+
+// The escape letter repr gives cp (x, u, U), or 0 when it writes cp as
+// itself: Python's own form, except where utf8proc (the engine's Unicode
+// version) gives cp another category, where it is Python's rule with
+// utf8proc's category. Past U+10FFFF there is no character; the engine
+// escapes it.
+char ReferenceEscape(uint32_t cp) {
+  const PyRun *r = PythonRun(cp);
+  if (r == nullptr) return 'U';
+  const char *ours = utf8proc_category_string(static_cast<int32_t>(cp));
+  if (r->category != ours) {
+    return !RuleUnprintable(ours, cp) ? 0 : cp < 0x10000 ? 'u' : 'U';
   }
-  return false;
+  if (r->form == "x" || r->form == "u" || r->form == "U") return r->form[0];
+  return 0;
 }
 
 void PutUtf8(uint32_t cp, std::string *out) {
@@ -115,11 +182,11 @@ std::string ReferenceRepr(const std::string &s) {
       out += "\\r";
     } else if (cp == '\t') {
       out += "\\t";
-    } else if (Unprintable(cp)) {
+    } else if (const char e = ReferenceEscape(cp)) {
       snprintf(hex, sizeof hex,
-               cp < 0x100     ? "\\x%02x"
-               : cp < 0x10000 ? "\\u%04x"
-                              : "\\U%08x",
+               e == 'x'   ? "\\x%02x"
+               : e == 'u' ? "\\u%04x"
+                          : "\\U%08x",
                cp);
       out += hex;
     } else {
@@ -142,6 +209,11 @@ TEST(JinjaRepr, TextAsPython) {
   EXPECT_EQ(Repr("\u2028\ufeff\U000f0000\u180e"),
             "('\\u2028\\ufeff\\U000f0000\\u180e',)");
   EXPECT_EQ(Repr("x\xed\xa0\x80y"), "('x\\ud800y',)");  // a lone surrogate
+  // Format characters, unassigned code points and tags (Cf, Cn).
+  EXPECT_EQ(Repr("\u0600\u061c\u06dd\u200b\u200f\u2029\u0378\U000e0020"
+                 "\U000e007f\U0010ffff"),
+            "('\\u0600\\u061c\\u06dd\\u200b\\u200f\\u2029\\u0378"
+            "\\U000e0020\\U000e007f\\U0010ffff',)");
   EXPECT_EQ(Render("{{ [s, 'b'] }}{{ {s: 1} }}", "a"), "['a', 'b']{'a': 1}");
 }
 
@@ -211,6 +283,91 @@ TEST(JinjaRepr, LongMixedStringsMatchTheRule) {
       EXPECT_EQ(Repr(s), "(" + ReferenceRepr(s) + ",)")
           << s.size() << " bytes, round " << round;
     }
+  }
+}
+
+// Every code point U+0000..U+10FFFF, as UTF-8, against Python's repr of it
+// (python_repr_ranges.txt). The engine takes categories from utf8proc, whose
+// Unicode version may be newer than that Python's: code points whose general
+// category differs between the two are checked against the rule with
+// utf8proc's category instead, and counted.
+TEST(JinjaRepr, EveryCodePointAsPython) {
+  const PyTable &py = Python();
+  ASSERT_FALSE(py.runs.empty());
+  printf("reference: %s; utf8proc %s, Unicode %s\n", py.header.c_str(),
+         utf8proc_version(), utf8proc_unicode_version());
+  size_t differ = 0;
+  std::string differ_list;
+  uint32_t run_first = 0, run_last = 0;
+  bool in_run = false;
+  auto flush = [&] {
+    if (!in_run) return;
+    char buf[64];
+    snprintf(buf, sizeof buf,
+             run_first == run_last ? " U+%04X" : " U+%04X..U+%04X", run_first,
+             run_last);
+    differ_list += buf;
+    in_run = false;
+  };
+  int failures = 0;
+  std::string newer, newer_want;  // the code points checked by utf8proc's rule
+  for (uint32_t base = 0; base < 0x110000; base += 0x1000) {
+    std::string s;
+    for (uint32_t cp = base; cp < base + 0x1000; ++cp) {
+      const PyRun *r = PythonRun(cp);
+      ASSERT_NE(r, nullptr) << std::hex << cp;
+      const char *ours = utf8proc_category_string(static_cast<int32_t>(cp));
+      if (r->category == ours) {
+        flush();
+        PutUtf8(cp, &s);
+        continue;
+      }
+      ++differ;
+      if (in_run && run_last + 1 == cp) {
+        run_last = cp;
+      } else {
+        flush();
+        run_first = run_last = cp;
+        in_run = true;
+      }
+      std::string one;
+      PutUtf8(cp, &one);
+      newer += one;
+      if (RuleUnprintable(ours, cp)) {
+        char hex[16];
+        snprintf(hex, sizeof hex, cp < 0x10000 ? "\\u%04x" : "\\U%08x", cp);
+        newer_want += hex;
+      } else {
+        newer_want += one;
+      }
+    }
+    if (Repr(s) == "(" + ReferenceRepr(s) + ",)") continue;
+    // Name the code points that differ, a few at most.
+    for (uint32_t cp = base; cp < base + 0x1000 && failures < 20; ++cp) {
+      std::string one;
+      PutUtf8(cp, &one);
+      if (s.find(one) == std::string::npos) continue;
+      const std::string want = "(" + ReferenceRepr(one) + ",)";
+      const std::string got = Repr(one);
+      if (got != want) {
+        ADD_FAILURE() << "U+" << std::hex << cp << " ("
+                      << PythonRun(cp)->category << "): engine " << got
+                      << ", Python " << want;
+        ++failures;
+      }
+    }
+  }
+  flush();
+  printf("%zu code points have another category in utf8proc:%s\n", differ,
+         differ_list.c_str());
+  EXPECT_EQ(Repr(newer), "('" + newer_want + "',)");
+  // Equal versions leave nothing to skip; a newer utf8proc assigns a few
+  // thousand code points at most (Unicode 15.0 added 4,489).
+  if (py.header.find(std::string("unicodedata ") +
+                     utf8proc_unicode_version()) != std::string::npos) {
+    EXPECT_EQ(differ, 0u) << differ_list;
+  } else {
+    EXPECT_LT(differ, 20000u) << differ_list;
   }
 }
 
