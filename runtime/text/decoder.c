@@ -5,10 +5,12 @@
 
 #include "atlas/runtime/text/utf8.h"
 
-static atlas_status oom(void) {
-  return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                           "tokenizer: out of memory in a decoder");
-}
+// A macro, not a function: atlas_status_make's result is then visibly never
+// OK at every use, even where the analyzer stops following a call (the
+// recursion through nested Sequences).
+#define DECODER_OOM()                           \
+  atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY, \
+                    "tokenizer: out of memory in a decoder")
 
 // Appends child c to Sequence d (taking it). A Sequence child gives its own
 // children instead: tokenizers runs a nested Sequence's decoders in turn,
@@ -16,15 +18,19 @@ static atlas_status oom(void) {
 static atlas_status sequence_add(atlas_decoder *d, atlas_decoder *c) {
   const bool flat = c->kind == ATLAS_DECODER_SEQUENCE;
   const size_t add = flat ? c->child_count : 1;
-  atlas_decoder **children =
-      realloc(d->children, (d->child_count + add + 1) * sizeof(*children));
+  atlas_decoder **children = realloc(
+      d->children, (d->child_count + add + 1) * sizeof(atlas_decoder *));
   if (!children) {
     atlas_decoder_free(c);
-    return oom();
+    return DECODER_OOM();
   }
   d->children = children;
   if (flat) {
-    memcpy(children + d->child_count, c->children, add * sizeof(*children));
+    // An empty Sequence has no children array: memcpy takes no NULL source.
+    if (add > 0) {
+      memcpy(children + d->child_count, c->children,
+             add * sizeof(atlas_decoder *));
+    }
     c->child_count = 0;
     atlas_decoder_free(c);
   } else {
@@ -40,7 +46,7 @@ atlas_status atlas_decoder_load(json_t *v, const atlas_tj_at *at,
   const char *type;
   ATLAS_RETURN_IF_ERROR(atlas_tj_type(v, at, &type));
   atlas_decoder *d = calloc(1, sizeof(*d));
-  if (!d) return oom();
+  if (!d) return DECODER_OOM();
   atlas_status st = ATLAS_OK;
   if (strcmp(type, "ByteLevel") == 0) {
     d->kind = ATLAS_DECODER_BYTE_LEVEL;
@@ -72,7 +78,7 @@ atlas_status atlas_decoder_load(json_t *v, const atlas_tj_at *at,
     if (!st) {
       d->with = malloc(n + 1);
       if (!d->with) {
-        st = oom();
+        st = DECODER_OOM();
       } else {
         memcpy(d->with, s, n + 1);
         d->with_len = n;

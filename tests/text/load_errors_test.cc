@@ -106,6 +106,29 @@ TEST(LoadErrors, SparseIdsLoadAndDecode) {
   atlas_tokenizer_free(tok);
 }
 
+// An empty Sequence nested in a Sequence adds no decoder (tokenizers runs
+// a nested Sequence's decoders in turn): Fuse alone joins the pieces.
+// Flattening it copies no children from a NULL array (UBSan's nonnull
+// check).
+TEST(LoadErrors, EmptyNestedDecoderSequenceLoadsAndDecodes) {
+  std::string json = File("",
+                          "\"decoder\": {\"type\": \"Sequence\", \"decoders\": "
+                          "[{\"type\": \"Sequence\", \"decoders\": []}, "
+                          "{\"type\": \"Fuse\"}]}");
+  atlas_tokenizer *tok = nullptr;
+  atlas_status st =
+      atlas_tokenizer_load_from_memory(json.data(), json.size(), "t", &tok);
+  ASSERT_EQ(st, ATLAS_OK) << atlas_status_message(st);
+  const uint32_t ids[] = {1, 2};
+  char *text = nullptr;
+  size_t text_len = 0;
+  ASSERT_EQ(atlas_tokenizer_decode(tok, ids, 2, false, &text, &text_len),
+            ATLAS_OK);
+  EXPECT_EQ(std::string(text, text_len), "bab");
+  free(text);
+  atlas_tokenizer_free(tok);
+}
+
 // Dense ids (the largest below twice the vocabulary) are looked up in a
 // table by id: a hole in it and an id past it have no token.
 TEST(LoadErrors, DenseIdsWithAHoleDecode) {
