@@ -43,38 +43,38 @@ typedef struct atlas_decoder_moe_tensor {
   int rank;
 } atlas_decoder_moe_tensor;
 
-// Whether layer `layer`'s experts are fused 3-D tensors in `checkpoint`
+// Whether layer `layer`'s experts are fused 3-D tensors in `ck`
 // (the family names them, and the checkpoint holds fused_gate_up and not
 // expert 0's gate); false for a NULL checkpoint.
-bool atlas_decoder_moe_fused(const atlas_decoder_config *config,
-                             const atlas_checkpoint *checkpoint, int64_t layer);
+bool atlas_decoder_moe_fused(const atlas_decoder_config *c,
+                             const atlas_checkpoint *ck, int64_t layer);
 
-// The MoE tensors of layer `layer` in `checkpoint`'s layout (NULL: one
+// The MoE tensors of layer `layer` in `ck`'s layout (NULL: one
 // tensor per expert): 0 for a dense layer; else the router, then each
 // expert's gate, up and down (or the two fused tensors), then the shared
 // expert's four.
-size_t atlas_decoder_moe_tensor_count(const atlas_decoder_config *config,
-                                      const atlas_checkpoint *checkpoint,
+size_t atlas_decoder_moe_tensor_count(const atlas_decoder_config *c,
+                                      const atlas_checkpoint *ck,
                                       int64_t layer);
 
 // The index-th of them (index < atlas_decoder_moe_tensor_count).
 ATLAS_MUST_USE atlas_status atlas_decoder_moe_tensor_at(
-    const atlas_decoder_config *config, const atlas_checkpoint *checkpoint,
-    int64_t layer, size_t index, atlas_decoder_moe_tensor *out);
+    const atlas_decoder_config *c, const atlas_checkpoint *ck, int64_t layer,
+    size_t index, atlas_decoder_moe_tensor *out);
 
 // Whether `suffix` (the name after "model.layers.{layer}.") is one of
-// layer `layer`'s MoE tensors in `checkpoint`'s layout.
-bool atlas_decoder_moe_consumed(const atlas_decoder_config *config,
-                                const atlas_checkpoint *checkpoint,
-                                int64_t layer, const char *suffix);
+// layer `layer`'s MoE tensors in `ck`'s layout.
+bool atlas_decoder_moe_consumed(const atlas_decoder_config *c,
+                                const atlas_checkpoint *ck, int64_t layer,
+                                const char *suffix);
 
 // Checks every MoE tensor of `layer` is in the checkpoint with its shape,
 // that each expert's gate, up and down share one dtype, and that the
 // shared expert's gate has the router's (their kernels read one type);
 // adds their bytes. Errors name the tensor, the shapes and the file.
 ATLAS_MUST_USE atlas_status atlas_decoder_moe_check(
-    const atlas_decoder_config *config, const atlas_checkpoint *checkpoint,
-    int64_t layer, uint64_t *bytes);
+    const atlas_decoder_config *c, const atlas_checkpoint *ck, int64_t layer,
+    uint64_t *bytes);
 
 #ifdef __cplusplus
 }  // extern "C"

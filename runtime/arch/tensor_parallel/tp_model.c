@@ -689,7 +689,8 @@ atlas_status atlas_tp_model_generate_ex(
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "empty prompt");
   }
   size_t vocab = (size_t)m->config.vocab_size;
-  float *logits = malloc(vocab * sizeof(float));
+  // Zeroed: the ranks fill it on worker threads, out of the analyzer's sight.
+  float *logits = calloc(vocab, sizeof(float));
   if (logits == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "%zu logits for generation", vocab);

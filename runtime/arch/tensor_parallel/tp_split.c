@@ -272,10 +272,10 @@ static atlas_status header_of(const piece *pieces, size_t count,
     json_t *shape = p->rank_out == 2 ? json_pack("[II]", (json_int_t)p->rows,
                                                  (json_int_t)p->cols)
                                      : json_pack("[I]", (json_int_t)p->rows);
-    json_t *entry = json_pack("{s:s, s:o, s:[II]}", "dtype",
-                              atlas_dtype_name(p->src.tensor->dtype), "shape",
-                              shape, "data_offsets", (json_int_t)p->offset,
-                              (json_int_t)(p->offset + p->bytes));
+    const uint64_t end = p->offset + p->bytes;
+    json_t *entry = json_pack(
+        "{s:s, s:o, s:[II]}", "dtype", atlas_dtype_name(p->src.tensor->dtype),
+        "shape", shape, "data_offsets", (json_int_t)p->offset, (json_int_t)end);
     ok = entry != NULL && json_object_set_new(root, p->name, entry) == 0;
   }
   char *text = ok ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
