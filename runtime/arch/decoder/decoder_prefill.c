@@ -12,15 +12,12 @@
 #include "atlas/kernels/token_kernels.h"
 #include "atlas/runtime/arch/decoder/decoder_model.h"
 #include "atlas/runtime/arch/decoder/decoder_prefill.h"
-#include "atlas/runtime/base/checked_math.h"
 
 #define P(x) ATLAS_ARG_PTR(x)
 #define U(x) ATLAS_ARG_U32(x)
 #define F(x) ATLAS_ARG_F32(x)
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-// Logit rows computed per lm_head product when every row is asked for.
-enum { kLogitRows = 16 };
 // Rows of a chunk when the load options leave it to us.
 enum { kDefaultRows = 2048 };
 // 128 x 128 tiles of a product from which the 128-row gemm pays (about one
@@ -51,158 +48,6 @@ int64_t atlas_decoder_prefill_rows(const atlas_decoder_config *c,
   }
   int64_t rows = requested > 0 ? requested : kDefaultRows;
   return rows < max_seq ? rows : max_seq;
-}
-
-static uint64_t wide_dim(const atlas_decoder_config *c) {
-  uint64_t q_dim = (uint64_t)(c->num_attention_heads * c->head_dim);
-  return q_dim > (uint64_t)c->hidden_size ? q_dim : (uint64_t)c->hidden_size;
-}
-
-// The widest input a product takes: hidden (q, k, v, gate, up, lm_head),
-// q_dim (o) or intermediate (down).
-static uint64_t input_dim(const atlas_decoder_config *c) {
-  uint64_t w = wide_dim(c);
-  return (uint64_t)c->intermediate_size > w ? (uint64_t)c->intermediate_size
-                                            : w;
-}
-
-bool atlas_decoder_prefill_one_term(atlas_dtype kv_dtype) {
-  return kv_dtype == ATLAS_DTYPE_F16 || kv_dtype == ATLAS_DTYPE_BF16;
-}
-
-static uint64_t max_splits(int64_t max_seq, int64_t head_dim) {
-  uint64_t chunk = atlas_decoder_decode_chunk((uint32_t)head_dim);
-  return ((uint64_t)max_seq + chunk - 1) / chunk;
-}
-
-// Flash-decoding partials: per head and split, max, sum and head_dim values.
-static uint64_t part_floats(const atlas_decoder_config *c, int64_t max_seq) {
-  return (uint64_t)c->num_attention_heads * max_splits(max_seq, c->head_dim) *
-         ((uint64_t)c->head_dim + 2);
-}
-
-// rows x n elements of `elt` bytes, checked: rows may come from a caller's
-// --max-seq, far past anything checked_sizes multiplied out.
-static atlas_status rows_bytes(uint64_t rows, uint64_t n, uint64_t elt,
-                               size_t *out) {
-  uint64_t bytes = rows;
-  if (!atlas_mul_u64(&bytes, n) || !atlas_mul_u64(&bytes, elt) ||
-      bytes > SIZE_MAX) {
-    return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
-                             "the prefill scratch's sizes overflow 64 bits "
-                             "(%llu rows of %llu elements)",
-                             (unsigned long long)rows, (unsigned long long)n);
-  }
-  *out = (size_t)bytes;
-  return ATLAS_OK;
-}
-
-atlas_status atlas_decoder_prefill_take(atlas_decoder_prefill_scratch *s,
-                                        atlas_decoder_buffers *b,
-                                        const atlas_decoder_config *c,
-                                        int64_t max_seq) {
-  uint64_t r = (uint64_t)s->rows, f = sizeof(float);
-  uint64_t q_dim = (uint64_t)(c->num_attention_heads * c->head_dim);
-  uint64_t kv_dim = (uint64_t)(c->num_key_value_heads * c->head_dim);
-  uint64_t logit_rows = r < kLogitRows ? r : kLogitRows;
-  size_t n = 0;
-  ATLAS_RETURN_IF_ERROR(rows_bytes(r, 1, 4, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->tokens));
-  ATLAS_RETURN_IF_ERROR(rows_bytes(r, (uint64_t)c->hidden_size, f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->x));
-  ATLAS_RETURN_IF_ERROR(rows_bytes(r, wide_dim(c), f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->xb));
-  ATLAS_RETURN_IF_ERROR(rows_bytes(r, q_dim, f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->xb2));
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->q));
-  ATLAS_RETURN_IF_ERROR(rows_bytes(r, (uint64_t)c->intermediate_size, f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->hb));
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->hb2));
-  ATLAS_RETURN_IF_ERROR(rows_bytes(logit_rows, (uint64_t)c->vocab_size, f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->logits));
-  // RoPE's inverse frequencies are the one-token scratch's (m->scratch),
-  // which atlas_decoder_rope_update keeps right for every RoPE type.
-  ATLAS_RETURN_IF_ERROR(rows_bytes(part_floats(c, max_seq), 1, f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->part));
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take_zeroed(
-      b, (size_t)c->num_attention_heads * sizeof(uint32_t), &s->counters));
-  ATLAS_RETURN_IF_ERROR(rows_bytes(r, kv_dim, f, &n));
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->k));
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_buffers_take(b, n, &s->v));
-  ATLAS_RETURN_IF_ERROR(atlas_decoder_moe_take(&s->moe, b, c, s->rows));
-  if (!s->one_term) return ATLAS_OK;
-  ATLAS_RETURN_IF_ERROR(rows_bytes(r, input_dim(c), 2, &n));
-  return atlas_decoder_buffers_take(b, n, &s->x16);
-}
-
-// The sizing pass of atlas_decoder_prefill_take itself, so that the figure is
-// what a load carves (alignment included), never a formula beside it.
-uint64_t atlas_decoder_prefill_bytes(const atlas_decoder_config *c,
-                                     int64_t rows, int64_t max_seq) {
-  if (rows <= 0) return 0;
-  atlas_decoder_prefill_scratch s;
-  memset(&s, 0, sizeof(s));
-  s.rows = rows;
-  s.one_term = true;  // x16 counted whatever the KV type: an upper bound
-  atlas_decoder_buffers b;
-  memset(&b, 0, sizeof(b));
-  b.sizing = true;
-  atlas_status status = atlas_decoder_prefill_take(&s, &b, c, max_seq);
-  if (status != ATLAS_OK) {
-    atlas_status_free(status);
-    return UINT64_MAX;  // overflows the caller's sum: refused there
-  }
-  return atlas_decoder_buffers_bytes(&b);
-}
-
-// The device memory is the model's buffers' (released by "buffers").
-static atlas_status release_prefill(void *p) {
-  free(p);
-  return ATLAS_OK;
-}
-
-// Whether the backend multiplies (cuBLASLt on CUDA): asked once, here; its
-// UNIMPLEMENTED means the model's own one-term kernels.
-static atlas_status probe_matmul(atlas_backend *b, bool *out_matmul) {
-  *out_matmul = false;
-  atlas_status status =
-      atlas_backend_matmul(b, NULL, NULL, NULL, NULL, ATLAS_MATMUL_BF16, 0, 0,
-                           0, ATLAS_MATMUL_WRITE);
-  if (status == ATLAS_OK) {
-    *out_matmul = true;
-    return ATLAS_OK;
-  }
-  if (atlas_status_code_of(status) == ATLAS_STATUS_UNIMPLEMENTED) {
-    atlas_status_free(status);
-    return ATLAS_OK;
-  }
-  return status;
-}
-
-atlas_status atlas_decoder_prefill_setup(atlas_decoder_model *m, int64_t rows) {
-  m->prefill = NULL;
-  if (rows <= 0) return ATLAS_OK;
-  atlas_decoder_prefill_scratch *s = calloc(1, sizeof(*s));
-  if (s == NULL) {
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "out of host memory for the prefill scratch");
-  }
-  s->rows = rows;
-  s->one_term = atlas_decoder_prefill_one_term(m->kv->dtype);
-  atlas_status status =
-      s->one_term ? probe_matmul(m->backend, &s->matmul) : ATLAS_OK;
-  if (status != ATLAS_OK) {
-    free(s);
-    return status;
-  }
-  status = atlas_teardown_register(m->teardown, "prefill_scratch",
-                                   release_prefill, s);
-  if (status != ATLAS_OK) {
-    atlas_status_free(release_prefill(s));
-    return status;
-  }
-  m->prefill = s;  // its pieces come from atlas_decoder_prefill_take
-  return ATLAS_OK;
 }
 
 // ---- dispatch helpers ----------------------------------------------------------
@@ -506,7 +351,8 @@ atlas_status atlas_decoder_decode_attention(const atlas_decoder_model *m,
   uint32_t hd = (uint32_t)c->head_dim;
   // Sized for the longest context; the kernels read this step's position
   // from scratch->step, and splits past it return at once.
-  uint32_t splits = (uint32_t)max_splits(m->max_seq, c->head_dim);
+  uint32_t splits =
+      (uint32_t)atlas_decoder_decode_splits(m->max_seq, c->head_dim);
   size_t layer_off = (size_t)l * (size_t)m->max_seq * n_kv * hd;
   float *part = m->prefill->part;
   const uint32_t *step = ctx->scratch->step;
@@ -676,7 +522,7 @@ static atlas_status after_attention(atlas_decoder_model *m,
 }
 
 // Logits of rows [first, first + count) of the chunk's final hidden states
-// (already normalised in s->xb), kLogitRows at a time.
+// (already normalised in s->xb), ATLAS_DECODER_PREFILL_LOGIT_ROWS at a time.
 static atlas_status logits(atlas_decoder_model *m, uint32_t first,
                            uint32_t count, float *host, bool last_chunk,
                            float *out_last, atlas_logits_sink sink,
@@ -684,8 +530,10 @@ static atlas_status logits(atlas_decoder_model *m, uint32_t first,
   const atlas_decoder_config *c = &m->config;
   atlas_decoder_prefill_scratch *s = m->prefill;
   size_t vocab = (size_t)c->vocab_size;
-  for (uint32_t r = 0; r < count; r += kLogitRows) {
-    uint32_t rows = count - r < kLogitRows ? count - r : kLogitRows;
+  for (uint32_t r = 0; r < count; r += ATLAS_DECODER_PREFILL_LOGIT_ROWS) {
+    uint32_t rows = count - r < ATLAS_DECODER_PREFILL_LOGIT_ROWS
+                        ? count - r
+                        : ATLAS_DECODER_PREFILL_LOGIT_ROWS;
     const float *x = s->xb + (size_t)(first + r) * (size_t)c->hidden_size;
     ATLAS_RETURN_IF_ERROR(gemm(m, s->logits, &m->weights->lm_head, x, rows,
                                c->vocab_size, c->hidden_size));
@@ -739,11 +587,12 @@ atlas_status atlas_decoder_prefill(atlas_decoder_model *m,
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_rope_update(m, (int64_t)pos0 + (int64_t)n));
   size_t vocab = (size_t)c->vocab_size;
-  float *host = malloc((size_t)kLogitRows * vocab * sizeof(float));
+  float *host =
+      malloc((size_t)ATLAS_DECODER_PREFILL_LOGIT_ROWS * vocab * sizeof(float));
   if (host == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "cannot allocate %d rows of %zu logits",
-                             (int)kLogitRows, vocab);
+                             (int)ATLAS_DECODER_PREFILL_LOGIT_ROWS, vocab);
   }
   atlas_status status = ATLAS_OK;
   const atlas_decoder_weights *w = m->weights;

@@ -1,5 +1,6 @@
 // Batched prefill (decoder_prefill.c): the prompt chunk scratch, sized at load,
-// and its teardown resource. Private to the Llama architecture.
+// and its teardown resource (decoder_prefill_scratch.c). Private to the Llama
+// architecture.
 #ifndef ATLAS_RUNTIME_ARCH_DECODER_DECODER_PREFILL_H_
 #define ATLAS_RUNTIME_ARCH_DECODER_DECODER_PREFILL_H_
 
@@ -36,6 +37,14 @@ typedef struct atlas_decoder_prefill_scratch {
   atlas_decoder_wtype x16_type;
   atlas_decoder_moe_buffers moe;  // the experts' activations, `rows` tokens
 } atlas_decoder_prefill_scratch;
+
+// Logit rows computed per lm_head product when every row is asked for (the
+// scratch's logits hold this many).
+enum { ATLAS_DECODER_PREFILL_LOGIT_ROWS = 16 };
+
+// Splits of the one-token attention over a context of max_seq positions
+// (flash-decoding): the scratch's partials hold this many per head.
+uint64_t atlas_decoder_decode_splits(int64_t max_seq, int64_t head_dim);
 
 // The prefill's precision, decided here and only here: with a 16-bit KV
 // cache (F16 or BF16, the stated-error mode) a product whose weights are F16
