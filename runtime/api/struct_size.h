@@ -53,8 +53,10 @@ atlas_struct_size_check(const atlas_struct_layout *layout, size_t struct_size,
 // NULL: the API's own tables (atlas_api.c), for tests.
 const atlas_struct_layout *atlas_api_struct_layout(const char *name);
 
-// Defined beside the functions that take the struct (text_api.c).
+// Defined beside the functions that take the struct (text_api.c,
+// report_api.c).
 extern const atlas_struct_layout atlas_tokenizer_limits_layout;
+extern const atlas_struct_layout atlas_report_options_layout;
 
 #ifdef __cplusplus
 }  // extern "C"
