@@ -157,7 +157,7 @@ atlas_status atlas_batch_engine_create(atlas_model *model,
   e->ids = malloc(s * sizeof(uint32_t));
   e->undo = malloc(s * sizeof(reserve_undo));
   e->ranks = atlas_model_tensor_parallel(model);
-  e->rank_pools = calloc((size_t)e->ranks, sizeof(*e->rank_pools));
+  e->rank_pools = calloc((size_t)e->ranks, sizeof(atlas_kv_pool *));
   e->pages = calloc((size_t)e->ranks, sizeof(*e->pages));
   atlas_status st = ATLAS_OK;
   if (e->tokens == NULL || e->positions == NULL || e->slots == NULL ||

@@ -518,14 +518,14 @@ void atlas_tp_model_batch_limits(const atlas_tp_model *m, uint32_t block_tokens,
 // Each sequence's logits, the ranks' slices side by side (`rank_logits`:
 // per rank, seqs rows of `per`), into out_logits and/or their argmax (the
 // first largest, as the argmax reduction picks).
-static atlas_status join_logits(const atlas_tp_model *m, size_t seqs,
+static atlas_status join_logits(const atlas_tp_model *m, int ranks, size_t seqs,
                                 float *const *rank_logits, float *row_buf,
                                 float *out_logits, uint32_t *out_ids) {
   size_t vocab = (size_t)m->config.vocab_size;
-  size_t per = vocab / (size_t)m->ranks;
+  size_t per = vocab / (size_t)ranks;
   for (size_t i = 0; i < seqs; ++i) {
     float *row = out_logits != NULL ? out_logits + i * vocab : row_buf;
-    for (int r = 0; r < m->ranks; ++r) {
+    for (int r = 0; r < ranks; ++r) {
       memcpy(row + per * (size_t)r, rank_logits[r] + i * per,
              per * sizeof(float));
     }
@@ -553,12 +553,15 @@ atlas_status atlas_tp_model_forward_batch(atlas_tp_model *m,
   atlas_arch_batch rb[TP_MAX_RANKS];
   rb[0] = *b;
   rb[0].kv = &pages[0];
-  if (m->ranks == 1) {
+  // Read once: the rank jobs take m, and every loop below (join_logits's
+  // too) must visibly cover the same ranks.
+  const int ranks = m->ranks;
+  if (ranks == 1) {
     return atlas_decoder_forward_batch(m->models[0], &rb[0], out_logits,
                                        out_ids);
   }
   size_t vocab = (size_t)m->config.vocab_size;
-  size_t per = vocab / (size_t)m->ranks, n = b->rows;
+  size_t per = vocab / (size_t)ranks, n = b->rows;
   for (size_t i = 0; i < n; ++i) {
     if (b->tokens[i] >= vocab) {
       return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT,
@@ -571,15 +574,15 @@ atlas_status atlas_tp_model_forward_batch(atlas_tp_model *m,
   // and one whole row for the argmax.
   size_t each =
       (b->seqs * per * sizeof(float) + n * sizeof(uint32_t) + n + 15) / 16 * 16;
-  char *buf = malloc(each * (size_t)m->ranks + vocab * sizeof(float));
+  char *buf = malloc(each * (size_t)ranks + vocab * sizeof(float));
   if (buf == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
                              "a batch step of %zu rows over %d ranks", n,
-                             m->ranks);
+                             ranks);
   }
   rank_job jobs[TP_MAX_RANKS];
   float *rank_logits[TP_MAX_RANKS];
-  for (int r = 0; r < m->ranks; ++r) {
+  for (int r = 0; r < ranks; ++r) {
     char *mine = buf + each * (size_t)r;
     rank_logits[r] = (float *)(void *)mine;
     uint32_t *local =
@@ -600,10 +603,11 @@ atlas_status atlas_tp_model_forward_batch(atlas_tp_model *m,
     jobs[r].logits = rank_logits[r];
   }
   atlas_status s = run_ranks(m, jobs);
-  for (int r = 0; r < m->ranks; ++r) m->shards[r].owned_rows = NULL;
+  for (int r = 0; r < ranks; ++r) m->shards[r].owned_rows = NULL;
   if (s == ATLAS_OK) {
-    float *row_buf = (float *)(void *)(buf + each * (size_t)m->ranks);
-    s = join_logits(m, b->seqs, rank_logits, row_buf, out_logits, out_ids);
+    float *row_buf = (float *)(void *)(buf + each * (size_t)ranks);
+    s = join_logits(m, ranks, b->seqs, rank_logits, row_buf, out_logits,
+                    out_ids);
   }
   free(buf);
   return s;
