@@ -84,13 +84,14 @@ static atlas_status type_at(const atlas_gguf *g, const vocab *v, uint64_t i,
   if (v->types == NULL) return ATLAS_OK;
   double d = 0;
   ATLAS_RETURN_IF_ERROR(atlas_gguf_array_number(g, v->types, i, &d));
-  *out = (int)d;
-  if (*out < TOKEN_NORMAL || *out > TOKEN_BYTE) {
+  // Range first: converting a double outside int's range is undefined.
+  if (!(d >= TOKEN_NORMAL && d <= TOKEN_BYTE) || d != (double)(int)d) {
     return atlas_status_make(
         ATLAS_STATUS_INVALID_ARGUMENT,
         "GGUF: tokenizer.ggml.token_type[%llu] is %g, not a token type (1-6)",
         (unsigned long long)i, d);
   }
+  *out = (int)d;
   return ATLAS_OK;
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -201,6 +202,31 @@ TEST(GgufTokenizerRefusals, NameTheKey) {
   atlas_chat_template *t = nullptr;
   EXPECT_STATUS(atlas_chat_template_load_gguf(path.c_str(), &t),
                 ATLAS_STATUS_NOT_FOUND, "tokenizer.chat_template");
+}
+
+// A token type outside int's range, not a number, or not whole is refused by
+// key, never converted (a float past int's range is undefined behaviour; the
+// fuzzer found 4.28e9).
+TEST(GgufTokenizerRefusals, TokenTypeOutOfRange) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (float bad : {4.27819e9f, -1e12f, nan, 1.5f, 7.0f}) {
+    Writer w;
+    w.KvString("tokenizer.ggml.model", "gpt2");
+    w.KvString("tokenizer.ggml.pre", "qwen2");
+    w.KvStrings("tokenizer.ggml.tokens", {"a", "b", "ab"});
+    w.KvF32s("tokenizer.ggml.token_type", {1.0f, bad, 1.0f});
+    w.KvStrings("tokenizer.ggml.merges", {"a b"});
+    const std::string path = Tmp("token_type.gguf"), bytes = w.Build();
+    FILE *f = fopen(path.c_str(), "wb");
+    fwrite(bytes.data(), 1, bytes.size(), f);
+    fclose(f);
+    atlas_tokenizer *t = nullptr;
+    StatusResult r = Take(atlas_tokenizer_load_gguf(path.c_str(), &t));
+    atlas_tokenizer_free(t);
+    EXPECT_EQ(r.code, ATLAS_STATUS_INVALID_ARGUMENT) << bad;
+    EXPECT_NE(r.message.find("tokenizer.ggml.token_type[1]"), std::string::npos)
+        << r.message;
+  }
 }
 
 }  // namespace
