@@ -107,23 +107,6 @@ static uint32_t layout_of(uint32_t type) {
   }
 }
 
-// The model's head_dim, for the permuted rows.
-static atlas_status head_dim_of(const atlas_gguf *g, const char *arch,
-                                uint64_t *out) {
-  char key[64];
-  snprintf(key, sizeof(key), "%s.attention.key_length", arch);
-  if (atlas_gguf_find_kv(g, key) != NULL) {
-    return atlas_gguf_get_u64(g, key, out);
-  }
-  uint64_t hidden = 0, heads = 0;
-  snprintf(key, sizeof(key), "%s.embedding_length", arch);
-  ATLAS_RETURN_IF_ERROR(atlas_gguf_get_u64(g, key, &hidden));
-  snprintf(key, sizeof(key), "%s.attention.head_count", arch);
-  ATLAS_RETURN_IF_ERROR(atlas_gguf_get_u64(g, key, &heads));
-  *out = heads ? hidden / heads : 0;
-  return ATLAS_OK;
-}
-
 static atlas_status plan_tensor(const char *arch, const atlas_gguf_tensor *t,
                                 uint64_t head_dim, uint64_t *owned_bytes,
                                 plan *out) {
@@ -221,7 +204,7 @@ static atlas_status build_view(const atlas_gguf *g, const char *path,
                                const char *arch, atlas_safetensors **out) {
   *out = NULL;
   uint64_t head_dim = 0;
-  ATLAS_RETURN_IF_ERROR(head_dim_of(g, arch, &head_dim));
+  ATLAS_RETURN_IF_ERROR(atlas_gguf_head_dim(g, arch, &head_dim));
   const size_t n = atlas_gguf_tensor_count(g);
   atlas_safetensors *f = calloc(1, sizeof(*f));
   plan *plans = calloc(n ? n : 1, sizeof(*plans));

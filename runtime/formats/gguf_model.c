@@ -442,3 +442,19 @@ atlas_status atlas_gguf_config_json(const atlas_gguf *g, char **out_json) {
   *out_json = text;
   return ATLAS_OK;
 }
+
+atlas_status atlas_gguf_head_dim(const atlas_gguf *g, const char *arch,
+                                 uint64_t *out) {
+  char key[64];
+  snprintf(key, sizeof(key), "%s.attention.key_length", arch);
+  if (atlas_gguf_find_kv(g, key) != NULL) {
+    return atlas_gguf_get_u64(g, key, out);
+  }
+  uint64_t hidden = 0, heads = 0;
+  snprintf(key, sizeof(key), "%s.embedding_length", arch);
+  ATLAS_RETURN_IF_ERROR(atlas_gguf_get_u64(g, key, &hidden));
+  snprintf(key, sizeof(key), "%s.attention.head_count", arch);
+  ATLAS_RETURN_IF_ERROR(atlas_gguf_get_u64(g, key, &heads));
+  *out = heads ? hidden / heads : 0;
+  return ATLAS_OK;
+}

@@ -33,6 +33,12 @@ uint64_t atlas_gguf_qk_source_row(uint64_t hf_row, uint64_t head_dim);
 // attn_k weights and biases, a bias's elements as a weight's rows; "qwen2",
 // "qwen3": none).
 int atlas_gguf_is_permuted(const char *arch, const char *gguf_name);
+// The attention's head_dim of a file of `arch`: attention.key_length where
+// the file has it, else embedding_length / attention.head_count (0 when
+// head_count is 0). What the permuted q/k rows are counted in.
+ATLAS_MUST_USE atlas_status atlas_gguf_head_dim(const atlas_gguf *g,
+                                                const char *arch,
+                                                uint64_t *out);
 
 // Llama 3's rope scaling, as a llama file's rope_freqs.weight gives it
 // (convert_hf_to_gguf writes the per-frequency factors, not the

@@ -53,23 +53,6 @@ static atlas_status row_f32(const atlas_gguf *g, const atlas_gguf_tensor *t,
   return ATLAS_OK;
 }
 
-// The head_dim of the model's attention (for the q/k rows).
-static atlas_status head_dim_of(const atlas_gguf *g, const char *arch,
-                                uint64_t *out) {
-  char key[64];
-  snprintf(key, sizeof(key), "%s.attention.key_length", arch);
-  if (atlas_gguf_find_kv(g, key) != NULL) {
-    return atlas_gguf_get_u64(g, key, out);
-  }
-  uint64_t hidden = 0, heads = 0;
-  snprintf(key, sizeof(key), "%s.embedding_length", arch);
-  ATLAS_RETURN_IF_ERROR(atlas_gguf_get_u64(g, key, &hidden));
-  snprintf(key, sizeof(key), "%s.attention.head_count", arch);
-  ATLAS_RETURN_IF_ERROR(atlas_gguf_get_u64(g, key, &heads));
-  *out = heads ? hidden / heads : 0;
-  return ATLAS_OK;
-}
-
 static atlas_status write_config(const atlas_gguf *g, const char *out_dir) {
   char *json = NULL;
   ATLAS_RETURN_IF_ERROR(atlas_gguf_config_json(g, &json));
@@ -169,7 +152,7 @@ atlas_status atlas_gguf_convert(const char *gguf_path, const char *out_dir) {
   }
   if (status == ATLAS_OK) memcpy(arch, arch_s, arch_n < 15 ? arch_n : 15);
   uint64_t head_dim = 0;
-  if (status == ATLAS_OK) status = head_dim_of(g, arch, &head_dim);
+  if (status == ATLAS_OK) status = atlas_gguf_head_dim(g, arch, &head_dim);
   const size_t n = atlas_gguf_tensor_count(g);
   atlas_safetensors_write_tensor *w = calloc(n ? n : 1, sizeof(*w));
   char(*names)[256] = calloc(n ? n : 1, sizeof(*names));
