@@ -288,28 +288,42 @@ static atlas_status header_of(const piece *pieces, size_t count,
   return ATLAS_OK;
 }
 
-atlas_status atlas_tp_shard_size(const atlas_decoder_config *c,
-                                 const atlas_checkpoint *ck, int ranks,
-                                 int rank, uint64_t *out_weight_bytes,
-                                 size_t *out_tensor_count) {
-  *out_weight_bytes = 0;
-  *out_tensor_count = 0;
-  const char *where = atlas_checkpoint_source(ck);
-  ATLAS_RETURN_IF_ERROR(atlas_tp_check_split(c, ranks, where));
+// Rank `rank`'s pieces (malloc'd into *out, even when planning fails, so
+// the caller frees them): the checkpoint's shapes checked, then counted
+// and planned.
+static atlas_status plan_rank(const atlas_decoder_config *c,
+                              const atlas_checkpoint *ck, int ranks, int rank,
+                              piece **out, size_t *out_count) {
+  *out = NULL;
+  *out_count = 0;
+  // The shapes the slicing relies on.
   bool lm_head_is_embedding = false;
   ATLAS_RETURN_IF_ERROR(
       atlas_decoder_check_checkpoint(c, ck, &lm_head_is_embedding));
   size_t count = 0;
   ATLAS_RETURN_IF_ERROR(
       plan_all(c, ck, ranks, rank, lm_head_is_embedding, NULL, &count));
-  piece *pieces = calloc(count ? count : 1, sizeof(*pieces));
-  if (pieces == NULL) {
+  *out = calloc(count ? count : 1, sizeof(**out));
+  if (*out == NULL) {
     return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "%s: sizing rank %d's %zu tensors", where, rank,
-                             count);
+                             "%s: planning rank %d's %zu tensors",
+                             atlas_checkpoint_source(ck), rank, count);
   }
-  atlas_status s =
-      plan_all(c, ck, ranks, rank, lm_head_is_embedding, pieces, &count);
+  *out_count = count;
+  return plan_all(c, ck, ranks, rank, lm_head_is_embedding, *out, out_count);
+}
+
+atlas_status atlas_tp_shard_size(const atlas_decoder_config *c,
+                                 const atlas_checkpoint *ck, int ranks,
+                                 int rank, uint64_t *out_weight_bytes,
+                                 size_t *out_tensor_count) {
+  *out_weight_bytes = 0;
+  *out_tensor_count = 0;
+  ATLAS_RETURN_IF_ERROR(
+      atlas_tp_check_split(c, ranks, atlas_checkpoint_source(ck)));
+  piece *pieces = NULL;
+  size_t count = 0;
+  atlas_status s = plan_rank(c, ck, ranks, rank, &pieces, &count);
   for (size_t i = 0; s == ATLAS_OK && i < count; ++i) {
     *out_weight_bytes += pieces[i].bytes;
   }
@@ -329,21 +343,9 @@ atlas_status atlas_tp_shard_write(const atlas_decoder_config *c,
     return atlas_status_make(ATLAS_STATUS_INVALID_ARGUMENT, "%s: rank %d of %d",
                              where, rank, ranks);
   }
-  // The shapes the slicing relies on.
-  bool lm_head_is_embedding = false;
-  ATLAS_RETURN_IF_ERROR(
-      atlas_decoder_check_checkpoint(c, ck, &lm_head_is_embedding));
+  piece *pieces = NULL;
   size_t count = 0;
-  ATLAS_RETURN_IF_ERROR(
-      plan_all(c, ck, ranks, rank, lm_head_is_embedding, NULL, &count));
-  piece *pieces = calloc(count ? count : 1, sizeof(*pieces));
-  if (pieces == NULL) {
-    return atlas_status_make(ATLAS_STATUS_OUT_OF_MEMORY,
-                             "%s: planning rank %d's %zu tensors", where, rank,
-                             count);
-  }
-  atlas_status s =
-      plan_all(c, ck, ranks, rank, lm_head_is_embedding, pieces, &count);
+  atlas_status s = plan_rank(c, ck, ranks, rank, &pieces, &count);
   uint64_t data_bytes = 0;
   for (size_t i = 0; s == ATLAS_OK && i < count; ++i) {
     pieces[i].offset = data_bytes;
